@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The one device script: install meshccl without network, run the GPU test
+# suite and the benchmark, and leave logs under $OUT.
+#
+#   bash benchmarks/gpu_check.sh [tests] [bench] [quick] [smoke]   (default: tests bench)
+#
+# Peers missing on the GPU machine travel as wheels in .whl/ (carry ".whl";
+# see ../shared/tools/fetch-peer-wheels.sh) and are unpacked to /tmp/site.
+set -uo pipefail
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+steps=${*:-tests bench}
+status=0
+
+{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv; } > "$OUT/machine.txt" 2>&1
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl > "$OUT/wheels.log" 2>&1 && export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
+fi
+if ! python3 -m pip install -q --no-deps --no-build-isolation -e . > "$OUT/install.log" 2>&1; then
+  echo "editable install failed (see install.log); using PYTHONPATH" | tee -a "$OUT/install.log"
+  export PYTHONPATH=$PWD:${PYTHONPATH:-}
+fi
+python3 -c "import meshccl, cupy; print('meshccl', meshccl.__file__, 'cupy', cupy.__version__, 'gpu', meshccl.gpu_available())" | tee -a "$OUT/machine.txt"
+
+for step in $steps; do
+  case $step in
+    tests)
+      python3 -m pytest tests -q -x -p no:cacheprovider -rs 2>&1 | tee "$OUT/tests.log" | tail -25
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    bench)
+      python3 benchmarks/bench.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -40
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    quick)
+      python3 benchmarks/bench.py --quick --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -40
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    smoke)
+      python3 - <<'PY' 2>&1 | tee "$OUT/smoke.log"
+# Quick side-by-side timing of meshccl and cupyx on a few large cases (CUDA events).
+import cupy, numpy as np, meshccl
+from cupyx.scipy import ndimage as cndi
+from scipy import ndimage
+from meshccl import patterns as P
+def t(f, reps=20):
+    f(); cupy.cuda.Device().synchronize()
+    s, e = cupy.cuda.Event(), cupy.cuda.Event(); ts = []
+    for _ in range(reps):
+        s.record(); f(); e.record(); e.synchronize(); ts.append(cupy.cuda.get_elapsed_time(s, e))
+    return float(np.median(ts))
+cases = [("spiral4096", P.spiral(4096, xp=cupy)), ("blobs4096", P.blobs((4096, 4096), xp=cupy)),
+         ("perc8192", P.percolation((8192, 8192), 0.5927, xp=cupy)), ("blobs512^3", P.blobs((512,) * 3, xp=cupy)),
+         ("perc512^3", P.percolation((512,) * 3, 0.3116, xp=cupy))]
+for name, a in cases:
+    for c in (1, a.ndim):
+        st = ndimage.generate_binary_structure(a.ndim, c)
+        m, nm = meshccl.label(a, connectivity=c, return_num=True)
+        x, nx = cndi.label(a, structure=st)
+        ok = nm == nx
+        print(f"{name:12s} c={c} meshccl {t(lambda: meshccl.label(a, connectivity=c)):8.3f} ms  "
+              f"cupyx {t(lambda: cndi.label(a, structure=st)):8.3f} ms  n={nm} {'ok' if ok else 'COUNT MISMATCH %d' % nx}")
+PY
+      ;;
+  esac
+done
+exit $status

@@ -1,0 +1,1 @@
+"""CPU backend (numba): the same algorithms as the GPU kernels, run serially."""

@@ -1,0 +1,1 @@
+"""GPU backend (CuPy): launches the kernels of ``kernels/*.cu``."""

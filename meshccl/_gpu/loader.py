@@ -1,0 +1,75 @@
+"""The one kernel loader.
+
+Kernels live in ``kernels/*.cu`` (shipped inside the wheel as the package
+``meshccl._kernels``).  They are compiled with NVRTC through CuPy on first
+use -- never at import -- for the template instantiations asked for, and
+cached per device; CuPy also keeps the compiled binary in its on-disk cache,
+so a new process only loads it.  A ``#line`` directive makes compiler
+messages name the real file.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+from pathlib import Path
+
+_C_TYPES = {
+    "bool": "unsigned char",
+    "uint8": "unsigned char",
+    "uint16": "unsigned short",
+    "uint32": "unsigned int",
+    "uint64": "unsigned long long",
+    "int32": "int",
+    "int64": "long long",
+    "float32": "float",
+    "float64": "double",
+}
+
+
+def c_type(dtype) -> str:
+    """C++ spelling of a NumPy dtype for template arguments."""
+    import numpy as np
+
+    return _C_TYPES[np.dtype(dtype).name]
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_dir() -> Path:
+    """Folder holding the ``.cu`` / ``.cuh`` sources (installed or source tree)."""
+    try:
+        root = importlib.resources.files("meshccl._kernels")
+        path = Path(str(root))
+        if (path / "unionfind.cuh").is_file():
+            return path
+    except ModuleNotFoundError:
+        pass
+    path = Path(__file__).resolve().parents[2] / "kernels"
+    if (path / "unionfind.cuh").is_file():
+        return path
+    raise FileNotFoundError("meshccl's CUDA sources (kernels/*.cu) are missing from the installation")
+
+
+def source(filename: str) -> str:
+    path = kernel_dir() / filename
+    return f'#line 1 "{path}"\n' + path.read_text()
+
+
+@functools.lru_cache(maxsize=None)
+def _module(device_id: int, filename: str, names: tuple):
+    import cupy
+
+    return cupy.RawModule(
+        code=source(filename),
+        options=("-std=c++17", f"-I{kernel_dir()}"),
+        name_expressions=list(names),
+    )
+
+
+def kernels(filename: str, *names: str) -> tuple:
+    """Return the compiled kernels ``names`` (template name expressions) of a file."""
+    import cupy
+
+    dev = cupy.cuda.Device().id
+    mod = _module(dev, filename, tuple(names))
+    return tuple(mod.get_function(n) for n in names)

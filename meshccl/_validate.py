@@ -1,0 +1,165 @@
+"""Validate and normalise the arguments of :func:`meshccl.label`.
+
+The result is a :class:`Problem`: a C-contiguous flat view of the values in
+a dtype the kernels know (unsigned integers of 1, 2, 4 or 8 bytes, float32 or
+float64), the squeezed shape the kernels see, the background key, the
+connectivity and the output dtype.  Nothing here launches a kernel except
+the NaN / range check of float input.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import neighbourhood
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_TWO63 = 2**63
+
+
+@dataclass
+class Problem:
+    xp: object              # numpy or cupy
+    values: object          # flat, C-contiguous array of the kernel dtype
+    shape: tuple            # squeezed shape (no axis of length 1), at least 1-D
+    out_shape: tuple        # the caller's shape
+    connectivity: int       # connectivity on the squeezed shape
+    has_bg: bool
+    bgkey: object           # numpy scalar: kernel dtype for ints, int64 for floats
+    work_dtype: np.dtype    # int32 or int64: the parent / label array
+    out_dtype: np.dtype     # what the caller gets
+    swapped: bool = False   # labelled with axes 0 and 2 swapped (skimage's order)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.out_shape, dtype=np.int64))
+
+
+def array_module(label_image):
+    """Return (module, array) for NumPy or CuPy input; TypeError otherwise."""
+    if isinstance(label_image, np.ndarray):
+        return np, label_image
+    mod = type(label_image).__module__
+    if mod.startswith("cupy"):
+        import cupy
+
+        return cupy, label_image
+    if np.isscalar(label_image) or isinstance(label_image, (list, tuple)):
+        return np, np.asarray(label_image)
+    raise TypeError(
+        "label_image must be a NumPy or CuPy array, got "
+        f"{type(label_image).__module__}.{type(label_image).__name__}"
+    )
+
+
+def _background_value(background):
+    if background is None:
+        return 0
+    if isinstance(background, (bool, np.bool_)):
+        return int(background)
+    if isinstance(background, numbers.Integral):
+        return int(background)
+    if isinstance(background, numbers.Real):
+        b = float(background)
+        if not np.isfinite(b):
+            raise ValueError(f"background must be a finite number, got {background!r}")
+        return int(b)  # skimage truncates, as it casts to intp
+    raise TypeError(f"background must be an int, float or bool scalar, got {background!r}")
+
+
+def _connectivity(connectivity, ndim: int) -> int:
+    if connectivity is None:
+        return ndim
+    if isinstance(connectivity, (bool, np.bool_)) or not isinstance(connectivity, numbers.Integral):
+        raise TypeError(f"connectivity must be an int in [1, ..., {ndim}], got {connectivity!r}")
+    c = int(connectivity)
+    if not 1 <= c <= max(ndim, 1):
+        raise ValueError(
+            f"connectivity for a {ndim}-D label_image must be in [1, ..., {max(ndim, 1)}], got {c}"
+        )
+    return c
+
+
+def _check_float_range(xp, x):
+    """NaN, inf and values beyond int64 have no key: reject them clearly."""
+    if x.size == 0:
+        return
+    big = float(xp.abs(x).max())  # NaN propagates; one host sync for float input
+    if not np.isfinite(big):
+        raise ValueError("label_image contains NaN or inf; labels are undefined for them")
+    if big >= _TWO63:
+        raise ValueError(
+            f"label_image contains {big:g}, beyond the int64 range that float values are "
+            "truncated into (as skimage does)"
+        )
+
+
+def prepare(label_image, background, connectivity, dtype) -> Problem:
+    xp, x = array_module(label_image)
+    dt = x.dtype
+    if dt.kind in "cOSUVMm" or dt.kind not in "biuf":
+        raise TypeError(
+            f"label_image must have a bool, integer or float dtype, got {dt}"
+        )
+    ndim = x.ndim
+    conn = _connectivity(connectivity, ndim)
+    bg = _background_value(background)
+
+    # Values in a kernel dtype, and the background in the same domain.
+    if dt.kind == "b":
+        # skimage's bool path: background 1/True labels the False cells.
+        has_bg, bgval = True, (1 if (background is not None and background == 1) else 0)
+        values = x.view(np.uint8)
+        bgkey = np.uint8(bgval)
+    elif dt.kind in "iu":
+        udt = np.dtype(_UNSIGNED[dt.itemsize])
+        values = x.view(udt) if dt.kind == "i" else x
+        info = np.iinfo(dt)
+        if info.min <= bg <= info.max:
+            has_bg, bgkey = True, np.array(bg, dtype=dt).view(udt)[()]
+        elif dt == np.uint64 and -_TWO63 <= bg < 0:
+            # skimage casts uint64 to int64, so -1 matches 2**64 - 1.
+            has_bg, bgkey = True, np.uint64(bg + 2**64)
+        else:
+            has_bg, bgkey = False, udt.type(0)
+    else:
+        if dt.itemsize < 4:
+            x = x.astype(np.float32)
+        values = x
+        _check_float_range(xp, x)
+        has_bg, bgkey = True, np.int64(bg)
+
+    # skimage numbers a non-bool 3-D array shaped (a, b, 1) after swapping axes
+    # 0 and 2 (its _get_swaps), i.e. in column order; match it.
+    swapped = (dt.kind != "b" and x.ndim == 3 and x.shape[2] == 1
+               and x.shape[0] > 1 and x.shape[1] > 1)
+    if swapped:
+        values = values.swapaxes(0, 2)
+    size = int(np.prod(x.shape, dtype=np.int64))
+    squeezed = tuple(s for s in values.shape if s != 1) or ((1,) if size == 1 else ())
+    if size == 0:
+        squeezed = tuple(x.shape)
+    conn_sq = max(1, min(conn, len(squeezed)))
+    if len(squeezed) > neighbourhood.MAX_NDIM and size > 0:
+        raise ValueError(
+            f"label_image has {len(squeezed)} axes longer than 1; "
+            f"meshccl supports at most {neighbourhood.MAX_NDIM}"
+        )
+
+    if xp is np:
+        default = np.dtype(np.int32) if dt.kind == "b" else np.dtype(np.int64)
+    else:
+        default = np.dtype(np.int32) if size < 2**31 else np.dtype(np.int64)
+    out_dtype = default if dtype is None else np.dtype(dtype)
+    if out_dtype.kind not in "iu":
+        raise TypeError(f"dtype must be an integer dtype, got {out_dtype}")
+    work = np.dtype(np.int32) if size < 2**31 - 1 else np.dtype(np.int64)
+    if out_dtype == np.dtype(np.int64):
+        work = out_dtype
+    if size > 0:
+        values = xp.ascontiguousarray(values).reshape(-1)
+    return Problem(xp, values, squeezed, tuple(x.shape), conn_sq, has_bg, bgkey, work,
+                   out_dtype, swapped)

@@ -1,0 +1,86 @@
+"""The one neighbourhood-offset table, shared by every backend and method.
+
+For an array of shape ``shape`` (C order) and a connectivity ``k`` (the
+number of orthogonal hops, as in skimage), the *half neighbourhood* holds the
+offsets ``delta`` in {-1, 0, 1}^ndim with 1..k non-zero entries that point to
+cells earlier in raster order (lexicographically negative).  Every
+neighbouring pair of cells is seen exactly once from its later cell.
+
+The left neighbour (``-1`` on the last axis) is not in the table: both
+backends treat it through runs along the contiguous axis.  The table rows,
+in order of increasing linear offset, are four int64 words each::
+
+    [linear offset, axes moved -1 (bit mask), axes moved +1 (bit mask), flags]
+
+with flags bit 0 "covered" (the target is also a neighbour of the left cell)
+and bit 1 "moves -1 on the last axis".  ``kernels/mesh.cu`` explains how the
+flags remove redundant unions.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from math import comb
+
+import numpy as np
+
+#: Largest number of table rows we build (e.g. 11-D at full connectivity).
+MAX_OFFSETS = 100_000
+#: Boundary masks are 32-bit words: one bit per (non-singleton) axis.
+MAX_NDIM = 32
+
+COVERED = 1
+MOVES_LEFT = 2
+
+
+def half_neighbourhood_size(ndim: int, connectivity: int) -> int:
+    """Number of offsets in the half neighbourhood (left neighbour included)."""
+    return sum(comb(ndim, h) * 2**h for h in range(1, connectivity + 1)) // 2
+
+
+def _is_offset(delta, connectivity: int) -> bool:
+    hops = sum(d != 0 for d in delta)
+    return 0 < hops <= connectivity and all(-1 <= d <= 1 for d in delta)
+
+
+@functools.lru_cache(maxsize=256)
+def offset_table(shape: tuple, connectivity: int) -> np.ndarray:
+    """Return the ``(noff, 4)`` int64 table for a C-ordered array of ``shape``.
+
+    ``shape`` must have no singleton axes and at most ``MAX_NDIM`` axes.
+    """
+    ndim = len(shape)
+    if ndim > MAX_NDIM:
+        raise ValueError(
+            f"label_image has {ndim} axes longer than 1; meshccl supports at most {MAX_NDIM}"
+        )
+    size = half_neighbourhood_size(ndim, connectivity)
+    if size > MAX_OFFSETS:
+        raise ValueError(
+            f"connectivity={connectivity} on {ndim} axes longer than 1 gives {size} "
+            f"neighbour offsets per cell; meshccl supports at most {MAX_OFFSETS}"
+        )
+    strides = np.ones(ndim, dtype=np.int64)
+    for k in range(ndim - 2, -1, -1):
+        strides[k] = strides[k + 1] * shape[k + 1]
+    zero = (0,) * ndim
+    left = zero[:-1] + (-1,)
+    last = np.zeros(ndim, dtype=np.int64)
+    last[-1] = 1
+    rows = []
+    for delta in itertools.product((-1, 0, 1), repeat=ndim):
+        if not (delta < zero) or delta == left or not _is_offset(delta, connectivity):
+            continue
+        lin = int(np.dot(delta, strides))
+        lo = sum(1 << k for k, d in enumerate(delta) if d == -1)
+        hi = sum(1 << k for k, d in enumerate(delta) if d == 1)
+        flags = 0
+        if _is_offset(tuple(np.asarray(delta) + last), connectivity):
+            flags |= COVERED
+        if delta[-1] == -1:
+            flags |= MOVES_LEFT
+        rows.append((lin, lo, hi, flags))
+    table = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    table.setflags(write=False)
+    return table

@@ -1,0 +1,306 @@
+"""meshccl.label against skimage.measure.label and an independent reference,
+on every backend (CPU always; GPU where available)."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from skimage.measure import label as sk_label
+
+import meshccl
+from meshccl import patterns
+from conftest import HAVE_GPU, run_label, to_backend, to_host
+from reference import reference_label
+
+DTYPES = [np.bool_, np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32,
+          np.uint64, np.int64, np.float32, np.float64]
+
+
+def expected(a, background=None, connectivity=None):
+    """skimage where it works (any bool, other dtypes up to 3-D), else the reference."""
+    if a.dtype == bool or 1 <= a.ndim <= 3:
+        return sk_label(a, background=background, connectivity=connectivity)
+    return reference_label(a, background, connectivity)
+
+
+@st.composite
+def images(draw, max_ndim=4):
+    ndim = draw(st.integers(1, max_ndim))
+    side = {1: 40, 2: 12, 3: 7, 4: 5}[ndim]
+    shape = tuple(draw(st.lists(st.integers(1, side), min_size=ndim, max_size=ndim)))
+    dtype = draw(st.sampled_from(DTYPES))
+    if dtype is np.bool_:
+        elements = st.booleans()
+    elif np.dtype(dtype).kind == "f":
+        elements = st.floats(-3.5, 3.5, allow_nan=False, width=np.dtype(dtype).itemsize * 8)
+    else:
+        info = np.iinfo(dtype)
+        lo = max(int(info.min), -2)
+        # a few levels, but sometimes the extreme values of the dtype
+        elements = st.one_of(st.integers(lo, 3), st.sampled_from([int(info.min), int(info.max)]))
+    return draw(hnp.arrays(dtype, shape, elements=elements))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(a=images(), data=st.data())
+def test_matches_skimage_random(backend, a, data):
+    connectivity = data.draw(st.integers(1, a.ndim))
+    background = data.draw(st.sampled_from([None, 0, 1, -1, 2]))
+    got = run_label(a, backend, background=background, connectivity=connectivity)
+    want = expected(a, background, connectivity)
+    assert got.dtype == want.dtype or backend == "gpu"
+    np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(a=images(max_ndim=3), data=st.data())
+def test_reference_agrees_with_skimage(a, data):
+    """The reference used for >3-D is itself checked against skimage."""
+    connectivity = data.draw(st.integers(1, a.ndim))
+    np.testing.assert_array_equal(reference_label(a, 0, connectivity),
+                                  sk_label(a, background=0, connectivity=connectivity))
+
+
+@pytest.mark.parametrize("shape", [(5, 4, 3, 6), (3, 3, 2, 3, 4), (2, 1, 3, 1, 2, 3)])
+@pytest.mark.parametrize("conn", [1, 2, "full"])
+def test_high_dimensional(backend, shape, conn):
+    rng = np.random.default_rng(sum(shape))
+    a = rng.integers(0, 3, shape).astype(np.uint8)
+    c = len(shape) if conn == "full" else conn
+    got = run_label(a, backend, connectivity=c)
+    np.testing.assert_array_equal(got, reference_label(a, 0, c))
+
+
+@pytest.mark.parametrize("n", [5, 16, 33, 100, 257])
+def test_spiral_is_one_component(backend, n):
+    s = patterns.spiral(n)
+    for c in (1, 2):
+        got, num = run_label(s, backend, connectivity=c, return_num=True)
+        np.testing.assert_array_equal(got, sk_label(s, connectivity=c))
+        assert num == 1
+    # the corridor is the other spiral
+    got, num = run_label(s, backend, background=1, connectivity=1, return_num=True)
+    assert num == 1
+
+
+@pytest.mark.parametrize("shape", [(7, 9), (6, 5, 4), (64, 64)])
+def test_checkerboard(backend, shape):
+    a = (np.indices(shape).sum(axis=0) % 2).astype(np.uint8) + 1
+    for c in range(1, len(shape) + 1):
+        got, num = run_label(a, backend, connectivity=c, return_num=True)
+        np.testing.assert_array_equal(got, sk_label(a, connectivity=c))
+        assert num == (a.size if c == 1 else 2)
+
+
+def test_single_cells_and_background(backend):
+    z = np.zeros((13, 17), np.uint8)
+    got, num = run_label(z, backend, return_num=True)
+    assert num == 0 and not got.any()
+    one = z.copy()
+    one[6, 9] = 4
+    got, num = run_label(one, backend, return_num=True)
+    assert num == 1 and got[6, 9] == 1 and got.sum() == 1
+    full = np.full((9, 3, 5), 7, np.int32)
+    got, num = run_label(full, backend, return_num=True)
+    assert num == 1 and (got == 1).all()
+
+
+@pytest.mark.parametrize("length", [1, 31, 32, 33, 255, 256, 257, 1000, 70001])
+def test_long_lines(backend, length):
+    """Runs that cross warp chunks and segments (256 cells) on the GPU."""
+    a = np.ones(length, np.uint8)
+    got, num = run_label(a, backend, return_num=True)
+    assert num == 1 and (got == 1).all()
+    b = np.ones((3, length), np.uint8)
+    b[1] = 0
+    got, num = run_label(b, backend, connectivity=1, return_num=True)
+    assert num == 2
+    np.testing.assert_array_equal(got, sk_label(b, connectivity=1))
+    # a snake: rows joined alternately at the ends
+    w = max(length // 50, 3)
+    snake = np.zeros((9, w), np.uint8)
+    snake[::2] = 1
+    for r in range(1, 9, 2):
+        snake[r, -1 if r % 4 == 1 else 0] = 1
+    got, num = run_label(snake, backend, connectivity=1, return_num=True)
+    assert num == 1
+
+
+def test_large_random_2d_3d(backend):
+    rng = np.random.default_rng(7)
+    for shape, p in [((300, 517), 0.59), ((41, 67, 53), 0.31)]:
+        a = (rng.random(shape) < p).astype(np.uint8)
+        for c in range(1, a.ndim + 1):
+            np.testing.assert_array_equal(run_label(a, backend, connectivity=c),
+                                          sk_label(a, connectivity=c))
+    pot = patterns.potts((200, 300), q=4)
+    np.testing.assert_array_equal(run_label(pot, backend, connectivity=1),
+                                  sk_label(pot, connectivity=1))
+
+
+def test_skimage_axis_swap_order(backend):
+    """skimage numbers a non-bool (a, b, 1) volume in column order; so do we."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 3, (6, 7, 1)).astype(np.int16)
+    for c in (1, 2, 3):
+        np.testing.assert_array_equal(run_label(a, backend, connectivity=c),
+                                      sk_label(a, connectivity=c))
+
+
+def test_float_truncation_like_skimage(backend):
+    a = np.array([[0.5, 1.2, 1.7], [-0.5, 2.0, -1.9]])
+    for bg in (None, -1, 1.5):
+        np.testing.assert_array_equal(run_label(a, backend, background=bg),
+                                      sk_label(a, background=bg))
+    f16 = a.astype(np.float16)
+    np.testing.assert_array_equal(run_label(f16, backend), sk_label(f16))
+
+
+def test_background_outside_dtype_range(backend):
+    a = np.array([[1, 2], [2, 1]], np.uint8)
+    for bg in (258, -254, 2.7):
+        np.testing.assert_array_equal(run_label(a, backend, background=bg),
+                                      sk_label(a, background=bg))
+    u = np.array([[2**64 - 1, 3, 2**64 - 1]], np.uint64)
+    np.testing.assert_array_equal(run_label(u, backend, background=-1), [[0, 1, 0]])
+
+
+def test_bool_background_quirk(backend):
+    b = np.array([[True, False], [False, True]])
+    for bg in (None, 0, 1, True, False, -1, 2):
+        np.testing.assert_array_equal(run_label(b, backend, background=bg),
+                                      sk_label(b, background=bg))
+
+
+def test_layouts(backend):
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 3, (23, 19, 7)).astype(np.uint8)
+    views = [np.asfortranarray(a), a[::-1], a[:, ::2, ::-3], a.transpose(2, 0, 1), a[3:, 1:-2]]
+    for v in views:
+        np.testing.assert_array_equal(run_label(v, backend), sk_label(np.ascontiguousarray(v)))
+
+
+def test_zero_d_and_empty(backend):
+    assert run_label(np.array(5), backend).shape == ()
+    assert int(run_label(np.array(5), backend)) == 1
+    assert int(run_label(np.array(0), backend)) == 0
+    got, num = run_label(np.zeros((0, 3), np.uint8), backend, return_num=True)
+    assert got.shape == (0, 3) and num == 0
+
+
+def test_output_dtypes():
+    a = np.ones((3, 3), np.uint8)
+    assert meshccl.label(a).dtype == np.int64
+    assert meshccl.label(a.astype(bool)).dtype == np.int32
+    assert meshccl.label(a, dtype=np.uint16).dtype == np.uint16
+    assert meshccl.label(a, dtype=np.int32).dtype == np.int32
+    checker = (np.indices((20, 20)).sum(0) % 2).astype(np.uint8) + 1
+    with pytest.raises(ValueError, match="dtype=uint8 cannot hold 400 labels"):
+        meshccl.label(checker, connectivity=1, dtype=np.uint8)
+    with pytest.raises(TypeError, match="dtype must be an integer dtype"):
+        meshccl.label(a, dtype=np.float32)
+
+
+def test_int64_index_path(backend):
+    """dtype=int64 runs the 64-bit-index kernels; labels must not change."""
+    rng = np.random.default_rng(5)
+    a = (rng.random((77, 301)) < 0.5).astype(np.uint8)
+    got = run_label(a, backend, dtype=np.int64)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, sk_label(a))
+
+
+def test_deterministic(backend):
+    a = patterns.percolation((512, 512), 0.5927, seed=3)
+    first = run_label(a, backend, connectivity=1)
+    for _ in range(5):
+        np.testing.assert_array_equal(run_label(a, backend, connectivity=1), first)
+
+
+@pytest.mark.parametrize("bad, err, msg", [
+    ([[1, 2]], None, None),  # lists are accepted like numpy would
+    (np.array([[1 + 1j]]), TypeError, "complex"),
+    (np.array([[object()]], dtype=object), TypeError, "object"),
+    (np.array(["a"]), TypeError, "<U1"),
+    ("text", TypeError, "label_image"),
+])
+def test_bad_label_image(bad, err, msg):
+    if err is None:
+        np.testing.assert_array_equal(meshccl.label(bad), [[1, 2]])
+        return
+    with pytest.raises(err, match=msg):
+        meshccl.label(bad)
+
+
+def test_bad_arguments(backend):
+    a = to_backend(np.ones((4, 4), np.uint8), backend)
+    with pytest.raises(ValueError, match=r"connectivity .* \[1, \.\.\., 2\], got 0"):
+        meshccl.label(a, connectivity=0)
+    with pytest.raises(ValueError, match="got 3"):
+        meshccl.label(a, connectivity=3)
+    with pytest.raises(TypeError, match="connectivity must be an int"):
+        meshccl.label(a, connectivity=1.5)
+    with pytest.raises(TypeError, match="background must be"):
+        meshccl.label(a, background="a")
+    with pytest.raises(TypeError, match="background must be"):
+        meshccl.label(a, background=[1, 2])
+    with pytest.raises(ValueError, match="background must be a finite number"):
+        meshccl.label(a, background=float("nan"))
+    with pytest.raises(ValueError, match="method must be one of"):
+        meshccl.label(a, method="nope")
+    with pytest.raises(ValueError, match="device must be"):
+        meshccl.label(a, device="tpu")
+    with pytest.raises(TypeError, match="return_num must be a bool"):
+        meshccl.label(a, return_num="yes")
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf, 1e30])
+def test_nan_inf_float(backend, value):
+    a = np.array([[1.0, value], [2.0, 2.0]])
+    with pytest.raises(ValueError, match="NaN or inf|int64 range"):
+        meshccl.label(to_backend(a, backend))
+
+
+def test_too_many_axes_or_offsets():
+    a = np.zeros((2,) * 12, np.uint8)
+    with pytest.raises(ValueError, match="neighbour offsets per cell"):
+        meshccl.label(a)
+    assert meshccl.label(a, connectivity=2).shape == a.shape
+
+
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.gpu
+def test_gpu_cupy_in_cupy_out_and_cpu_equal():
+    import cupy
+    rng = np.random.default_rng(9)
+    a = rng.integers(0, 4, (257, 129)).astype(np.uint16)
+    g = meshccl.label(cupy.asarray(a), connectivity=1)
+    assert isinstance(g, cupy.ndarray) and g.dtype == np.int32
+    c = meshccl.label(a, connectivity=1)
+    np.testing.assert_array_equal(g.get(), c)
+    # NumPy in, computed on the GPU on request, NumPy out
+    h = meshccl.label(a, connectivity=1, device="gpu")
+    assert isinstance(h, np.ndarray)
+    np.testing.assert_array_equal(h, c)
+    # CuPy in, computed on the CPU on request, CuPy out
+    d = meshccl.label(cupy.asarray(a), connectivity=1, device="cpu")
+    assert isinstance(d, cupy.ndarray)
+    np.testing.assert_array_equal(d.get(), c)
+
+
+@pytest.mark.skipif(HAVE_GPU, reason="only meaningful without a GPU")
+def test_device_gpu_without_gpu_is_clear():
+    with pytest.raises(RuntimeError, match="no CUDA GPU"):
+        meshccl.label(np.ones(3, np.uint8), device="gpu")
+
+
+def test_import_does_not_compile_or_touch_gpu():
+    import subprocess
+    import sys
+    code = ("import sys, meshccl; "
+            "assert 'cupy' not in sys.modules, 'cupy imported at import time'; "
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "ok" in out.stdout
