@@ -2,7 +2,7 @@
 # The one device script: install meshccl without network, run the GPU test
 # suite and the benchmark, and leave logs under $OUT.
 #
-#   bash benchmarks/gpu_check.sh [tests] [bench] [quick] [smoke]   (default: tests bench)
+#   bash benchmarks/gpu_check.sh [tests] [bench] [quick] [smoke] [phases]   (default: tests bench)
 #
 # Peers missing on the GPU machine travel as wheels in .whl/ (carry ".whl";
 # see ../shared/tools/fetch-peer-wheels.sh) and are unpacked to /tmp/site.
@@ -35,6 +35,8 @@ for step in $steps; do
     quick)
       python3 benchmarks/bench.py --quick --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -40
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    phases)
+      python3 benchmarks/phases.py 2>&1 | tee "$OUT/phases.log" ;;
     smoke)
       python3 - <<'PY' 2>&1 | tee "$OUT/smoke.log"
 # Quick side-by-side timing of meshccl and cupyx on a few large cases (CUDA events).

@@ -31,7 +31,7 @@ __global__ void meshccl_flatten(I* P, I n, unsigned* __restrict__ bits, I* __res
         const I i = (I)gi;
         const I p = P[i];
         if (p >= 0) {
-            const I r = meshccl::find(P, i);
+            const I r = meshccl::find_final(P, i);
             if (r != p) P[i] = r;
             is_root = r == i;
         }

@@ -18,6 +18,12 @@
 // an image stored in raster (C) order that is the component's first cell,
 // which is exactly the order in which skimage numbers its labels.
 //
+// During the final flatten every element stores its root into its own slot,
+// and a plain halving store by another thread could land after that and put
+// back a non-root ancestor.  find_final() therefore halves with a CAS that
+// only replaces the exact parent it read, so an element's root, once stored,
+// stays.
+//
 // Reads of P during the union phase go through __ldcg (cached in L2 only):
 // L1 is not coherent between multiprocessors, and a find() that kept
 // re-reading a stale L1 line could spin on an old root.
@@ -25,21 +31,24 @@
 
 namespace meshccl {
 
-template <typename I>
+// Parent loads: from global memory through L2 (see above), or from shared
+// memory as volatile loads, for the tile-local forests of mesh.cu.
+template <bool Shared, typename I>
 __device__ __forceinline__ I load_parent(const I* P, I x) {
+    if (Shared) return *(const volatile I*)(P + x);
     return __ldcg(P + x);
 }
 
 // Find with path halving.
-template <typename I>
+template <bool Shared = false, typename I>
 __device__ __forceinline__ I find(I* P, I x) {
-    I p = load_parent(P, x);
+    I p = load_parent<Shared>(P, x);
     while (p != x) {
-        I g = load_parent(P, p);
+        I g = load_parent<Shared>(P, p);
         if (g == p) return p;
         P[x] = g;  // halve the path: x now skips its parent
         x = g;
-        p = load_parent(P, x);
+        p = load_parent<Shared>(P, x);
     }
     return x;
 }
@@ -52,17 +61,32 @@ __device__ __forceinline__ long long cas(long long* a, long long expected, long 
                                 (unsigned long long)desired);
 }
 
-// Merge the sets of a and b: the larger root is hooked under the smaller.
+// Find for the flatten pass: path halving through CAS (see above).
 template <typename I>
+__device__ __forceinline__ I find_final(I* P, I x) {
+    I p = load_parent<false>(P, x);
+    while (p != x) {
+        I g = load_parent<false>(P, p);
+        if (g == p) return p;
+        cas(P + x, p, g);
+        x = g;
+        p = load_parent<false>(P, x);
+    }
+    return x;
+}
+
+// Merge the sets of a and b: the larger root is hooked under the smaller.
+// Shared selects a forest in shared memory (one thread block's tile).
+template <bool Shared = false, typename I>
 __device__ __forceinline__ void unite(I* P, I a, I b) {
-    a = find(P, a);
-    b = find(P, b);
+    a = find<Shared>(P, a);
+    b = find<Shared>(P, b);
     while (a != b) {
         if (a < b) { I t = a; a = b; b = t; }   // a is now the larger root
         I old = cas(P + a, a, b);
         if (old == a) return;                   // hooked
-        a = find(P, old);                       // a gained a parent meanwhile
-        b = find(P, b);
+        a = find<Shared>(P, old);               // a gained a parent meanwhile
+        b = find<Shared>(P, b);
     }
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -10,39 +11,87 @@ from .. import neighbourhood
 from .loader import c_type, kernels
 from .relabel import BLOCK, grid, relabel
 
-#: Cells walked by one warp of meshccl_mesh_init (MESHCCL_SEGMENT in mesh.cu).
-SEGMENT = 256
+#: log2 of the largest tile (cells per thread block of meshccl_mesh_tile).
+TILE_LOG = 10
+
+
+def tile_logs(shape: tuple) -> tuple:
+    """log2 of the tile extent per axis: a power-of-two box of <= 1024 cells.
+
+    The last axis gets up to 32 cells (all 1024 in 1-D), the second-last half
+    of what is left in 3-D and more (all of it in 2-D), the axis before that
+    the rest; leading axes get 1.  A short axis takes only what it needs, so
+    (4096, 3) gets 256 x 4 tiles and 512**3 gets 4 x 8 x 32.
+    """
+    ndim = len(shape)
+    logs = [0] * ndim
+    budget = TILE_LOG
+    for k in range(ndim - 1, -1, -1):
+        want = max(0, math.ceil(math.log2(shape[k])))
+        if k == ndim - 1:
+            cap = TILE_LOG if ndim == 1 else 5
+        elif k == ndim - 2 and ndim >= 3:
+            cap = budget - budget // 2
+        else:
+            cap = budget
+        logs[k] = min(want, cap, budget)
+        budget -= logs[k]
+    return tuple(logs)
 
 
 @functools.lru_cache(maxsize=256)
 def _device_geometry(device_id: int, shape: tuple, connectivity: int, index_dtype: str):
-    """Shape and offset table on the device, uploaded once per device."""
+    """Shape, offset table and tile layout on the device, uploaded once per device."""
     import cupy
 
     table = neighbourhood.offset_table(shape, connectivity)
-    return (
-        cupy.asarray(np.asarray(shape, dtype=index_dtype)),
-        cupy.asarray(table.reshape(-1)),
-        int(table.shape[0]),
+    ndim = len(shape)
+    tl = tile_logs(shape)
+    # tile-local linear offset of each table row: sum of delta_k << shift_k
+    shifts = np.concatenate([np.cumsum(tl[::-1])[::-1][1:], [0]]).astype(np.int64)
+    lo = ((table[:, 1:2] >> np.arange(ndim)) & 1)
+    hi = ((table[:, 2:3] >> np.arange(ndim)) & 1)
+    loff = ((hi - lo) * (1 << shifts)).sum(axis=1).astype(np.int32)
+    tcount = [-(-s // (1 << t)) for s, t in zip(shape, tl)]
+    return dict(
+        shape=cupy.asarray(np.asarray(shape, dtype=index_dtype)),
+        table=cupy.asarray(table.reshape(-1)),
+        noff=int(table.shape[0]),
+        loff=cupy.asarray(loff),
+        tlog=cupy.asarray(np.asarray(tl, dtype=np.int32)),
+        tcount=cupy.asarray(np.asarray(tcount, dtype=index_dtype)),
+        tiles=int(np.prod(tcount, dtype=np.int64)),
+        tile_cells=1 << sum(tl),
     )
 
 
-def label_mesh(values, P, shape, connectivity, has_bg, bgkey):
-    """Label flat CuPy ``values`` into ``P`` (int32/int64). Returns N (0-d array)."""
+def mesh_steps(values, P, shape, connectivity, has_bg, bgkey):
+    """The two mesh kernels as ``[(name, launch), ...]`` (also used by
+    benchmarks/phases.py to time each one)."""
     import cupy
 
     n = values.size
     t, i = c_type(values.dtype), c_type(P.dtype)
-    init, union = kernels(
-        "mesh.cu", f"meshccl_mesh_init<{t}, {i}>", f"meshccl_mesh_union<{t}, {i}>"
+    tile, union = kernels(
+        "mesh.cu", f"meshccl_mesh_tile<{t}, {i}>", f"meshccl_mesh_union<{t}, {i}>"
     )
-    dshape, dtable, noff = _device_geometry(
-        cupy.cuda.Device().id, tuple(shape), connectivity, P.dtype.name
-    )
+    geo = _device_geometry(cupy.cuda.Device().id, tuple(shape), connectivity, P.dtype.name)
     nn = P.dtype.type(n)
-    args = (values, P, nn, dshape, np.int32(len(shape)), dtable, np.int32(noff),
-            np.int32(bool(has_bg)), bgkey)
-    warps = (n + SEGMENT - 1) // SEGMENT
-    init(((warps * 32 + BLOCK - 1) // BLOCK,), (BLOCK,), args)
-    union(grid(n), (BLOCK,), args)
-    return relabel(P, n)
+    common = (values, P, nn, geo["shape"], np.int32(len(shape)), geo["table"], np.int32(geo["noff"]))
+    flags = (np.int32(bool(has_bg)), bgkey)
+    cells = geo["tile_cells"]
+    key_bytes = 8 if values.dtype.kind == "f" else values.dtype.itemsize
+    smem = -(-cells * key_bytes // 8) * 8 + cells * (P.dtype.itemsize + 4)
+    return [
+        ("tile", lambda: tile((geo["tiles"],), (cells,),
+                              common + (geo["loff"], geo["tlog"], geo["tcount"]) + flags,
+                              shared_mem=smem)),
+        ("union", lambda: union(grid(n), (BLOCK,), common + (geo["tlog"],) + flags)),
+    ]
+
+
+def label_mesh(values, P, shape, connectivity, has_bg, bgkey):
+    """Label flat CuPy ``values`` into ``P`` (int32/int64). Returns N (0-d array)."""
+    for _, launch in mesh_steps(values, P, shape, connectivity, has_bg, bgkey):
+        launch()
+    return relabel(P, values.size)

@@ -11,11 +11,8 @@ def grid(n: int) -> tuple:
     return ((n + BLOCK - 1) // BLOCK,)
 
 
-def relabel(P, n: int):
-    """Turn the parent array ``P`` (int32/int64, flat) into labels 1..N in place.
-
-    Returns N as a 0-d CuPy array (no host synchronisation).
-    """
+def relabel_steps(P, n: int):
+    """The relabel path as ``[(name, launch), ...]``; the last returns N."""
     import cupy
 
     t = c_type(P.dtype)
@@ -24,7 +21,28 @@ def relabel(P, n: int):
     bits = cupy.empty(words, dtype=cupy.uint32)
     counts = cupy.empty(words, dtype=P.dtype)
     nn = P.dtype.type(n)
-    flatten(grid(n), (BLOCK,), (P, nn, bits, counts))
-    incl = cupy.cumsum(counts, dtype=P.dtype)
-    gather(grid(n), (BLOCK,), (P, nn, bits, incl))
-    return incl[-1]
+    state = {}
+
+    def scan():
+        state["incl"] = cupy.cumsum(counts, dtype=P.dtype)
+
+    def label():
+        gather(grid(n), (BLOCK,), (P, nn, bits, state["incl"]))
+        return state["incl"][-1]
+
+    return [
+        ("flatten", lambda: flatten(grid(n), (BLOCK,), (P, nn, bits, counts))),
+        ("scan", scan),
+        ("relabel", label),
+    ]
+
+
+def relabel(P, n: int):
+    """Turn the parent array ``P`` (int32/int64, flat) into labels 1..N in place.
+
+    Returns N as a 0-d CuPy array (no host synchronisation).
+    """
+    result = None
+    for _, launch in relabel_steps(P, n):
+        result = launch()
+    return result

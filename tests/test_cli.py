@@ -1,0 +1,353 @@
+"""The ``meshccl`` command line: file round trips, errors, demo, bench, version.
+
+CPU only; every test calls ``meshccl.cli.main`` in-process except the ones
+that check the installed ``meshccl`` command and ``python -m meshccl``.
+"""
+
+import shutil
+import subprocess
+import sys
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+import tifffile
+from skimage.measure import label as sk_label
+
+import meshccl
+from meshccl import cli, patterns
+
+
+def run(capsys, *argv):
+    """Run the CLI in-process; return (exit status, stdout, stderr)."""
+    rc = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture
+def image2d():
+    rng = np.random.default_rng(1)
+    return rng.integers(0, 3, size=(37, 41)).astype(np.uint8)
+
+
+@pytest.fixture
+def volume():
+    return patterns.blobs((12, 20, 24), sigma=1.5)
+
+
+# --------------------------------------------------------------------------
+# round trips
+# --------------------------------------------------------------------------
+
+def test_npy_round_trip(tmp_path, capsys, image2d):
+    src, dst = tmp_path / "in.npy", tmp_path / "out.npy"
+    np.save(src, image2d)
+    rc, out, err = run(capsys, "label", src, dst, "--device", "cpu")
+    assert rc == 0, err
+    got = np.load(dst)
+    want, num = meshccl.label(image2d, return_num=True)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, sk_label(image2d))
+    assert got.dtype == want.dtype
+    assert f"{num} components" in out
+    assert " ms" in out
+
+
+@pytest.mark.parametrize("connectivity", [1, 2])
+@pytest.mark.parametrize("background", ["2", "1.7", "-1"])
+def test_npy_connectivity_background(tmp_path, capsys, image2d, connectivity, background):
+    src, dst = tmp_path / "in.npy", tmp_path / "out.npy"
+    a = image2d.astype(np.int16) if background == "-1" else image2d
+    np.save(src, a)
+    rc, _, err = run(capsys, "label", src, dst, "--connectivity", connectivity,
+                     "--background", background)
+    assert rc == 0, err
+    bg = float(background) if "." in background else int(background)
+    np.testing.assert_array_equal(np.load(dst),
+                                  sk_label(a, background=bg, connectivity=connectivity))
+
+
+def test_float_npy(tmp_path, capsys):
+    a = np.array([[0.0, 1.5, 1.2], [2.9, 0.0, 2.1], [0.3, 0.0, 1.0]])
+    src, dst = tmp_path / "f.npy", tmp_path / "l.npy"
+    np.save(src, a)
+    assert run(capsys, "label", src, dst, "-c", 1)[0] == 0
+    np.testing.assert_array_equal(np.load(dst), sk_label(a, connectivity=1))
+
+
+@pytest.mark.parametrize("ext", [".tif", ".tiff"])
+def test_tif_2d(tmp_path, capsys, image2d, ext):
+    src, dst = tmp_path / f"in{ext}", tmp_path / f"out{ext}"
+    tifffile.imwrite(src, image2d)
+    rc, _, err = run(capsys, "label", src, dst, "--connectivity", "1")
+    assert rc == 0, err
+    got = tifffile.imread(dst)
+    assert got.dtype == np.uint32
+    np.testing.assert_array_equal(got, sk_label(image2d, connectivity=1))
+    np.testing.assert_array_equal(iio.imread(dst), got)
+
+
+@pytest.mark.parametrize("connectivity", [1, 2, 3])
+def test_tif_3d_stack(tmp_path, capsys, volume, connectivity):
+    src, dst = tmp_path / "stack.tif", tmp_path / "labels.tif"
+    tifffile.imwrite(src, volume, photometric="minisblack")
+    rc, out, err = run(capsys, "label", src, dst, "-c", connectivity)
+    assert rc == 0, err
+    assert "3-D 12 x 20 x 24" in out
+    got = tifffile.imread(dst)
+    assert got.shape == volume.shape
+    want, num = meshccl.label(volume, connectivity=connectivity, return_num=True)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, sk_label(volume, connectivity=connectivity))
+    assert f"{num} components" in out
+
+
+def test_tif_one_page_per_slice(tmp_path, capsys, volume):
+    """A stack written page by page (one series per page) is one volume."""
+    src, dst = tmp_path / "pages.tif", tmp_path / "labels.npy"
+    with tifffile.TiffWriter(src) as tif:
+        for plane in volume:
+            tif.write(plane)
+    rc, _, err = run(capsys, "label", src, dst, "-c", 1)
+    assert rc == 0, err
+    got = np.load(dst)
+    assert got.shape == volume.shape
+    np.testing.assert_array_equal(got, sk_label(volume, connectivity=1))
+
+
+def test_png_2d_uint8(tmp_path, capsys, image2d):
+    src, dst = tmp_path / "in.png", tmp_path / "out.png"
+    iio.imwrite(src, image2d * 100)
+    rc, _, err = run(capsys, "label", src, dst)
+    assert rc == 0, err
+    got = iio.imread(dst)
+    want = sk_label(image2d * 100)
+    assert want.max() < 256 and got.dtype == np.uint8
+    np.testing.assert_array_equal(got, want)
+
+
+def test_png_uint16_when_more_than_255_labels(tmp_path, capsys):
+    board = (np.indices((40, 40)).sum(axis=0) % 2).astype(np.uint8)  # 800 isolated 1-cells
+    src, dst = tmp_path / "board.npy", tmp_path / "board.png"
+    np.save(src, board)
+    rc, out, err = run(capsys, "label", src, dst, "-c", 1)
+    assert rc == 0, err
+    got = iio.imread(dst)
+    assert got.dtype == np.uint16 and got.max() == 800
+    np.testing.assert_array_equal(got, sk_label(board, connectivity=1))
+
+
+def test_png_too_many_labels(tmp_path, capsys):
+    board = (np.indices((400, 400)).sum(axis=0) % 2).astype(np.uint8)  # 80000 labels
+    src, dst = tmp_path / "board.npy", tmp_path / "board.png"
+    np.save(src, board)
+    rc, _, err = run(capsys, "label", src, dst, "-c", 1)
+    assert rc == 2
+    assert "80000 labels" in err and ".tif" in err
+    assert not dst.exists()
+
+
+def _packed(rgb):
+    """Independent packing: one int64 per pixel from its channels."""
+    v = np.zeros(rgb.shape[:-1], dtype=np.int64)
+    for k in range(rgb.shape[-1]):
+        v = v * 256 + rgb[..., k]
+    return v
+
+
+@pytest.mark.parametrize("channels", [3, 4])
+def test_rgb_png_by_colour(tmp_path, capsys, channels):
+    palette = np.array([[0, 0, 0, 255], [255, 0, 0, 255], [0, 0, 255, 255],
+                        [255, 255, 255, 255], [255, 0, 0, 128]], dtype=np.uint8)[:, :channels]
+    rng = np.random.default_rng(5)
+    index = rng.integers(0, len(palette), size=(30, 33))
+    index[:10, :10] = 1   # a red square next to
+    index[:10, 10:20] = 2  # a blue one: different colours, different labels
+    rgb = palette[index]
+    src, dst = tmp_path / "colours.png", tmp_path / "labels.npy"
+    iio.imwrite(src, rgb)
+    background = "0x000000FF" if channels == 4 else "0"  # opaque black
+    rc, out, err = run(capsys, "label", src, dst, "-c", 1, "--background", background)
+    assert rc == 0, err
+    assert "packed colours" in out
+    got = np.load(dst)
+    assert got.shape == (30, 33)
+    want = sk_label(_packed(rgb), connectivity=1, background=int(background, 0))
+    np.testing.assert_array_equal(got, want)
+    assert got[0, 0] != got[0, 10] and got[0, 0] > 0 and got[0, 10] > 0
+    assert (got[index == 0] == 0).all()  # black is background
+
+
+def test_rgb_png_white_background(tmp_path, capsys):
+    rgb = np.full((8, 8, 3), 255, dtype=np.uint8)
+    rgb[2:4, 2:4] = (10, 20, 30)
+    rgb[5:7, 5:7] = (10, 20, 30)
+    src, dst = tmp_path / "w.png", tmp_path / "w.png.npy"
+    iio.imwrite(src, rgb)
+    assert run(capsys, "label", src, dst, "--background", "0xFFFFFF")[0] == 0
+    got = np.load(dst)
+    assert got.max() == 2 and (got[rgb[..., 0] == 255] == 0).all()
+
+
+def test_pack_colours():
+    rgb = np.array([[[1, 2, 3], [255, 255, 255]]], dtype=np.uint8)
+    packed = cli.pack_colours(rgb)
+    assert packed.dtype == np.uint32
+    assert packed.tolist() == [[0x010203, 0xFFFFFF]]
+    rgba16 = np.array([[1, 2, 3, 4]], dtype=np.uint16)
+    assert cli.pack_colours(rgba16).tolist() == [0x0001000200030004]
+
+
+# --------------------------------------------------------------------------
+# errors: one line on stderr, exit status 2
+# --------------------------------------------------------------------------
+
+def _assert_one_line(err):
+    assert err.startswith("meshccl: error: ") and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_missing_input(tmp_path, capsys):
+    missing = tmp_path / "nope.tif"
+    rc, _, err = run(capsys, "label", missing, tmp_path / "out.npy")
+    assert rc == 2
+    assert str(missing) in err
+    _assert_one_line(err)
+
+
+@pytest.mark.parametrize("name, content", [("bad.png", b"not a png"), ("bad.npy", b"nope"),
+                                           ("bad.tif", b"II*\x00garbage")])
+def test_unreadable_input(tmp_path, capsys, name, content):
+    src = tmp_path / name
+    src.write_bytes(content)
+    rc, _, err = run(capsys, "label", src, tmp_path / "out.npy")
+    assert rc == 2
+    assert str(src) in err and "cannot read" in err
+    _assert_one_line(err)
+
+
+def test_unknown_output_extension(tmp_path, capsys, image2d):
+    src = tmp_path / "in.npy"
+    np.save(src, image2d)
+    rc, _, err = run(capsys, "label", src, tmp_path / "out.jpg")
+    assert rc == 2
+    assert "out.jpg" in err and ".jpg" in err
+    _assert_one_line(err)
+
+
+def test_unknown_input_extension(tmp_path, capsys):
+    src = tmp_path / "in.xyz"
+    src.write_bytes(b"")
+    rc, _, err = run(capsys, "label", src, tmp_path / "out.npy")
+    assert rc == 2 and "in.xyz" in err
+
+
+def test_missing_output_folder(tmp_path, capsys, image2d):
+    src = tmp_path / "in.npy"
+    np.save(src, image2d)
+    rc, _, err = run(capsys, "label", src, tmp_path / "no" / "such" / "out.npy")
+    assert rc == 2 and "does not exist" in err
+
+
+def test_3d_to_png(tmp_path, capsys, volume):
+    src = tmp_path / "v.npy"
+    np.save(src, volume)
+    rc, _, err = run(capsys, "label", src, tmp_path / "v.png")
+    assert rc == 2 and "2-D" in err and "3-D" in err
+
+
+@pytest.mark.parametrize("k", ["3", "0", "-1", "two"])
+def test_bad_connectivity(tmp_path, capsys, image2d, k):
+    src = tmp_path / "in.npy"
+    np.save(src, image2d)
+    rc, _, err = run(capsys, "label", src, tmp_path / "out.npy", "--connectivity", k)
+    assert rc == 2
+    assert "connectivity" in err
+    assert "Traceback" not in err
+
+
+def test_bad_background(tmp_path, capsys, image2d):
+    src = tmp_path / "in.npy"
+    np.save(src, image2d)
+    rc, _, err = run(capsys, "label", src, tmp_path / "out.npy", "--background", "red")
+    assert rc == 2 and "background" in err
+
+
+def test_unsupported_dtype(tmp_path, capsys):
+    src = tmp_path / "c.npy"
+    np.save(src, np.ones((3, 3), dtype=complex))
+    rc, _, err = run(capsys, "label", src, tmp_path / "out.npy")
+    assert rc == 2 and str(src) in err
+    _assert_one_line(err)
+
+
+@pytest.mark.skipif(meshccl.gpu_available(), reason="a GPU is usable here")
+def test_gpu_without_gpu(tmp_path, capsys, image2d):
+    src = tmp_path / "in.npy"
+    np.save(src, image2d)
+    rc, _, err = run(capsys, "label", src, tmp_path / "out.npy", "--device", "gpu")
+    assert rc == 2 and "--device gpu" in err
+
+
+def test_no_command(capsys):
+    rc, _, err = run(capsys)
+    assert rc == 2 and "usage" in err
+
+
+# --------------------------------------------------------------------------
+# demo, bench, version
+# --------------------------------------------------------------------------
+
+def test_demo(tmp_path, capsys):
+    out_dir = tmp_path / "demo"
+    rc, out, err = run(capsys, "demo", "--size", 64, "--device", "cpu", "--out", out_dir)
+    assert rc == 0, err
+    rows = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 5 and parts[0] in ("spiral", "blobs"):
+            rows[parts[0], int(parts[1])] = (parts[2], int(parts[3]), float(parts[4]))
+    images = {"spiral": patterns.spiral(64), "blobs": patterns.blobs((64, 64))}
+    assert set(rows) == {(name, k) for name in images for k in (1, 2)}
+    for (name, k), (backend, count, ms) in rows.items():
+        assert backend == "cpu" and ms >= 0
+        assert count == sk_label(images[name], connectivity=k, return_num=True)[1]
+        picture = iio.imread(out_dir / f"{name}_conn{k}.png")
+        assert picture.shape == (64, 64, 3)
+        assert (picture[images[name] == 0] == 0).all()  # background is black
+    # The spiral's 1-cells are one wall winding through the whole image.
+    assert rows["spiral", 1][1] == 1
+    assert str(out_dir.resolve()) in out
+
+
+def test_bench_forwards_arguments(tmp_path, capfd, monkeypatch):
+    script = tmp_path / "bench.py"
+    script.write_text("import sys\nprint('bench got', sys.argv[1:])\nsys.exit(3)\n")
+    monkeypatch.setattr(cli, "bench_script", lambda: script)
+    rc = cli.main(["bench", "--size", "10", "--help"])
+    out, _ = capfd.readouterr()
+    assert rc == 3
+    assert "bench got ['--size', '10', '--help']" in out
+
+
+def test_bench_missing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "bench_script", lambda: tmp_path / "benchmarks" / "bench.py")
+    rc, _, err = run(capsys, "bench")
+    assert rc == 2 and "not found" in err and "source checkout" in err
+
+
+def test_version_in_process(capsys):
+    rc, out, _ = run(capsys, "--version")
+    assert rc == 0 and out.strip() == f"meshccl {meshccl.__version__}"
+
+
+def test_version_subprocess():
+    exe = shutil.which("meshccl")
+    commands = [[sys.executable, "-m", "meshccl", "--version"]]
+    if exe is not None:
+        commands.append([exe, "--version"])
+    for command in commands:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == f"meshccl {meshccl.__version__}"
