@@ -32,6 +32,15 @@ def phases(a, conn, reps=10):
 
 
 if __name__ == "__main__":
+    import argparse
+
+    import meshccl._gpu.mesh as gm
+
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--tile-log", type=int, action="append",
+                    help="log2 of the tile size to try (repeatable; default: the library's)")
+    ap.add_argument("--only", default="", help="substring of the case names to run")
+    opts = ap.parse_args()
     cases = [("spiral 4096^2", P.spiral(4096, xp=cupy)), ("blobs 4096^2", P.blobs((4096, 4096), xp=cupy)),
              ("perc 8192^2 p=.5927", P.percolation((8192, 8192), 0.5927, xp=cupy)),
              ("perc 8192^2 p=.4073", P.percolation((8192, 8192), 0.4073, xp=cupy)),
@@ -39,9 +48,15 @@ if __name__ == "__main__":
              ("perc 512^3 p=.3116", P.percolation((512,) * 3, 0.3116, xp=cupy)),
              ("perc 512^3 p=.1369", P.percolation((512,) * 3, 0.1369, xp=cupy))]
     names = ("tile", "union", "flatten", "scan", "relabel")
-    print(f"{'case':22s} conn " + " ".join(f"{k:>8s}" for k in names) + "    total (ms)")
-    for name, a in cases:
-        for c in (1, a.ndim):
-            r = phases(a, c)
-            print(f"{name:22s} {c:4d} " + " ".join(f"{r[k]:8.3f}" for k in names)
-                  + f" {sum(r.values()):8.3f}")
+    for tlog in opts.tile_log or [gm.TILE_LOG]:
+        gm.TILE_LOG = tlog
+        gm._device_geometry.cache_clear()
+        print(f"tiles of up to {1 << tlog} cells")
+        print(f"{'case':22s} conn " + " ".join(f"{k:>8s}" for k in names) + "    total (ms)")
+        for name, a in cases:
+            if opts.only not in name:
+                continue
+            for c in (1, a.ndim):
+                r = phases(a, c)
+                print(f"{name:22s} {c:4d} " + " ".join(f"{r[k]:8.3f}" for k in names)
+                      + f" {sum(r.values()):8.3f}")

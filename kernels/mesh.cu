@@ -16,6 +16,9 @@
 //   [2] bit k set: the offset moves +1 along axis k (needs coordinate < size-1)
 //   [3] flags: bit 0 "covered" -- the target is also a neighbour of the left
 //       cell; bit 1 -- the offset moves -1 along the last axis.
+// Both kernels stage the rows in shared memory (up to 128 of them; more are
+// read from global memory) and find a cell's coordinates from its tile's
+// origin (one division per axis per block) plus the bits of its thread index.
 // A cell's position on the boundary is two bit masks (at the low / high end
 // of each axis), so "is this neighbour inside" is two ANDs.  The same test
 // with masks taken relative to a tile says "is this neighbour in my tile".
@@ -27,14 +30,17 @@
 // 1. meshccl_mesh_tile -- one thread block per tile of up to 1024 cells: a
 //    power-of-two box over the last (up to three) axes, e.g. 32 x 32 in 2-D
 //    and 4 x 8 x 32 in 3-D.  The block stages the keys in shared memory,
-//    unites every pair of equal neighbours that lie inside the tile in a
-//    shared-memory forest (the same find / unite as unionfind.cuh), and
+//    finds runs along the last axis with one warp ballot (cells inside a run
+//    point at its first cell without any atomic), unites the remaining pairs
+//    of equal neighbours inside the tile in a shared-memory forest (the same
+//    find / unite as unionfind.cuh, and the same skipping rules as kernel 2),
+//    and
 //    writes each cell's global parent: the first cell, in raster order, of
 //    its piece of the tile.  Long runs, columns and spirals collapse here at
 //    shared-memory speed, so no long pointer chains reach global memory.
 //
-// 2. meshccl_mesh_union -- one thread per cell unites the pairs that cross a
-//    tile border, with the global unite() of unionfind.cuh.  Cells in a
+// 2. meshccl_mesh_union -- the same grid of tiles; each cell unites the
+//    pairs that cross a tile border, with the global unite() of unionfind.cuh.  Cells in a
 //    tile's interior find no such pair and leave after a few bit tests.  Two
 //    rules skip pairs that are already implied when the left cell is equal
 //    (the "critical cell" idea of Playne and Hawick): an offset whose target
@@ -58,96 +64,168 @@ template <> struct Key<double> {
     static __device__ __forceinline__ long long of(double v) { return (long long)v; }
 };
 
-__device__ __forceinline__ bool inside(unsigned lo, unsigned hi, const long long* e) {
-    return ((lo & (unsigned)e[1]) | (hi & (unsigned)e[2])) == 0u;
-}
-
-// Position of a cell inside the array and inside its tile.  Tiles are
-// power-of-two boxes: tlog[k] is log2 of the tile extent along axis k.
-// glo/ghi: at the low/high end of the array along k; llo/lhi: at the low/high
-// end of the tile (or of the array) along k.
+// One row of the offset table as the kernels use it, staged in shared memory.
 template <typename I>
-struct Where {
-    unsigned glo, ghi, llo, lhi;
-    I clast;  // coordinate along the last axis
+struct Offset {
+    I lin;              // linear offset in the array
+    unsigned lo, hi;    // axes moved -1 / +1
+    int flags;          // COVERED | MOVES_LEFT
+    int loff;           // linear offset inside a tile
 };
 
+// Rows beyond this many are read from global memory instead.
+#define MESHCCL_SHARED_OFFSETS 128
+#define MESHCCL_MAX_NDIM 32
+
 template <typename I>
-__device__ __forceinline__ Where<I> where_is(I i, const I* shape, const int* tlog, int ndim) {
-    Where<I> w = {0u, 0u, 0u, 0u, 0};
-    I rem = i;
-    for (int k = ndim - 1; k >= 0; --k) {
-        const I s = shape[k];
-        const I c = rem % s;
-        rem /= s;
-        const I tmask = ((I)1 << tlog[k]) - 1;
-        if (c == 0) w.glo |= 1u << k;
-        if (c == s - 1) w.ghi |= 1u << k;
-        if ((c & tmask) == 0) w.llo |= 1u << k;
-        if ((c & tmask) == tmask || c == s - 1) w.lhi |= 1u << k;
-        if (k == ndim - 1) w.clast = c;
+__device__ __forceinline__ bool inside(unsigned lo, unsigned hi, const Offset<I>& e) {
+    return ((lo & e.lo) | (hi & e.hi)) == 0u;
+}
+
+template <typename I>
+__device__ __forceinline__ Offset<I> offset_row(const long long* table, const int* loff, int o) {
+    Offset<I> e;
+    e.lin = (I)table[4 * o];
+    e.lo = (unsigned)table[4 * o + 1];
+    e.hi = (unsigned)table[4 * o + 2];
+    e.flags = (int)table[4 * o + 3];
+    e.loff = loff[o];
+    return e;
+}
+
+// Per-block geometry in shared memory: for each axis its size, the log2 of
+// the tile extent, the tile's origin and the array stride.
+template <typename I>
+struct Geometry {
+    I size[MESHCCL_MAX_NDIM], origin[MESHCCL_MAX_NDIM], stride[MESHCCL_MAX_NDIM];
+    int tlog[MESHCCL_MAX_NDIM];
+    Offset<I> rows[MESHCCL_SHARED_OFFSETS];
+};
+
+// Where a thread's cell lies.  Tiles are power-of-two boxes; block b holds
+// tile b in raster order of tiles, and thread l the tile's cell l in raster
+// order.  glo/ghi: at the low/high end of the array along axis k (bit k);
+// llo/lhi: at the low/high end of the tile (or the array); lmid: the local
+// coordinate is at least 2.
+template <typename I>
+struct Cell {
+    I i;
+    bool in;
+    unsigned glo, ghi, llo, lhi, lmid;
+    I clast;
+};
+
+// Fill the block's Geometry.  Lane k of the first warp handles axis k (the
+// tile's origin needs one division by the host-computed tile stride), so no
+// thread runs a chain of divisions while the block waits.  Returns the rows
+// to use (shared, or null when there are too many: read them from global).
+template <typename I>
+__device__ __forceinline__ const Offset<I>* tile_setup(Geometry<I>& g, const I* shape,
+                                                        const int* tlog, const unsigned* tcount,
+                                                        const unsigned* tstride, int ndim,
+                                                        const long long* table, const int* loff,
+                                                        int noff) {
+    if (threadIdx.x < 32) {
+        for (int k = threadIdx.x; k < ndim; k += 32) {
+            g.size[k] = shape[k];
+            g.tlog[k] = tlog[k];
+            g.origin[k] = (I)((blockIdx.x / tstride[k]) % tcount[k]) << tlog[k];
+        }
+        if (threadIdx.x == 0) {
+            I st = 1;
+            for (int k = ndim - 1; k >= 0; --k) { g.stride[k] = st; st *= shape[k]; }
+        }
     }
-    return w;
+    if (noff <= MESHCCL_SHARED_OFFSETS)
+        for (int o = threadIdx.x; o < noff; o += blockDim.x) g.rows[o] = offset_row<I>(table, loff, o);
+    __syncthreads();
+    return noff <= MESHCCL_SHARED_OFFSETS ? g.rows : (const Offset<I>*)0;
+}
+
+template <typename I>
+__device__ __forceinline__ Cell<I> tile_cell(const Geometry<I>& g, int ndim) {
+    Cell<I> c = {0, true, 0u, 0u, 0u, 0u, 0u, 0};
+    int l = threadIdx.x;
+    for (int k = ndim - 1; k >= 0; --k) {
+        const int tl = g.tlog[k];
+        const int lc = l & ((1 << tl) - 1);
+        l >>= tl;
+        const I s = g.size[k];
+        const I x = g.origin[k] + lc;
+        if (x >= s) c.in = false;
+        c.i += x * g.stride[k];
+        const unsigned bit = 1u << k;
+        if (x == 0) c.glo |= bit;
+        if (x == s - 1) c.ghi |= bit;
+        if (lc == 0) c.llo |= bit;
+        if (lc >= 2) c.lmid |= bit;
+        if (lc == (1 << tl) - 1 || x == s - 1) c.lhi |= bit;
+    }
+    c.clast = g.origin[ndim - 1] + (threadIdx.x & ((1 << g.tlog[ndim - 1]) - 1));
+    return c;
 }
 
 }  // namespace meshccl
 
-template <typename T, typename I>
-__global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(const T* __restrict__ v, I* __restrict__ P, I n,
-                                  const I* __restrict__ shape, int ndim,
-                                  const long long* __restrict__ table, int noff,
-                                  const int* __restrict__ loff, const int* __restrict__ tlog,
-                                  const I* __restrict__ tcount,
-                                  int has_bg, typename meshccl::Key<T>::type bgkey) {
-    typedef typename meshccl::Key<T>::type K;
-    extern __shared__ long long smem[];
-    K* keys = (K*)smem;                  // key of each tile cell
-    I* G = (I*)((char*)smem + ((blockDim.x * sizeof(K) + 7) & ~7u));  // its global index
-    int* L = (int*)(G + blockDim.x);     // the tile's forest (tile-local indices)
-    const int l = threadIdx.x;
+#define MESHCCL_ROW(o) (rows ? rows[o] : meshccl::offset_row<I>(table, loff, o))
 
-    // Global coordinates of tile cell l: the tile's coordinates come from the
-    // block index, the cell's place in the tile from the bits of l.
-    long long b = blockIdx.x, gi = 0, stride = 1;
-    unsigned llo = 0u, lhi = 0u;
-    bool in = true;
-    int shift = 0;
-    for (int k = ndim - 1; k >= 0; --k) {
-        const long long s = shape[k], tc = tcount[k];
-        const int tl = tlog[k];
-        const long long lc = (l >> shift) & ((1 << tl) - 1);
-        const long long c = ((b % tc) << tl) + lc;
-        b /= tc;
-        shift += tl;
-        if (c >= s) in = false;
-        gi += c * stride;
-        stride *= s;
-        if (lc == 0) llo |= 1u << k;
-        if (lc == (1 << tl) - 1 || c == s - 1) lhi |= 1u << k;
-    }
-    const I i = in ? (I)gi : (I)0;
+template <typename T, typename I>
+__global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(
+        const T* __restrict__ v, I* __restrict__ P, I n, const I* __restrict__ shape, int ndim,
+        const long long* __restrict__ table, int noff, const int* __restrict__ loff,
+        const int* __restrict__ tlog, const unsigned* __restrict__ tcount,
+        const unsigned* __restrict__ tstride,
+        int has_bg, typename meshccl::Key<T>::type bgkey) {
+    typedef typename meshccl::Key<T>::type K;
+    __shared__ meshccl::Geometry<I> geo;
+    extern __shared__ long long smem[];
+    K* keys = (K*)smem;                                                    // key of each tile cell
+    I* G = (I*)((char*)smem + ((blockDim.x * sizeof(K) + 7) & ~7u));      // its global index
+    int* L = (int*)(G + blockDim.x);                   // the tile's forest (tile-local indices)
+    const int l = threadIdx.x;
+    const meshccl::Offset<I>* rows =
+        meshccl::tile_setup<I>(geo, shape, tlog, tcount, tstride, ndim, table, loff, noff);
+    const meshccl::Cell<I> c = meshccl::tile_cell<I>(geo, ndim);
+    const I i = c.in ? c.i : (I)0;
     K key = K();
     bool fg = false;
-    if (in) {
+    if (c.in) {
         key = meshccl::Key<T>::of(v[i]);
         fg = !(has_bg && key == bgkey);
     }
     keys[l] = key;
     G[l] = i;
-    L[l] = fg ? l : -1;
+    __syncthreads();
+    // Runs along the last axis: one ballot per warp.  A cell whose left
+    // neighbour (inside the tile) is equal points at the first cell of its run
+    // in the warp; runs entering from the previous warp (1-D tiles longer than
+    // 32) are united below.  No atomics for the cells inside a run.
+    const unsigned lastbit = 1u << (ndim - 1);
+    const bool eqlx = fg && !(c.llo & lastbit) && keys[l - 1] == key;
+    const unsigned m = __ballot_sync(0xffffffffu, eqlx);
+    const int lane = l & 31;
+    const unsigned starts = ~m & (lane == 31 ? 0xffffffffu : ((2u << lane) - 1u));
+    L[l] = !fg ? -1 : (eqlx && starts ? (l & ~31) + (31 - __clz(starts)) : l);
     __syncthreads();
     if (fg) {
-        // A neighbour inside the tile is inside the array too: lhi includes
-        // the array's high end, and the tile's low end comes first.
-        if (!(llo & (1u << (ndim - 1))) && keys[l - 1] == key) meshccl::unite<true>(L, l, l - 1);
+        if (eqlx && !starts) meshccl::unite<true>(L, l, l - 1);
         for (int o = 0; o < noff; ++o) {
-            if (!meshccl::inside(llo, lhi, table + 4 * o)) continue;
-            const int j = l + loff[o];
-            if (keys[j] == key) meshccl::unite<true>(L, l, j);
+            const meshccl::Offset<I> e = MESHCCL_ROW(o);
+            if (!meshccl::inside(c.llo, c.lhi, e)) continue;
+            const int j = l + e.loff;
+            if (keys[j] != key) continue;
+            if (eqlx) {
+                // The same two rules as the union kernel (see the essay), for
+                // pairs whose twin lies in this tile too.
+                if (e.flags & 1) continue;
+                const bool twin_in_tile = !((e.flags & 2) && !(c.lmid & lastbit));
+                if (twin_in_tile && keys[j - 1] == key) continue;
+            }
+            meshccl::unite<true>(L, l, j);
         }
     }
     __syncthreads();
-    if (in) {
+    if (c.in) {
         if (!fg) {
             P[i] = (I)-1;
         } else {
@@ -158,21 +236,25 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(const T* __restrict
     }
 }
 
+// Same grid as meshccl_mesh_tile: block = tile, thread = cell.
 template <typename T, typename I>
-__global__ void meshccl_mesh_union(const T* __restrict__ v, I* P, I n,
-                                   const I* __restrict__ shape, int ndim,
-                                   const long long* __restrict__ table, int noff,
-                                   const int* __restrict__ tlog,
-                                   int has_bg, typename meshccl::Key<T>::type bgkey) {
+__global__ void __launch_bounds__(1024, 2) meshccl_mesh_union(
+        const T* __restrict__ v, I* P, I n, const I* __restrict__ shape, int ndim,
+        const long long* __restrict__ table, int noff, const int* __restrict__ loff,
+        const int* __restrict__ tlog, const unsigned* __restrict__ tcount,
+        const unsigned* __restrict__ tstride,
+        int has_bg, typename meshccl::Key<T>::type bgkey) {
     typedef typename meshccl::Key<T>::type K;
-    const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= (long long)n) return;
-    const I i = (I)g;
-    const meshccl::Where<I> w = meshccl::where_is(i, shape, tlog, ndim);
+    __shared__ meshccl::Geometry<I> geo;
+    const meshccl::Offset<I>* rows =
+        meshccl::tile_setup<I>(geo, shape, tlog, tcount, tstride, ndim, table, loff, noff);
+    const meshccl::Cell<I> c = meshccl::tile_cell<I>(geo, ndim);
+    if (!c.in) return;
+    const I i = c.i;
     K key = K();
     bool loaded = false, eql = false;
     // The left neighbour, when it lies in the previous tile.
-    if ((w.llo & (1u << (ndim - 1))) && w.clast > 0) {
+    if ((c.llo & (1u << (ndim - 1))) && c.clast > 0) {
         key = meshccl::Key<T>::of(v[i]);
         if (has_bg && key == bgkey) return;
         loaded = true;
@@ -180,34 +262,36 @@ __global__ void meshccl_mesh_union(const T* __restrict__ v, I* P, I n,
         if (eql) meshccl::unite(P, i, i - 1);
     }
     for (int o = 0; o < noff; ++o) {
-        const long long* e = table + 4 * o;
-        if (!meshccl::inside(w.glo, w.ghi, e) || meshccl::inside(w.llo, w.lhi, e)) continue;
+        const meshccl::Offset<I> e = MESHCCL_ROW(o);
+        if (!meshccl::inside(c.glo, c.ghi, e) || meshccl::inside(c.llo, c.lhi, e)) continue;
         if (!loaded) {  // the first pair that crosses a tile border: read this cell
             key = meshccl::Key<T>::of(v[i]);
             if (has_bg && key == bgkey) return;
             loaded = true;
-            eql = w.clast > 0 && meshccl::Key<T>::of(v[i - 1]) == key;
+            eql = c.clast > 0 && meshccl::Key<T>::of(v[i - 1]) == key;
         }
-        const I j = i + (I)e[0];
+        const I j = i + e.lin;
         if (meshccl::Key<T>::of(v[j]) != key) continue;
         if (eql) {
-            const long long flags = e[3];
-            if (flags & 1) continue;                      // covered by the left cell
-            const bool twin_inside = !((flags & 2) && w.clast == 1);
+            if (e.flags & 1) continue;                          // covered by the left cell
+            const bool twin_inside = !((e.flags & 2) && c.clast == 1);
             if (twin_inside && meshccl::Key<T>::of(v[j - 1]) == key) continue;  // twin pair
         }
         meshccl::unite(P, i, j);
     }
 }
 
+#undef MESHCCL_ROW
+
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_MESH(T, I)                                                                      \
     template __global__ void meshccl_mesh_tile<T, I>(const T*, I*, I, const I*, int,           \
-        const long long*, int, const int*, const int*, const I*, int,                           \
+        const long long*, int, const int*, const int*, const unsigned*, const unsigned*, int,   \
         typename meshccl::Key<T>::type);                                                          \
     template __global__ void meshccl_mesh_union<T, I>(const T*, I*, I, const I*, int,          \
-        const long long*, int, const int*, int, typename meshccl::Key<T>::type);
+        const long long*, int, const int*, const int*, const unsigned*, const unsigned*, int,   \
+        typename meshccl::Key<T>::type);
 #define MESHCCL_MESH_I(T) MESHCCL_MESH(T, int) MESHCCL_MESH(T, long long)
 MESHCCL_MESH_I(unsigned char)
 MESHCCL_MESH_I(unsigned short)

@@ -159,7 +159,8 @@ def run_demo(size=1024, out_dir="meshccl-demo", device="auto", repeats=5, stream
         import cupy as xp
 
         backend = "gpu"
-        where = f"GPU ({xp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, CuPy)"
+        props = xp.cuda.runtime.getDeviceProperties(xp.cuda.Device().id)
+        where = f"GPU ({props['name'].decode()}, CuPy)"
     elif device == "cpu":
         xp, backend, where = np, "cpu", "CPU (numba)"
     else:

@@ -9,19 +9,19 @@ import numpy as np
 
 from .. import neighbourhood
 from .loader import c_type, kernels
-from .relabel import BLOCK, grid, relabel
+from .relabel import relabel
 
 #: log2 of the largest tile (cells per thread block of meshccl_mesh_tile).
-TILE_LOG = 10
+TILE_LOG = 8
 
 
 def tile_logs(shape: tuple) -> tuple:
-    """log2 of the tile extent per axis: a power-of-two box of <= 1024 cells.
+    """log2 of the tile extent per axis: a power-of-two box of <= 2**TILE_LOG cells.
 
-    The last axis gets up to 32 cells (all 1024 in 1-D), the second-last half
+    The last axis gets up to 32 cells (all of them in 1-D), the second-last half
     of what is left in 3-D and more (all of it in 2-D), the axis before that
     the rest; leading axes get 1.  A short axis takes only what it needs, so
-    (4096, 3) gets 256 x 4 tiles and 512**3 gets 4 x 8 x 32.
+    (4096, 3) gets 64 x 4 tiles and 512**3 gets 2 x 4 x 32 (TILE_LOG = 8).
     """
     ndim = len(shape)
     logs = [0] * ndim
@@ -52,15 +52,20 @@ def _device_geometry(device_id: int, shape: tuple, connectivity: int, index_dtyp
     lo = ((table[:, 1:2] >> np.arange(ndim)) & 1)
     hi = ((table[:, 2:3] >> np.arange(ndim)) & 1)
     loff = ((hi - lo) * (1 << shifts)).sum(axis=1).astype(np.int32)
-    tcount = [-(-s // (1 << t)) for s, t in zip(shape, tl)]
+    tcount = np.array([-(-s // (1 << t)) for s, t in zip(shape, tl)], dtype=np.int64)
+    tstride = np.concatenate([np.cumprod(tcount[::-1])[::-1][1:], [1]])
+    tiles = int(np.prod(tcount))
+    if tiles >= 2**31:
+        raise ValueError(f"label_image of shape {shape} needs {tiles} tiles; at most 2**31 - 1 fit one launch")
     return dict(
         shape=cupy.asarray(np.asarray(shape, dtype=index_dtype)),
         table=cupy.asarray(table.reshape(-1)),
         noff=int(table.shape[0]),
         loff=cupy.asarray(loff),
         tlog=cupy.asarray(np.asarray(tl, dtype=np.int32)),
-        tcount=cupy.asarray(np.asarray(tcount, dtype=index_dtype)),
-        tiles=int(np.prod(tcount, dtype=np.int64)),
+        tcount=cupy.asarray(tcount.astype(np.uint32)),
+        tstride=cupy.asarray(tstride.astype(np.uint32)),
+        tiles=tiles,
         tile_cells=1 << sum(tl),
     )
 
@@ -84,9 +89,11 @@ def mesh_steps(values, P, shape, connectivity, has_bg, bgkey):
     smem = -(-cells * key_bytes // 8) * 8 + cells * (P.dtype.itemsize + 4)
     return [
         ("tile", lambda: tile((geo["tiles"],), (cells,),
-                              common + (geo["loff"], geo["tlog"], geo["tcount"]) + flags,
+                              common + (geo["loff"], geo["tlog"], geo["tcount"], geo["tstride"]) + flags,
                               shared_mem=smem)),
-        ("union", lambda: union(grid(n), (BLOCK,), common + (geo["tlog"],) + flags)),
+        ("union", lambda: union((geo["tiles"],), (cells,),
+                                common + (geo["loff"], geo["tlog"], geo["tcount"], geo["tstride"])
+                                + flags)),
     ]
 
 
