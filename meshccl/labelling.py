@@ -137,11 +137,19 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     else:
         import cupy
 
-        values = prob.values if backend == "gpu" else cupy.asarray(prob.values)
-        P = cupy.empty(n, dtype=prob.work_dtype)
         from ._gpu.mesh import label_mesh
 
-        count = label_mesh(values, P, prob.shape, prob.connectivity, prob.has_bg, prob.bgkey)
+        try:
+            values = prob.values if backend == "gpu" else cupy.asarray(prob.values)
+            P = cupy.empty(n, dtype=prob.work_dtype)
+            count = label_mesh(values, P, prob.shape, prob.connectivity, prob.has_bg, prob.bgkey)
+        except cupy.cuda.memory.OutOfMemoryError as exc:
+            need = n * prob.work_dtype.itemsize + n // 4
+            raise MemoryError(
+                f"not enough GPU memory to label label_image of shape {prob.out_shape}: the "
+                f"labels need {need / 2**30:.2f} GiB ({prob.work_dtype} labels plus n/4 bytes "
+                f"of root masks); CuPy said: {exc}"
+            ) from exc
         labels = P if backend == "gpu" else P.get()
         if backend == "gpu-from-host":
             count = int(count)

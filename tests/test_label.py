@@ -304,3 +304,18 @@ def test_import_does_not_compile_or_touch_gpu():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "ok" in out.stdout
+
+
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.gpu
+def test_gpu_out_of_memory_is_clear():
+    import cupy
+    a = cupy.zeros((4, 4), cupy.uint8)
+    pool = cupy.get_default_memory_pool()
+    old = pool.get_limit()
+    pool.set_limit(size=64)  # far too little for any allocation
+    try:
+        with pytest.raises(MemoryError, match=r"not enough GPU memory .* shape \(4, 4\)"):
+            meshccl.label(a)
+    finally:
+        pool.set_limit(size=old)
