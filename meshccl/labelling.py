@@ -7,6 +7,8 @@ path -> result on the input's device.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from . import _validate
@@ -115,7 +117,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if not isinstance(return_num, (bool, np.bool_)):
         raise TypeError(f"return_num must be a bool, got {return_num!r}")
-    prob = _validate.prepare(label_image, background, connectivity, dtype)
+    with _gpu_memory_errors(getattr(label_image, "shape", ()), None):
+        prob = _validate.prepare(label_image, background, connectivity, dtype)
     backend = _backend_for(prob.xp, device)
     xp = prob.xp
     n = prob.size
@@ -139,17 +142,10 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
 
         from ._gpu.mesh import label_mesh
 
-        try:
+        with _gpu_memory_errors(prob.out_shape, prob.work_dtype):
             values = prob.values if backend == "gpu" else cupy.asarray(prob.values)
             P = cupy.empty(n, dtype=prob.work_dtype)
             count = label_mesh(values, P, prob.shape, prob.connectivity, prob.has_bg, prob.bgkey)
-        except cupy.cuda.memory.OutOfMemoryError as exc:
-            need = n * prob.work_dtype.itemsize + n // 4
-            raise MemoryError(
-                f"not enough GPU memory to label label_image of shape {prob.out_shape}: the "
-                f"labels need {need / 2**30:.2f} GiB ({prob.work_dtype} labels plus n/4 bytes "
-                f"of root masks); CuPy said: {exc}"
-            ) from exc
         labels = P if backend == "gpu" else P.get()
         if backend == "gpu-from-host":
             count = int(count)
@@ -162,6 +158,24 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     if return_num:
         return labels, int(count)
     return labels
+
+
+@contextlib.contextmanager
+def _gpu_memory_errors(shape, work_dtype):
+    """Turn CuPy's out-of-memory error into a MemoryError that says what was asked."""
+    try:
+        yield
+    except Exception as exc:
+        if type(exc).__name__ != "OutOfMemoryError":
+            raise
+        n = int(np.prod(shape, dtype=np.float64))
+        itemsize = 4 if work_dtype is None else np.dtype(work_dtype).itemsize
+        need = n * itemsize + n // 4
+        raise MemoryError(
+            f"not enough GPU memory to label label_image of shape {tuple(shape)}: a C-order "
+            f"copy of the input (if it is not one) plus about {need / 2**30:.3g} GiB for the "
+            f"labels and root masks; CuPy said: {exc}"
+        ) from exc
 
 
 def _to_dtype(labels, count, out_dtype, return_num):
