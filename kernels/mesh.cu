@@ -77,6 +77,50 @@ struct Offset {
 #define MESHCCL_SHARED_OFFSETS 128
 #define MESHCCL_MAX_NDIM 32
 
+// The joining rule.  Without a tolerance, neighbours join when their keys
+// are equal (the key of a float is its truncation, as in skimage).  With a
+// tolerance, keys are the raw values as doubles and neighbours join when
+// |a - b| <= tol; that relation is not transitive, so the kernels then turn
+// off the skipping rules that rely on transitivity.
+template <typename T, bool Tol>
+struct Rule {
+    typedef typename Key<T>::type K;
+    static __device__ __forceinline__ K key(T v) { return Key<T>::of(v); }
+    static __device__ __forceinline__ bool join(K a, K b, double) { return a == b; }
+};
+template <typename T>
+struct Rule<T, true> {
+    typedef double K;
+    static __device__ __forceinline__ double key(T v) { return (double)v; }
+    static __device__ __forceinline__ bool join(double a, double b, double tol) {
+        return fabs(a - b) <= tol;
+    }
+};
+
+// Optional lattice features, passed to both kernels:
+//   mask     cells where mask[i] == 0 are background (Hawick's predicate)
+//   bonds    bonds[bidx[o] * bstride + i] == 0 closes the bond between cell i
+//            and its neighbour through table row o (row noff: the left one)
+//   periodic bit k: axis k wraps around
+#define MESHCCL_HAS_MASK 1
+#define MESHCCL_HAS_BONDS 2
+
+struct Lattice {
+    const unsigned char* mask;
+    const unsigned char* bonds;
+    long long bstride;
+    const int* bidx;
+    unsigned periodic;
+    double tol;
+    int flags;
+    __device__ __forceinline__ bool on(long long i) const {
+        return !(flags & MESHCCL_HAS_MASK) || mask[i];
+    }
+    __device__ __forceinline__ bool open(int row, long long i) const {
+        return !(flags & MESHCCL_HAS_BONDS) || bonds[(long long)bidx[row] * bstride + i];
+    }
+};
+
 template <typename I>
 __device__ __forceinline__ bool inside(unsigned lo, unsigned hi, const Offset<I>& e) {
     return ((lo & e.lo) | (hi & e.hi)) == 0u;
@@ -115,9 +159,9 @@ struct Cell {
     I clast;
 };
 
-// Fill the block's Geometry.  Lane k of the first warp handles axis k (the
-// tile's origin needs one division by the host-computed tile stride), so no
-// thread runs a chain of divisions while the block waits.  Returns the rows
+// Fill the block's Geometry.  Thread k handles axis k (the tile's origin
+// needs one division by the host-computed tile stride), so no thread runs a
+// chain of divisions while the block waits.  Returns the rows
 // to use (shared, or null when there are too many: read them from global).
 template <typename I>
 __device__ __forceinline__ const Offset<I>* tile_setup(Geometry<I>& g, const I* shape,
@@ -125,16 +169,15 @@ __device__ __forceinline__ const Offset<I>* tile_setup(Geometry<I>& g, const I* 
                                                         const unsigned* tstride, int ndim,
                                                         const long long* table, const int* loff,
                                                         int noff) {
-    if (threadIdx.x < 32) {
-        for (int k = threadIdx.x; k < ndim; k += 32) {
-            g.size[k] = shape[k];
-            g.tlog[k] = tlog[k];
-            g.origin[k] = (I)((blockIdx.x / tstride[k]) % tcount[k]) << tlog[k];
-        }
-        if (threadIdx.x == 0) {
-            I st = 1;
-            for (int k = ndim - 1; k >= 0; --k) { g.stride[k] = st; st *= shape[k]; }
-        }
+    // Blocks of tiny tiles can have fewer threads than the array has axes.
+    for (int k = threadIdx.x; k < ndim; k += blockDim.x) {
+        g.size[k] = shape[k];
+        g.tlog[k] = tlog[k];
+        g.origin[k] = (I)((blockIdx.x / tstride[k]) % tcount[k]) << tlog[k];
+    }
+    if (threadIdx.x == 0) {
+        I st = 1;
+        for (int k = ndim - 1; k >= 0; --k) { g.stride[k] = st; st *= shape[k]; }
     }
     if (noff <= MESHCCL_SHARED_OFFSETS)
         for (int o = threadIdx.x; o < noff; o += blockDim.x) g.rows[o] = offset_row<I>(table, loff, o);
@@ -169,14 +212,21 @@ __device__ __forceinline__ Cell<I> tile_cell(const Geometry<I>& g, int ndim) {
 
 #define MESHCCL_ROW(o) (rows ? rows[o] : meshccl::offset_row<I>(table, loff, o))
 
-template <typename T, typename I>
+#define MESHCCL_LATTICE_PARAMS                                                             \
+    const unsigned char* __restrict__ mask, const unsigned char* __restrict__ bonds,       \
+    long long bstride, const int* __restrict__ bidx, unsigned periodic, double tol, int lflags
+#define MESHCCL_LATTICE meshccl::Lattice lat = {mask, bonds, bstride, bidx, periodic, tol, lflags}
+
+template <typename T, typename I, bool Tol>
 __global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(
         const T* __restrict__ v, I* __restrict__ P, I n, const I* __restrict__ shape, int ndim,
         const long long* __restrict__ table, int noff, const int* __restrict__ loff,
         const int* __restrict__ tlog, const unsigned* __restrict__ tcount,
         const unsigned* __restrict__ tstride,
-        int has_bg, typename meshccl::Key<T>::type bgkey) {
-    typedef typename meshccl::Key<T>::type K;
+        int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, MESHCCL_LATTICE_PARAMS) {
+    typedef meshccl::Rule<T, Tol> R;
+    typedef typename R::K K;
+    MESHCCL_LATTICE;
     __shared__ meshccl::Geometry<I> geo;
     extern __shared__ long long smem[];
     K* keys = (K*)smem;                                                    // key of each tile cell
@@ -187,25 +237,33 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(
         meshccl::tile_setup<I>(geo, shape, tlog, tcount, tstride, ndim, table, loff, noff);
     const meshccl::Cell<I> c = meshccl::tile_cell<I>(geo, ndim);
     const I i = c.in ? c.i : (I)0;
+    // The skipping rules need a transitive join and no closed bonds.
+    const bool rules = !Tol && !(lflags & MESHCCL_HAS_BONDS);
     K key = K();
     bool fg = false;
     if (c.in) {
-        key = meshccl::Key<T>::of(v[i]);
-        fg = !(has_bg && key == bgkey);
+        key = R::key(v[i]);
+        fg = !(has_bg && key == bgkey) && lat.on(i);
     }
     keys[l] = key;
     G[l] = i;
+    L[l] = fg ? l : -1;  // the sign of L[l] says "foreground" from here on
     __syncthreads();
-    // Runs along the last axis: one ballot per warp.  A cell whose left
-    // neighbour (inside the tile) is equal points at the first cell of its run
-    // in the warp; runs entering from the previous warp (1-D tiles longer than
+    // Runs along the last axis: one ballot per warp.  A cell joined to its
+    // left neighbour (inside the tile) points at the first cell of its run in
+    // the warp; runs entering from the previous warp (1-D tiles longer than
     // 32) are united below.  No atomics for the cells inside a run.
     const unsigned lastbit = 1u << (ndim - 1);
-    const bool eqlx = fg && !(c.llo & lastbit) && keys[l - 1] == key;
-    const unsigned m = __ballot_sync(0xffffffffu, eqlx);
+    const bool eqlx = fg && !(c.llo & lastbit) && L[l - 1] >= 0 &&
+                      R::join(keys[l - 1], key, tol) && lat.open(noff, i);
+    // Tiles of fewer than 32 cells (tiny arrays) leave the warp partly empty:
+    // the ballot must name only the lanes that exist.
+    const int wlanes = min(32, (int)blockDim.x - (l & ~31));
+    const unsigned m = __ballot_sync(wlanes == 32 ? 0xffffffffu : ((1u << wlanes) - 1u), eqlx);
     const int lane = l & 31;
     const unsigned starts = ~m & (lane == 31 ? 0xffffffffu : ((2u << lane) - 1u));
-    L[l] = !fg ? -1 : (eqlx && starts ? (l & ~31) + (31 - __clz(starts)) : l);
+    __syncthreads();
+    if (eqlx && starts) L[l] = (l & ~31) + (31 - __clz(starts));
     __syncthreads();
     if (fg) {
         if (eqlx && !starts) meshccl::unite<true>(L, l, l - 1);
@@ -213,13 +271,13 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(
             const meshccl::Offset<I> e = MESHCCL_ROW(o);
             if (!meshccl::inside(c.llo, c.lhi, e)) continue;
             const int j = l + e.loff;
-            if (keys[j] != key) continue;
-            if (eqlx) {
+            if (L[j] < 0 || !R::join(keys[j], key, tol) || !lat.open(o, i)) continue;
+            if (rules && eqlx) {
                 // The same two rules as the union kernel (see the essay), for
                 // pairs whose twin lies in this tile too.
                 if (e.flags & 1) continue;
                 const bool twin_in_tile = !((e.flags & 2) && !(c.lmid & lastbit));
-                if (twin_in_tile && keys[j - 1] == key) continue;
+                if (twin_in_tile && L[j - 1] >= 0 && R::join(keys[j - 1], key, tol)) continue;
             }
             meshccl::unite<true>(L, l, j);
         }
@@ -237,66 +295,98 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(
 }
 
 // Same grid as meshccl_mesh_tile: block = tile, thread = cell.
-template <typename T, typename I>
+template <typename T, typename I, bool Tol>
 __global__ void __launch_bounds__(1024, 2) meshccl_mesh_union(
         const T* __restrict__ v, I* P, I n, const I* __restrict__ shape, int ndim,
         const long long* __restrict__ table, int noff, const int* __restrict__ loff,
         const int* __restrict__ tlog, const unsigned* __restrict__ tcount,
         const unsigned* __restrict__ tstride,
-        int has_bg, typename meshccl::Key<T>::type bgkey) {
-    typedef typename meshccl::Key<T>::type K;
+        int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, MESHCCL_LATTICE_PARAMS) {
+    typedef meshccl::Rule<T, Tol> R;
+    typedef typename R::K K;
+    MESHCCL_LATTICE;
     __shared__ meshccl::Geometry<I> geo;
     const meshccl::Offset<I>* rows =
         meshccl::tile_setup<I>(geo, shape, tlog, tcount, tstride, ndim, table, loff, noff);
     const meshccl::Cell<I> c = meshccl::tile_cell<I>(geo, ndim);
     if (!c.in) return;
     const I i = c.i;
+    const bool rules = !Tol && !(lflags & MESHCCL_HAS_BONDS);
+    const unsigned lastbit = 1u << (ndim - 1);
     K key = K();
     bool loaded = false, eql = false;
-    // The left neighbour, when it lies in the previous tile.
-    if ((c.llo & (1u << (ndim - 1))) && c.clast > 0) {
-        key = meshccl::Key<T>::of(v[i]);
-        if (has_bg && key == bgkey) return;
-        loaded = true;
-        eql = meshccl::Key<T>::of(v[i - 1]) == key;
-        if (eql) meshccl::unite(P, i, i - 1);
+    // Read this cell only once a pair that crosses a tile border shows up.
+#define MESHCCL_LOAD_SELF                                                          \
+    if (!loaded) {                                                                 \
+        key = R::key(v[i]);                                                        \
+        if ((has_bg && key == bgkey) || !lat.on(i)) return;                        \
+        loaded = true;                                                             \
+        eql = rules && c.clast > 0 && lat.on(i - 1) &&                             \
+              R::join(R::key(v[i - 1]), key, tol) && lat.open(noff, i);            \
+    }
+#define MESHCCL_JOINS(j, row)                                                      \
+    (!(has_bg && R::key(v[j]) == bgkey) && lat.on(j) &&                            \
+     R::join(R::key(v[j]), key, tol) && lat.open(row, i))
+    // The left neighbour, when it lies in the previous tile (or wraps around).
+    if (c.llo & lastbit) {
+        I j = -1;
+        if (c.clast > 0) j = i - 1;
+        else if (periodic & lastbit) j = i + geo.size[ndim - 1] - 1;
+        if (j >= 0) {
+            MESHCCL_LOAD_SELF;
+            if (MESHCCL_JOINS(j, noff)) meshccl::unite(P, i, j);
+        }
     }
     for (int o = 0; o < noff; ++o) {
         const meshccl::Offset<I> e = MESHCCL_ROW(o);
-        if (!meshccl::inside(c.glo, c.ghi, e) || meshccl::inside(c.llo, c.lhi, e)) continue;
-        if (!loaded) {  // the first pair that crosses a tile border: read this cell
-            key = meshccl::Key<T>::of(v[i]);
-            if (has_bg && key == bgkey) return;
-            loaded = true;
-            eql = c.clast > 0 && meshccl::Key<T>::of(v[i - 1]) == key;
+        I j = i + e.lin;
+        const unsigned out_lo = c.glo & e.lo, out_hi = c.ghi & e.hi;
+        const bool wrapped = (out_lo | out_hi) != 0u;
+        if (!wrapped) {
+            if (meshccl::inside(c.llo, c.lhi, e)) continue;  // done by the tile kernel
+        } else {
+            if ((out_lo | out_hi) & ~periodic) continue;      // off a non-periodic edge
+            for (int k = 0; k < ndim; ++k) {                  // wrap around each axis left
+                const I span = geo.size[k] * geo.stride[k];
+                if (out_lo & (1u << k)) j += span;
+                if (out_hi & (1u << k)) j -= span;
+            }
         }
-        const I j = i + e.lin;
-        if (meshccl::Key<T>::of(v[j]) != key) continue;
-        if (eql) {
+        MESHCCL_LOAD_SELF;
+        if (!MESHCCL_JOINS(j, o)) continue;
+        if (eql && !wrapped) {
             if (e.flags & 1) continue;                          // covered by the left cell
             const bool twin_inside = !((e.flags & 2) && c.clast == 1);
-            if (twin_inside && meshccl::Key<T>::of(v[j - 1]) == key) continue;  // twin pair
+            if (twin_inside && MESHCCL_JOINS(j - 1, o)) continue;  // twin pair
         }
         meshccl::unite(P, i, j);
     }
+#undef MESHCCL_LOAD_SELF
+#undef MESHCCL_JOINS
 }
 
 #undef MESHCCL_ROW
 
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
-#define MESHCCL_MESH(T, I)                                                                      \
-    template __global__ void meshccl_mesh_tile<T, I>(const T*, I*, I, const I*, int,           \
-        const long long*, int, const int*, const int*, const unsigned*, const unsigned*, int,   \
-        typename meshccl::Key<T>::type);                                                          \
-    template __global__ void meshccl_mesh_union<T, I>(const T*, I*, I, const I*, int,          \
-        const long long*, int, const int*, const int*, const unsigned*, const unsigned*, int,   \
-        typename meshccl::Key<T>::type);
-#define MESHCCL_MESH_I(T) MESHCCL_MESH(T, int) MESHCCL_MESH(T, long long)
-MESHCCL_MESH_I(unsigned char)
-MESHCCL_MESH_I(unsigned short)
-MESHCCL_MESH_I(unsigned int)
-MESHCCL_MESH_I(unsigned long long)
-MESHCCL_MESH_I(float)
-MESHCCL_MESH_I(double)
+#define MESHCCL_MESH_ARGS(T, I, Tol)                                                          \
+    (const T*, I*, I, const I*, int, const long long*, int, const int*, const int*,          \
+     const unsigned*, const unsigned*, int, typename meshccl::Rule<T, Tol>::K,               \
+     const unsigned char*, const unsigned char*, long long, const int*, unsigned, double, int)
+#define MESHCCL_MESH(T, I, Tol)                                                               \
+    template __global__ void meshccl_mesh_tile<T, I, Tol> MESHCCL_MESH_ARGS(T, I, Tol);      \
+    template __global__ void meshccl_mesh_union<T, I, Tol> MESHCCL_MESH_ARGS(T, I, Tol);
+#define MESHCCL_MESH_T(T)                                                                     \
+    MESHCCL_MESH(T, int, false) MESHCCL_MESH(T, long long, false)                             \
+    MESHCCL_MESH(T, int, true) MESHCCL_MESH(T, long long, true)
+MESHCCL_MESH_T(unsigned char)
+MESHCCL_MESH_T(unsigned short)
+MESHCCL_MESH_T(unsigned int)
+MESHCCL_MESH_T(unsigned long long)
+MESHCCL_MESH_T(signed char)
+MESHCCL_MESH_T(short)
+MESHCCL_MESH_T(int)
+MESHCCL_MESH_T(long long)
+MESHCCL_MESH_T(float)
+MESHCCL_MESH_T(double)
 #endif

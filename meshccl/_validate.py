@@ -32,6 +32,11 @@ class Problem:
     work_dtype: np.dtype    # int32 or int64: the parent / label array
     out_dtype: np.dtype     # what the caller gets
     swapped: bool = False   # labelled with axes 0 and 2 swapped (skimage's order)
+    periodic: int = 0       # bit k: squeezed axis k wraps around
+    mask: object = None     # flat uint8 array (0 = background) or None
+    bonds: object = None    # (K, n) uint8 array (0 = closed) or None
+    bond_rows: object = None  # table row -> row of bonds (neighbourhood.bond_rows)
+    tolerance: object = None  # float, or None for equal-value joining
 
     @property
     def size(self) -> int:
@@ -97,7 +102,47 @@ def _check_float_range(xp, x):
         )
 
 
-def prepare(label_image, background, connectivity, dtype) -> Problem:
+def _periodic(periodic, ndim):
+    if isinstance(periodic, (bool, np.bool_)):
+        return (bool(periodic),) * ndim
+    try:
+        flags = tuple(periodic)
+    except TypeError:
+        raise TypeError(f"periodic must be a bool or a sequence of {ndim} bools, got {periodic!r}") from None
+    if len(flags) != ndim or not all(isinstance(f, (bool, np.bool_)) for f in flags):
+        raise ValueError(
+            f"periodic must be a bool or a sequence of {ndim} bools (one per axis of "
+            f"label_image), got {periodic!r}")
+    return tuple(bool(f) for f in flags)
+
+
+def _tolerance(tolerance):
+    if tolerance is None:
+        return None
+    if isinstance(tolerance, (bool, np.bool_)) or not isinstance(tolerance, numbers.Real):
+        raise TypeError(f"tolerance must be a non-negative number or None, got {tolerance!r}")
+    t = float(tolerance)
+    if not np.isfinite(t) or t < 0:
+        raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
+    return t
+
+
+def _bool_array(xp, arr, name, shape):
+    """A bool array of ``shape`` on the image's device, flat uint8, C order."""
+    if arr is None:
+        return None
+    if xp is np and type(arr).__module__.startswith("cupy"):
+        arr = arr.get()
+    arr = xp.asarray(arr)
+    if arr.dtype != np.bool_:
+        raise TypeError(f"{name} must be a bool array, got dtype {arr.dtype}")
+    if tuple(arr.shape) != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(arr.shape)}")
+    return xp.ascontiguousarray(arr).view(np.uint8)
+
+
+def prepare(label_image, background, connectivity, dtype, periodic=False, mask=None,
+            tolerance=None, bonds=None) -> Problem:
     xp, x = array_module(label_image)
     dt = x.dtype
     if dt.kind in "cOSUVMm" or dt.kind not in "biuf":
@@ -107,13 +152,30 @@ def prepare(label_image, background, connectivity, dtype) -> Problem:
     ndim = x.ndim
     conn = _connectivity(connectivity, ndim)
     bg = _background_value(background)
+    per = _periodic(periodic, ndim)
+    tol = _tolerance(tolerance)
+    mask_u8 = _bool_array(xp, mask, "mask", x.shape)
+    from .neighbourhood import half_offsets
+    nbonds = len(half_offsets(ndim, conn)) if ndim else 0
+    bonds_u8 = _bool_array(xp, bonds, "bonds", (nbonds,) + tuple(x.shape))
+    lattice = any(per) or mask_u8 is not None or tol is not None or bonds_u8 is not None
 
     # Values in a kernel dtype, and the background in the same domain.
     if dt.kind == "b":
         # skimage's bool path: background 1/True labels the False cells.
         has_bg, bgval = True, (1 if (background is not None and background == 1) else 0)
         values = x.view(np.uint8)
-        bgkey = np.uint8(bgval)
+        bgkey = np.float64(bgval) if tol is not None else np.uint8(bgval)
+    elif tol is not None:
+        # |a - b| <= tolerance on the values themselves: keep the dtype (signed
+        # stays signed, floats are not truncated); the background matches exactly.
+        values = x.astype(np.float32) if dt.kind == "f" and dt.itemsize < 4 else x
+        if dt.kind == "f":
+            _check_float_range(xp, values)
+        if background is None or isinstance(background, numbers.Real):
+            has_bg, bgkey = True, np.float64(0.0 if background is None else float(background))
+        else:
+            raise TypeError(f"background must be an int, float or bool scalar, got {background!r}")
     elif dt.kind in "iu":
         udt = np.dtype(_UNSIGNED[dt.itemsize])
         values = x.view(udt) if dt.kind == "i" else x
@@ -135,11 +197,17 @@ def prepare(label_image, background, connectivity, dtype) -> Problem:
     # skimage numbers a non-bool 3-D array shaped (a, b, 1) after swapping axes
     # 0 and 2 (its _get_swaps), i.e. in column order; match it.
     swapped = (dt.kind != "b" and x.ndim == 3 and x.shape[2] == 1
-               and x.shape[0] > 1 and x.shape[1] > 1)
+               and x.shape[0] > 1 and x.shape[1] > 1 and not lattice)
     if swapped:
         values = values.swapaxes(0, 2)
     size = int(np.prod(x.shape, dtype=np.int64))
-    squeezed = tuple(s for s in values.shape if s != 1) or ((1,) if size == 1 else ())
+    # Axes of length 1 carry no neighbours -- except a periodic one with bonds:
+    # diagonal bonds through it wrap onto real neighbours, each its own bond.
+    keep_ones = per if bonds_u8 is not None else (False,) * ndim
+    kept = tuple(k for k, s in enumerate(values.shape) if s != 1 or keep_ones[k])
+    squeezed = tuple(values.shape[k] for k in kept) or ((1,) if size == 1 else ())
+    if not kept and size == 1:
+        kept = (0,) if ndim else ()
     if size == 0:
         squeezed = tuple(x.shape)
     conn_sq = max(1, min(conn, len(squeezed)))
@@ -161,5 +229,14 @@ def prepare(label_image, background, connectivity, dtype) -> Problem:
         work = out_dtype
     if size > 0:
         values = xp.ascontiguousarray(values).reshape(-1)
-    return Problem(xp, values, squeezed, tuple(x.shape), conn_sq, has_bg, bgkey, work,
+    prob = Problem(xp, values, squeezed, tuple(x.shape), conn_sq, has_bg, bgkey, work,
                    out_dtype, swapped)
+    if size > 0 and ndim > 0:
+        prob.periodic = sum(1 << k for k, axis in enumerate(kept) if per[axis])
+        prob.mask = None if mask_u8 is None else mask_u8.reshape(-1)
+        prob.tolerance = tol
+        if bonds_u8 is not None:
+            from .neighbourhood import bond_rows
+            prob.bonds = bonds_u8.reshape(nbonds, -1)
+            prob.bond_rows = bond_rows(squeezed, kept, ndim, conn)
+    return prob

@@ -42,7 +42,8 @@ def _backend_for(xp, device):
 
 
 def label(label_image, background=None, return_num=False, connectivity=None, *,
-          dtype=None, method="auto", device="auto"):
+          dtype=None, method="auto", device="auto", periodic=False, mask=None,
+          tolerance=None, bonds=None):
     r"""Label connected regions of equal value, exactly like ``skimage.measure.label``.
 
     Two cells are connected when they are neighbours and have the same value.
@@ -75,6 +76,24 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     device : {'auto', 'cpu', 'gpu'}, optional
         Where to compute.  'auto' follows the input (NumPy on the CPU, CuPy
         on its GPU); the result always comes back as the input's array type.
+    periodic : bool or sequence of bool, optional
+        Wrap-around neighbours (a torus), for all axes or per axis; any
+        connectivity, any ndim.  Labels stay in raster order of first cells.
+    mask : bool array, optional
+        Same shape as ``label_image``; cells where it is False are background
+        (Hawick's predicate: "need to be green").
+    tolerance : float, optional
+        Join neighbours whose values differ by at most this much (continuous
+        fields).  Values are compared as they are (floats are not truncated),
+        and the background matches exactly.  Default: equal values join.
+    bonds : bool array, optional
+        Per-bond open/closed flags, shape ``(K,) + label_image.shape`` with
+        ``K = len(meshccl.neighbourhood.half_offsets(ndim, connectivity))``:
+        ``bonds[k][x]`` opens the bond between cell ``x`` and cell
+        ``x + half_offsets(ndim, connectivity)[k]`` (wrapped when
+        ``periodic``; ignored off a non-periodic edge).  Neighbours join when
+        their values join *and* their bond is open: bond percolation and
+        Swendsen-Wang clusters.
 
     Returns
     -------
@@ -108,6 +127,10 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     (array([[1, 0, 0],
            [0, 2, 0],
            [0, 0, 3]], dtype=int32), 3)
+    >>> meshccl.label(np.array([1, 0, 0, 1]), periodic=True)  # a ring
+    array([1, 0, 0, 1])
+    >>> meshccl.label(np.array([0.1, 0.3, 0.9]), tolerance=0.25, background=-1)
+    array([1, 1, 2])
 
     On the GPU the same call takes and returns CuPy arrays::
 
@@ -118,7 +141,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     if not isinstance(return_num, (bool, np.bool_)):
         raise TypeError(f"return_num must be a bool, got {return_num!r}")
     with _gpu_memory_errors(getattr(label_image, "shape", ()), None):
-        prob = _validate.prepare(label_image, background, connectivity, dtype)
+        prob = _validate.prepare(label_image, background, connectivity, dtype,
+                                 periodic=periodic, mask=mask, tolerance=tolerance, bonds=bonds)
     backend = _backend_for(prob.xp, device)
     xp = prob.xp
     n = prob.size
@@ -134,7 +158,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         from .neighbourhood import offset_table
 
         num = label_mesh(values, P, prob.shape, offset_table(prob.shape, prob.connectivity),
-                         prob.has_bg, prob.bgkey)
+                         prob.has_bg, prob.bgkey, **_lattice(prob, host=backend != "cpu"))
         labels = P if backend == "cpu" else xp.asarray(P)
         count = num
     else:
@@ -145,7 +169,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         with _gpu_memory_errors(prob.out_shape, prob.work_dtype):
             values = prob.values if backend == "gpu" else cupy.asarray(prob.values)
             P = cupy.empty(n, dtype=prob.work_dtype)
-            count = label_mesh(values, P, prob.shape, prob.connectivity, prob.has_bg, prob.bgkey)
+            count = label_mesh(values, P, prob.shape, prob.connectivity, prob.has_bg, prob.bgkey,
+                               **_lattice(prob, device=backend != "gpu"))
         labels = P if backend == "gpu" else P.get()
         if backend == "gpu-from-host":
             count = int(count)
@@ -158,6 +183,22 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     if return_num:
         return labels, int(count)
     return labels
+
+
+def _lattice(prob, host=False, device=False):
+    """The lattice features of ``prob`` for a backend, moved to its side."""
+    def move(a):
+        if a is None:
+            return None
+        if host:
+            return a.get()
+        if device:
+            import cupy
+            return cupy.asarray(a)
+        return a
+
+    return dict(periodic=prob.periodic, mask=move(prob.mask), bonds=move(prob.bonds),
+                bond_rows=prob.bond_rows, tolerance=prob.tolerance)
 
 
 @contextlib.contextmanager

@@ -45,6 +45,43 @@ def _is_offset(delta, connectivity: int) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
+def half_offsets(ndim: int, connectivity: int) -> tuple:
+    """The half neighbourhood, in the order of the ``bonds=`` layout.
+
+    All offsets in {-1, 0, 1}**ndim with 1..connectivity non-zero entries
+    that point to earlier cells in raster order (lexicographically negative),
+    in increasing lexicographic order; the left neighbour (0, ..., 0, -1) is
+    the last one.  ``bonds[k][x]`` is the bond between cell ``x`` and cell
+    ``x + half_offsets(...)[k]``.
+
+    Examples
+    --------
+    >>> half_offsets(2, 1)
+    ((-1, 0), (0, -1))
+    >>> len(half_offsets(3, 3))
+    13
+    """
+    zero = (0,) * ndim
+    return tuple(d for d in itertools.product((-1, 0, 1), repeat=ndim)
+                 if d < zero and _is_offset(d, connectivity))
+
+
+def bond_rows(shape: tuple, kept: tuple, ndim: int, connectivity: int) -> np.ndarray:
+    """For the table of the squeezed ``shape`` (axes ``kept`` of an original
+    ``ndim``-D array), the index in ``half_offsets(ndim, connectivity)`` of each
+    table row, then of the left offset: where each row finds its bonds."""
+    full = {d: k for k, d in enumerate(half_offsets(ndim, connectivity))}
+    conn = min(connectivity, len(shape))
+    out = []
+    for d in half_offsets(len(shape), conn):  # table rows, then the left offset
+        orig = [0] * ndim
+        for axis, step in zip(kept, d):
+            orig[axis] = step
+        out.append(full[tuple(orig)])
+    return np.asarray(out, dtype=np.int32)
+
+
+@functools.lru_cache(maxsize=256)
 def offset_table(shape: tuple, connectivity: int) -> np.ndarray:
     """Return the ``(noff, 4)`` int64 table for a C-ordered array of ``shape``.
 
@@ -64,14 +101,10 @@ def offset_table(shape: tuple, connectivity: int) -> np.ndarray:
     strides = np.ones(ndim, dtype=np.int64)
     for k in range(ndim - 2, -1, -1):
         strides[k] = strides[k + 1] * shape[k + 1]
-    zero = (0,) * ndim
-    left = zero[:-1] + (-1,)
     last = np.zeros(ndim, dtype=np.int64)
     last[-1] = 1
     rows = []
-    for delta in itertools.product((-1, 0, 1), repeat=ndim):
-        if not (delta < zero) or delta == left or not _is_offset(delta, connectivity):
-            continue
+    for delta in half_offsets(ndim, connectivity)[:-1]:  # all but the left one
         lin = int(np.dot(delta, strides))
         lo = sum(1 << k for k, d in enumerate(delta) if d == -1)
         hi = sum(1 << k for k, d in enumerate(delta) if d == 1)

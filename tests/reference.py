@@ -37,3 +37,69 @@ def reference_label(a, background=0, connectivity=None):
     mapping = np.zeros(nxt + 1, dtype=np.int64)
     mapping[uniq[order]] = np.arange(1, len(uniq) + 1)
     return mapping[out]
+
+
+def reference_lattice(a, background=None, connectivity=None, periodic=False, mask=None,
+                      tolerance=None, bonds=None):
+    """Reference for the lattice features: build the explicit neighbour graph
+    (every half-neighbourhood offset, wrapped on periodic axes, filtered by
+    foreground, mask, joining rule and bonds) and take its connected
+    components with scipy.sparse.csgraph; number them by first cell."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from meshccl.neighbourhood import half_offsets
+
+    a = np.asarray(a)
+    shape, ndim, n = a.shape, a.ndim, a.size
+    conn = ndim if connectivity is None else connectivity
+    per = (bool(periodic),) * ndim if np.isscalar(periodic) else tuple(periodic)
+    if a.dtype == bool:
+        keys = a.astype(np.float64 if tolerance is not None else np.int64)
+        bg = 1 if background == 1 else 0
+    elif tolerance is None:
+        keys = a.astype(np.int64)
+        bg = 0 if background is None else int(background)
+    else:
+        keys = a.astype(np.float64)
+        bg = 0.0 if background is None else float(background)
+    fg = keys != bg
+    if mask is not None:
+        fg &= np.asarray(mask)
+    coords = np.indices(shape)
+    src_all = np.arange(n).reshape(shape)
+    rows, cols = [], []
+    for k, d in enumerate(half_offsets(ndim, conn)):
+        ok = np.ones(shape, bool)
+        tgt = []
+        for axis in range(ndim):
+            c = coords[axis] + d[axis]
+            if per[axis]:
+                c = c % shape[axis]
+            else:
+                ok &= (c >= 0) & (c < shape[axis])
+                c = np.clip(c, 0, shape[axis] - 1)
+            tgt.append(c)
+        dst = np.ravel_multi_index(tgt, shape)
+        src = src_all
+        ok &= fg & fg.reshape(-1)[dst]
+        kx, ky = keys.reshape(-1)[src], keys.reshape(-1)[dst]
+        ok &= (kx == ky) if tolerance is None else (np.abs(kx - ky) <= tolerance)
+        if bonds is not None:
+            ok &= np.asarray(bonds[k])
+        rows.append(src[ok])
+        cols.append(dst[ok])
+    rows = np.concatenate(rows) if rows else np.zeros(0, int)
+    cols = np.concatenate(cols) if cols else np.zeros(0, int)
+    g = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+    _, comp = connected_components(g, directed=False)
+    flat_fg = fg.reshape(-1)
+    out = np.zeros(n, np.int64)
+    if flat_fg.any():
+        comps = comp[flat_fg]
+        uniq, first = np.unique(comps, return_index=True)
+        order = np.argsort(first)
+        rank = np.zeros(comp.max() + 1, np.int64)
+        rank[uniq[order]] = np.arange(1, len(uniq) + 1)
+        out[flat_fg] = rank[comps]
+    return out.reshape(shape)

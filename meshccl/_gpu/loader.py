@@ -20,6 +20,8 @@ _C_TYPES = {
     "uint16": "unsigned short",
     "uint32": "unsigned int",
     "uint64": "unsigned long long",
+    "int8": "signed char",
+    "int16": "short",
     "int32": "int",
     "int64": "long long",
     "float32": "float",

@@ -70,22 +70,41 @@ def _device_geometry(device_id: int, shape: tuple, connectivity: int, index_dtyp
     )
 
 
-def mesh_steps(values, P, shape, connectivity, has_bg, bgkey):
+@functools.lru_cache(maxsize=16)
+def _dummy(device_id: int):
+    """A one-byte array standing in for absent mask / bonds pointers."""
+    import cupy
+
+    return cupy.ones(1, dtype=cupy.uint8), cupy.zeros(1, dtype=cupy.int32)
+
+
+def mesh_steps(values, P, shape, connectivity, has_bg, bgkey, *, periodic=0, mask=None,
+               bonds=None, bond_rows=None, tolerance=None):
     """The two mesh kernels as ``[(name, launch), ...]`` (also used by
     benchmarks/phases.py to time each one)."""
     import cupy
 
     n = values.size
     t, i = c_type(values.dtype), c_type(P.dtype)
+    tol = "true" if tolerance is not None else "false"
     tile, union = kernels(
-        "mesh.cu", f"meshccl_mesh_tile<{t}, {i}>", f"meshccl_mesh_union<{t}, {i}>"
+        "mesh.cu", f"meshccl_mesh_tile<{t}, {i}, {tol}>", f"meshccl_mesh_union<{t}, {i}, {tol}>"
     )
+    one, zero_i = _dummy(cupy.cuda.Device().id)
+    lflags = (1 if mask is not None else 0) | (2 if bonds is not None else 0)
+    lattice = (one if mask is None else mask,
+               one if bonds is None else bonds,
+               np.int64(n),
+               zero_i if bonds is None else cupy.asarray(bond_rows),
+               np.uint32(periodic),
+               np.float64(tolerance or 0.0),
+               np.int32(lflags))
     geo = _device_geometry(cupy.cuda.Device().id, tuple(shape), connectivity, P.dtype.name)
     nn = P.dtype.type(n)
     common = (values, P, nn, geo["shape"], np.int32(len(shape)), geo["table"], np.int32(geo["noff"]))
-    flags = (np.int32(bool(has_bg)), bgkey)
+    flags = (np.int32(bool(has_bg)), bgkey) + lattice
     cells = geo["tile_cells"]
-    key_bytes = 8 if values.dtype.kind == "f" else values.dtype.itemsize
+    key_bytes = 8 if (values.dtype.kind == "f" or tolerance is not None) else values.dtype.itemsize
     smem = -(-cells * key_bytes // 8) * 8 + cells * (P.dtype.itemsize + 4)
     return [
         ("tile", lambda: tile((geo["tiles"],), (cells,),
@@ -97,8 +116,11 @@ def mesh_steps(values, P, shape, connectivity, has_bg, bgkey):
     ]
 
 
-def label_mesh(values, P, shape, connectivity, has_bg, bgkey):
-    """Label flat CuPy ``values`` into ``P`` (int32/int64). Returns N (0-d array)."""
-    for _, launch in mesh_steps(values, P, shape, connectivity, has_bg, bgkey):
+def label_mesh(values, P, shape, connectivity, has_bg, bgkey, **lattice):
+    """Label flat CuPy ``values`` into ``P`` (int32/int64). Returns N (0-d array).
+
+    ``lattice``: periodic (bit mask of axes), mask, bonds + bond_rows, tolerance.
+    """
+    for _, launch in mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
         launch()
     return relabel(P, values.size)

@@ -1,0 +1,168 @@
+"""Lattice features -- periodic, mask, tolerance, bonds -- on every backend,
+against an explicit-graph reference (scipy.sparse.csgraph)."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import meshccl
+from meshccl.neighbourhood import half_offsets
+from conftest import run_label, to_backend
+from reference import reference_label, reference_lattice
+
+
+@st.composite
+def lattices(draw):
+    ndim = draw(st.integers(1, 4))
+    side = {1: 40, 2: 12, 3: 7, 4: 4}[ndim]
+    shape = tuple(draw(st.lists(st.integers(1, side), min_size=ndim, max_size=ndim)))
+    dtype = draw(st.sampled_from([np.uint8, np.int16, np.float32, np.bool_]))
+    if dtype is np.bool_:
+        a = draw(hnp.arrays(dtype, shape))
+    elif dtype is np.float32:
+        a = draw(hnp.arrays(dtype, shape, elements=st.floats(-2, 2, width=32)))
+    else:
+        a = draw(hnp.arrays(dtype, shape, elements=st.integers(-1, 2) if dtype is np.int16
+                            else st.integers(0, 2)))
+    conn = draw(st.integers(1, ndim))
+    kw = {"connectivity": conn}
+    periodic = draw(st.one_of(st.booleans(), st.lists(st.booleans(), min_size=ndim, max_size=ndim)))
+    kw["periodic"] = periodic if isinstance(periodic, bool) else tuple(periodic)
+    if draw(st.booleans()):
+        kw["mask"] = draw(hnp.arrays(np.bool_, shape))
+    if draw(st.booleans()):
+        kw["tolerance"] = draw(st.sampled_from([0.0, 0.5, 1.0, 1.5]))
+    if draw(st.booleans()):
+        kw["bonds"] = draw(hnp.arrays(np.bool_, (len(half_offsets(ndim, conn)),) + shape))
+    kw["background"] = draw(st.sampled_from([None, 0, 1, -1]))
+    return a, kw
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=lattices())
+def test_lattice_matches_reference(backend, case):
+    a, kw = case
+    got = run_label(a, backend, **kw)
+    np.testing.assert_array_equal(got, reference_lattice(a, **kw))
+
+
+@pytest.mark.parametrize("shape", [(70, 90), (9, 20, 70), (300,), (5, 6, 7, 8)])
+@pytest.mark.parametrize("feature", ["periodic", "mask", "tolerance", "bonds", "all"])
+def test_lattice_larger_than_tiles(backend, shape, feature):
+    """Sizes that span many GPU tiles, each feature alone and all together."""
+    rng = np.random.default_rng(len(shape) * 10 + len(feature))
+    ndim = len(shape)
+    for conn in sorted({1, ndim}):
+        a = (rng.random(shape) < 0.55).astype(np.uint8) + 1
+        kw = {"connectivity": conn}
+        if feature in ("periodic", "all"):
+            kw["periodic"] = tuple(bool(b) for b in rng.integers(0, 2, ndim)) if feature == "all" else True
+        if feature in ("mask", "all"):
+            kw["mask"] = rng.random(shape) < 0.8
+        if feature in ("tolerance", "all"):
+            a = rng.random(shape).astype(np.float32) * 4
+            kw["tolerance"] = 0.3
+        if feature in ("bonds", "all"):
+            kw["bonds"] = rng.random((len(half_offsets(ndim, conn)),) + shape) < 0.6
+        np.testing.assert_array_equal(run_label(a, backend, **kw), reference_lattice(a, **kw))
+
+
+def test_ring_and_torus(backend):
+    ring = np.array([1, 1, 0, 2, 2, 0, 1, 1], np.uint8)
+    np.testing.assert_array_equal(run_label(ring, backend, periodic=True), [1, 1, 0, 2, 2, 0, 1, 1])
+    torus = np.zeros((6, 6), np.uint8)
+    torus[0, :] = 1
+    torus[5, :] = 1  # touches row 0 only through the wrap
+    torus[:, 0] = 0
+    got, num = run_label(torus, backend, connectivity=1, periodic=(True, False), return_num=True)
+    assert num == 1
+    got, num = run_label(torus, backend, connectivity=1, periodic=(False, True), return_num=True)
+    assert num == 2
+    # diagonal wrap at full connectivity: corner cells meet across both edges
+    corners = np.zeros((5, 5), np.uint8)
+    corners[0, 0] = corners[4, 4] = 1
+    assert run_label(corners, backend, connectivity=2, periodic=True, return_num=True)[1] == 1
+    assert run_label(corners, backend, connectivity=1, periodic=True, return_num=True)[1] == 2
+
+
+def test_defaults_change_nothing(backend):
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 3, (40, 50)).astype(np.uint8)
+    base = run_label(a, backend)
+    np.testing.assert_array_equal(run_label(a, backend, periodic=False, mask=np.ones(a.shape, bool)), base)
+    np.testing.assert_array_equal(
+        run_label(a, backend, bonds=np.ones((4,) + a.shape, bool)), base)
+    np.testing.assert_array_equal(run_label(a, backend, tolerance=0), base)
+
+
+def test_mask_is_background(backend):
+    a = np.ones((4, 5), np.uint8)
+    mask = np.ones(a.shape, bool)
+    mask[:, 2] = False
+    got, num = run_label(a, backend, mask=mask, connectivity=1, return_num=True)
+    assert num == 2 and (got[:, 2] == 0).all()
+
+
+def test_bond_percolation_all_closed_and_all_open(backend):
+    a = np.ones((33, 47), np.uint8)
+    closed = np.zeros((2,) + a.shape, bool)
+    got, num = run_label(a, backend, connectivity=1, bonds=closed, return_num=True)
+    assert num == a.size
+    np.testing.assert_array_equal(got.ravel(), np.arange(1, a.size + 1))
+    got, num = run_label(a, backend, connectivity=1, bonds=~closed, return_num=True)
+    assert num == 1
+
+
+def test_tolerance_chains_join(backend):
+    ramp = np.linspace(1, 2, 11)  # neighbours 0.1 apart: one component at 0.1
+    assert run_label(ramp, backend, tolerance=0.1 + 1e-9, return_num=True)[1] == 1
+    assert run_label(ramp, backend, tolerance=0.05, return_num=True)[1] == 11
+    signed = np.array([-3, -2, 5, 6], np.int8)  # signed values keep their sign
+    np.testing.assert_array_equal(run_label(signed, backend, tolerance=1), [1, 1, 2, 2])
+    flags = np.array([True, False, False, True])  # bool + tolerance keeps skimage's bool background
+    np.testing.assert_array_equal(run_label(flags, backend, tolerance=0.0, background=1), [0, 1, 1, 0])
+    np.testing.assert_array_equal(run_label(flags, backend, tolerance=0.0), [1, 0, 0, 2])
+
+
+@pytest.mark.parametrize("kw, err, msg", [
+    (dict(mask=np.ones((3, 3), bool)), ValueError, r"mask must have shape \(4, 4\)"),
+    (dict(mask=np.ones((4, 4), np.uint8)), TypeError, "mask must be a bool array, got dtype uint8"),
+    (dict(bonds=np.ones((2, 4, 4), bool)), ValueError, r"bonds must have shape \(4, 4, 4\)"),
+    (dict(bonds=np.ones((4, 4, 4), np.float32)), TypeError, "bonds must be a bool array"),
+    (dict(tolerance=-1), ValueError, "tolerance must be a finite number >= 0, got -1"),
+    (dict(tolerance=float("nan")), ValueError, "tolerance must be a finite number"),
+    (dict(tolerance="a"), TypeError, "tolerance must be a non-negative number"),
+    (dict(periodic=(True,)), ValueError, "periodic must be a bool or a sequence of 2 bools"),
+    (dict(periodic=(True, 1)), ValueError, "periodic must be"),
+    (dict(periodic=3), TypeError, "periodic must be"),
+])
+def test_bad_lattice_arguments(backend, kw, err, msg):
+    a = to_backend(np.ones((4, 4), np.uint8), backend)
+    with pytest.raises(err, match=msg):
+        meshccl.label(a, **kw)
+
+
+def test_reference_lattice_agrees_with_plain_reference():
+    rng = np.random.default_rng(2)
+    for shape in [(9, 11), (4, 5, 6)]:
+        a = rng.integers(0, 3, shape)
+        for c in range(1, len(shape) + 1):
+            np.testing.assert_array_equal(reference_lattice(a, 0, c), reference_label(a, 0, c))
+
+
+@pytest.mark.parametrize("shape", [(1,), (1, 1), (1, 1, 1, 1), (3,), (2, 1, 3), (1, 5), (5, 1), (2, 1, 1, 1)])
+@pytest.mark.parametrize("value", [0, 5])
+def test_tiny_tiles_with_features(backend, shape, value):
+    """Arrays smaller than a warp give GPU tiles of fewer than 32 cells."""
+    rng = np.random.default_rng(len(shape) + value)
+    a = np.full(shape, value, np.uint8)
+    a.reshape(-1)[::2] = 0
+    ndim = len(shape)
+    for conn in range(1, ndim + 1):
+        for kw in [{}, {"periodic": True},
+                   {"periodic": True, "bonds": rng.random((len(half_offsets(ndim, conn)),) + shape) < 0.5},
+                   {"mask": rng.random(shape) < 0.7, "tolerance": 1.0}]:
+            np.testing.assert_array_equal(run_label(a, backend, connectivity=conn, **kw),
+                                          reference_lattice(a, connectivity=conn, **kw))
