@@ -113,7 +113,7 @@ struct Lattice {
     unsigned periodic;
     double tol;
     int flags;
-    __device__ __forceinline__ bool on(long long i) const {
+    __device__ __forceinline__ bool on(long long i) const {  // (flags fold to 0 when Lat is false)
         return !(flags & MESHCCL_HAS_MASK) || mask[i];
     }
     __device__ __forceinline__ bool open(int row, long long i) const {
@@ -215,9 +215,12 @@ __device__ __forceinline__ Cell<I> tile_cell(const Geometry<I>& g, int ndim) {
 #define MESHCCL_LATTICE_PARAMS                                                             \
     const unsigned char* __restrict__ mask, const unsigned char* __restrict__ bonds,       \
     long long bstride, const int* __restrict__ bidx, unsigned periodic, double tol, int lflags
-#define MESHCCL_LATTICE meshccl::Lattice lat = {mask, bonds, bstride, bidx, periodic, tol, lflags}
+// Lat = false compiles the plain labeller: every feature test folds away.
+#define MESHCCL_LATTICE                                                                    \
+    const meshccl::Lattice lat = {mask, bonds, bstride, bidx, Lat ? periodic : 0u, tol,     \
+                                  Lat ? lflags : 0}
 
-template <typename T, typename I, bool Tol>
+template <typename T, typename I, bool Tol, bool Lat>
 __global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(
         const T* __restrict__ v, I* __restrict__ P, I n, const I* __restrict__ shape, int ndim,
         const long long* __restrict__ table, int noff, const int* __restrict__ loff,
@@ -238,7 +241,7 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(
     const meshccl::Cell<I> c = meshccl::tile_cell<I>(geo, ndim);
     const I i = c.in ? c.i : (I)0;
     // The skipping rules need a transitive join and no closed bonds.
-    const bool rules = !Tol && !(lflags & MESHCCL_HAS_BONDS);
+    const bool rules = !Tol && !(lat.flags & MESHCCL_HAS_BONDS);
     K key = K();
     bool fg = false;
     if (c.in) {
@@ -295,7 +298,7 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(
 }
 
 // Same grid as meshccl_mesh_tile: block = tile, thread = cell.
-template <typename T, typename I, bool Tol>
+template <typename T, typename I, bool Tol, bool Lat>
 __global__ void __launch_bounds__(1024, 2) meshccl_mesh_union(
         const T* __restrict__ v, I* P, I n, const I* __restrict__ shape, int ndim,
         const long long* __restrict__ table, int noff, const int* __restrict__ loff,
@@ -311,7 +314,7 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_union(
     const meshccl::Cell<I> c = meshccl::tile_cell<I>(geo, ndim);
     if (!c.in) return;
     const I i = c.i;
-    const bool rules = !Tol && !(lflags & MESHCCL_HAS_BONDS);
+    const bool rules = !Tol && !(lat.flags & MESHCCL_HAS_BONDS);
     const unsigned lastbit = 1u << (ndim - 1);
     K key = K();
     bool loaded = false, eql = false;
@@ -331,7 +334,7 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_union(
     if (c.llo & lastbit) {
         I j = -1;
         if (c.clast > 0) j = i - 1;
-        else if (periodic & lastbit) j = i + geo.size[ndim - 1] - 1;
+        else if (lat.periodic & lastbit) j = i + geo.size[ndim - 1] - 1;
         if (j >= 0) {
             MESHCCL_LOAD_SELF;
             if (MESHCCL_JOINS(j, noff)) meshccl::unite(P, i, j);
@@ -345,7 +348,7 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_union(
         if (!wrapped) {
             if (meshccl::inside(c.llo, c.lhi, e)) continue;  // done by the tile kernel
         } else {
-            if ((out_lo | out_hi) & ~periodic) continue;      // off a non-periodic edge
+            if ((out_lo | out_hi) & ~lat.periodic) continue;  // off a non-periodic edge
             for (int k = 0; k < ndim; ++k) {                  // wrap around each axis left
                 const I span = geo.size[k] * geo.stride[k];
                 if (out_lo & (1u << k)) j += span;
@@ -373,12 +376,12 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_union(
     (const T*, I*, I, const I*, int, const long long*, int, const int*, const int*,          \
      const unsigned*, const unsigned*, int, typename meshccl::Rule<T, Tol>::K,               \
      const unsigned char*, const unsigned char*, long long, const int*, unsigned, double, int)
-#define MESHCCL_MESH(T, I, Tol)                                                               \
-    template __global__ void meshccl_mesh_tile<T, I, Tol> MESHCCL_MESH_ARGS(T, I, Tol);      \
-    template __global__ void meshccl_mesh_union<T, I, Tol> MESHCCL_MESH_ARGS(T, I, Tol);
-#define MESHCCL_MESH_T(T)                                                                     \
-    MESHCCL_MESH(T, int, false) MESHCCL_MESH(T, long long, false)                             \
-    MESHCCL_MESH(T, int, true) MESHCCL_MESH(T, long long, true)
+#define MESHCCL_MESH(T, I, Tol, Lat)                                                          \
+    template __global__ void meshccl_mesh_tile<T, I, Tol, Lat> MESHCCL_MESH_ARGS(T, I, Tol); \
+    template __global__ void meshccl_mesh_union<T, I, Tol, Lat> MESHCCL_MESH_ARGS(T, I, Tol);
+#define MESHCCL_MESH_I(T, I)                                                                  \
+    MESHCCL_MESH(T, I, false, false) MESHCCL_MESH(T, I, false, true) MESHCCL_MESH(T, I, true, true)
+#define MESHCCL_MESH_T(T) MESHCCL_MESH_I(T, int) MESHCCL_MESH_I(T, long long)
 MESHCCL_MESH_T(unsigned char)
 MESHCCL_MESH_T(unsigned short)
 MESHCCL_MESH_T(unsigned int)

@@ -17,25 +17,30 @@ from .unionfind import relabel, unite
 
 
 @njit(cache=True, inline="always")
-def _joins(values, P, i, j, use_tol, tol, bonds, has_bonds, brow, row):
-    if P[j] < 0:  # background (by value or by mask)
-        return False
-    if has_bonds and bonds[brow[row], i] == 0:
-        return False
-    if use_tol:
-        return abs(np.float64(values[i]) - np.float64(values[j])) <= tol
-    return np.int64(values[i]) == np.int64(values[j])
+def _joins(values, P, i, j, tol, mask, bonds, brow, row):
+    """Cell i joins neighbour j through table row ``row``.  ``tol`` and
+    ``bonds`` may be None: numba then compiles the test away."""
+    if tol is not None:
+        if abs(np.float64(values[i]) - np.float64(values[j])) > tol:
+            return False
+    elif values[i] != values[j]:
+        return False  # (an equal value is foreground like cell i, unless masked)
+    if bonds is not None:
+        if bonds[brow[row], i] == 0:
+            return False
+    if mask is not None or tol is not None:
+        return P[j] >= 0  # background by mask, or by value within the tolerance
+    return True
 
 
 @njit(cache=True)
-def _label(values, P, shape, table, has_bg, bgkey_i, bgkey_f, use_tol, tol,
-           mask, has_mask, bonds, has_bonds, brow, periodic):
+def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, periodic):
     n = values.shape[0]
     ndim = shape.shape[0]
     noff = table.shape[0]
     last = ndim - 1
     lastbit = 1 << last
-    rules = not use_tol and not has_bonds
+    rules = tol is None and bonds is None
     span = np.empty(ndim, dtype=np.int64)  # size * stride of each axis
     stride = 1
     for k in range(ndim - 1, -1, -1):
@@ -43,9 +48,9 @@ def _label(values, P, shape, table, has_bg, bgkey_i, bgkey_f, use_tol, tol,
         stride = span[k]
     # 1. every cell is its own tree; background (value or mask) is -1
     for i in range(n):
-        bg = (has_mask and mask[i] == 0) or (
-            has_bg and ((np.float64(values[i]) == bgkey_f) if use_tol
-                        else (np.int64(values[i]) == bgkey_i)))
+        bg = has_bg and values[i] == bgkey
+        if mask is not None:
+            bg = bg or mask[i] == 0
         P[i] = -1 if bg else i
     # 2. unions, in raster order
     coords = np.zeros(ndim, dtype=np.int64)
@@ -61,14 +66,17 @@ def _label(values, P, shape, table, has_bg, bgkey_i, bgkey_f, use_tol, tol,
                     hi |= 1 << k
             clast = coords[last]
             eql = False
-            jl = -1
             if clast > 0:
-                jl = i - 1
+                if _joins(values, P, i, i - 1, tol, mask, bonds, brow, noff):
+                    if P[i] == i:
+                        P[i] = P[i - 1]  # continue the left cell's run (an earlier cell)
+                    else:
+                        unite(P, i, i - 1)
+                    eql = rules
             elif periodic & lastbit:
                 jl = i + shape[last] - 1
-            if jl >= 0 and _joins(values, P, i, jl, use_tol, tol, bonds, has_bonds, brow, noff):
-                unite(P, i, jl)
-                eql = rules and clast > 0
+                if _joins(values, P, i, jl, tol, mask, bonds, brow, noff):
+                    unite(P, i, jl)
             for o in range(noff):
                 out_lo = lo & table[o, 1]
                 out_hi = hi & table[o, 2]
@@ -82,14 +90,17 @@ def _label(values, P, shape, table, has_bg, bgkey_i, bgkey_f, use_tol, tol,
                             j += span[k]
                         if (out_hi >> k) & 1:
                             j -= span[k]
-                if not _joins(values, P, i, j, use_tol, tol, bonds, has_bonds, brow, o):
+                if not _joins(values, P, i, j, tol, mask, bonds, brow, o):
+                    continue
+                if not eql and not wrapped and P[i] == i:
+                    P[i] = j  # a run's first cell: its first joining neighbour (earlier)
                     continue
                 if eql and not wrapped:
                     flags = table[o, 3]
                     if flags & 1:
                         continue
                     if not ((flags & 2) and clast == 1):
-                        if _joins(values, P, i, j - 1, use_tol, tol, bonds, has_bonds, brow, o):
+                        if _joins(values, P, i, j - 1, tol, mask, bonds, brow, o):
                             continue
                 unite(P, i, j)
         # advance the raster coordinates
@@ -102,20 +113,28 @@ def _label(values, P, shape, table, has_bg, bgkey_i, bgkey_f, use_tol, tol,
             k -= 1
 
 
-_NO_MASK = np.ones(1, dtype=np.uint8)
-_NO_BONDS = np.ones((1, 1), dtype=np.uint8)
 _NO_ROWS = np.zeros(1, dtype=np.int32)
 
 
 def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
                bonds=None, bond_rows=None, tolerance=None):
-    """Label flat ``values`` into ``P`` (int32/int64, same length); return N."""
-    use_tol = tolerance is not None
-    bg_i = np.int64(0) if use_tol else np.int64(np.asarray(bgkey).astype(np.int64))
-    bg_f = np.float64(bgkey) if use_tol else np.float64(0.0)
-    _label(values, P, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg_i, bg_f,
-           use_tol, float(tolerance or 0.0),
-           _NO_MASK if mask is None else mask, mask is not None,
-           _NO_BONDS if bonds is None else bonds, bonds is not None,
-           _NO_ROWS if bond_rows is None else bond_rows, int(periodic))
+    """Label flat ``values`` into ``P`` (int32/int64, same length); return N.
+
+    Keys as on the GPU: equality of the values as the kernels see them
+    (unsigned views of signed integers, floats truncated to int64), or
+    ``|a - b| <= tolerance`` on the raw values, when given.
+    """
+    if tolerance is not None:
+        bg = np.float64(bgkey)
+        tol = float(tolerance)
+    elif values.dtype.kind == "f":
+        # skimage's truncation to integers; one int64 copy on the CPU path
+        values = values.astype(np.int64)
+        bg = np.int64(bgkey)
+        tol = None
+    else:
+        bg = values.dtype.type(bgkey)
+        tol = None
+    _label(values, P, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg, tol,
+           mask, bonds, _NO_ROWS if bond_rows is None else bond_rows, int(periodic))
     return int(relabel(P))

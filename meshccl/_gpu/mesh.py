@@ -86,10 +86,10 @@ def mesh_steps(values, P, shape, connectivity, has_bg, bgkey, *, periodic=0, mas
 
     n = values.size
     t, i = c_type(values.dtype), c_type(P.dtype)
-    tol = "true" if tolerance is not None else "false"
-    tile, union = kernels(
-        "mesh.cu", f"meshccl_mesh_tile<{t}, {i}, {tol}>", f"meshccl_mesh_union<{t}, {i}, {tol}>"
-    )
+    tol = tolerance is not None
+    lat = tol or bool(periodic) or mask is not None or bonds is not None
+    targs = f"{t}, {i}, {str(tol).lower()}, {str(lat).lower()}"  # the plain path: no feature code
+    tile, union = kernels("mesh.cu", f"meshccl_mesh_tile<{targs}>", f"meshccl_mesh_union<{targs}>")
     one, zero_i = _dummy(cupy.cuda.Device().id)
     lflags = (1 if mask is not None else 0) | (2 if bonds is not None else 0)
     lattice = (one if mask is None else mask,
