@@ -40,33 +40,59 @@ def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, perio
     noff = table.shape[0]
     last = ndim - 1
     lastbit = 1 << last
+    W = shape[last]
     rules = tol is None and bonds is None
     span = np.empty(ndim, dtype=np.int64)  # size * stride of each axis
     stride = 1
     for k in range(ndim - 1, -1, -1):
         span[k] = stride * shape[k]
         stride = span[k]
+    # step of each table row along the last axis (-1, 0, +1)
+    dlast = np.empty(noff, dtype=np.int64)
+    for o in range(noff):
+        dlast[o] = -1 if (table[o, 1] >> last) & 1 else ((table[o, 2] >> last) & 1)
     # 1. every cell is its own tree; background (value or mask) is -1
     for i in range(n):
         bg = has_bg and values[i] == bgkey
         if mask is not None:
             bg = bg or mask[i] == 0
         P[i] = -1 if bg else i
-    # 2. unions, in raster order
-    coords = np.zeros(ndim, dtype=np.int64)
-    for i in range(n):
-        if P[i] >= 0:
-            lo = 0
-            hi = 0
-            for k in range(ndim):
-                c = coords[k]
-                if c == 0:
-                    lo |= 1 << k
-                if c == shape[k] - 1:
-                    hi |= 1 << k
-            clast = coords[last]
+    # 2. unions, row by row along the last axis.  Which table rows stay inside
+    # the array (or wrap) depends on the leading axes once per row; along the
+    # row only the first and last cells need a look at the last axis.
+    coords = np.zeros(ndim, dtype=np.int64)  # coordinates of the row (last one unused)
+    rows = np.empty(noff, dtype=np.int64)     # usable table rows for this row
+    shift = np.empty(noff, dtype=np.int64)    # their wrap correction (0: no wrap)
+    for row in range(n // W):
+        lo = 0
+        hi = 0
+        for k in range(last):
+            if coords[k] == 0:
+                lo |= 1 << k
+            if coords[k] == shape[k] - 1:
+                hi |= 1 << k
+        cnt = 0
+        for o in range(noff):
+            out_lo = lo & table[o, 1]
+            out_hi = hi & table[o, 2]
+            if (out_lo | out_hi) & ~periodic:
+                continue  # off a non-periodic edge
+            s_ = 0
+            for k in range(last):
+                if (out_lo >> k) & 1:
+                    s_ += span[k]
+                if (out_hi >> k) & 1:
+                    s_ -= span[k]
+            rows[cnt] = o
+            shift[cnt] = s_
+            cnt += 1
+        base = row * W
+        for c in range(W):
+            i = base + c
+            if P[i] < 0:
+                continue
             eql = False
-            if clast > 0:
+            if c > 0:
                 if _joins(values, P, i, i - 1, tol, mask, bonds, brow, noff):
                     if P[i] == i:
                         P[i] = P[i - 1]  # continue the left cell's run (an earlier cell)
@@ -74,22 +100,24 @@ def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, perio
                         unite(P, i, i - 1)
                     eql = rules
             elif periodic & lastbit:
-                jl = i + shape[last] - 1
+                jl = i + W - 1
                 if _joins(values, P, i, jl, tol, mask, bonds, brow, noff):
                     unite(P, i, jl)
-            for o in range(noff):
-                out_lo = lo & table[o, 1]
-                out_hi = hi & table[o, 2]
-                j = i + table[o, 0]
-                wrapped = (out_lo | out_hi) != 0
-                if wrapped:
-                    if (out_lo | out_hi) & ~periodic:
+            for q in range(cnt):
+                o = rows[q]
+                j = i + table[o, 0] + shift[q]
+                wrapped = shift[q] != 0
+                d = dlast[o]
+                if d == -1 and c == 0:
+                    if not (periodic & lastbit):
                         continue
-                    for k in range(ndim):
-                        if (out_lo >> k) & 1:
-                            j += span[k]
-                        if (out_hi >> k) & 1:
-                            j -= span[k]
+                    j += W
+                    wrapped = True
+                elif d == 1 and c == W - 1:
+                    if not (periodic & lastbit):
+                        continue
+                    j -= W
+                    wrapped = True
                 if not _joins(values, P, i, j, tol, mask, bonds, brow, o):
                     continue
                 if not eql and not wrapped and P[i] == i:
@@ -98,13 +126,13 @@ def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, perio
                 if eql and not wrapped:
                     flags = table[o, 3]
                     if flags & 1:
-                        continue
-                    if not ((flags & 2) and clast == 1):
+                        continue  # covered by the left cell
+                    if not ((flags & 2) and c == 1):
                         if _joins(values, P, i, j - 1, tol, mask, bonds, brow, o):
-                            continue
+                            continue  # twin pair
                 unite(P, i, j)
-        # advance the raster coordinates
-        k = last
+        # next row: advance the leading coordinates
+        k = last - 1
         while k >= 0:
             coords[k] += 1
             if coords[k] < shape[k]:

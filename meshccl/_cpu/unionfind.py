@@ -33,19 +33,15 @@ def unite(P, a, b):
 
 @njit(cache=True)
 def relabel(P):
-    """Flatten the forest and number roots 1..N in index order, in place.
+    """Number roots 1..N in index order, in place; background (-1) becomes 0.
 
-    Background holds -1 and becomes 0.  Returns N.  Parents are smaller
-    indices, so one forward pass flattens (the parent is already flat) and a
-    second one numbers the roots (a running count is the serial prefix sum).
+    Returns N.  One forward pass: every parent is a smaller index, already
+    turned into its component's label, so a non-root takes its parent's
+    value and a root takes the next number (a running count is the serial
+    prefix sum of the GPU path).
     """
-    n = P.shape[0]
-    for i in range(n):
-        p = P[i]
-        if p >= 0 and p != i:
-            P[i] = P[p]
     count = 0
-    for i in range(n):
+    for i in range(P.shape[0]):
         p = P[i]
         if p < 0:
             P[i] = 0
