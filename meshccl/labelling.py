@@ -106,11 +106,17 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     Raises
     ------
     TypeError
-        Not an array, an unsupported dtype (complex, object, strings), or a
-        background / connectivity of the wrong type.
+        Not an array, an unsupported dtype (complex, object, strings), a
+        background / connectivity / tolerance / periodic of the wrong type,
+        or a mask / bonds array that is not bool.
     ValueError
         Connectivity out of range, NaN / inf / out-of-int64-range floats,
-        or a dtype too narrow for the labels.
+        a dtype too narrow for the labels, a mask / bonds of the wrong
+        shape, a negative or NaN tolerance, a periodic of the wrong length.
+    MemoryError
+        Not enough GPU memory (the message says how much the labels need).
+    RuntimeError
+        ``device='gpu'`` without a usable GPU.
 
     Examples
     --------
