@@ -317,3 +317,14 @@ def test_gpu_out_of_memory_is_clear():
     with pytest.raises(MemoryError, match=r"not enough GPU memory .* shape \(1048576, 1048576\)"):
         meshccl.label(huge)
     cupy.get_default_memory_pool().free_all_blocks()
+
+
+def test_docstring_examples():
+    """The examples in the public docstrings run and print what they say."""
+    import doctest
+
+    import meshccl.labelling
+    import meshccl.neighbourhood
+    for module in (meshccl.labelling, meshccl.neighbourhood):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
