@@ -323,8 +323,9 @@ def test_docstring_examples():
     """The examples in the public docstrings run and print what they say."""
     import doctest
 
+    import meshccl.graph
     import meshccl.labelling
     import meshccl.neighbourhood
-    for module in (meshccl.labelling, meshccl.neighbourhood):
+    for module in (meshccl.labelling, meshccl.neighbourhood, meshccl.graph):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -1,0 +1,127 @@
+"""meshccl.graph.connected_components against scipy.sparse.csgraph."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.sparse.csgraph import connected_components as scipy_cc
+
+from meshccl import graph_generators as gen
+from meshccl.graph import Edges, connected_components
+
+
+@st.composite
+def graphs(draw):
+    n = draw(st.integers(0, 40))
+    m = draw(st.integers(0, 80)) if n else 0
+    src = np.array(draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)) if n else [], np.int64)
+    dst = np.array(draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)) if n else [], np.int64)
+    return n, src, dst
+
+
+def forms(n, src, dst):
+    """The same graph in every accepted input form."""
+    coo = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
+    csr = coo.tocsr()
+    yield "coo", coo
+    yield "csr", csr
+    yield "csc", coo.tocsc()
+    yield "csr_array", sp.csr_array(csr)
+    yield "lil", coo.tolil()
+    yield "tuple", (csr.indptr, csr.indices)
+    yield "edges", Edges(src, dst, n)
+    if n <= 40:
+        yield "dense", csr.toarray()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(g=graphs(), directed=st.booleans())
+def test_matches_scipy(g, directed):
+    n, src, dst = g
+    want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)),
+                            directed=directed)
+    for name, form in forms(n, src, dst):
+        got_n, got = connected_components(form, directed=directed)
+        assert got_n == want_n, name
+        assert got.dtype == np.int32, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+@pytest.mark.parametrize("edges", [gen.rmat(12, 8, seed=1), gen.grid((60, 70), keep=0.55, seed=2),
+                                   gen.line(5000), gen.disjoint(7, 300, seed=3),
+                                   gen.random_edges(20000, 9000, seed=4), gen.grid((9, 10, 11))],
+                         ids=["rmat12", "road-like grid", "line", "disjoint", "random", "grid3d"])
+def test_generated_graphs(edges):
+    n = edges.n_vertices
+    m = sp.coo_matrix((np.ones(edges.src.size), (edges.src, edges.dst)), shape=(n, n))
+    want_n, want = scipy_cc(m)
+    got_n, got = connected_components(edges)
+    assert got_n == want_n
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(connected_components(m.tocsr())[1], want)
+
+
+def test_explicit_zero_is_an_edge_and_dense_zero_is_not():
+    m = sp.csr_matrix((np.array([0.0, 1.0]), np.array([1, 2]), np.array([0, 1, 2, 2])), shape=(3, 3))
+    assert connected_components(m)[0] == scipy_cc(m)[0] == 1
+    d = np.array([[0, 1, 0], [0, 0, 0], [0, 0, 0]])
+    assert connected_components(d)[0] == scipy_cc(d)[0] == 2
+
+
+def test_small_and_empty():
+    assert connected_components(sp.csr_matrix((0, 0))) == (0, pytest.approx(np.array([], np.int32)))
+    n, lab = connected_components(sp.csr_matrix((1, 1)))
+    assert n == 1 and lab.tolist() == [0]
+    assert connected_components(Edges(np.array([], np.int64), np.array([], np.int64))) [0] == 0
+    assert connected_components(Edges(np.array([2]), np.array([2])))[1].tolist() == [0, 1, 2]
+    assert connected_components(sp.eye(4).tocsr(), return_labels=False) == 4
+
+
+@pytest.mark.parametrize("graph, err, msg", [
+    (sp.csr_matrix(np.ones((2, 3))), ValueError, r"square \(N, N\) matrix, got shape \(2, 3\)"),
+    ((np.array([0, 2, 1]), np.array([0, 1])), ValueError, "indptr must not decrease"),
+    ((np.array([1, 2]), np.array([0, 1])), ValueError, "indptr must start at 0, got 1"),
+    ((np.array([0, 1, 3]), np.array([0, 1])), ValueError, r"indptr must end at len\(indices\) = 2, got 3"),
+    ((np.array([0, 1, 2]), np.array([0, 7])), ValueError, r"indices must lie in \[0, 2\), got 7 at position 1"),
+    ((np.array([0, 1, 2]), np.array([0, -1])), ValueError, r"got -1 at position 1"),
+    ((np.array([0, 1, 2]), np.array([0.0, 1.0])), TypeError, "indices must hold integers, got dtype float64"),
+    ((np.array([0.0, 1.0]), np.array([0])), TypeError, "indptr must hold integers"),
+    (Edges(np.array([0, 1]), np.array([1])), ValueError, "src and dst must have the same length"),
+    (Edges(np.array([0, 5]), np.array([1, 1]), 3), ValueError, r"src must lie in \[0, 3\), got 5"),
+    (Edges(np.array([0]), np.array([1]), -2), ValueError, "n_vertices must be a non-negative int"),
+    ((np.array([0, 1]),), TypeError, r"\(indptr, indices\)"),
+    ("graph", TypeError, "csgraph must be"),
+    (np.ones((3, 3), complex), TypeError, "numeric adjacency matrix"),
+])
+def test_bad_input(graph, err, msg):
+    with pytest.raises(err, match=msg):
+        connected_components(graph)
+
+
+def test_bad_options():
+    g = sp.eye(3).tocsr()
+    with pytest.raises(ValueError, match="connection must be 'weak' or 'strong'"):
+        connected_components(g, connection="medium")
+    with pytest.raises(NotImplementedError, match="connection='strong' is not implemented"):
+        connected_components(g, connection="strong")
+    assert connected_components(g, directed=False, connection="strong")[0] == 3  # ignored, as SciPy
+    with pytest.raises(ValueError, match="method must be one of"):
+        connected_components(g, method="bfs")
+
+
+def test_labels_are_deterministic():
+    e = gen.rmat(11, 4, seed=9)
+    first = connected_components(e)[1]
+    for _ in range(3):
+        np.testing.assert_array_equal(connected_components(e)[1], first)
+
+
+def test_cupy_input_is_refused_clearly():
+    class FakeCupyArray:  # stands in for a CuPy array on machines without one
+        pass
+    FakeCupyArray.__module__ = "cupy._core.core"
+    with pytest.raises(NotImplementedError, match="GPU graph labelling is not in this release"):
+        connected_components(FakeCupyArray())
+    with pytest.raises(NotImplementedError, match="GPU graph labelling"):
+        connected_components((FakeCupyArray(), np.array([0])))
