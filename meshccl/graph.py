@@ -103,11 +103,45 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     label_dtype = np.int64 if n >= 2**31 else np.int32
     from ._cpu import graph as cpu
 
-    if kind == "csr":
+    if kind in ("csr", "csc"):
         count, labels = cpu.components_csr(*arrays, n, label_dtype)
     else:
         count, labels = cpu.components_edges(*arrays, n, label_dtype)
     return (count, labels) if return_labels else count
+
+
+def spanning_forest(csgraph):
+    """A spanning forest of the graph's weak components.
+
+    Every edge returned is an edge of the input (in its stored direction),
+    taken when its union joined two different sets; the result has
+    ``n_vertices - n_components`` edges, no cycle, and the same components
+    as the input.  Deterministic for a given input.
+
+    Parameters
+    ----------
+    csgraph : as for :func:`connected_components`
+
+    Returns
+    -------
+    Edges
+        ``Edges(src, dst, n_vertices)`` of the forest (int64 arrays).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meshccl.graph import spanning_forest, Edges
+    >>> f = spanning_forest(Edges(np.array([0, 1, 2, 3]), np.array([1, 2, 0, 4]), 6))
+    >>> f.src.tolist(), f.dst.tolist(), f.n_vertices
+    ([0, 1, 3], [1, 2, 4], 6)
+    """
+    kind, arrays, n = _as_graph(csgraph)
+    from ._cpu import graph as cpu
+
+    src, dst = cpu.forest(kind, arrays, n)
+    if kind == "csc":  # its rows are the input's columns
+        src, dst = dst, src
+    return Edges(src, dst, n)
 
 
 # --------------------------------------------------------------------------
@@ -182,7 +216,8 @@ def _square(shape):
 
 
 def _as_graph(g):
-    """(kind, arrays, n) for any accepted input."""
+    """(kind, arrays, n) for any accepted input; kind is "csr", "csc" (CSR
+    arrays of the transpose graph) or "edges"."""
     _refuse_gpu(g)
     if isinstance(g, Edges):
         return _edges(g.src, g.dst, g.n_vertices)
@@ -193,8 +228,10 @@ def _as_graph(g):
     fmt = getattr(g, "format", None)
     if fmt is not None and hasattr(g, "nnz"):  # SciPy sparse matrix or array
         n = _square(g.shape)
-        if fmt in ("csr", "csc"):  # CSC is the transpose graph: the same weak components
+        if fmt == "csr":
             return _csr(g.indptr, g.indices, n)
+        if fmt == "csc":  # the transpose graph: the same weak components, edges reversed
+            return ("csc",) + _csr(g.indptr, g.indices, n)[1:]
         if fmt == "coo":
             return _edges(g.row, g.col, n)
         csr = g.tocsr()

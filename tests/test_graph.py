@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
 from meshccl import graph_generators as gen
-from meshccl.graph import Edges, connected_components
+from meshccl.graph import Edges, connected_components, spanning_forest
 
 
 @st.composite
@@ -125,3 +125,29 @@ def test_cupy_input_is_refused_clearly():
         connected_components(FakeCupyArray())
     with pytest.raises(NotImplementedError, match="GPU graph labelling"):
         connected_components((FakeCupyArray(), np.array([0])))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(g=graphs())
+def test_spanning_forest(g):
+    """A forest of input edges, acyclic, spanning every component."""
+    n, src, dst = g
+    m = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
+    want_n, want = scipy_cc(m)
+    for name, form in forms(n, src, dst):
+        f = spanning_forest(form)
+        assert f.n_vertices == n
+        assert f.src.size == n - want_n, name          # n - c edges ...
+        got_n, got = connected_components(f)
+        assert got_n == want_n, name                   # ... spanning the same components: acyclic
+        np.testing.assert_array_equal(got, want, err_msg=name)
+        edges = set(zip(src.tolist(), dst.tolist()))
+        assert all(e in edges for e in zip(f.src.tolist(), f.dst.tolist())), name
+
+
+def test_spanning_forest_large():
+    e = gen.rmat(14, 8, seed=5)
+    f = spanning_forest(e)
+    c, lab = connected_components(e)
+    assert f.src.size == e.n_vertices - c
+    np.testing.assert_array_equal(connected_components(f)[1], lab)

@@ -17,8 +17,11 @@ from .unionfind import relabel, unite
 
 
 @njit(cache=True)
-def _union_csr(indptr, indices, P):
+def _union_csr(indptr, indices, P, fsrc, fdst):
+    """Unite along every edge; when fsrc/fdst are arrays (not None), record
+    each edge that merged two sets (a spanning forest) and return how many."""
     n = P.shape[0]
+    nf = 0
     for v in range(n):
         P[v] = v
     for v in range(n):
@@ -32,32 +35,53 @@ def _union_csr(indptr, indices, P):
             if first and u < v and P[v] == v:
                 P[v] = u
                 first = False
-                continue
-            unite(P, v, u)
+                merged = True
+            else:
+                merged = unite(P, v, u)
+            if merged and fsrc is not None:
+                fsrc[nf] = v
+                fdst[nf] = u
+                nf += 1
+    return nf
 
 
 @njit(cache=True)
-def _union_edges(src, dst, P):
+def _union_edges(src, dst, P, fsrc, fdst):
     n = P.shape[0]
+    nf = 0
     for v in range(n):
         P[v] = v
     for k in range(src.shape[0]):
-        if src[k] != dst[k]:
-            unite(P, src[k], dst[k])
+        if src[k] != dst[k] and unite(P, src[k], dst[k]) and fsrc is not None:
+            fsrc[nf] = src[k]
+            fdst[nf] = dst[k]
+            nf += 1
+    return nf
 
 
 def components_csr(indptr, indices, n, label_dtype):
     """Weak components of the CSR graph (indptr, indices) with n vertices."""
     P = np.empty(n, dtype=np.int64 if n >= 2**31 else np.int32)
-    _union_csr(indptr, indices, P)
+    _union_csr(indptr, indices, P, None, None)
     return _finish(P, label_dtype)
 
 
 def components_edges(src, dst, n, label_dtype):
     """Weak components of the edge list (src, dst) with n vertices."""
     P = np.empty(n, dtype=np.int64 if n >= 2**31 else np.int32)
-    _union_edges(src, dst, P)
+    _union_edges(src, dst, P, None, None)
     return _finish(P, label_dtype)
+
+
+def forest(kind, arrays, n):
+    """Edges (src, dst) of a spanning forest: the edges whose union merged
+    two sets, in the order they were met."""
+    P = np.empty(n, dtype=np.int64 if n >= 2**31 else np.int32)
+    fsrc = np.empty(max(n - 1, 0), dtype=np.int64)
+    fdst = np.empty(max(n - 1, 0), dtype=np.int64)
+    union = _union_edges if kind == "edges" else _union_csr
+    nf = union(*arrays, P, fsrc, fdst)
+    return fsrc[:nf].copy(), fdst[:nf].copy()
 
 
 def _finish(P, label_dtype):

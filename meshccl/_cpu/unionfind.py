@@ -23,12 +23,16 @@ def find(P, x):
 
 @njit(cache=True, inline="always")
 def unite(P, a, b):
+    """Merge the sets of a and b; True when they were different sets."""
     a = find(P, a)
     b = find(P, b)
     if a < b:
         P[b] = a
     elif b < a:
         P[a] = b
+    else:
+        return False
+    return True
 
 
 @njit(cache=True)
