@@ -336,7 +336,7 @@ def cmd_label(args):
     ----------
     args : argparse.Namespace
         Parsed arguments: ``input``, ``output``, ``connectivity``,
-        ``background``, ``device``.
+        ``background``, ``device``, ``periodic``, ``tolerance``, ``mask``.
 
     Returns
     -------
@@ -353,11 +353,12 @@ def cmd_label(args):
             f"{args.input} (use 1..{max(image.ndim, 1)})"
         )
     device = resolve_device(args.device)
+    lattice = _lattice_options(args, image)
 
     start = time.perf_counter()
     try:
         labels, num = meshccl.label(image, background=args.background, return_num=True,
-                                    connectivity=k, device=device)
+                                    connectivity=k, device=device, **lattice)
     except (TypeError, ValueError) as exc:
         raise CLIError(f"cannot label {args.input}: {_first_line(exc)}") from None
     ms = (time.perf_counter() - start) * 1e3
@@ -369,6 +370,34 @@ def cmd_label(args):
     print(f"{num} components (connectivity {conn}, {device}) in {ms:.1f} ms")
     print(f"wrote {args.output} ({np.dtype(written).name})")
     return 0
+
+
+def _lattice_options(args, image):
+    """--periodic / --tolerance / --mask as keyword arguments of meshccl.label."""
+    out = {}
+    if args.periodic is not None:
+        if args.periodic.strip().lower() == "all":
+            out["periodic"] = True
+        else:
+            try:
+                axes = {int(a) for a in args.periodic.split(",") if a.strip()}
+            except ValueError:
+                raise CLIError(f"--periodic must be 'all' or axis numbers like 0,1; got "
+                               f"{args.periodic!r}") from None
+            bad = sorted(a for a in axes if not 0 <= a < image.ndim)
+            if bad:
+                raise CLIError(f"--periodic axis {bad[0]} is out of range for the {image.ndim}-D "
+                               f"image in {args.input}")
+            out["periodic"] = tuple(a in axes for a in range(image.ndim))
+    if args.tolerance is not None:
+        out["tolerance"] = args.tolerance
+    if args.mask is not None:
+        mask, _ = read_image(args.mask)
+        if mask.shape != image.shape:
+            raise CLIError(f"--mask {args.mask} has shape {mask.shape}, but {args.input} has "
+                           f"shape {image.shape}")
+        out["mask"] = mask != 0
+    return out
 
 
 def cmd_demo(args):
@@ -465,6 +494,12 @@ def build_parser():
                    help="value that gets label 0: int (0x.. hex allowed) or float (default 0)")
     p.add_argument("--device", choices=devices, default="auto",
                    help="where to label (default auto: the GPU when one is usable)")
+    p.add_argument("--periodic", default=None, metavar="AXES",
+                   help="wrap around: 'all', or comma-separated axis numbers (e.g. 0,1)")
+    p.add_argument("--tolerance", type=float, default=None, metavar="T",
+                   help="join neighbours whose values differ by at most T (continuous fields)")
+    p.add_argument("--mask", default=None, metavar="FILE",
+                   help="image of the same shape; its zero cells are background")
 
     p = sub.add_parser("demo", help="label Hawick's spiral and a blob field, time it, draw it",
                        description="Label Hawick's spiral and a Cahn-Hilliard-like blob field "

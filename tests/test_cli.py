@@ -351,3 +351,42 @@ def test_version_subprocess():
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == f"meshccl {meshccl.__version__}"
+
+
+def test_label_lattice_options(tmp_path):
+    """--periodic, --tolerance and --mask reach meshccl.label."""
+    from meshccl.cli import main
+    ring = np.zeros((5, 6), np.uint8)
+    ring[:, 0] = ring[:, 5] = 1
+    src = tmp_path / "ring.npy"
+    np.save(src, ring)
+    out = tmp_path / "out.npy"
+    assert main(["label", str(src), str(out), "--periodic", "1", "-c", "1"]) == 0
+    np.testing.assert_array_equal(np.load(out), meshccl.label(ring, connectivity=1, periodic=(False, True)))
+    assert np.load(out).max() == 1
+    assert main(["label", str(src), str(out), "--periodic", "all"]) == 0
+    field = np.linspace(0, 1, 30).reshape(5, 6)
+    np.save(src, field)
+    assert main(["label", str(src), str(out), "--tolerance", "0.05", "-b", "-1"]) == 0
+    np.testing.assert_array_equal(np.load(out), meshccl.label(field, tolerance=0.05, background=-1))
+    mask = (np.arange(30).reshape(5, 6) % 4 != 0).astype(np.uint8)
+    np.save(tmp_path / "mask.npy", mask)
+    assert main(["label", str(src), str(out), "--tolerance", "0.05", "-b", "-1",
+                 "--mask", str(tmp_path / "mask.npy")]) == 0
+    np.testing.assert_array_equal(np.load(out), meshccl.label(field, tolerance=0.05, background=-1,
+                                                              mask=mask != 0))
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--periodic", "x"], "--periodic must be 'all' or axis numbers"),
+    (["--periodic", "3"], "--periodic axis 3 is out of range"),
+    (["--mask", "MASK"], "has shape"),
+])
+def test_label_lattice_option_errors(tmp_path, capsys, args, msg):
+    from meshccl.cli import main
+    src = tmp_path / "a.npy"
+    np.save(src, np.ones((4, 4), np.uint8))
+    np.save(tmp_path / "m.npy", np.ones((3, 3), np.uint8))
+    args = [a.replace("MASK", str(tmp_path / "m.npy")) for a in args]
+    assert main(["label", str(src), str(tmp_path / "o.npy")] + args) == 2
+    assert msg in capsys.readouterr().err
