@@ -8,12 +8,16 @@ path -> result on the input's device.
 from __future__ import annotations
 
 import contextlib
+import time
 
 import numpy as np
 
 from . import _validate
 
-METHODS = ("auto", "unionfind")
+#: 'auto' = 'unionfind' (one pass); the rest are Hawick et al.'s iterative
+#: methods (CPU in this release): kernels A-D and CPU I / CPU II.
+METHODS = ("auto", "unionfind", "A", "B", "C", "D", "cpu1", "cpu2")
+ITERATIVE = ("A", "B", "C", "D", "cpu1", "cpu2")
 
 
 def gpu_available() -> bool:
@@ -43,7 +47,7 @@ def _backend_for(xp, device):
 
 def label(label_image, background=None, return_num=False, connectivity=None, *,
           dtype=None, method="auto", device="auto", periodic=False, mask=None,
-          tolerance=None, bonds=None):
+          tolerance=None, bonds=None, return_info=False):
     r"""Label connected regions of equal value, exactly like ``skimage.measure.label``.
 
     Two cells are connected when they are neighbours and have the same value.
@@ -71,8 +75,13 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         Integer dtype of the result.  Default: like skimage on NumPy (int64;
         int32 for bool), int32 on CuPy (int64 for 2**31 cells or more).  A
         narrower dtype is checked to hold the largest label.
-    method : {'auto', 'unionfind'}, optional
-        Algorithm.  'auto' (the default) is the one-pass union-find.
+    method : {'auto', 'unionfind', 'A', 'B', 'C', 'D', 'cpu1', 'cpu2'}, optional
+        Algorithm.  'auto' (the default) is the one-pass union-find.  The
+        others are Hawick, Leist and Playne's iterative methods -- A
+        neighbour propagation, B local (tile) propagation, C directional
+        sweeps, D label equivalence, cpu1 alternating raster scans, cpu2
+        serial label equivalence -- on the CPU in this release; all give the
+        same labels.
     device : {'auto', 'cpu', 'gpu'}, optional
         Where to compute.  'auto' follows the input (NumPy on the CPU, CuPy
         on its GPU); the result always comes back as the input's array type.
@@ -94,6 +103,11 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         ``periodic``; ignored off a non-periodic edge).  Neighbours join when
         their values join *and* their bond is open: bond percolation and
         Swendsen-Wang clusters.
+    return_info : bool, optional
+        Also return a dict: ``method``, ``backend``, ``iterations`` (1 for
+        the one-pass union-find) and ``seconds`` per phase: ``prepare``
+        (validation) and ``label`` (labelling, numbering included).  CPU
+        backend only in this release.
 
     Returns
     -------
@@ -146,25 +160,43 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if not isinstance(return_num, (bool, np.bool_)):
         raise TypeError(f"return_num must be a bool, got {return_num!r}")
+    t0 = time.perf_counter()
     with _gpu_memory_errors(getattr(label_image, "shape", ()), None):
         prob = _validate.prepare(label_image, background, connectivity, dtype,
                                  periodic=periodic, mask=mask, tolerance=tolerance, bonds=bonds)
     backend = _backend_for(prob.xp, device)
+    on_gpu = backend in ("gpu", "gpu-from-host")
+    if on_gpu and method in ITERATIVE:
+        raise NotImplementedError(
+            f"method={method!r} runs on the CPU in this release (GPU kernels A-D are planned); "
+            "pass device='cpu' or a NumPy array")
+    if on_gpu and return_info:
+        raise NotImplementedError("return_info is available on the CPU backend only in this release")
     xp = prob.xp
     n = prob.size
+    info = {"method": "unionfind" if method == "auto" else method, "backend": backend,
+            "iterations": 0, "seconds": {"prepare": time.perf_counter() - t0}}
 
     if n == 0:
         out = xp.zeros(prob.out_shape, dtype=prob.out_dtype)
-        return (out, 0) if return_num else out
+        return _result(out, 0, info, return_num, return_info)
 
     if backend == "cpu" or backend == "cpu-from-gpu":
         values = prob.values if backend == "cpu" else prob.values.get()
         P = np.empty(n, dtype=prob.work_dtype)
-        from ._cpu.mesh import label_mesh
+        from ._cpu.mesh import label_iterative, label_mesh
         from .neighbourhood import offset_table
 
-        num = label_mesh(values, P, prob.shape, offset_table(prob.shape, prob.connectivity),
-                         prob.has_bg, prob.bgkey, **_lattice(prob, host=backend != "cpu"))
+        table = offset_table(prob.shape, prob.connectivity)
+        lattice = _lattice(prob, host=backend != "cpu")
+        t1 = time.perf_counter()
+        if method in ITERATIVE:
+            num, info["iterations"] = label_iterative(method, values, P, prob.shape, table,
+                                                      prob.has_bg, prob.bgkey, **lattice)
+        else:
+            num = label_mesh(values, P, prob.shape, table, prob.has_bg, prob.bgkey, **lattice)
+            info["iterations"] = 1
+        info["seconds"]["label"] = time.perf_counter() - t1
         labels = P if backend == "cpu" else xp.asarray(P)
         count = num
     else:
@@ -186,9 +218,16 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         a, b, c = prob.out_shape
         labels = xp.ascontiguousarray(labels.reshape(c, b, a).swapaxes(0, 2))
     labels = labels.reshape(prob.out_shape)
+    return _result(labels, count, info, return_num, return_info)
+
+
+def _result(labels, count, info, return_num, return_info):
+    out = (labels,)
     if return_num:
-        return labels, int(count)
-    return labels
+        out += (int(count),)
+    if return_info:
+        out += (info,)
+    return out if len(out) > 1 else labels
 
 
 def _lattice(prob, host=False, device=False):

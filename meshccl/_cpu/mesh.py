@@ -144,25 +144,47 @@ def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, perio
 _NO_ROWS = np.zeros(1, dtype=np.int32)
 
 
+def keys(values, bgkey, tolerance):
+    """Values, background and tolerance as the CPU kernels compare them:
+    the values as they are with a tolerance, else their keys (floats
+    truncated to int64 like skimage -- one copy -- integers unchanged)."""
+    if tolerance is not None:
+        return values, np.float64(bgkey), float(tolerance)
+    if values.dtype.kind == "f":
+        return values.astype(np.int64), np.int64(bgkey), None
+    return values, values.dtype.type(bgkey), None
+
+
 def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
                bonds=None, bond_rows=None, tolerance=None):
-    """Label flat ``values`` into ``P`` (int32/int64, same length); return N.
-
-    Keys as on the GPU: equality of the values as the kernels see them
-    (unsigned views of signed integers, floats truncated to int64), or
-    ``|a - b| <= tolerance`` on the raw values, when given.
-    """
-    if tolerance is not None:
-        bg = np.float64(bgkey)
-        tol = float(tolerance)
-    elif values.dtype.kind == "f":
-        # skimage's truncation to integers; one int64 copy on the CPU path
-        values = values.astype(np.int64)
-        bg = np.int64(bgkey)
-        tol = None
-    else:
-        bg = values.dtype.type(bgkey)
-        tol = None
+    """Label flat ``values`` into ``P`` (int32/int64, same length); return N."""
+    values, bg, tol = keys(values, bgkey, tolerance)
     _label(values, P, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg, tol,
            mask, bonds, _NO_ROWS if bond_rows is None else bond_rows, int(periodic))
     return int(relabel(P))
+
+
+def label_iterative(method, values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
+                    bonds=None, bond_rows=None, tolerance=None, tile=256):
+    """Label with one of Hawick et al.'s iterative methods (see
+    :mod:`.methods`); return (N, iterations)."""
+    from . import methods as M
+
+    values, bg, tol = keys(values, bgkey, tolerance)
+    shape = np.asarray(shape, dtype=np.int64)
+    span = np.empty(len(shape), dtype=np.int64)
+    stride = 1
+    for k in range(len(shape) - 1, -1, -1):
+        span[k] = stride * shape[k]
+        stride = span[k]
+    full = M.full_table(table, len(shape))
+    brow = _NO_ROWS if bond_rows is None else bond_rows
+    M._init(values, P, bool(has_bg), bg, mask)
+    args = (values, P, shape, full, span, int(periodic), tol, bonds, brow)
+    if method == "B":
+        iterations = M.kernel_b(*args, tile)
+    else:
+        fn = {"A": M.kernel_a, "C": M.kernel_c, "D": M.kernel_d, "cpu1": M.cpu1,
+              "cpu2": M.kernel_d}[method]
+        iterations = fn(*args)
+    return int(relabel(P)), int(iterations)

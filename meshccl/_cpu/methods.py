@@ -1,0 +1,272 @@
+"""Hawick, Leist and Playne's iterative mesh labellers on the CPU (numba).
+
+The default method (:mod:`.mesh`) is a one-pass union-find.  These are the
+classic iterate-until-stable methods of Hawick et al. (2010, section 5),
+kept for comparison and to reproduce the paper's experiments.  Every cell
+starts with its own index as label (background: -1); a cell's label only
+ever decreases to the smallest label among the cells it joins; when nothing
+changes, every cell holds the smallest index of its component -- which is
+the parent array the shared relabel path (:func:`.unionfind.relabel`) turns
+into raster-order labels 1..N.  So every method gives exactly the labels of
+the default method.
+
+- ``cpu1``  alternating raster scans: forward, then backward, in place.
+- ``A``     neighbour propagation: every cell takes the minimum of its
+            neighbours' labels from the previous iteration (one cell per step).
+- ``B``     local propagation: as A, but each tile of the array is iterated
+            to a local fixed point with the labels of the cells around it
+            frozen, then the whole array again (one tile per step).
+- ``C``     directional propagation: 2 * ndim sweeps per iteration, each
+            carrying labels along one axis in one direction.
+- ``D`` / ``cpu2``  label equivalence: scan (record for each label the
+            smallest label next to it), analysis (follow each label's chain
+            to its end), labelling (replace every label by its chain's end).
+
+"Neighbours" are the full neighbourhood (both directions of every offset of
+the one neighbourhood table), with the same joining rule, mask, bonds,
+tolerance and periodic wrap as the default method.  Each function returns the
+number of iterations.
+"""
+
+import numpy as np
+from numba import njit
+
+#: full neighbourhood rows: [linear offset, axes moved -1, axes moved +1,
+#: bond row, 1 if the bond is stored at the neighbour]
+FULL_COLUMNS = 5
+
+
+def full_table(table, ndim):
+    """Both directions of every offset (the table rows, then the left one)."""
+    last = ndim - 1
+    rows = []
+    half = [tuple(r) for r in table.tolist()] + [(-1, 1 << last, 0, 0)]
+    for b, (lin, lo, hi, _flags) in enumerate(half):
+        rows.append((lin, lo, hi, b, 0))     # towards the earlier cell: bond stored here
+        rows.append((-lin, hi, lo, b, 1))    # towards the later cell: bond stored there
+    return np.asarray(rows, dtype=np.int64).reshape(-1, FULL_COLUMNS)
+
+
+@njit(cache=True, inline="always")
+def _masks(i, shape, coords):
+    """Coordinates of cell i into ``coords``; return its (lo, hi) boundary masks."""
+    rem = i
+    lo = 0
+    hi = 0
+    for k in range(shape.shape[0] - 1, -1, -1):
+        c = rem % shape[k]
+        rem //= shape[k]
+        coords[k] = c
+        if c == 0:
+            lo |= 1 << k
+        if c == shape[k] - 1:
+            hi |= 1 << k
+    return lo, hi
+
+
+@njit(cache=True, inline="always")
+def _neighbour(i, lo, hi, row, full, span, periodic):
+    """Index of cell i's neighbour through full-table row ``row``, or -1."""
+    out_lo = lo & full[row, 1]
+    out_hi = hi & full[row, 2]
+    if (out_lo | out_hi) & ~periodic:
+        return -1
+    j = i + full[row, 0]
+    for k in range(span.shape[0]):
+        if (out_lo >> k) & 1:
+            j += span[k]
+        if (out_hi >> k) & 1:
+            j -= span[k]
+    return j
+
+
+@njit(cache=True, inline="always")
+def _joined(values, L, i, j, row, full, tol, bonds, brow):
+    if L[j] < 0:
+        return False
+    if bonds is not None:
+        at = j if full[row, 4] else i
+        if bonds[brow[full[row, 3]], at] == 0:
+            return False
+    if tol is not None:
+        return abs(np.float64(values[i]) - np.float64(values[j])) <= tol
+    return values[i] == values[j]
+
+
+@njit(cache=True)
+def _min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, sel_axis, sel_sign):
+    """Smallest label among cell i's joined neighbours (and its own).
+
+    With ``sel_axis >= 0`` only neighbours moved by ``-sel_sign`` along that
+    axis count (the cells "behind" i in a sweep).
+    """
+    lo, hi = _masks(i, shape, coords)
+    best = L[i]
+    for row in range(full.shape[0]):
+        if sel_axis >= 0:
+            want = full[row, 2] if sel_sign < 0 else full[row, 1]
+            if not (want >> sel_axis) & 1:
+                continue
+        j = _neighbour(i, lo, hi, row, full, span, periodic)
+        if j < 0 or not _joined(values, L, i, j, row, full, tol, bonds, brow):
+            continue
+        if L[j] < best:
+            best = L[j]
+    return best
+
+
+@njit(cache=True)
+def _init(values, L, has_bg, bgkey, mask):
+    for i in range(L.shape[0]):
+        bg = has_bg and values[i] == bgkey
+        if mask is not None:
+            bg = bg or mask[i] == 0
+        L[i] = -1 if bg else i
+
+
+@njit(cache=True)
+def cpu1(values, L, shape, full, span, periodic, tol, bonds, brow):
+    """Alternating forward / backward raster scans until stable."""
+    coords = np.zeros(shape.shape[0], np.int64)
+    n = L.shape[0]
+    it = 0
+    while True:
+        it += 1
+        changed = False
+        for s in range(n):
+            i = s if it % 2 == 1 else n - 1 - s
+            if L[i] < 0:
+                continue
+            m = _min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, -1, 0)
+            if m < L[i]:
+                L[i] = m
+                changed = True
+        if not changed:
+            return it
+
+
+@njit(cache=True)
+def kernel_a(values, L, shape, full, span, periodic, tol, bonds, brow):
+    """Jacobi neighbour propagation: labels move one cell per iteration."""
+    coords = np.zeros(shape.shape[0], np.int64)
+    new = L.copy()
+    it = 0
+    while True:
+        it += 1
+        changed = False
+        for i in range(L.shape[0]):
+            if L[i] < 0:
+                continue
+            m = _min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, -1, 0)
+            new[i] = m
+            if m < L[i]:
+                changed = True
+        L[:] = new
+        if not changed:
+            return it
+
+
+@njit(cache=True)
+def kernel_b(values, L, shape, full, span, periodic, tol, bonds, brow, tile):
+    """Tiles of ``tile`` cells along the raster (the GPU's blocks) iterated to
+    a local fixed point with outside labels frozen, then globally again."""
+    coords = np.zeros(shape.shape[0], np.int64)
+    n = L.shape[0]
+    new = L.copy()
+    it = 0
+    while True:
+        it += 1
+        changed = False
+        for start in range(0, n, tile):
+            stop = min(start + tile, n)
+            # first step from the labels of the previous iteration (as Kernel A) ...
+            for i in range(start, stop):
+                if L[i] >= 0:
+                    new[i] = _min_label(values, L, i, shape, coords, full, span, periodic,
+                                        tol, bonds, brow, -1, 0)
+            # ... then inside the tile until stable
+            local = True
+            while local:
+                local = False
+                for i in range(start, stop):
+                    if new[i] < 0:
+                        continue
+                    m = _min_label(values, new, i, shape, coords, full, span, periodic,
+                                   tol, bonds, brow, -1, 0)
+                    if m < new[i]:
+                        new[i] = m
+                        local = True
+        for i in range(n):
+            if new[i] != L[i]:
+                changed = True
+            L[i] = new[i]
+        if not changed:
+            return it
+
+
+@njit(cache=True)
+def kernel_c(values, L, shape, full, span, periodic, tol, bonds, brow):
+    """Directional sweeps: for each axis and direction, carry labels along
+    every line of cells in that direction; repeat until stable."""
+    ndim = shape.shape[0]
+    coords = np.zeros(ndim, np.int64)
+    n = L.shape[0]
+    it = 0
+    while True:
+        it += 1
+        changed = False
+        for axis in range(ndim):
+            stride = 1
+            for k in range(axis + 1, ndim):
+                stride *= shape[k]
+            size = shape[axis]
+            for sign in (1, -1):
+                # every line along `axis`: cells base + t * stride
+                for base in range(n):
+                    if (base // stride) % size != 0:
+                        continue
+                    for t in range(size):
+                        step = t if sign > 0 else size - 1 - t
+                        i = base + step * stride
+                        if L[i] < 0:
+                            continue
+                        m = _min_label(values, L, i, shape, coords, full, span, periodic,
+                                       tol, bonds, brow, axis, sign)
+                        if m < L[i]:
+                            L[i] = m
+                            changed = True
+        if not changed:
+            return it
+
+
+@njit(cache=True)
+def kernel_d(values, L, shape, full, span, periodic, tol, bonds, brow):
+    """Label equivalence: scanning, analysis and labelling phases per
+    iteration (Hawick et al.'s Kernel D; serially this is CPU II)."""
+    coords = np.zeros(shape.shape[0], np.int64)
+    n = L.shape[0]
+    R = np.arange(n)
+    it = 0
+    while True:
+        it += 1
+        changed = False
+        for i in range(n):  # scanning
+            if L[i] < 0:
+                continue
+            l1 = L[i]
+            l2 = _min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, -1, 0)
+            if l2 < l1:
+                if l2 < R[l1]:
+                    R[l1] = l2
+                changed = True
+        for i in range(n):  # analysis: each label's owner follows its chain
+            if L[i] == i:
+                ref = R[i]
+                while R[ref] != ref:
+                    ref = R[ref]
+                R[i] = ref
+        for i in range(n):  # labelling
+            if L[i] >= 0:
+                L[i] = R[L[i]]
+        if not changed:
+            return it
