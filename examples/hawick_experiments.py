@@ -1,0 +1,193 @@
+"""Reproduce the mesh experiments of Hawick, Leist and Playne (2010), section 6.3.
+
+    python examples/hawick_experiments.py spiral        [--sizes 256,512,...] [--out DIR]
+    python examples/hawick_experiments.py cahn-hilliard [--sizes 256,512,...] [--out DIR]
+
+spiral (their Fig. 19): label Hawick's two interleaved one-cell-wide spirals
+at N = 256 ... 4096 with every method, recording time per call and
+iterations.  A method that takes longer than --cap seconds at one size is
+not run at larger sizes (the plot and table say so), as the paper did for
+Kernel A.
+
+cahn-hilliard (their Fig. 18): run a simple Cahn-Hilliard solver
+(semi-implicit Fourier, c_t = laplacian(c^3 - c - gamma * laplacian(c)))
+and label the binary field c > 0 every 128 steps with every method; report
+the mean time per call against N.
+
+Methods: the default one-pass union-find ('unionfind', on the GPU when CuPy
+sees one, and on the CPU), and Hawick et al.'s iterative methods A, B, C, D,
+cpu1 (CPU I) and cpu2 (CPU II).  In this release A-D run on the CPU (numba);
+GPU versions are used automatically once they exist.  Writes a markdown
+table and a PNG plot (time per call vs N, log-log) into --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import meshccl
+from meshccl import patterns
+
+METHODS = ["unionfind", "A", "B", "C", "D", "cpu1", "cpu2"]
+
+
+def backends():
+    """(name, method, device, array module) for everything runnable here."""
+    out = []
+    if meshccl.gpu_available():
+        import cupy
+        for m in METHODS:
+            try:
+                meshccl.label(cupy.ones((4, 4), cupy.uint8), method=m)
+                out.append((f"{m} (GPU)", m, "gpu", cupy))
+            except NotImplementedError:
+                pass
+    out += [(f"{m} (CPU)", m, "cpu", np) for m in METHODS]
+    return out
+
+
+def timed_label(a, method, device, xp, connectivity=1, reps=3):
+    """Median seconds per call and the iteration count."""
+    kw = dict(connectivity=connectivity, method=method)
+    if device == "cpu":
+        meshccl.label(a, **kw)  # warm-up (compilation)
+        ts, its = [], 0
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            _, info = meshccl.label(a, return_info=True, **kw)
+            ts.append(time.perf_counter() - t0)
+            its = info["iterations"]
+        return float(np.median(ts)), its
+    meshccl.label(a, **kw)
+    start, stop = xp.cuda.Event(), xp.cuda.Event()
+    ts = []
+    for _ in range(reps):
+        start.record()
+        meshccl.label(a, **kw)
+        stop.record()
+        stop.synchronize()
+        ts.append(xp.cuda.get_elapsed_time(start, stop) / 1e3)
+    return float(np.median(ts)), None
+
+
+def cahn_hilliard_frames(n, frames, every=128, dt=0.05, gamma=1.0, seed=0):
+    """Frames (c > 0) of a 2-D Cahn-Hilliard quench, every `every` steps."""
+    rng = np.random.default_rng(seed)
+    c = 0.1 * (rng.random((n, n)) - 0.5)
+    k = 2 * np.pi * np.fft.fftfreq(n)
+    k2 = k[:, None] ** 2 + k[None, :] ** 2
+    denom = 1 + dt * gamma * k2 ** 2
+    out = []
+    for step in range(1, frames * every + 1):
+        c_hat = (np.fft.fft2(c) - dt * k2 * np.fft.fft2(c ** 3 - c)) / denom
+        c = np.fft.ifft2(c_hat).real
+        if step % every == 0:
+            out.append((c > 0).astype(np.uint8))
+    return out
+
+
+def run(kind, sizes, cap, out_dir, frames):
+    rows = []  # (name, N, seconds, iterations or None, note)
+    stopped = {}
+    for n in sizes:
+        if kind == "spiral":
+            inputs = [patterns.spiral(n)]
+        else:
+            inputs = cahn_hilliard_frames(n, frames)
+        for name, method, device, xp in backends():
+            if name in stopped:
+                rows.append((name, n, None, None, f"not run: took {stopped[name]:.0f} s at a smaller N"))
+                continue
+            times, its = [], []
+            for a in inputs:
+                arr = xp.asarray(a)
+                s, it = timed_label(arr, method, device, xp, reps=1 if method in ("A", "cpu1") else 3)
+                times.append(s)
+                its.append(it)
+                if s > cap:
+                    break
+            mean = float(np.mean(times))
+            rows.append((name, n, mean, its[0], ""))
+            print(f"{kind} N={n:5d} {name:18s} {mean * 1e3:12.2f} ms  iterations {its[0]}", flush=True)
+            if mean > cap:
+                stopped[name] = mean
+    write(kind, rows, sizes, cap, out_dir)
+
+
+def write(kind, rows, sizes, cap, out_dir):
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    head = (f"{kind}: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
+            + (", GPU " + _gpu_name() if meshccl.gpu_available() else ", no GPU")
+            + f"; {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
+            f"command: `python {' '.join(sys.argv)}`; cap {cap:g} s per call")
+    names = list(dict.fromkeys(r[0] for r in rows))
+    lines = [head, "", "| method | " + " | ".join(f"N={n}" for n in sizes) + " |",
+             "|---|" + "---:|" * len(sizes)]
+    for name in names:
+        cells = []
+        for n in sizes:
+            r = next((r for r in rows if r[0] == name and r[1] == n), None)
+            if r is None or r[2] is None:
+                cells.append("—")
+            else:
+                cells.append(f"{r[2] * 1e3:.2f} ms" + (f" ({r[3]} it)" if r[3] else ""))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("— : not run, because the method took longer than the cap at a smaller N.")
+    (out_dir / f"hawick_{kind}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for name in names:
+        pts = [(r[1], r[2]) for r in rows if r[0] == name and r[2] is not None]
+        if pts:
+            ax.plot(*zip(*pts), marker="o", label=name)
+            if len(pts) < len(sizes):
+                ax.annotate("stopped (cap)", pts[-1], textcoords="offset points", xytext=(4, 4),
+                            fontsize=7)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("N (N x N cells)")
+    ax.set_ylabel("seconds per call" if kind == "spiral" else "mean seconds per frame")
+    ax.set_title(f"Hawick et al. 2010, {'Fig. 19: spiral' if kind == 'spiral' else 'Fig. 18: Cahn-Hilliard'}")
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out_dir / f"hawick_{kind}.png", dpi=120)
+
+
+def _gpu_name():
+    import cupy
+    name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("experiment", choices=["spiral", "cahn-hilliard"])
+    ap.add_argument("--sizes", default="256,512,1024,2048,4096")
+    ap.add_argument("--cap", type=float, default=60.0, help="seconds; slower methods stop growing N")
+    ap.add_argument("--frames", type=int, default=4, help="Cahn-Hilliard frames per size")
+    ap.add_argument("--out", default="hawick-out")
+    opt = ap.parse_args(argv)
+    sizes = [int(s) for s in opt.sizes.split(",")]
+    run(opt.experiment, sizes, opt.cap, opt.out, opt.frames)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
