@@ -47,7 +47,7 @@ def _backend_for(xp, device):
 
 def label(label_image, background=None, return_num=False, connectivity=None, *,
           dtype=None, method="auto", device="auto", periodic=False, mask=None,
-          tolerance=None, bonds=None, return_info=False):
+          tolerance=None, bonds=None, return_info=False, cpu_threads=1):
     r"""Label connected regions of equal value, exactly like ``skimage.measure.label``.
 
     Two cells are connected when they are neighbours and have the same value.
@@ -103,6 +103,11 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         ``periodic``; ignored off a non-periodic edge).  Neighbours join when
         their values join *and* their bond is open: bond percolation and
         Swendsen-Wang clusters.
+    cpu_threads : int, optional
+        Threads for the CPU backend's default method (numba): 1 (default)
+        runs serially, 0 uses every core numba sees.  Chunks of rows are
+        labelled at once, then joined; the labels are the same.  Periodic
+        lattices and the iterative methods run serially.
     return_info : bool, optional
         Also return a dict: ``method``, ``backend``, ``iterations`` (1 for
         the one-pass union-find) and ``seconds`` per phase: ``prepare``
@@ -160,6 +165,9 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if not isinstance(return_num, (bool, np.bool_)):
         raise TypeError(f"return_num must be a bool, got {return_num!r}")
+    if (isinstance(cpu_threads, (bool, np.bool_)) or not isinstance(cpu_threads, (int, np.integer))
+            or cpu_threads < 0):
+        raise ValueError(f"cpu_threads must be an int >= 0 (0: all cores), got {cpu_threads!r}")
     t0 = time.perf_counter()
     with _gpu_memory_errors(getattr(label_image, "shape", ()), None):
         prob = _validate.prepare(label_image, background, connectivity, dtype,
@@ -184,7 +192,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     if backend == "cpu" or backend == "cpu-from-gpu":
         values = prob.values if backend == "cpu" else prob.values.get()
         P = np.empty(n, dtype=prob.work_dtype)
-        from ._cpu.mesh import label_iterative, label_mesh
+        from ._cpu.mesh import label_iterative, label_mesh, label_mesh_parallel
         from .neighbourhood import offset_table
 
         table = offset_table(prob.shape, prob.connectivity)
@@ -193,6 +201,15 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         if method in ITERATIVE:
             num, info["iterations"] = label_iterative(method, values, P, prob.shape, table,
                                                       prob.has_bg, prob.bgkey, **lattice)
+        elif cpu_threads != 1 and not prob.periodic:
+            import numba
+
+            threads = cpu_threads or numba.config.NUMBA_NUM_THREADS
+            lattice.pop("periodic")
+            num = label_mesh_parallel(values, P, prob.shape, table, prob.has_bg, prob.bgkey,
+                                      threads, **lattice)
+            info["iterations"] = 1
+            info["threads"] = threads
         else:
             num = label_mesh(values, P, prob.shape, table, prob.has_bg, prob.bgkey, **lattice)
             info["iterations"] = 1

@@ -63,3 +63,30 @@ def test_gpu_methods_not_yet():
     with pytest.raises(NotImplementedError, match="runs on the CPU in this release"):
         meshccl.label(a, method="A")
     np.testing.assert_array_equal(meshccl.label(a, method="D", device="cpu").get(), np.ones((4, 4)))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=lattices(), threads=st.sampled_from([0, 2, 3, 7]))
+def test_parallel_cpu_matches_serial(case, threads):
+    a, kw = case
+    np.testing.assert_array_equal(meshccl.label(a, cpu_threads=threads, **kw), meshccl.label(a, **kw))
+
+
+@pytest.mark.parametrize("shape, conn", [((301, 257), 1), ((301, 257), 2), ((37, 41, 43), 1),
+                                         ((37, 41, 43), 3), ((100000,), 1), ((9, 8, 7, 6), 4)])
+def test_parallel_cpu_large(shape, conn):
+    rng = np.random.default_rng(sum(shape))
+    for a in [(rng.random(shape) < 0.55).astype(np.uint8),
+              patterns.potts(shape, seed=1) if len(shape) > 1 else rng.integers(0, 3, shape)]:
+        want = meshccl.label(a, connectivity=conn)
+        for threads in (0, 2, 5):
+            np.testing.assert_array_equal(meshccl.label(a, connectivity=conn, cpu_threads=threads), want)
+    spiral = patterns.spiral(257)
+    np.testing.assert_array_equal(meshccl.label(spiral, connectivity=1, cpu_threads=4),
+                                  meshccl.label(spiral, connectivity=1))
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "2"])
+def test_cpu_threads_validation(bad):
+    with pytest.raises(ValueError, match="cpu_threads must be an int >= 0"):
+        meshccl.label(np.ones((3, 3), np.uint8), cpu_threads=bad)

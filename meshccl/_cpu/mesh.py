@@ -11,7 +11,7 @@ off, as on the GPU.  Labels are identical to the GPU's bit for bit.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .unionfind import relabel, unite
 
@@ -34,8 +34,26 @@ def _joins(values, P, i, j, tol, mask, bonds, brow, row):
 
 
 @njit(cache=True)
-def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, periodic):
-    n = values.shape[0]
+def _init(values, P, lo, hi, has_bg, bgkey, mask):
+    """Cells lo..hi-1: their own tree, or -1 for background (value or mask)."""
+    for i in range(lo, hi):
+        bg = has_bg and values[i] == bgkey
+        if mask is not None:
+            bg = bg or mask[i] == 0
+        P[i] = -1 if bg else i
+
+
+@njit(cache=True)
+def _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, row_lo, row_hi, jlo, jhi):
+    """Unite the cells of rows row_lo..row_hi-1 (rows along the last axis)
+    with the neighbours they join whose index lies in [jlo, jhi).
+
+    Which table rows stay inside the array (or wrap) depends on the leading
+    axes once per row; along the row only the first and last cells need a
+    look at the last axis.  The serial labeller calls this once with the
+    whole range; the parallel one once per chunk of rows (neighbours inside
+    the chunk), then for the chunk borders (neighbours before the chunk).
+    """
     ndim = shape.shape[0]
     noff = table.shape[0]
     last = ndim - 1
@@ -51,19 +69,14 @@ def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, perio
     dlast = np.empty(noff, dtype=np.int64)
     for o in range(noff):
         dlast[o] = -1 if (table[o, 1] >> last) & 1 else ((table[o, 2] >> last) & 1)
-    # 1. every cell is its own tree; background (value or mask) is -1
-    for i in range(n):
-        bg = has_bg and values[i] == bgkey
-        if mask is not None:
-            bg = bg or mask[i] == 0
-        P[i] = -1 if bg else i
-    # 2. unions, row by row along the last axis.  Which table rows stay inside
-    # the array (or wrap) depends on the leading axes once per row; along the
-    # row only the first and last cells need a look at the last axis.
     coords = np.zeros(ndim, dtype=np.int64)  # coordinates of the row (last one unused)
+    rem = row_lo
+    for k in range(last - 1, -1, -1):
+        coords[k] = rem % shape[k]
+        rem //= shape[k]
     rows = np.empty(noff, dtype=np.int64)     # usable table rows for this row
     shift = np.empty(noff, dtype=np.int64)    # their wrap correction (0: no wrap)
-    for row in range(n // W):
+    for row in range(row_lo, row_hi):
         lo = 0
         hi = 0
         for k in range(last):
@@ -92,16 +105,16 @@ def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, perio
             if P[i] < 0:
                 continue
             eql = False
-            if c > 0:
+            if c > 0 and jlo <= i - 1 < jhi:
                 if _joins(values, P, i, i - 1, tol, mask, bonds, brow, noff):
                     if P[i] == i:
                         P[i] = P[i - 1]  # continue the left cell's run (an earlier cell)
                     else:
                         unite(P, i, i - 1)
                     eql = rules
-            elif periodic & lastbit:
+            elif c == 0 and periodic & lastbit:
                 jl = i + W - 1
-                if _joins(values, P, i, jl, tol, mask, bonds, brow, noff):
+                if jlo <= jl < jhi and _joins(values, P, i, jl, tol, mask, bonds, brow, noff):
                     unite(P, i, jl)
             for q in range(cnt):
                 o = rows[q]
@@ -118,7 +131,7 @@ def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, perio
                         continue
                     j -= W
                     wrapped = True
-                if not _joins(values, P, i, j, tol, mask, bonds, brow, o):
+                if j < jlo or j >= jhi or not _joins(values, P, i, j, tol, mask, bonds, brow, o):
                     continue
                 if not eql and not wrapped and P[i] == i:
                     P[i] = j  # a run's first cell: its first joining neighbour (earlier)
@@ -144,6 +157,72 @@ def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, perio
 _NO_ROWS = np.zeros(1, dtype=np.int32)
 
 
+
+
+@njit(cache=True)
+def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, periodic):
+    n = values.shape[0]
+    _init(values, P, 0, n, has_bg, bgkey, mask)
+    _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, 0, n // shape[-1], 0, n)
+
+
+@njit(cache=True, parallel=True)
+def _label_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds, brow,
+                    chunks, back):
+    """Chunks of rows labelled at once; P holds parents, L gets the labels.
+
+    1. each chunk (rows chunks[k]..chunks[k+1]-1) unites only pairs inside
+       it: its trees stay inside its index range, so threads never meet;
+    2. serially, the first `back` rows of each chunk unite with the cells
+       before the chunk (every pair is now united, or skipped because an
+       implied pair was);
+    3. roots are counted per chunk and numbered in raster order (a prefix
+       sum over the chunks); then each chunk, in order, gives every cell the
+       number of its parent when that parent is in the chunk (numbered just
+       before), or of its root (a walk) when it is in an earlier chunk.
+    Not for periodic lattices (a wrapped pair can join any two chunks).
+    """
+    n = values.shape[0]
+    W = shape[-1]
+    K = chunks.shape[0] - 1
+    for k in prange(K):
+        lo, hi = chunks[k] * W, chunks[k + 1] * W
+        _init(values, P, lo, hi, has_bg, bgkey, mask)
+        _rows(values, P, shape, table, tol, mask, bonds, brow, 0, chunks[k], chunks[k + 1], lo, hi)
+    for k in range(1, K):
+        _rows(values, P, shape, table, tol, mask, bonds, brow, 0, chunks[k],
+              min(chunks[k] + back, chunks[k + 1]), 0, chunks[k] * W)
+    counts = np.zeros(K + 1, dtype=np.int64)
+    for k in prange(K):
+        c = 0
+        for i in range(chunks[k] * W, chunks[k + 1] * W):
+            if P[i] == i:
+                c += 1
+        counts[k + 1] = c
+    for k in range(K):
+        counts[k + 1] += counts[k]
+    for k in prange(K):
+        c = counts[k]
+        for i in range(chunks[k] * W, chunks[k + 1] * W):
+            if P[i] == i:
+                c += 1
+                L[i] = c
+    for k in prange(K):
+        start = chunks[k] * W
+        for i in range(start, chunks[k + 1] * W):
+            p = P[i]
+            if p < 0:
+                L[i] = 0
+            elif p >= start:
+                if p != i:
+                    L[i] = L[p]  # an earlier cell of this chunk: already numbered
+            else:
+                while P[p] != p:  # into an earlier chunk: walk to the root (P no longer changes)
+                    p = P[p]
+                L[i] = L[p]
+    return counts[K]
+
+
 def keys(values, bgkey, tolerance):
     """Values, background and tolerance as the CPU kernels compare them:
     the values as they are with a tolerance, else their keys (floats
@@ -162,6 +241,30 @@ def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
     _label(values, P, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg, tol,
            mask, bonds, _NO_ROWS if bond_rows is None else bond_rows, int(periodic))
     return int(relabel(P))
+
+
+def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask=None,
+                        bonds=None, bond_rows=None, tolerance=None):
+    """Parallel labelling (numba threads) into ``L``; return N.  Same labels as
+    :func:`label_mesh`.  Not for periodic lattices."""
+    import numba
+
+    values, bg, tol = keys(values, bgkey, tolerance)
+    shape = np.asarray(shape, dtype=np.int64)
+    n = values.shape[0]
+    rows = n // int(shape[-1])
+    threads = max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS))
+    K = max(1, min(rows, 4 * threads))
+    chunks = np.linspace(0, rows, K + 1).astype(np.int64)
+    back = int(-(-np.abs(table[:, 0]).max(initial=0) // int(shape[-1]))) + 1
+    P = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
+    old = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        return int(_label_parallel(values, P, L, shape, table, bool(has_bg), bg, tol, mask, bonds,
+                                   _NO_ROWS if bond_rows is None else bond_rows, chunks, back))
+    finally:
+        numba.set_num_threads(old)
 
 
 def label_iterative(method, values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
