@@ -151,3 +151,27 @@ def test_spanning_forest_large():
     c, lab = connected_components(e)
     assert f.src.size == e.n_vertices - c
     np.testing.assert_array_equal(connected_components(f)[1], lab)
+
+
+def test_more_generators():
+    """Shapes the generators promise, and scipy-identical components."""
+    ba = gen.barabasi_albert(2000, 3, seed=1)
+    ws0 = gen.watts_strogatz(1000, 4, 0.0)
+    ws1 = gen.watts_strogatz(1000, 4, 1.0, seed=2)
+    rr = gen.random_regular(1001, 4, seed=3)
+    de = gen.delaunay(3000, seed=4)
+    for e in (ba, ws0, ws1, rr, de):
+        n = e.n_vertices
+        m = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n))
+        want = scipy_cc(m)
+        got = connected_components(e)
+        assert got[0] == want[0]
+        np.testing.assert_array_equal(got[1], want[1])
+    assert connected_components(ba)[0] == 1 and connected_components(de)[0] == 1
+    assert connected_components(ws0)[0] == 1 and ws0.src.size == 2000
+    deg = np.bincount(np.concatenate([rr.src, rr.dst]), minlength=rr.n_vertices)
+    assert (deg == 4).all()
+    with pytest.raises(ValueError, match="n \\* d even"):
+        gen.random_regular(5, 3)
+    with pytest.raises(ValueError, match="even k"):
+        gen.watts_strogatz(10, 3)
