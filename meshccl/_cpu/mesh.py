@@ -160,6 +160,80 @@ _NO_ROWS = np.zeros(1, dtype=np.int32)
 
 
 @njit(cache=True)
+def _label_runs(values, P, shape, table, has_bg, bgkey):
+    """The plain case (equal values, no mask / bonds / tolerance / wrap),
+    run by run: a run of equal cells along the last axis points at its first
+    cell, and for each neighbour offset the run is united once with every
+    run of the same value that it touches in the neighbour line -- one union
+    per touching run instead of a test per cell.  Same forest semantics as
+    :func:`_rows` (parents are earlier cells), so the same labels."""
+    n = values.shape[0]
+    ndim = shape.shape[0]
+    noff = table.shape[0]
+    last = ndim - 1
+    W = shape[last]
+    dlast = np.empty(noff, dtype=np.int64)
+    for o in range(noff):
+        dlast[o] = -1 if (table[o, 1] >> last) & 1 else ((table[o, 2] >> last) & 1)
+    coords = np.zeros(ndim, dtype=np.int64)
+    rows = np.empty(noff, dtype=np.int64)
+    for row in range(n // W):
+        lo = 0
+        hi = 0
+        for k in range(last):
+            if coords[k] == 0:
+                lo |= 1 << k
+            if coords[k] == shape[k] - 1:
+                hi |= 1 << k
+        cnt = 0
+        for o in range(noff):
+            if (lo & table[o, 1]) | (hi & table[o, 2]):
+                continue
+            rows[cnt] = o
+            cnt += 1
+        base = row * W
+        c = 0
+        while c < W:
+            s = base + c
+            v = values[s]
+            e = c + 1
+            while e < W and values[base + e] == v:
+                e += 1
+            if has_bg and v == bgkey:
+                for k in range(s, base + e):
+                    P[k] = -1
+                c = e
+                continue
+            P[s] = s
+            for k in range(s + 1, base + e):
+                P[k] = s
+            for q in range(cnt):
+                o = rows[q]
+                d = dlast[o]
+                a = max(c + d, 0)            # neighbour columns touched by the run
+                b = min(e - 1 + d, W - 1)
+                off = table[o, 0] - d        # neighbour cell of column x: base + x + off
+                prev = False
+                for x in range(a, b + 1):
+                    j = base + x + off
+                    same = values[j] == v
+                    if same and not prev:
+                        if P[s] == s and j < s:
+                            P[s] = P[j]      # the run's first union: just hook it (an earlier cell)
+                        else:
+                            unite(P, s, j)
+                    prev = same
+            c = e
+        k = last - 1
+        while k >= 0:
+            coords[k] += 1
+            if coords[k] < shape[k]:
+                break
+            coords[k] = 0
+            k -= 1
+
+
+@njit(cache=True)
 def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, periodic):
     n = values.shape[0]
     _init(values, P, 0, n, has_bg, bgkey, mask)
@@ -238,8 +312,11 @@ def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
                bonds=None, bond_rows=None, tolerance=None):
     """Label flat ``values`` into ``P`` (int32/int64, same length); return N."""
     values, bg, tol = keys(values, bgkey, tolerance)
-    _label(values, P, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg, tol,
-           mask, bonds, _NO_ROWS if bond_rows is None else bond_rows, int(periodic))
+    if tol is None and mask is None and bonds is None and not periodic:
+        _label_runs(values, P, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg)
+    else:
+        _label(values, P, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg, tol,
+               mask, bonds, _NO_ROWS if bond_rows is None else bond_rows, int(periodic))
     return int(relabel(P))
 
 
