@@ -33,6 +33,31 @@ def _joins(values, P, i, j, tol, mask, bonds, brow, row):
     return True
 
 
+@njit(cache=True, inline="always")
+def _row_masks(coords, shape, last):
+    """Boundary masks (lo, hi) of a row from the coordinates of its leading axes."""
+    lo = 0
+    hi = 0
+    for k in range(last):
+        if coords[k] == 0:
+            lo |= 1 << k
+        if coords[k] == shape[k] - 1:
+            hi |= 1 << k
+    return lo, hi
+
+
+@njit(cache=True, inline="always")
+def _next_row(coords, shape, last):
+    """Advance the leading coordinates to the next row (an odometer)."""
+    k = last - 1
+    while k >= 0:
+        coords[k] += 1
+        if coords[k] < shape[k]:
+            break
+        coords[k] = 0
+        k -= 1
+
+
 @njit(cache=True)
 def _init(values, P, lo, hi, has_bg, bgkey, mask):
     """Cells lo..hi-1: their own tree, or -1 for background (value or mask)."""
@@ -77,13 +102,7 @@ def _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, row_lo, row
     rows = np.empty(noff, dtype=np.int64)     # usable table rows for this row
     shift = np.empty(noff, dtype=np.int64)    # their wrap correction (0: no wrap)
     for row in range(row_lo, row_hi):
-        lo = 0
-        hi = 0
-        for k in range(last):
-            if coords[k] == 0:
-                lo |= 1 << k
-            if coords[k] == shape[k] - 1:
-                hi |= 1 << k
+        lo, hi = _row_masks(coords, shape, last)
         cnt = 0
         for o in range(noff):
             out_lo = lo & table[o, 1]
@@ -144,14 +163,7 @@ def _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, row_lo, row
                         if _joins(values, P, i, j - 1, tol, mask, bonds, brow, o):
                             continue  # twin pair
                 unite(P, i, j)
-        # next row: advance the leading coordinates
-        k = last - 1
-        while k >= 0:
-            coords[k] += 1
-            if coords[k] < shape[k]:
-                break
-            coords[k] = 0
-            k -= 1
+        _next_row(coords, shape, last)
 
 
 _NO_ROWS = np.zeros(1, dtype=np.int32)
@@ -178,13 +190,7 @@ def _label_runs(values, P, shape, table, has_bg, bgkey):
     coords = np.zeros(ndim, dtype=np.int64)
     rows = np.empty(noff, dtype=np.int64)
     for row in range(n // W):
-        lo = 0
-        hi = 0
-        for k in range(last):
-            if coords[k] == 0:
-                lo |= 1 << k
-            if coords[k] == shape[k] - 1:
-                hi |= 1 << k
+        lo, hi = _row_masks(coords, shape, last)
         cnt = 0
         for o in range(noff):
             if (lo & table[o, 1]) | (hi & table[o, 2]):
@@ -224,13 +230,7 @@ def _label_runs(values, P, shape, table, has_bg, bgkey):
                             unite(P, s, j)
                     prev = same
             c = e
-        k = last - 1
-        while k >= 0:
-            coords[k] += 1
-            if coords[k] < shape[k]:
-                break
-            coords[k] = 0
-            k -= 1
+        _next_row(coords, shape, last)
 
 
 @njit(cache=True)

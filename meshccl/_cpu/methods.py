@@ -115,6 +115,18 @@ def _min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, br
     return best
 
 
+@njit(cache=True, inline="always")
+def _relax(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, sel_axis, sel_sign):
+    """Lower L[i] to the smallest label it joins, in place; True if it changed."""
+    if L[i] < 0:
+        return False
+    m = _min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, sel_axis, sel_sign)
+    if m < L[i]:
+        L[i] = m
+        return True
+    return False
+
+
 @njit(cache=True)
 def _init(values, L, has_bg, bgkey, mask):
     for i in range(L.shape[0]):
@@ -135,11 +147,7 @@ def cpu1(values, L, shape, full, span, periodic, tol, bonds, brow):
         changed = False
         for s in range(n):
             i = s if it % 2 == 1 else n - 1 - s
-            if L[i] < 0:
-                continue
-            m = _min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, -1, 0)
-            if m < L[i]:
-                L[i] = m
+            if _relax(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, -1, 0):
                 changed = True
         if not changed:
             return it
@@ -189,12 +197,8 @@ def kernel_b(values, L, shape, full, span, periodic, tol, bonds, brow, tile):
             while local:
                 local = False
                 for i in range(start, stop):
-                    if new[i] < 0:
-                        continue
-                    m = _min_label(values, new, i, shape, coords, full, span, periodic,
-                                   tol, bonds, brow, -1, 0)
-                    if m < new[i]:
-                        new[i] = m
+                    if _relax(values, new, i, shape, coords, full, span, periodic, tol, bonds,
+                              brow, -1, 0):
                         local = True
         for i in range(n):
             if new[i] != L[i]:
@@ -228,12 +232,8 @@ def kernel_c(values, L, shape, full, span, periodic, tol, bonds, brow):
                     for t in range(size):
                         step = t if sign > 0 else size - 1 - t
                         i = base + step * stride
-                        if L[i] < 0:
-                            continue
-                        m = _min_label(values, L, i, shape, coords, full, span, periodic,
-                                       tol, bonds, brow, axis, sign)
-                        if m < L[i]:
-                            L[i] = m
+                        if _relax(values, L, i, shape, coords, full, span, periodic, tol,
+                                  bonds, brow, axis, sign):
                             changed = True
         if not changed:
             return it
