@@ -22,7 +22,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-METHODS = ("auto", "unionfind")
+#: 'auto' = 'unionfind' (union-find with ECL-CC's first-smaller-neighbour
+#: start); the others are the papers' methods, as serial references:
+#: Shiloach-Vishkin ('sv'), Hawick et al.'s edge and vertex label
+#: propagation ('edge-lp', 'vertex-lp') and breadth-first search ('bfs').
+METHODS = ("auto", "unionfind", "ecl", "sv", "edge-lp", "vertex-lp", "bfs")
 
 
 class Edges(NamedTuple):
@@ -56,9 +60,13 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         ``NotImplementedError``.
     return_labels : bool, optional
         Also return the labels (default True).
-    method : {'auto', 'unionfind'}, optional
-        Algorithm; 'auto' is the union-find with ECL-CC's first-smaller-
-        neighbour start.
+    method : {'auto', 'unionfind', 'ecl', 'sv', 'edge-lp', 'vertex-lp', 'bfs'}, optional
+        Algorithm; 'auto' (= 'unionfind' = 'ecl') is the union-find with
+        ECL-CC's first-smaller-neighbour start.  'sv' Shiloach-Vishkin
+        (hooking + pointer jumping in rounds), 'edge-lp' / 'vertex-lp'
+        Hawick et al.'s edge and frontier label propagation, 'bfs' a search
+        per component: serial CPU references for the GPU kernels to come.
+        All give the same labels.
 
     Returns
     -------
@@ -103,7 +111,10 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     label_dtype = np.int64 if n >= 2**31 else np.int32
     from ._cpu import graph as cpu
 
-    if kind in ("csr", "csc"):
+    if method in ("sv", "edge-lp", "vertex-lp", "bfs"):
+        count, labels, _ = cpu.components_by(method, "edges" if kind == "edges" else "csr",
+                                             arrays, n, label_dtype)
+    elif kind in ("csr", "csc"):
         count, labels = cpu.components_csr(*arrays, n, label_dtype)
     else:
         count, labels = cpu.components_edges(*arrays, n, label_dtype)

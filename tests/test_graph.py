@@ -107,7 +107,7 @@ def test_bad_options():
         connected_components(g, connection="strong")
     assert connected_components(g, directed=False, connection="strong")[0] == 3  # ignored, as SciPy
     with pytest.raises(ValueError, match="method must be one of"):
-        connected_components(g, method="bfs")
+        connected_components(g, method="afforest")
 
 
 def test_labels_are_deterministic():
@@ -175,3 +175,26 @@ def test_more_generators():
         gen.random_regular(5, 3)
     with pytest.raises(ValueError, match="even k"):
         gen.watts_strogatz(10, 3)
+
+
+GRAPH_METHODS = ["unionfind", "ecl", "sv", "edge-lp", "vertex-lp", "bfs"]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(g=graphs(), method=st.sampled_from(GRAPH_METHODS))
+def test_every_method_matches_scipy(g, method):
+    n, src, dst = g
+    want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))
+    for name, form in [("edges", Edges(src, dst, n)),
+                       ("csr", sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr())]:
+        got_n, got = connected_components(form, method=method)
+        assert got_n == want_n, (method, name)
+        np.testing.assert_array_equal(got, want, err_msg=f"{method} {name}")
+
+
+@pytest.mark.parametrize("method", GRAPH_METHODS)
+def test_every_method_on_generated_graphs(method):
+    for e in (gen.rmat(11, 8, seed=1), gen.line(3000), gen.disjoint(5, 200, seed=2),
+              gen.grid((40, 50), keep=0.5, seed=3)):
+        np.testing.assert_array_equal(connected_components(e, method=method)[1],
+                                      connected_components(e)[1])

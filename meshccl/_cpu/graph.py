@@ -88,3 +88,159 @@ def _finish(P, label_dtype):
     count = int(relabel(P))  # 1..N in order of each component's smallest vertex
     P -= 1                   # SciPy counts from 0
     return count, P.astype(label_dtype, copy=False)
+
+
+# --------------------------------------------------------------------------
+# The other methods of the papers, serial, as references for their GPU
+# kernels.  Each leaves every vertex pointing at the smallest vertex of its
+# component (or at a smaller vertex of it), so the shared relabel numbers
+# them exactly as the union-find does.
+
+@njit(cache=True)
+def _shiloach_vishkin(src, dst, P):
+    """Shiloach-Vishkin (Dehne's striding formulation, run serially in
+    rounds): hook every root onto a smaller root across an edge, then jump
+    pointers (P[v] = P[P[v]]) until every tree is a star; repeat until no
+    hook happens.  Returns the number of rounds."""
+    n = P.shape[0]
+    for v in range(n):
+        P[v] = v
+    rounds = 0
+    while True:
+        rounds += 1
+        hooked = False
+        for k in range(src.shape[0]):
+            a, b = P[src[k]], P[dst[k]]
+            if a == b:
+                continue
+            hi, lo = (a, b) if a > b else (b, a)
+            if P[hi] == hi and lo < P[hi]:  # hi is a root: hook it under the smaller one
+                P[hi] = lo
+                hooked = True
+        jumping = True
+        while jumping:  # pointer jumping until every tree is a star
+            jumping = False
+            for v in range(n):
+                g = P[P[v]]
+                if g != P[v]:
+                    P[v] = g
+                    jumping = True
+        if not hooked:
+            return rounds
+
+
+@njit(cache=True)
+def _edge_propagation(src, dst, P):
+    """Hawick et al.'s kernel 1: every edge lowers both ends to the smaller
+    label, sweep after sweep, until nothing changes."""
+    n = P.shape[0]
+    for v in range(n):
+        P[v] = v
+    sweeps = 0
+    changed = True
+    while changed:
+        sweeps += 1
+        changed = False
+        for k in range(src.shape[0]):
+            a, b = src[k], dst[k]
+            m = min(P[a], P[b])
+            if P[a] != m:
+                P[a] = m
+                changed = True
+            if P[b] != m:
+                P[b] = m
+                changed = True
+    return sweeps
+
+
+@njit(cache=True)
+def _vertex_propagation(indptr, indices, P):
+    """Hawick et al.'s kernel 2: vertices on the frontier push their label to
+    neighbours with a larger one; those form the next frontier."""
+    n = P.shape[0]
+    frontier = np.arange(n)
+    on_next = np.zeros(n, dtype=np.bool_)
+    for v in range(n):
+        P[v] = v
+    steps = 0
+    size = n
+    while size:
+        steps += 1
+        nxt = np.empty(n, dtype=np.int64)
+        m = 0
+        for f in range(size):
+            v = frontier[f]
+            for e in range(indptr[v], indptr[v + 1]):
+                u = indices[e]
+                if P[v] < P[u]:
+                    P[u] = P[v]
+                    if not on_next[u]:
+                        on_next[u] = True
+                        nxt[m] = u
+                        m += 1
+        for f in range(m):
+            on_next[nxt[f]] = False
+        frontier = nxt
+        size = m
+    return steps
+
+
+@njit(cache=True)
+def _bfs_components(indptr, indices, P):
+    """Hawick et al.'s kernel 3 (breadth-first search), serially: a BFS from
+    each unlabelled vertex in increasing order labels its component with
+    that vertex, the component's smallest.  Returns the number of searches."""
+    n = P.shape[0]
+    for v in range(n):
+        P[v] = -1
+    queue = np.empty(n, dtype=np.int64)
+    searches = 0
+    for s in range(n):
+        if P[s] >= 0:
+            continue
+        searches += 1
+        P[s] = s
+        head, tail = 0, 1
+        queue[0] = s
+        while head < tail:
+            v = queue[head]
+            head += 1
+            for e in range(indptr[v], indptr[v + 1]):
+                u = indices[e]
+                if P[u] < 0:
+                    P[u] = s
+                    queue[tail] = u
+                    tail += 1
+    return searches
+
+
+def _undirected(kind, arrays, n):
+    """Both directions of every edge: (src, dst) and a CSR (indptr, indices)."""
+    if kind == "edges":
+        src, dst = arrays
+    else:
+        indptr, indices = arrays
+        src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+        dst = indices
+    both_src = np.concatenate([src, dst])
+    both_dst = np.concatenate([dst, src])
+    order = np.argsort(both_src, kind="stable")
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(both_src, minlength=n), out=indptr[1:])
+    return src, dst, indptr, both_dst[order]
+
+
+def components_by(method, kind, arrays, n, label_dtype):
+    """Weak components with one of the papers' methods; (count, labels, steps)."""
+    P = np.empty(n, dtype=np.int64)
+    src, dst, indptr, indices = _undirected(kind, arrays, n)
+    if method == "sv":
+        steps = _shiloach_vishkin(src, dst, P)
+    elif method == "edge-lp":
+        steps = _edge_propagation(src, dst, P)
+    elif method == "vertex-lp":
+        steps = _vertex_propagation(indptr, indices, P)
+    else:  # "bfs"
+        steps = _bfs_components(indptr, indices, P)
+    count, labels = _finish(P, label_dtype)
+    return count, labels, int(steps)
