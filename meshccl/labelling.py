@@ -187,6 +187,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
 
     if n == 0:
         out = xp.zeros(prob.out_shape, dtype=prob.out_dtype)
+        info["seconds"]["label"] = 0.0
         return _result(out, 0, info, return_num, return_info)
 
     if backend == "cpu" or backend == "cpu-from-gpu":

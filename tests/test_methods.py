@@ -53,6 +53,8 @@ def test_return_info_shapes():
     labels, num, info = meshccl.label(a, return_num=True, return_info=True, method="D")
     assert num == 2 and info["method"] == "D"
     assert set(info["seconds"]) == {"prepare", "label"}
+    empty, info = meshccl.label(np.zeros((0, 3), np.uint8), return_info=True)
+    assert empty.shape == (0, 3) and set(info["seconds"]) == {"prepare", "label"}
 
 
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
