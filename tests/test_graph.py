@@ -117,14 +117,14 @@ def test_labels_are_deterministic():
         np.testing.assert_array_equal(connected_components(e)[1], first)
 
 
-def test_cupy_input_is_refused_clearly():
+def test_mixing_numpy_and_cupy_is_refused_clearly():
     class FakeCupyArray:  # stands in for a CuPy array on machines without one
         pass
     FakeCupyArray.__module__ = "cupy._core.core"
-    with pytest.raises(NotImplementedError, match="GPU graph labelling is not in this release"):
-        connected_components(FakeCupyArray())
-    with pytest.raises(NotImplementedError, match="GPU graph labelling"):
+    with pytest.raises(TypeError, match="indptr and indices must be all NumPy or all CuPy"):
         connected_components((FakeCupyArray(), np.array([0])))
+    with pytest.raises(TypeError, match="src and dst must be all NumPy or all CuPy"):
+        connected_components(Edges(np.array([0]), FakeCupyArray()))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -177,7 +177,7 @@ def test_more_generators():
         gen.watts_strogatz(10, 3)
 
 
-GRAPH_METHODS = ["unionfind", "ecl", "sv", "edge-lp", "vertex-lp", "bfs"]
+GRAPH_METHODS = ["unionfind", "ecl", "kout", "sv", "edge-lp", "vertex-lp", "bfs"]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
@@ -198,3 +198,39 @@ def test_every_method_on_generated_graphs(method):
               gen.grid((40, 50), keep=0.5, seed=3)):
         np.testing.assert_array_equal(connected_components(e, method=method)[1],
                                       connected_components(e)[1])
+
+
+def test_kout_finish_reads_edges_stored_only_in_the_giant_component():
+    """Asymmetric input: an edge stored only at a vertex of the sampled giant
+    component (beyond its first k entries) must still join its other end."""
+    n = 3000
+    ring = np.arange(2000)
+    src = np.concatenate([ring, ring, np.arange(2000, 3000) % 2000])
+    dst = np.concatenate([(ring + 1) % 2000, (ring + 2) % 2000, np.arange(2000, 3000)])
+    want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))
+    assert want_n == 1
+    for form in (Edges(src, dst, n), sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()):
+        got_n, got = connected_components(form, method="kout")
+        assert got_n == 1
+        np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(g=graphs(), method=st.sampled_from(["unionfind", "ecl", "kout"]))
+def test_symmetric_promise_on_symmetric_input(g, method):
+    n, src, dst = g
+    s, d = np.concatenate([src, dst]), np.concatenate([dst, src])
+    m = sp.coo_matrix((np.ones(s.size), (s, d)), shape=(n, n)).tocsr()
+    want_n, want = scipy_cc(m)
+    got_n, got = connected_components(m, method=method, symmetric=True)
+    assert got_n == want_n
+    np.testing.assert_array_equal(got, want)
+
+
+def test_auto_rule_on_the_gpu():
+    """GConn's rule (pure Python, no GPU needed): sample only dense CSR."""
+    from meshccl._gpu.graph import choose_method
+    assert choose_method("edges", 100, 10_000) == "unionfind"
+    assert choose_method("csr", 100, 401) == "kout"
+    assert choose_method("csc", 100, 400) == "ecl"
+    assert choose_method("csr", 100, 0) == "ecl"

@@ -13,7 +13,7 @@ numbering once shifted to start at 0.
 import numpy as np
 from numba import njit
 
-from .unionfind import relabel, unite
+from .unionfind import find, relabel, unite
 
 
 @njit(cache=True)
@@ -82,6 +82,69 @@ def forest(kind, arrays, n):
     union = _union_edges if kind == "edges" else _union_csr
     nf = union(*arrays, P, fsrc, fdst)
     return fsrc[:nf].copy(), fdst[:nf].copy()
+
+
+#: k-out sampling: edges per vertex united first, vertices sampled after
+K_OUT = 2
+SAMPLES = 1024
+
+
+@njit(cache=True)
+def _kout(indptr, indices, P, k, picks, symmetric):
+    """k-out sampling and finish (Afforest / GConn), the serial twin of the
+    GPU method: unite each vertex's first k entries, find the most frequent
+    root L among the roots of ``picks``, then let vertices outside L unite
+    their remaining entries.  A vertex in L skips its remaining entries when
+    the graph is stored symmetrically; otherwise it unites only neighbours
+    whose parent is not L.  Returns L."""
+    n = P.shape[0]
+    for v in range(n):
+        P[v] = v
+    for v in range(n):
+        for e in range(indptr[v], min(indptr[v] + k, indptr[v + 1])):
+            if indices[e] != v:
+                unite(P, v, indices[e])
+    for v in range(n):
+        P[v] = find(P, v)
+    roots = np.sort(P[picks])
+    big, best, run = roots[0], 0, 0
+    for i in range(roots.size):  # the longest run of equal roots; the first on a tie
+        run = run + 1 if i and roots[i] == roots[i - 1] else 1
+        if run > best:
+            best, big = run, roots[i]
+    for v in range(n):
+        begin, end = indptr[v] + k, indptr[v + 1]
+        if begin >= end:
+            continue
+        vin = P[v] == big or find(P, v) == big
+        if symmetric and vin:
+            continue
+        for e in range(begin, end):
+            u = indices[e]
+            if u == v or (vin and P[u] == big):
+                continue
+            unite(P, v, u)
+    return big
+
+
+def _as_csr(kind, arrays, n):
+    """CSR (indptr, indices) of any graph kind (an edge list is sorted by source)."""
+    if kind != "edges":
+        return arrays
+    src, dst = arrays
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return indptr, dst[np.argsort(src, kind="stable")]
+
+
+def components_kout(kind, arrays, n, label_dtype, symmetric=False):
+    """Weak components by k-out sampling (method 'kout')."""
+    P = np.empty(n, dtype=np.int64 if n >= 2**31 else np.int32)
+    if n:
+        indptr, indices = _as_csr(kind, arrays, n)
+        picks = np.random.default_rng(0x6D657368).integers(0, n, SAMPLES)
+        _kout(indptr, indices, P, K_OUT, picks, symmetric)
+    return _finish(P, label_dtype)
 
 
 def _finish(P, label_dtype):
