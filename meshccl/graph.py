@@ -245,9 +245,15 @@ def _int_array(a, name, xp):
         raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
     if a.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integers, got dtype {a.dtype}")
-    if xp is np:
-        return np.ascontiguousarray(a).astype(np.int64, copy=False)
     return xp.ascontiguousarray(a)
+
+
+def _checked(xp, *arrays):
+    """Validated arrays as the backend takes them: int64 for the CPU's numba
+    code (every value is known to fit), as they are for the GPU."""
+    if xp is np:
+        return tuple(a.astype(np.int64, copy=False) for a in arrays)
+    return arrays
 
 
 def _facts(xp, **values):
@@ -257,7 +263,7 @@ def _facts(xp, **values):
     if xp is np:
         return {k: int(v) for k, v in values.items()}
     big = np.iinfo(np.int64).max
-    stacked = xp.stack([xp.minimum(v, big).astype(xp.int64) if v.dtype == xp.uint64
+    stacked = xp.stack([xp.minimum(v, xp.uint64(big)).astype(xp.int64) if v.dtype == xp.uint64
                         else v.astype(xp.int64) for v in values.values()]).get()
     return dict(zip(values, map(int, stacked)))
 
@@ -272,7 +278,7 @@ def _check_indices(idx, n, name, facts, prefix):
         lo, hi = facts[prefix + "lo"], facts[prefix + "hi"]
         if lo < 0 or hi >= n:
             bad = int(idx.min()) if lo < 0 else int(idx.max())  # exact, in idx's own type
-            pos = int((idx == bad).nonzero()[0][0])
+            pos = int((idx == idx.dtype.type(bad)).nonzero()[0][0])
             raise ValueError(f"{name} must lie in [0, {n}), got {bad} at position {pos}")
 
 
@@ -297,7 +303,7 @@ def _csr(indptr, indices, n=None):
     if facts["last"] != indices.size:
         raise ValueError(f"indptr must end at len(indices) = {indices.size}, got {int(indptr[-1])}")
     _check_indices(indices, n, "indices", facts, "")
-    return "csr", (indptr, indices), n
+    return "csr", _checked(xp, indptr, indices), n
 
 
 def _edges(src, dst, n=None):
@@ -313,7 +319,7 @@ def _edges(src, dst, n=None):
         n = max(facts["shi"], facts["dhi"]) + 1 if src.size else 0
     _check_indices(src, n, "src", facts, "s")
     _check_indices(dst, n, "dst", facts, "d")
-    return "edges", (src, dst), int(n)
+    return "edges", _checked(xp, src, dst), int(n)
 
 
 def _square(shape):

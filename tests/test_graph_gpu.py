@@ -1,0 +1,252 @@
+"""meshccl.graph on each backend (``backend`` fixture of conftest.py: the GPU
+cases are skipped where CuPy sees no GPU), every method against
+scipy.sparse.csgraph.connected_components."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.sparse.csgraph import connected_components as scipy_cc
+
+from meshccl import graph_generators as gen
+from meshccl.graph import CPU_METHODS, GPU_METHODS, Edges, connected_components, spanning_forest
+
+from conftest import HAVE_GPU, to_host
+
+METHODS = {"cpu": [m for m in CPU_METHODS if m != "auto"],
+           "gpu": [m for m in GPU_METHODS if m != "auto"]}
+
+
+def on(backend, a):
+    """A NumPy array or SciPy matrix moved to the backend's side."""
+    if backend == "cpu":
+        return a
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    if sp.issparse(a):
+        return {"csr": csp.csr_matrix, "csc": csp.csc_matrix, "coo": csp.coo_matrix}[a.format](a)
+    return cupy.asarray(a)
+
+
+def forms(backend, n, src, dst):
+    """The graph in every form the backend takes (GPU: cupyx sparse, CuPy arrays)."""
+    coo = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
+    csr = coo.tocsr()
+    yield "coo", on(backend, coo)
+    yield "csr", on(backend, csr)
+    yield "csc", on(backend, coo.tocsc())
+    yield "tuple", (on(backend, csr.indptr), on(backend, csr.indices))
+    yield "tuple int64", (on(backend, csr.indptr.astype(np.int64)), on(backend, csr.indices.astype(np.int64)))
+    yield "tuple uint16", (on(backend, csr.indptr), on(backend, csr.indices.astype(np.uint16)))
+    yield "edges", Edges(on(backend, src), on(backend, dst), n)
+    yield "edges int32", Edges(on(backend, src.astype(np.int32)), on(backend, dst.astype(np.int32)), n)
+    if n <= 40:
+        yield "dense", on(backend, csr.toarray())
+
+
+def scipy_answer(n, src, dst):
+    return scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))
+
+
+def check(backend, form, want_n, want, method, name="", **kw):
+    got_n, got = connected_components(form, method=method, **kw)
+    if backend == "gpu":
+        import cupy
+        assert isinstance(got, cupy.ndarray), name
+    else:
+        assert isinstance(got, np.ndarray), name
+    assert isinstance(got_n, int), name
+    assert got_n == want_n, (method, name)
+    assert got.dtype == np.int32, name
+    np.testing.assert_array_equal(to_host(got), want, err_msg=f"{method} {name}")
+
+
+@st.composite
+def graphs(draw):
+    """Small graphs with self-loops, duplicate edges, isolated vertices,
+    edges in one direction only; n = 0 and 1 included."""
+    n = draw(st.integers(0, 60))
+    m = draw(st.integers(0, 120)) if n else 0
+    ends = st.lists(st.integers(0, max(n - 1, 0)), min_size=m, max_size=m)
+    src = np.array(draw(ends) if n else [], np.int64)
+    dst = np.array(draw(ends) if n else [], np.int64)
+    return n, src, dst
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(g=graphs(), data=st.data())
+def test_every_method_every_form_matches_scipy(backend, g, data):
+    n, src, dst = g
+    method = data.draw(st.sampled_from(["auto"] + METHODS[backend]))
+    want_n, want = scipy_answer(n, src, dst)
+    for name, form in forms(backend, n, src, dst):
+        check(backend, form, want_n, want, method, name)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(g=graphs(), method=st.sampled_from(["auto", "unionfind", "ecl", "kout"]))
+def test_symmetric_promise(backend, g, method):
+    n, src, dst = g
+    s, d = np.concatenate([src, dst]), np.concatenate([dst, src])
+    want_n, want = scipy_answer(n, s, d)
+    for name, form in forms(backend, n, s, d):
+        check(backend, form, want_n, want, method, name, symmetric=True)
+
+
+def degree_classes(seed=0, symmetric=False):
+    """Vertices of every ECL-CC class: degree <= 16 (thread), 17..352 (warp),
+    > 352 (block), hubs in several components, edges stored at the hub or at
+    the leaf, plus a random sprinkle and isolated vertices."""
+    rng = np.random.default_rng(seed)
+    n = 20000
+    src, dst = [], []
+    hubs = [(5, 1000), (17000, 3000), (2, 100), (9000, 17), (9001, 352), (9002, 353), (12000, 200)]
+    for h, deg in hubs:
+        leaves = rng.choice(n, deg, replace=False)
+        at_hub = rng.random(deg) < 0.5
+        src.append(np.where(at_hub, h, leaves))
+        dst.append(np.where(at_hub, leaves, h))
+    src.append(rng.integers(0, n, 3000))
+    dst.append(rng.integers(0, n, 3000))
+    src, dst = np.concatenate(src), np.concatenate(dst)
+    if symmetric:
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    return n, src, dst
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_thread_warp_and_block_kernels(backend, symmetric):
+    n, src, dst = degree_classes(symmetric=symmetric)
+    want_n, want = scipy_answer(n, src, dst)
+    for method in ["auto"] + METHODS[backend]:
+        for name, form in forms(backend, n, src, dst):
+            check(backend, form, want_n, want, method, name, symmetric=symmetric)
+
+
+@pytest.mark.parametrize("make", [lambda: gen.rmat(14, 16, seed=1), lambda: gen.grid((80, 90), keep=0.55, seed=2),
+                                  lambda: gen.line(20000), lambda: gen.disjoint(9, 700, seed=3),
+                                  lambda: gen.watts_strogatz(5000, 6, 0.1, seed=4),
+                                  lambda: gen.barabasi_albert(4000, 5, seed=5)],
+                         ids=["rmat14", "road-like", "line", "disjoint", "watts-strogatz", "barabasi-albert"])
+def test_generated_graphs(backend, make):
+    e = make()
+    want_n, want = scipy_answer(e.n_vertices, e.src, e.dst)
+    csr = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(e.n_vertices,) * 2).tocsr()
+    for method in ["auto"] + METHODS[backend]:
+        check(backend, Edges(on(backend, e.src), on(backend, e.dst), e.n_vertices), want_n, want, method, "edges")
+        check(backend, on(backend, csr), want_n, want, method, "csr")
+
+
+def test_small_and_empty(backend):
+    for method in ["auto"] + METHODS[backend]:
+        empty = Edges(on(backend, np.array([], np.int64)), on(backend, np.array([], np.int64)))
+        n, lab = connected_components(empty, method=method)
+        assert n == 0 and to_host(lab).shape == (0,)
+        one = (on(backend, np.array([0, 0])), on(backend, np.array([], np.int32)))
+        n, lab = connected_components(one, method=method)
+        assert n == 1 and to_host(lab).tolist() == [0]
+        loop = Edges(on(backend, np.array([2])), on(backend, np.array([2])))
+        assert to_host(connected_components(loop, method=method)[1]).tolist() == [0, 1, 2]
+        assert connected_components(on(backend, sp.eye(4).tocsr()), return_labels=False, method=method) == 4
+
+
+def test_kout_with_edges_stored_only_in_the_giant_component(backend):
+    n = 3000
+    ring = np.arange(2000)
+    src = np.concatenate([ring, ring, np.arange(2000, 3000) % 2000])
+    dst = np.concatenate([(ring + 1) % 2000, (ring + 2) % 2000, np.arange(2000, 3000)])
+    want_n, want = scipy_answer(n, src, dst)
+    for name, form in forms(backend, n, src, dst):
+        check(backend, form, want_n, want, "kout", name)
+
+
+def test_labels_are_deterministic(backend):
+    e = gen.rmat(12, 8, seed=9)
+    g = Edges(on(backend, e.src), on(backend, e.dst), e.n_vertices)
+    for method in METHODS[backend]:
+        first = to_host(connected_components(g, method=method)[1])
+        for _ in range(3):
+            np.testing.assert_array_equal(to_host(connected_components(g, method=method)[1]), first)
+
+
+BAD = [
+    (lambda b: on(b, sp.csr_matrix(np.ones((2, 3)))), ValueError, r"square \(N, N\) matrix, got shape \(2, 3\)"),
+    (lambda b: (on(b, np.array([0, 2, 1])), on(b, np.array([0, 1]))), ValueError,
+     "indptr must not decrease, got 2 then 1 at position 1"),
+    (lambda b: (on(b, np.array([1, 2])), on(b, np.array([0, 1]))), ValueError, "indptr must start at 0, got 1"),
+    (lambda b: (on(b, np.array([0, 1, 3])), on(b, np.array([0, 1]))), ValueError,
+     r"indptr must end at len\(indices\) = 2, got 3"),
+    (lambda b: (on(b, np.array([], np.int64)), on(b, np.array([0]))), ValueError, "indptr must have n_vertices"),
+    (lambda b: (on(b, np.array([0, 1, 2])), on(b, np.array([0, 7]))), ValueError,
+     r"indices must lie in \[0, 2\), got 7 at position 1"),
+    (lambda b: (on(b, np.array([0, 1, 2])), on(b, np.array([0, -1]))), ValueError, r"got -1 at position 1"),
+    (lambda b: (on(b, np.array([0, 1, 2])), on(b, np.array([0, 2**40]))), ValueError,
+     rf"got {2**40} at position 1"),
+    (lambda b: (on(b, np.array([0, 1, 2], np.uint64)), on(b, np.array([0, 2**64 - 1], np.uint64))), ValueError,
+     rf"got {2**64 - 1} at position 1"),
+    (lambda b: (on(b, np.array([0, 1, 2])), on(b, np.array([0.0, 1.0]))), TypeError,
+     "indices must hold integers, got dtype float64"),
+    (lambda b: (on(b, np.array([0.0, 1.0])), on(b, np.array([0]))), TypeError, "indptr must hold integers"),
+    (lambda b: (on(b, np.array([[0, 1]])), on(b, np.array([0]))), ValueError, "indptr must be 1-D"),
+    (lambda b: Edges(on(b, np.array([0, 1])), on(b, np.array([1]))), ValueError,
+     "src and dst must have the same length"),
+    (lambda b: Edges(on(b, np.array([0, 5])), on(b, np.array([1, 1])), 3), ValueError,
+     r"src must lie in \[0, 3\), got 5 at position 1"),
+    (lambda b: Edges(on(b, np.array([0, 1])), on(b, np.array([1, -3])), 3), ValueError,
+     r"dst must lie in \[0, 3\), got -3 at position 1"),
+    (lambda b: Edges(on(b, np.array([0])), on(b, np.array([1])), -2), ValueError,
+     "n_vertices must be a non-negative int"),
+    (lambda b: on(b, np.ones((3, 3), complex)), TypeError, "numeric adjacency matrix"),
+    (lambda b: on(b, np.ones((3, 4))), ValueError, r"square \(N, N\) matrix"),
+]
+
+
+@pytest.mark.parametrize("make, err, msg", BAD)
+def test_bad_input_gives_clear_errors(backend, make, err, msg):
+    with pytest.raises(err, match=msg):
+        connected_components(make(backend))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_specifics():
+    import cupy
+
+    e = gen.rmat(10, 4, seed=3)
+    g = Edges(cupy.asarray(e.src), cupy.asarray(e.dst), e.n_vertices)
+    for method in ("sv", "edge-lp", "vertex-lp", "bfs"):
+        with pytest.raises(NotImplementedError, match=f"method='{method}' runs on the CPU only"):
+            connected_components(g, method=method)
+    with pytest.raises(NotImplementedError, match="spanning_forest runs on the CPU only"):
+        spanning_forest(g)
+    with pytest.raises(TypeError, match="all NumPy or all CuPy"):
+        connected_components(Edges(cupy.asarray(e.src), e.dst, e.n_vertices))
+    # the device's result equals the host's
+    want = connected_components(e)
+    got = connected_components(g)
+    assert got[0] == want[0]
+    np.testing.assert_array_equal(got[1].get(), want[1])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("method", ["unionfind", "ecl", "kout"])
+@pytest.mark.parametrize("kind", ["edges", "csr"])
+def test_int64_kernels(method, kind):
+    """The long long instantiations (used from 2**31 vertices) on a small graph."""
+    import cupy
+
+    from meshccl._gpu import graph as gpu
+
+    n, src, dst = degree_classes(seed=4)
+    want_n, want = scipy_answer(n, src, dst)
+    if kind == "edges":
+        arrays = (cupy.asarray(src), cupy.asarray(dst))
+    else:
+        csr = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+        arrays = (cupy.asarray(csr.indptr), cupy.asarray(csr.indices))
+    count, labels = gpu.components(kind, arrays, n, method, index_dtype=np.int64)
+    assert labels.dtype == np.int64 and int(count) == want_n
+    np.testing.assert_array_equal(labels.get(), want)
