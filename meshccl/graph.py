@@ -145,7 +145,7 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
             "connection='strong' is not implemented yet; use connection='weak' "
             "(or directed=False)")
     kind, arrays, n = _as_graph(csgraph)
-    if not isinstance(arrays[0], np.ndarray):
+    if _is_cupy(arrays[0]):
         return _gpu_components(kind, arrays, n, method, symmetric, return_labels)
     label_dtype = np.int64 if n >= 2**31 else np.int32
     from ._cpu import graph as cpu
@@ -202,7 +202,7 @@ def spanning_forest(csgraph):
     ([0, 1, 3], [1, 2, 4], 6)
     """
     kind, arrays, n = _as_graph(csgraph)
-    if not isinstance(arrays[0], np.ndarray):
+    if _is_cupy(arrays[0]):
         raise NotImplementedError(
             "spanning_forest runs on the CPU only in this release: pass SciPy/NumPy "
             "input (e.g. cupy_matrix.get())")
@@ -260,7 +260,7 @@ def _facts(xp, **values):
     """Python ints of 0-d reductions, with one device-to-host transfer on CuPy.
     Values beyond the int64 range are clamped (only ever used to detect an
     error, whose message recomputes the exact value)."""
-    if xp is np:
+    if xp is np or not values:
         return {k: int(v) for k, v in values.items()}
     big = np.iinfo(np.int64).max
     stacked = xp.stack([xp.minimum(v, xp.uint64(big)).astype(xp.int64) if v.dtype == xp.uint64
