@@ -2,7 +2,10 @@
 # The one device script: install meshccl without network, run the GPU test
 # suite and the benchmark, and leave logs under $OUT.
 #
-#   bash benchmarks/gpu_check.sh [tests] [bench] [quick] [smoke] [phases]   (default: tests bench)
+#   bash benchmarks/gpu_check.sh [tests] [bench] [quick] [smoke] [phases] [hawick] [graph]
+#                                                         (default: tests bench)
+#   TESTS="tests/test_methods.py ..."  limits the tests step (default: tests)
+#   CAP=60                             seconds per call before hawick stops a method
 #
 # Peers missing on the GPU machine travel as wheels in .whl/ (carry ".whl";
 # see ../shared/tools/fetch-peer-wheels.sh) and are unpacked to /tmp/site.
@@ -27,7 +30,7 @@ python3 -c "import meshccl, cupy; print('meshccl', meshccl.__file__, 'cupy', cup
 for step in $steps; do
   case $step in
     tests)
-      python3 -m pytest tests -q -x -p no:cacheprovider -rs 2>&1 | tee "$OUT/tests.log" | tail -25
+      python3 -m pytest ${TESTS:-tests} -q -x -p no:cacheprovider -rs --durations=15 2>&1 | tee "$OUT/tests.log" | tail -45
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     bench)
       python3 benchmarks/bench.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -40
@@ -37,6 +40,15 @@ for step in $steps; do
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     phases)
       python3 benchmarks/phases.py 2>&1 | tee "$OUT/phases.log" ;;
+    hawick)
+      for exp in spiral cahn-hilliard; do
+        python3 examples/hawick_experiments.py $exp --backends gpu --cap "${CAP:-60}" \
+          --out "$OUT/hawick" 2>&1 | tee "$OUT/hawick-$exp.log" | tail -14
+        [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+      done ;;
+    graph)
+      python3 benchmarks/graph_bench.py --gpu --out "$OUT/graph" 2>&1 | tee "$OUT/graph.log" | tail -40
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     smoke)
       python3 - <<'PY' 2>&1 | tee "$OUT/smoke.log"
 # Quick side-by-side timing of meshccl and cupyx on a few large cases (CUDA events).

@@ -7,6 +7,7 @@ with CUDA events on the standard cases: a diagnostic for benchmarks/NOTES.md.
 import cupy
 import numpy as np
 
+from meshccl import neighbourhood
 from meshccl import patterns as P
 from meshccl._gpu.mesh import mesh_steps
 from meshccl._gpu.relabel import relabel_steps
@@ -48,8 +49,8 @@ if __name__ == "__main__":
              ("perc 512^3 p=.3116", P.percolation((512,) * 3, 0.3116, xp=cupy)),
              ("perc 512^3 p=.1369", P.percolation((512,) * 3, 0.1369, xp=cupy))]
     names = ("tile", "union", "flatten", "scan", "relabel")
-    for tlog in opts.tile_log or [gm.TILE_LOG]:
-        gm.TILE_LOG = tlog
+    for tlog in opts.tile_log or [neighbourhood.TILE_LOG]:
+        neighbourhood.TILE_LOG = tlog
         gm._device_geometry.cache_clear()
         print(f"tiles of up to {1 << tlog} cells")
         print(f"{'case':22s} conn " + " ".join(f"{k:>8s}" for k in names) + "    total (ms)")

@@ -50,183 +50,11 @@
 //
 // Then relabel.cu flattens the forest and numbers the roots in raster order.
 
-#include "unionfind.cuh"
-
-namespace meshccl {
-
-template <typename T> struct Key { typedef T type; static __device__ __forceinline__ T of(T v) { return v; } };
-template <> struct Key<float> {
-    typedef long long type;
-    static __device__ __forceinline__ long long of(float v) { return (long long)v; }
-};
-template <> struct Key<double> {
-    typedef long long type;
-    static __device__ __forceinline__ long long of(double v) { return (long long)v; }
-};
-
-// One row of the offset table as the kernels use it, staged in shared memory.
-template <typename I>
-struct Offset {
-    I lin;              // linear offset in the array
-    unsigned lo, hi;    // axes moved -1 / +1
-    int flags;          // COVERED | MOVES_LEFT
-    int loff;           // linear offset inside a tile
-};
-
-// Rows beyond this many are read from global memory instead.
-#define MESHCCL_SHARED_OFFSETS 128
-#define MESHCCL_MAX_NDIM 32
-
-// The joining rule.  Without a tolerance, neighbours join when their keys
-// are equal (the key of a float is its truncation, as in skimage).  With a
-// tolerance, keys are the raw values as doubles and neighbours join when
-// |a - b| <= tol; that relation is not transitive, so the kernels then turn
-// off the skipping rules that rely on transitivity.
-template <typename T, bool Tol>
-struct Rule {
-    typedef typename Key<T>::type K;
-    static __device__ __forceinline__ K key(T v) { return Key<T>::of(v); }
-    static __device__ __forceinline__ bool join(K a, K b, double) { return a == b; }
-};
-template <typename T>
-struct Rule<T, true> {
-    typedef double K;
-    static __device__ __forceinline__ double key(T v) { return (double)v; }
-    static __device__ __forceinline__ bool join(double a, double b, double tol) {
-        return fabs(a - b) <= tol;
-    }
-};
-
-// Optional lattice features, passed to both kernels:
-//   mask     cells where mask[i] == 0 are background (Hawick's predicate)
-//   bonds    bonds[bidx[o] * bstride + i] == 0 closes the bond between cell i
-//            and its neighbour through table row o (row noff: the left one)
-//   periodic bit k: axis k wraps around
-#define MESHCCL_HAS_MASK 1
-#define MESHCCL_HAS_BONDS 2
-
-struct Lattice {
-    const unsigned char* mask;
-    const unsigned char* bonds;
-    long long bstride;
-    const int* bidx;
-    unsigned periodic;
-    double tol;
-    int flags;
-    __device__ __forceinline__ bool on(long long i) const {  // (flags fold to 0 when Lat is false)
-        return !(flags & MESHCCL_HAS_MASK) || mask[i];
-    }
-    __device__ __forceinline__ bool open(int row, long long i) const {
-        return !(flags & MESHCCL_HAS_BONDS) || bonds[(long long)bidx[row] * bstride + i];
-    }
-};
-
-template <typename I>
-__device__ __forceinline__ bool inside(unsigned lo, unsigned hi, const Offset<I>& e) {
-    return ((lo & e.lo) | (hi & e.hi)) == 0u;
-}
-
-template <typename I>
-__device__ __forceinline__ Offset<I> offset_row(const long long* table, const int* loff, int o) {
-    Offset<I> e;
-    e.lin = (I)table[4 * o];
-    e.lo = (unsigned)table[4 * o + 1];
-    e.hi = (unsigned)table[4 * o + 2];
-    e.flags = (int)table[4 * o + 3];
-    e.loff = loff[o];
-    return e;
-}
-
-// Per-block geometry in shared memory: for each axis its size, the log2 of
-// the tile extent, the tile's origin and the array stride.
-template <typename I>
-struct Geometry {
-    I size[MESHCCL_MAX_NDIM], origin[MESHCCL_MAX_NDIM], stride[MESHCCL_MAX_NDIM];
-    int tlog[MESHCCL_MAX_NDIM];
-    Offset<I> rows[MESHCCL_SHARED_OFFSETS];
-};
-
-// Where a thread's cell lies.  Tiles are power-of-two boxes; block b holds
-// tile b in raster order of tiles, and thread l the tile's cell l in raster
-// order.  glo/ghi: at the low/high end of the array along axis k (bit k);
-// llo/lhi: at the low/high end of the tile (or the array); lmid: the local
-// coordinate is at least 2.
-template <typename I>
-struct Cell {
-    I i;
-    bool in;
-    unsigned glo, ghi, llo, lhi, lmid;
-    I clast;
-};
-
-// Fill the block's Geometry.  Thread k handles axis k (the tile's origin
-// needs one division by the host-computed tile stride), so no thread runs a
-// chain of divisions while the block waits.  Returns the rows
-// to use (shared, or null when there are too many: read them from global).
-template <typename I>
-__device__ __forceinline__ const Offset<I>* tile_setup(Geometry<I>& g, const I* shape,
-                                                        const int* tlog, const unsigned* tcount,
-                                                        const unsigned* tstride, int ndim,
-                                                        const long long* table, const int* loff,
-                                                        int noff) {
-    // Blocks of tiny tiles can have fewer threads than the array has axes.
-    for (int k = threadIdx.x; k < ndim; k += blockDim.x) {
-        g.size[k] = shape[k];
-        g.tlog[k] = tlog[k];
-        g.origin[k] = (I)((blockIdx.x / tstride[k]) % tcount[k]) << tlog[k];
-    }
-    if (threadIdx.x == 0) {
-        I st = 1;
-        for (int k = ndim - 1; k >= 0; --k) { g.stride[k] = st; st *= shape[k]; }
-    }
-    if (noff <= MESHCCL_SHARED_OFFSETS)
-        for (int o = threadIdx.x; o < noff; o += blockDim.x) g.rows[o] = offset_row<I>(table, loff, o);
-    __syncthreads();
-    return noff <= MESHCCL_SHARED_OFFSETS ? g.rows : (const Offset<I>*)0;
-}
-
-template <typename I>
-__device__ __forceinline__ Cell<I> tile_cell(const Geometry<I>& g, int ndim) {
-    Cell<I> c = {0, true, 0u, 0u, 0u, 0u, 0u, 0};
-    int l = threadIdx.x;
-    for (int k = ndim - 1; k >= 0; --k) {
-        const int tl = g.tlog[k];
-        const int lc = l & ((1 << tl) - 1);
-        l >>= tl;
-        const I s = g.size[k];
-        const I x = g.origin[k] + lc;
-        if (x >= s) c.in = false;
-        c.i += x * g.stride[k];
-        const unsigned bit = 1u << k;
-        if (x == 0) c.glo |= bit;
-        if (x == s - 1) c.ghi |= bit;
-        if (lc == 0) c.llo |= bit;
-        if (lc >= 2) c.lmid |= bit;
-        if (lc == (1 << tl) - 1 || x == s - 1) c.lhi |= bit;
-    }
-    c.clast = g.origin[ndim - 1] + (threadIdx.x & ((1 << g.tlog[ndim - 1]) - 1));
-    return c;
-}
-
-}  // namespace meshccl
-
-#define MESHCCL_ROW(o) (rows ? rows[o] : meshccl::offset_row<I>(table, loff, o))
-
-#define MESHCCL_LATTICE_PARAMS                                                             \
-    const unsigned char* __restrict__ mask, const unsigned char* __restrict__ bonds,       \
-    long long bstride, const int* __restrict__ bidx, unsigned periodic, double tol, int lflags
-// Lat = false compiles the plain labeller: every feature test folds away.
-#define MESHCCL_LATTICE                                                                    \
-    const meshccl::Lattice lat = {mask, bonds, bstride, bidx, Lat ? periodic : 0u, tol,     \
-                                  Lat ? lflags : 0}
+#include "lattice.cuh"
 
 template <typename T, typename I, bool Tol, bool Lat>
 __global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(
-        const T* __restrict__ v, I* __restrict__ P, I n, const I* __restrict__ shape, int ndim,
-        const long long* __restrict__ table, int noff, const int* __restrict__ loff,
-        const int* __restrict__ tlog, const unsigned* __restrict__ tcount,
-        const unsigned* __restrict__ tstride,
-        int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, MESHCCL_LATTICE_PARAMS) {
+        const T* __restrict__ v, I* __restrict__ P, MESHCCL_GRID_PARAMS(T, Tol)) {
     typedef meshccl::Rule<T, Tol> R;
     typedef typename R::K K;
     MESHCCL_LATTICE;
@@ -300,11 +128,7 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(
 // Same grid as meshccl_mesh_tile: block = tile, thread = cell.
 template <typename T, typename I, bool Tol, bool Lat>
 __global__ void __launch_bounds__(1024, 2) meshccl_mesh_union(
-        const T* __restrict__ v, I* P, I n, const I* __restrict__ shape, int ndim,
-        const long long* __restrict__ table, int noff, const int* __restrict__ loff,
-        const int* __restrict__ tlog, const unsigned* __restrict__ tcount,
-        const unsigned* __restrict__ tstride,
-        int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, MESHCCL_LATTICE_PARAMS) {
+        const T* __restrict__ v, I* P, MESHCCL_GRID_PARAMS(T, Tol)) {
     typedef meshccl::Rule<T, Tol> R;
     typedef typename R::K K;
     MESHCCL_LATTICE;
@@ -372,10 +196,7 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_union(
 
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
-#define MESHCCL_MESH_ARGS(T, I, Tol)                                                          \
-    (const T*, I*, I, const I*, int, const long long*, int, const int*, const int*,          \
-     const unsigned*, const unsigned*, int, typename meshccl::Rule<T, Tol>::K,               \
-     const unsigned char*, const unsigned char*, long long, const int*, unsigned, double, int)
+#define MESHCCL_MESH_ARGS(T, I, Tol) (const T*, I*, MESHCCL_GRID_TYPES(T, I, Tol))
 #define MESHCCL_MESH(T, I, Tol, Lat)                                                          \
     template __global__ void meshccl_mesh_tile<T, I, Tol, Lat> MESHCCL_MESH_ARGS(T, I, Tol); \
     template __global__ void meshccl_mesh_union<T, I, Tol, Lat> MESHCCL_MESH_ARGS(T, I, Tol);

@@ -4,7 +4,8 @@ Nothing here compiles or touches a GPU at import time; kernels are compiled
 on first use.
 """
 
+from .errors import NotConverged
 from .labelling import gpu_available, label
 
 __version__ = "0.1.0"
-__all__ = ["label", "gpu_available", "__version__"]
+__all__ = ["label", "gpu_available", "NotConverged", "__version__"]

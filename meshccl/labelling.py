@@ -15,9 +15,10 @@ import numpy as np
 from . import _validate
 
 #: 'auto' = 'unionfind' (one pass); the rest are Hawick et al.'s iterative
-#: methods (CPU in this release): kernels A-D and CPU I / CPU II.
+#: methods: kernels A-D (GPU and CPU) and CPU I / CPU II (CPU only).
 METHODS = ("auto", "unionfind", "A", "B", "C", "D", "cpu1", "cpu2")
 ITERATIVE = ("A", "B", "C", "D", "cpu1", "cpu2")
+CPU_ONLY = ("cpu1", "cpu2")
 
 
 def gpu_available() -> bool:
@@ -30,10 +31,15 @@ def gpu_available() -> bool:
         return False
 
 
-def _backend_for(xp, device):
-    """Dispatch table: (array kind, device request) -> backend name."""
+def _backend_for(xp, device, method):
+    """Dispatch table: (array kind, device request, method) -> backend name."""
     if device not in ("auto", "cpu", "gpu"):
         raise ValueError(f"device must be 'auto', 'cpu' or 'gpu', got {device!r}")
+    if method in CPU_ONLY:
+        if device == "gpu":
+            raise ValueError(f"method={method!r} is a CPU method (Hawick et al.'s CPU "
+                             f"{'I' if method == 'cpu1' else 'II'}); it cannot run with device='gpu'")
+        return "cpu" if xp is np else "cpu-from-gpu"
     if xp is np:
         if device == "gpu":
             if not gpu_available():
@@ -47,7 +53,8 @@ def _backend_for(xp, device):
 
 def label(label_image, background=None, return_num=False, connectivity=None, *,
           dtype=None, method="auto", device="auto", periodic=False, mask=None,
-          tolerance=None, bonds=None, return_info=False, cpu_threads=1):
+          tolerance=None, bonds=None, return_info=False, cpu_threads=1,
+          max_iterations=None):
     r"""Label connected regions of equal value, exactly like ``skimage.measure.label``.
 
     Two cells are connected when they are neighbours and have the same value.
@@ -77,11 +84,13 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         narrower dtype is checked to hold the largest label.
     method : {'auto', 'unionfind', 'A', 'B', 'C', 'D', 'cpu1', 'cpu2'}, optional
         Algorithm.  'auto' (the default) is the one-pass union-find.  The
-        others are Hawick, Leist and Playne's iterative methods -- A
-        neighbour propagation, B local (tile) propagation, C directional
-        sweeps, D label equivalence, cpu1 alternating raster scans, cpu2
-        serial label equivalence -- on the CPU in this release; all give the
-        same labels.
+        others are Hawick, Leist and Playne's iterative methods, repeated
+        until a pass changes nothing: A neighbour propagation, B local
+        propagation inside tiles, C directional sweeps, D label equivalence
+        (each on the GPU and the CPU), and the serial cpu1 (CPU I,
+        alternating raster scans) and cpu2 (CPU II, label equivalence),
+        which always run on the CPU (CuPy input is copied there and back).
+        All give the same labels; they differ in time and passes.
     device : {'auto', 'cpu', 'gpu'}, optional
         Where to compute.  'auto' follows the input (NumPy on the CPU, CuPy
         on its GPU); the result always comes back as the input's array type.
@@ -108,11 +117,20 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         runs serially, 0 uses every core numba sees.  Chunks of rows are
         labelled at once, then joined; the labels are the same.  Periodic
         lattices and the iterative methods run serially.
+    max_iterations : int, optional
+        For the iterative methods: give up after this many passes that all
+        changed labels and raise :class:`meshccl.NotConverged` (default: no
+        limit).  Ignored by the one-pass methods.
     return_info : bool, optional
-        Also return a dict: ``method``, ``backend``, ``iterations`` (1 for
-        the one-pass union-find) and ``seconds`` per phase: ``prepare``
-        (validation) and ``label`` (labelling, numbering included).  CPU
-        backend only in this release.
+        Also return a dict: ``method``, ``backend``, ``iterations`` (passes,
+        counting the last one, which changes nothing; 1 for the one-pass
+        union-find) and ``seconds`` per phase: ``prepare`` (validation),
+        ``label`` (labelling and numbering, wall time, waiting for the GPU)
+        and, on the GPU, the time of each kernel phase measured with CUDA
+        events (e.g. ``tile``, ``union``, ``flatten``, ``scan``, ``relabel``;
+        ``pass`` for A and B, ``sweep 0+`` ... for C, ``scanning``,
+        ``analysis``, ``labelling`` for D).  On the GPU this makes the call
+        wait for the device.
 
     Returns
     -------
@@ -136,6 +154,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         Not enough GPU memory (the message says how much the labels need).
     RuntimeError
         ``device='gpu'`` without a usable GPU.
+    NotConverged
+        An iterative method used up ``max_iterations`` passes.
 
     Examples
     --------
@@ -163,6 +183,10 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if max_iterations is not None and (
+            isinstance(max_iterations, (bool, np.bool_))
+            or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 1):
+        raise ValueError(f"max_iterations must be None or an int >= 1, got {max_iterations!r}")
     if not isinstance(return_num, (bool, np.bool_)):
         raise TypeError(f"return_num must be a bool, got {return_num!r}")
     if (isinstance(cpu_threads, (bool, np.bool_)) or not isinstance(cpu_threads, (int, np.integer))
@@ -172,14 +196,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     with _gpu_memory_errors(getattr(label_image, "shape", ()), None):
         prob = _validate.prepare(label_image, background, connectivity, dtype,
                                  periodic=periodic, mask=mask, tolerance=tolerance, bonds=bonds)
-    backend = _backend_for(prob.xp, device)
-    on_gpu = backend in ("gpu", "gpu-from-host")
-    if on_gpu and method in ITERATIVE:
-        raise NotImplementedError(
-            f"method={method!r} runs on the CPU in this release (GPU kernels A-D are planned); "
-            "pass device='cpu' or a NumPy array")
-    if on_gpu and return_info:
-        raise NotImplementedError("return_info is available on the CPU backend only in this release")
+    backend = _backend_for(prob.xp, device, method)
     xp = prob.xp
     n = prob.size
     info = {"method": "unionfind" if method == "auto" else method, "backend": backend,
@@ -201,7 +218,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         t1 = time.perf_counter()
         if method in ITERATIVE:
             num, info["iterations"] = label_iterative(method, values, P, prob.shape, table,
-                                                      prob.has_bg, prob.bgkey, **lattice)
+                                                      prob.has_bg, prob.bgkey,
+                                                      max_iterations=max_iterations, **lattice)
         elif cpu_threads != 1 and not prob.periodic:
             import numba
 
@@ -220,13 +238,27 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     else:
         import cupy
 
+        from ._gpu.iterate import label_iterative
         from ._gpu.mesh import label_mesh
+        from ._gpu.timing import PhaseTimer
 
+        timer = PhaseTimer() if return_info else None
+        t1 = time.perf_counter()
         with _gpu_memory_errors(prob.out_shape, prob.work_dtype):
             values = prob.values if backend == "gpu" else cupy.asarray(prob.values)
             P = cupy.empty(n, dtype=prob.work_dtype)
-            count = label_mesh(values, P, prob.shape, prob.connectivity, prob.has_bg, prob.bgkey,
-                               **_lattice(prob, device=backend != "gpu"))
+            lattice = _lattice(prob, device=backend != "gpu")
+            if method in ITERATIVE:
+                count, info["iterations"] = label_iterative(
+                    method, values, P, prob.shape, prob.connectivity, prob.has_bg, prob.bgkey,
+                    max_iterations=max_iterations, timer=timer, **lattice)
+            else:
+                count = label_mesh(values, P, prob.shape, prob.connectivity, prob.has_bg,
+                                   prob.bgkey, timer=timer, **lattice)
+                info["iterations"] = 1
+        if return_info:
+            info["seconds"].update(timer.seconds())
+            info["seconds"]["label"] = time.perf_counter() - t1
         labels = P if backend == "gpu" else P.get()
         if backend == "gpu-from-host":
             count = int(count)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from math import comb
 
 import numpy as np
@@ -117,3 +118,32 @@ def offset_table(shape: tuple, connectivity: int) -> np.ndarray:
     table = np.array(rows, dtype=np.int64).reshape(-1, 4)
     table.setflags(write=False)
     return table
+
+
+#: log2 of the largest tile: the cells of one thread block of the GPU mesh
+#: kernels, and the tiles of method B on both backends.
+TILE_LOG = 8
+
+
+def tile_logs(shape: tuple) -> tuple:
+    """log2 of the tile extent per axis: a power-of-two box of <= 2**TILE_LOG cells.
+
+    The last axis gets up to 32 cells (all of them in 1-D), the second-last half
+    of what is left in 3-D and more (all of it in 2-D), the axis before that
+    the rest; leading axes get 1.  A short axis takes only what it needs, so
+    (4096, 3) gets 64 x 4 tiles and 512**3 gets 2 x 4 x 32 (TILE_LOG = 8).
+    """
+    ndim = len(shape)
+    logs = [0] * ndim
+    budget = TILE_LOG
+    for k in range(ndim - 1, -1, -1):
+        want = max(0, math.ceil(math.log2(shape[k])))
+        if k == ndim - 1:
+            cap = TILE_LOG if ndim == 1 else 5
+        elif k == ndim - 2 and ndim >= 3:
+            cap = budget - budget // 2
+        else:
+            cap = budget
+        logs[k] = min(want, cap, budget)
+        budget -= logs[k]
+    return tuple(logs)

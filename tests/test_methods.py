@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import meshccl
 from meshccl import patterns
-from conftest import HAVE_GPU
+from conftest import HAVE_GPU, run_label, to_backend, to_host
 from test_lattice import lattices
 
 ITERATIVE = ["A", "B", "C", "D", "cpu1", "cpu2"]
@@ -15,23 +15,83 @@ ITERATIVE = ["A", "B", "C", "D", "cpu1", "cpu2"]
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=lattices(), method=st.sampled_from(ITERATIVE))
-def test_methods_match_default(case, method):
+def test_methods_match_default(backend, case, method):
     a, kw = case
-    np.testing.assert_array_equal(meshccl.label(a, method=method, **kw), meshccl.label(a, **kw))
+    np.testing.assert_array_equal(run_label(a, backend, method=method, **kw), meshccl.label(a, **kw))
+
+
+PATTERN_CASES = [(patterns.spiral(48), 1), (patterns.spiral(48), 2),
+                 (patterns.blobs((40, 50), seed=1), 2), (patterns.potts((12, 13, 14), seed=2), 1),
+                 (patterns.percolation((30, 30), 0.59, seed=3), 1),
+                 (patterns.percolation((70, 33), 0.59, seed=4), 2)]
 
 
 @pytest.mark.parametrize("method", ITERATIVE)
-def test_methods_on_patterns(method):
-    cases = [(patterns.spiral(48), 1), (patterns.spiral(48), 2),
-             (patterns.blobs((40, 50), seed=1), 2), (patterns.potts((12, 13, 14), seed=2), 1),
-             (patterns.percolation((30, 30), 0.59, seed=3), 1)]
-    for a, c in cases:
+def test_methods_on_patterns(backend, method):
+    for a, c in PATTERN_CASES:
         for periodic in (False, True):
             want = meshccl.label(a, connectivity=c, periodic=periodic)
-            got, info = meshccl.label(a, connectivity=c, periodic=periodic, method=method,
-                                      return_info=True)
+            got, info = run_label(a, backend, connectivity=c, periodic=periodic, method=method,
+                                  return_info=True)
             np.testing.assert_array_equal(got, want)
             assert info["method"] == method and info["iterations"] >= 1
+
+
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", ["A", "B", "D"])
+def test_gpu_passes_equal_cpu_passes(method):
+    """A (Jacobi), B (tile fixed points) and D take exactly the CPU twin's passes."""
+    for a, c in PATTERN_CASES + [(patterns.spiral(100), 1)]:
+        for kw in ({}, {"periodic": True}, {"mask": np.arange(a.size).reshape(a.shape) % 7 != 0}):
+            _, cpu = meshccl.label(a, connectivity=c, method=method, return_info=True, **kw)
+            _, gpu = run_label(a, "gpu", connectivity=c, method=method, return_info=True, **kw)
+            assert gpu["iterations"] == cpu["iterations"], (a.shape, c, kw)
+
+
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.gpu
+@pytest.mark.parametrize("method, phases", [
+    ("auto", {"tile", "union", "flatten", "scan", "relabel"}),
+    ("A", {"init", "pass", "flatten", "scan", "relabel"}),
+    ("B", {"init", "pass", "flatten", "scan", "relabel"}),
+    ("C", {"init", "sweep 0+", "sweep 0-", "sweep 1+", "sweep 1-", "flatten", "scan", "relabel"}),
+    ("D", {"init", "scanning", "analysis", "labelling", "flatten", "scan", "relabel"})])
+def test_gpu_return_info(method, phases):
+    import cupy
+    a = cupy.asarray(patterns.spiral(64))
+    labels, num, info = meshccl.label(a, connectivity=1, method=method, return_num=True,
+                                      return_info=True)
+    assert isinstance(labels, cupy.ndarray) and num == meshccl.label(a.get(), return_num=True)[1]
+    assert info["backend"] == "gpu" and info["method"] == ("unionfind" if method == "auto" else method)
+    assert set(info["seconds"]) == phases | {"prepare", "label"}
+    assert all(t >= 0 for t in info["seconds"].values())
+    assert info["iterations"] == 1 if method == "auto" else info["iterations"] > 1
+
+
+@pytest.mark.parametrize("method", ["A", "B", "C", "D", "cpu1", "cpu2"])
+def test_max_iterations(backend, method):
+    s = patterns.spiral(64)
+    with pytest.raises(meshccl.NotConverged, match=f"method='{method}' did not converge within "
+                                                   "max_iterations=2 passes"):
+        meshccl.label(to_backend(s, backend), connectivity=1, method=method, max_iterations=2)
+    _, info = run_label(s, backend, connectivity=1, method=method, return_info=True)
+    enough = info["iterations"]
+    got = run_label(s, backend, connectivity=1, method=method, max_iterations=enough)
+    np.testing.assert_array_equal(got, meshccl.label(s, connectivity=1))
+    if enough > 1 and method != "C":  # C's GPU pass count may vary by one
+        with pytest.raises(meshccl.NotConverged):
+            meshccl.label(to_backend(s, backend), connectivity=1, method=method,
+                          max_iterations=enough - 1)
+    # the one-pass method ignores the limit
+    np.testing.assert_array_equal(run_label(s, backend, connectivity=1, max_iterations=1),
+                                  meshccl.label(s, connectivity=1))
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1.5, True, "4"])
+def test_max_iterations_validation(bad):
+    with pytest.raises(ValueError, match="max_iterations must be None or an int >= 1"):
+        meshccl.label(np.ones((3, 3), np.uint8), method="A", max_iterations=bad)
 
 
 def test_iteration_counts_follow_the_paper():
@@ -59,12 +119,23 @@ def test_return_info_shapes():
 
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @pytest.mark.gpu
-def test_gpu_methods_not_yet():
+def test_gpu_input_with_cpu_methods():
+    """CPU I / II run on the CPU for CuPy input and hand back CuPy arrays."""
     import cupy
-    a = cupy.ones((4, 4), cupy.uint8)
-    with pytest.raises(NotImplementedError, match="runs on the CPU in this release"):
-        meshccl.label(a, method="A")
-    np.testing.assert_array_equal(meshccl.label(a, method="D", device="cpu").get(), np.ones((4, 4)))
+    a = cupy.asarray(patterns.blobs((30, 40), seed=5))
+    for method in ("cpu1", "cpu2"):
+        got, info = meshccl.label(a, method=method, return_info=True)
+        assert isinstance(got, cupy.ndarray) and info["backend"] == "cpu-from-gpu"
+        np.testing.assert_array_equal(to_host(got), meshccl.label(a.get()))
+        with pytest.raises(ValueError, match="cannot run with device='gpu'"):
+            meshccl.label(a, method=method, device="gpu")
+    np.testing.assert_array_equal(meshccl.label(a, method="D", device="cpu").get(),
+                                  meshccl.label(a.get()))
+
+
+def test_cpu_methods_refuse_device_gpu():
+    with pytest.raises(ValueError, match="method='cpu1' is a CPU method"):
+        meshccl.label(np.ones((3, 3), np.uint8), method="cpu1", device="gpu")
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))

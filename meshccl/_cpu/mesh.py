@@ -345,13 +345,15 @@ def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask
 
 
 def label_iterative(method, values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
-                    bonds=None, bond_rows=None, tolerance=None, tile=256):
+                    bonds=None, bond_rows=None, tolerance=None, max_iterations=None):
     """Label with one of Hawick et al.'s iterative methods (see
-    :mod:`.methods`); return (N, iterations)."""
+    :mod:`.methods`); return (N, passes).  Raises
+    :class:`meshccl.errors.NotConverged` after ``max_iterations``
+    passes that all changed labels."""
+    from ..neighbourhood import tile_logs
     from . import methods as M
 
     values, bg, tol = keys(values, bgkey, tolerance)
-    shape = np.asarray(shape, dtype=np.int64)
     span = np.empty(len(shape), dtype=np.int64)
     stride = 1
     for k in range(len(shape) - 1, -1, -1):
@@ -360,11 +362,17 @@ def label_iterative(method, values, P, shape, table, has_bg, bgkey, *, periodic=
     full = M.full_table(table, len(shape))
     brow = _NO_ROWS if bond_rows is None else bond_rows
     M._init(values, P, bool(has_bg), bg, mask)
-    args = (values, P, shape, full, span, int(periodic), tol, bonds, brow)
+    args = (values, P, np.asarray(shape, dtype=np.int64), full, span, int(periodic), tol, bonds,
+            brow, int(max_iterations or 0))
     if method == "B":
-        iterations = M.kernel_b(*args, tile)
+        passes = M.kernel_b(*args, np.asarray(tile_logs(tuple(shape)), dtype=np.int64))
     else:
         fn = {"A": M.kernel_a, "C": M.kernel_c, "D": M.kernel_d, "cpu1": M.cpu1,
               "cpu2": M.kernel_d}[method]
-        iterations = fn(*args)
-    return int(relabel(P)), int(iterations)
+        passes = fn(*args)
+    if passes < 0:
+        from ..errors import NotConverged
+
+        raise NotConverged(
+            f"method={method!r} did not converge within max_iterations={max_iterations} passes")
+    return int(relabel(P)), int(passes)

@@ -13,9 +13,9 @@ the default method.
 - ``cpu1``  alternating raster scans: forward, then backward, in place.
 - ``A``     neighbour propagation: every cell takes the minimum of its
             neighbours' labels from the previous iteration (one cell per step).
-- ``B``     local propagation: as A, but each tile of the array is iterated
-            to a local fixed point with the labels of the cells around it
-            frozen, then the whole array again (one tile per step).
+- ``B``     local propagation: A's step, then each tile of the array (the
+            GPU's thread-block boxes) iterated to a local fixed point with
+            the labels of the cells around it frozen.
 - ``C``     directional propagation: 2 * ndim sweeps per iteration, each
             carrying labels along one axis in one direction.
 - ``D`` / ``cpu2``  label equivalence: scan (record for each label the
@@ -25,7 +25,10 @@ the default method.
 "Neighbours" are the full neighbourhood (both directions of every offset of
 the one neighbourhood table), with the same joining rule, mask, bonds,
 tolerance and periodic wrap as the default method.  Each function returns the
-number of iterations.
+number of passes, counting the last one (which changes nothing), or -1 when
+``max_it`` (> 0) passes all changed labels.  A, B and D take exactly as many
+passes as their GPU versions (kernels/iterate.cu); C's GPU sweeps run lines
+concurrently and may differ by a pass or two.
 """
 
 import numpy as np
@@ -137,7 +140,7 @@ def _init(values, L, has_bg, bgkey, mask):
 
 
 @njit(cache=True)
-def cpu1(values, L, shape, full, span, periodic, tol, bonds, brow):
+def cpu1(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
     """Alternating forward / backward raster scans until stable."""
     coords = np.zeros(shape.shape[0], np.int64)
     n = L.shape[0]
@@ -151,10 +154,12 @@ def cpu1(values, L, shape, full, span, periodic, tol, bonds, brow):
                 changed = True
         if not changed:
             return it
+        if max_it > 0 and it >= max_it:
+            return -1
 
 
 @njit(cache=True)
-def kernel_a(values, L, shape, full, span, periodic, tol, bonds, brow):
+def kernel_a(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
     """Jacobi neighbour propagation: labels move one cell per iteration."""
     coords = np.zeros(shape.shape[0], np.int64)
     new = L.copy()
@@ -172,44 +177,117 @@ def kernel_a(values, L, shape, full, span, periodic, tol, bonds, brow):
         L[:] = new
         if not changed:
             return it
+        if max_it > 0 and it >= max_it:
+            return -1
 
 
 @njit(cache=True)
-def kernel_b(values, L, shape, full, span, periodic, tol, bonds, brow, tile):
-    """Tiles of ``tile`` cells along the raster (the GPU's blocks) iterated to
-    a local fixed point with outside labels frozen, then globally again."""
-    coords = np.zeros(shape.shape[0], np.int64)
+def _tile_min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow,
+                    origin, ext):
+    """As :func:`_min_label` for cell i, but only over neighbours in i's tile
+    (the box ``origin .. origin + ext``; never through a periodic wrap)."""
+    lo, hi = _masks(i, shape, coords)
+    best = L[i]
+    for row in range(full.shape[0]):
+        inside = True
+        for k in range(shape.shape[0]):
+            c = coords[k]
+            if (full[row, 1] >> k) & 1:
+                c -= 1
+            elif (full[row, 2] >> k) & 1:
+                c += 1
+            if c < origin[k] or c >= origin[k] + ext[k] or c >= shape[k]:
+                inside = False
+                break
+        if not inside:
+            continue
+        j = _neighbour(i, lo, hi, row, full, span, periodic)
+        if j < 0 or not _joined(values, L, i, j, row, full, tol, bonds, brow):
+            continue
+        if L[j] < best:
+            best = L[j]
+    return best
+
+
+@njit(cache=True)
+def kernel_b(values, L, shape, full, span, periodic, tol, bonds, brow, max_it, tlog):
+    """Kernel A's step, then propagation inside each tile until the tile is
+    stable, with the cells outside it as the step left them (one GPU thread
+    block per tile).  Tiles are the power-of-two boxes of the GPU mesh
+    kernels (``tlog``: log2 of their extent per axis), so both backends take
+    the same number of passes."""
+    ndim = shape.shape[0]
+    coords = np.zeros(ndim, np.int64)
+    ext = np.empty(ndim, np.int64)
+    tcount = np.empty(ndim, np.int64)
+    stride = np.empty(ndim, np.int64)
+    origin = np.zeros(ndim, np.int64)
+    ntiles = 1
+    cells = 1
+    st = 1
+    for k in range(ndim - 1, -1, -1):
+        ext[k] = 1 << tlog[k]
+        tcount[k] = (shape[k] + ext[k] - 1) // ext[k]
+        ntiles *= tcount[k]
+        cells *= ext[k]
+        stride[k] = st
+        st *= shape[k]
+    idx = np.empty(cells, np.int64)
     n = L.shape[0]
     new = L.copy()
     it = 0
     while True:
         it += 1
-        changed = False
-        for start in range(0, n, tile):
-            stop = min(start + tile, n)
-            # first step from the labels of the previous iteration (as Kernel A) ...
-            for i in range(start, stop):
+        for t in range(ntiles):
+            rem = t
+            for k in range(ndim - 1, -1, -1):
+                origin[k] = (rem % tcount[k]) * ext[k]
+                rem //= tcount[k]
+            m = 0
+            for local in range(cells):  # the tile's cells, in raster order
+                r = local
+                i = 0
+                ok = True
+                for k in range(ndim - 1, -1, -1):
+                    x = origin[k] + (r & (ext[k] - 1))
+                    r >>= tlog[k]
+                    if x >= shape[k]:
+                        ok = False
+                    i += x * stride[k]
+                if ok:
+                    idx[m] = i
+                    m += 1
+            for q in range(m):  # Kernel A's step from the previous pass
+                i = idx[q]
+                new[i] = L[i]
                 if L[i] >= 0:
                     new[i] = _min_label(values, L, i, shape, coords, full, span, periodic,
                                         tol, bonds, brow, -1, 0)
-            # ... then inside the tile until stable
-            local = True
-            while local:
-                local = False
-                for i in range(start, stop):
-                    if _relax(values, new, i, shape, coords, full, span, periodic, tol, bonds,
-                              brow, -1, 0):
-                        local = True
+            local_change = True
+            while local_change:  # then inside the tile until stable
+                local_change = False
+                for q in range(m):
+                    i = idx[q]
+                    if new[i] < 0:
+                        continue
+                    b = _tile_min_label(values, new, i, shape, coords, full, span, periodic,
+                                        tol, bonds, brow, origin, ext)
+                    if b < new[i]:
+                        new[i] = b
+                        local_change = True
+        changed = False
         for i in range(n):
             if new[i] != L[i]:
                 changed = True
             L[i] = new[i]
         if not changed:
             return it
+        if max_it > 0 and it >= max_it:
+            return -1
 
 
 @njit(cache=True)
-def kernel_c(values, L, shape, full, span, periodic, tol, bonds, brow):
+def kernel_c(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
     """Directional sweeps: for each axis and direction, carry labels along
     every line of cells in that direction; repeat until stable."""
     ndim = shape.shape[0]
@@ -237,10 +315,12 @@ def kernel_c(values, L, shape, full, span, periodic, tol, bonds, brow):
                             changed = True
         if not changed:
             return it
+        if max_it > 0 and it >= max_it:
+            return -1
 
 
 @njit(cache=True)
-def kernel_d(values, L, shape, full, span, periodic, tol, bonds, brow):
+def kernel_d(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
     """Label equivalence: scanning, analysis and labelling phases per
     iteration (Hawick et al.'s Kernel D; serially this is CPU II)."""
     coords = np.zeros(shape.shape[0], np.int64)
@@ -270,3 +350,5 @@ def kernel_d(values, L, shape, full, span, periodic, tol, bonds, brow):
                 L[i] = R[L[i]]
         if not changed:
             return it
+        if max_it > 0 and it >= max_it:
+            return -1

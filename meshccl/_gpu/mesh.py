@@ -3,41 +3,14 @@
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 
 from .. import neighbourhood
+from ..neighbourhood import TILE_LOG, tile_logs  # noqa: F401  (re-exported for benchmarks)
 from .loader import c_type, kernels
 from .relabel import relabel
-
-#: log2 of the largest tile (cells per thread block of meshccl_mesh_tile).
-TILE_LOG = 8
-
-
-def tile_logs(shape: tuple) -> tuple:
-    """log2 of the tile extent per axis: a power-of-two box of <= 2**TILE_LOG cells.
-
-    The last axis gets up to 32 cells (all of them in 1-D), the second-last half
-    of what is left in 3-D and more (all of it in 2-D), the axis before that
-    the rest; leading axes get 1.  A short axis takes only what it needs, so
-    (4096, 3) gets 64 x 4 tiles and 512**3 gets 2 x 4 x 32 (TILE_LOG = 8).
-    """
-    ndim = len(shape)
-    logs = [0] * ndim
-    budget = TILE_LOG
-    for k in range(ndim - 1, -1, -1):
-        want = max(0, math.ceil(math.log2(shape[k])))
-        if k == ndim - 1:
-            cap = TILE_LOG if ndim == 1 else 5
-        elif k == ndim - 2 and ndim >= 3:
-            cap = budget - budget // 2
-        else:
-            cap = budget
-        logs[k] = min(want, cap, budget)
-        budget -= logs[k]
-    return tuple(logs)
-
+from .timing import run
 
 @functools.lru_cache(maxsize=256)
 def _device_geometry(device_id: int, shape: tuple, connectivity: int, index_dtype: str):
@@ -78,18 +51,22 @@ def _dummy(device_id: int):
     return cupy.ones(1, dtype=cupy.uint8), cupy.zeros(1, dtype=cupy.int32)
 
 
-def mesh_steps(values, P, shape, connectivity, has_bg, bgkey, *, periodic=0, mask=None,
-               bonds=None, bond_rows=None, tolerance=None):
-    """The two mesh kernels as ``[(name, launch), ...]`` (also used by
-    benchmarks/phases.py to time each one)."""
+def grid_args(values, index_dtype, shape, connectivity, has_bg, bgkey, *, periodic=0, mask=None,
+              bonds=None, bond_rows=None, tolerance=None):
+    """What every tile-grid kernel (mesh.cu, iterate.cu) takes after its label
+    arrays (``MESHCCL_GRID_PARAMS`` in lattice.cuh).
+
+    Returns ``(targs, geo, params)``: the template arguments after the value
+    type's, the device geometry (see :func:`_device_geometry`) and the
+    argument tuple.
+    """
     import cupy
 
     n = values.size
-    t, i = c_type(values.dtype), c_type(P.dtype)
+    t, i = c_type(values.dtype), c_type(index_dtype)
     tol = tolerance is not None
     lat = tol or bool(periodic) or mask is not None or bonds is not None
     targs = f"{t}, {i}, {str(tol).lower()}, {str(lat).lower()}"  # the plain path: no feature code
-    tile, union = kernels("mesh.cu", f"meshccl_mesh_tile<{targs}>", f"meshccl_mesh_union<{targs}>")
     one, zero_i = _dummy(cupy.cuda.Device().id)
     lflags = (1 if mask is not None else 0) | (2 if bonds is not None else 0)
     lattice = (one if mask is None else mask,
@@ -99,28 +76,34 @@ def mesh_steps(values, P, shape, connectivity, has_bg, bgkey, *, periodic=0, mas
                np.uint32(periodic),
                np.float64(tolerance or 0.0),
                np.int32(lflags))
-    geo = _device_geometry(cupy.cuda.Device().id, tuple(shape), connectivity, P.dtype.name)
-    nn = P.dtype.type(n)
-    common = (values, P, nn, geo["shape"], np.int32(len(shape)), geo["table"], np.int32(geo["noff"]))
-    flags = (np.int32(bool(has_bg)), bgkey) + lattice
+    geo = _device_geometry(cupy.cuda.Device().id, tuple(shape), connectivity, np.dtype(index_dtype).name)
+    params = (np.dtype(index_dtype).type(n), geo["shape"], np.int32(len(shape)), geo["table"],
+              np.int32(geo["noff"]), geo["loff"], geo["tlog"], geo["tcount"], geo["tstride"],
+              np.int32(bool(has_bg)), bgkey) + lattice
+    return targs, geo, params
+
+
+def mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
+    """The two mesh kernels as ``[(name, launch), ...]`` (also used by
+    benchmarks/phases.py to time each one)."""
+    targs, geo, params = grid_args(values, P.dtype, shape, connectivity, has_bg, bgkey, **lattice)
+    tile, union = kernels("mesh.cu", f"meshccl_mesh_tile<{targs}>", f"meshccl_mesh_union<{targs}>")
     cells = geo["tile_cells"]
-    key_bytes = 8 if (values.dtype.kind == "f" or tolerance is not None) else values.dtype.itemsize
+    key_bytes = 8 if (values.dtype.kind == "f" or lattice.get("tolerance") is not None) \
+        else values.dtype.itemsize
     smem = -(-cells * key_bytes // 8) * 8 + cells * (P.dtype.itemsize + 4)
     return [
-        ("tile", lambda: tile((geo["tiles"],), (cells,),
-                              common + (geo["loff"], geo["tlog"], geo["tcount"], geo["tstride"]) + flags,
-                              shared_mem=smem)),
-        ("union", lambda: union((geo["tiles"],), (cells,),
-                                common + (geo["loff"], geo["tlog"], geo["tcount"], geo["tstride"])
-                                + flags)),
+        ("tile", lambda: tile((geo["tiles"],), (cells,), (values, P) + params, shared_mem=smem)),
+        ("union", lambda: union((geo["tiles"],), (cells,), (values, P) + params)),
     ]
 
 
-def label_mesh(values, P, shape, connectivity, has_bg, bgkey, **lattice):
+def label_mesh(values, P, shape, connectivity, has_bg, bgkey, timer=None, **lattice):
     """Label flat CuPy ``values`` into ``P`` (int32/int64). Returns N (0-d array).
 
     ``lattice``: periodic (bit mask of axes), mask, bonds + bond_rows, tolerance.
+    ``timer``: a :class:`.timing.PhaseTimer` to time each kernel, or None.
     """
-    for _, launch in mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
-        launch()
-    return relabel(P, values.size)
+    for name, launch in mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
+        run(timer, name, launch)
+    return relabel(P, values.size, timer)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .loader import c_type, kernels
+from .timing import run
 
 BLOCK = 256
 
@@ -37,12 +38,13 @@ def relabel_steps(P, n: int):
     ]
 
 
-def relabel(P, n: int):
+def relabel(P, n: int, timer=None):
     """Turn the parent array ``P`` (int32/int64, flat) into labels 1..N in place.
 
-    Returns N as a 0-d CuPy array (no host synchronisation).
+    Returns N as a 0-d CuPy array (no host synchronisation).  ``timer``: a
+    :class:`.timing.PhaseTimer`, or None.
     """
     result = None
-    for _, launch in relabel_steps(P, n):
-        result = launch()
+    for name, launch in relabel_steps(P, n):
+        result = run(timer, name, launch)
     return result

@@ -1,0 +1,109 @@
+"""Hawick et al.'s iterative methods A-D on the GPU (``kernels/iterate.cu``).
+
+Each method repeats a pass until a pass changes no label.  A pass is one
+launch (A, B), 2 * ndim sweep launches (C) or three launches (D).  Every
+pass writes its own "changed" flag, and the host reads the flags of a batch
+of passes at once: the batch grows with the passes done so far (a quarter
+of them, at most :data:`BATCH_MAX`), so the host waits about once per batch
+instead of once per pass, and at most a quarter of the work is spent on
+passes after the fixed point -- which change nothing, so the labels and the
+reported pass count are exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import NotConverged
+from .loader import kernels
+from .mesh import grid_args
+from .relabel import BLOCK, grid, relabel
+from .timing import run
+
+#: Most passes launched between two reads of the change flags.
+BATCH_MAX = 64
+
+
+def label_iterative(method, values, P, shape, connectivity, has_bg, bgkey, *,
+                    max_iterations=None, timer=None, **lattice):
+    """Label flat CuPy ``values`` into ``P`` with method 'A', 'B', 'C' or 'D'.
+
+    Returns ``(N, passes)``: N as a 0-d CuPy array, and the number of passes
+    including the last one, which changed nothing (as the CPU twin counts).
+    Raises :class:`NotConverged` when ``max_iterations`` passes all changed
+    labels.  Extra memory: one index array of the input's size (A, B: the
+    second label buffer; D: the references), C none.
+    """
+    import cupy
+
+    targs, geo, params = grid_args(values, P.dtype, shape, connectivity, has_bg, bgkey, **lattice)
+    n = values.size
+    tiles, cells = (geo["tiles"],), (geo["tile_cells"],)
+    # one module per instantiation: every method's kernels compile together
+    init, kern_a, kern_b, sweep, scan = kernels(
+        "iterate.cu", *(f"meshccl_iter_{k}<{targs}>" for k in ("init", "a", "b", "c", "d_scan")))
+    run(timer, "init", lambda: init(tiles, cells, (values, P) + params))
+    flags = cupy.zeros(BATCH_MAX, dtype=cupy.int32)
+    slots = [flags[t:t + 1] for t in range(BATCH_MAX)]  # pass t of a batch sets slot t
+    state = {"src": P}
+
+    if method in ("A", "B"):
+        kern = kern_a if method == "A" else kern_b
+        other = cupy.empty_like(P)
+        smem = geo["tile_cells"] * P.dtype.itemsize if method == "B" else 0
+
+        def one_pass(flag):
+            src = state["src"]
+            dst = other if src is P else P
+            kern(tiles, cells, (values, src, dst, flag) + params, shared_mem=smem)
+            state["src"] = dst
+        steps = [("pass", one_pass)]
+    elif method == "C":
+        steps = []
+        for axis in range(len(shape)):
+            lines = n // shape[axis]
+            for sign in (1, -1):
+                def one_sweep(flag, axis=axis, sign=sign, lines=lines):
+                    sweep(((lines + 127) // 128,), (128,),
+                          (values, P, flag, np.int32(axis), np.int32(sign), P.dtype.type(lines))
+                          + params)
+                steps.append((f"sweep {axis}{'+' if sign > 0 else '-'}", one_sweep))
+    elif method == "D":
+        index = targs.split(", ")[1]
+        analyse, label = kernels("iterate.cu", f"meshccl_iter_d_analyse<{index}>",
+                                 f"meshccl_iter_d_label<{index}>")
+        R = cupy.arange(n, dtype=P.dtype)
+        nn = P.dtype.type(n)
+        steps = [
+            ("scanning", lambda flag: scan(tiles, cells, (values, P, R, flag) + params)),
+            ("analysis", lambda flag: analyse(grid(n), (BLOCK,), (P, R, nn))),
+            ("labelling", lambda flag: label(grid(n), (BLOCK,), (P, R, nn))),
+        ]
+    else:
+        raise ValueError(f"method must be 'A', 'B', 'C' or 'D' on the GPU, got {method!r}")
+
+    done = 0
+    while True:
+        batch = min(BATCH_MAX, max(1, done // 4))
+        if max_iterations is not None:
+            batch = min(batch, max_iterations - done)
+        flags[:batch].fill(0)
+        for t in range(batch):
+            for name, step in steps:
+                if timer is None:
+                    step(slots[t])
+                else:
+                    timer.run(name, lambda step=step, t=t: step(slots[t]))
+        settled = np.flatnonzero(flags[:batch].get() == 0)
+        if timer is not None:
+            timer.fold()
+        if settled.size:
+            passes = done + int(settled[0]) + 1
+            break
+        done += batch
+        if max_iterations is not None and done >= max_iterations:
+            raise NotConverged(
+                f"method={method!r} did not converge within max_iterations={max_iterations} passes")
+    if state["src"] is not P:
+        P[...] = state["src"]
+    return relabel(P, n, timer), passes
