@@ -126,11 +126,14 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         counting the last one, which changes nothing; 1 for the one-pass
         union-find) and ``seconds`` per phase: ``prepare`` (validation),
         ``label`` (labelling and numbering, wall time, waiting for the GPU)
-        and, on the GPU, the time of each kernel phase measured with CUDA
-        events (e.g. ``tile``, ``union``, ``flatten``, ``scan``, ``relabel``;
-        ``pass`` for A and B, ``sweep 0+`` ... for C, ``scanning``,
-        ``analysis``, ``labelling`` for D).  On the GPU this makes the call
-        wait for the device.
+        and the time of each phase: on the GPU every kernel phase measured
+        with CUDA events (``tile``, ``union``, ``flatten``, ``scan``,
+        ``relabel`` for the union-find; ``init``, then ``pass`` for A and
+        B, ``sweep 0+``, ``sweep 0-``, ... for C, ``scanning``,
+        ``analysis``, ``labelling`` for D, then the relabel phases); on the
+        CPU ``init``, ``pass`` (or D's three phases) and ``relabel`` for the
+        iterative methods.  On the GPU this makes the call wait for the
+        device.
 
     Returns
     -------
@@ -217,9 +220,10 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         lattice = _lattice(prob, host=backend != "cpu")
         t1 = time.perf_counter()
         if method in ITERATIVE:
-            num, info["iterations"] = label_iterative(method, values, P, prob.shape, table,
-                                                      prob.has_bg, prob.bgkey,
-                                                      max_iterations=max_iterations, **lattice)
+            num, info["iterations"], phases = label_iterative(
+                method, values, P, prob.shape, table, prob.has_bg, prob.bgkey,
+                max_iterations=max_iterations, **lattice)
+            info["seconds"].update(phases)
         elif cpu_threads != 1 and not prob.periodic:
             import numba
 

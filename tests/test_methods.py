@@ -69,6 +69,14 @@ def test_gpu_return_info(method, phases):
     assert info["iterations"] == 1 if method == "auto" else info["iterations"] > 1
 
 
+@pytest.mark.parametrize("method", ITERATIVE)
+def test_cpu_phase_times(method):
+    _, info = meshccl.label(patterns.spiral(40), connectivity=1, method=method, return_info=True)
+    phases = ({"scanning", "analysis", "labelling"} if method in ("D", "cpu2") else {"pass"})
+    assert set(info["seconds"]) == {"prepare", "label", "init", "relabel"} | phases
+    assert sum(info["seconds"][k] for k in phases) <= info["seconds"]["label"]
+
+
 @pytest.mark.parametrize("method", ["A", "B", "C", "D", "cpu1", "cpu2"])
 def test_max_iterations(backend, method):
     s = patterns.spiral(64)
@@ -112,7 +120,8 @@ def test_return_info_shapes():
     assert info["method"] == "unionfind" and info["iterations"] == 1 and info["backend"] == "cpu"
     labels, num, info = meshccl.label(a, return_num=True, return_info=True, method="D")
     assert num == 2 and info["method"] == "D"
-    assert set(info["seconds"]) == {"prepare", "label"}
+    assert set(info["seconds"]) == {"prepare", "label", "init", "scanning", "analysis",
+                                    "labelling", "relabel"}
     empty, info = meshccl.label(np.zeros((0, 3), np.uint8), return_info=True)
     assert empty.shape == (0, 3) and set(info["seconds"]) == {"prepare", "label"}
 

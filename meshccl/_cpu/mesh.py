@@ -347,9 +347,12 @@ def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask
 def label_iterative(method, values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
                     bonds=None, bond_rows=None, tolerance=None, max_iterations=None):
     """Label with one of Hawick et al.'s iterative methods (see
-    :mod:`.methods`); return (N, passes).  Raises
-    :class:`meshccl.errors.NotConverged` after ``max_iterations``
-    passes that all changed labels."""
+    :mod:`.methods`); return (N, passes, seconds per phase).  Phases: init,
+    pass (A, B, C, cpu1) or scanning / analysis / labelling (D, cpu2), and
+    relabel.  Raises :class:`meshccl.errors.NotConverged` after
+    ``max_iterations`` passes that all changed labels."""
+    import time
+
     from ..neighbourhood import tile_logs
     from . import methods as M
 
@@ -361,18 +364,27 @@ def label_iterative(method, values, P, shape, table, has_bg, bgkey, *, periodic=
         stride = span[k]
     full = M.full_table(table, len(shape))
     brow = _NO_ROWS if bond_rows is None else bond_rows
+    seconds = {}
+    t0 = time.perf_counter()
     M._init(values, P, bool(has_bg), bg, mask)
+    seconds["init"] = time.perf_counter() - t0
     args = (values, P, np.asarray(shape, dtype=np.int64), full, span, int(periodic), tol, bonds,
             brow, int(max_iterations or 0))
-    if method == "B":
+    t0 = time.perf_counter()
+    if method in ("D", "cpu2"):
+        passes = M.kernel_d(*args, seconds=seconds)
+    elif method == "B":
         passes = M.kernel_b(*args, np.asarray(tile_logs(tuple(shape)), dtype=np.int64))
     else:
-        fn = {"A": M.kernel_a, "C": M.kernel_c, "D": M.kernel_d, "cpu1": M.cpu1,
-              "cpu2": M.kernel_d}[method]
-        passes = fn(*args)
+        passes = {"A": M.kernel_a, "C": M.kernel_c, "cpu1": M.cpu1}[method](*args)
+    if method not in ("D", "cpu2"):
+        seconds["pass"] = time.perf_counter() - t0
     if passes < 0:
         from ..errors import NotConverged
 
         raise NotConverged(
             f"method={method!r} did not converge within max_iterations={max_iterations} passes")
-    return int(relabel(P)), int(passes)
+    t0 = time.perf_counter()
+    num = int(relabel(P))
+    seconds["relabel"] = time.perf_counter() - t0
+    return num, int(passes), seconds

@@ -320,34 +320,63 @@ def kernel_c(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
 
 
 @njit(cache=True)
-def kernel_d(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
-    """Label equivalence: scanning, analysis and labelling phases per
-    iteration (Hawick et al.'s Kernel D; serially this is CPU II)."""
+def d_scanning(values, L, R, shape, full, span, periodic, tol, bonds, brow):
+    """Kernel D's scanning phase: lower R[label] to the smallest label next to
+    any cell holding it; True if any cell saw a smaller label."""
     coords = np.zeros(shape.shape[0], np.int64)
-    n = L.shape[0]
-    R = np.arange(n)
+    changed = False
+    for i in range(L.shape[0]):
+        if L[i] < 0:
+            continue
+        l1 = L[i]
+        l2 = _min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, -1, 0)
+        if l2 < l1:
+            if l2 < R[l1]:
+                R[l1] = l2
+            changed = True
+    return changed
+
+
+@njit(cache=True)
+def d_analysis(L, R):
+    """Kernel D's analysis phase: each label's owner follows its chain to the end."""
+    for i in range(L.shape[0]):
+        if L[i] == i:
+            ref = R[i]
+            while R[ref] != ref:
+                ref = R[ref]
+            R[i] = ref
+
+
+@njit(cache=True)
+def d_labelling(L, R):
+    """Kernel D's labelling phase: every cell takes the end of its label's chain."""
+    for i in range(L.shape[0]):
+        if L[i] >= 0:
+            L[i] = R[L[i]]
+
+
+def kernel_d(values, L, shape, full, span, periodic, tol, bonds, brow, max_it, seconds=None):
+    """Label equivalence: scanning, analysis and labelling phases per pass
+    (Hawick et al.'s Kernel D; serially this is CPU II).  The phases are
+    separate compiled functions so ``seconds`` (a dict) can collect the time
+    of each, as the GPU version reports it."""
+    import time
+
+    R = np.arange(L.shape[0], dtype=L.dtype)
     it = 0
     while True:
         it += 1
-        changed = False
-        for i in range(n):  # scanning
-            if L[i] < 0:
-                continue
-            l1 = L[i]
-            l2 = _min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, -1, 0)
-            if l2 < l1:
-                if l2 < R[l1]:
-                    R[l1] = l2
-                changed = True
-        for i in range(n):  # analysis: each label's owner follows its chain
-            if L[i] == i:
-                ref = R[i]
-                while R[ref] != ref:
-                    ref = R[ref]
-                R[i] = ref
-        for i in range(n):  # labelling
-            if L[i] >= 0:
-                L[i] = R[L[i]]
+        t0 = time.perf_counter()
+        changed = d_scanning(values, L, R, shape, full, span, periodic, tol, bonds, brow)
+        t1 = time.perf_counter()
+        d_analysis(L, R)
+        t2 = time.perf_counter()
+        d_labelling(L, R)
+        t3 = time.perf_counter()
+        if seconds is not None:
+            for name, t in (("scanning", t1 - t0), ("analysis", t2 - t1), ("labelling", t3 - t2)):
+                seconds[name] = seconds.get(name, 0.0) + t
         if not changed:
             return it
         if max_it > 0 and it >= max_it:
