@@ -60,7 +60,8 @@ __device__ __forceinline__ I min_joined(const T* v, const Geometry<I>& g, const 
                                         typename Rule<T, Tol>::K key, I best, int sel_axis,
                                         int sign, Read read) {
     typedef Rule<T, Tol> R;
-    for (int o = 0; o <= noff; ++o) {
+    const int nrows = lat.left() ? noff + 1 : noff;  // the table, then the left row
+    for (int o = 0; o < nrows; ++o) {
         const Offset<I> e = row_or_left<I>(rows, table, loff, o, noff, ndim);
         for (int fwd = 0; fwd < 2; ++fwd) {
             if (sel_axis >= 0) {

@@ -70,6 +70,9 @@ struct Rule<T, true> {
 //   periodic bit k: axis k wraps around
 #define MESHCCL_HAS_MASK 1
 #define MESHCCL_HAS_BONDS 2
+// The last axis is not labelled along (label(..., axes=...)): no left /
+// right neighbours; the table then holds only offsets along labelled axes.
+#define MESHCCL_NO_LEFT 4
 
 struct Lattice {
     const unsigned char* mask;
@@ -82,6 +85,7 @@ struct Lattice {
     __device__ __forceinline__ bool on(long long i) const {  // (flags fold to 0 when Lat is false)
         return !(flags & MESHCCL_HAS_MASK) || mask[i];
     }
+    __device__ __forceinline__ bool left() const { return !(flags & MESHCCL_NO_LEFT); }
     __device__ __forceinline__ bool open(int row, long long i) const {
         return !(flags & MESHCCL_HAS_BONDS) || bonds[(long long)bidx[row] * bstride + i];
     }

@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(
     // the warp; runs entering from the previous warp (1-D tiles longer than
     // 32) are united below.  No atomics for the cells inside a run.
     const unsigned lastbit = 1u << (ndim - 1);
-    const bool eqlx = fg && !(c.llo & lastbit) && L[l - 1] >= 0 &&
+    const bool eqlx = fg && lat.left() && !(c.llo & lastbit) && L[l - 1] >= 0 &&
                       R::join(keys[l - 1], key, tol) && lat.open(noff, i);
     // Tiles of fewer than 32 cells (tiny arrays) leave the warp partly empty:
     // the ballot must name only the lanes that exist.
@@ -148,14 +148,14 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_union(
         key = R::key(v[i]);                                                        \
         if ((has_bg && key == bgkey) || !lat.on(i)) return;                        \
         loaded = true;                                                             \
-        eql = rules && c.clast > 0 && lat.on(i - 1) &&                             \
+        eql = rules && lat.left() && c.clast > 0 && lat.on(i - 1) &&               \
               R::join(R::key(v[i - 1]), key, tol) && lat.open(noff, i);            \
     }
 #define MESHCCL_JOINS(j, row)                                                      \
     (!(has_bg && R::key(v[j]) == bgkey) && lat.on(j) &&                            \
      R::join(R::key(v[j]), key, tol) && lat.open(row, i))
     // The left neighbour, when it lies in the previous tile (or wraps around).
-    if (c.llo & lastbit) {
+    if ((c.llo & lastbit) && lat.left()) {
         I j = -1;
         if (c.clast > 0) j = i - 1;
         else if (lat.periodic & lastbit) j = i + geo.size[ndim - 1] - 1;

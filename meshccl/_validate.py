@@ -37,6 +37,8 @@ class Problem:
     bonds: object = None    # (K, n) uint8 array (0 = closed) or None
     bond_rows: object = None  # table row -> row of bonds (neighbourhood.bond_rows)
     tolerance: object = None  # float, or None for equal-value joining
+    label_axes: object = None  # bit k: squeezed axis k is labelled along (None: all)
+    no_left: bool = False   # the last squeezed axis is not labelled along
 
     @property
     def size(self) -> int:
@@ -75,17 +77,42 @@ def _background_value(background):
     raise TypeError(f"background must be an int, float or bool scalar, got {background!r}")
 
 
-def _connectivity(connectivity, ndim: int) -> int:
+def _connectivity(connectivity, ndim: int, what: str = "") -> int:
     if connectivity is None:
         return ndim
     if isinstance(connectivity, (bool, np.bool_)) or not isinstance(connectivity, numbers.Integral):
         raise TypeError(f"connectivity must be an int in [1, ..., {ndim}], got {connectivity!r}")
     c = int(connectivity)
     if not 1 <= c <= max(ndim, 1):
+        what = what or f"a {ndim}-D label_image"
         raise ValueError(
-            f"connectivity for a {ndim}-D label_image must be in [1, ..., {max(ndim, 1)}], got {c}"
+            f"connectivity for {what} must be in [1, ..., {max(ndim, 1)}], got {c}"
         )
     return c
+
+
+def _axes(axes, ndim):
+    """The axes to label along, as a sorted tuple (None: all of them)."""
+    if axes is None:
+        return tuple(range(ndim))
+    if isinstance(axes, (numbers.Integral,)) and not isinstance(axes, (bool, np.bool_)):
+        axes = (axes,)
+    try:
+        items = tuple(axes)
+    except TypeError:
+        raise TypeError(f"axes must be None, an int or a sequence of ints, got {axes!r}") from None
+    if not items:
+        raise ValueError("axes must name at least one axis, got ()")
+    out = []
+    for a in items:
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, numbers.Integral):
+            raise TypeError(f"axes must be None, an int or a sequence of ints, got {axes!r}")
+        if not -ndim <= int(a) < ndim:
+            raise ValueError(f"axes entry {int(a)} is out of range for a {ndim}-D label_image")
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"axes must not repeat an axis, got {axes!r}")
+    return tuple(sorted(out))
 
 
 def _check_float_range(xp, x):
@@ -142,7 +169,7 @@ def _bool_array(xp, arr, name, shape):
 
 
 def prepare(label_image, background, connectivity, dtype, periodic=False, mask=None,
-            tolerance=None, bonds=None) -> Problem:
+            tolerance=None, bonds=None, axes=None) -> Problem:
     xp, x = array_module(label_image)
     dt = x.dtype
     if dt.kind in "cOSUVMm" or dt.kind not in "biuf":
@@ -150,7 +177,16 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
             f"label_image must have a bool, integer or float dtype, got {dt}"
         )
     ndim = x.ndim
-    conn = _connectivity(connectivity, ndim)
+    label_axes = _axes(axes, ndim)
+    batched = len(label_axes) < ndim
+    if batched:
+        conn = _connectivity(connectivity, len(label_axes),
+                             f"labelling along axes={label_axes}")
+        if bonds is not None:
+            raise ValueError("bonds cannot be combined with axes (the bond layout covers every "
+                             "axis); label the whole array, or close the bonds across slices")
+    else:
+        conn = _connectivity(connectivity, ndim)
     bg = _background_value(background)
     per = _periodic(periodic, ndim)
     tol = _tolerance(tolerance)
@@ -197,7 +233,7 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
     # skimage numbers a non-bool 3-D array shaped (a, b, 1) after swapping axes
     # 0 and 2 (its _get_swaps), i.e. in column order; match it.
     swapped = (dt.kind != "b" and x.ndim == 3 and x.shape[2] == 1
-               and x.shape[0] > 1 and x.shape[1] > 1 and not lattice)
+               and x.shape[0] > 1 and x.shape[1] > 1 and not lattice and not batched)
     if swapped:
         values = values.swapaxes(0, 2)
     size = int(np.prod(x.shape, dtype=np.int64))
@@ -210,7 +246,11 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         kept = (0,) if ndim else ()
     if size == 0:
         squeezed = tuple(x.shape)
-    conn_sq = max(1, min(conn, len(squeezed)))
+    if batched:
+        sq_axes = sum(1 << k for k, axis in enumerate(kept) if axis in label_axes)
+        conn_sq = max(1, min(conn, bin(sq_axes).count("1")))
+    else:
+        conn_sq = max(1, min(conn, len(squeezed)))
     if len(squeezed) > neighbourhood.MAX_NDIM and size > 0:
         raise ValueError(
             f"label_image has {len(squeezed)} axes longer than 1; "
@@ -231,6 +271,9 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         values = xp.ascontiguousarray(values).reshape(-1)
     prob = Problem(xp, values, squeezed, tuple(x.shape), conn_sq, has_bg, bgkey, work,
                    out_dtype, swapped)
+    if size > 0 and ndim > 0 and batched:
+        prob.label_axes = sq_axes
+        prob.no_left = not (sq_axes >> (len(squeezed) - 1)) & 1
     if size > 0 and ndim > 0:
         prob.periodic = sum(1 << k for k, axis in enumerate(kept) if per[axis])
         prob.mask = None if mask_u8 is None else mask_u8.reshape(-1)

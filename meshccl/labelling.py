@@ -53,7 +53,7 @@ def _backend_for(xp, device, method):
 
 def label(label_image, background=None, return_num=False, connectivity=None, *,
           dtype=None, method="auto", device="auto", periodic=False, mask=None,
-          tolerance=None, bonds=None, return_info=False, cpu_threads=1,
+          tolerance=None, bonds=None, axes=None, return_info=False, cpu_threads=1,
           max_iterations=None):
     r"""Label connected regions of equal value, exactly like ``skimage.measure.label``.
 
@@ -117,6 +117,15 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         runs serially, 0 uses every core numba sees.  Chunks of rows are
         labelled at once, then joined; the labels are the same.  Periodic
         lattices and the iterative methods run serially.
+    axes : int or sequence of int, optional
+        Label along these axes only (default: all): cells that differ in any
+        other axis are never neighbours, so every slice across the other
+        axes -- e.g. each image of a ``(batch, height, width)`` stack with
+        ``axes=(1, 2)`` -- is labelled on its own, all in one call.  Labels
+        stay unique and in raster order of first cells over the whole
+        array (the first image gets 1..n0, the next n0+1.., and so on).
+        ``connectivity`` then counts hops along these axes (default: all of
+        them).  Not combinable with ``bonds``.
     max_iterations : int, optional
         For the iterative methods: give up after this many passes that all
         changed labels and raise :class:`meshccl.NotConverged` (default: no
@@ -198,7 +207,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     t0 = time.perf_counter()
     with _gpu_memory_errors(getattr(label_image, "shape", ()), None):
         prob = _validate.prepare(label_image, background, connectivity, dtype,
-                                 periodic=periodic, mask=mask, tolerance=tolerance, bonds=bonds)
+                                 periodic=periodic, mask=mask, tolerance=tolerance, bonds=bonds,
+                                 axes=axes)
     backend = _backend_for(prob.xp, device, method)
     xp = prob.xp
     n = prob.size
@@ -216,7 +226,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         from ._cpu.mesh import label_iterative, label_mesh, label_mesh_parallel
         from .neighbourhood import offset_table
 
-        table = offset_table(prob.shape, prob.connectivity)
+        table = offset_table(prob.shape, prob.connectivity, prob.label_axes)
         lattice = _lattice(prob, host=backend != "cpu")
         t1 = time.perf_counter()
         if method in ITERATIVE:
@@ -255,10 +265,11 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             if method in ITERATIVE:
                 count, info["iterations"] = label_iterative(
                     method, values, P, prob.shape, prob.connectivity, prob.has_bg, prob.bgkey,
-                    max_iterations=max_iterations, timer=timer, **lattice)
+                    max_iterations=max_iterations, timer=timer, label_axes=prob.label_axes,
+                    **lattice)
             else:
                 count = label_mesh(values, P, prob.shape, prob.connectivity, prob.has_bg,
-                                   prob.bgkey, timer=timer, **lattice)
+                                   prob.bgkey, timer=timer, label_axes=prob.label_axes, **lattice)
                 info["iterations"] = 1
         if return_info:
             info["seconds"].update(timer.seconds())
@@ -297,7 +308,7 @@ def _lattice(prob, host=False, device=False):
         return a
 
     return dict(periodic=prob.periodic, mask=move(prob.mask), bonds=move(prob.bonds),
-                bond_rows=prob.bond_rows, tolerance=prob.tolerance)
+                bond_rows=prob.bond_rows, tolerance=prob.tolerance, no_left=prob.no_left)
 
 
 @contextlib.contextmanager

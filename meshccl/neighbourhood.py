@@ -83,17 +83,21 @@ def bond_rows(shape: tuple, kept: tuple, ndim: int, connectivity: int) -> np.nda
 
 
 @functools.lru_cache(maxsize=256)
-def offset_table(shape: tuple, connectivity: int) -> np.ndarray:
+def offset_table(shape: tuple, connectivity: int, label_axes: int | None = None) -> np.ndarray:
     """Return the ``(noff, 4)`` int64 table for a C-ordered array of ``shape``.
 
     ``shape`` must have no singleton axes and at most ``MAX_NDIM`` axes.
+    ``label_axes`` (bit k: axis k), for ``label(..., axes=...)``: keep only
+    the offsets that move along these axes; ``connectivity`` then counts hops
+    along them.  (Whether the left neighbour exists is the caller's to say:
+    it does when the last axis is one of them.)
     """
     ndim = len(shape)
     if ndim > MAX_NDIM:
         raise ValueError(
             f"label_image has {ndim} axes longer than 1; meshccl supports at most {MAX_NDIM}"
         )
-    size = half_neighbourhood_size(ndim, connectivity)
+    size = half_neighbourhood_size(ndim, connectivity)  # (an upper bound with label_axes)
     if size > MAX_OFFSETS:
         raise ValueError(
             f"connectivity={connectivity} on {ndim} axes longer than 1 gives {size} "
@@ -106,6 +110,9 @@ def offset_table(shape: tuple, connectivity: int) -> np.ndarray:
     last[-1] = 1
     rows = []
     for delta in half_offsets(ndim, connectivity)[:-1]:  # all but the left one
+        if label_axes is not None and any(d and not (label_axes >> k) & 1
+                                          for k, d in enumerate(delta)):
+            continue
         lin = int(np.dot(delta, strides))
         lo = sum(1 << k for k, d in enumerate(delta) if d == -1)
         hi = sum(1 << k for k, d in enumerate(delta) if d == 1)

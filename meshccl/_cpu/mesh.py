@@ -69,7 +69,8 @@ def _init(values, P, lo, hi, has_bg, bgkey, mask):
 
 
 @njit(cache=True)
-def _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, row_lo, row_hi, jlo, jhi):
+def _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, row_lo, row_hi, jlo, jhi,
+          no_left=False):
     """Unite the cells of rows row_lo..row_hi-1 (rows along the last axis)
     with the neighbours they join whose index lies in [jlo, jhi).
 
@@ -78,6 +79,8 @@ def _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, row_lo, row
     look at the last axis.  The serial labeller calls this once with the
     whole range; the parallel one once per chunk of rows (neighbours inside
     the chunk), then for the chunk borders (neighbours before the chunk).
+    ``no_left``: the last axis is not labelled along (``axes=``), so cells
+    never join their left / right neighbours.
     """
     ndim = shape.shape[0]
     noff = table.shape[0]
@@ -124,7 +127,9 @@ def _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, row_lo, row
             if P[i] < 0:
                 continue
             eql = False
-            if c > 0 and jlo <= i - 1 < jhi:
+            if no_left:
+                pass
+            elif c > 0 and jlo <= i - 1 < jhi:
                 if _joins(values, P, i, i - 1, tol, mask, bonds, brow, noff):
                     if P[i] == i:
                         P[i] = P[i - 1]  # continue the left cell's run (an earlier cell)
@@ -234,15 +239,16 @@ def _label_runs(values, P, shape, table, has_bg, bgkey):
 
 
 @njit(cache=True)
-def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, periodic):
+def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, periodic, no_left):
     n = values.shape[0]
     _init(values, P, 0, n, has_bg, bgkey, mask)
-    _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, 0, n // shape[-1], 0, n)
+    _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, 0, n // shape[-1], 0, n,
+          no_left)
 
 
 @njit(cache=True, parallel=True)
 def _label_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds, brow,
-                    chunks, back):
+                    chunks, back, no_left):
     """Chunks of rows labelled at once; P holds parents, L gets the labels.
 
     1. each chunk (rows chunks[k]..chunks[k+1]-1) unites only pairs inside
@@ -262,10 +268,11 @@ def _label_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds,
     for k in prange(K):
         lo, hi = chunks[k] * W, chunks[k + 1] * W
         _init(values, P, lo, hi, has_bg, bgkey, mask)
-        _rows(values, P, shape, table, tol, mask, bonds, brow, 0, chunks[k], chunks[k + 1], lo, hi)
+        _rows(values, P, shape, table, tol, mask, bonds, brow, 0, chunks[k], chunks[k + 1], lo, hi,
+              no_left)
     for k in range(1, K):
         _rows(values, P, shape, table, tol, mask, bonds, brow, 0, chunks[k],
-              min(chunks[k] + back, chunks[k + 1]), 0, chunks[k] * W)
+              min(chunks[k] + back, chunks[k + 1]), 0, chunks[k] * W, no_left)
     counts = np.zeros(K + 1, dtype=np.int64)
     for k in prange(K):
         c = 0
@@ -309,19 +316,23 @@ def keys(values, bgkey, tolerance):
 
 
 def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
-               bonds=None, bond_rows=None, tolerance=None):
-    """Label flat ``values`` into ``P`` (int32/int64, same length); return N."""
+               bonds=None, bond_rows=None, tolerance=None, no_left=False):
+    """Label flat ``values`` into ``P`` (int32/int64, same length); return N.
+
+    ``no_left``: cells never join along the last axis (it is not one of
+    ``axes``); ``table`` holds only the offsets along the labelled axes."""
     values, bg, tol = keys(values, bgkey, tolerance)
-    if tol is None and mask is None and bonds is None and not periodic:
+    if tol is None and mask is None and bonds is None and not periodic and not no_left:
         _label_runs(values, P, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg)
     else:
         _label(values, P, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg, tol,
-               mask, bonds, _NO_ROWS if bond_rows is None else bond_rows, int(periodic))
+               mask, bonds, _NO_ROWS if bond_rows is None else bond_rows, int(periodic),
+               bool(no_left))
     return int(relabel(P))
 
 
 def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask=None,
-                        bonds=None, bond_rows=None, tolerance=None):
+                        bonds=None, bond_rows=None, tolerance=None, no_left=False):
     """Parallel labelling (numba threads) into ``L``; return N.  Same labels as
     :func:`label_mesh`.  Not for periodic lattices."""
     import numba
@@ -339,13 +350,15 @@ def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask
     numba.set_num_threads(threads)
     try:
         return int(_label_parallel(values, P, L, shape, table, bool(has_bg), bg, tol, mask, bonds,
-                                   _NO_ROWS if bond_rows is None else bond_rows, chunks, back))
+                                   _NO_ROWS if bond_rows is None else bond_rows, chunks, back,
+                                   bool(no_left)))
     finally:
         numba.set_num_threads(old)
 
 
 def label_iterative(method, values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
-                    bonds=None, bond_rows=None, tolerance=None, max_iterations=None):
+                    bonds=None, bond_rows=None, tolerance=None, no_left=False,
+                    max_iterations=None):
     """Label with one of Hawick et al.'s iterative methods (see
     :mod:`.methods`); return (N, passes, seconds per phase).  Phases: init,
     pass (A, B, C, cpu1) or scanning / analysis / labelling (D, cpu2), and
@@ -362,7 +375,7 @@ def label_iterative(method, values, P, shape, table, has_bg, bgkey, *, periodic=
     for k in range(len(shape) - 1, -1, -1):
         span[k] = stride * shape[k]
         stride = span[k]
-    full = M.full_table(table, len(shape))
+    full = M.full_table(table, len(shape), no_left)
     brow = _NO_ROWS if bond_rows is None else bond_rows
     seconds = {}
     t0 = time.perf_counter()

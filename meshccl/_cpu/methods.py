@@ -39,11 +39,12 @@ from numba import njit
 FULL_COLUMNS = 5
 
 
-def full_table(table, ndim):
-    """Both directions of every offset (the table rows, then the left one)."""
+def full_table(table, ndim, no_left=False):
+    """Both directions of every offset (the table rows, then the left one,
+    unless ``no_left``: the last axis is not labelled along)."""
     last = ndim - 1
     rows = []
-    half = [tuple(r) for r in table.tolist()] + [(-1, 1 << last, 0, 0)]
+    half = [tuple(r) for r in table.tolist()] + ([] if no_left else [(-1, 1 << last, 0, 0)])
     for b, (lin, lo, hi, _flags) in enumerate(half):
         rows.append((lin, lo, hi, b, 0))     # towards the earlier cell: bond stored here
         rows.append((-lin, hi, lo, b, 1))    # towards the later cell: bond stored there

@@ -13,11 +13,12 @@ from .relabel import relabel
 from .timing import run
 
 @functools.lru_cache(maxsize=256)
-def _device_geometry(device_id: int, shape: tuple, connectivity: int, index_dtype: str):
+def _device_geometry(device_id: int, shape: tuple, connectivity: int, index_dtype: str,
+                     label_axes=None):
     """Shape, offset table and tile layout on the device, uploaded once per device."""
     import cupy
 
-    table = neighbourhood.offset_table(shape, connectivity)
+    table = neighbourhood.offset_table(shape, connectivity, label_axes)
     ndim = len(shape)
     tl = tile_logs(shape)
     # tile-local linear offset of each table row: sum of delta_k << shift_k
@@ -52,7 +53,7 @@ def _dummy(device_id: int):
 
 
 def grid_args(values, index_dtype, shape, connectivity, has_bg, bgkey, *, periodic=0, mask=None,
-              bonds=None, bond_rows=None, tolerance=None):
+              bonds=None, bond_rows=None, tolerance=None, label_axes=None, no_left=False):
     """What every tile-grid kernel (mesh.cu, iterate.cu) takes after its label
     arrays (``MESHCCL_GRID_PARAMS`` in lattice.cuh).
 
@@ -65,10 +66,10 @@ def grid_args(values, index_dtype, shape, connectivity, has_bg, bgkey, *, period
     n = values.size
     t, i = c_type(values.dtype), c_type(index_dtype)
     tol = tolerance is not None
-    lat = tol or bool(periodic) or mask is not None or bonds is not None
+    lat = tol or bool(periodic) or mask is not None or bonds is not None or no_left
     targs = f"{t}, {i}, {str(tol).lower()}, {str(lat).lower()}"  # the plain path: no feature code
     one, zero_i = _dummy(cupy.cuda.Device().id)
-    lflags = (1 if mask is not None else 0) | (2 if bonds is not None else 0)
+    lflags = (1 if mask is not None else 0) | (2 if bonds is not None else 0) | (4 if no_left else 0)
     lattice = (one if mask is None else mask,
                one if bonds is None else bonds,
                np.int64(n),
@@ -76,7 +77,8 @@ def grid_args(values, index_dtype, shape, connectivity, has_bg, bgkey, *, period
                np.uint32(periodic),
                np.float64(tolerance or 0.0),
                np.int32(lflags))
-    geo = _device_geometry(cupy.cuda.Device().id, tuple(shape), connectivity, np.dtype(index_dtype).name)
+    geo = _device_geometry(cupy.cuda.Device().id, tuple(shape), connectivity,
+                           np.dtype(index_dtype).name, label_axes)
     params = (np.dtype(index_dtype).type(n), geo["shape"], np.int32(len(shape)), geo["table"],
               np.int32(geo["noff"]), geo["loff"], geo["tlog"], geo["tcount"], geo["tstride"],
               np.int32(bool(has_bg)), bgkey) + lattice
