@@ -326,6 +326,315 @@ __global__ void meshccl_graph_scatter(const J* __restrict__ src, const J* __rest
         indices[atomicAdd(cursor + (long long)src[e], 1ull)] = dst[e];
 }
 
+// ------------------------------------ the GConn union rules, edge-centric
+
+// One thread per stored edge, as meshccl_graph_edges, with union rule R
+// and compression C of unionfind.cuh (H: Union-Hooks' array, else unused).
+template <typename I, typename J, bool Csr, bool Sym, int R, int C>
+__global__ void meshccl_graph_rule(const long long* __restrict__ indptr,
+                                   const J* __restrict__ src, const J* __restrict__ dst,
+                                   I* P, I* H, I n, long long m) {
+    using namespace meshccl::graph;
+    for (long long e = thread_id(); e < m; e += thread_count()) {
+        const I a = Csr ? row_of(indptr, n, e) : (I)src[e];
+        const I b = (I)dst[e];
+        if (a == b || (Sym && a < b)) continue;
+        meshccl::unite_by<R, C>(P, H, a, b);
+    }
+}
+
+// JTB leaves each component's root at a random member.  Three passes turn
+// the forest into pointers at the smallest member: R[v] = root of v (P
+// untouched); P[root] = min over its members (atomicMin; a root starts at
+// itself); P[v] = P[R[v]] for the other vertices (roots are not written).
+template <typename I>
+__global__ void meshccl_graph_jtb_roots(const I* P, I* R, I n) {
+    using namespace meshccl::graph;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count())
+        R[v] = meshccl::find_naive(P, (I)v);
+}
+
+__device__ __forceinline__ int atomic_min(int* a, int v) { return atomicMin(a, v); }
+__device__ __forceinline__ long long atomic_min(long long* a, long long v) {
+    return atomicMin(a, v);
+}
+
+template <typename I>
+__global__ void meshccl_graph_jtb_min(I* P, const I* R, I n) {
+    using namespace meshccl::graph;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count())
+        if (R[v] != (I)v) atomic_min(P + R[v], (I)v);
+}
+
+template <typename I>
+__global__ void meshccl_graph_jtb_assign(I* P, const I* R, I n) {
+    using namespace meshccl::graph;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count())
+        if (R[v] != (I)v) P[v] = P[R[v]];
+}
+
+// ---------------------------------------------------- spanning forest
+
+// Edge-centric union-find that records every edge whose unite() hooked:
+// fe[k] = its index, k from atomicAdd(count).  Exactly n - components
+// edges hook, and they form a forest (each hook joins two trees).
+template <typename I, typename J, bool Csr>
+__global__ void meshccl_graph_forest(const long long* __restrict__ indptr,
+                                     const J* __restrict__ src, const J* __restrict__ dst,
+                                     I* P, I n, long long m, long long* __restrict__ fe,
+                                     unsigned long long* count) {
+    using namespace meshccl::graph;
+    for (long long e = thread_id(); e < m; e += thread_count()) {
+        const I a = Csr ? row_of(indptr, n, e) : (I)src[e];
+        const I b = (I)dst[e];
+        if (a != b && meshccl::unite(P, a, b)) fe[atomicAdd(count, 1ull)] = e;
+    }
+}
+
+// ------------------------------------------- Hawick et al.'s graph kernels
+//
+// Label propagation: every vertex starts with its own index as label and
+// labels only ever decrease (atomicMin), so at the fixed point every
+// vertex holds the smallest index of its component -- a parent array in
+// which every component is a star under its smallest vertex, ready for the
+// relabel path.  Each pass sets its own change flag; the host reads the
+// flags of several passes at once (meshccl/_gpu/graph.py), and a pass that
+// changed nothing proves the fixed point, so the result is exact.
+
+// rows[e] = the row of entry e (CSR -> the sources of an edge list).
+template <typename J>
+__global__ void meshccl_graph_rows(const long long* __restrict__ indptr, long long n,
+                                   J* __restrict__ rows) {
+    using namespace meshccl::graph;
+    for (long long v = thread_id(); v < n; v += thread_count())
+        for (long long e = indptr[v], end = indptr[v + 1]; e < end; ++e) rows[e] = (J)v;
+}
+
+// Kernel 1 (edge-centric): every edge lowers the larger label of its two
+// ends to the smaller.  Sym: the reverse copy (src < dst) is skipped.
+template <typename I, typename J, bool Sym>
+__global__ void meshccl_graph_edge_lp(const J* __restrict__ src, const J* __restrict__ dst,
+                                      I* P, long long m, int* flag) {
+    using namespace meshccl::graph;
+    for (long long e = thread_id(); e < m; e += thread_count()) {
+        const I a = (I)src[e], b = (I)dst[e];
+        if (a == b || (Sym && a < b)) continue;
+        const I la = __ldcg(P + a), lb = __ldcg(P + b);
+        if (la < lb) {
+            if (atomic_min(P + b, la) > la) *flag = 1;
+        } else if (lb < la) {
+            if (atomic_min(P + a, lb) > lb) *flag = 1;
+        }
+    }
+}
+
+// Kernel 2 (vertex-centric, over a symmetric CSR): an active vertex
+// compares its label with each neighbour's and lowers the larger one; a
+// vertex whose label dropped is active in the next pass.  `active` is read
+// and cleared (only v's thread touches active[v]); `next` is the other
+// buffer.  The host swaps them every pass.
+template <typename I, typename J>
+__global__ void meshccl_graph_vertex_lp(const long long* __restrict__ indptr,
+                                        const J* __restrict__ indices, I* P, I n,
+                                        unsigned char* active, unsigned char* next, int* flag) {
+    using namespace meshccl::graph;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
+        if (!active[v]) continue;
+        active[v] = 0;
+        I lv = __ldcg(P + v);
+        for (long long e = indptr[v], end = indptr[v + 1]; e < end; ++e) {
+            const I u = (I)indices[e];
+            const I lu = __ldcg(P + u);
+            if (lv < lu) {
+                if (atomic_min(P + u, lv) > lv) { next[u] = 1; *flag = 1; }
+            } else if (lu < lv) {
+                if (atomic_min(P + v, lu) > lu) { next[v] = 1; *flag = 1; }
+                lv = lu;
+            }
+        }
+    }
+}
+
+// Breadth-first search, level by level, over CSR.  Unvisited vertices hold
+// P = -1; the frontier `in` (in_count[0] entries) claims each unvisited
+// neighbour with a CAS to label[0] and appends it to `out`; minv[0] keeps
+// the smallest vertex claimed (BFS sampling needs it).
+template <typename I, typename J>
+__global__ void meshccl_graph_bfs_expand(const long long* __restrict__ indptr,
+                                         const J* __restrict__ indices, I* P,
+                                         const I* __restrict__ in,
+                                         const unsigned long long* in_count, I* __restrict__ out,
+                                         unsigned long long* out_count, const I* label, I* minv) {
+    using namespace meshccl::graph;
+    const long long count = (long long)in_count[0];
+    const I lab = label[0];
+    for (long long i = thread_id(); i < count; i += thread_count()) {
+        const I v = in[i];
+        for (long long e = indptr[v], end = indptr[v + 1]; e < end; ++e) {
+            const I u = (I)indices[e];
+            if (__ldcg(P + u) == (I)-1 && meshccl::cas(P + u, (I)-1, lab) == (I)-1) {
+                out[atomicAdd(out_count, 1ull)] = u;
+                atomic_min(minv, u);
+            }
+        }
+    }
+}
+
+// Kernel 3's host loop, on the device (one block): after a level, the
+// consumed frontier's count is reset (its buffer is the next `out`); if the
+// new frontier is empty, the smallest unvisited vertex at or after
+// cursor[0] starts the next search (P = itself, label = itself), so every
+// component is labelled by its smallest vertex.  flag: work remains.
+template <typename I>
+__global__ void meshccl_graph_bfs_next(I* P, I n, unsigned long long* in_count, I* out,
+                                       unsigned long long* out_count, I* label,
+                                       long long* cursor, int* flag) {
+    __shared__ unsigned long long found;
+    __shared__ int more;
+    const int t = threadIdx.x;
+    if (t == 0) {
+        in_count[0] = 0;
+        more = out_count[0] > 0;
+        if (more) *flag = 1;
+        found = ~0ull;
+    }
+    __syncthreads();
+    if (more) return;
+    for (long long c = cursor[0]; c < (long long)n; c += blockDim.x) {
+        const long long i = c + t;
+        if (i < (long long)n && P[i] == (I)-1) atomicMin(&found, (unsigned long long)i);
+        __syncthreads();
+        const bool done = found != ~0ull;
+        __syncthreads();
+        if (done) break;
+    }
+    if (t == 0) {
+        if (found != ~0ull) {
+            const I s = (I)found;
+            P[s] = s;
+            out[0] = s;
+            out_count[0] = 1;
+            label[0] = s;
+            cursor[0] = (long long)found + 1;
+            *flag = 1;
+        } else {
+            cursor[0] = (long long)n;
+        }
+    }
+}
+
+// ------------------------------------------------ Shiloach-Vishkin
+//
+// Dehne and Yogaratnam's GPU formulation: grid-stride ("striding") loops
+// over edges and vertices, hooking and pointer jumping in separate kernels
+// (a barrier between them).  Hook: across an edge whose ends have different
+// parents, a parent that is a root is hooked under the smaller parent
+// (plain concurrent stores: one writer wins, a lost hook leaves its flag
+// set and is retried).  Jump: P[v] = P[P[v]].  One pass is a hook and a
+// jump; a pass that changes nothing leaves stars with no edge between them.
+
+template <typename I, typename J, bool Sym>
+__global__ void meshccl_graph_sv_hook(const J* __restrict__ src, const J* __restrict__ dst,
+                                      I* P, long long m, int* flag) {
+    using namespace meshccl::graph;
+    for (long long e = thread_id(); e < m; e += thread_count()) {
+        const I a = (I)src[e], b = (I)dst[e];
+        if (a == b || (Sym && a < b)) continue;
+        const I pa = __ldcg(P + a), pb = __ldcg(P + b);
+        if (pa == pb) continue;
+        const I hi = pa > pb ? pa : pb, lo = pa > pb ? pb : pa;
+        if (__ldcg(P + hi) == hi) {
+            P[hi] = lo;
+            *flag = 1;
+        }
+    }
+}
+
+template <typename I>
+__global__ void meshccl_graph_sv_jump(I* P, I n, int* flag) {
+    using namespace meshccl::graph;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
+        const I p = __ldcg(P + v);
+        const I g = __ldcg(P + p);
+        if (g != p) {
+            P[v] = g;
+            *flag = 1;
+        }
+    }
+}
+
+// ------------------------------------------------ GConn's other samplers
+
+// Hook-based sampling, step 2 (step 1 is meshccl_graph_ecl_init): every
+// vertex still a root unites its first k entries.
+template <typename I, typename J>
+__global__ void meshccl_graph_hb_hook(const long long* __restrict__ indptr,
+                                      const J* __restrict__ indices, I* P, I n, int k) {
+    using namespace meshccl::graph;
+    for (long long vv = thread_id(); vv < (long long)n; vv += thread_count()) {
+        const I v = (I)vv;
+        if (__ldcg(P + v) != v) continue;
+        const long long begin = indptr[vv];
+        const long long stop = indptr[vv + 1];
+        const long long end = begin + k < stop ? begin + k : stop;
+        for (long long e = begin; e < end; ++e) {
+            const I u = (I)indices[e];
+            if (u != v) meshccl::unite(P, v, u);
+        }
+    }
+}
+
+// BFS sampling: one block of MESHCCL_GRAPH_SAMPLES threads; out[0] = the
+// vertex of largest degree among pseudo-random picks (smallest on a tie).
+template <typename I>
+__global__ void __launch_bounds__(MESHCCL_GRAPH_SAMPLES)
+meshccl_graph_pick_source(const long long* __restrict__ indptr, I n, I* out,
+                          unsigned long long seed) {
+    using namespace meshccl::graph;
+    __shared__ long long deg[MESHCCL_GRAPH_SAMPLES];
+    __shared__ I vtx[MESHCCL_GRAPH_SAMPLES];
+    const int t = threadIdx.x;
+    const I x = (I)(mix64(seed + (unsigned long long)t) % (unsigned long long)n);
+    vtx[t] = x;
+    deg[t] = indptr[(long long)x + 1] - indptr[x];
+    __syncthreads();
+    for (int half = MESHCCL_GRAPH_SAMPLES / 2; half > 0; half >>= 1) {
+        if (t < half) {
+            const int o = t + half;
+            if (deg[o] > deg[t] || (deg[o] == deg[t] && vtx[o] < vtx[t])) {
+                deg[t] = deg[o];
+                vtx[t] = vtx[o];
+            }
+        }
+        __syncthreads();
+    }
+    if (t == 0) out[0] = vtx[0];
+}
+
+// BFS sampling: start the search at source[0] (one thread).
+template <typename I>
+__global__ void meshccl_graph_bfs_seed(I* P, const I* source, I* frontier,
+                                       unsigned long long* count, I* minv) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        const I s = source[0];
+        P[s] = s;
+        frontier[0] = s;
+        count[0] = 1;
+        minv[0] = s;
+    }
+}
+
+// BFS sampling, after the levels: the vertices reached form one connected
+// set whose smallest member is minv[0]; they point at it, the others at
+// themselves.  minv[0] is then the frequent root L of the finish pass.
+template <typename I>
+__global__ void meshccl_graph_bfs_sample_done(I* P, I n, const I* minv) {
+    using namespace meshccl::graph;
+    const I L = minv[0];
+    for (long long v = thread_id(); v < (long long)n; v += thread_count())
+        P[v] = P[v] == (I)-1 ? (I)v : L;
+}
+
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Every instantiation meshccl/_gpu/graph.py can ask for: (I, J) in
 // {(int, int), (int, long long), (long long, long long)}.
@@ -366,4 +675,52 @@ MESHCCL_GRAPH_I(long long)
                                                       unsigned long long*, J*);
 MESHCCL_GRAPH_J(int)
 MESHCCL_GRAPH_J(long long)
+// The new kernels' instantiations.
+#define MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, R, C)                                            \
+    template __global__ void meshccl_graph_rule<I, J, CSR, SYM, R, C>(                          \
+        const long long*, const J*, const J*, I*, I*, I, long long);
+#define MESHCCL_GRAPH_RULE4(I, J, CSR, SYM, R)                                                 \
+    MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, R, 0) MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, R, 1)       \
+    MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, R, 2) MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, R, 3)
+#define MESHCCL_GRAPH_RULES(I, J, CSR, SYM)                                                    \
+    MESHCCL_GRAPH_RULE4(I, J, CSR, SYM, 0)                                                      \
+    MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, 1, 0) MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, 1, 1)       \
+    MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, 1, 2) MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, 1, 4)       \
+    MESHCCL_GRAPH_RULE4(I, J, CSR, SYM, 2)                                                      \
+    MESHCCL_GRAPH_RULE4(I, J, CSR, SYM, 3)                                                      \
+    MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, 4, 0) MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, 4, 2)
+#define MESHCCL_GRAPH_IJ2(I, J)                                                                 \
+    MESHCCL_GRAPH_RULES(I, J, false, false) MESHCCL_GRAPH_RULES(I, J, false, true)              \
+    MESHCCL_GRAPH_RULES(I, J, true, false) MESHCCL_GRAPH_RULES(I, J, true, true)                \
+    template __global__ void meshccl_graph_forest<I, J, false>(                                 \
+        const long long*, const J*, const J*, I*, I, long long, long long*, unsigned long long*); \
+    template __global__ void meshccl_graph_forest<I, J, true>(                                  \
+        const long long*, const J*, const J*, I*, I, long long, long long*, unsigned long long*); \
+    template __global__ void meshccl_graph_edge_lp<I, J, false>(const J*, const J*, I*, long long, int*); \
+    template __global__ void meshccl_graph_edge_lp<I, J, true>(const J*, const J*, I*, long long, int*); \
+    template __global__ void meshccl_graph_sv_hook<I, J, false>(const J*, const J*, I*, long long, int*); \
+    template __global__ void meshccl_graph_sv_hook<I, J, true>(const J*, const J*, I*, long long, int*); \
+    template __global__ void meshccl_graph_vertex_lp<I, J>(const long long*, const J*, I*, I,  \
+                                                           unsigned char*, unsigned char*, int*); \
+    template __global__ void meshccl_graph_bfs_expand<I, J>(                                   \
+        const long long*, const J*, I*, const I*, const unsigned long long*, I*,                \
+        unsigned long long*, const I*, I*);                                                     \
+    template __global__ void meshccl_graph_hb_hook<I, J>(const long long*, const J*, I*, I, int);
+MESHCCL_GRAPH_IJ2(int, int)
+MESHCCL_GRAPH_IJ2(int, long long)
+MESHCCL_GRAPH_IJ2(long long, long long)
+#define MESHCCL_GRAPH_I2(I)                                                                     \
+    template __global__ void meshccl_graph_jtb_roots<I>(const I*, I*, I);                       \
+    template __global__ void meshccl_graph_jtb_min<I>(I*, const I*, I);                         \
+    template __global__ void meshccl_graph_jtb_assign<I>(I*, const I*, I);                      \
+    template __global__ void meshccl_graph_bfs_next<I>(I*, I, unsigned long long*, I*,          \
+                                                       unsigned long long*, I*, long long*, int*); \
+    template __global__ void meshccl_graph_sv_jump<I>(I*, I, int*);                             \
+    template __global__ void meshccl_graph_pick_source<I>(const long long*, I, I*, unsigned long long); \
+    template __global__ void meshccl_graph_bfs_seed<I>(I*, const I*, I*, unsigned long long*, I*); \
+    template __global__ void meshccl_graph_bfs_sample_done<I>(I*, I, const I*);
+MESHCCL_GRAPH_I2(int)
+MESHCCL_GRAPH_I2(long long)
+template __global__ void meshccl_graph_rows<int>(const long long*, long long, int*);
+template __global__ void meshccl_graph_rows<long long>(const long long*, long long, long long*);
 #endif

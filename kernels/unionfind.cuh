@@ -77,17 +77,248 @@ __device__ __forceinline__ I find_final(I* P, I x) {
 
 // Merge the sets of a and b: the larger root is hooked under the smaller.
 // Shared selects a forest in shared memory (one thread block's tile).
+// Returns true when this call's CAS hooked, i.e. the two sets were
+// different and this call merged them (spanning forests record those
+// edges); callers that only want the components ignore it.
 template <bool Shared = false, typename I>
-__device__ __forceinline__ void unite(I* P, I a, I b) {
+__device__ __forceinline__ bool unite(I* P, I a, I b) {
     a = find<Shared>(P, a);
     b = find<Shared>(P, b);
     while (a != b) {
         if (a < b) { I t = a; a = b; b = t; }   // a is now the larger root
         I old = cas(P + a, a, b);
-        if (old == a) return;                   // hooked
+        if (old == a) return true;              // hooked
         a = find<Shared>(P, old);               // a gained a parent meanwhile
         b = find<Shared>(P, b);
     }
+    return false;
+}
+
+// ===================================================================
+// Alternative union and compression rules (GConn / ConnectIt), used only
+// by the graph methods 'async' with a compression keyword, 'rem-cas',
+// 'early', 'hooks' and 'jtb' (kernels/graph.cu).  The default find() /
+// unite() above stay the ones every mesh kernel and the default graph
+// methods use.  All but the JTB rule keep the invariant P[x] <= x, so the
+// root of every tree is still its smallest element.
+//
+// Compression rules (on-the-fly, during the walks of a union):
+//   NONE      walk to the root, store nothing
+//   HALVING   x -> grandparent, continue from the grandparent (= find())
+//   SPLITTING x -> grandparent, continue from the old parent
+//   FULL      walk to the root, then point every element of the walk at it
+//   SPLICING  Rem's splice: while walking up from rx, re-point rx at the
+//             other walk's (smaller) parent (rem-cas only)
+// Which rule goes with which union is listed in meshccl/graph.py
+// (COMPRESSION); the host refuses the other combinations.
+
+enum Compression { COMPRESS_NONE = 0, COMPRESS_HALVING = 1, COMPRESS_SPLITTING = 2,
+                   COMPRESS_FULL = 3, COMPRESS_SPLICING = 4 };
+enum UnionRule { UNION_ASYNC = 0, UNION_REM_CAS = 1, UNION_EARLY = 2, UNION_HOOKS = 3,
+                 UNION_JTB = 4 };
+
+// Find without compression.
+template <typename I>
+__device__ __forceinline__ I find_naive(const I* P, I x) {
+    I p = __ldcg(P + x);
+    while (p != x) {
+        x = p;
+        p = __ldcg(P + x);
+    }
+    return x;
+}
+
+// Find with path splitting: every element of the walk is re-pointed at its
+// grandparent and the walk goes on from its old parent.  Plain stores, as
+// in find(): a parent is only ever replaced by one of its ancestors.
+template <typename I>
+__device__ __forceinline__ I find_splitting(I* P, I x) {
+    I p = __ldcg(P + x);
+    while (p != x) {
+        const I g = __ldcg(P + p);
+        if (g == p) return p;
+        P[x] = g;
+        x = p;
+        p = g;
+    }
+    return x;
+}
+
+// Find with full compression: find the root r, then point the walk's
+// elements at r.  Needs P[x] <= x: the second walk stops at the first
+// element not above r (someone may have compressed past r meanwhile, and
+// r itself may have been hooked: storing r is still storing an ancestor).
+template <typename I>
+__device__ __forceinline__ I find_full(I* P, I x) {
+    const I r = find_naive(P, x);
+    while (x > r) {
+        const I p = __ldcg(P + x);
+        if (p <= r) break;
+        P[x] = r;
+        x = p;
+    }
+    return r;
+}
+
+template <int C, typename I>
+__device__ __forceinline__ I find_with(I* P, I x) {
+    if (C == COMPRESS_NONE) return find_naive(P, x);
+    if (C == COMPRESS_SPLITTING) return find_splitting(P, x);
+    if (C == COMPRESS_FULL) return find_full(P, x);
+    return find<false>(P, x);  // COMPRESS_HALVING
+}
+
+// Union-Async with a chosen find: unite() with find_with<C>.
+template <int C, typename I>
+__device__ __forceinline__ bool unite_async(I* P, I a, I b) {
+    a = find_with<C>(P, a);
+    b = find_with<C>(P, b);
+    while (a != b) {
+        if (a < b) { I t = a; a = b; b = t; }
+        const I old = cas(P + a, a, b);
+        if (old == a) return true;
+        a = find_with<C>(P, old);
+        b = find_with<C>(P, b);
+    }
+    return false;
+}
+
+// Rem's algorithm, lock-free (Union-Rem-CAS): two walks move up in
+// lock-step by parent value; the one with the larger parent steps (or, at a
+// root, is hooked by CAS under the other's parent, which is smaller and so
+// outside its tree).  Equal parents prove one set.  C: NONE, HALVING,
+// SPLITTING (one CAS-guarded step each time the walk moves) or SPLICING.
+template <int C, typename I>
+__device__ __forceinline__ bool unite_rem_cas(I* P, I a, I b) {
+    I rx = a, ry = b;
+    while (true) {
+        I px = __ldcg(P + rx), py = __ldcg(P + ry);
+        if (px == py) return false;
+        if (px < py) { I t = rx; rx = ry; ry = t; t = px; px = py; py = t; }
+        if (rx == px) {                                  // rx is a root
+            if (cas(P + rx, rx, py) == rx) return true;
+            continue;
+        }
+        if (C == COMPRESS_SPLICING) {
+            cas(P + rx, px, py);                         // rx joins ry's side
+            rx = px;
+        } else if (C == COMPRESS_SPLITTING) {
+            const I g = __ldcg(P + px);
+            cas(P + rx, px, g);
+            rx = px;
+        } else if (C == COMPRESS_HALVING) {
+            const I g = __ldcg(P + px);
+            cas(P + rx, px, g);
+            rx = g;
+        } else {
+            rx = px;
+        }
+    }
+}
+
+// Union-Early: the two walks go up together (the larger element steps)
+// and stop as soon as they meet; a root met by the larger walk is hooked
+// under the other walk's current element, which is smaller and so outside
+// the root's tree.  The walk itself stores nothing; C (NONE, HALVING,
+// SPLITTING, FULL) compresses the paths of a and b afterwards.
+template <int C, typename I>
+__device__ __forceinline__ bool unite_early(I* P, I a, I b) {
+    I u = a, v = b;
+    bool hooked = false;
+    while (u != v) {
+        if (u < v) { I t = u; u = v; v = t; }
+        const I pu = __ldcg(P + u);
+        if (pu == u) {
+            if (cas(P + u, u, v) == u) { hooked = true; break; }
+        } else {
+            u = pu;
+        }
+    }
+    if (C != COMPRESS_NONE) {
+        find_with<C>(P, a);
+        find_with<C>(P, b);
+    }
+    return hooked;
+}
+
+// Union-Hooks: the CAS goes to an auxiliary array H (all -1 at the start)
+// instead of P, so the store into P[root] is uncontended: the thread that
+// claims H[r] is the only one that writes P[r] while r is a root.  A root
+// already claimed (its P store not yet seen) is followed through H.
+template <int C, typename I>
+__device__ __forceinline__ bool unite_hooks(I* P, I* H, I a, I b) {
+    a = find_with<C>(P, a);
+    b = find_with<C>(P, b);
+    while (a != b) {
+        if (a < b) { I t = a; a = b; b = t; }
+        const I h = cas(H + a, (I)-1, b);
+        if (h == (I)-1) {
+            P[a] = b;
+            return true;
+        }
+        a = find_with<C>(P, h);
+        b = find_with<C>(P, b);
+    }
+    return false;
+}
+
+// Union-JTB (Jayanti, Tarjan and Boix-Adserà): randomized linking -- the
+// root of lower random priority is hooked under the other.  The order is
+// (hash(x), x), total, so no cycle forms, but roots are no longer the
+// smallest elements: the caller turns the forest into smallest-element
+// pointers afterwards (meshccl_graph_jtb_* in graph.cu).  C: NONE or
+// SPLITTING (through CAS, as in the paper's find).
+__device__ __forceinline__ unsigned jtb_priority(unsigned long long x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return (unsigned)x;
+}
+
+template <typename I>
+__device__ __forceinline__ bool jtb_before(I a, I b) {  // a's key below b's
+    const unsigned pa = jtb_priority((unsigned long long)a);
+    const unsigned pb = jtb_priority((unsigned long long)b);
+    return pa < pb || (pa == pb && a < b);
+}
+
+template <int C, typename I>
+__device__ __forceinline__ I find_jtb(I* P, I x) {
+    I p = __ldcg(P + x);
+    while (p != x) {
+        const I g = __ldcg(P + p);
+        if (g == p) return p;
+        if (C == COMPRESS_SPLITTING) cas(P + x, p, g);
+        x = p;
+        p = g;
+    }
+    return x;
+}
+
+template <int C, typename I>
+__device__ __forceinline__ bool unite_jtb(I* P, I a, I b) {
+    a = find_jtb<C>(P, a);
+    b = find_jtb<C>(P, b);
+    while (a != b) {
+        if (jtb_before(b, a)) { I t = a; a = b; b = t; }  // a: the lower key
+        const I old = cas(P + a, a, b);
+        if (old == a) return true;
+        a = find_jtb<C>(P, old);
+        b = find_jtb<C>(P, b);
+    }
+    return false;
+}
+
+// One union by rule R with compression C; H is Union-Hooks' array.
+template <int R, int C, typename I>
+__device__ __forceinline__ bool unite_by(I* P, I* H, I a, I b) {
+    if (R == UNION_REM_CAS) return unite_rem_cas<C>(P, a, b);
+    if (R == UNION_EARLY) return unite_early<C>(P, a, b);
+    if (R == UNION_HOOKS) return unite_hooks<C>(P, H, a, b);
+    if (R == UNION_JTB) return unite_jtb<C>(P, a, b);
+    return unite_async<C>(P, a, b);
 }
 
 }  // namespace meshccl

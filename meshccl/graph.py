@@ -13,6 +13,17 @@ halving, the larger root hooked under the smaller), so each component's root
 is its smallest vertex and the numbering comes out of the shared relabel.
 NumPy / SciPy input is labelled by the CPU backend (numba), CuPy input on
 its GPU (``kernels/graph.cu``), with the result on the input's side.
+
+Methods (``method=``, every one on both backends, all giving SciPy's
+labels): union-find over the edges with GConn's union rules ('unionfind' =
+'async', 'rem-cas', 'early', 'hooks', 'jtb', each with its valid
+``compression=`` rules, see :data:`COMPRESSION`), ECL-CC ('ecl'), GConn's
+samplers with a union-find finish ('kout', 'hb', 'bfs-sample'),
+Shiloach-Vishkin ('sv') and Hawick et al.'s graph kernels ('edge-lp',
+'vertex-lp', 'bfs-cc' = 'bfs').  The alternative union rules live next to
+the core in ``kernels/unionfind.cuh`` (and ``meshccl/_cpu/graph.py``);
+meshes and the default graph methods use the core's rule only.
+``spanning_forest`` records the edges whose union hooked, on either backend.
 """
 
 from __future__ import annotations
@@ -21,16 +32,37 @@ from typing import NamedTuple
 
 import numpy as np
 
-#: 'auto' picks per backend (see connected_components).  'unionfind' is the
-#: union-find over every edge, 'ecl' ECL-CC (first-smaller-neighbour start,
-#: then hooking), 'kout' k-out sampling + finish (Afforest / GConn); the
-#: others are the papers' methods as serial CPU references: Shiloach-Vishkin
-#: ('sv'), Hawick et al.'s edge and vertex label propagation ('edge-lp',
-#: 'vertex-lp') and breadth-first search ('bfs').
-METHODS = ("auto", "unionfind", "ecl", "kout", "sv", "edge-lp", "vertex-lp", "bfs")
+#: 'auto' picks per backend (see connected_components).  Union-find over
+#: every stored edge: 'unionfind' (alias 'async'), and GConn's other union
+#: rules 'rem-cas', 'early', 'hooks', 'jtb'; 'ecl' ECL-CC; samplers with a
+#: union-find finish: 'kout' (k-out, Afforest / GConn), 'hb' (hook-based),
+#: 'bfs-sample' (a breadth-first search); iterative methods: Shiloach-Vishkin
+#: ('sv'), Hawick et al.'s kernels 1-3 ('edge-lp', 'vertex-lp', 'bfs-cc',
+#: alias 'bfs').  Every method runs on both backends.
+METHODS = ("auto", "unionfind", "async", "ecl", "kout", "hb", "bfs-sample", "rem-cas", "early",
+           "hooks", "jtb", "sv", "edge-lp", "vertex-lp", "bfs-cc", "bfs")
 #: the methods each backend runs
 CPU_METHODS = METHODS
-GPU_METHODS = ("auto", "unionfind", "ecl", "kout")
+GPU_METHODS = METHODS
+#: the compression rules each method accepts (``compression=``), its
+#: default first.  The union-find rules combine as ConnectIt / GConn allow:
+#: Rem's algorithm walks by parent value and never finds a root, so 'full'
+#: does not apply to it, and splicing belongs to it alone; JTB's find is
+#: splitting or none.  The other methods use the core's path halving only
+#: ('halving' accepted) or no union-find at all (none accepted).
+COMPRESSION = {
+    "unionfind": ("halving", "none", "splitting", "full"),
+    "async": ("halving", "none", "splitting", "full"),
+    "rem-cas": ("splicing", "none", "halving", "splitting"),
+    "early": ("halving", "none", "splitting", "full"),
+    "hooks": ("halving", "none", "splitting", "full"),
+    "jtb": ("splitting", "none"),
+    "auto": ("halving",), "ecl": ("halving",), "kout": ("halving",), "hb": ("halving",),
+    "bfs-sample": ("halving",),
+    "sv": (), "edge-lp": (), "vertex-lp": (), "bfs-cc": (), "bfs": (),
+}
+#: the methods that iterate to a fixed point (``max_iterations=`` applies)
+ITERATIVE = ("sv", "edge-lp", "vertex-lp", "bfs-cc", "bfs")
 
 
 class Edges(NamedTuple):
@@ -45,7 +77,7 @@ class Edges(NamedTuple):
 
 
 def connected_components(csgraph, directed=True, connection="weak", return_labels=True, *,
-                         method="auto", symmetric=False):
+                         method="auto", symmetric=False, compression=None, max_iterations=None):
     """Connected components of a graph, like ``scipy.sparse.csgraph.connected_components``.
 
     Parameters
@@ -65,20 +97,43 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         ``NotImplementedError``.
     return_labels : bool, optional
         Also return the labels (default True).
-    method : {'auto', 'unionfind', 'ecl', 'kout', 'sv', 'edge-lp', 'vertex-lp', 'bfs'}, optional
-        Algorithm; all give the same labels.
+    method : str, optional
+        Algorithm, one of :data:`METHODS`; all give the same labels, on
+        both backends (the CPU runs serial twins of the GPU kernels).
 
-        * 'unionfind': union-find over every stored edge (on the GPU one
-          thread per edge; on CSR input it finds its row by binary search).
+        * 'unionfind' (alias 'async'): union-find over every stored edge
+          (GConn's Union-Async: the larger root is hooked under the smaller
+          by CAS; on the GPU one thread per edge, CSR rows found by binary
+          search).
+        * 'rem-cas', 'early', 'hooks', 'jtb': GConn's other union rules, one
+          thread per edge.  'rem-cas': Rem's algorithm without locks (two
+          walks step by parent value, a root is hooked by CAS).  'early':
+          the two walks go up together and stop where they meet.  'hooks':
+          the CAS goes to an auxiliary array, so the write to the parent
+          array is uncontended.  'jtb': Jayanti-Tarjan-Boix-Adserà
+          randomized linking by a hashed priority (then every vertex is
+          pointed at its component's smallest vertex).
         * 'ecl': ECL-CC -- every vertex starts at its first smaller
           neighbour, then threads, warps or blocks (by degree: up to 16, up
           to 352, more) hook the rest.
-        * 'kout': k-out sampling (Afforest, GConn): unite the first 2 edges
-          of each vertex, take the most frequent root among 1024 sampled
-          vertices, and finish with the edges of the vertices outside it.
-        * 'sv', 'edge-lp', 'vertex-lp', 'bfs' (CPU only):
-          Shiloach-Vishkin, Hawick et al.'s edge and frontier label
-          propagation, and a search per component, as serial references.
+        * 'kout', 'hb', 'bfs-sample': GConn's samplers, then the most
+          frequent root L of 1024 sampled vertices is found and a finish
+          pass unites the edges of the vertices outside L.  'kout' unites
+          the first 2 edges of every vertex; 'hb' (hook-based) points every
+          vertex at its first smaller neighbour, then lets the vertices
+          still roots unite their first 2 edges; 'bfs-sample' runs a
+          breadth-first search (at most 512 levels) from the sampled vertex
+          of largest degree and takes what it reached as L's set.
+        * 'sv': Shiloach-Vishkin as Dehne and Yogaratnam run it on a GPU
+          (grid-stride loops; hooking of roots under smaller parents and
+          pointer jumping in separate kernels, until nothing changes).
+        * 'edge-lp', 'vertex-lp', 'bfs-cc' (alias 'bfs'): Hawick et al.'s
+          graph kernels 1-3 -- label propagation over the edges, over the
+          active vertices' adjacency lists (a frontier of vertices whose
+          label dropped), and one breadth-first search per component from
+          its smallest vertex.  Their pass count grows with the graph's
+          diameter (and for 'bfs-cc' with the number of components); on
+          the GPU the change flags of several passes are read at once.
         * 'auto': on the CPU the serial union-find ('unionfind', which
           starts like ECL-CC).  On the GPU the rule of Hong, Dhulipala and
           Shun (GConn): sampling pays only when the average degree is high
@@ -91,10 +146,25 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     symmetric : bool, optional
         The caller promises that every stored edge (u, v) is also stored as
         (v, u), as in an undirected graph held as a symmetric matrix.  The
-        GPU methods then take each edge from one side only, and 'kout' lets
-        the vertices of the sampled giant component skip their edges.  A
-        false promise gives wrong components.  Default False: any input,
-        directed or not, gives its weak components.
+        GPU methods then take each edge from one side only, the samplers
+        let the vertices of the giant component skip their edges, and
+        'vertex-lp' / 'bfs-cc' use the input as their adjacency lists
+        instead of building a symmetric copy.  A false promise gives wrong
+        components.  Default False: any input, directed or not, gives its
+        weak components.
+    compression : {None, 'halving', 'none', 'splitting', 'full', 'splicing'}, optional
+        Path compression of the union-find rules (None: the method's
+        default).  Valid combinations (:data:`COMPRESSION`, default first):
+        'unionfind' / 'async' / 'early' / 'hooks': 'halving', 'none',
+        'splitting', 'full'; 'rem-cas': 'splicing', 'none', 'halving',
+        'splitting'; 'jtb': 'splitting', 'none'; 'ecl', 'kout', 'hb',
+        'bfs-sample', 'auto': 'halving' only (the core's); 'sv',
+        'edge-lp', 'vertex-lp', 'bfs-cc': none (ValueError for any).
+    max_iterations : int, optional
+        Cap on the passes of the iterative methods ('sv', 'edge-lp',
+        'vertex-lp', 'bfs-cc'; on the CPU the serial BFS is never capped):
+        ``NotConverged`` when that many passes all still changed labels.
+        Ignored by the other methods.  Default None: no cap.
 
     Returns
     -------
@@ -111,11 +181,13 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     ValueError
         A non-square matrix, indptr of the wrong length, not starting at 0,
         decreasing, or not ending at len(indices), indices out of range or
-        negative, an unknown connection or method.  CuPy input is checked on
-        the device before any kernel runs.
+        negative, an unknown connection or method, a compression the
+        method does not take, a bad max_iterations.  CuPy input is checked
+        on the device before any kernel runs.
     NotImplementedError
-        ``connection='strong'`` on a directed graph; a CPU-only method
-        ('sv', 'edge-lp', 'vertex-lp', 'bfs') on CuPy input.
+        ``connection='strong'`` on a directed graph.
+    meshccl.errors.NotConverged
+        An iterative method used up ``max_iterations`` passes.
 
     Examples
     --------
@@ -130,6 +202,10 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     1
     >>> connected_components(g, method="kout")[0]
     5
+    >>> connected_components(g, method="rem-cas", compression="halving")[0]
+    5
+    >>> connected_components(g, method="edge-lp", max_iterations=100)[0]
+    5
 
     On a GPU the same call takes CuPy arrays and returns CuPy labels::
 
@@ -140,22 +216,33 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         raise ValueError(f"connection must be 'weak' or 'strong', got {connection!r}")
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    compression = _check_compression(method, compression)
+    if max_iterations is not None and (
+            isinstance(max_iterations, (bool, np.bool_))
+            or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 1):
+        raise ValueError(f"max_iterations must be None or an int >= 1, got {max_iterations!r}")
     if directed and connection == "strong":
         raise NotImplementedError(
             "connection='strong' is not implemented yet; use connection='weak' "
             "(or directed=False)")
     kind, arrays, n = _as_graph(csgraph)
     if _is_cupy(arrays[0]):
-        return _gpu_components(kind, arrays, n, method, symmetric, return_labels)
+        return _gpu_components(kind, arrays, n, method, symmetric, return_labels, compression,
+                               max_iterations)
     label_dtype = np.int64 if n >= 2**31 else np.int32
     from ._cpu import graph as cpu
 
-    if method in ("sv", "edge-lp", "vertex-lp", "bfs"):
-        count, labels, _ = cpu.components_by(method, "edges" if kind == "edges" else "csr",
-                                             arrays, n, label_dtype)
+    ckind = "edges" if kind == "edges" else "csr"
+    if method in ITERATIVE:
+        count, labels, _ = cpu.components_by(method, ckind, arrays, n, label_dtype,
+                                             max_iterations)
     elif method == "kout":
-        count, labels = cpu.components_kout("edges" if kind == "edges" else "csr", arrays, n,
-                                            label_dtype, symmetric)
+        count, labels = cpu.components_kout(ckind, arrays, n, label_dtype, symmetric)
+    elif method in ("hb", "bfs-sample"):
+        count, labels = cpu.components_sampled(method, ckind, arrays, n, label_dtype, symmetric)
+    elif method in cpu.RULES and (method not in ("unionfind", "async")
+                                  or compression != "halving"):
+        count, labels = cpu.components_rule(method, compression, ckind, arrays, n, label_dtype)
     elif kind in ("csr", "csc"):
         count, labels = cpu.components_csr(*arrays, n, label_dtype)
     else:
@@ -163,14 +250,29 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     return (count, labels) if return_labels else count
 
 
-def _gpu_components(kind, arrays, n, method, symmetric, return_labels):
-    if method not in GPU_METHODS:
-        raise NotImplementedError(
-            f"method={method!r} runs on the CPU only in this release (GPU methods: "
-            f"{GPU_METHODS}); pass SciPy/NumPy input (e.g. x.get()) to run it there")
+def _check_compression(method, compression):
+    """The compression rule to use (the method's default for None); a clear
+    ValueError for a combination the method does not take."""
+    valid = COMPRESSION[method]
+    if compression is None:
+        return valid[0] if valid else None
+    if compression not in COMPRESSION["unionfind"] + ("splicing",):
+        raise ValueError(f"compression must be None or one of 'halving', 'none', 'splitting', "
+                         f"'full', 'splicing', got {compression!r}")
+    if compression not in valid:
+        if not valid:
+            raise ValueError(f"method={method!r} uses no union-find, so it takes no "
+                             f"compression (got {compression!r})")
+        raise ValueError(f"method={method!r} takes compression in {valid}, got {compression!r}")
+    return compression
+
+
+def _gpu_components(kind, arrays, n, method, symmetric, return_labels, compression=None,
+                    max_iterations=None):
     from ._gpu import graph as gpu
 
-    count, labels = gpu.components(kind, arrays, n, method, symmetric)
+    count, labels = gpu.components(kind, arrays, n, method, symmetric,
+                                   compression=compression, max_iterations=max_iterations)
     count = int(count)  # the one host synchronisation
     return (count, labels) if return_labels else count
 
@@ -179,10 +281,13 @@ def spanning_forest(csgraph):
     """A spanning forest of the graph's weak components.
 
     Every edge returned is an edge of the input (in its stored direction),
-    taken when its union joined two different sets; the result has
-    ``n_vertices - n_components`` edges, no cycle, and the same components
-    as the input.  Deterministic for a given input.  CPU only in this
-    release: CuPy input raises ``NotImplementedError``.
+    taken when its union joined two different sets (``unite`` reported a
+    hook); the result has ``n_vertices - n_components`` edges, no cycle,
+    and the same components as the input.  NumPy / SciPy input runs on the
+    CPU (deterministic: the edges in the order they were met); CuPy input
+    on its GPU (one thread per stored edge; which edge of a cycle is kept
+    depends on thread timing; the edges come in input order), with CuPy
+    arrays out.
 
     Parameters
     ----------
@@ -200,15 +305,21 @@ def spanning_forest(csgraph):
     >>> f = spanning_forest(Edges(np.array([0, 1, 2, 3]), np.array([1, 2, 0, 4]), 6))
     >>> f.src.tolist(), f.dst.tolist(), f.n_vertices
     ([0, 1, 3], [1, 2, 4], 6)
+
+    On a GPU::
+
+        import cupy
+        f = spanning_forest(Edges(cupy.asarray(src), cupy.asarray(dst), n))  # CuPy int64 arrays
     """
     kind, arrays, n = _as_graph(csgraph)
     if _is_cupy(arrays[0]):
-        raise NotImplementedError(
-            "spanning_forest runs on the CPU only in this release: pass SciPy/NumPy "
-            "input (e.g. cupy_matrix.get())")
-    from ._cpu import graph as cpu
+        from ._gpu import graph as gpu
 
-    src, dst = cpu.forest(kind, arrays, n)
+        src, dst = gpu.forest(kind, arrays, n)
+    else:
+        from ._cpu import graph as cpu
+
+        src, dst = cpu.forest(kind, arrays, n)
     if kind == "csc":  # its rows are the input's columns
         src, dst = dst, src
     return Edges(src, dst, n)

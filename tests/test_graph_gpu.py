@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
 from meshccl import graph_generators as gen
-from meshccl.graph import CPU_METHODS, GPU_METHODS, Edges, connected_components, spanning_forest
+from meshccl.errors import NotConverged
+from meshccl.graph import (COMPRESSION, CPU_METHODS, GPU_METHODS, Edges, connected_components,
+                           spanning_forest)
 
 from conftest import HAVE_GPU, to_host
 
@@ -85,8 +87,35 @@ def test_every_method_every_form_matches_scipy(backend, g, data):
         check(backend, form, want_n, want, method, name)
 
 
+#: every (method, compression) pair the API accepts (None: the default)
+COMBOS = [(m, c) for m in CPU_METHODS for c in (None,) + COMPRESSION[m]]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(g=graphs(), mc=st.sampled_from(COMBOS), symmetric=st.booleans())
+def test_every_compression_matches_scipy(backend, g, mc, symmetric):
+    n, src, dst = g
+    if symmetric:
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    method, compression = mc
+    want_n, want = scipy_answer(n, src, dst)
+    for name, form in forms(backend, n, src, dst):
+        check(backend, form, want_n, want, method, name, compression=compression,
+              symmetric=symmetric)
+
+
+@pytest.mark.parametrize("method, compression", [mc for mc in COMBOS if mc[1] is not None])
+def test_every_compression_on_rmat(backend, method, compression):
+    e = gen.rmat(12, 8, seed=11)
+    want_n, want = scipy_answer(e.n_vertices, e.src, e.dst)
+    csr = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(e.n_vertices,) * 2).tocsr()
+    check(backend, Edges(on(backend, e.src), on(backend, e.dst), e.n_vertices), want_n, want,
+          method, "edges", compression=compression)
+    check(backend, on(backend, csr), want_n, want, method, "csr", compression=compression)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs(), method=st.sampled_from(["auto", "unionfind", "ecl", "kout"]))
+@given(g=graphs(), method=st.sampled_from(["auto"] + METHODS["cpu"]))
 def test_symmetric_promise(backend, g, method):
     n, src, dst = g
     s, d = np.concatenate([src, dst]), np.concatenate([dst, src])
@@ -216,11 +245,6 @@ def test_gpu_specifics():
 
     e = gen.rmat(10, 4, seed=3)
     g = Edges(cupy.asarray(e.src), cupy.asarray(e.dst), e.n_vertices)
-    for method in ("sv", "edge-lp", "vertex-lp", "bfs"):
-        with pytest.raises(NotImplementedError, match=f"method='{method}' runs on the CPU only"):
-            connected_components(g, method=method)
-    with pytest.raises(NotImplementedError, match="spanning_forest runs on the CPU only"):
-        spanning_forest(g)
     with pytest.raises(TypeError, match="all NumPy or all CuPy"):
         connected_components(Edges(cupy.asarray(e.src), e.dst, e.n_vertices))
     # the device's result equals the host's
@@ -230,11 +254,68 @@ def test_gpu_specifics():
     np.testing.assert_array_equal(got[1].get(), want[1])
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(g=graphs())
+def test_spanning_forest_per_backend(backend, g):
+    """Input edges, n - c of them, acyclic, spanning every component."""
+    n, src, dst = g
+    want_n, want = scipy_answer(n, src, dst)
+    edges = set(zip(src.tolist(), dst.tolist()))
+    for name, form in forms(backend, n, src, dst):
+        f = spanning_forest(form)
+        fs, fd = to_host(f.src), to_host(f.dst)
+        assert f.n_vertices == n and fs.dtype == np.int64 and fs.size == n - want_n, name
+        got_n, got = connected_components(Edges(fs, fd, n))  # n - c edges spanning c: no cycle
+        assert got_n == want_n, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+        assert all(e in edges for e in zip(fs.tolist(), fd.tolist())), name
+
+
+def test_spanning_forest_large_per_backend(backend):
+    e = gen.rmat(14, 8, seed=5)
+    f = spanning_forest(Edges(on(backend, e.src), on(backend, e.dst), e.n_vertices))
+    c, lab = connected_components(e)
+    assert to_host(f.src).size == e.n_vertices - c
+    np.testing.assert_array_equal(connected_components(Edges(to_host(f.src), to_host(f.dst),
+                                                             e.n_vertices))[1], lab)
+
+
+def test_max_iterations(backend):
+    e = gen.line(500)
+    g = Edges(on(backend, e.src), on(backend, e.dst), e.n_vertices)
+    for method in ("edge-lp", "vertex-lp", "sv") + (("bfs-cc",) if backend == "gpu" else ()):
+        with pytest.raises(NotConverged, match=f"method='{method}' did not converge"):
+            connected_components(g, method=method, max_iterations=1)
+        assert connected_components(g, method=method, max_iterations=10**6)[0] == 1
+    # ignored by the non-iterative methods
+    assert connected_components(g, method="ecl", max_iterations=1)[0] == 1
+
+
+def test_bad_method_options(backend):
+    g = Edges(on(backend, np.array([0, 1])), on(backend, np.array([1, 2])))
+    with pytest.raises(ValueError, match="method must be one of"):
+        connected_components(g, method="afforest")
+    with pytest.raises(ValueError, match=r"method='rem-cas' takes compression in \('splicing'"):
+        connected_components(g, method="rem-cas", compression="full")
+    with pytest.raises(ValueError, match=r"method='jtb' takes compression in \('splitting', 'none'\)"):
+        connected_components(g, method="jtb", compression="halving")
+    with pytest.raises(ValueError, match=r"method='ecl' takes compression in \('halving',\)"):
+        connected_components(g, method="ecl", compression="none")
+    with pytest.raises(ValueError, match="method='sv' uses no union-find"):
+        connected_components(g, method="sv", compression="halving")
+    with pytest.raises(ValueError, match="compression must be None or one of"):
+        connected_components(g, method="unionfind", compression="zip")
+    with pytest.raises(ValueError, match="max_iterations must be None or an int >= 1"):
+        connected_components(g, method="sv", max_iterations=0)
+    assert connected_components(g, method="bfs")[0] == connected_components(g, method="bfs-cc")[0] == 1
+    assert connected_components(g, method="async", compression="full")[0] == 1
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-@pytest.mark.parametrize("method", ["unionfind", "ecl", "kout"])
+@pytest.mark.parametrize("method, compression", [mc for mc in COMBOS if mc[0] not in ("auto", "bfs", "async")])
 @pytest.mark.parametrize("kind", ["edges", "csr"])
-def test_int64_kernels(method, kind):
+def test_int64_kernels(method, compression, kind):
     """The long long instantiations (used from 2**31 vertices) on a small graph."""
     import cupy
 
@@ -247,6 +328,7 @@ def test_int64_kernels(method, kind):
     else:
         csr = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
         arrays = (cupy.asarray(csr.indptr), cupy.asarray(csr.indices))
-    count, labels = gpu.components(kind, arrays, n, method, index_dtype=np.int64)
+    count, labels = gpu.components(kind, arrays, n, method, index_dtype=np.int64,
+                                   compression=compression)
     assert labels.dtype == np.int64 and int(count) == want_n
     np.testing.assert_array_equal(labels.get(), want)

@@ -29,7 +29,7 @@ class FakeArray(np.ndarray):
 
 FakeArray.__module__ = "cupy._core.core"
 C = {"int": np.int32, "long long": np.int64, "unsigned long long": np.uint64,
-     "unsigned": np.uint32, "bool": None}
+     "unsigned": np.uint32, "unsigned char": np.uint8, "bool": None}
 
 
 def fake(a):
@@ -44,9 +44,9 @@ def make_cupy():
     cp = types.ModuleType("cupy")
     cp.ndarray = FakeArray
     for name in ("asarray", "ascontiguousarray", "zeros", "empty", "arange", "cumsum", "stack",
-                 "diff", "minimum", "ones"):
+                 "diff", "minimum", "ones", "full", "concatenate", "searchsorted", "sort"):
         setattr(cp, name, _wrap(getattr(np, name)))
-    for name in ("int32", "int64", "uint64", "uint32", "float32", "int8"):
+    for name in ("int32", "int64", "uint64", "uint32", "float32", "int8", "uint8"):
         setattr(cp, name, getattr(np, name))
     cp.cuda = types.SimpleNamespace(
         Device=lambda *a: types.SimpleNamespace(id=0, synchronize=lambda: None),
@@ -68,6 +68,11 @@ def unite(P, a, b):
     a, b = find(P, a), find(P, b)
     if a != b:
         P[max(a, b)] = min(a, b)
+
+
+#: (rule, compression) pairs instantiated in graph.cu (MESHCCL_GRAPH_RULES)
+VALID_RULES = {(0, c) for c in range(4)} | {(1, 0), (1, 1), (1, 2), (1, 4)} | \
+    {(2, c) for c in range(4)} | {(3, c) for c in range(4)} | {(4, 0), (4, 2)}
 
 
 def parse(expr):
@@ -114,7 +119,7 @@ def emulate(expr):
         def run(indptr, indices, P, n):
             for v in range(n):
                 P[v] = next((u for u in indices[indptr[v]:indptr[v + 1]] if u < v), v)
-    elif name.startswith("meshccl_graph_vertex_"):
+    elif name.startswith("meshccl_graph_vertex_") and name != "meshccl_graph_vertex_lp":
         level, mode, sym = name.rsplit("_", 1)[1], int(t[2]), t[3] == "true"
         sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int"), P_, P_,
                ("ptr", "unsigned long long")]
@@ -205,14 +210,179 @@ def emulate(expr):
             for e in range(m)[::-1]:  # any order: the kernel's is timing-dependent
                 indices[cursor[src[e]]] = dst[e]
                 cursor[src[e]] += 1
+    elif name == "meshccl_graph_rule":
+        csr, sym, rule, comp = t[2] == "true", t[3] == "true", int(t[4]), int(t[5])
+        assert (rule, comp) in VALID_RULES, f"{expr}: rule {rule} with compression {comp}"
+        sig = [("ptr", "long long"), ("ptr", t[1]), ("ptr", t[1]), P_, P_, ("val", t[0]),
+               ("val", "long long")]
+
+        def run(indptr, src, dst, P, H, n, m):
+            rows = np.repeat(np.arange(n), np.diff(indptr)) if csr else src
+            assert len(rows) == m
+            if rule == 3:
+                assert len(H) == n and (H == -1).all(), "hooks needs H = -1"
+            for a, b in zip(rows, dst):
+                if a == b or (sym and a < b):
+                    continue
+                ra, rb = find(P, a), find(P, b)
+                if ra != rb:
+                    if rule == 4:  # any total order will do: the jtb_* passes fix the roots
+                        P[min(ra, rb)] = max(ra, rb)
+                    else:
+                        P[max(ra, rb)] = min(ra, rb)
+                        if rule == 3:
+                            H[max(ra, rb)] = min(ra, rb)
+    elif name in ("meshccl_graph_jtb_roots", "meshccl_graph_jtb_min", "meshccl_graph_jtb_assign"):
+        sig = [P_, P_, ("val", t[0])]
+        step = name.rsplit("_", 1)[1]
+
+        def run(P, R, n):
+            for v in range(n):
+                if step == "roots":
+                    r = v
+                    while P[r] != r:
+                        r = P[r]
+                    R[v] = r
+                elif step == "min":
+                    if R[v] != v:
+                        P[R[v]] = min(P[R[v]], v)
+                elif R[v] != v:
+                    P[v] = P[R[v]]
+    elif name == "meshccl_graph_forest":
+        csr = t[2] == "true"
+        sig = [("ptr", "long long"), ("ptr", t[1]), ("ptr", t[1]), P_, ("val", t[0]),
+               ("val", "long long"), ("ptr", "long long"), ("ptr", "unsigned long long")]
+
+        def run(indptr, src, dst, P, n, m, fe, count):
+            rows = np.repeat(np.arange(n), np.diff(indptr)) if csr else src
+            assert len(rows) == m
+            for e in range(m)[::-1]:  # any order
+                a, b = find(P, rows[e]), find(P, dst[e])
+                if a != b:
+                    P[max(a, b)] = min(a, b)
+                    fe[int(count[0])] = e
+                    count[0] += 1
+    elif name == "meshccl_graph_rows":
+        sig = [("ptr", "long long"), ("val", "long long"), ("ptr", t[0])]
+
+        def run(indptr, n, rows):
+            rows[:] = np.repeat(np.arange(n), np.diff(indptr))
+    elif name == "meshccl_graph_edge_lp":
+        sym = t[2] == "true"
+        sig = [("ptr", t[1]), ("ptr", t[1]), P_, ("val", "long long"), ("ptr", "int")]
+
+        def run(src, dst, P, m, flag):
+            for a, b in zip(src, dst):
+                if a == b or (sym and a < b):
+                    continue
+                lo = min(P[a], P[b])
+                if P[a] != lo or P[b] != lo:
+                    P[a] = P[b] = lo
+                    flag[0] = 1
+    elif name == "meshccl_graph_vertex_lp":
+        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("ptr", "unsigned char"),
+               ("ptr", "unsigned char"), ("ptr", "int")]
+
+        def run(indptr, indices, P, n, active, nxt, flag):
+            for v in range(n):
+                if not active[v]:
+                    continue
+                active[v] = 0
+                for u in indices[indptr[v]:indptr[v + 1]]:
+                    if P[v] < P[u]:
+                        P[u] = P[v]
+                        nxt[u] = flag[0] = 1
+                    elif P[u] < P[v]:
+                        P[v] = P[u]
+                        nxt[v] = flag[0] = 1
+    elif name == "meshccl_graph_bfs_expand":
+        sig = [("ptr", "long long"), ("ptr", t[1]), P_, P_, ("ptr", "unsigned long long"), P_,
+               ("ptr", "unsigned long long"), P_, P_]
+
+        def run(indptr, indices, P, inq, in_count, out, out_count, label, minv):
+            for v in inq[:int(in_count[0])]:
+                for u in indices[indptr[v]:indptr[v + 1]]:
+                    if P[u] == -1:
+                        P[u] = label[0]
+                        out[int(out_count[0])] = u
+                        out_count[0] += 1
+                        minv[0] = min(minv[0], u)
+    elif name == "meshccl_graph_bfs_next":
+        sig = [P_, ("val", t[0]), ("ptr", "unsigned long long"), P_, ("ptr", "unsigned long long"),
+               P_, ("ptr", "long long"), ("ptr", "int")]
+
+        def run(P, n, in_count, out, out_count, label, cursor, flag):
+            in_count[0] = 0
+            if out_count[0]:
+                flag[0] = 1
+                return
+            free = np.flatnonzero(np.asarray(P[int(cursor[0]):]) == -1)
+            if free.size:
+                s = int(cursor[0]) + int(free[0])
+                P[s] = out[0] = label[0] = s
+                out_count[0] = 1
+                cursor[0] = s + 1
+                flag[0] = 1
+            else:
+                cursor[0] = n
+    elif name == "meshccl_graph_sv_hook":
+        sym = t[2] == "true"
+        sig = [("ptr", t[1]), ("ptr", t[1]), P_, ("val", "long long"), ("ptr", "int")]
+
+        def run(src, dst, P, m, flag):
+            for a, b in zip(src, dst):
+                if a == b or (sym and a < b) or P[a] == P[b]:
+                    continue
+                hi, lo = max(P[a], P[b]), min(P[a], P[b])
+                if P[hi] == hi:
+                    P[hi] = lo
+                    flag[0] = 1
+    elif name == "meshccl_graph_sv_jump":
+        sig = [P_, ("val", t[0]), ("ptr", "int")]
+
+        def run(P, n, flag):
+            for v in range(n):
+                if P[P[v]] != P[v]:
+                    P[v] = P[P[v]]
+                    flag[0] = 1
+    elif name == "meshccl_graph_hb_hook":
+        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int")]
+
+        def run(indptr, indices, P, n, k):
+            for v in range(n):
+                if P[v] == v:
+                    for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]:
+                        if u != v:
+                            unite(P, v, u)
+    elif name == "meshccl_graph_pick_source":
+        sig = [("ptr", "long long"), ("val", t[0]), P_, ("val", "unsigned long long")]
+
+        def run(indptr, n, out, seed):
+            xs = np.random.default_rng(int(seed)).integers(0, n, 1024)
+            deg = indptr[xs + 1] - indptr[xs]
+            out[0] = min(xs[deg == deg.max()])
+    elif name == "meshccl_graph_bfs_seed":
+        sig = [P_, P_, P_, ("ptr", "unsigned long long"), P_]
+
+        def run(P, source, frontier, count, minv):
+            s = source[0]
+            P[s] = frontier[0] = minv[0] = s
+            count[0] = 1
+    elif name == "meshccl_graph_bfs_sample_done":
+        sig = [P_, ("val", t[0]), P_]
+
+        def run(P, n, minv):
+            P[:] = np.where(np.asarray(P) == -1, np.arange(n), minv[0])
     else:
         raise AssertionError(f"no emulation for {expr}")
 
     def launch(grid, block, args, shared_mem=0):
         check_args(expr, args, sig)
         assert all(isinstance(g, int) and 0 < g < 2**31 for g in grid), f"{expr}: grid {grid}"
-        if name == "meshccl_graph_mode":
+        if name in ("meshccl_graph_mode", "meshccl_graph_pick_source"):
             assert block == (1024,), f"{expr} needs a block of 1024"
+        if name in ("meshccl_graph_bfs_next", "meshccl_graph_pick_source", "meshccl_graph_mode"):
+            assert grid == (1,), f"{expr} runs as one block"
         run(*args)
 
     return launch
@@ -252,23 +422,35 @@ def gpu_forms(n, src, dst):
     yield "edges int32", Edges(fake(src.astype(np.int32)), fake(dst.astype(np.int32)), n)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs(), method=st.sampled_from(["auto", "unionfind", "ecl", "kout"]), symmetric=st.booleans())
-def test_gpu_path_emulated(emulated, g, method, symmetric):
+def method_and_compression():
+    from meshccl.graph import COMPRESSION, METHODS
+
+    return st.sampled_from([(m, c) for m in METHODS for c in (None,) + COMPRESSION[m]])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(g=graphs(), mc=method_and_compression(), symmetric=st.booleans())
+def test_gpu_path_emulated(emulated, g, mc, symmetric):
     from meshccl.graph import connected_components
 
+    method, compression = mc
     n, src, dst = g
     if symmetric:
         src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
     want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))
     for name, form in gpu_forms(n, src, dst):
-        got_n, got = connected_components(form, method=method, symmetric=symmetric)
+        got_n, got = connected_components(form, method=method, symmetric=symmetric,
+                                          compression=compression)
         assert isinstance(got, FakeArray) and isinstance(got_n, int), name
         assert got_n == want_n and got.dtype == np.int32, (name, method)
         np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"{name} {method}")
 
 
-@pytest.mark.parametrize("method", ["unionfind", "ecl", "kout"])
+ALL_GPU = ["unionfind", "ecl", "kout", "hb", "bfs-sample", "rem-cas", "early", "hooks", "jtb",
+           "sv", "edge-lp", "vertex-lp", "bfs-cc"]
+
+
+@pytest.mark.parametrize("method", ALL_GPU)
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_degree_classes_emulated(emulated, method, index_dtype):
     """Hubs of degree 17..352 and above go through the worklist."""
@@ -300,6 +482,61 @@ def test_device_validation_emulated(emulated):
         connected_components(Edges(fake(np.array([0, 1])), fake(np.array([1, -3])), 3))
     with pytest.raises(TypeError, match="all NumPy or all CuPy"):
         connected_components(Edges(fake(np.array([0, 1])), np.array([1, 0])))
-    with pytest.raises(NotImplementedError, match="runs on the CPU only"):
-        connected_components(Edges(fake(np.array([0, 1])), fake(np.array([1, 0]))), method="bfs")
+    assert connected_components(Edges(fake(np.array([0, 1])), fake(np.array([1, 0]))),
+                                method="bfs")[0] == 1
     assert connected_components(Edges(fake(np.array([0, 1])), fake(np.array([1, 0]))), return_labels=False) == 1
+
+
+def test_every_compression_launch_emulated(emulated):
+    """Every (rule, compression) the host can ask for is an instantiated one."""
+    from meshccl.graph import COMPRESSION, Edges, connected_components
+
+    src, dst = np.array([0, 3, 4, 2]), np.array([1, 2, 5, 2])
+    for method in ("unionfind", "async", "rem-cas", "early", "hooks", "jtb"):
+        for c in COMPRESSION[method]:
+            for form in (Edges(fake(src), fake(dst), 7), (fake(np.array([0, 1, 1, 1, 2, 3, 3, 3])),
+                                                          fake(np.array([1, 2, 5])))):
+                got_n, got = connected_components(form, method=method, compression=c)
+                assert got_n == scipy_cc(_as_scipy(form))[0], (method, c)
+
+
+def _as_scipy(form):
+    from meshccl.graph import Edges
+
+    if not isinstance(form, Edges):
+        indptr, indices = (np.asarray(a) for a in form)
+        n = indptr.size - 1
+        return sp.csr_matrix((np.ones(indices.size), indices, indptr), shape=(n, n))
+    n = form.n_vertices
+    return sp.coo_matrix((np.ones(len(form.src)), (np.asarray(form.src), np.asarray(form.dst))),
+                         shape=(n, n))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(g=graphs())
+def test_spanning_forest_emulated(emulated, g):
+    from meshccl.graph import Edges, connected_components, spanning_forest
+
+    n, src, dst = g
+    want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))
+    edges = set(zip(src.tolist(), dst.tolist()))
+    for name, form in gpu_forms(n, src, dst):
+        f = spanning_forest(form)
+        assert isinstance(f.src, FakeArray) and f.src.dtype == np.int64, name
+        assert f.n_vertices == n and len(f.src) == n - want_n, name
+        fs, fd = np.asarray(f.src), np.asarray(f.dst)
+        np.testing.assert_array_equal(connected_components(Edges(fs, fd, n))[1], want, err_msg=name)
+        assert all(e in edges for e in zip(fs.tolist(), fd.tolist())), name
+
+
+def test_max_iterations_emulated(emulated):
+    from meshccl.errors import NotConverged
+    from meshccl.graph import Edges, connected_components
+
+    n = 200
+    line = Edges(fake(np.arange(n - 1)[::-1].copy()), fake(np.arange(1, n)[::-1].copy()), n)
+    for method in ("edge-lp", "vertex-lp", "bfs-cc", "sv"):
+        with pytest.raises(NotConverged, match=f"method='{method}' did not converge within "
+                                               "max_iterations=1 passes"):
+            connected_components(line, method=method, max_iterations=1)
+        assert connected_components(line, method=method, max_iterations=10**6)[0] == 1

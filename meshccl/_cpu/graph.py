@@ -160,11 +160,12 @@ def _finish(P, label_dtype):
 # them exactly as the union-find does.
 
 @njit(cache=True)
-def _shiloach_vishkin(src, dst, P):
+def _shiloach_vishkin(src, dst, P, cap):
     """Shiloach-Vishkin (Dehne's striding formulation, run serially in
     rounds): hook every root onto a smaller root across an edge, then jump
     pointers (P[v] = P[P[v]]) until every tree is a star; repeat until no
-    hook happens.  Returns the number of rounds."""
+    hook happens.  Returns the number of rounds (-1: ``cap`` rounds all
+    hooked)."""
     n = P.shape[0]
     for v in range(n):
         P[v] = v
@@ -190,10 +191,12 @@ def _shiloach_vishkin(src, dst, P):
                     jumping = True
         if not hooked:
             return rounds
+        if rounds == cap:
+            return -1
 
 
 @njit(cache=True)
-def _edge_propagation(src, dst, P):
+def _edge_propagation(src, dst, P, cap):
     """Hawick et al.'s kernel 1: every edge lowers both ends to the smaller
     label, sweep after sweep, until nothing changes."""
     n = P.shape[0]
@@ -202,6 +205,8 @@ def _edge_propagation(src, dst, P):
     sweeps = 0
     changed = True
     while changed:
+        if sweeps == cap:
+            return -1
         sweeps += 1
         changed = False
         for k in range(src.shape[0]):
@@ -217,7 +222,7 @@ def _edge_propagation(src, dst, P):
 
 
 @njit(cache=True)
-def _vertex_propagation(indptr, indices, P):
+def _vertex_propagation(indptr, indices, P, cap):
     """Hawick et al.'s kernel 2: vertices on the frontier push their label to
     neighbours with a larger one; those form the next frontier."""
     n = P.shape[0]
@@ -228,6 +233,8 @@ def _vertex_propagation(indptr, indices, P):
     steps = 0
     size = n
     while size:
+        if steps == cap:
+            return -1
         steps += 1
         nxt = np.empty(n, dtype=np.int64)
         m = 0
@@ -293,17 +300,272 @@ def _undirected(kind, arrays, n):
     return src, dst, indptr, both_dst[order]
 
 
-def components_by(method, kind, arrays, n, label_dtype):
-    """Weak components with one of the papers' methods; (count, labels, steps)."""
+def components_by(method, kind, arrays, n, label_dtype, max_iterations=None):
+    """Weak components with one of the papers' methods; (count, labels, steps).
+    ``max_iterations`` caps the rounds / sweeps / steps of 'sv', 'edge-lp'
+    and 'vertex-lp' (NotConverged beyond); the serial BFS needs no cap."""
+    from ..errors import NotConverged
+
     P = np.empty(n, dtype=np.int64)
     src, dst, indptr, indices = _undirected(kind, arrays, n)
+    cap = -1 if max_iterations is None else int(max_iterations)
     if method == "sv":
-        steps = _shiloach_vishkin(src, dst, P)
+        steps = _shiloach_vishkin(src, dst, P, cap)
     elif method == "edge-lp":
-        steps = _edge_propagation(src, dst, P)
+        steps = _edge_propagation(src, dst, P, cap)
     elif method == "vertex-lp":
-        steps = _vertex_propagation(indptr, indices, P)
-    else:  # "bfs"
+        steps = _vertex_propagation(indptr, indices, P, cap)
+    else:  # "bfs-cc" / "bfs"
         steps = _bfs_components(indptr, indices, P)
+    if steps < 0:
+        raise NotConverged(f"method={method!r} did not converge within "
+                           f"max_iterations={max_iterations} passes")
     count, labels = _finish(P, label_dtype)
     return count, labels, int(steps)
+
+
+# --------------------------------------------------------------------------
+# GConn's union rules and samplers, serially: the twins of the GPU methods
+# 'rem-cas', 'early', 'hooks', 'jtb' (with their compression rules), 'hb'
+# and 'bfs-sample'.  Serially there is no race, so 'hooks' is the plain
+# union (its auxiliary array only matters between threads) and the CAS of
+# Rem's algorithm is a store; the walks and compressions are the GPU's.
+
+#: enum Compression / UnionRule of kernels/unionfind.cuh
+COMPRESS_CODE = {"none": 0, "halving": 1, "splitting": 2, "full": 3, "splicing": 4}
+RULES = {"unionfind": 0, "async": 0, "rem-cas": 1, "early": 2, "hooks": 3, "jtb": 4}
+HB_EDGES = 2
+BFS_SAMPLE_LEVELS = 512
+
+
+@njit(cache=True)
+def _find_c(P, x, comp):
+    """Find with compression comp (0 none, 1 halving, 2 splitting, 3 full)."""
+    if comp == 1:
+        return find(P, x)
+    if comp == 2:
+        p = P[x]
+        while p != x:
+            g = P[p]
+            if g == p:
+                return p
+            P[x] = g
+            x = p
+            p = g
+        return x
+    r = x
+    while P[r] != r:
+        r = P[r]
+    if comp == 3:
+        while x != r:
+            p = P[x]
+            P[x] = r
+            x = p
+    return r
+
+
+@njit(cache=True)
+def _jtb_priority(x):
+    x = np.uint64(x)
+    x ^= x >> np.uint64(33)
+    x *= np.uint64(0xff51afd7ed558ccd)
+    x ^= x >> np.uint64(33)
+    x *= np.uint64(0xc4ceb9fe1a85ec53)
+    x ^= x >> np.uint64(33)
+    return x & np.uint64(0xFFFFFFFF)
+
+
+@njit(cache=True)
+def _jtb_before(a, b):
+    pa, pb = _jtb_priority(a), _jtb_priority(b)
+    return pa < pb or (pa == pb and a < b)
+
+
+@njit(cache=True)
+def _union_rule(src, dst, P, rule, comp):
+    """Unite along every edge with union rule ``rule`` and compression ``comp``."""
+    n = P.shape[0]
+    for v in range(n):
+        P[v] = v
+    for k in range(src.shape[0]):
+        a, b = src[k], dst[k]
+        if a == b:
+            continue
+        if rule == 1:  # Rem: walks step by parent value; splice / split / halve on the way
+            rx, ry = a, b
+            while True:
+                px, py = P[rx], P[ry]
+                if px == py:
+                    break
+                if px < py:
+                    rx, ry, px, py = ry, rx, py, px
+                if rx == px:
+                    P[rx] = py
+                    break
+                if comp == 4:
+                    P[rx] = py
+                    rx = px
+                elif comp == 2:
+                    P[rx] = P[px]
+                    rx = px
+                elif comp == 1:
+                    g = P[px]
+                    P[rx] = g
+                    rx = g
+                else:
+                    rx = px
+        elif rule == 2:  # early: walk up together, stop where they meet
+            u, w = a, b
+            while u != w:
+                if u < w:
+                    u, w = w, u
+                if P[u] == u:
+                    P[u] = w
+                    break
+                u = P[u]
+            if comp != 0:
+                _find_c(P, a, comp)
+                _find_c(P, b, comp)
+        elif rule == 4:  # JTB: link by random priority
+            ra, rb = _find_c(P, a, comp), _find_c(P, b, comp)
+            if ra != rb:
+                if _jtb_before(rb, ra):
+                    ra, rb = rb, ra
+                P[ra] = rb
+        else:  # async / hooks
+            ra, rb = _find_c(P, a, comp), _find_c(P, b, comp)
+            if ra < rb:
+                P[rb] = ra
+            elif rb < ra:
+                P[ra] = rb
+    if rule == 4:  # roots are random members: point everyone at the smallest
+        R = np.empty(n, dtype=P.dtype)
+        for v in range(n):
+            R[v] = _find_c(P, v, 0)
+        for v in range(n):
+            if R[v] != v and v < P[R[v]]:
+                P[R[v]] = v
+        for v in range(n):
+            if R[v] != v:
+                P[v] = P[R[v]]
+
+
+def components_rule(method, compression, kind, arrays, n, label_dtype):
+    """Weak components with a GConn union rule over every stored edge."""
+    P = np.empty(n, dtype=np.int64 if n >= 2**31 else np.int32)
+    if kind == "edges":
+        src, dst = arrays
+    else:
+        indptr, dst = arrays
+        src = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    _union_rule(src, dst, P, RULES[method], COMPRESS_CODE[compression])
+    return _finish(P, label_dtype)
+
+
+@njit(cache=True)
+def _finish_pass(indptr, indices, P, big, skip, symmetric):
+    """The finish of the samplers: vertices outside big's set unite their
+    entries after the first ``skip``; one in it skips them when the graph is
+    symmetric, else unites only neighbours whose parent is not big."""
+    n = P.shape[0]
+    for v in range(n):
+        begin, end = indptr[v] + skip, indptr[v + 1]
+        if begin >= end:
+            continue
+        vin = P[v] == big or find(P, v) == big
+        if symmetric and vin:
+            continue
+        for e in range(begin, end):
+            u = indices[e]
+            if u == v or (vin and P[u] == big):
+                continue
+            unite(P, v, u)
+
+
+@njit(cache=True)
+def _most_frequent_root(P, picks):
+    n = P.shape[0]
+    for v in range(n):
+        P[v] = find(P, v)
+    roots = np.sort(P[picks])
+    big, best, run = roots[0], 0, 0
+    for i in range(roots.size):
+        run = run + 1 if i and roots[i] == roots[i - 1] else 1
+        if run > best:
+            best, big = run, roots[i]
+    return big
+
+
+@njit(cache=True)
+def _hb(indptr, indices, P, k, picks, symmetric):
+    """Hook-based sampling: every vertex points at its first smaller
+    neighbour (ECL-CC's start); vertices still roots unite their first k
+    entries; the most frequent root L of the picks is found; the finish
+    pass unites every entry of the vertices outside L."""
+    n = P.shape[0]
+    for v in range(n):
+        P[v] = v
+        for e in range(indptr[v], indptr[v + 1]):
+            if indices[e] < v:
+                P[v] = indices[e]
+                break
+    for v in range(n):
+        if P[v] != v:
+            continue
+        for e in range(indptr[v], min(indptr[v] + k, indptr[v + 1])):
+            if indices[e] != v:
+                unite(P, v, indices[e])
+    big = _most_frequent_root(P, picks)
+    _finish_pass(indptr, indices, P, big, 0, symmetric)
+    return big
+
+
+@njit(cache=True)
+def _bfs_sample(indptr, indices, P, picks, max_levels, symmetric):
+    """BFS sampling: a search (over the stored directions) from the picked
+    vertex of largest degree, at most max_levels levels; the vertices it
+    reached -- a connected set -- point at their smallest member L; then
+    the finish pass.  Returns the levels run."""
+    n = P.shape[0]
+    src = picks[0]
+    for i in range(picks.size):
+        x = picks[i]
+        dx, ds = indptr[x + 1] - indptr[x], indptr[src + 1] - indptr[src]
+        if dx > ds or (dx == ds and x < src):
+            src = x
+    for v in range(n):
+        P[v] = -1
+    P[src] = src
+    queue = np.empty(n, dtype=np.int64)
+    queue[0] = src
+    head, tail, low, levels = 0, 1, src, 0
+    while head < tail and levels < max_levels:
+        levels += 1
+        stop = tail
+        while head < stop:
+            v = queue[head]
+            head += 1
+            for e in range(indptr[v], indptr[v + 1]):
+                u = indices[e]
+                if P[u] < 0:
+                    P[u] = src
+                    queue[tail] = u
+                    tail += 1
+                    low = min(low, u)
+    for v in range(n):
+        P[v] = v if P[v] < 0 else low
+    _finish_pass(indptr, indices, P, low, 0, symmetric)
+    return levels
+
+
+def components_sampled(method, kind, arrays, n, label_dtype, symmetric=False):
+    """Weak components by HB ('hb') or BFS ('bfs-sample') sampling and finish."""
+    P = np.empty(n, dtype=np.int64 if n >= 2**31 else np.int32)
+    if n:
+        indptr, indices = _as_csr(kind, arrays, n)
+        picks = np.random.default_rng(0x6D657368).integers(0, n, SAMPLES)
+        if method == "hb":
+            _hb(indptr, indices, P, HB_EDGES, picks, symmetric)
+        else:
+            _bfs_sample(indptr, indices, P, picks, BFS_SAMPLE_LEVELS, symmetric)
+    return _finish(P, label_dtype)

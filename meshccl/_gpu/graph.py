@@ -5,7 +5,13 @@ Input arrives validated from :mod:`meshccl.graph` as CuPy integer arrays:
 parent array has type I (int32 below 2**31 vertices, int64 beyond), the
 neighbour arrays keep their own int32 / int64 type J (others are cast), and
 row offsets are widened to int64.  Nothing is copied to the host; the only
-synchronisation is the caller's when it asks for the component count.
+synchronisation is the caller's when it asks for the component count --
+except for the iterative methods ('edge-lp', 'vertex-lp', 'bfs-cc', 'sv'),
+which read the change flags of a batch of passes at once (as
+:mod:`.iterate` does for the mesh methods): the batch grows with the
+passes done (a quarter of them, at most :data:`BATCH_MAX`), so the host
+waits about once per batch, and the reported pass count and the labels are
+exact.  BFS sampling reads its frontier size after batches of levels.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import functools
 
 import numpy as np
 
+from ..errors import NotConverged
 from .loader import c_type, kernels
 from .relabel import relabel
 
@@ -25,8 +32,20 @@ SAMPLES = 1024
 #: 'auto' samples when a CSR graph stores more than this many entries per
 #: vertex (k-out saves at most m - k*n edge visits; see connected_components)
 KOUT_MIN_DEGREE = 2 * K_OUT
-#: the methods with a GPU kernel
-GPU_METHODS = ("unionfind", "ecl", "kout")
+#: entries united by a still-root vertex in hook-based (HB) sampling
+HB_EDGES = 2
+#: BFS sampling stops after this many levels (what it reached is still one
+#: connected set; the finish pass does the rest)
+BFS_SAMPLE_LEVELS = 512
+#: most passes of an iterative method launched between two flag reads
+BATCH_MAX = 64
+#: the methods with a GPU kernel ('async' is 'unionfind', 'bfs' is 'bfs-cc')
+GPU_METHODS = ("unionfind", "async", "ecl", "kout", "hb", "bfs-sample", "rem-cas", "early",
+               "hooks", "jtb", "sv", "edge-lp", "vertex-lp", "bfs-cc", "bfs")
+#: union rule of each union-find method (enum UnionRule of unionfind.cuh)
+RULES = {"unionfind": 0, "async": 0, "rem-cas": 1, "early": 2, "hooks": 3, "jtb": 4}
+#: enum Compression of unionfind.cuh
+COMPRESS_CODE = {"none": 0, "halving": 1, "splitting": 2, "full": 3, "splicing": 4}
 _SEED = 0x6D657368636C6C  # fixed: the frequent root only steers work, never the labels
 
 
@@ -95,12 +114,41 @@ def to_csr(src, dst, n: int):
     return indptr, indices
 
 
+def _iterate(one_pass, max_iterations, method):
+    """Run ``one_pass(t, flag)`` for t = 0, 1, ... until a pass leaves its
+    flag (a 1-element int32 device array, zeroed before) unset; read the
+    flags once per batch.  Returns the number of passes including the last,
+    which changed nothing; raises NotConverged after ``max_iterations``."""
+    import cupy
+
+    flags = cupy.zeros(BATCH_MAX, dtype=cupy.int32)
+    slots = [flags[t:t + 1] for t in range(BATCH_MAX)]
+    done = 0
+    while True:
+        batch = min(BATCH_MAX, max(1, done // 4))
+        if max_iterations is not None:
+            batch = min(batch, max_iterations - done)
+        flags[:batch].fill(0)
+        for t in range(batch):
+            one_pass(done + t, slots[t])
+        settled = np.flatnonzero(flags[:batch].get() == 0)
+        if settled.size:
+            return done + int(settled[0]) + 1
+        done += batch
+        if max_iterations is not None and done >= max_iterations:
+            raise NotConverged(f"method={method!r} did not converge within "
+                               f"max_iterations={max_iterations} passes")
+
+
 def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
-                index_dtype=None):
+                index_dtype=None, compression=None, max_iterations=None):
     """The GPU method as ``[(name, launch), ...]`` that leave the parent array
     ``state["P"]`` ready for the relabel path; also returns ``state``.
     (Split into steps so benchmarks can time them.)  ``index_dtype`` forces
-    the parent type (tests run the int64 kernels on small graphs with it)."""
+    the parent type (tests run the int64 kernels on small graphs with it).
+    ``compression``: the union-find methods' rule (validated by
+    :mod:`meshccl.graph`; None: the method's default).  The iterative
+    methods store their pass count in ``state["passes"]``."""
     import cupy
 
     if kind == "edges":
@@ -117,7 +165,19 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
     state = {}
     steps = []
 
-    if method == "unionfind":
+    if method == "bfs":
+        method = "bfs-cc"
+    if method in RULES and compression not in (None, "halving"):
+        return _rule_steps(method, compression, indptr, src, dst, n, I, J, sym, dev, state, steps)
+    if method in ("edge-lp", "sv", "vertex-lp", "bfs-cc"):
+        return _iterative_steps(method, indptr, src, dst, n, I, J, symmetric, dev, state, steps,
+                                max_iterations)
+    if method in ("unionfind", "async", "rem-cas", "early", "hooks", "jtb"):
+        if method not in ("unionfind", "async"):
+            from ..graph import COMPRESSION
+
+            return _rule_steps(method, compression or COMPRESSION[method][0], indptr, src, dst,
+                               n, I, J, sym, dev, state, steps)
         csr = "false" if indptr is None else "true"
         (union,) = kernels("graph.cu", f"meshccl_graph_edges<{ti}, {tj}, {csr}, {sym}>")
         args = (_dummy(dev, "int64") if indptr is None else indptr,
@@ -165,30 +225,236 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
         steps.append(("hook", vertex_kernels(0, 0, lambda: state["P"])))
         return steps, state
 
+    compress, sample, mode = kernels(
+        "graph.cu", f"meshccl_graph_compress<{ti}>", f"meshccl_graph_sample<{ti}>",
+        f"meshccl_graph_mode<{ti}>")
+
+    def frequent_root(P):
+        """Flatten P, then state["big"] = the most frequent root of 1024 picks."""
+        compress(_grid(n, BLOCK, 32), (BLOCK,), (P, nn))
+        picks = cupy.empty(SAMPLES, dtype=I)
+        sample((SAMPLES // BLOCK,), (BLOCK,), (P, nn, picks, np.int32(SAMPLES), np.uint64(_SEED)))
+        state["big"] = cupy.empty(1, dtype=I)
+        mode((1,), (SAMPLES,), (picks, np.int32(SAMPLES), state["big"]))
+
     if method == "kout":
-        kout, compress, sample, mode = kernels(
-            "graph.cu", f"meshccl_graph_kout<{ti}, {tj}>", f"meshccl_graph_compress<{ti}>",
-            f"meshccl_graph_sample<{ti}>", f"meshccl_graph_mode<{ti}>")
+        (kout,) = kernels("graph.cu", f"meshccl_graph_kout<{ti}, {tj}>")
 
         def sampling():
             state["P"] = P = cupy.arange(n, dtype=I)
             kout(_grid(n, BLOCK, 32), (BLOCK,), (state["indptr"], state["indices"], P, nn,
                                                  np.int32(K_OUT)))
-            compress(_grid(n, BLOCK, 32), (BLOCK,), (P, nn))
-            picks = cupy.empty(SAMPLES, dtype=I)
-            sample((SAMPLES // BLOCK,), (BLOCK,), (P, nn, picks, np.int32(SAMPLES), np.uint64(_SEED)))
-            state["big"] = cupy.empty(1, dtype=I)
-            mode((1,), (SAMPLES,), (picks, np.int32(SAMPLES), state["big"]))
+            frequent_root(P)
 
         steps.append(("sample", sampling))
         steps.append(("finish", vertex_kernels(1, K_OUT, lambda: state["big"])))
         return steps, state
 
+    if method == "hb":
+        init, hook = kernels("graph.cu", f"meshccl_graph_ecl_init<{ti}, {tj}>",
+                             f"meshccl_graph_hb_hook<{ti}, {tj}>")
+
+        def hb_sampling():
+            state["P"] = P = cupy.empty(n, dtype=I)
+            args = (state["indptr"], state["indices"], P, nn)
+            init(_grid(n, BLOCK, 32), (BLOCK,), args)
+            hook(_grid(n, BLOCK, 32), (BLOCK,), args + (np.int32(HB_EDGES),))
+            frequent_root(P)
+
+        steps.append(("sample", hb_sampling))
+        steps.append(("finish", vertex_kernels(1, 0, lambda: state["big"])))
+        return steps, state
+
+    if method == "bfs-sample":
+        pick, seed, expand, done = kernels(
+            "graph.cu", f"meshccl_graph_pick_source<{ti}>", f"meshccl_graph_bfs_seed<{ti}>",
+            f"meshccl_graph_bfs_expand<{ti}, {tj}>", f"meshccl_graph_bfs_sample_done<{ti}>")
+
+        def bfs_sampling():
+            state["P"] = P = cupy.full(n, -1, dtype=I)
+            source, minv = cupy.empty(1, dtype=I), cupy.empty(1, dtype=I)
+            bufs = [cupy.empty(n, dtype=I), cupy.empty(n, dtype=I)]
+            counts = cupy.zeros(2, dtype=cupy.uint64)
+            cnt = [counts[0:1], counts[1:2]]
+            pick((1,), (SAMPLES,), (state["indptr"], nn, source, np.uint64(_SEED)))
+            seed((1,), (1,), (P, source, bufs[0], cnt[0], minv))
+            level, batch = 0, 4
+            while level < BFS_SAMPLE_LEVELS:
+                for _ in range(min(batch, BFS_SAMPLE_LEVELS - level)):
+                    a, b = level % 2, 1 - level % 2
+                    expand(_grid(n, BLOCK, 4), (BLOCK,),
+                           (state["indptr"], state["indices"], P, bufs[a], cnt[a], bufs[b], cnt[b],
+                            source, minv))
+                    cnt[a].fill(0)
+                    level += 1
+                if not int(counts.sum()):
+                    break
+                batch *= 2
+            done(_grid(n, BLOCK, 32), (BLOCK,), (P, nn, minv))
+            state["big"] = minv
+            state["levels"] = level
+
+        steps.append(("sample", bfs_sampling))
+        steps.append(("finish", vertex_kernels(1, 0, lambda: state["big"])))
+        return steps, state
+
     raise NotImplementedError(f"method={method!r} has no GPU kernel")
 
 
+def _edge_arrays(indptr, src, dst, n, J):
+    """(src, dst) of the stored edges: as given, or the rows of a CSR."""
+    import cupy
+
+    if indptr is None:
+        return src, dst
+    (rows,) = kernels("graph.cu", f"meshccl_graph_rows<{c_type(J)}>")
+    out = cupy.empty(dst.size, dtype=J)
+    if n:
+        rows(_grid(n, BLOCK, 32), (BLOCK,), (indptr, np.int64(n), out))
+    return out, dst
+
+
+def _rule_steps(method, compression, indptr, src, dst, n, I, J, sym, dev, state, steps):
+    """One thread per stored edge with a GConn union rule (unionfind.cuh)."""
+    import cupy
+
+    ti, tj = c_type(I), c_type(J)
+    nn = I.type(n)
+    m = dst.size
+    rule, comp = RULES[method], COMPRESS_CODE[compression]
+    csr = "false" if indptr is None else "true"
+    (union,) = kernels("graph.cu", f"meshccl_graph_rule<{ti}, {tj}, {csr}, {sym}, {rule}, {comp}>")
+    args = (_dummy(dev, "int64") if indptr is None else indptr, dst if src is None else src, dst)
+
+    def init():
+        state["P"] = cupy.arange(n, dtype=I)
+        state["H"] = cupy.full(n, -1, dtype=I) if method == "hooks" else _dummy(dev, I.name)
+
+    steps.append(("init", init))
+    if m:
+        steps.append(("union", lambda: union(_grid(m, BLOCK, 32), (BLOCK,),
+                                             args + (state["P"], state["H"], nn, np.int64(m)))))
+    if method == "jtb":
+        roots, low, assign = kernels("graph.cu", *(f"meshccl_graph_jtb_{k}<{ti}>"
+                                                   for k in ("roots", "min", "assign")))
+
+        def smallest():
+            P, R = state["P"], cupy.empty(n, dtype=I)
+            for k in (roots, low, assign):
+                k(_grid(n, BLOCK, 32), (BLOCK,), (P, R, nn))
+
+        steps.append(("smallest", smallest))
+    return steps, state
+
+
+def _iterative_steps(method, indptr, src, dst, n, I, J, symmetric, dev, state, steps,
+                     max_iterations):
+    """Hawick et al.'s kernels 1-3 and Shiloach-Vishkin, iterated with
+    batched flag reads (see the module docstring)."""
+    import cupy
+
+    ti, tj = c_type(I), c_type(J)
+    sym = "true" if symmetric else "false"
+    nn = I.type(n)
+    m = dst.size
+
+    if method in ("edge-lp", "sv"):
+        def run():
+            s, d = _edge_arrays(indptr, src, dst, n, J)
+            P = state["P"] = cupy.arange(n, dtype=I)
+            if method == "edge-lp":
+                (lp,) = kernels("graph.cu", f"meshccl_graph_edge_lp<{ti}, {tj}, {sym}>")
+
+                def one_pass(t, flag):
+                    if m:
+                        lp(_grid(m, BLOCK, 32), (BLOCK,), (s, d, P, np.int64(m), flag))
+            else:
+                hook, jump = kernels("graph.cu", f"meshccl_graph_sv_hook<{ti}, {tj}, {sym}>",
+                                     f"meshccl_graph_sv_jump<{ti}>")
+
+                def one_pass(t, flag):
+                    if m:
+                        hook(_grid(m, BLOCK, 32), (BLOCK,), (s, d, P, np.int64(m), flag))
+                    jump(_grid(n, BLOCK, 32), (BLOCK,), (P, nn, flag))
+            state["passes"] = _iterate(one_pass, max_iterations, method)
+
+        steps.append(("iterate", run))
+        return steps, state
+
+    def run_vertex():
+        # kernels 2 and 3 read both directions of every edge
+        if symmetric and indptr is not None:
+            ip, ind = indptr, dst
+        else:
+            s, d = _edge_arrays(indptr, src, dst, n, J)
+            if not symmetric:
+                s, d = cupy.concatenate([s, d]), cupy.concatenate([d, s])
+            ip, ind = to_csr(s, d, n)
+        if method == "vertex-lp":
+            (lp,) = kernels("graph.cu", f"meshccl_graph_vertex_lp<{ti}, {tj}>")
+            P = state["P"] = cupy.arange(n, dtype=I)
+            act = [cupy.ones(n, dtype=cupy.uint8), cupy.zeros(n, dtype=cupy.uint8)]
+
+            def one_pass(t, flag):
+                lp(_grid(n, BLOCK, 32), (BLOCK,), (ip, ind, P, nn, act[t % 2], act[1 - t % 2], flag))
+        else:  # bfs-cc
+            expand, nxt = kernels("graph.cu", f"meshccl_graph_bfs_expand<{ti}, {tj}>",
+                                  f"meshccl_graph_bfs_next<{ti}>")
+            P = state["P"] = cupy.full(n, -1, dtype=I)
+            bufs = [cupy.empty(n, dtype=I), cupy.empty(n, dtype=I)]
+            counts = cupy.zeros(2, dtype=cupy.uint64)
+            cnt = [counts[0:1], counts[1:2]]
+            label, minv = cupy.zeros(1, dtype=I), cupy.zeros(1, dtype=I)
+            cursor = cupy.zeros(1, dtype=cupy.int64)
+            scratch = cupy.zeros(1, dtype=cupy.int32)
+            nxt((1,), (BLOCK,), (P, nn, cnt[1], bufs[0], cnt[0], label, cursor, scratch))
+
+            def one_pass(t, flag):
+                a, b = t % 2, 1 - t % 2
+                expand(_grid(n, BLOCK, 4), (BLOCK,),
+                       (ip, ind, P, bufs[a], cnt[a], bufs[b], cnt[b], label, minv))
+                nxt((1,), (BLOCK,), (P, nn, cnt[a], bufs[b], cnt[b], label, cursor, flag))
+        state["passes"] = _iterate(one_pass, max_iterations, method)
+
+    steps.append(("iterate", run_vertex))
+    return steps, state
+
+
+def forest(kind: str, arrays, n: int, index_dtype=None):
+    """A spanning forest on the GPU: int64 CuPy arrays (src, dst) of the
+    stored edges whose unite() hooked, in input order (for CSR: row and
+    column of each stored entry).  Which edges of a cycle are kept depends
+    on thread timing; the forest always has n - components edges."""
+    import cupy
+
+    if kind == "edges":
+        I, J, (src, dst) = _index_types(n, arrays, index_dtype)
+        indptr = None
+    else:
+        I, J, (dst,) = _index_types(n, arrays[1:], index_dtype)
+        indptr, src = arrays[0].astype(cupy.int64, copy=False), None
+    m = dst.size
+    if n == 0 or m == 0:
+        return cupy.empty(0, dtype=cupy.int64), cupy.empty(0, dtype=cupy.int64)
+    ti, tj = c_type(I), c_type(J)
+    csr = "false" if indptr is None else "true"
+    (kern,) = kernels("graph.cu", f"meshccl_graph_forest<{ti}, {tj}, {csr}>")
+    P = cupy.arange(n, dtype=I)
+    fe = cupy.empty(n, dtype=cupy.int64)
+    count = cupy.zeros(1, dtype=cupy.uint64)
+    dev = cupy.cuda.Device().id
+    kern(_grid(m, BLOCK, 32), (BLOCK,),
+         (_dummy(dev, "int64") if indptr is None else indptr, dst if src is None else src, dst,
+          P, I.type(n), np.int64(m), fe, count))
+    fe = cupy.sort(fe[:int(count.get()[0])])
+    if indptr is None:
+        return src[fe].astype(cupy.int64), dst[fe].astype(cupy.int64)
+    rows = cupy.searchsorted(indptr, fe, side="right") - 1
+    return rows.astype(cupy.int64), dst[fe].astype(cupy.int64)
+
+
 def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool = False,
-               index_dtype=None):
+               index_dtype=None, compression=None, max_iterations=None):
     """Weak components on the GPU: ``(count, labels)`` with labels numbered
     from 0 in order of each component's smallest vertex (a CuPy array of the
     parent type, int32 below 2**31 vertices) and count a 0-d CuPy array."""
@@ -199,7 +465,8 @@ def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool 
         return cupy.zeros((), dtype=idx), cupy.empty(0, dtype=idx)
     if method == "auto":
         method = choose_method(kind, n, int(arrays[1].size))
-    steps, state = graph_steps(kind, arrays, n, method, symmetric, index_dtype)
+    steps, state = graph_steps(kind, arrays, n, method, symmetric, index_dtype, compression,
+                               max_iterations)
     for _, launch in steps:
         launch()
     P = state["P"]
