@@ -141,7 +141,11 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         B, ``sweep 0+``, ``sweep 0-``, ... for C, ``scanning``,
         ``analysis``, ``labelling`` for D, then the relabel phases); on the
         CPU ``init``, ``pass`` (or D's three phases) and ``relabel`` for the
-        iterative methods.  On the GPU this makes the call wait for the
+        iterative methods.  On the GPU also ``gpu_memory``: ``peak_bytes``
+        taken from CuPy's memory pool during the call, ``labels_bytes`` of
+        the int32/int64 label array among them, and ``extra_bytes``, the
+        rest (scratch, and a copy of the input if it was not C-contiguous
+        or was on the host).  On the GPU this makes the call wait for the
         device.
 
     Returns
@@ -254,11 +258,12 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
 
         from ._gpu.iterate import label_iterative
         from ._gpu.mesh import label_mesh
-        from ._gpu.timing import PhaseTimer
+        from ._gpu.timing import PeakMemory, PhaseTimer
 
         timer = PhaseTimer() if return_info else None
+        memory = PeakMemory() if return_info else contextlib.nullcontext()
         t1 = time.perf_counter()
-        with _gpu_memory_errors(prob.out_shape, prob.work_dtype):
+        with _gpu_memory_errors(prob.out_shape, prob.work_dtype), memory:
             values = prob.values if backend == "gpu" else cupy.asarray(prob.values)
             P = cupy.empty(n, dtype=prob.work_dtype)
             lattice = _lattice(prob, device=backend != "gpu")
@@ -274,6 +279,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         if return_info:
             info["seconds"].update(timer.seconds())
             info["seconds"]["label"] = time.perf_counter() - t1
+            info["gpu_memory"] = {"peak_bytes": memory.peak, "labels_bytes": P.nbytes,
+                                  "extra_bytes": memory.peak - P.nbytes}
         labels = P if backend == "gpu" else P.get()
         if backend == "gpu-from-host":
             count = int(count)

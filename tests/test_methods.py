@@ -66,6 +66,11 @@ def test_gpu_return_info(method, phases):
     assert info["backend"] == "gpu" and info["method"] == ("unionfind" if method == "auto" else method)
     assert set(info["seconds"]) == phases | {"prepare", "label"}
     assert all(t >= 0 for t in info["seconds"].values())
+    mem = info["gpu_memory"]
+    assert mem["labels_bytes"] == 64 * 64 * 4 and mem["peak_bytes"] >= mem["labels_bytes"]
+    # scratch: root masks and counts (n / 4 bytes) and the scan; A, B, D: one more index array
+    limit = 64 * 64 * 4 if method in ("A", "B", "D") else 0
+    assert 0 < mem["extra_bytes"] <= limit + 64 * 64 // 4 + 65536  # (+ scan temp, 512 B rounding)
     assert info["iterations"] == 1 if method == "auto" else info["iterations"] > 1
 
 

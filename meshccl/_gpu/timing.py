@@ -42,3 +42,34 @@ class PhaseTimer:
 def run(timer, name, launch):
     """Run ``launch()``, timed as phase ``name`` when ``timer`` is not None."""
     return launch() if timer is None else timer.run(name, launch)
+
+
+class PeakMemory:
+    """Peak bytes taken from CuPy's memory pool while the ``with`` block runs
+    (on this thread), counted from its start: the labelling's own arrays --
+    labels, scratch, any copy of the input -- but not the input itself."""
+
+    def __enter__(self):
+        from cupy.cuda import memory_hook
+
+        outer = self
+
+        class _Hook(memory_hook.MemoryHook):
+            name = "meshccl-peak"
+
+            def malloc_postprocess(self, **kw):
+                outer.current += kw["mem_size"]
+                outer.peak = max(outer.peak, outer.current)
+
+            def free_postprocess(self, **kw):
+                outer.current -= kw["mem_size"]
+
+        self.current = 0
+        self.peak = 0
+        self._hook = _Hook()
+        self._hook.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._hook.__exit__(*exc)
+        return False
