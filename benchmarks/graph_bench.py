@@ -4,7 +4,8 @@ in one process, every result checked identical to SciPy's.  Writes a
 markdown table.
 
     python benchmarks/graph_bench.py [--scale 20] [--out DIR]
-    python benchmarks/graph_bench.py --gpu --scale 22 --grid-side 4096 --out DIR
+    python benchmarks/graph_bench.py --gpu --scale 22 --grid-side 4096 --reps 5 --out DIR
+    python benchmarks/graph_bench.py --networkx --scale 16
 
 CPU columns: SciPy and meshccl's CPU backend (CSR and edge-list input), wall
 clock, median of --reps after a warm-up.  With --gpu (needs CuPy and a GPU;
@@ -12,7 +13,13 @@ refused clearly otherwise) every GPU method also runs on the graph held on
 the device as a cupyx CSR matrix (and 'unionfind' also on the edge list),
 timed end to end -- validation, kernels, relabel and the one synchronisation
 for the count -- with CUDA events, median of --reps after a warm-up; the
-table adds edges per second and the best GPU method per graph.
+table adds edges per second and the best GPU method per graph.  The
+iterative methods ('sv', 'edge-lp', 'vertex-lp', 'bfs-cc') run with
+max_iterations=--max-passes; a run that reaches it is reported "stopped"
+(with the time it took, a lower bound) and not repeated.  A summary line
+gives the geometric-mean speed-up of 'ecl' over Hawick's kernels and SV
+(issue 5 asks for >= 1.8x).  --networkx adds networkx.connected_components
+(graph built beforehand, not timed) as a peer, at --scale <= 16 only.
 """
 
 import argparse
@@ -30,7 +37,13 @@ from scipy.sparse.csgraph import connected_components as scipy_cc
 
 import meshccl
 from meshccl import graph_generators as gen
-from meshccl.graph import GPU_METHODS, Edges, connected_components
+from meshccl.errors import NotConverged
+from meshccl.graph import GPU_METHODS, ITERATIVE, Edges, connected_components
+
+#: the GPU methods timed ('async' and 'bfs' are aliases)
+BENCH_METHODS = [m for m in GPU_METHODS if m not in ("async", "bfs")]
+#: the methods 'ecl' is compared with in the summary line
+HAWICK_SV = ("edge-lp", "vertex-lp", "bfs-cc", "sv")
 
 
 def timed(f, reps):
@@ -45,10 +58,22 @@ def timed(f, reps):
 
 def timed_gpu(f, reps):
     """Median seconds of f() by CUDA events, after one warm-up call (which
-    also compiles the kernels)."""
+    also compiles the kernels).  A NotConverged run gives (seconds of the
+    stopped run, None) and is not repeated."""
     import cupy
 
-    out = f()
+    try:
+        out = f()
+    except NotConverged:
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        try:
+            f()
+        except NotConverged:
+            pass
+        stop.record()
+        stop.synchronize()
+        return cupy.cuda.get_elapsed_time(start, stop) / 1e3, None
     cupy.cuda.Device().synchronize()
     ts = []
     for _ in range(reps):
@@ -84,6 +109,10 @@ def main(argv=None):
     ap.add_argument("--symmetric", action="store_true",
                     help="store every edge in both directions and tell meshccl so (symmetric=True)")
     ap.add_argument("--only", default=None, help="run only graphs whose name contains this text")
+    ap.add_argument("--max-passes", type=int, default=20000,
+                    help="max_iterations of the iterative GPU methods (beyond: 'stopped')")
+    ap.add_argument("--networkx", action="store_true",
+                    help="also time networkx.connected_components (only at --scale <= 16)")
     ap.add_argument("--out", default=None)
     opt = ap.parse_args(argv)
     if opt.gpu and not meshccl.gpu_available():
@@ -91,7 +120,17 @@ def main(argv=None):
         return 2
     s = opt.scale
     side = opt.grid_side or int(2 ** (s / 2))
-    gpu_methods = [m for m in GPU_METHODS] if opt.gpu else []
+    gpu_methods = BENCH_METHODS if opt.gpu else []
+    nx = None
+    if opt.networkx:
+        if opt.scale > 16:
+            print("--networkx: only at --scale <= 16 (networkx is pure Python)", file=sys.stderr)
+            return 2
+        try:
+            import networkx as nx
+        except ImportError:
+            print("--networkx: networkx is not importable", file=sys.stderr)
+            return 2
     rows = []
     for name, make in cases(s, side):
         if opt.only and opt.only not in name:
@@ -105,6 +144,14 @@ def main(argv=None):
         t_m, (n_m, lab_m) = timed(lambda: connected_components(csr), opt.reps)
         t_e, (n_e, lab_e) = timed(lambda: connected_components(e), opt.reps)
         same = n_s == n_m == n_e and np.array_equal(lab_s, lab_m) and np.array_equal(lab_s, lab_e)
+        t_nx = None
+        if nx is not None:
+            G = nx.Graph()
+            G.add_nodes_from(range(n))
+            G.add_edges_from(zip(e.src.tolist(), e.dst.tolist()))
+            t_nx, comps = timed(lambda: list(nx.connected_components(G)), opt.reps)
+            same = same and len(comps) == n_s
+            del G
         gpu = {}
         if gpu_methods:
             import cupy
@@ -116,18 +163,24 @@ def main(argv=None):
             runs = [(m, "CSR", g_csr) for m in gpu_methods] + [("unionfind", "edges", g_edges),
                                                                ("auto", "edges", g_edges)]
             for method, form, g in runs:
-                t, (c, lab) = timed_gpu(lambda: connected_components(g, method=method,
-                                                                     symmetric=opt.symmetric), opt.reps)
+                kw = {"max_iterations": opt.max_passes} if method in ITERATIVE else {}
+                t, out = timed_gpu(lambda: connected_components(g, method=method,
+                                                                symmetric=opt.symmetric, **kw),
+                                   opt.reps)
+                if out is None:
+                    gpu[f"{method} ({form})"] = (t, "stopped")
+                    continue
+                c, lab = out
                 ok = c == n_s and np.array_equal(lab.get(), lab_s)
                 same = same and ok
                 gpu[f"{method} ({form})"] = (t, ok)
             del g_csr, g_edges
             cupy.get_default_memory_pool().free_all_blocks()
-        rows.append((name, n, csr.nnz, n_s, t_s, t_m, t_e, gpu, same))
+        rows.append((name, n, csr.nnz, n_s, t_s, t_m, t_e, gpu, same, t_nx))
         line = (f"{name:44s} scipy {t_s*1e3:9.1f} ms  meshccl CPU CSR {t_m*1e3:8.1f} ms  "
-                f"edges {t_e*1e3:8.1f} ms")
+                f"edges {t_e*1e3:8.1f} ms" + (f"  networkx {t_nx*1e3:9.1f} ms" if t_nx else ""))
         for k, (t, ok) in gpu.items():
-            line += f"  | GPU {k} {t*1e3:7.2f} ms{'' if ok else ' MISMATCH'}"
+            line += f"  | GPU {k} {t*1e3:7.2f} ms{_mark(ok)}"
         print(line + f"  {'identical' if same else 'MISMATCH'}", flush=True)
 
     head = (f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
@@ -137,34 +190,68 @@ def main(argv=None):
             f"command: `python {' '.join(sys.argv)}`; median of {opt.reps} after a warm-up"
             f"{'; GPU times by CUDA events, end to end (validation, kernels, relabel, count)' if gpu_methods else ''}"
             f"{'; every edge stored both ways, symmetric=True' if opt.symmetric else ''}.")
-    lines = [head, "", "| graph | vertices | stored edges | components | scipy ms | meshccl CPU (CSR) ms | "
-             "meshccl CPU (edge list) ms | speed-up (CPU CSR) | labels |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for name, n, m, c, ts_, tm, te, gpu, same in rows:
-        lines.append(f"| {name} | {n} | {m} | {c} | {ts_*1e3:.1f} | {tm*1e3:.1f} | {te*1e3:.1f} | "
+    nxh = (" networkx ms |", "---:|") if nx is not None else ("", "")
+    lines = [head, "", "| graph | vertices | stored edges | components | scipy ms |" + nxh[0] +
+             " meshccl CPU (CSR) ms | meshccl CPU (edge list) ms | speed-up (CPU CSR) | labels |",
+             "|---|---:|---:|---:|---:|" + nxh[1] + "---:|---:|---:|---|"]
+    for name, n, m, c, ts_, tm, te, gpu, same, t_nx in rows:
+        nxc = f" {t_nx*1e3:.1f} |" if nx is not None else ""
+        lines.append(f"| {name} | {n} | {m} | {c} | {ts_*1e3:.1f} |{nxc} {tm*1e3:.1f} | {te*1e3:.1f} | "
                      f"{ts_/tm:.2f}× | {'identical' if same else 'MISMATCH'} |")
     if gpu_methods:
         keys = list(rows[0][7]) if rows else []
         lines += ["", "GPU, ms (edges/s), every method; labels checked equal to SciPy's:", "",
                   "| graph | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
-        for name, n, m, *_, gpu, _same in rows:
-            cells = [f"{t*1e3:.2f} ({m / t:.3g}){'' if ok else ' MISMATCH'}" for t, ok in gpu.values()]
+        for name, n, m, *_, gpu, _same, _nx in rows:
+            cells = [(f"stopped after {t*1e3:.0f} ms" if ok == "stopped" else
+                      f"{t*1e3:.2f} ({m / t:.3g}){_mark(ok)}") for t, ok in gpu.values()]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines += ["", "Best GPU method per graph:", "",
                   "| graph | stored edges | best | ms | edges/s | speed-up vs scipy | 'auto' picked, ms |",
                   "|---|---:|---|---:|---:|---:|---:|"]
-        for name, n, m, c, ts_, tm, te, gpu, same in rows:
-            best = min(gpu, key=lambda k: gpu[k][0])
+        for name, n, m, c, ts_, tm, te, gpu, same, _nx in rows:
+            best = min((k for k in gpu if gpu[k][1] is True), key=lambda k: gpu[k][0])
             t = gpu[best][0]
             lines.append(f"| {name} | {m} | {best} | {t*1e3:.2f} | {m / t:.3g} | {ts_ / t:.1f}× | "
                          f"{gpu['auto (CSR)'][0]*1e3:.2f} |")
+        lines += ["", _ecl_summary(rows)]
     table = "\n".join(lines)
     print(table)
     if opt.out:
         Path(opt.out).mkdir(parents=True, exist_ok=True)
         fname = "graph_bench_gpu.md" if gpu_methods else "graph_bench.md"
         Path(opt.out, fname).write_text(table + "\n")
-    return 0 if all(r[-1] for r in rows) else 1
+    return 0 if all(r[-2] for r in rows) else 1
+
+
+def _mark(ok):
+    return "" if ok is True else (" stopped" if ok == "stopped" else " MISMATCH")
+
+
+def _ecl_summary(rows):
+    """ECL vs Hawick/SV: geometric mean over graphs and methods of
+    t(method) / t(ecl), CSR input.  A stopped run counts with the time it
+    took before stopping (a lower bound on the speed-up)."""
+    ratios, parts, stopped = [], [], 0
+    for method in HAWICK_SV:
+        rs = []
+        for *_, gpu, _same, _nx in rows:
+            t_ecl, ok_ecl = gpu.get("ecl (CSR)", (None, False))
+            t, ok = gpu.get(f"{method} (CSR)", (None, False))
+            if t_ecl is None or t is None or ok_ecl is not True or ok is False:
+                continue
+            stopped += ok == "stopped"
+            rs.append(t / t_ecl)
+        if rs:
+            parts.append(f"{method} {np.exp(np.mean(np.log(rs))):.1f}×")
+            ratios += rs
+    if not ratios:
+        return "ECL vs Hawick/SV: no data."
+    g = float(np.exp(np.mean(np.log(ratios))))
+    return (f"ECL vs Hawick/SV (geometric-mean speed-up of 'ecl' over {', '.join(HAWICK_SV)}, "
+            f"CSR, {len(rows)} graphs): {'≥ ' if stopped else ''}{g:.1f}× "
+            f"({'; '.join(parts)}; issue 5 target ≥ 1.8×: {'met' if g >= 1.8 else 'NOT met'}"
+            f"{f'; {stopped} stopped runs count with their time so far' if stopped else ''}).")
 
 
 def _gpu_name():
