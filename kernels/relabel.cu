@@ -11,8 +11,10 @@
 //    each other).  Each
 //    warp covers 32 consecutive elements and stores one 32-bit word of
 //    "is a root" flags (a ballot) and the word's population count.
-// 2. The host takes an inclusive prefix sum of the per-word counts (a short
-//    array: n/32 entries), which says how many roots lie in words 0..w.
+// 2. An inclusive prefix sum of the per-word counts (a short array: n/32
+//    entries) says how many roots lie in words 0..w: meshccl_scan_block, one
+//    block, for short arrays (small images: one launch, no temporary
+//    memory), CuPy's cumsum for long ones.
 // 3. meshccl_relabel: the label of an element is the rank of its root r,
 //        incl[r / 32] - popcount(bits[r / 32] >> (r % 32)) + 1,
 //    i.e. the number of roots before r, plus one.  It reads only P[i] and
@@ -55,7 +57,45 @@ __global__ void meshccl_relabel(I* P, I n, const unsigned* __restrict__ bits,
     P[i] = incl[w] - (I)__popc(bits[w] >> (r & 31)) + 1;
 }
 
+// Inclusive prefix sum of `words` counts by one block of 1024 threads: each
+// thread sums a contiguous chunk, the block scans the chunk sums (warp
+// shuffles, then one warp over the warp totals), and each thread writes its
+// chunk's running sums.  For short arrays only (the host picks it).
+template <typename I>
+__global__ void __launch_bounds__(1024) meshccl_scan_block(const I* __restrict__ counts,
+                                                           I* __restrict__ incl, I words) {
+    __shared__ I warp_sum[32];
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    const I per = (words + (I)blockDim.x - 1) / (I)blockDim.x;
+    const I lo = min((I)t * per, words), hi = min(lo + per, words);
+    I sum = 0;
+    for (I w = lo; w < hi; ++w) sum += counts[w];
+    I x = sum;  // inclusive scan of the chunk sums within the warp
+    for (int d = 1; d < 32; d <<= 1) {
+        const I y = __shfl_up_sync(0xffffffffu, x, d);
+        if (lane >= d) x += y;
+    }
+    if (lane == 31) warp_sum[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        I y = lane < (int)(blockDim.x >> 5) ? warp_sum[lane] : (I)0;
+        for (int d = 1; d < 32; d <<= 1) {
+            const I z = __shfl_up_sync(0xffffffffu, y, d);
+            if (lane >= d) y += z;
+        }
+        warp_sum[lane] = y;
+    }
+    __syncthreads();
+    I run = (warp ? warp_sum[warp - 1] : (I)0) + x - sum;  // everything before this chunk
+    for (I w = lo; w < hi; ++w) {
+        run += counts[w];
+        incl[w] = run;
+    }
+}
+
 #ifdef MESHCCL_INSTANTIATE_ALL
+template __global__ void meshccl_scan_block<int>(const int*, int*, int);
+template __global__ void meshccl_scan_block<long long>(const long long*, long long*, long long);
 template __global__ void meshccl_flatten<int>(int*, int, unsigned*, int*);
 template __global__ void meshccl_flatten<long long>(long long*, long long, unsigned*, long long*);
 template __global__ void meshccl_relabel<int>(int*, int, const unsigned*, const int*);

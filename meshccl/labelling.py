@@ -208,6 +208,16 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     if (isinstance(cpu_threads, (bool, np.bool_)) or not isinstance(cpu_threads, (int, np.integer))
             or cpu_threads < 0):
         raise ValueError(f"cpu_threads must be an int >= 0 (0: all cores), got {cpu_threads!r}")
+    if (method == "auto" and device == "auto" and not return_info and periodic is False
+            and mask is None and tolerance is None and bonds is None and axes is None
+            and type(label_image).__module__.startswith("cupy")):
+        # repeated calls on same-shaped CuPy arrays: a cached launch plan (_gpu/plan.py)
+        from ._gpu.plan import fast_label
+
+        with _gpu_memory_errors(label_image.shape, None):
+            out = fast_label(label_image, background, connectivity, dtype, return_num)
+        if out is not None:
+            return out
     t0 = time.perf_counter()
     with _gpu_memory_errors(getattr(label_image, "shape", ()), None):
         prob = _validate.prepare(label_image, background, connectivity, dtype,

@@ -6,26 +6,45 @@ from .loader import c_type, kernels
 from .timing import run
 
 BLOCK = 256
+#: Word counts up to this many are scanned by one block (meshccl_scan_block);
+#: longer ones by CuPy's cumsum.
+BLOCK_SCAN_WORDS = 16384
 
 
 def grid(n: int) -> tuple:
     return ((n + BLOCK - 1) // BLOCK,)
 
 
-def relabel_steps(P, n: int):
-    """The relabel path as ``[(name, launch), ...]``; the last returns N."""
+def scratch(n: int, index_dtype):
+    """The relabel path's temporary arrays for n elements: root bit masks,
+    per-word root counts and their prefix sums (n / 32 entries each)."""
+    import cupy
+
+    words = (n + 31) // 32
+    return (cupy.empty(words, dtype=cupy.uint32), cupy.empty(words, dtype=index_dtype),
+            cupy.empty(words, dtype=index_dtype) if words <= BLOCK_SCAN_WORDS else None)
+
+
+def relabel_steps(P, n: int, buffers=None):
+    """The relabel path as ``[(name, launch), ...]``; the last returns N.
+
+    ``buffers``: arrays from :func:`scratch` to reuse (else new ones).
+    """
     import cupy
 
     t = c_type(P.dtype)
-    flatten, gather = kernels("relabel.cu", f"meshccl_flatten<{t}>", f"meshccl_relabel<{t}>")
+    flatten, gather, scan_block = kernels("relabel.cu", f"meshccl_flatten<{t}>",
+                                          f"meshccl_relabel<{t}>", f"meshccl_scan_block<{t}>")
     words = (n + 31) // 32
-    bits = cupy.empty(words, dtype=cupy.uint32)
-    counts = cupy.empty(words, dtype=P.dtype)
+    bits, counts, incl = buffers if buffers is not None else scratch(n, P.dtype)
     nn = P.dtype.type(n)
-    state = {}
+    state = {"incl": incl}
 
     def scan():
-        state["incl"] = cupy.cumsum(counts, dtype=P.dtype)
+        if incl is not None:
+            scan_block((1,), (1024,), (counts, incl, P.dtype.type(words)))
+        else:
+            state["incl"] = cupy.cumsum(counts, dtype=P.dtype)
 
     def label():
         gather(grid(n), (BLOCK,), (P, nn, bits, state["incl"]))

@@ -1,0 +1,120 @@
+"""Launch plans: low-latency repeated labelling of same-shaped CuPy arrays.
+
+A simulation that labels its lattice every few steps calls ``label()`` many
+times on arrays of one shape and dtype.  The general path validates the
+arguments, builds the launch arguments, looks up the kernels and allocates
+the relabel path's scratch arrays on every call: a few hundred microseconds
+of host time, far more than the GPU needs for a small image.
+
+A :class:`Plan` does that work once per (shape, dtype, arguments, device,
+stream, thread) and keeps it: the kernels, the argument tuples, the scratch
+arrays (reused call after call; safe because one thread's launches on one
+stream run in order).  A call then only views the input, allocates the
+output and launches the same kernels as the general path (mesh.cu, then
+relabel.cu with the one-block scan for short arrays) -- same labels.
+
+Plans serve the plain case: C-contiguous bool or integer CuPy input,
+``method='auto'``, no lattice feature, ``axes``, ``return_info`` or device
+override.  Anything else (floats need a NaN check per call) takes the
+general path.  At most :data:`MAX_PLANS` plans per thread are kept.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from .. import _validate
+from .loader import c_type, kernels
+from .mesh import grid_args
+from .relabel import BLOCK, grid, scratch
+
+MAX_PLANS = 16
+_local = threading.local()
+
+
+class Plan:
+    """Everything but the input and the output of one labelling call."""
+
+    def __init__(self, prob):
+        import cupy
+
+        n = prob.size
+        self.n = n
+        self.out_shape = prob.out_shape
+        self.work = prob.work_dtype
+        self.out_dtype = prob.out_dtype
+        self.view = prob.values.dtype
+        targs, geo, params = grid_args(prob.values, self.work, prob.shape, prob.connectivity,
+                                       prob.has_bg, prob.bgkey)
+        self.tile, self.union = kernels("mesh.cu", f"meshccl_mesh_tile<{targs}>",
+                                        f"meshccl_mesh_union<{targs}>")
+        t = c_type(self.work)
+        self.flatten, self.gather, self.scan_block = kernels(
+            "relabel.cu", f"meshccl_flatten<{t}>", f"meshccl_relabel<{t}>", f"meshccl_scan_block<{t}>")
+        self.params = params
+        self.tiles, self.cells = (geo["tiles"],), (geo["tile_cells"],)
+        key_bytes = 8 if prob.values.dtype.kind == "f" else prob.values.dtype.itemsize
+        cells = geo["tile_cells"]
+        self.smem = -(-cells * key_bytes // 8) * 8 + cells * (self.work.itemsize + 4)
+        self.bits, self.counts, self.incl = scratch(n, self.work)
+        self.words = self.work.type((n + 31) // 32)
+        self.nn = self.work.type(n)
+        self.grid = grid(n)
+        self.cupy = cupy
+
+    def __call__(self, x, return_num):
+        cupy = self.cupy
+        values = x.view(self.view).reshape(-1)
+        P = cupy.empty(self.out_shape, dtype=self.work)
+        self.tile(self.tiles, self.cells, (values, P) + self.params, shared_mem=self.smem)
+        self.union(self.tiles, self.cells, (values, P) + self.params)
+        self.flatten(self.grid, (BLOCK,), (P, self.nn, self.bits, self.counts))
+        if self.incl is not None:
+            self.scan_block((1,), (1024,), (self.counts, self.incl, self.words))
+            incl = self.incl
+        else:
+            incl = cupy.cumsum(self.counts, dtype=self.work)
+        self.gather(self.grid, (BLOCK,), (P, self.nn, self.bits, incl))
+        count = incl[-1]
+        if self.out_dtype != self.work:
+            count = int(count)
+            if count > np.iinfo(self.out_dtype).max:
+                raise ValueError(f"dtype={self.out_dtype} cannot hold {count} labels "
+                                 f"(largest value {np.iinfo(self.out_dtype).max})")
+            P = P.astype(self.out_dtype)
+        if return_num:
+            return P, int(count)
+        return P
+
+
+def fast_label(x, background, connectivity, dtype, return_num):
+    """Label CuPy array ``x`` through a cached plan; None when a plan does
+    not apply (the caller takes the general path)."""
+    if not x.flags.c_contiguous or x.dtype.kind not in "biu" or x.ndim == 0 or x.size == 0:
+        return None
+    import cupy
+
+    try:
+        key = (x.shape, x.dtype.char, background, type(background), connectivity,
+               type(connectivity), dtype, x.device.id, cupy.cuda.get_current_stream().ptr)
+        hash(key)
+    except TypeError:
+        return None
+    plans = getattr(_local, "plans", None)
+    if plans is None:
+        plans = _local.plans = OrderedDict()
+    plan = plans.get(key)
+    if plan is None:
+        prob = _validate.prepare(x, background, connectivity, dtype)
+        if prob.swapped or prob.size != x.size:
+            return None
+        plan = Plan(prob)
+        plans[key] = plan
+        if len(plans) > MAX_PLANS:
+            plans.popitem(last=False)
+    else:
+        plans.move_to_end(key)
+    return plan(x, return_num)

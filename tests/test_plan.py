@@ -1,0 +1,81 @@
+"""The low-latency path for repeated CuPy calls (meshccl/_gpu/plan.py) gives
+exactly the general path's labels, and steps aside when it does not apply."""
+
+import numpy as np
+import pytest
+
+import meshccl
+from meshccl import patterns
+from conftest import HAVE_GPU
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")]
+
+
+def general(a, **kw):
+    """The general path: return_info=True keeps the plan out of the way."""
+    out = meshccl.label(a, return_info=True, **kw)
+    return out[:-1] if len(out) > 2 else out[0]
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int8, np.int16, np.uint32, np.int64])
+@pytest.mark.parametrize("shape", [(256, 256), (33, 70), (5, 1, 40), (20, 30, 40), (3000,),
+                                   (1100, 1000)])
+def test_plan_matches_general_path(dtype, shape):
+    import cupy
+    from meshccl._gpu.plan import _local
+    rng = np.random.default_rng(len(shape) * 7 + np.dtype(dtype).itemsize)
+    a = rng.integers(-2 if np.dtype(dtype).kind == "i" else 0, 3, shape).astype(dtype)
+    x = cupy.asarray(a)
+    for kw in ({}, {"connectivity": 1}, {"background": 1}, {"background": -2}, {"dtype": np.int64}):
+        if np.dtype(dtype).kind == "u" and kw.get("background") == -2:
+            continue
+        want = general(x, **kw)
+        for _ in range(3):  # the first call builds the plan, the next ones reuse it
+            got = meshccl.label(x, **kw)
+            assert got.dtype == want.dtype and got.shape == x.shape
+            np.testing.assert_array_equal(got.get(), want.get())
+        got, num = meshccl.label(x, return_num=True, **kw)
+        np.testing.assert_array_equal(got.get(), want.get())
+        assert num == int(want.max(initial=0))
+        np.testing.assert_array_equal(got.get(), meshccl.label(a, **kw))
+    assert 0 < len(_local.plans) <= 16
+
+
+def test_plan_reused_across_inputs_and_streams():
+    import cupy
+    imgs = [cupy.asarray(patterns.blobs((128, 96), seed=s)) for s in range(5)]
+    wants = [meshccl.label(i.get()) for i in imgs]
+    for _ in range(2):
+        for img, want in zip(imgs, wants):
+            np.testing.assert_array_equal(meshccl.label(img).get(), want)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        outs = [meshccl.label(img) for img in imgs]
+    stream.synchronize()
+    for out, want in zip(outs, wants):
+        np.testing.assert_array_equal(out.get(), want)
+
+
+def test_plan_steps_aside():
+    """Floats, non-contiguous views, (a, b, 1) volumes and empty arrays take
+    the general path and still give skimage's labels."""
+    import cupy
+    from skimage.measure import label as sk_label
+    a = patterns.potts((30, 40), seed=1)
+    for x in (cupy.asarray(a.astype(np.float32) + 0.5), cupy.asarray(a)[:, ::2],
+              cupy.asarray(a)[::-1], cupy.asarray(a[:6, :7, None]), cupy.zeros((0, 4), cupy.uint8)):
+        np.testing.assert_array_equal(meshccl.label(x).get(), sk_label(x.get()))
+
+
+def test_plan_keeps_errors_clear():
+    import cupy
+    x = cupy.ones((8, 8), cupy.uint8)
+    with pytest.raises(ValueError, match="connectivity"):
+        meshccl.label(x, connectivity=3)
+    with pytest.raises(TypeError, match="connectivity must be an int"):
+        meshccl.label(x, connectivity=2.0)
+    meshccl.label(x, connectivity=2)  # a plan for connectivity 2 exists now ...
+    with pytest.raises(TypeError, match="connectivity must be an int"):
+        meshccl.label(x, connectivity=2.0)  # ... and 2.0 still does not pass
+    with pytest.raises(ValueError, match="cannot hold"):
+        meshccl.label(cupy.asarray(np.eye(300, dtype=np.uint8)), connectivity=1, dtype=np.uint8)
