@@ -113,6 +113,14 @@ def emulate(expr):
             for i in range(n):
                 r = int(P[i])
                 P[i] = incl[r >> 5] - bin(int(bits[r >> 5]) >> (r & 31)).count("1") + 1
+    elif name == "meshccl_scan_block":
+        sig = [("ptr", t[0]), ("ptr", t[0]), ("val", t[0])]
+
+        def run(counts, incl, words):
+            total = 0
+            for w in range(int(words)):
+                total += int(counts[w])
+                incl[w] = total
     elif name == "meshccl_graph_ecl_init":
         sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0])]
 

@@ -7,11 +7,9 @@ neighbour arrays keep their own int32 / int64 type J (others are cast), and
 row offsets are widened to int64.  Nothing is copied to the host; the only
 synchronisation is the caller's when it asks for the component count --
 except for the iterative methods ('edge-lp', 'vertex-lp', 'bfs-cc', 'sv'),
-which read the change flags of a batch of passes at once (as
-:mod:`.iterate` does for the mesh methods): the batch grows with the
-passes done (a quarter of them, at most :data:`BATCH_MAX`), so the host
-waits about once per batch, and the reported pass count and the labels are
-exact.  BFS sampling reads its frontier size after batches of levels.
+which read the change flags of a batch of passes at once
+(:mod:`.passes`, shared with the mesh methods): the reported pass count and
+the labels are exact.  BFS sampling reads its frontier size after batches of levels.
 """
 
 from __future__ import annotations
@@ -20,8 +18,8 @@ import functools
 
 import numpy as np
 
-from ..errors import NotConverged
 from .loader import c_type, kernels
+from .passes import until_settled
 from .relabel import relabel
 
 BLOCK = 256
@@ -37,8 +35,6 @@ HB_EDGES = 2
 #: BFS sampling stops after this many levels (what it reached is still one
 #: connected set; the finish pass does the rest)
 BFS_SAMPLE_LEVELS = 512
-#: most passes of an iterative method launched between two flag reads
-BATCH_MAX = 64
 #: the methods with a GPU kernel ('async' is 'unionfind', 'bfs' is 'bfs-cc')
 GPU_METHODS = ("unionfind", "async", "ecl", "kout", "hb", "bfs-sample", "rem-cas", "early",
                "hooks", "jtb", "sv", "edge-lp", "vertex-lp", "bfs-cc", "bfs")
@@ -112,32 +108,6 @@ def to_csr(src, dst, n: int):
         cursor = indptr[:-1].copy().view(cupy.uint64)
         scatter(_grid(m, BLOCK, 32), (BLOCK,), (src, dst, np.int64(m), cursor, indices))
     return indptr, indices
-
-
-def _iterate(one_pass, max_iterations, method):
-    """Run ``one_pass(t, flag)`` for t = 0, 1, ... until a pass leaves its
-    flag (a 1-element int32 device array, zeroed before) unset; read the
-    flags once per batch.  Returns the number of passes including the last,
-    which changed nothing; raises NotConverged after ``max_iterations``."""
-    import cupy
-
-    flags = cupy.zeros(BATCH_MAX, dtype=cupy.int32)
-    slots = [flags[t:t + 1] for t in range(BATCH_MAX)]
-    done = 0
-    while True:
-        batch = min(BATCH_MAX, max(1, done // 4))
-        if max_iterations is not None:
-            batch = min(batch, max_iterations - done)
-        flags[:batch].fill(0)
-        for t in range(batch):
-            one_pass(done + t, slots[t])
-        settled = np.flatnonzero(flags[:batch].get() == 0)
-        if settled.size:
-            return done + int(settled[0]) + 1
-        done += batch
-        if max_iterations is not None and done >= max_iterations:
-            raise NotConverged(f"method={method!r} did not converge within "
-                               f"max_iterations={max_iterations} passes")
 
 
 def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
@@ -376,7 +346,7 @@ def _iterative_steps(method, indptr, src, dst, n, I, J, symmetric, dev, state, s
                     if m:
                         hook(_grid(m, BLOCK, 32), (BLOCK,), (s, d, P, np.int64(m), flag))
                     jump(_grid(n, BLOCK, 32), (BLOCK,), (P, nn, flag))
-            state["passes"] = _iterate(one_pass, max_iterations, method)
+            state["passes"] = until_settled(one_pass, method, max_iterations)
 
         steps.append(("iterate", run))
         return steps, state
@@ -414,7 +384,7 @@ def _iterative_steps(method, indptr, src, dst, n, I, J, symmetric, dev, state, s
                 expand(_grid(n, BLOCK, 4), (BLOCK,),
                        (ip, ind, P, bufs[a], cnt[a], bufs[b], cnt[b], label, minv))
                 nxt((1,), (BLOCK,), (P, nn, cnt[a], bufs[b], cnt[b], label, cursor, flag))
-        state["passes"] = _iterate(one_pass, max_iterations, method)
+        state["passes"] = until_settled(one_pass, method, max_iterations)
 
     steps.append(("iterate", run_vertex))
     return steps, state

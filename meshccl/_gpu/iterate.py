@@ -1,12 +1,8 @@
 """Hawick et al.'s iterative methods A-D on the GPU (``kernels/iterate.cu``).
 
 Each method repeats a pass until a pass changes no label.  A pass is one
-launch (A, B), 2 * ndim sweep launches (C) or three launches (D).  Every
-pass writes its own "changed" flag, and the host reads the flags of a batch
-of passes at once: the batch grows with the passes done so far (a quarter
-of them, at most :data:`BATCH_MAX`), so the host waits about once per batch
-instead of once per pass, and at most a quarter of the work is spent on
-passes after the fixed point -- which change nothing, so the labels and the
+launch (A, B), 2 * ndim sweep launches (C) or three launches (D); the
+change flags are read in batches (:mod:`.passes`), so the labels and the
 reported pass count are exact.
 """
 
@@ -14,15 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import NotConverged
 from .loader import kernels
+from .passes import until_settled
 from .mesh import grid_args
 from .relabel import BLOCK, grid, relabel
 from .timing import run
-
-#: Most passes launched between two reads of the change flags.
-BATCH_MAX = 64
-
 
 def label_iterative(method, values, P, shape, connectivity, has_bg, bgkey, *,
                     max_iterations=None, timer=None, **lattice):
@@ -43,8 +35,6 @@ def label_iterative(method, values, P, shape, connectivity, has_bg, bgkey, *,
     init, kern_a, kern_b, sweep, scan = kernels(
         "iterate.cu", *(f"meshccl_iter_{k}<{targs}>" for k in ("init", "a", "b", "c", "d_scan")))
     run(timer, "init", lambda: init(tiles, cells, (values, P) + params))
-    flags = cupy.zeros(BATCH_MAX, dtype=cupy.int32)
-    slots = [flags[t:t + 1] for t in range(BATCH_MAX)]  # pass t of a batch sets slot t
     state = {"src": P}
 
     if method in ("A", "B"):
@@ -82,28 +72,15 @@ def label_iterative(method, values, P, shape, connectivity, has_bg, bgkey, *,
     else:
         raise ValueError(f"method must be 'A', 'B', 'C' or 'D' on the GPU, got {method!r}")
 
-    done = 0
-    while True:
-        batch = min(BATCH_MAX, max(1, done // 4))
-        if max_iterations is not None:
-            batch = min(batch, max_iterations - done)
-        flags[:batch].fill(0)
-        for t in range(batch):
-            for name, step in steps:
-                if timer is None:
-                    step(slots[t])
-                else:
-                    timer.run(name, lambda step=step, t=t: step(slots[t]))
-        settled = np.flatnonzero(flags[:batch].get() == 0)
-        if timer is not None:
-            timer.fold()
-        if settled.size:
-            passes = done + int(settled[0]) + 1
-            break
-        done += batch
-        if max_iterations is not None and done >= max_iterations:
-            raise NotConverged(
-                f"method={method!r} did not converge within max_iterations={max_iterations} passes")
+    def one_pass(t, flag):
+        for name, step in steps:
+            if timer is None:
+                step(flag)
+            else:
+                timer.run(name, lambda step=step: step(flag))
+
+    passes = until_settled(one_pass, method, max_iterations,
+                           None if timer is None else timer.fold)
     if state["src"] is not P:
         P[...] = state["src"]
     return relabel(P, n, timer), passes
