@@ -112,18 +112,7 @@ def _kout(indptr, indices, P, k, picks, symmetric):
         run = run + 1 if i and roots[i] == roots[i - 1] else 1
         if run > best:
             best, big = run, roots[i]
-    for v in range(n):
-        begin, end = indptr[v] + k, indptr[v + 1]
-        if begin >= end:
-            continue
-        vin = P[v] == big or find(P, v) == big
-        if symmetric and vin:
-            continue
-        for e in range(begin, end):
-            u = indices[e]
-            if u == v or (vin and P[u] == big):
-                continue
-            unite(P, v, u)
+    _finish_pass(indptr, indices, P, big, k, symmetric)
     return big
 
 
