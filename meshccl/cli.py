@@ -347,7 +347,8 @@ def cmd_label(args):
     image, colour = read_image(args.input)
     _check_output(args.output, out_ext, image.ndim)
     k = args.connectivity
-    if k is not None and not 1 <= k <= max(image.ndim, 1):
+    axes = _axes_option(args.axes)
+    if k is not None and axes is None and not 1 <= k <= max(image.ndim, 1):
         raise CLIError(
             f"--connectivity {k} is out of range for the {image.ndim}-D image in "
             f"{args.input} (use 1..{max(image.ndim, 1)})"
@@ -358,18 +359,31 @@ def cmd_label(args):
     start = time.perf_counter()
     try:
         labels, num = meshccl.label(image, background=args.background, return_num=True,
-                                    connectivity=k, device=device, **lattice)
+                                    connectivity=k, device=device, method=args.method,
+                                    axes=axes, **lattice)
     except (TypeError, ValueError) as exc:
         raise CLIError(f"cannot label {args.input}: {_first_line(exc)}") from None
     ms = (time.perf_counter() - start) * 1e3
 
     written = write_labels(args.output, labels, num)
     kind = ", packed colours" if colour else ""
-    conn = k if k is not None else image.ndim
+    conn = k if k is not None else (image.ndim if axes is None else len(axes))
+    along = "" if axes is None else f", along axes {','.join(str(a) for a in axes)}"
+    how = "" if args.method == "auto" else f", method {args.method}"
     print(f"{args.input}: {_describe(image)}{kind}")
-    print(f"{num} components (connectivity {conn}, {device}) in {ms:.1f} ms")
+    print(f"{num} components (connectivity {conn}{along}{how}, {device}) in {ms:.1f} ms")
     print(f"wrote {args.output} ({np.dtype(written).name})")
     return 0
+
+
+def _axes_option(text):
+    """--axes '1,2' as a tuple of ints (None when absent)."""
+    if text is None:
+        return None
+    try:
+        return tuple(int(a) for a in text.split(","))
+    except ValueError:
+        raise CLIError(f"--axes takes comma-separated axis numbers (e.g. 1,2), got {text!r}") from None
 
 
 def _lattice_options(args, image):
@@ -500,6 +514,11 @@ def build_parser():
                    help="join neighbours whose values differ by at most T (continuous fields)")
     p.add_argument("--mask", default=None, metavar="FILE",
                    help="image of the same shape; its zero cells are background")
+    p.add_argument("--axes", default=None, metavar="AXES",
+                   help="label along these axes only, comma-separated (e.g. 1,2: every image "
+                        "of a stack on its own)")
+    p.add_argument("--method", choices=meshccl.labelling.METHODS, default="auto",
+                   help="algorithm (default auto: the one-pass union-find)")
 
     p = sub.add_parser("demo", help="label Hawick's spiral and a blob field, time it, draw it",
                        description="Label Hawick's spiral and a Cahn-Hilliard-like blob field "

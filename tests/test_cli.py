@@ -390,3 +390,17 @@ def test_label_lattice_option_errors(tmp_path, capsys, args, msg):
     args = [a.replace("MASK", str(tmp_path / "m.npy")) for a in args]
     assert main(["label", str(src), str(tmp_path / "o.npy")] + args) == 2
     assert msg in capsys.readouterr().err
+
+
+def test_axes_and_method(tmp_path, capsys, volume):
+    src, dst = tmp_path / "stack.npy", tmp_path / "labels.npy"
+    np.save(src, volume)
+    rc, out, _ = run(capsys, "label", src, dst, "--axes", "1,2", "-c", "1", "--method", "D")
+    assert rc == 0 and "along axes 1,2" in out and "method D" in out
+    np.testing.assert_array_equal(np.load(dst), meshccl.label(volume, axes=(1, 2), connectivity=1))
+    rc, _, err = run(capsys, "label", src, dst, "--axes", "1,x")
+    assert rc == 2 and "--axes takes comma-separated axis numbers" in err
+    rc, _, err = run(capsys, "label", src, dst, "--axes", "5")
+    assert rc == 2 and "axes entry 5 is out of range" in err
+    rc, _, err = run(capsys, "label", src, dst, "--axes", "2", "-c", "2")
+    assert rc == 2 and "connectivity for labelling along axes=(2,)" in err
