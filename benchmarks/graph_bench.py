@@ -5,27 +5,44 @@ markdown table.
 
     python benchmarks/graph_bench.py [--scale 20] [--out DIR]
     python benchmarks/graph_bench.py --gpu --scale 22 --grid-side 4096 --reps 5 --out DIR
-    python benchmarks/graph_bench.py --networkx --scale 16
+    python benchmarks/graph_bench.py --gpu --papers --reps 3 --out DIR
+    python benchmarks/graph_bench.py --networkx --scale 16 --machine "dev VM, 2 vCPUs"
 
 CPU columns: SciPy and meshccl's CPU backend (CSR and edge-list input), wall
 clock, median of --reps after a warm-up.  With --gpu (needs CuPy and a GPU;
 refused clearly otherwise) every GPU method also runs on the graph held on
-the device as a cupyx CSR matrix (and 'unionfind' also on the edge list),
-timed end to end -- validation, kernels, relabel and the one synchronisation
-for the count -- with CUDA events, median of --reps after a warm-up; the
-table adds edges per second and the best GPU method per graph.  The
-iterative methods ('sv', 'edge-lp', 'vertex-lp', 'bfs-cc') run with
+the device as a cupyx CSR matrix (and 'unionfind' and 'auto' also on the
+edge list), timed end to end -- validation, kernels, relabel and the one
+synchronisation for the count -- with CUDA events, median of --reps after a
+warm-up (a method whose first timed run takes over --slow seconds is timed
+that once); the table adds edges per second, the best GPU method per graph,
+and what 'auto' ran (meshccl.graph._auto_method, the rule
+connected_components uses) with its time against the best.  The iterative
+methods ('sv', 'edge-lp', 'vertex-lp', 'bfs-cc') run with
 max_iterations=--max-passes; a run that reaches it is reported "stopped"
 (with the time it took, a lower bound) and not repeated.  A summary line
 gives the geometric-mean speed-up of 'ecl' over Hawick's kernels and SV
 (issue 5 asks for >= 1.8x).  --networkx adds networkx.connected_components
 (graph built beforehand, not timed) as a peer, at --scale <= 16 only.
+
+--papers builds graphs shaped like three inputs of GConn (Hong, Dhulipala
+and Shun, 2020, Table 1), every edge stored both ways as there and
+symmetric=True: a Kronecker (R-MAT, Graph500 a, b, c = 0.57, 0.19, 0.19)
+graph of scale 21 with edge factor 48 (kron_g500-logn21), a connected
+road-like 4900² grid subgraph with 2.41 entries per vertex (road_usa), and
+a Barabási–Albert graph (Batagelj–Brandes) of 4,847,571 vertices and 9
+edges per vertex (soc-LiveJournal1); duplicate edges are merged by the CSR
+build (on the GPU when --gpu).  SciPy runs once per graph (the reference
+labels; no other CPU baseline), the GPU methods of PAPER_METHODS on the CSR.  The output sets meshccl's best
+edges/s beside GConn's V100 numbers for the corresponding graphs (Table 2).
+--papers-shrink k divides the sizes by 2**k (quick checks).
 """
 
 import argparse
 import datetime
 import os
 import platform
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -38,12 +55,63 @@ from scipy.sparse.csgraph import connected_components as scipy_cc
 import meshccl
 from meshccl import graph_generators as gen
 from meshccl.errors import NotConverged
-from meshccl.graph import GPU_METHODS, ITERATIVE, Edges, connected_components
+from meshccl.graph import GPU_METHODS, ITERATIVE, Edges, _auto_method, connected_components
 
 #: the GPU methods timed ('async' and 'bfs' are aliases)
 BENCH_METHODS = [m for m in GPU_METHODS if m not in ("async", "bfs")]
 #: the methods 'ecl' is compared with in the summary line
 HAWICK_SV = ("edge-lp", "vertex-lp", "bfs-cc", "sv")
+#: the GPU methods timed by --papers
+PAPER_METHODS = ["auto", "ecl", "unionfind", "kout", "hb", "rem-cas", "early", "jtb", "sv",
+                 "edge-lp", "vertex-lp"]
+
+#: GConn on a V100 (Hong, Dhulipala, Shun, "Exploring the Design Space of
+#: Static and Incremental Graph Connectivity Algorithms on GPUs", PACT 2020):
+#: n and m from Table 1 (symmetric graphs, every edge counted in both
+#: directions), running times in ms from Table 2 ("median of five runs").
+#: "best" is the fastest entry of the graph's column over all five groups;
+#: "rows" the Table 2 row matching each meshccl method.
+GCONN = {
+    "kron_g500-logn21": {
+        "n": 2.10e6, "m": 182.08e6,
+        "best": ("k-out sampling / Union-Async", 0.51),
+        "no_sampling": ("Union-Rem-CAS", 3.60),
+        "rows": {"unionfind": ("No sampling / Union-Async", 3.64),
+                 "rem-cas": ("No sampling / Union-Rem-CAS", 3.60),
+                 "early": ("No sampling / Union-Early", 16.23),
+                 "jtb": ("No sampling / Union-JTB", 5.23),
+                 "sv": ("No sampling / Shiloach-Vishkin", 15.93),
+                 "edge-lp": ("No sampling / LabelPropagation", 12.50),
+                 "ecl": ("Existing algorithms / ECL-CC [49]", 6.02),
+                 "kout": ("k-out sampling / Union-Async", 0.51),
+                 "hb": ("HB sampling / Union-Async", 0.57)}},
+    "road_usa": {
+        "n": 23.95e6, "m": 57.71e6,
+        "best": ("No sampling / Union-Async", 3.39),
+        "no_sampling": ("Union-Async", 3.39),
+        "rows": {"unionfind": ("No sampling / Union-Async", 3.39),
+                 "rem-cas": ("No sampling / Union-Rem-CAS", 3.83),
+                 "early": ("No sampling / Union-Early", 5.68),
+                 "jtb": ("No sampling / Union-JTB", 5.53),
+                 "sv": ("No sampling / Shiloach-Vishkin", 15.65),
+                 "edge-lp": ("No sampling / LabelPropagation", 3289.59),
+                 "ecl": ("Existing algorithms / ECL-CC [49]", 22.55),
+                 "kout": ("k-out sampling / Union-Async", 5.27),
+                 "hb": ("HB sampling / Union-Async", 8.60)}},
+    "soc-LiveJournal1": {
+        "n": 4.85e6, "m": 85.70e6,
+        "best": ("HB sampling / Union-Async (and Union-Rem-CAS)", 0.67),
+        "no_sampling": ("Union-Rem-CAS", 2.98),
+        "rows": {"unionfind": ("No sampling / Union-Async", 3.07),
+                 "rem-cas": ("No sampling / Union-Rem-CAS", 2.98),
+                 "early": ("No sampling / Union-Early", 8.18),
+                 "jtb": ("No sampling / Union-JTB", 3.70),
+                 "sv": ("No sampling / Shiloach-Vishkin", 12.23),
+                 "edge-lp": ("No sampling / LabelPropagation", 15.01),
+                 "ecl": ("Existing algorithms / ECL-CC [49]", 7.14),
+                 "kout": ("k-out sampling / Union-Async", 0.85),
+                 "hb": ("HB sampling / Union-Async", 0.67)}},
+}
 
 
 def timed(f, reps):
@@ -56,9 +124,10 @@ def timed(f, reps):
     return float(np.median(ts)), out
 
 
-def timed_gpu(f, reps):
+def timed_gpu(f, reps, slow=None):
     """Median seconds of f() by CUDA events, after one warm-up call (which
-    also compiles the kernels).  A NotConverged run gives (seconds of the
+    also compiles the kernels); if a timed run takes over ``slow`` seconds,
+    that run is the only one.  A NotConverged run gives (seconds of the
     stopped run, None) and is not repeated."""
     import cupy
 
@@ -83,7 +152,62 @@ def timed_gpu(f, reps):
         stop.record()
         stop.synchronize()
         ts.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+        if slow is not None and ts[-1] > slow:
+            break
     return float(np.median(ts)), out
+
+
+def time_gpu_methods(runs, reps, slow, max_passes, symmetric, want_n, want_labels):
+    """{"method (form)": (seconds, True | False | "stopped")} for each
+    (method, form, graph) of runs; labels compared with the reference."""
+    import cupy
+
+    gpu = {}
+    for method, form, g in runs:
+        kw = {"max_iterations": max_passes} if method in ITERATIVE else {}
+        t, out = timed_gpu(lambda: connected_components(g, method=method, symmetric=symmetric,
+                                                        **kw), reps, slow)
+        if out is None:
+            gpu[f"{method} ({form})"] = (t, "stopped")
+            continue
+        c, lab = out
+        gpu[f"{method} ({form})"] = (t, c == want_n and np.array_equal(lab.get(), want_labels))
+        del lab
+    cupy.get_default_memory_pool().free_all_blocks()
+    return gpu
+
+
+def best_of(gpu):
+    """The fastest correct entry of a gpu dict (None if there is none)."""
+    ok = [k for k in gpu if gpu[k][1] is True]
+    return min(ok, key=lambda k: gpu[k][0]) if ok else None
+
+
+def best_time(gpu, form):
+    """Seconds of the fastest correct method on the input form ("CSR", "edges")."""
+    return min((t for k, (t, ok) in gpu.items() if k.endswith(f"({form})") and ok is True),
+               default=None)
+
+
+def auto_cell(gpu, form, picked):
+    """'METHOD, ms, ratio' for the 'auto' run on `form`: what it ran, its
+    time, and its time over the best time on the same input form."""
+    t, ok = gpu.get(f"auto ({form})", (None, None))
+    tb = best_time(gpu, form)
+    if t is None or tb is None:
+        return "–"
+    return f"{picked}, {t*1e3:.2f} ms{_mark(ok)}, {t / tb:.2f}×"
+
+
+def auto_summary(rows_auto):
+    """One line: how far 'auto' was from the best method, over the graphs."""
+    ratios = [t / tb for t, tb in rows_auto if t and tb]
+    if not ratios:
+        return "'auto' vs best: no data."
+    g = float(np.exp(np.mean(np.log(ratios))))
+    return (f"'auto' vs the best GPU method (time ratio, CSR input): geometric mean {g:.2f}×, "
+            f"worst {max(ratios):.2f}×, within 10 % on {sum(r <= 1.1 for r in ratios)} of "
+            f"{len(ratios)} graphs.")
 
 
 def cases(s, side):
@@ -99,6 +223,20 @@ def cases(s, side):
     ]
 
 
+def paper_cases(shrink=0):
+    """(our graph's name, the GConn graph it stands for, generator) for --papers."""
+    side = int(round(4900 / 2 ** (shrink / 2)))
+    n_ba = 4847571 >> shrink
+    return [
+        (f"Kronecker (R-MAT, Graph500 a,b,c) scale {21 - shrink}, edge factor 48",
+         "kron_g500-logn21", lambda: gen.rmat(21 - shrink, 48, seed=1)),
+        (f"road-like: connected {side}² grid subgraph, 2.41 entries/vertex",
+         "road_usa", lambda: gen.road_grid(side, 2.41, seed=2)),
+        (f"social-like: Barabási–Albert (Batagelj–Brandes), {n_ba} vertices, 9 edges/vertex",
+         "soc-LiveJournal1", lambda: gen.barabasi_albert_bb(n_ba, 9, seed=3)),
+    ]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=int, default=20, help="2**scale vertices (RMAT scale)")
@@ -106,18 +244,34 @@ def main(argv=None):
                     help="side of the 2-D grids (default 2**(scale/2))")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--gpu", action="store_true", help="also time every GPU method (needs CuPy and a GPU)")
+    ap.add_argument("--papers", action="store_true",
+                    help="graphs shaped like GConn's kron_g500-logn21, road_usa, soc-LiveJournal1 "
+                         "(see above), compared with GConn's V100 numbers")
+    ap.add_argument("--papers-shrink", type=int, default=0,
+                    help="--papers graphs 2**k times smaller (quick checks)")
     ap.add_argument("--symmetric", action="store_true",
-                    help="store every edge in both directions and tell meshccl so (symmetric=True)")
+                    help="store every edge in both directions and tell meshccl so (symmetric=True; "
+                         "always on with --papers)")
     ap.add_argument("--only", default=None, help="run only graphs whose name contains this text")
     ap.add_argument("--max-passes", type=int, default=20000,
                     help="max_iterations of the iterative GPU methods (beyond: 'stopped')")
+    ap.add_argument("--slow", type=float, default=0.5,
+                    help="a GPU method whose first timed run takes longer (s) is timed once")
     ap.add_argument("--networkx", action="store_true",
                     help="also time networkx.connected_components (only at --scale <= 16)")
+    ap.add_argument("--machine", default=None,
+                    help="words on the machine for the header (e.g. 'dev VM, 2 vCPUs, no GPU')")
     ap.add_argument("--out", default=None)
     opt = ap.parse_args(argv)
     if opt.gpu and not meshccl.gpu_available():
         print("--gpu: no CUDA GPU is usable (CuPy missing or no device)", file=sys.stderr)
         return 2
+    if opt.papers:
+        if opt.networkx:
+            print("--networkx does not combine with --papers", file=sys.stderr)
+            return 2
+        return papers(opt)
+    t_start = time.perf_counter()
     s = opt.scale
     side = opt.grid_side or int(2 ** (s / 2))
     gpu_methods = BENCH_METHODS if opt.gpu else []
@@ -152,7 +306,7 @@ def main(argv=None):
             t_nx, comps = timed(lambda: list(nx.connected_components(G)), opt.reps)
             same = same and len(comps) == n_s
             del G
-        gpu = {}
+        gpu, picked = {}, {}
         if gpu_methods:
             import cupy
             import cupyx.scipy.sparse as csp
@@ -160,68 +314,233 @@ def main(argv=None):
             g_csr = csp.csr_matrix((cupy.ones(csr.nnz, cupy.float32), cupy.asarray(csr.indices),
                                     cupy.asarray(csr.indptr)), shape=csr.shape)
             g_edges = Edges(cupy.asarray(e.src), cupy.asarray(e.dst), n)
+            picked = {"CSR": _auto_method(g_csr, opt.symmetric),
+                      "edges": _auto_method(g_edges, opt.symmetric)}
             runs = [(m, "CSR", g_csr) for m in gpu_methods] + [("unionfind", "edges", g_edges),
                                                                ("auto", "edges", g_edges)]
-            for method, form, g in runs:
-                kw = {"max_iterations": opt.max_passes} if method in ITERATIVE else {}
-                t, out = timed_gpu(lambda: connected_components(g, method=method,
-                                                                symmetric=opt.symmetric, **kw),
-                                   opt.reps)
-                if out is None:
-                    gpu[f"{method} ({form})"] = (t, "stopped")
-                    continue
-                c, lab = out
-                ok = c == n_s and np.array_equal(lab.get(), lab_s)
-                same = same and ok
-                gpu[f"{method} ({form})"] = (t, ok)
+            gpu = time_gpu_methods(runs, opt.reps, opt.slow, opt.max_passes, opt.symmetric,
+                                   n_s, lab_s)
+            same = same and all(ok is not False for _, ok in gpu.values())
             del g_csr, g_edges
             cupy.get_default_memory_pool().free_all_blocks()
-        rows.append((name, n, csr.nnz, n_s, t_s, t_m, t_e, gpu, same, t_nx))
+        rows.append((name, n, csr.nnz, n_s, t_s, t_m, t_e, gpu, same, t_nx, picked))
         line = (f"{name:44s} scipy {t_s*1e3:9.1f} ms  meshccl CPU CSR {t_m*1e3:8.1f} ms  "
                 f"edges {t_e*1e3:8.1f} ms" + (f"  networkx {t_nx*1e3:9.1f} ms" if t_nx else ""))
         for k, (t, ok) in gpu.items():
             line += f"  | GPU {k} {t*1e3:7.2f} ms{_mark(ok)}"
-        print(line + f"  {'identical' if same else 'MISMATCH'}", flush=True)
+        print(line + f"  {'identical' if same else 'MISMATCH'}"
+              f"  [{time.perf_counter() - t_start:.0f} s so far]", flush=True)
 
-    head = (f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
+    head = (f"Machine: {_machine(opt)}"
             f"{_gpu_name() if gpu_methods else ''}; "
             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
-            f"meshccl {meshccl.__version__}, SciPy {scipy.__version__}; "
-            f"command: `python {' '.join(sys.argv)}`; median of {opt.reps} after a warm-up"
-            f"{'; GPU times by CUDA events, end to end (validation, kernels, relabel, count)' if gpu_methods else ''}"
+            f"meshccl {meshccl.__version__}, SciPy {scipy.__version__}"
+            f"{f', networkx {nx.__version__}' if nx is not None else ''}; "
+            f"command: `python {shlex.join(sys.argv)}`; median of {opt.reps} after a warm-up"
+            f"{f'; GPU times by CUDA events, end to end (validation, kernels, relabel, count), a method over {opt.slow} s timed once; iterative methods capped at {opt.max_passes} passes' if gpu_methods else ''}"
             f"{'; every edge stored both ways, symmetric=True' if opt.symmetric else ''}.")
     nxh = (" networkx ms |", "---:|") if nx is not None else ("", "")
     lines = [head, "", "| graph | vertices | stored edges | components | scipy ms |" + nxh[0] +
              " meshccl CPU (CSR) ms | meshccl CPU (edge list) ms | speed-up (CPU CSR) | labels |",
              "|---|---:|---:|---:|---:|" + nxh[1] + "---:|---:|---:|---|"]
-    for name, n, m, c, ts_, tm, te, gpu, same, t_nx in rows:
+    for name, n, m, c, ts_, tm, te, gpu, same, t_nx, _picked in rows:
         nxc = f" {t_nx*1e3:.1f} |" if nx is not None else ""
         lines.append(f"| {name} | {n} | {m} | {c} | {ts_*1e3:.1f} |{nxc} {tm*1e3:.1f} | {te*1e3:.1f} | "
                      f"{ts_/tm:.2f}× | {'identical' if same else 'MISMATCH'} |")
+    if nx is not None and rows:
+        sp_nx = [r[9] / r[5] for r in rows]
+        lines += ["", f"meshccl CPU (CSR) vs networkx: {min(sp_nx):.0f}× to {max(sp_nx):.0f}× faster "
+                      f"(networkx's time excludes building its graph)."]
     if gpu_methods:
         keys = list(rows[0][7]) if rows else []
         lines += ["", "GPU, ms (edges/s), every method; labels checked equal to SciPy's:", "",
                   "| graph | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
-        for name, n, m, *_, gpu, _same, _nx in rows:
-            cells = [(f"stopped after {t*1e3:.0f} ms" if ok == "stopped" else
-                      f"{t*1e3:.2f} ({m / t:.3g}){_mark(ok)}") for t, ok in gpu.values()]
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        lines += ["", "Best GPU method per graph:", "",
-                  "| graph | stored edges | best | ms | edges/s | speed-up vs scipy | 'auto' picked, ms |",
-                  "|---|---:|---|---:|---:|---:|---:|"]
-        for name, n, m, c, ts_, tm, te, gpu, same, _nx in rows:
-            best = min((k for k in gpu if gpu[k][1] is True), key=lambda k: gpu[k][0])
+        for name, n, m, *_, gpu, _same, _nx, _picked in rows:
+            lines.append(f"| {name} | " + " | ".join(_cell(t, ok, m) for t, ok in gpu.values()) + " |")
+        lines += ["", "Best GPU method per graph, and what 'auto' ran (method, time, time / the "
+                  "best time on the same input form):", "",
+                  "| graph | stored edges | best | ms | edges/s | speed-up vs scipy | "
+                  "'auto' on the CSR | 'auto' on the edge list |",
+                  "|---|---:|---|---:|---:|---:|---|---|"]
+        ratios = []
+        for name, n, m, c, ts_, tm, te, gpu, same, _nx, picked in rows:
+            best = best_of(gpu)
+            if best is None:
+                lines.append(f"| {name} | {m} | – | | | | | |")
+                continue
             t = gpu[best][0]
             lines.append(f"| {name} | {m} | {best} | {t*1e3:.2f} | {m / t:.3g} | {ts_ / t:.1f}× | "
-                         f"{gpu['auto (CSR)'][0]*1e3:.2f} |")
-        lines += ["", _ecl_summary(rows)]
+                         f"{auto_cell(gpu, 'CSR', picked['CSR'])} | "
+                         f"{auto_cell(gpu, 'edges', picked['edges'])} |")
+            ratios.append((gpu.get("auto (CSR)", (None,))[0], best_time(gpu, "CSR")))
+        lines += ["", auto_summary(ratios), "", _ecl_summary(rows)]
+    lines += ["", f"Benchmark wall time {time.perf_counter() - t_start:.0f} s."]
     table = "\n".join(lines)
     print(table)
     if opt.out:
         Path(opt.out).mkdir(parents=True, exist_ok=True)
-        fname = "graph_bench_gpu.md" if gpu_methods else "graph_bench.md"
+        fname = ("graph_bench_gpu.md" if gpu_methods else
+                 "graph_bench_networkx.md" if nx is not None else "graph_bench.md")
         Path(opt.out, fname).write_text(table + "\n")
-    return 0 if all(r[-2] for r in rows) else 1
+    return 0 if all(r[8] for r in rows) else 1
+
+
+def _cell(t, ok, m):
+    return (f"stopped after {t*1e3:.0f} ms" if ok == "stopped" else
+            f"{t*1e3:.2f} ({m / t:.3g}){_mark(ok)}")
+
+
+def _symmetric_csr(e, on_gpu):
+    """(host CSR, device CSR or None) of e with every edge stored both ways,
+    duplicates merged, indices sorted in each row."""
+    n = e.n_vertices
+    if not on_gpu:
+        s = np.concatenate([e.src, e.dst])
+        d = np.concatenate([e.dst, e.src])
+        return sp.coo_matrix((np.ones(s.size, np.int8), (s, d)), shape=(n, n)).tocsr(), None
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    src, dst = cupy.asarray(e.src), cupy.asarray(e.dst)
+    key = cupy.concatenate([src * n + dst, dst * n + src])
+    del src, dst
+    key = cupy.unique(key)                                   # sorted by row, then column
+    rows = key // n
+    indices = (key - rows * n).astype(cupy.int32)
+    del key
+    indptr = cupy.concatenate([cupy.zeros(1, cupy.int64),
+                               cupy.cumsum(cupy.bincount(rows, minlength=n))]).astype(cupy.int32)
+    del rows
+    g = csp.csr_matrix((cupy.ones(indices.size, cupy.float32), indices, indptr), shape=(n, n))
+    host = sp.csr_matrix((np.ones(indices.size, np.int8), indices.get(), indptr.get()), shape=(n, n))
+    return host, g
+
+
+def papers(opt):
+    """--papers: GConn-shaped graphs, scipy once, the GPU methods of PAPER_METHODS."""
+    t_start = time.perf_counter()
+    on_gpu = opt.gpu
+    rows = []
+    for name, paper, make in paper_cases(opt.papers_shrink):
+        if opt.only and opt.only not in name:
+            continue
+        t0 = time.perf_counter()
+        e = make()
+        t_gen = time.perf_counter() - t0
+        csr, g_csr = _symmetric_csr(e, on_gpu)
+        del e
+        n = csr.shape[0]
+        t_build = time.perf_counter() - t0 - t_gen
+        t0 = time.perf_counter()
+        n_s, lab_s = scipy_cc(csr, directed=True, connection="weak")
+        t_s = time.perf_counter() - t0
+        gpu, picked = {}, None
+        if on_gpu:
+            import cupy
+
+            picked = _auto_method(g_csr, True)
+            gpu = time_gpu_methods([(m, "CSR", g_csr) for m in PAPER_METHODS], opt.reps,
+                                   opt.slow, opt.max_passes, True, n_s, lab_s)
+            del g_csr
+            cupy.get_default_memory_pool().free_all_blocks()
+        same = all(ok is not False for _, ok in gpu.values())
+        rows.append((name, paper, n, csr.nnz, n_s, t_s, gpu, same, picked))
+        del csr, lab_s
+        line = (f"{name:60s} n {n} stored {rows[-1][3]} (generated in {t_gen:.1f} s, CSR "
+                f"{t_build:.1f} s) scipy {t_s*1e3:.0f} ms")
+        for k, (t, ok) in gpu.items():
+            line += f"  | {k} {t*1e3:.2f} ms{_mark(ok)}"
+        print(line + f"  {'identical' if same else 'MISMATCH'}"
+              f"  [{time.perf_counter() - t_start:.0f} s so far]", flush=True)
+
+    head = (f"Machine: {_machine(opt)}"
+            f"{_gpu_name() if on_gpu else ''}; "
+            f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
+            f"meshccl {meshccl.__version__}, SciPy {scipy.__version__}; "
+            f"command: `python {shlex.join(sys.argv)}`.  Graphs shaped like GConn's inputs "
+            f"(synthetic stand-ins, not the same graphs): every edge stored both ways, "
+            f"duplicates merged (self-loops kept), symmetric=True.  SciPy: one run (its labels are the "
+            f"reference)"
+            f"{f'; GPU: median of {opt.reps} after a warm-up by CUDA events, end to end (validation, kernels, relabel, count), a method over {opt.slow} s timed once; iterative methods capped at {opt.max_passes} passes' if on_gpu else ''}.")
+    lines = [head, "", "| graph | vertices | stored edges | entries/vertex | components | scipy ms (1 run) "
+             "| stands for (GConn Table 1: n, m) | labels |",
+             "|---|---:|---:|---:|---:|---:|---|---|"]
+    for name, paper, n, m, c, ts_, gpu, same, _p in rows:
+        gp = GCONN[paper]
+        lines.append(f"| {name} | {n} | {m} | {m / n:.1f} | {c} | {ts_*1e3:.0f} | {paper} "
+                     f"({gp['n']/1e6:.2f}M, {gp['m']/1e6:.2f}M) | "
+                     f"{'identical' if same else 'MISMATCH'} |")
+    if on_gpu and rows:
+        keys = list(rows[0][6])
+        lines += ["", "GPU, ms (edges/s = stored edges / time); labels checked equal to SciPy's:", "",
+                  "| graph | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
+        for name, paper, n, m, c, ts_, gpu, *_ in rows:
+            lines.append(f"| {name} | " + " | ".join(_cell(t, ok, m) for t, ok in gpu.values()) + " |")
+        lines += ["", "Best GPU method per graph, and what 'auto' ran (method, time, time / best):", "",
+                  "| graph | best | ms | edges/s | speed-up vs scipy | 'auto' |",
+                  "|---|---|---:|---:|---:|---|"]
+        ratios = []
+        for name, paper, n, m, c, ts_, gpu, same, picked in rows:
+            best = best_of(gpu)
+            if best is None:
+                lines.append(f"| {name} | – | | | | |")
+                continue
+            t = gpu[best][0]
+            lines.append(f"| {name} | {best} | {t*1e3:.2f} | {m / t:.3g} | {ts_ / t:.0f}× | "
+                         f"{auto_cell(gpu, 'CSR', picked)} |")
+            ratios.append((gpu.get("auto (CSR)", (None,))[0], t))
+        lines += ["", auto_summary(ratios)]
+    lines += ["", "GConn on a V100 (Hong, Dhulipala, Shun, PACT 2020): n, m from Table 1 (edges "
+              "counted in both directions, as our stored edges), times from Table 2 (ms); "
+              "edges/s = m / time.  'fastest' is the fastest entry of the graph's column over "
+              "all five groups of Table 2.  Our graphs are synthetic graphs of similar size and "
+              "shape, not GConn's, and an H200 has about 5.3× a V100's memory bandwidth "
+              "(4.8 vs 0.9 TB/s).", "",
+              "| our graph | stored edges | GConn graph (n, m) | GConn fastest (Table 2) | ms | "
+              "edges/s | GConn no sampling, fastest | ms | meshccl best | edges/s | "
+              "meshccl best / GConn V100 |",
+              "|---|---:|---|---|---:|---:|---|---:|---|---:|---:|"]
+    for name, paper, n, m, c, ts_, gpu, *_ in rows:
+        gp = GCONN[paper]
+        g_eps = gp["m"] / (gp["best"][1] * 1e-3)
+        best = best_of(gpu)
+        ours = (f"{best}, {gpu[best][0]*1e3:.2f} ms | {m / gpu[best][0]:.3g} | "
+                f"{m / gpu[best][0] / g_eps:.2f}" if best else "– | – | –")
+        lines.append(f"| {name} | {m} | {paper} ({gp['n']/1e6:.2f}M, {gp['m']/1e6:.2f}M) | "
+                     f"{gp['best'][0]} | {gp['best'][1]:.2f} | {g_eps:.3g} | {gp['no_sampling'][0]} | "
+                     f"{gp['no_sampling'][1]:.2f} | {ours} |")
+    if on_gpu and rows:
+        methods = [k for k in GCONN["road_usa"]["rows"]]
+        lines += ["", "Per method: meshccl edges/s / GConn V100 edges/s of the matching Table 2 row "
+                  "(GConn's ms in brackets):", "",
+                  "| meshccl method | GConn row | " + " | ".join(r[1] for r in rows) + " |",
+                  "|---|---|" + "---:|" * len(rows)]
+        for meth in methods:
+            cells = []
+            for name, paper, n, m, c, ts_, gpu, *_ in rows:
+                label, ms = GCONN[paper]["rows"][meth]
+                t, ok = gpu.get(f"{meth} (CSR)", (None, None))
+                g_eps = GCONN[paper]["m"] / (ms * 1e-3)
+                if t is None or ok is False:
+                    cells.append(f"– ({ms:.2f})")
+                else:
+                    cells.append(f"{'≤ ' if ok == 'stopped' else ''}{m / t / g_eps:.2f} ({ms:.2f})")
+            lines.append(f"| {meth} | {GCONN[rows[0][1]]['rows'][meth][0]} | " + " | ".join(cells) + " |")
+        lines += ["", "(≤: the method stopped at the pass cap; the ratio uses the time until then.)"]
+    lines += ["", f"Benchmark wall time {time.perf_counter() - t_start:.0f} s."]
+    table = "\n".join(lines)
+    print(table)
+    if opt.out:
+        Path(opt.out).mkdir(parents=True, exist_ok=True)
+        fname = "graph_bench_papers_gpu.md" if on_gpu else "graph_bench_papers.md"
+        Path(opt.out, fname).write_text(table + "\n")
+    return 0 if all(r[7] for r in rows) else 1
+
+
+def _machine(opt):
+    """The header's machine: --machine's words, then what Python sees."""
+    seen = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
+    return f"{opt.machine}; Python sees {seen}" if opt.machine else seen
 
 
 def _mark(ok):
@@ -235,7 +554,7 @@ def _ecl_summary(rows):
     ratios, parts, stopped = [], [], 0
     for method in HAWICK_SV:
         rs = []
-        for *_, gpu, _same, _nx in rows:
+        for *_, gpu, _same, _nx, _picked in rows:
             t_ecl, ok_ecl = gpu.get("ecl (CSR)", (None, False))
             t, ok = gpu.get(f"{method} (CSR)", (None, False))
             if t_ecl is None or t is None or ok_ecl is not True or ok is False:

@@ -228,9 +228,22 @@ def test_symmetric_promise_on_symmetric_input(g, method):
 
 
 def test_auto_rule_on_the_gpu():
-    """GConn's rule (pure Python, no GPU needed): sample only dense CSR."""
+    """GConn's rule (pure Python, no GPU needed): sample only dense CSR
+    promised symmetric."""
     from meshccl._gpu.graph import choose_method
     assert choose_method("edges", 100, 10_000) == "unionfind"
-    assert choose_method("csr", 100, 401) == "kout"
-    assert choose_method("csc", 100, 400) == "ecl"
-    assert choose_method("csr", 100, 0) == "ecl"
+    assert choose_method("edges", 100, 10_000, symmetric=True) == "unionfind"
+    assert choose_method("csr", 100, 401, symmetric=True) == "kout"
+    assert choose_method("csr", 100, 401) == "ecl"       # no promise: sampling only adds a pass
+    assert choose_method("csc", 100, 400, symmetric=True) == "ecl"
+    assert choose_method("csr", 100, 0, symmetric=True) == "ecl"
+
+
+def test_auto_method_helper_on_the_cpu():
+    """_auto_method reports what 'auto' runs: the serial union-find on the CPU."""
+    from meshccl.graph import _auto_method
+    e = gen.rmat(8, 8, seed=1)
+    csr = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(256, 256)).tocsr()
+    assert _auto_method(csr) == _auto_method(e) == _auto_method(csr, symmetric=True) == "unionfind"
+    with pytest.raises(ValueError):
+        _auto_method((np.array([0, 1]), np.array([3])))

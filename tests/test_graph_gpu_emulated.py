@@ -548,3 +548,87 @@ def test_max_iterations_emulated(emulated):
                                                "max_iterations=1 passes"):
             connected_components(line, method=method, max_iterations=1)
         assert connected_components(line, method=method, max_iterations=10**6)[0] == 1
+
+
+def test_auto_runs_the_rule_emulated(emulated, monkeypatch):
+    """connected_components(method='auto') runs what _auto_method reports,
+    which is choose_method's pick: kout only for dense CSR promised symmetric."""
+    from meshccl._gpu import graph as gpu
+    from meshccl.graph import Edges, _auto_method, connected_components
+
+    rng = np.random.default_rng(3)
+    n = 200
+    src, dst = rng.integers(0, n, 1500), rng.integers(0, n, 1500)
+    src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    csr = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+    want_n, want = scipy_cc(csr)
+    ran = []
+    steps = gpu.graph_steps
+    monkeypatch.setattr(gpu, "graph_steps", lambda kind, arrays, n, method, *a, **k:
+                        ran.append(method) or steps(kind, arrays, n, method, *a, **k))
+    for form, symmetric, expect in (((fake(csr.indptr), fake(csr.indices)), True, "kout"),
+                                    ((fake(csr.indptr), fake(csr.indices)), False, "ecl"),
+                                    (Edges(fake(src), fake(dst), n), True, "unionfind")):
+        assert _auto_method(form, symmetric=symmetric) == expect
+        got_n, got = connected_components(form, symmetric=symmetric)
+        assert ran[-1] == expect and got_n == want_n
+        np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_graph_bench_gpu_paths_emulated(emulated, monkeypatch, tmp_path):
+    """benchmarks/graph_bench.py --gpu and --gpu --papers end to end on tiny
+    graphs with the stand-in cupy (plus the few CuPy calls the benchmark
+    itself makes): every method's labels checked, 'auto' reported."""
+    import importlib.util
+    import time
+    from pathlib import Path
+
+    cp = sys.modules["cupy"]
+    for name in ("unique", "bincount"):
+        setattr(cp, name, _wrap(getattr(np, name)))
+
+    class Event:
+        def record(self):
+            self.t = time.perf_counter()
+
+        def synchronize(self):
+            pass
+
+    cp.cuda.Event = Event
+    cp.cuda.get_elapsed_time = lambda a, b: (b.t - a.t) * 1e3
+    cp.cuda.runtime.getDeviceProperties = lambda d: {"multiProcessorCount": 2, "name": b"Stand-in"}
+    cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
+    cp.__version__ = "stand-in"
+
+    class CSR:
+        format = "csr"
+
+        def __init__(self, arg, shape):
+            data, self.indices, self.indptr = (fake(a) for a in arg)
+            self.shape, self.nnz = shape, self.indices.size
+
+    csp = types.ModuleType("cupyx.scipy.sparse")
+    csp.csr_matrix = CSR
+    cupyx = types.ModuleType("cupyx")
+    cupyx.scipy = types.ModuleType("cupyx.scipy")
+    cupyx.scipy.sparse = csp
+    for name, mod in (("cupyx", cupyx), ("cupyx.scipy", cupyx.scipy), ("cupyx.scipy.sparse", csp)):
+        monkeypatch.setitem(sys.modules, name, mod)
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "graph_bench.py"
+    spec = importlib.util.spec_from_file_location("graph_bench_emulated", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    assert bench.main(["--gpu", "--scale", "6", "--reps", "1", "--max-passes", "50",
+                       "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "graph_bench_gpu.md").read_text()
+    assert "MISMATCH" not in text and "'auto' on the CSR" in text
+    assert "| RMAT scale 6, edge factor 16 |" in text and "ecl, " in text and "unionfind, " in text
+    assert bench.main(["--gpu", "--papers", "--papers-shrink", "15", "--reps", "1",
+                       "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "graph_bench_papers_gpu.md").read_text()
+    assert "MISMATCH" not in text and "meshccl best / GConn V100" in text
+    assert "kout, " in text  # dense symmetric Kronecker graph: 'auto' samples
+    for method in bench.PAPER_METHODS:
+        assert f"{method} (CSR)" in text

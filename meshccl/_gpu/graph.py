@@ -27,8 +27,9 @@ BLOCK = 256
 K_OUT = 2
 #: vertices looked up to find the most frequent root after sampling
 SAMPLES = 1024
-#: 'auto' samples when a CSR graph stores more than this many entries per
-#: vertex (k-out saves at most m - k*n edge visits; see connected_components)
+#: 'auto' samples when a symmetric CSR graph stores more than this many
+#: entries per vertex (k-out saves at most m - k*n edge visits; see
+#: connected_components)
 KOUT_MIN_DEGREE = 2 * K_OUT
 #: entries united by a still-root vertex in hook-based (HB) sampling
 HB_EDGES = 2
@@ -69,11 +70,14 @@ def _grid(work: int, per_block: int, cap_per_sm: int) -> tuple:
     return (max(1, min(-(-work // per_block), cap)),)
 
 
-def choose_method(kind: str, n: int, m: int) -> str:
-    """The rule of ``method='auto'`` (see :func:`meshccl.graph.connected_components`)."""
+def choose_method(kind: str, n: int, m: int, symmetric: bool = False) -> str:
+    """The GPU rule of ``method='auto'`` (see :func:`meshccl.graph.connected_components`,
+    which documents it and the measurements behind it): edge lists run
+    'unionfind'; CSR/CSC input runs 'kout' when it is promised symmetric and
+    stores more than :data:`KOUT_MIN_DEGREE` entries per vertex, else 'ecl'."""
     if kind == "edges":
         return "unionfind"
-    return "kout" if m > KOUT_MIN_DEGREE * n else "ecl"
+    return "kout" if symmetric and m > KOUT_MIN_DEGREE * n else "ecl"
 
 
 def _index_types(n: int, neighbours, index_dtype=None):
@@ -434,7 +438,7 @@ def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool 
     if n == 0:
         return cupy.zeros((), dtype=idx), cupy.empty(0, dtype=idx)
     if method == "auto":
-        method = choose_method(kind, n, int(arrays[1].size))
+        method = choose_method(kind, n, int(arrays[1].size), symmetric)
     steps, state = graph_steps(kind, arrays, n, method, symmetric, index_dtype, compression,
                                max_iterations)
     for _, launch in steps:
