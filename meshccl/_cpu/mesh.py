@@ -8,6 +8,11 @@ already implied through an equal left neighbour ("covered" offsets and equal
 twin pairs, see the essay of ``kernels/mesh.cu``).  Those rules need a
 transitive join and open bonds, so a tolerance or a bond array turns them
 off, as on the GPU.  Labels are identical to the GPU's bit for bit.
+
+The plain case (equal values, no mask / bonds / tolerance / wrap / axes) runs
+serially through :func:`_label_prov` instead: provisional labels per run in a
+small equivalence table, then one gather (the classical two-pass design), with
+the same numbering.  The parallel labeller keeps the per-cell forest.
 """
 
 import numpy as np
@@ -176,66 +181,185 @@ _NO_ROWS = np.zeros(1, dtype=np.int32)
 
 
 
+@njit(cache=True, inline="always")
+def _u(i):
+    """An index known to be >= 0 as unsigned: numba then skips the
+    negative-index wraparound in the hot loops."""
+    return np.uint64(i)
+
+
+@njit(cache=True, inline="always")
+def _eq_find(E, x):
+    """Root of provisional label x in the equivalence table (path halving)."""
+    p = E[_u(x)]
+    while p != x:
+        g = E[_u(p)]
+        E[_u(x)] = g
+        x = p
+        p = g
+    return x
+
+
 @njit(cache=True)
-def _label_runs(values, P, shape, table, has_bg, bgkey):
-    """The plain case (equal values, no mask / bonds / tolerance / wrap),
-    run by run: a run of equal cells along the last axis points at its first
-    cell, and for each neighbour offset the run is united once with every
-    run of the same value that it touches in the neighbour line -- one union
-    per touching run instead of a test per cell.  Same forest semantics as
-    :func:`_rows` (parents are earlier cells), so the same labels."""
+def _label_prov(values, P, shape, table, has_bg, bgkey):
+    """The plain case (equal values, no mask / bonds / tolerance / wrap) in
+    the classical two-pass design: each run of equal cells along the last
+    axis takes the provisional label of the first run of the same value it
+    touches in an earlier neighbour line (or a new one), and the labels of
+    the other runs it touches are merged in a small equivalence table ``E``
+    (union-find over provisional labels, roots are the smallest).  The
+    provisional labels grow in raster order of their run and a new one starts
+    only at the first cell of a component, so numbering the roots of ``E`` in
+    order gives skimage's numbering; a final gather writes them into ``P``.
+
+    The offsets of the table are grouped by neighbour line (the same
+    leading-axis step): a run of columns [c, e) touches columns
+    [c + dmin, e - 1 + dmax] of that line.  Returns the number of labels."""
     n = values.shape[0]
     ndim = shape.shape[0]
     noff = table.shape[0]
     last = ndim - 1
+    lastbit = 1 << last
     W = shape[last]
-    dlast = np.empty(noff, dtype=np.int64)
+    # neighbour lines: offset of column 0, boundary masks, column steps
+    loff = np.empty(noff, dtype=np.int64)
+    lmlo = np.empty(noff, dtype=np.int64)
+    lmhi = np.empty(noff, dtype=np.int64)
+    ldmin = np.empty(noff, dtype=np.int64)
+    ldmax = np.empty(noff, dtype=np.int64)
+    nlines = 0
     for o in range(noff):
-        dlast[o] = -1 if (table[o, 1] >> last) & 1 else ((table[o, 2] >> last) & 1)
+        d = -1 if (table[o, 1] >> last) & 1 else ((table[o, 2] >> last) & 1)
+        mlo = table[o, 1] & ~lastbit  # the steps along the leading axes (-1: lo, +1: hi)
+        mhi = table[o, 2] & ~lastbit  # name the line (its linear offset may not)
+        k = 0
+        while k < nlines and (lmlo[k] != mlo or lmhi[k] != mhi):
+            k += 1
+        if k == nlines:
+            loff[k] = table[o, 0] - d
+            lmlo[k] = mlo
+            lmhi[k] = mhi
+            ldmin[k] = d
+            ldmax[k] = d
+            nlines += 1
+        else:
+            ldmin[k] = min(ldmin[k], d)
+            ldmax[k] = max(ldmax[k], d)
+    cap = max(1024, min(n + 1, n // 32 + 2))
+    E = np.empty(cap, dtype=P.dtype)
+    E[0] = 0
+    nl = 0
     coords = np.zeros(ndim, dtype=np.int64)
-    rows = np.empty(noff, dtype=np.int64)
+    qoff = np.empty(nlines, dtype=np.int64)
+    qmin = np.empty(nlines, dtype=np.int64)
+    qmax = np.empty(nlines, dtype=np.int64)
     for row in range(n // W):
         lo, hi = _row_masks(coords, shape, last)
-        cnt = 0
-        for o in range(noff):
-            if (lo & table[o, 1]) | (hi & table[o, 2]):
-                continue
-            rows[cnt] = o
-            cnt += 1
         base = row * W
+        cnt = 0
+        for k in range(nlines):
+            if (lo & lmlo[k]) | (hi & lmhi[k]):
+                continue
+            qoff[cnt] = base + loff[k]
+            qmin[cnt] = ldmin[k]
+            qmax[cnt] = ldmax[k]
+            cnt += 1
         c = 0
         while c < W:
             s = base + c
             v = values[s]
             e = c + 1
-            while e < W and values[base + e] == v:
-                e += 1
             if has_bg and v == bgkey:
-                for k in range(s, base + e):
-                    P[k] = -1
+                P[_u(s)] = 0
+                while e < W and values[_u(base + e)] == v:
+                    P[_u(base + e)] = 0
+                    e += 1
                 c = e
                 continue
-            P[s] = s
-            for k in range(s + 1, base + e):
-                P[k] = s
-            for q in range(cnt):
-                o = rows[q]
-                d = dlast[o]
-                a = max(c + d, 0)            # neighbour columns touched by the run
-                b = min(e - 1 + d, W - 1)
-                off = table[o, 0] - d        # neighbour cell of column x: base + x + off
-                prev = False
-                for x in range(a, b + 1):
-                    j = base + x + off
-                    same = values[j] == v
-                    if same and not prev:
-                        if P[s] == s and j < s:
-                            P[s] = P[j]      # the run's first union: just hook it (an earlier cell)
-                        else:
-                            unite(P, s, j)
-                    prev = same
+            lab = 0
+            if cnt == 0:
+                while e < W and values[_u(base + e)] == v:
+                    e += 1
+            else:
+                # the first neighbour line is scanned while the run is found
+                jb = qoff[0]
+                dmax = qmax[0]
+                m = False  # the previous column of that line matched
+                x = max(c + qmin[0], 0)
+                b = min(c + dmax - 1, W - 1)
+                while x <= b:
+                    mm = values[_u(jb + x)] == v
+                    if mm and not m:
+                        r = _eq_find(E, P[_u(jb + x)])
+                        if lab == 0:
+                            lab = r
+                        elif r < lab:
+                            E[_u(lab)] = r
+                            lab = r
+                        elif r > lab:
+                            E[_u(r)] = lab
+                    m = mm
+                    x += 1
+                e = c
+                while True:
+                    x = e + dmax
+                    if x < W:
+                        mm = values[_u(jb + x)] == v
+                        if mm and not m:
+                            r = _eq_find(E, P[_u(jb + x)])
+                            if lab == 0:
+                                lab = r
+                            elif r < lab:
+                                E[_u(lab)] = r
+                                lab = r
+                            elif r > lab:
+                                E[_u(r)] = lab
+                        m = mm
+                    e += 1
+                    if e >= W or values[_u(base + e)] != v:
+                        break
+            for q in range(1, cnt):
+                jb = qoff[q]
+                x = max(c + qmin[q], 0)
+                b = min(e - 1 + qmax[q], W - 1)
+                while x <= b:
+                    if values[_u(jb + x)] == v:
+                        r = _eq_find(E, P[_u(jb + x)])
+                        if lab == 0:
+                            lab = r
+                        elif r < lab:
+                            E[lab] = r
+                            lab = r
+                        elif r > lab:
+                            E[r] = lab
+                        x += 1
+                        while x <= b and values[_u(jb + x)] == v:
+                            x += 1  # the rest of that run: the same label
+                    x += 1
+            if lab == 0:
+                nl += 1
+                if nl >= cap:
+                    cap *= 2
+                    E2 = np.empty(cap, dtype=P.dtype)
+                    E2[:nl] = E[:nl]
+                    E = E2
+                E[nl] = nl
+                lab = nl
+            for k in range(s, base + e):
+                P[_u(k)] = lab
             c = e
         _next_row(coords, shape, last)
+    count = 0
+    for l in range(1, nl + 1):
+        p = E[l]
+        if p == l:
+            count += 1
+            E[l] = count
+        else:
+            E[l] = E[p]
+    for i in range(n):
+        P[i] = E[_u(P[i])]
+    return count
 
 
 @njit(cache=True)
@@ -323,11 +447,11 @@ def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
     ``axes``); ``table`` holds only the offsets along the labelled axes."""
     values, bg, tol = keys(values, bgkey, tolerance)
     if tol is None and mask is None and bonds is None and not periodic and not no_left:
-        _label_runs(values, P, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg)
-    else:
-        _label(values, P, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg, tol,
-               mask, bonds, _NO_ROWS if bond_rows is None else bond_rows, int(periodic),
-               bool(no_left))
+        return int(_label_prov(values, P, np.asarray(shape, dtype=np.int64), table,
+                               bool(has_bg), bg))
+    _label(values, P, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg, tol,
+           mask, bonds, _NO_ROWS if bond_rows is None else bond_rows, int(periodic),
+           bool(no_left))
     return int(relabel(P))
 
 
