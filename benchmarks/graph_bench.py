@@ -382,6 +382,13 @@ def main(argv=None):
         fname = ("graph_bench_gpu.md" if gpu_methods else
                  "graph_bench_networkx.md" if nx is not None else "graph_bench.md")
         Path(opt.out, fname).write_text(table + "\n")
+        if gpu_methods:
+            try:
+                import plot_graphs  # benchmarks/plot_graphs.py, next to this file
+
+                plot_graphs.plot(Path(opt.out, fname))
+            except ImportError:  # no matplotlib: the table is enough
+                pass
     return 0 if all(r[8] for r in rows) else 1
 
 
