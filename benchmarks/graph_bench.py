@@ -24,6 +24,9 @@ max_iterations=--max-passes; a run that reaches it is reported "stopped"
 gives the geometric-mean speed-up of 'ecl' over Hawick's kernels and SV
 (issue 5 asks for >= 1.8x).  --networkx adds networkx.connected_components
 (graph built beforehand, not timed) as a peer, at --scale <= 16 only.
+--cpu-threads N adds a column "meshccl CPU parallel (CSR)":
+connected_components(csr, cpu_threads=N), the parallel CPU union-find
+(0: every core numba sees); default off.
 
 --papers builds graphs shaped like three inputs of GConn (Hong, Dhulipala
 and Shun, 2020, Table 1), every edge stored both ways as there and
@@ -259,6 +262,8 @@ def main(argv=None):
                     help="a GPU method whose first timed run takes longer (s) is timed once")
     ap.add_argument("--networkx", action="store_true",
                     help="also time networkx.connected_components (only at --scale <= 16)")
+    ap.add_argument("--cpu-threads", type=int, default=None,
+                    help="also time connected_components(csr, cpu_threads=N) (0: all cores)")
     ap.add_argument("--machine", default=None,
                     help="words on the machine for the header (e.g. 'dev VM, 2 vCPUs, no GPU')")
     ap.add_argument("--out", default=None)
@@ -298,6 +303,11 @@ def main(argv=None):
         t_m, (n_m, lab_m) = timed(lambda: connected_components(csr), opt.reps)
         t_e, (n_e, lab_e) = timed(lambda: connected_components(e), opt.reps)
         same = n_s == n_m == n_e and np.array_equal(lab_s, lab_m) and np.array_equal(lab_s, lab_e)
+        t_p = None
+        if opt.cpu_threads is not None:
+            t_p, (n_p, lab_p) = timed(lambda: connected_components(csr, cpu_threads=opt.cpu_threads),
+                                      opt.reps)
+            same = same and n_p == n_s and np.array_equal(lab_p, lab_s)
         t_nx = None
         if nx is not None:
             G = nx.Graph()
@@ -323,9 +333,10 @@ def main(argv=None):
             same = same and all(ok is not False for _, ok in gpu.values())
             del g_csr, g_edges
             cupy.get_default_memory_pool().free_all_blocks()
-        rows.append((name, n, csr.nnz, n_s, t_s, t_m, t_e, gpu, same, t_nx, picked))
+        rows.append((name, n, csr.nnz, n_s, t_s, t_m, t_e, gpu, same, t_nx, picked, t_p))
         line = (f"{name:44s} scipy {t_s*1e3:9.1f} ms  meshccl CPU CSR {t_m*1e3:8.1f} ms  "
-                f"edges {t_e*1e3:8.1f} ms" + (f"  networkx {t_nx*1e3:9.1f} ms" if t_nx else ""))
+                f"edges {t_e*1e3:8.1f} ms" + (f"  networkx {t_nx*1e3:9.1f} ms" if t_nx else "")
+                + (f"  parallel CSR {t_p*1e3:8.1f} ms" if t_p is not None else ""))
         for k, (t, ok) in gpu.items():
             line += f"  | GPU {k} {t*1e3:7.2f} ms{_mark(ok)}"
         print(line + f"  {'identical' if same else 'MISMATCH'}"
@@ -338,15 +349,20 @@ def main(argv=None):
             f"{f', networkx {nx.__version__}' if nx is not None else ''}; "
             f"command: `python {shlex.join(sys.argv)}`; median of {opt.reps} after a warm-up"
             f"{f'; GPU times by CUDA events, end to end (validation, kernels, relabel, count), a method over {opt.slow} s timed once; iterative methods capped at {opt.max_passes} passes' if gpu_methods else ''}"
-            f"{'; every edge stored both ways, symmetric=True' if opt.symmetric else ''}.")
+            f"{'; every edge stored both ways, symmetric=True' if opt.symmetric else ''}"
+            f"{f'; parallel CPU column: cpu_threads={opt.cpu_threads}' if opt.cpu_threads is not None else ''}.")
     nxh = (" networkx ms |", "---:|") if nx is not None else ("", "")
+    par = opt.cpu_threads is not None
+    ph = (" meshccl CPU parallel (CSR) ms |", "---:|") if par else ("", "")
     lines = [head, "", "| graph | vertices | stored edges | components | scipy ms |" + nxh[0] +
-             " meshccl CPU (CSR) ms | meshccl CPU (edge list) ms | speed-up (CPU CSR) | labels |",
-             "|---|---:|---:|---:|---:|" + nxh[1] + "---:|---:|---:|---|"]
-    for name, n, m, c, ts_, tm, te, gpu, same, t_nx, _picked in rows:
+             " meshccl CPU (CSR) ms | meshccl CPU (edge list) ms |" + ph[0] +
+             " speed-up (CPU CSR) | labels |",
+             "|---|---:|---:|---:|---:|" + nxh[1] + "---:|---:|" + ph[1] + "---:|---|"]
+    for name, n, m, c, ts_, tm, te, gpu, same, t_nx, _picked, t_p in rows:
         nxc = f" {t_nx*1e3:.1f} |" if nx is not None else ""
-        lines.append(f"| {name} | {n} | {m} | {c} | {ts_*1e3:.1f} |{nxc} {tm*1e3:.1f} | {te*1e3:.1f} | "
-                     f"{ts_/tm:.2f}× | {'identical' if same else 'MISMATCH'} |")
+        pc = f" {t_p*1e3:.1f} |" if par else ""
+        lines.append(f"| {name} | {n} | {m} | {c} | {ts_*1e3:.1f} |{nxc} {tm*1e3:.1f} | {te*1e3:.1f} |"
+                     f"{pc} {ts_/tm:.2f}× | {'identical' if same else 'MISMATCH'} |")
     if nx is not None and rows:
         sp_nx = [r[9] / r[5] for r in rows]
         lines += ["", f"meshccl CPU (CSR) vs networkx: {min(sp_nx):.0f}× to {max(sp_nx):.0f}× faster "
@@ -355,7 +371,7 @@ def main(argv=None):
         keys = list(rows[0][7]) if rows else []
         lines += ["", "GPU, ms (edges/s), every method; labels checked equal to SciPy's:", "",
                   "| graph | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
-        for name, n, m, *_, gpu, _same, _nx, _picked in rows:
+        for name, n, m, *_, gpu, _same, _nx, _picked, _tp in rows:
             lines.append(f"| {name} | " + " | ".join(_cell(t, ok, m) for t, ok in gpu.values()) + " |")
         lines += ["", "Best GPU method per graph, and what 'auto' ran (method, time, time / the "
                   "best time on the same input form):", "",
@@ -363,7 +379,7 @@ def main(argv=None):
                   "'auto' on the CSR | 'auto' on the edge list |",
                   "|---|---:|---|---:|---:|---:|---|---|"]
         ratios = []
-        for name, n, m, c, ts_, tm, te, gpu, same, _nx, picked in rows:
+        for name, n, m, c, ts_, tm, te, gpu, same, _nx, picked, _tp in rows:
             best = best_of(gpu)
             if best is None:
                 lines.append(f"| {name} | {m} | – | | | | | |")
@@ -561,7 +577,7 @@ def _ecl_summary(rows):
     ratios, parts, stopped = [], [], 0
     for method in HAWICK_SV:
         rs = []
-        for *_, gpu, _same, _nx, _picked in rows:
+        for *_, gpu, _same, _nx, _picked, _tp in rows:
             t_ecl, ok_ecl = gpu.get("ecl (CSR)", (None, False))
             t, ok = gpu.get(f"{method} (CSR)", (None, False))
             if t_ecl is None or t is None or ok_ecl is not True or ok is False:

@@ -77,7 +77,8 @@ class Edges(NamedTuple):
 
 
 def connected_components(csgraph, directed=True, connection="weak", return_labels=True, *,
-                         method="auto", symmetric=False, compression=None, max_iterations=None):
+                         method="auto", symmetric=False, compression=None, max_iterations=None,
+                         cpu_threads=1):
     """Connected components of a graph, like ``scipy.sparse.csgraph.connected_components``.
 
     Parameters
@@ -134,9 +135,10 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
           its smallest vertex.  Their pass count grows with the graph's
           diameter (and for 'bfs-cc' with the number of components); on
           the GPU the change flags of several passes are read at once.
-        * 'auto': on the CPU the serial union-find ('unionfind', which
-          starts like ECL-CC).  On the GPU (``meshccl._gpu.graph.choose_method``;
-          :func:`_auto_method` says what it picks for an input): edge lists
+        * 'auto': on the CPU the union-find ('unionfind', which starts
+          like ECL-CC; parallel with ``cpu_threads``).  On the GPU
+          (``meshccl._gpu.graph.choose_method``; :func:`_auto_method` says
+          what it picks for an input): edge lists
           (COO, ``Edges``, dense arrays) run 'unionfind' directly on the
           edges (sampling needs each vertex's edges together); CSR/CSC
           input runs 'kout' when ``symmetric=True`` and it stores more than
@@ -180,6 +182,20 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         'vertex-lp', 'bfs-cc'; on the CPU the serial BFS is never capped):
         ``NotConverged`` when that many passes all still changed labels.
         Ignored by the other methods.  Default None: no cap.
+    cpu_threads : int, optional
+        Threads for the CPU backend (numba), as in :func:`meshccl.label`:
+        1 (default) runs serially, 0 uses every core numba sees, more than
+        numba's thread count is capped there.  Used by 'unionfind' /
+        'async' (with the default 'halving' compression), 'ecl' and
+        'auto'; they then share one parallel union-find without atomics
+        (``meshccl._cpu.graph``, the comment before ``MAX_ROUNDS``):
+        ECL-CC's start, then rounds in which the threads unite chunks of
+        edges with plain-store hooks, the forest is flattened, and the
+        unions a race lost are found and redone, until none is left (after
+        ``MAX_ROUNDS`` rounds the rest is united serially).  The labels
+        are the serial ones.  The other methods and compression rules run
+        serially whatever ``cpu_threads`` is; CuPy input (the GPU backend)
+        ignores it.
 
     Returns
     -------
@@ -197,8 +213,8 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         A non-square matrix, indptr of the wrong length, not starting at 0,
         decreasing, or not ending at len(indices), indices out of range or
         negative, an unknown connection or method, a compression the
-        method does not take, a bad max_iterations.  CuPy input is checked
-        on the device before any kernel runs.
+        method does not take, a bad max_iterations or cpu_threads.  CuPy
+        input is checked on the device before any kernel runs.
     NotImplementedError
         ``connection='strong'`` on a directed graph.
     meshccl.errors.NotConverged
@@ -221,6 +237,8 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     5
     >>> connected_components(g, method="edge-lp", max_iterations=100)[0]
     5
+    >>> connected_components(g, cpu_threads=0)[1].tolist()   # every core, same labels
+    [0, 0, 1, 2, 3, 2, 4]
 
     On a GPU the same call takes CuPy arrays and returns CuPy labels::
 
@@ -236,6 +254,9 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
             isinstance(max_iterations, (bool, np.bool_))
             or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 1):
         raise ValueError(f"max_iterations must be None or an int >= 1, got {max_iterations!r}")
+    if (isinstance(cpu_threads, (bool, np.bool_)) or not isinstance(cpu_threads, (int, np.integer))
+            or cpu_threads < 0):
+        raise ValueError(f"cpu_threads must be an int >= 0 (0: all cores), got {cpu_threads!r}")
     if directed and connection == "strong":
         raise NotImplementedError(
             "connection='strong' is not implemented yet; use connection='weak' "
@@ -257,6 +278,12 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         count, labels = cpu.components_kout(ckind, arrays, n, label_dtype, symmetric)
     elif method in ("hb", "bfs-sample"):
         count, labels = cpu.components_sampled(method, ckind, arrays, n, label_dtype, symmetric)
+    elif cpu_threads != 1 and (method == "ecl" or (method in ("unionfind", "async")
+                                                   and compression == "halving")):
+        import numba
+
+        count, labels = cpu.components_parallel(ckind, arrays, n, label_dtype,
+                                                cpu_threads or numba.config.NUMBA_NUM_THREADS)
     elif method in cpu.RULES and (method not in ("unionfind", "async")
                                   or compression != "halving"):
         count, labels = cpu.components_rule(method, compression, ckind, arrays, n, label_dtype)

@@ -11,7 +11,7 @@ numbering once shifted to start at 0.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .unionfind import find, relabel, unite
 
@@ -557,4 +557,334 @@ def components_sampled(method, kind, arrays, n, label_dtype, symmetric=False):
             _hb(indptr, indices, P, HB_EDGES, picks, symmetric)
         else:
             _bfs_sample(indptr, indices, P, picks, BFS_SAMPLE_LEVELS, symmetric)
+    return _finish(P, label_dtype)
+
+
+# --------------------------------------------------------------------------
+# Parallel union-find without atomics (cpu_threads != 1: 'unionfind' /
+# 'async', 'ecl' and the CPU's 'auto').
+#
+# numba has no compare-and-swap on the CPU, so the threads hook with plain
+# stores and the losses are found and repaired afterwards.
+#
+# Scheme.  P is a forest with P[x] <= x (a root has P[x] == x).
+#   0. start (CSR input): every vertex points at its first smaller stored
+#      neighbour (ECL-CC's start; a link along an edge), else at itself;
+#      edge lists start from P[x] = x.  Then the forest is flattened.
+#   1. a round: S = a copy of P (the round's start forest, a star forest);
+#      the threads take chunks of the round's edge set D (round 1: every
+#      stored edge but the start links) and run the serial ``unite`` on
+#      each -- find with path halving, then the larger root is hooked under
+#      the smaller by a plain store P[hi] = lo -- marking every edge whose
+#      unite stored a hook.  Two threads may hook the same root at once, so
+#      a hook can be overwritten (lost), and a vertex halved past such a
+#      root before the overwrite ends up in another tree than its old root:
+#      the round can lose unions, never invent one.
+#   2. the forest is flattened (a forward pass inside each chunk of
+#      indices, then every vertex walks to its root and points at it; the
+#      roots do not move in this phase, so the concurrent stores agree).
+#   3. the next round's D: the marked edges whose ends have different
+#      roots, and the pairs (x, S[x]) whose ends have different roots (a
+#      start tree that was split).  Repeat 1-3 until D is empty.  After
+#      MAX_ROUNDS rounds the pairs left in D are united serially.
+#
+# Why the forest stays sound.  Every store writes P[x] = y with y < x and
+# y in x's component: a hook joins the roots found from the two ends of an
+# edge, a halving store points x at its grandparent, the flattening at its
+# root, and every link ever read is (by induction over the stores) a path
+# in the graph.  So parents only decrease, there is never a cycle, every
+# find ends (each step goes to a smaller index), a vertex that stops being
+# a root never becomes one again (nothing stores P[x] = x after the start),
+# every tree lies inside one component, and its root is its smallest vertex.
+# Assumed of the hardware: aligned int32 / int64 loads and stores do not
+# tear (x86-64, AArch64); the argument needs nothing about their order.
+#
+# Why the result is exact.  Invariant: the components are the classes of
+# "same tree of P, or joined by a chain of pairs of D".  It holds before
+# round 1 (D: all edges; the start links are edges).  In a round, every
+# link that any thread reads was, by induction over the stores, implied by
+# the start links (x, S[x]) and the edges whose unite stored a hook, so an
+# edge of D whose unite found one root, or hooked, has its ends joined by
+# those pairs; each of these pairs either ends in one tree after the round
+# or is in the next D.  So the invariant holds after every round, and with
+# D empty the trees are the components.  The serial finish on the pairs
+# left is the serial union-find on a sound forest, exact as well.
+#
+# Why it ends.  The number of roots never grows.  A round with D non-empty
+# (D's pairs all have two roots at its start, after the flattening) stores
+# at least one hook: if none were stored, the star forest would not change
+# (halving a star stores nothing) and the first pair of D would be hooked.
+# A hook store makes a root a non-root for good, so every round removes a
+# root, and there are at most n - (number of components) rounds after the
+# first -- in practice lost hooks are rare and round 2 repairs them.
+# MAX_ROUNDS caps the rounds anyway (the serial finish), so the time is
+# bounded even if threads keep overwriting each other's hooks.
+
+#: rounds of parallel hooking before the pairs left are united serially
+MAX_ROUNDS = 8
+#: chunks of work per thread (load balance on skewed degrees)
+CHUNKS_PER_THREAD = 8
+#: tests only: defer the hook of every edge whose position is a multiple of
+#: this to the end of its chunk (0: off), which loses hooks and splits
+#: trees even on one core, as threads racing would
+_DEFER_HOOKS = 0
+
+
+@njit(cache=True, parallel=True)
+def _par_start(indptr, indices, P, chunks):
+    """ECL-CC's start: P[v] = v's first smaller stored neighbour, else v."""
+    for k in prange(chunks.shape[0] - 1):
+        for v in range(chunks[k], chunks[k + 1]):
+            p = v
+            for e in range(indptr[v], indptr[v + 1]):
+                if indices[e] < v:
+                    p = indices[e]
+                    break
+            P[v] = p
+
+
+@njit(cache=True, parallel=True)
+def _par_flatten(P, chunks):
+    """Point every vertex at its root.  First a forward pass inside each
+    chunk of indices (a parent in the chunk is already done, so a vertex
+    then points at a root of its chunk or into an earlier chunk), then
+    every vertex walks to its root (at most one step per earlier chunk)."""
+    K = chunks.shape[0] - 1
+    for k in prange(K):
+        lo = chunks[k]
+        for v in range(lo, chunks[k + 1]):
+            p = P[v]
+            if p != v and p >= lo:
+                P[v] = P[p]
+    for k in prange(K):
+        for v in range(chunks[k], chunks[k + 1]):
+            p = P[v]
+            r = p
+            while True:
+                q = P[r]
+                if q == r:
+                    break
+                r = q
+            if r != p:
+                P[v] = r
+
+
+@njit(cache=True, inline="always")
+def _hook_once(P, a, b, e, defer, dh, dl, nd):
+    """unite(P, a, b) with a plain-store hook; the hook of a deferred edge
+    is queued in dh/dl instead.  Returns (hooked, nd)."""
+    ra = find(P, a)
+    rb = find(P, b)
+    if ra == rb:
+        return False, nd
+    hi, lo = (ra, rb) if ra > rb else (rb, ra)
+    if defer and e % defer == 0:
+        dh[nd] = hi
+        dl[nd] = lo
+        return True, nd + 1
+    P[hi] = lo
+    return True, nd
+
+
+@njit(cache=True, parallel=True)
+def _par_hook_csr(indptr, indices, P, chunks, mark, defer):
+    """Round 1 on CSR: unite along every stored edge except each vertex's
+    start link; mark[e] = 1 where the unite stored a hook."""
+    for k in prange(chunks.shape[0] - 1):
+        v0, v1 = chunks[k], chunks[k + 1]
+        cap = (indptr[v1] - indptr[v0]) // defer + 1 if defer else 0
+        dh = np.empty(cap, dtype=np.int64)
+        dl = np.empty(cap, dtype=np.int64)
+        nd = 0
+        for v in range(v0, v1):
+            first = True
+            for e in range(indptr[v], indptr[v + 1]):
+                u = indices[e]
+                mark[e] = 0
+                if u == v:
+                    continue
+                if first and u < v:  # the start link: P[v] was u
+                    first = False
+                    continue
+                hooked, nd = _hook_once(P, v, u, e, defer, dh, dl, nd)
+                if hooked:
+                    mark[e] = 1
+        for i in range(nd):
+            P[dh[i]] = dl[i]
+
+
+@njit(cache=True, parallel=True)
+def _par_hook_pairs(src, dst, P, chunks, mark, defer):
+    """A round on the pairs (src[e], dst[e]) (an edge list, or D)."""
+    for k in prange(chunks.shape[0] - 1):
+        e0, e1 = chunks[k], chunks[k + 1]
+        cap = (e1 - e0) // defer + 1 if defer else 0
+        dh = np.empty(cap, dtype=np.int64)
+        dl = np.empty(cap, dtype=np.int64)
+        nd = 0
+        for e in range(e0, e1):
+            a, b = src[e], dst[e]
+            mark[e] = 0
+            if a == b:
+                continue
+            hooked, nd = _hook_once(P, a, b, e, defer, dh, dl, nd)
+            if hooked:
+                mark[e] = 1
+        for i in range(nd):
+            P[dh[i]] = dl[i]
+
+
+@njit(cache=True, parallel=True)
+def _par_left_csr(indptr, indices, P, chunks, mark, counts, offs, out_a, out_b, fill):
+    """Marked CSR edges whose ends have different roots (P flat): counted
+    per chunk into counts[k + 1], or (fill) written from offs[k]."""
+    for k in prange(chunks.shape[0] - 1):
+        if fill and offs[k] == offs[k + 1]:
+            continue
+        c = offs[k] if fill else 0
+        for v in range(chunks[k], chunks[k + 1]):
+            pv = P[v]
+            for e in range(indptr[v], indptr[v + 1]):
+                if mark[e] and P[indices[e]] != pv:
+                    if fill:
+                        out_a[c] = v
+                        out_b[c] = indices[e]
+                    c += 1
+        if not fill:
+            counts[k + 1] = c
+
+
+@njit(cache=True, parallel=True)
+def _par_left_pairs(src, dst, P, chunks, mark, counts, offs, out_a, out_b, fill):
+    """Marked pairs whose ends have different roots (as _par_left_csr)."""
+    for k in prange(chunks.shape[0] - 1):
+        if fill and offs[k] == offs[k + 1]:
+            continue
+        c = offs[k] if fill else 0
+        for e in range(chunks[k], chunks[k + 1]):
+            if mark[e] and P[src[e]] != P[dst[e]]:
+                if fill:
+                    out_a[c] = src[e]
+                    out_b[c] = dst[e]
+                c += 1
+        if not fill:
+            counts[k + 1] = c
+
+
+@njit(cache=True, parallel=True)
+def _par_split(P, S, chunks, counts, offs, out_a, out_b, fill):
+    """Vertices x no longer in the tree of their start root S[x] (P flat):
+    the pairs (x, S[x]), counted or written as in _par_left_csr."""
+    for k in prange(chunks.shape[0] - 1):
+        if fill and offs[k] == offs[k + 1]:
+            continue
+        c = offs[k] if fill else 0
+        for x in range(chunks[k], chunks[k + 1]):
+            if P[x] != P[S[x]]:
+                if fill:
+                    out_a[c] = x
+                    out_b[c] = S[x]
+                c += 1
+        if not fill:
+            counts[k + 1] = c
+
+
+@njit(cache=True)
+def _unite_pairs(src, dst, P):
+    """The serial finish: unite every pair."""
+    for k in range(src.shape[0]):
+        if src[k] != dst[k]:
+            unite(P, src[k], dst[k])
+
+
+def _collect(kernel, args, K):
+    """Run a _par_left_* / _par_split kernel: count, prefix sum, fill."""
+    counts = np.zeros(K + 1, dtype=np.int64)
+    none = np.empty(0, dtype=np.int64)
+    kernel(*args, counts, counts, none, none, False)
+    np.cumsum(counts, out=counts)
+    total = int(counts[-1])
+    a = np.empty(total, dtype=np.int64)
+    b = np.empty(total, dtype=np.int64)
+    if total:
+        kernel(*args, counts, counts, a, b, True)
+    return a, b
+
+
+def _even_chunks(size, K):
+    return np.unique(np.linspace(0, size, K + 1).astype(np.int64))
+
+
+def _work_chunks(indptr, n, K):
+    """Vertex ranges with about equal (stored edges + vertices) each."""
+    work = indptr + np.arange(n + 1, dtype=np.int64)
+    b = np.searchsorted(work, np.linspace(0, int(work[-1]), K + 1))
+    b[0], b[-1] = 0, n
+    return np.unique(b.astype(np.int64))
+
+
+def components_parallel(kind, arrays, n, label_dtype, threads, stats=None):
+    """Weak components with ``threads`` numba threads (the scheme above);
+    the labels are the serial union-find's.  ``stats`` (a dict, optional)
+    gets 'rounds' (parallel rounds run), 'serial_finish' (pairs left to
+    the serial finish, 0 if none), 'threads', and per round 'lost' (hooking
+    pairs left in two trees) and 'split' (vertices split from their start
+    root)."""
+    import numba
+
+    threads = max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS))
+    P = np.empty(n, dtype=np.int64 if n >= 2**31 else np.int32)
+    rounds, left, lost, split = 0, 0, [], []
+    if n:
+        defer = int(_DEFER_HOOKS)
+        K = threads * CHUNKS_PER_THREAD
+        vchunks = _even_chunks(n, K)
+        old = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            if kind == "edges":
+                src, dst = arrays
+                P[:] = np.arange(n, dtype=P.dtype)
+                S = P.copy()
+                mark = np.empty(src.size, dtype=np.uint8)
+                echunks = _even_chunks(src.size, K)
+                _par_hook_pairs(src, dst, P, echunks, mark, defer)
+                _par_flatten(P, vchunks)
+                a, b = _collect(_par_left_pairs, (src, dst, P, echunks, mark), echunks.size - 1)
+            else:
+                indptr, indices = arrays
+                wchunks = _work_chunks(indptr, n, K)
+                _par_start(indptr, indices, P, wchunks)
+                _par_flatten(P, vchunks)
+                S = P.copy()
+                mark = np.empty(indices.size, dtype=np.uint8)
+                _par_hook_csr(indptr, indices, P, wchunks, mark, defer)
+                _par_flatten(P, vchunks)
+                a, b = _collect(_par_left_csr, (indptr, indices, P, wchunks, mark),
+                                wchunks.size - 1)
+            del mark
+            rounds = 1
+            while True:
+                sa, sb = _collect(_par_split, (P, S, vchunks), vchunks.size - 1)
+                lost.append(int(a.size))
+                split.append(int(sa.size))
+                if sa.size:
+                    a, b = np.concatenate([a, sa]), np.concatenate([b, sb])
+                if not a.size:
+                    break
+                if rounds == MAX_ROUNDS:
+                    left = int(a.size)
+                    _unite_pairs(a, b, P)
+                    break
+                S[:] = P
+                mark = np.empty(a.size, dtype=np.uint8)
+                echunks = _even_chunks(a.size, K)
+                _par_hook_pairs(a, b, P, echunks, mark, defer)
+                _par_flatten(P, vchunks)
+                a, b = _collect(_par_left_pairs, (a, b, P, echunks, mark), echunks.size - 1)
+                rounds += 1
+        finally:
+            numba.set_num_threads(old)
+    if stats is not None:
+        stats.update(rounds=rounds, serial_finish=left, threads=threads, lost=lost, split=split)
     return _finish(P, label_dtype)
