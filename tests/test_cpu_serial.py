@@ -49,3 +49,89 @@ def test_serial_patterns(conn):
     a = patterns.percolation((300, 400), 0.59, seed=8)
     np.testing.assert_array_equal(meshccl.label(a, connectivity=min(conn, 2)),
                                   sk_label(a, connectivity=min(conn, 2)))
+
+
+# --- the binary fast path (``_label_bits``: rows packed into 64-bit words) ---
+
+BIN_DTYPES = [np.bool_, np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32,
+              np.uint64, np.int64, np.float32, np.float64]
+
+
+def _binary(data, shape, dtype):
+    """A background/foreground image of ``dtype``: (background, one value)."""
+    if dtype is np.bool_:
+        bg, fg = False, True
+    else:
+        bg = data.draw(st.sampled_from([0, 1] + ([-1] if np.dtype(dtype).kind != "u" else [])))
+        fg = data.draw(st.sampled_from([v for v in (0, 1, 2, 7) if v != bg]))
+    kind = data.draw(st.sampled_from(["random", "dense", "sparse", "all_fg", "all_bg"]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    p = {"random": 0.5, "dense": 0.9, "sparse": 0.1, "all_fg": 1.0, "all_bg": 0.0}[kind]
+    m = rng.random(shape) < p
+    if kind == "random" and len(shape) > 1 and shape[0] > 2:
+        m[rng.integers(0, shape[0])] = False  # an empty row (or plane)
+    return np.where(m, fg, bg).astype(dtype), bg
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_bits_matches_skimage(data):
+    """1-D to 3-D binary images (widths around the 64-bit word size) against skimage."""
+    from meshccl._cpu.mesh import _label_bits
+    from meshccl.neighbourhood import offset_table
+
+    ndim = data.draw(st.integers(1, 3))
+    side = {1: 300, 2: 12, 3: 5}[ndim]
+    width = data.draw(st.sampled_from([1, 2, 3, 63, 64, 65, 127, 128, 129, 200]))
+    shape = tuple(data.draw(st.lists(st.integers(1, side), min_size=ndim - 1,
+                                     max_size=ndim - 1))) + (width,)
+    if ndim == 1:
+        shape = (data.draw(st.integers(1, side)),)
+    dtype = data.draw(st.sampled_from(BIN_DTYPES))
+    a, bg = _binary(data, shape, dtype)
+    conn = data.draw(st.integers(1, ndim))
+    got = meshccl.label(a, connectivity=conn, background=bg)
+    np.testing.assert_array_equal(got, sk_label(a, connectivity=conn, background=bg))
+    # and the fast path did run (it declines only images with two foreground values)
+    P = np.empty(a.size, dtype=np.int32)
+    key = np.int64(bg) if a.dtype.kind == "f" else a.dtype.type(bg)
+    vals = a.ravel().astype(np.int64) if a.dtype.kind == "f" else a.ravel()
+    n = _label_bits(vals, P, np.asarray(shape, dtype=np.int64),
+                    offset_table(shape, conn, None), key)
+    assert n == got.max()
+    np.testing.assert_array_equal(P.reshape(shape), got)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_bits_4d_matches_lattice_path(data):
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=3, max_size=3)))
+    shape += (data.draw(st.sampled_from([1, 2, 5, 64, 70])),)
+    a, bg = _binary(data, shape, data.draw(st.sampled_from([np.bool_, np.uint8, np.float32])))
+    conn = data.draw(st.integers(1, 4))
+    got = meshccl.label(a, connectivity=conn, background=bg)
+    want = meshccl.label(a, connectivity=conn, background=bg, mask=np.ones(shape, dtype=bool))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_bits_declines_two_foreground_values():
+    from meshccl._cpu.mesh import _label_bits
+    from meshccl.neighbourhood import offset_table
+
+    a = np.zeros((5, 70), dtype=np.uint8)
+    a[4, 69] = 1
+    a[0, 0] = 2
+    P = np.full(a.size, -7, dtype=np.int32)
+    assert _label_bits(a.ravel(), P, np.asarray(a.shape, dtype=np.int64),
+                       offset_table(a.shape, 1, None), np.uint8(0)) == -1
+    assert (P == -7).all()
+    np.testing.assert_array_equal(meshccl.label(a), sk_label(a))
+
+
+@pytest.mark.parametrize("conn", [1, 2])
+def test_bits_large_percolation(conn):
+    """Many provisional labels (the table grows), runs across word borders."""
+    for shape, p in (((500, 700), 0.5927), ((300, 1000), 0.4073), ((40, 60, 130), 0.3116)):
+        a = patterns.percolation(shape, p, seed=9).astype(bool)
+        c = min(conn + (len(shape) == 3), len(shape))
+        np.testing.assert_array_equal(meshccl.label(a, connectivity=c), sk_label(a, connectivity=c))

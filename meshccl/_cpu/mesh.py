@@ -12,11 +12,13 @@ off, as on the GPU.  Labels are identical to the GPU's bit for bit.
 The plain case (equal values, no mask / bonds / tolerance / wrap / axes) runs
 serially through :func:`_label_prov` instead: provisional labels per run in a
 small equivalence table, then one gather (the classical two-pass design), with
-the same numbering.  The parallel labeller keeps the per-cell forest.
+the same numbering; binary images (background and one other value) through
+:func:`_label_bits`, the same design on rows packed into 64-bit words.  The parallel labeller keeps the per-cell forest.
 """
 
 import numpy as np
 from numba import njit, prange
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from .unionfind import relabel, unite
 
@@ -362,6 +364,183 @@ def _label_prov(values, P, shape, table, has_bg, bgkey):
     return count
 
 
+@njit(cache=True, inline="always")
+def _next_one(M, mb, pos, W):
+    """First column >= pos of the line whose packed words start at M[mb]
+    with its bit set, or W."""
+    if pos >= W:
+        return W
+    w = pos >> 6
+    x = M[_u(mb + w)] & (~np.uint64(0) << np.uint64(pos & 63))
+    nw = (W + 63) >> 6
+    while x == 0:
+        w += 1
+        if w >= nw:
+            return W
+        x = M[_u(mb + w)]
+    return min((w << 6) + int(trailing_zeros(x)), W)
+
+
+@njit(cache=True, inline="always")
+def _next_zero(M, mb, pos, W):
+    """First column >= pos whose bit is clear (W past the end)."""
+    w = pos >> 6
+    x = ~M[_u(mb + w)] & (~np.uint64(0) << np.uint64(pos & 63))
+    nw = (W + 63) >> 6
+    while x == 0:
+        w += 1
+        if w >= nw:
+            return W
+        x = ~M[_u(mb + w)]
+    return min((w << 6) + int(trailing_zeros(x)), W)
+
+
+@njit(cache=True)
+def _label_bits(values, P, shape, table, bgkey):
+    """Binary images (background and one other value): :func:`_label_prov`
+    on rows packed into 64-bit words.  Runs (and the runs of a neighbour
+    line that a run touches) are found by count-trailing-zeros instead of
+    cell by cell (a touched line's runs inside one word: one masked word);
+    the same labels and numbering.  Returns -1
+    (nothing written to P) when the image has two foreground values."""
+    n = values.shape[0]
+    ndim = shape.shape[0]
+    noff = table.shape[0]
+    last = ndim - 1
+    lastbit = 1 << last
+    W = shape[last]
+    nrows = n // W
+    nw = (W + 63) >> 6
+    # pack; find the foreground value first
+    fv = bgkey
+    for i in range(n):
+        if values[i] != bgkey:
+            fv = values[i]
+            break
+    M = np.zeros(nrows * nw, dtype=np.uint64)
+    for row in range(nrows):
+        base = row * W
+        bad = False
+        for w in range(nw):
+            c0 = w << 6
+            c1 = min(c0 + 64, W)
+            word = np.uint64(0)
+            for c in range(c0, c1):
+                v = values[_u(base + c)]
+                f = v != bgkey
+                bad |= f & (v != fv)
+                word |= np.uint64(f) << np.uint64(c - c0)
+            M[_u(row * nw + w)] = word
+        if bad:
+            return -1
+    # neighbour lines, as in _label_prov
+    loff = np.empty(noff, dtype=np.int64)
+    lmlo = np.empty(noff, dtype=np.int64)
+    lmhi = np.empty(noff, dtype=np.int64)
+    ldmin = np.empty(noff, dtype=np.int64)
+    ldmax = np.empty(noff, dtype=np.int64)
+    nlines = 0
+    for o in range(noff):
+        d = -1 if (table[o, 1] >> last) & 1 else ((table[o, 2] >> last) & 1)
+        mlo = table[o, 1] & ~lastbit
+        mhi = table[o, 2] & ~lastbit
+        k = 0
+        while k < nlines and (lmlo[k] != mlo or lmhi[k] != mhi):
+            k += 1
+        if k == nlines:
+            loff[k] = table[o, 0] - d
+            lmlo[k] = mlo
+            lmhi[k] = mhi
+            ldmin[k] = d
+            ldmax[k] = d
+            nlines += 1
+        else:
+            ldmin[k] = min(ldmin[k], d)
+            ldmax[k] = max(ldmax[k], d)
+    cap = max(1024, min(n + 1, n // 32 + 2))
+    E = np.empty(cap + 1, dtype=P.dtype)
+    E[0] = 0
+    nl = 0
+    coords = np.zeros(ndim, dtype=np.int64)
+    qoff = np.empty(nlines, dtype=np.int64)
+    qmb = np.empty(nlines, dtype=np.int64)
+    qmin = np.empty(nlines, dtype=np.int64)
+    qmax = np.empty(nlines, dtype=np.int64)
+    for row in range(nrows):
+        lo, hi = _row_masks(coords, shape, last)
+        base = row * W
+        mb = row * nw
+        cnt = 0
+        for k in range(nlines):
+            if (lo & lmlo[k]) | (hi & lmhi[k]):
+                continue
+            qoff[cnt] = base + loff[k]
+            qmb[cnt] = (row + loff[k] // W) * nw
+            qmin[cnt] = ldmin[k]
+            qmax[cnt] = ldmax[k]
+            cnt += 1
+        P[base:base + W] = 0
+        one = np.uint64(1)
+        full = ~np.uint64(0)
+        carry = np.uint64(0)
+        for w in range(nw):
+            word = M[_u(mb + w)]
+            S = word & ~((word << one) | carry)  # run starts in this word
+            carry = word >> np.uint64(63)
+            while S != 0:
+                s = (w << 6) + int(trailing_zeros(S))
+                S &= S - one
+                e = _next_zero(M, mb, s, W)  # the run is [s, e)
+                lab = cap  # no label yet (larger than every label)
+                for q in range(cnt):
+                    jb = qoff[q]
+                    a = max(s + qmin[q], 0)
+                    b = min(e - 1 + qmax[q], W - 1)
+                    wa = a >> 6
+                    if wa == (b >> 6):
+                        T = M[_u(qmb[q] + wa)] & (full << np.uint64(a & 63)) & (
+                            full >> np.uint64(63 - (b & 63)))
+                        T &= ~(T << one)  # the first cell of each touched run
+                        while T != 0:
+                            x = (wa << 6) + int(trailing_zeros(T))
+                            T &= T - one
+                            r = _eq_find(E, P[_u(jb + x)])
+                            hi_ = max(r, lab)
+                            lab = min(r, lab)
+                            E[_u(hi_)] = lab
+                    else:
+                        x = _next_one(M, qmb[q], a, W)
+                        while x <= b:
+                            r = _eq_find(E, P[_u(jb + x)])
+                            hi_ = max(r, lab)
+                            lab = min(r, lab)
+                            E[_u(hi_)] = lab
+                            x = _next_one(M, qmb[q], _next_zero(M, qmb[q], x, W), W)
+                if lab == cap:
+                    nl += 1
+                    if nl >= cap:
+                        cap *= 2
+                        E2 = np.empty(cap + 1, dtype=P.dtype)
+                        E2[:nl] = E[:nl]
+                        E = E2
+                    E[nl] = nl
+                    lab = nl
+                for k in range(base + s, base + e):
+                    P[_u(k)] = lab
+        _next_row(coords, shape, last)
+    count = 0
+    for l in range(1, nl + 1):
+        p = E[l]
+        if p == l:
+            count += 1
+            E[l] = count
+        else:
+            E[l] = E[p]
+    for i in range(n):
+        P[i] = E[_u(P[i])]
+    return count
+
+
 @njit(cache=True)
 def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, periodic, no_left):
     n = values.shape[0]
@@ -447,6 +626,10 @@ def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
     ``axes``); ``table`` holds only the offsets along the labelled axes."""
     values, bg, tol = keys(values, bgkey, tolerance)
     if tol is None and mask is None and bonds is None and not periodic and not no_left:
+        if has_bg:
+            num = _label_bits(values, P, np.asarray(shape, dtype=np.int64), table, bg)
+            if num >= 0:
+                return int(num)
         return int(_label_prov(values, P, np.asarray(shape, dtype=np.int64), table,
                                bool(has_bg), bg))
     _label(values, P, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg, tol,
