@@ -43,13 +43,14 @@ def read(path):
         for col in ("scipy ms", "meshccl CPU (CSR) ms"):
             if col in head:
                 ms = float(row[head.index(col)])
-                out[row[0]][col.replace(" ms", "")] = edges[row[0]] / (ms / 1e3)
+                if ms > 0:  # (tiny test graphs can time as 0.0 ms)
+                    out[row[0]][col.replace(" ms", "")] = edges[row[0]] / (ms / 1e3)
     gpu = next(t for t in tables if t[0][0] == "graph" and any("(CSR)" in c for c in t[0][1:])
                and t is not first)
     for row in gpu[1:]:
         for name, cell in zip(gpu[0][1:], row[1:]):
             m = re.match(r"([\d.]+) \(([\d.e+]+)\)", cell)
-            if m:
+            if m and float(m.group(2)) > 0:
                 out[row[0]][f"GPU {name}"] = float(m.group(2))
     return out
 

@@ -62,6 +62,18 @@ struct Rule<T, true> {
         return fabs(a - b) <= tol;
     }
 };
+// float -> double without losing subnormals: CuPy compiles with -ftz=true,
+// which flushes float32 subnormals even in the conversion, and then a value
+// like 1e-45 would equal a background of 0 and join it at tolerance 0.  The
+// subnormal case is rebuilt from the bits with integer and double
+// arithmetic (neither flushes); normal values convert exactly as they are.
+template <>
+__device__ __forceinline__ double Rule<float, true>::key(float v) {
+    const unsigned u = __float_as_uint(v);
+    if ((u & 0x7f800000u) != 0u) return (double)v;
+    const double d = (double)(u & 0x007fffffu) * 0x1p-149;  // mantissa * 2^-149
+    return (u >> 31) ? -d : d;
+}
 
 // Optional lattice features, passed to both kernels:
 //   mask     cells where mask[i] == 0 are background (Hawick's predicate)

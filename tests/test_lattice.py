@@ -170,3 +170,17 @@ def test_tiny_tiles_with_features(backend, shape, value):
                    {"mask": rng.random(shape) < 0.7, "tolerance": 1.0}]:
             np.testing.assert_array_equal(run_label(a, backend, connectivity=conn, **kw),
                                           reference_lattice(a, connectivity=conn, **kw))
+
+
+@pytest.mark.parametrize("method", ["auto", "A", "D"])
+def test_float32_subnormals_with_tolerance(backend, method):
+    """Subnormal float32 values are not zero: with tolerance 0 they neither
+    match a background of 0 nor join a 0 neighbour (CuPy compiles kernels
+    with flush-to-zero; the kernels rebuild subnormals from their bits)."""
+    tiny = np.float32(1e-45)
+    a = np.array([tiny, 0, tiny, -tiny, 2 * tiny, 2 * tiny], dtype=np.float32)
+    got = run_label(a, backend, tolerance=0.0, method=method)
+    np.testing.assert_array_equal(got, reference_lattice(a, tolerance=0.0))
+    np.testing.assert_array_equal(got, [1, 0, 2, 3, 4, 4])
+    got = run_label(a, backend, tolerance=float(tiny), background=-1.0, method=method)
+    np.testing.assert_array_equal(got, reference_lattice(a, tolerance=float(tiny), background=-1.0))
