@@ -203,6 +203,71 @@ def _eq_find(E, x):
 
 
 @njit(cache=True)
+def _neighbour_lines(table, last):
+    """The table's offsets grouped by neighbour line (the same step along the
+    leading axes; named by its boundary masks, since linear offsets can
+    coincide on tiny shapes).  Returns (count, offset of the line's column
+    0, its lo / hi boundary masks, its smallest and largest column step)."""
+    noff = table.shape[0]
+    lastbit = 1 << last
+    loff = np.empty(noff, dtype=np.int64)
+    lmlo = np.empty(noff, dtype=np.int64)
+    lmhi = np.empty(noff, dtype=np.int64)
+    ldmin = np.empty(noff, dtype=np.int64)
+    ldmax = np.empty(noff, dtype=np.int64)
+    nlines = 0
+    for o in range(noff):
+        d = -1 if (table[o, 1] >> last) & 1 else ((table[o, 2] >> last) & 1)
+        mlo = table[o, 1] & ~lastbit
+        mhi = table[o, 2] & ~lastbit
+        k = 0
+        while k < nlines and (lmlo[k] != mlo or lmhi[k] != mhi):
+            k += 1
+        if k == nlines:
+            loff[k] = table[o, 0] - d
+            lmlo[k] = mlo
+            lmhi[k] = mhi
+            ldmin[k] = d
+            ldmax[k] = d
+            nlines += 1
+        else:
+            ldmin[k] = min(ldmin[k], d)
+            ldmax[k] = max(ldmax[k], d)
+    return nlines, loff, lmlo, lmhi, ldmin, ldmax
+
+
+@njit(cache=True, inline="always")
+def _new_label(E, nl, cap):
+    """A new provisional label nl + 1 (its own root); E grows by doubling
+    (it keeps one spare entry: E[cap] is room for a sentinel)."""
+    nl += 1
+    if nl >= cap:
+        cap *= 2
+        E2 = np.empty(cap + 1, dtype=E.dtype)
+        E2[:nl] = E[:nl]
+        E = E2
+    E[nl] = nl
+    return E, nl, cap
+
+
+@njit(cache=True)
+def _number(E, nl, P):
+    """Number the roots of E (provisional labels 1..nl) in order and write
+    every cell's final label into P; return the count."""
+    count = 0
+    for l in range(1, nl + 1):
+        p = E[l]
+        if p == l:
+            count += 1
+            E[l] = count
+        else:
+            E[l] = E[p]
+    for i in range(P.shape[0]):
+        P[i] = E[_u(P[i])]
+    return count
+
+
+@njit(cache=True)
 def _label_prov(values, P, shape, table, has_bg, bgkey):
     """The plain case (equal values, no mask / bonds / tolerance / wrap) in
     the classical two-pass design: each run of equal cells along the last
@@ -219,36 +284,11 @@ def _label_prov(values, P, shape, table, has_bg, bgkey):
     [c + dmin, e - 1 + dmax] of that line.  Returns the number of labels."""
     n = values.shape[0]
     ndim = shape.shape[0]
-    noff = table.shape[0]
     last = ndim - 1
-    lastbit = 1 << last
     W = shape[last]
-    # neighbour lines: offset of column 0, boundary masks, column steps
-    loff = np.empty(noff, dtype=np.int64)
-    lmlo = np.empty(noff, dtype=np.int64)
-    lmhi = np.empty(noff, dtype=np.int64)
-    ldmin = np.empty(noff, dtype=np.int64)
-    ldmax = np.empty(noff, dtype=np.int64)
-    nlines = 0
-    for o in range(noff):
-        d = -1 if (table[o, 1] >> last) & 1 else ((table[o, 2] >> last) & 1)
-        mlo = table[o, 1] & ~lastbit  # the steps along the leading axes (-1: lo, +1: hi)
-        mhi = table[o, 2] & ~lastbit  # name the line (its linear offset may not)
-        k = 0
-        while k < nlines and (lmlo[k] != mlo or lmhi[k] != mhi):
-            k += 1
-        if k == nlines:
-            loff[k] = table[o, 0] - d
-            lmlo[k] = mlo
-            lmhi[k] = mhi
-            ldmin[k] = d
-            ldmax[k] = d
-            nlines += 1
-        else:
-            ldmin[k] = min(ldmin[k], d)
-            ldmax[k] = max(ldmax[k], d)
+    nlines, loff, lmlo, lmhi, ldmin, ldmax = _neighbour_lines(table, last)
     cap = max(1024, min(n + 1, n // 32 + 2))
-    E = np.empty(cap, dtype=P.dtype)
+    E = np.empty(cap + 1, dtype=P.dtype)
     E[0] = 0
     nl = 0
     coords = np.zeros(ndim, dtype=np.int64)
@@ -339,29 +379,13 @@ def _label_prov(values, P, shape, table, has_bg, bgkey):
                             x += 1  # the rest of that run: the same label
                     x += 1
             if lab == 0:
-                nl += 1
-                if nl >= cap:
-                    cap *= 2
-                    E2 = np.empty(cap, dtype=P.dtype)
-                    E2[:nl] = E[:nl]
-                    E = E2
-                E[nl] = nl
+                E, nl, cap = _new_label(E, nl, cap)
                 lab = nl
             for k in range(s, base + e):
                 P[_u(k)] = lab
             c = e
         _next_row(coords, shape, last)
-    count = 0
-    for l in range(1, nl + 1):
-        p = E[l]
-        if p == l:
-            count += 1
-            E[l] = count
-        else:
-            E[l] = E[p]
-    for i in range(n):
-        P[i] = E[_u(P[i])]
-    return count
+    return _number(E, nl, P)
 
 
 @njit(cache=True, inline="always")
@@ -405,9 +429,7 @@ def _label_bits(values, P, shape, table, bgkey):
     (nothing written to P) when the image has two foreground values."""
     n = values.shape[0]
     ndim = shape.shape[0]
-    noff = table.shape[0]
     last = ndim - 1
-    lastbit = 1 << last
     W = shape[last]
     nrows = n // W
     nw = (W + 63) >> 6
@@ -433,30 +455,7 @@ def _label_bits(values, P, shape, table, bgkey):
             M[_u(row * nw + w)] = word
         if bad:
             return -1
-    # neighbour lines, as in _label_prov
-    loff = np.empty(noff, dtype=np.int64)
-    lmlo = np.empty(noff, dtype=np.int64)
-    lmhi = np.empty(noff, dtype=np.int64)
-    ldmin = np.empty(noff, dtype=np.int64)
-    ldmax = np.empty(noff, dtype=np.int64)
-    nlines = 0
-    for o in range(noff):
-        d = -1 if (table[o, 1] >> last) & 1 else ((table[o, 2] >> last) & 1)
-        mlo = table[o, 1] & ~lastbit
-        mhi = table[o, 2] & ~lastbit
-        k = 0
-        while k < nlines and (lmlo[k] != mlo or lmhi[k] != mhi):
-            k += 1
-        if k == nlines:
-            loff[k] = table[o, 0] - d
-            lmlo[k] = mlo
-            lmhi[k] = mhi
-            ldmin[k] = d
-            ldmax[k] = d
-            nlines += 1
-        else:
-            ldmin[k] = min(ldmin[k], d)
-            ldmax[k] = max(ldmax[k], d)
+    nlines, loff, lmlo, lmhi, ldmin, ldmax = _neighbour_lines(table, last)
     cap = max(1024, min(n + 1, n // 32 + 2))
     E = np.empty(cap + 1, dtype=P.dtype)
     E[0] = 0
@@ -517,28 +516,12 @@ def _label_bits(values, P, shape, table, bgkey):
                             E[_u(hi_)] = lab
                             x = _next_one(M, qmb[q], _next_zero(M, qmb[q], x, W), W)
                 if lab == cap:
-                    nl += 1
-                    if nl >= cap:
-                        cap *= 2
-                        E2 = np.empty(cap + 1, dtype=P.dtype)
-                        E2[:nl] = E[:nl]
-                        E = E2
-                    E[nl] = nl
+                    E, nl, cap = _new_label(E, nl, cap)
                     lab = nl
                 for k in range(base + s, base + e):
                     P[_u(k)] = lab
         _next_row(coords, shape, last)
-    count = 0
-    for l in range(1, nl + 1):
-        p = E[l]
-        if p == l:
-            count += 1
-            E[l] = count
-        else:
-            E[l] = E[p]
-    for i in range(n):
-        P[i] = E[_u(P[i])]
-    return count
+    return _number(E, nl, P)
 
 
 @njit(cache=True)
@@ -565,7 +548,6 @@ def _label_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds,
        before), or of its root (a walk) when it is in an earlier chunk.
     Not for periodic lattices (a wrapped pair can join any two chunks).
     """
-    n = values.shape[0]
     W = shape[-1]
     K = chunks.shape[0] - 1
     for k in prange(K):
