@@ -31,7 +31,7 @@ def forms(n, src, dst):
     yield "lil", coo.tolil()
     yield "tuple", (csr.indptr, csr.indices)
     yield "edges", Edges(src, dst, n)
-    if n <= 40:
+    if n <= 64:
         yield "dense", csr.toarray()
 
 

@@ -15,6 +15,7 @@ from scipy.sparse.csgraph import connected_components as scipy_cc
 from meshccl import graph_generators as gen
 from meshccl._cpu import graph as cpu
 from meshccl.graph import Edges, _as_graph, connected_components
+from test_graph import forms  # every accepted input form of one graph
 
 THREADS = (0, 2, 3, 7)
 PARALLEL_METHODS = ("auto", "unionfind", "async", "ecl")
@@ -31,15 +32,6 @@ def graphs(draw):
     return n, src, dst
 
 
-def forms(n, src, dst):
-    coo = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
-    csr = coo.tocsr()
-    yield "coo", coo
-    yield "csr", csr
-    yield "csc", coo.tocsc()
-    yield "tuple", (csr.indptr, csr.indices)
-    yield "edges", Edges(src, dst, n)
-    yield "dense", csr.toarray()
 
 
 @pytest.fixture
