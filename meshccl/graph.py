@@ -24,6 +24,8 @@ Shiloach-Vishkin ('sv') and Hawick et al.'s graph kernels ('edge-lp',
 the core in ``kernels/unionfind.cuh`` (and ``meshccl/_cpu/graph.py``);
 meshes and the default graph methods use the core's rule only.
 ``spanning_forest`` records the edges whose union hooked, on either backend.
+Seeded graph generators (NumPy or CuPy output) are ``meshccl.graph.generators``
+(the module :mod:`meshccl.graph_generators`, imported on first use).
 """
 
 from __future__ import annotations
@@ -63,6 +65,16 @@ COMPRESSION = {
 }
 #: the methods that iterate to a fixed point (``max_iterations=`` applies)
 ITERATIVE = ("sv", "edge-lp", "vertex-lp", "bfs-cc", "bfs")
+
+
+def __getattr__(name):
+    """``meshccl.graph.generators``: :mod:`meshccl.graph_generators`, imported
+    on first use (it imports this module for ``Edges``)."""
+    if name == "generators":
+        from . import graph_generators
+
+        return graph_generators
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Edges(NamedTuple):

@@ -1,16 +1,71 @@
-"""Seeded graph generators for tests and benchmarks (NumPy; edge lists).
+"""Seeded graph generators for tests and benchmarks (edge lists, NumPy or CuPy).
 
 Each returns ``meshccl.graph.Edges(src, dst, n_vertices)`` with int64 arrays
-(directed edges; the components are the weak ones).
+(directed edges; the components are the weak ones).  Also reachable as
+``meshccl.graph.generators``.
+
+Every generator takes ``xp`` -- where the arrays go: None or ``'numpy'`` (the
+default; NumPy arrays) or ``'cupy'`` (CuPy arrays on the current GPU); the
+modules ``numpy`` and ``cupy`` themselves are accepted too, as
+:mod:`meshccl.patterns` takes them.  The graph is always generated on the
+host by NumPy's seeded generator and, for ``'cupy'``, copied to the device
+once (one transfer per array), so a seed gives the same graph, value for
+value, on both sides.  CuPy is imported only when asked for; without it
+``xp='cupy'`` raises ``ImportError`` naming the argument.
 """
 
 from __future__ import annotations
+
+import functools
+import inspect
 
 import numpy as np
 
 from .graph import Edges
 
 
+def _output_module(xp):
+    """numpy or cupy for a generator's ``xp`` argument (a clear error otherwise)."""
+    if xp is None or xp is np or (isinstance(xp, str) and xp == "numpy"):
+        return np
+    name = xp if isinstance(xp, str) else getattr(xp, "__name__", None)
+    if name != "cupy":
+        raise ValueError(f"xp must be None, 'numpy' or 'cupy' (or the module), got {xp!r}")
+    try:
+        import cupy
+    except ImportError as exc:
+        raise ImportError(f"xp='cupy' needs CuPy, which could not be imported ({exc}); "
+                          "use xp='numpy' (the default) for NumPy arrays") from exc
+    return cupy
+
+
+def _with_xp(generate):
+    """Give a NumPy generator the keyword ``xp`` (see the module docstring):
+    the check of ``xp`` comes first (no work is wasted on a bad one), the
+    graph is generated on the host, then moved in one transfer per array."""
+    @functools.wraps(generate)
+    def wrapper(*args, xp=None, **kwargs):
+        mod = _output_module(xp)
+        e = generate(*args, **kwargs)
+        if mod is np:
+            return e
+        return Edges(mod.asarray(e.src), mod.asarray(e.dst), e.n_vertices)
+
+    wrapper.__doc__ = (generate.__doc__ or "") + _XP_DOC
+    sig = inspect.signature(generate)
+    wrapper.__signature__ = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter(
+        "xp", inspect.Parameter.KEYWORD_ONLY, default=None)])
+    return wrapper
+
+
+_XP_DOC = """
+
+    ``xp``: None / ``'numpy'`` (NumPy arrays) or ``'cupy'`` (CuPy arrays:
+    the same graph as for NumPy, generated on the host and copied to the
+    GPU once; see the module docstring)."""
+
+
+@_with_xp
 def rmat(scale: int, edge_factor: int = 16, a=0.57, b=0.19, c=0.19, seed: int = 0) -> Edges:
     """R-MAT / Kronecker graph with Graph500 parameters: 2**scale vertices,
     edge_factor * 2**scale edges, each edge placed by `scale` recursive
@@ -40,6 +95,7 @@ def rmat(scale: int, edge_factor: int = 16, a=0.57, b=0.19, c=0.19, seed: int = 
     return Edges(perm[src], perm[dst], 1 << scale)
 
 
+@_with_xp
 def grid(shape, keep: float = 1.0, seed: int = 0) -> Edges:
     """A 2-D/3-D grid graph (4/6 neighbours); each edge kept with probability
     `keep` (keep < 1 gives a road-like graph with deleted edges)."""
@@ -55,6 +111,7 @@ def grid(shape, keep: float = 1.0, seed: int = 0) -> Edges:
     return Edges(np.concatenate(src), np.concatenate(dst), idx.size)
 
 
+@_with_xp
 def road_grid(side: int, degree: float = 2.41, seed: int = 0) -> Edges:
     """A connected road-like graph: a side x side grid graph with most edges
     deleted, ``degree`` stored entries per vertex on average once every edge
@@ -84,12 +141,14 @@ def road_grid(side: int, degree: float = 2.41, seed: int = 0) -> Edges:
     return Edges(src, dst, n)
 
 
+@_with_xp
 def line(n: int) -> Edges:
     """Hawick's Line graph: a path 0 - 1 - ... - n-1 (worst case for label propagation)."""
     v = np.arange(max(n - 1, 0), dtype=np.int64)
     return Edges(v, v + 1, n)
 
 
+@_with_xp
 def disjoint(k: int, size: int, seed: int = 0) -> Edges:
     """Hawick's Disjoint graphs: k separate random trees of `size` vertices,
     vertex numbers shuffled across components."""
@@ -102,6 +161,7 @@ def disjoint(k: int, size: int, seed: int = 0) -> Edges:
     return Edges(perm[(base + local).ravel()], perm[(base + parents).ravel()], n)
 
 
+@_with_xp
 def random_edges(n: int, m: int, seed: int = 0) -> Edges:
     """m uniformly random directed edges on n vertices (self-loops and
     duplicates allowed): an Erdős–Rényi-like multigraph."""
@@ -109,6 +169,7 @@ def random_edges(n: int, m: int, seed: int = 0) -> Edges:
     return Edges(rng.integers(0, n, m), rng.integers(0, n, m), n)
 
 
+@_with_xp
 def barabasi_albert(n: int, m: int = 4, seed: int = 0) -> Edges:
     """Barabási–Albert preferential attachment: each new vertex links to m
     existing vertices chosen with probability proportional to degree (drawn
@@ -131,6 +192,7 @@ def barabasi_albert(n: int, m: int = 4, seed: int = 0) -> Edges:
     return Edges(np.concatenate(s_list).astype(np.int64), np.concatenate(d_list).astype(np.int64), n)
 
 
+@_with_xp
 def barabasi_albert_bb(n: int, m: int = 9, seed: int = 0) -> Edges:
     """Barabási–Albert preferential attachment by Batagelj and Brandes's
     copy model (Phys. Rev. E 71, 036113, 2005, algorithm "BA"), vectorised:
@@ -157,6 +219,7 @@ def barabasi_albert_bb(n: int, m: int = 9, seed: int = 0) -> Edges:
     return Edges(src, (slot >> 1) // m, n)  # M[2k] is edge k's source, vertex k // m
 
 
+@_with_xp
 def watts_strogatz(n: int, k: int = 4, p: float = 0.1, seed: int = 0) -> Edges:
     """Watts–Strogatz small world: a ring where each vertex links to its k/2
     next neighbours, each edge's far end rewired to a random vertex with
@@ -172,6 +235,7 @@ def watts_strogatz(n: int, k: int = 4, p: float = 0.1, seed: int = 0) -> Edges:
     return Edges(src, dst, n)
 
 
+@_with_xp
 def random_regular(n: int, d: int = 3, seed: int = 0) -> Edges:
     """A random d-regular multigraph by the configuration model: n*d stubs
     paired at random (self-loops and parallel edges possible, as in the
@@ -183,6 +247,7 @@ def random_regular(n: int, d: int = 3, seed: int = 0) -> Edges:
     return Edges(stubs[0::2], stubs[1::2], n)
 
 
+@_with_xp
 def delaunay(n: int, seed: int = 0) -> Edges:
     """Delaunay triangulation of n uniform random points in the unit square
     (scipy.spatial): a planar, mesh-like, connected graph."""

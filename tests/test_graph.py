@@ -247,3 +247,49 @@ def test_auto_method_helper_on_the_cpu():
     assert _auto_method(csr) == _auto_method(e) == _auto_method(csr, symmetric=True) == "unionfind"
     with pytest.raises(ValueError):
         _auto_method((np.array([0, 1]), np.array([3])))
+
+
+#: every generator with small arguments (shared with test_graph_gpu.py and
+#: the emulated GPU test)
+GENERATORS = {
+    "rmat": lambda xp: gen.rmat(6, 4, seed=1, xp=xp),
+    "grid": lambda xp: gen.grid((5, 6), keep=0.7, seed=2, xp=xp),
+    "grid3d": lambda xp: gen.grid((3, 4, 5), xp=xp),
+    "road_grid": lambda xp: gen.road_grid(8, seed=2, xp=xp),
+    "line": lambda xp: gen.line(10, xp=xp),
+    "disjoint": lambda xp: gen.disjoint(3, 5, seed=3, xp=xp),
+    "random_edges": lambda xp: gen.random_edges(20, 30, seed=4, xp=xp),
+    "barabasi_albert": lambda xp: gen.barabasi_albert(30, 3, seed=5, xp=xp),
+    "barabasi_albert_bb": lambda xp: gen.barabasi_albert_bb(30, 3, seed=5, xp=xp),
+    "watts_strogatz": lambda xp: gen.watts_strogatz(30, 4, 0.2, seed=6, xp=xp),
+    "random_regular": lambda xp: gen.random_regular(20, 3, seed=7, xp=xp),
+    "delaunay": lambda xp: gen.delaunay(30, seed=8, xp=xp),
+}
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_generators_numpy_output(name):
+    """xp=None, 'numpy' and the numpy module give the same seeded int64 NumPy graph."""
+    a, b, c = (GENERATORS[name](xp) for xp in (None, "numpy", np))
+    for e in (a, b, c):
+        assert isinstance(e, Edges) and type(e.src) is np.ndarray and type(e.dst) is np.ndarray
+        assert e.src.dtype == e.dst.dtype == np.int64 and e.n_vertices == a.n_vertices
+        np.testing.assert_array_equal(e.src, a.src)
+        np.testing.assert_array_equal(e.dst, a.dst)
+    assert a.src.size and 0 <= min(a.src.min(), a.dst.min()) and max(a.src.max(), a.dst.max()) < a.n_vertices
+
+
+def test_generators_reachable_from_graph_and_checked_xp(monkeypatch):
+    import sys
+
+    import meshccl.graph
+
+    assert meshccl.graph.generators is gen
+    with pytest.raises(AttributeError):
+        meshccl.graph.no_such_thing
+    with pytest.raises(ValueError, match="xp must be None, 'numpy' or 'cupy'"):
+        gen.line(4, xp="torch")
+    monkeypatch.setitem(sys.modules, "cupy", None)  # CuPy missing, whatever this machine has
+    for make in GENERATORS.values():
+        with pytest.raises(ImportError, match="xp='cupy' needs CuPy"):
+            make("cupy")

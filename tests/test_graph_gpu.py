@@ -332,3 +332,22 @@ def test_int64_kernels(method, compression, kind):
                                    compression=compression)
     assert labels.dtype == np.int64 and int(count) == want_n
     np.testing.assert_array_equal(labels.get(), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_generators_cupy_output_equals_numpy():
+    """xp='cupy' gives CuPy int64 arrays holding the NumPy graph of the same seed."""
+    import cupy
+
+    from test_graph import GENERATORS
+
+    for name, make in GENERATORS.items():
+        want = make("numpy")
+        for xp in ("cupy", cupy):
+            got = make(xp)
+            assert isinstance(got.src, cupy.ndarray) and isinstance(got.dst, cupy.ndarray), name
+            assert got.src.dtype == got.dst.dtype == np.int64 and got.n_vertices == want.n_vertices
+            np.testing.assert_array_equal(got.src.get(), want.src, err_msg=name)
+            np.testing.assert_array_equal(got.dst.get(), want.dst, err_msg=name)
+        assert connected_components(got)[0] == connected_components(want)[0], name

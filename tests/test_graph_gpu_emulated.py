@@ -632,3 +632,15 @@ def test_graph_bench_gpu_paths_emulated(emulated, monkeypatch, tmp_path):
     assert "kout, " in text  # dense symmetric Kronecker graph: 'auto' samples
     for method in bench.PAPER_METHODS:
         assert f"{method} (CSR)" in text
+
+
+def test_generators_cupy_output_emulated(emulated):
+    """xp='cupy' (the stand-in here): the NumPy graph of the same seed, as CuPy arrays."""
+    from test_graph import GENERATORS
+
+    for name, make in GENERATORS.items():
+        want, got = make("numpy"), make("cupy")
+        assert isinstance(got.src, FakeArray) and isinstance(got.dst, FakeArray), name
+        assert got.src.dtype == np.int64 and got.n_vertices == want.n_vertices
+        np.testing.assert_array_equal(np.asarray(got.src), want.src, err_msg=name)
+        np.testing.assert_array_equal(np.asarray(got.dst), want.dst, err_msg=name)
