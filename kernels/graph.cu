@@ -304,6 +304,34 @@ meshccl_graph_mode(const I* __restrict__ samples, int count, I* __restrict__ big
     if (t == 0) big[0] = value[0];
 }
 
+// For method='auto' (meshccl/_gpu/graph.py, chain_probe): one block of
+// MESHCCL_GRAPH_SAMPLES threads; hits[0] = how many of s = min(m, 1024)
+// pseudo-random stored entries e (hashed from seed + thread; evenly spaced
+// ones alias with a grid's rows) join vertices whose numbers differ by one
+// (a path numbered in order has only such entries).  Runs on the caller's
+// arrays before they are validated: the row search stays in [0, n) and
+// e < m whatever indptr holds, so every read is in bounds.
+template <typename P, typename J>
+__global__ void __launch_bounds__(MESHCCL_GRAPH_SAMPLES)
+meshccl_graph_chain_probe(const P* __restrict__ indptr, const J* __restrict__ indices,
+                          long long n, long long m, long long* hits, unsigned long long seed) {
+    using namespace meshccl::graph;
+    const int t = threadIdx.x;
+    bool hit = false;
+    if (t < m) {
+        const long long e = (long long)(mix64(seed + (unsigned long long)t) % (unsigned long long)m);
+        long long lo = 0, hi = n;  // the row of e: indptr[lo] <= e < indptr[lo + 1]
+        while (hi - lo > 1) {
+            const long long mid = lo + (hi - lo) / 2;
+            if ((long long)indptr[mid] <= e) lo = mid; else hi = mid;
+        }
+        const long long d = (long long)indices[e] - lo;
+        hit = d == 1 || d == -1;
+    }
+    const int count = __syncthreads_count(hit);
+    if (t == 0) hits[0] = count;
+}
+
 // ------------------------------------------- edge list -> CSR (for ECL / k-out)
 
 // deg[src[e] + 1] += 1 (deg: n + 1 zeros; its prefix sum is indptr).
@@ -675,6 +703,14 @@ MESHCCL_GRAPH_I(long long)
                                                       unsigned long long*, J*);
 MESHCCL_GRAPH_J(int)
 MESHCCL_GRAPH_J(long long)
+#define MESHCCL_GRAPH_PROBE(P, J)                                                                \
+    template __global__ void meshccl_graph_chain_probe<P, J>(const P*, const J*, long long,     \
+                                                             long long, long long*,             \
+                                                             unsigned long long);
+MESHCCL_GRAPH_PROBE(int, int)
+MESHCCL_GRAPH_PROBE(int, long long)
+MESHCCL_GRAPH_PROBE(long long, int)
+MESHCCL_GRAPH_PROBE(long long, long long)
 // The new kernels' instantiations.
 #define MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, R, C)                                            \
     template __global__ void meshccl_graph_rule<I, J, CSR, SYM, R, C>(                          \

@@ -154,7 +154,12 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
           (COO, ``Edges``, dense arrays) run 'unionfind' directly on the
           edges (sampling needs each vertex's edges together); CSR/CSC
           input runs 'kout' when ``symmetric=True`` and it stores more than
-          2k = 4 entries per vertex, otherwise 'ecl'.  This is the rule of
+          2k = 4 entries per vertex; 'early' when it stores at most 2
+          entries per vertex and at least 3/4 of 1024 pseudo-random stored
+          entries (v, u) have |u - v| = 1 (a path numbered in order;
+          ``meshccl._gpu.graph.chain_probe``: one launch of one block,
+          its count read with the validation's one transfer, so no extra
+          synchronisation); otherwise 'ecl'.  Sampling is the rule of
           Hong, Dhulipala and Shun (GConn, section 4.7: sampling pays only
           when the average degree is high -- k-out saves at most m - k n of
           the m edge visits, and on road networks it slows things down),
@@ -171,7 +176,16 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
           was the fastest within timing noise except on a path numbered
           in order ('unionfind' 8.11 ms, 'ecl' 42.9 ms) and on
           Watts-Strogatz at 4.0 entries per vertex ('kout' 1.46 ms, 'ecl'
-          1.73 ms; not sampled by either rule).
+          1.73 ms; not sampled by either rule).  With every method timed
+          (same file, H200) the in-order line of 4 M vertices took 41.0 ms
+          with 'ecl' (every vertex's first unions build one 4 M-long
+          chain), 32.7 ms with 'kout', 5.23 ms with 'rem-cas' and 2.88 ms
+          with 'early', the fastest: hence the chain test.  On the other
+          graphs there 'early' was 0.8-1.6x 'ecl''s time, so a false
+          positive costs little.  The sampled fraction (the kernel's
+          picks, computed on the host) is 1 on that line, about 1/2 on
+          the 4096² grids, 0 on the shuffled graphs (disjoint trees,
+          random); the denser graphs are not sampled.
     symmetric : bool, optional
         The caller promises that every stored edge (u, v) is also stored as
         (v, u), as in an undirected graph held as a symmetric matrix.  The
@@ -273,9 +287,10 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         raise NotImplementedError(
             "connection='strong' is not implemented yet; use connection='weak' "
             "(or directed=False)")
-    kind, arrays, n = _as_graph(csgraph)
+    probe = {} if method == "auto" else None
+    kind, arrays, n = _as_graph(csgraph, probe)
     if method == "auto":
-        method = _auto_rule(kind, n, int(arrays[1].size), _is_cupy(arrays[0]), symmetric)
+        method = _auto_rule(kind, n, int(arrays[1].size), _is_cupy(arrays[0]), symmetric, probe)
     if _is_cupy(arrays[0]):
         return _gpu_components(kind, arrays, n, method, symmetric, return_labels, compression,
                                max_iterations)
@@ -309,19 +324,22 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
 def _auto_method(csgraph, symmetric=False):
     """The method ``connected_components(csgraph, method='auto',
     symmetric=symmetric)`` runs (validating the input as it does; on CuPy
-    input that is one small device-to-host transfer).  For benchmarks."""
-    kind, arrays, n = _as_graph(csgraph)
-    return _auto_rule(kind, n, int(arrays[1].size), _is_cupy(arrays[0]), symmetric)
+    input that is one small device-to-host transfer, which also brings the
+    rule's sampled count).  For benchmarks."""
+    probe = {}
+    kind, arrays, n = _as_graph(csgraph, probe)
+    return _auto_rule(kind, n, int(arrays[1].size), _is_cupy(arrays[0]), symmetric, probe)
 
 
-def _auto_rule(kind, n, m, on_gpu, symmetric):
+def _auto_rule(kind, n, m, on_gpu, symmetric, probe=None):
     """The one rule of method='auto' (documented in connected_components):
-    the CPU's serial union-find, or the GPU's choose_method."""
+    the CPU's serial union-find, or the GPU's choose_method (``probe``: what
+    the validation of a CuPy CSR measured for it, see _csr)."""
     if not on_gpu:
         return "unionfind"
     from ._gpu.graph import choose_method
 
-    return choose_method(kind, n, m, symmetric)
+    return choose_method(kind, n, m, symmetric, (probe or {}).get("chain"))
 
 
 def _check_compression(method, compression):
@@ -467,7 +485,7 @@ def _check_indices(idx, n, name, facts, prefix):
             raise ValueError(f"{name} must lie in [0, {n}), got {bad} at position {pos}")
 
 
-def _csr(indptr, indices, n=None):
+def _csr(indptr, indices, n=None, probe=None):
     xp = _xp_of(("indptr", indptr), ("indices", indices))
     indptr = _int_array(indptr, "indptr", xp)
     indices = _int_array(indices, "indices", xp)
@@ -477,8 +495,14 @@ def _csr(indptr, indices, n=None):
         raise ValueError(f"indptr must have n_vertices + 1 = {n + 1} entries, got {indptr.size}")
     n = indptr.size - 1
     steps = xp.diff(indptr.astype(xp.int64)) if n else None
+    chain = None
+    if probe is not None and xp is not np:  # 'auto' on the GPU: its count rides along
+        from ._gpu.graph import chain_probe
+
+        chain = chain_probe(indptr, indices, n)
     facts = _facts(xp, first=indptr[0], last=indptr[-1], **_range(indices, xp, ""),
-                   **({"step": steps.min()} if n else {}))
+                   **({"step": steps.min()} if n else {}),
+                   **({"chain": chain[0]} if chain is not None else {}))
     if facts["first"] != 0:
         raise ValueError(f"indptr must start at 0, got {int(indptr[0])}")
     if n and facts["step"] < 0:
@@ -488,6 +512,8 @@ def _csr(indptr, indices, n=None):
     if facts["last"] != indices.size:
         raise ValueError(f"indptr must end at len(indices) = {indices.size}, got {int(indptr[-1])}")
     _check_indices(indices, n, "indices", facts, "")
+    if chain is not None:
+        probe["chain"] = facts["chain"] / chain[1]
     return "csr", _checked(xp, indptr, indices), n
 
 
@@ -513,27 +539,30 @@ def _square(shape):
     return int(shape[0])
 
 
-def _as_graph(g):
+def _as_graph(g, probe=None):
     """(kind, arrays, n) for any accepted input; kind is "csr", "csc" (CSR
     arrays of the transpose graph) or "edges"; the arrays are NumPy or CuPy
-    as the input is."""
+    as the input is.  ``probe``: a dict for method='auto', which gets
+    ``"chain"`` (see meshccl._gpu.graph.chain_probe) where CuPy CSR input is
+    sparse enough for the rule to look, read with the validation's one
+    transfer (no extra synchronisation)."""
     if isinstance(g, Edges):
         return _edges(g.src, g.dst, g.n_vertices)
     if isinstance(g, tuple):
         if len(g) != 2:
             raise TypeError("a tuple csgraph must be (indptr, indices); use Edges(src, dst) for edge lists")
-        return _csr(g[0], g[1])
+        return _csr(g[0], g[1], probe=probe)
     fmt = getattr(g, "format", None)
     if fmt is not None and hasattr(g, "nnz"):  # SciPy or CuPy sparse matrix or array
         n = _square(g.shape)
         if fmt == "csr":
-            return _csr(g.indptr, g.indices, n)
+            return _csr(g.indptr, g.indices, n, probe)
         if fmt == "csc":  # the transpose graph: the same weak components, edges reversed
-            return ("csc",) + _csr(g.indptr, g.indices, n)[1:]
+            return ("csc",) + _csr(g.indptr, g.indices, n, probe)[1:]
         if fmt == "coo":
             return _edges(g.row, g.col, n)
         csr = g.tocsr()
-        return _csr(csr.indptr, csr.indices, n)
+        return _csr(csr.indptr, csr.indices, n, probe)
     if isinstance(g, np.ndarray) or (_is_cupy(g) and hasattr(g, "nonzero") and hasattr(g, "dtype")):
         if g.dtype.kind not in "biuf":
             raise TypeError(f"csgraph must be a numeric adjacency matrix, got dtype {g.dtype}")

@@ -75,6 +75,15 @@ VALID_RULES = {(0, c) for c in range(4)} | {(1, 0), (1, 1), (1, 2), (1, 4)} | \
     {(2, c) for c in range(4)} | {(3, c) for c in range(4)} | {(4, 0), (4, 2)}
 
 
+def mix64(x):
+    """splitmix64's finaliser of graph.cu, on uint64 arrays (wrapping)."""
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9e3779b97f4a7c15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
+        return x ^ (x >> np.uint64(31))
+
+
 def parse(expr):
     name, targs = re.fullmatch(r"(\w+)<(.*)>", expr).groups()
     return name, [t.strip() for t in targs.split(",")]
@@ -376,6 +385,15 @@ def emulate(expr):
             s = source[0]
             P[s] = frontier[0] = minv[0] = s
             count[0] = 1
+    elif name == "meshccl_graph_chain_probe":
+        sig = [("ptr", t[0]), ("ptr", t[1]), ("val", "long long"), ("val", "long long"),
+               ("ptr", "long long"), ("val", "unsigned long long")]
+
+        def run(indptr, indices, n, m, hits, seed):
+            s = min(m, 1024)
+            e = (mix64(np.uint64(seed) + np.arange(s, dtype=np.uint64)) % np.uint64(m)).astype(np.int64)
+            rows = np.clip(np.searchsorted(np.asarray(indptr)[:n], e, side="right") - 1, 0, n - 1)
+            hits[0] = int(np.count_nonzero(np.abs(np.asarray(indices)[e].astype(np.int64) - rows) == 1))
     elif name == "meshccl_graph_bfs_sample_done":
         sig = [P_, ("val", t[0]), P_]
 
@@ -387,9 +405,10 @@ def emulate(expr):
     def launch(grid, block, args, shared_mem=0):
         check_args(expr, args, sig)
         assert all(isinstance(g, int) and 0 < g < 2**31 for g in grid), f"{expr}: grid {grid}"
-        if name in ("meshccl_graph_mode", "meshccl_graph_pick_source"):
+        if name in ("meshccl_graph_mode", "meshccl_graph_pick_source", "meshccl_graph_chain_probe"):
             assert block == (1024,), f"{expr} needs a block of 1024"
-        if name in ("meshccl_graph_bfs_next", "meshccl_graph_pick_source", "meshccl_graph_mode"):
+        if name in ("meshccl_graph_bfs_next", "meshccl_graph_pick_source", "meshccl_graph_mode",
+                    "meshccl_graph_chain_probe"):
             assert grid == (1,), f"{expr} runs as one block"
         run(*args)
 
@@ -644,3 +663,67 @@ def test_generators_cupy_output_emulated(emulated):
         assert got.src.dtype == np.int64 and got.n_vertices == want.n_vertices
         np.testing.assert_array_equal(np.asarray(got.src), want.src, err_msg=name)
         np.testing.assert_array_equal(np.asarray(got.dst), want.dst, err_msg=name)
+
+
+def test_auto_rule_on_benchmark_shapes_emulated(emulated, monkeypatch):
+    """What 'auto' picks (through the validation's probe) on small graphs of
+    the shapes of benchmarks/graph_bench.py: 'early' on in-order paths
+    (stored one way, reversed, or both ways; as CSR or CSC), the old choice
+    everywhere else -- 'ecl' on the graphs of graph_bench_gpu.md, 'kout' on
+    the dense symmetric --papers graphs, 'unionfind' on edge lists -- and
+    the labels still SciPy's.  Counts the kernels of the probe: one launch."""
+    from meshccl import graph_generators as gen
+    from meshccl._gpu import graph as gpu
+    from meshccl.graph import Edges, _auto_method, connected_components
+
+    def sym(e):
+        return Edges(np.concatenate([e.src, e.dst]), np.concatenate([e.dst, e.src]), e.n_vertices)
+
+    line = gen.line(5000)
+    cases = [
+        ("rmat", gen.rmat(12, 16, seed=1), False, "ecl"),
+        ("grid", gen.grid((64, 64)), False, "ecl"),
+        ("grid, both ways", sym(gen.grid((64, 64))), True, "ecl"),
+        ("grid 3-D", gen.grid((16, 16, 16)), False, "ecl"),
+        ("road-like", gen.grid((64, 64), keep=0.55, seed=2), False, "ecl"),
+        ("watts-strogatz", gen.watts_strogatz(4096, 8, 0.1, seed=5), False, "ecl"),
+        ("disjoint", gen.disjoint(64, 64, seed=3), False, "ecl"),
+        ("random", gen.random_edges(4096, 4096, seed=4), False, "ecl"),
+        ("papers road", sym(gen.road_grid(70, 2.41, seed=2)), True, "ecl"),
+        ("papers kron", sym(gen.rmat(12, 48, seed=1)), True, "kout"),
+        ("papers social", sym(gen.barabasi_albert_bb(3000, 9, seed=3)), True, "kout"),
+        ("line", line, False, "early"),
+        ("line reversed", Edges(line.dst, line.src, line.n_vertices), False, "early"),
+        ("line, both ways", sym(line), True, "early"),
+        ("line, both ways, no promise", sym(line), False, "early"),
+        ("short line", gen.line(6), False, "early"),
+    ]
+    launched = []
+    loader = gpu.kernels
+    monkeypatch.setattr(gpu, "kernels", lambda f, *names: launched.extend(names) or loader(f, *names))
+    for name, e, symmetric, expect in cases:
+        n = e.n_vertices
+        coo = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n))
+        want_n, want = scipy_cc(coo)
+        csr = coo.tocsr()
+        for form in ((fake(csr.indptr), fake(csr.indices)),
+                     (fake(csr.indptr.astype(np.int64)), fake(csr.indices))):
+            launched.clear()
+            assert _auto_method(form, symmetric=symmetric) == expect, name
+            probes = [k for k in launched if k.startswith("meshccl_graph_chain_probe")]
+            assert len(probes) == (1 if csr.nnz <= 2 * n else 0), (name, launched)
+        csc = coo.tocsc()
+        got_n, got = connected_components((fake(csr.indptr), fake(csr.indices)), symmetric=symmetric)
+        assert got_n == want_n, name
+        np.testing.assert_array_equal(np.asarray(got), want, err_msg=name)
+        if name.startswith("line"):
+            assert _auto_method((fake(csc.indptr), fake(csc.indices)), symmetric) == "early"
+            assert _auto_method(Edges(fake(e.src), fake(e.dst), n), symmetric) == "unionfind"
+    # index types the probe kernel is not instantiated for: no probe, the old rule
+    csr = sp.coo_matrix((np.ones(line.src.size), (line.src, line.dst)), shape=(5000, 5000)).tocsr()
+    assert _auto_method((fake(csr.indptr), fake(csr.indices.astype(np.uint16)))) == "ecl"
+    # the internal entry point resolves 'auto' the same way
+    launched.clear()
+    count, labels = gpu.components("csr", (fake(csr.indptr), fake(csr.indices)), 5000)
+    assert int(count) == 1 and launched[0].startswith("meshccl_graph_chain_probe")
+    assert launched[1] == "meshccl_graph_rule<int, int, true, false, 2, 1>"  # early, halving
