@@ -1,63 +1,68 @@
-"""Time each phase of the GPU mesh path (tile, union, flatten, scan, relabel)
-with CUDA events on the standard cases: a diagnostic for benchmarks/NOTES.md.
+"""Time each phase of the GPU mesh path with CUDA events on the standard
+cases: a diagnostic for benchmarks/NOTES.md.
 
-    python benchmarks/phases.py
+Both GPU paths for plain images run side by side: 'fixed' (kernels/mesh23.cu
+and the pieces path of relabel.cu, what label() uses for 1 to 3 axes) and
+'general' (the n-D kernels of mesh.cu, then flatten / scan / relabel).
+
+    python benchmarks/phases.py [--only NAME] [--reps N]
 """
 
 import cupy
 import numpy as np
 
-from meshccl import neighbourhood
 from meshccl import patterns as P
+from meshccl._gpu import mesh23
 from meshccl._gpu.mesh import mesh_steps
 from meshccl._gpu.relabel import relabel_steps
 
 
-def phases(a, conn, reps=10):
+def phases(a, conn, path, reps=10):
     v = a.reshape(-1)
     shape = tuple(s for s in a.shape if s != 1)
     out = cupy.empty(a.size, dtype=cupy.int32)
-    steps = (mesh_steps(v, out, shape, conn, True, np.uint8(0))
-             + relabel_steps(out, a.size))
+    if path == "fixed":
+        steps = mesh23.steps(v, out, shape, conn, True, np.uint8(0),
+                             buffers=mesh23.scratch(a.size, out.dtype))
+    else:
+        steps = mesh_steps(v, out, shape, conn, True, np.uint8(0)) + relabel_steps(out, a.size)
     ev = [cupy.cuda.Event() for _ in range(len(steps) + 1)]
     times = {name: [] for name, _ in steps}
-    for _ in range(reps):
+    totals = []
+    for rep in range(reps + 1):
         ev[0].record()
         for k, (name, f) in enumerate(steps):
             f()
             ev[k + 1].record()
         ev[-1].synchronize()
+        if rep == 0:
+            continue  # warm-up (compilation, caches)
         for k, (name, _) in enumerate(steps):
             times[name].append(cupy.cuda.get_elapsed_time(ev[k], ev[k + 1]))
-    return {k: float(np.median(x)) for k, x in times.items()}
+        totals.append(cupy.cuda.get_elapsed_time(ev[0], ev[-1]))
+    return {k: float(np.median(x)) for k, x in times.items()}, float(np.median(totals))
 
 
 if __name__ == "__main__":
     import argparse
 
-    import meshccl._gpu.mesh as gm
-
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--tile-log", type=int, action="append",
-                    help="log2 of the tile size to try (repeatable; default: the library's)")
     ap.add_argument("--only", default="", help="substring of the case names to run")
+    ap.add_argument("--reps", type=int, default=10)
     opts = ap.parse_args()
     cases = [("spiral 4096^2", P.spiral(4096, xp=cupy)), ("blobs 4096^2", P.blobs((4096, 4096), xp=cupy)),
              ("perc 8192^2 p=.5927", P.percolation((8192, 8192), 0.5927, xp=cupy)),
-             ("perc 8192^2 p=.4073", P.percolation((8192, 8192), 0.4073, xp=cupy)),
+             ("potts4 4096^2", P.potts((4096, 4096), 4, xp=cupy)),
+             ("potts4 256^3", P.potts((256,) * 3, 4, xp=cupy)),
              ("blobs 512^3", P.blobs((512,) * 3, xp=cupy)),
              ("perc 512^3 p=.3116", P.percolation((512,) * 3, 0.3116, xp=cupy)),
              ("perc 512^3 p=.1369", P.percolation((512,) * 3, 0.1369, xp=cupy))]
-    names = ("tile", "union", "flatten", "scan", "relabel")
-    for tlog in opts.tile_log or [neighbourhood.TILE_LOG]:
-        neighbourhood.TILE_LOG = tlog
-        gm._device_geometry.cache_clear()
-        print(f"tiles of up to {1 << tlog} cells")
-        print(f"{'case':22s} conn " + " ".join(f"{k:>8s}" for k in names) + "    total (ms)")
-        for name, a in cases:
-            if opts.only not in name:
-                continue
-            for c in (1, a.ndim):
-                r = phases(a, c)
-                print(f"{name:22s} {c:4d} " + " ".join(f"{r[k]:8.3f}" for k in names)
-                      + f" {sum(r.values()):8.3f}")
+    print("median ms per phase (CUDA events), int32 labels; total = first to last event")
+    for name, a in cases:
+        if opts.only not in name:
+            continue
+        for c in (1, a.ndim):
+            for path in ("fixed", "general"):
+                r, total = phases(a, c, path, opts.reps)
+                print(f"{name:22s} c={c} {path:8s} " + " ".join(f"{k} {x:.3f}" for k, x in r.items())
+                      + f" | total {total:.3f}")

@@ -20,7 +20,26 @@
 //    i.e. the number of roots before r, plus one.  It reads only P[i] and
 //    the two short arrays, so it may write its result over P in place.
 //
-// Meshes, graphs and batches all finish through these two kernels.
+// Graphs, batches, lattices with features and Hawick's methods finish
+// through these kernels.  Plain 2-D / 3-D images (mesh23.cu) know more
+// about their forest and take a shorter road, "pieces", with the same rank
+// formula and the same numbering:
+//
+// 4. meshccl_piece_roots: one thread per word of the piece-root bits A.
+//    Each root hooked by the border kernel (bit array H) is pointed
+//    straight at its final root (find_full), so every piece root is now at
+//    most one step from its root.  H is overwritten with A & ~H, the roots
+//    of the whole forest, and each block adds up its roots.
+// 5. meshccl_scan_block over the block sums, then meshccl_rank_words: the
+//    inclusive prefix sum per word, for the rank formula above.
+// 6. meshccl_label_cells: every cell that is not a piece root reads its
+//    parent p (a piece root) and p's parent (the root) and writes the rank
+//    of the root over itself.  Piece roots are left alone, because other
+//    cells are still reading them.
+// 7. meshccl_label_pieces: one thread per word of A labels that word's
+//    piece roots, which nobody reads any more.
+// So the forest is never flattened in a separate pass: a cell's labels are
+// read once and written once.
 
 #include "unionfind.cuh"
 
@@ -45,6 +64,15 @@ __global__ void meshccl_flatten(I* P, I n, unsigned* __restrict__ bits, I* __res
     }
 }
 
+// The label of root r: the number of roots up to and including r (the
+// rank formula above).
+template <typename I>
+__device__ __forceinline__ I rank_of(I r, const unsigned* __restrict__ bits,
+                                     const I* __restrict__ incl) {
+    const I w = r >> 5;
+    return incl[w] - (I)__popc(bits[w] >> (r & 31)) + 1;
+}
+
 template <typename I>
 __global__ void meshccl_relabel(I* P, I n, const unsigned* __restrict__ bits,
                                 const I* __restrict__ incl) {
@@ -53,24 +81,15 @@ __global__ void meshccl_relabel(I* P, I n, const unsigned* __restrict__ bits,
     const I i = (I)gi;
     const I r = P[i];
     if (r < 0) { P[i] = 0; return; }
-    const I w = r >> 5;
-    P[i] = incl[w] - (I)__popc(bits[w] >> (r & 31)) + 1;
+    P[i] = rank_of(r, bits, incl);
 }
 
-// Inclusive prefix sum of `words` counts by one block of 1024 threads: each
-// thread sums a contiguous chunk, the block scans the chunk sums (warp
-// shuffles, then one warp over the warp totals), and each thread writes its
-// chunk's running sums.  For short arrays only (the host picks it).
+// Inclusive prefix sum of x over a block of up to 1024 threads (warp
+// shuffles, then one warp over the warp totals).  Every thread must call it.
 template <typename I>
-__global__ void __launch_bounds__(1024) meshccl_scan_block(const I* __restrict__ counts,
-                                                           I* __restrict__ incl, I words) {
+__device__ __forceinline__ I block_inclusive_scan(I x) {
     __shared__ I warp_sum[32];
-    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    const I per = (words + (I)blockDim.x - 1) / (I)blockDim.x;
-    const I lo = min((I)t * per, words), hi = min(lo + per, words);
-    I sum = 0;
-    for (I w = lo; w < hi; ++w) sum += counts[w];
-    I x = sum;  // inclusive scan of the chunk sums within the warp
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     for (int d = 1; d < 32; d <<= 1) {
         const I y = __shfl_up_sync(0xffffffffu, x, d);
         if (lane >= d) x += y;
@@ -86,10 +105,81 @@ __global__ void __launch_bounds__(1024) meshccl_scan_block(const I* __restrict__
         warp_sum[lane] = y;
     }
     __syncthreads();
-    I run = (warp ? warp_sum[warp - 1] : (I)0) + x - sum;  // everything before this chunk
+    return (warp ? warp_sum[warp - 1] : (I)0) + x;
+}
+
+// Inclusive prefix sum of `words` counts by one block of 1024 threads: each
+// thread sums a contiguous chunk, the block scans the chunk sums, and each
+// thread writes its chunk's running sums.  For short arrays only (the host
+// picks it).
+template <typename I>
+__global__ void __launch_bounds__(1024) meshccl_scan_block(const I* __restrict__ counts,
+                                                           I* __restrict__ incl, I words) {
+    const int t = threadIdx.x;
+    const I per = (words + (I)blockDim.x - 1) / (I)blockDim.x;
+    const I lo = min((I)t * per, words), hi = min(lo + per, words);
+    I sum = 0;
+    for (I w = lo; w < hi; ++w) sum += counts[w];
+    I run = block_inclusive_scan(sum) - sum;  // everything before this chunk
     for (I w = lo; w < hi; ++w) {
         run += counts[w];
         incl[w] = run;
+    }
+}
+
+// ---- the pieces path (mesh23.cu) -------------------------------------------
+// Blocks of PIECE_BLOCK threads, one word each, in steps 4 and 5.
+#define MESHCCL_PIECE_BLOCK 1024
+
+template <typename I>
+__global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
+        I* P, const unsigned* __restrict__ A, unsigned* __restrict__ H, I words,
+        I* __restrict__ sums) {
+    const I w = (I)blockIdx.x * MESHCCL_PIECE_BLOCK + threadIdx.x;
+    unsigned roots = 0u;
+    if (w < words) {
+        const unsigned hooked = H[w];
+        for (unsigned h = hooked; h; h &= h - 1u)
+            meshccl::find_full(P, (w << 5) + (I)(__ffs(h) - 1));
+        roots = A[w] & ~hooked;
+        H[w] = roots;
+    }
+    const I total = block_inclusive_scan((I)__popc(roots));
+    if (threadIdx.x == blockDim.x - 1) sums[blockIdx.x] = total;
+}
+
+// incl[w]: roots in words 0..w, from the scanned block sums.
+template <typename I>
+__global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_rank_words(
+        const unsigned* __restrict__ roots, const I* __restrict__ sums_incl, I words,
+        I* __restrict__ incl) {
+    const I w = (I)blockIdx.x * MESHCCL_PIECE_BLOCK + threadIdx.x;
+    const I x = block_inclusive_scan(w < words ? (I)__popc(roots[w]) : (I)0);
+    if (w < words) incl[w] = (blockIdx.x ? sums_incl[blockIdx.x - 1] : (I)0) + x;
+}
+
+template <typename I>
+__global__ void meshccl_label_cells(I* P, I n, const unsigned* __restrict__ A,
+                                    const unsigned* __restrict__ roots,
+                                    const I* __restrict__ incl) {
+    const long long gi = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (gi >= (long long)n) return;
+    const I i = (I)gi;
+    const I p = P[i];
+    if (p < 0) { P[i] = 0; return; }
+    if ((A[i >> 5] >> (i & 31)) & 1u) return;  // a piece root: meshccl_label_pieces
+    P[i] = rank_of(P[p], roots, incl);          // P[p]: the root (p itself if p is one)
+}
+
+template <typename I>
+__global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
+                                     const unsigned* __restrict__ roots,
+                                     const I* __restrict__ incl, I words) {
+    const I w = (I)blockIdx.x * blockDim.x + threadIdx.x;
+    if (w >= words) return;
+    for (unsigned a = A[w]; a; a &= a - 1u) {
+        const I x = (w << 5) + (I)(__ffs(a) - 1);
+        P[x] = rank_of(P[x], roots, incl);
     }
 }
 
@@ -100,4 +190,13 @@ template __global__ void meshccl_flatten<int>(int*, int, unsigned*, int*);
 template __global__ void meshccl_flatten<long long>(long long*, long long, unsigned*, long long*);
 template __global__ void meshccl_relabel<int>(int*, int, const unsigned*, const int*);
 template __global__ void meshccl_relabel<long long>(long long*, long long, const unsigned*, const long long*);
+#define MESHCCL_PIECES(I)                                                                        \
+    template __global__ void meshccl_piece_roots<I>(I*, const unsigned*, unsigned*, I, I*);      \
+    template __global__ void meshccl_rank_words<I>(const unsigned*, const I*, I, I*);            \
+    template __global__ void meshccl_label_cells<I>(I*, I, const unsigned*, const unsigned*,     \
+                                                    const I*);                                   \
+    template __global__ void meshccl_label_pieces<I>(I*, const unsigned*, const unsigned*,       \
+                                                     const I*, I);
+MESHCCL_PIECES(int)
+MESHCCL_PIECES(long long)
 #endif

@@ -77,21 +77,29 @@ __device__ __forceinline__ I find_final(I* P, I x) {
 
 // Merge the sets of a and b: the larger root is hooked under the smaller.
 // Shared selects a forest in shared memory (one thread block's tile).
-// Returns true when this call's CAS hooked, i.e. the two sets were
-// different and this call merged them (spanning forests record those
-// edges); callers that only want the components ignore it.
+// Returns the root this call hooked (it stopped being a root), or -1 when
+// a and b were already in one set.  The 2-D / 3-D mesh path records the
+// hooked roots (mesh23.cu); the others only ask "did it hook?" (unite()).
 template <bool Shared = false, typename I>
-__device__ __forceinline__ bool unite(I* P, I a, I b) {
+__device__ __forceinline__ I unite_hooked(I* P, I a, I b) {
     a = find<Shared>(P, a);
     b = find<Shared>(P, b);
     while (a != b) {
         if (a < b) { I t = a; a = b; b = t; }   // a is now the larger root
         I old = cas(P + a, a, b);
-        if (old == a) return true;              // hooked
+        if (old == a) return a;                 // hooked
         a = find<Shared>(P, old);               // a gained a parent meanwhile
         b = find<Shared>(P, b);
     }
-    return false;
+    return (I)-1;
+}
+
+// unite_hooked() for callers that only need to know whether this call
+// merged two sets (spanning forests record those edges); callers that only
+// want the components ignore the result.
+template <bool Shared = false, typename I>
+__device__ __forceinline__ bool unite(I* P, I a, I b) {
+    return unite_hooked<Shared>(P, a, b) >= 0;
 }
 
 // ===================================================================

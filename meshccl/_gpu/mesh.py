@@ -8,9 +8,15 @@ import numpy as np
 
 from .. import neighbourhood
 from ..neighbourhood import TILE_LOG, tile_logs  # noqa: F401  (re-exported for benchmarks)
+from . import mesh23
 from .loader import c_type, kernels
 from .relabel import relabel
 from .timing import run
+
+#: Plain 1- to 3-axis calls take the fixed-geometry kernels of mesh23.cu.
+#: Benchmarks set it to False to time the general n-D kernels on the same
+#: cases; the labels are the same either way.
+USE_MESH23 = True
 
 @functools.lru_cache(maxsize=256)
 def _device_geometry(device_id: int, shape: tuple, connectivity: int, index_dtype: str,
@@ -106,6 +112,11 @@ def label_mesh(values, P, shape, connectivity, has_bg, bgkey, timer=None, **latt
     ``lattice``: periodic (bit mask of axes), mask, bonds + bond_rows, tolerance.
     ``timer``: a :class:`.timing.PhaseTimer` to time each kernel, or None.
     """
+    if USE_MESH23 and mesh23.applies(shape, **lattice):
+        count = None
+        for name, launch in mesh23.steps(values, P, shape, connectivity, has_bg, bgkey):
+            count = run(timer, name, launch)
+        return count
     for name, launch in mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
         run(timer, name, launch)
     return relabel(P, values.size, timer)

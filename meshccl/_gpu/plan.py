@@ -14,7 +14,7 @@ output and launches the same kernels as the general path (mesh.cu, then
 relabel.cu with the one-block scan for short arrays) -- same labels.
 
 Small arrays (up to :data:`GRAPH_CELLS` cells) go one step further: the
-five launches are recorded once as a CUDA graph on the plan's own input and
+launches are recorded once as a CUDA graph on the plan's own input and
 label buffers (5 bytes per cell, kept with the plan), and a call copies the
 input in, replays the graph and copies the labels out.
 
@@ -32,6 +32,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _validate
+from . import mesh, mesh23
 from .loader import c_type, kernels
 from .mesh import grid_args
 from .relabel import BLOCK, grid, scratch
@@ -54,6 +55,16 @@ class Plan:
         self.work = prob.work_dtype
         self.out_dtype = prob.out_dtype
         self.view = prob.values.dtype
+        self.cupy = cupy
+        self.graph = None
+        if mesh.USE_MESH23 and mesh23.applies(prob.shape):
+            # the 2-D / 3-D path: its own launch list, scratch kept with the plan
+            self.steps23 = (prob.shape, prob.connectivity, prob.has_bg, prob.bgkey)
+            self.buffers = mesh23.scratch(n, self.work)
+            if n <= GRAPH_CELLS:
+                self._try_capture()
+            return
+        self.steps23 = None
         targs, geo, params = grid_args(prob.values, self.work, prob.shape, prob.connectivity,
                                        prob.has_bg, prob.bgkey)
         self.tile, self.union = kernels("mesh.cu", f"meshccl_mesh_tile<{targs}>",
@@ -70,16 +81,22 @@ class Plan:
         self.words = self.work.type((n + 31) // 32)
         self.nn = self.work.type(n)
         self.grid = grid(n)
-        self.cupy = cupy
-        self.graph = None
         if n <= GRAPH_CELLS and self.incl is not None:
-            try:
-                self._capture()
-            except Exception:  # no graph support here: launch one by one
-                self.graph = None
+            self._try_capture()
+
+    def _try_capture(self):
+        try:
+            self._capture()
+        except Exception:  # no graph support here: launch one by one
+            self.graph = None
 
     def _launch(self, values, P):
-        """The five kernels of the plain path; returns the prefix-sum array."""
+        """The launches of the plain path; returns N as a 0-d array."""
+        if self.steps23 is not None:
+            count = None
+            for _, launch in mesh23.steps(values, P, *self.steps23, buffers=self.buffers):
+                count = launch()
+            return count
         self.tile(self.tiles, self.cells, (values, P) + self.params, shared_mem=self.smem)
         self.union(self.tiles, self.cells, (values, P) + self.params)
         self.flatten(self.grid, (BLOCK,), (P, self.nn, self.bits, self.counts))
@@ -89,12 +106,12 @@ class Plan:
         else:
             incl = self.cupy.cumsum(self.counts, dtype=self.work)
         self.gather(self.grid, (BLOCK,), (P, self.nn, self.bits, incl))
-        return incl
+        return incl[-1]
 
     def _capture(self):
-        """Record the five launches once as a CUDA graph on the plan's own
+        """Record the launches once as a CUDA graph on the plan's own
         input and label buffers.  A call then costs two device copies (input
-        in, labels out) and one graph launch instead of five kernel launches
+        in, labels out) and one graph launch instead of seven or eight kernel launches
         with long argument lists: small images are bound by host time."""
         cupy = self.cupy
         vin = cupy.empty(self.n, dtype=self.view)
@@ -103,10 +120,11 @@ class Plan:
         with stream:
             stream.begin_capture()
             try:
-                self._launch(vin, pbuf)
+                count = self._launch(vin, pbuf)
             finally:
                 graph = stream.end_capture()
         self.vin, self.pbuf, self.graph, self._stream = vin, pbuf, graph, stream
+        self.count = count  # a view of a scratch array that the graph fills
 
     def __call__(self, x, return_num):
         cupy = self.cupy
@@ -116,10 +134,9 @@ class Plan:
             self.vin.data.copy_from_device_async(x.data, self.vin.nbytes, stream)
             self.graph.launch(stream)
             P.data.copy_from_device_async(self.pbuf.data, P.nbytes, stream)
-            incl = self.incl
+            count = self.count
         else:
-            incl = self._launch(x.view(self.view).reshape(-1), P)
-        count = incl[-1]
+            count = self._launch(x.view(self.view).reshape(-1), P)
         if self.out_dtype != self.work:
             count = int(count)
             if count > np.iinfo(self.out_dtype).max:

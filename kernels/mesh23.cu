@@ -1,0 +1,296 @@
+// mesh23.cu -- the fast path for plain 2-D and 3-D images.
+//
+// Most calls label an ordinary 2-D image or 3-D volume: no mask, bonds,
+// tolerance, periodic axes or batch axes.  mesh.cu handles every case in n
+// dimensions, but it pays for that generality on every cell.  It loops over
+// axes and table rows, works out coordinates and tests bit masks, and most
+// of its time goes on issuing instructions, not on moving bytes.  This file
+// fixes the geometry at compile time instead: the dimension D (2 or 3;
+// 1-D arrays come as one row) and the connectivity C are template
+// arguments.  The half neighbourhood is then a few constant steps that the
+// compiler unrolls, and a tile's position comes straight from the block's
+// grid coordinates, without a single division.
+//
+// The algorithm is still the union-find of unionfind.cuh.  It takes two
+// kernels and then the "pieces" path of relabel.cu:
+//
+// 1. meshccl_mesh23_tile: one block per tile of 32 columns (one warp per
+//    tile row) by Y rows by Z planes; 32 x 32 in 2-D, 32 x 8 x 8 in 3-D.
+//    Each thread handles Y*Z/warps rows.
+//    - Runs along a row come from one warp ballot, with no atomics.
+//    - The remaining pairs inside the tile are united in a shared-memory
+//      forest.
+//    - Each cell stores its piece's root as a global index.  A "piece" is a
+//      component of the tile, and its root is the piece's first cell in
+//      raster order.
+//    - Each row's ballot of piece roots becomes one word of the bit array
+//      A, in raster order.
+//    Three rules skip pairs that other pairs already join; all three need
+//    equality to be transitive:
+//    - Covered: the left cell is equal, and the target is also the left
+//      cell's neighbour.
+//    - Twin: the left cell is equal, and so is the cell just left of the
+//      target.  The left cell's own pair then joins them.
+//    - Same run: the cell just right of the target is an equal neighbour,
+//      so that pair joins them.
+//    Each rule points at a pair of an earlier cell, or of the same cell
+//    further right, so the skipping never goes round in a circle.
+// 2. meshccl_mesh23_border: the same grid.  Only the cells on a tile face
+//    with pairs that cross into another tile get threads.  They unite those
+//    pairs in the global forest, with the same skipping rules (values read
+//    from global memory), and record each root they hook in the bit array
+//    H.
+//
+// After that, every cell points at its piece root, or (a border cell that
+// a find halved) at a piece root further up.  Every piece root is either a
+// root of the whole forest or marked in H.  relabel.cu's pieces path turns
+// that into labels in raster order, in place, reading each cell twice at
+// most.
+
+#include "lattice.cuh"
+
+namespace meshccl {
+namespace box {
+
+// Tile extents: 32 cells along the last axis (one warp per tile row), Y
+// rows, Z planes, and the warps per block.  benchmarks/NOTES.md says how
+// they were chosen; meshccl/_gpu/mesh23.py mirrors them.
+template <int D> struct Tile;
+template <> struct Tile<2> { enum { Y = 32, Z = 1, WARPS = 8 }; };
+template <> struct Tile<3> { enum { Y = 8, Z = 8, WARPS = 16 }; };
+
+// Is the step (dz, dy, dx) a connectivity-C neighbour in D dimensions?
+// (At most C of its coordinates are non-zero, as in scipy / skimage.)
+template <int D, int C>
+__device__ __forceinline__ constexpr bool neighbour_step(int dz, int dy, int dx) {
+    return (D == 3 || dz == 0) && dz >= -1 && dz <= 1 && dy >= -1 && dy <= 1 && dx >= -1 &&
+           dx <= 1 && (dz != 0 || dy != 0 || dx != 0) &&
+           (dz != 0) + (dy != 0) + (dx != 0) <= C;
+}
+
+// ... and does it lead to an earlier row, i.e. is it one of the pairs a cell
+// unites itself?  (The left neighbour, the only earlier cell on the same
+// row, is handled on its own.)
+template <int D, int C>
+__device__ __forceinline__ constexpr bool half_step(int dz, int dy, int dx) {
+    return neighbour_step<D, C>(dz, dy, dx) && (dz < 0 || (dz == 0 && dy < 0));
+}
+
+// Shuffle a key one lane up (__shfl_up_sync has no overloads for 1- and
+// 2-byte types).
+template <typename K>
+__device__ __forceinline__ K shfl_up(K k) {
+    if (sizeof(K) == 8) return (K)__shfl_up_sync(0xffffffffu, (long long)k, 1);
+    return (K)__shfl_up_sync(0xffffffffu, (int)k, 1);
+}
+
+// Record a hook: root h stopped being a root.
+template <typename I>
+__device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
+    const I h = unite_hooked(P, a, b);
+    if (h >= 0) atomicOr(H + (h >> 5), 1u << (h & 31));
+}
+
+}  // namespace box
+}  // namespace meshccl
+
+#define MESHCCL_STEPS                                                                     \
+    _Pragma("unroll") for (int dz = -1; dz <= 0; ++dz)                                  \
+    _Pragma("unroll") for (int dy = -1; dy <= 1; ++dy)                                  \
+    _Pragma("unroll") for (int dx = -1; dx <= 1; ++dx)                                  \
+    if (meshccl::box::half_step<D, C>(dz, dy, dx))
+
+// The array is nz x ny x nx (nz = 1 in 2-D).  aligned: nx % 32 == 0, so
+// every tile row is one word of A and H, written with plain stores;
+// otherwise the host zeroes A and H first and rows OR their bits in.
+template <typename T, typename I, int D, int C>
+__global__ void __launch_bounds__(32 * meshccl::box::Tile<D>::WARPS) meshccl_mesh23_tile(
+        const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
+        unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
+        typename meshccl::Key<T>::type bgkey, int aligned) {
+    typedef typename meshccl::Key<T>::type K;
+    constexpr int TY = meshccl::box::Tile<D>::Y, NW = meshccl::box::Tile<D>::WARPS;
+    constexpr int ROWS = TY * meshccl::box::Tile<D>::Z, CPT = ROWS / NW, CELLS = 32 * ROWS;
+    __shared__ K keys[CELLS];
+    __shared__ int L[CELLS];  // the tile's forest; -1: background or outside the array
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const I x = (I)blockIdx.x * 32 + lane;
+    const I y0 = (I)blockIdx.y * TY, z0 = (I)blockIdx.z * meshccl::box::Tile<D>::Z;
+    K key[CPT];
+    bool fg[CPT], eql[CPT];
+    I idx[CPT];
+    // Keys, and runs along the row: a cell equal to its left neighbour points
+    // at the first cell of its run (the highest lane at or below it that is
+    // not equal to its left).
+#pragma unroll
+    for (int k = 0; k < CPT; ++k) {
+        const int row = warp + k * NW;
+        const I y = y0 + row % TY, z = z0 + row / TY;
+        const bool in = x < nx && y < ny && z < nz;
+        const I i = (z * ny + y) * nx + x;
+        const K kk = in ? meshccl::Key<T>::of(v[i]) : K();
+        const bool f = in && !(has_bg && kk == bgkey);
+        const K left = meshccl::box::shfl_up(kk);
+        const bool e = f && lane > 0 && left == kk;
+        const unsigned m = __ballot_sync(0xffffffffu, e);
+        const unsigned upto = lane == 31 ? 0xffffffffu : ((2u << lane) - 1u);
+        const int l = row * 32 + lane;
+        keys[l] = kk;
+        L[l] = f ? row * 32 + (31 - __clz(~m & upto)) : -1;
+        idx[k] = i;
+        key[k] = kk;
+        fg[k] = f;
+        eql[k] = e;
+    }
+    __syncthreads();
+    // The other pairs inside the tile, minus the ones the rules skip.
+#pragma unroll
+    for (int k = 0; k < CPT; ++k) {
+        if (!fg[k]) continue;
+        const int row = warp + k * NW, ly = row % TY, lz = row / TY;
+        const int l = row * 32 + lane;
+        MESHCCL_STEPS {
+            if (lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lane + dx < 0 || lane + dx > 31)
+                continue;  // not in this tile: the border kernel's pair
+            const int j = l + (dz * TY + dy) * 32 + dx;
+            if (L[j] < 0 || keys[j] != key[k]) continue;
+            if (meshccl::box::half_step<D, C>(dz, dy, dx + 1) && lane + dx < 31 &&
+                L[j + 1] >= 0 && keys[j + 1] == key[k])
+                continue;  // same run
+            if (eql[k]) {
+                if (meshccl::box::neighbour_step<D, C>(dz, dy, dx + 1)) continue;  // covered
+                if (lane + dx > 0 && L[j - 1] >= 0 && keys[j - 1] == key[k]) continue;  // twin
+            }
+            meshccl::unite<true>(L, l, j);
+        }
+    }
+    __syncthreads();
+    // Each cell's piece root, as a global index; piece roots into A.
+#pragma unroll
+    for (int k = 0; k < CPT; ++k) {
+        const int row = warp + k * NW;
+        const I y = y0 + row % TY, z = z0 + row / TY;
+        const bool rowin = y < ny && z < nz;
+        const int l = row * 32 + lane;
+        bool root = false;
+        if (fg[k]) {
+            int r = l;  // the forest is settled: plain reads
+            while (L[r] != r) r = L[r];
+            root = r == l;
+            const int rr = r >> 5;
+            P[idx[k]] = ((z0 + rr / TY) * ny + (y0 + rr % TY)) * nx + (x - lane + (r & 31));
+        } else if (rowin && x < nx) {
+            P[idx[k]] = (I)-1;
+        }
+        const unsigned m = __ballot_sync(0xffffffffu, root);
+        if (lane == 0 && rowin) {
+            const I w = idx[k] >> 5;  // lane 0's cell is always inside the row
+            if (aligned) {
+                A[w] = m;
+                H[w] = 0u;
+            } else if (m) {
+                const int s = (int)(idx[k] & 31);
+                atomicOr(A + w, m << s);
+                if (s) atomicOr(A + w + 1, m >> (32 - s));
+            }
+        }
+    }
+}
+
+// How many cells of a tile the border kernel visits (see there); the host
+// (meshccl/_gpu/mesh23.py) computes the same number for the block size.
+template <int D, int C>
+struct Border {
+    enum {
+        TY = meshccl::box::Tile<D>::Y,
+        TZ = meshccl::box::Tile<D>::Z,
+        // 3-D with diagonal steps: (-1, +1, .) crosses the tile's high-y face
+        EXTRA = (D == 3 && C >= 2) ? 1 : 0,
+        ROWS = D == 2 ? 1 : TY + (TZ - 1) * (1 + EXTRA),  // whole rows on a face
+        PER = TY - 1 - EXTRA,                              // other rows per plane
+        COLS = D == 2 ? TY - 1 : (TZ - 1) * PER,           // their first (and last) cells
+        ITEMS = ROWS * 32 + COLS * (C >= 2 ? 2 : 1)         // (C >= 2: dx = +1 crosses too)
+    };
+};
+
+// Cells with a pair that crosses the tile's faces.  Whole rows: 2-D: the
+// first row; 3-D: the first plane, and in the others the first row (and the
+// last row when steps go to y + 1).  Then the first cell of each other row
+// (its left pairs cross), and with C >= 2 its last cell too (steps to x + 1
+// cross).  Item t of a tile maps to one such cell; rows first, so that
+// warps read whole rows.
+template <typename T, typename I, int D, int C>
+__global__ void __launch_bounds__(256) meshccl_mesh23_border(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
+        typename meshccl::Key<T>::type bgkey) {
+    typedef typename meshccl::Key<T>::type K;
+    typedef Border<D, C> B;
+    constexpr int TY = B::TY;
+    for (int t = threadIdx.x; t < (int)B::ITEMS; t += blockDim.x) {
+        int lx, ly, lz;
+        if (t < B::ROWS * 32) {
+            const int r = t >> 5;
+            lx = t & 31;
+            if (D == 2) { ly = 0; lz = 0; }
+            else if (r < TY) { lz = 0; ly = r; }
+            else {
+                const int q = r - TY;
+                lz = 1 + q / (1 + B::EXTRA);
+                ly = (q % (1 + B::EXTRA)) ? TY - 1 : 0;
+            }
+        } else {
+            const int t2 = t - B::ROWS * 32, q = t2 % B::COLS;
+            lx = t2 >= B::COLS ? 31 : 0;
+            if (D == 2) { lz = 0; ly = 1 + q; }
+            else { lz = 1 + q / B::PER; ly = 1 + q % B::PER; }
+        }
+        const I x = (I)blockIdx.x * 32 + lx, y = (I)blockIdx.y * TY + ly;
+        const I z = (I)blockIdx.z * B::TZ + lz;
+        if (x >= nx || y >= ny || z >= nz) continue;
+        const I i = (z * ny + y) * nx + x;
+        const K key = meshccl::Key<T>::of(v[i]);
+        if (has_bg && key == bgkey) continue;
+        const bool eql = x > 0 && meshccl::Key<T>::of(v[i - 1]) == key;
+        if (lx == 0 && eql) meshccl::box::unite_recording(P, H, i, i - 1);
+        MESHCCL_STEPS {
+            if (!(lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lx + dx < 0 || lx + dx > 31))
+                continue;  // inside the tile: the tile kernel's pair
+            if (z + dz < 0 || y + dy < 0 || y + dy >= ny || x + dx < 0 || x + dx >= nx) continue;
+            const I j = i + ((I)dz * ny + dy) * nx + dx;
+            if (meshccl::Key<T>::of(v[j]) != key) continue;
+            if (meshccl::box::half_step<D, C>(dz, dy, dx + 1) && x + dx + 1 < nx &&
+                meshccl::Key<T>::of(v[j + 1]) == key)
+                continue;  // same run
+            if (eql) {
+                if (meshccl::box::neighbour_step<D, C>(dz, dy, dx + 1)) continue;  // covered
+                if (x + dx > 0 && meshccl::Key<T>::of(v[j - 1]) == key) continue;   // twin
+            }
+            meshccl::box::unite_recording(P, H, i, j);
+        }
+    }
+}
+
+#undef MESHCCL_STEPS
+
+#ifdef MESHCCL_INSTANTIATE_ALL
+// Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
+#define MESHCCL_M23(T, I, D, C)                                                                  \
+    template __global__ void meshccl_mesh23_tile<T, I, D, C>(                                    \
+        const T*, I*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
+    template __global__ void meshccl_mesh23_border<T, I, D, C>(                                  \
+        const T*, I*, unsigned*, I, I, I, int, meshccl::Key<T>::type);
+#define MESHCCL_M23_I(T, I) \
+    MESHCCL_M23(T, I, 2, 1) MESHCCL_M23(T, I, 2, 2) MESHCCL_M23(T, I, 3, 1) \
+    MESHCCL_M23(T, I, 3, 2) MESHCCL_M23(T, I, 3, 3)
+#define MESHCCL_M23_T(T) MESHCCL_M23_I(T, int) MESHCCL_M23_I(T, long long)
+MESHCCL_M23_T(unsigned char)
+MESHCCL_M23_T(unsigned short)
+MESHCCL_M23_T(unsigned int)
+MESHCCL_M23_T(unsigned long long)
+MESHCCL_M23_T(signed char)
+MESHCCL_M23_T(short)
+MESHCCL_M23_T(int)
+MESHCCL_M23_T(long long)
+MESHCCL_M23_T(float)
+MESHCCL_M23_T(double)
+#endif

@@ -1,0 +1,116 @@
+"""The plain 2-D / 3-D path on the GPU: ``kernels/mesh23.cu``, then the
+pieces path of ``kernels/relabel.cu``.
+
+:func:`applies` says when it serves a call.  :func:`steps` returns the
+launches as ``[(name, launch), ...]``, in the shape that
+``meshccl/_gpu/mesh.py`` uses, so the general path, the launch plans of
+``plan.py`` and ``benchmarks/phases.py`` all run the same list.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .loader import c_type, kernels
+
+#: Tile rows, planes and warps per block; must match ``Tile<D>`` in mesh23.cu.
+TILES = {2: (32, 1, 8), 3: (8, 8, 16)}
+#: Threads per block of meshccl_piece_roots / meshccl_rank_words.
+PIECE_BLOCK = 1024
+BLOCK = 256
+_MAX_GRID_YZ = 65535
+
+
+def _dims(shape):
+    """(D, nz, ny, nx) of a squeezed shape of 1 to 3 axes."""
+    if len(shape) == 3:
+        return 3, shape[0], shape[1], shape[2]
+    if len(shape) == 2:
+        return 2, 1, shape[0], shape[1]
+    return 2, 1, 1, shape[0]
+
+
+def applies(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None, tolerance=None,
+            no_left=False, label_axes=None) -> bool:
+    """True when the call is a plain labelling of 1 to 3 axes, all labelled."""
+    if not 1 <= len(shape) <= 3 or periodic or mask is not None or bonds is not None:
+        return False
+    if tolerance is not None or no_left:
+        return False
+    if label_axes is not None and label_axes != (1 << len(shape)) - 1:
+        return False
+    d, nz, ny, nx = _dims(shape)
+    ty, tz, _ = TILES[d]
+    return -(-ny // ty) <= _MAX_GRID_YZ and -(-nz // tz) <= _MAX_GRID_YZ
+
+
+def border_items(d: int, c: int) -> int:
+    """Cells per tile that meshccl_mesh23_border visits (``Border<D, C>::ITEMS``)."""
+    ty, tz, _ = TILES[d]
+    extra = 1 if (d == 3 and c >= 2) else 0
+    rows = 1 if d == 2 else ty + (tz - 1) * (1 + extra)
+    cols = ty - 1 if d == 2 else (tz - 1) * (ty - 1 - extra)
+    return rows * 32 + cols * (2 if c >= 2 else 1)
+
+
+def scratch(n: int, index_dtype):
+    """The pieces path's temporary arrays: the bit arrays A and H (one
+    buffer), the per-word prefix sums and the block sums (with their scan):
+    3n/8 bytes for int32 labels, plus a few per 32768 cells."""
+    import cupy
+
+    words = (n + 31) // 32
+    blocks = -(-words // PIECE_BLOCK)
+    return (cupy.empty(2 * words, dtype=cupy.uint32), cupy.empty(words, dtype=index_dtype),
+            cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
+
+
+def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None):
+    """The launches of the plain 2-D / 3-D path as ``[(name, launch), ...]``;
+    the last returns N (a 0-d CuPy array, no host synchronisation).
+
+    ``values``: flat CuPy input; ``P``: flat int32/int64 output of the same
+    size; ``shape``: the squeezed shape (1 to 3 axes, see :func:`applies`).
+    ``buffers``: arrays from :func:`scratch` to reuse (else new ones).
+    """
+    import cupy
+
+    n = values.size
+    d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
+    c = min(int(connectivity), d) if len(shape) > 1 else 1
+    ty, tz, warps = TILES[d]
+    t, i = c_type(values.dtype), c_type(P.dtype)
+    tile, border = kernels("mesh23.cu", f"meshccl_mesh23_tile<{t}, {i}, {d}, {c}>",
+                           f"meshccl_mesh23_border<{t}, {i}, {d}, {c}>")
+    roots_k, words_k, scan_k, cells_k, pieces_k = kernels(
+        "relabel.cu", f"meshccl_piece_roots<{i}>", f"meshccl_rank_words<{i}>",
+        f"meshccl_scan_block<{i}>", f"meshccl_label_cells<{i}>", f"meshccl_label_pieces<{i}>")
+    bits, incl, sums, sums_incl = buffers if buffers is not None else scratch(n, P.dtype)
+    words = (n + 31) // 32
+    A, H = bits[:words], bits[words:]
+    blocks = -(-words // PIECE_BLOCK)
+    I = P.dtype.type
+    grid = (-(-nx // 32), -(-ny // ty), -(-nz // tz))
+    aligned = nx % 32 == 0
+    dims = (I(nz), I(ny), I(nx), np.int32(bool(has_bg)), bgkey)
+    items = border_items(d, c)
+    border_block = min(BLOCK, -(-items // 32) * 32)
+
+    def clear():
+        cupy.cuda.runtime.memsetAsync(bits.data.ptr, 0, bits.nbytes,
+                                      cupy.cuda.get_current_stream().ptr)
+
+    def last():
+        pieces_k((-(-words // BLOCK),), (BLOCK,), (P, A, H, incl, I(words)))
+        return incl[-1]
+
+    out = [] if aligned else [("clear", clear)]
+    return out + [
+        ("tile", lambda: tile(grid, (32 * warps,), (values, P, A, H) + dims + (np.int32(aligned),))),
+        ("border", lambda: border(grid, (border_block,), (values, P, H) + dims)),
+        ("roots", lambda: roots_k((blocks,), (PIECE_BLOCK,), (P, A, H, I(words), sums))),
+        ("scan", lambda: scan_k((1,), (1024,), (sums, sums_incl, I(blocks)))),
+        ("ranks", lambda: words_k((blocks,), (PIECE_BLOCK,), (H, sums_incl, I(words), incl))),
+        ("cells", lambda: cells_k((-(-n // BLOCK),), (BLOCK,), (P, I(n), A, H, incl))),
+        ("pieces", last),
+    ]

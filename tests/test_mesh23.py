@@ -1,0 +1,120 @@
+"""Plain 2-D / 3-D images big enough to span many tiles of the GPU's fixed
+geometry path (kernels/mesh23.cu: 32 x 32 tiles in 2-D, 32 x 8 x 8 in 3-D),
+against skimage.  The same cases run on every backend; on the GPU they also
+check that the general n-D kernels give the same labels."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from skimage.measure import label as sk_label
+
+import meshccl
+from meshccl import patterns
+from conftest import run_label, to_backend, to_host
+
+
+@st.composite
+def tiled_images(draw):
+    """Random images of a few levels, smoothed by nearest-neighbour upscaling
+    so that components are long and cross tile borders in every direction."""
+    ndim = draw(st.sampled_from([2, 3]))
+    if ndim == 2:
+        shape = (draw(st.integers(1, 140)), draw(st.integers(1, 140)))
+    else:
+        shape = (draw(st.integers(1, 20)), draw(st.integers(1, 20)), draw(st.integers(1, 70)))
+    scale = draw(st.sampled_from([1, 1, 2, 3, 5]))
+    levels = draw(st.sampled_from([2, 2, 3, 5]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    small = tuple(-(-s // scale) for s in shape)
+    a = rng.integers(0, levels, size=small)
+    for axis in range(ndim):
+        a = np.repeat(a, scale, axis=axis)
+    a = a[tuple(slice(0, s) for s in shape)]
+    dtype = draw(st.sampled_from([np.uint8, np.int16, np.int64, np.float32, np.bool_]))
+    if dtype is np.bool_:
+        return a.astype(bool)
+    return np.ascontiguousarray(a.astype(dtype))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(a=tiled_images(), data=st.data())
+def test_tiled_random(backend, a, data):
+    connectivity = data.draw(st.integers(1, a.ndim))
+    background = data.draw(st.sampled_from([None, 0, 1]))
+    got = run_label(a, backend, background=background, connectivity=connectivity)
+    np.testing.assert_array_equal(got, sk_label(a, background=background,
+                                                connectivity=connectivity))
+
+
+def diagonal_stripes(shape, period, direction):
+    """Stripes one cell wide along a diagonal: only diagonal steps join them,
+    so they exercise the steps that cross tile corners (dx = +1 and -1)."""
+    idx = np.indices(shape)
+    s = idx[-1] + direction * idx[-2]
+    if len(shape) == 3:
+        s = s + idx[0]
+    return ((s % period) == 0).astype(np.uint8)
+
+
+ADVERSARIAL = {
+    "spiral-97": lambda: patterns.spiral(97),
+    "spiral-130": lambda: patterns.spiral(130),
+    "checker-70x100": lambda: (np.indices((70, 100)).sum(0) % 2).astype(np.uint8),
+    "checker3d-17x19x67": lambda: (np.indices((17, 19, 67)).sum(0) % 2).astype(np.uint8),
+    "stripes-down-64x96": lambda: diagonal_stripes((64, 96), 3, 1),
+    "stripes-up-65x97": lambda: diagonal_stripes((65, 97), 4, -1),
+    "stripes3d-up-18x17x70": lambda: diagonal_stripes((18, 17, 70), 3, -1),
+    "stripes3d-down-16x16x64": lambda: diagonal_stripes((16, 16, 64), 5, 1),
+    "comb-200x33": lambda: np.pad(np.ones((199, 1), np.uint8), ((0, 1), (0, 32)))
+    + np.tile(np.array([[0], [1]], np.uint8), (100, 33)),
+    "row-1x5000": lambda: (np.arange(5000) % 7 != 0).astype(np.uint8)[None, :],
+    "column-3000x1": lambda: (np.arange(3000) % 5 != 0).astype(np.uint8)[:, None],
+    "thin-3d-2x3x300": lambda: (np.arange(1800).reshape(2, 3, 300) % 11 != 0).astype(np.uint8),
+    "full-64x64": lambda: np.ones((64, 64), np.uint8),
+    "full-9x33x65": lambda: np.ones((9, 33, 65), np.uint8),
+    "percolation-300x301": lambda: patterns.percolation((300, 301), 0.5927, seed=1),
+    "percolation3d-40x41x42": lambda: patterns.percolation((40, 41, 42), 0.3116, seed=2),
+    "potts-100x128": lambda: np.random.default_rng(3).integers(0, 4, (100, 128)).astype(np.int32),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_adversarial(backend, name):
+    a = ADVERSARIAL[name]()
+    for c in range(1, a.ndim + 1):
+        got = run_label(a, backend, connectivity=c)
+        np.testing.assert_array_equal(got, sk_label(a, connectivity=c), err_msg=f"c={c}")
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_index_types(backend, dtype):
+    a = patterns.percolation((130, 170), 0.5927, seed=4)
+    got, n = run_label(a, backend, connectivity=2, dtype=dtype, return_num=True)
+    want, m = sk_label(a, connectivity=2, return_num=True)
+    np.testing.assert_array_equal(got, want)
+    assert n == m
+
+
+@pytest.mark.gpu
+def test_gpu_general_and_fixed_paths_agree():
+    """Both GPU paths (mesh23.cu and the n-D mesh.cu) give the same labels."""
+    pytest.importorskip("cupy")
+    from conftest import HAVE_GPU
+
+    if not HAVE_GPU:
+        pytest.skip("no GPU")
+    import meshccl._gpu.mesh as gm
+
+    for name in ("spiral-130", "percolation3d-40x41x42", "stripes-up-65x97"):
+        a = ADVERSARIAL[name]()
+        for c in range(1, a.ndim + 1):
+            fixed = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c, return_info=True)[0])
+            gm.USE_MESH23 = False
+            try:
+                general = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c,
+                                                return_info=True)[0])
+            finally:
+                gm.USE_MESH23 = True
+            np.testing.assert_array_equal(fixed, general)
