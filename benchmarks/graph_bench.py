@@ -5,6 +5,7 @@ markdown table.
 
     python benchmarks/graph_bench.py [--scale 20] [--out DIR]
     python benchmarks/graph_bench.py --gpu --scale 22 --grid-side 4096 --reps 5 --out DIR
+        (Watts–Strogatz on 14 M vertices there: --ws-vertices, default 14_000_000 with --gpu)
     python benchmarks/graph_bench.py --gpu --papers --reps 3 --out DIR
     python benchmarks/graph_bench.py --networkx --scale 16 --machine "dev VM, 2 vCPUs"
 
@@ -213,13 +214,21 @@ def auto_summary(rows_auto):
             f"{len(ratios)} graphs.")
 
 
-def cases(s, side):
+#: Watts–Strogatz vertices of a --gpu run (issue 5: "Watts–Strogatz 14 M vertices")
+WS_GPU_VERTICES = 14_000_000
+
+
+def cases(s, side, ws_n=None):
+    """(name, generator) of the graphs of a normal run: 2**s vertices (RMAT
+    scale s), side² grids, Watts–Strogatz on ws_n vertices (default 2**s)."""
     n = 2 ** s
+    ws_n = n if ws_n is None else ws_n
     return [
         (f"RMAT scale {s}, edge factor 16", lambda: gen.rmat(s, 16, seed=1)),
         (f"2-D grid {side}²", lambda: gen.grid((side, side))),
         (f"road-like grid {side}², 55% of edges", lambda: gen.grid((side, side), keep=0.55, seed=2)),
-        (f"Watts–Strogatz, {n} vertices, k=8, p=0.1", lambda: gen.watts_strogatz(n, 8, 0.1, seed=5)),
+        (f"Watts–Strogatz, {ws_n} vertices, k=8, p=0.1",
+         lambda: gen.watts_strogatz(ws_n, 8, 0.1, seed=5)),
         (f"line, {n} vertices", lambda: gen.line(n)),
         (f"disjoint: 64 trees of {n // 64}", lambda: gen.disjoint(64, n // 64, seed=3)),
         (f"random, {n} vertices, {n} edges", lambda: gen.random_edges(n, n, seed=4)),
@@ -245,6 +254,9 @@ def main(argv=None):
     ap.add_argument("--scale", type=int, default=20, help="2**scale vertices (RMAT scale)")
     ap.add_argument("--grid-side", type=int, default=None,
                     help="side of the 2-D grids (default 2**(scale/2))")
+    ap.add_argument("--ws-vertices", type=int, default=None,
+                    help=f"vertices of the Watts–Strogatz graph (k=8: 4 stored edges per vertex; "
+                         f"default {WS_GPU_VERTICES:_} with --gpu, else 2**scale)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--gpu", action="store_true", help="also time every GPU method (needs CuPy and a GPU)")
     ap.add_argument("--papers", action="store_true",
@@ -279,6 +291,7 @@ def main(argv=None):
     t_start = time.perf_counter()
     s = opt.scale
     side = opt.grid_side or int(2 ** (s / 2))
+    ws_n = opt.ws_vertices if opt.ws_vertices is not None else (WS_GPU_VERTICES if opt.gpu else 2 ** s)
     gpu_methods = BENCH_METHODS if opt.gpu else []
     nx = None
     if opt.networkx:
@@ -291,7 +304,7 @@ def main(argv=None):
             print("--networkx: networkx is not importable", file=sys.stderr)
             return 2
     rows = []
-    for name, make in cases(s, side):
+    for name, make in cases(s, side, ws_n):
         if opt.only and opt.only not in name:
             continue
         e = make()

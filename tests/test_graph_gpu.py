@@ -351,3 +351,37 @@ def test_generators_cupy_output_equals_numpy():
             np.testing.assert_array_equal(got.src.get(), want.src, err_msg=name)
             np.testing.assert_array_equal(got.dst.get(), want.dst, err_msg=name)
         assert connected_components(got)[0] == connected_components(want)[0], name
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_auto_chain_probe_on_gpu():
+    """The probe kernel of 'auto' counts what its host mirror counts, and
+    'auto' picks 'early' on in-order paths, 'ecl' on a grid and on shuffled
+    graphs (int32 and int64 index arrays)."""
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    from meshccl._gpu.graph import _SEED, chain_probe
+    from meshccl.graph import _auto_method
+    from test_graph_gpu_emulated import mix64
+
+    line = gen.line(100_000)
+    cases = [(line, "early"), (Edges(line.dst, line.src, line.n_vertices), "early"),
+             (gen.grid((300, 300)), "ecl"), (gen.disjoint(10, 1000, seed=3), "ecl"),
+             (gen.line(7), "early")]
+    for e, expect in cases:
+        n = e.n_vertices
+        csr = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
+        assert _auto_method(csp.csr_matrix(csr)) == expect
+        for ip, ind in ((csr.indptr, csr.indices), (csr.indptr.astype(np.int64), csr.indices),
+                        (csr.indptr, csr.indices.astype(np.int64))):
+            hits, s = chain_probe(cupy.asarray(ip), cupy.asarray(ind), n)
+            m = ind.size
+            k = (mix64(np.uint64(_SEED) + np.arange(s, dtype=np.uint64)) % np.uint64(m)).astype(np.int64)
+            rows = np.searchsorted(ip, k, side="right") - 1
+            assert int(hits) == np.count_nonzero(np.abs(ind[k].astype(np.int64) - rows) == 1)
+        n_got, lab = connected_components(csp.csr_matrix(csr))
+        want_n, want = scipy_cc(csr)
+        assert n_got == want_n
+        np.testing.assert_array_equal(lab.get(), want)

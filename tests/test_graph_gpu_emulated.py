@@ -639,11 +639,13 @@ def test_graph_bench_gpu_paths_emulated(emulated, monkeypatch, tmp_path):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
 
-    assert bench.main(["--gpu", "--scale", "6", "--reps", "1", "--max-passes", "50",
-                       "--out", str(tmp_path)]) == 0
+    assert bench.main(["--gpu", "--scale", "6", "--ws-vertices", "100", "--reps", "1",
+                       "--max-passes", "50", "--out", str(tmp_path)]) == 0
     text = (tmp_path / "graph_bench_gpu.md").read_text()
     assert "MISMATCH" not in text and "'auto' on the CSR" in text
     assert "| RMAT scale 6, edge factor 16 |" in text and "ecl, " in text and "unionfind, " in text
+    assert "| Watts–Strogatz, 100 vertices, k=8, p=0.1 |" in text
+    assert "| line, 64 vertices | 64 | 63 | 1 |" in text and "early, " in text  # the chain test
     assert bench.main(["--gpu", "--papers", "--papers-shrink", "15", "--reps", "1",
                        "--out", str(tmp_path)]) == 0
     text = (tmp_path / "graph_bench_papers_gpu.md").read_text()
