@@ -37,8 +37,11 @@ road-like 4900² grid subgraph with 2.41 entries per vertex (road_usa), and
 a Barabási–Albert graph (Batagelj–Brandes) of 4,847,571 vertices and 9
 edges per vertex (soc-LiveJournal1); duplicate edges are merged by the CSR
 build (on the GPU when --gpu).  SciPy runs once per graph (the reference
-labels; no other CPU baseline), the GPU methods of PAPER_METHODS on the CSR.  The output sets meshccl's best
-edges/s beside GConn's V100 numbers for the corresponding graphs (Table 2).
+labels; no other CPU baseline), the GPU methods of PAPER_METHODS on the CSR.
+The output sets meshccl's best edges/s beside GConn's V100 numbers for the
+corresponding graphs (Table 2), and with --gpu a phase table: each method's
+time split into validation, its own steps and the relabel
+(connected_components(..., return_info=True), CUDA events, --reps calls).
 --papers-shrink k divides the sizes by 2**k (quick checks).
 """
 
@@ -179,6 +182,59 @@ def time_gpu_methods(runs, reps, slow, max_passes, symmetric, want_n, want_label
         del lab
     cupy.get_default_memory_pool().free_all_blocks()
     return gpu
+
+
+#: the phases of the relabel to SciPy's numbering (meshccl/_gpu/relabel.py)
+RELABEL_PHASES = ("flatten", "scan", "relabel")
+
+
+def gpu_phases(runs, reps, max_passes, symmetric, skip=()):
+    """{"method (form)": (method ran, {phase: median s}, method steps)} from
+    connected_components(..., return_info=True), ``reps`` calls each (the
+    kernels are compiled by then); phases by CUDA events: 'validate', the
+    method's steps (info["method_phases"]) and the relabel's.  Keys in
+    ``skip`` (stopped or slow runs) and runs that stop are left out."""
+    import cupy
+
+    out = {}
+    for method, form, g in runs:
+        key = f"{method} ({form})"
+        if key in skip:
+            continue
+        kw = {"max_iterations": max_passes} if method in ITERATIVE else {}
+        samples = []
+        try:
+            for _ in range(reps):
+                *_, info = connected_components(g, method=method, symmetric=symmetric,
+                                                return_info=True, **kw)
+                samples.append(info["seconds"])
+        except NotConverged:
+            continue
+        med = {k: float(np.median([sec[k] for sec in samples])) for k in samples[0]}
+        out[key] = (info["method"], med, info["method_phases"])
+    cupy.get_default_memory_pool().free_all_blocks()
+    return out
+
+
+def phase_lines(rows_phases):
+    """Markdown lines of the phase table: (graph, gpu dict, gpu_phases dict) per graph."""
+    lines = ["| graph | method ('auto': what ran) | validate ms | method steps ms | method ms | relabel ms "
+             "(flatten + scan + relabel) | sum of phases ms | end to end ms (timed) |",
+             "|---|---|---:|---|---:|---:|---:|---:|"]
+    for name, gpu, phases in rows_phases:
+        for key, (ran, sec, steps) in phases.items():
+            method_s = sum(sec[p] for p in steps)
+            relabel_s = sum(sec.get(p, 0.0) for p in RELABEL_PHASES)
+            validate_s = sec.get("validate", 0.0)
+            detail = " + ".join(f"{p} {sec[p]*1e3:.2f}" for p in steps)
+            t = gpu.get(key, (None,))[0]
+            asked = key.split(" (")[0]
+            label = asked if ran == asked else f"{asked} ({ran})"
+            lines.append(f"| {name} | {label} | {validate_s*1e3:.2f} | {detail} | "
+                         f"{method_s*1e3:.2f} | {relabel_s*1e3:.2f} | "
+                         f"{(validate_s + method_s + relabel_s)*1e3:.2f} | "
+                         f"{'–' if t is None else f'{t*1e3:.2f}'} |")
+    return lines
 
 
 def best_of(gpu):
@@ -470,17 +526,20 @@ def papers(opt):
         t0 = time.perf_counter()
         n_s, lab_s = scipy_cc(csr, directed=True, connection="weak")
         t_s = time.perf_counter() - t0
-        gpu, picked = {}, None
+        gpu, picked, phases = {}, None, {}
         if on_gpu:
             import cupy
 
             picked = _auto_method(g_csr, True)
-            gpu = time_gpu_methods([(m, "CSR", g_csr) for m in PAPER_METHODS], opt.reps,
-                                   opt.slow, opt.max_passes, True, n_s, lab_s)
-            del g_csr
+            runs = [(m, "CSR", g_csr) for m in PAPER_METHODS]
+            gpu = time_gpu_methods(runs, opt.reps, opt.slow, opt.max_passes, True, n_s, lab_s)
+            phases = gpu_phases(runs, opt.reps, opt.max_passes, True,
+                                skip={k for k, (t, ok) in gpu.items()
+                                      if ok is not True or t > opt.slow})
+            del g_csr, runs
             cupy.get_default_memory_pool().free_all_blocks()
         same = all(ok is not False for _, ok in gpu.values())
-        rows.append((name, paper, n, csr.nnz, n_s, t_s, gpu, same, picked))
+        rows.append((name, paper, n, csr.nnz, n_s, t_s, gpu, same, picked, phases))
         del csr, lab_s
         line = (f"{name:60s} n {n} stored {rows[-1][3]} (generated in {t_gen:.1f} s, CSR "
                 f"{t_build:.1f} s) scipy {t_s*1e3:.0f} ms")
@@ -501,7 +560,7 @@ def papers(opt):
     lines = [head, "", "| graph | vertices | stored edges | entries/vertex | components | scipy ms (1 run) "
              "| stands for (GConn Table 1: n, m) | labels |",
              "|---|---:|---:|---:|---:|---:|---|---|"]
-    for name, paper, n, m, c, ts_, gpu, same, _p in rows:
+    for name, paper, n, m, c, ts_, gpu, same, _p, _ph in rows:
         gp = GCONN[paper]
         lines.append(f"| {name} | {n} | {m} | {m / n:.1f} | {c} | {ts_*1e3:.0f} | {paper} "
                      f"({gp['n']/1e6:.2f}M, {gp['m']/1e6:.2f}M) | "
@@ -516,7 +575,7 @@ def papers(opt):
                   "| graph | best | ms | edges/s | speed-up vs scipy | 'auto' |",
                   "|---|---|---:|---:|---:|---|"]
         ratios = []
-        for name, paper, n, m, c, ts_, gpu, same, picked in rows:
+        for name, paper, n, m, c, ts_, gpu, same, picked, _ph in rows:
             best = best_of(gpu)
             if best is None:
                 lines.append(f"| {name} | – | | | | |")
@@ -526,6 +585,13 @@ def papers(opt):
                          f"{auto_cell(gpu, 'CSR', picked)} |")
             ratios.append((gpu.get("auto (CSR)", (None,))[0], t))
         lines += ["", auto_summary(ratios)]
+        lines += ["", f"Phase split (connected_components(..., return_info=True), median of "
+                  f"{opt.reps} calls after the timed runs; CUDA events): 'validate' is the "
+                  f"device-side check of the CSR with its one transfer to the host, 'method' the "
+                  f"method's steps, 'relabel' the numbering to SciPy's labels.  The sum leaves "
+                  f"out the host gaps between phases and the read of the count; methods that "
+                  f"stopped or took over {opt.slow} s are left out.", ""]
+        lines += phase_lines([(r[0], r[6], r[9]) for r in rows])
     lines += ["", "GConn on a V100 (Hong, Dhulipala, Shun, PACT 2020): n, m from Table 1 (edges "
               "counted in both directions, as our stored edges), times from Table 2 (ms); "
               "edges/s = m / time.  'fastest' is the fastest entry of the graph's column over "

@@ -30,6 +30,7 @@ Seeded graph generators (NumPy or CuPy output) are ``meshccl.graph.generators``
 
 from __future__ import annotations
 
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -90,7 +91,7 @@ class Edges(NamedTuple):
 
 def connected_components(csgraph, directed=True, connection="weak", return_labels=True, *,
                          method="auto", symmetric=False, compression=None, max_iterations=None,
-                         cpu_threads=1):
+                         cpu_threads=1, return_info=False):
     """Connected components of a graph, like ``scipy.sparse.csgraph.connected_components``.
 
     Parameters
@@ -222,6 +223,20 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         are the serial ones.  The other methods and compression rules run
         serially whatever ``cpu_threads`` is; CuPy input (the GPU backend)
         ignores it.
+    return_info : bool, optional
+        Also return a dict, as :func:`meshccl.label` does: ``method`` (what
+        ran; 'auto' resolved), ``backend`` ('cpu' or 'gpu'), ``iterations``
+        (passes of an iterative method, else 1) and ``seconds``: wall
+        seconds of ``prepare`` (validation, with its one transfer on the
+        GPU) and ``label`` (the rest, waiting for the GPU); on the GPU also
+        CUDA-event seconds of ``validate`` (the same validation), of each
+        step of the method (the names in ``info["method_phases"]``, e.g.
+        'init' and 'hook' for 'ecl', 'init' and 'union' for the union-find
+        rules, 'sample' and 'finish' for the samplers, 'csr' where an edge
+        list is turned into CSR, 'iterate' for the iterative methods) and
+        of the relabel to SciPy's numbering ('flatten', 'scan',
+        'relabel').  On the GPU this makes the call wait for the device.
+        Default False.
 
     Returns
     -------
@@ -229,6 +244,8 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     labels : ndarray of int32 (int64 beyond 2**31 - 1 vertices)
         Component of each vertex, numbered from 0 in order of each
         component's smallest vertex.  A CuPy array for CuPy input.
+    info : dict
+        Only with ``return_info=True`` (see there); last.
 
     Raises
     ------
@@ -288,19 +305,52 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
             "connection='strong' is not implemented yet; use connection='weak' "
             "(or directed=False)")
     probe = {} if method == "auto" else None
-    kind, arrays, n = _as_graph(csgraph, probe)
+    timer = None
+    t0 = time.perf_counter()
+    if return_info and _input_is_cupy(csgraph):
+        from ._gpu.timing import PhaseTimer
+
+        timer = PhaseTimer()
+        kind, arrays, n = timer.run("validate", lambda: _as_graph(csgraph, probe))
+    else:
+        kind, arrays, n = _as_graph(csgraph, probe)
     if method == "auto":
         method = _auto_rule(kind, n, int(arrays[1].size), _is_cupy(arrays[0]), symmetric, probe)
-    if _is_cupy(arrays[0]):
-        return _gpu_components(kind, arrays, n, method, symmetric, return_labels, compression,
-                               max_iterations)
+    on_gpu = _is_cupy(arrays[0])
+    info = {"method": "bfs-cc" if method == "bfs" else "unionfind" if method == "async" else method,
+            "backend": "gpu" if on_gpu else "cpu", "iterations": 1,
+            "seconds": {"prepare": time.perf_counter() - t0}}
+    t1 = time.perf_counter()
+    if on_gpu:
+        if return_info and timer is None:  # validated arrays of a kind _input_is_cupy missed
+            from ._gpu.timing import PhaseTimer
+
+            timer = PhaseTimer()
+        count, labels = _gpu_components(kind, arrays, n, method, symmetric, compression,
+                                        max_iterations, timer, info if return_info else None)
+        if return_info:
+            info["seconds"].update(timer.seconds())
+    else:
+        count, labels = _cpu_components(kind, arrays, n, method, symmetric, compression,
+                                        max_iterations, cpu_threads, info)
+    info["seconds"]["label"] = time.perf_counter() - t1
+    out = (count, labels) if return_labels else (count,)
+    if return_info:
+        return out + (info,)
+    return out if return_labels else count
+
+
+def _cpu_components(kind, arrays, n, method, symmetric, compression, max_iterations,
+                    cpu_threads, info):
+    """(count, labels) on the CPU backend; ``info["iterations"]`` set for
+    the iterative methods."""
     label_dtype = np.int64 if n >= 2**31 else np.int32
     from ._cpu import graph as cpu
 
     ckind = "edges" if kind == "edges" else "csr"
     if method in ITERATIVE:
-        count, labels, _ = cpu.components_by(method, ckind, arrays, n, label_dtype,
-                                             max_iterations)
+        count, labels, info["iterations"] = cpu.components_by(method, ckind, arrays, n,
+                                                              label_dtype, max_iterations)
     elif method == "kout":
         count, labels = cpu.components_kout(ckind, arrays, n, label_dtype, symmetric)
     elif method in ("hb", "bfs-sample"):
@@ -318,7 +368,7 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         count, labels = cpu.components_csr(*arrays, n, label_dtype)
     else:
         count, labels = cpu.components_edges(*arrays, n, label_dtype)
-    return (count, labels) if return_labels else count
+    return count, labels
 
 
 def _auto_method(csgraph, symmetric=False):
@@ -359,14 +409,14 @@ def _check_compression(method, compression):
     return compression
 
 
-def _gpu_components(kind, arrays, n, method, symmetric, return_labels, compression=None,
-                    max_iterations=None):
+def _gpu_components(kind, arrays, n, method, symmetric, compression=None,
+                    max_iterations=None, timer=None, info=None):
     from ._gpu import graph as gpu
 
     count, labels = gpu.components(kind, arrays, n, method, symmetric,
-                                   compression=compression, max_iterations=max_iterations)
-    count = int(count)  # the one host synchronisation
-    return (count, labels) if return_labels else count
+                                   compression=compression, max_iterations=max_iterations,
+                                   timer=timer, info=info)
+    return int(count), labels  # the one host synchronisation
 
 
 def spanning_forest(csgraph):
@@ -426,6 +476,15 @@ def spanning_forest(csgraph):
 
 def _is_cupy(a):
     return type(a).__module__.split(".")[0] in ("cupy", "cupyx")
+
+
+def _input_is_cupy(g):
+    """Whether an input (before validation) holds CuPy arrays, by its first array."""
+    if isinstance(g, Edges):
+        return _is_cupy(g.src)
+    if isinstance(g, tuple):
+        return bool(g) and _is_cupy(g[0])
+    return _is_cupy(g)
 
 
 def _xp_of(*named):

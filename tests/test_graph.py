@@ -310,3 +310,16 @@ def test_generators_reachable_from_graph_and_checked_xp(monkeypatch):
     for make in GENERATORS.values():
         with pytest.raises(ImportError, match="xp='cupy' needs CuPy"):
             make("cupy")
+
+
+def test_return_info_on_the_cpu():
+    e = gen.line(50)
+    n, lab, info = connected_components(e, return_info=True)
+    assert n == 1 and lab.tolist() == [0] * 50
+    assert info["method"] == "unionfind" and info["backend"] == "cpu" and info["iterations"] == 1
+    assert set(info["seconds"]) == {"prepare", "label"} and min(info["seconds"].values()) >= 0
+    n, info = connected_components(e, return_labels=False, return_info=True, method="bfs")
+    assert n == 1 and info["method"] == "bfs-cc" and info["iterations"] >= 1
+    assert connected_components(e, return_labels=False) == 1
+    n, lab, info = connected_components(e, method="edge-lp", return_info=True)
+    assert info["iterations"] >= 2  # passes until one changes nothing

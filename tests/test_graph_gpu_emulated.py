@@ -653,6 +653,8 @@ def test_graph_bench_gpu_paths_emulated(emulated, monkeypatch, tmp_path):
     assert "kout, " in text  # dense symmetric Kronecker graph: 'auto' samples
     for method in bench.PAPER_METHODS:
         assert f"{method} (CSR)" in text
+    assert "Phase split" in text and "| validate ms | method steps ms |" in text
+    assert "| auto (kout) |" in text and "sample " in text and " + finish " in text
 
 
 def test_generators_cupy_output_emulated(emulated):
@@ -729,3 +731,53 @@ def test_auto_rule_on_benchmark_shapes_emulated(emulated, monkeypatch):
     count, labels = gpu.components("csr", (fake(csr.indptr), fake(csr.indices)), 5000)
     assert int(count) == 1 and launched[0].startswith("meshccl_graph_chain_probe")
     assert launched[1] == "meshccl_graph_rule<int, int, true, false, 2, 1>"  # early, halving
+
+
+def _fake_events(monkeypatch):
+    """CUDA events of the stand-in cupy: host clock readings."""
+    import time
+
+    cp = sys.modules["cupy"]
+
+    class Event:
+        def record(self):
+            self.t = time.perf_counter()
+
+        def synchronize(self):
+            pass
+
+    monkeypatch.setattr(cp.cuda, "Event", Event, raising=False)
+    monkeypatch.setattr(cp.cuda, "get_elapsed_time", lambda a, b: (b.t - a.t) * 1e3, raising=False)
+
+
+@pytest.mark.parametrize("method, phases", [
+    ("ecl", ["init", "hook"]), ("unionfind", ["init", "union"]), ("early", ["init", "union"]),
+    ("kout", ["sample", "finish"]), ("jtb", ["init", "union", "smallest"]),
+    ("sv", ["iterate"]), ("auto", ["init", "hook"])])
+def test_return_info_phases_emulated(emulated, monkeypatch, method, phases):
+    """return_info=True on the GPU path: validation, each step of the method
+    and the relabel phases timed (stand-in events), the method resolved."""
+    from meshccl.graph import Edges, connected_components
+
+    _fake_events(monkeypatch)
+    rng = np.random.default_rng(5)
+    n = 300
+    src, dst = rng.integers(0, n, 700), rng.integers(0, n, 700)
+    csr = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+    want_n, want = scipy_cc(csr)
+    got_n, got, info = connected_components((fake(csr.indptr), fake(csr.indices)), method=method,
+                                            return_info=True)
+    assert got_n == want_n
+    np.testing.assert_array_equal(np.asarray(got), want)
+    assert info["backend"] == "gpu" and info["method"] == ("ecl" if method == "auto" else method)
+    assert info["method_phases"] == phases
+    assert set(info["seconds"]) == {"prepare", "label", "validate", *phases, "flatten", "scan",
+                                    "relabel"}
+    assert all(t >= 0 for t in info["seconds"].values())
+    assert info["iterations"] >= (2 if method == "sv" else 1)
+    # an edge list through the vertex-centric methods: its CSR build is a step too
+    _, _, info = connected_components(Edges(fake(src), fake(dst), n), method="ecl", return_info=True)
+    assert info["method_phases"] == ["csr", "init", "hook"]
+    count, info = connected_components(Edges(fake(src[:0]), fake(dst[:0]), 0), return_labels=False,
+                                       return_info=True)
+    assert count == 0 and info["method_phases"] == []

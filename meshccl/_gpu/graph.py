@@ -469,14 +469,23 @@ def forest(kind: str, arrays, n: int, index_dtype=None):
 
 
 def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool = False,
-               index_dtype=None, compression=None, max_iterations=None):
+               index_dtype=None, compression=None, max_iterations=None, timer=None, info=None):
     """Weak components on the GPU: ``(count, labels)`` with labels numbered
     from 0 in order of each component's smallest vertex (a CuPy array of the
-    parent type, int32 below 2**31 vertices) and count a 0-d CuPy array."""
+    parent type, int32 below 2**31 vertices) and count a 0-d CuPy array.
+    ``timer``: a :class:`.timing.PhaseTimer` timing each step of the method
+    (its names from :func:`graph_steps`) and of the relabel ('flatten',
+    'scan', 'relabel'), or None.  ``info``: a dict to receive
+    ``method_phases`` (the method's step names, in order) and ``iterations``
+    (passes of an iterative method, else 1), or None."""
     import cupy
+
+    from .timing import run
 
     idx = (cupy.int32 if n < 2**31 else cupy.int64) if index_dtype is None else index_dtype
     if n == 0:
+        if info is not None:
+            info.update(method_phases=[], iterations=0)
         return cupy.zeros((), dtype=idx), cupy.empty(0, dtype=idx)
     if method == "auto":  # meshccl.graph resolves 'auto' first; here the probe costs a read
         probe = None if kind == "edges" else chain_probe(arrays[0], arrays[1], n)
@@ -484,9 +493,12 @@ def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool 
         method = choose_method(kind, n, int(arrays[1].size), symmetric, chain)
     steps, state = graph_steps(kind, arrays, n, method, symmetric, index_dtype, compression,
                                max_iterations)
-    for _, launch in steps:
-        launch()
+    for name, launch in steps:
+        run(timer, name, launch)
     P = state["P"]
-    count = relabel(P, n)  # 1..N in order of each component's smallest vertex
-    P -= 1                 # SciPy counts from 0
+    count = relabel(P, n, timer)  # 1..N in order of each component's smallest vertex
+    P -= 1                        # SciPy counts from 0
+    if info is not None:
+        info["method_phases"] = list(dict.fromkeys(name for name, _ in steps))
+        info["iterations"] = int(state.get("passes", 1))
     return count, P
