@@ -92,6 +92,18 @@ __device__ __forceinline__ void take_edge(I* P, I v, I u, bool vin, I L) {
     unite(P, v, u);
 }
 
+// The entries first, first + stride, ... of v's row range (a warp's or a
+// block's share of a high-degree vertex of the worklist).
+template <typename I, typename J, int M, bool Sym>
+__device__ __forceinline__ void take_row(const long long* indptr, const J* indices, I* P, I v,
+                                         int skip, I L, long long first, long long stride) {
+    long long begin, end;
+    row_range(indptr, (long long)v, skip, begin, end);
+    const bool vin = M == FINISH && in_big(P, v, L);
+    for (long long e = begin + first; e < end; e += stride)
+        take_edge<I, M, Sym>(P, v, (I)indices[e], vin, L);
+}
+
 // The binary search of the edge-centric kernel: the row r with
 // indptr[r] <= e < indptr[r + 1] (rows may be empty).
 template <typename I>
@@ -102,6 +114,31 @@ __device__ __forceinline__ I row_of(const long long* indptr, I n, long long e) {
         if (indptr[mid] <= e) lo = mid; else hi = mid;
     }
     return lo;
+}
+
+// The ends (a, b) of stored edge e of an edge-centric kernel: for CSR its
+// row (row_of) and column, else src[e] and dst[e].  False for an edge to
+// skip: a self-loop, or with Sym the copy with a < b (its reverse copy is
+// taken).  The edge-list kernels pass no indptr and n = 0.
+template <typename I, typename J, bool Csr, bool Sym>
+__device__ __forceinline__ bool edge_ends(const long long* indptr, const J* src, const J* dst,
+                                          I n, long long e, I& a, I& b) {
+    a = Csr ? row_of(indptr, n, e) : (I)src[e];
+    b = (I)dst[e];
+    return a != b && !(Sym && a < b);
+}
+
+// Unite v with the first k entries of its list (k-out and HB sampling).
+template <typename I, typename J>
+__device__ __forceinline__ void unite_first(const long long* indptr, const J* indices, I* P, I v,
+                                            int k) {
+    const long long begin = indptr[v];
+    const long long stop = indptr[(long long)v + 1];
+    const long long end = begin + k < stop ? begin + k : stop;
+    for (long long e = begin; e < end; ++e) {
+        const I u = (I)indices[e];
+        if (u != v) meshccl::unite(P, v, u);
+    }
 }
 
 __device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
@@ -187,14 +224,8 @@ __global__ void meshccl_graph_vertex_warp(const long long* __restrict__ indptr,
     const long long count = (long long)top[0];
     const int lane = threadIdx.x & 31;
     const long long warps = thread_count() >> 5;
-    for (long long w = thread_id() >> 5; w < count; w += warps) {
-        const I v = wl[w];
-        long long begin, end;
-        row_range(indptr, (long long)v, skip, begin, end);
-        const bool vin = M == FINISH && in_big(P, v, L);
-        for (long long e = begin + lane; e < end; e += 32)
-            take_edge<I, M, Sym>(P, v, (I)indices[e], vin, L);
-    }
+    for (long long w = thread_id() >> 5; w < count; w += warps)
+        take_row<I, J, M, Sym>(indptr, indices, P, wl[w], skip, L, lane, 32);
 }
 
 // Block per vertex of the worklist's back.
@@ -206,32 +237,9 @@ __global__ void meshccl_graph_vertex_block(const long long* __restrict__ indptr,
     using namespace meshccl::graph;
     const I L = M == FINISH ? big[0] : (I)-1;
     const long long count = (long long)top[1];
-    for (long long b = blockIdx.x; b < count; b += gridDim.x) {
-        const I v = wl[(long long)n - 1 - b];
-        long long begin, end;
-        row_range(indptr, (long long)v, skip, begin, end);
-        const bool vin = M == FINISH && in_big(P, v, L);
-        for (long long e = begin + threadIdx.x; e < end; e += blockDim.x)
-            take_edge<I, M, Sym>(P, v, (I)indices[e], vin, L);
-    }
-}
-
-// ------------------------------------------------- edge-centric union-find
-
-// One thread per stored edge e.  Csr: the edge's first end is its row in
-// indptr (src is unused); otherwise src[e].  Sym: the graph is stored in
-// both directions, so only the copy with src > dst is taken.
-template <typename I, typename J, bool Csr, bool Sym>
-__global__ void meshccl_graph_edges(const long long* __restrict__ indptr,
-                                    const J* __restrict__ src, const J* __restrict__ dst,
-                                    I* P, I n, long long m) {
-    using namespace meshccl::graph;
-    for (long long e = thread_id(); e < m; e += thread_count()) {
-        const I a = Csr ? row_of(indptr, n, e) : (I)src[e];
-        const I b = (I)dst[e];
-        if (a == b || (Sym && a < b)) continue;
-        meshccl::unite(P, a, b);
-    }
+    for (long long b = blockIdx.x; b < count; b += gridDim.x)
+        take_row<I, J, M, Sym>(indptr, indices, P, wl[(long long)n - 1 - b], skip, L,
+                               threadIdx.x, blockDim.x);
 }
 
 // ------------------------------------------------------ k-out sampling
@@ -241,16 +249,8 @@ template <typename I, typename J>
 __global__ void meshccl_graph_kout(const long long* __restrict__ indptr,
                                    const J* __restrict__ indices, I* P, I n, int k) {
     using namespace meshccl::graph;
-    for (long long vv = thread_id(); vv < (long long)n; vv += thread_count()) {
-        const I v = (I)vv;
-        const long long begin = indptr[vv];
-        const long long stop = indptr[vv + 1];
-        const long long end = begin + k < stop ? begin + k : stop;
-        for (long long e = begin; e < end; ++e) {
-            const I u = (I)indices[e];
-            if (u != v) meshccl::unite(P, v, u);
-        }
-    }
+    for (long long v = thread_id(); v < (long long)n; v += thread_count())
+        unite_first(indptr, indices, P, (I)v, k);
 }
 
 // Point every vertex straight at its root (no unions run meanwhile).
@@ -356,19 +356,20 @@ __global__ void meshccl_graph_scatter(const J* __restrict__ src, const J* __rest
 
 // ------------------------------------ the GConn union rules, edge-centric
 
-// One thread per stored edge, as meshccl_graph_edges, with union rule R
-// and compression C of unionfind.cuh (H: Union-Hooks' array, else unused).
+// One thread per stored edge e unites its ends (edge_ends: for CSR the
+// thread finds its edge's row by binary search, so no row array is built;
+// with Sym only one copy of each edge is taken) with union rule R and
+// compression C of unionfind.cuh (H: Union-Hooks' array, else unused).
+// 'unionfind' is R = UNION_ASYNC, C = COMPRESS_HALVING: the core's unite().
 template <typename I, typename J, bool Csr, bool Sym, int R, int C>
 __global__ void meshccl_graph_rule(const long long* __restrict__ indptr,
                                    const J* __restrict__ src, const J* __restrict__ dst,
                                    I* P, I* H, I n, long long m) {
     using namespace meshccl::graph;
-    for (long long e = thread_id(); e < m; e += thread_count()) {
-        const I a = Csr ? row_of(indptr, n, e) : (I)src[e];
-        const I b = (I)dst[e];
-        if (a == b || (Sym && a < b)) continue;
-        meshccl::unite_by<R, C>(P, H, a, b);
-    }
+    I a, b;
+    for (long long e = thread_id(); e < m; e += thread_count())
+        if (edge_ends<I, J, Csr, Sym>(indptr, src, dst, n, e, a, b))
+            meshccl::unite_by<R, C>(P, H, a, b);
 }
 
 // JTB leaves each component's root at a random member.  Three passes turn
@@ -412,11 +413,10 @@ __global__ void meshccl_graph_forest(const long long* __restrict__ indptr,
                                      I* P, I n, long long m, long long* __restrict__ fe,
                                      unsigned long long* count) {
     using namespace meshccl::graph;
-    for (long long e = thread_id(); e < m; e += thread_count()) {
-        const I a = Csr ? row_of(indptr, n, e) : (I)src[e];
-        const I b = (I)dst[e];
-        if (a != b && meshccl::unite(P, a, b)) fe[atomicAdd(count, 1ull)] = e;
-    }
+    I a, b;
+    for (long long e = thread_id(); e < m; e += thread_count())
+        if (edge_ends<I, J, Csr, false>(indptr, src, dst, n, e, a, b) && meshccl::unite(P, a, b))
+            fe[atomicAdd(count, 1ull)] = e;
 }
 
 // ------------------------------------------- Hawick et al.'s graph kernels
@@ -444,9 +444,9 @@ template <typename I, typename J, bool Sym>
 __global__ void meshccl_graph_edge_lp(const J* __restrict__ src, const J* __restrict__ dst,
                                       I* P, long long m, int* flag) {
     using namespace meshccl::graph;
+    I a, b;
     for (long long e = thread_id(); e < m; e += thread_count()) {
-        const I a = (I)src[e], b = (I)dst[e];
-        if (a == b || (Sym && a < b)) continue;
+        if (!edge_ends<I, J, false, Sym>(nullptr, src, dst, (I)0, e, a, b)) continue;
         const I la = __ldcg(P + a), lb = __ldcg(P + b);
         if (la < lb) {
             if (atomic_min(P + b, la) > la) *flag = 1;
@@ -565,9 +565,9 @@ template <typename I, typename J, bool Sym>
 __global__ void meshccl_graph_sv_hook(const J* __restrict__ src, const J* __restrict__ dst,
                                       I* P, long long m, int* flag) {
     using namespace meshccl::graph;
+    I a, b;
     for (long long e = thread_id(); e < m; e += thread_count()) {
-        const I a = (I)src[e], b = (I)dst[e];
-        if (a == b || (Sym && a < b)) continue;
+        if (!edge_ends<I, J, false, Sym>(nullptr, src, dst, (I)0, e, a, b)) continue;
         const I pa = __ldcg(P + a), pb = __ldcg(P + b);
         if (pa == pb) continue;
         const I hi = pa > pb ? pa : pb, lo = pa > pb ? pb : pa;
@@ -599,17 +599,8 @@ template <typename I, typename J>
 __global__ void meshccl_graph_hb_hook(const long long* __restrict__ indptr,
                                       const J* __restrict__ indices, I* P, I n, int k) {
     using namespace meshccl::graph;
-    for (long long vv = thread_id(); vv < (long long)n; vv += thread_count()) {
-        const I v = (I)vv;
-        if (__ldcg(P + v) != v) continue;
-        const long long begin = indptr[vv];
-        const long long stop = indptr[vv + 1];
-        const long long end = begin + k < stop ? begin + k : stop;
-        for (long long e = begin; e < end; ++e) {
-            const I u = (I)indices[e];
-            if (u != v) meshccl::unite(P, v, u);
-        }
-    }
+    for (long long v = thread_id(); v < (long long)n; v += thread_count())
+        if (__ldcg(P + v) == (I)v) unite_first(indptr, indices, P, (I)v, k);
 }
 
 // BFS sampling: one block of MESHCCL_GRAPH_SAMPLES threads; out[0] = the
@@ -679,15 +670,7 @@ __global__ void meshccl_graph_bfs_sample_done(I* P, I n, const I* minv) {
     MESHCCL_GRAPH_VERTEX(I, J, 0, false)                                                        \
     MESHCCL_GRAPH_VERTEX(I, J, 0, true)                                                         \
     MESHCCL_GRAPH_VERTEX(I, J, 1, false)                                                        \
-    MESHCCL_GRAPH_VERTEX(I, J, 1, true)                                                         \
-    template __global__ void meshccl_graph_edges<I, J, false, false>(                           \
-        const long long*, const J*, const J*, I*, I, long long);                                \
-    template __global__ void meshccl_graph_edges<I, J, false, true>(                            \
-        const long long*, const J*, const J*, I*, I, long long);                                \
-    template __global__ void meshccl_graph_edges<I, J, true, false>(                            \
-        const long long*, const J*, const J*, I*, I, long long);                                \
-    template __global__ void meshccl_graph_edges<I, J, true, true>(                             \
-        const long long*, const J*, const J*, I*, I, long long);
+    MESHCCL_GRAPH_VERTEX(I, J, 1, true)
 MESHCCL_GRAPH_IJ(int, int)
 MESHCCL_GRAPH_IJ(int, long long)
 MESHCCL_GRAPH_IJ(long long, long long)

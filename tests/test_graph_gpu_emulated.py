@@ -178,16 +178,6 @@ def emulate(expr):
                     vin = vin_of(P, v, L)
                     for u in indices[indptr[v] + skip:indptr[v + 1]]:
                         take(P, v, u, vin, L)
-    elif name == "meshccl_graph_edges":
-        csr, sym = t[2] == "true", t[3] == "true"
-        sig = [("ptr", "long long"), ("ptr", t[1]), ("ptr", t[1]), P_, ("val", t[0]), ("val", "long long")]
-
-        def run(indptr, src, dst, P, n, m):
-            rows = np.repeat(np.arange(n), np.diff(indptr)) if csr else src
-            assert len(rows) == m
-            for a, b in zip(rows, dst):
-                if a != b and not (sym and a < b):
-                    unite(P, a, b)
     elif name == "meshccl_graph_kout":
         sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int")]
 

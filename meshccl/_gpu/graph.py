@@ -137,6 +137,26 @@ def _index_types(n: int, neighbours, index_dtype=None):
     return I, J, tuple(a.astype(J, copy=False) for a in neighbours)
 
 
+def _unpack(kind: str, arrays, n: int, index_dtype=None):
+    """(I, J, indptr, src, dst) of validated input: the parent type I, the
+    neighbour type J, indptr widened to int64 (None for an edge list) and
+    the neighbour arrays cast to J (src None for CSR, whose rows are the
+    first ends)."""
+    import cupy
+
+    if kind == "edges":
+        I, J, (src, dst) = _index_types(n, arrays, index_dtype)
+        return I, J, None, src, dst
+    I, J, (dst,) = _index_types(n, arrays[1:], index_dtype)
+    return I, J, arrays[0].astype(cupy.int64, copy=False), None, dst
+
+
+def _edge_args(indptr, src, dst, dev):
+    """The (indptr, src, dst) pointers of an edge-centric kernel: a dummy
+    indptr for an edge list, dst standing in for the unused src of a CSR."""
+    return (_dummy(dev, "int64") if indptr is None else indptr, dst if src is None else src, dst)
+
+
 def to_csr(src, dst, n: int):
     """CSR arrays (indptr int64, indices of dst's type) of an edge list, on the device."""
     import cupy
@@ -166,15 +186,9 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
     methods store their pass count in ``state["passes"]``."""
     import cupy
 
-    if kind == "edges":
-        I, J, (src, dst) = _index_types(n, arrays, index_dtype)
-        indptr = None
-    else:
-        I, J, (dst,) = _index_types(n, arrays[1:], index_dtype)
-        indptr, src = arrays[0].astype(cupy.int64, copy=False), None
+    I, J, indptr, src, dst = _unpack(kind, arrays, n, index_dtype)
     ti, tj = c_type(I), c_type(J)
     nn = I.type(n)
-    m = dst.size
     sym = "true" if symmetric else "false"
     dev = cupy.cuda.Device().id
     state = {}
@@ -182,30 +196,14 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
 
     if method == "bfs":
         method = "bfs-cc"
-    if method in RULES and compression not in (None, "halving"):
-        return _rule_steps(method, compression, indptr, src, dst, n, I, J, sym, dev, state, steps)
+    if method in RULES:  # 'unionfind' / 'async': the core's rule (Union-Async, halving)
+        from ..graph import COMPRESSION
+
+        return _rule_steps(method, compression or COMPRESSION[method][0], indptr, src, dst,
+                           n, I, J, sym, dev, state, steps)
     if method in ("edge-lp", "sv", "vertex-lp", "bfs-cc"):
         return _iterative_steps(method, indptr, src, dst, n, I, J, symmetric, dev, state, steps,
                                 max_iterations)
-    if method in ("unionfind", "async", "rem-cas", "early", "hooks", "jtb"):
-        if method not in ("unionfind", "async"):
-            from ..graph import COMPRESSION
-
-            return _rule_steps(method, compression or COMPRESSION[method][0], indptr, src, dst,
-                               n, I, J, sym, dev, state, steps)
-        csr = "false" if indptr is None else "true"
-        (union,) = kernels("graph.cu", f"meshccl_graph_edges<{ti}, {tj}, {csr}, {sym}>")
-        args = (_dummy(dev, "int64") if indptr is None else indptr,
-                dst if src is None else src, dst)
-
-        def init():
-            state["P"] = cupy.arange(n, dtype=I)
-
-        steps.append(("init", init))
-        if m:
-            steps.append(("union", lambda: union(_grid(m, BLOCK, 32), (BLOCK,),
-                                                args + (state["P"], nn, np.int64(m)))))
-        return steps, state
 
     # the vertex-centric methods read CSR
     if indptr is None:
@@ -339,7 +337,7 @@ def _rule_steps(method, compression, indptr, src, dst, n, I, J, sym, dev, state,
     rule, comp = RULES[method], COMPRESS_CODE[compression]
     csr = "false" if indptr is None else "true"
     (union,) = kernels("graph.cu", f"meshccl_graph_rule<{ti}, {tj}, {csr}, {sym}, {rule}, {comp}>")
-    args = (_dummy(dev, "int64") if indptr is None else indptr, dst if src is None else src, dst)
+    args = _edge_args(indptr, src, dst, dev)
 
     def init():
         state["P"] = cupy.arange(n, dtype=I)
@@ -442,12 +440,7 @@ def forest(kind: str, arrays, n: int, index_dtype=None):
     on thread timing; the forest always has n - components edges."""
     import cupy
 
-    if kind == "edges":
-        I, J, (src, dst) = _index_types(n, arrays, index_dtype)
-        indptr = None
-    else:
-        I, J, (dst,) = _index_types(n, arrays[1:], index_dtype)
-        indptr, src = arrays[0].astype(cupy.int64, copy=False), None
+    I, J, indptr, src, dst = _unpack(kind, arrays, n, index_dtype)
     m = dst.size
     if n == 0 or m == 0:
         return cupy.empty(0, dtype=cupy.int64), cupy.empty(0, dtype=cupy.int64)
@@ -459,8 +452,7 @@ def forest(kind: str, arrays, n: int, index_dtype=None):
     count = cupy.zeros(1, dtype=cupy.uint64)
     dev = cupy.cuda.Device().id
     kern(_grid(m, BLOCK, 32), (BLOCK,),
-         (_dummy(dev, "int64") if indptr is None else indptr, dst if src is None else src, dst,
-          P, I.type(n), np.int64(m), fe, count))
+         _edge_args(indptr, src, dst, dev) + (P, I.type(n), np.int64(m), fe, count))
     fe = cupy.sort(fe[:int(count.get()[0])])
     if indptr is None:
         return src[fe].astype(cupy.int64), dst[fe].astype(cupy.int64)
