@@ -385,3 +385,24 @@ def test_auto_chain_probe_on_gpu():
         want_n, want = scipy_cc(csr)
         assert n_got == want_n
         np.testing.assert_array_equal(lab.get(), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("method", ["auto", "ecl", "unionfind", "early", "kout", "sv"])
+def test_return_info_on_gpu(method):
+    """return_info=True on the GPU: the labels as without it, CUDA-event
+    seconds for validation, each step of the method and the relabel."""
+    import cupyx.scipy.sparse as csp
+
+    e = gen.rmat(12, 8, seed=1)
+    n = e.n_vertices
+    csr = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
+    want_n, want = scipy_cc(csr)
+    got_n, got, info = connected_components(csp.csr_matrix(csr), method=method, return_info=True)
+    assert got_n == want_n
+    np.testing.assert_array_equal(got.get(), want)
+    assert info["backend"] == "gpu" and info["method"] == ("ecl" if method == "auto" else method)
+    assert info["method_phases"] and {"validate", "flatten", "scan", "relabel", "prepare",
+                                      "label", *info["method_phases"]} == set(info["seconds"])
+    assert all(t >= 0 for t in info["seconds"].values())

@@ -10,6 +10,9 @@ except for the iterative methods ('edge-lp', 'vertex-lp', 'bfs-cc', 'sv'),
 which read the change flags of a batch of passes at once
 (:mod:`.passes`, shared with the mesh methods): the reported pass count and
 the labels are exact.  BFS sampling reads its frontier size after batches of levels.
+(:func:`components` called directly with method='auto' reads the rule's
+probe count once; :mod:`meshccl.graph` resolves 'auto' before, reading that
+count with the validation's one transfer.)
 """
 
 from __future__ import annotations
