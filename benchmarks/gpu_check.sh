@@ -6,6 +6,7 @@
 #                                                         (default: tests bench)
 #   TESTS="tests/test_methods.py ..."  limits the tests step (default: tests)
 #   CAP=60                             seconds per call before hawick stops a method
+#   PHASES_ARGS="--tiles 3:8,8,16"     arguments for benchmarks/phases.py
 #
 # Peers missing on the GPU machine travel as wheels in .whl/ (carry ".whl";
 # see ../shared/tools/fetch-peer-wheels.sh) and are unpacked to /tmp/site.
@@ -39,7 +40,7 @@ for step in $steps; do
       python3 benchmarks/bench.py --quick --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -40
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     phases)
-      python3 benchmarks/phases.py 2>&1 | tee "$OUT/phases.log" ;;
+      python3 benchmarks/phases.py ${PHASES_ARGS:-} 2>&1 | tee "$OUT/phases.log" ;;
     hawick)
       for exp in spiral cahn-hilliard; do
         python3 examples/hawick_experiments.py $exp --backends gpu --cap "${CAP:-60}" \

@@ -17,13 +17,13 @@ from meshccl._gpu.mesh import mesh_steps
 from meshccl._gpu.relabel import relabel_steps
 
 
-def phases(a, conn, path, reps=10):
+def phases(a, conn, path, reps=10, tiles=None):
     v = a.reshape(-1)
     shape = tuple(s for s in a.shape if s != 1)
     out = cupy.empty(a.size, dtype=cupy.int32)
     if path == "fixed":
         steps = mesh23.steps(v, out, shape, conn, True, np.uint8(0),
-                             buffers=mesh23.scratch(a.size, out.dtype))
+                             buffers=mesh23.scratch(a.size, out.dtype), tiles=tiles)
     else:
         steps = mesh_steps(v, out, shape, conn, True, np.uint8(0)) + relabel_steps(out, a.size)
     ev = [cupy.cuda.Event() for _ in range(len(steps) + 1)]
@@ -49,6 +49,10 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", default="", help="substring of the case names to run")
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--tiles", default="",
+                    help="extra tile shapes of the fixed path to try, e.g. '2:32,1,8;3:8,8,16' "
+                         "(dimension: rows, planes, warps)")
+    ap.add_argument("--no-general", action="store_true", help="skip the general n-D path")
     opts = ap.parse_args()
     cases = [("spiral 4096^2", P.spiral(4096, xp=cupy)), ("blobs 4096^2", P.blobs((4096, 4096), xp=cupy)),
              ("perc 8192^2 p=.5927", P.percolation((8192, 8192), 0.5927, xp=cupy)),
@@ -61,8 +65,14 @@ if __name__ == "__main__":
     for name, a in cases:
         if opts.only not in name:
             continue
+        variants = [("fixed", None)] + [
+            ("fixed", tuple(int(x) for x in spec.split(":")[1].split(",")))
+            for spec in opts.tiles.split(";") if spec and int(spec.split(":")[0]) == a.ndim]
+        if not opts.no_general:
+            variants.append(("general", None))
         for c in (1, a.ndim):
-            for path in ("fixed", "general"):
-                r, total = phases(a, c, path, opts.reps)
-                print(f"{name:22s} c={c} {path:8s} " + " ".join(f"{k} {x:.3f}" for k, x in r.items())
+            for path, tiles in variants:
+                r, total = phases(a, c, path, opts.reps, tiles)
+                label = path + ("" if tiles is None else "%s" % (tiles,))
+                print(f"{name:22s} c={c} {label:16s} " + " ".join(f"{k} {x:.3f}" for k, x in r.items())
                       + f" | total {total:.3f}")

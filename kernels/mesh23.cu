@@ -52,13 +52,6 @@
 namespace meshccl {
 namespace box {
 
-// Tile extents: 32 cells along the last axis (one warp per tile row), Y
-// rows, Z planes, and the warps per block.  benchmarks/NOTES.md says how
-// they were chosen; meshccl/_gpu/mesh23.py mirrors them.
-template <int D> struct Tile;
-template <> struct Tile<2> { enum { Y = 32, Z = 1, WARPS = 8 }; };
-template <> struct Tile<3> { enum { Y = 8, Z = 8, WARPS = 16 }; };
-
 // Is the step (dz, dy, dx) a connectivity-C neighbour in D dimensions?
 // (At most C of its coordinates are non-zero, as in scipy / skimage.)
 template <int D, int C>
@@ -84,6 +77,11 @@ __device__ __forceinline__ K shfl_up(K k) {
     return (K)__shfl_up_sync(0xffffffffu, (int)k, 1);
 }
 
+// Steps as bits of a 27-bit mask: bit (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1).
+__device__ __forceinline__ constexpr unsigned step_bit(int dz, int dy, int dx) {
+    return 1u << ((dz + 1) * 9 + (dy + 1) * 3 + (dx + 1));
+}
+
 // Record a hook: root h stopped being a root.
 template <typename I>
 __device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
@@ -103,19 +101,21 @@ __device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
 // The array is nz x ny x nx (nz = 1 in 2-D).  aligned: nx % 32 == 0, so
 // every tile row is one word of A and H, written with plain stores;
 // otherwise the host zeroes A and H first and rows OR their bits in.
-template <typename T, typename I, int D, int C>
-__global__ void __launch_bounds__(32 * meshccl::box::Tile<D>::WARPS) meshccl_mesh23_tile(
+// Tiles are 32 cells along the last axis (one warp per tile row), TY rows
+// and TZ planes (TZ = 1 in 2-D), handled by NW warps; meshccl/_gpu/mesh23.py
+// picks them (benchmarks/NOTES.md says how).
+template <typename T, typename I, int D, int C, int TY, int TZ, int NW>
+__global__ void __launch_bounds__(32 * NW) meshccl_mesh23_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
         typename meshccl::Key<T>::type bgkey, int aligned) {
     typedef typename meshccl::Key<T>::type K;
-    constexpr int TY = meshccl::box::Tile<D>::Y, NW = meshccl::box::Tile<D>::WARPS;
-    constexpr int ROWS = TY * meshccl::box::Tile<D>::Z, CPT = ROWS / NW, CELLS = 32 * ROWS;
+    constexpr int ROWS = TY * TZ, CPT = ROWS / NW, CELLS = 32 * ROWS;
     __shared__ K keys[CELLS];
     __shared__ int L[CELLS];  // the tile's forest; -1: background or outside the array
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I x = (I)blockIdx.x * 32 + lane;
-    const I y0 = (I)blockIdx.y * TY, z0 = (I)blockIdx.z * meshccl::box::Tile<D>::Z;
+    const I y0 = (I)blockIdx.y * TY, z0 = (I)blockIdx.z * TZ;
     K key[CPT];
     bool fg[CPT], eql[CPT];
     I idx[CPT];
@@ -149,6 +149,9 @@ __global__ void __launch_bounds__(32 * meshccl::box::Tile<D>::WARPS) meshccl_mes
         if (!fg[k]) continue;
         const int row = warp + k * NW, ly = row % TY, lz = row / TY;
         const int l = row * 32 + lane;
+        // The unrolled tests only collect the steps to unite (bit s of
+        // todo, see step_bit); one call site of unite() keeps the code small.
+        unsigned todo = 0u;
         MESHCCL_STEPS {
             if (lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lane + dx < 0 || lane + dx > 31)
                 continue;  // not in this tile: the border kernel's pair
@@ -161,7 +164,12 @@ __global__ void __launch_bounds__(32 * meshccl::box::Tile<D>::WARPS) meshccl_mes
                 if (meshccl::box::neighbour_step<D, C>(dz, dy, dx + 1)) continue;  // covered
                 if (lane + dx > 0 && L[j - 1] >= 0 && keys[j - 1] == key[k]) continue;  // twin
             }
-            meshccl::unite<true>(L, l, j);
+            todo |= meshccl::box::step_bit(dz, dy, dx);
+        }
+        for (; todo; todo &= todo - 1u) {
+            const int s = __ffs(todo) - 1;
+            const int dz = s / 9 - 1, dy = (s / 3) % 3 - 1, dx = s % 3 - 1;
+            meshccl::unite<true>(L, l, l + (dz * TY + dy) * 32 + dx);
         }
     }
     __syncthreads();
@@ -174,8 +182,7 @@ __global__ void __launch_bounds__(32 * meshccl::box::Tile<D>::WARPS) meshccl_mes
         const int l = row * 32 + lane;
         bool root = false;
         if (fg[k]) {
-            int r = l;  // the forest is settled: plain reads
-            while (L[r] != r) r = L[r];
+            const int r = meshccl::find<true>(L, l);  // halving: shared walks shorten
             root = r == l;
             const int rr = r >> 5;
             P[idx[k]] = ((z0 + rr / TY) * ny + (y0 + rr % TY)) * nx + (x - lane + (r & 31));
@@ -199,11 +206,11 @@ __global__ void __launch_bounds__(32 * meshccl::box::Tile<D>::WARPS) meshccl_mes
 
 // How many cells of a tile the border kernel visits (see there); the host
 // (meshccl/_gpu/mesh23.py) computes the same number for the block size.
-template <int D, int C>
+template <int D, int C, int TY_, int TZ_>
 struct Border {
     enum {
-        TY = meshccl::box::Tile<D>::Y,
-        TZ = meshccl::box::Tile<D>::Z,
+        TY = TY_,
+        TZ = TZ_,
         // 3-D with diagonal steps: (-1, +1, .) crosses the tile's high-y face
         EXTRA = (D == 3 && C >= 2) ? 1 : 0,
         ROWS = D == 2 ? 1 : TY + (TZ - 1) * (1 + EXTRA),  // whole rows on a face
@@ -219,13 +226,12 @@ struct Border {
 // (its left pairs cross), and with C >= 2 its last cell too (steps to x + 1
 // cross).  Item t of a tile maps to one such cell; rows first, so that
 // warps read whole rows.
-template <typename T, typename I, int D, int C>
+template <typename T, typename I, int D, int C, int TY, int TZ>
 __global__ void __launch_bounds__(256) meshccl_mesh23_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
         typename meshccl::Key<T>::type bgkey) {
     typedef typename meshccl::Key<T>::type K;
-    typedef Border<D, C> B;
-    constexpr int TY = B::TY;
+    typedef Border<D, C, TY, TZ> B;
     for (int t = threadIdx.x; t < (int)B::ITEMS; t += blockDim.x) {
         int lx, ly, lz;
         if (t < B::ROWS * 32) {
@@ -251,7 +257,7 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
         const K key = meshccl::Key<T>::of(v[i]);
         if (has_bg && key == bgkey) continue;
         const bool eql = x > 0 && meshccl::Key<T>::of(v[i - 1]) == key;
-        if (lx == 0 && eql) meshccl::box::unite_recording(P, H, i, i - 1);
+        unsigned todo = (lx == 0 && eql) ? meshccl::box::step_bit(0, 0, -1) : 0u;
         MESHCCL_STEPS {
             if (!(lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lx + dx < 0 || lx + dx > 31))
                 continue;  // inside the tile: the tile kernel's pair
@@ -265,7 +271,12 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
                 if (meshccl::box::neighbour_step<D, C>(dz, dy, dx + 1)) continue;  // covered
                 if (x + dx > 0 && meshccl::Key<T>::of(v[j - 1]) == key) continue;   // twin
             }
-            meshccl::box::unite_recording(P, H, i, j);
+            todo |= meshccl::box::step_bit(dz, dy, dx);
+        }
+        for (; todo; todo &= todo - 1u) {  // one call site, as in the tile kernel
+            const int s = __ffs(todo) - 1;
+            const int dz = s / 9 - 1, dy = (s / 3) % 3 - 1, dx = s % 3 - 1;
+            meshccl::box::unite_recording(P, H, i, i + ((I)dz * ny + dy) * nx + dx);
         }
     }
 }
@@ -274,14 +285,16 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
 
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
-#define MESHCCL_M23(T, I, D, C)                                                                  \
-    template __global__ void meshccl_mesh23_tile<T, I, D, C>(                                    \
+// (The tile shapes are meshccl/_gpu/mesh23.py's TILES.)
+#define MESHCCL_M23(T, I, D, C, TY, TZ, NW)                                                      \
+    template __global__ void meshccl_mesh23_tile<T, I, D, C, TY, TZ, NW>(                        \
         const T*, I*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
-    template __global__ void meshccl_mesh23_border<T, I, D, C>(                                  \
+    template __global__ void meshccl_mesh23_border<T, I, D, C, TY, TZ>(                          \
         const T*, I*, unsigned*, I, I, I, int, meshccl::Key<T>::type);
 #define MESHCCL_M23_I(T, I) \
-    MESHCCL_M23(T, I, 2, 1) MESHCCL_M23(T, I, 2, 2) MESHCCL_M23(T, I, 3, 1) \
-    MESHCCL_M23(T, I, 3, 2) MESHCCL_M23(T, I, 3, 3)
+    MESHCCL_M23(T, I, 2, 1, 8, 1, 8) MESHCCL_M23(T, I, 2, 2, 8, 1, 8) \
+    MESHCCL_M23(T, I, 3, 1, 4, 4, 16) MESHCCL_M23(T, I, 3, 2, 4, 4, 16) \
+    MESHCCL_M23(T, I, 3, 3, 4, 4, 16)
 #define MESHCCL_M23_T(T) MESHCCL_M23_I(T, int) MESHCCL_M23_I(T, long long)
 MESHCCL_M23_T(unsigned char)
 MESHCCL_M23_T(unsigned short)

@@ -158,17 +158,34 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_rank_words(
     if (w < words) incl[w] = (blockIdx.x ? sums_incl[blockIdx.x - 1] : (I)0) + x;
 }
 
+// Each thread takes MESHCCL_CELLS_PER_THREAD cells a block width apart, so
+// that its chains of dependent loads (P[i], P[p], the rank words) overlap.
+#define MESHCCL_CELLS_PER_THREAD 4
 template <typename I>
-__global__ void meshccl_label_cells(I* P, I n, const unsigned* __restrict__ A,
-                                    const unsigned* __restrict__ roots,
-                                    const I* __restrict__ incl) {
-    const long long gi = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (gi >= (long long)n) return;
-    const I i = (I)gi;
-    const I p = P[i];
-    if (p < 0) { P[i] = 0; return; }
-    if ((A[i >> 5] >> (i & 31)) & 1u) return;  // a piece root: meshccl_label_pieces
-    P[i] = rank_of(P[p], roots, incl);          // P[p]: the root (p itself if p is one)
+__global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
+                                                           const unsigned* __restrict__ A,
+                                                           const unsigned* __restrict__ roots,
+                                                           const I* __restrict__ incl) {
+    const long long base = (long long)blockIdx.x * (blockDim.x * MESHCCL_CELLS_PER_THREAD) + threadIdx.x;
+    I p[MESHCCL_CELLS_PER_THREAD];
+    bool todo[MESHCCL_CELLS_PER_THREAD];
+#pragma unroll
+    for (int k = 0; k < MESHCCL_CELLS_PER_THREAD; ++k) {
+        const long long gi = base + (long long)k * blockDim.x;
+        const I i = (I)gi;
+        todo[k] = false;
+        if (gi < (long long)n) {
+            p[k] = P[i];
+            // piece roots are left to meshccl_label_pieces
+            todo[k] = p[k] < 0 || !((A[i >> 5] >> (i & 31)) & 1u);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < MESHCCL_CELLS_PER_THREAD; ++k)
+        if (todo[k] && p[k] >= 0) p[k] = P[p[k]];  // the root (p itself if p is one)
+#pragma unroll
+    for (int k = 0; k < MESHCCL_CELLS_PER_THREAD; ++k)
+        if (todo[k]) P[(I)(base + (long long)k * blockDim.x)] = p[k] < 0 ? (I)0 : rank_of(p[k], roots, incl);
 }
 
 template <typename I>

@@ -13,11 +13,14 @@ import numpy as np
 
 from .loader import c_type, kernels
 
-#: Tile rows, planes and warps per block; must match ``Tile<D>`` in mesh23.cu.
-TILES = {2: (32, 1, 8), 3: (8, 8, 16)}
+#: Tile rows, planes and warps per block, by dimension (template arguments
+#: of the kernels; benchmarks/NOTES.md says how they were chosen).
+TILES = {2: (8, 1, 8), 3: (4, 4, 16)}
 #: Threads per block of meshccl_piece_roots / meshccl_rank_words.
 PIECE_BLOCK = 1024
 BLOCK = 256
+#: Cells per thread of meshccl_label_cells (MESHCCL_CELLS_PER_THREAD).
+CELLS_PER_THREAD = 4
 _MAX_GRID_YZ = 65535
 
 
@@ -44,9 +47,8 @@ def applies(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None, toleran
     return -(-ny // ty) <= _MAX_GRID_YZ and -(-nz // tz) <= _MAX_GRID_YZ
 
 
-def border_items(d: int, c: int) -> int:
-    """Cells per tile that meshccl_mesh23_border visits (``Border<D, C>::ITEMS``)."""
-    ty, tz, _ = TILES[d]
+def border_items(d: int, c: int, ty: int, tz: int) -> int:
+    """Cells per tile that meshccl_mesh23_border visits (``Border<...>::ITEMS``)."""
     extra = 1 if (d == 3 and c >= 2) else 0
     rows = 1 if d == 2 else ty + (tz - 1) * (1 + extra)
     cols = ty - 1 if d == 2 else (tz - 1) * (ty - 1 - extra)
@@ -65,23 +67,24 @@ def scratch(n: int, index_dtype):
             cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
 
 
-def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None):
+def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, tiles=None):
     """The launches of the plain 2-D / 3-D path as ``[(name, launch), ...]``;
     the last returns N (a 0-d CuPy array, no host synchronisation).
 
     ``values``: flat CuPy input; ``P``: flat int32/int64 output of the same
     size; ``shape``: the squeezed shape (1 to 3 axes, see :func:`applies`).
     ``buffers``: arrays from :func:`scratch` to reuse (else new ones).
+    ``tiles``: (rows, planes, warps) instead of :data:`TILES` (benchmarks).
     """
     import cupy
 
     n = values.size
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), d) if len(shape) > 1 else 1
-    ty, tz, warps = TILES[d]
+    ty, tz, warps = tiles or TILES[d]
     t, i = c_type(values.dtype), c_type(P.dtype)
-    tile, border = kernels("mesh23.cu", f"meshccl_mesh23_tile<{t}, {i}, {d}, {c}>",
-                           f"meshccl_mesh23_border<{t}, {i}, {d}, {c}>")
+    tile, border = kernels("mesh23.cu", f"meshccl_mesh23_tile<{t}, {i}, {d}, {c}, {ty}, {tz}, {warps}>",
+                           f"meshccl_mesh23_border<{t}, {i}, {d}, {c}, {ty}, {tz}>")
     roots_k, words_k, scan_k, cells_k, pieces_k = kernels(
         "relabel.cu", f"meshccl_piece_roots<{i}>", f"meshccl_rank_words<{i}>",
         f"meshccl_scan_block<{i}>", f"meshccl_label_cells<{i}>", f"meshccl_label_pieces<{i}>")
@@ -93,7 +96,7 @@ def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None):
     grid = (-(-nx // 32), -(-ny // ty), -(-nz // tz))
     aligned = nx % 32 == 0
     dims = (I(nz), I(ny), I(nx), np.int32(bool(has_bg)), bgkey)
-    items = border_items(d, c)
+    items = border_items(d, c, ty, tz)
     border_block = min(BLOCK, -(-items // 32) * 32)
 
     def clear():
@@ -111,6 +114,7 @@ def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None):
         ("roots", lambda: roots_k((blocks,), (PIECE_BLOCK,), (P, A, H, I(words), sums))),
         ("scan", lambda: scan_k((1,), (1024,), (sums, sums_incl, I(blocks)))),
         ("ranks", lambda: words_k((blocks,), (PIECE_BLOCK,), (H, sums_incl, I(words), incl))),
-        ("cells", lambda: cells_k((-(-n // BLOCK),), (BLOCK,), (P, I(n), A, H, incl))),
+        ("cells", lambda: cells_k((-(-n // (BLOCK * CELLS_PER_THREAD)),), (BLOCK,),
+                                  (P, I(n), A, H, incl))),
         ("pieces", last),
     ]
