@@ -41,6 +41,8 @@ for step in $steps; do
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     phases)
       python3 benchmarks/phases.py ${PHASES_ARGS:-} 2>&1 | tee "$OUT/phases.log" ;;
+    profile)
+      bash benchmarks/profile_tile.sh "${PROFILE_CASE:-perc 8192}" 2>&1 | tail -150 ;;
     hawick)
       for exp in spiral cahn-hilliard; do
         python3 examples/hawick_experiments.py $exp --backends gpu --cap "${CAP:-60}" \

@@ -15,8 +15,8 @@
 // kernels and then the "pieces" path of relabel.cu:
 //
 // 1. meshccl_mesh23_tile: one block per tile of 32 columns (one warp per
-//    tile row) by Y rows by Z planes; 32 x 32 in 2-D, 32 x 8 x 8 in 3-D.
-//    Each thread handles Y*Z/warps rows.
+//    tile row) by Y rows by Z planes: 32 x 16 in 2-D, 32 x 8 x 4 in 3-D
+//    (meshccl/_gpu/mesh23.py picks them).  One thread per cell.
 //    - Runs along a row come from one warp ballot, with no atomics.
 //    - The remaining pairs inside the tile are united in a shared-memory
 //      forest.
@@ -292,9 +292,9 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
     template __global__ void meshccl_mesh23_border<T, I, D, C, TY, TZ>(                          \
         const T*, I*, unsigned*, I, I, I, int, meshccl::Key<T>::type);
 #define MESHCCL_M23_I(T, I) \
-    MESHCCL_M23(T, I, 2, 1, 8, 1, 8) MESHCCL_M23(T, I, 2, 2, 8, 1, 8) \
-    MESHCCL_M23(T, I, 3, 1, 4, 4, 16) MESHCCL_M23(T, I, 3, 2, 4, 4, 16) \
-    MESHCCL_M23(T, I, 3, 3, 4, 4, 16)
+    MESHCCL_M23(T, I, 2, 1, 16, 1, 16) MESHCCL_M23(T, I, 2, 2, 16, 1, 16) \
+    MESHCCL_M23(T, I, 3, 1, 8, 4, 32) MESHCCL_M23(T, I, 3, 2, 8, 4, 32) \
+    MESHCCL_M23(T, I, 3, 3, 8, 4, 32)
 #define MESHCCL_M23_T(T) MESHCCL_M23_I(T, int) MESHCCL_M23_I(T, long long)
 MESHCCL_M23_T(unsigned char)
 MESHCCL_M23_T(unsigned short)

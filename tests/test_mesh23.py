@@ -1,5 +1,5 @@
 """Plain 2-D / 3-D images big enough to span many tiles of the GPU's fixed
-geometry path (kernels/mesh23.cu: 32 x 32 tiles in 2-D, 32 x 8 x 8 in 3-D),
+geometry path (kernels/mesh23.cu: 32 x 16 tiles in 2-D, 32 x 8 x 4 in 3-D),
 against skimage.  The same cases run on every backend; on the GPU they also
 check that the general n-D kernels give the same labels."""
 

@@ -15,7 +15,7 @@ from .loader import c_type, kernels
 
 #: Tile rows, planes and warps per block, by dimension (template arguments
 #: of the kernels; benchmarks/NOTES.md says how they were chosen).
-TILES = {2: (8, 1, 8), 3: (4, 4, 16)}
+TILES = {2: (16, 1, 16), 3: (8, 4, 32)}
 #: Threads per block of meshccl_piece_roots / meshccl_rank_words.
 PIECE_BLOCK = 1024
 BLOCK = 256
