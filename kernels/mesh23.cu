@@ -104,158 +104,103 @@ __device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
 // Tiles are 32 cells along the last axis (one warp per tile row), TY rows
 // and TZ planes (TZ = 1 in 2-D), handled by NW warps; meshccl/_gpu/mesh23.py
 // picks them (benchmarks/NOTES.md says how).
-namespace meshccl {
-namespace box {
-
-// Where tile t lies (tiles in raster order: tcx across, tcy down).
-struct TileAt {
-    unsigned tx, ty, tz;
-    __device__ __forceinline__ TileAt(unsigned t, unsigned tcx, unsigned tcy) {
-        tx = t % tcx;
-        const unsigned r = t / tcx;
-        ty = r % tcy;
-        tz = r / tcy;
-    }
-};
-
-// The keys of this thread's cells of tile t (K() outside the array).
-template <typename T, typename I, int TY, int TZ, int NW, int CPT>
-__device__ __forceinline__ void load_keys(const T* __restrict__ v, unsigned t, unsigned tcx,
-                                          unsigned tcy, I nz, I ny, I nx,
-                                          typename Key<T>::type* out) {
-    const TileAt at(t, tcx, tcy);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const I x = (I)at.tx * 32 + lane;
-#pragma unroll
-    for (int k = 0; k < CPT; ++k) {
-        const int row = warp + k * NW;
-        const I y = (I)at.ty * TY + row % TY, z = (I)at.tz * TZ + row / TY;
-        out[k] = (x < nx && y < ny && z < nz) ? Key<T>::of(v[(z * ny + y) * nx + x])
-                                               : typename Key<T>::type();
-    }
-}
-
-}  // namespace box
-}  // namespace meshccl
-
-// Tiles are 32 cells along the last axis (one warp per tile row), TY rows
-// and TZ planes (TZ = 1 in 2-D), handled by NW warps; meshccl/_gpu/mesh23.py
-// picks them (benchmarks/NOTES.md says how).  There are tcx x tcy x tcz
-// tiles (ntiles in all).  Blocks loop over them (block b takes tiles b,
-// b + gridDim.x, ...) and load the next tile's values before they work on
-// the current one: one byte per thread and tile is too little for the
-// memory system to overlap otherwise, and an empty image took five times
-// as long as its bytes need.
 template <typename T, typename I, int D, int C, int TY, int TZ, int NW>
 __global__ void __launch_bounds__(32 * NW) meshccl_mesh23_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
-        typename meshccl::Key<T>::type bgkey, int aligned, unsigned tcx, unsigned tcy,
-        unsigned ntiles) {
+        typename meshccl::Key<T>::type bgkey, int aligned) {
     typedef typename meshccl::Key<T>::type K;
     constexpr int ROWS = TY * TZ, CPT = ROWS / NW, CELLS = 32 * ROWS;
     __shared__ K keys[CELLS];
     __shared__ int L[CELLS];  // the tile's forest; -1: background or outside the array
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    K next[CPT];
-    unsigned t = blockIdx.x;
-    if (t < ntiles)
-        meshccl::box::load_keys<T, I, TY, TZ, NW, CPT>(v, t, tcx, tcy, nz, ny, nx, next);
-    for (; t < ntiles; t += gridDim.x) {
-        const meshccl::box::TileAt at(t, tcx, tcy);
-        const I x = (I)at.tx * 32 + lane;
-        const I y0 = (I)at.ty * TY, z0 = (I)at.tz * TZ;
-        K key[CPT];
+    const I x = (I)blockIdx.x * 32 + lane;
+    const I y0 = (I)blockIdx.y * TY, z0 = (I)blockIdx.z * TZ;
+    K key[CPT];
+    bool fg[CPT], eql[CPT];
+    I idx[CPT];
+    // Keys, and runs along the row: a cell equal to its left neighbour points
+    // at the first cell of its run (the highest lane at or below it that is
+    // not equal to its left).
 #pragma unroll
-        for (int k = 0; k < CPT; ++k) key[k] = next[k];
-        if (t + gridDim.x < ntiles)
-            meshccl::box::load_keys<T, I, TY, TZ, NW, CPT>(v, t + gridDim.x, tcx, tcy, nz, ny,
-                                                           nx, next);
-        bool fg[CPT], eql[CPT];
-        I idx[CPT];
-        // Keys, and runs along the row: a cell equal to its left neighbour points
-        // at the first cell of its run (the highest lane at or below it that is
-        // not equal to its left).
+    for (int k = 0; k < CPT; ++k) {
+        const int row = warp + k * NW;
+        const I y = y0 + row % TY, z = z0 + row / TY;
+        const bool in = x < nx && y < ny && z < nz;
+        const I i = (z * ny + y) * nx + x;
+        const K kk = in ? meshccl::Key<T>::of(v[i]) : K();
+        const bool f = in && !(has_bg && kk == bgkey);
+        const K left = meshccl::box::shfl_up(kk);
+        const bool e = f && lane > 0 && left == kk;
+        const unsigned m = __ballot_sync(0xffffffffu, e);
+        const unsigned upto = lane == 31 ? 0xffffffffu : ((2u << lane) - 1u);
+        const int l = row * 32 + lane;
+        keys[l] = kk;
+        L[l] = f ? row * 32 + (31 - __clz(~m & upto)) : -1;
+        idx[k] = i;
+        key[k] = kk;
+        fg[k] = f;
+        eql[k] = e;
+    }
+    __syncthreads();
+    // The other pairs inside the tile, minus the ones the rules skip.
 #pragma unroll
-        for (int k = 0; k < CPT; ++k) {
-            const int row = warp + k * NW;
-            const I y = y0 + row % TY, z = z0 + row / TY;
-            const bool in = x < nx && y < ny && z < nz;
-            const I i = (z * ny + y) * nx + x;
-            const K kk = key[k];
-            const bool f = in && !(has_bg && kk == bgkey);
-            const K left = meshccl::box::shfl_up(kk);
-            const bool e = f && lane > 0 && left == kk;
-            const unsigned m = __ballot_sync(0xffffffffu, e);
-            const unsigned upto = lane == 31 ? 0xffffffffu : ((2u << lane) - 1u);
-            const int l = row * 32 + lane;
-            keys[l] = kk;
-            L[l] = f ? row * 32 + (31 - __clz(~m & upto)) : -1;
-            idx[k] = i;
-            fg[k] = f;
-            eql[k] = e;
+    for (int k = 0; k < CPT; ++k) {
+        if (!fg[k]) continue;
+        const int row = warp + k * NW, ly = row % TY, lz = row / TY;
+        const int l = row * 32 + lane;
+        // The unrolled tests only collect the steps to unite (bit s of
+        // todo, see step_bit); one call site of unite() keeps the code small.
+        unsigned todo = 0u;
+        MESHCCL_STEPS {
+            if (lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lane + dx < 0 || lane + dx > 31)
+                continue;  // not in this tile: the border kernel's pair
+            const int j = l + (dz * TY + dy) * 32 + dx;
+            if (L[j] < 0 || keys[j] != key[k]) continue;
+            if (meshccl::box::half_step<D, C>(dz, dy, dx + 1) && lane + dx < 31 &&
+                L[j + 1] >= 0 && keys[j + 1] == key[k])
+                continue;  // same run
+            if (eql[k]) {
+                if (meshccl::box::neighbour_step<D, C>(dz, dy, dx + 1)) continue;  // covered
+                if (lane + dx > 0 && L[j - 1] >= 0 && keys[j - 1] == key[k]) continue;  // twin
+            }
+            todo |= meshccl::box::step_bit(dz, dy, dx);
         }
-        __syncthreads();
-        // The other pairs inside the tile, minus the ones the rules skip.
-#pragma unroll
-        for (int k = 0; k < CPT; ++k) {
-            if (!fg[k]) continue;
-            const int row = warp + k * NW, ly = row % TY, lz = row / TY;
-            const int l = row * 32 + lane;
-            // The unrolled tests only collect the steps to unite (bit s of
-            // todo, see step_bit); one call site of unite() keeps the code small.
-            unsigned todo = 0u;
-            MESHCCL_STEPS {
-                if (lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lane + dx < 0 || lane + dx > 31)
-                    continue;  // not in this tile: the border kernel's pair
-                const int j = l + (dz * TY + dy) * 32 + dx;
-                if (L[j] < 0 || keys[j] != key[k]) continue;
-                if (meshccl::box::half_step<D, C>(dz, dy, dx + 1) && lane + dx < 31 &&
-                    L[j + 1] >= 0 && keys[j + 1] == key[k])
-                    continue;  // same run
-                if (eql[k]) {
-                    if (meshccl::box::neighbour_step<D, C>(dz, dy, dx + 1)) continue;  // covered
-                    if (lane + dx > 0 && L[j - 1] >= 0 && keys[j - 1] == key[k]) continue;  // twin
-                }
-                todo |= meshccl::box::step_bit(dz, dy, dx);
-            }
-            for (; todo; todo &= todo - 1u) {
-                const int s = __ffs(todo) - 1;
-                const int dz = s / 9 - 1, dy = (s / 3) % 3 - 1, dx = s % 3 - 1;
-                meshccl::unite<true>(L, l, l + (dz * TY + dy) * 32 + dx);
-            }
+        for (; todo; todo &= todo - 1u) {
+            const int s = __ffs(todo) - 1;
+            const int dz = s / 9 - 1, dy = (s / 3) % 3 - 1, dx = s % 3 - 1;
+            meshccl::unite<true>(L, l, l + (dz * TY + dy) * 32 + dx);
         }
-        __syncthreads();
-        // Each cell's piece root, as a global index; piece roots into A.
+    }
+    __syncthreads();
+    // Each cell's piece root, as a global index; piece roots into A.
 #pragma unroll
-        for (int k = 0; k < CPT; ++k) {
-            const int row = warp + k * NW;
-            const I y = y0 + row % TY, z = z0 + row / TY;
-            const bool rowin = y < ny && z < nz;
-            const int l = row * 32 + lane;
-            bool root = false;
-            if (fg[k]) {
-                const int r = meshccl::find<true>(L, l);  // halving: shared walks shorten
-                root = r == l;
-                const int rr = r >> 5;
-                P[idx[k]] = ((z0 + rr / TY) * ny + (y0 + rr % TY)) * nx + (x - lane + (r & 31));
-            } else if (rowin && x < nx) {
-                P[idx[k]] = (I)-1;
-            }
-            const unsigned m = __ballot_sync(0xffffffffu, root);
-            if (lane == 0 && rowin) {
-                const I w = idx[k] >> 5;  // lane 0's cell is always inside the row
-                if (aligned) {
-                    A[w] = m;
-                    H[w] = 0u;
-                } else if (m) {
-                    const int s = (int)(idx[k] & 31);
-                    atomicOr(A + w, m << s);
-                    if (s) atomicOr(A + w + 1, m >> (32 - s));
-                }
+    for (int k = 0; k < CPT; ++k) {
+        const int row = warp + k * NW;
+        const I y = y0 + row % TY, z = z0 + row / TY;
+        const bool rowin = y < ny && z < nz;
+        const int l = row * 32 + lane;
+        bool root = false;
+        if (fg[k]) {
+            const int r = meshccl::find<true>(L, l);  // halving: shared walks shorten
+            root = r == l;
+            const int rr = r >> 5;
+            P[idx[k]] = ((z0 + rr / TY) * ny + (y0 + rr % TY)) * nx + (x - lane + (r & 31));
+        } else if (rowin && x < nx) {
+            P[idx[k]] = (I)-1;
+        }
+        const unsigned m = __ballot_sync(0xffffffffu, root);
+        if (lane == 0 && rowin) {
+            const I w = idx[k] >> 5;  // lane 0's cell is always inside the row
+            if (aligned) {
+                A[w] = m;
+                H[w] = 0u;
+            } else if (m) {
+                const int s = (int)(idx[k] & 31);
+                atomicOr(A + w, m << s);
+                if (s) atomicOr(A + w + 1, m >> (32 - s));
             }
         }
-        __syncthreads();  // the next tile reuses keys and L
     }
 }
 
@@ -343,8 +288,7 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
 // (The tile shapes are meshccl/_gpu/mesh23.py's TILES.)
 #define MESHCCL_M23(T, I, D, C, TY, TZ, NW)                                                      \
     template __global__ void meshccl_mesh23_tile<T, I, D, C, TY, TZ, NW>(                        \
-        const T*, I*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int,          \
-        unsigned, unsigned, unsigned);            \
+        const T*, I*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
     template __global__ void meshccl_mesh23_border<T, I, D, C, TY, TZ>(                          \
         const T*, I*, unsigned*, I, I, I, int, meshccl::Key<T>::type);
 #define MESHCCL_M23_I(T, I) \

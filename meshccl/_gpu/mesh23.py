@@ -44,8 +44,7 @@ def applies(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None, toleran
         return False
     d, nz, ny, nx = _dims(shape)
     ty, tz, _ = TILES[d]
-    tiles = (-(-nx // 32)) * (-(-ny // ty)) * (-(-nz // tz))
-    return -(-ny // ty) <= _MAX_GRID_YZ and -(-nz // tz) <= _MAX_GRID_YZ and tiles < 2**31
+    return -(-ny // ty) <= _MAX_GRID_YZ and -(-nz // tz) <= _MAX_GRID_YZ
 
 
 def border_items(d: int, c: int, ty: int, tz: int) -> int:
@@ -66,16 +65,6 @@ def scratch(n: int, index_dtype):
     blocks = -(-words // PIECE_BLOCK)
     return (cupy.empty(2 * words, dtype=cupy.uint32), cupy.empty(words, dtype=index_dtype),
             cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
-
-
-def _resident_blocks(threads: int) -> int:
-    """Blocks of the tile kernel the device holds at once (it loops over tiles)."""
-    import cupy
-
-    dev = cupy.cuda.Device()
-    sms = dev.attributes["MultiProcessorCount"]
-    per_sm = dev.attributes["MaxThreadsPerMultiProcessor"] // threads
-    return sms * max(1, per_sm)
 
 
 def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, tiles=None):
@@ -105,9 +94,6 @@ def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, tiles=Non
     blocks = -(-words // PIECE_BLOCK)
     I = P.dtype.type
     grid = (-(-nx // 32), -(-ny // ty), -(-nz // tz))
-    ntiles = grid[0] * grid[1] * grid[2]  # < 2**31 (applies())
-    tile_grid = (min(ntiles, _resident_blocks(32 * warps)),)
-    tiling = (np.uint32(grid[0]), np.uint32(grid[1]), np.uint32(ntiles))
     aligned = nx % 32 == 0
     dims = (I(nz), I(ny), I(nx), np.int32(bool(has_bg)), bgkey)
     items = border_items(d, c, ty, tz)
@@ -123,8 +109,7 @@ def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, tiles=Non
 
     out = [] if aligned else [("clear", clear)]
     return out + [
-        ("tile", lambda: tile(tile_grid, (32 * warps,),
-                              (values, P, A, H) + dims + (np.int32(aligned),) + tiling)),
+        ("tile", lambda: tile(grid, (32 * warps,), (values, P, A, H) + dims + (np.int32(aligned),))),
         ("border", lambda: border(grid, (border_block,), (values, P, H) + dims)),
         ("roots", lambda: roots_k((blocks,), (PIECE_BLOCK,), (P, A, H, I(words), sums))),
         ("scan", lambda: scan_k((1,), (1024,), (sums, sums_incl, I(blocks)))),
