@@ -54,7 +54,10 @@ if __name__ == "__main__":
                          "(dimension: rows, planes, warps)")
     ap.add_argument("--no-general", action="store_true", help="skip the general n-D path")
     opts = ap.parse_args()
-    cases = [("spiral 4096^2", P.spiral(4096, xp=cupy)), ("blobs 4096^2", P.blobs((4096, 4096), xp=cupy)),
+    cases = [("empty 4096^2", cupy.zeros((4096, 4096), cupy.uint8)),
+             ("full 4096^2", cupy.ones((4096, 4096), cupy.uint8)),
+             ("empty 512^3", cupy.zeros((512,) * 3, cupy.uint8)),
+             ("spiral 4096^2", P.spiral(4096, xp=cupy)), ("blobs 4096^2", P.blobs((4096, 4096), xp=cupy)),
              ("perc 8192^2 p=.5927", P.percolation((8192, 8192), 0.5927, xp=cupy)),
              ("potts4 4096^2", P.potts((4096, 4096), 4, xp=cupy)),
              ("potts4 256^3", P.potts((256,) * 3, 4, xp=cupy)),
@@ -63,7 +66,7 @@ if __name__ == "__main__":
              ("perc 512^3 p=.1369", P.percolation((512,) * 3, 0.1369, xp=cupy))]
     print("median ms per phase (CUDA events), int32 labels; total = first to last event")
     for name, a in cases:
-        if opts.only not in name:
+        if opts.only not in name or (name.startswith(("empty", "full")) and not opts.only):
             continue
         variants = [("fixed", None)] + [
             ("fixed", tuple(int(x) for x in spec.split(":")[1].split(",")))
