@@ -18,7 +18,7 @@ the same numbering; binary images (background and one other value) through
 
 import numpy as np
 from numba import njit, prange
-from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
 from .unionfind import relabel, unite
 
@@ -425,7 +425,11 @@ def _label_bits(values, P, shape, table, bgkey):
     on rows packed into 64-bit words.  Runs (and the runs of a neighbour
     line that a run touches) are found by count-trailing-zeros instead of
     cell by cell (a touched line's runs inside one word: one masked word);
-    the same labels and numbering.  Returns -1
+    the same labels and numbering.  With one neighbour line (2-D, or the
+    first row of a plane), a word equal to the line's word copies the
+    line's 64 labels: each run inside it touches just the run with the same
+    cells (Hawick's spiral: 1-cell walls repeated row after row), so only a
+    run that goes on into the next word is merged as usual.  Returns -1
     (nothing written to P) when the image has two foreground values."""
     n = values.shape[0]
     ndim = shape.shape[0]
@@ -456,7 +460,10 @@ def _label_bits(values, P, shape, table, bgkey):
         if bad:
             return -1
     nlines, loff, lmlo, lmhi, ldmin, ldmax = _neighbour_lines(table, last)
-    cap = max(1024, min(n + 1, n // 32 + 2))
+    # room for every provisional label (at most one per run, (W + 1) // 2 runs
+    # a row) from the start: E is never replaced inside the loop, so numba
+    # keeps no reference counts there; pages never written are never touched
+    cap = nrows * ((W + 1) // 2) + 1
     E = np.empty(cap + 1, dtype=P.dtype)
     E[0] = 0
     nl = 0
@@ -465,6 +472,7 @@ def _label_bits(values, P, shape, table, bgkey):
     qmb = np.empty(nlines, dtype=np.int64)
     qmin = np.empty(nlines, dtype=np.int64)
     qmax = np.empty(nlines, dtype=np.int64)
+    starts = np.empty(nw, dtype=np.uint64)  # the runs of the row still to label, per word
     for row in range(nrows):
         lo, hi = _row_masks(coords, shape, last)
         base = row * W
@@ -482,10 +490,28 @@ def _label_bits(values, P, shape, table, bgkey):
         one = np.uint64(1)
         full = ~np.uint64(0)
         carry = np.uint64(0)
+        # one neighbour line: a word equal to the line's word there copies its labels
+        one_line = cnt == 1
+        jb0 = qoff[0] if one_line else 0
+        mb0 = qmb[0] if one_line else 0
         for w in range(nw):
             word = M[_u(mb + w)]
             S = word & ~((word << one) | carry)  # run starts in this word
             carry = word >> np.uint64(63)
+            if one_line and word != 0 and word == M[_u(mb0 + w)]:
+                c0 = w << 6
+                for k in range(min(64, W - c0)):
+                    P[_u(base + c0 + k)] = P[_u(jb0 + c0 + k)]
+                # a run inside the word touches one run of the line (the same
+                # cells; a set cell beside them continues that run): only
+                # a run that goes on into the next word still merges
+                if carry and S != 0:
+                    S &= full << np.uint64(63 - int(leading_zeros(S)))
+                else:
+                    S = np.uint64(0)
+            starts[_u(w)] = S
+        for w in range(nw):
+            S = starts[_u(w)]
             while S != 0:
                 s = (w << 6) + int(trailing_zeros(S))
                 S &= S - one
@@ -516,7 +542,8 @@ def _label_bits(values, P, shape, table, bgkey):
                             E[_u(hi_)] = lab
                             x = _next_one(M, qmb[q], _next_zero(M, qmb[q], x, W), W)
                 if lab == cap:
-                    E, nl, cap = _new_label(E, nl, cap)
+                    nl += 1
+                    E[_u(nl)] = nl
                     lab = nl
                 for k in range(base + s, base + e):
                     P[_u(k)] = lab
