@@ -1,13 +1,16 @@
 """The plain 2-D / 3-D path on the GPU: ``kernels/mesh23.cu``, then the
 pieces path of ``kernels/relabel.cu``.
 
-:func:`applies` says when it serves a call.  :func:`steps` returns the
-launches as ``[(name, launch), ...]``, in the shape that
-``meshccl/_gpu/mesh.py`` uses, so the general path, the launch plans of
-``plan.py`` and ``benchmarks/phases.py`` all run the same list.
+:func:`applies` says when it serves a call.  :func:`program` works out the
+launches once per shape and dtype (launch plans keep it); :func:`steps`
+binds them to one input and output, in the shape ``meshccl/_gpu/mesh.py``
+uses, so the general path, the launch plans of ``plan.py`` and
+``benchmarks/phases.py`` all run the same list.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -67,54 +70,75 @@ def scratch(n: int, index_dtype):
             cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
 
 
-def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, tiles=None):
-    """The launches of the plain 2-D / 3-D path as ``[(name, launch), ...]``;
-    the last returns N (a 0-d CuPy array, no host synchronisation).
+def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buffers=None,
+            tiles=None):
+    """The launches of the plain 2-D / 3-D path for arrays of one shape and
+    dtype, as ``[(name, launch), ...]`` where ``launch(values, P)`` runs one
+    kernel on flat CuPy ``values`` and int32/int64 output ``P`` of ``n``
+    cells; the last returns N (a 0-d CuPy array, no host synchronisation).
 
-    ``values``: flat CuPy input; ``P``: flat int32/int64 output of the same
-    size; ``shape``: the squeezed shape (1 to 3 axes, see :func:`applies`).
-    ``buffers``: arrays from :func:`scratch` to reuse (else new ones).
+    Everything but the two arrays is worked out here once: a launch plan
+    (plan.py) keeps the program, so a repeated call only launches.
+    ``shape``: the squeezed shape (1 to 3 axes, see :func:`applies`).
+    ``buffers``: arrays from :func:`scratch` to use (else new ones).
     ``tiles``: (rows, planes, warps) instead of :data:`TILES` (benchmarks).
     """
     import cupy
 
-    n = values.size
+    index_dtype = np.dtype(index_dtype)
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), d) if len(shape) > 1 else 1
     ty, tz, warps = tiles or TILES[d]
-    t, i = c_type(values.dtype), c_type(P.dtype)
+    t, i = c_type(value_dtype), c_type(index_dtype)
     tile, border = kernels("mesh23.cu", f"meshccl_mesh23_tile<{t}, {i}, {d}, {c}, {ty}, {tz}, {warps}>",
                            f"meshccl_mesh23_border<{t}, {i}, {d}, {c}, {ty}, {tz}>")
     roots_k, words_k, scan_k, cells_k, pieces_k = kernels(
         "relabel.cu", f"meshccl_piece_roots<{i}>", f"meshccl_rank_words<{i}>",
         f"meshccl_scan_block<{i}>", f"meshccl_label_cells<{i}>", f"meshccl_label_pieces<{i}>")
-    bits, incl, sums, sums_incl = buffers if buffers is not None else scratch(n, P.dtype)
+    bits, incl, sums, sums_incl = buffers if buffers is not None else scratch(n, index_dtype)
     words = (n + 31) // 32
     A, H = bits[:words], bits[words:]
     blocks = -(-words // PIECE_BLOCK)
-    I = P.dtype.type
+    I = index_dtype.type
     grid = (-(-nx // 32), -(-ny // ty), -(-nz // tz))
     aligned = nx % 32 == 0
     dims = (I(nz), I(ny), I(nx), np.int32(bool(has_bg)), bgkey)
-    items = border_items(d, c, ty, tz)
-    border_block = min(BLOCK, -(-items // 32) * 32)
+    tile_tail = (A, H) + dims + (np.int32(aligned),)
+    border_tail = (H,) + dims
+    border_block = (min(BLOCK, -(-border_items(d, c, ty, tz) // 32) * 32),)
+    roots_args = (A, H, I(words), sums)
+    scan_args = (sums, sums_incl, I(blocks))
+    ranks_args = (H, sums_incl, I(words), incl)
+    cells_grid = (-(-n // (BLOCK * CELLS_PER_THREAD)),)
+    cells_tail = (I(n), A, H, incl)
+    pieces_grid = (-(-words // BLOCK),)
+    pieces_tail = (A, H, incl, I(words))
+    count = incl[-1]
 
-    def clear():
+    def clear(values, P):
         cupy.cuda.runtime.memsetAsync(bits.data.ptr, 0, bits.nbytes,
                                       cupy.cuda.get_current_stream().ptr)
 
-    def last():
-        pieces_k((-(-words // BLOCK),), (BLOCK,), (P, A, H, incl, I(words)))
-        return incl[-1]
+    def last(values, P):
+        pieces_k(pieces_grid, (BLOCK,), (P,) + pieces_tail)
+        return count
 
     out = [] if aligned else [("clear", clear)]
     return out + [
-        ("tile", lambda: tile(grid, (32 * warps,), (values, P, A, H) + dims + (np.int32(aligned),))),
-        ("border", lambda: border(grid, (border_block,), (values, P, H) + dims)),
-        ("roots", lambda: roots_k((blocks,), (PIECE_BLOCK,), (P, A, H, I(words), sums))),
-        ("scan", lambda: scan_k((1,), (1024,), (sums, sums_incl, I(blocks)))),
-        ("ranks", lambda: words_k((blocks,), (PIECE_BLOCK,), (H, sums_incl, I(words), incl))),
-        ("cells", lambda: cells_k((-(-n // (BLOCK * CELLS_PER_THREAD)),), (BLOCK,),
-                                  (P, I(n), A, H, incl))),
+        ("tile", lambda values, P: tile(grid, (32 * warps,), (values, P) + tile_tail)),
+        ("border", lambda values, P: border(grid, border_block, (values, P) + border_tail)),
+        ("roots", lambda values, P: roots_k((blocks,), (PIECE_BLOCK,), (P,) + roots_args)),
+        ("scan", lambda values, P: scan_k((1,), (1024,), scan_args)),
+        ("ranks", lambda values, P: words_k((blocks,), (PIECE_BLOCK,), ranks_args)),
+        ("cells", lambda values, P: cells_k(cells_grid, (BLOCK,), (P,) + cells_tail)),
         ("pieces", last),
     ]
+
+
+def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, tiles=None):
+    """:func:`program` bound to ``values`` and ``P``: ``[(name, launch), ...]``
+    with ``launch()`` taking no arguments (the general path and
+    benchmarks/phases.py time each one)."""
+    prog = program(values.dtype, P.dtype, values.size, shape, connectivity, has_bg, bgkey,
+                   buffers, tiles)
+    return [(name, functools.partial(launch, values, P)) for name, launch in prog]

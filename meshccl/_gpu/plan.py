@@ -58,13 +58,14 @@ class Plan:
         self.cupy = cupy
         self.graph = None
         if mesh.USE_MESH23 and mesh23.applies(prob.shape):
-            # the 2-D / 3-D path: its own launch list, scratch kept with the plan
-            self.steps23 = (prob.shape, prob.connectivity, prob.has_bg, prob.bgkey)
-            self.buffers = mesh23.scratch(n, self.work)
+            # the 2-D / 3-D path: its launches worked out once, scratch kept with the plan
+            self.program = mesh23.program(self.view, self.work, n, prob.shape, prob.connectivity,
+                                          prob.has_bg, prob.bgkey,
+                                          buffers=mesh23.scratch(n, self.work))
             if n <= GRAPH_CELLS:
                 self._try_capture()
             return
-        self.steps23 = None
+        self.program = None
         targs, geo, params = grid_args(prob.values, self.work, prob.shape, prob.connectivity,
                                        prob.has_bg, prob.bgkey)
         self.tile, self.union = kernels("mesh.cu", f"meshccl_mesh_tile<{targs}>",
@@ -92,10 +93,10 @@ class Plan:
 
     def _launch(self, values, P):
         """The launches of the plain path; returns N as a 0-d array."""
-        if self.steps23 is not None:
+        if self.program is not None:
             count = None
-            for _, launch in mesh23.steps(values, P, *self.steps23, buffers=self.buffers):
-                count = launch()
+            for _, launch in self.program:
+                count = launch(values, P)
             return count
         self.tile(self.tiles, self.cells, (values, P) + self.params, shared_mem=self.smem)
         self.union(self.tiles, self.cells, (values, P) + self.params)
