@@ -177,3 +177,14 @@ def test_bits_spiral(n):
         b = np.stack([a, a, a ^ (np.arange(n) % 7 == 0), a])
         np.testing.assert_array_equal(meshccl.label(b, connectivity=conn),
                                       sk_label(b, connectivity=conn))
+
+
+@pytest.mark.parametrize("shape", [(3000,), (3, 2500), (200, 300), (2, 3, 1500), (40, 45, 50)])
+def test_prov_table_growth(shape):
+    """Noise of three values labelled without a background: far more
+    provisional labels than ``_label_prov``'s first table (1024 or n / 32
+    entries), so the scan stops and resumes mid-row each time it grows."""
+    a = np.random.default_rng(len(shape) * 7 + shape[-1]).integers(1, 4, shape).astype(np.uint8)
+    for conn in range(1, len(shape) + 1):
+        np.testing.assert_array_equal(meshccl.label(a, connectivity=conn, background=-1),
+                                      sk_label(a, connectivity=conn, background=-1))

@@ -236,20 +236,6 @@ def _neighbour_lines(table, last):
     return nlines, loff, lmlo, lmhi, ldmin, ldmax
 
 
-@njit(cache=True, inline="always")
-def _new_label(E, nl, cap):
-    """A new provisional label nl + 1 (its own root); E grows by doubling
-    (it keeps one spare entry: E[cap] is room for a sentinel)."""
-    nl += 1
-    if nl >= cap:
-        cap *= 2
-        E2 = np.empty(cap + 1, dtype=E.dtype)
-        E2[:nl] = E[:nl]
-        E = E2
-    E[nl] = nl
-    return E, nl, cap
-
-
 @njit(cache=True)
 def _number(E, nl, P):
     """Number the roots of E (provisional labels 1..nl) in order and write
@@ -268,34 +254,27 @@ def _number(E, nl, P):
 
 
 @njit(cache=True)
-def _label_prov(values, P, shape, table, has_bg, bgkey):
-    """The plain case (equal values, no mask / bonds / tolerance / wrap) in
-    the classical two-pass design: each run of equal cells along the last
-    axis takes the provisional label of the first run of the same value it
-    touches in an earlier neighbour line (or a new one), and the labels of
-    the other runs it touches are merged in a small equivalence table ``E``
-    (union-find over provisional labels, roots are the smallest).  The
-    provisional labels grow in raster order of their run and a new one starts
-    only at the first cell of a component, so numbering the roots of ``E`` in
-    order gives skimage's numbering; a final gather writes them into ``P``.
-
-    The offsets of the table are grouped by neighbour line (the same
-    leading-axis step): a run of columns [c, e) touches columns
-    [c + dmin, e - 1 + dmax] of that line.  Returns the number of labels."""
+def _prov_rows(values, P, E, nl, row0, c0, coords, shape, has_bg, bgkey, nlines, loff, lmlo,
+               lmhi, ldmin, ldmax):
+    """The scan of :func:`_label_prov` from column c0 of row row0 (``coords``:
+    its leading coordinates) on, until the end or until a run needs a new
+    label and the table ``E`` is full; returns (row, column, labels so far)
+    where it stopped (that run not yet labelled; row = the number of rows at
+    the end).  ``E`` is an argument that this function never replaces, so
+    numba keeps no reference counts in its loops: with the table grown
+    inside the loop, it did an atomic NRT incref / decref for every run."""
     n = values.shape[0]
     ndim = shape.shape[0]
     last = ndim - 1
     W = shape[last]
-    nlines, loff, lmlo, lmhi, ldmin, ldmax = _neighbour_lines(table, last)
-    cap = max(1024, min(n + 1, n // 32 + 2))
-    E = np.empty(cap + 1, dtype=P.dtype)
-    E[0] = 0
-    nl = 0
-    coords = np.zeros(ndim, dtype=np.int64)
+    nrows = n // W
+    cap = E.shape[0] - 1  # labels 1..cap - 1 (E[cap]: a spare entry)
     qoff = np.empty(nlines, dtype=np.int64)
     qmin = np.empty(nlines, dtype=np.int64)
     qmax = np.empty(nlines, dtype=np.int64)
-    for row in range(n // W):
+    row = row0
+    c = c0
+    while row < nrows:
         lo, hi = _row_masks(coords, shape, last)
         base = row * W
         cnt = 0
@@ -306,7 +285,6 @@ def _label_prov(values, P, shape, table, has_bg, bgkey):
             qmin[cnt] = ldmin[k]
             qmax[cnt] = ldmax[k]
             cnt += 1
-        c = 0
         while c < W:
             s = base + c
             v = values[s]
@@ -370,21 +348,67 @@ def _label_prov(values, P, shape, table, has_bg, bgkey):
                         if lab == 0:
                             lab = r
                         elif r < lab:
-                            E[lab] = r
+                            E[_u(lab)] = r
                             lab = r
                         elif r > lab:
-                            E[r] = lab
+                            E[_u(r)] = lab
                         x += 1
                         while x <= b and values[_u(jb + x)] == v:
                             x += 1  # the rest of that run: the same label
                     x += 1
             if lab == 0:
-                E, nl, cap = _new_label(E, nl, cap)
+                if nl + 1 >= cap:
+                    return row, c, nl  # full (nothing of this run written yet)
+                nl += 1
+                E[_u(nl)] = nl
                 lab = nl
             for k in range(s, base + e):
                 P[_u(k)] = lab
             c = e
+        c = 0
         _next_row(coords, shape, last)
+        row += 1
+    return row, 0, nl
+
+
+@njit(cache=True)
+def _label_prov(values, P, shape, table, has_bg, bgkey):
+    """The plain case (equal values, no mask / bonds / tolerance / wrap) in
+    the classical two-pass design: each run of equal cells along the last
+    axis takes the provisional label of the first run of the same value it
+    touches in an earlier neighbour line (or a new one), and the labels of
+    the other runs it touches are merged in a small equivalence table ``E``
+    (union-find over provisional labels, roots are the smallest).  The
+    provisional labels grow in raster order of their run and a new one starts
+    only at the first cell of a component, so numbering the roots of ``E`` in
+    order gives skimage's numbering; a final gather writes them into ``P``.
+
+    The offsets of the table are grouped by neighbour line (the same
+    leading-axis step): a run of columns [c, e) touches columns
+    [c + dmin, e - 1 + dmax] of that line.  Returns the number of labels."""
+    n = values.shape[0]
+    ndim = shape.shape[0]
+    last = ndim - 1
+    W = shape[last]
+    nlines, loff, lmlo, lmhi, ldmin, ldmax = _neighbour_lines(table, last)
+    nrows = n // W
+    cap = max(1024, min(n + 1, n // 32 + 2))
+    E = np.empty(cap + 1, dtype=P.dtype)
+    E[0] = 0
+    nl = 0
+    coords = np.zeros(ndim, dtype=np.int64)
+    row = 0
+    c = 0
+    while True:
+        row, c, nl = _prov_rows(values, P, E, nl, row, c, coords, shape, has_bg, bgkey, nlines,
+                                loff, lmlo, lmhi, ldmin, ldmax)
+        if row >= nrows:
+            break
+        # the table is full: grow it by doubling (out here, not in the scan's loops)
+        cap *= 2
+        E2 = np.empty(cap + 1, dtype=E.dtype)
+        E2[:nl + 1] = E[:nl + 1]
+        E = E2
     return _number(E, nl, P)
 
 
