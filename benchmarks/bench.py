@@ -19,7 +19,9 @@ What it measures
   red channel of an RGB image).  Each is warmed up, then timed with a pair of
   CUDA events around every call; the median over at least ``--repeat`` calls
   (default 20) and at least ``--min-time`` seconds (default 1) is reported.
-* **CPU tools** on a NumPy copy: meshccl.label (CPU backend), and as peers
+* **CPU tools** on a NumPy copy: meshccl.label (CPU backend) serially and
+  with every numba thread (``cpu_threads=0``; the thread count,
+  ``numba.config.NUMBA_NUM_THREADS``, is recorded), and as peers
   skimage.measure.label, scipy.ndimage.label, cv2.connectedComponents and
   cc3d.connected_components.  Each is warmed up on a small crop (numba JIT,
   first-call costs), then timed with ``time.perf_counter``: the median of 3
@@ -27,12 +29,12 @@ What it measures
 * **Correctness**: every tool's component count must equal meshccl's, and its
   labels must describe the same partition ('identical' when the values are
   equal too, 'same partition' when they differ only by a relabelling,
-  'MISMATCH' otherwise).  meshccl GPU must be identical to meshccl CPU, and
-  meshccl CPU identical to skimage (the drop-in contract).  A meshccl
-  MISMATCH or error makes the script exit with status 1 (after writing the
-  results).  Tools that do not do what a case asks (binary-only tools on the
-  Potts field, 2-D-only tools on volumes, full-connectivity-only tools at
-  connectivity 1) are marked 'n/a'.
+  'MISMATCH' otherwise).  meshccl GPU and meshccl CPU threads must be
+  identical to meshccl CPU, and meshccl CPU identical to skimage (the drop-in
+  contract).  A meshccl MISMATCH or error makes the script exit with status 1
+  (after writing the results).  Tools that do not do what a case asks
+  (binary-only tools on the Potts field, 2-D-only tools on volumes,
+  full-connectivity-only tools at connectivity 1) are marked 'n/a'.
 * **Small-image latency**: blobs at 64^2 .. 1024^2, wall time per call of a
   Python loop of N calls followed by one device synchronise, divided by N.
 
@@ -83,9 +85,11 @@ LATENCY_SIDES = (64, 256, 512, 1024)
 LATENCY_CONNECTIVITY = 1  # cupyx's default structure
 
 GPU_TOOLS = ("meshccl GPU", "cupyx", "cuCIM", "bkeccl", "bkeccl raw", "colorcc")
-CPU_TOOLS = ("meshccl CPU", "skimage", "scipy", "OpenCV", "cc3d")
+CPU_MESHCCL = ("meshccl CPU", "meshccl CPU threads")
+CPU_PEERS = ("skimage", "scipy", "OpenCV", "cc3d")
+CPU_TOOLS = CPU_MESHCCL + CPU_PEERS
 GPU_PEERS = GPU_TOOLS[1:]
-CPU_PEERS = CPU_TOOLS[1:]
+MESHCCL_TOOLS = ("meshccl GPU",) + CPU_MESHCCL
 
 
 def log(msg):
@@ -515,12 +519,21 @@ def _colorcc_tools(skipped, probe2):
 
 
 def cpu_tools(with_peers=True):
-    """meshccl's CPU backend and (optionally) the CPU peers that import."""
+    """meshccl's CPU backend (serial, then on every numba thread) and
+    (optionally) the CPU peers that import."""
+    import numba
+
     tools, skipped = [], {}
     tools.append(Tool(
         "meshccl CPU", "cpu",
         label=lambda x, c: meshccl.label(x, connectivity=c.connectivity, return_num=True),
         api="meshccl.label(x, connectivity=c) on NumPy", version=meshccl.__version__))
+    tools.append(Tool(
+        "meshccl CPU threads", "cpu",
+        label=lambda x, c: meshccl.label(x, connectivity=c.connectivity, cpu_threads=0, return_num=True),
+        api=(f"meshccl.label(x, connectivity=c, cpu_threads=0) on NumPy, "
+             f"{numba.config.NUMBA_NUM_THREADS} numba threads"),
+        version=meshccl.__version__))
     if not with_peers:
         for name in CPU_PEERS:
             skipped[name] = "skipped: --no-cpu-peers"
@@ -663,6 +676,9 @@ def run_case(case, x_dev, x_host, gtools, ctools, skipped, args):
                     res["meshccl GPU"]["reference"] = "meshccl CPU"
                 ref, ref_count, ref_name = labels, int(count), "meshccl CPU"
                 r["check"] = "pending (against skimage)"
+            elif tool.name == "meshccl CPU threads" and ref is not None:
+                r["check"] = strict(compare(np, ref, ref_count, labels, count))
+                r["reference"] = ref_name
             elif ref is not None:
                 r["check"] = compare(np, ref, ref_count, labels, count)
                 r["reference"] = ref_name
@@ -721,7 +737,7 @@ def run_latency(use_gpu, gtools, ctools):
                     funcs.append((name, lambda x=x, t=t: t.timed_call(x, case), sync))
         xh = patterns.blobs(shape, xp=np)
         for t in ctools:
-            if t.name in ("meshccl CPU", "skimage"):
+            if t.name in CPU_MESHCCL + ("skimage",):
                 funcs.append((t.name, lambda t=t: t.label(xh, case), lambda: None))
         for name, fn, sync in funcs:
             try:
@@ -744,6 +760,8 @@ def _cuda_version(v):
 
 
 def machine_info(use_gpu, gpu_reason):
+    import numba
+
     info = {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "command": " ".join(shlex.quote(a) for a in [sys.executable] + sys.argv),
@@ -754,6 +772,7 @@ def machine_info(use_gpu, gpu_reason):
         "meshccl": {"version": meshccl.__version__, "path": os.path.dirname(meshccl.__file__),
                     "git": _git_state()},
         "numpy": np.__version__,
+        "numba": {"version": numba.__version__, "threads": numba.config.NUMBA_NUM_THREADS},
         "gpu": None,
     }
     if not use_gpu:
@@ -862,10 +881,12 @@ def markdown(results):
                    f"{gpu['runtime_version']}, CuPy {gpu['cupy']})")
     else:
         machine = f"no GPU ({m.get('gpu_skipped')})"
+    numba_info = m.get("numba")
+    threads = f", {numba_info['threads']} numba threads" if numba_info else ""
     lines = [
         "# meshccl benchmark",
         "",
-        f"Machine: {machine}; host {m['cpu_count']} CPUs ({m['cpu_model']}). "
+        f"Machine: {machine}; host {m['cpu_count']} CPUs ({m['cpu_model']}){threads}. "
         f"Date: {m['date_utc']}. meshccl {m['meshccl']['version']} at {m['meshccl']['git']}. "
         f"Command: `{m['command']}`",
         "",
@@ -892,8 +913,8 @@ def markdown(results):
         lines.append("| " + " | ".join(row) + " |")
 
     lines += ["", "## Correctness", "",
-              "Against meshccl (meshccl GPU against meshccl CPU, meshccl CPU against skimage: "
-              "both must be identical). Counts must agree.", ""]
+              "Against meshccl (meshccl GPU and meshccl CPU threads against meshccl CPU, "
+              "meshccl CPU against skimage: all must be identical). Counts must agree.", ""]
     lines.append("| case | " + " | ".join(cols) + " |")
     lines.append("|" + "|".join(["---"] * (len(cols) + 1)) + "|")
     for case in results["cases"]:
@@ -1074,7 +1095,7 @@ def main(argv=None):
         entry["tools"] = run_case(case, x_dev, x_host, gtools, ctools, skipped, args)
         entry["wall_s"] = time.perf_counter() - t0
         results["cases"].append(entry)
-        for name in ("meshccl GPU", "meshccl CPU"):
+        for name in MESHCCL_TOOLS:
             r = entry["tools"].get(name, {})
             if r.get("status") == "error":
                 results["failures"].append(f"{case.name}: {name} error: {r['error']}")

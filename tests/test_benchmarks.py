@@ -1,4 +1,5 @@
-"""The benchmark helpers that run without a GPU: reading and plotting stored results."""
+"""The benchmark helpers that run without a GPU: reading and plotting stored
+results, and bench.py's CPU tools."""
 
 import sys
 from pathlib import Path
@@ -18,3 +19,19 @@ def test_plot_graphs_reads_the_stored_gpu_table(tmp_path):
     pytest.importorskip("matplotlib")
     png = plot_graphs.plot(ROOT / "benchmarks/results/graph_bench_gpu.md", str(tmp_path / "g.png"))
     assert Path(png).stat().st_size > 10_000
+
+
+def test_bench_times_and_checks_the_threaded_cpu_tool():
+    import bench
+    tools, skipped = bench.cpu_tools(with_peers=False)
+    assert [t.name for t in tools] == ["meshccl CPU", "meshccl CPU threads"]  # run without peers
+    assert set(skipped) == set(bench.CPU_PEERS)
+    case = bench.Case("blobs-96^2-c2", "blobs", (96, 96), 2)
+    x = bench.generate(case, bench.np)
+    args = bench.parse_args(["--out", "unused", "--repeat", "1"])
+    res = bench.run_case(case, None, x, [], tools, skipped, args)
+    threads = res["meshccl CPU threads"]
+    assert threads["status"] == "ok" and threads["count"] == res["meshccl CPU"]["count"] > 1
+    assert (threads["check"], threads["reference"]) == ("identical", "meshccl CPU")
+    results = {"cases": [{"tools": res}]}
+    assert bench.columns(results)[:2] == ["meshccl CPU", "meshccl CPU threads"]
