@@ -178,3 +178,51 @@ def test_parallel_cpu_large(shape, conn):
 def test_cpu_threads_validation(bad):
     with pytest.raises(ValueError, match="cpu_threads must be an int >= 0"):
         meshccl.label(np.ones((3, 3), np.uint8), cpu_threads=bad)
+
+
+def _skimage_reference(a, conn, background):
+    from skimage.measure import label as sk_label
+
+    return sk_label(a, connectivity=conn, background=background)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("shape", [(1, 9), (2, 7), (3, 5), (3, 4, 5), (5, 9), (17, 13), (64, 70),
+                                   (200, 151), (1, 4, 5), (2, 3, 4), (7, 9, 11), (20, 21, 22),
+                                   (5, 1, 7), (1,), (2,), (31,)])
+def test_parallel_slabs_match_skimage(shape, threads):
+    """The plain case runs the serial labellers on slabs along axis 0 and
+    unites the seams: the same labels and numbering as skimage, whatever
+    the slab count (fewer rows than threads, as many, odd sizes, 1-D)."""
+    rng = np.random.default_rng(sum(shape) * threads)
+    images = [rng.integers(0, nv, shape) for nv in (2, 3, 7)]
+    images.append(rng.random(shape) < 0.6)
+    images.append((rng.random(shape) * 3).astype(np.float32))
+    if len(shape) > 1 and min(shape) > 2:
+        images.append(patterns.potts(shape, seed=2))
+    for a in images:
+        for conn in range(1, a.ndim + 1):
+            for background in (0, 1, -1):
+                want = _skimage_reference(a, conn, background)
+                got, num = meshccl.label(a, background=background, connectivity=conn,
+                                         cpu_threads=threads, return_num=True)
+                np.testing.assert_array_equal(got, want)
+                assert num == want.max()
+
+
+def test_parallel_slabs_used_for_plain_case(monkeypatch):
+    """cpu_threads > 1 sends the plain case through the slabs (and not a
+    1-D array, nor axis 0 of length 1)."""
+    from meshccl._cpu import mesh
+
+    calls = []
+    slabs = mesh._label_slabs
+    monkeypatch.setattr(mesh, "_label_slabs", lambda *a: calls.append(1) or slabs(*a))
+    spiral = patterns.spiral(129)
+    for threads in (0, 2, 3):
+        np.testing.assert_array_equal(meshccl.label(spiral, connectivity=1, cpu_threads=threads),
+                                      _skimage_reference(spiral, 1, 0))
+    assert len(calls) == 3
+    meshccl.label(np.arange(10) % 3, cpu_threads=2)
+    meshccl.label(spiral[:1], cpu_threads=2)
+    assert len(calls) == 3

@@ -13,7 +13,10 @@ The plain case (equal values, no mask / bonds / tolerance / wrap / axes) runs
 serially through :func:`_label_prov` instead: provisional labels per run in a
 small equivalence table, then one gather (the classical two-pass design), with
 the same numbering; binary images (background and one other value) through
-:func:`_label_bits`, the same design on rows packed into 64-bit words.  The parallel labeller keeps the per-cell forest.
+:func:`_label_bits`, the same design on rows packed into 64-bit words.  In
+parallel, the plain case runs those labellers on slabs along axis 0, one
+thread each, then unites the seams (:func:`_label_slabs`); the other cases
+keep the per-cell forest (:func:`_label_parallel`).
 """
 
 import numpy as np
@@ -236,10 +239,10 @@ def _neighbour_lines(table, last):
     return nlines, loff, lmlo, lmhi, ldmin, ldmax
 
 
-@njit(cache=True)
-def _number(E, nl, P):
-    """Number the roots of E (provisional labels 1..nl) in order and write
-    every cell's final label into P; return the count."""
+@njit(cache=True, nogil=True)
+def _number_table(E, nl):
+    """Number the roots of E (provisional labels 1..nl, parents smaller) in
+    order: E[l] becomes the number of l's root; return the count."""
     count = 0
     for l in range(1, nl + 1):
         p = E[l]
@@ -248,12 +251,20 @@ def _number(E, nl, P):
             E[l] = count
         else:
             E[l] = E[p]
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _number(E, nl, P):
+    """Number the roots of E (provisional labels 1..nl) in order and write
+    every cell's final label into P; return the count."""
+    count = _number_table(E, nl)
     for i in range(P.shape[0]):
         P[i] = E[_u(P[i])]
     return count
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _prov_rows(values, P, E, nl, row0, c0, coords, shape, has_bg, bgkey, nlines, loff, lmlo,
                lmhi, ldmin, ldmax):
     """The scan of :func:`_label_prov` from column c0 of row row0 (``coords``:
@@ -371,8 +382,16 @@ def _prov_rows(values, P, E, nl, row0, c0, coords, shape, has_bg, bgkey, nlines,
     return row, 0, nl
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _label_prov(values, P, shape, table, has_bg, bgkey):
+    """See :func:`_prov_table`; writes the final labels into P and returns
+    their number."""
+    E, nl = _prov_table(values, P, shape, table, has_bg, bgkey)
+    return _number(E, nl, P)
+
+
+@njit(cache=True, nogil=True)
+def _prov_table(values, P, shape, table, has_bg, bgkey):
     """The plain case (equal values, no mask / bonds / tolerance / wrap) in
     the classical two-pass design: each run of equal cells along the last
     axis takes the provisional label of the first run of the same value it
@@ -381,11 +400,13 @@ def _label_prov(values, P, shape, table, has_bg, bgkey):
     (union-find over provisional labels, roots are the smallest).  The
     provisional labels grow in raster order of their run and a new one starts
     only at the first cell of a component, so numbering the roots of ``E`` in
-    order gives skimage's numbering; a final gather writes them into ``P``.
+    order gives skimage's numbering; a final gather (:func:`_label_prov`)
+    writes them into ``P``; here P keeps the provisional labels.
 
     The offsets of the table are grouped by neighbour line (the same
     leading-axis step): a run of columns [c, e) touches columns
-    [c + dmin, e - 1 + dmax] of that line.  Returns the number of labels."""
+    [c + dmin, e - 1 + dmax] of that line.  Returns (E, number of
+    provisional labels)."""
     n = values.shape[0]
     ndim = shape.shape[0]
     last = ndim - 1
@@ -409,7 +430,7 @@ def _label_prov(values, P, shape, table, has_bg, bgkey):
         E2 = np.empty(cap + 1, dtype=E.dtype)
         E2[:nl + 1] = E[:nl + 1]
         E = E2
-    return _number(E, nl, P)
+    return E, nl
 
 
 @njit(cache=True, inline="always")
@@ -443,8 +464,19 @@ def _next_zero(M, mb, pos, W):
     return min((w << 6) + int(trailing_zeros(x)), W)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _label_bits(values, P, shape, table, bgkey):
+    """See :func:`_bits_table`; writes the final labels into P and returns
+    their number, or -1 (P untouched) when the image has two foreground
+    values."""
+    E, nl = _bits_table(values, P, shape, table, bgkey)
+    if nl < 0:
+        return -1
+    return _number(E, nl, P)
+
+
+@njit(cache=True, nogil=True)
+def _bits_table(values, P, shape, table, bgkey):
     """Binary images (background and one other value): :func:`_label_prov`
     on rows packed into 64-bit words.  Runs (and the runs of a neighbour
     line that a run touches) are found by count-trailing-zeros instead of
@@ -453,7 +485,8 @@ def _label_bits(values, P, shape, table, bgkey):
     first row of a plane), a word equal to the line's word copies the
     line's 64 labels: each run inside it touches just the run with the same
     cells (Hawick's spiral: 1-cell walls repeated row after row), so only a
-    run that goes on into the next word is merged as usual.  Returns -1
+    run that goes on into the next word is merged as usual.  Returns (E,
+    number of provisional labels) like :func:`_prov_table`, or (-, -1)
     (nothing written to P) when the image has two foreground values."""
     n = values.shape[0]
     ndim = shape.shape[0]
@@ -482,7 +515,7 @@ def _label_bits(values, P, shape, table, bgkey):
                 word |= np.uint64(f) << np.uint64(c - c0)
             M[_u(row * nw + w)] = word
         if bad:
-            return -1
+            return np.zeros(1, dtype=P.dtype), -1
     nlines, loff, lmlo, lmhi, ldmin, ldmax = _neighbour_lines(table, last)
     # room for every provisional label (at most one per run, (W + 1) // 2 runs
     # a row) from the start: E is never replaced inside the loop, so numba
@@ -572,7 +605,7 @@ def _label_bits(values, P, shape, table, bgkey):
                 for k in range(base + s, base + e):
                     P[_u(k)] = lab
         _next_row(coords, shape, last)
-    return _number(E, nl, P)
+    return E, nl
 
 
 @njit(cache=True)
@@ -640,6 +673,111 @@ def _label_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds,
     return counts[K]
 
 
+@njit(cache=True, nogil=True)
+def _slab(values, P, shape, table, has_bg, bgkey):
+    """One slab of :func:`_label_slabs`: provisional labels into P (as
+    :func:`label_mesh` chooses the labeller) and the numbered table E (E[l]:
+    the slab's label 1..count of provisional label l).  Returns (E, number of
+    provisional labels, count)."""
+    nl = -1
+    if has_bg:
+        E, nl = _bits_table(values, P, shape, table, bgkey)
+    if nl < 0:
+        E, nl = _prov_table(values, P, shape, table, has_bg, bgkey)
+    return E, nl, _number_table(E, nl)
+
+
+@njit(cache=True, nogil=True)
+def _seam(values, P, shape, table, start, Ea, Oa, Eb, Ob, G):
+    """Unite (in G, over global ids: a slab's offset + its label) the cells
+    of the plane ``start`` along axis 0 (the first of slab b) with their
+    neighbours in the plane before it (the last of slab a): the table's rows
+    that step back along axis 0, equal values only, background never."""
+    ndim = shape.shape[0]
+    last = ndim - 1
+    lastbit = 1 << last
+    W = shape[last]
+    plane = 1
+    for k in range(1, ndim):
+        plane *= shape[k]
+    coords = np.zeros(ndim, dtype=np.int64)
+    coords[0] = start
+    prev_a = -1
+    prev_b = -1
+    for r in range(plane // W):
+        lo, hi = _row_masks(coords, shape, last)
+        base = start * plane + r * W
+        for o in range(table.shape[0]):
+            if not table[o, 1] & 1:
+                continue
+            if (lo & table[o, 1] & ~lastbit) | (hi & table[o, 2] & ~lastbit):
+                continue
+            d = -1 if (table[o, 1] >> last) & 1 else ((table[o, 2] >> last) & 1)
+            off = table[o, 0]
+            for c in range(max(0, -d), min(W, W - d)):
+                i = base + c
+                p = P[i]
+                if p == 0:
+                    continue
+                j = i + off
+                if values[i] != values[j]:
+                    continue
+                gb = Ob + Eb[p]
+                ga = Oa + Ea[P[j]]
+                if ga == prev_a and gb == prev_b:
+                    continue
+                prev_a = ga
+                prev_b = gb
+                unite(G, ga, gb)
+        _next_row(coords, shape, last)
+
+
+@njit(cache=True, nogil=True)
+def _gather(P, E, nl, G, O):
+    """Final labels of a slab: provisional label l becomes G[O + E[l]]."""
+    for l in range(1, nl + 1):
+        E[l] = G[O + E[l]]
+    E[0] = 0
+    for i in range(P.shape[0]):
+        P[i] = E[_u(P[i])]
+
+
+def _label_slabs(values, L, shape, table, has_bg, bg, threads):
+    """The plain case in T slabs along axis 0, on T threads: each slab is
+    labelled by the serial labellers (GIL released), then the seams between
+    slabs are united in a small union-find over global ids (slab offset +
+    slab label; the smaller id becomes the root, so a component's root is
+    its first piece in raster order), the roots are numbered in order
+    (skimage's numbering) and each slab gathers its final labels."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = int(shape[0])
+    T = max(1, min(int(threads), rows))
+    plane = values.shape[0] // rows
+    cuts = [rows * s // T for s in range(T + 1)]
+    shapes = []
+    for s in range(T):
+        sh = shape.copy()
+        sh[0] = cuts[s + 1] - cuts[s]
+        shapes.append(sh)
+    sl = [slice(cuts[s] * plane, cuts[s + 1] * plane) for s in range(T)]
+    with ThreadPoolExecutor(T) as pool:
+        res = list(pool.map(lambda s: _slab(values[sl[s]], L[sl[s]], shapes[s], table, has_bg,
+                                            bg), range(T)))
+        offsets = np.zeros(T + 1, dtype=np.int64)
+        for s in range(T):
+            offsets[s + 1] = offsets[s] + res[s][2]
+        N = int(offsets[T])
+        G = np.arange(N + 1, dtype=np.int64)
+        for s in range(1, T):
+            _seam(values, L, shape, table, cuts[s], res[s - 1][0], offsets[s - 1], res[s][0],
+                  offsets[s], G)
+        count = _number_table(G, N)
+        list(pool.map(lambda s: _gather(L[sl[s]], res[s][0], res[s][1], G, offsets[s]),
+                      range(T)))
+    return count
+
+
 def keys(values, bgkey, tolerance):
     """Values, background and tolerance as the CPU kernels compare them:
     the values as they are with a tolerance, else their keys (floats
@@ -673,10 +811,21 @@ def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
 
 def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask=None,
                         bonds=None, bond_rows=None, tolerance=None, no_left=False):
-    """Parallel labelling (numba threads) into ``L``; return N.  Same labels as
-    :func:`label_mesh`.  Not for periodic lattices."""
+    """Parallel labelling into ``L``; return N.  Same labels as
+    :func:`label_mesh`.  Not for periodic lattices.  The plain case (no
+    tolerance / mask / bonds / axes) runs in ``threads`` slabs along axis 0
+    on Python threads (:func:`_label_slabs`; serially when axis 0 is shorter
+    than 2 or the array is 1-D), the others on numba threads
+    (:func:`_label_parallel`, at most NUMBA_NUM_THREADS)."""
     import numba
 
+    if tolerance is None and mask is None and bonds is None and not no_left:
+        # the plain case: the serial labellers on slabs along axis 0
+        shape = np.asarray(shape, dtype=np.int64)
+        if shape.shape[0] < 2 or shape[0] < 2 or int(threads) < 2:
+            return label_mesh(values, L, shape, table, has_bg, bgkey)
+        values, bg, _ = keys(values, bgkey, None)
+        return int(_label_slabs(values, L, shape, table, bool(has_bg), bg, threads))
     values, bg, tol = keys(values, bgkey, tolerance)
     shape = np.asarray(shape, dtype=np.int64)
     n = values.shape[0]
