@@ -188,3 +188,28 @@ def test_prov_table_growth(shape):
     for conn in range(1, len(shape) + 1):
         np.testing.assert_array_equal(meshccl.label(a, connectivity=conn, background=-1),
                                       sk_label(a, connectivity=conn, background=-1))
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5), (3, 4, 7), (5, 2, 9), (6, 40, 33), (9, 10),
+                                   (3, 2, 4, 6)])
+@pytest.mark.parametrize("runs", [1, 3, 12])
+def test_prov_short_windows(shape, runs):
+    """``_prov_rows`` reads neighbour-line windows of up to 8 cells as a bit
+    mask (reading past the window when the array allows, else cell by
+    cell): runs of about ``runs`` cells of several values, rows shorter and
+    longer than 8, the last rows of the array, with and without background,
+    all connectivities, against skimage (4-D: against the per-cell path)."""
+    rng = np.random.default_rng(sum(shape) * 31 + runs)
+    n = int(np.prod(shape))
+    cuts = rng.random(n) < 1.0 / runs
+    a = (np.cumsum(cuts) * 7 + rng.integers(0, 3, n) * cuts.cumsum().clip(0, 1)) % 4
+    a = a.reshape(shape).astype(np.int16)
+    for conn in range(1, len(shape) + 1):
+        for bg in (-1, 0):
+            if len(shape) > 3:  # skimage stops at 3-D: the per-cell path
+                want = meshccl.label(a, connectivity=conn, background=bg,
+                                     mask=np.ones(shape, dtype=bool))
+            else:
+                want = sk_label(a, connectivity=conn, background=bg)
+            np.testing.assert_array_equal(meshccl.label(a, connectivity=conn, background=bg),
+                                          want)

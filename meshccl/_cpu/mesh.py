@@ -353,6 +353,28 @@ def _prov_rows(values, P, E, nl, row0, c0, coords, shape, has_bg, bgkey, nlines,
                 jb = qoff[q]
                 x = max(c + qmin[q], 0)
                 b = min(e - 1 + qmax[q], W - 1)
+                if b - x < 8 and jb + x + 8 <= n:
+                    # a short window (the common case): its matches as a bit
+                    # mask, built without a branch per cell, then one find per
+                    # run of matches (its first bit); the cell-by-cell loop
+                    # below mispredicts at every run border of the line
+                    L = b - x + 1
+                    mk = np.uint64(0)
+                    for t in range(8):
+                        mk |= np.uint64((values[_u(jb + x + t)] == v) & (t < L)) << np.uint64(t)
+                    st = mk & ~(mk << np.uint64(1))
+                    while st:
+                        t = trailing_zeros(st)
+                        st &= st - np.uint64(1)
+                        r = _eq_find(E, P[_u(jb + x + t)])
+                        if lab == 0:
+                            lab = r
+                        elif r < lab:
+                            E[_u(lab)] = r
+                            lab = r
+                        elif r > lab:
+                            E[_u(r)] = lab
+                    continue
                 while x <= b:
                     if values[_u(jb + x)] == v:
                         r = _eq_find(E, P[_u(jb + x)])
