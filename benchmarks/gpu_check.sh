@@ -7,6 +7,7 @@
 #   TESTS="tests/test_methods.py ..."  limits the tests step (default: tests)
 #   CAP=60                             seconds per call before hawick stops a method
 #   PHASES_ARGS="--tiles 3:8,8,16"     arguments for benchmarks/phases.py
+#   GPROFILE_ARGS, GNCU_ARGS, GNCU_KERNEL  graph_profile.py arguments; the kernel gncu profiles
 #
 # Peers missing on the GPU machine travel as wheels in .whl/ (carry ".whl";
 # see ../shared/tools/fetch-peer-wheels.sh) and are unpacked to /tmp/site.
@@ -49,6 +50,13 @@ for step in $steps; do
           --out "$OUT/hawick" 2>&1 | tee "$OUT/hawick-$exp.log" | tail -14
         [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
       done ;;
+    gprofile)
+      python3 benchmarks/graph_profile.py ${GPROFILE_ARGS:-} 2>&1 | tee "$OUT/graph_profile.log" ;;
+    gncu)
+      ncu --kernel-name "regex:${GNCU_KERNEL:-meshccl_graph_kout}" --launch-skip 1 --launch-count 1 \
+        --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \
+        python3 benchmarks/graph_profile.py --reps 1 ${GNCU_ARGS:---only Kron --methods kout} \
+        > "$OUT/graph_ncu.log" 2>&1; tail -80 "$OUT/graph_ncu.log" ;;
     graph)
       python3 benchmarks/graph_bench.py --gpu --out "$OUT/graph" 2>&1 | tee "$OUT/graph.log" | tail -40
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
