@@ -15,6 +15,10 @@ root and finish pass, so the finish time shows the sample's quality):
   early    entry 0, compress, the frequent root L, then entry 1 only for the
            vertices not under L (L only grows, and an edge from L to a vertex
            outside L is still taken from that vertex's side)
+  adaptive entry 0, compress, L and its share of the picks; entry 1 (guarded)
+           skips L's vertices only when the share is >= --share; compress
+  init2    init, compress, L; then local minima unite entry 0 and all
+           vertices entry 1 (guarded, skipping L as adaptive); compress
   init     entry 0 stored without atomics when it is smaller than v (the
            rows are sorted, so it is v's smallest neighbour; ECL-CC's init
            with one read), then a kernel unites entry 1 (and entry 0 when it
@@ -95,6 +99,34 @@ extern "C" __global__ void x_both2(const long long* indptr, const int* idx, int*
         for (long long k = b; k < e; ++k) { int u = idx[k]; if (u != v) unite_x<2>(P, (int)v, u); }
     }
 }
+extern "C" __global__ void x_both3(const long long* indptr, const int* idx, int* P, int n) {
+    for (long long v = tid(); v < n; v += tcount()) {
+        long long b = indptr[v], e = indptr[v + 1];
+        if (e > b + 2) e = b + 2;
+        for (long long k = b; k < e; ++k) { int u = idx[k]; if (u != v) unite_x<3>(P, (int)v, u); }
+    }
+}
+// after x_init: local minima unite entry 0, every vertex entry 1 (guarded);
+// vertices under L = big[0] skip when skipL
+extern "C" __global__ void x_after_init3(const long long* indptr, const int* idx, int* P, int n,
+                                         const int* big, int skipL) {
+    const int L = skipL ? big[0] : -1;
+    for (long long v = tid(); v < n; v += tcount()) {
+        if (__ldcg(P + v) == L) continue;
+        long long b = indptr[v], e = indptr[v + 1];
+        if (b < e) { int u = idx[b]; if (u > v) unite_x<3>(P, (int)v, u); }
+        if (b + 1 < e) { int u = idx[b + 1]; if (u != v) unite_x<3>(P, (int)v, u); }
+    }
+}
+extern "C" __global__ void x_round3_skip(const long long* indptr, const int* idx, int* P, int n, int r,
+                                         const int* big, int skipL) {
+    const int L = skipL ? big[0] : -1;
+    for (long long v = tid(); v < n; v += tcount()) {
+        if (__ldcg(P + v) == L) continue;
+        long long k = indptr[v] + r;
+        if (k < indptr[v + 1]) { int u = idx[k]; if (u != v) unite_x<3>(P, (int)v, u); }
+    }
+}
 extern "C" __global__ void x_both(const long long* indptr, const int* idx, int* P, int n) {
     for (long long v = tid(); v < n; v += tcount()) {
         long long b = indptr[v], e = indptr[v + 1];
@@ -147,7 +179,9 @@ def main():
     ap.add_argument("--shrink", type=int, default=0)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--only", default=None)
-    ap.add_argument("--variants", default="both,both2,rounds,rounds+ttas,rounds+warp,rounds+tw,early")
+    ap.add_argument("--share", type=float, default=0.5,
+                    help="adaptive/init2: skip L's vertices in entry 1 when L holds this share of the picks")
+    ap.add_argument("--variants", default="both,both2,both3,rounds+tw,early,adaptive,init2")
     opt = ap.parse_args()
     import cupy
     import numpy as np
@@ -158,7 +192,7 @@ def main():
 
     mod = cupy.RawModule(code=CODE, options=("-std=c++17", f"-I{kernel_dir()}"))
     K = {k: mod.get_function("x_" + k) for k in
-         ("both", "both2", "round", "round1", "round2", "round3", "round_skip", "init", "after_init", "compress",
+         ("both", "both2", "both3", "after_init3", "round3_skip", "round", "round1", "round2", "round3", "round_skip", "init", "after_init", "compress",
           "finish")}
     sms = cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     print("GPU:", cupy.cuda.runtime.getDeviceProperties(0)["name"].decode())
@@ -186,7 +220,29 @@ def main():
             return vals[int(counts.argmax())].reshape(1)
 
         def variant(v, P, ev, state):
-            if v in ("both", "both2"):
+            if v in ("adaptive", "init2"):
+                if v == "adaptive":
+                    K["round"](grid(n), (256,), (indptr, idx, P, nn, np.int32(0))); ev("entry0")
+                else:
+                    K["init"](grid(n), (256,), (indptr, idx, P, nn)); ev("init")
+                K["compress"](grid(n), (256,), (P, nn)); ev("compress0")
+                vals, counts = cupy.unique(P[picks], return_counts=True)
+                j = int(counts.argmax())
+                state["share"] = int(counts[j]) / picks.size
+                state["big"] = vals[j].reshape(1)
+                skip = np.int32(state["share"] >= opt.share)
+                ev("(mode)")
+                if v == "adaptive":
+                    K["round3_skip"](grid(n), (256,), (indptr, idx, P, nn, np.int32(1), state["big"], skip))
+                else:
+                    K["after_init3"](grid(n), (256,), (indptr, idx, P, nn, state["big"], skip))
+                ev("entry1")
+                K["compress"](grid(n), (256,), (P, nn)); ev("compress")
+                vals, counts = cupy.unique(P[picks], return_counts=True)
+                state["big"] = vals[int(counts.argmax())].reshape(1)
+                ev("(mode)")
+                return
+            if v in ("both", "both2", "both3"):
                 K[v](grid(n), (256,), (indptr, idx, P, nn)); ev("sample")
             elif v.startswith("rounds+"):
                 kr = K["round" + {"ttas": "1", "warp": "2", "tw": "3"}[v[7:]]]
@@ -242,6 +298,8 @@ def main():
             med = {k: statistics.median(t) for k, t in times.items()}
             core = sum(t for k, t in med.items() if k not in ("(mode)", "flatten"))
             cells = "  ".join(f"{k} {t:.3f}" for k, t in med.items())
+            if "share" in state:
+                cells += f" | L share after entry 0 {state['share']:.2f}"
             print(f"{v:7s} sample+finish {core:.3f} ms | {cells} | labels {'ok' if ok else 'WRONG'}")
         g = indptr = idx = ref = None
         cupy.get_default_memory_pool().free_all_blocks()
