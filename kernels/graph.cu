@@ -37,7 +37,20 @@
 //   is then flattened, 1024 random vertices are looked up and the root that
 //   comes up most often -- almost always the giant component -- is called
 //   L.  In the finish pass a vertex whose root is not L unites its
-//   remaining edges.  A vertex already under L may skip its remaining edges
+//   remaining edges.  The sampling runs in one of two ways (the host picks
+//   by average degree, meshccl/_gpu/graph.py):
+//   - dense graphs: one kernel unites all k entries of every vertex, with
+//     the guarded unite() of unionfind.cuh, since on a graph like a
+//     Kronecker one thousands of threads hook the same roots at once;
+//   - otherwise Afforest's rounds: entry 0 of every vertex, flatten, find
+//     L; then entry 1 of every vertex *not already under L* (L's set only
+//     grows, and on a symmetric graph an edge between L's set and a vertex
+//     outside it is still taken by that vertex, in this round or in the
+//     finish; without the symmetric promise nobody skips), flatten, find
+//     L again.  The skip is used only when L already holds at least half
+//     of the sampled vertices; otherwise entry 1 would be needed to glue
+//     the giant component's pieces together and skipping it would leave
+//     most vertices to the finish pass.  A vertex already under L may skip its remaining edges
 //   only when the graph is stored symmetrically (the other end, if outside
 //   L, will process the reverse edge).  Without that promise it still reads
 //   its neighbours but calls unite() only for a neighbour whose parent is
@@ -56,6 +69,7 @@
 
 #define MESHCCL_GRAPH_THREAD_MAX 16   // thread kernel: up to this many entries
 #define MESHCCL_GRAPH_WARP_MAX 352    // warp kernel: up to this many; block kernel above
+#define MESHCCL_GRAPH_SAMPLES 1024    // vertices looked up for the frequent root L
 
 namespace meshccl {
 namespace graph {
@@ -244,13 +258,27 @@ __global__ void meshccl_graph_vertex_block(const long long* __restrict__ indptr,
 
 // ------------------------------------------------------ k-out sampling
 
-// Unite each vertex with the first k entries of its list.
-template <typename I, typename J>
+// Unite each vertex with entries first .. first + count - 1 of its list
+// (Guard: the guarded unite of unionfind.cuh).  big[0] = L and big[1] =
+// how many of the MESHCCL_GRAPH_SAMPLES picks had root L (zeros before L
+// is known): when that is at least half, the vertices whose parent is
+// already L skip their entries (see the essay at the top).
+template <typename I, typename J, bool Guard>
 __global__ void meshccl_graph_kout(const long long* __restrict__ indptr,
-                                   const J* __restrict__ indices, I* P, I n, int k) {
+                                   const J* __restrict__ indices, I* P, I n, int first, int count,
+                                   const I* __restrict__ big) {
     using namespace meshccl::graph;
-    for (long long v = thread_id(); v < (long long)n; v += thread_count())
-        unite_first(indptr, indices, P, (I)v, k);
+    const I L = 2 * (long long)big[1] >= MESHCCL_GRAPH_SAMPLES ? big[0] : (I)-1;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
+        if (L >= 0 && __ldcg(P + v) == L) continue;
+        const long long stop = indptr[v + 1];
+        long long e = indptr[v] + first;
+        const long long end = e + count < stop ? e + count : stop;
+        for (; e < end; ++e) {
+            const I u = (I)indices[e];
+            if (u != (I)v) meshccl::unite<false, Guard>(P, (I)v, u);
+        }
+    }
 }
 
 // Point every vertex straight at its root (no unions run meanwhile).
@@ -275,8 +303,8 @@ __global__ void meshccl_graph_sample(I* P, I n, I* __restrict__ out, int count,
 }
 
 // One block of MESHCCL_GRAPH_SAMPLES threads: big[0] = the value that occurs
-// most often in samples[0..count) (the smallest such value on a tie).
-#define MESHCCL_GRAPH_SAMPLES 1024
+// most often in samples[0..count) (the smallest such value on a tie), and
+// big[1] = how often it occurs.
 template <typename I>
 __global__ void __launch_bounds__(MESHCCL_GRAPH_SAMPLES)
 meshccl_graph_mode(const I* __restrict__ samples, int count, I* __restrict__ big) {
@@ -301,7 +329,10 @@ meshccl_graph_mode(const I* __restrict__ samples, int count, I* __restrict__ big
         }
         __syncthreads();
     }
-    if (t == 0) big[0] = value[0];
+    if (t == 0) {
+        big[0] = value[0];
+        big[1] = (I)freq[0];
+    }
 }
 
 // For method='auto' (meshccl/_gpu/graph.py, chain_probe): one block of
@@ -666,7 +697,10 @@ __global__ void meshccl_graph_bfs_sample_done(I* P, I n, const I* minv) {
         const long long*, const J*, I*, I, int, const I*, const I*, const unsigned long long*);
 #define MESHCCL_GRAPH_IJ(I, J)                                                                  \
     template __global__ void meshccl_graph_ecl_init<I, J>(const long long*, const J*, I*, I);   \
-    template __global__ void meshccl_graph_kout<I, J>(const long long*, const J*, I*, I, int); \
+    template __global__ void meshccl_graph_kout<I, J, false>(const long long*, const J*, I*, I, \
+                                                             int, int, const I*);              \
+    template __global__ void meshccl_graph_kout<I, J, true>(const long long*, const J*, I*, I,  \
+                                                            int, int, const I*);               \
     MESHCCL_GRAPH_VERTEX(I, J, 0, false)                                                        \
     MESHCCL_GRAPH_VERTEX(I, J, 0, true)                                                         \
     MESHCCL_GRAPH_VERTEX(I, J, 1, false)                                                        \

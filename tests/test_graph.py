@@ -228,14 +228,15 @@ def test_symmetric_promise_on_symmetric_input(g, method):
 
 
 def test_auto_rule_on_the_gpu():
-    """GConn's rule (pure Python, no GPU needed): sample only dense CSR
-    promised symmetric."""
+    """The GPU rule (pure Python, no GPU needed): sample CSR promised
+    symmetric with more than 2.3 entries per vertex."""
     from meshccl._gpu.graph import choose_method
     assert choose_method("edges", 100, 10_000) == "unionfind"
     assert choose_method("edges", 100, 10_000, symmetric=True) == "unionfind"
     assert choose_method("csr", 100, 401, symmetric=True) == "kout"
+    assert choose_method("csr", 100, 241, symmetric=True) == "kout"    # road-like: 2.41
     assert choose_method("csr", 100, 401) == "ecl"       # no promise: sampling only adds a pass
-    assert choose_method("csc", 100, 400, symmetric=True) == "ecl"
+    assert choose_method("csc", 100, 230, symmetric=True) == "ecl"     # trees, fragmented grids
     assert choose_method("csr", 100, 0, symmetric=True) == "ecl"
 
 
@@ -252,6 +253,7 @@ def test_auto_rule_picks_early_on_a_path_numbered_in_order():
     assert choose_method("csr", 100, 198, chain=0.5) == "ecl"           # a 2-D grid: half
     assert choose_method("csr", 100, 99, chain=0.0) == "ecl"            # shuffled numbers
     assert choose_method("csr", 100, 201, chain=1.0) == "ecl"           # denser than a path
+    assert choose_method("csr", 100, 201, symmetric=True, chain=1.0) == "ecl"
     assert choose_method("csr", 100, 401, symmetric=True, chain=1.0) == "kout"
     assert choose_method("edges", 100, 99, chain=1.0) == "unionfind"
 

@@ -191,6 +191,52 @@ def test_kout_with_edges_stored_only_in_the_giant_component(backend):
         check(backend, form, want_n, want, "kout", name)
 
 
+def _both_ways(src, dst):
+    return np.concatenate([src, dst]), np.concatenate([dst, src])
+
+
+def _planted_dense(seed=0):
+    """Three dense random blocks (about 48 entries per vertex once stored both
+    ways: k-out's one-kernel path) with shuffled vertex numbers, plus
+    isolated vertices and one pair."""
+    rng = np.random.default_rng(seed)
+    n = 2000
+    perm = rng.permutation(n)
+    src, dst = [], []
+    for lo, hi in [(0, 900), (900, 1500), (1500, 1800)]:
+        m = (hi - lo) * 24
+        src.append(rng.integers(lo, hi, m))
+        dst.append(rng.integers(lo, hi, m))
+    src.append(np.array([1900]))
+    dst.append(np.array([1901]))
+    src, dst = _both_ways(perm[np.concatenate(src)], perm[np.concatenate(dst)])
+    return n, src, dst
+
+
+@pytest.mark.parametrize("case", ["dense", "grid-giant", "grid-pieces", "grid-and-dust"])
+def test_kout_sampling_paths(backend, case):
+    """k-out's two ways of sampling (kernels/graph.cu): one guarded kernel on
+    dense graphs; Afforest's rounds with the frequent root's vertices
+    skipping entry 1 (a grid whose giant component L holds most vertices),
+    or not skipping (a grid cut into pieces, where L holds few)."""
+    if case == "dense":
+        n, src, dst = _planted_dense()
+    else:
+        keep = {"grid-giant": 0.8, "grid-pieces": 0.45, "grid-and-dust": 0.7}[case]
+        e = gen.grid((150, 160), keep=keep, seed=7)
+        src, dst, n = e.src, e.dst, e.n_vertices
+        if case == "grid-and-dust":  # many small components numbered after the grid
+            rng = np.random.default_rng(3)
+            extra = n + rng.integers(0, 5000, 3000)
+            src, dst, n = np.concatenate([src, extra]), np.concatenate([dst, extra[::-1]]), n + 5000
+        src, dst = _both_ways(src, dst)
+    want_n, want = scipy_answer(n, src, dst)
+    csr = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+    for symmetric in (True, False):
+        check(backend, on(backend, csr), want_n, want, "kout", case, symmetric=symmetric)
+        check(backend, on(backend, csr), want_n, want, "auto", case, symmetric=symmetric)
+
+
 def test_labels_are_deterministic(backend):
     e = gen.rmat(12, 8, seed=9)
     g = Edges(on(backend, e.src), on(backend, e.dst), e.n_vertices)

@@ -18,6 +18,7 @@ count with the validation's one transfer.)
 from __future__ import annotations
 
 import functools
+from fractions import Fraction
 
 import numpy as np
 
@@ -30,10 +31,24 @@ BLOCK = 256
 K_OUT = 2
 #: vertices looked up to find the most frequent root after sampling
 SAMPLES = 1024
+#: k-out sampling runs all k entries in one guarded kernel above this many
+#: stored entries per vertex, Afforest's rounds below (kernels/graph.cu's
+#: essay).  H100, 2026-11-22 (benchmarks/experiments/kout_variants.py),
+#: sampling + finish: Kronecker scale 21 (86 entries per vertex) one kernel
+#: 0.65 ms, rounds 1.00; Barabasi-Albert 4.8 M (18) 0.50 against 0.37;
+#: road-like 24 M (2.4) 3.14 against 1.59.
+KOUT_DENSE_DEGREE = 32
 #: 'auto' samples when a symmetric CSR graph stores more than this many
-#: entries per vertex (k-out saves at most m - k*n edge visits; see
-#: connected_components)
-KOUT_MIN_DEGREE = 2 * K_OUT
+#: entries per vertex.  GConn's rule samples only dense graphs (k-out saves
+#: at most m - k*n edge visits); since the rounds of 2026-11-22 skip the
+#: giant component's vertices early, sampling also wins on sparse graphs
+#: that are mostly one component, and loses on fragmented ones.  H100,
+#: symmetric CSR, kout against ecl (connected_components documents the
+#: runs): road-like 4900² grid subgraph (2.41 entries per vertex) 3.12
+#: against 5.10 ms, 2-D grid 2048² (4.0) 1.14 against 2.22; a 2048² grid
+#: with 55 % of its edges (2.2, in pieces) 1.58 against 1.35, 64 disjoint
+#: trees (2.0) 1.01 against 0.73, random (2.0) 1.29 against 1.15.
+KOUT_MIN_DEGREE = Fraction(23, 10)  # exact: m > 2.3 n
 #: 'auto' looks for a path numbered in order (where ECL-CC's and k-out's
 #: first unions build one long chain: on the in-order line of 4 M vertices
 #: 'ecl' took 41 ms and 'early' 2.9 ms on an H200) in CSR input that stores
@@ -67,10 +82,11 @@ def _sm_count(device_id: int) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _dummy(device_id: int, dtype: str):
-    """A one-element array standing in for a pointer a kernel does not read."""
+    """Two zeros standing in for a pointer a kernel does not read (or, for
+    meshccl_graph_kout's ``big``, reads as "no frequent root yet")."""
     import cupy
 
-    return cupy.zeros(1, dtype=dtype)
+    return cupy.zeros(2, dtype=dtype)
 
 
 def _grid(work: int, per_block: int, cap_per_sm: int) -> tuple:
@@ -86,7 +102,7 @@ def choose_method(kind: str, n: int, m: int, symmetric: bool = False, chain=None
     """The GPU rule of ``method='auto'`` (see :func:`meshccl.graph.connected_components`,
     which documents it and the measurements behind it): edge lists run
     'unionfind'; CSR/CSC input runs 'kout' when it is promised symmetric and
-    stores more than :data:`KOUT_MIN_DEGREE` entries per vertex; 'early' when
+    stores more than :data:`KOUT_MIN_DEGREE` (2.3) entries per vertex; 'early' when
     it stores at most :data:`CHAIN_MAX_DEGREE` entries per vertex and
     ``chain`` -- the fraction of sampled entries (v, u) with |u - v| = 1
     (:func:`chain_probe`; None: not measured) -- is at least
@@ -192,6 +208,7 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
     I, J, indptr, src, dst = _unpack(kind, arrays, n, index_dtype)
     ti, tj = c_type(I), c_type(J)
     nn = I.type(n)
+    m_entries = dst.size
     sym = "true" if symmetric else "false"
     dev = cupy.cuda.Device().id
     state = {}
@@ -246,20 +263,33 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
         f"meshccl_graph_mode<{ti}>")
 
     def frequent_root(P):
-        """Flatten P, then state["big"] = the most frequent root of 1024 picks."""
+        """Flatten P, then state["big"] = (the most frequent root L of 1024
+        picks, how many of them had root L)."""
         compress(_grid(n, BLOCK, 32), (BLOCK,), (P, nn))
         picks = cupy.empty(SAMPLES, dtype=I)
         sample((SAMPLES // BLOCK,), (BLOCK,), (P, nn, picks, np.int32(SAMPLES), np.uint64(_SEED)))
-        state["big"] = cupy.empty(1, dtype=I)
+        state["big"] = cupy.empty(2, dtype=I)
         mode((1,), (SAMPLES,), (picks, np.int32(SAMPLES), state["big"]))
 
     if method == "kout":
-        (kout,) = kernels("graph.cu", f"meshccl_graph_kout<{ti}, {tj}>")
+        plain, guarded = kernels("graph.cu", f"meshccl_graph_kout<{ti}, {tj}, false>",
+                                 f"meshccl_graph_kout<{ti}, {tj}, true>")
+        dense = m_entries > KOUT_DENSE_DEGREE * n
+        no_root = _dummy(dev, I.name)  # big = (0, 0): no vertex skips
 
         def sampling():
             state["P"] = P = cupy.arange(n, dtype=I)
-            kout(_grid(n, BLOCK, 32), (BLOCK,), (state["indptr"], state["indices"], P, nn,
-                                                 np.int32(K_OUT)))
+            grid = _grid(n, BLOCK, 32)
+            csr = (state["indptr"], state["indices"], P, nn)
+            if dense:  # one guarded kernel for all k entries (graph.cu's essay)
+                guarded(grid, (BLOCK,), csr + (np.int32(0), np.int32(K_OUT), no_root))
+            else:      # Afforest's rounds; from round 1 on L's vertices may skip
+                plain(grid, (BLOCK,), csr + (np.int32(0), np.int32(1), no_root))
+                for r in range(1, K_OUT):
+                    frequent_root(P)
+                    # skipping is sound only when the other end stores the edge too
+                    guarded(grid, (BLOCK,), csr + (np.int32(r), np.int32(1),
+                                                   state["big"] if symmetric else no_root))
             frequent_root(P)
 
         steps.append(("sample", sampling))
