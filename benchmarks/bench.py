@@ -808,6 +808,10 @@ def _cpu_model():
 
 
 def _git_state():
+    """The commit benchmarked: $MESHCCL_COMMIT when set (the device machine
+    gets a copy of the working tree whose .git may be stale), else git's."""
+    if os.environ.get("MESHCCL_COMMIT"):
+        return os.environ["MESHCCL_COMMIT"]
     try:
         head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, timeout=10).stdout.strip()

@@ -50,9 +50,10 @@
 //     L again.  The skip is used only when L already holds at least half
 //     of the sampled vertices; otherwise entry 1 would be needed to glue
 //     the giant component's pieces together and skipping it would leave
-//     most vertices to the finish pass.  A vertex already under L may skip its remaining edges
-//   only when the graph is stored symmetrically (the other end, if outside
-//   L, will process the reverse edge).  Without that promise it still reads
+//     most vertices to the finish pass.
+//   In the finish pass a vertex already under L may skip its remaining
+//   edges only when the graph is stored symmetrically (the other end, if
+//   outside L, will process the reverse edge).  Without that promise it still reads
 //   its neighbours but calls unite() only for a neighbour whose parent is
 //   not L: a parent equal to L proves the neighbour is in L's set already,
 //   and any doubt (a parent re-pointed by path halving) just costs a unite.
@@ -175,14 +176,23 @@ __device__ __forceinline__ long long thread_count() {
 
 // ---------------------------------------------------------------- ECL-CC
 
-// P[v] = first neighbour smaller than v in v's list, else v.
+// P[v] = first neighbour smaller than v among the first 16 entries of v's
+// list, else v.  The cap keeps one thread from scanning a hub's whole row
+// (a hub numbered early has no smaller neighbour: on a Barabasi-Albert
+// graph of 4.8 M vertices the uncapped scan took 3.0 ms of ECL-CC's 6.1).
+// It changes nothing below: the thread kernel, which skips the edge the
+// init used, only takes rows of at most 16 entries, and the warp and block
+// kernels take every edge of the longer rows.
 template <typename I, typename J>
 __global__ void meshccl_graph_ecl_init(const long long* __restrict__ indptr,
                                        const J* __restrict__ indices, I* P, I n) {
     using namespace meshccl::graph;
     for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
         I p = (I)v;
-        for (long long e = indptr[v], end = indptr[v + 1]; e < end; ++e) {
+        const long long begin = indptr[v], stop = indptr[v + 1];
+        const long long end = stop - begin > MESHCCL_GRAPH_THREAD_MAX
+                                  ? begin + MESHCCL_GRAPH_THREAD_MAX : stop;
+        for (long long e = begin; e < end; ++e) {
             const I u = (I)indices[e];
             if (u < p) { p = u; break; }
         }
