@@ -373,6 +373,164 @@ meshccl_graph_chain_probe(const P* __restrict__ indptr, const J* __restrict__ in
     if (t == 0) hits[0] = count;
 }
 
+// ------------------------------------------------ validation of CuPy input
+
+// meshccl/_gpu/graph.py's check(): the facts meshccl/graph.py validates CuPy
+// input with, in one pass over the caller's arrays and one transfer.
+// meshccl_graph_check: each block writes part[3 b .. 3 b + 2] = (smallest
+// and largest value of a[0, m) and, unless b is null, of b[0, m); 1 if
+// indptr[k + 1] < indptr[k] for some k + 1 < nptr, else 0).  Values are
+// compared in their own type (no subtraction, so nothing overflows) and
+// only the block's results are widened to long long, unsigned values above
+// LLONG_MAX clamped to it (such a value is an error anyway, and the host
+// recomputes the exact one for its message).  A block that saw no value
+// writes (LLONG_MAX, LLONG_MIN).  Each thread issues four loads per array
+// before it uses any, so enough bytes are in flight to stream the arrays
+// at copy bandwidth.  meshccl_graph_check_done (one block of 1024) folds
+// the parts into facts[0..4] = (indptr[0], indptr[nptr - 1] (0 and 0 when
+// nptr = 0, clamped as above), -1 if any block saw a decrease else 0,
+// smallest value, largest value); facts[5] is left to chain_probe.
+namespace meshccl {
+namespace graph {
+
+#define MESHCCL_GRAPH_LL_MAX 0x7fffffffffffffffLL
+#define MESHCCL_GRAPH_LL_MIN (-MESHCCL_GRAPH_LL_MAX - 1)
+
+// The range of T (int, long long, unsigned int, unsigned long long).
+template <typename T>
+struct Limits {
+    static constexpr bool is_unsigned = (T)-1 > (T)0;
+    static constexpr T max = is_unsigned ? (T)~0ull : (T)(~0ull >> (65 - 8 * sizeof(T)));
+    static constexpr T min = is_unsigned ? (T)0 : (T)(-max - 1);
+};
+
+// x as a long long, an unsigned value above LLONG_MAX clamped to LLONG_MAX.
+template <typename T>
+__device__ __forceinline__ long long clamped(T x) {
+    return Limits<T>::is_unsigned && (unsigned long long)x > (unsigned long long)MESHCCL_GRAPH_LL_MAX
+               ? MESHCCL_GRAPH_LL_MAX : (long long)x;
+}
+
+// lo, hi = min, max over the block's threads' lo, hi, in thread 0 (a
+// multiple of 32 threads; call it once per kernel: its shared slots are
+// not fenced for reuse).
+template <typename T>
+__device__ __forceinline__ void block_min_max(T& lo, T& hi) {
+    __shared__ T slo[32], shi[32];
+    for (int o = 16; o > 0; o >>= 1) {
+        const T l = __shfl_xor_sync(0xffffffffu, lo, o), h = __shfl_xor_sync(0xffffffffu, hi, o);
+        lo = l < lo ? l : lo;
+        hi = h > hi ? h : hi;
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+        slo[warp] = lo;
+        shi[warp] = hi;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        const int w = lane < (int)(blockDim.x >> 5) ? lane : 0;  // lane 0's again: no change
+        lo = slo[w];
+        hi = shi[w];
+        for (int o = 16; o > 0; o >>= 1) {
+            const T l = __shfl_xor_sync(0xffffffffu, lo, o), h = __shfl_xor_sync(0xffffffffu, hi, o);
+            lo = l < lo ? l : lo;
+            hi = h > hi ? h : hi;
+        }
+    }
+}
+
+// lo, hi updated with this thread's share of a[0, m) (and b[0, m) if Both):
+// grid stride, four strides per step with every load issued first.
+template <typename J, bool Both>
+__device__ __forceinline__ void thread_min_max(const J* __restrict__ a, const J* __restrict__ b,
+                                               long long m, J& lo, J& hi) {
+    const long long s = thread_count();
+    long long e = thread_id();
+    for (; e + 3 * s < m; e += 4 * s) {
+        J x[Both ? 8 : 4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            x[u] = a[e + u * s];
+            if (Both) x[4 + u] = b[e + u * s];
+        }
+#pragma unroll
+        for (int u = 0; u < (Both ? 8 : 4); ++u) {
+            lo = x[u] < lo ? x[u] : lo;
+            hi = x[u] > hi ? x[u] : hi;
+        }
+    }
+    for (; e < m; e += s) {
+        const J x = a[e], y = Both ? b[e] : x;
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+        lo = y < lo ? y : lo;
+        hi = y > hi ? y : hi;
+    }
+}
+
+}  // namespace graph
+}  // namespace meshccl
+
+template <typename P, typename J>
+__global__ void meshccl_graph_check(const P* __restrict__ indptr, long long nptr,
+                                    const J* __restrict__ a, const J* __restrict__ b, long long m,
+                                    long long* part) {
+    using namespace meshccl::graph;
+    const long long s = thread_count();
+    bool dec = false;
+    long long k = thread_id();
+    for (; k + 3 * s + 1 < nptr; k += 4 * s) {
+        P x[4], y[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            x[u] = indptr[k + u * s];
+            y[u] = indptr[k + u * s + 1];
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) dec |= y[u] < x[u];
+    }
+    for (; k + 1 < nptr; k += s) dec |= indptr[k + 1] < indptr[k];
+    J lo = Limits<J>::max, hi = Limits<J>::min;
+    if (b != nullptr)
+        thread_min_max<J, true>(a, b, m, lo, hi);
+    else
+        thread_min_max<J, false>(a, nullptr, m, lo, hi);
+    block_min_max(lo, hi);
+    const int any = __syncthreads_or(dec);
+    if (threadIdx.x == 0) {
+        const bool seen = (long long)blockIdx.x * blockDim.x < m;  // thread t starts at t
+        long long* out = part + 3 * (long long)blockIdx.x;
+        out[0] = seen ? clamped(lo) : MESHCCL_GRAPH_LL_MAX;
+        out[1] = seen ? clamped(hi) : MESHCCL_GRAPH_LL_MIN;
+        out[2] = any ? 1 : 0;
+    }
+}
+
+template <typename P>
+__global__ void __launch_bounds__(1024)
+meshccl_graph_check_done(const long long* __restrict__ part, int blocks,
+                         const P* __restrict__ indptr, long long nptr, long long* facts) {
+    using namespace meshccl::graph;
+    long long lo = MESHCCL_GRAPH_LL_MAX, hi = MESHCCL_GRAPH_LL_MIN;
+    bool dec = false;
+    for (int i = threadIdx.x; i < blocks; i += blockDim.x) {
+        const long long l = part[3 * (long long)i], h = part[3 * (long long)i + 1];
+        lo = l < lo ? l : lo;
+        hi = h > hi ? h : hi;
+        dec |= part[3 * (long long)i + 2] != 0;
+    }
+    block_min_max(lo, hi);
+    const int any = __syncthreads_or(dec);
+    if (threadIdx.x == 0) {
+        facts[0] = nptr ? clamped(indptr[0]) : 0;
+        facts[1] = nptr ? clamped(indptr[nptr - 1]) : 0;
+        facts[2] = any ? -1 : 0;
+        facts[3] = lo;
+        facts[4] = hi;
+    }
+}
+
 // ------------------------------------------- edge list -> CSR (for ECL / k-out)
 
 // deg[src[e] + 1] += 1 (deg: n + 1 zeros; its prefix sum is indptr).
@@ -738,6 +896,18 @@ MESHCCL_GRAPH_PROBE(int, int)
 MESHCCL_GRAPH_PROBE(int, long long)
 MESHCCL_GRAPH_PROBE(long long, int)
 MESHCCL_GRAPH_PROBE(long long, long long)
+#define MESHCCL_GRAPH_CHECK(P, J)                                                                \
+    template __global__ void meshccl_graph_check<P, J>(const P*, long long, const J*, const J*, \
+                                                       long long, long long*);
+#define MESHCCL_GRAPH_CHECK_P(P)                                                                 \
+    MESHCCL_GRAPH_CHECK(P, int) MESHCCL_GRAPH_CHECK(P, long long)                               \
+    MESHCCL_GRAPH_CHECK(P, unsigned int) MESHCCL_GRAPH_CHECK(P, unsigned long long)             \
+    template __global__ void meshccl_graph_check_done<P>(const long long*, int, const P*,       \
+                                                         long long, long long*);
+MESHCCL_GRAPH_CHECK_P(int)
+MESHCCL_GRAPH_CHECK_P(long long)
+MESHCCL_GRAPH_CHECK_P(unsigned int)
+MESHCCL_GRAPH_CHECK_P(unsigned long long)
 // The new kernels' instantiations.
 #define MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, R, C)                                            \
     template __global__ void meshccl_graph_rule<I, J, CSR, SYM, R, C>(                          \

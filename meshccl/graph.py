@@ -471,8 +471,10 @@ def spanning_forest(csgraph):
 # validation: every input becomes ("csr" | "csc", (indptr, indices)) or
 # ("edges", (src, dst)) of integer arrays, checked, on the input's device:
 # NumPy (int64, for the CPU backend) or CuPy (its own integer type; checked
-# by reductions on the device and one transfer of their results, so a bad
-# index is an error here, never a GPU fault).
+# on the device -- int32 / int64 / uint32 / uint64 arrays by one fused pass,
+# meshccl._gpu.graph.check, other types by CuPy reductions -- with one
+# transfer of the results, so a bad index is an error here, never a GPU
+# fault; only the error path reads the arrays again for its exact message).
 
 def _is_cupy(a):
     return type(a).__module__.split(".")[0] in ("cupy", "cupyx")
@@ -530,16 +532,57 @@ def _facts(xp, **values):
     return dict(zip(values, map(int, stacked)))
 
 
-def _range(idx, xp, prefix):
-    """Reductions for _check_indices: min and max of idx (none when empty)."""
-    return {prefix + "lo": idx.min(), prefix + "hi": idx.max()} if idx.size else {}
+#: (lo, hi) of no index at all
+_NO_RANGE = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
+#: the slots of meshccl._gpu.graph.check's facts (the fused kernel's)
+_CHECKED = ("first", "last", "dec", "lo", "hi", "chain")
 
 
-def _check_indices(idx, n, name, facts, prefix):
-    if idx.size:
-        lo, hi = facts[prefix + "lo"], facts[prefix + "hi"]
-        if lo < 0 or hi >= n:
-            bad = int(idx.min()) if lo < 0 else int(idx.max())  # exact, in idx's own type
+def _range(*arrays):
+    """Reductions for _bounds: min and max of each array (none when empty)."""
+    return {f"{k}{i}": getattr(a, k)() for i, a in enumerate(arrays) if a.size
+            for k in ("min", "max")}
+
+
+def _bounds(facts):
+    """(lo, hi): the smallest and largest of _range's reductions in facts
+    (:data:`_NO_RANGE` without any)."""
+    lo = [v for k, v in facts.items() if k.startswith("min")]
+    hi = [v for k, v in facts.items() if k.startswith("max")]
+    return (min(lo), max(hi)) if lo else _NO_RANGE
+
+
+def _device_facts(indptr, a, b=None, probe=None):
+    """Validation facts of CuPy arrays of the types the fused kernel reads
+    (meshccl._gpu.graph.check), with one transfer: a dict of
+    :data:`_CHECKED`, plus the samples of 'auto''s chain probe (None: no
+    probe) when ``probe`` is given; None for other types."""
+    from ._gpu import graph as gpu
+
+    if not gpu.supported(*(x for x in (indptr, a, b) if x is not None)):
+        return None
+    facts = gpu.check(indptr, a, b)
+    chain = None
+    if probe is not None:  # 'auto' on the GPU: its count rides along, in facts[5]
+        chain = gpu.chain_probe(indptr, a, indptr.size - 1, out=facts[5:])
+    facts = dict(zip(_CHECKED, map(int, facts.get())))
+    facts["samples"] = chain and chain[1]
+    return facts
+
+
+def _check_indices(n, lo, hi, *named):
+    """ValueError for the first of ``named`` ((name, array) pairs) holding a
+    value outside [0, n); ``lo``, ``hi``: the smallest and largest value of
+    them all (clamped to int64), so only the error path reads them again."""
+    if lo >= 0 and hi < n:
+        return
+    for name, idx in named:
+        if idx.size:
+            bad = int(idx.min())  # exact, in idx's own type
+            if bad >= 0:
+                bad = int(idx.max())
+                if bad < n:
+                    continue
             pos = int((idx == idx.dtype.type(bad)).nonzero()[0][0])
             raise ValueError(f"{name} must lie in [0, {n}), got {bad} at position {pos}")
 
@@ -553,26 +596,28 @@ def _csr(indptr, indices, n=None, probe=None):
     if n is not None and indptr.size != n + 1:
         raise ValueError(f"indptr must have n_vertices + 1 = {n + 1} entries, got {indptr.size}")
     n = indptr.size - 1
-    steps = xp.diff(indptr.astype(xp.int64)) if n else None
-    chain = None
-    if probe is not None and xp is not np:  # 'auto' on the GPU: its count rides along
-        from ._gpu.graph import chain_probe
+    facts = None if xp is np else _device_facts(indptr, indices, probe=probe)
+    if facts is None:  # NumPy, or CuPy types the fused kernel does not read
+        chain = None
+        if probe is not None and xp is not np:  # 'auto' on the GPU: its count rides along
+            from ._gpu.graph import chain_probe
 
-        chain = chain_probe(indptr, indices, n)
-    facts = _facts(xp, first=indptr[0], last=indptr[-1], **_range(indices, xp, ""),
-                   **({"step": steps.min()} if n else {}),
-                   **({"chain": chain[0]} if chain is not None else {}))
+            chain = chain_probe(indptr, indices, n)
+        facts = _facts(xp, first=indptr[0], last=indptr[-1], dec=(indptr[1:] < indptr[:-1]).any(),
+                       **_range(indices), **({"chain": chain[0]} if chain is not None else {}))
+        facts["lo"], facts["hi"] = _bounds(facts)
+        facts["samples"] = chain and chain[1]
     if facts["first"] != 0:
         raise ValueError(f"indptr must start at 0, got {int(indptr[0])}")
-    if n and facts["step"] < 0:
-        k = int((steps < 0).nonzero()[0][0])
+    if facts["dec"]:
+        k = int((indptr[1:] < indptr[:-1]).nonzero()[0][0])
         raise ValueError(f"indptr must not decrease, got {int(indptr[k])} then {int(indptr[k + 1])} "
                          f"at position {k}")
     if facts["last"] != indices.size:
         raise ValueError(f"indptr must end at len(indices) = {indices.size}, got {int(indptr[-1])}")
-    _check_indices(indices, n, "indices", facts, "")
-    if chain is not None:
-        probe["chain"] = facts["chain"] / chain[1]
+    _check_indices(n, facts["lo"], facts["hi"], ("indices", indices))
+    if facts["samples"]:
+        probe["chain"] = facts["chain"] / facts["samples"]
     return "csr", _checked(xp, indptr, indices), n
 
 
@@ -584,11 +629,11 @@ def _edges(src, dst, n=None):
         raise ValueError(f"src and dst must have the same length, got {src.size} and {dst.size}")
     if n is not None and (not isinstance(n, (int, np.integer)) or n < 0):
         raise ValueError(f"n_vertices must be a non-negative int, got {n!r}")
-    facts = _facts(xp, **_range(src, xp, "s"), **_range(dst, xp, "d"))
+    facts = None if xp is np else _device_facts(None, src, dst)
+    lo, hi = _bounds(_facts(xp, **_range(src, dst))) if facts is None else (facts["lo"], facts["hi"])
     if n is None:
-        n = max(facts["shi"], facts["dhi"]) + 1 if src.size else 0
-    _check_indices(src, n, "src", facts, "s")
-    _check_indices(dst, n, "dst", facts, "d")
+        n = hi + 1 if src.size else 0
+    _check_indices(n, lo, hi, ("src", src), ("dst", dst))
     return "edges", _checked(xp, src, dst), int(n)
 
 

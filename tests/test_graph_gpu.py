@@ -2,6 +2,8 @@
 cases are skipped where CuPy sees no GPU), every method against
 scipy.sparse.csgraph.connected_components."""
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -452,3 +454,155 @@ def test_return_info_on_gpu(method):
     assert info["method_phases"] and {"validate", "flatten", "scan", "relabel", "prepare",
                                       "label", *info["method_phases"]} == set(info["seconds"])
     assert all(t >= 0 for t in info["seconds"].values())
+
+
+CHECK_DTYPES = [np.int32, np.int64, np.uint32, np.uint64]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("ptype", CHECK_DTYPES)
+@pytest.mark.parametrize("jtype", CHECK_DTYPES)
+def test_fused_check_on_gpu(ptype, jtype):
+    """meshccl._gpu.graph.check (the fused validation kernels) equals NumPy's
+    reductions: m = 0, 1, 5 and 3_000_001 (more than 4 x the grid's threads:
+    the unrolled grid-stride steps and their tails), the extremes of the
+    type in the middle and at the very end, a decrease only at the very end
+    of indptr, edge lists of one and of two dtypes."""
+    import cupy
+
+    from meshccl._gpu import graph as gpu
+
+    big = 2**63 - 1
+    rng = np.random.default_rng(11)
+    top, bottom = np.iinfo(jtype).max, np.iinfo(jtype).min
+    threads = gpu._grid(3_000_001, gpu.BLOCK * gpu.CHECK_UNROLL, gpu.CHECK_BLOCKS_PER_SM)[0] * gpu.BLOCK
+    assert 3_000_001 > 4 * threads
+    for m in (0, 1, 5, 3_000_001):
+        a = rng.integers(0, min(top, 2**40), m, dtype=jtype, endpoint=True)
+        b = rng.integers(0, min(top, 2**40), m, dtype=jtype, endpoint=True)
+        if m > 3:
+            a[m // 2], a[-1], b[-1] = top, bottom, bottom
+        indptr = np.sort(rng.integers(0, 1000, m + 1)).astype(ptype)
+        for end_drop in (False, True):
+            if end_drop and m > 3:
+                indptr[-1] = indptr[-2] - 1 if indptr[-2] else 0
+                assert indptr[-1] < indptr[-2] or indptr[-2] == 0
+            got = gpu.check(cupy.asarray(indptr), cupy.asarray(a)).get()
+            dec = bool(np.any(indptr[1:] < indptr[:-1]))
+            lo, hi = (min(int(a.min()), big), min(int(a.max()), big)) if m else (big, -big - 1)
+            want = [min(int(indptr[0]), big), min(int(indptr[-1]), big), -dec, lo, hi]
+            assert got[:5].tolist() == want, (m, end_drop)
+        for other in (jtype, np.int64 if jtype != np.int64 else np.uint32):
+            bo = b.astype(other)
+            got = gpu.check(None, cupy.asarray(a), cupy.asarray(bo)).get()
+            lo = min(int(a.min()), int(bo.min())) if m else big
+            hi = min(max(int(a.max()), int(bo.max())), big) if m else -big - 1
+            assert got[:5].tolist() == [0, 0, 0, lo, hi], (m, other)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_fused_validation_errors_on_gpu():
+    """Invalid input of the types the fused kernel reads gets the CPU's exact
+    messages: the small cases of test_graph_gpu_emulated.py, then large
+    arrays (3_000_001 entries) with the bad value at the first and at the
+    last position, in indices, src or only dst, and indptr decreasing only
+    at its very end."""
+    import cupy
+
+    from test_graph_gpu_emulated import BAD_CSR, BAD_EDGES
+
+    def same_error(host):
+        with pytest.raises(ValueError) as want:
+            connected_components(host)
+        if isinstance(host, Edges):
+            dev = Edges(cupy.asarray(host.src), cupy.asarray(host.dst), host.n_vertices)
+        else:
+            dev = tuple(cupy.asarray(x) for x in host)
+        with pytest.raises(ValueError, match=f"^{re.escape(str(want.value))}$"):
+            connected_components(dev)
+
+    for indptr, indices in BAD_CSR:
+        same_error((indptr, indices))
+    for src, dst, n in BAD_EDGES:
+        same_error(Edges(src, dst, n))
+    m = 3_000_001
+    rng = np.random.default_rng(3)
+    for dtype in CHECK_DTYPES:
+        n = 1000
+        indptr = np.linspace(0, m, n + 1).astype(np.int64).astype(dtype)
+        good = rng.integers(0, n, m).astype(dtype)
+        for pos in (0, m - 1):
+            for value in (n, np.iinfo(dtype).max) + ((-1,) if np.iinfo(dtype).min < 0 else ()):
+                bad = good.copy()
+                bad[pos] = value
+                same_error((indptr, bad))
+                same_error(Edges(bad, good, n))
+                same_error(Edges(good, bad, n))       # only dst bad
+        drop = indptr.copy()
+        drop[-1] = drop[-2] - 1
+        same_error((drop, good))
+        # the valid arrays pass and give SciPy's components
+        got_n, got = connected_components((cupy.asarray(indptr), cupy.asarray(good)))
+        want_n, want = connected_components((indptr, good))
+        assert got_n == want_n
+        np.testing.assert_array_equal(got.get(), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_fused_validation_small_on_gpu():
+    """m = 0 and n = 0 / 1 through the fused validation, every supported dtype."""
+    import cupy
+
+    from meshccl.graph import _as_graph
+
+    for dtype in CHECK_DTYPES:
+        def dev(*values):
+            return cupy.asarray(np.array(values, dtype))
+
+        assert _as_graph((dev(0), dev()))[::2] == ("csr", 0)
+        assert _as_graph((dev(0, 0), dev()))[::2] == ("csr", 1)
+        assert _as_graph(Edges(dev(), dev()))[::2] == ("edges", 0)
+        assert _as_graph(Edges(dev(), dev(), 1))[::2] == ("edges", 1)
+        assert _as_graph(Edges(dev(0, 4), dev(2, 2)))[::2] == ("edges", 5)  # n = hi + 1
+        n, lab = connected_components((dev(0, 0), dev()))
+        assert n == 1 and lab.get().tolist() == [0]
+        n, lab = connected_components(Edges(dev(), dev()))
+        assert n == 0 and lab.size == 0
+        with pytest.raises(ValueError, match=r"indptr must end at len\(indices\) = 0, got 1"):
+            connected_components((dev(0, 1), dev()))
+        with pytest.raises(ValueError, match=r"src must lie in \[0, 0\), got 0 at position 0"):
+            connected_components(Edges(dev(0), dev(0), 0))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_fused_validation_carries_the_chain_count():
+    """'auto' still gets the chain probe's count, now read from the fused
+    validation's facts[5]: 'early' on an in-order path, int32 and int64
+    index arrays, the same count as a probe of its own."""
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    from meshccl._gpu import graph as gpu
+    from meshccl.graph import _auto_method
+
+    e = gen.line(200_000)
+    n = e.n_vertices
+    csr = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
+    for ip, ind in ((csr.indptr, csr.indices), (csr.indptr.astype(np.int64), csr.indices.astype(np.int64))):
+        ip, ind = cupy.asarray(ip), cupy.asarray(ind)
+        assert _auto_method((ip, ind)) == "early"
+        facts = gpu.check(ip, ind)
+        hits, s = gpu.chain_probe(ip, ind, n, out=facts[5:])
+        alone, s2 = gpu.chain_probe(ip, ind, n)
+        got = facts.get()
+        assert s == s2 == 1024 and int(got[5]) == int(alone) == int(hits) >= 768
+        assert got[:5].tolist() == [0, ind.size, 0, int(ind.min()), int(ind.max())]
+    assert _auto_method(csp.csr_matrix(csr)) == "early"
+    # a grid numbered row by row: half its entries are chain steps, below the rule's 3/4
+    g = gen.grid((300, 300))
+    grid = sp.coo_matrix((np.ones(g.src.size), (g.src, g.dst)), shape=(g.n_vertices,) * 2).tocsr()
+    assert _auto_method(csp.csr_matrix(grid)) == "ecl"

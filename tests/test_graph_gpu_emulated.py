@@ -29,7 +29,7 @@ class FakeArray(np.ndarray):
 
 FakeArray.__module__ = "cupy._core.core"
 C = {"int": np.int32, "long long": np.int64, "unsigned long long": np.uint64,
-     "unsigned": np.uint32, "unsigned char": np.uint8, "bool": None}
+     "unsigned": np.uint32, "unsigned int": np.uint32, "unsigned char": np.uint8, "bool": None}
 
 
 def fake(a):
@@ -93,7 +93,9 @@ def check_args(expr, args, sig):
     assert len(args) == len(sig), f"{expr}: {len(args)} arguments for {len(sig)} parameters"
     for k, (a, (kind, ctype)) in enumerate(zip(args, sig)):
         want = C[ctype]
-        if kind == "ptr":
+        if kind == "ptr?" and not isinstance(a, FakeArray):  # may be null: 8 zero bytes
+            assert type(a) is np.uint64 and a == 0, f"{expr} argument {k}: {ctype}* or null, got {a!r}"
+        elif kind in ("ptr", "ptr?"):
             assert isinstance(a, FakeArray), f"{expr} argument {k}: a device array, got {type(a)}"
             assert a.dtype == want, f"{expr} argument {k}: {ctype}*, got {a.dtype}"
             assert a.flags.c_contiguous, f"{expr} argument {k} is not contiguous"
@@ -179,11 +181,15 @@ def emulate(expr):
                     for u in indices[indptr[v] + skip:indptr[v + 1]]:
                         take(P, v, u, vin, L)
     elif name == "meshccl_graph_kout":
-        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int")]
+        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int"), ("val", "int"), P_]
 
-        def run(indptr, indices, P, n, k):
+        def run(indptr, indices, P, n, first, k, big):
+            L = big[0] if 2 * int(big[1]) >= 1024 else -1  # L's vertices skip (symmetric only)
             for v in range(n):
-                for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]:
+                if L >= 0 and P[v] == L:
+                    continue
+                b = indptr[v] + first
+                for u in indices[b:min(b + k, indptr[v + 1])]:
                     if u != v:
                         unite(P, v, u)
     elif name == "meshccl_graph_compress":
@@ -384,6 +390,39 @@ def emulate(expr):
             e = (mix64(np.uint64(seed) + np.arange(s, dtype=np.uint64)) % np.uint64(m)).astype(np.int64)
             rows = np.clip(np.searchsorted(np.asarray(indptr)[:n], e, side="right") - 1, 0, n - 1)
             hits[0] = int(np.count_nonzero(np.abs(np.asarray(indices)[e].astype(np.int64) - rows) == 1))
+    elif name == "meshccl_graph_check":
+        sig = [("ptr", t[0]), ("val", "long long"), ("ptr", t[1]), ("ptr?", t[1]),
+               ("val", "long long"), ("ptr", "long long")]
+
+        def run(indptr, nptr, a, b, m, part, grid, block):
+            """Block k's share: the entries e (of indptr's steps: k) with
+            (e % threads) // block == k, as the grid-stride loops give it."""
+            big = 2**63 - 1
+            threads = grid * block
+            b = None if isinstance(b, np.uint64) else b
+            assert m == a.size and (b is None or b.size == m) and 0 <= nptr <= indptr.size
+            ip = np.asarray(indptr)[:nptr]
+            drops = np.nonzero(ip[1:] < ip[:-1])[0]
+            owner = (np.arange(m) % threads) // block
+            for k in range(grid):
+                mine = [np.asarray(x)[owner == k] for x in (a, b) if x is not None]
+                assert bool(mine[0].size) == (k * block < m)
+                seen = mine[0].size > 0
+                part[3 * k] = min(min(int(x.min()) for x in mine), big) if seen else big
+                part[3 * k + 1] = min(max(int(x.max()) for x in mine), big) if seen else -big - 1
+                part[3 * k + 2] = int(np.any((drops % threads) // block == k))
+    elif name == "meshccl_graph_check_done":
+        sig = [("ptr", "long long"), ("val", "int"), ("ptr", t[0]), ("val", "long long"),
+               ("ptr", "long long")]
+
+        def run(part, blocks, indptr, nptr, facts):
+            big = 2**63 - 1
+            p = np.asarray(part)[:3 * blocks].reshape(-1, 3)
+            assert p.shape[0] == blocks >= 1
+            facts[0] = min(int(indptr[0]), big) if nptr else 0
+            facts[1] = min(int(indptr[nptr - 1]), big) if nptr else 0
+            facts[2] = -1 if p[:, 2].any() else 0
+            facts[3], facts[4] = p[:, 0].min(), p[:, 1].max()
     elif name == "meshccl_graph_bfs_sample_done":
         sig = [P_, ("val", t[0]), P_]
 
@@ -395,12 +434,18 @@ def emulate(expr):
     def launch(grid, block, args, shared_mem=0):
         check_args(expr, args, sig)
         assert all(isinstance(g, int) and 0 < g < 2**31 for g in grid), f"{expr}: grid {grid}"
-        if name in ("meshccl_graph_mode", "meshccl_graph_pick_source", "meshccl_graph_chain_probe"):
+        if name in ("meshccl_graph_mode", "meshccl_graph_pick_source", "meshccl_graph_chain_probe",
+                    "meshccl_graph_check_done"):
             assert block == (1024,), f"{expr} needs a block of 1024"
         if name in ("meshccl_graph_bfs_next", "meshccl_graph_pick_source", "meshccl_graph_mode",
-                    "meshccl_graph_chain_probe"):
+                    "meshccl_graph_chain_probe", "meshccl_graph_check_done"):
             assert grid == (1,), f"{expr} runs as one block"
-        run(*args)
+        if name == "meshccl_graph_check":  # its blocks' parts depend on the launch shape
+            assert len(block) == 1 and block[0] % 32 == 0 and block[0] <= 1024, f"{expr}: block {block}"
+            assert args[-1].size >= 3 * grid[0], f"{expr}: part too small for {grid[0]} blocks"
+            run(*args, grid=grid[0], block=block[0])
+        else:
+            run(*args)
 
     return launch
 
@@ -502,6 +547,106 @@ def test_device_validation_emulated(emulated):
     assert connected_components(Edges(fake(np.array([0, 1])), fake(np.array([1, 0]))),
                                 method="bfs")[0] == 1
     assert connected_components(Edges(fake(np.array([0, 1])), fake(np.array([1, 0]))), return_labels=False) == 1
+
+
+CHECK_DTYPES = [np.int32, np.int64, np.uint32, np.uint64]
+
+#: invalid CSR input for the fused validation (test_graph_gpu.py runs them too)
+BAD_CSR = [
+    (np.array([0, 1, 2, 3, 2]), np.array([0, 1])),           # decrease at the very end
+    (np.array([0, 2, 1]), np.array([0, 1])),
+    (np.array([1, 2]), np.array([0, 1])),
+    (np.array([0, 1, 3]), np.array([0, 1])),
+    (np.array([0, 1, 2]), np.array([2, 0])),                 # out of range at the first position
+    (np.array([0, 1, 2]), np.array([0, 2])),                 # ... at the last
+    (np.array([0, 1, 2]), np.array([0, -1])),                # negative
+    (np.array([0, 1, 2]), np.array([-5, 7])),                # negative first, then too large
+    (np.array([0, 1, 2], np.uint64), np.array([0, 2**64 - 1], np.uint64)),
+    (np.array([0, 2**63 + 1], np.uint64), np.array([0, 1], np.uint64)),
+    (np.array([0, 1, 2], np.uint32), np.array([2**32 - 1, 1], np.uint32)),
+    (np.array([0, 1, 2], np.int32), np.array([0, 2**31 - 1], np.int32)),
+]
+#: invalid edge lists (n_vertices last)
+BAD_EDGES = [
+    (np.array([0, 1, 2]), np.array([1, 2, 5]), 3),            # only dst bad, at the end
+    (np.array([0, 1, 2]), np.array([-1, 2, 0]), 3),           # only dst bad, at the start
+    (np.array([0, 9, 2]), np.array([1, 2, -4]), 3),           # both bad: src reported
+    (np.array([0, 1], np.uint64), np.array([2**64 - 1, 0], np.uint64), 3),
+    (np.array([0, 1], np.int32), np.array([1, 7], np.int64), 4),  # two dtypes
+    (np.array([3, 1], np.uint32), np.array([1, 0], np.int64), 0),
+]
+
+
+@pytest.mark.parametrize("ptype", CHECK_DTYPES)
+@pytest.mark.parametrize("jtype", CHECK_DTYPES)
+def test_fused_check_facts_emulated(emulated, ptype, jtype):
+    """meshccl._gpu.graph.check's facts equal NumPy's reductions: sizes
+    around the stand-in grid (2 multiprocessors x 8 blocks x 256 threads x
+    unroll 4 = 16384) so the unrolled steps and their tails both run, a
+    decrease only at the very end, extreme values, edge lists of one and of
+    two dtypes."""
+    from meshccl._gpu import graph as gpu
+
+    big = 2**63 - 1
+    rng = np.random.default_rng(7)
+    top = np.iinfo(jtype).max
+    for m in (0, 1, 5, 4096, 16384, 16385, 50_001):
+        a = rng.integers(0, min(top, 2**40), m, dtype=jtype, endpoint=True)
+        b = rng.integers(0, min(top, 2**40), m, dtype=jtype, endpoint=True)
+        if m > 3:
+            a[m // 2], b[-1] = top, np.iinfo(jtype).min  # extremes in the middle and at the end
+        indptr = np.sort(rng.integers(0, 1000, m + 1)).astype(ptype)
+        if m > 3:
+            indptr[-1] = indptr[-2] - 1 if indptr[-2] else 0  # a decrease only at the very end
+        got = gpu.check(fake(indptr), fake(a)).get()
+        dec = bool(np.any(indptr[1:] < indptr[:-1]))
+        lo, hi = (min(int(a.min()), big), min(int(a.max()), big)) if m else (big, -big - 1)
+        assert got[:5].tolist() == [int(indptr[0]), int(indptr[-1]), -dec, lo, hi], m
+        for other in (jtype, np.int64 if jtype != np.int64 else np.uint32):
+            bo = b.astype(other)
+            got = gpu.check(None, fake(a), fake(bo)).get()
+            lo = min(int(a.min()), int(bo.min())) if m else big
+            hi = min(max(int(a.max()), int(bo.max())), big) if m else -big - 1
+            assert got[:5].tolist() == [0, 0, 0, lo, hi], (m, other)
+
+
+def test_fused_validation_emulated(emulated, monkeypatch):
+    """The validation of supported types: one fused pass and one transfer
+    on the success path (no diff, no astype), the CPU's exact messages on
+    the error paths."""
+    from meshccl.graph import Edges, connected_components, _as_graph
+
+    launched, gets = [], []
+    from meshccl._gpu import graph as gpu
+
+    loader = gpu.kernels
+    monkeypatch.setattr(gpu, "kernels", lambda f, *names: launched.extend(names) or loader(f, *names))
+    monkeypatch.setattr(FakeArray, "get", lambda self: gets.append(self.shape) or np.asarray(self).copy())
+    cp = sys.modules["cupy"]
+    monkeypatch.delattr(cp, "diff")  # the success path must not need it
+    for ptype in CHECK_DTYPES:
+        for jtype in CHECK_DTYPES:
+            launched.clear()
+            gets.clear()
+            indptr, indices = np.array([0, 2, 3, 3], ptype), np.array([1, 2, 0], jtype)
+            kind, arrays, n = _as_graph((fake(indptr), fake(indices)))
+            assert (kind, n) == ("csr", 3) and arrays[1].dtype == jtype
+            assert launched == [f"meshccl_graph_check<{C_NAME[ptype]}, {C_NAME[jtype]}>",
+                                f"meshccl_graph_check_done<{C_NAME[ptype]}>"]
+            assert gets == [(6,)]
+            gets.clear()
+            kind, arrays, n = _as_graph(Edges(fake(indices), fake(indices[::-1].copy())))
+            assert (kind, n) == ("edges", 3) and gets == [(6,)]
+    for form, host in [((fake(p), fake(i)), (p, i)) for p, i in BAD_CSR] + \
+                      [(Edges(fake(s), fake(d), n), Edges(s, d, n)) for s, d, n in BAD_EDGES]:
+        with pytest.raises(ValueError) as want:
+            connected_components(host)
+        with pytest.raises(ValueError, match=f"^{re.escape(str(want.value))}$"):
+            connected_components(form)
+
+
+C_NAME = {np.int32: "int", np.int64: "long long", np.uint32: "unsigned int",
+          np.uint64: "unsigned long long"}
 
 
 def test_every_compression_launch_emulated(emulated):
@@ -664,7 +809,8 @@ def test_auto_rule_on_benchmark_shapes_emulated(emulated, monkeypatch):
     the shapes of benchmarks/graph_bench.py: 'early' on in-order paths
     (stored one way, reversed, or both ways; as CSR or CSC), the old choice
     everywhere else -- 'ecl' on the graphs of graph_bench_gpu.md, 'kout' on
-    the dense symmetric --papers graphs, 'unionfind' on edge lists -- and
+    the symmetric graphs above 2.3 entries per vertex (KOUT_MIN_DEGREE),
+    'unionfind' on edge lists -- and
     the labels still SciPy's.  Counts the kernels of the probe: one launch."""
     from meshccl import graph_generators as gen
     from meshccl._gpu import graph as gpu
@@ -677,13 +823,13 @@ def test_auto_rule_on_benchmark_shapes_emulated(emulated, monkeypatch):
     cases = [
         ("rmat", gen.rmat(12, 16, seed=1), False, "ecl"),
         ("grid", gen.grid((64, 64)), False, "ecl"),
-        ("grid, both ways", sym(gen.grid((64, 64))), True, "ecl"),
+        ("grid, both ways", sym(gen.grid((64, 64))), True, "kout"),  # 3.9 entries per vertex
         ("grid 3-D", gen.grid((16, 16, 16)), False, "ecl"),
         ("road-like", gen.grid((64, 64), keep=0.55, seed=2), False, "ecl"),
         ("watts-strogatz", gen.watts_strogatz(4096, 8, 0.1, seed=5), False, "ecl"),
         ("disjoint", gen.disjoint(64, 64, seed=3), False, "ecl"),
         ("random", gen.random_edges(4096, 4096, seed=4), False, "ecl"),
-        ("papers road", sym(gen.road_grid(70, 2.41, seed=2)), True, "ecl"),
+        ("papers road", sym(gen.road_grid(70, 2.41, seed=2)), True, "kout"),  # 2.41 > 2.3
         ("papers kron", sym(gen.rmat(12, 48, seed=1)), True, "kout"),
         ("papers social", sym(gen.barabasi_albert_bb(3000, 9, seed=3)), True, "kout"),
         ("line", line, False, "early"),

@@ -12,7 +12,8 @@ which read the change flags of a batch of passes at once
 the labels are exact.  BFS sampling reads its frontier size after batches of levels.
 (:func:`components` called directly with method='auto' reads the rule's
 probe count once; :mod:`meshccl.graph` resolves 'auto' before, reading that
-count with the validation's one transfer.)
+count with the validation's one transfer.)  That validation's device pass
+is :func:`check` (one fused kernel over indptr and the index arrays).
 """
 
 from __future__ import annotations
@@ -71,6 +72,16 @@ RULES = {"unionfind": 0, "async": 0, "rem-cas": 1, "early": 2, "hooks": 3, "jtb"
 #: enum Compression of unionfind.cuh
 COMPRESS_CODE = {"none": 0, "halving": 1, "splitting": 2, "full": 3, "splicing": 4}
 _SEED = 0x6D657368636C6C  # fixed: the frequent root only steers work, never the labels
+#: the index types :func:`check` reads (meshccl_graph_check's instantiations)
+CHECK_TYPES = frozenset(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.uint64))
+#: loads each thread of meshccl_graph_check issues per array before using
+#: any (the kernel's unroll), and its resident blocks per multiprocessor
+#: (8 x 256 threads: a full H100 / H200 multiprocessor at its 32 registers)
+CHECK_UNROLL = 4
+CHECK_BLOCKS_PER_SM = 8
+#: a null pointer argument (a kernel's parameter is 8 bytes; CuPy passes
+#: this scalar by value)
+_NULL = np.uint64(0)
 
 
 @functools.lru_cache(maxsize=None)
@@ -116,13 +127,15 @@ def choose_method(kind: str, n: int, m: int, symmetric: bool = False, chain=None
     return "ecl"
 
 
-def chain_probe(indptr, indices, n: int):
+def chain_probe(indptr, indices, n: int, out=None):
     """For 'auto' on CSR input: ``(hits, samples)`` where ``hits`` is a 0-d
     CuPy int64 count (no host synchronisation: the caller reads it with the
     validation's one transfer) of the entries (v, u) with |u - v| = 1 among
     ``samples`` = min(m, 1024) pseudo-random stored entries; None where the rule does not
     look (more than :data:`CHAIN_MAX_DEGREE` entries per vertex, no entries,
-    or index arrays other than int32 / int64).  One launch of one block
+    or index arrays other than int32 / int64).  ``out``: a 1-entry CuPy
+    int64 array to count into (e.g. ``facts[5:]`` of :func:`check`, so the
+    one transfer of the facts brings it), else a new one.  One launch of one block
     (``meshccl_graph_chain_probe``); it reads only in-bounds entries whatever
     indptr holds, so it may run before indptr is validated (its count is
     then meaningless and never used: validation raises)."""
@@ -135,9 +148,54 @@ def chain_probe(indptr, indices, n: int):
         return None
     (probe,) = kernels("graph.cu", f"meshccl_graph_chain_probe<{c_type(indptr.dtype)}, "
                                    f"{c_type(indices.dtype)}>")
-    hits = cupy.empty(1, dtype=cupy.int64)
+    hits = cupy.empty(1, dtype=cupy.int64) if out is None else out
     probe((1,), (SAMPLES,), (indptr, indices, np.int64(n), np.int64(m), hits, np.uint64(_SEED)))
     return hits[0], min(m, SAMPLES)
+
+
+def supported(*arrays) -> bool:
+    """Whether :func:`check` takes arrays of these dtypes (int32, int64,
+    uint32, uint64; :mod:`meshccl.graph` reduces the others with CuPy)."""
+    return all(np.dtype(a.dtype) in CHECK_TYPES for a in arrays)
+
+
+def check(indptr, a, b=None):
+    """The facts :mod:`meshccl.graph` validates CuPy index arrays with, in
+    one pass over them (``meshccl_graph_check``, then
+    ``meshccl_graph_check_done`` folds its blocks' parts): a 6-entry CuPy
+    int64 array, not read here (the caller reads it with its one transfer):
+
+    0, 1. ``indptr[0]``, ``indptr[-1]`` (0, 0 for ``indptr=None``, an edge list);
+    2. -1 if ``indptr[k + 1] < indptr[k]`` somewhere, else 0;
+    3, 4. the smallest and largest value of ``a`` and ``b`` (int64 max and
+       min when they are empty);
+    5. unset: the slot for :func:`chain_probe`'s count (``out=facts[5:]``).
+
+    Values beyond the int64 range are clamped to its max (only ever an
+    error, whose message recomputes the exact value).  ``b``: None or an
+    array as long as ``a``; every dtype must be :func:`supported`.
+    """
+    import cupy
+
+    dev = cupy.cuda.Device().id
+    ptype = np.dtype(a.dtype if indptr is None else indptr.dtype)
+    none = _dummy(dev, ptype.name)  # indptr of an edge list (nptr = 0: never read)
+    ptr, nptr = (none, 0) if indptr is None else (indptr, indptr.size)
+    # a and b of one type go through one pass; of two types, one pass each
+    passes = [(ptr, nptr, a, b)] if b is None or b.dtype == a.dtype else \
+        [(ptr, nptr, a, None), (none, 0, b, None)]
+    tp = c_type(ptype)
+    *scans, done = kernels("graph.cu", *(f"meshccl_graph_check<{tp}, {c_type(x.dtype)}>"
+                                         for _, _, x, _ in passes),
+                           f"meshccl_graph_check_done<{tp}>")
+    grid = _grid(max(a.size, nptr), BLOCK * CHECK_UNROLL, CHECK_BLOCKS_PER_SM)
+    part = cupy.empty(3 * grid[0] * len(passes), dtype=cupy.int64)
+    for k, (scan, (p, count, x, y)) in enumerate(zip(scans, passes)):
+        scan(grid, (BLOCK,), (p, np.int64(count), x, _NULL if y is None else y, np.int64(x.size),
+                              part[3 * grid[0] * k:]))
+    facts = cupy.empty(6, dtype=cupy.int64)
+    done((1,), (1024,), (part, np.int32(grid[0] * len(passes)), ptr, np.int64(nptr), facts))
+    return facts
 
 
 def _index_types(n: int, neighbours, index_dtype=None):
