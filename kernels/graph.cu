@@ -531,6 +531,25 @@ meshccl_graph_check_done(const long long* __restrict__ part, int blocks,
     }
 }
 
+// The same count for an edge list (method='auto' on edges): hits[0] = how
+// many of min(m, 1024) hashed edges e have |src[e] - dst[e]| = 1.  Reads
+// only src[0..m) and dst[0..m), so it may run before validation.
+template <typename J>
+__global__ void __launch_bounds__(MESHCCL_GRAPH_SAMPLES)
+meshccl_graph_chain_probe_edges(const J* __restrict__ src, const J* __restrict__ dst,
+                                long long m, long long* hits, unsigned long long seed) {
+    using namespace meshccl::graph;
+    const int t = threadIdx.x;
+    bool hit = false;
+    if (t < m) {
+        const long long e = (long long)(mix64(seed + (unsigned long long)t) % (unsigned long long)m);
+        const long long d = (long long)dst[e] - (long long)src[e];
+        hit = d == 1 || d == -1;
+    }
+    const int count = __syncthreads_count(hit);
+    if (t == 0) hits[0] = count;
+}
+
 // ------------------------------------------- edge list -> CSR (for ECL / k-out)
 
 // deg[src[e] + 1] += 1 (deg: n + 1 zeros; its prefix sum is indptr).
@@ -896,6 +915,10 @@ MESHCCL_GRAPH_PROBE(int, int)
 MESHCCL_GRAPH_PROBE(int, long long)
 MESHCCL_GRAPH_PROBE(long long, int)
 MESHCCL_GRAPH_PROBE(long long, long long)
+template __global__ void meshccl_graph_chain_probe_edges<int>(const int*, const int*, long long,
+                                                             long long*, unsigned long long);
+template __global__ void meshccl_graph_chain_probe_edges<long long>(
+    const long long*, const long long*, long long, long long*, unsigned long long);
 #define MESHCCL_GRAPH_CHECK(P, J)                                                                \
     template __global__ void meshccl_graph_check<P, J>(const P*, long long, const J*, const J*, \
                                                        long long, long long*);

@@ -151,42 +151,45 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         * 'auto': on the CPU the union-find ('unionfind', which starts
           like ECL-CC; parallel with ``cpu_threads``).  On the GPU
           (``meshccl._gpu.graph.choose_method``; :func:`_auto_method` says
-          what it picks for an input): edge lists
-          (COO, ``Edges``, dense arrays) run 'unionfind' directly on the
-          edges (sampling needs each vertex's edges together); CSR/CSC
-          input runs 'kout' when ``symmetric=True`` and it stores more than
-          2k = 4 entries per vertex; 'early' when it stores at most 2
-          entries per vertex and at least 3/4 of 1024 pseudo-random stored
-          entries (v, u) have |u - v| = 1 (a path numbered in order;
-          ``meshccl._gpu.graph.chain_probe``: one launch of one block,
-          its count read with the validation's one transfer, so no extra
-          synchronisation); otherwise 'ecl'.  Sampling is the rule of
-          Hong, Dhulipala and Shun (GConn, section 4.7: sampling pays only
-          when the average degree is high -- k-out saves at most m - k n of
-          the m edge visits, and on road networks it slows things down),
-          restricted to symmetric input: GConn's graphs are all symmetric,
-          and the saving comes from the finish pass skipping the vertices
-          of the sampled giant component, whose edges the other ends also
-          store.  Without the promise every remaining edge is still
-          visited, so sampling only adds a pass.  Measured on an H200
-          (benchmarks/results/graph_bench_gpu.md, CSR, not symmetric):
-          RMAT scale 22 (15.6 entries per vertex) 'ecl' 3.39 ms, 'kout'
-          4.70 ms (the old rule, which ignored ``symmetric``, picked 'kout':
-          4.57 ms).  On the six sparser graphs there (1 to 4 entries per
-          vertex, CSR methods measured: 'unionfind', 'ecl', 'kout') 'ecl'
-          was the fastest within timing noise except on a path numbered
-          in order ('unionfind' 8.11 ms, 'ecl' 42.9 ms) and on
-          Watts-Strogatz at 4.0 entries per vertex ('kout' 1.46 ms, 'ecl'
-          1.73 ms; not sampled by either rule).  With every method timed
-          (same file, H200) the in-order line of 4 M vertices took 41.0 ms
-          with 'ecl' (every vertex's first unions build one 4 M-long
-          chain), 32.7 ms with 'kout', 5.23 ms with 'rem-cas' and 2.88 ms
-          with 'early', the fastest: hence the chain test.  On the other
-          graphs there 'early' was 0.8-1.6x 'ecl''s time, so a false
-          positive costs little.  The sampled fraction (the kernel's
-          picks, computed on the host) is 1 on that line, about 1/2 on
-          the 4096² grids, 0 on the shuffled graphs (disjoint trees,
-          random); the denser graphs are not sampled.
+          what it picks for an input):
+
+          - edge lists (COO, ``Edges``, dense arrays) run 'unionfind'
+            directly on the edges (sampling needs each vertex's edges
+            together), or 'early' when they look like a path numbered in
+            order (the test below; on the in-order line of 4 M edges
+            'unionfind' took 86 ms on an H200: every thread hooks v + 1
+            under v at once, which builds one 4 M-long chain);
+          - CSR/CSC input runs 'kout' when ``symmetric=True`` and it stores
+            more than 2.3 entries per vertex;
+          - 'early' when it stores at most 2 entries per vertex and at
+            least 3/4 of 1024 pseudo-random stored entries (v, u) have
+            |u - v| = 1 (a path numbered in order;
+            ``meshccl._gpu.graph.chain_probe``: one launch of one block,
+            its count read with the validation's one transfer, so no
+            extra synchronisation);
+          - otherwise 'ecl'.
+
+          Sampling is restricted to symmetric input: the saving comes from
+          skipping the vertices of the sampled giant component, whose
+          edges the other ends also store; without the promise every
+          remaining edge is still visited, so sampling only adds a pass
+          (H200, RMAT scale 22, not symmetric: 'ecl' 3.39 ms, 'kout' 4.70).
+          GConn (Hong, Dhulipala and Shun, section 4.7) samples only dense
+          graphs.  meshccl's k-out also lets the giant component's
+          vertices skip their second sampled edge once it is found, and
+          then wins on sparse graphs that are mostly one component (H100,
+          symmetric CSR, 'kout' against 'ecl': road-like 4900² grid
+          subgraph with 2.41 entries per vertex 3.12 against 5.10 ms, 2-D
+          grid 2048² 1.14 against 2.22) but loses on fragmented ones
+          (2048² grid with 55 % of its edges, 2.2 entries per vertex: 1.58
+          against 1.35; 64 disjoint trees 1.01 against 0.73; random, 2.0
+          entries: 1.29 against 1.15); hence the threshold of 2.3.  On the
+          in-order line of 4 M vertices 'ecl' took 41.0 ms (every vertex's
+          first unions build one 4 M-long chain), 'early' 2.88 ms (H200):
+          hence the path test.  On the other graphs 'early' was 0.8-1.6x
+          'ecl''s time, so a false positive costs little.  The sampled
+          fraction is 1 on that line, about 1/2 on the 4096² grids, 0 on
+          the shuffled graphs.
     symmetric : bool, optional
         The caller promises that every stored edge (u, v) is also stored as
         (v, u), as in an undirected graph held as a symmetric matrix.  The
@@ -564,7 +567,8 @@ def _device_facts(indptr, a, b=None, probe=None):
     facts = gpu.check(indptr, a, b)
     chain = None
     if probe is not None:  # 'auto' on the GPU: its count rides along, in facts[5]
-        chain = gpu.chain_probe(indptr, a, indptr.size - 1, out=facts[5:])
+        chain = (gpu.chain_probe(indptr, a, indptr.size - 1, out=facts[5:]) if indptr is not None
+                 else gpu.chain_probe_edges(a, b, out=facts[5:]))
     facts = dict(zip(_CHECKED, map(int, facts.get())))
     facts["samples"] = chain and chain[1]
     return facts
@@ -621,7 +625,7 @@ def _csr(indptr, indices, n=None, probe=None):
     return "csr", _checked(xp, indptr, indices), n
 
 
-def _edges(src, dst, n=None):
+def _edges(src, dst, n=None, probe=None):
     xp = _xp_of(("src", src), ("dst", dst))
     src = _int_array(src, "src", xp)
     dst = _int_array(dst, "dst", xp)
@@ -629,11 +633,13 @@ def _edges(src, dst, n=None):
         raise ValueError(f"src and dst must have the same length, got {src.size} and {dst.size}")
     if n is not None and (not isinstance(n, (int, np.integer)) or n < 0):
         raise ValueError(f"n_vertices must be a non-negative int, got {n!r}")
-    facts = None if xp is np else _device_facts(None, src, dst)
+    facts = None if xp is np else _device_facts(None, src, dst, probe=probe)
     lo, hi = _bounds(_facts(xp, **_range(src, dst))) if facts is None else (facts["lo"], facts["hi"])
     if n is None:
         n = hi + 1 if src.size else 0
     _check_indices(n, lo, hi, ("src", src), ("dst", dst))
+    if facts is not None and facts["samples"]:
+        probe["chain"] = facts["chain"] / facts["samples"]
     return "edges", _checked(xp, src, dst), int(n)
 
 
@@ -647,11 +653,11 @@ def _as_graph(g, probe=None):
     """(kind, arrays, n) for any accepted input; kind is "csr", "csc" (CSR
     arrays of the transpose graph) or "edges"; the arrays are NumPy or CuPy
     as the input is.  ``probe``: a dict for method='auto', which gets
-    ``"chain"`` (see meshccl._gpu.graph.chain_probe) where CuPy CSR input is
+    ``"chain"`` (see meshccl._gpu.graph.chain_probe / chain_probe_edges) where CuPy input is
     sparse enough for the rule to look, read with the validation's one
     transfer (no extra synchronisation)."""
     if isinstance(g, Edges):
-        return _edges(g.src, g.dst, g.n_vertices)
+        return _edges(g.src, g.dst, g.n_vertices, probe)
     if isinstance(g, tuple):
         if len(g) != 2:
             raise TypeError("a tuple csgraph must be (indptr, indices); use Edges(src, dst) for edge lists")
@@ -664,7 +670,7 @@ def _as_graph(g, probe=None):
         if fmt == "csc":  # the transpose graph: the same weak components, edges reversed
             return ("csc",) + _csr(g.indptr, g.indices, n, probe)[1:]
         if fmt == "coo":
-            return _edges(g.row, g.col, n)
+            return _edges(g.row, g.col, n, probe)
         csr = g.tocsr()
         return _csr(csr.indptr, csr.indices, n, probe)
     if isinstance(g, np.ndarray) or (_is_cupy(g) and hasattr(g, "nonzero") and hasattr(g, "dtype")):
@@ -672,7 +678,7 @@ def _as_graph(g, probe=None):
             raise TypeError(f"csgraph must be a numeric adjacency matrix, got dtype {g.dtype}")
         n = _square(g.shape)
         rows, cols = g.nonzero()
-        return _edges(rows, cols, n)
+        return _edges(rows, cols, n, probe)
     raise TypeError(
         "csgraph must be a SciPy/CuPy sparse matrix, a dense square array, an "
         f"(indptr, indices) tuple or Edges(src, dst, n_vertices); got {type(g).__name__}")

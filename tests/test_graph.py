@@ -244,7 +244,8 @@ def test_auto_rule_picks_early_on_a_path_numbered_in_order():
     """The chain test of the GPU rule: 'early' only for CSR with at most 2
     entries per vertex of which at least 3/4 of the sampled ones join
     consecutive vertices (measured: the in-order line, 'ecl' 41 ms, 'early'
-    2.9 ms); never for edge lists, unmeasured (None) or denser graphs."""
+    2.9 ms), and the same for edge lists ('unionfind' on the in-order line
+    of 4 M edges: 86 ms); never unmeasured (None) or denser graphs."""
     from meshccl._gpu.graph import CHAIN_MIN_FRACTION, choose_method
     assert choose_method("csr", 100, 99, chain=1.0) == "early"          # path, one direction
     assert choose_method("csr", 100, 198, symmetric=True, chain=1.0) == "early"  # both ways
@@ -255,7 +256,11 @@ def test_auto_rule_picks_early_on_a_path_numbered_in_order():
     assert choose_method("csr", 100, 201, chain=1.0) == "ecl"           # denser than a path
     assert choose_method("csr", 100, 201, symmetric=True, chain=1.0) == "ecl"
     assert choose_method("csr", 100, 401, symmetric=True, chain=1.0) == "kout"
-    assert choose_method("edges", 100, 99, chain=1.0) == "unionfind"
+    assert choose_method("edges", 100, 99, chain=1.0) == "early"        # an edge list in order
+    assert choose_method("edges", 100, 198, chain=0.8) == "early"
+    assert choose_method("edges", 100, 201, chain=1.0) == "unionfind"   # denser than a path
+    assert choose_method("edges", 100, 99, chain=0.5) == "unionfind"
+    assert choose_method("edges", 100, 99) == "unionfind"
 
 
 def test_auto_method_helper_on_the_cpu():

@@ -404,13 +404,14 @@ def test_generators_cupy_output_equals_numpy():
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 def test_auto_chain_probe_on_gpu():
-    """The probe kernel of 'auto' counts what its host mirror counts, and
+    """The probe kernels of 'auto' count what their host mirror counts, and
     'auto' picks 'early' on in-order paths, 'ecl' on a grid and on shuffled
-    graphs (int32 and int64 index arrays)."""
+    graphs (int32 and int64 index arrays); on edge lists 'early' or
+    'unionfind'."""
     import cupy
     import cupyx.scipy.sparse as csp
 
-    from meshccl._gpu.graph import _SEED, chain_probe
+    from meshccl._gpu.graph import _SEED, chain_probe, chain_probe_edges
     from meshccl.graph import _auto_method
     from test_graph_gpu_emulated import mix64
 
@@ -433,6 +434,17 @@ def test_auto_chain_probe_on_gpu():
         want_n, want = scipy_cc(csr)
         assert n_got == want_n
         np.testing.assert_array_equal(lab.get(), want)
+        # the same graph as an edge list: 'early' for the paths, else 'unionfind'
+        for dt in (np.int32, np.int64):
+            edges = Edges(cupy.asarray(e.src.astype(dt)), cupy.asarray(e.dst.astype(dt)), n)
+            assert _auto_method(edges) == ("early" if expect == "early" else "unionfind")
+            hits, s = chain_probe_edges(edges.src, edges.dst)
+            k = (mix64(np.uint64(_SEED) + np.arange(s, dtype=np.uint64)) %
+                 np.uint64(e.src.size)).astype(np.int64)
+            assert int(hits) == np.count_nonzero(np.abs(e.dst[k].astype(np.int64) - e.src[k]) == 1)
+            n_got, lab = connected_components(edges)
+            assert n_got == want_n
+            np.testing.assert_array_equal(lab.get(), want)
 
 
 @pytest.mark.gpu

@@ -390,6 +390,15 @@ def emulate(expr):
             e = (mix64(np.uint64(seed) + np.arange(s, dtype=np.uint64)) % np.uint64(m)).astype(np.int64)
             rows = np.clip(np.searchsorted(np.asarray(indptr)[:n], e, side="right") - 1, 0, n - 1)
             hits[0] = int(np.count_nonzero(np.abs(np.asarray(indices)[e].astype(np.int64) - rows) == 1))
+    elif name == "meshccl_graph_chain_probe_edges":
+        sig = [("ptr", t[0]), ("ptr", t[0]), ("val", "long long"), ("ptr", "long long"),
+               ("val", "unsigned long long")]
+
+        def run(src, dst, m, hits, seed):
+            s = min(m, 1024)
+            e = (mix64(np.uint64(seed) + np.arange(s, dtype=np.uint64)) % np.uint64(m)).astype(np.int64)
+            d = np.asarray(dst)[e].astype(np.int64) - np.asarray(src)[e].astype(np.int64)
+            hits[0] = int(np.count_nonzero(np.abs(d) == 1))
     elif name == "meshccl_graph_check":
         sig = [("ptr", t[0]), ("val", "long long"), ("ptr", t[1]), ("ptr?", t[1]),
                ("val", "long long"), ("ptr", "long long")]
@@ -435,10 +444,11 @@ def emulate(expr):
         check_args(expr, args, sig)
         assert all(isinstance(g, int) and 0 < g < 2**31 for g in grid), f"{expr}: grid {grid}"
         if name in ("meshccl_graph_mode", "meshccl_graph_pick_source", "meshccl_graph_chain_probe",
-                    "meshccl_graph_check_done"):
+                    "meshccl_graph_chain_probe_edges", "meshccl_graph_check_done"):
             assert block == (1024,), f"{expr} needs a block of 1024"
         if name in ("meshccl_graph_bfs_next", "meshccl_graph_pick_source", "meshccl_graph_mode",
-                    "meshccl_graph_chain_probe", "meshccl_graph_check_done"):
+                    "meshccl_graph_chain_probe", "meshccl_graph_chain_probe_edges",
+                    "meshccl_graph_check_done"):
             assert grid == (1,), f"{expr} runs as one block"
         if name == "meshccl_graph_check":  # its blocks' parts depend on the launch shape
             assert len(block) == 1 and block[0] % 32 == 0 and block[0] <= 1024, f"{expr}: block {block}"
@@ -810,7 +820,7 @@ def test_auto_rule_on_benchmark_shapes_emulated(emulated, monkeypatch):
     (stored one way, reversed, or both ways; as CSR or CSC), the old choice
     everywhere else -- 'ecl' on the graphs of graph_bench_gpu.md, 'kout' on
     the symmetric graphs above 2.3 entries per vertex (KOUT_MIN_DEGREE),
-    'unionfind' on edge lists -- and
+    'unionfind' on edge lists that are not paths in order -- and
     the labels still SciPy's.  Counts the kernels of the probe: one launch."""
     from meshccl import graph_generators as gen
     from meshccl._gpu import graph as gpu
@@ -856,9 +866,12 @@ def test_auto_rule_on_benchmark_shapes_emulated(emulated, monkeypatch):
         got_n, got = connected_components((fake(csr.indptr), fake(csr.indices)), symmetric=symmetric)
         assert got_n == want_n, name
         np.testing.assert_array_equal(np.asarray(got), want, err_msg=name)
+        path = name.startswith("line") or name == "short line"
         if name.startswith("line"):
             assert _auto_method((fake(csc.indptr), fake(csc.indices)), symmetric) == "early"
-            assert _auto_method(Edges(fake(e.src), fake(e.dst), n), symmetric) == "unionfind"
+        # edge lists: 'early' for the in-order paths (their probe), else 'unionfind'
+        assert _auto_method(Edges(fake(e.src), fake(e.dst), n), symmetric) == \
+            ("early" if path else "unionfind"), name
     # index types the probe kernel is not instantiated for: no probe, the old rule
     csr = sp.coo_matrix((np.ones(line.src.size), (line.src, line.dst)), shape=(5000, 5000)).tocsr()
     assert _auto_method((fake(csr.indptr), fake(csr.indices.astype(np.uint16)))) == "ecl"

@@ -112,19 +112,19 @@ def _grid(work: int, per_block: int, cap_per_sm: int) -> tuple:
 def choose_method(kind: str, n: int, m: int, symmetric: bool = False, chain=None) -> str:
     """The GPU rule of ``method='auto'`` (see :func:`meshccl.graph.connected_components`,
     which documents it and the measurements behind it): edge lists run
+    'early' when they look like a path numbered in order (below), else
     'unionfind'; CSR/CSC input runs 'kout' when it is promised symmetric and
     stores more than :data:`KOUT_MIN_DEGREE` (2.3) entries per vertex; 'early' when
     it stores at most :data:`CHAIN_MAX_DEGREE` entries per vertex and
     ``chain`` -- the fraction of sampled entries (v, u) with |u - v| = 1
     (:func:`chain_probe`; None: not measured) -- is at least
     :data:`CHAIN_MIN_FRACTION`, a path numbered in order; else 'ecl'."""
+    path = chain is not None and m <= CHAIN_MAX_DEGREE * n and chain >= CHAIN_MIN_FRACTION
     if kind == "edges":
-        return "unionfind"
+        return "early" if path else "unionfind"
     if symmetric and m > KOUT_MIN_DEGREE * n:
         return "kout"
-    if chain is not None and m <= CHAIN_MAX_DEGREE * n and chain >= CHAIN_MIN_FRACTION:
-        return "early"
-    return "ecl"
+    return "early" if path else "ecl"
 
 
 def chain_probe(indptr, indices, n: int, out=None):
@@ -150,6 +150,23 @@ def chain_probe(indptr, indices, n: int, out=None):
                                    f"{c_type(indices.dtype)}>")
     hits = cupy.empty(1, dtype=cupy.int64) if out is None else out
     probe((1,), (SAMPLES,), (indptr, indices, np.int64(n), np.int64(m), hits, np.uint64(_SEED)))
+    return hits[0], min(m, SAMPLES)
+
+
+def chain_probe_edges(src, dst, out=None):
+    """:func:`chain_probe` for an edge list: ``(hits, samples)`` over
+    min(m, 1024) hashed edges (src[e], dst[e]) with |src - dst| = 1, or None
+    (no edges, or arrays not both int32 or both int64).  The caller's rule
+    also needs m <= CHAIN_MAX_DEGREE * n, known only after validation."""
+    import cupy
+
+    m = src.size
+    if not m or np.dtype(src.dtype) != np.dtype(dst.dtype) \
+            or np.dtype(src.dtype) not in {np.dtype(np.int32), np.dtype(np.int64)}:
+        return None
+    (probe,) = kernels("graph.cu", f"meshccl_graph_chain_probe_edges<{c_type(src.dtype)}>")
+    hits = cupy.empty(1, dtype=cupy.int64) if out is None else out
+    probe((1,), (SAMPLES,), (src, dst, np.int64(m), hits, np.uint64(_SEED)))
     return hits[0], min(m, SAMPLES)
 
 
@@ -571,7 +588,8 @@ def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool 
             info.update(method_phases=[], iterations=0)
         return cupy.zeros((), dtype=idx), cupy.empty(0, dtype=idx)
     if method == "auto":  # meshccl.graph resolves 'auto' first; here the probe costs a read
-        probe = None if kind == "edges" else chain_probe(arrays[0], arrays[1], n)
+        probe = (chain_probe_edges(arrays[0], arrays[1]) if kind == "edges"
+                 else chain_probe(arrays[0], arrays[1], n))
         chain = None if probe is None else int(probe[0]) / probe[1]
         method = choose_method(kind, n, int(arrays[1].size), symmetric, chain)
     steps, state = graph_steps(kind, arrays, n, method, symmetric, index_dtype, compression,
