@@ -159,8 +159,10 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
             order (the test below; on the in-order line of 4 M edges
             'unionfind' took 86 ms on an H200: every thread hooks v + 1
             under v at once, which builds one 4 M-long chain);
-          - CSR/CSC input runs 'kout' when ``symmetric=True`` and it stores
-            more than 2.3 entries per vertex;
+          - CSR/CSC input runs 'hb' when ``symmetric=True`` and it stores
+            more than 6 entries per vertex, 'kout' when it stores more than
+            2.3 (``meshccl._gpu.graph.HB_MIN_DEGREE`` and
+            ``KOUT_MIN_DEGREE`` give the measurements);
           - 'early' when it stores at most 2 entries per vertex and at
             least 3/4 of 1024 pseudo-random stored entries (v, u) have
             |u - v| = 1 (a path numbered in order;

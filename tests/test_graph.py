@@ -229,11 +229,14 @@ def test_symmetric_promise_on_symmetric_input(g, method):
 
 def test_auto_rule_on_the_gpu():
     """The GPU rule (pure Python, no GPU needed): sample CSR promised
-    symmetric with more than 2.3 entries per vertex."""
+    symmetric with more than 2.3 entries per vertex (hook-based sampling
+    above 6)."""
     from meshccl._gpu.graph import choose_method
     assert choose_method("edges", 100, 10_000) == "unionfind"
     assert choose_method("edges", 100, 10_000, symmetric=True) == "unionfind"
-    assert choose_method("csr", 100, 401, symmetric=True) == "kout"
+    assert choose_method("csr", 100, 401, symmetric=True) == "kout"    # a grid: 4
+    assert choose_method("csr", 100, 600, symmetric=True) == "kout"
+    assert choose_method("csr", 100, 601, symmetric=True) == "hb"      # Kronecker, social
     assert choose_method("csr", 100, 241, symmetric=True) == "kout"    # road-like: 2.41
     assert choose_method("csr", 100, 401) == "ecl"       # no promise: sampling only adds a pass
     assert choose_method("csc", 100, 230, symmetric=True) == "ecl"     # trees, fragmented grids

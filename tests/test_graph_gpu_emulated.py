@@ -716,7 +716,8 @@ def test_max_iterations_emulated(emulated):
 
 def test_auto_runs_the_rule_emulated(emulated, monkeypatch):
     """connected_components(method='auto') runs what _auto_method reports,
-    which is choose_method's pick: kout only for dense CSR promised symmetric."""
+    which is choose_method's pick: sampling only for CSR promised symmetric
+    ('hb' above 6 entries per vertex, 'kout' above 2.3)."""
     from meshccl._gpu import graph as gpu
     from meshccl.graph import Edges, _auto_method, connected_components
 
@@ -725,14 +726,19 @@ def test_auto_runs_the_rule_emulated(emulated, monkeypatch):
     src, dst = rng.integers(0, n, 1500), rng.integers(0, n, 1500)
     src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
     csr = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
-    want_n, want = scipy_cc(csr)
     ran = []
     steps = gpu.graph_steps
     monkeypatch.setattr(gpu, "graph_steps", lambda kind, arrays, n, method, *a, **k:
                         ran.append(method) or steps(kind, arrays, n, method, *a, **k))
-    for form, symmetric, expect in (((fake(csr.indptr), fake(csr.indices)), True, "kout"),
-                                    ((fake(csr.indptr), fake(csr.indices)), False, "ecl"),
-                                    (Edges(fake(src), fake(dst), n), True, "unionfind")):
+    ts, td = src[:300], dst[:300]  # about 3 stored entries per vertex, both ways
+    thin = sp.coo_matrix((np.ones(600), (np.r_[ts, td], np.r_[td, ts])), shape=(n, n)).tocsr()
+    assert 2.3 * n < thin.nnz <= 6 * n < csr.nnz
+    for form, symmetric, expect, ref in (
+            ((fake(csr.indptr), fake(csr.indices)), True, "hb", csr),
+            ((fake(thin.indptr), fake(thin.indices)), True, "kout", thin),
+            ((fake(csr.indptr), fake(csr.indices)), False, "ecl", csr),
+            (Edges(fake(src), fake(dst), n), True, "unionfind", csr)):
+        want_n, want = scipy_cc(ref)
         assert _auto_method(form, symmetric=symmetric) == expect
         got_n, got = connected_components(form, symmetric=symmetric)
         assert ran[-1] == expect and got_n == want_n
@@ -819,7 +825,8 @@ def test_auto_rule_on_benchmark_shapes_emulated(emulated, monkeypatch):
     the shapes of benchmarks/graph_bench.py: 'early' on in-order paths
     (stored one way, reversed, or both ways; as CSR or CSC), the old choice
     everywhere else -- 'ecl' on the graphs of graph_bench_gpu.md, 'kout' on
-    the symmetric graphs above 2.3 entries per vertex (KOUT_MIN_DEGREE),
+    the symmetric graphs above 2.3 entries per vertex (KOUT_MIN_DEGREE), 'hb'
+    above 6 (HB_MIN_DEGREE),
     'unionfind' on edge lists that are not paths in order -- and
     the labels still SciPy's.  Counts the kernels of the probe: one launch."""
     from meshccl import graph_generators as gen
@@ -840,8 +847,8 @@ def test_auto_rule_on_benchmark_shapes_emulated(emulated, monkeypatch):
         ("disjoint", gen.disjoint(64, 64, seed=3), False, "ecl"),
         ("random", gen.random_edges(4096, 4096, seed=4), False, "ecl"),
         ("papers road", sym(gen.road_grid(70, 2.41, seed=2)), True, "kout"),  # 2.41 > 2.3
-        ("papers kron", sym(gen.rmat(12, 48, seed=1)), True, "kout"),
-        ("papers social", sym(gen.barabasi_albert_bb(3000, 9, seed=3)), True, "kout"),
+        ("papers kron", sym(gen.rmat(12, 48, seed=1)), True, "hb"),     # > 6 per vertex
+        ("papers social", sym(gen.barabasi_albert_bb(3000, 9, seed=3)), True, "hb"),
         ("line", line, False, "early"),
         ("line reversed", Edges(line.dst, line.src, line.n_vertices), False, "early"),
         ("line, both ways", sym(line), True, "early"),

@@ -50,6 +50,17 @@ KOUT_DENSE_DEGREE = 32
 #: with 55 % of its edges (2.2, in pieces) 1.58 against 1.35, 64 disjoint
 #: trees (2.0) 1.01 against 0.73, random (2.0) 1.29 against 1.15.
 KOUT_MIN_DEGREE = Fraction(23, 10)  # exact: m > 2.3 n
+#: ... and runs 'hb' (hook-based sampling) instead above this many: its
+#: start points each vertex at its first smaller neighbour without atomics,
+#: so far fewer unions contend for the giant component's root than in
+#: k-out's.  H200, 2026-11-22 08:27 UTC (--papers), hb against kout, ms:
+#: Kronecker scale 21 (86 entries per vertex) 1.01 against 1.38,
+#: Barabasi-Albert 4.8 M (18) 0.78 against 0.99.  H100 07:54 UTC
+#: (--symmetric --scale 20): RMAT-20 (30) 1.32 against 1.35,
+#: Watts-Strogatz k = 8 (8.0) 2.39 against 2.69; but the 2048² grid (4.0)
+#: 1.48 against 1.14 and the road-like 24 M grid (2.4) 10.3 against 2.51
+#: (the first-smaller-neighbour pointers of a grid form long chains).
+HB_MIN_DEGREE = 6
 #: 'auto' looks for a path numbered in order (where ECL-CC's and k-out's
 #: first unions build one long chain: on the in-order line of 4 M vertices
 #: 'ecl' took 41 ms and 'early' 2.9 ms on an H200) in CSR input that stores
@@ -113,8 +124,9 @@ def choose_method(kind: str, n: int, m: int, symmetric: bool = False, chain=None
     """The GPU rule of ``method='auto'`` (see :func:`meshccl.graph.connected_components`,
     which documents it and the measurements behind it): edge lists run
     'early' when they look like a path numbered in order (below), else
-    'unionfind'; CSR/CSC input runs 'kout' when it is promised symmetric and
-    stores more than :data:`KOUT_MIN_DEGREE` (2.3) entries per vertex; 'early' when
+    'unionfind'; CSR/CSC input runs 'hb' when it is promised symmetric and
+    stores more than :data:`HB_MIN_DEGREE` (6) entries per vertex, 'kout' when
+    it stores more than :data:`KOUT_MIN_DEGREE` (2.3); 'early' when
     it stores at most :data:`CHAIN_MAX_DEGREE` entries per vertex and
     ``chain`` -- the fraction of sampled entries (v, u) with |u - v| = 1
     (:func:`chain_probe`; None: not measured) -- is at least
@@ -122,6 +134,8 @@ def choose_method(kind: str, n: int, m: int, symmetric: bool = False, chain=None
     path = chain is not None and m <= CHAIN_MAX_DEGREE * n and chain >= CHAIN_MIN_FRACTION
     if kind == "edges":
         return "early" if path else "unionfind"
+    if symmetric and m > HB_MIN_DEGREE * n:
+        return "hb"
     if symmetric and m > KOUT_MIN_DEGREE * n:
         return "kout"
     return "early" if path else "ecl"
