@@ -12,7 +12,9 @@ off, as on the GPU.  Labels are identical to the GPU's bit for bit.
 The plain case (equal values, no mask / bonds / tolerance / wrap / axes) runs
 serially through :func:`_label_prov` instead: provisional labels per run in a
 small equivalence table, then one gather (the classical two-pass design), with
-the same numbering; binary images (background and one other value) through
+the same numbering (in 2-D and 3-D a run reads its neighbour lines as 16-bit
+lanes of one word and skips the runs an earlier line already implies,
+:func:`_prov_rows_lanes`); binary images (background and one other value) through
 :func:`_label_bits`, the same design on rows packed into 64-bit words.  In
 parallel, the plain case runs those labellers on slabs along axis 0, one
 thread each, then unites the seams (:func:`_label_slabs`); the other cases
@@ -20,7 +22,9 @@ keep the per-cell forest (:func:`_label_parallel`).
 """
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic, overload
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
 from .unionfind import relabel, unite
@@ -404,6 +408,285 @@ def _prov_rows(values, P, E, nl, row0, c0, coords, shape, has_bg, bgkey, nlines,
     return row, 0, nl
 
 
+@intrinsic
+def _eq_bytes(typingctx, arr, idx, v, width):
+    """Bit t set where byte idx + t of a 1-D contiguous array of 1-byte items
+    equals the low byte of v, t < width (8 or 16, a literal): one unaligned
+    vector load and compare (the caller keeps idx + width <= size)."""
+    if not isinstance(width, types.IntegerLiteral):
+        return None
+    w = width.literal_value
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        i8 = ir.IntType(8)
+        vty = ir.VectorType(i8, w)
+        vec = builder.load(builder.bitcast(ptr, vty.as_pointer()), align=1)
+        b = builder.trunc(args[2], i8)
+        spl = builder.insert_element(ir.Constant(vty, None), b, ir.Constant(ir.IntType(32), 0))
+        spl = builder.shuffle_vector(spl, ir.Constant(vty, None),
+                                     ir.Constant(ir.VectorType(ir.IntType(32), w), [0] * w))
+        eq = builder.icmp_unsigned("==", vec, spl)
+        return builder.zext(builder.bitcast(eq, ir.IntType(w)), ir.IntType(64))
+    return types.uint64(arr, types.intp, types.uint64, width), codegen
+
+
+def _mask16(values, i, v, wide):
+    """Bit t set where values[i + t] == v, for t < 16 when ``wide`` (i + 16
+    <= size), else at least for t < 8 (i + 8 <= size; with 1-byte values
+    the 16 cells are compared anyway, so then i + 16 <= size too)."""
+    raise NotImplementedError
+
+
+@overload(_mask16)
+def _mask16_impl(values, i, v, wide):
+    byte = isinstance(values.dtype, types.Boolean) or (
+        isinstance(values.dtype, types.Integer) and values.dtype.bitwidth == 8)
+    if byte and values.layout == "C" and values.ndim == 1:
+        def impl(values, i, v, wide):  # 1-byte items: one vector compare
+            return _eq_bytes(values, i, np.uint64(np.uint8(v)), 16)
+    else:
+        def impl(values, i, v, wide):
+            m = np.uint64(0)
+            for t in range(8):
+                m |= np.uint64(values[_u(i + t)] == v) << np.uint64(t)
+            if wide:
+                for t in range(8, 16):
+                    m |= np.uint64(values[_u(i + t)] == v) << np.uint64(t)
+            return m
+    return impl
+
+
+@njit(cache=True)
+def _line_cover(table, last, nlines, lmlo, lmhi):
+    """Which neighbour lines cover which: ``cover[k, j]`` is 1 when a cell
+    of line k and the cells of line j in the same column and the two beside
+    it are neighbours, 0 when only the one in the same column is, -1 when
+    none is.  Also an order of the lines (those that cover the most first)."""
+    conn = 0
+    for o in range(table.shape[0]):
+        m = table[o, 1] | table[o, 2]
+        h = 0
+        while m:
+            h += m & 1
+            m >>= 1
+        conn = max(conn, h)
+    cover = np.full((nlines, nlines), -1, dtype=np.int64)
+    for k in range(nlines):
+        for j in range(nlines):
+            if j == k:
+                continue
+            h = 0
+            ok = True
+            for a in range(last):
+                sk = ((lmhi[k] >> a) & 1) - ((lmlo[k] >> a) & 1)
+                sj = ((lmhi[j] >> a) & 1) - ((lmlo[j] >> a) & 1)
+                d = abs(sj - sk)
+                if d > 1:
+                    ok = False
+                h += d
+            if ok and h + 1 <= conn:
+                cover[k, j] = 1
+            elif ok and h <= conn:
+                cover[k, j] = 0
+    order = np.empty(nlines, dtype=np.int64)
+    score = np.empty(nlines, dtype=np.int64)
+    for k in range(nlines):
+        score[k] = 0
+        for j in range(nlines):
+            score[k] += cover[k, j] >= 0
+        order[k] = k
+    for k in range(nlines):  # a stable sort, most covered lines first
+        for j in range(nlines - 1 - k):
+            if score[order[j]] < score[order[j + 1]]:
+                order[j], order[j + 1] = order[j + 1], order[j]
+    return cover, order
+
+
+@njit(cache=True, nogil=True)
+def _prov_rows_lanes(values, P, E, nl, row0, c0, coords, shape, has_bg, bgkey, nlines, loff,
+                     lmlo, lmhi, ldmin, ldmax, cover):
+    """:func:`_prov_rows` for up to four neighbour lines (2-D and 3-D).  A
+    run of up to 13 cells reads its window of each line as a bit mask, the
+    four in one 64-bit word (16-bit lanes, in ``loff``'s order: the lines
+    that cover the most first); 1-byte values are compared 16 at a time
+    (:func:`_mask16`).  A run of matching cells in a line is not looked up
+    when its first cell lies beside a matching cell of an earlier line
+    (``cover``, :func:`_line_cover`): those two are earlier cells and
+    neighbours, so they are in one set already, and that set is merged
+    anyway.  So a run whose line below matches all of it (the first branch
+    of cc3d's decision tree, per run) looks up one run, and a run that
+    touches a single run (after those skips) takes that run's provisional
+    label as it is, with no find.  Same sets, same labels.  A run's label
+    is written to 8 cells at once where it fits (the cells past the run
+    are labelled later).  Longer runs read the lines cell by cell as
+    :func:`_prov_rows` does."""
+    n = values.shape[0]
+    ndim = shape.shape[0]
+    last = ndim - 1
+    W = shape[last]
+    nrows = n // W
+    cap = E.shape[0] - 1  # labels 1..cap - 1 (E[cap]: a spare entry)
+    qoff = np.empty(nlines, dtype=np.int64)
+    qmin = np.empty(nlines, dtype=np.int64)
+    qmax = np.empty(nlines, dtype=np.int64)
+    qk = np.empty(nlines, dtype=np.int64)
+    lq = np.zeros(4, dtype=np.int64)  # line offsets by lane
+    one = np.uint64(1)
+    full = ~np.uint64(0)
+    lanes = np.uint64(0x7FFF7FFF7FFF7FFF)
+    lane16 = np.uint64(0xFFFF)
+    rep = np.uint64(0x0001000100010001)  # a 16-bit mask in every lane
+    row = row0
+    c = c0
+    while row < nrows:
+        lo, hi = _row_masks(coords, shape, last)
+        base = row * W
+        cnt = 0
+        for k in range(nlines):
+            if (lo & lmlo[k]) | (hi & lmhi[k]):
+                continue
+            qoff[cnt] = base + loff[k]
+            qmin[cnt] = ldmin[k]
+            qmax[cnt] = ldmax[k]
+            qk[cnt] = k
+            cnt += 1
+        # the lanes' offsets as scalars (lane 0 missing: read from row 0, masked
+        # off by plan; lanes 1-3 are read only when present), and which lanes
+        # are present (plan), start at column c - 1 (lsel), end at column e (hsel)
+        o0 = qoff[0] if cnt > 0 else 0
+        o1 = qoff[1] if cnt > 1 else 0
+        o2 = qoff[2] if cnt > 2 else 0
+        o3 = qoff[3] if cnt > 3 else 0
+        plan = np.uint64(0)
+        lsel = np.uint64(0)
+        hsel = np.uint64(0)
+        for q in range(cnt):
+            lq[q] = qoff[q]
+            plan |= lane16 << np.uint64(16 * q)
+            if qmin[q] < 0:
+                lsel |= lane16 << np.uint64(16 * q)
+            if qmax[q] > 0:
+                hsel |= lane16 << np.uint64(16 * q)
+        # lane q2 is covered by lane q2 - d: spread by one column (r1) or not (r0)
+        r11 = np.uint64(0)
+        r01 = np.uint64(0)
+        r12 = np.uint64(0)
+        r02 = np.uint64(0)
+        r13 = np.uint64(0)
+        r03 = np.uint64(0)
+        for q2 in range(cnt):
+            for q in range(q2):
+                f = cover[qk[q], qk[q2]]
+                m = np.uint64(0xFFFF) << np.uint64(16 * q2)
+                d = q2 - q
+                if f == 1:
+                    if d == 1:
+                        r11 |= m
+                    elif d == 2:
+                        r12 |= m
+                    else:
+                        r13 |= m
+                elif f == 0:
+                    if d == 1:
+                        r01 |= m
+                    elif d == 2:
+                        r02 |= m
+                    else:
+                        r03 |= m
+        while c < W:
+            s = base + c
+            v = values[s]
+            if has_bg and v == bgkey:
+                e = c + 1
+                P[_u(s)] = 0
+                while e < W and values[_u(base + e)] == v:
+                    P[_u(base + e)] = 0
+                    e += 1
+                c = e
+                continue
+            # the run [c, e): 8 or 16 cells compared at once where the array allows
+            if s + 16 <= n:
+                ln = int(trailing_zeros(~_mask16(values, s, v, False)))  # (at most 16)
+                e = min(c + ln, W)
+                while e < W and values[_u(base + e)] == v:
+                    e += 1
+            else:
+                e = c + 1
+                while e < W and values[_u(base + e)] == v:
+                    e += 1
+            lab = cap  # no label yet (larger than every label)
+            x0 = max(c - 1, 0)  # bit t of a window mask: column x0 + t
+            if e - c <= 13 and base + x0 + 16 <= n:
+                # (every line lies before the row, so its 16 cells from x0 exist)
+                wide = e - x0 >= 8  # (a window ends at column e at most)
+                # the windows: from column c (dmin 0) or x0 (dmin -1) to e - 1 or
+                # min(e, W - 1), in every lane at once
+                lo0 = (full << np.uint64(c - x0)) & lane16
+                hi0 = full >> np.uint64(63 - (e - 1 - x0))
+                hi1 = full >> np.uint64(63 - (min(e, W - 1) - x0))
+                WM = ((lo0 * rep) | lsel) & ((hi0 * rep) | ((hi1 & lane16) * rep & hsel)) & plan
+                MK = _mask16(values, o0 + x0, v, wide)
+                if cnt > 1:
+                    MK |= _mask16(values, o1 + x0, v, wide) << np.uint64(16)
+                if cnt > 2:
+                    MK |= _mask16(values, o2 + x0, v, wide) << np.uint64(32)
+                if cnt > 3:
+                    MK |= _mask16(values, o3 + x0, v, wide) << np.uint64(48)
+                MK &= WM
+                SP = (MK | (MK << one) | (MK >> one)) & lanes
+                COV = ((SP << np.uint64(16)) & r11) | ((MK << np.uint64(16)) & r01) | \
+                    ((SP << np.uint64(32)) & r12) | ((MK << np.uint64(32)) & r02) | \
+                    ((SP << np.uint64(48)) & r13) | ((MK << np.uint64(48)) & r03)
+                ST = MK & ~(MK << one) & ~COV  # first cells of the runs to look up
+                if ST != 0:
+                    t = int(trailing_zeros(ST))
+                    lab = P[_u(lq[t >> 4] + x0 + (t & 15))]
+                    ST &= ST - one
+                    if ST != 0:  # more than one run to merge
+                        lab = _eq_find(E, lab)
+                        while ST != 0:
+                            t = int(trailing_zeros(ST))
+                            ST &= ST - one
+                            r = _eq_find(E, P[_u(lq[t >> 4] + x0 + (t & 15))])
+                            hi_ = max(r, lab)
+                            lab = min(r, lab)
+                            E[_u(hi_)] = lab
+            else:
+                for q in range(cnt):
+                    jb = qoff[q]
+                    x = max(c + qmin[q], 0)
+                    b = min(e - 1 + qmax[q], W - 1)
+                    while x <= b:
+                        if values[_u(jb + x)] == v:
+                            r = _eq_find(E, P[_u(jb + x)])
+                            hi_ = max(r, lab)
+                            lab = min(r, lab)
+                            E[_u(hi_)] = lab
+                            x += 1
+                            while x <= b and values[_u(jb + x)] == v:
+                                x += 1  # the rest of that run: the same label
+                        x += 1
+            if lab == cap:
+                if nl + 1 >= cap:
+                    return row, c, nl  # full (nothing of this run written yet)
+                nl += 1
+                E[_u(nl)] = nl
+                lab = nl
+            if e - c <= 8 and s + 8 <= n:
+                for k in range(8):  # past the run: cells labelled later
+                    P[_u(s + k)] = lab
+            else:
+                for k in range(s, base + e):
+                    P[_u(k)] = lab
+            c = e
+        c = 0
+        _next_row(coords, shape, last)
+        row += 1
+    return row, 0, nl
+
+
 @njit(cache=True, nogil=True)
 def _label_prov(values, P, shape, table, has_bg, bgkey):
     """See :func:`_prov_table`; writes the final labels into P and returns
@@ -427,13 +710,25 @@ def _prov_table(values, P, shape, table, has_bg, bgkey):
 
     The offsets of the table are grouped by neighbour line (the same
     leading-axis step): a run of columns [c, e) touches columns
-    [c + dmin, e - 1 + dmax] of that line.  Returns (E, number of
-    provisional labels)."""
+    [c + dmin, e - 1 + dmax] of that line.  Up to four lines (2-D, 3-D)
+    run through :func:`_prov_rows_lanes`, more through :func:`_prov_rows`.
+    Returns (E, number of provisional labels)."""
     n = values.shape[0]
     ndim = shape.shape[0]
     last = ndim - 1
     W = shape[last]
     nlines, loff, lmlo, lmhi, ldmin, ldmax = _neighbour_lines(table, last)
+    cover, order = _line_cover(table, last, nlines, lmlo, lmhi)
+    lanes = nlines <= 4  # (four 16-bit lanes in a word; windows from c - 1 or c to e - 1 or e)
+    for k in range(nlines):
+        lanes &= -1 <= ldmin[k] <= 0 <= ldmax[k] <= 1
+    if lanes:  # the lines in cover order
+        loff = loff[order]
+        lmlo = lmlo[order]
+        lmhi = lmhi[order]
+        ldmin = ldmin[order]
+        ldmax = ldmax[order]
+        cover = cover[order][:, order]
     nrows = n // W
     cap = max(1024, min(n + 1, n // 32 + 2))
     E = np.empty(cap + 1, dtype=P.dtype)
@@ -443,8 +738,12 @@ def _prov_table(values, P, shape, table, has_bg, bgkey):
     row = 0
     c = 0
     while True:
-        row, c, nl = _prov_rows(values, P, E, nl, row, c, coords, shape, has_bg, bgkey, nlines,
-                                loff, lmlo, lmhi, ldmin, ldmax)
+        if lanes:
+            row, c, nl = _prov_rows_lanes(values, P, E, nl, row, c, coords, shape, has_bg,
+                                          bgkey, nlines, loff, lmlo, lmhi, ldmin, ldmax, cover)
+        else:
+            row, c, nl = _prov_rows(values, P, E, nl, row, c, coords, shape, has_bg, bgkey,
+                                    nlines, loff, lmlo, lmhi, ldmin, ldmax)
         if row >= nrows:
             break
         # the table is full: grow it by doubling (out here, not in the scan's loops)
