@@ -1,8 +1,9 @@
 """connected_components(..., cpu_threads=N): the parallel CPU union-find
-(plain-store hooks, lost unions found and redone) against scipy and the
-serial labels.  ``_DEFER_HOOKS`` makes the races happen on any machine: the
-hooks of some edges land only at the end of their chunk, overwriting hooks
-stored meanwhile and splitting trees halved past them."""
+(CAS hooks; the 'local' scheme with serial unions inside vertex ranges and
+the cross edges after, or the one-pass 'cas' scheme) against scipy and the
+serial labels.  ``_FORCE_SCHEME`` runs either scheme on any graph,
+``PARALLEL_MIN_WORK = 0`` keeps small graphs off the serial shortcut and a
+small cross-edge buffer makes the ranges stop early."""
 
 import numba
 import numpy as np
@@ -35,20 +36,31 @@ def graphs(draw):
 
 
 @pytest.fixture
-def defer(monkeypatch):
-    def set_(k):
-        monkeypatch.setattr(cpu, "_DEFER_HOOKS", k)
+def scheme(monkeypatch):
+    """Parallel code on graphs of any size, with the scheme and buffer given."""
+    monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 0)
+
+    def set_(name, buffer_min=None):
+        monkeypatch.setattr(cpu, "_FORCE_SCHEME", name)
+        if buffer_min is not None:
+            monkeypatch.setattr(cpu, "CROSS_BUFFER_MIN", buffer_min)
+            monkeypatch.setattr(cpu, "CROSS_BUFFER_DIV", 1 << 40)
     return set_
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+SCHEMES = [(None, None), ("local", None), ("local", 0), ("local", 2), ("cas", None)]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(g=graphs(), threads=st.sampled_from(THREADS), method=st.sampled_from(PARALLEL_METHODS),
-       delay=st.sampled_from([0, 1, 2, 3]))
-def test_matches_scipy(g, threads, method, delay):
+       how=st.sampled_from(SCHEMES))
+def test_matches_scipy(g, threads, method, how):
     n, src, dst = g
     want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))
-    old = cpu._DEFER_HOOKS
-    cpu._DEFER_HOOKS = delay
+    saved = cpu._FORCE_SCHEME, cpu.PARALLEL_MIN_WORK, cpu.CROSS_BUFFER_MIN, cpu.CROSS_BUFFER_DIV
+    cpu._FORCE_SCHEME, cpu.PARALLEL_MIN_WORK = how[0], 0
+    if how[1] is not None:
+        cpu.CROSS_BUFFER_MIN, cpu.CROSS_BUFFER_DIV = how[1], 1 << 40
     try:
         for name, form in forms(n, src, dst):
             got_n, got = connected_components(form, method=method, cpu_threads=threads)
@@ -56,7 +68,7 @@ def test_matches_scipy(g, threads, method, delay):
             assert got.dtype == np.int32, name
             np.testing.assert_array_equal(got, want, err_msg=name)
     finally:
-        cpu._DEFER_HOOKS = old
+        cpu._FORCE_SCHEME, cpu.PARALLEL_MIN_WORK, cpu.CROSS_BUFFER_MIN, cpu.CROSS_BUFFER_DIV = saved
 
 
 def test_small_and_empty():
@@ -88,60 +100,119 @@ GENERATED = {
 }
 
 
-@pytest.mark.parametrize("delay", [0, 1, 3])
+GENERATED.update({
+    "grid 3-D": lambda: gen.grid((30, 31, 32)),
+    "watts-strogatz": lambda: gen.watts_strogatz(30_000, 8, 0.1, seed=5),
+    "road grid": lambda: gen.road_grid(200, 2.41, seed=2),
+    "barabasi-albert": lambda: gen.barabasi_albert_bb(8000, 9, seed=3),
+    "reversed line": lambda: Edges(gen.line(60_000).dst, gen.line(60_000).src, 60_000),
+})
+
+
+@pytest.mark.parametrize("how", SCHEMES)
 @pytest.mark.parametrize("name", list(GENERATED))
-def test_generated_graphs_equal_serial(name, delay, defer):
+def test_generated_graphs_equal_serial(name, how, scheme):
     e = GENERATED[name]()
     n = e.n_vertices
     csr = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
     want_n, want = scipy_cc(csr)
     serial = connected_components(e)[1]
     np.testing.assert_array_equal(serial, want)
-    defer(delay)
+    scheme(*how)
     for form in (e, csr, csr.tocsc()):
-        for t in (0, 2, 7):
+        for t in (0, 2, 3, 7):
             got_n, got = connected_components(form, cpu_threads=t)
             assert got_n == want_n
             np.testing.assert_array_equal(got, serial)
 
 
-@pytest.mark.parametrize("kind", ["edges", "csr"])
-def test_lost_hooks_are_redone_and_split_trees_rejoined(kind, defer):
-    """Deferred hooks lose unions and split start trees; the rounds repair
-    both (the stats say they happened) and the labels stay exact."""
-    defer(1)
-    seen_lost = seen_split = 0
-    for seed in range(6):
-        e = gen.random_edges(20_000, 9_000 + 2_000 * seed, seed=seed)
-        n = e.n_vertices
-        csr = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
-        k, arrays, _ = _as_graph(e if kind == "edges" else csr)
-        stats = {}
-        got_n, got = cpu.components_parallel(k if k == "edges" else "csr", arrays, n, np.int32,
-                                             2, stats)
-        want_n, want = scipy_cc(csr)
-        assert got_n == want_n
-        np.testing.assert_array_equal(got, want)
-        assert stats["rounds"] >= 2 and stats["lost"][-1] == 0 and stats["split"][-1] == 0
-        seen_lost += sum(stats["lost"])
-        seen_split += sum(stats["split"])
-    assert seen_lost > 0
-    if kind == "csr":
-        assert seen_split > 0
-
-
-def test_serial_finish_after_max_rounds(defer, monkeypatch):
-    """The permuted line with every hook deferred needs many rounds; capped
-    at 2, the pairs left are united serially, still exactly."""
-    defer(1)
-    monkeypatch.setattr(cpu, "MAX_ROUNDS", 2)
-    e = _permuted_line(30_000, 5)
-    k, arrays, n = _as_graph(e)
+def _stats(e, threads=2, kind="csr"):
+    n = e.n_vertices
+    csr = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
+    k, arrays, _ = _as_graph(e if kind == "edges" else csr)
     stats = {}
-    got_n, got = cpu.components_parallel(k, arrays, n, np.int32, 2, stats)
-    assert stats["rounds"] == 2 and stats["serial_finish"] > 0
-    assert got_n == 1
-    assert not got.any()
+    got_n, got = cpu.components_parallel(k if k == "edges" else "csr", arrays, n, np.int32,
+                                         threads, stats)
+    want_n, want = scipy_cc(csr)
+    assert got_n == want_n
+    np.testing.assert_array_equal(got, want)
+    return stats
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_scheme_follows_locality(threads):
+    """Grids, roads, lines and small worlds numbered with locality take the
+    'local' scheme with few cross edges; R-MAT, shuffled trees and random
+    edges take the one-pass 'cas'; edge lists always 'cas'."""
+    for e in (gen.grid((300, 300)), gen.grid((300, 300), keep=0.55, seed=2), gen.line(200_000),
+              gen.road_grid(300, 2.41, seed=2), gen.watts_strogatz(100_000, 8, 0.05, seed=5)):
+        st_ = _stats(e, threads)
+        assert st_["scheme"] == "local" and st_["stopped"] == 0
+        assert st_["cross"] < 0.1 * e.src.size
+    for e in (gen.rmat(16, 8, seed=1), gen.disjoint(16, 8000, seed=3),
+              gen.random_edges(100_000, 100_000, seed=4)):
+        assert _stats(e, threads)["scheme"] == "cas"
+    # edge lists: by position; a path is local, a grid (columns, then rows) is not
+    st_ = _stats(gen.line(200_000), threads, "edges")
+    assert st_["scheme"] == "local" and st_["cross"] < 100
+    assert _stats(gen.grid((300, 300)), threads, "edges")["scheme"] == "cas"
+    assert _stats(gen.rmat(16, 8, seed=1), threads, "edges")["scheme"] == "cas"
+
+
+def test_block_order():
+    """_par_cas_pairs runs every other thread's block of chunks backward;
+    every chunk still runs exactly once."""
+    for K in range(0, 40):
+        for threads in (1, 2, 3, 7):
+            per = K // threads
+            order = [cpu._block_order(i, per, K) for i in range(K)]
+            assert sorted(order) == list(range(K))
+    assert [cpu._block_order(i, 2, 6) for i in range(6)] == [0, 1, 3, 2, 4, 5]
+
+
+def test_full_buffers_stop_ranges(scheme):
+    """A range whose cross-edge buffer fills up stops; its remaining
+    vertices are united in phase 2 with CAS hooks, still exactly."""
+    scheme("local", 8)
+    for e in (gen.rmat(14, 8, seed=1), _permuted_line(50_000, 7), gen.grid((200, 200))):
+        for kind in ("csr", "edges"):
+            for t in (2, 3):
+                st_ = _stats(e, t, kind)
+                assert st_["scheme"] == "local"
+                if e.n_vertices != 40_000 or kind == "edges":
+                    assert st_["stopped"] > 0
+
+
+def test_chunk_boundaries(scheme):
+    """Lines and grids of every small size around the chunk boundaries."""
+    scheme("local")
+    for n in list(range(2, 70)) + [127, 128, 129, 1000, 1001]:
+        for t in (2, 3, 7):
+            e = gen.line(n)
+            got_n, got = connected_components(e.__class__(e.dst, e.src, n), cpu_threads=t)
+            assert got_n == 1 and not got.any()
+            csr = sp.coo_matrix((np.ones(n - 1), (e.src, e.dst)), shape=(n, n)).tocsr()
+            got_n, got = connected_components(csr, cpu_threads=t)
+            assert got_n == 1 and not got.any()
+            g = gen.grid((n, 3))
+            m = sp.coo_matrix((np.ones(g.src.size), (g.src, g.dst)), shape=(3 * n,) * 2).tocsr()
+            assert connected_components(m.T.tocsr(), cpu_threads=t)[0] == 1
+
+
+def test_one_thread_and_small_graphs_run_serially():
+    e = gen.grid((300, 300))
+    assert _stats(e, 1)["scheme"] == "serial"
+    assert _stats(gen.line(1000), 2)["scheme"] == "serial"
+    assert _stats(gen.line(1), 2)["scheme"] == "serial"
+
+
+def test_cas_intrinsic():
+    @numba.njit
+    def run(P):
+        return cpu._cas(P, 1, 5, 7), P[1], cpu._cas(P, 1, 0, 7), P[1]
+
+    for dt in (np.int32, np.int64):
+        assert run(np.zeros(3, dt)) == (False, 0, True, 7)
 
 
 def test_threads_are_restored_and_capped():

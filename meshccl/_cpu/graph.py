@@ -11,7 +11,9 @@ numbering once shifted to start at 0.
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .unionfind import find, relabel, unite
 
@@ -561,330 +563,456 @@ def components_sampled(method, kind, arrays, n, label_dtype, symmetric=False):
 
 
 # --------------------------------------------------------------------------
-# Parallel union-find without atomics (cpu_threads != 1: 'unionfind' /
-# 'async', 'ecl' and the CPU's 'auto').
+# Parallel union-find (cpu_threads != 1: 'unionfind' / 'async', 'ecl' and
+# the CPU's 'auto').
 #
-# numba has no compare-and-swap on the CPU, so the threads hook with plain
-# stores and the losses are found and repaired afterwards.
+# numba has no compare-and-swap in its API, so ``_cas`` emits LLVM's
+# cmpxchg on one array element (an intrinsic).  The hooks are then the
+# serial union-find's, made atomic as in ECL-CC and GConn's Union-Async:
+# find with path halving by plain stores, and a root hi is hooked under
+# the smaller root lo by CAS(P[hi]: hi -> lo); if another thread hooked hi
+# first the CAS fails and the unite starts over from hi's new parent.
 #
-# Scheme.  P is a forest with P[x] <= x (a root has P[x] == x).
-#   0. start (CSR input): every vertex points at its first smaller stored
-#      neighbour (ECL-CC's start; a link along an edge), else at itself;
-#      edge lists start from P[x] = x.  Then the forest is flattened.
-#   1. a round: S = a copy of P (the round's start forest, a star forest);
-#      the threads take chunks of the round's edge set D (round 1: every
-#      stored edge but the start links) and run the serial ``unite`` on
-#      each -- find with path halving, then the larger root is hooked under
-#      the smaller by a plain store P[hi] = lo -- marking every edge whose
-#      unite stored a hook.  Two threads may hook the same root at once, so
-#      a hook can be overwritten (lost), and a vertex halved past such a
-#      root before the overwrite ends up in another tree than its old root:
-#      the round can lose unions, never invent one.
-#   2. the forest is flattened (a forward pass inside each chunk of
-#      indices, then every vertex walks to its root and points at it; the
-#      roots do not move in this phase, so the concurrent stores agree).
-#   3. the next round's D: the marked edges whose ends have different
-#      roots, and the pairs (x, S[x]) whose ends have different roots (a
-#      start tree that was split).  Repeat 1-3 until D is empty.  After
-#      MAX_ROUNDS rounds the pairs left in D are united serially.
+# Scheme (threads > 1; one thread runs the serial union-find).  The
+# vertices are cut into K contiguous ranges of about equal work (stored
+# edges + vertices), K = threads * CHUNKS_PER_THREAD.
+#   'local' (CSR whose stored edges mostly join two vertices of one range,
+#   as on grids, paths, meshes, road networks numbered with locality):
+#   1. each range, one thread each, starts P[v] = v and runs the serial
+#      union-find (ECL-CC's first-smaller-neighbour start included) with
+#      plain stores on its edges whose two ends lie in the range; the
+#      other edges (cross edges) are written to the range's buffer.  No
+#      thread reads or writes outside its range, so there is no race.  A
+#      range whose buffer fills up stops at that vertex.
+#   2. the cross edges, and every edge of the vertices a full buffer
+#      stopped at, are united with CAS hooks by all threads (fewer than
+#      SERIAL_CROSS cross edges and no full buffer: by the calling thread
+#      with the serial unite, no other thread running).
+#   'local' on an edge list: the same with K even chunks of edges (by
+#   position) and K even vertex ranges, chunk k's edges with both ends in
+#   range k united in phase 1 (a path or a list sorted by source whose
+#   ends are close); a full buffer stops at that edge.
+#   'cas' (CSR with little locality such as R-MAT or permuted numberings,
+#   and such edge lists): P[v] = v, then every edge is united with CAS
+#   hooks by all threads, in one pass.
+#   Both end with the serial relabel (one pass), as the serial path does
+#   (counting from 0 in that pass).
+# Which one: the stored edges of SAMPLE_VERTICES random vertices (an edge
+# list: SAMPLE_VERTICES random edges) estimate the share of cross edges;
+# 'local' when it is at most LOCAL_CROSS.  Both read the edges once (the
+# few cross edges twice), against the serial code's once.
 #
-# Why the forest stays sound.  Every store writes P[x] = y with y < x and
-# y in x's component: a hook joins the roots found from the two ends of an
-# edge, a halving store points x at its grandparent, the flattening at its
-# root, and every link ever read is (by induction over the stores) a path
-# in the graph.  So parents only decrease, there is never a cycle, every
-# find ends (each step goes to a smaller index), a vertex that stops being
-# a root never becomes one again (nothing stores P[x] = x after the start),
-# every tree lies inside one component, and its root is its smallest vertex.
+# Why it is exact.  Every store writes P[x] = y with y < x and y in x's
+# component: a hook joins the roots found from the two ends of an edge, a
+# halving store points x at a vertex that was its grandparent.  So parents
+# only decrease, there is never a cycle, and every find ends.  A stale
+# halving store (P[x] = g over a newer, smaller g') moves x's subtree to g,
+# which is outside that subtree (g < x) and was in x's tree, so trees never
+# split.  A CAS hook succeeds only on a root (a non-root never becomes a
+# root again: nothing stores P[x] = x after the start), so no hook is lost:
+# when an edge's unite returns, its ends are in one tree for good.  Each
+# tree's root is its smallest vertex (roots are hooked under smaller
+# roots), so the relabel numbers components as the serial code does.  In
+# 'local' phase 1 the trees of a range stay inside it (P[x] >= the range's
+# first vertex), so the plain stores of the threads touch disjoint
+# entries; phase 2 starts after every thread has finished phase 1.
 # Assumed of the hardware: aligned int32 / int64 loads and stores do not
-# tear (x86-64, AArch64); the argument needs nothing about their order.
-#
-# Why the result is exact.  Invariant: the components are the classes of
-# "same tree of P, or joined by a chain of pairs of D".  It holds before
-# round 1 (D: all edges; the start links are edges).  In a round, every
-# link that any thread reads was, by induction over the stores, implied by
-# the start links (x, S[x]) and the edges whose unite stored a hook, so an
-# edge of D whose unite found one root, or hooked, has its ends joined by
-# those pairs; each of these pairs either ends in one tree after the round
-# or is in the next D.  So the invariant holds after every round, and with
-# D empty the trees are the components.  The serial finish on the pairs
-# left is the serial union-find on a sound forest, exact as well.
-#
-# Why it ends.  The number of roots never grows.  A round with D non-empty
-# (D's pairs all have two roots at its start, after the flattening) stores
-# at least one hook: if none were stored, the star forest would not change
-# (halving a star stores nothing) and the first pair of D would be hooked.
-# A hook store makes a root a non-root for good, so every round removes a
-# root, and there are at most n - (number of components) rounds after the
-# first -- in practice lost hooks are rare and round 2 repairs them.
-# MAX_ROUNDS caps the rounds anyway (the serial finish), so the time is
-# bounded even if threads keep overwriting each other's hooks.
+# tear (x86-64, AArch64).
 
-#: rounds of parallel hooking before the pairs left are united serially
-MAX_ROUNDS = 8
 #: chunks of work per thread (load balance on skewed degrees)
 CHUNKS_PER_THREAD = 8
-#: tests only: defer the hook of every edge whose position is a multiple of
-#: this to the end of its chunk (0: off), which loses hooks and splits
-#: trees even on one core, as threads racing would
-_DEFER_HOOKS = 0
+#: vertices whose stored edges estimate the share of cross edges
+SAMPLE_VERTICES = 1024
+#: fewer cross edges than this are united by the calling thread (no
+#: parallel region)
+SERIAL_CROSS = 1 << 16
+#: largest estimated share of cross edges for the 'local' scheme
+LOCAL_CROSS = 0.25
+#: a range's buffer of cross edges holds min(its stored edges,
+#: its stored edges // CROSS_BUFFER_DIV + CROSS_BUFFER_MIN)
+CROSS_BUFFER_DIV = 4
+CROSS_BUFFER_MIN = 1024
+#: graphs with fewer vertices + stored edges run serially (a parallel
+#: region costs more than the whole serial union-find there)
+PARALLEL_MIN_WORK = 1 << 16
 
 
-@njit(cache=True, parallel=True)
-def _par_start(indptr, indices, P, chunks):
-    """ECL-CC's start: P[v] = v's first smaller stored neighbour, else v."""
-    for k in prange(chunks.shape[0] - 1):
-        for v in range(chunks[k], chunks[k + 1]):
-            p = v
-            for e in range(indptr[v], indptr[v + 1]):
-                if indices[e] < v:
-                    p = indices[e]
-                    break
-            P[v] = p
+@intrinsic
+def _cas(typingctx, arr, idx, old, new):
+    """arr[idx] = new if arr[idx] == old, atomically; True when stored."""
+    if not isinstance(arr, types.Array):
+        return None
 
+    def codegen(context, builder, sig, args):
+        a, i, o, nw = args
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, a)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [i], wraparound=False)
+        res = builder.cmpxchg(ptr, o, nw, "monotonic", "monotonic")
+        return builder.extract_value(res, 1)
 
-@njit(cache=True, parallel=True)
-def _par_flatten(P, chunks):
-    """Point every vertex at its root.  First a forward pass inside each
-    chunk of indices (a parent in the chunk is already done, so a vertex
-    then points at a root of its chunk or into an earlier chunk), then
-    every vertex walks to its root (at most one step per earlier chunk)."""
-    K = chunks.shape[0] - 1
-    for k in prange(K):
-        lo = chunks[k]
-        for v in range(lo, chunks[k + 1]):
-            p = P[v]
-            if p != v and p >= lo:
-                P[v] = P[p]
-    for k in prange(K):
-        for v in range(chunks[k], chunks[k + 1]):
-            p = P[v]
-            r = p
-            while True:
-                q = P[r]
-                if q == r:
-                    break
-                r = q
-            if r != p:
-                P[v] = r
+    return types.boolean(arr, types.intp, arr.dtype, arr.dtype), codegen
 
 
 @njit(cache=True, inline="always")
-def _hook_once(P, a, b, e, defer, dh, dl, nd):
-    """unite(P, a, b) with a plain-store hook; the hook of a deferred edge
-    is queued in dh/dl instead.  Returns (hooked, nd)."""
-    ra = find(P, a)
-    rb = find(P, b)
-    if ra == rb:
-        return False, nd
-    hi, lo = (ra, rb) if ra > rb else (rb, ra)
-    if defer and e % defer == 0:
-        dh[nd] = hi
-        dl[nd] = lo
-        return True, nd + 1
-    P[hi] = lo
-    return True, nd
+def _unite_cas(P, a, b):
+    """unite(P, a, b) with a CAS hook, retried until it holds."""
+    while True:
+        a = find(P, a)
+        b = find(P, b)
+        if a == b:
+            return
+        if a < b:
+            a, b = b, a
+        if _cas(P, a, a, b):
+            return
+
+
+# The per-chunk work lives in plain functions called from the prange
+# loops: numba would otherwise hoist loads of P that it believes invariant
+# (it does not see the CAS store).
+
+@njit(cache=True)
+def _iota(P, v0, v1):
+    for v in range(v0, v1):
+        P[v] = v
 
 
 @njit(cache=True, parallel=True)
-def _par_hook_csr(indptr, indices, P, chunks, mark, defer):
-    """Round 1 on CSR: unite along every stored edge except each vertex's
-    start link; mark[e] = 1 where the unite stored a hook."""
+def _par_iota(P, chunks):
     for k in prange(chunks.shape[0] - 1):
-        v0, v1 = chunks[k], chunks[k + 1]
-        cap = (indptr[v1] - indptr[v0]) // defer + 1 if defer else 0
-        dh = np.empty(cap, dtype=np.int64)
-        dl = np.empty(cap, dtype=np.int64)
-        nd = 0
+        _iota(P, chunks[k], chunks[k + 1])
+
+
+@njit(cache=True)
+def _cas_csr_range(indptr, indices, P, v0, v1):
+    for v in range(v0, v1):
+        for e in range(indptr[v], indptr[v + 1]):
+            u = indices[e]
+            if u != v:
+                _unite_cas(P, v, u)
+
+
+@njit(cache=True, parallel=True)
+def _par_cas_csr(indptr, indices, P, chunks, starts):
+    """Unite every edge of the vertices [starts[k], chunks[k + 1]) of each chunk."""
+    for k in prange(chunks.shape[0] - 1):
+        _cas_csr_range(indptr, indices, P, starts[k], chunks[k + 1])
+
+
+@njit(cache=True)
+def _cas_pairs_range(src, dst, P, e0, e1):
+    for e in range(e0, e1):
+        if src[e] != dst[e]:
+            _unite_cas(P, src[e], dst[e])
+
+
+@njit(cache=True)
+def _block_order(i, per, K):
+    """Chunk to run as the i-th: blocks of ``per`` chunks, odd blocks reversed."""
+    if per == 0:
+        return i
+    b = i // per
+    if b % 2 == 1 and (b + 1) * per <= K:
+        return b * per + (per - 1 - i % per)
+    return i
+
+
+@njit(cache=True, parallel=True)
+def _par_cas_pairs(src, dst, P, chunks, threads):
+    """Unite the pairs with CAS hooks.  Every other thread (numba hands each
+    thread a contiguous block of the prange) takes its chunks last to
+    first: an edge list made of sorted sweeps over the same vertices (a
+    grid's columns, then its rows) would otherwise have two threads hooking
+    the same vertices at the same moment, fighting over their cache lines."""
+    K = chunks.shape[0] - 1
+    per = K // threads
+    for j in prange(K):
+        k = _block_order(np.int64(j), np.int64(per), np.int64(K))
+        _cas_pairs_range(src, dst, P, chunks[k], chunks[k + 1])
+
+
+@njit(cache=True)
+def _local_edges_range(src, dst, P, e0, e1, v0, v1, ca, cb, c0, c1):
+    """Phase 1 of 'local' on an edge list: P[v] = v on [v0, v1), then the
+    serial union-find on the edges of [e0, e1) with both ends in [v0, v1),
+    the others written to ca/cb[c0:c1].  Returns (cross edges written, the
+    edge it stopped at: e1 unless the buffer filled up)."""
+    if v0 < 0 or e0 < 0 or v1 > P.shape[0] or e1 > src.shape[0]:
+        for v in range(v0, v1):  # never; drops the negative-index checks below
+            P[v] = v
+        return 0, e0
+    for v in range(v0, v1):
+        P[v] = v
+    c = c0
+    span = np.uint64(v1 - v0)
+    for e in range(e0, e1):
+        a, b = src[e], dst[e]
+        if np.uint64(a - v0) >= span or np.uint64(b - v0) >= span:
+            if c == c1:
+                return c - c0, e
+            ca[c] = a
+            cb[c] = b
+            c += 1
+        elif a != b:
+            unite(P, a, b)
+    return c - c0, e1
+
+
+@njit(cache=True, parallel=True)
+def _par_local_edges(src, dst, P, echunks, vchunks, offs, ca, cb, counts, stops):
+    for k in prange(echunks.shape[0] - 1):
+        counts[k], stops[k] = _local_edges_range(src, dst, P, echunks[k], echunks[k + 1],
+                                                 vchunks[k], vchunks[k + 1],
+                                                 ca, cb, offs[k], offs[k + 1])
+
+
+@njit(cache=True)
+def _cross_sample_edges(src, dst, echunks, vchunks, picks):
+    """Picked edges whose ends are not both in the vertex range of their chunk."""
+    cross = 0
+    for i in range(picks.shape[0]):
+        e = picks[i]
+        k = np.searchsorted(echunks, e, side="right") - 1
+        lo, hi = vchunks[k], vchunks[k + 1]
+        if src[e] < lo or src[e] >= hi or dst[e] < lo or dst[e] >= hi:
+            cross += 1
+    return cross
+
+
+@njit(cache=True)
+def _local_range(indptr, indices, P, v0, v1, ca, cb, c0, c1):
+    """Phase 1 of 'local' on the vertices [v0, v1): the serial union-find on
+    the edges inside the range, the others written to ca/cb[c0:c1].
+    Returns (cross edges written, the vertex it stopped at: v1 unless the
+    buffer filled up)."""
+    if v0 < 0 or v1 > P.shape[0] or v1 >= indptr.shape[0]:
+        # never (the bounds are valid); it lets LLVM drop the negative-index
+        # checks of P[v] and indptr[v] below.  Phase 2 would unite it all.
         for v in range(v0, v1):
-            first = True
-            for e in range(indptr[v], indptr[v + 1]):
-                u = indices[e]
-                mark[e] = 0
-                if u == v:
-                    continue
-                if first and u < v:  # the start link: P[v] was u
+            P[v] = v
+        return 0, v0
+    for v in range(v0, v1):
+        P[v] = v
+    c = c0
+    span = np.uint64(v1 - v0)
+    for v in range(v0, v1):
+        if c + (indptr[v + 1] - indptr[v]) > c1:  # this vertex might not fit
+            return c - c0, v
+        first = True
+        for e in range(indptr[v], indptr[v + 1]):
+            u = indices[e]
+            if np.uint64(u - v0) >= span:  # outside [v0, v1): one compare
+                ca[c] = v
+                cb[c] = u
+                c += 1
+            elif u != v:
+                if first and u < v and P[v] == v:
+                    P[v] = u
                     first = False
-                    continue
-                hooked, nd = _hook_once(P, v, u, e, defer, dh, dl, nd)
-                if hooked:
-                    mark[e] = 1
-        for i in range(nd):
-            P[dh[i]] = dl[i]
+                else:
+                    unite(P, v, u)
+    return c - c0, v1
 
 
 @njit(cache=True, parallel=True)
-def _par_hook_pairs(src, dst, P, chunks, mark, defer):
-    """A round on the pairs (src[e], dst[e]) (an edge list, or D)."""
+def _par_local(indptr, indices, P, chunks, offs, ca, cb, counts, stops):
     for k in prange(chunks.shape[0] - 1):
-        e0, e1 = chunks[k], chunks[k + 1]
-        cap = (e1 - e0) // defer + 1 if defer else 0
-        dh = np.empty(cap, dtype=np.int64)
-        dl = np.empty(cap, dtype=np.int64)
-        nd = 0
-        for e in range(e0, e1):
-            a, b = src[e], dst[e]
-            mark[e] = 0
-            if a == b:
-                continue
-            hooked, nd = _hook_once(P, a, b, e, defer, dh, dl, nd)
-            if hooked:
-                mark[e] = 1
-        for i in range(nd):
-            P[dh[i]] = dl[i]
+        counts[k], stops[k] = _local_range(indptr, indices, P, chunks[k], chunks[k + 1],
+                                           ca, cb, offs[k], offs[k + 1])
 
 
-@njit(cache=True, parallel=True)
-def _par_left_csr(indptr, indices, P, chunks, mark, counts, offs, out_a, out_b, fill):
-    """Marked CSR edges whose ends have different roots (P flat): counted
-    per chunk into counts[k + 1], or (fill) written from offs[k]."""
-    for k in prange(chunks.shape[0] - 1):
-        if fill and offs[k] == offs[k + 1]:
-            continue
-        c = offs[k] if fill else 0
-        for v in range(chunks[k], chunks[k + 1]):
-            pv = P[v]
-            for e in range(indptr[v], indptr[v + 1]):
-                if mark[e] and P[indices[e]] != pv:
-                    if fill:
-                        out_a[c] = v
-                        out_b[c] = indices[e]
-                    c += 1
-        if not fill:
-            counts[k + 1] = c
-
-
-@njit(cache=True, parallel=True)
-def _par_left_pairs(src, dst, P, chunks, mark, counts, offs, out_a, out_b, fill):
-    """Marked pairs whose ends have different roots (as _par_left_csr)."""
-    for k in prange(chunks.shape[0] - 1):
-        if fill and offs[k] == offs[k + 1]:
-            continue
-        c = offs[k] if fill else 0
-        for e in range(chunks[k], chunks[k + 1]):
-            if mark[e] and P[src[e]] != P[dst[e]]:
-                if fill:
-                    out_a[c] = src[e]
-                    out_b[c] = dst[e]
-                c += 1
-        if not fill:
-            counts[k + 1] = c
-
-
-@njit(cache=True, parallel=True)
-def _par_split(P, S, chunks, counts, offs, out_a, out_b, fill):
-    """Vertices x no longer in the tree of their start root S[x] (P flat):
-    the pairs (x, S[x]), counted or written as in _par_left_csr."""
-    for k in prange(chunks.shape[0] - 1):
-        if fill and offs[k] == offs[k + 1]:
-            continue
-        c = offs[k] if fill else 0
-        for x in range(chunks[k], chunks[k + 1]):
-            if P[x] != P[S[x]]:
-                if fill:
-                    out_a[c] = x
-                    out_b[c] = S[x]
-                c += 1
-        if not fill:
-            counts[k + 1] = c
+@njit(cache=True)
+def _relabel0(P):
+    """relabel() counting from 0 (SciPy's numbering) in the same one pass,
+    so _finish's extra pass (P -= 1) is saved.  Returns the count."""
+    count = 0
+    for i in range(P.shape[0]):
+        p = P[i]
+        if p == i:
+            P[i] = count
+            count += 1
+        else:
+            P[i] = P[p]
+    return count
 
 
 @njit(cache=True)
 def _unite_pairs(src, dst, P):
-    """The serial finish: unite every pair."""
+    """Unite every pair, serially (no other thread running)."""
     for k in range(src.shape[0]):
         if src[k] != dst[k]:
             unite(P, src[k], dst[k])
 
 
-def _collect(kernel, args, K):
-    """Run a _par_left_* / _par_split kernel: count, prefix sum, fill."""
-    counts = np.zeros(K + 1, dtype=np.int64)
-    none = np.empty(0, dtype=np.int64)
-    kernel(*args, counts, counts, none, none, False)
-    np.cumsum(counts, out=counts)
-    total = int(counts[-1])
-    a = np.empty(total, dtype=np.int64)
-    b = np.empty(total, dtype=np.int64)
-    if total:
-        kernel(*args, counts, counts, a, b, True)
-    return a, b
+@njit(cache=True)
+def _compact_pairs(ca, cb, offs, counts):
+    """Move each chunk's cross edges to the front; returns how many."""
+    c = 0
+    for k in range(counts.shape[0]):
+        for i in range(offs[k], offs[k] + counts[k]):
+            ca[c] = ca[i]
+            cb[c] = cb[i]
+            c += 1
+    return c
+
+
+@njit(cache=True, parallel=True)
+def _par_cas_ranges(src, dst, P, starts, ends):
+    """Unite the pairs [starts[k], ends[k]) of each k with CAS hooks."""
+    for k in prange(starts.shape[0]):
+        _cas_pairs_range(src, dst, P, starts[k], ends[k])
+
+
+def _phase2(ca, cb, c, P, K, threads):
+    """Unite the c cross edges: in parallel with CAS hooks, or (fewer than
+    SERIAL_CROSS) by the calling thread."""
+    if c >= SERIAL_CROSS:
+        _par_cas_pairs(ca, cb, P, _even_chunks(c, K), threads)
+    elif c:
+        _unite_pairs(ca[:c], cb[:c], P)
 
 
 def _even_chunks(size, K):
     return np.unique(np.linspace(0, size, K + 1).astype(np.int64))
 
 
+@njit(cache=True)
+def _work_bounds(indptr, K):
+    """The first vertex v with indptr[v] + v >= k * total / K, k = 0..K (a
+    binary search each; indptr[v] + v increases with v)."""
+    n = indptr.shape[0] - 1
+    total = indptr[n] + n
+    b = np.empty(K + 1, dtype=np.int64)
+    for k in range(K + 1):
+        goal = (total * k) // K
+        lo, hi = 0, n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if indptr[mid] + mid < goal:
+                lo = mid + 1
+            else:
+                hi = mid
+        b[k] = lo
+    b[0], b[K] = 0, n
+    return b
+
+
 def _work_chunks(indptr, n, K):
     """Vertex ranges with about equal (stored edges + vertices) each."""
-    work = indptr + np.arange(n + 1, dtype=np.int64)
-    b = np.searchsorted(work, np.linspace(0, int(work[-1]), K + 1))
-    b[0], b[-1] = 0, n
-    return np.unique(b.astype(np.int64))
+    return np.unique(_work_bounds(indptr, K))
+
+
+@njit(cache=True)
+def _cross_sample(indptr, indices, chunks, picks):
+    """(cross, stored) edges of the picked vertices: those whose ends lie in
+    different chunks, and all of them."""
+    cross = 0
+    total = 0
+    for i in range(picks.shape[0]):
+        v = picks[i]
+        k = np.searchsorted(chunks, v, side="right")
+        lo, hi = chunks[k - 1], chunks[k]
+        for e in range(indptr[v], indptr[v + 1]):
+            u = indices[e]
+            if u < lo or u >= hi:
+                cross += 1
+        total += indptr[v + 1] - indptr[v]
+    return cross, total
+
+
+def _cross_share(indptr, indices, chunks):
+    """Estimated share of stored edges whose ends lie in different chunks
+    (the edges of SAMPLE_VERTICES random vertices)."""
+    n = indptr.size - 1
+    picks = np.sort(np.random.default_rng(0x6D657368).integers(0, n, min(SAMPLE_VERTICES, n)))
+    cross, total = _cross_sample(indptr, indices, chunks, picks)
+    return cross / total if total else 0.0
+
+
+#: tests only: force a scheme ('local' or 'cas'; None: the sample decides)
+_FORCE_SCHEME = None
 
 
 def components_parallel(kind, arrays, n, label_dtype, threads, stats=None):
     """Weak components with ``threads`` numba threads (the scheme above);
     the labels are the serial union-find's.  ``stats`` (a dict, optional)
-    gets 'rounds' (parallel rounds run), 'serial_finish' (pairs left to
-    the serial finish, 0 if none), 'threads', and per round 'lost' (hooking
-    pairs left in two trees) and 'split' (vertices split from their start
-    root)."""
+    gets 'threads', 'scheme' ('serial', 'local' or 'cas'), 'cross' (edges
+    united in phase 2 of 'local', those of the vertices a full buffer
+    stopped at included as their count of stored edges) and 'stopped'
+    (chunks whose buffer filled up)."""
     import numba
 
     threads = max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS))
-    P = np.empty(n, dtype=np.int64 if n >= 2**31 else np.int32)
-    rounds, left, lost, split = 0, 0, [], []
-    if n:
-        defer = int(_DEFER_HOOKS)
+    scheme, cross, stopped = "serial", 0, 0
+    if threads == 1 or n < 2 or n + int(arrays[1].size) < PARALLEL_MIN_WORK:
+        count, labels = (components_edges if kind == "edges" else components_csr)(
+            *arrays, n, label_dtype)
+    else:
+        P = np.empty(n, dtype=np.int64 if n >= 2**31 else np.int32)
         K = threads * CHUNKS_PER_THREAD
-        vchunks = _even_chunks(n, K)
         old = numba.get_num_threads()
         numba.set_num_threads(threads)
         try:
             if kind == "edges":
                 src, dst = arrays
-                P[:] = np.arange(n, dtype=P.dtype)
-                S = P.copy()
-                mark = np.empty(src.size, dtype=np.uint8)
-                echunks = _even_chunks(src.size, K)
-                _par_hook_pairs(src, dst, P, echunks, mark, defer)
-                _par_flatten(P, vchunks)
-                a, b = _collect(_par_left_pairs, (src, dst, P, echunks, mark), echunks.size - 1)
+                m = int(src.size)
+                echunks = np.linspace(0, m, K + 1).astype(np.int64)
+                vchunks = np.linspace(0, n, K + 1).astype(np.int64)
+                share = 1.0
+                if m:
+                    picks = np.sort(np.random.default_rng(0x6D657368).integers(
+                        0, m, min(SAMPLE_VERTICES, m)))
+                    share = _cross_sample_edges(src, dst, echunks, vchunks, picks) / picks.size
+                scheme = _FORCE_SCHEME or ("local" if share <= LOCAL_CROSS else "cas")
+                if scheme == "cas":
+                    _par_iota(P, vchunks)
+                    _par_cas_pairs(src, dst, P, echunks, threads)
+                else:
+                    sizes = np.diff(echunks)
+                    offs = np.zeros(K + 1, dtype=np.int64)
+                    np.cumsum(np.minimum(sizes, sizes // CROSS_BUFFER_DIV + CROSS_BUFFER_MIN),
+                              out=offs[1:])
+                    ca = np.empty(int(offs[-1]), dtype=P.dtype)
+                    cb = np.empty(int(offs[-1]), dtype=P.dtype)
+                    counts = np.zeros(K, dtype=np.int64)
+                    stops = np.zeros(K, dtype=np.int64)
+                    _par_local_edges(src, dst, P, echunks, vchunks, offs, ca, cb, counts, stops)
+                    c = _compact_pairs(ca, cb, offs, counts)
+                    late = stops < echunks[1:]
+                    stopped = int(late.sum())
+                    cross = c + int((echunks[1:] - stops).sum())
+                    _phase2(ca, cb, c, P, K, threads)
+                    if stopped:
+                        _par_cas_ranges(src, dst, P, stops, echunks[1:])
             else:
                 indptr, indices = arrays
-                wchunks = _work_chunks(indptr, n, K)
-                _par_start(indptr, indices, P, wchunks)
-                _par_flatten(P, vchunks)
-                S = P.copy()
-                mark = np.empty(indices.size, dtype=np.uint8)
-                _par_hook_csr(indptr, indices, P, wchunks, mark, defer)
-                _par_flatten(P, vchunks)
-                a, b = _collect(_par_left_csr, (indptr, indices, P, wchunks, mark),
-                                wchunks.size - 1)
-            del mark
-            rounds = 1
-            while True:
-                sa, sb = _collect(_par_split, (P, S, vchunks), vchunks.size - 1)
-                lost.append(int(a.size))
-                split.append(int(sa.size))
-                if sa.size:
-                    a, b = np.concatenate([a, sa]), np.concatenate([b, sb])
-                if not a.size:
-                    break
-                if rounds == MAX_ROUNDS:
-                    left = int(a.size)
-                    _unite_pairs(a, b, P)
-                    break
-                S[:] = P
-                mark = np.empty(a.size, dtype=np.uint8)
-                echunks = _even_chunks(a.size, K)
-                _par_hook_pairs(a, b, P, echunks, mark, defer)
-                _par_flatten(P, vchunks)
-                a, b = _collect(_par_left_pairs, (a, b, P, echunks, mark), echunks.size - 1)
-                rounds += 1
+                chunks = _work_chunks(indptr, n, K)
+                scheme = _FORCE_SCHEME or (
+                    "local" if _cross_share(indptr, indices, chunks) <= LOCAL_CROSS else "cas")
+                if scheme == "cas":
+                    _par_iota(P, chunks)
+                    _par_cas_csr(indptr, indices, P, chunks, chunks[:-1])
+                else:
+                    sizes = np.diff(indptr[chunks]).astype(np.int64)
+                    offs = np.zeros(chunks.size, dtype=np.int64)
+                    np.cumsum(np.minimum(sizes, sizes // CROSS_BUFFER_DIV + CROSS_BUFFER_MIN), out=offs[1:])
+                    ca = np.empty(int(offs[-1]), dtype=P.dtype)
+                    cb = np.empty(int(offs[-1]), dtype=P.dtype)
+                    counts = np.zeros(chunks.size - 1, dtype=np.int64)
+                    stops = np.zeros(chunks.size - 1, dtype=np.int64)
+                    _par_local(indptr, indices, P, chunks, offs, ca, cb, counts, stops)
+                    c = _compact_pairs(ca, cb, offs, counts)
+                    late = stops < chunks[1:]
+                    stopped = int(late.sum())
+                    cross = c + int((indptr[chunks[1:]] - indptr[stops]).sum())
+                    _phase2(ca, cb, c, P, K, threads)
+                    if stopped:
+                        _par_cas_csr(indptr, indices, P, chunks, stops)
         finally:
             numba.set_num_threads(old)
+        count = int(_relabel0(P))
+        labels = P.astype(label_dtype, copy=False)
     if stats is not None:
-        stats.update(rounds=rounds, serial_finish=left, threads=threads, lost=lost, split=split)
-    return _finish(P, label_dtype)
+        stats.update(threads=threads, scheme=scheme, cross=cross, stopped=stopped)
+    return count, labels
