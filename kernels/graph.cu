@@ -143,19 +143,6 @@ __device__ __forceinline__ bool edge_ends(const long long* indptr, const J* src,
     return a != b && !(Sym && a < b);
 }
 
-// Unite v with the first k entries of its list (k-out and HB sampling).
-template <typename I, typename J>
-__device__ __forceinline__ void unite_first(const long long* indptr, const J* indices, I* P, I v,
-                                            int k) {
-    const long long begin = indptr[v];
-    const long long stop = indptr[(long long)v + 1];
-    const long long end = begin + k < stop ? begin + k : stop;
-    for (long long e = begin; e < end; ++e) {
-        const I u = (I)indices[e];
-        if (u != v) meshccl::unite(P, v, u);
-    }
-}
-
 __device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
     // splitmix64's finaliser: a cheap, well-spread hash for sampling
     x += 0x9e3779b97f4a7c15ull;
@@ -531,6 +518,26 @@ meshccl_graph_check_done(const long long* __restrict__ part, int blocks,
     }
 }
 
+// Validation without waiting (meshccl/graph.py, for 'ecl', 'kout' and 'hb'
+// on CSR input): out[k] = indptr[k] as a long long when facts (of
+// meshccl_graph_check_done, on the same stream) say the CSR is valid --
+// indptr starts at 0, ends at m, never decreases, every index lies in
+// [0, nptr - 1) -- else 0.  The methods read rows only through out, so on
+// invalid input every row is empty, no index is read and the parent array
+// stays in range; the host reads the facts with the component count at
+// the end, one transfer, and raises then.  It stands in for the widening
+// copy of indptr those methods made anyway.
+template <typename P>
+__global__ void meshccl_graph_safe_indptr(const P* __restrict__ indptr, long long nptr,
+                                          long long m, const long long* __restrict__ facts,
+                                          long long* __restrict__ out) {
+    using namespace meshccl::graph;
+    const bool ok = facts[0] == 0 && facts[1] == m && facts[2] == 0 && facts[3] >= 0 &&
+                    facts[4] < nptr - 1;
+    for (long long k = thread_id(); k < nptr; k += thread_count())
+        out[k] = ok ? (long long)indptr[k] : 0;
+}
+
 // The same count for an edge list (method='auto' on edges): hits[0] = how
 // many of min(m, 1024) hashed edges e have |src[e] - dst[e]| = 1.  Reads
 // only src[0..m) and dst[0..m), so it may run before validation.
@@ -811,14 +818,37 @@ __global__ void meshccl_graph_sv_jump(I* P, I n, int* flag) {
 
 // ------------------------------------------------ GConn's other samplers
 
-// Hook-based sampling, step 2 (step 1 is meshccl_graph_ecl_init): every
-// vertex still a root unites its first k entries.
+// Hook-based sampling, step 2 (step 1 is meshccl_graph_ecl_init, which
+// points every vertex at its smallest neighbour when that is smaller): a
+// vertex v still a root finds the roots of its first k entries and, when
+// the smallest of them is below v, stores it as v's parent.  Only v's own
+// thread ever hooks v, so that is a plain store, not a CAS; it never hooks
+// another root.  GConn's HB unites those k edges with CAS instead; where
+// a root found is larger than v that would hook the found root under v,
+// and on a Kronecker graph many roots then aim at the same few roots (an
+// H200 spent 0.34-0.44 ms in this kernel, 8 active threads per warp,
+// stalled on memory; ncu 2026-11-23).  The edges not taken here are
+// sampling's loss only: the finish pass takes every edge whose ends are
+// not yet joined.  Parents stay smaller than their children (every store
+// here and in find's halving writes a smaller vertex), so no cycle forms.
 template <typename I, typename J>
 __global__ void meshccl_graph_hb_hook(const long long* __restrict__ indptr,
                                       const J* __restrict__ indices, I* P, I n, int k) {
     using namespace meshccl::graph;
-    for (long long v = thread_id(); v < (long long)n; v += thread_count())
-        if (__ldcg(P + v) == (I)v) unite_first(indptr, indices, P, (I)v, k);
+    for (long long vv = thread_id(); vv < (long long)n; vv += thread_count()) {
+        const I v = (I)vv;
+        if (__ldcg(P + v) != v) continue;
+        const long long begin = indptr[vv], stop = indptr[vv + 1];
+        const long long end = stop - begin > k ? begin + k : stop;
+        I best = v;
+        for (long long e = begin; e < end; ++e) {
+            const I u = (I)indices[e];
+            if (u == v) continue;
+            const I r = meshccl::find(P, u);
+            best = r < best ? r : best;
+        }
+        if (best < v) P[v] = best;
+    }
 }
 
 // BFS sampling: one block of MESHCCL_GRAPH_SAMPLES threads; out[0] = the
@@ -931,6 +961,14 @@ MESHCCL_GRAPH_CHECK_P(int)
 MESHCCL_GRAPH_CHECK_P(long long)
 MESHCCL_GRAPH_CHECK_P(unsigned int)
 MESHCCL_GRAPH_CHECK_P(unsigned long long)
+template __global__ void meshccl_graph_safe_indptr<int>(const int*, long long, long long,
+                                                        const long long*, long long*);
+template __global__ void meshccl_graph_safe_indptr<long long>(const long long*, long long, long long,
+                                                              const long long*, long long*);
+template __global__ void meshccl_graph_safe_indptr<unsigned int>(const unsigned int*, long long,
+                                                                 long long, const long long*, long long*);
+template __global__ void meshccl_graph_safe_indptr<unsigned long long>(
+    const unsigned long long*, long long, long long, const long long*, long long*);
 // The new kernels' instantiations.
 #define MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, R, C)                                            \
     template __global__ void meshccl_graph_rule<I, J, CSR, SYM, R, C>(                          \

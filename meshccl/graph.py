@@ -310,15 +310,18 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
             "connection='strong' is not implemented yet; use connection='weak' "
             "(or directed=False)")
     probe = {} if method == "auto" else None
+    # CuPy CSR input for a method that reads rows only through a checked
+    # copy of indptr: validated on the device without waiting (see _csr)
+    defer = {} if method == "auto" or method in _DEFERRED else None
     timer = None
     t0 = time.perf_counter()
     if return_info and _input_is_cupy(csgraph):
         from ._gpu.timing import PhaseTimer
 
         timer = PhaseTimer()
-        kind, arrays, n = timer.run("validate", lambda: _as_graph(csgraph, probe))
+        kind, arrays, n = timer.run("validate", lambda: _as_graph(csgraph, probe, defer))
     else:
-        kind, arrays, n = _as_graph(csgraph, probe)
+        kind, arrays, n = _as_graph(csgraph, probe, defer)
     if method == "auto":
         method = _auto_rule(kind, n, int(arrays[1].size), _is_cupy(arrays[0]), symmetric, probe)
     on_gpu = _is_cupy(arrays[0])
@@ -332,7 +335,8 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
 
             timer = PhaseTimer()
         count, labels = _gpu_components(kind, arrays, n, method, symmetric, compression,
-                                        max_iterations, timer, info if return_info else None)
+                                        max_iterations, timer, info if return_info else None,
+                                        defer)
         if return_info:
             info["seconds"].update(timer.seconds())
     else:
@@ -415,13 +419,25 @@ def _check_compression(method, compression):
 
 
 def _gpu_components(kind, arrays, n, method, symmetric, compression=None,
-                    max_iterations=None, timer=None, info=None):
+                    max_iterations=None, timer=None, info=None, defer=None):
+    """(count, labels) on the GPU.  ``defer``: _csr's record of a check the
+    host has not read yet (empty or None: the input was checked already);
+    its facts then come back with the count, in the one transfer, and an
+    invalid input raises here (its kernels saw only empty rows)."""
     from ._gpu import graph as gpu
 
+    pending = (defer or {}).get("facts")
+    if pending is not None and method not in gpu.DEFERRED_CHECK_METHODS:
+        defer["raise"](defer["read"](pending))  # a method that needs checked input: wait
+        pending = None
     count, labels = gpu.components(kind, arrays, n, method, symmetric,
                                    compression=compression, max_iterations=max_iterations,
-                                   timer=timer, info=info)
-    return int(count), labels  # the one host synchronisation
+                                   timer=timer, info=info, facts=pending)
+    if pending is None:
+        return int(count), labels  # the one host synchronisation
+    facts = defer["read"](pending)  # the one host synchronisation: facts and count
+    defer["raise"](facts)
+    return facts["count"], labels
 
 
 def spanning_forest(csgraph):
@@ -540,7 +556,10 @@ def _facts(xp, **values):
 #: (lo, hi) of no index at all
 _NO_RANGE = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
 #: the slots of meshccl._gpu.graph.check's facts (the fused kernel's)
-_CHECKED = ("first", "last", "dec", "lo", "hi", "chain")
+_CHECKED = ("first", "last", "dec", "lo", "hi", "chain", "count")
+#: meshccl._gpu.graph.DEFERRED_CHECK_METHODS (kept here so that importing
+#: this module needs no CuPy)
+_DEFERRED = ("ecl", "kout", "hb")
 
 
 def _range(*arrays):
@@ -593,7 +612,15 @@ def _check_indices(n, lo, hi, *named):
             raise ValueError(f"{name} must lie in [0, {n}), got {bad} at position {pos}")
 
 
-def _csr(indptr, indices, n=None, probe=None):
+def _csr(indptr, indices, n=None, probe=None, defer=None):
+    """("csr", checked arrays, n).  ``defer``: a dict where a CuPy check may
+    be left unread (None: always wait for it).  When the fused kernel reads
+    these dtypes and 'auto' needs no chain probe (more than
+    CHAIN_MAX_DEGREE entries per vertex), the check is launched and not
+    waited for: ``defer`` gets "facts" (the device array), "read" (facts
+    array -> dict of Python ints, one transfer) and "raise" (dict -> raises
+    the error of invalid input), for _gpu_components to use after the
+    method ran on the checked copy of indptr."""
     xp = _xp_of(("indptr", indptr), ("indices", indices))
     indptr = _int_array(indptr, "indptr", xp)
     indices = _int_array(indices, "indices", xp)
@@ -602,6 +629,20 @@ def _csr(indptr, indices, n=None, probe=None):
     if n is not None and indptr.size != n + 1:
         raise ValueError(f"indptr must have n_vertices + 1 = {n + 1} entries, got {indptr.size}")
     n = indptr.size - 1
+    if defer is not None and xp is not np:
+        from ._gpu import graph as gpu
+
+        if gpu.supported(indptr, indices) and (probe is None
+                                               or indices.size > gpu.CHAIN_MAX_DEGREE * n):
+            def read(dev):
+                return dict(zip(_CHECKED, map(int, dev.get())))
+
+            def fail(facts):
+                _csr_errors(indptr, indices, n, facts)
+
+            defer.update(facts=gpu.check(indptr, indices), read=read)
+            defer["raise"] = fail
+            return "csr", _checked(xp, indptr, indices), n
     facts = None if xp is np else _device_facts(indptr, indices, probe=probe)
     if facts is None:  # NumPy, or CuPy types the fused kernel does not read
         chain = None
@@ -613,6 +654,15 @@ def _csr(indptr, indices, n=None, probe=None):
                        **_range(indices), **({"chain": chain[0]} if chain is not None else {}))
         facts["lo"], facts["hi"] = _bounds(facts)
         facts["samples"] = chain and chain[1]
+    _csr_errors(indptr, indices, n, facts)
+    if facts["samples"]:
+        probe["chain"] = facts["chain"] / facts["samples"]
+    return "csr", _checked(xp, indptr, indices), n
+
+
+def _csr_errors(indptr, indices, n, facts):
+    """The ValueError of an invalid CSR, from its validation facts (only
+    the error path reads the arrays again, for the message)."""
     if facts["first"] != 0:
         raise ValueError(f"indptr must start at 0, got {int(indptr[0])}")
     if facts["dec"]:
@@ -622,9 +672,6 @@ def _csr(indptr, indices, n=None, probe=None):
     if facts["last"] != indices.size:
         raise ValueError(f"indptr must end at len(indices) = {indices.size}, got {int(indptr[-1])}")
     _check_indices(n, facts["lo"], facts["hi"], ("indices", indices))
-    if facts["samples"]:
-        probe["chain"] = facts["chain"] / facts["samples"]
-    return "csr", _checked(xp, indptr, indices), n
 
 
 def _edges(src, dst, n=None, probe=None):
@@ -651,30 +698,31 @@ def _square(shape):
     return int(shape[0])
 
 
-def _as_graph(g, probe=None):
+def _as_graph(g, probe=None, defer=None):
     """(kind, arrays, n) for any accepted input; kind is "csr", "csc" (CSR
     arrays of the transpose graph) or "edges"; the arrays are NumPy or CuPy
     as the input is.  ``probe``: a dict for method='auto', which gets
     ``"chain"`` (see meshccl._gpu.graph.chain_probe / chain_probe_edges) where CuPy input is
     sparse enough for the rule to look, read with the validation's one
-    transfer (no extra synchronisation)."""
+    transfer (no extra synchronisation).  ``defer``: see _csr (CSR, CSC
+    and other sparse formats converted to CSR; edge lists always wait)."""
     if isinstance(g, Edges):
         return _edges(g.src, g.dst, g.n_vertices, probe)
     if isinstance(g, tuple):
         if len(g) != 2:
             raise TypeError("a tuple csgraph must be (indptr, indices); use Edges(src, dst) for edge lists")
-        return _csr(g[0], g[1], probe=probe)
+        return _csr(g[0], g[1], probe=probe, defer=defer)
     fmt = getattr(g, "format", None)
     if fmt is not None and hasattr(g, "nnz"):  # SciPy or CuPy sparse matrix or array
         n = _square(g.shape)
         if fmt == "csr":
-            return _csr(g.indptr, g.indices, n, probe)
+            return _csr(g.indptr, g.indices, n, probe, defer)
         if fmt == "csc":  # the transpose graph: the same weak components, edges reversed
-            return ("csc",) + _csr(g.indptr, g.indices, n, probe)[1:]
+            return ("csc",) + _csr(g.indptr, g.indices, n, probe, defer)[1:]
         if fmt == "coo":
             return _edges(g.row, g.col, n, probe)
         csr = g.tocsr()
-        return _csr(csr.indptr, csr.indices, n, probe)
+        return _csr(csr.indptr, csr.indices, n, probe, defer)
     if isinstance(g, np.ndarray) or (_is_cupy(g) and hasattr(g, "nonzero") and hasattr(g, "dtype")):
         if g.dtype.kind not in "biuf":
             raise TypeError(f"csgraph must be a numeric adjacency matrix, got dtype {g.dtype}")

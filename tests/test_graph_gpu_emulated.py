@@ -364,9 +364,10 @@ def emulate(expr):
         def run(indptr, indices, P, n, k):
             for v in range(n):
                 if P[v] == v:
-                    for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]:
-                        if u != v:
-                            unite(P, v, u)
+                    roots = [find(P, u) for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]
+                             if u != v]
+                    if roots and min(roots) < v:
+                        P[v] = min(roots)
     elif name == "meshccl_graph_pick_source":
         sig = [("ptr", "long long"), ("val", t[0]), P_, ("val", "unsigned long long")]
 
@@ -432,6 +433,14 @@ def emulate(expr):
             facts[1] = min(int(indptr[nptr - 1]), big) if nptr else 0
             facts[2] = -1 if p[:, 2].any() else 0
             facts[3], facts[4] = p[:, 0].min(), p[:, 1].max()
+    elif name == "meshccl_graph_safe_indptr":
+        sig = [("ptr", t[0]), ("val", "long long"), ("val", "long long"), ("ptr", "long long"),
+               ("ptr", "long long")]
+
+        def run(indptr, nptr, m, facts, out):
+            ok = (facts[0] == 0 and facts[1] == m and facts[2] == 0 and facts[3] >= 0
+                  and facts[4] < nptr - 1)
+            out[:nptr] = np.asarray(indptr[:nptr]).astype(np.int64) if ok else 0
     elif name == "meshccl_graph_bfs_sample_done":
         sig = [P_, ("val", t[0]), P_]
 
@@ -643,16 +652,67 @@ def test_fused_validation_emulated(emulated, monkeypatch):
             assert (kind, n) == ("csr", 3) and arrays[1].dtype == jtype
             assert launched == [f"meshccl_graph_check<{C_NAME[ptype]}, {C_NAME[jtype]}>",
                                 f"meshccl_graph_check_done<{C_NAME[ptype]}>"]
-            assert gets == [(6,)]
+            assert gets == [(7,)]
             gets.clear()
             kind, arrays, n = _as_graph(Edges(fake(indices), fake(indices[::-1].copy())))
-            assert (kind, n) == ("edges", 3) and gets == [(6,)]
+            assert (kind, n) == ("edges", 3) and gets == [(7,)]
     for form, host in [((fake(p), fake(i)), (p, i)) for p, i in BAD_CSR] + \
                       [(Edges(fake(s), fake(d), n), Edges(s, d, n)) for s, d, n in BAD_EDGES]:
         with pytest.raises(ValueError) as want:
             connected_components(host)
         with pytest.raises(ValueError, match=f"^{re.escape(str(want.value))}$"):
             connected_components(form)
+
+
+def test_deferred_check_emulated(emulated, monkeypatch):
+    """CuPy CSR for 'ecl', 'kout', 'hb' (and 'auto' above CHAIN_MAX_DEGREE
+    entries per vertex) is validated without waiting: the methods read rows
+    through meshccl_graph_safe_indptr's copy, and the facts come back with
+    the count in one transfer.  Invalid input gets the CPU's exact message
+    (its kernels ran on empty rows); other methods wait for the facts."""
+    from meshccl._gpu import graph as gpu
+    from meshccl.graph import connected_components
+
+    launched, gets = [], []
+    loader = gpu.kernels
+    monkeypatch.setattr(gpu, "kernels", lambda f, *names: launched.extend(names) or loader(f, *names))
+    monkeypatch.setattr(FakeArray, "get", lambda self: gets.append(self.shape) or np.asarray(self).copy())
+    rng = np.random.default_rng(11)
+    n, m = 40, 200
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    sym = sp.coo_matrix((np.ones(2 * m), (np.r_[src, dst], np.r_[dst, src])), shape=(n, n)).tocsr()
+    want_n, want = scipy_cc(sym)
+    for ptype in CHECK_DTYPES:
+        for jtype in CHECK_DTYPES:
+            form = (fake(sym.indptr.astype(ptype)), fake(sym.indices.astype(jtype)))
+            for method in ("auto", "ecl", "kout", "hb", "unionfind"):
+                launched.clear()
+                gets.clear()
+                got_n, got = connected_components(form, method=method, symmetric=True)
+                assert got_n == want_n, (ptype, jtype, method)
+                np.testing.assert_array_equal(np.asarray(got), want)
+                deferred = method != "unionfind"
+                assert (f"meshccl_graph_safe_indptr<{C_NAME[ptype]}>" in launched) == deferred
+                # the facts come back once, after the method (with the
+                # count in slot 6) or before it (the count then by int())
+                assert gets == [(7,)], (method, gets)
+    for indptr, indices in BAD_CSR:
+        with pytest.raises(ValueError) as want_err:
+            connected_components((indptr, indices))
+        for method in ("ecl", "kout", "hb"):
+            gets.clear()
+            with pytest.raises(ValueError, match=f"^{re.escape(str(want_err.value))}$"):
+                connected_components((fake(indptr), fake(indices)), method=method)
+            assert gets[0] == (7,)
+    # the safe copy: indptr widened when the facts say valid, zeros when not
+    ip = np.array([0, 2, 3, 3])
+    for ind, ok in ((np.array([1, 2, 0]), True), (np.array([1, 3, 0]), False),
+                    (np.array([1, -1, 0]), False)):
+        facts = gpu.check(fake(ip), fake(ind))
+        safe = np.asarray(gpu.safe_indptr(fake(ip), ind.size, facts))
+        np.testing.assert_array_equal(safe, ip if ok else 0)
+    facts = gpu.check(fake(ip), fake(np.array([1, 2])))  # indptr ends at 3, not m = 2
+    assert not np.asarray(gpu.safe_indptr(fake(ip), 2, facts)).any()
 
 
 C_NAME = {np.int32: "int", np.int64: "long long", np.uint32: "unsigned int",

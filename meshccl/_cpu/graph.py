@@ -490,8 +490,10 @@ def _most_frequent_root(P, picks):
 @njit(cache=True)
 def _hb(indptr, indices, P, k, picks, symmetric):
     """Hook-based sampling: every vertex points at its first smaller
-    neighbour (ECL-CC's start); vertices still roots unite their first k
-    entries; the most frequent root L of the picks is found; the finish
+    neighbour (ECL-CC's start); a vertex still a root takes the smallest
+    root of its first k entries as parent when it is below v (the GPU's
+    meshccl_graph_hb_hook: no other root is hooked, the finish pass takes
+    the rest); the most frequent root L of the picks is found; the finish
     pass unites every entry of the vertices outside L."""
     n = P.shape[0]
     for v in range(n):
@@ -503,9 +505,14 @@ def _hb(indptr, indices, P, k, picks, symmetric):
     for v in range(n):
         if P[v] != v:
             continue
+        best = v
         for e in range(indptr[v], min(indptr[v] + k, indptr[v + 1])):
             if indices[e] != v:
-                unite(P, v, indices[e])
+                r = find(P, indices[e])
+                if r < best:
+                    best = r
+        if best < v:
+            P[v] = best
     big = _most_frequent_root(P, picks)
     _finish_pass(indptr, indices, P, big, 0, symmetric)
     return big

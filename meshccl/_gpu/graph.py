@@ -72,6 +72,9 @@ CHAIN_MAX_DEGREE = 2
 CHAIN_MIN_FRACTION = 0.75
 #: entries united by a still-root vertex in hook-based (HB) sampling
 HB_EDGES = 2
+#: the methods that validate CuPy CSR input without waiting for the facts:
+#: their kernels read rows only through :func:`safe_indptr`'s copy
+DEFERRED_CHECK_METHODS = ("ecl", "kout", "hb")
 #: BFS sampling stops after this many levels (what it reached is still one
 #: connected set; the finish pass does the rest)
 BFS_SAMPLE_LEVELS = 512
@@ -200,7 +203,9 @@ def check(indptr, a, b=None):
     2. -1 if ``indptr[k + 1] < indptr[k]`` somewhere, else 0;
     3, 4. the smallest and largest value of ``a`` and ``b`` (int64 max and
        min when they are empty);
-    5. unset: the slot for :func:`chain_probe`'s count (``out=facts[5:]``).
+    5. unset: the slot for :func:`chain_probe`'s count (``out=facts[5:]``);
+    6. unset: the slot for the component count of a deferred check
+       (:func:`components` with ``facts``).
 
     Values beyond the int64 range are clamped to its max (only ever an
     error, whose message recomputes the exact value).  ``b``: None or an
@@ -224,9 +229,25 @@ def check(indptr, a, b=None):
     for k, (scan, (p, count, x, y)) in enumerate(zip(scans, passes)):
         scan(grid, (BLOCK,), (p, np.int64(count), x, _NULL if y is None else y, np.int64(x.size),
                               part[3 * grid[0] * k:]))
-    facts = cupy.empty(6, dtype=cupy.int64)
+    facts = cupy.empty(7, dtype=cupy.int64)
     done((1,), (1024,), (part, np.int32(grid[0] * len(passes)), ptr, np.int64(nptr), facts))
     return facts
+
+
+def safe_indptr(indptr, m: int, facts):
+    """indptr widened to int64 where ``facts`` (of :func:`check`, not read
+    here) say the CSR with ``m`` stored entries is valid, else all zeros
+    (every row empty): ``meshccl_graph_safe_indptr``, one launch, no host
+    synchronisation.  The methods of :data:`DEFERRED_CHECK_METHODS` read
+    rows only through it, so they may run before the host has seen the
+    facts; the caller raises afterwards if they say the input is invalid."""
+    import cupy
+
+    (kern,) = kernels("graph.cu", f"meshccl_graph_safe_indptr<{c_type(indptr.dtype)}>")
+    out = cupy.empty(indptr.size, dtype=cupy.int64)
+    kern(_grid(indptr.size, BLOCK, 32), (BLOCK,),
+         (indptr, np.int64(indptr.size), np.int64(m), facts, out))
+    return out
 
 
 def _index_types(n: int, neighbours, index_dtype=None):
@@ -245,17 +266,20 @@ def _index_types(n: int, neighbours, index_dtype=None):
     return I, J, tuple(a.astype(J, copy=False) for a in neighbours)
 
 
-def _unpack(kind: str, arrays, n: int, index_dtype=None):
+def _unpack(kind: str, arrays, n: int, index_dtype=None, facts=None):
     """(I, J, indptr, src, dst) of validated input: the parent type I, the
     neighbour type J, indptr widened to int64 (None for an edge list) and
     the neighbour arrays cast to J (src None for CSR, whose rows are the
-    first ends)."""
+    first ends).  ``facts``: the device facts of a CSR whose check the host
+    has not read yet; indptr is then :func:`safe_indptr`'s copy."""
     import cupy
 
     if kind == "edges":
         I, J, (src, dst) = _index_types(n, arrays, index_dtype)
         return I, J, None, src, dst
     I, J, (dst,) = _index_types(n, arrays[1:], index_dtype)
+    if facts is not None:
+        return I, J, safe_indptr(arrays[0], dst.size, facts), None, dst
     return I, J, arrays[0].astype(cupy.int64, copy=False), None, dst
 
 
@@ -284,17 +308,22 @@ def to_csr(src, dst, n: int):
 
 
 def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
-                index_dtype=None, compression=None, max_iterations=None):
+                index_dtype=None, compression=None, max_iterations=None, facts=None):
     """The GPU method as ``[(name, launch), ...]`` that leave the parent array
     ``state["P"]`` ready for the relabel path; also returns ``state``.
     (Split into steps so benchmarks can time them.)  ``index_dtype`` forces
     the parent type (tests run the int64 kernels on small graphs with it).
     ``compression``: the union-find methods' rule (validated by
     :mod:`meshccl.graph`; None: the method's default).  The iterative
-    methods store their pass count in ``state["passes"]``."""
+    methods store their pass count in ``state["passes"]``.  ``facts``: the
+    unread device facts of a deferred check (:func:`components`), only for
+    CSR input and :data:`DEFERRED_CHECK_METHODS`."""
     import cupy
 
-    I, J, indptr, src, dst = _unpack(kind, arrays, n, index_dtype)
+    if facts is not None and (kind == "edges" or method not in DEFERRED_CHECK_METHODS):
+        raise ValueError(f"a deferred check needs CSR input and a method in "
+                         f"{DEFERRED_CHECK_METHODS}, got {kind!r} and {method!r}")
+    I, J, indptr, src, dst = _unpack(kind, arrays, n, index_dtype, facts)
     ti, tj = c_type(I), c_type(J)
     nn = I.type(n)
     m_entries = dst.size
@@ -583,7 +612,8 @@ def forest(kind: str, arrays, n: int, index_dtype=None):
 
 
 def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool = False,
-               index_dtype=None, compression=None, max_iterations=None, timer=None, info=None):
+               index_dtype=None, compression=None, max_iterations=None, timer=None, info=None,
+               facts=None):
     """Weak components on the GPU: ``(count, labels)`` with labels numbered
     from 0 in order of each component's smallest vertex (a CuPy array of the
     parent type, int32 below 2**31 vertices) and count a 0-d CuPy array.
@@ -591,7 +621,11 @@ def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool 
     (its names from :func:`graph_steps`) and of the relabel ('flatten',
     'scan', 'relabel'), or None.  ``info``: a dict to receive
     ``method_phases`` (the method's step names, in order) and ``iterations``
-    (passes of an iterative method, else 1), or None."""
+    (passes of an iterative method, else 1), or None.  ``facts``: the
+    device facts of :func:`check` when the host has not read them (a
+    deferred check: CSR input, a method of :data:`DEFERRED_CHECK_METHODS`);
+    the count is then also copied into ``facts[6]``, so that the caller
+    reads both with one transfer."""
     import cupy
 
     from .timing import run
@@ -600,6 +634,8 @@ def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool 
     if n == 0:
         if info is not None:
             info.update(method_phases=[], iterations=0)
+        if facts is not None:
+            facts[6:] = 0
         return cupy.zeros((), dtype=idx), cupy.empty(0, dtype=idx)
     if method == "auto":  # meshccl.graph resolves 'auto' first; here the probe costs a read
         probe = (chain_probe_edges(arrays[0], arrays[1]) if kind == "edges"
@@ -607,12 +643,14 @@ def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool 
         chain = None if probe is None else int(probe[0]) / probe[1]
         method = choose_method(kind, n, int(arrays[1].size), symmetric, chain)
     steps, state = graph_steps(kind, arrays, n, method, symmetric, index_dtype, compression,
-                               max_iterations)
+                               max_iterations, facts)
     for name, launch in steps:
         run(timer, name, launch)
     P = state["P"]
     count = relabel(P, n, timer)  # 1..N in order of each component's smallest vertex
     P -= 1                        # SciPy counts from 0
+    if facts is not None:
+        facts[6:] = count
     if info is not None:
         info["method_phases"] = list(dict.fromkeys(name for name, _ in steps))
         info["iterations"] = int(state.get("passes", 1))

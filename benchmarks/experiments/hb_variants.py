@@ -1,0 +1,89 @@
+"""Experiment: the deferred check and HB sampling's settings, end to end.
+
+    python benchmarks/experiments/hb_variants.py [--shrink K] [--reps R]
+
+On the GConn-shaped graphs of graph_bench.py --papers (symmetric CSR on the
+GPU), median wall time by CUDA events of connected_components(...,
+symmetric=True) after a warm-up, for:
+
+  auto, auto-wait    'auto' with the deferred check (the default since
+                     2026-11-23) and with the check waited for before the
+                     method runs (meshccl.graph._DEFERRED emptied)
+  hb k=K             method='hb' with HB_EDGES = K (the hook step's entries)
+  kout               method='kout', for reference
+
+Labels of every variant are checked against the first one's.
+"""
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent.parent))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shrink", type=int, default=0)
+    ap.add_argument("--reps", type=int, default=9)
+    opt = ap.parse_args()
+    import cupy
+
+    import graph_bench
+    import meshccl.graph as mg
+    from meshccl._gpu import graph as gg
+
+    def timed(f):
+        f()
+        s, e = cupy.cuda.Event(), cupy.cuda.Event()
+        ts = []
+        for _ in range(opt.reps):
+            s.record()
+            f()
+            e.record()
+            e.synchronize()
+            ts.append(cupy.cuda.get_elapsed_time(s, e))
+        return statistics.median(ts)
+
+    deferred = mg._DEFERRED
+    defaults = gg.HB_EDGES
+    print(f"GPU: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    for name, _p, make in graph_bench.paper_cases(opt.shrink):
+        e = make()
+        _h, g = graph_bench._symmetric_csr(e, True)
+        del e, _h
+        ref = None
+        rows = []
+
+        def run(label, method, k=None, wait=False):
+            nonlocal ref
+            mg._DEFERRED = () if wait else deferred
+            gg.HB_EDGES = defaults if k is None else k
+            try:
+                ms = timed(lambda: mg.connected_components(g, symmetric=True, method=method))
+                _n, lab = mg.connected_components(g, symmetric=True, method=method)
+                same = True if ref is None else bool((lab == ref).all())
+                if ref is None:
+                    ref = lab
+                rows.append(f"{label} {ms:.3f}{'' if same else ' LABELS DIFFER'}")
+            finally:
+                mg._DEFERRED = deferred
+                gg.HB_EDGES = defaults
+
+        run("auto", "auto")
+        run("auto-wait", "auto", wait=True)
+        for k in (1, 2, 4, 8):
+            run(f"hb k={k}", "hb", k)
+        run("hb-wait", "hb", wait=True)
+        run("kout", "kout")
+        run("kout-wait", "kout", wait=True)
+        print(f"\n## {name} (n {g.shape[0]}, stored {g.nnz}), ms, median of {opt.reps}")
+        print(" | ".join(rows))
+        g = ref = None
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
+if __name__ == "__main__":
+    main()
