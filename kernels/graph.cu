@@ -819,19 +819,38 @@ __global__ void meshccl_graph_sv_jump(I* P, I n, int* flag) {
 // ------------------------------------------------ GConn's other samplers
 
 // Hook-based sampling, step 2 (step 1 is meshccl_graph_ecl_init, which
-// points every vertex at its smallest neighbour when that is smaller): a
-// vertex v still a root finds the roots of its first k entries and, when
-// the smallest of them is below v, stores it as v's parent.  Only v's own
-// thread ever hooks v, so that is a plain store, not a CAS; it never hooks
-// another root.  GConn's HB unites those k edges with CAS instead; where
-// a root found is larger than v that would hook the found root under v,
-// and on a Kronecker graph many roots then aim at the same few roots (an
-// H200 spent 0.34-0.44 ms in this kernel, 8 active threads per warp,
-// stalled on memory; ncu 2026-11-23).  The edges not taken here are
-// sampling's loss only: the finish pass takes every edge whose ends are
-// not yet joined.  Parents stay smaller than their children (every store
-// here and in find's halving writes a smaller vertex), so no cycle forms.
-template <typename I, typename J>
+// points every vertex at its smallest neighbour when that is smaller):
+// the vertices still roots join the roots of their first k entries.
+//
+// M = HB_CAS: GConn's way, unite() with CAS.  On a Kronecker graph many
+// small roots find the same larger root R and all try to hook R under
+// themselves; each failed CAS re-finds and tries again on the winner, a
+// convoy (H200, ncu 2026-11-23: 0.34 ms, 8 active threads per warp,
+// stalled on memory).
+//
+// M = HB_MIN, then M = HB_OWN: no CAS, no retry.  HB_MIN: a root v finds
+// (without writing) the root r of each entry; r < v lowers v's parent to
+// r, r > v lowers r's parent to v, both by atomicMin, so the many claims
+// on one R leave R under the smallest claimant.  HB_OWN: every vertex
+// still a root -- a claimant whose claim was lowered by a smaller one, or
+// whose own slot was taken -- finds its entries' roots again (with path
+// halving) and stores the smallest as its parent when it is below v
+// (only v's thread writes a root's slot in this pass: a plain store).
+// A link can still be lost (an atomicMin that lowers a slot already
+// pointing elsewhere); that costs sampling quality, not correctness: the
+// finish pass takes every edge whose ends are not joined, whatever the
+// forest holds, as long as each parent is a vertex of the same component
+// and smaller than its child (true of every store here), so no cycle.
+namespace meshccl {
+namespace graph {
+enum HbStep { HB_CAS = 0, HB_MIN = 1, HB_OWN = 2 };
+
+__device__ __forceinline__ void lower(int* a, int v) { atomicMin(a, v); }
+__device__ __forceinline__ void lower(long long* a, long long v) { atomicMin(a, v); }
+}  // namespace graph
+}  // namespace meshccl
+
+template <typename I, typename J, int M>
 __global__ void meshccl_graph_hb_hook(const long long* __restrict__ indptr,
                                       const J* __restrict__ indices, I* P, I n, int k) {
     using namespace meshccl::graph;
@@ -844,10 +863,18 @@ __global__ void meshccl_graph_hb_hook(const long long* __restrict__ indptr,
         for (long long e = begin; e < end; ++e) {
             const I u = (I)indices[e];
             if (u == v) continue;
-            const I r = meshccl::find(P, u);
-            best = r < best ? r : best;
+            if (M == HB_CAS) {
+                meshccl::unite(P, v, u);
+            } else {
+                const I r = M == HB_MIN ? meshccl::find_naive(P, u) : meshccl::find(P, u);
+                if (M == HB_MIN && r > v) lower(P + r, v);
+                best = r < best ? r : best;
+            }
         }
-        if (best < v) P[v] = best;
+        if (best < v) {
+            if (M == HB_MIN) lower(P + v, best);
+            else P[v] = best;
+        }
     }
 }
 
@@ -999,7 +1026,9 @@ template __global__ void meshccl_graph_safe_indptr<unsigned long long>(
     template __global__ void meshccl_graph_bfs_expand<I, J>(                                   \
         const long long*, const J*, I*, const I*, const unsigned long long*, I*,                \
         unsigned long long*, const I*, I*);                                                     \
-    template __global__ void meshccl_graph_hb_hook<I, J>(const long long*, const J*, I*, I, int);
+    template __global__ void meshccl_graph_hb_hook<I, J, 0>(const long long*, const J*, I*, I, int); \
+    template __global__ void meshccl_graph_hb_hook<I, J, 1>(const long long*, const J*, I*, I, int); \
+    template __global__ void meshccl_graph_hb_hook<I, J, 2>(const long long*, const J*, I*, I, int);
 MESHCCL_GRAPH_IJ2(int, int)
 MESHCCL_GRAPH_IJ2(int, long long)
 MESHCCL_GRAPH_IJ2(long long, long long)

@@ -239,6 +239,43 @@ def test_kout_sampling_paths(backend, case):
         check(backend, on(backend, csr), want_n, want, "auto", case, symmetric=symmetric)
 
 
+@pytest.mark.parametrize("hook", ["cas", "min"])
+@pytest.mark.parametrize("case", ["kronecker", "kronecker-dust", "ba", "grid", "random"])
+def test_hb_hook_ways(backend, monkeypatch, case, hook):
+    """HB sampling's two hook steps (meshccl._gpu.graph.HB_HOOK, kernels/graph.cu
+    meshccl_graph_hb_hook): CAS unions, or atomicMin claims then plain
+    stores (which may drop links: the finish pass must make up for them),
+    symmetric or not; the CPU's 'hb' mirrors the second way.  Labels equal
+    SciPy's."""
+    if backend == "gpu":
+        from meshccl._gpu import graph as gpu
+
+        monkeypatch.setattr(gpu, "HB_HOOK", hook)
+    elif hook == "cas":
+        pytest.skip("the CPU's 'hb' has one hook step")
+    if case.startswith("kronecker"):
+        e = gen.rmat(13, 24, seed=5)
+        src, dst, n = e.src, e.dst, e.n_vertices
+        if case == "kronecker-dust":  # isolated vertices and pairs numbered first
+            src, dst, n = src + 3000, dst + 3000, n + 3000
+            src, dst = np.concatenate([src, np.arange(0, 3000, 2)]), np.concatenate([dst, np.arange(1, 3000, 2)])
+    elif case == "ba":
+        e = gen.barabasi_albert(20000, 6, seed=4)
+        src, dst, n = e.src, e.dst, e.n_vertices
+    elif case == "grid":
+        e = gen.grid((120, 130), keep=0.7, seed=2)
+        src, dst, n = e.src, e.dst, e.n_vertices
+    else:
+        rng = np.random.default_rng(8)
+        n = 30000
+        src, dst = rng.integers(0, n, 90000), rng.integers(0, n, 90000)
+    src, dst = _both_ways(np.asarray(src), np.asarray(dst))
+    want_n, want = scipy_answer(n, src, dst)
+    csr = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+    for symmetric in (True, False):
+        check(backend, on(backend, csr), want_n, want, "hb", case, symmetric=symmetric)
+
+
 def test_labels_are_deterministic(backend):
     e = gen.rmat(12, 8, seed=9)
     g = Edges(on(backend, e.src), on(backend, e.dst), e.n_vertices)

@@ -490,11 +490,13 @@ def _most_frequent_root(P, picks):
 @njit(cache=True)
 def _hb(indptr, indices, P, k, picks, symmetric):
     """Hook-based sampling: every vertex points at its first smaller
-    neighbour (ECL-CC's start); a vertex still a root takes the smallest
-    root of its first k entries as parent when it is below v (the GPU's
-    meshccl_graph_hb_hook: no other root is hooked, the finish pass takes
-    the rest); the most frequent root L of the picks is found; the finish
-    pass unites every entry of the vertices outside L."""
+    neighbour (ECL-CC's start); the vertices still roots join the roots of
+    their first k entries in the GPU's two steps (meshccl_graph_hb_hook's
+    HB_MIN, HB_OWN: claims that lower a root's parent to the smallest
+    claimant, then each remaining root takes the smallest root it finds
+    below it); the most frequent root L of the picks is found; the finish
+    pass unites every entry of the vertices outside L (and makes up for
+    any link the claims dropped)."""
     n = P.shape[0]
     for v in range(n):
         P[v] = v
@@ -502,17 +504,20 @@ def _hb(indptr, indices, P, k, picks, symmetric):
             if indices[e] < v:
                 P[v] = indices[e]
                 break
-    for v in range(n):
-        if P[v] != v:
-            continue
-        best = v
-        for e in range(indptr[v], min(indptr[v] + k, indptr[v + 1])):
-            if indices[e] != v:
-                r = find(P, indices[e])
-                if r < best:
-                    best = r
-        if best < v:
-            P[v] = best
+    for step in range(2):
+        for v in range(n):
+            if P[v] != v:
+                continue
+            best = v
+            for e in range(indptr[v], min(indptr[v] + k, indptr[v + 1])):
+                if indices[e] != v:
+                    r = find(P, indices[e])
+                    if step == 0 and r > v and v < P[r]:
+                        P[r] = v
+                    if r < best:
+                        best = r
+            if best < v and best < P[v]:
+                P[v] = best
     big = _most_frequent_root(P, picks)
     _finish_pass(indptr, indices, P, big, 0, symmetric)
     return big
