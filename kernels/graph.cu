@@ -143,6 +143,19 @@ __device__ __forceinline__ bool edge_ends(const long long* indptr, const J* src,
     return a != b && !(Sym && a < b);
 }
 
+// Unite v with the first k entries of its list (k-out and HB sampling).
+template <typename I, typename J>
+__device__ __forceinline__ void unite_first(const long long* indptr, const J* indices, I* P, I v,
+                                            int k) {
+    const long long begin = indptr[v];
+    const long long stop = indptr[(long long)v + 1];
+    const long long end = begin + k < stop ? begin + k : stop;
+    for (long long e = begin; e < end; ++e) {
+        const I u = (I)indices[e];
+        if (u != v) meshccl::unite(P, v, u);
+    }
+}
+
 __device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
     // splitmix64's finaliser: a cheap, well-spread hash for sampling
     x += 0x9e3779b97f4a7c15ull;
@@ -818,64 +831,20 @@ __global__ void meshccl_graph_sv_jump(I* P, I n, int* flag) {
 
 // ------------------------------------------------ GConn's other samplers
 
-// Hook-based sampling, step 2 (step 1 is meshccl_graph_ecl_init, which
-// points every vertex at its smallest neighbour when that is smaller):
-// the vertices still roots join the roots of their first k entries.
-//
-// M = HB_CAS: GConn's way, unite() with CAS.  On a Kronecker graph many
-// small roots find the same larger root R and all try to hook R under
-// themselves; each failed CAS re-finds and tries again on the winner, a
-// convoy (H200, ncu 2026-11-23: 0.34 ms, 8 active threads per warp,
-// stalled on memory).
-//
-// M = HB_MIN, then M = HB_OWN: no CAS, no retry.  HB_MIN: a root v finds
-// (without writing) the root r of each entry; r < v lowers v's parent to
-// r, r > v lowers r's parent to v, both by atomicMin, so the many claims
-// on one R leave R under the smallest claimant.  HB_OWN: every vertex
-// still a root -- a claimant whose claim was lowered by a smaller one, or
-// whose own slot was taken -- finds its entries' roots again (with path
-// halving) and stores the smallest as its parent when it is below v
-// (only v's thread writes a root's slot in this pass: a plain store).
-// A link can still be lost (an atomicMin that lowers a slot already
-// pointing elsewhere); that costs sampling quality, not correctness: the
-// finish pass takes every edge whose ends are not joined, whatever the
-// forest holds, as long as each parent is a vertex of the same component
-// and smaller than its child (true of every store here), so no cycle.
-namespace meshccl {
-namespace graph {
-enum HbStep { HB_CAS = 0, HB_MIN = 1, HB_OWN = 2 };
-
-__device__ __forceinline__ void lower(int* a, int v) { atomicMin(a, v); }
-__device__ __forceinline__ void lower(long long* a, long long v) { atomicMin(a, v); }
-}  // namespace graph
-}  // namespace meshccl
-
-template <typename I, typename J, int M>
+// Hook-based sampling, step 2 (step 1 is meshccl_graph_ecl_init): every
+// vertex still a root unites its first k entries.  On a Kronecker graph
+// many small roots aim at the same larger root, and failed CASes retry
+// (H200, ncu 2026-11-23: 0.34 ms, 8 active threads per warp, stalled on
+// memory).  Two CAS-free forms were tried and dropped: a root storing only
+// its own parent, and atomicMin claims then own stores; both cut this
+// kernel to 0.06-0.08 ms but left the giant component in pieces, and the
+// finish pass went from 0.06 to 5.5 ms (benchmarks/NOTES.md).
+template <typename I, typename J>
 __global__ void meshccl_graph_hb_hook(const long long* __restrict__ indptr,
                                       const J* __restrict__ indices, I* P, I n, int k) {
     using namespace meshccl::graph;
-    for (long long vv = thread_id(); vv < (long long)n; vv += thread_count()) {
-        const I v = (I)vv;
-        if (__ldcg(P + v) != v) continue;
-        const long long begin = indptr[vv], stop = indptr[vv + 1];
-        const long long end = stop - begin > k ? begin + k : stop;
-        I best = v;
-        for (long long e = begin; e < end; ++e) {
-            const I u = (I)indices[e];
-            if (u == v) continue;
-            if (M == HB_CAS) {
-                meshccl::unite(P, v, u);
-            } else {
-                const I r = M == HB_MIN ? meshccl::find_naive(P, u) : meshccl::find(P, u);
-                if (M == HB_MIN && r > v) lower(P + r, v);
-                best = r < best ? r : best;
-            }
-        }
-        if (best < v) {
-            if (M == HB_MIN) lower(P + v, best);
-            else P[v] = best;
-        }
-    }
+    for (long long v = thread_id(); v < (long long)n; v += thread_count())
+        if (__ldcg(P + v) == (I)v) unite_first(indptr, indices, P, (I)v, k);
 }
 
 // BFS sampling: one block of MESHCCL_GRAPH_SAMPLES threads; out[0] = the
@@ -1026,9 +995,7 @@ template __global__ void meshccl_graph_safe_indptr<unsigned long long>(
     template __global__ void meshccl_graph_bfs_expand<I, J>(                                   \
         const long long*, const J*, I*, const I*, const unsigned long long*, I*,                \
         unsigned long long*, const I*, I*);                                                     \
-    template __global__ void meshccl_graph_hb_hook<I, J, 0>(const long long*, const J*, I*, I, int); \
-    template __global__ void meshccl_graph_hb_hook<I, J, 1>(const long long*, const J*, I*, I, int); \
-    template __global__ void meshccl_graph_hb_hook<I, J, 2>(const long long*, const J*, I*, I, int);
+    template __global__ void meshccl_graph_hb_hook<I, J>(const long long*, const J*, I*, I, int);
 MESHCCL_GRAPH_IJ2(int, int)
 MESHCCL_GRAPH_IJ2(int, long long)
 MESHCCL_GRAPH_IJ2(long long, long long)

@@ -361,25 +361,12 @@ def emulate(expr):
     elif name == "meshccl_graph_hb_hook":
         sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int")]
 
-        mode = int(t[2])  # HbStep: 0 CAS unite, 1 atomicMin claims, 2 own-slot stores
-
         def run(indptr, indices, P, n, k):
             for v in range(n):
-                if P[v] != v:
-                    continue
-                ends = [u for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])] if u != v]
-                if mode == 0:
-                    for u in ends:
-                        unite(P, v, u)
-                    continue
-                best = v
-                for u in ends:
-                    r = find(P, u)
-                    if mode == 1 and r > v:
-                        P[r] = min(P[r], v)
-                    best = min(best, r)
-                if best < v:
-                    P[v] = min(P[v], best) if mode == 1 else best
+                if P[v] == v:
+                    for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]:
+                        if u != v:
+                            unite(P, v, u)
     elif name == "meshccl_graph_pick_source":
         sig = [("ptr", "long long"), ("val", t[0]), P_, ("val", "unsigned long long")]
 

@@ -9,9 +9,10 @@ symmetric=True) after a warm-up, for:
   auto, auto-wait    'auto' with the deferred check (the default since
                      2026-11-23) and with the check waited for before the
                      method runs (meshccl.graph._DEFERRED emptied)
-  hb H k=K           method='hb' with HB_HOOK = H ('cas': CAS unions as
-                     GConn; 'min': atomicMin claims, then plain stores) and
-                     HB_EDGES = K (the hook step's entries)
+  hb k=K             method='hb' with HB_EDGES = K (the hook step's entries)
+
+(Its version of 26125e9 also timed two CAS-free hook steps, HB_HOOK 'min'
+and the own-store rule of 820ae27; benchmarks/NOTES.md has the numbers.)
   kout               method='kout', for reference
 
 Labels of every variant are checked against the first one's.
@@ -50,7 +51,7 @@ def main():
         return statistics.median(ts)
 
     deferred = mg._DEFERRED
-    defaults = (gg.HB_EDGES, gg.HB_HOOK)
+    defaults = gg.HB_EDGES
     print(f"GPU: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     for name, _p, make in graph_bench.paper_cases(opt.shrink):
         e = make()
@@ -59,11 +60,10 @@ def main():
         ref = None
         rows = []
 
-        def run(label, method, k=None, hook=None, wait=False):
+        def run(label, method, k=None, wait=False):
             nonlocal ref
             mg._DEFERRED = () if wait else deferred
-            gg.HB_EDGES = defaults[0] if k is None else k
-            gg.HB_HOOK = defaults[1] if hook is None else hook
+            gg.HB_EDGES = defaults if k is None else k
             try:
                 ms = timed(lambda: mg.connected_components(g, symmetric=True, method=method))
                 _n, lab = mg.connected_components(g, symmetric=True, method=method)
@@ -73,13 +73,12 @@ def main():
                 rows.append(f"{label} {ms:.3f}{'' if same else ' LABELS DIFFER'}")
             finally:
                 mg._DEFERRED = deferred
-                gg.HB_EDGES, gg.HB_HOOK = defaults
+                gg.HB_EDGES = defaults
 
         run("auto", "auto")
         run("auto-wait", "auto", wait=True)
-        for hook in ("cas", "min"):
-            for k in (1, 2, 4):
-                run(f"hb {hook} k={k}", "hb", k, hook)
+        for k in (1, 2, 4):
+            run(f"hb k={k}", "hb", k)
         run("hb-wait", "hb", wait=True)
         run("kout", "kout")
         run("kout-wait", "kout", wait=True)

@@ -490,13 +490,9 @@ def _most_frequent_root(P, picks):
 @njit(cache=True)
 def _hb(indptr, indices, P, k, picks, symmetric):
     """Hook-based sampling: every vertex points at its first smaller
-    neighbour (ECL-CC's start); the vertices still roots join the roots of
-    their first k entries in the GPU's two steps (meshccl_graph_hb_hook's
-    HB_MIN, HB_OWN: claims that lower a root's parent to the smallest
-    claimant, then each remaining root takes the smallest root it finds
-    below it); the most frequent root L of the picks is found; the finish
-    pass unites every entry of the vertices outside L (and makes up for
-    any link the claims dropped)."""
+    neighbour (ECL-CC's start); vertices still roots unite their first k
+    entries; the most frequent root L of the picks is found; the finish
+    pass unites every entry of the vertices outside L."""
     n = P.shape[0]
     for v in range(n):
         P[v] = v
@@ -504,20 +500,12 @@ def _hb(indptr, indices, P, k, picks, symmetric):
             if indices[e] < v:
                 P[v] = indices[e]
                 break
-    for step in range(2):
-        for v in range(n):
-            if P[v] != v:
-                continue
-            best = v
-            for e in range(indptr[v], min(indptr[v] + k, indptr[v + 1])):
-                if indices[e] != v:
-                    r = find(P, indices[e])
-                    if step == 0 and r > v and v < P[r]:
-                        P[r] = v
-                    if r < best:
-                        best = r
-            if best < v and best < P[v]:
-                P[v] = best
+    for v in range(n):
+        if P[v] != v:
+            continue
+        for e in range(indptr[v], min(indptr[v] + k, indptr[v + 1])):
+            if indices[e] != v:
+                unite(P, v, indices[e])
     big = _most_frequent_root(P, picks)
     _finish_pass(indptr, indices, P, big, 0, symmetric)
     return big

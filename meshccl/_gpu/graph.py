@@ -72,10 +72,6 @@ CHAIN_MAX_DEGREE = 2
 CHAIN_MIN_FRACTION = 0.75
 #: entries united by a still-root vertex in hook-based (HB) sampling
 HB_EDGES = 2
-#: how HB sampling's roots join their entries' roots (kernels/graph.cu,
-#: meshccl_graph_hb_hook): "cas" unite() with CAS as GConn does, "min"
-#: atomicMin claims then a pass of plain stores (no CAS, no retries)
-HB_HOOK = "min"
 #: the methods that validate CuPy CSR input without waiting for the facts:
 #: their kernels read rows only through :func:`safe_indptr`'s copy
 DEFERRED_CHECK_METHODS = ("ecl", "kout", "hb")
@@ -419,16 +415,14 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
         return steps, state
 
     if method == "hb":
-        steps_of = {"cas": (0,), "min": (1, 2)}[HB_HOOK]  # HbStep of kernels/graph.cu
-        init, *hooks = kernels("graph.cu", f"meshccl_graph_ecl_init<{ti}, {tj}>",
-                               *(f"meshccl_graph_hb_hook<{ti}, {tj}, {m}>" for m in steps_of))
+        init, hook = kernels("graph.cu", f"meshccl_graph_ecl_init<{ti}, {tj}>",
+                             f"meshccl_graph_hb_hook<{ti}, {tj}>")
 
         def hb_sampling():
             state["P"] = P = cupy.empty(n, dtype=I)
             args = (state["indptr"], state["indices"], P, nn)
             init(_grid(n, BLOCK, 32), (BLOCK,), args)
-            for hook in hooks:
-                hook(_grid(n, BLOCK, 32), (BLOCK,), args + (np.int32(HB_EDGES),))
+            hook(_grid(n, BLOCK, 32), (BLOCK,), args + (np.int32(HB_EDGES),))
             frequent_root(P)
 
         steps.append(("sample", hb_sampling))
