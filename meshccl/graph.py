@@ -219,15 +219,19 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         1 (default) runs serially, 0 uses every core numba sees, more than
         numba's thread count is capped there.  Used by 'unionfind' /
         'async' (with the default 'halving' compression), 'ecl' and
-        'auto'; they then share one parallel union-find without atomics
-        (``meshccl._cpu.graph``, the comment before ``MAX_ROUNDS``):
-        ECL-CC's start, then rounds in which the threads unite chunks of
-        edges with plain-store hooks, the forest is flattened, and the
-        unions a race lost are found and redone, until none is left (after
-        ``MAX_ROUNDS`` rounds the rest is united serially).  The labels
-        are the serial ones.  The other methods and compression rules run
-        serially whatever ``cpu_threads`` is; CuPy input (the GPU backend)
-        ignores it.
+        'auto'; they then share one parallel union-find
+        (``meshccl._cpu.graph``, the comment before ``SERIAL_CROSS``):
+        paths are halved with plain stores and roots hooked with
+        compare-and-swap (an LLVM ``cmpxchg``), retried when a race moved
+        the root, so no union is lost.  A sample of the edges decides the
+        scheme: when at most ``LOCAL_CROSS`` (1/4) of them join two of the
+        threads' vertex ranges (graphs numbered with locality: grids,
+        roads, lines) each thread unites the edges inside its own range and
+        buffers the others, which are united afterwards; otherwise the
+        threads unite chunks of edges directly with CAS.  Small graphs run
+        serially.  The labels are the serial ones.  The other methods and
+        compression rules run serially whatever ``cpu_threads`` is; CuPy
+        input (the GPU backend) ignores it.
     return_info : bool, optional
         Also return a dict, as :func:`meshccl.label` does: ``method`` (what
         ran; 'auto' resolved), ``backend`` ('cpu' or 'gpu'), ``iterations``
@@ -262,7 +266,13 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         decreasing, or not ending at len(indices), indices out of range or
         negative, an unknown connection or method, a compression the
         method does not take, a bad max_iterations or cpu_threads.  CuPy
-        input is checked on the device before any kernel runs.
+        input is checked on the device in one fused pass.  For CSR input
+        to 'ecl', 'kout' and 'hb' (and 'auto' above 2 entries per vertex)
+        the host does not wait for that check: the methods read rows
+        through a copy of indptr that is all zeros when the check failed
+        (``meshccl._gpu.graph.safe_indptr``), and the check's facts come
+        back with the count, so the error is raised then and no kernel
+        ever reads an invalid index.
     NotImplementedError
         ``connection='strong'`` on a directed graph.
     meshccl.errors.NotConverged
