@@ -322,7 +322,9 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     probe = {} if method == "auto" else None
     # CuPy CSR input for a method that reads rows only through a checked
     # copy of indptr: validated on the device without waiting (see _csr)
-    defer = {} if method == "auto" or method in _DEFERRED else None
+    from ._gpu.graph import DEFERRED_CHECK_METHODS  # importable without CuPy
+
+    defer = {} if method == "auto" or method in DEFERRED_CHECK_METHODS else None
     timer = None
     t0 = time.perf_counter()
     if return_info and _input_is_cupy(csgraph):
@@ -567,9 +569,6 @@ def _facts(xp, **values):
 _NO_RANGE = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
 #: the slots of meshccl._gpu.graph.check's facts (the fused kernel's)
 _CHECKED = ("first", "last", "dec", "lo", "hi", "chain", "count")
-#: meshccl._gpu.graph.DEFERRED_CHECK_METHODS (kept here so that importing
-#: this module needs no CuPy)
-_DEFERRED = ("ecl", "kout", "hb")
 
 
 def _range(*arrays):

@@ -8,7 +8,7 @@ symmetric=True) after a warm-up, for:
 
   auto, auto-wait    'auto' with the deferred check (the default since
                      2026-11-23) and with the check waited for before the
-                     method runs (meshccl.graph._DEFERRED emptied)
+                     method runs (meshccl._gpu.graph.DEFERRED_CHECK_METHODS emptied)
   hb k=K             method='hb' with HB_EDGES = K (the hook step's entries)
 
 (Its version of 26125e9 also timed two CAS-free hook steps, HB_HOOK 'min'
@@ -50,7 +50,7 @@ def main():
             ts.append(cupy.cuda.get_elapsed_time(s, e))
         return statistics.median(ts)
 
-    deferred = mg._DEFERRED
+    deferred = gg.DEFERRED_CHECK_METHODS
     defaults = gg.HB_EDGES
     print(f"GPU: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     for name, _p, make in graph_bench.paper_cases(opt.shrink):
@@ -62,7 +62,7 @@ def main():
 
         def run(label, method, k=None, wait=False):
             nonlocal ref
-            mg._DEFERRED = () if wait else deferred
+            gg.DEFERRED_CHECK_METHODS = () if wait else deferred
             gg.HB_EDGES = defaults if k is None else k
             try:
                 ms = timed(lambda: mg.connected_components(g, symmetric=True, method=method))
@@ -72,7 +72,7 @@ def main():
                     ref = lab
                 rows.append(f"{label} {ms:.3f}{'' if same else ' LABELS DIFFER'}")
             finally:
-                mg._DEFERRED = deferred
+                gg.DEFERRED_CHECK_METHODS = deferred
                 gg.HB_EDGES = defaults
 
         run("auto", "auto")
