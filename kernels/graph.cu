@@ -832,71 +832,19 @@ __global__ void meshccl_graph_sv_jump(I* P, I n, int* flag) {
 // ------------------------------------------------ GConn's other samplers
 
 // Hook-based sampling, step 2 (step 1 is meshccl_graph_ecl_init): every
-// vertex still a root unites its first k entries.  meshccl_graph_hb_hook
-// does that as GConn does, with CAS unions.  On a Kronecker graph many
-// small roots aim at the same larger root R, and each failed CAS re-finds
-// and tries again on the winner, a convoy (H200, ncu 2026-11-23: 0.34 ms,
-// 8 active threads per warp, stalled on memory).
-//
-// meshccl_graph_hb_claim then meshccl_graph_hb_repair do it in two passes
-// instead.  Claim: a root v finds (without writing) the root r of each
-// entry; r > v lowers R = r's parent to v with atomicMin, so the many
-// claims on one R leave it under the smallest claimant, with no retry;
-// the smallest r below v lowers v's own parent the same way.  A claim
-// lowered again by a smaller one is a lost link, so claim also marks the
-// roots it saw (was_root), and repair runs the CAS unite over their first
-// k entries again: an entry already joined costs two finds, and a lost
-// claimant now finds R under the winner, below itself, and hooks its own
-// slot -- no convoy.  Every first-k entry of every root is joined at the
-// end, as with hb_hook.  (Two forms without the repair pass were tried
-// and dropped: they left the giant component in pieces and the finish
-// pass went from 0.06 to 5.5 ms; benchmarks/NOTES.md.)
+// vertex still a root unites its first k entries.  On a Kronecker graph
+// many small roots aim at the same larger root, and failed CASes retry
+// (H200, ncu 2026-11-23: 0.34 ms, 8 active threads per warp, stalled on
+// memory).  Two CAS-free forms were tried and dropped: a root storing only
+// its own parent, and atomicMin claims then own stores; both cut this
+// kernel to 0.06-0.08 ms but left the giant component in pieces, and the
+// finish pass went from 0.06 to 5.5 ms (benchmarks/NOTES.md).
 template <typename I, typename J>
 __global__ void meshccl_graph_hb_hook(const long long* __restrict__ indptr,
                                       const J* __restrict__ indices, I* P, I n, int k) {
     using namespace meshccl::graph;
     for (long long v = thread_id(); v < (long long)n; v += thread_count())
         if (__ldcg(P + v) == (I)v) unite_first(indptr, indices, P, (I)v, k);
-}
-
-namespace meshccl {
-namespace graph {
-__device__ __forceinline__ void lower(int* a, int v) { atomicMin(a, v); }
-__device__ __forceinline__ void lower(long long* a, long long v) { atomicMin(a, v); }
-}  // namespace graph
-}  // namespace meshccl
-
-template <typename I, typename J>
-__global__ void meshccl_graph_hb_claim(const long long* __restrict__ indptr,
-                                       const J* __restrict__ indices, I* P, I n, int k,
-                                       unsigned char* __restrict__ was_root) {
-    using namespace meshccl::graph;
-    for (long long vv = thread_id(); vv < (long long)n; vv += thread_count()) {
-        const I v = (I)vv;
-        const bool root = __ldcg(P + v) == v;
-        was_root[vv] = root;
-        if (!root) continue;
-        const long long begin = indptr[vv], stop = indptr[vv + 1];
-        const long long end = stop - begin > k ? begin + k : stop;
-        I best = v;
-        for (long long e = begin; e < end; ++e) {
-            const I u = (I)indices[e];
-            if (u == v) continue;
-            const I r = meshccl::find_naive(P, u);
-            if (r > v) lower(P + r, v);
-            best = r < best ? r : best;
-        }
-        if (best < v) lower(P + v, best);
-    }
-}
-
-template <typename I, typename J>
-__global__ void meshccl_graph_hb_repair(const long long* __restrict__ indptr,
-                                        const J* __restrict__ indices, I* P, I n, int k,
-                                        const unsigned char* __restrict__ was_root) {
-    using namespace meshccl::graph;
-    for (long long v = thread_id(); v < (long long)n; v += thread_count())
-        if (was_root[v]) unite_first(indptr, indices, P, (I)v, k);
 }
 
 // BFS sampling: one block of MESHCCL_GRAPH_SAMPLES threads; out[0] = the
@@ -1047,11 +995,7 @@ template __global__ void meshccl_graph_safe_indptr<unsigned long long>(
     template __global__ void meshccl_graph_bfs_expand<I, J>(                                   \
         const long long*, const J*, I*, const I*, const unsigned long long*, I*,                \
         unsigned long long*, const I*, I*);                                                     \
-    template __global__ void meshccl_graph_hb_hook<I, J>(const long long*, const J*, I*, I, int); \
-    template __global__ void meshccl_graph_hb_claim<I, J>(const long long*, const J*, I*, I, int, \
-                                                          unsigned char*);                      \
-    template __global__ void meshccl_graph_hb_repair<I, J>(const long long*, const J*, I*, I, int, \
-                                                           const unsigned char*);
+    template __global__ void meshccl_graph_hb_hook<I, J>(const long long*, const J*, I*, I, int);
 MESHCCL_GRAPH_IJ2(int, int)
 MESHCCL_GRAPH_IJ2(int, long long)
 MESHCCL_GRAPH_IJ2(long long, long long)

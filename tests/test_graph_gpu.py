@@ -239,20 +239,12 @@ def test_kout_sampling_paths(backend, case):
         check(backend, on(backend, csr), want_n, want, "auto", case, symmetric=symmetric)
 
 
-@pytest.mark.parametrize("hook", ["cas", "claim"])
 @pytest.mark.parametrize("case", ["kronecker", "kronecker-dust", "ba", "grid", "random"])
-def test_hb_sampling_graphs(backend, monkeypatch, case, hook):
+def test_hb_sampling_graphs(backend, case):
     """HB sampling ('hb') on the graph kinds it meets: Kronecker (a giant
     component, many roots after the first step), with dust numbered first,
     Barabasi-Albert, a grid with deleted edges, a random sparse graph;
-    symmetric or not; on the GPU both hook steps (HB_HOOK: CAS unions, or
-    atomicMin claims then a CAS repair pass).  Labels equal SciPy's."""
-    if backend == "gpu":
-        from meshccl._gpu import graph as gpu
-
-        monkeypatch.setattr(gpu, "HB_HOOK", hook)
-    elif hook == "claim":
-        pytest.skip("the CPU's 'hb' has one hook step")
+    symmetric or not.  Labels equal SciPy's."""
     if case.startswith("kronecker"):
         e = gen.rmat(13, 24, seed=5)
         src, dst, n = e.src, e.dst, e.n_vertices

@@ -367,30 +367,6 @@ def emulate(expr):
                     for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]:
                         if u != v:
                             unite(P, v, u)
-    elif name in ("meshccl_graph_hb_claim", "meshccl_graph_hb_repair"):
-        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int"),
-               ("ptr", "unsigned char")]
-        claim = name.endswith("claim")
-
-        def run(indptr, indices, P, n, k, was_root):
-            if claim:
-                was_root[:n] = np.asarray(P[:n]) == np.arange(n)
-            for v in range(n):
-                if not was_root[v]:
-                    continue
-                ends = [u for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])] if u != v]
-                if not claim:
-                    for u in ends:
-                        unite(P, v, u)
-                    continue
-                best = v
-                for u in ends:
-                    r = find(P, u)
-                    if r > v:
-                        P[r] = min(P[r], v)
-                    best = min(best, r)
-                if best < v:
-                    P[v] = min(P[v], best)
     elif name == "meshccl_graph_pick_source":
         sig = [("ptr", "long long"), ("val", t[0]), P_, ("val", "unsigned long long")]
 

@@ -9,9 +9,7 @@ symmetric=True) after a warm-up, for:
   auto, auto-wait    'auto' with the deferred check (the default since
                      2026-11-23) and with the check waited for before the
                      method runs (meshccl._gpu.graph.DEFERRED_CHECK_METHODS emptied)
-  hb H k=K           method='hb' with HB_HOOK = H ('cas': CAS unions as
-                     GConn; 'claim': atomicMin claims, then a CAS repair
-                     pass) and HB_EDGES = K (the hook step's entries)
+  hb k=K             method='hb' with HB_EDGES = K (the hook step's entries)
 
 (Its version of 26125e9 also timed two CAS-free hook steps, HB_HOOK 'min'
 and the own-store rule of 820ae27; benchmarks/NOTES.md has the numbers.)
@@ -33,8 +31,6 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shrink", type=int, default=0)
     ap.add_argument("--reps", type=int, default=9)
-    ap.add_argument("--quick", action="store_true", help="only auto and the hb hook steps")
-    ap.add_argument("--k", type=int, nargs="+", default=[2], help="HB_EDGES values to time")
     opt = ap.parse_args()
     import cupy
 
@@ -55,7 +51,7 @@ def main():
         return statistics.median(ts)
 
     deferred = gg.DEFERRED_CHECK_METHODS
-    defaults = (gg.HB_EDGES, gg.HB_HOOK)
+    defaults = gg.HB_EDGES
     print(f"GPU: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     for name, _p, make in graph_bench.paper_cases(opt.shrink):
         e = make()
@@ -64,11 +60,10 @@ def main():
         ref = None
         rows = []
 
-        def run(label, method, k=None, hook=None, wait=False):
+        def run(label, method, k=None, wait=False):
             nonlocal ref
             gg.DEFERRED_CHECK_METHODS = () if wait else deferred
-            gg.HB_EDGES = defaults[0] if k is None else k
-            gg.HB_HOOK = defaults[1] if hook is None else hook
+            gg.HB_EDGES = defaults if k is None else k
             try:
                 ms = timed(lambda: mg.connected_components(g, symmetric=True, method=method))
                 _n, lab = mg.connected_components(g, symmetric=True, method=method)
@@ -78,17 +73,15 @@ def main():
                 rows.append(f"{label} {ms:.3f}{'' if same else ' LABELS DIFFER'}")
             finally:
                 gg.DEFERRED_CHECK_METHODS = deferred
-                gg.HB_EDGES, gg.HB_HOOK = defaults
+                gg.HB_EDGES = defaults
 
         run("auto", "auto")
         run("auto-wait", "auto", wait=True)
-        for hook in ("cas", "claim"):
-            for k in opt.k:
-                run(f"hb {hook} k={k}", "hb", k, hook)
-        if not opt.quick:
-            run("hb-wait", "hb", wait=True)
-            run("kout", "kout")
-            run("kout-wait", "kout", wait=True)
+        for k in (1, 2, 4):
+            run(f"hb k={k}", "hb", k)
+        run("hb-wait", "hb", wait=True)
+        run("kout", "kout")
+        run("kout-wait", "kout", wait=True)
         print(f"\n## {name} (n {g.shape[0]}, stored {g.nnz}), ms, median of {opt.reps}")
         print(" | ".join(rows))
         g = ref = None

@@ -72,9 +72,6 @@ CHAIN_MAX_DEGREE = 2
 CHAIN_MIN_FRACTION = 0.75
 #: entries united by a still-root vertex in hook-based (HB) sampling
 HB_EDGES = 2
-#: how HB sampling joins those entries (kernels/graph.cu): "cas", GConn's
-#: CAS unions in one pass; "claim", atomicMin claims then a CAS repair pass
-HB_HOOK = "claim"
 #: the methods that validate CuPy CSR input without waiting for the facts:
 #: their kernels read rows only through :func:`safe_indptr`'s copy
 DEFERRED_CHECK_METHODS = ("ecl", "kout", "hb")
@@ -418,22 +415,14 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
         return steps, state
 
     if method == "hb":
-        init, hook, claim, repair = kernels(
-            "graph.cu", *(f"meshccl_graph_{name}<{ti}, {tj}>"
-                          for name in ("ecl_init", "hb_hook", "hb_claim", "hb_repair")))
+        init, hook = kernels("graph.cu", f"meshccl_graph_ecl_init<{ti}, {tj}>",
+                             f"meshccl_graph_hb_hook<{ti}, {tj}>")
 
         def hb_sampling():
             state["P"] = P = cupy.empty(n, dtype=I)
             args = (state["indptr"], state["indices"], P, nn)
-            grid = _grid(n, BLOCK, 32)
-            init(grid, (BLOCK,), args)
-            k = np.int32(HB_EDGES)
-            if HB_HOOK == "claim":  # kernels/graph.cu's essay on the two ways
-                was_root = cupy.empty(n, dtype=cupy.uint8)
-                claim(grid, (BLOCK,), args + (k, was_root))
-                repair(grid, (BLOCK,), args + (k, was_root))
-            else:
-                hook(grid, (BLOCK,), args + (k,))
+            init(_grid(n, BLOCK, 32), (BLOCK,), args)
+            hook(_grid(n, BLOCK, 32), (BLOCK,), args + (np.int32(HB_EDGES),))
             frequent_root(P)
 
         steps.append(("sample", hb_sampling))
