@@ -11,7 +11,7 @@ symmetric=True) after a warm-up, for:
                      method runs (meshccl._gpu.graph.DEFERRED_CHECK_METHODS emptied)
   hb k=K             method='hb' with HB_EDGES = K (the hook step's entries)
 
-(Its version of 26125e9 also timed two CAS-free hook steps, HB_HOOK 'min'
+(Its versions of 26125e9 and bf41ad8 also timed other hook steps, HB_HOOK 'min'
 and the own-store rule of 820ae27; benchmarks/NOTES.md has the numbers.)
   kout               method='kout', for reference
 
