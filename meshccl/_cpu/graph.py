@@ -326,6 +326,9 @@ def components_by(method, kind, arrays, n, label_dtype, max_iterations=None):
 COMPRESS_CODE = {"none": 0, "halving": 1, "splitting": 2, "full": 3, "splicing": 4}
 RULES = {"unionfind": 0, "async": 0, "rem-cas": 1, "early": 2, "hooks": 3, "jtb": 4}
 HB_EDGES = 2
+#: entries HB sampling's start scans for a smaller neighbour (the GPU's
+#: MESHCCL_GRAPH_THREAD_MAX, kernels/graph.cu)
+INIT_SCAN = 16
 BFS_SAMPLE_LEVELS = 512
 
 
@@ -490,13 +493,14 @@ def _most_frequent_root(P, picks):
 @njit(cache=True)
 def _hb(indptr, indices, P, k, picks, symmetric):
     """Hook-based sampling: every vertex points at its first smaller
-    neighbour (ECL-CC's start); vertices still roots unite their first k
-    entries; the most frequent root L of the picks is found; the finish
-    pass unites every entry of the vertices outside L."""
+    neighbour among its first INIT_SCAN entries (ECL-CC's start, capped as
+    the GPU's meshccl_graph_ecl_init is); vertices still roots unite their
+    first k entries; the most frequent root L of the picks is found; the
+    finish pass unites every entry of the vertices outside L."""
     n = P.shape[0]
     for v in range(n):
         P[v] = v
-        for e in range(indptr[v], indptr[v + 1]):
+        for e in range(indptr[v], min(indptr[v] + INIT_SCAN, indptr[v + 1])):
             if indices[e] < v:
                 P[v] = indices[e]
                 break
