@@ -10,12 +10,12 @@ symmetric=True) after a warm-up, for:
                      2026-11-23) and with the check waited for before the
                      method runs (meshccl._gpu.graph.DEFERRED_CHECK_METHODS emptied)
   hb k=K             method='hb' with HB_EDGES = K (the hook step's entries)
-
-(Its versions of 26125e9 and bf41ad8 also timed other hook steps, HB_HOOK 'min'
-and the own-store rule of 820ae27; benchmarks/NOTES.md has the numbers.)
   kout               method='kout', for reference
 
-Labels of every variant are checked against the first one's.
+Labels of every variant are checked against the first one's.  Its versions
+of 820ae27, 26125e9 and bf41ad8 also timed other hook steps (own stores,
+atomicMin claims, claims then a CAS repair); benchmarks/NOTES.md has the
+numbers.
 """
 import argparse
 import statistics
