@@ -832,19 +832,88 @@ __global__ void meshccl_graph_sv_jump(I* P, I n, int* flag) {
 // ------------------------------------------------ GConn's other samplers
 
 // Hook-based sampling, step 2 (step 1 is meshccl_graph_ecl_init): every
-// vertex still a root unites its first k entries.  On a Kronecker graph
-// many small roots aim at the same larger root, and failed CASes retry
-// (H200, ncu 2026-11-23: 0.34 ms, 8 active threads per warp, stalled on
-// memory).  Two CAS-free forms were tried and dropped: a root storing only
-// its own parent, and atomicMin claims then own stores; both cut this
-// kernel to 0.06-0.08 ms but left the giant component in pieces, and the
-// finish pass went from 0.06 to 5.5 ms (benchmarks/NOTES.md).
+// vertex still a root joins its first k entries.  Two ways (the host picks,
+// meshccl/_gpu/graph.py HB_HOOK):
+//
+// * meshccl_graph_hb_hook, GConn's: one pass of CAS unions.  On a Kronecker
+//   graph it convoys.  After the init pass a root's first entry lies in a
+//   tree rooted at or below the root, so that union hooks the root's own
+//   slot; but its second entry often lies in another tree, and the union
+//   then hooks the larger of the two tree roots under the smaller.  A few
+//   hot tree roots receive thousands of such hooks (scale 21: 14 328 onto
+//   one), and every failed CAS re-finds and tries again on the winner
+//   (H200, ncu: 0.34 ms, 8 active threads per warp, stalled on memory).
+//
+// * meshccl_graph_hb_claim, then meshccl_graph_hb_repair.  Claim: a root v
+//   finds, without writing, the roots r_j of its first k entries, takes
+//   lo = min(v, r_j) and lowers every one of v, r_j above lo to lo with
+//   atomicMin.  A parent only ever moves to a smaller vertex of the same
+//   component, so the forest rule holds, and the thousands of claims on a
+//   hot root leave it under the smallest claimant with one atomic each and
+//   no retry.  A claim lowered again by a smaller claim is a lost link (the
+//   middle claimant is cut off), so claim marks the roots it saw, and
+//   repair runs the CAS unite over their first k entries once more.  By
+//   then the hot roots sit under one small vertex, and a cut-off claimant
+//   finds it below itself and hooks its own slot: no convoy.  Every first-k
+//   entry of every root is joined at the end, as with hb_hook.
+//
+// Forms tried and dropped (benchmarks/NOTES.md): a root storing only its
+// own parent; atomicMin claims then own stores; claims that lowered only
+// roots above v (bf41ad8), which never joined two trees below v and so left
+// the convoy to the repair pass.
 template <typename I, typename J>
 __global__ void meshccl_graph_hb_hook(const long long* __restrict__ indptr,
                                       const J* __restrict__ indices, I* P, I n, int k) {
     using namespace meshccl::graph;
     for (long long v = thread_id(); v < (long long)n; v += thread_count())
         if (__ldcg(P + v) == (I)v) unite_first(indptr, indices, P, (I)v, k);
+}
+
+namespace meshccl {
+namespace graph {
+__device__ __forceinline__ void lower(int* a, int v) { atomicMin(a, v); }
+__device__ __forceinline__ void lower(long long* a, long long v) { atomicMin(a, v); }
+// at most this many entries per root take part in a claim (k <= it)
+#define MESHCCL_GRAPH_CLAIM_MAX 8
+}  // namespace graph
+}  // namespace meshccl
+
+template <typename I, typename J>
+__global__ void meshccl_graph_hb_claim(const long long* __restrict__ indptr,
+                                       const J* __restrict__ indices, I* P, I n, int k,
+                                       unsigned char* __restrict__ was_root) {
+    using namespace meshccl::graph;
+    for (long long vv = thread_id(); vv < (long long)n; vv += thread_count()) {
+        const I v = (I)vv;
+        const bool root = __ldcg(P + v) == v;
+        was_root[vv] = root;
+        if (!root) continue;
+        const long long begin = indptr[vv], stop = indptr[vv + 1];
+        const int kk = k < MESHCCL_GRAPH_CLAIM_MAX ? k : MESHCCL_GRAPH_CLAIM_MAX;
+        const long long end = stop - begin > kk ? begin + kk : stop;
+        I r[MESHCCL_GRAPH_CLAIM_MAX];
+        int c = 0;
+        I lo = v;
+        for (long long e = begin; e < end; ++e) {
+            const I u = (I)indices[e];
+            if (u == v) continue;
+            const I x = meshccl::find_naive(P, u);
+            r[c++] = x;
+            lo = x < lo ? x : lo;
+        }
+        if (v > lo) lower(P + v, lo);
+        for (int j = 0; j < c; ++j)
+            if (r[j] > lo) lower(P + r[j], lo);
+    }
+}
+
+template <typename I, typename J>
+__global__ void meshccl_graph_hb_repair(const long long* __restrict__ indptr,
+                                        const J* __restrict__ indices, I* P, I n, int k,
+                                        const unsigned char* __restrict__ was_root) {
+    using namespace meshccl::graph;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count())
+        if (was_root[v]) unite_first(indptr, indices, P, (I)v, k);
 }
 
 // BFS sampling: one block of MESHCCL_GRAPH_SAMPLES threads; out[0] = the
@@ -995,7 +1064,11 @@ template __global__ void meshccl_graph_safe_indptr<unsigned long long>(
     template __global__ void meshccl_graph_bfs_expand<I, J>(                                   \
         const long long*, const J*, I*, const I*, const unsigned long long*, I*,                \
         unsigned long long*, const I*, I*);                                                     \
-    template __global__ void meshccl_graph_hb_hook<I, J>(const long long*, const J*, I*, I, int);
+    template __global__ void meshccl_graph_hb_hook<I, J>(const long long*, const J*, I*, I, int); \
+    template __global__ void meshccl_graph_hb_claim<I, J>(const long long*, const J*, I*, I, int, \
+                                                          unsigned char*);                      \
+    template __global__ void meshccl_graph_hb_repair<I, J>(const long long*, const J*, I*, I, int, \
+                                                           const unsigned char*);
 MESHCCL_GRAPH_IJ2(int, int)
 MESHCCL_GRAPH_IJ2(int, long long)
 MESHCCL_GRAPH_IJ2(long long, long long)

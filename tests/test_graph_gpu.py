@@ -239,12 +239,20 @@ def test_kout_sampling_paths(backend, case):
         check(backend, on(backend, csr), want_n, want, "auto", case, symmetric=symmetric)
 
 
+@pytest.mark.parametrize("hook", ["claim", "cas"])
 @pytest.mark.parametrize("case", ["kronecker", "kronecker-dust", "ba", "grid", "random"])
-def test_hb_sampling_graphs(backend, case):
+def test_hb_sampling_graphs(backend, case, hook, monkeypatch):
     """HB sampling ('hb') on the graph kinds it meets: Kronecker (a giant
     component, many roots after the first step), with dust numbered first,
     Barabasi-Albert, a grid with deleted edges, a random sparse graph;
-    symmetric or not.  Labels equal SciPy's."""
+    symmetric or not; both forms of the GPU's hook step.  Labels equal
+    SciPy's."""
+    if backend == "gpu":
+        from meshccl._gpu import graph as gg
+
+        monkeypatch.setattr(gg, "HB_HOOK", hook)
+    elif hook != "claim":
+        pytest.skip("the hook forms are the GPU's")
     if case.startswith("kronecker"):
         e = gen.rmat(13, 24, seed=5)
         src, dst, n = e.src, e.dst, e.n_vertices
@@ -266,6 +274,37 @@ def test_hb_sampling_graphs(backend, case):
     csr = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
     for symmetric in (True, False):
         check(backend, on(backend, csr), want_n, want, "hb", case, symmetric=symmetric)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU")
+@pytest.mark.parametrize("hook", ["claim", "cas"])
+def test_hb_sampling_joins_the_giant_component(hook, monkeypatch):
+    """After HB sampling of a Kronecker graph (scale 14, 24 entries per
+    vertex) the frequent root L must be the root of most of the 1024
+    sampled vertices, as it is with GConn's CAS hook; a hook step that
+    leaves the giant component in pieces (the CAS-free forms of
+    benchmarks/NOTES.md) fails this and slows the finish pass 50-fold."""
+    import cupy
+
+    from meshccl._gpu import graph as gg
+
+    monkeypatch.setattr(gg, "HB_HOOK", hook)
+    e = gen.rmat(14, 24, seed=7)
+    src, dst = _both_ways(np.asarray(e.src), np.asarray(e.dst))
+    n = e.n_vertices
+    csr = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+    want_n, want = scipy_answer(n, src, dst)
+    giant = np.bincount(want).max() / n
+    arrays = (cupy.asarray(csr.indptr), cupy.asarray(csr.indices))
+    steps, state = gg.graph_steps("csr", arrays, n, "hb", symmetric=True)
+    for name, launch in steps:
+        if name == "finish":
+            break
+        launch()
+    L, hits = (int(x) for x in state["big"].get())
+    assert want[L] == np.argmax(np.bincount(want)), "L is not in the giant component"
+    assert hits >= 0.9 * giant * gg.SAMPLES, (hits, giant)
 
 
 def test_labels_are_deterministic(backend):

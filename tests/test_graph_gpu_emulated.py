@@ -367,6 +367,36 @@ def emulate(expr):
                     for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]:
                         if u != v:
                             unite(P, v, u)
+    elif name == "meshccl_graph_hb_claim":
+        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int"),
+               ("ptr", "unsigned char")]
+
+        def run(indptr, indices, P, n, k, was_root):
+            # serial: each root lowers itself and its entries' roots to their minimum
+            for v in range(n):
+                was_root[v] = P[v] == v
+                if not was_root[v]:
+                    continue
+                roots = []
+                for u in indices[indptr[v]:min(indptr[v] + min(k, 8), indptr[v + 1])]:
+                    if u != v:
+                        x = u
+                        while P[x] != x:
+                            x = P[x]
+                        roots.append(x)
+                lo = min([v] + roots)
+                for x in [v] + roots:
+                    P[x] = min(P[x], lo)
+    elif name == "meshccl_graph_hb_repair":
+        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int"),
+               ("ptr", "unsigned char")]
+
+        def run(indptr, indices, P, n, k, was_root):
+            for v in range(n):
+                if was_root[v]:
+                    for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]:
+                        if u != v:
+                            unite(P, v, u)
     elif name == "meshccl_graph_pick_source":
         sig = [("ptr", "long long"), ("val", t[0]), P_, ("val", "unsigned long long")]
 
@@ -546,6 +576,36 @@ def test_degree_classes_emulated(emulated, method, index_dtype):
         count, labels = gpu.components(kind, arrays, n, method, index_dtype=index_dtype)
         assert labels.dtype == index_dtype and int(count) == want_n
         np.testing.assert_array_equal(np.asarray(labels), want)
+
+
+@pytest.mark.parametrize("hook", ["claim", "cas"])
+def test_hb_hooks_emulated(emulated, monkeypatch, hook):
+    """Both forms of HB's hook step (claims + CAS repair, GConn's CAS pass)
+    on graphs whose roots share entries in other trees: labels equal
+    SciPy's, symmetric promise or not, both index types."""
+    from meshccl._gpu import graph as gpu
+
+    monkeypatch.setattr(gpu, "HB_HOOK", hook)
+    rng = np.random.default_rng(3)
+    for n, m in ((1, 0), (40, 30), (600, 900), (2000, 5000)):
+        src, dst = rng.integers(0, max(n, 1), m), rng.integers(0, max(n, 1), m)
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+        want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))
+        csr = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+        for index_dtype in (np.int32, np.int64):
+            for sym in (True, False):
+                count, labels = gpu.components("csr", (fake(csr.indptr), fake(csr.indices)), n,
+                                               "hb", symmetric=sym, index_dtype=index_dtype)
+                assert int(count) == want_n, (n, hook, sym)
+                np.testing.assert_array_equal(np.asarray(labels), want)
+
+
+def test_hb_hook_setting_is_checked(emulated, monkeypatch):
+    from meshccl._gpu import graph as gpu
+
+    monkeypatch.setattr(gpu, "HB_HOOK", "atomic")
+    with pytest.raises(ValueError, match="HB_HOOK must be 'claim' or 'cas', got 'atomic'"):
+        gpu.components("csr", (fake(np.array([0, 1, 2])), fake(np.array([1, 0]))), 2, "hb")
 
 
 def test_device_validation_emulated(emulated):

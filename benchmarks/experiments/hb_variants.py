@@ -9,7 +9,9 @@ symmetric=True) after a warm-up, for:
   auto, auto-wait    'auto' with the deferred check (the default since
                      2026-11-23) and with the check waited for before the
                      method runs (meshccl._gpu.graph.DEFERRED_CHECK_METHODS emptied)
-  hb k=K             method='hb' with HB_EDGES = K (the hook step's entries)
+  hb-H k=K           method='hb' with HB_HOOK = H (the hook step: 'claim',
+                     atomicMin claims then a CAS repair; 'cas', GConn's CAS
+                     pass) and HB_EDGES = K (the entries it joins)
   kout               method='kout', for reference
 
 Labels of every variant are checked against the first one's.  Its versions
@@ -52,6 +54,7 @@ def main():
 
     deferred = gg.DEFERRED_CHECK_METHODS
     defaults = gg.HB_EDGES
+    hook_default = gg.HB_HOOK
     print(f"GPU: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     for name, _p, make in graph_bench.paper_cases(opt.shrink):
         e = make()
@@ -60,10 +63,11 @@ def main():
         ref = None
         rows = []
 
-        def run(label, method, k=None, wait=False):
+        def run(label, method, k=None, wait=False, hook=None):
             nonlocal ref
             gg.DEFERRED_CHECK_METHODS = () if wait else deferred
             gg.HB_EDGES = defaults if k is None else k
+            gg.HB_HOOK = hook or hook_default
             try:
                 ms = timed(lambda: mg.connected_components(g, symmetric=True, method=method))
                 _n, lab = mg.connected_components(g, symmetric=True, method=method)
@@ -74,11 +78,13 @@ def main():
             finally:
                 gg.DEFERRED_CHECK_METHODS = deferred
                 gg.HB_EDGES = defaults
+                gg.HB_HOOK = hook_default
 
         run("auto", "auto")
         run("auto-wait", "auto", wait=True)
-        for k in (1, 2, 4):
-            run(f"hb k={k}", "hb", k)
+        for hook in ("claim", "cas"):
+            for k in (2, 3, 4):
+                run(f"hb-{hook} k={k}", "hb", k, hook=hook)
         run("hb-wait", "hb", wait=True)
         run("kout", "kout")
         run("kout-wait", "kout", wait=True)

@@ -72,6 +72,10 @@ CHAIN_MAX_DEGREE = 2
 CHAIN_MIN_FRACTION = 0.75
 #: entries united by a still-root vertex in hook-based (HB) sampling
 HB_EDGES = 2
+#: how HB sampling joins those entries (kernels/graph.cu's essay): "claim",
+#: atomicMin claims then a CAS repair pass; "cas", GConn's one pass of CAS
+#: unions
+HB_HOOK = "claim"
 #: the methods that validate CuPy CSR input without waiting for the facts:
 #: their kernels read rows only through :func:`safe_indptr`'s copy
 DEFERRED_CHECK_METHODS = ("ecl", "kout", "hb")
@@ -415,14 +419,24 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
         return steps, state
 
     if method == "hb":
-        init, hook = kernels("graph.cu", f"meshccl_graph_ecl_init<{ti}, {tj}>",
-                             f"meshccl_graph_hb_hook<{ti}, {tj}>")
+        if HB_HOOK not in ("claim", "cas"):
+            raise ValueError(f"HB_HOOK must be 'claim' or 'cas', got {HB_HOOK!r}")
+        hook_names = ("hb_claim", "hb_repair") if HB_HOOK == "claim" else ("hb_hook",)
+        init, *hook = kernels("graph.cu", *(f"meshccl_graph_{name}<{ti}, {tj}>"
+                                            for name in ("ecl_init",) + hook_names))
 
         def hb_sampling():
             state["P"] = P = cupy.empty(n, dtype=I)
             args = (state["indptr"], state["indices"], P, nn)
-            init(_grid(n, BLOCK, 32), (BLOCK,), args)
-            hook(_grid(n, BLOCK, 32), (BLOCK,), args + (np.int32(HB_EDGES),))
+            grid = _grid(n, BLOCK, 32)
+            init(grid, (BLOCK,), args)
+            k = np.int32(HB_EDGES)
+            if HB_HOOK == "claim":
+                was_root = cupy.empty(n, dtype=cupy.uint8)
+                hook[0](grid, (BLOCK,), args + (k, was_root))
+                hook[1](grid, (BLOCK,), args + (k, was_root))
+            else:
+                hook[0](grid, (BLOCK,), args + (k,))
             frequent_root(P)
 
         steps.append(("sample", hb_sampling))
