@@ -902,8 +902,8 @@ __global__ void meshccl_graph_hb_claim(const long long* __restrict__ indptr,
             lo = x < lo ? x : lo;
         }
         if (v > lo) lower(P + v, lo);
-        for (int j = 0; j < c; ++j)
-            if (r[j] > lo) lower(P + r[j], lo);
+        for (int j = 0; j < c; ++j)  // test first: most claims on a hot root are beaten already
+            if (r[j] > lo && __ldcg(P + r[j]) > lo) lower(P + r[j], lo);
     }
 }
 
