@@ -183,20 +183,59 @@ __device__ __forceinline__ long long thread_count() {
 // It changes nothing below: the thread kernel, which skips the edge the
 // init used, only takes rows of at most 16 entries, and the warp and block
 // kernels take every edge of the longer rows.
+namespace meshccl {
+namespace graph {
+template <typename I, typename J>
+__device__ __forceinline__ I first_smaller(const long long* __restrict__ indptr,
+                                           const J* __restrict__ indices, long long v,
+                                           long long begin, long long stop) {
+    const long long end = stop - begin > MESHCCL_GRAPH_THREAD_MAX
+                              ? begin + MESHCCL_GRAPH_THREAD_MAX : stop;
+    for (long long e = begin; e < end; ++e) {
+        const I u = (I)indices[e];
+        if (u < (I)v) return u;
+    }
+    return (I)v;
+}
+}  // namespace graph
+}  // namespace meshccl
+
 template <typename I, typename J>
 __global__ void meshccl_graph_ecl_init(const long long* __restrict__ indptr,
                                        const J* __restrict__ indices, I* P, I n) {
     using namespace meshccl::graph;
-    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
-        I p = (I)v;
-        const long long begin = indptr[v], stop = indptr[v + 1];
-        const long long end = stop - begin > MESHCCL_GRAPH_THREAD_MAX
-                                  ? begin + MESHCCL_GRAPH_THREAD_MAX : stop;
-        for (long long e = begin; e < end; ++e) {
-            const I u = (I)indices[e];
-            if (u < p) { p = u; break; }
+    for (long long v = thread_id(); v < (long long)n; v += thread_count())
+        P[v] = first_smaller<I, J>(indptr, indices, v, indptr[v], indptr[v + 1]);
+}
+
+// The same start for HB sampling, which also lists the vertices left roots
+// that have entries (list[0 .. count[0])): the hook step then runs one
+// thread per listed root with full warps, instead of one thread per vertex
+// with one lane in eight busy (H200, ncu, Kronecker 21: 6.8 active threads
+// per warp, stalled on the dependent loads of the finds).  The loop is
+// warp-uniform (a warp's lanes are consecutive vertices) so that a warp
+// takes its list slots with one atomicAdd.
+template <typename I, typename J>
+__global__ void meshccl_graph_hb_init(const long long* __restrict__ indptr,
+                                      const J* __restrict__ indices, I* P, I n,
+                                      I* __restrict__ list, unsigned long long* count) {
+    using namespace meshccl::graph;
+    const int lane = threadIdx.x & 31;
+    for (long long w = thread_id() - lane; w < (long long)n; w += thread_count()) {
+        const long long v = w + lane;
+        bool listed = false;
+        if (v < (long long)n) {
+            const long long begin = indptr[v], stop = indptr[v + 1];
+            const I p = first_smaller<I, J>(indptr, indices, v, begin, stop);
+            P[v] = p;
+            listed = p == (I)v && stop > begin;
         }
-        P[v] = p;
+        const unsigned m = __ballot_sync(0xffffffffu, listed);
+        if (!m) continue;
+        unsigned long long base = 0;
+        if (lane == 0) base = atomicAdd(count, (unsigned long long)__popc(m));
+        base = __shfl_sync(0xffffffffu, base, 0);
+        if (listed) list[base + __popc(m & ((1u << lane) - 1u))] = (I)v;
     }
 }
 
@@ -844,18 +883,19 @@ __global__ void meshccl_graph_sv_jump(I* P, I n, int* flag) {
 //   one), and every failed CAS re-finds and tries again on the winner
 //   (H200, ncu: 0.34 ms, 8 active threads per warp, stalled on memory).
 //
-// * meshccl_graph_hb_claim, then meshccl_graph_hb_repair.  Claim: a root v
+// * meshccl_graph_hb_claim, then meshccl_graph_hb_repair, both over the
+//   roots with entries that meshccl_graph_hb_init listed.  Claim: a root v
 //   finds, without writing, the roots r_j of its first k entries, takes
 //   lo = min(v, r_j) and lowers every one of v, r_j above lo to lo with
 //   atomicMin.  A parent only ever moves to a smaller vertex of the same
 //   component, so the forest rule holds, and the thousands of claims on a
-//   hot root leave it under the smallest claimant with one atomic each and
-//   no retry.  A claim lowered again by a smaller claim is a lost link (the
-//   middle claimant is cut off), so claim marks the roots it saw, and
-//   repair runs the CAS unite over their first k entries once more.  By
-//   then the hot roots sit under one small vertex, and a cut-off claimant
-//   finds it below itself and hooks its own slot: no convoy.  Every first-k
-//   entry of every root is joined at the end, as with hb_hook.
+//   hot root leave it under the smallest claimant with at most one atomic
+//   each and no retry.  A claim lowered again by a smaller claim is a lost
+//   link (the middle claimant is cut off), so repair runs the CAS unite
+//   over the listed roots' first k entries once more.  By then the hot
+//   roots sit under one small vertex, and a cut-off claimant finds it below
+//   itself and hooks its own slot: no convoy.  Every first-k entry of every
+//   root is joined at the end, as with hb_hook.
 //
 // Forms tried and dropped (benchmarks/NOTES.md): a root storing only its
 // own parent; atomicMin claims then own stores; claims that lowered only
@@ -874,46 +914,58 @@ namespace graph {
 __device__ __forceinline__ void lower(int* a, int v) { atomicMin(a, v); }
 __device__ __forceinline__ void lower(long long* a, long long v) { atomicMin(a, v); }
 // at most this many entries per root take part in a claim (k <= it)
-#define MESHCCL_GRAPH_CLAIM_MAX 8
+#define MESHCCL_GRAPH_CLAIM_MAX 4
 }  // namespace graph
 }  // namespace meshccl
 
 template <typename I, typename J>
 __global__ void meshccl_graph_hb_claim(const long long* __restrict__ indptr,
-                                       const J* __restrict__ indices, I* P, I n, int k,
-                                       unsigned char* __restrict__ was_root) {
+                                       const J* __restrict__ indices, I* P, int k,
+                                       const I* __restrict__ list,
+                                       const unsigned long long* __restrict__ count) {
     using namespace meshccl::graph;
-    for (long long vv = thread_id(); vv < (long long)n; vv += thread_count()) {
-        const I v = (I)vv;
-        const bool root = __ldcg(P + v) == v;
-        was_root[vv] = root;
-        if (!root) continue;
-        const long long begin = indptr[vv], stop = indptr[vv + 1];
-        const int kk = k < MESHCCL_GRAPH_CLAIM_MAX ? k : MESHCCL_GRAPH_CLAIM_MAX;
-        const long long end = stop - begin > kk ? begin + kk : stop;
-        I r[MESHCCL_GRAPH_CLAIM_MAX];
-        int c = 0;
-        I lo = v;
-        for (long long e = begin; e < end; ++e) {
-            const I u = (I)indices[e];
-            if (u == v) continue;
-            const I x = meshccl::find_naive(P, u);
-            r[c++] = x;
-            lo = x < lo ? x : lo;
+    const long long roots = (long long)count[0];
+    const int kk = k < MESHCCL_GRAPH_CLAIM_MAX ? k : MESHCCL_GRAPH_CLAIM_MAX;
+    for (long long i = thread_id(); i < roots; i += thread_count()) {
+        const I v = list[i];
+        const long long begin = indptr[v], stop = indptr[(long long)v + 1];
+        const int c = stop - begin > kk ? kk : (int)(stop - begin);
+        // the roots of the first c entries, found side by side (independent
+        // loads in flight) and without writing
+        I x[MESHCCL_GRAPH_CLAIM_MAX];
+#pragma unroll
+        for (int j = 0; j < MESHCCL_GRAPH_CLAIM_MAX; ++j)
+            x[j] = j < c ? (I)indices[begin + j] : v;
+        bool moving = true;
+        while (moving) {
+            moving = false;
+#pragma unroll
+            for (int j = 0; j < MESHCCL_GRAPH_CLAIM_MAX; ++j) {
+                if (j >= c) continue;
+                const I p = __ldcg(P + x[j]);
+                if (p != x[j]) { x[j] = p; moving = true; }
+            }
         }
+        I lo = v;
+#pragma unroll
+        for (int j = 0; j < MESHCCL_GRAPH_CLAIM_MAX; ++j)
+            if (j < c && x[j] < lo) lo = x[j];
         if (v > lo) lower(P + v, lo);
-        for (int j = 0; j < c; ++j)  // test first: most claims on a hot root are beaten already
-            if (r[j] > lo && __ldcg(P + r[j]) > lo) lower(P + r[j], lo);
+#pragma unroll
+        for (int j = 0; j < MESHCCL_GRAPH_CLAIM_MAX; ++j)  // test first: most claims on a hot root are beaten already
+            if (j < c && x[j] > lo && __ldcg(P + x[j]) > lo) lower(P + x[j], lo);
     }
 }
 
 template <typename I, typename J>
 __global__ void meshccl_graph_hb_repair(const long long* __restrict__ indptr,
-                                        const J* __restrict__ indices, I* P, I n, int k,
-                                        const unsigned char* __restrict__ was_root) {
+                                        const J* __restrict__ indices, I* P, int k,
+                                        const I* __restrict__ list,
+                                        const unsigned long long* __restrict__ count) {
     using namespace meshccl::graph;
-    for (long long v = thread_id(); v < (long long)n; v += thread_count())
-        if (was_root[v]) unite_first(indptr, indices, P, (I)v, k);
+    const long long roots = (long long)count[0];
+    for (long long i = thread_id(); i < roots; i += thread_count())
+        unite_first(indptr, indices, P, list[i], k);
 }
 
 // BFS sampling: one block of MESHCCL_GRAPH_SAMPLES threads; out[0] = the
@@ -1065,10 +1117,12 @@ template __global__ void meshccl_graph_safe_indptr<unsigned long long>(
         const long long*, const J*, I*, const I*, const unsigned long long*, I*,                \
         unsigned long long*, const I*, I*);                                                     \
     template __global__ void meshccl_graph_hb_hook<I, J>(const long long*, const J*, I*, I, int); \
-    template __global__ void meshccl_graph_hb_claim<I, J>(const long long*, const J*, I*, I, int, \
-                                                          unsigned char*);                      \
-    template __global__ void meshccl_graph_hb_repair<I, J>(const long long*, const J*, I*, I, int, \
-                                                           const unsigned char*);
+    template __global__ void meshccl_graph_hb_init<I, J>(const long long*, const J*, I*, I, I*, \
+                                                         unsigned long long*);                  \
+    template __global__ void meshccl_graph_hb_claim<I, J>(const long long*, const J*, I*, int,  \
+                                                          const I*, const unsigned long long*); \
+    template __global__ void meshccl_graph_hb_repair<I, J>(const long long*, const J*, I*, int, \
+                                                           const I*, const unsigned long long*);
 MESHCCL_GRAPH_IJ2(int, int)
 MESHCCL_GRAPH_IJ2(int, long long)
 MESHCCL_GRAPH_IJ2(long long, long long)

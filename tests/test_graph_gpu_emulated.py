@@ -367,36 +367,43 @@ def emulate(expr):
                     for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]:
                         if u != v:
                             unite(P, v, u)
-    elif name == "meshccl_graph_hb_claim":
-        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int"),
-               ("ptr", "unsigned char")]
+    elif name == "meshccl_graph_hb_init":
+        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), P_, ("ptr", "unsigned long long")]
 
-        def run(indptr, indices, P, n, k, was_root):
-            # serial: each root lowers itself and its entries' roots to their minimum
+        def run(indptr, indices, P, n, roots, count):
             for v in range(n):
-                was_root[v] = P[v] == v
-                if not was_root[v]:
-                    continue
-                roots = []
-                for u in indices[indptr[v]:min(indptr[v] + min(k, 8), indptr[v + 1])]:
-                    if u != v:
-                        x = u
-                        while P[x] != x:
-                            x = P[x]
-                        roots.append(x)
-                lo = min([v] + roots)
-                for x in [v] + roots:
+                row = indices[indptr[v]:min(indptr[v] + 16, indptr[v + 1])]
+                P[v] = next((u for u in row if u < v), v)
+            # listed in a shuffled order: the GPU's warps take slots in any order
+            listed = [v for v in range(n) if P[v] == v and indptr[v + 1] > indptr[v]]
+            listed = np.random.default_rng(n).permutation(np.array(listed, dtype=np.int64))
+            roots[count[0]:count[0] + listed.size] = listed
+            count[0] += listed.size
+    elif name == "meshccl_graph_hb_claim":
+        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", "int"), P_,
+               ("ptr", "unsigned long long")]
+
+        def run(indptr, indices, P, k, roots, count):
+            # serial: each listed root lowers itself and its entries' roots to their minimum
+            for v in roots[:int(count[0])]:
+                found = []
+                for u in indices[indptr[v]:min(indptr[v] + min(k, 4), indptr[v + 1])]:
+                    x = u
+                    while P[x] != x:
+                        x = P[x]
+                    found.append(x)
+                lo = min([v] + found)
+                for x in [v] + found:
                     P[x] = min(P[x], lo)
     elif name == "meshccl_graph_hb_repair":
-        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int"),
-               ("ptr", "unsigned char")]
+        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", "int"), P_,
+               ("ptr", "unsigned long long")]
 
-        def run(indptr, indices, P, n, k, was_root):
-            for v in range(n):
-                if was_root[v]:
-                    for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]:
-                        if u != v:
-                            unite(P, v, u)
+        def run(indptr, indices, P, k, roots, count):
+            for v in roots[:int(count[0])]:
+                for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]:
+                    if u != v:
+                        unite(P, v, u)
     elif name == "meshccl_graph_pick_source":
         sig = [("ptr", "long long"), ("val", t[0]), P_, ("val", "unsigned long long")]
 

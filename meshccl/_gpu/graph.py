@@ -421,22 +421,24 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
     if method == "hb":
         if HB_HOOK not in ("claim", "cas"):
             raise ValueError(f"HB_HOOK must be 'claim' or 'cas', got {HB_HOOK!r}")
-        hook_names = ("hb_claim", "hb_repair") if HB_HOOK == "claim" else ("hb_hook",)
-        init, *hook = kernels("graph.cu", *(f"meshccl_graph_{name}<{ti}, {tj}>"
-                                            for name in ("ecl_init",) + hook_names))
+        names = ("hb_init", "hb_claim", "hb_repair") if HB_HOOK == "claim" else ("ecl_init", "hb_hook")
+        hb_kernels = kernels("graph.cu", *(f"meshccl_graph_{name}<{ti}, {tj}>" for name in names))
 
         def hb_sampling():
             state["P"] = P = cupy.empty(n, dtype=I)
-            args = (state["indptr"], state["indices"], P, nn)
+            args = (state["indptr"], state["indices"], P)
             grid = _grid(n, BLOCK, 32)
-            init(grid, (BLOCK,), args)
             k = np.int32(HB_EDGES)
-            if HB_HOOK == "claim":
-                was_root = cupy.empty(n, dtype=cupy.uint8)
-                hook[0](grid, (BLOCK,), args + (k, was_root))
-                hook[1](grid, (BLOCK,), args + (k, was_root))
+            if HB_HOOK == "claim":  # kernels/graph.cu's essay on the two hook steps
+                init, claim, repair = hb_kernels
+                roots, count = cupy.empty(n, dtype=I), cupy.zeros(1, dtype=cupy.uint64)
+                init(grid, (BLOCK,), args + (nn, roots, count))
+                claim(grid, (BLOCK,), args + (k, roots, count))
+                repair(grid, (BLOCK,), args + (k, roots, count))
             else:
-                hook[0](grid, (BLOCK,), args + (k,))
+                init, hook = hb_kernels
+                init(grid, (BLOCK,), args + (nn,))
+                hook(grid, (BLOCK,), args + (nn, k))
             frequent_root(P)
 
         steps.append(("sample", hb_sampling))
