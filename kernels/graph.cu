@@ -209,20 +209,21 @@ __global__ void meshccl_graph_ecl_init(const long long* __restrict__ indptr,
 }
 
 // The same start for HB sampling, which also lists the vertices left roots
-// that have entries (list[0 .. count[0])): the hook step then runs one
-// thread per listed root with full warps, instead of one thread per vertex
-// with one lane in eight busy (H200, ncu, Kronecker 21: 6.8 active threads
-// per warp, stalled on the dependent loads of the finds).  The loop is
-// warp-uniform (a warp's lanes are consecutive vertices) so that a warp
-// takes its list slots with one atomicAdd.
+// that have entries (list[0 .. count[0])), so that the hook step runs one
+// thread per listed root.  The loop is block-uniform (a block's threads
+// are consecutive vertices) and a block takes its list slots with one
+// atomicAdd: one per warp cost 0.034 ms on a Kronecker graph of 2 M
+// vertices (65 536 atomics on one counter).  Blocks of at most 1024.
 template <typename I, typename J>
 __global__ void meshccl_graph_hb_init(const long long* __restrict__ indptr,
                                       const J* __restrict__ indices, I* P, I n,
                                       I* __restrict__ list, unsigned long long* count) {
     using namespace meshccl::graph;
-    const int lane = threadIdx.x & 31;
-    for (long long w = thread_id() - lane; w < (long long)n; w += thread_count()) {
-        const long long v = w + lane;
+    __shared__ unsigned warp_base[32];
+    __shared__ unsigned long long block_base;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    for (long long b = (long long)blockIdx.x * blockDim.x; b < (long long)n; b += thread_count()) {
+        const long long v = b + threadIdx.x;
         bool listed = false;
         if (v < (long long)n) {
             const long long begin = indptr[v], stop = indptr[v + 1];
@@ -231,11 +232,21 @@ __global__ void meshccl_graph_hb_init(const long long* __restrict__ indptr,
             listed = p == (I)v && stop > begin;
         }
         const unsigned m = __ballot_sync(0xffffffffu, listed);
-        if (!m) continue;
-        unsigned long long base = 0;
-        if (lane == 0) base = atomicAdd(count, (unsigned long long)__popc(m));
-        base = __shfl_sync(0xffffffffu, base, 0);
-        if (listed) list[base + __popc(m & ((1u << lane) - 1u))] = (I)v;
+        if (lane == 0) warp_base[warp] = __popc(m);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            unsigned total = 0;
+            for (int w = 0; w < warps; ++w) {
+                const unsigned c = warp_base[w];
+                warp_base[w] = total;
+                total += c;
+            }
+            block_base = total ? atomicAdd(count, (unsigned long long)total) : 0;
+        }
+        __syncthreads();
+        if (listed)
+            list[block_base + warp_base[warp] + __popc(m & ((1u << lane) - 1u))] = (I)v;
+        __syncthreads();  // warp_base and block_base are reused by the next round
     }
 }
 
@@ -913,6 +924,8 @@ namespace meshccl {
 namespace graph {
 __device__ __forceinline__ void lower(int* a, int v) { atomicMin(a, v); }
 __device__ __forceinline__ void lower(long long* a, long long v) { atomicMin(a, v); }
+__device__ __forceinline__ int lower_old(int* a, int v) { return atomicMin(a, v); }
+__device__ __forceinline__ long long lower_old(long long* a, long long v) { return atomicMin(a, v); }
 // at most this many entries per root take part in a claim (k <= it)
 #define MESHCCL_GRAPH_CLAIM_MAX 4
 }  // namespace graph
@@ -966,6 +979,52 @@ __global__ void meshccl_graph_hb_repair(const long long* __restrict__ indptr,
     const long long roots = (long long)count[0];
     for (long long i = thread_id(); i < roots; i += thread_count())
         unite_first(indptr, indices, P, list[i], k);
+}
+
+namespace meshccl {
+namespace graph {
+// Join the sets of a and b with atomicMin only (the 'link' hook step).
+// Walk up the larger of the two (Rem's order); at a root x, lower P[x] to
+// the smaller one, b.  atomicMin returns what P[x] held: x itself (hooked),
+// or the parent another thread gave x meanwhile, old.  If old > b, the
+// atomicMin replaced old with b, so old must still be joined to b; if
+// old < b, nothing was written and b must be joined to old.  Either way the
+// walk goes on with the pair (old, b), whose larger member is below x, so
+// it ends.  Every replaced parent is handed to exactly one thread, which
+// is what keeps many hooks on one hot root from convoying as failed CASes
+// do.  A parent only ever moves to a smaller vertex of the same component.
+template <typename I>
+__device__ __forceinline__ void link_min(I* P, I a, I b) {
+    while (a != b) {
+        if (a < b) { const I t = a; a = b; b = t; }  // a is the larger
+        const I p = __ldcg(P + a);
+        if (p != a) {
+            a = p;  // not a root: walk up
+            continue;
+        }
+        const I old = lower_old(P + a, b);
+        if (old == a) return;
+        a = old;
+    }
+}
+}  // namespace graph
+}  // namespace meshccl
+
+// The 'link' hook step: every listed root joins its first k entries with
+// link_min.
+template <typename I, typename J>
+__global__ void meshccl_graph_hb_link(const long long* __restrict__ indptr,
+                                      const J* __restrict__ indices, I* P, int k,
+                                      const I* __restrict__ list,
+                                      const unsigned long long* __restrict__ count) {
+    using namespace meshccl::graph;
+    const long long roots = (long long)count[0];
+    for (long long i = thread_id(); i < roots; i += thread_count()) {
+        const I v = list[i];
+        const long long begin = indptr[v], stop = indptr[(long long)v + 1];
+        const long long end = stop - begin > k ? begin + k : stop;
+        for (long long e = begin; e < end; ++e) link_min(P, v, (I)indices[e]);
+    }
 }
 
 // BFS sampling: one block of MESHCCL_GRAPH_SAMPLES threads; out[0] = the
@@ -1122,7 +1181,9 @@ template __global__ void meshccl_graph_safe_indptr<unsigned long long>(
     template __global__ void meshccl_graph_hb_claim<I, J>(const long long*, const J*, I*, int,  \
                                                           const I*, const unsigned long long*); \
     template __global__ void meshccl_graph_hb_repair<I, J>(const long long*, const J*, I*, int, \
-                                                           const I*, const unsigned long long*);
+                                                           const I*, const unsigned long long*); \
+    template __global__ void meshccl_graph_hb_link<I, J>(const long long*, const J*, I*, int,   \
+                                                         const I*, const unsigned long long*);
 MESHCCL_GRAPH_IJ2(int, int)
 MESHCCL_GRAPH_IJ2(int, long long)
 MESHCCL_GRAPH_IJ2(long long, long long)

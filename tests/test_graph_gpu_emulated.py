@@ -395,6 +395,24 @@ def emulate(expr):
                 lo = min([v] + found)
                 for x in [v] + found:
                     P[x] = min(P[x], lo)
+    elif name == "meshccl_graph_hb_link":
+        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", "int"), P_,
+               ("ptr", "unsigned long long")]
+
+        def run(indptr, indices, P, k, roots, count):
+            for v in roots[:int(count[0])]:
+                for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]:
+                    a, b = int(v), int(u)  # link_min, one thread at a time
+                    while a != b:
+                        a, b = max(a, b), min(a, b)
+                        if P[a] != a:
+                            a = int(P[a])
+                            continue
+                        old = int(P[a])
+                        P[a] = min(old, b)
+                        if old == a:
+                            break
+                        a = old
     elif name == "meshccl_graph_hb_repair":
         sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", "int"), P_,
                ("ptr", "unsigned long long")]
@@ -585,7 +603,7 @@ def test_degree_classes_emulated(emulated, method, index_dtype):
         np.testing.assert_array_equal(np.asarray(labels), want)
 
 
-@pytest.mark.parametrize("hook", ["claim", "cas"])
+@pytest.mark.parametrize("hook", ["link", "claim", "cas"])
 def test_hb_hooks_emulated(emulated, monkeypatch, hook):
     """Both forms of HB's hook step (claims + CAS repair, GConn's CAS pass)
     on graphs whose roots share entries in other trees: labels equal
@@ -611,7 +629,7 @@ def test_hb_hook_setting_is_checked(emulated, monkeypatch):
     from meshccl._gpu import graph as gpu
 
     monkeypatch.setattr(gpu, "HB_HOOK", "atomic")
-    with pytest.raises(ValueError, match="HB_HOOK must be 'claim' or 'cas', got 'atomic'"):
+    with pytest.raises(ValueError, match=r"HB_HOOK must be one of \['cas', 'claim', 'link'\], got 'atomic'"):
         gpu.components("csr", (fake(np.array([0, 1, 2])), fake(np.array([1, 0]))), 2, "hb")
 
 

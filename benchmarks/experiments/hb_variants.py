@@ -9,9 +9,10 @@ symmetric=True) after a warm-up, for:
   auto, auto-wait    'auto' with the deferred check (the default since
                      2026-11-23) and with the check waited for before the
                      method runs (meshccl._gpu.graph.DEFERRED_CHECK_METHODS emptied)
-  hb-H k=K           method='hb' with HB_HOOK = H (the hook step: 'claim',
-                     atomicMin claims then a CAS repair; 'cas', GConn's CAS
-                     pass) and HB_EDGES = K (the entries it joins)
+  hb-H k=K           method='hb' with HB_HOOK = H (the hook step: 'link',
+                     unions made with atomicMin; 'claim', atomicMin claims
+                     then a CAS repair; 'cas', GConn's CAS pass) and
+                     HB_EDGES = K (the entries it joins)
   kout               method='kout', for reference
 
 Labels of every variant are checked against the first one's.  Its versions
@@ -82,8 +83,8 @@ def main():
 
         run("auto", "auto")
         run("auto-wait", "auto", wait=True)
-        for hook in ("claim", "cas"):
-            for k in (2, 3, 4):
+        for hook in ("link", "claim", "cas"):
+            for k in (2, 3):
                 run(f"hb-{hook} k={k}", "hb", k, hook=hook)
         run("hb-wait", "hb", wait=True)
         run("kout", "kout")

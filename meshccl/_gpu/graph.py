@@ -72,10 +72,10 @@ CHAIN_MAX_DEGREE = 2
 CHAIN_MIN_FRACTION = 0.75
 #: entries united by a still-root vertex in hook-based (HB) sampling
 HB_EDGES = 2
-#: how HB sampling joins those entries (kernels/graph.cu's essay): "claim",
-#: atomicMin claims then a CAS repair pass; "cas", GConn's one pass of CAS
-#: unions
-HB_HOOK = "claim"
+#: how HB sampling joins those entries (kernels/graph.cu's essay): "link",
+#: one pass of unions made with atomicMin; "claim", atomicMin claims then a
+#: CAS repair pass; "cas", GConn's one pass of CAS unions
+HB_HOOK = "link"
 #: the methods that validate CuPy CSR input without waiting for the facts:
 #: their kernels read rows only through :func:`safe_indptr`'s copy
 DEFERRED_CHECK_METHODS = ("ecl", "kout", "hb")
@@ -419,22 +419,24 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
         return steps, state
 
     if method == "hb":
-        if HB_HOOK not in ("claim", "cas"):
-            raise ValueError(f"HB_HOOK must be 'claim' or 'cas', got {HB_HOOK!r}")
-        names = ("hb_init", "hb_claim", "hb_repair") if HB_HOOK == "claim" else ("ecl_init", "hb_hook")
-        hb_kernels = kernels("graph.cu", *(f"meshccl_graph_{name}<{ti}, {tj}>" for name in names))
+        names = {"link": ("hb_init", "hb_link"), "claim": ("hb_init", "hb_claim", "hb_repair"),
+                 "cas": ("ecl_init", "hb_hook")}
+        if HB_HOOK not in names:
+            raise ValueError(f"HB_HOOK must be one of {sorted(names)}, got {HB_HOOK!r}")
+        hb_kernels = kernels("graph.cu", *(f"meshccl_graph_{name}<{ti}, {tj}>"
+                                           for name in names[HB_HOOK]))
 
         def hb_sampling():
             state["P"] = P = cupy.empty(n, dtype=I)
             args = (state["indptr"], state["indices"], P)
             grid = _grid(n, BLOCK, 32)
             k = np.int32(HB_EDGES)
-            if HB_HOOK == "claim":  # kernels/graph.cu's essay on the two hook steps
-                init, claim, repair = hb_kernels
+            if HB_HOOK != "cas":  # kernels/graph.cu's essay on the hook steps
+                init, *hook = hb_kernels
                 roots, count = cupy.empty(n, dtype=I), cupy.zeros(1, dtype=cupy.uint64)
                 init(grid, (BLOCK,), args + (nn, roots, count))
-                claim(grid, (BLOCK,), args + (k, roots, count))
-                repair(grid, (BLOCK,), args + (k, roots, count))
+                for step in hook:
+                    step(grid, (BLOCK,), args + (k, roots, count))
             else:
                 init, hook = hb_kernels
                 init(grid, (BLOCK,), args + (nn,))
