@@ -984,10 +984,7 @@ __global__ void meshccl_graph_hb_repair(const long long* __restrict__ indptr,
 namespace meshccl {
 namespace graph {
 // Join the sets of a and b with atomicMin only (the 'link' hook step).
-// Walk up the larger of the two (Rem's order, with path halving: a parent
-// is only replaced by one of its ancestors, so a halving store that lands
-// on a lowered parent loses nothing the lowering thread does not join
-// again itself, see below); at a root x, lower P[x] to
+// Walk up the larger of the two (Rem's order); at a root x, lower P[x] to
 // the smaller one, b.  atomicMin returns what P[x] held: x itself (hooked),
 // or the parent another thread gave x meanwhile, old.  If old > b, the
 // atomicMin replaced old with b, so old must still be joined to b; if
@@ -1001,10 +998,8 @@ __device__ __forceinline__ void link_min(I* P, I a, I b) {
     while (a != b) {
         if (a < b) { const I t = a; a = b; b = t; }  // a is the larger
         const I p = __ldcg(P + a);
-        if (p != a) {  // not a root: walk up, halving the path as find() does
-            const I g = __ldcg(P + p);
-            if (g != p) P[a] = g;
-            a = g;
+        if (p != a) {
+            a = p;  // not a root: walk up
             continue;
         }
         const I old = lower_old(P + a, b);
