@@ -881,37 +881,33 @@ __global__ void meshccl_graph_sv_jump(I* P, I n, int* flag) {
 
 // ------------------------------------------------ GConn's other samplers
 
-// Hook-based sampling, step 2 (step 1 is meshccl_graph_ecl_init): every
-// vertex still a root joins its first k entries.  Two ways (the host picks,
-// meshccl/_gpu/graph.py HB_HOOK):
+// Hook-based sampling, step 2: every vertex still a root after the start
+// (meshccl_graph_ecl_init or meshccl_graph_hb_init) joins its first k
+// entries.  Two ways (the host picks, meshccl/_gpu/graph.py HB_HOOK):
 //
 // * meshccl_graph_hb_hook, GConn's: one pass of CAS unions.  On a Kronecker
-//   graph it convoys.  After the init pass a root's first entry lies in a
-//   tree rooted at or below the root, so that union hooks the root's own
-//   slot; but its second entry often lies in another tree, and the union
-//   then hooks the larger of the two tree roots under the smaller.  A few
-//   hot tree roots receive thousands of such hooks (scale 21: 14 328 onto
-//   one), and every failed CAS re-finds and tries again on the winner
-//   (H200, ncu: 0.34 ms, 8 active threads per warp, stalled on memory).
+//   graph it convoys.  After the start a root's first entry lies in a tree
+//   rooted at or below the root, so that union hooks the root's own slot;
+//   but its second entry often lies in another tree, and the union then
+//   hooks the larger of the two tree roots under the smaller.  A few hot
+//   tree roots receive thousands of such hooks (scale 21: 14 328 onto one),
+//   and every failed CAS re-finds and tries again on the winner, whose own
+//   slot the other losers then fight over (H200, ncu: 0.34 ms, 8 active
+//   threads per warp, stalled on memory).
 //
-// * meshccl_graph_hb_claim, then meshccl_graph_hb_repair, both over the
-//   roots with entries that meshccl_graph_hb_init listed.  Claim: a root v
-//   finds, without writing, the roots r_j of its first k entries, takes
-//   lo = min(v, r_j) and lowers every one of v, r_j above lo to lo with
-//   atomicMin.  A parent only ever moves to a smaller vertex of the same
-//   component, so the forest rule holds, and the thousands of claims on a
-//   hot root leave it under the smallest claimant with at most one atomic
-//   each and no retry.  A claim lowered again by a smaller claim is a lost
-//   link (the middle claimant is cut off), so repair runs the CAS unite
-//   over the listed roots' first k entries once more.  By then the hot
-//   roots sit under one small vertex, and a cut-off claimant finds it below
-//   itself and hooks its own slot: no convoy.  Every first-k entry of every
-//   root is joined at the end, as with hb_hook.
+// * meshccl_graph_hb_link (the default), over the roots with entries that
+//   meshccl_graph_hb_init listed: the same unions made by link_min below,
+//   with atomicMin instead of CAS.  A hot root's claimants each lower it
+//   once; every parent one of them replaces is handed back to that thread
+//   alone, which joins it to its own smaller vertex, on addresses nobody
+//   else fights over.  (Kronecker 21: the hook step 0.07 ms against
+//   0.34-0.44, the end-to-end call 0.64 against 0.90 ms.)
 //
 // Forms tried and dropped (benchmarks/NOTES.md): a root storing only its
-// own parent; atomicMin claims then own stores; claims that lowered only
-// roots above v (bf41ad8), which never joined two trees below v and so left
-// the convoy to the repair pass.
+// own parent; atomicMin claims then own stores (both left the giant
+// component in pieces); atomicMin claims then a CAS repair pass (5cfab88:
+// as fast as link, in two passes); link_min with path halving (962e902:
+// slower).
 template <typename I, typename J>
 __global__ void meshccl_graph_hb_hook(const long long* __restrict__ indptr,
                                       const J* __restrict__ indices, I* P, I n, int k) {
@@ -922,67 +918,9 @@ __global__ void meshccl_graph_hb_hook(const long long* __restrict__ indptr,
 
 namespace meshccl {
 namespace graph {
-__device__ __forceinline__ void lower(int* a, int v) { atomicMin(a, v); }
-__device__ __forceinline__ void lower(long long* a, long long v) { atomicMin(a, v); }
 __device__ __forceinline__ int lower_old(int* a, int v) { return atomicMin(a, v); }
 __device__ __forceinline__ long long lower_old(long long* a, long long v) { return atomicMin(a, v); }
-// at most this many entries per root take part in a claim (k <= it)
-#define MESHCCL_GRAPH_CLAIM_MAX 4
-}  // namespace graph
-}  // namespace meshccl
 
-template <typename I, typename J>
-__global__ void meshccl_graph_hb_claim(const long long* __restrict__ indptr,
-                                       const J* __restrict__ indices, I* P, int k,
-                                       const I* __restrict__ list,
-                                       const unsigned long long* __restrict__ count) {
-    using namespace meshccl::graph;
-    const long long roots = (long long)count[0];
-    const int kk = k < MESHCCL_GRAPH_CLAIM_MAX ? k : MESHCCL_GRAPH_CLAIM_MAX;
-    for (long long i = thread_id(); i < roots; i += thread_count()) {
-        const I v = list[i];
-        const long long begin = indptr[v], stop = indptr[(long long)v + 1];
-        const int c = stop - begin > kk ? kk : (int)(stop - begin);
-        // the roots of the first c entries, found side by side (independent
-        // loads in flight) and without writing
-        I x[MESHCCL_GRAPH_CLAIM_MAX];
-#pragma unroll
-        for (int j = 0; j < MESHCCL_GRAPH_CLAIM_MAX; ++j)
-            x[j] = j < c ? (I)indices[begin + j] : v;
-        bool moving = true;
-        while (moving) {
-            moving = false;
-#pragma unroll
-            for (int j = 0; j < MESHCCL_GRAPH_CLAIM_MAX; ++j) {
-                if (j >= c) continue;
-                const I p = __ldcg(P + x[j]);
-                if (p != x[j]) { x[j] = p; moving = true; }
-            }
-        }
-        I lo = v;
-#pragma unroll
-        for (int j = 0; j < MESHCCL_GRAPH_CLAIM_MAX; ++j)
-            if (j < c && x[j] < lo) lo = x[j];
-        if (v > lo) lower(P + v, lo);
-#pragma unroll
-        for (int j = 0; j < MESHCCL_GRAPH_CLAIM_MAX; ++j)  // test first: most claims on a hot root are beaten already
-            if (j < c && x[j] > lo && __ldcg(P + x[j]) > lo) lower(P + x[j], lo);
-    }
-}
-
-template <typename I, typename J>
-__global__ void meshccl_graph_hb_repair(const long long* __restrict__ indptr,
-                                        const J* __restrict__ indices, I* P, int k,
-                                        const I* __restrict__ list,
-                                        const unsigned long long* __restrict__ count) {
-    using namespace meshccl::graph;
-    const long long roots = (long long)count[0];
-    for (long long i = thread_id(); i < roots; i += thread_count())
-        unite_first(indptr, indices, P, list[i], k);
-}
-
-namespace meshccl {
-namespace graph {
 // Join the sets of a and b with atomicMin only (the 'link' hook step).
 // Walk up the larger of the two (Rem's order); at a root x, lower P[x] to
 // the smaller one, b.  atomicMin returns what P[x] held: x itself (hooked),
@@ -1178,10 +1116,6 @@ template __global__ void meshccl_graph_safe_indptr<unsigned long long>(
     template __global__ void meshccl_graph_hb_hook<I, J>(const long long*, const J*, I*, I, int); \
     template __global__ void meshccl_graph_hb_init<I, J>(const long long*, const J*, I*, I, I*, \
                                                          unsigned long long*);                  \
-    template __global__ void meshccl_graph_hb_claim<I, J>(const long long*, const J*, I*, int,  \
-                                                          const I*, const unsigned long long*); \
-    template __global__ void meshccl_graph_hb_repair<I, J>(const long long*, const J*, I*, int, \
-                                                           const I*, const unsigned long long*); \
     template __global__ void meshccl_graph_hb_link<I, J>(const long long*, const J*, I*, int,   \
                                                          const I*, const unsigned long long*);
 MESHCCL_GRAPH_IJ2(int, int)

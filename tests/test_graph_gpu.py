@@ -239,7 +239,7 @@ def test_kout_sampling_paths(backend, case):
         check(backend, on(backend, csr), want_n, want, "auto", case, symmetric=symmetric)
 
 
-@pytest.mark.parametrize("hook", ["link", "claim", "cas"])
+@pytest.mark.parametrize("hook", ["link", "cas"])
 @pytest.mark.parametrize("case", ["kronecker", "kronecker-dust", "ba", "grid", "random"])
 def test_hb_sampling_graphs(backend, case, hook, monkeypatch):
     """HB sampling ('hb') on the graph kinds it meets: Kronecker (a giant
@@ -278,7 +278,7 @@ def test_hb_sampling_graphs(backend, case, hook, monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU")
-@pytest.mark.parametrize("hook", ["link", "claim", "cas"])
+@pytest.mark.parametrize("hook", ["link", "cas"])
 def test_hb_sampling_joins_the_giant_component(hook, monkeypatch):
     """After HB sampling of a Kronecker graph (scale 14, 24 entries per
     vertex) the frequent root L must be the root of most of the 1024

@@ -379,22 +379,6 @@ def emulate(expr):
             listed = np.random.default_rng(n).permutation(np.array(listed, dtype=np.int64))
             roots[count[0]:count[0] + listed.size] = listed
             count[0] += listed.size
-    elif name == "meshccl_graph_hb_claim":
-        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", "int"), P_,
-               ("ptr", "unsigned long long")]
-
-        def run(indptr, indices, P, k, roots, count):
-            # serial: each listed root lowers itself and its entries' roots to their minimum
-            for v in roots[:int(count[0])]:
-                found = []
-                for u in indices[indptr[v]:min(indptr[v] + min(k, 4), indptr[v + 1])]:
-                    x = u
-                    while P[x] != x:
-                        x = P[x]
-                    found.append(x)
-                lo = min([v] + found)
-                for x in [v] + found:
-                    P[x] = min(P[x], lo)
     elif name == "meshccl_graph_hb_link":
         sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", "int"), P_,
                ("ptr", "unsigned long long")]
@@ -413,15 +397,6 @@ def emulate(expr):
                         if old == a:
                             break
                         a = old
-    elif name == "meshccl_graph_hb_repair":
-        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", "int"), P_,
-               ("ptr", "unsigned long long")]
-
-        def run(indptr, indices, P, k, roots, count):
-            for v in roots[:int(count[0])]:
-                for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]:
-                    if u != v:
-                        unite(P, v, u)
     elif name == "meshccl_graph_pick_source":
         sig = [("ptr", "long long"), ("val", t[0]), P_, ("val", "unsigned long long")]
 
@@ -603,9 +578,10 @@ def test_degree_classes_emulated(emulated, method, index_dtype):
         np.testing.assert_array_equal(np.asarray(labels), want)
 
 
-@pytest.mark.parametrize("hook", ["link", "claim", "cas"])
+@pytest.mark.parametrize("hook", ["link", "cas"])
 def test_hb_hooks_emulated(emulated, monkeypatch, hook):
-    """Both forms of HB's hook step (claims + CAS repair, GConn's CAS pass)
+    """Both forms of HB's hook step (atomicMin unions over listed roots,
+    GConn's CAS pass)
     on graphs whose roots share entries in other trees: labels equal
     SciPy's, symmetric promise or not, both index types."""
     from meshccl._gpu import graph as gpu
@@ -629,7 +605,7 @@ def test_hb_hook_setting_is_checked(emulated, monkeypatch):
     from meshccl._gpu import graph as gpu
 
     monkeypatch.setattr(gpu, "HB_HOOK", "atomic")
-    with pytest.raises(ValueError, match=r"HB_HOOK must be one of \['cas', 'claim', 'link'\], got 'atomic'"):
+    with pytest.raises(ValueError, match=r"HB_HOOK must be one of \['cas', 'link'\], got 'atomic'"):
         gpu.components("csr", (fake(np.array([0, 1, 2])), fake(np.array([1, 0]))), 2, "hb")
 
 

@@ -10,15 +10,14 @@ symmetric=True) after a warm-up, for:
                      2026-11-23) and with the check waited for before the
                      method runs (meshccl._gpu.graph.DEFERRED_CHECK_METHODS emptied)
   hb-H k=K           method='hb' with HB_HOOK = H (the hook step: 'link',
-                     unions made with atomicMin; 'claim', atomicMin claims
-                     then a CAS repair; 'cas', GConn's CAS pass) and
-                     HB_EDGES = K (the entries it joins)
+                     unions made with atomicMin; 'cas', GConn's CAS pass)
+                     and HB_EDGES = K (the entries it joins)
   kout               method='kout', for reference
 
 Labels of every variant are checked against the first one's.  Its versions
-of 820ae27, 26125e9 and bf41ad8 also timed other hook steps (own stores,
-atomicMin claims, claims then a CAS repair); benchmarks/NOTES.md has the
-numbers.
+of 820ae27, 26125e9, bf41ad8 and 672ca6b also timed other hook steps (own
+stores, atomicMin claims, claims then a CAS repair); benchmarks/NOTES.md
+has the numbers.
 """
 import argparse
 import statistics
@@ -83,7 +82,7 @@ def main():
 
         run("auto", "auto")
         run("auto-wait", "auto", wait=True)
-        for hook in ("link", "claim", "cas"):
+        for hook in ("link", "cas"):
             for k in (2, 3):
                 run(f"hb-{hook} k={k}", "hb", k, hook=hook)
         run("hb-wait", "hb", wait=True)

@@ -73,8 +73,8 @@ CHAIN_MIN_FRACTION = 0.75
 #: entries united by a still-root vertex in hook-based (HB) sampling
 HB_EDGES = 2
 #: how HB sampling joins those entries (kernels/graph.cu's essay): "link",
-#: one pass of unions made with atomicMin; "claim", atomicMin claims then a
-#: CAS repair pass; "cas", GConn's one pass of CAS unions
+#: unions made with atomicMin over a list of the roots; "cas", GConn's CAS
+#: unions, one thread per vertex
 HB_HOOK = "link"
 #: the methods that validate CuPy CSR input without waiting for the facts:
 #: their kernels read rows only through :func:`safe_indptr`'s copy
@@ -419,8 +419,7 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
         return steps, state
 
     if method == "hb":
-        names = {"link": ("hb_init", "hb_link"), "claim": ("hb_init", "hb_claim", "hb_repair"),
-                 "cas": ("ecl_init", "hb_hook")}
+        names = {"link": ("hb_init", "hb_link"), "cas": ("ecl_init", "hb_hook")}
         if HB_HOOK not in names:
             raise ValueError(f"HB_HOOK must be one of {sorted(names)}, got {HB_HOOK!r}")
         hb_kernels = kernels("graph.cu", *(f"meshccl_graph_{name}<{ti}, {tj}>"
@@ -431,12 +430,11 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
             args = (state["indptr"], state["indices"], P)
             grid = _grid(n, BLOCK, 32)
             k = np.int32(HB_EDGES)
-            if HB_HOOK != "cas":  # kernels/graph.cu's essay on the hook steps
-                init, *hook = hb_kernels
+            if HB_HOOK == "link":  # kernels/graph.cu's essay on the hook steps
+                init, link = hb_kernels
                 roots, count = cupy.empty(n, dtype=I), cupy.zeros(1, dtype=cupy.uint64)
                 init(grid, (BLOCK,), args + (nn, roots, count))
-                for step in hook:
-                    step(grid, (BLOCK,), args + (k, roots, count))
+                link(grid, (BLOCK,), args + (k, roots, count))
             else:
                 init, hook = hb_kernels
                 init(grid, (BLOCK,), args + (nn,))
