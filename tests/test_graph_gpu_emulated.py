@@ -392,6 +392,8 @@ def emulate(expr):
                         if P[a] != a:
                             a = int(P[a])
                             continue
+                        while P[b] != b:
+                            b = int(P[b])
                         old = int(P[a])
                         P[a] = min(old, b)
                         if old == a:
