@@ -923,7 +923,7 @@ __device__ __forceinline__ long long lower_old(long long* a, long long v) { retu
 
 // Join the sets of a and b with atomicMin only (the 'link' hook step).
 // Walk up the larger of the two (Rem's order); at a root x, lower P[x] to
-// the root b of the smaller one.  atomicMin returns what P[x] held: x itself (hooked),
+// the smaller one, b.  atomicMin returns what P[x] held: x itself (hooked),
 // or the parent another thread gave x meanwhile, old.  If old > b, the
 // atomicMin replaced old with b, so old must still be joined to b; if
 // old < b, nothing was written and b must be joined to old.  Either way the
@@ -940,10 +940,6 @@ __device__ __forceinline__ void link_min(I* P, I a, I b) {
             a = p;  // not a root: walk up
             continue;
         }
-        // hook a under b's root, not under b itself, so the trees stay as
-        // shallow as CAS unions keep them (the flatten after the hook step
-        // walks every vertex's path)
-        for (I q = __ldcg(P + b); q != b; q = __ldcg(P + b)) b = q;
         const I old = lower_old(P + a, b);
         if (old == a) return;
         a = old;

@@ -392,8 +392,6 @@ def emulate(expr):
                         if P[a] != a:
                             a = int(P[a])
                             continue
-                        while P[b] != b:
-                            b = int(P[b])
                         old = int(P[a])
                         P[a] = min(old, b)
                         if old == a:
