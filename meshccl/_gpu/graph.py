@@ -384,12 +384,10 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
         "graph.cu", f"meshccl_graph_compress<{ti}>", f"meshccl_graph_sample<{ti}>",
         f"meshccl_graph_mode<{ti}>")
 
-    def frequent_root(P, flatten=True):
-        """Flatten P (unless told not to), then state["big"] = (the most
-        frequent root L of 1024 picks, how many of them had root L).  The
-        picks are looked up with find() either way."""
-        if flatten:
-            compress(_grid(n, BLOCK, 32), (BLOCK,), (P, nn))
+    def frequent_root(P):
+        """Flatten P, then state["big"] = (the most frequent root L of 1024
+        picks, how many of them had root L)."""
+        compress(_grid(n, BLOCK, 32), (BLOCK,), (P, nn))
         picks = cupy.empty(SAMPLES, dtype=I)
         sample((SAMPLES // BLOCK,), (BLOCK,), (P, nn, picks, np.int32(SAMPLES), np.uint64(_SEED)))
         state["big"] = cupy.empty(2, dtype=I)
@@ -441,9 +439,7 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
                 init, hook = hb_kernels
                 init(grid, (BLOCK,), args + (nn,))
                 hook(grid, (BLOCK,), args + (nn, k))
-            # no flatten: the finish pass finds each vertex's root anyway
-            # (in_big), with path halving (benchmarks/NOTES.md)
-            frequent_root(P, flatten=False)
+            frequent_root(P)
 
         steps.append(("sample", hb_sampling))
         steps.append(("finish", vertex_kernels(1, 0, lambda: state["big"])))
