@@ -494,9 +494,10 @@ def _most_frequent_root(P, picks):
 def _hb(indptr, indices, P, k, picks, symmetric):
     """Hook-based sampling: every vertex points at its first smaller
     neighbour among its first INIT_SCAN entries (ECL-CC's start, capped as
-    the GPU's meshccl_graph_ecl_init is); vertices still roots unite their
-    first k entries; the most frequent root L of the picks is found; the
-    finish pass unites every entry of the vertices outside L."""
+    the GPU's meshccl_graph_hb_init is); the vertices that start as roots
+    (those the GPU lists) unite their first k entries, even when an earlier
+    union has hooked them meanwhile; the most frequent root L of the picks
+    is found; the finish pass unites every entry of the vertices outside L."""
     n = P.shape[0]
     for v in range(n):
         P[v] = v
@@ -505,7 +506,12 @@ def _hb(indptr, indices, P, k, picks, symmetric):
                 P[v] = indices[e]
                 break
     for v in range(n):
-        if P[v] != v:
+        started_root = True  # no smaller neighbour among the scanned entries
+        for e in range(indptr[v], min(indptr[v] + INIT_SCAN, indptr[v + 1])):
+            if indices[e] < v:
+                started_root = False
+                break
+        if not started_root:
             continue
         for e in range(indptr[v], min(indptr[v] + k, indptr[v + 1])):
             if indices[e] != v:
