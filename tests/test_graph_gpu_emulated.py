@@ -601,6 +601,68 @@ def test_hb_hooks_emulated(emulated, monkeypatch, hook):
                 np.testing.assert_array_equal(np.asarray(labels), want)
 
 
+def _link_min_steps(P, a, b):
+    """kernels/graph.cu's link_min as a generator: it yields after each
+    access to P (a load, or the atomicMin, which reads and writes at once),
+    so a scheduler can interleave many threads between any two accesses."""
+    while a != b:
+        if a < b:
+            a, b = b, a
+        p = P[a]
+        yield
+        if p != a:
+            a = p
+            continue
+        old = P[a]          # atomicMin: read and lower in one step
+        P[a] = min(old, b)
+        yield
+        if old == a:
+            return
+        a = old
+
+
+def _root(P, x):
+    while P[x] != x:
+        x = P[x]
+    return x
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(1, 24), data=st.data())
+def test_link_min_interleavings(n, data):
+    """link_min (the 'link' hook step) under every interleaving hypothesis
+    picks: threads each join one pair, starting from a forest whose parents
+    are smaller vertices (the start's first-smaller-neighbour pointers), and
+    a scheduler runs one access of a random thread at a time.  Every parent
+    must stay at or below its vertex at every step, and at the end the sets
+    must be the components of the forest's links plus the pairs, each with
+    its smallest vertex as root."""
+    idx = st.integers(0, n - 1)
+    start = data.draw(st.lists(idx, min_size=n, max_size=n))
+    P = [min(v, start[v]) for v in range(n)]
+    links = [(v, P[v]) for v in range(n) if P[v] != v]
+    hub = data.draw(idx)
+    pairs = data.draw(st.lists(st.tuples(idx, idx), max_size=30))
+    pairs += [(x, hub) for x in data.draw(st.lists(idx, max_size=12))]  # a hot root
+    threads = [_link_min_steps(P, a, b) for a, b in pairs]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    while threads:
+        k = int(rng.integers(len(threads)))
+        try:
+            next(threads[k])
+        except StopIteration:
+            threads.pop(k)
+        assert all(P[x] <= x for x in range(n))
+    edges = np.array(links + pairs, dtype=np.int64).reshape(-1, 2)
+    _count, want = scipy_cc(sp.coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])),
+                                          shape=(n, n)), directed=False)
+    roots = np.array([_root(P, x) for x in range(n)])
+    for x in range(n):
+        same = want == want[x]
+        assert (roots[same] == roots[x]).all() and (roots[~same] != roots[x]).all()
+        assert roots[x] == np.flatnonzero(same)[0]
+
+
 def test_hb_hook_setting_is_checked(emulated, monkeypatch):
     from meshccl._gpu import graph as gpu
 
