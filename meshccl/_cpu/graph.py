@@ -490,6 +490,16 @@ def _most_frequent_root(P, picks):
     return big
 
 
+@njit(cache=True, inline="always")
+def _first_smaller(indptr, indices, v):
+    """The first neighbour smaller than v among v's first INIT_SCAN
+    entries, else v (the GPU's first_smaller, kernels/graph.cu)."""
+    for e in range(indptr[v], min(indptr[v] + INIT_SCAN, indptr[v + 1])):
+        if indices[e] < v:
+            return indices[e]
+    return v
+
+
 @njit(cache=True)
 def _hb(indptr, indices, P, k, picks, symmetric):
     """Hook-based sampling: every vertex points at its first smaller
@@ -500,18 +510,9 @@ def _hb(indptr, indices, P, k, picks, symmetric):
     is found; the finish pass unites every entry of the vertices outside L."""
     n = P.shape[0]
     for v in range(n):
-        P[v] = v
-        for e in range(indptr[v], min(indptr[v] + INIT_SCAN, indptr[v + 1])):
-            if indices[e] < v:
-                P[v] = indices[e]
-                break
+        P[v] = _first_smaller(indptr, indices, v)
     for v in range(n):
-        started_root = True  # no smaller neighbour among the scanned entries
-        for e in range(indptr[v], min(indptr[v] + INIT_SCAN, indptr[v + 1])):
-            if indices[e] < v:
-                started_root = False
-                break
-        if not started_root:
+        if _first_smaller(indptr, indices, v) != v:  # did not start as a root
             continue
         for e in range(indptr[v], min(indptr[v] + k, indptr[v + 1])):
             if indices[e] != v:
