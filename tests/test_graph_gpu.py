@@ -307,6 +307,33 @@ def test_hb_sampling_joins_the_giant_component(hook, monkeypatch):
     assert hits >= 0.9 * giant * gg.SAMPLES, (hits, giant)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU")
+@pytest.mark.parametrize("itype", ["int32", "int64"])
+@given(data=st.data())
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_mode_kernel(itype, data):
+    """meshccl_graph_mode: the most frequent value of samples[:count] (the
+    smallest on a tie) and its count, against np.unique, on few distinct
+    values (ties), many, a short count and the largest values."""
+    import cupy
+
+    from meshccl._gpu import graph as gg
+    from meshccl._gpu.loader import kernels
+
+    count = data.draw(st.sampled_from([1, 2, 3, 511, 1000, gg.SAMPLES]), label="count")
+    distinct = data.draw(st.sampled_from([1, 2, 7, 100, 5000]), label="distinct")
+    top = np.iinfo(itype).max
+    base = data.draw(st.sampled_from([0, top - 6000]), label="base")
+    seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
+    vals = (base + np.random.default_rng(seed).integers(0, distinct, gg.SAMPLES)).astype(itype)
+    (mode,) = kernels("graph.cu", f"meshccl_graph_mode<{'int' if itype == 'int32' else 'long long'}>")
+    big = cupy.full(2, -1, dtype=itype)
+    mode((1,), (gg.SAMPLES,), (cupy.asarray(vals), np.int32(count), big))
+    u, c = np.unique(vals[:count], return_counts=True)
+    assert big.get().tolist() == [u[np.argmax(c)], c.max()]
+
+
 def test_labels_are_deterministic(backend):
     e = gen.rmat(12, 8, seed=9)
     g = Edges(on(backend, e.src), on(backend, e.dst), e.n_vertices)

@@ -13,6 +13,7 @@ symmetric=True) after a warm-up, for:
                      unions made with atomicMin; 'cas', GConn's CAS pass)
                      and HB_EDGES = K (the entries it joins)
   kout               method='kout', for reference
+  hb/kout flatten=F  the flatten before sampling with COMPRESS_FIND = F
 
 Labels of every variant are checked against the first one's.  Its versions
 of 820ae27, 26125e9, bf41ad8 and 672ca6b also timed other hook steps (own
@@ -55,6 +56,7 @@ def main():
     deferred = gg.DEFERRED_CHECK_METHODS
     defaults = gg.HB_EDGES
     hook_default = gg.HB_HOOK
+    flatten_default = gg.COMPRESS_FIND
     print(f"GPU: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     for name, _p, make in graph_bench.paper_cases(opt.shrink):
         e = make()
@@ -63,11 +65,12 @@ def main():
         ref = None
         rows = []
 
-        def run(label, method, k=None, wait=False, hook=None):
+        def run(label, method, k=None, wait=False, hook=None, flatten=None):
             nonlocal ref
             gg.DEFERRED_CHECK_METHODS = () if wait else deferred
             gg.HB_EDGES = defaults if k is None else k
             gg.HB_HOOK = hook or hook_default
+            gg.COMPRESS_FIND = flatten or flatten_default
             try:
                 ms = timed(lambda: mg.connected_components(g, symmetric=True, method=method))
                 _n, lab = mg.connected_components(g, symmetric=True, method=method)
@@ -79,6 +82,7 @@ def main():
                 gg.DEFERRED_CHECK_METHODS = deferred
                 gg.HB_EDGES = defaults
                 gg.HB_HOOK = hook_default
+                gg.COMPRESS_FIND = flatten_default
 
         run("auto", "auto")
         run("auto-wait", "auto", wait=True)
@@ -86,6 +90,9 @@ def main():
             for k in (2, 3):
                 run(f"hb-{hook} k={k}", "hb", k, hook=hook)
         run("hb-wait", "hb", wait=True)
+        for f in ("walk", "full", "halving"):
+            run(f"hb flatten={f}", "hb", flatten=f)
+            run(f"kout flatten={f}", "kout", flatten=f)
         run("kout", "kout")
         run("kout-wait", "kout", wait=True)
         print(f"\n## {name} (n {g.shape[0]}, stored {g.nnz}), ms, median of {opt.reps}")
