@@ -572,10 +572,13 @@ CHECK_DTYPES = [np.int32, np.int64, np.uint32, np.uint64]
 @pytest.mark.parametrize("jtype", CHECK_DTYPES)
 def test_fused_check_on_gpu(ptype, jtype):
     """meshccl._gpu.graph.check (the fused validation kernels) equals NumPy's
-    reductions: m = 0, 1, 5 and 3_000_001 (more than 4 x the grid's threads:
-    the unrolled grid-stride steps and their tails), the extremes of the
-    type in the middle and at the very end, a decrease only at the very end
-    of indptr, edge lists of one and of two dtypes."""
+    reductions: m = 0, 1, 5, 3_000_001 and 5_000_003 (more than 4 x the
+    grid's threads in 16-byte loads: the unrolled grid-stride steps of both
+    loops and their tails), the extremes of the type in the first 16 bytes,
+    in the middle and at the very end, a decrease only at the very end of
+    indptr, edge lists of one and of two dtypes, and arrays that are views
+    one element into an allocation (not 16-byte aligned: one value per
+    load), whose element before the view must not count."""
     import cupy
 
     from meshccl._gpu import graph as gpu
@@ -583,29 +586,42 @@ def test_fused_check_on_gpu(ptype, jtype):
     big = 2**63 - 1
     rng = np.random.default_rng(11)
     top, bottom = np.iinfo(jtype).max, np.iinfo(jtype).min
-    threads = gpu._grid(3_000_001, gpu.BLOCK * gpu.CHECK_UNROLL, gpu.CHECK_BLOCKS_PER_SM)[0] * gpu.BLOCK
-    assert 3_000_001 > 4 * threads
-    for m in (0, 1, 5, 3_000_001):
+    threads = gpu._grid(5_000_003, gpu.BLOCK * gpu.CHECK_UNROLL, gpu.CHECK_BLOCKS_PER_SM)[0] * gpu.BLOCK
+    assert 5_000_003 > 4 * threads * (16 // np.dtype(jtype).itemsize)
+
+    def dev(x, offset):
+        """x on the GPU, as a view `offset` elements into its allocation
+        (the element before it: the type's largest value)."""
+        if not offset:
+            return cupy.asarray(x)
+        return cupy.asarray(np.concatenate([np.array([np.iinfo(x.dtype).max], x.dtype), x]))[1:]
+
+    for m in (0, 1, 5, 3_000_001, 5_000_003):
         a = rng.integers(0, min(top, 2**40), m, dtype=jtype, endpoint=True)
         b = rng.integers(0, min(top, 2**40), m, dtype=jtype, endpoint=True)
         if m > 3:
             a[m // 2], a[-1], b[-1] = top, bottom, bottom
+        if m > 5:
+            a[2], b[1] = bottom, top
         indptr = np.sort(rng.integers(0, 1000, m + 1)).astype(ptype)
-        for end_drop in (False, True):
-            if end_drop and m > 3:
-                indptr[-1] = indptr[-2] - 1 if indptr[-2] else 0
-                assert indptr[-1] < indptr[-2] or indptr[-2] == 0
-            got = gpu.check(cupy.asarray(indptr), cupy.asarray(a)).get()
-            dec = bool(np.any(indptr[1:] < indptr[:-1]))
-            lo, hi = (min(int(a.min()), big), min(int(a.max()), big)) if m else (big, -big - 1)
-            want = [min(int(indptr[0]), big), min(int(indptr[-1]), big), -dec, lo, hi]
-            assert got[:5].tolist() == want, (m, end_drop)
-        for other in (jtype, np.int64 if jtype != np.int64 else np.uint32):
-            bo = b.astype(other)
-            got = gpu.check(None, cupy.asarray(a), cupy.asarray(bo)).get()
-            lo = min(int(a.min()), int(bo.min())) if m else big
-            hi = min(max(int(a.max()), int(bo.max())), big) if m else -big - 1
-            assert got[:5].tolist() == [0, 0, 0, lo, hi], (m, other)
+        for offset in (0, 1):
+            for end_drop in (False, True):
+                ip = indptr.copy()
+                if end_drop and m > 3:
+                    ip[-1] = ip[-2] - 1 if ip[-2] else 0
+                    assert ip[-1] < ip[-2] or ip[-2] == 0
+                got = gpu.check(dev(ip, offset), dev(a, offset)).get()
+                dec = bool(np.any(ip[1:] < ip[:-1]))
+                lo, hi = (min(int(a.min()), big), min(int(a.max()), big)) if m else (big, -big - 1)
+                want = [min(int(ip[0]), big), min(int(ip[-1]), big), -dec, lo, hi]
+                assert got[:5].tolist() == want, (m, offset, end_drop)
+            for other in (jtype, np.int64 if jtype != np.int64 else np.uint32):
+                bo = b.astype(other)
+                for oa, ob in ((offset, offset), (0, offset)):
+                    got = gpu.check(None, dev(a, oa), dev(bo, ob)).get()
+                    lo = min(int(a.min()), int(bo.min())) if m else big
+                    hi = min(max(int(a.max()), int(bo.max())), big) if m else -big - 1
+                    assert got[:5].tolist() == [0, 0, 0, lo, hi], (m, other, oa, ob)
 
 
 @pytest.mark.gpu

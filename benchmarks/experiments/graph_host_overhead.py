@@ -3,8 +3,13 @@
     python benchmarks/experiments/graph_host_overhead.py [--shrink K] [--only NAME]
 
 For each GConn-shaped graph: wall time of connected_components(method='auto',
-symmetric=True) and of its validation alone (both end with a device sync),
-then cProfile over 30 calls (top functions by own time).
+symmetric=True) and of its validation alone (both end with a device sync);
+CUDA events around the call as the benchmark takes them ("events"), and
+the same with the GPU kept busy by a 3 ms spin kernel queued just before
+the first event ("gpu only": the host has queued every launch before the
+GPU reaches them, so host time drops out and what is left is the kernels
+and the gaps between them); then cProfile over 30 calls (top functions by
+own time).
 """
 import argparse
 import cProfile
@@ -50,7 +55,29 @@ def main():
 
         full = wall(lambda: mg.connected_components(g, symmetric=True))
         val = wall(lambda: mg._as_graph(g, {}))
-        print(f"\n## {name}\nwall: call {full:.3f} ms, validation alone {val:.3f} ms")
+        spin = cupy.RawKernel(r"""
+        extern "C" __global__ void spin(long long cycles) {
+            const long long t0 = clock64();
+            while (clock64() - t0 < cycles) {}
+        }""", "spin")
+        clock_khz = cupy.cuda.runtime.getDeviceProperties(dev.id)["clockRate"]
+
+        def events(busy, reps=15):
+            s, e = cupy.cuda.Event(), cupy.cuda.Event()
+            ts = []
+            for _ in range(reps + 1):
+                if busy:
+                    spin((1,), (1,), (cupy.int64(3 * clock_khz),))
+                s.record()
+                mg.connected_components(g, symmetric=True)
+                e.record()
+                e.synchronize()
+                ts.append(cupy.cuda.get_elapsed_time(s, e))
+            return statistics.median(ts[1:])
+
+        ev, gpu_only = events(False), events(True)
+        print(f"\n## {name}\nwall: call {full:.3f} ms, validation alone {val:.3f} ms; "
+              f"events {ev:.3f} ms, gpu only {gpu_only:.3f} ms")
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(30):

@@ -13,9 +13,10 @@ symmetric=True) after a warm-up, for:
                      unions made with atomicMin; 'cas', GConn's CAS pass)
                      and HB_EDGES = K (the entries it joins)
   kout               method='kout', for reference
-  hb/kout flatten=F  the flatten before sampling with COMPRESS_FIND = F
 
-Labels of every variant are checked against the first one's.  Its versions
+Labels of every variant are checked against the first one's.  Its version
+of 769180a also timed the flatten before the picks three ways (halving by
+CAS, a read-only walk, full compression; meshccl_graph_compress).  Its versions
 of 820ae27, 26125e9, bf41ad8 and 672ca6b also timed other hook steps (own
 stores, atomicMin claims, claims then a CAS repair); benchmarks/NOTES.md
 has the numbers.
@@ -56,7 +57,6 @@ def main():
     deferred = gg.DEFERRED_CHECK_METHODS
     defaults = gg.HB_EDGES
     hook_default = gg.HB_HOOK
-    flatten_default = gg.COMPRESS_FIND
     print(f"GPU: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     for name, _p, make in graph_bench.paper_cases(opt.shrink):
         e = make()
@@ -65,12 +65,12 @@ def main():
         ref = None
         rows = []
 
-        def run(label, method, k=None, wait=False, hook=None, flatten=None):
+        def run(label, method, k=None, wait=False, hook=None):
             nonlocal ref
             gg.DEFERRED_CHECK_METHODS = () if wait else deferred
             gg.HB_EDGES = defaults if k is None else k
             gg.HB_HOOK = hook or hook_default
-            gg.COMPRESS_FIND = flatten or flatten_default
+
             try:
                 ms = timed(lambda: mg.connected_components(g, symmetric=True, method=method))
                 _n, lab = mg.connected_components(g, symmetric=True, method=method)
@@ -82,7 +82,6 @@ def main():
                 gg.DEFERRED_CHECK_METHODS = deferred
                 gg.HB_EDGES = defaults
                 gg.HB_HOOK = hook_default
-                gg.COMPRESS_FIND = flatten_default
 
         run("auto", "auto")
         run("auto-wait", "auto", wait=True)
@@ -90,9 +89,6 @@ def main():
             for k in (2, 3):
                 run(f"hb-{hook} k={k}", "hb", k, hook=hook)
         run("hb-wait", "hb", wait=True)
-        for f in ("walk", "full", "halving"):
-            run(f"hb flatten={f}", "hb", flatten=f)
-            run(f"kout flatten={f}", "kout", flatten=f)
         run("kout", "kout")
         run("kout-wait", "kout", wait=True)
         print(f"\n## {name} (n {g.shape[0]}, stored {g.nnz}), ms, median of {opt.reps}")

@@ -76,9 +76,6 @@ HB_EDGES = 2
 #: unions made with atomicMin over a list of the roots; "cas", GConn's CAS
 #: unions, one thread per vertex
 HB_HOOK = "link"
-#: (experiment) the find of the flatten before sampling: "halving" (CAS
-#: halving, find_final), "walk" (read-only walk, own store), "full"
-COMPRESS_FIND = "halving"
 #: the methods that validate CuPy CSR input without waiting for the facts:
 #: their kernels read rows only through :func:`safe_indptr`'s copy
 DEFERRED_CHECK_METHODS = ("ecl", "kout", "hb")
@@ -383,9 +380,11 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
         steps.append(("hook", vertex_kernels(0, 0, lambda: state["P"])))
         return steps, state
 
+    # the flatten before the picks: a read-only walk after HB's hook step,
+    # CAS halving after k-out's unions (kernels/graph.cu, meshccl_graph_compress)
+    walk = "true" if method == "hb" else "false"
     compress, sample, mode = kernels(
-        "graph.cu", f"meshccl_graph_compress<{ti}, {('halving', 'walk', 'full').index(COMPRESS_FIND)}>",
-        f"meshccl_graph_sample<{ti}>",
+        "graph.cu", f"meshccl_graph_compress<{ti}, {walk}>", f"meshccl_graph_sample<{ti}>",
         f"meshccl_graph_mode<{ti}>")
 
     def frequent_root(P):
