@@ -524,73 +524,32 @@ __device__ __forceinline__ void block_min_max(T& lo, T& hi) {
     }
 }
 
-// lo, hi updated with x[0 .. k).
-template <typename J, int K>
-__device__ __forceinline__ void fold_min_max(const J (&x)[K], J& lo, J& hi) {
-#pragma unroll
-    for (int u = 0; u < K; ++u) {
-        lo = x[u] < lo ? x[u] : lo;
-        hi = x[u] > hi ? x[u] : hi;
-    }
-}
-
 // lo, hi updated with this thread's share of a[0, m) (and b[0, m) if Both):
-// grid stride, four strides per step with every load issued first.  Where
-// the arrays start on 16 bytes (CuPy's allocations do; a view may not),
-// each load takes 16 bytes (4 or 2 values): with one value per load the
-// 2048 threads of a multiprocessor kept about 32 KiB in flight, too little
-// to stream at full bandwidth.  The values past the last whole 16 bytes,
-// or all of them when an array is not aligned, go one value per load.
+// grid stride, four strides per step with every load issued first.
 template <typename J, bool Both>
 __device__ __forceinline__ void thread_min_max(const J* __restrict__ a, const J* __restrict__ b,
                                                long long m, J& lo, J& hi) {
-    constexpr int V = 16 / sizeof(J);  // values per 16-byte load
     const long long s = thread_count();
-    long long e = 0;  // a[0, e) is done
-    if (((unsigned long long)a & 15) == 0 && (!Both || ((unsigned long long)b & 15) == 0)) {
-        const uint4* __restrict__ av = reinterpret_cast<const uint4*>(a);
-        const uint4* __restrict__ bv = reinterpret_cast<const uint4*>(b);
-        const long long chunks = m / V;
-        long long c = thread_id();
-        for (; c + 3 * s < chunks; c += 4 * s) {
-            uint4 x[Both ? 8 : 4];
-#pragma unroll
-            for (int u = 0; u < 4; ++u) {
-                x[u] = av[c + u * s];
-                if (Both) x[4 + u] = bv[c + u * s];
-            }
-#pragma unroll
-            for (int u = 0; u < (Both ? 8 : 4); ++u) {
-                J v[V];
-                memcpy(v, &x[u], 16);
-                fold_min_max(v, lo, hi);
-            }
-        }
-        for (; c < chunks; c += s) {
-            J v[V];
-            uint4 x = av[c];
-            memcpy(v, &x, 16);
-            fold_min_max(v, lo, hi);
-            if (Both) {
-                x = bv[c];
-                memcpy(v, &x, 16);
-                fold_min_max(v, lo, hi);
-            }
-        }
-        e = chunks * V;
-    }
-    for (e += thread_id(); e + 3 * s < m; e += 4 * s) {
+    long long e = thread_id();
+    for (; e + 3 * s < m; e += 4 * s) {
         J x[Both ? 8 : 4];
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
             x[u] = a[e + u * s];
             if (Both) x[4 + u] = b[e + u * s];
         }
-        fold_min_max(x, lo, hi);
+#pragma unroll
+        for (int u = 0; u < (Both ? 8 : 4); ++u) {
+            lo = x[u] < lo ? x[u] : lo;
+            hi = x[u] > hi ? x[u] : hi;
+        }
     }
     for (; e < m; e += s) {
-        const J v[2] = {a[e], Both ? b[e] : a[e]};
-        fold_min_max(v, lo, hi);
+        const J x = a[e], y = Both ? b[e] : x;
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+        lo = y < lo ? y : lo;
+        hi = y > hi ? y : hi;
     }
 }
 

@@ -14,7 +14,10 @@
 // 2. An inclusive prefix sum of the per-word counts (a short array: n/32
 //    entries) says how many roots lie in words 0..w: meshccl_scan_block, one
 //    block, for short arrays (small images: one launch, no temporary
-//    memory), CuPy's cumsum for long ones.
+//    memory); for long ones three launches, meshccl_word_sums (a block's
+//    sum per 1024 words), meshccl_scan_block over those sums and
+//    meshccl_rank_words.  (CuPy's cumsum did the long ones until
+//    2026-11-23; it was the largest item of a graph call's host time.)
 // 3. meshccl_relabel: the label of an element is the rank of its root r,
 //        incl[r / 32] - popcount(bits[r / 32] >> (r % 32)) + 1,
 //    i.e. the number of roots before r, plus one.  It reads only P[i] and
@@ -148,6 +151,17 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
     if (threadIdx.x == blockDim.x - 1) sums[blockIdx.x] = total;
 }
 
+// sums[b]: roots in words b * PIECE_BLOCK .. (b + 1) * PIECE_BLOCK - 1 of
+// the bit array `roots` (the first of the three launches of a long scan:
+// then meshccl_scan_block over the sums and meshccl_rank_words).
+template <typename I>
+__global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_word_sums(
+        const unsigned* __restrict__ roots, I words, I* __restrict__ sums) {
+    const I w = (I)blockIdx.x * MESHCCL_PIECE_BLOCK + threadIdx.x;
+    const I total = block_inclusive_scan(w < words ? (I)__popc(roots[w]) : (I)0);
+    if (threadIdx.x == blockDim.x - 1) sums[blockIdx.x] = total;
+}
+
 // incl[w]: roots in words 0..w, from the scanned block sums.
 template <typename I>
 __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_rank_words(
@@ -210,6 +224,7 @@ template __global__ void meshccl_relabel<long long>(long long*, long long, const
 #define MESHCCL_PIECES(I)                                                                        \
     template __global__ void meshccl_piece_roots<I>(I*, const unsigned*, unsigned*, I, I*);      \
     template __global__ void meshccl_rank_words<I>(const unsigned*, const I*, I, I*);            \
+    template __global__ void meshccl_word_sums<I>(const unsigned*, I, I*);                       \
     template __global__ void meshccl_label_cells<I>(I*, I, const unsigned*, const unsigned*,     \
                                                     const I*);                                   \
     template __global__ void meshccl_label_pieces<I>(I*, const unsigned*, const unsigned*,       \

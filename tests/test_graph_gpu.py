@@ -423,6 +423,37 @@ def test_spanning_forest_large_per_backend(backend):
                                                              e.n_vertices))[1], lab)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU")
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("method", ["hb", "unionfind"])
+def test_long_relabel_scan_on_gpu(method, index_dtype):
+    """2 500 001 vertices: more than BLOCK_SCAN_WORDS words of root bits, so
+    the relabel scans in three launches (77 blocks of 1024 words, the last
+    one partial); labels as SciPy's."""
+    import cupy
+
+    from meshccl._gpu import relabel as gpu_relabel
+
+    n = 2_500_001
+    assert (n + 31) // 32 > gpu_relabel.BLOCK_SCAN_WORDS
+    rng = np.random.default_rng(8)
+    src, dst = rng.integers(0, n, n // 2), rng.integers(0, n, n // 2)
+    want_n, want = scipy_answer(n, src, dst)
+    s, d = _both_ways(src, dst)
+    csr = sp.coo_matrix((np.ones(s.size), (s, d)), shape=(n, n)).tocsr()
+    got_n, got = connected_components((cupy.asarray(csr.indptr), cupy.asarray(csr.indices)),
+                                      method=method, symmetric=True)
+    assert got_n == want_n
+    np.testing.assert_array_equal(got.get(), want)
+    from meshccl._gpu import graph as gg
+
+    count, labels = gg.components("csr", (cupy.asarray(csr.indptr), cupy.asarray(csr.indices)), n,
+                                  method, symmetric=True, index_dtype=index_dtype)
+    assert labels.dtype == index_dtype and int(count) == want_n
+    np.testing.assert_array_equal(labels.get(), want)
+
+
 def test_max_iterations(backend):
     e = gen.line(500)
     g = Edges(on(backend, e.src), on(backend, e.dst), e.n_vertices)
@@ -573,12 +604,12 @@ CHECK_DTYPES = [np.int32, np.int64, np.uint32, np.uint64]
 def test_fused_check_on_gpu(ptype, jtype):
     """meshccl._gpu.graph.check (the fused validation kernels) equals NumPy's
     reductions: m = 0, 1, 5, 3_000_001 and 5_000_003 (more than 4 x the
-    grid's threads in 16-byte loads: the unrolled grid-stride steps of both
-    loops and their tails), the extremes of the type in the first 16 bytes,
-    in the middle and at the very end, a decrease only at the very end of
-    indptr, edge lists of one and of two dtypes, and arrays that are views
-    one element into an allocation (not 16-byte aligned: one value per
-    load), whose element before the view must not count."""
+    grid's threads, also if a load took 16 bytes: the unrolled grid-stride
+    steps and their tails), the extremes of the type among the first
+    values, in the middle and at the very end, a decrease only at the very
+    end of indptr, edge lists of one and of two dtypes, and arrays that are
+    views one element into an allocation, whose element before the view
+    must not count."""
     import cupy
 
     from meshccl._gpu import graph as gpu

@@ -132,6 +132,21 @@ def emulate(expr):
             for w in range(int(words)):
                 total += int(counts[w])
                 incl[w] = total
+    elif name == "meshccl_word_sums":
+        sig = [("ptr", "unsigned"), ("val", t[0]), ("ptr", t[0])]
+
+        def run(bits, words, sums, grid, block):
+            pop = np.array([bin(int(b)).count("1") for b in bits[:int(words)]], np.int64)
+            for b in range(grid):
+                sums[b] = pop[b * block:(b + 1) * block].sum()
+    elif name == "meshccl_rank_words":
+        sig = [("ptr", "unsigned"), ("ptr", t[0]), ("val", t[0]), ("ptr", t[0])]
+
+        def run(bits, sums_incl, words, incl, grid, block):
+            pop = np.array([bin(int(b)).count("1") for b in bits[:int(words)]], np.int64)
+            for b in range(grid):
+                part = np.cumsum(pop[b * block:(b + 1) * block])
+                incl[b * block:b * block + part.size] = (sums_incl[b - 1] if b else 0) + part
     elif name == "meshccl_graph_ecl_init":
         sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0])]
 
@@ -493,6 +508,11 @@ def emulate(expr):
             assert len(block) == 1 and block[0] % 32 == 0 and block[0] <= 1024, f"{expr}: block {block}"
             assert args[-1].size >= 3 * grid[0], f"{expr}: part too small for {grid[0]} blocks"
             run(*args, grid=grid[0], block=block[0])
+        elif name in ("meshccl_word_sums", "meshccl_rank_words"):  # blocks of 1024 words
+            assert block == (1024,), f"{expr} needs a block of 1024"
+            words = int(args[1] if name == "meshccl_word_sums" else args[2])
+            assert grid == (-(-words // 1024),), f"{expr}: grid {grid} for {words} words"
+            run(*args, grid=grid[0], block=block[0])
         else:
             run(*args)
 
@@ -577,6 +597,24 @@ def test_degree_classes_emulated(emulated, method, index_dtype):
         count, labels = gpu.components(kind, arrays, n, method, index_dtype=index_dtype)
         assert labels.dtype == index_dtype and int(count) == want_n
         np.testing.assert_array_equal(np.asarray(labels), want)
+
+
+@pytest.mark.parametrize("n", [40_000, 70_000])
+def test_long_scan_emulated(emulated, monkeypatch, n):
+    """The relabel's scan of more than BLOCK_SCAN_WORDS words (lowered here,
+    so that a small graph takes the long path): word sums, their scan, the
+    per-word sums, over 2 and 3 blocks of 1024 words, the last one partial;
+    labels as SciPy's."""
+    from meshccl._gpu import graph as gpu
+    from meshccl._gpu import relabel as gpu_relabel
+
+    monkeypatch.setattr(gpu_relabel, "BLOCK_SCAN_WORDS", 8)
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, n, n // 3), rng.integers(0, n, n // 3)
+    want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))
+    count, labels = gpu.components("edges", (fake(src), fake(dst)), n, "unionfind")
+    assert int(count) == want_n
+    np.testing.assert_array_equal(np.asarray(labels), want)
 
 
 @pytest.mark.parametrize("hook", ["link", "cas"])

@@ -35,7 +35,7 @@ from .. import _validate
 from . import mesh, mesh23
 from .loader import c_type, kernels
 from .mesh import grid_args
-from .relabel import BLOCK, grid, scratch
+from .relabel import BLOCK, grid, scan_words, scratch
 
 MAX_PLANS = 16
 #: Arrays up to this many cells replay a CUDA graph (see :meth:`Plan._capture`).
@@ -71,18 +71,18 @@ class Plan:
         self.tile, self.union = kernels("mesh.cu", f"meshccl_mesh_tile<{targs}>",
                                         f"meshccl_mesh_union<{targs}>")
         t = c_type(self.work)
-        self.flatten, self.gather, self.scan_block = kernels(
-            "relabel.cu", f"meshccl_flatten<{t}>", f"meshccl_relabel<{t}>", f"meshccl_scan_block<{t}>")
+        self.flatten, self.gather = kernels("relabel.cu", f"meshccl_flatten<{t}>",
+                                            f"meshccl_relabel<{t}>")
         self.params = params
         self.tiles, self.cells = (geo["tiles"],), (geo["tile_cells"],)
         key_bytes = 8 if prob.values.dtype.kind == "f" else prob.values.dtype.itemsize
         cells = geo["tile_cells"]
         self.smem = -(-cells * key_bytes // 8) * 8 + cells * (self.work.itemsize + 4)
-        self.bits, self.counts, self.incl = scratch(n, self.work)
-        self.words = self.work.type((n + 31) // 32)
+        self.bits, self.counts, self.incl, self.sums = scratch(n, self.work)
+        self.scan = scan_words(self.work, (n + 31) // 32)
         self.nn = self.work.type(n)
         self.grid = grid(n)
-        if n <= GRAPH_CELLS and self.incl is not None:
+        if n <= GRAPH_CELLS:
             self._try_capture()
 
     def _try_capture(self):
@@ -101,13 +101,9 @@ class Plan:
         self.tile(self.tiles, self.cells, (values, P) + self.params, shared_mem=self.smem)
         self.union(self.tiles, self.cells, (values, P) + self.params)
         self.flatten(self.grid, (BLOCK,), (P, self.nn, self.bits, self.counts))
-        if self.incl is not None:
-            self.scan_block((1,), (1024,), (self.counts, self.incl, self.words))
-            incl = self.incl
-        else:
-            incl = self.cupy.cumsum(self.counts, dtype=self.work)
-        self.gather(self.grid, (BLOCK,), (P, self.nn, self.bits, incl))
-        return incl[-1]
+        self.scan(self.bits, self.counts, self.incl, self.sums)
+        self.gather(self.grid, (BLOCK,), (P, self.nn, self.bits, self.incl))
+        return self.incl[-1]
 
     def _capture(self):
         """Record the launches once as a CUDA graph on the plan's own

@@ -7,8 +7,10 @@ from .timing import run
 
 BLOCK = 256
 #: Word counts up to this many are scanned by one block (meshccl_scan_block);
-#: longer ones by CuPy's cumsum.
+#: longer ones in three launches (:func:`scan_words`).
 BLOCK_SCAN_WORDS = 16384
+#: words per block of the long scan (MESHCCL_PIECE_BLOCK in relabel.cu)
+SCAN_BLOCK = 1024
 
 
 def grid(n: int) -> tuple:
@@ -17,12 +19,45 @@ def grid(n: int) -> tuple:
 
 def scratch(n: int, index_dtype):
     """The relabel path's temporary arrays for n elements: root bit masks,
-    per-word root counts and their prefix sums (n / 32 entries each)."""
+    per-word root counts and their prefix sums (n / 32 entries each), and
+    for long arrays the block sums of :func:`scan_words` and their scan
+    (2 per 1024 words; else None)."""
     import cupy
 
     words = (n + 31) // 32
+    blocks = -(-words // SCAN_BLOCK)
     return (cupy.empty(words, dtype=cupy.uint32), cupy.empty(words, dtype=index_dtype),
-            cupy.empty(words, dtype=index_dtype) if words <= BLOCK_SCAN_WORDS else None)
+            cupy.empty(words, dtype=index_dtype),
+            cupy.empty(2 * blocks, dtype=index_dtype) if words > BLOCK_SCAN_WORDS else None)
+
+
+def scan_words(index_dtype, words: int):
+    """``launch(bits, counts, incl, sums)``: incl[w] = the roots in words
+    0..w, where counts[w] = popcount(bits[w]) (meshccl_flatten writes
+    both).  Up to :data:`BLOCK_SCAN_WORDS` words one block scans counts;
+    beyond, three launches: a block sum per 1024 words of bits
+    (meshccl_word_sums, into sums[:blocks]), their scan (meshccl_scan_block,
+    into sums[blocks:]) and each word's sum (meshccl_rank_words)."""
+    import numpy as np
+
+    index_dtype = np.dtype(index_dtype)
+    t = c_type(index_dtype)
+    I = index_dtype.type
+    if words <= BLOCK_SCAN_WORDS:
+        (scan_block,) = kernels("relabel.cu", f"meshccl_scan_block<{t}>")
+
+        def short(bits, counts, incl, sums):
+            scan_block((1,), (1024,), (counts, incl, I(words)))
+        return short
+    sums_k, scan_block, rank_k = kernels("relabel.cu", f"meshccl_word_sums<{t}>",
+                                         f"meshccl_scan_block<{t}>", f"meshccl_rank_words<{t}>")
+    blocks = -(-words // SCAN_BLOCK)
+
+    def long(bits, counts, incl, sums):
+        sums_k((blocks,), (SCAN_BLOCK,), (bits, I(words), sums))
+        scan_block((1,), (1024,), (sums, sums[blocks:], I(blocks)))
+        rank_k((blocks,), (SCAN_BLOCK,), (bits, sums[blocks:], I(words), incl))
+    return long
 
 
 def relabel_steps(P, n: int, buffers=None):
@@ -30,29 +65,20 @@ def relabel_steps(P, n: int, buffers=None):
 
     ``buffers``: arrays from :func:`scratch` to reuse (else new ones).
     """
-    import cupy
-
     t = c_type(P.dtype)
-    flatten, gather, scan_block = kernels("relabel.cu", f"meshccl_flatten<{t}>",
-                                          f"meshccl_relabel<{t}>", f"meshccl_scan_block<{t}>")
+    flatten, gather = kernels("relabel.cu", f"meshccl_flatten<{t}>", f"meshccl_relabel<{t}>")
     words = (n + 31) // 32
-    bits, counts, incl = buffers if buffers is not None else scratch(n, P.dtype)
+    bits, counts, incl, sums = buffers if buffers is not None else scratch(n, P.dtype)
+    scan = scan_words(P.dtype, words)
     nn = P.dtype.type(n)
-    state = {"incl": incl}
-
-    def scan():
-        if incl is not None:
-            scan_block((1,), (1024,), (counts, incl, P.dtype.type(words)))
-        else:
-            state["incl"] = cupy.cumsum(counts, dtype=P.dtype)
 
     def label():
-        gather(grid(n), (BLOCK,), (P, nn, bits, state["incl"]))
-        return state["incl"][-1]
+        gather(grid(n), (BLOCK,), (P, nn, bits, incl))
+        return incl[-1]
 
     return [
         ("flatten", lambda: flatten(grid(n), (BLOCK,), (P, nn, bits, counts))),
-        ("scan", scan),
+        ("scan", lambda: scan(bits, counts, incl, sums)),
         ("relabel", label),
     ]
 
