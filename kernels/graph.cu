@@ -78,6 +78,19 @@ namespace graph {
 // What the vertex-centric kernels do with an edge.
 enum Mode { ECL = 0, FINISH = 1 };
 
+// Entry e of a row as a vertex u; false (skip the entry) when its value
+// lies outside [0, n).  The vertex-centric methods run beside the check of
+// CuPy CSR input (check_aside in meshccl/_gpu/graph.py) and read their rows
+// through a clamped copy of indptr, so on invalid input they must stay in
+// bounds on their own; the host raises the input's error afterwards.  On
+// valid input the test always passes.
+template <typename I, typename J>
+__device__ __forceinline__ bool vertex_of(const J* __restrict__ indices, long long e, I n, I& u) {
+    const J x = indices[e];
+    u = (I)x;
+    return (unsigned long long)(long long)x < (unsigned long long)(long long)n;
+}
+
 // Is v in the set of the frequent root L?  A parent equal to L proves it;
 // otherwise look the root up.
 template <typename I>
@@ -110,13 +123,15 @@ __device__ __forceinline__ void take_edge(I* P, I v, I u, bool vin, I L) {
 // The entries first, first + stride, ... of v's row range (a warp's or a
 // block's share of a high-degree vertex of the worklist).
 template <typename I, typename J, int M, bool Sym>
-__device__ __forceinline__ void take_row(const long long* indptr, const J* indices, I* P, I v,
-                                         int skip, I L, long long first, long long stride) {
+__device__ __forceinline__ void take_row(const long long* indptr, const J* indices, I* P, I n,
+                                         I v, int skip, I L, long long first, long long stride) {
     long long begin, end;
     row_range(indptr, (long long)v, skip, begin, end);
     const bool vin = M == FINISH && in_big(P, v, L);
-    for (long long e = begin + first; e < end; e += stride)
-        take_edge<I, M, Sym>(P, v, (I)indices[e], vin, L);
+    for (long long e = begin + first; e < end; e += stride) {
+        I u;
+        if (vertex_of(indices, e, n, u)) take_edge<I, M, Sym>(P, v, u, vin, L);
+    }
 }
 
 // The binary search of the edge-centric kernel: the row r with
@@ -145,14 +160,14 @@ __device__ __forceinline__ bool edge_ends(const long long* indptr, const J* src,
 
 // Unite v with the first k entries of its list (k-out and HB sampling).
 template <typename I, typename J>
-__device__ __forceinline__ void unite_first(const long long* indptr, const J* indices, I* P, I v,
-                                            int k) {
+__device__ __forceinline__ void unite_first(const long long* indptr, const J* indices, I* P, I n,
+                                            I v, int k) {
     const long long begin = indptr[v];
     const long long stop = indptr[(long long)v + 1];
     const long long end = begin + k < stop ? begin + k : stop;
     for (long long e = begin; e < end; ++e) {
-        const I u = (I)indices[e];
-        if (u != v) meshccl::unite(P, v, u);
+        I u;
+        if (vertex_of(indices, e, n, u) && u != v) meshccl::unite(P, v, u);
     }
 }
 
@@ -186,14 +201,13 @@ __device__ __forceinline__ long long thread_count() {
 namespace meshccl {
 namespace graph {
 template <typename I, typename J>
-__device__ __forceinline__ I first_smaller(const long long* __restrict__ indptr,
-                                           const J* __restrict__ indices, long long v,
+__device__ __forceinline__ I first_smaller(const J* __restrict__ indices, I n, long long v,
                                            long long begin, long long stop) {
     const long long end = stop - begin > MESHCCL_GRAPH_THREAD_MAX
                               ? begin + MESHCCL_GRAPH_THREAD_MAX : stop;
     for (long long e = begin; e < end; ++e) {
-        const I u = (I)indices[e];
-        if (u < (I)v) return u;
+        I u;
+        if (vertex_of(indices, e, n, u) && u < (I)v) return u;
     }
     return (I)v;
 }
@@ -205,7 +219,7 @@ __global__ void meshccl_graph_ecl_init(const long long* __restrict__ indptr,
                                        const J* __restrict__ indices, I* P, I n) {
     using namespace meshccl::graph;
     for (long long v = thread_id(); v < (long long)n; v += thread_count())
-        P[v] = first_smaller<I, J>(indptr, indices, v, indptr[v], indptr[v + 1]);
+        P[v] = first_smaller<I, J>(indices, n, v, indptr[v], indptr[v + 1]);
 }
 
 // The same start for HB sampling, which also lists the vertices left roots
@@ -227,7 +241,7 @@ __global__ void meshccl_graph_hb_init(const long long* __restrict__ indptr,
         bool listed = false;
         if (v < (long long)n) {
             const long long begin = indptr[v], stop = indptr[v + 1];
-            const I p = first_smaller<I, J>(indptr, indices, v, begin, stop);
+            const I p = first_smaller<I, J>(indices, n, v, begin, stop);
             P[v] = p;
             listed = p == (I)v && stop > begin;
         }
@@ -279,7 +293,8 @@ __global__ void meshccl_graph_vertex_thread(const long long* __restrict__ indptr
         } else {
             bool init_edge = M == ECL;  // the first smaller neighbour: united by the init pass
             for (long long e = begin; e < end; ++e) {
-                const I u = (I)indices[e];
+                I u;
+                if (!vertex_of(indices, e, n, u)) continue;
                 if (init_edge && u < v) { init_edge = false; continue; }
                 take_edge<I, M, Sym>(P, v, u, vin, L);
             }
@@ -299,7 +314,7 @@ __global__ void meshccl_graph_vertex_warp(const long long* __restrict__ indptr,
     const int lane = threadIdx.x & 31;
     const long long warps = thread_count() >> 5;
     for (long long w = thread_id() >> 5; w < count; w += warps)
-        take_row<I, J, M, Sym>(indptr, indices, P, wl[w], skip, L, lane, 32);
+        take_row<I, J, M, Sym>(indptr, indices, P, n, wl[w], skip, L, lane, 32);
 }
 
 // Block per vertex of the worklist's back.
@@ -312,7 +327,7 @@ __global__ void meshccl_graph_vertex_block(const long long* __restrict__ indptr,
     const I L = M == FINISH ? big[0] : (I)-1;
     const long long count = (long long)top[1];
     for (long long b = blockIdx.x; b < count; b += gridDim.x)
-        take_row<I, J, M, Sym>(indptr, indices, P, wl[(long long)n - 1 - b], skip, L,
+        take_row<I, J, M, Sym>(indptr, indices, P, n, wl[(long long)n - 1 - b], skip, L,
                                threadIdx.x, blockDim.x);
 }
 
@@ -335,8 +350,8 @@ __global__ void meshccl_graph_kout(const long long* __restrict__ indptr,
         long long e = indptr[v] + first;
         const long long end = e + count < stop ? e + count : stop;
         for (; e < end; ++e) {
-            const I u = (I)indices[e];
-            if (u != (I)v) meshccl::unite<false, Guard>(P, (I)v, u);
+            I u;
+            if (vertex_of(indices, e, n, u) && u != (I)v) meshccl::unite<false, Guard>(P, (I)v, u);
         }
     }
 }
@@ -524,32 +539,74 @@ __device__ __forceinline__ void block_min_max(T& lo, T& hi) {
     }
 }
 
+// lo, hi updated with x[0 .. k).
+template <typename J, int K>
+__device__ __forceinline__ void fold_min_max(const J (&x)[K], J& lo, J& hi) {
+#pragma unroll
+    for (int u = 0; u < K; ++u) {
+        lo = x[u] < lo ? x[u] : lo;
+        hi = x[u] > hi ? x[u] : hi;
+    }
+}
+
 // lo, hi updated with this thread's share of a[0, m) (and b[0, m) if Both):
-// grid stride, four strides per step with every load issued first.
+// grid stride, four strides per step with every load issued first.  Where
+// the arrays start on 16 bytes (CuPy's allocations do; a view may not),
+// each load takes 16 bytes (4 or 2 values), so that the check keeps
+// enough bytes in flight with the few blocks per multiprocessor it gets
+// when it runs beside the method (meshccl/_gpu/graph.py, check_aside).
+// The values past the last whole 16 bytes, or all of them when an array is
+// not aligned, go one value per load.
 template <typename J, bool Both>
 __device__ __forceinline__ void thread_min_max(const J* __restrict__ a, const J* __restrict__ b,
                                                long long m, J& lo, J& hi) {
+    constexpr int V = 16 / sizeof(J);  // values per 16-byte load
     const long long s = thread_count();
-    long long e = thread_id();
-    for (; e + 3 * s < m; e += 4 * s) {
+    long long e = 0;  // a[0, e) is done
+    if (((unsigned long long)a & 15) == 0 && (!Both || ((unsigned long long)b & 15) == 0)) {
+        const uint4* __restrict__ av = reinterpret_cast<const uint4*>(a);
+        const uint4* __restrict__ bv = reinterpret_cast<const uint4*>(b);
+        const long long chunks = m / V;
+        long long c = thread_id();
+        for (; c + 3 * s < chunks; c += 4 * s) {
+            uint4 x[Both ? 8 : 4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                x[u] = av[c + u * s];
+                if (Both) x[4 + u] = bv[c + u * s];
+            }
+#pragma unroll
+            for (int u = 0; u < (Both ? 8 : 4); ++u) {
+                J v[V];
+                memcpy(v, &x[u], 16);
+                fold_min_max(v, lo, hi);
+            }
+        }
+        for (; c < chunks; c += s) {
+            J v[V];
+            uint4 x = av[c];
+            memcpy(v, &x, 16);
+            fold_min_max(v, lo, hi);
+            if (Both) {
+                x = bv[c];
+                memcpy(v, &x, 16);
+                fold_min_max(v, lo, hi);
+            }
+        }
+        e = chunks * V;
+    }
+    for (e += thread_id(); e + 3 * s < m; e += 4 * s) {
         J x[Both ? 8 : 4];
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
             x[u] = a[e + u * s];
             if (Both) x[4 + u] = b[e + u * s];
         }
-#pragma unroll
-        for (int u = 0; u < (Both ? 8 : 4); ++u) {
-            lo = x[u] < lo ? x[u] : lo;
-            hi = x[u] > hi ? x[u] : hi;
-        }
+        fold_min_max(x, lo, hi);
     }
     for (; e < m; e += s) {
-        const J x = a[e], y = Both ? b[e] : x;
-        lo = x < lo ? x : lo;
-        hi = x > hi ? x : hi;
-        lo = y < lo ? y : lo;
-        hi = y > hi ? y : hi;
+        const J v[2] = {a[e], Both ? b[e] : a[e]};
+        fold_min_max(v, lo, hi);
     }
 }
 
@@ -616,23 +673,22 @@ meshccl_graph_check_done(const long long* __restrict__ part, int blocks,
 }
 
 // Validation without waiting (meshccl/graph.py, for 'ecl', 'kout' and 'hb'
-// on CSR input): out[k] = indptr[k] as a long long when facts (of
-// meshccl_graph_check_done, on the same stream) say the CSR is valid --
-// indptr starts at 0, ends at m, never decreases, every index lies in
-// [0, nptr - 1) -- else 0.  The methods read rows only through out, so on
-// invalid input every row is empty, no index is read and the parent array
-// stays in range; the host reads the facts with the component count at
-// the end, one transfer, and raises then.  It stands in for the widening
-// copy of indptr those methods made anyway.
+// on CSR input): out[k] = indptr[k] as a long long, clamped to [0, m].  The
+// check runs beside the method on another stream (check_aside in
+// meshccl/_gpu/graph.py), and the method reads rows only through out: on
+// invalid input its rows stay inside indices[0, m) (a decreasing pair is an
+// empty row), vertex_of() skips values outside [0, n), so the parent array
+// stays in range and nothing faults; the host reads the facts with the
+// component count at the end, one transfer, and raises then.  It stands in
+// for the widening copy of indptr those methods made anyway.
 template <typename P>
-__global__ void meshccl_graph_safe_indptr(const P* __restrict__ indptr, long long nptr,
-                                          long long m, const long long* __restrict__ facts,
-                                          long long* __restrict__ out) {
+__global__ void meshccl_graph_clamp_indptr(const P* __restrict__ indptr, long long nptr,
+                                           long long m, long long* __restrict__ out) {
     using namespace meshccl::graph;
-    const bool ok = facts[0] == 0 && facts[1] == m && facts[2] == 0 && facts[3] >= 0 &&
-                    facts[4] < nptr - 1;
-    for (long long k = thread_id(); k < nptr; k += thread_count())
-        out[k] = ok ? (long long)indptr[k] : 0;
+    for (long long k = thread_id(); k < nptr; k += thread_count()) {
+        const long long x = clamped(indptr[k]);
+        out[k] = x < 0 ? 0 : x > m ? m : x;
+    }
 }
 
 // The same count for an edge list (method='auto' on edges): hits[0] = how
@@ -947,7 +1003,7 @@ __global__ void meshccl_graph_hb_hook(const long long* __restrict__ indptr,
                                       const J* __restrict__ indices, I* P, I n, int k) {
     using namespace meshccl::graph;
     for (long long v = thread_id(); v < (long long)n; v += thread_count())
-        if (__ldcg(P + v) == (I)v) unite_first(indptr, indices, P, (I)v, k);
+        if (__ldcg(P + v) == (I)v) unite_first(indptr, indices, P, n, (I)v, k);
 }
 
 namespace meshccl {
@@ -983,7 +1039,7 @@ __device__ __forceinline__ void link_min(I* P, I a, I b) {
 // link_min.
 template <typename I, typename J>
 __global__ void meshccl_graph_hb_link(const long long* __restrict__ indptr,
-                                      const J* __restrict__ indices, I* P, int k,
+                                      const J* __restrict__ indices, I* P, I n, int k,
                                       const I* __restrict__ list,
                                       const unsigned long long* __restrict__ count) {
     using namespace meshccl::graph;
@@ -992,7 +1048,10 @@ __global__ void meshccl_graph_hb_link(const long long* __restrict__ indptr,
         const I v = list[i];
         const long long begin = indptr[v], stop = indptr[(long long)v + 1];
         const long long end = stop - begin > k ? begin + k : stop;
-        for (long long e = begin; e < end; ++e) link_min(P, v, (I)indices[e]);
+        for (long long e = begin; e < end; ++e) {
+            I u;
+            if (vertex_of(indices, e, n, u)) link_min(P, v, u);
+        }
     }
 }
 
@@ -1107,14 +1166,14 @@ MESHCCL_GRAPH_CHECK_P(int)
 MESHCCL_GRAPH_CHECK_P(long long)
 MESHCCL_GRAPH_CHECK_P(unsigned int)
 MESHCCL_GRAPH_CHECK_P(unsigned long long)
-template __global__ void meshccl_graph_safe_indptr<int>(const int*, long long, long long,
-                                                        const long long*, long long*);
-template __global__ void meshccl_graph_safe_indptr<long long>(const long long*, long long, long long,
-                                                              const long long*, long long*);
-template __global__ void meshccl_graph_safe_indptr<unsigned int>(const unsigned int*, long long,
-                                                                 long long, const long long*, long long*);
-template __global__ void meshccl_graph_safe_indptr<unsigned long long>(
-    const unsigned long long*, long long, long long, const long long*, long long*);
+template __global__ void meshccl_graph_clamp_indptr<int>(const int*, long long, long long,
+                                                         long long*);
+template __global__ void meshccl_graph_clamp_indptr<long long>(const long long*, long long, long long,
+                                                               long long*);
+template __global__ void meshccl_graph_clamp_indptr<unsigned int>(const unsigned int*, long long,
+                                                                  long long, long long*);
+template __global__ void meshccl_graph_clamp_indptr<unsigned long long>(
+    const unsigned long long*, long long, long long, long long*);
 // The new kernels' instantiations.
 #define MESHCCL_GRAPH_RULE_C(I, J, CSR, SYM, R, C)                                            \
     template __global__ void meshccl_graph_rule<I, J, CSR, SYM, R, C>(                          \
@@ -1148,7 +1207,7 @@ template __global__ void meshccl_graph_safe_indptr<unsigned long long>(
     template __global__ void meshccl_graph_hb_hook<I, J>(const long long*, const J*, I*, I, int); \
     template __global__ void meshccl_graph_hb_init<I, J>(const long long*, const J*, I*, I, I*, \
                                                          unsigned long long*);                  \
-    template __global__ void meshccl_graph_hb_link<I, J>(const long long*, const J*, I*, int,   \
+    template __global__ void meshccl_graph_hb_link<I, J>(const long long*, const J*, I*, I, int, \
                                                          const I*, const unsigned long long*);
 MESHCCL_GRAPH_IJ2(int, int)
 MESHCCL_GRAPH_IJ2(int, long long)

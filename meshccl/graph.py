@@ -268,11 +268,12 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         method does not take, a bad max_iterations or cpu_threads.  CuPy
         input is checked on the device in one fused pass.  For CSR input
         to 'ecl', 'kout' and 'hb' (and 'auto' above 2 entries per vertex)
-        the host does not wait for that check: the methods read rows
-        through a copy of indptr that is all zeros when the check failed
-        (``meshccl._gpu.graph.safe_indptr``), and the check's facts come
-        back with the count, so the error is raised then and no kernel
-        ever reads an invalid index.
+        the host does not wait for that check: it runs on a side stream
+        beside the method, whose kernels read rows through a copy of
+        indptr clamped to [0, len(indices)] and skip values outside
+        [0, n) (``meshccl._gpu.graph.check_aside``, ``clamp_indptr``), and
+        the check's facts come back with the count, so the error is raised
+        then and no kernel ever reads out of bounds.
     NotImplementedError
         ``connection='strong'`` on a directed graph.
     meshccl.errors.NotConverged
@@ -439,12 +440,17 @@ def _gpu_components(kind, arrays, n, method, symmetric, compression=None,
     from ._gpu import graph as gpu
 
     pending = (defer or {}).get("facts")
-    if pending is not None and method not in gpu.DEFERRED_CHECK_METHODS:
-        defer["raise"](defer["read"](pending))  # a method that needs checked input: wait
-        pending = None
-    count, labels = gpu.components(kind, arrays, n, method, symmetric,
-                                   compression=compression, max_iterations=max_iterations,
-                                   timer=timer, info=info, facts=pending)
+    join = (defer or {}).get("join", lambda: None)
+    try:
+        if pending is not None and method not in gpu.DEFERRED_CHECK_METHODS:
+            join()
+            defer["raise"](defer["read"](pending))  # a method that needs checked input: wait
+            pending = None
+        count, labels = gpu.components(kind, arrays, n, method, symmetric,
+                                       compression=compression, max_iterations=max_iterations,
+                                       timer=timer, info=info, facts=pending)
+    finally:
+        join()  # the caller's stream waits for a check run aside (see _csr)
     if pending is None:
         return int(count), labels  # the one host synchronisation
     facts = defer["read"](pending)  # the one host synchronisation: facts and count
@@ -627,9 +633,11 @@ def _csr(indptr, indices, n=None, probe=None, defer=None):
     these dtypes and 'auto' needs no chain probe (more than
     CHAIN_MAX_DEGREE entries per vertex), the check is launched and not
     waited for: ``defer`` gets "facts" (the device array), "read" (facts
-    array -> dict of Python ints, one transfer) and "raise" (dict -> raises
-    the error of invalid input), for _gpu_components to use after the
-    method ran on the checked copy of indptr."""
+    array -> dict of Python ints, one transfer), "raise" (dict -> raises
+    the error of invalid input) and "join" (the caller's stream waits for
+    the check, which runs on a side stream beside the method:
+    meshccl._gpu.graph.check_aside), for _gpu_components to use after the
+    method ran on the clamped copy of indptr."""
     xp = _xp_of(("indptr", indptr), ("indices", indices))
     indptr = _int_array(indptr, "indptr", xp)
     indices = _int_array(indices, "indices", xp)
@@ -649,7 +657,11 @@ def _csr(indptr, indices, n=None, probe=None, defer=None):
             def fail(facts):
                 _csr_errors(indptr, indices, n, facts)
 
-            defer.update(facts=gpu.check(indptr, indices), read=read)
+            if gpu.CHECK_ASIDE:  # on a side stream, beside the method
+                facts, join = gpu.check_aside(indptr, indices)
+            else:
+                facts, join = gpu.check(indptr, indices), lambda: None
+            defer.update(facts=facts, read=read, join=join)
             defer["raise"] = fail
             return "csr", _checked(xp, indptr, indices), n
     facts = None if xp is np else _device_facts(indptr, indices, probe=probe)

@@ -661,8 +661,10 @@ def test_fused_validation_errors_on_gpu():
     """Invalid input of the types the fused kernel reads gets the CPU's exact
     messages: the small cases of test_graph_gpu_emulated.py, then large
     arrays (3_000_001 entries) with the bad value at the first and at the
-    last position, in indices, src or only dst, and indptr decreasing only
-    at its very end."""
+    last position, in indices, src or only dst, indptr decreasing only at
+    its very end, and indptr with a wild value in the middle (the methods
+    that run beside the check read rows through a clamped copy: rows up to
+    the end of indices, and a decreasing pair)."""
     import cupy
 
     from test_graph_gpu_emulated import BAD_CSR, BAD_EDGES
@@ -675,8 +677,8 @@ def test_fused_validation_errors_on_gpu():
         else:
             dev = tuple(cupy.asarray(x) for x in host)
         # CSR for 'ecl', 'kout' and 'hb' (and 'auto' above 2 entries per
-        # vertex) is checked without waiting: the kernels run on empty rows
-        # and the error comes with the count
+        # vertex) is checked beside the method: the kernels run on clamped
+        # rows, skip values outside [0, n), and the error comes with the count
         for method in ("auto",) if isinstance(host, Edges) else ("auto", "ecl", "kout", "hb"):
             with pytest.raises(ValueError, match=f"^{re.escape(str(want.value))}$"):
                 connected_components(dev, method=method)
@@ -702,6 +704,10 @@ def test_fused_validation_errors_on_gpu():
         drop = indptr.copy()
         drop[-1] = drop[-2] - 1
         same_error((drop, good))
+        for value in (np.iinfo(dtype).max, m + 7) + ((-5,) if np.iinfo(dtype).min < 0 else ()):
+            wild = indptr.copy()
+            wild[n // 2] = value
+            same_error((wild, good))
         # the valid arrays pass and give SciPy's components
         got_n, got = connected_components((cupy.asarray(indptr), cupy.asarray(good)))
         want_n, want = connected_components((indptr, good))

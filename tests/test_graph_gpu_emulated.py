@@ -51,8 +51,41 @@ def make_cupy():
     cp.cuda = types.SimpleNamespace(
         Device=lambda *a: types.SimpleNamespace(id=0, synchronize=lambda: None),
         runtime=types.SimpleNamespace(getDeviceProperties=lambda d: {"multiProcessorCount": 2},
-                                      getDeviceCount=lambda: 1))
+                                      getDeviceCount=lambda: 1),
+        Stream=FakeStream, Event=FakeEvent, get_current_stream=lambda: FakeStream.current)
     return cp
+
+
+class FakeStream:
+    """Streams run nothing here (launches are serial), but check_aside's
+    order of events is checked: a stream must wait for the event of the
+    other one before it may use what that one wrote."""
+    current = None
+
+    def __init__(self, non_blocking=False):
+        self.waited = []
+
+    def wait_event(self, event):
+        assert event.recorded, "waiting for an event that was never recorded"
+        self.waited.append(event)
+
+    def __enter__(self):
+        self.outer, FakeStream.current = FakeStream.current, self
+        return self
+
+    def __exit__(self, *exc):
+        FakeStream.current = self.outer
+
+
+FakeStream.current = FakeStream()
+
+
+class FakeEvent:
+    def __init__(self, disable_timing=False):
+        self.recorded = None
+
+    def record(self, stream=None):
+        self.recorded = stream or FakeStream.current
 
 
 # ---------------------------------------------------------------- kernels
@@ -62,6 +95,11 @@ def find(P, x):
         P[x] = P[P[x]]
         x = P[x]
     return x
+
+
+def in_range(row, n):
+    """A row's entries that vertex_of() lets through: values in [0, n)."""
+    return [int(u) for u in row if 0 <= int(u) < n]
 
 
 def unite(P, a, b):
@@ -152,7 +190,8 @@ def emulate(expr):
 
         def run(indptr, indices, P, n):
             for v in range(n):
-                P[v] = next((u for u in indices[indptr[v]:indptr[v + 1]] if u < v), v)
+                row = indices[indptr[v]:min(indptr[v] + 16, indptr[v + 1])]
+                P[v] = next((u for u in in_range(row, n) if u < v), v)
     elif name.startswith("meshccl_graph_vertex_") and name != "meshccl_graph_vertex_lp":
         level, mode, sym = name.rsplit("_", 1)[1], int(t[2]), t[3] == "true"
         sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int"), P_, P_,
@@ -184,7 +223,7 @@ def emulate(expr):
                         top[0] += 1
                     else:
                         first = mode == 0
-                        for u in indices[b:e]:
+                        for u in in_range(indices[b:e], n):
                             if first and u < v:
                                 first = False
                                 continue
@@ -193,7 +232,7 @@ def emulate(expr):
                 vs = wl[:int(top[0])] if level == "warp" else [wl[n - 1 - i] for i in range(int(top[1]))]
                 for v in vs:
                     vin = vin_of(P, v, L)
-                    for u in indices[indptr[v] + skip:indptr[v + 1]]:
+                    for u in in_range(indices[indptr[v] + skip:indptr[v + 1]], n):
                         take(P, v, u, vin, L)
     elif name == "meshccl_graph_kout":
         sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int"), ("val", "int"), P_]
@@ -204,7 +243,7 @@ def emulate(expr):
                 if L >= 0 and P[v] == L:
                     continue
                 b = indptr[v] + first
-                for u in indices[b:min(b + k, indptr[v + 1])]:
+                for u in in_range(indices[b:min(b + k, indptr[v + 1])], n):
                     if u != v:
                         unite(P, v, u)
     elif name == "meshccl_graph_compress":
@@ -380,7 +419,7 @@ def emulate(expr):
         def run(indptr, indices, P, n, k):
             for v in range(n):
                 if P[v] == v:
-                    for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]:
+                    for u in in_range(indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])], n):
                         if u != v:
                             unite(P, v, u)
     elif name == "meshccl_graph_hb_init":
@@ -389,19 +428,19 @@ def emulate(expr):
         def run(indptr, indices, P, n, roots, count):
             for v in range(n):
                 row = indices[indptr[v]:min(indptr[v] + 16, indptr[v + 1])]
-                P[v] = next((u for u in row if u < v), v)
+                P[v] = next((u for u in in_range(row, n) if u < v), v)
             # listed in a shuffled order: the GPU's warps take slots in any order
             listed = [v for v in range(n) if P[v] == v and indptr[v + 1] > indptr[v]]
             listed = np.random.default_rng(n).permutation(np.array(listed, dtype=np.int64))
             roots[count[0]:count[0] + listed.size] = listed
             count[0] += listed.size
     elif name == "meshccl_graph_hb_link":
-        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", "int"), P_,
+        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int"), P_,
                ("ptr", "unsigned long long")]
 
-        def run(indptr, indices, P, k, roots, count):
+        def run(indptr, indices, P, n, k, roots, count):
             for v in roots[:int(count[0])]:
-                for u in indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])]:
+                for u in in_range(indices[indptr[v]:min(indptr[v] + k, indptr[v + 1])], n):
                     a, b = int(v), int(u)  # link_min, one thread at a time
                     while a != b:
                         a, b = max(a, b), min(a, b)
@@ -478,14 +517,12 @@ def emulate(expr):
             facts[1] = min(int(indptr[nptr - 1]), big) if nptr else 0
             facts[2] = -1 if p[:, 2].any() else 0
             facts[3], facts[4] = p[:, 0].min(), p[:, 1].max()
-    elif name == "meshccl_graph_safe_indptr":
-        sig = [("ptr", t[0]), ("val", "long long"), ("val", "long long"), ("ptr", "long long"),
-               ("ptr", "long long")]
+    elif name == "meshccl_graph_clamp_indptr":
+        sig = [("ptr", t[0]), ("val", "long long"), ("val", "long long"), ("ptr", "long long")]
 
-        def run(indptr, nptr, m, facts, out):
-            ok = (facts[0] == 0 and facts[1] == m and facts[2] == 0 and facts[3] >= 0
-                  and facts[4] < nptr - 1)
-            out[:nptr] = np.asarray(indptr[:nptr]).astype(np.int64) if ok else 0
+        def run(indptr, nptr, m, out):
+            big = 2**63 - 1
+            out[:nptr] = [min(max(min(int(x), big), 0), m) for x in indptr[:nptr]]
     elif name == "meshccl_graph_bfs_sample_done":
         sig = [P_, ("val", t[0]), P_]
 
@@ -827,10 +864,13 @@ def test_fused_validation_emulated(emulated, monkeypatch):
 
 def test_deferred_check_emulated(emulated, monkeypatch):
     """CuPy CSR for 'ecl', 'kout', 'hb' (and 'auto' above CHAIN_MAX_DEGREE
-    entries per vertex) is validated without waiting: the methods read rows
-    through meshccl_graph_safe_indptr's copy, and the facts come back with
-    the count in one transfer.  Invalid input gets the CPU's exact message
-    (its kernels ran on empty rows); other methods wait for the facts."""
+    entries per vertex) is validated without waiting: the check is launched
+    on a side stream, which waits for the caller's stream first; the
+    methods read rows through meshccl_graph_clamp_indptr's copy; the
+    caller's stream waits for the check before the facts come back with the
+    count in one transfer.  Invalid input gets the CPU's exact message (its
+    kernels ran on clamped rows, skipping values outside [0, n)); other
+    methods wait for the facts."""
     from meshccl._gpu import graph as gpu
     from meshccl.graph import connected_components
 
@@ -853,7 +893,13 @@ def test_deferred_check_emulated(emulated, monkeypatch):
                 assert got_n == want_n, (ptype, jtype, method)
                 np.testing.assert_array_equal(np.asarray(got), want)
                 deferred = method != "unionfind"
-                assert (f"meshccl_graph_safe_indptr<{C_NAME[ptype]}>" in launched) == deferred
+                assert (f"meshccl_graph_clamp_indptr<{C_NAME[ptype]}>" in launched) == deferred
+                side = gpu._side_stream(0)
+                if deferred:  # the side stream waited for the caller's, and the caller for it
+                    assert side.waited and side.waited[-1].recorded is FakeStream.current
+                    assert FakeStream.current.waited[-1].recorded is side
+                side.waited.clear()
+                FakeStream.current.waited.clear()
                 # the facts come back once, after the method (with the
                 # count in slot 6) or before it (the count then by int())
                 assert gets == [(7,)], (method, gets)
@@ -865,15 +911,11 @@ def test_deferred_check_emulated(emulated, monkeypatch):
             with pytest.raises(ValueError, match=f"^{re.escape(str(want_err.value))}$"):
                 connected_components((fake(indptr), fake(indices)), method=method)
             assert gets[0] == (7,)
-    # the safe copy: indptr widened when the facts say valid, zeros when not
-    ip = np.array([0, 2, 3, 3])
-    for ind, ok in ((np.array([1, 2, 0]), True), (np.array([1, 3, 0]), False),
-                    (np.array([1, -1, 0]), False)):
-        facts = gpu.check(fake(ip), fake(ind))
-        safe = np.asarray(gpu.safe_indptr(fake(ip), ind.size, facts))
-        np.testing.assert_array_equal(safe, ip if ok else 0)
-    facts = gpu.check(fake(ip), fake(np.array([1, 2])))  # indptr ends at 3, not m = 2
-    assert not np.asarray(gpu.safe_indptr(fake(ip), 2, facts)).any()
+    # the clamped copy: every row inside indices[0, m)
+    for ip, m in ((np.array([0, 2, 3, 3]), 3), (np.array([-4, 9, 1, 2]), 3),
+                  (np.array([0, 2**64 - 1, 5], np.uint64), 4)):
+        got = np.asarray(gpu.clamp_indptr(fake(ip), m))
+        np.testing.assert_array_equal(got, np.clip(ip.astype(object), 0, m).astype(np.int64))
 
 
 C_NAME = {np.int32: "int", np.int64: "long long", np.uint32: "unsigned int",
@@ -978,8 +1020,9 @@ def test_graph_bench_gpu_paths_emulated(emulated, monkeypatch, tmp_path):
     for name in ("unique", "bincount"):
         setattr(cp, name, _wrap(getattr(np, name)))
 
-    class Event:
-        def record(self):
+    class Event(FakeEvent):
+        def record(self, stream=None):
+            super().record(stream)
             self.t = time.perf_counter()
 
         def synchronize(self):
@@ -1116,8 +1159,9 @@ def _fake_events(monkeypatch):
 
     cp = sys.modules["cupy"]
 
-    class Event:
-        def record(self):
+    class Event(FakeEvent):
+        def record(self, stream=None):
+            super().record(stream)
             self.t = time.perf_counter()
 
         def synchronize(self):

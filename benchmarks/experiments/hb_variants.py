@@ -9,6 +9,10 @@ symmetric=True) after a warm-up, for:
   auto, auto-wait    'auto' with the deferred check (the default since
                      2026-11-23) and with the check waited for before the
                      method runs (meshccl._gpu.graph.DEFERRED_CHECK_METHODS emptied)
+  auto inline-check  the deferred check on the caller's stream, before the
+                     method (CHECK_ASIDE = False)
+  auto aside bps=B   the deferred check beside the method on a side stream
+                     with B blocks per multiprocessor (CHECK_ASIDE_BLOCKS_PER_SM)
   hb-H k=K           method='hb' with HB_HOOK = H (the hook step: 'link',
                      unions made with atomicMin; 'cas', GConn's CAS pass)
                      and HB_EDGES = K (the entries it joins)
@@ -57,6 +61,7 @@ def main():
     deferred = gg.DEFERRED_CHECK_METHODS
     defaults = gg.HB_EDGES
     hook_default = gg.HB_HOOK
+    aside_default, bps_default = gg.CHECK_ASIDE, gg.CHECK_ASIDE_BLOCKS_PER_SM
     print(f"GPU: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     for name, _p, make in graph_bench.paper_cases(opt.shrink):
         e = make()
@@ -65,11 +70,13 @@ def main():
         ref = None
         rows = []
 
-        def run(label, method, k=None, wait=False, hook=None):
+        def run(label, method, k=None, wait=False, hook=None, aside=None, bps=None):
             nonlocal ref
             gg.DEFERRED_CHECK_METHODS = () if wait else deferred
             gg.HB_EDGES = defaults if k is None else k
             gg.HB_HOOK = hook or hook_default
+            gg.CHECK_ASIDE = aside_default if aside is None else aside
+            gg.CHECK_ASIDE_BLOCKS_PER_SM = bps or bps_default
 
             try:
                 ms = timed(lambda: mg.connected_components(g, symmetric=True, method=method))
@@ -82,12 +89,17 @@ def main():
                 gg.DEFERRED_CHECK_METHODS = deferred
                 gg.HB_EDGES = defaults
                 gg.HB_HOOK = hook_default
+                gg.CHECK_ASIDE = aside_default
+                gg.CHECK_ASIDE_BLOCKS_PER_SM = bps_default
 
         run("auto", "auto")
         run("auto-wait", "auto", wait=True)
-        for hook in ("link", "cas"):
-            for k in (2, 3):
-                run(f"hb-{hook} k={k}", "hb", k, hook=hook)
+        run("auto inline-check", "auto", aside=False)
+        for bps in (2, 3, 4, 6, 8):
+            run(f"auto aside bps={bps}", "auto", aside=True, bps=bps)
+        for k in (1, 2, 3):
+            run(f"hb-link k={k}", "hb", k, hook="link")
+        run("hb-cas k=2", "hb", 2, hook="cas")
         run("hb-wait", "hb", wait=True)
         run("kout", "kout")
         run("kout-wait", "kout", wait=True)

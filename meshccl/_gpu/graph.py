@@ -18,6 +18,7 @@ is :func:`check` (one fused kernel over indptr and the index arrays).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from fractions import Fraction
 
@@ -77,7 +78,9 @@ HB_EDGES = 2
 #: unions, one thread per vertex
 HB_HOOK = "link"
 #: the methods that validate CuPy CSR input without waiting for the facts:
-#: their kernels read rows only through :func:`safe_indptr`'s copy
+#: the check runs beside them (:func:`check_aside`) and their kernels read
+#: rows only through :func:`clamp_indptr`'s copy, skipping values outside
+#: [0, n)
 DEFERRED_CHECK_METHODS = ("ecl", "kout", "hb")
 #: BFS sampling stops after this many levels (what it reached is still one
 #: connected set; the finish pass does the rest)
@@ -97,6 +100,11 @@ CHECK_TYPES = frozenset(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.
 #: (8 x 256 threads: a full H100 / H200 multiprocessor at its 32 registers)
 CHECK_UNROLL = 4
 CHECK_BLOCKS_PER_SM = 8
+#: run the deferred check on a side stream beside the method (False: on the
+#: caller's stream before it), and its blocks per multiprocessor there,
+#: which leave the rest of each multiprocessor to the method's kernels
+CHECK_ASIDE = True
+CHECK_ASIDE_BLOCKS_PER_SM = 4
 #: a null pointer argument (a kernel's parameter is 8 bytes; CuPy passes
 #: this scalar by value)
 _NULL = np.uint64(0)
@@ -197,7 +205,7 @@ def supported(*arrays) -> bool:
     return all(np.dtype(a.dtype) in CHECK_TYPES for a in arrays)
 
 
-def check(indptr, a, b=None):
+def check(indptr, a, b=None, blocks_per_sm=None, keep=None, stream=None):
     """The facts :mod:`meshccl.graph` validates CuPy index arrays with, in
     one pass over them (``meshccl_graph_check``, then
     ``meshccl_graph_check_done`` folds its blocks' parts): a 6-entry CuPy
@@ -214,6 +222,11 @@ def check(indptr, a, b=None):
     Values beyond the int64 range are clamped to its max (only ever an
     error, whose message recomputes the exact value).  ``b``: None or an
     array as long as ``a``; every dtype must be :func:`supported`.
+    ``blocks_per_sm``: the scan's resident blocks per multiprocessor
+    (default :data:`CHECK_BLOCKS_PER_SM`).  ``keep``: a list that receives
+    the scratch array the kernels write; ``stream``: the stream to launch
+    on (default the current one; the arrays are allocated on the current
+    one either way) -- both for :func:`check_aside`.
     """
     import cupy
 
@@ -228,29 +241,71 @@ def check(indptr, a, b=None):
     *scans, done = kernels("graph.cu", *(f"meshccl_graph_check<{tp}, {c_type(x.dtype)}>"
                                          for _, _, x, _ in passes),
                            f"meshccl_graph_check_done<{tp}>")
-    grid = _grid(max(a.size, nptr), BLOCK * CHECK_UNROLL, CHECK_BLOCKS_PER_SM)
+    grid = _grid(max(a.size, nptr), BLOCK * CHECK_UNROLL, blocks_per_sm or CHECK_BLOCKS_PER_SM)
     part = cupy.empty(3 * grid[0] * len(passes), dtype=cupy.int64)
-    for k, (scan, (p, count, x, y)) in enumerate(zip(scans, passes)):
-        scan(grid, (BLOCK,), (p, np.int64(count), x, _NULL if y is None else y, np.int64(x.size),
-                              part[3 * grid[0] * k:]))
     facts = cupy.empty(7, dtype=cupy.int64)
-    done((1,), (1024,), (part, np.int32(grid[0] * len(passes)), ptr, np.int64(nptr), facts))
+    if keep is not None:
+        keep += [part, facts]
+    with stream if stream is not None else contextlib.nullcontext():
+        for k, (scan, (p, count, x, y)) in enumerate(zip(scans, passes)):
+            scan(grid, (BLOCK,), (p, np.int64(count), x, _NULL if y is None else y,
+                                  np.int64(x.size), part[3 * grid[0] * k:]))
+        done((1,), (1024,), (part, np.int32(grid[0] * len(passes)), ptr, np.int64(nptr), facts))
     return facts
 
 
-def safe_indptr(indptr, m: int, facts):
-    """indptr widened to int64 where ``facts`` (of :func:`check`, not read
-    here) say the CSR with ``m`` stored entries is valid, else all zeros
-    (every row empty): ``meshccl_graph_safe_indptr``, one launch, no host
-    synchronisation.  The methods of :data:`DEFERRED_CHECK_METHODS` read
-    rows only through it, so they may run before the host has seen the
-    facts; the caller raises afterwards if they say the input is invalid."""
+def check_aside(indptr, indices):
+    """:func:`check` of a CSR on a side stream, beside whatever the caller
+    queues next on its own stream: ``(facts, join)``.  The check streams
+    the arrays at memory bandwidth while the methods of
+    :data:`DEFERRED_CHECK_METHODS` mostly wait on dependent loads, so the
+    two overlap; the check takes :data:`CHECK_ASIDE_BLOCKS_PER_SM` blocks
+    per multiprocessor and leaves the rest to the method.  ``join()`` makes
+    the caller's stream wait for the check; call it (once or more) before
+    anything reads ``facts`` and before the arrays may be freed, also on an
+    error path.  The scratch arrays come from the caller's stream's memory
+    pool and stay referenced until ``join()``, so that pool cannot hand
+    them out while the side stream still writes them."""
     import cupy
 
-    (kern,) = kernels("graph.cu", f"meshccl_graph_safe_indptr<{c_type(indptr.dtype)}>")
+    main = cupy.cuda.get_current_stream()
+    side = _side_stream(cupy.cuda.Device().id)
+    start = cupy.cuda.Event(disable_timing=True)
+    start.record(main)
+    side.wait_event(start)  # the input is ready on the caller's stream
+    keep = []
+    facts = check(indptr, indices, blocks_per_sm=CHECK_ASIDE_BLOCKS_PER_SM, keep=keep, stream=side)
+    done = cupy.cuda.Event(disable_timing=True)
+    done.record(side)
+
+    def join():
+        if keep:
+            main.wait_event(done)
+            keep.clear()
+
+    return facts, join
+
+
+@functools.lru_cache(maxsize=None)
+def _side_stream(device_id: int):
+    """The stream :func:`check_aside` launches on (one per device)."""
+    import cupy
+
+    return cupy.cuda.Stream(non_blocking=True)
+
+
+def clamp_indptr(indptr, m: int):
+    """indptr widened to int64 and clamped to [0, m]
+    (``meshccl_graph_clamp_indptr``, one launch, no host synchronisation):
+    the rows the methods of :data:`DEFERRED_CHECK_METHODS` read while the
+    check runs beside them.  Whatever indptr holds, every row lies inside
+    ``indices[0, m)``; the caller raises afterwards if the facts say the
+    input is invalid."""
+    import cupy
+
+    (kern,) = kernels("graph.cu", f"meshccl_graph_clamp_indptr<{c_type(indptr.dtype)}>")
     out = cupy.empty(indptr.size, dtype=cupy.int64)
-    kern(_grid(indptr.size, BLOCK, 32), (BLOCK,),
-         (indptr, np.int64(indptr.size), np.int64(m), facts, out))
+    kern(_grid(indptr.size, BLOCK, 32), (BLOCK,), (indptr, np.int64(indptr.size), np.int64(m), out))
     return out
 
 
@@ -275,7 +330,7 @@ def _unpack(kind: str, arrays, n: int, index_dtype=None, facts=None):
     neighbour type J, indptr widened to int64 (None for an edge list) and
     the neighbour arrays cast to J (src None for CSR, whose rows are the
     first ends).  ``facts``: the device facts of a CSR whose check the host
-    has not read yet; indptr is then :func:`safe_indptr`'s copy."""
+    has not read yet; indptr is then :func:`clamp_indptr`'s copy."""
     import cupy
 
     if kind == "edges":
@@ -283,7 +338,7 @@ def _unpack(kind: str, arrays, n: int, index_dtype=None, facts=None):
         return I, J, None, src, dst
     I, J, (dst,) = _index_types(n, arrays[1:], index_dtype)
     if facts is not None:
-        return I, J, safe_indptr(arrays[0], dst.size, facts), None, dst
+        return I, J, clamp_indptr(arrays[0], dst.size), None, dst
     return I, J, arrays[0].astype(cupy.int64, copy=False), None, dst
 
 
@@ -437,7 +492,7 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
                 init, link = hb_kernels
                 roots, count = cupy.empty(n, dtype=I), cupy.zeros(1, dtype=cupy.uint64)
                 init(grid, (BLOCK,), args + (nn, roots, count))
-                link(grid, (BLOCK,), args + (k, roots, count))
+                link(grid, (BLOCK,), args + (nn, k, roots, count))
             else:
                 init, hook = hb_kernels
                 init(grid, (BLOCK,), args + (nn,))
