@@ -565,11 +565,12 @@ def emulated(monkeypatch):
 
     for mod in (gpu_graph, gpu_relabel):
         monkeypatch.setattr(mod, "kernels", lambda filename, *names: tuple(emulate(n) for n in names))
-    gpu_graph._sm_count.cache_clear()
-    gpu_graph._dummy.cache_clear()
+    caches = (gpu_graph._sm_count, gpu_graph._dummy, gpu_graph._side_stream)
+    for c in caches:  # the real CuPy's objects, where GPU tests ran first
+        c.cache_clear()
     yield
-    gpu_graph._sm_count.cache_clear()
-    gpu_graph._dummy.cache_clear()
+    for c in caches:
+        c.cache_clear()
 
 
 @st.composite
