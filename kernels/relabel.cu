@@ -76,15 +76,20 @@ __device__ __forceinline__ I rank_of(I r, const unsigned* __restrict__ bits,
     return incl[w] - (I)__popc(bits[w] >> (r & 31)) + 1;
 }
 
+// base: 0 for images (background 0, components 1..N), -1 for graphs
+// (SciPy's 0..N-1; graphs have no background).  count (null: not wanted):
+// N, stored once, for a caller that reads it with other values in one
+// transfer.
 template <typename I>
 __global__ void meshccl_relabel(I* P, I n, const unsigned* __restrict__ bits,
-                                const I* __restrict__ incl) {
+                                const I* __restrict__ incl, I base, long long* count, I words) {
     const long long gi = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (gi == 0 && count != nullptr) *count = (long long)(words ? incl[words - 1] : (I)0);
     if (gi >= (long long)n) return;
     const I i = (I)gi;
     const I r = P[i];
     if (r < 0) { P[i] = 0; return; }
-    P[i] = rank_of(r, bits, incl);
+    P[i] = rank_of(r, bits, incl) + base;
 }
 
 // Inclusive prefix sum of x over a block of up to 1024 threads (warp
@@ -219,8 +224,11 @@ template __global__ void meshccl_scan_block<int>(const int*, int*, int);
 template __global__ void meshccl_scan_block<long long>(const long long*, long long*, long long);
 template __global__ void meshccl_flatten<int>(int*, int, unsigned*, int*);
 template __global__ void meshccl_flatten<long long>(long long*, long long, unsigned*, long long*);
-template __global__ void meshccl_relabel<int>(int*, int, const unsigned*, const int*);
-template __global__ void meshccl_relabel<long long>(long long*, long long, const unsigned*, const long long*);
+template __global__ void meshccl_relabel<int>(int*, int, const unsigned*, const int*, int,
+                                              long long*, int);
+template __global__ void meshccl_relabel<long long>(long long*, long long, const unsigned*,
+                                                    const long long*, long long, long long*,
+                                                    long long);
 #define MESHCCL_PIECES(I)                                                                        \
     template __global__ void meshccl_piece_roots<I>(I*, const unsigned*, unsigned*, I, I*);      \
     template __global__ void meshccl_rank_words<I>(const unsigned*, const I*, I, I*);            \

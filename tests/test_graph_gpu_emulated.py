@@ -156,12 +156,16 @@ def emulate(expr):
                     b |= int(P[i] == i) << (i - 32 * w)
                 bits[w], counts[w] = b, bin(b).count("1")
     elif name == "meshccl_relabel":
-        sig = [P_, ("val", t[0]), ("ptr", "unsigned"), ("ptr", t[0])]
+        sig = [P_, ("val", t[0]), ("ptr", "unsigned"), ("ptr", t[0]), ("val", t[0]),
+               ("ptr?", "long long"), ("val", t[0])]
 
-        def run(P, n, bits, incl):
+        def run(P, n, bits, incl, base, count, words):
+            assert words == len(bits)
+            if isinstance(count, FakeArray):
+                count[0] = incl[words - 1] if words else 0
             for i in range(n):
                 r = int(P[i])
-                P[i] = incl[r >> 5] - bin(int(bits[r >> 5]) >> (r & 31)).count("1") + 1
+                P[i] = incl[r >> 5] - bin(int(bits[r >> 5]) >> (r & 31)).count("1") + 1 + base
     elif name == "meshccl_scan_block":
         sig = [("ptr", t[0]), ("ptr", t[0]), ("val", t[0])]
 

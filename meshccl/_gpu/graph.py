@@ -104,7 +104,7 @@ CHECK_BLOCKS_PER_SM = 8
 #: caller's stream before it), and its blocks per multiprocessor there,
 #: which leave the rest of each multiprocessor to the method's kernels
 CHECK_ASIDE = True
-CHECK_ASIDE_BLOCKS_PER_SM = 4
+CHECK_ASIDE_BLOCKS_PER_SM = 2
 #: a null pointer argument (a kernel's parameter is 8 bytes; CuPy passes
 #: this scalar by value)
 _NULL = np.uint64(0)
@@ -721,10 +721,9 @@ def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool 
     for name, launch in steps:
         run(timer, name, launch)
     P = state["P"]
-    count = relabel(P, n, timer)  # 1..N in order of each component's smallest vertex
-    P -= 1                        # SciPy counts from 0
-    if facts is not None:
-        facts[6:] = count
+    # 0..N-1 in order of each component's smallest vertex (SciPy's numbering);
+    # with a deferred check the relabel kernel also stores N in facts[6]
+    count = relabel(P, n, timer, base=-1, count_out=None if facts is None else facts[6:])
     if info is not None:
         info["method_phases"] = list(dict.fromkeys(name for name, _ in steps))
         info["iterations"] = int(state.get("passes", 1))

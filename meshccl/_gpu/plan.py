@@ -35,7 +35,7 @@ from .. import _validate
 from . import mesh, mesh23
 from .loader import c_type, kernels
 from .mesh import grid_args
-from .relabel import BLOCK, grid, scan_words, scratch
+from .relabel import BLOCK, NULL, grid, scan_words, scratch
 
 MAX_PLANS = 16
 #: Arrays up to this many cells replay a CUDA graph (see :meth:`Plan._capture`).
@@ -102,7 +102,8 @@ class Plan:
         self.union(self.tiles, self.cells, (values, P) + self.params)
         self.flatten(self.grid, (BLOCK,), (P, self.nn, self.bits, self.counts))
         self.scan(self.bits, self.counts, self.incl, self.sums)
-        self.gather(self.grid, (BLOCK,), (P, self.nn, self.bits, self.incl))
+        self.gather(self.grid, (BLOCK,), (P, self.nn, self.bits, self.incl, self.work.type(0),
+                                          NULL, self.work.type((self.n + 31) // 32)))
         return self.incl[-1]
 
     def _capture(self):

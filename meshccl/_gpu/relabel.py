@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .loader import c_type, kernels
 from .timing import run
 
@@ -38,8 +40,6 @@ def scan_words(index_dtype, words: int):
     beyond, three launches: a block sum per 1024 words of bits
     (meshccl_word_sums, into sums[:blocks]), their scan (meshccl_scan_block,
     into sums[blocks:]) and each word's sum (meshccl_rank_words)."""
-    import numpy as np
-
     index_dtype = np.dtype(index_dtype)
     t = c_type(index_dtype)
     I = index_dtype.type
@@ -60,10 +60,18 @@ def scan_words(index_dtype, words: int):
     return long
 
 
-def relabel_steps(P, n: int, buffers=None):
+#: a null pointer argument (CuPy passes this 8-byte scalar by value)
+NULL = np.uint64(0)
+
+
+def relabel_steps(P, n: int, buffers=None, base: int = 0, count_out=None):
     """The relabel path as ``[(name, launch), ...]``; the last returns N.
 
     ``buffers``: arrays from :func:`scratch` to reuse (else new ones).
+    ``base``: added to every label (0: components 1..N and background 0;
+    -1: SciPy's 0..N-1 for graphs, which have no background).
+    ``count_out``: None, or a one-element int64 CuPy array (a view) that
+    also receives N, in the relabel kernel.
     """
     t = c_type(P.dtype)
     flatten, gather = kernels("relabel.cu", f"meshccl_flatten<{t}>", f"meshccl_relabel<{t}>")
@@ -72,8 +80,10 @@ def relabel_steps(P, n: int, buffers=None):
     scan = scan_words(P.dtype, words)
     nn = P.dtype.type(n)
 
+    tail = (P.dtype.type(base), NULL if count_out is None else count_out, P.dtype.type(words))
+
     def label():
-        gather(grid(n), (BLOCK,), (P, nn, bits, incl))
+        gather(grid(n), (BLOCK,), (P, nn, bits, incl) + tail)
         return incl[-1]
 
     return [
@@ -83,13 +93,14 @@ def relabel_steps(P, n: int, buffers=None):
     ]
 
 
-def relabel(P, n: int, timer=None):
-    """Turn the parent array ``P`` (int32/int64, flat) into labels 1..N in place.
+def relabel(P, n: int, timer=None, base: int = 0, count_out=None):
+    """Turn the parent array ``P`` (int32/int64, flat) into labels 1..N in place
+    (``base`` and ``count_out``: see :func:`relabel_steps`).
 
     Returns N as a 0-d CuPy array (no host synchronisation).  ``timer``: a
     :class:`.timing.PhaseTimer`, or None.
     """
     result = None
-    for name, launch in relabel_steps(P, n):
+    for name, launch in relabel_steps(P, n, base=base, count_out=count_out):
         result = run(timer, name, launch)
     return result
