@@ -76,8 +76,34 @@ def main():
             return statistics.median(ts[1:])
 
         ev, gpu_only = events(False), events(True)
+
+        # host issue time: from the call's start until it joins the side
+        # check (after its last launch, before its one transfer), with the
+        # GPU kept busy so that no launch waits for it
+        import time as _time
+
+        from meshccl._gpu import graph as gg
+        aside, marks = gg.check_aside, []
+
+        def marked(*a, **k):
+            facts, join = aside(*a, **k)
+            return facts, lambda: (marks.append(_time.perf_counter()), join())[1]
+
+        gg.check_aside = marked
+        issue = []
+        try:
+            for _ in range(16):
+                spin((1,), (1,), (cupy.int64(5 * clock_khz),))
+                marks.clear()
+                t0 = _time.perf_counter()
+                mg.connected_components(g, symmetric=True)
+                if marks:
+                    issue.append((marks[0] - t0) * 1e3)
+        finally:
+            gg.check_aside = aside
+        host_issue = statistics.median(issue[1:]) if len(issue) > 1 else float("nan")
         print(f"\n## {name}\nwall: call {full:.3f} ms, validation alone {val:.3f} ms; "
-              f"events {ev:.3f} ms, gpu only {gpu_only:.3f} ms")
+              f"events {ev:.3f} ms, gpu only {gpu_only:.3f} ms, host issue {host_issue:.3f} ms")
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(30):

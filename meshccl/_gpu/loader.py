@@ -72,6 +72,13 @@ def kernels(filename: str, *names: str) -> tuple:
     """Return the compiled kernels ``names`` (template name expressions) of a file."""
     import cupy
 
-    dev = cupy.cuda.Device().id
-    mod = _module(dev, filename, tuple(names))
+    return _functions(cupy.cuda.Device().id, filename, names)
+
+
+@functools.lru_cache(maxsize=None)
+def _functions(device_id: int, filename: str, names: tuple) -> tuple:
+    """The kernel objects, looked up once per device (a graph call asks for
+    about 15 per call: looking them up each time was host time the GPU
+    waited for)."""
+    mod = _module(device_id, filename, names)
     return tuple(mod.get_function(n) for n in names)
