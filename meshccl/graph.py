@@ -436,7 +436,7 @@ def _gpu_components(kind, arrays, n, method, symmetric, compression=None,
     """(count, labels) on the GPU.  ``defer``: _csr's record of a check the
     host has not read yet (empty or None: the input was checked already);
     its facts then come back with the count, in the one transfer, and an
-    invalid input raises here (its kernels saw only empty rows)."""
+    invalid input raises here (its kernels ran on clamped rows, see _csr)."""
     from ._gpu import graph as gpu
 
     pending = (defer or {}).get("facts")
