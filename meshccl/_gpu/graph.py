@@ -208,7 +208,7 @@ def supported(*arrays) -> bool:
 def check(indptr, a, b=None, blocks_per_sm=None, keep=None, stream=None):
     """The facts :mod:`meshccl.graph` validates CuPy index arrays with, in
     one pass over them (``meshccl_graph_check``, then
-    ``meshccl_graph_check_done`` folds its blocks' parts): a 6-entry CuPy
+    ``meshccl_graph_check_done`` folds its blocks' parts): a 7-entry CuPy
     int64 array, not read here (the caller reads it with its one transfer):
 
     0, 1. ``indptr[0]``, ``indptr[-1]`` (0, 0 for ``indptr=None``, an edge list);
