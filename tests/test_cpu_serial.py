@@ -117,18 +117,65 @@ def test_bits_4d_matches_lattice_path(data):
     np.testing.assert_array_equal(got, want)
 
 
-def test_bits_declines_two_foreground_values():
+@pytest.mark.parametrize("width", [70, 64, 72, 128])
+@pytest.mark.parametrize("third", [(0, 0), (4, 63), (2, 5)])
+def test_bits_declines_two_foreground_values(width, third):
+    """A third value anywhere (first cell, last cell, a middle row) makes the
+    fast path decline, also where rows go 8 one-byte cells per load (widths
+    that are multiples of 8): 2 and 3 against the foreground 1, whose
+    lowest set bit 3 shares."""
     from meshccl._cpu.mesh import _label_bits
     from meshccl.neighbourhood import offset_table
 
-    a = np.zeros((5, 70), dtype=np.uint8)
-    a[4, 69] = 1
-    a[0, 0] = 2
-    P = np.full(a.size, -7, dtype=np.int32)
-    assert _label_bits(a.ravel(), P, np.asarray(a.shape, dtype=np.int64),
-                       offset_table(a.shape, 1, None), np.uint8(0)) == -1
-    assert (P == -7).all()
-    np.testing.assert_array_equal(meshccl.label(a), sk_label(a))
+    for value in (2, 3):
+        a = np.zeros((5, width), dtype=np.uint8)
+        a[4, width - 1] = 1
+        a[1, 3] = 1
+        a[third[0], min(third[1], width - 1)] = value
+        P = np.full(a.size, -7, dtype=np.int32)
+        assert _label_bits(a.ravel(), P, np.asarray(a.shape, dtype=np.int64),
+                           offset_table(a.shape, 1, None), np.uint8(0)) == -1
+        assert (P == -7).all()
+        np.testing.assert_array_equal(meshccl.label(a), sk_label(a))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_pack_rows_matches_cell_by_cell(data):
+    """_pack_rows (8 one-byte cells per load where the width allows) against
+    a cell-by-cell reference: the bits of every row before the first row
+    with a third value, and whether there is one."""
+    from meshccl._cpu.mesh import _pack_rows
+
+    dtype = data.draw(st.sampled_from([np.bool_, np.uint8, np.int8, np.int16]))
+    width = data.draw(st.sampled_from([7, 8, 13, 16, 64, 72, 128, 136, 200]))
+    rows = data.draw(st.integers(1, 5))
+    if dtype is np.bool_:
+        bg = data.draw(st.booleans())
+        fg = not bg
+    else:
+        info = np.iinfo(dtype)
+        bg, fg = (data.draw(st.integers(int(info.min), int(info.max))) for _ in range(2))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    a = np.where(rng.random(rows * width) < rng.random(), fg, bg).astype(dtype)
+    if dtype is not np.bool_ and data.draw(st.booleans()):
+        a[rng.integers(0, a.size)] = data.draw(st.integers(int(info.min), int(info.max)))
+    bgkey = a.dtype.type(bg)
+    fv = next((v for v in a if v != bgkey), bgkey)
+    nw = (width + 63) // 64
+    M = np.zeros(rows * nw, dtype=np.uint64)
+    bad = _pack_rows(a, M, rows, width, nw, bgkey, fv)
+    want_bad, done = False, rows
+    want = np.zeros(rows * nw, dtype=np.uint64)
+    for r in range(rows):
+        cells = a[r * width:(r + 1) * width]
+        for c in np.flatnonzero(cells != bgkey):
+            want[r * nw + c // 64] |= np.uint64(1) << np.uint64(c % 64)
+        if ((cells != bgkey) & (cells != fv)).any():
+            want_bad, done = True, r  # that row's bits are not used
+            break
+    assert bad == want_bad
+    np.testing.assert_array_equal(M[:done * nw], want[:done * nw])
 
 
 @pytest.mark.parametrize("conn", [1, 2])

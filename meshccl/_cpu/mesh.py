@@ -786,6 +786,58 @@ def _next_zero(M, mb, pos, W):
 
 
 @njit(cache=True, nogil=True)
+def _pack_rows(values, M, nrows, W, nw, bgkey, fv):
+    """M[row * nw + w], bit c: values[row * W + 64 w + c] != bgkey.  Returns
+    True (and stops at the end of that row) when some cell is neither
+    bgkey nor fv.  One-byte values in rows of a multiple of 8 cells go 8 at
+    a time (one 64-bit load): y = x ^ (bgkey in every byte) is 0 in a
+    background byte and d = fv ^ bgkey in a foreground one, so bit b (d's
+    lowest set bit) of each byte, moved to bit 0, is the cell's flag, y
+    must equal flags * d (else a third value), and one multiply gathers
+    the 8 flags into a byte (spiral 4096^2: 0.9 against 5.9 ms cell by
+    cell; percolation 8192^2: 6.1 against 38 ms)."""
+    if values.itemsize == 1 and W % 8 == 0:
+        ones = np.uint64(0x0101010101010101)
+        magic = np.uint64(0x0102040810204080)  # byte k's bit 0 -> bit 56 + k
+        bgw = np.uint64(np.uint8(bgkey)) * ones
+        d = np.uint64(np.uint8(fv) ^ np.uint8(bgkey))
+        sh = np.uint64(0 if d == 0 else int(trailing_zeros(d)))
+        v64 = values.view(np.uint64)
+        for row in range(nrows):
+            bad = np.uint64(0)
+            q = (row * W) >> 3
+            for w in range(nw):
+                chunks = (min((w << 6) + 64, W) - (w << 6)) >> 3
+                word = np.uint64(0)
+                for k in range(chunks):
+                    y = v64[_u(q + k)] ^ bgw
+                    f = (y >> sh) & ones
+                    bad |= y ^ (f * d)
+                    word |= ((f * magic) >> np.uint64(56)) << np.uint64(8 * k)
+                M[_u(row * nw + w)] = word
+                q += chunks
+            if bad:
+                return True
+        return False
+    for row in range(nrows):
+        base = row * W
+        bad = False
+        for w in range(nw):
+            c0 = w << 6
+            c1 = min(c0 + 64, W)
+            word = np.uint64(0)
+            for c in range(c0, c1):
+                v = values[_u(base + c)]
+                f = v != bgkey
+                bad |= f & (v != fv)
+                word |= np.uint64(f) << np.uint64(c - c0)
+            M[_u(row * nw + w)] = word
+        if bad:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
 def _label_bits(values, P, shape, table, bgkey):
     """See :func:`_bits_table`; writes the final labels into P and returns
     their number, or -1 (P untouched) when the image has two foreground
@@ -822,21 +874,8 @@ def _bits_table(values, P, shape, table, bgkey):
             fv = values[i]
             break
     M = np.zeros(nrows * nw, dtype=np.uint64)
-    for row in range(nrows):
-        base = row * W
-        bad = False
-        for w in range(nw):
-            c0 = w << 6
-            c1 = min(c0 + 64, W)
-            word = np.uint64(0)
-            for c in range(c0, c1):
-                v = values[_u(base + c)]
-                f = v != bgkey
-                bad |= f & (v != fv)
-                word |= np.uint64(f) << np.uint64(c - c0)
-            M[_u(row * nw + w)] = word
-        if bad:
-            return np.zeros(1, dtype=P.dtype), -1
+    if _pack_rows(values, M, nrows, W, nw, bgkey, fv):
+        return np.zeros(1, dtype=P.dtype), -1
     nlines, loff, lmlo, lmhi, ldmin, ldmax = _neighbour_lines(table, last)
     # room for every provisional label (at most one per run, (W + 1) // 2 runs
     # a row) from the start: E is never replaced inside the loop, so numba
