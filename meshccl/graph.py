@@ -279,6 +279,20 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     meshccl.errors.NotConverged
         An iterative method used up ``max_iterations`` passes.
 
+    Notes
+    -----
+    Repeated GPU calls on the same arrays are bound by the host's kernel
+    launches (about twenty per call).  From the second call with the same
+    CuPy CSR buffers (same device addresses, sizes and dtypes, method,
+    stream and thread; 'ecl', 'kout', 'hb' and 'auto' where it runs one of
+    them; without ``return_info``) the call is recorded once as a CUDA
+    graph -- check, method, relabel -- and replayed: one launch and one
+    copy of the labels.  The graph reads the arrays as they are when it
+    runs, so values changed in place are labelled (and checked) as on a
+    first call.  A plan keeps its scratch on the device (about 20 bytes
+    per vertex; graphs of at most 2**23 vertices, four plans per thread);
+    :func:`release_plans` frees them (``meshccl._gpu.graph_plan``).
+
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
@@ -362,6 +376,22 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     return out if return_labels else count
 
 
+def release_plans():
+    """Free the launch plans of repeated GPU calls (see the Notes of
+    :func:`connected_components`) recorded by this thread: their device
+    memory goes back to CuPy's memory pool, and calls are counted afresh.
+    Nothing to do without CuPy.
+
+    Examples
+    --------
+    >>> from meshccl.graph import release_plans
+    >>> release_plans()
+    """
+    from ._gpu import graph_plan  # imports no CuPy
+
+    graph_plan.release()
+
+
 def _cpu_components(kind, arrays, n, method, symmetric, compression, max_iterations,
                     cpu_threads, info):
     """(count, labels) on the CPU backend; ``info["iterations"]`` set for
@@ -433,26 +463,44 @@ def _check_compression(method, compression):
 
 def _gpu_components(kind, arrays, n, method, symmetric, compression=None,
                     max_iterations=None, timer=None, info=None, defer=None):
-    """(count, labels) on the GPU.  ``defer``: _csr's record of a check the
-    host has not read yet (empty or None: the input was checked already);
-    its facts then come back with the count, in the one transfer, and an
-    invalid input raises here (its kernels ran on clamped rows, see _csr)."""
+    """(count, labels) on the GPU.  ``defer``: _csr's record of a CSR not
+    checked yet (empty or None: the input was checked already).  For a
+    method of DEFERRED_CHECK_METHODS the check runs beside the method
+    (check_aside; the kernels read rows through a clamped copy of indptr),
+    or a plan recorded for these arrays replays the whole call
+    (meshccl._gpu.graph_plan; not with ``timer`` or ``info``); the facts
+    come back with the count in one transfer and invalid input raises
+    then.  Any other method waits for the check first."""
     from ._gpu import graph as gpu
 
-    pending = (defer or {}).get("facts")
-    join = (defer or {}).get("join", lambda: None)
-    try:
-        if pending is not None and method not in gpu.DEFERRED_CHECK_METHODS:
-            join()
-            defer["raise"](defer["read"](pending))  # a method that needs checked input: wait
-            pending = None
+    if not defer or "arrays" not in defer:
         count, labels = gpu.components(kind, arrays, n, method, symmetric,
                                        compression=compression, max_iterations=max_iterations,
-                                       timer=timer, info=info, facts=pending)
-    finally:
-        join()  # the caller's stream waits for a check run aside (see _csr)
-    if pending is None:
+                                       timer=timer, info=info)
         return int(count), labels  # the one host synchronisation
+    indptr, indices = defer["arrays"]
+    if method not in gpu.DEFERRED_CHECK_METHODS:
+        defer["raise"](defer["read"](gpu.check(indptr, indices)))  # checked input first
+        return _gpu_components(kind, arrays, n, method, symmetric, compression, max_iterations,
+                               timer, info)
+    plan = None
+    if timer is None and info is None:
+        from ._gpu import graph_plan
+
+        plan = graph_plan.lookup(kind, indptr, indices, n, method, symmetric, compression)
+    if plan is not None:
+        pending, labels = plan()
+    else:
+        if gpu.CHECK_ASIDE:  # on a side stream, beside the method
+            pending, join = gpu.check_aside(indptr, indices)
+        else:
+            pending, join = gpu.check(indptr, indices), lambda: None
+        try:
+            _, labels = gpu.components(kind, arrays, n, method, symmetric, compression=compression,
+                                       max_iterations=max_iterations, timer=timer, info=info,
+                                       facts=pending)
+        finally:
+            join()  # the caller's stream waits for the check run aside
     facts = defer["read"](pending)  # the one host synchronisation: facts and count
     defer["raise"](facts)
     return facts["count"], labels
@@ -628,16 +676,16 @@ def _check_indices(n, lo, hi, *named):
 
 
 def _csr(indptr, indices, n=None, probe=None, defer=None):
-    """("csr", checked arrays, n).  ``defer``: a dict where a CuPy check may
-    be left unread (None: always wait for it).  When the fused kernel reads
-    these dtypes and 'auto' needs no chain probe (more than
-    CHAIN_MAX_DEGREE entries per vertex), the check is launched and not
-    waited for: ``defer`` gets "facts" (the device array), "read" (facts
-    array -> dict of Python ints, one transfer), "raise" (dict -> raises
-    the error of invalid input) and "join" (the caller's stream waits for
-    the check, which runs on a side stream beside the method:
-    meshccl._gpu.graph.check_aside), for _gpu_components to use after the
-    method ran on the clamped copy of indptr."""
+    """("csr", checked arrays, n).  ``defer``: a dict where the check of
+    CuPy input may be left to _gpu_components (None: check now).  When the
+    fused kernel reads these dtypes and 'auto' needs no chain probe (more
+    than CHAIN_MAX_DEGREE entries per vertex), nothing is launched here:
+    ``defer`` gets "arrays" (indptr, indices), "read" (the device facts ->
+    dict of Python ints, one transfer) and "raise" (that dict -> raises the
+    error of invalid input).  _gpu_components then runs the check beside
+    the method (meshccl._gpu.graph.check_aside; the method reads rows
+    through a clamped copy of indptr), or replays a recorded plan of the
+    whole call (meshccl._gpu.graph_plan)."""
     xp = _xp_of(("indptr", indptr), ("indices", indices))
     indptr = _int_array(indptr, "indptr", xp)
     indices = _int_array(indices, "indices", xp)
@@ -657,11 +705,7 @@ def _csr(indptr, indices, n=None, probe=None, defer=None):
             def fail(facts):
                 _csr_errors(indptr, indices, n, facts)
 
-            if gpu.CHECK_ASIDE:  # on a side stream, beside the method
-                facts, join = gpu.check_aside(indptr, indices)
-            else:
-                facts, join = gpu.check(indptr, indices), lambda: None
-            defer.update(facts=facts, read=read, join=join)
+            defer.update(arrays=(indptr, indices), read=read)
             defer["raise"] = fail
             return "csr", _checked(xp, indptr, indices), n
     facts = None if xp is np else _device_facts(indptr, indices, probe=probe)

@@ -771,3 +771,127 @@ def test_fused_validation_carries_the_chain_count():
     g = gen.grid((300, 300))
     grid = sp.coo_matrix((np.ones(g.src.size), (g.src, g.dst)), shape=(g.n_vertices,) * 2).tocsr()
     assert _auto_method(csp.csr_matrix(grid)) == "ecl"
+
+
+def _skewed_pair(n, seed):
+    """Two symmetric CSR graphs (SciPy) with n vertices and the same number
+    of stored entries, with rows for each of ECL-CC's thread, warp and block
+    kernels: the second is the first with its vertices renumbered."""
+    rng = np.random.default_rng(seed)
+    hubs = rng.integers(0, n, 40)
+    src = np.r_[rng.integers(0, n, 2 * n), np.repeat(hubs, rng.integers(20, 600, hubs.size))]
+    dst = rng.integers(0, n, src.size)
+    keep = rng.random(src.size) < 0.97
+    src, dst = src[keep], dst[keep]
+    perm = rng.permutation(n)
+
+    def sym(s, d):
+        g = sp.coo_matrix((np.ones(2 * s.size), (np.r_[s, d], np.r_[d, s])), shape=(n, n)).tocsr()
+        g.sum_duplicates()
+        return g
+
+    a, b = sym(src, dst), sym(perm[src], perm[dst])
+    assert a.nnz == b.nnz
+    return a, b
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("method", ["auto", "ecl", "kout", "hb"])
+@pytest.mark.parametrize("itype", [np.int32, np.int64])
+def test_graph_plans_on_gpu(method, itype):
+    """Repeated calls on the same CuPy buffers replay a recorded CUDA graph
+    (meshccl._gpu.graph_plan): SciPy's labels on every call, a fresh labels
+    array each time; another graph written into the buffers in place is
+    labelled as itself; invalid values written in place give the direct
+    path's exact error (the graph's check runs on every replay and its
+    kernels read through the clamped copy); calls on another stream get a
+    plan of their own."""
+    import cupy
+
+    from meshccl._gpu import graph_plan
+    from meshccl.graph import release_plans
+
+    release_plans()
+    a, b = _skewed_pair(60_000, 11)
+    ip, ix = cupy.asarray(a.indptr.astype(itype)), cupy.asarray(a.indices.astype(itype))
+    want_a, want_b = scipy_cc(a), scipy_cc(b)
+    plans, _ = graph_plan._tables()
+    outs = []
+    for call in range(4):
+        got_n, got = connected_components((ip, ix), method=method, symmetric=True)
+        assert got_n == want_a[0]
+        np.testing.assert_array_equal(got.get(), want_a[1])
+        outs.append(got)
+        assert len(plans) == (0 if call == 0 else 1)
+    (plan,) = plans.values()
+    assert plan, "recording the CUDA graph failed"
+    outs[-1][:] = -7  # the caller's labels are its own
+    got_n, got = connected_components((ip, ix), method=method, symmetric=True)
+    np.testing.assert_array_equal(got.get(), want_a[1])
+    np.testing.assert_array_equal(outs[1].get(), want_a[1])
+    # another graph, written into the same buffers
+    ip[...] = cupy.asarray(b.indptr.astype(itype))
+    ix[...] = cupy.asarray(b.indices.astype(itype))
+    got_n, got = connected_components((ip, ix), method=method, symmetric=True)
+    assert got_n == want_b[0]
+    np.testing.assert_array_equal(got.get(), want_b[1])
+    # invalid values in place: the error of a first call, and no fault
+    m = b.nnz
+    edits = [("ix", 0, -1), ("ix", m - 1, 60_000), ("ip", 30_000, m + 5), ("ip", 60_000, m - 1)]
+    if itype == np.int64:
+        edits.append(("ip", 17, np.iinfo(np.int64).max))
+    for arr, pos, value in edits:
+        target = ix if arr == "ix" else ip
+        old = target[pos].copy()
+        target[pos] = value
+        with pytest.raises(ValueError) as want_err:
+            connected_components((ip.get(), ix.get()))
+        with pytest.raises(ValueError, match=f"^{re.escape(str(want_err.value))}$"):
+            connected_components((ip, ix), method=method, symmetric=True)
+        cupy.cuda.Device().synchronize()
+        target[pos] = old
+    assert len(plans) == 1
+    got_n, got = connected_components((ip, ix), method=method, symmetric=True)
+    assert got_n == want_b[0]
+    np.testing.assert_array_equal(got.get(), want_b[1])
+    # another stream: another plan, the same labels
+    with cupy.cuda.Stream(non_blocking=True) as s:
+        for _ in range(3):
+            got_n, got = connected_components((ip, ix), method=method, symmetric=True)
+        s.synchronize()
+    assert got_n == want_b[0] and len(plans) == 2
+    np.testing.assert_array_equal(got.get(), want_b[1])
+    release_plans()
+    assert not plans
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_graph_plans_match_direct_path_on_generated_graphs(monkeypatch):
+    """Plans on (default) and off give the same labels on generated graphs,
+    the first call (direct), the recording and the replays alike."""
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    from meshccl._gpu import graph_plan
+    from meshccl.graph import release_plans
+
+    for e in (gen.rmat(14, 16, seed=5), gen.grid((300, 300)), gen.barabasi_albert(20_000, 6, seed=2),
+              gen.disjoint(3, 5000, seed=1), gen.road_grid(400, seed=4)):
+        n = e.n_vertices
+        csr = sp.coo_matrix((np.ones(2 * e.src.size), (np.r_[e.src, e.dst], np.r_[e.dst, e.src])),
+                            shape=(n, n)).tocsr()
+        want_n, want = scipy_cc(csr)
+        g = csp.csr_matrix(csr)
+        for method in ("auto", "ecl", "kout", "hb"):
+            release_plans()
+            for plans_on in (0, 2):
+                monkeypatch.setattr(graph_plan, "PLAN_AFTER", plans_on)
+                for _ in range(3):
+                    got_n, got = connected_components(g, method=method, symmetric=True)
+                    assert got_n == want_n, (method, plans_on)
+                    np.testing.assert_array_equal(got.get(), want, err_msg=f"{method} {plans_on}")
+            assert all(graph_plan._tables()[0].values())
+    release_plans()
+    cupy.get_default_memory_pool().free_all_blocks()

@@ -10,6 +10,7 @@ type slips show up on a CPU-only machine.  The kernels themselves are
 tested on the GPU by test_graph_gpu.py; these emulations only mirror them.
 """
 
+import contextlib
 import re
 import sys
 import types
@@ -25,6 +26,50 @@ from scipy.sparse.csgraph import connected_components as scipy_cc
 class FakeArray(np.ndarray):
     def get(self):
         return np.asarray(self).copy()
+
+    @property
+    def data(self):
+        """CuPy's MemoryPointer, as far as graph plans use it."""
+        return FakeMemory(self)
+
+
+class FakeMemory:
+    def __init__(self, array):
+        self.array = array
+        self.ptr = array.__array_interface__["data"][0]
+
+    def copy_from_device_async(self, src, size, stream=None):
+        dst = np.asarray(self.array).reshape(-1).view(np.uint8)
+        dst[:size] = np.asarray(src.array).reshape(-1).view(np.uint8)[:size]
+
+
+#: while a stand-in stream records a graph: the launches and fills recorded
+#: (nothing runs until the graph is launched, as in CUDA's stream capture)
+CAPTURE = []
+CAPTURING = [False]
+
+
+class FakeGraph:
+    def __init__(self, ops):
+        self.ops = ops
+        self.launches = 0
+
+    def launch(self, stream=None):
+        self.launches += 1
+        for op in self.ops:
+            op()
+
+
+def _filled(f, fill):
+    """A stand-in of cupy.zeros / ones / full / arange: while recording, the
+    array is made now and filled when the graph runs."""
+    def make(*a, **k):
+        out = fake(f(*a, **k))
+        if CAPTURING[0]:
+            out[...] = 0xAB if out.dtype.kind in "iu" else np.nan  # undefined until the graph runs
+            CAPTURE.append(lambda: fill(out, a, k))
+        return out
+    return make
 
 
 FakeArray.__module__ = "cupy._core.core"
@@ -43,16 +88,23 @@ def _wrap(f):
 def make_cupy():
     cp = types.ModuleType("cupy")
     cp.ndarray = FakeArray
-    for name in ("asarray", "ascontiguousarray", "zeros", "empty", "arange", "cumsum", "stack",
-                 "diff", "minimum", "ones", "full", "concatenate", "searchsorted", "sort"):
+    for name in ("asarray", "ascontiguousarray", "empty", "cumsum", "stack",
+                 "diff", "minimum", "concatenate", "searchsorted", "sort"):
         setattr(cp, name, _wrap(getattr(np, name)))
+    cp.zeros = _filled(np.zeros, lambda out, a, k: out.fill(0))
+    cp.ones = _filled(np.ones, lambda out, a, k: out.fill(1))
+    cp.full = _filled(np.full, lambda out, a, k: out.fill(a[1] if len(a) > 1 else k["fill_value"]))
+    cp.arange = _filled(np.arange, lambda out, a, k: out.__setitem__(..., np.arange(*a, **k)))
+    pool = types.SimpleNamespace(malloc=lambda size: None, free_all_blocks=lambda: None)
+    cp.get_default_memory_pool = lambda: pool
     for name in ("int32", "int64", "uint64", "uint32", "float32", "int8", "uint8"):
         setattr(cp, name, getattr(np, name))
     cp.cuda = types.SimpleNamespace(
         Device=lambda *a: types.SimpleNamespace(id=0, synchronize=lambda: None),
         runtime=types.SimpleNamespace(getDeviceProperties=lambda d: {"multiProcessorCount": 2},
                                       getDeviceCount=lambda: 1),
-        Stream=FakeStream, Event=FakeEvent, get_current_stream=lambda: FakeStream.current)
+        Stream=FakeStream, Event=FakeEvent, get_current_stream=lambda: FakeStream.current,
+        get_allocator=lambda: pool.malloc, using_allocator=lambda alloc: contextlib.nullcontext())
     return cp
 
 
@@ -64,6 +116,7 @@ class FakeStream:
 
     def __init__(self, non_blocking=False):
         self.waited = []
+        self.ptr = id(self)
 
     def wait_event(self, event):
         assert event.recorded, "waiting for an event that was never recorded"
@@ -75,6 +128,18 @@ class FakeStream:
 
     def __exit__(self, *exc):
         FakeStream.current = self.outer
+
+    def begin_capture(self):
+        assert not CAPTURING[0], "a capture inside a capture"
+        CAPTURING[0] = True
+        CAPTURE.clear()
+
+    def end_capture(self):
+        assert CAPTURING[0], "end_capture without begin_capture"
+        CAPTURING[0] = False
+        ops = list(CAPTURE)
+        CAPTURE.clear()
+        return FakeGraph(ops)
 
 
 FakeStream.current = FakeStream()
@@ -557,7 +622,13 @@ def emulate(expr):
         else:
             run(*args)
 
-    return launch
+    def launch_or_record(grid, block, args, shared_mem=0):
+        if CAPTURING[0]:
+            CAPTURE.append(lambda: launch(grid, block, args, shared_mem))
+        else:
+            launch(grid, block, args, shared_mem)
+
+    return launch_or_record
 
 
 @pytest.fixture
@@ -569,10 +640,20 @@ def emulated(monkeypatch):
 
     for mod in (gpu_graph, gpu_relabel):
         monkeypatch.setattr(mod, "kernels", lambda filename, *names: tuple(emulate(n) for n in names))
-    caches = (gpu_graph._sm_count, gpu_graph._dummy, gpu_graph._side_stream)
+    from meshccl._gpu import graph_plan
+
+    caches = (gpu_graph._sm_count, gpu_graph._dummy, gpu_graph._side_stream,
+              graph_plan._capture_stream)
     for c in caches:  # the real CuPy's objects, where GPU tests ran first
         c.cache_clear()
+    # no plans unless a test asks (NumPy reuses addresses, and a replay
+    # here does not redo casts made while recording)
+    monkeypatch.setattr(graph_plan, "PLAN_AFTER", 0)
+    graph_plan.release()
     yield
+    graph_plan.release()
+    CAPTURING[0] = False
+    CAPTURE.clear()
     for c in caches:
         c.cache_clear()
 
@@ -1207,3 +1288,138 @@ def test_return_info_phases_emulated(emulated, monkeypatch, method, phases):
     count, info = connected_components(Edges(fake(src[:0]), fake(dst[:0]), 0), return_labels=False,
                                        return_info=True)
     assert count == 0 and info["method_phases"] == []
+
+
+def _permuted_pair(n, m, seed):
+    """Two symmetric CSR graphs with n vertices and the same number of
+    stored entries (the second is the first with its vertices renumbered)."""
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    a = sp.coo_matrix((np.ones(2 * m), (np.r_[src, dst], np.r_[dst, src])), shape=(n, n)).tocsr()
+    perm = rng.permutation(n)
+    b = sp.coo_matrix((np.ones(2 * m), (perm[np.r_[src, dst]], perm[np.r_[dst, src]])),
+                      shape=(n, n)).tocsr()
+    a.sum_duplicates()
+    b.sum_duplicates()
+    assert a.nnz == b.nnz
+    return a, b
+
+
+@pytest.mark.parametrize("method", ["auto", "ecl", "kout", "hb"])
+@pytest.mark.parametrize("itype", [np.int32, np.int64])
+def test_graph_plans_emulated(emulated, monkeypatch, method, itype):
+    """Repeated calls on the same CuPy CSR buffers: the second records the
+    call as a graph (check, method, relabel, nothing run while recording)
+    and replays it, later ones only replay -- no kernel looked up, one
+    transfer of the facts.  The replay reads the buffers as they are then:
+    another graph written into them in place gets its own labels, invalid
+    values the direct path's exact error."""
+    from meshccl._gpu import graph as gpu
+    from meshccl._gpu import graph_plan
+    from meshccl.graph import connected_components
+
+    monkeypatch.setattr(graph_plan, "PLAN_AFTER", 2)
+    looked_up, gets = [], []
+    loader = gpu.kernels
+    monkeypatch.setattr(gpu, "kernels", lambda f, *names: looked_up.extend(names) or loader(f, *names))
+    monkeypatch.setattr(FakeArray, "get", lambda self: gets.append(self.shape) or np.asarray(self).copy())
+    a, b = _permuted_pair(300, 900, 7)
+    ip, ix = fake(a.indptr.astype(itype)), fake(a.indices.astype(itype))
+    plans, _ = graph_plan._tables()
+    for call in range(4):
+        looked_up.clear()
+        gets.clear()
+        got_n, got = connected_components((ip, ix), method=method, symmetric=True)
+        want_n, want = scipy_cc(a)
+        assert got_n == want_n and np.array_equal(np.asarray(got), want), call
+        assert gets == [(7,)]
+        assert len(plans) == (0 if call == 0 else 1)
+        if call >= 2:
+            assert looked_up == [], looked_up  # a replay: no launch of its own
+    (plan,) = plans.values()
+    assert plan.graph.launches == 3
+    labels_before = got
+    # another graph written into the same buffers
+    ip[...] = b.indptr
+    ix[...] = b.indices
+    got_n, got = connected_components((ip, ix), method=method, symmetric=True)
+    want_n, want = scipy_cc(b)
+    assert got_n == want_n and np.array_equal(np.asarray(got), want)
+    assert plan.graph.launches == 4
+    assert got is not labels_before and np.array_equal(np.asarray(labels_before), scipy_cc(a)[1])
+    # invalid values in place: the error of a first call
+    for bad in ((0, -1), (5, 300)):
+        ix[bad[0]] = bad[1]
+        with pytest.raises(ValueError) as want_err:
+            connected_components((np.asarray(ip), np.asarray(ix)))
+        with pytest.raises(ValueError, match=f"^{re.escape(str(want_err.value))}$"):
+            connected_components((ip, ix), method=method, symmetric=True)
+        ix[...] = b.indices
+    ip[3] = ip[2] - 1  # a decreasing indptr
+    with pytest.raises(ValueError, match="^indptr must not decrease"):
+        connected_components((ip, ix), method=method, symmetric=True)
+    assert plan.graph.launches == 7
+    ip[...] = b.indptr
+    got_n, got = connected_components((ip, ix), method=method, symmetric=True)
+    assert got_n == want_n and np.array_equal(np.asarray(got), want)
+
+
+def test_graph_plan_keys_emulated(emulated, monkeypatch):
+    """What a plan is keyed by, when it is recorded, and what is never planned."""
+    from meshccl._gpu import graph_plan
+    from meshccl.graph import Edges, connected_components, release_plans
+
+    _fake_events(monkeypatch)
+    plans, seen = graph_plan._tables()
+    a, _ = _permuted_pair(200, 500, 3)
+    want_n, want = scipy_cc(a)
+    ip, ix = fake(a.indptr), fake(a.indices)
+
+    def run(g=(ip, ix), **kw):
+        got_n, got, *_ = connected_components(g, symmetric=True, **kw)
+        assert got_n == want_n and np.array_equal(np.asarray(got), want)
+
+    run()
+    assert not plans and not seen  # PLAN_AFTER = 0: never
+    monkeypatch.setattr(graph_plan, "PLAN_AFTER", 1)
+    run()
+    assert len(plans) == 1 and plans[next(iter(plans))]  # recorded on the first call
+    run(method="ecl")
+    run(method="kout")  # what 'auto' ran (4.9 entries per vertex): the same plan
+    run(method="hb")
+    assert len(plans) == 3  # one per method
+    run(method="unionfind")  # not a deferred-check method: direct
+    run(return_info=True)  # timed phases: direct
+    run(Edges(fake(a.tocoo().row), fake(a.tocoo().col), 200))  # edge lists: direct
+    assert len(plans) == 3
+    ip2, ix2 = fake(a.indptr.copy()), fake(a.indices.copy())  # other buffers, other key
+    run((ip2, ix2))
+    run((ip2, ix2), method="ecl")
+    assert len(plans) == graph_plan.MAX_PLANS == 4
+    run((ip2, ix2), method="hb")
+    assert len(plans) == 4  # the least recently used went
+    monkeypatch.setattr(graph_plan, "MAX_PLAN_VERTICES", 199)
+    release_plans()
+    run()
+    assert not plans and not seen  # too many vertices
+    monkeypatch.setattr(graph_plan, "MAX_PLAN_VERTICES", 1 << 23)
+    # PLAN_AFTER = 3: counted twice, recorded on the third call
+    monkeypatch.setattr(graph_plan, "PLAN_AFTER", 3)
+    run()
+    run()
+    assert not plans and list(seen.values()) == [2]
+    run()
+    assert len(plans) == 1 and not seen
+
+    # recording fails: the direct path, and no second try for that key
+    def broken(*a, **k):
+        tries.append(1)
+        raise RuntimeError("no graphs here")
+
+    tries = []
+    release_plans()
+    monkeypatch.setattr(graph_plan, "PLAN_AFTER", 1)
+    monkeypatch.setattr(graph_plan, "GraphPlan", broken)
+    run()
+    run()
+    assert tries == [1] and list(plans.values()) == [False]

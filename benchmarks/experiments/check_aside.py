@@ -34,6 +34,9 @@ def main():
 
     import graph_bench
     import meshccl.graph as mg
+    from meshccl._gpu import graph_plan
+
+    graph_plan.PLAN_AFTER = 0  # the direct path's launches (no recorded plans)
     from meshccl._gpu import graph as gg
 
     spin = cupy.RawKernel(r"""

@@ -33,6 +33,9 @@ def main():
 
     import graph_bench
     import meshccl.graph as mg
+    from meshccl._gpu import graph_plan
+
+    graph_plan.PLAN_AFTER = 0  # the direct path's launches (no recorded plans)
 
     for name, _p, make in graph_bench.paper_cases(opt.shrink):
         if opt.only and opt.only not in name:

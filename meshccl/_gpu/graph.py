@@ -26,7 +26,7 @@ import numpy as np
 
 from .loader import c_type, kernels
 from .passes import until_settled
-from .relabel import relabel
+from .relabel import NULL, relabel
 
 BLOCK = 256
 #: edges per vertex united by k-out sampling (GConn / Afforest found 2 best)
@@ -105,9 +105,6 @@ CHECK_BLOCKS_PER_SM = 8
 #: which leave the rest of each multiprocessor to the method's kernels
 CHECK_ASIDE = True
 CHECK_ASIDE_BLOCKS_PER_SM = 2
-#: a null pointer argument (a kernel's parameter is 8 bytes; CuPy passes
-#: this scalar by value)
-_NULL = np.uint64(0)
 
 
 @functools.lru_cache(maxsize=None)
@@ -248,7 +245,7 @@ def check(indptr, a, b=None, blocks_per_sm=None, keep=None, stream=None):
         keep += [part, facts]
     with stream if stream is not None else contextlib.nullcontext():
         for k, (scan, (p, count, x, y)) in enumerate(zip(scans, passes)):
-            scan(grid, (BLOCK,), (p, np.int64(count), x, _NULL if y is None else y,
+            scan(grid, (BLOCK,), (p, np.int64(count), x, NULL if y is None else y,
                                   np.int64(x.size), part[3 * grid[0] * k:]))
         done((1,), (1024,), (part, np.int32(grid[0] * len(passes)), ptr, np.int64(nptr), facts))
     return facts
