@@ -14,9 +14,11 @@
 // The algorithm is still the union-find of unionfind.cuh.  It takes two
 // kernels and then the "pieces" path of relabel.cu:
 //
-// 1. meshccl_mesh23_tile: one block per tile of 32 columns (one warp per
-//    tile row) by Y rows by Z planes: 32 x 16 in 2-D, 32 x 8 x 4 in 3-D
-//    (meshccl/_gpu/mesh23.py picks them).  One thread per cell.
+// 1. meshccl_mesh23_tile: tiles of 32 columns (one warp per tile row) by
+//    Y rows by Z planes: 32 x 16 in 2-D, 32 x 8 x 4 in 3-D
+//    (meshccl/_gpu/mesh23.py picks them).  One thread per cell of a tile; a
+//    block does TB tiles stacked along y (4 in 2-D), loading all their
+//    values before it starts on the first.
 //    - Runs along a row come from one warp ballot, with no atomics.
 //    - The remaining pairs inside the tile are united in a shared-memory
 //      forest.
@@ -104,7 +106,13 @@ __device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
 // Tiles are 32 cells along the last axis (one warp per tile row), TY rows
 // and TZ planes (TZ = 1 in 2-D), handled by NW warps; meshccl/_gpu/mesh23.py
 // picks them (benchmarks/NOTES.md says how).
-template <typename T, typename I, int D, int C, int TY, int TZ, int NW>
+//
+// A block labels TB tiles stacked along y, one after the other, but loads
+// the values of all TB first.  The tile kernel of an image with few unions
+// is bound by the latency of its loads (one small load per thread, then
+// nothing to do until it arrives); TB loads per thread put TB times the
+// bytes in flight without making the tiles, and their shared trees, larger.
+template <typename T, typename I, int D, int C, int TY, int TZ, int NW, int TB>
 __global__ void __launch_bounds__(32 * NW) meshccl_mesh23_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
@@ -115,93 +123,109 @@ __global__ void __launch_bounds__(32 * NW) meshccl_mesh23_tile(
     __shared__ int L[CELLS];  // the tile's forest; -1: background or outside the array
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I x = (I)blockIdx.x * 32 + lane;
-    const I y0 = (I)blockIdx.y * TY, z0 = (I)blockIdx.z * TZ;
-    K key[CPT];
-    bool fg[CPT], eql[CPT];
-    I idx[CPT];
-    // Keys, and runs along the row: a cell equal to its left neighbour points
-    // at the first cell of its run (the highest lane at or below it that is
-    // not equal to its left).
+    const I z0 = (I)blockIdx.z * TZ;
+    T raw[TB][CPT];
 #pragma unroll
-    for (int k = 0; k < CPT; ++k) {
-        const int row = warp + k * NW;
-        const I y = y0 + row % TY, z = z0 + row / TY;
-        const bool in = x < nx && y < ny && z < nz;
-        const I i = (z * ny + y) * nx + x;
-        const K kk = in ? meshccl::Key<T>::of(v[i]) : K();
-        const bool f = in && !(has_bg && kk == bgkey);
-        const K left = meshccl::box::shfl_up(kk);
-        const bool e = f && lane > 0 && left == kk;
-        const unsigned m = __ballot_sync(0xffffffffu, e);
-        const unsigned upto = lane == 31 ? 0xffffffffu : ((2u << lane) - 1u);
-        const int l = row * 32 + lane;
-        keys[l] = kk;
-        L[l] = f ? row * 32 + (31 - __clz(~m & upto)) : -1;
-        idx[k] = i;
-        key[k] = kk;
-        fg[k] = f;
-        eql[k] = e;
+    for (int b = 0; b < TB; ++b) {
+#pragma unroll
+        for (int k = 0; k < CPT; ++k) {
+            const int row = warp + k * NW;
+            const I y = ((I)blockIdx.y * TB + b) * TY + row % TY, z = z0 + row / TY;
+            raw[b][k] = (x < nx && y < ny && z < nz) ? v[(z * ny + y) * nx + x] : T();
+        }
     }
-    __syncthreads();
-    // The other pairs inside the tile, minus the ones the rules skip.
 #pragma unroll
-    for (int k = 0; k < CPT; ++k) {
-        if (!fg[k]) continue;
-        const int row = warp + k * NW, ly = row % TY, lz = row / TY;
-        const int l = row * 32 + lane;
-        // The unrolled tests only collect the steps to unite (bit s of
-        // todo, see step_bit); one call site of unite() keeps the code small.
-        unsigned todo = 0u;
-        MESHCCL_STEPS {
-            if (lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lane + dx < 0 || lane + dx > 31)
-                continue;  // not in this tile: the border kernel's pair
-            const int j = l + (dz * TY + dy) * 32 + dx;
-            if (L[j] < 0 || keys[j] != key[k]) continue;
-            if (meshccl::box::half_step<D, C>(dz, dy, dx + 1) && lane + dx < 31 &&
-                L[j + 1] >= 0 && keys[j + 1] == key[k])
-                continue;  // same run
-            if (eql[k]) {
-                if (meshccl::box::neighbour_step<D, C>(dz, dy, dx + 1)) continue;  // covered
-                if (lane + dx > 0 && L[j - 1] >= 0 && keys[j - 1] == key[k]) continue;  // twin
+    for (int b = 0; b < TB; ++b) {
+        const I y0 = ((I)blockIdx.y * TB + b) * TY;
+        if (y0 >= ny) break;  // the same for the whole block
+        if (b) __syncthreads();  // the previous tile's finds are done with L
+        K key[CPT];
+        bool fg[CPT], eql[CPT];
+        I idx[CPT];
+        // Keys, and runs along the row: a cell equal to its left neighbour points
+        // at the first cell of its run (the highest lane at or below it that is
+        // not equal to its left).
+#pragma unroll
+        for (int k = 0; k < CPT; ++k) {
+            const int row = warp + k * NW;
+            const I y = y0 + row % TY, z = z0 + row / TY;
+            const bool in = x < nx && y < ny && z < nz;
+            const I i = (z * ny + y) * nx + x;
+            const K kk = in ? meshccl::Key<T>::of(raw[b][k]) : K();
+            const bool f = in && !(has_bg && kk == bgkey);
+            const K left = meshccl::box::shfl_up(kk);
+            const bool e = f && lane > 0 && left == kk;
+            const unsigned m = __ballot_sync(0xffffffffu, e);
+            const unsigned upto = lane == 31 ? 0xffffffffu : ((2u << lane) - 1u);
+            const int l = row * 32 + lane;
+            keys[l] = kk;
+            L[l] = f ? row * 32 + (31 - __clz(~m & upto)) : -1;
+            idx[k] = i;
+            key[k] = kk;
+            fg[k] = f;
+            eql[k] = e;
+        }
+        __syncthreads();
+        // The other pairs inside the tile, minus the ones the rules skip.
+#pragma unroll
+        for (int k = 0; k < CPT; ++k) {
+            if (!fg[k]) continue;
+            const int row = warp + k * NW, ly = row % TY, lz = row / TY;
+            const int l = row * 32 + lane;
+            // The unrolled tests only collect the steps to unite (bit s of
+            // todo, see step_bit); one call site of unite() keeps the code small.
+            unsigned todo = 0u;
+            MESHCCL_STEPS {
+                if (lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lane + dx < 0 || lane + dx > 31)
+                    continue;  // not in this tile: the border kernel's pair
+                const int j = l + (dz * TY + dy) * 32 + dx;
+                if (L[j] < 0 || keys[j] != key[k]) continue;
+                if (meshccl::box::half_step<D, C>(dz, dy, dx + 1) && lane + dx < 31 &&
+                    L[j + 1] >= 0 && keys[j + 1] == key[k])
+                    continue;  // same run
+                if (eql[k]) {
+                    if (meshccl::box::neighbour_step<D, C>(dz, dy, dx + 1)) continue;  // covered
+                    if (lane + dx > 0 && L[j - 1] >= 0 && keys[j - 1] == key[k]) continue;  // twin
+                }
+                todo |= meshccl::box::step_bit(dz, dy, dx);
             }
-            todo |= meshccl::box::step_bit(dz, dy, dx);
-        }
-        for (; todo; todo &= todo - 1u) {
-            const int s = __ffs(todo) - 1;
-            const int dz = s / 9 - 1, dy = (s / 3) % 3 - 1, dx = s % 3 - 1;
-            meshccl::unite<true>(L, l, l + (dz * TY + dy) * 32 + dx);
-        }
-    }
-    __syncthreads();
-    // Each cell's piece root, as a global index; piece roots into A.
-#pragma unroll
-    for (int k = 0; k < CPT; ++k) {
-        const int row = warp + k * NW;
-        const I y = y0 + row % TY, z = z0 + row / TY;
-        const bool rowin = y < ny && z < nz;
-        const int l = row * 32 + lane;
-        bool root = false;
-        if (fg[k]) {
-            const int r = meshccl::find<true>(L, l);  // halving: shared walks shorten
-            root = r == l;
-            const int rr = r >> 5;
-            P[idx[k]] = ((z0 + rr / TY) * ny + (y0 + rr % TY)) * nx + (x - lane + (r & 31));
-        } else if (rowin && x < nx) {
-            P[idx[k]] = (I)-1;
-        }
-        const unsigned m = __ballot_sync(0xffffffffu, root);
-        if (lane == 0 && rowin) {
-            const I w = idx[k] >> 5;  // lane 0's cell is always inside the row
-            if (aligned) {
-                A[w] = m;
-                H[w] = 0u;
-            } else if (m) {
-                const int s = (int)(idx[k] & 31);
-                atomicOr(A + w, m << s);
-                if (s) atomicOr(A + w + 1, m >> (32 - s));
+            for (; todo; todo &= todo - 1u) {
+                const int s = __ffs(todo) - 1;
+                const int dz = s / 9 - 1, dy = (s / 3) % 3 - 1, dx = s % 3 - 1;
+                meshccl::unite<true>(L, l, l + (dz * TY + dy) * 32 + dx);
             }
         }
-    }
+        __syncthreads();
+        // Each cell's piece root, as a global index; piece roots into A.
+#pragma unroll
+        for (int k = 0; k < CPT; ++k) {
+            const int row = warp + k * NW;
+            const I y = y0 + row % TY, z = z0 + row / TY;
+            const bool rowin = y < ny && z < nz;
+            const int l = row * 32 + lane;
+            bool root = false;
+            if (fg[k]) {
+                const int r = meshccl::find<true>(L, l);  // halving: shared walks shorten
+                root = r == l;
+                const int rr = r >> 5;
+                P[idx[k]] = ((z0 + rr / TY) * ny + (y0 + rr % TY)) * nx + (x - lane + (r & 31));
+            } else if (rowin && x < nx) {
+                P[idx[k]] = (I)-1;
+            }
+            const unsigned m = __ballot_sync(0xffffffffu, root);
+            if (lane == 0 && rowin) {
+                const I w = idx[k] >> 5;  // lane 0's cell is always inside the row
+                if (aligned) {
+                    A[w] = m;
+                    H[w] = 0u;
+                } else if (m) {
+                    const int s = (int)(idx[k] & 31);
+                    atomicOr(A + w, m << s);
+                    if (s) atomicOr(A + w + 1, m >> (32 - s));
+                }
+            }
+        }
+    }  // the block's next tile
 }
 
 // How many cells of a tile the border kernel visits (see there); the host
@@ -286,15 +310,15 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 // (The tile shapes are meshccl/_gpu/mesh23.py's TILES.)
-#define MESHCCL_M23(T, I, D, C, TY, TZ, NW)                                                      \
-    template __global__ void meshccl_mesh23_tile<T, I, D, C, TY, TZ, NW>(                        \
+#define MESHCCL_M23(T, I, D, C, TY, TZ, NW, TB)                                                  \
+    template __global__ void meshccl_mesh23_tile<T, I, D, C, TY, TZ, NW, TB>(                    \
         const T*, I*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
     template __global__ void meshccl_mesh23_border<T, I, D, C, TY, TZ>(                          \
         const T*, I*, unsigned*, I, I, I, int, meshccl::Key<T>::type);
 #define MESHCCL_M23_I(T, I) \
-    MESHCCL_M23(T, I, 2, 1, 16, 1, 16) MESHCCL_M23(T, I, 2, 2, 16, 1, 16) \
-    MESHCCL_M23(T, I, 3, 1, 8, 4, 32) MESHCCL_M23(T, I, 3, 2, 8, 4, 32) \
-    MESHCCL_M23(T, I, 3, 3, 8, 4, 32)
+    MESHCCL_M23(T, I, 2, 1, 16, 1, 16, 4) MESHCCL_M23(T, I, 2, 2, 16, 1, 16, 4) \
+    MESHCCL_M23(T, I, 3, 1, 8, 4, 32, 1) MESHCCL_M23(T, I, 3, 2, 8, 4, 32, 1) \
+    MESHCCL_M23(T, I, 3, 3, 8, 4, 32, 1)
 #define MESHCCL_M23_T(T) MESHCCL_M23_I(T, int) MESHCCL_M23_I(T, long long)
 MESHCCL_M23_T(unsigned char)
 MESHCCL_M23_T(unsigned short)

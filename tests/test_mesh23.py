@@ -118,3 +118,43 @@ def test_gpu_general_and_fixed_paths_agree():
             finally:
                 gm.USE_MESH23 = True
             np.testing.assert_array_equal(fixed, general)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tiles", [(16, 1, 16, 1), (16, 1, 16, 2), (16, 1, 16, 3), (16, 1, 16, 8),
+                                   (8, 4, 32, 2), (8, 4, 32, 3)])
+def test_gpu_tiles_per_block(tiles):
+    """The tile kernel with 1, 2, 3 or 8 tiles per block (loaded together,
+    labelled one after the other; the last block's tiles may lie partly or
+    wholly past the array) gives skimage's labels."""
+    pytest.importorskip("cupy")
+    from conftest import HAVE_GPU
+
+    if not HAVE_GPU:
+        pytest.skip("no GPU")
+    import cupy
+
+    from meshccl._gpu import mesh23
+
+    d = 2 if tiles[1] == 1 else 3
+    names = ([n for n in ADVERSARIAL if "3d" not in n and not n.startswith("row")] if d == 2
+             else [n for n in ADVERSARIAL if "3d" in n or n.startswith("full-9")])
+    rng = np.random.default_rng(4)
+    images = [ADVERSARIAL[n]() for n in names]
+    images += [patterns.percolation((517, 300), 0.5927, seed=5)] if d == 2 else \
+        [patterns.percolation((21, 75, 66), 0.3116, seed=5)]
+    images += [rng.integers(0, 3, (130, 97)).astype(np.uint8)] if d == 2 else \
+        [rng.integers(0, 3, (9, 70, 40)).astype(np.uint8)]
+    for a in images:
+        assert a.ndim == d
+        for c in range(1, d + 1):
+            v = cupy.asarray(np.ascontiguousarray(a)).reshape(-1)
+            out = cupy.empty(a.size, dtype=cupy.int32)
+            steps = mesh23.steps(v, out, a.shape, c, True, a.dtype.type(0), tiles=tiles)
+            count = None
+            for _, launch in steps:
+                count = launch()
+            want, n = sk_label(a, connectivity=c, return_num=True)
+            np.testing.assert_array_equal(out.get().reshape(a.shape), want,
+                                          err_msg=f"{a.shape} c={c} {tiles}")
+            assert int(count) == n

@@ -16,9 +16,10 @@ import numpy as np
 
 from .loader import c_type, kernels
 
-#: Tile rows, planes and warps per block, by dimension (template arguments
-#: of the kernels; benchmarks/NOTES.md says how they were chosen).
-TILES = {2: (16, 1, 16), 3: (8, 4, 32)}
+#: Tile rows, planes, warps per block and tiles per block (stacked along y,
+#: their values loaded first), by dimension (template arguments of the
+#: kernels; benchmarks/NOTES.md says how they were chosen).
+TILES = {2: (16, 1, 16, 4), 3: (8, 4, 32, 1)}
 #: Threads per block of meshccl_piece_roots / meshccl_rank_words.
 PIECE_BLOCK = 1024
 BLOCK = 256
@@ -46,7 +47,7 @@ def applies(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None, toleran
     if label_axes is not None and label_axes != (1 << len(shape)) - 1:
         return False
     d, nz, ny, nx = _dims(shape)
-    ty, tz, _ = TILES[d]
+    ty, tz, _, _ = TILES[d]
     return -(-ny // ty) <= _MAX_GRID_YZ and -(-nz // tz) <= _MAX_GRID_YZ
 
 
@@ -81,16 +82,18 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     (plan.py) keeps the program, so a repeated call only launches.
     ``shape``: the squeezed shape (1 to 3 axes, see :func:`applies`).
     ``buffers``: arrays from :func:`scratch` to use (else new ones).
-    ``tiles``: (rows, planes, warps) instead of :data:`TILES` (benchmarks).
+    ``tiles``: (rows, planes, warps[, tiles per block]) instead of
+    :data:`TILES` (benchmarks; tiles per block defaults to 1).
     """
     import cupy
 
     index_dtype = np.dtype(index_dtype)
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), d) if len(shape) > 1 else 1
-    ty, tz, warps = tiles or TILES[d]
+    ty, tz, warps, per_block = (tuple(tiles) + (1,))[:4] if tiles else TILES[d]
     t, i = c_type(value_dtype), c_type(index_dtype)
-    tile, border = kernels("mesh23.cu", f"meshccl_mesh23_tile<{t}, {i}, {d}, {c}, {ty}, {tz}, {warps}>",
+    tile, border = kernels("mesh23.cu",
+                           f"meshccl_mesh23_tile<{t}, {i}, {d}, {c}, {ty}, {tz}, {warps}, {per_block}>",
                            f"meshccl_mesh23_border<{t}, {i}, {d}, {c}, {ty}, {tz}>")
     roots_k, words_k, scan_k, cells_k, pieces_k = kernels(
         "relabel.cu", f"meshccl_piece_roots<{i}>", f"meshccl_rank_words<{i}>",
@@ -100,7 +103,8 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     A, H = bits[:words], bits[words:]
     blocks = -(-words // PIECE_BLOCK)
     I = index_dtype.type
-    grid = (-(-nx // 32), -(-ny // ty), -(-nz // tz))
+    grid = (-(-nx // 32), -(-ny // ty), -(-nz // tz))  # of tiles (the border kernel's)
+    tile_grid = (grid[0], -(-grid[1] // per_block), grid[2])
     aligned = nx % 32 == 0
     dims = (I(nz), I(ny), I(nx), np.int32(bool(has_bg)), bgkey)
     tile_tail = (A, H) + dims + (np.int32(aligned),)
@@ -125,7 +129,7 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
 
     out = [] if aligned else [("clear", clear)]
     return out + [
-        ("tile", lambda values, P: tile(grid, (32 * warps,), (values, P) + tile_tail)),
+        ("tile", lambda values, P: tile(tile_grid, (32 * warps,), (values, P) + tile_tail)),
         ("border", lambda values, P: border(grid, border_block, (values, P) + border_tail)),
         ("roots", lambda values, P: roots_k((blocks,), (PIECE_BLOCK,), (P,) + roots_args)),
         ("scan", lambda values, P: scan_k((1,), (1024,), scan_args)),
