@@ -17,8 +17,8 @@
 // 1. meshccl_mesh23_tile: tiles of 32 columns (one warp per tile row) by
 //    Y rows by Z planes: 32 x 16 in 2-D, 32 x 8 x 4 in 3-D
 //    (meshccl/_gpu/mesh23.py picks them).  One thread per cell of a tile; a
-//    block does TB tiles stacked along y (4 in 2-D), loading all their
-//    values before it starts on the first.
+//    block does TB tiles stacked along y (2 in 2-D and at 3-D connectivity
+//    1), loading all their values before it starts on the first.
 //    - Runs along a row come from one warp ballot, with no atomics.
 //    - The remaining pairs inside the tile are united in a shared-memory
 //      forest.
@@ -309,15 +309,15 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
 
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
-// (The tile shapes are meshccl/_gpu/mesh23.py's TILES.)
+// (The tile shapes are meshccl/_gpu/mesh23.py's TILES and TILES_PER_BLOCK.)
 #define MESHCCL_M23(T, I, D, C, TY, TZ, NW, TB)                                                  \
     template __global__ void meshccl_mesh23_tile<T, I, D, C, TY, TZ, NW, TB>(                    \
         const T*, I*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
     template __global__ void meshccl_mesh23_border<T, I, D, C, TY, TZ>(                          \
         const T*, I*, unsigned*, I, I, I, int, meshccl::Key<T>::type);
 #define MESHCCL_M23_I(T, I) \
-    MESHCCL_M23(T, I, 2, 1, 16, 1, 16, 4) MESHCCL_M23(T, I, 2, 2, 16, 1, 16, 4) \
-    MESHCCL_M23(T, I, 3, 1, 8, 4, 32, 1) MESHCCL_M23(T, I, 3, 2, 8, 4, 32, 1) \
+    MESHCCL_M23(T, I, 2, 1, 16, 1, 16, 2) MESHCCL_M23(T, I, 2, 2, 16, 1, 16, 2) \
+    MESHCCL_M23(T, I, 3, 1, 8, 4, 32, 2) MESHCCL_M23(T, I, 3, 2, 8, 4, 32, 1) \
     MESHCCL_M23(T, I, 3, 3, 8, 4, 32, 1)
 #define MESHCCL_M23_T(T) MESHCCL_M23_I(T, int) MESHCCL_M23_I(T, long long)
 MESHCCL_M23_T(unsigned char)

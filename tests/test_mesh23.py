@@ -137,10 +137,8 @@ def test_gpu_tiles_per_block(tiles):
     from meshccl._gpu import mesh23
 
     d = 2 if tiles[1] == 1 else 3
-    names = ([n for n in ADVERSARIAL if "3d" not in n and not n.startswith("row")] if d == 2
-             else [n for n in ADVERSARIAL if "3d" in n or n.startswith("full-9")])
     rng = np.random.default_rng(4)
-    images = [ADVERSARIAL[n]() for n in names]
+    images = [a for a in (make() for make in ADVERSARIAL.values()) if a.ndim == d]
     images += [patterns.percolation((517, 300), 0.5927, seed=5)] if d == 2 else \
         [patterns.percolation((21, 75, 66), 0.3116, seed=5)]
     images += [rng.integers(0, 3, (130, 97)).astype(np.uint8)] if d == 2 else \

@@ -16,10 +16,14 @@ import numpy as np
 
 from .loader import c_type, kernels
 
-#: Tile rows, planes, warps per block and tiles per block (stacked along y,
-#: their values loaded first), by dimension (template arguments of the
-#: kernels; benchmarks/NOTES.md says how they were chosen).
-TILES = {2: (16, 1, 16, 4), 3: (8, 4, 32, 1)}
+#: Tile rows, planes and warps per block, by dimension (template arguments
+#: of the kernels; benchmarks/NOTES.md says how they were chosen).
+TILES = {2: (16, 1, 16), 3: (8, 4, 32)}
+#: Tiles per block of the tile kernel (stacked along y, their values loaded
+#: before the first is labelled), by (dimension, connectivity).  H200,
+#: 2026-11-23 (benchmarks/NOTES.md): 2 saves 3-10 % of the tile kernel in
+#: 2-D and in 3-D at connectivity 1, and costs up to 2 % at 3-D c3.
+TILES_PER_BLOCK = {(2, 1): 2, (2, 2): 2, (3, 1): 2, (3, 2): 1, (3, 3): 1}
 #: Threads per block of meshccl_piece_roots / meshccl_rank_words.
 PIECE_BLOCK = 1024
 BLOCK = 256
@@ -47,7 +51,7 @@ def applies(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None, toleran
     if label_axes is not None and label_axes != (1 << len(shape)) - 1:
         return False
     d, nz, ny, nx = _dims(shape)
-    ty, tz, _, _ = TILES[d]
+    ty, tz, _ = TILES[d]
     return -(-ny // ty) <= _MAX_GRID_YZ and -(-nz // tz) <= _MAX_GRID_YZ
 
 
@@ -90,7 +94,8 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     index_dtype = np.dtype(index_dtype)
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), d) if len(shape) > 1 else 1
-    ty, tz, warps, per_block = (tuple(tiles) + (1,))[:4] if tiles else TILES[d]
+    ty, tz, warps, per_block = (tuple(tiles) + (1,))[:4] if tiles else \
+        TILES[d] + (TILES_PER_BLOCK[d, c],)
     t, i = c_type(value_dtype), c_type(index_dtype)
     tile, border = kernels("mesh23.cu",
                            f"meshccl_mesh23_tile<{t}, {i}, {d}, {c}, {ty}, {tz}, {warps}, {per_block}>",
