@@ -374,34 +374,24 @@ __global__ void meshccl_graph_compress(I* P, I n) {
     }
 }
 
-// out[i] = root of a pseudo-random vertex, i < count.
-template <typename I>
-__global__ void meshccl_graph_sample(I* P, I n, I* __restrict__ out, int count,
-                                     unsigned long long seed) {
-    using namespace meshccl::graph;
-    for (long long i = thread_id(); i < count; i += thread_count()) {
-        const I x = (I)(mix64(seed + (unsigned long long)i) % (unsigned long long)n);
-        out[i] = meshccl::find(P, x);
-    }
-}
+namespace meshccl {
+namespace graph {
 
-// One block of MESHCCL_GRAPH_SAMPLES threads: big[0] = the value that occurs
-// most often in samples[0..count) (the smallest such value on a tie), and
-// big[1] = how often it occurs.  The values are sorted in shared memory
-// (bitonic, 55 steps for 1024); the last element of each run of equal
-// values finds the run's first element by binary search, which gives the
-// run's length, and a tree reduction keeps the longest run.  (Counting
-// each value against all 1024 took 0.023 ms on an H200.)
+// One block of MESHCCL_GRAPH_SAMPLES threads, each holding one value in
+// value[t] (t < count; the others are ignored): big[0] = the value that
+// occurs most often (the smallest such value on a tie), and big[1] = how
+// often it occurs.  The values are sorted in shared memory (bitonic, 55
+// steps for 1024); the last element of each run of equal values finds the
+// run's first element by binary search, which gives the run's length, and
+// a tree reduction keeps the longest run.  (Counting each value against
+// all 1024 took 0.023 ms on an H200.)
 template <typename I>
-__global__ void __launch_bounds__(MESHCCL_GRAPH_SAMPLES)
-meshccl_graph_mode(const I* __restrict__ samples, int count, I* __restrict__ big) {
+__device__ __forceinline__ void block_mode(I* value, int* freq, int count, I* big) {
     constexpr int S = MESHCCL_GRAPH_SAMPLES;  // a power of two
     // I is a signed index type; unused slots hold its largest value and sort last
     constexpr I pad = (I)((1ull << (8 * sizeof(I) - 1)) - 1);
-    __shared__ I value[S];
-    __shared__ int freq[S];
     const int t = threadIdx.x;
-    value[t] = t < count ? samples[t] : pad;
+    if (t >= count) value[t] = pad;
     __syncthreads();
     for (int size = 2; size <= S; size <<= 1) {
         for (int stride = size >> 1; stride > 0; stride >>= 1) {
@@ -442,6 +432,35 @@ meshccl_graph_mode(const I* __restrict__ samples, int count, I* __restrict__ big
         big[0] = value[0];
         big[1] = (I)freq[0];
     }
+}
+
+}  // namespace graph
+}  // namespace meshccl
+
+// One block of MESHCCL_GRAPH_SAMPLES threads: big = the most frequent value
+// of samples[0..count) and its count (block_mode).
+template <typename I>
+__global__ void __launch_bounds__(MESHCCL_GRAPH_SAMPLES)
+meshccl_graph_mode(const I* __restrict__ samples, int count, I* __restrict__ big) {
+    __shared__ I value[MESHCCL_GRAPH_SAMPLES];
+    __shared__ int freq[MESHCCL_GRAPH_SAMPLES];
+    if ((int)threadIdx.x < count) value[threadIdx.x] = samples[threadIdx.x];
+    meshccl::graph::block_mode(value, freq, count, big);
+}
+
+// meshccl_graph_sample and meshccl_graph_mode in one launch: thread t
+// (t < count) takes the root of the pseudo-random vertex
+// mix64(seed + t) % n, and big gets the most frequent of those roots.
+template <typename I>
+__global__ void __launch_bounds__(MESHCCL_GRAPH_SAMPLES)
+meshccl_graph_sample_mode(I* P, I n, int count, unsigned long long seed, I* __restrict__ big) {
+    using namespace meshccl::graph;
+    __shared__ I value[MESHCCL_GRAPH_SAMPLES];
+    __shared__ int freq[MESHCCL_GRAPH_SAMPLES];
+    const int t = threadIdx.x;
+    if (t < count)
+        value[t] = meshccl::find(P, (I)(mix64(seed + (unsigned long long)t) % (unsigned long long)n));
+    block_mode(value, freq, count, big);
 }
 
 // For method='auto' (meshccl/_gpu/graph.py, chain_probe): one block of
@@ -1132,8 +1151,8 @@ MESHCCL_GRAPH_IJ(long long, long long)
 #define MESHCCL_GRAPH_I(I)                                                                      \
     template __global__ void meshccl_graph_compress<I, false>(I*, I);                           \
     template __global__ void meshccl_graph_compress<I, true>(I*, I);                            \
-    template __global__ void meshccl_graph_sample<I>(I*, I, I*, int, unsigned long long);       \
-    template __global__ void meshccl_graph_mode<I>(const I*, int, I*);
+    template __global__ void meshccl_graph_mode<I>(const I*, int, I*);                          \
+    template __global__ void meshccl_graph_sample_mode<I>(I*, I, int, unsigned long long, I*);
 MESHCCL_GRAPH_I(int)
 MESHCCL_GRAPH_I(long long)
 #define MESHCCL_GRAPH_J(J)                                                                      \

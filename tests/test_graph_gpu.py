@@ -334,6 +334,52 @@ def test_mode_kernel(itype, data):
     assert big.get().tolist() == [u[np.argmax(c)], c.max()]
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU")
+@pytest.mark.parametrize("itype", ["int32", "int64"])
+@given(data=st.data())
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_sample_mode_kernel(itype, data):
+    """meshccl_graph_sample_mode: the most frequent root among the roots of
+    the vertices mix64(seed + t) % n, t < count (the smallest on a tie), and
+    how many of them it was, against a host computation on random forests
+    (one to many trees, chains of depth up to 40, n from 1 up)."""
+    import cupy
+
+    from meshccl._gpu import graph as gg
+    from meshccl._gpu.loader import kernels
+    from test_graph_gpu_emulated import mix64
+
+    n = data.draw(st.sampled_from([1, 2, 5, 1000, 70_000]), label="n")
+    trees = data.draw(st.sampled_from([1, 2, 3, 50, n]), label="trees")
+    count = data.draw(st.sampled_from([1, 3, 600, gg.SAMPLES]), label="count")
+    seed = data.draw(st.integers(0, 2**63), label="seed")
+    rng = np.random.default_rng(seed % 2**32)
+    # parents point lower (roots are the smallest of their trees); chains via runs
+    is_root = np.zeros(n, bool)
+    is_root[rng.choice(n, size=min(trees, n), replace=False)] = True
+    is_root[0] = True
+    v = np.arange(n)
+    P = np.where(is_root, v, np.maximum(0, v - rng.integers(1, 41, n))).astype(itype)
+    host = P.copy()
+    for x in range(n):  # parents are lower: their roots are known already
+        host[x] = host[P[x]] if P[x] != x else x
+    picks = mix64(np.uint64(seed) + np.arange(count, dtype=np.uint64)) % np.uint64(n)
+    u, c = np.unique(host[picks.astype(np.int64)], return_counts=True)
+    (kern,) = kernels("graph.cu", f"meshccl_graph_sample_mode<{'int' if itype == 'int32' else 'long long'}>")
+    big = cupy.full(2, -1, dtype=itype)
+    dP = cupy.asarray(P)
+    kern((1,), (gg.SAMPLES,), (dP, np.dtype(itype).type(n), np.int32(count), np.uint64(seed), big))
+    assert big.get().tolist() == [u[np.argmax(c)], c.max()]
+    # the finds only shortened paths: every vertex keeps its root
+    got = dP.get()
+    assert (got <= P).all() and (got[is_root] == v[is_root]).all()
+    mine = got.copy()
+    for x in range(n):
+        mine[x] = mine[got[x]] if got[x] != x else x
+    np.testing.assert_array_equal(mine, host)
+
+
 def test_labels_are_deterministic(backend):
     e = gen.rmat(12, 8, seed=9)
     g = Edges(on(backend, e.src), on(backend, e.dst), e.n_vertices)

@@ -321,13 +321,15 @@ def emulate(expr):
         def run(P, n):
             for v in range(n):
                 P[v] = find(P, v)
-    elif name == "meshccl_graph_sample":
-        sig = [P_, ("val", t[0]), P_, ("val", "int"), ("val", "unsigned long long")]
+    elif name == "meshccl_graph_sample_mode":
+        sig = [P_, ("val", t[0]), ("val", "int"), ("val", "unsigned long long"), P_]
 
-        def run(P, n, out, count, seed):
-            rng = np.random.default_rng(int(seed))
-            for i in range(count):
-                out[i] = find(P, int(rng.integers(0, n)))
+        def run(P, n, count, seed, big):
+            picks = mix64(np.uint64(seed) + np.arange(count, dtype=np.uint64)) % np.uint64(n)
+            roots = [find(P, int(x)) for x in picks]
+            vals, freq = np.unique(roots, return_counts=True)
+            big[0] = vals[np.argmax(freq)]  # the smallest of the most frequent
+            big[1] = freq.max()
     elif name == "meshccl_graph_mode":
         sig = [P_, ("val", "int"), P_]
 
@@ -603,10 +605,12 @@ def emulate(expr):
     def launch(grid, block, args, shared_mem=0):
         check_args(expr, args, sig)
         assert all(isinstance(g, int) and 0 < g < 2**31 for g in grid), f"{expr}: grid {grid}"
-        if name in ("meshccl_graph_mode", "meshccl_graph_pick_source", "meshccl_graph_chain_probe",
+        if name in ("meshccl_graph_mode", "meshccl_graph_sample_mode", "meshccl_graph_pick_source",
+                    "meshccl_graph_chain_probe",
                     "meshccl_graph_chain_probe_edges", "meshccl_graph_check_done"):
             assert block == (1024,), f"{expr} needs a block of 1024"
         if name in ("meshccl_graph_bfs_next", "meshccl_graph_pick_source", "meshccl_graph_mode",
+                    "meshccl_graph_sample_mode",
                     "meshccl_graph_chain_probe", "meshccl_graph_chain_probe_edges",
                     "meshccl_graph_check_done"):
             assert grid == (1,), f"{expr} runs as one block"

@@ -435,18 +435,15 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
     # the flatten before the picks: a read-only walk after HB's hook step,
     # CAS halving after k-out's unions (kernels/graph.cu, meshccl_graph_compress)
     walk = "true" if method == "hb" else "false"
-    compress, sample, mode = kernels(
-        "graph.cu", f"meshccl_graph_compress<{ti}, {walk}>", f"meshccl_graph_sample<{ti}>",
-        f"meshccl_graph_mode<{ti}>")
+    compress, sample_mode = kernels(
+        "graph.cu", f"meshccl_graph_compress<{ti}, {walk}>", f"meshccl_graph_sample_mode<{ti}>")
 
     def frequent_root(P):
         """Flatten P, then state["big"] = (the most frequent root L of 1024
         picks, how many of them had root L)."""
         compress(_grid(n, BLOCK, 32), (BLOCK,), (P, nn))
-        picks = cupy.empty(SAMPLES, dtype=I)
-        sample((SAMPLES // BLOCK,), (BLOCK,), (P, nn, picks, np.int32(SAMPLES), np.uint64(_SEED)))
         state["big"] = cupy.empty(2, dtype=I)
-        mode((1,), (SAMPLES,), (picks, np.int32(SAMPLES), state["big"]))
+        sample_mode((1,), (SAMPLES,), (P, nn, np.int32(SAMPLES), np.uint64(_SEED), state["big"]))
 
     if method == "kout":
         plain, guarded = kernels("graph.cu", f"meshccl_graph_kout<{ti}, {tj}, false>",

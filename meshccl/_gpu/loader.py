@@ -29,11 +29,24 @@ _C_TYPES = {
 }
 
 
-def c_type(dtype) -> str:
-    """C++ spelling of a NumPy dtype for template arguments."""
-    import numpy as np
+_C_TYPE_OF = {}
 
-    return _C_TYPES[np.dtype(dtype).name]
+
+def c_type(dtype) -> str:
+    """C++ spelling of a NumPy dtype for template arguments (a dict lookup
+    after the first call per dtype object: a GPU graph call asks about 15
+    times, and numpy's dtype.name is slow)."""
+    try:
+        return _C_TYPE_OF[dtype]
+    except (KeyError, TypeError):
+        import numpy as np
+
+        name = _C_TYPES[np.dtype(dtype).name]
+    try:
+        _C_TYPE_OF[dtype] = name
+    except TypeError:  # an unhashable spelling of a dtype
+        pass
+    return name
 
 
 @functools.lru_cache(maxsize=None)
