@@ -448,7 +448,7 @@ meshccl_graph_mode(const I* __restrict__ samples, int count, I* __restrict__ big
     meshccl::graph::block_mode(value, freq, count, big);
 }
 
-// meshccl_graph_sample and meshccl_graph_mode in one launch: thread t
+// The 1024 picks of the frequent root and their mode in one launch: thread t
 // (t < count) takes the root of the pseudo-random vertex
 // mix64(seed + t) % n, and big gets the most frequent of those roots.
 template <typename I>
