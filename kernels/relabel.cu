@@ -138,6 +138,9 @@ __global__ void __launch_bounds__(1024) meshccl_scan_block(const I* __restrict__
 // ---- the pieces path (mesh23.cu) -------------------------------------------
 // Blocks of PIECE_BLOCK threads, one word each, in steps 4 and 5.
 #define MESHCCL_PIECE_BLOCK 1024
+// Piece roots of one word handled together in steps 4 and 7 (their loads
+// overlap); 2 for 64-bit labels, where 4 made step 4 spill registers.
+#define MESHCCL_PIECE_GROUP (sizeof(I) == 8 ? 2 : 4)
 
 template <typename I>
 __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
@@ -147,8 +150,41 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
     unsigned roots = 0u;
     if (w < words) {
         const unsigned hooked = H[w];
-        for (unsigned h = hooked; h; h &= h - 1u)
-            meshccl::find_full(P, (w << 5) + (I)(__ffs(h) - 1));
+        // find_full of each hooked root, MESHCCL_PIECE_GROUP at a time: their
+        // walks step together, so that a thread has that many loads in flight
+        for (unsigned h = hooked; h;) {
+            I x[MESHCCL_PIECE_GROUP], r[MESHCCL_PIECE_GROUP];
+#pragma unroll
+            for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
+                x[g] = (I)-1;
+                if (h) {
+                    x[g] = (w << 5) + (I)(__ffs(h) - 1);
+                    h &= h - 1u;
+                }
+                r[g] = x[g];
+            }
+            for (bool moved = true; moved;) {
+                moved = false;
+#pragma unroll
+                for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
+                    if (r[g] < 0) continue;
+                    const I p = __ldcg(P + r[g]);
+                    if (p != r[g]) {
+                        r[g] = p;
+                        moved = true;
+                    }
+                }
+            }
+#pragma unroll
+            for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {  // the path now points at r
+                for (I c = x[g]; c > r[g];) {
+                    const I p = __ldcg(P + c);
+                    if (p <= r[g]) break;
+                    P[c] = r[g];
+                    c = p;
+                }
+            }
+        }
         roots = A[w] & ~hooked;
         H[w] = roots;
     }
@@ -213,9 +249,24 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
                                      const I* __restrict__ incl, I words) {
     const I w = (I)blockIdx.x * blockDim.x + threadIdx.x;
     if (w >= words) return;
-    for (unsigned a = A[w]; a; a &= a - 1u) {
-        const I x = (w << 5) + (I)(__ffs(a) - 1);
-        P[x] = rank_of(P[x], roots, incl);
+    // MESHCCL_PIECE_GROUP piece roots at a time: all their loads, then all
+    // their stores (one at a time, each store waited for the next load)
+    for (unsigned a = A[w]; a;) {
+        I x[MESHCCL_PIECE_GROUP], r[MESHCCL_PIECE_GROUP];
+#pragma unroll
+        for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
+            x[g] = (I)-1;
+            if (a) {
+                x[g] = (w << 5) + (I)(__ffs(a) - 1);
+                a &= a - 1u;
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g)
+            if (x[g] >= 0) r[g] = P[x[g]];
+#pragma unroll
+        for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g)
+            if (x[g] >= 0) P[x[g]] = rank_of(r[g], roots, incl);
     }
 }
 
