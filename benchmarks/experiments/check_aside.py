@@ -16,12 +16,8 @@ them, without host time).  Labels are compared with the first setting's.
 """
 import argparse
 import statistics
-import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parent.parent))
+from _common import busy  # also puts benchmarks/ and the repo on sys.path
 
 
 def main():
@@ -30,7 +26,6 @@ def main():
     ap.add_argument("--rounds", type=int, default=31)
     opt = ap.parse_args()
     import cupy
-    import numpy as np
 
     import graph_bench
     import meshccl.graph as mg
@@ -38,13 +33,6 @@ def main():
 
     graph_plan.PLAN_AFTER = 0  # the direct path's launches (no recorded plans)
     from meshccl._gpu import graph as gg
-
-    spin = cupy.RawKernel(r"""
-    extern "C" __global__ void spin(long long cycles) {
-        const long long t0 = clock64();
-        while (clock64() - t0 < cycles) {}
-    }""", "spin")
-    khz = cupy.cuda.runtime.getDeviceProperties(0)["clockRate"]
     settings = [("inline", False, None)] + [(f"aside {b}", True, b) for b in (2, 3, 4, 8)]
     print(f"GPU: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     for name, _p, make in graph_bench.paper_cases(opt.shrink):
@@ -63,7 +51,7 @@ def main():
                     gg.CHECK_ASIDE_BLOCKS_PER_SM = bps
                 for kind in ("events", "gpu"):
                     if kind == "gpu":
-                        spin((1,), (1,), (np.int64(3 * khz),))
+                        busy(3)
                     s_ev.record()
                     _n, lab = mg.connected_components(g, symmetric=True)
                     e_ev.record()

@@ -15,13 +15,9 @@ import argparse
 import cProfile
 import pstats
 import statistics
-import sys
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parent.parent))
+from _common import busy  # also puts benchmarks/ and the repo on sys.path
 
 
 def main():
@@ -58,19 +54,13 @@ def main():
 
         full = wall(lambda: mg.connected_components(g, symmetric=True))
         val = wall(lambda: mg._as_graph(g, {}))
-        spin = cupy.RawKernel(r"""
-        extern "C" __global__ void spin(long long cycles) {
-            const long long t0 = clock64();
-            while (clock64() - t0 < cycles) {}
-        }""", "spin")
-        clock_khz = cupy.cuda.runtime.getDeviceProperties(dev.id)["clockRate"]
 
-        def events(busy, reps=15):
+        def events(keep_busy, reps=15):
             s, e = cupy.cuda.Event(), cupy.cuda.Event()
             ts = []
             for _ in range(reps + 1):
-                if busy:
-                    spin((1,), (1,), (cupy.int64(3 * clock_khz),))
+                if keep_busy:
+                    busy(3)
                 s.record()
                 mg.connected_components(g, symmetric=True)
                 e.record()
@@ -96,7 +86,7 @@ def main():
         issue = []
         try:
             for _ in range(16):
-                spin((1,), (1,), (cupy.int64(5 * clock_khz),))
+                busy(5)
                 marks.clear()
                 t0 = _time.perf_counter()
                 mg.connected_components(g, symmetric=True)

@@ -18,11 +18,8 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parent.parent))
+from _common import busy  # also puts benchmarks/ and the repo on sys.path
 
 
 def main():
@@ -33,18 +30,10 @@ def main():
     ap.add_argument("--skip", default="road", help="graphs whose name contains this are left out")
     opt = ap.parse_args()
     import cupy
-    import numpy as np
 
     import graph_bench
     import meshccl.graph as mg
     from meshccl._gpu import graph_plan
-
-    spin = cupy.RawKernel(r"""
-    extern "C" __global__ void spin(long long cycles) {
-        const long long t0 = clock64();
-        while (clock64() - t0 < cycles) {}
-    }""", "spin")
-    khz = cupy.cuda.runtime.getDeviceProperties(0)["clockRate"]
     pool = cupy.get_default_memory_pool()
     print(f"GPU: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; command: python {' '.join(sys.argv)}")
@@ -85,7 +74,7 @@ def main():
                     graph_plan.PLAN_AFTER = 0 if setting == "direct" else 2
                     for kind in ("events", "gpu"):
                         if kind == "gpu":
-                            spin((1,), (1,), (np.int64(3 * khz),))
+                            busy(3)
                         s_ev.record()
                         _n, lab = mg.connected_components(g, symmetric=True, method=method)
                         e_ev.record()

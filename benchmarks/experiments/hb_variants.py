@@ -27,12 +27,8 @@ has the numbers.
 """
 import argparse
 import statistics
-import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parent.parent))
+import _common  # noqa: F401  (puts benchmarks/ and the repo on sys.path)
 
 
 def main():
