@@ -213,34 +213,70 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_rank_words(
     if (w < words) incl[w] = (blockIdx.x ? sums_incl[blockIdx.x - 1] : (I)0) + x;
 }
 
-// Each thread takes MESHCCL_CELLS_PER_THREAD cells a block width apart, so
-// that its chains of dependent loads (P[i], P[p], the rank words) overlap.
-#define MESHCCL_CELLS_PER_THREAD 4
+// 16-byte vectors of labels: 4 int32 or 2 int64 cells per load and store.
+template <typename I> struct Vec16;
+template <> struct Vec16<int> { typedef int4 type; };
+template <> struct Vec16<long long> { typedef longlong2 type; };
+
+// Each thread takes MESHCCL_CELLS_PER_THREAD cells: 16-byte vectors of
+// consecutive cells, a block width of vectors apart, so that its chains of
+// dependent loads (P[i], P[p], the rank words) overlap and every load and
+// store of P moves 16 bytes.  A vector's cells share one word of A (a
+// vector never straddles 32 cells).  Piece roots keep their value: the
+// vector store writes back what it read there, which nobody changes until
+// meshccl_label_pieces.  A tail shorter than a vector, and a P that is not
+// 16-byte aligned, go cell by cell.
+#define MESHCCL_CELLS_PER_THREAD 8
 template <typename I>
 __global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
                                                            const unsigned* __restrict__ A,
                                                            const unsigned* __restrict__ roots,
                                                            const I* __restrict__ incl) {
-    const long long base = (long long)blockIdx.x * (blockDim.x * MESHCCL_CELLS_PER_THREAD) + threadIdx.x;
-    I p[MESHCCL_CELLS_PER_THREAD];
-    bool todo[MESHCCL_CELLS_PER_THREAD];
+    constexpr int V = 16 / sizeof(I), G = MESHCCL_CELLS_PER_THREAD / V;
+    typedef typename Vec16<I>::type VT;
+    const bool aligned = ((unsigned long long)P & 15ull) == 0ull;
+    const long long vbase = (long long)blockIdx.x * blockDim.x * G + threadIdx.x;
+    I p[G][V];
+    bool todo[G][V], whole[G];
 #pragma unroll
-    for (int k = 0; k < MESHCCL_CELLS_PER_THREAD; ++k) {
-        const long long gi = base + (long long)k * blockDim.x;
-        const I i = (I)gi;
-        todo[k] = false;
-        if (gi < (long long)n) {
-            p[k] = P[i];
-            // piece roots are left to meshccl_label_pieces
-            todo[k] = p[k] < 0 || !((A[i >> 5] >> (i & 31)) & 1u);
+    for (int g = 0; g < G; ++g) {
+        const long long first = (vbase + (long long)g * blockDim.x) * V;
+        whole[g] = aligned && first + V <= (long long)n;
+        if (whole[g]) {
+            const VT x = *reinterpret_cast<const VT*>(P + first);
+            memcpy(p[g], &x, sizeof(VT));
+        } else {
+#pragma unroll
+            for (int j = 0; j < V; ++j) p[g][j] = first + j < (long long)n ? P[(I)(first + j)] : (I)0;
         }
+        const unsigned a = first < (long long)n ? A[(I)(first >> 5)] : 0u;
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+            // piece roots are left to meshccl_label_pieces
+            todo[g][j] = first + j < (long long)n &&
+                         (p[g][j] < 0 || !((a >> ((first + j) & 31)) & 1u));
     }
 #pragma unroll
-    for (int k = 0; k < MESHCCL_CELLS_PER_THREAD; ++k)
-        if (todo[k] && p[k] >= 0) p[k] = P[p[k]];  // the root (p itself if p is one)
+    for (int g = 0; g < G; ++g)
 #pragma unroll
-    for (int k = 0; k < MESHCCL_CELLS_PER_THREAD; ++k)
-        if (todo[k]) P[(I)(base + (long long)k * blockDim.x)] = p[k] < 0 ? (I)0 : rank_of(p[k], roots, incl);
+        for (int j = 0; j < V; ++j)
+            if (todo[g][j] && p[g][j] >= 0) p[g][j] = P[p[g][j]];  // the root (p itself if p is one)
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        const long long first = (vbase + (long long)g * blockDim.x) * V;
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+            if (todo[g][j]) p[g][j] = p[g][j] < 0 ? (I)0 : rank_of(p[g][j], roots, incl);
+        if (whole[g]) {
+            VT x;
+            memcpy(&x, p[g], sizeof(VT));
+            *reinterpret_cast<VT*>(P + first) = x;
+        } else {
+#pragma unroll
+            for (int j = 0; j < V; ++j)
+                if (todo[g][j]) P[(I)(first + j)] = p[g][j];
+        }
+    }
 }
 
 template <typename I>

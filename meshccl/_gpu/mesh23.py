@@ -28,7 +28,7 @@ TILES_PER_BLOCK = {(2, 1): 2, (2, 2): 2, (3, 1): 2, (3, 2): 1, (3, 3): 1}
 PIECE_BLOCK = 1024
 BLOCK = 256
 #: Cells per thread of meshccl_label_cells (MESHCCL_CELLS_PER_THREAD).
-CELLS_PER_THREAD = 4
+CELLS_PER_THREAD = 8
 _MAX_GRID_YZ = 65535
 
 
