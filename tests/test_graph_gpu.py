@@ -336,6 +336,48 @@ def test_mode_kernel(itype, data):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU")
+@pytest.mark.parametrize("walk", ["true", "false"])
+@pytest.mark.parametrize("itype", ["int32", "int64"])
+@given(data=st.data())
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_compress_kernel(itype, walk, data):
+    """meshccl_graph_compress points every vertex at its root, both forms
+    (Walk: a read-only walk of MESHCCL_FLATTEN_WALK hops, then CAS halving;
+    else CAS halving throughout), on forests whose parents point lower:
+    single chains of length n (a path stored one way, after HB's 'link'),
+    chains broken into runs, and shallow random trees."""
+    import cupy
+
+    from meshccl._gpu import graph as gg
+    from meshccl._gpu.loader import kernels
+
+    n = data.draw(st.sampled_from([1, 2, 31, 33, 100, 5000, 300_000]), label="n")
+    shape = data.draw(st.sampled_from(["chain", "runs", "shallow"]), label="shape")
+    seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
+    rng = np.random.default_rng(seed)
+    v = np.arange(n)
+    if shape == "chain":
+        P = np.maximum(v - 1, 0)
+    elif shape == "runs":  # chains of about 100 hops, each starting at a root
+        P = np.maximum(v - 1, 0)
+        starts = rng.random(n) < 1 / 100
+        P[starts] = v[starts]
+    else:
+        P = np.where(rng.random(n) < 0.1, v, np.maximum(0, v - rng.integers(1, 41, n)))
+    P[0] = 0
+    P = P.astype(itype)
+    want = P.copy()
+    for x in range(n):  # parents are lower: their roots are known already
+        want[x] = want[P[x]] if P[x] != x else x
+    ti = "int" if itype == "int32" else "long long"
+    (compress,) = kernels("graph.cu", f"meshccl_graph_compress<{ti}, {walk}>")
+    dP = cupy.asarray(P)
+    compress(gg._grid(n, gg.BLOCK, 32), (gg.BLOCK,), (dP, np.dtype(itype).type(n)))
+    np.testing.assert_array_equal(dP.get(), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU")
 @pytest.mark.parametrize("itype", ["int32", "int64"])
 @given(data=st.data())
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
