@@ -364,20 +364,12 @@ __global__ void meshccl_graph_kout(const long long* __restrict__ indptr,
 // 'link' hook step; its trees are deeper, and on a Kronecker graph every
 // walk passes the few hot vertices at the top, where the halving CASes
 // queued: H200, scale 21, the call took 0.584 ms against 0.625 ms; on the
-// road-like grid 'hb' 8.2 against 9.6 ms, 'kout' 2.40 against 2.13).  The
-// walk goes on with CAS halving after MESHCCL_FLATTEN_WALK hops: 'link'
-// leaves chains on graphs stored one way (a path numbered in order becomes
-// one chain of n), and a walk to the root from every vertex made 'hb' take
-// 555 ms on a 4 M path and 337 ms on the 14 M Watts-Strogatz graph (H200,
-// 52a84ad; 5.1 and 3.1 ms with halving).  Kronecker trees are at most ~14
-// deep (benchmarks/NOTES.md), so there the walk never reaches the limit.
-#define MESHCCL_FLATTEN_WALK 32
+// road-like grid 'hb' 8.2 against 9.6 ms, 'kout' 2.40 against 2.13).
 template <typename I, bool Walk>
 __global__ void meshccl_graph_compress(I* P, I n) {
     using namespace meshccl::graph;
     for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
-        const I r = Walk ? meshccl::find_final_after_walk(P, (I)v, MESHCCL_FLATTEN_WALK)
-                         : meshccl::find_final(P, (I)v);
+        const I r = Walk ? meshccl::find_naive(P, (I)v) : meshccl::find_final(P, (I)v);
         if (P[v] != r) P[v] = r;
     }
 }

@@ -169,22 +169,6 @@ __device__ __forceinline__ I find_naive(const I* P, I x) {
     return x;
 }
 
-// Find for a flatten after unions that leave shallow trees: a read-only
-// walk of at most `steps` hops, so that the many short walks store nothing
-// on the hot top of a big tree, then find_final's CAS halving for the rest
-// of a longer path (without it, a chain -- what the same unions leave on a
-// graph stored one way, such as a path -- costs every vertex its whole
-// depth: O(n^2) loads).
-template <typename I>
-__device__ __forceinline__ I find_final_after_walk(I* P, I x, int steps) {
-    I p = __ldcg(P + x);
-    for (; steps > 0 && p != x; --steps) {
-        x = p;
-        p = __ldcg(P + x);
-    }
-    return p == x ? x : find_final(P, x);
-}
-
 // Find with path splitting: every element of the walk is re-pointed at its
 // grandparent and the walk goes on from its old parent.  Plain stores, as
 // in find(): a parent is only ever replaced by one of its ancestors.

@@ -239,7 +239,7 @@ def test_kout_sampling_paths(backend, case):
         check(backend, on(backend, csr), want_n, want, "auto", case, symmetric=symmetric)
 
 
-@pytest.mark.parametrize("hook", ["link", "cas"])
+@pytest.mark.parametrize("hook", ["auto", "link", "cas"])
 @pytest.mark.parametrize("case", ["kronecker", "kronecker-dust", "ba", "grid", "random"])
 def test_hb_sampling_graphs(backend, case, hook, monkeypatch):
     """HB sampling ('hb') on the graph kinds it meets: Kronecker (a giant
@@ -251,7 +251,7 @@ def test_hb_sampling_graphs(backend, case, hook, monkeypatch):
         from meshccl._gpu import graph as gg
 
         monkeypatch.setattr(gg, "HB_HOOK", hook)
-    elif hook != "link":
+    elif hook != "auto":
         pytest.skip("the hook forms are the GPU's")
     if case.startswith("kronecker"):
         e = gen.rmat(13, 24, seed=5)
@@ -342,16 +342,16 @@ def test_mode_kernel(itype, data):
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_compress_kernel(itype, walk, data):
     """meshccl_graph_compress points every vertex at its root, both forms
-    (Walk: a read-only walk of MESHCCL_FLATTEN_WALK hops, then CAS halving;
-    else CAS halving throughout), on forests whose parents point lower:
-    single chains of length n (a path stored one way, after HB's 'link'),
-    chains broken into runs, and shallow random trees."""
+    (Walk: a read-only walk from every vertex; else CAS halving), on
+    forests whose parents point lower: single chains of length n, chains
+    broken into runs, and shallow random trees.  (A chain costs the walk
+    O(n^2) loads at worst, hence n <= 5000 here.)"""
     import cupy
 
     from meshccl._gpu import graph as gg
     from meshccl._gpu.loader import kernels
 
-    n = data.draw(st.sampled_from([1, 2, 31, 33, 100, 5000, 300_000]), label="n")
+    n = data.draw(st.sampled_from([1, 2, 31, 33, 100, 5000]), label="n")
     shape = data.draw(st.sampled_from(["chain", "runs", "shallow"]), label="shape")
     seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
     rng = np.random.default_rng(seed)

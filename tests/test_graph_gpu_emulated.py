@@ -833,8 +833,40 @@ def test_hb_hook_setting_is_checked(emulated, monkeypatch):
     from meshccl._gpu import graph as gpu
 
     monkeypatch.setattr(gpu, "HB_HOOK", "atomic")
-    with pytest.raises(ValueError, match=r"HB_HOOK must be one of \['cas', 'link'\], got 'atomic'"):
+    with pytest.raises(ValueError, match=r"HB_HOOK must be one of \['auto', 'cas', 'link'\], got 'atomic'"):
         gpu.components("csr", (fake(np.array([0, 1, 2])), fake(np.array([1, 0]))), 2, "hb")
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_hb_hook_follows_the_symmetric_promise(emulated, monkeypatch, symmetric):
+    """HB_HOOK = 'auto' (the default): a graph promised symmetric takes
+    'link' and the read-only flatten; any other takes GConn's CAS hook and
+    the CAS-halving flatten ('link' chains the listed roots of a graph
+    stored one way).  Labels equal SciPy's either way."""
+    from meshccl import graph_generators as gen
+    from meshccl._gpu import graph as gpu
+
+    assert gpu.HB_HOOK == "auto"
+    launched = []
+    loader = gpu.kernels
+    monkeypatch.setattr(gpu, "kernels", lambda f, *names: launched.extend(names) or loader(f, *names))
+    e = gen.grid((30, 40), keep=0.8, seed=1)
+    src, dst = (np.concatenate([e.src, e.dst]), np.concatenate([e.dst, e.src])) if symmetric \
+        else (e.src, e.dst)
+    n = e.n_vertices
+    coo = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
+    want_n, want = scipy_cc(coo)
+    csr = coo.tocsr()
+    count, labels = gpu.components("csr", (fake(csr.indptr), fake(csr.indices)), n, "hb",
+                                   symmetric=symmetric)
+    assert int(count) == want_n
+    np.testing.assert_array_equal(np.asarray(labels), want)
+    hooks = [k for k in launched if k.startswith(("meshccl_graph_hb_link", "meshccl_graph_hb_hook"))]
+    flatten = [k for k in launched if k.startswith("meshccl_graph_compress")]
+    if symmetric:
+        assert hooks == ["meshccl_graph_hb_link<int, int>"] and flatten == ["meshccl_graph_compress<int, true>"]
+    else:
+        assert hooks == ["meshccl_graph_hb_hook<int, int>"] and flatten == ["meshccl_graph_compress<int, false>"]
 
 
 def test_device_validation_emulated(emulated):

@@ -75,8 +75,14 @@ CHAIN_MIN_FRACTION = 0.75
 HB_EDGES = 2
 #: how HB sampling joins those entries (kernels/graph.cu's essay): "link",
 #: unions made with atomicMin over a list of the roots; "cas", GConn's CAS
-#: unions, one thread per vertex
-HB_HOOK = "link"
+#: unions, one thread per vertex; "auto": "link" when the caller promises a
+#: symmetric graph, else "cas".  Stored one way, few vertices have a smaller
+#: neighbour, so nearly all of them are listed roots, and 'link' (which
+#: never shortens a path) chains them: H200, 52a84ad, 'hb' with 'link'
+#: against GConn's CAS hook at 52a2500 took 555 against 5.1 ms on a 4 M
+#: path, 337 against 3.1 on Watts-Strogatz 14 M, 62 against 3.1 on a 4096²
+#: grid (benchmarks/NOTES.md).  Symmetric, only local minima are listed.
+HB_HOOK = "auto"
 #: the methods that validate CuPy CSR input without waiting for the facts:
 #: the check runs beside them (:func:`check_aside`) and their kernels read
 #: rows only through :func:`clamp_indptr`'s copy, skipping values outside
@@ -432,9 +438,14 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
         steps.append(("hook", vertex_kernels(0, 0, lambda: state["P"])))
         return steps, state
 
-    # the flatten before the picks: a read-only walk after HB's hook step,
-    # CAS halving after k-out's unions (kernels/graph.cu, meshccl_graph_compress)
-    walk = "true" if method == "hb" else "false"
+    # HB's hook step (HB_HOOK above), and the flatten before the picks: a
+    # read-only walk after 'link', CAS halving after CAS unions (k-out's, or
+    # GConn's hook) (kernels/graph.cu, meshccl_graph_compress)
+    hb_names = {"link": ("hb_init", "hb_link"), "cas": ("ecl_init", "hb_hook")}
+    if HB_HOOK not in (*hb_names, "auto"):
+        raise ValueError(f"HB_HOOK must be one of {sorted((*hb_names, 'auto'))}, got {HB_HOOK!r}")
+    hook = HB_HOOK if HB_HOOK != "auto" else "link" if symmetric else "cas"
+    walk = "true" if method == "hb" and hook == "link" else "false"
     compress, sample_mode = kernels(
         "graph.cu", f"meshccl_graph_compress<{ti}, {walk}>", f"meshccl_graph_sample_mode<{ti}>")
 
@@ -471,26 +482,23 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
         return steps, state
 
     if method == "hb":
-        names = {"link": ("hb_init", "hb_link"), "cas": ("ecl_init", "hb_hook")}
-        if HB_HOOK not in names:
-            raise ValueError(f"HB_HOOK must be one of {sorted(names)}, got {HB_HOOK!r}")
         hb_kernels = kernels("graph.cu", *(f"meshccl_graph_{name}<{ti}, {tj}>"
-                                           for name in names[HB_HOOK]))
+                                           for name in hb_names[hook]))
 
         def hb_sampling():
             state["P"] = P = cupy.empty(n, dtype=I)
             args = (state["indptr"], state["indices"], P)
             grid = _grid(n, BLOCK, 32)
             k = np.int32(HB_EDGES)
-            if HB_HOOK == "link":  # kernels/graph.cu's essay on the hook steps
+            if hook == "link":  # kernels/graph.cu's essay on the hook steps
                 init, link = hb_kernels
                 roots, count = cupy.empty(n, dtype=I), cupy.zeros(1, dtype=cupy.uint64)
                 init(grid, (BLOCK,), args + (nn, roots, count))
                 link(grid, (BLOCK,), args + (nn, k, roots, count))
             else:
-                init, hook = hb_kernels
+                init, cas_hook = hb_kernels
                 init(grid, (BLOCK,), args + (nn,))
-                hook(grid, (BLOCK,), args + (nn, k))
+                cas_hook(grid, (BLOCK,), args + (nn, k))
             frequent_root(P)
 
         steps.append(("sample", hb_sampling))
