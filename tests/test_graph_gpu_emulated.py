@@ -984,6 +984,51 @@ def test_fused_validation_emulated(emulated, monkeypatch):
             connected_components(form)
 
 
+def test_auto_probe_first_then_deferred_check_emulated(emulated, monkeypatch):
+    """'auto' on CuPy CSR of at most CHAIN_MAX_DEGREE entries per vertex:
+    the chain probe runs alone and its count is read at once (one scalar);
+    then a graph that is no path runs 'ecl' with the check beside it (the
+    facts in one transfer, after the method), a path runs 'early' after the
+    check.  Invalid input gets the CPU's exact message either way."""
+    from meshccl import graph_generators as gen
+    from meshccl._gpu import graph as gpu
+    from meshccl.graph import connected_components
+
+    launched, gets, probes = [], [], []
+    loader, chain_probe = gpu.kernels, gpu.chain_probe
+    monkeypatch.setattr(gpu, "kernels", lambda f, *names: launched.extend(names) or loader(f, *names))
+    monkeypatch.setattr(FakeArray, "get", lambda self: gets.append(self.shape) or np.asarray(self).copy())
+    monkeypatch.setattr(gpu, "chain_probe", lambda *a, **k: probes.append(k) or chain_probe(*a, **k))
+    rng = np.random.default_rng(5)
+    n = 300
+    random = sp.coo_matrix((np.ones(400), (rng.integers(0, n, 400), rng.integers(0, n, 400))),
+                           shape=(n, n)).tocsr()
+    line = gen.line(n)
+    path = sp.coo_matrix((np.ones(n - 1), (line.src, line.dst)), shape=(n, n)).tocsr()
+    for csr, expect in ((random, "ecl"), (path, "early")):
+        want_n, want = scipy_cc(csr)
+        for ptype, jtype in ((np.int32, np.int32), (np.int64, np.int32), (np.int64, np.int64)):
+            launched.clear(), gets.clear(), probes.clear()
+            form = (fake(csr.indptr.astype(ptype)), fake(csr.indices.astype(jtype)))
+            got_n, got = connected_components(form)
+            assert got_n == want_n
+            np.testing.assert_array_equal(np.asarray(got), want)
+            probe = f"meshccl_graph_chain_probe<{C_NAME[ptype]}, {C_NAME[jtype]}>"
+            check = f"meshccl_graph_check<{C_NAME[ptype]}, {C_NAME[jtype]}>"
+            assert launched[0] == probe and check in launched
+            assert launched.index(probe) < launched.index(check)
+            assert probes == [{}]  # alone: not counting into the facts (out=)
+            assert gets == [(7,)]  # the facts, once
+            deferred = f"meshccl_graph_clamp_indptr<{C_NAME[ptype]}>" in launched
+            assert deferred == (expect == "ecl"), (expect, launched)
+            assert any(k.startswith("meshccl_graph_ecl_init") for k in launched) == (expect == "ecl")
+    for indptr, indices in BAD_CSR:
+        with pytest.raises(ValueError) as want_err:
+            connected_components((indptr, indices))
+        with pytest.raises(ValueError, match=f"^{re.escape(str(want_err.value))}$"):
+            connected_components((fake(indptr), fake(indices)))
+
+
 def test_deferred_check_emulated(emulated, monkeypatch):
     """CuPy CSR for 'ecl', 'kout', 'hb' (and 'auto' above CHAIN_MAX_DEGREE
     entries per vertex) is validated without waiting: the check is launched

@@ -11,8 +11,9 @@ which read the change flags of a batch of passes at once
 (:mod:`.passes`, shared with the mesh methods): the reported pass count and
 the labels are exact.  BFS sampling reads its frontier size after batches of levels.
 (:func:`components` called directly with method='auto' reads the rule's
-probe count once; :mod:`meshccl.graph` resolves 'auto' before, reading that
-count with the validation's one transfer.)  That validation's device pass
+probe count once; :mod:`meshccl.graph` resolves 'auto' before: for CSR
+input it reads the count alone, before the check, which can then run beside
+'ecl'; for edge lists with the validation's one transfer.)  That validation's device pass
 is :func:`check` (one fused kernel over indptr and the index arrays).
 """
 
