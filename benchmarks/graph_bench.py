@@ -309,6 +309,9 @@ def cases(s, side, ws_n=None):
         (f"line, {n} vertices", lambda: gen.line(n)),
         (f"disjoint: 64 trees of {n // 64}", lambda: gen.disjoint(64, n // 64, seed=3)),
         (f"random, {n} vertices, {n} edges", lambda: gen.random_edges(n, n, seed=4)),
+        # Hawick et al.'s Disjoint 3 at its middle point: 12 edges per vertex, 1000 sets
+        (f"Hawick's Disjoint, {n} vertices, {12 * n} edges, 1000 sets",
+         lambda: gen.hawick_disjoint(n, 12 * n, 1000, seed=6)),
     ]
 
 

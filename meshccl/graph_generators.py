@@ -150,8 +150,9 @@ def line(n: int) -> Edges:
 
 @_with_xp
 def disjoint(k: int, size: int, seed: int = 0) -> Edges:
-    """Hawick's Disjoint graphs: k separate random trees of `size` vertices,
-    vertex numbers shuffled across components."""
+    """k separate random trees of `size` vertices (exactly k components),
+    vertex numbers shuffled across components.  (Hawick's own Disjoint
+    graphs, random edges inside random sets, are :func:`hawick_disjoint`.)"""
     rng = np.random.default_rng(seed)
     n = k * size
     local = np.arange(1, size)
@@ -159,6 +160,50 @@ def disjoint(k: int, size: int, seed: int = 0) -> Edges:
     base = (np.arange(k) * size)[:, None]
     perm = rng.permutation(n)
     return Edges(perm[(base + local).ravel()], perm[(base + parents).ravel()], n)
+
+
+@_with_xp
+def hawick_disjoint(n: int, m: int, sets: int, seed: int = 0) -> Edges:
+    """Hawick, Leist and Playne's Disjoint graphs (§6 of their paper): every
+    vertex joins one of ``sets`` groups at random, and each of the ``m``
+    edges joins a random vertex to a random vertex of the same group (an
+    Erdős–Rényi graph per group).  So there are at least ``sets`` components
+    (fewer only when a group stays empty), more when sparse groups leave
+    vertices without edges (monomers).  Self-loops and duplicates may occur.
+    The paper's three series are :data:`HAWICK_DISJOINT_SERIES`.
+
+    Examples
+    --------
+    >>> from meshccl.graph_generators import hawick_disjoint
+    >>> e = hawick_disjoint(1000, 5000, 10, seed=1)
+    >>> e.n_vertices, e.src.size
+    (1000, 5000)
+    """
+    if n < 0 or m < 0 or sets < 1:
+        raise ValueError(f"hawick_disjoint needs n >= 0, m >= 0 and sets >= 1, got n={n}, m={m}, "
+                         f"sets={sets}")
+    if n == 0 and m:
+        raise ValueError(f"hawick_disjoint: m={m} edges need vertices, got n=0")
+    rng = np.random.default_rng(seed)
+    group = rng.integers(0, sets, n)
+    members = np.argsort(group, kind="stable")           # vertices, group by group
+    size = np.bincount(group, minlength=sets)
+    start = np.concatenate([[0], np.cumsum(size)[:-1]])
+    src = rng.integers(0, n, m) if n else np.zeros(0, np.int64)
+    g = group[src]
+    dst = members[start[g] + (rng.random(m) * size[g]).astype(np.int64)]
+    return Edges(src.astype(np.int64), dst.astype(np.int64), n)
+
+
+#: The parameters (n, m, sets) of Hawick et al.'s three Disjoint series:
+#: 1 varies the vertices (2-16 M) at 50 M edges and 100 sets, 2 the edges
+#: (10-60 M) at 1 M vertices and 100 sets, 3 the sets (10^0 .. 10^6) at 5 M
+#: vertices and 60 M edges.  ``hawick_disjoint(*p)`` for p in a series.
+HAWICK_DISJOINT_SERIES = {
+    1: [(v * 1_000_000, 50_000_000, 100) for v in range(2, 17, 2)],
+    2: [(1_000_000, e * 1_000_000, 100) for e in range(10, 61, 10)],
+    3: [(5_000_000, 60_000_000, 10 ** k) for k in range(7)],
+}
 
 
 @_with_xp

@@ -50,8 +50,10 @@ def test_matches_scipy(g, directed):
 
 @pytest.mark.parametrize("edges", [gen.rmat(12, 8, seed=1), gen.grid((60, 70), keep=0.55, seed=2),
                                    gen.line(5000), gen.disjoint(7, 300, seed=3),
-                                   gen.random_edges(20000, 9000, seed=4), gen.grid((9, 10, 11))],
-                         ids=["rmat12", "road-like grid", "line", "disjoint", "random", "grid3d"])
+                                   gen.random_edges(20000, 9000, seed=4), gen.grid((9, 10, 11)),
+                                   gen.hawick_disjoint(20000, 30000, 40, seed=5)],
+                         ids=["rmat12", "road-like grid", "line", "disjoint", "random", "grid3d",
+                              "hawick-disjoint"])
 def test_generated_graphs(edges):
     n = edges.n_vertices
     m = sp.coo_matrix((np.ones(edges.src.size), (edges.src, edges.dst)), shape=(n, n))
@@ -285,6 +287,7 @@ GENERATORS = {
     "road_grid": lambda xp: gen.road_grid(8, seed=2, xp=xp),
     "line": lambda xp: gen.line(10, xp=xp),
     "disjoint": lambda xp: gen.disjoint(3, 5, seed=3, xp=xp),
+    "hawick_disjoint": lambda xp: gen.hawick_disjoint(40, 60, 4, seed=3, xp=xp),
     "random_edges": lambda xp: gen.random_edges(20, 30, seed=4, xp=xp),
     "barabasi_albert": lambda xp: gen.barabasi_albert(30, 3, seed=5, xp=xp),
     "barabasi_albert_bb": lambda xp: gen.barabasi_albert_bb(30, 3, seed=5, xp=xp),
@@ -320,6 +323,40 @@ def test_generators_reachable_from_graph_and_checked_xp(monkeypatch):
     for make in GENERATORS.values():
         with pytest.raises(ImportError, match="xp='cupy' needs CuPy"):
             make("cupy")
+
+
+def test_hawick_disjoint():
+    """Hawick's Disjoint graphs: edges stay inside their random groups, so a
+    dense graph has exactly `sets` components and a sparse one at least
+    `sets` (plus monomers); the paper's three series as parameters; bad
+    arguments named."""
+    from scipy.sparse.csgraph import connected_components as scipy_cc
+
+    def components(e):
+        return scipy_cc(sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)),
+                                      shape=(e.n_vertices, e.n_vertices)))[0]
+
+    for sets in (1, 7, 50):
+        dense = gen.hawick_disjoint(3000, 60_000, sets, seed=sets)
+        assert components(dense) == sets
+        sparse = gen.hawick_disjoint(3000, 1500, sets, seed=sets)
+        assert components(sparse) > sets
+    e = gen.hawick_disjoint(500, 2000, 5, seed=9)
+    assert e.src.size == e.dst.size == 2000 and e.n_vertices == 500
+    assert 0 <= min(e.src.min(), e.dst.min()) and max(e.src.max(), e.dst.max()) < 500
+    # a different seed, a different graph
+    f = gen.hawick_disjoint(500, 2000, 5, seed=10)
+    assert not np.array_equal(e.dst, f.dst)
+    assert gen.hawick_disjoint(0, 0, 3).src.size == 0
+    series = gen.HAWICK_DISJOINT_SERIES
+    assert [p[0] for p in series[1]] == [2_000_000 * k for k in range(1, 9)]
+    assert {p[1] for p in series[1]} == {50_000_000} and {p[2] for p in series[2]} == {100}
+    assert [p[1] for p in series[2]] == [10_000_000 * k for k in range(1, 7)]
+    assert [p[2] for p in series[3]] == [10 ** k for k in range(7)]
+    with pytest.raises(ValueError, match="sets >= 1, got n=10, m=5, sets=0"):
+        gen.hawick_disjoint(10, 5, 0)
+    with pytest.raises(ValueError, match="need vertices, got n=0"):
+        gen.hawick_disjoint(0, 5, 2)
 
 
 def test_return_info_on_the_cpu():

@@ -159,8 +159,10 @@ def test_thread_warp_and_block_kernels(backend, symmetric):
 @pytest.mark.parametrize("make", [lambda: gen.rmat(14, 16, seed=1), lambda: gen.grid((80, 90), keep=0.55, seed=2),
                                   lambda: gen.line(20000), lambda: gen.disjoint(9, 700, seed=3),
                                   lambda: gen.watts_strogatz(5000, 6, 0.1, seed=4),
-                                  lambda: gen.barabasi_albert(4000, 5, seed=5)],
-                         ids=["rmat14", "road-like", "line", "disjoint", "watts-strogatz", "barabasi-albert"])
+                                  lambda: gen.barabasi_albert(4000, 5, seed=5),
+                                  lambda: gen.hawick_disjoint(20000, 60000, 30, seed=6)],
+                         ids=["rmat14", "road-like", "line", "disjoint", "watts-strogatz", "barabasi-albert",
+                              "hawick-disjoint"])
 def test_generated_graphs(backend, make):
     e = make()
     want_n, want = scipy_answer(e.n_vertices, e.src, e.dst)
