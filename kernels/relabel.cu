@@ -43,6 +43,11 @@
 //    piece roots, which nobody reads any more.
 // So the forest is never flattened in a separate pass: a cell's labels are
 // read once and written once.
+//
+// Plain 2-D images take runs2d.cu, whose forest has run starts as nodes:
+// steps 4 and 5 as above, then meshccl_runs2d_label (a thread per row of a
+// tile resolves each run once and writes the row's labels) in place of
+// step 6, then step 7.
 
 #include "unionfind.cuh"
 
@@ -306,6 +311,85 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
     }
 }
 
+// Step 6 for runs2d.cu (plain 2-D images).  Eight lanes per tile row (word
+// bx * ny + y of runs2d.cu's bit arrays F and S), four cells each, so that a
+// warp writes four tile rows side by side: 512 consecutive bytes of int32
+// labels.  A lane resolves the runs that start among its four cells: the
+// start's P (a piece root, or one further up after a border find halved
+// it), that one's P (the root, after meshccl_piece_roots), the rank.  A run
+// that started in an earlier lane's cells takes the label of that lane's
+// last run by a shuffle.  Piece roots are written back unchanged
+// (meshccl_label_pieces labels them last); background gets 0.
+template <typename I>
+__global__ void __launch_bounds__(256) meshccl_runs2d_label(
+        I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
+        const unsigned* __restrict__ A, const unsigned* __restrict__ roots,
+        const I* __restrict__ incl, I ny, I nx, I words) {
+    constexpr int V = 16 / sizeof(I);
+    typedef typename Vec16<I>::type VT;
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int lane = threadIdx.x & 31, q = lane & 7, c0 = 4 * q;
+    const I ntx = (nx + 31) >> 5;
+    const long long g = t >> 3;  // the tile row: y = g / ntx, bx = g % ntx
+    const bool live = g < (long long)ntx * ny;
+    I y = 0, bx = 0;
+    unsigned f = 0u, s = 0u, a = 0u;
+    if (live) {
+        y = (I)(g / ntx);
+        bx = (I)g - y * ntx;
+        f = F[bx * ny + y];
+        s = S[bx * ny + y];
+    }
+    const I x0 = bx * 32, rowbase = y * nx + x0;
+    const int width = live ? (int)min((I)32, nx - x0) : 0;
+    if (live && ((s >> c0) & 15u)) {  // piece roots are run starts
+        const I w = rowbase >> 5;
+        const int sh = (int)(rowbase & 31);
+        a = A[w] >> sh;
+        if (sh && width > 32 - sh && w + 1 < words) a |= A[w + 1] << (32 - sh);
+    }
+    // the runs that start among this lane's cells: their labels (loads first)
+    I pv[4], rl[4], last = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        pv[j] = ((s >> (c0 + j)) & 1u) ? P[rowbase + c0 + j] : (I)0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        if ((s >> (c0 + j)) & 1u) {
+            rl[j] = rank_of(P[pv[j]], roots, incl);
+            last = rl[j];
+        }
+    // the run of this lane's first cells, if it started before them: the
+    // last run of the lane that holds its start
+    const unsigned before = s & ((1u << c0) - 1u);
+    const int owner = before ? (31 - __clz(before)) >> 2 : q;
+    I cur = __shfl_sync(0xffffffffu, last, (lane & ~7) | owner);
+    I out[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const int c = c0 + j;
+        if ((s >> c) & 1u) {
+            cur = rl[j];
+            out[j] = ((a >> c) & 1u) ? pv[j] : cur;
+        } else {
+            out[j] = ((f >> c) & 1u) ? cur : (I)0;
+        }
+    }
+    if (c0 >= width) return;
+    if (c0 + 4 <= width && ((unsigned long long)(P + rowbase + c0) & 15ull) == 0ull) {
+#pragma unroll
+        for (int k = 0; k < 4 / V; ++k) {
+            VT v;
+            memcpy(&v, out + k * V, sizeof(VT));
+            *reinterpret_cast<VT*>(P + rowbase + c0 + k * V) = v;
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            if (c0 + j < width) P[rowbase + c0 + j] = out[j];
+    }
+}
+
 #ifdef MESHCCL_INSTANTIATE_ALL
 template __global__ void meshccl_scan_block<int>(const int*, int*, int);
 template __global__ void meshccl_scan_block<long long>(const long long*, long long*, long long);
@@ -326,4 +410,9 @@ template __global__ void meshccl_relabel<long long>(long long*, long long, const
                                                      const I*, I);
 MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
+template __global__ void meshccl_runs2d_label<int>(int*, const unsigned*, const unsigned*,
+    const unsigned*, const unsigned*, const int*, int, int, int);
+template __global__ void meshccl_runs2d_label<long long>(long long*, const unsigned*,
+    const unsigned*, const unsigned*, const unsigned*, const long long*, long long, long long,
+    long long);
 #endif

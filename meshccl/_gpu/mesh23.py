@@ -1,5 +1,6 @@
-"""The plain 2-D / 3-D path on the GPU: ``kernels/mesh23.cu``, then the
-pieces path of ``kernels/relabel.cu``.
+"""The plain 2-D / 3-D path on the GPU: ``kernels/mesh23.cu`` (3-D, and 2-D
+with explicit tiles) or ``kernels/runs2d.cu`` (2-D), then the pieces path
+of ``kernels/relabel.cu``.
 
 :func:`applies` says when it serves a call.  :func:`program` works out the
 launches once per shape and dtype (launch plans keep it); :func:`steps`
@@ -27,6 +28,13 @@ TILES_PER_BLOCK = {(2, 1): 2, (2, 2): 2, (3, 1): 2, (3, 2): 1, (3, 3): 1}
 #: Threads per block of meshccl_piece_roots / meshccl_rank_words.
 PIECE_BLOCK = 1024
 BLOCK = 256
+#: Plain 2-D images take kernels/runs2d.cu (runs as nodes, 32 x 32 tiles a
+#: warp each) unless this is False or a call names its tiles (benchmarks,
+#: tests of mesh23.cu's 2-D tiles).
+RUNS_2D = True
+#: Warps (tiles) per block of meshccl_runs2d_tile; the border kernel's block
+#: is 4 tiles of 2 warps.
+RUNS_2D_WARPS = 4
 #: Cells per thread of meshccl_label_cells (MESHCCL_CELLS_PER_THREAD).
 CELLS_PER_THREAD = 8
 _MAX_GRID_YZ = 65535
@@ -63,16 +71,27 @@ def border_items(d: int, c: int, ty: int, tz: int) -> int:
     return rows * 32 + cols * (2 if c >= 2 else 1)
 
 
-def scratch(n: int, index_dtype):
+def _runs_words(shape) -> int:
+    """Words of each of runs2d.cu's bit arrays F and S: one per tile row."""
+    _, _, ny, nx = _dims(tuple(int(s) for s in shape))
+    return -(-nx // 32) * ny
+
+
+def scratch(n: int, index_dtype, shape=None):
     """The pieces path's temporary arrays: the bit arrays A and H (one
     buffer), the per-word prefix sums and the block sums (with their scan):
-    3n/8 bytes for int32 labels, plus a few per 32768 cells."""
+    3n/8 bytes for int32 labels, plus a few per 32768 cells.  With a 2-D
+    ``shape`` (runs2d.cu) also the bit arrays F and S (one buffer, about
+    n/4 bytes)."""
     import cupy
 
     words = (n + 31) // 32
     blocks = -(-words // PIECE_BLOCK)
-    return (cupy.empty(2 * words, dtype=cupy.uint32), cupy.empty(words, dtype=index_dtype),
-            cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
+    out = (cupy.empty(2 * words, dtype=cupy.uint32), cupy.empty(words, dtype=index_dtype),
+           cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
+    if shape is not None and _dims(tuple(int(s) for s in shape))[0] == 2:
+        out += (cupy.empty(2 * _runs_words(shape), dtype=cupy.uint32),)
+    return out
 
 
 def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buffers=None,
@@ -94,6 +113,8 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     index_dtype = np.dtype(index_dtype)
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), d) if len(shape) > 1 else 1
+    if d == 2 and RUNS_2D and not tiles:
+        return _program_runs2d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
     ty, tz, warps, per_block = (tuple(tiles) + (1,))[:4] if tiles else \
         TILES[d] + (TILES_PER_BLOCK[d, c],)
     t, i = c_type(value_dtype), c_type(index_dtype)
@@ -103,7 +124,7 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     roots_k, words_k, scan_k, cells_k, pieces_k = kernels(
         "relabel.cu", f"meshccl_piece_roots<{i}>", f"meshccl_rank_words<{i}>",
         f"meshccl_scan_block<{i}>", f"meshccl_label_cells<{i}>", f"meshccl_label_pieces<{i}>")
-    bits, incl, sums, sums_incl = buffers if buffers is not None else scratch(n, index_dtype)
+    bits, incl, sums, sums_incl = (buffers if buffers is not None else scratch(n, index_dtype))[:4]
     words = (n + 31) // 32
     A, H = bits[:words], bits[words:]
     blocks = -(-words // PIECE_BLOCK)
@@ -140,6 +161,62 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
         ("scan", lambda values, P: scan_k((1,), (1024,), scan_args)),
         ("ranks", lambda values, P: words_k((blocks,), (PIECE_BLOCK,), ranks_args)),
         ("cells", lambda values, P: cells_k(cells_grid, (BLOCK,), (P,) + cells_tail)),
+        ("pieces", last),
+    ]
+
+
+def _program_runs2d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers):
+    """:func:`program` for a 2-D image through kernels/runs2d.cu."""
+    import cupy
+
+    index_dtype = np.dtype(index_dtype)
+    _, _, ny, nx = _dims(tuple(int(s) for s in shape))
+    t, i = c_type(value_dtype), c_type(index_dtype)
+    nw = RUNS_2D_WARPS
+    tile, border = kernels("runs2d.cu", f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}>",
+                           f"meshccl_runs2d_border<{t}, {i}, {c}>")
+    roots_k, words_k, scan_k, label_k, pieces_k = kernels(
+        "relabel.cu", f"meshccl_piece_roots<{i}>", f"meshccl_rank_words<{i}>",
+        f"meshccl_scan_block<{i}>", f"meshccl_runs2d_label<{i}>", f"meshccl_label_pieces<{i}>")
+    if buffers is None or len(buffers) < 5:
+        buffers = scratch(n, index_dtype, shape)
+    bits, incl, sums, sums_incl, fs = buffers
+    words = (n + 31) // 32
+    A, H = bits[:words], bits[words:]
+    rw = _runs_words(shape)
+    F, S = fs[:rw], fs[rw:2 * rw]
+    blocks = -(-words // PIECE_BLOCK)
+    I = index_dtype.type
+    ntx, nty = -(-nx // 32), -(-ny // 32)
+    aligned = nx % 32 == 0
+    key = (np.int32(bool(has_bg)), bgkey)
+    tile_tail = (A, H, F, S, I(ny), I(nx)) + key + (np.int32(aligned),)
+    border_tail = (H, S, I(ny), I(nx)) + key
+    roots_args = (A, H, I(words), sums)
+    scan_args = (sums, sums_incl, I(blocks))
+    ranks_args = (H, sums_incl, I(words), incl)
+    label_tail = (F, S, A, H, incl, I(ny), I(nx), I(words))
+    pieces_grid = (-(-words // BLOCK),)
+    pieces_tail = (A, H, incl, I(words))
+    count = incl[-1]
+
+    def clear(values, P):
+        cupy.cuda.runtime.memsetAsync(bits.data.ptr, 0, bits.nbytes,
+                                      cupy.cuda.get_current_stream().ptr)
+
+    def last(values, P):
+        pieces_k(pieces_grid, (BLOCK,), (P,) + pieces_tail)
+        return count
+
+    out = [] if aligned else [("clear", clear)]
+    return out + [
+        ("tile", lambda values, P: tile((-(-ntx // nw), nty), (32 * nw,), (values, P) + tile_tail)),
+        ("border", lambda values, P: border((-(-ntx // 4), nty), (256,),
+                                            (values, P) + border_tail)),
+        ("roots", lambda values, P: roots_k((blocks,), (PIECE_BLOCK,), (P,) + roots_args)),
+        ("scan", lambda values, P: scan_k((1,), (1024,), scan_args)),
+        ("ranks", lambda values, P: words_k((blocks,), (PIECE_BLOCK,), ranks_args)),
+        ("cells", lambda values, P: label_k((-(-8 * rw // BLOCK),), (BLOCK,), (P,) + label_tail)),
         ("pieces", last),
     ]
 
