@@ -348,15 +348,25 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         a = A[w] >> sh;
         if (sh && width > 32 - sh && w + 1 < words) a |= A[w + 1] << (32 - sh);
     }
-    // the runs that start among this lane's cells: their labels (loads first)
-    I pv[4], rl[4], last = 0;
+    // the runs that start among this lane's cells: their labels, each stage's
+    // loads for all four runs before the next stage needs them
+    I pv[4], rt[4], rl[4], last = 0;
+    unsigned rw[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
         pv[j] = ((s >> (c0 + j)) & 1u) ? P[rowbase + c0 + j] : (I)0;
 #pragma unroll
+    for (int j = 0; j < 4; ++j) rt[j] = ((s >> (c0 + j)) & 1u) ? P[pv[j]] : (I)0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const bool on = (s >> (c0 + j)) & 1u;
+        rw[j] = on ? roots[rt[j] >> 5] : 0u;
+        rl[j] = on ? incl[rt[j] >> 5] : (I)0;
+    }
+#pragma unroll
     for (int j = 0; j < 4; ++j)
         if ((s >> (c0 + j)) & 1u) {
-            rl[j] = rank_of(P[pv[j]], roots, incl);
+            rl[j] = rl[j] - (I)__popc(rw[j] >> (rt[j] & 31)) + 1;  // rank_of, unrolled
             last = rl[j];
         }
     // the run of this lane's first cells, if it started before them: the

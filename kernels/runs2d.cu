@@ -118,6 +118,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
     // lanes touching the same bit of their rows do not all queue on one bank.
     constexpr int RS = 33;
     __shared__ int forest[NW][32 * RS];
+    __shared__ unsigned starts[NW][32];  // each row's run starts
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I bx = (I)blockIdx.x * NW + warp, ntx = (nx + 31) >> 5;
     if (bx >= ntx) return;  // the whole warp: nothing below syncs the block
@@ -224,6 +225,28 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         const int b = __ffs(m) - 1;
         L[me + b] = me + b;
     }
+    starts[warp][lane] = S_;
+    // The straight-up pairs are united with the top of their vertical
+    // stretch, not with the row above: t(r, b) is the first row of the
+    // column of equal cells (V bits) through (r, b).  A column of 32 one-cell
+    // runs then makes a star, not a chain of 32 that every find walks.  (Any
+    // cell is joined to its stretch's top: by induction in raster order, a
+    // pair the rules skip goes round through an earlier cell's pair and a
+    // run, as before.)  t as five bit planes, by a segmented scan over lanes:
+    // D marks the columns whose stretch starts in the lanes seen so far.
+    unsigned D = ~mV, tops[5];
+#pragma unroll
+    for (int k = 0; k < 5; ++k) tops[k] = ((lane >> k) & 1) ? D : 0u;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const unsigned Du = __shfl_up_sync(0xffffffffu, D, d);
+#pragma unroll
+        for (int k = 0; k < 5; ++k) {
+            const unsigned Tu = __shfl_up_sync(0xffffffffu, tops[k], d);
+            if (lane >= d) tops[k] |= Tu & ~D;
+        }
+        if (lane >= d) D |= Du;
+    }
     __syncwarp();
     // mesh23.cu's rules on whole rows (V bits are 0 in row 0).  c1: the pair
     // straight up, unless the left cell is equal and its own pair up exists
@@ -240,7 +263,10 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
     }
     for (; U0; U0 &= U0 - 1u) {
         const int b = __ffs(U0) - 1;
-        meshccl::unite<true>(L, me + start_of(S_, b), up + start_of(Sup, b));
+        int t = 0;
+#pragma unroll
+        for (int k = 0; k < 5; ++k) t |= ((tops[k] >> b) & 1) << k;
+        meshccl::unite<true>(L, me + start_of(S_, b), t * RS + start_of(starts[warp][t], b));
     }
     for (; Ul; Ul &= Ul - 1u) {
         const int b = __ffs(Ul) - 1;
@@ -253,13 +279,14 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
     __syncwarp();
     const I y = y0 + lane;
     if (y >= ny) return;
-    const I rowbase = y * nx + x0;
+    const I rowbase = y * nx + x0, tilebase = y0 * nx + x0;
     unsigned roots = 0u;
     for (unsigned m = S_; m; m &= m - 1u) {
         const int b = __ffs(m) - 1;
         const int rt = meshccl::find<true>(L, me + b);  // halving: shared walks shorten
         if (rt == me + b) roots |= 1u << b;
-        P[rowbase + b] = (y0 + rt / RS) * nx + x0 + rt % RS;
+        const int ry = rt / RS;
+        P[rowbase + b] = tilebase + ry * nx + (rt - ry * RS);
     }
     F[bx * ny + y] = mF;
     S[bx * ny + y] = S_;
