@@ -45,9 +45,10 @@
 // read once and written once.
 //
 // Plain 2-D images take runs2d.cu, whose forest has run starts as nodes:
-// steps 4 and 5 as above, then meshccl_runs2d_label (a thread per row of a
-// tile resolves each run once and writes the row's labels) in place of
-// step 6, then step 7.
+// steps 4 and 5 as above, then meshccl_runs2d_label (eight lanes per row of
+// a tile resolve each run once and write the row's labels, piece roots
+// that are roots of the whole forest included) in place of step 6, then
+// step 7 for the hooked piece roots only.
 
 #include "unionfind.cuh"
 
@@ -287,12 +288,15 @@ __global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
 template <typename I>
 __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
                                      const unsigned* __restrict__ roots,
-                                     const I* __restrict__ incl, I words) {
+                                     const I* __restrict__ incl, I words, int only_hooked) {
     const I w = (I)blockIdx.x * blockDim.x + threadIdx.x;
     if (w >= words) return;
+    // only_hooked (runs2d.cu's road): the roots among the piece roots have
+    // their labels already (meshccl_runs2d_label)
+    const unsigned todo = only_hooked ? A[w] & ~roots[w] : A[w];
     // MESHCCL_PIECE_GROUP piece roots at a time: all their loads, then all
     // their stores (one at a time, each store waited for the next load)
-    for (unsigned a = A[w]; a;) {
+    for (unsigned a = todo; a;) {
         I x[MESHCCL_PIECE_GROUP], r[MESHCCL_PIECE_GROUP];
 #pragma unroll
         for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
@@ -318,8 +322,9 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
 // start's P (a piece root, or one further up after a border find halved
 // it), that one's P (the root, after meshccl_piece_roots), the rank.  A run
 // that started in an earlier lane's cells takes the label of that lane's
-// last run by a shuffle.  Piece roots are written back unchanged
-// (meshccl_label_pieces labels them last); background gets 0.
+// last run by a shuffle.  Piece roots that a border union hooked are
+// written back unchanged (meshccl_label_pieces labels them last, with
+// only_hooked); background gets 0.
 template <typename I>
 __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
@@ -349,20 +354,36 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         if (sh && width > 32 - sh && w + 1 < words) a |= A[w + 1] << (32 - sh);
     }
     // the runs that start among this lane's cells: their labels, each stage's
-    // loads for all four runs before the next stage needs them
+    // loads for all four runs before the next stage needs them.  pv, the run
+    // start's P, is a piece root; when it is a root of the whole forest (its
+    // bit in `roots`) it is also the run's root, and P[pv] is not read.
     I pv[4], rt[4], rl[4], last = 0;
     unsigned rw[4];
+    bool hooked[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
         pv[j] = ((s >> (c0 + j)) & 1u) ? P[rowbase + c0 + j] : (I)0;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) rt[j] = ((s >> (c0 + j)) & 1u) ? P[pv[j]] : (I)0;
+    // (P[pv] goes out with the bit's word: when pv turns out to be a root,
+    // its owner may be writing its label there, and the value is dropped)
+    I up[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
         const bool on = (s >> (c0 + j)) & 1u;
-        rw[j] = on ? roots[rt[j] >> 5] : 0u;
-        rl[j] = on ? incl[rt[j] >> 5] : (I)0;
+        rw[j] = on ? roots[pv[j] >> 5] : 0u;
+        rl[j] = on ? incl[pv[j] >> 5] : (I)0;
+        up[j] = on ? P[pv[j]] : (I)0;
     }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        hooked[j] = ((s >> (c0 + j)) & 1u) && !((rw[j] >> (pv[j] & 31)) & 1u);
+        rt[j] = hooked[j] ? up[j] : pv[j];  // the run's root
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        if (hooked[j]) {
+            rw[j] = roots[rt[j] >> 5];
+            rl[j] = incl[rt[j] >> 5];
+        }
 #pragma unroll
     for (int j = 0; j < 4; ++j)
         if ((s >> (c0 + j)) & 1u) {
@@ -380,7 +401,10 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         const int c = c0 + j;
         if ((s >> c) & 1u) {
             cur = rl[j];
-            out[j] = ((a >> c) & 1u) ? pv[j] : cur;
+            // a hooked piece root keeps its P (others still read it; the
+            // last kernel labels it); every other cell gets its label now
+            // (a piece root is hooked when its parent is not itself)
+            out[j] = ((a >> c) & 1u) && pv[j] != rowbase + c ? pv[j] : cur;
         } else {
             out[j] = ((f >> c) & 1u) ? cur : (I)0;
         }
@@ -417,7 +441,7 @@ template __global__ void meshccl_relabel<long long>(long long*, long long, const
     template __global__ void meshccl_label_cells<I>(I*, I, const unsigned*, const unsigned*,     \
                                                     const I*);                                   \
     template __global__ void meshccl_label_pieces<I>(I*, const unsigned*, const unsigned*,       \
-                                                     const I*, I);
+                                                     const I*, I, int);
 MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
 template __global__ void meshccl_runs2d_label<int>(int*, const unsigned*, const unsigned*,

@@ -31,10 +31,11 @@
 //    hooks is recorded in H.
 // 3. The pieces path of relabel.cu (meshccl_piece_roots and the scans) as
 //    for mesh23.cu: every hooked piece root then points at its final root.
-// 4. meshccl_runs2d_label.  A thread per row of a tile reads F and S,
-//    resolves each run's label once (run start -> piece root -> root ->
-//    rank) and writes its 32 labels with 16-byte stores.  Piece roots keep
-//    their value (others still read it) until meshccl_label_pieces.
+// 4. meshccl_runs2d_label (relabel.cu).  Eight lanes per tile row read F
+//    and S, resolve each run's label once (run start -> piece root -> root
+//    -> rank; the middle step only for a piece root a border union hooked)
+//    and write the row's labels with 16-byte stores.  Hooked piece roots
+//    keep their value (others still read it) until meshccl_label_pieces.
 //
 // P is read and written at run starts only until the last step, which
 // writes every cell once: about 1 byte read and 4 written per cell, plus

@@ -142,7 +142,7 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     cells_grid = (-(-n // (BLOCK * CELLS_PER_THREAD)),)
     cells_tail = (I(n), A, H, incl)
     pieces_grid = (-(-words // BLOCK),)
-    pieces_tail = (A, H, incl, I(words))
+    pieces_tail = (A, H, incl, I(words), np.int32(0))
     count = incl[-1]
 
     def clear(values, P):
@@ -197,7 +197,7 @@ def _program_runs2d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffer
     ranks_args = (H, sums_incl, I(words), incl)
     label_tail = (F, S, A, H, incl, I(ny), I(nx), I(words))
     pieces_grid = (-(-words // BLOCK),)
-    pieces_tail = (A, H, incl, I(words))
+    pieces_tail = (A, H, incl, I(words), np.int32(1))  # the hooked piece roots only
     count = incl[-1]
 
     def clear(values, P):
