@@ -156,3 +156,45 @@ def test_gpu_tiles_per_block(tiles):
             np.testing.assert_array_equal(out.get().reshape(a.shape), want,
                                           err_msg=f"{a.shape} c={c} {tiles}")
             assert int(count) == n
+
+
+@pytest.mark.gpu
+def test_gpu_runs2d_and_mesh23_agree():
+    """Plain 2-D images take kernels/runs2d.cu; with RUNS_2D off they take
+    mesh23.cu's cell tiles.  Both give skimage's labels: rows 16-byte
+    aligned (two vector loads per row) and not, one-byte cells signed and
+    unsigned with a background that is not 0, wider cells, bool."""
+    pytest.importorskip("cupy")
+    from conftest import HAVE_GPU
+
+    if not HAVE_GPU:
+        pytest.skip("no GPU")
+    from meshccl._gpu import mesh23
+
+    rng = np.random.default_rng(11)
+    images = [
+        patterns.percolation((512, 512), 0.5927, seed=6),        # aligned rows
+        patterns.percolation((300, 257), 0.5927, seed=7),        # odd width
+        patterns.spiral(160),
+        rng.integers(-3, 2, (200, 96)).astype(np.int8),         # signed bytes
+        np.repeat(rng.integers(0, 3, (40, 30)), 4, axis=0).repeat(4, axis=1).astype(np.uint16),
+        patterns.percolation((96, 1024), 0.5, seed=8).astype(bool),
+    ]
+    for a in images:
+        for c in (1, 2):
+            for bg in (0, -1, 1):
+                want = sk_label(a, connectivity=c, background=bg)
+                msg = f"{a.dtype} {a.shape} c={c} bg={bg}"
+                # a launch plan (repeated calls), then the direct path
+                runs = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c, background=bg))
+                np.testing.assert_array_equal(runs, want, err_msg=msg)
+                runs = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c, background=bg,
+                                             return_info=True)[0])
+                np.testing.assert_array_equal(runs, want, err_msg=msg)
+                mesh23.RUNS_2D = False  # (return_info: no launch plan, which keeps its program)
+                try:
+                    cells = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c,
+                                                  background=bg, return_info=True)[0])
+                finally:
+                    mesh23.RUNS_2D = True
+                np.testing.assert_array_equal(cells, want, err_msg=msg + " (mesh23)")
