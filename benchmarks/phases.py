@@ -53,6 +53,9 @@ if __name__ == "__main__":
                     help="extra tile shapes of the fixed path to try, e.g. '2:32,1,8;3:8,8,16' "
                          "(dimension: rows, planes, warps)")
     ap.add_argument("--no-general", action="store_true", help="skip the general n-D path")
+    ap.add_argument("--label-rows", default="",
+                    help="tile rows per lane group of meshccl_runs2d_label to try in 2-D, "
+                         "e.g. '1,2,4' (int32 labels; default: mesh23.RUNS_LABEL_ROWS)")
     opts = ap.parse_args()
     cases = [("empty 4096^2", cupy.zeros((4096, 4096), cupy.uint8)),
              ("full 4096^2", cupy.ones((4096, 4096), cupy.uint8)),
@@ -73,9 +76,15 @@ if __name__ == "__main__":
             for spec in opts.tiles.split(";") if spec and int(spec.split(":")[0]) == a.ndim]
         if not opts.no_general:
             variants.append(("general", None))
+        rows = [int(x) for x in opts.label_rows.split(",") if x] if a.ndim == 2 else []
+        default_rows = mesh23.RUNS_LABEL_ROWS[4]
         for c in (1, a.ndim):
             for path, tiles in variants:
-                r, total = phases(a, c, path, opts.reps, tiles)
-                label = path + ("" if tiles is None else "%s" % (tiles,))
-                print(f"{name:22s} c={c} {label:16s} " + " ".join(f"{k} {x:.3f}" for k, x in r.items())
-                      + f" | total {total:.3f}")
+                for lr in rows or [None]:
+                    mesh23.RUNS_LABEL_ROWS[4] = default_rows if lr is None else lr
+                    r, total = phases(a, c, path, opts.reps, tiles)
+                    label = path + ("" if tiles is None else "%s" % (tiles,)) + \
+                        ("" if lr is None else f" rows {lr}")
+                    print(f"{name:22s} c={c} {label:16s} " +
+                          " ".join(f"{k} {x:.3f}" for k, x in r.items()) + f" | total {total:.3f}")
+                mesh23.RUNS_LABEL_ROWS[4] = default_rows

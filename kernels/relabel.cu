@@ -325,7 +325,9 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
 // last run by a shuffle.  Piece roots that a border union hooked are
 // written back unchanged (meshccl_label_pieces labels them last, with
 // only_hooked); background gets 0.
-template <typename I>
+// R: tile rows per lane group, whose chains of loads step together
+// (meshccl/_gpu/mesh23.py picks it).
+template <typename I, int R>
 __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, const unsigned* __restrict__ roots,
@@ -335,92 +337,109 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31, q = lane & 7, c0 = 4 * q;
     const I ntx = (nx + 31) >> 5;
-    const long long g = t >> 3;  // the tile row: y = g / ntx, bx = g % ntx
-    const bool live = g < (long long)ntx * ny;
-    I y = 0, bx = 0;
-    unsigned f = 0u, s = 0u, a = 0u;
-    if (live) {
-        y = (I)(g / ntx);
-        bx = (I)g - y * ntx;
-        f = F[bx * ny + y];
-        s = S[bx * ny + y];
-    }
-    const I x0 = bx * 32, rowbase = y * nx + x0;
-    const int width = live ? (int)min((I)32, nx - x0) : 0;
-    if (live && ((s >> c0) & 15u)) {  // piece roots are run starts
-        const I w = rowbase >> 5;
-        const int sh = (int)(rowbase & 31);
-        a = A[w] >> sh;
-        if (sh && width > 32 - sh && w + 1 < words) a |= A[w + 1] << (32 - sh);
+    const long long groups = (long long)ntx * ny, per = (groups + R - 1) / R;
+    // The group takes tile rows g0, g0 + per, ... (a warp: four consecutive
+    // tile rows each time, y = g / ntx, bx = g % ntx), R chains at once.
+    I rowbase[R];
+    int width[R];
+    unsigned f[R], s[R], a[R];
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+        const long long g = (t >> 3) + k * per;
+        f[k] = s[k] = a[k] = 0u;
+        width[k] = 0;
+        rowbase[k] = 0;
+        if (g < groups) {
+            const I y = (I)(g / ntx), bx = (I)g - y * ntx;
+            f[k] = F[bx * ny + y];
+            s[k] = S[bx * ny + y];
+            rowbase[k] = y * nx + bx * 32;
+            width[k] = (int)min((I)32, nx - bx * 32);
+        }
     }
     // the runs that start among this lane's cells: their labels, each stage's
-    // loads for all four runs before the next stage needs them.  pv, the run
+    // loads for all runs before the next stage needs them.  pv, the run
     // start's P, is a piece root; when it is a root of the whole forest (its
-    // bit in `roots`) it is also the run's root, and P[pv] is not read.
-    I pv[4], rt[4], rl[4], last = 0;
-    unsigned rw[4];
-    bool hooked[4];
+    // bit in `roots`) it is also the run's root.  (P[pv] goes out with the
+    // bit's word: when pv turns out to be a root, its owner may be writing
+    // its label there, and the value is dropped.)
+    I pv[R][4], up[R][4], rl[R][4];
+    unsigned rw[R][4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-        pv[j] = ((s >> (c0 + j)) & 1u) ? P[rowbase + c0 + j] : (I)0;
-    // (P[pv] goes out with the bit's word: when pv turns out to be a root,
-    // its owner may be writing its label there, and the value is dropped)
-    I up[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        const bool on = (s >> (c0 + j)) & 1u;
-        rw[j] = on ? roots[pv[j] >> 5] : 0u;
-        rl[j] = on ? incl[pv[j] >> 5] : (I)0;
-        up[j] = on ? P[pv[j]] : (I)0;
-    }
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        hooked[j] = ((s >> (c0 + j)) & 1u) && !((rw[j] >> (pv[j] & 31)) & 1u);
-        rt[j] = hooked[j] ? up[j] : pv[j];  // the run's root
-    }
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-        if (hooked[j]) {
-            rw[j] = roots[rt[j] >> 5];
-            rl[j] = incl[rt[j] >> 5];
+    for (int k = 0; k < R; ++k) {
+        if ((s[k] >> c0) & 15u) {  // piece roots are run starts
+            const I w = rowbase[k] >> 5;
+            const int sh = (int)(rowbase[k] & 31);
+            a[k] = A[w] >> sh;
+            if (sh && width[k] > 32 - sh && w + 1 < words) a[k] |= A[w + 1] << (32 - sh);
         }
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-        if ((s >> (c0 + j)) & 1u) {
-            rl[j] = rl[j] - (I)__popc(rw[j] >> (rt[j] & 31)) + 1;  // rank_of, unrolled
-            last = rl[j];
-        }
-    // the run of this lane's first cells, if it started before them: the
-    // last run of the lane that holds its start
-    const unsigned before = s & ((1u << c0) - 1u);
-    const int owner = before ? (31 - __clz(before)) >> 2 : q;
-    I cur = __shfl_sync(0xffffffffu, last, (lane & ~7) | owner);
-    I out[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        const int c = c0 + j;
-        if ((s >> c) & 1u) {
-            cur = rl[j];
-            // a hooked piece root keeps its P (others still read it; the
-            // last kernel labels it); every other cell gets its label now
-            // (a piece root is hooked when its parent is not itself)
-            out[j] = ((a >> c) & 1u) && pv[j] != rowbase + c ? pv[j] : cur;
-        } else {
-            out[j] = ((f >> c) & 1u) ? cur : (I)0;
-        }
-    }
-    if (c0 >= width) return;
-    if (c0 + 4 <= width && ((unsigned long long)(P + rowbase + c0) & 15ull) == 0ull) {
-#pragma unroll
-        for (int k = 0; k < 4 / V; ++k) {
-            VT v;
-            memcpy(&v, out + k * V, sizeof(VT));
-            *reinterpret_cast<VT*>(P + rowbase + c0 + k * V) = v;
-        }
-    } else {
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-            if (c0 + j < width) P[rowbase + c0 + j] = out[j];
+            pv[k][j] = ((s[k] >> (c0 + j)) & 1u) ? P[rowbase[k] + c0 + j] : (I)0;
+    }
+#pragma unroll
+    for (int k = 0; k < R; ++k)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const bool on = (s[k] >> (c0 + j)) & 1u;
+            rw[k][j] = on ? roots[pv[k][j] >> 5] : 0u;
+            rl[k][j] = on ? incl[pv[k][j] >> 5] : (I)0;
+            up[k][j] = on ? P[pv[k][j]] : (I)0;
+        }
+    // hooked piece roots: up is the root; its word and prefix
+#pragma unroll
+    for (int k = 0; k < R; ++k)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const bool hooked = ((s[k] >> (c0 + j)) & 1u) && !((rw[k][j] >> (pv[k][j] & 31)) & 1u);
+            if (hooked) {
+                rw[k][j] = roots[up[k][j] >> 5];
+                rl[k][j] = incl[up[k][j] >> 5];
+            } else {
+                up[k][j] = pv[k][j];
+            }
+        }
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+        I last = 0;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            if ((s[k] >> (c0 + j)) & 1u) {
+                rl[k][j] = rl[k][j] - (I)__popc(rw[k][j] >> (up[k][j] & 31)) + 1;  // rank_of
+                last = rl[k][j];
+            }
+        // the run of this lane's first cells, if it started before them: the
+        // last run of the lane that holds its start
+        const unsigned before = s[k] & ((1u << c0) - 1u);
+        const int owner = before ? (31 - __clz(before)) >> 2 : q;
+        I cur = __shfl_sync(0xffffffffu, last, (lane & ~7) | owner);
+        I out[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int c = c0 + j;
+            if ((s[k] >> c) & 1u) {
+                cur = rl[k][j];
+                // a hooked piece root (its parent is not itself) keeps its P:
+                // others still read it, and the last kernel labels it
+                out[j] = ((a[k] >> c) & 1u) && pv[k][j] != rowbase[k] + c ? pv[k][j] : cur;
+            } else {
+                out[j] = ((f[k] >> c) & 1u) ? cur : (I)0;
+            }
+        }
+        if (c0 >= width[k]) continue;
+        I* dst = P + rowbase[k] + c0;
+        if (c0 + 4 <= width[k] && ((unsigned long long)dst & 15ull) == 0ull) {
+#pragma unroll
+            for (int v = 0; v < 4 / V; ++v) {
+                VT x;
+                memcpy(&x, out + v * V, sizeof(VT));
+                reinterpret_cast<VT*>(dst)[v] = x;
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                if (c0 + j < width[k]) dst[j] = out[j];
+        }
     }
 }
 
@@ -444,9 +463,12 @@ template __global__ void meshccl_relabel<long long>(long long*, long long, const
                                                      const I*, I, int);
 MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
-template __global__ void meshccl_runs2d_label<int>(int*, const unsigned*, const unsigned*,
-    const unsigned*, const unsigned*, const int*, int, int, int);
-template __global__ void meshccl_runs2d_label<long long>(long long*, const unsigned*,
-    const unsigned*, const unsigned*, const unsigned*, const long long*, long long, long long,
-    long long);
+#define MESHCCL_RUNS_LABEL(I, R)                                                              \
+    template __global__ void meshccl_runs2d_label<I, R>(I*, const unsigned*, const unsigned*,  \
+        const unsigned*, const unsigned*, const I*, I, I, I);
+MESHCCL_RUNS_LABEL(int, 1)
+MESHCCL_RUNS_LABEL(int, 2)
+MESHCCL_RUNS_LABEL(int, 4)
+MESHCCL_RUNS_LABEL(long long, 1)
+MESHCCL_RUNS_LABEL(long long, 2)
 #endif

@@ -13,16 +13,17 @@
 //    row's 32 bytes in two 16-byte loads and compares four cells per word
 //    operation, the row above coming from lane r - 1 by shuffles.  Wider
 //    cells: a lane per column loads all 32 rows, each row becomes masks by
-//    warp ballots, and lane r keeps row r's.  A run is a maximal stretch of E; its first cell (a bit of
-//    S = F & ~E) is its node.  The pairs between row r and row r - 1 that
-//    need a union are a few mask operations: mesh23.cu's three skipping
-//    rules (covered, twin, same run), applied to 32 cells at once.  Each
-//    remaining pair unites two run starts in the warp's shared-memory
-//    forest.  Then each run start stores its piece root (the piece's first
-//    cell) as a global index in P, every row stores F and S in two bit
-//    arrays laid out tile column by tile column (a warp's stores are
-//    consecutive words), and the row's piece roots go to the bit array A,
-//    in raster order, as in mesh23.cu.  Only run starts are written in P.
+//    warp ballots, and lane r keeps row r's.  A run is a maximal stretch of
+//    E; its first cell (a bit of S = F & ~E) is its node.  The pairs
+//    between row r and row r - 1 that need a union are a few mask
+//    operations: mesh23.cu's three skipping rules (covered, twin, same run),
+//    applied to 32 cells at once.  Each remaining pair unites two run starts
+//    in the warp's shared-memory forest.  Then each run start stores its piece root (the piece's first
+//    cell) as a global index in P, a row of the tile per store
+//    instruction; every row stores F and S in two bit arrays laid out tile
+//    column by tile column (a warp's stores are consecutive words), and the
+//    row's piece roots go to the bit array A, in raster order, as in
+//    mesh23.cu.  Only run starts are written in P.
 // 2. meshccl_runs2d_border.  Two warps per tile: one unites the tile's top
 //    row with the row above (the same mask rules, on keys loaded from
 //    global memory), the other the tile's first column with the last column
@@ -279,16 +280,26 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
     }
     __syncwarp();
     const I y = y0 + lane;
-    if (y >= ny) return;
     const I rowbase = y * nx + x0, tilebase = y0 * nx + x0;
     unsigned roots = 0u;
-    for (unsigned m = S_; m; m &= m - 1u) {
-        const int b = __ffs(m) - 1;
-        const int rt = meshccl::find<true>(L, me + b);  // halving: shared walks shorten
-        if (rt == me + b) roots |= 1u << b;
-        const int ry = rt / RS;
-        P[rowbase + b] = tilebase + ry * nx + (rt - ry * RS);
+    // Each run start's piece root into P, a row at a time: lane b takes
+    // column b, so that a store instruction stays in one row.  (Lane r
+    // walking its own row's run starts put 32 rows, 32 partly written
+    // sectors, in every store instruction: the tile kernel took twice as
+    // long on images with many runs, benchmarks/NOTES.md.)
+    for (int r = 0; r < 32 && y0 + r < ny; ++r) {
+        const int node = r * RS + lane;
+        bool root = false;
+        if ((starts[warp][r] >> lane) & 1u) {
+            const int rt = meshccl::find<true>(L, node);  // halving: shared walks shorten
+            root = rt == node;
+            const int ry = rt / RS;
+            P[tilebase + (I)r * nx + lane] = tilebase + ry * nx + (rt - ry * RS);
+        }
+        const unsigned m = __ballot_sync(0xffffffffu, root);
+        if (lane == r) roots = m;  // row r's piece roots, for lane r
     }
+    if (y >= ny) return;
     F[bx * ny + y] = mF;
     S[bx * ny + y] = S_;
     const I w = rowbase >> 5;
@@ -376,7 +387,7 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_border(
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R2(T, I)                                                                         \
     template __global__ void meshccl_runs2d_tile<T, I, 1, 4>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int);                             \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int);                        \
     template __global__ void meshccl_runs2d_tile<T, I, 2, 4>(const T*, I*, unsigned*, unsigned*, \
         unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int);                             \
     template __global__ void meshccl_runs2d_border<T, I, 1>(const T*, I*, unsigned*,             \

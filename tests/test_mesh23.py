@@ -159,16 +159,31 @@ def test_gpu_tiles_per_block(tiles):
 
 
 @pytest.mark.gpu
-def test_gpu_runs2d_and_mesh23_agree():
+@pytest.mark.parametrize("rows", [1, 2, 4])
+def test_gpu_runs2d_and_mesh23_agree(rows):
     """Plain 2-D images take kernels/runs2d.cu; with RUNS_2D off they take
     mesh23.cu's cell tiles.  Both give skimage's labels: rows 16-byte
     aligned (two vector loads per row) and not, one-byte cells signed and
-    unsigned with a background that is not 0, wider cells, bool."""
+    unsigned with a background that is not 0, wider cells, bool; the label
+    pass with 1, 2 or 4 tile rows per lane group."""
     pytest.importorskip("cupy")
     from conftest import HAVE_GPU
 
     if not HAVE_GPU:
         pytest.skip("no GPU")
+    from meshccl._gpu import mesh23, plan
+
+    plan._local.__dict__.pop("plans", None)  # plans keep their program
+    default_rows = mesh23.RUNS_LABEL_ROWS[4]
+    mesh23.RUNS_LABEL_ROWS[4] = rows
+    try:
+        _runs2d_against_mesh23()
+    finally:
+        mesh23.RUNS_LABEL_ROWS[4] = default_rows
+        plan._local.__dict__.pop("plans", None)
+
+
+def _runs2d_against_mesh23():
     from meshccl._gpu import mesh23
 
     rng = np.random.default_rng(11)

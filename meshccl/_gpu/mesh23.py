@@ -35,6 +35,9 @@ RUNS_2D = True
 #: Warps (tiles) per block of meshccl_runs2d_tile; the border kernel's block
 #: is 4 tiles of 2 warps.
 RUNS_2D_WARPS = 4
+#: Tile rows per lane group of meshccl_runs2d_label, by label bytes (their
+#: chains of loads overlap; benchmarks/NOTES.md says how they were chosen).
+RUNS_LABEL_ROWS = {4: 1, 8: 1}
 #: Cells per thread of meshccl_label_cells (MESHCCL_CELLS_PER_THREAD).
 CELLS_PER_THREAD = 8
 _MAX_GRID_YZ = 65535
@@ -173,11 +176,13 @@ def _program_runs2d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffer
     _, _, ny, nx = _dims(tuple(int(s) for s in shape))
     t, i = c_type(value_dtype), c_type(index_dtype)
     nw = RUNS_2D_WARPS
+    rows = RUNS_LABEL_ROWS[index_dtype.itemsize]
     tile, border = kernels("runs2d.cu", f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}>",
                            f"meshccl_runs2d_border<{t}, {i}, {c}>")
     roots_k, words_k, scan_k, label_k, pieces_k = kernels(
         "relabel.cu", f"meshccl_piece_roots<{i}>", f"meshccl_rank_words<{i}>",
-        f"meshccl_scan_block<{i}>", f"meshccl_runs2d_label<{i}>", f"meshccl_label_pieces<{i}>")
+        f"meshccl_scan_block<{i}>", f"meshccl_runs2d_label<{i}, {rows}>",
+        f"meshccl_label_pieces<{i}>")
     if buffers is None or len(buffers) < 5:
         buffers = scratch(n, index_dtype, shape)
     bits, incl, sums, sums_incl, fs = buffers
@@ -216,7 +221,8 @@ def _program_runs2d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffer
         ("roots", lambda values, P: roots_k((blocks,), (PIECE_BLOCK,), (P,) + roots_args)),
         ("scan", lambda values, P: scan_k((1,), (1024,), scan_args)),
         ("ranks", lambda values, P: words_k((blocks,), (PIECE_BLOCK,), ranks_args)),
-        ("cells", lambda values, P: label_k((-(-8 * rw // BLOCK),), (BLOCK,), (P,) + label_tail)),
+        ("cells", lambda values, P: label_k((-(-8 * -(-rw // rows) // BLOCK),), (BLOCK,),
+                                            (P,) + label_tail)),
         ("pieces", last),
     ]
 
