@@ -101,16 +101,15 @@ __device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
 }  // namespace runs2d
 }  // namespace meshccl
 
-// The image is ny x nx (1-D arrays come as one row).  NW warps per block,
-// each on its own 32 x 32 tile (tiles bx = blockIdx.x * NW + warp, by =
-// blockIdx.y).  F and S: (nx + 31) / 32 * ny words each, word bx * ny + y.
-// aligned: nx % 32 == 0, so that a tile row is one word of A and H, written
-// with plain stores; otherwise the host zeroes A and H and rows OR in.
+namespace meshccl {
+namespace runs2d {
+
+// The tile kernel's work up to its bit array A: returns the piece roots of
+// the lane's row (0 past the array).
 template <typename T, typename I, int C, int NW>
-__global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
-        const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
-        unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
-        int has_bg, typename meshccl::Key<T>::type bgkey, int aligned) {
+__device__ __forceinline__ unsigned label_tile(
+        const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
+        unsigned* __restrict__ S, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey) {
     typedef typename meshccl::Key<T>::type K;
     using meshccl::runs2d::shfl;
     using meshccl::runs2d::start_of;
@@ -123,7 +122,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
     __shared__ unsigned starts[NW][32];  // each row's run starts
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I bx = (I)blockIdx.x * NW + warp, ntx = (nx + 31) >> 5;
-    if (bx >= ntx) return;  // the whole warp: nothing below syncs the block
+    if (bx >= ntx) return 0u;  // the whole warp
     const I x0 = bx * 32, x = x0 + lane, y0 = (I)blockIdx.y * 32;
     unsigned mF = 0u, mE = 0u, mV = 0u, mVl = 0u, mVr = 0u;
     if (sizeof(T) == 1) {
@@ -299,17 +298,52 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         const unsigned m = __ballot_sync(0xffffffffu, root);
         if (lane == r) roots = m;  // row r's piece roots, for lane r
     }
-    if (y >= ny) return;
+    if (y >= ny) return 0u;
     F[bx * ny + y] = mF;
     S[bx * ny + y] = S_;
-    const I w = rowbase >> 5;
-    if (aligned) {
-        A[w] = roots;
+    return roots;
+}
+
+}  // namespace runs2d
+}  // namespace meshccl
+
+// The image is ny x nx (1-D arrays come as one row).  NW warps per block,
+// each on its own 32 x 32 tile (tiles bx = blockIdx.x * NW + warp, by =
+// blockIdx.y).  F and S: (nx + 31) / 32 * ny words each, word bx * ny + y.
+// A and H: aligned, nx % 32 == 0, makes a tile row one word of each, and
+// the block's NW tiles side by side NW consecutive words, which the block
+// stores together (H as zeros); a word per lane, 32 rows per store
+// instruction, left partly written sectors that cost a fifth of the kernel
+// on the 4096^2 images.  Otherwise the host zeroes A and H and rows OR
+// their piece roots in.
+template <typename T, typename I, int C, int NW>
+__global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
+        const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
+        unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
+        int has_bg, typename meshccl::Key<T>::type bgkey, int aligned) {
+    const unsigned roots =
+        meshccl::runs2d::label_tile<T, I, C, NW>(v, P, F, S, ny, nx, has_bg, bgkey);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const I ntx = (nx + 31) >> 5, y0 = (I)blockIdx.y * 32;
+    if (!aligned) {  // the same for the whole grid
+        if (roots) {
+            const I rowbase = (y0 + lane) * nx + ((I)blockIdx.x * NW + warp) * 32;
+            const I w = rowbase >> 5;
+            const int s = (int)(rowbase & 31);
+            atomicOr(A + w, roots << s);
+            if (s) atomicOr(A + w + 1, roots >> (32 - s));
+        }
+        return;
+    }
+    __shared__ unsigned staged[32][NW];
+    staged[lane][warp] = roots;
+    __syncthreads();
+    const int r = threadIdx.x / NW, k = threadIdx.x % NW;
+    const I bk = (I)blockIdx.x * NW + k, y = y0 + r;
+    if (bk < ntx && y < ny) {
+        const I w = (y * nx + bk * 32) >> 5;
+        A[w] = staged[r][k];
         H[w] = 0u;
-    } else if (roots) {
-        const int s = (int)(rowbase & 31);
-        atomicOr(A + w, roots << s);
-        if (s) atomicOr(A + w + 1, roots >> (32 - s));
     }
 }
 
@@ -386,10 +420,10 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_border(
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R2(T, I)                                                                         \
-    template __global__ void meshccl_runs2d_tile<T, I, 1, 4>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int);                        \
-    template __global__ void meshccl_runs2d_tile<T, I, 2, 4>(const T*, I*, unsigned*, unsigned*, \
+    template __global__ void meshccl_runs2d_tile<T, I, 1, 8>(const T*, I*, unsigned*, unsigned*, \
         unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int);                             \
+    template __global__ void meshccl_runs2d_tile<T, I, 2, 8>(const T*, I*, unsigned*, unsigned*, \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int);                                        \
     template __global__ void meshccl_runs2d_border<T, I, 1>(const T*, I*, unsigned*,             \
         const unsigned*, I, I, int, meshccl::Key<T>::type);                                      \
     template __global__ void meshccl_runs2d_border<T, I, 2>(const T*, I*, unsigned*,             \

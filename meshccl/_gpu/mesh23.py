@@ -32,9 +32,10 @@ BLOCK = 256
 #: warp each) unless this is False or a call names its tiles (benchmarks,
 #: tests of mesh23.cu's 2-D tiles).
 RUNS_2D = True
-#: Warps (tiles) per block of meshccl_runs2d_tile; the border kernel's block
-#: is 4 tiles of 2 warps.
-RUNS_2D_WARPS = 4
+#: Warps (tiles) per block of meshccl_runs2d_tile (8: the block's words of A
+#: fill a 32-byte sector per row; 2, 4 and 8 timed alike before that); the
+#: border kernel's block is 4 tiles of 2 warps.
+RUNS_2D_WARPS = 8
 #: Tile rows per lane group of meshccl_runs2d_label, by label bytes (their
 #: chains of loads overlap; benchmarks/NOTES.md says how they were chosen).
 RUNS_LABEL_ROWS = {4: 1, 8: 1}
