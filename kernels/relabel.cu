@@ -30,9 +30,8 @@
 //
 // 4. meshccl_piece_roots: one thread per word of the piece-root bits A.
 //    Each root hooked by the border kernel (bit array H) is pointed
-//    straight at its final root (a walk with CAS path halving, then the
-//    walked path pointed at the root), so every piece root is now at most
-//    one step from its root.  H is overwritten with A & ~H, the roots
+//    straight at its final root (find_full), so every piece root is now at
+//    most one step from its root.  H is overwritten with A & ~H, the roots
 //    of the whole forest, and each block adds up its roots.
 // 5. meshccl_scan_block over the block sums, then meshccl_rank_words: the
 //    inclusive prefix sum per word, for the rank formula above.
@@ -170,15 +169,6 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
                 }
                 r[g] = x[g];
             }
-            // Walks with path halving: each step points the element at its
-            // grandparent and goes there.  The hooked roots of one long
-            // chain (a spiral's arm crosses a hundred tiles, each hooked
-            // under the one before) all walk at once, and each one's
-            // shortcuts serve the others, so a walk takes about log(L)
-            // steps, not L (plain walks took L each: 0.071 ms on the 4096^2
-            // spiral).  The halving is a CAS, as in find_final(): a plain
-            // store landing late could replace the root that the element's
-            // own thread has just stored (below) by an ancestor.
             for (bool moved = true; moved;) {
                 moved = false;
 #pragma unroll
@@ -186,9 +176,7 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
                     if (r[g] < 0) continue;
                     const I p = __ldcg(P + r[g]);
                     if (p != r[g]) {
-                        const I gp = __ldcg(P + p);
-                        if (gp != p) meshccl::cas(P + r[g], p, gp);
-                        r[g] = gp;
+                        r[g] = p;
                         moved = true;
                     }
                 }
