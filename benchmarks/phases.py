@@ -23,7 +23,7 @@ def phases(a, conn, path, reps=10, tiles=None):
     out = cupy.empty(a.size, dtype=cupy.int32)
     if path == "fixed":
         steps = mesh23.steps(v, out, shape, conn, True, np.uint8(0),
-                             buffers=mesh23.scratch(a.size, out.dtype, shape), tiles=tiles)
+                             buffers=mesh23.scratch(a.size, out.dtype, shape, v.dtype), tiles=tiles)
     else:
         steps = mesh_steps(v, out, shape, conn, True, np.uint8(0)) + relabel_steps(out, a.size)
     ev = [cupy.cuda.Event() for _ in range(len(steps) + 1)]

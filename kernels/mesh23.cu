@@ -50,6 +50,7 @@
 // most.
 
 #include "lattice.cuh"
+#include "runs.cuh"
 
 namespace meshccl {
 namespace box {
@@ -82,13 +83,6 @@ __device__ __forceinline__ K shfl_up(K k) {
 // Steps as bits of a 27-bit mask: bit (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1).
 __device__ __forceinline__ constexpr unsigned step_bit(int dz, int dy, int dx) {
     return 1u << ((dz + 1) * 9 + (dy + 1) * 3 + (dx + 1));
-}
-
-// Record a hook: root h stopped being a root.
-template <typename I>
-__device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
-    const I h = unite_hooked(P, a, b);
-    if (h >= 0) atomicOr(H + (h >> 5), 1u << (h & 31));
 }
 
 }  // namespace box
@@ -250,10 +244,13 @@ struct Border {
 // (its left pairs cross), and with C >= 2 its last cell too (steps to x + 1
 // cross).  Item t of a tile maps to one such cell; rows first, so that
 // warps read whole rows.
-template <typename T, typename I, int D, int C, int TY, int TZ>
+//
+// Runs (runs3d.cu's bricks, TY = 32): the forest's nodes are run starts, not
+// cells; a cell's node is looked up in the bit array S (runs.cuh, node).
+template <typename T, typename I, int D, int C, int TY, int TZ, bool Runs>
 __global__ void __launch_bounds__(256) meshccl_mesh23_border(
-        const T* __restrict__ v, I* P, unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
-        typename meshccl::Key<T>::type bgkey) {
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
+        I nz, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey) {
     typedef typename meshccl::Key<T>::type K;
     typedef Border<D, C, TY, TZ> B;
     for (int t = threadIdx.x; t < (int)B::ITEMS; t += blockDim.x) {
@@ -300,7 +297,12 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
         for (; todo; todo &= todo - 1u) {  // one call site, as in the tile kernel
             const int s = __ffs(todo) - 1;
             const int dz = s / 9 - 1, dy = (s / 3) % 3 - 1, dx = s % 3 - 1;
-            meshccl::box::unite_recording(P, H, i, i + ((I)dz * ny + dy) * nx + dx);
+            if (Runs)
+                meshccl::unite_recording(
+                    P, H, meshccl::runs::node(S, z * ny + y, x, nz * ny, nx),
+                    meshccl::runs::node(S, (z + dz) * ny + y + dy, x + dx, nz * ny, nx));
+            else
+                meshccl::unite_recording(P, H, i, i + ((I)dz * ny + dy) * nx + dx);
         }
     }
 }
@@ -313,13 +315,22 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
 #define MESHCCL_M23(T, I, D, C, TY, TZ, NW, TB)                                                  \
     template __global__ void meshccl_mesh23_tile<T, I, D, C, TY, TZ, NW, TB>(                    \
         const T*, I*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
-    template __global__ void meshccl_mesh23_border<T, I, D, C, TY, TZ>(                          \
-        const T*, I*, unsigned*, I, I, I, int, meshccl::Key<T>::type);
+    template __global__ void meshccl_mesh23_border<T, I, D, C, TY, TZ, false>(                   \
+        const T*, I*, unsigned*, const unsigned*, I, I, I, int, meshccl::Key<T>::type);
 #define MESHCCL_M23_I(T, I) \
     MESHCCL_M23(T, I, 2, 1, 16, 1, 16, 2) MESHCCL_M23(T, I, 2, 2, 16, 1, 16, 2) \
     MESHCCL_M23(T, I, 3, 1, 8, 4, 32, 2) MESHCCL_M23(T, I, 3, 2, 8, 4, 32, 1) \
     MESHCCL_M23(T, I, 3, 3, 8, 4, 32, 1)
 #define MESHCCL_M23_T(T) MESHCCL_M23_I(T, int) MESHCCL_M23_I(T, long long)
+// runs3d.cu's bricks (one-byte cells, 32 x 32 x 8)
+#define MESHCCL_M23_RUNS(T, I, C)                                                                \
+    template __global__ void meshccl_mesh23_border<T, I, 3, C, 32, 8, true>(                     \
+        const T*, I*, unsigned*, const unsigned*, I, I, I, int, meshccl::Key<T>::type);
+#define MESHCCL_M23_RUNS_T(T) MESHCCL_M23_RUNS(T, int, 1) MESHCCL_M23_RUNS(T, int, 2) \
+    MESHCCL_M23_RUNS(T, int, 3) MESHCCL_M23_RUNS(T, long long, 1) \
+    MESHCCL_M23_RUNS(T, long long, 2) MESHCCL_M23_RUNS(T, long long, 3)
+MESHCCL_M23_RUNS_T(unsigned char)
+MESHCCL_M23_RUNS_T(signed char)
 MESHCCL_M23_T(unsigned char)
 MESHCCL_M23_T(unsigned short)
 MESHCCL_M23_T(unsigned int)

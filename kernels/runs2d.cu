@@ -43,63 +43,7 @@
 // 1/4 byte of bit arrays and the run starts.
 
 #include "lattice.cuh"
-
-namespace meshccl {
-namespace runs2d {
-
-template <typename K>
-__device__ __forceinline__ K shfl(K k, int delta, bool up) {
-    if (sizeof(K) == 8) {
-        const long long x = (long long)k;
-        return (K)(up ? __shfl_up_sync(0xffffffffu, x, delta)
-                      : __shfl_down_sync(0xffffffffu, x, delta));
-    }
-    const int x = (int)k;
-    return (K)(up ? __shfl_up_sync(0xffffffffu, x, delta) : __shfl_down_sync(0xffffffffu, x, delta));
-}
-
-// Byte-wise tests on 4 one-byte cells in a word: bit 7 of each byte set
-// where the byte is zero / not zero (exact: the sums never carry into the
-// next byte).
-__device__ __forceinline__ unsigned zero_bytes(unsigned v) {
-    return ~(((v & 0x7f7f7f7fu) + 0x7f7f7f7fu) | v) & 0x80808080u;
-}
-__device__ __forceinline__ unsigned nonzero_bytes(unsigned v) {
-    return (((v & 0x7f7f7f7fu) + 0x7f7f7f7fu) | v) & 0x80808080u;
-}
-// ... and those four bits (bit 7 of bytes 0..3) packed into bits 0..3: the
-// product places byte k's bit at 24 + k, and no two partial products meet.
-__device__ __forceinline__ unsigned pack4(unsigned hi) {
-    return ((hi >> 7) * 0x01020408u) >> 24;
-}
-// 8 words of byte tests -> one 32-bit mask, cell c at bit c.
-__device__ __forceinline__ unsigned pack32(const unsigned (&h)[8]) {
-    unsigned m = 0u;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) m |= pack4(h[j]) << (4 * j);
-    return m;
-}
-
-// The run start at or left of bit b in the run-start mask s (s has one).
-__device__ __forceinline__ int start_of(unsigned s, int b) {
-    return 31 - __clz(s & (b == 31 ? 0xffffffffu : ((2u << b) - 1u)));
-}
-
-// The node (run start, a global index) of the foreground cell (y, x).
-template <typename I>
-__device__ __forceinline__ I node(const unsigned* __restrict__ S, I y, I x, I ny, I nx) {
-    const I bx = x >> 5;
-    return y * nx + (x & ~(I)31) + start_of(__ldg(S + bx * ny + y), (int)(x & 31));
-}
-
-template <typename I>
-__device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
-    const I h = unite_hooked(P, a, b);
-    if (h >= 0) atomicOr(H + (h >> 5), 1u << (h & 31));
-}
-
-}  // namespace runs2d
-}  // namespace meshccl
+#include "runs.cuh"
 
 namespace meshccl {
 namespace runs2d {
@@ -111,13 +55,10 @@ __device__ __forceinline__ unsigned label_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
         unsigned* __restrict__ S, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey) {
     typedef typename meshccl::Key<T>::type K;
-    using meshccl::runs2d::shfl;
-    using meshccl::runs2d::start_of;
-    // The warp's forest: node r * 33 + b is the run starting at bit b of row
-    // r (raster order inside the tile, so the smallest node is still the
-    // first cell).  33, not 32: lane r's nodes then start in bank r, and
-    // lanes touching the same bit of their rows do not all queue on one bank.
-    constexpr int RS = 33;
+    using meshccl::runs::shfl;
+    using meshccl::runs::start_of;
+    // The warp's forest (runs.cuh: tile_nodes).
+    constexpr int RS = meshccl::runs::ROW_NODES;
     __shared__ int forest[NW][32 * RS];
     __shared__ unsigned starts[NW][32];  // each row's run starts
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -132,50 +73,18 @@ __device__ __forceinline__ unsigned label_tile(
         const I y = y0 + lane;
         const int width = (int)min((I)32, nx - x0);
         unsigned w[8];
-#pragma unroll
-        for (int j = 0; j < 8; ++j) w[j] = 0u;
-        if (y < ny) {
-            const T* row = v + y * nx + x0;
-            if (width == 32 && ((unsigned long long)row & 15ull) == 0ull) {
-                const uint4 a = reinterpret_cast<const uint4*>(row)[0];
-                const uint4 b = reinterpret_cast<const uint4*>(row)[1];
-                w[0] = a.x; w[1] = a.y; w[2] = a.z; w[3] = a.w;
-                w[4] = b.x; w[5] = b.y; w[6] = b.z; w[7] = b.w;
-            } else {
-                for (int c = 0; c < width; ++c)
-                    w[c >> 2] |= (unsigned)(unsigned char)row[c] << (8 * (c & 3));
-            }
-        }
-        const unsigned in = y >= ny ? 0u : width == 32 ? 0xffffffffu : (1u << width) - 1u;
-        const unsigned bg4 = 0x01010101u * (unsigned)(unsigned char)bgkey;
-        unsigned h[8], u[8];
-        if (has_bg) {
-#pragma unroll
-            for (int j = 0; j < 8; ++j) h[j] = meshccl::runs2d::nonzero_bytes(w[j] ^ bg4);
-            mF = in & meshccl::runs2d::pack32(h);
-        } else {
-            mF = in;
-        }
-#pragma unroll
-        for (int j = 0; j < 8; ++j)  // equal to the cell on the left
-            h[j] = meshccl::runs2d::zero_bytes(w[j] ^ ((w[j] << 8) | (j ? w[j - 1] >> 24 : 0u)));
-        mE = mF & meshccl::runs2d::pack32(h) & ~1u;
+        meshccl::runs::load_row(y < ny ? v + y * nx + x0 : nullptr, width, w);
+        mF = meshccl::runs::fg_mask(w, y >= ny ? 0 : width, has_bg, (unsigned char)bgkey);
+        mE = mF & meshccl::runs::eq_left(w, w);
+        unsigned u[8];
 #pragma unroll
         for (int j = 0; j < 8; ++j) u[j] = __shfl_up_sync(0xffffffffu, w[j], 1);
         unsigned pF = __shfl_up_sync(0xffffffffu, mF, 1);
         if (lane == 0) pF = 0u;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) h[j] = meshccl::runs2d::zero_bytes(w[j] ^ u[j]);
-        mV = mF & pF & meshccl::runs2d::pack32(h);
+        mV = mF & pF & meshccl::runs::eq_mask(w, u);
         if (C >= 2) {
-#pragma unroll
-            for (int j = 0; j < 8; ++j)  // equal to the cell up-left
-                h[j] = meshccl::runs2d::zero_bytes(w[j] ^ ((u[j] << 8) | (j ? u[j - 1] >> 24 : 0u)));
-            mVl = mF & (pF << 1) & meshccl::runs2d::pack32(h);
-#pragma unroll
-            for (int j = 0; j < 8; ++j)  // equal to the cell up-right
-                h[j] = meshccl::runs2d::zero_bytes(w[j] ^ ((u[j] >> 8) | (j < 7 ? u[j + 1] << 24 : 0u)));
-            mVr = mF & (pF >> 1) & meshccl::runs2d::pack32(h);
+            mVl = mF & (pF << 1) & meshccl::runs::eq_left(w, u);
+            mVr = mF & (pF >> 1) & meshccl::runs::eq_right(w, u);
         }
     } else {
         // Wider cells: a lane per column, 32 loads in flight, and row masks by
@@ -219,85 +128,14 @@ __device__ __forceinline__ unsigned label_tile(
     }
     // Lane r: row r.  Run starts, their forest, and the pairs with row r - 1.
     const unsigned S_ = mF & ~mE;
-    const unsigned Sup = __shfl_up_sync(0xffffffffu, S_, 1);
     int* L = forest[warp];
-    const int me = lane * RS, up = me - RS;
-    for (unsigned m = S_; m; m &= m - 1u) {
-        const int b = __ffs(m) - 1;
-        L[me + b] = me + b;
-    }
-    starts[warp][lane] = S_;
-    // The straight-up pairs are united with the top of their vertical
-    // stretch, not with the row above: t(r, b) is the first row of the
-    // column of equal cells (V bits) through (r, b).  A column of 32 one-cell
-    // runs then makes a star, not a chain of 32 that every find walks.  (Any
-    // cell is joined to its stretch's top: by induction in raster order, a
-    // pair the rules skip goes round through an earlier cell's pair and a
-    // run, as before.)  t as five bit planes, by a segmented scan over lanes:
-    // D marks the columns whose stretch starts in the lanes seen so far.
-    unsigned D = ~mV, tops[5];
-#pragma unroll
-    for (int k = 0; k < 5; ++k) tops[k] = ((lane >> k) & 1) ? D : 0u;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const unsigned Du = __shfl_up_sync(0xffffffffu, D, d);
-#pragma unroll
-        for (int k = 0; k < 5; ++k) {
-            const unsigned Tu = __shfl_up_sync(0xffffffffu, tops[k], d);
-            if (lane >= d) tops[k] |= Tu & ~D;
-        }
-        if (lane >= d) D |= Du;
-    }
+    meshccl::runs::tile_nodes(L, 0, starts[warp], lane, S_);
     __syncwarp();
-    // mesh23.cu's rules on whole rows (V bits are 0 in row 0).  c1: the pair
-    // straight up, unless the left cell is equal and its own pair up exists
-    // (twin).  c2: up-left unless up is a pair (same run) or the left cell
-    // is equal (covered); up unless up-right is a pair or covered; up-right
-    // unless the left cell is equal and up is a pair (twin).
-    unsigned U0, Ul = 0u, Ur = 0u;
-    if (C == 1) {
-        U0 = mV & ~(mE & (mV << 1));
-    } else {
-        Ul = mVl & ~mV & ~mE;
-        U0 = mV & ~mVr & ~mE;
-        Ur = mVr & ~(mE & mV);
-    }
-    for (; U0; U0 &= U0 - 1u) {
-        const int b = __ffs(U0) - 1;
-        int t = 0;
-#pragma unroll
-        for (int k = 0; k < 5; ++k) t |= ((tops[k] >> b) & 1) << k;
-        meshccl::unite<true>(L, me + start_of(S_, b), t * RS + start_of(starts[warp][t], b));
-    }
-    for (; Ul; Ul &= Ul - 1u) {
-        const int b = __ffs(Ul) - 1;
-        meshccl::unite<true>(L, me + start_of(S_, b), up + start_of(Sup, b - 1));
-    }
-    for (; Ur; Ur &= Ur - 1u) {
-        const int b = __ffs(Ur) - 1;
-        meshccl::unite<true>(L, me + start_of(S_, b), up + start_of(Sup, b + 1));
-    }
+    meshccl::runs::tile_unions<C >= 2>(L, 0, starts[warp], lane, S_, mE, mVl, mV, mVr);
     __syncwarp();
-    const I y = y0 + lane;
-    const I rowbase = y * nx + x0, tilebase = y0 * nx + x0;
-    unsigned roots = 0u;
-    // Each run start's piece root into P, a row at a time: lane b takes
-    // column b, so that a store instruction stays in one row.  (Lane r
-    // walking its own row's run starts put 32 rows, 32 partly written
-    // sectors, in every store instruction: the tile kernel took twice as
-    // long on images with many runs, benchmarks/NOTES.md.)
-    for (int r = 0; r < 32 && y0 + r < ny; ++r) {
-        const int node = r * RS + lane;
-        bool root = false;
-        if ((starts[warp][r] >> lane) & 1u) {
-            const int rt = meshccl::find<true>(L, node);  // halving: shared walks shorten
-            root = rt == node;
-            const int ry = rt / RS;
-            P[tilebase + (I)r * nx + lane] = tilebase + ry * nx + (rt - ry * RS);
-        }
-        const unsigned m = __ballot_sync(0xffffffffu, root);
-        if (lane == r) roots = m;  // row r's piece roots, for lane r
-    }
+    const I y = y0 + lane, tile0 = y0 * nx + x0;
+    const unsigned roots = meshccl::runs::store_piece_roots(
+        L, 0, starts[warp], lane, (int)min((I)32, ny - y0), P, tile0, nx, tile0, RS * 32, (I)0);
     if (y >= ny) return 0u;
     F[bx * ny + y] = mF;
     S[bx * ny + y] = S_;
@@ -360,8 +198,8 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_border(
         I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey) {
     typedef typename meshccl::Key<T>::type K;
     using meshccl::Key;
-    using meshccl::runs2d::node;
-    using meshccl::runs2d::shfl;
+    using meshccl::runs::node;
+    using meshccl::runs::shfl;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I bx = (I)blockIdx.x * 4 + (warp >> 1), ntx = (nx + 31) >> 5;
     const I x0 = bx * 32, y0 = (I)blockIdx.y * 32;
@@ -392,9 +230,9 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_border(
         }
         if (!(u0 || ul_ || ur_)) return;
         const I a = node(S, y0, x, ny, nx);
-        if (ul_) meshccl::runs2d::unite_recording(P, H, a, node(S, y0 - 1, x - 1, ny, nx));
-        if (u0) meshccl::runs2d::unite_recording(P, H, a, node(S, y0 - 1, x, ny, nx));
-        if (ur_) meshccl::runs2d::unite_recording(P, H, a, node(S, y0 - 1, x + 1, ny, nx));
+        if (ul_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x - 1, ny, nx));
+        if (u0) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x, ny, nx));
+        if (ur_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x + 1, ny, nx));
     } else {
         const I y = y0 + lane;
         if (bx == 0 || y >= ny) return;
@@ -402,17 +240,17 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_border(
         const K k0 = Key<T>::of(v[i]), kL = Key<T>::of(v[i - 1]);
         const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
         if (f0 && kL == k0)  // the first cell is a run start: its own node
-            meshccl::runs2d::unite_recording(P, H, i, node(S, y, x0 - 1, ny, nx));
+            meshccl::unite_recording(P, H, i, node(S, y, x0 - 1, ny, nx));
         if (C >= 2 && lane > 0) {
             const K ku0 = Key<T>::of(v[i - nx]), kuL = Key<T>::of(v[i - nx - 1]);
             // (y, x0) up-left to (y - 1, x0 - 1): not if (y - 1, x0) is equal
             // (same run) or (y, x0 - 1) is (covered)
             if (f0 && kuL == k0 && ku0 != k0 && kL != k0)
-                meshccl::runs2d::unite_recording(P, H, i, node(S, y - 1, x0 - 1, ny, nx));
+                meshccl::unite_recording(P, H, i, node(S, y - 1, x0 - 1, ny, nx));
             // (y, x0 - 1) up-right to (y - 1, x0): not if its left cell and the
             // cell above it are equal to it (twin)
             if (fL && ku0 == kL && !(Key<T>::of(v[i - 2]) == kL && kuL == kL))
-                meshccl::runs2d::unite_recording(P, H, node(S, y, x0 - 1, ny, nx), i - nx);
+                meshccl::unite_recording(P, H, node(S, y, x0 - 1, ny, nx), i - nx);
         }
     }
 }

@@ -135,6 +135,15 @@ __device__ __forceinline__ bool unite(I* P, I a, I b) {
     return unite_hooked<Shared, Guard>(P, a, b) >= 0;
 }
 
+// unite() for the mesh kernels' border passes, which record in the bit
+// array H each root they hook (that root stopped being a root: the pieces
+// path of relabel.cu resolves exactly those).
+template <typename I>
+__device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
+    const I h = unite_hooked(P, a, b);
+    if (h >= 0) atomicOr(H + (h >> 5), 1u << (h & 31));
+}
+
 // ===================================================================
 // Alternative union and compression rules (GConn / ConnectIt), used only
 // by the graph methods 'async' with a compression keyword, 'rem-cas',

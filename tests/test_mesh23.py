@@ -184,8 +184,6 @@ def test_gpu_runs2d_and_mesh23_agree(rows):
 
 
 def _runs2d_against_mesh23():
-    from meshccl._gpu import mesh23
-
     rng = np.random.default_rng(11)
     images = [
         patterns.percolation((512, 512), 0.5927, seed=6),        # aligned rows
@@ -195,8 +193,17 @@ def _runs2d_against_mesh23():
         np.repeat(rng.integers(0, 3, (40, 30)), 4, axis=0).repeat(4, axis=1).astype(np.uint16),
         patterns.percolation((96, 1024), 0.5, seed=8).astype(bool),
     ]
+    _runs_against_cells(images, "RUNS_2D")
+
+
+def _runs_against_cells(images, flag):
+    """Each image at every connectivity and three backgrounds: the default
+    path (the run kernels), through a launch plan and directly, and with
+    mesh23's ``flag`` off (its cell tiles), all equal to skimage."""
+    from meshccl._gpu import mesh23
+
     for a in images:
-        for c in (1, 2):
+        for c in range(1, a.ndim + 1):
             for bg in (0, -1, 1):
                 want = sk_label(a, connectivity=c, background=bg)
                 msg = f"{a.dtype} {a.shape} c={c} bg={bg}"
@@ -206,10 +213,46 @@ def _runs2d_against_mesh23():
                 runs = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c, background=bg,
                                              return_info=True)[0])
                 np.testing.assert_array_equal(runs, want, err_msg=msg)
-                mesh23.RUNS_2D = False  # (return_info: no launch plan, which keeps its program)
+                setattr(mesh23, flag, False)  # (return_info: no launch plan, which keeps its program)
                 try:
                     cells = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c,
                                                   background=bg, return_info=True)[0])
                 finally:
-                    mesh23.RUNS_2D = True
+                    setattr(mesh23, flag, True)
                 np.testing.assert_array_equal(cells, want, err_msg=msg + " (mesh23)")
+
+
+@pytest.mark.gpu
+def test_gpu_runs3d_and_mesh23_agree():
+    """3-D volumes of one-byte cells take kernels/runs3d.cu (bricks of 32 x
+    32 x 8, z pairs inside a brick in shared memory, the rest by mesh23.cu's
+    border kernel on run starts); with RUNS_3D off, mesh23.cu's cell tiles.
+    Both give skimage's labels at connectivity 1, 2 and 3: rows aligned and
+    not, plane counts and heights that are not multiples of the brick, a
+    signed byte volume, bool, diagonal stripes (pairs across brick edges and
+    corners) and a wider dtype (which stays on the cell tiles)."""
+    pytest.importorskip("cupy")
+    from conftest import HAVE_GPU
+
+    if not HAVE_GPU:
+        pytest.skip("no GPU")
+    from meshccl._gpu import plan
+
+    rng = np.random.default_rng(12)
+    blobs = np.repeat(rng.integers(0, 2, (5, 12, 12)), 4, axis=0).repeat(6, 1).repeat(6, 2)
+    images = [
+        patterns.percolation((24, 64, 64), 0.3116, seed=9),      # aligned rows, 3 bricks deep
+        patterns.percolation((19, 45, 70), 0.25, seed=10),       # odd sizes everywhere
+        blobs.astype(np.uint8)[:17, :70, :65],                     # long components
+        rng.integers(-2, 2, (11, 40, 33)).astype(np.int8),        # signed bytes
+        patterns.percolation((9, 33, 96), 0.5, seed=11).astype(bool),
+        diagonal_stripes((20, 40, 64), 3, 1),
+        diagonal_stripes((17, 37, 41), 4, -1),
+        np.repeat(rng.integers(0, 3, (6, 10, 10)), 3, axis=0).repeat(4, 1).repeat(4, 2)
+        .astype(np.uint16),
+    ]
+    plan._local.__dict__.pop("plans", None)  # plans keep their program
+    try:
+        _runs_against_cells(images, "RUNS_3D")
+    finally:
+        plan._local.__dict__.pop("plans", None)

@@ -32,6 +32,11 @@ BLOCK = 256
 #: warp each) unless this is False or a call names its tiles (benchmarks,
 #: tests of mesh23.cu's 2-D tiles).
 RUNS_2D = True
+#: 3-D volumes of one-byte cells take kernels/runs3d.cu (runs as nodes,
+#: bricks of 32 x 32 x RUNS_3D_PLANES cells a block) unless this is False or
+#: a call names its tiles.
+RUNS_3D = True
+RUNS_3D_PLANES = 8
 #: Warps (tiles) per block of meshccl_runs2d_tile (8: the block's words of A
 #: fill a 32-byte sector per row; 2, 4 and 8 timed alike before that); the
 #: border kernel's block is 4 tiles of 2 warps.
@@ -76,26 +81,41 @@ def border_items(d: int, c: int, ty: int, tz: int) -> int:
 
 
 def _runs_words(shape) -> int:
-    """Words of each of runs2d.cu's bit arrays F and S: one per tile row."""
-    _, _, ny, nx = _dims(tuple(int(s) for s in shape))
-    return -(-nx // 32) * ny
+    """Words of each of the run kernels' bit arrays F and S: one per tile row
+    (a row of 32 cells of one plane)."""
+    _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
+    return -(-nx // 32) * ny * nz
 
 
-def scratch(n: int, index_dtype, shape=None):
+def scratch(n: int, index_dtype, shape=None, value_dtype=None):
     """The pieces path's temporary arrays: the bit arrays A and H (one
     buffer), the per-word prefix sums and the block sums (with their scan):
-    3n/8 bytes for int32 labels, plus a few per 32768 cells.  With a 2-D
-    ``shape`` (runs2d.cu) also the bit arrays F and S (one buffer, about
-    n/4 bytes)."""
+    3n/8 bytes for int32 labels, plus a few per 32768 cells.  With a
+    ``shape`` (and ``value_dtype`` for 3-D) that the run-based kernels take
+    also their bit arrays F and S (one buffer, about n/4 bytes)."""
     import cupy
 
     words = (n + 31) // 32
     blocks = -(-words // PIECE_BLOCK)
     out = (cupy.empty(2 * words, dtype=cupy.uint32), cupy.empty(words, dtype=index_dtype),
            cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
-    if shape is not None and _dims(tuple(int(s) for s in shape))[0] == 2:
-        out += (cupy.empty(2 * _runs_words(shape), dtype=cupy.uint32),)
+    if shape is not None:
+        d = _dims(tuple(int(s) for s in shape))[0]
+        if d == 2 or (value_dtype is not None and np.dtype(value_dtype).itemsize == 1):
+            out += (cupy.empty(2 * _runs_words(shape), dtype=cupy.uint32),)
     return out
+
+
+def uses_runs(shape, value_dtype, tiles=None) -> bool:
+    """True when the call takes the run-based tile kernels (runs2d.cu: any
+    plain 1-D / 2-D image; runs3d.cu: 3-D volumes of one-byte cells) rather
+    than mesh23.cu's cell tiles."""
+    d = _dims(tuple(int(s) for s in shape))[0]
+    if tiles:
+        return False
+    if d == 2:
+        return RUNS_2D
+    return RUNS_3D and np.dtype(value_dtype).itemsize == 1
 
 
 def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buffers=None,
@@ -112,120 +132,131 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     ``tiles``: (rows, planes, warps[, tiles per block]) instead of
     :data:`TILES` (benchmarks; tiles per block defaults to 1).
     """
-    import cupy
-
     index_dtype = np.dtype(index_dtype)
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), d) if len(shape) > 1 else 1
-    if d == 2 and RUNS_2D and not tiles:
-        return _program_runs2d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
+    if uses_runs(shape, value_dtype, tiles):
+        return _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
     ty, tz, warps, per_block = (tuple(tiles) + (1,))[:4] if tiles else \
         TILES[d] + (TILES_PER_BLOCK[d, c],)
     t, i = c_type(value_dtype), c_type(index_dtype)
     tile, border = kernels("mesh23.cu",
                            f"meshccl_mesh23_tile<{t}, {i}, {d}, {c}, {ty}, {tz}, {warps}, {per_block}>",
-                           f"meshccl_mesh23_border<{t}, {i}, {d}, {c}, {ty}, {tz}>")
-    roots_k, words_k, scan_k, cells_k, pieces_k = kernels(
-        "relabel.cu", f"meshccl_piece_roots<{i}>", f"meshccl_rank_words<{i}>",
-        f"meshccl_scan_block<{i}>", f"meshccl_label_cells<{i}>", f"meshccl_label_pieces<{i}>")
-    bits, incl, sums, sums_incl = (buffers if buffers is not None else scratch(n, index_dtype))[:4]
+                           f"meshccl_mesh23_border<{t}, {i}, {d}, {c}, {ty}, {tz}, false>")
+    cells_k, = kernels("relabel.cu", f"meshccl_label_cells<{i}>")
+    if buffers is None:
+        buffers = scratch(n, index_dtype)
+    bits, incl = buffers[:2]
     words = (n + 31) // 32
     A, H = bits[:words], bits[words:]
-    blocks = -(-words // PIECE_BLOCK)
     I = index_dtype.type
     grid = (-(-nx // 32), -(-ny // ty), -(-nz // tz))  # of tiles (the border kernel's)
     tile_grid = (grid[0], -(-grid[1] // per_block), grid[2])
     aligned = nx % 32 == 0
     dims = (I(nz), I(ny), I(nx), np.int32(bool(has_bg)), bgkey)
     tile_tail = (A, H) + dims + (np.int32(aligned),)
-    border_tail = (H,) + dims
+    border_tail = (H, np.uintp(0)) + dims  # S: a null pointer (cells are nodes)
     border_block = (min(BLOCK, -(-border_items(d, c, ty, tz) // 32) * 32),)
-    roots_args = (A, H, I(words), sums)
-    scan_args = (sums, sums_incl, I(blocks))
-    ranks_args = (H, sums_incl, I(words), incl)
     cells_grid = (-(-n // (BLOCK * CELLS_PER_THREAD)),)
     cells_tail = (I(n), A, H, incl)
-    pieces_grid = (-(-words // BLOCK),)
-    pieces_tail = (A, H, incl, I(words), np.int32(0))
-    count = incl[-1]
+    return _cleared(bits, aligned) + [
+        ("tile", lambda values, P: tile(tile_grid, (32 * warps,), (values, P) + tile_tail)),
+        ("border", lambda values, P: border(grid, border_block, (values, P) + border_tail)),
+    ] + _pieces_path(index_dtype, n, buffers,
+                     lambda values, P: cells_k(cells_grid, (BLOCK,), (P,) + cells_tail), False)
+
+
+def _cleared(bits, aligned):
+    """A launch that zeroes the bit arrays A and H, where the tile kernel
+    ORs its rows in (rows not 32-cell aligned); else none."""
+    import cupy
 
     def clear(values, P):
         cupy.cuda.runtime.memsetAsync(bits.data.ptr, 0, bits.nbytes,
                                       cupy.cuda.get_current_stream().ptr)
 
+    return [] if aligned else [("clear", clear)]
+
+
+def _pieces_path(index_dtype, n, buffers, cells, only_hooked):
+    """The launches after the border kernel, shared by both tile kernels:
+    meshccl_piece_roots, the scan of the root counts, their ranks, ``cells``
+    (the launch that labels every cell) and meshccl_label_pieces (every
+    piece root, or with ``only_hooked`` the ones a border union hooked),
+    which returns N."""
+    i = c_type(index_dtype)
+    roots_k, words_k, scan_k, pieces_k = kernels(
+        "relabel.cu", f"meshccl_piece_roots<{i}>", f"meshccl_rank_words<{i}>",
+        f"meshccl_scan_block<{i}>", f"meshccl_label_pieces<{i}>")
+    bits, incl, sums, sums_incl = buffers[:4]
+    words = (n + 31) // 32
+    A, H = bits[:words], bits[words:]
+    blocks = -(-words // PIECE_BLOCK)
+    I = np.dtype(index_dtype).type
+    roots_args = (A, H, I(words), sums)
+    scan_args = (sums, sums_incl, I(blocks))
+    ranks_args = (H, sums_incl, I(words), incl)
+    pieces_grid = (-(-words // BLOCK),)
+    pieces_tail = (A, H, incl, I(words), np.int32(bool(only_hooked)))
+    count = incl[-1]
+
     def last(values, P):
         pieces_k(pieces_grid, (BLOCK,), (P,) + pieces_tail)
         return count
 
-    out = [] if aligned else [("clear", clear)]
-    return out + [
-        ("tile", lambda values, P: tile(tile_grid, (32 * warps,), (values, P) + tile_tail)),
-        ("border", lambda values, P: border(grid, border_block, (values, P) + border_tail)),
+    return [
         ("roots", lambda values, P: roots_k((blocks,), (PIECE_BLOCK,), (P,) + roots_args)),
         ("scan", lambda values, P: scan_k((1,), (1024,), scan_args)),
         ("ranks", lambda values, P: words_k((blocks,), (PIECE_BLOCK,), ranks_args)),
-        ("cells", lambda values, P: cells_k(cells_grid, (BLOCK,), (P,) + cells_tail)),
+        ("cells", cells),
         ("pieces", last),
     ]
 
 
-def _program_runs2d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers):
-    """:func:`program` for a 2-D image through kernels/runs2d.cu."""
-    import cupy
-
+def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers):
+    """:func:`program` through the run-based tile kernels: runs2d.cu (1-D and
+    2-D) or runs3d.cu with mesh23.cu's border kernel on its bricks (3-D),
+    then meshccl_runs2d_label, which sees a volume as nz * ny rows."""
     index_dtype = np.dtype(index_dtype)
-    _, _, ny, nx = _dims(tuple(int(s) for s in shape))
+    d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     t, i = c_type(value_dtype), c_type(index_dtype)
-    nw = RUNS_2D_WARPS
-    rows = RUNS_LABEL_ROWS[index_dtype.itemsize]
-    tile, border = kernels("runs2d.cu", f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}>",
-                           f"meshccl_runs2d_border<{t}, {i}, {c}>")
-    roots_k, words_k, scan_k, label_k, pieces_k = kernels(
-        "relabel.cu", f"meshccl_piece_roots<{i}>", f"meshccl_rank_words<{i}>",
-        f"meshccl_scan_block<{i}>", f"meshccl_runs2d_label<{i}, {rows}>",
-        f"meshccl_label_pieces<{i}>")
+    rows = RUNS_LABEL_ROWS[index_dtype.itemsize]  # tile rows per lane group of the label pass
+    label_k, = kernels("relabel.cu", f"meshccl_runs2d_label<{i}, {rows}>")
     if buffers is None or len(buffers) < 5:
-        buffers = scratch(n, index_dtype, shape)
-    bits, incl, sums, sums_incl, fs = buffers
+        buffers = scratch(n, index_dtype, shape, value_dtype)
+    bits, incl, fs = buffers[0], buffers[1], buffers[4]
     words = (n + 31) // 32
     A, H = bits[:words], bits[words:]
     rw = _runs_words(shape)
     F, S = fs[:rw], fs[rw:2 * rw]
-    blocks = -(-words // PIECE_BLOCK)
     I = index_dtype.type
     ntx, nty = -(-nx // 32), -(-ny // 32)
     aligned = nx % 32 == 0
     key = (np.int32(bool(has_bg)), bgkey)
-    tile_tail = (A, H, F, S, I(ny), I(nx)) + key + (np.int32(aligned),)
-    border_tail = (H, S, I(ny), I(nx)) + key
-    roots_args = (A, H, I(words), sums)
-    scan_args = (sums, sums_incl, I(blocks))
-    ranks_args = (H, sums_incl, I(words), incl)
-    label_tail = (F, S, A, H, incl, I(ny), I(nx), I(words))
-    pieces_grid = (-(-words // BLOCK),)
-    pieces_tail = (A, H, incl, I(words), np.int32(1))  # the hooked piece roots only
-    count = incl[-1]
-
-    def clear(values, P):
-        cupy.cuda.runtime.memsetAsync(bits.data.ptr, 0, bits.nbytes,
-                                      cupy.cuda.get_current_stream().ptr)
-
-    def last(values, P):
-        pieces_k(pieces_grid, (BLOCK,), (P,) + pieces_tail)
-        return count
-
-    out = [] if aligned else [("clear", clear)]
-    return out + [
-        ("tile", lambda values, P: tile((-(-ntx // nw), nty), (32 * nw,), (values, P) + tile_tail)),
-        ("border", lambda values, P: border((-(-ntx // 4), nty), (256,),
-                                            (values, P) + border_tail)),
-        ("roots", lambda values, P: roots_k((blocks,), (PIECE_BLOCK,), (P,) + roots_args)),
-        ("scan", lambda values, P: scan_k((1,), (1024,), scan_args)),
-        ("ranks", lambda values, P: words_k((blocks,), (PIECE_BLOCK,), ranks_args)),
-        ("cells", lambda values, P: label_k((-(-8 * -(-rw // rows) // BLOCK),), (BLOCK,),
-                                            (P,) + label_tail)),
-        ("pieces", last),
-    ]
+    if d == 2:
+        nw = RUNS_2D_WARPS
+        tile, border = kernels("runs2d.cu", f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}>",
+                               f"meshccl_runs2d_border<{t}, {i}, {c}>")
+        tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
+                     + (np.int32(aligned),))
+        border_args = ((-(-ntx // 4), nty), (256,), (H, S, I(ny), I(nx)) + key)
+    else:
+        nzb = RUNS_3D_PLANES
+        tile, = kernels("runs3d.cu", f"meshccl_runs3d_tile<{t}, {i}, {c}, {nzb}>")
+        border, = kernels("mesh23.cu", f"meshccl_mesh23_border<{t}, {i}, 3, {c}, 32, {nzb}, true>")
+        dims = (I(nz), I(ny), I(nx)) + key
+        grid = (ntx, nty, -(-nz // nzb))
+        tile_args = (grid, (32 * nzb,), (A, H, F, S) + dims + (np.int32(aligned),))
+        border_args = (grid, (min(BLOCK, -(-border_items(3, c, 32, nzb) // 32) * 32),),
+                       (H, S) + dims)
+    label_grid = (-(-8 * -(-rw // rows) // BLOCK),)  # 8 lanes per group
+    label_tail = (F, S, A, H, incl, I(rw // ntx), I(nx), I(words))
+    return _cleared(bits, aligned) + [
+        ("tile", lambda values, P: tile(tile_args[0], tile_args[1], (values, P) + tile_args[2])),
+        ("border", lambda values, P: border(border_args[0], border_args[1],
+                                            (values, P) + border_args[2])),
+    ] + _pieces_path(index_dtype, n, buffers,
+                     lambda values, P: label_k(label_grid, (BLOCK,), (P,) + label_tail), True)
 
 
 def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, tiles=None):

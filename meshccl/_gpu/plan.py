@@ -61,7 +61,7 @@ class Plan:
             # the 2-D / 3-D path: its launches worked out once, scratch kept with the plan
             self.program = mesh23.program(self.view, self.work, n, prob.shape, prob.connectivity,
                                           prob.has_bg, prob.bgkey,
-                                          buffers=mesh23.scratch(n, self.work, prob.shape))
+                                          buffers=mesh23.scratch(n, self.work, prob.shape, self.view))
             if n <= GRAPH_CELLS:
                 self._try_capture()
             return

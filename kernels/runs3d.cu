@@ -1,0 +1,155 @@
+// runs3d.cu -- plain 3-D volumes of one-byte cells, runs as nodes.
+//
+// The 2-D kernel of runs2d.cu, a warp per 32 x 32 tile with lane r holding
+// row r as 32-bit masks, extended by one axis.  A block owns a brick of
+// 32 x 32 cells by NZ planes; warp p works on plane p of it exactly as in
+// 2-D (its rows' masks, its runs, the unions inside the plane), and the
+// block's NZ planes share one forest in shared memory, numbered in raster
+// order of the brick, so that the smallest node of a piece is still its
+// first cell.  After a __syncthreads, warp p (p > 0) also unites its plane
+// with plane p - 1: the row words of every plane are staged in shared
+// memory, and the pairs between row r of plane p and a row of plane p - 1
+// are the same row-against-earlier-row problem as between two rows of a
+// plane, solved by the same mask rules (runs.cuh, row_pairs):
+//
+// - connectivity 1: row r of the plane before, straight down the z axis;
+//   besides the twin rule, a pair is skipped when the cell above it in its
+//   own plane is equal, as are that cell's partner and its own partner's
+//   upper neighbour: the earlier row's z pair and two in-plane runs join
+//   them already (on a blob that leaves one z union per overlap, at its top
+//   edge);
+// - connectivity 2: row r with its diagonals, rows r - 1 and r + 1 straight
+//   (18 neighbours);
+// - connectivity 3: rows r - 1, r and r + 1 with their diagonals (26).
+//
+// Only one-byte cells come here (meshccl/_gpu/mesh23.py); wider ones take
+// mesh23.cu's cell tiles.  Pairs that leave the brick (its first plane
+// against the plane before, its tiles' first and last rows and columns)
+// are mesh23.cu's border kernel's, run on the same 32 x 32 x NZ bricks with
+// nodes looked up in the bit array S.  Then the pieces path and
+// meshccl_runs2d_label, which sees the volume as nz * ny rows, as in 2-D.
+
+#include "lattice.cuh"
+#include "runs.cuh"
+
+// The volume is nz x ny x nx; bricks bx = blockIdx.x, by = blockIdx.y, bz =
+// blockIdx.z of 32 x 32 x NZ cells, warp p on plane bz * NZ + p.  F and S:
+// word bx * (nz * ny) + z * ny + y.  A and H: aligned (nx % 32 == 0) makes
+// a tile row one word of each, stored here (H as zeros); otherwise the host
+// zeroes them and rows OR their piece roots in.
+template <typename T, typename I, int C, int NZ>
+__global__ void __launch_bounds__(32 * NZ) meshccl_runs3d_tile(
+        const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
+        unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I nz, I ny,
+        I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int aligned) {
+    static_assert(sizeof(T) == 1, "runs3d.cu takes one-byte cells");
+    using meshccl::runs::eq_left;
+    using meshccl::runs::eq_mask;
+    using meshccl::runs::eq_right;
+    constexpr int RS = meshccl::runs::ROW_NODES, PL = 32 * RS;
+    __shared__ int forest[NZ * PL];
+    __shared__ unsigned starts[NZ][32];
+    __shared__ unsigned rowv[NZ][32][11];  // a row's 8 words, F and V (11: fewer bank conflicts)
+    const int lane = threadIdx.x & 31, p = threadIdx.x >> 5;
+    const I bx = (I)blockIdx.x, x0 = bx * 32, y0 = (I)blockIdx.y * 32;
+    const I z0 = (I)blockIdx.z * NZ, z = z0 + p, y = y0 + lane;
+    const int width = (int)min((I)32, nx - x0);
+    const bool in = z < nz && y < ny;
+    // The plane's masks, as in runs2d.cu
+    unsigned w[8];
+    meshccl::runs::load_row(in ? v + (z * ny + y) * nx + x0 : nullptr, width, w);
+    const unsigned mF = meshccl::runs::fg_mask(w, in ? width : 0, has_bg, (unsigned char)bgkey);
+    const unsigned mE = mF & eq_left(w, w);
+    unsigned u[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) u[j] = __shfl_up_sync(0xffffffffu, w[j], 1);
+    unsigned pF = __shfl_up_sync(0xffffffffu, mF, 1);
+    if (lane == 0) pF = 0u;
+    const unsigned mV = mF & pF & eq_mask(w, u);
+    unsigned mVl = 0u, mVr = 0u;
+    if (C >= 2) {
+        mVl = mF & (pF << 1) & eq_left(w, u);
+        mVr = mF & (pF >> 1) & eq_right(w, u);
+    }
+    const unsigned S_ = mF & ~mE;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) rowv[p][lane][j] = w[j];
+    rowv[p][lane][8] = mF;
+    rowv[p][lane][9] = mV;
+    meshccl::runs::tile_nodes(forest, p * PL, starts[p], lane, S_);
+    __syncthreads();
+    meshccl::runs::tile_unions<C >= 2>(forest, p * PL, starts[p], lane, S_, mE, mVl, mV, mVr);
+    if (p > 0) {
+        // z pairs with plane p - 1: row r + dy of it, dy = -1, 0, 1
+        const int me = p * PL + lane * RS;
+#pragma unroll
+        for (int dy = -1; dy <= 1; ++dy) {
+            if (C == 1 && dy != 0) continue;
+            const int r = lane + dy;
+            // (every lane takes part in the shuffle below; rows outside the tile give 0)
+            unsigned b[8], bF = 0u;
+            const bool rin = r >= 0 && r < 32;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) b[j] = rin ? rowv[p - 1][r][j] : 0u;
+            if (rin) bF = rowv[p - 1][r][8];
+            const unsigned Z0 = mF & bF & eq_mask(w, b);
+            unsigned Ul, U0, Ur;
+            if (C == 3 || (C == 2 && dy == 0)) {
+                const unsigned Zl = mF & (bF << 1) & eq_left(w, b);
+                const unsigned Zr = mF & (bF >> 1) & eq_right(w, b);
+                meshccl::runs::row_pairs<true>(mE, Zl, Z0, Zr, Ul, U0, Ur);
+            } else {
+                meshccl::runs::row_pairs<false>(mE, 0u, Z0, 0u, Ul, U0, Ur);
+                if (C == 1) {
+                    // the column rule (above): the cell above equal (mV), its
+                    // z pair (Z0 of row r - 1) and its partner's lower
+                    // neighbour equal too (V of plane p - 1, row r)
+                    unsigned pZ = __shfl_up_sync(0xffffffffu, Z0, 1);
+                    if (lane == 0) pZ = 0u;
+                    U0 &= ~(mV & pZ & rowv[p - 1][lane][9]);
+                }
+            }
+            if (rin) {
+                const int tgt = (p - 1) * PL + r * RS;
+                const unsigned st = starts[p - 1][r];
+                meshccl::runs::unite_bits(forest, Ul, me, S_, tgt, st, -1);
+                meshccl::runs::unite_bits(forest, U0, me, S_, tgt, st, 0);
+                meshccl::runs::unite_bits(forest, Ur, me, S_, tgt, st, 1);
+            }
+        }
+    }
+    __syncthreads();
+    if (z >= nz) return;  // the whole warp
+    const I plane = ny * nx, tile0 = z * plane + y0 * nx + x0;
+    const unsigned roots = meshccl::runs::store_piece_roots(
+        forest, p * PL, starts[p], lane, (int)min((I)32, ny - y0), P, tile0, nx,
+        z0 * plane + y0 * nx + x0, PL, plane);
+    if (y >= ny) return;
+    const I rows = nz * ny;
+    F[bx * rows + z * ny + y] = mF;
+    S[bx * rows + z * ny + y] = S_;
+    const I rowbase = (z * ny + y) * nx + x0, wi = rowbase >> 5;
+    if (aligned) {
+        A[wi] = roots;
+        H[wi] = 0u;
+    } else if (roots) {
+        const int s = (int)(rowbase & 31);
+        atomicOr(A + wi, roots << s);
+        if (s) atomicOr(A + wi + 1, roots >> (32 - s));
+    }
+}
+
+#ifdef MESHCCL_INSTANTIATE_ALL
+// Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
+#define MESHCCL_R3(T, I)                                                                      \
+    template __global__ void meshccl_runs3d_tile<T, I, 1, 8>(const T*, I*, unsigned*,         \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
+    template __global__ void meshccl_runs3d_tile<T, I, 2, 8>(const T*, I*, unsigned*,         \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
+    template __global__ void meshccl_runs3d_tile<T, I, 3, 8>(const T*, I*, unsigned*,         \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);
+MESHCCL_R3(unsigned char, int)
+MESHCCL_R3(unsigned char, long long)
+MESHCCL_R3(signed char, int)
+MESHCCL_R3(signed char, long long)
+#endif
