@@ -279,11 +279,31 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
         if (has_bg && key == bgkey) continue;
         const bool eql = x > 0 && meshccl::Key<T>::of(v[i - 1]) == key;
         unsigned todo = (lx == 0 && eql) ? meshccl::box::step_bit(0, 0, -1) : 0u;
+        // runs3d.cu's z rules (Runs): is the partner straight down equal?
+        const I plane = ny * nx;
+        const bool zeq = D == 3 && Runs && z > 0 && meshccl::Key<T>::of(v[i - plane]) == key;
         MESHCCL_STEPS {
             if (!(lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lx + dx < 0 || lx + dx > 31))
                 continue;  // inside the tile: the tile kernel's pair
             if (z + dz < 0 || y + dy < 0 || y + dy >= ny || x + dx < 0 || x + dx >= nx) continue;
             const I j = i + ((I)dz * ny + dy) * nx + dx;
+            if (D == 3 && Runs && dz < 0) {
+                // As in runs3d.cu: straight down by the twin, covered and column
+                // rules only (never "same run": the other z pairs defer to this
+                // one); any other z pair not at all when this one is equal (its
+                // partner is an in-plane neighbour of this one's).
+                if (dy == 0 && dx == 0) {
+                    if (!zeq) continue;
+                    if (y > 0 && meshccl::Key<T>::of(v[i - nx]) == key &&
+                        meshccl::Key<T>::of(v[i - plane - nx]) == key)
+                        continue;  // column
+                    if (eql && (C >= 2 || meshccl::Key<T>::of(v[j - 1]) == key))
+                        continue;  // covered (C >= 2) or twin
+                    todo |= meshccl::box::step_bit(dz, dy, dx);
+                    continue;
+                }
+                if (zeq) continue;
+            }
             if (meshccl::Key<T>::of(v[j]) != key) continue;
             if (meshccl::box::half_step<D, C>(dz, dy, dx + 1) && x + dx + 1 < nx &&
                 meshccl::Key<T>::of(v[j + 1]) == key)

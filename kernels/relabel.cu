@@ -44,11 +44,12 @@
 // So the forest is never flattened in a separate pass: a cell's labels are
 // read once and written once.
 //
-// Plain 2-D images take runs2d.cu, whose forest has run starts as nodes:
-// steps 4 and 5 as above, then meshccl_runs2d_label (eight lanes per row of
-// a tile resolve each run once and write the row's labels, piece roots
-// that are roots of the whole forest included) in place of step 6, then
-// step 7 for the hooked piece roots only.
+// Plain 2-D images, and 3-D volumes of one-byte cells, take runs2d.cu /
+// runs3d.cu, whose forest has run starts as nodes: steps 4 and 5 as above,
+// then step 7 (every piece root gets its label), then
+// meshccl_runs2d_label in place of step 6: eight lanes per row of a tile
+// resolve each run once, from its start's P in one or two loads, and
+// write the row's labels.
 
 #include "unionfind.cuh"
 
@@ -288,22 +289,21 @@ __global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
 template <typename I>
 __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
                                      const unsigned* __restrict__ roots,
-                                     const I* __restrict__ incl, I words, int only_hooked) {
+                                     const I* __restrict__ incl, I words) {
     const I w = (I)blockIdx.x * blockDim.x + threadIdx.x;
     if (w >= words) return;
-    // only_hooked (runs2d.cu's road): the roots among the piece roots have
-    // their labels already (meshccl_runs2d_label)
-    const unsigned todo = only_hooked ? A[w] & ~roots[w] : A[w];
     // MESHCCL_PIECE_GROUP piece roots at a time: all their loads, then all
-    // their stores (one at a time, each store waited for the next load)
-    for (unsigned a = todo; a;) {
+    // their stores (one at a time, each store waited for the next load).
+    // (Ranking the roots of the whole forest straight from this word's
+    // prefix, without loading their P, measured slower: benchmarks/NOTES.md.)
+    for (unsigned h = A[w]; h;) {
         I x[MESHCCL_PIECE_GROUP], r[MESHCCL_PIECE_GROUP];
 #pragma unroll
         for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
             x[g] = (I)-1;
-            if (a) {
-                x[g] = (w << 5) + (I)(__ffs(a) - 1);
-                a &= a - 1u;
+            if (h) {
+                x[g] = (w << 5) + (I)(__ffs(h) - 1);
+                h &= h - 1u;
             }
         }
 #pragma unroll
@@ -315,23 +315,28 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
     }
 }
 
-// Step 6 for runs2d.cu (plain 2-D images).  Eight lanes per tile row (word
-// bx * ny + y of runs2d.cu's bit arrays F and S), four cells each, so that a
-// warp writes four tile rows side by side: 512 consecutive bytes of int32
-// labels.  A lane resolves the runs that start among its four cells: the
-// start's P (a piece root, or one further up after a border find halved
-// it), that one's P (the root, after meshccl_piece_roots), the rank.  A run
-// that started in an earlier lane's cells takes the label of that lane's
-// last run by a shuffle.  Piece roots that a border union hooked are
-// written back unchanged (meshccl_label_pieces labels them last, with
-// only_hooked); background gets 0.
+// Step 6 for the run kernels (runs2d.cu, runs3d.cu), after step 7: every
+// piece root already holds its label.  Eight lanes per tile row (word bx *
+// rows + y of the bit arrays F and S; a volume's rows count over all its
+// planes), four cells each, so that a warp writes four tile rows side by
+// side: 512 consecutive bytes of int32 labels.  A lane resolves the runs
+// that start among its four cells: a run start that is a piece root (bit
+// of A) holds its label; any other holds a piece root (its own piece's, or
+// one further up after a border find halved it), and that one's value is
+// the label.  At most two dependent loads, then the stores.  (Loading the
+// roots' bits and prefix sums here instead, to rank the roots that step 7
+// would have labelled, made this pass 1.4x slower: benchmarks/NOTES.md.)
+// A run that started in an earlier lane's cells takes the label of that
+// lane's last run by a shuffle; background gets 0.  Piece roots are written
+// with the label they hold, so a lane that reads one while its owner writes
+// it reads the same value either way; a run start that is not a piece root
+// is read by its own lane only.
 // R: tile rows per lane group, whose chains of loads step together
 // (meshccl/_gpu/mesh23.py picks it).
 template <typename I, int R>
 __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
-        const unsigned* __restrict__ A, const unsigned* __restrict__ roots,
-        const I* __restrict__ incl, I ny, I nx, I words) {
+        const unsigned* __restrict__ A, I ny, I nx, I words) {
     constexpr int V = 16 / sizeof(I);
     typedef typename Vec16<I>::type VT;
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -349,65 +354,39 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         f[k] = s[k] = a[k] = 0u;
         width[k] = 0;
         rowbase[k] = 0;
-        if (g < groups) {
+        // (groups past `per`, in the grid's last block, would take rows that
+        // chain k + 1 of another group takes: a row must have one owner)
+        if (g < groups && (t >> 3) < per) {
             const I y = (I)(g / ntx), bx = (I)g - y * ntx;
             f[k] = F[bx * ny + y];
             s[k] = S[bx * ny + y];
             rowbase[k] = y * nx + bx * 32;
             width[k] = (int)min((I)32, nx - bx * 32);
-        }
-    }
-    // the runs that start among this lane's cells: their labels, each stage's
-    // loads for all runs before the next stage needs them.  pv, the run
-    // start's P, is a piece root; when it is a root of the whole forest (its
-    // bit in `roots`) it is also the run's root.  (P[pv] goes out with the
-    // bit's word: when pv turns out to be a root, its owner may be writing
-    // its label there, and the value is dropped.)
-    I pv[R][4], up[R][4], rl[R][4];
-    unsigned rw[R][4];
-#pragma unroll
-    for (int k = 0; k < R; ++k) {
-        if ((s[k] >> c0) & 15u) {  // piece roots are run starts
             const I w = rowbase[k] >> 5;
             const int sh = (int)(rowbase[k] & 31);
             a[k] = A[w] >> sh;
             if (sh && width[k] > 32 - sh && w + 1 < words) a[k] |= A[w + 1] << (32 - sh);
         }
+    }
+    // the runs that start among this lane's cells: the start's P, then (not
+    // a piece root) that piece root's P
+    I lab[R][4];
+#pragma unroll
+    for (int k = 0; k < R; ++k)
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-            pv[k][j] = ((s[k] >> (c0 + j)) & 1u) ? P[rowbase[k] + c0 + j] : (I)0;
-    }
+            lab[k][j] = ((s[k] >> (c0 + j)) & 1u) ? P[rowbase[k] + c0 + j] : (I)0;
 #pragma unroll
     for (int k = 0; k < R; ++k)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const bool on = (s[k] >> (c0 + j)) & 1u;
-            rw[k][j] = on ? roots[pv[k][j] >> 5] : 0u;
-            rl[k][j] = on ? incl[pv[k][j] >> 5] : (I)0;
-            up[k][j] = on ? P[pv[k][j]] : (I)0;
-        }
-    // hooked piece roots: up is the root; its word and prefix
-#pragma unroll
-    for (int k = 0; k < R; ++k)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const bool hooked = ((s[k] >> (c0 + j)) & 1u) && !((rw[k][j] >> (pv[k][j] & 31)) & 1u);
-            if (hooked) {
-                rw[k][j] = roots[up[k][j] >> 5];
-                rl[k][j] = incl[up[k][j] >> 5];
-            } else {
-                up[k][j] = pv[k][j];
-            }
-        }
+        for (int j = 0; j < 4; ++j)
+            if (((s[k] & ~a[k]) >> (c0 + j)) & 1u) lab[k][j] = P[lab[k][j]];
 #pragma unroll
     for (int k = 0; k < R; ++k) {
         I last = 0;
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-            if ((s[k] >> (c0 + j)) & 1u) {
-                rl[k][j] = rl[k][j] - (I)__popc(rw[k][j] >> (up[k][j] & 31)) + 1;  // rank_of
-                last = rl[k][j];
-            }
+            if ((s[k] >> (c0 + j)) & 1u) last = lab[k][j];
         // the run of this lane's first cells, if it started before them: the
         // last run of the lane that holds its start
         const unsigned before = s[k] & ((1u << c0) - 1u);
@@ -417,14 +396,8 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const int c = c0 + j;
-            if ((s[k] >> c) & 1u) {
-                cur = rl[k][j];
-                // a hooked piece root (its parent is not itself) keeps its P:
-                // others still read it, and the last kernel labels it
-                out[j] = ((a[k] >> c) & 1u) && pv[k][j] != rowbase[k] + c ? pv[k][j] : cur;
-            } else {
-                out[j] = ((f[k] >> c) & 1u) ? cur : (I)0;
-            }
+            if ((s[k] >> c) & 1u) cur = lab[k][j];
+            out[j] = ((f[k] >> c) & 1u) ? cur : (I)0;
         }
         if (c0 >= width[k]) continue;
         I* dst = P + rowbase[k] + c0;
@@ -460,12 +433,12 @@ template __global__ void meshccl_relabel<long long>(long long*, long long, const
     template __global__ void meshccl_label_cells<I>(I*, I, const unsigned*, const unsigned*,     \
                                                     const I*);                                   \
     template __global__ void meshccl_label_pieces<I>(I*, const unsigned*, const unsigned*,       \
-                                                     const I*, I, int);
+                                                     const I*, I);
 MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
 #define MESHCCL_RUNS_LABEL(I, R)                                                              \
     template __global__ void meshccl_runs2d_label<I, R>(I*, const unsigned*, const unsigned*,  \
-        const unsigned*, const unsigned*, const I*, I, I, I);
+        const unsigned*, I, I, I);
 MESHCCL_RUNS_LABEL(int, 1)
 MESHCCL_RUNS_LABEL(int, 2)
 MESHCCL_RUNS_LABEL(int, 4)

@@ -30,13 +30,12 @@
 //    of the tile to its left.  A cell's node is its run start, found in the
 //    bit array S with one count of leading zeros; each root that a union
 //    hooks is recorded in H.
-// 3. The pieces path of relabel.cu (meshccl_piece_roots and the scans) as
-//    for mesh23.cu: every hooked piece root then points at its final root.
-// 4. meshccl_runs2d_label (relabel.cu).  Eight lanes per tile row read F
-//    and S, resolve each run's label once (run start -> piece root -> root
-//    -> rank; the middle step only for a piece root a border union hooked)
-//    and write the row's labels with 16-byte stores.  Hooked piece roots
-//    keep their value (others still read it) until meshccl_label_pieces.
+// 3. The pieces path of relabel.cu (meshccl_piece_roots, the scans, then
+//    meshccl_label_pieces): every piece root then holds its label.
+// 4. meshccl_runs2d_label (relabel.cu).  Eight lanes per tile row read F,
+//    S and A, resolve each run once (a run start that is a piece root
+//    holds its label; any other holds a piece root, which holds it) and
+//    write the row's labels with 16-byte stores.
 //
 // P is read and written at run starts only until the last step, which
 // writes every cell once: about 1 byte read and 4 written per cell, plus

@@ -49,7 +49,6 @@ __global__ void __launch_bounds__(32 * NZ) meshccl_runs3d_tile(
     constexpr int RS = meshccl::runs::ROW_NODES, PL = 32 * RS;
     __shared__ int forest[NZ * PL];
     __shared__ unsigned starts[NZ][32];
-    __shared__ unsigned rowv[NZ][32][11];  // a row's 8 words, F and V (11: fewer bank conflicts)
     const int lane = threadIdx.x & 31, p = threadIdx.x >> 5;
     const I bx = (I)blockIdx.x, x0 = bx * 32, y0 = (I)blockIdx.y * 32;
     const I z0 = (I)blockIdx.z * NZ, z = z0 + p, y = y0 + lane;
@@ -72,49 +71,85 @@ __global__ void __launch_bounds__(32 * NZ) meshccl_runs3d_tile(
         mVr = mF & (pF >> 1) & eq_right(w, u);
     }
     const unsigned S_ = mF & ~mE;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) rowv[p][lane][j] = w[j];
-    rowv[p][lane][8] = mF;
-    rowv[p][lane][9] = mV;
     meshccl::runs::tile_nodes(forest, p * PL, starts[p], lane, S_);
+    // Row r of plane p - 1 (its words, foreground and V masks), loaded again:
+    // the warp before loaded it just now, so it mostly comes from L1.  Rows r
+    // - 1 and r + 1 of it come from the lanes beside by shuffles.
+    unsigned b0[8], bF = 0u, bV = 0u;
+    {
+        const bool bin = p > 0 && z < nz && y < ny;
+        meshccl::runs::load_row(bin ? v + ((z - 1) * ny + y) * nx + x0 : nullptr, width, b0);
+        bF = meshccl::runs::fg_mask(b0, bin ? width : 0, has_bg, (unsigned char)bgkey);
+        unsigned bu[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) bu[j] = __shfl_up_sync(0xffffffffu, b0[j], 1);
+        unsigned pbF = __shfl_up_sync(0xffffffffu, bF, 1);
+        if (lane == 0) pbF = 0u;
+        bV = bF & pbF & eq_mask(b0, bu);
+    }
     __syncthreads();
     meshccl::runs::tile_unions<C >= 2>(forest, p * PL, starts[p], lane, S_, mE, mVl, mV, mVr);
     if (p > 0) {
-        // z pairs with plane p - 1: row r + dy of it, dy = -1, 0, 1
-        const int me = p * PL + lane * RS;
+        // z pairs with plane p - 1.  Straight down (Z0) first: the twin rule,
+        // and the column rule (above): the cell above equal (mV), its own z
+        // pair (Z0 of row r - 1) and this pair's partner equal to the cell
+        // above that partner (bV).
+        const int me = p * PL + lane * RS, below = (p - 1) * PL;
+        const unsigned Z0 = mF & bF & eq_mask(w, b0);
+        unsigned pZ = __shfl_up_sync(0xffffffffu, Z0, 1);
+        if (lane == 0) pZ = 0u;
+        unsigned Ul, U0, Ur;
+        meshccl::runs::row_pairs<false>(mE, 0u, Z0, 0u, Ul, U0, Ur);
+        meshccl::runs::unite_bits(forest, U0 & ~(mV & pZ & bV), me, S_, below + lane * RS,
+                                  starts[p - 1][lane], 0);
+        if (C >= 2) {
+            // The other z pairs of a cell (rows r - 1, r, r + 1 of plane p - 1,
+            // diagonals at C = 3): all their partners are in-plane neighbours
+            // of the partner straight down, so a cell with Z0 needs none of
+            // them.  The others: the row rules, one row of partners at a time,
+            // and then the same idea once more: the partners beside the cell's
+            // position (row r, x - 1 and x + 1: L0 and R0) are in-plane
+            // neighbours of the partners in rows r - 1 and r + 1 at x, and of
+            // the corner next to each, so pairs with those wait for L0 / R0.
+            // (Every rule still points at a pair of an earlier cell, or at a
+            // pair of the same cell earlier in the order Z0, L0 / R0, row
+            // r +- 1 at x, corners: no pair is skipped in a circle.)
+            unsigned L0 = 0u, R0 = 0u;
 #pragma unroll
-        for (int dy = -1; dy <= 1; ++dy) {
-            if (C == 1 && dy != 0) continue;
-            const int r = lane + dy;
-            // (every lane takes part in the shuffle below; rows outside the tile give 0)
-            unsigned b[8], bF = 0u;
-            const bool rin = r >= 0 && r < 32;
+            for (int k = 0; k < 3; ++k) {
+                const int dy = k == 0 ? 0 : (k == 1 ? -1 : 1);
+                unsigned b[8], f;
 #pragma unroll
-            for (int j = 0; j < 8; ++j) b[j] = rin ? rowv[p - 1][r][j] : 0u;
-            if (rin) bF = rowv[p - 1][r][8];
-            const unsigned Z0 = mF & bF & eq_mask(w, b);
-            unsigned Ul, U0, Ur;
-            if (C == 3 || (C == 2 && dy == 0)) {
-                const unsigned Zl = mF & (bF << 1) & eq_left(w, b);
-                const unsigned Zr = mF & (bF >> 1) & eq_right(w, b);
-                meshccl::runs::row_pairs<true>(mE, Zl, Z0, Zr, Ul, U0, Ur);
-            } else {
-                meshccl::runs::row_pairs<false>(mE, 0u, Z0, 0u, Ul, U0, Ur);
-                if (C == 1) {
-                    // the column rule (above): the cell above equal (mV), its
-                    // z pair (Z0 of row r - 1) and its partner's lower
-                    // neighbour equal too (V of plane p - 1, row r)
-                    unsigned pZ = __shfl_up_sync(0xffffffffu, Z0, 1);
-                    if (lane == 0) pZ = 0u;
-                    U0 &= ~(mV & pZ & rowv[p - 1][lane][9]);
+                for (int j = 0; j < 8; ++j)
+                    b[j] = dy == 0 ? b0[j] : meshccl::runs::shfl(b0[j], 1, dy < 0);
+                f = dy == 0 ? bF : meshccl::runs::shfl(bF, 1, dy < 0);
+                const int r = lane + dy;
+                if (r < 0 || r > 31) f = 0u;  // (the shuffle returned the lane's own row)
+                unsigned Zl = 0u, Zc = 0u, Zr = 0u;
+                if (dy != 0) Zc = mF & f & eq_mask(w, b) & ~Z0;
+                if (C == 3 || dy == 0) {
+                    Zl = mF & (f << 1) & eq_left(w, b) & ~Z0;
+                    Zr = mF & (f >> 1) & eq_right(w, b) & ~Z0;
                 }
-            }
-            if (rin) {
-                const int tgt = (p - 1) * PL + r * RS;
-                const unsigned st = starts[p - 1][r];
-                meshccl::runs::unite_bits(forest, Ul, me, S_, tgt, st, -1);
-                meshccl::runs::unite_bits(forest, U0, me, S_, tgt, st, 0);
-                meshccl::runs::unite_bits(forest, Ur, me, S_, tgt, st, 1);
+                if (C == 3 || dy == 0)
+                    meshccl::runs::row_pairs<true>(mE, Zl, Zc, Zr, Ul, U0, Ur);
+                else
+                    meshccl::runs::row_pairs<false>(mE, 0u, Zc, 0u, Ul, U0, Ur);
+                if (dy == 0) {
+                    L0 = Zl;
+                    R0 = Zr;
+                } else {
+                    U0 &= ~(L0 | R0);
+                    Ul &= ~L0;
+                    Ur &= ~R0;
+                }
+                if (Ul | U0 | Ur) {
+                    const int tgt = below + r * RS;
+                    const unsigned st = starts[p - 1][r];
+                    meshccl::runs::unite_bits(forest, Ul, me, S_, tgt, st, -1);
+                    meshccl::runs::unite_bits(forest, U0, me, S_, tgt, st, 0);
+                    meshccl::runs::unite_bits(forest, Ur, me, S_, tgt, st, 1);
+                }
             }
         }
     }

@@ -178,12 +178,13 @@ def _cleared(bits, aligned):
     return [] if aligned else [("clear", clear)]
 
 
-def _pieces_path(index_dtype, n, buffers, cells, only_hooked):
+def _pieces_path(index_dtype, n, buffers, cells, runs):
     """The launches after the border kernel, shared by both tile kernels:
-    meshccl_piece_roots, the scan of the root counts, their ranks, ``cells``
-    (the launch that labels every cell) and meshccl_label_pieces (every
-    piece root, or with ``only_hooked`` the ones a border union hooked),
-    which returns N."""
+    meshccl_piece_roots, the scan of the root counts, their ranks, then
+    ``cells`` (the launch that labels every cell) and meshccl_label_pieces
+    (every piece root's label) -- in the other order for the run kernels
+    (``runs``), whose label pass reads the piece roots' labels.  The last
+    launch returns N."""
     i = c_type(index_dtype)
     roots_k, words_k, scan_k, pieces_k = kernels(
         "relabel.cu", f"meshccl_piece_roots<{i}>", f"meshccl_rank_words<{i}>",
@@ -197,20 +198,24 @@ def _pieces_path(index_dtype, n, buffers, cells, only_hooked):
     scan_args = (sums, sums_incl, I(blocks))
     ranks_args = (H, sums_incl, I(words), incl)
     pieces_grid = (-(-words // BLOCK),)
-    pieces_tail = (A, H, incl, I(words), np.int32(bool(only_hooked)))
+    pieces_tail = (A, H, incl, I(words))
     count = incl[-1]
 
-    def last(values, P):
+    def pieces(values, P):
         pieces_k(pieces_grid, (BLOCK,), (P,) + pieces_tail)
         return count
 
+    def cells_last(values, P):
+        cells(values, P)
+        return count
+
+    tail = [("pieces", pieces), ("cells", cells_last)] if runs else \
+        [("cells", cells), ("pieces", pieces)]
     return [
         ("roots", lambda values, P: roots_k((blocks,), (PIECE_BLOCK,), (P,) + roots_args)),
         ("scan", lambda values, P: scan_k((1,), (1024,), scan_args)),
         ("ranks", lambda values, P: words_k((blocks,), (PIECE_BLOCK,), ranks_args)),
-        ("cells", cells),
-        ("pieces", last),
-    ]
+    ] + tail
 
 
 def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers):
@@ -250,7 +255,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         border_args = (grid, (min(BLOCK, -(-border_items(3, c, 32, nzb) // 32) * 32),),
                        (H, S) + dims)
     label_grid = (-(-8 * -(-rw // rows) // BLOCK),)  # 8 lanes per group
-    label_tail = (F, S, A, H, incl, I(rw // ntx), I(nx), I(words))
+    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words))
     return _cleared(bits, aligned) + [
         ("tile", lambda values, P: tile(tile_args[0], tile_args[1], (values, P) + tile_args[2])),
         ("border", lambda values, P: border(border_args[0], border_args[1],
