@@ -150,6 +150,30 @@ __device__ __forceinline__ void row_pairs(unsigned E, unsigned Vl, unsigned V, u
 }
 
 // Unite, in the shared forest L, the run through bit b of a row (run starts
+// s, nodes me + start) with the run through bit b + shift[i] of an earlier
+// row (run starts st[i], nodes tgt[i] + start), for every bit b of U[i] and
+// every i, one union per turn of a single loop: a warp then takes as many
+// turns as its busiest lane has unions in all, where a loop per mask took
+// the sum over the masks of each one's busiest lane.
+template <int N>
+__device__ __forceinline__ void unite_all(int* L, int me, unsigned s, unsigned (&U)[N],
+                                          const int (&tgt)[N], const unsigned (&st)[N],
+                                          const int (&shift)[N]) {
+    for (;;) {
+        int b = -1, partner = 0;
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+            if (b < 0 && U[i]) {
+                b = __ffs(U[i]) - 1;
+                U[i] &= U[i] - 1u;
+                partner = tgt[i] + start_of(st[i], b + shift[i]);
+            }
+        if (b < 0) break;
+        meshccl::unite<true>(L, me + start_of(s, b), partner);
+    }
+}
+
+// Unite, in the shared forest L, the run through bit b of a row (run starts
 // s, nodes me + start) with the run through bit b + shift of an earlier row
 // (run starts st, nodes tgt + start), for every bit b of U.
 __device__ __forceinline__ void unite_bits(int* L, unsigned U, int me, unsigned s, int tgt,
@@ -212,16 +236,29 @@ __device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* st
     const int me = base + lane * ROW_NODES, up = me - ROW_NODES;
     unsigned Ul, U0, Ur;
     row_pairs<Diag>(mE, mVl, mV, mVr, Ul, U0, Ur);
-    for (; U0; U0 &= U0 - 1u) {
-        const int b = __ffs(U0) - 1;
-        int t = 0;
+    // One loop for all three masks (see unite_all)
+    for (;;) {
+        int b, partner;
+        if (U0) {
+            b = __ffs(U0) - 1;
+            U0 &= U0 - 1u;
+            int t = 0;
 #pragma unroll
-        for (int k = 0; k < 5; ++k) t |= ((tops[k] >> b) & 1) << k;
-        meshccl::unite<true>(L, me + start_of(S_, b),
-                             base + t * ROW_NODES + start_of(starts[t], b));
+            for (int k = 0; k < 5; ++k) t |= ((tops[k] >> b) & 1) << k;
+            partner = base + t * ROW_NODES + start_of(starts[t], b);
+        } else if (Ul) {
+            b = __ffs(Ul) - 1;
+            Ul &= Ul - 1u;
+            partner = up + start_of(Sup, b - 1);
+        } else if (Ur) {
+            b = __ffs(Ur) - 1;
+            Ur &= Ur - 1u;
+            partner = up + start_of(Sup, b + 1);
+        } else {
+            break;
+        }
+        meshccl::unite<true>(L, me + start_of(S_, b), partner);
     }
-    unite_bits(L, Ul, me, S_, up, Sup, -1);
-    unite_bits(L, Ur, me, S_, up, Sup, 1);
 }
 
 // After all unions: each run start of the tile (rows of run starts

@@ -98,10 +98,17 @@ __global__ void __launch_bounds__(32 * NZ) meshccl_runs3d_tile(
         const unsigned Z0 = mF & bF & eq_mask(w, b0);
         unsigned pZ = __shfl_up_sync(0xffffffffu, Z0, 1);
         if (lane == 0) pZ = 0u;
+        // All z unions of the lane in one loop (runs.cuh, unite_all): the
+        // straight ones first, then rows r, r - 1, r + 1, left / centre / right.
+        constexpr int N = C >= 2 ? 10 : 1;
+        unsigned U[N], st[N];
+        int tgt[N], shift[N];
         unsigned Ul, U0, Ur;
         meshccl::runs::row_pairs<false>(mE, 0u, Z0, 0u, Ul, U0, Ur);
-        meshccl::runs::unite_bits(forest, U0 & ~(mV & pZ & bV), me, S_, below + lane * RS,
-                                  starts[p - 1][lane], 0);
+        U[0] = U0 & ~(mV & pZ & bV);
+        tgt[0] = below + lane * RS;
+        st[0] = starts[p - 1][lane];
+        shift[0] = 0;
         if (C >= 2) {
             // The other z pairs of a cell (rows r - 1, r, r + 1 of plane p - 1,
             // diagonals at C = 3): all their partners are in-plane neighbours
@@ -124,7 +131,8 @@ __global__ void __launch_bounds__(32 * NZ) meshccl_runs3d_tile(
                     b[j] = dy == 0 ? b0[j] : meshccl::runs::shfl(b0[j], 1, dy < 0);
                 f = dy == 0 ? bF : meshccl::runs::shfl(bF, 1, dy < 0);
                 const int r = lane + dy;
-                if (r < 0 || r > 31) f = 0u;  // (the shuffle returned the lane's own row)
+                const bool rin = r >= 0 && r <= 31;
+                if (!rin) f = 0u;  // (the shuffle returned the lane's own row)
                 unsigned Zl = 0u, Zc = 0u, Zr = 0u;
                 if (dy != 0) Zc = mF & f & eq_mask(w, b) & ~Z0;
                 if (C == 3 || dy == 0) {
@@ -143,15 +151,19 @@ __global__ void __launch_bounds__(32 * NZ) meshccl_runs3d_tile(
                     Ul &= ~L0;
                     Ur &= ~R0;
                 }
-                if (Ul | U0 | Ur) {
-                    const int tgt = below + r * RS;
-                    const unsigned st = starts[p - 1][r];
-                    meshccl::runs::unite_bits(forest, Ul, me, S_, tgt, st, -1);
-                    meshccl::runs::unite_bits(forest, U0, me, S_, tgt, st, 0);
-                    meshccl::runs::unite_bits(forest, Ur, me, S_, tgt, st, 1);
+                const unsigned sr = rin ? starts[p - 1][r] : 0u;
+#pragma unroll
+                for (int e = 0; e < 3; ++e) {
+                    const int i = 1 + 3 * k + e;
+                    if (i >= N) continue;
+                    U[i] = e == 0 ? Ul : (e == 1 ? U0 : Ur);
+                    tgt[i] = below + r * RS;
+                    st[i] = sr;
+                    shift[i] = e - 1;
                 }
             }
         }
+        meshccl::runs::unite_all(forest, me, S_, U, tgt, st, shift);
     }
     __syncthreads();
     if (z >= nz) return;  // the whole warp
