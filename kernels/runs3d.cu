@@ -36,9 +36,12 @@
 // blockIdx.z of 32 x 32 x NZ cells, warp p on plane bz * NZ + p.  F and S:
 // word bx * (nz * ny) + z * ny + y.  A and H: aligned (nx % 32 == 0) makes
 // a tile row one word of each, stored here (H as zeros); otherwise the host
-// zeroes them and rows OR their piece roots in.
+// zeroes them and rows OR their piece roots in.  At connectivity 2 and 3
+// the block asks for 6 blocks per multiprocessor (40 registers, a few
+// spilled): the union-bound tile took 4-5 % less on percolation than with
+// 48; at connectivity 1, 6 cost up to 2 %, and 5 keeps its 48 (NOTES.md).
 template <typename T, typename I, int C, int NZ>
-__global__ void __launch_bounds__(32 * NZ) meshccl_runs3d_tile(
+__global__ void __launch_bounds__(32 * NZ, C >= 2 ? 6 : 5) meshccl_runs3d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I nz, I ny,
         I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int aligned) {
