@@ -1,5 +1,10 @@
 // mesh23.cu -- the fast path for plain 2-D and 3-D images.
 //
+// (Plain 2-D images and one-byte volumes now take the run kernels,
+// runs2d.cu and runs3d.cu; the latter uses this file's border kernel on
+// its bricks.  This tile kernel labels the rest: 3-D volumes of wider
+// cells, and any call that names its tiles.)
+//
 // Most calls label an ordinary 2-D image or 3-D volume: no mask, bonds,
 // tolerance, periodic axes or batch axes.  mesh.cu handles every case in n
 // dimensions, but it pays for that generality on every cell.  It loops over

@@ -1,6 +1,7 @@
-"""The plain 2-D / 3-D path on the GPU: ``kernels/mesh23.cu`` (3-D, and 2-D
-with explicit tiles) or ``kernels/runs2d.cu`` (2-D), then the pieces path
-of ``kernels/relabel.cu``.
+"""The plain 2-D / 3-D path on the GPU: ``kernels/runs2d.cu`` (1-D and 2-D),
+``kernels/runs3d.cu`` (3-D volumes of one-byte cells, with mesh23.cu's
+border kernel) or ``kernels/mesh23.cu`` (other 3-D volumes, and whatever a
+caller names tiles for), then the pieces path of ``kernels/relabel.cu``.
 
 :func:`applies` says when it serves a call.  :func:`program` works out the
 launches once per shape and dtype (launch plans keep it); :func:`steps`
