@@ -13,9 +13,12 @@
 //   diagonal forms);
 // - the rules that pick which pairs between a row and an earlier row must
 //   be united (row_pairs: mesh23.cu's covered / twin / same-run rules on 32
-//   cells at once) and the loop that unites them (unite_bits);
+//   cells at once) and the loop that unites them (unite_all);
 // - start_of and node, which find a cell's run start in a mask or in the
-//   global bit array S.
+//   global bit array S;
+// - a warp's work on its tile once the masks are made: the run nodes
+//   (tile_nodes), the unions inside the tile (tile_unions) and the piece
+//   roots stored in P (store_piece_roots).
 
 #pragma once
 
@@ -173,18 +176,6 @@ __device__ __forceinline__ void unite_all(int* L, int me, unsigned s, unsigned (
     }
 }
 
-// Unite, in the shared forest L, the run through bit b of a row (run starts
-// s, nodes me + start) with the run through bit b + shift of an earlier row
-// (run starts st, nodes tgt + start), for every bit b of U.
-__device__ __forceinline__ void unite_bits(int* L, unsigned U, int me, unsigned s, int tgt,
-                                           unsigned st, int shift) {
-    for (; U; U &= U - 1u) {
-        const int b = __ffs(U) - 1;
-        meshccl::unite<true>(L, me + start_of(s, b), tgt + start_of(st, b + shift));
-    }
-}
-
-
 // The work of a warp on its tile once its rows' masks are made (lane r: row
 // r; mE, mVl, mV, mVr against the row above, all 0 in row 0): the runs'
 // nodes in the shared forest L (node base + r * 33 + b: the run starting
@@ -267,9 +258,8 @@ __device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* st
 // stays in one row.  (Lane r walking its own row's run starts put 32 rows,
 // 32 partly written sectors, in every store instruction: the 2-D tile
 // kernel took twice as long on images with many runs, benchmarks/NOTES.md.)
-// The forest's nodes count from node0 (the block's first tile), node
-// node0 + p * plane + r * 33 + b being cell origin + p * pstride + r * nx +
-// b.  Returns, in lane r, row r's piece roots (the run starts that are
+// The forest's nodes count from 0 at the block's first tile: node p *
+// plane + r * 33 + b is cell origin + p * pstride + r * nx + b.  Returns, in lane r, row r's piece roots (the run starts that are
 // roots of the forest).
 template <typename I>
 __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, const unsigned* starts,
