@@ -1,7 +1,10 @@
 """Plain 2-D / 3-D images big enough to span many tiles of the GPU's fixed
-geometry path (kernels/mesh23.cu: 32 x 16 tiles in 2-D, 32 x 8 x 4 in 3-D),
-against skimage.  The same cases run on every backend; on the GPU they also
-check that the general n-D kernels give the same labels."""
+geometry paths (kernels/runs2d.cu: 32 x 32 tiles; kernels/runs3d.cu: 32 x
+32 x 8 bricks of one-byte cells; kernels/mesh23.cu: 32 x 16 tiles in 2-D,
+32 x 8 x 4 in 3-D), against skimage.  The same cases run on every backend;
+on the GPU they also check that the run kernels, mesh23.cu's cell tiles and
+the general n-D kernels give the same labels.  (tests/test_runs_emulated.py
+checks the run kernels' pair rules on the CPU.)"""
 
 import numpy as np
 import pytest
