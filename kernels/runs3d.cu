@@ -7,10 +7,12 @@
 // block's NZ planes share one forest in shared memory, numbered in raster
 // order of the brick, so that the smallest node of a piece is still its
 // first cell.  After a __syncthreads, warp p (p > 0) also unites its plane
-// with plane p - 1: the row words of every plane are staged in shared
-// memory, and the pairs between row r of plane p and a row of plane p - 1
-// are the same row-against-earlier-row problem as between two rows of a
-// plane, solved by the same mask rules (runs.cuh, row_pairs):
+// with plane p - 1: lane r loads row r of plane p - 1 once more (warp p - 1
+// loaded it just before, so it mostly comes from L1; staging it in shared
+// memory cost a block's worth of occupancy), rows r - 1 and r + 1 of it
+// come by shuffles, and the pairs between row r of plane p and a row of
+// plane p - 1 are the same row-against-earlier-row problem as between two
+// rows of a plane, solved by the same mask rules (runs.cuh, row_pairs):
 //
 // - connectivity 1: row r of the plane before, straight down the z axis;
 //   besides the twin rule, a pair is skipped when the cell above it in its
@@ -21,6 +23,15 @@
 // - connectivity 2: row r with its diagonals, rows r - 1 and r + 1 straight
 //   (18 neighbours);
 // - connectivity 3: rows r - 1, r and r + 1 with their diagonals (26).
+// - At 2 and 3, a cell whose partner straight down is equal skips all its
+//   other z pairs (their partners are in-plane neighbours of that one),
+//   and the pairs with rows r - 1 and r + 1 wait for those with row r at x
+//   - 1 and x + 1 (in-plane neighbours again).  Every skipped pair points
+//   at a pair of an earlier cell or an earlier pair of the same cell, so
+//   none is skipped in a circle (tests/test_runs_emulated.py checks the
+//   rules against skimage on the CPU).
+// - A lane's unions, up to ten masks of them, run in one loop (runs.cuh,
+//   unite_all).
 //
 // Only one-byte cells come here (meshccl/_gpu/mesh23.py); wider ones take
 // mesh23.cu's cell tiles.  Pairs that leave the brick (its first plane
