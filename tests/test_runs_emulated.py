@@ -40,11 +40,6 @@ class Volume:
                 return False
         return bool(self.fg[p] and self.a[p] == self.a[q])
 
-    @staticmethod
-    def local(p):
-        z, y, x = p
-        return z % PLANES, y % TILE, x % TILE
-
 
 def in_tile(v, p, q):
     """q is in p's tile (2-D) or brick (3-D)."""
