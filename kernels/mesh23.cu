@@ -229,16 +229,21 @@ __global__ void __launch_bounds__(32 * NW) meshccl_mesh23_tile(
 
 // How many cells of a tile the border kernel visits (see there); the host
 // (meshccl/_gpu/mesh23.py) computes the same number for the block size.
-template <int D, int C, int TY_, int TZ_>
+// Runs: runs3d.cu's bricks, whose first plane's pairs with the plane below
+// (partners in the same column of tiles) are runs3d.cu's z-face kernel's,
+// so the first plane is visited like the others.
+template <int D, int C, int TY_, int TZ_, bool Runs = false>
 struct Border {
     enum {
         TY = TY_,
         TZ = TZ_,
         // 3-D with diagonal steps: (-1, +1, .) crosses the tile's high-y face
         EXTRA = (D == 3 && C >= 2) ? 1 : 0,
-        ROWS = D == 2 ? 1 : TY + (TZ - 1) * (1 + EXTRA),  // whole rows on a face
+        FIRST = Runs ? 0 : TY,                             // whole rows of the first plane
+        P0 = Runs ? 0 : 1,                                 // the first plane of the others
+        ROWS = D == 2 ? 1 : FIRST + (TZ - P0) * (1 + EXTRA),  // whole rows on a face
         PER = TY - 1 - EXTRA,                              // other rows per plane
-        COLS = D == 2 ? TY - 1 : (TZ - 1) * PER,           // their first (and last) cells
+        COLS = D == 2 ? TY - 1 : (TZ - P0) * PER,          // their first (and last) cells
         ITEMS = ROWS * 32 + COLS * (C >= 2 ? 2 : 1)         // (C >= 2: dx = +1 crosses too)
     };
 };
@@ -252,29 +257,32 @@ struct Border {
 //
 // Runs (runs3d.cu's bricks, TY = 32): the forest's nodes are run starts, not
 // cells; a cell's node is looked up in the bit array S (runs.cuh, node).
+// The pairs of the brick's first plane with the plane below whose partner
+// is in the brick's column of tiles are runs3d.cu's z-face kernel's, so the
+// first plane is only visited on its first and last rows and columns.
 template <typename T, typename I, int D, int C, int TY, int TZ, bool Runs>
 __global__ void __launch_bounds__(256) meshccl_mesh23_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I nz, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey) {
     typedef typename meshccl::Key<T>::type K;
-    typedef Border<D, C, TY, TZ> B;
+    typedef Border<D, C, TY, TZ, Runs> B;
     for (int t = threadIdx.x; t < (int)B::ITEMS; t += blockDim.x) {
         int lx, ly, lz;
         if (t < B::ROWS * 32) {
             const int r = t >> 5;
             lx = t & 31;
             if (D == 2) { ly = 0; lz = 0; }
-            else if (r < TY) { lz = 0; ly = r; }
+            else if (r < B::FIRST) { lz = 0; ly = r; }
             else {
-                const int q = r - TY;
-                lz = 1 + q / (1 + B::EXTRA);
+                const int q = r - B::FIRST;
+                lz = B::P0 + q / (1 + B::EXTRA);
                 ly = (q % (1 + B::EXTRA)) ? TY - 1 : 0;
             }
         } else {
             const int t2 = t - B::ROWS * 32, q = t2 % B::COLS;
             lx = t2 >= B::COLS ? 31 : 0;
             if (D == 2) { lz = 0; ly = 1 + q; }
-            else { lz = 1 + q / B::PER; ly = 1 + q % B::PER; }
+            else { lz = B::P0 + q / B::PER; ly = 1 + q % B::PER; }
         }
         const I x = (I)blockIdx.x * 32 + lx, y = (I)blockIdx.y * TY + ly;
         const I z = (I)blockIdx.z * B::TZ + lz;
@@ -283,13 +291,26 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
         const K key = meshccl::Key<T>::of(v[i]);
         if (has_bg && key == bgkey) continue;
         const bool eql = x > 0 && meshccl::Key<T>::of(v[i - 1]) == key;
-        unsigned todo = (lx == 0 && eql) ? meshccl::box::step_bit(0, 0, -1) : 0u;
-        // runs3d.cu's z rules (Runs): is the partner straight down equal?
         const I plane = ny * nx;
+        // The pair to the left across the tile's first column, unless the
+        // square rule skips it: the cells above (or, in 3-D, below) this one
+        // and its partner are equal to them and in their tiles (ly > 0, lz >
+        // 0), so each tile joined its two cells and the earlier row's (plane's)
+        // pair to the left joins the tiles.  In a region that crosses the
+        // column this leaves one union, not one per row.
+        unsigned todo = 0u;
+        if (lx == 0 && eql &&
+            !(ly > 0 && meshccl::Key<T>::of(v[i - nx]) == key &&
+              meshccl::Key<T>::of(v[i - nx - 1]) == key) &&
+            !(D == 3 && lz > 0 && meshccl::Key<T>::of(v[i - plane]) == key &&
+              meshccl::Key<T>::of(v[i - plane - 1]) == key))
+            todo = meshccl::box::step_bit(0, 0, -1);
+        // runs3d.cu's z rules (Runs): is the partner straight down equal?
         const bool zeq = D == 3 && Runs && z > 0 && meshccl::Key<T>::of(v[i - plane]) == key;
         MESHCCL_STEPS {
-            if (!(lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lx + dx < 0 || lx + dx > 31))
-                continue;  // inside the tile: the tile kernel's pair
+            if (!((!Runs && lz + dz < 0) || ly + dy < 0 || ly + dy >= TY || lx + dx < 0 ||
+                  lx + dx > 31))
+                continue;  // inside the tile: the tile kernel's pair (or the z-face kernel's)
             if (z + dz < 0 || y + dy < 0 || y + dy >= ny || x + dx < 0 || x + dx >= nx) continue;
             const I j = i + ((I)dz * ny + dy) * nx + dx;
             if (D == 3 && Runs && dz < 0) {
@@ -310,6 +331,10 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
                 if (zeq) continue;
             }
             if (meshccl::Key<T>::of(v[j]) != key) continue;
+            if (D == 3 && dz == 0 && dy < 0 && dx == 0 && lz > 0 &&
+                meshccl::Key<T>::of(v[i - plane]) == key &&
+                meshccl::Key<T>::of(v[j - plane]) == key)
+                continue;  // the square rule (above) on a tile's first row, along z
             if (meshccl::box::half_step<D, C>(dz, dy, dx + 1) && x + dx + 1 < nx &&
                 meshccl::Key<T>::of(v[j + 1]) == key)
                 continue;  // same run

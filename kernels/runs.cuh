@@ -13,7 +13,8 @@
 //   diagonal forms);
 // - the rules that pick which pairs between a row and an earlier row must
 //   be united (row_pairs: mesh23.cu's covered / twin / same-run rules on 32
-//   cells at once) and the loop that unites them (unite_all);
+//   cells at once; z_pairs: runs3d.cu's pairs with the plane before) and
+//   the loop that unites them (unite_each, unite_all in shared memory);
 // - start_of and node, which find a cell's run start in a mask or in the
 //   global bit array S;
 // - a warp's work on its tile once the masks are made: the run nodes
@@ -23,6 +24,16 @@
 #pragma once
 
 #include "unionfind.cuh"
+
+// Run starts per tile up to which store_piece_roots takes them 32 at a
+// time rather than a row at a time, and whether nth_bit uses __fns
+// (benchmarks/experiments/compact_roots.py measured both).
+#ifndef MESHCCL_COMPACT_MAX
+#define MESHCCL_COMPACT_MAX 128
+#endif
+#ifndef MESHCCL_SELECT_FNS
+#define MESHCCL_SELECT_FNS 1
+#endif
 
 namespace meshccl {
 namespace runs {
@@ -152,18 +163,20 @@ __device__ __forceinline__ void row_pairs(unsigned E, unsigned Vl, unsigned V, u
     }
 }
 
-// Unite, in the shared forest L, the run through bit b of a row (run starts
-// s, nodes me + start) with the run through bit b + shift[i] of an earlier
-// row (run starts st[i], nodes tgt[i] + start), for every bit b of U[i] and
-// every i, one union per turn of a single loop: a warp then takes as many
-// turns as its busiest lane has unions in all, where a loop per mask took
-// the sum over the masks of each one's busiest lane.
-template <int N>
-__device__ __forceinline__ void unite_all(int* L, int me, unsigned s, unsigned (&U)[N],
-                                          const int (&tgt)[N], const unsigned (&st)[N],
-                                          const int (&shift)[N]) {
+// Unite the run through bit b of a row (run starts s, nodes me + start)
+// with the run through bit b + shift[i] of an earlier row (run starts
+// st[i], nodes tgt[i] + start), for every bit b of U[i] and every i, one
+// union per turn of a single loop: a warp then takes as many turns as its
+// busiest lane has unions in all, where a loop per mask took the sum over
+// the masks of each one's busiest lane.  unite(a, b) does one union (in a
+// block's shared forest, or in the global one).
+template <int N, typename Node, typename Unite>
+__device__ __forceinline__ void unite_each(Node me, unsigned s, unsigned (&U)[N],
+                                           const Node (&tgt)[N], const unsigned (&st)[N],
+                                           const int (&shift)[N], Unite unite) {
     for (;;) {
-        int b = -1, partner = 0;
+        int b = -1;
+        Node partner = 0;
 #pragma unroll
         for (int i = 0; i < N; ++i)
             if (b < 0 && U[i]) {
@@ -172,7 +185,98 @@ __device__ __forceinline__ void unite_all(int* L, int me, unsigned s, unsigned (
                 partner = tgt[i] + start_of(st[i], b + shift[i]);
             }
         if (b < 0) break;
-        meshccl::unite<true>(L, me + start_of(s, b), partner);
+        unite(me + start_of(s, b), partner);
+    }
+}
+
+// unite_each in the shared forest L.
+template <int N>
+__device__ __forceinline__ void unite_all(int* L, int me, unsigned s, unsigned (&U)[N],
+                                          const int (&tgt)[N], const unsigned (&st)[N],
+                                          const int (&shift)[N]) {
+    unite_each(me, s, U, tgt, st, shift, [L](int a, int b) { meshccl::unite<true>(L, a, b); });
+}
+
+// The z pairs of runs3d.cu (its essay gives the rules): lane r holds row r
+// of a 32 x 32 tile of plane z (words w, foreground mF, equal-to-left mE,
+// equal-to-the-row-above mV, all inside the tile) and row r of the same
+// tile of plane z - 1 (words b0, foreground bF, equal-to-the-row-above bV).
+// Out: for each of the N masks, the bits of row r that unite with the row
+// r + dy[i] of plane z - 1, at the partner's bit b + shift[i].  The tile
+// kernel (planes of one brick) and the z-face kernel (a brick's first plane
+// against the last plane of the brick below) share this, so both take the
+// same pairs.
+template <int C>
+struct ZPairs {
+    static constexpr int N = C >= 2 ? 10 : 1;
+};
+
+template <int C>
+__device__ __forceinline__ void z_pairs(const unsigned (&w)[8], unsigned mF, unsigned mE,
+                                        unsigned mV, const unsigned (&b0)[8], unsigned bF,
+                                        unsigned bV, int lane, unsigned (&U)[ZPairs<C>::N],
+                                        int (&dyv)[ZPairs<C>::N], int (&shift)[ZPairs<C>::N]) {
+    constexpr int N = ZPairs<C>::N;
+    // Straight down (Z0) first: the twin rule, and the column rule: the cell
+    // above equal (mV), its own z pair (Z0 of row r - 1) and this pair's
+    // partner equal to the cell above that partner (bV).
+    const unsigned Z0 = mF & bF & eq_mask(w, b0);
+    unsigned pZ = __shfl_up_sync(0xffffffffu, Z0, 1);
+    if (lane == 0) pZ = 0u;
+    unsigned Ul, U0, Ur;
+    row_pairs<false>(mE, 0u, Z0, 0u, Ul, U0, Ur);
+    U[0] = U0 & ~(mV & pZ & bV);
+    dyv[0] = 0;
+    shift[0] = 0;
+    if (C >= 2) {
+        // The other z pairs of a cell (rows r - 1, r, r + 1 of plane z - 1,
+        // diagonals at C = 3): all their partners are in-plane neighbours of
+        // the partner straight down, so a cell with Z0 needs none of them.
+        // The others: the row rules, one row of partners at a time, and then
+        // the same idea once more: the partners beside the cell's position
+        // (row r, x - 1 and x + 1: L0 and R0) are in-plane neighbours of the
+        // partners in rows r - 1 and r + 1 at x, and of the corner next to
+        // each, so pairs with those wait for L0 / R0.  (Every rule still
+        // points at a pair of an earlier cell, or at a pair of the same cell
+        // earlier in the order Z0, L0 / R0, row r +- 1 at x, corners: no pair
+        // is skipped in a circle.)
+        unsigned L0 = 0u, R0 = 0u;
+#pragma unroll
+        for (int k = 0; k < 3; ++k) {
+            const int dy = k == 0 ? 0 : (k == 1 ? -1 : 1);
+            unsigned b[8], f;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) b[j] = dy == 0 ? b0[j] : shfl(b0[j], 1, dy < 0);
+            f = dy == 0 ? bF : shfl(bF, 1, dy < 0);
+            const int r = lane + dy;
+            if (r < 0 || r > 31) f = 0u;  // (the shuffle returned the lane's own row)
+            unsigned Zl = 0u, Zc = 0u, Zr = 0u;
+            if (dy != 0) Zc = mF & f & eq_mask(w, b) & ~Z0;
+            if (C == 3 || dy == 0) {
+                Zl = mF & (f << 1) & eq_left(w, b) & ~Z0;
+                Zr = mF & (f >> 1) & eq_right(w, b) & ~Z0;
+            }
+            if (C == 3 || dy == 0)
+                row_pairs<true>(mE, Zl, Zc, Zr, Ul, U0, Ur);
+            else
+                row_pairs<false>(mE, 0u, Zc, 0u, Ul, U0, Ur);
+            if (dy == 0) {
+                L0 = Zl;
+                R0 = Zr;
+            } else {
+                U0 &= ~(L0 | R0);
+                Ul &= ~L0;
+                Ur &= ~R0;
+            }
+#pragma unroll
+            for (int e = 0; e < 3; ++e) {
+                const int i = 1 + 3 * k + e;
+                if (i >= N) continue;
+                U[i] = e == 0 ? Ul : (e == 1 ? U0 : Ur);
+                dyv[i] = dy;
+                shift[i] = e - 1;
+            }
+        }
     }
 }
 
@@ -252,33 +356,88 @@ __device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* st
     }
 }
 
+// The position of the n-th set bit (n from 0) of m, which has more than n.
+__device__ __forceinline__ int nth_bit(unsigned m, int n) {
+#if MESHCCL_SELECT_FNS
+    return (int)__fns(m, 0u, n + 1);
+#else
+    int pos = 0;
+#pragma unroll
+    for (int w = 16; w; w >>= 1) {
+        const int c = __popc(m & ((1u << w) - 1u));
+        if (n >= c) {
+            n -= c;
+            m >>= w;
+            pos += w;
+        }
+    }
+    return pos;
+#endif
+}
+
 // After all unions: each run start of the tile (rows of run starts
 // `starts`, nodes from `base`) stores its piece root, as a global index, in
-// P, a row at a time: lane b takes column b, so that a store instruction
-// stays in one row.  (Lane r walking its own row's run starts put 32 rows,
-// 32 partly written sectors, in every store instruction: the 2-D tile
-// kernel took twice as long on images with many runs, benchmarks/NOTES.md.)
+// P, in one of two ways:
+// - few run starts (at most MESHCCL_COMPACT_MAX): the warp takes them 32
+//   at a time in raster order (lane k: the k-th; its row by a binary search
+//   over the rows' counts, its bit by nth_bit), so a blob's tile of about
+//   50 run starts takes 2 turns;
+// - many: a turn per row, lane b on column b, cheaper per turn.
+// Either way a store instruction writes few rows (lane r walking its own
+// row's run starts put 32 rows, 32 partly written sectors, in every store
+// instruction: the 2-D tile kernel took twice as long, benchmarks/NOTES.md).
 // The forest's nodes count from 0 at the block's first tile: node p *
-// plane + r * 33 + b is cell origin + p * pstride + r * nx + b.  Returns, in lane r, row r's piece roots (the run starts that are
-// roots of the forest).
+// plane + r * 33 + b is cell origin + p * pstride + r * nx + b.  Returns, in
+// lane r, row r's piece roots (the run starts that are roots of the forest).
+// `starts` is overwritten (no other warp may read it any more).
 template <typename I>
-__device__ __forceinline__ unsigned store_piece_roots(int* L, int base, const unsigned* starts,
+__device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned* starts,
                                                       int lane, int nrows, I* P, I tile0, I nx,
                                                       I origin, int plane, I pstride) {
-    unsigned roots = 0u;
-    for (int r = 0; r < 32 && r < nrows; ++r) {
-        const int node = base + r * ROW_NODES + lane;
-        bool root = false;
-        if ((starts[r] >> lane) & 1u) {
-            const int rt = meshccl::find<true>(L, node);  // halving: shared walks shorten
-            root = rt == node;
-            const int p = rt / plane, q = rt - p * plane, ry = q / ROW_NODES;
-            P[tile0 + (I)r * nx + lane] = origin + (I)p * pstride + (I)ry * nx + (q - ry * ROW_NODES);
-        }
-        const unsigned m = __ballot_sync(0xffffffffu, root);
-        if (lane == r) roots = m;  // row r's piece roots, for lane r
+    const unsigned mine = lane < nrows ? starts[lane] : 0u;
+    const int count = __popc(mine);
+    int off = count;  // run starts of rows 0..lane (a scan over lanes)
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const int t = __shfl_up_sync(0xffffffffu, off, d);
+        if (lane >= d) off += t;
     }
-    return roots;
+    const int total = __shfl_sync(0xffffffffu, off, 31);
+    auto store = [&](int r, int b) {
+        const int node = base + r * ROW_NODES + b;
+        const int rt = meshccl::find<true>(L, node);  // halving: shared walks shorten
+        const int p = rt / plane, q = rt - p * plane, ry = q / ROW_NODES;
+        P[tile0 + (I)r * nx + b] = origin + (I)p * pstride + (I)ry * nx + (q - ry * ROW_NODES);
+        return rt == node;
+    };
+    if (total > MESHCCL_COMPACT_MAX) {  // the same for the whole warp
+        unsigned roots = 0u;
+        for (int r = 0; r < nrows; ++r) {
+            const bool root = ((starts[r] >> lane) & 1u) && store(r, lane);
+            const unsigned m = __ballot_sync(0xffffffffu, root);
+            if (lane == r) roots = m;  // row r's piece roots, for lane r
+        }
+        return roots;
+    }
+    off -= count;  // ... of rows before lane's: the first run start of row lane is number off
+    __syncwarp();
+    starts[lane] = 0u;  // now row lane's piece roots
+    __syncwarp();
+    for (int k0 = 0; k0 < total; k0 += 32) {
+        const int k = k0 + lane;
+        int r = 0;  // the last row whose first run start is number k or earlier
+#pragma unroll
+        for (int s = 16; s; s >>= 1)
+            if (__shfl_sync(0xffffffffu, off, r + s) <= k) r += s;
+        const unsigned srow = __shfl_sync(0xffffffffu, mine, r);
+        const int first = __shfl_sync(0xffffffffu, off, r);
+        if (k < total) {
+            const int b = nth_bit(srow, k - first);
+            if (store(r, b)) atomicOr(starts + r, 1u << b);
+        }
+    }
+    __syncwarp();
+    return starts[lane];
 }
 
 }  // namespace runs

@@ -238,10 +238,19 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_border(
         const I i = y * nx + x0;  // the tile's first cell of row y (x0 > 0)
         const K k0 = Key<T>::of(v[i]), kL = Key<T>::of(v[i - 1]);
         const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
-        if (f0 && kL == k0)  // the first cell is a run start: its own node
+        K ku0 = K(), kuL = K();
+        if (lane > 0) {
+            ku0 = Key<T>::of(v[i - nx]);
+            kuL = Key<T>::of(v[i - nx - 1]);
+        }
+        // The pair to the left (the first cell is a run start: its own node),
+        // unless the square rule skips it: the cells above it and its partner
+        // are equal to them, so each tile joined its two and the row above's
+        // pair joins the tiles (one union per region that crosses the column,
+        // not one per row).
+        if (f0 && kL == k0 && !(lane > 0 && ku0 == k0 && kuL == k0))
             meshccl::unite_recording(P, H, i, node(S, y, x0 - 1, ny, nx));
         if (C >= 2 && lane > 0) {
-            const K ku0 = Key<T>::of(v[i - nx]), kuL = Key<T>::of(v[i - nx - 1]);
             // (y, x0) up-left to (y - 1, x0 - 1): not if (y - 1, x0) is equal
             // (same run) or (y, x0 - 1) is (covered)
             if (f0 && kuL == k0 && ku0 != k0 && kL != k0)

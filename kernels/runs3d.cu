@@ -104,80 +104,20 @@ __global__ void __launch_bounds__(32 * NZ, C >= 2 ? 6 : 5) meshccl_runs3d_tile(
     __syncthreads();
     meshccl::runs::tile_unions<C >= 2>(forest, p * PL, starts[p], lane, S_, mE, mVl, mV, mVr);
     if (p > 0) {
-        // z pairs with plane p - 1.  Straight down (Z0) first: the twin rule,
-        // and the column rule (above): the cell above equal (mV), its own z
-        // pair (Z0 of row r - 1) and this pair's partner equal to the cell
-        // above that partner (bV).
-        const int me = p * PL + lane * RS, below = (p - 1) * PL;
-        const unsigned Z0 = mF & bF & eq_mask(w, b0);
-        unsigned pZ = __shfl_up_sync(0xffffffffu, Z0, 1);
-        if (lane == 0) pZ = 0u;
-        // All z unions of the lane in one loop (runs.cuh, unite_all): the
-        // straight ones first, then rows r, r - 1, r + 1, left / centre / right.
-        constexpr int N = C >= 2 ? 10 : 1;
+        // z pairs with plane p - 1 (runs.cuh, z_pairs), all of the lane's
+        // unions in one loop (unite_all): the straight ones first, then rows
+        // r, r - 1, r + 1, left / centre / right.
+        constexpr int N = meshccl::runs::ZPairs<C>::N;
         unsigned U[N], st[N];
-        int tgt[N], shift[N];
-        unsigned Ul, U0, Ur;
-        meshccl::runs::row_pairs<false>(mE, 0u, Z0, 0u, Ul, U0, Ur);
-        U[0] = U0 & ~(mV & pZ & bV);
-        tgt[0] = below + lane * RS;
-        st[0] = starts[p - 1][lane];
-        shift[0] = 0;
-        if (C >= 2) {
-            // The other z pairs of a cell (rows r - 1, r, r + 1 of plane p - 1,
-            // diagonals at C = 3): all their partners are in-plane neighbours
-            // of the partner straight down, so a cell with Z0 needs none of
-            // them.  The others: the row rules, one row of partners at a time,
-            // and then the same idea once more: the partners beside the cell's
-            // position (row r, x - 1 and x + 1: L0 and R0) are in-plane
-            // neighbours of the partners in rows r - 1 and r + 1 at x, and of
-            // the corner next to each, so pairs with those wait for L0 / R0.
-            // (Every rule still points at a pair of an earlier cell, or at a
-            // pair of the same cell earlier in the order Z0, L0 / R0, row
-            // r +- 1 at x, corners: no pair is skipped in a circle.)
-            unsigned L0 = 0u, R0 = 0u;
+        int dy[N], shift[N], tgt[N];
+        meshccl::runs::z_pairs<C>(w, mF, mE, mV, b0, bF, bV, lane, U, dy, shift);
 #pragma unroll
-            for (int k = 0; k < 3; ++k) {
-                const int dy = k == 0 ? 0 : (k == 1 ? -1 : 1);
-                unsigned b[8], f;
-#pragma unroll
-                for (int j = 0; j < 8; ++j)
-                    b[j] = dy == 0 ? b0[j] : meshccl::runs::shfl(b0[j], 1, dy < 0);
-                f = dy == 0 ? bF : meshccl::runs::shfl(bF, 1, dy < 0);
-                const int r = lane + dy;
-                const bool rin = r >= 0 && r <= 31;
-                if (!rin) f = 0u;  // (the shuffle returned the lane's own row)
-                unsigned Zl = 0u, Zc = 0u, Zr = 0u;
-                if (dy != 0) Zc = mF & f & eq_mask(w, b) & ~Z0;
-                if (C == 3 || dy == 0) {
-                    Zl = mF & (f << 1) & eq_left(w, b) & ~Z0;
-                    Zr = mF & (f >> 1) & eq_right(w, b) & ~Z0;
-                }
-                if (C == 3 || dy == 0)
-                    meshccl::runs::row_pairs<true>(mE, Zl, Zc, Zr, Ul, U0, Ur);
-                else
-                    meshccl::runs::row_pairs<false>(mE, 0u, Zc, 0u, Ul, U0, Ur);
-                if (dy == 0) {
-                    L0 = Zl;
-                    R0 = Zr;
-                } else {
-                    U0 &= ~(L0 | R0);
-                    Ul &= ~L0;
-                    Ur &= ~R0;
-                }
-                const unsigned sr = rin ? starts[p - 1][r] : 0u;
-#pragma unroll
-                for (int e = 0; e < 3; ++e) {
-                    const int i = 1 + 3 * k + e;
-                    if (i >= N) continue;
-                    U[i] = e == 0 ? Ul : (e == 1 ? U0 : Ur);
-                    tgt[i] = below + r * RS;
-                    st[i] = sr;
-                    shift[i] = e - 1;
-                }
-            }
+        for (int i = 0; i < N; ++i) {
+            const int r = lane + dy[i];
+            tgt[i] = (p - 1) * PL + r * RS;
+            st[i] = r >= 0 && r <= 31 ? starts[p - 1][r] : 0u;
         }
-        meshccl::runs::unite_all(forest, me, S_, U, tgt, st, shift);
+        meshccl::runs::unite_all(forest, p * PL + lane * RS, S_, U, tgt, st, shift);
     }
     __syncthreads();
     if (z >= nz) return;  // the whole warp
@@ -200,6 +140,72 @@ __global__ void __launch_bounds__(32 * NZ, C >= 2 ? 6 : 5) meshccl_runs3d_tile(
     }
 }
 
+// The z-face kernel: the pairs between a brick's first plane and the last
+// plane of the brick below it whose partner lies in the same 32 x 32 column
+// of tiles -- the pairs the tile kernel would take if the two planes were
+// in one brick, taken by the same rules (runs.cuh, z_pairs), now on the
+// global forest.  Warp k of a block: the brick bx = blockIdx.x * NW + k, by
+// = blockIdx.y, bz = blockIdx.z + 1 (the first planes have no plane below);
+// lane r loads row r of both planes (32 bytes each), makes the masks as the
+// tile kernel does, and unites run starts (the nodes, global indices) with
+// unite_recording, which marks each hooked root in H.  This face is two
+// thirds of a brick's cells on its faces; mesh23.cu's border kernel, a
+// thread per cell, keeps the pairs that leave through a tile's rows and
+// columns.
+template <typename T, typename I, int C, int NZ, int NW>
+__global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
+        typename meshccl::Key<T>::type bgkey) {
+    static_assert(sizeof(T) == 1, "runs3d.cu takes one-byte cells");
+    using meshccl::runs::eq_left;
+    using meshccl::runs::eq_mask;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const I ntx = (nx + 31) >> 5, bx = (I)blockIdx.x * NW + warp;
+    if (bx >= ntx) return;  // the whole warp
+    const I x0 = bx * 32, y0 = (I)blockIdx.y * 32, z = ((I)blockIdx.z + 1) * NZ;
+    const I y = y0 + lane;
+    const int width = (int)min((I)32, nx - x0);
+    const bool in = y < ny;  // (z < nz: the grid has no brick past the last)
+    const unsigned char bg = (unsigned char)bgkey;
+    // Row r of plane z: its masks against row r - 1 of the tile, as in the
+    // tile kernel
+    unsigned w[8], b0[8];
+    meshccl::runs::load_row(in ? v + (z * ny + y) * nx + x0 : nullptr, width, w);
+    meshccl::runs::load_row(in ? v + ((z - 1) * ny + y) * nx + x0 : nullptr, width, b0);
+    const unsigned mF = meshccl::runs::fg_mask(w, in ? width : 0, has_bg, bg);
+    const unsigned bF = meshccl::runs::fg_mask(b0, in ? width : 0, has_bg, bg);
+    const unsigned mE = mF & eq_left(w, w);
+    const unsigned bS = bF & ~(bF & eq_left(b0, b0));  // run starts of plane z - 1's row
+    unsigned mV, bV;
+    {
+        unsigned u[8], ub[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            u[j] = __shfl_up_sync(0xffffffffu, w[j], 1);
+            ub[j] = __shfl_up_sync(0xffffffffu, b0[j], 1);
+        }
+        unsigned pF = __shfl_up_sync(0xffffffffu, mF, 1);
+        unsigned pbF = __shfl_up_sync(0xffffffffu, bF, 1);
+        if (lane == 0) pF = pbF = 0u;
+        mV = mF & pF & eq_mask(w, u);
+        bV = bF & pbF & eq_mask(b0, ub);
+    }
+    constexpr int N = meshccl::runs::ZPairs<C>::N;
+    unsigned U[N], st[N];
+    int dy[N], shift[N];
+    I tgt[N];
+    meshccl::runs::z_pairs<C>(w, mF, mE, mV, b0, bF, bV, lane, U, dy, shift);
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        const int r = lane + dy[i];
+        const unsigned sr = dy[i] == 0 ? bS : meshccl::runs::shfl(bS, 1, dy[i] < 0);
+        st[i] = r >= 0 && r <= 31 ? sr : 0u;
+        tgt[i] = ((z - 1) * ny + y0 + r) * nx + x0;
+    }
+    meshccl::runs::unite_each((z * ny + y) * nx + x0, mF & ~mE, U, tgt, st, shift,
+                              [P, H](I a, I b) { meshccl::unite_recording(P, H, a, b); });
+}
+
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R3(T, I)                                                                      \
@@ -208,7 +214,13 @@ __global__ void __launch_bounds__(32 * NZ, C >= 2 ? 6 : 5) meshccl_runs3d_tile(
     template __global__ void meshccl_runs3d_tile<T, I, 2, 8>(const T*, I*, unsigned*,         \
         unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
     template __global__ void meshccl_runs3d_tile<T, I, 3, 8>(const T*, I*, unsigned*,         \
-        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
+    template __global__ void meshccl_runs3d_zface<T, I, 1, 8, 4>(const T*, I*, unsigned*, I,  \
+        I, I, int, meshccl::Key<T>::type);                                                     \
+    template __global__ void meshccl_runs3d_zface<T, I, 2, 8, 4>(const T*, I*, unsigned*, I,  \
+        I, I, int, meshccl::Key<T>::type);                                                     \
+    template __global__ void meshccl_runs3d_zface<T, I, 3, 8, 4>(const T*, I*, unsigned*, I,  \
+        I, I, int, meshccl::Key<T>::type);
 MESHCCL_R3(unsigned char, int)
 MESHCCL_R3(unsigned char, long long)
 MESHCCL_R3(signed char, int)

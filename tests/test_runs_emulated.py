@@ -41,11 +41,11 @@ class Volume:
         return bool(self.fg[p] and self.a[p] == self.a[q])
 
 
-def in_tile(v, p, q):
-    """q is in p's tile (2-D) or brick (3-D)."""
-    planes = PLANES if v.nz > 1 else 1
-    return (p[0] // planes == q[0] // planes and p[1] // TILE == q[1] // TILE
-            and p[2] // TILE == q[2] // TILE)
+def in_column(p, q):
+    """q is in p's 32 x 32 column of tiles: p's brick, or (q one plane down,
+    p on its brick's first plane) the brick below it, whose pairs with p
+    runs3d.cu's z-face kernel unites by the tile kernel's z rules."""
+    return p[1] // TILE == q[1] // TILE and p[2] // TILE == q[2] // TILE
 
 
 def tile_pairs(v, c3d):
@@ -68,7 +68,7 @@ def tile_pairs(v, c3d):
 
     def Z(p, dy, dx):  # equal to the partner (z - 1, y + dy, x + dx), inside the brick
         z, y, x = p
-        if z % PLANES == 0 or not 0 <= y % TILE + dy <= TILE - 1:
+        if z == 0 or not 0 <= y % TILE + dy <= TILE - 1:
             return False
         if not 0 <= x % TILE + dx <= TILE - 1:
             return False
@@ -99,7 +99,7 @@ def tile_pairs(v, c3d):
             pairs.append((p, (z, y - 1, x - 1)))
         if ur:
             pairs.append((p, (z, y - 1, x + 1)))
-        if v.nz == 1 or z % PLANES == 0:
+        if v.nz == 1 or z == 0:
             continue
         # z pairs (runs3d.cu)
         z0 = Z(p, 0, 0)
@@ -164,7 +164,8 @@ def border_pairs_2d(v, c):
                 if keep:
                     pairs.append((p, (z, y - 1, x + dx)))
         if x % TILE == 0 and x > 0:
-            if eq(p, (z, y, x - 1)):
+            square = y % TILE > 0 and eq(p, (z, y - 1, x)) and eq(p, (z, y - 1, x - 1))
+            if eq(p, (z, y, x - 1)) and not square:
                 pairs.append((p, (z, y, x - 1)))
             if c >= 2 and y % TILE > 0:
                 if (eq(p, (z, y - 1, x - 1)) and not eq(p, (z, y - 1, x))
@@ -202,13 +203,15 @@ def border_pairs_3d(v, c):
         p = (z, y, x)
         eq = v.eq
         eql = x > 0 and eq(p, (z, y, x - 1))
-        if x % TILE == 0 and eql:
+        square = (y % TILE > 0 and eq(p, (z, y - 1, x)) and eq(p, (z, y - 1, x - 1))) or \
+            (z % PLANES > 0 and eq(p, (z - 1, y, x)) and eq(p, (z - 1, y, x - 1)))
+        if x % TILE == 0 and eql and not square:
             pairs.append((p, (z, y, x - 1)))
         zeq = z > 0 and eq(p, (z - 1, y, x))
         for dz, dy, dx in steps:
             j = (z + dz, y + dy, x + dx)
-            if in_tile(v, p, j):
-                continue
+            if in_column(p, j):
+                continue  # the tile kernel's pair, or the z-face kernel's
             if not (0 <= j[0] and 0 <= j[1] < v.ny and 0 <= j[2] < v.nx):
                 continue
             if dz < 0:
@@ -225,6 +228,9 @@ def border_pairs_3d(v, c):
                     continue
             if not eq(p, j):
                 continue
+            if (dz, dy, dx) == (0, -1, 0) and z % PLANES > 0 and eq(p, (z - 1, y, x)) \
+                    and eq(p, (z - 1, y - 1, x)):
+                continue  # square rule along z
             if _half(dz, dy, dx + 1, c) and x + dx + 1 < v.nx and eq(p, (j[0], j[1], j[2] + 1)):
                 continue  # same run
             if eql:

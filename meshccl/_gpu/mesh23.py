@@ -38,6 +38,8 @@ RUNS_2D = True
 #: a call names its tiles.
 RUNS_3D = True
 RUNS_3D_PLANES = 8
+#: Warps (bricks) per block of meshccl_runs3d_zface.
+RUNS_ZFACE_WARPS = 4
 #: Warps (tiles) per block of meshccl_runs2d_tile (8: the block's words of A
 #: fill a 32-byte sector per row; 2, 4 and 8 timed alike before that); the
 #: border kernel's block is 4 tiles of 2 warps.
@@ -73,11 +75,14 @@ def applies(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None, toleran
     return -(-ny // ty) <= _MAX_GRID_YZ and -(-nz // tz) <= _MAX_GRID_YZ
 
 
-def border_items(d: int, c: int, ty: int, tz: int) -> int:
-    """Cells per tile that meshccl_mesh23_border visits (``Border<...>::ITEMS``)."""
+def border_items(d: int, c: int, ty: int, tz: int, runs: bool = False) -> int:
+    """Cells per tile that meshccl_mesh23_border visits (``Border<...>::ITEMS``;
+    ``runs``: on runs3d.cu's bricks, whose first plane's pairs with the plane
+    below are mostly the z-face kernel's)."""
     extra = 1 if (d == 3 and c >= 2) else 0
-    rows = 1 if d == 2 else ty + (tz - 1) * (1 + extra)
-    cols = ty - 1 if d == 2 else (tz - 1) * (ty - 1 - extra)
+    first, p0 = (0, 0) if runs else (ty, 1)
+    rows = 1 if d == 2 else first + (tz - p0) * (1 + extra)
+    cols = ty - 1 if d == 2 else (tz - p0) * (ty - 1 - extra)
     return rows * 32 + cols * (2 if c >= 2 else 1)
 
 
@@ -246,22 +251,28 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
                      + (np.int32(aligned),))
         border_args = ((-(-ntx // 4), nty), (256,), (H, S, I(ny), I(nx)) + key)
+        zface_args = None
     else:
-        nzb = RUNS_3D_PLANES
-        tile, = kernels("runs3d.cu", f"meshccl_runs3d_tile<{t}, {i}, {c}, {nzb}>")
+        nzb, nwz = RUNS_3D_PLANES, RUNS_ZFACE_WARPS
+        tile, zface = kernels("runs3d.cu", f"meshccl_runs3d_tile<{t}, {i}, {c}, {nzb}>",
+                              f"meshccl_runs3d_zface<{t}, {i}, {c}, {nzb}, {nwz}>")
         border, = kernels("mesh23.cu", f"meshccl_mesh23_border<{t}, {i}, 3, {c}, 32, {nzb}, true>")
         dims = (I(nz), I(ny), I(nx)) + key
         grid = (ntx, nty, -(-nz // nzb))
         tile_args = (grid, (32 * nzb,), (A, H, F, S) + dims + (np.int32(aligned),))
-        border_args = (grid, (min(BLOCK, -(-border_items(3, c, 32, nzb) // 32) * 32),),
+        border_args = (grid, (min(BLOCK, -(-border_items(3, c, 32, nzb, True) // 32) * 32),),
                        (H, S) + dims)
+        zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
     label_grid = (-(-8 * -(-rw // rows) // BLOCK),)  # 8 lanes per group
     label_tail = (F, S, A, I(rw // ntx), I(nx), I(words))
+    faces = [("border", lambda values, P: border(border_args[0], border_args[1],
+                                                 (values, P) + border_args[2]))]
+    if zface_args is not None and zface_args[0][2] > 0:  # a brick below another
+        faces.append(("zface", lambda values, P: zface(zface_args[0], zface_args[1],
+                                                       (values, P) + zface_args[2])))
     return _cleared(bits, aligned) + [
         ("tile", lambda values, P: tile(tile_args[0], tile_args[1], (values, P) + tile_args[2])),
-        ("border", lambda values, P: border(border_args[0], border_args[1],
-                                            (values, P) + border_args[2])),
-    ] + _pieces_path(index_dtype, n, buffers,
+    ] + faces + _pieces_path(index_dtype, n, buffers,
                      lambda values, P: label_k(label_grid, (BLOCK,), (P,) + label_tail), True)
 
 
