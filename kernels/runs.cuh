@@ -25,16 +25,6 @@
 
 #include "unionfind.cuh"
 
-// Run starts per tile up to which store_piece_roots takes them 32 at a
-// time rather than a row at a time, and whether nth_bit uses __fns
-// (benchmarks/experiments/compact_roots.py measured both).
-#ifndef MESHCCL_COMPACT_MAX
-#define MESHCCL_COMPACT_MAX 128
-#endif
-#ifndef MESHCCL_SELECT_FNS
-#define MESHCCL_SELECT_FNS 1
-#endif
-
 namespace meshccl {
 namespace runs {
 
@@ -356,11 +346,9 @@ __device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* st
     }
 }
 
-// The position of the n-th set bit (n from 0) of m, which has more than n.
+// The position of the n-th set bit (n from 0) of m, which has more than n,
+// by halving with popc (a little faster than __fns here, NOTES.md).
 __device__ __forceinline__ int nth_bit(unsigned m, int n) {
-#if MESHCCL_SELECT_FNS
-    return (int)__fns(m, 0u, n + 1);
-#else
     int pos = 0;
 #pragma unroll
     for (int w = 16; w; w >>= 1) {
@@ -372,13 +360,12 @@ __device__ __forceinline__ int nth_bit(unsigned m, int n) {
         }
     }
     return pos;
-#endif
 }
 
 // After all unions: each run start of the tile (rows of run starts
 // `starts`, nodes from `base`) stores its piece root, as a global index, in
 // P, in one of two ways:
-// - few run starts (at most MESHCCL_COMPACT_MAX): the warp takes them 32
+// - few run starts (at most Compact): the warp takes them 32
 //   at a time in raster order (lane k: the k-th; its row by a binary search
 //   over the rows' counts, its bit by nth_bit), so a blob's tile of about
 //   50 run starts takes 2 turns;
@@ -389,8 +376,11 @@ __device__ __forceinline__ int nth_bit(unsigned m, int n) {
 // The forest's nodes count from 0 at the block's first tile: node p *
 // plane + r * 33 + b is cell origin + p * pstride + r * nx + b.  Returns, in
 // lane r, row r's piece roots (the run starts that are roots of the forest).
-// `starts` is overwritten (no other warp may read it any more).
-template <typename I>
+// `starts` is overwritten (no other warp may read it any more).  Compact
+// is the callers' (benchmarks/NOTES.md has the measurements): rows won on
+// the many-run tiles of percolation and Potts at connectivity 1 and on 2-D
+// Potts at 2, run starts 32 at a time on everything else.
+template <int Compact, typename I>
 __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned* starts,
                                                       int lane, int nrows, I* P, I tile0, I nx,
                                                       I origin, int plane, I pstride) {
@@ -410,7 +400,7 @@ __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned
         P[tile0 + (I)r * nx + b] = origin + (I)p * pstride + (I)ry * nx + (q - ry * ROW_NODES);
         return rt == node;
     };
-    if (total > MESHCCL_COMPACT_MAX) {  // the same for the whole warp
+    if (total > Compact) {  // the same for the whole warp
         unsigned roots = 0u;
         for (int r = 0; r < nrows; ++r) {
             const bool root = ((starts[r] >> lane) & 1u) && store(r, lane);

@@ -133,7 +133,7 @@ __device__ __forceinline__ unsigned label_tile(
     meshccl::runs::tile_unions<C >= 2>(L, 0, starts[warp], lane, S_, mE, mVl, mV, mVr);
     __syncwarp();
     const I y = y0 + lane, tile0 = y0 * nx + x0;
-    const unsigned roots = meshccl::runs::store_piece_roots(
+    const unsigned roots = meshccl::runs::store_piece_roots<C == 1 ? 128 : 256>(
         L, 0, starts[warp], lane, (int)min((I)32, ny - y0), P, tile0, nx, tile0, RS * 32, (I)0);
     if (y >= ny) return 0u;
     F[bx * ny + y] = mF;

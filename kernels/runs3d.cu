@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(32 * NZ, C >= 2 ? 6 : 5) meshccl_runs3d_tile(
     __syncthreads();
     if (z >= nz) return;  // the whole warp
     const I plane = ny * nx, tile0 = z * plane + y0 * nx + x0;
-    const unsigned roots = meshccl::runs::store_piece_roots(
+    const unsigned roots = meshccl::runs::store_piece_roots<C == 1 ? 128 : 1024>(
         forest, p * PL, starts[p], lane, (int)min((I)32, ny - y0), P, tile0, nx,
         z0 * plane + y0 * nx + x0, PL, plane);
     if (y >= ny) return;

@@ -1,7 +1,11 @@
 """store_piece_roots (kernels/runs.cuh): run starts 32 at a time up to
 MESHCCL_COMPACT_MAX per tile, else a turn per row; nth_bit by __fns or by
 popc halving (MESHCCL_SELECT_FNS).  Tile-kernel time per variant on the
-standard 2-D and 3-D cases (H200 experiment, 2026-11-24)."""
+standard 2-D and 3-D cases (H200 experiment, 2026-11-24).
+
+The two macros are those of commit b85f1a8's kernels/runs.cuh (run it with
+``git checkout b85f1a8 -- kernels``); the kernels now take the threshold as
+a template argument chosen from these numbers (benchmarks/NOTES.md)."""
 import sys
 
 sys.path.insert(0, "benchmarks")
