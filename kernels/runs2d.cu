@@ -238,8 +238,9 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_border(
         const I i = y * nx + x0;  // the tile's first cell of row y (x0 > 0)
         const K k0 = Key<T>::of(v[i]), kL = Key<T>::of(v[i - 1]);
         const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
+        const bool left = f0 && kL == k0;
         K ku0 = K(), kuL = K();
-        if (lane > 0) {
+        if (lane > 0 && (C >= 2 || left)) {  // (at connectivity 1, only for the square rule)
             ku0 = Key<T>::of(v[i - nx]);
             kuL = Key<T>::of(v[i - nx - 1]);
         }
@@ -248,7 +249,7 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_border(
         // are equal to them, so each tile joined its two and the row above's
         // pair joins the tiles (one union per region that crosses the column,
         // not one per row).
-        if (f0 && kL == k0 && !(lane > 0 && ku0 == k0 && kuL == k0))
+        if (left && !(lane > 0 && ku0 == k0 && kuL == k0))
             meshccl::unite_recording(P, H, i, node(S, y, x0 - 1, ny, nx));
         if (C >= 2 && lane > 0) {
             // (y, x0) up-left to (y - 1, x0 - 1): not if (y - 1, x0) is equal
