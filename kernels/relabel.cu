@@ -28,7 +28,7 @@
 // about their forest and take a shorter road, "pieces", with the same rank
 // formula and the same numbering:
 //
-// 4. meshccl_piece_roots: four threads per word of the piece-root bits A.
+// 4. meshccl_piece_roots: one thread per word of the piece-root bits A.
 //    Each root hooked by the border kernel (bit array H) is pointed
 //    straight at its final root (find_full), so every piece root is now at
 //    most one step from its root.  H is overwritten with A & ~H, the roots
@@ -157,29 +157,20 @@ __global__ void __launch_bounds__(1024) meshccl_scan_block(const I* __restrict__
 #define MESHCCL_PIECE_GROUP (sizeof(I) == 8 ? 2 : MESHCCL_ROOTS_GROUP_32)
 #define MESHCCL_LABEL_GROUP (sizeof(I) == 8 ? 2 : MESHCCL_LABEL_GROUP_32)
 
-// Step 4.  A word's hooked roots are shared by MESHCCL_ROOT_PARTS threads
-// side by side in a warp, a byte of the word each: a word of piece roots
-// that all cross a tile face (a tile's first row on the spiral: 16 of
-// them) used to be one thread's four turns of four walks, while the warps
-// of the other rows, with nothing to walk, had finished; now its four
-// threads walk at once (benchmarks/NOTES.md).  A block covers
-// MESHCCL_PIECE_BLOCK / MESHCCL_ROOT_PARTS words, and sums[b] counts the
-// roots of block b's words.
-#define MESHCCL_ROOT_PARTS 4
+// Step 4, a thread per word.  (Four threads per word, a byte each, cut the
+// spiral's 0.072 ms to 0.053 but made every other case slower, up to 2.5x:
+// benchmarks/NOTES.md.)
 template <typename I>
 __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
         I* P, const unsigned* __restrict__ A, unsigned* __restrict__ H, I words,
         I* __restrict__ sums) {
-    constexpr int PARTS = MESHCCL_ROOT_PARTS, BITS = 32 / PARTS;
-    const int part = threadIdx.x % PARTS;
-    const I w = (I)blockIdx.x * (MESHCCL_PIECE_BLOCK / PARTS) + (I)(threadIdx.x / PARTS);
-    unsigned roots = 0u, hooked = 0u;
+    const I w = (I)blockIdx.x * MESHCCL_PIECE_BLOCK + threadIdx.x;
+    unsigned roots = 0u;
     if (w < words) {
-        hooked = H[w];
-        // find_full of each hooked root of this thread's byte,
-        // MESHCCL_PIECE_GROUP at a time: their walks step together, so that a
-        // thread has that many loads in flight
-        for (unsigned h = hooked & (((1u << BITS) - 1u) << (BITS * part)); h;) {
+        const unsigned hooked = H[w];
+        // find_full of each hooked root, MESHCCL_PIECE_GROUP at a time: their
+        // walks step together, so that a thread has that many loads in flight
+        for (unsigned h = hooked; h;) {
             I x[MESHCCL_PIECE_GROUP], r[MESHCCL_PIECE_GROUP];
 #pragma unroll
             for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
@@ -212,9 +203,6 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
                 }
             }
         }
-    }
-    __syncwarp();  // every part has read H[w] before the first overwrites it
-    if (w < words && part == 0) {
         roots = A[w] & ~hooked;
         H[w] = roots;
     }
@@ -234,8 +222,7 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_word_sums(
 }
 
 // incl[w]: roots in words 0..w, from the scanned block sums (a block of
-// blockDim.x words per sum: 1024 after meshccl_word_sums, 256 after
-// meshccl_piece_roots).
+// blockDim.x words per sum).
 template <typename I>
 __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_rank_words(
         const unsigned* __restrict__ roots, const I* __restrict__ sums_incl, I words,

@@ -26,13 +26,8 @@ TILES = {2: (16, 1, 16), 3: (8, 4, 32)}
 #: 2026-11-23 (benchmarks/NOTES.md): 2 saves 3-10 % of the tile kernel in
 #: 2-D and in 3-D at connectivity 1, and costs up to 2 % at 3-D c3.
 TILES_PER_BLOCK = {(2, 1): 2, (2, 2): 2, (3, 1): 2, (3, 2): 1, (3, 3): 1}
-#: Threads per block of meshccl_piece_roots, which gives each word
-#: ROOT_PARTS threads (MESHCCL_PIECE_BLOCK, MESHCCL_ROOT_PARTS in
-#: relabel.cu): a block sum and a block of meshccl_rank_words per ROOT_WORDS
-#: words.
+#: Threads per block of meshccl_piece_roots / meshccl_rank_words.
 PIECE_BLOCK = 1024
-ROOT_PARTS = 4
-ROOT_WORDS = PIECE_BLOCK // ROOT_PARTS
 BLOCK = 256
 #: Plain 2-D images take kernels/runs2d.cu (runs as nodes, 32 x 32 tiles a
 #: warp each) unless this is False or a call names its tiles (benchmarks,
@@ -107,7 +102,7 @@ def scratch(n: int, index_dtype, shape=None, value_dtype=None):
     import cupy
 
     words = (n + 31) // 32
-    blocks = -(-words // ROOT_WORDS)
+    blocks = -(-words // PIECE_BLOCK)
     out = (cupy.empty(2 * words, dtype=cupy.uint32), cupy.empty(words, dtype=index_dtype),
            cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
     if shape is not None:
@@ -203,7 +198,7 @@ def _pieces_path(index_dtype, n, buffers, cells, runs):
     bits, incl, sums, sums_incl = buffers[:4]
     words = (n + 31) // 32
     A, H = bits[:words], bits[words:]
-    blocks = -(-words // ROOT_WORDS)
+    blocks = -(-words // PIECE_BLOCK)
     I = np.dtype(index_dtype).type
     roots_args = (A, H, I(words), sums)
     scan_args = (sums, sums_incl, I(blocks))
@@ -225,7 +220,7 @@ def _pieces_path(index_dtype, n, buffers, cells, runs):
     return [
         ("roots", lambda values, P: roots_k((blocks,), (PIECE_BLOCK,), (P,) + roots_args)),
         ("scan", lambda values, P: scan_k((1,), (1024,), scan_args)),
-        ("ranks", lambda values, P: words_k((blocks,), (ROOT_WORDS,), ranks_args)),
+        ("ranks", lambda values, P: words_k((blocks,), (PIECE_BLOCK,), ranks_args)),
     ] + tail
 
 
