@@ -34,11 +34,18 @@
 //   unite_all).
 //
 // Only one-byte cells come here (meshccl/_gpu/mesh23.py); wider ones take
-// mesh23.cu's cell tiles.  Pairs that leave the brick (its first plane
-// against the plane before, its tiles' first and last rows and columns)
-// are mesh23.cu's border kernel's, run on the same 32 x 32 x NZ bricks with
-// nodes looked up in the bit array S.  Then the pieces path and
-// meshccl_runs2d_label, which sees the volume as nz * ny rows, as in 2-D.
+// mesh23.cu's cell tiles.  Pairs that leave the brick go two ways:
+// - its first plane against the last plane of the brick below, where the
+//   partner lies in the same 32 x 32 column of tiles: meshccl_runs3d_zface,
+//   the same z_pairs rules on a warp per brick, uniting run starts in the
+//   global forest (two thirds of a brick's face cells are on this face; a
+//   thread per cell there took 0.9 of the 2.8 ms of percolation 512^3 c3);
+// - everything else (its tiles' first and last rows and columns, in every
+//   plane): mesh23.cu's border kernel, a thread per cell, on the same
+//   bricks with nodes looked up in the bit array S.
+// Then the pieces path and meshccl_runs2d_label, which sees the volume as
+// nz * ny rows, as in 2-D.  The host picks NZ = 16 at connectivity 1 and 8
+// otherwise (the forest then needs 68 KB of shared memory, dynamic).
 
 #include "lattice.cuh"
 #include "runs.cuh"
@@ -51,8 +58,24 @@
 // the block asks for 6 blocks per multiprocessor (40 registers, a few
 // spilled): the union-bound tile took 4-5 % less on percolation than with
 // 48; at connectivity 1, 6 cost up to 2 %, and 5 keeps its 48 (NOTES.md).
+// Blocks per multiprocessor the tile kernel asks for (its register budget):
+// 48 warps at 8 planes and C >= 2, 40 at C = 1 (see above); deeper bricks
+// keep 48 warps.
+template <int C, int NZ>
+struct TileBlocks {
+    enum { value = NZ == 8 ? (C >= 2 ? 6 : 5) : (48 / NZ > 0 ? 48 / NZ : 1) };
+};
+
+// Shared memory of the tile kernel: NZ planes of forest (32 rows of 33
+// nodes) and of run-start words.  Dynamic, because 16 planes need 68 KB,
+// past the 48 KB a static array may have (the host raises the limit).
+template <int NZ>
+struct TileShared {
+    enum { bytes = NZ * (32 * 33 * 4 + 32 * 4) };
+};
+
 template <typename T, typename I, int C, int NZ>
-__global__ void __launch_bounds__(32 * NZ, C >= 2 ? 6 : 5) meshccl_runs3d_tile(
+__global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_runs3d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I nz, I ny,
         I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int aligned) {
@@ -61,8 +84,9 @@ __global__ void __launch_bounds__(32 * NZ, C >= 2 ? 6 : 5) meshccl_runs3d_tile(
     using meshccl::runs::eq_mask;
     using meshccl::runs::eq_right;
     constexpr int RS = meshccl::runs::ROW_NODES, PL = 32 * RS;
-    __shared__ int forest[NZ * PL];
-    __shared__ unsigned starts[NZ][32];
+    extern __shared__ int shared_words[];  // TileShared<NZ>::bytes
+    int* forest = shared_words;
+    unsigned(*starts)[32] = reinterpret_cast<unsigned(*)[32]>(shared_words + NZ * PL);
     const int lane = threadIdx.x & 31, p = threadIdx.x >> 5;
     const I bx = (I)blockIdx.x, x0 = bx * 32, y0 = (I)blockIdx.y * 32;
     const I z0 = (I)blockIdx.z * NZ, z = z0 + p, y = y0 + lane;
@@ -221,8 +245,19 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
         I, I, int, meshccl::Key<T>::type);                                                     \
     template __global__ void meshccl_runs3d_zface<T, I, 3, 8, 4>(const T*, I*, unsigned*, I,  \
         I, I, int, meshccl::Key<T>::type);
+#define MESHCCL_R3_16(T, I)                                                                   \
+    template __global__ void meshccl_runs3d_tile<T, I, 1, 16>(const T*, I*, unsigned*,        \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
+    template __global__ void meshccl_runs3d_tile<T, I, 3, 16>(const T*, I*, unsigned*,        \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
+    template __global__ void meshccl_runs3d_zface<T, I, 1, 16, 4>(const T*, I*, unsigned*, I, \
+        I, I, int, meshccl::Key<T>::type);                                                     \
+    template __global__ void meshccl_runs3d_zface<T, I, 3, 16, 4>(const T*, I*, unsigned*, I, \
+        I, I, int, meshccl::Key<T>::type);
 MESHCCL_R3(unsigned char, int)
 MESHCCL_R3(unsigned char, long long)
 MESHCCL_R3(signed char, int)
 MESHCCL_R3(signed char, long long)
+MESHCCL_R3_16(unsigned char, int)
+MESHCCL_R3_16(unsigned char, long long)
 #endif

@@ -228,8 +228,10 @@ def _runs_against_cells(images, flag):
 @pytest.mark.gpu
 def test_gpu_runs3d_and_mesh23_agree():
     """3-D volumes of one-byte cells take kernels/runs3d.cu (bricks of 32 x
-    32 x 8, z pairs inside a brick in shared memory, the rest by mesh23.cu's
-    border kernel on run starts); with RUNS_3D off, mesh23.cu's cell tiles.
+    32 x 8, 16 at connectivity 1; z pairs inside a brick in shared memory, a
+    brick's first plane against the one below by the z-face kernel, the rest
+    by mesh23.cu's border kernel on run starts); with RUNS_3D off,
+    mesh23.cu's cell tiles.
     Both give skimage's labels at connectivity 1, 2 and 3: rows aligned and
     not, plane counts and heights that are not multiples of the brick, a
     signed byte volume, bool, diagonal stripes (pairs across brick edges and
@@ -245,6 +247,7 @@ def test_gpu_runs3d_and_mesh23_agree():
     blobs = np.repeat(rng.integers(0, 2, (5, 12, 12)), 4, axis=0).repeat(6, 1).repeat(6, 2)
     images = [
         patterns.percolation((24, 64, 64), 0.3116, seed=9),      # aligned rows, 3 bricks deep
+        patterns.percolation((40, 36, 50), 0.3116, seed=13),     # 3 bricks of 16 deep
         patterns.percolation((19, 45, 70), 0.25, seed=10),       # odd sizes everywhere
         blobs.astype(np.uint8)[:17, :70, :65],                     # long components
         rng.integers(-2, 2, (11, 40, 33)).astype(np.int8),        # signed bytes

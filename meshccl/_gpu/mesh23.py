@@ -34,10 +34,15 @@ BLOCK = 256
 #: tests of mesh23.cu's 2-D tiles).
 RUNS_2D = True
 #: 3-D volumes of one-byte cells take kernels/runs3d.cu (runs as nodes,
-#: bricks of 32 x 32 x RUNS_3D_PLANES cells a block) unless this is False or
-#: a call names its tiles.
+#: bricks of 32 x 32 x RUNS_3D_PLANES[connectivity] cells a block) unless
+#: this is False or a call names its tiles.
 RUNS_3D = True
-RUNS_3D_PLANES = 8
+#: Planes per brick by connectivity (H200, 2026-11-24,
+#: benchmarks/experiments/brick_planes.py): 16 halves the z faces, which
+#: paid at connectivity 1 (percolation 512^3 2.24 -> 2.17 ms, Potts 256^3
+#: 0.435 -> 0.403) but not at 3, where the deeper tile and the per-cell
+#: border kernel lost more (percolation p = .1369 2.37 -> 2.42).
+RUNS_3D_PLANES = {1: 16, 2: 8, 3: 8}
 #: Warps (bricks) per block of meshccl_runs3d_zface.
 RUNS_ZFACE_WARPS = 4
 #: Warps (tiles) per block of meshccl_runs2d_tile (8: the block's words of A
@@ -251,15 +256,20 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
                      + (np.int32(aligned),))
         border_args = ((-(-ntx // 4), nty), (256,), (H, S, I(ny), I(nx)) + key)
-        zface_args = None
+        zface_args, tile_shared = None, 0
     else:
-        nzb, nwz = RUNS_3D_PLANES, RUNS_ZFACE_WARPS
+        planes = RUNS_3D_PLANES
+        nzb = planes[c] if isinstance(planes, dict) else int(planes)
+        nwz = RUNS_ZFACE_WARPS
         tile, zface = kernels("runs3d.cu", f"meshccl_runs3d_tile<{t}, {i}, {c}, {nzb}>",
                               f"meshccl_runs3d_zface<{t}, {i}, {c}, {nzb}, {nwz}>")
         border, = kernels("mesh23.cu", f"meshccl_mesh23_border<{t}, {i}, 3, {c}, 32, {nzb}, true>")
         dims = (I(nz), I(ny), I(nx)) + key
         grid = (ntx, nty, -(-nz // nzb))
         tile_args = (grid, (32 * nzb,), (A, H, F, S) + dims + (np.int32(aligned),))
+        tile_shared = nzb * (32 * 33 * 4 + 32 * 4)  # TileShared<NZ> in runs3d.cu
+        if tile_shared > 48 * 1024 and tile.max_dynamic_shared_size_bytes < tile_shared:
+            tile.max_dynamic_shared_size_bytes = tile_shared
         border_args = (grid, (min(BLOCK, -(-border_items(3, c, 32, nzb, True) // 32) * 32),),
                        (H, S) + dims)
         zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
@@ -271,7 +281,8 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         faces.append(("zface", lambda values, P: zface(zface_args[0], zface_args[1],
                                                        (values, P) + zface_args[2])))
     return _cleared(bits, aligned) + [
-        ("tile", lambda values, P: tile(tile_args[0], tile_args[1], (values, P) + tile_args[2])),
+        ("tile", lambda values, P: tile(tile_args[0], tile_args[1], (values, P) + tile_args[2],
+                                        shared_mem=tile_shared)),
     ] + faces + _pieces_path(index_dtype, n, buffers,
                      lambda values, P: label_k(label_grid, (BLOCK,), (P,) + label_tail), True)
 
