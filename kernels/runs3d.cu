@@ -239,20 +239,20 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
         unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
     template __global__ void meshccl_runs3d_tile<T, I, 3, 8>(const T*, I*, unsigned*,         \
         unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
-    template __global__ void meshccl_runs3d_zface<T, I, 1, 8, 4>(const T*, I*, unsigned*, I,  \
+    template __global__ void meshccl_runs3d_zface<T, I, 1, 8, 1>(const T*, I*, unsigned*, I,  \
         I, I, int, meshccl::Key<T>::type);                                                     \
-    template __global__ void meshccl_runs3d_zface<T, I, 2, 8, 4>(const T*, I*, unsigned*, I,  \
+    template __global__ void meshccl_runs3d_zface<T, I, 2, 8, 1>(const T*, I*, unsigned*, I,  \
         I, I, int, meshccl::Key<T>::type);                                                     \
-    template __global__ void meshccl_runs3d_zface<T, I, 3, 8, 4>(const T*, I*, unsigned*, I,  \
+    template __global__ void meshccl_runs3d_zface<T, I, 3, 8, 1>(const T*, I*, unsigned*, I,  \
         I, I, int, meshccl::Key<T>::type);
 #define MESHCCL_R3_16(T, I)                                                                   \
     template __global__ void meshccl_runs3d_tile<T, I, 1, 16>(const T*, I*, unsigned*,        \
         unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
     template __global__ void meshccl_runs3d_tile<T, I, 3, 16>(const T*, I*, unsigned*,        \
         unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
-    template __global__ void meshccl_runs3d_zface<T, I, 1, 16, 4>(const T*, I*, unsigned*, I, \
+    template __global__ void meshccl_runs3d_zface<T, I, 1, 16, 1>(const T*, I*, unsigned*, I, \
         I, I, int, meshccl::Key<T>::type);                                                     \
-    template __global__ void meshccl_runs3d_zface<T, I, 3, 16, 4>(const T*, I*, unsigned*, I, \
+    template __global__ void meshccl_runs3d_zface<T, I, 3, 16, 1>(const T*, I*, unsigned*, I, \
         I, I, int, meshccl::Key<T>::type);
 MESHCCL_R3(unsigned char, int)
 MESHCCL_R3(unsigned char, long long)

@@ -43,8 +43,10 @@ RUNS_3D = True
 #: 0.435 -> 0.403) but not at 3, where the deeper tile and the per-cell
 #: border kernel lost more (percolation p = .1369 2.37 -> 2.42).
 RUNS_3D_PLANES = {1: 16, 2: 8, 3: 8}
-#: Warps (bricks) per block of meshccl_runs3d_zface.
-RUNS_ZFACE_WARPS = 4
+#: Warps (bricks) per block of meshccl_runs3d_zface: 1, 2, 4 and 8 timed
+#: alike but on percolation 512^3 p = .3116 c3, where 1 took 0.30 ms and 4
+#: 0.38 (H200, 2026-11-24, benchmarks/experiments/zface_warps.py).
+RUNS_ZFACE_WARPS = 1
 #: Warps (tiles) per block of meshccl_runs2d_tile (8: the block's words of A
 #: fill a 32-byte sector per row; 2, 4 and 8 timed alike before that); the
 #: border kernel's block is 4 tiles of 2 warps.
