@@ -343,16 +343,17 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
 // with the label they hold, so a lane that reads one while its owner writes
 // it reads the same value either way; a run start that is not a piece root
 // is read by its own lane only.
-// R: tile rows per lane group, whose chains of loads step together
-// (meshccl/_gpu/mesh23.py picks it).
-template <typename I, int R>
+// R: tile rows per lane group, whose chains of loads step together; W:
+// cells per lane (4: eight lanes per row, as above; 8: four lanes per row,
+// two vector stores each).  meshccl/_gpu/mesh23.py picks both.
+template <typename I, int R, int W = 4>
 __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, I ny, I nx, I words) {
-    constexpr int V = 16 / sizeof(I);
+    constexpr int V = 16 / sizeof(I), LPR = 32 / W;  // lanes per tile row
     typedef typename Vec16<I>::type VT;
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const int lane = threadIdx.x & 31, q = lane & 7, c0 = 4 * q;
+    const int lane = threadIdx.x & 31, q = lane % LPR, c0 = W * q;
     const I ntx = (nx + 31) >> 5;
     const long long groups = (long long)ntx * ny, per = (groups + R - 1) / R;
     // The group takes tile rows g0, g0 + per, ... (a warp: four consecutive
@@ -362,13 +363,13 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
     unsigned f[R], s[R], a[R];
 #pragma unroll
     for (int k = 0; k < R; ++k) {
-        const long long g = (t >> 3) + k * per;
+        const long long g = t / LPR + k * per;
         f[k] = s[k] = a[k] = 0u;
         width[k] = 0;
         rowbase[k] = 0;
         // (groups past `per`, in the grid's last block, would take rows that
         // chain k + 1 of another group takes: a row must have one owner)
-        if (g < groups && (t >> 3) < per) {
+        if (g < groups && t / LPR < per) {
             const I y = (I)(g / ntx), bx = (I)g - y * ntx;
             f[k] = F[bx * ny + y];
             s[k] = S[bx * ny + y];
@@ -382,47 +383,47 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
     }
     // the runs that start among this lane's cells: the start's P, then (not
     // a piece root) that piece root's P
-    I lab[R][4];
+    I lab[R][W];
 #pragma unroll
     for (int k = 0; k < R; ++k)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < W; ++j)
             lab[k][j] = ((s[k] >> (c0 + j)) & 1u) ? P[rowbase[k] + c0 + j] : (I)0;
 #pragma unroll
     for (int k = 0; k < R; ++k)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < W; ++j)
             if (((s[k] & ~a[k]) >> (c0 + j)) & 1u) lab[k][j] = P[lab[k][j]];
 #pragma unroll
     for (int k = 0; k < R; ++k) {
         I last = 0;
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < W; ++j)
             if ((s[k] >> (c0 + j)) & 1u) last = lab[k][j];
         // the run of this lane's first cells, if it started before them: the
         // last run of the lane that holds its start
         const unsigned before = s[k] & ((1u << c0) - 1u);
-        const int owner = before ? (31 - __clz(before)) >> 2 : q;
-        I cur = __shfl_sync(0xffffffffu, last, (lane & ~7) | owner);
-        I out[4];
+        const int owner = before ? (31 - __clz(before)) / W : q;
+        I cur = __shfl_sync(0xffffffffu, last, (lane & ~(LPR - 1)) | owner);
+        I out[W];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+        for (int j = 0; j < W; ++j) {
             const int c = c0 + j;
             if ((s[k] >> c) & 1u) cur = lab[k][j];
             out[j] = ((f[k] >> c) & 1u) ? cur : (I)0;
         }
         if (c0 >= width[k]) continue;
         I* dst = P + rowbase[k] + c0;
-        if (c0 + 4 <= width[k] && ((unsigned long long)dst & 15ull) == 0ull) {
+        if (c0 + W <= width[k] && ((unsigned long long)dst & 15ull) == 0ull) {
 #pragma unroll
-            for (int v = 0; v < 4 / V; ++v) {
+            for (int v = 0; v < W / V; ++v) {
                 VT x;
                 memcpy(&x, out + v * V, sizeof(VT));
                 reinterpret_cast<VT*>(dst)[v] = x;
             }
         } else {
 #pragma unroll
-            for (int j = 0; j < 4; ++j)
+            for (int j = 0; j < W; ++j)
                 if (c0 + j < width[k]) dst[j] = out[j];
         }
     }
@@ -452,6 +453,8 @@ MESHCCL_PIECES(long long)
     template __global__ void meshccl_runs2d_label<I, R>(I*, const unsigned*, const unsigned*,  \
         const unsigned*, I, I, I);
 MESHCCL_RUNS_LABEL(int, 1)
+template __global__ void meshccl_runs2d_label<int, 1, 8>(int*, const unsigned*, const unsigned*,
+                                                         const unsigned*, int, int, int);
 MESHCCL_RUNS_LABEL(int, 2)
 MESHCCL_RUNS_LABEL(int, 4)
 MESHCCL_RUNS_LABEL(long long, 1)

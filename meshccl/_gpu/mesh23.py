@@ -54,6 +54,9 @@ RUNS_2D_WARPS = 8
 #: Tile rows per lane group of meshccl_runs2d_label, by label bytes (their
 #: chains of loads overlap; benchmarks/NOTES.md says how they were chosen).
 RUNS_LABEL_ROWS = {4: 1, 8: 1}
+#: Cells per lane of meshccl_runs2d_label (4: eight lanes per tile row; 8:
+#: four), by label bytes.
+RUNS_LABEL_CELLS = {4: 4, 8: 4}
 #: Cells per thread of meshccl_label_cells (MESHCCL_CELLS_PER_THREAD).
 CELLS_PER_THREAD = 8
 _MAX_GRID_YZ = 65535
@@ -239,7 +242,8 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     t, i = c_type(value_dtype), c_type(index_dtype)
     rows = RUNS_LABEL_ROWS[index_dtype.itemsize]  # tile rows per lane group of the label pass
-    label_k, = kernels("relabel.cu", f"meshccl_runs2d_label<{i}, {rows}>")
+    per_lane = RUNS_LABEL_CELLS[index_dtype.itemsize]
+    label_k, = kernels("relabel.cu", f"meshccl_runs2d_label<{i}, {rows}, {per_lane}>")
     if buffers is None or len(buffers) < 5:
         buffers = scratch(n, index_dtype, shape, value_dtype)
     bits, incl, fs = buffers[0], buffers[1], buffers[4]
@@ -275,7 +279,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         border_args = (grid, (min(BLOCK, -(-border_items(3, c, 32, nzb, True) // 32) * 32),),
                        (H, S) + dims)
         zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
-    label_grid = (-(-8 * -(-rw // rows) // BLOCK),)  # 8 lanes per group
+    label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
     label_tail = (F, S, A, I(rw // ntx), I(nx), I(words))
     faces = [("border", lambda values, P: border(border_args[0], border_args[1],
                                                  (values, P) + border_args[2]))]
