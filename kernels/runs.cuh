@@ -104,6 +104,18 @@ __device__ __forceinline__ void load_row(const T* row, int width, unsigned (&w)[
     }
 }
 
+// Is every cell of such a row 0 or 1?  With background 0 and every row a
+// tile's masks come from so, all foreground cells are equal to each other,
+// and the equality masks are the foreground masks (shifted): the kernels
+// then skip the byte-wise compares ("binary" below; a binary image's
+// tiles are all so, and a Potts field's none).
+__device__ __forceinline__ bool binary_row(const unsigned (&w)[8]) {
+    unsigned o = 0u;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) o |= w[j];
+    return (o & 0xfefefefeu) == 0u;
+}
+
 // The foreground mask of such a row: its first `width` cells (0 to 32)
 // that are not the background byte bg (all of them without a background).
 __device__ __forceinline__ unsigned fg_mask(const unsigned (&w)[8], int width, int has_bg,
@@ -204,13 +216,16 @@ struct ZPairs {
 template <int C>
 __device__ __forceinline__ void z_pairs(const unsigned (&w)[8], unsigned mF, unsigned mE,
                                         unsigned mV, const unsigned (&b0)[8], unsigned bF,
-                                        unsigned bV, int lane, unsigned (&U)[ZPairs<C>::N],
-                                        int (&dyv)[ZPairs<C>::N], int (&shift)[ZPairs<C>::N]) {
+                                        unsigned bV, int lane, bool binary,
+                                        unsigned (&U)[ZPairs<C>::N], int (&dyv)[ZPairs<C>::N],
+                                        int (&shift)[ZPairs<C>::N]) {
     constexpr int N = ZPairs<C>::N;
     // Straight down (Z0) first: the twin rule, and the column rule: the cell
     // above equal (mV), its own z pair (Z0 of row r - 1) and this pair's
-    // partner equal to the cell above that partner (bV).
-    const unsigned Z0 = mF & bF & eq_mask(w, b0);
+    // partner equal to the cell above that partner (bV).  (binary: the
+    // warp's rows of both planes are all 0 / 1 with background 0, so two
+    // foreground cells are equal; the same for the whole warp.)
+    const unsigned Z0 = mF & bF & (binary ? ~0u : eq_mask(w, b0));
     unsigned pZ = __shfl_up_sync(0xffffffffu, Z0, 1);
     if (lane == 0) pZ = 0u;
     unsigned Ul, U0, Ur;
@@ -235,16 +250,26 @@ __device__ __forceinline__ void z_pairs(const unsigned (&w)[8], unsigned mF, uns
         for (int k = 0; k < 3; ++k) {
             const int dy = k == 0 ? 0 : (k == 1 ? -1 : 1);
             unsigned b[8], f;
+            if (!binary) {
 #pragma unroll
-            for (int j = 0; j < 8; ++j) b[j] = dy == 0 ? b0[j] : shfl(b0[j], 1, dy < 0);
+                for (int j = 0; j < 8; ++j) b[j] = dy == 0 ? b0[j] : shfl(b0[j], 1, dy < 0);
+            }
             f = dy == 0 ? bF : shfl(bF, 1, dy < 0);
             const int r = lane + dy;
             if (r < 0 || r > 31) f = 0u;  // (the shuffle returned the lane's own row)
             unsigned Zl = 0u, Zc = 0u, Zr = 0u;
-            if (dy != 0) Zc = mF & f & eq_mask(w, b) & ~Z0;
-            if (C == 3 || dy == 0) {
-                Zl = mF & (f << 1) & eq_left(w, b) & ~Z0;
-                Zr = mF & (f >> 1) & eq_right(w, b) & ~Z0;
+            if (binary) {
+                if (dy != 0) Zc = mF & f & ~Z0;
+                if (C == 3 || dy == 0) {
+                    Zl = mF & (f << 1) & ~Z0;
+                    Zr = mF & (f >> 1) & ~Z0;
+                }
+            } else {
+                if (dy != 0) Zc = mF & f & eq_mask(w, b) & ~Z0;
+                if (C == 3 || dy == 0) {
+                    Zl = mF & (f << 1) & eq_left(w, b) & ~Z0;
+                    Zr = mF & (f >> 1) & eq_right(w, b) & ~Z0;
+                }
             }
             if (C == 3 || dy == 0)
                 row_pairs<true>(mE, Zl, Zc, Zr, Ul, U0, Ur);

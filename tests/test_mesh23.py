@@ -167,8 +167,9 @@ def test_gpu_runs2d_and_mesh23_agree(rows):
     """Plain 2-D images take kernels/runs2d.cu; with RUNS_2D off they take
     mesh23.cu's cell tiles.  Both give skimage's labels: rows 16-byte
     aligned (two vector loads per row) and not, one-byte cells signed and
-    unsigned with a background that is not 0, wider cells, bool; the label
-    pass with 1, 2 or 4 tile rows per lane group."""
+    unsigned with a background that is not 0, wider cells, bool, tiles
+    binary and not in one image; the label pass with 1, 2 or 4 tile rows
+    per lane group."""
     pytest.importorskip("cupy")
     from conftest import HAVE_GPU
 
@@ -195,8 +196,20 @@ def _runs2d_against_mesh23():
         rng.integers(-3, 2, (200, 96)).astype(np.int8),         # signed bytes
         np.repeat(rng.integers(0, 3, (40, 30)), 4, axis=0).repeat(4, axis=1).astype(np.uint16),
         patterns.percolation((96, 1024), 0.5, seed=8).astype(bool),
+        _part_binary((256, 320), rng),
     ]
     _runs_against_cells(images, "RUNS_2D")
+
+
+def _part_binary(shape, rng):
+    """0/1 percolation with 3s sprinkled over one region: the tiles there
+    take the byte-wise compares, the others the binary shortcut
+    (runs.cuh, binary_row), and components cross between them."""
+    a = patterns.percolation(shape, 0.55 if len(shape) == 2 else 0.3116, seed=12)
+    region = tuple(slice(s // 4, s) for s in shape[:-1]) + (slice(shape[-1] // 2, shape[-1]),)
+    sub = a[region]
+    sub[rng.random(sub.shape) < 0.05] = 3
+    return a
 
 
 def _runs_against_cells(images, flag):
@@ -248,6 +261,7 @@ def test_gpu_runs3d_and_mesh23_agree():
     images = [
         patterns.percolation((24, 64, 64), 0.3116, seed=9),      # aligned rows, 3 bricks deep
         patterns.percolation((40, 36, 50), 0.3116, seed=13),     # 3 bricks of 16 deep
+        _part_binary((24, 64, 96), rng),                          # binary and not, by warp
         patterns.percolation((19, 45, 70), 0.25, seed=10),       # odd sizes everywhere
         blobs.astype(np.uint8)[:17, :70, :65],                     # long components
         rng.integers(-2, 2, (11, 40, 33)).astype(np.int8),        # signed bytes
