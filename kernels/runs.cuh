@@ -105,10 +105,13 @@ __device__ __forceinline__ void load_row(const T* row, int width, unsigned (&w)[
 }
 
 // Is every cell of such a row 0 or 1?  With background 0 and every row a
-// tile's masks come from so, all foreground cells are equal to each other,
-// and the equality masks are the foreground masks (shifted): the kernels
-// then skip the byte-wise compares ("binary" below; a binary image's
-// tiles are all so, and a Potts field's none).
+// warp's masks come from so, all foreground cells are equal to each other,
+// and the equality masks are the foreground masks (shifted): runs3d.cu's
+// z masks at C >= 2 and its z-face kernel then skip the byte-wise compares
+// ("binary" in z_pairs; a binary image's warps are all so, a Potts
+// field's none).  (The same shortcut for the in-plane masks measured no
+// faster in 2-D, and loading the plane below early for it cost the 3-D c1
+// tiles up to 24 %: benchmarks/NOTES.md.)
 __device__ __forceinline__ bool binary_row(const unsigned (&w)[8]) {
     unsigned o = 0u;
 #pragma unroll

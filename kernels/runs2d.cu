@@ -74,27 +74,16 @@ __device__ __forceinline__ unsigned label_tile(
         unsigned w[8];
         meshccl::runs::load_row(y < ny ? v + y * nx + x0 : nullptr, width, w);
         mF = meshccl::runs::fg_mask(w, y >= ny ? 0 : width, has_bg, (unsigned char)bgkey);
+        mE = mF & meshccl::runs::eq_left(w, w);
+        unsigned u[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) u[j] = __shfl_up_sync(0xffffffffu, w[j], 1);
         unsigned pF = __shfl_up_sync(0xffffffffu, mF, 1);
         if (lane == 0) pF = 0u;
-        // A binary tile (runs.cuh, binary_row): equal means both foreground.
-        if (has_bg && (unsigned char)bgkey == 0 &&
-            __all_sync(0xffffffffu, meshccl::runs::binary_row(w))) {
-            mE = mF & (mF << 1);
-            mV = mF & pF;
-            if (C >= 2) {
-                mVl = mF & (pF << 1);
-                mVr = mF & (pF >> 1);
-            }
-        } else {
-            mE = mF & meshccl::runs::eq_left(w, w);
-            unsigned u[8];
-#pragma unroll
-            for (int j = 0; j < 8; ++j) u[j] = __shfl_up_sync(0xffffffffu, w[j], 1);
-            mV = mF & pF & meshccl::runs::eq_mask(w, u);
-            if (C >= 2) {
-                mVl = mF & (pF << 1) & meshccl::runs::eq_left(w, u);
-                mVr = mF & (pF >> 1) & meshccl::runs::eq_right(w, u);
-            }
+        mV = mF & pF & meshccl::runs::eq_mask(w, u);
+        if (C >= 2) {
+            mVl = mF & (pF << 1) & meshccl::runs::eq_left(w, u);
+            mVr = mF & (pF >> 1) & meshccl::runs::eq_right(w, u);
         }
     } else {
         // Wider cells: a lane per column, 32 loads in flight, and row masks by

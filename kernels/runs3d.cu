@@ -92,50 +92,47 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_r
     const I z0 = (I)blockIdx.z * NZ, z = z0 + p, y = y0 + lane;
     const int width = (int)min((I)32, nx - x0);
     const bool in = z < nz && y < ny;
-    // Row r of this plane and of plane p - 1 (loaded again: the warp before
-    // loaded it just now, so it mostly comes from L1; staging it in shared
-    // memory cost a block's worth of occupancy).  Rows r - 1 and r + 1 come
-    // from the lanes beside by shuffles.
-    unsigned w[8], b0[8];
-    const bool bin_ = p > 0 && in;
-    meshccl::runs::load_row(in ? v + (z * ny + y) * nx + x0 : nullptr, width, w);
-    meshccl::runs::load_row(bin_ ? v + ((z - 1) * ny + y) * nx + x0 : nullptr, width, b0);
-    // A binary warp (runs.cuh, binary_row): equal means both foreground.
-    const bool binary = has_bg && (unsigned char)bgkey == 0 &&
-                        __all_sync(0xffffffffu, meshccl::runs::binary_row(w) &&
-                                                    meshccl::runs::binary_row(b0));
     // The plane's masks, as in runs2d.cu
+    unsigned w[8];
+    meshccl::runs::load_row(in ? v + (z * ny + y) * nx + x0 : nullptr, width, w);
     const unsigned mF = meshccl::runs::fg_mask(w, in ? width : 0, has_bg, (unsigned char)bgkey);
-    const unsigned bF = meshccl::runs::fg_mask(b0, bin_ ? width : 0, has_bg, (unsigned char)bgkey);
-    unsigned pF = __shfl_up_sync(0xffffffffu, mF, 1);
-    unsigned pbF = __shfl_up_sync(0xffffffffu, bF, 1);
-    if (lane == 0) pF = pbF = 0u;
-    unsigned mE, mV, mVl = 0u, mVr = 0u, bV;
-    if (binary) {
-        mE = mF & (mF << 1);
-        mV = mF & pF;
-        if (C >= 2) {
-            mVl = mF & (pF << 1);
-            mVr = mF & (pF >> 1);
-        }
-        bV = bF & pbF;
-    } else {
-        mE = mF & eq_left(w, w);
-        unsigned u[8], bu[8];
+    const unsigned mE = mF & eq_left(w, w);
+    unsigned u[8];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            u[j] = __shfl_up_sync(0xffffffffu, w[j], 1);
-            bu[j] = __shfl_up_sync(0xffffffffu, b0[j], 1);
-        }
-        mV = mF & pF & eq_mask(w, u);
-        if (C >= 2) {
-            mVl = mF & (pF << 1) & eq_left(w, u);
-            mVr = mF & (pF >> 1) & eq_right(w, u);
-        }
-        bV = bF & pbF & eq_mask(b0, bu);
+    for (int j = 0; j < 8; ++j) u[j] = __shfl_up_sync(0xffffffffu, w[j], 1);
+    unsigned pF = __shfl_up_sync(0xffffffffu, mF, 1);
+    if (lane == 0) pF = 0u;
+    const unsigned mV = mF & pF & eq_mask(w, u);
+    unsigned mVl = 0u, mVr = 0u;
+    if (C >= 2) {
+        mVl = mF & (pF << 1) & eq_left(w, u);
+        mVr = mF & (pF >> 1) & eq_right(w, u);
     }
     const unsigned S_ = mF & ~mE;
     meshccl::runs::tile_nodes(forest, p * PL, starts[p], lane, S_);
+    // Row r of plane p - 1 (its words, foreground and V masks), loaded again:
+    // the warp before loaded it just now, so it mostly comes from L1.  Rows r
+    // - 1 and r + 1 of it come from the lanes beside by shuffles.  (Loading
+    // it at the start, beside row r of this plane, made the c1 tiles up to
+    // 24 % slower: the two warps then miss on it together.)
+    unsigned b0[8], bF = 0u, bV = 0u;
+    {
+        const bool bin = p > 0 && z < nz && y < ny;
+        meshccl::runs::load_row(bin ? v + ((z - 1) * ny + y) * nx + x0 : nullptr, width, b0);
+        bF = meshccl::runs::fg_mask(b0, bin ? width : 0, has_bg, (unsigned char)bgkey);
+        unsigned bu[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) bu[j] = __shfl_up_sync(0xffffffffu, b0[j], 1);
+        unsigned pbF = __shfl_up_sync(0xffffffffu, bF, 1);
+        if (lane == 0) pbF = 0u;
+        bV = bF & pbF & eq_mask(b0, bu);
+    }
+    // At C >= 2 a binary warp (runs.cuh, binary_row) skips the byte-wise
+    // compares of its up to nine z masks (percolation 512^3 c3 tile 1.74 ->
+    // 1.60 ms); at C = 1 there is one, and the vote cost as much.
+    const bool binary = C >= 2 && has_bg && (unsigned char)bgkey == 0 &&
+                        __all_sync(0xffffffffu, meshccl::runs::binary_row(w) &&
+                                                    meshccl::runs::binary_row(b0));
     __syncthreads();
     meshccl::runs::tile_unions<C >= 2>(forest, p * PL, starts[p], lane, S_, mE, mVl, mV, mVr);
     if (p > 0) {
