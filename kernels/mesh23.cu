@@ -45,8 +45,11 @@
 // 2. meshccl_mesh23_border: the same grid.  Only the cells on a tile face
 //    with pairs that cross into another tile get threads.  They unite those
 //    pairs in the global forest, with the same skipping rules (values read
-//    from global memory), and record each root they hook in the bit array
-//    H.
+//    from global memory) and one more, the square rule: a pair across the
+//    first column (or, in 3-D, up across the first row) is skipped when the
+//    two cells' neighbours one row up (or one plane down) inside their own
+//    tiles are equal to them, since the tiles and that row's pair join
+//    them.  They record each root they hook in the bit array H.
 //
 // After that, every cell points at its piece root, or (a border cell that
 // a find halved) at a piece root further up.  Every piece root is either a
@@ -376,9 +379,14 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
 #define MESHCCL_M23_RUNS(T, I, C)                                                                \
     template __global__ void meshccl_mesh23_border<T, I, 3, C, 32, 8, true>(                     \
         const T*, I*, unsigned*, const unsigned*, I, I, I, int, meshccl::Key<T>::type);
+// (16 planes at connectivity 1: meshccl/_gpu/mesh23.py RUNS_3D_PLANES)
+#define MESHCCL_M23_RUNS16(T, I)                                                                 \
+    template __global__ void meshccl_mesh23_border<T, I, 3, 1, 32, 16, true>(                    \
+        const T*, I*, unsigned*, const unsigned*, I, I, I, int, meshccl::Key<T>::type);
 #define MESHCCL_M23_RUNS_T(T) MESHCCL_M23_RUNS(T, int, 1) MESHCCL_M23_RUNS(T, int, 2) \
     MESHCCL_M23_RUNS(T, int, 3) MESHCCL_M23_RUNS(T, long long, 1) \
-    MESHCCL_M23_RUNS(T, long long, 2) MESHCCL_M23_RUNS(T, long long, 3)
+    MESHCCL_M23_RUNS(T, long long, 2) MESHCCL_M23_RUNS(T, long long, 3) \
+    MESHCCL_M23_RUNS16(T, int) MESHCCL_M23_RUNS16(T, long long)
 MESHCCL_M23_RUNS_T(unsigned char)
 MESHCCL_M23_RUNS_T(signed char)
 MESHCCL_M23_T(unsigned char)

@@ -18,18 +18,22 @@
 //    between row r and row r - 1 that need a union are a few mask
 //    operations: mesh23.cu's three skipping rules (covered, twin, same run),
 //    applied to 32 cells at once.  Each remaining pair unites two run starts
-//    in the warp's shared-memory forest.  Then each run start stores its piece root (the piece's first
-//    cell) as a global index in P, a row of the tile per store
-//    instruction; every row stores F and S in two bit arrays laid out tile
+//    in the warp's shared-memory forest.  Then each run start stores its
+//    piece root (the piece's first cell) as a global index in P, 32 run
+//    starts per turn when the tile has few, else a tile row per turn
+//    (runs.cuh, store_piece_roots); every row stores F and S in two bit
+//    arrays laid out tile
 //    column by tile column (a warp's stores are consecutive words), and the
 //    row's piece roots go to the bit array A, in raster order, as in
 //    mesh23.cu.  Only run starts are written in P.
 // 2. meshccl_runs2d_border.  Two warps per tile: one unites the tile's top
 //    row with the row above (the same mask rules, on keys loaded from
 //    global memory), the other the tile's first column with the last column
-//    of the tile to its left.  A cell's node is its run start, found in the
-//    bit array S with one count of leading zeros; each root that a union
-//    hooks is recorded in H.
+//    of the tile to its left, skipping a row whose cell and partner both
+//    equal the cells above them (the square rule: the row above's pair and
+//    the two tiles join them).  A cell's node is its run start, found in
+//    the bit array S with one count of leading zeros; each root that a
+//    union hooks is recorded in H.
 // 3. The pieces path of relabel.cu (meshccl_piece_roots, the scans, then
 //    meshccl_label_pieces): every piece root then holds its label.
 // 4. meshccl_runs2d_label (relabel.cu).  Eight lanes per tile row read F,

@@ -276,4 +276,6 @@ MESHCCL_R3(signed char, int)
 MESHCCL_R3(signed char, long long)
 MESHCCL_R3_16(unsigned char, int)
 MESHCCL_R3_16(unsigned char, long long)
+MESHCCL_R3_16(signed char, int)
+MESHCCL_R3_16(signed char, long long)
 #endif
