@@ -43,6 +43,36 @@ def phases(a, conn, path, reps=10, tiles=None):
     return {k: float(np.median(x)) for k, x in times.items()}, float(np.median(totals))
 
 
+def standard_cases(dims=(2, 3)):
+    """The benchmark's patterns at their standard sizes as CuPy arrays
+    (percolation 512^3 at both thresholds: c1's and c3's), as (name, array)
+    pairs, 2-D and / or 3-D."""
+    cases = []
+    if 2 in dims:
+        cases += [("spiral 4096^2", P.spiral(4096, xp=cupy)),
+                  ("blobs 4096^2", P.blobs((4096, 4096), xp=cupy)),
+                  ("perc 8192^2 p=.5927", P.percolation((8192, 8192), 0.5927, xp=cupy)),
+                  ("potts4 4096^2", P.potts((4096, 4096), 4, xp=cupy))]
+    if 3 in dims:
+        cases += [("potts4 256^3", P.potts((256,) * 3, 4, xp=cupy)),
+                  ("blobs 512^3", P.blobs((512,) * 3, xp=cupy)),
+                  ("perc 512^3 p=.3116", P.percolation((512,) * 3, 0.3116, xp=cupy)),
+                  ("perc 512^3 p=.1369", P.percolation((512,) * 3, 0.1369, xp=cupy))]
+    return cases
+
+
+def report(tag, cases, keys=None, reps=10):
+    """One line per case and connectivity (1 and full) of the fixed path's
+    phases, prefixed by ``tag`` (an experiment's variant); ``keys``: the
+    phases to show (all by default), the total always."""
+    for name, a in cases:
+        for c in (1, a.ndim):
+            r, total = phases(a, c, "fixed", reps)
+            shown = r if keys is None else {k: r[k] for k in keys}
+            print(f"{tag} {name:20s} c={c} " + " ".join(f"{k} {x:.3f}" for k, x in shown.items())
+                  + f" | total {total:.3f}", flush=True)
+
+
 if __name__ == "__main__":
     import argparse
 
@@ -59,14 +89,7 @@ if __name__ == "__main__":
     opts = ap.parse_args()
     cases = [("empty 4096^2", cupy.zeros((4096, 4096), cupy.uint8)),
              ("full 4096^2", cupy.ones((4096, 4096), cupy.uint8)),
-             ("empty 512^3", cupy.zeros((512,) * 3, cupy.uint8)),
-             ("spiral 4096^2", P.spiral(4096, xp=cupy)), ("blobs 4096^2", P.blobs((4096, 4096), xp=cupy)),
-             ("perc 8192^2 p=.5927", P.percolation((8192, 8192), 0.5927, xp=cupy)),
-             ("potts4 4096^2", P.potts((4096, 4096), 4, xp=cupy)),
-             ("potts4 256^3", P.potts((256,) * 3, 4, xp=cupy)),
-             ("blobs 512^3", P.blobs((512,) * 3, xp=cupy)),
-             ("perc 512^3 p=.3116", P.percolation((512,) * 3, 0.3116, xp=cupy)),
-             ("perc 512^3 p=.1369", P.percolation((512,) * 3, 0.1369, xp=cupy))]
+             ("empty 512^3", cupy.zeros((512,) * 3, cupy.uint8))] + standard_cases()
     print("median ms per phase (CUDA events), int32 labels; total = first to last event")
     for name, a in cases:
         if opts.only not in name or (name.startswith(("empty", "full")) and not opts.only):
