@@ -66,13 +66,10 @@ struct TileBlocks {
     enum { value = NZ == 8 ? (C >= 2 ? 6 : 5) : (48 / NZ > 0 ? 48 / NZ : 1) };
 };
 
-// Shared memory of the tile kernel: NZ planes of forest (32 rows of 33
-// nodes) and of run-start words.  Dynamic, because 16 planes need 68 KB,
-// past the 48 KB a static array may have (the host raises the limit).
-template <int NZ>
-struct TileShared {
-    enum { bytes = NZ * (32 * 33 * 4 + 32 * 4) };
-};
+// The tile kernel's shared memory is dynamic: NZ planes of forest (32 rows
+// of 33 nodes) and of run-start words, NZ * (32 * 33 + 32) * 4 bytes, which
+// the host passes at launch (meshccl/_gpu/mesh23.py); 16 planes need 68 KB,
+// past the 48 KB a static array may have, and the host raises the limit.
 
 template <typename T, typename I, int C, int NZ>
 __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_runs3d_tile(
@@ -84,7 +81,7 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_r
     using meshccl::runs::eq_mask;
     using meshccl::runs::eq_right;
     constexpr int RS = meshccl::runs::ROW_NODES, PL = 32 * RS;
-    extern __shared__ int shared_words[];  // TileShared<NZ>::bytes
+    extern __shared__ int shared_words[];  // NZ * (32 * 33 + 32) words
     int* forest = shared_words;
     unsigned(*starts)[32] = reinterpret_cast<unsigned(*)[32]>(shared_words + NZ * PL);
     const int lane = threadIdx.x & 31, p = threadIdx.x >> 5;

@@ -273,7 +273,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         dims = (I(nz), I(ny), I(nx)) + key
         grid = (ntx, nty, -(-nz // nzb))
         tile_args = (grid, (32 * nzb,), (A, H, F, S) + dims + (np.int32(aligned),))
-        tile_shared = nzb * (32 * 33 * 4 + 32 * 4)  # TileShared<NZ> in runs3d.cu
+        tile_shared = nzb * (32 * 33 + 32) * 4  # the forest and run starts (runs3d.cu)
         if tile_shared > 48 * 1024 and tile.max_dynamic_shared_size_bytes < tile_shared:
             tile.max_dynamic_shared_size_bytes = tile_shared
         border_args = (grid, (min(BLOCK, -(-border_items(3, c, 32, nzb, True) // 32) * 32),),
