@@ -45,13 +45,14 @@ def phases(a, conn, path, reps=10, tiles=None):
 
 def standard_cases(dims=(2, 3)):
     """The benchmark's patterns at their standard sizes as CuPy arrays
-    (percolation 512^3 at both thresholds: c1's and c3's), as (name, array)
+    (percolation at both thresholds: c1's and the full connectivity's), as (name, array)
     pairs, 2-D and / or 3-D."""
     cases = []
     if 2 in dims:
         cases += [("spiral 4096^2", P.spiral(4096, xp=cupy)),
                   ("blobs 4096^2", P.blobs((4096, 4096), xp=cupy)),
                   ("perc 8192^2 p=.5927", P.percolation((8192, 8192), 0.5927, xp=cupy)),
+                  ("perc 8192^2 p=.4073", P.percolation((8192, 8192), 0.4073, xp=cupy)),
                   ("potts4 4096^2", P.potts((4096, 4096), 4, xp=cupy))]
     if 3 in dims:
         cases += [("potts4 256^3", P.potts((256,) * 3, 4, xp=cupy)),

@@ -132,6 +132,27 @@ __device__ __forceinline__ unsigned fg_mask(const unsigned (&w)[8], int width, i
     return in & pack32(h);
 }
 
+// Lane r's row of one-byte cells (words w, foreground mF) against row r - 1,
+// which lane r - 1 holds (nothing in lane 0): the cells equal to the one
+// straight up (V) and, with Diag, up-left (Vl) and up-right (Vr), all
+// foreground at both ends.  The tile kernels make their in-plane masks so
+// and runs3d.cu its plane-below masks.
+template <bool Diag>
+__device__ __forceinline__ void above_masks(const unsigned (&w)[8], unsigned mF, int lane,
+                                            unsigned& V, unsigned& Vl, unsigned& Vr) {
+    unsigned u[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) u[j] = __shfl_up_sync(0xffffffffu, w[j], 1);
+    unsigned pF = __shfl_up_sync(0xffffffffu, mF, 1);
+    if (lane == 0) pF = 0u;
+    V = mF & pF & eq_mask(w, u);
+    Vl = Vr = 0u;
+    if (Diag) {
+        Vl = mF & (pF << 1) & eq_left(w, u);
+        Vr = mF & (pF >> 1) & eq_right(w, u);
+    }
+}
+
 // The run start at or left of bit b in the run-start mask s (s has one).
 __device__ __forceinline__ int start_of(unsigned s, int b) {
     return 31 - __clz(s & (b == 31 ? 0xffffffffu : ((2u << b) - 1u)));

@@ -79,16 +79,7 @@ __device__ __forceinline__ unsigned label_tile(
         meshccl::runs::load_row(y < ny ? v + y * nx + x0 : nullptr, width, w);
         mF = meshccl::runs::fg_mask(w, y >= ny ? 0 : width, has_bg, (unsigned char)bgkey);
         mE = mF & meshccl::runs::eq_left(w, w);
-        unsigned u[8];
-#pragma unroll
-        for (int j = 0; j < 8; ++j) u[j] = __shfl_up_sync(0xffffffffu, w[j], 1);
-        unsigned pF = __shfl_up_sync(0xffffffffu, mF, 1);
-        if (lane == 0) pF = 0u;
-        mV = mF & pF & meshccl::runs::eq_mask(w, u);
-        if (C >= 2) {
-            mVl = mF & (pF << 1) & meshccl::runs::eq_left(w, u);
-            mVr = mF & (pF >> 1) & meshccl::runs::eq_right(w, u);
-        }
+        meshccl::runs::above_masks<C >= 2>(w, mF, lane, mV, mVl, mVr);
     } else {
         // Wider cells: a lane per column, 32 loads in flight, and row masks by
         // ballot; lane r keeps row r's.

@@ -78,8 +78,6 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_r
         I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int aligned) {
     static_assert(sizeof(T) == 1, "runs3d.cu takes one-byte cells");
     using meshccl::runs::eq_left;
-    using meshccl::runs::eq_mask;
-    using meshccl::runs::eq_right;
     constexpr int RS = meshccl::runs::ROW_NODES, PL = 32 * RS;
     extern __shared__ int shared_words[];  // NZ * (32 * 33 + 32) words
     int* forest = shared_words;
@@ -94,17 +92,8 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_r
     meshccl::runs::load_row(in ? v + (z * ny + y) * nx + x0 : nullptr, width, w);
     const unsigned mF = meshccl::runs::fg_mask(w, in ? width : 0, has_bg, (unsigned char)bgkey);
     const unsigned mE = mF & eq_left(w, w);
-    unsigned u[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) u[j] = __shfl_up_sync(0xffffffffu, w[j], 1);
-    unsigned pF = __shfl_up_sync(0xffffffffu, mF, 1);
-    if (lane == 0) pF = 0u;
-    const unsigned mV = mF & pF & eq_mask(w, u);
-    unsigned mVl = 0u, mVr = 0u;
-    if (C >= 2) {
-        mVl = mF & (pF << 1) & eq_left(w, u);
-        mVr = mF & (pF >> 1) & eq_right(w, u);
-    }
+    unsigned mV, mVl, mVr;
+    meshccl::runs::above_masks<C >= 2>(w, mF, lane, mV, mVl, mVr);
     const unsigned S_ = mF & ~mE;
     meshccl::runs::tile_nodes(forest, p * PL, starts[p], lane, S_);
     // Row r of plane p - 1 (its words, foreground and V masks), loaded again:
@@ -117,12 +106,8 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_r
         const bool bin = p > 0 && z < nz && y < ny;
         meshccl::runs::load_row(bin ? v + ((z - 1) * ny + y) * nx + x0 : nullptr, width, b0);
         bF = meshccl::runs::fg_mask(b0, bin ? width : 0, has_bg, (unsigned char)bgkey);
-        unsigned bu[8];
-#pragma unroll
-        for (int j = 0; j < 8; ++j) bu[j] = __shfl_up_sync(0xffffffffu, b0[j], 1);
-        unsigned pbF = __shfl_up_sync(0xffffffffu, bF, 1);
-        if (lane == 0) pbF = 0u;
-        bV = bF & pbF & eq_mask(b0, bu);
+        unsigned l_, r_;
+        meshccl::runs::above_masks<false>(b0, bF, lane, bV, l_, r_);
     }
     // At C >= 2 a binary warp (runs.cuh, binary_row) skips the byte-wise
     // compares of its up to nine z masks (percolation 512^3 c3 tile 1.74 ->
@@ -187,7 +172,6 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
         typename meshccl::Key<T>::type bgkey) {
     static_assert(sizeof(T) == 1, "runs3d.cu takes one-byte cells");
     using meshccl::runs::eq_left;
-    using meshccl::runs::eq_mask;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I ntx = (nx + 31) >> 5, bx = (I)blockIdx.x * NW + warp;
     if (bx >= ntx) return;  // the whole warp
@@ -206,11 +190,11 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
     const bool binary = has_bg && bg == 0 &&
                         __all_sync(0xffffffffu, meshccl::runs::binary_row(w) &&
                                                     meshccl::runs::binary_row(b0));
-    unsigned pF = __shfl_up_sync(0xffffffffu, mF, 1);
-    unsigned pbF = __shfl_up_sync(0xffffffffu, bF, 1);
-    if (lane == 0) pF = pbF = 0u;
     unsigned mE, bS, mV, bV;  // bS: run starts of plane z - 1's row
     if (binary) {
+        unsigned pF = __shfl_up_sync(0xffffffffu, mF, 1);
+        unsigned pbF = __shfl_up_sync(0xffffffffu, bF, 1);
+        if (lane == 0) pF = pbF = 0u;
         mE = mF & (mF << 1);
         bS = bF & ~(bF << 1);
         mV = mF & pF;
@@ -218,14 +202,9 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
     } else {
         mE = mF & eq_left(w, w);
         bS = bF & ~(bF & eq_left(b0, b0));
-        unsigned u[8], ub[8];
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            u[j] = __shfl_up_sync(0xffffffffu, w[j], 1);
-            ub[j] = __shfl_up_sync(0xffffffffu, b0[j], 1);
-        }
-        mV = mF & pF & eq_mask(w, u);
-        bV = bF & pbF & eq_mask(b0, ub);
+        unsigned l_, r_;
+        meshccl::runs::above_masks<false>(w, mF, lane, mV, l_, r_);
+        meshccl::runs::above_masks<false>(b0, bF, lane, bV, l_, r_);
     }
     constexpr int N = meshccl::runs::ZPairs<C>::N;
     unsigned U[N], st[N];

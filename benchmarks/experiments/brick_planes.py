@@ -6,5 +6,5 @@ import phases as ph
 
 cases = ph.standard_cases(dims=(3,))
 for planes in (8, 16, 8, 16):
-    mesh23.RUNS_3D_PLANES = planes
+    mesh23.RUNS_3D_PLANES = {1: planes, 2: planes, 3: planes}
     ph.report(f"planes={planes:2d}", cases)

@@ -16,6 +16,7 @@ import functools
 
 import numpy as np
 
+from .launch import LABELS, VALUES, Launch, Memset
 from .loader import c_type, kernels
 
 #: Tile rows, planes and warps per block, by dimension (template arguments
@@ -140,6 +141,8 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     dtype, as ``[(name, launch), ...]`` where ``launch(values, P)`` runs one
     kernel on flat CuPy ``values`` and int32/int64 output ``P`` of ``n``
     cells; the last returns N (a 0-d CuPy array, no host synchronisation).
+    Each launch is a :class:`.launch.Launch` (or a :class:`.launch.Memset`),
+    which a launch plan packs for the driver once (``launch.packed()``).
 
     Everything but the two arrays is worked out here once: a launch plan
     (plan.py) keeps the program, so a repeated call only launches.
@@ -176,22 +179,16 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     cells_grid = (-(-n // (BLOCK * CELLS_PER_THREAD)),)
     cells_tail = (I(n), A, H, incl)
     return _cleared(bits, aligned) + [
-        ("tile", lambda values, P: tile(tile_grid, (32 * warps,), (values, P) + tile_tail)),
-        ("border", lambda values, P: border(grid, border_block, (values, P) + border_tail)),
+        ("tile", Launch(tile, tile_grid, (32 * warps,), (VALUES, LABELS) + tile_tail)),
+        ("border", Launch(border, grid, border_block, (VALUES, LABELS) + border_tail)),
     ] + _pieces_path(index_dtype, n, buffers,
-                     lambda values, P: cells_k(cells_grid, (BLOCK,), (P,) + cells_tail), False)
+                     Launch(cells_k, cells_grid, (BLOCK,), (LABELS,) + cells_tail), False)
 
 
 def _cleared(bits, aligned):
     """A launch that zeroes the bit arrays A and H, where the tile kernel
     ORs its rows in (rows not 32-cell aligned); else none."""
-    import cupy
-
-    def clear(values, P):
-        cupy.cuda.runtime.memsetAsync(bits.data.ptr, 0, bits.nbytes,
-                                      cupy.cuda.get_current_stream().ptr)
-
-    return [] if aligned else [("clear", clear)]
+    return [] if aligned else [("clear", Memset(bits))]
 
 
 def _pieces_path(index_dtype, n, buffers, cells, runs):
@@ -213,24 +210,15 @@ def _pieces_path(index_dtype, n, buffers, cells, runs):
     roots_args = (A, H, I(words), sums)
     scan_args = (sums, sums_incl, I(blocks))
     ranks_args = (H, sums_incl, I(words), incl)
-    pieces_grid = (-(-words // BLOCK),)
-    pieces_tail = (A, H, incl, I(words))
-    count = incl[-1]
-
-    def pieces(values, P):
-        pieces_k(pieces_grid, (BLOCK,), (P,) + pieces_tail)
-        return count
-
-    def cells_last(values, P):
-        cells(values, P)
-        return count
-
-    tail = [("pieces", pieces), ("cells", cells_last)] if runs else \
+    pieces = Launch(pieces_k, (-(-words // BLOCK),), (BLOCK,), (LABELS, A, H, incl, I(words)))
+    last = cells if runs else pieces
+    last.result = incl[-1]  # N, no host synchronisation
+    tail = [("pieces", pieces), ("cells", cells)] if runs else \
         [("cells", cells), ("pieces", pieces)]
     return [
-        ("roots", lambda values, P: roots_k((blocks,), (PIECE_BLOCK,), (P,) + roots_args)),
-        ("scan", lambda values, P: scan_k((1,), (1024,), scan_args)),
-        ("ranks", lambda values, P: words_k((blocks,), (PIECE_BLOCK,), ranks_args)),
+        ("roots", Launch(roots_k, (blocks,), (PIECE_BLOCK,), (LABELS,) + roots_args)),
+        ("scan", Launch(scan_k, (1,), (1024,), scan_args)),
+        ("ranks", Launch(words_k, (blocks,), (PIECE_BLOCK,), ranks_args)),
     ] + tail
 
 
@@ -264,8 +252,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         border_args = ((-(-ntx // 4), nty), (256,), (H, S, I(ny), I(nx)) + key)
         zface_args, tile_shared = None, 0
     else:
-        planes = RUNS_3D_PLANES
-        nzb = planes[c] if isinstance(planes, dict) else int(planes)
+        nzb = RUNS_3D_PLANES[c]
         nwz = RUNS_ZFACE_WARPS
         tile, zface = kernels("runs3d.cu", f"meshccl_runs3d_tile<{t}, {i}, {c}, {nzb}>",
                               f"meshccl_runs3d_zface<{t}, {i}, {c}, {nzb}, {nwz}>")
@@ -281,16 +268,16 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
     label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
     label_tail = (F, S, A, I(rw // ntx), I(nx), I(words))
-    faces = [("border", lambda values, P: border(border_args[0], border_args[1],
-                                                 (values, P) + border_args[2]))]
+    faces = [("border", Launch(border, border_args[0], border_args[1],
+                               (VALUES, LABELS) + border_args[2]))]
     if zface_args is not None and zface_args[0][2] > 0:  # a brick below another
-        faces.append(("zface", lambda values, P: zface(zface_args[0], zface_args[1],
-                                                       (values, P) + zface_args[2])))
+        faces.append(("zface", Launch(zface, zface_args[0], zface_args[1],
+                                      (VALUES, LABELS) + zface_args[2])))
     return _cleared(bits, aligned) + [
-        ("tile", lambda values, P: tile(tile_args[0], tile_args[1], (values, P) + tile_args[2],
-                                        shared_mem=tile_shared)),
+        ("tile", Launch(tile, tile_args[0], tile_args[1], (VALUES, LABELS) + tile_args[2],
+                        shared_mem=tile_shared)),
     ] + faces + _pieces_path(index_dtype, n, buffers,
-                     lambda values, P: label_k(label_grid, (BLOCK,), (P,) + label_tail), True)
+                             Launch(label_k, label_grid, (BLOCK,), (LABELS,) + label_tail), True)
 
 
 def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, tiles=None):

@@ -11,7 +11,10 @@ stream, thread) and keeps it: the kernels, the argument tuples, the scratch
 arrays (reused call after call; safe because one thread's launches on one
 stream run in order).  A call then only views the input, allocates the
 output and launches the same kernels as the general path (mesh.cu, then
-relabel.cu with the one-block scan for short arrays) -- same labels.
+relabel.cu with the one-block scan for short arrays) -- same labels.  The
+launches of the 2-D / 3-D path are packed for the driver once
+(``launch.py``): a call writes the input's and the output's addresses into
+the packed arguments and launches, without CuPy's per-argument work.
 
 Small arrays (up to :data:`GRAPH_CELLS` cells) go one step further: the
 launches are recorded once as a CUDA graph on the plan's own input and
@@ -38,6 +41,10 @@ from .mesh import grid_args
 from .relabel import BLOCK, NULL, grid, scan_words, scratch
 
 MAX_PLANS = 16
+#: Launch the 2-D / 3-D path's kernels through arguments packed once for the
+#: driver (launch.py) rather than CuPy's kernel calls (False: for
+#: benchmarks/experiments/packed_launch.py, which times both).
+PACKED = True
 #: Arrays up to this many cells replay a CUDA graph (see :meth:`Plan._capture`).
 GRAPH_CELLS = 1 << 19
 _local = threading.local()
@@ -57,11 +64,17 @@ class Plan:
         self.view = prob.values.dtype
         self.cupy = cupy
         self.graph = None
+        self.packed = None
         if mesh.USE_MESH23 and mesh23.applies(prob.shape):
             # the 2-D / 3-D path: its launches worked out once, scratch kept with the plan
             self.program = mesh23.program(self.view, self.work, n, prob.shape, prob.connectivity,
                                           prob.has_bg, prob.bgkey,
                                           buffers=mesh23.scratch(n, self.work, prob.shape, self.view))
+            if PACKED:
+                try:
+                    self.packed = tuple(launch.packed() for _, launch in self.program)
+                except (TypeError, AttributeError):  # not packable: CuPy's kernel calls
+                    self.packed = None
             if n <= GRAPH_CELLS:
                 self._try_capture()
             return
@@ -93,6 +106,13 @@ class Plan:
 
     def _launch(self, values, P):
         """The launches of the plain path; returns N as a 0-d array."""
+        if self.packed is not None:
+            vptr, pptr = values.data.ptr, P.data.ptr
+            stream = self.cupy.cuda.get_current_stream().ptr
+            count = None
+            for launch in self.packed:
+                count = launch(vptr, pptr, stream)
+            return count
         if self.program is not None:
             count = None
             for _, launch in self.program:
@@ -133,6 +153,8 @@ class Plan:
             self.graph.launch(stream)
             P.data.copy_from_device_async(self.pbuf.data, P.nbytes, stream)
             count = self.count
+        elif self.packed is not None:  # (x is C-contiguous: its address is the flat view's)
+            count = self._launch(x, P)
         else:
             count = self._launch(x.view(self.view).reshape(-1), P)
         if self.out_dtype != self.work:

@@ -1,0 +1,106 @@
+"""Kernel launches whose arguments are fixed but for the input and the labels.
+
+The plain 2-D / 3-D path (mesh23.py) works out its launches once per shape
+and dtype: each is a :class:`Launch` holding the kernel, grid, block, shared
+memory and every argument, with the placeholders :data:`VALUES` and
+:data:`LABELS` where the call's input and label array go.  Called as
+``launch(values, P)`` it goes through CuPy's kernel call, which converts
+every argument each time: about 10 µs of host time per launch.
+
+A launch plan (plan.py) labels arrays of one shape again and again, so it
+takes :meth:`Launch.packed` instead: the arguments are written once into a
+buffer of 8-byte slots laid out for ``cuLaunchKernel``, and a call only
+stores the two device pointers into their slots and calls the driver.  The
+host then reaches the first kernel sooner (a single call's time, as the
+benchmark measures it with CUDA events, includes everything before it) and
+spends less per call in a loop.  ``cuLaunchKernel`` copies the arguments
+when it is called, so the slots can be rewritten for the next call at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Placeholders in a :class:`Launch`'s arguments: the call's flat input
+#: values and its label array.
+VALUES = object()
+LABELS = object()
+
+
+class Launch:
+    """One kernel launch: ``launch(values, P)`` runs it and returns
+    ``result`` (the program's last launch returns N, a 0-d CuPy array)."""
+
+    __slots__ = ("fn", "grid", "block", "args", "shared_mem", "result")
+
+    def __init__(self, fn, grid, block, args, shared_mem=0, result=None):
+        self.fn, self.grid, self.block = fn, tuple(grid), tuple(block)
+        self.args, self.shared_mem, self.result = tuple(args), int(shared_mem), result
+
+    def __call__(self, values, P):
+        args = tuple(values if a is VALUES else P if a is LABELS else a for a in self.args)
+        self.fn(self.grid, self.block, args, shared_mem=self.shared_mem)
+        return self.result
+
+    def packed(self):
+        """``launch(values_ptr, labels_ptr, stream_ptr)`` through the driver,
+        the arguments packed once (see the module's text)."""
+        from cupy.cuda import driver
+
+        slots = np.zeros(max(1, len(self.args)), dtype=np.uint64)
+        iv, ip = [], []
+        for k, a in enumerate(self.args):
+            if a is VALUES:
+                iv.append(k)
+            elif a is LABELS:
+                ip.append(k)
+            elif hasattr(a, "data") and hasattr(a.data, "ptr"):  # a CuPy array
+                slots[k] = a.data.ptr
+            elif isinstance(a, np.generic) and a.dtype.itemsize <= 8 and a.dtype.kind in "biuf":
+                slots[k] = int.from_bytes(a.tobytes().ljust(8, b"\0"), "little")
+            else:  # (every argument of the programs is one of the above)
+                raise TypeError(f"cannot pack kernel argument {a!r} of type {type(a).__name__}")
+        ptrs = slots.ctypes.data + 8 * np.arange(len(slots), dtype=np.uint64)
+        fn = getattr(self.fn, "kernel", self.fn).ptr  # RawKernel -> its CUDA function
+        (gx, gy, gz), (bx, by, bz) = (self.grid + (1, 1))[:3], (self.block + (1, 1))[:3]
+        smem, params, launch_kernel = self.shared_mem, ptrs.ctypes.data, driver.launchKernel
+        keep = (slots, ptrs)  # the buffers live as long as the closure
+        result = self.result
+        iv, ip = tuple(iv), tuple(ip)
+
+        def launch(vptr, pptr, stream):
+            s = keep[0]
+            for k in iv:
+                s[k] = vptr
+            for k in ip:
+                s[k] = pptr
+            launch_kernel(fn, gx, gy, gz, bx, by, bz, smem, stream, params, 0)
+            return result
+
+        return launch
+
+
+class Memset:
+    """Zero a CuPy array before a launch that ORs bits into it."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __call__(self, values, P):
+        import cupy
+
+        cupy.cuda.runtime.memsetAsync(self.array.data.ptr, 0, self.array.nbytes,
+                                      cupy.cuda.get_current_stream().ptr)
+
+    def packed(self):
+        from cupy.cuda import runtime
+
+        # (the plan keeps this object, and so the array, alive)
+        ptr, nbytes, memset = self.array.data.ptr, self.array.nbytes, runtime.memsetAsync
+
+        def launch(vptr, pptr, stream):
+            memset(ptr, 0, nbytes, stream)
+
+        return launch
