@@ -135,8 +135,9 @@ __device__ __forceinline__ unsigned fg_mask(const unsigned (&w)[8], int width, i
 // Lane r's row of one-byte cells (words w, foreground mF) against row r - 1,
 // which lane r - 1 holds (nothing in lane 0): the cells equal to the one
 // straight up (V) and, with Diag, up-left (Vl) and up-right (Vr), all
-// foreground at both ends.  The tile kernels make their in-plane masks so
-// and runs3d.cu its plane-below masks.
+// foreground at both ends.  runs2d.cu's tile kernel and runs3d.cu's z-face
+// kernel make their masks so (runs3d.cu's tile kernel writes the same out:
+// it measured faster so).
 template <bool Diag>
 __device__ __forceinline__ void above_masks(const unsigned (&w)[8], unsigned mF, int lane,
                                             unsigned& V, unsigned& Vl, unsigned& Vr) {
