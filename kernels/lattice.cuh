@@ -234,6 +234,42 @@ __device__ __forceinline__ I neighbour(const Geometry<I>& g, int ndim, const Cel
 
 }  // namespace meshccl
 
+namespace meshccl {
+namespace box {
+
+// Is the step (dz, dy, dx) a connectivity-C neighbour in D dimensions?
+// (At most C of its coordinates are non-zero, as in scipy / skimage.)
+template <int D, int C>
+__device__ __forceinline__ constexpr bool neighbour_step(int dz, int dy, int dx) {
+    return (D == 3 || dz == 0) && dz >= -1 && dz <= 1 && dy >= -1 && dy <= 1 && dx >= -1 &&
+           dx <= 1 && (dz != 0 || dy != 0 || dx != 0) &&
+           (dz != 0) + (dy != 0) + (dx != 0) <= C;
+}
+
+// ... and does it lead to an earlier row, i.e. is it one of the pairs a cell
+// unites itself?  (The left neighbour, the only earlier cell on the same
+// row, is handled on its own.)
+template <int D, int C>
+__device__ __forceinline__ constexpr bool half_step(int dz, int dy, int dx) {
+    return neighbour_step<D, C>(dz, dy, dx) && (dz < 0 || (dz == 0 && dy < 0));
+}
+
+// Shuffle a key one lane up (__shfl_up_sync has no overloads for 1- and
+// 2-byte types).
+template <typename K>
+__device__ __forceinline__ K shfl_up(K k) {
+    if (sizeof(K) == 8) return (K)__shfl_up_sync(0xffffffffu, (long long)k, 1);
+    return (K)__shfl_up_sync(0xffffffffu, (int)k, 1);
+}
+
+// Steps as bits of a 27-bit mask: bit (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1).
+__device__ __forceinline__ constexpr unsigned step_bit(int dz, int dy, int dx) {
+    return 1u << ((dz + 1) * 9 + (dy + 1) * 3 + (dx + 1));
+}
+
+}  // namespace box
+}  // namespace meshccl
+
 
 #define MESHCCL_ROW(o) (rows ? rows[o] : meshccl::offset_row<I>(table, loff, o))
 

@@ -239,6 +239,272 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
                               [P, H](I a, I b) { meshccl::unite_recording(P, H, a, b); });
 }
 
+// The seam kernel: every pair that crosses a 32-cell boundary along x or y
+// (a seam between two columns of tiles), in every plane -- the pairs that
+// neither the tile kernel nor the z-face kernel takes.  mesh23.cu's border
+// kernel did them a thread per face cell, about 500 instructions per warp
+// and cell at connectivity 3 (ncu: 246 M on percolation 512^3 p = .1369),
+// most of them global loads of the same few bytes and tests of steps that
+// stay inside the tile.  Here a warp walks down a seam through the planes
+// of a brick and keeps what it loaded in registers:
+//
+// - even warps, the x seam before tile column bx (bx > 0): lane r holds row
+//   r of the band, the cells at x0 - 2, x0 - 1 and x0; rows r - 1 and r + 1
+//   come by shuffles (lanes 0 and 31 load the rows beyond the band), and
+//   the plane below is the one of the turn before.  The lane takes the
+//   pairs of its cell at x0 that go left (dx = -1) and of its cell at x0 - 1
+//   that go right (dx = +1);
+// - odd warps, the y seam above tile row by (by > 0): lane c holds column c
+//   of the rows y0 - 1 and y0 (columns c - 2 .. c + 1 by shuffles; lanes 0
+//   and 31 load past the tile) and takes the pairs of its cell in row y0
+//   that go up (dy = -1) and of its cell in row y0 - 1 that go down to the
+//   plane below (dy = +1), as long as the partner stays in the tile column
+//   (the x seam has the others).
+//
+// Which pairs are united is decided exactly as mesh23.cu's border kernel
+// did it (tests/test_runs_emulated.py, border_pairs_3d, emulates the set):
+// the pair to the left unless the square rule skips it; any other step
+// unless its partner is not equal, or it goes down a plane while the cell
+// straight down is equal, or (straight up) the square rule along z holds,
+// or the partner's right neighbour is equal and also a neighbour of the
+// cell (same run), or the cell's left neighbour is equal and a neighbour of
+// the partner (covered, twin).  seam_keep is that test.
+
+namespace meshccl {
+namespace runs3d {
+
+// Does the border unite the cell with its partner one step (dz, dy, dx)
+// away (a half step that leaves the tile column)?  ej: the partner is
+// equal; eql: the cell's left neighbour is; zeq: the cell straight down
+// is; sqz: the square rule along z holds (straight-up steps only); er / el:
+// the partner's right / left neighbour is equal.
+template <int C>
+__device__ __forceinline__ bool seam_keep(int dz, int dy, int dx, bool ej, bool eql, bool zeq,
+                                          bool sqz, bool er, bool el) {
+    if (!ej || (dz < 0 && zeq)) return false;
+    if (dz == 0 && dy < 0 && dx == 0 && sqz) return false;
+    if (meshccl::box::half_step<3, C>(dz, dy, dx + 1) && er) return false;  // same run
+    if (eql && (meshccl::box::neighbour_step<3, C>(dz, dy, dx + 1) || el))
+        return false;  // covered, twin
+    return true;
+}
+
+// A lane's view of one plane around a seam: keys k[r][c] and whether each
+// cell is inside the volume (and foreground or not: the test is equality
+// with a foreground cell's key).
+template <typename K, int R, int W>
+struct Window {
+    K k[R][W];
+    bool in[R][W];
+    __device__ __forceinline__ bool eq(int r, int c, K key) const { return in[r][c] && k[r][c] == key; }
+};
+
+template <typename K>
+__device__ __forceinline__ K shfl_idx(K k, int src) {
+    if (sizeof(K) == 8) return (K)__shfl_sync(0xffffffffu, (long long)k, src);
+    return (K)__shfl_sync(0xffffffffu, (int)k, src);
+}
+
+}  // namespace runs3d
+}  // namespace meshccl
+
+// Block: NW tiles side by side along x (bx = blockIdx.x * NW + warp / 2), by
+// = blockIdx.y, planes blockIdx.z * NZ ... + NZ - 1; warp 2k the x seam of
+// tile k, warp 2k + 1 its y seam.  S: the tile kernel's run starts (a
+// cell's node, runs.cuh node()); H: hooked roots, as everywhere.
+template <typename T, typename I, int C, int NZ, int NW>
+__global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
+        I nz, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey) {
+    static_assert(sizeof(T) == 1, "runs3d.cu takes one-byte cells");
+    typedef typename meshccl::Key<T>::type K;
+    using meshccl::Key;
+    using meshccl::runs::node;
+    using meshccl::runs::shfl;
+    using meshccl::runs3d::seam_keep;
+    using meshccl::runs3d::shfl_idx;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const I ntx = (nx + 31) >> 5, bx = (I)blockIdx.x * NW + (warp >> 1);
+    const I x0 = bx * 32, y0 = (I)blockIdx.y * 32, zb = (I)blockIdx.z * NZ;
+    const I ze = min(zb + (I)NZ, nz), rows = nz * ny;
+    if (bx >= ntx) return;  // the whole warp
+    auto fg = [&](K k) { return !(has_bg && k == bgkey); };
+    if ((warp & 1) == 0) {
+        // ---- the x seam before column x0: lane r, row y = y0 + r ----
+        if (bx == 0) return;
+        const I y = y0 + lane;
+        const I hy = lane == 0 ? y0 - 1 : y0 + 32;  // the row past the band (lanes 0, 31)
+        const bool halo = (lane == 0 || lane == 31) && hy >= 0 && hy < ny;
+        typedef meshccl::runs3d::Window<K, 3, 3> W;  // rows y - 1, y, y + 1; x0 - 2 .. x0
+        auto load = [&](I z, W& w) {
+            const bool zin = z >= 0;  // (z < nz: the loop's)
+            const bool own = zin && y < ny, hin = zin && halo;
+            K mine[3], past[3];
+#pragma unroll
+            for (int c = 0; c < 3; ++c) {
+                mine[c] = own ? Key<T>::of(v[(z * ny + y) * nx + x0 - 2 + c]) : K();
+                past[c] = hin ? Key<T>::of(v[(z * ny + hy) * nx + x0 - 2 + c]) : K();
+            }
+            bool iu = __shfl_up_sync(0xffffffffu, (int)own, 1) != 0;
+            bool id = __shfl_down_sync(0xffffffffu, (int)own, 1) != 0;
+            if (lane == 0) iu = hin;
+            if (lane == 31) id = hin;
+#pragma unroll
+            for (int c = 0; c < 3; ++c) {
+                K u = shfl(mine[c], 1, true), d = shfl(mine[c], 1, false);
+                if (lane == 0) u = past[c];
+                if (lane == 31) d = past[c];
+                w.k[0][c] = u;
+                w.k[1][c] = mine[c];
+                w.k[2][c] = d;
+                w.in[0][c] = iu;
+                w.in[1][c] = own;
+                w.in[2][c] = id;
+            }
+        };
+        W below, here;
+        load(zb - 1, below);
+        for (I z = zb; z < ze; ++z) {
+            load(z, here);
+            // bits: 0..8 the cell at x0, step (dz, dy, -1) at (dz + 1) * 3 + dy + 1
+            // (bit 4 = (0, 0, -1): the pair to the left); 9..17 the cell at x0 - 1,
+            // step (dz, dy, +1) at 9 + (dz + 1) * 3 + dy + 1
+            unsigned todo = 0u;
+            if (y < ny) {
+                const K a = here.k[1][2], b = here.k[1][1];
+                if (fg(a)) {
+                    const bool eql = here.eq(1, 1, a), zeq = below.eq(1, 2, a);
+                    const bool square = (lane > 0 && here.eq(0, 2, a) && here.eq(0, 1, a)) ||
+                                        (z > zb && below.eq(1, 2, a) && below.eq(1, 1, a));
+                    if (eql && !square) todo |= 1u << 4;
+#pragma unroll
+                    for (int dz = -1; dz <= 0; ++dz)
+#pragma unroll
+                        for (int dy = -1; dy <= 1; ++dy) {
+                            if (!meshccl::box::half_step<3, C>(dz, dy, -1)) continue;
+                            const W& w = dz < 0 ? below : here;
+                            const int r = dy + 1;
+                            if (seam_keep<C>(dz, dy, -1, w.eq(r, 1, a), eql, zeq, false,
+                                             w.eq(r, 2, a), w.eq(r, 0, a)))
+                                todo |= 1u << ((dz + 1) * 3 + r);
+                        }
+                }
+                if (fg(b)) {
+                    const bool eql = here.eq(1, 0, b), zeq = below.eq(1, 1, b);
+#pragma unroll
+                    for (int dz = -1; dz <= 0; ++dz)
+#pragma unroll
+                        for (int dy = -1; dy <= 1; ++dy) {
+                            if (!meshccl::box::half_step<3, C>(dz, dy, 1)) continue;
+                            const W& w = dz < 0 ? below : here;
+                            const int r = dy + 1;
+                            if (seam_keep<C>(dz, dy, 1, w.eq(r, 2, b), eql, zeq, false, false,
+                                             w.eq(r, 1, b)))
+                                todo |= 1u << (9 + (dz + 1) * 3 + r);
+                        }
+                }
+            }
+            for (; todo; todo &= todo - 1u) {  // one call site
+                const int s = __ffs(todo) - 1, right = s >= 9, q = s - 9 * right;
+                const I dz = q / 3 - 1, dy = q % 3 - 1;
+                const I cell = right ? x0 - 1 : x0, partner = right ? x0 : x0 - 1;
+                // (a cell at x0 is its run's start; so is a partner there)
+                const I na = right ? node(S, z * ny + y, cell, rows, nx) : (z * ny + y) * nx + cell;
+                const I pr = (z + dz) * ny + y + dy;
+                const I nb = right ? pr * nx + partner : node(S, pr, partner, rows, nx);
+                meshccl::unite_recording(P, H, na, nb);
+            }
+            below = here;
+        }
+    } else {
+        // ---- the y seam above row y0: lane c, column x = x0 + c ----
+        if (blockIdx.y == 0) return;
+        const I x = x0 + lane;
+        typedef meshccl::runs3d::Window<K, 2, 4> W;  // rows y0 - 1, y0; x - 2 .. x + 1
+        auto load = [&](I z, W& w) {
+            const bool zin = z >= 0;
+            const bool own = zin && x < nx;
+            const bool in1 = zin && x0 >= 1, in2 = zin && x0 >= 2, in3 = zin && x0 + 32 < nx;
+            const bool i1 = __shfl_up_sync(0xffffffffu, (int)own, 1) != 0;
+            const bool i2 = __shfl_up_sync(0xffffffffu, (int)own, 2) != 0;
+            const bool i3 = __shfl_down_sync(0xffffffffu, (int)own, 1) != 0;
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const I row = (z * ny + y0 - 1 + r) * nx;
+                const K mine = own ? Key<T>::of(v[row + x]) : K();
+                K h1 = K(), h2 = K(), h3 = K();
+                if (lane == 0) {
+                    if (in1) h1 = Key<T>::of(v[row + x0 - 1]);
+                    if (in2) h2 = Key<T>::of(v[row + x0 - 2]);
+                } else if (lane == 31 && in3) {
+                    h3 = Key<T>::of(v[row + x0 + 32]);
+                }
+                const K l1 = shfl_idx(h1, 0);
+                K a1 = shfl(mine, 1, true), a2 = shfl(mine, 2, true), a3 = shfl(mine, 1, false);
+                bool j1 = i1, j2 = i2, j3 = i3;
+                if (lane == 0) { a1 = h1; a2 = h2; j1 = in1; j2 = in2; }
+                if (lane == 1) { a2 = l1; j2 = in1; }
+                if (lane == 31) { a3 = h3; j3 = in3; }
+                w.k[r][0] = a2;
+                w.k[r][1] = a1;
+                w.k[r][2] = mine;
+                w.k[r][3] = a3;
+                w.in[r][0] = j2;
+                w.in[r][1] = j1;
+                w.in[r][2] = own;
+                w.in[r][3] = j3;
+            }
+        };
+        W below, here;
+        load(zb - 1, below);
+        for (I z = zb; z < ze; ++z) {
+            load(z, here);
+            // bits: (dz + 1) * 3 + dx + 1 the cell in row y0, step (dz, -1, dx);
+            // 6 + dx + 1 the cell in row y0 - 1, step (-1, +1, dx)
+            unsigned todo = 0u;
+            if (x < nx) {
+                const K a = here.k[1][2], b = here.k[0][2];
+                if (fg(a)) {
+                    const bool eql = here.eq(1, 1, a), zeq = below.eq(1, 2, a);
+                    const bool sqz = z > zb && below.eq(1, 2, a) && below.eq(0, 2, a);
+#pragma unroll
+                    for (int dz = -1; dz <= 0; ++dz)
+#pragma unroll
+                        for (int dx = -1; dx <= 1; ++dx) {
+                            if (!meshccl::box::half_step<3, C>(dz, -1, dx)) continue;
+                            if (lane + dx < 0 || lane + dx > 31) continue;  // the x seam's
+                            const W& w = dz < 0 ? below : here;
+                            const int c = 2 + dx;
+                            if (seam_keep<C>(dz, -1, dx, w.eq(0, c, a), eql, zeq, sqz,
+                                             c < 3 && w.eq(0, c + 1, a), w.eq(0, c - 1, a)))
+                                todo |= 1u << ((dz + 1) * 3 + dx + 1);
+                        }
+                }
+                if (fg(b)) {
+                    const bool eql = here.eq(0, 1, b), zeq = below.eq(0, 2, b);
+#pragma unroll
+                    for (int dx = -1; dx <= 1; ++dx) {
+                        if (!meshccl::box::half_step<3, C>(-1, 1, dx)) continue;
+                        if (lane + dx < 0 || lane + dx > 31) continue;
+                        const int c = 2 + dx;
+                        if (seam_keep<C>(-1, 1, dx, below.eq(1, c, b), eql, zeq, false,
+                                         c < 3 && below.eq(1, c + 1, b), below.eq(1, c - 1, b)))
+                            todo |= 1u << (6 + dx + 1);
+                    }
+                }
+            }
+            for (; todo; todo &= todo - 1u) {  // one call site
+                const int s = __ffs(todo) - 1, down = s >= 6;
+                const I dx = (s % 3) - 1, dz = down ? -1 : (s / 3) - 1;
+                const I ya = down ? y0 - 1 : y0, yb = down ? y0 : y0 - 1;
+                meshccl::unite_recording(P, H, node(S, z * ny + ya, x, rows, nx),
+                                         node(S, (z + dz) * ny + yb, x + dx, rows, nx));
+            }
+            below = here;
+        }
+    }
+}
+
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R3(T, I)                                                                      \
@@ -253,7 +519,13 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
     template __global__ void meshccl_runs3d_zface<T, I, 2, 8, 1>(const T*, I*, unsigned*, I,  \
         I, I, int, meshccl::Key<T>::type);                                                     \
     template __global__ void meshccl_runs3d_zface<T, I, 3, 8, 1>(const T*, I*, unsigned*, I,  \
-        I, I, int, meshccl::Key<T>::type);
+        I, I, int, meshccl::Key<T>::type);                                                     \
+    template __global__ void meshccl_runs3d_seams<T, I, 1, 8, 4>(const T*, I*, unsigned*,     \
+        const unsigned*, I, I, I, int, meshccl::Key<T>::type);                                 \
+    template __global__ void meshccl_runs3d_seams<T, I, 2, 8, 4>(const T*, I*, unsigned*,     \
+        const unsigned*, I, I, I, int, meshccl::Key<T>::type);                                 \
+    template __global__ void meshccl_runs3d_seams<T, I, 3, 8, 4>(const T*, I*, unsigned*,     \
+        const unsigned*, I, I, I, int, meshccl::Key<T>::type);
 #define MESHCCL_R3_16(T, I)                                                                   \
     template __global__ void meshccl_runs3d_tile<T, I, 1, 16>(const T*, I*, unsigned*,        \
         unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
@@ -262,7 +534,11 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
     template __global__ void meshccl_runs3d_zface<T, I, 1, 16, 1>(const T*, I*, unsigned*, I, \
         I, I, int, meshccl::Key<T>::type);                                                     \
     template __global__ void meshccl_runs3d_zface<T, I, 3, 16, 1>(const T*, I*, unsigned*, I, \
-        I, I, int, meshccl::Key<T>::type);
+        I, I, int, meshccl::Key<T>::type);                                                     \
+    template __global__ void meshccl_runs3d_seams<T, I, 1, 16, 4>(const T*, I*, unsigned*,    \
+        const unsigned*, I, I, I, int, meshccl::Key<T>::type);                                 \
+    template __global__ void meshccl_runs3d_seams<T, I, 3, 16, 4>(const T*, I*, unsigned*,    \
+        const unsigned*, I, I, I, int, meshccl::Key<T>::type);
 MESHCCL_R3(unsigned char, int)
 MESHCCL_R3(unsigned char, long long)
 MESHCCL_R3(signed char, int)

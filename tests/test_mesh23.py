@@ -242,9 +242,10 @@ def _runs_against_cells(images, flag):
 def test_gpu_runs3d_and_mesh23_agree():
     """3-D volumes of one-byte cells take kernels/runs3d.cu (bricks of 32 x
     32 x 8, 16 at connectivity 1; z pairs inside a brick in shared memory, a
-    brick's first plane against the one below by the z-face kernel, the rest
-    by mesh23.cu's border kernel on run starts); with RUNS_3D off,
-    mesh23.cu's cell tiles.
+    brick's first plane against the one below by the z-face kernel, the
+    pairs across tiles' x and y faces by the seam kernel, or with
+    RUNS_3D_SEAMS off by mesh23.cu's border kernel on run starts); with
+    RUNS_3D off, mesh23.cu's cell tiles.
     Both give skimage's labels at connectivity 1, 2 and 3: rows aligned and
     not, plane counts and heights that are not multiples of the brick, a
     signed byte volume, bool, diagonal stripes (pairs across brick edges and
@@ -270,9 +271,14 @@ def test_gpu_runs3d_and_mesh23_agree():
         diagonal_stripes((17, 37, 41), 4, -1),
         np.repeat(rng.integers(0, 3, (6, 10, 10)), 3, axis=0).repeat(4, 1).repeat(4, 2)
         .astype(np.uint16),
+        patterns.percolation((18, 66, 97), 0.1369, seed=14),     # sparse: diagonal pairs on seams
+        patterns.percolation((9, 33, 33), 0.3116, seed=15),      # one-cell tiles past the seams
     ]
     plan._local.__dict__.pop("plans", None)  # plans keep their program
     try:
         _runs_against_cells(images, "RUNS_3D")
+        # the pairs across tile columns' x / y faces: meshccl_runs3d_seams, and
+        # with RUNS_3D_SEAMS off mesh23.cu's border kernel on the run bricks
+        _runs_against_cells(images[:4] + images[-2:], "RUNS_3D_SEAMS")
     finally:
         plan._local.__dict__.pop("plans", None)

@@ -48,6 +48,13 @@ RUNS_3D_PLANES = {1: 16, 2: 8, 3: 8}
 #: alike but on percolation 512^3 p = .3116 c3, where 1 took 0.30 ms and 4
 #: 0.38 (H200, 2026-11-24, benchmarks/experiments/zface_warps.py).
 RUNS_ZFACE_WARPS = 1
+#: 3-D pairs that cross a tile column's x or y faces: meshccl_runs3d_seams
+#: (a warp walks a seam through a brick's planes) unless this is False, then
+#: mesh23.cu's border kernel (a thread per face cell; benchmarks/NOTES.md
+#: compares them).
+RUNS_3D_SEAMS = True
+#: Tiles per block of meshccl_runs3d_seams (two warps each: x and y seam).
+RUNS_SEAM_TILES = 4
 #: Warps (tiles) per block of meshccl_runs2d_tile (8: the block's words of A
 #: fill a 32-byte sector per row; 2, 4 and 8 timed alike before that); the
 #: border kernel's block is 4 tiles of 2 warps.
@@ -253,18 +260,25 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         zface_args, tile_shared = None, 0
     else:
         nzb = RUNS_3D_PLANES[c]
-        nwz = RUNS_ZFACE_WARPS
-        tile, zface = kernels("runs3d.cu", f"meshccl_runs3d_tile<{t}, {i}, {c}, {nzb}>",
-                              f"meshccl_runs3d_zface<{t}, {i}, {c}, {nzb}, {nwz}>")
-        border, = kernels("mesh23.cu", f"meshccl_mesh23_border<{t}, {i}, 3, {c}, 32, {nzb}, true>")
+        nwz, nst = RUNS_ZFACE_WARPS, RUNS_SEAM_TILES
+        # (one NVRTC module per list of names: the three together)
+        tile, zface, seams = kernels("runs3d.cu", f"meshccl_runs3d_tile<{t}, {i}, {c}, {nzb}>",
+                                     f"meshccl_runs3d_zface<{t}, {i}, {c}, {nzb}, {nwz}>",
+                                     f"meshccl_runs3d_seams<{t}, {i}, {c}, {nzb}, {nst}>")
         dims = (I(nz), I(ny), I(nx)) + key
         grid = (ntx, nty, -(-nz // nzb))
         tile_args = (grid, (32 * nzb,), (A, H, F, S) + dims + (np.int32(aligned),))
         tile_shared = nzb * (32 * 33 + 32) * 4  # the forest and run starts (runs3d.cu)
         if tile_shared > 48 * 1024 and tile.max_dynamic_shared_size_bytes < tile_shared:
             tile.max_dynamic_shared_size_bytes = tile_shared
-        border_args = (grid, (min(BLOCK, -(-border_items(3, c, 32, nzb, True) // 32) * 32),),
-                       (H, S) + dims)
+        if RUNS_3D_SEAMS:
+            border = seams
+            border_args = ((-(-ntx // nst), nty, grid[2]), (64 * nst,), (H, S) + dims)
+        else:
+            border, = kernels("mesh23.cu",
+                              f"meshccl_mesh23_border<{t}, {i}, 3, {c}, 32, {nzb}, true>")
+            border_args = (grid, (min(BLOCK, -(-border_items(3, c, 32, nzb, True) // 32) * 32),),
+                           (H, S) + dims)
         zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
     label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
     label_tail = (F, S, A, I(rw // ntx), I(nx), I(words))
