@@ -309,13 +309,15 @@ __device__ __forceinline__ K shfl_idx(K k, int src) {
 }  // namespace meshccl
 
 // Block: NW tiles side by side along x (bx = blockIdx.x * NW + warp / 2), by
-// = blockIdx.y, planes blockIdx.z * NZ ... + NZ - 1; warp 2k the x seam of
-// tile k, warp 2k + 1 its y seam.  S: the tile kernel's run starts (a
-// cell's node, runs.cuh node()); H: hooked roots, as everywhere.
+// = blockIdx.y, planes blockIdx.z * walk ... + walk - 1 (the host picks
+// walk: fewer planes per warp, more warps in flight); warp 2k the x seam of
+// tile k, warp 2k + 1 its y seam.  NZ: the tile kernel's brick depth (the
+// square rule along z holds inside a brick only).  S: the tile kernel's
+// run starts (a cell's node, runs.cuh node()); H: hooked roots.
 template <typename T, typename I, int C, int NZ, int NW>
 __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I nz, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey) {
+        I nz, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, I walk) {
     static_assert(sizeof(T) == 1, "runs3d.cu takes one-byte cells");
     typedef typename meshccl::Key<T>::type K;
     using meshccl::Key;
@@ -325,8 +327,8 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
     using meshccl::runs3d::shfl_idx;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I ntx = (nx + 31) >> 5, bx = (I)blockIdx.x * NW + (warp >> 1);
-    const I x0 = bx * 32, y0 = (I)blockIdx.y * 32, zb = (I)blockIdx.z * NZ;
-    const I ze = min(zb + (I)NZ, nz), rows = nz * ny;
+    const I x0 = bx * 32, y0 = (I)blockIdx.y * 32, zb = (I)blockIdx.z * walk;
+    const I ze = min(zb + walk, nz), rows = nz * ny;
     if (bx >= ntx) return;  // the whole warp
     auto fg = [&](K k) { return !(has_bg && k == bgkey); };
     if ((warp & 1) == 0) {
@@ -375,7 +377,7 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
                 if (fg(a)) {
                     const bool eql = here.eq(1, 1, a), zeq = below.eq(1, 2, a);
                     const bool square = (lane > 0 && here.eq(0, 2, a) && here.eq(0, 1, a)) ||
-                                        (z > zb && below.eq(1, 2, a) && below.eq(1, 1, a));
+                                        (z % NZ != 0 && below.eq(1, 2, a) && below.eq(1, 1, a));
                     if (eql && !square) todo |= 1u << 4;
 #pragma unroll
                     for (int dz = -1; dz <= 0; ++dz)
@@ -466,7 +468,7 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
                 const K a = here.k[1][2], b = here.k[0][2];
                 if (fg(a)) {
                     const bool eql = here.eq(1, 1, a), zeq = below.eq(1, 2, a);
-                    const bool sqz = z > zb && below.eq(1, 2, a) && below.eq(0, 2, a);
+                    const bool sqz = z % NZ != 0 && below.eq(1, 2, a) && below.eq(0, 2, a);
 #pragma unroll
                     for (int dz = -1; dz <= 0; ++dz)
 #pragma unroll
@@ -521,11 +523,11 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
     template __global__ void meshccl_runs3d_zface<T, I, 3, 8, 1>(const T*, I*, unsigned*, I,  \
         I, I, int, meshccl::Key<T>::type);                                                     \
     template __global__ void meshccl_runs3d_seams<T, I, 1, 8, 4>(const T*, I*, unsigned*,     \
-        const unsigned*, I, I, I, int, meshccl::Key<T>::type);                                 \
+        const unsigned*, I, I, I, int, meshccl::Key<T>::type, I);                                 \
     template __global__ void meshccl_runs3d_seams<T, I, 2, 8, 4>(const T*, I*, unsigned*,     \
-        const unsigned*, I, I, I, int, meshccl::Key<T>::type);                                 \
+        const unsigned*, I, I, I, int, meshccl::Key<T>::type, I);                                 \
     template __global__ void meshccl_runs3d_seams<T, I, 3, 8, 4>(const T*, I*, unsigned*,     \
-        const unsigned*, I, I, I, int, meshccl::Key<T>::type);
+        const unsigned*, I, I, I, int, meshccl::Key<T>::type, I);
 #define MESHCCL_R3_16(T, I)                                                                   \
     template __global__ void meshccl_runs3d_tile<T, I, 1, 16>(const T*, I*, unsigned*,        \
         unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
@@ -536,9 +538,9 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
     template __global__ void meshccl_runs3d_zface<T, I, 3, 16, 1>(const T*, I*, unsigned*, I, \
         I, I, int, meshccl::Key<T>::type);                                                     \
     template __global__ void meshccl_runs3d_seams<T, I, 1, 16, 4>(const T*, I*, unsigned*,    \
-        const unsigned*, I, I, I, int, meshccl::Key<T>::type);                                 \
+        const unsigned*, I, I, I, int, meshccl::Key<T>::type, I);                                 \
     template __global__ void meshccl_runs3d_seams<T, I, 3, 16, 4>(const T*, I*, unsigned*,    \
-        const unsigned*, I, I, I, int, meshccl::Key<T>::type);
+        const unsigned*, I, I, I, int, meshccl::Key<T>::type, I);
 MESHCCL_R3(unsigned char, int)
 MESHCCL_R3(unsigned char, long long)
 MESHCCL_R3(signed char, int)

@@ -55,6 +55,8 @@ RUNS_ZFACE_WARPS = 1
 RUNS_3D_SEAMS = True
 #: Tiles per block of meshccl_runs3d_seams (two warps each: x and y seam).
 RUNS_SEAM_TILES = 4
+#: Planes a warp of meshccl_runs3d_seams walks, by connectivity.
+RUNS_SEAM_PLANES = {1: 4, 2: 4, 3: 4}
 #: Warps (tiles) per block of meshccl_runs2d_tile (8: the block's words of A
 #: fill a 32-byte sector per row; 2, 4 and 8 timed alike before that); the
 #: border kernel's block is 4 tiles of 2 warps.
@@ -273,7 +275,9 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
             tile.max_dynamic_shared_size_bytes = tile_shared
         if RUNS_3D_SEAMS:
             border = seams
-            border_args = ((-(-ntx // nst), nty, grid[2]), (64 * nst,), (H, S) + dims)
+            walk = RUNS_SEAM_PLANES[c]
+            border_args = ((-(-ntx // nst), nty, -(-nz // walk)), (64 * nst,),
+                           (H, S) + dims + (I(walk),))
         else:
             border, = kernels("mesh23.cu",
                               f"meshccl_mesh23_border<{t}, {i}, 3, {c}, 32, {nzb}, true>")
