@@ -201,7 +201,9 @@ __global__ void __launch_bounds__(32 * NW) meshccl_mesh23_tile(
 // (meshccl/_gpu/mesh23.py) computes the same number for the block size.
 // Runs: runs3d.cu's bricks, whose first plane's pairs with the plane below
 // (partners in the same column of tiles) are runs3d.cu's z-face kernel's,
-// so the first plane is visited like the others.
+// so the first plane is visited like the others.  (runs3d.cu's seam kernel
+// takes the same pairs faster and is the default; this form stays behind
+// meshccl/_gpu/mesh23.py RUNS_3D_SEAMS = False.)
 template <int D, int C, int TY_, int TZ_, bool Runs = false>
 struct Border {
     enum {

@@ -185,7 +185,8 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
 // cell's pair to the left and, at connectivity 2 and r > 0, its pair up-left
 // and the pair up-right of the cell to its left (the last column of the
 // tile before).  Same rules as the tile kernel, with equality to the left
-// taken across tiles.
+// taken across tiles; the two cells above a row's pair are the lane
+// before's, by shuffles, not loads.
 template <typename T, typename I, int C>
 __global__ void __launch_bounds__(256) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
@@ -229,16 +230,15 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_border(
         if (ur_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x + 1, ny, nx));
     } else {
         const I y = y0 + lane;
-        if (bx == 0 || y >= ny) return;
+        if (bx == 0) return;  // the whole warp
         const I i = y * nx + x0;  // the tile's first cell of row y (x0 > 0)
-        const K k0 = Key<T>::of(v[i]), kL = Key<T>::of(v[i - 1]);
+        const bool rin = y < ny;
+        const K k0 = rin ? Key<T>::of(v[i]) : K(), kL = rin ? Key<T>::of(v[i - 1]) : K();
+        // the two cells above (row y - 1, lane r - 1's): used from lane 1 on
+        const K ku0 = shfl(k0, 1, true), kuL = shfl(kL, 1, true);
+        if (!rin) return;
         const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
         const bool left = f0 && kL == k0;
-        K ku0 = K(), kuL = K();
-        if (lane > 0 && (C >= 2 || left)) {  // (at connectivity 1, only for the square rule)
-            ku0 = Key<T>::of(v[i - nx]);
-            kuL = Key<T>::of(v[i - nx - 1]);
-        }
         // The pair to the left (the first cell is a run start: its own node),
         // unless the square rule skips it: the cells above it and its partner
         // are equal to them, so each tile joined its two and the row above's

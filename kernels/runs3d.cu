@@ -40,9 +40,11 @@
 //   the same z_pairs rules on a warp per brick, uniting run starts in the
 //   global forest (two thirds of a brick's face cells are on this face; a
 //   thread per cell there took 0.9 of the 2.8 ms of percolation 512^3 c3);
-// - everything else (its tiles' first and last rows and columns, in every
-//   plane): mesh23.cu's border kernel, a thread per cell, on the same
-//   bricks with nodes looked up in the bit array S.
+// - everything else, the pairs that cross the x or y faces of a column of
+//   tiles, in every plane: meshccl_runs3d_seams, a warp walking down one
+//   seam between two tiles through a few planes (see there), nodes looked
+//   up in the bit array S.  (mesh23.cu's border kernel, a thread per face
+//   cell, did this before and still can: mesh23.py RUNS_3D_SEAMS.)
 // Then the pieces path and meshccl_runs2d_label, which sees the volume as
 // nz * ny rows, as in 2-D.  The host picks NZ = 16 at connectivity 1 and 8
 // otherwise (the forest then needs 68 KB of shared memory, dynamic).
@@ -245,8 +247,9 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
 // kernel did them a thread per face cell, about 500 instructions per warp
 // and cell at connectivity 3 (ncu: 246 M on percolation 512^3 p = .1369),
 // most of them global loads of the same few bytes and tests of steps that
-// stay inside the tile.  Here a warp walks down a seam through the planes
-// of a brick and keeps what it loaded in registers:
+// stay inside the tile.  Here a warp walks down a seam through `walk`
+// planes (4: 2, 8 and 16 were slower, NOTES.md) and keeps what it loaded
+// in registers:
 //
 // - even warps, the x seam before tile column bx (bx > 0): lane r holds row
 //   r of the band, the cells at x0 - 2, x0 - 1 and x0; rows r - 1 and r + 1

@@ -1,5 +1,5 @@
 """The pair rules of the run kernels (kernels/runs2d.cu, kernels/runs3d.cu
-and mesh23.cu's border kernel on run bricks), emulated on the CPU.
+with its seam kernel), emulated on the CPU.
 
 CI has no GPU, so the kernels themselves run only on the device machine.
 The part of them that is easiest to get wrong, though, is not CUDA: it is
@@ -195,8 +195,9 @@ def _half(dz, dy, dx, c):
 
 
 def border_pairs_3d(v, c):
-    """mesh23.cu's border kernel with Runs (run bricks of 32 x 32 x 8): every
-    pair that leaves the brick, its rules and runs3d.cu's z rules."""
+    """runs3d.cu's seam kernel (and mesh23.cu's border kernel with Runs,
+    which takes the same pairs): every pair that leaves the brick's column
+    of tiles, mesh23's border rules and runs3d.cu's z rules."""
     pairs = []
     steps = [(dz, dy, dx) for dz in (-1, 0) for dy in (-1, 0, 1) for dx in (-1, 0, 1)
              if _half(dz, dy, dx, c)]
