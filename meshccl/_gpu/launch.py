@@ -27,6 +27,30 @@ VALUES = object()
 LABELS = object()
 
 
+def pack_arguments(args):
+    """Kernel arguments as 8-byte slots for ``cuLaunchKernel``: returns
+    (slots, the indices of :data:`VALUES`, those of :data:`LABELS`).  A CuPy
+    array gives its device address; a NumPy scalar (bool, integer or float,
+    up to 8 bytes) its bytes, little-endian and zero-padded, from which the
+    kernel reads as many as its parameter has (as CuPy passes them).
+    Anything else raises TypeError (the caller then launches through CuPy).
+    """
+    slots = np.zeros(max(1, len(args)), dtype=np.uint64)
+    iv, ip = [], []
+    for k, a in enumerate(args):
+        if a is VALUES:
+            iv.append(k)
+        elif a is LABELS:
+            ip.append(k)
+        elif hasattr(a, "data") and hasattr(a.data, "ptr"):  # a CuPy array
+            slots[k] = a.data.ptr
+        elif isinstance(a, np.generic) and a.dtype.itemsize <= 8 and a.dtype.kind in "biuf":
+            slots[k] = int.from_bytes(a.tobytes().ljust(8, b"\0"), "little")
+        else:  # (every argument of the programs is one of the above)
+            raise TypeError(f"cannot pack kernel argument {a!r} of type {type(a).__name__}")
+    return slots, tuple(iv), tuple(ip)
+
+
 class Launch:
     """One kernel launch: ``launch(values, P)`` runs it and returns
     ``result`` (the program's last launch returns N, a 0-d CuPy array)."""
@@ -47,26 +71,13 @@ class Launch:
         the arguments packed once (see the module's text)."""
         from cupy.cuda import driver
 
-        slots = np.zeros(max(1, len(self.args)), dtype=np.uint64)
-        iv, ip = [], []
-        for k, a in enumerate(self.args):
-            if a is VALUES:
-                iv.append(k)
-            elif a is LABELS:
-                ip.append(k)
-            elif hasattr(a, "data") and hasattr(a.data, "ptr"):  # a CuPy array
-                slots[k] = a.data.ptr
-            elif isinstance(a, np.generic) and a.dtype.itemsize <= 8 and a.dtype.kind in "biuf":
-                slots[k] = int.from_bytes(a.tobytes().ljust(8, b"\0"), "little")
-            else:  # (every argument of the programs is one of the above)
-                raise TypeError(f"cannot pack kernel argument {a!r} of type {type(a).__name__}")
+        slots, iv, ip = pack_arguments(self.args)
         ptrs = slots.ctypes.data + 8 * np.arange(len(slots), dtype=np.uint64)
         fn = getattr(self.fn, "kernel", self.fn).ptr  # RawKernel -> its CUDA function
         (gx, gy, gz), (bx, by, bz) = (self.grid + (1, 1))[:3], (self.block + (1, 1))[:3]
         smem, params, launch_kernel = self.shared_mem, ptrs.ctypes.data, driver.launchKernel
         keep = (slots, ptrs)  # the buffers live as long as the closure
         result = self.result
-        iv, ip = tuple(iv), tuple(ip)
 
         def launch(vptr, pptr, stream):
             s = keep[0]

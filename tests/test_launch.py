@@ -1,0 +1,66 @@
+"""Kernel arguments packed for the driver (meshccl/_gpu/launch.py): the
+byte layout a launch plan hands to cuLaunchKernel, checked on the CPU (the
+GPU suite runs the packed launches themselves, through every plan test)."""
+
+import numpy as np
+import pytest
+
+from meshccl._gpu.launch import LABELS, VALUES, Launch, pack_arguments
+
+
+class FakeArray:
+    """Stands in for a CuPy array: all packing reads is ``.data.ptr``."""
+
+    class _Data:
+        def __init__(self, ptr):
+            self.ptr = ptr
+
+    def __init__(self, ptr):
+        self.data = self._Data(ptr)
+
+
+def test_slots_hold_little_endian_bytes_and_addresses():
+    args = (VALUES, LABELS, FakeArray(0x7F00_1234_5678), np.int32(-1), np.int64(2**40 + 3),
+            np.uint8(255), np.int8(-2), np.uintp(0), np.float32(1.5), np.bool_(True),
+            np.uint64(2**64 - 1))
+    slots, iv, ip = pack_arguments(args)
+    assert slots.dtype == np.uint64 and len(slots) == len(args)
+    assert iv == (0,) and ip == (1,)
+    assert slots[0] == 0 and slots[1] == 0  # written per call
+    assert int(slots[2]) == 0x7F00_1234_5678
+    raw = slots.tobytes()
+    for k, a in enumerate(args[3:], start=3):
+        n = a.dtype.itemsize
+        # the kernel reads the parameter's first n bytes: the value itself
+        assert raw[8 * k:8 * k + n] == a.tobytes(), (k, a)
+        assert raw[8 * k + n:8 * k + 8] == b"\0" * (8 - n), (k, a)
+
+
+def test_several_placeholders_and_no_arguments():
+    slots, iv, ip = pack_arguments((LABELS, np.int32(7), VALUES, LABELS))
+    assert iv == (2,) and ip == (0, 3) and int(slots[1]) == 7
+    slots, iv, ip = pack_arguments(())
+    assert len(slots) == 1 and iv == () and ip == ()
+
+
+@pytest.mark.parametrize("bad", [3, 2.0, "x", np.complex64(1), np.array([1, 2]), None])
+def test_unpackable_arguments_raise(bad):
+    """Python scalars, arrays on the host, complex numbers: TypeError, which
+    the launch plan answers by launching through CuPy instead."""
+    with pytest.raises(TypeError, match="cannot pack kernel argument"):
+        pack_arguments((VALUES, bad))
+
+
+def test_direct_call_substitutes_the_arrays():
+    """Called directly, a Launch hands CuPy's kernel call the input and the
+    labels where the placeholders stand, and returns its result."""
+    seen = {}
+
+    def kernel(grid, block, args, shared_mem=0):
+        seen.update(grid=grid, block=block, args=args, shared_mem=shared_mem)
+
+    launch = Launch(kernel, (4, 2), (256,), (VALUES, np.int32(5), LABELS), shared_mem=64,
+                    result="N")
+    assert launch("values", "labels") == "N"
+    assert seen == {"grid": (4, 2), "block": (256,), "args": ("values", np.int32(5), "labels"),
+                    "shared_mem": 64}
