@@ -1,6 +1,6 @@
 """The plain 2-D / 3-D path on the GPU: ``kernels/runs2d.cu`` (1-D and 2-D),
-``kernels/runs3d.cu`` (3-D volumes of one-byte cells, with mesh23.cu's
-border kernel) or ``kernels/mesh23.cu`` (other 3-D volumes, and whatever a
+``kernels/runs3d.cu`` (3-D volumes of one-byte cells: tile, z-face and
+seam kernels) or ``kernels/mesh23.cu`` (other 3-D volumes, and whatever a
 caller names tiles for), then the pieces path of ``kernels/relabel.cu``.
 
 :func:`applies` says when it serves a call.  :func:`program` works out the
@@ -233,8 +233,9 @@ def _pieces_path(index_dtype, n, buffers, cells, runs):
 
 def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers):
     """:func:`program` through the run-based tile kernels: runs2d.cu (1-D and
-    2-D) or runs3d.cu with mesh23.cu's border kernel on its bricks (3-D),
-    then meshccl_runs2d_label, which sees a volume as nz * ny rows."""
+    2-D) or runs3d.cu with its z-face and seam kernels (3-D; mesh23.cu's
+    border kernel on its bricks instead when RUNS_3D_SEAMS is False), then
+    meshccl_runs2d_label, which sees a volume as nz * ny rows."""
     index_dtype = np.dtype(index_dtype)
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     t, i = c_type(value_dtype), c_type(index_dtype)
