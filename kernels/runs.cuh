@@ -330,9 +330,10 @@ __device__ __forceinline__ void z_pairs(const unsigned (&w)[8], unsigned mF, uns
 // all queue on one bank.
 constexpr int ROW_NODES = 33;
 
+template <int RS = ROW_NODES>
 __device__ __forceinline__ void tile_nodes(int* L, int base, unsigned* starts, int lane,
                                            unsigned S_) {
-    const int me = base + lane * ROW_NODES;
+    const int me = base + lane * RS;
     for (unsigned m = S_; m; m &= m - 1u) {
         const int b = __ffs(m) - 1;
         L[me + b] = me + b;
@@ -350,7 +351,7 @@ __device__ __forceinline__ void tile_nodes(int* L, int base, unsigned* starts, i
 // round through an earlier cell's pair and a run, as before.)  t as five
 // bit planes, by a segmented scan over lanes: D marks the columns whose
 // stretch starts in the lanes seen so far.
-template <bool Diag>
+template <bool Diag, int RS = ROW_NODES>
 __device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* starts, int lane,
                                             unsigned S_, unsigned mE, unsigned mVl, unsigned mV,
                                             unsigned mVr) {
@@ -368,7 +369,7 @@ __device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* st
         if (lane >= d) D |= Du;
     }
     const unsigned Sup = __shfl_up_sync(0xffffffffu, S_, 1);
-    const int me = base + lane * ROW_NODES, up = me - ROW_NODES;
+    const int me = base + lane * RS, up = me - RS;
     unsigned Ul, U0, Ur;
     row_pairs<Diag>(mE, mVl, mV, mVr, Ul, U0, Ur);
     // One loop for all three masks (see unite_all)
@@ -380,7 +381,7 @@ __device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* st
             int t = 0;
 #pragma unroll
             for (int k = 0; k < 5; ++k) t |= ((tops[k] >> b) & 1) << k;
-            partner = base + t * ROW_NODES + start_of(starts[t], b);
+            partner = base + t * RS + start_of(starts[t], b);
         } else if (Ul) {
             b = __ffs(Ul) - 1;
             Ul &= Ul - 1u;
@@ -430,10 +431,14 @@ __device__ __forceinline__ int nth_bit(unsigned m, int n) {
 // is the callers' (benchmarks/NOTES.md has the measurements): rows won on
 // the many-run tiles of percolation and Potts at connectivity 1 and on 2-D
 // Potts at 2, run starts 32 at a time on everything else.
-template <int Compact, typename I>
+//
+// The general form takes the node of row r's bit b as base + r * RS + b
+// and a root's global index from global_of(root node); the short form below
+// is the one-tile-per-warp forest of the comment above.
+template <int Compact, int RS, typename I, typename GlobalOf>
 __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned* starts,
                                                       int lane, int nrows, I* P, I tile0, I nx,
-                                                      I origin, int plane, I pstride) {
+                                                      GlobalOf global_of) {
     const unsigned mine = lane < nrows ? starts[lane] : 0u;
     const int count = __popc(mine);
     int off = count;  // run starts of rows 0..lane (a scan over lanes)
@@ -444,10 +449,9 @@ __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned
     }
     const int total = __shfl_sync(0xffffffffu, off, 31);
     auto store = [&](int r, int b) {
-        const int node = base + r * ROW_NODES + b;
+        const int node = base + r * RS + b;
         const int rt = meshccl::find<true>(L, node);  // halving: shared walks shorten
-        const int p = rt / plane, q = rt - p * plane, ry = q / ROW_NODES;
-        P[tile0 + (I)r * nx + b] = origin + (I)p * pstride + (I)ry * nx + (q - ry * ROW_NODES);
+        P[tile0 + (I)r * nx + b] = global_of(rt);
         return rt == node;
     };
     if (total > Compact) {  // the same for the whole warp
@@ -478,6 +482,17 @@ __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned
     }
     __syncwarp();
     return starts[lane];
+}
+
+template <int Compact, typename I>
+__device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned* starts,
+                                                      int lane, int nrows, I* P, I tile0, I nx,
+                                                      I origin, int plane, I pstride) {
+    return store_piece_roots<Compact, ROW_NODES>(L, base, starts, lane, nrows, P, tile0, nx,
+                                                 [=](int rt) {
+        const int p = rt / plane, q = rt - p * plane, ry = q / ROW_NODES;
+        return origin + (I)p * pstride + (I)ry * nx + (q - ry * ROW_NODES);
+    });
 }
 
 }  // namespace runs

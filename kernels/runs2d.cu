@@ -52,24 +52,34 @@ namespace meshccl {
 namespace runs2d {
 
 // The tile kernel's work up to its bit array A: returns the piece roots of
-// the lane's row (0 past the array).
+// the lane's row (0 past the array).  The block's NW tiles side by side
+// (a strip of 32 rows and 32 * NW columns) share one forest, in raster
+// order over the strip: node r * RSB + w * 33 + b is row r, tile w, bit b
+// (RSB odd, so that lanes on the same bit of their rows touch 32 banks).
+// With `seams`, the pairs across the strip's inner tile borders are united
+// there too, in shared memory, and a piece is a component of the strip;
+// the border kernel then takes the x seams between strips only.
 template <typename T, typename I, int C, int NW>
 __device__ __forceinline__ unsigned label_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
-        unsigned* __restrict__ S, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey) {
+        unsigned* __restrict__ S, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey,
+        int seams) {
     typedef typename meshccl::Key<T>::type K;
     using meshccl::runs::shfl;
     using meshccl::runs::start_of;
-    // The warp's forest (runs.cuh: tile_nodes).
-    constexpr int RS = meshccl::runs::ROW_NODES;
-    __shared__ int forest[NW][32 * RS];
-    __shared__ unsigned starts[NW][32];  // each row's run starts
+    constexpr int RS = meshccl::runs::ROW_NODES, RSB = (NW * RS) | 1;
+    __shared__ int forest[32 * RSB];
+    __shared__ unsigned starts[NW][32];  // each row's run starts, per tile
+    __shared__ K edge[3][NW][32];         // each row's cells 0, 31 and 30, per tile
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I bx = (I)blockIdx.x * NW + warp, ntx = (nx + 31) >> 5;
-    if (bx >= ntx) return 0u;  // the whole warp
+    const bool live = bx < ntx;  // (the whole warp)
     const I x0 = bx * 32, x = x0 + lane, y0 = (I)blockIdx.y * 32;
-    unsigned mF = 0u, mE = 0u, mV = 0u, mVl = 0u, mVr = 0u;
-    if (sizeof(T) == 1) {
+    const int base = warp * RS;
+    int* L = forest;
+    unsigned mF = 0u, mE = 0u, mV = 0u, mVl = 0u, mVr = 0u, S_ = 0u;
+    if (!live) {
+    } else if (sizeof(T) == 1) {
         // One-byte cells: lane r loads row r's 32 cells (two 16-byte loads
         // where rows are 16-byte aligned) and makes its masks with byte-wise
         // word arithmetic; the row above comes from lane r - 1.
@@ -80,6 +90,9 @@ __device__ __forceinline__ unsigned label_tile(
         mF = meshccl::runs::fg_mask(w, y >= ny ? 0 : width, has_bg, (unsigned char)bgkey);
         mE = mF & meshccl::runs::eq_left(w, w);
         meshccl::runs::above_masks<C >= 2>(w, mF, lane, mV, mVl, mVr);
+        edge[0][warp][lane] = (K)(unsigned char)w[0];
+        edge[1][warp][lane] = (K)(unsigned char)(w[7] >> 24);
+        edge[2][warp][lane] = (K)(unsigned char)(w[7] >> 16);
     } else {
         // Wider cells: a lane per column, 32 loads in flight, and row masks by
         // ballot; lane r keeps row r's.
@@ -119,17 +132,53 @@ __device__ __forceinline__ unsigned label_tile(
             pk = k;
             pF = Fm;
         }
+        // the edge columns' keys (lanes 0, 31, 30 hold them for every row)
+        const int e = lane == 0 ? 0 : (lane == 31 ? 1 : (lane == 30 ? 2 : -1));
+        if (e >= 0) {
+#pragma unroll
+            for (int r = 0; r < 32; ++r)
+                edge[e][warp][r] = (x < nx && y0 + r < ny) ? meshccl::Key<T>::of(raw[r]) : K();
+        }
     }
     // Lane r: row r.  Run starts, their forest, and the pairs with row r - 1.
-    const unsigned S_ = mF & ~mE;
-    int* L = forest[warp];
-    meshccl::runs::tile_nodes(L, 0, starts[warp], lane, S_);
-    __syncwarp();
-    meshccl::runs::tile_unions<C >= 2>(L, 0, starts[warp], lane, S_, mE, mVl, mV, mVr);
-    __syncwarp();
-    const I y = y0 + lane, tile0 = y0 * nx + x0;
-    const unsigned roots = meshccl::runs::store_piece_roots<C == 1 ? 128 : 256>(
-        L, 0, starts[warp], lane, (int)min((I)32, ny - y0), P, tile0, nx, tile0, RS * 32, (I)0);
+    if (live) {
+        S_ = mF & ~mE;
+        meshccl::runs::tile_nodes<RSB>(L, base, starts[warp], lane, S_);
+        __syncwarp();
+        meshccl::runs::tile_unions<C >= 2, RSB>(L, base, starts[warp], lane, S_, mE, mVl, mV,
+                                                mVr);
+    }
+    __syncthreads();
+    const I y = y0 + lane;
+    if (seams && live && warp > 0 && y < ny) {
+        // The pairs across the border with the tile to the left (lane r: row
+        // r): the border kernel's rules for its x seams (runs2d_border), on
+        // keys from `edge` and nodes from `starts`.  Cell (r, 0) of a tile is
+        // a run start, its own node.
+        const int r = lane, wl = warp - 1;
+        const K k0 = edge[0][warp][r], kL = edge[1][wl][r];
+        const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
+        const int a = r * RSB + base;
+        const int left = r * RSB + wl * RS + start_of(starts[wl][r], 31);
+        const K ku0 = r > 0 ? edge[0][warp][r - 1] : K(), kuL = r > 0 ? edge[1][wl][r - 1] : K();
+        if (f0 && kL == k0 && !(r > 0 && ku0 == k0 && kuL == k0))
+            meshccl::unite<true>(L, a, left);
+        if (C >= 2 && r > 0) {
+            if (f0 && kuL == k0 && ku0 != k0 && kL != k0)
+                meshccl::unite<true>(L, a, (r - 1) * RSB + wl * RS +
+                                               start_of(starts[wl][r - 1], 31));
+            if (fL && ku0 == kL && !(edge[2][wl][r] == kL && kuL == kL))
+                meshccl::unite<true>(L, left, a - RSB);
+        }
+    }
+    __syncthreads();
+    if (!live) return 0u;
+    const I tile0 = y0 * nx + x0, strip0 = y0 * nx + (I)blockIdx.x * NW * 32;
+    const unsigned roots = meshccl::runs::store_piece_roots<C == 1 ? 128 : 256, RSB>(
+        L, base, starts[warp], lane, (int)min((I)32, ny - y0), P, tile0, nx, [=](int rt) {
+            const int ry = rt / RSB, q = rt - ry * RSB, tw = q / RS;
+            return strip0 + (I)ry * nx + (I)tw * 32 + (q - tw * RS);
+        });
     if (y >= ny) return 0u;
     F[bx * ny + y] = mF;
     S[bx * ny + y] = S_;
@@ -152,9 +201,9 @@ template <typename T, typename I, int C, int NW>
 __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
-        int has_bg, typename meshccl::Key<T>::type bgkey, int aligned) {
+        int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int seams) {
     const unsigned roots =
-        meshccl::runs2d::label_tile<T, I, C, NW>(v, P, F, S, ny, nx, has_bg, bgkey);
+        meshccl::runs2d::label_tile<T, I, C, NW>(v, P, F, S, ny, nx, has_bg, bgkey, seams);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I ntx = (nx + 31) >> 5, y0 = (I)blockIdx.y * 32;
     if (!aligned) {  // the same for the whole grid
@@ -190,7 +239,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
 template <typename T, typename I, int C>
 __global__ void __launch_bounds__(256) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey) {
+        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip) {
     typedef typename meshccl::Key<T>::type K;
     using meshccl::Key;
     using meshccl::runs::node;
@@ -230,7 +279,8 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_border(
         if (ur_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x + 1, ny, nx));
     } else {
         const I y = y0 + lane;
-        if (bx == 0) return;  // the whole warp
+        if (bx % strip != 0) return;  // the whole warp: the tile kernel's block took it
+        if (bx == 0) return;
         const I i = y * nx + x0;  // the tile's first cell of row y (x0 > 0)
         const bool rin = y < ny;
         const K k0 = rin ? Key<T>::of(v[i]) : K(), kL = rin ? Key<T>::of(v[i - 1]) : K();
@@ -263,13 +313,13 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_border(
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R2(T, I)                                                                         \
     template __global__ void meshccl_runs2d_tile<T, I, 1, 8>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int);                             \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int);                        \
     template __global__ void meshccl_runs2d_tile<T, I, 2, 8>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int);                                        \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int);                        \
     template __global__ void meshccl_runs2d_border<T, I, 1>(const T*, I*, unsigned*,             \
-        const unsigned*, I, I, int, meshccl::Key<T>::type);                                      \
+        const unsigned*, I, I, int, meshccl::Key<T>::type, int);                                 \
     template __global__ void meshccl_runs2d_border<T, I, 2>(const T*, I*, unsigned*,             \
-        const unsigned*, I, I, int, meshccl::Key<T>::type);
+        const unsigned*, I, I, int, meshccl::Key<T>::type, int);
 #define MESHCCL_R2_T(T) MESHCCL_R2(T, int) MESHCCL_R2(T, long long)
 MESHCCL_R2_T(unsigned char)
 MESHCCL_R2_T(unsigned short)

@@ -199,6 +199,18 @@ def _runs2d_against_mesh23():
         _part_binary((256, 320), rng),
     ]
     _runs_against_cells(images, "RUNS_2D")
+    # the tiles of a block uniting across their inner borders (strips of 8
+    # tiles), and with RUNS_2D_STRIPS off the border kernel taking them all:
+    # images a few strips wide, diagonal-only contacts across tile borders,
+    # wider cells (their edge keys come from lanes 0, 30 and 31)
+    yy, xx = np.mgrid[:70, :700]
+    images += [
+        patterns.spiral(600),
+        ((xx + yy) % 2).astype(np.uint8),                         # a checkerboard
+        ((xx // 3 + yy) % 4 == 0).astype(np.uint8),               # diagonal stripes
+        rng.integers(0, 3, (64, 300)).astype(np.uint32),
+    ]
+    _runs_against_cells(images, "RUNS_2D_STRIPS")
 
 
 def _part_binary(shape, rng):

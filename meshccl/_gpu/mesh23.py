@@ -61,6 +61,13 @@ RUNS_SEAM_PLANES = {1: 4, 2: 4, 3: 4}
 #: fill a 32-byte sector per row; 2, 4 and 8 timed alike before that); the
 #: border kernel's block is 4 tiles of 2 warps.
 RUNS_2D_WARPS = 8
+#: The tiles of a block of meshccl_runs2d_tile share one forest; with this
+#: switch on they also unite the pairs across their inner borders there (a
+#: piece is then a component of the block's strip of 32 x 32 * RUNS_2D_WARPS
+#: cells), and the border kernel takes only the x seams between strips.
+#: Off: every tile border is the border kernel's, as before (the GPU tests
+#: compare both with skimage).
+RUNS_2D_STRIPS = True
 #: Tile rows per lane group of meshccl_runs2d_label, by label bytes (their
 #: chains of loads overlap; benchmarks/NOTES.md says how they were chosen).
 RUNS_LABEL_ROWS = {4: 1, 8: 1}
@@ -258,8 +265,9 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         tile, border = kernels("runs2d.cu", f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}>",
                                f"meshccl_runs2d_border<{t}, {i}, {c}>")
         tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
-                     + (np.int32(aligned),))
-        border_args = ((-(-ntx // 4), nty), (256,), (H, S, I(ny), I(nx)) + key)
+                     + (np.int32(aligned), np.int32(RUNS_2D_STRIPS)))
+        border_args = ((-(-ntx // 4), nty), (256,), (H, S, I(ny), I(nx)) + key
+                       + (np.int32(nw if RUNS_2D_STRIPS else 1),))
         zface_args, tile_shared = None, 0
     else:
         nzb = RUNS_3D_PLANES[c]
