@@ -26,6 +26,11 @@
 //    column by tile column (a warp's stores are consecutive words), and the
 //    row's piece roots go to the bit array A, in raster order, as in
 //    mesh23.cu.  Only run starts are written in P.
+//    The block's eight tiles side by side share one forest, numbered in
+//    raster order over their strip of 32 x 256 cells, and (with `seams`)
+//    unite the pairs across their seven inner borders there after a
+//    barrier, by the border kernel's rules: a piece is then a component of
+//    the strip, and the border kernel below skips those borders.
 // 2. meshccl_runs2d_border.  Two warps per tile: one unites the tile's top
 //    row with the row above (the same mask rules, on keys loaded from
 //    global memory), the other the tile's first column with the last column
