@@ -56,6 +56,30 @@
 namespace meshccl {
 namespace runs2d {
 
+// The pairs across a tile's left border in one row: cell (y, x0) with keys
+// k0 (itself), kL (its left neighbour, the tile before's last column),
+// ku0 / kuL (the two cells above them, when `up`: the row above is in the
+// same tile row), f0 / fL (foreground), and kL2() the cell left of kL (read
+// only when needed).  Bit 1: (y, x0) with (y, x0 - 1), unless the square
+// rule skips it (the cells above both are equal to them: each tile joined
+// its two and the row above's pair joins the tiles, one union per region
+// that crosses the column, not one per row).  At C = 2, bit 2: (y, x0) up-
+// left to (y - 1, x0 - 1), not if (y - 1, x0) is equal (same run) or (y, x0
+// - 1) is (covered); bit 4: (y, x0 - 1) up-right to (y - 1, x0), not if its
+// left cell and the cell above it are equal to it (twin).  The border
+// kernel and the tile kernel's inner borders both take these.
+template <int C, typename K, typename Left2>
+__device__ __forceinline__ unsigned left_pairs(K k0, K kL, K ku0, K kuL, bool up, bool f0,
+                                               bool fL, Left2 kL2) {
+    unsigned m = 0u;
+    if (f0 && kL == k0 && !(up && ku0 == k0 && kuL == k0)) m |= 1u;
+    if (C >= 2 && up) {
+        if (f0 && kuL == k0 && ku0 != k0 && kL != k0) m |= 2u;
+        if (fL && ku0 == kL && !(kL2() == kL && kuL == kL)) m |= 4u;
+    }
+    return m;
+}
+
 // The tile kernel's work up to its bit array A: returns the piece roots of
 // the lane's row (0 past the array).  The block's NW tiles side by side
 // (a strip of 32 rows and 32 * NW columns) share one forest, in raster
@@ -157,24 +181,20 @@ __device__ __forceinline__ unsigned label_tile(
     const I y = y0 + lane;
     if (seams && live && warp > 0 && y < ny) {
         // The pairs across the border with the tile to the left (lane r: row
-        // r): the border kernel's rules for its x seams (runs2d_border), on
-        // keys from `edge` and nodes from `starts`.  Cell (r, 0) of a tile is
-        // a run start, its own node.
+        // r): left_pairs, on keys from `edge` and nodes from `starts`.  Cell
+        // (r, 0) of a tile is a run start, its own node.
         const int r = lane, wl = warp - 1;
         const K k0 = edge[0][warp][r], kL = edge[1][wl][r];
-        const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
+        const K ku0 = r > 0 ? edge[0][warp][r - 1] : K(), kuL = r > 0 ? edge[1][wl][r - 1] : K();
+        const unsigned m = left_pairs<C>(k0, kL, ku0, kuL, r > 0, !(has_bg && k0 == bgkey),
+                                         !(has_bg && kL == bgkey),
+                                         [&] { return edge[2][wl][r]; });
         const int a = r * RSB + base;
         const int left = r * RSB + wl * RS + start_of(starts[wl][r], 31);
-        const K ku0 = r > 0 ? edge[0][warp][r - 1] : K(), kuL = r > 0 ? edge[1][wl][r - 1] : K();
-        if (f0 && kL == k0 && !(r > 0 && ku0 == k0 && kuL == k0))
-            meshccl::unite<true>(L, a, left);
-        if (C >= 2 && r > 0) {
-            if (f0 && kuL == k0 && ku0 != k0 && kL != k0)
-                meshccl::unite<true>(L, a, (r - 1) * RSB + wl * RS +
-                                               start_of(starts[wl][r - 1], 31));
-            if (fL && ku0 == kL && !(edge[2][wl][r] == kL && kuL == kL))
-                meshccl::unite<true>(L, left, a - RSB);
-        }
+        if (m & 1u) meshccl::unite<true>(L, a, left);
+        if (m & 2u)
+            meshccl::unite<true>(L, a, (r - 1) * RSB + wl * RS + start_of(starts[wl][r - 1], 31));
+        if (m & 4u) meshccl::unite<true>(L, left, a - RSB);
     }
     __syncthreads();
     if (!live) return 0u;
@@ -293,24 +313,11 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_border(
         const K ku0 = shfl(k0, 1, true), kuL = shfl(kL, 1, true);
         if (!rin) return;
         const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
-        const bool left = f0 && kL == k0;
-        // The pair to the left (the first cell is a run start: its own node),
-        // unless the square rule skips it: the cells above it and its partner
-        // are equal to them, so each tile joined its two and the row above's
-        // pair joins the tiles (one union per region that crosses the column,
-        // not one per row).
-        if (left && !(lane > 0 && ku0 == k0 && kuL == k0))
-            meshccl::unite_recording(P, H, i, node(S, y, x0 - 1, ny, nx));
-        if (C >= 2 && lane > 0) {
-            // (y, x0) up-left to (y - 1, x0 - 1): not if (y - 1, x0) is equal
-            // (same run) or (y, x0 - 1) is (covered)
-            if (f0 && kuL == k0 && ku0 != k0 && kL != k0)
-                meshccl::unite_recording(P, H, i, node(S, y - 1, x0 - 1, ny, nx));
-            // (y, x0 - 1) up-right to (y - 1, x0): not if its left cell and the
-            // cell above it are equal to it (twin)
-            if (fL && ku0 == kL && !(Key<T>::of(v[i - 2]) == kL && kuL == kL))
-                meshccl::unite_recording(P, H, node(S, y, x0 - 1, ny, nx), i - nx);
-        }
+        const unsigned m = meshccl::runs2d::left_pairs<C>(k0, kL, ku0, kuL, lane > 0, f0, fL,
+                                         [&] { return Key<T>::of(v[i - 2]); });
+        if (m & 1u) meshccl::unite_recording(P, H, i, node(S, y, x0 - 1, ny, nx));
+        if (m & 2u) meshccl::unite_recording(P, H, i, node(S, y - 1, x0 - 1, ny, nx));
+        if (m & 4u) meshccl::unite_recording(P, H, node(S, y, x0 - 1, ny, nx), i - nx);
     }
 }
 
