@@ -184,3 +184,18 @@ def test_float32_subnormals_with_tolerance(backend, method):
     np.testing.assert_array_equal(got, [1, 0, 2, 3, 4, 4])
     got = run_label(a, backend, tolerance=float(tiny), background=-1.0, method=method)
     np.testing.assert_array_equal(got, reference_lattice(a, tolerance=float(tiny), background=-1.0))
+
+
+def test_two_wrapping_axes_of_one_span(backend):
+    """A half offset that wraps -1 along one length-1 periodic axis and +1
+    along another: the two wrap corrections cancel, and the CPU labeller
+    once took the partner (a later cell) for an earlier one, so the
+    component got the wrong number (found by hypothesis)."""
+    a = np.zeros((1, 1, 2, 4), np.uint8)
+    offsets = half_offsets(4, 4)
+    bonds = np.zeros((len(offsets),) + a.shape, bool)
+    bonds[offsets.index((-1, 1, 1, -1)), 0, 0, 0, 1] = True
+    kw = dict(background=1, connectivity=4, periodic=True, bonds=bonds)
+    got = run_label(a, backend, **kw)
+    np.testing.assert_array_equal(got, reference_lattice(a, **kw))
+    assert got.ravel().tolist() == [1, 2, 3, 4, 2, 5, 6, 7]

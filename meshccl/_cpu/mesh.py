@@ -117,7 +117,9 @@ def _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, row_lo, row
         coords[k] = rem % shape[k]
         rem //= shape[k]
     rows = np.empty(noff, dtype=np.int64)     # usable table rows for this row
-    shift = np.empty(noff, dtype=np.int64)    # their wrap correction (0: no wrap)
+    shift = np.empty(noff, dtype=np.int64)    # their wrap correction
+    wraps = np.empty(noff, dtype=np.bool_)    # ... and whether they wrap (the corrections of
+                                              # two axes of one span can cancel to 0)
     for row in range(row_lo, row_hi):
         lo, hi = _row_masks(coords, shape, last)
         cnt = 0
@@ -134,6 +136,7 @@ def _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, row_lo, row
                     s_ -= span[k]
             rows[cnt] = o
             shift[cnt] = s_
+            wraps[cnt] = (out_lo | out_hi) != 0
             cnt += 1
         base = row * W
         for c in range(W):
@@ -157,7 +160,7 @@ def _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, row_lo, row
             for q in range(cnt):
                 o = rows[q]
                 j = i + table[o, 0] + shift[q]
-                wrapped = shift[q] != 0
+                wrapped = wraps[q]
                 d = dlast[o]
                 if d == -1 and c == 0:
                     if not (periodic & lastbit):
