@@ -154,6 +154,12 @@ __global__ void __launch_bounds__(1024) meshccl_scan_block(const I* __restrict__
 #ifndef MESHCCL_LABEL_GROUP_32
 #define MESHCCL_LABEL_GROUP_32 4
 #endif
+// Step 4's walks publish their progress (each hooked root's parent moves up
+// as its walk does), so that walks up a long chain of hooked roots jump
+// along each other's (pointer doubling) instead of each taking every step.
+#ifndef MESHCCL_PIECE_JUMP
+#define MESHCCL_PIECE_JUMP 1
+#endif
 #define MESHCCL_PIECE_GROUP (sizeof(I) == 8 ? 2 : MESHCCL_ROOTS_GROUP_32)
 #define MESHCCL_LABEL_GROUP (sizeof(I) == 8 ? 2 : MESHCCL_LABEL_GROUP_32)
 
@@ -183,16 +189,23 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
             }
             for (bool moved = true; moved;) {
                 moved = false;
+                I p[MESHCCL_PIECE_GROUP];
+#pragma unroll
+                for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g)  // the loads first, in flight together
+                    p[g] = r[g] < 0 ? r[g] : __ldcg(P + r[g]);
 #pragma unroll
                 for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
-                    if (r[g] < 0) continue;
-                    const I p = __ldcg(P + r[g]);
-                    if (p != r[g]) {
-                        r[g] = p;
-                        moved = true;
-                    }
+                    if (p[g] == r[g]) continue;
+#if MESHCCL_PIECE_JUMP
+                    // publish the progress: a walk that reaches x[g] later
+                    // jumps straight to p (from the second step on)
+                    if (r[g] != x[g]) P[x[g]] = p[g];
+#endif
+                    r[g] = p[g];
+                    moved = true;
                 }
             }
+#if !MESHCCL_PIECE_JUMP
 #pragma unroll
             for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {  // the path now points at r
                 for (I c = x[g]; c > r[g];) {
@@ -202,6 +215,7 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
                     c = p;
                 }
             }
+#endif
         }
         roots = A[w] & ~hooked;
         H[w] = roots;

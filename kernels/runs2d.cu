@@ -253,16 +253,18 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
     }
 }
 
-// Block of 8 warps: tiles bx = blockIdx.x * 4 + warp / 2, by = blockIdx.y.
-// Even warps: the tile's top row against the row above (every pair of it
-// that goes up).  Odd warps, a lane per row r of the tile: the first
-// cell's pair to the left and, at connectivity 2 and r > 0, its pair up-left
-// and the pair up-right of the cell to its left (the last column of the
-// tile before).  Same rules as the tile kernel, with equality to the left
-// taken across tiles; the two cells above a row's pair are the lane
-// before's, by shuffles, not loads.
+// A block takes TB tiles side by side: its first TB warps the tiles' top
+// rows against the row above (every pair of them that goes up), then one
+// warp per `strip` tiles (the strips' first tiles: the tile kernel took the
+// other borders) the pairs across the tile's left border, a lane per row r:
+// the first cell's pair to the left and, at connectivity 2 and r > 0, its
+// pair up-left and the pair up-right of the cell to its left (the last
+// column of the tile before).  TB = 8 with strips (9 warps), 4 without (8
+// warps); the host sizes the block, TB follows from it.  Same rules as the
+// tile kernel, with equality to the left taken across tiles; the two cells
+// above a row's pair are the lane before's, by shuffles, not loads.
 template <typename T, typename I, int C>
-__global__ void __launch_bounds__(256) meshccl_runs2d_border(
+__global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip) {
     typedef typename meshccl::Key<T>::type K;
@@ -270,10 +272,12 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_border(
     using meshccl::runs::node;
     using meshccl::runs::shfl;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const I bx = (I)blockIdx.x * 4 + (warp >> 1), ntx = (nx + 31) >> 5;
+    const int tb = (int)(blockDim.x >> 5) * strip / (strip + 1);  // tiles per block
+    const bool up = warp < tb;
+    const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
     const I x0 = bx * 32, y0 = (I)blockIdx.y * 32;
     if (bx >= ntx) return;
-    if ((warp & 1) == 0) {
+    if (up) {
         if (y0 == 0) return;
         const I x = x0 + lane, i = y0 * nx + x;
         const bool in = x < nx;
@@ -304,7 +308,6 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_border(
         if (ur_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x + 1, ny, nx));
     } else {
         const I y = y0 + lane;
-        if (bx % strip != 0) return;  // the whole warp: the tile kernel's block took it
         if (bx == 0) return;
         const I i = y * nx + x0;  // the tile's first cell of row y (x0 > 0)
         const bool rin = y < ny;

@@ -59,7 +59,8 @@ RUNS_SEAM_TILES = 4
 RUNS_SEAM_PLANES = {1: 4, 2: 4, 3: 4}
 #: Warps (tiles) per block of meshccl_runs2d_tile (8: the block's words of A
 #: fill a 32-byte sector per row; 2, 4 and 8 timed alike before that); the
-#: border kernel's block is 4 tiles of 2 warps.
+#: border kernel's block is 8 tiles (a warp each for their top rows, one for
+#: the strip's left border), or 4 tiles of 2 warps without strips.
 RUNS_2D_WARPS = 8
 #: The tiles of a block of meshccl_runs2d_tile share one forest; with this
 #: switch on they also unite the pairs across their inner borders there (a
@@ -266,8 +267,12 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
                                f"meshccl_runs2d_border<{t}, {i}, {c}>")
         tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
                      + (np.int32(aligned), np.int32(RUNS_2D_STRIPS)))
-        border_args = ((-(-ntx // 4), nty), (256,), (H, S, I(ny), I(nx)) + key
-                       + (np.int32(nw if RUNS_2D_STRIPS else 1),))
+        strip = nw if RUNS_2D_STRIPS else 1
+        if 8 % strip:
+            raise ValueError(f"RUNS_2D_WARPS must divide 8 with strips on; got {nw}")
+        tb = 8 if strip > 1 else 4  # tiles per block of the border kernel
+        border_args = ((-(-ntx // tb), nty), (32 * (tb + tb // strip),),
+                       (H, S, I(ny), I(nx)) + key + (np.int32(strip),))
         zface_args, tile_shared = None, 0
     else:
         nzb = RUNS_3D_PLANES[c]
