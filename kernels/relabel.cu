@@ -30,9 +30,14 @@
 //
 // 4. meshccl_piece_roots: one thread per word of the piece-root bits A.
 //    Each root hooked by the border kernel (bit array H) is pointed
-//    straight at its final root (find_full), so every piece root is now at
-//    most one step from its root.  H is overwritten with A & ~H, the roots
-//    of the whole forest, and each block adds up its roots.
+//    straight at its final root, so every piece root is now at most one
+//    step from its root.  The walks publish their progress as they go (a
+//    hooked root's parent follows its own walk up), so that walks up a long
+//    chain of hooked roots -- a spiral arm crossing every tile row -- jump
+//    along each other's (pointer doubling) instead of each taking every
+//    step; each hooked root has its own walk, which leaves it at the root.
+//    H is overwritten with A & ~H, the roots of the whole forest, and each
+//    block adds up its roots.
 // 5. meshccl_scan_block over the block sums, then meshccl_rank_words: the
 //    inclusive prefix sum per word, for the rank formula above.
 // 6. meshccl_label_cells: every cell that is not a piece root reads its
@@ -174,7 +179,7 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
     unsigned roots = 0u;
     if (w < words) {
         const unsigned hooked = H[w];
-        // find_full of each hooked root, MESHCCL_PIECE_GROUP at a time: their
+        // the walk of each hooked root, MESHCCL_PIECE_GROUP at a time: their
         // walks step together, so that a thread has that many loads in flight
         for (unsigned h = hooked; h;) {
             I x[MESHCCL_PIECE_GROUP], r[MESHCCL_PIECE_GROUP];
