@@ -80,26 +80,6 @@ __device__ __forceinline__ unsigned left_pairs(K k0, K kL, K ku0, K kuL, bool up
     return m;
 }
 
-// The pairs of cell (y0, x) (key k, foreground f) with the row above, the
-// top row of a tile against the tile above: kl is its left neighbour's key
-// (across tiles), ku / ul / ur the keys above, up-left and up-right, `left`
-// / `right` whether x has a column to its left / right.  Bit 1: up-left,
-// bit 2: up, bit 4: up-right (at C = 1 only up), by the tile kernel's
-// skipping rules (row_pairs): up-left unless up is a pair (same run) or the
-// left cell is equal (covered); up unless up-right is a pair or covered (C
-// = 2), unless the left cell is equal and up-left is (C = 1, twin); up-right
-// unless the left cell is equal and up is a pair (twin).  The border kernel
-// and the tile kernel's inner tile rows both take these.
-template <int C, typename K>
-__device__ __forceinline__ unsigned top_pairs(K k, K kl, K ku, K ul, K ur, bool f, bool left,
-                                              bool right) {
-    if (!f) return 0u;
-    const bool e = left && kl == k;  // equal to the left, across tiles
-    const bool V = ku == k, Vl = left && ul == k, Vr = right && ur == k;
-    if (C == 1) return (V && !(e && Vl)) ? 2u : 0u;
-    return (Vl && !V && !e ? 1u : 0u) | (V && !Vr && !e ? 2u : 0u) | (Vr && !(e && V) ? 4u : 0u);
-}
-
 // The tile kernel's work up to its bit array A: returns the piece roots of
 // the lane's row (0 past the array).  The block's NW tiles side by side
 // (a strip of 32 rows and 32 * NW columns) share one forest, in raster
@@ -108,7 +88,7 @@ __device__ __forceinline__ unsigned top_pairs(K k, K kl, K ku, K ul, K ur, bool 
 // With `seams`, the pairs across the strip's inner tile borders are united
 // there too, in shared memory, and a piece is a component of the strip;
 // the border kernel then takes the x seams between strips only.
-template <typename T, typename I, int C, int TX, int TY>
+template <typename T, typename I, int C, int NW>
 __device__ __forceinline__ unsigned label_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
         unsigned* __restrict__ S, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey,
@@ -116,16 +96,15 @@ __device__ __forceinline__ unsigned label_tile(
     typedef typename meshccl::Key<T>::type K;
     using meshccl::runs::shfl;
     using meshccl::runs::start_of;
-    constexpr int NW = TX * TY, RS = meshccl::runs::ROW_NODES, RSB = (TX * RS) | 1;
-    __shared__ int forest[32 * TY * RSB];
+    constexpr int RS = meshccl::runs::ROW_NODES, RSB = (NW * RS) | 1;
+    __shared__ int forest[32 * RSB];
     __shared__ unsigned starts[NW][32];  // each row's run starts, per tile
     __shared__ K edge[3][NW][32];         // each row's cells 0, 31 and 30, per tile
-    __shared__ K rowkey[2][NW][32];       // each tile's rows 0 and 31, a key per column
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tx = warp % TX, ty = warp / TX;
-    const I bx = (I)blockIdx.x * TX + tx, ntx = (nx + 31) >> 5;
-    const I x0 = bx * 32, x = x0 + lane, y0 = ((I)blockIdx.y * TY + ty) * 32;
-    const bool live = bx < ntx && y0 < ny;  // (the whole warp)
-    const int base = ty * 32 * RSB + tx * RS;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const I bx = (I)blockIdx.x * NW + warp, ntx = (nx + 31) >> 5;
+    const bool live = bx < ntx;  // (the whole warp)
+    const I x0 = bx * 32, x = x0 + lane, y0 = (I)blockIdx.y * 32;
+    const int base = warp * RS;
     int* L = forest;
     unsigned mF = 0u, mE = 0u, mV = 0u, mVl = 0u, mVr = 0u, S_ = 0u;
     if (!live) {
@@ -143,20 +122,6 @@ __device__ __forceinline__ unsigned label_tile(
         edge[0][warp][lane] = (K)(unsigned char)w[0];
         edge[1][warp][lane] = (K)(unsigned char)(w[7] >> 24);
         edge[2][warp][lane] = (K)(unsigned char)(w[7] >> 16);
-        if (TY > 1) {  // rows 0 and 31 (lanes 0 and 31), a key per column
-            unsigned first = 0u, last = 0u;
-#pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                const unsigned a = __shfl_sync(0xffffffffu, w[k], 0);
-                const unsigned b = __shfl_sync(0xffffffffu, w[k], 31);
-                if ((lane >> 2) == k) {
-                    first = a;
-                    last = b;
-                }
-            }
-            rowkey[0][warp][lane] = (K)(unsigned char)(first >> (8 * (lane & 3)));
-            rowkey[1][warp][lane] = (K)(unsigned char)(last >> (8 * (lane & 3)));
-        }
     } else {
         // Wider cells: a lane per column, 32 loads in flight, and row masks by
         // ballot; lane r keeps row r's.
@@ -203,10 +168,6 @@ __device__ __forceinline__ unsigned label_tile(
             for (int r = 0; r < 32; ++r)
                 edge[e][warp][r] = (x < nx && y0 + r < ny) ? meshccl::Key<T>::of(raw[r]) : K();
         }
-        if (TY > 1) {
-            rowkey[0][warp][lane] = (x < nx && y0 < ny) ? meshccl::Key<T>::of(raw[0]) : K();
-            rowkey[1][warp][lane] = (x < nx && y0 + 31 < ny) ? meshccl::Key<T>::of(raw[31]) : K();
-        }
     }
     // Lane r: row r.  Run starts, their forest, and the pairs with row r - 1.
     if (live) {
@@ -218,7 +179,7 @@ __device__ __forceinline__ unsigned label_tile(
     }
     __syncthreads();
     const I y = y0 + lane;
-    if (seams && live && tx > 0 && y < ny) {
+    if (seams && live && warp > 0 && y < ny) {
         // The pairs across the border with the tile to the left (lane r: row
         // r): left_pairs, on keys from `edge` and nodes from `starts`.  Cell
         // (r, 0) of a tile is a run start, its own node.
@@ -228,60 +189,16 @@ __device__ __forceinline__ unsigned label_tile(
         const unsigned m = left_pairs<C>(k0, kL, ku0, kuL, r > 0, !(has_bg && k0 == bgkey),
                                          !(has_bg && kL == bgkey),
                                          [&] { return edge[2][wl][r]; });
-        const int a = r * RSB + base, lbase = base - RS;
-        const int left = r * RSB + lbase + start_of(starts[wl][r], 31);
+        const int a = r * RSB + base;
+        const int left = r * RSB + wl * RS + start_of(starts[wl][r], 31);
         if (m & 1u) meshccl::unite<true>(L, a, left);
         if (m & 2u)
-            meshccl::unite<true>(L, a, (r - 1) * RSB + lbase + start_of(starts[wl][r - 1], 31));
+            meshccl::unite<true>(L, a, (r - 1) * RSB + wl * RS + start_of(starts[wl][r - 1], 31));
         if (m & 4u) meshccl::unite<true>(L, left, a - RSB);
-    }
-    if (TY > 1 && seams && live && ty > 0) {
-        // The pairs across the border with the tile above (lane c: column
-        // c of row 0 with row 31 above), by the border kernel's top-row
-        // rules (top_pairs) on keys from `rowkey` (the tile row's neighbours
-        // left and right from the tiles beside, or from v at the block's
-        // edges).  A diagonal pair whose cell above lies outside the block
-        // (column 0 up-left at tx = 0, column 31 up-right at tx = TX - 1) is
-        // left to the border kernel.
-        const int c = lane, wa = warp - TX;
-        const I i = y0 * nx + x;
-        const bool in = x < nx;
-        const K k = in ? rowkey[0][warp][c] : K(), ku = in ? rowkey[1][wa][c] : K();
-        K kl = K(), ul = K(), ur = K();
-        if (c > 0) {
-            kl = rowkey[0][warp][c - 1];
-            ul = rowkey[1][wa][c - 1];
-        } else if (tx > 0) {
-            kl = rowkey[0][warp - 1][31];
-            ul = rowkey[1][wa - 1][31];
-        } else if (x > 0) {
-            kl = meshccl::Key<T>::of(v[i - 1]);
-            ul = meshccl::Key<T>::of(v[i - nx - 1]);
-        }
-        if (x + 1 < nx) {
-            if (c < 31) ur = rowkey[1][wa][c + 1];
-            else if (tx < TX - 1) ur = rowkey[1][wa + 1][0];
-            else ur = meshccl::Key<T>::of(v[i - nx + 1]);
-        }
-        const bool f = in && !(has_bg && k == bgkey);
-        unsigned m = top_pairs<C>(k, kl, ku, ul, ur, f, x > 0, x + 1 < nx);
-        if (c == 0 && tx == 0) m &= ~1u;
-        if (c == 31 && tx == TX - 1) m &= ~4u;
-        if (m) {
-            const int a = base + start_of(starts[warp][0], c);
-            const int above = base - 32 * RSB + 31 * RSB;  // row 31 of the tile above
-            if (m & 1u)
-                meshccl::unite<true>(L, a, (c > 0 ? above : above - RS)
-                                               + start_of(starts[c > 0 ? wa : wa - 1][31], (c + 31) & 31));
-            if (m & 2u) meshccl::unite<true>(L, a, above + start_of(starts[wa][31], c));
-            if (m & 4u)
-                meshccl::unite<true>(L, a, (c < 31 ? above : above + RS)
-                                               + start_of(starts[c < 31 ? wa : wa + 1][31], (c + 1) & 31));
-        }
     }
     __syncthreads();
     if (!live) return 0u;
-    const I tile0 = y0 * nx + x0, strip0 = (I)blockIdx.y * TY * 32 * nx + (I)blockIdx.x * TX * 32;
+    const I tile0 = y0 * nx + x0, strip0 = y0 * nx + (I)blockIdx.x * NW * 32;
     const unsigned roots = meshccl::runs::store_piece_roots<C == 1 ? 128 : 256, RSB>(
         L, base, starts[warp], lane, (int)min((I)32, ny - y0), P, tile0, nx, [=](int rt) {
             const int ry = rt / RSB, q = rt - ry * RSB, tw = q / RS;
@@ -296,28 +213,27 @@ __device__ __forceinline__ unsigned label_tile(
 }  // namespace runs2d
 }  // namespace meshccl
 
-// The image is ny x nx (1-D arrays come as one row).  TX * TY warps per
-// block, each on its own 32 x 32 tile (tiles bx = blockIdx.x * TX + warp %
-// TX, by = blockIdx.y * TY + warp / TX).  F and S: (nx + 31) / 32 * ny words
-// each, word bx * ny + y.  A and H: aligned, nx % 32 == 0, makes a tile row
-// one word of each, and the block's TX tiles side by side TX consecutive
-// words, which the block stores together (H as zeros); a word per lane, 32
-// rows per store instruction, left partly written sectors that cost a fifth
-// of the kernel on the 4096^2 images.  Otherwise the host zeroes A and H and
-// rows OR their piece roots in.
-template <typename T, typename I, int C, int TX, int TY>
-__global__ void __launch_bounds__(32 * TX * TY) meshccl_runs2d_tile(
+// The image is ny x nx (1-D arrays come as one row).  NW warps per block,
+// each on its own 32 x 32 tile (tiles bx = blockIdx.x * NW + warp, by =
+// blockIdx.y).  F and S: (nx + 31) / 32 * ny words each, word bx * ny + y.
+// A and H: aligned, nx % 32 == 0, makes a tile row one word of each, and
+// the block's NW tiles side by side NW consecutive words, which the block
+// stores together (H as zeros); a word per lane, 32 rows per store
+// instruction, left partly written sectors that cost a fifth of the kernel
+// on the 4096^2 images.  Otherwise the host zeroes A and H and rows OR
+// their piece roots in.
+template <typename T, typename I, int C, int NW>
+__global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
         int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int seams) {
     const unsigned roots =
-        meshccl::runs2d::label_tile<T, I, C, TX, TY>(v, P, F, S, ny, nx, has_bg, bgkey, seams);
+        meshccl::runs2d::label_tile<T, I, C, NW>(v, P, F, S, ny, nx, has_bg, bgkey, seams);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const I ntx = (nx + 31) >> 5, y0 = (I)blockIdx.y * TY * 32;
+    const I ntx = (nx + 31) >> 5, y0 = (I)blockIdx.y * 32;
     if (!aligned) {  // the same for the whole grid
         if (roots) {
-            const I rowbase = (y0 + (warp / TX) * 32 + lane) * nx
-                              + ((I)blockIdx.x * TX + warp % TX) * 32;
+            const I rowbase = (y0 + lane) * nx + ((I)blockIdx.x * NW + warp) * 32;
             const I w = rowbase >> 5;
             const int s = (int)(rowbase & 31);
             atomicOr(A + w, roots << s);
@@ -325,11 +241,11 @@ __global__ void __launch_bounds__(32 * TX * TY) meshccl_runs2d_tile(
         }
         return;
     }
-    __shared__ unsigned staged[32 * TY][TX];
-    staged[(warp / TX) * 32 + lane][warp % TX] = roots;
+    __shared__ unsigned staged[32][NW];
+    staged[lane][warp] = roots;
     __syncthreads();
-    const int r = threadIdx.x / TX, k = threadIdx.x % TX;
-    const I bk = (I)blockIdx.x * TX + k, y = y0 + r;
+    const int r = threadIdx.x / NW, k = threadIdx.x % NW;
+    const I bk = (I)blockIdx.x * NW + k, y = y0 + r;
     if (bk < ntx && y < ny) {
         const I w = (y * nx + bk * 32) >> 5;
         A[w] = staged[r][k];
@@ -343,18 +259,14 @@ __global__ void __launch_bounds__(32 * TX * TY) meshccl_runs2d_tile(
 // other borders) the pairs across the tile's left border, a lane per row r:
 // the first cell's pair to the left and, at connectivity 2 and r > 0, its
 // pair up-left and the pair up-right of the cell to its left (the last
-// column of the tile before).  TB = 8 with strips (8 + 8 / strip warps), 4
-// without (8 warps); the host sizes the block, TB follows from it.  A tile
-// row inside a tile kernel block (by % strip_rows != 0) was joined to the
-// one above there, but for the diagonal pairs whose cell above lies in the
-// next block left or right: lane 0's up-left at a strip's first tile, lane
-// 31's up-right at its last.  Same rules as the tile kernel (top_pairs,
-// left_pairs), with equality to the left taken across tiles; the cells
+// column of the tile before).  TB = 8 with strips (9 warps), 4 without (8
+// warps); the host sizes the block, TB follows from it.  Same rules as the
+// tile kernel, with equality to the left taken across tiles; the two cells
 // above a row's pair are the lane before's, by shuffles, not loads.
 template <typename T, typename I, int C>
-__global__ void __launch_bounds__(320) meshccl_runs2d_border(
+__global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip, int strip_rows) {
+        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip) {
     typedef typename meshccl::Key<T>::type K;
     using meshccl::Key;
     using meshccl::runs::node;
@@ -367,13 +279,6 @@ __global__ void __launch_bounds__(320) meshccl_runs2d_border(
     if (bx >= ntx) return;
     if (up) {
         if (y0 == 0) return;
-        unsigned keep = 7u;  // the pairs this warp takes
-        if (blockIdx.y % strip_rows != 0) {  // the whole warp
-            const int at = (int)(bx % strip);
-            keep = C >= 2 ? (lane == 0 && at == 0 ? 1u : 0u) | (lane == 31 && at == strip - 1 ? 4u : 0u)
-                          : 0u;
-            if (!__any_sync(0xffffffffu, keep != 0u)) return;
-        }
         const I x = x0 + lane, i = y0 * nx + x;
         const bool in = x < nx;
         const K k = in ? Key<T>::of(v[i]) : K(), ku = in ? Key<T>::of(v[i - nx]) : K();
@@ -384,13 +289,23 @@ __global__ void __launch_bounds__(320) meshccl_runs2d_border(
             ul = Key<T>::of(v[i - nx - 1]);
         }
         if (lane == 31 && x + 1 < nx) ur = Key<T>::of(v[i - nx + 1]);
-        const unsigned m = keep & meshccl::runs2d::top_pairs<C>(k, kl, ku, ul, ur, f, x > 0,
-                                                               x + 1 < nx);
-        if (!m) return;
+        if (!f) return;
+        const bool e = x > 0 && kl == k;  // equal to the left, across tiles
+        const bool V = ku == k, Vl = x > 0 && ul == k, Vr = x + 1 < nx && ur == k;
+        bool u0, ul_, ur_;
+        if (C == 1) {
+            u0 = V && !(e && Vl);
+            ul_ = ur_ = false;
+        } else {
+            ul_ = Vl && !V && !e;
+            u0 = V && !Vr && !e;
+            ur_ = Vr && !(e && V);
+        }
+        if (!(u0 || ul_ || ur_)) return;
         const I a = node(S, y0, x, ny, nx);
-        if (m & 1u) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x - 1, ny, nx));
-        if (m & 2u) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x, ny, nx));
-        if (m & 4u) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x + 1, ny, nx));
+        if (ul_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x - 1, ny, nx));
+        if (u0) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x, ny, nx));
+        if (ur_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x + 1, ny, nx));
     } else {
         const I y = y0 + lane;
         if (bx == 0) return;
@@ -411,17 +326,15 @@ __global__ void __launch_bounds__(320) meshccl_runs2d_border(
 
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
-#define MESHCCL_R2_TILE(T, I, TX, TY)                                                            \
-    template __global__ void meshccl_runs2d_tile<T, I, 1, TX, TY>(const T*, I*, unsigned*,       \
-        unsigned*, unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int);             \
-    template __global__ void meshccl_runs2d_tile<T, I, 2, TX, TY>(const T*, I*, unsigned*,       \
-        unsigned*, unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int);
 #define MESHCCL_R2(T, I)                                                                         \
-    MESHCCL_R2_TILE(T, I, 8, 1) MESHCCL_R2_TILE(T, I, 4, 2)                                     \
+    template __global__ void meshccl_runs2d_tile<T, I, 1, 8>(const T*, I*, unsigned*, unsigned*, \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int);                        \
+    template __global__ void meshccl_runs2d_tile<T, I, 2, 8>(const T*, I*, unsigned*, unsigned*, \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int);                        \
     template __global__ void meshccl_runs2d_border<T, I, 1>(const T*, I*, unsigned*,             \
-        const unsigned*, I, I, int, meshccl::Key<T>::type, int, int);                            \
+        const unsigned*, I, I, int, meshccl::Key<T>::type, int);                                 \
     template __global__ void meshccl_runs2d_border<T, I, 2>(const T*, I*, unsigned*,             \
-        const unsigned*, I, I, int, meshccl::Key<T>::type, int, int);
+        const unsigned*, I, I, int, meshccl::Key<T>::type, int);
 #define MESHCCL_R2_T(T) MESHCCL_R2(T, int) MESHCCL_R2(T, long long)
 MESHCCL_R2_T(unsigned char)
 MESHCCL_R2_T(unsigned short)

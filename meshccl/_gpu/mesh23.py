@@ -69,11 +69,6 @@ RUNS_2D_WARPS = 8
 #: Off: every tile border is the border kernel's, as before (the GPU tests
 #: compare both with skimage).
 RUNS_2D_STRIPS = True
-#: Tile rows per block of meshccl_runs2d_tile (its RUNS_2D_WARPS tiles as
-#: RUNS_2D_WARPS / this side by side, this many rows of them).  2: a block is
-#: 128 x 64 cells and, with strips on, unites the pairs across its inner
-#: tile rows too (the border kernel then takes every other tile row).
-RUNS_2D_STRIP_ROWS = 2
 #: Tile rows per lane group of meshccl_runs2d_label, by label bytes (their
 #: chains of loads overlap; benchmarks/NOTES.md says how they were chosen).
 RUNS_LABEL_ROWS = {4: 1, 8: 1}
@@ -267,19 +262,17 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
     aligned = nx % 32 == 0
     key = (np.int32(bool(has_bg)), bgkey)
     if d == 2:
-        nw, trows = RUNS_2D_WARPS, RUNS_2D_STRIP_ROWS
-        tcols = nw // trows
-        if tcols * trows != nw or 8 % tcols:
-            raise ValueError(f"RUNS_2D_WARPS / RUNS_2D_STRIP_ROWS must divide 8; got {nw} / {trows}")
-        tile, border = kernels("runs2d.cu", f"meshccl_runs2d_tile<{t}, {i}, {c}, {tcols}, {trows}>",
+        nw = RUNS_2D_WARPS
+        tile, border = kernels("runs2d.cu", f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}>",
                                f"meshccl_runs2d_border<{t}, {i}, {c}>")
-        tile_args = ((-(-ntx // tcols), -(-nty // trows)), (32 * nw,),
-                     (A, H, F, S, I(ny), I(nx)) + key
+        tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
                      + (np.int32(aligned), np.int32(RUNS_2D_STRIPS)))
-        strip, srows = (tcols, trows) if RUNS_2D_STRIPS else (1, 1)
+        strip = nw if RUNS_2D_STRIPS else 1
+        if 8 % strip:
+            raise ValueError(f"RUNS_2D_WARPS must divide 8 with strips on; got {nw}")
         tb = 8 if strip > 1 else 4  # tiles per block of the border kernel
         border_args = ((-(-ntx // tb), nty), (32 * (tb + tb // strip),),
-                       (H, S, I(ny), I(nx)) + key + (np.int32(strip), np.int32(srows)))
+                       (H, S, I(ny), I(nx)) + key + (np.int32(strip),))
         zface_args, tile_shared = None, 0
     else:
         nzb = RUNS_3D_PLANES[c]
