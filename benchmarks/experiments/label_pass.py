@@ -4,7 +4,11 @@ label) left out, with both P loads left out (labels wrong: timing only),
 against a plain fill of the same int32 array (cupy) and a copy of it: the
 store-only floor of the pass (H200 experiment, 2026-11-24).
 
-    python benchmarks/experiments/label_pass.py"""
+    python benchmarks/experiments/label_pass.py
+    python benchmarks/experiments/label_pass.py --once VARIANT [--only CASE]
+        (one labelling per case at connectivity 1, for Nsight Compute)"""
+import sys
+
 import _common  # noqa: F401  (sys.path)
 import cupy
 import numpy as np
@@ -57,6 +61,13 @@ def time_ms(f, reps=50):
 
 
 cases = [c for c in ph.standard_cases() if c[0].startswith(("blobs", "potts4", "perc 8192^2 p=.4073"))]
+if "--once" in sys.argv:
+    use(variants[sys.argv[sys.argv.index("--once") + 1]])
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else ""
+    for name, a in cases:
+        if only in name:
+            ph.phases(a, 1, "fixed", reps=0)
+    sys.exit(0)
 for name, a in cases:
     x = cupy.empty(a.size, cupy.int32)
     y = cupy.empty(a.size, cupy.int32)
