@@ -52,8 +52,8 @@
 // Plain 2-D images, and 3-D volumes of one-byte cells, take runs2d.cu /
 // runs3d.cu, whose forest has run starts as nodes: steps 4 and 5 as above,
 // then step 7 (every piece root gets its label), then
-// meshccl_runs2d_label in place of step 6: eight lanes per row of a tile
-// resolve each run once, from its start's P in one or two loads, and
+// meshccl_runs2d_label in place of step 6: four or eight lanes per row of
+// a tile resolve each run once, from its start's P in one or two loads, and
 // write the row's labels.
 
 #include "unionfind.cuh"
@@ -347,11 +347,11 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
 }
 
 // Step 6 for the run kernels (runs2d.cu, runs3d.cu), after step 7: every
-// piece root already holds its label.  Eight lanes per tile row (word bx *
+// piece root already holds its label.  32 / W lanes per tile row (word bx *
 // rows + y of the bit arrays F and S; a volume's rows count over all its
-// planes), four cells each, so that a warp writes four tile rows side by
-// side: 512 consecutive bytes of int32 labels.  A lane resolves the runs
-// that start among its four cells: a run start that is a piece root (bit
+// planes), W cells each, so that a warp writes W tile rows side by side:
+// 512 (W = 4) or 1024 (W = 8) consecutive bytes of int32 labels.  A lane
+// resolves the runs that start among its W cells: a run start that is a piece root (bit
 // of A) holds its label; any other holds a piece root (its own piece's, or
 // one further up after a border find halved it), and that one's value is
 // the label.  At most two dependent loads, then the stores.  (Loading the
@@ -363,8 +363,9 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
 // it reads the same value either way; a run start that is not a piece root
 // is read by its own lane only.
 // R: tile rows per lane group, whose chains of loads step together; W:
-// cells per lane (4: eight lanes per row, as above; 8: four lanes per row,
-// two vector stores each).  meshccl/_gpu/mesh23.py picks both.
+// cells per lane (4: eight lanes per row, a vector store each; 8: four
+// lanes per row, two vector stores each).  meshccl/_gpu/mesh23.py picks
+// both.
 template <typename I, int R, int W = 4>
 __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
@@ -468,14 +469,14 @@ template __global__ void meshccl_relabel<long long>(long long*, long long, const
                                                      const I*, I);
 MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
-#define MESHCCL_RUNS_LABEL(I, R)                                                              \
-    template __global__ void meshccl_runs2d_label<I, R>(I*, const unsigned*, const unsigned*,  \
-        const unsigned*, I, I, I);
-MESHCCL_RUNS_LABEL(int, 1)
-template __global__ void meshccl_runs2d_label<int, 1, 8>(int*, const unsigned*, const unsigned*,
-                                                         const unsigned*, int, int, int);
-MESHCCL_RUNS_LABEL(int, 2)
-MESHCCL_RUNS_LABEL(int, 4)
-MESHCCL_RUNS_LABEL(long long, 1)
-MESHCCL_RUNS_LABEL(long long, 2)
+#define MESHCCL_RUNS_LABEL(I, R, W)                                                           \
+    template __global__ void meshccl_runs2d_label<I, R, W>(I*, const unsigned*,                \
+        const unsigned*, const unsigned*, I, I, I);
+MESHCCL_RUNS_LABEL(int, 1, 4)
+MESHCCL_RUNS_LABEL(int, 1, 8)
+MESHCCL_RUNS_LABEL(int, 2, 8)
+MESHCCL_RUNS_LABEL(int, 4, 8)
+MESHCCL_RUNS_LABEL(long long, 1, 4)
+MESHCCL_RUNS_LABEL(long long, 2, 4)
+MESHCCL_RUNS_LABEL(long long, 4, 4)
 #endif

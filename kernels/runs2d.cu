@@ -25,7 +25,9 @@
 //    arrays laid out tile
 //    column by tile column (a warp's stores are consecutive words), and the
 //    row's piece roots go to the bit array A, in raster order, as in
-//    mesh23.cu.  Only run starts are written in P.
+//    mesh23.cu.  Only run starts are written in P (with `prefetch`, the
+//    sectors they will be written in are asked into L2 as soon as the run
+//    starts are known: mesh23.RUNS_PREFETCH says where that paid).
 //    The block's eight tiles side by side share one forest, numbered in
 //    raster order over their strip of 32 x 256 cells, and (with `seams`)
 //    unite the pairs across their seven inner borders there after a
@@ -52,6 +54,7 @@
 
 #include "lattice.cuh"
 #include "runs.cuh"
+
 
 namespace meshccl {
 namespace runs2d {
@@ -92,7 +95,7 @@ template <typename T, typename I, int C, int NW>
 __device__ __forceinline__ unsigned label_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
         unsigned* __restrict__ S, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey,
-        int seams) {
+        int seams, int prefetch) {
     typedef typename meshccl::Key<T>::type K;
     using meshccl::runs::shfl;
     using meshccl::runs::start_of;
@@ -172,6 +175,8 @@ __device__ __forceinline__ unsigned label_tile(
     // Lane r: row r.  Run starts, their forest, and the pairs with row r - 1.
     if (live) {
         S_ = mF & ~mE;
+        if (prefetch && y0 + lane < ny)
+            meshccl::runs::prefetch_run_starts(P + (y0 + lane) * nx + x0, S_);
         meshccl::runs::tile_nodes<RSB>(L, base, starts[warp], lane, S_);
         __syncwarp();
         meshccl::runs::tile_unions<C >= 2, RSB>(L, base, starts[warp], lane, S_, mE, mVl, mV,
@@ -226,9 +231,9 @@ template <typename T, typename I, int C, int NW>
 __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
-        int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int seams) {
-    const unsigned roots =
-        meshccl::runs2d::label_tile<T, I, C, NW>(v, P, F, S, ny, nx, has_bg, bgkey, seams);
+        int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int seams, int prefetch) {
+    const unsigned roots = meshccl::runs2d::label_tile<T, I, C, NW>(v, P, F, S, ny, nx, has_bg,
+                                                                    bgkey, seams, prefetch);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I ntx = (nx + 31) >> 5, y0 = (I)blockIdx.y * 32;
     if (!aligned) {  // the same for the whole grid
@@ -328,9 +333,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R2(T, I)                                                                         \
     template __global__ void meshccl_runs2d_tile<T, I, 1, 8>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int);                        \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int);                        \
     template __global__ void meshccl_runs2d_tile<T, I, 2, 8>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int);                        \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int);                        \
     template __global__ void meshccl_runs2d_border<T, I, 1>(const T*, I*, unsigned*,             \
         const unsigned*, I, I, int, meshccl::Key<T>::type, int);                                 \
     template __global__ void meshccl_runs2d_border<T, I, 2>(const T*, I*, unsigned*,             \

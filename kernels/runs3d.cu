@@ -77,7 +77,7 @@ template <typename T, typename I, int C, int NZ>
 __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_runs3d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I nz, I ny,
-        I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int aligned) {
+        I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int prefetch) {
     static_assert(sizeof(T) == 1, "runs3d.cu takes one-byte cells");
     using meshccl::runs::eq_left;
     using meshccl::runs::eq_mask;
@@ -110,6 +110,7 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_r
         mVr = mF & (pF >> 1) & eq_right(w, u);
     }
     const unsigned S_ = mF & ~mE;
+    if (prefetch && in) meshccl::runs::prefetch_run_starts(P + (z * ny + y) * nx + x0, S_);
     meshccl::runs::tile_nodes(forest, p * PL, starts[p], lane, S_);
     // Row r of plane p - 1 (its words, foreground and V masks), loaded again:
     // the warp before loaded it just now, so it mostly comes from L1.  Rows r
@@ -514,11 +515,11 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R3(T, I)                                                                      \
     template __global__ void meshccl_runs3d_tile<T, I, 1, 8>(const T*, I*, unsigned*,         \
-        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int, int);       \
     template __global__ void meshccl_runs3d_tile<T, I, 2, 8>(const T*, I*, unsigned*,         \
-        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int, int);       \
     template __global__ void meshccl_runs3d_tile<T, I, 3, 8>(const T*, I*, unsigned*,         \
-        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int, int);       \
     template __global__ void meshccl_runs3d_zface<T, I, 1, 8, 1>(const T*, I*, unsigned*, I,  \
         I, I, int, meshccl::Key<T>::type);                                                     \
     template __global__ void meshccl_runs3d_zface<T, I, 2, 8, 1>(const T*, I*, unsigned*, I,  \
@@ -533,9 +534,9 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
         const unsigned*, I, I, I, int, meshccl::Key<T>::type, I);
 #define MESHCCL_R3_16(T, I)                                                                   \
     template __global__ void meshccl_runs3d_tile<T, I, 1, 16>(const T*, I*, unsigned*,        \
-        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int, int);       \
     template __global__ void meshccl_runs3d_tile<T, I, 3, 16>(const T*, I*, unsigned*,        \
-        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int, int);       \
     template __global__ void meshccl_runs3d_zface<T, I, 1, 16, 1>(const T*, I*, unsigned*, I, \
         I, I, int, meshccl::Key<T>::type);                                                     \
     template __global__ void meshccl_runs3d_zface<T, I, 3, 16, 1>(const T*, I*, unsigned*, I, \

@@ -69,12 +69,22 @@ RUNS_2D_WARPS = 8
 #: Off: every tile border is the border kernel's, as before (the GPU tests
 #: compare both with skimage).
 RUNS_2D_STRIPS = True
+#: Whether the run tile kernels prefetch into L2 the 32-byte sectors of P
+#: that their run starts' piece roots will be stored in, by (dimension,
+#: connectivity).  H200, 2026-11-24 (experiments/prefetch_p.py, tile kernel
+#: without -> with): 2-D c2 blobs 4096^2 0.077 -> 0.070 ms and percolation
+#: 8192^2 p = .4073 0.556 -> 0.546, Potts 4096^2 0.161 -> 0.167; 3-D c1
+#: blobs 512^3 0.541 -> 0.499 and percolation 512^3 p = .1369 0.679 ->
+#: 0.569; but 3-D c3 blobs 512^3 0.672 -> 0.736, and 2-D c1 about even.
+RUNS_PREFETCH = {(2, 1): False, (2, 2): True, (3, 1): True, (3, 2): False, (3, 3): False}
 #: Tile rows per lane group of meshccl_runs2d_label, by label bytes (their
 #: chains of loads overlap; benchmarks/NOTES.md says how they were chosen).
 RUNS_LABEL_ROWS = {4: 1, 8: 1}
 #: Cells per lane of meshccl_runs2d_label (4: eight lanes per tile row; 8:
-#: four), by label bytes.
-RUNS_LABEL_CELLS = {4: 4, 8: 4}
+#: four), by label bytes.  H200, 2026-11-24 (experiments/lane_cells.py): 8
+#: took 20-25 us off the 3-D label pass (blobs 512^3 0.319 -> 0.297 ms) and
+#: 2 us off the 2-D 4096^2 ones, and cost 15 us on percolation 512^3 c1.
+RUNS_LABEL_CELLS = {4: 8, 8: 4}
 #: Cells per thread of meshccl_label_cells (MESHCCL_CELLS_PER_THREAD).
 CELLS_PER_THREAD = 8
 _MAX_GRID_YZ = 65535
@@ -266,7 +276,8 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         tile, border = kernels("runs2d.cu", f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}>",
                                f"meshccl_runs2d_border<{t}, {i}, {c}>")
         tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
-                     + (np.int32(aligned), np.int32(RUNS_2D_STRIPS)))
+                     + (np.int32(aligned), np.int32(RUNS_2D_STRIPS),
+                        np.int32(RUNS_PREFETCH[(2, c)])))
         strip = nw if RUNS_2D_STRIPS else 1
         if 8 % strip:
             raise ValueError(f"RUNS_2D_WARPS must divide 8 with strips on; got {nw}")
@@ -283,7 +294,8 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
                                      f"meshccl_runs3d_seams<{t}, {i}, {c}, {nzb}, {nst}>")
         dims = (I(nz), I(ny), I(nx)) + key
         grid = (ntx, nty, -(-nz // nzb))
-        tile_args = (grid, (32 * nzb,), (A, H, F, S) + dims + (np.int32(aligned),))
+        tile_args = (grid, (32 * nzb,), (A, H, F, S) + dims
+                     + (np.int32(aligned), np.int32(RUNS_PREFETCH[(3, c)])))
         tile_shared = nzb * (32 * 33 + 32) * 4  # the forest and run starts (runs3d.cu)
         if tile_shared > 48 * 1024 and tile.max_dynamic_shared_size_bytes < tile_shared:
             tile.max_dynamic_shared_size_bytes = tile_shared

@@ -1,0 +1,42 @@
+"""The run tile kernels prefetching into L2 the sectors of P that their run
+starts' piece roots will be stored in (mesh23.RUNS_PREFETCH; 1: runs2d.cu
+prefetches at every connectivity, 3: runs3d.cu too), against storing into
+sectors that may not be there (0):
+labels compared, then the phases of the standard 2-D and 3-D cases twice.  Why: 4-byte stores into sectors
+not in L2 measured slower than a load and a store (meshccl_label_pieces
+without its loads, benchmarks/NOTES.md) (H200 experiment, 2026-11-24).
+
+    python benchmarks/experiments/prefetch_p.py"""
+import _common  # noqa: F401  (sys.path)
+import cupy
+import phases as ph
+
+import meshccl
+from meshccl._gpu import mesh23, plan
+
+cases = ph.standard_cases()
+VARIANTS = (0, 1, 3)
+
+
+DEFAULT = dict(mesh23.RUNS_PREFETCH)
+
+
+def fresh(on):
+    for d, c in mesh23.RUNS_PREFETCH:
+        mesh23.RUNS_PREFETCH[(d, c)] = bool(on & (1 if d == 2 else 2))
+    plan._local.__dict__.pop("plans", None)
+
+
+for name, a in cases:
+    for c in sorted({1, a.ndim}):
+        got = []
+        for on in VARIANTS:
+            fresh(on)
+            got.append(meshccl.label(a, connectivity=c))
+        same = all(bool(cupy.array_equal(got[0], g)) for g in got[1:])
+        print(f"{name} c={c}: labels {'equal' if same else 'DIFFER'}", flush=True)
+for rep in range(2):
+    for on in VARIANTS:
+        fresh(on)
+        ph.report(f"prefetch={on}", cases)
+mesh23.RUNS_PREFETCH.update(DEFAULT)
