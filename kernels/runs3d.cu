@@ -73,11 +73,15 @@ struct TileBlocks {
 // the host passes at launch (meshccl/_gpu/mesh23.py); 16 planes need 68 KB,
 // past the 48 KB a static array may have, and the host raises the limit.
 
-template <typename T, typename I, int C, int NZ>
+// Prefetch: the run starts' sectors of P are asked into L2 first (runs.cuh,
+// prefetch_run_starts), a template argument: as a runtime switch it changed
+// the code of the connectivity-3 kernel enough to cost it 7 % with the
+// switch off (blobs 512^3, NOTES.md).
+template <typename T, typename I, int C, int NZ, bool Prefetch>
 __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_runs3d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I nz, I ny,
-        I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int prefetch) {
+        I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int aligned) {
     static_assert(sizeof(T) == 1, "runs3d.cu takes one-byte cells");
     using meshccl::runs::eq_left;
     using meshccl::runs::eq_mask;
@@ -110,7 +114,7 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_r
         mVr = mF & (pF >> 1) & eq_right(w, u);
     }
     const unsigned S_ = mF & ~mE;
-    if (prefetch && in) meshccl::runs::prefetch_run_starts(P + (z * ny + y) * nx + x0, S_);
+    if (Prefetch && in) meshccl::runs::prefetch_run_starts(P + (z * ny + y) * nx + x0, S_);
     meshccl::runs::tile_nodes(forest, p * PL, starts[p], lane, S_);
     // Row r of plane p - 1 (its words, foreground and V masks), loaded again:
     // the warp before loaded it just now, so it mostly comes from L1.  Rows r
@@ -513,13 +517,15 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
 
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
+#define MESHCCL_R3_TILE(T, I, C, NZ)                                                          \
+    template __global__ void meshccl_runs3d_tile<T, I, C, NZ, false>(const T*, I*, unsigned*, \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
+    template __global__ void meshccl_runs3d_tile<T, I, C, NZ, true>(const T*, I*, unsigned*,  \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);
 #define MESHCCL_R3(T, I)                                                                      \
-    template __global__ void meshccl_runs3d_tile<T, I, 1, 8>(const T*, I*, unsigned*,         \
-        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int, int);       \
-    template __global__ void meshccl_runs3d_tile<T, I, 2, 8>(const T*, I*, unsigned*,         \
-        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int, int);       \
-    template __global__ void meshccl_runs3d_tile<T, I, 3, 8>(const T*, I*, unsigned*,         \
-        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int, int);       \
+    MESHCCL_R3_TILE(T, I, 1, 8)                                                               \
+    MESHCCL_R3_TILE(T, I, 2, 8)                                                               \
+    MESHCCL_R3_TILE(T, I, 3, 8)                                                               \
     template __global__ void meshccl_runs3d_zface<T, I, 1, 8, 1>(const T*, I*, unsigned*, I,  \
         I, I, int, meshccl::Key<T>::type);                                                     \
     template __global__ void meshccl_runs3d_zface<T, I, 2, 8, 1>(const T*, I*, unsigned*, I,  \
@@ -533,10 +539,8 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
     template __global__ void meshccl_runs3d_seams<T, I, 3, 8, 4>(const T*, I*, unsigned*,     \
         const unsigned*, I, I, I, int, meshccl::Key<T>::type, I);
 #define MESHCCL_R3_16(T, I)                                                                   \
-    template __global__ void meshccl_runs3d_tile<T, I, 1, 16>(const T*, I*, unsigned*,        \
-        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int, int);       \
-    template __global__ void meshccl_runs3d_tile<T, I, 3, 16>(const T*, I*, unsigned*,        \
-        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int, int);       \
+    MESHCCL_R3_TILE(T, I, 1, 16)                                                              \
+    MESHCCL_R3_TILE(T, I, 3, 16)                                                              \
     template __global__ void meshccl_runs3d_zface<T, I, 1, 16, 1>(const T*, I*, unsigned*, I, \
         I, I, int, meshccl::Key<T>::type);                                                     \
     template __global__ void meshccl_runs3d_zface<T, I, 3, 16, 1>(const T*, I*, unsigned*, I, \

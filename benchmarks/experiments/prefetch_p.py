@@ -6,7 +6,7 @@ labels compared, then the phases of the standard 2-D and 3-D cases twice.  Why: 
 not in L2 measured slower than a load and a store (meshccl_label_pieces
 without its loads, benchmarks/NOTES.md) (H200 experiment, 2026-11-24).
 
-    python benchmarks/experiments/prefetch_p.py"""
+    python benchmarks/experiments/prefetch_p.py [VARIANT ...]   (0, 1, 3, default)"""
 import _common  # noqa: F401  (sys.path)
 import cupy
 import phases as ph
@@ -15,7 +15,7 @@ import meshccl
 from meshccl._gpu import mesh23, plan
 
 cases = ph.standard_cases()
-VARIANTS = (0, 1, 3)
+VARIANTS = (0, 1, 3, "default")
 
 
 DEFAULT = dict(mesh23.RUNS_PREFETCH)
@@ -23,7 +23,7 @@ DEFAULT = dict(mesh23.RUNS_PREFETCH)
 
 def fresh(on):
     for d, c in mesh23.RUNS_PREFETCH:
-        mesh23.RUNS_PREFETCH[(d, c)] = bool(on & (1 if d == 2 else 2))
+        mesh23.RUNS_PREFETCH[(d, c)] = DEFAULT[(d, c)] if on == "default" else bool(on & (1 if d == 2 else 2))
     plan._local.__dict__.pop("plans", None)
 
 
@@ -35,8 +35,11 @@ for name, a in cases:
             got.append(meshccl.label(a, connectivity=c))
         same = all(bool(cupy.array_equal(got[0], g)) for g in got[1:])
         print(f"{name} c={c}: labels {'equal' if same else 'DIFFER'}", flush=True)
+import sys  # noqa: E402
+
+timed = [v if v == "default" else int(v) for v in sys.argv[1:]] or VARIANTS
 for rep in range(2):
-    for on in VARIANTS:
+    for on in timed:
         fresh(on)
         ph.report(f"prefetch={on}", cases)
 mesh23.RUNS_PREFETCH.update(DEFAULT)

@@ -75,7 +75,9 @@ RUNS_2D_STRIPS = True
 #: without -> with): 2-D c2 blobs 4096^2 0.077 -> 0.070 ms and percolation
 #: 8192^2 p = .4073 0.556 -> 0.546, Potts 4096^2 0.161 -> 0.167; 3-D c1
 #: blobs 512^3 0.541 -> 0.499 and percolation 512^3 p = .1369 0.679 ->
-#: 0.569; but 3-D c3 blobs 512^3 0.672 -> 0.736, and 2-D c1 about even.
+#: 0.569; but 3-D c3 blobs 512^3 0.672 -> 0.736 (its kernel spills more
+#: with the prefetch: 80 bytes, not 48), and 2-D c1 about even.  In 3-D a
+#: template argument of meshccl_runs3d_tile, in 2-D a runtime one.
 RUNS_PREFETCH = {(2, 1): False, (2, 2): True, (3, 1): True, (3, 2): False, (3, 3): False}
 #: Tile rows per lane group of meshccl_runs2d_label, by label bytes (their
 #: chains of loads overlap; benchmarks/NOTES.md says how they were chosen).
@@ -289,13 +291,14 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         nzb = RUNS_3D_PLANES[c]
         nwz, nst = RUNS_ZFACE_WARPS, RUNS_SEAM_TILES
         # (one NVRTC module per list of names: the three together)
-        tile, zface, seams = kernels("runs3d.cu", f"meshccl_runs3d_tile<{t}, {i}, {c}, {nzb}>",
+        pf = "true" if RUNS_PREFETCH[(3, c)] else "false"
+        tile, zface, seams = kernels("runs3d.cu",
+                                     f"meshccl_runs3d_tile<{t}, {i}, {c}, {nzb}, {pf}>",
                                      f"meshccl_runs3d_zface<{t}, {i}, {c}, {nzb}, {nwz}>",
                                      f"meshccl_runs3d_seams<{t}, {i}, {c}, {nzb}, {nst}>")
         dims = (I(nz), I(ny), I(nx)) + key
         grid = (ntx, nty, -(-nz // nzb))
-        tile_args = (grid, (32 * nzb,), (A, H, F, S) + dims
-                     + (np.int32(aligned), np.int32(RUNS_PREFETCH[(3, c)])))
+        tile_args = (grid, (32 * nzb,), (A, H, F, S) + dims + (np.int32(aligned),))
         tile_shared = nzb * (32 * 33 + 32) * 4  # the forest and run starts (runs3d.cu)
         if tile_shared > 48 * 1024 and tile.max_dynamic_shared_size_bytes < tile_shared:
             tile.max_dynamic_shared_size_bytes = tile_shared
