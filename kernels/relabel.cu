@@ -195,8 +195,10 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
             for (bool moved = true; moved;) {
                 moved = false;
                 I p[MESHCCL_PIECE_GROUP];
+                // the loads first, in flight together (a store between them
+                // would keep them apart: P may alias)
 #pragma unroll
-                for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g)  // the loads first, in flight together
+                for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g)
                     p[g] = r[g] < 0 ? r[g] : __ldcg(P + r[g]);
 #pragma unroll
                 for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
@@ -351,10 +353,10 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
 // rows + y of the bit arrays F and S; a volume's rows count over all its
 // planes), W cells each, so that a warp writes W tile rows side by side:
 // 512 (W = 4) or 1024 (W = 8) consecutive bytes of int32 labels.  A lane
-// resolves the runs that start among its W cells: a run start that is a piece root (bit
-// of A) holds its label; any other holds a piece root (its own piece's, or
-// one further up after a border find halved it), and that one's value is
-// the label.  At most two dependent loads, then the stores.  (Loading the
+// resolves the runs that start among its W cells: a run start that is a
+// piece root (bit of A) holds its label; any other holds a piece root (its
+// own piece's, or one further up after a border find halved it), and that
+// one's value is the label.  At most two dependent loads, then the stores.  (Loading the
 // roots' bits and prefix sums here instead, to rank the roots that step 7
 // would have labelled, made this pass 1.4x slower: benchmarks/NOTES.md.)
 // A run that started in an earlier lane's cells takes the label of that

@@ -55,7 +55,6 @@
 #include "lattice.cuh"
 #include "runs.cuh"
 
-
 namespace meshccl {
 namespace runs2d {
 
@@ -333,9 +332,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R2(T, I)                                                                         \
     template __global__ void meshccl_runs2d_tile<T, I, 1, 8>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int);                        \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int);                   \
     template __global__ void meshccl_runs2d_tile<T, I, 2, 8>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int);                        \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int);                   \
     template __global__ void meshccl_runs2d_border<T, I, 1>(const T*, I*, unsigned*,             \
         const unsigned*, I, I, int, meshccl::Key<T>::type, int);                                 \
     template __global__ void meshccl_runs2d_border<T, I, 2>(const T*, I*, unsigned*,             \
