@@ -175,7 +175,7 @@ __device__ __forceinline__ unsigned label_tile(
     if (live) {
         S_ = mF & ~mE;
         if (prefetch && y0 + lane < ny)
-            meshccl::runs::prefetch_run_starts(P + (y0 + lane) * nx + x0, S_);
+            meshccl::runs::prefetch_run_starts(P + (y0 + lane) * nx + x0, S_, prefetch);
         meshccl::runs::tile_nodes<RSB>(L, base, starts[warp], lane, S_);
         __syncwarp();
         meshccl::runs::tile_unions<C >= 2, RSB>(L, base, starts[warp], lane, S_, mE, mVl, mV,

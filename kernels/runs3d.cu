@@ -74,10 +74,10 @@ struct TileBlocks {
 // past the 48 KB a static array may have, and the host raises the limit.
 
 // Prefetch: the run starts' sectors of P are asked into L2 first (runs.cuh,
-// prefetch_run_starts), a template argument: as a runtime switch it changed
-// the code of the connectivity-3 kernel enough to cost it 7 % with the
-// switch off (blobs 512^3, NOTES.md).
-template <typename T, typename I, int C, int NZ, bool Prefetch>
+// prefetch_run_starts; 0 off, or its mode), a template argument: as a
+// runtime switch it changed the code of the connectivity-3 kernel enough to
+// cost it 7 % with the switch off (blobs 512^3, NOTES.md).
+template <typename T, typename I, int C, int NZ, int Prefetch>
 __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_runs3d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I nz, I ny,
@@ -114,7 +114,8 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_r
         mVr = mF & (pF >> 1) & eq_right(w, u);
     }
     const unsigned S_ = mF & ~mE;
-    if (Prefetch && in) meshccl::runs::prefetch_run_starts(P + (z * ny + y) * nx + x0, S_);
+    if (Prefetch && in)
+        meshccl::runs::prefetch_run_starts(P + (z * ny + y) * nx + x0, S_, Prefetch);
     meshccl::runs::tile_nodes(forest, p * PL, starts[p], lane, S_);
     // Row r of plane p - 1 (its words, foreground and V masks), loaded again:
     // the warp before loaded it just now, so it mostly comes from L1.  Rows r
@@ -518,9 +519,11 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R3_TILE(T, I, C, NZ)                                                          \
-    template __global__ void meshccl_runs3d_tile<T, I, C, NZ, false>(const T*, I*, unsigned*, \
+    template __global__ void meshccl_runs3d_tile<T, I, C, NZ, 0>(const T*, I*, unsigned*,     \
         unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
-    template __global__ void meshccl_runs3d_tile<T, I, C, NZ, true>(const T*, I*, unsigned*,  \
+    template __global__ void meshccl_runs3d_tile<T, I, C, NZ, 1>(const T*, I*, unsigned*,     \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
+    template __global__ void meshccl_runs3d_tile<T, I, C, NZ, 2>(const T*, I*, unsigned*,     \
         unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);
 #define MESHCCL_R3(T, I)                                                                      \
     MESHCCL_R3_TILE(T, I, 1, 8)                                                               \

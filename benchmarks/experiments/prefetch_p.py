@@ -1,6 +1,7 @@
 """The run tile kernels prefetching into L2 the sectors of P that their run
-starts' piece roots will be stored in (mesh23.RUNS_PREFETCH; 1: runs2d.cu
-prefetches at every connectivity, 3: runs3d.cu too), against storing into
+starts' piece roots will be stored in (mesh23.RUNS_PREFETCH in its mode 1,
+a prefetch per sector; variant 1: runs2d.cu prefetches at every
+connectivity, 3: runs3d.cu too), against storing into
 sectors that may not be there (0):
 labels compared, then the phases of the standard 2-D and 3-D cases twice.  Why: 4-byte stores into sectors
 not in L2 measured slower than a load and a store (meshccl_label_pieces
@@ -23,7 +24,8 @@ DEFAULT = dict(mesh23.RUNS_PREFETCH)
 
 def fresh(on):
     for d, c in mesh23.RUNS_PREFETCH:
-        mesh23.RUNS_PREFETCH[(d, c)] = DEFAULT[(d, c)] if on == "default" else bool(on & (1 if d == 2 else 2))
+        on_here = bool(on & (1 if d == 2 else 2)) if on != "default" else None
+        mesh23.RUNS_PREFETCH[(d, c)] = DEFAULT[(d, c)] if on_here is None else int(on_here)
     plan._local.__dict__.pop("plans", None)
 
 

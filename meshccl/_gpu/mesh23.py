@@ -69,16 +69,21 @@ RUNS_2D_WARPS = 8
 #: Off: every tile border is the border kernel's, as before (the GPU tests
 #: compare both with skimage).
 RUNS_2D_STRIPS = True
-#: Whether the run tile kernels prefetch into L2 the 32-byte sectors of P
-#: that their run starts' piece roots will be stored in, by (dimension,
-#: connectivity).  H200, 2026-11-24 (experiments/prefetch_p.py, tile kernel
-#: without -> with): 2-D c2 blobs 4096^2 0.077 -> 0.070 ms and percolation
-#: 8192^2 p = .4073 0.556 -> 0.546, Potts 4096^2 0.161 -> 0.167; 3-D c1
-#: blobs 512^3 0.541 -> 0.499 and percolation 512^3 p = .1369 0.679 ->
-#: 0.569; but 3-D c3 blobs 512^3 0.672 -> 0.736 (its kernel spills more
-#: with the prefetch: 80 bytes, not 48), and 2-D c1 about even.  In 3-D a
-#: template argument of meshccl_runs3d_tile, in 2-D a runtime one.
-RUNS_PREFETCH = {(2, 1): False, (2, 2): True, (3, 1): True, (3, 2): False, (3, 3): False}
+#: How the run tile kernels prefetch into L2 the 32-byte sectors of P that
+#: their run starts' piece roots will be stored in (runs.cuh,
+#: prefetch_run_starts), by (dimension, connectivity): 0 not at all, 1 a
+#: prefetch per sector that holds a run start, 2 one per row that has any
+#: (its line).  H200, 2026-11-24 (experiments/prefetch_p.py,
+#: prefetch_modes.py; tile kernel off -> 1 -> 2, ms): blobs 4096^2 c2 0.075
+#: -> 0.068 -> 0.063, percolation 8192^2 p = .4073 c2 0.534 -> 0.533 ->
+#: 0.513, Potts 4096^2 c2 0.156 -> 0.152 -> 0.148, blobs 512^3 c1 0.523 ->
+#: 0.473 -> 0.471, percolation 512^3 p = .1369 c1 0.665 -> 0.543 -> 0.531;
+#: 2-D c1 with 2: blobs 0.057 -> 0.053, Potts 0.119 -> 0.113.  Not at 3-D
+#: c2 / c3, whose kernels spill more with it (80 bytes, not 48; blobs 512^3
+#: c3 0.672 -> 0.736 with 1).  In 3-D a template argument of
+#: meshccl_runs3d_tile (as a runtime one, off, it still cost the c3 kernel
+#: 7 %), in 2-D a runtime one.
+RUNS_PREFETCH = {(2, 1): 2, (2, 2): 2, (3, 1): 2, (3, 2): 0, (3, 3): 0}
 #: Tile rows per lane group of meshccl_runs2d_label, by label bytes (their
 #: chains of loads overlap; benchmarks/NOTES.md says how they were chosen).
 RUNS_LABEL_ROWS = {4: 1, 8: 1}
@@ -279,7 +284,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
                                f"meshccl_runs2d_border<{t}, {i}, {c}>")
         tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
                      + (np.int32(aligned), np.int32(RUNS_2D_STRIPS),
-                        np.int32(RUNS_PREFETCH[(2, c)])))
+                        np.int32(RUNS_PREFETCH[(2, c)])))  # (a mode: 0, 1, 2)
         strip = nw if RUNS_2D_STRIPS else 1
         if 8 % strip:
             raise ValueError(f"RUNS_2D_WARPS must divide 8 with strips on; got {nw}")
@@ -291,7 +296,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         nzb = RUNS_3D_PLANES[c]
         nwz, nst = RUNS_ZFACE_WARPS, RUNS_SEAM_TILES
         # (one NVRTC module per list of names: the three together)
-        pf = "true" if RUNS_PREFETCH[(3, c)] else "false"
+        pf = int(RUNS_PREFETCH[(3, c)])
         tile, zface, seams = kernels("runs3d.cu",
                                      f"meshccl_runs3d_tile<{t}, {i}, {c}, {nzb}, {pf}>",
                                      f"meshccl_runs3d_zface<{t}, {i}, {c}, {nzb}, {nwz}>",
