@@ -2,7 +2,9 @@
 
 Importing it puts ``benchmarks/`` (for ``graph_bench``) and the repository
 root (for ``meshccl``) on ``sys.path``; :func:`busy` keeps the GPU busy so
-that a timing sees the device work without the host's launch time.
+that a timing sees the device work without the host's launch time;
+:func:`time_ms` times a call with CUDA events; :func:`labels_agree` labels
+cases under each of an experiment's variants and says whether they agree.
 """
 import sys
 from pathlib import Path
@@ -33,3 +35,39 @@ def busy(milliseconds: float) -> None:
     if dev.id not in busy.khz:
         busy.khz[dev.id] = cupy.cuda.runtime.getDeviceProperties(dev.id)["clockRate"]
     busy.kernel((1,), (1,), (np.int64(milliseconds * busy.khz[dev.id]),))
+
+
+def time_ms(f, reps=50):
+    """Median milliseconds of ``f()`` by CUDA events around each call, after
+    one call to warm up."""
+    import cupy
+    import numpy as np
+
+    f()
+    s, e = cupy.cuda.Event(), cupy.cuda.Event()
+    out = []
+    for _ in range(reps):
+        s.record()
+        f()
+        e.record()
+        e.synchronize()
+        out.append(cupy.cuda.get_elapsed_time(s, e))
+    return float(np.median(out))
+
+
+def labels_agree(cases, variants, use):
+    """For each (name, array) case at connectivity 1 and full: label it under
+    every variant (``use(variant)`` switches to it) and print whether all
+    labels are equal."""
+    import cupy
+
+    import meshccl
+
+    for name, a in cases:
+        for c in sorted({1, a.ndim}):
+            got = []
+            for v in variants:
+                use(v)
+                got.append(meshccl.label(a, connectivity=c))
+            same = all(bool(cupy.array_equal(got[0], g)) for g in got[1:])
+            print(f"{name} c={c}: labels {'equal' if same else 'DIFFER'}", flush=True)

@@ -9,9 +9,8 @@ store-only floor of the pass (H200 experiment, 2026-11-24).
         (one labelling per case at connectivity 1, for Nsight Compute)"""
 import sys
 
-import _common  # noqa: F401  (sys.path)
+from _common import time_ms
 import cupy
-import numpy as np
 import phases as ph
 
 from meshccl._gpu import loader, plan
@@ -47,17 +46,6 @@ def use(repl):
     plan._local.__dict__.pop("plans", None)
 
 
-def time_ms(f, reps=50):
-    f()
-    s, e = cupy.cuda.Event(), cupy.cuda.Event()
-    out = []
-    for _ in range(reps):
-        s.record()
-        f()
-        e.record()
-        e.synchronize()
-        out.append(cupy.cuda.get_elapsed_time(s, e))
-    return float(np.median(out))
 
 
 cases = [c for c in ph.standard_cases() if c[0].startswith(("blobs", "potts4", "perc 8192^2 p=.4073"))]

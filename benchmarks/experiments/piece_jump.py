@@ -6,10 +6,9 @@ phases of the standard 2-D and 3-D cases twice (H200 experiment,
 
     python benchmarks/experiments/piece_jump.py"""
 import _defines
-import cupy
+from _common import labels_agree
 import phases as ph
 
-import meshccl
 from meshccl._gpu import plan
 
 cases = ph.standard_cases()
@@ -20,14 +19,7 @@ def fresh(jump):
     plan._local.__dict__.pop("plans", None)
 
 
-for name, a in cases:
-    for c in sorted({1, a.ndim}):
-        got = []
-        for jump in (0, 1):
-            fresh(jump)
-            got.append(meshccl.label(a, connectivity=c))
-        same = bool(cupy.array_equal(got[0], got[1]))
-        print(f"{name} c={c}: labels {'equal' if same else 'DIFFER'}", flush=True)
+labels_agree(cases, (0, 1), fresh)
 for rep in range(2):
     for jump in (0, 1):
         fresh(jump)

@@ -8,11 +8,9 @@ not in L2 measured slower than a load and a store (meshccl_label_pieces
 without its loads, benchmarks/NOTES.md) (H200 experiment, 2026-11-24).
 
     python benchmarks/experiments/prefetch_p.py [VARIANT ...]   (0, 1, 3, default)"""
-import _common  # noqa: F401  (sys.path)
-import cupy
+from _common import labels_agree
 import phases as ph
 
-import meshccl
 from meshccl._gpu import mesh23, plan
 
 cases = ph.standard_cases()
@@ -29,14 +27,7 @@ def fresh(on):
     plan._local.__dict__.pop("plans", None)
 
 
-for name, a in cases:
-    for c in sorted({1, a.ndim}):
-        got = []
-        for on in VARIANTS:
-            fresh(on)
-            got.append(meshccl.label(a, connectivity=c))
-        same = all(bool(cupy.array_equal(got[0], g)) for g in got[1:])
-        print(f"{name} c={c}: labels {'equal' if same else 'DIFFER'}", flush=True)
+labels_agree(cases, VARIANTS, fresh)
 import sys  # noqa: E402
 
 timed = [v if v == "default" else int(v) for v in sys.argv[1:]] or VARIANTS

@@ -5,7 +5,7 @@ the label pass (67 MB and 537 MB of int32).  Why: cupy's fill of a 67 MB
 array took 0.088 ms and a copy of it 0.040 (label_pass.py), and the label
 pass got slower when its loads were taken out (H200 experiment,
 2026-11-24)."""
-import _common  # noqa: F401  (sys.path)
+from _common import time_ms
 import cupy
 import numpy as np
 
@@ -35,17 +35,6 @@ mod = cupy.RawModule(code=src)
 store, copy, rmw = (mod.get_function(k) for k in ("store", "copy", "rmw"))
 
 
-def time_ms(f, reps=50):
-    f()
-    s, e = cupy.cuda.Event(), cupy.cuda.Event()
-    out = []
-    for _ in range(reps):
-        s.record()
-        f()
-        e.record()
-        e.synchronize()
-        out.append(cupy.cuda.get_elapsed_time(s, e))
-    return float(np.median(out))
 
 
 for n in (4096 * 4096, 512 ** 3):
