@@ -39,20 +39,10 @@ def busy(milliseconds: float) -> None:
 
 def time_ms(f, reps=50):
     """Median milliseconds of ``f()`` by CUDA events around each call, after
-    one call to warm up."""
-    import cupy
-    import numpy as np
+    one call to warm up (capabilities.gpu_time, in milliseconds)."""
+    from capabilities import gpu_time
 
-    f()
-    s, e = cupy.cuda.Event(), cupy.cuda.Event()
-    out = []
-    for _ in range(reps):
-        s.record()
-        f()
-        e.record()
-        e.synchronize()
-        out.append(cupy.cuda.get_elapsed_time(s, e))
-    return float(np.median(out))
+    return gpu_time(f, reps=reps) * 1e3
 
 
 def labels_agree(cases, variants, use):
