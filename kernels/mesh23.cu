@@ -57,6 +57,7 @@
 // that into labels in raster order, in place, reading each cell twice at
 // most.
 
+#include "launch.cuh"
 #include "lattice.cuh"
 #include "runs.cuh"
 
@@ -86,6 +87,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_mesh23_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
         typename meshccl::Key<T>::type bgkey, int aligned) {
+    meshccl::grid_entry();  // (launch.cuh)
     typedef typename meshccl::Key<T>::type K;
     constexpr int ROWS = TY * TZ, CPT = ROWS / NW, CELLS = 32 * ROWS;
     __shared__ K keys[CELLS];
@@ -236,6 +238,7 @@ template <typename T, typename I, int D, int C, int TY, int TZ, bool Runs>
 __global__ void __launch_bounds__(256) meshccl_mesh23_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I nz, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey) {
+    meshccl::grid_entry();  // (launch.cuh)
     typedef typename meshccl::Key<T>::type K;
     typedef Border<D, C, TY, TZ, Runs> B;
     for (int t = threadIdx.x; t < (int)B::ITEMS; t += blockDim.x) {

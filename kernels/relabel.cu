@@ -56,10 +56,12 @@
 // a tile resolve each run once, from its start's P in one or two loads, and
 // write the row's labels.
 
+#include "launch.cuh"
 #include "unionfind.cuh"
 
 template <typename I>
 __global__ void meshccl_flatten(I* P, I n, unsigned* __restrict__ bits, I* __restrict__ counts) {
+    meshccl::grid_entry();  // (launch.cuh)
     const long long gi = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const bool in = gi < (long long)n;
     bool is_root = false;
@@ -95,6 +97,7 @@ __device__ __forceinline__ I rank_of(I r, const unsigned* __restrict__ bits,
 template <typename I>
 __global__ void meshccl_relabel(I* P, I n, const unsigned* __restrict__ bits,
                                 const I* __restrict__ incl, I base, long long* count, I words) {
+    meshccl::grid_entry();  // (launch.cuh)
     const long long gi = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (gi == 0 && count != nullptr) *count = (long long)(words ? incl[words - 1] : (I)0);
     if (gi >= (long long)n) return;
@@ -135,6 +138,7 @@ __device__ __forceinline__ I block_inclusive_scan(I x) {
 template <typename I>
 __global__ void __launch_bounds__(1024) meshccl_scan_block(const I* __restrict__ counts,
                                                            I* __restrict__ incl, I words) {
+    meshccl::grid_entry();  // (launch.cuh)
     const int t = threadIdx.x;
     const I per = (words + (I)blockDim.x - 1) / (I)blockDim.x;
     const I lo = min((I)t * per, words), hi = min(lo + per, words);
@@ -175,6 +179,7 @@ template <typename I>
 __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
         I* P, const unsigned* __restrict__ A, unsigned* __restrict__ H, I words,
         I* __restrict__ sums) {
+    meshccl::grid_entry();  // (launch.cuh)
     const I w = (I)blockIdx.x * MESHCCL_PIECE_BLOCK + threadIdx.x;
     unsigned roots = 0u;
     if (w < words) {
@@ -237,6 +242,7 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
 template <typename I>
 __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_word_sums(
         const unsigned* __restrict__ roots, I words, I* __restrict__ sums) {
+    meshccl::grid_entry();  // (launch.cuh)
     const I w = (I)blockIdx.x * MESHCCL_PIECE_BLOCK + threadIdx.x;
     const I total = block_inclusive_scan(w < words ? (I)__popc(roots[w]) : (I)0);
     if (threadIdx.x == blockDim.x - 1) sums[blockIdx.x] = total;
@@ -248,6 +254,7 @@ template <typename I>
 __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_rank_words(
         const unsigned* __restrict__ roots, const I* __restrict__ sums_incl, I words,
         I* __restrict__ incl) {
+    meshccl::grid_entry();  // (launch.cuh)
     const I w = (I)blockIdx.x * blockDim.x + threadIdx.x;
     const I x = block_inclusive_scan(w < words ? (I)__popc(roots[w]) : (I)0);
     if (w < words) incl[w] = (blockIdx.x ? sums_incl[blockIdx.x - 1] : (I)0) + x;
@@ -272,6 +279,7 @@ __global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
                                                            const unsigned* __restrict__ A,
                                                            const unsigned* __restrict__ roots,
                                                            const I* __restrict__ incl) {
+    meshccl::grid_entry();  // (launch.cuh)
     constexpr int V = 16 / sizeof(I), G = MESHCCL_CELLS_PER_THREAD / V;
     typedef typename Vec16<I>::type VT;
     const bool aligned = ((unsigned long long)P & 15ull) == 0ull;
@@ -323,6 +331,7 @@ template <typename I>
 __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
                                      const unsigned* __restrict__ roots,
                                      const I* __restrict__ incl, I words) {
+    meshccl::grid_entry();  // (launch.cuh)
     const I w = (I)blockIdx.x * blockDim.x + threadIdx.x;
     if (w >= words) return;
     // MESHCCL_LABEL_GROUP piece roots at a time: all their loads, then all
@@ -372,6 +381,7 @@ template <typename I, int R, int W = 4>
 __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, I ny, I nx, I words) {
+    meshccl::grid_entry();  // (launch.cuh)
     constexpr int V = 16 / sizeof(I), LPR = 32 / W;  // lanes per tile row
     typedef typename Vec16<I>::type VT;
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;

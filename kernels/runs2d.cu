@@ -52,6 +52,7 @@
 // writes every cell once: about 1 byte read and 4 written per cell, plus
 // 1/4 byte of bit arrays and the run starts.
 
+#include "launch.cuh"
 #include "lattice.cuh"
 #include "runs.cuh"
 
@@ -231,6 +232,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
         int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int seams, int prefetch) {
+    meshccl::grid_entry();  // (launch.cuh)
     const unsigned roots = meshccl::runs2d::label_tile<T, I, C, NW>(v, P, F, S, ny, nx, has_bg,
                                                                     bgkey, seams, prefetch);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -271,6 +273,7 @@ template <typename T, typename I, int C>
 __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip) {
+    meshccl::grid_entry();  // (launch.cuh)
     typedef typename meshccl::Key<T>::type K;
     using meshccl::Key;
     using meshccl::runs::node;

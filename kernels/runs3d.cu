@@ -49,6 +49,7 @@
 // nz * ny rows, as in 2-D.  The host picks NZ = 16 at connectivity 1 and 8
 // otherwise (the forest then needs 68 KB of shared memory, dynamic).
 
+#include "launch.cuh"
 #include "lattice.cuh"
 #include "runs.cuh"
 
@@ -82,6 +83,7 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_r
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I nz, I ny,
         I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int aligned) {
+    meshccl::grid_entry();  // (launch.cuh)
     static_assert(sizeof(T) == 1, "runs3d.cu takes one-byte cells");
     using meshccl::runs::eq_left;
     using meshccl::runs::eq_mask;
@@ -195,6 +197,7 @@ template <typename T, typename I, int C, int NZ, int NW>
 __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
         typename meshccl::Key<T>::type bgkey) {
+    meshccl::grid_entry();  // (launch.cuh)
     static_assert(sizeof(T) == 1, "runs3d.cu takes one-byte cells");
     using meshccl::runs::eq_left;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -327,6 +330,7 @@ template <typename T, typename I, int C, int NZ, int NW>
 __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I nz, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, I walk) {
+    meshccl::grid_entry();  // (launch.cuh)
     static_assert(sizeof(T) == 1, "runs3d.cu takes one-byte cells");
     typedef typename meshccl::Key<T>::type K;
     using meshccl::Key;

@@ -197,6 +197,26 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
 
         labels = meshccl.label(cupy_volume, connectivity=1)
     """
+    if (type(label_image).__module__.startswith("cupy") and method == "auto"
+            and device == "auto" and return_info is False and periodic is False and mask is None
+            and tolerance is None and bonds is None and axes is None and max_iterations is None
+            and type(cpu_threads) is int and cpu_threads == 1
+            and (return_num is False or return_num is True)):
+        # repeated calls on same-shaped CuPy arrays: a cached launch plan
+        # (_gpu/plan.py).  First, and with no other checks: the other
+        # arguments are their defaults, and every microsecond here comes
+        # before the first kernel starts.
+        from ._gpu.plan import fast_label
+
+        try:
+            out = fast_label(label_image, background, connectivity, dtype, return_num)
+        except Exception as exc:
+            err = _out_of_memory(exc, label_image.shape, None)
+            if err is None:
+                raise
+            raise err from exc
+        if out is not None:
+            return out
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if max_iterations is not None and (
@@ -208,16 +228,6 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     if (isinstance(cpu_threads, (bool, np.bool_)) or not isinstance(cpu_threads, (int, np.integer))
             or cpu_threads < 0):
         raise ValueError(f"cpu_threads must be an int >= 0 (0: all cores), got {cpu_threads!r}")
-    if (method == "auto" and device == "auto" and not return_info and periodic is False
-            and mask is None and tolerance is None and bonds is None and axes is None
-            and type(label_image).__module__.startswith("cupy")):
-        # repeated calls on same-shaped CuPy arrays: a cached launch plan (_gpu/plan.py)
-        from ._gpu.plan import fast_label
-
-        with _gpu_memory_errors(label_image.shape, None):
-            out = fast_label(label_image, background, connectivity, dtype, return_num)
-        if out is not None:
-            return out
     t0 = time.perf_counter()
     with _gpu_memory_errors(getattr(label_image, "shape", ()), None):
         prob = _validate.prepare(label_image, background, connectivity, dtype,
@@ -328,22 +338,30 @@ def _lattice(prob, host=False, device=False):
                 bond_rows=prob.bond_rows, tolerance=prob.tolerance, no_left=prob.no_left)
 
 
+def _out_of_memory(exc, shape, work_dtype):
+    """CuPy's out-of-memory error ``exc`` as a MemoryError that says what was
+    asked; None for any other error."""
+    if type(exc).__name__ != "OutOfMemoryError":
+        return None
+    n = int(np.prod(shape, dtype=np.float64))
+    itemsize = 4 if work_dtype is None else np.dtype(work_dtype).itemsize
+    need = n * itemsize + n // 4
+    return MemoryError(
+        f"not enough GPU memory to label label_image of shape {tuple(shape)}: a C-order "
+        f"copy of the input (if it is not one) plus about {need / 2**30:.3g} GiB for the "
+        f"labels and root masks; CuPy said: {exc}")
+
+
 @contextlib.contextmanager
 def _gpu_memory_errors(shape, work_dtype):
     """Turn CuPy's out-of-memory error into a MemoryError that says what was asked."""
     try:
         yield
     except Exception as exc:
-        if type(exc).__name__ != "OutOfMemoryError":
+        err = _out_of_memory(exc, shape, work_dtype)
+        if err is None:
             raise
-        n = int(np.prod(shape, dtype=np.float64))
-        itemsize = 4 if work_dtype is None else np.dtype(work_dtype).itemsize
-        need = n * itemsize + n // 4
-        raise MemoryError(
-            f"not enough GPU memory to label label_image of shape {tuple(shape)}: a C-order "
-            f"copy of the input (if it is not one) plus about {need / 2**30:.3g} GiB for the "
-            f"labels and root masks; CuPy said: {exc}"
-        ) from exc
+        raise err from exc
 
 
 def _to_dtype(labels, count, out_dtype, return_num):

@@ -73,3 +73,22 @@ def test_wheel_ships_kernels_and_finds_them(tmp_path):
         assert src in listing
     assert labels == "[[1, 0, 2]]"
 
+
+
+def test_source_text_changes_with_any_header(tmp_path, monkeypatch):
+    """CuPy's on-disk cache keys on the text the loader compiles: that text
+    must change when a header the file includes changes, or a stale binary
+    would be loaded."""
+    from meshccl._gpu import loader
+
+    for name in ("unionfind.cuh", "launch.cuh", "k.cu"):
+        (tmp_path / name).write_text("// x\n")
+    monkeypatch.setattr(loader, "kernel_dir", lambda: tmp_path)
+    loader.headers_digest.cache_clear()
+    before = loader.source("k.cu")
+    (tmp_path / "launch.cuh").write_text("// y\n")
+    loader.headers_digest.cache_clear()
+    after = loader.source("k.cu")
+    loader.headers_digest.cache_clear()
+    assert before != after
+    assert before.endswith("// x\n") and after.endswith("// x\n")

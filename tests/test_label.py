@@ -319,6 +319,23 @@ def test_gpu_out_of_memory_is_clear():
     cupy.get_default_memory_pool().free_all_blocks()
 
 
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.gpu
+def test_gpu_out_of_memory_on_the_plan_path_is_clear(monkeypatch):
+    """A C-contiguous CuPy image takes a launch plan (plan.py) before any
+    other check: its out-of-memory error must read the same."""
+    import cupy
+    x = cupy.ones((64, 48), dtype=cupy.uint8)
+    meshccl.label(x)  # the plan exists; the next call only allocates its labels
+
+    def no_memory(*args, **kwargs):
+        raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 1 << 30)
+
+    monkeypatch.setattr(cupy, "empty", no_memory)
+    with pytest.raises(MemoryError, match=r"not enough GPU memory .* shape \(64, 48\)"):
+        meshccl.label(x)
+
+
 def test_docstring_examples():
     """The examples in the public docstrings run and print what they say."""
     import doctest

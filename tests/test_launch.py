@@ -64,3 +64,33 @@ def test_direct_call_substitutes_the_arrays():
     assert launch("values", "labels") == "N"
     assert seen == {"grid": (4, 2), "block": (256,), "args": ("values", np.int32(5), "labels"),
                     "shared_mem": 64}
+
+
+def test_chain_marks_kernels_that_may_start_early(monkeypatch):
+    """pack_chain: a kernel right after a kernel may start early (where its
+    `early` allows); the first kernel, and one after a memset, may not."""
+    from meshccl._gpu import launch as L
+
+    seen = []
+    monkeypatch.setattr(L.Launch, "packed", lambda self, follows=False: seen.append(follows))
+    monkeypatch.setattr(L.Memset, "packed", lambda self: seen.append("memset"))
+    k = lambda early=True: Launch(None, (1,), (32,), (), early=early)  # noqa: E731
+    L.pack_chain([("clear", L.Memset(None)), ("tile", k()), ("border", k(early=False)),
+                  ("roots", k()), ("scan", k())])
+    assert seen == ["memset", False, False, True, True]
+    seen.clear()
+    L.pack_chain([("tile", k()), ("border", k())])
+    assert seen == [False, True]
+
+
+def test_launch_config_layout_matches_cuda_h():
+    """CUlaunchConfig and CUlaunchAttribute as cuda.h lays them out (64-bit):
+    the stream at byte 32, the attributes at 40, their count at 48; an
+    attribute's value at byte 8 of its 72."""
+    import ctypes
+
+    from meshccl._gpu.launch import _Attribute, _Config
+
+    assert _Config.stream.offset == 32 and _Config.attrs.offset == 40
+    assert _Config.num_attrs.offset == 48 and ctypes.sizeof(_Config) == 56
+    assert _Attribute.value.offset == 8 and ctypes.sizeof(_Attribute) == 72

@@ -15,9 +15,20 @@ host then reaches the first kernel sooner (a single call's time, as the
 benchmark measures it with CUDA events, includes everything before it) and
 spends less per call in a loop.  ``cuLaunchKernel`` copies the arguments
 when it is called, so the slots can be rewritten for the next call at once.
+
+On Hopper and later GPUs a plan launches the kernels its program marks
+``early`` (mesh23.py: the relabel chain) with the attribute
+"programmatic stream serialization", through
+``cuLaunchKernelEx`` (called with ctypes: CuPy has no binding for it): the
+GPU may then send a kernel's blocks out while the kernel before it drains,
+and they wait on the device, in ``grid_entry()`` (kernels/launch.cuh), until
+its writes are visible.  Each boundary of the chain then costs less than a
+full launch; the labels are the same (:data:`PDL` switches it off).
 """
 
 from __future__ import annotations
+
+import ctypes
 
 import numpy as np
 
@@ -25,6 +36,51 @@ import numpy as np
 #: values and its label array.
 VALUES = object()
 LABELS = object()
+#: Launch a plan's kernels after its first with programmatic dependent
+#: launch where the GPU has it (compute capability 9.0 and later; False: the
+#: ordinary launch, for benchmarks/experiments/pdl.py, which times both).
+PDL = True
+
+
+class _Attribute(ctypes.Structure):
+    """CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte value union."""
+    _fields_ = [("id", ctypes.c_uint), ("pad", ctypes.c_char * 4), ("value", ctypes.c_char * 64)]
+
+
+class _Config(ctypes.Structure):
+    """CUlaunchConfig (cuda.h)."""
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+                ("shared_mem", ctypes.c_uint), ("stream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(_Attribute)), ("num_attrs", ctypes.c_uint)]
+
+
+#: CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (cuda.h)
+_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+def _launch_kernel_ex():
+    """The driver's ``cuLaunchKernelEx`` through ctypes (None without it)."""
+    if not hasattr(_launch_kernel_ex, "fn"):
+        try:
+            fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+            fn.argtypes = [ctypes.POINTER(_Config), ctypes.c_void_p, ctypes.c_void_p,
+                           ctypes.c_void_p]
+            fn.restype = ctypes.c_int
+        except (OSError, AttributeError):
+            fn = None
+        _launch_kernel_ex.fn = fn
+    return _launch_kernel_ex.fn
+
+
+def pdl_available() -> bool:
+    """True when the current device and driver take programmatic dependent
+    launches (and :data:`PDL` is on)."""
+    if not PDL:
+        return False
+    import cupy
+
+    major = cupy.cuda.Device().compute_capability[:-1]
+    return int(major or 0) >= 9 and _launch_kernel_ex() is not None
 
 
 def pack_arguments(args):
@@ -53,22 +109,27 @@ def pack_arguments(args):
 
 class Launch:
     """One kernel launch: ``launch(values, P)`` runs it and returns
-    ``result`` (the program's last launch returns N, a 0-d CuPy array)."""
+    ``result`` (the program's last launch returns N, a 0-d CuPy array).
+    ``early``: packed after another kernel, it may start while that one
+    drains (see the module's text; the program decides where that paid)."""
 
-    __slots__ = ("fn", "grid", "block", "args", "shared_mem", "result")
+    __slots__ = ("fn", "grid", "block", "args", "shared_mem", "result", "early")
 
-    def __init__(self, fn, grid, block, args, shared_mem=0, result=None):
+    def __init__(self, fn, grid, block, args, shared_mem=0, result=None, early=True):
         self.fn, self.grid, self.block = fn, tuple(grid), tuple(block)
         self.args, self.shared_mem, self.result = tuple(args), int(shared_mem), result
+        self.early = bool(early)
 
     def __call__(self, values, P):
         args = tuple(values if a is VALUES else P if a is LABELS else a for a in self.args)
         self.fn(self.grid, self.block, args, shared_mem=self.shared_mem)
         return self.result
 
-    def packed(self):
+    def packed(self, follows=False):
         """``launch(values_ptr, labels_ptr, stream_ptr)`` through the driver,
-        the arguments packed once (see the module's text)."""
+        the arguments packed once (see the module's text).  ``follows``: the
+        kernel comes right after another kernel of the same chain, and may
+        start while that one drains (where :func:`pdl_available`)."""
         from cupy.cuda import driver
 
         slots, iv, ip = pack_arguments(self.args)
@@ -78,6 +139,26 @@ class Launch:
         smem, params, launch_kernel = self.shared_mem, ptrs.ctypes.data, driver.launchKernel
         keep = (slots, ptrs)  # the buffers live as long as the closure
         result = self.result
+        if follows and pdl_available():
+            attr = _Attribute(id=_PROGRAMMATIC_STREAM_SERIALIZATION)
+            attr.value = (1).to_bytes(4, "little")  # programmaticStreamSerializationAllowed
+            config = _Config((gx, gy, gz), (bx, by, bz), smem, None, ctypes.pointer(attr), 1)
+            config_ref, launch_ex = ctypes.byref(config), _launch_kernel_ex()
+            keep += (attr, config)
+
+            def launch(vptr, pptr, stream):
+                s = keep[0]
+                for k in iv:
+                    s[k] = vptr
+                for k in ip:
+                    s[k] = pptr
+                config.stream = stream
+                err = launch_ex(config_ref, fn, params, None)
+                if err:
+                    raise driver.CUDADriverError(err)
+                return result
+
+            return launch
 
         def launch(vptr, pptr, stream):
             s = keep[0]
@@ -89,6 +170,18 @@ class Launch:
             return result
 
         return launch
+
+
+def pack_chain(program):
+    """A chain ``[(name, launch), ...]`` of :class:`Launch` and
+    :class:`Memset` objects, each packed (``packed()``); a kernel right
+    after a kernel ``packed(follows=True)`` where its ``early`` says so."""
+    out, before = [], None
+    for _, launch in program:
+        follows = isinstance(launch, Launch) and isinstance(before, Launch) and launch.early
+        out.append(launch.packed(follows=True) if follows else launch.packed())
+        before = launch
+    return tuple(out)
 
 
 class Memset:

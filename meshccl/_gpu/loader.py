@@ -4,13 +4,17 @@ Kernels live in ``kernels/*.cu`` (shipped inside the wheel as the package
 ``meshccl._kernels``).  They are compiled with NVRTC through CuPy on first
 use -- never at import -- for the template instantiations asked for, and
 cached per device; CuPy also keeps the compiled binary in its on-disk cache,
-so a new process only loads it.  A ``#line`` directive makes compiler
-messages name the real file.
+so a new process only loads it.  That cache is keyed on the source text,
+not on the headers it includes, so the text starts with a digest of every
+header (``kernels/*.cuh``): a changed header compiles anew rather than
+loading a stale binary.  A ``#line`` directive makes compiler messages name
+the real file.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.resources
 from pathlib import Path
 
@@ -65,9 +69,20 @@ def kernel_dir() -> Path:
     raise FileNotFoundError("meshccl's CUDA sources (kernels/*.cu) are missing from the installation")
 
 
+@functools.lru_cache(maxsize=None)
+def headers_digest() -> str:
+    """SHA-1 over the names and contents of the kernel headers (``*.cuh``)."""
+    h = hashlib.sha1()
+    for p in sorted(kernel_dir().glob("*.cuh")):
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def source(filename: str) -> str:
+    """The text NVRTC compiles: the headers' digest (for CuPy's cache), then
+    the file."""
     path = kernel_dir() / filename
-    return f'#line 1 "{path}"\n' + path.read_text()
+    return f'// headers {headers_digest()}\n#line 1 "{path}"\n' + path.read_text()
 
 
 @functools.lru_cache(maxsize=None)

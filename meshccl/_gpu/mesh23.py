@@ -94,6 +94,13 @@ RUNS_LABEL_ROWS = {4: 1, 8: 1}
 RUNS_LABEL_CELLS = {4: 8, 8: 4}
 #: Cells per thread of meshccl_label_cells (MESHCCL_CELLS_PER_THREAD).
 CELLS_PER_THREAD = 8
+#: May the kernels right after the tile kernel (border, z-face) start while
+#: it drains (programmatic dependent launch, launch.py)?  The relabel chain
+#: after them always may.  H200, 2026-11-24 (experiments/pdl.py): early,
+#: they made 3-D calls 1-4 % slower and percolation 8192^2 c2 1 % slower,
+#: and won nothing in 2-D over the relabel chain alone (which took 1-4 %
+#: off: blobs 4096^2 c2 0.1465 -> 0.1418 ms, spiral c2 0.1988 -> 0.1925).
+EARLY_FACES = False
 _MAX_GRID_YZ = 65535
 
 
@@ -214,7 +221,8 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     cells_tail = (I(n), A, H, incl)
     return _cleared(bits, aligned) + [
         ("tile", Launch(tile, tile_grid, (32 * warps,), (VALUES, LABELS) + tile_tail)),
-        ("border", Launch(border, grid, border_block, (VALUES, LABELS) + border_tail)),
+        ("border", Launch(border, grid, border_block, (VALUES, LABELS) + border_tail,
+                          early=EARLY_FACES)),
     ] + _pieces_path(index_dtype, n, buffers,
                      Launch(cells_k, cells_grid, (BLOCK,), (LABELS,) + cells_tail), False)
 
@@ -321,10 +329,10 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
     label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
     label_tail = (F, S, A, I(rw // ntx), I(nx), I(words))
     faces = [("border", Launch(border, border_args[0], border_args[1],
-                               (VALUES, LABELS) + border_args[2]))]
+                               (VALUES, LABELS) + border_args[2], early=EARLY_FACES))]
     if zface_args is not None and zface_args[0][2] > 0:  # a brick below another
         faces.append(("zface", Launch(zface, zface_args[0], zface_args[1],
-                                      (VALUES, LABELS) + zface_args[2])))
+                                      (VALUES, LABELS) + zface_args[2], early=EARLY_FACES)))
     return _cleared(bits, aligned) + [
         ("tile", Launch(tile, tile_args[0], tile_args[1], (VALUES, LABELS) + tile_args[2],
                         shared_mem=tile_shared)),

@@ -14,7 +14,9 @@ output and launches the same kernels as the general path (mesh.cu, then
 relabel.cu with the one-block scan for short arrays) -- same labels.  The
 launches of the 2-D / 3-D path are packed for the driver once
 (``launch.py``): a call writes the input's and the output's addresses into
-the packed arguments and launches, without CuPy's per-argument work.
+the packed arguments and launches, without CuPy's per-argument work; on
+Hopper and later the kernels of the relabel chain may start while the one
+before drains (programmatic dependent launch, ``kernels/launch.cuh``).
 
 Small arrays (up to :data:`GRAPH_CELLS` cells) go one step further: the
 launches are recorded once as a CUDA graph on the plan's own input and
@@ -36,6 +38,7 @@ import numpy as np
 
 from .. import _validate
 from . import mesh, mesh23
+from .launch import pack_chain
 from .loader import c_type, kernels
 from .mesh import grid_args
 from .relabel import BLOCK, NULL, grid, scan_words, scratch
@@ -72,7 +75,7 @@ class Plan:
                                           buffers=mesh23.scratch(n, self.work, prob.shape, self.view))
             if PACKED:
                 try:
-                    self.packed = tuple(launch.packed() for _, launch in self.program)
+                    self.packed = pack_chain(self.program)
                 except (TypeError, AttributeError):  # not packable: CuPy's kernel calls
                     self.packed = None
             if n <= GRAPH_CELLS:
