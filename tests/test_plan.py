@@ -81,3 +81,26 @@ def test_plan_keeps_errors_clear():
         meshccl.label(x, connectivity=2.0)  # ... and 2.0 still does not pass
     with pytest.raises(ValueError, match="cannot hold"):
         meshccl.label(cupy.asarray(np.eye(300, dtype=np.uint8)), connectivity=1, dtype=np.uint8)
+
+
+@pytest.mark.parametrize("shape,dtype", [((1100, 1000), np.uint8), ((700, 1024), np.bool_),
+                                         ((64, 96, 100), np.uint8), ((64, 96, 100), np.uint16)])
+def test_plan_same_labels_with_and_without_dependent_launch(shape, dtype, monkeypatch):
+    """The relabel chain's kernels may start early (launch.PDL, where the GPU
+    has it) or be launched the ordinary way: same labels, large enough that
+    the plan launches its kernels one by one (no CUDA graph)."""
+    import cupy
+    from meshccl._gpu import launch, plan
+    rng = np.random.default_rng(3)
+    for c in (1, len(shape)):
+        x = cupy.asarray((rng.random(shape) < 0.45).astype(dtype) * rng.integers(1, 3, shape)
+                         .astype(dtype))
+        got = {}
+        for on in (False, True):
+            monkeypatch.setattr(launch, "PDL", on)
+            plan._local.__dict__.pop("plans", None)
+            got[on] = [meshccl.label(x, connectivity=c).get() for _ in range(2)]
+        plan._local.__dict__.pop("plans", None)
+        want = meshccl.label(x.get(), connectivity=c)
+        for labels in got[False] + got[True]:
+            np.testing.assert_array_equal(labels, want)
