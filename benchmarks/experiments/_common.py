@@ -3,7 +3,8 @@
 Importing it puts ``benchmarks/`` (for ``graph_bench``) and the repository
 root (for ``meshccl``) on ``sys.path``; :func:`busy` keeps the GPU busy so
 that a timing sees the device work without the host's launch time;
-:func:`time_ms` times a call with CUDA events; :func:`labels_agree` labels
+:func:`time_ms` times a call with CUDA events, :func:`device_ms` the same
+behind a busy kernel; :func:`labels_agree` labels
 cases under each of an experiment's variants and says whether they agree.
 """
 import sys
@@ -43,6 +44,27 @@ def time_ms(f, reps=50):
     from capabilities import gpu_time
 
     return gpu_time(f, reps=reps) * 1e3
+
+
+def device_ms(f, reps=40):
+    """Median milliseconds of ``f()`` by CUDA events around each call, each
+    call queued behind a busy kernel (:func:`busy`): the device's time,
+    gaps between kernels included, the host's lead-in before the first
+    kernel not (after one call to warm up)."""
+    import cupy
+    import numpy as np
+
+    s, e = cupy.cuda.Event(), cupy.cuda.Event()
+    f()
+    ts = []
+    for _ in range(reps):
+        busy(0.3)
+        s.record()
+        f()
+        e.record()
+        e.synchronize()
+        ts.append(cupy.cuda.get_elapsed_time(s, e))
+    return float(np.median(ts))
 
 
 def labels_agree(cases, variants, use):

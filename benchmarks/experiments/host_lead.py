@@ -8,9 +8,8 @@ the plan path in a loop of 2000 (H200 experiment, 2026-11-24).
     python benchmarks/experiments/host_lead.py"""
 import time
 
-from _common import busy, time_ms
+from _common import device_ms, time_ms
 import cupy
-import numpy as np
 
 import meshccl
 from meshccl import patterns
@@ -35,16 +34,7 @@ def host_us(g, n=2000):
     return 1e6 * total / n
 
 
-s, e = cupy.cuda.Event(), cupy.cuda.Event()
-ts = []
-for _ in range(50):
-    busy(0.3)
-    s.record()
-    f()
-    e.record()
-    e.synchronize()
-    ts.append(cupy.cuda.get_elapsed_time(s, e))
-print(f"call {time_ms(f):.4f} ms, behind a busy kernel {np.median(ts):.4f} ms", flush=True)
+print(f"call {time_ms(f):.4f} ms, behind a busy kernel {device_ms(f, 50):.4f} ms", flush=True)
 p = next(iter(plan._local.plans.values()))
 stream = cupy.cuda.get_current_stream().ptr
 P = cupy.empty(x.shape, dtype=cupy.int32)

@@ -11,9 +11,8 @@ graph: is it still recorded?).  Labels must be equal under every variant
     python benchmarks/experiments/pdl.py"""
 import time
 
-from _common import busy, labels_agree, time_ms
+from _common import device_ms, labels_agree, time_ms
 import cupy
-import numpy as np
 import phases as ph
 
 import meshccl
@@ -34,20 +33,6 @@ def use(variant):
     plan._local.__dict__.pop("plans", None)
 
 
-def gpu_ms(f, reps=40):
-    s, e = cupy.cuda.Event(), cupy.cuda.Event()
-    f()
-    ts = []
-    for _ in range(reps):
-        busy(0.3)
-        s.record()
-        f()
-        e.record()
-        e.synchronize()
-        ts.append(cupy.cuda.get_elapsed_time(s, e))
-    return float(np.median(ts))
-
-
 cases = ph.standard_cases()
 print("pdl available:", launch.pdl_available(), flush=True)
 labels_agree(cases, VARIANTS, use)
@@ -57,7 +42,7 @@ for rep in range(2):
         for name, a in cases:
             for c in (1, a.ndim):
                 f = lambda: meshccl.label(a, connectivity=c)  # noqa: E731
-                print(f"{v:12s} {name:20s} c={c} call {time_ms(f):.4f} gpu {gpu_ms(f):.4f}",
+                print(f"{v:12s} {name:20s} c={c} call {time_ms(f):.4f} gpu {device_ms(f):.4f}",
                       flush=True)
 small = patterns.blobs((256, 256), xp=cupy)
 for v in ("off", "faces early", "off", "faces early"):

@@ -137,38 +137,34 @@ class Launch:
         fn = getattr(self.fn, "kernel", self.fn).ptr  # RawKernel -> its CUDA function
         (gx, gy, gz), (bx, by, bz) = (self.grid + (1, 1))[:3], (self.block + (1, 1))[:3]
         smem, params, launch_kernel = self.shared_mem, ptrs.ctypes.data, driver.launchKernel
-        keep = (slots, ptrs)  # the buffers live as long as the closure
         result = self.result
+
+        def place(vptr, pptr):
+            for k in iv:
+                slots[k] = vptr
+            for k in ip:
+                slots[k] = pptr
+
         if follows and pdl_available():
             attr = _Attribute(id=_PROGRAMMATIC_STREAM_SERIALIZATION)
             attr.value = (1).to_bytes(4, "little")  # programmaticStreamSerializationAllowed
             config = _Config((gx, gy, gz), (bx, by, bz), smem, None, ctypes.pointer(attr), 1)
             config_ref, launch_ex = ctypes.byref(config), _launch_kernel_ex()
-            keep += (attr, config)
 
             def launch(vptr, pptr, stream):
-                s = keep[0]
-                for k in iv:
-                    s[k] = vptr
-                for k in ip:
-                    s[k] = pptr
+                place(vptr, pptr)
                 config.stream = stream
                 err = launch_ex(config_ref, fn, params, None)
                 if err:
                     raise driver.CUDADriverError(err)
                 return result
+        else:
+            def launch(vptr, pptr, stream):
+                place(vptr, pptr)
+                launch_kernel(fn, gx, gy, gz, bx, by, bz, smem, stream, params, 0)
+                return result
 
-            return launch
-
-        def launch(vptr, pptr, stream):
-            s = keep[0]
-            for k in iv:
-                s[k] = vptr
-            for k in ip:
-                s[k] = pptr
-            launch_kernel(fn, gx, gy, gz, bx, by, bz, smem, stream, params, 0)
-            return result
-
+        launch.keep = (slots, ptrs)  # the buffers live as long as the launch
         return launch
 
 
