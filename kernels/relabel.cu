@@ -36,10 +36,12 @@
 //    chain of hooked roots -- a spiral arm crossing every tile row -- jump
 //    along each other's (pointer doubling) instead of each taking every
 //    step; each hooked root has its own walk, which leaves it at the root.
-//    H is overwritten with A & ~H, the roots of the whole forest, and each
-//    block adds up its roots.
-// 5. meshccl_scan_block over the block sums, then meshccl_rank_words: the
-//    inclusive prefix sum per word, for the rank formula above.
+//    H is overwritten with A & ~H, the roots of the whole forest.
+// 5. In the same kernel, before the walks (the roots do not depend on
+//    them): each block's prefix sums of its words' root counts, and the
+//    block that takes the last ticket scans the blocks' totals, so that
+//    the rank formula adds the blocks before to the word's sum in its
+//    block (rank_of with block_incl).  No block waits for another.
 // 6. meshccl_label_cells: every cell that is not a piece root reads its
 //    parent p (a piece root) and p's parent (the root) and writes the rank
 //    of the root over itself.  Piece roots are left alone, because other
@@ -82,12 +84,17 @@ __global__ void meshccl_flatten(I* P, I n, unsigned* __restrict__ bits, I* __res
 }
 
 // The label of root r: the number of roots up to and including r (the
-// rank formula above).
+// rank formula above).  block_incl (the pieces path): incl counts only
+// within each block of MESHCCL_PIECE_BLOCK words, and block_incl[b] is
+// the roots in blocks 0..b; null: incl counts from word 0.
+#define MESHCCL_PIECE_BLOCK 1024
 template <typename I>
 __device__ __forceinline__ I rank_of(I r, const unsigned* __restrict__ bits,
-                                     const I* __restrict__ incl) {
-    const I w = r >> 5;
-    return incl[w] - (I)__popc(bits[w] >> (r & 31)) + 1;
+                                     const I* __restrict__ incl,
+                                     const I* __restrict__ block_incl = nullptr) {
+    const I w = r >> 5, b = w / MESHCCL_PIECE_BLOCK;
+    const I before = block_incl != nullptr && b > 0 ? block_incl[b - 1] : (I)0;
+    return before + incl[w] - (I)__popc(bits[w] >> (r & 31)) + 1;
 }
 
 // base: 0 for images (background 0, components 1..N), -1 for graphs
@@ -131,29 +138,37 @@ __device__ __forceinline__ I block_inclusive_scan(I x) {
     return (warp ? warp_sum[warp - 1] : (I)0) + x;
 }
 
-// Inclusive prefix sum of `words` counts by one block of 1024 threads: each
-// thread sums a contiguous chunk, the block scans the chunk sums, and each
-// thread writes its chunk's running sums.  For short arrays only (the host
-// picks it).
+// Inclusive prefix sum of `words` counts by one block: each thread sums a
+// contiguous chunk, the block scans the chunk sums, and each thread writes
+// its chunk's running sums.  Every thread of the block must call it.  The
+// counts are read through L2 (other blocks of the same grid may have just
+// written them: meshccl_piece_roots).
 template <typename I>
-__global__ void __launch_bounds__(1024) meshccl_scan_block(const I* __restrict__ counts,
-                                                           I* __restrict__ incl, I words) {
-    meshccl::grid_entry();  // (launch.cuh)
+__device__ __forceinline__ void scan_in_block(const I* counts, I* __restrict__ incl, I words) {
     const int t = threadIdx.x;
     const I per = (words + (I)blockDim.x - 1) / (I)blockDim.x;
     const I lo = min((I)t * per, words), hi = min(lo + per, words);
     I sum = 0;
-    for (I w = lo; w < hi; ++w) sum += counts[w];
+    for (I w = lo; w < hi; ++w) sum += __ldcg(counts + w);
     I run = block_inclusive_scan(sum) - sum;  // everything before this chunk
     for (I w = lo; w < hi; ++w) {
-        run += counts[w];
+        run += __ldcg(counts + w);
         incl[w] = run;
     }
 }
 
+// scan_in_block as a kernel of one block of 1024 threads, for short arrays
+// (the host picks it) and for the block sums of long ones.
+template <typename I>
+__global__ void __launch_bounds__(1024) meshccl_scan_block(const I* __restrict__ counts,
+                                                           I* __restrict__ incl, I words) {
+    meshccl::grid_entry();  // (launch.cuh)
+    scan_in_block(counts, incl, words);
+}
+
 // ---- the pieces path (mesh23.cu) -------------------------------------------
-// Blocks of PIECE_BLOCK threads, one word each, in steps 4 and 5.
-#define MESHCCL_PIECE_BLOCK 1024
+// (Blocks of MESHCCL_PIECE_BLOCK threads, one word each, in step 4: see
+// rank_of.)
 // Piece roots of one word handled together in steps 4 and 7 (their loads
 // overlap); 2 for 64-bit labels, where 4 made step 4 spill registers.
 // (benchmarks/experiments/piece_groups.py times other sizes.)
@@ -172,20 +187,43 @@ __global__ void __launch_bounds__(1024) meshccl_scan_block(const I* __restrict__
 #define MESHCCL_PIECE_GROUP (sizeof(I) == 8 ? 2 : MESHCCL_ROOTS_GROUP_32)
 #define MESHCCL_LABEL_GROUP (sizeof(I) == 8 ? 2 : MESHCCL_LABEL_GROUP_32)
 
-// Step 4, a thread per word.  (Four threads per word, a byte each, cut the
-// spiral's 0.072 ms to 0.053 but made every other case slower, up to 2.5x:
-// benchmarks/NOTES.md.)
+// Steps 4 and 5, a thread per word.  (Four threads per word, a byte each,
+// cut the spiral's 0.072 ms to 0.053 but made every other case slower, up
+// to 2.5x: benchmarks/NOTES.md.)  The word's roots are A & ~H whatever the
+// walks find, so the counting does not wait for them: each block scans its
+// words' counts (incl: within the block) and stores its total in sums; the
+// block that finishes last (a ticket from `counter`, which it then puts
+// back to 0 for the next call) scans the totals into block_incl.  No block
+// waits for another.  (Until 2026-11-24 the block totals were scanned and
+// every word's prefix completed by two more launches.)
 template <typename I>
 __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
         I* P, const unsigned* __restrict__ A, unsigned* __restrict__ H, I words,
-        I* __restrict__ sums) {
+        I* __restrict__ incl, I* sums, I* __restrict__ block_incl, unsigned* counter) {
     meshccl::grid_entry();  // (launch.cuh)
     const I w = (I)blockIdx.x * MESHCCL_PIECE_BLOCK + threadIdx.x;
-    unsigned roots = 0u;
+    const unsigned hooked = w < words ? H[w] : 0u, roots = w < words ? A[w] & ~hooked : 0u;
+    // the counts first (they do not depend on the walks)
+    const I upto = block_inclusive_scan((I)__popc(roots));
     if (w < words) {
-        const unsigned hooked = H[w];
-        // the walk of each hooked root, MESHCCL_PIECE_GROUP at a time: their
-        // walks step together, so that a thread has that many loads in flight
+        H[w] = roots;
+        incl[w] = upto;
+    }
+    if (threadIdx.x == blockDim.x - 1) sums[blockIdx.x] = upto;
+    __shared__ bool last;
+    __threadfence();  // this block's stores, visible before its ticket
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (last) {  // every other block's total is stored: scan them
+        __threadfence();
+        scan_in_block(sums, block_incl, (I)gridDim.x);
+        if (threadIdx.x == 0) *counter = 0u;
+    }
+    if (w < words) {
+        // then the walk of each hooked root, MESHCCL_PIECE_GROUP at a time:
+        // their walks step together, so that a thread has that many loads
+        // in flight
         for (unsigned h = hooked; h;) {
             I x[MESHCCL_PIECE_GROUP], r[MESHCCL_PIECE_GROUP];
 #pragma unroll
@@ -229,11 +267,7 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
             }
 #endif
         }
-        roots = A[w] & ~hooked;
-        H[w] = roots;
     }
-    const I total = block_inclusive_scan((I)__popc(roots));
-    if (threadIdx.x == blockDim.x - 1) sums[blockIdx.x] = total;
 }
 
 // sums[b]: roots in words b * PIECE_BLOCK .. (b + 1) * PIECE_BLOCK - 1 of
@@ -278,7 +312,8 @@ template <typename I>
 __global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
                                                            const unsigned* __restrict__ A,
                                                            const unsigned* __restrict__ roots,
-                                                           const I* __restrict__ incl) {
+                                                           const I* __restrict__ incl,
+                                                           const I* __restrict__ block_incl) {
     meshccl::grid_entry();  // (launch.cuh)
     constexpr int V = 16 / sizeof(I), G = MESHCCL_CELLS_PER_THREAD / V;
     typedef typename Vec16<I>::type VT;
@@ -314,7 +349,8 @@ __global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
         const long long first = (vbase + (long long)g * blockDim.x) * V;
 #pragma unroll
         for (int j = 0; j < V; ++j)
-            if (todo[g][j]) p[g][j] = p[g][j] < 0 ? (I)0 : rank_of(p[g][j], roots, incl);
+            if (todo[g][j])
+                p[g][j] = p[g][j] < 0 ? (I)0 : rank_of(p[g][j], roots, incl, block_incl);
         if (whole[g]) {
             VT x;
             memcpy(&x, p[g], sizeof(VT));
@@ -330,7 +366,8 @@ __global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
 template <typename I>
 __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
                                      const unsigned* __restrict__ roots,
-                                     const I* __restrict__ incl, I words) {
+                                     const I* __restrict__ incl,
+                                     const I* __restrict__ block_incl, I words) {
     meshccl::grid_entry();  // (launch.cuh)
     const I w = (I)blockIdx.x * blockDim.x + threadIdx.x;
     if (w >= words) return;
@@ -353,7 +390,7 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
             if (x[g] >= 0) r[g] = P[x[g]];
 #pragma unroll
         for (int g = 0; g < MESHCCL_LABEL_GROUP; ++g)
-            if (x[g] >= 0) P[x[g]] = rank_of(r[g], roots, incl);
+            if (x[g] >= 0) P[x[g]] = rank_of(r[g], roots, incl, block_incl);
     }
 }
 
@@ -472,13 +509,14 @@ template __global__ void meshccl_relabel<long long>(long long*, long long, const
                                                     const long long*, long long, long long*,
                                                     long long);
 #define MESHCCL_PIECES(I)                                                                        \
-    template __global__ void meshccl_piece_roots<I>(I*, const unsigned*, unsigned*, I, I*);      \
+    template __global__ void meshccl_piece_roots<I>(I*, const unsigned*, unsigned*, I, I*, I*,   \
+                                                    I*, unsigned*);                              \
     template __global__ void meshccl_rank_words<I>(const unsigned*, const I*, I, I*);            \
     template __global__ void meshccl_word_sums<I>(const unsigned*, I, I*);                       \
     template __global__ void meshccl_label_cells<I>(I*, I, const unsigned*, const unsigned*,     \
-                                                    const I*);                                   \
+                                                    const I*, const I*);                         \
     template __global__ void meshccl_label_pieces<I>(I*, const unsigned*, const unsigned*,       \
-                                                     const I*, I);
+                                                     const I*, const I*, I);
 MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
 #define MESHCCL_RUNS_LABEL(I, R, W)                                                           \

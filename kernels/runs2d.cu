@@ -41,8 +41,9 @@
 //    the two tiles join them).  A cell's node is its run start, found in
 //    the bit array S with one count of leading zeros; each root that a
 //    union hooks is recorded in H.
-// 3. The pieces path of relabel.cu (meshccl_piece_roots, the scans, then
-//    meshccl_label_pieces): every piece root then holds its label.
+// 3. The pieces path of relabel.cu (meshccl_piece_roots with the roots'
+//    prefix sums, then meshccl_label_pieces): every piece root then holds
+//    its label.
 // 4. meshccl_runs2d_label (relabel.cu).  Eight lanes per tile row read F,
 //    S and A, resolve each run once (a run start that is a piece root
 //    holds its label; any other holds a piece root, which holds it) and

@@ -138,6 +138,7 @@ class Launch:
         (gx, gy, gz), (bx, by, bz) = (self.grid + (1, 1))[:3], (self.block + (1, 1))[:3]
         smem, params, launch_kernel = self.shared_mem, ptrs.ctypes.data, driver.launchKernel
         result = self.result
+        keep = [slots, ptrs]  # what the driver reads through addresses: alive with the launch
 
         def place(vptr, pptr):
             for k in iv:
@@ -150,6 +151,7 @@ class Launch:
             attr.value = (1).to_bytes(4, "little")  # programmaticStreamSerializationAllowed
             config = _Config((gx, gy, gz), (bx, by, bz), smem, None, ctypes.pointer(attr), 1)
             config_ref, launch_ex = ctypes.byref(config), _launch_kernel_ex()
+            keep += [attr, config]
 
             def launch(vptr, pptr, stream):
                 place(vptr, pptr)
@@ -164,7 +166,7 @@ class Launch:
                 launch_kernel(fn, gx, gy, gz, bx, by, bz, smem, stream, params, 0)
                 return result
 
-        launch.keep = (slots, ptrs)  # the buffers live as long as the launch
+        launch.keep = keep
         return launch
 
 

@@ -27,7 +27,7 @@ TILES = {2: (16, 1, 16), 3: (8, 4, 32)}
 #: 2026-11-23 (benchmarks/NOTES.md): 2 saves 3-10 % of the tile kernel in
 #: 2-D and in 3-D at connectivity 1, and costs up to 2 % at 3-D c3.
 TILES_PER_BLOCK = {(2, 1): 2, (2, 2): 2, (3, 1): 2, (3, 2): 1, (3, 3): 1}
-#: Threads per block of meshccl_piece_roots / meshccl_rank_words.
+#: Threads per block (words per block) of meshccl_piece_roots (MESHCCL_PIECE_BLOCK).
 PIECE_BLOCK = 1024
 BLOCK = 256
 #: Plain 2-D images take kernels/runs2d.cu (runs as nodes, 32 x 32 tiles a
@@ -146,16 +146,20 @@ def _runs_words(shape) -> int:
 
 
 def scratch(n: int, index_dtype, shape=None, value_dtype=None):
-    """The pieces path's temporary arrays: the bit arrays A and H (one
-    buffer), the per-word prefix sums and the block sums (with their scan):
-    3n/8 bytes for int32 labels, plus a few per 32768 cells.  With a
-    ``shape`` (and ``value_dtype`` for 3-D) that the run-based kernels take
-    also their bit arrays F and S (one buffer, about n/4 bytes)."""
+    """The pieces path's temporary arrays: the bit arrays A and H and, after
+    them, the ticket counter of meshccl_piece_roots (one buffer; the counter
+    starts at 0 and each call leaves it so), the per-word prefix sums within
+    blocks and the block sums (with their scan): 3n/8 bytes for int32
+    labels, plus a few per 32768 cells.  With a ``shape`` (and
+    ``value_dtype`` for 3-D) that the run-based kernels take also their bit
+    arrays F and S (one buffer, about n/4 bytes)."""
     import cupy
 
     words = (n + 31) // 32
     blocks = -(-words // PIECE_BLOCK)
-    out = (cupy.empty(2 * words, dtype=cupy.uint32), cupy.empty(words, dtype=index_dtype),
+    bits = cupy.empty(2 * words + 1, dtype=cupy.uint32)
+    bits[2 * words:] = 0  # the counter
+    out = (bits, cupy.empty(words, dtype=index_dtype),
            cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
     if shape is not None:
         d = _dims(tuple(int(s) for s in shape))[0]
@@ -206,9 +210,9 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     cells_k, = kernels("relabel.cu", f"meshccl_label_cells<{i}>")
     if buffers is None:
         buffers = scratch(n, index_dtype)
-    bits, incl = buffers[:2]
+    bits, incl, block_incl = buffers[0], buffers[1], buffers[3]
     words = (n + 31) // 32
-    A, H = bits[:words], bits[words:]
+    A, H = bits[:words], bits[words:2 * words]
     I = index_dtype.type
     grid = (-(-nx // 32), -(-ny // ty), -(-nz // tz))  # of tiles (the border kernel's)
     tile_grid = (grid[0], -(-grid[1] // per_block), grid[2])
@@ -218,7 +222,7 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     border_tail = (H, np.uintp(0)) + dims  # S: a null pointer (cells are nodes)
     border_block = (min(BLOCK, -(-border_items(d, c, ty, tz) // 32) * 32),)
     cells_grid = (-(-n // (BLOCK * CELLS_PER_THREAD)),)
-    cells_tail = (I(n), A, H, incl)
+    cells_tail = (I(n), A, H, incl, block_incl)
     return _cleared(bits, aligned) + [
         ("tile", Launch(tile, tile_grid, (32 * warps,), (VALUES, LABELS) + tile_tail)),
         ("border", Launch(border, grid, border_block, (VALUES, LABELS) + border_tail,
@@ -235,33 +239,27 @@ def _cleared(bits, aligned):
 
 def _pieces_path(index_dtype, n, buffers, cells, runs):
     """The launches after the border kernel, shared by both tile kernels:
-    meshccl_piece_roots, the scan of the root counts, their ranks, then
-    ``cells`` (the launch that labels every cell) and meshccl_label_pieces
-    (every piece root's label) -- in the other order for the run kernels
-    (``runs``), whose label pass reads the piece roots' labels.  The last
-    launch returns N."""
+    meshccl_piece_roots (the hooked roots' walks and the roots' prefix
+    sums), then ``cells`` (the launch that labels every cell) and
+    meshccl_label_pieces (every piece root's label) -- in the other order
+    for the run kernels (``runs``), whose label pass reads the piece roots'
+    labels.  The last launch returns N."""
     i = c_type(index_dtype)
-    roots_k, words_k, scan_k, pieces_k = kernels(
-        "relabel.cu", f"meshccl_piece_roots<{i}>", f"meshccl_rank_words<{i}>",
-        f"meshccl_scan_block<{i}>", f"meshccl_label_pieces<{i}>")
-    bits, incl, sums, sums_incl = buffers[:4]
+    roots_k, pieces_k = kernels("relabel.cu", f"meshccl_piece_roots<{i}>",
+                                f"meshccl_label_pieces<{i}>")
+    bits, incl, sums, block_incl = buffers[:4]
     words = (n + 31) // 32
-    A, H = bits[:words], bits[words:]
+    A, H, counter = bits[:words], bits[words:2 * words], bits[2 * words:]
     blocks = -(-words // PIECE_BLOCK)
     I = np.dtype(index_dtype).type
-    roots_args = (A, H, I(words), sums)
-    scan_args = (sums, sums_incl, I(blocks))
-    ranks_args = (H, sums_incl, I(words), incl)
-    pieces = Launch(pieces_k, (-(-words // BLOCK),), (BLOCK,), (LABELS, A, H, incl, I(words)))
+    roots_args = (A, H, I(words), incl, sums, block_incl, counter)
+    pieces = Launch(pieces_k, (-(-words // BLOCK),), (BLOCK,),
+                    (LABELS, A, H, incl, block_incl, I(words)))
     last = cells if runs else pieces
-    last.result = incl[-1]  # N, no host synchronisation
+    last.result = block_incl[blocks - 1]  # N, no host synchronisation
     tail = [("pieces", pieces), ("cells", cells)] if runs else \
         [("cells", cells), ("pieces", pieces)]
-    return [
-        ("roots", Launch(roots_k, (blocks,), (PIECE_BLOCK,), (LABELS,) + roots_args)),
-        ("scan", Launch(scan_k, (1,), (1024,), scan_args)),
-        ("ranks", Launch(words_k, (blocks,), (PIECE_BLOCK,), ranks_args)),
-    ] + tail
+    return [("roots", Launch(roots_k, (blocks,), (PIECE_BLOCK,), (LABELS,) + roots_args))] + tail
 
 
 def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers):
@@ -277,9 +275,9 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
     label_k, = kernels("relabel.cu", f"meshccl_runs2d_label<{i}, {rows}, {per_lane}>")
     if buffers is None or len(buffers) < 5:
         buffers = scratch(n, index_dtype, shape, value_dtype)
-    bits, incl, fs = buffers[0], buffers[1], buffers[4]
+    bits, fs = buffers[0], buffers[4]
     words = (n + 31) // 32
-    A, H = bits[:words], bits[words:]
+    A, H = bits[:words], bits[words:2 * words]
     rw = _runs_words(shape)
     F, S = fs[:rw], fs[rw:2 * rw]
     I = index_dtype.type
