@@ -1,8 +1,8 @@
 // launch.cuh -- kernels of one chain that start before the one before ends.
 //
-// A plain image is labelled by a chain of six to eight kernels (tile,
-// border, piece roots, scan, ranks, label pieces, label pass), each of which
-// needs everything the one before it wrote.  Launched the ordinary way, a
+// A plain image is labelled by a chain of five or six kernels (tile,
+// border, in 3-D the z faces, piece roots, label pieces, label pass), each
+// of which needs everything the one before it wrote.  Launched the ordinary way, a
 // kernel's blocks are only sent to the multiprocessors once the kernel
 // before has ended and its writes have been flushed, so every boundary
 // costs the launch itself, the ramp up of the new kernel and the drain of

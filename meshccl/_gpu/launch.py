@@ -36,9 +36,10 @@ import numpy as np
 #: values and its label array.
 VALUES = object()
 LABELS = object()
-#: Launch a plan's kernels after its first with programmatic dependent
-#: launch where the GPU has it (compute capability 9.0 and later; False: the
-#: ordinary launch, for benchmarks/experiments/pdl.py, which times both).
+#: Launch the kernels a plan's program marks ``early`` with programmatic
+#: dependent launch where the GPU has it (compute capability 9.0 and later;
+#: False: the ordinary launch, for benchmarks/experiments/pdl.py and the
+#: GPU tests, which compare both).
 PDL = True
 
 
