@@ -179,6 +179,54 @@ __device__ __forceinline__ int start_of(unsigned s, int b) {
     return 31 - __clz(s & (b == 31 ? 0xffffffffu : ((2u << b) - 1u)));
 }
 
+// Bands (runs2d.cu, binary images at connectivity 2).  Two rows of a tile
+// taken together, rows 2k and 2k + 1, are a band; at connectivity 2 any
+// foreground cell of a band touches every foreground cell of the band in
+// its own column and the columns beside it, so a band's components are the
+// runs of its columns that hold any foreground cell (B = top | bottom).
+// Each such band run is one node, placed at the run's first cell in raster
+// order: its first top-row cell if it has one, else its first cell, which
+// is then a bottom-row cell at the run's start.  The node cells of the top
+// row are band_top(top, bottom); those of the bottom row band_bottom(...).
+__device__ __forceinline__ unsigned band_starts(unsigned top, unsigned bottom) {
+    const unsigned B = top | bottom;
+    return B & ~(B << 1);
+}
+// Adding a run's start bit to its cells without a top cell carries up to
+// the run's first top cell and stops there (its bit of B & ~top is 0).
+__device__ __forceinline__ unsigned band_top(unsigned top, unsigned bottom) {
+    const unsigned B = top | bottom;
+    return ((B & ~top) + band_starts(top, bottom)) & top;
+}
+// The same carry, run from each run's last cell downwards (bits reversed),
+// clears the run's start only where no top cell stops it: those runs'
+// nodes are their starts, in the bottom row.
+__device__ __forceinline__ unsigned band_bottom(unsigned top, unsigned bottom) {
+    const unsigned B = top | bottom, ends = B & ~(B >> 1);
+    return band_starts(top, bottom) & ~top & ~__brev(__brev(B & ~top) + __brev(ends));
+}
+// The node of the band run through column x (0..31, a foreground column of
+// the band): its column, and in dy 0 (top row) or 1 (bottom row).  ntop:
+// the band's top-row nodes (band_top), bs: its run starts (band_starts).
+// A band of one row (an image's last row when it has an odd number) has
+// bs == ntop, and its nodes are its run starts.  (For a foreground cell of
+// the top row the answer is simpler: the last node of ntop at or before it,
+// as for row runs, since a band run's first top cell is its node.)
+__device__ __forceinline__ int band_node(unsigned ntop, unsigned bs, int x, int& dy) {
+    const int s = 31 - __clz(bs & (x == 31 ? 0xffffffffu : ((2u << x) - 1u)));
+    const unsigned later = bs & ~(s == 31 ? 0xffffffffu : ((2u << s) - 1u));
+    unsigned t = ntop & ~((1u << s) - 1u);
+    if (later) t &= (later & (0u - later)) - 1u;  // before the next run's start
+    dy = t ? 0 : 1;
+    return t ? __ffs(t) - 1 : s;
+}
+// The first bottom-row cell of each band run that has one: a bottom-row
+// cell's band run is the one of the last of these at or before it.
+__device__ __forceinline__ unsigned band_firsts(unsigned top, unsigned bottom) {
+    const unsigned B = top | bottom;
+    return ((B & ~bottom) + band_starts(top, bottom)) & bottom;
+}
+
 // The node (run start, a global index) of the foreground cell in row y
 // (counting rows over all planes: z * ny + y in 3-D) and column x of an
 // array with `rows` rows of nx cells; S is word bx * rows + y.
@@ -455,10 +503,10 @@ __device__ __forceinline__ int nth_bit(unsigned m, int n) {
 // The general form takes the node of row r's bit b as base + r * RS + b
 // and a root's global index from global_of(root node); the short form below
 // is the one-tile-per-warp forest of the comment above.
-template <int Compact, int RS, typename I, typename GlobalOf>
+template <int Compact, int RS, typename I, typename GlobalOf, typename Also>
 __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned* starts,
                                                       int lane, int nrows, I* P, I tile0, I nx,
-                                                      GlobalOf global_of) {
+                                                      GlobalOf global_of, Also also) {
     const unsigned mine = lane < nrows ? starts[lane] : 0u;
     const int count = __popc(mine);
     int off = count;  // run starts of rows 0..lane (a scan over lanes)
@@ -471,7 +519,9 @@ __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned
     auto store = [&](int r, int b) {
         const int node = base + r * RS + b;
         const int rt = meshccl::find<true>(L, node);  // halving: shared walks shorten
-        P[tile0 + (I)r * nx + b] = global_of(rt);
+        const I g = global_of(rt);
+        P[tile0 + (I)r * nx + b] = g;
+        also(r, b, g);
         return rt == node;
     };
     if (total > Compact) {  // the same for the whole warp
@@ -512,7 +562,7 @@ __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned
                                                  [=](int rt) {
         const int p = rt / plane, q = rt - p * plane, ry = q / ROW_NODES;
         return origin + (I)p * pstride + (I)ry * nx + (q - ry * ROW_NODES);
-    });
+    }, [](int, int, I) {});
 }
 
 }  // namespace runs

@@ -84,6 +84,76 @@ __device__ __forceinline__ unsigned left_pairs(K k0, K kL, K ku0, K kuL, bool up
     return m;
 }
 
+// The unions inside a banded tile (after tile_nodes and a __syncwarp):
+// only the pairs across a band's top border, between row 2k (lane 2k's
+// masks against the row above: E, Vl, V, Vr) and row 2k - 1 (band k - 1's
+// bottom row), each pair a union of the two band runs' nodes.  The rules
+// and the straight-up pairs' stretch tops are tile_unions's (a cell's pairs
+// that they skip are joined through the same earlier pairs and runs, and a
+// band run only merges runs further).  Lane 2k takes its straight-up
+// pairs, lane 2k + 1 the diagonal ones of row 2k, so the warp's turns are
+// about half of a row's pairs.  starts: each row's nodes (band_top in even
+// rows, band_bottom in odd); bst: each band's run starts.
+template <int RSB>
+__device__ __forceinline__ void band_unions(int* L, int base, const unsigned* starts,
+                                            const unsigned* bst, int lane, unsigned mE,
+                                            unsigned mVl, unsigned mV, unsigned mVr) {
+    unsigned D = ~mV, tops[5];
+#pragma unroll
+    for (int k = 0; k < 5; ++k) tops[k] = ((lane >> k) & 1) ? D : 0u;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const unsigned Du = __shfl_up_sync(0xffffffffu, D, d);
+#pragma unroll
+        for (int k = 0; k < 5; ++k) {
+            const unsigned Tu = __shfl_up_sync(0xffffffffu, tops[k], d);
+            if (lane >= d) tops[k] |= Tu & ~D;
+        }
+        if (lane >= d) D |= Du;
+    }
+    unsigned Ul, U0, Ur;
+    meshccl::runs::row_pairs<true>(mE, mVl, mV, mVr, Ul, U0, Ur);
+    const unsigned pl = __shfl_xor_sync(0xffffffffu, Ul, 1);
+    const unsigned pr = __shfl_xor_sync(0xffffffffu, Ur, 1);
+    const int r = lane & ~1;  // the band's top row
+    if (lane & 1) {
+        U0 = 0u;
+        Ul = pl;
+        Ur = pr;
+    } else {
+        Ul = Ur = 0u;
+    }
+    if (r == 0) Ul = U0 = Ur = 0u;  // (the border kernel's pairs)
+    auto node = [&](int row, int x) {  // cell (row, x), foreground
+        if (!(row & 1)) return base + row * RSB + meshccl::runs::start_of(starts[row], x);
+        int dy;
+        const int c = meshccl::runs::band_node(starts[row - 1], bst[row >> 1], x, dy);
+        return base + (row - 1 + dy) * RSB + c;
+    };
+    for (;;) {
+        int b, partner;
+        if (U0) {
+            b = __ffs(U0) - 1;
+            U0 &= U0 - 1u;
+            int t = 0;
+#pragma unroll
+            for (int k = 0; k < 5; ++k) t |= ((tops[k] >> b) & 1) << k;
+            partner = node(t, b);
+        } else if (Ul) {
+            b = __ffs(Ul) - 1;
+            Ul &= Ul - 1u;
+            partner = node(r - 1, b - 1);
+        } else if (Ur) {
+            b = __ffs(Ur) - 1;
+            Ur &= Ur - 1u;
+            partner = node(r - 1, b + 1);
+        } else {
+            break;
+        }
+        meshccl::unite<true>(L, node(r, b), partner);
+    }
+}
+
 // The tile kernel's work up to its bit array A: returns the piece roots of
 // the lane's row (0 past the array).  The block's NW tiles side by side
 // (a strip of 32 rows and 32 * NW columns) share one forest, in raster
@@ -96,7 +166,7 @@ template <typename T, typename I, int C, int NW>
 __device__ __forceinline__ unsigned label_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
         unsigned* __restrict__ S, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey,
-        int seams, int prefetch) {
+        int seams, int prefetch, int bands) {
     typedef typename meshccl::Key<T>::type K;
     using meshccl::runs::shfl;
     using meshccl::runs::start_of;
@@ -104,13 +174,17 @@ __device__ __forceinline__ unsigned label_tile(
     __shared__ int forest[32 * RSB];
     __shared__ unsigned starts[NW][32];  // each row's run starts, per tile
     __shared__ K edge[3][NW][32];         // each row's cells 0, 31 and 30, per tile
+    __shared__ unsigned bstarts[NW][16];  // banded tiles: each band's run starts ...
+    __shared__ unsigned bfirsts[NW][16];  // ... and first bottom cells that are not nodes
+    __shared__ int banded[NW];            // is the tile banded?
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I bx = (I)blockIdx.x * NW + warp, ntx = (nx + 31) >> 5;
     const bool live = bx < ntx;  // (the whole warp)
     const I x0 = bx * 32, x = x0 + lane, y0 = (I)blockIdx.y * 32;
     const int base = warp * RS;
     int* L = forest;
-    unsigned mF = 0u, mE = 0u, mV = 0u, mVl = 0u, mVr = 0u, S_ = 0u;
+    unsigned mF = 0u, mE = 0u, mV = 0u, mVl = 0u, mVr = 0u, S_ = 0u, Sout = 0u;
+    bool band = false;  // (the whole warp)
     if (!live) {
     } else if (sizeof(T) == 1) {
         // One-byte cells: lane r loads row r's 32 cells (two 16-byte loads
@@ -126,6 +200,10 @@ __device__ __forceinline__ unsigned label_tile(
         edge[0][warp][lane] = (K)(unsigned char)w[0];
         edge[1][warp][lane] = (K)(unsigned char)(w[7] >> 24);
         edge[2][warp][lane] = (K)(unsigned char)(w[7] >> 16);
+        // A binary tile (cells 0 / 1, background 0) at connectivity 2 is
+        // labelled in bands of two rows (runs.cuh, band_node).
+        if (C == 2 && bands && has_bg && bgkey == 0)
+            band = __all_sync(0xffffffffu, meshccl::runs::binary_row(w));
     } else {
         // Wider cells: a lane per column, 32 loads in flight, and row masks by
         // ballot; lane r keeps row r's.
@@ -174,16 +252,47 @@ __device__ __forceinline__ unsigned label_tile(
         }
     }
     // Lane r: row r.  Run starts, their forest, and the pairs with row r - 1.
+    if (lane == 0) banded[warp] = band;
     if (live) {
-        S_ = mF & ~mE;
+        if (band) {
+            // Lanes 2k and 2k + 1 hold band k's rows; each lane's nodes are
+            // the band runs' first cells in its row.
+            const unsigned other = __shfl_xor_sync(0xffffffffu, mF, 1);
+            const bool odd = lane & 1;
+            const unsigned top = odd ? other : mF, bottom = odd ? mF : other;
+            S_ = odd ? meshccl::runs::band_bottom(top, bottom)
+                     : meshccl::runs::band_top(top, bottom);
+            // S of a bottom row: its band runs' first cells in it (P there
+            // holds the band run's piece root: store_piece_roots below)
+            Sout = odd ? meshccl::runs::band_firsts(top, bottom) : S_;
+            if (odd) {
+                bstarts[warp][lane >> 1] = meshccl::runs::band_starts(top, bottom);
+                bfirsts[warp][lane >> 1] = Sout & ~S_;
+            }
+        } else {
+            S_ = Sout = mF & ~mE;
+        }
         if (prefetch && y0 + lane < ny)
-            meshccl::runs::prefetch_run_starts(P + (y0 + lane) * nx + x0, S_, prefetch);
+            meshccl::runs::prefetch_run_starts(P + (y0 + lane) * nx + x0, Sout, prefetch);
         meshccl::runs::tile_nodes<RSB>(L, base, starts[warp], lane, S_);
         __syncwarp();
-        meshccl::runs::tile_unions<C >= 2, RSB>(L, base, starts[warp], lane, S_, mE, mVl, mV,
-                                                mVr);
+        if (band)
+            band_unions<RSB>(L, base, starts[warp], bstarts[warp], lane, mE, mVl, mV, mVr);
+        else
+            meshccl::runs::tile_unions<C >= 2, RSB>(L, base, starts[warp], lane, S_, mE, mVl,
+                                                    mV, mVr);
     }
     __syncthreads();
+    // The node of cell (r, c) of tile w of the block (foreground), in the
+    // block's forest.
+    auto local = [&](int w, int r, int c) {
+        if (banded[w] && (r & 1)) {  // (a top row's nodes are its run starts' kind)
+            int dy;
+            const int col = meshccl::runs::band_node(starts[w][r - 1], bstarts[w][r >> 1], c, dy);
+            return (r - 1 + dy) * RSB + w * RS + col;
+        }
+        return r * RSB + w * RS + start_of(starts[w][r], c);
+    };
     const I y = y0 + lane;
     if (seams && live && warp > 0 && y < ny) {
         // The pairs across the border with the tile to the left (lane r: row
@@ -195,24 +304,38 @@ __device__ __forceinline__ unsigned label_tile(
         const unsigned m = left_pairs<C>(k0, kL, ku0, kuL, r > 0, !(has_bg && k0 == bgkey),
                                          !(has_bg && kL == bgkey),
                                          [&] { return edge[2][wl][r]; });
-        const int a = r * RSB + base;
-        const int left = r * RSB + wl * RS + start_of(starts[wl][r], 31);
-        if (m & 1u) meshccl::unite<true>(L, a, left);
-        if (m & 2u)
-            meshccl::unite<true>(L, a, (r - 1) * RSB + wl * RS + start_of(starts[wl][r - 1], 31));
-        if (m & 4u) meshccl::unite<true>(L, left, a - RSB);
+        if (m) {
+            const int a = local(warp, r, 0), left = local(wl, r, 31);
+            if (m & 1u) meshccl::unite<true>(L, a, left);
+            if (m & 2u) meshccl::unite<true>(L, a, local(wl, r - 1, 31));
+            if (m & 4u) meshccl::unite<true>(L, left, local(warp, r - 1, 0));
+        }
     }
     __syncthreads();
     if (!live) return 0u;
     const I tile0 = y0 * nx + x0, strip0 = y0 * nx + (I)blockIdx.x * NW * 32;
+    // In a banded tile a node of a top row (r even) whose band run has
+    // cells in the bottom row, not first among them, stores the same piece
+    // root at the first of them too: the border kernel and the label pass
+    // then take a bottom row's cells as any row's, from S (band_firsts).
+    const unsigned* bs_ = bstarts[warp];
+    const unsigned* bf_ = bfirsts[warp];
+    auto also = [=](int r, int b, I root) {
+        if (!band || (r & 1)) return;
+        const unsigned bs = bs_[r >> 1], s = (unsigned)start_of(bs, b);
+        unsigned f = bf_[r >> 1] & ~((1u << s) - 1u);
+        const unsigned later = bs & ~(s == 31 ? 0xffffffffu : ((2u << s) - 1u));
+        if (later) f &= (later & (0u - later)) - 1u;
+        if (f) P[tile0 + (I)(r + 1) * nx + (__ffs(f) - 1)] = root;
+    };
     const unsigned roots = meshccl::runs::store_piece_roots<C == 1 ? 128 : 256, RSB>(
         L, base, starts[warp], lane, (int)min((I)32, ny - y0), P, tile0, nx, [=](int rt) {
             const int ry = rt / RSB, q = rt - ry * RSB, tw = q / RS;
             return strip0 + (I)ry * nx + (I)tw * 32 + (q - tw * RS);
-        });
+        }, also);
     if (y >= ny) return 0u;
     F[bx * ny + y] = mF;
-    S[bx * ny + y] = S_;
+    S[bx * ny + y] = Sout;
     return roots;
 }
 
@@ -232,10 +355,11 @@ template <typename T, typename I, int C, int NW>
 __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
-        int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int seams, int prefetch) {
+        int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int seams, int prefetch,
+        int bands) {
     meshccl::grid_entry();  // (launch.cuh)
-    const unsigned roots = meshccl::runs2d::label_tile<T, I, C, NW>(v, P, F, S, ny, nx, has_bg,
-                                                                    bgkey, seams, prefetch);
+    const unsigned roots = meshccl::runs2d::label_tile<T, I, C, NW>(
+            v, P, F, S, ny, nx, has_bg, bgkey, seams, prefetch, bands);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I ntx = (nx + 31) >> 5, y0 = (I)blockIdx.y * 32;
     if (!aligned) {  // the same for the whole grid
@@ -336,9 +460,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R2(T, I)                                                                         \
     template __global__ void meshccl_runs2d_tile<T, I, 1, 8>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int);                   \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int);             \
     template __global__ void meshccl_runs2d_tile<T, I, 2, 8>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int);                   \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int);             \
     template __global__ void meshccl_runs2d_border<T, I, 1>(const T*, I*, unsigned*,             \
         const unsigned*, I, I, int, meshccl::Key<T>::type, int);                                 \
     template __global__ void meshccl_runs2d_border<T, I, 2>(const T*, I*, unsigned*,             \

@@ -217,6 +217,51 @@ def _runs2d_against_mesh23():
     _runs_against_cells(images, "RUNS_2D_STRIPS")
 
 
+@pytest.mark.gpu
+def test_gpu_runs2d_bands():
+    """Binary 2-D images at connectivity 2 are labelled in bands of two rows
+    (runs.cuh, band_node; mesh23.RUNS_2D_BANDS), tile by tile where the
+    tile's cells are all 0 / 1 with background 0.  With bands and without,
+    against skimage: odd heights (a last band of one row), one row, one
+    column, widths that are not multiples of 32, a checkerboard (each band
+    one run, joined only diagonally), one-cell-wide lines in every
+    direction, lines along band borders, bool, tiles banded and not in one
+    image, and random images at the thresholds."""
+    pytest.importorskip("cupy")
+    from conftest import HAVE_GPU
+
+    if not HAVE_GPU:
+        pytest.skip("no GPU")
+    from meshccl._gpu import plan
+
+    rng = np.random.default_rng(21)
+    yy, xx = np.mgrid[:97, :300]
+    lines = np.zeros((130, 270), np.uint8)
+    lines[::7, :] = 1           # horizontal lines, some on band borders
+    lines[:, 5::11] = 1         # vertical lines one cell wide
+    lines[40:90, 200:202] = 0
+    images = [
+        ((xx + yy) % 2).astype(np.uint8),                        # checkerboard, odd height
+        ((xx + 2 * yy) % 5 == 0).astype(np.uint8),               # steep diagonal lines
+        ((2 * xx - yy) % 7 == 0).astype(np.uint8),               # flat diagonal lines, other way
+        lines,
+        patterns.spiral(333),
+        patterns.percolation((1, 700), 0.5, seed=3),             # one row
+        patterns.percolation((333, 1), 0.5, seed=4),             # one column
+        patterns.percolation((65, 95), 0.4073, seed=5),
+        patterns.percolation((512, 512), 0.4073, seed=6).astype(bool),
+        patterns.percolation((257, 333), 0.6, seed=7),
+        (rng.random((200, 170)) < 0.2).astype(np.uint8),          # sparse: lone cells
+        _part_binary((256, 320), rng),                            # banded and not
+        np.repeat(rng.integers(0, 2, (33, 40)), 3, axis=0).repeat(5, axis=1).astype(np.uint8),
+    ]
+    plan._local.__dict__.pop("plans", None)  # plans keep their program
+    try:
+        _runs_against_cells(images, "RUNS_2D_BANDS")
+    finally:
+        plan._local.__dict__.pop("plans", None)
+
+
 def _part_binary(shape, rng):
     """0/1 percolation with 3s sprinkled over one region: the tiles there
     take the byte-wise compares, the others the binary shortcut

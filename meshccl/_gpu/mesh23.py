@@ -101,6 +101,11 @@ CELLS_PER_THREAD = 8
 #: and won nothing in 2-D over the relabel chain alone (which took 1-4 %
 #: off: blobs 4096^2 c2 0.1465 -> 0.1418 ms, spiral c2 0.1988 -> 0.1925).
 EARLY_FACES = False
+#: Binary 2-D images at connectivity 2 (one-byte cells 0 / 1, background 0):
+#: each tile whose cells are all so is labelled in bands of two rows, one
+#: node per run of a band's columns (runs.cuh, band_node), which halves the
+#: nodes and the unions of the tile kernel.  Off: every tile by its rows.
+RUNS_2D_BANDS = True
 _MAX_GRID_YZ = 65535
 
 
@@ -290,7 +295,8 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
                                f"meshccl_runs2d_border<{t}, {i}, {c}>")
         tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
                      + (np.int32(aligned), np.int32(RUNS_2D_STRIPS),
-                        np.int32(RUNS_PREFETCH[(2, c)])))  # (a mode: 0, 1, 2)
+                        np.int32(RUNS_PREFETCH[(2, c)]),  # (a mode: 0, 1, 2)
+                        np.int32(RUNS_2D_BANDS)))
         strip = nw if RUNS_2D_STRIPS else 1
         if 8 % strip:
             raise ValueError(f"RUNS_2D_WARPS must divide 8 with strips on; got {nw}")
