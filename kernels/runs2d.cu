@@ -90,9 +90,9 @@ __device__ __forceinline__ unsigned left_pairs(K k0, K kL, K ku0, K kuL, bool up
 // bottom row), each pair a union of the two band runs' nodes.  The rules
 // and the straight-up pairs' stretch tops are tile_unions's (a cell's pairs
 // that they skip are joined through the same earlier pairs and runs, and a
-// band run only merges runs further).  Lane 2k takes its straight-up
-// pairs, lane 2k + 1 the diagonal ones of row 2k, so the warp's turns are
-// about half of a row's pairs.  starts: each row's nodes (band_top in even
+// band run only merges runs further).  Lanes 2k and 2k + 1 share row 2k's
+// pairs, by halves of the row, so the warp's turns are about half of a
+// row's pairs.  starts: each row's nodes (band_top in even
 // rows, band_bottom in odd); bst: each band's run starts.
 template <int RSB>
 __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* starts,
@@ -113,16 +113,15 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
     }
     unsigned Ul, U0, Ur;
     meshccl::runs::row_pairs<true>(mE, mVl, mV, mVr, Ul, U0, Ur);
-    const unsigned pl = __shfl_xor_sync(0xffffffffu, Ul, 1);
-    const unsigned pr = __shfl_xor_sync(0xffffffffu, Ur, 1);
+    // Lane 2k + 1 takes row 2k's masks and stretch tops: lane 2k then
+    // unites the pairs of columns 0..15, lane 2k + 1 those of 16..31.
+    const unsigned half = (lane & 1) ? 0xffff0000u : 0x0000ffffu;
+    Ul = __shfl_sync(0xffffffffu, Ul, lane & ~1) & half;
+    U0 = __shfl_sync(0xffffffffu, U0, lane & ~1) & half;
+    Ur = __shfl_sync(0xffffffffu, Ur, lane & ~1) & half;
+#pragma unroll
+    for (int k = 0; k < 5; ++k) tops[k] = __shfl_sync(0xffffffffu, tops[k], lane & ~1);
     const int r = lane & ~1;  // the band's top row
-    if (lane & 1) {
-        U0 = 0u;
-        Ul = pl;
-        Ur = pr;
-    } else {
-        Ul = Ur = 0u;
-    }
     if (r == 0) Ul = U0 = Ur = 0u;  // (the border kernel's pairs)
     auto node = [&](int row, int x) {  // cell (row, x), foreground
         if (!(row & 1)) return base + row * RSB + meshccl::runs::start_of(starts[row], x);
