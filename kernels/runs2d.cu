@@ -88,12 +88,20 @@ __device__ __forceinline__ unsigned left_pairs(K k0, K kL, K ku0, K kuL, bool up
 // only the pairs across a band's top border, between row 2k (lane 2k's
 // masks against the row above: E, Vl, V, Vr) and row 2k - 1 (band k - 1's
 // bottom row), each pair a union of the two band runs' nodes.  The rules
-// and the straight-up pairs' stretch tops are tile_unions's (a cell's pairs
-// that they skip are joined through the same earlier pairs and runs, and a
-// band run only merges runs further).  Lanes 2k and 2k + 1 share row 2k's
+// are tile_unions's (a cell's pairs that they skip are joined through the
+// same earlier pairs and runs, and a band run only merges runs further).  Lanes 2k and 2k + 1 share row 2k's
 // pairs, by halves of the row, so the warp's turns are about half of a
 // row's pairs.  starts: each row's nodes (band_top in even
 // rows, band_bottom in odd); bst: each band's run starts.
+// MESHCCL_BAND_TOPS 1: a straight-up pair is united with the top of its
+// vertical stretch, as in tile_unions (a segmented scan over the rows
+// first); 0: with the band run just above, no scan (chains of at most 16
+// band runs per tile).  0 measured faster (benchmarks/NOTES.md: the tile
+// kernel on percolation 8192^2 p = .4073 0.428 -> 0.397 ms, the spiral
+// unchanged).
+#ifndef MESHCCL_BAND_TOPS
+#define MESHCCL_BAND_TOPS 0
+#endif
 template <int RSB>
 __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* starts,
                                             const unsigned* bst, int lane, unsigned mE,
@@ -102,7 +110,7 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
 #pragma unroll
     for (int k = 0; k < 5; ++k) tops[k] = ((lane >> k) & 1) ? D : 0u;
 #pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
+    for (int d = 1; d < 32 && MESHCCL_BAND_TOPS; d <<= 1) {
         const unsigned Du = __shfl_up_sync(0xffffffffu, D, d);
 #pragma unroll
         for (int k = 0; k < 5; ++k) {
@@ -113,14 +121,16 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
     }
     unsigned Ul, U0, Ur;
     meshccl::runs::row_pairs<true>(mE, mVl, mV, mVr, Ul, U0, Ur);
-    // Lane 2k + 1 takes row 2k's masks and stretch tops: lane 2k then
+    // Lane 2k + 1 takes row 2k's masks (and stretch tops): lane 2k then
     // unites the pairs of columns 0..15, lane 2k + 1 those of 16..31.
     const unsigned half = (lane & 1) ? 0xffff0000u : 0x0000ffffu;
     Ul = __shfl_sync(0xffffffffu, Ul, lane & ~1) & half;
     U0 = __shfl_sync(0xffffffffu, U0, lane & ~1) & half;
     Ur = __shfl_sync(0xffffffffu, Ur, lane & ~1) & half;
+    if (MESHCCL_BAND_TOPS) {
 #pragma unroll
-    for (int k = 0; k < 5; ++k) tops[k] = __shfl_sync(0xffffffffu, tops[k], lane & ~1);
+        for (int k = 0; k < 5; ++k) tops[k] = __shfl_sync(0xffffffffu, tops[k], lane & ~1);
+    }
     const int r = lane & ~1;  // the band's top row
     if (r == 0) Ul = U0 = Ur = 0u;  // (the border kernel's pairs)
     auto node = [&](int row, int x) {  // cell (row, x), foreground
@@ -134,9 +144,12 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
         if (U0) {
             b = __ffs(U0) - 1;
             U0 &= U0 - 1u;
-            int t = 0;
+            int t = r - 1;
+            if (MESHCCL_BAND_TOPS) {
+                t = 0;
 #pragma unroll
-            for (int k = 0; k < 5; ++k) t |= ((tops[k] >> b) & 1) << k;
+                for (int k = 0; k < 5; ++k) t |= ((tops[k] >> b) & 1) << k;
+            }
             partner = node(t, b);
         } else if (Ul) {
             b = __ffs(Ul) - 1;
