@@ -167,15 +167,17 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
 }
 
 // The border kernel's unions: find both roots, then hook (unite_recording);
-// with MESHCCL_BORDER_REM 1 (an experiment, benchmarks/NOTES.md), Rem's
-// rule with splicing (unite_rem_recording).
+// with MESHCCL_BORDER_REM 1 or 2 (an experiment, benchmarks/NOTES.md),
+// Rem's rule with splicing or with halving (unite_rem_recording).
 #ifndef MESHCCL_BORDER_REM
 #define MESHCCL_BORDER_REM 0
 #endif
 template <typename I>
 __device__ __forceinline__ void unite_border(I* P, unsigned* H, I a, I b) {
-    if (MESHCCL_BORDER_REM)
-        meshccl::unite_rem_recording(P, H, a, b);
+    if (MESHCCL_BORDER_REM == 1)
+        meshccl::unite_rem_recording<true>(P, H, a, b);
+    else if (MESHCCL_BORDER_REM == 2)
+        meshccl::unite_rem_recording<false>(P, H, a, b);
     else
         meshccl::unite_recording(P, H, a, b);
 }

@@ -150,8 +150,10 @@ __device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
 // element it leaves is re-pointed at the other side's (smaller) parent.
 // Every parent it stores is one it read, so a node whose parent was a
 // piece root still points at one (the pieces path of relabel.cu relies on
-// that).  An experiment (runs2d.cu, MESHCCL_BORDER_REM): benchmarks/NOTES.md.
-template <typename I>
+// that).  Splice false: the stepping side halves its path instead (its
+// element is re-pointed at its grandparent).  An experiment (runs2d.cu,
+// MESHCCL_BORDER_REM): benchmarks/NOTES.md.
+template <bool Splice = true, typename I>
 __device__ __forceinline__ void unite_rem_recording(I* P, unsigned* H, I a, I b) {
     I rx = a, ry = b;
     while (true) {
@@ -168,8 +170,14 @@ __device__ __forceinline__ void unite_rem_recording(I* P, unsigned* H, I a, I b)
             }
             continue;
         }
-        cas(P + rx, px, py);  // splice: rx joins the other side
-        rx = px;
+        if (Splice) {
+            cas(P + rx, px, py);  // splice: rx joins the other side
+            rx = px;
+        } else {
+            const I g = __ldcg(P + px);  // halve: rx skips its parent
+            cas(P + rx, px, g);
+            rx = g;
+        }
     }
 }
 
