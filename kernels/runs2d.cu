@@ -33,6 +33,17 @@
 //    unite the pairs across their seven inner borders there after a
 //    barrier, by the border kernel's rules: a piece is then a component of
 //    the strip, and the border kernel below skips those borders.
+//    Bands: a tile whose cells are all 0 / 1 with background 0, at
+//    connectivity 2, takes its rows two at a time.  Any foreground cell of
+//    rows 2k and 2k + 1 touches every foreground cell of the two rows in
+//    its own column and the two beside it, so the band's components are
+//    the runs of its columns holding any foreground cell, one node each,
+//    at the run's first cell in raster order (runs.cuh, band_top /
+//    band_bottom: carries through the two rows' masks).  Only the pairs
+//    across a band's top border need unions (band_unions), about half of
+//    a tile's.  A bottom row's S marks the first cell of each band run in
+//    it (band_firsts), and P there gets the band run's piece root too, so
+//    the kernels after this one read every row as a row of runs.
 // 2. meshccl_runs2d_border.  Two warps per tile: one unites the tile's top
 //    row with the row above (the same mask rules, on keys loaded from
 //    global memory), the other the tile's first column with the last column
