@@ -51,6 +51,9 @@ def _backend_for(xp, device, method):
     return "gpu"
 
 
+_fast_label = None  # _gpu.plan.fast_label, imported on the first CuPy call
+
+
 def label(label_image, background=None, return_num=False, connectivity=None, *,
           dtype=None, method="auto", device="auto", periodic=False, mask=None,
           tolerance=None, bonds=None, axes=None, return_info=False, cpu_threads=1,
@@ -206,10 +209,11 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         # (_gpu/plan.py).  First, and with no other checks: the other
         # arguments are their defaults, and every microsecond here comes
         # before the first kernel starts.
-        from ._gpu.plan import fast_label
-
+        global _fast_label
+        if _fast_label is None:  # (an import statement per call cost ~1 us)
+            from ._gpu.plan import fast_label as _fast_label
         try:
-            out = fast_label(label_image, background, connectivity, dtype, return_num)
+            out = _fast_label(label_image, background, connectivity, dtype, return_num)
         except Exception as exc:
             err = _out_of_memory(exc, label_image.shape, None)
             if err is None:
