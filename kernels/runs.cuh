@@ -409,21 +409,13 @@ __device__ __forceinline__ void tile_nodes(int* L, int base, unsigned* starts, i
     starts[lane] = S_;
 }
 
-// The unions inside the tile (after tile_nodes, and after a __syncwarp or
-// __syncthreads that makes every row's nodes and starts visible).  The
-// straight-up pairs are united with the top of their vertical stretch, not
-// with the row above: t(r, b) is the first row of the column of equal cells
-// (V bits) through (r, b).  A column of 32 one-cell runs then makes a star,
-// not a chain of 32 that every find walks.  (Any cell is joined to its
-// stretch's top: by induction in raster order, a pair the rules skip goes
-// round through an earlier cell's pair and a run, as before.)  t as five
-// bit planes, by a segmented scan over lanes: D marks the columns whose
-// stretch starts in the lanes seen so far.
-template <bool Diag, int RS = ROW_NODES>
-__device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* starts, int lane,
-                                            unsigned S_, unsigned mE, unsigned mVl, unsigned mV,
-                                            unsigned mVr) {
-    unsigned D = ~mV, tops[5];
+// The first row t of the stretch of equal cells straight up (V bits)
+// through each bit of lane r's row, as five bit planes (bit b of tops[k]:
+// bit k of t), by a segmented scan over the lanes: D marks the columns
+// whose stretch starts in the lanes seen so far.  stretch_top reads t of
+// bit b back.
+__device__ __forceinline__ void stretch_tops(unsigned mV, int lane, unsigned (&tops)[5]) {
+    unsigned D = ~mV;
 #pragma unroll
     for (int k = 0; k < 5; ++k) tops[k] = ((lane >> k) & 1) ? D : 0u;
 #pragma unroll
@@ -436,6 +428,29 @@ __device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* st
         }
         if (lane >= d) D |= Du;
     }
+}
+__device__ __forceinline__ int stretch_top(const unsigned (&tops)[5], int b) {
+    int t = 0;
+#pragma unroll
+    for (int k = 0; k < 5; ++k) t |= ((tops[k] >> b) & 1) << k;
+    return t;
+}
+
+// The unions inside the tile (after tile_nodes, and after a __syncwarp or
+// __syncthreads that makes every row's nodes and starts visible).  The
+// straight-up pairs are united with the top of their vertical stretch, not
+// with the row above: t(r, b) is the first row of the column of equal cells
+// (V bits) through (r, b).  A column of 32 one-cell runs then makes a star,
+// not a chain of 32 that every find walks.  (Any cell is joined to its
+// stretch's top: by induction in raster order, a pair the rules skip goes
+// round through an earlier cell's pair and a run, as before.)  t from
+// stretch_tops.
+template <bool Diag, int RS = ROW_NODES>
+__device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* starts, int lane,
+                                            unsigned S_, unsigned mE, unsigned mVl, unsigned mV,
+                                            unsigned mVr) {
+    unsigned tops[5];
+    stretch_tops(mV, lane, tops);
     const unsigned Sup = __shfl_up_sync(0xffffffffu, S_, 1);
     const int me = base + lane * RS, up = me - RS;
     unsigned Ul, U0, Ur;
@@ -446,9 +461,7 @@ __device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* st
         if (U0) {
             b = __ffs(U0) - 1;
             U0 &= U0 - 1u;
-            int t = 0;
-#pragma unroll
-            for (int k = 0; k < 5; ++k) t |= ((tops[k] >> b) & 1) << k;
+            const int t = stretch_top(tops, b);
             partner = base + t * RS + start_of(starts[t], b);
         } else if (Ul) {
             b = __ffs(Ul) - 1;

@@ -117,19 +117,8 @@ template <int RSB>
 __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* starts,
                                             const unsigned* bst, int lane, unsigned mE,
                                             unsigned mVl, unsigned mV, unsigned mVr) {
-    unsigned D = ~mV, tops[5];
-#pragma unroll
-    for (int k = 0; k < 5; ++k) tops[k] = ((lane >> k) & 1) ? D : 0u;
-#pragma unroll
-    for (int d = 1; d < 32 && MESHCCL_BAND_TOPS; d <<= 1) {
-        const unsigned Du = __shfl_up_sync(0xffffffffu, D, d);
-#pragma unroll
-        for (int k = 0; k < 5; ++k) {
-            const unsigned Tu = __shfl_up_sync(0xffffffffu, tops[k], d);
-            if (lane >= d) tops[k] |= Tu & ~D;
-        }
-        if (lane >= d) D |= Du;
-    }
+    unsigned tops[5] = {0u, 0u, 0u, 0u, 0u};
+    if (MESHCCL_BAND_TOPS) meshccl::runs::stretch_tops(mV, lane, tops);
     unsigned Ul, U0, Ur;
     meshccl::runs::row_pairs<true>(mE, mVl, mV, mVr, Ul, U0, Ur);
     // Lane 2k + 1 takes row 2k's masks (and stretch tops): lane 2k then
@@ -155,13 +144,7 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
         if (U0) {
             b = __ffs(U0) - 1;
             U0 &= U0 - 1u;
-            int t = r - 1;
-            if (MESHCCL_BAND_TOPS) {
-                t = 0;
-#pragma unroll
-                for (int k = 0; k < 5; ++k) t |= ((tops[k] >> b) & 1) << k;
-            }
-            partner = node(t, b);
+            partner = node(MESHCCL_BAND_TOPS ? meshccl::runs::stretch_top(tops, b) : r - 1, b);
         } else if (Ul) {
             b = __ffs(Ul) - 1;
             Ul &= Ul - 1u;
