@@ -17,6 +17,9 @@
 //   the loop that unites them (unite_each, unite_all in shared memory);
 // - start_of and node, which find a cell's run start in a mask or in the
 //   global bit array S;
+// - bands of two rows (runs2d.cu's binary tiles at connectivity 2): the
+//   nodes of a band's column runs and how to find them (band_top,
+//   band_bottom, band_firsts, band_node);
 // - a warp's work on its tile once the masks are made: the run nodes
 //   (tile_nodes), the unions inside the tile (tile_unions) and the piece
 //   roots stored in P (store_piece_roots).
@@ -514,8 +517,10 @@ __device__ __forceinline__ int nth_bit(unsigned m, int n) {
 // Potts at 2, run starts 32 at a time on everything else.
 //
 // The general form takes the node of row r's bit b as base + r * RS + b
-// and a root's global index from global_of(root node); the short form below
-// is the one-tile-per-warp forest of the comment above.
+// and a root's global index from global_of(root node), and calls also(r,
+// b, that index) after each store (runs2d.cu's bands store it at a second
+// cell); the short form below is the one-tile-per-warp forest of the
+// comment above.
 template <int Compact, int RS, typename I, typename GlobalOf, typename Also>
 __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned* starts,
                                                       int lane, int nrows, I* P, I tile0, I nx,

@@ -100,10 +100,11 @@ __device__ __forceinline__ unsigned left_pairs(K k0, K kL, K ku0, K kuL, bool up
 // masks against the row above: E, Vl, V, Vr) and row 2k - 1 (band k - 1's
 // bottom row), each pair a union of the two band runs' nodes.  The rules
 // are tile_unions's (a cell's pairs that they skip are joined through the
-// same earlier pairs and runs, and a band run only merges runs further).  Lanes 2k and 2k + 1 share row 2k's
-// pairs, by halves of the row, so the warp's turns are about half of a
-// row's pairs.  starts: each row's nodes (band_top in even
-// rows, band_bottom in odd); bst: each band's run starts.
+// same earlier pairs and runs, and a band run only merges runs further).
+// Lanes 2k and 2k + 1 share row 2k's pairs, by halves of the row, so the
+// warp's turns are about half of a row's pairs.  starts: each row's nodes
+// (band_top in even rows, band_bottom in odd); bst: each band's run
+// starts.
 // MESHCCL_BAND_TOPS 1: a straight-up pair is united with the top of its
 // vertical stretch, as in tile_unions (a segmented scan over the rows
 // first); 0: with the band run just above, no scan (chains of at most 16
@@ -336,10 +337,10 @@ __device__ __forceinline__ unsigned label_tile(
     __syncthreads();
     if (!live) return 0u;
     const I tile0 = y0 * nx + x0, strip0 = y0 * nx + (I)blockIdx.x * NW * 32;
-    // In a banded tile a node of a top row (r even) whose band run has
-    // cells in the bottom row, not first among them, stores the same piece
-    // root at the first of them too: the border kernel and the label pass
-    // then take a bottom row's cells as any row's, from S (band_firsts).
+    // In a banded tile a top-row node (r even) whose band run also has
+    // bottom-row cells stores the same piece root at the first of them
+    // (bfirsts): the border kernel and the label pass then take a bottom
+    // row's cells as any row's, from S (band_firsts).
     const unsigned* bs_ = bstarts[warp];
     const unsigned* bf_ = bfirsts[warp];
     auto also = [=](int r, int b, I root) {
