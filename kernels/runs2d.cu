@@ -161,22 +161,6 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
     }
 }
 
-// The border kernel's unions: find both roots, then hook (unite_recording);
-// with MESHCCL_BORDER_REM 1 or 2 (an experiment, benchmarks/NOTES.md),
-// Rem's rule with splicing or with halving (unite_rem_recording).
-#ifndef MESHCCL_BORDER_REM
-#define MESHCCL_BORDER_REM 0
-#endif
-template <typename I>
-__device__ __forceinline__ void unite_border(I* P, unsigned* H, I a, I b) {
-    if (MESHCCL_BORDER_REM == 1)
-        meshccl::unite_rem_recording<true>(P, H, a, b);
-    else if (MESHCCL_BORDER_REM == 2)
-        meshccl::unite_rem_recording<false>(P, H, a, b);
-    else
-        meshccl::unite_recording(P, H, a, b);
-}
-
 // The tile kernel's work up to its bit array A: returns the piece roots of
 // the lane's row (0 past the array).  The block's NW tiles side by side
 // (a strip of 32 rows and 32 * NW columns) share one forest, in raster
@@ -458,9 +442,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         }
         if (!(u0 || ul_ || ur_)) return;
         const I a = node(S, y0, x, ny, nx);
-        if (ul_) meshccl::runs2d::unite_border(P, H, a, node(S, y0 - 1, x - 1, ny, nx));
-        if (u0) meshccl::runs2d::unite_border(P, H, a, node(S, y0 - 1, x, ny, nx));
-        if (ur_) meshccl::runs2d::unite_border(P, H, a, node(S, y0 - 1, x + 1, ny, nx));
+        if (ul_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x - 1, ny, nx));
+        if (u0) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x, ny, nx));
+        if (ur_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x + 1, ny, nx));
     } else {
         const I y = y0 + lane;
         if (bx == 0) return;
@@ -473,9 +457,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
         const unsigned m = meshccl::runs2d::left_pairs<C>(k0, kL, ku0, kuL, lane > 0, f0, fL,
                                          [&] { return Key<T>::of(v[i - 2]); });
-        if (m & 1u) meshccl::runs2d::unite_border(P, H, i, node(S, y, x0 - 1, ny, nx));
-        if (m & 2u) meshccl::runs2d::unite_border(P, H, i, node(S, y - 1, x0 - 1, ny, nx));
-        if (m & 4u) meshccl::runs2d::unite_border(P, H, node(S, y, x0 - 1, ny, nx), i - nx);
+        if (m & 1u) meshccl::unite_recording(P, H, i, node(S, y, x0 - 1, ny, nx));
+        if (m & 2u) meshccl::unite_recording(P, H, i, node(S, y - 1, x0 - 1, ny, nx));
+        if (m & 4u) meshccl::unite_recording(P, H, node(S, y, x0 - 1, ny, nx), i - nx);
     }
 }
 

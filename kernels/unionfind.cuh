@@ -144,43 +144,6 @@ __device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
     if (h >= 0) atomicOr(H + (h >> 5), 1u << (h & 31));
 }
 
-// The same by Rem's rule with splicing (unite_rem_cas below, written out
-// for the border passes, which record the root they hook): the two walks go
-// up by parent value, only the side whose parent is larger steps, and the
-// element it leaves is re-pointed at the other side's (smaller) parent.
-// Every parent it stores is one it read, so a node whose parent was a
-// piece root still points at one (the pieces path of relabel.cu relies on
-// that).  Splice false: the stepping side halves its path instead (its
-// element is re-pointed at its grandparent).  An experiment (runs2d.cu,
-// MESHCCL_BORDER_REM): benchmarks/NOTES.md.
-template <bool Splice = true, typename I>
-__device__ __forceinline__ void unite_rem_recording(I* P, unsigned* H, I a, I b) {
-    I rx = a, ry = b;
-    while (true) {
-        I px = __ldcg(P + rx), py = __ldcg(P + ry);
-        if (px == py) return;
-        if (px < py) {
-            I t = rx; rx = ry; ry = t;
-            t = px; px = py; py = t;
-        }
-        if (rx == px) {  // rx is a root, larger than py: hook it there
-            if (cas(P + rx, rx, py) == rx) {
-                atomicOr(H + (rx >> 5), 1u << (rx & 31));
-                return;
-            }
-            continue;
-        }
-        if (Splice) {
-            cas(P + rx, px, py);  // splice: rx joins the other side
-            rx = px;
-        } else {
-            const I g = __ldcg(P + px);  // halve: rx skips its parent
-            cas(P + rx, px, g);
-            rx = g;
-        }
-    }
-}
-
 // ===================================================================
 // Alternative union and compression rules (GConn / ConnectIt), used only
 // by the graph methods 'async' with a compression keyword, 'rem-cas',
