@@ -232,15 +232,11 @@ __device__ __forceinline__ unsigned band_firsts(unsigned top, unsigned bottom) {
 
 // The node (run start, a global index) of the foreground cell in row y
 // (counting rows over all planes: z * ny + y in 3-D) and column x of an
-// array with `rows` rows of nx cells; S is word bx * rows + y.  Coherent:
-// S may have been written by another block of the running kernel (the 2-D
-// tile kernel's seams), so the word comes through L2, not the read-only
-// path.
-template <bool Coherent = false, typename I>
+// array with `rows` rows of nx cells; S is word bx * rows + y.
+template <typename I>
 __device__ __forceinline__ I node(const unsigned* __restrict__ S, I y, I x, I rows, I nx) {
     const I bx = x >> 5;
-    const unsigned s = Coherent ? __ldcg(S + bx * rows + y) : __ldg(S + bx * rows + y);
-    return y * nx + (x & ~(I)31) + start_of(s, (int)(x & 31));
+    return y * nx + (x & ~(I)31) + start_of(__ldg(S + bx * rows + y), (int)(x & 31));
 }
 
 // The pairs between a row and an earlier row (the row above, or a row of the

@@ -346,149 +346,6 @@ __device__ __forceinline__ unsigned label_tile(
     return roots;
 }
 
-// One warp: the pairs between the top row of tile bx (tile row y0 / 32,
-// y0 > 0) and the row above, lane l on column 32 * bx + l (every pair of
-// them that goes up; the rules of tile_unions, with equality to the left
-// taken across tiles).  The two cells above a row's pair are the lane
-// before's, by shuffles, not loads.  Coherent: see runs.cuh, node.
-template <bool Coherent, typename T, typename I, int C>
-__device__ __forceinline__ void top_seam(const T* __restrict__ v, I* P, unsigned* H,
-                                         const unsigned* __restrict__ S, I ny, I nx, int has_bg,
-                                         typename meshccl::Key<T>::type bgkey, I bx, I y0,
-                                         int lane) {
-    typedef typename meshccl::Key<T>::type K;
-    using meshccl::Key;
-    using meshccl::runs::shfl;
-    const I x = bx * 32 + lane, i = y0 * nx + x;
-    const bool in = x < nx;
-    const K k = in ? Key<T>::of(v[i]) : K(), ku = in ? Key<T>::of(v[i - nx]) : K();
-    const bool f = in && !(has_bg && k == bgkey);
-    K kl = shfl(k, 1, true), ul = shfl(ku, 1, true), ur = shfl(ku, 1, false);
-    if (lane == 0 && x > 0) {
-        kl = Key<T>::of(v[i - 1]);
-        ul = Key<T>::of(v[i - nx - 1]);
-    }
-    if (lane == 31 && x + 1 < nx) ur = Key<T>::of(v[i - nx + 1]);
-    if (!f) return;
-    const bool e = x > 0 && kl == k;  // equal to the left, across tiles
-    const bool V = ku == k, Vl = x > 0 && ul == k, Vr = x + 1 < nx && ur == k;
-    bool u0, ul_, ur_;
-    if (C == 1) {
-        u0 = V && !(e && Vl);
-        ul_ = ur_ = false;
-    } else {
-        ul_ = Vl && !V && !e;
-        u0 = V && !Vr && !e;
-        ur_ = Vr && !(e && V);
-    }
-    if (!(u0 || ul_ || ur_)) return;
-    using meshccl::runs::node;
-    const I a = node<Coherent>(S, y0, x, ny, nx);
-    if (ul_) meshccl::unite_recording(P, H, a, node<Coherent>(S, y0 - 1, x - 1, ny, nx));
-    if (u0) meshccl::unite_recording(P, H, a, node<Coherent>(S, y0 - 1, x, ny, nx));
-    if (ur_) meshccl::unite_recording(P, H, a, node<Coherent>(S, y0 - 1, x + 1, ny, nx));
-}
-
-// One warp: the pairs across the left border of tile bx (> 0) in tile row
-// y0 / 32, lane r on row y0 + r: the first cell's pair to the left and, at
-// connectivity 2 and r > 0, its pair up-left and the pair up-right of the
-// cell to its left (left_pairs; r = 0's diagonals are the top seam's).
-template <bool Coherent, typename T, typename I, int C>
-__device__ __forceinline__ void left_seam(const T* __restrict__ v, I* P, unsigned* H,
-                                          const unsigned* __restrict__ S, I ny, I nx,
-                                          int has_bg, typename meshccl::Key<T>::type bgkey, I bx,
-                                          I y0, int lane) {
-    typedef typename meshccl::Key<T>::type K;
-    using meshccl::Key;
-    using meshccl::runs::node;
-    using meshccl::runs::shfl;
-    const I y = y0 + lane, x0 = bx * 32;
-    const I i = y * nx + x0;  // the tile's first cell of row y (x0 > 0)
-    const bool rin = y < ny;
-    const K k0 = rin ? Key<T>::of(v[i]) : K(), kL = rin ? Key<T>::of(v[i - 1]) : K();
-    // the two cells above (row y - 1, lane r - 1's): used from lane 1 on
-    const K ku0 = shfl(k0, 1, true), kuL = shfl(kL, 1, true);
-    if (!rin) return;
-    const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
-    const unsigned m = left_pairs<C>(k0, kL, ku0, kuL, lane > 0, f0, fL,
-                                     [&] { return Key<T>::of(v[i - 2]); });
-    if (m & 1u) meshccl::unite_recording(P, H, i, node<Coherent>(S, y, x0 - 1, ny, nx));
-    if (m & 2u) meshccl::unite_recording(P, H, i, node<Coherent>(S, y - 1, x0 - 1, ny, nx));
-    if (m & 4u) meshccl::unite_recording(P, H, node<Coherent>(S, y, x0 - 1, ny, nx), i - nx);
-}
-
-// The border kernel's work inside the tile kernel (`cnt` not null): the
-// seams between strips, each done by the last of the strips it reads to
-// finish.  A strip's top seam reads the strip itself, the one above and,
-// for the corner cells' diagonal pairs, the ones above left and above
-// right; its left seam reads it and the strip to its left.  When the
-// block's stores are done (every thread fences, then the barrier), lanes
-// 0..5 of warp 0 each count the strip in at one of the seams it takes part
-// in (its own two, the top seams of the three strips below it, the left
-// seam of the strip to its right) with an atomicAdd on that seam's
-// counter; the lane that brings a counter to its number of readers puts it
-// back to 0 (for the next call) and the block does that seam, from global
-// memory (everything it reads there was written and fenced before the
-// count it saw), as the border kernel would: a warp per tile of a top
-// seam, warp 0 for a left seam.  The unions are the same; only when and by
-// whom they run changes, so the border kernel's launch and its drain go,
-// and the seams' dependent loads overlap other blocks' tiles.
-template <typename T, typename I, int C, int NW>
-__device__ __forceinline__ void strip_seams(const T* __restrict__ v, I* P, unsigned* H,
-                                            const unsigned* __restrict__ S, I ny, I nx,
-                                            int has_bg, typename meshccl::Key<T>::type bgkey,
-                                            unsigned* cnt) {
-    __shared__ unsigned todo;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int si = (int)blockIdx.x, sj = (int)blockIdx.y;
-    const int nsx = (int)gridDim.x, nsy = (int)gridDim.y;
-    // seam k of this strip's six: (the strip it belongs to, top or left)
-    auto target = [&](int k, int& ti, int& tj) {
-        ti = si + (k == 1 ? -1 : (k == 3 || k == 5 ? 1 : 0));
-        tj = sj + (k >= 1 && k <= 3 ? 1 : 0);
-        return k >= 4;  // a left seam
-    };
-    __threadfence();  // this thread's stores of P, S, F, A and H
-    __syncthreads();
-    if (warp == 0) {
-        bool mine = false;
-        if (lane < 6) {
-            int ti, tj;
-            const bool left = target(lane, ti, tj);
-            const bool exists = ti >= 0 && ti < nsx && tj < nsy && (left ? ti > 0 : tj > 0);
-            if (exists) {
-                const unsigned need = left ? 2u : 2u + (ti > 0) + (ti + 1 < nsx);
-                unsigned* c = cnt + (left ? nsx * nsy : 0) + tj * nsx + ti;
-                if (atomicAdd(c, 1u) == need - 1u) {
-                    mine = true;
-                    *c = 0u;
-                }
-            }
-        }
-        const unsigned b = __ballot_sync(0xffffffffu, mine);
-        if (b) __threadfence();
-        if (lane == 0) todo = b;
-    }
-    __syncthreads();
-    unsigned t = todo;
-    const I ntx = (nx + 31) >> 5;
-    while (t) {
-        const int k = __ffs(t) - 1;
-        t &= t - 1u;
-        int ti, tj;
-        if (target(k, ti, tj)) {
-            if (warp == 0)
-                left_seam<true, T, I, C>(v, P, H, S, ny, nx, has_bg, bgkey, (I)ti * NW,
-                                         (I)tj * 32, lane);
-        } else {
-            const I bx = (I)ti * NW + warp;
-            if (bx < ntx)
-                top_seam<true, T, I, C>(v, P, H, S, ny, nx, has_bg, bgkey, bx, (I)tj * 32,
-                                        lane);
-        }
-    }
-}
-
 }  // namespace runs2d
 }  // namespace meshccl
 
@@ -500,21 +357,18 @@ __device__ __forceinline__ void strip_seams(const T* __restrict__ v, I* P, unsig
 // stores together (H as zeros); a word per lane, 32 rows per store
 // instruction, left partly written sectors that cost a fifth of the kernel
 // on the 4096^2 images.  Otherwise the host zeroes A and H and rows OR
-// their piece roots in.  cnt: null, or (with seams) two counters per
-// block, zero, and the seams between strips are done here (strip_seams)
-// rather than by the border kernel.
+// their piece roots in.
 template <typename T, typename I, int C, int NW>
 __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
         int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int seams, int prefetch,
-        int bands, unsigned* __restrict__ cnt) {
+        int bands) {
     meshccl::grid_entry();  // (launch.cuh)
     const unsigned roots = meshccl::runs2d::label_tile<T, I, C, NW>(
             v, P, F, S, ny, nx, has_bg, bgkey, seams, prefetch, bands);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I ntx = (nx + 31) >> 5, y0 = (I)blockIdx.y * 32;
-    __shared__ unsigned staged[32][NW];
     if (!aligned) {  // the same for the whole grid
         if (roots) {
             const I rowbase = (y0 + lane) * nx + ((I)blockIdx.x * NW + warp) * 32;
@@ -523,45 +377,89 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
             atomicOr(A + w, roots << s);
             if (s) atomicOr(A + w + 1, roots >> (32 - s));
         }
-    } else {
-        staged[lane][warp] = roots;
-        __syncthreads();
-        const int r = threadIdx.x / NW, k = threadIdx.x % NW;
-        const I bk = (I)blockIdx.x * NW + k, y = y0 + r;
-        if (bk < ntx && y < ny) {
-            const I w = (y * nx + bk * 32) >> 5;
-            A[w] = staged[r][k];
-            H[w] = 0u;
-        }
+        return;
     }
-    if (cnt)  // (the same for the whole grid)
-        meshccl::runs2d::strip_seams<T, I, C, NW>(v, P, H, S, ny, nx, has_bg, bgkey, cnt);
+    __shared__ unsigned staged[32][NW];
+    staged[lane][warp] = roots;
+    __syncthreads();
+    const int r = threadIdx.x / NW, k = threadIdx.x % NW;
+    const I bk = (I)blockIdx.x * NW + k, y = y0 + r;
+    if (bk < ntx && y < ny) {
+        const I w = (y * nx + bk * 32) >> 5;
+        A[w] = staged[r][k];
+        H[w] = 0u;
+    }
 }
 
 // A block takes TB tiles side by side: its first TB warps the tiles' top
-// rows against the row above (top_seam), then one warp per `strip` tiles
-// (the strips' first tiles: the tile kernel took the other borders) the
-// pairs across the tile's left border (left_seam).  TB = 8 with strips (9
-// warps), 4 without (8 warps); the host sizes the block, TB follows from
-// it.
+// rows against the row above (every pair of them that goes up), then one
+// warp per `strip` tiles (the strips' first tiles: the tile kernel took the
+// other borders) the pairs across the tile's left border, a lane per row r:
+// the first cell's pair to the left and, at connectivity 2 and r > 0, its
+// pair up-left and the pair up-right of the cell to its left (the last
+// column of the tile before).  TB = 8 with strips (9 warps), 4 without (8
+// warps); the host sizes the block, TB follows from it.  Same rules as the
+// tile kernel, with equality to the left taken across tiles; the two cells
+// above a row's pair are the lane before's, by shuffles, not loads.
 template <typename T, typename I, int C>
 __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip) {
     meshccl::grid_entry();  // (launch.cuh)
+    typedef typename meshccl::Key<T>::type K;
+    using meshccl::Key;
+    using meshccl::runs::node;
+    using meshccl::runs::shfl;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int tb = (int)(blockDim.x >> 5) * strip / (strip + 1);  // tiles per block
     const bool up = warp < tb;
     const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
-    const I y0 = (I)blockIdx.y * 32;
+    const I x0 = bx * 32, y0 = (I)blockIdx.y * 32;
     if (bx >= ntx) return;
     if (up) {
-        if (y0 > 0)
-            meshccl::runs2d::top_seam<false, T, I, C>(v, P, H, S, ny, nx, has_bg, bgkey, bx, y0,
-                                                      lane);
-    } else if (bx > 0) {
-        meshccl::runs2d::left_seam<false, T, I, C>(v, P, H, S, ny, nx, has_bg, bgkey, bx, y0,
-                                                   lane);
+        if (y0 == 0) return;
+        const I x = x0 + lane, i = y0 * nx + x;
+        const bool in = x < nx;
+        const K k = in ? Key<T>::of(v[i]) : K(), ku = in ? Key<T>::of(v[i - nx]) : K();
+        const bool f = in && !(has_bg && k == bgkey);
+        K kl = shfl(k, 1, true), ul = shfl(ku, 1, true), ur = shfl(ku, 1, false);
+        if (lane == 0 && x > 0) {
+            kl = Key<T>::of(v[i - 1]);
+            ul = Key<T>::of(v[i - nx - 1]);
+        }
+        if (lane == 31 && x + 1 < nx) ur = Key<T>::of(v[i - nx + 1]);
+        if (!f) return;
+        const bool e = x > 0 && kl == k;  // equal to the left, across tiles
+        const bool V = ku == k, Vl = x > 0 && ul == k, Vr = x + 1 < nx && ur == k;
+        bool u0, ul_, ur_;
+        if (C == 1) {
+            u0 = V && !(e && Vl);
+            ul_ = ur_ = false;
+        } else {
+            ul_ = Vl && !V && !e;
+            u0 = V && !Vr && !e;
+            ur_ = Vr && !(e && V);
+        }
+        if (!(u0 || ul_ || ur_)) return;
+        const I a = node(S, y0, x, ny, nx);
+        if (ul_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x - 1, ny, nx));
+        if (u0) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x, ny, nx));
+        if (ur_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x + 1, ny, nx));
+    } else {
+        const I y = y0 + lane;
+        if (bx == 0) return;
+        const I i = y * nx + x0;  // the tile's first cell of row y (x0 > 0)
+        const bool rin = y < ny;
+        const K k0 = rin ? Key<T>::of(v[i]) : K(), kL = rin ? Key<T>::of(v[i - 1]) : K();
+        // the two cells above (row y - 1, lane r - 1's): used from lane 1 on
+        const K ku0 = shfl(k0, 1, true), kuL = shfl(kL, 1, true);
+        if (!rin) return;
+        const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
+        const unsigned m = meshccl::runs2d::left_pairs<C>(k0, kL, ku0, kuL, lane > 0, f0, fL,
+                                         [&] { return Key<T>::of(v[i - 2]); });
+        if (m & 1u) meshccl::unite_recording(P, H, i, node(S, y, x0 - 1, ny, nx));
+        if (m & 2u) meshccl::unite_recording(P, H, i, node(S, y - 1, x0 - 1, ny, nx));
+        if (m & 4u) meshccl::unite_recording(P, H, node(S, y, x0 - 1, ny, nx), i - nx);
     }
 }
 
@@ -569,9 +467,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R2(T, I)                                                                         \
     template __global__ void meshccl_runs2d_tile<T, I, 1, 8>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int, unsigned*);             \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int);             \
     template __global__ void meshccl_runs2d_tile<T, I, 2, 8>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int, unsigned*);             \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int);             \
     template __global__ void meshccl_runs2d_border<T, I, 1>(const T*, I*, unsigned*,             \
         const unsigned*, I, I, int, meshccl::Key<T>::type, int);                                 \
     template __global__ void meshccl_runs2d_border<T, I, 2>(const T*, I*, unsigned*,             \

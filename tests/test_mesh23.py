@@ -262,65 +262,6 @@ def test_gpu_runs2d_bands():
         plan._local.__dict__.pop("plans", None)
 
 
-@pytest.mark.gpu
-def test_gpu_runs2d_fused_seams():
-    """The seams between strips done at the end of the tile kernel, each by
-    the last block of the strips it reads (runs2d.cu, strip_seams;
-    mesh23.RUNS_2D_FUSED_SEAMS), against the border kernel and skimage:
-    images many strips wide and tall (seams finished by any of their four
-    readers), widths that leave a partial last strip or a single strip,
-    heights that are not multiples of 32, one tile row, wider cells, long
-    chains across many tile rows (the spiral, vertical lines).  Then the
-    counters: a plan's repeated calls give the same labels, and a call
-    leaves every seam counter at 0 for the next."""
-    pytest.importorskip("cupy")
-    from conftest import HAVE_GPU
-
-    if not HAVE_GPU:
-        pytest.skip("no GPU")
-    import cupy
-
-    from meshccl._gpu import mesh23, plan
-
-    rng = np.random.default_rng(33)
-    vertical = np.zeros((1000, 300), np.uint8)
-    vertical[:, ::3] = 1
-    vertical[999, :] = 1                                          # joined at the bottom only
-    images = [
-        patterns.spiral(1000),
-        vertical,
-        patterns.percolation((700, 1300), 0.4073, seed=31),       # 6 strips, partial last
-        patterns.percolation((301, 2100), 0.5927, seed=32),
-        patterns.percolation((20, 900), 0.5, seed=33),            # one tile row
-        patterns.percolation((900, 200), 0.45, seed=34),          # one strip, partial
-        rng.integers(0, 3, (300, 600)).astype(np.uint32),
-        rng.integers(0, 4, (513, 700)).astype(np.uint8),          # Potts-like
-    ]
-    plan._local.__dict__.pop("plans", None)
-    try:
-        _runs_against_cells(images, "RUNS_2D_FUSED_SEAMS")
-        for a in images[:4]:
-            g = to_backend(a, "gpu")
-            first = to_host(meshccl.label(g, connectivity=2))
-            for _ in range(3):
-                np.testing.assert_array_equal(to_host(meshccl.label(g, connectivity=2)), first)
-            np.testing.assert_array_equal(first, sk_label(a, connectivity=2))
-            # the counters after a call through mesh23.program's own buffers
-            flat = cupy.ascontiguousarray(g).ravel()
-            if flat.dtype == cupy.bool_:
-                flat = flat.view(cupy.uint8)
-            out = cupy.empty(a.size, dtype=cupy.int32)
-            buffers = mesh23.scratch(a.size, np.int32, a.shape, flat.dtype)
-            for _ in range(2):
-                for _name, step in mesh23.steps(flat, out, a.shape, 2, True, np.uint8(0), buffers):
-                    step()
-                fs = buffers[4]
-                rw = mesh23._runs_words(a.shape)
-                assert int(cupy.count_nonzero(fs[2 * rw:])) == 0
-    finally:
-        plan._local.__dict__.pop("plans", None)
-
-
 def _part_binary(shape, rng):
     """0/1 percolation with 3s sprinkled over one region: the tiles there
     take the byte-wise compares, the others the binary shortcut

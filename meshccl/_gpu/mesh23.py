@@ -106,11 +106,6 @@ EARLY_FACES = False
 #: node per run of a band's columns (runs.cuh, band_node), which halves the
 #: nodes and the unions of the tile kernel.  Off: every tile by its rows.
 RUNS_2D_BANDS = True
-#: With strips, the seams between them are done at the end of the tile
-#: kernel, each by the last block of the strips it reads to finish (runs2d.cu,
-#: strip_seams; a counter per seam, in the F / S buffer), and the border
-#: kernel is not launched.  Off: the border kernel does them, as before.
-RUNS_2D_FUSED_SEAMS = True
 _MAX_GRID_YZ = 65535
 
 
@@ -155,13 +150,6 @@ def _runs_words(shape) -> int:
     return -(-nx // 32) * ny * nz
 
 
-def _seam_counters(shape) -> int:
-    """Counters after F and S in 2-D: two per tile (at most two per strip of
-    tiles are used, whatever RUNS_2D_WARPS is)."""
-    _, _, ny, nx = _dims(tuple(int(s) for s in shape))
-    return 2 * -(-nx // 32) * -(-ny // 32)
-
-
 def scratch(n: int, index_dtype, shape=None, value_dtype=None):
     """The pieces path's temporary arrays: the bit arrays A and H and, after
     them, the ticket counter of meshccl_piece_roots (one buffer; the counter
@@ -169,9 +157,7 @@ def scratch(n: int, index_dtype, shape=None, value_dtype=None):
     blocks and the block sums (with their scan): 3n/8 bytes for int32
     labels, plus a few per 32768 cells.  With a ``shape`` (and
     ``value_dtype`` for 3-D) that the run-based kernels take also their bit
-    arrays F and S (one buffer, about n/4 bytes; in 2-D two counters per
-    tile of 32 x 32 cells follow them, zero, for strip_seams in runs2d.cu,
-    which leaves them so)."""
+    arrays F and S (one buffer, about n/4 bytes)."""
     import cupy
 
     words = (n + 31) // 32
@@ -182,11 +168,7 @@ def scratch(n: int, index_dtype, shape=None, value_dtype=None):
            cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
     if shape is not None:
         d = _dims(tuple(int(s) for s in shape))[0]
-        if d == 2:
-            fs = cupy.empty(2 * _runs_words(shape) + _seam_counters(shape), dtype=cupy.uint32)
-            fs[2 * _runs_words(shape):] = 0
-            out += (fs,)
-        elif value_dtype is not None and np.dtype(value_dtype).itemsize == 1:
+        if d == 2 or (value_dtype is not None and np.dtype(value_dtype).itemsize == 1):
             out += (cupy.empty(2 * _runs_words(shape), dtype=cupy.uint32),)
     return out
 
@@ -311,15 +293,10 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         nw = RUNS_2D_WARPS
         tile, border = kernels("runs2d.cu", f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}>",
                                f"meshccl_runs2d_border<{t}, {i}, {c}>")
-        fused = RUNS_2D_FUSED_SEAMS and RUNS_2D_STRIPS
-        counters = fs[2 * rw:]
-        if fused and counters.size < 2 * -(-ntx // nw) * nty:
-            raise ValueError("mesh23.scratch: the buffers have no room for the seam counters")
         tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
                      + (np.int32(aligned), np.int32(RUNS_2D_STRIPS),
                         np.int32(RUNS_PREFETCH[(2, c)]),  # (a mode: 0, 1, 2)
-                        np.int32(RUNS_2D_BANDS),
-                        counters if fused else np.uintp(0)))
+                        np.int32(RUNS_2D_BANDS)))
         strip = nw if RUNS_2D_STRIPS else 1
         if 8 % strip:
             raise ValueError(f"RUNS_2D_WARPS must divide 8 with strips on; got {nw}")
@@ -355,9 +332,8 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
     label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
     label_tail = (F, S, A, I(rw // ntx), I(nx), I(words))
-    faces = [] if d == 2 and fused else \
-        [("border", Launch(border, border_args[0], border_args[1],
-                           (VALUES, LABELS) + border_args[2], early=EARLY_FACES))]
+    faces = [("border", Launch(border, border_args[0], border_args[1],
+                               (VALUES, LABELS) + border_args[2], early=EARLY_FACES))]
     if zface_args is not None and zface_args[0][2] > 0:  # a brick below another
         faces.append(("zface", Launch(zface, zface_args[0], zface_args[1],
                                       (VALUES, LABELS) + zface_args[2], early=EARLY_FACES)))
