@@ -52,14 +52,11 @@
 // read once and written once.
 //
 // Plain 2-D images, and 3-D volumes of one-byte cells, take runs2d.cu /
-// runs3d.cu, whose forest has run starts as nodes: steps 4, 5 and 7 in one
-// kernel (meshccl_piece_roots<I, true>: the blocks' prefix sums by a
-// decoupled look-back, so that each block knows its roots' labels at once
-// and stores them, negated, and each walk ends at a label and stores it in
-// its hooked root), then meshccl_runs2d_label in place of step 6: four or
-// eight lanes per row of a tile resolve each run once, from its start's P
-// in one or two loads, and write the row's labels.  (mesh23.PIECES_FOLDED
-// False: steps 4 and 5, then step 7 as its own kernel.)
+// runs3d.cu, whose forest has run starts as nodes: steps 4 and 5 as above,
+// then step 7 (every piece root gets its label), then
+// meshccl_runs2d_label in place of step 6: four or eight lanes per row of
+// a tile resolve each run once, from its start's P in one or two loads, and
+// write the row's labels.
 
 #include "launch.cuh"
 #include "unionfind.cuh"
@@ -190,140 +187,38 @@ __global__ void __launch_bounds__(1024) meshccl_scan_block(const I* __restrict__
 #define MESHCCL_PIECE_GROUP (sizeof(I) == 8 ? 2 : MESHCCL_ROOTS_GROUP_32)
 #define MESHCCL_LABEL_GROUP (sizeof(I) == 8 ? 2 : MESHCCL_LABEL_GROUP_32)
 
-// A load that the compiler may neither merge with an earlier one nor move
-// (__ldcg is an asm statement without side effects: in a loop that waits
-// for another block's store, NVRTC hoisted it and then dropped the loop),
-// for the spins of meshccl_piece_roots<I, true>.
-__device__ __forceinline__ int load_fresh(const int* p) {
-    int v;
-    asm volatile("ld.relaxed.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ long long load_fresh(const long long* p) {
-    long long v;
-    asm volatile("ld.relaxed.gpu.global.s64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ unsigned long long load_fresh(const unsigned long long* p) {
-    unsigned long long v;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-
-// The status of a block of words in meshccl_piece_roots<I, true>'s
-// look-back: 0 (not yet), the block's own count of roots, or the count of
-// roots in every block up to and including it; one 64-bit word, the kind
-// in its top two bits, so that a reader sees kind and value together.
-#define MESHCCL_STATUS_OWN (1ull << 62)
-#define MESHCCL_STATUS_UPTO (2ull << 62)
-#define MESHCCL_STATUS_VALUE ((1ull << 62) - 1ull)
-
 // Steps 4 and 5, a thread per word.  (Four threads per word, a byte each,
 // cut the spiral's 0.072 ms to 0.053 but made every other case slower, up
 // to 2.5x: benchmarks/NOTES.md.)  The word's roots are A & ~H whatever the
-// walks find, so the counting does not wait for them.
-//
-// Fold false: each block scans its words' counts (incl: within the block)
-// and stores its total in sums; the block that finishes last (a ticket
-// from `counter`, which it then puts back to 0 for the next call) scans
-// the totals into block_incl.  No block waits for another; step 7
-// (meshccl_label_pieces) then ranks every piece root.  (Until 2026-11-24
-// the block totals were scanned and every word's prefix completed by two
-// more launches.)
-//
-// Fold true (the run kernels' chain): step 7 is done here, and every piece
-// root ends holding its label negated (the walks tell a label from a
-// parent by its sign).  A block takes its number from a second ticket
-// (counter[1]; a block then only ever waits for blocks that started before
-// it), publishes its count of roots in its status (counter + 4 on, a
-// 64-bit word per block), and its first warp looks back over the statuses
-// of the blocks before it, 32 at a time, adding counts up to the nearest
-// block that has published the count up to and including itself (a
-// decoupled look-back): the block then knows the rank of its first root,
-// publishes its own count up to itself (and stores it in block_incl, where
-// the last block's is N), and stores -label in each of its roots.  The
-// walks of its hooked roots go up until they read a negative value, the
-// label, waiting at a root whose label is not yet stored (its block
-// started earlier and waits for nobody after it), and store it in the
-// hooked root.  The last block to finish its look-back (counter[2]) puts
-// the statuses and both tickets back to 0 for the next call.  H and incl
-// are not written: the label pass reads only P.
-template <typename I, bool Fold>
+// walks find, so the counting does not wait for them: each block scans its
+// words' counts (incl: within the block) and stores its total in sums; the
+// block that finishes last (a ticket from `counter`, which it then puts
+// back to 0 for the next call) scans the totals into block_incl.  No block
+// waits for another.  (Until 2026-11-24 the block totals were scanned and
+// every word's prefix completed by two more launches.)
+template <typename I>
 __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
         I* P, const unsigned* __restrict__ A, unsigned* __restrict__ H, I words,
         I* __restrict__ incl, I* sums, I* __restrict__ block_incl, unsigned* counter) {
     meshccl::grid_entry();  // (launch.cuh)
-    __shared__ unsigned block_no;
-    __shared__ I block_before;
-    __shared__ bool last;
-    if (Fold) {
-        if (threadIdx.x == 0) block_no = atomicAdd(counter + 1, 1u);
-        __syncthreads();
-    }
-    const I b = Fold ? (I)block_no : (I)blockIdx.x;
-    const I w = b * MESHCCL_PIECE_BLOCK + threadIdx.x;
+    const I w = (I)blockIdx.x * MESHCCL_PIECE_BLOCK + threadIdx.x;
     const unsigned hooked = w < words ? H[w] : 0u, roots = w < words ? A[w] & ~hooked : 0u;
     // the counts first (they do not depend on the walks)
     const I upto = block_inclusive_scan((I)__popc(roots));
-    if (!Fold) {
-        if (w < words) {
-            H[w] = roots;
-            incl[w] = upto;
-        }
-        if (threadIdx.x == blockDim.x - 1) sums[blockIdx.x] = upto;
-        __threadfence();  // this block's stores, visible before its ticket
-        __syncthreads();
-        if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.x - 1;
-        __syncthreads();
-        if (last) {  // every other block's total is stored: scan them
-            __threadfence();
-            scan_in_block(sums, block_incl, (I)gridDim.x);
-            if (threadIdx.x == 0) *counter = 0u;
-        }
-    } else {
-        unsigned long long* status = reinterpret_cast<unsigned long long*>(counter + 4);
-        const int lane = threadIdx.x & 31;
-        if (threadIdx.x == blockDim.x - 1)
-            __stcg(status + b, (b == 0 ? MESHCCL_STATUS_UPTO : MESHCCL_STATUS_OWN) |
-                                   (unsigned long long)upto);
-        if (threadIdx.x < 32) {
-            I before = 0;
-            for (long long j = (long long)b - 1; j >= 0; j -= 32) {
-                const long long k = j - lane;
-                unsigned long long st = MESHCCL_STATUS_UPTO;  // (before block 0: nothing)
-                if (k >= 0) {
-                    do {
-                        st = load_fresh(status + k);
-                    } while (!(st >> 62));
-                }
-                const unsigned done = __ballot_sync(0xffffffffu, (st >> 62) == 2ull);
-                const int stop = done ? __ffs(done) - 1 : 31;  // the nearest "up to"
-                I v = lane <= stop && k >= 0 ? (I)(st & MESHCCL_STATUS_VALUE) : (I)0;
-#pragma unroll
-                for (int d = 16; d; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
-                before += v;
-                if (done) break;
-            }
-            if (lane == 0) block_before = before;
-        }
-        __syncthreads();
-        const I before = block_before;
-        if (threadIdx.x == blockDim.x - 1) {
-            __stcg(status + b, MESHCCL_STATUS_UPTO | (unsigned long long)(before + upto));
-            block_incl[b] = before + upto;
-            __threadfence();  // the status stored before the count of blocks past their look-back
-            last = atomicAdd(counter + 2, 1u) == gridDim.x - 1;
-        }
-        // the block's roots: label = roots before it + 1, stored negated
-        if (w < words && roots) {
-            I label = before + upto - (I)__popc(roots);
-            for (unsigned m = roots; m; m &= m - 1u) P[(w << 5) + (I)(__ffs(m) - 1)] = -(++label);
-        }
-        __syncthreads();
-        if (last) {  // every block is past its look-back: clear for the next call
-            for (unsigned k = threadIdx.x; k < gridDim.x; k += blockDim.x) status[k] = 0ull;
-            if (threadIdx.x == 0) counter[1] = counter[2] = 0u;
-        }
+    if (w < words) {
+        H[w] = roots;
+        incl[w] = upto;
+    }
+    if (threadIdx.x == blockDim.x - 1) sums[blockIdx.x] = upto;
+    __shared__ bool last;
+    __threadfence();  // this block's stores, visible before its ticket
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (last) {  // every other block's total is stored: scan them
+        __threadfence();
+        scan_in_block(sums, block_incl, (I)gridDim.x);
+        if (threadIdx.x == 0) *counter = 0u;
     }
     if (w < words) {
         // then the walk of each hooked root, MESHCCL_PIECE_GROUP at a time:
@@ -347,40 +242,27 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
                 // would keep them apart: P may alias)
 #pragma unroll
                 for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g)
-                    p[g] = r[g] < 0 ? r[g] : Fold ? load_fresh(P + r[g]) : __ldcg(P + r[g]);
+                    p[g] = r[g] < 0 ? r[g] : __ldcg(P + r[g]);
 #pragma unroll
                 for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
-                    if (Fold) {
-                        if (r[g] < 0) continue;  // (no root, or done)
-                        moved = true;
-                        if (p[g] < 0) {  // the label
-                            P[x[g]] = p[g];
-                            r[g] = (I)-1;
-                            continue;
-                        }
-                        if (p[g] == r[g]) continue;  // a root whose label is not stored yet
-                    } else {
-                        if (p[g] == r[g]) continue;
-                        moved = true;
-                    }
+                    if (p[g] == r[g]) continue;
 #if MESHCCL_PIECE_JUMP
                     // publish the progress: a walk that reaches x[g] later
                     // jumps straight to p (from the second step on)
                     if (r[g] != x[g]) P[x[g]] = p[g];
 #endif
                     r[g] = p[g];
+                    moved = true;
                 }
             }
 #if !MESHCCL_PIECE_JUMP
-            if (!Fold) {
 #pragma unroll
-                for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {  // the path now points at r
-                    for (I c = x[g]; c > r[g];) {
-                        const I p = __ldcg(P + c);
-                        if (p <= r[g]) break;
-                        P[c] = r[g];
-                        c = p;
-                    }
+            for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {  // the path now points at r
+                for (I c = x[g]; c > r[g];) {
+                    const I p = __ldcg(P + c);
+                    if (p <= r[g]) break;
+                    P[c] = r[g];
+                    c = p;
                 }
             }
 #endif
@@ -513,9 +395,7 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
 }
 
 // Step 6 for the run kernels (runs2d.cu, runs3d.cu), after step 7: every
-// piece root already holds its label (negated, when meshccl_piece_roots
-// did step 7: a lane that reads a piece root while its owner writes the
-// label there sees -label or label, and takes its magnitude).  32 / W lanes per tile row (word bx *
+// piece root already holds its label.  32 / W lanes per tile row (word bx *
 // rows + y of the bit arrays F and S; a volume's rows count over all its
 // planes), W cells each, so that a warp writes W tile rows side by side:
 // 512 (W = 4) or 1024 (W = 8) consecutive bytes of int32 labels.  A lane
@@ -584,11 +464,6 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         for (int j = 0; j < W; ++j)
             if (((s[k] & ~a[k]) >> (c0 + j)) & 1u) lab[k][j] = P[lab[k][j]];
 #pragma unroll
-    for (int k = 0; k < R; ++k)
-#pragma unroll
-        for (int j = 0; j < W; ++j)  // (a label stored negated: see above)
-            lab[k][j] = lab[k][j] < 0 ? -lab[k][j] : lab[k][j];
-#pragma unroll
     for (int k = 0; k < R; ++k) {
         I last = 0;
 #pragma unroll
@@ -634,10 +509,8 @@ template __global__ void meshccl_relabel<long long>(long long*, long long, const
                                                     const long long*, long long, long long*,
                                                     long long);
 #define MESHCCL_PIECES(I)                                                                        \
-    template __global__ void meshccl_piece_roots<I, false>(I*, const unsigned*, unsigned*, I,    \
-                                                           I*, I*, I*, unsigned*);               \
-    template __global__ void meshccl_piece_roots<I, true>(I*, const unsigned*, unsigned*, I,     \
-                                                          I*, I*, I*, unsigned*);                \
+    template __global__ void meshccl_piece_roots<I>(I*, const unsigned*, unsigned*, I, I*, I*,   \
+                                                    I*, unsigned*);                              \
     template __global__ void meshccl_rank_words<I>(const unsigned*, const I*, I, I*);            \
     template __global__ void meshccl_word_sums<I>(const unsigned*, I, I*);                       \
     template __global__ void meshccl_label_cells<I>(I*, I, const unsigned*, const unsigned*,     \

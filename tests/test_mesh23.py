@@ -262,58 +262,6 @@ def test_gpu_runs2d_bands():
         plan._local.__dict__.pop("plans", None)
 
 
-@pytest.mark.gpu
-def test_gpu_pieces_folded():
-    """The run kernels' piece roots labelled inside meshccl_piece_roots
-    (relabel.cu, Fold: a decoupled look-back over the blocks' root counts,
-    labels stored negated, walks that end at a label; mesh23.PIECES_FOLDED)
-    against meshccl_label_pieces after it and skimage: 2-D and 3-D, many
-    blocks of 32768 cells (hooked roots whose root lies blocks before:
-    the spiral, one long component), millions of small ones (percolation),
-    multi-valued cells, 64-bit labels.  Then a plan's repeated calls, and
-    every ticket and look-back status back at 0 after a call."""
-    pytest.importorskip("cupy")
-    from conftest import HAVE_GPU
-
-    if not HAVE_GPU:
-        pytest.skip("no GPU")
-    import cupy
-
-    from meshccl._gpu import mesh23, plan
-
-    rng = np.random.default_rng(44)
-    images = [
-        patterns.spiral(1000),
-        patterns.percolation((700, 1300), 0.4073, seed=41),
-        patterns.percolation((1100, 900), 0.5927, seed=42),
-        rng.integers(0, 4, (513, 700)).astype(np.uint8),
-        patterns.percolation((70, 90, 110), 0.3116, seed=43),
-        patterns.percolation((64, 64, 64), 0.1369, seed=44),
-    ]
-    plan._local.__dict__.pop("plans", None)
-    try:
-        _runs_against_cells(images, "PIECES_FOLDED")
-        for a in images:
-            g = to_backend(a, "gpu")
-            want = sk_label(a, connectivity=a.ndim)
-            for _ in range(3):
-                np.testing.assert_array_equal(to_host(meshccl.label(g)), want)
-            np.testing.assert_array_equal(to_host(meshccl.label(g, dtype=np.int64)), want)
-            # the counters after calls through mesh23.program's own buffers
-            flat = cupy.ascontiguousarray(g).ravel()
-            out = cupy.empty(a.size, dtype=cupy.int32)
-            buffers = mesh23.scratch(a.size, np.int32, a.shape, flat.dtype)
-            words = (a.size + 31) // 32
-            for _ in range(2):
-                for _name, step in mesh23.steps(flat, out, a.shape, a.ndim, True, np.uint8(0),
-                                                buffers):
-                    step()
-                np.testing.assert_array_equal(to_host(out).reshape(a.shape), want)
-                assert int(cupy.count_nonzero(buffers[0][2 * words:])) == 0
-    finally:
-        plan._local.__dict__.pop("plans", None)
-
-
 def _part_binary(shape, rng):
     """0/1 percolation with 3s sprinkled over one region: the tiles there
     take the byte-wise compares, the others the binary shortcut

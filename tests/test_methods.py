@@ -53,8 +53,7 @@ def test_gpu_passes_equal_cpu_passes(method):
 @pytest.mark.gpu
 @pytest.mark.parametrize("method, phases", [
     # 2-D: the fixed-geometry path (mesh23.cu; 64 is a multiple of 32, so no "clear")
-    # (the piece roots' labels inside "roots": mesh23.PIECES_FOLDED)
-    ("auto", {"tile", "border", "roots", "cells"}),
+    ("auto", {"tile", "border", "roots", "cells", "pieces"}),
     ("A", {"init", "pass", "flatten", "scan", "relabel"}),
     ("B", {"init", "pass", "flatten", "scan", "relabel"}),
     ("C", {"init", "sweep 0+", "sweep 0-", "sweep 1+", "sweep 1-", "flatten", "scan", "relabel"}),

@@ -106,11 +106,6 @@ EARLY_FACES = False
 #: node per run of a band's columns (runs.cuh, band_node), which halves the
 #: nodes and the unions of the tile kernel.  Off: every tile by its rows.
 RUNS_2D_BANDS = True
-#: The run kernels' chain labels the piece roots inside meshccl_piece_roots
-#: (relabel.cu, Fold: a decoupled look-back over the blocks' root counts,
-#: labels stored negated, walks that end at a label), not in a kernel of
-#: its own (meshccl_label_pieces) after it.
-PIECES_FOLDED = True
 _MAX_GRID_YZ = 65535
 
 
@@ -157,9 +152,8 @@ def _runs_words(shape) -> int:
 
 def scratch(n: int, index_dtype, shape=None, value_dtype=None):
     """The pieces path's temporary arrays: the bit arrays A and H and, after
-    them, the ticket counters and the blocks' look-back statuses of
-    meshccl_piece_roots (one buffer; they start at 0 and each call leaves
-    them so), the per-word prefix sums within
+    them, the ticket counter of meshccl_piece_roots (one buffer; the counter
+    starts at 0 and each call leaves it so), the per-word prefix sums within
     blocks and the block sums (with their scan): 3n/8 bytes for int32
     labels, plus a few per 32768 cells.  With a ``shape`` (and
     ``value_dtype`` for 3-D) that the run-based kernels take also their bit
@@ -168,10 +162,8 @@ def scratch(n: int, index_dtype, shape=None, value_dtype=None):
 
     words = (n + 31) // 32
     blocks = -(-words // PIECE_BLOCK)
-    # after A and H: three counters and a pad word, then a 64-bit status per
-    # block of meshccl_piece_roots (its look-back), all zero
-    bits = cupy.empty(2 * words + 4 + 2 * blocks, dtype=cupy.uint32)
-    bits[2 * words:] = 0
+    bits = cupy.empty(2 * words + 1, dtype=cupy.uint32)
+    bits[2 * words:] = 0  # the counter
     out = (bits, cupy.empty(words, dtype=index_dtype),
            cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
     if shape is not None:
@@ -256,12 +248,9 @@ def _pieces_path(index_dtype, n, buffers, cells, runs):
     sums), then ``cells`` (the launch that labels every cell) and
     meshccl_label_pieces (every piece root's label) -- in the other order
     for the run kernels (``runs``), whose label pass reads the piece roots'
-    labels, and with PIECES_FOLDED their piece roots are labelled inside
-    meshccl_piece_roots.  The last launch returns N."""
+    labels.  The last launch returns N."""
     i = c_type(index_dtype)
-    folded = runs and PIECES_FOLDED
-    roots_k, pieces_k = kernels("relabel.cu",
-                                f"meshccl_piece_roots<{i}, {'true' if folded else 'false'}>",
+    roots_k, pieces_k = kernels("relabel.cu", f"meshccl_piece_roots<{i}>",
                                 f"meshccl_label_pieces<{i}>")
     bits, incl, sums, block_incl = buffers[:4]
     words = (n + 31) // 32
@@ -273,8 +262,8 @@ def _pieces_path(index_dtype, n, buffers, cells, runs):
                     (LABELS, A, H, incl, block_incl, I(words)))
     last = cells if runs else pieces
     last.result = block_incl[blocks - 1]  # N, no host synchronisation
-    tail = [("cells", cells)] if folded else \
-        [("pieces", pieces), ("cells", cells)] if runs else [("cells", cells), ("pieces", pieces)]
+    tail = [("pieces", pieces), ("cells", cells)] if runs else \
+        [("cells", cells), ("pieces", pieces)]
     return [("roots", Launch(roots_k, (blocks,), (PIECE_BLOCK,), (LABELS,) + roots_args))] + tail
 
 
