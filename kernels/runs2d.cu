@@ -404,7 +404,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
 template <typename T, typename I, int C>
 __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip, int near) {
+        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip) {
     meshccl::grid_entry();  // (launch.cuh)
     typedef typename meshccl::Key<T>::type K;
     using meshccl::Key;
@@ -416,13 +416,6 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
     const I x0 = bx * 32, y0 = (I)blockIdx.y * 32;
     if (bx >= ntx) return;
-    // (near: unionfind.cuh, unite_recording_near; mesh23.RUNS_BORDER_NEAR)
-    auto unite = [&](I a, I b) {
-        if (near)
-            meshccl::unite_recording_near(P, H, a, b);
-        else
-            meshccl::unite_recording(P, H, a, b);
-    };
     if (up) {
         if (y0 == 0) return;
         const I x = x0 + lane, i = y0 * nx + x;
@@ -449,9 +442,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         }
         if (!(u0 || ul_ || ur_)) return;
         const I a = node(S, y0, x, ny, nx);
-        if (ul_) unite(a, node(S, y0 - 1, x - 1, ny, nx));
-        if (u0) unite(a, node(S, y0 - 1, x, ny, nx));
-        if (ur_) unite(a, node(S, y0 - 1, x + 1, ny, nx));
+        if (ul_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x - 1, ny, nx));
+        if (u0) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x, ny, nx));
+        if (ur_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x + 1, ny, nx));
     } else {
         const I y = y0 + lane;
         if (bx == 0) return;
@@ -464,9 +457,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
         const unsigned m = meshccl::runs2d::left_pairs<C>(k0, kL, ku0, kuL, lane > 0, f0, fL,
                                          [&] { return Key<T>::of(v[i - 2]); });
-        if (m & 1u) unite(i, node(S, y, x0 - 1, ny, nx));
-        if (m & 2u) unite(i, node(S, y - 1, x0 - 1, ny, nx));
-        if (m & 4u) unite(node(S, y, x0 - 1, ny, nx), i - nx);
+        if (m & 1u) meshccl::unite_recording(P, H, i, node(S, y, x0 - 1, ny, nx));
+        if (m & 2u) meshccl::unite_recording(P, H, i, node(S, y - 1, x0 - 1, ny, nx));
+        if (m & 4u) meshccl::unite_recording(P, H, node(S, y, x0 - 1, ny, nx), i - nx);
     }
 }
 
@@ -478,9 +471,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     template __global__ void meshccl_runs2d_tile<T, I, 2, 8>(const T*, I*, unsigned*, unsigned*, \
         unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int);             \
     template __global__ void meshccl_runs2d_border<T, I, 1>(const T*, I*, unsigned*,             \
-        const unsigned*, I, I, int, meshccl::Key<T>::type, int, int);                            \
+        const unsigned*, I, I, int, meshccl::Key<T>::type, int);                                 \
     template __global__ void meshccl_runs2d_border<T, I, 2>(const T*, I*, unsigned*,             \
-        const unsigned*, I, I, int, meshccl::Key<T>::type, int, int);
+        const unsigned*, I, I, int, meshccl::Key<T>::type, int);
 #define MESHCCL_R2_T(T) MESHCCL_R2(T, int) MESHCCL_R2(T, long long)
 MESHCCL_R2_T(unsigned char)
 MESHCCL_R2_T(unsigned short)

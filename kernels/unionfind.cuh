@@ -144,28 +144,6 @@ __device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
     if (h >= 0) atomicOr(H + (h >> 5), 1u << (h & 31));
 }
 
-// unite_recording() with one try first that walks no path: the larger of
-// a's and b's parents is hooked under the smaller if it is still a root.
-// For the seams between the 2-D tiles, whose a and b are run starts: their
-// parents are piece roots, and the larger one is usually still a root, but
-// the smaller may lie at the bottom of a long chain of hooked roots that a
-// find would walk (a spiral's arm crosses every tile row, each seam joins
-// the arm's piece below to the one above).  Hooking under a node that is
-// not a root keeps P[x] < x and joins the two sets all the same; the
-// chains are left to meshccl_piece_roots, whose walks jump along each
-// other's.  Only when the one CAS fails does the ordinary union run.
-template <typename I>
-__device__ __forceinline__ void unite_recording_near(I* P, unsigned* H, I a, I b) {
-    const I pa = load_parent<false>(P, a), pb = load_parent<false>(P, b);
-    if (pa == pb) return;
-    const I hi = pa > pb ? pa : pb, lo = pa > pb ? pb : pa;
-    if (cas(P + hi, hi, lo) == hi) {
-        atomicOr(H + (hi >> 5), 1u << (hi & 31));
-        return;
-    }
-    unite_recording(P, H, a, b);
-}
-
 // ===================================================================
 // Alternative union and compression rules (GConn / ConnectIt), used only
 // by the graph methods 'async' with a compression keyword, 'rem-cas',

@@ -262,52 +262,6 @@ def test_gpu_runs2d_bands():
         plan._local.__dict__.pop("plans", None)
 
 
-@pytest.mark.gpu
-def test_gpu_runs2d_border_near():
-    """The 2-D border kernel's unions with one path-free CAS first (the
-    larger of the two run starts' parents hooked under the smaller while it
-    is a root; unionfind.cuh, unite_recording_near; mesh23.RUNS_BORDER_NEAR)
-    and with the ordinary union, against skimage: long chains of pieces
-    across tile rows (the spiral, vertical lines joined at the bottom only),
-    pieces that meet the row above in several places (U shapes, Potts-like
-    values, percolation at both thresholds), several strips, a partial
-    last strip, wider cells; then labels equal over repeated calls."""
-    pytest.importorskip("cupy")
-    from conftest import HAVE_GPU
-
-    if not HAVE_GPU:
-        pytest.skip("no GPU")
-    from meshccl._gpu import plan
-
-    rng = np.random.default_rng(55)
-    vertical = np.zeros((1000, 300), np.uint8)
-    vertical[:, ::3] = 1
-    vertical[999, :] = 1                                          # joined at the bottom only
-    combs = np.zeros((300, 700), np.uint8)
-    combs[::2, :] = 1                                             # rows joined by ...
-    combs[:, 0] = combs[:, -1] = 1                                # ... the two edge columns
-    images = [
-        patterns.spiral(1000),
-        vertical,
-        combs,
-        patterns.percolation((700, 1300), 0.4073, seed=51),
-        patterns.percolation((301, 2100), 0.5927, seed=52),
-        patterns.percolation((900, 200), 0.45, seed=53),
-        rng.integers(0, 3, (300, 600)).astype(np.uint32),
-        rng.integers(0, 4, (513, 700)).astype(np.uint8),
-    ]
-    plan._local.__dict__.pop("plans", None)
-    try:
-        _runs_against_cells(images, "RUNS_BORDER_NEAR")
-        for a in images[:4]:
-            g = to_backend(a, "gpu")
-            want = sk_label(a, connectivity=2)
-            for _ in range(3):
-                np.testing.assert_array_equal(to_host(meshccl.label(g, connectivity=2)), want)
-    finally:
-        plan._local.__dict__.pop("plans", None)
-
-
 def _part_binary(shape, rng):
     """0/1 percolation with 3s sprinkled over one region: the tiles there
     take the byte-wise compares, the others the binary shortcut
