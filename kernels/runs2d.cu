@@ -282,20 +282,14 @@ __device__ __forceinline__ unsigned label_tile(
         if (prefetch && y0 + lane < ny)
             meshccl::runs::prefetch_run_starts(P + (y0 + lane) * nx + x0, Sout, prefetch);
         meshccl::runs::tile_nodes<RSB>(L, base, starts[warp], lane, S_);
-    }
-    // Every tile's nodes, run starts and edge keys are in shared memory: each
-    // warp now unites its tile's pairs and then those across its left
-    // border, and one barrier (after both) waits for the block's slowest
-    // warp.  (The unions are compare-and-swaps, so warps may work on the
-    // forest at once.)
-    __syncthreads();
-    if (live) {
+        __syncwarp();
         if (band)
             band_unions<RSB>(L, base, starts[warp], bstarts[warp], lane, mE, mVl, mV, mVr);
         else
             meshccl::runs::tile_unions<C >= 2, RSB>(L, base, starts[warp], lane, S_, mE, mVl,
                                                     mV, mVr);
     }
+    __syncthreads();
     // The node of cell (r, c) of tile w of the block (foreground), in the
     // block's forest.
     auto local = [&](int w, int r, int c) {
