@@ -404,7 +404,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
 template <typename T, typename I, int C>
 __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip, int order) {
+        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip) {
     meshccl::grid_entry();  // (launch.cuh)
     typedef typename meshccl::Key<T>::type K;
     using meshccl::Key;
@@ -414,13 +414,7 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     const int tb = (int)(blockDim.x >> 5) * strip / (strip + 1);  // tiles per block
     const bool up = warp < tb;
     const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
-    // order 1: the odd tile rows first, then the even ones (blocks start
-    // roughly in index order; mesh23.RUNS_BORDER_ORDER says why)
-    const I half = (I)gridDim.y / 2;
-    const I ty = order ? ((I)blockIdx.y < half ? 2 * (I)blockIdx.y + 1
-                                               : 2 * ((I)blockIdx.y - half))
-                       : (I)blockIdx.y;
-    const I x0 = bx * 32, y0 = ty * 32;
+    const I x0 = bx * 32, y0 = (I)blockIdx.y * 32;
     if (bx >= ntx) return;
     if (up) {
         if (y0 == 0) return;
@@ -477,9 +471,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     template __global__ void meshccl_runs2d_tile<T, I, 2, 8>(const T*, I*, unsigned*, unsigned*, \
         unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int);             \
     template __global__ void meshccl_runs2d_border<T, I, 1>(const T*, I*, unsigned*,             \
-        const unsigned*, I, I, int, meshccl::Key<T>::type, int, int);                            \
+        const unsigned*, I, I, int, meshccl::Key<T>::type, int);                                 \
     template __global__ void meshccl_runs2d_border<T, I, 2>(const T*, I*, unsigned*,             \
-        const unsigned*, I, I, int, meshccl::Key<T>::type, int, int);
+        const unsigned*, I, I, int, meshccl::Key<T>::type, int);
 #define MESHCCL_R2_T(T) MESHCCL_R2(T, int) MESHCCL_R2(T, long long)
 MESHCCL_R2_T(unsigned char)
 MESHCCL_R2_T(unsigned short)

@@ -106,9 +106,6 @@ EARLY_FACES = False
 #: node per run of a band's columns (runs.cuh, band_node), which halves the
 #: nodes and the unions of the tile kernel.  Off: every tile by its rows.
 RUNS_2D_BANDS = True
-#: The order of the 2-D border kernel's tile rows: 0 top to bottom, 1 the
-#: odd ones first, then the even ones.
-RUNS_BORDER_ORDER = 1
 _MAX_GRID_YZ = 65535
 
 
@@ -305,8 +302,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
             raise ValueError(f"RUNS_2D_WARPS must divide 8 with strips on; got {nw}")
         tb = 8 if strip > 1 else 4  # tiles per block of the border kernel
         border_args = ((-(-ntx // tb), nty), (32 * (tb + tb // strip),),
-                       (H, S, I(ny), I(nx)) + key + (np.int32(strip),
-                                                       np.int32(RUNS_BORDER_ORDER)))
+                       (H, S, I(ny), I(nx)) + key + (np.int32(strip),))
         zface_args, tile_shared = None, 0
     else:
         nzb = RUNS_3D_PLANES[c]
