@@ -410,45 +410,24 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     using meshccl::Key;
     using meshccl::runs::node;
     using meshccl::runs::shfl;
-    using meshccl::runs::start_of;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int tb = (int)(blockDim.x >> 5) * strip / (strip + 1);  // tiles per block
     const bool up = warp < tb;
     const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
     const I x0 = bx * 32, y0 = (I)blockIdx.y * 32;
     if (bx >= ntx) return;
-    // The loads come first and together: the cells, the run starts (S) of
-    // the rows involved and the parents of the run starts (P) that the
-    // unions may need, before the masks say which ones they need; a
-    // neighbour's node and parent come from the lane beside by shuffles.
-    // The unions then start from those parents (unite_recording_from), so
-    // that a union is about three dependent loads deep, not seven (the
-    // kernel is a chain of loads and little else).
     if (up) {
         if (y0 == 0) return;
         const I x = x0 + lane, i = y0 * nx + x;
         const bool in = x < nx;
-        const unsigned s0 = __ldg(S + bx * ny + y0), s1 = __ldg(S + bx * ny + y0 - 1);
         const K k = in ? Key<T>::of(v[i]) : K(), ku = in ? Key<T>::of(v[i - nx]) : K();
+        const bool f = in && !(has_bg && k == bgkey);
         K kl = shfl(k, 1, true), ul = shfl(ku, 1, true), ur = shfl(ku, 1, false);
         if (lane == 0 && x > 0) {
             kl = Key<T>::of(v[i - 1]);
             ul = Key<T>::of(v[i - nx - 1]);
         }
         if (lane == 31 && x + 1 < nx) ur = Key<T>::of(v[i - nx + 1]);
-        // the nodes of (y0, x) and (y0 - 1, x) where a run of the row starts
-        // at or before x in this tile, and their parents
-        // (only a run's first lane loads; the others take its parent by a
-        // shuffle)
-        const int c0 = start_of(s0, lane), c1 = start_of(s1, lane);
-        const I a = y0 * nx + x0 + c0, bu = (y0 - 1) * nx + x0 + c1;
-        I pa = in && ((s0 >> lane) & 1u) ? __ldcg(P + a) : (I)0;
-        I pu = in && ((s1 >> lane) & 1u) ? __ldcg(P + bu) : (I)0;
-        pa = __shfl_sync(0xffffffffu, pa, c0 & 31);
-        pu = __shfl_sync(0xffffffffu, pu, c1 & 31);
-        const I bl = shfl(bu, 1, true), pl = shfl(pu, 1, true);    // (y0 - 1, x - 1)
-        const I br = shfl(bu, 1, false), pr = shfl(pu, 1, false);  // (y0 - 1, x + 1)
-        const bool f = in && !(has_bg && k == bgkey);
         if (!f) return;
         const bool e = x > 0 && kl == k;  // equal to the left, across tiles
         const bool V = ku == k, Vl = x > 0 && ul == k, Vr = x + 1 < nx && ur == k;
@@ -461,45 +440,26 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
             u0 = V && !Vr && !e;
             ur_ = Vr && !(e && V);
         }
-        using meshccl::unite_recording_from;
-        if (ul_) {
-            if (lane > 0)
-                unite_recording_from(P, H, a, pa, bl, pl);
-            else  // (the tile to the left)
-                meshccl::unite_recording(P, H, a, node(S, y0 - 1, x - 1, ny, nx));
-        }
-        if (u0) unite_recording_from(P, H, a, pa, bu, pu);
-        if (ur_) {
-            if (lane < 31)
-                unite_recording_from(P, H, a, pa, br, pr);
-            else  // (the tile to the right)
-                meshccl::unite_recording(P, H, a, node(S, y0 - 1, x + 1, ny, nx));
-        }
+        if (!(u0 || ul_ || ur_)) return;
+        const I a = node(S, y0, x, ny, nx);
+        if (ul_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x - 1, ny, nx));
+        if (u0) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x, ny, nx));
+        if (ur_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x + 1, ny, nx));
     } else {
         const I y = y0 + lane;
         if (bx == 0) return;
         const I i = y * nx + x0;  // the tile's first cell of row y (x0 > 0)
         const bool rin = y < ny;
-        // the left tile's run starts in row y, with the cells; then the
-        // parents of (y, x0) (a run start when foreground) and of the node
-        // of (y, x0 - 1)
-        const unsigned sL = rin ? __ldg(S + (bx - 1) * ny + y) : 0u;
         const K k0 = rin ? Key<T>::of(v[i]) : K(), kL = rin ? Key<T>::of(v[i - 1]) : K();
-        const I bL = i - 32 + start_of(sL, 31);
-        const I pa = rin ? __ldcg(P + i) : (I)0;
-        const I pL = rin && sL ? __ldcg(P + bL) : (I)0;
-        // the two cells above (row y - 1, lane r - 1's): used from lane 1 on,
-        // and lane r - 1's nodes and parents
+        // the two cells above (row y - 1, lane r - 1's): used from lane 1 on
         const K ku0 = shfl(k0, 1, true), kuL = shfl(kL, 1, true);
-        const I bLu = shfl(bL, 1, true), pLu = shfl(pL, 1, true), pau = shfl(pa, 1, true);
         if (!rin) return;
         const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
         const unsigned m = meshccl::runs2d::left_pairs<C>(k0, kL, ku0, kuL, lane > 0, f0, fL,
                                          [&] { return Key<T>::of(v[i - 2]); });
-        using meshccl::unite_recording_from;
-        if (m & 1u) unite_recording_from(P, H, i, pa, bL, pL);
-        if (m & 2u) unite_recording_from(P, H, i, pa, bLu, pLu);
-        if (m & 4u) unite_recording_from(P, H, bL, pL, i - nx, pau);
+        if (m & 1u) meshccl::unite_recording(P, H, i, node(S, y, x0 - 1, ny, nx));
+        if (m & 2u) meshccl::unite_recording(P, H, i, node(S, y - 1, x0 - 1, ny, nx));
+        if (m & 4u) meshccl::unite_recording(P, H, node(S, y, x0 - 1, ny, nx), i - nx);
     }
 }
 

@@ -39,9 +39,10 @@ __device__ __forceinline__ I load_parent(const I* P, I x) {
     return __ldcg(P + x);
 }
 
-// Find with path halving, from x whose parent p was loaded already.
+// Find with path halving.
 template <bool Shared = false, typename I>
-__device__ __forceinline__ I find_from(I* P, I x, I p) {
+__device__ __forceinline__ I find(I* P, I x) {
+    I p = load_parent<Shared>(P, x);
     while (p != x) {
         I g = load_parent<Shared>(P, p);
         if (g == p) return p;
@@ -50,10 +51,6 @@ __device__ __forceinline__ I find_from(I* P, I x, I p) {
         p = load_parent<Shared>(P, x);
     }
     return x;
-}
-template <bool Shared = false, typename I>
-__device__ __forceinline__ I find(I* P, I x) {
-    return find_from<Shared>(P, x, load_parent<Shared>(P, x));
 }
 
 __device__ __forceinline__ int cas(int* a, int expected, int desired) {
@@ -110,10 +107,10 @@ __device__ __forceinline__ I cas_elected(I* P, I a, I b) {
 // test-and-set), and the CAS is warp-elected (cas_elected).  Same hooks,
 // same forest rule; more loads on uncontended unions, so it is opt-in
 // (benchmarks/NOTES.md: Kronecker scale 21 sampling 0.78 -> 0.65 ms, H100).
-// hook() is unite_hooked() after its two finds: a and b are roots when
-// last seen.
 template <bool Shared = false, bool Guard = false, typename I>
-__device__ __forceinline__ I hook(I* P, I a, I b) {
+__device__ __forceinline__ I unite_hooked(I* P, I a, I b) {
+    a = find<Shared>(P, a);
+    b = find<Shared>(P, b);
     while (a != b) {
         if (a < b) { I t = a; a = b; b = t; }   // a is now the larger root
         I old;
@@ -128,12 +125,6 @@ __device__ __forceinline__ I hook(I* P, I a, I b) {
         b = find<Shared>(P, b);
     }
     return (I)-1;
-}
-template <bool Shared = false, bool Guard = false, typename I>
-__device__ __forceinline__ I unite_hooked(I* P, I a, I b) {
-    a = find<Shared>(P, a);
-    b = find<Shared>(P, b);
-    return hook<Shared, Guard>(P, a, b);
 }
 
 // unite_hooked() for callers that only need to know whether this call
@@ -150,33 +141,6 @@ __device__ __forceinline__ bool unite(I* P, I a, I b) {
 template <typename I>
 __device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
     const I h = unite_hooked(P, a, b);
-    if (h >= 0) atomicOr(H + (h >> 5), 1u << (h & 31));
-}
-
-// unite_recording() for a caller that loaded the parents pa = P[a] and pb
-// = P[b] already (with other loads, in flight together; any ancestor of a
-// will do for pa, since parents only ever move up the tree).  The two
-// grandparents are loaded together too, so that the two finds' first
-// steps overlap: the 2-D border kernel's unions, whose finds are short,
-// are chains of dependent loads and little else.
-template <typename I>
-__device__ __forceinline__ void unite_recording_from(I* P, unsigned* H, I a, I pa, I b, I pb) {
-    const I ga = pa != a ? load_parent<false>(P, pa) : pa;
-    const I gb = pb != b ? load_parent<false>(P, pb) : pb;
-    // each find's first step (path halving), then the rest of its walk
-    if (ga != pa) {
-        P[a] = ga;
-        a = find_from<false>(P, ga, load_parent<false>(P, ga));
-    } else {
-        a = pa;
-    }
-    if (gb != pb) {
-        P[b] = gb;
-        b = find_from<false>(P, gb, load_parent<false>(P, gb));
-    } else {
-        b = pb;
-    }
-    const I h = hook(P, a, b);
     if (h >= 0) atomicOr(H + (h >> 5), 1u << (h & 31));
 }
 
