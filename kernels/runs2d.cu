@@ -404,7 +404,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
 template <typename T, typename I, int C>
 __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip, int which) {
+        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip) {
     meshccl::grid_entry();  // (launch.cuh)
     typedef typename meshccl::Key<T>::type K;
     using meshccl::Key;
@@ -416,8 +416,6 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
     const I x0 = bx * 32, y0 = (I)blockIdx.y * 32;
     if (bx >= ntx) return;
-    // which: 0 both kinds of seams, 1 the top seams only, 2 the left ones
-    if ((which == 1 && !up) || (which == 2 && up)) return;
     if (up) {
         if (y0 == 0) return;
         const I x = x0 + lane, i = y0 * nx + x;
@@ -473,9 +471,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     template __global__ void meshccl_runs2d_tile<T, I, 2, 8>(const T*, I*, unsigned*, unsigned*, \
         unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int);             \
     template __global__ void meshccl_runs2d_border<T, I, 1>(const T*, I*, unsigned*,             \
-        const unsigned*, I, I, int, meshccl::Key<T>::type, int, int);                            \
+        const unsigned*, I, I, int, meshccl::Key<T>::type, int);                                 \
     template __global__ void meshccl_runs2d_border<T, I, 2>(const T*, I*, unsigned*,             \
-        const unsigned*, I, I, int, meshccl::Key<T>::type, int, int);
+        const unsigned*, I, I, int, meshccl::Key<T>::type, int);
 #define MESHCCL_R2_T(T) MESHCCL_R2(T, int) MESHCCL_R2(T, long long)
 MESHCCL_R2_T(unsigned char)
 MESHCCL_R2_T(unsigned short)

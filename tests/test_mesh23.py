@@ -262,47 +262,6 @@ def test_gpu_runs2d_bands():
         plan._local.__dict__.pop("plans", None)
 
 
-@pytest.mark.gpu
-def test_gpu_runs2d_border_split():
-    """The 2-D border kernel's seams in two launches, the left seams first
-    (mesh23.RUNS_BORDER_SPLIT 1), and in one (0), against skimage: odd
-    and even counts of tile rows, one and two tile rows, long
-    chains across tile rows (the spiral, vertical lines joined at the
-    bottom only), combs, percolation at both thresholds, several strips and
-    a partial last one, wider cells."""
-    pytest.importorskip("cupy")
-    from conftest import HAVE_GPU
-
-    if not HAVE_GPU:
-        pytest.skip("no GPU")
-    from meshccl._gpu import plan
-
-    rng = np.random.default_rng(66)
-    vertical = np.zeros((1000, 300), np.uint8)
-    vertical[:, ::3] = 1
-    vertical[999, :] = 1                                          # joined at the bottom only
-    combs = np.zeros((300, 700), np.uint8)
-    combs[::2, :] = 1
-    combs[:, 0] = combs[:, -1] = 1
-    images = [
-        patterns.spiral(1000),
-        vertical,
-        combs,
-        patterns.percolation((700, 1300), 0.4073, seed=61),       # 22 tile rows
-        patterns.percolation((301, 2100), 0.5927, seed=62),       # 10
-        patterns.percolation((20, 900), 0.5, seed=63),            # 1
-        patterns.percolation((33, 900), 0.5, seed=64),            # 2
-        patterns.percolation((900, 200), 0.45, seed=65),
-        rng.integers(0, 3, (300, 600)).astype(np.uint32),
-        rng.integers(0, 4, (513, 700)).astype(np.uint8),
-    ]
-    plan._local.__dict__.pop("plans", None)
-    try:
-        _runs_against_cells(images, "RUNS_BORDER_SPLIT")
-    finally:
-        plan._local.__dict__.pop("plans", None)
-
-
 def _part_binary(shape, rng):
     """0/1 percolation with 3s sprinkled over one region: the tiles there
     take the byte-wise compares, the others the binary shortcut

@@ -106,10 +106,6 @@ EARLY_FACES = False
 #: node per run of a band's columns (runs.cuh, band_node), which halves the
 #: nodes and the unions of the tile kernel.  Off: every tile by its rows.
 RUNS_2D_BANDS = True
-#: The 2-D border kernel's two kinds of seams: 0 in one launch, 1 the left
-#: seams in a launch of their own first, then the top seams, 2 the top
-#: seams first, then the left ones.
-RUNS_BORDER_SPLIT = 1
 _MAX_GRID_YZ = 65535
 
 
@@ -307,7 +303,6 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         tb = 8 if strip > 1 else 4  # tiles per block of the border kernel
         border_args = ((-(-ntx // tb), nty), (32 * (tb + tb // strip),),
                        (H, S, I(ny), I(nx)) + key + (np.int32(strip),))
-        split = RUNS_BORDER_SPLIT
         zface_args, tile_shared = None, 0
     else:
         nzb = RUNS_3D_PLANES[c]
@@ -337,19 +332,8 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
         zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
     label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
     label_tail = (F, S, A, I(rw // ntx), I(nx), I(words))
-    if d == 2 and split:
-        first, second = (2, 1) if split == 1 else (1, 2)
-        faces = [(name, Launch(border, border_args[0], border_args[1],
-                               (VALUES, LABELS) + border_args[2] + (np.int32(w),),
-                               early=EARLY_FACES and name == "border"))
-                 for name, w in (("border", first), ("border2", second))]
-    elif d == 2:
-        faces = [("border", Launch(border, border_args[0], border_args[1],
-                                   (VALUES, LABELS) + border_args[2] + (np.int32(0),),
-                                   early=EARLY_FACES))]
-    else:
-        faces = [("border", Launch(border, border_args[0], border_args[1],
-                                   (VALUES, LABELS) + border_args[2], early=EARLY_FACES))]
+    faces = [("border", Launch(border, border_args[0], border_args[1],
+                               (VALUES, LABELS) + border_args[2], early=EARLY_FACES))]
     if zface_args is not None and zface_args[0][2] > 0:  # a brick below another
         faces.append(("zface", Launch(zface, zface_args[0], zface_args[1],
                                       (VALUES, LABELS) + zface_args[2], early=EARLY_FACES)))
