@@ -332,6 +332,7 @@ def test_gpu_out_of_memory_on_the_plan_path_is_clear(monkeypatch):
         raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 1 << 30)
 
     monkeypatch.setattr(cupy, "empty", no_memory)
+    monkeypatch.setattr(cupy.cuda, "alloc", no_memory)  # the plan's labels come from here
     with pytest.raises(MemoryError, match=r"not enough GPU memory .* shape \(64, 48\)"):
         meshccl.label(x)
 

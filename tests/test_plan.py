@@ -104,3 +104,53 @@ def test_plan_same_labels_with_and_without_dependent_launch(shape, dtype, monkey
         want = meshccl.label(x.get(), connectivity=c)
         for labels in got[False] + got[True]:
             np.testing.assert_array_equal(labels, want)
+
+
+@pytest.mark.parametrize("shape,dtype", [((256, 256), np.uint8), ((1100, 1000), np.bool_),
+                                         ((64, 96, 100), np.uint16), ((3000,), np.int32)])
+def test_plan_graphs_at_addresses(shape, dtype):
+    """A loop on one input whose results are dropped replays a graph recorded
+    at the input's and the labels' addresses: the labels follow the input's
+    contents as they are when the call runs (changed in place), return_num
+    and an output dtype work, and results kept alive (new label addresses
+    each call) take the ordinary launches with the same labels."""
+    import cupy
+    from meshccl._gpu import plan
+    plan._local.__dict__.pop("plans", None)
+    rng = np.random.default_rng(11)
+    a = [(rng.random(shape) < p).astype(dtype) for p in (0.45, 0.6, 0.3)]
+    x = cupy.asarray(a[0])
+    ptr = x.data.ptr
+    for c in (1, len(shape)):
+        want = [meshccl.label(b, connectivity=c) for b in a]
+        for k in range(3):
+            x[...] = cupy.asarray(a[k])  # same address, new contents
+            assert x.data.ptr == ptr
+            for _ in range(4):
+                np.testing.assert_array_equal(meshccl.label(x, connectivity=c).get(), want[k])
+            got, num = meshccl.label(x, connectivity=c, return_num=True)
+            np.testing.assert_array_equal(got.get(), want[k])
+            assert num == int(want[k].max())
+            got = meshccl.label(x, connectivity=c, dtype=np.int64)
+            assert got.dtype == np.int64
+            np.testing.assert_array_equal(got.get(), want[k])
+        kept = [meshccl.label(x, connectivity=c) for _ in range(6)]  # all alive: new addresses
+        for out in kept:
+            np.testing.assert_array_equal(out.get(), want[2])
+    plans = list(plan._local.plans.values())
+    assert plans and all(p.at for p in plans), "no graph was recorded at the call's addresses"
+    assert all(len(p.at) <= plan.MAX_GRAPHS and len(p.seen) <= plan.MAX_SEEN for p in plans)
+
+
+def test_plan_graphs_at_addresses_switch_off(monkeypatch):
+    """GRAPH_AFTER = 0: no graphs at addresses, the same labels."""
+    import cupy
+    from meshccl._gpu import plan
+    monkeypatch.setattr(plan, "GRAPH_AFTER", 0)
+    plan._local.__dict__.pop("plans", None)
+    x = cupy.asarray(patterns.blobs((700, 900), seed=4))
+    want = meshccl.label(x.get(), connectivity=2)
+    for _ in range(4):
+        np.testing.assert_array_equal(meshccl.label(x, connectivity=2).get(), want)
+    assert not any(p.at for p in plan._local.plans.values())
+    plan._local.__dict__.pop("plans", None)

@@ -3,7 +3,8 @@
 so everything the host does before the first kernel starts is in the
 figure.  Here: the event-timed call against the same call queued behind a
 busy kernel (the device's time alone), and the host cost of each step of
-the plan path in a loop of 2000 (H200 experiment, 2026-11-24).
+the plan path in a loop of 2000 (H200 experiment, 2026-11-24; the graph
+at the call's addresses added 2026-11-25).
 
     python benchmarks/experiments/host_lead.py"""
 import time
@@ -40,12 +41,18 @@ stream = cupy.cuda.get_current_stream().ptr
 P = cupy.empty(x.shape, dtype=cupy.int32)
 vptr, pptr = x.data.ptr, P.data.ptr
 first = p.packed[0]
+for _ in range(3):
+    f()  # the plan records its graph at (x, labels) on the second such call
+graph = next(iter(p.at.values()))[0] if p.at else None
+nbytes = x.size * 4
 steps = {
     "label()": f,
     "fast_label()": lambda: plan.fast_label(x, 0, 2, None, False),
     "plan(x)": lambda: p(x, False),
     "launches only": lambda: p._launch(x, P),
     "first launch": lambda: first(vptr, pptr, stream),
+    "graph launch": (lambda: graph.launch(cupy.cuda.get_current_stream())) if graph else f,
+    "cupy.cuda.alloc": lambda: cupy.cuda.alloc(nbytes),
     "cupy.empty": lambda: cupy.empty(x.shape, dtype=cupy.int32),
     "x.device.id": lambda: x.device.id,
     "x.data.device_id": lambda: x.data.device_id,
