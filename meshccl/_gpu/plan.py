@@ -73,6 +73,7 @@ GRAPH_AFTER = 2
 MAX_GRAPHS = 4
 MAX_SEEN = 16
 _local = threading.local()
+_cupy = None  # the cupy module, imported on the first call of fast_label
 
 
 class Plan:
@@ -253,18 +254,20 @@ def fast_label(x, background, connectivity, dtype, return_num):
     not apply (the caller takes the general path)."""
     if not x.flags.c_contiguous or x.dtype.kind not in "biu" or x.ndim == 0 or x.size == 0:
         return None
-    import cupy
-
-    try:
-        key = (x.shape, x.dtype.char, background, type(background), connectivity,
-               type(connectivity), dtype, x.data.device_id, cupy.cuda.get_current_stream().ptr)
-        hash(key)
-    except TypeError:
-        return None
+    global _cupy
+    cupy = _cupy
+    if cupy is None:  # (an import statement per call costs about a microsecond)
+        import cupy
+        _cupy = cupy
+    key = (x.shape, x.dtype.char, background, type(background), connectivity,
+           type(connectivity), dtype, x.data.device_id, cupy.cuda.get_current_stream().ptr)
     plans = getattr(_local, "plans", None)
     if plans is None:
         plans = _local.plans = OrderedDict()
-    plan = plans.get(key)
+    try:
+        plan = plans.get(key)
+    except TypeError:  # an unhashable argument: the general path says what is wrong
+        return None
     if plan is None:
         prob = _validate.prepare(x, background, connectivity, dtype)
         if prob.swapped or prob.size != x.size:
