@@ -165,14 +165,21 @@ class Plan:
         vin = cupy.empty(self.n, dtype=self.view)
         pbuf = cupy.empty(self.n, dtype=self.work)
         stream = cupy.cuda.Stream(non_blocking=True)
+        graph, count = self._record(stream, vin, pbuf)
+        self.vin, self.pbuf, self.graph, self._stream = vin, pbuf, graph, stream
+        self.count = count  # a view of a scratch array that the graph fills
+
+    def _record(self, stream, values, P):
+        """The launches on ``values`` and ``P`` recorded as a CUDA graph on
+        ``stream`` (nothing runs): (graph, N's 0-d array, which the graph
+        fills)."""
         with stream:
             stream.begin_capture()
             try:
-                count = self._launch(vin, pbuf)
+                count = self._launch(values, P)
             finally:
                 graph = stream.end_capture()
-        self.vin, self.pbuf, self.graph, self._stream = vin, pbuf, graph, stream
-        self.count = count  # a view of a scratch array that the graph fills
+        return graph, count
 
     def _graph_at(self, x, mem):
         """The graph recorded at ``x``'s and ``mem``'s addresses, as (graph,
@@ -193,21 +200,14 @@ class Plan:
             return None
         from .graph_plan import capture_stream
 
-        cupy = self.cupy
-        stream = capture_stream(x.data.device_id)
         values = x.view(self.view).reshape(-1)
-        P = cupy.ndarray((self.n,), dtype=self.work, memptr=mem)
+        P = self.cupy.ndarray((self.n,), dtype=self.work, memptr=mem)
         try:
-            with stream:
-                stream.begin_capture()
-                try:
-                    count = self._launch(values, P)
-                finally:
-                    graph = stream.end_capture()
+            hit = self._record(capture_stream(x.data.device_id), values, P)
         except Exception:  # no graph here: the ordinary launches, now and later
             self.at = self.seen = None
             return None
-        self.at[key] = hit = (graph, count)
+        self.at[key] = hit
         if len(self.at) > MAX_GRAPHS:
             self.at.popitem(last=False)
         return hit
