@@ -647,7 +647,7 @@ def emulated(monkeypatch):
     from meshccl._gpu import graph_plan
 
     caches = (gpu_graph._sm_count, gpu_graph._dummy, gpu_graph._side_stream,
-              graph_plan.capture_stream)
+              graph_plan._capture_stream)
     for c in caches:  # the real CuPy's objects, where GPU tests ran first
         c.cache_clear()
     # no plans unless a test asks (NumPy reuses addresses, and a replay

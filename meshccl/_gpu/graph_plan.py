@@ -69,10 +69,9 @@ def release():
 
 
 @functools.lru_cache(maxsize=None)
-def capture_stream(device_id: int):
+def _capture_stream(device_id: int):
     """The stream plans are recorded on (one per device, so that the
-    memory pool's blocks of released plans are found again by the next);
-    the image plans (plan.py) record their graphs on it too."""
+    memory pool's blocks of released plans are found again by the next)."""
     import cupy
 
     return cupy.cuda.Stream(non_blocking=True)
@@ -101,7 +100,7 @@ class GraphPlan:
         dev = cupy.cuda.Device().id
         for t in ("int32", "int64"):  # made outside the graph: their zeros must be there
             gpu._dummy(dev, t)
-        stream = capture_stream(dev)
+        stream = _capture_stream(dev)
         with cupy.cuda.using_allocator(alloc), stream:
             stream.begin_capture()
             try:

@@ -92,6 +92,7 @@ class Plan:
         self.graph = None  # the graph on the plan's own buffers (small arrays)
         self.at = OrderedDict()  # (input, labels) addresses -> (graph, N's 0-d array)
         self.seen = OrderedDict()  # address pairs -> calls so far
+        self._stream = None  # the stream graphs are recorded on (made on the first)
         self.packed = None
         if mesh.USE_MESH23 and mesh23.applies(prob.shape):
             # the 2-D / 3-D path: its launches worked out once, scratch kept with the plan
@@ -164,15 +165,18 @@ class Plan:
         cupy = self.cupy
         vin = cupy.empty(self.n, dtype=self.view)
         pbuf = cupy.empty(self.n, dtype=self.work)
-        stream = cupy.cuda.Stream(non_blocking=True)
-        graph, count = self._record(stream, vin, pbuf)
-        self.vin, self.pbuf, self.graph, self._stream = vin, pbuf, graph, stream
+        graph, count = self._record(vin, pbuf)
+        self.vin, self.pbuf, self.graph = vin, pbuf, graph
         self.count = count  # a view of a scratch array that the graph fills
 
-    def _record(self, stream, values, P):
-        """The launches on ``values`` and ``P`` recorded as a CUDA graph on
-        ``stream`` (nothing runs): (graph, N's 0-d array, which the graph
-        fills)."""
+    def _record(self, values, P):
+        """The launches on ``values`` and ``P`` recorded as a CUDA graph
+        (nothing runs): (graph, N's 0-d array, which the graph fills).  On
+        the plan's own stream: plans belong to one thread, so no other
+        thread's recording can meet this one there."""
+        stream = self._stream
+        if stream is None:
+            stream = self._stream = self.cupy.cuda.Stream(non_blocking=True)
         with stream:
             stream.begin_capture()
             try:
@@ -198,12 +202,10 @@ class Plan:
             if len(self.seen) > MAX_SEEN:
                 self.seen.popitem(last=False)
             return None
-        from .graph_plan import capture_stream
-
         values = x.view(self.view).reshape(-1)
         P = self.cupy.ndarray((self.n,), dtype=self.work, memptr=mem)
         try:
-            hit = self._record(capture_stream(x.data.device_id), values, P)
+            hit = self._record(values, P)
         except Exception:  # no graph here: the ordinary launches, now and later
             self.at = self.seen = None
             return None
