@@ -1,0 +1,46 @@
+"""Programmatic dependent launch inside the graphs a plan records at the
+call's addresses (plan.py): the chain as it is (the relabel kernels early,
+the border kernels not: mesh23.EARLY_FACES False), every kernel after the
+tile kernel early (EARLY_FACES True), and no early launches at all
+(launch.PDL False).  Per case and connectivity, one event-timed call (the
+bench's way, results dropped so the graph replays) and the device time
+behind a busy kernel, two rounds; labels must be equal.  (H200 experiment,
+2026-11-25.)
+
+    python benchmarks/experiments/graph_pdl.py [2|3]
+"""
+import sys
+
+import _common  # noqa: F401  (sys.path)
+import cupy
+
+import meshccl
+from meshccl._gpu import launch, mesh23, plan
+import phases as ph
+from _common import device_ms, time_ms
+
+VARIANTS = {"as is": (True, False), "faces early": (True, True), "no PDL": (False, False)}
+
+
+def use(name):
+    launch.PDL, mesh23.EARLY_FACES = VARIANTS[name]
+    plan._local.__dict__.pop("plans", None)
+
+
+dims = tuple(int(a) for a in sys.argv[1:]) or (2,)
+for name, x in ph.standard_cases(dims):
+    for c in (1, x.ndim):
+        ref, row = None, []
+        for rnd in range(2):
+            for v in VARIANTS:
+                use(v)
+                out = meshccl.label(x, connectivity=c)
+                if ref is None:
+                    ref = out
+                elif not bool(cupy.array_equal(out, ref)):
+                    raise SystemExit(f"{name} c={c}: labels differ under {v}")
+                call = time_ms(lambda: meshccl.label(x, connectivity=c))
+                dev = device_ms(lambda: meshccl.label(x, connectivity=c))
+                row.append(f"{v}: {call:.4f}/{dev:.4f}")
+        print(f"{name:22s} c={c} (call/device ms) | " + " | ".join(row), flush=True)
+use("as is")
