@@ -25,7 +25,7 @@ with one (input address, label address) pair, a plan records its launches
 as a CUDA graph on those two addresses, and replays it whenever a call
 finds its input and its new label array at exactly those addresses again:
 one graph launch instead of five to eight kernel launches, so the first
-kernel starts sooner (about 10 µs on a 4096² image, H200) and the GPU's
+kernel starts sooner (5–12 µs on the 4096² images, H200) and the GPU's
 gaps between kernels shrink.  The graph reads whatever the input holds when
 it runs, and writes the labels into the array the call has just allocated,
 so a replay is the same work as the launches it stands for.  A plan keeps
