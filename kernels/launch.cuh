@@ -28,35 +28,16 @@
 // crowd the kernel that runs (that cost up to 10 %).  So only one kernel
 // waits ahead, in the room the running one's last blocks leave.
 // Launched the ordinary way, or on an older GPU, grid_entry() does nothing.
-//
-// A kernel may also load, before it waits, what no kernel still running can
-// change: arrays that kernels two or more launches back wrote and nobody
-// writes after them.  Its blocks are only sent out once every block of the
-// kernel before has passed its own wait, so the kernel two back has ended
-// by then (and the one before it, and so on).  Such a kernel calls
-// grid_wait() and grid_go() itself, in that order, after those loads and
-// before its first read of anything the kernel just before writes, and
-// before any return.
 
 #pragma once
 
 namespace meshccl {
 
-__device__ __forceinline__ void grid_wait() {
+__device__ __forceinline__ void grid_entry() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void grid_go() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
-}
-
-__device__ __forceinline__ void grid_entry() {
-    grid_wait();
-    grid_go();
 }
 
 }  // namespace meshccl

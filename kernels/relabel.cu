@@ -200,12 +200,9 @@ template <typename I>
 __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
         I* P, const unsigned* __restrict__ A, unsigned* __restrict__ H, I words,
         I* __restrict__ incl, I* sums, I* __restrict__ block_incl, unsigned* counter) {
-    const I w = (I)blockIdx.x * MESHCCL_PIECE_BLOCK + threadIdx.x;
-    // A is the tile kernel's (final before this kernel may start: launch.cuh);
-    // H, the border kernels' hooks, only after the wait
-    const unsigned pieces = w < words ? __ldcg(A + w) : 0u;
     meshccl::grid_entry();  // (launch.cuh)
-    const unsigned hooked = w < words ? H[w] : 0u, roots = pieces & ~hooked;
+    const I w = (I)blockIdx.x * MESHCCL_PIECE_BLOCK + threadIdx.x;
+    const unsigned hooked = w < words ? H[w] : 0u, roots = w < words ? A[w] & ~hooked : 0u;
     // the counts first (they do not depend on the walks)
     const I upto = block_inclusive_scan((I)__popc(roots));
     if (w < words) {
@@ -371,16 +368,14 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
                                      const unsigned* __restrict__ roots,
                                      const I* __restrict__ incl,
                                      const I* __restrict__ block_incl, I words) {
-    const I w = (I)blockIdx.x * blockDim.x + threadIdx.x;
-    // A: the tile kernel's, final before this kernel may start (launch.cuh)
-    const unsigned pieces = w < words ? __ldcg(A + w) : 0u;
     meshccl::grid_entry();  // (launch.cuh)
+    const I w = (I)blockIdx.x * blockDim.x + threadIdx.x;
     if (w >= words) return;
     // MESHCCL_LABEL_GROUP piece roots at a time: all their loads, then all
     // their stores (one at a time, each store waited for the next load).
     // (Ranking the roots of the whole forest straight from this word's
     // prefix, without loading their P, measured slower: benchmarks/NOTES.md.)
-    for (unsigned h = pieces; h;) {
+    for (unsigned h = A[w]; h;) {
         I x[MESHCCL_LABEL_GROUP], r[MESHCCL_LABEL_GROUP];
 #pragma unroll
         for (int g = 0; g < MESHCCL_LABEL_GROUP; ++g) {
@@ -423,8 +418,7 @@ template <typename I, int R, int W = 4>
 __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, I ny, I nx, I words) {
-    // (no grid_entry() here: the loads that no running kernel changes come
-    // first, grid_wait() after them)
+    meshccl::grid_entry();  // (launch.cuh)
     constexpr int V = 16 / sizeof(I), LPR = 32 / W;  // lanes per tile row
     typedef typename Vec16<I>::type VT;
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -446,49 +440,24 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         // chain k + 1 of another group takes: a row must have one owner)
         if (g < groups && t / LPR < per) {
             const I y = (I)(g / ntx), bx = (I)g - y * ntx;
-            f[k] = __ldcg(F + bx * ny + y);
-            s[k] = __ldcg(S + bx * ny + y);
+            f[k] = F[bx * ny + y];
+            s[k] = S[bx * ny + y];
             rowbase[k] = y * nx + bx * 32;
             width[k] = (int)min((I)32, nx - bx * 32);
             const I w = rowbase[k] >> 5;
             const int sh = (int)(rowbase[k] & 31);
-            a[k] = __ldcg(A + w) >> sh;
-            if (sh && width[k] > 32 - sh && w + 1 < words) a[k] |= __ldcg(A + w + 1) << (32 - sh);
+            a[k] = A[w] >> sh;
+            if (sh && width[k] > 32 - sh && w + 1 < words) a[k] |= A[w + 1] << (32 - sh);
         }
     }
     // the runs that start among this lane's cells: the start's P, then (not
-    // a piece root) that piece root's P.  F, S and A are the tile kernel's,
-    // and P at a run start that is not a piece root changes last in the
-    // border kernels (a find's halving): all final before the kernel just
-    // before this one (meshccl_label_pieces, which writes piece roots only)
-    // may let this one start (launch.cuh), so those loads come before the
-    // wait, in the room that kernel's last blocks leave.  (MESHCCL_LABEL_EARLY
-    // 0: all of them after the wait, as until 2026-11-25.)
-#ifndef MESHCCL_LABEL_EARLY
-#define MESHCCL_LABEL_EARLY 1
-#endif
+    // a piece root) that piece root's P
     I lab[R][W];
-    if (!MESHCCL_LABEL_EARLY) {
-        meshccl::grid_wait();
-        meshccl::grid_go();
-    }
 #pragma unroll
     for (int k = 0; k < R; ++k)
 #pragma unroll
         for (int j = 0; j < W; ++j)
-            lab[k][j] = (((MESHCCL_LABEL_EARLY ? s[k] & ~a[k] : s[k]) >> (c0 + j)) & 1u)
-                            ? __ldcg(P + rowbase[k] + c0 + j) : (I)0;
-    if (MESHCCL_LABEL_EARLY) {
-        meshccl::grid_wait();
-        meshccl::grid_go();
-        // the piece roots among the run starts: their labels, stored by
-        // meshccl_label_pieces
-#pragma unroll
-        for (int k = 0; k < R; ++k)
-#pragma unroll
-            for (int j = 0; j < W; ++j)
-                if (((s[k] & a[k]) >> (c0 + j)) & 1u) lab[k][j] = P[rowbase[k] + c0 + j];
-    }
+            lab[k][j] = ((s[k] >> (c0 + j)) & 1u) ? P[rowbase[k] + c0 + j] : (I)0;
 #pragma unroll
     for (int k = 0; k < R; ++k)
 #pragma unroll
