@@ -401,13 +401,13 @@ __device__ __forceinline__ void z_pairs(const unsigned (&w)[8], unsigned mF, uns
 // all queue on one bank.
 constexpr int ROW_NODES = 33;
 
-template <int RS = ROW_NODES, typename N>
-__device__ __forceinline__ void tile_nodes(N* L, int base, unsigned* starts, int lane,
+template <int RS = ROW_NODES>
+__device__ __forceinline__ void tile_nodes(int* L, int base, unsigned* starts, int lane,
                                            unsigned S_) {
     const int me = base + lane * RS;
     for (unsigned m = S_; m; m &= m - 1u) {
         const int b = __ffs(m) - 1;
-        L[me + b] = (N)(me + b);
+        L[me + b] = me + b;
     }
     starts[lane] = S_;
 }
@@ -448,8 +448,8 @@ __device__ __forceinline__ int stretch_top(const unsigned (&tops)[5], int b) {
 // stretch's top: by induction in raster order, a pair the rules skip goes
 // round through an earlier cell's pair and a run, as before.)  t from
 // stretch_tops.
-template <bool Diag, int RS = ROW_NODES, typename N>
-__device__ __forceinline__ void tile_unions(N* L, int base, const unsigned* starts, int lane,
+template <bool Diag, int RS = ROW_NODES>
+__device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* starts, int lane,
                                             unsigned S_, unsigned mE, unsigned mVl, unsigned mV,
                                             unsigned mVr) {
     unsigned tops[5];
@@ -477,7 +477,7 @@ __device__ __forceinline__ void tile_unions(N* L, int base, const unsigned* star
         } else {
             break;
         }
-        meshccl::unite<true>(L, (N)(me + start_of(S_, b)), (N)partner);
+        meshccl::unite<true>(L, me + start_of(S_, b), partner);
     }
 }
 
@@ -521,8 +521,8 @@ __device__ __forceinline__ int nth_bit(unsigned m, int n) {
 // b, that index) after each store (runs2d.cu's bands store it at a second
 // cell); the short form below is the one-tile-per-warp forest of the
 // comment above.
-template <int Compact, int RS, typename N, typename I, typename GlobalOf, typename Also>
-__device__ __forceinline__ unsigned store_piece_roots(N* L, int base, unsigned* starts,
+template <int Compact, int RS, typename I, typename GlobalOf, typename Also>
+__device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned* starts,
                                                       int lane, int nrows, I* P, I tile0, I nx,
                                                       GlobalOf global_of, Also also) {
     const unsigned mine = lane < nrows ? starts[lane] : 0u;
@@ -536,7 +536,7 @@ __device__ __forceinline__ unsigned store_piece_roots(N* L, int base, unsigned* 
     const int total = __shfl_sync(0xffffffffu, off, 31);
     auto store = [&](int r, int b) {
         const int node = base + r * RS + b;
-        const int rt = meshccl::find<true>(L, (N)node);  // halving: shared walks shorten
+        const int rt = meshccl::find<true>(L, node);  // halving: shared walks shorten
         const I g = global_of(rt);
         P[tile0 + (I)r * nx + b] = g;
         also(r, b, g);

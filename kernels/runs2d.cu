@@ -68,29 +68,8 @@
 #include "lattice.cuh"
 #include "runs.cuh"
 
-template <int Short> struct meshccl_conditional_node { typedef int type; };
-template <> struct meshccl_conditional_node<1> { typedef short type; };
-
-// The block's forest in shared memory: int nodes, or with MESHCCL_FOREST16
-// 16-bit ones (a strip of eight tiles has 32 * 265 = 8480 nodes), which
-// halve the block's shared memory; MESHCCL_TILE_MIN_BLOCKS: the tile
-// kernel's blocks per multiprocessor asked of the compiler (registers).
-#ifndef MESHCCL_FOREST16
-#define MESHCCL_FOREST16 0
-#endif
-#ifndef MESHCCL_TILE_MIN_BLOCKS
-#define MESHCCL_TILE_MIN_BLOCKS 0
-#endif
-#if MESHCCL_TILE_MIN_BLOCKS > 0  // ((32 * NW, 1) is not the same as (32 * NW): 51 registers, not 40)
-#define MESHCCL_TILE_BOUNDS(threads) __launch_bounds__(threads, MESHCCL_TILE_MIN_BLOCKS)
-#else
-#define MESHCCL_TILE_BOUNDS(threads) __launch_bounds__(threads)
-#endif
-
 namespace meshccl {
 namespace runs2d {
-
-typedef meshccl_conditional_node<MESHCCL_FOREST16>::type Node;
 
 // The pairs across a tile's left border in one row: cell (y, x0) with keys
 // k0 (itself), kL (its left neighbour, the tile before's last column),
@@ -135,8 +114,8 @@ __device__ __forceinline__ unsigned left_pairs(K k0, K kL, K ku0, K kuL, bool up
 #ifndef MESHCCL_BAND_TOPS
 #define MESHCCL_BAND_TOPS 0
 #endif
-template <int RSB, typename N>
-__device__ __forceinline__ void band_unions(N* L, int base, const unsigned* starts,
+template <int RSB>
+__device__ __forceinline__ void band_unions(int* L, int base, const unsigned* starts,
                                             const unsigned* bst, int lane, unsigned mE,
                                             unsigned mVl, unsigned mV, unsigned mVr) {
     unsigned tops[5] = {0u, 0u, 0u, 0u, 0u};
@@ -178,7 +157,7 @@ __device__ __forceinline__ void band_unions(N* L, int base, const unsigned* star
         } else {
             break;
         }
-        meshccl::unite<true>(L, (N)node(r, b), (N)partner);
+        meshccl::unite<true>(L, node(r, b), partner);
     }
 }
 
@@ -199,8 +178,7 @@ __device__ __forceinline__ unsigned label_tile(
     using meshccl::runs::shfl;
     using meshccl::runs::start_of;
     constexpr int RS = meshccl::runs::ROW_NODES, RSB = (NW * RS) | 1;
-    static_assert(sizeof(Node) == 4 || 32 * RSB <= 32767, "16-bit forest: too many nodes");
-    __shared__ Node forest[32 * RSB];
+    __shared__ int forest[32 * RSB];
     __shared__ unsigned starts[NW][32];  // each row's run starts, per tile
     __shared__ K edge[3][NW][32];         // each row's cells 0, 31 and 30, per tile
     __shared__ unsigned bstarts[NW][16];  // banded tiles: each band's run starts ...
@@ -211,7 +189,7 @@ __device__ __forceinline__ unsigned label_tile(
     const bool live = bx < ntx;  // (the whole warp)
     const I x0 = bx * 32, x = x0 + lane, y0 = (I)blockIdx.y * 32;
     const int base = warp * RS;
-    Node* L = forest;
+    int* L = forest;
     unsigned mF = 0u, mE = 0u, mV = 0u, mVl = 0u, mVr = 0u, S_ = 0u, Sout = 0u;
     bool band = false;  // (the whole warp)
     if (!live) {
@@ -335,9 +313,9 @@ __device__ __forceinline__ unsigned label_tile(
                                          [&] { return edge[2][wl][r]; });
         if (m) {
             const int a = local(warp, r, 0), left = local(wl, r, 31);
-            if (m & 1u) meshccl::unite<true>(L, (Node)a, (Node)left);
-            if (m & 2u) meshccl::unite<true>(L, (Node)a, (Node)local(wl, r - 1, 31));
-            if (m & 4u) meshccl::unite<true>(L, (Node)left, (Node)local(warp, r - 1, 0));
+            if (m & 1u) meshccl::unite<true>(L, a, left);
+            if (m & 2u) meshccl::unite<true>(L, a, local(wl, r - 1, 31));
+            if (m & 4u) meshccl::unite<true>(L, left, local(warp, r - 1, 0));
         }
     }
     __syncthreads();
@@ -381,7 +359,7 @@ __device__ __forceinline__ unsigned label_tile(
 // on the 4096^2 images.  Otherwise the host zeroes A and H and rows OR
 // their piece roots in.
 template <typename T, typename I, int C, int NW>
-__global__ void MESHCCL_TILE_BOUNDS(32 * NW) meshccl_runs2d_tile(
+__global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
         int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int seams, int prefetch,

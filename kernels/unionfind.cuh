@@ -56,11 +56,6 @@ __device__ __forceinline__ I find(I* P, I x) {
 __device__ __forceinline__ int cas(int* a, int expected, int desired) {
     return atomicCAS(a, expected, desired);
 }
-// (16-bit forests in shared memory: runs2d.cu with MESHCCL_FOREST16)
-__device__ __forceinline__ short cas(short* a, short expected, short desired) {
-    return (short)atomicCAS((unsigned short*)a, (unsigned short)expected,
-                            (unsigned short)desired);
-}
 __device__ __forceinline__ long long cas(long long* a, long long expected, long long desired) {
     return (long long)atomicCAS((unsigned long long*)a, (unsigned long long)expected,
                                 (unsigned long long)desired);
