@@ -402,7 +402,9 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
 // resolves the runs that start among its W cells: a run start that is a
 // piece root (bit of A) holds its label; any other holds a piece root (its
 // own piece's, or one further up after a border find halved it), and that
-// one's value is the label.  At most two dependent loads, then the stores.  (Loading the
+// one's value is the label.  (A 2-D tile with slots, runs2d.cu, has the
+// piece roots of its run starts in Q instead: the start's rank in its row
+// after the row's first slot, O; 0xffff there, or slots = 0: in P.)  At most two dependent loads, then the stores.  (Loading the
 // roots' bits and prefix sums here instead, to rank the roots that step 7
 // would have labelled, made this pass 1.4x slower: benchmarks/NOTES.md.)
 // A run that started in an earlier lane's cells takes the label of that
@@ -417,7 +419,8 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
 template <typename I, int R, int W = 4>
 __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
-        const unsigned* __restrict__ A, I ny, I nx, I words) {
+        const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
+        const unsigned short* __restrict__ O, int slots) {
     meshccl::grid_entry();  // (launch.cuh)
     constexpr int V = 16 / sizeof(I), LPR = 32 / W;  // lanes per tile row
     typedef typename Vec16<I>::type VT;
@@ -427,21 +430,27 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
     const long long groups = (long long)ntx * ny, per = (groups + R - 1) / R;
     // The group takes tile rows g0, g0 + per, ... (a warp: four consecutive
     // tile rows each time, y = g / ntx, bx = g % ntx), R chains at once.
-    I rowbase[R];
+    I rowbase[R], slot[R];
     int width[R];
-    unsigned f[R], s[R], a[R];
+    unsigned f[R], s[R], a[R], o[R];
 #pragma unroll
     for (int k = 0; k < R; ++k) {
         const long long g = t / LPR + k * per;
         f[k] = s[k] = a[k] = 0u;
+        o[k] = 0xffffu;
         width[k] = 0;
         rowbase[k] = 0;
+        slot[k] = 0;
         // (groups past `per`, in the grid's last block, would take rows that
         // chain k + 1 of another group takes: a row must have one owner)
         if (g < groups && t / LPR < per) {
             const I y = (I)(g / ntx), bx = (I)g - y * ntx;
             f[k] = F[bx * ny + y];
             s[k] = S[bx * ny + y];
+            if (slots > 0) {  // (2-D only: y is the image's row)
+                o[k] = O[bx * ny + y];
+                slot[k] = ((y >> 5) * ntx + bx) * (I)slots + (I)o[k];
+            }
             rowbase[k] = y * nx + bx * 32;
             width[k] = (int)min((I)32, nx - bx * 32);
             const I w = rowbase[k] >> 5;
@@ -452,12 +461,21 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
     }
     // the runs that start among this lane's cells: the start's P, then (not
     // a piece root) that piece root's P
+    // (or, where the tile put its run starts' piece roots in slots of Q,
+    // from the slot of the start's rank in its row)
     I lab[R][W];
 #pragma unroll
-    for (int k = 0; k < R; ++k)
+    for (int k = 0; k < R; ++k) {
+        int rank = __popc(s[k] & ((1u << c0) - 1u));
 #pragma unroll
-        for (int j = 0; j < W; ++j)
-            lab[k][j] = ((s[k] >> (c0 + j)) & 1u) ? P[rowbase[k] + c0 + j] : (I)0;
+        for (int j = 0; j < W; ++j) {
+            const unsigned bit = 1u << (c0 + j);
+            lab[k][j] = (s[k] & bit)
+                ? ((o[k] == 0xffffu || (a[k] & bit)) ? P[rowbase[k] + c0 + j] : Q[slot[k] + rank])
+                : (I)0;
+            rank += (s[k] & bit) ? 1 : 0;
+        }
+    }
 #pragma unroll
     for (int k = 0; k < R; ++k)
 #pragma unroll
@@ -521,7 +539,7 @@ MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
 #define MESHCCL_RUNS_LABEL(I, R, W)                                                           \
     template __global__ void meshccl_runs2d_label<I, R, W>(I*, const unsigned*,                \
-        const unsigned*, const unsigned*, I, I, I);
+        const unsigned*, const unsigned*, I, I, I, const I*, const unsigned short*, int);
 MESHCCL_RUNS_LABEL(int, 1, 4)
 MESHCCL_RUNS_LABEL(int, 1, 8)
 MESHCCL_RUNS_LABEL(int, 2, 8)

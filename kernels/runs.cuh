@@ -507,8 +507,11 @@ __device__ __forceinline__ int nth_bit(unsigned m, int n) {
 // - many: a turn per row, lane b on column b, cheaper per turn.
 // Either way a store instruction writes few rows (lane r walking its own
 // row's run starts put 32 rows, 32 partly written sectors, in every store
-// instruction: the 2-D tile kernel took twice as long, benchmarks/NOTES.md).
-// The forest's nodes count from 0 at the block's first tile: node p *
+// instruction: the 2-D tile kernel took twice as long, benchmarks/NOTES.md),
+// and the finds go in raster order, whose halving shortens the chains of
+// the tile's forest for the finds after them (every lane walking its own
+// row at once made the spiral's banded tile kernel twice as slow: NOTES.md,
+// 2026-11-25).  The forest's nodes count from 0 at the block's first tile: node p *
 // plane + r * 33 + b is cell origin + p * pstride + r * nx + b.  Returns, in
 // lane r, row r's piece roots (the run starts that are roots of the forest).
 // `starts` is overwritten (no other warp may read it any more).  Compact
@@ -517,14 +520,18 @@ __device__ __forceinline__ int nth_bit(unsigned m, int n) {
 // Potts at 2, run starts 32 at a time on everything else.
 //
 // The general form takes the node of row r's bit b as base + r * RS + b
-// and a root's global index from global_of(root node), and calls also(r,
-// b, that index) after each store (runs2d.cu's bands store it at a second
-// cell); the short form below is the one-tile-per-warp forest of the
-// comment above.
-template <int Compact, int RS, typename I, typename GlobalOf, typename Also>
+// and a root's global index from global_of(root node).  Where the piece
+// root goes is the caller's: put(r, b, index, is_root, ctx) stores it,
+// with ctx = prep(r), which every lane of the warp calls together for the
+// row it is about to store in (so that prep may use shuffles): runs2d.cu
+// puts it in P at the run start (and, in a band, at a second cell) or in
+// the tile's slots.  The short form below is the one-tile-per-warp forest
+// of the comment above, storing in P.
+template <int Compact, int RS, typename GlobalOf, typename Prep, typename Put>
 __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned* starts,
-                                                      int lane, int nrows, I* P, I tile0, I nx,
-                                                      GlobalOf global_of, Also also) {
+                                                      int lane, int nrows, GlobalOf global_of,
+                                                      Prep prep, Put put) {
+    typedef decltype(prep(0)) Ctx;
     const unsigned mine = lane < nrows ? starts[lane] : 0u;
     const int count = __popc(mine);
     int off = count;  // run starts of rows 0..lane (a scan over lanes)
@@ -534,18 +541,17 @@ __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned
         if (lane >= d) off += t;
     }
     const int total = __shfl_sync(0xffffffffu, off, 31);
-    auto store = [&](int r, int b) {
+    auto store = [&](int r, int b, const Ctx& ctx) {
         const int node = base + r * RS + b;
         const int rt = meshccl::find<true>(L, node);  // halving: shared walks shorten
-        const I g = global_of(rt);
-        P[tile0 + (I)r * nx + b] = g;
-        also(r, b, g);
+        put(r, b, global_of(rt), rt == node, ctx);
         return rt == node;
     };
     if (total > Compact) {  // the same for the whole warp
         unsigned roots = 0u;
         for (int r = 0; r < nrows; ++r) {
-            const bool root = ((starts[r] >> lane) & 1u) && store(r, lane);
+            const Ctx ctx = prep(r);
+            const bool root = ((starts[r] >> lane) & 1u) && store(r, lane, ctx);
             const unsigned m = __ballot_sync(0xffffffffu, root);
             if (lane == r) roots = m;  // row r's piece roots, for lane r
         }
@@ -563,9 +569,10 @@ __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned
             if (__shfl_sync(0xffffffffu, off, r + s) <= k) r += s;
         const unsigned srow = __shfl_sync(0xffffffffu, mine, r);
         const int first = __shfl_sync(0xffffffffu, off, r);
+        const Ctx ctx = prep(r);
         if (k < total) {
             const int b = nth_bit(srow, k - first);
-            if (store(r, b)) atomicOr(starts + r, 1u << b);
+            if (store(r, b, ctx)) atomicOr(starts + r, 1u << b);
         }
     }
     __syncwarp();
@@ -576,11 +583,10 @@ template <int Compact, typename I>
 __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned* starts,
                                                       int lane, int nrows, I* P, I tile0, I nx,
                                                       I origin, int plane, I pstride) {
-    return store_piece_roots<Compact, ROW_NODES>(L, base, starts, lane, nrows, P, tile0, nx,
-                                                 [=](int rt) {
+    return store_piece_roots<Compact, ROW_NODES>(L, base, starts, lane, nrows, [=](int rt) {
         const int p = rt / plane, q = rt - p * plane, ry = q / ROW_NODES;
         return origin + (I)p * pstride + (I)ry * nx + (q - ry * ROW_NODES);
-    }, [](int, int, I) {});
+    }, [](int) { return 0; }, [=](int r, int b, I g, bool, int) { P[tile0 + (I)r * nx + b] = g; });
 }
 
 }  // namespace runs

@@ -44,25 +44,36 @@
 //    a tile's.  A bottom row's S marks the first cell of each band run in
 //    it (band_firsts), and P there gets the band run's piece root too, so
 //    the kernels after this one read every row as a row of runs.
+//    Slots: a tile with few run starts (at most `slots`, mesh23.py's
+//    RUNS_2D_SLOTS) writes the piece root of its k-th run start (the bits
+//    of S as stored, in raster order) to word k of its own slots in Q,
+//    and only the run starts that are piece roots to P; each tile row's
+//    first slot goes to O (16 bits; 0xffff: the tile kept the old way, P
+//    at every run start).  The tile's slots are consecutive words, where P
+//    would have had a partly written sector in nearly every row.
 // 2. meshccl_runs2d_border.  Two warps per tile: one unites the tile's top
 //    row with the row above (the same mask rules, on keys loaded from
 //    global memory), the other the tile's first column with the last column
 //    of the tile to its left, skipping a row whose cell and partner both
 //    equal the cells above them (the square rule: the row above's pair and
-//    the two tiles join them).  A cell's node is its run start, found in
-//    the bit array S with one count of leading zeros; each root that a
+//    the two tiles join them).  A cell's node is its run's piece root: the
+//    run start, found in the bit array S with one count of leading zeros,
+//    whose P holds it, or in a tile with slots the run start's slot (its
+//    rank in the row, after the row's first slot in O); each root that a
 //    union hooks is recorded in H.
 // 3. The pieces path of relabel.cu (meshccl_piece_roots with the roots'
 //    prefix sums, then meshccl_label_pieces): every piece root then holds
 //    its label.
 // 4. meshccl_runs2d_label (relabel.cu).  Eight lanes per tile row read F,
 //    S and A, resolve each run once (a run start that is a piece root
-//    holds its label; any other holds a piece root, which holds it) and
-//    write the row's labels with 16-byte stores.
+//    holds its label; any other holds a piece root, in P or in its slot,
+//    and that piece root holds the label) and write the row's labels with
+//    16-byte stores.
 //
-// P is read and written at run starts only until the last step, which
-// writes every cell once: about 1 byte read and 4 written per cell, plus
-// 1/4 byte of bit arrays and the run starts.
+// P is read and written at run starts only (with slots, at piece roots
+// only) until the last step, which writes every cell once: about 1 byte
+// read and 4 written per cell, plus 1/4 byte of bit arrays and the run
+// starts.
 
 #include "launch.cuh"
 #include "lattice.cuh"
@@ -172,8 +183,9 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
 template <typename T, typename I, int C, int NW>
 __device__ __forceinline__ unsigned label_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
-        unsigned* __restrict__ S, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey,
-        int seams, int prefetch, int bands) {
+        unsigned* __restrict__ S, I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
+        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int seams, int prefetch,
+        int bands) {
     typedef typename meshccl::Key<T>::type K;
     using meshccl::runs::shfl;
     using meshccl::runs::start_of;
@@ -192,6 +204,8 @@ __device__ __forceinline__ unsigned label_tile(
     int* L = forest;
     unsigned mF = 0u, mE = 0u, mV = 0u, mVl = 0u, mVr = 0u, S_ = 0u, Sout = 0u;
     bool band = false;  // (the whole warp)
+    bool slotted = false;  // (the whole warp) piece roots in Q's slots?
+    int slot0 = 0;         // lane r: row r's first slot
     if (!live) {
     } else if (sizeof(T) == 1) {
         // One-byte cells: lane r loads row r's 32 cells (two 16-byte loads
@@ -279,8 +293,22 @@ __device__ __forceinline__ unsigned label_tile(
         } else {
             S_ = Sout = mF & ~mE;
         }
-        if (prefetch && y0 + lane < ny)
-            meshccl::runs::prefetch_run_starts(P + (y0 + lane) * nx + x0, Sout, prefetch);
+        // Slots: the tile's run starts' piece roots go to Q, in raster
+        // order, when they fit in its `slots` (then only piece roots are
+        // written in P); else to P at the run starts.
+        int off = __popc(Sout);  // (a scan over the rows)
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const int t = __shfl_up_sync(0xffffffffu, off, d);
+            if (lane >= d) off += t;
+        }
+        slotted = slots > 0 && __shfl_sync(0xffffffffu, off, 31) <= slots;
+        off -= __popc(Sout);
+        if (slots > 0 && y0 + lane < ny)
+            O[bx * ny + y0 + lane] = slotted ? (unsigned short)off : (unsigned short)0xffffu;
+        slot0 = off;
+        if ((prefetch & 7) && (!slotted || (prefetch & 8)) && y0 + lane < ny)
+            meshccl::runs::prefetch_run_starts(P + (y0 + lane) * nx + x0, Sout, prefetch & 7);
         meshccl::runs::tile_nodes<RSB>(L, base, starts[warp], lane, S_);
         __syncwarp();
         if (band)
@@ -335,11 +363,51 @@ __device__ __forceinline__ unsigned label_tile(
         if (later) f &= (later & (0u - later)) - 1u;
         if (f) P[tile0 + (I)(r + 1) * nx + (__ffs(f) - 1)] = root;
     };
-    const unsigned roots = meshccl::runs::store_piece_roots<C == 1 ? 128 : 256, RSB>(
-        L, base, starts[warp], lane, (int)min((I)32, ny - y0), P, tile0, nx, [=](int rt) {
-            const int ry = rt / RSB, q = rt - ry * RSB, tw = q / RS;
-            return strip0 + (I)ry * nx + (I)tw * 32 + (q - tw * RS);
-        }, also);
+    auto global_of = [=](int rt) {
+        const int ry = rt / RSB, q = rt - ry * RSB, tw = q / RS;
+        return strip0 + (I)ry * nx + (I)tw * 32 + (q - tw * RS);
+    };
+    constexpr int COMPACT = C == 1 ? 128 : 256;
+    const int nrows = (int)min((I)32, ny - y0);
+    unsigned roots;
+    if (slotted) {
+        // The piece root of the tile's k-th run start (the bits of S as
+        // stored, in raster order: in a band's bottom row also the first
+        // cells that are not nodes) goes to slot k; a run start that is a
+        // piece root is also written in P, where the border kernel's unions
+        // and the pieces path work.  The tile's slots are consecutive words.
+        I* q = Q + ((I)blockIdx.y * ntx + bx) * (I)slots;
+        struct Row { unsigned s0, s1; int o0, o1; };  // S and first slot of rows r, r + 1
+        auto prep = [=](int r) {
+            Row w;
+            w.s0 = __shfl_sync(0xffffffffu, Sout, r);
+            w.o0 = __shfl_sync(0xffffffffu, slot0, r);
+            w.s1 = __shfl_sync(0xffffffffu, Sout, min(r + 1, 31));
+            w.o1 = __shfl_sync(0xffffffffu, slot0, min(r + 1, 31));
+            return w;
+        };
+        roots = meshccl::runs::store_piece_roots<COMPACT, RSB>(
+            L, base, starts[warp], lane, nrows, global_of, prep,
+            [=](int r, int b, I g, bool root, const Row& w) {
+                q[w.o0 + __popc(w.s0 & ((1u << b) - 1u))] = g;
+                if (root) P[tile0 + (I)r * nx + b] = g;
+                if (!band || (r & 1)) return;
+                // a band run with cells below its top-row node: the slot of
+                // its first bottom cell too (as `also` does in P)
+                const unsigned bs = bs_[r >> 1], s = (unsigned)start_of(bs, b);
+                unsigned f = bf_[r >> 1] & ~((1u << s) - 1u);
+                const unsigned later = bs & ~(s == 31 ? 0xffffffffu : ((2u << s) - 1u));
+                if (later) f &= (later & (0u - later)) - 1u;
+                if (f) q[w.o1 + __popc(w.s1 & ((f & (0u - f)) - 1u))] = g;
+            });
+    } else {
+        roots = meshccl::runs::store_piece_roots<COMPACT, RSB>(
+            L, base, starts[warp], lane, nrows, global_of, [](int) { return 0; },
+            [=](int r, int b, I g, bool, int) {
+                P[tile0 + (I)r * nx + b] = g;
+                also(r, b, g);
+            });
+    }
     if (y >= ny) return 0u;
     F[bx * ny + y] = mF;
     S[bx * ny + y] = Sout;
@@ -363,10 +431,10 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
         int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int seams, int prefetch,
-        int bands) {
+        int bands, I* __restrict__ Q, unsigned short* __restrict__ O, int slots) {
     meshccl::grid_entry();  // (launch.cuh)
     const unsigned roots = meshccl::runs2d::label_tile<T, I, C, NW>(
-            v, P, F, S, ny, nx, has_bg, bgkey, seams, prefetch, bands);
+            v, P, F, S, Q, O, slots, ny, nx, has_bg, bgkey, seams, prefetch, bands);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I ntx = (nx + 31) >> 5, y0 = (I)blockIdx.y * 32;
     if (!aligned) {  // the same for the whole grid
@@ -404,11 +472,11 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
 template <typename T, typename I, int C>
 __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip) {
+        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip,
+        const I* __restrict__ Q, const unsigned short* __restrict__ O, int slots) {
     meshccl::grid_entry();  // (launch.cuh)
     typedef typename meshccl::Key<T>::type K;
     using meshccl::Key;
-    using meshccl::runs::node;
     using meshccl::runs::shfl;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int tb = (int)(blockDim.x >> 5) * strip / (strip + 1);  // tiles per block
@@ -416,6 +484,20 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
     const I x0 = bx * 32, y0 = (I)blockIdx.y * 32;
     if (bx >= ntx) return;
+    // The piece root of cell (y, x)'s run (foreground): from the tile's
+    // slots (the run start's rank among the row's, after the row's first
+    // slot in O), or, where the tile kept them in P (no slots, or too many
+    // run starts), the run start itself, whose P holds it.
+    auto node = [&](I y, I x) -> I {
+        const I w = (x >> 5) * ny + y;
+        const unsigned s = __ldg(S + w);
+        const unsigned o = slots > 0 ? __ldg(O + w) : 0xffffu;  // (both loads in flight)
+        const int c = (int)(x & 31);
+        const I start = y * nx + (x & ~(I)31) + meshccl::runs::start_of(s, c);
+        if (o == 0xffffu) return start;
+        const unsigned upto = c == 31 ? 0xffffffffu : ((2u << c) - 1u);
+        return __ldg(Q + ((y >> 5) * ntx + (x >> 5)) * (I)slots + (I)(o + __popc(s & upto) - 1));
+    };
     if (up) {
         if (y0 == 0) return;
         const I x = x0 + lane, i = y0 * nx + x;
@@ -441,10 +523,10 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
             ur_ = Vr && !(e && V);
         }
         if (!(u0 || ul_ || ur_)) return;
-        const I a = node(S, y0, x, ny, nx);
-        if (ul_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x - 1, ny, nx));
-        if (u0) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x, ny, nx));
-        if (ur_) meshccl::unite_recording(P, H, a, node(S, y0 - 1, x + 1, ny, nx));
+        const I a = node(y0, x);
+        if (ul_) meshccl::unite_recording(P, H, a, node(y0 - 1, x - 1));
+        if (u0) meshccl::unite_recording(P, H, a, node(y0 - 1, x));
+        if (ur_) meshccl::unite_recording(P, H, a, node(y0 - 1, x + 1));
     } else {
         const I y = y0 + lane;
         if (bx == 0) return;
@@ -457,9 +539,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
         const unsigned m = meshccl::runs2d::left_pairs<C>(k0, kL, ku0, kuL, lane > 0, f0, fL,
                                          [&] { return Key<T>::of(v[i - 2]); });
-        if (m & 1u) meshccl::unite_recording(P, H, i, node(S, y, x0 - 1, ny, nx));
-        if (m & 2u) meshccl::unite_recording(P, H, i, node(S, y - 1, x0 - 1, ny, nx));
-        if (m & 4u) meshccl::unite_recording(P, H, node(S, y, x0 - 1, ny, nx), i - nx);
+        if (m & 1u) meshccl::unite_recording(P, H, node(y, x0), node(y, x0 - 1));
+        if (m & 2u) meshccl::unite_recording(P, H, node(y, x0), node(y - 1, x0 - 1));
+        if (m & 4u) meshccl::unite_recording(P, H, node(y, x0 - 1), node(y - 1, x0));
     }
 }
 
@@ -467,13 +549,17 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R2(T, I)                                                                         \
     template __global__ void meshccl_runs2d_tile<T, I, 1, 8>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int);             \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int, I*,          \
+        unsigned short*, int);                                                                   \
     template __global__ void meshccl_runs2d_tile<T, I, 2, 8>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int);             \
+        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int, I*,          \
+        unsigned short*, int);                                                                   \
     template __global__ void meshccl_runs2d_border<T, I, 1>(const T*, I*, unsigned*,             \
-        const unsigned*, I, I, int, meshccl::Key<T>::type, int);                                 \
+        const unsigned*, I, I, int, meshccl::Key<T>::type, int, const I*,                        \
+        const unsigned short*, int);                                                             \
     template __global__ void meshccl_runs2d_border<T, I, 2>(const T*, I*, unsigned*,             \
-        const unsigned*, I, I, int, meshccl::Key<T>::type, int);
+        const unsigned*, I, I, int, meshccl::Key<T>::type, int, const I*,                        \
+        const unsigned short*, int);
 #define MESHCCL_R2_T(T) MESHCCL_R2(T, int) MESHCCL_R2(T, long long)
 MESHCCL_R2_T(unsigned char)
 MESHCCL_R2_T(unsigned short)

@@ -262,6 +262,59 @@ def test_gpu_runs2d_bands():
         plan._local.__dict__.pop("plans", None)
 
 
+@pytest.mark.gpu
+def test_gpu_runs2d_slots():
+    """Plain 2-D images keep the piece roots of a tile's run starts in the
+    tile's slots (mesh23.RUNS_2D_SLOTS) where they fit, else at the run
+    starts in the labels array.  With slots and without, against skimage:
+    tiles of both kinds in one image (random bytes beside blobs), tiles of
+    exactly as many run starts as slots (6 runs in every row: 192) and one
+    row's more (7 a row), of 512 (16 a row) and of 1024 (no two cells alike
+    along a row), widths that are not multiples of 32, one row, one column,
+    int64 labels, and 512 slots (every binary tile fits)."""
+    pytest.importorskip("cupy")
+    from conftest import HAVE_GPU
+
+    if not HAVE_GPU:
+        pytest.skip("no GPU")
+    from meshccl._gpu import mesh23, plan
+
+    rng = np.random.default_rng(31)
+    mixed = patterns.blobs((160, 200), seed=2).astype(np.uint8)
+    mixed[:, :96] = rng.integers(0, 256, (160, 96))
+    yy, xx = np.mgrid[:96, :131]
+    images = [
+        mixed,
+        (xx % 6 == 0).astype(np.uint8),                 # tile 0: 6 runs a row, 192 run starts
+        (xx % 5 == 0).astype(np.uint8),                 # tile 0: 7 runs a row, 224
+        (xx % 2).astype(np.uint8),                      # 16 runs a row: 512 run starts a tile
+        (xx % 2 + 1).astype(np.uint8),                  # 32 a row, no background: 1024
+        ((xx + yy) % 3).astype(np.uint8),
+        patterns.potts((130, 190), 4, seed=3),
+        patterns.percolation((1, 900), 0.5, seed=4),
+        patterns.percolation((300, 1), 0.5, seed=5),
+        patterns.percolation((257, 333), 0.4073, seed=6),
+    ]
+    default = mesh23.RUNS_2D_SLOTS
+    try:
+        for a in images:
+            for c in (1, 2):
+                for bg in (0, 1):
+                    want = sk_label(a, connectivity=c, background=bg)
+                    for slots in (default, 512, 0):
+                        mesh23.RUNS_2D_SLOTS = slots
+                        plan._local.__dict__.pop("plans", None)  # plans keep their program
+                        msg = f"{a.dtype} {a.shape} c={c} bg={bg} slots={slots}"
+                        got = meshccl.label(to_backend(a, "gpu"), connectivity=c, background=bg)
+                        np.testing.assert_array_equal(to_host(got), want, err_msg=msg)
+                        got = meshccl.label(to_backend(a, "gpu"), connectivity=c, background=bg,
+                                            dtype=np.int64, return_info=True)[0]
+                        np.testing.assert_array_equal(to_host(got), want, err_msg=msg + " int64")
+    finally:
+        mesh23.RUNS_2D_SLOTS = default
+        plan._local.__dict__.pop("plans", None)
+
+
 def _part_binary(shape, rng):
     """0/1 percolation with 3s sprinkled over one region: the tiles there
     take the byte-wise compares, the others the binary shortcut

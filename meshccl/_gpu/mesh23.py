@@ -106,6 +106,27 @@ EARLY_FACES = False
 #: node per run of a band's columns (runs.cuh, band_node), which halves the
 #: nodes and the unions of the tile kernel.  Off: every tile by its rows.
 RUNS_2D_BANDS = True
+#: Slots per 32 x 32 tile for the piece roots of its run starts (plain 2-D
+#: images; 0: none).  A tile with at most this many run starts writes their
+#: piece roots to its slots in raster order, consecutive words, and only the
+#: piece roots themselves to the labels array; the border kernel and the
+#: label pass read a run start's slot (its rank in its row, after the row's
+#: first slot: a 16-bit word per tile row).  Other tiles keep the piece
+#: roots at their run starts in the labels array, as 3-D volumes do.  Few
+#: run starts mean large pieces, whose run starts are mostly not piece
+#: roots: there the slots save the labels array's sectors that the tile
+#: kernel would write into and the label pass read back.  H200, 2026-11-25
+#: (experiments/slots.py, device time, none -> 192): blobs 4096^2 c1
+#: -12 %, c2 -6 %, percolation 8192^2 p = .5927 c2 -6 %; tiles with many
+#: run starts pay the extra loads of O, +1 % (percolation and Potts); 256
+#: slots made percolation p = .4073 c1 5 % slower (its tiles then take
+#: slots, and most of their run starts are piece roots).  Costs slots / 1024
+#: index words and 1/64 of a word per cell.
+RUNS_2D_SLOTS = 192
+#: Prefetch the labels array's rows (RUNS_PREFETCH) in tiles with slots too,
+#: where only the piece roots are stored there (measured: 2 us slower on
+#: blobs 4096^2 c2, no gain elsewhere).
+RUNS_2D_SLOTS_PREFETCH = False
 _MAX_GRID_YZ = 65535
 
 
@@ -167,9 +188,13 @@ def scratch(n: int, index_dtype, shape=None, value_dtype=None):
     out = (bits, cupy.empty(words, dtype=index_dtype),
            cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
     if shape is not None:
-        d = _dims(tuple(int(s) for s in shape))[0]
+        d, _, ny, nx = _dims(tuple(int(s) for s in shape))
         if d == 2 or (value_dtype is not None and np.dtype(value_dtype).itemsize == 1):
             out += (cupy.empty(2 * _runs_words(shape), dtype=cupy.uint32),)
+        if d == 2 and RUNS_2D_SLOTS:  # the tiles' slots and each tile row's first slot
+            ntx, nty = -(-nx // 32), -(-ny // 32)
+            out += (cupy.empty(ntx * nty * RUNS_2D_SLOTS, dtype=index_dtype),
+                    cupy.empty(ntx * ny, dtype=cupy.uint16))
     return out
 
 
@@ -278,7 +303,8 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
     rows = RUNS_LABEL_ROWS[index_dtype.itemsize]  # tile rows per lane group of the label pass
     per_lane = RUNS_LABEL_CELLS[index_dtype.itemsize]
     label_k, = kernels("relabel.cu", f"meshccl_runs2d_label<{i}, {rows}, {per_lane}>")
-    if buffers is None or len(buffers) < 5:
+    slots = RUNS_2D_SLOTS if d == 2 else 0
+    if buffers is None or len(buffers) < (7 if slots else 5):
         buffers = scratch(n, index_dtype, shape, value_dtype)
     bits, fs = buffers[0], buffers[4]
     words = (n + 31) // 32
@@ -289,20 +315,24 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
     ntx, nty = -(-nx // 32), -(-ny // 32)
     aligned = nx % 32 == 0
     key = (np.int32(bool(has_bg)), bgkey)
+    # (the slots' arrays and their size, or null pointers and 0)
+    slotted = (buffers[5], buffers[6], np.int32(slots)) if slots else \
+        (np.uintp(0), np.uintp(0), np.int32(0))
     if d == 2:
         nw = RUNS_2D_WARPS
         tile, border = kernels("runs2d.cu", f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}>",
                                f"meshccl_runs2d_border<{t}, {i}, {c}>")
         tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
                      + (np.int32(aligned), np.int32(RUNS_2D_STRIPS),
-                        np.int32(RUNS_PREFETCH[(2, c)]),  # (a mode: 0, 1, 2)
-                        np.int32(RUNS_2D_BANDS)))
+                        # (a mode: 0, 1, 2; + 8: in tiles with slots too)
+                        np.int32(RUNS_PREFETCH[(2, c)] | (8 if RUNS_2D_SLOTS_PREFETCH else 0)),
+                        np.int32(RUNS_2D_BANDS)) + slotted)
         strip = nw if RUNS_2D_STRIPS else 1
         if 8 % strip:
             raise ValueError(f"RUNS_2D_WARPS must divide 8 with strips on; got {nw}")
         tb = 8 if strip > 1 else 4  # tiles per block of the border kernel
         border_args = ((-(-ntx // tb), nty), (32 * (tb + tb // strip),),
-                       (H, S, I(ny), I(nx)) + key + (np.int32(strip),))
+                       (H, S, I(ny), I(nx)) + key + (np.int32(strip),) + slotted)
         zface_args, tile_shared = None, 0
     else:
         nzb = RUNS_3D_PLANES[c]
@@ -331,7 +361,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
                            (H, S) + dims)
         zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
     label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
-    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words))
+    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words)) + slotted
     faces = [("border", Launch(border, border_args[0], border_args[1],
                                (VALUES, LABELS) + border_args[2], early=EARLY_FACES))]
     if zface_args is not None and zface_args[0][2] > 0:  # a brick below another
