@@ -464,17 +464,27 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
     // (or, where the tile put its run starts' piece roots in slots of Q,
     // from the slot of the start's rank in its row)
     I lab[R][W];
+    // From P: every run start of a row without slots, the piece roots of a
+    // row with them; then, only in a warp that has such rows, the others
+    // from their slots (one loop for both kinds of row cost images without
+    // slots 4-11 % of this pass, NOTES.md, 2026-11-25).
+    unsigned fromq[R];
+    bool any = false;
 #pragma unroll
     for (int k = 0; k < R; ++k) {
-        int rank = __popc(s[k] & ((1u << c0) - 1u));
+        fromq[k] = o[k] == 0xffffu ? 0u : s[k] & ~a[k];
+        any |= fromq[k] != 0u;
 #pragma unroll
-        for (int j = 0; j < W; ++j) {
-            const unsigned bit = 1u << (c0 + j);
-            lab[k][j] = (s[k] & bit)
-                ? ((o[k] == 0xffffu || (a[k] & bit)) ? P[rowbase[k] + c0 + j] : Q[slot[k] + rank])
-                : (I)0;
-            rank += (s[k] & bit) ? 1 : 0;
-        }
+        for (int j = 0; j < W; ++j)
+            lab[k][j] = (((s[k] & ~fromq[k]) >> (c0 + j)) & 1u) ? P[rowbase[k] + c0 + j] : (I)0;
+    }
+    if (__any_sync(0xffffffffu, any)) {
+#pragma unroll
+        for (int k = 0; k < R; ++k)
+#pragma unroll
+            for (int j = 0; j < W; ++j)
+                if ((fromq[k] >> (c0 + j)) & 1u)
+                    lab[k][j] = Q[slot[k] + __popc(s[k] & ((1u << (c0 + j)) - 1u))];
     }
 #pragma unroll
     for (int k = 0; k < R; ++k)

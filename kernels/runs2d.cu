@@ -367,47 +367,46 @@ __device__ __forceinline__ unsigned label_tile(
         const int ry = rt / RSB, q = rt - ry * RSB, tw = q / RS;
         return strip0 + (I)ry * nx + (I)tw * 32 + (q - tw * RS);
     };
-    constexpr int COMPACT = C == 1 ? 128 : 256;
-    const int nrows = (int)min((I)32, ny - y0);
-    unsigned roots;
-    if (slotted) {
-        // The piece root of the tile's k-th run start (the bits of S as
-        // stored, in raster order: in a band's bottom row also the first
-        // cells that are not nodes) goes to slot k; a run start that is a
-        // piece root is also written in P, where the border kernel's unions
-        // and the pieces path work.  The tile's slots are consecutive words.
-        I* q = Q + ((I)blockIdx.y * ntx + bx) * (I)slots;
-        struct Row { unsigned s0, s1; int o0, o1; };  // S and first slot of rows r, r + 1
-        auto prep = [=](int r) {
-            Row w;
+    // Slotted tiles: the piece root of the tile's k-th run start (the bits
+    // of S as stored, in raster order: in a band's bottom row also the
+    // first cells that are not nodes) goes to slot k, and a run start that
+    // is a piece root also to P, where the border kernel's unions and the
+    // pieces path work; the tile's slots are consecutive words.  Others:
+    // every run start's piece root to P at the run start (and `also`).
+    // One loop for both: two inlined copies of it made tiles with many run
+    // starts, which never take slots, 12-16 % slower, and the slotted one
+    // as a function of its own (a call) 30-40 % (NOTES.md, 2026-11-25).
+    I* q = slotted ? Q + ((I)blockIdx.y * ntx + bx) * (I)slots : nullptr;
+    struct Row { unsigned s0, s1; int o0, o1; };  // S and first slot of rows r, r + 1
+    auto prep = [=](int r) {
+        Row w = {0u, 0u, 0, 0};
+        if (slotted) {  // (the whole warp)
             w.s0 = __shfl_sync(0xffffffffu, Sout, r);
             w.o0 = __shfl_sync(0xffffffffu, slot0, r);
             w.s1 = __shfl_sync(0xffffffffu, Sout, min(r + 1, 31));
             w.o1 = __shfl_sync(0xffffffffu, slot0, min(r + 1, 31));
-            return w;
-        };
-        roots = meshccl::runs::store_piece_roots<COMPACT, RSB>(
-            L, base, starts[warp], lane, nrows, global_of, prep,
-            [=](int r, int b, I g, bool root, const Row& w) {
-                q[w.o0 + __popc(w.s0 & ((1u << b) - 1u))] = g;
-                if (root) P[tile0 + (I)r * nx + b] = g;
-                if (!band || (r & 1)) return;
-                // a band run with cells below its top-row node: the slot of
-                // its first bottom cell too (as `also` does in P)
-                const unsigned bs = bs_[r >> 1], s = (unsigned)start_of(bs, b);
-                unsigned f = bf_[r >> 1] & ~((1u << s) - 1u);
-                const unsigned later = bs & ~(s == 31 ? 0xffffffffu : ((2u << s) - 1u));
-                if (later) f &= (later & (0u - later)) - 1u;
-                if (f) q[w.o1 + __popc(w.s1 & ((f & (0u - f)) - 1u))] = g;
-            });
-    } else {
-        roots = meshccl::runs::store_piece_roots<COMPACT, RSB>(
-            L, base, starts[warp], lane, nrows, global_of, [](int) { return 0; },
-            [=](int r, int b, I g, bool, int) {
+        }
+        return w;
+    };
+    const unsigned roots = meshccl::runs::store_piece_roots<C == 1 ? 128 : 256, RSB>(
+        L, base, starts[warp], lane, (int)min((I)32, ny - y0), global_of, prep,
+        [=](int r, int b, I g, bool root, const Row& w) {
+            if (!slotted) {
                 P[tile0 + (I)r * nx + b] = g;
                 also(r, b, g);
-            });
-    }
+                return;
+            }
+            q[w.o0 + __popc(w.s0 & ((1u << b) - 1u))] = g;
+            if (root) P[tile0 + (I)r * nx + b] = g;
+            if (!band || (r & 1)) return;
+            // a band run with cells below its top-row node: the slot of its
+            // first bottom cell too (as `also` does in P)
+            const unsigned bs = bs_[r >> 1], s = (unsigned)start_of(bs, b);
+            unsigned f = bf_[r >> 1] & ~((1u << s) - 1u);
+            const unsigned later = bs & ~(s == 31 ? 0xffffffffu : ((2u << s) - 1u));
+            if (later) f &= (later & (0u - later)) - 1u;
+            if (f) q[w.o1 + __popc(w.s1 & ((f & (0u - f)) - 1u))] = g;
+        });
     if (y >= ny) return 0u;
     F[bx * ny + y] = mF;
     S[bx * ny + y] = Sout;
