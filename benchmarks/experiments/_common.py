@@ -83,3 +83,31 @@ def labels_agree(cases, variants, use):
                 got.append(meshccl.label(a, connectivity=c))
             same = all(bool(cupy.array_equal(got[0], g)) for g in got[1:])
             print(f"{name} c={c}: labels {'equal' if same else 'DIFFER'}", flush=True)
+
+
+def alternate(cases, variants, use, conns=None):
+    """The A/B loop of the variant experiments: for each (name, array) case
+    and connectivity (``conns(array)``; default 1 and full), label it under
+    every variant, two rounds, the second in the reverse order, and print
+    one row with each variant's event-timed call and device time (ms,
+    :func:`time_ms` / :func:`device_ms`).  ``use(variant)`` switches to a
+    variant (and should drop cached launch plans).  The labels must be
+    equal under every variant: SystemExit otherwise."""
+    import meshccl
+
+    order = list(variants)
+    for name, x in cases:
+        for c in (conns(x) if conns else sorted({1, x.ndim})):
+            ref, row = None, []
+            for rnd in range(2):
+                for v in (order if rnd % 2 == 0 else order[::-1]):
+                    use(v)
+                    out = meshccl.label(x, connectivity=c)
+                    if ref is None:
+                        ref = out
+                    elif not bool((out == ref).all()):
+                        raise SystemExit(f"{name} c={c}: labels differ under {v}")
+                    call = time_ms(lambda: meshccl.label(x, connectivity=c))
+                    dev = device_ms(lambda: meshccl.label(x, connectivity=c))
+                    row.append(f"{v}: {call:.4f}/{dev:.4f}")
+            print(f"{name:22s} c={c} (call/device ms) | " + " | ".join(row), flush=True)

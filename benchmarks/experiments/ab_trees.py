@@ -5,9 +5,10 @@ standard cases in a process of its own, twice in alternating order; per
 case and connectivity one meshccl.label call timed with CUDA events as
 bench.py does ("call") and the same behind a busy kernel ("gpu"), and a
 digest of the labels, which must agree between trees (H200 experiment,
-2026-11-24).
+2026-11-24).  With --phases, each tree's phases (benchmarks/phases.py)
+instead (2026-11-25).
 
-    python benchmarks/experiments/ab_trees.py old .   [--only NAME]"""
+    python benchmarks/experiments/ab_trees.py old .   [--only NAME] [--phases]"""
 import argparse
 import os
 import subprocess
@@ -28,6 +29,9 @@ from meshccl._gpu import loader
 loader.kernel_dir = lambda: Path(sys.argv[1]) / "kernels"
 from _common import device_ms, time_ms
 import phases as ph
+if sys.argv[5] == "phases":
+    ph.report(sys.argv[4], [(n, a) for n, a in ph.standard_cases() if sys.argv[3] in n])
+    raise SystemExit
 for name, a in ph.standard_cases():
     if sys.argv[3] not in name:
         continue
@@ -44,6 +48,7 @@ def main():
     ap.add_argument("trees", nargs="+")
     ap.add_argument("--only", default="")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--phases", action="store_true", help="each tree's phases, not its calls")
     opts = ap.parse_args()
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(HERE.parent)]
@@ -53,7 +58,8 @@ def main():
         for tree in order:
             root = str(Path(tree).resolve())
             subprocess.run([sys.executable, "-X", "faulthandler", "-c", CHILD, root, str(HERE), opts.only,
-                            Path(tree).name or tree], env=env, check=True)
+                            Path(tree).name or tree, "phases" if opts.phases else "calls"],
+                           env=env, check=True)
 
 
 if __name__ == "__main__":

@@ -12,11 +12,10 @@ alternating order; labels must be equal.  (H200 experiment, 2026-11-25.)
 import _defines
 import cupy
 
-import meshccl
 from meshccl._gpu import plan
 from meshccl._gpu.loader import kernels
 import phases as ph
-from _common import device_ms, time_ms
+from _common import alternate
 
 VARIANTS = {"int": (0, 0), "int/8": (0, 8), "short": (1, 0), "short/8": (1, 8)}
 
@@ -39,19 +38,5 @@ for v in VARIANTS:
         print(f"{v:8s} c={c}: {k.num_regs} registers, {k.shared_size_bytes} B shared, "
               f"{k.local_size_bytes} B local, {blocks} blocks per SM", flush=True)
 
-for name, x in ph.standard_cases((2,)):
-    for c in (1, 2):
-        ref, row = None, []
-        for rnd in range(2):
-            for v in (VARIANTS if rnd % 2 == 0 else list(VARIANTS)[::-1]):
-                use(v)
-                out = meshccl.label(x, connectivity=c)
-                if ref is None:
-                    ref = out
-                elif not bool(cupy.array_equal(out, ref)):
-                    raise SystemExit(f"{name} c={c}: labels differ under {v}")
-                call = time_ms(lambda: meshccl.label(x, connectivity=c))
-                dev = device_ms(lambda: meshccl.label(x, connectivity=c))
-                row.append(f"{v}: {call:.4f}/{dev:.4f}")
-        print(f"{name:22s} c={c} (call/device ms) | " + " | ".join(row), flush=True)
+alternate(ph.standard_cases((2,)), VARIANTS, use, conns=lambda x: (1, 2))
 use("int")

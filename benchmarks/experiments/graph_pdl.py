@@ -11,13 +11,9 @@ behind a busy kernel, two rounds; labels must be equal.  (H200 experiment,
 """
 import sys
 
-import _common  # noqa: F401  (sys.path)
-import cupy
-
-import meshccl
+from _common import alternate
 from meshccl._gpu import launch, mesh23, plan
 import phases as ph
-from _common import device_ms, time_ms
 
 VARIANTS = {"as is": (True, False), "faces early": (True, True), "no PDL": (False, False)}
 
@@ -28,19 +24,5 @@ def use(name):
 
 
 dims = tuple(int(a) for a in sys.argv[1:]) or (2,)
-for name, x in ph.standard_cases(dims):
-    for c in (1, x.ndim):
-        ref, row = None, []
-        for rnd in range(2):
-            for v in VARIANTS:
-                use(v)
-                out = meshccl.label(x, connectivity=c)
-                if ref is None:
-                    ref = out
-                elif not bool(cupy.array_equal(out, ref)):
-                    raise SystemExit(f"{name} c={c}: labels differ under {v}")
-                call = time_ms(lambda: meshccl.label(x, connectivity=c))
-                dev = device_ms(lambda: meshccl.label(x, connectivity=c))
-                row.append(f"{v}: {call:.4f}/{dev:.4f}")
-        print(f"{name:22s} c={c} (call/device ms) | " + " | ".join(row), flush=True)
+alternate(ph.standard_cases(dims), VARIANTS, use)
 use("as is")

@@ -12,12 +12,9 @@ two rounds, alternating; labels must be equal.  (H200 experiment,
 import sys
 
 import _defines
-import cupy
-
-import meshccl
 from meshccl._gpu import plan
 import phases as ph
-from _common import device_ms, time_ms
+from _common import alternate
 
 
 def use(early):
@@ -26,19 +23,5 @@ def use(early):
 
 
 dims = tuple(int(a) for a in sys.argv[1:]) or (2, 3)
-for name, x in ph.standard_cases(dims):
-    for c in sorted({1, x.ndim}):
-        ref, row = None, []
-        for rnd in range(2):
-            for early in ((0, 1) if rnd % 2 == 0 else (1, 0)):
-                use(early)
-                out = meshccl.label(x, connectivity=c)
-                if ref is None:
-                    ref = out
-                elif not bool(cupy.array_equal(out, ref)):
-                    raise SystemExit(f"{name} c={c}: labels differ with MESHCCL_LABEL_EARLY={early}")
-                call = time_ms(lambda: meshccl.label(x, connectivity=c))
-                dev = device_ms(lambda: meshccl.label(x, connectivity=c))
-                row.append(f"early={early}: {call:.4f}/{dev:.4f}")
-        print(f"{name:22s} c={c} (call/device ms) | " + " | ".join(row), flush=True)
+alternate(ph.standard_cases(dims), (0, 1), use)
 use(1)

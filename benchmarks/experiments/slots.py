@@ -9,13 +9,9 @@ alternating order, labels equal; then the phases of each.  (H200
 experiment, 2026-11-25.)
 
     python benchmarks/experiments/slots.py"""
-import _common  # noqa: F401  (sys.path)
-import cupy
-
-import meshccl
+from _common import alternate
 from meshccl._gpu import mesh23, plan
 import phases as ph
-from _common import device_ms, time_ms
 
 DEFAULT = (mesh23.RUNS_2D_SLOTS, mesh23.RUNS_2D_SLOTS_PREFETCH)
 VARIANTS = {"none": (0, False), "192 np": (192, False), "256 np": (256, False)}
@@ -27,21 +23,7 @@ def use(name):
 
 
 cases = ph.standard_cases((2,))
-for name, x in cases:
-    for c in (1, 2):
-        ref, row = None, []
-        for rnd in range(2):
-            for v in (list(VARIANTS) if rnd % 2 == 0 else list(VARIANTS)[::-1]):
-                use(v)
-                out = meshccl.label(x, connectivity=c)
-                if ref is None:
-                    ref = out
-                elif not bool(cupy.array_equal(out, ref)):
-                    raise SystemExit(f"{name} c={c}: labels differ under {v}")
-                call = time_ms(lambda: meshccl.label(x, connectivity=c))
-                dev = device_ms(lambda: meshccl.label(x, connectivity=c))
-                row.append(f"{v}: {call:.4f}/{dev:.4f}")
-        print(f"{name:22s} c={c} (call/device ms) | " + " | ".join(row), flush=True)
+alternate(cases, VARIANTS, use, conns=lambda x: (1, 2))
 for v in VARIANTS:
     use(v)
     ph.report(v, cases)
