@@ -116,12 +116,13 @@ RUNS_2D_BANDS = True
 #: run starts mean large pieces, whose run starts are mostly not piece
 #: roots: there the slots save the labels array's sectors that the tile
 #: kernel would write into and the label pass read back.  H200, 2026-11-25
-#: (experiments/slots.py, device time, none -> 192): blobs 4096^2 c1
-#: -12 %, c2 -6 %, percolation 8192^2 p = .5927 c2 -6 %; tiles with many
-#: run starts pay the extra loads of O, +1 % (percolation and Potts); 256
-#: slots made percolation p = .4073 c1 5 % slower (its tiles then take
-#: slots, and most of their run starts are piece roots).  Costs slots / 1024
-#: index words and 1/64 of a word per cell.
+#: (experiments/ab_trees.py, the kernels before and after, device time):
+#: blobs 4096^2 -10 % at c1, -4 % at c2, percolation 8192^2 p = .5927 c2
+#: -5 %; images of many small pieces, whose tiles take no slots, pay for
+#: the code around them: Potts 4096^2 +3 / +6 %, percolation at c1 +2 %,
+#: the spiral +2 %.  256 slots made percolation p = .4073 c1 5 % slower
+#: (its tiles then take slots, and most of their run starts are piece
+#: roots).  Costs slots / 1024 index words and 1/64 of a word per cell.
 RUNS_2D_SLOTS = 192
 #: Prefetch the labels array's rows (RUNS_PREFETCH) in tiles with slots too,
 #: where only the piece roots are stored there (measured: 2 us slower on
