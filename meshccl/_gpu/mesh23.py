@@ -305,7 +305,9 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
     per_lane = RUNS_LABEL_CELLS[index_dtype.itemsize]
     label_k, = kernels("relabel.cu", f"meshccl_runs2d_label<{i}, {rows}, {per_lane}>")
     slots = RUNS_2D_SLOTS if d == 2 else 0
-    if buffers is None or len(buffers) < (7 if slots else 5):
+    need = -(-nx // 32) * -(-ny // 32) * slots  # (buffers made under another RUNS_2D_SLOTS)
+    if (buffers is None or len(buffers) < (7 if slots else 5)
+            or (slots and buffers[5].size < need)):
         buffers = scratch(n, index_dtype, shape, value_dtype)
     bits, fs = buffers[0], buffers[4]
     words = (n + 31) // 32
