@@ -17,13 +17,14 @@ from meshccl._gpu.mesh import mesh_steps
 from meshccl._gpu.relabel import relabel_steps
 
 
-def phases(a, conn, path, reps=10, tiles=None):
+def phases(a, conn, path, reps=10, tiles=None, slot_tiles=True):
     v = a.reshape(-1)
     shape = tuple(s for s in a.shape if s != 1)
     out = cupy.empty(a.size, dtype=cupy.int32)
     if path == "fixed":
         steps = mesh23.steps(v, out, shape, conn, True, np.uint8(0),
-                             buffers=mesh23.scratch(a.size, out.dtype, shape, v.dtype), tiles=tiles)
+                             buffers=mesh23.scratch(a.size, out.dtype, shape, v.dtype), tiles=tiles,
+                             slot_tiles=slot_tiles)
     else:
         steps = mesh_steps(v, out, shape, conn, True, np.uint8(0)) + relabel_steps(out, a.size)
     ev = [cupy.cuda.Event() for _ in range(len(steps) + 1)]
@@ -62,13 +63,14 @@ def standard_cases(dims=(2, 3)):
     return cases
 
 
-def report(tag, cases, keys=None, reps=10):
+def report(tag, cases, keys=None, reps=10, slot_tiles=True):
     """One line per case and connectivity (1 and full) of the fixed path's
     phases, prefixed by ``tag`` (an experiment's variant); ``keys``: the
-    phases to show (all by default), the total always."""
+    phases to show (all by default), the total always; ``slot_tiles``: the
+    2-D tile kernel with slots or without (mesh23.program)."""
     for name, a in cases:
         for c in (1, a.ndim):
-            r, total = phases(a, c, "fixed", reps)
+            r, total = phases(a, c, "fixed", reps, slot_tiles=slot_tiles)
             shown = r if keys is None else {k: r[k] for k in keys}
             print(f"{tag} {name:20s} c={c} " + " ".join(f"{k} {x:.3f}" for k, x in shown.items())
                   + f" | total {total:.3f}", flush=True)

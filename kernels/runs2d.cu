@@ -180,12 +180,12 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
 // With `seams`, the pairs across the strip's inner tile borders are united
 // there too, in shared memory, and a piece is a component of the strip;
 // the border kernel then takes the x seams between strips only.
-template <typename T, typename I, int C, int NW>
+template <typename T, typename I, int C, int NW, bool SL>
 __device__ __forceinline__ unsigned label_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
         unsigned* __restrict__ S, I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
-        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int seams, int prefetch,
-        int bands) {
+        unsigned* __restrict__ tally, I ny, I nx, int has_bg,
+        typename meshccl::Key<T>::type bgkey, int seams, int prefetch, int bands) {
     typedef typename meshccl::Key<T>::type K;
     using meshccl::runs::shfl;
     using meshccl::runs::start_of;
@@ -204,7 +204,8 @@ __device__ __forceinline__ unsigned label_tile(
     int* L = forest;
     unsigned mF = 0u, mE = 0u, mV = 0u, mVl = 0u, mVr = 0u, S_ = 0u, Sout = 0u;
     bool band = false;  // (the whole warp)
-    bool slotted = false;  // (the whole warp) piece roots in Q's slots?
+    bool fits = false;     // (the whole warp) at most `slots` run starts?
+    bool slotted = false;  // (the whole warp) piece roots in Q's slots (SL and fits)?
     int slot0 = 0;         // lane r: row r's first slot
     if (!live) {
     } else if (sizeof(T) == 1) {
@@ -293,21 +294,29 @@ __device__ __forceinline__ unsigned label_tile(
         } else {
             S_ = Sout = mF & ~mE;
         }
-        // Slots: the tile's run starts' piece roots go to Q, in raster
+        // Slots (SL): the tile's run starts' piece roots go to Q, in raster
         // order, when they fit in its `slots` (then only piece roots are
-        // written in P); else to P at the run starts.
-        int off = __popc(Sout);  // (a scan over the rows)
+        // written in P); else to P at the run starts.  Without SL the tile
+        // only finds out whether they would fit (for `tally`).
+        if (SL) {
+            int off = __popc(Sout);  // (a scan over the rows)
 #pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            const int t = __shfl_up_sync(0xffffffffu, off, d);
-            if (lane >= d) off += t;
+            for (int d = 1; d < 32; d <<= 1) {
+                const int t = __shfl_up_sync(0xffffffffu, off, d);
+                if (lane >= d) off += t;
+            }
+            fits = slotted = slots > 0 && __shfl_sync(0xffffffffu, off, 31) <= slots;
+            off -= __popc(Sout);
+            if (slots > 0 && y0 + lane < ny)
+                O[bx * ny + y0 + lane] = slotted ? (unsigned short)off : (unsigned short)0xffffu;
+            slot0 = off;
+        } else {
+            int all = __popc(Sout);  // (a sum over the rows)
+#pragma unroll
+            for (int d = 16; d > 0; d >>= 1) all += __shfl_xor_sync(0xffffffffu, all, d);
+            fits = slots > 0 && all <= slots;
         }
-        slotted = slots > 0 && __shfl_sync(0xffffffffu, off, 31) <= slots;
-        off -= __popc(Sout);
-        if (slots > 0 && y0 + lane < ny)
-            O[bx * ny + y0 + lane] = slotted ? (unsigned short)off : (unsigned short)0xffffu;
-        slot0 = off;
-        if ((prefetch & 7) && (!slotted || (prefetch & 8)) && y0 + lane < ny)
+        if ((prefetch & 7) && (!(SL && slotted) || (prefetch & 8)) && y0 + lane < ny)
             meshccl::runs::prefetch_run_starts(P + (y0 + lane) * nx + x0, Sout, prefetch & 7);
         meshccl::runs::tile_nodes<RSB>(L, base, starts[warp], lane, S_);
         __syncwarp();
@@ -317,7 +326,10 @@ __device__ __forceinline__ unsigned label_tile(
             meshccl::runs::tile_unions<C >= 2, RSB>(L, base, starts[warp], lane, S_, mE, mVl,
                                                     mV, mVr);
     }
-    __syncthreads();
+    // (the block's tiles whose run starts fit their slots, for the host's
+    // choice of kernel: mesh23.RUNS_2D_SLOTS_SHARE)
+    const int fitting = __syncthreads_count(lane == 0 && fits);
+    if (tally != nullptr && threadIdx.x == 0 && fitting) atomicAdd(tally, (unsigned)fitting);
     // The node of cell (r, c) of tile w of the block (foreground), in the
     // block's forest.
     auto local = [&](int w, int r, int c) {
@@ -376,11 +388,11 @@ __device__ __forceinline__ unsigned label_tile(
     // One loop for both: two inlined copies of it made tiles with many run
     // starts, which never take slots, 12-16 % slower, and the slotted one
     // as a function of its own (a call) 30-40 % (NOTES.md, 2026-11-25).
-    I* q = slotted ? Q + ((I)blockIdx.y * ntx + bx) * (I)slots : nullptr;
+    I* q = (SL && slotted) ? Q + ((I)blockIdx.y * ntx + bx) * (I)slots : nullptr;
     struct Row { unsigned s0, s1; int o0, o1; };  // S and first slot of rows r, r + 1
     auto prep = [=](int r) {
         Row w = {0u, 0u, 0, 0};
-        if (slotted) {  // (the whole warp)
+        if (SL && slotted) {  // (the whole warp)
             w.s0 = __shfl_sync(0xffffffffu, Sout, r);
             w.o0 = __shfl_sync(0xffffffffu, slot0, r);
             w.s1 = __shfl_sync(0xffffffffu, Sout, min(r + 1, 31));
@@ -391,7 +403,7 @@ __device__ __forceinline__ unsigned label_tile(
     const unsigned roots = meshccl::runs::store_piece_roots<C == 1 ? 128 : 256, RSB>(
         L, base, starts[warp], lane, (int)min((I)32, ny - y0), global_of, prep,
         [=](int r, int b, I g, bool root, const Row& w) {
-            if (!slotted) {
+            if (!(SL && slotted)) {
                 P[tile0 + (I)r * nx + b] = g;
                 also(r, b, g);
                 return;
@@ -425,15 +437,16 @@ __device__ __forceinline__ unsigned label_tile(
 // instruction, left partly written sectors that cost a fifth of the kernel
 // on the 4096^2 images.  Otherwise the host zeroes A and H and rows OR
 // their piece roots in.
-template <typename T, typename I, int C, int NW>
+template <typename T, typename I, int C, int NW, bool SL>
 __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
         int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int seams, int prefetch,
-        int bands, I* __restrict__ Q, unsigned short* __restrict__ O, int slots) {
+        int bands, I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
+        unsigned* __restrict__ tally) {
     meshccl::grid_entry();  // (launch.cuh)
-    const unsigned roots = meshccl::runs2d::label_tile<T, I, C, NW>(
-            v, P, F, S, Q, O, slots, ny, nx, has_bg, bgkey, seams, prefetch, bands);
+    const unsigned roots = meshccl::runs2d::label_tile<T, I, C, NW, SL>(
+            v, P, F, S, Q, O, slots, tally, ny, nx, has_bg, bgkey, seams, prefetch, bands);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I ntx = (nx + 31) >> 5, y0 = (I)blockIdx.y * 32;
     if (!aligned) {  // the same for the whole grid
@@ -472,8 +485,17 @@ template <typename T, typename I, int C>
 __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip,
-        const I* __restrict__ Q, const unsigned short* __restrict__ O, int slots) {
+        const I* __restrict__ Q, const unsigned short* __restrict__ O, int slots,
+        unsigned* tally, unsigned* report) {
     meshccl::grid_entry();  // (launch.cuh)
+    // The tile kernel's count of tiles whose run starts fit their slots
+    // (it has ended: grid_entry) goes to `report`, host memory that a
+    // launch plan reads when it picks the next call's tile kernel, and the
+    // count starts again from 0.
+    if (tally != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+        *report = *tally;
+        *tally = 0u;
+    }
     typedef typename meshccl::Key<T>::type K;
     using meshccl::Key;
     using meshccl::runs::shfl;
@@ -546,19 +568,19 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
 
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
+#define MESHCCL_R2_TILE(T, I, C, SL)                                                             \
+    template __global__ void meshccl_runs2d_tile<T, I, C, 8, SL>(const T*, I*, unsigned*,        \
+        unsigned*, unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int,   \
+        I*, unsigned short*, int, unsigned*);
 #define MESHCCL_R2(T, I)                                                                         \
-    template __global__ void meshccl_runs2d_tile<T, I, 1, 8>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int, I*,          \
-        unsigned short*, int);                                                                   \
-    template __global__ void meshccl_runs2d_tile<T, I, 2, 8>(const T*, I*, unsigned*, unsigned*, \
-        unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int, I*,          \
-        unsigned short*, int);                                                                   \
+    MESHCCL_R2_TILE(T, I, 1, true) MESHCCL_R2_TILE(T, I, 1, false)                               \
+    MESHCCL_R2_TILE(T, I, 2, true) MESHCCL_R2_TILE(T, I, 2, false)                               \
     template __global__ void meshccl_runs2d_border<T, I, 1>(const T*, I*, unsigned*,             \
         const unsigned*, I, I, int, meshccl::Key<T>::type, int, const I*,                        \
-        const unsigned short*, int);                                                             \
+        const unsigned short*, int, unsigned*, unsigned*);                                       \
     template __global__ void meshccl_runs2d_border<T, I, 2>(const T*, I*, unsigned*,             \
         const unsigned*, I, I, int, meshccl::Key<T>::type, int, const I*,                        \
-        const unsigned short*, int);
+        const unsigned short*, int, unsigned*, unsigned*);
 #define MESHCCL_R2_T(T) MESHCCL_R2(T, int) MESHCCL_R2(T, long long)
 MESHCCL_R2_T(unsigned char)
 MESHCCL_R2_T(unsigned short)

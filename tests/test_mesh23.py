@@ -271,7 +271,9 @@ def test_gpu_runs2d_slots():
     exactly as many run starts as slots (6 runs in every row: 192) and one
     row's more (7 a row), of 512 (16 a row) and of 1024 (no two cells alike
     along a row), widths that are not multiples of 32, one row, one column,
-    int64 labels, and 512 slots (every binary tile fits)."""
+    int64 labels, and 512 slots (every binary tile fits); and the same tile
+    kernel compiled without slots, which a launch plan takes where few tiles
+    fit (mesh23.RUNS_2D_SLOTS_SHARE above 1: always)."""
     pytest.importorskip("cupy")
     from conftest import HAVE_GPU
 
@@ -295,23 +297,24 @@ def test_gpu_runs2d_slots():
         patterns.percolation((300, 1), 0.5, seed=5),
         patterns.percolation((257, 333), 0.4073, seed=6),
     ]
-    default = mesh23.RUNS_2D_SLOTS
+    default, share = mesh23.RUNS_2D_SLOTS, mesh23.RUNS_2D_SLOTS_SHARE
     try:
         for a in images:
             for c in (1, 2):
                 for bg in (0, 1):
                     want = sk_label(a, connectivity=c, background=bg)
-                    for slots in (default, 512, 0):
+                    for slots, always in ((default, 0.0), (default, 2.0), (512, 0.0), (0, 0.0)):
                         mesh23.RUNS_2D_SLOTS = slots
+                        mesh23.RUNS_2D_SLOTS_SHARE = {1: always, 2: always}
                         plan._local.__dict__.pop("plans", None)  # plans keep their program
-                        msg = f"{a.dtype} {a.shape} c={c} bg={bg} slots={slots}"
+                        msg = f"{a.dtype} {a.shape} c={c} bg={bg} slots={slots} share={always}"
                         got = meshccl.label(to_backend(a, "gpu"), connectivity=c, background=bg)
                         np.testing.assert_array_equal(to_host(got), want, err_msg=msg)
                         got = meshccl.label(to_backend(a, "gpu"), connectivity=c, background=bg,
                                             dtype=np.int64, return_info=True)[0]
                         np.testing.assert_array_equal(to_host(got), want, err_msg=msg + " int64")
     finally:
-        mesh23.RUNS_2D_SLOTS = default
+        mesh23.RUNS_2D_SLOTS, mesh23.RUNS_2D_SLOTS_SHARE = default, share
         plan._local.__dict__.pop("plans", None)
 
 

@@ -154,3 +154,54 @@ def test_plan_graphs_at_addresses_switch_off(monkeypatch):
         np.testing.assert_array_equal(meshccl.label(x, connectivity=2).get(), want)
     assert not any(p.at for p in plan._local.plans.values())
     plan._local.__dict__.pop("plans", None)
+
+
+@pytest.mark.parametrize("connectivity", [1, 2])
+def test_plan_picks_tile_kernel_by_count(connectivity, monkeypatch):
+    """Plain 2-D images: the border kernel writes how many tiles fitted
+    their run starts in their slots to host memory, and the plan's next
+    call takes the tile kernel with slots or the one without
+    (mesh23.RUNS_2D_SLOTS_SHARE).  A constant image: every tile fits (32 run
+    starts); bytes all different along the rows: none does (1024) but a
+    tile of at most as many cells as slots (the corner); labels
+    as skimage's, call after call, under either kernel, in either order,
+    and through the graphs at the call's addresses."""
+    import cupy
+    from meshccl._gpu import mesh23, plan
+    monkeypatch.setattr(plan, "GRAPH_CELLS", 0)  # (not the graph on the plan's own buffers)
+    plan._local.__dict__.pop("plans", None)
+    shape = (300, 330)
+    tiles = -(-shape[0] // 32) * -(-shape[1] // 32)
+    rng = np.random.default_rng(5)
+    ones = np.ones(shape, np.uint8)
+    noise = (np.arange(shape[1]) % 256).astype(np.uint8)[None, :].repeat(shape[0], 0)
+    noise[::2] = rng.integers(0, 256, (shape[0] // 2, shape[1]))
+    # noise: only tiles of at most as many cells as slots fit (the corner's 12 x 10)
+    small = sum(min(32, shape[0] - y) * min(32, shape[1] - x) <= mesh23.RUNS_2D_SLOTS
+                for y in range(0, shape[0], 32) for x in range(0, shape[1], 32))
+    assert small == 1
+    mixed = noise.copy()
+    mixed[:, 200:] = 1
+    x = cupy.empty(shape, np.uint8)
+    taken = set()
+    for sequence in ((ones, noise, mixed, ones), (noise, ones, noise, mixed)):
+        for a in sequence:
+            x[...] = cupy.asarray(a)
+            want = meshccl.label(a, connectivity=connectivity)
+            for k in range(4):
+                np.testing.assert_array_equal(meshccl.label(x, connectivity=connectivity).get(),
+                                              want)
+                cupy.cuda.Device().synchronize()
+                p = next(q for q in plan._local.plans.values() if q.report is not None)
+                fitted = int(p.report[0])
+                if a is ones:
+                    assert fitted == tiles
+                elif a is noise:
+                    assert fitted == small
+                else:
+                    assert 0 < fitted < tiles
+                if k:  # the call before this one had this image's count
+                    assert p.slot_tiles == mesh23.slot_tiles_for(shape, connectivity, fitted)
+                taken.add(p.slot_tiles)
+    assert taken == {True, False}
+    plan._local.__dict__.pop("plans", None)

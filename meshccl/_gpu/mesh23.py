@@ -124,6 +124,17 @@ RUNS_2D_BANDS = True
 #: (its tiles then take slots, and most of their run starts are piece
 #: roots).  Costs slots / 1024 index words and 1/64 of a word per cell.
 RUNS_2D_SLOTS = 192
+#: A launch plan labels plain 2-D images with the tile kernel that has slots
+#: when at least this share of the tiles fitted their run starts in their
+#: slots on the call before whose count has come back (the border kernel
+#: writes it to host memory; the plan does not wait for it); else with the
+#: same kernel compiled without slots (a template argument), which has none
+#: of their code, and the border kernel and label pass are told there are
+#: none.  Both give the same labels; the first call of a plan takes the
+#: slots.  By connectivity; 0: always slots, above 1: never.  (One kernel
+#: for both kinds of tile cost images of many small pieces, which take no
+#: slots, 3-6 %: see RUNS_2D_SLOTS.)
+RUNS_2D_SLOTS_SHARE = {1: 0.5, 2: 0.5}
 #: Prefetch the labels array's rows (RUNS_PREFETCH) in tiles with slots too,
 #: where only the piece roots are stored there (measured: 2 us slower on
 #: blobs 4096^2 c2, no gain elsewhere).
@@ -174,8 +185,9 @@ def _runs_words(shape) -> int:
 
 def scratch(n: int, index_dtype, shape=None, value_dtype=None):
     """The pieces path's temporary arrays: the bit arrays A and H and, after
-    them, the ticket counter of meshccl_piece_roots (one buffer; the counter
-    starts at 0 and each call leaves it so), the per-word prefix sums within
+    them, the ticket counter of meshccl_piece_roots and the tally of
+    :func:`program`'s ``report`` (one buffer; both start at 0 and each call
+    leaves them so), the per-word prefix sums within
     blocks and the block sums (with their scan): 3n/8 bytes for int32
     labels, plus a few per 32768 cells.  With a ``shape`` (and
     ``value_dtype`` for 3-D) that the run-based kernels take also their bit
@@ -184,8 +196,8 @@ def scratch(n: int, index_dtype, shape=None, value_dtype=None):
 
     words = (n + 31) // 32
     blocks = -(-words // PIECE_BLOCK)
-    bits = cupy.empty(2 * words + 1, dtype=cupy.uint32)
-    bits[2 * words:] = 0  # the counter
+    bits = cupy.empty(2 * words + 2, dtype=cupy.uint32)
+    bits[2 * words:] = 0  # the counter, and the 2-D tile kernel's tally of tiles with slots
     out = (bits, cupy.empty(words, dtype=index_dtype),
            cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
     if shape is not None:
@@ -211,8 +223,27 @@ def uses_runs(shape, value_dtype, tiles=None) -> bool:
     return RUNS_3D and np.dtype(value_dtype).itemsize == 1
 
 
+def chooses_slots(shape, value_dtype) -> bool:
+    """True when a call of this shape takes runs2d.cu with slots, so that
+    :func:`program` can be asked for either tile kernel (``slot_tiles``)."""
+    return bool(RUNS_2D_SLOTS) and _dims(tuple(int(s) for s in shape))[0] == 2 \
+        and uses_runs(shape, value_dtype)
+
+
+def slot_tiles_for(shape, connectivity, fitted) -> bool:
+    """The tile kernel a launch plan takes (``slot_tiles`` of :func:`program`)
+    after a call in which ``fitted`` tiles fitted their slots (None: no
+    count yet: slots, unless the share is above 1), by
+    :data:`RUNS_2D_SLOTS_SHARE`."""
+    d, _, ny, nx = _dims(tuple(int(s) for s in shape))
+    share = RUNS_2D_SLOTS_SHARE[min(int(connectivity), d) if len(shape) > 1 else 1]
+    if fitted is None:
+        return share <= 1
+    return fitted >= share * (-(-nx // 32) * -(-ny // 32))
+
+
 def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buffers=None,
-            tiles=None):
+            tiles=None, slot_tiles=True, report=None):
     """The launches of the plain 2-D / 3-D path for arrays of one shape and
     dtype, as ``[(name, launch), ...]`` where ``launch(values, P)`` runs one
     kernel on flat CuPy ``values`` and int32/int64 output ``P`` of ``n``
@@ -226,12 +257,20 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     ``buffers``: arrays from :func:`scratch` to use (else new ones).
     ``tiles``: (rows, planes, warps[, tiles per block]) instead of
     :data:`TILES` (benchmarks; tiles per block defaults to 1).
+    ``slot_tiles``: plain 2-D images (:func:`chooses_slots`) take the tile
+    kernel with slots (else the one without, and the later kernels are told
+    that no tile has any); same labels.  ``report``: the address of a
+    32-bit word of host memory (pinned) where the border kernel writes how
+    many tiles fitted their run starts in their slots (either kernel counts
+    them), for a launch plan's choice of ``slot_tiles``
+    (:func:`slot_tiles_for`); None: not counted.
     """
     index_dtype = np.dtype(index_dtype)
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), d) if len(shape) > 1 else 1
     if uses_runs(shape, value_dtype, tiles):
-        return _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
+        return _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
+                             slot_tiles, report)
     ty, tz, warps, per_block = (tuple(tiles) + (1,))[:4] if tiles else \
         TILES[d] + (TILES_PER_BLOCK[d, c],)
     t, i = c_type(value_dtype), c_type(index_dtype)
@@ -293,7 +332,8 @@ def _pieces_path(index_dtype, n, buffers, cells, runs):
     return [("roots", Launch(roots_k, (blocks,), (PIECE_BLOCK,), (LABELS,) + roots_args))] + tail
 
 
-def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers):
+def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers, slot_tiles,
+                  report):
     """:func:`program` through the run-based tile kernels: runs2d.cu (1-D and
     2-D) or runs3d.cu with its z-face and seam kernels (3-D; mesh23.cu's
     border kernel on its bricks instead when RUNS_3D_SEAMS is False), then
@@ -321,21 +361,28 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
     # (the slots' arrays and their size, or null pointers and 0)
     slotted = (buffers[5], buffers[6], np.int32(slots)) if slots else \
         (np.uintp(0), np.uintp(0), np.int32(0))
+    # the later kernels' view: none when the tile kernel has no slots
+    read = slotted if slot_tiles else (np.uintp(0), np.uintp(0), np.int32(0))
+    # the tile kernel's tally of tiles that fit their slots, and where the
+    # border kernel reports it (or null pointers: not counted)
+    counted = (bits[2 * words + 1:], np.uintp(report)) if (slots and report) else \
+        (np.uintp(0), np.uintp(0))
     if d == 2:
         nw = RUNS_2D_WARPS
-        tile, border = kernels("runs2d.cu", f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}>",
+        sl = "true" if (slots and slot_tiles) else "false"
+        tile, border = kernels("runs2d.cu", f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}, {sl}>",
                                f"meshccl_runs2d_border<{t}, {i}, {c}>")
         tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
                      + (np.int32(aligned), np.int32(RUNS_2D_STRIPS),
                         # (a mode: 0, 1, 2; + 8: in tiles with slots too)
                         np.int32(RUNS_PREFETCH[(2, c)] | (8 if RUNS_2D_SLOTS_PREFETCH else 0)),
-                        np.int32(RUNS_2D_BANDS)) + slotted)
+                        np.int32(RUNS_2D_BANDS)) + slotted + counted[:1])
         strip = nw if RUNS_2D_STRIPS else 1
         if 8 % strip:
             raise ValueError(f"RUNS_2D_WARPS must divide 8 with strips on; got {nw}")
         tb = 8 if strip > 1 else 4  # tiles per block of the border kernel
         border_args = ((-(-ntx // tb), nty), (32 * (tb + tb // strip),),
-                       (H, S, I(ny), I(nx)) + key + (np.int32(strip),) + slotted)
+                       (H, S, I(ny), I(nx)) + key + (np.int32(strip),) + read + counted)
         zface_args, tile_shared = None, 0
     else:
         nzb = RUNS_3D_PLANES[c]
@@ -364,7 +411,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
                            (H, S) + dims)
         zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
     label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
-    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words)) + slotted
+    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words)) + read
     faces = [("border", Launch(border, border_args[0], border_args[1],
                                (VALUES, LABELS) + border_args[2], early=EARLY_FACES))]
     if zface_args is not None and zface_args[0][2] > 0:  # a brick below another
@@ -377,10 +424,11 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
                              Launch(label_k, label_grid, (BLOCK,), (LABELS,) + label_tail), True)
 
 
-def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, tiles=None):
+def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, tiles=None,
+          slot_tiles=True):
     """:func:`program` bound to ``values`` and ``P``: ``[(name, launch), ...]``
     with ``launch()`` taking no arguments (the general path and
     benchmarks/phases.py time each one)."""
     prog = program(values.dtype, P.dtype, values.size, shape, connectivity, has_bg, bgkey,
-                   buffers, tiles)
+                   buffers, tiles, slot_tiles)
     return [(name, functools.partial(launch, values, P)) for name, launch in prog]

@@ -72,6 +72,9 @@ GRAPH_AFTER = 2
 #: Graphs at addresses kept per plan, and address pairs counted per plan.
 MAX_GRAPHS = 4
 MAX_SEEN = 16
+#: The host word of a plan's count of tiles with slots before any call has
+#: written it.
+NO_COUNT = 0xFFFFFFFF
 _local = threading.local()
 _cupy = None  # the cupy module, imported on the first call of fast_label
 
@@ -94,16 +97,32 @@ class Plan:
         self.seen = OrderedDict()  # address pairs -> calls so far
         self._stream = None  # the stream graphs are recorded on (made on the first)
         self.packed = None
+        self.report = None  # plain 2-D images: the host word of the tiles' count (see _pick)
+        self.slot_tiles = True
         if mesh.USE_MESH23 and mesh23.applies(prob.shape):
             # the 2-D / 3-D path: its launches worked out once, scratch kept with the plan
-            self.program = mesh23.program(self.view, self.work, n, prob.shape, prob.connectivity,
-                                          prob.has_bg, prob.bgkey,
-                                          buffers=mesh23.scratch(n, self.work, prob.shape, self.view))
-            if PACKED:
-                try:
-                    self.packed = pack_chain(self.program)
-                except (TypeError, AttributeError):  # not packable: CuPy's kernel calls
-                    self.packed = None
+            buffers = mesh23.scratch(n, self.work, prob.shape, self.view)
+            report = 0
+            if mesh23.chooses_slots(prob.shape, self.view):
+                # pinned host memory, which kernels can write (unified addressing)
+                self._report_mem = cupy.cuda.alloc_pinned_memory(4)
+                self.report = np.frombuffer(self._report_mem, np.uint32, 1)
+                self.report[0] = NO_COUNT
+                report = self._report_mem.ptr
+            self.shape, self.connectivity = prob.shape, prob.connectivity
+            self.chains = {}  # slot_tiles -> (program, packed launches or None)
+            for slot_tiles in ((True, False) if self.report is not None else (True,)):
+                prog = mesh23.program(self.view, self.work, n, prob.shape, prob.connectivity,
+                                      prob.has_bg, prob.bgkey, buffers=buffers,
+                                      slot_tiles=slot_tiles, report=report)
+                packed = None
+                if PACKED:
+                    try:
+                        packed = pack_chain(prog)
+                    except (TypeError, AttributeError):  # not packable: CuPy's kernel calls
+                        packed = None
+                self.chains[slot_tiles] = (prog, packed)
+            self.program, self.packed = self.chains[True]
             if n <= GRAPH_CELLS:
                 self._try_capture()
             return
@@ -185,11 +204,25 @@ class Plan:
                 graph = stream.end_capture()
         return graph, count
 
+    def _pick(self):
+        """Plain 2-D images: the tile kernel with slots or without
+        (mesh23.slot_tiles_for), from the count of tiles that fitted their
+        slots which the last finished call wrote to host memory.  The plan
+        does not wait for it: a call still running leaves an older count
+        (or none yet: slots).  Either kernel gives the same labels."""
+        fitted = int(self.report[0])
+        slot_tiles = mesh23.slot_tiles_for(self.shape, self.connectivity,
+                                           None if fitted == NO_COUNT else fitted)
+        if slot_tiles != self.slot_tiles:
+            self.slot_tiles = slot_tiles
+            self.program, self.packed = self.chains[slot_tiles]
+
     def _graph_at(self, x, mem):
-        """The graph recorded at ``x``'s and ``mem``'s addresses, as (graph,
-        N's 0-d array); recorded now if this is the pair's
-        :data:`GRAPH_AFTER`-th call; None: launch the ordinary way."""
-        key = (x.data.ptr, mem.ptr)
+        """The graph recorded at ``x``'s and ``mem``'s addresses (and the
+        tile kernel :meth:`_pick` chose), as (graph, N's 0-d array);
+        recorded now if this is the pair's :data:`GRAPH_AFTER`-th call;
+        None: launch the ordinary way."""
+        key = (x.data.ptr, mem.ptr, self.slot_tiles)
         hit = self.at.get(key)
         if hit is not None:
             self.at.move_to_end(key)
@@ -220,6 +253,8 @@ class Plan:
         # array object around it: the first kernel starts ~1 us sooner (x is
         # C-contiguous: its address is the flat view's)
         mem = cupy.cuda.alloc(self.n * self.work.itemsize)
+        if self.report is not None and self.graph is None:
+            self._pick()
         hit = self._graph_at(x, mem) if self.at is not None else None
         if hit is not None:
             hit[0].launch(cupy.cuda.get_current_stream())
