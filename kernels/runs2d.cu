@@ -50,7 +50,15 @@
 //    and only the run starts that are piece roots to P; each tile row's
 //    first slot goes to O (16 bits; 0xffff: the tile kept the old way, P
 //    at every run start).  The tile's slots are consecutive words, where P
-//    would have had a partly written sector in nearly every row.
+//    would have had a partly written sector in nearly every row.  The
+//    kernel comes in two forms, with slots (SL) and without: the slot code
+//    in one kernel, even where no tile takes it, cost images of many small
+//    pieces 3-6 %.  Both forms count the tiles whose run starts fit their
+//    slots (one atomic per block, in `tally`); the border kernel hands the
+//    count to host memory (`report`) and zeroes the tally, and a launch
+//    plan picks the next call's form from it (mesh23.RUNS_2D_SLOTS_SHARE).
+//    The kernels after a tile kernel without slots are told there are
+//    none (slots = 0).
 // 2. meshccl_runs2d_border.  Two warps per tile: one unites the tile's top
 //    row with the row above (the same mask rules, on keys loaded from
 //    global memory), the other the tile's first column with the last column

@@ -13,6 +13,7 @@ uses, so the general path, the launch plans of ``plan.py`` and
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -118,11 +119,13 @@ RUNS_2D_BANDS = True
 #: kernel would write into and the label pass read back.  H200, 2026-11-25
 #: (experiments/ab_trees.py, the kernels before and after, device time):
 #: blobs 4096^2 -10 % at c1, -4 % at c2, percolation 8192^2 p = .5927 c2
-#: -5 %; images of many small pieces, whose tiles take no slots, pay for
-#: the code around them: Potts 4096^2 +3 / +6 %, percolation at c1 +2 %,
-#: the spiral +2 %.  256 slots made percolation p = .4073 c1 5 % slower
-#: (its tiles then take slots, and most of their run starts are piece
-#: roots).  Costs slots / 1024 index words and 1/64 of a word per cell.
+#: -5 %; images of many small pieces, whose tiles take no slots, paid for
+#: the code around them (Potts 4096^2 +3 / +6 %, percolation at c1 +2 %,
+#: the spiral +2 %) until launch plans took the tile kernel compiled
+#: without slots for them (RUNS_2D_SLOTS_SHARE).  256 slots made
+#: percolation p = .4073 c1 5 % slower (its tiles then take slots, and most
+#: of their run starts are piece roots).  Costs slots / 1024 index words
+#: and 1/64 of a word per cell.
 RUNS_2D_SLOTS = 192
 #: A launch plan labels plain 2-D images with the tile kernel that has slots
 #: when at least this share of the tiles fitted their run starts in their
@@ -131,9 +134,13 @@ RUNS_2D_SLOTS = 192
 #: same kernel compiled without slots (a template argument), which has none
 #: of their code, and the border kernel and label pass are told there are
 #: none.  Both give the same labels; the first call of a plan takes the
-#: slots.  By connectivity; 0: always slots, above 1: never.  (One kernel
-#: for both kinds of tile cost images of many small pieces, which take no
-#: slots, 3-6 %: see RUNS_2D_SLOTS.)
+#: slots.  By connectivity; 0: always slots, above 1: never.  H200,
+#: 2026-11-25 (experiments/slot_choice.py, device ms, slots / without):
+#: Potts 4096^2 c2 0.2729 / 0.2609 (no tile fits), percolation 8192^2
+#: p = .4073 c1 0.777 / 0.753 (none fits), blobs 4096^2 c1 0.1007 / 0.1112
+#: (all fit), percolation p = .5927 c2 0.716 / 0.755 (all fit), the spiral
+#: (49 % fit) and percolation p = .4073 c2 (13 %) alike either way.  The
+#: general path (no plan) always takes the slots.
 RUNS_2D_SLOTS_SHARE = {1: 0.5, 2: 0.5}
 #: Prefetch the labels array's rows (RUNS_PREFETCH) in tiles with slots too,
 #: where only the piece roots are stored there (measured: 2 us slower on
@@ -230,16 +237,17 @@ def chooses_slots(shape, value_dtype) -> bool:
         and uses_runs(shape, value_dtype)
 
 
-def slot_tiles_for(shape, connectivity, fitted) -> bool:
-    """The tile kernel a launch plan takes (``slot_tiles`` of :func:`program`)
-    after a call in which ``fitted`` tiles fitted their slots (None: no
-    count yet: slots, unless the share is above 1), by
-    :data:`RUNS_2D_SLOTS_SHARE`."""
+def slots_threshold(shape, connectivity) -> int:
+    """The fewest tiles that must have fitted their run starts in their slots
+    on a call for a launch plan's next call to take the tile kernel with
+    slots (:data:`RUNS_2D_SLOTS_SHARE` of the tiles, rounded up; 2**32,
+    never, where the share is above 1).  A plan's count starts at
+    0xFFFFFFFF (no call has written it yet): slots, unless never."""
     d, _, ny, nx = _dims(tuple(int(s) for s in shape))
     share = RUNS_2D_SLOTS_SHARE[min(int(connectivity), d) if len(shape) > 1 else 1]
-    if fitted is None:
-        return share <= 1
-    return fitted >= share * (-(-nx // 32) * -(-ny // 32))
+    if share > 1:
+        return 1 << 32
+    return math.ceil(share * (-(-nx // 32) * -(-ny // 32)))
 
 
 def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buffers=None,

@@ -32,6 +32,16 @@ so a replay is the same work as the launches it stands for.  A plan keeps
 :data:`MAX_GRAPHS` such graphs (least recently used dropped first), and
 stops recording if a recording fails.
 
+Plain 2-D images have two tile kernels, with slots for the piece roots of
+their run starts and without (mesh23.py, RUNS_2D_SLOTS): the slots pay on
+images of large pieces and cost images of many small ones.  Each call
+counts the tiles whose run starts fit their slots, and its border kernel
+writes the count to a word of pinned host memory that the plan owns; the
+next call reads that word, without waiting for anything, and takes the
+kernel its count calls for (mesh23.RUNS_2D_SLOTS_SHARE).  A call still
+running leaves an older count, which only costs speed: both kernels give
+the same labels.  The graphs at addresses are kept per kernel.
+
 Small arrays (up to :data:`GRAPH_CELLS` cells) have a second graph for the
 other calls: the launches recorded once on the plan's own input and label
 buffers (5 bytes per cell, kept with the plan); such a call copies the
@@ -45,6 +55,7 @@ general path.  At most :data:`MAX_PLANS` plans per thread are kept.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections import OrderedDict
 
@@ -75,8 +86,31 @@ MAX_SEEN = 16
 #: The host word of a plan's count of tiles with slots before any call has
 #: written it.
 NO_COUNT = 0xFFFFFFFF
+#: Words of pinned host memory for the plans' counts of tiles with slots
+#: (one buffer for the process, never freed, its words handed out in turn:
+#: a kernel still running when its plan is dropped can only write a stale
+#: count into a word a newer plan took, which costs that plan one choice of
+#: kernel, never a label).
+REPORT_WORDS = 1024
+_reports = None  # [pinned memory, its words as a NumPy array, the next word]
+_reports_lock = threading.Lock()
 _local = threading.local()
 _cupy = None  # the cupy module, imported on the first call of fast_label
+
+
+def _report_word():
+    """A word of pinned host memory, which kernels can write (unified
+    addressing): (a NumPy view of it, its address)."""
+    global _reports
+    import cupy
+
+    with _reports_lock:
+        if _reports is None:
+            mem = cupy.cuda.alloc_pinned_memory(4 * REPORT_WORDS)
+            _reports = [mem, np.frombuffer(mem, np.uint32, REPORT_WORDS), 0]
+        mem, words, k = _reports
+        _reports[2] = (k + 1) % REPORT_WORDS
+    return words[k:k + 1], mem.ptr + 4 * k
 
 
 class Plan:
@@ -104,12 +138,10 @@ class Plan:
             buffers = mesh23.scratch(n, self.work, prob.shape, self.view)
             report = 0
             if mesh23.chooses_slots(prob.shape, self.view):
-                # pinned host memory, which kernels can write (unified addressing)
-                self._report_mem = cupy.cuda.alloc_pinned_memory(4)
-                self.report = np.frombuffer(self._report_mem, np.uint32, 1)
+                self.report, report = _report_word()
                 self.report[0] = NO_COUNT
-                report = self._report_mem.ptr
-            self.shape, self.connectivity = prob.shape, prob.connectivity
+                self._fitted = ctypes.c_uint32.from_address(report)  # (read per call)
+                self.slots_from = mesh23.slots_threshold(prob.shape, prob.connectivity)
             self.chains = {}  # slot_tiles -> (program, packed launches or None)
             for slot_tiles in ((True, False) if self.report is not None else (True,)):
                 prog = mesh23.program(self.view, self.work, n, prob.shape, prob.connectivity,
@@ -206,13 +238,11 @@ class Plan:
 
     def _pick(self):
         """Plain 2-D images: the tile kernel with slots or without
-        (mesh23.slot_tiles_for), from the count of tiles that fitted their
+        (mesh23.slots_threshold), from the count of tiles that fitted their
         slots which the last finished call wrote to host memory.  The plan
         does not wait for it: a call still running leaves an older count
         (or none yet: slots).  Either kernel gives the same labels."""
-        fitted = int(self.report[0])
-        slot_tiles = mesh23.slot_tiles_for(self.shape, self.connectivity,
-                                           None if fitted == NO_COUNT else fitted)
+        slot_tiles = self._fitted.value >= self.slots_from
         if slot_tiles != self.slot_tiles:
             self.slot_tiles = slot_tiles
             self.program, self.packed = self.chains[slot_tiles]
