@@ -415,8 +415,10 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
 // R: tile rows per lane group, whose chains of loads step together; W:
 // cells per lane (4: eight lanes per row, a vector store each; 8: four
 // lanes per row, two vector stores each).  meshccl/_gpu/mesh23.py picks
-// both.
-template <typename I, int R, int W = 4>
+// both.  SL: after runs2d.cu's tile kernel with slots (without, and in
+// 3-D, none of the slot code is compiled: it cost images without slots
+// 1-2 us as a runtime branch).
+template <typename I, int R, int W, bool SL>
 __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
@@ -447,7 +449,7 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
             const I y = (I)(g / ntx), bx = (I)g - y * ntx;
             f[k] = F[bx * ny + y];
             s[k] = S[bx * ny + y];
-            if (slots > 0) {  // (2-D only: y is the image's row)
+            if (SL && slots > 0) {  // (2-D only: y is the image's row)
                 o[k] = O[bx * ny + y];
                 slot[k] = ((y >> 5) * ntx + bx) * (I)slots + (I)o[k];
             }
@@ -472,13 +474,13 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
     bool any = false;
 #pragma unroll
     for (int k = 0; k < R; ++k) {
-        fromq[k] = o[k] == 0xffffu ? 0u : s[k] & ~a[k];
+        fromq[k] = (!SL || o[k] == 0xffffu) ? 0u : s[k] & ~a[k];
         any |= fromq[k] != 0u;
 #pragma unroll
         for (int j = 0; j < W; ++j)
             lab[k][j] = (((s[k] & ~fromq[k]) >> (c0 + j)) & 1u) ? P[rowbase[k] + c0 + j] : (I)0;
     }
-    if (__any_sync(0xffffffffu, any)) {
+    if (SL && __any_sync(0xffffffffu, any)) {
 #pragma unroll
         for (int k = 0; k < R; ++k)
 #pragma unroll
@@ -547,9 +549,11 @@ template __global__ void meshccl_relabel<long long>(long long*, long long, const
                                                      const I*, const I*, I);
 MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
-#define MESHCCL_RUNS_LABEL(I, R, W)                                                           \
-    template __global__ void meshccl_runs2d_label<I, R, W>(I*, const unsigned*,                \
+#define MESHCCL_RUNS_LABEL_SL(I, R, W, SL)                                                    \
+    template __global__ void meshccl_runs2d_label<I, R, W, SL>(I*, const unsigned*,            \
         const unsigned*, const unsigned*, I, I, I, const I*, const unsigned short*, int);
+#define MESHCCL_RUNS_LABEL(I, R, W) MESHCCL_RUNS_LABEL_SL(I, R, W, true)                       \
+    MESHCCL_RUNS_LABEL_SL(I, R, W, false)
 MESHCCL_RUNS_LABEL(int, 1, 4)
 MESHCCL_RUNS_LABEL(int, 1, 8)
 MESHCCL_RUNS_LABEL(int, 2, 8)

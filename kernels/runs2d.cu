@@ -57,8 +57,10 @@
 //    slots (one atomic per block, in `tally`); the border kernel hands the
 //    count to host memory (`report`) and zeroes the tally, and a launch
 //    plan picks the next call's form from it (mesh23.RUNS_2D_SLOTS_SHARE).
-//    The kernels after a tile kernel without slots are told there are
-//    none (slots = 0).
+//    The kernels after it come in the same two forms (the border kernel
+//    here, meshccl_runs2d_label in relabel.cu), and a chain takes one form
+//    throughout: the forms without slots are the kernels as they were
+//    before slots.
 // 2. meshccl_runs2d_border.  Two warps per tile: one unites the tile's top
 //    row with the row above (the same mask rules, on keys loaded from
 //    global memory), the other the tile's first column with the last column
@@ -489,7 +491,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
 // warps); the host sizes the block, TB follows from it.  Same rules as the
 // tile kernel, with equality to the left taken across tiles; the two cells
 // above a row's pair are the lane before's, by shuffles, not loads.
-template <typename T, typename I, int C>
+template <typename T, typename I, int C, bool SL>
 __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip,
@@ -516,11 +518,12 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     // The piece root of cell (y, x)'s run (foreground): from the tile's
     // slots (the run start's rank among the row's, after the row's first
     // slot in O), or, where the tile kept them in P (no slots, or too many
-    // run starts), the run start itself, whose P holds it.
+    // run starts; always after a tile kernel without SL), the run start
+    // itself, whose P holds it.
     auto node = [&](I y, I x) -> I {
         const I w = (x >> 5) * ny + y;
         const unsigned s = __ldg(S + w);
-        const unsigned o = slots > 0 ? __ldg(O + w) : 0xffffu;  // (both loads in flight)
+        const unsigned o = (SL && slots > 0) ? __ldg(O + w) : 0xffffu;  // (both loads in flight)
         const int c = (int)(x & 31);
         const I start = y * nx + (x & ~(I)31) + meshccl::runs::start_of(s, c);
         if (o == 0xffffu) return start;
@@ -580,15 +583,15 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     template __global__ void meshccl_runs2d_tile<T, I, C, 8, SL>(const T*, I*, unsigned*,        \
         unsigned*, unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int,   \
         I*, unsigned short*, int, unsigned*);
+#define MESHCCL_R2_BORDER(T, I, C, SL)                                                           \
+    template __global__ void meshccl_runs2d_border<T, I, C, SL>(const T*, I*, unsigned*,         \
+        const unsigned*, I, I, int, meshccl::Key<T>::type, int, const I*,                        \
+        const unsigned short*, int, unsigned*, unsigned*);
 #define MESHCCL_R2(T, I)                                                                         \
     MESHCCL_R2_TILE(T, I, 1, true) MESHCCL_R2_TILE(T, I, 1, false)                               \
     MESHCCL_R2_TILE(T, I, 2, true) MESHCCL_R2_TILE(T, I, 2, false)                               \
-    template __global__ void meshccl_runs2d_border<T, I, 1>(const T*, I*, unsigned*,             \
-        const unsigned*, I, I, int, meshccl::Key<T>::type, int, const I*,                        \
-        const unsigned short*, int, unsigned*, unsigned*);                                       \
-    template __global__ void meshccl_runs2d_border<T, I, 2>(const T*, I*, unsigned*,             \
-        const unsigned*, I, I, int, meshccl::Key<T>::type, int, const I*,                        \
-        const unsigned short*, int, unsigned*, unsigned*);
+    MESHCCL_R2_BORDER(T, I, 1, true) MESHCCL_R2_BORDER(T, I, 1, false)                           \
+    MESHCCL_R2_BORDER(T, I, 2, true) MESHCCL_R2_BORDER(T, I, 2, false)
 #define MESHCCL_R2_T(T) MESHCCL_R2(T, int) MESHCCL_R2(T, long long)
 MESHCCL_R2_T(unsigned char)
 MESHCCL_R2_T(unsigned short)

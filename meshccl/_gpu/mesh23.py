@@ -134,7 +134,8 @@ RUNS_2D_SLOTS = 192
 #: same kernel compiled without slots (a template argument), which has none
 #: of their code, and the border kernel and label pass are told there are
 #: none.  Both give the same labels; the first call of a plan takes the
-#: slots.  By connectivity; 0: always slots, above 1: never.  H200,
+#: slots.  By connectivity; 0: always slots, above 1: never (then the
+#: tiles are not counted).  H200,
 #: 2026-11-25 (experiments/slot_choice.py, device ms, slots / without):
 #: Potts 4096^2 c2 0.2729 / 0.2609 (no tile fits), percolation 8192^2
 #: p = .4073 c1 0.777 / 0.753 (none fits), blobs 4096^2 c1 0.1007 / 0.1112
@@ -265,13 +266,13 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     ``buffers``: arrays from :func:`scratch` to use (else new ones).
     ``tiles``: (rows, planes, warps[, tiles per block]) instead of
     :data:`TILES` (benchmarks; tiles per block defaults to 1).
-    ``slot_tiles``: plain 2-D images (:func:`chooses_slots`) take the tile
-    kernel with slots (else the one without, and the later kernels are told
-    that no tile has any); same labels.  ``report``: the address of a
-    32-bit word of host memory (pinned) where the border kernel writes how
-    many tiles fitted their run starts in their slots (either kernel counts
-    them), for a launch plan's choice of ``slot_tiles``
-    (:func:`slot_tiles_for`); None: not counted.
+    ``slot_tiles``: plain 2-D images (:func:`chooses_slots`) take the
+    kernels with slots (else every kernel of the chain in its form without
+    them, as they were before slots); same labels.  ``report``: the address
+    of a 32-bit word of host memory (pinned) where the border kernel writes
+    how many tiles fitted their run starts in their slots (either tile
+    kernel counts them), for a launch plan's choice of ``slot_tiles``
+    (:func:`slots_threshold`); None: not counted.
     """
     index_dtype = np.dtype(index_dtype)
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
@@ -351,8 +352,10 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     t, i = c_type(value_dtype), c_type(index_dtype)
     rows = RUNS_LABEL_ROWS[index_dtype.itemsize]  # tile rows per lane group of the label pass
     per_lane = RUNS_LABEL_CELLS[index_dtype.itemsize]
-    label_k, = kernels("relabel.cu", f"meshccl_runs2d_label<{i}, {rows}, {per_lane}>")
     slots = RUNS_2D_SLOTS if d == 2 else 0
+    # every kernel of the chain with slots or every one without (3-D: none)
+    sl = "true" if (slots and slot_tiles) else "false"
+    label_k, = kernels("relabel.cu", f"meshccl_runs2d_label<{i}, {rows}, {per_lane}, {sl}>")
     need = -(-nx // 32) * -(-ny // 32) * slots  # (buffers made under another RUNS_2D_SLOTS)
     if (buffers is None or len(buffers) < (7 if slots else 5)
             or (slots and buffers[5].size < need)):
@@ -377,9 +380,12 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
         (np.uintp(0), np.uintp(0))
     if d == 2:
         nw = RUNS_2D_WARPS
-        sl = "true" if (slots and slot_tiles) else "false"
-        tile, border = kernels("runs2d.cu", f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}, {sl}>",
-                               f"meshccl_runs2d_border<{t}, {i}, {c}>")
+        # (one NVRTC module for both forms: a launch plan asks for both)
+        names = [f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}, {f}>" for f in ("true", "false")] \
+            + [f"meshccl_runs2d_border<{t}, {i}, {c}, {f}>" for f in ("true", "false")]
+        found = dict(zip(names, kernels("runs2d.cu", *names)))
+        tile = found[f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}, {sl}>"]
+        border = found[f"meshccl_runs2d_border<{t}, {i}, {c}, {sl}>"]
         tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
                      + (np.int32(aligned), np.int32(RUNS_2D_STRIPS),
                         # (a mode: 0, 1, 2; + 8: in tiles with slots too)

@@ -40,7 +40,10 @@ writes the count to a word of pinned host memory that the plan owns; the
 next call reads that word, without waiting for anything, and takes the
 kernel its count calls for (mesh23.RUNS_2D_SLOTS_SHARE).  A call still
 running leaves an older count, which only costs speed: both kernels give
-the same labels.  The graphs at addresses are kept per kernel.
+the same labels.  The graphs at addresses are kept per kernel.  Where
+mesh23.RUNS_2D_SLOTS_SHARE leaves no choice (0: always slots, above 1:
+never), and for small arrays (their graph, below, takes the slots), there
+is no count and one chain.
 
 Small arrays (up to :data:`GRAPH_CELLS` cells) have a second graph for the
 other calls: the launches recorded once on the plan's own input and label
@@ -136,14 +139,18 @@ class Plan:
         if mesh.USE_MESH23 and mesh23.applies(prob.shape):
             # the 2-D / 3-D path: its launches worked out once, scratch kept with the plan
             buffers = mesh23.scratch(n, self.work, prob.shape, self.view)
-            report = 0
+            report, forms = 0, (True,)  # (the forms with slots or without: see _pick)
             if mesh23.chooses_slots(prob.shape, self.view):
-                self.report, report = _report_word()
-                self.report[0] = NO_COUNT
-                self._fitted = ctypes.c_uint32.from_address(report)  # (read per call)
                 self.slots_from = mesh23.slots_threshold(prob.shape, prob.connectivity)
+                if self.slots_from > NO_COUNT:  # never slots: nothing to count
+                    forms = (False,)
+                elif self.slots_from > 0 and n > GRAPH_CELLS:  # (small: one graph, below)
+                    forms = (True, False)
+                    self.report, report = _report_word()
+                    self.report[0] = NO_COUNT
+                    self._fitted = ctypes.c_uint32.from_address(report)  # (read per call)
             self.chains = {}  # slot_tiles -> (program, packed launches or None)
-            for slot_tiles in ((True, False) if self.report is not None else (True,)):
+            for slot_tiles in forms:
                 prog = mesh23.program(self.view, self.work, n, prob.shape, prob.connectivity,
                                       prob.has_bg, prob.bgkey, buffers=buffers,
                                       slot_tiles=slot_tiles, report=report)
@@ -154,7 +161,8 @@ class Plan:
                     except (TypeError, AttributeError):  # not packable: CuPy's kernel calls
                         packed = None
                 self.chains[slot_tiles] = (prog, packed)
-            self.program, self.packed = self.chains[True]
+            self.slot_tiles = forms[0]
+            self.program, self.packed = self.chains[self.slot_tiles]
             if n <= GRAPH_CELLS:
                 self._try_capture()
             return
