@@ -271,9 +271,9 @@ def test_gpu_runs2d_slots():
     exactly as many run starts as slots (6 runs in every row: 192) and one
     row's more (7 a row), of 512 (16 a row) and of 1024 (no two cells alike
     along a row), widths that are not multiples of 32, one row, one column,
-    int64 labels, and 512 slots (every binary tile fits); and the same tile
-    kernel compiled without slots, which a launch plan takes where few tiles
-    fit (mesh23.RUNS_2D_SLOTS_SHARE above 1: always)."""
+    int64 labels, and 512 slots (every binary tile fits); and the kernels
+    compiled without slots, which a launch plan takes where few tiles fit
+    (mesh23.RUNS_2D_SLOTS_SHARE above 1: every call)."""
     pytest.importorskip("cupy")
     from conftest import HAVE_GPU
 
