@@ -32,15 +32,16 @@ so a replay is the same work as the launches it stands for.  A plan keeps
 :data:`MAX_GRAPHS` such graphs (least recently used dropped first), and
 stops recording if a recording fails.
 
-Plain 2-D images have two tile kernels, with slots for the piece roots of
-their run starts and without (mesh23.py, RUNS_2D_SLOTS): the slots pay on
-images of large pieces and cost images of many small ones.  Each call
-counts the tiles whose run starts fit their slots, and its border kernel
-writes the count to a word of pinned host memory that the plan owns; the
-next call reads that word, without waiting for anything, and takes the
-kernel its count calls for (mesh23.RUNS_2D_SLOTS_SHARE).  A call still
-running leaves an older count, which only costs speed: both kernels give
-the same labels.  The graphs at addresses are kept per kernel.  Where
+Plain 2-D images have their kernels in two forms, with slots for the piece
+roots of their run starts and without (mesh23.py, RUNS_2D_SLOTS): the
+slots pay on images of large pieces and cost images of many small ones.
+Each call counts the tiles whose run starts fit their slots, and its
+border kernel writes the count to the plan's word of pinned host memory
+(one of :data:`REPORT_WORDS` in a buffer for the process); the next call
+reads that word, without waiting for anything, and takes the form its
+count calls for (mesh23.RUNS_2D_SLOTS_SHARE).  A call still running
+leaves an older count, which only costs speed: both forms give the same
+labels.  The graphs at addresses are kept per form.  Where
 mesh23.RUNS_2D_SLOTS_SHARE leaves no choice (0: always slots, above 1:
 never), and for small arrays (their graph, below, takes the slots), there
 is no count and one chain.
