@@ -481,76 +481,6 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
     }
 }
 
-#if MESHCCL_BORDER_DIAG
-// (Experiment only, benchmarks/experiments/border_diag2.py.)  The border
-// kernel's unions counted: unions, parent loads, the most loads of one
-// union, failed CAS, hooks, the most clock cycles of one union, then a
-// histogram of loads per union by powers of two.
-__device__ unsigned long long meshccl_border_diag[32];
-namespace meshccl {
-namespace runs2d {
-template <typename I>
-__device__ __forceinline__ I diag_find(I* P, I x, unsigned& loads) {
-    I p = __ldcg(P + x);
-    ++loads;
-    while (p != x) {
-        I g = __ldcg(P + p);
-        ++loads;
-        if (g == p) return p;
-        P[x] = g;
-        x = g;
-        p = __ldcg(P + x);
-        ++loads;
-    }
-    return x;
-}
-template <typename I>
-__device__ void diag_unite(I* P, unsigned* H, I a, I b) {
-    const long long t0 = clock64();
-    unsigned loads = 0, fails = 0;
-    I h = (I)-1;
-#if MESHCCL_BORDER_GUARD
-    h = meshccl::unite_hooked<false, true>(P, a, b);
-#else
-    a = diag_find(P, a, loads);
-    b = diag_find(P, b, loads);
-    while (a != b) {
-        if (a < b) { I t = a; a = b; b = t; }
-        const I old = meshccl::cas(P + a, a, b);
-        if (old == a) { h = a; break; }
-        ++fails;
-        a = diag_find(P, old, loads);
-        b = diag_find(P, b, loads);
-    }
-#endif
-    if (h >= 0) atomicOr(H + (h >> 5), 1u << (h & 31));
-    unsigned long long* d = meshccl_border_diag;
-    atomicAdd(d + 0, 1ull);
-    atomicAdd(d + 1, (unsigned long long)loads);
-    atomicMax(d + 2, (unsigned long long)loads);
-    atomicAdd(d + 3, (unsigned long long)fails);
-    atomicAdd(d + 4, h >= 0 ? 1ull : 0ull);
-    atomicMax(d + 5, (unsigned long long)(clock64() - t0));
-    atomicAdd(d + 8 + min(31 - __clz(loads | 1u), 23), 1ull);
-}
-}  // namespace runs2d
-}  // namespace meshccl
-#define MESHCCL_BORDER_UNITE meshccl::runs2d::diag_unite
-#elif MESHCCL_BORDER_GUARD
-namespace meshccl {
-namespace runs2d {
-template <typename I>
-__device__ __forceinline__ void guarded_unite(I* P, unsigned* H, I a, I b) {
-    const I h = meshccl::unite_hooked<false, true>(P, a, b);
-    if (h >= 0) atomicOr(H + (h >> 5), 1u << (h & 31));
-}
-}  // namespace runs2d
-}  // namespace meshccl
-#define MESHCCL_BORDER_UNITE meshccl::runs2d::guarded_unite
-#else
-#define MESHCCL_BORDER_UNITE meshccl::unite_recording
-#endif
-
 // A block takes TB tiles side by side: its first TB warps the tiles' top
 // rows against the row above (every pair of them that goes up), then one
 // warp per `strip` tiles (the strips' first tiles: the tile kernel took the
@@ -566,7 +496,7 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip,
         const I* __restrict__ Q, const unsigned short* __restrict__ O, int slots,
-        unsigned* tally, unsigned* report, int walk) {
+        unsigned* tally, unsigned* report) {
     meshccl::grid_entry();  // (launch.cuh)
     // The tile kernel's count of tiles whose run starts fit their slots
     // (it has ended: grid_entry) goes to `report`, host memory that a
@@ -583,7 +513,7 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     const int tb = (int)(blockDim.x >> 5) * strip / (strip + 1);  // tiles per block
     const bool up = warp < tb;
     const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
-    const I x0 = bx * 32;
+    const I x0 = bx * 32, y0 = (I)blockIdx.y * 32;
     if (bx >= ntx) return;
     // The piece root of cell (y, x)'s run (foreground): from the tile's
     // slots (the run start's rank among the row's, after the row's first
@@ -600,10 +530,8 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const unsigned upto = c == 31 ? 0xffffffffu : ((2u << c) - 1u);
         return __ldg(Q + ((y >> 5) * ntx + (x >> 5)) * (I)slots + (I)(o + __popc(s & upto) - 1));
     };
-    // The tile's top seam (the first tb warps) or the strip's left seam
-    // (the last one) in the tile row whose first row is y0.
-    auto top = [&](const I y0) {
-        if (y0 == 0) return;  // (no row above)
+    if (up) {
+        if (y0 == 0) return;
         const I x = x0 + lane, i = y0 * nx + x;
         const bool in = x < nx;
         const K k = in ? Key<T>::of(v[i]) : K(), ku = in ? Key<T>::of(v[i - nx]) : K();
@@ -628,12 +556,12 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         }
         if (!(u0 || ul_ || ur_)) return;
         const I a = node(y0, x);
-        if (ul_) MESHCCL_BORDER_UNITE(P, H, a, node(y0 - 1, x - 1));
-        if (u0) MESHCCL_BORDER_UNITE(P, H, a, node(y0 - 1, x));
-        if (ur_) MESHCCL_BORDER_UNITE(P, H, a, node(y0 - 1, x + 1));
-    };
-    auto left = [&](const I y0) {
+        if (ul_) meshccl::unite_recording(P, H, a, node(y0 - 1, x - 1));
+        if (u0) meshccl::unite_recording(P, H, a, node(y0 - 1, x));
+        if (ur_) meshccl::unite_recording(P, H, a, node(y0 - 1, x + 1));
+    } else {
         const I y = y0 + lane;
+        if (bx == 0) return;
         const I i = y * nx + x0;  // the tile's first cell of row y (x0 > 0)
         const bool rin = y < ny;
         const K k0 = rin ? Key<T>::of(v[i]) : K(), kL = rin ? Key<T>::of(v[i - 1]) : K();
@@ -643,18 +571,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
         const unsigned m = meshccl::runs2d::left_pairs<C>(k0, kL, ku0, kuL, lane > 0, f0, fL,
                                          [&] { return Key<T>::of(v[i - 2]); });
-        if (m & 1u) MESHCCL_BORDER_UNITE(P, H, node(y, x0), node(y, x0 - 1));
-        if (m & 2u) MESHCCL_BORDER_UNITE(P, H, node(y, x0), node(y - 1, x0 - 1));
-        if (m & 4u) MESHCCL_BORDER_UNITE(P, H, node(y, x0 - 1), node(y - 1, x0));
-    };
-    if (!up && bx == 0) return;  // (no tile to the left)
-    // The block's `walk` tile rows, top to bottom, one after the other: a
-    // lane's unions of one tile row are done before it starts the next.
-    const I nty = (ny + 31) >> 5;
-    for (int t = 0; t < walk; ++t) {
-        const I ty = (I)blockIdx.y * walk + t;
-        if (ty >= nty) break;
-        if (up) top(ty * 32); else left(ty * 32);
+        if (m & 1u) meshccl::unite_recording(P, H, node(y, x0), node(y, x0 - 1));
+        if (m & 2u) meshccl::unite_recording(P, H, node(y, x0), node(y - 1, x0 - 1));
+        if (m & 4u) meshccl::unite_recording(P, H, node(y, x0 - 1), node(y - 1, x0));
     }
 }
 
@@ -667,7 +586,7 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
 #define MESHCCL_R2_BORDER(T, I, C, SL)                                                           \
     template __global__ void meshccl_runs2d_border<T, I, C, SL>(const T*, I*, unsigned*,         \
         const unsigned*, I, I, int, meshccl::Key<T>::type, int, const I*,                        \
-        const unsigned short*, int, unsigned*, unsigned*, int);
+        const unsigned short*, int, unsigned*, unsigned*);
 #define MESHCCL_R2(T, I)                                                                         \
     MESHCCL_R2_TILE(T, I, 1, true) MESHCCL_R2_TILE(T, I, 1, false)                               \
     MESHCCL_R2_TILE(T, I, 2, true) MESHCCL_R2_TILE(T, I, 2, false)                               \

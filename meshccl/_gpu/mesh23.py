@@ -70,15 +70,6 @@ RUNS_2D_WARPS = 8
 #: Off: every tile border is the border kernel's, as before (the GPU tests
 #: compare both with skimage).
 RUNS_2D_STRIPS = True
-#: Tile rows per block of the 2-D border kernel, taken top to bottom one after
-#: the other (per connectivity).  1: every tile row's seams at once.  With
-#: more, a seam's union finds the piece above already joined to the pieces
-#: above it, so a vertical wall does not become one long list of hooked
-#: roots that a later union has to walk (benchmarks/NOTES.md).
-RUNS_2D_BORDER_WALK = {1: 1, 2: 1}
-#: (Experiment) dynamic shared memory per block of the 2-D border kernel,
-#: bytes: it limits the blocks resident per multiprocessor.
-RUNS_2D_BORDER_SHARED = 0
 #: How the run tile kernels prefetch into L2 the 32-byte sectors of P that
 #: their run starts' piece roots will be stored in (runs.cuh,
 #: prefetch_run_starts), by (dimension, connectivity): 0 not at all, 1 a
@@ -404,14 +395,9 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
         if 8 % strip:
             raise ValueError(f"RUNS_2D_WARPS must divide 8 with strips on; got {nw}")
         tb = 8 if strip > 1 else 4  # tiles per block of the border kernel
-        walk = int(RUNS_2D_BORDER_WALK[c])
-        border_args = ((-(-ntx // tb), -(-nty // walk)), (32 * (tb + tb // strip),),
-                       (H, S, I(ny), I(nx)) + key + (np.int32(strip),) + read + counted
-                       + (np.int32(walk),))
+        border_args = ((-(-ntx // tb), nty), (32 * (tb + tb // strip),),
+                       (H, S, I(ny), I(nx)) + key + (np.int32(strip),) + read + counted)
         zface_args, tile_shared = None, 0
-        if RUNS_2D_BORDER_SHARED > 48 * 1024 and \
-                border.max_dynamic_shared_size_bytes < RUNS_2D_BORDER_SHARED:
-            border.max_dynamic_shared_size_bytes = RUNS_2D_BORDER_SHARED
     else:
         nzb = RUNS_3D_PLANES[c]
         nwz, nst = RUNS_ZFACE_WARPS, RUNS_SEAM_TILES
@@ -441,8 +427,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
     label_tail = (F, S, A, I(rw // ntx), I(nx), I(words)) + read
     faces = [("border", Launch(border, border_args[0], border_args[1],
-                               (VALUES, LABELS) + border_args[2], early=EARLY_FACES,
-                               shared_mem=RUNS_2D_BORDER_SHARED if d == 2 else 0))]
+                               (VALUES, LABELS) + border_args[2], early=EARLY_FACES))]
     if zface_args is not None and zface_args[0][2] > 0:  # a brick below another
         faces.append(("zface", Launch(zface, zface_args[0], zface_args[1],
                                       (VALUES, LABELS) + zface_args[2], early=EARLY_FACES)))
