@@ -404,7 +404,8 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
 // own piece's, or one further up after a border find halved it), and that
 // one's value is the label.  (A 2-D tile with slots, runs2d.cu, has the
 // piece roots of its run starts in Q instead: the start's rank in its row
-// after the row's first slot, O; 0xffff there, or slots = 0: in P.)  At most two dependent loads, then the stores.  (Loading the
+// after the row's first slot, O; 0xffff there, or slots = 0: in P.)  At
+// most two dependent loads, then the stores.  (Loading the
 // roots' bits and prefix sums here instead, to rank the roots that step 7
 // would have labelled, made this pass 1.4x slower: benchmarks/NOTES.md.)
 // A run that started in an earlier lane's cells takes the label of that
@@ -461,15 +462,13 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
             if (sh && width[k] > 32 - sh && w + 1 < words) a[k] |= A[w + 1] << (32 - sh);
         }
     }
-    // the runs that start among this lane's cells: the start's P, then (not
-    // a piece root) that piece root's P
-    // (or, where the tile put its run starts' piece roots in slots of Q,
-    // from the slot of the start's rank in its row)
+    // The runs that start among this lane's cells.  First their starts' P:
+    // every run start of a row without slots, only the piece roots of a row
+    // with them.  Then, only in a warp that has slotted rows, the other run
+    // starts' piece roots from their slots (one loop for both kinds of row
+    // cost images without slots 4-11 % of this pass, NOTES.md, 2026-11-25).
+    // Last, a start that is not a piece root takes its piece root's P.
     I lab[R][W];
-    // From P: every run start of a row without slots, the piece roots of a
-    // row with them; then, only in a warp that has such rows, the others
-    // from their slots (one loop for both kinds of row cost images without
-    // slots 4-11 % of this pass, NOTES.md, 2026-11-25).
     unsigned fromq[R];
     bool any = false;
 #pragma unroll
