@@ -35,3 +35,27 @@ def test_bench_times_and_checks_the_threaded_cpu_tool():
     assert (threads["check"], threads["reference"]) == ("identical", "meshccl CPU")
     results = {"cases": [{"tools": res}]}
     assert bench.columns(results)[:2] == ["meshccl CPU", "meshccl CPU threads"]
+
+
+def test_bench_redraws_the_readme_table_and_plot_from_its_stored_run(tmp_path):
+    """README's headline table and plot come from benchmarks/results/bench.json:
+    the markdown names every case and tool of that run with meshccl's ratio
+    to the fastest GPU peer, and the plot (every tool, the floor) is drawn."""
+    import json
+
+    import bench
+    results = json.loads((ROOT / "benchmarks/results/bench.json").read_text())
+    md = bench.markdown(results)
+    for case in results["cases"]:
+        row = next(line for line in md.splitlines() if line.startswith(f"| {case['name']} |"))
+        assert "× (" in row  # meshccl against the fastest GPU peer
+        assert all(r.get("check") in ("identical", "same partition")
+                   for r in case["tools"].values() if r.get("status") == "ok"
+                   and "check" in r)
+    header = next(line for line in md.splitlines() if line.startswith("| case | floor |"))
+    for tool in ("meshccl GPU", "meshccl CPU threads", "bkeccl raw", "cc3d", "scipy"):
+        assert f"| {tool} |" in header
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "bench.png"
+    bench.plot(results, str(png))
+    assert png.stat().st_size > 20_000
