@@ -10,7 +10,8 @@ memory   peak GPU memory of one call beyond the input and the label array
 huge     a 1300^3 uint8 percolation volume (2.2e9 cells > 2**31): labelled on
          the GPU with 64-bit indices, then on the CPU backend (numba, all
          threads), labels compared cell for cell; time and memory reported.
-         Then the same for a 46400^2 image (2.15e9 cells, connectivity 2).
+         Then the same for two 2-D images of about 2.15e9 cells (a binary one
+         at connectivity 2, a four-valued one at connectivity 1).
 latency  wall time per call of label() on a 256^2 CuPy image in a loop, and
          a cProfile of where the host time goes.
 cpu      the CPU backend serial and with all threads against
@@ -162,49 +163,59 @@ def huge(results):
 
 
 def huge_image(results):
-    """The 2-D path beyond 2**31 cells: a 46400^2 uint8 percolation image
-    (p = .4073, connectivity 2: binary bands, some tiles with slots) on the
-    CPU backend, then on the GPU by a launch plan's first call (the tile
-    kernels with slots), by a later one (the plan's pick from the first
-    call's count: without slots here) and through the general path
+    """The 2-D path beyond 2**31 cells, on two images: a 46400^2 uint8
+    percolation image (p = .4073, connectivity 2: binary bands, some tiles
+    with slots), and a 46341^2 one of four values (two independent p = .5
+    fields, a + 2b; connectivity 1: rows of equal values, a width that is not
+    a multiple of 32).  Each on the CPU backend, then on the GPU by a launch
+    plan's first call (the tile kernels with slots), by a later one (the
+    plan's pick from the first call's count) and through the general path
     (return_info), each compared with the CPU's labels cell for cell."""
     import cupy
 
-    side = 46400
-    n = side ** 2
-    say(f"## An image beyond 2**31 cells: {side}² = {n:,} uint8 cells "
-        f"(percolation p = 0.4073, connectivity 2)")
-    say()
-    a = P.percolation((side, side), 0.4073, seed=7, xp=cupy)
-    t0 = time.perf_counter()
-    cl, cnum = meshccl.label(a.get(), connectivity=2, return_num=True, cpu_threads=0)
-    t_cpu = time.perf_counter() - t0
-    checks = {}
+    rows = []
+    for side, kind, conn in ((46400, "percolation p = 0.4073", 2),
+                             (46341, "four values (a + 2b, two p = 0.5 fields)", 1)):
+        n = side ** 2
+        say(f"## An image beyond 2**31 cells: {side}² = {n:,} uint8 cells ({kind}, "
+            f"connectivity {conn})")
+        say()
+        if conn == 2:
+            a = P.percolation((side, side), 0.4073, seed=7, xp=cupy)
+        else:
+            a = P.percolation((side, side), 0.5, seed=7, xp=cupy)
+            a += 2 * P.percolation((side, side), 0.5, seed=8, xp=cupy)
+        t0 = time.perf_counter()
+        cl, cnum = meshccl.label(a.get(), connectivity=conn, return_num=True, cpu_threads=0)
+        t_cpu = time.perf_counter() - t0
+        checks = {}
 
-    def check(name, labels, num=None):
-        checks[name] = bool(np.array_equal(labels.get(), cl)) and num in (None, cnum)
+        def check(name, labels, num=None):
+            checks[name] = bool(np.array_equal(labels.get(), cl)) and num in (None, cnum)
 
-    first, num = meshccl.label(a, connectivity=2, return_num=True)
-    check("plan, first call", first, num)
-    del first
-    t_gpu = gpu_time(lambda: meshccl.label(a, connectivity=2), reps=3)
-    check("plan, later call", meshccl.label(a, connectivity=2))
-    general, info = meshccl.label(a, connectivity=2, return_info=True)
-    check("general path", general)
-    del general
-    cupy.get_default_memory_pool().free_all_blocks()
-    same = all(checks.values())
-    say(f"GPU: {t_gpu * 1e3:.1f} ms per call (median of 3), labels int64, "
-        f"{num:,} components; peak extra memory {info['gpu_memory']['extra_bytes'] / 2**30:.2f} GiB "
-        f"beyond the {info['gpu_memory']['labels_bytes'] / 2**30:.1f} GiB label array.")
-    say(f"CPU backend (numba, all {os.cpu_count()} threads): {t_cpu:.1f} s, {cnum:,} components, "
-        f"labels {cl.dtype}; GPU labels against it, cell for cell: "
-        + ", ".join(f"{k} {'identical' if v else 'DIFFERENT'}" for k, v in checks.items()) + ".")
-    say()
-    results["huge_image"] = dict(side=side, gpu_s=t_gpu, cpu_s=t_cpu, components=int(num),
-                                 identical=same, checks=checks,
-                                 extra_bytes=info["gpu_memory"]["extra_bytes"])
-    if not same:
+        first, num = meshccl.label(a, connectivity=conn, return_num=True)
+        check("plan, first call", first, num)
+        del first
+        t_gpu = gpu_time(lambda: meshccl.label(a, connectivity=conn), reps=3)
+        check("plan, later call", meshccl.label(a, connectivity=conn))
+        general, info = meshccl.label(a, connectivity=conn, return_info=True)
+        check("general path", general)
+        del general, a, cl
+        cupy.get_default_memory_pool().free_all_blocks()
+        same = all(checks.values())
+        say(f"GPU: {t_gpu * 1e3:.1f} ms per call (median of 3), labels int64, {num:,} components; "
+            f"peak extra memory {info['gpu_memory']['extra_bytes'] / 2**30:.2f} GiB beyond the "
+            f"{info['gpu_memory']['labels_bytes'] / 2**30:.1f} GiB label array.")
+        say(f"CPU backend (numba, all {os.cpu_count()} threads): {t_cpu:.1f} s, {cnum:,} "
+            f"components; GPU labels against it, cell for cell: "
+            + ", ".join(f"{k} {'identical' if v else 'DIFFERENT'}" for k, v in checks.items())
+            + ".")
+        say()
+        rows.append(dict(side=side, image=kind, connectivity=conn, gpu_s=t_gpu, cpu_s=t_cpu,
+                         components=int(num), identical=same, checks=checks,
+                         extra_bytes=info["gpu_memory"]["extra_bytes"]))
+    results["huge_image"] = rows
+    if not all(r["identical"] for r in rows):
         raise SystemExit("huge image: GPU and CPU labels differ")
 
 
