@@ -195,6 +195,7 @@ def huge_image(results):
 
         first, num = meshccl.label(a, connectivity=conn, return_num=True)
         check("plan, first call", first, num)
+        dtype = first.dtype
         del first
         t_gpu = gpu_time(lambda: meshccl.label(a, connectivity=conn), reps=3)
         check("plan, later call", meshccl.label(a, connectivity=conn))
@@ -203,7 +204,7 @@ def huge_image(results):
         del general, a, cl
         cupy.get_default_memory_pool().free_all_blocks()
         same = all(checks.values())
-        say(f"GPU: {t_gpu * 1e3:.1f} ms per call (median of 3), labels int64, {num:,} components; "
+        say(f"GPU: {t_gpu * 1e3:.1f} ms per call (median of 3), labels {dtype}, {num:,} components; "
             f"peak extra memory {info['gpu_memory']['extra_bytes'] / 2**30:.2f} GiB beyond the "
             f"{info['gpu_memory']['labels_bytes'] / 2**30:.1f} GiB label array.")
         say(f"CPU backend (numba, all {os.cpu_count()} threads): {t_cpu:.1f} s, {cnum:,} "
