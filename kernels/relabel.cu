@@ -59,7 +59,6 @@
 // write the row's labels.
 
 #include "launch.cuh"
-#include "runs.cuh"
 #include "unionfind.cuh"
 
 template <typename I>
@@ -424,10 +423,9 @@ template <typename I, int R, int W, bool SL>
 __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
-        const unsigned short* __restrict__ O, int slots, int zeroed) {
+        const unsigned short* __restrict__ O, int slots) {
     meshccl::grid_entry();  // (launch.cuh)
     constexpr int V = 16 / sizeof(I), LPR = 32 / W;  // lanes per tile row
-    constexpr int Z = 32 / sizeof(I);                // cells per 32-byte sector
     typedef typename Vec16<I>::type VT;
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31, q = lane % LPR, c0 = W * q;
@@ -517,10 +515,6 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         if (c0 + W <= width[k] && ((unsigned long long)dst & 15ull) == 0ull) {
 #pragma unroll
             for (int v = 0; v < W / V; ++v) {
-                // (a sector the 2-D tile kernel zeroed: runs.cuh, bg_sector)
-                if (zeroed && meshccl::runs::bg_sector(P, rowbase[k], f[k], (c0 + v * V) / Z,
-                                                       width[k]))
-                    continue;
                 VT x;
                 memcpy(&x, out + v * V, sizeof(VT));
                 reinterpret_cast<VT*>(dst)[v] = x;
@@ -556,7 +550,7 @@ MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
 #define MESHCCL_RUNS_LABEL_SL(I, R, W, SL)                                                    \
     template __global__ void meshccl_runs2d_label<I, R, W, SL>(I*, const unsigned*,            \
-        const unsigned*, const unsigned*, I, I, I, const I*, const unsigned short*, int, int);
+        const unsigned*, const unsigned*, I, I, I, const I*, const unsigned short*, int);
 #define MESHCCL_RUNS_LABEL(I, R, W) MESHCCL_RUNS_LABEL_SL(I, R, W, true)                       \
     MESHCCL_RUNS_LABEL_SL(I, R, W, false)
 MESHCCL_RUNS_LABEL(int, 1, 4)

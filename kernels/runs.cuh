@@ -177,21 +177,6 @@ __device__ __forceinline__ void prefetch_run_starts(const I* row, unsigned s, in
         if ((s >> q) & ((1u << CPS) - 1u)) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + q));
 }
 
-// Background sectors (2-D).  Sector g of a tile row is the row's 32-byte
-// piece of the labels from cell g * Z on (Z = 32 / sizeof(I) cells).  When
-// all of its cells are background, inside the image, and it starts on a
-// 32-byte boundary, the tile kernel writes its zeros (it knows the row's
-// foreground mask f already, and has bandwidth to spare) and the label
-// pass, the bandwidth-bound last step, skips it.  Both ask this function,
-// so they agree on every sector.  rowstart: the index of the row's first
-// cell in the tile; width: the tile's columns inside the image.
-template <typename I>
-__device__ __forceinline__ bool bg_sector(const I* P, I rowstart, unsigned f, int g, int width) {
-    constexpr int Z = 32 / (int)sizeof(I);
-    return (g + 1) * Z <= width && !((f >> (g * Z)) & ((1u << Z) - 1u)) &&
-           !((unsigned long long)(P + rowstart + g * Z) & 31ull);
-}
-
 // The run start at or left of bit b in the run-start mask s (s has one).
 __device__ __forceinline__ int start_of(unsigned s, int b) {
     return 31 - __clz(s & (b == 31 ? 0xffffffffu : ((2u << b) - 1u)));

@@ -195,7 +195,7 @@ __device__ __forceinline__ unsigned label_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
         unsigned* __restrict__ S, I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
         unsigned* __restrict__ tally, I ny, I nx, int has_bg,
-        typename meshccl::Key<T>::type bgkey, int seams, int prefetch, int bands, int zero_bg) {
+        typename meshccl::Key<T>::type bgkey, int seams, int prefetch, int bands) {
     typedef typename meshccl::Key<T>::type K;
     using meshccl::runs::shfl;
     using meshccl::runs::start_of;
@@ -429,28 +429,6 @@ __device__ __forceinline__ unsigned label_tile(
             if (later) f &= (later & (0u - later)) - 1u;
             if (f) q[w.o1 + __popc(w.s1 & ((f & (0u - f)) - 1u))] = g;
         });
-    if (zero_bg) {
-        // The zeros of the rows' background sectors (runs.cuh, bg_sector),
-        // which the label pass then skips: 16-byte stores (V cells), 32 / V
-        // lanes per row, so that one store of the warp covers V rows.
-        constexpr int Z = 32 / (int)sizeof(I), V = 16 / (int)sizeof(I), LR = 32 / V;
-        const int width = (int)min((I)32, nx - x0);
-        unsigned zs = 0u;  // lane r: row r's background sectors, a bit each
-        if (y < ny) {
-#pragma unroll
-            for (int g = 0; g < 32 / Z; ++g)
-                if (meshccl::runs::bg_sector(P, tile0 + (I)lane * nx, mF, g, width)) zs |= 1u << g;
-        }
-        if (__any_sync(0xffffffffu, zs != 0u)) {
-            const int c = (lane % LR) * V;
-#pragma unroll
-            for (int k = 0; k < 32 / V; ++k) {
-                const int r = k * V + lane / LR;
-                if ((__shfl_sync(0xffffffffu, zs, r) >> (c / Z)) & 1u)
-                    *reinterpret_cast<uint4*>(P + tile0 + (I)r * nx + c) = make_uint4(0u, 0u, 0u, 0u);
-            }
-        }
-    }
     if (y >= ny) return 0u;
     F[bx * ny + y] = mF;
     S[bx * ny + y] = Sout;
@@ -475,11 +453,10 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
         int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int seams, int prefetch,
         int bands, I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
-        unsigned* __restrict__ tally, int zero_bg) {
+        unsigned* __restrict__ tally) {
     meshccl::grid_entry();  // (launch.cuh)
     const unsigned roots = meshccl::runs2d::label_tile<T, I, C, NW, SL>(
-            v, P, F, S, Q, O, slots, tally, ny, nx, has_bg, bgkey, seams, prefetch, bands,
-            zero_bg);
+            v, P, F, S, Q, O, slots, tally, ny, nx, has_bg, bgkey, seams, prefetch, bands);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I ntx = (nx + 31) >> 5, y0 = (I)blockIdx.y * 32;
     if (!aligned) {  // the same for the whole grid
@@ -605,7 +582,7 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
 #define MESHCCL_R2_TILE(T, I, C, SL)                                                             \
     template __global__ void meshccl_runs2d_tile<T, I, C, 8, SL>(const T*, I*, unsigned*,        \
         unsigned*, unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int,   \
-        I*, unsigned short*, int, unsigned*, int);
+        I*, unsigned short*, int, unsigned*);
 #define MESHCCL_R2_BORDER(T, I, C, SL)                                                           \
     template __global__ void meshccl_runs2d_border<T, I, C, SL>(const T*, I*, unsigned*,         \
         const unsigned*, I, I, int, meshccl::Key<T>::type, int, const I*,                        \

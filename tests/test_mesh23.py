@@ -318,53 +318,6 @@ def test_gpu_runs2d_slots():
         plan._local.__dict__.pop("plans", None)
 
 
-@pytest.mark.gpu
-def test_gpu_runs2d_background_sectors_on_dirty_memory():
-    """The 2-D tile kernel writes the zeros of the labels' all-background
-    32-byte sectors and the label pass skips them (runs.cuh, bg_sector).
-    Memory from CuPy's pool is not cleared, so each call here gets the
-    block of an array just filled with -7 (asserted: the same address), and
-    every cell must still be labelled as skimage does: widths that are and
-    are not multiples of 8 and of 32, int32 and int64 labels, both forms of
-    the tile kernel (slots and none), the first call of a plan and a later
-    one, with and without the zeros (mesh23.RUNS_2D_ZERO_BG)."""
-    cupy = pytest.importorskip("cupy")
-    from conftest import HAVE_GPU
-
-    if not HAVE_GPU:
-        pytest.skip("no GPU")
-    from meshccl._gpu import mesh23, plan
-
-    images = [patterns.blobs((200, 256), seed=3), patterns.blobs((190, 203), seed=4),
-              patterns.percolation((97, 300), 0.3, seed=5), patterns.spiral(68),
-              np.zeros((64, 96), np.uint8)]
-    default, share = mesh23.RUNS_2D_ZERO_BG, mesh23.RUNS_2D_SLOTS_SHARE
-    try:
-        for zero in (True, False):
-            for always in (0.0, 2.0):
-                mesh23.RUNS_2D_ZERO_BG = zero
-                mesh23.RUNS_2D_SLOTS_SHARE = {1: always, 2: always}
-                plan._local.__dict__.pop("plans", None)
-                for a in images:
-                    x = to_backend(a, "gpu")
-                    for c in (1, 2):
-                        want = sk_label(a, connectivity=c)
-                        for dtype in (np.int32, np.int64):
-                            for call in range(3):
-                                junk = cupy.full(a.shape, -7, dtype=dtype)
-                                ptr = junk.data.ptr
-                                del junk
-                                got = meshccl.label(x, connectivity=c, dtype=dtype)
-                                msg = (f"{a.shape} c={c} {np.dtype(dtype)} call {call} "
-                                       f"zero={zero} share={always}")
-                                if call:  # (the first call's plan takes blocks of its own)
-                                    assert got.data.ptr == ptr, msg + ": not the dirty block"
-                                np.testing.assert_array_equal(to_host(got), want, err_msg=msg)
-    finally:
-        mesh23.RUNS_2D_ZERO_BG, mesh23.RUNS_2D_SLOTS_SHARE = default, share
-        plan._local.__dict__.pop("plans", None)
-
-
 def _part_binary(shape, rng):
     """0/1 percolation with 3s sprinkled over one region: the tiles there
     take the byte-wise compares, the others the binary shortcut

@@ -147,11 +147,6 @@ RUNS_2D_SLOTS_SHARE = {1: 0.5, 2: 0.5}
 #: where only the piece roots are stored there (measured: 2 us slower on
 #: blobs 4096^2 c2, no gain elsewhere).
 RUNS_2D_SLOTS_PREFETCH = False
-#: Plain 2-D images: the tile kernel writes the zeros of every 32-byte
-#: sector of the labels whose cells are all background (it has each row's
-#: foreground mask already), and the label pass skips those sectors
-#: (runs.cuh, bg_sector).
-RUNS_2D_ZERO_BG = True
 _MAX_GRID_YZ = 65535
 
 
@@ -395,8 +390,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
                      + (np.int32(aligned), np.int32(RUNS_2D_STRIPS),
                         # (a mode: 0, 1, 2; + 8: in tiles with slots too)
                         np.int32(RUNS_PREFETCH[(2, c)] | (8 if RUNS_2D_SLOTS_PREFETCH else 0)),
-                        np.int32(RUNS_2D_BANDS)) + slotted + counted[:1]
-                     + (np.int32(RUNS_2D_ZERO_BG),))
+                        np.int32(RUNS_2D_BANDS)) + slotted + counted[:1])
         strip = nw if RUNS_2D_STRIPS else 1
         if 8 % strip:
             raise ValueError(f"RUNS_2D_WARPS must divide 8 with strips on; got {nw}")
@@ -431,8 +425,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
                            (H, S) + dims)
         zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
     label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
-    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words)) + read \
-        + (np.int32(d == 2 and RUNS_2D_ZERO_BG),)
+    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words)) + read
     faces = [("border", Launch(border, border_args[0], border_args[1],
                                (VALUES, LABELS) + border_args[2], early=EARLY_FACES))]
     if zface_args is not None and zface_args[0][2] > 0:  # a brick below another
