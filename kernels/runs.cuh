@@ -92,15 +92,13 @@ __device__ __forceinline__ unsigned eq_right(const unsigned (&a)[8], const unsig
 // into 8 words: two 16-byte loads where the row is whole and 16-byte
 // aligned, else byte by byte.
 template <typename T>
-__device__ __forceinline__ void load_row(const T* row, int width, unsigned (&w)[8],
-                                         bool stream = false) {
+__device__ __forceinline__ void load_row(const T* row, int width, unsigned (&w)[8]) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) w[j] = 0u;
     if (row == nullptr) return;
     if (width == 32 && ((unsigned long long)row & 15ull) == 0ull) {
-        const uint4* r = reinterpret_cast<const uint4*>(row);
-        const uint4 a = stream ? __ldcs(r) : r[0];
-        const uint4 b = stream ? __ldcs(r + 1) : r[1];
+        const uint4 a = reinterpret_cast<const uint4*>(row)[0];
+        const uint4 b = reinterpret_cast<const uint4*>(row)[1];
         w[0] = a.x; w[1] = a.y; w[2] = a.z; w[3] = a.w;
         w[4] = b.x; w[5] = b.y; w[6] = b.z; w[7] = b.w;
     } else {

@@ -135,9 +135,6 @@ __device__ __forceinline__ unsigned left_pairs(K k0, K kL, K ku0, K kuL, bool up
 #ifndef MESHCCL_BAND_TOPS
 #define MESHCCL_BAND_TOPS 0
 #endif
-#ifndef MESHCCL_INPUT_LOAD
-#define MESHCCL_INPUT_LOAD 0
-#endif
 template <int RSB>
 __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* starts,
                                             const unsigned* bst, int lane, unsigned mE,
@@ -228,13 +225,7 @@ __device__ __forceinline__ unsigned label_tile(
         const I y = y0 + lane;
         const int width = (int)min((I)32, nx - x0);
         unsigned w[8];
-        // MESHCCL_INPUT_LOAD 1: every row loaded evict-first (__ldcs: the
-        // cells are not read again but by the border kernel); 2: all but
-        // what the border kernel reads (a tile's rows 0 and 31, a strip's
-        // first and last tiles)
-        const bool stream = MESHCCL_INPUT_LOAD == 1 ||
-            (MESHCCL_INPUT_LOAD == 2 && lane != 0 && lane != 31 && warp != 0 && warp != NW - 1);
-        meshccl::runs::load_row(y < ny ? v + y * nx + x0 : nullptr, width, w, stream);
+        meshccl::runs::load_row(y < ny ? v + y * nx + x0 : nullptr, width, w);
         mF = meshccl::runs::fg_mask(w, y >= ny ? 0 : width, has_bg, (unsigned char)bgkey);
         mE = mF & meshccl::runs::eq_left(w, w);
         meshccl::runs::above_masks<C >= 2>(w, mF, lane, mV, mVl, mVr);
