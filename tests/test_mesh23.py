@@ -318,6 +318,49 @@ def test_gpu_runs2d_slots():
         plan._local.__dict__.pop("plans", None)
 
 
+@pytest.mark.gpu
+def test_gpu_every_cell_written_on_dirty_memory():
+    """Labels come in memory from CuPy's pool, which is not cleared: every
+    cell, background included, must be written by the kernels.  Each call
+    here gets the block of an array just filled with -7 (asserted: the same
+    address) and must still label as skimage does: 2-D widths that are and
+    are not multiples of 8 and of 32, a 3-D volume, int32 and int64 labels,
+    both forms of the 2-D tile kernel (slots and none), a plan's first call
+    and later ones."""
+    cupy = pytest.importorskip("cupy")
+    from conftest import HAVE_GPU
+
+    if not HAVE_GPU:
+        pytest.skip("no GPU")
+    from meshccl._gpu import mesh23, plan
+
+    images = [patterns.blobs((200, 256), seed=3), patterns.blobs((190, 203), seed=4),
+              patterns.percolation((97, 300), 0.3, seed=5), patterns.spiral(68),
+              np.zeros((64, 96), np.uint8), patterns.blobs((40, 45, 70), seed=6)]
+    share = mesh23.RUNS_2D_SLOTS_SHARE
+    try:
+        for always in (0.0, 2.0):
+            mesh23.RUNS_2D_SLOTS_SHARE = {1: always, 2: always}
+            plan._local.__dict__.pop("plans", None)
+            for a in images:
+                x = to_backend(a, "gpu")
+                for c in range(1, a.ndim + 1):
+                    want = sk_label(a, connectivity=c)
+                    for dtype in (np.int32, np.int64):
+                        for call in range(3):
+                            junk = cupy.full(a.shape, -7, dtype=dtype)
+                            ptr = junk.data.ptr
+                            del junk
+                            got = meshccl.label(x, connectivity=c, dtype=dtype)
+                            msg = f"{a.shape} c={c} {np.dtype(dtype)} call {call} share={always}"
+                            if call:  # (a plan's first call takes blocks for its buffers)
+                                assert got.data.ptr == ptr, msg + ": not the dirty block"
+                            np.testing.assert_array_equal(to_host(got), want, err_msg=msg)
+    finally:
+        mesh23.RUNS_2D_SLOTS_SHARE = share
+        plan._local.__dict__.pop("plans", None)
+
+
 def _part_binary(shape, rng):
     """0/1 percolation with 3s sprinkled over one region: the tiles there
     take the byte-wise compares, the others the binary shortcut
