@@ -1,3 +1,9 @@
+"""Host microseconds of the expressions a CuPy call of meshccl.label goes
+through before its first launch (and a few alternatives), each in a loop of
+20 000: what the event-timed call's lead-in is made of.  (H200 host,
+2026-11-25.)
+
+    python benchmarks/experiments/host_parts.py"""
 import time, cupy, numpy as np
 x = cupy.zeros((4096, 4096), cupy.uint8)
 def host_us(g, n=20000):
