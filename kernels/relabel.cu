@@ -419,9 +419,6 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
 // both.  SL: after runs2d.cu's tile kernel with slots (without, and in
 // 3-D, none of the slot code is compiled: it cost images without slots
 // 1-2 us as a runtime branch).
-#ifndef MESHCCL_LABEL_DIAG
-#define MESHCCL_LABEL_DIAG 0  // DIAGNOSTIC ONLY (labels wrong): 1 skips the piece roots' loads
-#endif
 template <typename I, int R, int W, bool SL>
 __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
@@ -494,7 +491,7 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
     for (int k = 0; k < R; ++k)
 #pragma unroll
         for (int j = 0; j < W; ++j)
-            if (!MESHCCL_LABEL_DIAG && ((s[k] & ~a[k]) >> (c0 + j)) & 1u) lab[k][j] = P[lab[k][j]];
+            if (((s[k] & ~a[k]) >> (c0 + j)) & 1u) lab[k][j] = P[lab[k][j]];
 #pragma unroll
     for (int k = 0; k < R; ++k) {
         I last = 0;

@@ -491,49 +491,6 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
 // warps); the host sizes the block, TB follows from it.  Same rules as the
 // tile kernel, with equality to the left taken across tiles; the two cells
 // above a row's pair are the lane before's, by shuffles, not loads.
-#ifndef MESHCCL_BORDER_BOUND
-#define MESHCCL_BORDER_BOUND 0
-#endif
-// DIAGNOSTIC ONLY (labels wrong): a union whose find takes more than
-// MESHCCL_BORDER_BOUND parent loads is dropped.
-template <typename I>
-__device__ __forceinline__ I find_bounded_diag(I* P, I x, int& budget) {
-    I p = __ldcg(P + x);
-    while (p != x) {
-        if (--budget <= 0) return (I)-1;
-        const I g = __ldcg(P + p);
-        if (g == p) return p;
-        P[x] = g;
-        x = g;
-        p = __ldcg(P + x);
-    }
-    return x;
-}
-template <typename I>
-__device__ __forceinline__ void unite_border(I* P, unsigned* H, I a, I b) {
-    if (!MESHCCL_BORDER_BOUND) {
-        meshccl::unite_recording(P, H, a, b);
-        return;
-    }
-    int budget = MESHCCL_BORDER_BOUND;
-    a = find_bounded_diag(P, a, budget);
-    if (a < 0) return;
-    b = find_bounded_diag(P, b, budget);
-    if (b < 0) return;
-    while (a != b) {
-        if (a < b) { I t = a; a = b; b = t; }
-        const I old = meshccl::cas(P + a, a, b);
-        if (old == a) {
-            atomicOr(H + (a >> 5), 1u << (a & 31));
-            return;
-        }
-        a = find_bounded_diag(P, old, budget);
-        if (a < 0) return;
-        b = find_bounded_diag(P, b, budget);
-        if (b < 0) return;
-    }
-}
-
 template <typename T, typename I, int C, bool SL>
 __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
@@ -599,9 +556,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         }
         if (!(u0 || ul_ || ur_)) return;
         const I a = node(y0, x);
-        if (ul_) unite_border(P, H, a, node(y0 - 1, x - 1));
-        if (u0) unite_border(P, H, a, node(y0 - 1, x));
-        if (ur_) unite_border(P, H, a, node(y0 - 1, x + 1));
+        if (ul_) meshccl::unite_recording(P, H, a, node(y0 - 1, x - 1));
+        if (u0) meshccl::unite_recording(P, H, a, node(y0 - 1, x));
+        if (ur_) meshccl::unite_recording(P, H, a, node(y0 - 1, x + 1));
     } else {
         const I y = y0 + lane;
         if (bx == 0) return;
@@ -614,9 +571,9 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
         const unsigned m = meshccl::runs2d::left_pairs<C>(k0, kL, ku0, kuL, lane > 0, f0, fL,
                                          [&] { return Key<T>::of(v[i - 2]); });
-        if (m & 1u) unite_border(P, H, node(y, x0), node(y, x0 - 1));
-        if (m & 2u) unite_border(P, H, node(y, x0), node(y - 1, x0 - 1));
-        if (m & 4u) unite_border(P, H, node(y, x0 - 1), node(y - 1, x0));
+        if (m & 1u) meshccl::unite_recording(P, H, node(y, x0), node(y, x0 - 1));
+        if (m & 2u) meshccl::unite_recording(P, H, node(y, x0), node(y - 1, x0 - 1));
+        if (m & 4u) meshccl::unite_recording(P, H, node(y, x0 - 1), node(y - 1, x0));
     }
 }
 
