@@ -241,7 +241,9 @@ def read_image(path):
         else:
             import imageio.v3 as iio
 
-            image = np.asarray(iio.imread(path))
+            # (Pillow only: without a plugin, imageio tries every plugin on a
+            # file Pillow cannot read, legacy ones too, and warns about them.)
+            image = np.asarray(iio.imread(path, plugin="pillow"))
             colour = image.ndim == 3
     except CLIError:
         raise
