@@ -323,10 +323,15 @@ def test_gpu_every_cell_written_on_dirty_memory():
     """Labels come in memory from CuPy's pool, which is not cleared: every
     cell, background included, must be written by the kernels.  Each call
     here gets the block of an array just filled with -7 (asserted: the same
-    address) and must still label as skimage does: 2-D widths that are and
-    are not multiples of 8 and of 32, a 3-D volume, int32 and int64 labels,
-    both forms of the 2-D tile kernel (slots and none), a plan's first call
-    and later ones."""
+    address) and must still label as skimage does.  The images are larger
+    than plan.GRAPH_CELLS, so that the kernels write straight into that
+    block (smaller ones go through a plan's own buffers): 2-D widths that
+    are and are not multiples of 8 and of 32, a 3-D volume, int32 and int64
+    labels, both forms of the 2-D tile kernel (slots and none), a plan's
+    later calls (the result of each call stays alive until the next, so the
+    labels alternate between two blocks: packed launches, then the CUDA
+    graph recorded at each pair of addresses, then one replayed) and the
+    general path (return_info)."""
     cupy = pytest.importorskip("cupy")
     from conftest import HAVE_GPU
 
@@ -334,9 +339,10 @@ def test_gpu_every_cell_written_on_dirty_memory():
         pytest.skip("no GPU")
     from meshccl._gpu import mesh23, plan
 
-    images = [patterns.blobs((200, 256), seed=3), patterns.blobs((190, 203), seed=4),
-              patterns.percolation((97, 300), 0.3, seed=5), patterns.spiral(68),
-              np.zeros((64, 96), np.uint8), patterns.blobs((40, 45, 70), seed=6)]
+    images = [patterns.blobs((1024, 1024), seed=3), patterns.blobs((730, 731), seed=4),
+              patterns.percolation((555, 1003), 0.3, seed=5), patterns.spiral(1024),
+              np.zeros((600, 900), np.uint8), patterns.blobs((90, 100, 70), seed=6)]
+    assert all(a.size > plan.GRAPH_CELLS for a in images)
     share = mesh23.RUNS_2D_SLOTS_SHARE
     try:
         for always in (0.0, 2.0):
@@ -347,13 +353,17 @@ def test_gpu_every_cell_written_on_dirty_memory():
                 for c in range(1, a.ndim + 1):
                     want = sk_label(a, connectivity=c)
                     for dtype in (np.int32, np.int64):
-                        for call in range(3):
+                        meshccl.label(x, connectivity=c, dtype=dtype)  # the plan and its buffers
+                        for call in range(6):
                             junk = cupy.full(a.shape, -7, dtype=dtype)
                             ptr = junk.data.ptr
                             del junk
-                            got = meshccl.label(x, connectivity=c, dtype=dtype)
+                            general = call == 5
+                            got = meshccl.label(x, connectivity=c, dtype=dtype,
+                                                return_info=general)
+                            got = got[0] if general else got
                             msg = f"{a.shape} c={c} {np.dtype(dtype)} call {call} share={always}"
-                            if call:  # (a plan's first call takes blocks for its buffers)
+                            if not general:  # (the general path allocates scratch first)
                                 assert got.data.ptr == ptr, msg + ": not the dirty block"
                             np.testing.assert_array_equal(to_host(got), want, err_msg=msg)
     finally:
