@@ -135,8 +135,7 @@ def cpu_label(host, conn):
     numba cache, and the compilation is not labelling.  Returns (labels,
     count, seconds, seconds of the warm-up call)."""
     t0 = time.perf_counter()
-    meshccl.label(np.ascontiguousarray(host[:64]), connectivity=conn, cpu_threads=0,
-                  dtype=np.int64)
+    meshccl.label(host[:64], connectivity=conn, cpu_threads=0, dtype=np.int64)
     warm = time.perf_counter() - t0
     t0 = time.perf_counter()
     labels, num = meshccl.label(host, connectivity=conn, return_num=True, cpu_threads=0)
