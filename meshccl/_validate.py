@@ -115,17 +115,21 @@ def _axes(axes, ndim):
     return tuple(sorted(out))
 
 
-def _check_float_range(xp, x):
-    """NaN, inf and values beyond int64 have no key: reject them clearly."""
+def _check_float_range(xp, x, truncated=True):
+    """NaN and inf have no key, and neither have values that truncation
+    would take outside int64 (``truncated``: every float path but the
+    tolerance's, which compares the values themselves): reject them clearly.
+    Truncation keeps [-2**63, 2**63) in range, as skimage's cast does."""
     if x.size == 0:
         return
-    big = float(xp.abs(x).max())  # NaN propagates; one host sync for float input
-    if not np.isfinite(big):
+    # NaN propagates through min and max; one host sync for float input
+    lo, hi = (float(v) for v in xp.stack([x.min(), x.max()]).tolist())
+    if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError("label_image contains NaN or inf; labels are undefined for them")
-    if big >= _TWO63:
+    if truncated and (hi >= _TWO63 or lo < -_TWO63):
         raise ValueError(
-            f"label_image contains {big:g}, beyond the int64 range that float values are "
-            "truncated into (as skimage does)"
+            f"label_image contains {hi if hi >= _TWO63 else lo!r}, beyond the int64 range "
+            "that float values are truncated into (as skimage does)"
         )
 
 
@@ -207,7 +211,7 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         # stays signed, floats are not truncated); the background matches exactly.
         values = x.astype(np.float32) if dt.kind == "f" and dt.itemsize < 4 else x
         if dt.kind == "f":
-            _check_float_range(xp, values)
+            _check_float_range(xp, values, truncated=False)
         if background is None or isinstance(background, numbers.Real):
             has_bg, bgkey = True, np.float64(0.0 if background is None else float(background))
         else:

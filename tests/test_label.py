@@ -1,6 +1,8 @@
 """meshccl.label against skimage.measure.label and an independent reference,
 on every backend (CPU always; GPU where available)."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -263,6 +265,33 @@ def test_nan_inf_float(backend, value):
     a = np.array([[1.0, value], [2.0, 2.0]])
     with pytest.raises(ValueError, match="NaN or inf|int64 range"):
         meshccl.label(to_backend(a, backend))
+
+
+def test_float_int64_edges(backend):
+    """Floats are truncated into int64 as skimage's cast does: -2**63 is in
+    range, the next float below it and 2**63 are not."""
+    a = np.array([[-2.0**63, 0.0, 5e18], [5e18, -2.0**63, -2.0**63]])
+    for c in (1, 2):
+        np.testing.assert_array_equal(run_label(a, backend, connectivity=c),
+                                      sk_label(a, connectivity=c))
+    for v in (2.0**63, np.nextafter(-2.0**63, -np.inf)):
+        with pytest.raises(ValueError, match=re.escape(f"contains {float(v)!r}, beyond the int64 range")):
+            meshccl.label(to_backend(np.array([[1.0, v]]), backend))
+
+
+def test_tolerance_takes_floats_beyond_int64(backend):
+    """With a tolerance the values are compared as they are, not truncated:
+    any finite value is fine; NaN and inf are still refused."""
+    from reference import reference_lattice
+
+    a = np.array([[1e30, 1e30 + 1e15, 0.0, -1e300],
+                  [3e19, 1e30 - 2e16, -1e300, -1e300 * (1 + 1e-15)]])
+    for tol in (0.0, 1e16, 1e285):
+        kw = dict(tolerance=tol, background=0.0, connectivity=2)
+        np.testing.assert_array_equal(run_label(a, backend, **kw), reference_lattice(a, **kw))
+    for v in (np.nan, np.inf, -np.inf):
+        with pytest.raises(ValueError, match="NaN or inf"):
+            meshccl.label(to_backend(np.array([[1.0, v]]), backend), tolerance=0.5)
 
 
 def test_too_many_axes_or_offsets():
