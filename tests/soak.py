@@ -30,6 +30,7 @@ this script cannot rot unnoticed.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import math
 import os
@@ -139,9 +140,9 @@ def spiral(rng, shape):
     if len(shape) == 1:
         row = patterns.spiral(64)[1].astype(np.int64)
         return np.resize(row, shape), "spiral row"
-    n = max(shape[-2:])
-    s = patterns.spiral(max(n, 1)).astype(np.int64)
-    s = s[:shape[-2], :shape[-1]]
+    n = min(max(shape[-2:]), 2048)  # tiled beyond that
+    s = patterns.spiral(n).astype(np.int64)
+    s = np.tile(s, (-(-shape[-2] // n), -(-shape[-1] // n)))[:shape[-2], :shape[-1]]
     return np.broadcast_to(s, shape).copy(), f"spiral n={n}"
 
 
@@ -161,21 +162,25 @@ DTYPES = [np.uint8] * 6 + [np.int8, np.bool_, np.bool_, np.uint16, np.int16, np.
                            np.uint32, np.int64, np.float32, np.float64]
 
 
-def _shape(rng, max_cells):
-    """1-D now and then, 2-D mostly, 3-D often: log-uniform sides, some
+def _sides(rng, k, budget):
+    """k log-uniform sides whose product is at most ``budget``, some
     aligned to the tiles (32) and strips (256) or one past them."""
-    ndim = int(rng.choice([1, 2, 2, 2, 2, 3, 3]))
-    top = max_cells ** (1.0 / ndim)
+    top = max(budget, 1) ** (1.0 / max(k, 1))
     sides = []
-    for _ in range(ndim):
+    for _ in range(k):
         s = int(math.exp(rng.uniform(0, math.log(max(top, 2)))))
         if rng.random() < 0.25:
             s = int(rng.choice([32, 64, 256, 512, 1024])) + int(rng.choice([-1, 0, 0, 1]))
         sides.append(max(1, s))
-    while math.prod(sides) > max_cells:
+    while math.prod(sides) > budget and max(sides) > 1:
         i = int(np.argmax(sides))
         sides[i] = max(1, sides[i] // 2)
     return tuple(sides)
+
+
+def _shape(rng, max_cells):
+    """1-D now and then, 2-D mostly, 3-D often."""
+    return _sides(rng, int(rng.choice([1, 2, 2, 2, 2, 3, 3])), max_cells)
 
 
 def _values(rng, levels, dtype):
@@ -330,10 +335,7 @@ def _axes_reference(a, axes, connectivity, background):
 def case_axes(rng, be, max_cells, out):
     ndim = int(rng.choice([2, 3, 3, 3]))
     batch = int(rng.integers(1, 65))
-    rest = _shape(rng, max(max_cells // batch, 1))[: ndim - 1]
-    while len(rest) < ndim - 1:
-        rest = rest + (int(rng.integers(1, 40)),)
-    shape = (batch,) + rest
+    shape = (batch,) + _sides(rng, ndim - 1, max(max_cells // batch, 1))
     a, what = _image(rng, max_cells, shape=shape)
     k = int(rng.integers(1, ndim))
     axes = tuple(sorted(int(v) for v in rng.choice(ndim, size=k, replace=False)))
@@ -418,7 +420,8 @@ KINDS = {"images": (case_images, 0.55), "lattice": (case_lattice, 0.12),
 
 def run_case(index, seed, be, max_cells, out, kinds=None):
     """Case ``index`` of the run with ``seed``: returns (kind, cells, list of
-    disagreements as strings).  A disagreement is saved under ``out``."""
+    disagreements as strings, what the first call was).  A disagreement is
+    saved under ``out``."""
     rng = np.random.default_rng([seed, index])
     names = list(kinds or KINDS)
     weights = np.array([KINDS[k][1] for k in names])
@@ -427,7 +430,7 @@ def run_case(index, seed, be, max_cells, out, kinds=None):
         results = KINDS[kind][0](rng, be, max_cells, out)
     except Exception as exc:  # a crash is a disagreement too
         import traceback
-        return kind, 0, [f"case {index} ({kind}): raised {exc!r}\n" + traceback.format_exc()]
+        return kind, 0, [f"case {index} ({kind}): raised {exc!r}\n" + traceback.format_exc()], ""
     bad, cells = [], 0
     for what, got, want, a, kw in results:
         cells += int(np.size(want))
@@ -445,14 +448,17 @@ def run_case(index, seed, be, max_cells, out, kinds=None):
                 with open(os.path.join(out, "failures", f"case-{index}.txt"), "w") as f:
                     f.write(msg + "\n" + repr({k: v for k, v in kw.items()
                                                if not isinstance(v, np.ndarray)}) + "\n")
-    return kind, cells, bad
+    return kind, cells, bad, results[0][0] if results else ""
 
 
 def run(seconds, seed=0, backend="gpu", max_cells=4_000_000, out=None, first=0, cases=None,
-        kinds=None, log=print):
+        kinds=None, log=print, slow=None):
     """Run cases ``first, first + 1, ...`` for ``seconds`` (or exactly
     ``cases`` of them); returns a summary dict."""
     be = Backend(backend)
+    if out:
+        os.makedirs(out, exist_ok=True)
+    progress = open(os.path.join(out, "progress.log"), "a") if out else None
     t0 = time.perf_counter()
     per_kind, cells, failures = Counter(), Counter(), []
     seconds_by_kind = defaultdict(float)
@@ -464,12 +470,19 @@ def run(seconds, seed=0, backend="gpu", max_cells=4_000_000, out=None, first=0, 
         if cases is None and time.perf_counter() - t0 >= seconds:
             break
         t = time.perf_counter()
-        kind, n, bad = run_case(index, seed, be, max_cells, out, kinds)
-        seconds_by_kind[kind] += time.perf_counter() - t
+        if slow:  # a case that takes longer shows where it is, on stderr
+            faulthandler.dump_traceback_later(slow, exit=False)
+        kind, n, bad, what = run_case(index, seed, be, max_cells, out, kinds)
+        faulthandler.cancel_dump_traceback_later()
+        took = time.perf_counter() - t
+        seconds_by_kind[kind] += took
+        if progress:
+            progress.write(f"case {index} {took:.2f} s{' FAIL' if bad else ''}: {what[:200]}\n")
+            progress.flush()
         per_kind[kind] += 1
         cells[kind] += n
         for msg in bad:
-            log("FAIL " + msg)
+            log("FAIL " + msg, flush=True)
         failures.extend(bad)
         index += 1
     summary = {"backend": backend, "seed": seed, "cases": index - first, "first": first,
@@ -488,14 +501,17 @@ def main(argv=None):
     ap.add_argument("--max-cells", type=int, default=4_000_000)
     ap.add_argument("--out", default=None, help="folder for summary.json and failures/")
     ap.add_argument("--case", type=int, default=None, help="run this one case only")
+    ap.add_argument("--slow", type=float, default=60.0,
+                    help="print the stack of a case still running after this many seconds")
     ap.add_argument("--kinds", default=None, help=f"comma-separated subset of {sorted(KINDS)}")
     args = ap.parse_args(argv)
     kinds = args.kinds.split(",") if args.kinds else None
     if args.case is not None:
         s = run(0, args.seed, args.backend, args.max_cells, args.out, first=args.case, cases=1,
-                kinds=kinds)
+                kinds=kinds, slow=args.slow)
     else:
-        s = run(args.seconds, args.seed, args.backend, args.max_cells, args.out, kinds=kinds)
+        s = run(args.seconds, args.seed, args.backend, args.max_cells, args.out, kinds=kinds,
+                slow=args.slow)
     text = json.dumps(s, indent=1)
     print(json.dumps({k: v for k, v in s.items() if k != "failures"}, indent=1))
     print(f"{len(s['failures'])} disagreements")
