@@ -252,16 +252,38 @@ def _label_args(rng, a):
     return kw
 
 
+def _view(rng, be, a):
+    """``a`` as a view of other memory: transposed storage (Fortran order in
+    2-D), reversed along axis 0, or every other row of a larger array."""
+    how = str(rng.choice(["transposed", "reversed", "strided"]))
+    if how == "transposed" and a.ndim >= 2:
+        return be.put(np.ascontiguousarray(a.T)).T, how
+    if how == "reversed" and a.ndim >= 1:
+        return be.put(np.ascontiguousarray(a[::-1]))[::-1], how
+    store = np.zeros((2 * a.shape[0],) + a.shape[1:], a.dtype) if a.ndim else a.reshape(1)
+    store[::2] = a
+    return be.put(store)[::2], "strided"
+
+
 def case_images(rng, be, max_cells, out):
     """Several images of one shape and dtype labelled through one buffer,
     its contents replaced in place between calls (plans, graphs at the
-    call's addresses, both forms of the 2-D kernels), and one fresh array."""
+    call's addresses, both forms of the 2-D kernels), and last the same
+    image as a view in another memory layout."""
     a, what = _image(rng, max_cells)
     kw = _label_args(rng, a)
+    if be.name == "cpu" and rng.random() < 0.4:
+        kw["cpu_threads"] = int(rng.choice([0, 2, 3]))
     x = be.put(a)
     results = []
-    for k in range(int(rng.integers(2, 6))):
-        if k:
+    calls = int(rng.integers(2, 6))
+    for k in range(calls + 1):
+        if k == calls:
+            if a.ndim == 0:
+                break
+            x, how = _view(rng, be, a)
+            what = what + f" | then as a {how} view"
+        elif k:
             b, bwhat = _image(rng, max_cells, shape=a.shape, dtype=a.dtype.type)
             what = what + f" | then {bwhat.split(',')[0]}"
             if be.name == "gpu":
@@ -305,6 +327,8 @@ def case_lattice(rng, be, max_cells, out):
         kw["periodic"] = [True] * a.ndim
     want = reference_lattice(a, **kw)
     call = {k: (be.put(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+    if be.name == "cpu" and rng.random() < 0.4:
+        call["cpu_threads"] = int(rng.choice([0, 2, 3]))
     got = meshccl.label(be.put(a), **call)
     return [(f"lattice: {what} {sorted(kw)} c={c}", be.get(got), want, a, kw)]
 
@@ -342,7 +366,8 @@ def case_axes(rng, be, max_cells, out):
     c = int(rng.integers(1, len(axes) + 1))
     bg = 0 if a.dtype != bool else None
     want = _axes_reference(a, axes, c, bg)
-    got = meshccl.label(be.put(a), axes=axes, connectivity=c, background=bg)
+    threads = {"cpu_threads": int(rng.choice([0, 2]))} if be.name == "cpu" else {}
+    got = meshccl.label(be.put(a), axes=axes, connectivity=c, background=bg, **threads)
     return [(f"axes {axes}: {what} c={c}", be.get(got), want, a, {"axes": axes, "connectivity": c})]
 
 
@@ -404,8 +429,23 @@ def case_graph(rng, be, max_cells, out):
     else:
         g = m
     _, got = connected_components(g, method=method, symmetric=bool(symmetric))
-    return [(f"graph {name} n={e.n_vertices} m={m.nnz} {method} {form} symmetric={symmetric}",
-             be.get(got), want, None, {"method": method})]
+    what = f"graph {name} n={e.n_vertices} m={m.nnz} {method} {form} symmetric={symmetric}"
+    results = [(what, be.get(got), want, None, {"method": method})]
+    if rng.random() < 0.3:
+        # a spanning forest: n - components edges of the input, spanning the
+        # same components (so no cycle)
+        from meshccl.graph import spanning_forest
+
+        f = spanning_forest(g)
+        src, dst = be.get(f.src), be.get(f.dst)
+        n_v = e.n_vertices
+        stored = bool(np.all(np.asarray(m[src, dst]).ravel() != 0)) if len(src) else True
+        fm = sparse.coo_matrix((np.ones(len(src)), (src, dst)), shape=(n_v, n_v))
+        same = bool(np.array_equal(sp_cc(fm, directed=True, connection="weak")[1], want))
+        expect = n_v - (int(want.max()) + 1 if n_v else 0)
+        results.append((f"forest of {what}", np.array([len(src), stored, same]),
+                        np.array([expect, True, True]), None, {}))
+    return results
 
 
 KINDS = {"images": (case_images, 0.55), "lattice": (case_lattice, 0.12),
