@@ -81,7 +81,24 @@ def __getattr__(name):
 class Edges(NamedTuple):
     """An edge list: edge k joins ``src[k]`` and ``dst[k]``.
 
-    ``n_vertices`` defaults to ``max(src, dst) + 1`` (0 for no edges).
+    Accepted wherever a graph is (:func:`connected_components`,
+    :func:`spanning_forest`); NumPy arrays run on the CPU, CuPy arrays on
+    their GPU.
+
+    Attributes
+    ----------
+    src, dst : array of int
+        The endpoints, of equal length, any integer dtype.
+    n_vertices : int, optional
+        Number of vertices; defaults to ``max(src, dst) + 1`` (0 for no
+        edges).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meshccl.graph import Edges, connected_components
+    >>> connected_components(Edges(np.array([0, 2]), np.array([1, 3]), 6))
+    (4, array([0, 0, 1, 1, 2, 3], dtype=int32))
     """
 
     src: object

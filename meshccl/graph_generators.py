@@ -51,13 +51,20 @@ def _with_xp(generate):
             return e
         return Edges(mod.asarray(e.src), mod.asarray(e.dst), e.n_vertices)
 
-    wrapper.__doc__ = (generate.__doc__ or "") + _XP_DOC
+    doc = generate.__doc__ or ""
+    at = doc.find("\n    Returns\n")  # xp joins the numpydoc parameters
+    wrapper.__doc__ = doc[:at] + _XP_PARAM + doc[at:] if at >= 0 else doc + _XP_DOC
     sig = inspect.signature(generate)
     wrapper.__signature__ = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter(
         "xp", inspect.Parameter.KEYWORD_ONLY, default=None)])
     return wrapper
 
 
+_XP_PARAM = """    xp : None, 'numpy', 'cupy' or the module, optional
+        Where the arrays go: NumPy (default) or CuPy on the current GPU (the
+        same graph, generated on the host and copied to the GPU once; see
+        the module docstring).
+"""
 _XP_DOC = """
 
     ``xp``: None / ``'numpy'`` (NumPy arrays) or ``'cupy'`` (CuPy arrays:
@@ -67,11 +74,37 @@ _XP_DOC = """
 
 @_with_xp
 def rmat(scale: int, edge_factor: int = 16, a=0.57, b=0.19, c=0.19, seed: int = 0) -> Edges:
-    """R-MAT / Kronecker graph with Graph500 parameters: 2**scale vertices,
-    edge_factor * 2**scale edges, each edge placed by `scale` recursive
-    quadrant choices with probabilities a, b, c, d = 1 - a - b - c.
+    """R-MAT / Kronecker graph with Graph500 parameters.
+
+    2**scale vertices and edge_factor * 2**scale edges; each edge is placed
+    by ``scale`` recursive quadrant choices with probabilities a, b, c and
+    d = 1 - a - b - c, and the vertex numbers are then shuffled.
     Vectorised over the edges, one pass per level into preallocated
-    buffers (scale 21 with edge factor 48, 10**8 edges: seconds)."""
+    buffers (scale 21 with edge factor 48, 10**8 edges: seconds).
+
+    Parameters
+    ----------
+    scale : int
+        log2 of the number of vertices.
+    edge_factor : int, optional
+        Edges per vertex (Graph500: 16).
+    a, b, c : float, optional
+        Quadrant probabilities (Graph500: 0.57, 0.19, 0.19).
+    seed : int, optional
+        Seed of NumPy's generator.
+
+    Returns
+    -------
+    Edges
+        int64 ``src`` and ``dst`` (duplicates and self-loops kept).
+
+    Examples
+    --------
+    >>> from meshccl.graph_generators import rmat
+    >>> e = rmat(4, edge_factor=2, seed=1)
+    >>> e.n_vertices, e.src.size, e.src.dtype
+    (16, 32, dtype('int64'))
+    """
     rng = np.random.default_rng(seed)
     m = edge_factor << scale
     acc = np.uint32 if scale <= 32 else np.uint64  # the bits of each endpoint
@@ -97,8 +130,32 @@ def rmat(scale: int, edge_factor: int = 16, a=0.57, b=0.19, c=0.19, seed: int = 
 
 @_with_xp
 def grid(shape, keep: float = 1.0, seed: int = 0) -> Edges:
-    """A 2-D/3-D grid graph (4/6 neighbours); each edge kept with probability
-    `keep` (keep < 1 gives a road-like graph with deleted edges)."""
+    """A 2-D or 3-D grid graph (4 or 6 neighbours per vertex).
+
+    Vertices are numbered in C order; each grid edge is kept with
+    probability ``keep`` (below 1: a road-like graph with deleted edges).
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The grid's extent per axis.
+    keep : float, optional
+        Probability of keeping each edge (default 1: all of them).
+    seed : int, optional
+        Seed of NumPy's generator.
+
+    Returns
+    -------
+    Edges
+        Axis by axis, each edge from the smaller vertex to the larger.
+
+    Examples
+    --------
+    >>> from meshccl.graph_generators import grid
+    >>> e = grid((2, 3))
+    >>> e.src.tolist(), e.dst.tolist()
+    ([0, 1, 2, 0, 1, 3, 4], [3, 4, 5, 1, 2, 4, 5])
+    """
     rng = np.random.default_rng(seed)
     idx = np.arange(int(np.prod(shape))).reshape(shape)
     src, dst = [], []
@@ -113,17 +170,41 @@ def grid(shape, keep: float = 1.0, seed: int = 0) -> Edges:
 
 @_with_xp
 def road_grid(side: int, degree: float = 2.41, seed: int = 0) -> Edges:
-    """A connected road-like graph: a side x side grid graph with most edges
-    deleted, ``degree`` stored entries per vertex on average once every edge
-    is stored both ways (road_usa: 57.71M / 23.95M = 2.41; a full grid has
-    about 4).  Every vertex but the corner 0 keeps the edge to its left or
-    its upper neighbour (one of the two at random, the only one on the
-    border): a spanning tree whose paths run monotonically to the corner,
-    so the graph is connected with a diameter of the order of the side, as
-    a road network's; of the other grid edges each is kept with the
-    probability that gives ``degree``.  Vertices numbered row by row (the
-    locality of a road network's numbering).  Edges go one way (smaller
-    vertex first)."""
+    """A connected road-like graph of about ``degree`` entries per vertex.
+
+    A side x side grid graph with most edges deleted, ``degree`` stored
+    entries per vertex on average once every edge is stored both ways
+    (road_usa: 57.71M / 23.95M = 2.41; a full grid has about 4).  Every
+    vertex but the corner 0 keeps the edge to its left or its upper
+    neighbour (one of the two at random, the only one on the border): a
+    spanning tree whose paths run monotonically to the corner, so the
+    graph is connected with a diameter of the order of the side, as a road
+    network's; of the other grid edges each is kept with the probability
+    that gives ``degree``.  Vertices are numbered row by row (the locality
+    of a road network's numbering).
+
+    Parameters
+    ----------
+    side : int
+        The grid is side x side vertices.
+    degree : float, optional
+        Mean stored entries per vertex with both directions counted.
+    seed : int, optional
+        Seed of NumPy's generator.
+
+    Returns
+    -------
+    Edges
+        One way per edge (smaller vertex first); at least side**2 - 1 edges.
+
+    Examples
+    --------
+    >>> from meshccl.graph import connected_components
+    >>> from meshccl.graph_generators import road_grid
+    >>> e = road_grid(4, seed=0)
+    >>> e.n_vertices, connected_components(e)[0]
+    (16, 1)
+    """
     rng = np.random.default_rng(seed)
     n = side * side
     grid_edges = 2 * side * (side - 1)
@@ -143,16 +224,61 @@ def road_grid(side: int, degree: float = 2.41, seed: int = 0) -> Edges:
 
 @_with_xp
 def line(n: int) -> Edges:
-    """Hawick's Line graph: a path 0 - 1 - ... - n-1 (worst case for label propagation)."""
+    """Hawick's Line graph: the path 0 - 1 - ... - n-1.
+
+    The worst case for label propagation (n - 1 rounds).
+
+    Parameters
+    ----------
+    n : int
+        Number of vertices.
+
+    Returns
+    -------
+    Edges
+        Edge k joins k and k + 1.
+
+    Examples
+    --------
+    >>> from meshccl.graph_generators import line
+    >>> e = line(4)
+    >>> e.src.tolist(), e.dst.tolist(), e.n_vertices
+    ([0, 1, 2], [1, 2, 3], 4)
+    """
     v = np.arange(max(n - 1, 0), dtype=np.int64)
     return Edges(v, v + 1, n)
 
 
 @_with_xp
 def disjoint(k: int, size: int, seed: int = 0) -> Edges:
-    """k separate random trees of `size` vertices (exactly k components),
-    vertex numbers shuffled across components.  (Hawick's own Disjoint
-    graphs, random edges inside random sets, are :func:`hawick_disjoint`.)"""
+    """k separate random trees of ``size`` vertices: exactly k components.
+
+    Each vertex of a tree links to a random earlier one; vertex numbers are
+    shuffled across the components.  (Hawick's own Disjoint graphs, random
+    edges inside random sets, are :func:`hawick_disjoint`.)
+
+    Parameters
+    ----------
+    k : int
+        Number of trees (components).
+    size : int
+        Vertices per tree.
+    seed : int, optional
+        Seed of NumPy's generator.
+
+    Returns
+    -------
+    Edges
+        k * (size - 1) edges on k * size vertices.
+
+    Examples
+    --------
+    >>> from meshccl.graph import connected_components
+    >>> from meshccl.graph_generators import disjoint
+    >>> e = disjoint(3, 5, seed=0)
+    >>> e.n_vertices, e.src.size, connected_components(e)[0]
+    (15, 12, 3)
+    """
     rng = np.random.default_rng(seed)
     n = k * size
     local = np.arange(1, size)
@@ -171,6 +297,22 @@ def hawick_disjoint(n: int, m: int, sets: int, seed: int = 0) -> Edges:
     (fewer only when a group stays empty), more when sparse groups leave
     vertices without edges (monomers).  Self-loops and duplicates may occur.
     The paper's three series are :data:`HAWICK_DISJOINT_SERIES`.
+
+    Parameters
+    ----------
+    n : int
+        Number of vertices.
+    m : int
+        Number of edges.
+    sets : int
+        Number of groups (at least 1).
+    seed : int, optional
+        Seed of NumPy's generator.
+
+    Returns
+    -------
+    Edges
+        ``src`` uniform over the vertices, ``dst`` uniform over its group.
 
     Examples
     --------
@@ -208,17 +350,65 @@ HAWICK_DISJOINT_SERIES = {
 
 @_with_xp
 def random_edges(n: int, m: int, seed: int = 0) -> Edges:
-    """m uniformly random directed edges on n vertices (self-loops and
-    duplicates allowed): an Erdős–Rényi-like multigraph."""
+    """m uniformly random directed edges on n vertices.
+
+    Self-loops and duplicates are allowed: an Erdős–Rényi-like multigraph.
+
+    Parameters
+    ----------
+    n : int
+        Number of vertices.
+    m : int
+        Number of edges.
+    seed : int, optional
+        Seed of NumPy's generator.
+
+    Returns
+    -------
+    Edges
+
+    Examples
+    --------
+    >>> from meshccl.graph_generators import random_edges
+    >>> e = random_edges(10, 20, seed=0)
+    >>> e.n_vertices, e.src.size, bool(e.src.max() < 10)
+    (10, 20, True)
+    """
     rng = np.random.default_rng(seed)
     return Edges(rng.integers(0, n, m), rng.integers(0, n, m), n)
 
 
 @_with_xp
 def barabasi_albert(n: int, m: int = 4, seed: int = 0) -> Edges:
-    """Barabási–Albert preferential attachment: each new vertex links to m
-    existing vertices chosen with probability proportional to degree (drawn
-    from the list of edge endpoints; duplicate picks merged).  Connected."""
+    """Barabási–Albert preferential attachment (serial, duplicates merged).
+
+    Starting from a star on m + 1 vertices, each new vertex links to m
+    existing vertices chosen with probability proportional to their degree
+    (drawn from the list of edge endpoints; duplicate picks merged, so a
+    vertex may get fewer than m edges).  Connected.
+
+    Parameters
+    ----------
+    n : int
+        Number of vertices (more than m).
+    m : int, optional
+        Edges per new vertex (at least 1).
+    seed : int, optional
+        Seed of NumPy's generator.
+
+    Returns
+    -------
+    Edges
+        From each new vertex to its targets.
+
+    Examples
+    --------
+    >>> from meshccl.graph import connected_components
+    >>> from meshccl.graph_generators import barabasi_albert
+    >>> e = barabasi_albert(100, 3, seed=0)
+    >>> e.n_vertices, connected_components(e)[0]
+    (100, 1)
+    """
     if n < m + 1 or m < 1:
         raise ValueError(f"barabasi_albert needs n > m >= 1, got n={n}, m={m}")
     rng = np.random.default_rng(seed)
@@ -239,16 +429,40 @@ def barabasi_albert(n: int, m: int = 4, seed: int = 0) -> Edges:
 
 @_with_xp
 def barabasi_albert_bb(n: int, m: int = 9, seed: int = 0) -> Edges:
-    """Barabási–Albert preferential attachment by Batagelj and Brandes's
-    copy model (Phys. Rev. E 71, 036113, 2005, algorithm "BA"), vectorised:
-    n * m edges, edge e = v * m + i (i < m) joins vertex v to the endpoint
-    M[r] of a uniformly random earlier slot r in [0, 2e] of the endpoint
-    list M (M[2e] = v, M[2e + 1] = the picked target), so targets are drawn
-    with probability proportional to degree.  The copies are resolved by
-    following r to an even slot (a few passes over a halving set).  The
-    plain model: self-loops (the first vertex's edges, a pick of r = 2e)
-    and parallel edges are kept (a CSR build merges them).  Connected.
-    ``barabasi_albert`` is the serial variant that merges duplicate picks."""
+    """Barabási–Albert preferential attachment, vectorised (Batagelj–Brandes).
+
+    Batagelj and Brandes's copy model (Phys. Rev. E 71, 036113, 2005,
+    algorithm "BA"): n * m edges, edge e = v * m + i (i < m) joins vertex v
+    to the endpoint M[r] of a uniformly random earlier slot r in [0, 2e] of
+    the endpoint list M (M[2e] = v, M[2e + 1] = the picked target), so
+    targets are drawn with probability proportional to degree.  The copies
+    are resolved by following r to an even slot (a few passes over a
+    halving set).  The plain model: self-loops (the first vertex's edges, a
+    pick of r = 2e) and parallel edges are kept (a CSR build merges them).
+    Connected.  :func:`barabasi_albert` is the serial variant that merges
+    duplicate picks.
+
+    Parameters
+    ----------
+    n : int
+        Number of vertices (at least 1).
+    m : int, optional
+        Edges per vertex (at least 1).
+    seed : int, optional
+        Seed of NumPy's generator.
+
+    Returns
+    -------
+    Edges
+        Exactly n * m edges, edge e from vertex e // m.
+
+    Examples
+    --------
+    >>> from meshccl.graph_generators import barabasi_albert_bb
+    >>> e = barabasi_albert_bb(100, 9, seed=0)
+    >>> e.n_vertices, e.src.size
+    (100, 900)
+    """
     if n < 1 or m < 1:
         raise ValueError(f"barabasi_albert_bb needs n >= 1 and m >= 1, got n={n}, m={m}")
     rng = np.random.default_rng(seed)
@@ -266,9 +480,35 @@ def barabasi_albert_bb(n: int, m: int = 9, seed: int = 0) -> Edges:
 
 @_with_xp
 def watts_strogatz(n: int, k: int = 4, p: float = 0.1, seed: int = 0) -> Edges:
-    """Watts–Strogatz small world: a ring where each vertex links to its k/2
-    next neighbours, each edge's far end rewired to a random vertex with
-    probability p (p = 1: random graph; p = 0: the ring)."""
+    """Watts–Strogatz small world.
+
+    A ring where each vertex links to its k/2 next neighbours, each edge's
+    far end rewired to a random vertex with probability p (p = 1: a random
+    graph; p = 0: the ring).
+
+    Parameters
+    ----------
+    n : int
+        Number of vertices.
+    k : int, optional
+        Even number of ring neighbours per vertex, 0 < k < n.
+    p : float, optional
+        Rewiring probability.
+    seed : int, optional
+        Seed of NumPy's generator.
+
+    Returns
+    -------
+    Edges
+        n * k / 2 edges.
+
+    Examples
+    --------
+    >>> from meshccl.graph_generators import watts_strogatz
+    >>> e = watts_strogatz(10, 4, p=0.0)
+    >>> e.src.size, e.src[:3].tolist(), e.dst[:3].tolist()
+    (20, [0, 1, 2], [1, 2, 3])
+    """
     if k % 2 or not 0 < k < n:
         raise ValueError(f"watts_strogatz needs an even k with 0 < k < n, got k={k}, n={n}")
     rng = np.random.default_rng(seed)
@@ -282,9 +522,33 @@ def watts_strogatz(n: int, k: int = 4, p: float = 0.1, seed: int = 0) -> Edges:
 
 @_with_xp
 def random_regular(n: int, d: int = 3, seed: int = 0) -> Edges:
-    """A random d-regular multigraph by the configuration model: n*d stubs
-    paired at random (self-loops and parallel edges possible, as in the
-    plain model; n * d must be even)."""
+    """A random d-regular multigraph by the configuration model.
+
+    n * d stubs paired at random: self-loops and parallel edges are
+    possible, as in the plain model.
+
+    Parameters
+    ----------
+    n : int
+        Number of vertices.
+    d : int, optional
+        Degree of every vertex (n * d must be even).
+    seed : int, optional
+        Seed of NumPy's generator.
+
+    Returns
+    -------
+    Edges
+        n * d / 2 edges; every vertex is an endpoint d times.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meshccl.graph_generators import random_regular
+    >>> e = random_regular(10, 3, seed=0)
+    >>> e.src.size, np.bincount(np.concatenate([e.src, e.dst])).tolist()
+    (15, [3, 3, 3, 3, 3, 3, 3, 3, 3, 3])
+    """
     if (n * d) % 2:
         raise ValueError(f"random_regular needs n * d even, got n={n}, d={d}")
     rng = np.random.default_rng(seed)
@@ -294,8 +558,32 @@ def random_regular(n: int, d: int = 3, seed: int = 0) -> Edges:
 
 @_with_xp
 def delaunay(n: int, seed: int = 0) -> Edges:
-    """Delaunay triangulation of n uniform random points in the unit square
-    (scipy.spatial): a planar, mesh-like, connected graph."""
+    """Delaunay triangulation of n uniform random points in the unit square.
+
+    Computed by ``scipy.spatial.Delaunay``: a planar, mesh-like, connected
+    graph.
+
+    Parameters
+    ----------
+    n : int
+        Number of points (vertices), at least 3.
+    seed : int, optional
+        Seed of NumPy's generator.
+
+    Returns
+    -------
+    Edges
+        The three sides of every triangle (inner sides twice, once each
+        way).
+
+    Examples
+    --------
+    >>> from meshccl.graph import connected_components
+    >>> from meshccl.graph_generators import delaunay
+    >>> e = delaunay(100, seed=0)
+    >>> e.n_vertices, connected_components(e)[0]
+    (100, 1)
+    """
     from scipy.spatial import Delaunay
 
     rng = np.random.default_rng(seed)

@@ -22,7 +22,20 @@ CPU_ONLY = ("cpu1", "cpu2")
 
 
 def gpu_available() -> bool:
-    """True when CuPy imports and sees at least one CUDA device."""
+    """Whether the GPU backend can run here.
+
+    Returns
+    -------
+    bool
+        True when CuPy imports and sees at least one CUDA device; then CuPy
+        input is labelled on its GPU and ``device='gpu'`` works.
+
+    Examples
+    --------
+    >>> import meshccl
+    >>> isinstance(meshccl.gpu_available(), bool)
+    True
+    """
     try:
         import cupy
 

@@ -36,7 +36,25 @@ MOVES_LEFT = 2
 
 
 def half_neighbourhood_size(ndim: int, connectivity: int) -> int:
-    """Number of offsets in the half neighbourhood (left neighbour included)."""
+    """Number of offsets in the half neighbourhood (left neighbour included).
+
+    Parameters
+    ----------
+    ndim : int
+        Number of axes.
+    connectivity : int
+        Orthogonal hops, 1..ndim.
+
+    Returns
+    -------
+    int
+        ``len(half_offsets(ndim, connectivity))``, without building it.
+
+    Examples
+    --------
+    >>> half_neighbourhood_size(2, 2), half_neighbourhood_size(3, 3)
+    (4, 13)
+    """
     return sum(comb(ndim, h) * 2**h for h in range(1, connectivity + 1)) // 2
 
 

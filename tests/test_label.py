@@ -370,9 +370,13 @@ def test_docstring_examples():
     """The examples in the public docstrings run and print what they say."""
     import doctest
 
+    import meshccl.errors
     import meshccl.graph
+    import meshccl.graph_generators
     import meshccl.labelling
     import meshccl.neighbourhood
-    for module in (meshccl.labelling, meshccl.neighbourhood, meshccl.graph):
+    import meshccl.patterns
+    for module in (meshccl.labelling, meshccl.neighbourhood, meshccl.graph, meshccl.errors,
+                   meshccl.graph_generators, meshccl.patterns):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
