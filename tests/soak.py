@@ -13,7 +13,9 @@ reference that shares no code with the library:
   explicit neighbour graph and ``scipy.sparse.csgraph``;
 - ``axes=`` (batches): skimage on every slice, renumbered by first cell;
 - the iterative methods A-D: skimage;
-- graphs: ``scipy.sparse.csgraph.connected_components`` (same numbering).
+- graphs: ``scipy.sparse.csgraph.connected_components`` (same numbering);
+- bad input (one argument corrupted, or a CSR made invalid at a random
+  place): a TypeError, ValueError or NotImplementedError naming it.
 
 Every case has its own seed (``--seed`` + its index), so one case can be run
 again alone (``--case``).  A case that disagrees is written to
@@ -448,9 +450,101 @@ def case_graph(rng, be, max_cells, out):
     return results
 
 
-KINDS = {"images": (case_images, 0.55), "lattice": (case_lattice, 0.12),
+def _label_corruption(rng, a):
+    """One bad argument for label(): (keyword arguments, the name the
+    error must give)."""
+    from meshccl.neighbourhood import half_offsets
+
+    nd = a.ndim
+    bad = [
+        ({"connectivity": int(rng.choice([0, -1, nd + 1]))}, "connectivity"),
+        ({"connectivity": 1.5}, "connectivity"),
+        ({"background": str(rng.choice(["x", "0"]))}, "background"),
+        ({"background": complex(1, 2)}, "background"),
+        ({"dtype": np.float32}, "dtype"),
+        ({"mask": np.ones(a.shape[:-1] + (a.shape[-1] + 1,), bool)}, "mask"),
+        ({"bonds": np.ones((len(half_offsets(nd, nd)) + 1,) + a.shape, bool),
+          "connectivity": nd}, "bonds"),
+        ({"periodic": [True] * (nd + 1)}, "periodic"),
+        ({"tolerance": float(rng.choice([-1.0, np.nan]))}, "tolerance"),
+        ({"axes": (nd,)}, "axes"),
+        ({"axes": (0, 0)}, "axes"),
+        ({"method": "Z"}, "method"),
+        ({"device": "tpu"}, "device"),
+        ({"cpu_threads": -1}, "cpu_threads"),
+        ({"return_num": "yes"}, "return_num"),
+        ({"method": "A", "max_iterations": -1}, "max_iterations"),
+    ]
+    return bad[int(rng.integers(0, len(bad)))]
+
+
+def _graph_corruption(rng, n, indptr, indices):
+    """A CSR made invalid at a random place: (graph parts, the words the
+    error must give)."""
+    indptr, indices = indptr.copy(), indices.copy()
+    how = str(rng.choice(["index high", "index negative", "indptr decreases", "indptr start",
+                          "indptr end", "edges lengths"]))
+    m = len(indices)
+    if how.startswith("index") and m:
+        k = int(rng.integers(0, m))
+        indices[k] = n + int(rng.integers(0, 5)) if how == "index high" else -1 - int(
+            rng.integers(0, 5))
+        return ("csr", indptr, indices), ["indices must lie in", f"at position {k}"]
+    if how == "indptr decreases" and n >= 2 and indptr[-1] > 0:
+        k = int(rng.integers(1, n))
+        indptr[k] = indptr[-1] + 1 if indptr[k - 1] == 0 else indptr[k - 1] - 1
+        if indptr[k] <= indptr[-1] and indptr[k] >= indptr[k - 1]:
+            indptr[k] = indptr[k - 1] - 1
+        return ("csr", indptr, indices), ["indptr"]
+    if how == "indptr start":
+        indptr[0] = 1
+        return ("csr", indptr, indices), ["indptr must start at 0"]
+    if how == "edges lengths" and m:
+        return ("edges", indices[:-1], indices), ["src and dst must have the same length"]
+    indptr[-1] = m + 1
+    return ("csr", indptr, indices), ["indptr must end at len(indices)"]
+
+
+def case_errors(rng, be, max_cells, out):
+    """Bad input must get TypeError / ValueError / NotImplementedError whose
+    message names the argument (never another exception, never a result)."""
+    from meshccl.graph import Edges, connected_components
+
+    allowed = (TypeError, ValueError, NotImplementedError)
+    if rng.random() < 0.5:
+        a, what = _image(rng, min(max_cells, 200_000))
+        if a.ndim == 0:
+            a = a.reshape(1)
+        kw, name = _label_corruption(rng, a)
+        kw = {k: (be.put(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+        words = [name]
+        call = lambda: meshccl.label(be.put(a), **kw)  # noqa: E731
+        what = f"label({what}, {sorted(kw)})"
+    else:
+        n = int(math.exp(rng.uniform(0, math.log(1 << 18))))
+        e = gen.random_edges(n, int(n * rng.uniform(0.0, 4.0)) + 1, seed=int(rng.integers(1 << 30)))
+        order = np.argsort(e.src, kind="stable")
+        indptr = np.searchsorted(e.src[order], np.arange(n + 1)).astype(np.int64)
+        indices = e.dst[order].astype(rng.choice([np.int32, np.int64]))
+        (form, p, q), words = _graph_corruption(rng, n, indptr, indices)
+        g = Edges(be.put(p), be.put(q), None) if form == "edges" else (be.put(p), be.put(q))
+        call = lambda: connected_components(g)  # noqa: E731
+        what = f"connected_components({form}, n={n}, words {words})"
+    try:
+        call()
+    except allowed as exc:
+        msg = str(exc)
+        ok = all(w in msg for w in words)
+        return [(f"errors: {what}: {type(exc).__name__}: {msg[:200]}", np.array(ok),
+                 np.array(True), None, {})]
+    except Exception as exc:  # noqa: BLE001 - any other class is the failure
+        return [(f"errors: {what}: raised {exc!r}", np.array(False), np.array(True), None, {})]
+    return [(f"errors: {what}: no error", np.array(False), np.array(True), None, {})]
+
+
+KINDS = {"images": (case_images, 0.5), "lattice": (case_lattice, 0.12),
          "axes": (case_axes, 0.1), "methods": (case_methods, 0.08),
-         "graph": (case_graph, 0.15)}
+         "graph": (case_graph, 0.15), "errors": (case_errors, 0.05)}
 
 
 # --------------------------------------------------------------------------
