@@ -29,14 +29,21 @@ def reference_label(a, background=0, connectivity=None):
         lab, n = ndimage.label(keys == v, structure=structure)
         out[lab > 0] = lab[lab > 0] + nxt
         nxt += n
-    # renumber by first occurrence in raster order
-    flat = out.ravel()
+    return by_first_cell(out)
+
+
+def by_first_cell(ids):
+    """Renumber non-negative component ids (0: background) 1..N in raster
+    order of each component's first cell."""
+    flat = np.asarray(ids).ravel()
     fg = flat > 0
-    uniq, first = np.unique(flat[fg], return_index=True)
-    order = np.argsort(first)
-    mapping = np.zeros(nxt + 1, dtype=np.int64)
-    mapping[uniq[order]] = np.arange(1, len(uniq) + 1)
-    return mapping[out]
+    out = np.zeros(flat.shape, np.int64)
+    if fg.any():
+        uniq, first = np.unique(flat[fg], return_index=True)
+        rank = np.zeros(int(flat.max()) + 1, np.int64)
+        rank[uniq[np.argsort(first)]] = np.arange(1, len(uniq) + 1)
+        out[fg] = rank[flat[fg]]
+    return out.reshape(np.shape(ids))
 
 
 def reference_lattice(a, background=None, connectivity=None, periodic=False, mask=None,
@@ -93,13 +100,4 @@ def reference_lattice(a, background=None, connectivity=None, periodic=False, mas
     cols = np.concatenate(cols) if cols else np.zeros(0, int)
     g = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
     _, comp = connected_components(g, directed=False)
-    flat_fg = fg.reshape(-1)
-    out = np.zeros(n, np.int64)
-    if flat_fg.any():
-        comps = comp[flat_fg]
-        uniq, first = np.unique(comps, return_index=True)
-        order = np.argsort(first)
-        rank = np.zeros(comp.max() + 1, np.int64)
-        rank[uniq[order]] = np.arange(1, len(uniq) + 1)
-        out[flat_fg] = rank[comps]
-    return out.reshape(shape)
+    return by_first_cell(np.where(fg.reshape(-1), comp + 1, 0).reshape(shape))

@@ -50,7 +50,7 @@ sys.path.insert(1, os.path.dirname(_HERE))  # the checkout, when meshccl is not 
 import meshccl  # noqa: E402
 from meshccl import graph_generators as gen  # noqa: E402
 from meshccl import patterns  # noqa: E402
-from reference import reference_lattice  # noqa: E402
+from reference import by_first_cell, reference_lattice  # noqa: E402
 
 # --------------------------------------------------------------------------
 # Images: families of 0 / 1 (or few-valued) fields on any shape
@@ -346,16 +346,7 @@ def _axes_reference(a, axes, connectivity, background):
         lab = sk_label(moved[idx], background=background, connectivity=connectivity)
         out[idx] = np.where(lab > 0, lab + nxt, 0)
         nxt += int(lab.max()) if lab.size else 0
-    out = np.moveaxis(out, range(a.ndim), others + list(axes))
-    flat = out.reshape(-1)
-    fg = flat > 0
-    res = np.zeros_like(flat)
-    if fg.any():
-        uniq, first = np.unique(flat[fg], return_index=True)
-        rank = np.zeros(nxt + 1, np.int64)
-        rank[uniq[np.argsort(first)]] = np.arange(1, len(uniq) + 1)
-        res[fg] = rank[flat[fg]]
-    return res.reshape(a.shape)
+    return by_first_cell(np.moveaxis(out, range(a.ndim), others + list(axes)))
 
 
 def case_axes(rng, be, max_cells, out):
