@@ -2,10 +2,11 @@
 # The one device script: install meshccl without network, run the GPU test
 # suite and the benchmark, and leave logs under $OUT.
 #
-#   bash benchmarks/gpu_check.sh [tests] [bench] [quick] [smoke] [phases] [hawick] [graph]
-#                                                         (default: tests bench)
+#   bash benchmarks/gpu_check.sh [tests] [soak] [bench] [quick] [smoke] [phases] [hawick] [graph]
+#                                                         (default: tests soak bench)
 #   TESTS="tests/test_methods.py ..."  limits the tests step (default: tests)
 #   CAP=60                             seconds per call before hawick stops a method
+#   SOAK_SECONDS=120 SOAK_SEED=<date>  the randomized run against references (tests/soak.py)
 #   PHASES_ARGS="--tiles 3:8,8,16"     arguments for benchmarks/phases.py
 #   GPROFILE_ARGS, GNCU_ARGS, GNCU_KERNEL  graph_profile.py arguments; the kernel gncu profiles
 #
@@ -15,7 +16,7 @@ set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-steps=${*:-tests bench}
+steps=${*:-tests soak bench}
 status=0
 
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv; } > "$OUT/machine.txt" 2>&1
@@ -33,6 +34,10 @@ for step in $steps; do
   case $step in
     tests)
       python3 -m pytest ${TESTS:-tests} -q -x -p no:cacheprovider -rs --durations=15 2>&1 | tee "$OUT/tests.log" | tail -45
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    soak)
+      python3 tests/soak.py --backend gpu --seconds "${SOAK_SECONDS:-120}" --slow 30 \
+        --seed "${SOAK_SEED:-$(date -u +%Y%m%d%H)}" --out "$OUT/soak" 2>&1 | tee "$OUT/soak.log" | tail -12
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     bench)
       python3 benchmarks/bench.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -40
