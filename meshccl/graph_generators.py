@@ -53,7 +53,10 @@ def _with_xp(generate):
 
     doc = generate.__doc__ or ""
     at = doc.find("\n    Returns\n")  # xp joins the numpydoc parameters
-    wrapper.__doc__ = doc[:at] + _XP_PARAM + doc[at:] if at >= 0 else doc + _XP_DOC
+    if at < 0:  # (every generator has one; without it xp still gets a section)
+        doc += "\n\n    Parameters\n    ----------\n"
+        at = len(doc)
+    wrapper.__doc__ = doc[:at] + _XP_PARAM + doc[at:]
     sig = inspect.signature(generate)
     wrapper.__signature__ = sig.replace(parameters=[*sig.parameters.values(), inspect.Parameter(
         "xp", inspect.Parameter.KEYWORD_ONLY, default=None)])
@@ -65,11 +68,6 @@ _XP_PARAM = """    xp : None, 'numpy', 'cupy' or the module, optional
         same graph, generated on the host and copied to the GPU once; see
         the module docstring).
 """
-_XP_DOC = """
-
-    ``xp``: None / ``'numpy'`` (NumPy arrays) or ``'cupy'`` (CuPy arrays:
-    the same graph as for NumPy, generated on the host and copied to the
-    GPU once; see the module docstring)."""
 
 
 @_with_xp
