@@ -161,7 +161,7 @@ def sparse(rng, shape):
 FAMILIES = [percolation, blobs, potts, blocky, segments, stripes, serpentine, rings,
             spiral, checker, sparse]
 DTYPES = [np.uint8] * 6 + [np.int8, np.bool_, np.bool_, np.uint16, np.int16, np.int32,
-                           np.uint32, np.int64, np.float32, np.float64]
+                           np.uint32, np.int64, np.float16, np.float32, np.float64]
 
 
 def _sides(rng, k, budget):
@@ -195,8 +195,9 @@ def _values(rng, levels, dtype):
         return levels.astype(bool), "bool"
     info = np.iinfo(dtype) if np.issubdtype(dtype, np.integer) else None
     if kind == "spread" and top > 0:
-        hi = info.max if info is not None else 1e6
-        lo = info.min if info is not None else -1e6
+        big = min(1e6, float(np.finfo(dtype).max) / 2) if info is None else None
+        hi = info.max if info is not None else big
+        lo = info.min if info is not None else -big
         table = rng.choice([lo, hi, 0, 1, 7, hi // 2 if info is not None else 3.0], size=top + 1,
                            replace=True)
         table[0] = 0
@@ -228,7 +229,7 @@ class Backend:
 
 
 # --------------------------------------------------------------------------
-# Case kinds: each returns a list of (what, got, want) to compare
+# Case kinds: each returns a list of (what, got, want, input, arguments)
 # --------------------------------------------------------------------------
 
 
