@@ -47,6 +47,7 @@ background is compared with that packed value: the default 0 is black
 Output (OUT), chosen by extension:
   .npy         the labels as returned by meshccl.label (int64, int32 for bool)
   .tif .tiff   uint32 (uint64 beyond 2**32 - 1 labels), any number of axes
+               (1-D labels as a single row)
   .png         2-D only; uint8 below 256 labels, uint16 below 65536,
                otherwise write .tif or .npy instead
 """
@@ -282,7 +283,8 @@ def write_labels(path, labels, num):
     Parameters
     ----------
     path : str or pathlib.Path
-        ``.npy``, ``.tif``/``.tiff`` or ``.png`` (2-D only).
+        ``.npy``, ``.tif``/``.tiff`` (1-D labels as a single row) or
+        ``.png`` (2-D only).
     labels : numpy.ndarray
         Labels 0..num.
     num : int
@@ -309,6 +311,8 @@ def write_labels(path, labels, num):
             import tifffile
 
             out = labels.astype(np.uint32 if num < 2**32 else np.uint64, copy=False)
+            if out.ndim < 2:  # (a TIFF page has rows and columns: one row)
+                out = out.reshape(1, -1)
             tifffile.imwrite(path, out, photometric="minisblack")
             return out.dtype
         import imageio.v3 as iio

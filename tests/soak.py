@@ -14,6 +14,7 @@ reference that shares no code with the library:
 - ``axes=`` (batches): skimage on every slice, renumbered by first cell;
 - the iterative methods A-D: skimage;
 - graphs: ``scipy.sparse.csgraph.connected_components`` (same numbering);
+- ``meshccl label IN OUT`` on .npy, .tif and .png files: skimage;
 - bad input (one argument corrupted, or a CSR made invalid at a random
   place): a TypeError, ValueError or NotImplementedError naming it.
 
@@ -32,7 +33,9 @@ this script cannot rot unnoticed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
+import io
 import json
 import math
 import os
@@ -534,9 +537,62 @@ def case_errors(rng, be, max_cells, out):
     return [(f"errors: {what}: no error", np.array(False), np.array(True), None, {})]
 
 
+def case_cli(rng, be, max_cells, out):
+    """``meshccl label IN OUT`` through files of every format it takes,
+    read back and compared with skimage (colour images aside)."""
+    import tempfile
+
+    from meshccl import cli
+
+    fmt = str(rng.choice([".npy", ".tif", ".png"]))
+    a, what = _image(rng, min(max_cells, 1_000_000),
+                     dtype=None if fmt == ".npy" else rng.choice([np.uint8, np.uint16]))
+    if fmt != ".npy" and a.ndim < 2:  # image files have rows and columns
+        a = a.reshape(1, -1)
+    if fmt == ".png":  # a 2-D grey image
+        a = a.reshape(a.shape[0], -1)
+    elif fmt == ".tif" and a.ndim == 3 and a.shape[-1] in (3, 4):
+        a = a[..., :2].copy()  # (a last axis of 3 or 4 would read as colour)
+    c = int(rng.integers(1, max(a.ndim, 1) + 1))
+    bg = int(rng.choice([0, 1]))
+    out_fmt = str(rng.choice([".npy", ".tif"] + ([".png"] if a.ndim == 2 else [])))
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "in" + fmt), os.path.join(tmp, "out" + out_fmt)
+        if fmt == ".npy":
+            np.save(src, a)
+        elif fmt == ".tif":
+            import tifffile
+            tifffile.imwrite(src, a, photometric="minisblack")
+        else:
+            import imageio.v3 as iio
+            iio.imwrite(src, a, extension=".png")
+        # (its report of each call, and the expected usage errors)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            rc = cli.main(["label", src, dst, "--connectivity", str(c), "--background", str(bg),
+                           "--device", be.name])
+        want = sk_label(a, connectivity=c, background=bg)
+        if out_fmt == ".png" and want.size and want.max() >= 65536:  # a usage error, exit 2
+            return [(f"cli {fmt} -> .png, {int(want.max())} labels: {what}", np.array(rc),
+                     np.array(2), a, {})]
+        if rc != 0:
+            return [(f"cli {fmt} -> {out_fmt}: {what}: exit status {rc}", np.array(rc),
+                     np.array(0), a, {})]
+        if out_fmt == ".npy":
+            got = np.load(dst)
+        elif out_fmt == ".tif":
+            import tifffile
+            got = tifffile.imread(dst)
+        else:
+            import imageio.v3 as iio
+            got = np.asarray(iio.imread(dst))
+    return [(f"cli {fmt} -> {out_fmt}: {what} c={c} bg={bg}", got.astype(np.int64).reshape(want.shape),
+             want, a, {"connectivity": c})]
+
+
 KINDS = {"images": (case_images, 0.5), "lattice": (case_lattice, 0.12),
          "axes": (case_axes, 0.1), "methods": (case_methods, 0.08),
-         "graph": (case_graph, 0.15), "errors": (case_errors, 0.05)}
+         "graph": (case_graph, 0.15), "errors": (case_errors, 0.05),
+         "cli": (case_cli, 0.03)}
 
 
 # --------------------------------------------------------------------------

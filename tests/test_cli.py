@@ -117,6 +117,19 @@ def test_tif_one_page_per_slice(tmp_path, capsys, volume):
     np.testing.assert_array_equal(got, sk_label(volume, connectivity=1))
 
 
+def test_tif_from_1d(tmp_path, capsys):
+    """1-D labels go to a TIFF as one row (tifffile needs rows and columns;
+    this used to fail with 'tuple index out of range')."""
+    a = (np.arange(200) % 7 != 0).astype(np.uint8)
+    src, dst = tmp_path / "row.npy", tmp_path / "row.tif"
+    np.save(src, a)
+    rc, _, err = run(capsys, "label", src, dst)
+    assert rc == 0, err
+    got = tifffile.imread(dst)
+    assert got.shape == (1, 200) and got.dtype == np.uint32
+    np.testing.assert_array_equal(got[0], sk_label(a))
+
+
 def test_png_2d_uint8(tmp_path, capsys, image2d):
     src, dst = tmp_path / "in.png", tmp_path / "out.png"
     iio.imwrite(src, image2d * 100)
