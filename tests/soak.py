@@ -19,9 +19,10 @@ reference that shares no code with the library:
   place): a TypeError, ValueError or NotImplementedError naming it.
 
 Every case has its own seed (``--seed`` + its index), so one case can be run
-again alone (``--case``).  A case that disagrees is written to
-``OUT/failures/case-N.npz`` with its arguments; the run goes on and exits 1
-at the end.  Usage::
+again alone (``--case``, with the run's ``--max-cells`` and ``--kinds``).  A
+call that disagrees is written to ``OUT/failures/case-N-K.npz`` (input, got,
+want) with its arguments in ``case-N-K.txt``; the run goes on and exits 1
+at the end.  ``OUT/progress.log`` has a line per case with its time.  Usage::
 
     python tests/soak.py --seconds 300 --backend gpu --out /tmp/soak
     python tests/soak.py --case 1234 --seed 0 --backend gpu
@@ -614,7 +615,7 @@ def run_case(index, seed, be, max_cells, out, kinds=None):
         import traceback
         return kind, 0, [f"case {index} ({kind}): raised {exc!r}\n" + traceback.format_exc()], ""
     bad, cells = [], 0
-    for what, got, want, a, kw in results:
+    for k, (what, got, want, a, kw) in enumerate(results):
         cells += int(np.size(want))
         if np.shape(got) != np.shape(want) or not np.array_equal(got, want):
             diff = int(np.count_nonzero(np.asarray(got) != np.asarray(want))) \
@@ -624,10 +625,11 @@ def run_case(index, seed, be, max_cells, out, kinds=None):
             if out:
                 os.makedirs(os.path.join(out, "failures"), exist_ok=True)
                 extra = {k: v for k, v in kw.items() if isinstance(v, np.ndarray)}
-                np.savez_compressed(os.path.join(out, "failures", f"case-{index}.npz"),
+                name = os.path.join(out, "failures", f"case-{index}-{k}")
+                np.savez_compressed(name + ".npz",
                                     **({"a": a} if a is not None else {}), got=got, want=want,
                                     **extra)
-                with open(os.path.join(out, "failures", f"case-{index}.txt"), "w") as f:
+                with open(name + ".txt", "w") as f:
                     f.write(msg + "\n" + repr({k: v for k, v in kw.items()
                                                if not isinstance(v, np.ndarray)}) + "\n")
     return kind, cells, bad, results[0][0] if results else ""
@@ -667,6 +669,8 @@ def run(seconds, seed=0, backend="gpu", max_cells=4_000_000, out=None, first=0, 
             log("FAIL " + msg, flush=True)
         failures.extend(bad)
         index += 1
+    if progress:
+        progress.close()
     summary = {"backend": backend, "seed": seed, "cases": index - first, "first": first,
                "max_cells": max_cells, "seconds": round(time.perf_counter() - t0, 1),
                "per_kind": dict(per_kind), "cells_compared": dict(cells),

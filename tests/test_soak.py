@@ -31,5 +31,5 @@ def test_soak_reports_a_disagreement(monkeypatch, tmp_path):
     summary = soak.run(0, seed=3, backend="cpu", max_cells=5_000, cases=4, kinds=["images"],
                        out=str(tmp_path))
     assert summary["failures"], "an off-by-one labeller went unnoticed"
-    saved = sorted(tmp_path.joinpath("failures").glob("case-*.npz"))
+    saved = sorted(tmp_path.joinpath("failures").glob("case-*-*.npz"))
     assert saved and set(np.load(saved[0]).files) >= {"a", "got", "want"}
