@@ -586,8 +586,8 @@ def case_cli(rng, be, max_cells, out):
         else:
             import imageio.v3 as iio
             got = np.asarray(iio.imread(dst))
-    return [(f"cli {fmt} -> {out_fmt}: {what} c={c} bg={bg}", got.astype(np.int64).reshape(want.shape),
-             want, a, {"connectivity": c})]
+    got = got.astype(np.int64).reshape(want.shape)  # (a 1-D TIFF comes back as one row)
+    return [(f"cli {fmt} -> {out_fmt}: {what} c={c} bg={bg}", got, want, a, {"connectivity": c})]
 
 
 KINDS = {"images": (case_images, 0.5), "lattice": (case_lattice, 0.12),

@@ -275,7 +275,8 @@ def test_float_int64_edges(backend):
         np.testing.assert_array_equal(run_label(a, backend, connectivity=c),
                                       sk_label(a, connectivity=c))
     for v in (2.0**63, np.nextafter(-2.0**63, -np.inf)):
-        with pytest.raises(ValueError, match=re.escape(f"contains {float(v)!r}, beyond the int64 range")):
+        expected = re.escape(f"contains {float(v)!r}, beyond the int64 range")
+        with pytest.raises(ValueError, match=expected):
             meshccl.label(to_backend(np.array([[1.0, v]]), backend))
 
 
