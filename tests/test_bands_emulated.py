@@ -187,3 +187,110 @@ def test_band_tile_patterns():
               (xx % 3 == 0), (yy % 3 == 1), np.ones((32, 32)), np.eye(32)[::-1],
               ((xx - 16) ** 2 + (yy - 16) ** 2 < 100), np.zeros((31, 5))]:
         check_tile(np.asarray(a, np.uint8))
+
+
+def label_pass_lanes(f, s, banded, W, node_label):
+    """A lane group of kernels/relabel.cu meshccl_runs2d_label_bands on one
+    band of a tile (rows 0 and 1: F words f, S words s), emulated lane by
+    lane with its masks, its two shuffles (each lane's first and last node
+    label) and its forward and backward sweeps.  node_label(k, c): the label
+    that the node in row k, column c resolves to.  Returns both rows'
+    labels, 32 each (0 where the row was not written or the cell is
+    background)."""
+    lanes = 32 // W
+    cells = (1 << W) - 1
+    out = [[0] * 32, [0] * 32]
+    for rnd in (0,) if banded else (0, 1):
+        if banded:
+            ntop = s[0]
+            n = s[0] | band_bottom(f[0], f[1])
+            r = band_starts(f[0], f[1])
+            rows = (0, 1)
+        else:
+            n = r = s[rnd]
+            ntop = n if rnd == 0 else 0
+            rows = (rnd,)
+        lab, first, last = {}, {}, {}
+        for q in range(lanes):
+            c0 = W * q
+            lab[q] = [node_label(0 if ntop >> c & 1 else 1, c) if n >> c & 1 else 0
+                      for c in range(c0, c0 + W)]
+            mine = (n >> c0) & cells
+            nodes = [j for j in range(W) if mine >> j & 1]
+            first[q] = lab[q][nodes[0]] if nodes else 0
+            last[q] = lab[q][nodes[-1]] if nodes else 0
+
+        def node_of(upto):
+            st_ = upto.bit_length() - 1
+            rest = n & ~((1 << st_) - 1) & M
+            return (rest & -rest).bit_length() - 1
+
+        for q in range(lanes):
+            c0, cend = W * q, W * q + W - 1
+            upto0 = r & ((2 << c0) - 1)
+            upto_e = r & ((2 << cend) - 1) & M
+            n_a = node_of(upto0) if upto0 else c0
+            n_b = node_of(upto_e) if upto_e else c0
+            before = bool(upto0) and n_a < c0
+            x_l = last[n_a // W if before else q]
+            x_f = first[n_b // W if n_b > cend else q]
+            mine = (n >> c0) & cells
+            pend, known, cur = 0, before, x_l
+            for j in range(W):
+                c = c0 + j
+                if r >> c & 1:
+                    known = False
+                if n >> c & 1:
+                    cur, known = lab[q][j], True
+                if known:
+                    lab[q][j] = cur
+                else:
+                    pend |= 1 << j
+            nxt = x_f
+            for j in reversed(range(W)):
+                if mine >> j & 1:
+                    nxt = lab[q][j]
+                if pend >> j & 1:
+                    lab[q][j] = nxt
+            for k in rows:
+                for j in range(W):
+                    out[k][c0 + j] = lab[q][j] if f[k] >> (c0 + j) & 1 else 0
+    return out
+
+
+def _node_labels(seed):
+    rng = np.random.default_rng(seed)
+    values = rng.permutation(10_000)[:64] + 1  # distinct, so a wrong node shows
+    return lambda k, c: int(values[32 * k + c])
+
+
+@settings(max_examples=500, deadline=None)
+@given(top=masks, bottom=masks, w=st.sampled_from([4, 8]), seed=st.integers(0, 2**32 - 1))
+def test_band_label_pass_lanes(top, bottom, w, seed):
+    node_label = _node_labels(seed)
+    # banded: every cell of either row takes its band run's node (band_node)
+    got = label_pass_lanes((top, bottom), (band_top(top, bottom), band_firsts(top, bottom)),
+                           True, w, node_label)
+    bs, ntop = band_starts(top, bottom), band_top(top, bottom)
+    for k, row in enumerate((top, bottom)):
+        for c in range(32):
+            want = node_label(*band_node(ntop, bs, c)) if row >> c & 1 else 0
+            assert got[k][c] == want, (k, c)
+    # not banded: each row by its own runs, a run's node its start
+    starts = tuple(x & ~(x << 1) & M for x in (top, bottom))
+    got = label_pass_lanes((top, bottom), starts, False, w, node_label)
+    for k, row in enumerate((top, bottom)):
+        for c in range(32):
+            want = node_label(k, start_of(starts[k], c)) if row >> c & 1 else 0
+            assert got[k][c] == want, (k, c)
+
+
+def test_band_label_pass_node_in_a_later_lane():
+    """Bottom cells left of their band run's first top cell, in this lane
+    and in earlier ones, take the label of a node that lies after them (the
+    backward sweep and the first-node shuffle)."""
+    top, bottom = 0b1 << 20, (0xFFFF << 5) & M
+    got = label_pass_lanes((top, bottom), (band_top(top, bottom), band_firsts(top, bottom)),
+                           True, 8, lambda k, c: 100 * k + c + 1)
+    assert got[1][5] == got[0][20] == 21  # the run's node: the top cell at column 20
+    assert got[1][19] == 21
