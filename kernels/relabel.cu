@@ -564,10 +564,9 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
 // bottom cells left of its first top cell) the next node's label.
 // A tile that is not banded takes its two rows one after the other by the
 // same code, each row its own band with its run starts as nodes; a warp
-// runs the second round only if it holds such a tile.  MINB: blocks of
-// 256 a multiprocessor must be able to hold (registers; 1: no bound).
-template <typename I, int W, bool SL, int MINB>
-__global__ void __launch_bounds__(256, MINB) meshccl_runs2d_label_bands(
+// runs the second round only if it holds such a tile.
+template <typename I, int W, bool SL>
+__global__ void __launch_bounds__(256) meshccl_runs2d_label_bands(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, const unsigned char* __restrict__ D, I ny, I nx, I words,
         const I* __restrict__ Q, const unsigned short* __restrict__ O, int slots) {
@@ -581,67 +580,67 @@ __global__ void __launch_bounds__(256, MINB) meshccl_runs2d_label_bands(
     const bool valid = g < (long long)ntx * bands;
     const I yb = valid ? (I)(g / ntx) : (I)0, bx = valid ? (I)g - yb * ntx : (I)0;
     const int width = valid ? (int)min((I)32, nx - bx * 32) : 0;
-    // the band's two rows, top (0) and bottom (1; a last band of an odd
-    // number of rows has none: F, S and A 0 there).  Scalars, not arrays
-    // indexed by row: a node's row is known only at run time, and an
-    // indexed array would live in local memory.
-    unsigned f0 = 0u, f1 = 0u, s0 = 0u, s1 = 0u, a0 = 0u, a1 = 0u;
-    const I rb0 = 2 * yb * nx + bx * 32, rb1 = rb0 + nx;  // the rows' first cells
-    I q0 = 0, q1 = 0;  // the rows' first slots
+    // the band's two rows (k = 0 top, 1 bottom; a last band of an odd
+    // number of rows has no bottom row: F, S and A 0 there)
+    unsigned f[2], s[2], a[2];
+    I rowbase[2], slot[2];
     bool slotted = false;
-    auto row = [&](I y, I rb, unsigned& f, unsigned& s_, unsigned& a, I& qs) {
-        f = F[bx * ny + y];
-        s_ = S[bx * ny + y];
-        if (SL && slots > 0) {
-            const unsigned o = O[bx * ny + y];  // (0xffff in both rows or neither)
-            slotted = o != 0xffffu;
-            qs = ((y >> 5) * ntx + bx) * (I)slots + (I)o;
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        const I y = 2 * yb + k;
+        f[k] = s[k] = a[k] = 0u;
+        rowbase[k] = y * nx + bx * 32;
+        slot[k] = 0;
+        if (valid && y < ny) {
+            f[k] = F[bx * ny + y];
+            s[k] = S[bx * ny + y];
+            if (SL && slots > 0) {
+                const unsigned o = O[bx * ny + y];  // (0xffff in both rows or neither)
+                slotted = o != 0xffffu;
+                slot[k] = ((y >> 5) * ntx + bx) * (I)slots + (I)o;
+            }
+            const I w = rowbase[k] >> 5;
+            const int sh = (int)(rowbase[k] & 31);
+            a[k] = A[w] >> sh;
+            if (sh && width > 32 - sh && w + 1 < words) a[k] |= A[w + 1] << (32 - sh);
         }
-        const I w = rb >> 5;
-        const int sh = (int)(rb & 31);
-        a = A[w] >> sh;
-        if (sh && width > 32 - sh && w + 1 < words) a |= A[w + 1] << (32 - sh);
-    };
-    if (valid) row(2 * yb, rb0, f0, s0, a0, q0);
-    if (valid && 2 * yb + 1 < ny) row(2 * yb + 1, rb1, f1, s1, a1, q1);
+    }
     const bool banded = valid && D[(yb >> 4) * ntx + bx];
     const int rounds = __any_sync(0xffffffffu, valid && !banded) ? 2 : 1;
     for (int round = 0; round < rounds; ++round) {
         // this round's nodes N (Ntop of them in the top row), run starts R,
-        // and the rows it writes (bit 0: top, bit 1: bottom)
+        // and the rows it writes (bit k: row k)
         unsigned N = 0u, Ntop = 0u, R = 0u;
         int rows = 0;
         if (banded) {
             if (round == 0) {
-                Ntop = s0;
-                N = s0 | meshccl::runs::band_bottom(f0, f1);
-                R = meshccl::runs::band_starts(f0, f1);
+                Ntop = s[0];
+                N = s[0] | meshccl::runs::band_bottom(f[0], f[1]);
+                R = meshccl::runs::band_starts(f[0], f[1]);
                 rows = 3;
             }
         } else if (valid) {
-            N = R = round ? s1 : s0;
-            Ntop = round ? 0u : N;
-            rows = round ? 2 : 1;
+            N = R = s[round];
+            Ntop = round == 0 ? N : 0u;
+            rows = 1 << round;
         }
         // the labels of the nodes among this lane's columns (lab[j]: column
         // c0 + j): a piece root holds its label; any other node holds a
         // piece root (or its slot does), which holds it
         const unsigned mine = (N >> c0) & LANE_CELLS;
-        const unsigned rootN = (Ntop & a0) | (N & ~Ntop & a1);
+        const unsigned rootN = (Ntop & a[0]) | (N & ~Ntop & a[1]);
         const unsigned fromq = slotted ? N & ~rootN : 0u;
         I lab[W];
 #pragma unroll
         for (int j = 0; j < W; ++j) {
-            const int c = c0 + j;
-            lab[j] = (((N & ~fromq) >> c) & 1u) ? P[((Ntop >> c) & 1u ? rb0 : rb1) + c] : (I)0;
+            const int c = c0 + j, k = (Ntop >> c) & 1u ? 0 : 1;
+            lab[j] = (((N & ~fromq) >> c) & 1u) ? P[rowbase[k] + c] : (I)0;
         }
         if (SL && __any_sync(0xffffffffu, fromq != 0u)) {
 #pragma unroll
             for (int j = 0; j < W; ++j) {
-                const int c = c0 + j;
-                const bool top = (Ntop >> c) & 1u;
-                if ((fromq >> c) & 1u)
-                    lab[j] = Q[(top ? q0 : q1) + __popc((top ? s0 : s1) & ((1u << c) - 1u))];
+                const int c = c0 + j, k = (Ntop >> c) & 1u ? 0 : 1;
+                if ((fromq >> c) & 1u) lab[j] = Q[slot[k] + __popc(s[k] & ((1u << c) - 1u))];
             }
         }
 #pragma unroll
@@ -691,16 +690,13 @@ __global__ void __launch_bounds__(256, MINB) meshccl_runs2d_label_bands(
             if ((mine >> j) & 1u) nxt = lab[j];
             if ((pend >> j) & 1u) lab[j] = nxt;
         }
-        I out[W];
-        if (rows & 1) {
 #pragma unroll
-            for (int j = 0; j < W; ++j) out[j] = ((f0 >> (c0 + j)) & 1u) ? lab[j] : (I)0;
-            store_cells<I, W>(P + rb0 + c0, out, width - c0);
-        }
-        if (rows & 2) {
+        for (int k = 0; k < 2; ++k) {
+            if (!((rows >> k) & 1)) continue;
+            I out[W];
 #pragma unroll
-            for (int j = 0; j < W; ++j) out[j] = ((f1 >> (c0 + j)) & 1u) ? lab[j] : (I)0;
-            store_cells<I, W>(P + rb1 + c0, out, width - c0);
+            for (int j = 0; j < W; ++j) out[j] = ((f[k] >> (c0 + j)) & 1u) ? lab[j] : (I)0;
+            store_cells<I, W>(P + rowbase[k] + c0, out, width - c0);
         }
     }
 }
@@ -731,14 +727,14 @@ MESHCCL_PIECES(long long)
         const unsigned*, const unsigned*, I, I, I, const I*, const unsigned short*, int);
 #define MESHCCL_RUNS_LABEL(I, R, W) MESHCCL_RUNS_LABEL_SL(I, R, W, true)                       \
     MESHCCL_RUNS_LABEL_SL(I, R, W, false)
-#define MESHCCL_RUNS_LABEL_BANDS_SL(I, W, SL, MINB)                                            \
-    template __global__ void meshccl_runs2d_label_bands<I, W, SL, MINB>(I*, const unsigned*,   \
+#define MESHCCL_RUNS_LABEL_BANDS(I, W, SL)                                                     \
+    template __global__ void meshccl_runs2d_label_bands<I, W, SL>(I*, const unsigned*,         \
         const unsigned*, const unsigned*, const unsigned char*, I, I, I, const I*,             \
         const unsigned short*, int);
-#define MESHCCL_RUNS_LABEL_BANDS(I, W, MINB) MESHCCL_RUNS_LABEL_BANDS_SL(I, W, true, MINB)     \
-    MESHCCL_RUNS_LABEL_BANDS_SL(I, W, false, MINB)
-MESHCCL_RUNS_LABEL_BANDS(int, 8, 1)
-MESHCCL_RUNS_LABEL_BANDS(long long, 4, 1)
+MESHCCL_RUNS_LABEL_BANDS(int, 8, true)
+MESHCCL_RUNS_LABEL_BANDS(int, 8, false)
+MESHCCL_RUNS_LABEL_BANDS(long long, 4, true)
+MESHCCL_RUNS_LABEL_BANDS(long long, 4, false)
 MESHCCL_RUNS_LABEL(int, 1, 4)
 MESHCCL_RUNS_LABEL(int, 1, 8)
 MESHCCL_RUNS_LABEL(int, 2, 8)

@@ -113,9 +113,6 @@ RUNS_2D_BANDS = True
 #: load per band run's node), told by the tile kernel which tiles are
 #: banded; by label bytes.  False: meshccl_runs2d_label, row by row.
 RUNS_2D_BANDS_LABEL = {4: True, 8: True}
-#: Blocks of 256 threads per multiprocessor that meshccl_runs2d_label_bands
-#: is compiled to fit (its registers; 1: no bound), by label bytes.
-RUNS_2D_BANDS_LABEL_BLOCKS = {4: 1, 8: 1}
 #: Slots per 32 x 32 tile for the piece roots of its run starts (plain 2-D
 #: images; 0: none).  A tile with at most this many run starts writes their
 #: piece roots to its slots in raster order, consecutive words, and only the
@@ -378,9 +375,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     by_bands = (d == 2 and c == 2 and RUNS_2D_BANDS and RUNS_2D_BANDS_LABEL[index_dtype.itemsize]
                 and np.dtype(value_dtype).itemsize == 1 and bool(has_bg) and int(bgkey) == 0)
     if by_bands:
-        minb = RUNS_2D_BANDS_LABEL_BLOCKS[index_dtype.itemsize]
-        label_k, = kernels("relabel.cu",
-                           f"meshccl_runs2d_label_bands<{i}, {per_lane}, {sl}, {minb}>")
+        label_k, = kernels("relabel.cu", f"meshccl_runs2d_label_bands<{i}, {per_lane}, {sl}>")
     else:
         label_k, = kernels("relabel.cu",
                            f"meshccl_runs2d_label<{i}, {rows}, {per_lane}, {sl}>")
