@@ -59,7 +59,6 @@
 // write the row's labels.
 
 #include "launch.cuh"
-#include "runs.cuh"
 #include "unionfind.cuh"
 
 template <typename I>
@@ -395,28 +394,6 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
     }
 }
 
-// A lane's W labels of a tile row to dst, `room` cells before the tile
-// row's end (nothing when room <= 0): 16-byte stores where all W fit and
-// dst is aligned, else cell by cell.
-template <typename I, int W>
-__device__ __forceinline__ void store_cells(I* dst, const I (&out)[W], int room) {
-    constexpr int V = 16 / sizeof(I);
-    typedef typename Vec16<I>::type VT;
-    if (room <= 0) return;
-    if (W <= room && ((unsigned long long)dst & 15ull) == 0ull) {
-#pragma unroll
-        for (int v = 0; v < W / V; ++v) {
-            VT x;
-            memcpy(&x, out + v * V, sizeof(VT));
-            reinterpret_cast<VT*>(dst)[v] = x;
-        }
-    } else {
-#pragma unroll
-        for (int j = 0; j < W; ++j)
-            if (j < room) dst[j] = out[j];
-    }
-}
-
 // Step 6 for the run kernels (runs2d.cu, runs3d.cu), after step 7: every
 // piece root already holds its label.  32 / W lanes per tile row (word bx *
 // rows + y of the bit arrays F and S; a volume's rows count over all its
@@ -448,7 +425,8 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
         const unsigned short* __restrict__ O, int slots) {
     meshccl::grid_entry();  // (launch.cuh)
-    constexpr int LPR = 32 / W;  // lanes per tile row
+    constexpr int V = 16 / sizeof(I), LPR = 32 / W;  // lanes per tile row
+    typedef typename Vec16<I>::type VT;
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31, q = lane % LPR, c0 = W * q;
     const I ntx = (nx + 31) >> 5;
@@ -532,171 +510,19 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
             if ((s[k] >> c) & 1u) cur = lab[k][j];
             out[j] = ((f[k] >> c) & 1u) ? cur : (I)0;
         }
-        store_cells<I, W>(P + rowbase[k] + c0, out, width[k] - c0);
-    }
-}
-
-// meshccl_runs2d_label for 2-D images whose tiles may be banded (runs2d.cu:
-// binary tiles at connectivity 2, rows 2k and 2k + 1 taken together, one
-// node per band run at its first cell in raster order).  A lane group per
-// band of a tile (32 / W lanes, W cells each) writes both of its rows.
-// The tile kernel's byte D[tile] says whether the tile is banded.
-//
-// A banded tile's nodes are its top row's S (band_top) and the bottom
-// row's band runs without a top cell (band_bottom, from the two F words):
-// at most one per column, so a lane loads the labels of the nodes among
-// its W columns (P at the node, or its slot, then the piece root's P, as
-// meshccl_runs2d_label does) into one array of W, and both rows' cells
-// take the label of their band run's node.  The bottom row's other cells
-// of S (band_firsts, where the tile kernel stored the piece root a second
-// time for the border kernel) are not read: half the first-level loads of
-// the row form on the bottom rows, and half the lane groups.
-//
-// A band run's node may lie in another lane's columns, before or after
-// the cell: a run that reaches this lane from an earlier one and whose
-// node lies before this lane's columns has, as its node, the last node of
-// the lane holding it (the run fills the rest of that lane); a run whose
-// node lies after this lane's columns has the first node of that lane.
-// So each lane offers its first and its last node's label by shuffles,
-// and takes at most one of each.  In its own columns a forward sweep gives
-// each cell the label of its run's node once the node has been passed,
-// and a backward sweep gives the cells before their node (a band run's
-// bottom cells left of its first top cell) the next node's label.
-// A tile that is not banded takes its two rows one after the other by the
-// same code, each row its own band with its run starts as nodes; a warp
-// runs the second round only if it holds such a tile.
-template <typename I, int W, bool SL>
-__global__ void __launch_bounds__(256) meshccl_runs2d_label_bands(
-        I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
-        const unsigned* __restrict__ A, const unsigned char* __restrict__ D, I ny, I nx, I words,
-        const I* __restrict__ Q, const unsigned short* __restrict__ O, int slots) {
-    meshccl::grid_entry();  // (launch.cuh)
-    constexpr int LPR = 32 / W;  // lanes per band
-    constexpr unsigned LANE_CELLS = W == 32 ? 0xffffffffu : ((1u << W) - 1u);
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const int lane = threadIdx.x & 31, q = lane % LPR, c0 = W * q, group0 = lane & ~(LPR - 1);
-    const I ntx = (nx + 31) >> 5, bands = (ny + 1) >> 1;
-    const long long g = t / LPR;
-    const bool valid = g < (long long)ntx * bands;
-    const I yb = valid ? (I)(g / ntx) : (I)0, bx = valid ? (I)g - yb * ntx : (I)0;
-    const int width = valid ? (int)min((I)32, nx - bx * 32) : 0;
-    // the band's two rows (k = 0 top, 1 bottom; a last band of an odd
-    // number of rows has no bottom row: F, S and A 0 there)
-    unsigned f[2], s[2], a[2];
-    I rowbase[2], slot[2];
-    bool slotted = false;
+        if (c0 >= width[k]) continue;
+        I* dst = P + rowbase[k] + c0;
+        if (c0 + W <= width[k] && ((unsigned long long)dst & 15ull) == 0ull) {
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-        const I y = 2 * yb + k;
-        f[k] = s[k] = a[k] = 0u;
-        rowbase[k] = y * nx + bx * 32;
-        slot[k] = 0;
-        if (valid && y < ny) {
-            f[k] = F[bx * ny + y];
-            s[k] = S[bx * ny + y];
-            if (SL && slots > 0) {
-                const unsigned o = O[bx * ny + y];  // (0xffff in both rows or neither)
-                slotted = o != 0xffffu;
-                slot[k] = ((y >> 5) * ntx + bx) * (I)slots + (I)o;
+            for (int v = 0; v < W / V; ++v) {
+                VT x;
+                memcpy(&x, out + v * V, sizeof(VT));
+                reinterpret_cast<VT*>(dst)[v] = x;
             }
-            const I w = rowbase[k] >> 5;
-            const int sh = (int)(rowbase[k] & 31);
-            a[k] = A[w] >> sh;
-            if (sh && width > 32 - sh && w + 1 < words) a[k] |= A[w + 1] << (32 - sh);
-        }
-    }
-    const bool banded = valid && D[(yb >> 4) * ntx + bx];
-    const int rounds = __any_sync(0xffffffffu, valid && !banded) ? 2 : 1;
-    for (int round = 0; round < rounds; ++round) {
-        // this round's nodes N (Ntop of them in the top row), run starts R,
-        // and the rows it writes (bit k: row k)
-        unsigned N = 0u, Ntop = 0u, R = 0u;
-        int rows = 0;
-        if (banded) {
-            if (round == 0) {
-                Ntop = s[0];
-                N = s[0] | meshccl::runs::band_bottom(f[0], f[1]);
-                R = meshccl::runs::band_starts(f[0], f[1]);
-                rows = 3;
-            }
-        } else if (valid) {
-            N = R = s[round];
-            Ntop = round == 0 ? N : 0u;
-            rows = 1 << round;
-        }
-        // the labels of the nodes among this lane's columns (lab[j]: column
-        // c0 + j): a piece root holds its label; any other node holds a
-        // piece root (or its slot does), which holds it
-        const unsigned mine = (N >> c0) & LANE_CELLS;
-        const unsigned rootN = (Ntop & a[0]) | (N & ~Ntop & a[1]);
-        const unsigned fromq = slotted ? N & ~rootN : 0u;
-        I lab[W];
+        } else {
 #pragma unroll
-        for (int j = 0; j < W; ++j) {
-            const int c = c0 + j, k = (Ntop >> c) & 1u ? 0 : 1;
-            lab[j] = (((N & ~fromq) >> c) & 1u) ? P[rowbase[k] + c] : (I)0;
-        }
-        if (SL && __any_sync(0xffffffffu, fromq != 0u)) {
-#pragma unroll
-            for (int j = 0; j < W; ++j) {
-                const int c = c0 + j, k = (Ntop >> c) & 1u ? 0 : 1;
-                if ((fromq >> c) & 1u) lab[j] = Q[slot[k] + __popc(s[k] & ((1u << c) - 1u))];
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < W; ++j)
-            if (((N & ~rootN) >> (c0 + j)) & 1u) lab[j] = P[lab[j]];
-        // the first and last node labels this lane offers
-        I first = 0, last = 0;
-#pragma unroll
-        for (int j = W - 1; j >= 0; --j)
-            if ((mine >> j) & 1u) first = lab[j];
-#pragma unroll
-        for (int j = 0; j < W; ++j)
-            if ((mine >> j) & 1u) last = lab[j];
-        // the node of the run through column c0 (if one reaches it) and of
-        // the last run that starts among this lane's columns: the first
-        // node at or after the run's start
-        const int cend = c0 + W - 1;
-        const unsigned upto0 = R & ((2u << c0) - 1u);
-        const unsigned uptoE = R & (cend == 31 ? 0xffffffffu : ((2u << cend) - 1u));
-        auto node_of = [&](unsigned upto) {
-            const int st = 31 - __clz(upto);
-            return __ffs(N & ~((1u << st) - 1u)) - 1;
-        };
-        const int nA = upto0 ? node_of(upto0) : c0, nB = uptoE ? node_of(uptoE) : c0;
-        const bool before = upto0 && nA < c0;  // the run at c0 has its node in an earlier lane
-        const I xL = __shfl_sync(0xffffffffu, last, group0 | (before ? nA / W : q));
-        const I xF = __shfl_sync(0xffffffffu, first, group0 | (nB > cend ? nB / W : q));
-        // forward: each column past its run's node takes that node's label;
-        // the columns before it wait (pend) for the backward sweep
-        unsigned pend = 0u;
-        bool known = before;
-        I cur = xL;
-#pragma unroll
-        for (int j = 0; j < W; ++j) {
-            const int c = c0 + j;
-            if ((R >> c) & 1u) known = false;
-            if ((N >> c) & 1u) {
-                cur = lab[j];
-                known = true;
-            }
-            if (known) lab[j] = cur;
-            else pend |= 1u << j;
-        }
-        I nxt = xF;
-#pragma unroll
-        for (int j = W - 1; j >= 0; --j) {
-            if ((mine >> j) & 1u) nxt = lab[j];
-            if ((pend >> j) & 1u) lab[j] = nxt;
-        }
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-            if (!((rows >> k) & 1)) continue;
-            I out[W];
-#pragma unroll
-            for (int j = 0; j < W; ++j) out[j] = ((f[k] >> (c0 + j)) & 1u) ? lab[j] : (I)0;
-            store_cells<I, W>(P + rowbase[k] + c0, out, width - c0);
+            for (int j = 0; j < W; ++j)
+                if (c0 + j < width[k]) dst[j] = out[j];
         }
     }
 }
@@ -727,14 +553,6 @@ MESHCCL_PIECES(long long)
         const unsigned*, const unsigned*, I, I, I, const I*, const unsigned short*, int);
 #define MESHCCL_RUNS_LABEL(I, R, W) MESHCCL_RUNS_LABEL_SL(I, R, W, true)                       \
     MESHCCL_RUNS_LABEL_SL(I, R, W, false)
-#define MESHCCL_RUNS_LABEL_BANDS(I, W, SL)                                                     \
-    template __global__ void meshccl_runs2d_label_bands<I, W, SL>(I*, const unsigned*,         \
-        const unsigned*, const unsigned*, const unsigned char*, I, I, I, const I*,             \
-        const unsigned short*, int);
-MESHCCL_RUNS_LABEL_BANDS(int, 8, true)
-MESHCCL_RUNS_LABEL_BANDS(int, 8, false)
-MESHCCL_RUNS_LABEL_BANDS(long long, 4, true)
-MESHCCL_RUNS_LABEL_BANDS(long long, 4, false)
 MESHCCL_RUNS_LABEL(int, 1, 4)
 MESHCCL_RUNS_LABEL(int, 1, 8)
 MESHCCL_RUNS_LABEL(int, 2, 8)

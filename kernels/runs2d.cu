@@ -78,11 +78,7 @@
 //    S and A, resolve each run once (a run start that is a piece root
 //    holds its label; any other holds a piece root, in P or in its slot,
 //    and that piece root holds the label) and write the row's labels with
-//    16-byte stores.  Where tiles may be banded, meshccl_runs2d_label_bands
-//    instead: a lane group per band, told by the tile kernel's byte D which
-//    tiles are, resolves each band run once at its node and writes both
-//    rows (the bottom row's second copies of piece roots are then the
-//    border kernel's alone).
+//    16-byte stores.
 //
 // P is read and written at run starts only (with slots, at piece roots
 // only) until the last step, which writes every cell once: about 1 byte
@@ -198,7 +194,7 @@ template <typename T, typename I, int C, int NW, bool SL>
 __device__ __forceinline__ unsigned label_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
         unsigned* __restrict__ S, I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
-        unsigned* __restrict__ tally, unsigned char* __restrict__ D, I ny, I nx, int has_bg,
+        unsigned* __restrict__ tally, I ny, I nx, int has_bg,
         typename meshccl::Key<T>::type bgkey, int seams, int prefetch, int bands) {
     typedef typename meshccl::Key<T>::type K;
     using meshccl::runs::shfl;
@@ -289,8 +285,6 @@ __device__ __forceinline__ unsigned label_tile(
     }
     // Lane r: row r.  Run starts, their forest, and the pairs with row r - 1.
     if (lane == 0) banded[warp] = band;
-    // (for the label pass that takes a band's rows together, when it is the one)
-    if (D != nullptr && live && lane == 0) D[(I)blockIdx.y * ntx + bx] = band;
     if (live) {
         if (band) {
             // Lanes 2k and 2k + 1 hold band k's rows; each lane's nodes are
@@ -452,18 +446,17 @@ __device__ __forceinline__ unsigned label_tile(
 // stores together (H as zeros); a word per lane, 32 rows per store
 // instruction, left partly written sectors that cost a fifth of the kernel
 // on the 4096^2 images.  Otherwise the host zeroes A and H and rows OR
-// their piece roots in.  D (null: not wanted): a byte per tile, 1 where it
-// was banded, for meshccl_runs2d_label_bands (relabel.cu).
+// their piece roots in.
 template <typename T, typename I, int C, int NW, bool SL>
 __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
         int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int seams, int prefetch,
         int bands, I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
-        unsigned* __restrict__ tally, unsigned char* __restrict__ D) {
+        unsigned* __restrict__ tally) {
     meshccl::grid_entry();  // (launch.cuh)
     const unsigned roots = meshccl::runs2d::label_tile<T, I, C, NW, SL>(
-            v, P, F, S, Q, O, slots, tally, D, ny, nx, has_bg, bgkey, seams, prefetch, bands);
+            v, P, F, S, Q, O, slots, tally, ny, nx, has_bg, bgkey, seams, prefetch, bands);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I ntx = (nx + 31) >> 5, y0 = (I)blockIdx.y * 32;
     if (!aligned) {  // the same for the whole grid
@@ -589,7 +582,7 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
 #define MESHCCL_R2_TILE(T, I, C, SL)                                                             \
     template __global__ void meshccl_runs2d_tile<T, I, C, 8, SL>(const T*, I*, unsigned*,        \
         unsigned*, unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int,   \
-        I*, unsigned short*, int, unsigned*, unsigned char*);
+        I*, unsigned short*, int, unsigned*);
 #define MESHCCL_R2_BORDER(T, I, C, SL)                                                           \
     template __global__ void meshccl_runs2d_border<T, I, C, SL>(const T*, I*, unsigned*,         \
         const unsigned*, I, I, int, meshccl::Key<T>::type, int, const I*,                        \

@@ -263,62 +263,6 @@ def test_gpu_runs2d_bands():
 
 
 @pytest.mark.gpu
-def test_gpu_runs2d_label_by_bands():
-    """The label pass that takes a band's two rows together
-    (meshccl_runs2d_label_bands, mesh23.RUNS_2D_BANDS_LABEL) and the one
-    that takes rows one at a time, on one-byte images at connectivity 2
-    with background 0: int32 and int64 labels, the chain with slots and
-    without, on labels memory filled with -7 (every cell must be written),
-    against skimage.  Tiles banded and not in one image (3s sprinkled over
-    a region), bottom cells left of their band run's first top cell across
-    lanes (long bottom runs under short top ones), odd heights, widths that
-    are not multiples of 32, one row, one column, and Potts values (no
-    tile banded: every band in two rounds)."""
-    cupy = pytest.importorskip("cupy")
-    from conftest import HAVE_GPU
-
-    if not HAVE_GPU:
-        pytest.skip("no GPU")
-    from meshccl._gpu import mesh23
-
-    rng = np.random.default_rng(31)
-    stairs = np.zeros((96, 200), np.uint8)
-    for k in range(0, 96, 2):
-        stairs[k, (7 * k) % 190 + 5] = 1              # one top cell ...
-        stairs[k + 1, (7 * k) % 150:(7 * k) % 150 + 40] = 1  # ... over a long bottom run
-    images = [
-        stairs,
-        _part_binary((256, 320), rng),
-        patterns.percolation((333, 517), 0.4073, seed=8),
-        patterns.percolation((1, 700), 0.5, seed=3),
-        patterns.percolation((333, 1), 0.5, seed=4),
-        patterns.spiral(333),
-        patterns.blobs((300, 290), seed=2),
-        patterns.potts((130, 170), 4, seed=5),
-        (rng.random((200, 170)) < 0.2).astype(np.uint8),
-    ]
-    saved = dict(mesh23.RUNS_2D_BANDS_LABEL)
-    try:
-        for a in images:
-            want = sk_label(a, connectivity=2, background=0)
-            x = cupy.asarray(a).ravel()
-            for dtype in (np.int32, np.int64):
-                for slot_tiles in (True, False):
-                    for by_bands in (True, False):
-                        mesh23.RUNS_2D_BANDS_LABEL[np.dtype(dtype).itemsize] = by_bands
-                        P = cupy.full(a.size, -7, dtype=dtype)
-                        for _, launch in mesh23.steps(x, P, a.shape, 2, True, np.uint8(0),
-                                                      slot_tiles=slot_tiles):
-                            launch()
-                        np.testing.assert_array_equal(
-                            P.get().reshape(a.shape), want,
-                            err_msg=f"{a.shape} {dtype.__name__} slots={slot_tiles} "
-                                    f"by_bands={by_bands}")
-    finally:
-        mesh23.RUNS_2D_BANDS_LABEL.update(saved)
-
-
-@pytest.mark.gpu
 def test_gpu_runs2d_slots():
     """Plain 2-D images keep the piece roots of a tile's run starts in the
     tile's slots (mesh23.RUNS_2D_SLOTS) where they fit, else at the run

@@ -107,12 +107,6 @@ EARLY_FACES = False
 #: node per run of a band's columns (runs.cuh, band_node), which halves the
 #: nodes and the unions of the tile kernel.  Off: every tile by its rows.
 RUNS_2D_BANDS = True
-#: With bands (RUNS_2D_BANDS, images whose tiles may be banded: one-byte
-#: cells, background 0, connectivity 2), the label pass takes a band's two
-#: rows together (meshccl_runs2d_label_bands: one lane group per band, a
-#: load per band run's node), told by the tile kernel which tiles are
-#: banded; by label bytes.  False: meshccl_runs2d_label, row by row.
-RUNS_2D_BANDS_LABEL = {4: True, 8: True}
 #: Slots per 32 x 32 tile for the piece roots of its run starts (plain 2-D
 #: images; 0: none).  A tile with at most this many run starts writes their
 #: piece roots to its slots in raster order, consecutive words, and only the
@@ -197,13 +191,6 @@ def _runs_words(shape) -> int:
     return -(-nx // 32) * ny * nz
 
 
-def _band_words(shape) -> int:
-    """Words after F and S that hold the 2-D tile kernel's byte per tile
-    (banded or not; 0 in 3-D)."""
-    d, _, ny, nx = _dims(tuple(int(s) for s in shape))
-    return -(-(-(-nx // 32) * -(-ny // 32)) // 4) if d == 2 else 0
-
-
 def scratch(n: int, index_dtype, shape=None, value_dtype=None):
     """The pieces path's temporary arrays: the bit arrays A and H and, after
     them, the ticket counter of meshccl_piece_roots and the tally of
@@ -212,8 +199,7 @@ def scratch(n: int, index_dtype, shape=None, value_dtype=None):
     blocks and the block sums (with their scan): 3n/8 bytes for int32
     labels, plus a few per 32768 cells.  With a ``shape`` (and
     ``value_dtype`` for 3-D) that the run-based kernels take also their bit
-    arrays F and S (one buffer, about n/4 bytes; in 2-D with a byte per
-    tile after them)."""
+    arrays F and S (one buffer, about n/4 bytes)."""
     import cupy
 
     words = (n + 31) // 32
@@ -225,8 +211,7 @@ def scratch(n: int, index_dtype, shape=None, value_dtype=None):
     if shape is not None:
         d, _, ny, nx = _dims(tuple(int(s) for s in shape))
         if d == 2 or (value_dtype is not None and np.dtype(value_dtype).itemsize == 1):
-            # (2-D: then a byte per tile, banded or not: meshccl_runs2d_label_bands)
-            out += (cupy.empty(2 * _runs_words(shape) + _band_words(shape), dtype=cupy.uint32),)
+            out += (cupy.empty(2 * _runs_words(shape), dtype=cupy.uint32),)
         if d == 2 and RUNS_2D_SLOTS:  # the tiles' slots and each tile row's first slot
             ntx, nty = -(-nx // 32), -(-ny // 32)
             out += (cupy.empty(ntx * nty * RUNS_2D_SLOTS, dtype=index_dtype),
@@ -370,26 +355,16 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     slots = RUNS_2D_SLOTS if d == 2 else 0
     # every kernel of the chain with slots or every one without (3-D: none)
     sl = "true" if (slots and slot_tiles) else "false"
-    # the label pass by bands where tiles may be banded (the tile kernel
-    # decides per tile and says so in D)
-    by_bands = (d == 2 and c == 2 and RUNS_2D_BANDS and RUNS_2D_BANDS_LABEL[index_dtype.itemsize]
-                and np.dtype(value_dtype).itemsize == 1 and bool(has_bg) and int(bgkey) == 0)
-    if by_bands:
-        label_k, = kernels("relabel.cu", f"meshccl_runs2d_label_bands<{i}, {per_lane}, {sl}>")
-    else:
-        label_k, = kernels("relabel.cu",
-                           f"meshccl_runs2d_label<{i}, {rows}, {per_lane}, {sl}>")
+    label_k, = kernels("relabel.cu", f"meshccl_runs2d_label<{i}, {rows}, {per_lane}, {sl}>")
     need = -(-nx // 32) * -(-ny // 32) * slots  # (buffers made under another RUNS_2D_SLOTS)
-    rw = _runs_words(shape)
     if (buffers is None or len(buffers) < (7 if slots else 5)
-            or (slots and buffers[5].size < need)
-            or buffers[4].size < 2 * rw + _band_words(shape)):
+            or (slots and buffers[5].size < need)):
         buffers = scratch(n, index_dtype, shape, value_dtype)
     bits, fs = buffers[0], buffers[4]
     words = (n + 31) // 32
     A, H = bits[:words], bits[words:2 * words]
+    rw = _runs_words(shape)
     F, S = fs[:rw], fs[rw:2 * rw]
-    D = fs[2 * rw:2 * rw + _band_words(shape)].view(np.uint8) if by_bands else np.uintp(0)
     I = index_dtype.type
     ntx, nty = -(-nx // 32), -(-ny // 32)
     aligned = nx % 32 == 0
@@ -415,7 +390,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
                      + (np.int32(aligned), np.int32(RUNS_2D_STRIPS),
                         # (a mode: 0, 1, 2; + 8: in tiles with slots too)
                         np.int32(RUNS_PREFETCH[(2, c)] | (8 if RUNS_2D_SLOTS_PREFETCH else 0)),
-                        np.int32(RUNS_2D_BANDS)) + slotted + counted[:1] + (D,))
+                        np.int32(RUNS_2D_BANDS)) + slotted + counted[:1])
         strip = nw if RUNS_2D_STRIPS else 1
         if 8 % strip:
             raise ValueError(f"RUNS_2D_WARPS must divide 8 with strips on; got {nw}")
@@ -449,12 +424,8 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
             border_args = (grid, (min(BLOCK, -(-border_items(3, c, 32, nzb, True) // 32) * 32),),
                            (H, S) + dims)
         zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
-    if by_bands:  # a lane group per band of two tile rows
-        label_grid = (-(-(32 // per_lane) * ntx * -(-ny // 2) // BLOCK),)
-        label_tail = (F, S, A, D, I(ny), I(nx), I(words)) + read
-    else:  # a lane group per `rows` tile rows, 32 / per_lane lanes each
-        label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)
-        label_tail = (F, S, A, I(rw // ntx), I(nx), I(words)) + read
+    label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
+    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words)) + read
     faces = [("border", Launch(border, border_args[0], border_args[1],
                                (VALUES, LABELS) + border_args[2], early=EARLY_FACES))]
     if zface_args is not None and zface_args[0][2] > 0:  # a brick below another
