@@ -272,6 +272,20 @@ def _view(rng, be, a):
     return be.put(store)[::2], "strided"
 
 
+@contextlib.contextmanager
+def _slab_min(cells):
+    """The CPU backend's fewest cells per slab (meshccl._cpu.mesh
+    SLAB_MIN_CELLS) set to ``cells`` for a block (None: unchanged)."""
+    from meshccl._cpu import mesh as cpu_mesh
+
+    old = cpu_mesh.SLAB_MIN_CELLS
+    cpu_mesh.SLAB_MIN_CELLS = old if cells is None else cells
+    try:
+        yield
+    finally:
+        cpu_mesh.SLAB_MIN_CELLS = old
+
+
 def case_images(rng, be, max_cells, out):
     """Several images of one shape and dtype labelled through one buffer,
     its contents replaced in place between calls (plans, graphs at the
@@ -279,8 +293,12 @@ def case_images(rng, be, max_cells, out):
     image as a view in another memory layout."""
     a, what = _image(rng, max_cells)
     kw = _label_args(rng, a)
+    slab_min = None
     if be.name == "cpu" and rng.random() < 0.4:
         kw["cpu_threads"] = int(rng.choice([0, 2, 3]))
+        if rng.random() < 0.5:  # slabs of any size (else small images run serially)
+            slab_min = 1
+            what += ", slabs of any size"
     x = be.put(a)
     results = []
     calls = int(rng.integers(2, 6))
@@ -298,7 +316,8 @@ def case_images(rng, be, max_cells, out):
             else:
                 x = b
             a = b
-        got, n = meshccl.label(x, return_num=True, **kw)
+        with _slab_min(slab_min):
+            got, n = meshccl.label(x, return_num=True, **kw)
         want = sk_label(a, background=kw["background"], connectivity=kw["connectivity"])
         results.append((f"call {k}: {what} {kw}", be.get(got), want, a, kw))
         if n != (int(want.max()) if want.size else 0):

@@ -12,6 +12,18 @@ from skimage.measure import label as sk_label
 
 import meshccl
 from meshccl import patterns
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _slabs_at_any_size():
+    """These images are small: let the parallel calls take slabs of any
+    size (by default they would run serially)."""
+    from meshccl._cpu import mesh
+
+    old = mesh.SLAB_MIN_CELLS
+    mesh.SLAB_MIN_CELLS = 1
+    yield
+    mesh.SLAB_MIN_CELLS = old
 from meshccl._cpu import mesh
 from meshccl.neighbourhood import offset_table
 

@@ -10,6 +10,19 @@ from meshccl import patterns
 from conftest import HAVE_GPU, run_label, to_backend, to_host
 from test_lattice import lattices
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _slabs_at_any_size():
+    """The parallel tests here use small images: let them take slabs of any
+    size (by default, arrays under 2 * SLAB_MIN_CELLS cells run serially).
+    The tests of that default set it back."""
+    from meshccl._cpu import mesh
+
+    old = mesh.SLAB_MIN_CELLS
+    mesh.SLAB_MIN_CELLS = 1
+    yield
+    mesh.SLAB_MIN_CELLS = old
+
 ITERATIVE = ["A", "B", "C", "D", "cpu1", "cpu2"]
 
 
@@ -229,3 +242,68 @@ def test_parallel_slabs_used_for_plain_case(monkeypatch):
     meshccl.label(np.arange(10) % 3, cpu_threads=2)
     meshccl.label(spiral[:1], cpu_threads=2)
     assert len(calls) == 3
+
+
+def test_parallel_slabs_by_size(monkeypatch):
+    """At the default SLAB_MIN_CELLS an array takes at most cells //
+    SLAB_MIN_CELLS slabs: serially under twice that many cells, whatever
+    cpu_threads asks, and fewer slabs than threads in between."""
+    from meshccl._cpu import mesh
+
+    monkeypatch.setattr(mesh, "SLAB_MIN_CELLS", 1 << 16)
+    slabs = []
+    real = mesh._label_slabs
+    monkeypatch.setattr(mesh, "_label_slabs",
+                        lambda *a: slabs.append(a[-1]) or real(*a))
+    for shape, threads, want_slabs in [((200, 200), 8, None), ((362, 362), 8, None),
+                                       ((363, 363), 8, 2), ((600, 600), 8, 5),
+                                       ((600, 600), 3, 3), ((1200, 1200), 0, None)]:
+        a = patterns.blobs(shape, seed=3)
+        slabs.clear()
+        np.testing.assert_array_equal(meshccl.label(a, cpu_threads=threads),
+                                      _skimage_reference(a, 2, 0))
+        if threads == 0:  # every numba thread: as many slabs as fit
+            import numba
+
+            want_slabs = min(numba.config.NUMBA_NUM_THREADS, a.size >> 16)
+            want_slabs = want_slabs if want_slabs >= 2 else None
+        assert slabs == ([] if want_slabs is None else [want_slabs]), (shape, threads)
+
+
+def test_parallel_slabs_keep_their_threads():
+    """The slabs' worker threads are kept between calls (a pool made per
+    call cost milliseconds), grown when more are asked for, and a forked
+    child makes its own (the parent's threads are not in it)."""
+    import multiprocessing
+    import threading
+
+    from meshccl._cpu import mesh
+
+    a = patterns.blobs((300, 300), seed=4)
+    want = _skimage_reference(a, 2, 0)
+    np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
+    pool, before = mesh._pool_state["pool"], threading.active_count()
+    for _ in range(5):
+        np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
+        np.testing.assert_array_equal(meshccl.label(a, cpu_threads=2), want)
+    assert mesh._pool_state["pool"] is pool
+    assert threading.active_count() == before
+    np.testing.assert_array_equal(meshccl.label(a, cpu_threads=5), want)
+    assert mesh._pool_state["workers"] >= 5
+
+    ctx = multiprocessing.get_context("fork")
+    child = ctx.Process(target=_label_in_child, args=(a, want))
+    child.start()
+    child.join(120)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive and child.exitcode == 0
+
+
+def _label_in_child(a, want):
+    from meshccl._cpu import mesh
+
+    mesh.SLAB_MIN_CELLS = 1
+    ok = np.array_equal(meshccl.label(a, cpu_threads=3), want)
+    raise SystemExit(0 if ok else 1)

@@ -21,6 +21,8 @@ thread each, then unites the seams (:func:`_label_slabs`); the other cases
 keep the per-cell forest (:func:`_label_parallel`).
 """
 
+import threading
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
@@ -1105,6 +1107,35 @@ def _gather(P, E, nl, G, O):
         P[i] = E[_u(P[i])]
 
 
+#: Fewest cells per slab of the parallel plain case: an array of fewer than
+#: twice as many is labelled serially whatever ``cpu_threads`` says, a
+#: larger one in at most cells // SLAB_MIN_CELLS slabs.  Each slab costs a
+#: hand-off to a worker thread, a seam and a gather; on the 16-core bench
+#: host a new thread pool per call put 3.2 ms on a 64^2 image that the
+#: serial labeller takes in 35 us (benchmarks/NOTES.md, 2026-11-26).
+SLAB_MIN_CELLS = 1 << 16
+
+_pool_state = {"pid": None, "workers": 0, "pool": None}
+_pool_lock = threading.Lock()
+
+
+def _slab_pool(workers):
+    """The slabs' worker threads, kept from call to call (a pool of at least
+    ``workers`` threads; a larger one replaces it when asked for, and a
+    forked child makes its own: the parent's threads are not in it)."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _pool_lock:
+        st = _pool_state
+        if st["pool"] is None or st["pid"] != os.getpid() or st["workers"] < workers:
+            # (an old pool is only dropped: a call still using it finishes,
+            # and its idle threads end when it is collected)
+            st.update(pid=os.getpid(), workers=workers,
+                      pool=ThreadPoolExecutor(workers, thread_name_prefix="meshccl-slab"))
+        return st["pool"]
+
+
 def _label_slabs(values, L, shape, table, has_bg, bg, threads):
     """The plain case in T slabs along axis 0, on T threads: each slab is
     labelled by the serial labellers (GIL released), then the seams between
@@ -1112,8 +1143,6 @@ def _label_slabs(values, L, shape, table, has_bg, bg, threads):
     slab label; the smaller id becomes the root, so a component's root is
     its first piece in raster order), the roots are numbered in order
     (skimage's numbering) and each slab gathers its final labels."""
-    from concurrent.futures import ThreadPoolExecutor
-
     rows = int(shape[0])
     T = max(1, min(int(threads), rows))
     plane = values.shape[0] // rows
@@ -1124,20 +1153,19 @@ def _label_slabs(values, L, shape, table, has_bg, bg, threads):
         sh[0] = cuts[s + 1] - cuts[s]
         shapes.append(sh)
     sl = [slice(cuts[s] * plane, cuts[s + 1] * plane) for s in range(T)]
-    with ThreadPoolExecutor(T) as pool:
-        res = list(pool.map(lambda s: _slab(values[sl[s]], L[sl[s]], shapes[s], table, has_bg,
-                                            bg), range(T)))
-        offsets = np.zeros(T + 1, dtype=np.int64)
-        for s in range(T):
-            offsets[s + 1] = offsets[s] + res[s][2]
-        N = int(offsets[T])
-        G = np.arange(N + 1, dtype=np.int64)
-        for s in range(1, T):
-            _seam(values, L, shape, table, cuts[s], res[s - 1][0], offsets[s - 1], res[s][0],
-                  offsets[s], G)
-        count = _number_table(G, N)
-        list(pool.map(lambda s: _gather(L[sl[s]], res[s][0], res[s][1], G, offsets[s]),
-                      range(T)))
+    pool = _slab_pool(T)
+    res = list(pool.map(lambda s: _slab(values[sl[s]], L[sl[s]], shapes[s], table, has_bg, bg),
+                        range(T)))
+    offsets = np.zeros(T + 1, dtype=np.int64)
+    for s in range(T):
+        offsets[s + 1] = offsets[s] + res[s][2]
+    N = int(offsets[T])
+    G = np.arange(N + 1, dtype=np.int64)
+    for s in range(1, T):
+        _seam(values, L, shape, table, cuts[s], res[s - 1][0], offsets[s - 1], res[s][0],
+              offsets[s], G)
+    count = _number_table(G, N)
+    list(pool.map(lambda s: _gather(L[sl[s]], res[s][0], res[s][1], G, offsets[s]), range(T)))
     return count
 
 
@@ -1176,19 +1204,22 @@ def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask
                         bonds=None, bond_rows=None, tolerance=None, no_left=False):
     """Parallel labelling into ``L``; return N.  Same labels as
     :func:`label_mesh`.  Not for periodic lattices.  The plain case (no
-    tolerance / mask / bonds / axes) runs in ``threads`` slabs along axis 0
-    on Python threads (:func:`_label_slabs`; serially when axis 0 is shorter
-    than 2 or the array is 1-D), the others on numba threads
-    (:func:`_label_parallel`, at most NUMBA_NUM_THREADS)."""
+    tolerance / mask / bonds / axes) runs in up to ``threads`` slabs along
+    axis 0 on Python threads (:func:`_label_slabs`; at least
+    :data:`SLAB_MIN_CELLS` cells a slab, so serially when the array has
+    fewer than twice as many, when axis 0 is shorter than 2 or the array is
+    1-D), the others on numba threads (:func:`_label_parallel`, at most
+    NUMBA_NUM_THREADS)."""
     import numba
 
     if tolerance is None and mask is None and bonds is None and not no_left:
         # the plain case: the serial labellers on slabs along axis 0
         shape = np.asarray(shape, dtype=np.int64)
-        if shape.shape[0] < 2 or shape[0] < 2 or int(threads) < 2:
+        slabs = min(int(threads), values.shape[0] // SLAB_MIN_CELLS)
+        if shape.shape[0] < 2 or shape[0] < 2 or slabs < 2:
             return label_mesh(values, L, shape, table, has_bg, bgkey)
         values, bg, _ = keys(values, bgkey, None)
-        return int(_label_slabs(values, L, shape, table, bool(has_bg), bg, threads))
+        return int(_label_slabs(values, L, shape, table, bool(has_bg), bg, slabs))
     values, bg, tol = keys(values, bgkey, tolerance)
     shape = np.asarray(shape, dtype=np.int64)
     n = values.shape[0]
