@@ -207,9 +207,11 @@ def test_one_thread_and_small_graphs_run_serially():
 
 
 def test_cas_intrinsic():
+    from meshccl._cpu.unionfind import cas
+
     @numba.njit
     def run(P):
-        return cpu._cas(P, 1, 5, 7), P[1], cpu._cas(P, 1, 0, 7), P[1]
+        return cas(P, 1, 5, 7), P[1], cas(P, 1, 0, 7), P[1]
 
     for dt in (np.int32, np.int64):
         assert run(np.zeros(3, dt)) == (False, 0, True, 7)

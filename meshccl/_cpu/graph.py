@@ -11,11 +11,10 @@ numbering once shifted to start at 0.
 """
 
 import numpy as np
-from numba import njit, prange, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit, prange
 
 from .unionfind import find, relabel, unite
+from .unionfind import unite_cas as _unite_cas
 
 
 @njit(cache=True)
@@ -577,8 +576,8 @@ def components_sampled(method, kind, arrays, n, label_dtype, symmetric=False):
 # Parallel union-find (cpu_threads != 1: 'unionfind' / 'async', 'ecl' and
 # the CPU's 'auto').
 #
-# numba has no compare-and-swap in its API, so ``_cas`` emits LLVM's
-# cmpxchg on one array element (an intrinsic).  The hooks are then the
+# numba has no compare-and-swap in its API, so ``unionfind.cas`` emits
+# LLVM's cmpxchg on one array element (an intrinsic).  The hooks are then the
 # serial union-find's, made atomic as in ECL-CC and GConn's Union-Async:
 # find with path halving by plain stores, and a root hi is hooked under
 # the smaller root lo by CAS(P[hi]: hi -> lo); if another thread hooked hi
@@ -646,37 +645,6 @@ CROSS_BUFFER_MIN = 1024
 #: graphs with fewer vertices + stored edges run serially (a parallel
 #: region costs more than the whole serial union-find there)
 PARALLEL_MIN_WORK = 1 << 16
-
-
-@intrinsic
-def _cas(typingctx, arr, idx, old, new):
-    """arr[idx] = new if arr[idx] == old, atomically; True when stored."""
-    if not isinstance(arr, types.Array):
-        return None
-
-    def codegen(context, builder, sig, args):
-        a, i, o, nw = args
-        aryty = sig.args[0]
-        ary = context.make_array(aryty)(context, builder, a)
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [i], wraparound=False)
-        res = builder.cmpxchg(ptr, o, nw, "monotonic", "monotonic")
-        return builder.extract_value(res, 1)
-
-    return types.boolean(arr, types.intp, arr.dtype, arr.dtype), codegen
-
-
-@njit(cache=True, inline="always")
-def _unite_cas(P, a, b):
-    """unite(P, a, b) with a CAS hook, retried until it holds."""
-    while True:
-        a = find(P, a)
-        b = find(P, b)
-        if a == b:
-            return
-        if a < b:
-            a, b = b, a
-        if _cas(P, a, a, b):
-            return
 
 
 # The per-chunk work lives in plain functions called from the prange

@@ -3,9 +3,15 @@
 Parents always point to smaller indices; find() halves the path; unite()
 hooks the larger root under the smaller, so each component's root is its
 smallest index.  Serial code needs no compare-and-swap: the hook is a store.
+Threads sharing one forest use unite_cas(), whose hook is a compare-and-swap
+(cas(): LLVM's cmpxchg, which numba's API lacks) retried from the new roots
+when another thread hooked first; the halving stores of find() stay plain
+(they only ever move a non-root's parent up its own path).
 """
 
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 
 @njit(cache=True, inline="always")
@@ -33,6 +39,37 @@ def unite(P, a, b):
     else:
         return False
     return True
+
+
+@intrinsic
+def cas(typingctx, arr, idx, old, new):
+    """arr[idx] = new if arr[idx] == old, atomically; True when stored."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        a, i, o, nw = args
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, a)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [i], wraparound=False)
+        res = builder.cmpxchg(ptr, o, nw, "monotonic", "monotonic")
+        return builder.extract_value(res, 1)
+
+    return types.boolean(arr, types.intp, arr.dtype, arr.dtype), codegen
+
+
+@njit(cache=True, inline="always")
+def unite_cas(P, a, b):
+    """unite(P, a, b) with a CAS hook, retried until it holds."""
+    while True:
+        a = find(P, a)
+        b = find(P, b)
+        if a == b:
+            return
+        if a < b:
+            a, b = b, a
+        if cas(P, a, a, b):
+            return
 
 
 @njit(cache=True)
