@@ -132,9 +132,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         Threads for the CPU backend's default method (numba): 1 (default)
         runs serially, 0 uses every core numba sees.  Chunks of rows are
         labelled at once, then joined; the labels are the same.  Periodic
-        lattices and the iterative methods run serially, and so do plain
-        calls on arrays under 131 072 cells (a plain call's slabs hold at
-        least 65 536 cells each).
+        lattices and the iterative methods run serially, and so do arrays
+        under 131 072 cells (at most one thread per 65 536 cells).
     axes : int or sequence of int, optional
         Label along these axes only (default: all): cells that differ in any
         other axis are never neighbours, so every slice across the other

@@ -353,9 +353,14 @@ def case_lattice(rng, be, max_cells, out):
         kw["periodic"] = [True] * a.ndim
     want = reference_lattice(a, **kw)
     call = {k: (be.put(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+    slab_min = None
     if be.name == "cpu" and rng.random() < 0.4:
         call["cpu_threads"] = int(rng.choice([0, 2, 3]))
-    got = meshccl.label(be.put(a), **call)
+        if rng.random() < 0.5:  # chunks of any size (else small arrays run serially)
+            slab_min = 1
+            what += ", chunks of any size"
+    with _slab_min(slab_min):
+        got = meshccl.label(be.put(a), **call)
     return [(f"lattice: {what} {sorted(kw)} c={c}", be.get(got), want, a, kw)]
 
 
@@ -384,7 +389,9 @@ def case_axes(rng, be, max_cells, out):
     bg = 0 if a.dtype != bool else None
     want = _axes_reference(a, axes, c, bg)
     threads = {"cpu_threads": int(rng.choice([0, 2]))} if be.name == "cpu" else {}
-    got = meshccl.label(be.put(a), axes=axes, connectivity=c, background=bg, **threads)
+    slab_min = 1 if threads and rng.random() < 0.5 else None  # chunks of any size
+    with _slab_min(slab_min):
+        got = meshccl.label(be.put(a), axes=axes, connectivity=c, background=bg, **threads)
     return [(f"axes {axes}: {what} c={c}", be.get(got), want, a, {"axes": axes, "connectivity": c})]
 
 

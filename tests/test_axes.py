@@ -118,9 +118,14 @@ def test_axes_with_iterative_methods(backend):
             run_label(a, backend, axes=(0, 1), connectivity=2, method=method), want)
 
 
-def test_axes_parallel_cpu():
+def test_axes_parallel_cpu(monkeypatch):
+    from meshccl._cpu import mesh
+
     a = (np.random.default_rng(1).random((40, 50, 3)) < 0.5).astype(np.uint8)
     want = reference_axes(a, (0, 1), connectivity=2)
+    # small: serially at the default SLAB_MIN_CELLS, in chunks on threads at 1
+    np.testing.assert_array_equal(meshccl.label(a, axes=(0, 1), cpu_threads=3), want)
+    monkeypatch.setattr(mesh, "SLAB_MIN_CELLS", 1)
     np.testing.assert_array_equal(meshccl.label(a, axes=(0, 1), cpu_threads=3), want)
 
 

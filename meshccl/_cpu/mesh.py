@@ -1110,7 +1110,8 @@ def _gather(P, E, nl, G, O):
 
 #: Fewest cells per slab of the parallel plain case: an array of fewer than
 #: twice as many is labelled serially whatever ``cpu_threads`` says, a
-#: larger one in at most cells // SLAB_MIN_CELLS slabs.  Each slab costs a
+#: larger one in at most cells // SLAB_MIN_CELLS slabs (and the other
+#: cases on at most that many numba threads).  Each slab costs a
 #: hand-off to a worker thread, a seam and a gather; on the 16-core bench
 #: host a new thread pool per call put 3.2 ms on a 64^2 image that the
 #: serial labeller takes in 35 us (benchmarks/NOTES.md, 2026-11-26).
@@ -1212,7 +1213,8 @@ def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask
     :data:`SLAB_MIN_CELLS` cells a slab, so serially when the array has
     fewer than twice as many, when axis 0 is shorter than 2 or the array is
     1-D), the others on numba threads (:func:`_label_parallel`, at most
-    NUMBA_NUM_THREADS)."""
+    NUMBA_NUM_THREADS and one per SLAB_MIN_CELLS cells: serially below
+    twice that)."""
     import numba
 
     if tolerance is None and mask is None and bonds is None and not no_left:
@@ -1223,11 +1225,14 @@ def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask
             return label_mesh(values, L, shape, table, has_bg, bgkey)
         values, bg, _ = keys(values, bgkey, None)
         return int(_label_slabs(values, L, shape, table, bool(has_bg), bg, slabs))
+    n = values.shape[0]
+    threads = min(int(threads), numba.config.NUMBA_NUM_THREADS, n // SLAB_MIN_CELLS)
+    if threads < 2:  # (as small slabs, small chunks cost more than they save)
+        return label_mesh(values, L, shape, table, has_bg, bgkey, mask=mask, bonds=bonds,
+                          bond_rows=bond_rows, tolerance=tolerance, no_left=no_left)
     values, bg, tol = keys(values, bgkey, tolerance)
     shape = np.asarray(shape, dtype=np.int64)
-    n = values.shape[0]
     rows = n // int(shape[-1])
-    threads = max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS))
     K = max(1, min(rows, 4 * threads))
     chunks = np.linspace(0, rows, K + 1).astype(np.int64)
     back = int(-(-np.abs(table[:, 0]).max(initial=0) // int(shape[-1]))) + 1
