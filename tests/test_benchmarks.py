@@ -59,3 +59,26 @@ def test_bench_redraws_the_readme_table_and_plot_from_its_stored_run(tmp_path):
     png = tmp_path / "bench.png"
     bench.plot(results, str(png))
     assert png.stat().st_size > 20_000
+
+
+def test_bench_warms_up_the_threaded_slab_path(monkeypatch):
+    """The threaded CPU tool is warmed up on a crop large enough for its
+    slabs (arrays under 2 * SLAB_MIN_CELLS run serially), so numba compiles
+    the slab path before the timed calls, not during the first of them."""
+    import bench
+    from meshccl._cpu import mesh
+
+    monkeypatch.setattr(mesh, "SLAB_MIN_CELLS", 1 << 16)
+    sizes = []
+    real = mesh._label_slabs
+    monkeypatch.setattr(mesh, "_label_slabs", lambda *a: sizes.append(a[0].size) or real(*a))
+    tools, skipped = bench.cpu_tools(with_peers=False)
+    case = bench.Case("blobs-600^2-c1", "blobs", (600, 600), 1)
+    x = bench.generate(case, bench.np)
+    args = bench.parse_args(["--out", "unused", "--repeat", "1", "--cpu-repeat", "1"])
+    res = bench.run_case(case, None, x, [], tools, skipped, args)
+    assert res["meshccl CPU threads"]["check"] == "identical"
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS >= 2:  # (one thread: no slabs at all)
+        assert sizes[0] == 512 * 512 and sizes[-1] == 600 * 600  # warm-up, then timed
