@@ -46,6 +46,22 @@ def time_ms(f, reps=50):
     return gpu_time(f, reps=reps) * 1e3
 
 
+def wall_ms(f, reps=7):
+    """Median wall milliseconds of ``f()`` over ``reps`` calls after one to
+    warm up (CPU timings)."""
+    import time
+
+    import numpy as np
+
+    f()
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts)) * 1e3
+
+
 def device_ms(f, reps=40):
     """Median milliseconds of ``f()`` by CUDA events around each call, each
     call queued behind a busy kernel (:func:`busy`): the device's time,

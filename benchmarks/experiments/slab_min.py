@@ -7,11 +7,8 @@ array size, for several fewest-cells-per-slab settings
 
     python benchmarks/experiments/slab_min.py [--reps 30]"""
 import argparse
-import time
 
-import numpy as np
-
-import _common  # noqa: F401  (sys.path)
+from _common import wall_ms
 import meshccl
 from meshccl import patterns as P
 from meshccl._cpu import mesh
@@ -23,13 +20,7 @@ SETTINGS = [1, 1 << 15, 1 << 16, 1 << 17, 1 << 18]
 
 
 def wall_us(f):
-    f()
-    ts = []
-    for _ in range(args.reps):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return float(np.median(ts)) * 1e6
+    return wall_ms(f, args.reps) * 1e3
 
 
 import numba  # noqa: E402

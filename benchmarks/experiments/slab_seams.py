@@ -7,11 +7,10 @@ checked equal.  Run on the bench host (16 cores).
 
     python benchmarks/experiments/slab_seams.py [--reps 7]"""
 import argparse
-import time
 
 import numpy as np
 
-import _common  # noqa: F401  (sys.path)
+from _common import wall_ms
 import meshccl
 from meshccl import patterns as P
 from meshccl._cpu import mesh
@@ -43,14 +42,8 @@ def use(variant):
         mesh._slab_pool = threaded
 
 
-def wall_ms(f):
-    f()
-    ts = []
-    for _ in range(args.reps):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return float(np.median(ts)) * 1e3
+def wall(f):
+    return wall_ms(f, args.reps)
 
 
 VARIANTS = ["serial seams", "seams on threads"]
@@ -61,12 +54,12 @@ print("ms per call: serial labeller | " + " | ".join(VARIANTS) + " (two rounds)"
 for name, a in cases:
     for c in sorted({1, a.ndim}):
         want = meshccl.label(a, connectivity=c)
-        row = [f"serial {wall_ms(lambda: meshccl.label(a, connectivity=c)):.2f}"]
+        row = [f"serial {wall(lambda: meshccl.label(a, connectivity=c)):.2f}"]
         for rnd in range(2):
             for v in (VARIANTS if rnd == 0 else VARIANTS[::-1]):
                 use(v)
                 if not np.array_equal(meshccl.label(a, connectivity=c, cpu_threads=0), want):
                     raise SystemExit(f"{name} c={c}: labels differ under {v}")
-                row.append(f"{v} {wall_ms(lambda: meshccl.label(a, connectivity=c, cpu_threads=0)):.2f}")
+                row.append(f"{v} {wall(lambda: meshccl.label(a, connectivity=c, cpu_threads=0)):.2f}")
         use("seams on threads")
         print(f"{name:12s} c={c} | " + " | ".join(row), flush=True)

@@ -1113,8 +1113,9 @@ def _gather(P, E, nl, G, O):
 #: larger one in at most cells // SLAB_MIN_CELLS slabs (and the other
 #: cases on at most that many numba threads).  Each slab costs a
 #: hand-off to a worker thread, a seam and a gather; on the 16-core bench
-#: host a new thread pool per call put 3.2 ms on a 64^2 image that the
-#: serial labeller takes in 35 us (benchmarks/NOTES.md, 2026-11-26).
+#: host, 16 slabs of four rows on a pool made for the call took 3.2 ms on a
+#: 64^2 image that the serial labeller takes in 35 us (benchmarks/NOTES.md,
+#: 2026-11-26).
 SLAB_MIN_CELLS = 1 << 16
 
 _pool_state = {"pid": None, "workers": 0, "pool": None}
