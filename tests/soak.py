@@ -274,16 +274,18 @@ def _view(rng, be, a):
 
 @contextlib.contextmanager
 def _slab_min(cells):
-    """The CPU backend's fewest cells per slab (meshccl._cpu.mesh
-    SLAB_MIN_CELLS) set to ``cells`` for a block (None: unchanged)."""
+    """The CPU backend's fewest cells per slab and per numba chunk
+    (meshccl._cpu.mesh SLAB_MIN_CELLS, CHUNK_MIN_CELLS) set to ``cells``
+    for a block (None: unchanged)."""
     from meshccl._cpu import mesh as cpu_mesh
 
-    old = cpu_mesh.SLAB_MIN_CELLS
-    cpu_mesh.SLAB_MIN_CELLS = old if cells is None else cells
+    old = cpu_mesh.SLAB_MIN_CELLS, cpu_mesh.CHUNK_MIN_CELLS
+    if cells is not None:
+        cpu_mesh.SLAB_MIN_CELLS = cpu_mesh.CHUNK_MIN_CELLS = cells
     try:
         yield
     finally:
-        cpu_mesh.SLAB_MIN_CELLS = old
+        cpu_mesh.SLAB_MIN_CELLS, cpu_mesh.CHUNK_MIN_CELLS = old
 
 
 def case_images(rng, be, max_cells, out):

@@ -123,9 +123,9 @@ def test_axes_parallel_cpu(monkeypatch):
 
     a = (np.random.default_rng(1).random((40, 50, 3)) < 0.5).astype(np.uint8)
     want = reference_axes(a, (0, 1), connectivity=2)
-    # small: serially at the default SLAB_MIN_CELLS, in chunks on threads at 1
+    # small: serially at the default CHUNK_MIN_CELLS, in chunks on threads at 1
     np.testing.assert_array_equal(meshccl.label(a, axes=(0, 1), cpu_threads=3), want)
-    monkeypatch.setattr(mesh, "SLAB_MIN_CELLS", 1)
+    monkeypatch.setattr(mesh, "CHUNK_MIN_CELLS", 1)
     np.testing.assert_array_equal(meshccl.label(a, axes=(0, 1), cpu_threads=3), want)
 
 

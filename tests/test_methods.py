@@ -13,15 +13,16 @@ from test_lattice import lattices
 
 @pytest.fixture(autouse=True, scope="module")
 def _slabs_at_any_size():
-    """The parallel tests here use small images: let them take slabs of any
-    size (by default, arrays under 2 * SLAB_MIN_CELLS cells run serially).
-    The tests of that default set it back."""
+    """The parallel tests here use small images: let them take slabs and
+    chunks of any size (by default, arrays under 2 * SLAB_MIN_CELLS or 2 *
+    CHUNK_MIN_CELLS cells run serially).  The tests of that default set it
+    back."""
     from meshccl._cpu import mesh
 
-    old = mesh.SLAB_MIN_CELLS
-    mesh.SLAB_MIN_CELLS = 1
+    old = mesh.SLAB_MIN_CELLS, mesh.CHUNK_MIN_CELLS
+    mesh.SLAB_MIN_CELLS = mesh.CHUNK_MIN_CELLS = 1
     yield
-    mesh.SLAB_MIN_CELLS = old
+    mesh.SLAB_MIN_CELLS, mesh.CHUNK_MIN_CELLS = old
 
 ITERATIVE = ["A", "B", "C", "D", "cpu1", "cpu2"]
 
@@ -202,14 +203,19 @@ def _skimage_reference(a, conn, background):
     return sk_label(a, connectivity=conn, background=background)
 
 
+@pytest.mark.parametrize("driver", ["numba", "pool"])
 @pytest.mark.parametrize("threads", [2, 3])
 @pytest.mark.parametrize("shape", [(1, 9), (2, 7), (3, 5), (3, 4, 5), (5, 9), (17, 13), (64, 70),
                                    (200, 151), (1, 4, 5), (2, 3, 4), (7, 9, 11), (20, 21, 22),
                                    (5, 1, 7), (1,), (2,), (31,)])
-def test_parallel_slabs_match_skimage(shape, threads):
+def test_parallel_slabs_match_skimage(shape, threads, driver, monkeypatch):
     """The plain case runs the serial labellers on slabs along axis 0 and
     unites the seams: the same labels and numbering as skimage, whatever
-    the slab count (fewer rows than threads, as many, odd sizes, 1-D)."""
+    the slab count (fewer rows than threads, as many, odd sizes, 1-D), in
+    numba's parallel regions and on Python threads."""
+    from meshccl._cpu import mesh
+
+    monkeypatch.setattr(mesh, "SLAB_DRIVER", driver)
     rng = np.random.default_rng(sum(shape) * threads)
     images = [rng.integers(0, nv, shape) for nv in (2, 3, 7)]
     images.append(rng.random(shape) < 0.6)
@@ -245,9 +251,9 @@ def test_parallel_slabs_used_for_plain_case(monkeypatch):
 
 
 def test_parallel_slabs_by_size(monkeypatch):
-    """At the default SLAB_MIN_CELLS an array takes at most cells //
-    SLAB_MIN_CELLS slabs: serially under twice that many cells, whatever
-    cpu_threads asks, and fewer slabs than threads in between."""
+    """An array takes at most cells // SLAB_MIN_CELLS slabs (here 2^16):
+    serially under twice that many cells, whatever cpu_threads asks, and
+    fewer slabs than threads in between."""
     from meshccl._cpu import mesh
 
     monkeypatch.setattr(mesh, "SLAB_MIN_CELLS", 1 << 16)
@@ -270,17 +276,23 @@ def test_parallel_slabs_by_size(monkeypatch):
         assert slabs == ([] if want_slabs is None else [want_slabs]), (shape, threads)
 
 
-def test_parallel_slabs_keep_their_threads():
-    """The slabs' worker threads are kept between calls (a pool made per
-    call cost milliseconds), grown when more are asked for, and a forked
-    child makes its own (the parent's threads are not in it)."""
-    import multiprocessing
+def test_parallel_slabs_keep_their_threads(monkeypatch):
+    """On Python threads (SLAB_DRIVER 'pool', and where numba's regions may
+    not run) the slabs' worker threads are kept between calls (a pool made
+    per call cost milliseconds) and grown when more are asked for; numba's
+    regions start no Python threads."""
     import threading
 
     from meshccl._cpu import mesh
 
     a = patterns.blobs((300, 300), seed=4)
     want = _skimage_reference(a, 2, 0)
+    np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
+    before = threading.active_count()
+    for _ in range(3):
+        np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
+    assert threading.active_count() == before
+    monkeypatch.setattr(mesh, "SLAB_DRIVER", "pool")
     np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
     pool, before = mesh._pool_state["pool"], threading.active_count()
     for _ in range(5):
@@ -291,6 +303,17 @@ def test_parallel_slabs_keep_their_threads():
     np.testing.assert_array_equal(meshccl.label(a, cpu_threads=5), want)
     assert mesh._pool_state["workers"] >= 5
 
+
+def test_parallel_labelling_in_a_forked_child():
+    """A child forked after the parent ran numba's parallel regions must not
+    start them (GNU OpenMP kills it): it labels on Python threads (the plain
+    case) or serially (the others), with the same labels."""
+    import multiprocessing
+
+    a = patterns.blobs((300, 300), seed=4)
+    want = _skimage_reference(a, 2, 0)
+    np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
+    np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3, mask=a > 0), want)
     ctx = multiprocessing.get_context("fork")
     child = ctx.Process(target=_label_in_child, args=(a, want))
     child.start()
@@ -301,9 +324,33 @@ def test_parallel_slabs_keep_their_threads():
     assert not alive and child.exitcode == 0
 
 
+def test_parallel_labelling_from_two_threads_at_once(monkeypatch):
+    """A call made while another thread's numba region runs takes Python
+    threads (plain case) or the serial labeller (the others) instead of
+    entering a second region at once (the 'workqueue' layer aborts then)."""
+    from meshccl._cpu import mesh
+
+    a = patterns.blobs((300, 300), seed=5)
+    want = _skimage_reference(a, 2, 0)
+    used = []
+    real = mesh._label_slabs_threads
+    monkeypatch.setattr(mesh, "_label_slabs_threads",
+                        lambda *args: used.append(1) or real(*args))
+    with mesh._numba_region(2) as ok:  # as if another thread were inside one
+        assert ok
+        np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
+        np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3, mask=a > 0), want)
+    assert used == [1]
+    np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
+    assert used == [1]
+
+
 def _label_in_child(a, want):
     from meshccl._cpu import mesh
 
-    mesh.SLAB_MIN_CELLS = 1
-    ok = np.array_equal(meshccl.label(a, cpu_threads=3), want)
+    mesh.SLAB_MIN_CELLS = mesh.CHUNK_MIN_CELLS = 1
+    ok = mesh._region_state["forked_after_start"]
+    ok &= np.array_equal(meshccl.label(a, cpu_threads=3), want)
+    ok &= mesh._pool_state["workers"] >= 3  # the plain case took Python threads
+    ok &= np.array_equal(meshccl.label(a, cpu_threads=3, mask=a > 0), want)
     raise SystemExit(0 if ok else 1)

@@ -14,6 +14,10 @@ import meshccl
 from meshccl import patterns as P
 from meshccl._cpu import mesh
 
+# Python threads drive the slabs only where numba's parallel regions may not
+# run since 2026-11-26 (slab_driver.py); this experiment is about that driver.
+mesh.SLAB_DRIVER = "pool"
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--reps", type=int, default=15)
 args = ap.parse_args()

@@ -1,7 +1,7 @@
 """The CPU backend's parallel plain case against its serial labeller by
 array size, for several fewest-cells-per-slab settings
-(meshccl._cpu.mesh.SLAB_MIN_CELLS; 1: slabs of any size, as before
-2026-11-26, but on the kept thread pool): median wall time of
+(meshccl._cpu.mesh.SLAB_MIN_CELLS; 1: slabs of any size; the slabs run
+in numba's parallel regions since 2026-11-26, on Python threads before): median wall time of
 ``meshccl.label(a, cpu_threads=0)`` on NumPy blobs and percolation images,
 2-D and 3-D.  Run on the bench host (16 cores) to choose the default.
 
@@ -16,7 +16,7 @@ from meshccl._cpu import mesh
 ap = argparse.ArgumentParser()
 ap.add_argument("--reps", type=int, default=30)
 args = ap.parse_args()
-SETTINGS = [1, 1 << 15, 1 << 16, 1 << 17, 1 << 18]
+SETTINGS = [1, 1 << 12, 1 << 14, 1 << 15, 1 << 16, 1 << 17]
 
 
 def wall_us(f):

@@ -1,7 +1,7 @@
 """The CPU backend's parallel plain case with the seams between slabs
 united one after another in the calling thread (as before 2026-11-26)
 against on the slabs' worker threads with CAS hooks (meshccl._cpu.mesh
-_label_slabs now), and the serial labeller: median wall ms of
+_label_slabs_threads now), and the serial labeller: median wall ms of
 ``meshccl.label(a, connectivity=c, cpu_threads=0)``, ab-alternated, labels
 checked equal.  Run on the bench host (16 cores).
 
@@ -14,6 +14,10 @@ from _common import wall_ms
 import meshccl
 from meshccl import patterns as P
 from meshccl._cpu import mesh
+
+# Python threads drive the slabs only where numba's parallel regions may not
+# run since 2026-11-26 (slab_driver.py); this experiment is about that driver.
+mesh.SLAB_DRIVER = "pool"
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--reps", type=int, default=7)

@@ -17,10 +17,13 @@ lanes of one word and skips the runs an earlier line already implies,
 :func:`_prov_rows_lanes`); binary images (background and one other value) through
 :func:`_label_bits`, the same design on rows packed into 64-bit words.  In
 parallel, the plain case runs those labellers on slabs along axis 0, one
-thread each, then unites the seams (:func:`_label_slabs`); the other cases
-keep the per-cell forest (:func:`_label_parallel`).
+thread each, then unites the seams (:func:`_slabs`, in numba parallel
+regions); the other cases keep the per-cell forest (:func:`_label_parallel`).
 """
 
+import contextlib
+import os
+import sys
 import threading
 
 import numpy as np
@@ -702,6 +705,14 @@ def _label_prov(values, P, shape, table, has_bg, bgkey):
 
 @njit(cache=True, nogil=True)
 def _prov_table(values, P, shape, table, has_bg, bgkey):
+    """:func:`_prov_into` with a table that starts at 1/32 of the cells."""
+    n = values.shape[0]
+    E = np.empty(max(1024, min(n + 1, n // 32 + 2)) + 1, dtype=P.dtype)
+    return _prov_into(values, P, shape, table, has_bg, bgkey, E)
+
+
+@njit(cache=True, nogil=True)
+def _prov_into(values, P, shape, table, has_bg, bgkey, E):
     """The plain case (equal values, no mask / bonds / tolerance / wrap) in
     the classical two-pass design: each run of equal cells along the last
     axis takes the provisional label of the first run of the same value it
@@ -717,7 +728,9 @@ def _prov_table(values, P, shape, table, has_bg, bgkey):
     leading-axis step): a run of columns [c, e) touches columns
     [c + dmin, e - 1 + dmax] of that line.  Up to four lines (2-D, 3-D)
     run through :func:`_prov_rows_lanes`, more through :func:`_prov_rows`.
-    Returns (E, number of provisional labels)."""
+    ``E``: the table to start with (it is replaced by one twice as long
+    whenever it fills; with room for a label per cell, never).  Returns
+    (E, number of provisional labels)."""
     n = values.shape[0]
     ndim = shape.shape[0]
     last = ndim - 1
@@ -735,8 +748,7 @@ def _prov_table(values, P, shape, table, has_bg, bgkey):
         ldmax = ldmax[order]
         cover = cover[order][:, order]
     nrows = n // W
-    cap = max(1024, min(n + 1, n // 32 + 2))
-    E = np.empty(cap + 1, dtype=P.dtype)
+    cap = E.shape[0] - 1
     E[0] = 0
     nl = 0
     coords = np.zeros(ndim, dtype=np.int64)
@@ -855,6 +867,21 @@ def _label_bits(values, P, shape, table, bgkey):
 
 @njit(cache=True, nogil=True)
 def _bits_table(values, P, shape, table, bgkey):
+    """:func:`_bits_into` with a table of :func:`_bits_room` entries."""
+    n = values.shape[0]
+    E = np.empty(_bits_room(n, shape[shape.shape[0] - 1]), dtype=P.dtype)
+    return E, _bits_into(values, P, shape, table, bgkey, E)
+
+
+@njit(cache=True, inline="always")
+def _bits_room(n, W):
+    """Entries :func:`_bits_into`'s table needs: at most one provisional
+    label per run, (W + 1) // 2 runs a row, plus the unused 0 and a spare."""
+    return (n // W) * ((W + 1) // 2) + 2
+
+
+@njit(cache=True, nogil=True)
+def _bits_into(values, P, shape, table, bgkey, E):
     """Binary images (background and one other value): :func:`_label_prov`
     on rows packed into 64-bit words.  Runs (and the runs of a neighbour
     line that a run touches) are found by count-trailing-zeros instead of
@@ -863,9 +890,11 @@ def _bits_table(values, P, shape, table, bgkey):
     first row of a plane), a word equal to the line's word copies the
     line's 64 labels: each run inside it touches just the run with the same
     cells (Hawick's spiral: 1-cell walls repeated row after row), so only a
-    run that goes on into the next word is merged as usual.  Returns (E,
-    number of provisional labels) like :func:`_prov_table`, or (-, -1)
-    (nothing written to P) when the image has two foreground values."""
+    run that goes on into the next word is merged as usual.  ``E`` (the
+    table, filled like :func:`_prov_table`'s) has at least
+    :func:`_bits_room` entries.  Returns the number of provisional labels,
+    or -1 (nothing written to P) when the image has two foreground
+    values."""
     n = values.shape[0]
     ndim = shape.shape[0]
     last = ndim - 1
@@ -880,13 +909,12 @@ def _bits_table(values, P, shape, table, bgkey):
             break
     M = np.zeros(nrows * nw, dtype=np.uint64)
     if _pack_rows(values, M, nrows, W, nw, bgkey, fv):
-        return np.zeros(1, dtype=P.dtype), -1
+        return -1
     nlines, loff, lmlo, lmhi, ldmin, ldmax = _neighbour_lines(table, last)
-    # room for every provisional label (at most one per run, (W + 1) // 2 runs
-    # a row) from the start: E is never replaced inside the loop, so numba
-    # keeps no reference counts there; pages never written are never touched
-    cap = nrows * ((W + 1) // 2) + 1
-    E = np.empty(cap + 1, dtype=P.dtype)
+    # room for every provisional label from the start: E is never replaced
+    # inside the loop, so numba keeps no reference counts there; pages never
+    # written are never touched
+    cap = E.shape[0] - 1
     E[0] = 0
     nl = 0
     coords = np.zeros(ndim, dtype=np.int64)
@@ -970,7 +998,7 @@ def _bits_table(values, P, shape, table, bgkey):
                 for k in range(base + s, base + e):
                     P[_u(k)] = lab
         _next_row(coords, shape, last)
-    return E, nl
+    return nl
 
 
 @njit(cache=True)
@@ -1040,7 +1068,7 @@ def _label_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds,
 
 @njit(cache=True, nogil=True)
 def _slab(values, P, shape, table, has_bg, bgkey):
-    """One slab of :func:`_label_slabs`: provisional labels into P (as
+    """One slab of :func:`_label_slabs_threads`: provisional labels into P (as
     :func:`label_mesh` chooses the labeller) and the numbered table E (E[l]:
     the slab's label 1..count of provisional label l).  Returns (E, number of
     provisional labels, count)."""
@@ -1108,15 +1136,71 @@ def _gather(P, E, nl, G, O):
         P[i] = E[_u(P[i])]
 
 
+@njit(cache=True, parallel=True)
+def _slabs(values, L, shape, table, has_bg, bgkey, cuts):
+    """The plain case in T = len(cuts) - 1 slabs along axis 0 (slab s: rows
+    cuts[s]..cuts[s + 1] - 1), in one numba parallel region per round:
+
+    1. each slab gets provisional labels and its numbered table from the
+       serial labellers (the bit-packed one when the slab is binary), its
+       table a piece of one buffer with room for a label per cell;
+    2. the T - 1 seams unite the slabs' labels as global ids (a slab's
+       offset + its label) in G, by CAS hooks (the smaller id becomes the
+       root, so a component's root is its first piece in raster order);
+    3. G's roots are numbered in order (skimage's numbering), and each slab
+       gathers its final labels.
+
+    Returns the number of labels.  (Handing each slab to a Python thread
+    instead cost 20-40 us per slab and round on a 16-core host: each
+    worker took the GIL to start its numba call, one after another;
+    benchmarks/NOTES.md, 2026-11-26.)"""
+    T = cuts.shape[0] - 1
+    plane = values.shape[0] // shape[0]
+    eo = np.zeros(T + 1, dtype=np.int64)  # slab s's table: E[eo[s]:eo[s + 1]]
+    for s in range(T):
+        eo[s + 1] = eo[s] + (cuts[s + 1] - cuts[s]) * plane + 3
+    E = np.empty(eo[T], dtype=L.dtype)
+    nls = np.zeros(T, dtype=np.int64)
+    offsets = np.zeros(T + 1, dtype=np.int64)
+    for s in prange(T):
+        lo = cuts[s] * plane
+        hi = cuts[s + 1] * plane
+        sh = shape.copy()
+        sh[0] = cuts[s + 1] - cuts[s]
+        Es = E[eo[s]:eo[s + 1]]
+        nl = -1
+        if has_bg:
+            nl = _bits_into(values[lo:hi], L[lo:hi], sh, table, bgkey, Es)
+        if nl < 0:
+            _, nl = _prov_into(values[lo:hi], L[lo:hi], sh, table, has_bg, bgkey, Es)
+        nls[s] = nl
+        offsets[s + 1] = _number_table(Es, nl)
+    for s in range(T):
+        offsets[s + 1] += offsets[s]
+    N = offsets[T]
+    G = np.arange(N + 1, dtype=np.int64)
+    for s in prange(1, T):
+        _seam(values, L, shape, table, cuts[s], E[eo[s - 1]:eo[s]], offsets[s - 1],
+              E[eo[s]:eo[s + 1]], offsets[s], G)
+    count = _number_table(G, N)
+    for s in prange(T):
+        lo = cuts[s] * plane
+        hi = cuts[s + 1] * plane
+        _gather(L[lo:hi], E[eo[s]:eo[s + 1]], nls[s], G, offsets[s])
+    return count
+
+
 #: Fewest cells per slab of the parallel plain case: an array of fewer than
 #: twice as many is labelled serially whatever ``cpu_threads`` says, a
-#: larger one in at most cells // SLAB_MIN_CELLS slabs (and the other
-#: cases on at most that many numba threads).  Each slab costs a
-#: hand-off to a worker thread, a seam and a gather; on the 16-core bench
-#: host, 16 slabs of four rows on a pool made for the call took 3.2 ms on a
-#: 64^2 image that the serial labeller takes in 35 us (benchmarks/NOTES.md,
-#: 2026-11-26).
-SLAB_MIN_CELLS = 1 << 16
+#: larger one in at most cells // SLAB_MIN_CELLS slabs.  Each slab costs a
+#: seam and a share of three parallel regions' start; on the 16-core bench
+#: host 4096 cells a slab were the best of 1 to 2^17 from 64^2 to 4096^2
+#: (benchmarks/experiments/slab_min.py, benchmarks/NOTES.md, 2026-11-26).
+SLAB_MIN_CELLS = 1 << 12
+
+#: Fewest cells per numba thread for the other cases (mask, bonds,
+#: tolerance, axes: :func:`_label_parallel`); serially below twice as many.
+CHUNK_MIN_CELLS = 1 << 16
 
 _pool_state = {"pid": None, "workers": 0, "pool": None}
 _pool_lock = threading.Lock()
@@ -1139,6 +1223,64 @@ def _slab_pool(workers):
         return st["pool"]
 
 
+def _label_slabs(values, L, shape, table, has_bg, bg, threads):
+    """The plain case in T = min(threads, rows) slabs along axis 0: in numba
+    parallel regions (:func:`_slabs`), or on Python threads
+    (:func:`_label_slabs_threads`) where those may not run now (see
+    :func:`_numba_region`) or SLAB_DRIVER says so.  Returns the count."""
+    rows = int(shape[0])
+    T = max(1, min(int(threads), rows))
+    if SLAB_DRIVER == "numba":
+        with _numba_region(T) as ok:
+            if ok:
+                cuts = np.array([rows * s // T for s in range(T + 1)], dtype=np.int64)
+                return _slabs(values, L, shape, table, has_bg, bg, cuts)
+    return _label_slabs_threads(values, L, shape, table, has_bg, bg, T)
+
+
+#: Where numba's parallel regions must not run: in a child forked after
+#: the parent had started numba's threading layer (GNU OpenMP ends such a
+#: child with SIGTERM, TBB's state is undefined there), and in a second
+#: Python thread while one region runs (the 'workqueue' layer aborts on
+#: concurrent use).  The plain case then takes Python threads, the others
+#: the serial labeller.
+_region_state = {"forked_after_start": False}
+_region_lock = threading.Lock()
+
+
+def _after_fork_in_child():
+    started = sys.modules.get("numba.np.ufunc.parallel")
+    if started is not None and getattr(started, "_is_initialized", True):
+        _region_state["forked_after_start"] = True
+    global _region_lock
+    _region_lock = threading.Lock()  # (a parent's thread may have held it)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+@contextlib.contextmanager
+def _numba_region(threads):
+    """Yield whether a numba parallel region may run now, on ``threads``
+    threads (numba's count is set for the block and restored after)."""
+    import numba
+
+    if _region_state["forked_after_start"] or not _region_lock.acquire(blocking=False):
+        yield False
+        return
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+        yield True
+    finally:
+        numba.set_num_threads(old)
+        _region_lock.release()
+
+
+#: "numba": the slabs in numba parallel regions (:func:`_slabs`); "pool":
+#: on Python threads (:func:`_label_slabs_threads`), as where those may not run.
+SLAB_DRIVER = "numba"
+
 #: The calling thread takes the first item of each of a call's three
 #: rounds of slab work itself (slabs, seams, gathers) instead of waiting
 #: for the pool: one hand-off fewer per round.
@@ -1156,8 +1298,10 @@ def _run(pool, f, items):
     return [first] + [fu.result() for fu in futures]
 
 
-def _label_slabs(values, L, shape, table, has_bg, bg, threads):
-    """The plain case in T slabs along axis 0, on T threads: each slab is
+def _label_slabs_threads(values, L, shape, table, has_bg, bg, threads):
+    """:func:`_slabs` on Python threads (where numba's parallel regions may
+    not run, see :func:`_label_slabs`): the plain case in T slabs along
+    axis 0, on T threads: each slab is
     labelled by the serial labellers (GIL released), then the seams between
     slabs are united in a small union-find over global ids (slab offset +
     slab label; the smaller id becomes the root, so a component's root is
@@ -1227,12 +1371,11 @@ def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask
     """Parallel labelling into ``L``; return N.  Same labels as
     :func:`label_mesh`.  Not for periodic lattices.  The plain case (no
     tolerance / mask / bonds / axes) runs in up to ``threads`` slabs along
-    axis 0 on Python threads (:func:`_label_slabs`; at least
-    :data:`SLAB_MIN_CELLS` cells a slab, so serially when the array has
-    fewer than twice as many, when axis 0 is shorter than 2 or the array is
-    1-D), the others on numba threads (:func:`_label_parallel`, at most
-    NUMBA_NUM_THREADS and one per SLAB_MIN_CELLS cells: serially below
-    twice that)."""
+    axis 0 (:func:`_label_slabs`; at least :data:`SLAB_MIN_CELLS` cells a
+    slab, so serially when the array has fewer than twice as many, when
+    axis 0 is shorter than 2 or the array is 1-D), the others on numba
+    threads (:func:`_label_parallel`, at most NUMBA_NUM_THREADS and one per
+    :data:`CHUNK_MIN_CELLS` cells: serially below twice that)."""
     import numba
 
     if tolerance is None and mask is None and bonds is None and not no_left:
@@ -1244,7 +1387,7 @@ def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask
         values, bg, _ = keys(values, bgkey, None)
         return int(_label_slabs(values, L, shape, table, bool(has_bg), bg, slabs))
     n = values.shape[0]
-    threads = min(int(threads), numba.config.NUMBA_NUM_THREADS, n // SLAB_MIN_CELLS)
+    threads = min(int(threads), numba.config.NUMBA_NUM_THREADS, n // CHUNK_MIN_CELLS)
     if threads < 2:  # (as small slabs, small chunks cost more than they save)
         return label_mesh(values, L, shape, table, has_bg, bgkey, mask=mask, bonds=bonds,
                           bond_rows=bond_rows, tolerance=tolerance, no_left=no_left)
@@ -1255,14 +1398,13 @@ def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask
     chunks = np.linspace(0, rows, K + 1).astype(np.int64)
     back = int(-(-np.abs(table[:, 0]).max(initial=0) // int(shape[-1]))) + 1
     P = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
-    old = numba.get_num_threads()
-    numba.set_num_threads(threads)
-    try:
-        return int(_label_parallel(values, P, L, shape, table, bool(has_bg), bg, tol, mask, bonds,
-                                   _NO_ROWS if bond_rows is None else bond_rows, chunks, back,
-                                   bool(no_left)))
-    finally:
-        numba.set_num_threads(old)
+    with _numba_region(threads) as ok:
+        if ok:
+            return int(_label_parallel(values, P, L, shape, table, bool(has_bg), bg, tol, mask,
+                                       bonds, _NO_ROWS if bond_rows is None else bond_rows, chunks,
+                                       back, bool(no_left)))
+    return label_mesh(values, L, shape, table, has_bg, bgkey, mask=mask, bonds=bonds,
+                      bond_rows=bond_rows, tolerance=tolerance, no_left=no_left)
 
 
 def label_iterative(method, values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
