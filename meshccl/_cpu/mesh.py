@@ -1200,7 +1200,9 @@ SLAB_MIN_CELLS = 1 << 12
 
 #: Fewest cells per numba thread for the other cases (mask, bonds,
 #: tolerance, axes: :func:`_label_parallel`); serially below twice as many.
-CHUNK_MIN_CELLS = 1 << 16
+#: 2^14 was the best of 2^10 to 2^18 on the bench host from 128^2 to 2048^2
+#: (benchmarks/experiments/chunk_min.py, NOTES 2026-11-26).
+CHUNK_MIN_CELLS = 1 << 14
 
 _pool_state = {"pid": None, "workers": 0, "pool": None}
 _pool_lock = threading.Lock()
