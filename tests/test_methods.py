@@ -304,18 +304,39 @@ def test_parallel_slabs_keep_their_threads(monkeypatch):
     assert mesh._pool_state["workers"] >= 5
 
 
+def _graph_case():
+    """A random graph past the graph path's serial shortcut, with scipy's
+    labels."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components as scipy_cc
+
+    rng = np.random.default_rng(7)
+    n, m = 40_000, 60_000
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    g = sp.csr_matrix((np.ones(m), (src, dst)), shape=(n, n))
+    return g, scipy_cc(g, directed=False)
+
+
+def _same_graph_labels(got, want):
+    return got[0] == want[0] and np.array_equal(got[1], want[1])
+
+
 def test_parallel_labelling_in_a_forked_child():
     """A child forked after the parent ran numba's parallel regions must not
     start them (GNU OpenMP kills it): it labels on Python threads (the plain
-    case) or serially (the others), with the same labels."""
+    case) or serially (the others, graphs), with the same labels."""
     import multiprocessing
+
+    from meshccl.graph import connected_components
 
     a = patterns.blobs((300, 300), seed=4)
     want = _skimage_reference(a, 2, 0)
+    g, gwant = _graph_case()
     np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
     np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3, mask=a > 0), want)
+    assert _same_graph_labels(connected_components(g, directed=False, cpu_threads=3), gwant)
     ctx = multiprocessing.get_context("fork")
-    child = ctx.Process(target=_label_in_child, args=(a, want))
+    child = ctx.Process(target=_label_in_child, args=(a, want, g, gwant))
     child.start()
     child.join(120)
     alive = child.is_alive()
@@ -326,31 +347,48 @@ def test_parallel_labelling_in_a_forked_child():
 
 def test_parallel_labelling_from_two_threads_at_once(monkeypatch):
     """A call made while another thread's numba region runs takes Python
-    threads (plain case) or the serial labeller (the others) instead of
+    threads (plain case) or the serial code (the others, graphs) instead of
     entering a second region at once (the 'workqueue' layer aborts then)."""
+    import numba
+
+    from meshccl._cpu import graph as cpu_graph
     from meshccl._cpu import mesh
+    from meshccl._cpu.regions import numba_region
+    from meshccl.graph import connected_components
 
     a = patterns.blobs((300, 300), seed=5)
     want = _skimage_reference(a, 2, 0)
+    g, gwant = _graph_case()
     used = []
     real = mesh._label_slabs_threads
     monkeypatch.setattr(mesh, "_label_slabs_threads",
                         lambda *args: used.append(1) or real(*args))
-    with mesh._numba_region(2) as ok:  # as if another thread were inside one
+    stats = {}
+    with numba_region(2) as ok:  # as if another thread were inside one
         assert ok
         np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
         np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3, mask=a > 0), want)
+        got = cpu_graph.components_parallel("csr", (g.indptr, g.indices), g.shape[0],
+                                            np.int32, 3, stats)
+        assert got[0] == gwant[0] and np.array_equal(got[1], gwant[1])
+        assert stats["scheme"] == "serial"
     assert used == [1]
     np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
     assert used == [1]
+    got = cpu_graph.components_parallel("csr", (g.indptr, g.indices), g.shape[0], np.int32,
+                                        3, stats)
+    assert stats["scheme"] != "serial" or numba.config.NUMBA_NUM_THREADS < 2
+    assert _same_graph_labels(connected_components(g, directed=False, cpu_threads=3), gwant)
 
 
-def _label_in_child(a, want):
-    from meshccl._cpu import mesh
+def _label_in_child(a, want, g, gwant):
+    from meshccl._cpu import mesh, regions
+    from meshccl.graph import connected_components
 
     mesh.SLAB_MIN_CELLS = mesh.CHUNK_MIN_CELLS = 1
-    ok = mesh._region_state["forked_after_start"]
+    ok = regions.forked_after_start()
     ok &= np.array_equal(meshccl.label(a, cpu_threads=3), want)
     ok &= mesh._pool_state["workers"] >= 3  # the plain case took Python threads
     ok &= np.array_equal(meshccl.label(a, cpu_threads=3, mask=a > 0), want)
+    ok &= _same_graph_labels(connected_components(g, directed=False, cpu_threads=3), gwant)
     raise SystemExit(0 if ok else 1)

@@ -10,9 +10,12 @@ component's smallest vertex -- in increasing order, which is SciPy's
 numbering once shifted to start at 0.
 """
 
+import contextlib
+
 import numpy as np
 from numba import njit, prange
 
+from .regions import numba_region
 from .unionfind import find, relabel, unite
 from .unionfind import unite_cas as _unite_cas
 
@@ -924,15 +927,16 @@ def components_parallel(kind, arrays, n, label_dtype, threads, stats=None):
 
     threads = max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS))
     scheme, cross, stopped = "serial", 0, 0
-    if threads == 1 or n < 2 or n + int(arrays[1].size) < PARALLEL_MIN_WORK:
-        count, labels = (components_edges if kind == "edges" else components_csr)(
-            *arrays, n, label_dtype)
-    else:
-        P = np.empty(n, dtype=np.int64 if n >= 2**31 else np.int32)
-        K = threads * CHUNKS_PER_THREAD
-        old = numba.get_num_threads()
-        numba.set_num_threads(threads)
-        try:
+    region = contextlib.nullcontext(False)
+    if not (threads == 1 or n < 2 or n + int(arrays[1].size) < PARALLEL_MIN_WORK):
+        region = numba_region(threads)  # (no in a forked child or beside another region)
+    with region as parallel:
+        if not parallel:
+            count, labels = (components_edges if kind == "edges" else components_csr)(
+                *arrays, n, label_dtype)
+        else:
+            P = np.empty(n, dtype=np.int64 if n >= 2**31 else np.int32)
+            K = threads * CHUNKS_PER_THREAD
             if kind == "edges":
                 src, dst = arrays
                 m = int(src.size)
@@ -988,10 +992,8 @@ def components_parallel(kind, arrays, n, label_dtype, threads, stats=None):
                     _phase2(ca, cb, c, P, K, threads)
                     if stopped:
                         _par_cas_csr(indptr, indices, P, chunks, stops)
-        finally:
-            numba.set_num_threads(old)
-        count = int(_relabel0(P))
-        labels = P.astype(label_dtype, copy=False)
+            count = int(_relabel0(P))
+            labels = P.astype(label_dtype, copy=False)
     if stats is not None:
         stats.update(threads=threads, scheme=scheme, cross=cross, stopped=stopped)
     return count, labels

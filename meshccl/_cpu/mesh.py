@@ -21,9 +21,6 @@ thread each, then unites the seams (:func:`_slabs`, in numba parallel
 regions); the other cases keep the per-cell forest (:func:`_label_parallel`).
 """
 
-import contextlib
-import os
-import sys
 import threading
 
 import numpy as np
@@ -32,6 +29,7 @@ from numba import njit, prange, types
 from numba.extending import intrinsic, overload
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
+from .regions import numba_region
 from .unionfind import relabel, unite, unite_cas
 
 
@@ -1229,54 +1227,15 @@ def _label_slabs(values, L, shape, table, has_bg, bg, threads):
     """The plain case in T = min(threads, rows) slabs along axis 0: in numba
     parallel regions (:func:`_slabs`), or on Python threads
     (:func:`_label_slabs_threads`) where those may not run now (see
-    :func:`_numba_region`) or SLAB_DRIVER says so.  Returns the count."""
+    :mod:`.regions`) or SLAB_DRIVER says so.  Returns the count."""
     rows = int(shape[0])
     T = max(1, min(int(threads), rows))
     if SLAB_DRIVER == "numba":
-        with _numba_region(T) as ok:
+        with numba_region(T) as ok:
             if ok:
                 cuts = np.array([rows * s // T for s in range(T + 1)], dtype=np.int64)
                 return _slabs(values, L, shape, table, has_bg, bg, cuts)
     return _label_slabs_threads(values, L, shape, table, has_bg, bg, T)
-
-
-#: Where numba's parallel regions must not run: in a child forked after
-#: the parent had started numba's threading layer (GNU OpenMP ends such a
-#: child with SIGTERM, TBB's state is undefined there), and in a second
-#: Python thread while one region runs (the 'workqueue' layer aborts on
-#: concurrent use).  The plain case then takes Python threads, the others
-#: the serial labeller.
-_region_state = {"forked_after_start": False}
-_region_lock = threading.Lock()
-
-
-def _after_fork_in_child():
-    started = sys.modules.get("numba.np.ufunc.parallel")
-    if started is not None and getattr(started, "_is_initialized", True):
-        _region_state["forked_after_start"] = True
-    global _region_lock
-    _region_lock = threading.Lock()  # (a parent's thread may have held it)
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-@contextlib.contextmanager
-def _numba_region(threads):
-    """Yield whether a numba parallel region may run now, on ``threads``
-    threads (numba's count is set for the block and restored after)."""
-    import numba
-
-    if _region_state["forked_after_start"] or not _region_lock.acquire(blocking=False):
-        yield False
-        return
-    old = numba.get_num_threads()
-    try:
-        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
-        yield True
-    finally:
-        numba.set_num_threads(old)
-        _region_lock.release()
 
 
 #: "numba": the slabs in numba parallel regions (:func:`_slabs`); "pool":
@@ -1400,7 +1359,7 @@ def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask
     chunks = np.linspace(0, rows, K + 1).astype(np.int64)
     back = int(-(-np.abs(table[:, 0]).max(initial=0) // int(shape[-1]))) + 1
     P = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
-    with _numba_region(threads) as ok:
+    with numba_region(threads) as ok:
         if ok:
             return int(_label_parallel(values, P, L, shape, table, bool(has_bg), bg, tol, mask,
                                        bonds, _NO_ROWS if bond_rows is None else bond_rows, chunks,
