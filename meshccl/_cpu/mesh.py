@@ -1230,12 +1230,12 @@ def _label_slabs(values, L, shape, table, has_bg, bg, threads):
     :mod:`.regions`) or SLAB_DRIVER says so.  Returns the count."""
     rows = int(shape[0])
     T = max(1, min(int(threads), rows))
+    cuts = np.array([rows * s // T for s in range(T + 1)], dtype=np.int64)
     if SLAB_DRIVER == "numba":
         with numba_region(T) as ok:
             if ok:
-                cuts = np.array([rows * s // T for s in range(T + 1)], dtype=np.int64)
                 return _slabs(values, L, shape, table, has_bg, bg, cuts)
-    return _label_slabs_threads(values, L, shape, table, has_bg, bg, T)
+    return _label_slabs_threads(values, L, shape, table, has_bg, bg, cuts)
 
 
 #: "numba": the slabs in numba parallel regions (:func:`_slabs`); "pool":
@@ -1259,10 +1259,10 @@ def _run(pool, f, items):
     return [first] + [fu.result() for fu in futures]
 
 
-def _label_slabs_threads(values, L, shape, table, has_bg, bg, threads):
+def _label_slabs_threads(values, L, shape, table, has_bg, bg, cuts):
     """:func:`_slabs` on Python threads (where numba's parallel regions may
-    not run, see :func:`_label_slabs`): the plain case in T slabs along
-    axis 0, on T threads: each slab is
+    not run, see :func:`_label_slabs`): the plain case in the T = len(cuts)
+    - 1 slabs of :func:`_slabs` along axis 0, on T threads: each slab is
     labelled by the serial labellers (GIL released), then the seams between
     slabs are united in a small union-find over global ids (slab offset +
     slab label; the smaller id becomes the root, so a component's root is
@@ -1271,10 +1271,8 @@ def _label_slabs_threads(values, L, shape, table, has_bg, bg, threads):
     they had made blobs 128^3 slower threaded than serial), the roots are
     numbered in order (skimage's numbering) and each slab gathers its final
     labels."""
-    rows = int(shape[0])
-    T = max(1, min(int(threads), rows))
-    plane = values.shape[0] // rows
-    cuts = [rows * s // T for s in range(T + 1)]
+    T = cuts.shape[0] - 1
+    plane = values.shape[0] // int(shape[0])
     shapes = []
     for s in range(T):
         sh = shape.copy()
