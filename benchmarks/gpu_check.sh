@@ -2,11 +2,12 @@
 # The one device script: install meshccl without network, run the GPU test
 # suite and the benchmark, and leave logs under $OUT.
 #
-#   bash benchmarks/gpu_check.sh [tests] [soak] [bench] [quick] [smoke] [phases] [hawick] [graph]
+#   bash benchmarks/gpu_check.sh [tests] [soak] [bench] [quick] [smoke] [phases] [gap] [hawick] [graph]
 #                                                         (default: tests soak bench)
 #   TESTS="tests/test_methods.py ..."  limits the tests step (default: tests)
 #   CAP=60                             seconds per call before hawick stops a method
 #   SOAK_SECONDS=120 SOAK_SEED=<date>  the randomized run against references (tests/soak.py)
+#   GAP_CASES="blobs,spiral"           cases for the gap step (floor_gap.py, needs ncu)
 #   PHASES_ARGS="--tiles 3:8,8,16"     arguments for benchmarks/phases.py
 #   GPROFILE_ARGS, GNCU_ARGS, GNCU_KERNEL  graph_profile.py arguments; the kernel gncu profiles
 #
@@ -47,6 +48,9 @@ for step in $steps; do
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     phases)
       python3 benchmarks/phases.py ${PHASES_ARGS:-} 2>&1 | tee "$OUT/phases.log" ;;
+    gap)
+      python3 benchmarks/floor_gap.py all --out "$OUT/gap" --cases "${GAP_CASES:-}" 2>&1 | tee "$OUT/gap.log" | tail -40
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     profile)
       bash benchmarks/profile_tile.sh "${PROFILE_CASE:-perc 8192}" 2>&1 | tail -150 ;;
     hawick)
