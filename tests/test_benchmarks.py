@@ -82,3 +82,64 @@ def test_bench_warms_up_the_threaded_slab_path(monkeypatch):
 
     if numba.config.NUMBA_NUM_THREADS >= 2:  # (one thread: no slabs at all)
         assert sizes[0] == 512 * 512 and sizes[-1] == 600 * 600  # warm-up, then timed
+
+
+# Rows as ncu 2025.3 wrote them (--csv --print-units base), with its own
+# messages before them: two kernels, eight counters each.
+NCU_CSV = '''==PROF== Connected to process 733 (/usr/bin/python3.12)
+==PROF== Creating report from application replay data: 0%.................100%
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+''' + "\n".join(
+    f'"{kid}","733","python3.12","127.0.0.1","{name}","1","7","(256, 1, 1)","(16, 128, 1)",'
+    f'"0","9.0","Command line profiler metrics","{metric}","{unit}","{value}"'
+    for kid, name, rows in (
+        (0, "meshccl_runs2d_tile", (("dram__bytes_read.sum", "byte", "17,096,704"),
+                                    ("dram__bytes_write.sum", "byte", "20,544,768"),
+                                    ("gpu__time_duration.sum", "ns", "49,728"),
+                                    ("lts__t_bytes.sum", "byte", "59,982,304"),
+                                    ("smsp__inst_executed.sum", "inst", "28,116,863"),
+                                    ("smsp__sass_inst_executed_op_global_atom.sum", "inst", "0"),
+                                    ("smsp__sass_inst_executed_op_global_red.sum", "inst", "2,048"),
+                                    ("smsp__sass_inst_executed_op_shared_atom.sum", "inst", "66,666"))),
+        (1, "meshccl_runs2d_border", (("dram__bytes_read.sum", "byte", "2,325,248"),
+                                      ("dram__bytes_write.sum", "byte", "3,429,120"),
+                                      ("gpu__time_duration.sum", "ns", "18,688"),
+                                      ("lts__t_bytes.sum", "byte", "18,546,176"),
+                                      ("smsp__inst_executed.sum", "inst", "4,440,000"),
+                                      ("smsp__sass_inst_executed_op_global_atom.sum", "inst", "32,847"),
+                                      ("smsp__sass_inst_executed_op_global_red.sum", "inst", "0"),
+                                      ("smsp__sass_inst_executed_op_shared_atom.sum", "inst", "0"))))
+    for metric, unit, value in rows) + "\n"
+
+
+def test_floor_gap_reads_ncu_rows_and_sums_a_case():
+    import floor_gap
+    kernels = floor_gap.parse_ncu_csv(NCU_CSV, floor_gap.METRICS)
+    assert [k["kernel"] for k in kernels] == ["meshccl_runs2d_tile", "meshccl_runs2d_border"]
+    assert kernels[0]["dram_read"] == 17_096_704 and kernels[1]["ns"] == 18_688
+    case = floor_gap.bench.Case("blobs-4096^2-c2", "blobs", (4096, 4096), 2)
+    row = floor_gap.summarise(case, 0.124e-3, kernels, bandwidth=2.98e12)
+    moved = 17_096_704 + 20_544_768 + 2_325_248 + 3_429_120
+    assert row["kernels"] == 2
+    assert row["moved_over_floor"] == pytest.approx(moved / (5 * 4096 ** 2))
+    assert row["moved_ms"] == pytest.approx(moved / 2.98e12 * 1e3)
+    assert row["kernel_ms"] == pytest.approx((49_728 + 18_688) / 1e6)
+    assert row["global_atomics"] == 2_048 + 32_847 and row["shared_atomics"] == 66_666
+    assert row["floor_ms"] == pytest.approx(5 * 4096 ** 2 / 2.98e12 * 1e3)
+    data = {"machine": "m", "date": "d", "commit": "c", "command": "x", "bandwidth": 2.98e12,
+            "missing_metrics": [], "cases": [row, {"case": "spiral-4096^2-c2", "call_ms": 0.19,
+                                                   "error": "ncu exited with 1"}]}
+    md = floor_gap.table(data)
+    assert "| blobs-4096^2-c2 | 0.124 | 0.0281 | 4.41 | 2 |" in md
+    assert "ncu exited with 1" in md and "| meshccl_runs2d_border | 0.0187 |" in md
+
+
+def test_floor_gap_keeps_only_the_counters_ncu_knows(monkeypatch):
+    import floor_gap
+    listing = "\n".join(["Device TARGET", "dram__bytes_read   Counter byte  # of bytes read",
+                         "gpu__time_duration Counter ns    duration"])
+    monkeypatch.setattr(floor_gap.subprocess, "run",
+                        lambda *a, **k: type("R", (), {"stdout": listing})())
+    have, missing = floor_gap.known_metrics("ncu")
+    assert have == [("ns", "gpu__time_duration.sum"), ("dram_read", "dram__bytes_read.sum")]
+    assert "dram__bytes_write.sum" in missing and "lts__t_bytes.sum" in missing
