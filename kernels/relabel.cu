@@ -270,6 +270,158 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
     }
 }
 
+// ---- steps 4, 5 and 7 in one pass (the run kernels) -------------------------
+// meshccl_piece_labels does what meshccl_piece_roots and then
+// meshccl_label_pieces do, in one launch, for the run kernels (runs2d.cu,
+// runs3d.cu), whose label pass is the last reader of the piece roots.
+// - The blocks take their words in the order they start (a ticket from a
+//   64-bit counter that only grows), and each finds the roots before its
+//   words by a decoupled look-back over the blocks before it: it publishes
+//   its own count as soon as it has it (flag state 1), and its count with
+//   everything before it once it knows that (state 2).  A flag word holds
+//   the call's number (the ticket over the grid size, 30 bits) above the
+//   state, so the flags of the call before never need clearing.  Every block
+//   a block waits for has started before it, so no wait can wait forever.
+// - The hooked roots' walks are step 4's, and stop at a piece root that
+//   already holds its label.  Each walk leaves its result at its root.
+// - Then every piece root of the word takes its label: the rank of its
+//   root, which lies in this block or an earlier one (a root is its
+//   component's smallest index).  That needs the earlier block's count with
+//   everything before it, and its words' bits and sums stored (state 1 or
+//   more).
+// - A label is stored negated, so that a walk passing through a labelled
+//   piece root knows what it found.  The label pass takes every piece
+//   root's value by its magnitude: the piece root's own lane may already
+//   have written it back positive.
+#define MESHCCL_FLAG_COUNT 1u
+#define MESHCCL_FLAG_PREFIX 2u
+__device__ __forceinline__ unsigned wait_flag(const unsigned* flags, long long b, unsigned tag,
+                                              unsigned need) {
+    const volatile unsigned* f = flags + b;
+    unsigned v = *f;
+    while ((v >> 2) != tag || (v & 3u) < need) v = *f;
+    __threadfence();
+    return v & 3u;
+}
+
+template <typename I>
+__global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_labels(
+        I* P, const unsigned* __restrict__ A, unsigned* H, I words, I* incl, I* sums,
+        I* block_incl, unsigned long long* ticket, unsigned* flags) {
+    meshccl::grid_entry();  // (launch.cuh)
+    __shared__ unsigned long long ticket_sh;
+    __shared__ I total_sh, before_sh;
+    if (threadIdx.x == 0) ticket_sh = atomicAdd(ticket, 1ull);
+    __syncthreads();
+    const I b = (I)(ticket_sh % gridDim.x);
+    const unsigned tag = (unsigned)((ticket_sh / gridDim.x + 1ull) & 0x3fffffffull);
+    const I w = b * MESHCCL_PIECE_BLOCK + (I)threadIdx.x;
+    const unsigned hooked = w < words ? H[w] : 0u, roots = w < words ? A[w] & ~hooked : 0u;
+    const I upto = block_inclusive_scan((I)__popc(roots));
+    if (w < words) {
+        H[w] = roots;
+        incl[w] = upto;
+    }
+    if (threadIdx.x == blockDim.x - 1) total_sh = upto;
+    __threadfence();  // this block's H and incl, visible before its flag
+    __syncthreads();
+    if (threadIdx.x < 32) {  // the look-back, by the first warp
+        const int lane = threadIdx.x;
+        const I total = total_sh;
+        if (lane == 0) {
+            if (b == 0) block_incl[0] = total;
+            else sums[b] = total;
+            __threadfence();
+            atomicExch(flags + b, (tag << 2) | (b == 0 ? MESHCCL_FLAG_PREFIX : MESHCCL_FLAG_COUNT));
+        }
+        I before = 0;
+        for (long long j = (long long)b - 1; j >= 0; j -= 32) {  // lane l: block j - l
+            const long long k = j - lane;
+            unsigned state = MESHCCL_FLAG_PREFIX;
+            I value = 0;
+            if (k >= 0) {
+                state = wait_flag(flags, k, tag, MESHCCL_FLAG_COUNT);
+                value = state == MESHCCL_FLAG_PREFIX ? __ldcg(block_incl + k) : __ldcg(sums + k);
+            }
+            const unsigned prefixed = __ballot_sync(0xffffffffu, state == MESHCCL_FLAG_PREFIX);
+            const int upto_lane = prefixed ? __ffs(prefixed) - 1 : 31;
+            I part = lane <= upto_lane ? value : (I)0;
+            for (int d = 16; d > 0; d >>= 1) part += __shfl_xor_sync(0xffffffffu, part, d);
+            before += part;
+            if (prefixed) break;
+        }
+        if (lane == 0) {
+            before_sh = before;
+            if (b > 0) {
+                block_incl[b] = before + total;
+                __threadfence();
+                atomicExch(flags + b, (tag << 2) | MESHCCL_FLAG_PREFIX);
+            }
+        }
+    }
+    __syncthreads();
+    if (w >= words) return;
+    const I before = before_sh;
+    // step 4: the hooked roots' walks (as in meshccl_piece_roots), each
+    // stopping at a root or at a labelled piece root, its result (the root,
+    // or the label negated) left at its start
+    for (unsigned h = hooked; h;) {
+        I x[MESHCCL_PIECE_GROUP], r[MESHCCL_PIECE_GROUP];
+#pragma unroll
+        for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
+            x[g] = (I)-1;
+            if (h) {
+                x[g] = (w << 5) + (I)(__ffs(h) - 1);
+                h &= h - 1u;
+            }
+            r[g] = x[g];
+        }
+        for (bool moved = true; moved;) {
+            moved = false;
+            I p[MESHCCL_PIECE_GROUP];
+#pragma unroll
+            for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g)
+                p[g] = x[g] < 0 || r[g] < 0 ? r[g] : __ldcg(P + r[g]);
+#pragma unroll
+            for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
+                if (x[g] < 0 || r[g] < 0 || p[g] == r[g]) continue;
+                if (r[g] != x[g] || p[g] < 0) P[x[g]] = p[g];  // (published, or the label found)
+                r[g] = p[g];
+                if (p[g] >= 0) moved = true;
+            }
+        }
+    }
+    // step 7: every piece root of the word gets its label, negated
+    const auto rank = [&](I r) {
+        const I wr = r >> 5, br = wr / MESHCCL_PIECE_BLOCK;
+        I ahead = before;
+        if (br != b) {
+            wait_flag(flags, br, tag, MESHCCL_FLAG_COUNT);  // its H and incl are stored
+            ahead = br == 0 ? (I)0
+                            : (wait_flag(flags, br - 1, tag, MESHCCL_FLAG_PREFIX),
+                               __ldcg(block_incl + br - 1));
+        }
+        return ahead + __ldcg(incl + wr) - (I)__popc(__ldcg(H + wr) >> (r & 31)) + 1;
+    };
+    for (unsigned h = A[w]; h;) {
+        I x[MESHCCL_LABEL_GROUP], v[MESHCCL_LABEL_GROUP];
+#pragma unroll
+        for (int g = 0; g < MESHCCL_LABEL_GROUP; ++g) {
+            x[g] = (I)-1;
+            if (h) {
+                x[g] = (w << 5) + (I)(__ffs(h) - 1);
+                h &= h - 1u;
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < MESHCCL_LABEL_GROUP; ++g)
+            if (x[g] >= 0) v[g] = __ldcg(P + x[g]);
+#pragma unroll
+        for (int g = 0; g < MESHCCL_LABEL_GROUP; ++g)
+            if (x[g] >= 0) P[x[g]] = v[g] < 0 ? v[g] : -rank(v[g]);
+    }
+}
+
 // sums[b]: roots in words b * PIECE_BLOCK .. (b + 1) * PIECE_BLOCK - 1 of
 // the bit array `roots` (the first of the three launches of a long scan:
 // then meshccl_scan_block over the sums and meshccl_rank_words).
@@ -490,8 +642,10 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
 #pragma unroll
     for (int k = 0; k < R; ++k)
 #pragma unroll
-        for (int j = 0; j < W; ++j)
+        for (int j = 0; j < W; ++j) {
             if (((s[k] & ~a[k]) >> (c0 + j)) & 1u) lab[k][j] = P[lab[k][j]];
+            if (lab[k][j] < 0) lab[k][j] = -lab[k][j];  // (meshccl_piece_labels)
+        }
 #pragma unroll
     for (int k = 0; k < R; ++k) {
         I last = 0;
@@ -545,7 +699,9 @@ template __global__ void meshccl_relabel<long long>(long long*, long long, const
     template __global__ void meshccl_label_cells<I>(I*, I, const unsigned*, const unsigned*,     \
                                                     const I*, const I*);                         \
     template __global__ void meshccl_label_pieces<I>(I*, const unsigned*, const unsigned*,       \
-                                                     const I*, const I*, I);
+                                                     const I*, const I*, I);                     \
+    template __global__ void meshccl_piece_labels<I>(I*, const unsigned*, unsigned*, I, I*, I*,  \
+                                                     I*, unsigned long long*, unsigned*);
 MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
 #define MESHCCL_RUNS_LABEL_SL(I, R, W, SL)                                                    \
