@@ -275,10 +275,9 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
 // meshccl_label_pieces do, in one launch, for the run kernels (runs2d.cu,
 // runs3d.cu), whose label pass is the last reader of the piece roots.
 // - The blocks take their words in the order they start (a ticket from a
-//   64-bit counter that only grows), and each finds the roots before its
-//   words by a decoupled look-back over the blocks before it: it publishes
-//   its own count as soon as it has it (flag state 1), and its count with
-//   everything before it once it knows that (state 2).  A flag word holds
+//   64-bit counter that only grows).  Each publishes its count of roots as
+//   soon as it has it (flag state 1), sums the counts of every block before
+//   it, and publishes that sum with its own (state 2).  A flag word holds
 //   the call's number (the ticket over the grid size, 30 bits) above the
 //   state, so the flags of the call before never need clearing.  Every block
 //   a block waits for has started before it, so no wait can wait forever.
@@ -322,42 +321,29 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_labels(
         H[w] = roots;
         incl[w] = upto;
     }
-    if (threadIdx.x == blockDim.x - 1) total_sh = upto;
-    __threadfence();  // this block's H and incl, visible before its flag
+    if (threadIdx.x == blockDim.x - 1) {
+        sums[b] = upto;
+        total_sh = upto;
+    }
+    __threadfence();  // this block's H, incl and count, visible before its flag
     __syncthreads();
-    if (threadIdx.x < 32) {  // the look-back, by the first warp
-        const int lane = threadIdx.x;
-        const I total = total_sh;
-        if (lane == 0) {
-            if (b == 0) block_incl[0] = total;
-            else sums[b] = total;
-            __threadfence();
-            atomicExch(flags + b, (tag << 2) | (b == 0 ? MESHCCL_FLAG_PREFIX : MESHCCL_FLAG_COUNT));
-        }
-        I before = 0;
-        for (long long j = (long long)b - 1; j >= 0; j -= 32) {  // lane l: block j - l
-            const long long k = j - lane;
-            unsigned state = MESHCCL_FLAG_PREFIX;
-            I value = 0;
-            if (k >= 0) {
-                state = wait_flag(flags, k, tag, MESHCCL_FLAG_COUNT);
-                value = state == MESHCCL_FLAG_PREFIX ? __ldcg(block_incl + k) : __ldcg(sums + k);
-            }
-            const unsigned prefixed = __ballot_sync(0xffffffffu, state == MESHCCL_FLAG_PREFIX);
-            const int upto_lane = prefixed ? __ffs(prefixed) - 1 : 31;
-            I part = lane <= upto_lane ? value : (I)0;
-            for (int d = 16; d > 0; d >>= 1) part += __shfl_xor_sync(0xffffffffu, part, d);
-            before += part;
-            if (prefixed) break;
-        }
-        if (lane == 0) {
-            before_sh = before;
-            if (b > 0) {
-                block_incl[b] = before + total;
-                __threadfence();
-                atomicExch(flags + b, (tag << 2) | MESHCCL_FLAG_PREFIX);
-            }
-        }
+    if (threadIdx.x == 0) atomicExch(flags + b, (tag << 2) | MESHCCL_FLAG_COUNT);
+    // The roots before this block: every earlier block's count, summed by
+    // the whole block (at most a few per thread).  Earlier blocks publish
+    // their counts before they wait for anything, so this never waits long;
+    // a look-back from block to block, 32 at a time, had made every block
+    // walk back to the start (they all look at once), 20 us on 512 blocks.
+    I part = 0;
+    for (I k = (I)threadIdx.x; k < b; k += (I)blockDim.x) {
+        wait_flag(flags, k, tag, MESHCCL_FLAG_COUNT);
+        part += __ldcg(sums + k);
+    }
+    const I before_all = block_inclusive_scan(part);
+    if (threadIdx.x == blockDim.x - 1) {
+        before_sh = before_all;
+        block_incl[b] = before_all + total_sh;
+        __threadfence();
+        atomicExch(flags + b, (tag << 2) | MESHCCL_FLAG_PREFIX);
     }
     __syncthreads();
     if (w >= words) return;
@@ -392,16 +378,17 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_labels(
         }
     }
     // step 7: every piece root of the word gets its label, negated
+    I seen = b, seen_ahead = before;  // the last block looked up, and its roots before it
     const auto rank = [&](I r) {
         const I wr = r >> 5, br = wr / MESHCCL_PIECE_BLOCK;
-        I ahead = before;
-        if (br != b) {
+        if (br != seen) {
             wait_flag(flags, br, tag, MESHCCL_FLAG_COUNT);  // its H and incl are stored
-            ahead = br == 0 ? (I)0
-                            : (wait_flag(flags, br - 1, tag, MESHCCL_FLAG_PREFIX),
-                               __ldcg(block_incl + br - 1));
+            seen_ahead = br == 0 ? (I)0
+                                 : (wait_flag(flags, br - 1, tag, MESHCCL_FLAG_PREFIX),
+                                    __ldcg(block_incl + br - 1));
+            seen = br;
         }
-        return ahead + __ldcg(incl + wr) - (I)__popc(__ldcg(H + wr) >> (r & 31)) + 1;
+        return seen_ahead + __ldcg(incl + wr) - (I)__popc(__ldcg(H + wr) >> (r & 31)) + 1;
     };
     for (unsigned h = A[w]; h;) {
         I x[MESHCCL_LABEL_GROUP], v[MESHCCL_LABEL_GROUP];
