@@ -303,8 +303,11 @@ __device__ __forceinline__ unsigned wait_flag(const unsigned* flags, long long b
     return v & 3u;
 }
 
+// (Two blocks a multiprocessor, as meshccl_piece_roots has: uncapped, this
+// kernel took 40 registers, one block fitted, and the call lost 20 us on
+// blobs 4096^2.)
 template <typename I>
-__global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_labels(
+__global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK, 2) meshccl_piece_labels(
         I* P, const unsigned* __restrict__ A, unsigned* H, I words, I* incl, I* sums,
         I* block_incl, unsigned long long* ticket, unsigned* flags) {
     meshccl::grid_entry();  // (launch.cuh)
