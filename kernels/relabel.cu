@@ -270,148 +270,6 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
     }
 }
 
-// ---- steps 4, 5 and 7 in one pass (the run kernels) -------------------------
-// meshccl_piece_labels does what meshccl_piece_roots and then
-// meshccl_label_pieces do, in one launch, for the run kernels (runs2d.cu,
-// runs3d.cu), whose label pass is the last reader of the piece roots.
-// - The blocks take their words in the order they start (a ticket from a
-//   64-bit counter that only grows).  Each publishes its count of roots as
-//   soon as it has it (flag state 1), sums the counts of every block before
-//   it, and publishes that sum with its own (state 2).  A flag word holds
-//   the call's number (the ticket over the grid size, 30 bits) above the
-//   state, so the flags of the call before never need clearing.  Every block
-//   a block waits for has started before it, so no wait can wait forever.
-// - The hooked roots' walks are step 4's, and stop at a piece root that
-//   already holds its label.  Each walk leaves its result at its root.
-// - Then every piece root of the word takes its label: the rank of its
-//   root, which lies in this block or an earlier one (a root is its
-//   component's smallest index).  That needs the earlier block's count with
-//   everything before it, and its words' bits and sums stored (state 1 or
-//   more).
-// - A label is stored negated, so that a walk passing through a labelled
-//   piece root knows what it found.  The label pass takes every piece
-//   root's value by its magnitude: the piece root's own lane may already
-//   have written it back positive.
-#define MESHCCL_FLAG_COUNT 1u
-#define MESHCCL_FLAG_PREFIX 2u
-__device__ __forceinline__ unsigned wait_flag(const unsigned* flags, long long b, unsigned tag,
-                                              unsigned need) {
-    const volatile unsigned* f = flags + b;
-    unsigned v = *f;
-    while ((v >> 2) != tag || (v & 3u) < need) v = *f;
-    __threadfence();
-    return v & 3u;
-}
-
-// (Two blocks a multiprocessor, as meshccl_piece_roots has: uncapped, this
-// kernel took 40 registers, one block fitted, and the call lost 20 us on
-// blobs 4096^2.)
-template <typename I>
-__global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK, 2) meshccl_piece_labels(
-        I* P, const unsigned* __restrict__ A, unsigned* H, I words, I* incl, I* sums,
-        I* block_incl, unsigned long long* ticket, unsigned* flags) {
-    meshccl::grid_entry();  // (launch.cuh)
-    __shared__ unsigned long long ticket_sh;
-    __shared__ I total_sh, before_sh;
-    if (threadIdx.x == 0) ticket_sh = atomicAdd(ticket, 1ull);
-    __syncthreads();
-    const I b = (I)(ticket_sh % gridDim.x);
-    const unsigned tag = (unsigned)((ticket_sh / gridDim.x + 1ull) & 0x3fffffffull);
-    const I w = b * MESHCCL_PIECE_BLOCK + (I)threadIdx.x;
-    const unsigned hooked = w < words ? H[w] : 0u, roots = w < words ? A[w] & ~hooked : 0u;
-    const I upto = block_inclusive_scan((I)__popc(roots));
-    if (w < words) {
-        H[w] = roots;
-        incl[w] = upto;
-    }
-    if (threadIdx.x == blockDim.x - 1) {
-        sums[b] = upto;
-        total_sh = upto;
-    }
-    __threadfence();  // this block's H, incl and count, visible before its flag
-    __syncthreads();
-    if (threadIdx.x == 0) atomicExch(flags + b, (tag << 2) | MESHCCL_FLAG_COUNT);
-    // The roots before this block: every earlier block's count, summed by
-    // the whole block (at most a few per thread).  Earlier blocks publish
-    // their counts before they wait for anything, so this never waits long;
-    // a look-back from block to block, 32 at a time, had made every block
-    // walk back to the start (they all look at once), 20 us on 512 blocks.
-    I part = 0;
-    for (I k = (I)threadIdx.x; k < b; k += (I)blockDim.x) {
-        wait_flag(flags, k, tag, MESHCCL_FLAG_COUNT);
-        part += __ldcg(sums + k);
-    }
-    const I before_all = block_inclusive_scan(part);
-    if (threadIdx.x == blockDim.x - 1) {
-        before_sh = before_all;
-        block_incl[b] = before_all + total_sh;
-        __threadfence();
-        atomicExch(flags + b, (tag << 2) | MESHCCL_FLAG_PREFIX);
-    }
-    __syncthreads();
-    if (w >= words) return;
-    const I before = before_sh;
-    // step 4: the hooked roots' walks (as in meshccl_piece_roots), each
-    // stopping at a root or at a labelled piece root, its result (the root,
-    // or the label negated) left at its start
-    for (unsigned h = hooked; h;) {
-        I x[MESHCCL_PIECE_GROUP], r[MESHCCL_PIECE_GROUP];
-#pragma unroll
-        for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
-            x[g] = (I)-1;
-            if (h) {
-                x[g] = (w << 5) + (I)(__ffs(h) - 1);
-                h &= h - 1u;
-            }
-            r[g] = x[g];
-        }
-        for (bool moved = true; moved;) {
-            moved = false;
-            I p[MESHCCL_PIECE_GROUP];
-#pragma unroll
-            for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g)
-                p[g] = x[g] < 0 || r[g] < 0 ? r[g] : __ldcg(P + r[g]);
-#pragma unroll
-            for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
-                if (x[g] < 0 || r[g] < 0 || p[g] == r[g]) continue;
-                if (r[g] != x[g] || p[g] < 0) P[x[g]] = p[g];  // (published, or the label found)
-                r[g] = p[g];
-                if (p[g] >= 0) moved = true;
-            }
-        }
-    }
-    // step 7: every piece root of the word gets its label, negated
-    I seen = b, seen_ahead = before;  // the last block looked up, and its roots before it
-    const auto rank = [&](I r) {
-        const I wr = r >> 5, br = wr / MESHCCL_PIECE_BLOCK;
-        if (br != seen) {
-            wait_flag(flags, br, tag, MESHCCL_FLAG_COUNT);  // its H and incl are stored
-            seen_ahead = br == 0 ? (I)0
-                                 : (wait_flag(flags, br - 1, tag, MESHCCL_FLAG_PREFIX),
-                                    __ldcg(block_incl + br - 1));
-            seen = br;
-        }
-        return seen_ahead + __ldcg(incl + wr) - (I)__popc(__ldcg(H + wr) >> (r & 31)) + 1;
-    };
-    for (unsigned h = A[w]; h;) {
-        I x[MESHCCL_LABEL_GROUP], v[MESHCCL_LABEL_GROUP];
-#pragma unroll
-        for (int g = 0; g < MESHCCL_LABEL_GROUP; ++g) {
-            x[g] = (I)-1;
-            if (h) {
-                x[g] = (w << 5) + (I)(__ffs(h) - 1);
-                h &= h - 1u;
-            }
-        }
-#pragma unroll
-        for (int g = 0; g < MESHCCL_LABEL_GROUP; ++g)
-            if (x[g] >= 0) v[g] = __ldcg(P + x[g]);
-#pragma unroll
-        for (int g = 0; g < MESHCCL_LABEL_GROUP; ++g)
-            if (x[g] >= 0) P[x[g]] = v[g] < 0 ? v[g] : -rank(v[g]);
-    }
-}
-
 // sums[b]: roots in words b * PIECE_BLOCK .. (b + 1) * PIECE_BLOCK - 1 of
 // the bit array `roots` (the first of the three launches of a long scan:
 // then meshccl_scan_block over the sums and meshccl_rank_words).
@@ -632,10 +490,8 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
 #pragma unroll
     for (int k = 0; k < R; ++k)
 #pragma unroll
-        for (int j = 0; j < W; ++j) {
+        for (int j = 0; j < W; ++j)
             if (((s[k] & ~a[k]) >> (c0 + j)) & 1u) lab[k][j] = P[lab[k][j]];
-            if (lab[k][j] < 0) lab[k][j] = -lab[k][j];  // (meshccl_piece_labels)
-        }
 #pragma unroll
     for (int k = 0; k < R; ++k) {
         I last = 0;
@@ -689,9 +545,7 @@ template __global__ void meshccl_relabel<long long>(long long*, long long, const
     template __global__ void meshccl_label_cells<I>(I*, I, const unsigned*, const unsigned*,     \
                                                     const I*, const I*);                         \
     template __global__ void meshccl_label_pieces<I>(I*, const unsigned*, const unsigned*,       \
-                                                     const I*, const I*, I);                     \
-    template __global__ void meshccl_piece_labels<I>(I*, const unsigned*, unsigned*, I, I*, I*,  \
-                                                     I*, unsigned long long*, unsigned*);
+                                                     const I*, const I*, I);
 MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
 #define MESHCCL_RUNS_LABEL_SL(I, R, W, SL)                                                    \

@@ -455,54 +455,42 @@ def test_gpu_runs3d_and_mesh23_agree():
 
 
 @pytest.mark.gpu
-def test_gpu_piece_labels_in_the_walks_pass():
-    """meshccl_piece_labels (the run kernels' walks, root counts and piece
-    labels in one launch, with a look-back over the blocks) against the two
-    launches it replaces and skimage: images of many look-back blocks (32768
-    cells each), chains of hooked roots across many tile rows (the spiral),
-    one giant component, dust, 3-D bricks, int64 labels; then one launch
-    plan called again and again with different images of its shape (the
-    flags of the call before must never be taken for this call's) and with
-    graphs replayed at the same addresses."""
+def test_gpu_pieces_path_on_many_blocks_and_repeated_plans():
+    """The pieces path (meshccl_piece_roots' walks and root counts over
+    blocks of 32768 cells, then the piece roots' labels) against skimage on
+    images of many such blocks: chains of hooked roots across many tile rows
+    (the spiral), one giant component, dust, 3-D bricks, int64 labels; then
+    one launch plan called again and again with different images of its
+    shape, results dropped (graphs replayed at the same addresses) or kept
+    (new addresses)."""
     import cupy
-    from meshccl._gpu import mesh23, plan
 
     rng = np.random.default_rng(7)
     images = [
         (patterns.spiral(600), 1),
         (patterns.spiral(600), 2),
-        (rng.random((700, 900)) < 0.5927, 1),    # near the threshold: 20 look-back blocks
+        (rng.random((700, 900)) < 0.5927, 1),
         (rng.random((700, 900)) < 0.4073, 2),
-        (np.ones((640, 640), np.uint8), 2),        # one component; every root in block 0
-        (rng.integers(0, 4, (300, 1100)).astype(np.uint8), 1),  # dust
+        (np.ones((640, 640), np.uint8), 2),
+        (rng.integers(0, 4, (300, 1100)).astype(np.uint8), 1),
         (patterns.blobs((96, 128, 160)), 3),
         (rng.random((64, 96, 130)) < 0.3116, 1),
     ]
-    saved = mesh23.PIECE_LABELS
-    try:
-        for a, c in images:
-            want = sk_label(a, connectivity=c)
-            x = cupy.asarray(a)
-            for fused in (True, False):
-                mesh23.PIECE_LABELS = fused
-                plan._local.__dict__.pop("plans", None)
-                for dtype in (None, np.int64):
-                    got, n = meshccl.label(x, connectivity=c, return_num=True, dtype=dtype)
-                    assert np.array_equal(got.get(), want), (a.shape, c, fused, dtype)
-                    assert n == want.max()
-        mesh23.PIECE_LABELS = True
-        plan._local.__dict__.pop("plans", None)
-        shape = (512, 768)
-        for k in range(24):  # one plan; k % 3 == 2 keeps the result (new label addresses)
-            a = rng.random(shape) < (0.4073 if k % 2 else 0.6)
-            want = sk_label(a, connectivity=2)
-            kept = []
-            x = cupy.asarray(a)
-            for _ in range(3):  # the second and third call replay the graph at (x, labels)
-                got = meshccl.label(x, connectivity=2)
-                assert np.array_equal(got.get(), want), k
-                if k % 3 == 2:
-                    kept.append(got)
-    finally:
-        mesh23.PIECE_LABELS = saved
-        plan._local.__dict__.pop("plans", None)
+    for a, c in images:
+        want = sk_label(a, connectivity=c)
+        x = cupy.asarray(a)
+        for dtype in (None, np.int64):
+            got, n = meshccl.label(x, connectivity=c, return_num=True, dtype=dtype)
+            assert np.array_equal(got.get(), want), (a.shape, c, dtype)
+            assert n == want.max()
+    shape = (512, 768)
+    kept = []
+    for k in range(24):
+        a = rng.random(shape) < (0.4073 if k % 2 else 0.6)
+        want = sk_label(a, connectivity=2)
+        x = cupy.asarray(a)
+        for _ in range(3):  # the second and third calls replay the graph at (x, labels)
+            got = meshccl.label(x, connectivity=2)
+            assert np.array_equal(got.get(), want), k
+            if k % 3 == 2:
+                kept.append(got)

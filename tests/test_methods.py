@@ -66,9 +66,8 @@ def test_gpu_passes_equal_cpu_passes(method):
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @pytest.mark.gpu
 @pytest.mark.parametrize("method, phases", [
-    # 2-D: the run kernels (runs2d.cu; 64 is a multiple of 32, so no "clear"), whose
-    # piece roots are labelled in the "roots" launch (mesh23.PIECE_LABELS)
-    ("auto", {"tile", "border", "roots", "cells"}),
+    # 2-D: the fixed-geometry path (mesh23.cu; 64 is a multiple of 32, so no "clear")
+    ("auto", {"tile", "border", "roots", "cells", "pieces"}),
     ("A", {"init", "pass", "flatten", "scan", "relabel"}),
     ("B", {"init", "pass", "flatten", "scan", "relabel"}),
     ("C", {"init", "sweep 0+", "sweep 0-", "sweep 1+", "sweep 1-", "flatten", "scan", "relabel"}),

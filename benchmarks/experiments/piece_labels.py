@@ -3,7 +3,9 @@
 against the two launches it replaces (meshccl_piece_roots, then
 meshccl_label_pieces): event-timed call and device ms on the standard cases
 (2-D and 3-D, connectivity 1 and full), two rounds in alternating order,
-labels equal.  (H100 experiment, 2026-11-26.)
+labels equal.  (H100 experiment, 2026-11-26: slower on every case, so the
+kernel was reverted; check out 7ebf9fd, where mesh23.PIECE_LABELS exists,
+to re-run it.  benchmarks/NOTES.md has the figures.)
 
     python benchmarks/experiments/piece_labels.py"""
 import _common  # noqa: F401  (sys.path)

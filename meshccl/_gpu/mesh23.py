@@ -102,12 +102,6 @@ CELLS_PER_THREAD = 8
 #: and won nothing in 2-D over the relabel chain alone (which took 1-4 %
 #: off: blobs 4096^2 c2 0.1465 -> 0.1418 ms, spiral c2 0.1988 -> 0.1925).
 EARLY_FACES = False
-
-#: The run kernels' path labels the piece roots in the launch that walks
-#: the hooked ones (meshccl_piece_labels: a decoupled look-back over the
-#: blocks' root counts), not in a launch of its own (benchmarks/NOTES.md,
-#: 2026-11-26).
-PIECE_LABELS = True
 #: Binary 2-D images at connectivity 2 (one-byte cells 0 / 1, background 0):
 #: each tile whose cells are all so is labelled in bands of two rows, one
 #: node per run of a band's columns (runs.cuh, band_node), which halves the
@@ -200,10 +194,8 @@ def _runs_words(shape) -> int:
 def scratch(n: int, index_dtype, shape=None, value_dtype=None):
     """The pieces path's temporary arrays: the bit arrays A and H and, after
     them, the ticket counter of meshccl_piece_roots and the tally of
-    :func:`program`'s ``report`` (both start at 0 and each call leaves them
-    so), then meshccl_piece_labels' 64-bit ticket (it only grows) and its
-    flags, a word per block (they carry the call's number, so they need no
-    clearing) -- one buffer, its tail zeroed once here; the per-word prefix sums within
+    :func:`program`'s ``report`` (one buffer; both start at 0 and each call
+    leaves them so), the per-word prefix sums within
     blocks and the block sums (with their scan): 3n/8 bytes for int32
     labels, plus a few per 32768 cells.  With a ``shape`` (and
     ``value_dtype`` for 3-D) that the run-based kernels take also their bit
@@ -212,10 +204,8 @@ def scratch(n: int, index_dtype, shape=None, value_dtype=None):
 
     words = (n + 31) // 32
     blocks = -(-words // PIECE_BLOCK)
-    # after A and H: the counter, the 2-D tile kernel's tally of tiles with
-    # slots, the 64-bit ticket and the blocks' flags of meshccl_piece_labels
-    bits = cupy.empty(2 * words + 4 + blocks, dtype=cupy.uint32)
-    bits[2 * words:] = 0
+    bits = cupy.empty(2 * words + 2, dtype=cupy.uint32)
+    bits[2 * words:] = 0  # the counter, and the 2-D tile kernel's tally of tiles with slots
     out = (bits, cupy.empty(words, dtype=index_dtype),
            cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
     if shape is not None:
@@ -332,27 +322,15 @@ def _pieces_path(index_dtype, n, buffers, cells, runs):
     sums), then ``cells`` (the launch that labels every cell) and
     meshccl_label_pieces (every piece root's label) -- in the other order
     for the run kernels (``runs``), whose label pass reads the piece roots'
-    labels.  The last launch returns N.  With PIECE_LABELS the run kernels'
-    path takes meshccl_piece_labels instead of both piece launches: the
-    walks, the prefix sums and the piece roots' labels in one."""
-    import cupy
-
+    labels.  The last launch returns N."""
     i = c_type(index_dtype)
+    roots_k, pieces_k = kernels("relabel.cu", f"meshccl_piece_roots<{i}>",
+                                f"meshccl_label_pieces<{i}>")
     bits, incl, sums, block_incl = buffers[:4]
     words = (n + 31) // 32
     A, H, counter = bits[:words], bits[words:2 * words], bits[2 * words:]
     blocks = -(-words // PIECE_BLOCK)
     I = np.dtype(index_dtype).type
-    if runs and PIECE_LABELS:
-        labels_k, = kernels("relabel.cu", f"meshccl_piece_labels<{i}>")
-        ticket = bits[2 * words + 2:2 * words + 4].view(cupy.uint64)
-        flags = bits[2 * words + 4:2 * words + 4 + blocks]
-        cells.result = block_incl[blocks - 1]  # N, no host synchronisation
-        return [("roots", Launch(labels_k, (blocks,), (PIECE_BLOCK,),
-                                 (LABELS, A, H, I(words), incl, sums, block_incl, ticket,
-                                  flags))), ("cells", cells)]
-    roots_k, pieces_k = kernels("relabel.cu", f"meshccl_piece_roots<{i}>",
-                                f"meshccl_label_pieces<{i}>")
     roots_args = (A, H, I(words), incl, sums, block_incl, counter)
     pieces = Launch(pieces_k, (-(-words // BLOCK),), (BLOCK,),
                     (LABELS, A, H, incl, block_incl, I(words)))
