@@ -25,7 +25,7 @@ import _common  # noqa: F401  (sys.path)
 import cupy
 import numpy as np
 
-from _common import busy
+from _common import device_ms
 from meshccl import patterns as P
 from meshccl._gpu import loader, mesh23
 
@@ -75,18 +75,7 @@ def tile_ms(a, conn, slotted, reps=20):
     steps = dict(mesh23.steps(v, out, a.shape, conn, True, np.uint8(0),
                               buffers=mesh23.scratch(a.size, out.dtype, a.shape, v.dtype),
                               slot_tiles=slotted))
-    f = steps["tile"]
-    s, e = cupy.cuda.Event(), cupy.cuda.Event()
-    f()
-    ts = []
-    for _ in range(reps):
-        busy(0.3)
-        s.record()
-        f()
-        e.record()
-        e.synchronize()
-        ts.append(cupy.cuda.get_elapsed_time(s, e))
-    return float(np.median(ts))
+    return device_ms(steps["tile"], reps)
 
 
 cases = [("perc 8192^2 p=.4073", P.percolation((8192, 8192), 0.4073, xp=cupy)),
