@@ -463,6 +463,11 @@ def test_gpu_pieces_path_on_many_blocks_and_repeated_plans():
     one launch plan called again and again with different images of its
     shape, results dropped (graphs replayed at the same addresses) or kept
     (new addresses)."""
+    pytest.importorskip("cupy")
+    from conftest import HAVE_GPU
+
+    if not HAVE_GPU:
+        pytest.skip("no GPU")
     import cupy
 
     rng = np.random.default_rng(7)
