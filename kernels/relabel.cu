@@ -28,7 +28,8 @@
 // about their forest and take a shorter road, "pieces", with the same rank
 // formula and the same numbering:
 //
-// 4. meshccl_piece_roots: one thread per word of the piece-root bits A.
+// 4. meshccl_piece_roots: one thread per word, or two, of the piece-root
+//    bits A.
 //    Each root hooked by the border kernel (bit array H) is pointed
 //    straight at its final root, so every piece root is now at most one
 //    step from its root.  The walks publish their progress as they go (a
@@ -46,8 +47,8 @@
 //    parent p (a piece root) and p's parent (the root) and writes the rank
 //    of the root over itself.  Piece roots are left alone, because other
 //    cells are still reading them.
-// 7. meshccl_label_pieces: one thread per word of A labels that word's
-//    piece roots, which nobody reads any more.
+// 7. meshccl_label_pieces: one thread per word of A, or two, labels those
+//    words' piece roots, which nobody reads any more.
 // So the forest is never flattened in a separate pass: a cell's labels are
 // read once and written once.
 //
@@ -187,27 +188,44 @@ __global__ void __launch_bounds__(1024) meshccl_scan_block(const I* __restrict__
 #define MESHCCL_PIECE_GROUP (sizeof(I) == 8 ? 2 : MESHCCL_ROOTS_GROUP_32)
 #define MESHCCL_LABEL_GROUP (sizeof(I) == 8 ? 2 : MESHCCL_LABEL_GROUP_32)
 
-// Steps 4 and 5, a thread per word.  (Four threads per word, a byte each,
-// cut the spiral's 0.072 ms to 0.053 but made every other case slower, up
-// to 2.5x: benchmarks/NOTES.md.)  The word's roots are A & ~H whatever the
-// walks find, so the counting does not wait for them: each block scans its
+// Steps 4 and 5, a thread per W consecutive words (a block per
+// MESHCCL_PIECE_BLOCK words, 1024 / W threads).  With W = 1 a 4096^2 image's
+// 524 288 threads took two waves of 1024-thread blocks; with W = 2 they fit
+// in one (benchmarks/NOTES.md, 2026-11-26).  (Four threads per word, a byte
+// each, cut the spiral's 0.072 ms to 0.053 but made every other case
+// slower, up to 2.5x.)  The words' roots are A & ~H whatever the walks
+// find, so the counting does not wait for them: each block scans its
 // words' counts (incl: within the block) and stores its total in sums; the
 // block that finishes last (a ticket from `counter`, which it then puts
 // back to 0 for the next call) scans the totals into block_incl.  No block
 // waits for another.  (Until 2026-11-24 the block totals were scanned and
 // every word's prefix completed by two more launches.)
-template <typename I>
-__global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
+template <typename I, int W>
+__global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK / W) meshccl_piece_roots(
         I* P, const unsigned* __restrict__ A, unsigned* __restrict__ H, I words,
         I* __restrict__ incl, I* sums, I* __restrict__ block_incl, unsigned* counter) {
     meshccl::grid_entry();  // (launch.cuh)
-    const I w = (I)blockIdx.x * MESHCCL_PIECE_BLOCK + threadIdx.x;
-    const unsigned hooked = w < words ? H[w] : 0u, roots = w < words ? A[w] & ~hooked : 0u;
+    static_assert(W == 1 || W == 2, "one or two words a thread");
+    const I w0 = (I)blockIdx.x * MESHCCL_PIECE_BLOCK + (I)threadIdx.x * W;
+    unsigned hooked[W], roots[W];
+    int count = 0;
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+        const I w = w0 + k;
+        hooked[k] = w < words ? H[w] : 0u;
+        roots[k] = w < words ? A[w] & ~hooked[k] : 0u;
+        count += __popc(roots[k]);
+    }
     // the counts first (they do not depend on the walks)
-    const I upto = block_inclusive_scan((I)__popc(roots));
-    if (w < words) {
-        H[w] = roots;
-        incl[w] = upto;
+    I upto = block_inclusive_scan((I)count) - (I)count;
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+        const I w = w0 + k;
+        upto += (I)__popc(roots[k]);
+        if (w < words) {
+            H[w] = roots[k];
+            incl[w] = upto;
+        }
     }
     if (threadIdx.x == blockDim.x - 1) sums[blockIdx.x] = upto;
     __shared__ bool last;
@@ -220,53 +238,53 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_piece_roots(
         scan_in_block(sums, block_incl, (I)gridDim.x);
         if (threadIdx.x == 0) *counter = 0u;
     }
-    if (w < words) {
-        // then the walk of each hooked root, MESHCCL_PIECE_GROUP at a time:
-        // their walks step together, so that a thread has that many loads
-        // in flight
-        for (unsigned h = hooked; h;) {
-            I x[MESHCCL_PIECE_GROUP], r[MESHCCL_PIECE_GROUP];
+    // then the walk of each hooked root, MESHCCL_PIECE_GROUP at a time (over
+    // the thread's words): their walks step together, so that a thread has
+    // that many loads in flight
+    unsigned long long h = hooked[0];
+    if (W == 2) h |= (unsigned long long)hooked[W - 1] << 32;
+    while (h) {
+        I x[MESHCCL_PIECE_GROUP], r[MESHCCL_PIECE_GROUP];
+#pragma unroll
+        for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
+            x[g] = (I)-1;
+            if (h) {
+                x[g] = (w0 << 5) + (I)(__ffsll(h) - 1);
+                h &= h - 1ull;
+            }
+            r[g] = x[g];
+        }
+        for (bool moved = true; moved;) {
+            moved = false;
+            I p[MESHCCL_PIECE_GROUP];
+            // the loads first, in flight together (a store between them
+            // would keep them apart: P may alias)
+#pragma unroll
+            for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g)
+                p[g] = r[g] < 0 ? r[g] : __ldcg(P + r[g]);
 #pragma unroll
             for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
-                x[g] = (I)-1;
-                if (h) {
-                    x[g] = (w << 5) + (I)(__ffs(h) - 1);
-                    h &= h - 1u;
-                }
-                r[g] = x[g];
-            }
-            for (bool moved = true; moved;) {
-                moved = false;
-                I p[MESHCCL_PIECE_GROUP];
-                // the loads first, in flight together (a store between them
-                // would keep them apart: P may alias)
-#pragma unroll
-                for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g)
-                    p[g] = r[g] < 0 ? r[g] : __ldcg(P + r[g]);
-#pragma unroll
-                for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
-                    if (p[g] == r[g]) continue;
+                if (p[g] == r[g]) continue;
 #if MESHCCL_PIECE_JUMP
-                    // publish the progress: a walk that reaches x[g] later
-                    // jumps straight to p (from the second step on)
-                    if (r[g] != x[g]) P[x[g]] = p[g];
+                // publish the progress: a walk that reaches x[g] later
+                // jumps straight to p (from the second step on)
+                if (r[g] != x[g]) P[x[g]] = p[g];
 #endif
-                    r[g] = p[g];
-                    moved = true;
-                }
+                r[g] = p[g];
+                moved = true;
             }
+        }
 #if !MESHCCL_PIECE_JUMP
 #pragma unroll
-            for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {  // the path now points at r
-                for (I c = x[g]; c > r[g];) {
-                    const I p = __ldcg(P + c);
-                    if (p <= r[g]) break;
-                    P[c] = r[g];
-                    c = p;
-                }
+        for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {  // the path now points at r
+            for (I c = x[g]; c > r[g];) {
+                const I p = __ldcg(P + c);
+                if (p <= r[g]) break;
+                P[c] = r[g];
+                c = p;
             }
-#endif
         }
+#endif
     }
 }
 
@@ -363,26 +381,31 @@ __global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
     }
 }
 
-template <typename I>
+// Step 7, a thread per W consecutive words (W = 2: one wave of threads
+// where a thread per word took two, as in meshccl_piece_roots).
+template <typename I, int W>
 __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
                                      const unsigned* __restrict__ roots,
                                      const I* __restrict__ incl,
                                      const I* __restrict__ block_incl, I words) {
     meshccl::grid_entry();  // (launch.cuh)
-    const I w = (I)blockIdx.x * blockDim.x + threadIdx.x;
-    if (w >= words) return;
+    static_assert(W == 1 || W == 2, "one or two words a thread");
+    const I w0 = ((I)blockIdx.x * blockDim.x + (I)threadIdx.x) * W;
+    if (w0 >= words) return;
+    unsigned long long h = A[w0];
+    if (W == 2 && w0 + 1 < words) h |= (unsigned long long)A[w0 + 1] << 32;
     // MESHCCL_LABEL_GROUP piece roots at a time: all their loads, then all
     // their stores (one at a time, each store waited for the next load).
     // (Ranking the roots of the whole forest straight from this word's
     // prefix, without loading their P, measured slower: benchmarks/NOTES.md.)
-    for (unsigned h = A[w]; h;) {
+    while (h) {
         I x[MESHCCL_LABEL_GROUP], r[MESHCCL_LABEL_GROUP];
 #pragma unroll
         for (int g = 0; g < MESHCCL_LABEL_GROUP; ++g) {
             x[g] = (I)-1;
             if (h) {
-                x[g] = (w << 5) + (I)(__ffs(h) - 1);
-                h &= h - 1u;
+                x[g] = (w0 << 5) + (I)(__ffsll(h) - 1);
+                h &= h - 1ull;
             }
         }
 #pragma unroll
@@ -537,15 +560,18 @@ template __global__ void meshccl_relabel<int>(int*, int, const unsigned*, const 
 template __global__ void meshccl_relabel<long long>(long long*, long long, const unsigned*,
                                                     const long long*, long long, long long*,
                                                     long long);
+#define MESHCCL_PIECES_W(I, W)                                                                   \
+    template __global__ void meshccl_piece_roots<I, W>(I*, const unsigned*, unsigned*, I, I*, I*, \
+                                                       I*, unsigned*);                           \
+    template __global__ void meshccl_label_pieces<I, W>(I*, const unsigned*, const unsigned*,    \
+                                                        const I*, const I*, I);
 #define MESHCCL_PIECES(I)                                                                        \
-    template __global__ void meshccl_piece_roots<I>(I*, const unsigned*, unsigned*, I, I*, I*,   \
-                                                    I*, unsigned*);                              \
+    MESHCCL_PIECES_W(I, 1)                                                                       \
+    MESHCCL_PIECES_W(I, 2)                                                                       \
     template __global__ void meshccl_rank_words<I>(const unsigned*, const I*, I, I*);            \
     template __global__ void meshccl_word_sums<I>(const unsigned*, I, I*);                       \
     template __global__ void meshccl_label_cells<I>(I*, I, const unsigned*, const unsigned*,     \
-                                                    const I*, const I*);                         \
-    template __global__ void meshccl_label_pieces<I>(I*, const unsigned*, const unsigned*,       \
-                                                     const I*, const I*, I);
+                                                    const I*, const I*);
 MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
 #define MESHCCL_RUNS_LABEL_SL(I, R, W, SL)                                                    \

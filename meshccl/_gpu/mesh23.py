@@ -28,8 +28,12 @@ TILES = {2: (16, 1, 16), 3: (8, 4, 32)}
 #: 2026-11-23 (benchmarks/NOTES.md): 2 saves 3-10 % of the tile kernel in
 #: 2-D and in 3-D at connectivity 1, and costs up to 2 % at 3-D c3.
 TILES_PER_BLOCK = {(2, 1): 2, (2, 2): 2, (3, 1): 2, (3, 2): 1, (3, 3): 1}
-#: Threads per block (words per block) of meshccl_piece_roots (MESHCCL_PIECE_BLOCK).
+#: Words per block of meshccl_piece_roots (MESHCCL_PIECE_BLOCK; threads: that / PIECE_WORDS).
 PIECE_BLOCK = 1024
+#: Words per thread of meshccl_piece_roots and meshccl_label_pieces (1 or 2):
+#: with 2, the 524 288 words of a 4096^2 image take one wave of threads, not
+#: two (benchmarks/NOTES.md, 2026-11-26).
+PIECE_WORDS = 2
 BLOCK = 256
 #: Plain 2-D images take kernels/runs2d.cu (runs as nodes, 32 x 32 tiles a
 #: warp each) unless this is False or a call names its tiles (benchmarks,
@@ -324,21 +328,23 @@ def _pieces_path(index_dtype, n, buffers, cells, runs):
     for the run kernels (``runs``), whose label pass reads the piece roots'
     labels.  The last launch returns N."""
     i = c_type(index_dtype)
-    roots_k, pieces_k = kernels("relabel.cu", f"meshccl_piece_roots<{i}>",
-                                f"meshccl_label_pieces<{i}>")
+    wpt = PIECE_WORDS
+    roots_k, pieces_k = kernels("relabel.cu", f"meshccl_piece_roots<{i}, {wpt}>",
+                                f"meshccl_label_pieces<{i}, {wpt}>")
     bits, incl, sums, block_incl = buffers[:4]
     words = (n + 31) // 32
     A, H, counter = bits[:words], bits[words:2 * words], bits[2 * words:]
     blocks = -(-words // PIECE_BLOCK)
     I = np.dtype(index_dtype).type
     roots_args = (A, H, I(words), incl, sums, block_incl, counter)
-    pieces = Launch(pieces_k, (-(-words // BLOCK),), (BLOCK,),
+    pieces = Launch(pieces_k, (-(-words // (BLOCK * wpt)),), (BLOCK,),
                     (LABELS, A, H, incl, block_incl, I(words)))
     last = cells if runs else pieces
     last.result = block_incl[blocks - 1]  # N, no host synchronisation
     tail = [("pieces", pieces), ("cells", cells)] if runs else \
         [("cells", cells), ("pieces", pieces)]
-    return [("roots", Launch(roots_k, (blocks,), (PIECE_BLOCK,), (LABELS,) + roots_args))] + tail
+    return [("roots", Launch(roots_k, (blocks,), (PIECE_BLOCK // wpt,),
+                             (LABELS,) + roots_args))] + tail
 
 
 def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers, slot_tiles,
