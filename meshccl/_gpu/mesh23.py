@@ -30,9 +30,13 @@ TILES = {2: (16, 1, 16), 3: (8, 4, 32)}
 TILES_PER_BLOCK = {(2, 1): 2, (2, 2): 2, (3, 1): 2, (3, 2): 1, (3, 3): 1}
 #: Words per block of meshccl_piece_roots (MESHCCL_PIECE_BLOCK; threads: that / PIECE_WORDS).
 PIECE_BLOCK = 1024
-#: Words per thread of meshccl_piece_roots and meshccl_label_pieces (1 or 2):
-#: with 2, the 524 288 words of a 4096^2 image take one wave of threads, not
-#: two (benchmarks/NOTES.md, 2026-11-26).
+#: Words per thread of meshccl_piece_roots and meshccl_label_pieces (1 or 2)
+#: in the 2-D chain with slots, whose images have few, large pieces: with 2,
+#: the 524 288 words of a 4096^2 image take one wave of threads, not two
+#: (blobs 4096^2: -2.7 us).  Everywhere else 1: images with many hooked or
+#: piece roots need the threads (2 cost percolation 8192^2 c1 +0.15 ms,
+#: Potts 4096^2 c1 +27 us, percolation 512^3 c1 +0.17 ms; benchmarks/NOTES.md,
+#: 2026-11-26).
 PIECE_WORDS = 2
 BLOCK = 256
 #: Plain 2-D images take kernels/runs2d.cu (runs as nodes, 32 x 32 tiles a
@@ -320,15 +324,15 @@ def _cleared(bits, aligned):
     return [] if aligned else [("clear", Memset(bits))]
 
 
-def _pieces_path(index_dtype, n, buffers, cells, runs):
+def _pieces_path(index_dtype, n, buffers, cells, runs, wpt=1):
     """The launches after the border kernel, shared by both tile kernels:
     meshccl_piece_roots (the hooked roots' walks and the roots' prefix
     sums), then ``cells`` (the launch that labels every cell) and
     meshccl_label_pieces (every piece root's label) -- in the other order
     for the run kernels (``runs``), whose label pass reads the piece roots'
-    labels.  The last launch returns N."""
+    labels.  The last launch returns N.  ``wpt``: words per thread of the
+    two piece kernels."""
     i = c_type(index_dtype)
-    wpt = PIECE_WORDS
     roots_k, pieces_k = kernels("relabel.cu", f"meshccl_piece_roots<{i}, {wpt}>",
                                 f"meshccl_label_pieces<{i}, {wpt}>")
     bits, incl, sums, block_incl = buffers[:4]
@@ -441,7 +445,8 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
         ("tile", Launch(tile, tile_args[0], tile_args[1], (VALUES, LABELS) + tile_args[2],
                         shared_mem=tile_shared)),
     ] + faces + _pieces_path(index_dtype, n, buffers,
-                             Launch(label_k, label_grid, (BLOCK,), (LABELS,) + label_tail), True)
+                             Launch(label_k, label_grid, (BLOCK,), (LABELS,) + label_tail), True,
+                             PIECE_WORDS if sl == "true" else 1)
 
 
 def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, tiles=None,
