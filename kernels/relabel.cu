@@ -61,6 +61,7 @@
 
 #include "launch.cuh"
 #include "unionfind.cuh"
+#include "runs.cuh"  // (nth_bit)
 
 template <typename I>
 __global__ void meshccl_flatten(I* P, I n, unsigned* __restrict__ bits, I* __restrict__ counts) {
@@ -442,8 +443,24 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
 // both.  SL: after runs2d.cu's tile kernel with slots (without, and in
 // 3-D, none of the slot code is compiled: it cost images without slots
 // 1-2 us as a runtime branch).
+// The largest x over the warp's lanes (all of them must call it).
+__device__ __forceinline__ unsigned warp_max(unsigned x) {
+#if __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(0xffffffffu, x);
+#else
+    for (int d = 16; d; d >>= 1) x = max(x, __shfl_xor_sync(0xffffffffu, x, d));
+    return x;
+#endif
+}
+
+#ifndef MESHCCL_LABEL_BOUNDS
+#define MESHCCL_LABEL_BOUNDS 256
+#endif
+#ifndef MESHCCL_LABEL_LEAN
+#define MESHCCL_LABEL_LEAN 0
+#endif
 template <typename I, int R, int W, bool SL>
-__global__ void __launch_bounds__(256) meshccl_runs2d_label(
+__global__ void __launch_bounds__(MESHCCL_LABEL_BOUNDS) meshccl_runs2d_label(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
         const unsigned short* __restrict__ O, int slots) {
@@ -485,6 +502,95 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
             if (sh && width[k] > 32 - sh && w + 1 < words) a[k] |= A[w + 1] << (32 - sh);
         }
     }
+#if MESHCCL_LABEL_LEAN
+    // Each row's run starts shared out over the row's lanes: lane q takes
+    // the row's run starts q, q + LPR, ... (at most one or two each on most
+    // images), resolves each to its label with at most two dependent loads
+    // (its slot in Q or its P, then its piece root's P) and leaves it in
+    // the warp's table in shared memory, by its rank in the row; then every
+    // lane reads its own cells' labels from the table.
+    constexpr int ROWS = 32 / LPR, STRIDE = 32 + LPR;  // (the pad: no bank conflicts on the stores)
+    __shared__ I table[256 / 32][ROWS * STRIDE];
+    I* tab = table[threadIdx.x >> 5] + (lane / LPR) * STRIDE;
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+        const int count = __popc(s[k]);
+        const bool useq = SL && o[k] != 0xffffu;
+#if MESHCCL_LABEL_LEAN == 2
+        // (form 2: lane q takes the run starts among its own cells, by ffs)
+        unsigned mine = s[k] & (((1u << W) - 1u) << c0);
+        const int rank0 = __popc(s[k] & ((1u << c0) - 1u));
+        const unsigned most = warp_max((unsigned)__popc(mine));
+        for (int t = 0; t < (int)most; t += 2) {
+            int j[2], b[2];
+            I v[2];
+            bool root[2];
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                b[u] = mine ? __ffs(mine) - 1 : -1;
+                mine &= mine - 1u;
+                j[u] = rank0 + t + u;
+                root[u] = b[u] >= 0 && ((a[k] >> b[u]) & 1u);
+                if (b[u] >= 0) v[u] = (useq && !root[u]) ? Q[slot[k] + j[u]] : P[rowbase[k] + b[u]];
+            }
+#pragma unroll
+            for (int u = 0; u < 2; ++u)
+                if (b[u] >= 0 && !root[u]) v[u] = P[v[u]];
+#pragma unroll
+            for (int u = 0; u < 2; ++u)
+                if (b[u] >= 0) tab[j[u]] = v[u];
+        }
+#else
+        const unsigned most = warp_max((unsigned)count);
+        const int turns = (int)((most + LPR - 1) / LPR);
+        for (int t = 0; t < turns; t += 2) {  // two run starts a lane per turn, their loads together
+            int j[2], b[2];
+            I v[2];
+            bool root[2];
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                j[u] = q + LPR * (t + u);
+                b[u] = j[u] < count && (u == 0 || t + 1 < turns) ? meshccl::runs::nth_bit(s[k], j[u]) : -1;
+                root[u] = b[u] >= 0 && ((a[k] >> b[u]) & 1u);
+                if (b[u] >= 0) v[u] = (useq && !root[u]) ? Q[slot[k] + j[u]] : P[rowbase[k] + b[u]];
+            }
+#pragma unroll
+            for (int u = 0; u < 2; ++u)
+                if (b[u] >= 0 && !root[u]) v[u] = P[v[u]];
+#pragma unroll
+            for (int u = 0; u < 2; ++u)
+                if (b[u] >= 0) tab[j[u]] = v[u];
+        }
+#endif
+        __syncwarp();
+        // cells c0 .. c0 + W - 1: the label of the run through each, by its
+        // rank (run starts up to it, less one)
+        int rank = __popc(s[k] & ((1u << c0) - 1u)) - 1;
+        I cur = rank >= 0 ? tab[rank] : (I)0;
+        I out[W];
+#pragma unroll
+        for (int jj = 0; jj < W; ++jj) {
+            const int c = c0 + jj;
+            if ((s[k] >> c) & 1u) cur = tab[++rank];
+            out[jj] = ((f[k] >> c) & 1u) ? cur : (I)0;
+        }
+        __syncwarp();  // (the table is the next k's)
+        if (c0 >= width[k]) continue;
+        I* dst = P + rowbase[k] + c0;
+        if (c0 + W <= width[k] && ((unsigned long long)dst & 15ull) == 0ull) {
+#pragma unroll
+            for (int vv = 0; vv < W / V; ++vv) {
+                VT x;
+                memcpy(&x, out + vv * V, sizeof(VT));
+                reinterpret_cast<VT*>(dst)[vv] = x;
+            }
+        } else {
+#pragma unroll
+            for (int jj = 0; jj < W; ++jj)
+                if (c0 + jj < width[k]) dst[jj] = out[jj];
+        }
+    }
+#else
     // The runs that start among this lane's cells.  First their starts' P:
     // every run start of a row without slots, only the piece roots of a row
     // with them.  Then, only in a warp that has slotted rows, the other run
@@ -548,6 +654,7 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
                 if (c0 + j < width[k]) dst[j] = out[j];
         }
     }
+#endif
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL
