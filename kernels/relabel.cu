@@ -61,7 +61,6 @@
 
 #include "launch.cuh"
 #include "unionfind.cuh"
-#include "runs.cuh"  // (nth_bit)
 
 template <typename I>
 __global__ void meshccl_flatten(I* P, I n, unsigned* __restrict__ bits, I* __restrict__ counts) {
@@ -418,31 +417,6 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
     }
 }
 
-// Step 6 for the run kernels (runs2d.cu, runs3d.cu), after step 7: every
-// piece root already holds its label.  32 / W lanes per tile row (word bx *
-// rows + y of the bit arrays F and S; a volume's rows count over all its
-// planes), W cells each, so that a warp writes W tile rows side by side:
-// 512 (W = 4) or 1024 (W = 8) consecutive bytes of int32 labels.  A lane
-// resolves the runs that start among its W cells: a run start that is a
-// piece root (bit of A) holds its label; any other holds a piece root (its
-// own piece's, or one further up after a border find halved it), and that
-// one's value is the label.  (A 2-D tile with slots, runs2d.cu, has the
-// piece roots of its run starts in Q instead: the start's rank in its row
-// after the row's first slot, O; 0xffff there, or slots = 0: in P.)  At
-// most two dependent loads, then the stores.  (Loading the
-// roots' bits and prefix sums here instead, to rank the roots that step 7
-// would have labelled, made this pass 1.4x slower: benchmarks/NOTES.md.)
-// A run that started in an earlier lane's cells takes the label of that
-// lane's last run by a shuffle; background gets 0.  Piece roots are written
-// with the label they hold, so a lane that reads one while its owner writes
-// it reads the same value either way; a run start that is not a piece root
-// is read by its own lane only.
-// R: tile rows per lane group, whose chains of loads step together; W:
-// cells per lane (4: eight lanes per row, a vector store each; 8: four
-// lanes per row, two vector stores each).  meshccl/_gpu/mesh23.py picks
-// both.  SL: after runs2d.cu's tile kernel with slots (without, and in
-// 3-D, none of the slot code is compiled: it cost images without slots
-// 1-2 us as a runtime branch).
 // The largest x over the warp's lanes (all of them must call it).
 __device__ __forceinline__ unsigned warp_max(unsigned x) {
 #if __CUDA_ARCH__ >= 800
@@ -453,22 +427,54 @@ __device__ __forceinline__ unsigned warp_max(unsigned x) {
 #endif
 }
 
-#ifndef MESHCCL_LABEL_BOUNDS
-#define MESHCCL_LABEL_BOUNDS 256
-#endif
-#ifndef MESHCCL_LABEL_LEAN
-#define MESHCCL_LABEL_LEAN 0
-#endif
+// Step 6 for the run kernels (runs2d.cu, runs3d.cu), after step 7: every
+// piece root already holds its label.  32 / W lanes per tile row (word bx *
+// rows + y of the bit arrays F and S; a volume's rows count over all its
+// planes), W cells each, so that a warp writes W tile rows side by side:
+// 512 (W = 4) or 1024 (W = 8) consecutive bytes of int32 labels.
+//
+// First each lane resolves the runs that start among its own W cells, two
+// at a time (their loads overlap), as many turns as the warp's busiest
+// lane has run starts: a run start that is a piece root (bit of A) holds
+// its label; any other holds a piece root (its own piece's, or one further
+// up after a border find halved it), and that one's value is the label.
+// (A 2-D tile with slots, runs2d.cu, has the piece roots of its run starts
+// in Q instead: the start's rank in its row after the row's first slot, O;
+// 0xffff there, or slots = 0: in P.)  At most two dependent loads.  The
+// label goes to the warp's table in shared memory, at the run's rank in
+// its row.  Then each lane reads its cells' labels from the table (a cell's
+// run is the last run start at or before it; background gets 0) and
+// stores them.  (Until 2026-11-26 each lane took its cells one by one with
+// a predicated load per cell and step and handed the last run's label on
+// by a shuffle: about 310 warp instructions a warp on blobs 4096^2, 40
+// registers; this form has 30-32 and was 2.7 us faster there, 12 us on
+// percolation 8192^2, 46 us on blobs 512^3: benchmarks/NOTES.md.  Handing
+// a row's run starts out over its lanes by rank, nth_bit, measured in
+// between.)  (Loading the roots' bits and prefix sums here instead, to
+// rank the roots that step 7 would have labelled, made this pass 1.4x
+// slower: NOTES.md.)  Piece roots are written with the label they hold,
+// so a lane that reads one while its owner writes it reads the same value
+// either way; a run start that is not a piece root is read only by its own
+// lane, before the warp's barrier, and written after it.
+// R: tile rows per lane group, whose chains of loads step together; W:
+// cells per lane (4: eight lanes per row, a vector store each; 8: four
+// lanes per row, two vector stores each).  meshccl/_gpu/mesh23.py picks
+// both.  SL: after runs2d.cu's tile kernel with slots (without, and in
+// 3-D, none of the slot code is compiled: it cost images without slots
+// 1-2 us as a runtime branch).
 template <typename I, int R, int W, bool SL>
-__global__ void __launch_bounds__(MESHCCL_LABEL_BOUNDS) meshccl_runs2d_label(
+__global__ void __launch_bounds__(256) meshccl_runs2d_label(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
         const unsigned short* __restrict__ O, int slots) {
     meshccl::grid_entry();  // (launch.cuh)
     constexpr int V = 16 / sizeof(I), LPR = 32 / W;  // lanes per tile row
+    constexpr int ROWS = 32 / LPR, STRIDE = 32 + LPR;  // (the pad: the table's stores meet no bank twice)
     typedef typename Vec16<I>::type VT;
+    __shared__ I table[256 / 32][ROWS * STRIDE];
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31, q = lane % LPR, c0 = W * q;
+    I* tab = table[threadIdx.x >> 5] + (lane / LPR) * STRIDE;  // this lane's row's
     const I ntx = (nx + 31) >> 5;
     const long long groups = (long long)ntx * ny, per = (groups + R - 1) / R;
     // The group takes tile rows g0, g0 + per, ... (a warp: four consecutive
@@ -502,143 +508,43 @@ __global__ void __launch_bounds__(MESHCCL_LABEL_BOUNDS) meshccl_runs2d_label(
             if (sh && width[k] > 32 - sh && w + 1 < words) a[k] |= A[w + 1] << (32 - sh);
         }
     }
-#if MESHCCL_LABEL_LEAN
-    // Each row's run starts shared out over the row's lanes: lane q takes
-    // the row's run starts q, q + LPR, ... (at most one or two each on most
-    // images), resolves each to its label with at most two dependent loads
-    // (its slot in Q or its P, then its piece root's P) and leaves it in
-    // the warp's table in shared memory, by its rank in the row; then every
-    // lane reads its own cells' labels from the table.
-    constexpr int ROWS = 32 / LPR, STRIDE = 32 + LPR;  // (the pad: no bank conflicts on the stores)
-    __shared__ I table[256 / 32][ROWS * STRIDE];
-    I* tab = table[threadIdx.x >> 5] + (lane / LPR) * STRIDE;
 #pragma unroll
     for (int k = 0; k < R; ++k) {
-        const int count = __popc(s[k]);
-        const bool useq = SL && o[k] != 0xffffu;
-#if MESHCCL_LABEL_LEAN == 2
-        // (form 2: lane q takes the run starts among its own cells, by ffs)
-        unsigned mine = s[k] & (((1u << W) - 1u) << c0);
-        const int rank0 = __popc(s[k] & ((1u << c0) - 1u));
-        const unsigned most = warp_max((unsigned)__popc(mine));
-        for (int t = 0; t < (int)most; t += 2) {
-            int j[2], b[2];
+        const bool useq = SL && o[k] != 0xffffu;  // this row's piece roots in its slots
+        unsigned mine = s[k] & (((1u << W) - 1u) << c0);  // the run starts among this lane's cells
+        const int rank0 = __popc(s[k] & ((1u << c0) - 1u));  // ... the first one's rank in the row
+        const int turns = (int)warp_max((unsigned)__popc(mine));
+        for (int n = 0; n < turns; n += 2) {
+            int b[2];
             I v[2];
             bool root[2];
 #pragma unroll
             for (int u = 0; u < 2; ++u) {
                 b[u] = mine ? __ffs(mine) - 1 : -1;
                 mine &= mine - 1u;
-                j[u] = rank0 + t + u;
                 root[u] = b[u] >= 0 && ((a[k] >> b[u]) & 1u);
-                if (b[u] >= 0) v[u] = (useq && !root[u]) ? Q[slot[k] + j[u]] : P[rowbase[k] + b[u]];
+                if (b[u] >= 0) v[u] = (useq && !root[u]) ? Q[slot[k] + rank0 + n + u] : P[rowbase[k] + b[u]];
             }
 #pragma unroll
             for (int u = 0; u < 2; ++u)
                 if (b[u] >= 0 && !root[u]) v[u] = P[v[u]];
 #pragma unroll
             for (int u = 0; u < 2; ++u)
-                if (b[u] >= 0) tab[j[u]] = v[u];
+                if (b[u] >= 0) tab[rank0 + n + u] = v[u];
         }
-#else
-        const unsigned most = warp_max((unsigned)count);
-        const int turns = (int)((most + LPR - 1) / LPR);
-        for (int t = 0; t < turns; t += 2) {  // two run starts a lane per turn, their loads together
-            int j[2], b[2];
-            I v[2];
-            bool root[2];
-#pragma unroll
-            for (int u = 0; u < 2; ++u) {
-                j[u] = q + LPR * (t + u);
-                b[u] = j[u] < count && (u == 0 || t + 1 < turns) ? meshccl::runs::nth_bit(s[k], j[u]) : -1;
-                root[u] = b[u] >= 0 && ((a[k] >> b[u]) & 1u);
-                if (b[u] >= 0) v[u] = (useq && !root[u]) ? Q[slot[k] + j[u]] : P[rowbase[k] + b[u]];
-            }
-#pragma unroll
-            for (int u = 0; u < 2; ++u)
-                if (b[u] >= 0 && !root[u]) v[u] = P[v[u]];
-#pragma unroll
-            for (int u = 0; u < 2; ++u)
-                if (b[u] >= 0) tab[j[u]] = v[u];
-        }
-#endif
         __syncwarp();
-        // cells c0 .. c0 + W - 1: the label of the run through each, by its
-        // rank (run starts up to it, less one)
-        int rank = __popc(s[k] & ((1u << c0) - 1u)) - 1;
+        // cells c0 .. c0 + W - 1: the run through each is the one of rank
+        // (run starts up to it) - 1
+        int rank = rank0 - 1;
         I cur = rank >= 0 ? tab[rank] : (I)0;
-        I out[W];
-#pragma unroll
-        for (int jj = 0; jj < W; ++jj) {
-            const int c = c0 + jj;
-            if ((s[k] >> c) & 1u) cur = tab[++rank];
-            out[jj] = ((f[k] >> c) & 1u) ? cur : (I)0;
-        }
-        __syncwarp();  // (the table is the next k's)
-        if (c0 >= width[k]) continue;
-        I* dst = P + rowbase[k] + c0;
-        if (c0 + W <= width[k] && ((unsigned long long)dst & 15ull) == 0ull) {
-#pragma unroll
-            for (int vv = 0; vv < W / V; ++vv) {
-                VT x;
-                memcpy(&x, out + vv * V, sizeof(VT));
-                reinterpret_cast<VT*>(dst)[vv] = x;
-            }
-        } else {
-#pragma unroll
-            for (int jj = 0; jj < W; ++jj)
-                if (c0 + jj < width[k]) dst[jj] = out[jj];
-        }
-    }
-#else
-    // The runs that start among this lane's cells.  First their starts' P:
-    // every run start of a row without slots, only the piece roots of a row
-    // with them.  Then, only in a warp that has slotted rows, the other run
-    // starts' piece roots from their slots (one loop for both kinds of row
-    // cost images without slots 4-11 % of this pass, NOTES.md, 2026-11-25).
-    // Last, a start that is not a piece root takes its piece root's P.
-    I lab[R][W];
-    unsigned fromq[R];
-    bool any = false;
-#pragma unroll
-    for (int k = 0; k < R; ++k) {
-        fromq[k] = (!SL || o[k] == 0xffffu) ? 0u : s[k] & ~a[k];
-        any |= fromq[k] != 0u;
-#pragma unroll
-        for (int j = 0; j < W; ++j)
-            lab[k][j] = (((s[k] & ~fromq[k]) >> (c0 + j)) & 1u) ? P[rowbase[k] + c0 + j] : (I)0;
-    }
-    if (SL && __any_sync(0xffffffffu, any)) {
-#pragma unroll
-        for (int k = 0; k < R; ++k)
-#pragma unroll
-            for (int j = 0; j < W; ++j)
-                if ((fromq[k] >> (c0 + j)) & 1u)
-                    lab[k][j] = Q[slot[k] + __popc(s[k] & ((1u << (c0 + j)) - 1u))];
-    }
-#pragma unroll
-    for (int k = 0; k < R; ++k)
-#pragma unroll
-        for (int j = 0; j < W; ++j)
-            if (((s[k] & ~a[k]) >> (c0 + j)) & 1u) lab[k][j] = P[lab[k][j]];
-#pragma unroll
-    for (int k = 0; k < R; ++k) {
-        I last = 0;
-#pragma unroll
-        for (int j = 0; j < W; ++j)
-            if ((s[k] >> (c0 + j)) & 1u) last = lab[k][j];
-        // the run of this lane's first cells, if it started before them: the
-        // last run of the lane that holds its start
-        const unsigned before = s[k] & ((1u << c0) - 1u);
-        const int owner = before ? (31 - __clz(before)) / W : q;
-        I cur = __shfl_sync(0xffffffffu, last, (lane & ~(LPR - 1)) | owner);
         I out[W];
 #pragma unroll
         for (int j = 0; j < W; ++j) {
             const int c = c0 + j;
-            if ((s[k] >> c) & 1u) cur = lab[k][j];
+            if ((s[k] >> c) & 1u) cur = tab[++rank];
             out[j] = ((f[k] >> c) & 1u) ? cur : (I)0;
         }
+        __syncwarp();  // (the table is the next k's)
         if (c0 >= width[k]) continue;
         I* dst = P + rowbase[k] + c0;
         if (c0 + W <= width[k] && ((unsigned long long)dst & 15ull) == 0ull) {
@@ -654,7 +560,6 @@ __global__ void __launch_bounds__(MESHCCL_LABEL_BOUNDS) meshccl_runs2d_label(
                 if (c0 + j < width[k]) dst[j] = out[j];
         }
     }
-#endif
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL

@@ -12,7 +12,11 @@ Event-timed call and device ms on the standard cases (2-D and 3-D,
 connectivity 1 and full), two rounds in alternating order, labels equal.
 (H100 experiment, 2026-11-26.)
 
-    python benchmarks/experiments/label_lean.py [--2d]"""
+    python benchmarks/experiments/label_lean.py [--2d]
+
+The forms were switched by MESHCCL_LABEL_LEAN at commit 2bdf3cc; since then
+the kernel has form 2 only, so run this at that commit to compare them.
+Logs: benchmarks/results/h100-2026-11-26b/label_lean/."""
 import sys
 
 import _common  # noqa: F401  (sys.path)
