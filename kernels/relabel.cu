@@ -56,8 +56,8 @@
 // runs3d.cu, whose forest has run starts as nodes: steps 4 and 5 as above,
 // then step 7 (every piece root gets its label), then
 // meshccl_runs2d_label in place of step 6: four or eight lanes per row of
-// a tile resolve each run once, from its start's P in one or two loads, and
-// write the row's labels.
+// a tile resolve each run once, from its start's P (or slot) in one or two
+// loads, into a table in shared memory, and write the row's labels from it.
 
 #include "launch.cuh"
 #include "unionfind.cuh"

@@ -74,10 +74,11 @@
 // 3. The pieces path of relabel.cu (meshccl_piece_roots with the roots'
 //    prefix sums, then meshccl_label_pieces): every piece root then holds
 //    its label.
-// 4. meshccl_runs2d_label (relabel.cu).  Eight lanes per tile row read F,
-//    S and A, resolve each run once (a run start that is a piece root
-//    holds its label; any other holds a piece root, in P or in its slot,
-//    and that piece root holds the label) and write the row's labels with
+// 4. meshccl_runs2d_label (relabel.cu).  Four lanes per tile row (eight
+//    with 64-bit labels) read F, S and A, resolve each run once (a run
+//    start that is a piece root holds its label; any other holds a piece
+//    root, in P or in its slot, and that piece root holds the label) into
+//    a table in shared memory and write the row's labels from it with
 //    16-byte stores.
 //
 // P is read and written at run starts only (with slots, at piece roots
