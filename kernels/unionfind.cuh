@@ -107,55 +107,10 @@ __device__ __forceinline__ I cas_elected(I* P, I a, I b) {
 // test-and-set), and the CAS is warp-elected (cas_elected).  Same hooks,
 // same forest rule; more loads on uncontended unions, so it is opt-in
 // (benchmarks/NOTES.md: Kronecker scale 21 sampling 0.78 -> 0.65 ms, H100).
-// The roots of a and b, found by two walks that step together (find()'s
-// halving on each), so that each step's two loads are in flight at once:
-// a union in global memory then waits for the longer walk, not for both
-// one after the other.  (In shared memory, where a load is short and the
-// tile kernels are short of issue slots, unite_hooked walks one after the
-// other.)
-#ifndef MESHCCL_FIND_PAIRS
-#define MESHCCL_FIND_PAIRS 0
-#endif
-template <typename I>
-__device__ __forceinline__ void find_both(I* P, I& a, I& b) {
-    I pa = load_parent<false>(P, a), pb = load_parent<false>(P, b);
-    bool ra = pa == a, rb = pb == b;  // at the root
-    while (!(ra && rb)) {
-        const I ga = ra ? a : load_parent<false>(P, pa);
-        const I gb = rb ? b : load_parent<false>(P, pb);
-        if (!ra) {
-            if (ga == pa) {
-                a = pa;
-                ra = true;
-            } else {
-                P[a] = ga;  // halve the path: a now skips its parent
-                a = ga;
-            }
-        }
-        if (!rb) {
-            if (gb == pb) {
-                b = pb;
-                rb = true;
-            } else {
-                P[b] = gb;
-                b = gb;
-            }
-        }
-        if (!ra) pa = load_parent<false>(P, a);
-        if (!rb) pb = load_parent<false>(P, b);
-        ra = ra || pa == a;
-        rb = rb || pb == b;
-    }
-}
-
 template <bool Shared = false, bool Guard = false, typename I>
 __device__ __forceinline__ I unite_hooked(I* P, I a, I b) {
-    if (MESHCCL_FIND_PAIRS && !Shared) {
-        find_both(P, a, b);
-    } else {
-        a = find<Shared>(P, a);
-        b = find<Shared>(P, b);
-    }
+    a = find<Shared>(P, a);
+    b = find<Shared>(P, b);
     while (a != b) {
         if (a < b) { I t = a; a = b; b = t; }   // a is now the larger root
         I old;
@@ -166,13 +121,8 @@ __device__ __forceinline__ I unite_hooked(I* P, I a, I b) {
             old = cas(P + a, a, b);
         }
         if (old == a) return a;                 // hooked
-        a = old;                                // a gained a parent meanwhile
-        if (MESHCCL_FIND_PAIRS && !Shared) {
-            find_both(P, a, b);
-        } else {
-            a = find<Shared>(P, a);
-            b = find<Shared>(P, b);
-        }
+        a = find<Shared>(P, old);               // a gained a parent meanwhile
+        b = find<Shared>(P, b);
     }
     return (I)-1;
 }

@@ -6,7 +6,10 @@ kernels' unions of the mesh paths (2-D and 3-D standard cases, connectivity
 --papers, shrunk), event-timed call and device ms, two rounds in
 alternating order, labels equal.  (H100 experiment, 2026-11-26.)
 
-    python benchmarks/experiments/find_pairs.py [--shrink K] [--no-mesh]"""
+    python benchmarks/experiments/find_pairs.py [--shrink K] [--no-mesh]
+
+find_both and MESHCCL_FIND_PAIRS exist only at commit 72a2698 (run this there);
+measured and not kept (benchmarks/NOTES.md, results/h100-2026-11-26b/find_pairs/)."""
 import argparse
 
 import _common  # noqa: F401  (sys.path)
