@@ -469,7 +469,8 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_label(
         const unsigned short* __restrict__ O, int slots) {
     meshccl::grid_entry();  // (launch.cuh)
     constexpr int V = 16 / sizeof(I), LPR = 32 / W;  // lanes per tile row
-    constexpr int ROWS = 32 / LPR, STRIDE = 32 + LPR;  // (the pad: the table's stores meet no bank twice)
+    constexpr int ROWS = 32 / LPR, STRIDE = 32 + LPR;  // (the pad spreads the rows over the banks)
+    static_assert(W == 4 || W == 8, "four or eight cells a lane");
     typedef typename Vec16<I>::type VT;
     __shared__ I table[256 / 32][ROWS * STRIDE];
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
