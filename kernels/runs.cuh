@@ -292,7 +292,7 @@ template <int N>
 __device__ __forceinline__ void unite_all(int* L, int me, unsigned s, unsigned (&U)[N],
                                           const int (&tgt)[N], const unsigned (&st)[N],
                                           const int (&shift)[N]) {
-    unite_each(me, s, U, tgt, st, shift, [L](int a, int b) { meshccl::unite_fresh<true>(L, a, b); });
+    unite_each(me, s, U, tgt, st, shift, [L](int a, int b) { meshccl::unite<true>(L, a, b); });
 }
 
 // The z pairs of runs3d.cu (its essay gives the rules): lane r holds row r
@@ -477,7 +477,7 @@ __device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* st
         } else {
             break;
         }
-        meshccl::unite_fresh<true>(L, me + start_of(S_, b), partner);
+        meshccl::unite<true>(L, me + start_of(S_, b), partner);
     }
 }
 

@@ -179,7 +179,7 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
         } else {
             break;
         }
-        meshccl::unite_fresh<true>(L, node(r, b), partner);
+        meshccl::unite<true>(L, node(r, b), partner);
     }
 }
 

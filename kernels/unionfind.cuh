@@ -135,21 +135,6 @@ __device__ __forceinline__ bool unite(I* P, I a, I b) {
     return unite_hooked<Shared, Guard>(P, a, b) >= 0;
 }
 
-// unite() for a pair whose first element a is larger than b and was made a
-// root by the caller (a tile kernel's node, met by its first pair): while a
-// is still a root, one CAS hooks it under b itself, not under b's root.
-// That keeps the invariant (b < a), so the tree's root is still its
-// smallest element, and saves the two finds.  If a has a parent already, the
-// full union.  MESHCCL_HOOK_FRESH 0 makes it unite() (benchmarks/NOTES.md).
-#ifndef MESHCCL_HOOK_FRESH
-#define MESHCCL_HOOK_FRESH 0
-#endif
-template <bool Shared = false, typename I>
-__device__ __forceinline__ void unite_fresh(I* P, I a, I b) {
-    if (MESHCCL_HOOK_FRESH && cas(P + a, a, b) == a) return;
-    unite<Shared>(P, a, b);
-}
-
 // unite() for the mesh kernels' border passes, which record in the bit
 // array H each root they hook (that root stopped being a root: the pieces
 // path of relabel.cu resolves exactly those).

@@ -9,7 +9,10 @@ Prints the tile kernel alone (device ms behind a busy kernel) for the
 2-D cases, then the standard cases' event-timed calls and device times,
 two rounds in alternating order, labels equal (_common.alternate).
 
-    python benchmarks/experiments/hook_fresh.py [--no-calls]"""
+    python benchmarks/experiments/hook_fresh.py [--no-calls]
+
+unite_fresh and MESHCCL_HOOK_FRESH exist only at commit e5b5efe (run this there);
+measured and not kept (benchmarks/NOTES.md, results/h100-2026-11-26c/hook_fresh.log)."""
 import argparse
 
 import _common  # noqa: F401  (sys.path)
