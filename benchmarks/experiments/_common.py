@@ -127,3 +127,34 @@ def alternate(cases, variants, use, conns=None):
                     dev = device_ms(lambda: meshccl.label(x, connectivity=c))
                     row.append(f"{v}: {call:.4f}/{dev:.4f}")
             print(f"{name:22s} c={c} (call/device ms) | " + " | ".join(row), flush=True)
+
+
+def patched_source(original, filename_to_patch, *pairs):
+    """A replacement for ``loader.source`` (``original``: the loader's own)
+    that applies text replacements (old, new) to one kernel file, each of
+    which must occur exactly once: experiments that switch parts of a
+    kernel off."""
+    def source(filename):
+        text = original(filename)
+        if filename == filename_to_patch:
+            for old, new in pairs:
+                assert text.count(old) == 1, old
+                text = text.replace(old, new)
+        return text
+    return source
+
+
+def tile_ms(a, conn, slotted=False, reps=20):
+    """Device ms of the fixed-geometry path's tile kernel alone on a (CuPy,
+    one-byte cells, background 0), in the slot form or not (2-D)."""
+    import cupy
+    import numpy as np
+
+    from meshccl._gpu import mesh23
+
+    v = a.reshape(-1)
+    out = cupy.empty(a.size, dtype=cupy.int32)
+    steps = dict(mesh23.steps(v, out, a.shape, conn, True, np.uint8(0),
+                              buffers=mesh23.scratch(a.size, out.dtype, a.shape, v.dtype),
+                              slot_tiles=slotted))
+    return device_ms(steps["tile"], reps)

@@ -23,9 +23,8 @@ Variants marked "no P" leave wrong labels; only the tile kernel runs.
     python benchmarks/experiments/compact_bound.py"""
 import _common  # noqa: F401  (sys.path)
 import cupy
-import numpy as np
 
-from _common import device_ms
+from _common import patched_source, tile_ms
 from meshccl import patterns as P
 from meshccl._gpu import loader, mesh23
 
@@ -37,17 +36,6 @@ NO_PLAIN_STORE = """                if (g == (I)-7) P[tile0 + (I)r * nx + b] = g
                 return;"""
 ROOT_STORE = "            if (root) P[tile0 + (I)r * nx + b] = g;"
 NO_ROOT_STORE = "            (void)root;"
-
-
-def patched(*pairs):
-    def source(filename):
-        text = _source(filename)
-        if filename == "runs2d.cu":
-            for old, new in pairs:
-                assert text.count(old) == 1, old
-                text = text.replace(old, new)
-        return text
-    return source
 
 
 VARIANTS = {
@@ -64,18 +52,10 @@ def use(name):
     slots, _, pf, pairs = VARIANTS[name]
     mesh23.RUNS_2D_SLOTS = slots
     mesh23.RUNS_PREFETCH[(2, 2)] = pf
-    loader.source = patched(*pairs) if pairs else _source
+    loader.source = patched_source(_source, "runs2d.cu", *pairs) if pairs else _source
     loader._module.cache_clear()
     loader._functions.cache_clear()
 
-
-def tile_ms(a, conn, slotted, reps=20):
-    v = a.reshape(-1)
-    out = cupy.empty(a.size, dtype=cupy.int32)
-    steps = dict(mesh23.steps(v, out, a.shape, conn, True, np.uint8(0),
-                              buffers=mesh23.scratch(a.size, out.dtype, a.shape, v.dtype),
-                              slot_tiles=slotted))
-    return device_ms(steps["tile"], reps)
 
 
 cases = [("perc 8192^2 p=.4073", P.percolation((8192, 8192), 0.4073, xp=cupy)),

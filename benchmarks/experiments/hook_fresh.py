@@ -17,12 +17,8 @@ import argparse
 
 import _common  # noqa: F401  (sys.path)
 import _defines
-import cupy
-import numpy as np
-
-from _common import alternate, device_ms
-from meshccl import patterns as P
-from meshccl._gpu import mesh23, plan
+from _common import alternate, tile_ms
+from meshccl._gpu import plan
 import phases as ph
 
 VARIANTS = {"full union": 0, "fresh hook": 1}
@@ -32,14 +28,6 @@ def use(name):
     _defines.use(MESHCCL_HOOK_FRESH=VARIANTS[name])
     plan._local.__dict__.pop("plans", None)
 
-
-def tile_ms(a, conn, reps=20):
-    v = a.reshape(-1)
-    out = cupy.empty(a.size, dtype=cupy.int32)
-    steps = dict(mesh23.steps(v, out, a.shape, conn, True, np.uint8(0),
-                              buffers=mesh23.scratch(a.size, out.dtype, a.shape, v.dtype),
-                              slot_tiles=False))
-    return device_ms(steps["tile"], reps)
 
 
 ap = argparse.ArgumentParser()

@@ -17,11 +17,10 @@ Variants other than plain leave wrong labels; only the tile kernel runs.
     python benchmarks/experiments/tile_parts.py"""
 import _common  # noqa: F401  (sys.path)
 import cupy
-import numpy as np
 
-from _common import device_ms
+from _common import patched_source, tile_ms
 from meshccl import patterns as P
-from meshccl._gpu import loader, mesh23
+from meshccl._gpu import loader
 
 _source = loader.source
 UNIONS = ("        if (band)\n            band_unions<RSB>(",
@@ -31,16 +30,6 @@ SEAMS = ("if (seams && live && warp > 0 && y < ny) {",
 STORES = ("const unsigned roots = meshccl::runs::store_piece_roots<",
           "const unsigned roots = nx > 0 ? 0u : meshccl::runs::store_piece_roots<")
 
-
-def patched(*pairs):
-    def source(filename):
-        text = _source(filename)
-        if filename == "runs2d.cu":
-            for old, new in pairs:
-                assert text.count(old) == 1, old
-                text = text.replace(old, new)
-        return text
-    return source
 
 
 VARIANTS = {
@@ -54,18 +43,10 @@ VARIANTS = {
 
 def use(name):
     pairs = VARIANTS[name]
-    loader.source = patched(*pairs) if pairs else _source
+    loader.source = patched_source(_source, "runs2d.cu", *pairs) if pairs else _source
     loader._module.cache_clear()
     loader._functions.cache_clear()
 
-
-def tile_ms(a, conn, reps=20):
-    v = a.reshape(-1)
-    out = cupy.empty(a.size, dtype=cupy.int32)
-    steps = dict(mesh23.steps(v, out, a.shape, conn, True, np.uint8(0),
-                              buffers=mesh23.scratch(a.size, out.dtype, a.shape, v.dtype),
-                              slot_tiles=False))
-    return device_ms(steps["tile"], reps)
 
 
 cases = [("perc 8192^2 p=.4073", P.percolation((8192, 8192), 0.4073, xp=cupy), 2),
