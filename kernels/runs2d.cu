@@ -71,6 +71,8 @@
 //    whose P holds it, or in a tile with slots the run start's slot (its
 //    rank in the row, after the row's first slot in O); each root that a
 //    union hooks is recorded in H.
+//    Its blocks take the tile rows in a scattered order (scattered_row), so
+//    that the blocks at work at one time hook fewer of the same roots.
 // 3. The pieces path of relabel.cu (meshccl_piece_roots with the roots'
 //    prefix sums, then meshccl_label_pieces): every piece root then holds
 //    its label.
@@ -482,8 +484,24 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
     }
 }
 
-// A block takes TB tiles side by side: its first TB warps the tiles' top
-// rows against the row above (every pair of them that goes up), then one
+// The border kernel's tile row for block row b of `rows`: b * K mod rows,
+// K the first of the primes 53, 59, 61 that does not divide rows (1 if all
+// do), so that the blocks sent out together work on tile rows far apart
+// rather than on neighbouring ones.  Any order gives the same roots (each
+// component's first cell); this one meets fewer roots that other blocks
+// are hooking at the same moment
+// (benchmarks/NOTES.md, 2026-11-26: percolation 8192^2 at connectivity 2,
+// the whole call -7 to -9 us at p = .4073 and about -55 us at .5927, the
+// spiral -3 to -5 us, blobs within 1 us; bottom to top made p = .5927 3.6x
+// slower).
+__device__ __forceinline__ unsigned scattered_row(unsigned b, unsigned rows) {
+    const unsigned k = rows % 53u ? 53u : rows % 59u ? 59u : rows % 61u ? 61u : 1u;
+    return (unsigned)(((unsigned long long)b * k) % rows);
+}
+
+// A block takes TB tiles side by side, in the tile row scattered_row gives:
+// its first TB warps the tiles' top rows against the row above (every pair
+// of them that goes up), then one
 // warp per `strip` tiles (the strips' first tiles: the tile kernel took the
 // other borders) the pairs across the tile's left border, a lane per row r:
 // the first cell's pair to the left and, at connectivity 2 and r > 0, its
@@ -514,7 +532,7 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     const int tb = (int)(blockDim.x >> 5) * strip / (strip + 1);  // tiles per block
     const bool up = warp < tb;
     const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
-    const I x0 = bx * 32, y0 = (I)blockIdx.y * 32;
+    const I x0 = bx * 32, y0 = (I)scattered_row(blockIdx.y, gridDim.y) * 32;
     if (bx >= ntx) return;
     // The piece root of cell (y, x)'s run (foreground): from the tile's
     // slots (the run start's rank among the row's, after the row's first
