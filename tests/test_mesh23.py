@@ -78,6 +78,9 @@ ADVERSARIAL = {
     "full-64x64": lambda: np.ones((64, 64), np.uint8),
     "full-9x33x65": lambda: np.ones((9, 33, 65), np.uint8),
     "percolation-300x301": lambda: patterns.percolation((300, 301), 0.5927, seed=1),
+    # 53 tile rows: the 2-D border kernel's scattered order (runs2d.cu,
+    # scattered_row) then multiplies by 59, not 53, to stay a permutation
+    "percolation-1696x70": lambda: patterns.percolation((1696, 70), 0.55, seed=4),
     "percolation3d-40x41x42": lambda: patterns.percolation((40, 41, 42), 0.3116, seed=2),
     "potts-100x128": lambda: np.random.default_rng(3).integers(0, 4, (100, 128)).astype(np.int32),
 }
