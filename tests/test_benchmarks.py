@@ -61,6 +61,27 @@ def test_bench_redraws_the_readme_table_and_plot_from_its_stored_run(tmp_path):
     assert png.stat().st_size > 20_000
 
 
+def test_readme_headline_table_is_the_stored_run():
+    """README's headline rows are readme_table.py's rows of
+    benchmarks/results/bench.json, every one: a new run and the README are
+    updated together, and the ratios quoted are that run's."""
+    import json
+
+    import readme_table
+    run = json.loads((ROOT / "benchmarks/results/bench.json").read_text())
+    rows = readme_table.rows(run)
+    assert len(rows) == len(run["cases"]) == 14
+    readme = (ROOT / "README.md").read_text().splitlines()
+    start = readme.index(rows[0])  # ValueError if the README's row differs
+    assert readme[start:start + len(rows)] == rows
+
+
+def test_readme_table_rounds_to_three_significant_digits():
+    from readme_table import ms
+    assert [ms(x) for x in (0.18358, 0.0999, 1.0049, 9.996, 38.46, 99.96, 2152.4)] == \
+        ["0.184", "0.0999", "1.00", "10.0", "38.5", "100", "2152"]
+
+
 def test_bench_warms_up_the_threaded_slab_path(monkeypatch):
     """The threaded CPU tool is warmed up on a crop large enough for its
     slabs (arrays under 2 * SLAB_MIN_CELLS run serially), so numba compiles
