@@ -177,6 +177,30 @@ __device__ __forceinline__ void prefetch_run_starts(const I* row, unsigned s, in
         if ((s >> q) & ((1u << CPS) - 1u)) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + q));
 }
 
+// Store a piece root's own P with an L2 evict-last policy, so that its line
+// stays in L2 while the kernels after the tile kernel read it: the border
+// kernel's unions, the roots phase, label_pieces (which writes its label
+// there) and the label pass (which reads it for every run of the piece).
+// Only the slotted 2-D tiles use it (few run starts, so few piece roots):
+// on blobs 4096^2 it took 1.2-1.3 us off a 0.10-0.12 ms call, the other
+// 2-D cases unchanged.  For every tile, percolation 8192^2 lost 1-9 %:
+// there are more piece roots' lines than L2 holds (benchmarks/NOTES.md,
+// 2026-11-26, experiments/l2_roots.py).  Before sm_80, a plain store.
+template <typename I>
+__device__ __forceinline__ void store_kept(I* p, I v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if (sizeof(I) == 4)
+        asm volatile("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
+                     "st.global.L2::cache_hint.b32 [%0], %1, pol;\n\t}" ::"l"(p), "r"((int)v) : "memory");
+    else
+        asm volatile("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
+                     "st.global.L2::cache_hint.b64 [%0], %1, pol;\n\t}" ::"l"(p), "l"((long long)v)
+                     : "memory");
+#else
+    *p = v;
+#endif
+}
+
 // The run start at or left of bit b in the run-start mask s (s has one).
 __device__ __forceinline__ int start_of(unsigned s, int b) {
     return 31 - __clz(s & (b == 31 ? 0xffffffffu : ((2u << b) - 1u)));

@@ -47,9 +47,11 @@
 //    Slots: a tile with few run starts (at most `slots`, mesh23.py's
 //    RUNS_2D_SLOTS) writes the piece root of its k-th run start (the bits
 //    of S as stored, in raster order) to word k of its own slots in Q,
-//    and only the run starts that are piece roots to P; each tile row's
-//    first slot goes to O (16 bits; 0xffff: the tile kept the old way, P
-//    at every run start).  The tile's slots are consecutive words, where P
+//    and only the run starts that are piece roots to P, with an L2
+//    evict-last policy so that the kernels after it find those lines in L2
+//    (runs.cuh, store_kept); each tile row's first slot goes to O (16
+//    bits; 0xffff: the tile kept the old way, P at every run start).  The
+//    tile's slots are consecutive words, where P
 //    would have had a partly written sector in nearly every row.  The
 //    kernel comes in two forms, with slots (SL) and without: the slot code
 //    in one kernel, even where no tile takes it, cost images of many small
@@ -422,7 +424,7 @@ __device__ __forceinline__ unsigned label_tile(
                 return;
             }
             q[w.o0 + __popc(w.s0 & ((1u << b) - 1u))] = g;
-            if (root) P[tile0 + (I)r * nx + b] = g;
+            if (root) meshccl::runs::store_kept(P + tile0 + (I)r * nx + b, g);  // (runs.cuh)
             if (!band || (r & 1)) return;
             // a band run with cells below its top-row node: the slot of its
             // first bottom cell too (as `also` does in P)

@@ -13,14 +13,21 @@ of the roots phase and of the label pass would hit L2.
 
 Variants (a copy of kernels/ with text replaced; the library is not touched):
 
-  library     the kernels as they are
-  st_last     the tile kernel stores piece roots (only those) in P with an
-              L2 evict-last cache policy
+  library     the kernels as they are: since this experiment, the slotted
+              tiles store their piece roots with an L2 evict-last policy
+              (runs.cuh, store_kept)
+  plain       the kernels before it: a plain store there too
+  st_last     every tile stores its piece roots (only those) in P with
+              that policy
   st_last_ld  st_last, and every global parent load of the union-find core
               (load_parent: the border kernel, the roots phase) with the
               same policy
   ld_last     only the loads (a control)
-  st_half     st_last with a fractional policy of 0.5 (half of the lines)
+  st_half     st_last with a fractional policy of 0.5 in the tiles without
+              slots (half of the lines)
+
+(Before store_kept was kept, "library" here was "plain", and "st_slot" was
+today's library: results/h100-2026-11-26f/l2_roots.log, l2_slot.log.)
 
 Prints the phases of the 2-D cases (phases.report) and the event-timed /
 device times of whole calls, two rounds in alternating order, labels equal
@@ -71,8 +78,10 @@ STORES = [
     ("            if (!(SL && slotted)) {\n                P[tile0 + (I)r * nx + b] = g;\n",
      "            if (!(SL && slotted)) {\n                if (root) meshccl::st_last(P + tile0 + (I)r * nx + b, g);\n"
      "                else P[tile0 + (I)r * nx + b] = g;\n"),
-    ("            if (root) P[tile0 + (I)r * nx + b] = g;\n",
-     "            if (root) meshccl::st_last(P + tile0 + (I)r * nx + b, g);\n"),
+]
+PLAIN = [
+    ("            if (root) meshccl::runs::store_kept(P + tile0 + (I)r * nx + b, g);  // (runs.cuh)\n",
+     "            if (root) P[tile0 + (I)r * nx + b] = g;\n"),
 ]
 LOADS = [
     ("    return __ldcg(P + x);\n}\n", "    return ld_last(P + x);\n}\n"),
@@ -102,6 +111,8 @@ def make(name):
     edit("unionfind.cuh", LOADS if name in ("st_last_ld", "ld_last") else [], True)
     if name in ("st_last", "st_last_ld", "st_half"):
         edit("runs2d.cu", STORES, False)
+    if name == "plain":
+        edit("runs2d.cu", PLAIN, False)
     return d
 
 
@@ -119,9 +130,9 @@ def use(name):
 
 
 ap = argparse.ArgumentParser()
-ap.add_argument("--variants", default="library,st_last,st_last_ld,ld_last,st_half")
+ap.add_argument("--variants", default="plain,library,st_last,st_last_ld,ld_last,st_half")
 ap.add_argument("--no-phases", action="store_true")
-ap.add_argument("--only", default="")
+ap.add_argument("--only", default="", help="substring of the case names")
 opt = ap.parse_args()
 variants = opt.variants.split(",")
 cases = [c for c in ph.standard_cases((2,)) if opt.only in c[0]]
