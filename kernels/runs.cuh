@@ -182,8 +182,9 @@ __device__ __forceinline__ void prefetch_run_starts(const I* row, unsigned s, in
 // kernel's unions, the roots phase, label_pieces (which writes its label
 // there) and the label pass (which reads it for every run of the piece).
 // Only the slotted 2-D tiles use it (few run starts, so few piece roots):
-// on blobs 4096^2 it took 1.2-1.3 us off a 0.10-0.12 ms call, the other
-// 2-D cases unchanged.  For every tile, percolation 8192^2 lost 1-9 %:
+// on blobs 4096^2 it took 1.2-1.3 us off a 0.10-0.12 ms call, percolation
+// 8192^2 at p = .5927, c2, 4-8 us; the spiral c2 about 1 us slower, the
+// other 2-D cases unchanged.  For every tile, percolation 8192^2 lost 1-9 %:
 // there are more piece roots' lines than L2 holds (benchmarks/NOTES.md,
 // 2026-11-26, experiments/l2_roots.py).  Before sm_80, a plain store.
 template <typename I>
