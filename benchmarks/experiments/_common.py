@@ -129,6 +129,19 @@ def alternate(cases, variants, use, conns=None):
             print(f"{name:22s} c={c} (call/device ms) | " + " | ".join(row), flush=True)
 
 
+def recompile():
+    """After an experiment changed what the loader compiles (its ``source``
+    or ``kernel_dir``): drop the compiled modules and kernels, the headers'
+    digest and this thread's launch plans, so that the next call compiles
+    the variant and builds its plans afresh."""
+    from meshccl._gpu import loader, plan
+
+    loader.headers_digest.cache_clear()
+    loader._module.cache_clear()
+    loader._functions.cache_clear()
+    plan._local.__dict__.pop("plans", None)
+
+
 def patched_source(original, filename_to_patch, *pairs):
     """A replacement for ``loader.source`` (``original``: the loader's own)
     that applies text replacements (old, new) to one kernel file, each of

@@ -31,8 +31,8 @@ rounds in alternating order, labels equal (_common.alternate).
 import argparse
 
 import _common  # noqa: F401  (sys.path)
-from _common import alternate, patched_source
-from meshccl._gpu import loader, plan
+from _common import alternate, patched_source, recompile
+from meshccl._gpu import loader
 import phases as ph
 
 _source = loader.source
@@ -72,9 +72,7 @@ def use(name):
             f"(I)((blockIdx.y * {int(name[3:])}ull) % gridDim.y)"  # rowK: any multiplier K
         loader.source = _source if row is None else patched_source(
             _source, "runs2d.cu", (LINE, f"    const I x0 = bx * 32, y0 = {row} * 32;\n"))
-    loader._module.cache_clear()
-    loader._functions.cache_clear()
-    plan._local.__dict__.pop("plans", None)
+    recompile()
 
 
 ap = argparse.ArgumentParser()

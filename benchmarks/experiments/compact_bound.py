@@ -24,7 +24,7 @@ Variants marked "no P" leave wrong labels; only the tile kernel runs.
 import _common  # noqa: F401  (sys.path)
 import cupy
 
-from _common import patched_source, tile_ms
+from _common import patched_source, recompile, tile_ms
 from meshccl import patterns as P
 from meshccl._gpu import loader, mesh23
 
@@ -53,8 +53,7 @@ def use(name):
     mesh23.RUNS_2D_SLOTS = slots
     mesh23.RUNS_PREFETCH[(2, 2)] = pf
     loader.source = patched_source(_source, "runs2d.cu", *pairs) if pairs else _source
-    loader._module.cache_clear()
-    loader._functions.cache_clear()
+    recompile()
 
 
 

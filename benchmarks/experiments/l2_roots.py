@@ -40,8 +40,8 @@ import tempfile
 from pathlib import Path
 
 import _common  # noqa: F401  (sys.path)
-from _common import alternate
-from meshccl._gpu import loader, plan
+from _common import alternate, recompile
+from meshccl._gpu import loader
 import phases as ph
 
 ORIG = loader.kernel_dir()
@@ -123,10 +123,7 @@ def use(name):
     if name not in DIRS:
         DIRS[name] = make(name)
     loader.kernel_dir = lambda: DIRS[name]
-    loader.headers_digest.cache_clear()
-    loader._module.cache_clear()
-    loader._functions.cache_clear()
-    plan._local.__dict__.pop("plans", None)
+    recompile()
 
 
 ap = argparse.ArgumentParser()

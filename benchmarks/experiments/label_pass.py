@@ -9,11 +9,11 @@ store-only floor of the pass (H200 experiment, 2026-11-24).
         (one labelling per case at connectivity 1, for Nsight Compute)"""
 import sys
 
-from _common import time_ms
+from _common import recompile, time_ms
 import cupy
 import phases as ph
 
-from meshccl._gpu import loader, plan
+from meshccl._gpu import loader
 
 _source = loader.source
 HOP2 = "if (((s[k] & ~a[k]) >> (c0 + j)) & 1u) lab[k][j] = P[lab[k][j]];"
@@ -41,9 +41,7 @@ def use(repl):
                 text = text.replace(a, b)
         return text
     loader.source = source
-    loader._module.cache_clear()
-    loader._functions.cache_clear()
-    plan._local.__dict__.pop("plans", None)
+    recompile()
 
 
 

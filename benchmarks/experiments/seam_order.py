@@ -12,8 +12,8 @@ standard cases' counts, so each is a permutation there.
 
     python benchmarks/experiments/seam_order.py"""
 import _common  # noqa: F401  (sys.path)
-from _common import alternate, patched_source
-from meshccl._gpu import loader, plan
+from _common import alternate, patched_source, recompile
+from meshccl._gpu import loader
 import phases as ph
 
 _source = loader.source
@@ -29,9 +29,7 @@ VARIANTS = {"plain": (), "seams53": (SEAMS,), "zface53": (ZFACE,), "both53": (SE
 def use(name):
     pairs = VARIANTS[name]
     loader.source = patched_source(_source, "runs3d.cu", *pairs) if pairs else _source
-    loader._module.cache_clear()
-    loader._functions.cache_clear()
-    plan._local.__dict__.pop("plans", None)
+    recompile()
 
 
 alternate(ph.standard_cases((3,)), VARIANTS, use)

@@ -18,7 +18,7 @@ Variants other than plain leave wrong labels; only the tile kernel runs.
 import _common  # noqa: F401  (sys.path)
 import cupy
 
-from _common import patched_source, tile_ms
+from _common import patched_source, recompile, tile_ms
 from meshccl import patterns as P
 from meshccl._gpu import loader
 
@@ -44,8 +44,7 @@ VARIANTS = {
 def use(name):
     pairs = VARIANTS[name]
     loader.source = patched_source(_source, "runs2d.cu", *pairs) if pairs else _source
-    loader._module.cache_clear()
-    loader._functions.cache_clear()
+    recompile()
 
 
 
