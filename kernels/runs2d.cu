@@ -73,8 +73,11 @@
 //    whose P holds it, or in a tile with slots the run start's slot (its
 //    rank in the row, after the row's first slot in O); each root that a
 //    union hooks is recorded in H.
-//    Its blocks take the tile rows in a scattered order (scattered_row), so
-//    that the blocks at work at one time hook fewer of the same roots.
+//    Its blocks' top-row warps take the tile rows in a scattered order
+//    (scattered_row), so that the blocks at work at one time hook fewer of
+//    the same roots; their left-border warp takes them bottom to top, so
+//    that nested shapes (the spiral's rings) tend to merge from the outside
+//    in, which leaves shallower trees of hooked roots.
 // 3. The pieces path of relabel.cu (meshccl_piece_roots with the roots'
 //    prefix sums, then meshccl_label_pieces): every piece root then holds
 //    its label.
@@ -534,7 +537,14 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     const int tb = (int)(blockDim.x >> 5) * strip / (strip + 1);  // tiles per block
     const bool up = warp < tb;
     const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
-    const I x0 = bx * 32, y0 = (I)scattered_row(blockIdx.y, gridDim.y) * 32;
+    // The top-row warps' tile row is scattered; the left-border warp's goes
+    // bottom to top (benchmarks/NOTES.md, 2026-11-27: the spiral -2 to -5
+    // us, percolation 8192^2 p = .4073 at connectivity 2 -2 to -4 us,
+    // Potts -1 us, blobs within 0.5 us; a giant component at p = .5927,
+    // connectivity 2, +2 to +8 us of 0.67 ms).
+    const I x0 = bx * 32;
+    const I y0 = (up ? (I)scattered_row(blockIdx.y, gridDim.y)
+                     : (I)(gridDim.y - 1u - blockIdx.y)) * 32;
     if (bx >= ntx) return;
     // The piece root of cell (y, x)'s run (foreground): from the tile's
     // slots (the run start's rank among the row's, after the row's first
