@@ -538,10 +538,10 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     const bool up = warp < tb;
     const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
     // The top-row warps' tile row is scattered; the left-border warp's goes
-    // bottom to top (benchmarks/NOTES.md, 2026-11-27: the spiral -2 to -5
-    // us, percolation 8192^2 p = .4073 at connectivity 2 -2 to -4 us,
-    // Potts -1 us, blobs within 0.5 us; a giant component at p = .5927,
-    // connectivity 2, +2 to +8 us of 0.67 ms).
+    // bottom to top (benchmarks/NOTES.md, 2026-11-27, three A/Bs on an
+    // H100: the spiral 0 to -5 us, percolation 8192^2 p = .4073 0 to -4,
+    // Potts -1 to -1.5, blobs 0 to -0.5; a giant component at p = .5927,
+    // connectivity 2, 0 to +8 us of 0.67 ms: small, mostly within noise).
     const I x0 = bx * 32;
     const I y0 = (up ? (I)scattered_row(blockIdx.y, gridDim.y)
                      : (I)(gridDim.y - 1u - blockIdx.y)) * 32;
