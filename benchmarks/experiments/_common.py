@@ -142,6 +142,28 @@ def recompile():
     plan._local.__dict__.pop("plans", None)
 
 
+def record_modules(filename):
+    """Make the loader keep, in the list returned, every module it compiles
+    from ``filename`` (the newest last), so that an experiment can reach a
+    patched module's ``__device__`` globals and ``extern "C"`` kernels.
+    The wrapper stands in for ``loader._module`` (cache_clear included)
+    from then on."""
+    from meshccl._gpu import loader
+
+    modules = []
+    inner = getattr(loader._module, "inner", loader._module)
+
+    def module(device_id, name, names):
+        mod = inner(device_id, name, names)
+        if name == filename:
+            modules.append(mod)
+        return mod
+
+    module.cache_clear, module.inner = inner.cache_clear, inner
+    loader._module = module
+    return modules
+
+
 def patched_source(original, filename_to_patch, *pairs):
     """A replacement for ``loader.source`` (``original``: the loader's own)
     that applies text replacements (old, new) to one kernel file, each of

@@ -30,7 +30,7 @@ that gave up or were listed is printed too.
 import argparse
 
 import _common  # noqa: F401  (sys.path)
-from _common import busy, patched_source, recompile
+from _common import busy, patched_source, recompile, record_modules
 import cupy
 import numpy as np
 
@@ -38,19 +38,7 @@ import phases as ph
 from meshccl._gpu import loader, mesh23
 
 _source = loader.source
-_module = loader._module
-MODULES = []
-
-
-def _recording_module(device_id, filename, names):
-    mod = _module(device_id, filename, names)
-    if filename == "runs2d.cu":
-        MODULES.append(mod)
-    return mod
-
-
-_recording_module.cache_clear = _module.cache_clear
-loader._module = _recording_module
+MODULES = record_modules("runs2d.cu")
 
 ANCHOR = "__device__ __forceinline__ unsigned scattered_row(unsigned b, unsigned rows) {\n"
 CAP = 1 << 16

@@ -30,6 +30,7 @@ import numba
 import numpy as np
 import scipy.ndimage as ndi
 
+from meshccl._cpu.graph import _jtb_before  # the CPU backend's priority order
 from meshccl.patterns import blobs, percolation, spiral
 
 TH, SW = 32, 256  # tile rows; a strip's width (8 tiles)
@@ -107,17 +108,6 @@ def _find(P, x, count):
 
 
 @numba.njit(cache=True)
-def _priority(x):
-    x = np.uint64(x)
-    x ^= x >> np.uint64(33)
-    x *= np.uint64(0xff51afd7ed558ccd)
-    x ^= x >> np.uint64(33)
-    x *= np.uint64(0xc4ceb9fe1a85ec53)
-    x ^= x >> np.uint64(33)
-    return x & np.uint64(0xffffffff)
-
-
-@numba.njit(cache=True)
 def _unite_all(P, pairs, loads, hooked, randomized):
     count = np.zeros(1, np.int64)
     for k in range(pairs.shape[0]):
@@ -126,8 +116,7 @@ def _unite_all(P, pairs, loads, hooked, randomized):
         b = _find(P, pairs[k, 1], count)
         if a != b:
             if randomized:
-                pa, pb = _priority(a), _priority(b)
-                if pa > pb or (pa == pb and a > b):
+                if _jtb_before(b, a):
                     a, b = b, a  # a: the lower priority, hooked
             elif a < b:
                 a, b = b, a  # a: the larger root, hooked

@@ -13,7 +13,7 @@ cycles per union (mean, most), and the kernel's time from the phases.
     python benchmarks/experiments/border_walks.py
 """
 import _common  # noqa: F401  (sys.path)
-from _common import recompile
+from _common import recompile, record_modules
 import cupy
 import numpy as np
 
@@ -21,19 +21,7 @@ from meshccl._gpu import loader, mesh23
 import border_jtb as bj
 
 _source = loader.source
-_module = loader._module
-MODULES = []
-
-
-def _recording_module(device_id, filename, names):
-    mod = _module(device_id, filename, names)
-    if filename == "runs2d.cu":
-        MODULES.append(mod)
-    return mod
-
-
-_recording_module.cache_clear = _module.cache_clear
-loader._module = _recording_module
+MODULES = record_modules("runs2d.cu")
 
 COUNTERS = r"""
 // [0] unions, [1] loads, [2] past 16, [3] past 64, [4] most loads,
