@@ -179,9 +179,11 @@ def patched_source(original, filename_to_patch, *pairs):
     return source
 
 
-def tile_ms(a, conn, slotted=False, reps=20):
-    """Device ms of the fixed-geometry path's tile kernel alone on a (CuPy,
-    one-byte cells, background 0), in the slot form or not (2-D)."""
+def fixed_steps(a, conn, slotted=True):
+    """The fixed-geometry path's launches for a (CuPy, one-byte cells,
+    background 0) at connectivity ``conn``, in the slot form or not, as
+    ``([(name, launch), ...], labels)``: each launch takes no arguments and
+    writes into ``labels`` (int32, a's size)."""
     import cupy
     import numpy as np
 
@@ -189,7 +191,14 @@ def tile_ms(a, conn, slotted=False, reps=20):
 
     v = a.reshape(-1)
     out = cupy.empty(a.size, dtype=cupy.int32)
-    steps = dict(mesh23.steps(v, out, a.shape, conn, True, np.uint8(0),
-                              buffers=mesh23.scratch(a.size, out.dtype, a.shape, v.dtype),
-                              slot_tiles=slotted))
-    return device_ms(steps["tile"], reps)
+    steps = mesh23.steps(v, out, a.shape, conn, True, np.uint8(0),
+                         buffers=mesh23.scratch(a.size, out.dtype, a.shape, v.dtype),
+                         slot_tiles=slotted)
+    return list(steps), out
+
+
+def tile_ms(a, conn, slotted=False, reps=20):
+    """Device ms of the fixed-geometry path's tile kernel alone on a (CuPy,
+    one-byte cells, background 0), in the slot form or not (2-D)."""
+    steps, _ = fixed_steps(a, conn, slotted)
+    return device_ms(dict(steps)["tile"], reps)

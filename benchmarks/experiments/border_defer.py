@@ -30,12 +30,12 @@ that gave up or were listed is printed too.
 import argparse
 
 import _common  # noqa: F401  (sys.path)
-from _common import busy, patched_source, recompile, record_modules
+from _common import busy, fixed_steps, patched_source, recompile, record_modules
 import cupy
 import numpy as np
 
 import phases as ph
-from meshccl._gpu import loader, mesh23
+from meshccl._gpu import loader
 
 _source = loader.source
 MODULES = record_modules("runs2d.cu")
@@ -146,10 +146,7 @@ def run(a, conn, variant, reps):
     or were listed, under one variant."""
     use(variant)
     MODULES.clear()
-    v = a.reshape(-1)
-    out = cupy.empty(a.size, dtype=cupy.int32)
-    steps = list(mesh23.steps(v, out, a.shape, conn, True, np.uint8(0),
-                              buffers=mesh23.scratch(a.size, out.dtype, a.shape, v.dtype)))
+    steps, out = fixed_steps(a, conn)
     counter = None
     if variant != "library":
         mod = MODULES[-1]

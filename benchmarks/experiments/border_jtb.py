@@ -80,9 +80,14 @@ __device__ __forceinline__ void unite_jtb_min(I* P, unsigned* H, I a, I b) {
 #define unite_recording unite_jtb_min
 """
 
-ROOTS_START = "    unsigned hooked[W], roots[W];\n"
-ROOTS_END = "// sums[b]: roots in words"
-ROOTS = r"""    unsigned pieces[W], roots[W];
+# The kernel's head (the roots counted from A & ~H) gives way to walks of
+# every piece root that find the roots; its counting and ticket code stay
+# as they are; its walks of the hooked roots (the tail) go.
+HEAD_START = "    unsigned hooked[W], roots[W];\n"
+HEAD_END = "    // the counts first (they do not depend on the walks)\n"
+TAIL_START = "    // then the walk of each hooked root, MESHCCL_PIECE_GROUP at a time (over\n"
+TAIL_END = "// sums[b]: roots in words"
+HEAD = r"""    unsigned pieces[W], roots[W];
 #pragma unroll
     for (int k = 0; k < W; ++k) {
         const I w = w0 + k;
@@ -138,29 +143,6 @@ ROOTS = r"""    unsigned pieces[W], roots[W];
     int count = 0;
 #pragma unroll
     for (int k = 0; k < W; ++k) count += __popc(roots[k]);
-    I upto = block_inclusive_scan((I)count) - (I)count;
-#pragma unroll
-    for (int k = 0; k < W; ++k) {
-        const I w = w0 + k;
-        upto += (I)__popc(roots[k]);
-        if (w < words) {
-            H[w] = roots[k];
-            incl[w] = upto;
-        }
-    }
-    if (threadIdx.x == blockDim.x - 1) sums[blockIdx.x] = upto;
-    __shared__ bool last;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (last) {
-        __threadfence();
-        scan_in_block(sums, block_incl, (I)gridDim.x);
-        if (threadIdx.x == 0) *counter = 0u;
-    }
-}
-
 """
 LABEL_OLD = "            if (x[g] >= 0) P[x[g]] = rank_of(r[g], roots, incl, block_incl);\n"
 LABEL_NEW = "            if (x[g] >= 0) P[x[g]] = rank_of((I)-2 - r[g], roots, incl, block_incl);\n"
@@ -172,8 +154,10 @@ def jtb_source(filename):
         assert text.count(ANCHOR) == 1
         text = text.replace(ANCHOR, BORDER + ANCHOR)
     elif filename == "relabel.cu":
-        i, j = text.index(ROOTS_START), text.index(ROOTS_END)
-        text = text[:i] + ROOTS + text[j:]
+        i, j = text.index(TAIL_START), text.index(TAIL_END)
+        text = text[:i] + "}\n\n" + text[j:]
+        i, j = text.index(HEAD_START), text.index(HEAD_END)
+        text = text[:i] + HEAD + text[j:]
         assert text.count(LABEL_OLD) == 1
         text = text.replace(LABEL_OLD, LABEL_NEW)
     return text

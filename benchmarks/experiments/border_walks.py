@@ -13,11 +13,10 @@ cycles per union (mean, most), and the kernel's time from the phases.
     python benchmarks/experiments/border_walks.py
 """
 import _common  # noqa: F401  (sys.path)
-from _common import recompile, record_modules
+from _common import fixed_steps, recompile, record_modules
 import cupy
-import numpy as np
 
-from meshccl._gpu import loader, mesh23
+from meshccl._gpu import loader
 import border_jtb as bj
 
 _source = loader.source
@@ -118,10 +117,7 @@ def use(rule):
 def counted(a, conn, rule):
     use(rule)
     MODULES.clear()
-    v = a.reshape(-1)
-    out = cupy.empty(a.size, dtype=cupy.int32)
-    steps = dict(mesh23.steps(v, out, a.shape, conn, True, np.uint8(0),
-                              buffers=mesh23.scratch(a.size, out.dtype, a.shape, v.dtype)))
+    steps = dict(fixed_steps(a, conn)[0])
     mod = MODULES[-1]
     c = cupy.ndarray((8,), cupy.uint64, memptr=mod.get_global("meshccl_walks"))
     ev = [cupy.cuda.Event() for _ in range(3)]
