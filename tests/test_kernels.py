@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNELS = ROOT / "kernels"
+KERNELS = ROOT / "meshccl" / "_kernels"
 SOURCES = sorted(p.name for p in KERNELS.iterdir() if p.suffix in (".cu", ".cuh"))
 
 

@@ -1,12 +1,12 @@
 """The one kernel loader.
 
-Kernels live in ``kernels/*.cu`` (shipped inside the wheel as the package
+Kernels live in ``meshccl/_kernels/*.cu`` (shipped inside the wheel as the package
 ``meshccl._kernels``).  They are compiled with NVRTC through CuPy on first
 use -- never at import -- for the template instantiations asked for, and
 cached per device; CuPy also keeps the compiled binary in its on-disk cache,
 so a new process only loads it.  That cache is keyed on the source text,
 not on the headers it includes, so the text starts with a digest of every
-header (``kernels/*.cuh``): a changed header compiles anew rather than
+header (``_kernels/*.cuh``): a changed header compiles anew rather than
 loading a stale binary.  A ``#line`` directive makes compiler messages name
 the real file.
 """
@@ -55,18 +55,12 @@ def c_type(dtype) -> str:
 
 @functools.lru_cache(maxsize=None)
 def kernel_dir() -> Path:
-    """Folder holding the ``.cu`` / ``.cuh`` sources (installed or source tree)."""
-    try:
-        root = importlib.resources.files("meshccl._kernels")
-        path = Path(str(root))
-        if (path / "unionfind.cuh").is_file():
-            return path
-    except ModuleNotFoundError:
-        pass
-    path = Path(__file__).resolve().parents[2] / "kernels"
-    if (path / "unionfind.cuh").is_file():
-        return path
-    raise FileNotFoundError("meshccl's CUDA sources (kernels/*.cu) are missing from the installation")
+    """Folder holding the ``.cu`` / ``.cuh`` sources: ``meshccl/_kernels``,
+    inside the package (installed or editable), and nowhere else."""
+    path = Path(str(importlib.resources.files("meshccl._kernels")))
+    if not (path / "unionfind.cuh").is_file():
+        raise FileNotFoundError(f"meshccl's CUDA sources are missing from {path}")
+    return path
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,0 +1,93 @@
+"""Tuning constants, in one place, and the one way to change them.
+
+Every constant here was kept because a measurement chose it; its comment
+gives the reason in a line and names the entry of ``docs/decisions.md``
+that holds the measurements.  They never change what a call returns, only
+how fast it runs (labels are identical for every setting).
+
+Library code reads them as ``_tuning.NAME`` at call time, never by
+``from ._tuning import NAME``, so that :func:`override` is seen everywhere.
+Tests and benchmarks that need another setting use :func:`override`;
+nothing assigns to these names (or to any other module global) at run time.
+
+Examples
+--------
+>>> from meshccl import _tuning
+>>> with _tuning.override(CPU_SLAB_MIN_CELLS=1 << 20):
+...     _tuning.CPU_SLAB_MIN_CELLS
+1048576
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+_lock = threading.RLock()
+_on_change = []  # callables that drop what was built from these constants
+
+
+def when_changed(fn):
+    """Register ``fn()`` to run after :func:`override` sets or restores
+    values (a module's caches of launch programs, say).  Returns ``fn``."""
+    _on_change.append(fn)
+    return fn
+
+
+@contextlib.contextmanager
+def override(**values):
+    """Set tuning constants for the duration of a ``with`` block.
+
+    Parameters
+    ----------
+    **values
+        ``NAME=value`` for constants of this module.  An unknown name raises
+        ``KeyError`` (so a renamed constant cannot be overridden silently).
+
+    Notes
+    -----
+    Not thread-safe against calls running concurrently in other threads:
+    meant for tests and benchmarks.  Caches built from the constants are
+    dropped on entry and on exit.
+    """
+    g = globals()
+    unknown = sorted(k for k in values if not (k.isupper() and k in g))
+    if unknown:
+        raise KeyError(f"no tuning constant named {', '.join(unknown)}")
+    with _lock:
+        old = {k: g[k] for k in values}
+        g.update(values)
+        _changed()
+        try:
+            yield
+        finally:
+            g.update(old)
+            _changed()
+
+
+def _changed():
+    for fn in _on_change:
+        fn()
+
+
+# ---------------------------------------------------------------------------
+# GPU: plain 1-D, 2-D and 3-D images (_gpu/image_plain.py)
+# ---------------------------------------------------------------------------
+
+# ---------------------------------------------------------------------------
+# GPU: general lattices and the iterative methods
+# ---------------------------------------------------------------------------
+
+# ---------------------------------------------------------------------------
+# GPU: graphs
+# ---------------------------------------------------------------------------
+
+# ---------------------------------------------------------------------------
+# CPU: images and lattices
+# ---------------------------------------------------------------------------
+
+CPU_SLAB_MIN_CELLS = 1 << 12  # placeholder moved by the CPU work; see _cpu/
+
+# ---------------------------------------------------------------------------
+# CPU: graphs
+# ---------------------------------------------------------------------------
