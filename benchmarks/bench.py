@@ -229,7 +229,7 @@ def time_cpu(fn, repeat=7, budget_s=CPU_BUDGET_S):
     """Median wall seconds of ``fn()`` over ``repeat`` calls, fewer (but at
     least 3) once the calls add up to ``budget_s``, one when a call takes
     more than CPU_SLOW_S.  A median of 7 keeps the odd slow call (on a
-    shared VM, up to 3-5x: benchmarks/NOTES.md) out of fast cases' numbers.
+    shared VM, up to 3-5x) out of fast cases' numbers.
     Returns (seconds, runs, last output)."""
     times, out = [], None
     while len(times) < repeat:

@@ -22,8 +22,7 @@ once and the labels written once; this script measures what the default
     python benchmarks/floor_gap.py table DIR
         rebuilds gap.md from DIR/gap.json.
 
-Needs a GPU and, for `all`, ncu with access to the counters (see
-benchmarks/NOTES.md for what was measured where).
+Needs a GPU and, for `all`, ncu with access to the counters.
 """
 from __future__ import annotations
 

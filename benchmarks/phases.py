@@ -1,30 +1,37 @@
-"""Time each phase of the GPU mesh path with CUDA events on the standard
-cases: a diagnostic for benchmarks/NOTES.md.
+"""Time each kernel of the GPU chains with CUDA events on the standard cases.
 
-Both GPU paths for plain images run side by side: 'fixed' (kernels/mesh23.cu
-and the pieces path of relabel.cu, what label() uses for 1 to 3 axes) and
-'general' (the n-D kernels of mesh.cu, then flatten / scan / relabel).
+A maintainer's diagnostic: which phase of a call costs what.  Two chains run
+side by side on every case: 'plain' (what ``label()`` takes for 1 to 3 axes:
+runs2d.cu / runs3d.cu / cells3d.cu, then number_pieces.cu) and 'general'
+(general.cu, then number_roots.cu: what periodic axes, masks, bonds,
+tolerance and n-D arrays take).  A tuning constant can be varied with
+``--set NAME=VALUE`` (meshccl._tuning.override; VALUE is a Python literal).
 
-    python benchmarks/phases.py [--only NAME] [--reps N]
+    python benchmarks/phases.py [--only NAME] [--reps N] [--no-general]
+    python benchmarks/phases.py --only blobs --set 'RUNS_LABEL_ROWS={4: 2, 8: 1}'
 """
+
+import ast
 
 import cupy
 import numpy as np
 
+from meshccl import _tuning
 from meshccl import patterns as P
-from meshccl._gpu import mesh23
-from meshccl._gpu.mesh import mesh_steps
-from meshccl._gpu.relabel import relabel_steps
+from meshccl._gpu import image_plain
+from meshccl._gpu.image_general import mesh_steps
+from meshccl._gpu.number_roots import relabel_steps
 
 
-def phases(a, conn, path, reps=10, tiles=None, slot_tiles=True):
+def phases(a, conn, chain, reps=10, slot_tiles=True):
+    """Median ms per phase and of the whole chain, int32 labels."""
     v = a.reshape(-1)
     shape = tuple(s for s in a.shape if s != 1)
     out = cupy.empty(a.size, dtype=cupy.int32)
-    if path == "fixed":
-        steps = mesh23.steps(v, out, shape, conn, True, np.uint8(0),
-                             buffers=mesh23.scratch(a.size, out.dtype, shape, v.dtype), tiles=tiles,
-                             slot_tiles=slot_tiles)
+    if chain == "plain":
+        steps = image_plain.steps(v, out, shape, conn, True, np.uint8(0),
+                                  buffers=image_plain.scratch(a.size, out.dtype, shape, v.dtype),
+                                  slot_tiles=slot_tiles)
     else:
         steps = mesh_steps(v, out, shape, conn, True, np.uint8(0)) + relabel_steps(out, a.size)
     ev = [cupy.cuda.Event() for _ in range(len(steps) + 1)]
@@ -46,8 +53,8 @@ def phases(a, conn, path, reps=10, tiles=None, slot_tiles=True):
 
 def standard_cases(dims=(2, 3)):
     """The benchmark's patterns at their standard sizes as CuPy arrays
-    (percolation at both thresholds: c1's and the full connectivity's), as (name, array)
-    pairs, 2-D and / or 3-D."""
+    (percolation at both thresholds: c1's and the full connectivity's), as
+    (name, array) pairs, 2-D and / or 3-D."""
     cases = []
     if 2 in dims:
         cases += [("spiral 4096^2", P.spiral(4096, xp=cupy)),
@@ -63,54 +70,36 @@ def standard_cases(dims=(2, 3)):
     return cases
 
 
-def report(tag, cases, keys=None, reps=10, slot_tiles=True):
-    """One line per case and connectivity (1 and full) of the fixed path's
-    phases, prefixed by ``tag`` (an experiment's variant); ``keys``: the
-    phases to show (all by default), the total always; ``slot_tiles``: the
-    2-D tile kernel with slots or without (mesh23.program)."""
-    for name, a in cases:
-        for c in (1, a.ndim):
-            r, total = phases(a, c, "fixed", reps, slot_tiles=slot_tiles)
-            shown = r if keys is None else {k: r[k] for k in keys}
-            print(f"{tag} {name:20s} c={c} " + " ".join(f"{k} {x:.3f}" for k, x in shown.items())
-                  + f" | total {total:.3f}", flush=True)
-
-
-if __name__ == "__main__":
+def main(argv=None):
     import argparse
 
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="", help="substring of the case names to run")
     ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--tiles", default="",
-                    help="extra tile shapes of the fixed path to try, e.g. '2:32,1,8;3:8,8,16' "
-                         "(dimension: rows, planes, warps)")
-    ap.add_argument("--no-general", action="store_true", help="skip the general n-D path")
-    ap.add_argument("--label-rows", default="",
-                    help="tile rows per lane group of meshccl_runs2d_label to try in 2-D, "
-                         "e.g. '1,2,4' (int32 labels; default: mesh23.RUNS_LABEL_ROWS)")
-    opts = ap.parse_args()
+    ap.add_argument("--no-general", action="store_true", help="skip the general chain")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a meshccl._tuning constant for this run (repeatable)")
+    opts = ap.parse_args(argv)
+    settings = {}
+    for item in opts.set:
+        name, _, value = item.partition("=")
+        settings[name.strip()] = ast.literal_eval(value.strip())
     cases = [("empty 4096^2", cupy.zeros((4096, 4096), cupy.uint8)),
              ("full 4096^2", cupy.ones((4096, 4096), cupy.uint8)),
              ("empty 512^3", cupy.zeros((512,) * 3, cupy.uint8))] + standard_cases()
     print("median ms per phase (CUDA events), int32 labels; total = first to last event")
-    for name, a in cases:
-        if opts.only not in name or (name.startswith(("empty", "full")) and not opts.only):
-            continue
-        variants = [("fixed", None)] + [
-            ("fixed", tuple(int(x) for x in spec.split(":")[1].split(",")))
-            for spec in opts.tiles.split(";") if spec and int(spec.split(":")[0]) == a.ndim]
-        if not opts.no_general:
-            variants.append(("general", None))
-        rows = [int(x) for x in opts.label_rows.split(",") if x] if a.ndim == 2 else []
-        default_rows = mesh23.RUNS_LABEL_ROWS[4]
-        for c in (1, a.ndim):
-            for path, tiles in variants:
-                for lr in rows or [None]:
-                    mesh23.RUNS_LABEL_ROWS[4] = default_rows if lr is None else lr
-                    r, total = phases(a, c, path, opts.reps, tiles)
-                    label = path + ("" if tiles is None else "%s" % (tiles,)) + \
-                        ("" if lr is None else f" rows {lr}")
-                    print(f"{name:22s} c={c} {label:16s} " +
+    chains = ["plain"] + ([] if opts.no_general else ["general"])
+    with _tuning.override(**settings):
+        for name, a in cases:
+            if opts.only not in name or (name.startswith(("empty", "full")) and not opts.only):
+                continue
+            for c in (1, a.ndim):
+                for chain in chains:
+                    r, total = phases(a, c, chain, opts.reps)
+                    print(f"{name:22s} c={c} {chain:8s} " +
                           " ".join(f"{k} {x:.3f}" for k, x in r.items()) + f" | total {total:.3f}")
-                mesh23.RUNS_LABEL_ROWS[4] = default_rows
+
+
+if __name__ == "__main__":
+    main()

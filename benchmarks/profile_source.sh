@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Nsight Compute with source counters: instructions executed and stall
-# samples per SASS instruction of the fixed-geometry kernels (diagnostic for
-# NOTES.md; which part of a kernel its time goes to).
+# samples per SASS instruction of the plain chains' kernels (a maintainer's
+# diagnostic: which part of a kernel its time goes to).
 #   bash benchmarks/profile_source.sh "potts4 4096" "runs2d_tile|runs2d_border" [count]
 only=${1:-potts4 4096}
 kern=${2:-runs2d_tile}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Nsight Compute on the fixed-geometry kernels (diagnostic for NOTES.md):
+# Nsight Compute on the plain chains' kernels (a maintainer's diagnostic):
 #   bash benchmarks/profile_tile.sh "perc 8192" [kernel regex]
 only=${1:-perc 8192}
-kern=${2:-mesh23}
+kern=${2:-runs2d|runs3d|cells3d}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 ncu --target-processes all -k "regex:$kern" -c 14 \

@@ -44,6 +44,17 @@ def gpu_available() -> bool:
         return False
 
 
+def _other_gpu(label_image):
+    """The input's ``cupy.cuda.Device`` when it is a CuPy array on a GPU other
+    than the current one (the call then runs inside it), else None."""
+    if not type(label_image).__module__.startswith("cupy"):
+        return None
+    import cupy
+
+    device = label_image.data.device_id
+    return None if device == cupy.cuda.runtime.getDevice() else cupy.cuda.Device(device)
+
+
 def _backend_for(xp, device, method):
     """Dispatch table: (array kind, device request, method) -> backend name."""
     if device not in ("auto", "cpu", "gpu"):
@@ -235,6 +246,14 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             raise err from exc
         if out is not None:
             return out
+    gpu = _other_gpu(label_image)
+    if gpu is not None:  # a CuPy array on a GPU that is not the current one: run on its GPU
+        with gpu:
+            return label(label_image, background, return_num, connectivity, dtype=dtype,
+                         method=method, device=device,
+                         periodic=periodic, mask=mask, tolerance=tolerance, bonds=bonds,
+                         axes=axes, return_info=return_info, cpu_threads=cpu_threads,
+                         max_iterations=max_iterations)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if max_iterations is not None and (
@@ -294,8 +313,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     else:
         import cupy
 
-        from ._gpu.iterate import label_iterative
-        from ._gpu.mesh import label_mesh
+        from ._gpu.iterative import label_iterative
+        from ._gpu.image_general import label_mesh
         from ._gpu.timing import PeakMemory, PhaseTimer
 
         timer = PhaseTimer() if return_info else None

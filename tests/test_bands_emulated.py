@@ -3,7 +3,7 @@ labelled in bands of two rows; kernels/runs.cuh band_starts, band_top,
 band_bottom, band_firsts, band_node; runs2d.cu band_unions), emulated on the
 CPU with the same 32-bit mask operations.
 
-CI has no GPU; the GPU tests (tests/test_mesh23.py, test_gpu_runs2d_bands)
+CI has no GPU; the GPU tests (tests/test_image_plain.py, test_gpu_runs2d_bands)
 run the kernels themselves against skimage on the device machine.  Here:
 each mask formula against a cell-by-cell definition, and a tile labelled
 the way the tile kernel labels it (nodes at each band run's first cell,

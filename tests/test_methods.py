@@ -66,7 +66,7 @@ def test_gpu_passes_equal_cpu_passes(method):
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @pytest.mark.gpu
 @pytest.mark.parametrize("method, phases", [
-    # 2-D: the fixed-geometry path (mesh23.cu; 64 is a multiple of 32, so no "clear")
+    # 2-D: the plain chain (runs2d.cu; 64 is a multiple of 32, so no "clear")
     ("auto", {"tile", "border", "roots", "cells", "pieces"}),
     ("A", {"init", "pass", "flatten", "scan", "relabel"}),
     ("B", {"init", "pass", "flatten", "scan", "relabel"}),
@@ -84,10 +84,10 @@ def test_gpu_return_info(method, phases):
     mem = info["gpu_memory"]
     assert mem["labels_bytes"] == 64 * 64 * 4 and mem["peak_bytes"] >= mem["labels_bytes"]
     # scratch: root masks and counts (n / 4 bytes) and the scan; A, B, D: one more index array;
-    # 'auto' on a plain 2-D image also its tiles' slots (mesh23.RUNS_2D_SLOTS words a tile)
+    # 'auto' on a plain 2-D image also its tiles' slots (_tuning.RUNS_2D_SLOTS words a tile)
     # and their row offsets (2 bytes a tile row)
-    from meshccl._gpu import mesh23
-    limit = 64 * 64 * 4 if method in ("A", "B", "D") else 4 * mesh23.RUNS_2D_SLOTS * 4 + 2 * 64 * 2
+    from meshccl import _tuning
+    limit = 64 * 64 * 4 if method in ("A", "B", "D") else 4 * _tuning.RUNS_2D_SLOTS * 4 + 2 * 64 * 2
     assert 0 < mem["extra_bytes"] <= limit + 64 * 64 // 4 + 65536  # (+ scan temp, 512 B rounding)
     assert info["iterations"] == 1 if method == "auto" else info["iterations"] > 1
 

@@ -85,22 +85,21 @@ def test_plan_keeps_errors_clear():
 
 @pytest.mark.parametrize("shape,dtype", [((1100, 1000), np.uint8), ((700, 1024), np.bool_),
                                          ((64, 96, 100), np.uint8), ((64, 96, 100), np.uint16)])
-def test_plan_same_labels_with_and_without_dependent_launch(shape, dtype, monkeypatch):
-    """The relabel chain's kernels may start early (launch.PDL, where the GPU
-    has it) or be launched the ordinary way: same labels, large enough that
-    the plan launches its kernels one by one (no CUDA graph)."""
+def test_plan_same_labels_with_and_without_dependent_launch(shape, dtype):
+    """The numbering chain's kernels may start early (_tuning.LAUNCH_PDL,
+    where the GPU has it) or be launched the ordinary way: same labels,
+    large enough that the plan launches its kernels one by one (no CUDA
+    graph)."""
     import cupy
-    from meshccl._gpu import launch, plan
+    from meshccl import _tuning
     rng = np.random.default_rng(3)
     for c in (1, len(shape)):
         x = cupy.asarray((rng.random(shape) < 0.45).astype(dtype) * rng.integers(1, 3, shape)
                          .astype(dtype))
         got = {}
         for on in (False, True):
-            monkeypatch.setattr(launch, "PDL", on)
-            plan._local.__dict__.pop("plans", None)
-            got[on] = [meshccl.label(x, connectivity=c).get() for _ in range(2)]
-        plan._local.__dict__.pop("plans", None)
+            with _tuning.override(LAUNCH_PDL=on):
+                got[on] = [meshccl.label(x, connectivity=c).get() for _ in range(2)]
         want = meshccl.label(x.get(), connectivity=c)
         for labels in got[False] + got[True]:
             np.testing.assert_array_equal(labels, want)
@@ -142,34 +141,39 @@ def test_plan_graphs_at_addresses(shape, dtype):
     assert all(len(p.at) <= plan.MAX_GRAPHS and len(p.seen) <= plan.MAX_SEEN for p in plans)
 
 
-def test_plan_graphs_at_addresses_switch_off(monkeypatch):
-    """GRAPH_AFTER = 0: no graphs at addresses, the same labels."""
+def test_plan_graphs_at_addresses_switch_off():
+    """PLAN_GRAPH_AFTER = 0: no graphs at addresses, the same labels."""
     import cupy
+    from meshccl import _tuning
     from meshccl._gpu import plan
-    monkeypatch.setattr(plan, "GRAPH_AFTER", 0)
-    plan._local.__dict__.pop("plans", None)
     x = cupy.asarray(patterns.blobs((700, 900), seed=4))
     want = meshccl.label(x.get(), connectivity=2)
-    for _ in range(4):
-        np.testing.assert_array_equal(meshccl.label(x, connectivity=2).get(), want)
-    assert not any(p.at for p in plan._local.plans.values())
-    plan._local.__dict__.pop("plans", None)
+    with _tuning.override(PLAN_GRAPH_AFTER=0):
+        for _ in range(4):
+            np.testing.assert_array_equal(meshccl.label(x, connectivity=2).get(), want)
+        assert not any(p.at for p in plan._local.plans.values())
 
 
 @pytest.mark.parametrize("connectivity", [1, 2])
-def test_plan_picks_tile_kernel_by_count(connectivity, monkeypatch):
+def test_plan_picks_tile_kernel_by_count(connectivity):
     """Plain 2-D images: the border kernel writes how many tiles fitted
     their run starts in their slots to host memory, and the plan's next
     call takes the tile kernel with slots or the one without
-    (mesh23.RUNS_2D_SLOTS_SHARE).  A constant image: every tile fits (32 run
+    (_tuning.RUNS_2D_SLOTS_SHARE).  A constant image: every tile fits (32 run
     starts); bytes all different along the rows: none does (1024) but a
     tile of at most as many cells as slots (the corner); labels
     as skimage's, call after call, under either kernel, in either order,
     and through the graphs at the call's addresses."""
+    from meshccl import _tuning
+    # (not the graph on the plan's own buffers)
+    with _tuning.override(PLAN_GRAPH_CELLS=0):
+        _picks_tile_kernel_by_count(connectivity)
+
+
+def _picks_tile_kernel_by_count(connectivity):
     import cupy
-    from meshccl._gpu import mesh23, plan
-    monkeypatch.setattr(plan, "GRAPH_CELLS", 0)  # (not the graph on the plan's own buffers)
-    plan._local.__dict__.pop("plans", None)
+    from meshccl import _tuning
+    from meshccl._gpu import image_plain, plan
     shape = (300, 330)
     tiles = -(-shape[0] // 32) * -(-shape[1] // 32)
     rng = np.random.default_rng(5)
@@ -177,7 +181,7 @@ def test_plan_picks_tile_kernel_by_count(connectivity, monkeypatch):
     noise = (np.arange(shape[1]) % 256).astype(np.uint8)[None, :].repeat(shape[0], 0)
     noise[::2] = rng.integers(0, 256, (shape[0] // 2, shape[1]))
     # noise: only tiles of at most as many cells as slots fit (the corner's 12 x 10)
-    small = sum(min(32, shape[0] - y) * min(32, shape[1] - x) <= mesh23.RUNS_2D_SLOTS
+    small = sum(min(32, shape[0] - y) * min(32, shape[1] - x) <= _tuning.RUNS_2D_SLOTS
                 for y in range(0, shape[0], 32) for x in range(0, shape[1], 32))
     assert small == 1
     mixed = noise.copy()
@@ -201,7 +205,6 @@ def test_plan_picks_tile_kernel_by_count(connectivity, monkeypatch):
                 else:
                     assert 0 < fitted < tiles
                 if k:  # the call before this one had this image's count
-                    assert p.slot_tiles == (fitted >= mesh23.slots_threshold(shape, connectivity))
+                    assert p.slot_tiles == (fitted >= image_plain.slots_threshold(shape, connectivity))
                 taken.add(p.slot_tiles)
     assert taken == {True, False}
-    plan._local.__dict__.pop("plans", None)

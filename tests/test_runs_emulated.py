@@ -24,7 +24,7 @@ from skimage.measure import label as sk_label
 from meshccl import patterns
 
 TILE = 32       # cells per tile row and rows per tile (both kernels)
-PLANES = 8      # planes per brick (meshccl/_gpu/mesh23.py RUNS_3D_PLANES: 16 at c1)
+PLANES = 8      # planes per brick (meshccl._tuning.RUNS_3D_PLANES: 16 at c1)
 
 
 class Volume:
@@ -195,9 +195,8 @@ def _half(dz, dy, dx, c):
 
 
 def border_pairs_3d(v, c):
-    """runs3d.cu's seam kernel (and mesh23.cu's border kernel with Runs,
-    which takes the same pairs): every pair that leaves the brick's column
-    of tiles, mesh23's border rules and runs3d.cu's z rules."""
+    """runs3d.cu's seam kernel: every pair that leaves the brick's column of
+    tiles, by cells3d.cu's border rules and runs3d.cu's z rules."""
     pairs = []
     steps = [(dz, dy, dx) for dz in (-1, 0) for dy in (-1, 0, 1) for dx in (-1, 0, 1)
              if _half(dz, dy, dx, c)]

@@ -1,6 +1,6 @@
 """A few cases of each kind from tests/soak.py (the long randomized run
 against independent references), on every backend, so that the script
-keeps working; the long runs themselves are in benchmarks/NOTES.md."""
+keeps working; the long runs go through benchmarks/gpu_check.sh soak."""
 
 import pytest
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from .loader import c_type, kernels
 from .passes import until_settled
-from .relabel import NULL, relabel
+from .number_roots import NULL, relabel
 
 BLOCK = 256
 #: edges per vertex united by k-out sampling (GConn / Afforest found 2 best)

@@ -1,6 +1,6 @@
 """Kernel launches whose arguments are fixed but for the input and the labels.
 
-The plain 2-D / 3-D path (mesh23.py) works out its launches once per shape
+The plain 1-D / 2-D / 3-D chains (image_plain.py) work out its launches once per shape
 and dtype: each is a :class:`Launch` holding the kernel, grid, block, shared
 memory and every argument, with the placeholders :data:`VALUES` and
 :data:`LABELS` where the call's input and label array go.  Called as
@@ -17,13 +17,14 @@ spends less per call in a loop.  ``cuLaunchKernel`` copies the arguments
 when it is called, so the slots can be rewritten for the next call at once.
 
 On Hopper and later GPUs a plan launches the kernels its program marks
-``early`` (mesh23.py: the relabel chain) with the attribute
+``early`` (image_plain.py: the numbering chain) with the attribute
 "programmatic stream serialization", through
 ``cuLaunchKernelEx`` (called with ctypes: CuPy has no binding for it): the
 GPU may then send a kernel's blocks out while the kernel before it drains,
 and they wait on the device, in ``grid_entry()`` (kernels/launch.cuh), until
 its writes are visible.  Each boundary of the chain then costs less than a
-full launch; the labels are the same (:data:`PDL` switches it off).
+full launch; the labels are the same (``_tuning.LAUNCH_PDL`` off: the
+ordinary launch).
 """
 
 from __future__ import annotations
@@ -32,15 +33,12 @@ import ctypes
 
 import numpy as np
 
+from .. import _tuning
+
 #: Placeholders in a :class:`Launch`'s arguments: the call's flat input
 #: values and its label array.
 VALUES = object()
 LABELS = object()
-#: Launch the kernels a plan's program marks ``early`` with programmatic
-#: dependent launch where the GPU has it (compute capability 9.0 and later;
-#: False: the ordinary launch, for benchmarks/experiments/pdl.py and the
-#: GPU tests, which compare both).
-PDL = True
 
 
 class _Attribute(ctypes.Structure):
@@ -75,8 +73,8 @@ def _launch_kernel_ex():
 
 def pdl_available() -> bool:
     """True when the current device and driver take programmatic dependent
-    launches (and :data:`PDL` is on)."""
-    if not PDL:
+    launches (and ``_tuning.LAUNCH_PDL`` is on)."""
+    if not _tuning.LAUNCH_PDL:
         return False
     import cupy
 

@@ -10,8 +10,9 @@ A :class:`Plan` does that work once per (shape, dtype, arguments, device,
 stream, thread) and keeps it: the kernels, the argument tuples, the scratch
 arrays (reused call after call; safe because one thread's launches on one
 stream run in order).  A call then only views the input, allocates the
-output and launches the same kernels as the general path (mesh.cu, then
-relabel.cu with the one-block scan for short arrays) -- same labels.  The
+output and launches the same kernels as a call without a plan (the plain
+chains of image_plain.py; for n-D arrays general.cu, then number_roots.cu
+with the one-block scan for short arrays) -- same labels.  The
 launches of the 2-D / 3-D path are packed for the driver once
 (``launch.py``): a call writes the input's and the output's addresses into
 the packed arguments and launches, without CuPy's per-argument work; on
@@ -20,7 +21,7 @@ before drains (programmatic dependent launch, ``kernels/launch.cuh``).
 
 A loop that labels the same input again and again and drops each result
 (a simulation's lattice, a benchmark) also sees the same label memory come
-back from CuPy's pool call after call.  On the :data:`GRAPH_AFTER`-th call
+back from CuPy's pool call after call.  On the :data:`meshccl._tuning.PLAN_GRAPH_AFTER`-th call
 with one (input address, label address) pair, a plan records its launches
 as a CUDA graph on those two addresses, and replays it whenever a call
 finds its input and its new label array at exactly those addresses again:
@@ -33,20 +34,20 @@ so a replay is the same work as the launches it stands for.  A plan keeps
 stops recording if a recording fails.
 
 Plain 2-D images have their kernels in two forms, with slots for the piece
-roots of their run starts and without (mesh23.py, RUNS_2D_SLOTS): the
+roots of their run starts and without (image_plain.py, _tuning.RUNS_2D_SLOTS): the
 slots pay on images of large pieces and cost images of many small ones.
 Each call counts the tiles whose run starts fit their slots, and its
 border kernel writes the count to the plan's word of pinned host memory
 (one of :data:`REPORT_WORDS` in a buffer for the process); the next call
 reads that word, without waiting for anything, and takes the form its
-count calls for (mesh23.RUNS_2D_SLOTS_SHARE).  A call still running
+count calls for (_tuning.RUNS_2D_SLOTS_SHARE).  A call still running
 leaves an older count, which only costs speed: both forms give the same
 labels.  The graphs at addresses are kept per form.  Where
-mesh23.RUNS_2D_SLOTS_SHARE leaves no choice (0: always slots, above 1:
+_tuning.RUNS_2D_SLOTS_SHARE leaves no choice (0: always slots, above 1:
 never), and for small arrays (their graph, below, takes the slots), there
 is no count and one chain.
 
-Small arrays (up to :data:`GRAPH_CELLS` cells) have a second graph for the
+Small arrays (up to :data:`meshccl._tuning.PLAN_GRAPH_CELLS` cells) have a second graph for the
 other calls: the launches recorded once on the plan's own input and label
 buffers (5 bytes per cell, kept with the plan); such a call copies the
 input in, replays that graph and copies the labels out.
@@ -66,24 +67,14 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _validate
-from . import mesh, mesh23
+from .. import _tuning
+from . import image_plain
+from .image_general import grid_args
 from .launch import pack_chain
 from .loader import c_type, kernels
-from .mesh import grid_args
-from .relabel import BLOCK, NULL, grid, scan_words, scratch
+from .number_roots import BLOCK, NULL, grid, scan_words, scratch
 
 MAX_PLANS = 16
-#: Launch the 2-D / 3-D path's kernels through arguments packed once for the
-#: driver (launch.py) rather than CuPy's kernel calls (False: for
-#: benchmarks/experiments/packed_launch.py, which times both).
-PACKED = True
-#: Arrays up to this many cells replay a CUDA graph on the plan's own
-#: buffers when no graph at the call's own addresses applies (see
-#: :meth:`Plan._capture`).
-GRAPH_CELLS = 1 << 19
-#: The call with one (input, labels) address pair on which a plan records a
-#: CUDA graph at those addresses (see the module's text; 0: never).
-GRAPH_AFTER = 2
 #: Graphs at addresses kept per plan, and address pairs counted per plan.
 MAX_GRAPHS = 4
 MAX_SEEN = 16
@@ -99,6 +90,15 @@ REPORT_WORDS = 1024
 _reports = None  # [pinned memory, its words as a NumPy array, the next word]
 _reports_lock = threading.Lock()
 _local = threading.local()
+
+
+@_tuning.when_changed
+def _drop_plans():
+    """Plans are built from tuning constants: an override drops this
+    thread's plans (its documented scope)."""
+    plans = getattr(_local, "plans", None)
+    if plans is not None:
+        plans.clear()
 _cupy = None  # the cupy module, imported on the first call of fast_label
 
 
@@ -137,43 +137,41 @@ class Plan:
         self.packed = None
         self.report = None  # plain 2-D images: the host word of the tiles' count (see _pick)
         self.slot_tiles = True
-        if mesh.USE_MESH23 and mesh23.applies(prob.shape):
+        if image_plain.applies(prob.shape):
             # the 2-D / 3-D path: its launches worked out once, scratch kept with the plan
-            buffers = mesh23.scratch(n, self.work, prob.shape, self.view)
+            buffers = image_plain.scratch(n, self.work, prob.shape, self.view)
             report, forms = 0, (True,)  # (the forms with slots or without: see _pick)
-            if mesh23.chooses_slots(prob.shape, self.view):
-                self.slots_from = mesh23.slots_threshold(prob.shape, prob.connectivity)
+            if image_plain.chooses_slots(prob.shape):
+                self.slots_from = image_plain.slots_threshold(prob.shape, prob.connectivity)
                 if self.slots_from > NO_COUNT:  # never slots: nothing to count
                     forms = (False,)
-                elif self.slots_from > 0 and n > GRAPH_CELLS:  # (small: one graph, below)
+                elif self.slots_from > 0 and n > _tuning.PLAN_GRAPH_CELLS:  # (small: one graph, below)
                     forms = (True, False)
                     self.report, report = _report_word()
                     self.report[0] = NO_COUNT
                     self._fitted = ctypes.c_uint32.from_address(report)  # (read per call)
             self.chains = {}  # slot_tiles -> (program, packed launches or None)
             for slot_tiles in forms:
-                prog = mesh23.program(self.view, self.work, n, prob.shape, prob.connectivity,
+                prog = image_plain.program(self.view, self.work, n, prob.shape, prob.connectivity,
                                       prob.has_bg, prob.bgkey, buffers=buffers,
                                       slot_tiles=slot_tiles, report=report)
-                packed = None
-                if PACKED:
-                    try:
-                        packed = pack_chain(prog)
-                    except (TypeError, AttributeError):  # not packable: CuPy's kernel calls
-                        packed = None
+                try:
+                    packed = pack_chain(prog)
+                except (TypeError, AttributeError):  # not packable: CuPy's kernel calls
+                    packed = None
                 self.chains[slot_tiles] = (prog, packed)
             self.slot_tiles = forms[0]
             self.program, self.packed = self.chains[self.slot_tiles]
-            if n <= GRAPH_CELLS:
+            if n <= _tuning.PLAN_GRAPH_CELLS:
                 self._try_capture()
             return
         self.program = None
         targs, geo, params = grid_args(prob.values, self.work, prob.shape, prob.connectivity,
                                        prob.has_bg, prob.bgkey)
-        self.tile, self.union = kernels("mesh.cu", f"meshccl_mesh_tile<{targs}>",
-                                        f"meshccl_mesh_union<{targs}>")
+        self.tile, self.union = kernels("general.cu", f"meshccl_general_tile<{targs}>",
+                                        f"meshccl_general_union<{targs}>")
         t = c_type(self.work)
-        self.flatten, self.gather = kernels("relabel.cu", f"meshccl_flatten<{t}>",
+        self.flatten, self.gather = kernels("number_roots.cu", f"meshccl_flatten<{t}>",
                                             f"meshccl_relabel<{t}>")
         self.params = params
         self.tiles, self.cells = (geo["tiles"],), (geo["tile_cells"],)
@@ -184,7 +182,7 @@ class Plan:
         self.scan = scan_words(self.work, (n + 31) // 32)
         self.nn = self.work.type(n)
         self.grid = grid(n)
-        if n <= GRAPH_CELLS:
+        if n <= _tuning.PLAN_GRAPH_CELLS:
             self._try_capture()
 
     def _try_capture(self):
@@ -247,7 +245,7 @@ class Plan:
 
     def _pick(self):
         """Plain 2-D images: the tile kernel with slots or without
-        (mesh23.slots_threshold), from the count of tiles that fitted their
+        (image_plain.slots_threshold), from the count of tiles that fitted their
         slots which the last finished call wrote to host memory.  The plan
         does not wait for it: a call still running leaves an older count
         (or none yet: slots).  Either kernel gives the same labels."""
@@ -259,17 +257,17 @@ class Plan:
     def _graph_at(self, x, mem):
         """The graph recorded at ``x``'s and ``mem``'s addresses (and the
         tile kernel :meth:`_pick` chose), as (graph, N's 0-d array);
-        recorded now if this is the pair's :data:`GRAPH_AFTER`-th call;
+        recorded now if this is the pair's :data:`meshccl._tuning.PLAN_GRAPH_AFTER`-th call;
         None: launch the ordinary way."""
         key = (x.data.ptr, mem.ptr, self.slot_tiles)
         hit = self.at.get(key)
         if hit is not None:
             self.at.move_to_end(key)
             return hit
-        if not GRAPH_AFTER:
+        if not _tuning.PLAN_GRAPH_AFTER:
             return None
         calls = self.seen.pop(key, 0) + 1
-        if calls < GRAPH_AFTER:
+        if calls < _tuning.PLAN_GRAPH_AFTER:
             self.seen[key] = calls
             if len(self.seen) > MAX_SEEN:
                 self.seen.popitem(last=False)
@@ -335,8 +333,12 @@ def fast_label(x, background, connectivity, dtype, return_num):
     if cupy is None:  # (an import statement per call costs about a microsecond)
         import cupy
         _cupy = cupy
+    device = x.data.device_id
+    if device != cupy.cuda.runtime.getDevice():  # run on the input's GPU
+        with cupy.cuda.Device(device):
+            return fast_label(x, background, connectivity, dtype, return_num)
     key = (x.shape, x.dtype.char, background, type(background), connectivity,
-           type(connectivity), dtype, x.data.device_id, cupy.cuda.get_current_stream().ptr)
+           type(connectivity), dtype, device, cupy.cuda.get_current_stream().ptr)
     plans = getattr(_local, "plans", None)
     if plans is None:
         plans = _local.plans = OrderedDict()

@@ -1,10 +1,10 @@
 // lattice.cuh -- what the mesh kernels share: keys, the joining rule, the
 // lattice features, the offset rows and the tile geometry.
 //
-// Every mesh kernel (the one-pass union-find of mesh.cu and Hawick et al.'s
-// iterative methods of iterate.cu) sees the array as a flat raster in C
+// Every mesh kernel (the one-pass union-find of general.cu and Hawick et al.'s
+// iterative methods of iterative.cu) sees the array as a flat raster in C
 // order and walks the same neighbourhood-offset table (built on the host by
-// meshccl/neighbourhood.py; mesh.cu's essay describes its rows).  Blocks
+// meshccl/neighbourhood.py; general.cu's essay describes its rows).  Blocks
 // cover power-of-two tiles of the array; a thread finds its cell's
 // coordinates from the tile's origin plus the bits of its thread index, and
 // keeps the cell's place on the array's (and the tile's) boundary as bit

@@ -11,7 +11,7 @@
 //
 // From Hopper (sm_90) on, a kernel launched with the attribute
 // "programmatic stream serialization" (meshccl/_gpu/launch.py does so for
-// the kernels of a plan's chain that mesh23.py marks early: the relabel
+// the kernels of a plan's chain that image_plain.py marks early: the numbering
 // chain after the border kernels) may be sent out as soon as every block of
 // the kernel before has said it may (griddepcontrol.launch_dependents).
 // Its blocks then take the room the old kernel's finished blocks leave, and

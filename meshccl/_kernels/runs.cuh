@@ -12,7 +12,7 @@
 // - the equality masks of a row against another row (eq_mask and its two
 //   diagonal forms);
 // - the rules that pick which pairs between a row and an earlier row must
-//   be united (row_pairs: mesh23.cu's covered / twin / same-run rules on 32
+//   be united (row_pairs: cells3d.cu's covered / twin / same-run rules on 32
 //   cells at once; z_pairs: runs3d.cu's pairs with the plane before) and
 //   the loop that unites them (unite_each, unite_all in shared memory);
 // - start_of and node, which find a cell's run start in a mask or in the
@@ -112,9 +112,8 @@ __device__ __forceinline__ void load_row(const T* row, int width, unsigned (&w)[
 // and the equality masks are the foreground masks (shifted): runs3d.cu's
 // z masks at C >= 2 and its z-face kernel then skip the byte-wise compares
 // ("binary" in z_pairs; a binary image's warps are all so, a Potts
-// field's none).  (The same shortcut for the in-plane masks measured no
-// faster in 2-D, and loading the plane below early for it cost the 3-D c1
-// tiles up to 24 %: benchmarks/NOTES.md.)
+// field's none).  (The in-plane masks do without the shortcut:
+// docs/decisions.md, "runs as nodes".)
 __device__ __forceinline__ bool binary_row(const unsigned (&w)[8]) {
     unsigned o = 0u;
 #pragma unroll
@@ -160,9 +159,8 @@ __device__ __forceinline__ void above_masks(const unsigned (&w)[8], unsigned mF,
 // Prefetch into L2 the 32-byte sectors of a row of P (its first cell `row`)
 // that the row's run starts (mask s) will have their piece roots stored in,
 // long before those 4-byte stores: a store into a sector L2 does not hold
-// measured slower than a load and a store (benchmarks/NOTES.md; the 2-D
-// tile kernel on blobs 4096^2 at connectivity 2 took 0.075 ms without these
-// prefetches, 0.063 with mode 2).  Mode 1: a prefetch per sector that holds
+// measured slower than a load and a store (docs/decisions.md: "prefetch of
+// run starts").  Mode 1: a prefetch per sector that holds
 // a run start; mode 2: one for the row's first cell (its 128-byte line)
 // when the row has any, fewer instructions, and faster wherever measured.
 template <typename I>
@@ -182,11 +180,9 @@ __device__ __forceinline__ void prefetch_run_starts(const I* row, unsigned s, in
 // kernel's unions, the roots phase, label_pieces (which writes its label
 // there) and the label pass (which reads it for every run of the piece).
 // Only the slotted 2-D tiles use it (few run starts, so few piece roots):
-// on blobs 4096^2 it took 1.2-1.3 us off a 0.10-0.12 ms call, percolation
-// 8192^2 at p = .5927, c2, 4-8 us; the spiral c2 about 1 us slower, the
-// other 2-D cases unchanged.  For every tile, percolation 8192^2 lost 1-9 %:
-// there are more piece roots' lines than L2 holds (benchmarks/NOTES.md,
-// 2026-11-26, experiments/l2_roots.py).  Before sm_80, a plain store.
+// for every tile, images of many small pieces would have more piece roots'
+// lines than L2 holds (docs/decisions.md: "slots").  Before sm_80, a plain
+// store.
 template <typename I>
 __device__ __forceinline__ void store_kept(I* p, I v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -267,7 +263,7 @@ __device__ __forceinline__ I node(const unsigned* __restrict__ S, I y, I x, I ro
 // The pairs between a row and an earlier row (the row above, or a row of the
 // plane before) that must be united, given which cells of the row equal
 // their neighbour up-left (Vl), straight up (V) and up-right (Vr) in that
-// row, and which equal their left neighbour (E).  mesh23.cu's rules on
+// row, and which equal their left neighbour (E).  cells3d.cu's rules on
 // whole rows.  Without diagonals (Diag false, Vl = Vr = 0): straight up,
 // unless the left cell is equal and its own pair up exists (twin).  With
 // them: up-left unless up is a pair (same run) or the left cell is equal
@@ -507,7 +503,7 @@ __device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* st
 }
 
 // The position of the n-th set bit (n from 0) of m, which has more than n,
-// by halving with popc (a little faster than __fns here, NOTES.md).
+// by halving with popc (a little faster than __fns here).
 __device__ __forceinline__ int nth_bit(unsigned m, int n) {
     int pos = 0;
 #pragma unroll
@@ -532,15 +528,14 @@ __device__ __forceinline__ int nth_bit(unsigned m, int n) {
 // - many: a turn per row, lane b on column b, cheaper per turn.
 // Either way a store instruction writes few rows (lane r walking its own
 // row's run starts put 32 rows, 32 partly written sectors, in every store
-// instruction: the 2-D tile kernel took twice as long, benchmarks/NOTES.md),
-// and the finds go in raster order, whose halving shortens the chains of
-// the tile's forest for the finds after them (every lane walking its own
-// row at once made the spiral's banded tile kernel twice as slow: NOTES.md,
-// 2026-11-25).  The forest's nodes count from 0 at the block's first tile: node p *
+// instruction, and took twice as long), and the finds go in raster order,
+// whose halving shortens the chains of the tile's forest for the finds
+// after them (every lane walking its own row at once was twice as slow on
+// the spiral's banded tiles).  The forest's nodes count from 0 at the block's first tile: node p *
 // plane + r * 33 + b is cell origin + p * pstride + r * nx + b.  Returns, in
 // lane r, row r's piece roots (the run starts that are roots of the forest).
 // `starts` is overwritten (no other warp may read it any more).  Compact
-// is the callers' (benchmarks/NOTES.md has the measurements): rows won on
+// is the callers' (docs/decisions.md: "runs as nodes"): rows won on
 // the many-run tiles of percolation and Potts at connectivity 1 and on 2-D
 // Potts at 2, run starts 32 at a time on everything else.
 //

@@ -1,7 +1,7 @@
 // runs2d.cu -- plain 2-D images, a row of a tile per thread, runs as nodes.
 //
-// mesh23.cu gives every cell a thread and a node of the union-find forest.
-// On a 2-D image most of that work is repeated: a cell inside a run of
+// A cell-per-thread labeller (cells3d.cu, general.cu) gives every cell a
+// thread and a node of the union-find forest.  On a 2-D image most of that work is repeated: a cell inside a run of
 // equal cells along its row only ever joins its run, and the threads of a
 // run all load, test, find and store the same thing.  Here a warp owns a
 // tile of 32 x 32 cells and works on whole rows of it as 32-bit masks:
@@ -16,7 +16,7 @@
 //    warp ballots, and lane r keeps row r's.  A run is a maximal stretch of
 //    E; its first cell (a bit of S = F & ~E) is its node.  The pairs
 //    between row r and row r - 1 that need a union are a few mask
-//    operations: mesh23.cu's three skipping rules (covered, twin, same run),
+//    operations: cells3d.cu's three skipping rules (covered, twin, same run),
 //    applied to 32 cells at once.  Each remaining pair unites two run starts
 //    in the warp's shared-memory forest.  Then each run start stores its
 //    piece root (the piece's first cell) as a global index in P, 32 run
@@ -25,12 +25,12 @@
 //    arrays laid out tile
 //    column by tile column (a warp's stores are consecutive words), and the
 //    row's piece roots go to the bit array A, in raster order, as in
-//    mesh23.cu.  Only run starts are written in P (with `prefetch`, the
+//    cells3d.cu.  Only run starts are written in P (with `prefetch`, the
 //    sectors they will be written in are asked into L2 as soon as the run
-//    starts are known: mesh23.RUNS_PREFETCH says where that paid).
+//    starts are known: _tuning.RUNS_PREFETCH says where that pays).
 //    The block's eight tiles side by side share one forest, numbered in
-//    raster order over their strip of 32 x 256 cells, and (with `seams`)
-//    unite the pairs across their seven inner borders there after a
+//    raster order over their strip of 32 x 256 cells, and unite the pairs
+//    across their seven inner borders there after a
 //    barrier, by the border kernel's rules: a piece is then a component of
 //    the strip, and the border kernel below skips those borders.
 //    Bands: a tile whose cells are all 0 / 1 with background 0, at
@@ -44,8 +44,8 @@
 //    a tile's.  A bottom row's S marks the first cell of each band run in
 //    it (band_firsts), and P there gets the band run's piece root too, so
 //    the kernels after this one read every row as a row of runs.
-//    Slots: a tile with few run starts (at most `slots`, mesh23.py's
-//    RUNS_2D_SLOTS) writes the piece root of its k-th run start (the bits
+//    Slots: a tile with few run starts (at most `slots`,
+//    _tuning.RUNS_2D_SLOTS) writes the piece root of its k-th run start (the bits
 //    of S as stored, in raster order) to word k of its own slots in Q,
 //    and only the run starts that are piece roots to P, with an L2
 //    evict-last policy so that the kernels after it find those lines in L2
@@ -58,9 +58,9 @@
 //    pieces 3-6 %.  Both forms count the tiles whose run starts fit their
 //    slots (one atomic per block, in `tally`); the border kernel hands the
 //    count to host memory (`report`) and zeroes the tally, and a launch
-//    plan picks the next call's form from it (mesh23.RUNS_2D_SLOTS_SHARE).
+//    plan picks the next call's form from it (_tuning.RUNS_2D_SLOTS_SHARE).
 //    The kernels after it come in the same two forms (the border kernel
-//    here, meshccl_runs2d_label in relabel.cu), and a chain takes one form
+//    here, meshccl_label_runs in number_pieces.cu), and a chain takes one form
 //    throughout: the forms without slots are the kernels as they were
 //    before slots.
 // 2. meshccl_runs2d_border.  Two warps per tile: one unites the tile's top
@@ -79,10 +79,10 @@
 //    measured a few microseconds faster on some images (why is not
 //    established: a sequential model of these unions leaves the spiral's
 //    forest about as deep either way).
-// 3. The pieces path of relabel.cu (meshccl_piece_roots with the roots'
+// 3. The pieces path of number_pieces.cu (meshccl_piece_roots with the roots'
 //    prefix sums, then meshccl_label_pieces): every piece root then holds
 //    its label.
-// 4. meshccl_runs2d_label (relabel.cu).  Four lanes per tile row (eight
+// 4. meshccl_label_runs (number_pieces.cu).  Four lanes per tile row (eight
 //    with 64-bit labels) read F, S and A, resolve each run once (a run
 //    start that is a piece root holds its label; any other holds a piece
 //    root, in P or in its slot, and that piece root holds the label) into
@@ -135,33 +135,21 @@ __device__ __forceinline__ unsigned left_pairs(K k0, K kL, K ku0, K kuL, bool up
 // warp's turns are about half of a row's pairs.  starts: each row's nodes
 // (band_top in even rows, band_bottom in odd); bst: each band's run
 // starts.
-// MESHCCL_BAND_TOPS 1: a straight-up pair is united with the top of its
-// vertical stretch, as in tile_unions (a segmented scan over the rows
-// first); 0: with the band run just above, no scan (chains of at most 16
-// band runs per tile).  0 measured faster (benchmarks/NOTES.md: the tile
-// kernel on percolation 8192^2 p = .4073 0.428 -> 0.397 ms, the spiral
-// unchanged).
-#ifndef MESHCCL_BAND_TOPS
-#define MESHCCL_BAND_TOPS 0
-#endif
+// A straight-up pair is united with the band run just above (chains of at
+// most 16 band runs per tile), not with the top of its vertical stretch as
+// in tile_unions (docs/decisions.md: "bands of two rows").
 template <int RSB>
 __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* starts,
                                             const unsigned* bst, int lane, unsigned mE,
                                             unsigned mVl, unsigned mV, unsigned mVr) {
-    unsigned tops[5] = {0u, 0u, 0u, 0u, 0u};
-    if (MESHCCL_BAND_TOPS) meshccl::runs::stretch_tops(mV, lane, tops);
     unsigned Ul, U0, Ur;
     meshccl::runs::row_pairs<true>(mE, mVl, mV, mVr, Ul, U0, Ur);
-    // Lane 2k + 1 takes row 2k's masks (and stretch tops): lane 2k then
+    // Lane 2k + 1 takes row 2k's masks: lane 2k then
     // unites the pairs of columns 0..15, lane 2k + 1 those of 16..31.
     const unsigned half = (lane & 1) ? 0xffff0000u : 0x0000ffffu;
     Ul = __shfl_sync(0xffffffffu, Ul, lane & ~1) & half;
     U0 = __shfl_sync(0xffffffffu, U0, lane & ~1) & half;
     Ur = __shfl_sync(0xffffffffu, Ur, lane & ~1) & half;
-    if (MESHCCL_BAND_TOPS) {
-#pragma unroll
-        for (int k = 0; k < 5; ++k) tops[k] = __shfl_sync(0xffffffffu, tops[k], lane & ~1);
-    }
     const int r = lane & ~1;  // the band's top row
     if (r == 0) Ul = U0 = Ur = 0u;  // (the border kernel's pairs)
     auto node = [&](int row, int x) {  // cell (row, x), foreground
@@ -175,7 +163,7 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
         if (U0) {
             b = __ffs(U0) - 1;
             U0 &= U0 - 1u;
-            partner = node(MESHCCL_BAND_TOPS ? meshccl::runs::stretch_top(tops, b) : r - 1, b);
+            partner = node(r - 1, b);
         } else if (Ul) {
             b = __ffs(Ul) - 1;
             Ul &= Ul - 1u;
@@ -196,15 +184,15 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
 // (a strip of 32 rows and 32 * NW columns) share one forest, in raster
 // order over the strip: node r * RSB + w * 33 + b is row r, tile w, bit b
 // (RSB odd, so that lanes on the same bit of their rows touch 32 banks).
-// With `seams`, the pairs across the strip's inner tile borders are united
-// there too, in shared memory, and a piece is a component of the strip;
+// The pairs across the strip's inner tile borders are united there too, in
+// shared memory, and a piece is a component of the strip;
 // the border kernel then takes the x seams between strips only.
 template <typename T, typename I, int C, int NW, bool SL>
 __device__ __forceinline__ unsigned label_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
         unsigned* __restrict__ S, I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
         unsigned* __restrict__ tally, I ny, I nx, int has_bg,
-        typename meshccl::Key<T>::type bgkey, int seams, int prefetch, int bands) {
+        typename meshccl::Key<T>::type bgkey, int prefetch) {
     typedef typename meshccl::Key<T>::type K;
     using meshccl::runs::shfl;
     using meshccl::runs::start_of;
@@ -243,7 +231,7 @@ __device__ __forceinline__ unsigned label_tile(
         edge[2][warp][lane] = (K)(unsigned char)(w[7] >> 16);
         // A binary tile (cells 0 / 1, background 0) at connectivity 2 is
         // labelled in bands of two rows (runs.cuh, band_node).
-        if (C == 2 && bands && has_bg && bgkey == 0)
+        if (C == 2 && has_bg && bgkey == 0)
             band = __all_sync(0xffffffffu, meshccl::runs::binary_row(w));
     } else {
         // Wider cells: a lane per column, 32 loads in flight, and row masks by
@@ -335,8 +323,8 @@ __device__ __forceinline__ unsigned label_tile(
             for (int d = 16; d > 0; d >>= 1) all += __shfl_xor_sync(0xffffffffu, all, d);
             fits = slots > 0 && all <= slots;
         }
-        if ((prefetch & 7) && (!(SL && slotted) || (prefetch & 8)) && y0 + lane < ny)
-            meshccl::runs::prefetch_run_starts(P + (y0 + lane) * nx + x0, Sout, prefetch & 7);
+        if (prefetch && !(SL && slotted) && y0 + lane < ny)
+            meshccl::runs::prefetch_run_starts(P + (y0 + lane) * nx + x0, Sout, prefetch);
         meshccl::runs::tile_nodes<RSB>(L, base, starts[warp], lane, S_);
         __syncwarp();
         if (band)
@@ -346,7 +334,7 @@ __device__ __forceinline__ unsigned label_tile(
                                                     mV, mVr);
     }
     // (the block's tiles whose run starts fit their slots, for the host's
-    // choice of kernel: mesh23.RUNS_2D_SLOTS_SHARE)
+    // choice of kernel: _tuning.RUNS_2D_SLOTS_SHARE)
     const int fitting = __syncthreads_count(lane == 0 && fits);
     if (tally != nullptr && threadIdx.x == 0 && fitting) atomicAdd(tally, (unsigned)fitting);
     // The node of cell (r, c) of tile w of the block (foreground), in the
@@ -360,7 +348,7 @@ __device__ __forceinline__ unsigned label_tile(
         return r * RSB + w * RS + start_of(starts[w][r], c);
     };
     const I y = y0 + lane;
-    if (seams && live && warp > 0 && y < ny) {
+    if (live && warp > 0 && y < ny) {
         // The pairs across the border with the tile to the left (lane r: row
         // r): left_pairs, on keys from `edge` and nodes from `starts`.  Cell
         // (r, 0) of a tile is a run start, its own node.
@@ -404,9 +392,8 @@ __device__ __forceinline__ unsigned label_tile(
     // is a piece root also to P, where the border kernel's unions and the
     // pieces path work; the tile's slots are consecutive words.  Others:
     // every run start's piece root to P at the run start (and `also`).
-    // One loop for both: two inlined copies of it made tiles with many run
-    // starts, which never take slots, 12-16 % slower, and the slotted one
-    // as a function of its own (a call) 30-40 % (NOTES.md, 2026-11-25).
+    // One loop for both forms: two inlined copies of it made tiles with
+    // many run starts 12-16 % slower (docs/decisions.md: "slots").
     I* q = (SL && slotted) ? Q + ((I)blockIdx.y * ntx + bx) * (I)slots : nullptr;
     struct Row { unsigned s0, s1; int o0, o1; };  // S and first slot of rows r, r + 1
     auto prep = [=](int r) {
@@ -460,12 +447,12 @@ template <typename T, typename I, int C, int NW, bool SL>
 __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
-        int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int seams, int prefetch,
-        int bands, I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
+        int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int prefetch,
+        I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
         unsigned* __restrict__ tally) {
     meshccl::grid_entry();  // (launch.cuh)
     const unsigned roots = meshccl::runs2d::label_tile<T, I, C, NW, SL>(
-            v, P, F, S, Q, O, slots, tally, ny, nx, has_bg, bgkey, seams, prefetch, bands);
+            v, P, F, S, Q, O, slots, tally, ny, nx, has_bg, bgkey, prefetch);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I ntx = (nx + 31) >> 5, y0 = (I)blockIdx.y * 32;
     if (!aligned) {  // the same for the whole grid
@@ -495,11 +482,8 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
 // do), so that the blocks sent out together work on tile rows far apart
 // rather than on neighbouring ones.  Any order gives the same roots (each
 // component's first cell); this one meets fewer roots that other blocks
-// are hooking at the same moment
-// (benchmarks/NOTES.md, 2026-11-26: percolation 8192^2 at connectivity 2,
-// the whole call -7 to -9 us at p = .4073 and about -55 us at .5927, the
-// spiral -3 to -5 us, blobs within 1 us; bottom to top made p = .5927 3.6x
-// slower).
+// are hooking at the same moment (docs/decisions.md: "border kernel
+// order").
 __device__ __forceinline__ unsigned scattered_row(unsigned b, unsigned rows) {
     const unsigned k = rows % 53u ? 53u : rows % 59u ? 59u : rows % 61u ? 61u : 1u;
     return (unsigned)(((unsigned long long)b * k) % rows);
@@ -539,10 +523,7 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     const bool up = warp < tb;
     const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
     // The top-row warps' tile row is scattered; the left-border warp's goes
-    // bottom to top (benchmarks/NOTES.md, 2026-11-27, three A/Bs on an
-    // H100: the spiral 0 to -5 us, percolation 8192^2 p = .4073 0 to -4,
-    // Potts -1 to -1.5, blobs 0 to -0.5; a giant component at p = .5927,
-    // connectivity 2, 0 to +8 us of 0.67 ms: small, mostly within noise).
+    // bottom to top (docs/decisions.md: "border kernel order").
     const I x0 = bx * 32;
     const I y0 = (up ? (I)scattered_row(blockIdx.y, gridDim.y)
                      : (I)(gridDim.y - 1u - blockIdx.y)) * 32;
@@ -613,7 +594,7 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R2_TILE(T, I, C, SL)                                                             \
     template __global__ void meshccl_runs2d_tile<T, I, C, 8, SL>(const T*, I*, unsigned*,        \
-        unsigned*, unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int, int, int,   \
+        unsigned*, unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int,             \
         I*, unsigned short*, int, unsigned*);
 #define MESHCCL_R2_BORDER(T, I, C, SL)                                                           \
     template __global__ void meshccl_runs2d_border<T, I, C, SL>(const T*, I*, unsigned*,         \

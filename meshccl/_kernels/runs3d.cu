@@ -33,8 +33,8 @@
 // - A lane's unions, up to ten masks of them, run in one loop (runs.cuh,
 //   unite_all).
 //
-// Only one-byte cells come here (meshccl/_gpu/mesh23.py); wider ones take
-// mesh23.cu's cell tiles.  Pairs that leave the brick go two ways:
+// Only one-byte cells come here (meshccl/_gpu/image_plain.py); wider ones
+// take cells3d.cu's cell tiles.  Pairs that leave the brick go two ways:
 // - its first plane against the last plane of the brick below, where the
 //   partner lies in the same 32 x 32 column of tiles: meshccl_runs3d_zface,
 //   the same z_pairs rules on a warp per brick, uniting run starts in the
@@ -43,9 +43,9 @@
 // - everything else, the pairs that cross the x or y faces of a column of
 //   tiles, in every plane: meshccl_runs3d_seams, a warp walking down one
 //   seam between two tiles through a few planes (see there), nodes looked
-//   up in the bit array S.  (mesh23.cu's border kernel, a thread per face
-//   cell, did this before and still can: mesh23.py RUNS_3D_SEAMS.)
-// Then the pieces path and meshccl_runs2d_label, which sees the volume as
+//   up in the bit array S.
+// Then number_pieces.cu: the pieces path and meshccl_label_runs, which sees
+// the volume as
 // nz * ny rows, as in 2-D.  The host picks NZ = 16 at connectivity 1 and 8
 // otherwise (the forest then needs 68 KB of shared memory, dynamic).
 
@@ -59,8 +59,8 @@
 // a tile row one word of each, stored here (H as zeros); otherwise the host
 // zeroes them and rows OR their piece roots in.  At connectivity 2 and 3
 // the block asks for 6 blocks per multiprocessor (40 registers, a few
-// spilled): the union-bound tile took 4-5 % less on percolation than with
-// 48; at connectivity 1, 6 cost up to 2 %, and 5 keeps its 48 (NOTES.md).
+// spilled), which suits the union-bound tiles of percolation; at
+// connectivity 1, 5 keeps its 48 (docs/decisions.md: "3-D bricks").
 // Blocks per multiprocessor the tile kernel asks for (its register budget):
 // 48 warps at 8 planes and C >= 2, 40 at C = 1 (see above); deeper bricks
 // keep 48 warps.
@@ -71,13 +71,13 @@ struct TileBlocks {
 
 // The tile kernel's shared memory is dynamic: NZ planes of forest (32 rows
 // of 33 nodes) and of run-start words, NZ * (32 * 33 + 32) * 4 bytes, which
-// the host passes at launch (meshccl/_gpu/mesh23.py); 16 planes need 68 KB,
+// the host passes at launch (meshccl/_gpu/image_plain.py); 16 planes need 68 KB,
 // past the 48 KB a static array may have, and the host raises the limit.
 
 // Prefetch: the run starts' sectors of P are asked into L2 first (runs.cuh,
 // prefetch_run_starts; 0 off, or its mode), a template argument: as a
-// runtime switch it changed the code of the connectivity-3 kernel enough to
-// cost it 7 % with the switch off (blobs 512^3, NOTES.md).
+// runtime argument it changed the code of the connectivity-3 kernel enough
+// to cost it 7 % (docs/decisions.md: "prefetch of run starts").
 template <typename T, typename I, int C, int NZ, int Prefetch>
 __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_runs3d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
@@ -190,9 +190,8 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_r
 // lane r loads row r of both planes (32 bytes each), makes the masks as the
 // tile kernel does, and unites run starts (the nodes, global indices) with
 // unite_recording, which marks each hooked root in H.  This face is two
-// thirds of a brick's cells on its faces; mesh23.cu's border kernel, a
-// thread per cell, keeps the pairs that leave through a tile's rows and
-// columns.
+// thirds of a brick's cells on its faces; the seam kernel below takes the
+// pairs that leave through a tile's rows and columns.
 template <typename T, typename I, int C, int NZ, int NW>
 __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
@@ -252,13 +251,11 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
 
 // The seam kernel: every pair that crosses a 32-cell boundary along x or y
 // (a seam between two columns of tiles), in every plane -- the pairs that
-// neither the tile kernel nor the z-face kernel takes.  mesh23.cu's border
-// kernel did them a thread per face cell, about 500 instructions per warp
-// and cell at connectivity 3 (ncu: 246 M on percolation 512^3 p = .1369),
-// most of them global loads of the same few bytes and tests of steps that
-// stay inside the tile.  Here a warp walks down a seam through `walk`
-// planes (4: 2, 8 and 16 were slower, NOTES.md) and keeps what it loaded
-// in registers:
+// neither the tile kernel nor the z-face kernel takes.  A thread per face
+// cell would spend most of its instructions on global loads of the same
+// few bytes and on tests of steps that stay inside the tile; here a warp
+// walks down a seam through `walk` planes (4; docs/decisions.md: "3-D
+// seams") and keeps what it loaded in registers:
 //
 // - even warps, the x seam before tile column bx (bx > 0): lane r holds row
 //   r of the band, the cells at x0 - 2, x0 - 1 and x0; rows r - 1 and r + 1
@@ -273,8 +270,8 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
 //   plane below (dy = +1), as long as the partner stays in the tile column
 //   (the x seam has the others).
 //
-// Which pairs are united is decided exactly as mesh23.cu's border kernel
-// did it (tests/test_runs_emulated.py, border_pairs_3d, emulates the set):
+// Which pairs are united is decided exactly as cells3d.cu's border kernel
+// decides (tests/test_runs_emulated.py, border_pairs_3d, emulates the set):
 // the pair to the left unless the square rule skips it; any other step
 // unless its partner is not equal, or it goes down a plane while the cell
 // straight down is equal, or (straight up) the square rule along z holds,

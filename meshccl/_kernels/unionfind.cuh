@@ -32,7 +32,7 @@
 namespace meshccl {
 
 // Parent loads: from global memory through L2 (see above), or from shared
-// memory as volatile loads, for the tile-local forests of mesh.cu.
+// memory as volatile loads, for the tile-local forests of general.cu.
 template <bool Shared, typename I>
 __device__ __forceinline__ I load_parent(const I* P, I x) {
     if (Shared) return *(const volatile I*)(P + x);
@@ -96,7 +96,7 @@ __device__ __forceinline__ I cas_elected(I* P, I a, I b) {
 // Shared selects a forest in shared memory (one thread block's tile).
 // Returns the root this call hooked (it stopped being a root), or -1 when
 // a and b were already in one set.  The 2-D / 3-D mesh path records the
-// hooked roots (mesh23.cu); the others only ask "did it hook?" (unite()).
+// hooked roots (cells3d.cu and the run kernels); the others only ask "did it hook?" (unite()).
 //
 // Guard (global memory only) is for unions that many threads aim at the
 // same few roots at once -- k-out sampling of a graph whose giant
@@ -106,7 +106,7 @@ __device__ __forceinline__ I cas_elected(I* P, I a, I b) {
 // parent first and only CASes while a still looks like a root (test and
 // test-and-set), and the CAS is warp-elected (cas_elected).  Same hooks,
 // same forest rule; more loads on uncontended unions, so it is opt-in
-// (benchmarks/NOTES.md: Kronecker scale 21 sampling 0.78 -> 0.65 ms, H100).
+// (docs/graph.md has the measurement).
 template <bool Shared = false, bool Guard = false, typename I>
 __device__ __forceinline__ I unite_hooked(I* P, I a, I b) {
     a = find<Shared>(P, a);
@@ -137,7 +137,7 @@ __device__ __forceinline__ bool unite(I* P, I a, I b) {
 
 // unite() for the mesh kernels' border passes, which record in the bit
 // array H each root they hook (that root stopped being a root: the pieces
-// path of relabel.cu resolves exactly those).
+// path of number_pieces.cu resolves exactly those).
 template <typename I>
 __device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
     const I h = unite_hooked(P, a, b);

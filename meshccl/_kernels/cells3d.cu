@@ -1,29 +1,21 @@
-// mesh23.cu -- the fast path for plain 2-D and 3-D images.
+// cells3d.cu -- plain 3-D volumes of wider cells: every cell a node.
 //
-// (Plain 2-D images and one-byte volumes now take the run kernels,
-// runs2d.cu and runs3d.cu; the latter uses this file's border kernel on
-// its bricks.  This tile kernel labels the rest: 3-D volumes of wider
-// cells, and any call that names its tiles.)
-//
-// Most calls label an ordinary 2-D image or 3-D volume: no mask, bonds,
-// tolerance, periodic axes or batch axes.  mesh.cu handles every case in n
-// dimensions, but it pays for that generality on every cell.  It loops over
-// axes and table rows, works out coordinates and tests bit masks, and most
-// of its time goes on issuing instructions, not on moving bytes.  This file
-// fixes the geometry at compile time instead: the dimension D (2 or 3;
-// 1-D arrays come as one row) and the connectivity C are template
-// arguments.  The half neighbourhood is then a few constant steps that the
+// Volumes of one-byte cells take runs3d.cu, whose nodes are runs; volumes
+// of 2-, 4- and 8-byte integers and of floats (a Potts field, a label
+// volume relabelled by connectivity) take this file, with no mask, bonds,
+// tolerance, periodic axes or batch axes (general.cu does those).  The
+// geometry is fixed at compile time: the connectivity C is a template
+// argument, so the half neighbourhood is a few constant steps that the
 // compiler unrolls, and a tile's position comes straight from the block's
-// grid coordinates, without a single division.
+// grid coordinates, without a division.
 //
-// The algorithm is still the union-find of unionfind.cuh.  It takes two
-// kernels and then the "pieces" path of relabel.cu:
+// The algorithm is the union-find of unionfind.cuh, in two kernels, then
+// the pieces numbering of number_pieces.cu (meshccl_label_cells):
 //
-// 1. meshccl_mesh23_tile: tiles of 32 columns (one warp per tile row) by
-//    Y rows by Z planes: 32 x 16 in 2-D, 32 x 8 x 4 in 3-D
-//    (meshccl/_gpu/mesh23.py picks them).  One thread per cell of a tile; a
-//    block does TB tiles stacked along y (2 in 2-D and at 3-D connectivity
-//    1), loading all their values before it starts on the first.
+// 1. meshccl_cells3d_tile: tiles of 32 columns (one warp per tile row) by
+//    TY rows by TZ planes (32 x 8 x 4; meshccl/_gpu/image_plain.py picks
+//    them), one thread per cell.  A block does TB tiles stacked along y,
+//    loading all their values before it starts on the first.
 //    - Runs along a row come from one warp ballot, with no atomics.
 //    - The remaining pairs inside the tile are united in a shared-memory
 //      forest.
@@ -42,27 +34,28 @@
 //      so that pair joins them.
 //    Each rule points at a pair of an earlier cell, or of the same cell
 //    further right, so the skipping never goes round in a circle.
-// 2. meshccl_mesh23_border: the same grid.  Only the cells on a tile face
+// 2. meshccl_cells3d_border: the same grid.  Only the cells on a tile face
 //    with pairs that cross into another tile get threads.  They unite those
 //    pairs in the global forest, with the same skipping rules (values read
 //    from global memory) and one more, the square rule: a pair across the
-//    first column (or, in 3-D, up across the first row) is skipped when the
-//    two cells' neighbours one row up (or one plane down) inside their own
+//    first column (or up across the first row) is skipped when the two
+//    cells' neighbours one row up (or one plane down) inside their own
 //    tiles are equal to them, since the tiles and that row's pair join
 //    them.  They record each root they hook in the bit array H.
 //
 // After that, every cell points at its piece root, or (a border cell that
 // a find halved) at a piece root further up.  Every piece root is either a
-// root of the whole forest or marked in H.  relabel.cu's pieces path turns
-// that into labels in raster order, in place, reading each cell twice at
-// most.
+// root of the whole forest or marked in H: exactly what number_pieces.cu
+// takes.
 
 #include "launch.cuh"
 #include "lattice.cuh"
 #include "runs.cuh"
 
-// (The step predicates, meshccl::box, are in lattice.cuh: runs3d.cu's seam kernel
-// takes the same ones.)
+// The step predicates, meshccl::box, are in lattice.cuh (runs3d.cu's seam
+// kernel takes the same ones).  D is 3: the predicates and this file's
+// index arithmetic are written for a (z, y, x) box.
+constexpr int D = 3;
 
 #define MESHCCL_STEPS                                                                     \
     _Pragma("unroll") for (int dz = -1; dz <= 0; ++dz)                                  \
@@ -70,20 +63,20 @@
     _Pragma("unroll") for (int dx = -1; dx <= 1; ++dx)                                  \
     if (meshccl::box::half_step<D, C>(dz, dy, dx))
 
-// The array is nz x ny x nx (nz = 1 in 2-D).  aligned: nx % 32 == 0, so
+// The array is nz x ny x nx.  aligned: nx % 32 == 0, so
 // every tile row is one word of A and H, written with plain stores;
 // otherwise the host zeroes A and H first and rows OR their bits in.
 // Tiles are 32 cells along the last axis (one warp per tile row), TY rows
-// and TZ planes (TZ = 1 in 2-D), handled by NW warps; meshccl/_gpu/mesh23.py
-// picks them (benchmarks/NOTES.md says how).
+// and TZ planes, handled by NW warps; meshccl/_gpu/image_plain.py picks
+// them (docs/decisions.md: "cell tiles in 3-D").
 //
 // A block labels TB tiles stacked along y, one after the other, but loads
 // the values of all TB first.  The tile kernel of an image with few unions
 // is bound by the latency of its loads (one small load per thread, then
 // nothing to do until it arrives); TB loads per thread put TB times the
 // bytes in flight without making the tiles, and their shared trees, larger.
-template <typename T, typename I, int D, int C, int TY, int TZ, int NW, int TB>
-__global__ void __launch_bounds__(32 * NW) meshccl_mesh23_tile(
+template <typename T, typename I, int C, int TY, int TZ, int NW, int TB>
+__global__ void __launch_bounds__(32 * NW) meshccl_cells3d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
         typename meshccl::Key<T>::type bgkey, int aligned) {
@@ -200,64 +193,50 @@ __global__ void __launch_bounds__(32 * NW) meshccl_mesh23_tile(
 }
 
 // How many cells of a tile the border kernel visits (see there); the host
-// (meshccl/_gpu/mesh23.py) computes the same number for the block size.
-// Runs: runs3d.cu's bricks, whose first plane's pairs with the plane below
-// (partners in the same column of tiles) are runs3d.cu's z-face kernel's,
-// so the first plane is visited like the others.  (runs3d.cu's seam kernel
-// takes the same pairs faster and is the default; this form stays behind
-// meshccl/_gpu/mesh23.py RUNS_3D_SEAMS = False.)
-template <int D, int C, int TY_, int TZ_, bool Runs = false>
+// (meshccl/_gpu/image_plain.py, border_items) computes the same number for
+// the block size.
+template <int C, int TY_, int TZ_>
 struct Border {
     enum {
         TY = TY_,
         TZ = TZ_,
-        // 3-D with diagonal steps: (-1, +1, .) crosses the tile's high-y face
-        EXTRA = (D == 3 && C >= 2) ? 1 : 0,
-        FIRST = Runs ? 0 : TY,                             // whole rows of the first plane
-        P0 = Runs ? 0 : 1,                                 // the first plane of the others
-        ROWS = D == 2 ? 1 : FIRST + (TZ - P0) * (1 + EXTRA),  // whole rows on a face
-        PER = TY - 1 - EXTRA,                              // other rows per plane
-        COLS = D == 2 ? TY - 1 : (TZ - P0) * PER,          // their first (and last) cells
-        ITEMS = ROWS * 32 + COLS * (C >= 2 ? 2 : 1)         // (C >= 2: dx = +1 crosses too)
+        // diagonal steps: (-1, +1, .) crosses the tile's high-y face
+        EXTRA = C >= 2 ? 1 : 0,
+        ROWS = TY + (TZ - 1) * (1 + EXTRA),        // whole rows on a face
+        PER = TY - 1 - EXTRA,                      // other rows per plane
+        COLS = (TZ - 1) * PER,                     // their first (and last) cells
+        ITEMS = ROWS * 32 + COLS * (C >= 2 ? 2 : 1)  // (C >= 2: dx = +1 crosses too)
     };
 };
 
-// Cells with a pair that crosses the tile's faces.  Whole rows: 2-D: the
-// first row; 3-D: the first plane, and in the others the first row (and the
-// last row when steps go to y + 1).  Then the first cell of each other row
-// (its left pairs cross), and with C >= 2 its last cell too (steps to x + 1
-// cross).  Item t of a tile maps to one such cell; rows first, so that
-// warps read whole rows.
-//
-// Runs (runs3d.cu's bricks, TY = 32): the forest's nodes are run starts, not
-// cells; a cell's node is looked up in the bit array S (runs.cuh, node).
-// The pairs of the brick's first plane with the plane below whose partner
-// is in the brick's column of tiles are runs3d.cu's z-face kernel's, so the
-// first plane is only visited on its first and last rows and columns.
-template <typename T, typename I, int D, int C, int TY, int TZ, bool Runs>
-__global__ void __launch_bounds__(256) meshccl_mesh23_border(
-        const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I nz, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey) {
+// Cells with a pair that crosses the tile's faces: the whole first plane,
+// and in the other planes the first row (and the last row when steps go to
+// y + 1); then the first cell of each other row (its left pairs cross), and
+// with C >= 2 its last cell too (steps to x + 1 cross).  Item t of a tile
+// maps to one such cell; rows first, so that warps read whole rows.
+template <typename T, typename I, int C, int TY, int TZ>
+__global__ void __launch_bounds__(256) meshccl_cells3d_border(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
+        typename meshccl::Key<T>::type bgkey) {
     meshccl::grid_entry();  // (launch.cuh)
     typedef typename meshccl::Key<T>::type K;
-    typedef Border<D, C, TY, TZ, Runs> B;
+    typedef Border<C, TY, TZ> B;
     for (int t = threadIdx.x; t < (int)B::ITEMS; t += blockDim.x) {
         int lx, ly, lz;
         if (t < B::ROWS * 32) {
             const int r = t >> 5;
             lx = t & 31;
-            if (D == 2) { ly = 0; lz = 0; }
-            else if (r < B::FIRST) { lz = 0; ly = r; }
+            if (r < TY) { lz = 0; ly = r; }
             else {
-                const int q = r - B::FIRST;
-                lz = B::P0 + q / (1 + B::EXTRA);
+                const int q = r - TY;
+                lz = 1 + q / (1 + B::EXTRA);
                 ly = (q % (1 + B::EXTRA)) ? TY - 1 : 0;
             }
         } else {
             const int t2 = t - B::ROWS * 32, q = t2 % B::COLS;
             lx = t2 >= B::COLS ? 31 : 0;
-            if (D == 2) { lz = 0; ly = 1 + q; }
-            else { lz = B::P0 + q / B::PER; ly = 1 + q % B::PER; }
+            lz = 1 + q / B::PER;
+            ly = 1 + q % B::PER;
         }
         const I x = (I)blockIdx.x * 32 + lx, y = (I)blockIdx.y * TY + ly;
         const I z = (I)blockIdx.z * B::TZ + lz;
@@ -268,45 +247,25 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
         const bool eql = x > 0 && meshccl::Key<T>::of(v[i - 1]) == key;
         const I plane = ny * nx;
         // The pair to the left across the tile's first column, unless the
-        // square rule skips it: the cells above (or, in 3-D, below) this one
-        // and its partner are equal to them and in their tiles (ly > 0, lz >
-        // 0), so each tile joined its two cells and the earlier row's (plane's)
+        // square rule skips it: the cells above (or below) this one and its
+        // partner are equal to them and in their tiles (ly > 0, lz > 0), so
+        // each tile joined its two cells and the earlier row's (plane's)
         // pair to the left joins the tiles.  In a region that crosses the
         // column this leaves one union, not one per row.
         unsigned todo = 0u;
         if (lx == 0 && eql &&
             !(ly > 0 && meshccl::Key<T>::of(v[i - nx]) == key &&
               meshccl::Key<T>::of(v[i - nx - 1]) == key) &&
-            !(D == 3 && lz > 0 && meshccl::Key<T>::of(v[i - plane]) == key &&
+            !(lz > 0 && meshccl::Key<T>::of(v[i - plane]) == key &&
               meshccl::Key<T>::of(v[i - plane - 1]) == key))
             todo = meshccl::box::step_bit(0, 0, -1);
-        // runs3d.cu's z rules (Runs): is the partner straight down equal?
-        const bool zeq = D == 3 && Runs && z > 0 && meshccl::Key<T>::of(v[i - plane]) == key;
         MESHCCL_STEPS {
-            if (!((!Runs && lz + dz < 0) || ly + dy < 0 || ly + dy >= TY || lx + dx < 0 ||
-                  lx + dx > 31))
-                continue;  // inside the tile: the tile kernel's pair (or the z-face kernel's)
+            if (!(lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lx + dx < 0 || lx + dx > 31))
+                continue;  // inside the tile: the tile kernel's pair
             if (z + dz < 0 || y + dy < 0 || y + dy >= ny || x + dx < 0 || x + dx >= nx) continue;
             const I j = i + ((I)dz * ny + dy) * nx + dx;
-            if (D == 3 && Runs && dz < 0) {
-                // As in runs3d.cu: straight down by the twin, covered and column
-                // rules only (never "same run": the other z pairs defer to this
-                // one); any other z pair not at all when this one is equal (its
-                // partner is an in-plane neighbour of this one's).
-                if (dy == 0 && dx == 0) {
-                    if (!zeq) continue;
-                    if (y > 0 && meshccl::Key<T>::of(v[i - nx]) == key &&
-                        meshccl::Key<T>::of(v[i - plane - nx]) == key)
-                        continue;  // column
-                    if (eql && (C >= 2 || meshccl::Key<T>::of(v[j - 1]) == key))
-                        continue;  // covered (C >= 2) or twin
-                    todo |= meshccl::box::step_bit(dz, dy, dx);
-                    continue;
-                }
-                if (zeq) continue;
-            }
             if (meshccl::Key<T>::of(v[j]) != key) continue;
-            if (D == 3 && dz == 0 && dy < 0 && dx == 0 && lz > 0 &&
+            if (dz == 0 && dy < 0 && dx == 0 && lz > 0 &&
                 meshccl::Key<T>::of(v[i - plane]) == key &&
                 meshccl::Key<T>::of(v[j - plane]) == key)
                 continue;  // the square rule (above) on a tile's first row, along z
@@ -322,12 +281,7 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
         for (; todo; todo &= todo - 1u) {  // one call site, as in the tile kernel
             const int s = __ffs(todo) - 1;
             const int dz = s / 9 - 1, dy = (s / 3) % 3 - 1, dx = s % 3 - 1;
-            if (Runs)
-                meshccl::unite_recording(
-                    P, H, meshccl::runs::node(S, z * ny + y, x, nz * ny, nx),
-                    meshccl::runs::node(S, (z + dz) * ny + y + dy, x + dx, nz * ny, nx));
-            else
-                meshccl::unite_recording(P, H, i, i + ((I)dz * ny + dy) * nx + dx);
+            meshccl::unite_recording(P, H, i, i + ((I)dz * ny + dy) * nx + dx);
         }
     }
 }
@@ -335,40 +289,21 @@ __global__ void __launch_bounds__(256) meshccl_mesh23_border(
 #undef MESHCCL_STEPS
 
 #ifdef MESHCCL_INSTANTIATE_ALL
-// Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
-// (The tile shapes are meshccl/_gpu/mesh23.py's TILES and TILES_PER_BLOCK.)
-#define MESHCCL_M23(T, I, D, C, TY, TZ, NW, TB)                                                  \
-    template __global__ void meshccl_mesh23_tile<T, I, D, C, TY, TZ, NW, TB>(                    \
+// Used by CI (nvcc, no GPU) to compile every instantiation the loader may
+// ask for (image_plain.py: CELLS3D_TILES; values are unsigned or floats
+// after _validate.py).
+#define MESHCCL_CELLS3D(T, I, C, TY, TZ, NW, TB)                                                 \
+    template __global__ void meshccl_cells3d_tile<T, I, C, TY, TZ, NW, TB>(                      \
         const T*, I*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
-    template __global__ void meshccl_mesh23_border<T, I, D, C, TY, TZ, false>(                   \
-        const T*, I*, unsigned*, const unsigned*, I, I, I, int, meshccl::Key<T>::type);
-#define MESHCCL_M23_I(T, I) \
-    MESHCCL_M23(T, I, 2, 1, 16, 1, 16, 2) MESHCCL_M23(T, I, 2, 2, 16, 1, 16, 2) \
-    MESHCCL_M23(T, I, 3, 1, 8, 4, 32, 2) MESHCCL_M23(T, I, 3, 2, 8, 4, 32, 1) \
-    MESHCCL_M23(T, I, 3, 3, 8, 4, 32, 1)
-#define MESHCCL_M23_T(T) MESHCCL_M23_I(T, int) MESHCCL_M23_I(T, long long)
-// runs3d.cu's bricks (one-byte cells, 32 x 32 x 8)
-#define MESHCCL_M23_RUNS(T, I, C)                                                                \
-    template __global__ void meshccl_mesh23_border<T, I, 3, C, 32, 8, true>(                     \
-        const T*, I*, unsigned*, const unsigned*, I, I, I, int, meshccl::Key<T>::type);
-// (16 planes at connectivity 1: meshccl/_gpu/mesh23.py RUNS_3D_PLANES)
-#define MESHCCL_M23_RUNS16(T, I)                                                                 \
-    template __global__ void meshccl_mesh23_border<T, I, 3, 1, 32, 16, true>(                    \
-        const T*, I*, unsigned*, const unsigned*, I, I, I, int, meshccl::Key<T>::type);
-#define MESHCCL_M23_RUNS_T(T) MESHCCL_M23_RUNS(T, int, 1) MESHCCL_M23_RUNS(T, int, 2) \
-    MESHCCL_M23_RUNS(T, int, 3) MESHCCL_M23_RUNS(T, long long, 1) \
-    MESHCCL_M23_RUNS(T, long long, 2) MESHCCL_M23_RUNS(T, long long, 3) \
-    MESHCCL_M23_RUNS16(T, int) MESHCCL_M23_RUNS16(T, long long)
-MESHCCL_M23_RUNS_T(unsigned char)
-MESHCCL_M23_RUNS_T(signed char)
-MESHCCL_M23_T(unsigned char)
-MESHCCL_M23_T(unsigned short)
-MESHCCL_M23_T(unsigned int)
-MESHCCL_M23_T(unsigned long long)
-MESHCCL_M23_T(signed char)
-MESHCCL_M23_T(short)
-MESHCCL_M23_T(int)
-MESHCCL_M23_T(long long)
-MESHCCL_M23_T(float)
-MESHCCL_M23_T(double)
+    template __global__ void meshccl_cells3d_border<T, I, C, TY, TZ>(                            \
+        const T*, I*, unsigned*, I, I, I, int, meshccl::Key<T>::type);
+#define MESHCCL_CELLS3D_I(T, I) \
+    MESHCCL_CELLS3D(T, I, 1, 8, 4, 32, 2) MESHCCL_CELLS3D(T, I, 2, 8, 4, 32, 1) \
+    MESHCCL_CELLS3D(T, I, 3, 8, 4, 32, 1)
+#define MESHCCL_CELLS3D_T(T) MESHCCL_CELLS3D_I(T, int) MESHCCL_CELLS3D_I(T, long long)
+MESHCCL_CELLS3D_T(unsigned short)
+MESHCCL_CELLS3D_T(unsigned int)
+MESHCCL_CELLS3D_T(unsigned long long)
+MESHCCL_CELLS3D_T(float)
+MESHCCL_CELLS3D_T(double)
 #endif

@@ -1,4 +1,4 @@
-"""Hawick et al.'s iterative methods A-D on the GPU (``kernels/iterate.cu``).
+"""Hawick et al.'s iterative methods A-D on the GPU (``_kernels/iterative.cu``).
 
 Each method repeats a pass until a pass changes no label.  A pass is one
 launch (A, B), 2 * ndim sweep launches (C) or three launches (D); the
@@ -12,8 +12,8 @@ import numpy as np
 
 from .loader import kernels
 from .passes import until_settled
-from .mesh import grid_args
-from .relabel import BLOCK, grid, relabel
+from .image_general import grid_args
+from .number_roots import BLOCK, grid, relabel
 from .timing import run
 
 def label_iterative(method, values, P, shape, connectivity, has_bg, bgkey, *,
@@ -33,7 +33,7 @@ def label_iterative(method, values, P, shape, connectivity, has_bg, bgkey, *,
     tiles, cells = (geo["tiles"],), (geo["tile_cells"],)
     # one module per instantiation: every method's kernels compile together
     init, kern_a, kern_b, sweep, scan = kernels(
-        "iterate.cu", *(f"meshccl_iter_{k}<{targs}>" for k in ("init", "a", "b", "c", "d_scan")))
+        "iterative.cu", *(f"meshccl_iter_{k}<{targs}>" for k in ("init", "a", "b", "c", "d_scan")))
     run(timer, "init", lambda: init(tiles, cells, (values, P) + params))
     state = {"src": P}
 
@@ -60,7 +60,7 @@ def label_iterative(method, values, P, shape, connectivity, has_bg, bgkey, *,
                 steps.append((f"sweep {axis}{'+' if sign > 0 else '-'}", one_sweep))
     elif method == "D":
         index = targs.split(", ")[1]
-        analyse, label = kernels("iterate.cu", f"meshccl_iter_d_analyse<{index}>",
+        analyse, label = kernels("iterative.cu", f"meshccl_iter_d_analyse<{index}>",
                                  f"meshccl_iter_d_label<{index}>")
         R = cupy.arange(n, dtype=P.dtype)
         nn = P.dtype.type(n)

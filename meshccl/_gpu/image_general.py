@@ -1,4 +1,11 @@
-"""Mesh labelling on the GPU: ``kernels/mesh.cu`` then the relabel path."""
+"""The general chain on the GPU: any number of dimensions and every lattice
+feature (periodic axes, mask, bonds, tolerance, ``axes``), through
+``_kernels/general.cu`` (tile, union) and then :mod:`.number_roots`.
+
+:func:`label_mesh` is the one entry for a CuPy labelling call that is not
+an iterative method: plain 1- to 3-axis calls go to :mod:`.image_plain`'s
+fixed-geometry chains, everything else through the kernels here.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +14,12 @@ import functools
 import numpy as np
 
 from .. import neighbourhood
-from ..neighbourhood import TILE_LOG, tile_logs  # noqa: F401  (re-exported for benchmarks)
-from . import mesh23
+from ..neighbourhood import tile_logs
+from . import image_plain
 from .loader import c_type, kernels
-from .relabel import relabel
+from .number_roots import relabel
 from .timing import run
 
-#: Plain 1- to 3-axis calls take the fixed-geometry kernels of mesh23.cu.
-#: Benchmarks set it to False to time the general n-D kernels on the same
-#: cases; the labels are the same either way.
-USE_MESH23 = True
 
 @functools.lru_cache(maxsize=256)
 def _device_geometry(device_id: int, shape: tuple, connectivity: int, index_dtype: str,
@@ -60,7 +63,7 @@ def _dummy(device_id: int):
 
 def grid_args(values, index_dtype, shape, connectivity, has_bg, bgkey, *, periodic=0, mask=None,
               bonds=None, bond_rows=None, tolerance=None, label_axes=None, no_left=False):
-    """What every tile-grid kernel (mesh.cu, iterate.cu) takes after its label
+    """What every tile-grid kernel (general.cu, iterative.cu) takes after its label
     arrays (``MESHCCL_GRID_PARAMS`` in lattice.cuh).
 
     Returns ``(targs, geo, params)``: the template arguments after the value
@@ -92,10 +95,10 @@ def grid_args(values, index_dtype, shape, connectivity, has_bg, bgkey, *, period
 
 
 def mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
-    """The two mesh kernels as ``[(name, launch), ...]`` (also used by
-    benchmarks/phases.py to time each one)."""
+    """The two kernels of general.cu as ``[(name, launch), ...]``."""
     targs, geo, params = grid_args(values, P.dtype, shape, connectivity, has_bg, bgkey, **lattice)
-    tile, union = kernels("mesh.cu", f"meshccl_mesh_tile<{targs}>", f"meshccl_mesh_union<{targs}>")
+    tile, union = kernels("general.cu", f"meshccl_general_tile<{targs}>",
+                          f"meshccl_general_union<{targs}>")
     cells = geo["tile_cells"]
     key_bytes = 8 if (values.dtype.kind == "f" or lattice.get("tolerance") is not None) \
         else values.dtype.itemsize
@@ -112,9 +115,9 @@ def label_mesh(values, P, shape, connectivity, has_bg, bgkey, timer=None, **latt
     ``lattice``: periodic (bit mask of axes), mask, bonds + bond_rows, tolerance.
     ``timer``: a :class:`.timing.PhaseTimer` to time each kernel, or None.
     """
-    if USE_MESH23 and mesh23.applies(shape, **lattice):
+    if image_plain.applies(shape, **lattice):
         count = None
-        for name, launch in mesh23.steps(values, P, shape, connectivity, has_bg, bgkey):
+        for name, launch in image_plain.steps(values, P, shape, connectivity, has_bg, bgkey):
             count = run(timer, name, launch)
         return count
     for name, launch in mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):

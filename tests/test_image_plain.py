@@ -1,10 +1,11 @@
-"""Plain 2-D / 3-D images big enough to span many tiles of the GPU's fixed
-geometry paths (kernels/runs2d.cu: 32 x 32 tiles; kernels/runs3d.cu: 32 x
-32 x 8 bricks of one-byte cells; kernels/mesh23.cu: 32 x 16 tiles in 2-D,
-32 x 8 x 4 in 3-D), against skimage.  The same cases run on every backend;
-on the GPU they also check that the run kernels, mesh23.cu's cell tiles and
-the general n-D kernels give the same labels.  (tests/test_runs_emulated.py
-checks the run kernels' pair rules on the CPU.)"""
+"""Plain 2-D / 3-D images big enough to span many tiles of the GPU's plain
+chains (runs2d.cu: 32 x 32 tiles; runs3d.cu: 32 x 32 x 8 or 16 bricks of
+one-byte cells; cells3d.cu: 32 x 8 x 4 tiles of wider cells), against
+skimage.  The same cases run on every backend; on the GPU they also check
+that the plain chains and the general chain (general.cu, which an all-True
+mask selects) give the same labels, under the tuning settings the chains
+can take (meshccl._tuning.override).  (tests/test_runs_emulated.py checks
+the run kernels' pair rules on the CPU.)"""
 
 import numpy as np
 import pytest
@@ -103,95 +104,72 @@ def test_index_types(backend, dtype):
     assert n == m
 
 
-@pytest.mark.gpu
-def test_gpu_general_and_fixed_paths_agree():
-    """Both GPU paths (mesh23.cu and the n-D mesh.cu) give the same labels."""
+def _general(a, backend="gpu", **kw):
+    """Labels from the general chain: an all-True mask changes no label but
+    takes the call off the plain chains."""
+    return to_host(meshccl.label(to_backend(a, backend), mask=to_backend(np.ones(a.shape, bool),
+                                                                          backend), **kw))
+
+
+def _need_gpu():
     pytest.importorskip("cupy")
     from conftest import HAVE_GPU
 
     if not HAVE_GPU:
         pytest.skip("no GPU")
-    import meshccl._gpu.mesh as gm
 
+
+@pytest.mark.gpu
+def test_gpu_general_and_plain_chains_agree():
+    """The plain chains and the n-D general chain give the same labels."""
+    _need_gpu()
     for name in ("spiral-130", "percolation3d-40x41x42", "stripes-up-65x97"):
         a = ADVERSARIAL[name]()
         for c in range(1, a.ndim + 1):
-            fixed = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c, return_info=True)[0])
-            gm.USE_MESH23 = False
-            try:
-                general = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c,
-                                                return_info=True)[0])
-            finally:
-                gm.USE_MESH23 = True
-            np.testing.assert_array_equal(fixed, general)
+            plain = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c, return_info=True)[0])
+            np.testing.assert_array_equal(plain, _general(a, connectivity=c))
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("tiles", [(16, 1, 16, 1), (16, 1, 16, 2), (16, 1, 16, 3), (16, 1, 16, 8),
-                                   (8, 4, 32, 2), (8, 4, 32, 3)])
-def test_gpu_tiles_per_block(tiles):
-    """The tile kernel with 1, 2, 3 or 8 tiles per block (loaded together,
-    labelled one after the other; the last block's tiles may lie partly or
-    wholly past the array) gives skimage's labels."""
-    pytest.importorskip("cupy")
-    from conftest import HAVE_GPU
+@pytest.mark.parametrize("per_block", [1, 2, 3])
+def test_gpu_cells3d_tiles_per_block(per_block):
+    """cells3d.cu's tile kernel with 1, 2 or 3 tiles per block (loaded
+    together, labelled one after the other; the last block's tiles may lie
+    partly or wholly past the volume) gives skimage's labels."""
+    _need_gpu()
+    from meshccl import _tuning
 
-    if not HAVE_GPU:
-        pytest.skip("no GPU")
-    import cupy
-
-    from meshccl._gpu import mesh23
-
-    d = 2 if tiles[1] == 1 else 3
     rng = np.random.default_rng(4)
-    images = [a for a in (make() for make in ADVERSARIAL.values()) if a.ndim == d]
-    images += [patterns.percolation((517, 300), 0.5927, seed=5)] if d == 2 else \
-        [patterns.percolation((21, 75, 66), 0.3116, seed=5)]
-    images += [rng.integers(0, 3, (130, 97)).astype(np.uint8)] if d == 2 else \
-        [rng.integers(0, 3, (9, 70, 40)).astype(np.uint8)]
-    for a in images:
-        assert a.ndim == d
-        for c in range(1, d + 1):
-            v = cupy.asarray(np.ascontiguousarray(a)).reshape(-1)
-            out = cupy.empty(a.size, dtype=cupy.int32)
-            steps = mesh23.steps(v, out, a.shape, c, True, a.dtype.type(0), tiles=tiles)
-            count = None
-            for _, launch in steps:
-                count = launch()
-            want, n = sk_label(a, connectivity=c, return_num=True)
-            np.testing.assert_array_equal(out.get().reshape(a.shape), want,
-                                          err_msg=f"{a.shape} c={c} {tiles}")
-            assert int(count) == n
+    images = [patterns.percolation((21, 75, 66), 0.3116, seed=5).astype(np.uint16),
+              rng.integers(0, 3, (9, 70, 40)).astype(np.uint32),
+              np.repeat(rng.integers(0, 3, (5, 9, 9)), 4, axis=0).repeat(5, 1).repeat(5, 2)
+              .astype(np.float32)]
+    with _tuning.override(CELLS3D_TILES_PER_BLOCK={1: per_block, 2: per_block, 3: per_block}):
+        for a in images:
+            for c in range(1, 4):
+                got, n = meshccl.label(to_backend(a, "gpu"), connectivity=c, return_num=True,
+                                       return_info=True)[:2]
+                want, m = sk_label(a, connectivity=c, return_num=True)
+                np.testing.assert_array_equal(to_host(got), want,
+                                              err_msg=f"{a.dtype} {a.shape} c={c}")
+                assert n == m
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("rows", [1, 2, 4])
-def test_gpu_runs2d_and_mesh23_agree(rows):
-    """Plain 2-D images take kernels/runs2d.cu; with RUNS_2D off they take
-    mesh23.cu's cell tiles.  Both give skimage's labels: rows 16-byte
-    aligned (two vector loads per row) and not, one-byte cells signed and
-    unsigned with a background that is not 0, wider cells, bool, tiles
-    binary and not in one image; the label pass with 1, 2 or 4 tile rows
-    per lane group."""
-    pytest.importorskip("cupy")
-    from conftest import HAVE_GPU
+def test_gpu_runs2d_against_general(rows):
+    """Plain 2-D images take runs2d.cu; the general chain must agree, and
+    both must equal skimage: rows 16-byte aligned (two vector loads per row)
+    and not, one-byte cells signed and unsigned with a background that is
+    not 0, wider cells, bool, tiles binary and not in one image, strips of 8
+    tiles (images a few strips wide, diagonal-only contacts across tile
+    borders); the label pass with 1, 2 or 4 tile rows per lane group."""
+    _need_gpu()
+    from meshccl import _tuning
 
-    if not HAVE_GPU:
-        pytest.skip("no GPU")
-    from meshccl._gpu import mesh23, plan
-
-    plan._local.__dict__.pop("plans", None)  # plans keep their program
-    default_rows = mesh23.RUNS_LABEL_ROWS[4]
-    mesh23.RUNS_LABEL_ROWS[4] = rows
-    try:
-        _runs2d_against_mesh23()
-    finally:
-        mesh23.RUNS_LABEL_ROWS[4] = default_rows
-        plan._local.__dict__.pop("plans", None)
-
-
-def _runs2d_against_mesh23():
     rng = np.random.default_rng(11)
+    yy, xx = np.mgrid[:70, :700]
+    y2, x2 = np.mgrid[:130, :270]
     images = [
         patterns.percolation((512, 512), 0.5927, seed=6),        # aligned rows
         patterns.percolation((300, 257), 0.5927, seed=7),        # odd width
@@ -200,15 +178,6 @@ def _runs2d_against_mesh23():
         np.repeat(rng.integers(0, 3, (40, 30)), 4, axis=0).repeat(4, axis=1).astype(np.uint16),
         patterns.percolation((96, 1024), 0.5, seed=8).astype(bool),
         _part_binary((256, 320), rng),
-    ]
-    _runs_against_cells(images, "RUNS_2D")
-    # the tiles of a block uniting across their inner borders (strips of 8
-    # tiles), and with RUNS_2D_STRIPS off the border kernel taking them all:
-    # images a few strips wide, diagonal-only contacts across tile borders,
-    # wider cells (their edge keys come from lanes 0, 30 and 31)
-    yy, xx = np.mgrid[:70, :700]
-    y2, x2 = np.mgrid[:130, :270]
-    images += [
         patterns.spiral(600),
         ((xx + yy) % 2).astype(np.uint8),                         # a checkerboard
         ((xx // 3 + yy) % 4 == 0).astype(np.uint8),               # diagonal stripes
@@ -217,26 +186,20 @@ def _runs2d_against_mesh23():
         rng.integers(0, 4, (200, 200)).astype(np.uint8),          # Potts-like
         patterns.percolation((257, 333), 0.4073, seed=9),         # c2's threshold
     ]
-    _runs_against_cells(images, "RUNS_2D_STRIPS")
+    with _tuning.override(RUNS_LABEL_ROWS={4: rows, 8: 1}):
+        _plain_against_general(images)
 
 
 @pytest.mark.gpu
 def test_gpu_runs2d_bands():
     """Binary 2-D images at connectivity 2 are labelled in bands of two rows
-    (runs.cuh, band_node; mesh23.RUNS_2D_BANDS), tile by tile where the
-    tile's cells are all 0 / 1 with background 0.  With bands and without,
-    against skimage: odd heights (a last band of one row), one row, one
+    (runs.cuh, band_node), tile by tile where the tile's cells are all
+    0 / 1 with background 0.  Against skimage and the general chain: odd heights (a last band of one row), one row, one
     column, widths that are not multiples of 32, a checkerboard (each band
     one run, joined only diagonally), one-cell-wide lines in every
     direction, lines along band borders, bool, tiles banded and not in one
     image, and random images at the thresholds."""
-    pytest.importorskip("cupy")
-    from conftest import HAVE_GPU
-
-    if not HAVE_GPU:
-        pytest.skip("no GPU")
-    from meshccl._gpu import plan
-
+    _need_gpu()
     rng = np.random.default_rng(21)
     yy, xx = np.mgrid[:97, :300]
     lines = np.zeros((130, 270), np.uint8)
@@ -258,17 +221,13 @@ def test_gpu_runs2d_bands():
         _part_binary((256, 320), rng),                            # banded and not
         np.repeat(rng.integers(0, 2, (33, 40)), 3, axis=0).repeat(5, axis=1).astype(np.uint8),
     ]
-    plan._local.__dict__.pop("plans", None)  # plans keep their program
-    try:
-        _runs_against_cells(images, "RUNS_2D_BANDS")
-    finally:
-        plan._local.__dict__.pop("plans", None)
+    _plain_against_general(images)
 
 
 @pytest.mark.gpu
 def test_gpu_runs2d_slots():
     """Plain 2-D images keep the piece roots of a tile's run starts in the
-    tile's slots (mesh23.RUNS_2D_SLOTS) where they fit, else at the run
+    tile's slots (_tuning.RUNS_2D_SLOTS) where they fit, else at the run
     starts in the labels array.  With slots and without, against skimage:
     tiles of both kinds in one image (random bytes beside blobs), tiles of
     exactly as many run starts as slots (6 runs in every row: 192) and one
@@ -276,13 +235,9 @@ def test_gpu_runs2d_slots():
     along a row), widths that are not multiples of 32, one row, one column,
     int64 labels, and 512 slots (every binary tile fits); and the kernels
     compiled without slots, which a launch plan takes where few tiles fit
-    (mesh23.RUNS_2D_SLOTS_SHARE above 1: every call)."""
-    pytest.importorskip("cupy")
-    from conftest import HAVE_GPU
-
-    if not HAVE_GPU:
-        pytest.skip("no GPU")
-    from meshccl._gpu import mesh23, plan
+    (_tuning.RUNS_2D_SLOTS_SHARE above 1: every call)."""
+    _need_gpu()
+    from meshccl import _tuning
 
     rng = np.random.default_rng(31)
     mixed = patterns.blobs((160, 200), seed=2).astype(np.uint8)
@@ -300,25 +255,20 @@ def test_gpu_runs2d_slots():
         patterns.percolation((300, 1), 0.5, seed=5),
         patterns.percolation((257, 333), 0.4073, seed=6),
     ]
-    default, share = mesh23.RUNS_2D_SLOTS, mesh23.RUNS_2D_SLOTS_SHARE
-    try:
-        for a in images:
-            for c in (1, 2):
-                for bg in (0, 1):
-                    want = sk_label(a, connectivity=c, background=bg)
-                    for slots, always in ((default, 0.0), (default, 2.0), (512, 0.0), (0, 0.0)):
-                        mesh23.RUNS_2D_SLOTS = slots
-                        mesh23.RUNS_2D_SLOTS_SHARE = {1: always, 2: always}
-                        plan._local.__dict__.pop("plans", None)  # plans keep their program
+    default = _tuning.RUNS_2D_SLOTS
+    for a in images:
+        for c in (1, 2):
+            for bg in (0, 1):
+                want = sk_label(a, connectivity=c, background=bg)
+                for slots, always in ((default, 0.0), (default, 2.0), (512, 0.0), (0, 0.0)):
+                    with _tuning.override(RUNS_2D_SLOTS=slots,
+                                          RUNS_2D_SLOTS_SHARE={1: always, 2: always}):
                         msg = f"{a.dtype} {a.shape} c={c} bg={bg} slots={slots} share={always}"
                         got = meshccl.label(to_backend(a, "gpu"), connectivity=c, background=bg)
                         np.testing.assert_array_equal(to_host(got), want, err_msg=msg)
                         got = meshccl.label(to_backend(a, "gpu"), connectivity=c, background=bg,
                                             dtype=np.int64, return_info=True)[0]
                         np.testing.assert_array_equal(to_host(got), want, err_msg=msg + " int64")
-    finally:
-        mesh23.RUNS_2D_SLOTS, mesh23.RUNS_2D_SLOTS_SHARE = default, share
-        plan._local.__dict__.pop("plans", None)
 
 
 @pytest.mark.gpu
@@ -327,7 +277,7 @@ def test_gpu_every_cell_written_on_dirty_memory():
     cell, background included, must be written by the kernels.  Each call
     here gets the block of an array just filled with -7 (asserted: the same
     address) and must still label as skimage does.  The images are larger
-    than plan.GRAPH_CELLS, so that the kernels write straight into that
+    than _tuning.PLAN_GRAPH_CELLS, so that the kernels write straight into that
     block (smaller ones go through a plan's own buffers): 2-D widths that
     are and are not multiples of 8 and of 32, a 3-D volume, int32 and int64
     labels, both forms of the 2-D tile kernel (slots and none), a plan's
@@ -336,21 +286,15 @@ def test_gpu_every_cell_written_on_dirty_memory():
     graph recorded at each pair of addresses, then one replayed) and the
     general path (return_info)."""
     cupy = pytest.importorskip("cupy")
-    from conftest import HAVE_GPU
-
-    if not HAVE_GPU:
-        pytest.skip("no GPU")
-    from meshccl._gpu import mesh23, plan
+    _need_gpu()
+    from meshccl import _tuning
 
     images = [patterns.blobs((1024, 1024), seed=3), patterns.blobs((730, 731), seed=4),
               patterns.percolation((555, 1003), 0.3, seed=5), patterns.spiral(1024),
               np.zeros((600, 900), np.uint8), patterns.blobs((90, 100, 70), seed=6)]
-    assert all(a.size > plan.GRAPH_CELLS for a in images)
-    share = mesh23.RUNS_2D_SLOTS_SHARE
-    try:
-        for always in (0.0, 2.0):
-            mesh23.RUNS_2D_SLOTS_SHARE = {1: always, 2: always}
-            plan._local.__dict__.pop("plans", None)
+    assert all(a.size > _tuning.PLAN_GRAPH_CELLS for a in images)
+    for always in (0.0, 2.0):
+        with _tuning.override(RUNS_2D_SLOTS_SHARE={1: always, 2: always}):
             for a in images:
                 x = to_backend(a, "gpu")
                 for c in range(1, a.ndim + 1):
@@ -369,9 +313,6 @@ def test_gpu_every_cell_written_on_dirty_memory():
                             if not general:  # (the general path allocates scratch first)
                                 assert got.data.ptr == ptr, msg + ": not the dirty block"
                             np.testing.assert_array_equal(to_host(got), want, err_msg=msg)
-    finally:
-        mesh23.RUNS_2D_SLOTS_SHARE = share
-        plan._local.__dict__.pop("plans", None)
 
 
 def _part_binary(shape, rng):
@@ -385,51 +326,36 @@ def _part_binary(shape, rng):
     return a
 
 
-def _runs_against_cells(images, flag):
-    """Each image at every connectivity and three backgrounds: the default
-    path (the run kernels), through a launch plan and directly, and with
-    mesh23's ``flag`` off (its cell tiles), all equal to skimage."""
-    from meshccl._gpu import mesh23
-
+def _plain_against_general(images):
+    """Each image at every connectivity and three backgrounds: the plain
+    chain through a launch plan and directly, and the general chain, all
+    equal to skimage."""
     for a in images:
         for c in range(1, a.ndim + 1):
             for bg in (0, -1, 1):
                 want = sk_label(a, connectivity=c, background=bg)
                 msg = f"{a.dtype} {a.shape} c={c} bg={bg}"
                 # a launch plan (repeated calls), then the direct path
-                runs = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c, background=bg))
-                np.testing.assert_array_equal(runs, want, err_msg=msg)
-                runs = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c, background=bg,
-                                             return_info=True)[0])
-                np.testing.assert_array_equal(runs, want, err_msg=msg)
-                setattr(mesh23, flag, False)  # (return_info: no launch plan, which keeps its program)
-                try:
-                    cells = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c,
-                                                  background=bg, return_info=True)[0])
-                finally:
-                    setattr(mesh23, flag, True)
-                np.testing.assert_array_equal(cells, want, err_msg=msg + " (mesh23)")
+                plain = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c, background=bg))
+                np.testing.assert_array_equal(plain, want, err_msg=msg)
+                plain = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c, background=bg,
+                                              return_info=True)[0])
+                np.testing.assert_array_equal(plain, want, err_msg=msg)
+                np.testing.assert_array_equal(_general(a, connectivity=c, background=bg), want,
+                                              err_msg=msg + " (general)")
 
 
 @pytest.mark.gpu
-def test_gpu_runs3d_and_mesh23_agree():
-    """3-D volumes of one-byte cells take kernels/runs3d.cu (bricks of 32 x
-    32 x 8, 16 at connectivity 1; z pairs inside a brick in shared memory, a
-    brick's first plane against the one below by the z-face kernel, the
-    pairs across tiles' x and y faces by the seam kernel, or with
-    RUNS_3D_SEAMS off by mesh23.cu's border kernel on run starts); with
-    RUNS_3D off, mesh23.cu's cell tiles.
-    Both give skimage's labels at connectivity 1, 2 and 3: rows aligned and
+def test_gpu_runs3d_against_general():
+    """3-D volumes of one-byte cells take runs3d.cu (bricks of 32 x 32 x 8,
+    16 at connectivity 1; z pairs inside a brick in shared memory, a brick's
+    first plane against the one below by the z-face kernel, the pairs across
+    tiles' x and y faces by the seam kernel); wider cells cells3d.cu.  They
+    and the general chain give skimage's labels at connectivity 1, 2 and 3: rows aligned and
     not, plane counts and heights that are not multiples of the brick, a
     signed byte volume, bool, diagonal stripes (pairs across brick edges and
     corners) and a wider dtype (which stays on the cell tiles)."""
-    pytest.importorskip("cupy")
-    from conftest import HAVE_GPU
-
-    if not HAVE_GPU:
-        pytest.skip("no GPU")
-    from meshccl._gpu import plan
-
+    _need_gpu()
     rng = np.random.default_rng(12)
     blobs = np.repeat(rng.integers(0, 2, (5, 12, 12)), 4, axis=0).repeat(6, 1).repeat(6, 2)
     images = [
@@ -447,14 +373,7 @@ def test_gpu_runs3d_and_mesh23_agree():
         patterns.percolation((18, 66, 97), 0.1369, seed=14),     # sparse: diagonal pairs on seams
         patterns.percolation((9, 33, 33), 0.3116, seed=15),      # one-cell tiles past the seams
     ]
-    plan._local.__dict__.pop("plans", None)  # plans keep their program
-    try:
-        _runs_against_cells(images, "RUNS_3D")
-        # the pairs across tile columns' x / y faces: meshccl_runs3d_seams, and
-        # with RUNS_3D_SEAMS off mesh23.cu's border kernel on the run bricks
-        _runs_against_cells(images[:4] + images[-2:], "RUNS_3D_SEAMS")
-    finally:
-        plan._local.__dict__.pop("plans", None)
+    _plain_against_general(images)
 
 
 @pytest.mark.gpu

@@ -1,4 +1,4 @@
-// mesh.cu -- one-pass union-find labelling of n-dimensional meshes.
+// general.cu -- one-pass union-find labelling of n-dimensional meshes.
 //
 // The array is seen as a flat raster (C order) of n cells.  Cells whose key
 // equals the background key are background; two neighbouring cells belong
@@ -27,7 +27,7 @@
 // spirit of Allegretti, Bolelli and Grana's BUF and of Playne and Hawick's
 // 2018 kernels):
 //
-// 1. meshccl_mesh_tile -- one thread block per tile of up to 1024 cells: a
+// 1. meshccl_general_tile -- one thread block per tile of up to 1024 cells: a
 //    power-of-two box over the last (up to three) axes, e.g. 32 x 32 in 2-D
 //    and 4 x 8 x 32 in 3-D.  The block stages the keys in shared memory,
 //    finds runs along the last axis with one warp ballot (cells inside a run
@@ -39,7 +39,7 @@
 //    its piece of the tile.  Long runs, columns and spirals collapse here at
 //    shared-memory speed, so no long pointer chains reach global memory.
 //
-// 2. meshccl_mesh_union -- the same grid of tiles; each cell unites the
+// 2. meshccl_general_union -- the same grid of tiles; each cell unites the
 //    pairs that cross a tile border, with the global unite() of unionfind.cuh.  Cells in a
 //    tile's interior find no such pair and leave after a few bit tests.  Two
 //    rules skip pairs that are already implied when the left cell is equal
@@ -48,12 +48,12 @@
 //    shifted twin (left, left+o) is an equal pair -- that pair is united by
 //    the tile kernel or by the left cell itself, so i and i+o already meet.
 //
-// Then relabel.cu flattens the forest and numbers the roots in raster order.
+// Then number_roots.cu flattens the forest and numbers the roots in raster order.
 
 #include "lattice.cuh"
 
 template <typename T, typename I, bool Tol, bool Lat>
-__global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(
+__global__ void __launch_bounds__(1024, 2) meshccl_general_tile(
         const T* __restrict__ v, I* __restrict__ P, MESHCCL_GRID_PARAMS(T, Tol)) {
     typedef meshccl::Rule<T, Tol> R;
     typedef typename R::K K;
@@ -125,9 +125,9 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_tile(
     }
 }
 
-// Same grid as meshccl_mesh_tile: block = tile, thread = cell.
+// Same grid as meshccl_general_tile: block = tile, thread = cell.
 template <typename T, typename I, bool Tol, bool Lat>
-__global__ void __launch_bounds__(1024, 2) meshccl_mesh_union(
+__global__ void __launch_bounds__(1024, 2) meshccl_general_union(
         const T* __restrict__ v, I* P, MESHCCL_GRID_PARAMS(T, Tol)) {
     typedef meshccl::Rule<T, Tol> R;
     typedef typename R::K K;
@@ -198,8 +198,8 @@ __global__ void __launch_bounds__(1024, 2) meshccl_mesh_union(
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_MESH_ARGS(T, I, Tol) (const T*, I*, MESHCCL_GRID_TYPES(T, I, Tol))
 #define MESHCCL_MESH(T, I, Tol, Lat)                                                          \
-    template __global__ void meshccl_mesh_tile<T, I, Tol, Lat> MESHCCL_MESH_ARGS(T, I, Tol); \
-    template __global__ void meshccl_mesh_union<T, I, Tol, Lat> MESHCCL_MESH_ARGS(T, I, Tol);
+    template __global__ void meshccl_general_tile<T, I, Tol, Lat> MESHCCL_MESH_ARGS(T, I, Tol); \
+    template __global__ void meshccl_general_union<T, I, Tol, Lat> MESHCCL_MESH_ARGS(T, I, Tol);
 #define MESHCCL_MESH_I(T, I)                                                                  \
     MESHCCL_MESH(T, I, false, false) MESHCCL_MESH(T, I, false, true) MESHCCL_MESH(T, I, true, true)
 #define MESHCCL_MESH_T(T) MESHCCL_MESH_I(T, int) MESHCCL_MESH_I(T, long long)

@@ -1,17 +1,19 @@
-"""GPU side of the one relabel path (``kernels/relabel.cu``)."""
+"""Numbering of a union-find forest whose roots are smallest indices
+(``_kernels/number_roots.cu``): the general lattice chain, the iterative
+methods, graphs and launch plans of n-D arrays end here.  Plain images
+number their pieces instead (:mod:`.image_plain`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import _tuning
+
 from .loader import c_type, kernels
 from .timing import run
 
 BLOCK = 256
-#: Word counts up to this many are scanned by one block (meshccl_scan_block);
-#: longer ones in three launches (:func:`scan_words`).
-BLOCK_SCAN_WORDS = 16384
-#: words per block of the long scan (MESHCCL_PIECE_BLOCK in relabel.cu)
+#: words per block of the long scan (MESHCCL_PIECE_BLOCK in numbering.cuh)
 SCAN_BLOCK = 1024
 
 
@@ -30,26 +32,26 @@ def scratch(n: int, index_dtype):
     blocks = -(-words // SCAN_BLOCK)
     return (cupy.empty(words, dtype=cupy.uint32), cupy.empty(words, dtype=index_dtype),
             cupy.empty(words, dtype=index_dtype),
-            cupy.empty(2 * blocks, dtype=index_dtype) if words > BLOCK_SCAN_WORDS else None)
+            cupy.empty(2 * blocks, dtype=index_dtype) if words > _tuning.ROOTS_ONE_BLOCK_SCAN_WORDS else None)
 
 
 def scan_words(index_dtype, words: int):
     """``launch(bits, counts, incl, sums)``: incl[w] = the roots in words
     0..w, where counts[w] = popcount(bits[w]) (meshccl_flatten writes
-    both).  Up to :data:`BLOCK_SCAN_WORDS` words one block scans counts;
+    both).  Up to ``_tuning.ROOTS_ONE_BLOCK_SCAN_WORDS`` words one block scans counts;
     beyond, three launches: a block sum per 1024 words of bits
     (meshccl_word_sums, into sums[:blocks]), their scan (meshccl_scan_block,
     into sums[blocks:]) and each word's sum (meshccl_rank_words)."""
     index_dtype = np.dtype(index_dtype)
     t = c_type(index_dtype)
     I = index_dtype.type
-    if words <= BLOCK_SCAN_WORDS:
-        (scan_block,) = kernels("relabel.cu", f"meshccl_scan_block<{t}>")
+    if words <= _tuning.ROOTS_ONE_BLOCK_SCAN_WORDS:
+        (scan_block,) = kernels("number_roots.cu", f"meshccl_scan_block<{t}>")
 
         def short(bits, counts, incl, sums):
             scan_block((1,), (1024,), (counts, incl, I(words)))
         return short
-    sums_k, scan_block, rank_k = kernels("relabel.cu", f"meshccl_word_sums<{t}>",
+    sums_k, scan_block, rank_k = kernels("number_roots.cu", f"meshccl_word_sums<{t}>",
                                          f"meshccl_scan_block<{t}>", f"meshccl_rank_words<{t}>")
     blocks = -(-words // SCAN_BLOCK)
 
@@ -74,7 +76,7 @@ def relabel_steps(P, n: int, buffers=None, base: int = 0, count_out=None):
     also receives N, in the relabel kernel.
     """
     t = c_type(P.dtype)
-    flatten, gather = kernels("relabel.cu", f"meshccl_flatten<{t}>", f"meshccl_relabel<{t}>")
+    flatten, gather = kernels("number_roots.cu", f"meshccl_flatten<{t}>", f"meshccl_relabel<{t}>")
     words = (n + 31) // 32
     bits, counts, incl, sums = buffers if buffers is not None else scratch(n, P.dtype)
     scan = scan_words(P.dtype, words)

@@ -1,10 +1,10 @@
-// iterate.cu -- Hawick, Leist and Playne's iterative mesh labellers (2010,
+// iterative.cu -- Hawick, Leist and Playne's iterative mesh labellers (2010,
 // section 5) as selectable methods: Kernels A, B, C and D.
 //
 // These are the classic "propagate until nothing changes" methods, kept so
-// that users can compare them with the one-pass union-find of mesh.cu and
+// that users can compare them with the one-pass union-find of general.cu and
 // so that the paper's experiments can be repeated on today's GPUs.  They
-// share everything but the propagation with mesh.cu: the same neighbourhood
+// share everything but the propagation with general.cu: the same neighbourhood
 // table, tile geometry, joining rule and lattice features (lattice.cuh).
 //
 // Every foreground cell starts with its own index as label (background and
@@ -12,7 +12,7 @@
 // among the cells joined to it, so at the fixed point each cell holds the
 // smallest index -- the first cell in raster order -- of its component.  That
 // is a parent array in the sense of unionfind.cuh (P[x] <= x, roots are first
-// cells), and the shared relabel path (relabel.cu) numbers it 1..N exactly as
+// cells), and the shared numbering path (number_roots.cu) numbers it 1..N exactly as
 // the default method does.  All four methods therefore give identical labels.
 //
 // A cell looks at its full neighbourhood: both directions of every row of

@@ -1,0 +1,332 @@
+"""The plain path on the GPU: 1-D, 2-D and 3-D arrays with no lattice feature.
+
+Most calls label an ordinary image or volume: no mask, bonds, tolerance,
+periodic axes or batch axes.  For those the geometry is fixed at compile
+time and one kernel chain serves each case, chosen by what the input is:
+
+=====================================  ==========================================
+input                                  kernel chain
+=====================================  ==========================================
+1-D and 2-D, any dtype                 ``runs2d.cu`` tile, border; then
+                                       ``number_pieces.cu`` roots, pieces, runs
+3-D of one-byte cells (bool, uint8)    ``runs3d.cu`` tile, z-face, seams; then
+                                       ``number_pieces.cu`` roots, pieces, runs
+3-D of wider cells                     ``cells3d.cu`` tile, border; then
+                                       ``number_pieces.cu`` roots, cells, pieces
+=====================================  ==========================================
+
+Everything else (n-D, periodic, mask, bonds, tolerance, ``axes``) takes the
+general chain of :mod:`.image_general`.  :func:`applies` says when this
+module serves a call; :func:`program` works out the launches once per shape
+and dtype (launch plans keep it, :mod:`.plan`); :func:`steps` binds them to
+one input and output for the general entry and for benchmarks that time
+each kernel.  The tuning constants read here are in :mod:`meshccl._tuning`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from .. import _tuning
+from .launch import LABELS, VALUES, Launch, Memset
+from .loader import c_type, kernels
+
+#: Words per block of meshccl_piece_roots (MESHCCL_PIECE_BLOCK in numbering.cuh).
+PIECE_BLOCK = 1024
+#: Threads per block of the label passes (their __launch_bounds__).
+BLOCK = 256
+#: Cells per thread of meshccl_label_cells (MESHCCL_CELLS_PER_THREAD).
+CELLS_PER_THREAD = 8
+#: Warps (tiles of 32 x 32) per block of meshccl_runs2d_tile: the
+#: instantiation in runs2d.cu; with strips of 8 tiles the border kernel
+#: takes 8 tiles a block.
+RUNS_2D_WARPS = 8
+_MAX_GRID_YZ = 65535
+
+def _dims(shape):
+    """(D, nz, ny, nx) of a squeezed shape of 1 to 3 axes."""
+    if len(shape) == 3:
+        return 3, shape[0], shape[1], shape[2]
+    if len(shape) == 2:
+        return 2, 1, shape[0], shape[1]
+    return 2, 1, 1, shape[0]
+
+
+def applies(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None, tolerance=None,
+            no_left=False, label_axes=None) -> bool:
+    """True when the call is a plain labelling of 1 to 3 axes, all labelled,
+    whose grid of tiles fits a launch (at most 65535 blocks along y and z)."""
+    if not 1 <= len(shape) <= 3 or periodic or mask is not None or bonds is not None:
+        return False
+    if tolerance is not None or no_left:
+        return False
+    if label_axes is not None and label_axes != (1 << len(shape)) - 1:
+        return False
+    d, nz, ny, nx = _dims(shape)
+    if d == 2:
+        return -(-ny // 32) <= _MAX_GRID_YZ
+    ty, tz, _ = _tuning.CELLS3D_TILES  # (runs3d.cu's bricks are larger in y and z)
+    return -(-ny // ty) <= _MAX_GRID_YZ and -(-nz // tz) <= _MAX_GRID_YZ
+
+
+def border_items(c: int, ty: int, tz: int) -> int:
+    """Cells per tile that meshccl_cells3d_border visits (``Border<...>::ITEMS``
+    in cells3d.cu)."""
+    extra = 1 if c >= 2 else 0
+    rows = ty + (tz - 1) * (1 + extra)
+    cols = (tz - 1) * (ty - 1 - extra)
+    return rows * 32 + cols * (2 if c >= 2 else 1)
+
+
+def _runs_words(shape) -> int:
+    """Words of each of the run kernels' bit arrays F and S: one per tile row
+    (a row of 32 cells of one plane)."""
+    _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
+    return -(-nx // 32) * ny * nz
+
+
+def uses_runs(shape, value_dtype) -> bool:
+    """True when the call takes a run-based tile kernel (runs2d.cu: any plain
+    1-D / 2-D image; runs3d.cu: 3-D volumes of one-byte cells) rather than
+    cells3d.cu's cell tiles."""
+    d = _dims(tuple(int(s) for s in shape))[0]
+    return d == 2 or np.dtype(value_dtype).itemsize == 1
+
+
+def scratch(n: int, index_dtype, shape=None, value_dtype=None):
+    """The chain's temporary arrays: the bit arrays A and H and, after them,
+    the ticket counter of meshccl_piece_roots and the tally of
+    :func:`program`'s ``report`` (one buffer; both start at 0 and each call
+    leaves them so), the per-word prefix sums within blocks and the block
+    sums (with their scan): 3n/8 bytes for int32 labels, plus a few per
+    32768 cells.  With a ``shape`` (and ``value_dtype`` for 3-D) that the
+    run kernels take, also their bit arrays F and S (one buffer, about n/4
+    bytes), and in 2-D the tiles' slots and each tile row's first slot."""
+    import cupy
+
+    words = (n + 31) // 32
+    blocks = -(-words // PIECE_BLOCK)
+    bits = cupy.empty(2 * words + 2, dtype=cupy.uint32)
+    bits[2 * words:] = 0  # the counter, and the 2-D tile kernel's tally of tiles with slots
+    out = (bits, cupy.empty(words, dtype=index_dtype),
+           cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
+    if shape is not None:
+        d, _, ny, nx = _dims(tuple(int(s) for s in shape))
+        if d == 2 or (value_dtype is not None and np.dtype(value_dtype).itemsize == 1):
+            out += (cupy.empty(2 * _runs_words(shape), dtype=cupy.uint32),)
+        if d == 2 and _tuning.RUNS_2D_SLOTS:  # the tiles' slots and each tile row's first slot
+            ntx, nty = -(-nx // 32), -(-ny // 32)
+            out += (cupy.empty(ntx * nty * _tuning.RUNS_2D_SLOTS, dtype=index_dtype),
+                    cupy.empty(ntx * ny, dtype=cupy.uint16))
+    return out
+
+
+def chooses_slots(shape) -> bool:
+    """True when a call of this shape takes runs2d.cu with slots, so that
+    :func:`program` can be asked for either tile kernel (``slot_tiles``)."""
+    return bool(_tuning.RUNS_2D_SLOTS) and _dims(tuple(int(s) for s in shape))[0] == 2
+
+
+def slots_threshold(shape, connectivity) -> int:
+    """The fewest tiles that must have fitted their run starts in their slots
+    on a call for a launch plan's next call to take the tile kernel with
+    slots (``_tuning.RUNS_2D_SLOTS_SHARE`` of the tiles, rounded up; 2**32,
+    never, where the share is above 1).  A plan's count starts at
+    0xFFFFFFFF (no call has written it yet): slots, unless never."""
+    d, _, ny, nx = _dims(tuple(int(s) for s in shape))
+    share = _tuning.RUNS_2D_SLOTS_SHARE[min(int(connectivity), d) if len(shape) > 1 else 1]
+    if share > 1:
+        return 1 << 32
+    return math.ceil(share * (-(-nx // 32) * -(-ny // 32)))
+
+
+def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buffers=None,
+            slot_tiles=True, report=None):
+    """The launches of the plain path for arrays of one shape and dtype, as
+    ``[(name, launch), ...]`` where ``launch(values, P)`` runs one kernel on
+    flat CuPy ``values`` and int32/int64 output ``P`` of ``n`` cells; the
+    last returns N (a 0-d CuPy array, no host synchronisation).  Each launch
+    is a :class:`.launch.Launch` (or a :class:`.launch.Memset`), which a
+    launch plan packs for the driver once.
+
+    ``shape``: the squeezed shape (1 to 3 axes, see :func:`applies`).
+    ``buffers``: arrays from :func:`scratch` to use (else new ones).
+    ``slot_tiles``: plain 2-D images (:func:`chooses_slots`) take the
+    kernels with slots, else every kernel of the chain in its form without
+    them; same labels.  ``report``: the address of a 32-bit word of pinned
+    host memory where the border kernel writes how many tiles fitted their
+    run starts in their slots, for a launch plan's choice of ``slot_tiles``
+    (:func:`slots_threshold`); None: not counted.
+    """
+    index_dtype = np.dtype(index_dtype)
+    d = _dims(tuple(int(s) for s in shape))[0]
+    c = min(int(connectivity), d) if len(shape) > 1 else 1
+    if uses_runs(shape, value_dtype):
+        return _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
+                             slot_tiles, report)
+    return _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
+
+
+def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers):
+    """:func:`program` for 3-D volumes of wider cells: cells3d.cu's tile and
+    border kernels, then the pieces numbering with meshccl_label_cells."""
+    _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
+    ty, tz, warps = _tuning.CELLS3D_TILES
+    per_block = _tuning.CELLS3D_TILES_PER_BLOCK[c]
+    t, i = c_type(value_dtype), c_type(index_dtype)
+    tile, border = kernels("cells3d.cu",
+                           f"meshccl_cells3d_tile<{t}, {i}, {c}, {ty}, {tz}, {warps}, {per_block}>",
+                           f"meshccl_cells3d_border<{t}, {i}, {c}, {ty}, {tz}>")
+    cells_k, = kernels("number_pieces.cu", f"meshccl_label_cells<{i}>")
+    if buffers is None:
+        buffers = scratch(n, index_dtype)
+    bits, incl, block_incl = buffers[0], buffers[1], buffers[3]
+    words = (n + 31) // 32
+    A, H = bits[:words], bits[words:2 * words]
+    I = index_dtype.type
+    grid = (-(-nx // 32), -(-ny // ty), -(-nz // tz))  # of tiles (the border kernel's)
+    tile_grid = (grid[0], -(-grid[1] // per_block), grid[2])
+    aligned = nx % 32 == 0
+    dims = (I(nz), I(ny), I(nx), np.int32(bool(has_bg)), bgkey)
+    border_block = (min(BLOCK, -(-border_items(c, ty, tz) // 32) * 32),)
+    cells_grid = (-(-n // (BLOCK * CELLS_PER_THREAD)),)
+    return _cleared(bits, aligned) + [
+        ("tile", Launch(tile, tile_grid, (32 * warps,),
+                        (VALUES, LABELS, A, H) + dims + (np.int32(aligned),))),
+        ("border", Launch(border, grid, border_block, (VALUES, LABELS, H) + dims, early=False)),
+    ] + _pieces_path(index_dtype, n, buffers,
+                     Launch(cells_k, cells_grid, (BLOCK,),
+                            (LABELS, I(n), A, H, incl, block_incl)), False)
+
+
+def _cleared(bits, aligned):
+    """A launch that zeroes the bit arrays A and H, where the tile kernel
+    ORs its rows in (rows not 32-cell aligned); else none."""
+    return [] if aligned else [("clear", Memset(bits))]
+
+
+def _pieces_path(index_dtype, n, buffers, cells, runs, wpt=1):
+    """The launches after the border kernels (number_pieces.cu):
+    meshccl_piece_roots (the hooked roots' walks and the roots' prefix
+    sums), then meshccl_label_pieces (every piece root's label) and
+    ``cells`` (the label pass) -- in the other order after cells3d.cu
+    (``runs`` False), whose label pass reads the piece roots' parents.
+    The last launch returns N.  ``wpt``: words per thread of the two piece
+    kernels."""
+    i = c_type(index_dtype)
+    roots_k, pieces_k = kernels("number_pieces.cu", f"meshccl_piece_roots<{i}, {wpt}>",
+                                f"meshccl_label_pieces<{i}, {wpt}>")
+    bits, incl, sums, block_incl = buffers[:4]
+    words = (n + 31) // 32
+    A, H, counter = bits[:words], bits[words:2 * words], bits[2 * words:]
+    blocks = -(-words // PIECE_BLOCK)
+    I = np.dtype(index_dtype).type
+    roots_args = (A, H, I(words), incl, sums, block_incl, counter)
+    pieces = Launch(pieces_k, (-(-words // (BLOCK * wpt)),), (BLOCK,),
+                    (LABELS, A, H, incl, block_incl, I(words)))
+    last = cells if runs else pieces
+    last.result = block_incl[blocks - 1]  # N, no host synchronisation
+    tail = [("pieces", pieces), ("cells", cells)] if runs else \
+        [("cells", cells), ("pieces", pieces)]
+    return [("roots", Launch(roots_k, (blocks,), (PIECE_BLOCK // wpt,),
+                             (LABELS,) + roots_args))] + tail
+
+
+def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers, slot_tiles,
+                  report):
+    """:func:`program` through the run-based tile kernels: runs2d.cu (1-D and
+    2-D) or runs3d.cu with its z-face and seam kernels (3-D), then the
+    pieces numbering with meshccl_label_runs, which sees a volume as
+    nz * ny rows."""
+    index_dtype = np.dtype(index_dtype)
+    d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
+    t, i = c_type(value_dtype), c_type(index_dtype)
+    rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]  # tile rows per lane group
+    per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
+    slots = _tuning.RUNS_2D_SLOTS if d == 2 else 0
+    # every kernel of the chain with slots or every one without (3-D: none)
+    sl = "true" if (slots and slot_tiles) else "false"
+    label_k, = kernels("number_pieces.cu", f"meshccl_label_runs<{i}, {rows}, {per_lane}, {sl}>")
+    need = -(-nx // 32) * -(-ny // 32) * slots  # (buffers made under another slot count)
+    if (buffers is None or len(buffers) < (7 if slots else 5)
+            or (slots and buffers[5].size < need)):
+        buffers = scratch(n, index_dtype, shape, value_dtype)
+    bits, fs = buffers[0], buffers[4]
+    words = (n + 31) // 32
+    A, H = bits[:words], bits[words:2 * words]
+    rw = _runs_words(shape)
+    F, S = fs[:rw], fs[rw:2 * rw]
+    I = index_dtype.type
+    ntx, nty = -(-nx // 32), -(-ny // 32)
+    aligned = nx % 32 == 0
+    key = (np.int32(bool(has_bg)), bgkey)
+    # (the slots' arrays and their size, or null pointers and 0)
+    slotted = (buffers[5], buffers[6], np.int32(slots)) if slots else \
+        (np.uintp(0), np.uintp(0), np.int32(0))
+    # the later kernels' view: none when the tile kernel has no slots
+    read = slotted if slot_tiles else (np.uintp(0), np.uintp(0), np.int32(0))
+    # the tile kernel's tally of tiles that fit their slots, and where the
+    # border kernel reports it (or null pointers: not counted)
+    counted = (bits[2 * words + 1:], np.uintp(report)) if (slots and report) else \
+        (np.uintp(0), np.uintp(0))
+    if d == 2:
+        nw = RUNS_2D_WARPS
+        # (one NVRTC module for both forms: a launch plan asks for both)
+        names = [f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}, {f}>" for f in ("true", "false")] \
+            + [f"meshccl_runs2d_border<{t}, {i}, {c}, {f}>" for f in ("true", "false")]
+        found = dict(zip(names, kernels("runs2d.cu", *names)))
+        tile = found[f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}, {sl}>"]
+        border = found[f"meshccl_runs2d_border<{t}, {i}, {c}, {sl}>"]
+        tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
+                     + (np.int32(aligned), np.int32(_tuning.RUNS_PREFETCH[(2, c)]))
+                     + slotted + counted[:1])
+        # the border kernel: 8 tiles a block, a warp for each one's top row
+        # and one for the strip's left border
+        border_args = ((-(-ntx // nw), nty), (32 * (nw + 1),),
+                       (H, S, I(ny), I(nx)) + key + (np.int32(nw),) + read + counted)
+        zface_args, tile_shared = None, 0
+    else:
+        nzb = _tuning.RUNS_3D_PLANES[c]
+        nwz, nst = _tuning.RUNS_ZFACE_WARPS, _tuning.RUNS_SEAM_TILES
+        # (one NVRTC module per list of names: the three together)
+        pf = int(_tuning.RUNS_PREFETCH[(3, c)])
+        tile, zface, seams = kernels("runs3d.cu",
+                                     f"meshccl_runs3d_tile<{t}, {i}, {c}, {nzb}, {pf}>",
+                                     f"meshccl_runs3d_zface<{t}, {i}, {c}, {nzb}, {nwz}>",
+                                     f"meshccl_runs3d_seams<{t}, {i}, {c}, {nzb}, {nst}>")
+        dims = (I(nz), I(ny), I(nx)) + key
+        grid = (ntx, nty, -(-nz // nzb))
+        tile_args = (grid, (32 * nzb,), (A, H, F, S) + dims + (np.int32(aligned),))
+        tile_shared = nzb * (32 * 33 + 32) * 4  # the forest and run starts (runs3d.cu)
+        if tile_shared > 48 * 1024 and tile.max_dynamic_shared_size_bytes < tile_shared:
+            tile.max_dynamic_shared_size_bytes = tile_shared
+        border = seams
+        walk = _tuning.RUNS_SEAM_PLANES[c]
+        border_args = ((-(-ntx // nst), nty, -(-nz // walk)), (64 * nst,),
+                       (H, S) + dims + (I(walk),))
+        zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
+    label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
+    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words)) + read
+    faces = [("border", Launch(border, border_args[0], border_args[1],
+                               (VALUES, LABELS) + border_args[2], early=False))]
+    if zface_args is not None and zface_args[0][2] > 0:  # a brick below another
+        faces.append(("zface", Launch(zface, zface_args[0], zface_args[1],
+                                      (VALUES, LABELS) + zface_args[2], early=False)))
+    return _cleared(bits, aligned) + [
+        ("tile", Launch(tile, tile_args[0], tile_args[1], (VALUES, LABELS) + tile_args[2],
+                        shared_mem=tile_shared)),
+    ] + faces + _pieces_path(index_dtype, n, buffers,
+                             Launch(label_k, label_grid, (BLOCK,), (LABELS,) + label_tail), True,
+                             _tuning.PIECE_WORDS if sl == "true" else 1)
+
+
+def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, slot_tiles=True):
+    """:func:`program` bound to ``values`` and ``P``: ``[(name, launch), ...]``
+    with ``launch()`` taking no arguments (the general entry and
+    ``benchmarks/phases.py`` time each one)."""
+    prog = program(values.dtype, P.dtype, values.size, shape, connectivity, has_bg, bgkey,
+                   buffers, slot_tiles)
+    return [(name, functools.partial(launch, values, P)) for name, launch in prog]

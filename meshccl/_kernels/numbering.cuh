@@ -1,0 +1,69 @@
+// numbering.cuh -- what both numbering paths share: the rank of a root
+// among the roots before it, and prefix sums within one block.
+//
+// A component's label is the rank of its root (its smallest index) among
+// all roots: with one "is a root" bit per element packed into 32-bit words
+// (bits) and the inclusive prefix sum of the words' population counts
+// (incl), the roots up to and including r number
+//     incl[r / 32] - popcount(bits[r / 32] >> (r % 32)) + 1
+// (the popcount counts r itself and the roots after it in its word): that
+// is rank_of below, and the label of r's component.  number_roots.cu and number_pieces.cu both end there.
+
+#pragma once
+#include "launch.cuh"
+
+// The label of root r: the number of roots up to and including r .  block_incl (the pieces path): incl counts only
+// within each block of MESHCCL_PIECE_BLOCK words, and block_incl[b] is
+// the roots in blocks 0..b; null: incl counts from word 0.
+#define MESHCCL_PIECE_BLOCK 1024
+template <typename I>
+__device__ __forceinline__ I rank_of(I r, const unsigned* __restrict__ bits,
+                                     const I* __restrict__ incl,
+                                     const I* __restrict__ block_incl = nullptr) {
+    const I w = r >> 5, b = w / MESHCCL_PIECE_BLOCK;
+    const I before = block_incl != nullptr && b > 0 ? block_incl[b - 1] : (I)0;
+    return before + incl[w] - (I)__popc(bits[w] >> (r & 31)) + 1;
+}
+
+// Inclusive prefix sum of x over a block of up to 1024 threads (warp
+// shuffles, then one warp over the warp totals).  Every thread must call it.
+template <typename I>
+__device__ __forceinline__ I block_inclusive_scan(I x) {
+    __shared__ I warp_sum[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int d = 1; d < 32; d <<= 1) {
+        const I y = __shfl_up_sync(0xffffffffu, x, d);
+        if (lane >= d) x += y;
+    }
+    if (lane == 31) warp_sum[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        I y = lane < (int)(blockDim.x >> 5) ? warp_sum[lane] : (I)0;
+        for (int d = 1; d < 32; d <<= 1) {
+            const I z = __shfl_up_sync(0xffffffffu, y, d);
+            if (lane >= d) y += z;
+        }
+        warp_sum[lane] = y;
+    }
+    __syncthreads();
+    return (warp ? warp_sum[warp - 1] : (I)0) + x;
+}
+
+// Inclusive prefix sum of `words` counts by one block: each thread sums a
+// contiguous chunk, the block scans the chunk sums, and each thread writes
+// its chunk's running sums.  Every thread of the block must call it.  The
+// counts are read through L2 (other blocks of the same grid may have just
+// written them: meshccl_piece_roots).
+template <typename I>
+__device__ __forceinline__ void scan_in_block(const I* counts, I* __restrict__ incl, I words) {
+    const int t = threadIdx.x;
+    const I per = (words + (I)blockDim.x - 1) / (I)blockDim.x;
+    const I lo = min((I)t * per, words), hi = min(lo + per, words);
+    I sum = 0;
+    for (I w = lo; w < hi; ++w) sum += __ldcg(counts + w);
+    I run = block_inclusive_scan(sum) - sum;  // everything before this chunk
+    for (I w = lo; w < hi; ++w) {
+        run += __ldcg(counts + w);
+        incl[w] = run;
+    }
+}
