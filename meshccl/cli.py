@@ -739,8 +739,8 @@ def build_parser():
     p = sub.add_parser("label", help="label an image or volume file",
                        description=_LABEL_HELP,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="+", metavar="IN [IN ...] OUT",
-                   help="input files (.npy, .tif, .tiff, .png, .jpg, .jpeg, .bmp), then the "
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="IN [IN ...] OUT: input files (.npy, .tif, .tiff, .png, .jpg, .jpeg, .bmp), then the "
                         "output file (.npy, .tif, .tiff, .png) or, for several inputs, a folder")
     p.add_argument("-c", "--connectivity", type=_positive_int, default=None, metavar="K",
                    help="maximum number of orthogonal hops between neighbours, 1..ndim "
