@@ -16,7 +16,10 @@ numbers from 100 on).
 ``<!-- table: latest-h100 -->`` and ``<!-- end table: latest-h100 -->`` in
 FILE (the folder's name in both), and leaves the rest of FILE alone.
 ``--latency`` does the same for the latency table (markers
-``<!-- latency: NAME -->`` / ``<!-- end latency: NAME -->``).
+``<!-- latency: NAME -->`` / ``<!-- end latency: NAME -->``), and
+``--graph`` for a ``graph_bench.py --gpu`` folder (its graph_bench_gpu.md:
+the machine line and the best-method-per-graph table; markers
+``<!-- graph: NAME -->`` / ``<!-- end graph: NAME -->``).
 """
 import argparse
 import json
@@ -121,6 +124,26 @@ def latency_table(run):
     return "\n".join(lines)
 
 
+def graph_summary(text):
+    """The machine line and the "best GPU method per graph" table of a
+    graph_bench GPU markdown file, as they are.
+
+    Raises
+    ------
+    ValueError
+        If the file has no such table.
+    """
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines)
+                  if line.startswith("| graph | stored edges | best |")), None)
+    if start is None:
+        raise ValueError("no 'best GPU method per graph' table found")
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    return "\n".join([lines[0], ""] + lines[start:end])
+
+
 def replace_between(text, kind, name, body):
     """Replace what lies between ``<!-- kind: name -->`` and ``<!-- end kind: name -->``.
 
@@ -148,18 +171,25 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run", help="a results folder (benchmarks/results/latest-h100) or its bench.json")
     ap.add_argument("--write", metavar="FILE", help="replace the table between its markers in FILE")
-    ap.add_argument("--latency", action="store_true",
-                    help="the small-image latency table instead of the headline table")
+    what = ap.add_mutually_exclusive_group()
+    what.add_argument("--latency", action="store_true",
+                      help="the small-image latency table instead of the headline table")
+    what.add_argument("--graph", action="store_true",
+                      help="RUN is a graph_bench folder: its best-method-per-graph table")
     args = ap.parse_args(argv)
-    run = load(args.run)
     name = Path(args.run).name if Path(args.run).is_dir() else Path(args.run).parent.name
-    body = latency_table(run) if args.latency else table(run)
+    if args.graph:
+        folder = Path(args.run)
+        body, kind = graph_summary((folder / "graph_bench_gpu.md" if folder.is_dir()
+                                    else folder).read_text()), "graph"
+    else:
+        run = load(args.run)
+        body, kind = (latency_table(run), "latency") if args.latency else (table(run), "table")
     if args.write is None:
         print(body)
         return 0
     path = Path(args.write)
-    path.write_text(replace_between(path.read_text(), "latency" if args.latency else "table",
-                                    name, body))
+    path.write_text(replace_between(path.read_text(), kind, name, body))
     return 0
 
 

@@ -142,6 +142,25 @@ def test_readme_table_caption_and_latency():
     assert lat[2].startswith("| 64×64, c1 | 16 | n/a | 650 |")
 
 
+def test_readme_table_graph_summary(tmp_path):
+    import readme_table
+    best = ("| graph | stored edges | best | ms | edges/s | speed-up vs scipy | 'auto' on the CSR |\n"
+            "|---|---:|---|---:|---:|---:|---|\n"
+            "| RMAT scale 4 | 200 | ecl (CSR) | 0.01 | 2e+07 | 200.0× | ecl, 0.02 ms, 2.00× |\n")
+    folder = tmp_path / "latest-graph-test"
+    folder.mkdir()
+    (folder / "graph_bench_gpu.md").write_text(GRAPH_MD + "\nBest GPU method per graph:\n\n" + best
+                                               + "\nafter the table\n")
+    summary = readme_table.graph_summary((folder / "graph_bench_gpu.md").read_text())
+    assert summary == GRAPH_MD.splitlines()[0] + "\n\n" + best.rstrip("\n")
+    doc = tmp_path / "perf.md"
+    doc.write_text("<!-- graph: latest-graph-test -->\n<!-- end graph: latest-graph-test -->\n")
+    assert readme_table.main([str(folder), "--graph", "--write", str(doc)]) == 0
+    assert summary in doc.read_text()
+    with pytest.raises(ValueError, match="best GPU method"):
+        readme_table.graph_summary(GRAPH_MD)
+
+
 def test_readme_table_writes_between_markers(tmp_path):
     import json
 
