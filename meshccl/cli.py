@@ -3,19 +3,24 @@
 Subcommands::
 
     meshccl label IN OUT [--connectivity K] [--background V] [--device D]
+                  [--min-size N] [--colour PNG] [--stats CSV] ...
+    meshccl label IN [IN ...] DIR      (several inputs: one output each)
     meshccl demo [--size N] [--out DIR] [--device D]
-    meshccl bench [ARGS...]
     meshccl --version
 
 ``python -m meshccl`` runs the same program.  Usage errors (a missing or
-unreadable file, an unknown extension, a connectivity out of range, ...)
-print one line to stderr and give exit status 2.
+unreadable file, an unknown extension, a connectivity out of range, an
+error raised by :func:`meshccl.label`, ...) print one line to stderr and
+give exit status 2, never a traceback.
+
+The benchmarks are not part of the installed command: run
+``python benchmarks/bench.py`` from a source checkout.
 """
 
 from __future__ import annotations
 
 import argparse
-import subprocess
+import csv
 import sys
 import time
 from pathlib import Path
@@ -24,8 +29,11 @@ import numpy as np
 
 import meshccl
 
-#: File types ``meshccl label`` reads and writes, by extension.
+#: File types ``meshccl label`` writes, by extension.
 EXTENSIONS = (".npy", ".png", ".tif", ".tiff")
+#: File types ``meshccl label`` reads: those, and lossy or 8-bit picture
+#: formats read through imageio (Pillow).
+INPUT_EXTENSIONS = EXTENSIONS + (".jpg", ".jpeg", ".bmp")
 
 _LABEL_HELP = """\
 Label the connected components of an image or volume, like
@@ -35,7 +43,9 @@ Input (IN):
   .npy         any NumPy array (bool, integer or float; any number of axes)
   .tif .tiff   a 2-D image or a 3-D (or N-D) stack; a file holding one page per
                slice is read as one volume
-  .png         a 2-D image
+  .png .jpg .jpeg .bmp
+               a 2-D image (JPEG is lossy: neighbouring pixels of one colour
+               rarely stay equal, so label JPEGs with --tolerance)
 
 Colour images (a PNG with channels, or an RGB TIFF) are labelled as 2-D
 images by exact colour: the channels of each pixel are packed into one
@@ -50,6 +60,21 @@ Output (OUT), chosen by extension:
                (1-D labels as a single row)
   .png         2-D only; uint8 below 256 labels, uint16 below 65536,
                otherwise write .tif or .npy instead
+
+Several inputs:  meshccl label a.png b.png c.tif DIR
+  DIR is a folder (created if missing; also used for one input when OUT is
+  an existing folder or ends with '/').  Each input NAME.EXT is written as
+  DIR/NAME_labels.EXT, where .jpg/.jpeg/.bmp inputs give .png (or pick the
+  format with --out-ext).  --colour and --stats then name folders too, and
+  get NAME_colour.png and NAME_stats.csv.  Inputs must have different NAMEs.
+
+No output may be one of the inputs (or the mask).
+
+Float input without --tolerance is truncated to integers first, as skimage
+does: values in (-1, 1) all become 0, the background.  A warning says so.
+
+The time printed is that of the label call alone, after a warm-up call on a
+small crop (which compiles the kernels); reading and writing are not in it.
 """
 
 
@@ -132,10 +157,14 @@ def resolve_device(device):
 
 def _extension(path, role):
     ext = Path(path).suffix.lower()
-    if ext not in EXTENSIONS:
+    allowed = INPUT_EXTENSIONS if role == "input" else EXTENSIONS
+    if ext not in allowed:
+        hint = ""
+        if role == "output" and ext in INPUT_EXTENSIONS:
+            hint = " (labels need a lossless format of 16 bits or more)"
         raise CLIError(
-            f"{role} file {path}: unknown extension {ext or '(none)'!r}; "
-            f"use one of {', '.join(EXTENSIONS)}"
+            f"{role} file {path}: unknown extension {ext or '(none)'!r}{hint}; "
+            f"use one of {', '.join(allowed)}"
         )
     return ext
 
@@ -208,7 +237,8 @@ def _read_tiff(path):
 
 
 def read_image(path):
-    """Read a ``.npy``, ``.png`` or ``.tif``/``.tiff`` file for labelling.
+    """Read a ``.npy``, ``.tif``/``.tiff``, ``.png``, ``.jpg``/``.jpeg`` or
+    ``.bmp`` file for labelling.
 
     Colour images are packed with :func:`pack_colours`, so they come back as
     2-D arrays of one integer per pixel.
@@ -335,50 +365,293 @@ def _describe(image):
     return f"{image.ndim}-D {dims} {image.dtype}"
 
 
+def _is_folder_arg(path):
+    """An output argument that names a folder: an existing one, or ends with '/'."""
+    text = str(path)
+    return Path(text).is_dir() or text.endswith(("/", "\\"))
+
+
+def plan_outputs(inputs, out, colour=None, stats=None, out_ext=None):
+    """Decide the files ``meshccl label`` writes for each input.
+
+    One input and an ``out`` that is not a folder: ``out`` itself (and
+    ``colour`` / ``stats`` as given).  Otherwise ``out`` is a folder and the
+    input ``NAME.EXT`` is written as ``out/NAME_labels.EXT`` (``.png`` for
+    ``.jpg``/``.jpeg``/``.bmp`` inputs, or ``out_ext``), with
+    ``colour/NAME_colour.png`` and ``stats/NAME_stats.csv``.
+
+    Parameters
+    ----------
+    inputs : list of str
+        Input files.
+    out : str
+        The output file, or folder.
+    colour, stats : str, optional
+        ``--colour`` and ``--stats`` arguments.
+    out_ext : str, optional
+        Output extension for the folder form (e.g. ``'.npy'``).
+
+    Returns
+    -------
+    list of (str, str, str or None, str or None)
+        ``(input, labels file, colour file, stats file)`` per input.
+
+    Raises
+    ------
+    CLIError
+        For names that collide, or an output that is one of the inputs.
+    """
+    several = len(inputs) > 1 or _is_folder_arg(out)
+    if out_ext is not None and not out_ext.startswith("."):
+        out_ext = "." + out_ext
+    if out_ext is not None and out_ext.lower() not in EXTENSIONS:
+        raise CLIError(f"--out-ext {out_ext}: use one of {', '.join(EXTENSIONS)}")
+    plans = []
+    if not several:
+        plans.append((inputs[0], out, colour, stats))
+    else:
+        stems = {}
+        for path in inputs:
+            stem = Path(path).stem
+            if stem in stems:
+                raise CLIError(f"inputs {stems[stem]} and {path} would both be written as "
+                               f"{stem}_labels.*; rename one or label them separately")
+            stems[stem] = path
+        for folder, opt in ((out, "OUT"), (colour, "--colour"), (stats, "--stats")):
+            if folder is not None and Path(folder).exists() and not Path(folder).is_dir():
+                raise CLIError(f"{opt} {folder}: with several inputs this must be a folder")
+        for path in inputs:
+            stem, ext = Path(path).stem, Path(path).suffix.lower()
+            ext = out_ext or (ext if ext in EXTENSIONS else ".png")
+            plans.append((path, str(Path(out) / f"{stem}_labels{ext}"),
+                          None if colour is None else str(Path(colour) / f"{stem}_colour.png"),
+                          None if stats is None else str(Path(stats) / f"{stem}_stats.csv")))
+    sources = {Path(p).resolve(): p for p in inputs}
+    for _, *written in plans:
+        for w in written:
+            if w is not None and Path(w).resolve() in sources:
+                raise CLIError(f"output file {w} is the input file {sources[Path(w).resolve()]}; "
+                               "write the labels somewhere else")
+    return plans
+
+
+def remove_small(labels, num, min_size):
+    """Remove components of fewer than ``min_size`` cells; renumber the rest.
+
+    Like ``skimage.morphology.remove_small_objects`` followed by a
+    renumbering: the kept components keep their order (raster order of
+    their first cells) and are numbered 1..M.
+
+    Parameters
+    ----------
+    labels : numpy.ndarray
+        Labels 0..num in raster order of first cells.
+    num : int
+        The largest label.
+    min_size : int
+        Components smaller than this become background (0).
+
+    Returns
+    -------
+    labels : numpy.ndarray
+        New labels, same dtype.
+    num : int
+        The number of components kept.
+    """
+    counts = np.bincount(labels.ravel(), minlength=num + 1)
+    keep = counts >= min_size
+    keep[0] = False
+    lut = np.zeros(num + 1, dtype=labels.dtype)
+    lut[keep] = np.arange(1, int(keep.sum()) + 1, dtype=labels.dtype)
+    return lut[labels], int(keep.sum())
+
+
+def component_stats(labels, num):
+    """Per-label cell count, bounding box and centroid.
+
+    Parameters
+    ----------
+    labels : numpy.ndarray
+        Labels 0..num.
+    num : int
+        The largest label.
+
+    Returns
+    -------
+    header : list of str
+        ``label, count, bbox_min_0.., bbox_max_0.., centroid_0..``; the
+        bounding box ends are exclusive (as ``skimage.measure.regionprops``'
+        ``bbox``), coordinates are array indices along axis 0, 1, ...
+    rows : list of list
+        One row per label 1..num (a label without cells has count 0 and
+        empty box and centroid).
+    """
+    from scipy import ndimage
+
+    ndim = labels.ndim
+    counts = np.bincount(labels.ravel(), minlength=num + 1)
+    boxes = ndimage.find_objects(labels, max_label=num) if num else []
+    sums = []
+    for axis in range(ndim):
+        coord = np.arange(labels.shape[axis], dtype=np.float64).reshape(
+            [-1 if a == axis else 1 for a in range(ndim)])
+        sums.append(np.bincount(labels.ravel(), weights=np.broadcast_to(coord, labels.shape).ravel(),
+                                minlength=num + 1))
+    header = (["label", "count"] + [f"bbox_min_{a}" for a in range(ndim)]
+              + [f"bbox_max_{a}" for a in range(ndim)] + [f"centroid_{a}" for a in range(ndim)])
+    rows = []
+    for lab in range(1, num + 1):
+        box = boxes[lab - 1]
+        if box is None:
+            rows.append([lab, 0] + [""] * (3 * ndim))
+            continue
+        rows.append([lab, int(counts[lab])] + [sl.start for sl in box] + [sl.stop for sl in box]
+                    + [f"{sums[a][lab] / counts[lab]:.6g}" for a in range(ndim)])
+    return header, rows
+
+
+def write_stats(path, labels, num):
+    """Write :func:`component_stats` as CSV to ``path``."""
+    header, rows = component_stats(labels, num)
+    try:
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(header)
+            w.writerows(rows)
+    except OSError as exc:
+        raise CLIError(f"cannot write stats file {path}: {_first_line(exc)}") from None
+
+
+def write_colour(path, labels, num):
+    """Write a PNG preview of 2-D labels: one random colour per label, background black."""
+    from .demo import colourise
+
+    import imageio.v3 as iio
+
+    try:
+        iio.imwrite(path, colourise(labels, num), extension=".png")
+    except Exception as exc:
+        raise CLIError(f"cannot write colour preview {path}: {_first_line(exc)}") from None
+
+
+def _warn_float_truncation(image, args, path):
+    """Float input without --tolerance that truncation turns into background only."""
+    if image.dtype.kind != "f" or args.tolerance is not None or image.size == 0:
+        return
+    background = 0 if args.background is None else args.background
+    if int(background) != 0 or not np.isfinite(image).all():
+        return
+    if np.abs(image).max() < 1 and image.any():
+        print(f"meshccl: warning: {path}: every value lies in (-1, 1); without --tolerance floats "
+              "are truncated to integers (as skimage does), so every cell becomes background 0. "
+              "Use --tolerance T to label a continuous field.", file=sys.stderr)
+
+
+def _warm_up(image, kwargs):
+    """Label a small crop with the same options, so the timed call compiles nothing."""
+    crop = tuple(slice(0, min(s, 4)) for s in image.shape)
+    small = dict(kwargs)
+    if "mask" in small:
+        small["mask"] = np.ascontiguousarray(small["mask"][crop])
+    try:
+        meshccl.label(np.ascontiguousarray(image[crop]), **small)
+    except Exception:  # the real call reports any error
+        pass
+
+
+def _label_one(args, src, out, colour_path, stats_path, axes, device):
+    """Label one input file and write what was asked for."""
+    out_ext = _extension(out, "output")
+    image, colour = read_image(src)
+    _check_output(out, out_ext, image.ndim)
+    if colour_path is not None:
+        if Path(colour_path).suffix.lower() != ".png":
+            raise CLIError(f"--colour {colour_path}: the preview is a .png file")
+        if image.ndim != 2:
+            raise CLIError(f"--colour {colour_path}: the preview is drawn for 2-D labels only; "
+                           f"{src} is {image.ndim}-D")
+        _check_output(colour_path, ".png", 2)
+    if stats_path is not None:
+        _check_output(stats_path, ".csv", image.ndim)
+    k = args.connectivity
+    if k is not None and axes is None and not 1 <= k <= max(image.ndim, 1):
+        raise CLIError(
+            f"--connectivity {k} is out of range for the {image.ndim}-D image in "
+            f"{src} (use 1..{max(image.ndim, 1)})"
+        )
+    lattice = _lattice_options(args, image, src)
+    _warn_float_truncation(image, args, src)
+    kwargs = dict(background=args.background, connectivity=k, device=device,
+                  method=args.method, axes=axes, **lattice)
+
+    _warm_up(image, kwargs)
+    try:
+        start = time.perf_counter()
+        labels, num = meshccl.label(image, return_num=True, **kwargs)
+        ms = (time.perf_counter() - start) * 1e3
+    except (TypeError, ValueError, NotImplementedError, MemoryError) as exc:
+        raise CLIError(f"cannot label {src}: {_first_line(exc)}") from None
+    removed = ""
+    if args.min_size is not None:
+        before = num
+        labels, num = remove_small(labels, num, args.min_size)
+        removed = f"; {before - num} smaller than {args.min_size} cells removed"
+
+    written = write_labels(out, labels, num)
+    if colour_path is not None:
+        write_colour(colour_path, labels, num)
+    if stats_path is not None:
+        write_stats(stats_path, labels, num)
+    kind = ", packed colours" if colour else ""
+    conn = k if k is not None else (image.ndim if axes is None else len(axes))
+    along = "" if axes is None else f", along axes {','.join(str(a) for a in axes)}"
+    how = "" if args.method == "auto" else f", method {args.method}"
+    print(f"{src}: {_describe(image)}{kind}")
+    print(f"{num} components (connectivity {conn}{along}{how}, {device}) "
+          f"in {ms:.1f} ms (label call){removed}")
+    print(f"wrote {out} ({np.dtype(written).name})"
+          + (f", {colour_path}" if colour_path else "") + (f", {stats_path}" if stats_path else ""))
+
+
 def cmd_label(args):
     """Run ``meshccl label``; see ``meshccl label --help``.
 
     Parameters
     ----------
     args : argparse.Namespace
-        Parsed arguments: ``input``, ``output``, ``connectivity``,
-        ``background``, ``device``, ``periodic``, ``tolerance``, ``mask``.
+        Parsed arguments: ``paths`` (inputs, then the output), ``connectivity``,
+        ``background``, ``device``, ``periodic``, ``tolerance``, ``mask``,
+        ``axes``, ``method``, ``min_size``, ``colour``, ``stats``, ``out_ext``.
 
     Returns
     -------
     int
         Exit status (0).
     """
-    out_ext = _extension(args.output, "output")
-    image, colour = read_image(args.input)
-    _check_output(args.output, out_ext, image.ndim)
-    k = args.connectivity
+    if len(args.paths) < 2:
+        raise CLIError("label needs an input and an output: meshccl label IN OUT "
+                       "(or IN [IN ...] DIR)")
+    inputs, out = args.paths[:-1], args.paths[-1]
+    for src in inputs:
+        _extension(src, "input")
+    plans = plan_outputs(inputs, out, args.colour, args.stats, args.out_ext)
+    if args.mask is not None:
+        mask = Path(args.mask).resolve()
+        for _, *written in plans:
+            if any(w is not None and Path(w).resolve() == mask for w in written):
+                raise CLIError(f"an output file is the mask file {args.mask}; "
+                               "write the labels somewhere else")
+    if len(plans) > 1 or _is_folder_arg(out):
+        for folder in (out, args.colour, args.stats):
+            if folder is not None:
+                try:
+                    Path(folder).mkdir(exist_ok=True)
+                except OSError as exc:
+                    raise CLIError(f"cannot create folder {folder}: {_first_line(exc)}") from None
     axes = _axes_option(args.axes)
-    if k is not None and axes is None and not 1 <= k <= max(image.ndim, 1):
-        raise CLIError(
-            f"--connectivity {k} is out of range for the {image.ndim}-D image in "
-            f"{args.input} (use 1..{max(image.ndim, 1)})"
-        )
     device = resolve_device(args.device)
-    lattice = _lattice_options(args, image)
-
-    start = time.perf_counter()
-    try:
-        labels, num = meshccl.label(image, background=args.background, return_num=True,
-                                    connectivity=k, device=device, method=args.method,
-                                    axes=axes, **lattice)
-    except (TypeError, ValueError) as exc:
-        raise CLIError(f"cannot label {args.input}: {_first_line(exc)}") from None
-    ms = (time.perf_counter() - start) * 1e3
-
-    written = write_labels(args.output, labels, num)
-    kind = ", packed colours" if colour else ""
-    conn = k if k is not None else (image.ndim if axes is None else len(axes))
-    along = "" if axes is None else f", along axes {','.join(str(a) for a in axes)}"
-    how = "" if args.method == "auto" else f", method {args.method}"
-    print(f"{args.input}: {_describe(image)}{kind}")
-    print(f"{num} components (connectivity {conn}{along}{how}, {device}) in {ms:.1f} ms")
-    print(f"wrote {args.output} ({np.dtype(written).name})")
+    for src, dst, colour_path, stats_path in plans:
+        _label_one(args, src, dst, colour_path, stats_path, axes, device)
     return 0
 
 
@@ -392,7 +665,7 @@ def _axes_option(text):
         raise CLIError(f"--axes takes comma-separated axis numbers (e.g. 1,2), got {text!r}") from None
 
 
-def _lattice_options(args, image):
+def _lattice_options(args, image, src):
     """--periodic / --tolerance / --mask as keyword arguments of meshccl.label."""
     out = {}
     if args.periodic is not None:
@@ -407,14 +680,14 @@ def _lattice_options(args, image):
             bad = sorted(a for a in axes if not 0 <= a < image.ndim)
             if bad:
                 raise CLIError(f"--periodic axis {bad[0]} is out of range for the {image.ndim}-D "
-                               f"image in {args.input}")
+                               f"image in {src}")
             out["periodic"] = tuple(a in axes for a in range(image.ndim))
     if args.tolerance is not None:
         out["tolerance"] = args.tolerance
     if args.mask is not None:
         mask, _ = read_image(args.mask)
         if mask.shape != image.shape:
-            raise CLIError(f"--mask {args.mask} has shape {mask.shape}, but {args.input} has "
+            raise CLIError(f"--mask {args.mask} has shape {mask.shape}, but {src} has "
                            f"shape {image.shape}")
         out["mask"] = mask != 0
     return out
@@ -443,45 +716,6 @@ def cmd_demo(args):
     return 0
 
 
-def bench_script():
-    """Path of ``benchmarks/bench.py`` in the source checkout meshccl runs from.
-
-    Returns
-    -------
-    pathlib.Path
-        The path, whether or not it exists.
-    """
-    return Path(meshccl.__file__).resolve().parents[1] / "benchmarks" / "bench.py"
-
-
-def cmd_bench(bench_args):
-    """Run ``benchmarks/bench.py`` with ``bench_args`` in a child Python.
-
-    Parameters
-    ----------
-    bench_args : list of str
-        Arguments forwarded unchanged (``--help`` included).
-
-    Returns
-    -------
-    int
-        The benchmark's exit status.
-
-    Raises
-    ------
-    CLIError
-        If the script is missing, as in an installed wheel without the
-        source repository.
-    """
-    script = bench_script()
-    if not script.is_file():
-        raise CLIError(
-            f"benchmark script {script} not found; 'meshccl bench' needs a source "
-            "checkout of meshccl (benchmarks/ is not part of the installed package)"
-        )
-    return subprocess.run([sys.executable, str(script), *bench_args]).returncode
-
-
 # --------------------------------------------------------------------------
 # parser and entry point
 # --------------------------------------------------------------------------
@@ -505,8 +739,9 @@ def build_parser():
     p = sub.add_parser("label", help="label an image or volume file",
                        description=_LABEL_HELP,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input", metavar="IN", help="input file: .npy, .png, .tif or .tiff")
-    p.add_argument("output", metavar="OUT", help="output file: .npy, .png, .tif or .tiff")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="IN [IN ...] OUT: input files (.npy, .tif, .tiff, .png, .jpg, .jpeg, .bmp), then the "
+                        "output file (.npy, .tif, .tiff, .png) or, for several inputs, a folder")
     p.add_argument("-c", "--connectivity", type=_positive_int, default=None, metavar="K",
                    help="maximum number of orthogonal hops between neighbours, 1..ndim "
                         "(default ndim: 8-connected in 2-D, 26 in 3-D)")
@@ -525,6 +760,18 @@ def build_parser():
                         "of a stack on its own)")
     p.add_argument("--method", choices=meshccl.labelling.METHODS, default="auto",
                    help="algorithm (default auto: the one-pass union-find)")
+    p.add_argument("--min-size", type=_positive_int, default=None, metavar="N",
+                   help="remove components of fewer than N cells, then renumber the rest "
+                        "1..M in raster order (like skimage's remove_small_objects)")
+    p.add_argument("--colour", "--color", default=None, metavar="PNG",
+                   help="also write a coloured preview of the 2-D labels (a random colour "
+                        "per label, background black)")
+    p.add_argument("--stats", default=None, metavar="CSV",
+                   help="also write per-label cell count, bounding box (end exclusive) "
+                        "and centroid as CSV")
+    p.add_argument("--out-ext", default=None, metavar="EXT",
+                   help="with an output folder: the output format (.npy, .tif, .tiff, .png; "
+                        "default: the input's, .png for .jpg/.bmp)")
 
     p = sub.add_parser("demo", help="label Hawick's spiral and a blob field, time it, draw it",
                        description="Label Hawick's spiral and a Cahn-Hilliard-like blob field "
@@ -536,9 +783,6 @@ def build_parser():
                    help="folder for the pictures (default ./meshccl-demo)")
     p.add_argument("--device", choices=devices, default="auto",
                    help="where to label (default auto: the GPU when one is usable)")
-
-    sub.add_parser("bench", add_help=False, help="run benchmarks/bench.py (source checkout "
-                   "only); all further arguments go to it")
     return parser
 
 
@@ -560,8 +804,8 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv[:1] == ["bench"]:
-            # Forward everything, options included, untouched.
-            return cmd_bench(argv[1:])
+            raise CLIError("'meshccl bench' was removed; run 'python benchmarks/bench.py' "
+                           "from a source checkout (see benchmarks/README.md)")
         parser = build_parser()
         try:
             args = parser.parse_args(argv)

@@ -5,6 +5,14 @@ The patterns are Hawick's spiral (:func:`meshccl.patterns.spiral`), whose
 for label propagation -- and a Cahn-Hilliard-like field of bicontinuous blobs
 (:func:`meshccl.patterns.blobs`).  Both are labelled on the GPU when one is
 usable (CuPy arrays) and on the CPU otherwise, at connectivity 1 and 2.
+
+The timings are for images of ``size`` x ``size`` cells; the pictures are
+drawn to be read: one PNG per pattern with connectivity 1 and 2 side by
+side, each component in its own colour, the background black.  The spiral
+is drawn at :data:`PICTURE_SPIRAL` cells (at 1024 cells its 1-cell walls
+would only show a moire pattern), the blobs as the top-left crop of the
+timed labels (at most :data:`PICTURE_CROP` cells a side), both enlarged to
+about :data:`PICTURE_PX` pixels a panel.
 """
 
 from __future__ import annotations
@@ -22,6 +30,12 @@ from meshccl import patterns
 
 #: Connectivities the demo labels at.
 CONNECTIVITIES = (1, 2)
+#: Side of the spiral drawn in the picture, in cells.
+PICTURE_SPIRAL = 40
+#: Largest crop of the blob labels drawn, in cells.
+PICTURE_CROP = 256
+#: About this many pixels a panel side.
+PICTURE_PX = 480
 
 
 @dataclass
@@ -98,7 +112,7 @@ def time_label(image, connectivity, repeats=5):
 
 
 def colourise(labels, num, seed=0):
-    """Draw labels as an RGB picture: a random colour per label, background black.
+    """Draw labels as an RGB picture: a random bright colour per label, background black.
 
     Parameters
     ----------
@@ -115,7 +129,17 @@ def colourise(labels, num, seed=0):
         uint8 array of shape ``labels.shape + (3,)``.
     """
     rng = np.random.default_rng(seed)
-    lut = rng.integers(48, 256, size=(num + 1, 3), dtype=np.uint8)
+    # Saturated colours: a random hue, saturation 0.55-1, value 0.75-1 (HSV to RGB).
+    h = rng.random(num + 1) * 6
+    sat = rng.uniform(0.55, 1.0, num + 1)
+    val = rng.uniform(0.75, 1.0, num + 1)
+    f = h - np.floor(h)
+    p, q, t = val * (1 - sat), val * (1 - sat * f), val * (1 - sat * (1 - f))
+    sector = h.astype(np.int64) % 6
+    table = np.array([[val, t, p], [q, val, p], [p, val, t],
+                      [p, q, val], [t, p, val], [val, p, q]])  # (sector, channel, label)
+    rgb = table[sector, :, np.arange(num + 1)]  # (label, channel)
+    lut = np.round(rgb * 255).astype(np.uint8)
     lut[0] = 0
     return lut[labels]
 
@@ -129,8 +153,8 @@ def run_demo(size=1024, out_dir="meshccl-demo", device="auto", repeats=5, stream
         Side length of the images (default 1024).
     out_dir : str or pathlib.Path, optional
         Folder for the PNG pictures, created if missing (default
-        ``./meshccl-demo``).  One picture per pattern and connectivity,
-        named ``<pattern>_conn<k>.png``.
+        ``./meshccl-demo``).  One picture per pattern, ``<pattern>.png``,
+        with the connectivities side by side.
     device : {'auto', 'cpu', 'gpu'}, optional
         ``'auto'`` uses the GPU when :func:`meshccl.gpu_available` is true.
     repeats : int, optional
@@ -174,15 +198,70 @@ def run_demo(size=1024, out_dir="meshccl-demo", device="auto", repeats=5, stream
           file=stream)
 
     results = []
+    pictures = []
     for name, image in make_patterns(size, xp).items():
+        panels = []
+        picture = out_dir / f"{name}.png"
         for k in CONNECTIVITIES:
             labels, num, ms = time_label(image, k, repeats)
             host = labels.get() if xp is not np else labels
-            picture = out_dir / f"{name}_conn{k}.png"
-            iio.imwrite(picture, colourise(host, num))
             results.append(DemoResult(name, k, backend, num, ms, picture))
             print(f"{name:<8} {k:>12} {backend:>8} {num:>11} {ms:>10.2f}", file=stream)
+            if name == "spiral":
+                small = patterns.spiral(min(size, PICTURE_SPIRAL))
+                shown, shown_num = meshccl.label(small, connectivity=k, return_num=True)
+                caption = (f"connectivity {k}: {_components(shown_num)} "
+                           f"(drawn at {small.shape[0]}x{small.shape[1]})")
+            else:
+                crop = min(size, PICTURE_CROP)
+                shown = meshccl.label(host[:crop, :crop], connectivity=k)  # (numbered from 1)
+                shown_num = int(shown.max())
+                caption = f"connectivity {k}: {_components(num)} in {size}x{size}"
+            panels.append((colourise(shown, shown_num), caption))
+        iio.imwrite(picture, side_by_side(panels))
+        pictures.append(picture)
 
     print(f"pictures: {out_dir.resolve()}/ ("
-          + ", ".join(r.picture.name for r in results) + ")", file=stream)
+          + ", ".join(p.name for p in pictures) + ")", file=stream)
     return results
+
+
+def _components(n):
+    return f"{n} component" + ("" if n == 1 else "s")
+
+
+def side_by_side(panels, px=PICTURE_PX, gap=16, caption_px=28):
+    """Enlarge RGB panels (nearest neighbour) and put them side by side, captioned.
+
+    Parameters
+    ----------
+    panels : list of (numpy.ndarray, str)
+        ``(rgb image, caption)``; images of one shape.
+    px : int, optional
+        About this many pixels on a panel's longer side (enlarged by a
+        whole factor, at least 1).
+    gap : int, optional
+        White pixels between and around the panels.
+    caption_px : int, optional
+        Height of the caption strip above each panel.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 RGB picture.
+    """
+    from PIL import Image, ImageDraw
+
+    h, w = panels[0][0].shape[:2]
+    scale = max(1, round(px / max(h, w)))
+    H, W = h * scale, w * scale
+    out = np.full((gap + caption_px + H + gap, gap + len(panels) * (W + gap), 3), 255, np.uint8)
+    for i, (rgb, _) in enumerate(panels):
+        x = gap + i * (W + gap)
+        out[gap + caption_px:gap + caption_px + H, x:x + W] = \
+            np.repeat(np.repeat(rgb, scale, axis=0), scale, axis=1)
+    picture = Image.fromarray(out)
+    draw = ImageDraw.Draw(picture)
+    for i, (_, caption) in enumerate(panels):
+        draw.text((gap + i * (W + gap), gap + 4), caption, fill=(0, 0, 0))
+    return np.asarray(picture)

@@ -1,5 +1,6 @@
-"""The benchmark helpers that run without a GPU: reading and plotting stored
-results, and bench.py's CPU tools."""
+"""The benchmark helpers that run without a GPU: tables and plots drawn from
+results (synthetic ones here: no test reads the stored results or the docs),
+and bench.py's CPU tools."""
 
 import sys
 from pathlib import Path
@@ -10,14 +11,39 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
-def test_plot_graphs_reads_the_stored_gpu_table(tmp_path):
+GRAPH_MD = """Machine: test; command: `python benchmarks/graph_bench.py --gpu`
+
+| graph | vertices | stored edges | components | scipy ms | meshccl CPU (CSR) ms | meshccl CPU (edge list) ms | speed-up (CPU CSR) | labels |
+|---|---:|---:|---:|---:|---:|---:|---:|---|
+| RMAT scale 4 | 16 | 200 | 3 | 2.0 | 1.0 | 1.0 | 2.00× | identical |
+| line, 16 vertices | 16 | 15 | 1 | 0.0 | 0.5 | 0.5 | n/a | identical |
+
+GPU, ms (edges/s), every method; labels checked equal to SciPy's:
+
+| graph | auto (CSR) | ecl (CSR) | bfs-cc (CSR) |
+|---|---:|---:|---:|
+| RMAT scale 4 | 0.02 (1e+07) | 0.01 (2e+07) | stopped after 3 ms |
+| line, 16 vertices | 0.03 (5e+05) | 0.04 (3.75e+05) | 0.10 (1.5e+05) |
+"""
+
+
+def test_plot_graphs_reads_a_gpu_table(tmp_path):
+    """plot_graphs reads graph_bench's markdown: edges/s per graph and method,
+    stopped methods and 0.0 ms CPU times left out, and draws them."""
     import plot_graphs
-    data = plot_graphs.read(ROOT / "benchmarks/results/graph_bench_gpu.md")
-    rmat = next(g for g in data if g.startswith("RMAT"))
-    assert data[rmat]["scipy"] > 0 and data[rmat]["GPU ecl (CSR)"] > 100 * data[rmat]["scipy"]
-    assert all("GPU bfs-cc (CSR)" not in data[g] for g in data if g.startswith("RMAT"))  # stopped
+    md = tmp_path / "graph_bench_gpu.md"
+    md.write_text(GRAPH_MD)
+    data = plot_graphs.read(md)
+    assert set(data) == {"RMAT scale 4", "line, 16 vertices"}
+    rmat = data["RMAT scale 4"]
+    assert rmat["scipy"] == pytest.approx(200 / 2e-3)
+    assert rmat["meshccl CPU (CSR)"] == pytest.approx(200 / 1e-3)
+    assert rmat["GPU ecl (CSR)"] == 2e7 and rmat["GPU auto (CSR)"] == 1e7
+    assert "GPU bfs-cc (CSR)" not in rmat  # stopped
+    assert "scipy" not in data["line, 16 vertices"]  # timed as 0.0 ms
+    assert data["line, 16 vertices"]["GPU bfs-cc (CSR)"] == 1.5e5
     pytest.importorskip("matplotlib")
-    png = plot_graphs.plot(ROOT / "benchmarks/results/graph_bench_gpu.md", str(tmp_path / "g.png"))
+    png = plot_graphs.plot(md, str(tmp_path / "g.png"))
     assert Path(png).stat().st_size > 10_000
 
 
@@ -37,21 +63,50 @@ def test_bench_times_and_checks_the_threaded_cpu_tool():
     assert bench.columns(results)[:2] == ["meshccl CPU", "meshccl CPU threads"]
 
 
-def test_bench_redraws_the_readme_table_and_plot_from_its_stored_run(tmp_path):
-    """README's headline table and plot come from benchmarks/results/bench.json:
-    the markdown names every case and tool of that run with meshccl's ratio
-    to the fastest GPU peer, and the plot (every tool, the floor) is drawn."""
-    import json
+def _run(with_gpu_peer=True):
+    """A synthetic bench.json: two cases, as benchmarks/bench.py writes them."""
+    def ok(seconds, check="identical"):
+        return {"status": "ok", "seconds": seconds, "count": 5, "check": check,
+                "reference": "meshccl CPU"}
 
+    na = {"status": "n/a"}
+    case2d = {"name": "spiral-64^2-c2", "pattern": "spiral", "shape": [64, 64], "connectivity": 2,
+              "cells": 64 ** 2, "floor_s": 2e-5,
+              "tools": {"meshccl GPU": ok(1e-4), "cupyx": ok(1.5e-3), "cuCIM": ok(2.2e-3),
+                        "bkeccl": ok(9e-4, "same partition"),
+                        "bkeccl raw": ok(4e-4, "same partition") if with_gpu_peer else na,
+                        "colorcc": ok(5.5e-4, "same partition"),
+                        "meshccl CPU": ok(0.0675), "meshccl CPU threads": ok(0.0103),
+                        "skimage": ok(0.231), "scipy": ok(0.0987, "same partition"),
+                        "OpenCV": ok(0.0263, "same partition"), "cc3d": ok(0.0635)}}
+    case3d = {"name": "potts4-32^3-c1", "pattern": "potts", "shape": [32, 32, 32],
+              "connectivity": 1, "cells": 32 ** 3, "floor_s": 1.5e-4,
+              "tools": {"meshccl GPU": ok(3e-4), "cupyx": na, "cuCIM": ok(1.2e-3),
+                        "bkeccl": na, "bkeccl raw": na, "colorcc": na,
+                        "meshccl CPU": ok(0.188), "meshccl CPU threads": ok(0.0196),
+                        "skimage": ok(0.476), "scipy": na, "OpenCV": na, "cc3d": ok(0.265)}}
+    return {"machine": {"date_utc": "2030-01-02 03:04:05 UTC", "cpu_count": 8,
+                        "cpu_model": "Test CPU", "command": "bench.py --out x",
+                        "numba": {"version": "0", "threads": 8},
+                        "meshccl": {"version": "0.1.0", "git": "abc1234"},
+                        "gpu": {"name": "Test GPU", "cupy": "14.2.0", "driver_version": "13.0",
+                                "runtime_version": "13.2"}},
+            "copy_bandwidth_bytes_per_s": 3.0e12, "cases": [case2d, case3d],
+            "skipped_tools": {}, "failures": [],
+            "latency": [{"side": 64, "shape": [64, 64], "connectivity": 1,
+                         "tools": {"meshccl GPU": {"seconds": 1.6e-5},
+                                   "cupyx": {"seconds": 6.5e-4}}}]}
+
+
+def test_bench_markdown_and_plot_of_a_run(tmp_path):
+    """bench.py's markdown names every case and tool with meshccl's ratio to
+    the fastest GPU peer, and its plot (every tool, the floor) is drawn."""
     import bench
-    results = json.loads((ROOT / "benchmarks/results/bench.json").read_text())
+    results = _run()
     md = bench.markdown(results)
     for case in results["cases"]:
         row = next(line for line in md.splitlines() if line.startswith(f"| {case['name']} |"))
         assert "× (" in row  # meshccl against the fastest GPU peer
-        assert all(r.get("check") in ("identical", "same partition")
-                   for r in case["tools"].values() if r.get("status") == "ok"
-                   and "check" in r)
     header = next(line for line in md.splitlines() if line.startswith("| case | floor |"))
     for tool in ("meshccl GPU", "meshccl CPU threads", "bkeccl raw", "cc3d", "scipy"):
         assert f"| {tool} |" in header
@@ -61,19 +116,72 @@ def test_bench_redraws_the_readme_table_and_plot_from_its_stored_run(tmp_path):
     assert png.stat().st_size > 20_000
 
 
-def test_readme_headline_table_is_the_stored_run():
-    """README's headline rows are readme_table.py's rows of
-    benchmarks/results/bench.json, every one: a new run and the README are
-    updated together, and the ratios quoted are that run's."""
+def test_readme_table_rows_of_a_run():
+    import readme_table
+    rows = readme_table.rows(_run())
+    assert rows == [
+        "| spiral 64², c2 | 0.020 | **0.100** | 1.50 | 2.20 | 0.400 | 0.550 | 4.00× (bkeccl raw)"
+        " | 5.0× | 67.5 | 10.3 | 231 | 98.7 | 26.3 | 63.5 |",
+        "| Potts q=4 32³, c1 | 0.150 | **0.300** | n/a | 1.20 | n/a | n/a | 4.00× (cuCIM)"
+        " | 2.0× | 188 | 19.6 | 476 | n/a | n/a | 265 |",
+    ]
+    # without bkeccl raw the next fastest GPU peer of the run
+    assert "5.50× (colorcc)" in readme_table.rows(_run(with_gpu_peer=False))[0]
+    head = readme_table.header(_run())
+    assert head[0].count("|") == head[1].count("|") == rows[0].count("|")
+    assert "meshccl CPU (8 threads)" in head[0]
+
+
+def test_readme_table_caption_and_latency():
+    import readme_table
+    text = readme_table.table(_run())
+    first = text.splitlines()[0]
+    assert "Test GPU" in first and "2030-01-02 03:04:05 UTC" in first and "abc1234" in first
+    assert "3.00 TB/s" in first
+    lat = readme_table.latency_table(_run()).splitlines()
+    assert lat[2].startswith("| 64×64, c1 | 16 | n/a | 650 |")
+
+
+def test_readme_table_graph_summary(tmp_path):
+    import readme_table
+    best = ("| graph | stored edges | best | ms | edges/s | speed-up vs scipy | 'auto' on the CSR |\n"
+            "|---|---:|---|---:|---:|---:|---|\n"
+            "| RMAT scale 4 | 200 | ecl (CSR) | 0.01 | 2e+07 | 200.0× | ecl, 0.02 ms, 2.00× |\n")
+    folder = tmp_path / "latest-graph-test"
+    folder.mkdir()
+    (folder / "graph_bench_gpu.md").write_text(GRAPH_MD + "\nBest GPU method per graph:\n\n" + best
+                                               + "\nafter the table\n")
+    summary = readme_table.graph_summary((folder / "graph_bench_gpu.md").read_text())
+    assert summary == GRAPH_MD.splitlines()[0] + "\n\n" + best.rstrip("\n")
+    doc = tmp_path / "perf.md"
+    doc.write_text("<!-- graph: latest-graph-test -->\n<!-- end graph: latest-graph-test -->\n")
+    assert readme_table.main([str(folder), "--graph", "--write", str(doc)]) == 0
+    assert summary in doc.read_text()
+    with pytest.raises(ValueError, match="best GPU method"):
+        readme_table.graph_summary(GRAPH_MD)
+
+
+def test_readme_table_writes_between_markers(tmp_path):
     import json
 
     import readme_table
-    run = json.loads((ROOT / "benchmarks/results/bench.json").read_text())
-    rows = readme_table.rows(run)
-    assert len(rows) == len(run["cases"]) == 14
-    readme = (ROOT / "README.md").read_text().splitlines()
-    start = readme.index(rows[0])  # ValueError if the README's row differs
-    assert readme[start:start + len(rows)] == rows
+    folder = tmp_path / "latest-test"
+    folder.mkdir()
+    (folder / "bench.json").write_text(json.dumps(_run()))
+    doc = tmp_path / "doc.md"
+    doc.write_text("before\n<!-- table: latest-test -->\nold\n<!-- end table: latest-test -->\n"
+                   "<!-- latency: latest-test -->\n<!-- end latency: latest-test -->\nafter\n")
+    assert readme_table.main([str(folder), "--write", str(doc)]) == 0
+    assert readme_table.main([str(folder), "--write", str(doc), "--latency"]) == 0
+    text = doc.read_text()
+    assert text.startswith("before\n<!-- table: latest-test -->\nTest GPU")
+    assert "old" not in text and text.endswith("<!-- end latency: latest-test -->\nafter\n")
+    assert readme_table.table(_run()) in text and readme_table.latency_table(_run()) in text
+    again = text
+    readme_table.main([str(folder), "--write", str(doc)])  # idempotent
+    assert doc.read_text() == again
+    with pytest.raises(ValueError, match="markers"):
+        readme_table.replace_between("no markers", "table", "latest-test", "x")
 
 
 def test_readme_table_rounds_to_three_significant_digits():

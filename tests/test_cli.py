@@ -1,4 +1,4 @@
-"""The ``meshccl`` command line: file round trips, errors, demo, bench, version.
+"""The ``meshccl`` command line: file round trips, errors, outputs, demo, version.
 
 CPU only; every test calls ``meshccl.cli.main`` in-process except the ones
 that check the installed ``meshccl`` command and ``python -m meshccl``.
@@ -315,7 +315,7 @@ def test_no_command(capsys):
 
 
 # --------------------------------------------------------------------------
-# demo, bench, version
+# demo, version
 # --------------------------------------------------------------------------
 
 def test_demo(tmp_path, capsys):
@@ -332,28 +332,52 @@ def test_demo(tmp_path, capsys):
     for (name, k), (backend, count, ms) in rows.items():
         assert backend == "cpu" and ms >= 0
         assert count == sk_label(images[name], connectivity=k, return_num=True)[1]
-        picture = iio.imread(out_dir / f"{name}_conn{k}.png")
-        assert picture.shape == (64, 64, 3)
-        assert (picture[images[name] == 0] == 0).all()  # background is black
     # The spiral's 1-cells are one wall winding through the whole image.
     assert rows["spiral", 1][1] == 1
     assert str(out_dir.resolve()) in out
+    assert sorted(p.name for p in out_dir.iterdir()) == ["blobs.png", "spiral.png"]
 
 
-def test_bench_forwards_arguments(tmp_path, capfd, monkeypatch):
-    script = tmp_path / "bench.py"
-    script.write_text("import sys\nprint('bench got', sys.argv[1:])\nsys.exit(3)\n")
-    monkeypatch.setattr(cli, "bench_script", lambda: script)
-    rc = cli.main(["bench", "--size", "10", "--help"])
-    out, _ = capfd.readouterr()
-    assert rc == 3
-    assert "bench got ['--size', '10', '--help']" in out
+def test_demo_pictures_are_readable(tmp_path):
+    """Each picture holds the two connectivities side by side, enlarged so a
+    1-cell wall is many pixels wide, with the background black and each
+    component in one colour."""
+    from meshccl import demo
+
+    demo.run_demo(size=128, out_dir=tmp_path, device="cpu", repeats=1, stream=open("/dev/null", "w"))
+    spiral = iio.imread(tmp_path / "spiral.png")
+    n = demo.PICTURE_SPIRAL
+    scale = round(demo.PICTURE_PX / n)
+    assert spiral.shape[1] > 2 * n * scale  # two panels side by side
+    import inspect
+    d = {k: v.default for k, v in inspect.signature(demo.side_by_side).parameters.items()}
+    top, left = d["gap"] + d["caption_px"], d["gap"]  # the first panel
+    panel = spiral[top:top + n * scale, left:left + n * scale]
+    cells = panel[scale // 2::scale, scale // 2::scale]  # one pixel per cell
+    wall = patterns.spiral(n) == 1
+    assert (cells[~wall] == 0).all()  # corridor (background) black
+    colours = {tuple(c) for c in cells[wall]}
+    assert len(colours) == 1 and colours != {(0, 0, 0)}  # one component, one colour
+    blobs = iio.imread(tmp_path / "blobs.png")
+    assert blobs.ndim == 3 and len(np.unique(blobs.reshape(-1, 3), axis=0)) > 10
 
 
-def test_bench_missing(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "bench_script", lambda: tmp_path / "benchmarks" / "bench.py")
-    rc, _, err = run(capsys, "bench")
-    assert rc == 2 and "not found" in err and "source checkout" in err
+def test_colourise_gives_distinct_bright_colours_and_black_background():
+    from meshccl.demo import colourise
+    labels = np.arange(200).reshape(10, 20)
+    rgb = colourise(labels, 199)
+    assert rgb.shape == (10, 20, 3) and rgb.dtype == np.uint8
+    assert (rgb[0, 0] == 0).all()
+    assert (rgb.reshape(-1, 3)[1:].max(axis=1) >= 190).all()  # value >= 0.75
+    assert len(np.unique(rgb.reshape(-1, 3)[1:], axis=0)) > 190
+
+
+def test_bench_is_not_a_subcommand(capsys):
+    rc, out, err = run(capsys, "bench", "--out", "x")
+    assert rc == 2 and out == ""
+    _assert_one_line(err)
+    assert "python benchmarks/bench.py" in err
+    assert "bench" not in cli.build_parser().format_help().split("positional arguments")[-1]
 
 
 def test_version_in_process(capsys):
@@ -423,3 +447,222 @@ def test_axes_and_method(tmp_path, capsys, volume):
     assert rc == 2 and "axes entry 5 is out of range" in err
     rc, _, err = run(capsys, "label", src, dst, "--axes", "2", "-c", "2")
     assert rc == 2 and "connectivity for labelling along axes=(2,)" in err
+
+
+# --------------------------------------------------------------------------
+# outputs beside the labels: --colour, --stats, --min-size
+# --------------------------------------------------------------------------
+
+@pytest.fixture
+def speckles():
+    """A 2-D binary image with components of many sizes."""
+    rng = np.random.default_rng(7)
+    return (rng.random((40, 50)) < 0.45).astype(np.uint8)
+
+
+def test_min_size_removes_small_components_and_renumbers(tmp_path, capsys, speckles):
+    src, dst = tmp_path / "in.npy", tmp_path / "out.npy"
+    np.save(src, speckles)
+    rc, out, err = run(capsys, "label", src, dst, "-c", "1", "--min-size", 4)
+    assert rc == 0, err
+    got = np.load(dst)
+    full = sk_label(speckles, connectivity=1)
+    sizes = np.bincount(full.ravel())
+    kept = full * (sizes[full] >= 4)  # remove_small_objects(min_size=4), labels unchanged
+    np.testing.assert_array_equal(got, sk_label(kept > 0, connectivity=1) * (kept > 0))
+    # renumbered 1..M in raster order of first cells
+    assert got.max() == len(np.unique(got)) - 1 == (sizes[1:] >= 4).sum()
+    first = [np.flatnonzero(got.ravel() == v)[0] for v in range(1, got.max() + 1)]
+    assert first == sorted(first)
+    removed = (sizes[1:] < 4).sum()
+    assert removed > 0 and f"{removed} smaller than 4 cells removed" in out
+    assert f"{got.max()} components" in out
+
+
+def test_remove_small_keeps_dtype_and_empty():
+    labels = np.array([[1, 1, 0, 2], [0, 3, 3, 3]], dtype=np.int32)
+    out, n = cli.remove_small(labels, 3, 3)
+    assert out.dtype == np.int32 and n == 1
+    np.testing.assert_array_equal(out, [[0, 0, 0, 0], [0, 1, 1, 1]])
+    out, n = cli.remove_small(np.zeros((2, 2), np.int64), 0, 5)
+    assert n == 0 and not out.any()
+
+
+def test_stats_csv(tmp_path, capsys, volume):
+    import csv
+    from scipy import ndimage
+    src, dst, stats = tmp_path / "v.npy", tmp_path / "l.npy", tmp_path / "s.csv"
+    np.save(src, volume)
+    rc, _, err = run(capsys, "label", src, dst, "-c", "1", "--stats", stats)
+    assert rc == 0, err
+    labels = np.load(dst)
+    rows = list(csv.DictReader(open(stats)))
+    assert len(rows) == labels.max() > 1
+    assert list(rows[0]) == (["label", "count"] + [f"bbox_min_{a}" for a in range(3)]
+                             + [f"bbox_max_{a}" for a in range(3)]
+                             + [f"centroid_{a}" for a in range(3)])
+    boxes = ndimage.find_objects(labels)
+    centroids = ndimage.center_of_mass(labels > 0, labels, range(1, labels.max() + 1))
+    for row in rows:
+        lab = int(row["label"])
+        assert int(row["count"]) == (labels == lab).sum()
+        assert [int(row[f"bbox_min_{a}"]) for a in range(3)] == [s.start for s in boxes[lab - 1]]
+        assert [int(row[f"bbox_max_{a}"]) for a in range(3)] == [s.stop for s in boxes[lab - 1]]
+        np.testing.assert_allclose([float(row[f"centroid_{a}"]) for a in range(3)],
+                                   centroids[lab - 1], rtol=1e-5)
+
+
+def test_colour_preview(tmp_path, capsys, speckles):
+    src, dst, png = tmp_path / "in.npy", tmp_path / "out.npy", tmp_path / "c.png"
+    np.save(src, speckles)
+    rc, _, err = run(capsys, "label", src, dst, "--colour", png, "--min-size", 2)
+    assert rc == 0, err
+    labels, rgb = np.load(dst), iio.imread(png)
+    assert rgb.shape == labels.shape + (3,) and rgb.dtype == np.uint8
+    assert (rgb[labels == 0] == 0).all() and (rgb[labels > 0].max(axis=1) > 0).all()
+    # one colour per label
+    for lab in np.unique(labels)[1:6]:
+        assert len(np.unique(rgb[labels == lab], axis=0)) == 1
+
+
+def test_colour_needs_2d(tmp_path, capsys, volume):
+    src = tmp_path / "v.npy"
+    np.save(src, volume)
+    rc, _, err = run(capsys, "label", src, tmp_path / "l.npy", "--colour", tmp_path / "c.png")
+    assert rc == 2 and "2-D labels only" in err and "3-D" in err
+    _assert_one_line(err)
+    assert not (tmp_path / "l.npy").exists()
+
+
+# --------------------------------------------------------------------------
+# several inputs, IN == OUT, JPEG/BMP, float warning, timing, library errors
+# --------------------------------------------------------------------------
+
+def test_several_inputs_one_output_each(tmp_path, capsys, speckles, volume):
+    a, b, c = tmp_path / "a.npy", tmp_path / "b.png", tmp_path / "c.bmp"
+    np.save(a, volume)
+    iio.imwrite(b, speckles * 255)
+    iio.imwrite(c, np.stack([speckles * 200] * 3, axis=-1))
+    out, stats = tmp_path / "out", tmp_path / "stats"
+    rc, text, err = run(capsys, "label", a, b, c, out, "-c", "1", "--stats", stats)
+    assert rc == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["a_labels.npy", "b_labels.png", "c_labels.png"]
+    assert sorted(p.name for p in stats.iterdir()) == ["a_stats.csv", "b_stats.csv", "c_stats.csv"]
+    np.testing.assert_array_equal(np.load(out / "a_labels.npy"), sk_label(volume, connectivity=1))
+    want = sk_label(speckles, connectivity=1)
+    np.testing.assert_array_equal(iio.imread(out / "b_labels.png"), want)
+    np.testing.assert_array_equal(iio.imread(out / "c_labels.png"), want)
+    assert text.count(" components ") == 3
+    # --out-ext picks the format; one input into an existing folder works the same way
+    rc, _, err = run(capsys, "label", b, out, "--out-ext", "tif")
+    assert rc == 0, err
+    np.testing.assert_array_equal(tifffile.imread(out / "b_labels.tif"), sk_label(speckles))
+
+
+def test_several_inputs_with_the_same_name(tmp_path, capsys, image2d):
+    (tmp_path / "x").mkdir()
+    np.save(tmp_path / "a.npy", image2d)
+    np.save(tmp_path / "x" / "a.npy", image2d)
+    rc, _, err = run(capsys, "label", tmp_path / "a.npy", tmp_path / "x" / "a.npy", tmp_path / "o")
+    assert rc == 2 and "would both be written as a_labels" in err
+    _assert_one_line(err)
+
+
+@pytest.mark.parametrize("where", ["labels", "colour", "stats", "folder"])
+def test_output_that_is_an_input_is_refused(tmp_path, capsys, image2d, where):
+    src = tmp_path / "in.npy"
+    np.save(src, image2d)
+    before = src.read_bytes()
+    if where == "labels":
+        args = [src, src]
+    elif where == "colour":
+        args = [src, tmp_path / "o.npy", "--colour", src]
+    elif where == "stats":
+        args = [src, tmp_path / "o.npy", "--stats", src]
+    else:  # the folder form would write in_labels.npy: refuse an input named so
+        np.save(tmp_path / "in_labels.npy", image2d)
+        args = [src, tmp_path / "in_labels.npy", str(tmp_path) + "/"]
+    rc, _, err = run(capsys, "label", *args)
+    assert rc == 2 and "is the input file" in err
+    _assert_one_line(err)
+    assert src.read_bytes() == before
+
+
+def test_jpeg_and_bmp_inputs(tmp_path, capsys):
+    grey = np.zeros((24, 30), np.uint8)
+    grey[2:10, 3:12] = 255
+    grey[14:20, 15:28] = 255
+    for name in ("g.jpg", "g.jpeg", "g.bmp"):
+        src = tmp_path / name
+        iio.imwrite(src, grey)
+        rc, out, err = run(capsys, "label", src, tmp_path / f"{name}.npy", "--tolerance", 60)
+        assert rc == 0, (name, err)
+        got = np.load(tmp_path / f"{name}.npy")
+        pixels = iio.imread(src)  # (JPEG changes values near edges: compare with what it holds)
+        np.testing.assert_array_equal(got, meshccl.label(pixels, tolerance=60))
+        if name.endswith(".bmp"):
+            np.testing.assert_array_equal(got, sk_label(grey))
+
+
+def test_float_warning_when_everything_truncates_to_background(tmp_path, capsys):
+    field = np.random.default_rng(3).random((8, 9)) * 0.9
+    src = tmp_path / "f.npy"
+    np.save(src, field)
+    rc, out, err = run(capsys, "label", src, tmp_path / "o.npy")
+    assert rc == 0 and "0 components" in out
+    assert "warning" in err and "--tolerance" in err and "(-1, 1)" in err
+    for extra in (["--tolerance", "0.1"], ["-b", "-1"]):  # no warning: the values are used
+        rc, _, err = run(capsys, "label", src, tmp_path / "o.npy", *extra)
+        assert rc == 0 and "warning" not in err
+    np.save(src, field + 1)  # some cells survive truncation
+    rc, _, err = run(capsys, "label", src, tmp_path / "o.npy")
+    assert rc == 0 and "warning" not in err
+
+
+def test_reported_time_is_the_label_call_after_a_warm_up(tmp_path, capsys, monkeypatch, image2d):
+    """Start-up (kernel compilation on the first call) is not in the time printed."""
+    import time as _time
+    src = tmp_path / "in.npy"
+    np.save(src, image2d)
+    real, calls = meshccl.label, []
+
+    def slow_first(image, *a, **k):
+        calls.append(image.shape)
+        if len(calls) == 1:
+            _time.sleep(0.5)  # the first call "compiles"
+        return real(image, *a, **k)
+
+    monkeypatch.setattr(meshccl, "label", slow_first)
+    rc, out, err = run(capsys, "label", src, tmp_path / "o.npy")
+    assert rc == 0, err
+    assert calls[0] != image2d.shape and calls[-1] == image2d.shape  # warm-up on a crop
+    ms = float(out.split(" in ")[1].split(" ms")[0])
+    assert ms < 400
+
+
+def test_big_endian_npy(tmp_path, capsys):
+    a = np.array([[1, 1, 0], [0, 2, 2], [3, 0, 2]], dtype=">i4")
+    src = tmp_path / "be.npy"
+    np.save(src, a)
+    rc, out, err = run(capsys, "label", src, tmp_path / "o.npy")
+    assert "Traceback" not in err
+    if rc == 0:
+        np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), sk_label(a.astype("<i4")))
+    else:
+        assert rc == 2
+        _assert_one_line(err)
+
+
+@pytest.mark.parametrize("exc", [ValueError("bad\nsecond line"), TypeError("no such dtype")])
+def test_library_errors_are_one_line(tmp_path, capsys, monkeypatch, image2d, exc):
+    src = tmp_path / "in.npy"
+    np.save(src, image2d)
+
+    def fail(*a, **k):
+        raise exc
+
+    monkeypatch.setattr(meshccl, "label", fail)
+    rc, out, err = run(capsys, "label", src, tmp_path / "o.npy")
+    assert rc == 2 and out == ""
+    _assert_one_line(err)
+    assert str(src) in err and str(exc).splitlines()[0] in err
