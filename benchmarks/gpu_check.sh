@@ -2,13 +2,15 @@
 # The one device script: install meshccl without network, run the GPU test
 # suite and the benchmark, and leave logs under $OUT.
 #
-#   bash benchmarks/gpu_check.sh [tests] [soak] [bench] [quick] [smoke] [phases] [gap] [hawick] [graph]
+#   bash benchmarks/gpu_check.sh [tests] [soak] [bench] [compare] [quick] [smoke] [phases] [gap] [hawick] [graph]
 #                                                         (default: tests soak bench)
 #   TESTS="tests/test_methods.py ..."  limits the tests step (default: tests)
 #   CAP=60                             seconds per call before hawick stops a method
 #   SOAK_SECONDS=120 SOAK_SEED=<date>  the randomized run against references (tests/soak.py)
 #   GAP_CASES="blobs,spiral"           cases for the gap step (floor_gap.py, needs ncu)
-#   PHASES_ARGS="--tiles 3:8,8,16"     arguments for benchmarks/phases.py
+#   PHASES_ARGS="--only blobs"        arguments for benchmarks/phases.py
+#   BEFORE=baseline ROUNDS=3           compare: the tree to compare the working tree with
+#                                      (e.g. git archive <commit> meshccl kernels | tar -x -C baseline)
 #   GPROFILE_ARGS, GNCU_ARGS, GNCU_KERNEL  graph_profile.py arguments; the kernel gncu profiles
 #
 # Peers missing on the GPU machine travel as wheels in .whl/ (carry ".whl";
@@ -42,6 +44,10 @@ for step in $steps; do
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     bench)
       python3 benchmarks/bench.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -40
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    compare)
+      python3 benchmarks/compare_trees.py --tree "before=${BEFORE:-baseline}" --tree after=. \
+        --rounds "${ROUNDS:-3}" --out "$OUT/compare" 2>&1 | tee "$OUT/compare.log" | tail -24
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     quick)
       python3 benchmarks/bench.py --quick --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -40

@@ -75,64 +75,65 @@ def _changed():
 # ---------------------------------------------------------------------------
 
 #: cells3d.cu's tiles: (rows, planes, warps) -- 32 x 8 x 4 cells, a warp per
-#: row of 32 (docs/decisions.md: "cell tiles in 3-D").
+#: row of 32 (docs/decisions.md: "tiles per block").
 CELLS3D_TILES = (8, 4, 32)
 #: cells3d.cu's tiles per block, by connectivity: 2 puts twice the loads in
 #: flight at connectivity 1, where the tile kernel waits on loads; at 2 and
-#: 3 it only adds registers (docs/decisions.md: "cell tiles in 3-D").
+#: 3 it only adds registers (docs/decisions.md: "tiles per block").
 CELLS3D_TILES_PER_BLOCK = {1: 2, 2: 1, 3: 1}
 #: Words per thread of meshccl_piece_roots and meshccl_label_pieces after
 #: the 2-D tile kernel with slots (1 or 2): 2 fits a 4096^2 image's words in
 #: one wave of threads; images without slots keep 1 (docs/decisions.md:
-#: "pieces numbering").
+#: "piece words per thread").
 PIECE_WORDS = 2
 #: Planes per brick of runs3d.cu, by connectivity: 16 halves the z faces at
 #: connectivity 1; at 2 and 3 the deeper tile lost more than that saved
-#: (docs/decisions.md: "3-D bricks").
+#: (docs/decisions.md: "brick depth").
 RUNS_3D_PLANES = {1: 16, 2: 8, 3: 8}
 #: Warps (bricks) per block of meshccl_runs3d_zface (docs/decisions.md:
-#: "3-D bricks").
+#: "zface warps").
 RUNS_ZFACE_WARPS = 1
-#: Tiles per block of meshccl_runs3d_seams, two warps each (x and y seam).
+#: Tiles per block of meshccl_runs3d_seams, two warps each (x and y seam;
+#: docs/decisions.md: "seam kernel").
 RUNS_SEAM_TILES = 4
 #: Planes a warp of meshccl_runs3d_seams walks, by connectivity (2, 8 and
-#: 16 were slower; docs/decisions.md: "3-D seams").
+#: 16 were slower; docs/decisions.md: "seam kernel").
 RUNS_SEAM_PLANES = {1: 4, 2: 4, 3: 4}
 #: L2 prefetch of the sectors of P that run starts' piece roots go to
 #: (runs.cuh, prefetch_run_starts), by (dimension, connectivity): 0 none, 1
 #: per sector, 2 per row; not at 3-D c2/c3, whose kernels spill more with it
-#: (docs/decisions.md: "prefetch of run starts").
+#: (docs/decisions.md: "prefetch of piece-root sectors").
 RUNS_PREFETCH = {(2, 1): 2, (2, 2): 2, (3, 1): 2, (3, 2): 0, (3, 3): 0}
 #: Tile rows per lane group of meshccl_label_runs, by label bytes (1, 2 or 4
 #: for int32; 1, 2 or 4 for int64: the instantiations in number_pieces.cu;
-#: docs/decisions.md: "run label pass").
+#: docs/decisions.md: "label pass lanes").
 RUNS_LABEL_ROWS = {4: 1, 8: 1}
 #: Cells per lane of meshccl_label_runs, by label bytes (4 or 8 for int32,
-#: 4 for int64; docs/decisions.md: "run label pass").
+#: 4 for int64; docs/decisions.md: "label pass lanes").
 RUNS_LABEL_CELLS = {4: 8, 8: 4}
 #: Slots per 32 x 32 tile for the piece roots of its run starts (plain 2-D
 #: images; 0: none): tiles with few run starts keep them in consecutive
 #: words rather than scattered over the labels array (docs/decisions.md:
-#: "slots").  Costs slots / 1024 index words per cell.
+#: "slots for few-run tiles").  Costs slots / 1024 index words per cell.
 RUNS_2D_SLOTS = 192
 #: Share of tiles that must have fitted their run starts in their slots on
 #: a launch plan's last counted call for its next call to take the tile
 #: kernel with slots, by connectivity (0: always, above 1: never;
-#: docs/decisions.md: "slots").
+#: docs/decisions.md: "slots for few-run tiles").
 RUNS_2D_SLOTS_SHARE = {1: 0.5, 2: 0.5}
 
 #: Arrays up to this many cells replay a CUDA graph on a launch plan's own
 #: buffers (copy in, replay, copy out): one graph launch instead of five to
-#: eight kernel launches on small images (docs/decisions.md: "launch plans").
+#: eight kernel launches on small images (docs/decisions.md: "launch plans and CUDA graphs").
 PLAN_GRAPH_CELLS = 1 << 19
 #: The call with one (input, labels) address pair on which a launch plan
 #: records a CUDA graph at those addresses (0: never; docs/decisions.md:
-#: "launch plans").
+#: "launch plans and CUDA graphs").
 PLAN_GRAPH_AFTER = 2
 #: Launch the kernels a plan's chain marks ``early`` with programmatic
 #: dependent launch where the GPU has it (compute capability 9.0 on): the
 #: next kernel's blocks start while the one before drains
-#: (docs/decisions.md: "programmatic dependent launch").
+#: (docs/decisions.md: "early launch of the numbering chain").
 LAUNCH_PDL = True
 
 # ---------------------------------------------------------------------------
@@ -141,7 +142,7 @@ LAUNCH_PDL = True
 
 #: Word counts (cells / 32) up to this many are prefix-summed by one block
 #: of number_roots.cu (one launch, no temporary memory); longer ones in
-#: three launches (docs/decisions.md: "numbering by roots").
+#: three launches (docs/decisions.md: "one numbering path per forest").
 ROOTS_ONE_BLOCK_SCAN_WORDS = 16384
 
 # ---------------------------------------------------------------------------

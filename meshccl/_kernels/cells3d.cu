@@ -68,7 +68,7 @@ constexpr int D = 3;
 // otherwise the host zeroes A and H first and rows OR their bits in.
 // Tiles are 32 cells along the last axis (one warp per tile row), TY rows
 // and TZ planes, handled by NW warps; meshccl/_gpu/image_plain.py picks
-// them (docs/decisions.md: "cell tiles in 3-D").
+// them (docs/decisions.md: "tiles per block").
 //
 // A block labels TB tiles stacked along y, one after the other, but loads
 // the values of all TB first.  The tile kernel of an image with few unions

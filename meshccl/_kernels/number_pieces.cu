@@ -43,7 +43,7 @@
 
 // Piece roots of one word handled together in steps 1 and 3 (their loads
 // overlap); 2 for 64-bit labels, where 4 spills registers
-// (docs/decisions.md: "pieces numbering").
+// (docs/decisions.md: "piece roots and hooked roots").
 #define MESHCCL_ROOTS_GROUP_32 4
 #define MESHCCL_LABEL_GROUP_32 4
 #define MESHCCL_PIECE_GROUP (sizeof(I) == 8 ? 2 : MESHCCL_ROOTS_GROUP_32)
@@ -261,7 +261,7 @@ __device__ __forceinline__ unsigned warp_max(unsigned x) {
 // label goes to the warp's table in shared memory, at the run's rank in
 // its row.  Then each lane reads its cells' labels from the table (a cell's
 // run is the last run start at or before it; background gets 0) and
-// stores them (docs/decisions.md: "run label pass").  Piece roots are
+// stores them (docs/decisions.md: "label pass lanes").  Piece roots are
 // written with the label they hold,
 // so a lane that reads one while its owner writes it reads the same value
 // either way; a run start that is not a piece root is read only by its own

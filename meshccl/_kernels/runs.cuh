@@ -159,8 +159,8 @@ __device__ __forceinline__ void above_masks(const unsigned (&w)[8], unsigned mF,
 // Prefetch into L2 the 32-byte sectors of a row of P (its first cell `row`)
 // that the row's run starts (mask s) will have their piece roots stored in,
 // long before those 4-byte stores: a store into a sector L2 does not hold
-// measured slower than a load and a store (docs/decisions.md: "prefetch of
-// run starts").  Mode 1: a prefetch per sector that holds
+// measured slower than a load and a store (docs/decisions.md:
+// "prefetch of piece-root sectors").  Mode 1: a prefetch per sector that holds
 // a run start; mode 2: one for the row's first cell (its 128-byte line)
 // when the row has any, fewer instructions, and faster wherever measured.
 template <typename I>
@@ -181,7 +181,7 @@ __device__ __forceinline__ void prefetch_run_starts(const I* row, unsigned s, in
 // there) and the label pass (which reads it for every run of the piece).
 // Only the slotted 2-D tiles use it (few run starts, so few piece roots):
 // for every tile, images of many small pieces would have more piece roots'
-// lines than L2 holds (docs/decisions.md: "slots").  Before sm_80, a plain
+// lines than L2 holds (docs/decisions.md: "slots for few-run tiles").  Before sm_80, a plain
 // store.
 template <typename I>
 __device__ __forceinline__ void store_kept(I* p, I v) {

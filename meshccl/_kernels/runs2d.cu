@@ -393,7 +393,7 @@ __device__ __forceinline__ unsigned label_tile(
     // pieces path work; the tile's slots are consecutive words.  Others:
     // every run start's piece root to P at the run start (and `also`).
     // One loop for both forms: two inlined copies of it made tiles with
-    // many run starts 12-16 % slower (docs/decisions.md: "slots").
+    // many run starts 12-16 % slower (docs/decisions.md: "slots for few-run tiles").
     I* q = (SL && slotted) ? Q + ((I)blockIdx.y * ntx + bx) * (I)slots : nullptr;
     struct Row { unsigned s0, s1; int o0, o1; };  // S and first slot of rows r, r + 1
     auto prep = [=](int r) {
@@ -482,7 +482,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
 // do), so that the blocks sent out together work on tile rows far apart
 // rather than on neighbouring ones.  Any order gives the same roots (each
 // component's first cell); this one meets fewer roots that other blocks
-// are hooking at the same moment (docs/decisions.md: "border kernel
+// are hooking at the same moment (docs/decisions.md: "border rows in scattered
 // order").
 __device__ __forceinline__ unsigned scattered_row(unsigned b, unsigned rows) {
     const unsigned k = rows % 53u ? 53u : rows % 59u ? 59u : rows % 61u ? 61u : 1u;
@@ -523,7 +523,7 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     const bool up = warp < tb;
     const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
     // The top-row warps' tile row is scattered; the left-border warp's goes
-    // bottom to top (docs/decisions.md: "border kernel order").
+    // bottom to top (docs/decisions.md: "border rows in scattered order").
     const I x0 = bx * 32;
     const I y0 = (up ? (I)scattered_row(blockIdx.y, gridDim.y)
                      : (I)(gridDim.y - 1u - blockIdx.y)) * 32;

@@ -60,7 +60,7 @@
 // zeroes them and rows OR their piece roots in.  At connectivity 2 and 3
 // the block asks for 6 blocks per multiprocessor (40 registers, a few
 // spilled), which suits the union-bound tiles of percolation; at
-// connectivity 1, 5 keeps its 48 (docs/decisions.md: "3-D bricks").
+// connectivity 1, 5 keeps its 48 (docs/decisions.md: "brick depth").
 // Blocks per multiprocessor the tile kernel asks for (its register budget):
 // 48 warps at 8 planes and C >= 2, 40 at C = 1 (see above); deeper bricks
 // keep 48 warps.
@@ -77,7 +77,7 @@ struct TileBlocks {
 // Prefetch: the run starts' sectors of P are asked into L2 first (runs.cuh,
 // prefetch_run_starts; 0 off, or its mode), a template argument: as a
 // runtime argument it changed the code of the connectivity-3 kernel enough
-// to cost it 7 % (docs/decisions.md: "prefetch of run starts").
+// to cost it 7 % (docs/decisions.md: "prefetch of piece-root sectors").
 template <typename T, typename I, int C, int NZ, int Prefetch>
 __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_runs3d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
@@ -254,8 +254,8 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
 // neither the tile kernel nor the z-face kernel takes.  A thread per face
 // cell would spend most of its instructions on global loads of the same
 // few bytes and on tests of steps that stay inside the tile; here a warp
-// walks down a seam through `walk` planes (4; docs/decisions.md: "3-D
-// seams") and keeps what it loaded in registers:
+// walks down a seam through `walk` planes (4; docs/decisions.md: "seam
+// kernel") and keeps what it loaded in registers:
 //
 // - even warps, the x seam before tile column bx (bx > 0): lane r holds row
 //   r of the band, the cells at x0 - 2, x0 - 1 and x0; rows r - 1 and r + 1
