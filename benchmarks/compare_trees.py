@@ -35,6 +35,10 @@ HERE = Path(__file__).resolve().parent
 def worker(cases_spec: str, quick: bool, repeat: int) -> None:
     """In a child process: time every case with the meshccl on sys.path and
     print one JSON line per case."""
+    # an editable install's import hook would find the installed meshccl
+    # first, whatever PYTHONPATH says: drop it
+    sys.meta_path[:] = [f for f in sys.meta_path
+                        if not str(getattr(f, "__module__", "")).startswith("__editable__")]
     sys.path.insert(0, str(HERE))
     import bench
     import cupy
@@ -98,7 +102,7 @@ def main(argv=None):
     if args.worker:
         worker(args.cases, args.quick, args.repeat)
         return 0
-    trees = [(t.split("=", 1)[0], Path(t.split("=", 1)[1])) for t in args.tree]
+    trees = [(t.split("=", 1)[0], Path(t.split("=", 1)[1]).resolve()) for t in args.tree]
     if len(trees) < 2:
         raise SystemExit("give at least two --tree NAME=PATH")
     runs = {name: [] for name, _ in trees}
