@@ -32,14 +32,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def worker(cases_spec: str, quick: bool, repeat: int) -> None:
+def worker(tree: str, cases_spec: str, quick: bool, repeat: int) -> None:
     """In a child process: time every case with the meshccl on sys.path and
     print one JSON line per case."""
-    # an editable install's import hook would find the installed meshccl
-    # first, whatever PYTHONPATH says: drop it
+    # an installed meshccl (an editable install's import hook, or a develop
+    # install's path entry put before PYTHONPATH) must not win over the tree
     sys.meta_path[:] = [f for f in sys.meta_path
                         if not str(getattr(f, "__module__", "")).startswith("__editable__")]
-    sys.path.insert(0, str(HERE))
+    sys.path.insert(0, tree)
+    sys.path.insert(1, str(HERE))
     import bench
     import cupy
 
@@ -70,7 +71,7 @@ def run_tree(path: Path, args) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(path)] + [p for p in env.get("PYTHONPATH", "")
                                                         .split(os.pathsep) if p])
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--cases", args.cases,
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(path), "--cases", args.cases,
            "--repeat", str(args.repeat)] + (["--quick"] if args.quick else [])
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(path))
     if out.returncode != 0:
@@ -97,10 +98,10 @@ def main(argv=None):
     ap.add_argument("--cases", default="", help="bench.py case names or patterns (default: all)")
     ap.add_argument("--quick", action="store_true", help="every side / 4")
     ap.add_argument("--out", default="", help="folder for compare.json and compare.md")
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--worker", metavar="TREE", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        worker(args.cases, args.quick, args.repeat)
+        worker(args.worker, args.cases, args.quick, args.repeat)
         return 0
     trees = [(t.split("=", 1)[0], Path(t.split("=", 1)[1]).resolve()) for t in args.tree]
     if len(trees) < 2:
