@@ -40,11 +40,11 @@ def worker(tree: str, cases_spec: str, quick: bool, repeat: int) -> None:
     sys.meta_path[:] = [f for f in sys.meta_path
                         if not str(getattr(f, "__module__", "")).startswith("__editable__")]
     sys.path.insert(0, tree)
+    import meshccl  # (first: bench.py puts its own repository first on sys.path)
+
     sys.path.insert(1, str(HERE))
     import bench
     import cupy
-
-    import meshccl
 
     cache = bench.ArrayCache(cupy)
     for case in bench.select_cases(bench.standard_cases(quick), cases_spec):
