@@ -61,8 +61,29 @@ def _dummy(device_id: int):
     return cupy.ones(1, dtype=cupy.uint8), cupy.zeros(1, dtype=cupy.int32)
 
 
+def tolerance_background(value_dtype, has_bg, bgkey, exact=None):
+    """``(has_bg, key)`` for the kernels when a tolerance is given: on integer
+    values they compare keys in the values' own type (exactly, past 2**53),
+    so the background becomes that type too -- a background no value can
+    equal (a fraction, out of range) matches no cell.  ``exact``: the
+    background as the caller gave it (int or float), else ``bgkey``."""
+    dt = np.dtype(value_dtype)
+    if dt.kind not in "iu":
+        return has_bg, np.float64(bgkey)
+    b = exact if exact is not None else float(bgkey)
+    if isinstance(b, float):
+        if not b.is_integer():
+            return False, dt.type(0)
+        b = int(b)
+    info = np.iinfo(dt)
+    if not info.min <= b <= info.max:
+        return False, dt.type(0)
+    return has_bg, dt.type(b)
+
+
 def grid_args(values, index_dtype, shape, connectivity, has_bg, bgkey, *, periodic=0, mask=None,
-              bonds=None, bond_rows=None, tolerance=None, label_axes=None, no_left=False):
+              bonds=None, bond_rows=None, tolerance=None, label_axes=None, no_left=False,
+              tol_background=None):
     """What every tile-grid kernel (general.cu, iterative.cu) takes after its label
     arrays (``MESHCCL_GRID_PARAMS`` in lattice.cuh).
 
@@ -75,6 +96,8 @@ def grid_args(values, index_dtype, shape, connectivity, has_bg, bgkey, *, period
     n = values.size
     t, i = c_type(values.dtype), c_type(index_dtype)
     tol = tolerance is not None
+    if tol:
+        has_bg, bgkey = tolerance_background(values.dtype, has_bg, bgkey, tol_background)
     lat = tol or bool(periodic) or mask is not None or bonds is not None or no_left
     targs = f"{t}, {i}, {str(tol).lower()}, {str(lat).lower()}"  # the plain path: no feature code
     one, zero_i = _dummy(cupy.cuda.Device().id)

@@ -56,7 +56,7 @@ def _dims(shape):
 
 
 def applies(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None, tolerance=None,
-            no_left=False, label_axes=None) -> bool:
+            no_left=False, label_axes=None, tol_background=None) -> bool:
     """True when the call is a plain labelling of 1 to 3 axes, all labelled,
     whose grid of tiles fits a launch (at most 65535 blocks along y and z)."""
     if not 1 <= len(shape) <= 3 or periodic or mask is not None or bonds is not None:

@@ -45,21 +45,35 @@ struct Offset {
 
 // The joining rule.  Without a tolerance, neighbours join when their keys
 // are equal (the key of a float is its truncation, as in skimage).  With a
-// tolerance, keys are the raw values as doubles and neighbours join when
-// |a - b| <= tol; that relation is not transitive, so the kernels then turn
-// off the skipping rules that rely on transitivity.
-template <typename T, bool Tol>
+// tolerance, neighbours join when |a - b| <= tol on the values themselves:
+// floats as doubles; integers exactly, as integers (a double holds every
+// integer only up to 2^53): their difference, taken in 64 bits, against
+// the tolerance's integer part (the same test for an integer difference).
+// That relation is not transitive, so the kernels then turn off the
+// skipping rules that rely on transitivity.
+template <typename T, bool Tol, bool Int = (T(1) / T(2) == T(0))>
 struct Rule {
     typedef typename Key<T>::type K;
     static __device__ __forceinline__ K key(T v) { return Key<T>::of(v); }
     static __device__ __forceinline__ bool join(K a, K b, double) { return a == b; }
 };
 template <typename T>
-struct Rule<T, true> {
+struct Rule<T, true, false> {
     typedef double K;
     static __device__ __forceinline__ double key(T v) { return (double)v; }
     static __device__ __forceinline__ bool join(double a, double b, double tol) {
         return fabs(a - b) <= tol;
+    }
+};
+template <typename T>
+struct Rule<T, true, true> {
+    typedef T K;
+    static __device__ __forceinline__ T key(T v) { return v; }
+    static __device__ __forceinline__ bool join(T a, T b, double tol) {
+        // (the difference of two 64-bit integers fits 64 unsigned bits)
+        const unsigned long long d = a > b ? (unsigned long long)a - (unsigned long long)b
+                                           : (unsigned long long)b - (unsigned long long)a;
+        return tol >= 18446744073709551616.0 || d <= (unsigned long long)tol;
     }
 };
 // float -> double without losing subnormals: CuPy compiles with -ftz=true,
@@ -68,7 +82,7 @@ struct Rule<T, true> {
 // subnormal case is rebuilt from the bits with integer and double
 // arithmetic (neither flushes); normal values convert exactly as they are.
 template <>
-__device__ __forceinline__ double Rule<float, true>::key(float v) {
+__device__ __forceinline__ double Rule<float, true, false>::key(float v) {
     const unsigned u = __float_as_uint(v);
     if ((u & 0x7f800000u) != 0u) return (double)v;
     const double d = (double)(u & 0x007fffffu) * 0x1p-149;  // mantissa * 2^-149
