@@ -17,6 +17,12 @@ SOURCES = sorted(p.name for p in KERNELS.iterdir() if p.suffix in (".cu", ".cuh"
 
 
 def _nvcc():
+    """nvcc, when this run compiles the sources: only with MESHCCL_NVCC_CHECK
+    set (CI's own step: every instantiation of every file takes minutes,
+    too long for ``make test``).  MESHCCL_REQUIRE_NVCC makes a missing nvcc
+    a failure rather than a skip."""
+    if not (os.environ.get("MESHCCL_NVCC_CHECK") or os.environ.get("MESHCCL_REQUIRE_NVCC")):
+        pytest.skip("the nvcc compile check runs as its own step (MESHCCL_NVCC_CHECK=1)")
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         if os.environ.get("MESHCCL_REQUIRE_NVCC"):
