@@ -353,9 +353,8 @@ def test_auto_rule_on_the_gpu():
 def test_auto_rule_picks_early_on_a_path_numbered_in_order():
     """The chain test of the GPU rule: 'early' only for CSR with at most 2
     entries per vertex of which at least 3/4 of the sampled ones join
-    consecutive vertices (measured: the in-order line, 'ecl' 41 ms, 'early'
-    2.9 ms), and the same for edge lists ('unionfind' on the in-order line
-    of 4 M edges: 86 ms); never unmeasured (None) or denser graphs."""
+    consecutive vertices, and the same for edge lists (docs/graph.md: "auto
+    on the GPU"); never unmeasured (None) or denser graphs."""
     from meshccl._gpu.graph import choose_method
     from meshccl._tuning import GRAPH_AUTO_CHAIN_MIN_FRACTION
     assert choose_method("csr", 100, 99, chain=1.0) == "early"          # path, one direction
