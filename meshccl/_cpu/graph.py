@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit, prange
 
 from .. import _tuning
-from ..graph._methods import COMPRESS_CODE, RULES, canonical
+from ..graph._methods import COMPRESS_CODE, ITERATIVE, RULES, canonical
 from .regions import numba_region
 from .unionfind import find, relabel, unite
 from .unionfind import unite_cas as _unite_cas
@@ -84,7 +84,7 @@ def components(kind, arrays, n, method, symmetric=False, compression="halving",
     label_dtype = np.int64 if n >= 2**31 else np.int32
     method = canonical(method)
     kind = "edges" if kind == "edges" else "csr"
-    if method in ("sv", "edge-lp", "vertex-lp", "bfs-cc"):
+    if method in ITERATIVE:
         return components_by(method, kind, arrays, n, label_dtype, max_iterations)
     if method == "kout":
         count, labels = components_kout(kind, arrays, n, label_dtype, symmetric)

@@ -24,7 +24,8 @@ import functools
 import numpy as np
 
 from .. import _tuning
-from ..graph._methods import COMPRESS_CODE, COMPRESSION, DEFERRED_CHECK_METHODS, RULES, canonical
+from ..graph._methods import (COMPRESS_CODE, COMPRESSION, DEFERRED_CHECK_METHODS, ITERATIVE, RULES,
+                              canonical)
 from .loader import c_type, kernels
 from .passes import until_settled
 from .relabel import NULL, relabel
@@ -329,7 +330,7 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
     if method in RULES:  # 'unionfind' / 'async': the core's rule (Union-Async, halving)
         return _rule_steps(method, compression or COMPRESSION[method][0], indptr, src, dst,
                            n, I, J, sym, dev, state, steps)
-    if method in ("edge-lp", "sv", "vertex-lp", "bfs-cc"):
+    if method in ITERATIVE:
         return _iterative_steps(method, indptr, src, dst, n, I, J, symmetric, dev, state, steps,
                                 max_iterations)
 

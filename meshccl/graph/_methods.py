@@ -32,43 +32,29 @@ class Method(NamedTuple):
     deferred_check: bool = False
     #: enum UnionRule of kernels/unionfind.cuh, for the union-find rules
     rule: int | None = None
-    #: a sampling phase, then the finish pass over the rest
-    sampler: bool = False
-    #: one line for the user's table
-    summary: str = ""
 
 
 _UF = ("halving", "none", "splitting", "full")
 
 #: every method, in the order the documentation lists them
 TABLE = (
-    Method("auto", summary="the backend's rule (see connected_components)"),
-    Method("unionfind", ("async",), _UF, rule=0,
-           summary="union-find over every stored edge (GConn's Union-Async)"),
-    Method("rem-cas", (), ("splicing", "none", "halving", "splitting"), rule=1,
-           summary="Rem's algorithm with a CAS hook (GConn)"),
-    Method("early", (), _UF, rule=2,
-           summary="both finds walk up together and stop where they meet (GConn)"),
-    Method("hooks", (), _UF, rule=3,
-           summary="the hook CAS goes to an auxiliary array (GConn)"),
-    Method("jtb", (), ("splitting", "none"), rule=4,
-           summary="Jayanti-Tarjan-Boix-Adsera randomized linking (GConn)"),
-    Method("ecl", deferred_check=True,
-           summary="ECL-CC: first smaller neighbour, then hooks by degree bucket"),
-    Method("kout", deferred_check=True, sampler=True,
-           summary="k-out sampling (Afforest), then the finish pass"),
-    Method("hb", deferred_check=True, sampler=True,
-           summary="hook-based sampling, then the finish pass"),
-    Method("bfs-sample", sampler=True,
-           summary="breadth-first-search sampling, then the finish pass"),
-    Method("sv", compression=(), iterative=True,
-           summary="Shiloach-Vishkin (Dehne's GPU formulation)"),
-    Method("edge-lp", compression=(), iterative=True,
-           summary="Hawick et al.'s kernel 1: label propagation over the edges"),
-    Method("vertex-lp", compression=(), iterative=True,
-           summary="Hawick et al.'s kernel 2: propagation from a vertex frontier"),
-    Method("bfs-cc", ("bfs",), compression=(), iterative=True,
-           summary="Hawick et al.'s kernel 3: a breadth-first search per component"),
+    Method("auto"),                                   # the backend's rule
+    # union-find over every stored edge with GConn's union rules
+    Method("unionfind", ("async",), _UF, rule=0),     # Union-Async, the core's rule
+    Method("rem-cas", (), ("splicing", "none", "halving", "splitting"), rule=1),
+    Method("early", (), _UF, rule=2),
+    Method("hooks", (), _UF, rule=3),
+    Method("jtb", (), ("splitting", "none"), rule=4),
+    Method("ecl", deferred_check=True),               # ECL-CC
+    # samplers, then the finish pass
+    Method("kout", deferred_check=True),
+    Method("hb", deferred_check=True),
+    Method("bfs-sample"),
+    # iterative, without union-find
+    Method("sv", compression=(), iterative=True),      # Shiloach-Vishkin
+    Method("edge-lp", compression=(), iterative=True),  # Hawick et al.'s kernels 1-3
+    Method("vertex-lp", compression=(), iterative=True),
+    Method("bfs-cc", ("bfs",), compression=(), iterative=True),
 )
 
 _BY_NAME = {name: m for m in TABLE for name in (m.name, *m.aliases)}
