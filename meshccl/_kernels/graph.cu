@@ -493,7 +493,7 @@ meshccl_graph_chain_probe(const P* __restrict__ indptr, const J* __restrict__ in
 
 // ------------------------------------------------ validation of CuPy input
 
-// meshccl/_gpu/graph.py's check(): the facts meshccl/graph.py validates CuPy
+// meshccl/_gpu/graph.py's check(): the facts meshccl/graph/_input.py validates CuPy
 // input with, in one pass over the caller's arrays and one transfer.
 // meshccl_graph_check: each block writes part[3 b .. 3 b + 2] = (smallest
 // and largest value of a[0, m) and, unless b is null, of b[0, m); 1 if
@@ -691,7 +691,7 @@ meshccl_graph_check_done(const long long* __restrict__ part, int blocks,
     }
 }
 
-// Validation without waiting (meshccl/graph.py, for 'ecl', 'kout' and 'hb'
+// Validation without waiting (meshccl/graph/_dispatch.py, for 'ecl', 'kout' and 'hb'
 // on CSR input): out[k] = indptr[k] as a long long, clamped to [0, m].  The
 // check runs beside the method on another stream (check_aside in
 // meshccl/_gpu/graph.py), and the method reads rows only through out: on
