@@ -77,8 +77,9 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         The graph: a SciPy or CuPy sparse matrix or array of any format
         (every stored entry is an edge, explicit zeros, ``inf`` and ``nan``
         included, as in SciPy); a dense square NumPy or CuPy array (an
-        entry is an edge unless it is zero, infinite or NaN, as in SciPy;
-        complex accepted); an ``(indptr, indices)`` tuple of CSR arrays; or
+        entry is an edge unless it is zero -- for floats |a| <= 1e-8 --,
+        infinite or NaN, as in SciPy; complex accepted); an
+        ``(indptr, indices)`` tuple of CSR arrays; or
         :class:`Edges`.  NumPy / SciPy input runs on the CPU, CuPy input on
         the GPU that holds it.
     directed : bool, optional
@@ -143,12 +144,12 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     -----
     Methods (``docs/graph.md`` explains each and its measurements):
 
-    ==================  ===================================================
+    ==================  ======================================================
     method              algorithm
-    ==================  ===================================================
+    ==================  ======================================================
     'unionfind'         union-find over every stored edge (alias 'async')
-    'rem-cas', 'early'  GConn's other union rules ...
-    'hooks', 'jtb'      ... (Hong, Dhulipala and Shun 2020)
+    'rem-cas', 'early'  GConn's other union rules (Hong, Dhulipala and
+    'hooks', 'jtb'      Shun 2020)
     'ecl'               ECL-CC (Jaiganesh and Burtscher 2018)
     'kout', 'hb'        k-out / hook-based sampling, then a finish pass
     'bfs-sample'        breadth-first-search sampling, then a finish pass
@@ -156,7 +157,7 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     'edge-lp'           Hawick et al.'s kernel 1, edge propagation (iterative)
     'vertex-lp'         Hawick et al.'s kernel 2, vertex frontier (iterative)
     'bfs-cc'            Hawick et al.'s kernel 3, BFS (alias 'bfs'; iterative)
-    ==================  ===================================================
+    ==================  ======================================================
 
     This function may synchronize the device (to read the count).
 
