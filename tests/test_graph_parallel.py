@@ -65,7 +65,8 @@ SCHEMES = [(None, None), ("local", None), ("local", 0), ("local", 2), ("cas", No
 PARALLEL_FORMS = ("csr", "csc", "edges")
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+# (each call enters a numba parallel region: about 10 ms on a loaded 2-core machine)
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(g=graphs(), threads=st.sampled_from(THREADS), method=st.sampled_from(PARALLEL_METHODS),
        how=st.sampled_from(SCHEMES))
 def test_matches_scipy(g, threads, method, how):
@@ -128,7 +129,7 @@ def test_generated_graphs_equal_serial(name, how, scheme):
     np.testing.assert_array_equal(serial, want)
     scheme(*how)
     for form in (e, csr, csr.tocsc()):
-        for t in (0, 2, 3, 7):
+        for t in (0, 3, 7):  # all cores, and counts that split the vertices unevenly
             got_n, got = connected_components(form, cpu_threads=t)
             assert got_n == want_n
             np.testing.assert_array_equal(got, serial)
@@ -195,7 +196,7 @@ def test_chunk_boundaries(scheme):
     """Lines and grids of every small size around the chunk boundaries."""
     scheme("local")
     for n in list(range(2, 70)) + [127, 128, 129, 1000, 1001]:
-        for t in (2, 3, 7):
+        for t in (3, 7):  # 24 and 56 chunks: empty, one-vertex and uneven ranges
             e = gen.line(n)
             got_n, got = connected_components(e.__class__(e.dst, e.src, n), cpu_threads=t)
             assert got_n == 1 and not got.any()
