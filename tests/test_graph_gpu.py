@@ -805,7 +805,7 @@ def test_fused_validation_small_on_gpu():
     """m = 0 and n = 0 / 1 through the fused validation, every supported dtype."""
     import cupy
 
-    from meshccl.graph import _as_graph
+    from meshccl.graph._input import as_graph as _as_graph
 
     for dtype in CHECK_DTYPES:
         def dev(*values):

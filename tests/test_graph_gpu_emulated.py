@@ -977,7 +977,8 @@ def test_fused_validation_emulated(emulated, monkeypatch):
     """The validation of supported types: one fused pass and one transfer
     on the success path (no diff, no astype), the CPU's exact messages on
     the error paths."""
-    from meshccl.graph import Edges, connected_components, _as_graph
+    from meshccl.graph import Edges, connected_components
+    from meshccl.graph._input import as_graph as _as_graph
 
     launched, gets = [], []
     from meshccl._gpu import graph as gpu

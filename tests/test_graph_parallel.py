@@ -19,7 +19,8 @@ from scipy.sparse.csgraph import connected_components as scipy_cc
 from meshccl import _tuning
 from meshccl import graph_generators as gen
 from meshccl._cpu import graph as cpu
-from meshccl.graph import Edges, _as_graph, connected_components
+from meshccl.graph import Edges, connected_components
+from meshccl.graph._input import as_graph as _as_graph
 from test_graph import forms  # every accepted input form of one graph
 
 THREADS = (0, 2, 3, 7)

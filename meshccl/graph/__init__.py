@@ -298,7 +298,3 @@ def _auto_method(csgraph, symmetric=False):
         kind, arrays, n = _input.as_graph(csgraph, probe)
     return _dispatch.auto_rule(kind, n, int(arrays[1].size), _input.is_cupy(arrays[0]),
                                symmetric, probe)
-
-
-#: the validation entry point under its former name (tests and benchmarks)
-_as_graph = _input.as_graph
