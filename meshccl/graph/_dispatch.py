@@ -3,8 +3,9 @@
 The API validates the options, then, on the input's device
 (:func:`on_device`), validates the graph (:mod:`._input`), resolves
 ``method='auto'`` (:func:`auto_rule`) and calls :func:`cpu` or :func:`gpu`.
-The backends are imported only here, and only when they run, so that
-``import meshccl.graph`` needs neither numba's compilation nor CuPy.
+The backends are imported only when they run (here, and by :mod:`._input`
+for the device check of CuPy input), so that ``import meshccl.graph`` needs
+neither numba's compilation nor CuPy.
 """
 
 from __future__ import annotations
