@@ -281,7 +281,9 @@ def dense_edges(a):
         raise TypeError(f"csgraph must be a numeric adjacency matrix, got dtype {a.dtype}")
     n = _square(a.shape)
     if kind == "f":
-        edge = ~xp.isclose(a, 0) & xp.isfinite(a)
+        # not numpy.isclose(a, 0), i.e. |a| > 1e-8, compared in a's own type:
+        # no value of a narrower type lies between its rounding of 1e-8 and 1e-8
+        edge = (xp.abs(a) > a.dtype.type(1e-8)) & xp.isfinite(a)
     elif kind == "c":
         edge = (a != 0) & xp.isfinite(a)
     else:
