@@ -539,3 +539,16 @@ def test_one_method_table():
             assert n == want[0], name
             np.testing.assert_array_equal(lab, want[1], err_msg=f"{name} {compression}")
             assert info["method"] == (_methods.canonical(name) if name != "auto" else "unionfind")
+
+
+def test_docstring_examples_of_the_graph_modules():
+    """The examples of every module of meshccl.graph run and print what they
+    say (test_label.py runs the package's own, not those of Edges)."""
+    import doctest
+
+    import meshccl.graph
+    from meshccl.graph import _input, _methods
+
+    for module in (meshccl.graph, _input, _methods):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -74,7 +74,11 @@ COMPRESS_CODE = {"none": 0, "halving": 1, "splitting": 2, "full": 3, "splicing":
 
 
 def canonical(method: str) -> str:
-    """The table's name for ``method`` (an alias resolved); KeyError if unknown."""
+    """The table's name for ``method`` (an alias resolved); KeyError if unknown.
+
+    >>> canonical("bfs"), canonical("ecl")
+    ('bfs-cc', 'ecl')
+    """
     return _BY_NAME[method].name
 
 
@@ -87,7 +91,15 @@ def check_method(method) -> str:
 
 def check_compression(method: str, compression):
     """The compression rule ``method`` runs with (its default for None);
-    a ValueError naming both for a combination it does not take."""
+    a ValueError naming both for a combination it does not take.
+
+    >>> check_compression("rem-cas", None), check_compression("unionfind", "full")
+    ('splicing', 'full')
+    >>> check_compression("sv", "halving")
+    Traceback (most recent call last):
+    ...
+    ValueError: method='sv' uses no union-find, so it takes no compression (got compression='halving')
+    """
     valid = COMPRESSION[method]
     if compression is None:
         return valid[0] if valid else None
