@@ -64,6 +64,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
 import meshccl
+from meshccl import _tuning
 from meshccl import graph_generators as gen
 from meshccl.errors import NotConverged
 from meshccl.graph import GPU_METHODS, ITERATIVE, Edges, _auto_method, connected_components
@@ -179,21 +180,20 @@ def time_gpu_methods(runs, reps, slow, max_passes, symmetric, want_n, want_label
     (method, form, graph) of runs; labels compared with the reference."""
     import cupy
 
-    from meshccl._gpu import graph_plan
     from meshccl.graph import release_plans
 
     gpu = {}
-    plan_after = graph_plan.PLAN_AFTER
     for method, form, g in runs:
         kw = {"max_iterations": max_passes} if method in ITERATIVE else {}
         # "no plan": every call takes the direct path, as a first call does
         # (otherwise repeated calls replay a recorded CUDA graph where one applies)
-        graph_plan.PLAN_AFTER = 0 if form.endswith("no plan") else plan_after
+        plans = {"GRAPH_PLAN_AFTER": 0} if form.endswith("no plan") else {}
         try:
-            t, out = timed_gpu(lambda: connected_components(g, method=method, symmetric=symmetric,
-                                                            **kw), reps, slow)
+            with _tuning.override(**plans):
+                t, out = timed_gpu(lambda: connected_components(g, method=method,
+                                                                symmetric=symmetric, **kw),
+                                   reps, slow)
         finally:
-            graph_plan.PLAN_AFTER = plan_after
             release_plans()
         if out is None:
             gpu[f"{method} ({form})"] = (t, "stopped")

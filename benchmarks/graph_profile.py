@@ -70,9 +70,7 @@ def main(argv=None):
 
     import graph_bench
     import meshccl.graph as mg
-    from meshccl._gpu import graph_plan
-
-    graph_plan.PLAN_AFTER = 0  # the direct path's launches (no recorded plans)
+    from meshccl import _tuning
     from meshccl._gpu import graph as gg, loader, relabel as rl
 
     rec = Recorder()
@@ -85,35 +83,37 @@ def main(argv=None):
     gg.kernels = timed_kernels
     rl.kernels = timed_kernels
 
-    print(f"GPU: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-    for name, _paper, make in graph_bench.paper_cases(opt.shrink):
-        if opt.only and opt.only not in name:
-            continue
-        e = make()
-        _host, g = graph_bench._symmetric_csr(e, True)
-        del e, _host
-        print(f"\n## {name}: n {g.shape[0]}, stored {g.nnz}")
-        for method in opt.methods.split(","):
-            mg.connected_components(g, method=method, symmetric=True)  # warm-up (compiles)
-            cupy.cuda.Device().synchronize()
-            rec.take()
-            per, walls = collections.defaultdict(list), []
-            for _ in range(opt.reps):
-                a, b = cupy.cuda.Event(), cupy.cuda.Event()
-                a.record()
-                mg.connected_components(g, method=method, symmetric=True)
-                b.record()
-                b.synchronize()
-                walls.append(cupy.cuda.get_elapsed_time(a, b))
-                for k, v in rec.take().items():
-                    per[k].append(v)
-            wall = statistics.median(walls)
-            parts = {k: statistics.median(v) for k, v in per.items()}
-            inside = sum(parts.values())
-            cells = "  ".join(f"{k} {v:.3f}" for k, v in parts.items())
-            print(f"{method:6s} wall {wall:.3f} ms | {cells} | other {wall - inside:.3f}")
-        del g
-        cupy.get_default_memory_pool().free_all_blocks()
+    # the direct path's launches (no recorded plans)
+    with _tuning.override(GRAPH_PLAN_AFTER=0):
+        print(f"GPU: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+        for name, _paper, make in graph_bench.paper_cases(opt.shrink):
+            if opt.only and opt.only not in name:
+                continue
+            e = make()
+            _host, g = graph_bench._symmetric_csr(e, True)
+            del e, _host
+            print(f"\n## {name}: n {g.shape[0]}, stored {g.nnz}")
+            for method in opt.methods.split(","):
+                mg.connected_components(g, method=method, symmetric=True)  # warm-up (compiles)
+                cupy.cuda.Device().synchronize()
+                rec.take()
+                per, walls = collections.defaultdict(list), []
+                for _ in range(opt.reps):
+                    a, b = cupy.cuda.Event(), cupy.cuda.Event()
+                    a.record()
+                    mg.connected_components(g, method=method, symmetric=True)
+                    b.record()
+                    b.synchronize()
+                    walls.append(cupy.cuda.get_elapsed_time(a, b))
+                    for k, v in rec.take().items():
+                        per[k].append(v)
+                wall = statistics.median(walls)
+                parts = {k: statistics.median(v) for k, v in per.items()}
+                inside = sum(parts.values())
+                cells = "  ".join(f"{k} {v:.3f}" for k, v in parts.items())
+                print(f"{method:6s} wall {wall:.3f} ms | {cells} | other {wall - inside:.3f}")
+            del g
+            cupy.get_default_memory_pool().free_all_blocks()
 
 
 if __name__ == "__main__":

@@ -149,6 +149,50 @@ ROOTS_ONE_BLOCK_SCAN_WORDS = 16384
 # GPU: graphs
 # ---------------------------------------------------------------------------
 
+# The samplers' sizes; the CPU twins (_cpu/graph.py) read the same values.
+#: edges per vertex united by k-out sampling: 2 was best for Afforest and GConn
+#: (docs/graph.md: "k-out sampling")
+GRAPH_K_OUT = 2
+#: entries a still-root vertex unites in hook-based sampling, as k-out's
+#: (docs/graph.md: "hook-based sampling")
+GRAPH_HB_EDGES = 2
+#: BFS sampling stops after this many levels; what it reached is still one
+#: connected set and the finish pass does the rest (docs/graph.md: "BFS sampling")
+GRAPH_BFS_SAMPLE_LEVELS = 512
+#: k-out runs all k entries in one guarded kernel above this many stored
+#: entries per vertex, Afforest's rounds below (docs/graph.md: "k-out sampling")
+GRAPH_KOUT_DENSE_DEGREE = 32
+
+# method='auto' on the GPU (docs/graph.md: "auto on the GPU")
+from fractions import Fraction  # noqa: E402  (an exact threshold)
+
+#: sample ('kout') symmetric CSR storing more than this many entries per vertex
+GRAPH_AUTO_KOUT_MIN_DEGREE = Fraction(23, 10)  # exact: m > 2.3 n
+#: ... and use 'hb' instead above this many
+GRAPH_AUTO_HB_MIN_DEGREE = 6
+#: look for a path numbered in order at most this many entries per vertex ...
+GRAPH_AUTO_CHAIN_MAX_DEGREE = 2
+#: ... and take 'early' when this share of sampled entries joins v and v +- 1
+GRAPH_AUTO_CHAIN_MIN_FRACTION = 0.75
+
+#: resident blocks per multiprocessor of the validation scan: 8 x 256
+#: threads fill an H100 / H200 multiprocessor at its 32 registers
+GRAPH_CHECK_BLOCKS_PER_SM = 8
+#: ... when it runs on a side stream beside the method: 2 leave the method
+#: the bandwidth its loads need (docs/graph.md: "graph check aside")
+GRAPH_CHECK_ASIDE_BLOCKS_PER_SM = 2
+
+# Recorded launch plans of repeated calls (_gpu/graph_plan.py;
+# docs/graph.md: "launch plans")
+#: the call with one key on which a plan is recorded (1: the first; 0: never),
+#: so that a one-off call never pays for the recording
+GRAPH_PLAN_AFTER = 2
+#: plans kept per thread (least recently used dropped first)
+GRAPH_MAX_PLANS = 4
+#: larger graphs take the direct path: the GPU's time dwarfs the host's
+#: there, and a plan keeps about 20 bytes per vertex
+GRAPH_MAX_PLAN_VERTICES = 1 << 23
+
 # ---------------------------------------------------------------------------
 # CPU: images and lattices
 # ---------------------------------------------------------------------------
@@ -158,3 +202,23 @@ CPU_SLAB_MIN_CELLS = 1 << 12  # placeholder moved by the CPU work; see _cpu/
 # ---------------------------------------------------------------------------
 # CPU: graphs
 # ---------------------------------------------------------------------------
+
+# The parallel union-find of cpu_threads != 1 (_cpu/graph.py; docs/graph.md:
+# "CPU threads").  The samplers use GRAPH_K_OUT, GRAPH_HB_EDGES and
+# GRAPH_BFS_SAMPLE_LEVELS above.
+#: chunks of work per thread, for load balance on skewed degrees
+GRAPH_CPU_CHUNKS_PER_THREAD = 8
+#: vertices (edges of an edge list) sampled to estimate the share of cross edges
+GRAPH_CPU_SAMPLE_VERTICES = 1024
+#: largest estimated share of cross edges for the 'local' scheme (1.0: always
+#: 'local', -1.0: always 'cas'; tests run both schemes on any graph so)
+GRAPH_CPU_LOCAL_CROSS = 0.25
+#: fewer cross edges than this are united by the calling thread alone
+GRAPH_CPU_SERIAL_CROSS = 1 << 16
+#: a range's buffer of cross edges holds min(its stored edges,
+#: its stored edges // GRAPH_CPU_CROSS_BUFFER_DIV + GRAPH_CPU_CROSS_BUFFER_MIN)
+GRAPH_CPU_CROSS_BUFFER_DIV = 4
+GRAPH_CPU_CROSS_BUFFER_MIN = 1024
+#: graphs with fewer vertices + stored edges run serially: a parallel
+#: region costs more than the whole serial union-find there
+GRAPH_CPU_PARALLEL_MIN_WORK = 1 << 16

@@ -94,7 +94,9 @@ def test_small_and_empty():
     (Edges(np.array([0]), np.array([1]), -2), ValueError, "n_vertices must be a non-negative int"),
     ((np.array([0, 1]),), TypeError, r"\(indptr, indices\)"),
     ("graph", TypeError, "csgraph must be"),
-    (np.ones((3, 3), complex), TypeError, "numeric adjacency matrix"),
+    (np.ones((3, 3), object), TypeError, "numeric adjacency matrix, got dtype object"),
+    (np.ones((3, 3, 3)), ValueError, r"square \(N, N\) matrix, got shape \(3, 3, 3\)"),
+    (Edges(np.array([0]), np.array([1]), True), ValueError, "n_vertices must be a non-negative int, got True"),
 ])
 def test_bad_input(graph, err, msg):
     with pytest.raises(err, match=msg):
@@ -103,13 +105,116 @@ def test_bad_input(graph, err, msg):
 
 def test_bad_options():
     g = sp.eye(3).tocsr()
-    with pytest.raises(ValueError, match="connection must be 'weak' or 'strong'"):
+    with pytest.raises(ValueError, match="connection must be 'weak' or 'strong' .*got 'medium'"):
         connected_components(g, connection="medium")
-    with pytest.raises(NotImplementedError, match="connection='strong' is not implemented"):
-        connected_components(g, connection="strong")
+    for bad in (" weak", "w", None, 1):  # SciPy refuses these too
+        with pytest.raises(ValueError, match=f"connection must be .*got {bad!r}"):
+            connected_components(g, connection=bad)
+    for strong in ("strong", "Strong", "STRONG"):
+        with pytest.raises(NotImplementedError,
+                           match=f"connection='strong' is not implemented.*got connection={strong!r}"):
+            connected_components(g, connection=strong)
     assert connected_components(g, directed=False, connection="strong")[0] == 3  # ignored, as SciPy
-    with pytest.raises(ValueError, match="method must be one of"):
+    with pytest.raises(ValueError, match="method must be one of .*got 'afforest'"):
         connected_components(g, method="afforest")
+    with pytest.raises(ValueError, match="method='ecl' takes compression in .*got 'full'"):
+        connected_components(g, method="ecl", compression="full")
+    with pytest.raises(ValueError, match="max_iterations must be None or an int >= 1, got 0"):
+        connected_components(g, method="sv", max_iterations=0)
+
+
+@pytest.mark.parametrize("connection", ["weak", "Weak", "WEAK", "wEaK"])
+@pytest.mark.parametrize("directed", [True, False])
+def test_connection_in_any_case(connection, directed):
+    """SciPy lower-cases ``connection``; so do we."""
+    g = sp.csr_matrix(([1, 1], ([0, 2], [1, 3])), shape=(5, 5))
+    want = scipy_cc(g, directed=directed, connection=connection)
+    got = connected_components(g, directed=directed, connection=connection)
+    assert got[0] == want[0]
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def _dense_cases():
+    """Dense matrices with entries SciPy reads as no edge (zero, +-inf,
+    NaN, |a| <= 1e-8 in floating point) beside ones it reads as edges."""
+    rng = np.random.default_rng(11)
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-9, 1e-8, -1e-8, 1.1e-8, -2e-8, 1e-300, 1.0,
+                -3.5, 5e300]
+    for dtype in (np.float64, np.float32, np.float16, np.longdouble):
+        for _ in range(4):
+            n = int(rng.integers(1, 12))
+            with np.errstate(over="ignore"):  # 5e300 is inf in the narrow types
+                a = rng.choice(np.array(specials), size=(n, n)).astype(dtype)
+            a[rng.random((n, n)) < 0.6] = 0
+            yield f"{np.dtype(dtype).name} {n}", a
+    parts = [0.0, 1.0, 1e-9, 1e-300, -2.0, np.inf, -np.inf, np.nan]
+    for dtype in (np.complex128, np.complex64):
+        for _ in range(4):
+            n = int(rng.integers(1, 12))
+            a = np.empty((n, n), dtype)
+            a.real, a.imag = (rng.choice(np.array(parts), size=(n, n)) for _ in range(2))
+            a[rng.random((n, n)) < 0.6] = 0
+            yield f"{np.dtype(dtype).name} {n}", a
+    for dtype in (np.int8, np.uint64, np.bool_):
+        a = (rng.random((9, 9)) < 0.2).astype(dtype)
+        yield np.dtype(dtype).name, a
+
+
+@pytest.mark.parametrize("directed", [True, False])
+def test_dense_input_as_scipy_reads_it(directed):
+    """inf, NaN, tiny and complex entries of dense input: SciPy's edges."""
+    import warnings
+
+    for name, a in _dense_cases():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            want = scipy_cc(a, directed=directed)
+        got = connected_components(a, directed=directed)
+        assert got[0] == want[0], name
+        np.testing.assert_array_equal(got[1], want[1], err_msg=name)
+
+
+def test_dense_special_values_spelled_out():
+    inf, nan = np.inf, np.nan
+    assert connected_components(np.array([[0, inf], [inf, 0]]))[0] == 2
+    assert connected_components(np.array([[0, nan], [nan, 0]]))[0] == 2
+    assert connected_components(np.array([[0, 1e-8], [0, 0]]))[0] == 2   # "zero" to SciPy
+    assert connected_components(np.array([[0, 2e-8], [0, 0]]))[0] == 1
+    assert connected_components(np.array([[0, 1j], [0, 0]]))[0] == 1     # complex: exact zero only
+    assert connected_components(np.array([[0, 1e-300j], [0, 0]]))[0] == 1
+    assert connected_components(np.array([[0, complex(1, inf)], [0, 0]]))[0] == 2
+    assert connected_components(np.array([[0, complex(nan, 1)], [0, 0]]))[0] == 2
+
+
+def test_masked_dense_entries_are_no_edges():
+    """A masked entry of a NumPy masked array is no edge (SciPy 1.17 reads
+    such input inconsistently, so the reference is the array with its
+    masked entries set to zero)."""
+    a = np.ma.masked_array([[0, 1, 0], [0, 0, 1], [1, 0, 0]],
+                           mask=[[0, 1, 0], [0, 0, 0], [1, 0, 0]])
+    want = scipy_cc(np.ma.filled(a, 0))
+    got = connected_components(a)
+    assert got[0] == want[0] == 2
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_sparse_stored_inf_nan_and_complex_are_edges():
+    """Sparse input: every stored entry is an edge, whatever its value, as in SciPy."""
+    import warnings
+
+    vals = np.array([np.inf, np.nan, 0.0, -np.inf, 1e-12])
+    rows, cols = np.array([0, 1, 3, 5, 6]), np.array([1, 2, 4, 6, 7])
+    imaginary = np.zeros(vals.size, complex)
+    imaginary.imag = vals[::-1]
+    for data in (vals, vals.astype(complex), imaginary):
+        for fmt in ("csr", "csc", "coo", "lil", "dok"):
+            g = sp.coo_matrix((data, (rows, cols)), shape=(9, 9)).asformat(fmt)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+                want = scipy_cc(g)
+            got = connected_components(g)
+            assert got[0] == want[0] == 4, fmt
+            np.testing.assert_array_equal(got[1], want[1], err_msg=fmt)
 
 
 def test_labels_are_deterministic():
@@ -248,13 +353,13 @@ def test_auto_rule_on_the_gpu():
 def test_auto_rule_picks_early_on_a_path_numbered_in_order():
     """The chain test of the GPU rule: 'early' only for CSR with at most 2
     entries per vertex of which at least 3/4 of the sampled ones join
-    consecutive vertices (measured: the in-order line, 'ecl' 41 ms, 'early'
-    2.9 ms), and the same for edge lists ('unionfind' on the in-order line
-    of 4 M edges: 86 ms); never unmeasured (None) or denser graphs."""
-    from meshccl._gpu.graph import CHAIN_MIN_FRACTION, choose_method
+    consecutive vertices, and the same for edge lists (docs/graph.md: "auto
+    on the GPU"); never unmeasured (None) or denser graphs."""
+    from meshccl._gpu.graph import choose_method
+    from meshccl._tuning import GRAPH_AUTO_CHAIN_MIN_FRACTION
     assert choose_method("csr", 100, 99, chain=1.0) == "early"          # path, one direction
     assert choose_method("csr", 100, 198, symmetric=True, chain=1.0) == "early"  # both ways
-    assert choose_method("csc", 100, 99, chain=CHAIN_MIN_FRACTION) == "early"
+    assert choose_method("csc", 100, 99, chain=GRAPH_AUTO_CHAIN_MIN_FRACTION) == "early"
     assert choose_method("csr", 100, 99, chain=None) == "ecl"
     assert choose_method("csr", 100, 198, chain=0.5) == "ecl"           # a 2-D grid: half
     assert choose_method("csr", 100, 99, chain=0.0) == "ecl"            # shuffled numbers
@@ -370,3 +475,80 @@ def test_return_info_on_the_cpu():
     assert connected_components(e, return_labels=False) == 1
     n, lab, info = connected_components(e, method="edge-lp", return_info=True)
     assert info["iterations"] >= 2  # passes until one changes nothing
+
+
+def _python(code):
+    """Run ``code`` in a fresh interpreter from the repository root."""
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_graph_imports_without_cupy():
+    """``import meshccl.graph`` and a CPU call work where ``import cupy``
+    fails, and importing it loads neither CuPy nor a backend."""
+    out = _python(
+        "import sys; sys.modules['cupy'] = None\n"
+        "import numpy as np, meshccl.graph as g\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(('meshccl._gpu', 'meshccl._cpu')))\n"
+        "print(loaded, g.connected_components(np.eye(3))[0])\n")
+    assert out.split() == ["[]", "3"]
+
+
+def test_backends_do_not_import_the_api():
+    """The data flows one way: the backends import the method table, never
+    the API (``meshccl.graph``'s functions) nor its validation or dispatch;
+    each imports cleanly first, before anything else of meshccl.graph."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1] / "meshccl"
+    for path in ("_cpu/graph.py", "_gpu/graph.py", "_gpu/graph_plan.py"):
+        tree = ast.parse((root / path).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and "graph" in node.module \
+                    and node.level == 2:
+                assert node.module == "graph._methods", (path, node.module)
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith("meshccl.graph") for a in node.names), path
+    for module in ("meshccl._cpu.graph", "meshccl._gpu.graph", "meshccl._gpu.graph_plan"):
+        _python(f"import sys; sys.modules['cupy'] = None; import {module}; import meshccl.graph")
+
+
+def test_one_method_table():
+    """METHODS, COMPRESSION, ITERATIVE come from the one table; every name
+    (aliases too) runs on the CPU and gives SciPy's labels."""
+    from meshccl.graph import _methods
+
+    assert set(_methods.METHODS) == {n for m in _methods.TABLE for n in (m.name, *m.aliases)}
+    assert set(_methods.COMPRESSION) == set(_methods.METHODS)
+    assert set(_methods.ITERATIVE) == {"sv", "edge-lp", "vertex-lp", "bfs-cc", "bfs"}
+    assert _methods.DEFERRED_CHECK_METHODS == ("ecl", "kout", "hb")
+    e = gen.rmat(8, 4, seed=3)
+    want = scipy_cc(sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(256, 256)))
+    for name in _methods.METHODS:
+        for compression in (None,) + _methods.COMPRESSION[name]:
+            n, lab, info = connected_components(e, method=name, compression=compression,
+                                                return_info=True)
+            assert n == want[0], name
+            np.testing.assert_array_equal(lab, want[1], err_msg=f"{name} {compression}")
+            assert info["method"] == (_methods.canonical(name) if name != "auto" else "unionfind")
+
+
+def test_docstring_examples_of_the_graph_modules():
+    """The examples of every module of meshccl.graph run and print what they
+    say (test_label.py runs the package's own, not those of Edges)."""
+    import doctest
+
+    import meshccl.graph
+    from meshccl.graph import _input, _methods
+
+    for module in (meshccl.graph, _input, _methods):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

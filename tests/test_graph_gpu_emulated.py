@@ -22,6 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
+from meshccl import _tuning
+
 
 class FakeArray(np.ndarray):
     def get(self):
@@ -31,6 +33,31 @@ class FakeArray(np.ndarray):
     def data(self):
         """CuPy's MemoryPointer, as far as graph plans use it."""
         return FakeMemory(self)
+
+    @property
+    def device(self):
+        return FakeDevice(getattr(self, "device_id", 0))
+
+
+class FakeDevice:
+    """cupy.cuda.Device: ``with`` makes it current (:data:`DEVICES` records
+    the ids entered)."""
+
+    def __init__(self, device_id=None):
+        self.id = 0 if device_id is None else device_id
+
+    def synchronize(self):
+        pass
+
+    def __enter__(self):
+        DEVICES.append(self.id)
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+DEVICES = []
 
 
 class FakeMemory:
@@ -89,7 +116,7 @@ def make_cupy():
     cp = types.ModuleType("cupy")
     cp.ndarray = FakeArray
     for name in ("asarray", "ascontiguousarray", "empty", "cumsum", "stack",
-                 "diff", "minimum", "concatenate", "searchsorted", "sort"):
+                 "diff", "minimum", "concatenate", "searchsorted", "sort", "abs", "isfinite"):
         setattr(cp, name, _wrap(getattr(np, name)))
     cp.zeros = _filled(np.zeros, lambda out, a, k: out.fill(0))
     cp.ones = _filled(np.ones, lambda out, a, k: out.fill(1))
@@ -100,7 +127,7 @@ def make_cupy():
     for name in ("int32", "int64", "uint64", "uint32", "float32", "int8", "uint8"):
         setattr(cp, name, getattr(np, name))
     cp.cuda = types.SimpleNamespace(
-        Device=lambda *a: types.SimpleNamespace(id=0, synchronize=lambda: None),
+        Device=FakeDevice,
         runtime=types.SimpleNamespace(getDeviceProperties=lambda d: {"multiProcessorCount": 2},
                                       getDeviceCount=lambda: 1),
         Stream=FakeStream, Event=FakeEvent, get_current_stream=lambda: FakeStream.current,
@@ -652,14 +679,20 @@ def emulated(monkeypatch):
         c.cache_clear()
     # no plans unless a test asks (NumPy reuses addresses, and a replay
     # here does not redo casts made while recording)
-    monkeypatch.setattr(graph_plan, "PLAN_AFTER", 0)
-    graph_plan.release()
-    yield
+    with _tuning.override(GRAPH_PLAN_AFTER=0):
+        yield
     graph_plan.release()
     CAPTURING[0] = False
     CAPTURE.clear()
     for c in caches:
         c.cache_clear()
+
+
+@pytest.fixture
+def tune():
+    """``tune(NAME=value, ...)``: ``_tuning.override`` until the test ends."""
+    with contextlib.ExitStack() as stack:
+        yield lambda **values: stack.enter_context(_tuning.override(**values))
 
 
 @st.composite
@@ -744,26 +777,26 @@ def test_long_scan_emulated(emulated, monkeypatch, n):
     np.testing.assert_array_equal(np.asarray(labels), want)
 
 
-@pytest.mark.parametrize("hook", ["link", "cas"])
-def test_hb_hooks_emulated(emulated, monkeypatch, hook):
-    """Both forms of HB's hook step (atomicMin unions over listed roots,
-    GConn's CAS pass)
-    on graphs whose roots share entries in other trees: labels equal
-    SciPy's, symmetric promise or not, both index types."""
+@pytest.mark.parametrize("symmetric", [True, False], ids=["link", "cas"])
+def test_hb_hooks_emulated(emulated, symmetric):
+    """Both forms of HB's hook step (atomicMin unions over listed roots for
+    a graph promised symmetric, GConn's CAS pass for any other) on graphs
+    whose roots share entries in other trees: labels equal SciPy's, both
+    index types; the CAS pass also on graphs stored one way."""
     from meshccl._gpu import graph as gpu
 
-    monkeypatch.setattr(gpu, "HB_HOOK", hook)
     rng = np.random.default_rng(3)
     for n, m in ((1, 0), (40, 30), (600, 900), (2000, 5000)):
         src, dst = rng.integers(0, max(n, 1), m), rng.integers(0, max(n, 1), m)
-        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
-        want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))
-        csr = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
-        for index_dtype in (np.int32, np.int64):
-            for sym in (True, False):
+        both = (np.concatenate([src, dst]), np.concatenate([dst, src]))
+        for s, d in [both] + ([] if symmetric else [(src, dst)]):
+            coo = sp.coo_matrix((np.ones(s.size), (s, d)), shape=(n, n))
+            want_n, want = scipy_cc(coo)
+            csr = coo.tocsr()
+            for index_dtype in (np.int32, np.int64):
                 count, labels = gpu.components("csr", (fake(csr.indptr), fake(csr.indices)), n,
-                                               "hb", symmetric=sym, index_dtype=index_dtype)
-                assert int(count) == want_n, (n, hook, sym)
+                                               "hb", symmetric=symmetric, index_dtype=index_dtype)
+                assert int(count) == want_n, (n, symmetric)
                 np.testing.assert_array_equal(np.asarray(labels), want)
 
 
@@ -829,24 +862,15 @@ def test_link_min_interleavings(n, data):
         assert roots[x] == np.flatnonzero(same)[0]
 
 
-def test_hb_hook_setting_is_checked(emulated, monkeypatch):
-    from meshccl._gpu import graph as gpu
-
-    monkeypatch.setattr(gpu, "HB_HOOK", "atomic")
-    with pytest.raises(ValueError, match=r"HB_HOOK must be one of \['auto', 'cas', 'link'\], got 'atomic'"):
-        gpu.components("csr", (fake(np.array([0, 1, 2])), fake(np.array([1, 0]))), 2, "hb")
-
-
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_hb_hook_follows_the_symmetric_promise(emulated, monkeypatch, symmetric):
-    """HB_HOOK = 'auto' (the default): a graph promised symmetric takes
+    """A graph promised symmetric takes HB's
     'link' and the read-only flatten; any other takes GConn's CAS hook and
     the CAS-halving flatten ('link' chains the listed roots of a graph
     stored one way).  Labels equal SciPy's either way."""
     from meshccl import graph_generators as gen
     from meshccl._gpu import graph as gpu
 
-    assert gpu.HB_HOOK == "auto"
     launched = []
     loader = gpu.kernels
     monkeypatch.setattr(gpu, "kernels", lambda f, *names: launched.extend(names) or loader(f, *names))
@@ -953,7 +977,8 @@ def test_fused_validation_emulated(emulated, monkeypatch):
     """The validation of supported types: one fused pass and one transfer
     on the success path (no diff, no astype), the CPU's exact messages on
     the error paths."""
-    from meshccl.graph import Edges, connected_components, _as_graph
+    from meshccl.graph import Edges, connected_components
+    from meshccl.graph._input import as_graph as _as_graph
 
     launched, gets = [], []
     from meshccl._gpu import graph as gpu
@@ -985,7 +1010,7 @@ def test_fused_validation_emulated(emulated, monkeypatch):
 
 
 def test_auto_probe_first_then_deferred_check_emulated(emulated, monkeypatch):
-    """'auto' on CuPy CSR of at most CHAIN_MAX_DEGREE entries per vertex:
+    """'auto' on CuPy CSR of at most GRAPH_AUTO_CHAIN_MAX_DEGREE entries per vertex:
     the chain probe runs alone and its count is read at once (one scalar);
     then a graph that is no path runs 'ecl' with the check beside it (the
     facts in one transfer, after the method), a path runs 'early' after the
@@ -1030,7 +1055,7 @@ def test_auto_probe_first_then_deferred_check_emulated(emulated, monkeypatch):
 
 
 def test_deferred_check_emulated(emulated, monkeypatch):
-    """CuPy CSR for 'ecl', 'kout', 'hb' (and 'auto' above CHAIN_MAX_DEGREE
+    """CuPy CSR for 'ecl', 'kout', 'hb' (and 'auto' above GRAPH_AUTO_CHAIN_MAX_DEGREE
     entries per vertex) is validated without waiting: the check is launched
     on a side stream, which waits for the caller's stream first; the
     methods read rows through meshccl_graph_clamp_indptr's copy; the
@@ -1256,8 +1281,8 @@ def test_auto_rule_on_benchmark_shapes_emulated(emulated, monkeypatch):
     the shapes of benchmarks/graph_bench.py: 'early' on in-order paths
     (stored one way, reversed, or both ways; as CSR or CSC), the old choice
     everywhere else -- 'ecl' on the graphs of graph_bench_gpu.md, 'kout' on
-    the symmetric graphs above 2.3 entries per vertex (KOUT_MIN_DEGREE), 'hb'
-    above 6 (HB_MIN_DEGREE),
+    the symmetric graphs above 2.3 entries per vertex (GRAPH_AUTO_KOUT_MIN_DEGREE), 'hb'
+    above 6 (GRAPH_AUTO_HB_MIN_DEGREE),
     'unionfind' on edge lists that are not paths in order -- and
     the labels still SciPy's.  Counts the kernels of the probe: one launch."""
     from meshccl import graph_generators as gen
@@ -1388,7 +1413,7 @@ def _permuted_pair(n, m, seed):
 
 @pytest.mark.parametrize("method", ["auto", "ecl", "kout", "hb"])
 @pytest.mark.parametrize("itype", [np.int32, np.int64])
-def test_graph_plans_emulated(emulated, monkeypatch, method, itype):
+def test_graph_plans_emulated(emulated, tune, monkeypatch, method, itype):
     """Repeated calls on the same CuPy CSR buffers: the second records the
     call as a graph (check, method, relabel, nothing run while recording)
     and replays it, later ones only replay -- no kernel looked up, one
@@ -1399,7 +1424,7 @@ def test_graph_plans_emulated(emulated, monkeypatch, method, itype):
     from meshccl._gpu import graph_plan
     from meshccl.graph import connected_components
 
-    monkeypatch.setattr(graph_plan, "PLAN_AFTER", 2)
+    tune(GRAPH_PLAN_AFTER=2)
     looked_up, gets = [], []
     loader = gpu.kernels
     monkeypatch.setattr(gpu, "kernels", lambda f, *names: looked_up.extend(names) or loader(f, *names))
@@ -1445,7 +1470,7 @@ def test_graph_plans_emulated(emulated, monkeypatch, method, itype):
     assert got_n == want_n and np.array_equal(np.asarray(got), want)
 
 
-def test_graph_plan_keys_emulated(emulated, monkeypatch):
+def test_graph_plan_keys_emulated(emulated, tune, monkeypatch):
     """What a plan is keyed by, when it is recorded, and what is never planned."""
     from meshccl._gpu import graph_plan
     from meshccl.graph import Edges, connected_components, release_plans
@@ -1461,8 +1486,8 @@ def test_graph_plan_keys_emulated(emulated, monkeypatch):
         assert got_n == want_n and np.array_equal(np.asarray(got), want)
 
     run()
-    assert not plans and not seen  # PLAN_AFTER = 0: never
-    monkeypatch.setattr(graph_plan, "PLAN_AFTER", 1)
+    assert not plans and not seen  # GRAPH_PLAN_AFTER = 0: never
+    tune(GRAPH_PLAN_AFTER=1)
     run()
     assert len(plans) == 1 and plans[next(iter(plans))]  # recorded on the first call
     run(method="ecl")
@@ -1476,16 +1501,15 @@ def test_graph_plan_keys_emulated(emulated, monkeypatch):
     ip2, ix2 = fake(a.indptr.copy()), fake(a.indices.copy())  # other buffers, other key
     run((ip2, ix2))
     run((ip2, ix2), method="ecl")
-    assert len(plans) == graph_plan.MAX_PLANS == 4
+    assert len(plans) == _tuning.GRAPH_MAX_PLANS == 4
     run((ip2, ix2), method="hb")
     assert len(plans) == 4  # the least recently used went
-    monkeypatch.setattr(graph_plan, "MAX_PLAN_VERTICES", 199)
-    release_plans()
+    tune(GRAPH_MAX_PLAN_VERTICES=199)  # a change of the constants drops the plans
+    assert not plans and not seen
     run()
     assert not plans and not seen  # too many vertices
-    monkeypatch.setattr(graph_plan, "MAX_PLAN_VERTICES", 1 << 23)
-    # PLAN_AFTER = 3: counted twice, recorded on the third call
-    monkeypatch.setattr(graph_plan, "PLAN_AFTER", 3)
+    # GRAPH_PLAN_AFTER = 3: counted twice, recorded on the third call
+    tune(GRAPH_MAX_PLAN_VERTICES=1 << 23, GRAPH_PLAN_AFTER=3)
     run()
     run()
     assert not plans and list(seen.values()) == [2]
@@ -1499,8 +1523,52 @@ def test_graph_plan_keys_emulated(emulated, monkeypatch):
 
     tries = []
     release_plans()
-    monkeypatch.setattr(graph_plan, "PLAN_AFTER", 1)
+    assert not plans and not seen
+    tune(GRAPH_PLAN_AFTER=1)
     monkeypatch.setattr(graph_plan, "GraphPlan", broken)
     run()
     run()
     assert tries == [1] and list(plans.values()) == [False]
+
+
+def test_dense_special_values_emulated(emulated):
+    """Dense CuPy input with inf, NaN, |a| <= 1e-8 and complex entries: the
+    edges SciPy reads (the same rule as on NumPy, through CuPy's functions)."""
+    import warnings
+
+    from meshccl.graph import connected_components
+    from test_graph import _dense_cases
+
+    for name, a in _dense_cases():
+        if a.dtype == np.longdouble:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            want_n, want = scipy_cc(a)
+        got_n, got = connected_components(fake(a))
+        assert got_n == want_n, name
+        np.testing.assert_array_equal(np.asarray(got), want, err_msg=name)
+
+
+def test_input_device_is_made_current_emulated(emulated, monkeypatch):
+    """CuPy input on another GPU: every entry point works inside
+    ``cupy.cuda.Device(<the input's device>)``."""
+    from meshccl.graph import Edges, _auto_method, connected_components, spanning_forest
+
+    _fake_events(monkeypatch)
+    csr = sp.csr_matrix(([1, 1], ([3, 1], [5, 0])), shape=(7, 7))
+    ip, ix, src = fake(csr.indptr), fake(csr.indices), fake(np.array([0, 2]))
+    for a in (ip, src):
+        a.device_id = 1
+    for call in (lambda: connected_components((ip, ix)),
+                 lambda: connected_components((ip, ix), method="sv", return_info=True),
+                 lambda: connected_components(Edges(src, fake(np.array([1, 3])), 5)),
+                 lambda: spanning_forest((ip, ix)),
+                 lambda: _auto_method((ip, ix))):
+        DEVICES.clear()
+        call()
+        assert DEVICES == [1]
+    DEVICES.clear()
+    connected_components(np.eye(3))  # NumPy: no device
+    connected_components((fake(csr.indptr), fake(csr.indices)))
+    assert DEVICES == [0]

@@ -1,9 +1,12 @@
 """connected_components(..., cpu_threads=N): the parallel CPU union-find
 (CAS hooks; the 'local' scheme with serial unions inside vertex ranges and
 the cross edges after, or the one-pass 'cas' scheme) against scipy and the
-serial labels.  ``_FORCE_SCHEME`` runs either scheme on any graph,
-``PARALLEL_MIN_WORK = 0`` keeps small graphs off the serial shortcut and a
-small cross-edge buffer makes the ranges stop early."""
+serial labels.  Tuning overrides run either scheme on any graph
+(``GRAPH_CPU_LOCAL_CROSS`` 1.0: always 'local', -1.0: always 'cas'),
+``GRAPH_CPU_PARALLEL_MIN_WORK = 0`` keeps small graphs off the serial
+shortcut and a small cross-edge buffer makes the ranges stop early."""
+
+import contextlib
 
 import numba
 import numpy as np
@@ -13,9 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
+from meshccl import _tuning
 from meshccl import graph_generators as gen
 from meshccl._cpu import graph as cpu
-from meshccl.graph import Edges, _as_graph, connected_components
+from meshccl.graph import Edges, connected_components
+from meshccl.graph._input import as_graph as _as_graph
 from test_graph import forms  # every accepted input form of one graph
 
 THREADS = (0, 2, 3, 7)
@@ -35,40 +40,45 @@ def graphs(draw):
 
 
 
-@pytest.fixture
-def scheme(monkeypatch):
-    """Parallel code on graphs of any size, with the scheme and buffer given."""
-    monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 0)
+def parallel_settings(name=None, buffer_min=None):
+    """Parallel code on graphs of any size, with the scheme ('local',
+    'cas'; None: the sample decides) and the cross-edge buffer given."""
+    values = {"GRAPH_CPU_PARALLEL_MIN_WORK": 0}
+    if name is not None:
+        values["GRAPH_CPU_LOCAL_CROSS"] = {"local": 1.0, "cas": -1.0}[name]
+    if buffer_min is not None:
+        values.update(GRAPH_CPU_CROSS_BUFFER_MIN=buffer_min, GRAPH_CPU_CROSS_BUFFER_DIV=1 << 40)
+    return _tuning.override(**values)
 
-    def set_(name, buffer_min=None):
-        monkeypatch.setattr(cpu, "_FORCE_SCHEME", name)
-        if buffer_min is not None:
-            monkeypatch.setattr(cpu, "CROSS_BUFFER_MIN", buffer_min)
-            monkeypatch.setattr(cpu, "CROSS_BUFFER_DIV", 1 << 40)
-    return set_
+
+@pytest.fixture
+def scheme():
+    """``scheme(name, buffer_min)``: :func:`parallel_settings` until the test ends."""
+    with contextlib.ExitStack() as stack:
+        yield lambda *how: stack.enter_context(parallel_settings(*how))
 
 
 SCHEMES = [(None, None), ("local", None), ("local", 0), ("local", 2), ("cas", None)]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+#: the forms the parallel code tells apart: CSR, the transpose CSR of a
+#: CSC, an edge list (test_graph.py checks that every other form becomes one)
+PARALLEL_FORMS = ("csr", "csc", "edges")
+
+
+# (each call enters a numba parallel region: about 10 ms on a loaded 2-core machine)
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(g=graphs(), threads=st.sampled_from(THREADS), method=st.sampled_from(PARALLEL_METHODS),
        how=st.sampled_from(SCHEMES))
 def test_matches_scipy(g, threads, method, how):
     n, src, dst = g
     want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))
-    saved = cpu._FORCE_SCHEME, cpu.PARALLEL_MIN_WORK, cpu.CROSS_BUFFER_MIN, cpu.CROSS_BUFFER_DIV
-    cpu._FORCE_SCHEME, cpu.PARALLEL_MIN_WORK = how[0], 0
-    if how[1] is not None:
-        cpu.CROSS_BUFFER_MIN, cpu.CROSS_BUFFER_DIV = how[1], 1 << 40
-    try:
-        for name, form in forms(n, src, dst):
+    with parallel_settings(*how):
+        for name, form in ((k, f) for k, f in forms(n, src, dst) if k in PARALLEL_FORMS):
             got_n, got = connected_components(form, method=method, cpu_threads=threads)
             assert got_n == want_n, name
             assert got.dtype == np.int32, name
             np.testing.assert_array_equal(got, want, err_msg=name)
-    finally:
-        cpu._FORCE_SCHEME, cpu.PARALLEL_MIN_WORK, cpu.CROSS_BUFFER_MIN, cpu.CROSS_BUFFER_DIV = saved
 
 
 def test_small_and_empty():
@@ -120,7 +130,7 @@ def test_generated_graphs_equal_serial(name, how, scheme):
     np.testing.assert_array_equal(serial, want)
     scheme(*how)
     for form in (e, csr, csr.tocsc()):
-        for t in (0, 2, 3, 7):
+        for t in (0, 3, 7):  # all cores, and counts that split the vertices unevenly
             got_n, got = connected_components(form, cpu_threads=t)
             assert got_n == want_n
             np.testing.assert_array_equal(got, serial)
@@ -187,7 +197,7 @@ def test_chunk_boundaries(scheme):
     """Lines and grids of every small size around the chunk boundaries."""
     scheme("local")
     for n in list(range(2, 70)) + [127, 128, 129, 1000, 1001]:
-        for t in (2, 3, 7):
+        for t in (3, 7):  # 24 and 56 chunks: empty, one-vertex and uneven ranges
             e = gen.line(n)
             got_n, got = connected_components(e.__class__(e.dst, e.src, n), cpu_threads=t)
             assert got_n == 1 and not got.any()

@@ -8,6 +8,12 @@ neighbour as parent when that neighbour is smaller (a union without a find);
 the rest are unions.  The one relabel path numbers the roots -- each
 component's smallest vertex -- in increasing order, which is SciPy's
 numbering once shifted to start at 0.
+
+:func:`components` runs any method of :mod:`meshccl.graph._methods` on
+validated NumPy input (int64 arrays from :mod:`meshccl.graph._input`); the
+other methods of the papers run serially here, as twins of the GPU kernels,
+and 'unionfind' / 'ecl' also with threads (:func:`components_parallel`).
+Tuning constants are ``meshccl._tuning``'s GRAPH_* names, read at call time.
 """
 
 import contextlib
@@ -15,6 +21,8 @@ import contextlib
 import numpy as np
 from numba import njit, prange
 
+from .. import _tuning
+from ..graph._methods import COMPRESS_CODE, ITERATIVE, RULES, canonical
 from .regions import numba_region
 from .unionfind import find, relabel, unite
 from .unionfind import unite_cas as _unite_cas
@@ -63,6 +71,40 @@ def _union_edges(src, dst, P, fsrc, fdst):
     return nf
 
 
+def components(kind, arrays, n, method, symmetric=False, compression="halving",
+               max_iterations=None, cpu_threads=1):
+    """Weak components of validated input with any method:
+    ``(count, labels, iterations)``, labels numbered as SciPy numbers them
+    (int32, int64 beyond 2**31 - 1 vertices) and iterations the passes of
+    an iterative method (else 1).  ``kind``: "csr", "csc" (read as CSR: the
+    transpose graph has the same weak components) or "edges";
+    ``compression`` as :func:`meshccl.graph._methods.check_compression`
+    resolved it; ``cpu_threads`` as :func:`meshccl.graph.connected_components`
+    takes it (used by 'unionfind' with 'halving', and 'ecl')."""
+    label_dtype = np.int64 if n >= 2**31 else np.int32
+    method = canonical(method)
+    kind = "edges" if kind == "edges" else "csr"
+    if method in ITERATIVE:
+        return components_by(method, kind, arrays, n, label_dtype, max_iterations)
+    if method == "kout":
+        count, labels = components_kout(kind, arrays, n, label_dtype, symmetric)
+    elif method in ("hb", "bfs-sample"):
+        count, labels = components_sampled(method, kind, arrays, n, label_dtype, symmetric)
+    elif cpu_threads != 1 and (method == "ecl" or (method == "unionfind"
+                                                   and compression == "halving")):
+        import numba
+
+        count, labels = components_parallel(kind, arrays, n, label_dtype,
+                                            cpu_threads or numba.config.NUMBA_NUM_THREADS)
+    elif method in RULES and (method != "unionfind" or compression != "halving"):
+        count, labels = components_rule(method, compression, kind, arrays, n, label_dtype)
+    elif kind == "csr":
+        count, labels = components_csr(*arrays, n, label_dtype)
+    else:
+        count, labels = components_edges(*arrays, n, label_dtype)
+    return count, labels, 1
+
+
 def components_csr(indptr, indices, n, label_dtype):
     """Weak components of the CSR graph (indptr, indices) with n vertices."""
     P = np.empty(n, dtype=np.int64 if n >= 2**31 else np.int32)
@@ -88,8 +130,7 @@ def forest(kind, arrays, n):
     return fsrc[:nf].copy(), fdst[:nf].copy()
 
 
-#: k-out sampling: edges per vertex united first, vertices sampled after
-K_OUT = 2
+#: vertices sampled for the most frequent root (the GPU's one block of 1024)
 SAMPLES = 1024
 
 
@@ -136,7 +177,7 @@ def components_kout(kind, arrays, n, label_dtype, symmetric=False):
     if n:
         indptr, indices = _as_csr(kind, arrays, n)
         picks = np.random.default_rng(0x6D657368).integers(0, n, SAMPLES)
-        _kout(indptr, indices, P, K_OUT, picks, symmetric)
+        _kout(indptr, indices, P, _tuning.GRAPH_K_OUT, picks, symmetric)
     return _finish(P, label_dtype)
 
 
@@ -324,14 +365,9 @@ def components_by(method, kind, arrays, n, label_dtype, max_iterations=None):
 # union (its auxiliary array only matters between threads) and the CAS of
 # Rem's algorithm is a store; the walks and compressions are the GPU's.
 
-#: enum Compression / UnionRule of kernels/unionfind.cuh
-COMPRESS_CODE = {"none": 0, "halving": 1, "splitting": 2, "full": 3, "splicing": 4}
-RULES = {"unionfind": 0, "async": 0, "rem-cas": 1, "early": 2, "hooks": 3, "jtb": 4}
-HB_EDGES = 2
 #: entries HB sampling's start scans for a smaller neighbour (the GPU's
 #: MESHCCL_GRAPH_THREAD_MAX, kernels/graph.cu)
 INIT_SCAN = 16
-BFS_SAMPLE_LEVELS = 512
 
 
 @njit(cache=True)
@@ -569,9 +605,9 @@ def components_sampled(method, kind, arrays, n, label_dtype, symmetric=False):
         indptr, indices = _as_csr(kind, arrays, n)
         picks = np.random.default_rng(0x6D657368).integers(0, n, SAMPLES)
         if method == "hb":
-            _hb(indptr, indices, P, HB_EDGES, picks, symmetric)
+            _hb(indptr, indices, P, _tuning.GRAPH_HB_EDGES, picks, symmetric)
         else:
-            _bfs_sample(indptr, indices, P, picks, BFS_SAMPLE_LEVELS, symmetric)
+            _bfs_sample(indptr, indices, P, picks, _tuning.GRAPH_BFS_SAMPLE_LEVELS, symmetric)
     return _finish(P, label_dtype)
 
 
@@ -631,23 +667,10 @@ def components_sampled(method, kind, arrays, n, label_dtype, symmetric=False):
 # entries; phase 2 starts after every thread has finished phase 1.
 # Assumed of the hardware: aligned int32 / int64 loads and stores do not
 # tear (x86-64, AArch64).
-
-#: chunks of work per thread (load balance on skewed degrees)
-CHUNKS_PER_THREAD = 8
-#: vertices whose stored edges estimate the share of cross edges
-SAMPLE_VERTICES = 1024
-#: fewer cross edges than this are united by the calling thread (no
-#: parallel region)
-SERIAL_CROSS = 1 << 16
-#: largest estimated share of cross edges for the 'local' scheme
-LOCAL_CROSS = 0.25
-#: a range's buffer of cross edges holds min(its stored edges,
-#: its stored edges // CROSS_BUFFER_DIV + CROSS_BUFFER_MIN)
-CROSS_BUFFER_DIV = 4
-CROSS_BUFFER_MIN = 1024
-#: graphs with fewer vertices + stored edges run serially (a parallel
-#: region costs more than the whole serial union-find there)
-PARALLEL_MIN_WORK = 1 << 16
+#
+# The constants in capitals above are meshccl._tuning's GRAPH_CPU_* names;
+# the buffer of a range holds min(its stored edges, its stored edges //
+# GRAPH_CPU_CROSS_BUFFER_DIV + GRAPH_CPU_CROSS_BUFFER_MIN) cross edges.
 
 
 # The per-chunk work lives in plain functions called from the prange
@@ -849,7 +872,7 @@ def _par_cas_ranges(src, dst, P, starts, ends):
 def _phase2(ca, cb, c, P, K, threads):
     """Unite the c cross edges: in parallel with CAS hooks, or (fewer than
     SERIAL_CROSS) by the calling thread."""
-    if c >= SERIAL_CROSS:
+    if c >= _tuning.GRAPH_CPU_SERIAL_CROSS:
         _par_cas_pairs(ca, cb, P, _even_chunks(c, K), threads)
     elif c:
         _unite_pairs(ca[:c], cb[:c], P)
@@ -907,13 +930,9 @@ def _cross_share(indptr, indices, chunks):
     """Estimated share of stored edges whose ends lie in different chunks
     (the edges of SAMPLE_VERTICES random vertices)."""
     n = indptr.size - 1
-    picks = np.sort(np.random.default_rng(0x6D657368).integers(0, n, min(SAMPLE_VERTICES, n)))
+    picks = np.sort(np.random.default_rng(0x6D657368).integers(0, n, min(_tuning.GRAPH_CPU_SAMPLE_VERTICES, n)))
     cross, total = _cross_sample(indptr, indices, chunks, picks)
     return cross / total if total else 0.0
-
-
-#: tests only: force a scheme ('local' or 'cas'; None: the sample decides)
-_FORCE_SCHEME = None
 
 
 def components_parallel(kind, arrays, n, label_dtype, threads, stats=None):
@@ -928,7 +947,7 @@ def components_parallel(kind, arrays, n, label_dtype, threads, stats=None):
     threads = max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS))
     scheme, cross, stopped = "serial", 0, 0
     region = contextlib.nullcontext(False)
-    if not (threads == 1 or n < 2 or n + int(arrays[1].size) < PARALLEL_MIN_WORK):
+    if not (threads == 1 or n < 2 or n + int(arrays[1].size) < _tuning.GRAPH_CPU_PARALLEL_MIN_WORK):
         region = numba_region(threads)  # (no in a forked child or beside another region)
     with region as parallel:
         if not parallel:
@@ -936,7 +955,9 @@ def components_parallel(kind, arrays, n, label_dtype, threads, stats=None):
                 *arrays, n, label_dtype)
         else:
             P = np.empty(n, dtype=np.int64 if n >= 2**31 else np.int32)
-            K = threads * CHUNKS_PER_THREAD
+            K = threads * _tuning.GRAPH_CPU_CHUNKS_PER_THREAD
+            local_cross = _tuning.GRAPH_CPU_LOCAL_CROSS
+            div, lo = _tuning.GRAPH_CPU_CROSS_BUFFER_DIV, _tuning.GRAPH_CPU_CROSS_BUFFER_MIN
             if kind == "edges":
                 src, dst = arrays
                 m = int(src.size)
@@ -945,16 +966,16 @@ def components_parallel(kind, arrays, n, label_dtype, threads, stats=None):
                 share = 1.0
                 if m:
                     picks = np.sort(np.random.default_rng(0x6D657368).integers(
-                        0, m, min(SAMPLE_VERTICES, m)))
+                        0, m, min(_tuning.GRAPH_CPU_SAMPLE_VERTICES, m)))
                     share = _cross_sample_edges(src, dst, echunks, vchunks, picks) / picks.size
-                scheme = _FORCE_SCHEME or ("local" if share <= LOCAL_CROSS else "cas")
+                scheme = "local" if share <= local_cross else "cas"
                 if scheme == "cas":
                     _par_iota(P, vchunks)
                     _par_cas_pairs(src, dst, P, echunks, threads)
                 else:
                     sizes = np.diff(echunks)
                     offs = np.zeros(K + 1, dtype=np.int64)
-                    np.cumsum(np.minimum(sizes, sizes // CROSS_BUFFER_DIV + CROSS_BUFFER_MIN),
+                    np.cumsum(np.minimum(sizes, sizes // div + lo),
                               out=offs[1:])
                     ca = np.empty(int(offs[-1]), dtype=P.dtype)
                     cb = np.empty(int(offs[-1]), dtype=P.dtype)
@@ -971,15 +992,15 @@ def components_parallel(kind, arrays, n, label_dtype, threads, stats=None):
             else:
                 indptr, indices = arrays
                 chunks = _work_chunks(indptr, n, K)
-                scheme = _FORCE_SCHEME or (
-                    "local" if _cross_share(indptr, indices, chunks) <= LOCAL_CROSS else "cas")
+                share = _cross_share(indptr, indices, chunks)
+                scheme = "local" if share <= local_cross else "cas"
                 if scheme == "cas":
                     _par_iota(P, chunks)
                     _par_cas_csr(indptr, indices, P, chunks, chunks[:-1])
                 else:
                     sizes = np.diff(indptr[chunks]).astype(np.int64)
                     offs = np.zeros(chunks.size, dtype=np.int64)
-                    np.cumsum(np.minimum(sizes, sizes // CROSS_BUFFER_DIV + CROSS_BUFFER_MIN), out=offs[1:])
+                    np.cumsum(np.minimum(sizes, sizes // div + lo), out=offs[1:])
                     ca = np.empty(int(offs[-1]), dtype=P.dtype)
                     cb = np.empty(int(offs[-1]), dtype=P.dtype)
                     counts = np.zeros(chunks.size - 1, dtype=np.int64)

@@ -1,117 +1,45 @@
 """Graph connected components on the GPU: ``kernels/graph.cu`` then the relabel path.
 
-Input arrives validated from :mod:`meshccl.graph` as CuPy integer arrays:
-``("csr" | "csc", (indptr, indices))`` or ``("edges", (src, dst))``.  The
-parent array has type I (int32 below 2**31 vertices, int64 beyond), the
-neighbour arrays keep their own int32 / int64 type J (others are cast), and
-row offsets are widened to int64.  Nothing is copied to the host; the only
-synchronisation is the caller's when it asks for the component count --
-except for the iterative methods ('edge-lp', 'vertex-lp', 'bfs-cc', 'sv'),
-which read the change flags of a batch of passes at once
-(:mod:`.passes`, shared with the mesh methods): the reported pass count and
-the labels are exact.  BFS sampling reads its frontier size after batches of levels.
-(:func:`components` called directly with method='auto' reads the rule's
-probe count once; :mod:`meshccl.graph` resolves 'auto' before: for CSR
-input it reads the count alone, before the check, which can then run beside
-'ecl'; for edge lists with the validation's one transfer.)  That validation's device pass
-is :func:`check` (one fused kernel over indptr and the index arrays).
+Input arrives validated by :mod:`meshccl.graph._input` as CuPy integer
+arrays: ``("csr" | "csc", (indptr, indices))`` or ``("edges", (src, dst))``;
+the caller has made the input's device current.  The parent array has type
+I (int32 below 2**31 vertices, int64 beyond), the neighbour arrays keep
+their own int32 / int64 type J (others are cast), and row offsets are
+widened to int64.  Nothing is copied to the host; the only synchronisation
+is the caller's when it reads the component count -- except for the
+iterative methods ('edge-lp', 'vertex-lp', 'bfs-cc', 'sv'), which read the
+change flags of a batch of passes at once (:mod:`.passes`, shared with the
+mesh methods; the pass count and the labels are exact), and BFS sampling,
+which reads its frontier size after batches of levels.  :func:`check` is
+the validation's device pass (one fused kernel over indptr and the index
+arrays).  The methods are those of :mod:`meshccl.graph._methods`; the
+tuning constants are ``meshccl._tuning``'s GRAPH_* names, read at call time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-from fractions import Fraction
 
 import numpy as np
 
+from .. import _tuning
+from ..graph._methods import (COMPRESS_CODE, COMPRESSION, DEFERRED_CHECK_METHODS, ITERATIVE, RULES,
+                              canonical)
 from .loader import c_type, kernels
 from .passes import until_settled
 from .number_roots import NULL, relabel
 
 BLOCK = 256
-#: edges per vertex united by k-out sampling (GConn / Afforest found 2 best)
-K_OUT = 2
-#: vertices looked up to find the most frequent root after sampling
+#: vertices looked up to find the most frequent root after sampling: one
+#: block of MESHCCL_GRAPH_SAMPLES threads in kernels/graph.cu
 SAMPLES = 1024
-#: k-out sampling runs all k entries in one guarded kernel above this many
-#: stored entries per vertex, Afforest's rounds below (kernels/graph.cu's
-#: essay).  H100, 2026-11-22 (benchmarks/experiments/kout_variants.py),
-#: sampling + finish: Kronecker scale 21 (86 entries per vertex) one kernel
-#: 0.65 ms, rounds 1.00; Barabasi-Albert 4.8 M (18) 0.50 against 0.37;
-#: road-like 24 M (2.4) 3.14 against 1.59.
-KOUT_DENSE_DEGREE = 32
-#: 'auto' samples when a symmetric CSR graph stores more than this many
-#: entries per vertex.  GConn's rule samples only dense graphs (k-out saves
-#: at most m - k*n edge visits); since the rounds of 2026-11-22 skip the
-#: giant component's vertices early, sampling also wins on sparse graphs
-#: that are mostly one component, and loses on fragmented ones.  H100,
-#: symmetric CSR, kout against ecl (connected_components documents the
-#: runs): road-like 4900² grid subgraph (2.41 entries per vertex) 3.12
-#: against 5.10 ms, 2-D grid 2048² (4.0) 1.14 against 2.22; a 2048² grid
-#: with 55 % of its edges (2.2, in pieces) 1.58 against 1.35, 64 disjoint
-#: trees (2.0) 1.01 against 0.73, random (2.0) 1.29 against 1.15.
-KOUT_MIN_DEGREE = Fraction(23, 10)  # exact: m > 2.3 n
-#: ... and runs 'hb' (hook-based sampling) instead above this many: its
-#: start points each vertex at its first smaller neighbour without atomics,
-#: so far fewer unions contend for the giant component's root than in
-#: k-out's.  H200, 2026-11-22 08:27 UTC (--papers), hb against kout, ms:
-#: Kronecker scale 21 (86 entries per vertex) 1.01 against 1.38,
-#: Barabasi-Albert 4.8 M (18) 0.78 against 0.99.  H100 07:54 UTC
-#: (--symmetric --scale 20): RMAT-20 (30) 1.32 against 1.35,
-#: Watts-Strogatz k = 8 (8.0) 2.39 against 2.69; but the 2048² grid (4.0)
-#: 1.48 against 1.14 and the road-like 24 M grid (2.4) 10.3 against 2.51
-#: (the first-smaller-neighbour pointers of a grid form long chains).
-HB_MIN_DEGREE = 6
-#: 'auto' looks for a path numbered in order (where ECL-CC's and k-out's
-#: first unions build one long chain: on the in-order line of 4 M vertices
-#: 'ecl' took 41 ms and 'early' 2.9 ms on an H200) in CSR input that stores
-#: at most this many entries per vertex (a path: 1, or 2 stored both ways)...
-CHAIN_MAX_DEGREE = 2
-#: ... and picks 'early' when at least this fraction of SAMPLES
-#: pseudo-random entries (v, u) has |u - v| = 1 (a path: all; a 2-D grid
-#: numbered row by row: half; a 3-D one: a third; shuffled numbers: about none)
-CHAIN_MIN_FRACTION = 0.75
-#: entries united by a still-root vertex in hook-based (HB) sampling
-HB_EDGES = 2
-#: how HB sampling joins those entries (kernels/graph.cu's essay): "link",
-#: unions made with atomicMin over a list of the roots; "cas", GConn's CAS
-#: unions, one thread per vertex; "auto": "link" when the caller promises a
-#: symmetric graph, else "cas".  Stored one way, few vertices have a smaller
-#: neighbour, so nearly all of them are listed roots, and 'link' (which
-#: never shortens a path) chains them: H200, 52a84ad, 'hb' with 'link'
-#: against GConn's CAS hook at 52a2500 took 555 against 5.1 ms on a 4 M
-#: path, 337 against 3.1 on Watts-Strogatz 14 M, 62 against 3.1 on a 4096²
-#: grid (benchmarks/NOTES.md).  Symmetric, only local minima are listed.
-HB_HOOK = "auto"
-#: the methods that validate CuPy CSR input without waiting for the facts:
-#: the check runs beside them (:func:`check_aside`) and their kernels read
-#: rows only through :func:`clamp_indptr`'s copy, skipping values outside
-#: [0, n)
-DEFERRED_CHECK_METHODS = ("ecl", "kout", "hb")
-#: BFS sampling stops after this many levels (what it reached is still one
-#: connected set; the finish pass does the rest)
-BFS_SAMPLE_LEVELS = 512
-#: the methods with a GPU kernel ('async' is 'unionfind', 'bfs' is 'bfs-cc')
-GPU_METHODS = ("unionfind", "async", "ecl", "kout", "hb", "bfs-sample", "rem-cas", "early",
-               "hooks", "jtb", "sv", "edge-lp", "vertex-lp", "bfs-cc", "bfs")
-#: union rule of each union-find method (enum UnionRule of unionfind.cuh)
-RULES = {"unionfind": 0, "async": 0, "rem-cas": 1, "early": 2, "hooks": 3, "jtb": 4}
-#: enum Compression of unionfind.cuh
-COMPRESS_CODE = {"none": 0, "halving": 1, "splitting": 2, "full": 3, "splicing": 4}
 _SEED = 0x6D657368636C6C  # fixed: the frequent root only steers work, never the labels
 #: the index types :func:`check` reads (meshccl_graph_check's instantiations)
 CHECK_TYPES = frozenset(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.uint64))
 #: loads each thread of meshccl_graph_check issues per array before using
-#: any (the kernel's unroll), and its resident blocks per multiprocessor
-#: (8 x 256 threads: a full H100 / H200 multiprocessor at its 32 registers)
+#: any (the kernel's unroll)
 CHECK_UNROLL = 4
-CHECK_BLOCKS_PER_SM = 8
-#: run the deferred check on a side stream beside the method (False: on the
-#: caller's stream before it), and its blocks per multiprocessor there,
-#: which leave the rest of each multiprocessor to the method's kernels
-CHECK_ASIDE = True
-CHECK_ASIDE_BLOCKS_PER_SM = 2
 
 
 @functools.lru_cache(maxsize=None)
@@ -140,22 +68,25 @@ def _grid(work: int, per_block: int, cap_per_sm: int) -> tuple:
 
 
 def choose_method(kind: str, n: int, m: int, symmetric: bool = False, chain=None) -> str:
-    """The GPU rule of ``method='auto'`` (see :func:`meshccl.graph.connected_components`,
-    which documents it and the measurements behind it): edge lists run
+    """The GPU rule of ``method='auto'`` (docs/graph.md: "auto on the GPU"
+    gives the measurements behind it): edge lists run
     'early' when they look like a path numbered in order (below), else
     'unionfind'; CSR/CSC input runs 'hb' when it is promised symmetric and
-    stores more than :data:`HB_MIN_DEGREE` (6) entries per vertex, 'kout' when
-    it stores more than :data:`KOUT_MIN_DEGREE` (2.3); 'early' when
-    it stores at most :data:`CHAIN_MAX_DEGREE` entries per vertex and
+    stores more than ``GRAPH_AUTO_HB_MIN_DEGREE`` (6) entries per vertex, 'kout'
+    when it stores more than ``GRAPH_AUTO_KOUT_MIN_DEGREE`` (2.3); 'early' when
+    it stores at most ``GRAPH_AUTO_CHAIN_MAX_DEGREE`` entries per vertex and
     ``chain`` -- the fraction of sampled entries (v, u) with |u - v| = 1
     (:func:`chain_probe`; None: not measured) -- is at least
-    :data:`CHAIN_MIN_FRACTION`, a path numbered in order; else 'ecl'."""
-    path = chain is not None and m <= CHAIN_MAX_DEGREE * n and chain >= CHAIN_MIN_FRACTION
+    ``GRAPH_AUTO_CHAIN_MIN_FRACTION``, a path numbered in order; else 'ecl'
+    (constants of ``meshccl._tuning``; docs/graph.md: "auto on the GPU")."""
+    t = _tuning
+    path = (chain is not None and m <= t.GRAPH_AUTO_CHAIN_MAX_DEGREE * n
+            and chain >= t.GRAPH_AUTO_CHAIN_MIN_FRACTION)
     if kind == "edges":
         return "early" if path else "unionfind"
-    if symmetric and m > HB_MIN_DEGREE * n:
+    if symmetric and m > t.GRAPH_AUTO_HB_MIN_DEGREE * n:
         return "hb"
-    if symmetric and m > KOUT_MIN_DEGREE * n:
+    if symmetric and m > t.GRAPH_AUTO_KOUT_MIN_DEGREE * n:
         return "kout"
     return "early" if path else "ecl"
 
@@ -165,7 +96,7 @@ def chain_probe(indptr, indices, n: int, out=None):
     CuPy int64 count (no host synchronisation: the caller reads it with the
     validation's one transfer) of the entries (v, u) with |u - v| = 1 among
     ``samples`` = min(m, 1024) pseudo-random stored entries; None where the rule does not
-    look (more than :data:`CHAIN_MAX_DEGREE` entries per vertex, no entries,
+    look (more than ``GRAPH_AUTO_CHAIN_MAX_DEGREE`` entries per vertex, no entries,
     or index arrays other than int32 / int64).  ``out``: a 1-entry CuPy
     int64 array to count into (e.g. ``facts[5:]`` of :func:`check`, so the
     one transfer of the facts brings it), else a new one.  One launch of one block
@@ -176,7 +107,7 @@ def chain_probe(indptr, indices, n: int, out=None):
 
     m = indices.size
     ok = {np.dtype(np.int32), np.dtype(np.int64)}
-    if not m or m > CHAIN_MAX_DEGREE * n or np.dtype(indptr.dtype) not in ok \
+    if not m or m > _tuning.GRAPH_AUTO_CHAIN_MAX_DEGREE * n or np.dtype(indptr.dtype) not in ok \
             or np.dtype(indices.dtype) not in ok:
         return None
     (probe,) = kernels("graph.cu", f"meshccl_graph_chain_probe<{c_type(indptr.dtype)}, "
@@ -190,7 +121,7 @@ def chain_probe_edges(src, dst, out=None):
     """:func:`chain_probe` for an edge list: ``(hits, samples)`` over
     min(m, 1024) hashed edges (src[e], dst[e]) with |src - dst| = 1, or None
     (no edges, or arrays not both int32 or both int64).  The caller's rule
-    also needs m <= CHAIN_MAX_DEGREE * n, known only after validation."""
+    also needs m <= GRAPH_AUTO_CHAIN_MAX_DEGREE * n, known only after validation."""
     import cupy
 
     m = src.size
@@ -205,12 +136,12 @@ def chain_probe_edges(src, dst, out=None):
 
 def supported(*arrays) -> bool:
     """Whether :func:`check` takes arrays of these dtypes (int32, int64,
-    uint32, uint64; :mod:`meshccl.graph` reduces the others with CuPy)."""
+    uint32, uint64; :mod:`meshccl.graph._input` reduces the others with CuPy)."""
     return all(np.dtype(a.dtype) in CHECK_TYPES for a in arrays)
 
 
 def check(indptr, a, b=None, blocks_per_sm=None, keep=None, stream=None):
-    """The facts :mod:`meshccl.graph` validates CuPy index arrays with, in
+    """The facts :mod:`meshccl.graph._input` validates CuPy index arrays with, in
     one pass over them (``meshccl_graph_check``, then
     ``meshccl_graph_check_done`` folds its blocks' parts): a 7-entry CuPy
     int64 array, not read here (the caller reads it with its one transfer):
@@ -227,7 +158,7 @@ def check(indptr, a, b=None, blocks_per_sm=None, keep=None, stream=None):
     error, whose message recomputes the exact value).  ``b``: None or an
     array as long as ``a``; every dtype must be :func:`supported`.
     ``blocks_per_sm``: the scan's resident blocks per multiprocessor
-    (default :data:`CHECK_BLOCKS_PER_SM`).  ``keep``: a list that receives
+    (default ``_tuning.GRAPH_CHECK_BLOCKS_PER_SM``).  ``keep``: a list that receives
     the scratch array the kernels write; ``stream``: the stream to launch
     on (default the current one; the arrays are allocated on the current
     one either way) -- both for :func:`check_aside`.
@@ -245,7 +176,7 @@ def check(indptr, a, b=None, blocks_per_sm=None, keep=None, stream=None):
     *scans, done = kernels("graph.cu", *(f"meshccl_graph_check<{tp}, {c_type(x.dtype)}>"
                                          for _, _, x, _ in passes),
                            f"meshccl_graph_check_done<{tp}>")
-    grid = _grid(max(a.size, nptr), BLOCK * CHECK_UNROLL, blocks_per_sm or CHECK_BLOCKS_PER_SM)
+    grid = _grid(max(a.size, nptr), BLOCK * CHECK_UNROLL, blocks_per_sm or _tuning.GRAPH_CHECK_BLOCKS_PER_SM)
     part = cupy.empty(3 * grid[0] * len(passes), dtype=cupy.int64)
     facts = cupy.empty(7, dtype=cupy.int64)
     if keep is not None:
@@ -263,7 +194,7 @@ def check_aside(indptr, indices):
     queues next on its own stream: ``(facts, join)``.  The check streams
     the arrays at memory bandwidth while the methods of
     :data:`DEFERRED_CHECK_METHODS` mostly wait on dependent loads, so the
-    two overlap; the check takes :data:`CHECK_ASIDE_BLOCKS_PER_SM` blocks
+    two overlap; the check takes ``_tuning.GRAPH_CHECK_ASIDE_BLOCKS_PER_SM`` blocks
     per multiprocessor and leaves the rest to the method.  ``join()`` makes
     the caller's stream wait for the check; call it (once or more) before
     anything reads ``facts`` and before the arrays may be freed, also on an
@@ -278,7 +209,7 @@ def check_aside(indptr, indices):
     start.record(main)
     side.wait_event(start)  # the input is ready on the caller's stream
     keep = []
-    facts = check(indptr, indices, blocks_per_sm=CHECK_ASIDE_BLOCKS_PER_SM, keep=keep, stream=side)
+    facts = check(indptr, indices, blocks_per_sm=_tuning.GRAPH_CHECK_ASIDE_BLOCKS_PER_SM, keep=keep, stream=side)
     done = cupy.cuda.Event(disable_timing=True)
     done.record(side)
 
@@ -377,7 +308,7 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
     (Split into steps so benchmarks can time them.)  ``index_dtype`` forces
     the parent type (tests run the int64 kernels on small graphs with it).
     ``compression``: the union-find methods' rule (validated by
-    :mod:`meshccl.graph`; None: the method's default).  The iterative
+    :mod:`meshccl.graph._methods`; None: the method's default).  The iterative
     methods store their pass count in ``state["passes"]``.  ``facts``: the
     unread device facts of a deferred check (:func:`components`), only for
     CSR input and :data:`DEFERRED_CHECK_METHODS`."""
@@ -395,14 +326,11 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
     state = {}
     steps = []
 
-    if method == "bfs":
-        method = "bfs-cc"
+    method = canonical(method)
     if method in RULES:  # 'unionfind' / 'async': the core's rule (Union-Async, halving)
-        from ..graph import COMPRESSION
-
         return _rule_steps(method, compression or COMPRESSION[method][0], indptr, src, dst,
                            n, I, J, sym, dev, state, steps)
-    if method in ("edge-lp", "sv", "vertex-lp", "bfs-cc"):
+    if method in ITERATIVE:
         return _iterative_steps(method, indptr, src, dst, n, I, J, symmetric, dev, state, steps,
                                 max_iterations)
 
@@ -439,13 +367,15 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
         steps.append(("hook", vertex_kernels(0, 0, lambda: state["P"])))
         return steps, state
 
-    # HB's hook step (HB_HOOK above), and the flatten before the picks: a
-    # read-only walk after 'link', CAS halving after CAS unions (k-out's, or
-    # GConn's hook) (kernels/graph.cu, meshccl_graph_compress)
+    # HB's hook step (kernels/graph.cu's essay): on a graph promised
+    # symmetric only the local minima start as roots, and 'link' unites
+    # their entries with atomicMin over a list of them; stored one way,
+    # nearly every vertex starts as a root and 'link' (which never shortens
+    # a path) would chain them, so GConn's CAS unions ('cas') run instead.
+    # The flatten before the picks is a read-only walk after 'link', CAS
+    # halving after CAS unions (k-out's or 'cas') (meshccl_graph_compress).
     hb_names = {"link": ("hb_init", "hb_link"), "cas": ("ecl_init", "hb_hook")}
-    if HB_HOOK not in (*hb_names, "auto"):
-        raise ValueError(f"HB_HOOK must be one of {sorted((*hb_names, 'auto'))}, got {HB_HOOK!r}")
-    hook = HB_HOOK if HB_HOOK != "auto" else "link" if symmetric else "cas"
+    hook = "link" if symmetric else "cas"
     walk = "true" if method == "hb" and hook == "link" else "false"
     compress, sample_mode = kernels(
         "graph.cu", f"meshccl_graph_compress<{ti}, {walk}>", f"meshccl_graph_sample_mode<{ti}>")
@@ -460,7 +390,8 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
     if method == "kout":
         plain, guarded = kernels("graph.cu", f"meshccl_graph_kout<{ti}, {tj}, false>",
                                  f"meshccl_graph_kout<{ti}, {tj}, true>")
-        dense = m_entries > KOUT_DENSE_DEGREE * n
+        dense = m_entries > _tuning.GRAPH_KOUT_DENSE_DEGREE * n
+        k_out = _tuning.GRAPH_K_OUT
         no_root = _dummy(dev, I.name)  # big = (0, 0): no vertex skips
 
         def sampling():
@@ -468,10 +399,10 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
             grid = _grid(n, BLOCK, 32)
             csr = (state["indptr"], state["indices"], P, nn)
             if dense:  # one guarded kernel for all k entries (graph.cu's essay)
-                guarded(grid, (BLOCK,), csr + (np.int32(0), np.int32(K_OUT), no_root))
+                guarded(grid, (BLOCK,), csr + (np.int32(0), np.int32(k_out), no_root))
             else:      # Afforest's rounds; from round 1 on L's vertices may skip
                 plain(grid, (BLOCK,), csr + (np.int32(0), np.int32(1), no_root))
-                for r in range(1, K_OUT):
+                for r in range(1, k_out):
                     frequent_root(P)
                     # skipping is sound only when the other end stores the edge too
                     guarded(grid, (BLOCK,), csr + (np.int32(r), np.int32(1),
@@ -479,7 +410,7 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
             frequent_root(P)
 
         steps.append(("sample", sampling))
-        steps.append(("finish", vertex_kernels(1, K_OUT, lambda: state["big"])))
+        steps.append(("finish", vertex_kernels(1, k_out, lambda: state["big"])))
         return steps, state
 
     if method == "hb":
@@ -490,7 +421,7 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
             state["P"] = P = cupy.empty(n, dtype=I)
             args = (state["indptr"], state["indices"], P)
             grid = _grid(n, BLOCK, 32)
-            k = np.int32(HB_EDGES)
+            k = np.int32(_tuning.GRAPH_HB_EDGES)
             if hook == "link":  # kernels/graph.cu's essay on the hook steps
                 init, link = hb_kernels
                 roots, count = cupy.empty(n, dtype=I), cupy.zeros(1, dtype=cupy.uint64)
@@ -520,8 +451,9 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
             pick((1,), (SAMPLES,), (state["indptr"], nn, source, np.uint64(_SEED)))
             seed((1,), (1,), (P, source, bufs[0], cnt[0], minv))
             level, batch = 0, 4
-            while level < BFS_SAMPLE_LEVELS:
-                for _ in range(min(batch, BFS_SAMPLE_LEVELS - level)):
+            max_levels = _tuning.GRAPH_BFS_SAMPLE_LEVELS
+            while level < max_levels:
+                for _ in range(min(batch, max_levels - level)):
                     a, b = level % 2, 1 - level % 2
                     expand(_grid(n, BLOCK, 4), (BLOCK,),
                            (state["indptr"], state["indices"], P, bufs[a], cnt[a], bufs[b], cnt[b],
@@ -714,7 +646,7 @@ def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool 
         if facts is not None:
             facts[6:] = 0
         return cupy.zeros((), dtype=idx), cupy.empty(0, dtype=idx)
-    if method == "auto":  # meshccl.graph resolves 'auto' first; here the probe costs a read
+    if method == "auto":  # the API resolves 'auto' first; here the probe costs a read
         probe = (chain_probe_edges(arrays[0], arrays[1]) if kind == "edges"
                  else chain_probe(arrays[0], arrays[1], n))
         chain = None if probe is None else int(probe[0]) / probe[1]

@@ -1,7 +1,7 @@
 """Launch plans for repeated graph calls: one CUDA graph per input buffer.
 
 A GPU graph call with a deferred check ('ecl', 'kout', 'hb' on CuPy CSR
-input, :data:`.graph.DEFERRED_CHECK_METHODS`) issues about twenty kernel
+input, ``meshccl.graph._methods.DEFERRED_CHECK_METHODS``) issues about twenty kernel
 launches and a dozen allocations.  On a graph of a few million vertices
 the GPU needs about 0.4 ms for them, and the host about as long to issue
 them (CuPy packs every launch's arguments in Python), so the call is bound
@@ -26,12 +26,12 @@ in place are read as they are, and invalid values are caught by the
 check inside the graph, as on the direct path (the methods read rows
 through the clamped copy, so nothing reads out of bounds).
 
-A plan is recorded on the :data:`PLAN_AFTER`-th call with one key (a
+A plan is recorded on the ``GRAPH_PLAN_AFTER``-th call with one key (a
 one-off call never pays for the recording) and kept for up to
-:data:`MAX_PLANS` keys per thread, for graphs of at most
-:data:`MAX_PLAN_VERTICES` vertices (above that the GPU's time dwarfs the
-host's; a plan holds about 20 bytes per vertex of device memory).
-:func:`release` drops them.  If recording fails (a CuPy without graph
+``GRAPH_MAX_PLANS`` keys per thread, for graphs of at most
+``GRAPH_MAX_PLAN_VERTICES`` vertices (constants of ``meshccl._tuning``;
+a plan holds about 20 bytes per vertex of device memory).  :func:`release`
+drops them, and so does a change of the tuning constants.  If recording fails (a CuPy without graph
 support, another allocator than CuPy's default pool, out of memory), the
 key is marked and the direct path runs, now and later.
 """
@@ -42,14 +42,10 @@ import functools
 import threading
 from collections import OrderedDict
 
-#: the call with one key on which a plan is recorded (1: the first; 0: never)
-PLAN_AFTER = 2
-#: plans kept per thread (least recently used dropped first)
-MAX_PLANS = 4
-#: keys whose calls are counted towards PLAN_AFTER, per thread
+from .. import _tuning
+
+#: keys whose calls are counted towards GRAPH_PLAN_AFTER, per thread
 MAX_SEEN = 64
-#: larger graphs take the direct path (a plan keeps ~20 bytes per vertex)
-MAX_PLAN_VERTICES = 1 << 23
 
 _local = threading.local()
 
@@ -66,6 +62,10 @@ def release():
     plans, seen = _tables()
     plans.clear()
     seen.clear()
+
+
+# a plan records the kernels as the tuning constants chose them
+_tuning.when_changed(release)
 
 
 @functools.lru_cache(maxsize=None)
@@ -126,9 +126,10 @@ class GraphPlan:
 
 def lookup(kind, indptr, indices, n, method, symmetric, compression):
     """The plan for this call, recorded now if this is the key's
-    :data:`PLAN_AFTER`-th call; None: take the direct path (and count the
+    ``GRAPH_PLAN_AFTER``-th call; None: take the direct path (and count the
     call)."""
-    if PLAN_AFTER < 1 or not 0 < n <= MAX_PLAN_VERTICES:
+    plan_after = _tuning.GRAPH_PLAN_AFTER
+    if plan_after < 1 or not 0 < n <= _tuning.GRAPH_MAX_PLAN_VERTICES:
         return None
     import cupy
 
@@ -141,7 +142,7 @@ def lookup(kind, indptr, indices, n, method, symmetric, compression):
         plans.move_to_end(key)
         return plan or None  # False: recording failed for this key
     calls = seen.pop(key, 0) + 1
-    if calls < PLAN_AFTER:
+    if calls < plan_after:
         seen[key] = calls
         if len(seen) > MAX_SEEN:
             seen.popitem(last=False)
@@ -151,6 +152,6 @@ def lookup(kind, indptr, indices, n, method, symmetric, compression):
     except Exception:  # no graph here: the direct path, this time and later
         plan = False
     plans[key] = plan
-    if len(plans) > MAX_PLANS:
+    if len(plans) > _tuning.GRAPH_MAX_PLANS:
         plans.popitem(last=False)
     return plan or None

@@ -193,8 +193,9 @@ __device__ __forceinline__ long long thread_count() {
 
 // P[v] = first neighbour smaller than v among the first 16 entries of v's
 // list, else v.  The cap keeps one thread from scanning a hub's whole row
-// (a hub numbered early has no smaller neighbour: on a Barabasi-Albert
-// graph of 4.8 M vertices the uncapped scan took 3.0 ms of ECL-CC's 6.1).
+// (a hub numbered early has no smaller neighbour, and on a Barabasi-Albert
+// graph the uncapped scan took half of ECL-CC's time; docs/graph.md:
+// "kernel choices").
 // It changes nothing below: the thread kernel, which skips the edge the
 // init used, only takes rows of at most 16 entries, and the warp and block
 // kernels take every edge of the longer rows.
@@ -226,8 +227,8 @@ __global__ void meshccl_graph_ecl_init(const long long* __restrict__ indptr,
 // that have entries (list[0 .. count[0])), so that the hook step runs one
 // thread per listed root.  The loop is block-uniform (a block's threads
 // are consecutive vertices) and a block takes its list slots with one
-// atomicAdd: one per warp cost 0.034 ms on a Kronecker graph of 2 M
-// vertices (65 536 atomics on one counter).  Blocks of at most 1024.
+// atomicAdd (one per warp means tens of thousands of atomics on one
+// counter; docs/graph.md: "kernel choices").  Blocks of at most 1024.
 template <typename I, typename J>
 __global__ void meshccl_graph_hb_init(const long long* __restrict__ indptr,
                                       const J* __restrict__ indices, I* P, I n,
@@ -363,8 +364,7 @@ __global__ void meshccl_graph_kout(const long long* __restrict__ indptr,
 // Walk = true: a read-only walk and one store, the vertex's own (after HB's
 // 'link' hook step; its trees are deeper, and on a Kronecker graph every
 // walk passes the few hot vertices at the top, where the halving CASes
-// queued: H200, scale 21, the call took 0.584 ms against 0.625 ms; on the
-// road-like grid 'hb' 8.2 against 9.6 ms, 'kout' 2.40 against 2.13).
+// queue; docs/graph.md: "kernel choices").
 template <typename I, bool Walk>
 __global__ void meshccl_graph_compress(I* P, I n) {
     using namespace meshccl::graph;
@@ -383,8 +383,8 @@ namespace graph {
 // often it occurs.  The values are sorted in shared memory (bitonic, 55
 // steps for 1024); the last element of each run of equal values finds the
 // run's first element by binary search, which gives the run's length, and
-// a tree reduction keeps the longest run.  (Counting each value against
-// all 1024 took 0.023 ms on an H200.)
+// a tree reduction keeps the longest run (rather than counting each value
+// against all 1024).
 template <typename I>
 __device__ __forceinline__ void block_mode(I* value, int* freq, int count, I* big) {
     constexpr int S = MESHCCL_GRAPH_SAMPLES;  // a power of two
@@ -493,7 +493,7 @@ meshccl_graph_chain_probe(const P* __restrict__ indptr, const J* __restrict__ in
 
 // ------------------------------------------------ validation of CuPy input
 
-// meshccl/_gpu/graph.py's check(): the facts meshccl/graph.py validates CuPy
+// meshccl/_gpu/graph.py's check(): the facts meshccl/graph/_input.py validates CuPy
 // input with, in one pass over the caller's arrays and one transfer.
 // meshccl_graph_check: each block writes part[3 b .. 3 b + 2] = (smallest
 // and largest value of a[0, m) and, unless b is null, of b[0, m); 1 if
@@ -691,7 +691,7 @@ meshccl_graph_check_done(const long long* __restrict__ part, int blocks,
     }
 }
 
-// Validation without waiting (meshccl/graph.py, for 'ecl', 'kout' and 'hb'
+// Validation without waiting (meshccl/graph/_dispatch.py, for 'ecl', 'kout' and 'hb'
 // on CSR input): out[k] = indptr[k] as a long long, clamped to [0, m].  The
 // check runs beside the method on another stream (check_aside in
 // meshccl/_gpu/graph.py), and the method reads rows only through out: on
@@ -992,7 +992,8 @@ __global__ void meshccl_graph_sv_jump(I* P, I n, int* flag) {
 
 // Hook-based sampling, step 2: every vertex still a root after the start
 // (meshccl_graph_ecl_init or meshccl_graph_hb_init) joins its first k
-// entries.  Two ways (the host picks, meshccl/_gpu/graph.py HB_HOOK):
+// entries.  Two ways (the host picks by the caller's symmetric promise,
+// meshccl/_gpu/graph.py):
 //
 // * meshccl_graph_hb_hook, GConn's: one pass of CAS unions.  On a Kronecker
 //   graph it convoys.  After the start a root's first entry lies in a tree
@@ -1001,22 +1002,21 @@ __global__ void meshccl_graph_sv_jump(I* P, I n, int* flag) {
 //   hooks the larger of the two tree roots under the smaller.  A few hot
 //   tree roots receive thousands of such hooks (scale 21: 14 328 onto one),
 //   and every failed CAS re-finds and tries again on the winner, whose own
-//   slot the other losers then fight over (H200, ncu: 0.34 ms, 8 active
-//   threads per warp, stalled on memory).
+//   slot the other losers then fight over (few active threads per warp,
+//   stalled on memory).
 //
-// * meshccl_graph_hb_link (the default), over the roots with entries that
-//   meshccl_graph_hb_init listed: the same unions made by link_min below,
+// * meshccl_graph_hb_link (graphs promised symmetric), over the roots with
+//   entries that meshccl_graph_hb_init listed: the same unions made by link_min below,
 //   with atomicMin instead of CAS.  A hot root's claimants each lower it
 //   once; every parent one of them replaces is handed back to that thread
 //   alone, which joins it to its own smaller vertex, on addresses nobody
-//   else fights over.  (Kronecker 21: the hook step 0.07 ms against
-//   0.34-0.44, the end-to-end call 0.64 against 0.90 ms.)
+//   else fights over (about five times faster than the CAS pass on a
+//   Kronecker graph; docs/graph.md: "kernel choices").
 //
-// Forms tried and dropped (benchmarks/NOTES.md): a root storing only its
-// own parent; atomicMin claims then own stores (both left the giant
-// component in pieces); atomicMin claims then a CAS repair pass (5cfab88:
-// as fast as link, in two passes); link_min with path halving (962e902:
-// slower).
+// Forms tried and dropped: a root storing only its own parent; atomicMin
+// claims then own stores (both left the giant component in pieces);
+// atomicMin claims then a CAS repair pass (as fast as link, in two
+// passes); link_min with path halving (slower).
 template <typename I, typename J>
 __global__ void meshccl_graph_hb_hook(const long long* __restrict__ indptr,
                                       const J* __restrict__ indices, I* P, I n, int k) {

@@ -1,0 +1,102 @@
+"""Dispatch of validated graphs to a backend: the CPU (numba) or the GPU (CuPy).
+
+The API validates the options, then, on the input's device
+(:func:`on_device`), validates the graph (:mod:`._input`), resolves
+``method='auto'`` (:func:`auto_rule`) and calls :func:`cpu` or :func:`gpu`.
+The backends are imported only when they run (here, and by :mod:`._input`
+for the device check of CuPy input), so that ``import meshccl.graph`` needs
+neither numba's compilation nor CuPy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from . import _methods
+from ._input import first_array, is_cupy
+
+
+def on_device(csgraph):
+    """A context in which CuPy input is handled on its own GPU (whatever
+    device is current); nothing for NumPy / SciPy input."""
+    a = first_array(csgraph)
+    device = getattr(a, "device", None) if is_cupy(a) else None
+    if device is None:  # NumPy / SciPy (or no array: validation says what is wrong)
+        return contextlib.nullcontext()
+    import cupy
+
+    return cupy.cuda.Device(device.id)
+
+
+def auto_rule(kind, n, m, on_gpu, symmetric, probe=None):
+    """The one rule of method='auto': the CPU's union-find, or the GPU's
+    :func:`meshccl._gpu.graph.choose_method` (``probe``: what the
+    validation of a CuPy graph measured for it, see :func:`._input.csr`)."""
+    if not on_gpu:
+        return "unionfind"
+    from .._gpu.graph import choose_method
+
+    return choose_method(kind, n, m, symmetric, (probe or {}).get("chain"))
+
+
+def cpu(kind, arrays, n, method, symmetric, compression, max_iterations, cpu_threads):
+    """(count, labels, iterations) on the CPU backend."""
+    from .._cpu import graph as backend
+
+    return backend.components(kind, arrays, n, method, symmetric, compression,
+                              max_iterations, cpu_threads)
+
+
+def gpu(kind, arrays, n, method, symmetric, compression=None, max_iterations=None,
+        timer=None, info=None, defer=None):
+    """(count, labels) on the GPU, count a Python int.
+
+    ``defer``: :func:`._input.csr`'s record of a CSR not checked yet (empty
+    or None: the input was checked already).  For a method of
+    :data:`._methods.DEFERRED_CHECK_METHODS` the check runs beside the
+    method (:func:`meshccl._gpu.graph.check_aside`; the kernels read rows
+    through a clamped copy of indptr), or a plan recorded for these arrays
+    replays the whole call (:mod:`meshccl._gpu.graph_plan`; not with
+    ``timer`` or ``info``); the facts come back with the count in one
+    transfer and invalid input raises then.  Any other method waits for
+    the check first."""
+    from .._gpu import graph as backend
+
+    if not defer or "arrays" not in defer:
+        count, labels = backend.components(kind, arrays, n, method, symmetric,
+                                           compression=compression, max_iterations=max_iterations,
+                                           timer=timer, info=info)
+        return int(count), labels  # the one host synchronisation
+    indptr, indices = defer["arrays"]
+    if method not in _methods.DEFERRED_CHECK_METHODS:
+        defer["raise"](defer["read"](backend.check(indptr, indices)))  # checked input first
+        return gpu(kind, arrays, n, method, symmetric, compression, max_iterations, timer, info)
+    plan = None
+    if timer is None and info is None:
+        from .._gpu import graph_plan
+
+        plan = graph_plan.lookup(kind, indptr, indices, n, method, symmetric, compression)
+    if plan is not None:
+        pending, labels = plan()
+    else:
+        pending, join = backend.check_aside(indptr, indices)
+        try:
+            _, labels = backend.components(kind, arrays, n, method, symmetric,
+                                           compression=compression,
+                                           max_iterations=max_iterations, timer=timer, info=info,
+                                           facts=pending)
+        finally:
+            join()  # the caller's stream waits for the check run aside
+    facts = defer["read"](pending)  # the one host synchronisation: facts and count
+    defer["raise"](facts)
+    return facts["count"], labels
+
+
+def forest(kind, arrays, n):
+    """(src, dst) of a spanning forest on the input's backend."""
+    if is_cupy(arrays[0]):
+        from .._gpu import graph as backend
+    else:
+        from .._cpu import graph as backend
+    return backend.forest(kind, arrays, n)
+
