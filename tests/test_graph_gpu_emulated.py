@@ -2,7 +2,7 @@
 
 A stand-in ``cupy`` module (NumPy arrays whose type claims to be CuPy's)
 and serial Python emulations of the kernels of kernels/graph.cu and
-kernels/relabel.cu let meshccl.graph and meshccl._gpu.graph run end to end
+kernels/number_roots.cu let meshccl.graph and meshccl._gpu.graph run end to end
 here.  Every launch is checked against the kernel's C signature (pointer
 element types, exact NumPy scalar types for int / long long / unsigned long
 long arguments, a block of 1024 for the mode kernel), so argument-order or
@@ -667,7 +667,7 @@ def emulated(monkeypatch):
     """meshccl.graph with the stand-in cupy and the emulated kernels."""
     monkeypatch.setitem(sys.modules, "cupy", make_cupy())
     from meshccl._gpu import graph as gpu_graph
-    from meshccl._gpu import relabel as gpu_relabel
+    from meshccl._gpu import number_roots as gpu_relabel
 
     for mod in (gpu_graph, gpu_relabel):
         monkeypatch.setattr(mod, "kernels", lambda filename, *names: tuple(emulate(n) for n in names))
@@ -760,19 +760,19 @@ def test_degree_classes_emulated(emulated, method, index_dtype):
 
 
 @pytest.mark.parametrize("n", [40_000, 70_000])
-def test_long_scan_emulated(emulated, monkeypatch, n):
-    """The relabel's scan of more than BLOCK_SCAN_WORDS words (lowered here,
+def test_long_scan_emulated(emulated, n):
+    """The numbering's scan of more than ROOTS_ONE_BLOCK_SCAN_WORDS words (lowered here,
     so that a small graph takes the long path): word sums, their scan, the
     per-word sums, over 2 and 3 blocks of 1024 words, the last one partial;
     labels as SciPy's."""
+    from meshccl import _tuning
     from meshccl._gpu import graph as gpu
-    from meshccl._gpu import relabel as gpu_relabel
 
-    monkeypatch.setattr(gpu_relabel, "BLOCK_SCAN_WORDS", 8)
     rng = np.random.default_rng(5)
     src, dst = rng.integers(0, n, n // 3), rng.integers(0, n, n // 3)
     want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))
-    count, labels = gpu.components("edges", (fake(src), fake(dst)), n, "unionfind")
+    with _tuning.override(ROOTS_ONE_BLOCK_SCAN_WORDS=8):
+        count, labels = gpu.components("edges", (fake(src), fake(dst)), n, "unionfind")
     assert int(count) == want_n
     np.testing.assert_array_equal(np.asarray(labels), want)
 

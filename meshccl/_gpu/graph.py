@@ -1,4 +1,5 @@
-"""Graph connected components on the GPU: ``kernels/graph.cu`` then the relabel path.
+"""Graph connected components on the GPU: ``_kernels/graph.cu``, then the numbering of
+:mod:`.number_roots`.
 
 Input arrives validated by :mod:`meshccl.graph._input` as CuPy integer
 arrays: ``("csr" | "csc", (indptr, indices))`` or ``("edges", (src, dst))``;

@@ -159,7 +159,7 @@ __device__ __forceinline__ void unite_recording(I* P, unsigned* H, I a, I b) {
 //   FULL      walk to the root, then point every element of the walk at it
 //   SPLICING  Rem's splice: while walking up from rx, re-point rx at the
 //             other walk's (smaller) parent (rem-cas only)
-// Which rule goes with which union is listed in meshccl/graph.py
+// Which rule goes with which union is listed in meshccl/graph/_methods.py
 // (COMPRESSION); the host refuses the other combinations.
 
 enum Compression { COMPRESS_NONE = 0, COMPRESS_HALVING = 1, COMPRESS_SPLITTING = 2,
