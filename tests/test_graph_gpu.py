@@ -511,15 +511,15 @@ def test_spanning_forest_large_per_backend(backend):
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("method", ["hb", "unionfind"])
 def test_long_relabel_scan_on_gpu(method, index_dtype):
-    """2 500 001 vertices: more than BLOCK_SCAN_WORDS words of root bits, so
-    the relabel scans in three launches (77 blocks of 1024 words, the last
-    one partial); labels as SciPy's."""
+    """2 500 001 vertices: more than ROOTS_ONE_BLOCK_SCAN_WORDS words of root
+    bits, so the numbering scans in three launches (77 blocks of 1024 words,
+    the last one partial); labels as SciPy's."""
     import cupy
 
-    from meshccl._gpu import relabel as gpu_relabel
+    from meshccl import _tuning
 
     n = 2_500_001
-    assert (n + 31) // 32 > gpu_relabel.BLOCK_SCAN_WORDS
+    assert (n + 31) // 32 > _tuning.ROOTS_ONE_BLOCK_SCAN_WORDS
     rng = np.random.default_rng(8)
     src, dst = rng.integers(0, n, n // 2), rng.integers(0, n, n // 2)
     want_n, want = scipy_answer(n, src, dst)
