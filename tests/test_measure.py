@@ -1,0 +1,540 @@
+"""meshccl.measure against skimage, scipy.ndimage, cc3d (when importable) and
+direct per-label references, on every backend (CPU always; GPU where
+available)."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from scipy import ndimage as ndi
+from skimage.measure import label as sk_label
+from skimage.measure import regionprops_table as sk_table
+
+import meshccl
+from meshccl import measure
+from conftest import to_backend, to_host
+
+LABEL_DTYPES = [np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+SETTINGS = dict(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@st.composite
+def label_images(draw, max_ndim=3, max_label=9):
+    """Small label images with gaps and non-sequential labels."""
+    ndim = draw(st.integers(1, max_ndim))
+    side = {1: 20, 2: 9, 3: 5}[ndim]
+    shape = tuple(draw(st.lists(st.integers(1, side), min_size=ndim, max_size=ndim)))
+    dtype = draw(st.sampled_from(LABEL_DTYPES))
+    values = draw(st.lists(st.integers(0, max_label), min_size=1, max_size=5, unique=True))
+    return draw(hnp.arrays(dtype, shape, elements=st.sampled_from(values)))
+
+
+def intensities(shape):
+    return st.one_of(
+        hnp.arrays(np.float64, shape, elements=st.floats(-4, 4, allow_nan=False)),
+        hnp.arrays(np.uint8, shape), hnp.arrays(np.int32, shape, elements=st.integers(-50, 50)))
+
+
+def host(d):
+    return {k: (to_host(v) if not isinstance(v, list) else v) for k, v in d.items()}
+
+
+def check_device(out, backend):
+    """CuPy in gives CuPy out; NumPy in gives NumPy out."""
+    arrays = [v for v in out.values() if not isinstance(v, list)] if isinstance(out, dict) else [out]
+    for v in arrays:
+        assert isinstance(v, np.ndarray) == (backend == "cpu"), type(v)
+
+
+# ---------------------------------------------------------------------------
+# per-label references
+# ---------------------------------------------------------------------------
+
+def reference(labels, intensity=None):
+    """Statistics label by label, from the coordinates of its cells."""
+    top = int(labels.max()) if labels.size else 0
+    ndim = labels.ndim
+    out = {"count": [], "lo": [], "hi": [], "centroid": [], "isum": [], "imean": [],
+           "imin": [], "imax": [], "wcen": []}
+    for lab in range(top + 1):
+        where = np.nonzero(labels == lab)
+        cells = np.stack(where, axis=1).astype(np.float64) if ndim else np.zeros((0, 0))
+        n = len(where[0]) if ndim else int(labels == lab)
+        out["count"].append(n)
+        out["lo"].append([int(w.min()) if n else 0 for w in where])
+        out["hi"].append([int(w.max()) if n else -1 for w in where])
+        out["centroid"].append(cells.mean(axis=0) if n else [np.nan] * ndim)
+        if intensity is not None:
+            v = intensity[where].astype(np.float64)
+            out["isum"].append(v.sum())
+            out["imean"].append(v.mean() if n else np.nan)
+            out["imin"].append(v.min() if n else np.nan)
+            out["imax"].append(v.max() if n else np.nan)
+            s = v.sum()
+            out["wcen"].append((v[:, None] * cells).sum(axis=0) / s if s != 0 else [np.nan] * ndim)
+    return {k: np.array(v, dtype=np.float64).reshape(top + 1, -1) if k in ("lo", "hi", "centroid",
+                                                                           "wcen") and v
+            else np.array(v) for k, v in out.items()}
+
+
+# ---------------------------------------------------------------------------
+# statistics
+# ---------------------------------------------------------------------------
+
+@settings(**SETTINGS)
+@given(labels=label_images(), data=st.data())
+def test_statistics_match_reference(backend, labels, data):
+    intensity = data.draw(st.one_of(st.none(), intensities(labels.shape)))
+    got = measure.statistics(to_backend(labels, backend),
+                             None if intensity is None else to_backend(intensity, backend))
+    check_device(got, backend)
+    got = host(got)
+    want = reference(labels, intensity)
+    top = int(labels.max())
+    assert got["voxel_counts"].dtype == np.int64
+    np.testing.assert_array_equal(got["voxel_counts"], want["count"])
+    boxes = got["bounding_boxes"]
+    assert boxes.shape == (top + 1, 2 * labels.ndim) and boxes.dtype == np.int64
+    np.testing.assert_array_equal(boxes[:, 0::2], want["lo"])
+    np.testing.assert_array_equal(boxes[:, 1::2], want["hi"])
+    np.testing.assert_allclose(got["centroids"], want["centroid"], rtol=1e-12)
+    if intensity is not None:
+        np.testing.assert_allclose(got["intensity_sum"], want["isum"], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got["intensity_mean"], want["imean"], rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(got["intensity_min"], want["imin"])
+        np.testing.assert_array_equal(got["intensity_max"], want["imax"])
+        np.testing.assert_allclose(got["weighted_centroids"], want["wcen"], rtol=1e-9, atol=1e-9)
+
+
+def test_statistics_layouts(backend):
+    labels = np.array([[1, 1, 0, 4],
+                       [0, 0, 0, 4],
+                       [2, 0, 0, 4]], dtype=np.int32)
+    lab = to_backend(labels, backend)
+    cc = to_host(measure.statistics(lab)["bounding_boxes"])
+    np.testing.assert_array_equal(cc, [[0, 2, 0, 2], [0, 0, 0, 1], [2, 2, 0, 0], [0, -1, 0, -1],
+                                       [0, 2, 3, 3]])
+    sk = to_host(measure.statistics(lab, bbox_layout="skimage")["bounding_boxes"])
+    np.testing.assert_array_equal(sk, [[0, 0, 3, 3], [0, 0, 1, 2], [2, 0, 3, 1], [0, 0, 0, 0],
+                                       [0, 3, 3, 4]])
+    sl = measure.statistics(lab, bbox_layout="slices")["bounding_boxes"]
+    assert sl == [(slice(0, 3), slice(0, 3)), (slice(0, 1), slice(0, 2)),
+                  (slice(2, 3), slice(0, 1)), None, (slice(0, 3), slice(3, 4))]
+    s = host(measure.statistics(lab))
+    np.testing.assert_array_equal(s["voxel_counts"], [6, 2, 1, 0, 3])
+    assert np.isnan(s["centroids"][3]).all()
+
+
+@settings(**SETTINGS)
+@given(labels=label_images(max_label=12), data=st.data())
+def test_statistics_match_cc3d(labels, data):
+    cc3d = pytest.importorskip("cc3d")
+    if labels.ndim == 1:
+        labels = labels[None]
+    labels = labels.astype(np.uint32)
+    assume(labels.max() < labels.size)  # cc3d's limit
+    want = cc3d.statistics(labels)
+    want_raw = cc3d.statistics(labels, no_slice_conversion=True)
+    got = measure.statistics(labels)
+    np.testing.assert_array_equal(got["voxel_counts"], want["voxel_counts"])
+    np.testing.assert_allclose(got["centroids"], want["centroids"], rtol=1e-12)
+    present = got["voxel_counts"] > 0
+    np.testing.assert_array_equal(got["bounding_boxes"][present],
+                                  want_raw["bounding_boxes"][present])
+    assert measure.statistics(labels, bbox_layout="slices")["bounding_boxes"] == \
+        want["bounding_boxes"]
+
+
+def test_statistics_empty_and_background_only(backend):
+    for a in (np.zeros((0, 3), np.int32), np.zeros((3, 4), np.uint8), np.zeros(5, np.int64)):
+        s = host(measure.statistics(to_backend(a, backend), to_backend(a.astype(float), backend)))
+        np.testing.assert_array_equal(s["voxel_counts"], [a.size])
+        if a.size == 0:
+            assert np.isnan(s["centroids"]).all() and np.isnan(s["intensity_mean"]).all()
+            np.testing.assert_array_equal(s["bounding_boxes"], [[0, -1] * a.ndim])
+            assert s["intensity_sum"][0] == 0
+        else:
+            np.testing.assert_array_equal(s["bounding_boxes"][0, 1::2], np.array(a.shape) - 1)
+            np.testing.assert_allclose(s["centroids"][0], (np.array(a.shape) - 1) / 2)
+            assert np.isnan(s["weighted_centroids"]).all()  # intensity sums to 0
+    assert measure.find_objects(to_backend(np.zeros((0, 3), np.int32), backend)) == []
+    assert measure.find_objects(to_backend(np.zeros((2, 3), np.int32), backend)) == []
+
+
+def test_statistics_of_meshccl_labels(backend):
+    """What users do: label, then measure, on the same device."""
+    rng = np.random.default_rng(5)
+    img = rng.random((40, 50)) < 0.55
+    labels = meshccl.label(to_backend(img, backend), connectivity=1)
+    s = host(measure.statistics(labels))
+    want = reference(to_host(labels))
+    np.testing.assert_array_equal(s["voxel_counts"], want["count"])
+    np.testing.assert_allclose(s["centroids"], want["centroid"], rtol=1e-12)
+
+
+def test_bool_and_zero_dimensional_labels(backend):
+    s = host(measure.statistics(to_backend(np.array([True, False, True]), backend)))
+    np.testing.assert_array_equal(s["voxel_counts"], [1, 2])
+    np.testing.assert_array_equal(s["centroids"], [[1.0], [1.0]])
+    s = host(measure.statistics(to_backend(np.array(3, dtype=np.int32), backend)))
+    np.testing.assert_array_equal(s["voxel_counts"], [0, 0, 0, 1])
+    assert s["centroids"].shape == (4, 0) and s["bounding_boxes"].shape == (4, 0)
+
+
+# ---------------------------------------------------------------------------
+# periodic lattices
+# ---------------------------------------------------------------------------
+
+def smallest_arc(coords, n):
+    """(start, extent): the smallest arc covering ``coords`` on a ring of n,
+    of equal ones the smallest start, by trying them all."""
+    occupied = set(int(c) for c in coords)
+    for extent in range(1, n + 1):
+        for start in range(n):
+            if occupied <= {(start + i) % n for i in range(extent)}:
+                return start, extent
+    raise AssertionError
+
+
+def circular_mean(coords, n, weights=None):
+    a = 2 * np.pi * np.asarray(coords, dtype=np.float64) / n
+    w = np.ones_like(a) if weights is None else weights
+    c, s = (w * np.cos(a)).sum(), (w * np.sin(a)).sum()
+    if np.hypot(c, s) <= 1e-9 * np.abs(w).sum():
+        return np.nan
+    return (np.arctan2(s, c) * n / (2 * np.pi)) % n
+
+
+@settings(**SETTINGS)
+@given(labels=label_images(max_ndim=2, max_label=5), data=st.data())
+def test_periodic_boxes_and_centroids(backend, labels, data):
+    per = tuple(data.draw(st.lists(st.booleans(), min_size=labels.ndim, max_size=labels.ndim)))
+    intensity = data.draw(hnp.arrays(np.float64, labels.shape, elements=st.floats(0.5, 2)))
+    got = host(measure.statistics(to_backend(labels, backend), to_backend(intensity, backend),
+                                  periodic=per))
+    boxes = got["bounding_boxes"]
+    for lab in range(int(labels.max()) + 1):
+        where = np.nonzero(labels == lab)
+        for d, n in enumerate(labels.shape):
+            if not len(where[0]):
+                assert (boxes[lab, 2 * d], boxes[lab, 2 * d + 1]) == (0, -1)
+                continue
+            if per[d]:
+                start, extent = smallest_arc(where[d], n)
+                assert (boxes[lab, 2 * d], boxes[lab, 2 * d + 1]) == (start, start + extent - 1)
+                want = circular_mean(where[d], n)
+                wwant = circular_mean(where[d], n, intensity[where])
+            else:
+                assert (boxes[lab, 2 * d], boxes[lab, 2 * d + 1]) == (where[d].min(), where[d].max())
+                want = where[d].mean()
+                wwant = (intensity[where] * where[d]).sum() / intensity[where].sum()
+            np.testing.assert_allclose(got["centroids"][lab, d], want, rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(got["weighted_centroids"][lab, d], wwant, rtol=1e-9,
+                                       atol=1e-9)
+
+
+def test_periodic_component_that_wraps(backend):
+    """A blob across the corner of a torus: its box starts near the end of
+    each axis and runs past it; its centroid sits on the seam."""
+    img = np.zeros((6, 8), dtype=bool)
+    img[[0, 0, 5, 5], [0, 7, 0, 7]] = True
+    labels = meshccl.label(to_backend(img, backend), connectivity=1, periodic=True)
+    assert int(to_host(labels).max()) == 1
+    s = host(measure.statistics(labels, periodic=True))
+    np.testing.assert_array_equal(s["bounding_boxes"][1], [5, 6, 7, 8])
+    np.testing.assert_allclose(s["centroids"][1], [5.5, 7.5])
+    # without the wrap the same cells span the whole lattice
+    s = host(measure.statistics(labels, periodic=(False, True)))
+    np.testing.assert_array_equal(s["bounding_boxes"][1], [0, 5, 7, 8])
+    np.testing.assert_allclose(s["centroids"][1], [2.5, 7.5])
+    # a full ring: box [0, n), circular mean undefined
+    ring = np.ones((1, 8), np.int32)
+    s = host(measure.statistics(to_backend(ring, backend), periodic=True))
+    np.testing.assert_array_equal(s["bounding_boxes"][1], [0, 0, 0, 7])
+    assert s["centroids"][1, 0] == 0 and np.isnan(s["centroids"][1, 1])
+
+
+# ---------------------------------------------------------------------------
+# regionprops_table and find_objects
+# ---------------------------------------------------------------------------
+
+ALL_PROPS = ("label", "area", "bbox", "centroid", "intensity_mean", "intensity_min",
+             "intensity_max", "coords")
+
+
+@settings(**SETTINGS)
+@given(labels=label_images(max_label=12), data=st.data())
+def test_regionprops_table_matches_skimage(backend, labels, data):
+    if labels.ndim == 1:
+        labels = labels[None]
+    intensity = data.draw(intensities(labels.shape))
+    want = sk_table(labels, intensity, properties=ALL_PROPS)
+    got = measure.regionprops_table(to_backend(labels, backend), to_backend(intensity, backend),
+                                    properties=ALL_PROPS)
+    assert list(got) == list(want)
+    for key in want:
+        if key == "coords":
+            assert len(got[key]) == len(want[key])
+            for g, w in zip(got[key], want[key]):
+                np.testing.assert_array_equal(to_host(g), w)
+            continue
+        g = to_host(got[key])
+        assert g.dtype == want[key].dtype, key
+        np.testing.assert_allclose(g, want[key], rtol=1e-12, err_msg=key)
+
+
+def test_regionprops_table_float32_and_empty(backend):
+    labels = np.array([[0, 2, 2], [5, 0, 2]], np.uint16)
+    inten = np.array([[1, 2, 3], [4, 5, 6]], np.float32) / 3
+    props = ("intensity_mean", "intensity_min", "intensity_max")
+    want = sk_table(labels, inten, properties=props)
+    got = measure.regionprops_table(to_backend(labels, backend), to_backend(inten, backend),
+                                    properties=props)
+    for key in props:
+        np.testing.assert_allclose(to_host(got[key]), want[key], rtol=1e-6)
+    empty = measure.regionprops_table(to_backend(np.zeros((2, 2), int), backend),
+                                      properties=("label", "area", "bbox", "centroid"))
+    want = sk_table(np.zeros((2, 2), int), properties=("label", "area", "bbox", "centroid"))
+    assert list(empty) == list(want)
+    for key in want:
+        assert to_host(empty[key]).shape == (0,) and to_host(empty[key]).dtype == want[key].dtype
+
+
+@settings(**SETTINGS)
+@given(labels=label_images(), data=st.data())
+def test_find_objects_matches_scipy(backend, labels, data):
+    max_label = data.draw(st.integers(0, 12))
+    got = measure.find_objects(to_backend(labels, backend), max_label=max_label)
+    assert got == ndi.find_objects(labels, max_label=max_label)
+
+
+# ---------------------------------------------------------------------------
+# operations on components
+# ---------------------------------------------------------------------------
+
+@st.composite
+def images(draw, max_ndim=3):
+    ndim = draw(st.integers(1, max_ndim))
+    side = {1: 30, 2: 10, 3: 6}[ndim]
+    shape = tuple(draw(st.lists(st.integers(1, side), min_size=ndim, max_size=ndim)))
+    return draw(hnp.arrays(np.uint8, shape, elements=st.integers(0, 2)))
+
+
+def components(img, connectivity):
+    """skimage's labels and each component's size (index = label)."""
+    labels = sk_label(img, connectivity=connectivity)
+    return labels, np.bincount(labels.ravel())
+
+
+@settings(**SETTINGS)
+@given(img=images(), data=st.data())
+def test_relabel_by_size_and_largest_k(backend, img, data):
+    connectivity = data.draw(st.integers(1, img.ndim))
+    k = data.draw(st.integers(0, 6))
+    labels, sizes = components(img, connectivity)
+    # ranks by (size descending, first cell in raster order): skimage's own
+    # numbering is not in raster order for (a, b, 1) volumes
+    first = {}
+    for i, lab in enumerate(labels.ravel().tolist()):
+        first.setdefault(lab, i)
+    order = sorted(range(1, len(sizes)), key=lambda lab: (-sizes[lab], first[lab]))
+    lut = np.zeros(len(sizes), np.int64)
+    lut[order] = np.arange(1, len(order) + 1)
+    got = measure.relabel_by_size(to_backend(labels, backend))
+    check_device(got, backend)
+    assert got.dtype == labels.dtype
+    np.testing.assert_array_equal(to_host(got), lut[labels])
+    got = measure.largest_k(to_backend(img, backend), k, connectivity=connectivity)
+    want = np.where(lut[labels] > k, 0, lut[labels])
+    np.testing.assert_array_equal(to_host(got), want)
+
+
+def test_relabel_by_size_ties_follow_first_cell(backend):
+    """Ties go to the label whose first cell comes first in raster order,
+    whatever its value; gaps close."""
+    labels = np.array([[9, 0, 2],
+                       [9, 0, 2],
+                       [0, 5, 5]], np.int32)
+    got = to_host(measure.relabel_by_size(to_backend(labels, backend)))
+    np.testing.assert_array_equal(got, [[1, 0, 2], [1, 0, 2], [0, 3, 3]])
+
+
+@settings(**SETTINGS)
+@given(img=images(), data=st.data())
+def test_dust_matches_skimage_and_cc3d(backend, img, data):
+    connectivity = data.draw(st.integers(1, img.ndim))
+    threshold = data.draw(st.integers(0, 8))
+    labels, sizes = components(img, connectivity)
+    want = np.where(sizes[labels] < threshold, 0, img)
+    got = measure.dust(to_backend(img, backend), threshold, connectivity=connectivity)
+    check_device(got, backend)
+    assert got.dtype == img.dtype
+    np.testing.assert_array_equal(to_host(got), want)
+    lower, upper = sorted(data.draw(st.lists(st.integers(0, 8), min_size=2, max_size=2)))
+    invert = data.draw(st.booleans())
+    kept = (sizes[labels] >= lower) & (sizes[labels] < upper)
+    want = np.where(kept != invert, img, 0)
+    got = measure.dust(to_backend(img, backend), (lower, upper), connectivity, invert=invert)
+    np.testing.assert_array_equal(to_host(got), want)
+    binary = img > 0
+    if threshold >= 1:
+        from skimage.morphology import remove_small_objects
+        sk = remove_small_objects(binary, max_size=threshold - 1, connectivity=connectivity)
+        got = measure.dust(to_backend(binary, backend), threshold, connectivity)
+        np.testing.assert_array_equal(to_host(got), sk)
+    try:
+        import cc3d
+    except ImportError:
+        return
+    if img.ndim >= 2 and backend == "cpu":
+        cc = {(2, 1): 4, (2, 2): 8, (3, 1): 6, (3, 2): 18, (3, 3): 26}[(img.ndim, connectivity)]
+        np.testing.assert_array_equal(measure.dust(img, threshold, connectivity),
+                                      cc3d.dust(img, threshold, connectivity=cc))
+
+
+def test_dust_in_place(backend):
+    img = to_backend(np.array([1, 0, 1, 1, 0, 2], np.uint8), backend)
+    out = measure.dust(img, 2, in_place=True)
+    assert out is img
+    np.testing.assert_array_equal(to_host(img), [0, 0, 1, 1, 0, 0])
+    img2 = to_backend(np.array([1, 0, 1, 1], np.uint8), backend)
+    measure.dust(img2, 2)
+    np.testing.assert_array_equal(to_host(img2), [1, 0, 1, 1])
+
+
+def test_largest_k_matches_cc3d_cells():
+    """cc3d keeps the same cells when no tie straddles the k-th place."""
+    cc3d = pytest.importorskip("cc3d")
+    rng = np.random.default_rng(3)
+    for trial in range(10):
+        img = (rng.random((20, 24)) < 0.5).astype(np.uint8)
+        labels, sizes = components(img, 2)
+        k = int(rng.integers(1, 6))
+        s = np.sort(sizes[1:])[::-1]
+        if len(s) > k and s[k - 1] == s[k]:
+            continue
+        got = measure.largest_k(img, k, connectivity=2)
+        assert ((got > 0) == (cc3d.largest_k(img, k, connectivity=8) > 0)).all()
+
+
+@settings(**SETTINGS)
+@given(img=images())
+def test_size_histogram(backend, img):
+    labels, sizes = components(img, None)
+    sizes = sizes[1:]
+    hist, edges = measure.size_histogram(to_backend(labels, backend))
+    hist, edges = to_host(hist), to_host(edges)
+    if len(sizes) == 0:
+        assert hist.shape == (0,) and edges.tolist() == [1]
+    else:
+        want, want_edges = np.histogram(sizes, bins=np.arange(1, sizes.max() + 2))
+        np.testing.assert_array_equal(hist, want)
+        np.testing.assert_array_equal(edges, want_edges)
+    hist, edges = measure.size_histogram(to_backend(labels, backend), log_bins=True)
+    hist, edges = to_host(hist), to_host(edges)
+    assert edges[0] == 1 and (edges[1:] == 2 * edges[:-1]).all()
+    want, _ = np.histogram(sizes, bins=edges)
+    np.testing.assert_array_equal(hist, want)
+    assert len(sizes) == 0 or edges[-2] <= sizes.max() < edges[-1]
+
+
+def test_size_histogram_skips_gaps(backend):
+    hist, edges = measure.size_histogram(to_backend(np.array([0, 7, 7, 3, 0]), backend))
+    np.testing.assert_array_equal(to_host(hist), [1, 1])
+    np.testing.assert_array_equal(to_host(edges), [1, 2, 3])
+
+
+@settings(**SETTINGS)
+@given(img=images(), data=st.data())
+def test_largest_fraction(backend, img, data):
+    connectivity = data.draw(st.integers(1, img.ndim))
+    labels, sizes = components(img, connectivity)
+    want = sizes[1:].max() / sizes[1:].sum() if len(sizes) > 1 else 0.0
+    got = measure.largest_fraction(to_backend(img, backend), connectivity)
+    assert isinstance(got, float) and got == pytest.approx(want, rel=1e-15)
+    assert measure.largest_fraction(to_backend(labels, backend), labelled=True) == got
+    phase_labels, phase_sizes = components(img == 2, connectivity)
+    want = phase_sizes[1:].max() / phase_sizes[1:].sum() if len(phase_sizes) > 1 else 0.0
+    assert measure.largest_fraction(to_backend(img, backend), connectivity, phase=2) == \
+        pytest.approx(want, rel=1e-15)
+
+
+def test_operations_on_empty_and_background(backend):
+    for a in (np.zeros((0, 4), np.uint8), np.zeros((3, 3), np.uint8)):
+        x = to_backend(a, backend)
+        np.testing.assert_array_equal(to_host(measure.largest_k(x, 2)), np.zeros(a.shape))
+        np.testing.assert_array_equal(to_host(measure.dust(x, 3)), a)
+        np.testing.assert_array_equal(to_host(measure.relabel_by_size(x)), a)
+        assert measure.largest_fraction(x) == 0.0
+        hist, edges = measure.size_histogram(x)
+        assert to_host(hist).shape == (0,) and to_host(edges).tolist() == [1]
+    ring = to_backend(np.array([1, 1, 0, 0, 1, 0, 1], bool), backend)
+    np.testing.assert_array_equal(to_host(measure.largest_k(ring, 1, periodic=True)),
+                                  [1, 1, 0, 0, 0, 0, 1])
+
+
+# ---------------------------------------------------------------------------
+# bad input
+# ---------------------------------------------------------------------------
+
+def test_bad_input(backend):
+    x = to_backend(np.array([[1, 0], [2, 2]], np.int32), backend)
+    with pytest.raises(ValueError, match=r"labels must be non-negative, found the label -3"):
+        measure.statistics(to_backend(np.array([1, -3, 2]), backend))
+    with pytest.raises(ValueError, match=r"label_image must be non-negative"):
+        measure.regionprops_table(to_backend(np.array([[1, -1]]), backend))
+    with pytest.raises(TypeError, match=r"labels must be an integer array .* float64"):
+        measure.statistics(to_backend(np.array([1.0, 2.0]), backend))
+    with pytest.raises(TypeError, match=r"labels must be an integer array .* float32"):
+        measure.relabel_by_size(to_backend(np.array([1.0], np.float32), backend))
+    with pytest.raises(TypeError, match=r"label_image must be an integer array, got bool"):
+        measure.regionprops_table(to_backend(np.array([[True]]), backend))
+    with pytest.raises(ValueError, match=r"intensity must have the labels' shape \(2, 2\), got "
+                                         r"shape \(2, 3\)"):
+        measure.statistics(x, to_backend(np.zeros((2, 3)), backend))
+    with pytest.raises(ValueError, match=r"intensity_image must have the labels' shape"):
+        measure.regionprops_table(x, to_backend(np.zeros(4), backend), properties=("area",))
+    with pytest.raises(TypeError, match=r"intensity must be a bool, integer or float .* complex"):
+        measure.statistics(x, to_backend(np.zeros((2, 2), complex), backend))
+    with pytest.raises(ValueError, match=r"need an intensity_image"):
+        measure.regionprops_table(x, properties=("intensity_mean",))
+    with pytest.raises(ValueError, match=r"properties \['perimeter'\] are not computed here"):
+        measure.regionprops_table(x, properties=("area", "perimeter"))
+    with pytest.raises(ValueError, match=r"bbox_layout must be one of .* got 'xy'"):
+        measure.statistics(x, bbox_layout="xy")
+    with pytest.raises(ValueError, match=r"periodic must be"):
+        measure.statistics(x, periodic=(True,))
+    with pytest.raises(ValueError, match=r"k must be an int >= 0, got -1"):
+        measure.largest_k(x, -1)
+    for bad in (1.5, True, None):
+        with pytest.raises(TypeError, match=r"k must be an int >= 0, got " + repr(bad)):
+            measure.largest_k(x, bad)
+    with pytest.raises(ValueError, match=r"threshold must be finite and >= 0, got -2"):
+        measure.dust(x, -2)
+    with pytest.raises(ValueError, match=r"threshold must be finite and >= 0, got nan"):
+        measure.dust(x, float("nan"))
+    with pytest.raises(TypeError, match=r"threshold must be a number >= 0 or a pair"):
+        measure.dust(x, "3")
+    with pytest.raises(ValueError, match=r"threshold's lower bound must not exceed its upper "
+                                         r"one, got \(5, 2\)"):
+        measure.dust(x, (5, 2))
+    with pytest.raises(ValueError, match=r"threshold must be a number or a pair"):
+        measure.dust(x, (1, 2, 3))
+    with pytest.raises(ValueError, match=r"max_label must be an int >= 0, got -1"):
+        measure.find_objects(x, max_label=-1)
+    with pytest.raises(ValueError, match=r"connectivity for a 2-D label_image must be in"):
+        measure.dust(x, 2, connectivity=3)
+    with pytest.raises(ValueError, match=r"labelled=True takes labels as they are"):
+        measure.largest_fraction(x, 1, labelled=True)
+    with pytest.raises(TypeError, match=r"labels must be a NumPy or CuPy array"):
+        measure.statistics(object())
+
+
+def test_docstring_examples():
+    import doctest
+
+    result = doctest.testmod(measure)
+    assert result.attempted > 10 and result.failed == 0
