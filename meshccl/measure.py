@@ -392,7 +392,7 @@ def find_objects(labels, max_label=0):
     if max_label == 0:
         max_label = top
     elif max_label < top:
-        labels = xp.where(labels > max_label, 0, labels)
+        labels = labels * (labels <= max_label)  # larger labels ignored (row 0)
     if labels.size == 0 or max_label == 0:
         return []
     t = backend.table(labels, tuple(labels.shape), max_label + 1, boxes=True)
@@ -612,6 +612,8 @@ def size_histogram(labels, log_bins=False):
     """
     xp, labels, backend, top = _labels(labels)
     sizes = backend.table(labels, tuple(labels.shape), top + 1)["count"][1:]
+    if sizes.shape[0] == 0:  # no label but 0
+        return xp.zeros(0, dtype=np.int64), xp.ones(1, dtype=np.int64)
     if log_bins:
         # frexp's exponent e: 2**(e - 1) <= s < 2**e, exactly (sizes < 2**53)
         e = xp.frexp(sizes.astype(np.float64))[1].astype(np.int64)

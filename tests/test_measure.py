@@ -538,3 +538,87 @@ def test_docstring_examples():
 
     result = doctest.testmod(measure)
     assert result.attempted > 10 and result.failed == 0
+
+
+# ---------------------------------------------------------------------------
+# the GPU kernels' run logic (measure.cu), emulated on the CPU
+# ---------------------------------------------------------------------------
+
+def emulate_cells(labels, intensity, periodic):
+    """meshccl_measure_cells and meshccl_measure_values, step by step for
+    each warp of 32 cells: rows, head flags, the ballot, each tail's run,
+    and the run's contributions as the kernels compute them."""
+    shape = labels.shape
+    flat, vals = labels.reshape(-1), intensity.reshape(-1)
+    n, ndim = flat.size, len(shape)
+    width = shape[-1] if ndim else 1
+    rstride = [1] * max(ndim, 1)
+    for d in range(ndim - 3, -1, -1):
+        rstride[d] = rstride[d + 1] * shape[d + 1]
+    rows = int(flat.max()) + 1
+    t = {"count": np.zeros(rows, np.int64), "first": np.full(rows, n, np.int64),
+         "lo": np.full((rows, ndim), n, np.int64), "hi": np.full((rows, ndim), -1, np.int64),
+         "csum": np.zeros((rows, ndim)), "cos": np.zeros((rows, len(periodic))),
+         "sin": np.zeros((rows, len(periodic))), "isum": np.zeros(rows),
+         "imin": np.full(rows, np.inf), "imax": np.full(rows, -np.inf),
+         "wsum": np.zeros((rows, ndim))}
+    for base in range(0, n, 32):
+        row0 = base // width
+        cells = []
+        for lane in range(32):
+            x, r = base - row0 * width + lane, row0
+            if x >= width:
+                r, x = r + x // width, x % width
+            cells.append((base + lane < n, int(flat[base + lane]) if base + lane < n else 0, r, x))
+        heads = 0
+        for lane, (inside, lab, r, x) in enumerate(cells):
+            if not inside or lane == 0 or x == 0 or cells[lane - 1][1] != lab:
+                heads |= 1 << lane
+        for lane, (inside, lab, r, x) in enumerate(cells):
+            if not inside or not (lane == 31 or (heads >> (lane + 1)) & 1):
+                continue
+            head = (heads & ((2 << lane) - 1)).bit_length() - 1
+            length, x_head = lane - head + 1, x - (lane - head)
+            seg = vals[base + head:base + lane + 1].astype(np.float64)
+            t["count"][lab] += length
+            t["first"][lab] = min(t["first"][lab], base + head)
+            t["isum"][lab] += seg.sum()
+            t["imin"][lab] = min(t["imin"][lab], seg.min())
+            t["imax"][lab] = max(t["imax"][lab], seg.max())
+            coord = [(r // rstride[d]) % shape[d] for d in range(ndim - 1)]
+            for d in range(ndim):
+                a, b = (x_head, x) if d == ndim - 1 else (coord[d], coord[d])
+                t["lo"][lab, d] = min(t["lo"][lab, d], a)
+                t["hi"][lab, d] = max(t["hi"][lab, d], b)
+                t["csum"][lab, d] += (a + b) * length // 2 if d == ndim - 1 else a * length
+                t["wsum"][lab, d] += ((seg * np.arange(x_head, x + 1)).sum() if d == ndim - 1
+                                      else a * seg.sum())
+            for j, d in enumerate(periodic):
+                c = np.arange(x_head, x + 1) if d == ndim - 1 else np.full(length, coord[d])
+                t["cos"][lab, j] += np.cos(2 * np.pi * c / shape[d]).sum()
+                t["sin"][lab, j] += np.sin(2 * np.pi * c / shape[d]).sum()
+    return t
+
+
+def test_kernel_runs_emulated():
+    from meshccl._cpu import measure as cpu
+
+    rng = np.random.default_rng(1)
+    for trial in range(60):
+        ndim = int(rng.integers(0, 5))
+        shape = tuple(int(s) for s in rng.integers(1, [70, 9, 6, 5][:ndim], size=ndim))
+        labels = rng.integers(0, 6, size=shape)
+        if rng.random() < 0.5:  # long runs, across rows
+            labels = np.sort(labels.reshape(-1)).reshape(shape)
+        intensity = rng.normal(size=shape)
+        per = tuple(d for d in range(ndim) if rng.random() < 0.5)
+        want = cpu.table(labels, shape, int(labels.max()) + 1, first=True, boxes=True, sums=True,
+                         periodic=per, intensity=intensity)
+        got = emulate_cells(labels, intensity, per)
+        present = want["count"] > 0
+        for key in ("count", "first"):
+            np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+        for key in ("lo", "hi", "csum", "imin", "imax"):
+            np.testing.assert_array_equal(got[key][present], want[key][present], err_msg=key)
+        for key in ("isum", "wsum") + (("cos", "sin") if per else ()):
+            np.testing.assert_allclose(got[key], want[key], atol=1e-9, err_msg=key)
