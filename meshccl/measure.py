@@ -235,7 +235,8 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
     same on both backends, bit for bit; circular means and intensity sums,
     means and weighted centroids of non-integer intensities agree to
     floating-point rounding (the GPU adds in another order).  On CuPy the
-    call waits for the device once (to read the largest label).
+    call waits for the device to read the largest label (and in the sort of
+    each periodic axis; the 'slices' layout copies the box table).
 
     Examples
     --------
