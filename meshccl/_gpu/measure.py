@@ -66,7 +66,8 @@ def _geometry(shape):
 
 
 def _index_type(n):
-    return np.int32 if n < 2**31 - 64 else np.int64
+    """int32 indices while a warp's next chunk (base + the grid's cells) fits."""
+    return np.int32 if n + MAX_BLOCKS * BLOCK < 2**31 else np.int64
 
 
 def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic=(),
@@ -175,7 +176,7 @@ def periodic_box(labels, shape, axis, lo, hi, rows):
                            .reshape(-1))
         lo = cupy.ascontiguousarray(lo, dtype=cupy.int64)
         hi = cupy.ascontiguousarray(hi, dtype=cupy.int64)
-        (arcs,) = kernels("measure.cu", "meshccl_measure_arcs")
+        (arcs,) = kernels("measure.cu", "meshccl_measure_arcs<long long>")
         m = keys.size
         for step in (0, 1):
             arcs(_grid(m, BLOCK), (BLOCK,), (keys, np.int64(m), np.int64(n), lo, hi, biggest,

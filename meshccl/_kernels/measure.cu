@@ -293,20 +293,21 @@ __global__ void meshccl_measure_values(const L* __restrict__ labels, const V* __
 // lo, hi: each label's plain minimum and maximum on the axis.  Pass 0:
 // biggest[label] = the largest gap (biggest starts at -1); pass 1:
 // start[label] = the smallest coordinate after a largest gap (start starts
-// at size).
+// at size).  I: the coordinates' type (long long; a template like every
+// kernel the loader names).
+template <typename I>
 __global__ void meshccl_measure_arcs(const unsigned long long* __restrict__ keys, long long m,
-                                     long long size, const long long* __restrict__ lo,
-                                     const long long* __restrict__ hi, long long* biggest,
-                                     long long* start, int pass) {
+                                     I size, const I* __restrict__ lo, const I* __restrict__ hi,
+                                     I* biggest, I* start, int pass) {
     meshccl::grid_entry();  // (launch.cuh)
     const unsigned long long n = (unsigned long long)size;
     for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < m;
          j += (long long)gridDim.x * blockDim.x) {
         const unsigned long long lab = keys[j] / n;
-        const long long c = (long long)(keys[j] % n);
-        long long gap;
+        const I c = (I)(keys[j] % n);
+        I gap;
         if (j > 0 && keys[j - 1] / n == lab)
-            gap = c - (long long)(keys[j - 1] % n) - 1;
+            gap = c - (I)(keys[j - 1] % n) - 1;
         else
             gap = lo[lab] + size - hi[lab] - 1;
         if (pass == 0)
@@ -339,6 +340,10 @@ __global__ void meshccl_measure_arcs(const unsigned long long* __restrict__ keys
     MESHCCL_MEASURE_VALUES(L, I, long long)                                                      \
     MESHCCL_MEASURE_VALUES(L, I, float)                                                          \
     MESHCCL_MEASURE_VALUES(L, I, double)
+template __global__ void meshccl_measure_arcs<long long>(const unsigned long long*, long long,
+                                                         long long, const long long*,
+                                                         const long long*, long long*, long long*,
+                                                         int);
 MESHCCL_MEASURE_ALL_VALUES(unsigned, int)
 MESHCCL_MEASURE_ALL_VALUES(unsigned, long long)
 MESHCCL_MEASURE_ALL_VALUES(unsigned long long, int)
