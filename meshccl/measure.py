@@ -486,7 +486,7 @@ def largest_k(image, k, connectivity=None, *, periodic=False):
     --------
     >>> import numpy as np
     >>> from meshccl.measure import largest_k
-    >>> largest_k(np.array([1, 0, 1, 1, 0, 2, 2, 0, 1]), 2)
+    >>> largest_k(np.array([1, 0, 1, 1, 0, 2, 2, 0, 1], dtype=np.uint8), 2)
     array([0, 0, 1, 1, 0, 2, 2, 0, 0])
     """
     k = _count(k, "k")
@@ -560,8 +560,8 @@ def dust(image, threshold, connectivity=None, in_place=False, *, invert=False, p
     --------
     >>> import numpy as np
     >>> from meshccl.measure import dust
-    >>> dust(np.array([3, 0, 5, 5, 5, 0, 3, 3]), 2)
-    array([0, 0, 5, 5, 5, 0, 3, 3])
+    >>> dust(np.array([3, 0, 5, 5, 5, 0, 3, 3], dtype=np.uint8), 2)
+    array([0, 0, 5, 5, 5, 0, 3, 3], dtype=uint8)
     """
     lower, upper = _threshold(threshold)
     if not isinstance(in_place, (bool, np.bool_)):
@@ -657,9 +657,10 @@ def largest_fraction(image, connectivity=None, *, phase=None, periodic=False, la
     --------
     >>> import numpy as np
     >>> from meshccl.measure import largest_fraction
-    >>> largest_fraction(np.array([1, 1, 1, 0, 1, 0, 2, 2]))
+    >>> image = np.array([1, 1, 1, 0, 1, 0, 2, 2], dtype=np.uint8)
+    >>> largest_fraction(image)
     0.5
-    >>> largest_fraction(np.array([1, 1, 1, 0, 1, 0, 2, 2]), phase=1)
+    >>> largest_fraction(image, phase=1)
     0.75
     """
     if labelled:
@@ -672,7 +673,7 @@ def largest_fraction(image, connectivity=None, *, phase=None, periodic=False, la
             if not np.isscalar(phase):
                 raise TypeError(f"phase must be a scalar, got {phase!r}")
             xp, image = _validate.array_module(image)
-            image = image == phase
+            image = (image == phase).view(np.uint8)  # labelled as bool is
         labels, top = _label(image, connectivity, periodic)
         xp, _ = _validate.array_module(labels)
         backend = _backend(xp)

@@ -18,6 +18,8 @@ from meshccl import measure
 from conftest import to_backend, to_host
 
 LABEL_DTYPES = [np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+# Images to label are uint8 throughout: the CPU labeller (numba) compiles
+# once per dtype and periodicity, and that dominates a first run.
 SETTINGS = dict(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 
 
@@ -167,7 +169,7 @@ def test_statistics_empty_and_background_only(backend):
 def test_statistics_of_meshccl_labels(backend):
     """What users do: label, then measure, on the same device."""
     rng = np.random.default_rng(5)
-    img = rng.random((40, 50)) < 0.55
+    img = (rng.random((40, 50)) < 0.55).astype(np.uint8)
     labels = meshccl.label(to_backend(img, backend), connectivity=1)
     s = host(measure.statistics(labels))
     want = reference(to_host(labels))
@@ -244,8 +246,8 @@ def test_periodic_boxes_and_centroids(backend, labels, data):
 def test_periodic_component_that_wraps(backend):
     """A blob across the corner of a torus: its box starts near the end of
     each axis and runs past it; its centroid sits on the seam."""
-    img = np.zeros((6, 8), dtype=bool)
-    img[[0, 0, 5, 5], [0, 7, 0, 7]] = True
+    img = np.zeros((6, 8), dtype=np.uint8)
+    img[[0, 0, 5, 5], [0, 7, 0, 7]] = 1
     labels = meshccl.label(to_backend(img, backend), connectivity=1, periodic=True)
     assert int(to_host(labels).max()) == 1
     s = host(measure.statistics(labels, periodic=True))
@@ -384,10 +386,10 @@ def test_dust_matches_skimage_and_cc3d(backend, img, data):
     want = np.where(kept != invert, img, 0)
     got = measure.dust(to_backend(img, backend), (lower, upper), connectivity, invert=invert)
     np.testing.assert_array_equal(to_host(got), want)
-    binary = img > 0
+    binary = (img > 0).astype(np.uint8)  # (uint8: labelled as bool is, one compile less)
     if threshold >= 1:
         from skimage.morphology import remove_small_objects
-        sk = remove_small_objects(binary, max_size=threshold - 1, connectivity=connectivity)
+        sk = remove_small_objects(binary > 0, max_size=threshold - 1, connectivity=connectivity)
         got = measure.dust(to_backend(binary, backend), threshold, connectivity)
         np.testing.assert_array_equal(to_host(got), sk)
     try:
@@ -476,7 +478,7 @@ def test_operations_on_empty_and_background(backend):
         assert measure.largest_fraction(x) == 0.0
         hist, edges = measure.size_histogram(x)
         assert to_host(hist).shape == (0,) and to_host(edges).tolist() == [1]
-    ring = to_backend(np.array([1, 1, 0, 0, 1, 0, 1], bool), backend)
+    ring = to_backend(np.array([1, 1, 0, 0, 1, 0, 1], np.uint8), backend)
     np.testing.assert_array_equal(to_host(measure.largest_k(ring, 1, periodic=True)),
                                   [1, 1, 0, 0, 0, 0, 1])
 
