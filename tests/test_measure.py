@@ -108,7 +108,14 @@ def test_statistics_match_reference(backend, labels, data):
         np.testing.assert_allclose(got["intensity_mean"], want["imean"], rtol=1e-12, atol=1e-12)
         np.testing.assert_array_equal(got["intensity_min"], want["imin"])
         np.testing.assert_array_equal(got["intensity_max"], want["imax"])
-        np.testing.assert_allclose(got["weighted_centroids"], want["wcen"], rtol=1e-9, atol=1e-9)
+        # where the intensities nearly cancel, the weighted centroid depends on
+        # the order of the additions: compare the well-conditioned rows
+        mass = np.array([np.abs(intensity[labels == lab].astype(float)).sum()
+                         for lab in range(top + 1)])
+        ok = np.abs(want["isum"]) > 1e-6 * mass
+        np.testing.assert_allclose(got["weighted_centroids"][ok], want["wcen"][ok], rtol=1e-9,
+                                   atol=1e-9)
+        assert np.isnan(got["weighted_centroids"][got["intensity_sum"] == 0]).all()
 
 
 def test_statistics_layouts(backend):
