@@ -147,6 +147,9 @@ def _table(checked, intensity, per, first=False, boxes=True, sums=True):
     if boxes:
         lo, hi = t["lo"], t["hi"]
         for d in per:
+            if rows * shape[d] >= 2**63:  # the sort keys label * n + coordinate
+                raise ValueError(f"labels up to {top} on an axis of {shape[d]} cells are too "
+                                 "many for periodic boxes (label * size must stay below 2**63)")
             start, extent = backend.periodic_box(labels, shape, d, lo[:, d], hi[:, d], rows)
             lo[:, d] = start
             hi[:, d] = start + extent - 1
