@@ -2,8 +2,6 @@
 direct per-label references, on every backend (CPU always; GPU where
 available)."""
 
-import itertools
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -46,7 +44,8 @@ def host(d):
 
 def check_device(out, backend):
     """CuPy in gives CuPy out; NumPy in gives NumPy out."""
-    arrays = [v for v in out.values() if not isinstance(v, list)] if isinstance(out, dict) else [out]
+    values = out.values() if isinstance(out, dict) else [out]
+    arrays = [v for v in values if not isinstance(v, list)]
     for v in arrays:
         assert isinstance(v, np.ndarray) == (backend == "cpu"), type(v)
 
@@ -237,7 +236,8 @@ def test_periodic_boxes_and_centroids(backend, labels, data):
                 want = circular_mean(where[d], n)
                 wwant = circular_mean(where[d], n, intensity[where])
             else:
-                assert (boxes[lab, 2 * d], boxes[lab, 2 * d + 1]) == (where[d].min(), where[d].max())
+                assert (boxes[lab, 2 * d], boxes[lab, 2 * d + 1]) == (where[d].min(),
+                                                                      where[d].max())
                 want = where[d].mean()
                 wwant = (intensity[where] * where[d]).sum() / intensity[where].sum()
             for value, expect in ((got["centroids"][lab, d], want),

@@ -200,7 +200,8 @@ __global__ void meshccl_measure_cells(const L* __restrict__ labels, I n, I width
                     atomicMin(&lo[l * ndim + d], a);
                     atomicMax(&hi[l * ndim + d], b);
                 }
-                if (flags & SUMS) atomicAdd(&csum[l * ndim + d], last ? (a + b) * len / 2 : a * len);
+                if (flags & SUMS)
+                    atomicAdd(&csum[l * ndim + d], last ? (a + b) * len / 2 : a * len);
             }
         }
         if (flags & CIRCULAR) {
