@@ -31,6 +31,8 @@ BBOX_LAYOUTS = ("cc3d", "skimage", "slices")
 #: a circular mean is undefined (NaN) where the resultant of the unit
 #: vectors is at most this fraction of their total weight
 CIRCULAR_EPS = 1e-9
+#: circular means within this fraction of n below n are reported as 0
+CIRCULAR_SEAM = 1e-12
 
 
 # ---------------------------------------------------------------------------
@@ -118,7 +120,9 @@ def _circular(xp, c, s, weight, n):
     """Circular mean, in [0, n), of coordinates whose unit vectors sum to (c, s)."""
     angle = xp.arctan2(s, c) * (n / (2 * np.pi))
     angle = xp.where(angle < 0, angle + n, angle)
-    angle = xp.where(angle >= n, angle - n, angle)
+    # just below n is 0 within rounding: report 0, so that backends that add
+    # in other orders agree on the seam too
+    angle = xp.where(angle >= n * (1 - CIRCULAR_SEAM), 0.0, angle)
     return xp.where(xp.hypot(c, s) <= CIRCULAR_EPS * weight, xp.nan, angle)
 
 
@@ -421,9 +425,12 @@ def _size_order(xp, count, first):
     return lut
 
 
-def _index(labels):
-    """Labels as an integer array to index a lookup table with."""
-    return labels.view(np.uint8) if labels.dtype == np.bool_ else labels
+def _lookup(lut, labels):
+    """``lut[labels]`` as an array of the labels' shape (0-d arrays too)."""
+    flat = labels.reshape(-1)
+    if flat.dtype == np.bool_:
+        flat = flat.view(np.uint8)
+    return lut[flat].reshape(labels.shape)
 
 
 def relabel_by_size(labels):
@@ -452,7 +459,7 @@ def relabel_by_size(labels):
     xp, labels, backend, top = _labels(labels)
     t = backend.table(labels, tuple(labels.shape), top + 1, first=True)
     lut = _size_order(xp, t["count"], t["first"]).astype(labels.dtype)
-    return lut[_index(labels)]
+    return _lookup(lut, labels)
 
 
 def largest_k(image, k, connectivity=None, *, periodic=False):
@@ -498,7 +505,7 @@ def largest_k(image, k, connectivity=None, *, periodic=False):
     t = _backend(xp).table(labels, tuple(labels.shape), n + 1, first=True)
     lut = _size_order(xp, t["count"], t["first"])
     lut = xp.where(lut > k, 0, lut).astype(labels.dtype)
-    return lut[labels]
+    return _lookup(lut, labels)
 
 
 def _threshold(threshold):
@@ -580,7 +587,7 @@ def dust(image, threshold, connectivity=None, in_place=False, *, invert=False, p
         keep = ~keep
     keep[0] = True
     out = image if in_place else image.copy()
-    out[~keep[labels]] = 0
+    out[~_lookup(keep, labels)] = 0
     return out
 
 

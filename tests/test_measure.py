@@ -636,3 +636,171 @@ def test_kernel_runs_emulated():
             np.testing.assert_array_equal(got[key][present], want[key][present], err_msg=key)
         for key in ("isum", "wsum") + (("cos", "sin") if per else ()):
             np.testing.assert_allclose(got[key], want[key], atol=1e-9, err_msg=key)
+
+
+# ---------------------------------------------------------------------------
+# the GPU driver (_gpu/measure.py) on NumPy, its kernels emulated cell by cell
+# ---------------------------------------------------------------------------
+
+def _key(v, low):
+    """Keys<V> of measure.cu: order-preserving unsigned keys of a value."""
+    v = np.asarray(v)
+    bits = 64 if v.dtype.itemsize == 8 else 32
+    if v.dtype.kind in "ub":
+        return int(v)
+    if v.dtype.kind == "i":
+        return (int(v) + (1 << (bits - 1))) % (1 << bits)
+    if np.isnan(v):
+        return 0 if low else (1 << bits) - 1
+    b = int(v.view(np.dtype(f"u{v.dtype.itemsize}")))
+    return ((1 << bits) - 1 - b) if b >> (bits - 1) else b | (1 << (bits - 1))
+
+
+def _cells_emulated(labels, shape, rstride, ndim, axes, nper, width, n):
+    """(label, coordinates) of each cell as the kernels find them."""
+    for i in range(n):
+        r, x = divmod(i, width)
+        c = [(r // int(rstride[d])) % int(shape[d]) for d in range(ndim - 1)]
+        yield i, int(labels[i]), c + ([x] if ndim else [])
+
+
+def _kernel_cells(grid, block, args):
+    lab, n, width, shape, rstride, ndim, axes, nper, flags, count, first, lo, hi, csum, cs, sn = args
+    ndim, nper, flags = int(ndim), int(nper), int(flags)
+    lo, hi, csum, cs, sn = (a.reshape(-1) for a in (lo, hi, csum, cs, sn))
+    for i, lab_, c in _cells_emulated(lab, shape, rstride, ndim, axes, nper, int(width), int(n)):
+        count[lab_] += 1
+        if flags & 1:
+            first[lab_] = min(int(first[lab_]), i)
+        for d in range(ndim):
+            j = lab_ * ndim + d
+            if flags & 2:
+                lo[j], hi[j] = min(int(lo[j]), c[d]), max(int(hi[j]), c[d])
+            if flags & 4:
+                csum[j] += c[d]
+        for j in range(nper if flags & 8 else 0):
+            d = int(axes[j])
+            cs[lab_ * nper + j] += np.cos(2 * np.pi * c[d] / int(shape[d]))
+            sn[lab_ * nper + j] += np.sin(2 * np.pi * c[d] / int(shape[d]))
+
+
+def _kernel_values(grid, block, args):
+    (lab, vals, n, width, shape, rstride, ndim, axes, nper, isum, iabs, kmin, kmax, wsum, wcos,
+     wsin) = args
+    ndim, nper = int(ndim), int(nper)
+    wsum, wcos, wsin = (a.reshape(-1) for a in (wsum, wcos, wsin))
+    for i, lab_, c in _cells_emulated(lab, shape, rstride, ndim, axes, nper, int(width), int(n)):
+        w = float(vals[i])
+        isum[lab_] += w
+        iabs[lab_] += abs(w)
+        kmin[lab_] = min(int(kmin[lab_]), _key(vals[i], True))
+        kmax[lab_] = max(int(kmax[lab_]), _key(vals[i], False))
+        for d in range(ndim):
+            wsum[lab_ * ndim + d] += w * c[d]
+        for j in range(nper):
+            d = int(axes[j])
+            wcos[lab_ * nper + j] += w * np.cos(2 * np.pi * c[d] / int(shape[d]))
+            wsin[lab_ * nper + j] += w * np.sin(2 * np.pi * c[d] / int(shape[d]))
+
+
+def _kernel_arcs(grid, block, args):
+    keys, m, size, lo, hi, biggest, start, step = args
+    n = int(size)
+    for j in range(int(m)):
+        lab, c = divmod(int(keys[j]), n)
+        if j > 0 and int(keys[j - 1]) // n == lab:
+            gap = c - int(keys[j - 1]) % n - 1
+        else:
+            gap = int(lo[lab]) + n - int(hi[lab]) - 1
+        if int(step) == 0:
+            biggest[lab] = max(int(biggest[lab]), gap)
+        elif gap == biggest[lab]:
+            start[lab] = min(int(start[lab]), c)
+
+
+@pytest.fixture
+def numpy_as_cupy(monkeypatch):
+    """A module named cupy whose arrays are NumPy arrays with .get(), and
+    measure.cu's kernels emulated: runs the GPU driver where there is no GPU
+    (what CuPy itself adds -- its kernels, its reductions -- is not tested)."""
+    import types
+
+    from meshccl._gpu import measure as gpu
+
+    class ndarray(np.ndarray):
+        def get(self):
+            return np.asarray(self).copy()
+    ndarray.__module__ = "cupy"
+
+    def wrap(fn):
+        def call(*args, **kwargs):
+            kwargs.pop("kind", None)
+            out = fn(*[np.asarray(a) if isinstance(a, ndarray) else a for a in args], **kwargs)
+            if isinstance(out, tuple):
+                return tuple(o.view(ndarray) if isinstance(o, np.ndarray) else o for o in out)
+            return out.view(ndarray) if isinstance(out, np.ndarray) else out
+        return call
+
+    fake = types.ModuleType("cupy")
+    fake.ndarray = ndarray
+    for name in ("zeros", "full", "ascontiguousarray", "asarray", "unique", "arange", "where",
+                 "sort", "argsort", "stack", "unravel_index", "lexsort", "bincount", "frexp",
+                 "hypot", "arctan2", "concatenate", "nonzero", "ones"):
+        setattr(fake, name, wrap(getattr(np, name)))
+    for name in ("uint8", "uint32", "uint64", "int32", "int64", "float32", "float64", "float16",
+                 "nan"):
+        setattr(fake, name, getattr(np, name))
+    monkeypatch.setitem(__import__("sys").modules, "cupy", fake)
+    array_module = measure._validate.array_module
+    monkeypatch.setattr(measure._validate, "array_module",
+                        lambda a: (fake, a) if isinstance(a, ndarray) else array_module(a))
+    monkeypatch.setattr(measure, "_backend", lambda xp: gpu if xp is fake else
+                        __import__("meshccl._cpu.measure", fromlist=["table"]))
+    emulated = {"cells": _kernel_cells, "values": _kernel_values, "arcs": _kernel_arcs}
+    monkeypatch.setattr(gpu, "kernels", lambda source, *names: tuple(
+        emulated[name.split("<")[0].rsplit("_", 1)[1]] for name in names))
+    return lambda a: np.asarray(a).view(ndarray)
+
+
+def test_gpu_driver_emulated(numpy_as_cupy):
+    rng = np.random.default_rng(2)
+    props = ("label", "area", "bbox", "centroid", "intensity_mean", "intensity_min",
+             "intensity_max", "coords")
+    for trial in range(40):
+        ndim = int(rng.integers(0, 4))
+        shape = tuple(int(s) for s in rng.integers(1, [9, 6, 5][:ndim], size=ndim))
+        labels = rng.integers(0, 6, size=shape).astype(
+            rng.choice([np.uint8, np.int16, np.int32, np.int64, np.uint64]))
+        intensity = (rng.normal(size=shape) * 5).astype(
+            rng.choice([np.float64, np.float32, np.int8, np.uint16, np.int64, np.bool_]))
+        per = tuple(bool(rng.random() < 0.5) for _ in range(ndim))
+        layout = str(rng.choice(measure.BBOX_LAYOUTS))
+        want = measure.statistics(labels, intensity, periodic=per, bbox_layout=layout)
+        got = measure.statistics(numpy_as_cupy(labels), numpy_as_cupy(intensity), periodic=per,
+                                 bbox_layout=layout)
+        for key in want:
+            if isinstance(want[key], list):
+                assert got[key] == want[key]
+                continue
+            assert hasattr(got[key], "get") and got[key].dtype == want[key].dtype, key
+            np.testing.assert_allclose(got[key].get(), want[key], rtol=1e-9, atol=1e-9,
+                                       err_msg=key)
+        if ndim:
+            l2, i2 = labels.reshape((1,) * (ndim == 1) + shape), intensity.reshape(
+                (1,) * (ndim == 1) + shape)
+            want = measure.regionprops_table(l2, i2, properties=props)
+            got = measure.regionprops_table(numpy_as_cupy(l2), numpy_as_cupy(i2), properties=props)
+            for key in want:
+                for g, w in (zip(got[key], want[key]) if key == "coords" else
+                             [(got[key], want[key])]):
+                    assert g.get().dtype == w.dtype
+                    np.testing.assert_allclose(g.get(), w, rtol=1e-9, err_msg=key)
+        assert measure.find_objects(numpy_as_cupy(labels), 3) == measure.find_objects(labels, 3)
+        np.testing.assert_array_equal(measure.relabel_by_size(numpy_as_cupy(labels)).get(),
+                                      measure.relabel_by_size(labels))
+        for log_bins in (False, True):
+            for g, w in zip(measure.size_histogram(numpy_as_cupy(labels), log_bins),
+                            measure.size_histogram(labels, log_bins)):
+                np.testing.assert_array_equal(g.get(), w)
+        assert measure.largest_fraction(numpy_as_cupy(labels), labelled=True) == \
+            measure.largest_fraction(labels, labelled=True)
