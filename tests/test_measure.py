@@ -1,0 +1,806 @@
+"""meshccl.measure against skimage, scipy.ndimage, cc3d (when importable) and
+direct per-label references, on every backend (CPU always; GPU where
+available)."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from scipy import ndimage as ndi
+from skimage.measure import label as sk_label
+from skimage.measure import regionprops_table as sk_table
+
+import meshccl
+from meshccl import measure
+from conftest import to_backend, to_host
+
+LABEL_DTYPES = [np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+# Images to label are uint8 throughout: the CPU labeller (numba) compiles
+# once per dtype and periodicity, and that dominates a first run.
+SETTINGS = dict(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@st.composite
+def label_images(draw, max_ndim=3, max_label=9):
+    """Small label images with gaps and non-sequential labels."""
+    ndim = draw(st.integers(1, max_ndim))
+    side = {1: 20, 2: 9, 3: 5}[ndim]
+    shape = tuple(draw(st.lists(st.integers(1, side), min_size=ndim, max_size=ndim)))
+    dtype = draw(st.sampled_from(LABEL_DTYPES))
+    values = draw(st.lists(st.integers(0, max_label), min_size=1, max_size=5, unique=True))
+    return draw(hnp.arrays(dtype, shape, elements=st.sampled_from(values)))
+
+
+def intensities(shape):
+    return st.one_of(
+        hnp.arrays(np.float64, shape, elements=st.floats(-4, 4, allow_nan=False)),
+        hnp.arrays(np.uint8, shape), hnp.arrays(np.int32, shape, elements=st.integers(-50, 50)))
+
+
+def host(d):
+    return {k: (to_host(v) if not isinstance(v, list) else v) for k, v in d.items()}
+
+
+def check_device(out, backend):
+    """CuPy in gives CuPy out; NumPy in gives NumPy out."""
+    values = out.values() if isinstance(out, dict) else [out]
+    arrays = [v for v in values if not isinstance(v, list)]
+    for v in arrays:
+        assert isinstance(v, np.ndarray) == (backend == "cpu"), type(v)
+
+
+# ---------------------------------------------------------------------------
+# per-label references
+# ---------------------------------------------------------------------------
+
+def reference(labels, intensity=None):
+    """Statistics label by label, from the coordinates of its cells."""
+    top = int(labels.max()) if labels.size else 0
+    ndim = labels.ndim
+    out = {"count": [], "lo": [], "hi": [], "centroid": [], "isum": [], "imean": [],
+           "imin": [], "imax": [], "wcen": []}
+    for lab in range(top + 1):
+        where = np.nonzero(labels == lab)
+        cells = np.stack(where, axis=1).astype(np.float64) if ndim else np.zeros((0, 0))
+        n = len(where[0]) if ndim else int(labels == lab)
+        out["count"].append(n)
+        out["lo"].append([int(w.min()) if n else 0 for w in where])
+        out["hi"].append([int(w.max()) if n else -1 for w in where])
+        out["centroid"].append(cells.mean(axis=0) if n else [np.nan] * ndim)
+        if intensity is not None:
+            v = intensity[where].astype(np.float64)
+            out["isum"].append(v.sum())
+            out["imean"].append(v.mean() if n else np.nan)
+            out["imin"].append(v.min() if n else np.nan)
+            out["imax"].append(v.max() if n else np.nan)
+            s = v.sum()
+            out["wcen"].append((v[:, None] * cells).sum(axis=0) / s if s != 0 else [np.nan] * ndim)
+    return {k: np.array(v, dtype=np.float64).reshape(top + 1, -1) if k in ("lo", "hi", "centroid",
+                                                                           "wcen") and v
+            else np.array(v) for k, v in out.items()}
+
+
+# ---------------------------------------------------------------------------
+# statistics
+# ---------------------------------------------------------------------------
+
+@settings(**SETTINGS)
+@given(labels=label_images(), data=st.data())
+def test_statistics_match_reference(backend, labels, data):
+    intensity = data.draw(st.one_of(st.none(), intensities(labels.shape)))
+    got = measure.statistics(to_backend(labels, backend),
+                             None if intensity is None else to_backend(intensity, backend))
+    check_device(got, backend)
+    got = host(got)
+    want = reference(labels, intensity)
+    top = int(labels.max())
+    assert got["voxel_counts"].dtype == np.int64
+    np.testing.assert_array_equal(got["voxel_counts"], want["count"])
+    boxes = got["bounding_boxes"]
+    assert boxes.shape == (top + 1, 2 * labels.ndim) and boxes.dtype == np.int64
+    np.testing.assert_array_equal(boxes[:, 0::2], want["lo"])
+    np.testing.assert_array_equal(boxes[:, 1::2], want["hi"])
+    np.testing.assert_allclose(got["centroids"], want["centroid"], rtol=1e-12)
+    if intensity is not None:
+        np.testing.assert_allclose(got["intensity_sum"], want["isum"], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got["intensity_mean"], want["imean"], rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(got["intensity_min"], want["imin"])
+        np.testing.assert_array_equal(got["intensity_max"], want["imax"])
+        # where the intensities nearly cancel, the weighted centroid depends on
+        # the order of the additions: compare the well-conditioned rows
+        mass = np.array([np.abs(intensity[labels == lab].astype(float)).sum()
+                         for lab in range(top + 1)])
+        ok = np.abs(want["isum"]) > 1e-6 * mass
+        np.testing.assert_allclose(got["weighted_centroids"][ok], want["wcen"][ok], rtol=1e-9,
+                                   atol=1e-9)
+        assert np.isnan(got["weighted_centroids"][got["intensity_sum"] == 0]).all()
+
+
+def test_statistics_layouts(backend):
+    labels = np.array([[1, 1, 0, 4],
+                       [0, 0, 0, 4],
+                       [2, 0, 0, 4]], dtype=np.int32)
+    lab = to_backend(labels, backend)
+    cc = to_host(measure.statistics(lab)["bounding_boxes"])
+    np.testing.assert_array_equal(cc, [[0, 2, 0, 2], [0, 0, 0, 1], [2, 2, 0, 0], [0, -1, 0, -1],
+                                       [0, 2, 3, 3]])
+    sk = to_host(measure.statistics(lab, bbox_layout="skimage")["bounding_boxes"])
+    np.testing.assert_array_equal(sk, [[0, 0, 3, 3], [0, 0, 1, 2], [2, 0, 3, 1], [0, 0, 0, 0],
+                                       [0, 3, 3, 4]])
+    sl = measure.statistics(lab, bbox_layout="slices")["bounding_boxes"]
+    assert sl == [(slice(0, 3), slice(0, 3)), (slice(0, 1), slice(0, 2)),
+                  (slice(2, 3), slice(0, 1)), None, (slice(0, 3), slice(3, 4))]
+    s = host(measure.statistics(lab))
+    np.testing.assert_array_equal(s["voxel_counts"], [6, 2, 1, 0, 3])
+    assert np.isnan(s["centroids"][3]).all()
+
+
+@settings(**SETTINGS)
+@given(labels=label_images(max_label=12), data=st.data())
+def test_statistics_match_cc3d(labels, data):
+    cc3d = pytest.importorskip("cc3d")
+    if labels.ndim == 1:
+        labels = labels[None]
+    labels = labels.astype(np.uint32)
+    assume(labels.max() < labels.size)  # cc3d's limit
+    want = cc3d.statistics(labels)
+    want_raw = cc3d.statistics(labels, no_slice_conversion=True)
+    got = measure.statistics(labels)
+    np.testing.assert_array_equal(got["voxel_counts"], want["voxel_counts"])
+    np.testing.assert_allclose(got["centroids"], want["centroids"], rtol=1e-12)
+    present = got["voxel_counts"] > 0
+    np.testing.assert_array_equal(got["bounding_boxes"][present],
+                                  want_raw["bounding_boxes"][present])
+    assert measure.statistics(labels, bbox_layout="slices")["bounding_boxes"] == \
+        want["bounding_boxes"]
+
+
+def test_statistics_empty_and_background_only(backend):
+    for a in (np.zeros((0, 3), np.int32), np.zeros((3, 4), np.uint8), np.zeros(5, np.int64)):
+        s = host(measure.statistics(to_backend(a, backend), to_backend(a.astype(float), backend)))
+        np.testing.assert_array_equal(s["voxel_counts"], [a.size])
+        if a.size == 0:
+            assert np.isnan(s["centroids"]).all() and np.isnan(s["intensity_mean"]).all()
+            np.testing.assert_array_equal(s["bounding_boxes"], [[0, -1] * a.ndim])
+            assert s["intensity_sum"][0] == 0
+        else:
+            np.testing.assert_array_equal(s["bounding_boxes"][0, 1::2], np.array(a.shape) - 1)
+            np.testing.assert_allclose(s["centroids"][0], (np.array(a.shape) - 1) / 2)
+            assert np.isnan(s["weighted_centroids"]).all()  # intensity sums to 0
+    assert measure.find_objects(to_backend(np.zeros((0, 3), np.int32), backend)) == []
+    assert measure.find_objects(to_backend(np.zeros((2, 3), np.int32), backend)) == []
+
+
+def test_statistics_of_meshccl_labels(backend):
+    """What users do: label, then measure, on the same device."""
+    rng = np.random.default_rng(5)
+    img = (rng.random((40, 50)) < 0.55).astype(np.uint8)
+    labels = meshccl.label(to_backend(img, backend), connectivity=1)
+    s = host(measure.statistics(labels))
+    want = reference(to_host(labels))
+    np.testing.assert_array_equal(s["voxel_counts"], want["count"])
+    np.testing.assert_allclose(s["centroids"], want["centroid"], rtol=1e-12)
+
+
+def test_bool_and_zero_dimensional_labels(backend):
+    s = host(measure.statistics(to_backend(np.array([True, False, True]), backend)))
+    np.testing.assert_array_equal(s["voxel_counts"], [1, 2])
+    np.testing.assert_array_equal(s["centroids"], [[1.0], [1.0]])
+    s = host(measure.statistics(to_backend(np.array(3, dtype=np.int32), backend)))
+    np.testing.assert_array_equal(s["voxel_counts"], [0, 0, 0, 1])
+    assert s["centroids"].shape == (4, 0) and s["bounding_boxes"].shape == (4, 0)
+
+
+# ---------------------------------------------------------------------------
+# periodic lattices
+# ---------------------------------------------------------------------------
+
+def smallest_arc(coords, n):
+    """(start, extent): the smallest arc covering ``coords`` on a ring of n,
+    of equal ones the smallest start, by trying them all."""
+    occupied = set(int(c) for c in coords)
+    for extent in range(1, n + 1):
+        for start in range(n):
+            if occupied <= {(start + i) % n for i in range(extent)}:
+                return start, extent
+    raise AssertionError
+
+
+def circular_mean(coords, n, weights=None):
+    a = 2 * np.pi * np.asarray(coords, dtype=np.float64) / n
+    w = np.ones_like(a) if weights is None else weights
+    c, s = (w * np.cos(a)).sum(), (w * np.sin(a)).sum()
+    if np.hypot(c, s) <= 1e-9 * np.abs(w).sum():
+        return np.nan
+    return (np.arctan2(s, c) * n / (2 * np.pi)) % n
+
+
+@settings(**SETTINGS)
+@given(labels=label_images(max_ndim=2, max_label=5), data=st.data())
+def test_periodic_boxes_and_centroids(backend, labels, data):
+    per = tuple(data.draw(st.lists(st.booleans(), min_size=labels.ndim, max_size=labels.ndim)))
+    intensity = data.draw(hnp.arrays(np.float64, labels.shape, elements=st.floats(0.5, 2)))
+    got = host(measure.statistics(to_backend(labels, backend), to_backend(intensity, backend),
+                                  periodic=per))
+    boxes = got["bounding_boxes"]
+    for lab in range(int(labels.max()) + 1):
+        where = np.nonzero(labels == lab)
+        for d, n in enumerate(labels.shape):
+            if not len(where[0]):
+                assert (boxes[lab, 2 * d], boxes[lab, 2 * d + 1]) == (0, -1)
+                continue
+            if per[d]:
+                start, extent = smallest_arc(where[d], n)
+                assert (boxes[lab, 2 * d], boxes[lab, 2 * d + 1]) == (start, start + extent - 1)
+                want = circular_mean(where[d], n)
+                wwant = circular_mean(where[d], n, intensity[where])
+            else:
+                assert (boxes[lab, 2 * d], boxes[lab, 2 * d + 1]) == (where[d].min(),
+                                                                      where[d].max())
+                want = where[d].mean()
+                wwant = (intensity[where] * where[d]).sum() / intensity[where].sum()
+            for value, expect in ((got["centroids"][lab, d], want),
+                                  (got["weighted_centroids"][lab, d], wwant)):
+                assert np.isnan(value) == np.isnan(expect)
+                if per[d] and not np.isnan(value):
+                    assert 0 <= value < n
+                    # equal on the ring (0 and n are one point)
+                    value = expect + ((value - expect + n / 2) % n - n / 2)
+                np.testing.assert_allclose(value, expect, rtol=1e-9, atol=1e-9)
+
+
+def test_periodic_component_that_wraps(backend):
+    """A blob across the corner of a torus: its box starts near the end of
+    each axis and runs past it; its centroid sits on the seam."""
+    img = np.zeros((6, 8), dtype=np.uint8)
+    img[[0, 0, 5, 5], [0, 7, 0, 7]] = 1
+    labels = meshccl.label(to_backend(img, backend), connectivity=1, periodic=True)
+    assert int(to_host(labels).max()) == 1
+    s = host(measure.statistics(labels, periodic=True))
+    np.testing.assert_array_equal(s["bounding_boxes"][1], [5, 6, 7, 8])
+    np.testing.assert_allclose(s["centroids"][1], [5.5, 7.5])
+    # without the wrap the same cells span the whole lattice
+    s = host(measure.statistics(labels, periodic=(False, True)))
+    np.testing.assert_array_equal(s["bounding_boxes"][1], [0, 5, 7, 8])
+    np.testing.assert_allclose(s["centroids"][1], [2.5, 7.5])
+    # a full ring: box [0, n), circular mean undefined
+    ring = np.ones((1, 8), np.int32)
+    s = host(measure.statistics(to_backend(ring, backend), periodic=True))
+    np.testing.assert_array_equal(s["bounding_boxes"][1], [0, 0, 0, 7])
+    assert s["centroids"][1, 0] == 0 and np.isnan(s["centroids"][1, 1])
+
+
+# ---------------------------------------------------------------------------
+# regionprops_table and find_objects
+# ---------------------------------------------------------------------------
+
+ALL_PROPS = ("label", "area", "bbox", "centroid", "intensity_mean", "intensity_min",
+             "intensity_max", "coords")
+
+
+@settings(**SETTINGS)
+@given(labels=label_images(max_label=12), data=st.data())
+def test_regionprops_table_matches_skimage(backend, labels, data):
+    if labels.ndim == 1:
+        labels = labels[None]
+    intensity = data.draw(intensities(labels.shape))
+    want = sk_table(labels, intensity, properties=ALL_PROPS)
+    got = measure.regionprops_table(to_backend(labels, backend), to_backend(intensity, backend),
+                                    properties=ALL_PROPS)
+    assert list(got) == list(want)
+    for key in want:
+        if key == "coords":
+            assert len(got[key]) == len(want[key])
+            for g, w in zip(got[key], want[key]):
+                np.testing.assert_array_equal(to_host(g), w)
+            continue
+        g = to_host(got[key])
+        assert g.dtype == want[key].dtype, key
+        np.testing.assert_allclose(g, want[key], rtol=1e-12, err_msg=key)
+
+
+def test_regionprops_table_float32_and_empty(backend):
+    labels = np.array([[0, 2, 2], [5, 0, 2]], np.uint16)
+    inten = np.array([[1, 2, 3], [4, 5, 6]], np.float32) / 3
+    props = ("intensity_mean", "intensity_min", "intensity_max")
+    want = sk_table(labels, inten, properties=props)
+    got = measure.regionprops_table(to_backend(labels, backend), to_backend(inten, backend),
+                                    properties=props)
+    for key in props:
+        np.testing.assert_allclose(to_host(got[key]), want[key], rtol=1e-6)
+    empty = measure.regionprops_table(to_backend(np.zeros((2, 2), int), backend),
+                                      properties=("label", "area", "bbox", "centroid"))
+    want = sk_table(np.zeros((2, 2), int), properties=("label", "area", "bbox", "centroid"))
+    assert list(empty) == list(want)
+    for key in want:
+        assert to_host(empty[key]).shape == (0,) and to_host(empty[key]).dtype == want[key].dtype
+
+
+@settings(**SETTINGS)
+@given(labels=label_images(), data=st.data())
+def test_find_objects_matches_scipy(backend, labels, data):
+    max_label = data.draw(st.integers(0, 12))
+    got = measure.find_objects(to_backend(labels, backend), max_label=max_label)
+    assert got == ndi.find_objects(labels, max_label=max_label)
+
+
+# ---------------------------------------------------------------------------
+# operations on components
+# ---------------------------------------------------------------------------
+
+@st.composite
+def images(draw, max_ndim=3):
+    ndim = draw(st.integers(1, max_ndim))
+    side = {1: 30, 2: 10, 3: 6}[ndim]
+    shape = tuple(draw(st.lists(st.integers(1, side), min_size=ndim, max_size=ndim)))
+    return draw(hnp.arrays(np.uint8, shape, elements=st.integers(0, 2)))
+
+
+def components(img, connectivity):
+    """skimage's labels and each component's size (index = label)."""
+    labels = sk_label(img, connectivity=connectivity)
+    return labels, np.bincount(labels.ravel())
+
+
+@settings(**SETTINGS)
+@given(img=images(), data=st.data())
+def test_relabel_by_size_and_largest_k(backend, img, data):
+    connectivity = data.draw(st.integers(1, img.ndim))
+    k = data.draw(st.integers(0, 6))
+    labels, sizes = components(img, connectivity)
+    # ranks by (size descending, first cell in raster order): skimage's own
+    # numbering is not in raster order for (a, b, 1) volumes
+    first = {}
+    for i, lab in enumerate(labels.ravel().tolist()):
+        first.setdefault(lab, i)
+    order = sorted(range(1, len(sizes)), key=lambda lab: (-sizes[lab], first[lab]))
+    lut = np.zeros(len(sizes), np.int64)
+    lut[order] = np.arange(1, len(order) + 1)
+    got = measure.relabel_by_size(to_backend(labels, backend))
+    check_device(got, backend)
+    assert got.dtype == labels.dtype
+    np.testing.assert_array_equal(to_host(got), lut[labels])
+    got = measure.largest_k(to_backend(img, backend), k, connectivity=connectivity)
+    want = np.where(lut[labels] > k, 0, lut[labels])
+    np.testing.assert_array_equal(to_host(got), want)
+
+
+def test_relabel_by_size_ties_follow_first_cell(backend):
+    """Ties go to the label whose first cell comes first in raster order,
+    whatever its value; gaps close."""
+    labels = np.array([[9, 0, 2],
+                       [9, 0, 2],
+                       [0, 5, 5]], np.int32)
+    got = to_host(measure.relabel_by_size(to_backend(labels, backend)))
+    np.testing.assert_array_equal(got, [[1, 0, 2], [1, 0, 2], [0, 3, 3]])
+
+
+@settings(**SETTINGS)
+@given(img=images(), data=st.data())
+def test_dust_matches_skimage_and_cc3d(backend, img, data):
+    connectivity = data.draw(st.integers(1, img.ndim))
+    threshold = data.draw(st.integers(0, 8))
+    labels, sizes = components(img, connectivity)
+    want = np.where(sizes[labels] < threshold, 0, img)
+    got = measure.dust(to_backend(img, backend), threshold, connectivity=connectivity)
+    check_device(got, backend)
+    assert got.dtype == img.dtype
+    np.testing.assert_array_equal(to_host(got), want)
+    lower, upper = sorted(data.draw(st.lists(st.integers(0, 8), min_size=2, max_size=2)))
+    invert = data.draw(st.booleans())
+    kept = (sizes[labels] >= lower) & (sizes[labels] < upper)
+    want = np.where(kept != invert, img, 0)
+    got = measure.dust(to_backend(img, backend), (lower, upper), connectivity, invert=invert)
+    np.testing.assert_array_equal(to_host(got), want)
+    binary = (img > 0).astype(np.uint8)  # (uint8: labelled as bool is, one compile less)
+    if threshold >= 1:
+        from skimage.morphology import remove_small_objects
+        sk = remove_small_objects(binary > 0, max_size=threshold - 1, connectivity=connectivity)
+        got = measure.dust(to_backend(binary, backend), threshold, connectivity)
+        np.testing.assert_array_equal(to_host(got), sk)
+    try:
+        import cc3d
+    except ImportError:
+        return
+    if img.ndim >= 2 and backend == "cpu":
+        cc = {(2, 1): 4, (2, 2): 8, (3, 1): 6, (3, 2): 18, (3, 3): 26}[(img.ndim, connectivity)]
+        np.testing.assert_array_equal(measure.dust(img, threshold, connectivity),
+                                      cc3d.dust(img, threshold, connectivity=cc))
+
+
+def test_dust_in_place(backend):
+    img = to_backend(np.array([1, 0, 1, 1, 0, 2], np.uint8), backend)
+    out = measure.dust(img, 2, in_place=True)
+    assert out is img
+    np.testing.assert_array_equal(to_host(img), [0, 0, 1, 1, 0, 0])
+    img2 = to_backend(np.array([1, 0, 1, 1], np.uint8), backend)
+    measure.dust(img2, 2)
+    np.testing.assert_array_equal(to_host(img2), [1, 0, 1, 1])
+
+
+def test_largest_k_matches_cc3d_cells():
+    """cc3d keeps the same cells when no tie straddles the k-th place."""
+    cc3d = pytest.importorskip("cc3d")
+    rng = np.random.default_rng(3)
+    for trial in range(10):
+        img = (rng.random((20, 24)) < 0.5).astype(np.uint8)
+        labels, sizes = components(img, 2)
+        k = int(rng.integers(1, 6))
+        s = np.sort(sizes[1:])[::-1]
+        if len(s) > k and s[k - 1] == s[k]:
+            continue
+        got = measure.largest_k(img, k, connectivity=2)
+        assert ((got > 0) == (cc3d.largest_k(img, k, connectivity=8) > 0)).all()
+
+
+@settings(**SETTINGS)
+@given(img=images())
+def test_size_histogram(backend, img):
+    labels, sizes = components(img, None)
+    sizes = sizes[1:]
+    hist, edges = measure.size_histogram(to_backend(labels, backend))
+    hist, edges = to_host(hist), to_host(edges)
+    if len(sizes) == 0:
+        assert hist.shape == (0,) and edges.tolist() == [1]
+    else:
+        want, want_edges = np.histogram(sizes, bins=np.arange(1, sizes.max() + 2))
+        np.testing.assert_array_equal(hist, want)
+        np.testing.assert_array_equal(edges, want_edges)
+    hist, edges = measure.size_histogram(to_backend(labels, backend), log_bins=True)
+    hist, edges = to_host(hist), to_host(edges)
+    assert edges[0] == 1 and (edges[1:] == 2 * edges[:-1]).all()
+    want, _ = np.histogram(sizes, bins=edges)
+    np.testing.assert_array_equal(hist, want)
+    assert len(sizes) == 0 or edges[-2] <= sizes.max() < edges[-1]
+
+
+def test_size_histogram_skips_gaps(backend):
+    hist, edges = measure.size_histogram(to_backend(np.array([0, 7, 7, 3, 0]), backend))
+    np.testing.assert_array_equal(to_host(hist), [1, 1])
+    np.testing.assert_array_equal(to_host(edges), [1, 2, 3])
+
+
+@settings(**SETTINGS)
+@given(img=images(), data=st.data())
+def test_largest_fraction(backend, img, data):
+    connectivity = data.draw(st.integers(1, img.ndim))
+    labels, sizes = components(img, connectivity)
+    want = sizes[1:].max() / sizes[1:].sum() if len(sizes) > 1 else 0.0
+    got = measure.largest_fraction(to_backend(img, backend), connectivity)
+    assert isinstance(got, float) and got == pytest.approx(want, rel=1e-15)
+    assert measure.largest_fraction(to_backend(labels, backend), labelled=True) == got
+    phase_labels, phase_sizes = components(img == 2, connectivity)
+    want = phase_sizes[1:].max() / phase_sizes[1:].sum() if len(phase_sizes) > 1 else 0.0
+    assert measure.largest_fraction(to_backend(img, backend), connectivity, phase=2) == \
+        pytest.approx(want, rel=1e-15)
+
+
+def test_operations_on_empty_and_background(backend):
+    for a in (np.zeros((0, 4), np.uint8), np.zeros((3, 3), np.uint8)):
+        x = to_backend(a, backend)
+        np.testing.assert_array_equal(to_host(measure.largest_k(x, 2)), np.zeros(a.shape))
+        np.testing.assert_array_equal(to_host(measure.dust(x, 3)), a)
+        np.testing.assert_array_equal(to_host(measure.relabel_by_size(x)), a)
+        assert measure.largest_fraction(x) == 0.0
+        hist, edges = measure.size_histogram(x)
+        assert to_host(hist).shape == (0,) and to_host(edges).tolist() == [1]
+    ring = to_backend(np.array([1, 1, 0, 0, 1, 0, 1], np.uint8), backend)
+    np.testing.assert_array_equal(to_host(measure.largest_k(ring, 1, periodic=True)),
+                                  [1, 1, 0, 0, 0, 0, 1])
+
+
+# ---------------------------------------------------------------------------
+# bad input
+# ---------------------------------------------------------------------------
+
+def test_bad_input(backend):
+    x = to_backend(np.array([[1, 0], [2, 2]], np.int32), backend)
+    with pytest.raises(ValueError, match=r"labels must be non-negative, found the label -3"):
+        measure.statistics(to_backend(np.array([1, -3, 2]), backend))
+    with pytest.raises(ValueError, match=r"label_image must be non-negative"):
+        measure.regionprops_table(to_backend(np.array([[1, -1]]), backend))
+    with pytest.raises(TypeError, match=r"labels must be an integer array .* float64"):
+        measure.statistics(to_backend(np.array([1.0, 2.0]), backend))
+    with pytest.raises(TypeError, match=r"labels must be an integer array .* float32"):
+        measure.relabel_by_size(to_backend(np.array([1.0], np.float32), backend))
+    with pytest.raises(TypeError, match=r"label_image must be an integer array, got bool"):
+        measure.regionprops_table(to_backend(np.array([[True]]), backend))
+    with pytest.raises(ValueError, match=r"intensity must have the labels' shape \(2, 2\), got "
+                                         r"shape \(2, 3\)"):
+        measure.statistics(x, to_backend(np.zeros((2, 3)), backend))
+    with pytest.raises(ValueError, match=r"intensity_image must have the labels' shape"):
+        measure.regionprops_table(x, to_backend(np.zeros(4), backend), properties=("area",))
+    with pytest.raises(TypeError, match=r"intensity must be a bool, integer or float .* complex"):
+        measure.statistics(x, to_backend(np.zeros((2, 2), complex), backend))
+    with pytest.raises(ValueError, match=r"need an intensity_image"):
+        measure.regionprops_table(x, properties=("intensity_mean",))
+    with pytest.raises(ValueError, match=r"properties \['perimeter'\] are not computed here"):
+        measure.regionprops_table(x, properties=("area", "perimeter"))
+    with pytest.raises(ValueError, match=r"bbox_layout must be one of .* got 'xy'"):
+        measure.statistics(x, bbox_layout="xy")
+    with pytest.raises(ValueError, match=r"periodic must be"):
+        measure.statistics(x, periodic=(True,))
+    with pytest.raises(ValueError, match=r"k must be an int >= 0, got -1"):
+        measure.largest_k(x, -1)
+    for bad in (1.5, True, None):
+        with pytest.raises(TypeError, match=r"k must be an int >= 0, got " + repr(bad)):
+            measure.largest_k(x, bad)
+    with pytest.raises(ValueError, match=r"threshold must be finite and >= 0, got -2"):
+        measure.dust(x, -2)
+    with pytest.raises(ValueError, match=r"threshold must be finite and >= 0, got nan"):
+        measure.dust(x, float("nan"))
+    with pytest.raises(TypeError, match=r"threshold must be a number >= 0 or a pair"):
+        measure.dust(x, "3")
+    with pytest.raises(ValueError, match=r"threshold's lower bound must not exceed its upper "
+                                         r"one, got \(5, 2\)"):
+        measure.dust(x, (5, 2))
+    with pytest.raises(ValueError, match=r"threshold must be a number or a pair"):
+        measure.dust(x, (1, 2, 3))
+    with pytest.raises(ValueError, match=r"max_label must be an int >= 0, got -1"):
+        measure.find_objects(x, max_label=-1)
+    with pytest.raises(ValueError, match=r"connectivity for a 2-D label_image must be in"):
+        measure.dust(x, 2, connectivity=3)
+    with pytest.raises(ValueError, match=r"labelled=True takes labels as they are"):
+        measure.largest_fraction(x, 1, labelled=True)
+    with pytest.raises(TypeError, match=r"labels must be a NumPy or CuPy array"):
+        measure.statistics(object())
+
+
+def test_docstring_examples():
+    import doctest
+
+    result = doctest.testmod(measure)
+    assert result.attempted > 10 and result.failed == 0
+
+
+# ---------------------------------------------------------------------------
+# the GPU kernels' run logic (measure.cu), emulated on the CPU
+# ---------------------------------------------------------------------------
+
+def emulate_cells(labels, intensity, periodic):
+    """meshccl_measure_cells and meshccl_measure_values, step by step for
+    each warp of 32 cells: rows, head flags, the ballot, each tail's run,
+    and the run's contributions as the kernels compute them."""
+    shape = labels.shape
+    flat, vals = labels.reshape(-1), intensity.reshape(-1)
+    n, ndim = flat.size, len(shape)
+    width = shape[-1] if ndim else 1
+    rstride = [1] * max(ndim, 1)
+    for d in range(ndim - 3, -1, -1):
+        rstride[d] = rstride[d + 1] * shape[d + 1]
+    rows = int(flat.max()) + 1
+    t = {"count": np.zeros(rows, np.int64), "first": np.full(rows, n, np.int64),
+         "lo": np.full((rows, ndim), n, np.int64), "hi": np.full((rows, ndim), -1, np.int64),
+         "csum": np.zeros((rows, ndim)), "cos": np.zeros((rows, len(periodic))),
+         "sin": np.zeros((rows, len(periodic))), "isum": np.zeros(rows),
+         "imin": np.full(rows, np.inf), "imax": np.full(rows, -np.inf),
+         "wsum": np.zeros((rows, ndim))}
+    for base in range(0, n, 32):
+        row0 = base // width
+        cells = []
+        for lane in range(32):
+            x, r = base - row0 * width + lane, row0
+            if x >= width:
+                r, x = r + x // width, x % width
+            cells.append((base + lane < n, int(flat[base + lane]) if base + lane < n else 0, r, x))
+        heads = 0
+        for lane, (inside, lab, r, x) in enumerate(cells):
+            if not inside or lane == 0 or x == 0 or cells[lane - 1][1] != lab:
+                heads |= 1 << lane
+        for lane, (inside, lab, r, x) in enumerate(cells):
+            if not inside or not (lane == 31 or (heads >> (lane + 1)) & 1):
+                continue
+            head = (heads & ((2 << lane) - 1)).bit_length() - 1
+            length, x_head = lane - head + 1, x - (lane - head)
+            seg = vals[base + head:base + lane + 1].astype(np.float64)
+            t["count"][lab] += length
+            t["first"][lab] = min(t["first"][lab], base + head)
+            t["isum"][lab] += seg.sum()
+            t["imin"][lab] = min(t["imin"][lab], seg.min())
+            t["imax"][lab] = max(t["imax"][lab], seg.max())
+            coord = [(r // rstride[d]) % shape[d] for d in range(ndim - 1)]
+            for d in range(ndim):
+                a, b = (x_head, x) if d == ndim - 1 else (coord[d], coord[d])
+                t["lo"][lab, d] = min(t["lo"][lab, d], a)
+                t["hi"][lab, d] = max(t["hi"][lab, d], b)
+                t["csum"][lab, d] += (a + b) * length // 2 if d == ndim - 1 else a * length
+                t["wsum"][lab, d] += ((seg * np.arange(x_head, x + 1)).sum() if d == ndim - 1
+                                      else a * seg.sum())
+            for j, d in enumerate(periodic):
+                c = np.arange(x_head, x + 1) if d == ndim - 1 else np.full(length, coord[d])
+                t["cos"][lab, j] += np.cos(2 * np.pi * c / shape[d]).sum()
+                t["sin"][lab, j] += np.sin(2 * np.pi * c / shape[d]).sum()
+    return t
+
+
+def test_kernel_runs_emulated():
+    from meshccl._cpu import measure as cpu
+
+    rng = np.random.default_rng(1)
+    for trial in range(60):
+        ndim = int(rng.integers(0, 5))
+        shape = tuple(int(s) for s in rng.integers(1, [70, 9, 6, 5][:ndim], size=ndim))
+        labels = rng.integers(0, 6, size=shape)
+        if rng.random() < 0.5:  # long runs, across rows
+            labels = np.sort(labels.reshape(-1)).reshape(shape)
+        intensity = rng.normal(size=shape)
+        per = tuple(d for d in range(ndim) if rng.random() < 0.5)
+        want = cpu.table(labels, shape, int(labels.max()) + 1, first=True, boxes=True, sums=True,
+                         periodic=per, intensity=intensity)
+        got = emulate_cells(labels, intensity, per)
+        present = want["count"] > 0
+        for key in ("count", "first"):
+            np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+        for key in ("lo", "hi", "csum", "imin", "imax"):
+            np.testing.assert_array_equal(got[key][present], want[key][present], err_msg=key)
+        for key in ("isum", "wsum") + (("cos", "sin") if per else ()):
+            np.testing.assert_allclose(got[key], want[key], atol=1e-9, err_msg=key)
+
+
+# ---------------------------------------------------------------------------
+# the GPU driver (_gpu/measure.py) on NumPy, its kernels emulated cell by cell
+# ---------------------------------------------------------------------------
+
+def _key(v, low):
+    """Keys<V> of measure.cu: order-preserving unsigned keys of a value."""
+    v = np.asarray(v)
+    bits = 64 if v.dtype.itemsize == 8 else 32
+    if v.dtype.kind in "ub":
+        return int(v)
+    if v.dtype.kind == "i":
+        return (int(v) + (1 << (bits - 1))) % (1 << bits)
+    if np.isnan(v):
+        return 0 if low else (1 << bits) - 1
+    b = int(v.view(np.dtype(f"u{v.dtype.itemsize}")))
+    return ((1 << bits) - 1 - b) if b >> (bits - 1) else b | (1 << (bits - 1))
+
+
+def _cells_emulated(labels, shape, rstride, ndim, axes, nper, width, n):
+    """(label, coordinates) of each cell as the kernels find them."""
+    for i in range(n):
+        r, x = divmod(i, width)
+        c = [(r // int(rstride[d])) % int(shape[d]) for d in range(ndim - 1)]
+        yield i, int(labels[i]), c + ([x] if ndim else [])
+
+
+def _kernel_cells(grid, block, args):
+    lab, n, width, shape, rstride, ndim, axes, nper, flags, count, first, lo, hi, csum, cs, sn = args
+    ndim, nper, flags = int(ndim), int(nper), int(flags)
+    lo, hi, csum, cs, sn = (a.reshape(-1) for a in (lo, hi, csum, cs, sn))
+    for i, lab_, c in _cells_emulated(lab, shape, rstride, ndim, axes, nper, int(width), int(n)):
+        count[lab_] += 1
+        if flags & 1:
+            first[lab_] = min(int(first[lab_]), i)
+        for d in range(ndim):
+            j = lab_ * ndim + d
+            if flags & 2:
+                lo[j], hi[j] = min(int(lo[j]), c[d]), max(int(hi[j]), c[d])
+            if flags & 4:
+                csum[j] += c[d]
+        for j in range(nper if flags & 8 else 0):
+            d = int(axes[j])
+            cs[lab_ * nper + j] += np.cos(2 * np.pi * c[d] / int(shape[d]))
+            sn[lab_ * nper + j] += np.sin(2 * np.pi * c[d] / int(shape[d]))
+
+
+def _kernel_values(grid, block, args):
+    (lab, vals, n, width, shape, rstride, ndim, axes, nper, isum, iabs, kmin, kmax, wsum, wcos,
+     wsin) = args
+    ndim, nper = int(ndim), int(nper)
+    wsum, wcos, wsin = (a.reshape(-1) for a in (wsum, wcos, wsin))
+    for i, lab_, c in _cells_emulated(lab, shape, rstride, ndim, axes, nper, int(width), int(n)):
+        w = float(vals[i])
+        isum[lab_] += w
+        iabs[lab_] += abs(w)
+        kmin[lab_] = min(int(kmin[lab_]), _key(vals[i], True))
+        kmax[lab_] = max(int(kmax[lab_]), _key(vals[i], False))
+        for d in range(ndim):
+            wsum[lab_ * ndim + d] += w * c[d]
+        for j in range(nper):
+            d = int(axes[j])
+            wcos[lab_ * nper + j] += w * np.cos(2 * np.pi * c[d] / int(shape[d]))
+            wsin[lab_ * nper + j] += w * np.sin(2 * np.pi * c[d] / int(shape[d]))
+
+
+def _kernel_arcs(grid, block, args):
+    keys, m, size, lo, hi, biggest, start, step = args
+    n = int(size)
+    for j in range(int(m)):
+        lab, c = divmod(int(keys[j]), n)
+        if j > 0 and int(keys[j - 1]) // n == lab:
+            gap = c - int(keys[j - 1]) % n - 1
+        else:
+            gap = int(lo[lab]) + n - int(hi[lab]) - 1
+        if int(step) == 0:
+            biggest[lab] = max(int(biggest[lab]), gap)
+        elif gap == biggest[lab]:
+            start[lab] = min(int(start[lab]), c)
+
+
+@pytest.fixture
+def numpy_as_cupy(monkeypatch):
+    """A module named cupy whose arrays are NumPy arrays with .get(), and
+    measure.cu's kernels emulated: runs the GPU driver where there is no GPU
+    (what CuPy itself adds -- its kernels, its reductions -- is not tested)."""
+    import types
+
+    from meshccl._gpu import measure as gpu
+
+    class ndarray(np.ndarray):
+        def get(self):
+            return np.asarray(self).copy()
+    ndarray.__module__ = "cupy"
+
+    def wrap(fn):
+        def call(*args, **kwargs):
+            kwargs.pop("kind", None)
+            out = fn(*[np.asarray(a) if isinstance(a, ndarray) else a for a in args], **kwargs)
+            if isinstance(out, tuple):
+                return tuple(o.view(ndarray) if isinstance(o, np.ndarray) else o for o in out)
+            return out.view(ndarray) if isinstance(out, np.ndarray) else out
+        return call
+
+    fake = types.ModuleType("cupy")
+    fake.ndarray = ndarray
+    for name in ("zeros", "full", "ascontiguousarray", "asarray", "unique", "arange", "where",
+                 "sort", "argsort", "stack", "unravel_index", "lexsort", "bincount", "frexp",
+                 "hypot", "arctan2", "concatenate", "nonzero", "ones"):
+        setattr(fake, name, wrap(getattr(np, name)))
+    for name in ("uint8", "uint32", "uint64", "int32", "int64", "float32", "float64", "float16",
+                 "nan"):
+        setattr(fake, name, getattr(np, name))
+    monkeypatch.setitem(__import__("sys").modules, "cupy", fake)
+    array_module = measure._validate.array_module
+    monkeypatch.setattr(measure._validate, "array_module",
+                        lambda a: (fake, a) if isinstance(a, ndarray) else array_module(a))
+    monkeypatch.setattr(measure, "_backend", lambda xp: gpu if xp is fake else
+                        __import__("meshccl._cpu.measure", fromlist=["table"]))
+    emulated = {"cells": _kernel_cells, "values": _kernel_values, "arcs": _kernel_arcs}
+    monkeypatch.setattr(gpu, "kernels", lambda source, *names: tuple(
+        emulated[name.split("<")[0].rsplit("_", 1)[1]] for name in names))
+    return lambda a: np.asarray(a).view(ndarray)
+
+
+def test_gpu_driver_emulated(numpy_as_cupy):
+    rng = np.random.default_rng(2)
+    props = ("label", "area", "bbox", "centroid", "intensity_mean", "intensity_min",
+             "intensity_max", "coords")
+    for trial in range(40):
+        ndim = int(rng.integers(0, 4))
+        shape = tuple(int(s) for s in rng.integers(1, [9, 6, 5][:ndim], size=ndim))
+        labels = rng.integers(0, 6, size=shape).astype(
+            rng.choice([np.uint8, np.int16, np.int32, np.int64, np.uint64]))
+        intensity = (rng.normal(size=shape) * 5).astype(
+            rng.choice([np.float64, np.float32, np.int8, np.uint16, np.int64, np.bool_]))
+        per = tuple(bool(rng.random() < 0.5) for _ in range(ndim))
+        layout = str(rng.choice(measure.BBOX_LAYOUTS))
+        want = measure.statistics(labels, intensity, periodic=per, bbox_layout=layout)
+        got = measure.statistics(numpy_as_cupy(labels), numpy_as_cupy(intensity), periodic=per,
+                                 bbox_layout=layout)
+        for key in want:
+            if isinstance(want[key], list):
+                assert got[key] == want[key]
+                continue
+            assert hasattr(got[key], "get") and got[key].dtype == want[key].dtype, key
+            np.testing.assert_allclose(got[key].get(), want[key], rtol=1e-9, atol=1e-9,
+                                       err_msg=key)
+        if ndim:
+            l2, i2 = labels.reshape((1,) * (ndim == 1) + shape), intensity.reshape(
+                (1,) * (ndim == 1) + shape)
+            want = measure.regionprops_table(l2, i2, properties=props)
+            got = measure.regionprops_table(numpy_as_cupy(l2), numpy_as_cupy(i2), properties=props)
+            for key in want:
+                for g, w in (zip(got[key], want[key]) if key == "coords" else
+                             [(got[key], want[key])]):
+                    assert g.get().dtype == w.dtype
+                    np.testing.assert_allclose(g.get(), w, rtol=1e-9, err_msg=key)
+        assert measure.find_objects(numpy_as_cupy(labels), 3) == measure.find_objects(labels, 3)
+        np.testing.assert_array_equal(measure.relabel_by_size(numpy_as_cupy(labels)).get(),
+                                      measure.relabel_by_size(labels))
+        for log_bins in (False, True):
+            for g, w in zip(measure.size_histogram(numpy_as_cupy(labels), log_bins),
+                            measure.size_histogram(labels, log_bins)):
+                np.testing.assert_array_equal(g.get(), w)
+        assert measure.largest_fraction(numpy_as_cupy(labels), labelled=True) == \
+            measure.largest_fraction(labels, labelled=True)
