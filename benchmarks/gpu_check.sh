@@ -2,7 +2,7 @@
 # The one device script: install meshccl without network, run the GPU test
 # suite and the benchmark, and leave logs under $OUT.
 #
-#   bash benchmarks/gpu_check.sh [tests] [soak] [bench] [compare] [quick] [smoke] [phases] [gap] [hawick] [graph]
+#   bash benchmarks/gpu_check.sh [tests] [soak] [bench] [compare] [measure] [quick] [smoke] [phases] [gap] [hawick] [graph]
 #                                                         (default: tests soak bench)
 #   TESTS="tests/test_methods.py ..."  limits the tests step (default: tests)
 #   CAP=60                             seconds per call before hawick stops a method
@@ -48,6 +48,9 @@ for step in $steps; do
     compare)
       python3 benchmarks/compare_trees.py --tree "before=${BEFORE:-baseline}" --tree after=. \
         --rounds "${ROUNDS:-3}" --out "$OUT/compare" 2>&1 | tee "$OUT/compare.log" | tail -24
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    measure)
+      python3 benchmarks/measure_bench.py --out "$OUT/measure" 2>&1 | tee "$OUT/measure.log" | tail -12
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     quick)
       python3 benchmarks/bench.py --quick --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -40
