@@ -130,10 +130,18 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         Swendsen-Wang clusters.
     cpu_threads : int, optional
         Threads for the CPU backend's default method (numba): 1 (default)
-        runs serially, 0 uses every core numba sees.  Chunks of rows are
-        labelled at once, then joined; the labels are the same.  Periodic
-        lattices and the iterative methods run serially, and so do arrays
-        under 131 072 cells (at most one thread per 65 536 cells).
+        runs serially, 0 uses every thread numba has
+        (``NUMBA_NUM_THREADS``), N asks for N.  Plain calls (no mask, bonds,
+        tolerance or ``axes``) cut the array into slabs along axis 0, at
+        most one per 4 096 cells (``CPU_SLAB_MIN_CELLS``) and one per
+        plane of axis 0, so arrays under 8 192 cells, 1-D arrays and arrays
+        with a length-1 axis 0 run serially; calls with a mask, bonds, a
+        tolerance or ``axes`` label chunks of rows, at most one thread per
+        16 384 cells (``CPU_CHUNK_MIN_CELLS``), so serially under 32 768
+        cells.  Periodic lattices and the iterative methods always run
+        serially, and so does a call that may not start numba's parallel
+        regions (in a process forked after they started, or while another
+        thread's call is inside one).  The labels are the same.
     axes : int or sequence of int, optional
         Label along these axes only (default: all): cells that differ in any
         other axis are never neighbours, so every slice across the other
@@ -241,8 +249,10 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             isinstance(max_iterations, (bool, np.bool_))
             or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 1):
         raise ValueError(f"max_iterations must be None or an int >= 1, got {max_iterations!r}")
-    if not isinstance(return_num, (bool, np.bool_)):
-        raise TypeError(f"return_num must be a bool, got {return_num!r}")
+    try:  # (skimage takes any value and tests its truth)
+        return_num = bool(return_num)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"return_num must be true or false, got {return_num!r}") from exc
     if (isinstance(cpu_threads, (bool, np.bool_)) or not isinstance(cpu_threads, (int, np.integer))
             or cpu_threads < 0):
         raise ValueError(f"cpu_threads must be an int >= 0 (0: all cores), got {cpu_threads!r}")
@@ -271,6 +281,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         table = offset_table(prob.shape, prob.connectivity, prob.label_axes)
         lattice = _lattice(prob, host=backend != "cpu")
         t1 = time.perf_counter()
+        lattice["background"] = prob.tol_background
         if method in ITERATIVE:
             num, info["iterations"], phases = label_iterative(
                 method, values, P, prob.shape, table, prob.has_bg, prob.bgkey,
