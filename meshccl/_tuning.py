@@ -99,6 +99,18 @@ CPU_SLAB_MIN_CELLS = 1 << 12
 # (docs/decisions.md: "CPU chunks").
 CPU_CHUNK_MIN_CELLS = 1 << 14
 
+# Chunks of rows per thread in those cases: more than one evens out chunks
+# of unequal work; each adds a border to unite serially (docs/decisions.md:
+# "CPU chunks").
+CPU_CHUNKS_PER_THREAD = 4
+
+# First size of the table of provisional labels of the general serial scan
+# (_cpu/image.py), in cells per entry and at least: most images need far
+# fewer labels than cells, and the table doubles when it fills, so it
+# starts small (docs/decisions.md: "CPU provisional labels").
+CPU_PROV_TABLE_CELLS_PER_LABEL = 32
+CPU_PROV_TABLE_MIN = 1024
+
 # ---------------------------------------------------------------------------
 # CPU: graphs
 # ---------------------------------------------------------------------------

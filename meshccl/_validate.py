@@ -263,8 +263,10 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         b = 0 if background is None else _scalar(background)
         if isinstance(b, (bool, np.bool_)):
             b = int(b)
-        if not isinstance(b, numbers.Real) or np.isnan(float(b)):
+        if not isinstance(b, numbers.Real):
             raise TypeError(f"background must be an int, float or bool scalar, got {background!r}")
+        if np.isnan(float(b)):
+            raise ValueError(f"background must be a number, got {background!r}")
         # matched exactly: an int stays an int (floats of it are inexact beyond 2**53)
         tol_background = int(b) if isinstance(b, numbers.Integral) else float(b)
         has_bg, bgkey = True, np.float64(tol_background)

@@ -85,15 +85,20 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         of dimensions (0-d and empty arrays too).  Floats are truncated to
         integers first, as skimage does; NaN or inf raise ``ValueError``.
     background : int, float or bool, optional
-        Cells of this value get label 0 (default 0).  For bool input, as in
-        skimage, ``background=1`` labels the False cells and any other value
-        labels the True cells.
+        Cells of this value get label 0 (default 0).  As in skimage, a
+        float is truncated towards zero (2.7 means 2), and 0-d arrays are
+        taken; NaN, or a value outside int64, is refused.  For bool input, as
+        in skimage, ``background=1`` labels the False cells and any other
+        value labels the True cells.
     return_num : bool, optional
-        Also return the number of labels.  On the GPU this is the only thing
+        Also return the number of labels (any value is read for its truth,
+        as skimage does).  On the GPU this is the only thing
         that makes the call wait for the device.
     connectivity : int, optional
         Maximum number of orthogonal hops between neighbours, 1..ndim
-        (default ndim: 8-connectivity in 2-D, 26 in 3-D).
+        (default ndim: 8-connectivity in 2-D, 26 in 3-D).  As in skimage,
+        any real number in that range is taken (a fraction is floored:
+        1.5 means 1; ``True`` means 1; 0-d arrays too).
     dtype : dtype, optional
         Integer dtype of the result.  Default: like skimage on NumPy (int64;
         int32 for bool), int32 on CuPy (int64 for 2**31 cells or more).  A
@@ -119,7 +124,10 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     tolerance : float, optional
         Join neighbours whose values differ by at most this much (continuous
         fields).  Values are compared as they are (floats are not truncated),
-        and the background matches exactly.  Default: equal values join.
+        and the background matches exactly.  Integer input is compared
+        exactly, whatever its size: the tolerance is floored to an integer
+        (``|a - b| <= 1.5`` holds for integers exactly when ``|a - b| <= 1``).
+        Default: equal values join.
     bonds : bool array, optional
         Per-bond open/closed flags, shape ``(K,) + label_image.shape`` with
         ``K = len(meshccl.neighbourhood.half_offsets(ndim, connectivity))``:
@@ -188,9 +196,13 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         background / connectivity / tolerance / periodic of the wrong type,
         or a mask / bonds array that is not bool.
     ValueError
-        Connectivity out of range, NaN / inf / out-of-int64-range floats,
+        Connectivity out of range, a NaN background, NaN / inf /
+        out-of-int64-range floats, a return_num with no truth value,
         a dtype too narrow for the labels, a mask / bonds of the wrong
         shape, a negative or NaN tolerance, a periodic of the wrong length.
+    OverflowError
+        A background outside int64 (for non-bool input without a
+        tolerance), as in skimage.
     MemoryError
         Not enough GPU memory (the message says how much the labels need).
     RuntimeError

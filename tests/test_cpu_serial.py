@@ -117,7 +117,7 @@ def _bits_path(a, conn, bg):
     E = np.empty(bits_room(a.size, W), dtype=np.int32)
     nl = _bits_into(M, P, np.asarray(prob.shape, dtype=np.int64),
                     offset_table(prob.shape, prob.connectivity, None), E)
-    return keys, prob.shape, prob.connectivity, gather(E, nl, P), P
+    return keys, prob.shape, prob.connectivity, gather(E, nl, P, P), P
 
 
 @settings(max_examples=examples(60))
@@ -239,14 +239,21 @@ def test_bits_spiral(n):
 
 
 @pytest.mark.parametrize("shape", [(3000,), (3, 2500), (200, 300), (2, 3, 1500), (40, 45, 50)])
-def test_prov_table_growth(shape):
+@pytest.mark.parametrize("first_table", [None, 2])
+def test_prov_table_growth(shape, first_table):
     """Noise of three values labelled without a background: far more
-    provisional labels than the first table of ``_prov_into`` (1024 or n / 32
-    entries), so the scan stops and resumes mid-row each time it grows."""
+    provisional labels than the first table of ``_prov_into`` (by default
+    1024 or n / 32 entries; or 2), so the scan stops and resumes mid-row
+    each time it grows."""
+    from meshccl import _tuning
+
     a = np.random.default_rng(len(shape) * 7 + shape[-1]).integers(1, 4, shape).astype(np.uint8)
-    for conn in range(1, len(shape) + 1):
-        np.testing.assert_array_equal(meshccl.label(a, connectivity=conn, background=-1),
-                                      sk_label(a, connectivity=conn, background=-1))
+    table = {} if first_table is None else dict(CPU_PROV_TABLE_MIN=first_table,
+                                                CPU_PROV_TABLE_CELLS_PER_LABEL=1 << 40)
+    with _tuning.override(**table):
+        for conn in range(1, len(shape) + 1):
+            np.testing.assert_array_equal(meshccl.label(a, connectivity=conn, background=-1),
+                                          sk_label(a, connectivity=conn, background=-1))
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 5), (3, 4, 7), (5, 2, 9), (6, 40, 33), (9, 10),

@@ -102,13 +102,14 @@ def test_tolerance_integer_extremes(backend):
     a = np.array([top, top - 1, 0, 1, top], dtype=np.uint64)
     assert run_label(a, backend, tolerance=1, background=-1).tolist() == [1, 1, 2, 2, 3]
     assert run_label(a, backend, tolerance=2.0**64, background=-1).tolist() == [1] * 5
-    assert run_label(a, backend, tolerance=float(top - 1), background=-1).tolist() == \
-        [1, 1, 1, 1, 2]
+    b = np.array([0, 2**63, top], dtype=np.uint64)  # differences 2**63 and 2**63 - 1
+    assert run_label(b, backend, tolerance=2.0**63, background=7).tolist() == [1, 1, 1]
+    assert run_label(b, backend, tolerance=2.0**63 - 1024, background=7).tolist() == [1, 2, 3]
     lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
-    b = np.array([lo, hi, lo + 1, -1, 1], dtype=np.int64)
-    assert run_label(b, backend, tolerance=2.0**64, background=7).tolist() == [1] * 5
-    assert run_label(b, backend, tolerance=1, background=7).tolist() == [1, 2, 3, 4, 5]
-    assert run_label(b, backend, tolerance=2, background=7).tolist() == [1, 2, 3, 4, 4]
+    d = np.array([lo, hi, lo + 1, -1, 1], dtype=np.int64)
+    assert run_label(d, backend, tolerance=2.0**64, background=7).tolist() == [1] * 5
+    assert run_label(d, backend, tolerance=1, background=7).tolist() == [1, 2, 3, 4, 5]
+    assert run_label(d, backend, tolerance=2, background=7).tolist() == [1, 2, 3, 4, 4]
     c = np.array([-128, 127, -1, 0, 126], dtype=np.int8)
     assert run_label(c, backend, tolerance=255, background=-1).tolist() == [1, 1, 0, 1, 1]
     assert run_label(c, backend, tolerance=254.9, background=5).tolist() == [1, 2, 2, 2, 2]

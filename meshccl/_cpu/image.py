@@ -47,6 +47,7 @@ from numba import njit, types
 from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 from numba.extending import intrinsic, overload
 
+from .. import _tuning
 from .grid import next_row, row_masks, u
 from .unionfind import find, number_table
 
@@ -68,25 +69,37 @@ def label_plain(values, P, shape, table, has_bg, bgkey):
     """
     n = values.shape[0]
     shape = np.asarray(shape, dtype=np.int64)
+    work = work_array(P)
     if has_bg:
         W = int(shape[-1])
         M = np.empty((n // W) * ((W + 63) >> 6), dtype=np.uint64)
         if not pack_rows(values, M, W, bgkey):
-            E = np.empty(bits_room(n, W), dtype=P.dtype)
-            nl = _bits_into(M, P, shape, table, E)
-            return int(gather(E, nl, P))
-    E = np.empty(max(1024, min(n + 1, n // 32 + 2)) + 1, dtype=P.dtype)
-    E, nl = _prov_into(values, P, shape, table, bool(has_bg), bgkey, E)
-    return int(gather(E, nl, P))
+            E = np.empty(bits_room(n, W), dtype=work.dtype)
+            nl = _bits_into(M, work, shape, table, E)
+            return int(gather(E, nl, work, P))
+    room = max(_tuning.CPU_PROV_TABLE_MIN, n // _tuning.CPU_PROV_TABLE_CELLS_PER_LABEL + 2)
+    E = np.empty(min(n + 1, room) + 1, dtype=work.dtype)  # (it doubles when it fills)
+    E, nl = _prov_into(values, work, shape, table, bool(has_bg), bgkey, E)
+    return int(gather(E, nl, work, P))
+
+
+def work_array(P):
+    """Where the scans keep their provisional labels: int32 whenever they
+    fit (then the scans are compiled for one label type, whatever the
+    output's), else ``P`` itself."""
+    if P.dtype == np.int32 or P.shape[0] >= 2**31 - 2:
+        return P
+    return np.empty(P.shape[0], dtype=np.int32)
 
 
 @njit(cache=True, nogil=True)
-def gather(E, nl, P):
+def gather(E, nl, work, P):
     """Number the roots of E (provisional labels 1..nl) in order and write
-    every cell's final label into P; return the count."""
+    every cell's final label, the number of its provisional label in
+    ``work``, into P (which may be ``work``); return the count."""
     count = number_table(E, nl)
     for i in range(P.shape[0]):
-        P[i] = E[u(P[i])]
+        P[i] = E[u(work[i])]
     return count
 
 
@@ -258,7 +271,7 @@ def _prov_rows(values, P, E, nl, row0, c0, coords, shape, has_bg, bgkey, nlines,
     lq = np.zeros(4, dtype=np.int64)  # line offsets by lane
     one = np.uint64(1)
     full = ~np.uint64(0)
-    lanes = np.uint64(0x7FFF7FFF7FFF7FFF)
+    in_lane = np.uint64(0x7FFF7FFF7FFF7FFF)  # every bit but the top one of each lane
     lane16 = np.uint64(0xFFFF)
     rep = np.uint64(0x0001000100010001)  # a 16-bit mask in every lane
     row = row0
@@ -358,7 +371,7 @@ def _prov_rows(values, P, E, nl, row0, c0, coords, shape, has_bg, bgkey, nlines,
                 if cnt > 3:
                     MK |= _mask16(values, o3 + x0, v, wide) << np.uint64(48)
                 MK &= WM
-                SP = (MK | (MK << one) | (MK >> one)) & lanes
+                SP = (MK | (MK << one) | (MK >> one)) & in_lane
                 COV = ((SP << np.uint64(16)) & r11) | ((MK << np.uint64(16)) & r01) | \
                     ((SP << np.uint64(32)) & r12) | ((MK << np.uint64(32)) & r02) | \
                     ((SP << np.uint64(48)) & r13) | ((MK << np.uint64(48)) & r03)

@@ -161,9 +161,3 @@ def _slabs(values, L, shape, table, has_bg, bgkey, cuts):
         _gather(L[lo:hi], E[eo[s]:eo[s + 1]], nls[s], G, offsets[s])
     return count
 
-
-#: Fewest cells per slab of the parallel plain case: an array of fewer than
-#: twice as many is labelled serially whatever ``cpu_threads`` says, a
-#: larger one in at most cells // SLAB_MIN_CELLS slabs.  Each slab costs a
-#: seam and a share of three parallel regions' start; on the 16-core bench
-#: host 4096 cells a slab were the best of 1 to 2^17 from 64^2 to 4096^2

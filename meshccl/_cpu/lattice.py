@@ -2,7 +2,7 @@
 periodic axes and labelling along some axes only (``axes=``).
 
 Every foreground cell starts as its own tree in a forest ``P`` of cell
-indices (background cells hold -1); the cells are visited in raster order
+indices (background cells hold -1; int32 whenever the indices fit); the cells are visited in raster order
 and each is united (:mod:`.unionfind`) with the neighbours it joins among
 those of the half-neighbourhood table (cells before it, plus the wrapped
 ones of periodic axes).  Roots are the smallest index of their set, so the
@@ -34,7 +34,8 @@ from numba import njit, prange
 from .. import _tuning
 from .grid import NO_BONDS, NO_MASK, NO_ROWS, close, next_row, row_masks
 from .regions import numba_region
-from .unionfind import relabel, unite
+from .image import work_array
+from .unionfind import relabel, relabel_into, unite
 
 #: Feature bits of the lattice kernels (their ``ft`` argument).
 TOL = 1       # join within a tolerance instead of on equal values
@@ -64,9 +65,10 @@ def label_lattice(keys, P, shape, table, has_bg, bg, tol, *, has_tol=False, peri
     offsets along the labelled axes).
     """
     ft, mask, bonds, brow = features(has_tol, mask, bonds, bond_rows, no_left)
-    _label(keys, P, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg, ft, tol, mask,
+    work = work_array(P)
+    _label(keys, work, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg, ft, tol, mask,
            bonds, brow, int(periodic))
-    return int(relabel(P))
+    return int(relabel(P) if work is P else relabel_into(work, P))
 
 
 def label_lattice_parallel(keys, L, shape, table, has_bg, bg, tol, threads, *, has_tol=False,
@@ -85,11 +87,13 @@ def label_lattice_parallel(keys, L, shape, table, has_bg, bg, tol, threads, *, h
         return label_lattice(keys, L, shape, table, has_bg, bg, tol, **kw)
     shape = np.asarray(shape, dtype=np.int64)
     rows = n // int(shape[-1])
-    K = max(1, min(rows, 4 * threads))
+    K = max(1, min(rows, _tuning.CPU_CHUNKS_PER_THREAD * threads))
     chunks = np.linspace(0, rows, K + 1).astype(np.int64)
     back = int(-(-np.abs(table[:, 0]).max(initial=0) // int(shape[-1]))) + 1
     ft, mask_, bonds_, brow = features(has_tol, mask, bonds, bond_rows, no_left)
-    P = np.empty(n, dtype=L.dtype)
+    P = work_array(L)
+    if P is L:
+        P = np.empty(n, dtype=L.dtype)
     with numba_region(threads) as ok:
         if ok:
             return int(_label_parallel(keys, P, L, shape, table, bool(has_bg), bg, ft, tol,

@@ -117,3 +117,20 @@ def number_table(E, nl):
         else:
             E[l] = E[p]
     return count
+
+
+@njit(cache=True)
+def relabel_into(P, out):
+    """:func:`relabel` with the labels written into ``out`` (same length;
+    ``P`` is left as it was).  Returns N."""
+    count = 0
+    for i in range(P.shape[0]):
+        p = P[i]
+        if p < 0:
+            out[i] = 0
+        elif p == i:
+            count += 1
+            out[i] = count
+        else:
+            out[i] = out[p]
+    return count
