@@ -111,7 +111,8 @@ def test_tolerance_integer_extremes(backend):
     assert run_label(d, backend, tolerance=1, background=7).tolist() == [1, 2, 3, 4, 5]
     assert run_label(d, backend, tolerance=2, background=7).tolist() == [1, 2, 3, 4, 4]
     c = np.array([-128, 127, -1, 0, 126], dtype=np.int8)
-    assert run_label(c, backend, tolerance=255, background=-1).tolist() == [1, 1, 0, 1, 1]
+    assert run_label(c, backend, tolerance=255, background=-1).tolist() == [1, 1, 0, 2, 2]
+    assert run_label(c, backend, tolerance=255, background=7).tolist() == [1, 1, 1, 1, 1]
     assert run_label(c, backend, tolerance=254.9, background=5).tolist() == [1, 2, 2, 2, 2]
 
 
