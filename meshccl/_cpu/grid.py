@@ -23,9 +23,11 @@ compiles each kernel for those and no more (:func:`kernel_keys`):
   for integer input: ``|a - b| <= tolerance`` holds for integers exactly
   when ``|a - b| <= floor(tolerance)``.
 
-Optional inputs (a mask, bond flags, a tolerance) are passed as a flag and
-an array or a number of a fixed type, never as ``None``: numba compiles one
-version of a kernel with a run-time test, not one per combination.
+Optional inputs (a mask, bond flags, a tolerance) reach the one-pass lattice
+kernels as ``None`` when they are off, so numba compiles their tests out of
+the per-cell loop (one version per combination in use); the iterative
+methods, slow by design, take a flag and placeholder arrays instead
+(:data:`NO_MASK`, :data:`NO_BONDS`, :data:`NO_ROWS`): one version for all.
 """
 
 import numpy as np

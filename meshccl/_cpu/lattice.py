@@ -37,7 +37,7 @@ from .regions import numba_region
 from .image import work_array
 from .unionfind import relabel, relabel_into, unite
 
-#: Feature bits of the lattice kernels (their ``ft`` argument).
+#: Feature bits of the iterative kernels (their ``ft`` argument, :mod:`.iterative`).
 TOL = 1       # join within a tolerance instead of on equal values
 MASK = 2      # cells where the mask is 0 are background
 BONDS = 4     # a neighbour pair joins only through an open bond
@@ -45,12 +45,18 @@ NO_LEFT = 8   # the last axis is not labelled along
 
 
 def features(has_tol, mask, bonds, bond_rows, no_left):
-    """The ``ft`` bits and the arrays of the kernels (placeholders for the
-    features that are off)."""
+    """The ``ft`` bits and the arrays of the iterative kernels (placeholders
+    for the features that are off: one compiled version for them all, as
+    those kernels are slow by design anyway)."""
     ft = (TOL if has_tol else 0) | (MASK if mask is not None else 0) | (
         BONDS if bonds is not None else 0) | (NO_LEFT if no_left else 0)
     return (ft, NO_MASK if mask is None else mask, NO_BONDS if bonds is None else bonds,
             NO_ROWS if bond_rows is None else np.asarray(bond_rows, dtype=np.int64))
+
+
+def _rows_of(bond_rows):
+    """The bond rows as the kernels take them (int64; a placeholder without bonds)."""
+    return NO_ROWS if bond_rows is None else np.asarray(bond_rows, dtype=np.int64)
 
 
 def label_lattice(keys, P, shape, table, has_bg, bg, tol, *, has_tol=False, periodic=0,
@@ -64,10 +70,10 @@ def label_lattice(keys, P, shape, table, has_bg, bg, tol, *, has_tol=False, peri
     the last axis is not labelled along (``table`` then holds only the
     offsets along the labelled axes).
     """
-    ft, mask, bonds, brow = features(has_tol, mask, bonds, bond_rows, no_left)
     work = work_array(P)
-    _label(keys, work, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg, ft, tol, mask,
-           bonds, brow, int(periodic))
+    _label(keys, work, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg,
+           tol if has_tol else None, mask, bonds, _rows_of(bond_rows), int(periodic),
+           bool(no_left))
     return int(relabel(P) if work is P else relabel_into(work, P))
 
 
@@ -90,47 +96,49 @@ def label_lattice_parallel(keys, L, shape, table, has_bg, bg, tol, threads, *, h
     K = max(1, min(rows, _tuning.CPU_CHUNKS_PER_THREAD * threads))
     chunks = np.linspace(0, rows, K + 1).astype(np.int64)
     back = int(-(-np.abs(table[:, 0]).max(initial=0) // int(shape[-1]))) + 1
-    ft, mask_, bonds_, brow = features(has_tol, mask, bonds, bond_rows, no_left)
     P = work_array(L)
     if P is L:
         P = np.empty(n, dtype=L.dtype)
     with numba_region(threads) as ok:
         if ok:
-            return int(_label_parallel(keys, P, L, shape, table, bool(has_bg), bg, ft, tol,
-                                       mask_, bonds_, brow, chunks, back))
+            return int(_label_parallel(keys, P, L, shape, table, bool(has_bg), bg,
+                                       tol if has_tol else None, mask, bonds,
+                                       _rows_of(bond_rows), chunks, back, bool(no_left)))
     return label_lattice(keys, L, shape, table, has_bg, bg, tol, **kw)
 
 
-@njit(cache=True)
-def _joins(values, P, i, j, ft, tol, mask, bonds, brow, row):
-    """Cell i joins neighbour j through table row ``row`` (``ft``: the
-    feature bits of :func:`label_lattice`)."""
-    if ft & TOL:
+@njit(cache=True, inline="always")
+def _joins(values, P, i, j, tol, mask, bonds, brow, row):
+    """Cell i joins neighbour j through table row ``row``.  ``tol``,
+    ``mask`` and ``bonds`` may be None: numba then compiles their tests
+    away (a run-time test of a flag made the per-cell loop half again as
+    slow)."""
+    if tol is not None:
         if not close(values[i], values[j], tol):
             return False
     elif values[i] != values[j]:
         return False  # (an equal value is foreground like cell i, unless masked)
-    if ft & BONDS:
+    if bonds is not None:
         if bonds[brow[row], i] == 0:
             return False
-    if ft & (MASK | TOL):
+    if mask is not None or tol is not None:
         return P[j] >= 0  # background by mask, or by value within the tolerance
     return True
 
 
 @njit(cache=True)
-def _init(values, P, lo, hi, has_bg, bgkey, ft, mask):
+def _init(values, P, lo, hi, has_bg, bgkey, mask):
     """Cells lo..hi-1: their own tree, or -1 for background (value or mask)."""
     for i in range(lo, hi):
         bg = has_bg and values[i] == bgkey
-        if ft & MASK:
+        if mask is not None:
             bg = bg or mask[i] == 0
         P[i] = -1 if bg else i
 
 
 @njit(cache=True)
-def _rows(values, P, shape, table, ft, tol, mask, bonds, brow, periodic, row_lo, row_hi, jlo,
-          jhi):
+def _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, row_lo, row_hi, jlo, jhi,
+          no_left):
     """Unite the cells of rows row_lo..row_hi-1 (rows along the last axis)
     with the neighbours they join whose index lies in [jlo, jhi).
 
@@ -139,16 +147,15 @@ def _rows(values, P, shape, table, ft, tol, mask, bonds, brow, periodic, row_lo,
     look at the last axis.  The serial labeller calls this once with the
     whole range; the parallel one once per chunk of rows (neighbours inside
     the chunk), then for the chunk borders (neighbours before the chunk).
-    With the NO_LEFT bit of ``ft`` the last axis is not labelled along
-    (``axes=``), so cells never join their left / right neighbours.
+    ``no_left``: the last axis is not labelled along (``axes=``), so cells
+    never join their left / right neighbours.
     """
     ndim = shape.shape[0]
     noff = table.shape[0]
     last = ndim - 1
     lastbit = 1 << last
     W = shape[last]
-    rules = not ft & (TOL | BONDS)
-    no_left = ft & NO_LEFT
+    rules = tol is None and bonds is None
     span = np.empty(ndim, dtype=np.int64)  # size * stride of each axis
     stride = 1
     for k in range(ndim - 1, -1, -1):
@@ -194,7 +201,7 @@ def _rows(values, P, shape, table, ft, tol, mask, bonds, brow, periodic, row_lo,
             if no_left:
                 pass
             elif c > 0 and jlo <= i - 1 < jhi:
-                if _joins(values, P, i, i - 1, ft, tol, mask, bonds, brow, noff):
+                if _joins(values, P, i, i - 1, tol, mask, bonds, brow, noff):
                     if P[i] == i:
                         P[i] = P[i - 1]  # continue the left cell's run (an earlier cell)
                     else:
@@ -202,7 +209,7 @@ def _rows(values, P, shape, table, ft, tol, mask, bonds, brow, periodic, row_lo,
                     eql = rules
             elif c == 0 and periodic & lastbit:
                 jl = i + W - 1
-                if jlo <= jl < jhi and _joins(values, P, i, jl, ft, tol, mask, bonds, brow, noff):
+                if jlo <= jl < jhi and _joins(values, P, i, jl, tol, mask, bonds, brow, noff):
                     unite(P, i, jl)
             for q in range(cnt):
                 o = rows[q]
@@ -219,7 +226,7 @@ def _rows(values, P, shape, table, ft, tol, mask, bonds, brow, periodic, row_lo,
                         continue
                     j -= W
                     wrapped = True
-                if j < jlo or j >= jhi or not _joins(values, P, i, j, ft, tol, mask, bonds, brow, o):
+                if j < jlo or j >= jhi or not _joins(values, P, i, j, tol, mask, bonds, brow, o):
                     continue
                 if not eql and not wrapped and P[i] == i:
                     P[i] = j  # a run's first cell: its first joining neighbour (earlier)
@@ -229,7 +236,7 @@ def _rows(values, P, shape, table, ft, tol, mask, bonds, brow, periodic, row_lo,
                     if flags & 1:
                         continue  # covered by the left cell
                     if not ((flags & 2) and c == 1):
-                        if _joins(values, P, i, j - 1, ft, tol, mask, bonds, brow, o):
+                        if _joins(values, P, i, j - 1, tol, mask, bonds, brow, o):
                             continue  # twin pair
                 unite(P, i, j)
         next_row(coords, shape, last)
@@ -238,16 +245,17 @@ def _rows(values, P, shape, table, ft, tol, mask, bonds, brow, periodic, row_lo,
 
 
 @njit(cache=True)
-def _label(values, P, shape, table, has_bg, bgkey, ft, tol, mask, bonds, brow, periodic):
+def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, periodic, no_left):
     """Every cell's tree in P (parents, roots, -1 for background)."""
     n = values.shape[0]
-    _init(values, P, 0, n, has_bg, bgkey, ft, mask)
-    _rows(values, P, shape, table, ft, tol, mask, bonds, brow, periodic, 0, n // shape[-1], 0, n)
+    _init(values, P, 0, n, has_bg, bgkey, mask)
+    _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, 0, n // shape[-1], 0, n,
+          no_left)
 
 
 @njit(cache=True, parallel=True)
-def _label_parallel(values, P, L, shape, table, has_bg, bgkey, ft, tol, mask, bonds, brow,
-                    chunks, back):
+def _label_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds, brow,
+                    chunks, back, no_left):
     """Chunks of rows labelled at once; P holds parents, L gets the labels.
 
     1. each chunk (rows chunks[k]..chunks[k+1]-1) unites only pairs inside
@@ -265,12 +273,12 @@ def _label_parallel(values, P, L, shape, table, has_bg, bgkey, ft, tol, mask, bo
     K = chunks.shape[0] - 1
     for k in prange(K):
         lo, hi = chunks[k] * W, chunks[k + 1] * W
-        _init(values, P, lo, hi, has_bg, bgkey, ft, mask)
-        _rows(values, P, shape, table, ft, tol, mask, bonds, brow, 0, chunks[k], chunks[k + 1],
-              lo, hi)
+        _init(values, P, lo, hi, has_bg, bgkey, mask)
+        _rows(values, P, shape, table, tol, mask, bonds, brow, 0, chunks[k], chunks[k + 1],
+              lo, hi, no_left)
     for k in range(1, K):
-        _rows(values, P, shape, table, ft, tol, mask, bonds, brow, 0, chunks[k],
-              min(chunks[k] + back, chunks[k + 1]), 0, chunks[k] * W)
+        _rows(values, P, shape, table, tol, mask, bonds, brow, 0, chunks[k],
+              min(chunks[k] + back, chunks[k + 1]), 0, chunks[k] * W, no_left)
     counts = np.zeros(K + 1, dtype=np.int64)
     for k in prange(K):
         c = 0
