@@ -664,13 +664,13 @@ def run_case(case, x_dev, x_host, gtools, ctools, skipped, args):
     if gpu_host is not None:
         ref, ref_count, ref_name = gpu_host, gpu_ref_count, "meshccl GPU"
     crop = np.ascontiguousarray(x_host[(slice(0, 32),) * x_host.ndim])
-    # meshccl's threads label arrays under 2 * SLAB_MIN_CELLS serially: its
-    # warm-up takes a crop of 4 * SLAB_MIN_CELLS or more, so that the slab
+    # meshccl's threads label arrays under 2 * CPU_SLAB_MIN_CELLS serially: its
+    # warm-up takes a crop of 4 * CPU_SLAB_MIN_CELLS or more, so that the slab
     # path is compiled before it is timed (a 32^d crop left numba's
     # compilation in the first timed call: 12.8 s, 2026-11-26)
-    from meshccl._cpu.mesh import SLAB_MIN_CELLS
+    from meshccl import _tuning
 
-    side = max(32, math.ceil((4 * SLAB_MIN_CELLS) ** (1 / x_host.ndim)))
+    side = max(32, math.ceil((4 * _tuning.CPU_SLAB_MIN_CELLS) ** (1 / x_host.ndim)))
     big_crop = np.ascontiguousarray(x_host[(slice(0, side),) * x_host.ndim])
     for tool in ctools:
         why = tool.why_not(case)

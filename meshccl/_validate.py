@@ -39,6 +39,7 @@ class Problem:
     tolerance: object = None  # float, or None for equal-value joining
     label_axes: object = None  # bit k: squeezed axis k is labelled along (None: all)
     no_left: bool = False   # the last squeezed axis is not labelled along
+    tol_background: object = None  # with a tolerance: the background, exact (int or float)
 
     @property
     def size(self) -> int:
@@ -62,33 +63,52 @@ def array_module(label_image):
     )
 
 
+def _scalar(value):
+    """A 0-d array as its Python scalar (skimage takes them as numbers)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value.item()
+    return value
+
+
 def _background_value(background):
+    """The background of non-bool input as skimage reads it: an integer
+    (floats truncated towards zero, as its cast to a C long does)."""
     if background is None:
         return 0
-    if isinstance(background, (bool, np.bool_)):
-        return int(background)
-    if isinstance(background, numbers.Integral):
-        return int(background)
-    if isinstance(background, numbers.Real):
-        b = float(background)
-        if not np.isfinite(b):
-            raise ValueError(f"background must be a finite number, got {background!r}")
-        return int(b)  # skimage truncates, as it casts to intp
+    b = _scalar(background)
+    if isinstance(b, (bool, np.bool_)):
+        return int(b)
+    if isinstance(b, numbers.Integral):
+        b = int(b)
+        if not -_TWO63 <= b < _TWO63:
+            raise OverflowError(f"background must fit in int64, got {background!r}")
+        return b
+    if isinstance(b, numbers.Real):
+        f = float(b)
+        if np.isnan(f):
+            raise ValueError(f"background must be a number, got {background!r}")
+        if not -_TWO63 <= f < _TWO63:
+            raise OverflowError(f"background must fit in int64, got {background!r}")
+        return int(f)
     raise TypeError(f"background must be an int, float or bool scalar, got {background!r}")
 
 
 def _connectivity(connectivity, ndim: int, what: str = "") -> int:
+    """skimage's rule: a real number in [1, ndim] (bool and 0-d arrays
+    too); a neighbour counts when it is at most that many orthogonal hops
+    away, so a fraction is floored (1.5 is 1)."""
     if connectivity is None:
         return ndim
-    if isinstance(connectivity, (bool, np.bool_)) or not isinstance(connectivity, numbers.Integral):
-        raise TypeError(f"connectivity must be an int in [1, ..., {ndim}], got {connectivity!r}")
-    c = int(connectivity)
+    c = _scalar(connectivity)
+    if not isinstance(c, numbers.Real):
+        raise TypeError(f"connectivity must be a number in [1, ..., {max(ndim, 1)}], "
+                        f"got {connectivity!r}")
     if not 1 <= c <= max(ndim, 1):
         what = what or f"a {ndim}-D label_image"
         raise ValueError(
-            f"connectivity for {what} must be in [1, ..., {max(ndim, 1)}], got {c}"
+            f"connectivity for {what} must be in [1, ..., {max(ndim, 1)}], got {connectivity!r}"
         )
-    return c
+    return int(c)
 
 
 def _axes(axes, ndim):
@@ -150,12 +170,33 @@ def _periodic(periodic, ndim):
 def _tolerance(tolerance):
     if tolerance is None:
         return None
+    tolerance = _scalar(tolerance)
     if isinstance(tolerance, (bool, np.bool_)) or not isinstance(tolerance, numbers.Real):
         raise TypeError(f"tolerance must be a non-negative number or None, got {tolerance!r}")
     t = float(tolerance)
     if not np.isfinite(t) or t < 0:
         raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
     return t
+
+
+def _is_one(background):
+    """skimage's test for bool input: ``background == 1`` labels the False
+    cells (any value that is not equal to 1 labels the True cells)."""
+    try:
+        return bool(background == 1)
+    except (TypeError, ValueError):
+        return False
+
+
+def _bool_bytes(xp, x):
+    """Bool input as uint8 0 / 1.  A bool array may hold bytes other than 0
+    and 1 (a view of other data); NumPy and skimage read every non-zero
+    byte as True, so those are mapped to 1 (a copy only when there are
+    some; on the GPU always, which needs no wait for the device)."""
+    u8 = x.view(np.uint8)
+    if xp is np and (u8.size == 0 or int(u8.max()) <= 1):
+        return u8
+    return (u8 != 0).view(np.uint8)
 
 
 def _bool_array(xp, arr, name, shape):
@@ -180,6 +221,9 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         raise TypeError(
             f"label_image must have a bool, integer or float dtype, got {dt}"
         )
+    if not dt.isnative:  # (big-endian on a little-endian host: the kernels read native words)
+        x = x.astype(dt.newbyteorder("="))
+        dt = x.dtype
     ndim = x.ndim
     label_axes = _axes(axes, ndim)
     batched = len(label_axes) < ndim
@@ -191,9 +235,11 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
                              "axis); label the whole array, or close the bonds across slices")
     else:
         conn = _connectivity(connectivity, ndim)
-    bg = _background_value(background)
-    per = _periodic(periodic, ndim)
     tol = _tolerance(tolerance)
+    # (bool input reads background as skimage does, by ``background == 1``;
+    # with a tolerance it is matched exactly, see below)
+    bg = 0 if dt.kind == "b" or tol is not None else _background_value(background)
+    per = _periodic(periodic, ndim)
     mask_u8 = _bool_array(xp, mask, "mask", x.shape)
     from .neighbourhood import half_offsets
     nbonds = len(half_offsets(ndim, conn)) if ndim else 0
@@ -201,21 +247,29 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
     lattice = any(per) or mask_u8 is not None or tol is not None or bonds_u8 is not None
 
     # Values in a kernel dtype, and the background in the same domain.
+    tol_background = None
     if dt.kind == "b":
         # skimage's bool path: background 1/True labels the False cells.
-        has_bg, bgval = True, (1 if (background is not None and background == 1) else 0)
-        values = x.view(np.uint8)
+        has_bg, bgval = True, (1 if (background is not None and _is_one(background)) else 0)
+        values = _bool_bytes(xp, x)
         bgkey = np.float64(bgval) if tol is not None else np.uint8(bgval)
+        tol_background = bgval
     elif tol is not None:
         # |a - b| <= tolerance on the values themselves: keep the dtype (signed
         # stays signed, floats are not truncated); the background matches exactly.
         values = x.astype(np.float32) if dt.kind == "f" and dt.itemsize < 4 else x
         if dt.kind == "f":
             _check_float_range(xp, values, truncated=False)
-        if background is None or isinstance(background, numbers.Real):
-            has_bg, bgkey = True, np.float64(0.0 if background is None else float(background))
-        else:
+        b = 0 if background is None else _scalar(background)
+        if isinstance(b, (bool, np.bool_)):
+            b = int(b)
+        if not isinstance(b, numbers.Real):
             raise TypeError(f"background must be an int, float or bool scalar, got {background!r}")
+        if np.isnan(float(b)):
+            raise ValueError(f"background must be a number, got {background!r}")
+        # matched exactly: an int stays an int (floats of it are inexact beyond 2**53)
+        tol_background = int(b) if isinstance(b, numbers.Integral) else float(b)
+        has_bg, bgkey = True, np.float64(tol_background)
     elif dt.kind in "iu":
         udt = np.dtype(_UNSIGNED[dt.itemsize])
         values = x.view(udt) if dt.kind == "i" else x
@@ -282,6 +336,7 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         prob.periodic = sum(1 << k for k, axis in enumerate(kept) if per[axis])
         prob.mask = None if mask_u8 is None else mask_u8.reshape(-1)
         prob.tolerance = tol
+        prob.tol_background = tol_background if tol is not None else None
         if bonds_u8 is not None:
             from .neighbourhood import bond_rows
             prob.bonds = bonds_u8.reshape(nbonds, -1)

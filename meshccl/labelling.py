@@ -96,15 +96,20 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         of dimensions (0-d and empty arrays too).  Floats are truncated to
         integers first, as skimage does; NaN or inf raise ``ValueError``.
     background : int, float or bool, optional
-        Cells of this value get label 0 (default 0).  For bool input, as in
-        skimage, ``background=1`` labels the False cells and any other value
-        labels the True cells.
+        Cells of this value get label 0 (default 0).  As in skimage, a
+        float is truncated towards zero (2.7 means 2), and 0-d arrays are
+        taken; NaN, or a value outside int64, is refused.  For bool input, as
+        in skimage, ``background=1`` labels the False cells and any other
+        value labels the True cells.
     return_num : bool, optional
-        Also return the number of labels.  On the GPU this is the only thing
+        Also return the number of labels (any value is read for its truth,
+        as skimage does).  On the GPU this is the only thing
         that makes the call wait for the device.
     connectivity : int, optional
         Maximum number of orthogonal hops between neighbours, 1..ndim
-        (default ndim: 8-connectivity in 2-D, 26 in 3-D).
+        (default ndim: 8-connectivity in 2-D, 26 in 3-D).  As in skimage,
+        any real number in that range is taken (a fraction is floored:
+        1.5 means 1; ``True`` means 1; 0-d arrays too).
     dtype : dtype, optional
         Integer dtype of the result.  Default: like skimage on NumPy (int64;
         int32 for bool), int32 on CuPy (int64 for 2**31 cells or more).  A
@@ -130,7 +135,10 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     tolerance : float, optional
         Join neighbours whose values differ by at most this much (continuous
         fields).  Values are compared as they are (floats are not truncated),
-        and the background matches exactly.  Default: equal values join.
+        and the background matches exactly.  Integer input is compared
+        exactly, whatever its size: the tolerance is floored to an integer
+        (``|a - b| <= 1.5`` holds for integers exactly when ``|a - b| <= 1``).
+        Default: equal values join.
     bonds : bool array, optional
         Per-bond open/closed flags, shape ``(K,) + label_image.shape`` with
         ``K = len(meshccl.neighbourhood.half_offsets(ndim, connectivity))``:
@@ -141,10 +149,18 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         Swendsen-Wang clusters.
     cpu_threads : int, optional
         Threads for the CPU backend's default method (numba): 1 (default)
-        runs serially, 0 uses every core numba sees.  Chunks of rows are
-        labelled at once, then joined; the labels are the same.  Periodic
-        lattices and the iterative methods run serially, and so do arrays
-        under 131 072 cells (at most one thread per 65 536 cells).
+        runs serially, 0 uses every thread numba has
+        (``NUMBA_NUM_THREADS``), N asks for N.  Plain calls (no mask, bonds,
+        tolerance or ``axes``) cut the array into slabs along axis 0, at
+        most one per 4 096 cells (``CPU_SLAB_MIN_CELLS``) and one per
+        plane of axis 0, so arrays under 8 192 cells, 1-D arrays and arrays
+        with a length-1 axis 0 run serially; calls with a mask, bonds, a
+        tolerance or ``axes`` label chunks of rows, at most one thread per
+        16 384 cells (``CPU_CHUNK_MIN_CELLS``), so serially under 32 768
+        cells.  Periodic lattices and the iterative methods always run
+        serially, and so does a call that may not start numba's parallel
+        regions (in a process forked after they started, or while another
+        thread's call is inside one).  The labels are the same.
     axes : int or sequence of int, optional
         Label along these axes only (default: all): cells that differ in any
         other axis are never neighbours, so every slice across the other
@@ -191,9 +207,13 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         background / connectivity / tolerance / periodic of the wrong type,
         or a mask / bonds array that is not bool.
     ValueError
-        Connectivity out of range, NaN / inf / out-of-int64-range floats,
+        Connectivity out of range, a NaN background, NaN / inf /
+        out-of-int64-range floats, a return_num with no truth value,
         a dtype too narrow for the labels, a mask / bonds of the wrong
         shape, a negative or NaN tolerance, a periodic of the wrong length.
+    OverflowError
+        A background outside int64 (for non-bool input without a
+        tolerance), as in skimage.
     MemoryError
         Not enough GPU memory (the message says how much the labels need).
     RuntimeError
@@ -260,8 +280,10 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             isinstance(max_iterations, (bool, np.bool_))
             or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 1):
         raise ValueError(f"max_iterations must be None or an int >= 1, got {max_iterations!r}")
-    if not isinstance(return_num, (bool, np.bool_)):
-        raise TypeError(f"return_num must be a bool, got {return_num!r}")
+    try:  # (skimage takes any value and tests its truth)
+        return_num = bool(return_num)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"return_num must be true or false, got {return_num!r}") from exc
     if (isinstance(cpu_threads, (bool, np.bool_)) or not isinstance(cpu_threads, (int, np.integer))
             or cpu_threads < 0):
         raise ValueError(f"cpu_threads must be an int >= 0 (0: all cores), got {cpu_threads!r}")
@@ -290,6 +312,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         table = offset_table(prob.shape, prob.connectivity, prob.label_axes)
         lattice = _lattice(prob, host=backend != "cpu")
         t1 = time.perf_counter()
+        lattice["background"] = prob.tol_background
         if method in ITERATIVE:
             num, info["iterations"], phases = label_iterative(
                 method, values, P, prob.shape, table, prob.has_bg, prob.bgkey,

@@ -3,12 +3,42 @@
 ``backend`` is "cpu" (NumPy in, numba backend) everywhere and "gpu" (CuPy in,
 CUDA kernels) where CuPy sees a GPU; GPU cases are skipped, not failed,
 elsewhere.
+
+Hypothesis profiles, chosen by the environment:
+
+- ``ci`` (when ``CI`` is set, as on CI services): a quarter of each test's
+  examples, no deadline (the first example of a test may compile kernels);
+- ``thorough`` (``MESHCCL_HYPOTHESIS=thorough``): every test's full count;
+- ``dev`` otherwise: half of them.
+
+Property tests ask for their examples through :func:`examples`, which scales
+the full count by the profile (a count in a test's ``@settings`` would
+override the profile's).
 """
+
+import os
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
 
 import meshccl
+
+_QUIET = list(HealthCheck)
+settings.register_profile("ci", deadline=None, suppress_health_check=_QUIET, max_examples=25,
+                          print_blob=True)
+settings.register_profile("dev", deadline=None, suppress_health_check=_QUIET, max_examples=50)
+settings.register_profile("thorough", deadline=None, suppress_health_check=_QUIET,
+                          max_examples=100)
+PROFILE = os.environ.get("MESHCCL_HYPOTHESIS") or ("ci" if os.environ.get("CI") else "dev")
+settings.load_profile(PROFILE)
+_SCALE = {"ci": 0.25, "dev": 0.5, "thorough": 1.0}.get(PROFILE, 1.0)
+
+
+def examples(full):
+    """The number of examples a property test runs under this profile,
+    ``full`` being its count in a thorough run (at least 10)."""
+    return max(10, int(full * _SCALE))
 
 HAVE_GPU = meshccl.gpu_available()
 BACKENDS = ["cpu", pytest.param("gpu", marks=[pytest.mark.gpu, pytest.mark.skipif(

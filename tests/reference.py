@@ -67,10 +67,16 @@ def reference_lattice(a, background=None, connectivity=None, periodic=False, mas
     elif tolerance is None:
         keys = a.astype(np.int64)
         bg = 0 if background is None else int(background)
+    elif a.dtype.kind in "iu":
+        # integers with a tolerance: compared exactly (Python ints), the
+        # tolerance floored, the background matched exactly
+        keys = a.astype(object)
+        bg = 0 if background is None else background
+        tolerance = int(np.floor(tolerance))
     else:
         keys = a.astype(np.float64)
         bg = 0.0 if background is None else float(background)
-    fg = keys != bg
+    fg = (keys != bg).astype(bool)
     if mask is not None:
         fg &= np.asarray(mask)
     coords = np.indices(shape)
@@ -91,7 +97,8 @@ def reference_lattice(a, background=None, connectivity=None, periodic=False, mas
         src = src_all
         ok &= fg & fg.reshape(-1)[dst]
         kx, ky = keys.reshape(-1)[src], keys.reshape(-1)[dst]
-        ok &= (kx == ky) if tolerance is None else (np.abs(kx - ky) <= tolerance)
+        ok &= np.asarray((kx == ky) if tolerance is None else (np.abs(kx - ky) <= tolerance),
+                         dtype=bool)
         if bonds is not None:
             ok &= np.asarray(bonds[k])
         rows.append(src[ok])

@@ -275,17 +275,15 @@ def _view(rng, be, a):
 @contextlib.contextmanager
 def _slab_min(cells):
     """The CPU backend's fewest cells per slab and per numba chunk
-    (meshccl._cpu.mesh SLAB_MIN_CELLS, CHUNK_MIN_CELLS) set to ``cells``
-    for a block (None: unchanged)."""
-    from meshccl._cpu import mesh as cpu_mesh
+    (``CPU_SLAB_MIN_CELLS``, ``CPU_CHUNK_MIN_CELLS`` of meshccl._tuning) set
+    to ``cells`` for a block (None: unchanged)."""
+    from meshccl import _tuning
 
-    old = cpu_mesh.SLAB_MIN_CELLS, cpu_mesh.CHUNK_MIN_CELLS
-    if cells is not None:
-        cpu_mesh.SLAB_MIN_CELLS = cpu_mesh.CHUNK_MIN_CELLS = cells
-    try:
+    if cells is None:
         yield
-    finally:
-        cpu_mesh.SLAB_MIN_CELLS, cpu_mesh.CHUNK_MIN_CELLS = old
+        return
+    with _tuning.override(CPU_SLAB_MIN_CELLS=cells, CPU_CHUNK_MIN_CELLS=cells):
+        yield
 
 
 def case_images(rng, be, max_cells, out):

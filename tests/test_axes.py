@@ -3,13 +3,13 @@ each slice on its own, numbered in raster order over the whole array."""
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import meshccl
 from meshccl import patterns
-from conftest import run_label
+from conftest import examples, run_label
 from reference import reference_lattice
 
 
@@ -65,7 +65,7 @@ def batches(draw):
     return a, axes, kw
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(200))
 @given(case=batches(), method=st.sampled_from(["auto", "auto", "D", "B"]))
 def test_axes_match_reference(backend, case, method):
     a, axes, kw = case
@@ -119,14 +119,14 @@ def test_axes_with_iterative_methods(backend):
 
 
 def test_axes_parallel_cpu(monkeypatch):
-    from meshccl._cpu import mesh
+    from meshccl import _tuning
 
     a = (np.random.default_rng(1).random((40, 50, 3)) < 0.5).astype(np.uint8)
     want = reference_axes(a, (0, 1), connectivity=2)
-    # small: serially at the default CHUNK_MIN_CELLS, in chunks on threads at 1
+    # small: serially at the default CPU_CHUNK_MIN_CELLS, in chunks on threads at 1
     np.testing.assert_array_equal(meshccl.label(a, axes=(0, 1), cpu_threads=3), want)
-    monkeypatch.setattr(mesh, "CHUNK_MIN_CELLS", 1)
-    np.testing.assert_array_equal(meshccl.label(a, axes=(0, 1), cpu_threads=3), want)
+    with _tuning.override(CPU_CHUNK_MIN_CELLS=1):
+        np.testing.assert_array_equal(meshccl.label(a, axes=(0, 1), cpu_threads=3), want)
 
 
 @pytest.mark.parametrize("axes, err, msg", [

@@ -192,20 +192,22 @@ def test_readme_table_rounds_to_three_significant_digits():
 
 def test_bench_warms_up_the_threaded_slab_path(monkeypatch):
     """The threaded CPU tool is warmed up on a crop large enough for its
-    slabs (arrays under 2 * SLAB_MIN_CELLS run serially), so numba compiles
-    the slab path before the timed calls, not during the first of them."""
+    slabs (arrays under 2 * CPU_SLAB_MIN_CELLS run serially), so numba
+    compiles the slab path before the timed calls, not during the first of
+    them."""
     import bench
-    from meshccl._cpu import mesh
+    from meshccl import _tuning
+    from meshccl._cpu import image_parallel
 
-    monkeypatch.setattr(mesh, "SLAB_MIN_CELLS", 1 << 16)
     sizes = []
-    real = mesh._label_slabs
-    monkeypatch.setattr(mesh, "_label_slabs", lambda *a: sizes.append(a[0].size) or real(*a))
+    real = image_parallel._slabs
+    monkeypatch.setattr(image_parallel, "_slabs", lambda *a: sizes.append(a[0].size) or real(*a))
     tools, skipped = bench.cpu_tools(with_peers=False)
     case = bench.Case("blobs-600^2-c1", "blobs", (600, 600), 1)
     x = bench.generate(case, bench.np)
     args = bench.parse_args(["--out", "unused", "--repeat", "1", "--cpu-repeat", "1"])
-    res = bench.run_case(case, None, x, [], tools, skipped, args)
+    with _tuning.override(CPU_SLAB_MIN_CELLS=1 << 16):
+        res = bench.run_case(case, None, x, [], tools, skipped, args)
     assert res["meshccl CPU threads"]["check"] == "identical"
     import numba
 

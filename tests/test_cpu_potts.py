@@ -1,31 +1,28 @@
 """The serial CPU path for multi-valued images with up to four neighbour
-lines (``_prov_rows_lanes``: 2-D, 3-D): line windows as 16-bit lanes of one
+lines (``_prov_rows`` with lanes: 2-D, 3-D): line windows as 16-bit lanes of one
 word, covered runs skipped, a single touched run's label taken as it is,
 1-byte values compared eight at a time.  Against skimage (and, in 4-D, the
 per-cell path), serial and in slabs."""
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from skimage.measure import label as sk_label
 
 import meshccl
-from meshccl import patterns
+from conftest import examples
+from meshccl import _tuning, patterns
+from meshccl._cpu import image
+from meshccl.neighbourhood import offset_table
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _slabs_at_any_size():
     """These images are small: let the parallel calls take slabs of any
     size (by default they would run serially)."""
-    from meshccl._cpu import mesh
-
-    old = mesh.SLAB_MIN_CELLS
-    mesh.SLAB_MIN_CELLS = 1
-    yield
-    mesh.SLAB_MIN_CELLS = old
-from meshccl._cpu import mesh
-from meshccl.neighbourhood import offset_table
+    with _tuning.override(CPU_SLAB_MIN_CELLS=1):
+        yield
 
 
 def _runs(shape, mean_run, nvalues, seed, dtype):
@@ -76,7 +73,7 @@ def test_lanes_potts(shape, q):
 
 @pytest.mark.parametrize("shape", [(3, 2, 4, 6), (2, 3, 5, 9)])
 def test_more_lines_keep_prov_rows(shape):
-    """More than four neighbour lines (4-D): ``_prov_rows`` as before,
+    """More than four neighbour lines (4-D): ``_prov_rows`` cell by cell,
     against the per-cell path."""
     a = _runs(shape, 3, 3, sum(shape), np.uint8)
     for conn in range(1, 5):
@@ -92,13 +89,13 @@ def test_line_cover_3d():
                        (2, [[-1, 1, -1, 1], [1, -1, 1, 0], [-1, 1, -1, -1], [1, 0, -1, -1]]),
                        (1, [[-1, -1], [-1, -1]])):
         table = offset_table(shape, conn, None)
-        nl, loff, lmlo, lmhi, _, _ = mesh._neighbour_lines(table, 2)
-        cover, order = mesh._line_cover(table, 2, nl, lmlo, lmhi)
+        nl, loff, lmlo, lmhi, _, _ = image._neighbour_lines(table, 2)
+        cover, order = image._line_cover(table, 2, nl, lmlo, lmhi)
         np.testing.assert_array_equal(cover, want)
         assert loff[order[0]] == -6 * 7 or conn == 1  # the line below first
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(150))
 @given(data=st.data())
 def test_lanes_hypothesis(data):
     ndim = data.draw(st.integers(2, 3))

@@ -1,18 +1,19 @@
-"""The serial CPU plain path (provisional labels per run, ``_label_prov``)
+"""The serial CPU plain path (provisional labels per run, ``_cpu/image.py``)
 against skimage and against the per-cell union pass of the lattice path."""
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from skimage.measure import label as sk_label
 
 import meshccl
+from conftest import examples
 from meshccl import patterns
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(200))
 @given(data=st.data())
 def test_serial_matches_skimage(data):
     ndim = data.draw(st.integers(1, 3))
@@ -24,7 +25,7 @@ def test_serial_matches_skimage(data):
     np.testing.assert_array_equal(got, sk_label(a, connectivity=conn, background=bg))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(60))
 @given(data=st.data())
 def test_serial_matches_lattice_path(data):
     """4-D / 5-D: the plain path against the per-cell path (a mask of ones
@@ -51,7 +52,7 @@ def test_serial_patterns(conn):
                                   sk_label(a, connectivity=min(conn, 2)))
 
 
-# --- the binary fast path (``_label_bits``: rows packed into 64-bit words) ---
+# --- the binary fast path (``_bits_into``: rows packed into 64-bit words) ---
 
 BIN_DTYPES = [np.bool_, np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32,
               np.uint64, np.int64, np.float32, np.float64]
@@ -73,13 +74,10 @@ def _binary(data, shape, dtype):
     return np.where(m, fg, bg).astype(dtype), bg
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(250))
 @given(data=st.data())
 def test_bits_matches_skimage(data):
     """1-D to 3-D binary images (widths around the 64-bit word size) against skimage."""
-    from meshccl._cpu.mesh import _label_bits
-    from meshccl.neighbourhood import offset_table
-
     ndim = data.draw(st.integers(1, 3))
     side = {1: 300, 2: 12, 3: 5}[ndim]
     width = data.draw(st.sampled_from([1, 2, 3, 63, 64, 65, 127, 128, 129, 200]))
@@ -93,11 +91,7 @@ def test_bits_matches_skimage(data):
     got = meshccl.label(a, connectivity=conn, background=bg)
     np.testing.assert_array_equal(got, sk_label(a, connectivity=conn, background=bg))
     # and the fast path did run (it declines only images with two foreground values)
-    P = np.empty(a.size, dtype=np.int32)
-    key = np.int64(bg) if a.dtype.kind == "f" else a.dtype.type(bg)
-    vals = a.ravel().astype(np.int64) if a.dtype.kind == "f" else a.ravel()
-    n = _label_bits(vals, P, np.asarray(shape, dtype=np.int64),
-                    offset_table(shape, conn, None), key)
+    keys, shape_sq, conn_sq, n, P = _bits_path(a, conn, bg)
     assert n == got.max()
     if not (ndim == 3 and width == 1 and dtype is not np.bool_):
         # (skimage, and so label(), numbers a non-bool (a, b, 1) array with
@@ -105,7 +99,28 @@ def test_bits_matches_skimage(data):
         np.testing.assert_array_equal(P.reshape(shape), got)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+def _bits_path(a, conn, bg):
+    """Label ``a`` through the bit-packed scan alone (asserting that the
+    image packs): (keys, shape, connectivity, count, labels)."""
+    from meshccl import _validate
+    from meshccl._cpu.grid import kernel_keys
+    from meshccl._cpu.image import _bits_into, bits_room, gather, pack_rows
+    from meshccl.neighbourhood import offset_table
+
+    prob = _validate.prepare(a, bg, conn, None)
+    keys, has_bg, key, _, _ = kernel_keys(prob.values, prob.has_bg, prob.bgkey, None)
+    assert has_bg
+    W = prob.shape[-1]
+    M = np.empty((a.size // W) * ((W + 63) // 64), dtype=np.uint64)
+    assert not pack_rows(keys, M, W, key)
+    P = np.empty(a.size, dtype=np.int32)
+    E = np.empty(bits_room(a.size, W), dtype=np.int32)
+    nl = _bits_into(M, P, np.asarray(prob.shape, dtype=np.int64),
+                    offset_table(prob.shape, prob.connectivity, None), E)
+    return keys, prob.shape, prob.connectivity, gather(E, nl, P, P), P
+
+
+@settings(max_examples=examples(60))
 @given(data=st.data())
 def test_bits_4d_matches_lattice_path(data):
     shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=3, max_size=3)))
@@ -124,28 +139,25 @@ def test_bits_declines_two_foreground_values(width, third):
     fast path decline, also where rows go 8 one-byte cells per load (widths
     that are multiples of 8): 2 and 3 against the foreground 1, whose
     lowest set bit 3 shares."""
-    from meshccl._cpu.mesh import _label_bits
-    from meshccl.neighbourhood import offset_table
+    from meshccl._cpu.image import pack_rows
 
     for value in (2, 3):
         a = np.zeros((5, width), dtype=np.uint8)
         a[4, width - 1] = 1
         a[1, 3] = 1
         a[third[0], min(third[1], width - 1)] = value
-        P = np.full(a.size, -7, dtype=np.int32)
-        assert _label_bits(a.ravel(), P, np.asarray(a.shape, dtype=np.int64),
-                           offset_table(a.shape, 1, None), np.uint8(0)) == -1
-        assert (P == -7).all()
+        M = np.zeros(5 * ((width + 63) // 64), dtype=np.uint64)
+        assert pack_rows(a.ravel(), M, width, np.uint8(0))
         np.testing.assert_array_equal(meshccl.label(a), sk_label(a))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300))
 @given(data=st.data())
 def test_pack_rows_matches_cell_by_cell(data):
     """_pack_rows (8 one-byte cells per load where the width allows) against
     a cell-by-cell reference: the bits of every row before the first row
     with a third value, and whether there is one."""
-    from meshccl._cpu.mesh import _pack_rows
+    from meshccl._cpu.image import _pack_rows
 
     dtype = data.draw(st.sampled_from([np.bool_, np.uint8, np.int8, np.int16]))
     width = data.draw(st.sampled_from([7, 8, 13, 16, 64, 72, 128, 136, 200]))
@@ -187,7 +199,7 @@ def test_bits_large_percolation(conn):
         np.testing.assert_array_equal(meshccl.label(a, connectivity=c), sk_label(a, connectivity=c))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(200))
 @given(data=st.data())
 def test_bits_repeated_rows(data):
     """Rows that mostly repeat the previous row (or plane): packed words equal
@@ -227,23 +239,29 @@ def test_bits_spiral(n):
 
 
 @pytest.mark.parametrize("shape", [(3000,), (3, 2500), (200, 300), (2, 3, 1500), (40, 45, 50)])
-def test_prov_table_growth(shape):
+@pytest.mark.parametrize("first_table", [None, 2])
+def test_prov_table_growth(shape, first_table):
     """Noise of three values labelled without a background: far more
-    provisional labels than ``_label_prov``'s first table (1024 or n / 32
-    entries), so the scan stops and resumes mid-row each time it grows."""
+    provisional labels than the first table of ``_prov_into`` (by default
+    1024 or n / 32 entries; or 2), so the scan stops and resumes mid-row
+    each time it grows."""
+    from meshccl import _tuning
+
     a = np.random.default_rng(len(shape) * 7 + shape[-1]).integers(1, 4, shape).astype(np.uint8)
-    for conn in range(1, len(shape) + 1):
-        np.testing.assert_array_equal(meshccl.label(a, connectivity=conn, background=-1),
-                                      sk_label(a, connectivity=conn, background=-1))
+    table = {} if first_table is None else dict(CPU_PROV_TABLE_MIN=first_table,
+                                                CPU_PROV_TABLE_CELLS_PER_LABEL=1 << 40)
+    with _tuning.override(**table):
+        for conn in range(1, len(shape) + 1):
+            np.testing.assert_array_equal(meshccl.label(a, connectivity=conn, background=-1),
+                                          sk_label(a, connectivity=conn, background=-1))
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 5), (3, 4, 7), (5, 2, 9), (6, 40, 33), (9, 10),
                                    (3, 2, 4, 6)])
 @pytest.mark.parametrize("runs", [1, 3, 12])
 def test_prov_short_windows(shape, runs):
-    """``_prov_rows`` reads neighbour-line windows of up to 8 cells as a bit
-    mask (reading past the window when the array allows, else cell by
-    cell): runs of about ``runs`` cells of several values, rows shorter and
+    """``_prov_rows`` reads neighbour-line windows as bit masks (reading
+    past the window when the array allows, else cell by cell): runs of about ``runs`` cells of several values, rows shorter and
     longer than 8, the last rows of the array, with and without background,
     all connectivities, against skimage (4-D: against the per-cell path)."""
     rng = np.random.default_rng(sum(shape) * 31 + runs)

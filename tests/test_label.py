@@ -5,14 +5,14 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from skimage.measure import label as sk_label
 
 import meshccl
 from meshccl import patterns
-from conftest import HAVE_GPU, run_label, to_backend, to_host
+from conftest import HAVE_GPU, examples, run_label, to_backend, to_host
 from reference import reference_label
 
 DTYPES = [np.bool_, np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32,
@@ -44,7 +44,7 @@ def images(draw, max_ndim=4):
     return draw(hnp.arrays(dtype, shape, elements=elements))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300))
 @given(a=images(), data=st.data())
 def test_matches_skimage_random(backend, a, data):
     connectivity = data.draw(st.integers(1, a.ndim))
@@ -55,7 +55,7 @@ def test_matches_skimage_random(backend, a, data):
     np.testing.assert_array_equal(got, want)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(60))
 @given(a=images(max_ndim=3), data=st.data())
 def test_reference_agrees_with_skimage(a, data):
     """The reference used for >3-D is itself checked against skimage (whose
@@ -244,20 +244,20 @@ def test_bad_arguments(backend):
         meshccl.label(a, connectivity=0)
     with pytest.raises(ValueError, match="got 3"):
         meshccl.label(a, connectivity=3)
-    with pytest.raises(TypeError, match="connectivity must be an int"):
-        meshccl.label(a, connectivity=1.5)
+    with pytest.raises(TypeError, match="connectivity must be a number"):
+        meshccl.label(a, connectivity="1")
     with pytest.raises(TypeError, match="background must be"):
         meshccl.label(a, background="a")
     with pytest.raises(TypeError, match="background must be"):
         meshccl.label(a, background=[1, 2])
-    with pytest.raises(ValueError, match="background must be a finite number"):
+    with pytest.raises(ValueError, match="background must be a number, got nan"):
         meshccl.label(a, background=float("nan"))
     with pytest.raises(ValueError, match="method must be one of"):
         meshccl.label(a, method="nope")
     with pytest.raises(ValueError, match="device must be"):
         meshccl.label(a, device="tpu")
-    with pytest.raises(TypeError, match="return_num must be a bool"):
-        meshccl.label(a, return_num="yes")
+    with pytest.raises(ValueError, match="return_num must be true or false"):
+        meshccl.label(a, return_num=np.array([True, False]))
 
 
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf, 1e30])

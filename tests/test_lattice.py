@@ -3,13 +3,13 @@ against an explicit-graph reference (scipy.sparse.csgraph)."""
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import meshccl
 from meshccl.neighbourhood import half_offsets
-from conftest import run_label, to_backend
+from conftest import examples, run_label, to_backend
 from reference import reference_label, reference_lattice
 
 
@@ -40,7 +40,7 @@ def lattices(draw):
     return a, kw
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300))
 @given(case=lattices())
 def test_lattice_matches_reference(backend, case):
     a, kw = case

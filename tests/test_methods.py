@@ -2,32 +2,30 @@
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import meshccl
 from meshccl import patterns
-from conftest import HAVE_GPU, run_label, to_backend, to_host
+from conftest import HAVE_GPU, examples, run_label, to_backend, to_host
 from test_lattice import lattices
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _slabs_at_any_size():
     """The parallel tests here use small images: let them take slabs and
-    chunks of any size (by default, arrays under 2 * SLAB_MIN_CELLS or 2 *
-    CHUNK_MIN_CELLS cells run serially).  The tests of that default set it
+    chunks of any size (by default, arrays under 2 * CPU_SLAB_MIN_CELLS or
+    2 * CPU_CHUNK_MIN_CELLS cells run serially).  The tests of that default set it
     back."""
-    from meshccl._cpu import mesh
+    from meshccl import _tuning
 
-    old = mesh.SLAB_MIN_CELLS, mesh.CHUNK_MIN_CELLS
-    mesh.SLAB_MIN_CELLS = mesh.CHUNK_MIN_CELLS = 1
-    yield
-    mesh.SLAB_MIN_CELLS, mesh.CHUNK_MIN_CELLS = old
+    with _tuning.override(CPU_SLAB_MIN_CELLS=1, CPU_CHUNK_MIN_CELLS=1):
+        yield
 
 ITERATIVE = ["A", "B", "C", "D", "cpu1", "cpu2"]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(60))
 @given(case=lattices(), method=st.sampled_from(ITERATIVE))
 def test_methods_match_default(backend, case, method):
     a, kw = case
@@ -170,7 +168,7 @@ def test_cpu_methods_refuse_device_gpu():
         meshccl.label(np.ones((3, 3), np.uint8), method="cpu1", device="gpu")
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(80))
 @given(case=lattices(), threads=st.sampled_from([0, 2, 3, 7]))
 def test_parallel_cpu_matches_serial(case, threads):
     a, kw = case
@@ -203,19 +201,14 @@ def _skimage_reference(a, conn, background):
     return sk_label(a, connectivity=conn, background=background)
 
 
-@pytest.mark.parametrize("driver", ["numba", "pool"])
 @pytest.mark.parametrize("threads", [2, 3])
 @pytest.mark.parametrize("shape", [(1, 9), (2, 7), (3, 5), (3, 4, 5), (5, 9), (17, 13), (64, 70),
                                    (200, 151), (1, 4, 5), (2, 3, 4), (7, 9, 11), (20, 21, 22),
                                    (5, 1, 7), (1,), (2,), (31,)])
-def test_parallel_slabs_match_skimage(shape, threads, driver, monkeypatch):
+def test_parallel_slabs_match_skimage(shape, threads):
     """The plain case runs the serial labellers on slabs along axis 0 and
     unites the seams: the same labels and numbering as skimage, whatever
-    the slab count (fewer rows than threads, as many, odd sizes, 1-D), in
-    numba's parallel regions and on Python threads."""
-    from meshccl._cpu import mesh
-
-    monkeypatch.setattr(mesh, "SLAB_DRIVER", driver)
+    the slab count (fewer rows than threads, as many, odd sizes, 1-D)."""
     rng = np.random.default_rng(sum(shape) * threads)
     images = [rng.integers(0, nv, shape) for nv in (2, 3, 7)]
     images.append(rng.random(shape) < 0.6)
@@ -232,58 +225,61 @@ def test_parallel_slabs_match_skimage(shape, threads, driver, monkeypatch):
                 assert num == want.max()
 
 
+def _count_slabs(monkeypatch):
+    """Record the slab count of every call of the numba slab driver."""
+    from meshccl._cpu import image_parallel
+
+    counts = []
+    real = image_parallel._slabs
+    monkeypatch.setattr(image_parallel, "_slabs",
+                        lambda *a: counts.append(len(a[-1]) - 1) or real(*a))
+    return counts
+
+
 def test_parallel_slabs_used_for_plain_case(monkeypatch):
     """cpu_threads > 1 sends the plain case through the slabs (and not a
     1-D array, nor axis 0 of length 1)."""
-    from meshccl._cpu import mesh
-
-    calls = []
-    slabs = mesh._label_slabs
-    monkeypatch.setattr(mesh, "_label_slabs", lambda *a: calls.append(1) or slabs(*a))
+    calls = _count_slabs(monkeypatch)
     spiral = patterns.spiral(129)
     for threads in (0, 2, 3):
         np.testing.assert_array_equal(meshccl.label(spiral, connectivity=1, cpu_threads=threads),
                                       _skimage_reference(spiral, 1, 0))
-    assert len(calls) == 3
+    import numba
+
+    assert len(calls) == 2 + (numba.config.NUMBA_NUM_THREADS >= 2)
+    n = len(calls)
     meshccl.label(np.arange(10) % 3, cpu_threads=2)
     meshccl.label(spiral[:1], cpu_threads=2)
-    assert len(calls) == 3
+    assert len(calls) == n
 
 
 def test_parallel_slabs_by_size(monkeypatch):
-    """An array takes at most cells // SLAB_MIN_CELLS slabs (here 2^16):
+    """An array takes at most cells // CPU_SLAB_MIN_CELLS slabs (here 2^16):
     serially under twice that many cells, whatever cpu_threads asks, and
     fewer slabs than threads in between."""
-    from meshccl._cpu import mesh
+    from meshccl import _tuning
 
-    monkeypatch.setattr(mesh, "SLAB_MIN_CELLS", 1 << 16)
-    slabs = []
-    real = mesh._label_slabs
-    monkeypatch.setattr(mesh, "_label_slabs",
-                        lambda *a: slabs.append(a[-1]) or real(*a))
-    for shape, threads, want_slabs in [((200, 200), 8, None), ((362, 362), 8, None),
-                                       ((363, 363), 8, 2), ((600, 600), 8, 5),
-                                       ((600, 600), 3, 3), ((1200, 1200), 0, None)]:
-        a = patterns.blobs(shape, seed=3)
-        slabs.clear()
-        np.testing.assert_array_equal(meshccl.label(a, cpu_threads=threads),
-                                      _skimage_reference(a, 2, 0))
-        if threads == 0:  # every numba thread: as many slabs as fit
-            import numba
+    slabs = _count_slabs(monkeypatch)
+    with _tuning.override(CPU_SLAB_MIN_CELLS=1 << 16):
+        for shape, threads, want_slabs in [((200, 200), 8, None), ((362, 362), 8, None),
+                                           ((363, 363), 8, 2), ((600, 600), 8, 5),
+                                           ((600, 600), 3, 3), ((1200, 1200), 0, None)]:
+            a = patterns.blobs(shape, seed=3)
+            slabs.clear()
+            np.testing.assert_array_equal(meshccl.label(a, cpu_threads=threads),
+                                          _skimage_reference(a, 2, 0))
+            if threads == 0:  # every numba thread: as many slabs as fit
+                import numba
 
-            want_slabs = min(numba.config.NUMBA_NUM_THREADS, a.size >> 16)
-            want_slabs = want_slabs if want_slabs >= 2 else None
-        assert slabs == ([] if want_slabs is None else [want_slabs]), (shape, threads)
+                want_slabs = min(numba.config.NUMBA_NUM_THREADS, a.size >> 16)
+                want_slabs = want_slabs if want_slabs >= 2 else None
+            assert slabs == ([] if want_slabs is None else [want_slabs]), (shape, threads)
 
 
-def test_parallel_slabs_keep_their_threads(monkeypatch):
-    """On Python threads (SLAB_DRIVER 'pool', and where numba's regions may
-    not run) the slabs' worker threads are kept between calls (a pool made
-    per call cost milliseconds) and grown when more are asked for; numba's
-    regions start no Python threads."""
+def test_parallel_slabs_start_no_python_threads():
+    """The slabs run in numba's parallel regions: repeated calls start no
+    Python threads."""
     import threading
-
-    from meshccl._cpu import mesh
 
     a = patterns.blobs((300, 300), seed=4)
     want = _skimage_reference(a, 2, 0)
@@ -292,16 +288,6 @@ def test_parallel_slabs_keep_their_threads(monkeypatch):
     for _ in range(3):
         np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
     assert threading.active_count() == before
-    monkeypatch.setattr(mesh, "SLAB_DRIVER", "pool")
-    np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
-    pool, before = mesh._pool_state["pool"], threading.active_count()
-    for _ in range(5):
-        np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
-        np.testing.assert_array_equal(meshccl.label(a, cpu_threads=2), want)
-    assert mesh._pool_state["pool"] is pool
-    assert threading.active_count() == before
-    np.testing.assert_array_equal(meshccl.label(a, cpu_threads=5), want)
-    assert mesh._pool_state["workers"] >= 5
 
 
 def _graph_case():
@@ -323,8 +309,8 @@ def _same_graph_labels(got, want):
 
 def test_parallel_labelling_in_a_forked_child():
     """A child forked after the parent ran numba's parallel regions must not
-    start them (GNU OpenMP kills it): it labels on Python threads (the plain
-    case) or serially (the others, graphs), with the same labels."""
+    start them (GNU OpenMP kills it): it labels serially, with the same
+    labels."""
     import multiprocessing
 
     from meshccl.graph import connected_components
@@ -346,13 +332,13 @@ def test_parallel_labelling_in_a_forked_child():
 
 
 def test_parallel_labelling_from_two_threads_at_once(monkeypatch):
-    """A call made while another thread's numba region runs takes Python
-    threads (plain case) or the serial code (the others, graphs) instead of
-    entering a second region at once (the 'workqueue' layer aborts then)."""
+    """A call made while another thread's numba region runs takes the
+    serial code instead of entering a second region at once (the
+    'workqueue' layer aborts then)."""
     import numba
 
     from meshccl._cpu import graph as cpu_graph
-    from meshccl._cpu import mesh
+    from meshccl._cpu import image_parallel
     from meshccl._cpu.regions import numba_region
     from meshccl.graph import connected_components
 
@@ -360,8 +346,8 @@ def test_parallel_labelling_from_two_threads_at_once(monkeypatch):
     want = _skimage_reference(a, 2, 0)
     g, gwant = _graph_case()
     used = []
-    real = mesh._label_slabs_threads
-    monkeypatch.setattr(mesh, "_label_slabs_threads",
+    real = image_parallel.label_plain
+    monkeypatch.setattr(image_parallel, "label_plain",
                         lambda *args: used.append(1) or real(*args))
     stats = {}
     with numba_region(2) as ok:  # as if another thread were inside one
@@ -382,13 +368,18 @@ def test_parallel_labelling_from_two_threads_at_once(monkeypatch):
 
 
 def _label_in_child(a, want, g, gwant):
-    from meshccl._cpu import mesh, regions
+    from meshccl import _tuning
+    from meshccl._cpu import image_parallel, lattice, regions
     from meshccl.graph import connected_components
 
-    mesh.SLAB_MIN_CELLS = mesh.CHUNK_MIN_CELLS = 1
-    ok = regions.forked_after_start()
-    ok &= np.array_equal(meshccl.label(a, cpu_threads=3), want)
-    ok &= mesh._pool_state["workers"] >= 3  # the plain case took Python threads
-    ok &= np.array_equal(meshccl.label(a, cpu_threads=3, mask=a > 0), want)
-    ok &= _same_graph_labels(connected_components(g, directed=False, cpu_threads=3), gwant)
+    def no_region(*args):
+        raise AssertionError("a numba parallel region in a forked child")
+
+    image_parallel._slabs = lattice._label_parallel = no_region
+    with _tuning.override(CPU_SLAB_MIN_CELLS=1, CPU_CHUNK_MIN_CELLS=1):
+        ok = regions.forked_after_start()
+        ok &= np.array_equal(meshccl.label(a, cpu_threads=3), want)
+        ok &= np.array_equal(meshccl.label(a, cpu_threads=3, mask=a > 0), want)
+        ok &= _same_graph_labels(connected_components(g, directed=False, cpu_threads=3),
+                                 gwant)
     raise SystemExit(0 if ok else 1)

@@ -1,9 +1,16 @@
 """The union-find core for the CPU: the numba twin of ``kernels/unionfind.cuh``.
 
-Parents always point to smaller indices; find() halves the path; unite()
-hooks the larger root under the smaller, so each component's root is its
-smallest index.  Serial code needs no compare-and-swap: the hook is a store.
-Threads sharing one forest use unite_cas(), whose hook is a compare-and-swap
+A forest in one integer array: ``P[x]`` is x's parent, a root is its own
+parent.  Parents always point to smaller indices; find() halves the path
+(every node it passes is re-hung on its grandparent); unite() hooks the
+larger root under the smaller, so each component's root is its smallest
+index -- in raster order, its first cell.  The same forest serves per-cell
+labelling (indices are cells) and the tables of provisional labels of the
+run-based labellers (indices are labels, 0 unused).  find() and unite()
+are inlined into their callers: the per-cell loops are a fifth faster so.
+
+Serial code needs no compare-and-swap: the hook is a store.  Threads
+sharing one forest use unite_cas(), whose hook is a compare-and-swap
 (cas(): LLVM's cmpxchg, which numba's API lacks) retried from the new roots
 when another thread hooked first; the halving stores of find() stay plain
 (they only ever move a non-root's parent up its own path).
@@ -91,4 +98,42 @@ def relabel(P):
             P[i] = count
         else:
             P[i] = P[p]
+    return count
+
+
+@njit(cache=True, nogil=True)
+def number_table(E, nl):
+    """Number the roots of a table of provisional labels in order, in place.
+
+    ``E[1..nl]`` is a forest whose parents are smaller labels (``E[0]``, the
+    background, is 0).  Afterwards ``E[l]`` is the number, 1..N in
+    increasing order of the roots, of the set of l.  Returns N.  One
+    forward pass, as :func:`relabel`: a label's parent is smaller, so it
+    already holds the number of their set.
+    """
+    count = 0
+    for l in range(1, nl + 1):
+        p = E[l]
+        if p == l:
+            count += 1
+            E[l] = count
+        else:
+            E[l] = E[p]
+    return count
+
+
+@njit(cache=True)
+def relabel_into(P, out):
+    """:func:`relabel` with the labels written into ``out`` (same length;
+    ``P`` is left as it was).  Returns N."""
+    count = 0
+    for i in range(P.shape[0]):
+        p = P[i]
+        if p < 0:
+            out[i] = 0
+        elif p == i:
+            count += 1
+            out[i] = count
+        else:
+            out[i] = out[p]
     return count

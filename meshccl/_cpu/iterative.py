@@ -1,6 +1,6 @@
 """Hawick, Leist and Playne's iterative mesh labellers on the CPU (numba).
 
-The default method (:mod:`.mesh`) is a one-pass union-find.  These are the
+The default method (:mod:`.image`, :mod:`.lattice`) is one pass.  These are the
 classic iterate-until-stable methods of Hawick et al. (2010, section 5),
 kept for comparison and to reproduce the paper's experiments.  Every cell
 starts with its own index as label (background: -1); a cell's label only
@@ -24,15 +24,22 @@ the default method.
 
 "Neighbours" are the full neighbourhood (both directions of every offset of
 the one neighbourhood table), with the same joining rule, mask, bonds,
-tolerance and periodic wrap as the default method.  Each function returns the
+tolerance and periodic wrap as the default method (the same feature bits
+``ft`` and placeholder arrays as :mod:`.lattice`).  Each function returns the
 number of passes, counting the last one (which changes nothing), or -1 when
 ``max_it`` (> 0) passes all changed labels.  A, B and D take exactly as many
 passes as their GPU versions (kernels/iterate.cu); C's GPU sweeps run lines
 concurrently and may differ by a pass or two.
 """
 
+import time
+
 import numpy as np
 from numba import njit
+
+from .grid import close
+from .lattice import BONDS, MASK, TOL, features
+from .unionfind import relabel
 
 #: full neighbourhood rows: [linear offset, axes moved -1, axes moved +1,
 #: bond row, 1 if the bond is stored at the neighbour]
@@ -51,7 +58,7 @@ def full_table(table, ndim, no_left=False):
     return np.asarray(rows, dtype=np.int64).reshape(-1, FULL_COLUMNS)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _masks(i, shape, coords):
     """Coordinates of cell i into ``coords``; return its (lo, hi) boundary masks."""
     rem = i
@@ -68,7 +75,7 @@ def _masks(i, shape, coords):
     return lo, hi
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _neighbour(i, lo, hi, row, full, span, periodic):
     """Index of cell i's neighbour through full-table row ``row``, or -1."""
     out_lo = lo & full[row, 1]
@@ -84,21 +91,21 @@ def _neighbour(i, lo, hi, row, full, span, periodic):
     return j
 
 
-@njit(cache=True, inline="always")
-def _joined(values, L, i, j, row, full, tol, bonds, brow):
+@njit(cache=True)
+def _joined(values, L, i, j, row, full, ft, tol, bonds, brow):
     if L[j] < 0:
         return False
-    if bonds is not None:
+    if ft & BONDS:
         at = j if full[row, 4] else i
         if bonds[brow[full[row, 3]], at] == 0:
             return False
-    if tol is not None:
-        return abs(np.float64(values[i]) - np.float64(values[j])) <= tol
+    if ft & TOL:
+        return close(values[i], values[j], tol)
     return values[i] == values[j]
 
 
 @njit(cache=True)
-def _min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, sel_axis, sel_sign):
+def _min_label(values, L, i, shape, coords, full, span, periodic, ft, tol, bonds, brow, sel_axis, sel_sign):
     """Smallest label among cell i's joined neighbours (and its own).
 
     With ``sel_axis >= 0`` only neighbours moved by ``-sel_sign`` along that
@@ -112,19 +119,19 @@ def _min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, br
             if not (want >> sel_axis) & 1:
                 continue
         j = _neighbour(i, lo, hi, row, full, span, periodic)
-        if j < 0 or not _joined(values, L, i, j, row, full, tol, bonds, brow):
+        if j < 0 or not _joined(values, L, i, j, row, full, ft, tol, bonds, brow):
             continue
         if L[j] < best:
             best = L[j]
     return best
 
 
-@njit(cache=True, inline="always")
-def _relax(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, sel_axis, sel_sign):
+@njit(cache=True)
+def _relax(values, L, i, shape, coords, full, span, periodic, ft, tol, bonds, brow, sel_axis, sel_sign):
     """Lower L[i] to the smallest label it joins, in place; True if it changed."""
     if L[i] < 0:
         return False
-    m = _min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, sel_axis, sel_sign)
+    m = _min_label(values, L, i, shape, coords, full, span, periodic, ft, tol, bonds, brow, sel_axis, sel_sign)
     if m < L[i]:
         L[i] = m
         return True
@@ -132,16 +139,16 @@ def _relax(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, 
 
 
 @njit(cache=True)
-def _init(values, L, has_bg, bgkey, mask):
+def _init(values, L, has_bg, bgkey, ft, mask):
     for i in range(L.shape[0]):
         bg = has_bg and values[i] == bgkey
-        if mask is not None:
+        if ft & MASK:
             bg = bg or mask[i] == 0
         L[i] = -1 if bg else i
 
 
 @njit(cache=True)
-def cpu1(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
+def cpu1(values, L, shape, full, span, periodic, ft, tol, bonds, brow, max_it):
     """Alternating forward / backward raster scans until stable."""
     coords = np.zeros(shape.shape[0], np.int64)
     n = L.shape[0]
@@ -151,7 +158,7 @@ def cpu1(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
         changed = False
         for s in range(n):
             i = s if it % 2 == 1 else n - 1 - s
-            if _relax(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, -1, 0):
+            if _relax(values, L, i, shape, coords, full, span, periodic, ft, tol, bonds, brow, -1, 0):
                 changed = True
         if not changed:
             return it
@@ -160,7 +167,7 @@ def cpu1(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
 
 
 @njit(cache=True)
-def kernel_a(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
+def kernel_a(values, L, shape, full, span, periodic, ft, tol, bonds, brow, max_it):
     """Jacobi neighbour propagation: labels move one cell per iteration."""
     coords = np.zeros(shape.shape[0], np.int64)
     new = L.copy()
@@ -171,7 +178,7 @@ def kernel_a(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
         for i in range(L.shape[0]):
             if L[i] < 0:
                 continue
-            m = _min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, -1, 0)
+            m = _min_label(values, L, i, shape, coords, full, span, periodic, ft, tol, bonds, brow, -1, 0)
             new[i] = m
             if m < L[i]:
                 changed = True
@@ -183,7 +190,7 @@ def kernel_a(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
 
 
 @njit(cache=True)
-def _tile_min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow,
+def _tile_min_label(values, L, i, shape, coords, full, span, periodic, ft, tol, bonds, brow,
                     origin, ext):
     """As :func:`_min_label` for cell i, but only over neighbours in i's tile
     (the box ``origin .. origin + ext``; never through a periodic wrap)."""
@@ -203,7 +210,7 @@ def _tile_min_label(values, L, i, shape, coords, full, span, periodic, tol, bond
         if not inside:
             continue
         j = _neighbour(i, lo, hi, row, full, span, periodic)
-        if j < 0 or not _joined(values, L, i, j, row, full, tol, bonds, brow):
+        if j < 0 or not _joined(values, L, i, j, row, full, ft, tol, bonds, brow):
             continue
         if L[j] < best:
             best = L[j]
@@ -211,7 +218,7 @@ def _tile_min_label(values, L, i, shape, coords, full, span, periodic, tol, bond
 
 
 @njit(cache=True)
-def kernel_b(values, L, shape, full, span, periodic, tol, bonds, brow, max_it, tlog):
+def kernel_b(values, L, shape, full, span, periodic, ft, tol, bonds, brow, max_it, tlog):
     """Kernel A's step, then propagation inside each tile until the tile is
     stable, with the cells outside it as the step left them (one GPU thread
     block per tile).  Tiles are the power-of-two boxes of the GPU mesh
@@ -263,7 +270,7 @@ def kernel_b(values, L, shape, full, span, periodic, tol, bonds, brow, max_it, t
                 new[i] = L[i]
                 if L[i] >= 0:
                     new[i] = _min_label(values, L, i, shape, coords, full, span, periodic,
-                                        tol, bonds, brow, -1, 0)
+                                        ft, tol, bonds, brow, -1, 0)
             local_change = True
             while local_change:  # then inside the tile until stable
                 local_change = False
@@ -272,7 +279,7 @@ def kernel_b(values, L, shape, full, span, periodic, tol, bonds, brow, max_it, t
                     if new[i] < 0:
                         continue
                     b = _tile_min_label(values, new, i, shape, coords, full, span, periodic,
-                                        tol, bonds, brow, origin, ext)
+                                        ft, tol, bonds, brow, origin, ext)
                     if b < new[i]:
                         new[i] = b
                         local_change = True
@@ -288,7 +295,7 @@ def kernel_b(values, L, shape, full, span, periodic, tol, bonds, brow, max_it, t
 
 
 @njit(cache=True)
-def kernel_c(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
+def kernel_c(values, L, shape, full, span, periodic, ft, tol, bonds, brow, max_it):
     """Directional sweeps: for each axis and direction, carry labels along
     every line of cells in that direction; repeat until stable."""
     ndim = shape.shape[0]
@@ -311,7 +318,7 @@ def kernel_c(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
                     for t in range(size):
                         step = t if sign > 0 else size - 1 - t
                         i = base + step * stride
-                        if _relax(values, L, i, shape, coords, full, span, periodic, tol,
+                        if _relax(values, L, i, shape, coords, full, span, periodic, ft, tol,
                                   bonds, brow, axis, sign):
                             changed = True
         if not changed:
@@ -321,7 +328,7 @@ def kernel_c(values, L, shape, full, span, periodic, tol, bonds, brow, max_it):
 
 
 @njit(cache=True)
-def d_scanning(values, L, R, shape, full, span, periodic, tol, bonds, brow):
+def d_scanning(values, L, R, shape, full, span, periodic, ft, tol, bonds, brow):
     """Kernel D's scanning phase: lower R[label] to the smallest label next to
     any cell holding it; True if any cell saw a smaller label."""
     coords = np.zeros(shape.shape[0], np.int64)
@@ -330,7 +337,7 @@ def d_scanning(values, L, R, shape, full, span, periodic, tol, bonds, brow):
         if L[i] < 0:
             continue
         l1 = L[i]
-        l2 = _min_label(values, L, i, shape, coords, full, span, periodic, tol, bonds, brow, -1, 0)
+        l2 = _min_label(values, L, i, shape, coords, full, span, periodic, ft, tol, bonds, brow, -1, 0)
         if l2 < l1:
             if l2 < R[l1]:
                 R[l1] = l2
@@ -357,19 +364,17 @@ def d_labelling(L, R):
             L[i] = R[L[i]]
 
 
-def kernel_d(values, L, shape, full, span, periodic, tol, bonds, brow, max_it, seconds=None):
+def kernel_d(values, L, shape, full, span, periodic, ft, tol, bonds, brow, max_it, seconds=None):
     """Label equivalence: scanning, analysis and labelling phases per pass
     (Hawick et al.'s Kernel D; serially this is CPU II).  The phases are
     separate compiled functions so ``seconds`` (a dict) can collect the time
     of each, as the GPU version reports it."""
-    import time
-
     R = np.arange(L.shape[0], dtype=L.dtype)
     it = 0
     while True:
         it += 1
         t0 = time.perf_counter()
-        changed = d_scanning(values, L, R, shape, full, span, periodic, tol, bonds, brow)
+        changed = d_scanning(values, L, R, shape, full, span, periodic, ft, tol, bonds, brow)
         t1 = time.perf_counter()
         d_analysis(L, R)
         t2 = time.perf_counter()
@@ -382,3 +387,51 @@ def kernel_d(values, L, shape, full, span, periodic, tol, bonds, brow, max_it, s
             return it
         if max_it > 0 and it >= max_it:
             return -1
+
+
+def label_iterative(method, keys, P, shape, table, has_bg, bg, tol, *, has_tol=False,
+                    periodic=0, mask=None, bonds=None, bond_rows=None, no_left=False,
+                    max_iterations=None):
+    """Label flat ``keys`` (:func:`.grid.kernel_keys`) with one of Hawick et
+    al.'s iterative methods; return (N, passes, seconds per phase).
+
+    Phases: init, pass (A, B, C, cpu1) or scanning / analysis / labelling
+    (D, cpu2), and relabel.  Raises :class:`meshccl.errors.NotConverged`
+    after ``max_iterations`` passes that all changed labels.
+    """
+    from ..neighbourhood import tile_logs
+
+    shape = np.asarray(shape, dtype=np.int64)
+    ndim = shape.shape[0]
+    span = np.empty(ndim, dtype=np.int64)
+    stride = 1
+    for k in range(ndim - 1, -1, -1):
+        span[k] = stride * shape[k]
+        stride = span[k]
+    full = full_table(table, ndim, no_left)
+    ft, mask, bonds, brow = features(has_tol, mask, bonds, bond_rows, no_left)
+    seconds = {}
+    t0 = time.perf_counter()
+    _init(keys, P, bool(has_bg), bg, ft, mask)
+    seconds["init"] = time.perf_counter() - t0
+    args = (keys, P, shape, full, span, int(periodic), ft, tol, bonds, brow,
+            int(max_iterations or 0))
+    t0 = time.perf_counter()
+    if method in ("D", "cpu2"):
+        passes = kernel_d(*args, seconds=seconds)
+    elif method == "B":
+        passes = kernel_b(*args, np.asarray(tile_logs(tuple(int(s) for s in shape)),
+                                            dtype=np.int64))
+    else:
+        passes = {"A": kernel_a, "C": kernel_c, "cpu1": cpu1}[method](*args)
+    if method not in ("D", "cpu2"):
+        seconds["pass"] = time.perf_counter() - t0
+    if passes < 0:
+        from ..errors import NotConverged
+
+        raise NotConverged(
+            f"method={method!r} did not converge within max_iterations={max_iterations} passes")
+    t0 = time.perf_counter()
+    num = int(relabel(P))
+    seconds["relabel"] = time.perf_counter() - t0
+    return num, int(passes), seconds

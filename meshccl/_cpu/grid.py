@@ -1,0 +1,153 @@
+"""What every CPU mesh labeller shares: rows, boundaries and the value test.
+
+The labellers walk a C-ordered array row by row, a row being a line of
+cells along the last (contiguous) axis.  A row's place is given by the
+coordinates of its leading axes, advanced like an odometer
+(:func:`next_row`), and two bit masks say on which leading axes it sits at
+the low or the high end (:func:`row_masks`): a neighbour offset whose
+moves leave the array through such an end does not exist there (or wraps
+round, on a periodic axis).  The neighbour table itself comes from
+:mod:`meshccl.neighbourhood`.
+
+Values reach the kernels as *keys* of a few types only, so that numba
+compiles each kernel for those and no more (:func:`kernel_keys`):
+
+- equal-value labelling compares unsigned integers of 1, 2, 4 or 8 bytes
+  (signed integers are viewed as unsigned; floats are truncated to int64
+  as skimage does, then viewed as uint64);
+- labelling with a tolerance compares the same unsigned keys, with signed
+  integers shifted by half their range so that the order (and so every
+  difference) is kept, or float64 for float input.  :func:`close` takes
+  the difference of two integer keys exactly in uint64, so integers beyond
+  2**53 are compared exactly, and the tolerance is floored to an integer
+  for integer input: ``|a - b| <= tolerance`` holds for integers exactly
+  when ``|a - b| <= floor(tolerance)``.
+
+Optional inputs (a mask, bond flags, a tolerance) reach the one-pass lattice
+kernels as ``None`` when they are off, so numba compiles their tests out of
+the per-cell loop (one version per combination in use); the iterative
+methods, slow by design, take a flag and placeholder arrays instead
+(:data:`NO_MASK`, :data:`NO_BONDS`, :data:`NO_ROWS`): one version for all.
+"""
+
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+#: Placeholders for the optional arrays of the lattice kernels (unused when
+#: their flag is off).
+NO_MASK = np.ones(1, dtype=np.uint8)
+NO_BONDS = np.ones((1, 1), dtype=np.uint8)
+NO_ROWS = np.zeros(1, dtype=np.int64)
+
+_TWO64 = 2.0**64
+
+
+@njit(cache=True)
+def u(i):
+    """An index known to be >= 0 as unsigned: numba then skips the
+    negative-index wraparound in the hot loops."""
+    return np.uint64(i)
+
+
+@njit(cache=True)
+def row_masks(coords, shape, last):
+    """Boundary masks (lo, hi) of a row from the coordinates of its leading axes."""
+    lo = 0
+    hi = 0
+    for k in range(last):
+        if coords[k] == 0:
+            lo |= 1 << k
+        if coords[k] == shape[k] - 1:
+            hi |= 1 << k
+    return lo, hi
+
+
+@njit(cache=True)
+def next_row(coords, shape, last):
+    """Advance the leading coordinates to the next row (an odometer)."""
+    k = last - 1
+    while k >= 0:
+        coords[k] += 1
+        if coords[k] < shape[k]:
+            break
+        coords[k] = 0
+        k -= 1
+
+
+def close(a, b, tol):
+    """Whether keys ``a`` and ``b`` differ by at most ``tol`` (uint64 for
+    integer keys, float64 for float keys)."""
+    raise NotImplementedError  # compiled only, through the overload below
+
+
+@overload(close)
+def _close_impl(a, b, tol):
+    if isinstance(a, types.Integer):
+        def impl(a, b, tol):
+            x = np.uint64(a)
+            y = np.uint64(b)
+            return (x - y if x >= y else y - x) <= tol
+    else:
+        def impl(a, b, tol):
+            return abs(a - b) <= tol
+    return impl
+
+
+def kernel_keys(values, has_bg, bgkey, tolerance, background=None):
+    """Values, background and tolerance as the CPU kernels compare them.
+
+    Parameters
+    ----------
+    values : ndarray
+        Flat values as :func:`meshccl._validate.prepare` leaves them:
+        unsigned integers (signed ones viewed as unsigned, bool as uint8)
+        or floats without a tolerance; the input's own dtype with one.
+    has_bg, bgkey
+        The background from ``prepare`` (a key of ``values``' dtype, an
+        int64 for floats; a float64 with a tolerance).
+    tolerance : float or None
+        None: equal values join.
+    background : int or float, optional
+        With a tolerance, the caller's background exactly (``bgkey`` is a
+        float64 there, inexact for integers beyond 2**53).  Default 0.
+
+    Returns
+    -------
+    keys : ndarray
+        uint8, uint16, uint32 or uint64; float64 for float input with a
+        tolerance.
+    has_bg : bool
+    bg : scalar of ``keys``' dtype
+    has_tol : bool
+    tol : numpy.uint64 or numpy.float64
+        The tolerance as :func:`close` takes it for these keys (0 without).
+    """
+    if tolerance is None:
+        if values.dtype.kind == "f":
+            keys = values.astype(np.int64).view(np.uint64)
+            bg = np.array(int(bgkey), dtype=np.int64).view(np.uint64)[()]
+        else:
+            keys = values
+            bg = values.dtype.type(bgkey)
+        return keys, bool(has_bg), bg, False, _zero_tol(keys)
+    if values.dtype.kind == "f":
+        keys = values.astype(np.float64, copy=False)
+        return keys, bool(has_bg), np.float64(bgkey), True, np.float64(tolerance)
+    # integer keys: unsigned, signed ones shifted by half their range
+    dt = values.dtype
+    udt = np.dtype(f"u{dt.itemsize}")
+    info = np.iinfo(dt)
+    keys = values.view(udt) ^ udt.type(-info.min) if dt.kind == "i" else values
+    b = float(bgkey) if background is None else background
+    exact = isinstance(b, (int, np.integer)) or (isinstance(b, float) and b.is_integer())
+    if has_bg and exact and info.min <= int(b) <= info.max:
+        bg = udt.type(int(b) - int(info.min))
+    else:  # (no cell can equal it)
+        has_bg, bg = False, udt.type(0)
+    tol = np.uint64(2**64 - 1) if tolerance >= _TWO64 else np.uint64(int(tolerance))
+    return keys, bool(has_bg), bg, True, tol
+
+
+def _zero_tol(keys):
+    return np.float64(0.0) if keys.dtype.kind == "f" else np.uint64(0)
