@@ -347,6 +347,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             values = prob.values if backend == "gpu" else cupy.asarray(prob.values)
             P = cupy.empty(n, dtype=prob.work_dtype)
             lattice = _lattice(prob, device=backend != "gpu")
+            if prob.tolerance is not None:  # (matched exactly: integers in their own type)
+                lattice["tol_background"] = prob.tol_background
             if method in ITERATIVE:
                 count, info["iterations"] = label_iterative(
                     method, values, P, prob.shape, prob.connectivity, prob.has_bg, prob.bgkey,

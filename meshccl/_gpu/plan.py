@@ -120,7 +120,7 @@ def _report_word():
 class Plan:
     """Everything but the input and the output of one labelling call."""
 
-    def __init__(self, prob):
+    def __init__(self, prob, bool_input=False):
         import cupy
 
         n = prob.size
@@ -137,6 +137,9 @@ class Plan:
         self.packed = None
         self.report = None  # plain 2-D images: the host word of the tiles' count (see _pick)
         self.slot_tiles = True
+        # bool input: its bytes as 0 / 1 first (a bool array may hold other
+        # non-zero bytes, which are True), into a buffer kept with the plan
+        self.bool01 = cupy.empty(prob.out_shape, dtype=cupy.bool_) if bool_input else None
         if image_plain.applies(prob.shape):
             # the 2-D / 3-D path: its launches worked out once, scratch kept with the plan
             buffers = image_plain.scratch(n, self.work, prob.shape, self.view)
@@ -286,6 +289,9 @@ class Plan:
 
     def __call__(self, x, return_num):
         cupy = self.cupy
+        if self.bool01 is not None:
+            cupy.not_equal(x.view(cupy.uint8), 0, out=self.bool01)
+            x = self.bool01
         # the labels' memory from the pool, the launches, and only then the
         # array object around it: the first kernel starts ~1 us sooner (x is
         # C-contiguous: its address is the flat view's)
@@ -350,7 +356,7 @@ def fast_label(x, background, connectivity, dtype, return_num):
         prob = _validate.prepare(x, background, connectivity, dtype)
         if prob.swapped or prob.size != x.size:
             return None
-        plan = Plan(prob)
+        plan = Plan(prob, bool_input=x.dtype == np.bool_)
         plans[key] = plan
         if len(plans) > MAX_PLANS:
             plans.popitem(last=False)
