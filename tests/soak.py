@@ -480,7 +480,8 @@ def _label_corruption(rng, a):
     nd = a.ndim
     bad = [
         ({"connectivity": int(rng.choice([0, -1, nd + 1]))}, "connectivity"),
-        ({"connectivity": 1.5}, "connectivity"),
+        ({"connectivity": str(rng.choice(["1", "full"]))}, "connectivity"),
+        ({"connectivity": float("nan")}, "connectivity"),
         ({"background": str(rng.choice(["x", "0"]))}, "background"),
         ({"background": complex(1, 2)}, "background"),
         ({"dtype": np.float32}, "dtype"),
@@ -494,7 +495,6 @@ def _label_corruption(rng, a):
         ({"method": "Z"}, "method"),
         ({"device": "tpu"}, "device"),
         ({"cpu_threads": -1}, "cpu_threads"),
-        ({"return_num": "yes"}, "return_num"),
         ({"method": "A", "max_iterations": -1}, "max_iterations"),
     ]
     return bad[int(rng.integers(0, len(bad)))]
