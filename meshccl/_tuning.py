@@ -201,24 +201,24 @@ GRAPH_MAX_PLAN_VERTICES = 1 << 23
 # an array of fewer than twice as many is labelled serially whatever
 # cpu_threads says.  A slab costs a seam and a share of three parallel
 # regions' start; 4096 was the best of 1 to 2**17 on a 16-core host from
-# 64**2 to 4096**2 (docs/decisions.md: "CPU slabs").
+# 64**2 to 4096**2 (docs/decisions.md: "cpu slabs").
 CPU_SLAB_MIN_CELLS = 1 << 12
 
 # Fewest cells per thread of the other parallel cases (mask, bonds,
 # tolerance, axes: _cpu/lattice.py); serially below twice as many.  2**14 was
 # the best of 2**10 to 2**18 from 128**2 to 2048**2 on the same host
-# (docs/decisions.md: "CPU chunks").
+# (docs/decisions.md: "cpu chunks").
 CPU_CHUNK_MIN_CELLS = 1 << 14
 
 # Chunks of rows per thread in those cases: more than one evens out chunks
 # of unequal work; each adds a border to unite serially (docs/decisions.md:
-# "CPU chunks").
+# "cpu chunks").
 CPU_CHUNKS_PER_THREAD = 4
 
 # First size of the table of provisional labels of the general serial scan
 # (_cpu/image.py), in cells per entry and at least: most images need far
 # fewer labels than cells, and the table doubles when it fills, so it
-# starts small (docs/decisions.md: "CPU provisional labels").
+# starts small (docs/decisions.md: "cpu provisional labels").
 CPU_PROV_TABLE_CELLS_PER_LABEL = 32
 CPU_PROV_TABLE_MIN = 1024
 
