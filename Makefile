@@ -10,6 +10,8 @@ install:
 demo: install
 	$(PY) -m meshccl demo --out meshccl-demo
 
-# The whole test suite (GPU tests are skipped where no GPU is usable).
+# The whole test suite (GPU tests are skipped where no GPU is usable), one
+# worker per core: most of its time is numba compiling, which the workers
+# share through numba's on-disk cache.
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto

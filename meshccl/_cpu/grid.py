@@ -115,8 +115,8 @@ def kernel_keys(values, has_bg, bgkey, tolerance, background=None):
     Returns
     -------
     keys : ndarray
-        uint8, uint16, uint32 or uint64; float64 for float input with a
-        tolerance.
+        uint8, uint16, uint32 or uint64 without a tolerance; with one,
+        uint64 for integer input and float64 for floats.
     has_bg : bool
     bg : scalar of ``keys``' dtype
     has_tol : bool
@@ -146,7 +146,9 @@ def kernel_keys(values, has_bg, bgkey, tolerance, background=None):
     else:  # (no cell can equal it)
         has_bg, bg = False, udt.type(0)
     tol = np.uint64(2**64 - 1) if tolerance >= _TWO64 else np.uint64(int(tolerance))
-    return keys, bool(has_bg), bg, True, tol
+    # widened to 64 bits (order and differences kept): the tolerance kernels
+    # are compiled for two key types only, uint64 and float64
+    return keys.astype(np.uint64), bool(has_bg), np.uint64(bg), True, tol
 
 
 def _zero_tol(keys):
