@@ -14,6 +14,7 @@ periodic lattices) and how they map onto cc3d, scikit-image and SciPy.
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -38,6 +39,22 @@ CIRCULAR_SEAM = 1e-12
 # ---------------------------------------------------------------------------
 # validation
 # ---------------------------------------------------------------------------
+
+def _on_its_gpu(fn):
+    """Run ``fn`` on the GPU that holds its first argument when that is a
+    CuPy array on a device other than the current one."""
+    @functools.wraps(fn)
+    def call(first, *args, **kwargs):
+        if type(first).__module__.startswith("cupy"):
+            import cupy
+
+            device = first.data.device_id
+            if device != cupy.cuda.runtime.getDevice():
+                with cupy.cuda.Device(device):
+                    return fn(first, *args, **kwargs)
+        return fn(first, *args, **kwargs)
+    return call
+
 
 def _backend(xp):
     if xp is np:
@@ -185,6 +202,7 @@ def _slices(lo, hi, count):
             for l_, h_, c in zip(lo.tolist(), hi.tolist(), count.tolist())]
 
 
+@_on_its_gpu
 def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
     """Cell counts, bounding boxes and centroids of every label (cc3d's ``statistics``).
 
@@ -286,6 +304,7 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
     return out
 
 
+@_on_its_gpu
 def regionprops_table(label_image, intensity_image=None, properties=("label", "bbox"), *,
                       separator="-"):
     """``skimage.measure.regionprops_table`` for the properties both have.
@@ -369,6 +388,7 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
     return out
 
 
+@_on_its_gpu
 def find_objects(labels, max_label=0):
     """``scipy.ndimage.find_objects``: each label's bounding box as slices.
 
@@ -433,6 +453,7 @@ def _lookup(lut, labels):
     return lut[flat].reshape(labels.shape)
 
 
+@_on_its_gpu
 def relabel_by_size(labels):
     """Renumber labels by size: 1 = the largest component, 2 the next, ...
 
@@ -462,6 +483,7 @@ def relabel_by_size(labels):
     return _lookup(lut, labels)
 
 
+@_on_its_gpu
 def largest_k(image, k, connectivity=None, *, periodic=False):
     """Keep the ``k`` largest connected components, numbered by size.
 
@@ -530,6 +552,7 @@ def _threshold(threshold):
     return number(threshold), None
 
 
+@_on_its_gpu
 def dust(image, threshold, connectivity=None, in_place=False, *, invert=False, periodic=False):
     """Remove the connected components smaller than ``threshold`` (cc3d's ``dust``).
 
@@ -591,6 +614,7 @@ def dust(image, threshold, connectivity=None, in_place=False, *, invert=False, p
     return out
 
 
+@_on_its_gpu
 def size_histogram(labels, log_bins=False):
     """How many components have each size (the cluster-size distribution).
 
@@ -636,6 +660,7 @@ def size_histogram(labels, log_bins=False):
     return hist.astype(np.int64), edges
 
 
+@_on_its_gpu
 def largest_fraction(image, connectivity=None, *, phase=None, periodic=False, labelled=False):
     """The largest component's share of its phase's cells (the percolation order parameter).
 

@@ -40,3 +40,30 @@ def test_label_runs_on_the_inputs_gpu(kw):
             np.testing.assert_array_equal(labels.get(), want)
     if not kw:
         np.testing.assert_array_equal(labels.get(), sk_label(a))
+
+
+@pytest.mark.gpu
+def test_measure_runs_on_the_inputs_gpu():
+    """meshccl.measure's functions run on the GPU that holds their input."""
+    cupy = _two_gpus()
+    from meshccl import measure
+
+    a = np.random.default_rng(2).random((200, 300)) < 0.55
+    labels = meshccl.label(a, connectivity=1)
+    with cupy.cuda.Device(1):
+        x, lab = cupy.asarray(a), cupy.asarray(labels)
+    with cupy.cuda.Device(0):
+        got = measure.statistics(lab)
+        want = measure.statistics(labels)
+        for key in ("voxel_counts", "bounding_boxes", "centroids"):
+            assert got[key].device.id == 1
+            np.testing.assert_allclose(got[key].get(), want[key])
+        assert measure.relabel_by_size(lab).device.id == 1
+        np.testing.assert_array_equal(measure.dust(x, 5, connectivity=1).get(),
+                                      measure.dust(a, 5, connectivity=1))
+        assert measure.largest_fraction(x, connectivity=1) == \
+            measure.largest_fraction(a, connectivity=1)
+        table = measure.regionprops_table(lab, properties=("label", "area"))
+        np.testing.assert_array_equal(table["area"].get(),
+                                      measure.regionprops_table(labels,
+                                                                properties=("label", "area"))["area"])
