@@ -45,10 +45,10 @@ def _on_its_gpu(fn):
     CuPy array on a device other than the current one."""
     @functools.wraps(fn)
     def call(first, *args, **kwargs):
-        if type(first).__module__.startswith("cupy"):
+        device = getattr(getattr(first, "data", None), "device_id", None)  # (CuPy arrays)
+        if device is not None:
             import cupy
 
-            device = first.data.device_id
             if device != cupy.cuda.runtime.getDevice():
                 with cupy.cuda.Device(device):
                     return fn(first, *args, **kwargs)
