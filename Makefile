@@ -14,4 +14,4 @@ demo: install
 # worker per core: most of its time is numba compiling, which the workers
 # share through numba's on-disk cache.
 test: install
-	$(PY) -m pytest -q -n auto
+	$(PY) -m pytest -q -n auto --dist worksteal
