@@ -486,27 +486,22 @@ def component_stats(labels, num):
         One row per label 1..num (a label without cells has count 0 and
         empty box and centroid).
     """
-    from scipy import ndimage
+    from .measure import statistics
 
     ndim = labels.ndim
-    counts = np.bincount(labels.ravel(), minlength=num + 1)
-    boxes = ndimage.find_objects(labels, max_label=num) if num else []
-    sums = []
-    for axis in range(ndim):
-        coord = np.arange(labels.shape[axis], dtype=np.float64).reshape(
-            [-1 if a == axis else 1 for a in range(ndim)])
-        sums.append(np.bincount(labels.ravel(), weights=np.broadcast_to(coord, labels.shape).ravel(),
-                                minlength=num + 1))
+    stats = statistics(labels)  # rows 0..largest label, boxes [min0, max0, min1, ...] inclusive
+    counts, boxes, centroids = stats["voxel_counts"], stats["bounding_boxes"], stats["centroids"]
     header = (["label", "count"] + [f"bbox_min_{a}" for a in range(ndim)]
               + [f"bbox_max_{a}" for a in range(ndim)] + [f"centroid_{a}" for a in range(ndim)])
     rows = []
     for lab in range(1, num + 1):
-        box = boxes[lab - 1]
-        if box is None:
+        if lab >= len(counts) or counts[lab] == 0:
             rows.append([lab, 0] + [""] * (3 * ndim))
             continue
-        rows.append([lab, int(counts[lab])] + [sl.start for sl in box] + [sl.stop for sl in box]
-                    + [f"{sums[a][lab] / counts[lab]:.6g}" for a in range(ndim)])
+        box = boxes[lab]
+        rows.append([lab, int(counts[lab])] + [int(box[2 * a]) for a in range(ndim)]
+                    + [int(box[2 * a + 1]) + 1 for a in range(ndim)]
+                    + [f"{centroids[lab, a]:.6g}" for a in range(ndim)])
     return header, rows
 
 

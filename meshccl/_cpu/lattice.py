@@ -35,7 +35,7 @@ from .. import _tuning
 from .grid import NO_BONDS, NO_MASK, NO_ROWS, close, next_row, row_masks
 from .regions import numba_region
 from .image import work_array
-from .unionfind import relabel, relabel_into, unite
+from .unionfind import relabel_into, unite
 
 #: Feature bits of the iterative kernels (their ``ft`` argument, :mod:`.iterative`).
 TOL = 1       # join within a tolerance instead of on equal values
@@ -74,7 +74,7 @@ def label_lattice(keys, P, shape, table, has_bg, bg, tol, *, has_tol=False, peri
     _label(keys, work, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg,
            tol if has_tol else None, mask, bonds, _rows_of(bond_rows), int(periodic),
            bool(no_left))
-    return int(relabel(P) if work is P else relabel_into(work, P))
+    return int(relabel_into(work, P))
 
 
 def label_lattice_parallel(keys, L, shape, table, has_bg, bg, tol, threads, *, has_tol=False,

@@ -83,22 +83,11 @@ def unite_cas(P, a, b):
 def relabel(P):
     """Number roots 1..N in index order, in place; background (-1) becomes 0.
 
-    Returns N.  One forward pass: every parent is a smaller index, already
-    turned into its component's label, so a non-root takes its parent's
-    value and a root takes the next number (a running count is the serial
-    prefix sum of the GPU path).
+    Returns N.  :func:`relabel_into` writing over ``P`` itself: every parent
+    is a smaller index, already turned into its component's label when it
+    is read.
     """
-    count = 0
-    for i in range(P.shape[0]):
-        p = P[i]
-        if p < 0:
-            P[i] = 0
-        elif p == i:
-            count += 1
-            P[i] = count
-        else:
-            P[i] = P[p]
-    return count
+    return relabel_into(P, P)
 
 
 @njit(cache=True, nogil=True)
@@ -124,8 +113,14 @@ def number_table(E, nl):
 
 @njit(cache=True)
 def relabel_into(P, out):
-    """:func:`relabel` with the labels written into ``out`` (same length;
-    ``P`` is left as it was).  Returns N."""
+    """Number the roots of the forest ``P`` 1..N in index order into ``out``
+    (same length; may be ``P`` itself); background (-1) becomes 0.  Returns N.
+
+    One forward pass: every parent is a smaller index, already turned into
+    its component's label, so a non-root takes its parent's label and a root
+    the next number (a running count is the serial prefix sum of the GPU
+    path).
+    """
     count = 0
     for i in range(P.shape[0]):
         p = P[i]
