@@ -246,8 +246,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         labels = meshccl.label(cupy_volume, connectivity=1)
     """
     if (type(label_image).__module__.startswith("cupy") and method == "auto"
-            and device == "auto" and return_info is False and periodic is False and mask is None
-            and tolerance is None and bonds is None and axes is None and max_iterations is None
+            and device == "auto" and return_info is False and axes is None
+            and max_iterations is None
             and type(cpu_threads) is int and cpu_threads == 1
             and (return_num is False or return_num is True)):
         # repeated calls on same-shaped CuPy arrays: a cached launch plan
@@ -258,7 +258,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         if _fast_label is None:  # (an import statement per call cost ~1 us)
             from ._gpu.plan import fast_label as _fast_label
         try:
-            out = _fast_label(label_image, background, connectivity, dtype, return_num)
+            out = _fast_label(label_image, background, connectivity, dtype, return_num,
+                              periodic, mask, tolerance, bonds)
         except Exception as exc:
             err = _out_of_memory(exc, label_image.shape, None)
             if err is None:

@@ -199,3 +199,55 @@ def test_two_wrapping_axes_of_one_span(backend):
     got = run_label(a, backend, **kw)
     np.testing.assert_array_equal(got, reference_lattice(a, **kw))
     assert got.ravel().tolist() == [1, 2, 3, 4, 2, 5, 6, 7]
+
+
+@pytest.mark.parametrize("shape", [(75, 600), (40, 1030), (1, 700), (700, 1), (2000,)])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float64])
+def test_lattice_2d_across_strips(backend, shape, dtype):
+    """2-D lattices wider than a GPU block's strip of eight 32-column tiles,
+    so that pairs cross tile borders inside a strip, strip borders and the
+    periodic wrap, for each feature alone and together, at both
+    connectivities; rows and columns of one cell too."""
+    rng = np.random.default_rng(sum(shape) + np.dtype(dtype).itemsize)
+    ndim = len(shape)
+    for conn in range(1, ndim + 1):
+        a = (rng.random(shape) < 0.6).astype(dtype) * rng.integers(1, 3, shape).astype(dtype)
+        k = len(half_offsets(ndim, conn))
+        bonds = rng.random((k,) + shape) < 0.7
+        mask = rng.random(shape) < 0.85
+        cases = [{"periodic": True}, {"periodic": (True,) + (False,) * (ndim - 1)},
+                 {"periodic": (False,) * (ndim - 1) + (True,)}, {"mask": mask},
+                 {"bonds": bonds}, {"periodic": True, "bonds": bonds},
+                 {"tolerance": 1.0}, {"tolerance": 0.0, "background": None},
+                 {"periodic": True, "bonds": bonds, "mask": mask, "tolerance": 1.0}]
+        for kw in cases:
+            kw = dict(kw, connectivity=conn)
+            np.testing.assert_array_equal(run_label(a, backend, **kw),
+                                          reference_lattice(a, **kw), err_msg=str(sorted(kw)))
+
+
+def test_lattice_2d_exact_integer_tolerance(backend):
+    """Integer tolerance on the 2-D chain compares int64 values exactly."""
+    base = np.int64(2**53)
+    a = np.full((40, 300), base, np.int64)
+    a[::3, ::5] += 1
+    a[7, :] = 0
+    for tol in (0.0, 1.0):
+        kw = {"tolerance": tol, "periodic": True}
+        np.testing.assert_array_equal(run_label(a, backend, **kw), reference_lattice(a, **kw))
+
+
+@pytest.mark.parametrize("shape", [(20, 33, 70), (9, 40, 300), (1, 50, 40), (64, 1, 100)])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32])
+def test_periodic_volumes(backend, shape, dtype):
+    """Periodic 3-D volumes (the plain 3-D chains and their wrap kernel on
+    the GPU): each axis alone, pairs of axes and all, at every
+    connectivity, one-byte and wider cells."""
+    rng = np.random.default_rng(sum(shape) + np.dtype(dtype).itemsize)
+    a = ((rng.random(shape) < 0.45) * rng.integers(1, 3, shape)).astype(dtype)
+    for conn in (1, 2, 3):
+        for periodic in (True, (True, False, False), (False, True, False),
+                         (False, False, True), (True, False, True)):
+            kw = {"connectivity": conn, "periodic": periodic}
+            np.testing.assert_array_equal(run_label(a, backend, **kw),
+                                          reference_lattice(a, **kw), err_msg=str(kw))

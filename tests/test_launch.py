@@ -5,7 +5,7 @@ GPU suite runs the packed launches themselves, through every plan test)."""
 import numpy as np
 import pytest
 
-from meshccl._gpu.launch import LABELS, VALUES, Launch, pack_arguments
+from meshccl._gpu.launch import BONDS, LABELS, MASK, VALUES, Launch, pack_arguments
 
 
 class FakeArray:
@@ -23,7 +23,8 @@ def test_slots_hold_little_endian_bytes_and_addresses():
     args = (VALUES, LABELS, FakeArray(0x7F00_1234_5678), np.int32(-1), np.int64(2**40 + 3),
             np.uint8(255), np.int8(-2), np.uintp(0), np.float32(1.5), np.bool_(True),
             np.uint64(2**64 - 1))
-    slots, iv, ip = pack_arguments(args)
+    slots, iv, ip, im, ib = pack_arguments(args)
+    assert im == () and ib == ()
     assert slots.dtype == np.uint64 and len(slots) == len(args)
     assert iv == (0,) and ip == (1,)
     assert slots[0] == 0 and slots[1] == 0  # written per call
@@ -37,10 +38,10 @@ def test_slots_hold_little_endian_bytes_and_addresses():
 
 
 def test_several_placeholders_and_no_arguments():
-    slots, iv, ip = pack_arguments((LABELS, np.int32(7), VALUES, LABELS))
-    assert iv == (2,) and ip == (0, 3) and int(slots[1]) == 7
-    slots, iv, ip = pack_arguments(())
-    assert len(slots) == 1 and iv == () and ip == ()
+    slots, iv, ip, im, ib = pack_arguments((LABELS, np.int32(7), VALUES, LABELS, BONDS, MASK))
+    assert iv == (2,) and ip == (0, 3) and ib == (4,) and im == (5,) and int(slots[1]) == 7
+    slots, iv, ip, im, ib = pack_arguments(())
+    assert len(slots) == 1 and iv == () and ip == () and im == () and ib == ()
 
 
 @pytest.mark.parametrize("bad", [3, 2.0, "x", np.complex64(1), np.array([1, 2]), None])

@@ -212,3 +212,64 @@ def _picks_tile_kernel_by_count(connectivity):
                     assert p.slot_tiles == (fitted >= image_plain.slots_threshold(shape, connectivity))
                 taken.add(p.slot_tiles)
     assert taken == {True, False}
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int16, np.int64])
+@pytest.mark.parametrize("shape", [(300, 700), (33, 70), (1, 500), (3000,)])
+def test_lattice_plan_matches_general_path(dtype, shape):
+    """1-D / 2-D calls with lattice features take a plan (the lattice form
+    of the 2-D chain): same labels as the general path and the CPU, call
+    after call, with a new mask and new bonds each call (bool arrays whose
+    bytes are not all 0 / 1 among them)."""
+    import cupy
+    from meshccl.neighbourhood import half_offsets
+    from meshccl._gpu.plan import _local
+    rng = np.random.default_rng(sum(shape) + np.dtype(dtype).itemsize)
+    a = (rng.random(shape) < 0.6).astype(dtype)
+    if dtype is not np.bool_:
+        a = a * rng.integers(1, 3, shape).astype(dtype)
+    x = cupy.asarray(a)
+    ndim = len(shape)
+    for conn in range(1, ndim + 1):
+        k = len(half_offsets(ndim, conn))
+        for feature in ("periodic", "mask", "bonds", "tolerance", "all"):
+            for _ in range(3):
+                kw = {"connectivity": conn}
+                if feature in ("periodic", "all"):
+                    kw["periodic"] = True if feature == "periodic" else [True] + [False] * (ndim - 1)
+                if feature in ("mask", "all"):
+                    m = (rng.random(shape) < 0.8).view(np.uint8) * np.uint8(rng.integers(1, 255))
+                    kw["mask"] = m.view(np.bool_)  # non-zero bytes other than 1 are True
+                if feature in ("bonds", "all"):
+                    kw["bonds"] = rng.random((k,) + shape) < 0.7
+                if feature in ("tolerance", "all") and dtype is not np.bool_:
+                    kw["tolerance"] = 1
+                dev = {key: (cupy.asarray(v) if isinstance(v, np.ndarray) else v)
+                       for key, v in kw.items()}
+                got, num = meshccl.label(x, return_num=True, **dev)
+                want = general(x, **dev)
+                np.testing.assert_array_equal(got.get(), want.get(), err_msg=str(sorted(kw)))
+                np.testing.assert_array_equal(got.get(), meshccl.label(a, **kw))
+                assert num == int(want.max())
+    assert any(p.program is not None for p in _local.plans.values())
+
+
+def test_lattice_plan_steps_aside():
+    """3-D lattices, float input and feature arrays the plan cannot take as
+    they are (NumPy, not bool, not contiguous) go the general way, with the
+    same labels and the same errors."""
+    import cupy
+    rng = np.random.default_rng(5)
+    a = cupy.asarray((rng.random((40, 50)) < 0.5).astype(np.uint8))
+    m = rng.random((40, 50)) < 0.8
+    want = meshccl.label(a.get(), mask=m, periodic=True)
+    for mask in (m, m.astype(np.uint8) != 0, cupy.asarray(m), cupy.asarray(m.T).T):
+        got = meshccl.label(a, mask=mask, periodic=True)
+        np.testing.assert_array_equal(cupy.asnumpy(got), want)
+    with pytest.raises(ValueError, match="mask must have shape"):
+        meshccl.label(a, mask=cupy.ones((40, 51), bool))
+    with pytest.raises(ValueError, match="tolerance"):
+        meshccl.label(a, tolerance=-1)
+    v = cupy.asarray((rng.random((20, 30, 40)) < 0.5).astype(np.uint8))
+    np.testing.assert_array_equal(meshccl.label(v, periodic=True).get(),
+                                  meshccl.label(v.get(), periodic=True))

@@ -143,6 +143,18 @@ def label_mesh(values, P, shape, connectivity, has_bg, bgkey, timer=None, **latt
         for name, launch in image_plain.steps(values, P, shape, connectivity, has_bg, bgkey):
             count = run(timer, name, launch)
         return count
+    if image_plain.applies_lattice(shape, **lattice):
+        if lattice.get("tolerance") is not None:
+            has_bg, bgkey = tolerance_background(values.dtype, has_bg, bgkey,
+                                                 lattice.get("tol_background"))
+        count = None
+        for name, launch in image_plain.lattice_steps(
+                values, P, shape, connectivity, has_bg, bgkey,
+                periodic=lattice.get("periodic", 0), mask=lattice.get("mask"),
+                bonds=lattice.get("bonds"), bond_rows=lattice.get("bond_rows"),
+                tolerance=lattice.get("tolerance")):
+            count = run(timer, name, launch)
+        return count
     for name, launch in mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
         run(timer, name, launch)
     return relabel(P, values.size, timer)

@@ -1,4 +1,4 @@
-"""The plain path on the GPU: 1-D, 2-D and 3-D arrays with no lattice feature.
+"""The fixed-geometry chains on the GPU: 1-D, 2-D and 3-D arrays.
 
 Most calls label an ordinary image or volume: no mask, bonds, tolerance,
 periodic axes or batch axes.  For those the geometry is fixed at compile
@@ -15,9 +15,15 @@ input                                  kernel chain
                                        ``number_pieces.cu`` roots, cells, pieces
 =====================================  ==========================================
 
-Everything else (n-D, periodic, mask, bonds, tolerance, ``axes``) takes the
-general chain of :mod:`.image_general`.  :func:`applies` says when this
-module serves a call; :func:`program` works out the launches once per shape
+Lattice features (:func:`lattice_program`; :func:`applies_lattice` says
+when): periodic axes alone add only pairs that wrap around, so a periodic
+array takes its plain chain (2-D without slots) and a wrap kernel
+(``runs2d.cu``'s, or ``wrap3d.cu``) before the numbering; 1-D and 2-D
+arrays with a mask, bonds or a tolerance take the lattice form of the 2-D
+chain (``runs2d.cu``'s lattice tile and border kernels, its wrap kernel),
+then the same numbering.  Everything else (n-D, 3-D with a mask, bonds or
+a tolerance, ``axes``) takes the general chain of :mod:`.image_general`.  :func:`applies` says when the plain chains serve a
+call; :func:`program` works out the launches once per shape
 and dtype (launch plans keep it, :mod:`.plan`); :func:`steps` binds them to
 one input and output for the general entry and for benchmarks that time
 each kernel.  The tuning constants read here are in :mod:`meshccl._tuning`.
@@ -31,7 +37,7 @@ import math
 import numpy as np
 
 from .. import _tuning
-from .launch import LABELS, VALUES, Launch, Memset
+from .launch import BONDS, LABELS, MASK, VALUES, Launch, Memset
 from .loader import c_type, kernels
 
 #: Words per block of meshccl_piece_roots (MESHCCL_PIECE_BLOCK in numbering.cuh).
@@ -321,6 +327,151 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     ] + faces + _pieces_path(index_dtype, n, buffers,
                              Launch(label_k, label_grid, (BLOCK,), (LABELS,) + label_tail), True,
                              _tuning.PIECE_WORDS if sl == "true" else 1)
+
+
+def applies_lattice(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None,
+                    tolerance=None, no_left=False, label_axes=None, tol_background=None) -> bool:
+    """True when :func:`lattice_program` serves the call: lattice features
+    (periodic axes, mask, bonds, tolerance) on a 1-D or 2-D array, or
+    periodic axes alone on a 3-D one, all axes labelled, whose grid of tiles
+    fits a launch."""
+    if not 1 <= len(shape) <= 3 or no_left:
+        return False
+    if label_axes is not None and label_axes != (1 << len(shape)) - 1:
+        return False
+    features = mask is not None or bonds is not None or tolerance is not None
+    if not (periodic or features):
+        return False
+    if len(shape) == 3:
+        return not features and applies(shape)
+    return -(-_dims(shape)[2] // 32) <= _MAX_GRID_YZ
+
+
+def _bond_planes(ndim, c, bond_rows):
+    """The bond plane of each of a 2-D cell's earlier neighbours (up, left,
+    up-left, up-right; -1: none) from ``bond_rows`` (neighbourhood.bond_rows:
+    one per offset of ``half_offsets(ndim, c)``, left last)."""
+    if bond_rows is None:
+        return (-1, -1, -1, -1)
+    rows = [int(r) for r in np.asarray(bond_rows).reshape(-1)]
+    if ndim == 1:
+        return (-1, rows[0], -1, -1)
+    if c == 1:  # (-1, 0), (0, -1)
+        return (rows[0], rows[1], -1, -1)
+    return (rows[1], rows[3], rows[0], rows[2])  # (-1, -1), (-1, 0), (-1, 1), (0, -1)
+
+
+def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, *,
+                    periodic=0, mask=False, bonds=False, bond_rows=None, tolerance=None,
+                    buffers=None):
+    """The launches of the lattice form of the 2-D chain, as :func:`program`
+    gives them, with the placeholders :data:`.launch.MASK` and
+    :data:`.launch.BONDS` where the call's mask and bonds go (``mask`` /
+    ``bonds``: whether the call has them; ``bond_rows`` as the general
+    chain takes it).  ``has_bg`` and ``bgkey``: with a tolerance, as
+    ``image_general.tolerance_background`` gives them (keys in the joining
+    rule's type).  ``periodic``: bit k, axis k of ``shape`` wraps.
+
+    Periodic axes alone change no pair inside the array: the plain chain
+    (without slots, whose run starts hold their piece roots) and the wrap
+    kernel.  A mask, bonds or a tolerance (1-D and 2-D only): the lattice
+    tile and border kernels (and the wrap kernel where axes wrap)."""
+    index_dtype = np.dtype(index_dtype)
+    ndim = len(shape)
+    if ndim == 3:
+        return _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
+                            periodic, buffers)
+    _, _, ny, nx = _dims(tuple(int(s) for s in shape))
+    c = min(int(connectivity), 2) if ndim > 1 else 1
+    t, i = c_type(value_dtype), c_type(index_dtype)
+    tol = "true" if tolerance is not None else "false"
+    I = index_dtype.type
+    null = np.uintp(0)
+    features = (MASK if mask else null, BONDS if bonds else null, np.int64(n)) \
+        + tuple(np.int32(b) for b in _bond_planes(ndim, c, bond_rows if bonds else None)) \
+        + (np.float64(tolerance or 0.0),)
+    key = (np.int32(bool(has_bg)), bgkey)
+    wrap_y = bool(periodic & 1) if ndim == 2 else False
+    wrap_x = bool(periodic >> (ndim - 1) & 1)
+    plain = not (mask or bonds or tolerance is not None)
+    if buffers is None:
+        buffers = scratch(n, index_dtype, shape, value_dtype)
+    bits, fs = buffers[0], buffers[4]
+    words = (n + 31) // 32
+    A, H = bits[:words], bits[words:2 * words]
+    rw = _runs_words(shape)
+    F, S = fs[:rw], fs[rw:2 * rw]
+    names = [f"meshccl_runs2d_wrap<{t}, {i}, {c}, {tol}>"]
+    if not plain:
+        names += [f"meshccl_runs2d_lattice_tile<{t}, {i}, {c}, {tol}>",
+                  f"meshccl_runs2d_lattice_border<{t}, {i}, {c}, {tol}>"]
+    found = kernels("runs2d.cu", *names)
+    faces = nx + 2 * ny
+    wrap = [("wrap", Launch(found[0], (-(-faces // BLOCK),), (BLOCK,),
+                            (VALUES, LABELS, H, S, I(ny), I(nx)) + key
+                            + (np.int32(wrap_y), np.int32(wrap_x)) + features,
+                            early=False))] if (wrap_y or wrap_x) else []
+    if plain:
+        prog = _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
+                             False, None)
+        at = [name for name, _ in prog].index("border") + 1
+        return prog[:at] + wrap + prog[at:]
+    rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]
+    per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
+    label_k, = kernels("number_pieces.cu", f"meshccl_label_runs<{i}, {rows}, {per_lane}, false>")
+    ntx, nty = -(-nx // 32), -(-ny // 32)
+    aligned = nx % 32 == 0
+    nw = RUNS_2D_WARPS
+    prog = _cleared(bits, aligned) + [
+        ("tile", Launch(found[1], (-(-ntx // nw), nty), (32 * nw,),
+                        (VALUES, LABELS, A, H, F, S, I(ny), I(nx)) + key
+                        + (np.int32(aligned),) + features)),
+        ("border", Launch(found[2], (-(-ntx // nw), nty), (32 * (nw + 1),),
+                          (VALUES, LABELS, H, S, I(ny), I(nx)) + key + (np.int32(nw),)
+                          + features, early=False)),
+    ] + wrap
+    label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)
+    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words), null, null, np.int32(0))
+    return prog + _pieces_path(index_dtype, n, buffers,
+                               Launch(label_k, label_grid, (BLOCK,), (LABELS,) + label_tail),
+                               True, 1)
+
+
+def _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, periodic,
+                 buffers):
+    """:func:`lattice_program` for a periodic 3-D volume: its plain chain and
+    ``wrap3d.cu`` between the border kernels and the numbering."""
+    _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
+    c = min(int(connectivity), 3)
+    runs = uses_runs(shape, value_dtype)
+    if buffers is None:
+        buffers = scratch(n, index_dtype, shape, value_dtype)
+    prog = program(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers=buffers,
+                   slot_tiles=False)
+    wrap, = kernels("wrap3d.cu", f"meshccl_wrap3d<{c_type(value_dtype)}, {c_type(index_dtype)}, "
+                                 f"{c}, {'true' if runs else 'false'}>")
+    words = (n + 31) // 32
+    H = buffers[0][words:2 * words]
+    S = buffers[4][_runs_words(shape):2 * _runs_words(shape)] if runs else np.uintp(0)
+    I = np.dtype(index_dtype).type
+    faces = ny * nx + 2 * nz * nx + 2 * nz * ny
+    launch = Launch(wrap, (-(-faces // BLOCK),), (BLOCK,),
+                    (VALUES, LABELS, H, S, I(nz), I(ny), I(nx), np.int32(bool(has_bg)), bgkey,
+                     np.uint32(periodic)), early=False)
+    at = [name for name, _ in prog].index("roots")
+    return prog[:at] + [("wrap", launch)] + prog[at:]
+
+
+def lattice_steps(values, P, shape, connectivity, has_bg, bgkey, *, periodic=0, mask=None,
+                  bonds=None, bond_rows=None, tolerance=None, buffers=None):
+    """:func:`lattice_program` bound to flat CuPy ``values``, ``P`` and the
+    call's ``mask`` and ``bonds`` (flat uint8, as the general chain takes
+    them), as ``[(name, launch), ...]`` (see :func:`steps`)."""
+    prog = lattice_program(values.dtype, P.dtype, values.size, shape, connectivity, has_bg,
+                           bgkey, periodic=periodic, mask=mask is not None,
+                           bonds=bonds is not None, bond_rows=bond_rows, tolerance=tolerance,
+                           buffers=buffers)
+    return [(name, functools.partial(launch, values, P, mask, bonds)) for name, launch in prog]
 
 
 def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, slot_tiles=True):

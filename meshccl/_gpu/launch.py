@@ -36,9 +36,11 @@ import numpy as np
 from .. import _tuning
 
 #: Placeholders in a :class:`Launch`'s arguments: the call's flat input
-#: values and its label array.
+#: values and its label array, and (lattice chains) its mask and bonds.
 VALUES = object()
 LABELS = object()
+MASK = object()
+BONDS = object()
 
 
 class _Attribute(ctypes.Structure):
@@ -84,26 +86,31 @@ def pdl_available() -> bool:
 
 def pack_arguments(args):
     """Kernel arguments as 8-byte slots for ``cuLaunchKernel``: returns
-    (slots, the indices of :data:`VALUES`, those of :data:`LABELS`).  A CuPy
+    (slots, the indices of :data:`VALUES`, those of :data:`LABELS`, those
+    of :data:`MASK`, those of :data:`BONDS`).  A CuPy
     array gives its device address; a NumPy scalar (bool, integer or float,
     up to 8 bytes) its bytes, little-endian and zero-padded, from which the
     kernel reads as many as its parameter has (as CuPy passes them).
     Anything else raises TypeError (the caller then launches through CuPy).
     """
     slots = np.zeros(max(1, len(args)), dtype=np.uint64)
-    iv, ip = [], []
+    iv, ip, im, ib = [], [], [], []
     for k, a in enumerate(args):
         if a is VALUES:
             iv.append(k)
         elif a is LABELS:
             ip.append(k)
+        elif a is MASK:
+            im.append(k)
+        elif a is BONDS:
+            ib.append(k)
         elif hasattr(a, "data") and hasattr(a.data, "ptr"):  # a CuPy array
             slots[k] = a.data.ptr
         elif isinstance(a, np.generic) and a.dtype.itemsize <= 8 and a.dtype.kind in "biuf":
             slots[k] = int.from_bytes(a.tobytes().ljust(8, b"\0"), "little")
         else:  # (every argument of the programs is one of the above)
             raise TypeError(f"cannot pack kernel argument {a!r} of type {type(a).__name__}")
-    return slots, tuple(iv), tuple(ip)
+    return slots, tuple(iv), tuple(ip), tuple(im), tuple(ib)
 
 
 class Launch:
@@ -119,19 +126,20 @@ class Launch:
         self.args, self.shared_mem, self.result = tuple(args), int(shared_mem), result
         self.early = bool(early)
 
-    def __call__(self, values, P):
-        args = tuple(values if a is VALUES else P if a is LABELS else a for a in self.args)
+    def __call__(self, values, P, mask=None, bonds=None):
+        args = tuple(values if a is VALUES else P if a is LABELS else mask if a is MASK
+                     else bonds if a is BONDS else a for a in self.args)
         self.fn(self.grid, self.block, args, shared_mem=self.shared_mem)
         return self.result
 
     def packed(self, follows=False):
-        """``launch(values_ptr, labels_ptr, stream_ptr)`` through the driver,
+        """``launch(values_ptr, labels_ptr, stream_ptr[, mask_ptr, bonds_ptr])`` through the driver,
         the arguments packed once (see the module's text).  ``follows``: the
         kernel comes right after another kernel of the same chain, and may
         start while that one drains (where :func:`pdl_available`)."""
         from cupy.cuda import driver
 
-        slots, iv, ip = pack_arguments(self.args)
+        slots, iv, ip, im, ib = pack_arguments(self.args)
         ptrs = slots.ctypes.data + 8 * np.arange(len(slots), dtype=np.uint64)
         fn = getattr(self.fn, "kernel", self.fn).ptr  # RawKernel -> its CUDA function
         (gx, gy, gz), (bx, by, bz) = (self.grid + (1, 1))[:3], (self.block + (1, 1))[:3]
@@ -139,11 +147,15 @@ class Launch:
         result = self.result
         keep = [slots, ptrs]  # what the driver reads through addresses: alive with the launch
 
-        def place(vptr, pptr):
+        def place(vptr, pptr, mptr, bptr):
             for k in iv:
                 slots[k] = vptr
             for k in ip:
                 slots[k] = pptr
+            for k in im:
+                slots[k] = mptr
+            for k in ib:
+                slots[k] = bptr
 
         if follows and pdl_available():
             attr = _Attribute(id=_PROGRAMMATIC_STREAM_SERIALIZATION)
@@ -152,16 +164,16 @@ class Launch:
             config_ref, launch_ex = ctypes.byref(config), _launch_kernel_ex()
             keep += [attr, config]
 
-            def launch(vptr, pptr, stream):
-                place(vptr, pptr)
+            def launch(vptr, pptr, stream, mptr=0, bptr=0):
+                place(vptr, pptr, mptr, bptr)
                 config.stream = stream
                 err = launch_ex(config_ref, fn, params, None)
                 if err:
                     raise driver.CUDADriverError(err)
                 return result
         else:
-            def launch(vptr, pptr, stream):
-                place(vptr, pptr)
+            def launch(vptr, pptr, stream, mptr=0, bptr=0):
+                place(vptr, pptr, mptr, bptr)
                 launch_kernel(fn, gx, gy, gz, bx, by, bz, smem, stream, params, 0)
                 return result
 
@@ -189,7 +201,7 @@ class Memset:
     def __init__(self, array):
         self.array = array
 
-    def __call__(self, values, P):
+    def __call__(self, values, P, mask=None, bonds=None):
         import cupy
 
         cupy.cuda.runtime.memsetAsync(self.array.data.ptr, 0, self.array.nbytes,
@@ -201,7 +213,7 @@ class Memset:
         # (the plan keeps this object, and so the array, alive)
         ptr, nbytes, memset = self.array.data.ptr, self.array.nbytes, runtime.memsetAsync
 
-        def launch(vptr, pptr, stream):
+        def launch(vptr, pptr, stream, mptr=0, bptr=0):
             memset(ptr, 0, nbytes, stream)
 
         return launch

@@ -53,9 +53,14 @@ buffers (5 bytes per cell, kept with the plan); such a call copies the
 input in, replays that graph and copies the labels out.
 
 Plans serve the plain case: C-contiguous bool or integer CuPy input,
-``method='auto'``, no lattice feature, ``axes``, ``return_info`` or device
-override.  Anything else (floats need a NaN check per call) takes the
-general path.  At most :data:`MAX_PLANS` plans per thread are kept.
+``method='auto'``, no ``axes``, ``return_info`` or device override; and
+the lattice features (periodic axes, a mask, bonds, a tolerance) where the
+array is 1-D or 2-D, and periodic axes on 3-D volumes
+(image_plain.lattice_program; a simulation labels its lattice so every few
+steps).  A lattice plan takes the call's mask and
+bonds (C-contiguous bool CuPy arrays) as two more addresses in its packed
+launches, and records no graphs.  Anything else (floats need a NaN check
+per call) takes the general path.  At most :data:`MAX_PLANS` plans per thread are kept.
 """
 
 from __future__ import annotations
@@ -69,7 +74,7 @@ import numpy as np
 from .. import _validate
 from .. import _tuning
 from . import image_plain
-from .image_general import grid_args
+from .image_general import grid_args, tolerance_background
 from .launch import pack_chain
 from .loader import c_type, kernels
 from .number_roots import BLOCK, NULL, grid, scan_words, scratch
@@ -120,7 +125,7 @@ def _report_word():
 class Plan:
     """Everything but the input and the output of one labelling call."""
 
-    def __init__(self, prob, bool_input=False):
+    def __init__(self, prob, bool_input=False, lattice=None):
         import cupy
 
         n = prob.size
@@ -140,6 +145,26 @@ class Plan:
         # bool input: its bytes as 0 / 1 first (a bool array may hold other
         # non-zero bytes, which are True), into a buffer kept with the plan
         self.bool01 = cupy.empty(prob.out_shape, dtype=cupy.bool_) if bool_input else None
+        if lattice is not None:
+            # 1-D / 2-D with lattice features: one chain, no graphs
+            has_bg, bgkey = prob.has_bg, prob.bgkey
+            if prob.tolerance is not None:
+                has_bg, bgkey = tolerance_background(self.view, has_bg, bgkey,
+                                                     prob.tol_background)
+            buffers = image_plain.scratch(n, self.work, prob.shape, self.view)
+            prog = image_plain.lattice_program(
+                self.view, self.work, n, prob.shape, prob.connectivity, has_bg, bgkey,
+                periodic=prob.periodic, mask=prob.mask is not None,
+                bonds=prob.bonds is not None, bond_rows=prob.bond_rows,
+                tolerance=prob.tolerance, buffers=buffers)
+            try:
+                packed = pack_chain(prog)
+            except (TypeError, AttributeError):
+                packed = None
+            self.chains = {True: (prog, packed)}
+            self.program, self.packed = prog, packed
+            self.at = None
+            return
         if image_plain.applies(prob.shape):
             # the 2-D / 3-D path: its launches worked out once, scratch kept with the plan
             buffers = image_plain.scratch(n, self.work, prob.shape, self.view)
@@ -194,21 +219,26 @@ class Plan:
         except Exception:  # no graph support here: launch one by one
             self.graph = None
 
-    def _launch(self, values, P):
+    def _launch(self, values, P, mask=None, bonds=None):
         """The launches of the plain path; returns N as a 0-d array.  P: the
-        labels (an array, or with packed launches also a bare MemoryPointer)."""
+        labels (an array, or with packed launches also a bare MemoryPointer);
+        ``mask``, ``bonds``: a lattice plan's call's arrays."""
         if self.packed is not None:
             vptr = values.data.ptr
             pptr = P.ptr if isinstance(P, self.cupy.cuda.MemoryPointer) else P.data.ptr
+            mptr = 0 if mask is None else mask.data.ptr
+            bptr = 0 if bonds is None else bonds.data.ptr
             stream = self.cupy.cuda.get_current_stream().ptr
             count = None
             for launch in self.packed:
-                count = launch(vptr, pptr, stream)
+                count = launch(vptr, pptr, stream, mptr, bptr)
             return count
         if self.program is not None:
+            if not isinstance(P, self.cupy.ndarray):
+                P = self.cupy.ndarray((self.n,), dtype=self.work, memptr=P)
             count = None
             for _, launch in self.program:
-                count = launch(values, P)
+                count = launch(values, P, mask, bonds)
             return count
         self.tile(self.tiles, self.cells, (values, P) + self.params, shared_mem=self.smem)
         self.union(self.tiles, self.cells, (values, P) + self.params)
@@ -287,7 +317,7 @@ class Plan:
             self.at.popitem(last=False)
         return hit
 
-    def __call__(self, x, return_num):
+    def __call__(self, x, return_num, mask=None, bonds=None):
         cupy = self.cupy
         if self.bool01 is not None:
             cupy.not_equal(x.view(cupy.uint8), 0, out=self.bool01)
@@ -303,7 +333,7 @@ class Plan:
             hit[0].launch(cupy.cuda.get_current_stream())
             count = hit[1]
         elif self.packed is not None and self.graph is None:
-            count = self._launch(x, mem)
+            count = self._launch(x, mem, mask, bonds)
         elif self.graph is not None:
             stream = cupy.cuda.get_current_stream()
             self.vin.data.copy_from_device_async(x.data, self.vin.nbytes, stream)
@@ -312,7 +342,8 @@ class Plan:
             count = self.count
         else:
             count = self._launch(x.view(self.view).reshape(-1),
-                                 cupy.ndarray((self.n,), dtype=self.work, memptr=mem))
+                                 cupy.ndarray((self.n,), dtype=self.work, memptr=mem),
+                                 mask, bonds)
         P = cupy.ndarray(self.out_shape, dtype=self.work, memptr=mem)
         return self._finish(P, count, return_num)
 
@@ -329,11 +360,29 @@ class Plan:
         return P
 
 
-def fast_label(x, background, connectivity, dtype, return_num):
+def _feature_array(a, x):
+    """A mask or bonds array a lattice plan can take as it is: a
+    C-contiguous bool CuPy array on ``x``'s device (else the general path
+    checks and converts it)."""
+    return (type(a).__module__.startswith("cupy") and a.dtype == np.bool_
+            and a.flags.c_contiguous and a.data.device_id == x.data.device_id)
+
+
+def fast_label(x, background, connectivity, dtype, return_num, periodic=False, mask=None,
+               tolerance=None, bonds=None):
     """Label CuPy array ``x`` through a cached plan; None when a plan does
     not apply (the caller takes the general path)."""
     if not x.flags.c_contiguous or x.dtype.kind not in "biu" or x.ndim == 0 or x.size == 0:
         return None
+    lattice = not (periodic is False and mask is None and tolerance is None and bonds is None)
+    if lattice:
+        features = mask is not None or bonds is not None or tolerance is not None
+        if x.ndim > 3 or (x.ndim == 3 and features) or (
+                mask is not None and not _feature_array(mask, x)) or (
+                bonds is not None and not _feature_array(bonds, x)):
+            return None
+        if isinstance(periodic, list):
+            periodic = tuple(periodic)
     global _cupy
     cupy = _cupy
     if cupy is None:  # (an import statement per call costs about a microsecond)
@@ -345,6 +394,9 @@ def fast_label(x, background, connectivity, dtype, return_num):
             return fast_label(x, background, connectivity, dtype, return_num)
     key = (x.shape, x.dtype.char, background, type(background), connectivity,
            type(connectivity), dtype, device, cupy.cuda.get_current_stream().ptr)
+    if lattice:
+        key += (periodic, tolerance, type(tolerance), None if mask is None else mask.shape,
+                None if bonds is None else bonds.shape)
     plans = getattr(_local, "plans", None)
     if plans is None:
         plans = _local.plans = OrderedDict()
@@ -353,13 +405,24 @@ def fast_label(x, background, connectivity, dtype, return_num):
     except TypeError:  # an unhashable argument: the general path says what is wrong
         return None
     if plan is None:
-        prob = _validate.prepare(x, background, connectivity, dtype)
-        if prob.swapped or prob.size != x.size:
-            return None
-        plan = Plan(prob, bool_input=x.dtype == np.bool_)
+        if lattice:
+            prob = _validate.prepare(x, background, connectivity, dtype, periodic=periodic,
+                                     mask=mask, tolerance=tolerance, bonds=bonds)
+            if not image_plain.applies_lattice(  # (over 2**21 rows: the general chain)
+                    prob.shape, periodic=prob.periodic, mask=prob.mask, bonds=prob.bonds,
+                    tolerance=prob.tolerance, no_left=prob.no_left, label_axes=prob.label_axes):
+                return None
+            plan = Plan(prob, bool_input=x.dtype == np.bool_, lattice=True)
+        else:
+            prob = _validate.prepare(x, background, connectivity, dtype)
+            if prob.swapped or prob.size != x.size:
+                return None
+            plan = Plan(prob, bool_input=x.dtype == np.bool_)
         plans[key] = plan
         if len(plans) > MAX_PLANS:
             plans.popitem(last=False)
     else:
         plans.move_to_end(key)
+    if lattice:
+        return plan(x, return_num, mask, bonds)
     return plan(x, return_num)

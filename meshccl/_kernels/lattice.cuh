@@ -117,6 +117,29 @@ struct Lattice {
     }
 };
 
+// The lattice features as the fixed-geometry 2-D chain takes them
+// (runs2d.cu): the mask, and the bond plane of each of a cell's four
+// earlier neighbours (the bonds= layout: plane k of `bonds` holds the bonds
+// of half offset k, meshccl/neighbourhood.py half_offsets).  A null mask or
+// bonds pointer: every cell may be foreground, every bond is open.
+struct PlaneFeatures {
+    const unsigned char* mask;
+    const unsigned char* bonds;
+    long long bstride;         // cells per bond plane
+    int up, left, ul, ur;      // bond plane of (-1, 0), (0, -1), (-1, -1), (-1, +1); -1: none
+    double tol;
+    __device__ __forceinline__ bool on(long long i) const { return mask == nullptr || mask[i]; }
+    __device__ __forceinline__ bool open(int plane, long long i) const {
+        return bonds == nullptr || plane < 0 || bonds[(long long)plane * bstride + i];
+    }
+};
+#define MESHCCL_PLANE_FEATURES                                                             \
+    const unsigned char* __restrict__ mask, const unsigned char* __restrict__ bonds,       \
+    long long bstride, int b_up, int b_left, int b_ul, int b_ur, double tol
+#define MESHCCL_PLANE_FEATURE_TYPES \
+    const unsigned char*, const unsigned char*, long long, int, int, int, int, double
+#define MESHCCL_PLANE_FEATURES_VALUE {mask, bonds, bstride, b_up, b_left, b_ul, b_ur, tol}
+
 template <typename I>
 __device__ __forceinline__ bool inside(unsigned lo, unsigned hi, const Offset<I>& e) {
     return ((lo & e.lo) | (hi & e.hi)) == 0u;

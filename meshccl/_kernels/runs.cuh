@@ -42,6 +42,11 @@ __device__ __forceinline__ K shfl(K k, int delta, bool up) {
     return (K)(up ? __shfl_up_sync(0xffffffffu, x, delta) : __shfl_down_sync(0xffffffffu, x, delta));
 }
 
+// (doubles move as doubles: the template's integer path would truncate them)
+__device__ __forceinline__ double shfl(double k, int delta, bool up) {
+    return up ? __shfl_up_sync(0xffffffffu, k, delta) : __shfl_down_sync(0xffffffffu, k, delta);
+}
+
 // Byte-wise tests on 4 one-byte cells in a word: bit 7 of each byte set
 // where the byte is zero / not zero (exact: the sums never carry into the
 // next byte).
@@ -269,10 +274,27 @@ __device__ __forceinline__ I node(const unsigned* __restrict__ S, I y, I x, I ro
 // them: up-left unless up is a pair (same run) or the left cell is equal
 // (covered); up unless up-right is a pair or covered; up-right unless the
 // left cell is equal and up is a pair (twin).
-template <bool Diag>
+//
+// Rules 1 (those) rely on equality being transitive (a cell equal to two
+// others makes them equal).  Where it is not (a tolerance) or where a pair
+// of equal cells may still be cut (closed bonds, masked cells) the masks
+// say which pairs join, and: Rules 2 (no diagonals), straight up unless the
+// left cell joins it, its own pair up exists and the two cells above join
+// (Eup: the row above's E) -- the skipped pair then goes round through
+// three joined pairs, the left one's own by induction along the row;
+// Rules 0, every pair.
+template <bool Diag, int Rules = 1>
 __device__ __forceinline__ void row_pairs(unsigned E, unsigned Vl, unsigned V, unsigned Vr,
-                                          unsigned& Ul, unsigned& U0, unsigned& Ur) {
-    if (!Diag) {
+                                          unsigned& Ul, unsigned& U0, unsigned& Ur,
+                                          unsigned Eup = 0u) {
+    if (Rules == 0) {
+        Ul = Diag ? Vl : 0u;
+        U0 = V;
+        Ur = Diag ? Vr : 0u;
+    } else if (Rules == 2) {
+        Ul = Ur = 0u;
+        U0 = V & ~(E & (V << 1) & Eup);
+    } else if (!Diag) {
         Ul = Ur = 0u;
         U0 = V & ~(E & (V << 1));
     } else {
@@ -469,7 +491,7 @@ __device__ __forceinline__ int stretch_top(const unsigned (&tops)[5], int b) {
 // stretch's top: by induction in raster order, a pair the rules skip goes
 // round through an earlier cell's pair and a run, as before.)  t from
 // stretch_tops.
-template <bool Diag, int RS = ROW_NODES>
+template <bool Diag, int RS = ROW_NODES, int Rules = 1>
 __device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* starts, int lane,
                                             unsigned S_, unsigned mE, unsigned mVl, unsigned mV,
                                             unsigned mVr) {
@@ -478,7 +500,8 @@ __device__ __forceinline__ void tile_unions(int* L, int base, const unsigned* st
     const unsigned Sup = __shfl_up_sync(0xffffffffu, S_, 1);
     const int me = base + lane * RS, up = me - RS;
     unsigned Ul, U0, Ur;
-    row_pairs<Diag>(mE, mVl, mV, mVr, Ul, U0, Ur);
+    row_pairs<Diag, Rules>(mE, mVl, mV, mVr, Ul, U0, Ur,
+                           Rules == 2 ? __shfl_up_sync(0xffffffffu, mE, 1) : 0u);
     // One loop for all three masks (see unite_all)
     for (;;) {
         int b, partner;

@@ -187,13 +187,20 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
 // The pairs across the strip's inner tile borders are united there too, in
 // shared memory, and a piece is a component of the strip;
 // the border kernel then takes the x seams between strips only.
-template <typename T, typename I, int C, int NW, bool SL>
+//
+// Lat: the lattice form (mask, bonds, tolerance: `ft`), which makes every
+// row's masks by ballots with the joining rule (lattice.cuh, Rule) and the
+// features in them, never bands, and unites every joined pair (no skipping
+// rules: tile_unions' Rules false, and no square rule at the tile borders).
+template <typename T, typename I, int C, int NW, bool SL, bool Lat = false, bool Tol = false>
 __device__ __forceinline__ unsigned label_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
         unsigned* __restrict__ S, I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
         unsigned* __restrict__ tally, I ny, I nx, int has_bg,
-        typename meshccl::Key<T>::type bgkey, int prefetch) {
-    typedef typename meshccl::Key<T>::type K;
+        typename meshccl::Rule<T, Tol>::K bgkey, int prefetch,
+        const meshccl::PlaneFeatures& ft) {
+    typedef meshccl::Rule<T, Tol> R;
+    typedef typename R::K K;
     using meshccl::runs::shfl;
     using meshccl::runs::start_of;
     constexpr int RS = meshccl::runs::ROW_NODES, RSB = (NW * RS) | 1;
@@ -203,6 +210,10 @@ __device__ __forceinline__ unsigned label_tile(
     __shared__ unsigned bstarts[NW][16];  // banded tiles: each band's run starts ...
     __shared__ unsigned bfirsts[NW][16];  // ... and first bottom cells that are not nodes
     __shared__ int banded[NW];            // is the tile banded?
+    // Lat: the foreground of the tile's columns 0 and 31 (bit r: row r), and
+    // the open bonds of column 0 to the left and up-left and of column 31
+    // up-right, for the pairs across the tiles' inner borders.
+    __shared__ unsigned edgebits[Lat ? NW : 1][5];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I bx = (I)blockIdx.x * NW + warp, ntx = (nx + 31) >> 5;
     const bool live = bx < ntx;  // (the whole warp)
@@ -215,7 +226,7 @@ __device__ __forceinline__ unsigned label_tile(
     bool slotted = false;  // (the whole warp) piece roots in Q's slots (SL and fits)?
     int slot0 = 0;         // lane r: row r's first slot
     if (!live) {
-    } else if (sizeof(T) == 1) {
+    } else if (sizeof(T) == 1 && !(Lat && Tol)) {
         // One-byte cells: lane r loads row r's 32 cells (two 16-byte loads
         // where rows are 16-byte aligned) and makes its masks with byte-wise
         // word arithmetic; the row above comes from lane r - 1.
@@ -224,14 +235,50 @@ __device__ __forceinline__ unsigned label_tile(
         unsigned w[8];
         meshccl::runs::load_row(y < ny ? v + y * nx + x0 : nullptr, width, w);
         mF = meshccl::runs::fg_mask(w, y >= ny ? 0 : width, has_bg, (unsigned char)bgkey);
+        // Lat: the row's mask and open bonds as bits (all set where there is
+        // no mask / no such bonds), loaded and tested as the cells are.
+        unsigned bl = ~0u, bu = ~0u, bul = ~0u, bur = ~0u;
+        if (Lat) {
+            const auto bits = [&](const unsigned char* base, int plane) {
+                if (base == nullptr || plane < 0) return ~0u;
+                unsigned b[8], h[8];
+                meshccl::runs::load_row(y < ny ? base + (long long)plane * ft.bstride +
+                                                     y * nx + x0 : nullptr, width, b);
+#pragma unroll
+                for (int j = 0; j < 8; ++j) h[j] = meshccl::runs::nonzero_bytes(b[j]);
+                return meshccl::runs::pack32(h);
+            };
+            mF &= bits(ft.mask, 0);
+            bl = bits(ft.bonds, ft.left);
+            bu = bits(ft.bonds, ft.up);
+            if (C >= 2) {
+                bul = bits(ft.bonds, ft.ul);
+                bur = bits(ft.bonds, ft.ur);
+            }
+        }
         mE = mF & meshccl::runs::eq_left(w, w);
         meshccl::runs::above_masks<C >= 2>(w, mF, lane, mV, mVl, mVr);
+        if (Lat) {
+            mE &= (mF << 1) & bl;  // (a masked cell may equal its neighbour)
+            mV &= bu;
+            mVl &= bul;
+            mVr &= bur;
+            const unsigned e0 = __ballot_sync(0xffffffffu, mF & 1u);
+            const unsigned e1 = __ballot_sync(0xffffffffu, mF >> 31);
+            const unsigned e2 = __ballot_sync(0xffffffffu, bl & 1u);
+            const unsigned e3 = __ballot_sync(0xffffffffu, bul & 1u);
+            const unsigned e4 = __ballot_sync(0xffffffffu, bur >> 31);
+            if (lane == 0) {
+                unsigned* eb = edgebits[Lat ? warp : 0];
+                eb[0] = e0; eb[1] = e1; eb[2] = e2; eb[3] = e3; eb[4] = e4;
+            }
+        }
         edge[0][warp][lane] = (K)(unsigned char)w[0];
         edge[1][warp][lane] = (K)(unsigned char)(w[7] >> 24);
         edge[2][warp][lane] = (K)(unsigned char)(w[7] >> 16);
         // A binary tile (cells 0 / 1, background 0) at connectivity 2 is
         // labelled in bands of two rows (runs.cuh, band_node).
-        if (C == 2 && has_bg && bgkey == 0)
+        if (C == 2 && !Lat && has_bg && bgkey == 0)
             band = __all_sync(0xffffffffu, meshccl::runs::binary_row(w));
     } else {
         // Wider cells: a lane per column, 32 loads in flight, and row masks by
@@ -242,26 +289,51 @@ __device__ __forceinline__ unsigned label_tile(
             const I y = y0 + r;
             raw[r] = (x < nx && y < ny) ? v[y * nx + x] : T();
         }
+        // Lat: the column's mask and open bonds, bit r for row r (all set
+        // where there is no mask / no bonds).
+        unsigned cm = ~0u, cl = ~0u, cu = ~0u, cul = ~0u, cur = ~0u, colF = 0u;
+        if (Lat) {
+            const bool col = x < nx;
+#pragma unroll
+            for (int r = 0; r < 32; ++r) {
+                const I y = y0 + r, i = y * nx + x;
+                if (!(col && y < ny)) continue;
+                const unsigned bit = 1u << r;
+                if (!ft.on(i)) cm &= ~bit;
+                if (!ft.open(ft.left, i)) cl &= ~bit;
+                if (!ft.open(ft.up, i)) cu &= ~bit;
+                if (C >= 2 && !ft.open(ft.ul, i)) cul &= ~bit;
+                if (C >= 2 && !ft.open(ft.ur, i)) cur &= ~bit;
+            }
+        }
         unsigned pF = 0u;
         K pk = K();
 #pragma unroll
         for (int r = 0; r < 32; ++r) {
             const bool in = x < nx && y0 + r < ny;
-            const K k = in ? meshccl::Key<T>::of(raw[r]) : K();
-            const bool f = in && !(has_bg && k == bgkey);
+            const K k = in ? R::key(raw[r]) : K();
+            const bool f = in && !(has_bg && k == bgkey) && (!Lat || ((cm >> r) & 1u));
             const K kl = shfl(k, 1, true);
             const bool pf = (pF >> lane) & 1u;
             const unsigned Fm = __ballot_sync(0xffffffffu, f);
-            const unsigned Em = __ballot_sync(0xffffffffu, f && lane > 0 && kl == k);
-            const unsigned Vm = __ballot_sync(0xffffffffu, f && pf && pk == k);
+            // (without features, equal keys of a foreground cell make its
+            // left neighbour foreground too)
+            const bool fl = !Lat || (lane > 0 && ((Fm >> (lane - 1)) & 1u) && ((cl >> r) & 1u));
+            const unsigned Em =
+                __ballot_sync(0xffffffffu, f && lane > 0 && fl && R::join(kl, k, ft.tol));
+            const unsigned Vm = __ballot_sync(
+                0xffffffffu, f && pf && R::join(pk, k, ft.tol) && (!Lat || ((cu >> r) & 1u)));
             unsigned Vl = 0u, Vr = 0u;
             if (C >= 2) {
                 const K ul = shfl(pk, 1, true), ur = shfl(pk, 1, false);
                 Vl = __ballot_sync(0xffffffffu,
-                                   f && lane > 0 && ((pF >> (lane - 1)) & 1u) && ul == k);
+                                   f && lane > 0 && ((pF >> (lane - 1)) & 1u) &&
+                                       R::join(ul, k, ft.tol) && (!Lat || ((cul >> r) & 1u)));
                 Vr = __ballot_sync(0xffffffffu,
-                                   f && lane < 31 && ((pF >> (lane + 1)) & 1u) && ur == k);
+                                   f && lane < 31 && ((pF >> (lane + 1)) & 1u) &&
+                                       R::join(ur, k, ft.tol) && (!Lat || ((cur >> r) & 1u)));
             }
+            if (Lat) colF |= (unsigned)f << r;
             if (lane == r) {
                 mF = Fm;
                 mE = Em;
@@ -277,7 +349,16 @@ __device__ __forceinline__ unsigned label_tile(
         if (e >= 0) {
 #pragma unroll
             for (int r = 0; r < 32; ++r)
-                edge[e][warp][r] = (x < nx && y0 + r < ny) ? meshccl::Key<T>::of(raw[r]) : K();
+                edge[e][warp][r] = (x < nx && y0 + r < ny) ? R::key(raw[r]) : K();
+        }
+        if (Lat && lane == 0) {
+            edgebits[Lat ? warp : 0][0] = colF;
+            edgebits[Lat ? warp : 0][2] = cl;
+            edgebits[Lat ? warp : 0][3] = cul;
+        }
+        if (Lat && lane == 31) {
+            edgebits[Lat ? warp : 0][1] = colF;
+            edgebits[Lat ? warp : 0][4] = cur;
         }
     }
     // Lane r: row r.  Run starts, their forest, and the pairs with row r - 1.
@@ -330,8 +411,9 @@ __device__ __forceinline__ unsigned label_tile(
         if (band)
             band_unions<RSB>(L, base, starts[warp], bstarts[warp], lane, mE, mVl, mV, mVr);
         else
-            meshccl::runs::tile_unions<C >= 2, RSB>(L, base, starts[warp], lane, S_, mE, mVl,
-                                                    mV, mVr);
+            // (Lat: at C = 1 the rule on a row's own pairs, every pair at C = 2)
+            meshccl::runs::tile_unions<C >= 2, RSB, Lat ? (C >= 2 ? 0 : 2) : 1>(
+                L, base, starts[warp], lane, S_, mE, mVl, mV, mVr);
     }
     // (the block's tiles whose run starts fit their slots, for the host's
     // choice of kernel: _tuning.RUNS_2D_SLOTS_SHARE)
@@ -355,9 +437,23 @@ __device__ __forceinline__ unsigned label_tile(
         const int r = lane, wl = warp - 1;
         const K k0 = edge[0][warp][r], kL = edge[1][wl][r];
         const K ku0 = r > 0 ? edge[0][warp][r - 1] : K(), kuL = r > 0 ? edge[1][wl][r - 1] : K();
-        const unsigned m = left_pairs<C>(k0, kL, ku0, kuL, r > 0, !(has_bg && k0 == bgkey),
-                                         !(has_bg && kL == bgkey),
-                                         [&] { return edge[2][wl][r]; });
+        unsigned m;
+        if (Lat) {
+            // every joined pair: (r, 0) with (r, -1) and, at C = 2, (r, 0)
+            // with (r - 1, -1) and (r, -1) with (r - 1, 0)
+            const unsigned* e0 = edgebits[Lat ? warp : 0];
+            const unsigned* eL = edgebits[Lat ? wl : 0];
+            const auto bit = [r](unsigned w, int dr) { return ((w << dr) >> r) & 1u; };
+            const bool f0 = bit(e0[0], 0), fL = bit(eL[1], 0);
+            m = (f0 && fL && bit(e0[2], 0) && R::join(k0, kL, ft.tol)) ? 1u : 0u;
+            if (C >= 2 && r > 0) {
+                if (f0 && bit(eL[1], 1) && bit(e0[3], 0) && R::join(kuL, k0, ft.tol)) m |= 2u;
+                if (fL && bit(e0[0], 1) && bit(eL[4], 0) && R::join(ku0, kL, ft.tol)) m |= 4u;
+            }
+        } else {
+            m = left_pairs<C>(k0, kL, ku0, kuL, r > 0, !(has_bg && k0 == bgkey),
+                              !(has_bg && kL == bgkey), [&] { return edge[2][wl][r]; });
+        }
         if (m) {
             const int a = local(warp, r, 0), left = local(wl, r, 31);
             if (m & 1u) meshccl::unite<true>(L, a, left);
@@ -431,28 +527,11 @@ __device__ __forceinline__ unsigned label_tile(
     return roots;
 }
 
-}  // namespace runs2d
-}  // namespace meshccl
-
-// The image is ny x nx (1-D arrays come as one row).  NW warps per block,
-// each on its own 32 x 32 tile (tiles bx = blockIdx.x * NW + warp, by =
-// blockIdx.y).  F and S: (nx + 31) / 32 * ny words each, word bx * ny + y.
-// A and H: aligned, nx % 32 == 0, makes a tile row one word of each, and
-// the block's NW tiles side by side NW consecutive words, which the block
-// stores together (H as zeros); a word per lane, 32 rows per store
-// instruction, left partly written sectors that cost a fifth of the kernel
-// on the 4096^2 images.  Otherwise the host zeroes A and H and rows OR
-// their piece roots in.
-template <typename T, typename I, int C, int NW, bool SL>
-__global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
-        const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
-        unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
-        int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int prefetch,
-        I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
-        unsigned* __restrict__ tally) {
-    meshccl::grid_entry();  // (launch.cuh)
-    const unsigned roots = meshccl::runs2d::label_tile<T, I, C, NW, SL>(
-            v, P, F, S, Q, O, slots, tally, ny, nx, has_bg, bgkey, prefetch);
+// The tile kernels' last step: each row's piece roots (`roots`, lane r: row
+// r of the warp's tile) into the bit array A, and H zeroed (see above).
+template <int NW, typename I>
+__device__ __forceinline__ void store_root_bits(unsigned* __restrict__ A, unsigned* __restrict__ H,
+                                                unsigned roots, int aligned, I ny, I nx) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I ntx = (nx + 31) >> 5, y0 = (I)blockIdx.y * 32;
     if (!aligned) {  // the same for the whole grid
@@ -476,6 +555,34 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         H[w] = 0u;
     }
 }
+
+
+}  // namespace runs2d
+}  // namespace meshccl
+
+// The image is ny x nx (1-D arrays come as one row).  NW warps per block,
+// each on its own 32 x 32 tile (tiles bx = blockIdx.x * NW + warp, by =
+// blockIdx.y).  F and S: (nx + 31) / 32 * ny words each, word bx * ny + y.
+// A and H: aligned, nx % 32 == 0, makes a tile row one word of each, and
+// the block's NW tiles side by side NW consecutive words, which the block
+// stores together (H as zeros); a word per lane, 32 rows per store
+// instruction, left partly written sectors that cost a fifth of the kernel
+// on the 4096^2 images.  Otherwise the host zeroes A and H and rows OR
+// their piece roots in.
+template <typename T, typename I, int C, int NW, bool SL>
+__global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
+        const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
+        unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
+        int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int prefetch,
+        I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
+        unsigned* __restrict__ tally) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::PlaneFeatures none = {nullptr, nullptr, 0, -1, -1, -1, -1, 0.0};
+    const unsigned roots = meshccl::runs2d::label_tile<T, I, C, NW, SL>(
+            v, P, F, S, Q, O, slots, tally, ny, nx, has_bg, bgkey, prefetch, none);
+    meshccl::runs2d::store_root_bits<NW>(A, H, roots, aligned, ny, nx);
+}
+
 
 // The border kernel's tile row for block row b of `rows`: b * K mod rows,
 // K the first of the primes 53, 59, 61 that does not divide rows (1 if all
@@ -590,6 +697,174 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     }
 }
 
+// ---------------------------------------------------------------------------
+// The lattice form of the chain: a mask, bonds, a tolerance and periodic
+// axes on 1-D and 2-D arrays (the features that simulations use), with the
+// same tile geometry, run nodes and numbering as the plain form.
+//
+// A feature changes which neighbouring pairs join, not how a joined pair is
+// labelled: the tile kernel makes each row's masks from the joining rule
+// (equal keys, or |a - b| <= tolerance), the cells' mask and their open
+// bonds, by ballots for every cell type (meshccl_runs2d_lattice_tile: the
+// wider-cell form of label_tile with Lat).  A run is then a stretch of
+// joined cells, and every joined pair between runs is united: the skipping
+// rules of the plain form take a pair as joined because two others are
+// (equality is transitive), which a closed bond, a masked cell or a
+// tolerance can break.  The border kernel (meshccl_runs2d_lattice_border)
+// unites every joined pair across the tiles' top rows and across the
+// strips' left borders, with the same block layout as the plain one.
+// Periodic axes add the pairs that wrap around (meshccl_runs2d_wrap): a
+// thread per cell of the first row and of the first and last columns
+// unites the cell with each earlier neighbour it reaches only by wrapping,
+// on the nodes the border kernel uses.  Unions hook the larger root under
+// the smaller, so each component's root is still its first cell in raster
+// order, and number_pieces.cu numbers them as for a plain image.
+
+namespace meshccl {
+namespace runs2d {
+
+// Is cell i, of key k, foreground?
+template <typename K, typename I>
+__device__ __forceinline__ bool lattice_fg(K k, I i, int has_bg, K bgkey,
+                                           const PlaneFeatures& ft) {
+    return !(has_bg && k == bgkey) && ft.on(i);
+}
+
+}  // namespace runs2d
+}  // namespace meshccl
+
+template <typename T, typename I, int C, bool Tol>
+__global__ void __launch_bounds__(32 * 8) meshccl_runs2d_lattice_tile(
+        const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
+        unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
+        int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, int aligned,
+        MESHCCL_PLANE_FEATURES) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::PlaneFeatures ft = MESHCCL_PLANE_FEATURES_VALUE;
+    const unsigned roots = meshccl::runs2d::label_tile<T, I, C, 8, false, true, Tol>(
+            v, P, F, S, nullptr, nullptr, 0, nullptr, ny, nx, has_bg, bgkey, 0, ft);
+    meshccl::runs2d::store_root_bits<8>(A, H, roots, aligned, ny, nx);
+}
+
+// The plain border kernel's blocks (TB tiles' top rows, then one warp per
+// strip's left border), uniting every joined pair: a top-row cell with the
+// cells above it (up, and at C = 2 up-left and up-right), a strip's first
+// column with the column before it (left, and at C = 2 below the tile's
+// top row: up-left, and the left cell's up-right).
+template <typename T, typename I, int C, bool Tol>
+__global__ void __launch_bounds__(288) meshccl_runs2d_lattice_border(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
+        I ny, I nx, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, int strip,
+        MESHCCL_PLANE_FEATURES) {
+    meshccl::grid_entry();  // (launch.cuh)
+    typedef meshccl::Rule<T, Tol> R;
+    typedef typename R::K K;
+    const meshccl::PlaneFeatures ft = MESHCCL_PLANE_FEATURES_VALUE;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int tb = (int)(blockDim.x >> 5) * strip / (strip + 1);
+    const bool up = warp < tb;
+    const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
+    const I x0 = bx * 32;
+    const I y0 = (up ? (I)scattered_row(blockIdx.y, gridDim.y)
+                     : (I)(gridDim.y - 1u - blockIdx.y)) * 32;
+    if (bx >= ntx) return;
+    auto node = [&](I y, I x) { return meshccl::runs::node(S, y, x, ny, nx); };
+    auto fg = [&](K k, I i) { return meshccl::runs2d::lattice_fg(k, i, has_bg, bgkey, ft); };
+    if (up) {
+        const I x = x0 + lane, i = y0 * nx + x;
+        if (y0 == 0 || x >= nx) return;
+        const K k = R::key(v[i]);
+        if (!fg(k, i)) return;
+        const I a = node(y0, x);
+        const K ku = R::key(v[i - nx]);
+        if (fg(ku, i - nx) && ft.open(ft.up, i) && R::join(ku, k, ft.tol))
+            meshccl::unite_recording(P, H, a, node(y0 - 1, x));
+        if (C >= 2 && x > 0) {
+            const K kul = R::key(v[i - nx - 1]);
+            if (fg(kul, i - nx - 1) && ft.open(ft.ul, i) && R::join(kul, k, ft.tol))
+                meshccl::unite_recording(P, H, a, node(y0 - 1, x - 1));
+        }
+        if (C >= 2 && x + 1 < nx) {
+            const K kur = R::key(v[i - nx + 1]);
+            if (fg(kur, i - nx + 1) && ft.open(ft.ur, i) && R::join(kur, k, ft.tol))
+                meshccl::unite_recording(P, H, a, node(y0 - 1, x + 1));
+        }
+    } else {
+        const I y = y0 + lane;
+        if (bx == 0 || y >= ny) return;
+        const I i = y * nx + x0;
+        const K k0 = R::key(v[i]), kL = R::key(v[i - 1]);
+        const bool f0 = fg(k0, i), fL = fg(kL, i - 1);
+        if (f0 && fL && ft.open(ft.left, i) && R::join(k0, kL, ft.tol))
+            meshccl::unite_recording(P, H, node(y, x0), node(y, x0 - 1));
+        // (row y0's pairs with the row above are the top-row warps')
+        if (C >= 2 && lane > 0) {
+            if (f0) {
+                const K kuL = R::key(v[i - nx - 1]);
+                if (fg(kuL, i - nx - 1) && ft.open(ft.ul, i) && R::join(kuL, k0, ft.tol))
+                    meshccl::unite_recording(P, H, node(y, x0), node(y - 1, x0 - 1));
+            }
+            if (fL) {
+                const K ku0 = R::key(v[i - nx]);
+                if (fg(ku0, i - nx) && ft.open(ft.ur, i - 1) && R::join(ku0, kL, ft.tol))
+                    meshccl::unite_recording(P, H, node(y, x0 - 1), node(y - 1, x0));
+            }
+        }
+    }
+}
+
+// The pairs that wrap around: thread t takes cell (0, t) (t < nx, when the
+// rows wrap: wrap_y), cell (t - nx, 0) or cell (t - nx - ny, nx - 1) (when
+// the columns wrap: wrap_x), and unites it with each earlier neighbour
+// (bonds= layout: up-left, up, up-right, left) that it reaches only across
+// a periodic edge; a pair reached from two such cells is united twice, to
+// no effect.  The bond of a pair is the later cell's (the one whose half
+// offset points back), as in the general chain.
+template <typename T, typename I, int C, bool Tol>
+__global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
+        I ny, I nx, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, int wrap_y, int wrap_x,
+        MESHCCL_PLANE_FEATURES) {
+    meshccl::grid_entry();  // (launch.cuh)
+    typedef meshccl::Rule<T, Tol> R;
+    typedef typename R::K K;
+    const meshccl::PlaneFeatures ft = MESHCCL_PLANE_FEATURES_VALUE;
+    const I t = (I)blockIdx.x * blockDim.x + threadIdx.x;
+    I y, x;
+    if (t < nx) {
+        if (!wrap_y) return;
+        y = 0;
+        x = t;
+    } else if (t < nx + 2 * ny) {
+        if (!wrap_x) return;
+        y = t < nx + ny ? t - nx : t - nx - ny;
+        x = t < nx + ny ? 0 : nx - 1;
+    } else {
+        return;
+    }
+    const I i = y * nx + x;
+    const K k = R::key(v[i]);
+    if (!meshccl::runs2d::lattice_fg(k, i, has_bg, bgkey, ft)) return;
+    const I a = meshccl::runs::node(S, y, x, ny, nx);
+    const int dys[4] = {-1, -1, -1, 0}, dxs[4] = {-1, 0, 1, -1};
+    const int planes[4] = {ft.ul, ft.up, ft.ur, ft.left};
+#pragma unroll
+    for (int o = 0; o < 4; ++o) {
+        if (C < 2 && dys[o] != 0 && dxs[o] != 0) continue;
+        I ty = y + dys[o], tx = x + dxs[o];
+        const bool oy = ty < 0, ox = tx < 0 || tx >= nx;
+        if (!(oy || ox) || (oy && !wrap_y) || (ox && !wrap_x)) continue;
+        if (oy) ty += ny;
+        if (tx < 0) tx += nx;
+        if (tx >= nx) tx -= nx;
+        const I j = ty * nx + tx;
+        const K kj = R::key(v[j]);
+        if (meshccl::runs2d::lattice_fg(kj, j, has_bg, bgkey, ft) && ft.open(planes[o], i) &&
+            R::join(kj, k, ft.tol))
+            meshccl::unite_recording(P, H, a, meshccl::runs::node(S, ty, tx, ny, nx));
+    }
+}
+
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R2_TILE(T, I, C, SL)                                                             \
@@ -605,7 +880,21 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     MESHCCL_R2_TILE(T, I, 2, true) MESHCCL_R2_TILE(T, I, 2, false)                               \
     MESHCCL_R2_BORDER(T, I, 1, true) MESHCCL_R2_BORDER(T, I, 1, false)                           \
     MESHCCL_R2_BORDER(T, I, 2, true) MESHCCL_R2_BORDER(T, I, 2, false)
-#define MESHCCL_R2_T(T) MESHCCL_R2(T, int) MESHCCL_R2(T, long long)
+#define MESHCCL_R2_LAT(T, I, C, Tol)                                                        \
+    template __global__ void meshccl_runs2d_lattice_tile<T, I, C, Tol>(const T*, I*, unsigned*, \
+        unsigned*, unsigned*, unsigned*, I, I, int, meshccl::Rule<T, Tol>::K, int,             \
+        MESHCCL_PLANE_FEATURE_TYPES);                                                          \
+    template __global__ void meshccl_runs2d_lattice_border<T, I, C, Tol>(const T*, I*,         \
+        unsigned*, const unsigned*, I, I, int, meshccl::Rule<T, Tol>::K, int,                  \
+        MESHCCL_PLANE_FEATURE_TYPES);                                                          \
+    template __global__ void meshccl_runs2d_wrap<T, I, C, Tol>(const T*, I*, unsigned*,        \
+        const unsigned*, I, I, int, meshccl::Rule<T, Tol>::K, int, int,                        \
+        MESHCCL_PLANE_FEATURE_TYPES);
+#define MESHCCL_R2_LATS(T, I)                                                                  \
+    MESHCCL_R2_LAT(T, I, 1, false) MESHCCL_R2_LAT(T, I, 2, false)                              \
+    MESHCCL_R2_LAT(T, I, 1, true) MESHCCL_R2_LAT(T, I, 2, true)
+#define MESHCCL_R2_T(T) MESHCCL_R2(T, int) MESHCCL_R2(T, long long) \
+    MESHCCL_R2_LATS(T, int) MESHCCL_R2_LATS(T, long long)
 MESHCCL_R2_T(unsigned char)
 MESHCCL_R2_T(unsigned short)
 MESHCCL_R2_T(unsigned int)

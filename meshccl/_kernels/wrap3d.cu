@@ -1,0 +1,104 @@
+// wrap3d.cu -- periodic axes on the fixed-geometry 3-D chains.
+//
+// A periodic axis adds pairs of neighbours, those that meet only across the
+// wrapped edge, and changes none inside the volume.  So a periodic volume
+// (with no mask, bonds or tolerance) is labelled by its plain chain --
+// runs3d.cu for one-byte cells, cells3d.cu for wider ones -- and one more
+// kernel between their border kernels and the numbering: this one.
+//
+// A thread takes a cell on one of the faces where a half offset can leave
+// the volume -- the first plane, the first and last rows, the first and
+// last columns -- and unites the cell with each earlier neighbour (the
+// half neighbourhood of the connectivity, in bonds= order) that it reaches
+// only by wrapping along periodic axes; an offset that would leave the
+// volume along an axis that does not wrap is skipped.  A pair that two
+// face cells reach is united twice, to no effect.  No skipping rule: the
+// faces are a small part of the volume.
+//
+// The nodes are the chains' own: with Runs (runs3d.cu) a cell's run start,
+// found in the bit array S (runs.cuh, node; a volume is nz * ny rows),
+// whose P holds its piece root; else (cells3d.cu) the cell itself, whose P
+// holds its piece root.  Unions hook the larger root under the smaller and
+// record the hooked root in H, as the border kernels do, so each
+// component's root is its first cell in raster order and number_pieces.cu
+// numbers them as for a plain volume.
+
+#include "lattice.cuh"
+#include "runs.cuh"
+
+template <typename T, typename I, int C, bool Runs>
+__global__ void __launch_bounds__(256) meshccl_wrap3d(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
+        I nz, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, unsigned periodic) {
+    typedef typename meshccl::Key<T>::type K;
+    const bool wz = periodic & 1u, wy = periodic & 2u, wx = periodic & 4u;  // (bit k: axis k)
+    // the faces, in turn: z = 0 (ny * nx cells), y = 0 and y = ny - 1 (nz * nx
+    // each), x = 0 and x = nx - 1 (nz * ny each)
+    I t = (I)blockIdx.x * blockDim.x + threadIdx.x, z, y, x;
+    const I zf = ny * nx, yf = nz * nx, xf = nz * ny;
+    if (t < zf) {
+        if (!wz) return;
+        z = 0; y = t / nx; x = t - y * nx;
+    } else if ((t -= zf) < 2 * yf) {
+        if (!wy) return;
+        const I f = t / yf, r = t - f * yf;
+        z = r / nx; x = r - z * nx; y = f ? ny - 1 : 0;
+    } else if ((t -= 2 * yf) < 2 * xf) {
+        if (!wx) return;
+        const I f = t / xf, r = t - f * xf;
+        z = r / ny; y = r - z * ny; x = f ? nx - 1 : 0;
+    } else {
+        return;
+    }
+    const I i = (z * ny + y) * nx + x;
+    const K k = meshccl::Key<T>::of(v[i]);
+    if (has_bg && k == bgkey) return;
+    auto node = [&](I cz, I cy, I cx) -> I {
+        if (Runs) return meshccl::runs::node(S, cz * ny + cy, cx, nz * ny, nx);
+        return (cz * ny + cy) * nx + cx;
+    };
+    const I a = node(z, y, x);
+#pragma unroll
+    for (int dz = -1; dz <= 0; ++dz)
+#pragma unroll
+        for (int dy = -1; dy <= 1; ++dy)
+#pragma unroll
+            for (int dx = -1; dx <= 1; ++dx) {
+                // the earlier neighbours: (dz, dy, dx) before (0, 0, 0) in raster order
+                if (!meshccl::box::neighbour_step<3, C>(dz, dy, dx)) continue;
+                if (!(dz < 0 || (dz == 0 && (dy < 0 || (dy == 0 && dx < 0))))) continue;
+                I tz = z + dz, ty = y + dy, tx = x + dx;
+                const bool oz = tz < 0, oy = ty < 0 || ty >= ny, ox = tx < 0 || tx >= nx;
+                if (!(oz || oy || ox) || (oz && !wz) || (oy && !wy) || (ox && !wx)) continue;
+                if (oz) tz += nz;
+                if (ty < 0) ty += ny;
+                if (ty >= ny) ty -= ny;
+                if (tx < 0) tx += nx;
+                if (tx >= nx) tx -= nx;
+                const I j = (tz * ny + ty) * nx + tx;
+                if (meshccl::Key<T>::of(v[j]) == k)
+                    meshccl::unite_recording(P, H, a, node(tz, ty, tx));
+            }
+}
+
+#ifdef MESHCCL_INSTANTIATE_ALL
+// Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
+#define MESHCCL_W3(T, I, C)                                                                  \
+    template __global__ void meshccl_wrap3d<T, I, C, true>(const T*, I*, unsigned*,          \
+        const unsigned*, I, I, I, int, meshccl::Key<T>::type, unsigned);                     \
+    template __global__ void meshccl_wrap3d<T, I, C, false>(const T*, I*, unsigned*,         \
+        const unsigned*, I, I, I, int, meshccl::Key<T>::type, unsigned);
+#define MESHCCL_W3_T(T)                                                                      \
+    MESHCCL_W3(T, int, 1) MESHCCL_W3(T, int, 2) MESHCCL_W3(T, int, 3)                        \
+    MESHCCL_W3(T, long long, 1) MESHCCL_W3(T, long long, 2) MESHCCL_W3(T, long long, 3)
+MESHCCL_W3_T(unsigned char)
+MESHCCL_W3_T(unsigned short)
+MESHCCL_W3_T(unsigned int)
+MESHCCL_W3_T(unsigned long long)
+MESHCCL_W3_T(signed char)
+MESHCCL_W3_T(short)
+MESHCCL_W3_T(int)
+MESHCCL_W3_T(long long)
+MESHCCL_W3_T(float)
+MESHCCL_W3_T(double)
+#endif
