@@ -39,9 +39,35 @@ What it measures
 * **Small-image latency**: blobs at 64^2 .. 1024^2, wall time per call of a
   Python loop of N calls followed by one device synchronise, divided by N.
 
+Two more case sets (issue 45), chosen with ``--sets`` (default: standard only):
+
+* **shapes** (:func:`shape_cases`): tall and wide 2-D arrays (2^21 x 32 blobs
+  and its transpose, 1 000 000 x 64 site percolation at the threshold and its
+  transpose), sizes that are no multiple of a tile (4999 x 3001, 301 x 509 x
+  613, percolation at the threshold), 4-D 64^4 (blobs at connectivity 1 and
+  4, percolation near the threshold of each), a multi-valued uint16 volume
+  (256^3, 40 values) and thin slabs (4 x 4096 x 4096, 4096 x 4096 x 4,
+  blobs).  The same GPU tools, timing and checks as the standard cases; the
+  floor counts the input's bytes (2 for uint16); a second floor counts a read
+  of every neighbour (80 in 4-D at connectivity 4); meshccl is compared with
+  the fastest GPU peer whose labels are dense (1..N).  meshccl CPU (serial) is
+  the reference; the CPU peers run only on cases of at most
+  ``--cpu-peer-cells`` cells.  Writes bench-shapes.json/.md/.png.
+* **lattice** (:func:`lattice_cases`): random spins at half filling, 4096^2
+  and 256^3, connectivity 1, background -1: the plain call, then periodic
+  (all axes, axis 0, the last axis), bonds, periodic + bonds,
+  Swendsen-Wang bonds, two masks, a tolerance on a float field (against the
+  plain call on that field) and axes=(1, 2) batches, each against the plain
+  call on the same array; labels identical to meshccl CPU's.  Writes
+  bench-lattice.json/.md/.png.
+
+For these two sets ``--min-time`` defaults to 0.5 s and ``--cpu-repeat`` to 1
+(the CPU calls are the reference, not the subject).
+
 Outputs (in ``--out DIR``): ``bench.json`` (machine, versions, command line,
 every number), ``bench.md`` (tables; also printed to stdout at the end) and
-``bench.png`` (throughput per case on a log axis, with the floor).
+``bench.png`` (throughput per case on a log axis, with the floor); the other
+sets' ``bench-<set>.*`` likewise.
 
 Usage::
 
@@ -49,11 +75,14 @@ Usage::
     python benchmarks/bench.py --out /tmp/b --quick       # smaller sizes
     python benchmarks/bench.py --out /tmp/b --quick --no-gpu   # CPU-only smoke run
     python benchmarks/bench.py --out /tmp/b --cases spiral,potts4-4096^2-c1
+    python benchmarks/bench.py --out out/bench --sets shapes,lattice   # the issue-45 sets
+    python benchmarks/bench.py --out /tmp/b --sets shapes,lattice --shrink 256 --no-gpu  # tiny
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import fnmatch
 import functools
@@ -78,6 +107,7 @@ sys.path.insert(0, REPO)  # benchmark the working tree's meshccl
 
 import meshccl  # noqa: E402
 from meshccl import patterns  # noqa: E402
+from meshccl.neighbourhood import half_neighbourhood_size, half_offsets  # noqa: E402
 
 CPU_SLOW_S = 5.0          # a CPU call slower than this is timed once
 CPU_BUDGET_S = 4.0        # CPU calls of one tool and case stop (after 3) once they add up to this
@@ -105,11 +135,15 @@ def log(msg):
 @dataclass
 class Case:
     name: str
-    pattern: str            # 'spiral', 'blobs', 'percolation', 'potts'
+    pattern: str            # 'spiral', 'blobs', 'percolation', 'potts', 'levels'
     shape: tuple
     connectivity: int
     multi: bool = False     # multi-valued (equal-value labelling), no background
     p: float | None = None  # percolation probability
+    sigma: float | None = None   # blobs / levels: smoothing width (None: the pattern's default)
+    q: int | None = None         # levels: number of values
+    dtype: str = "uint8"         # the array's dtype
+    transpose: bool = False      # the transpose of the array of shape[::-1]
 
     @property
     def ndim(self):
@@ -119,14 +153,24 @@ class Case:
     def cells(self):
         return int(np.prod(self.shape, dtype=np.int64))
 
+    @property
+    def itemsize(self):
+        return np.dtype(self.dtype).itemsize
+
+    @property
+    def neighbours(self):
+        """Cells in the full neighbourhood at this connectivity (4, 8, 6, 26, ..., 80)."""
+        return 2 * half_neighbourhood_size(self.ndim, self.connectivity)
+
 
 def _shape_name(shape):
     return f"{shape[0]}^{len(shape)}" if len(set(shape)) == 1 else "x".join(map(str, shape))
 
 
-def standard_cases(quick=False):
-    """The cases of DESIGN.md section 4, each at connectivity 1 and ndim."""
-    k = 4 if quick else 1
+def standard_cases(quick=False, shrink=None):
+    """The cases of DESIGN.md section 4, each at connectivity 1 and ndim.
+    Every side is divided by ``shrink`` (4 with ``quick``)."""
+    k = shrink or (4 if quick else 1)
     specs = [
         ("spiral", (4096 // k,) * 2),
         ("blobs", (4096 // k,) * 2),
@@ -147,31 +191,136 @@ def standard_cases(quick=False):
     return cases
 
 
-def select_cases(cases, spec):
+#: Site-percolation threshold of the 4-D hypercubic lattice, nearest
+#: neighbours (connectivity 1): about 0.1969 (published Monte Carlo estimates,
+#: e.g. Paul, Ziff and Stanley 2001, agree to these digits).
+PERCOLATION_4D_C1 = 0.1969
+#: Near the threshold with all 80 neighbours (connectivity 4): not a measured
+#: value, the large-z form p_c ~ 1 - exp(-16 eta_c / z), 16 eta_c = 2.086, of
+#: Xun, Hao and Ziff (arXiv:2109.11195) at z = 80.  At 64^4 (NumPy seed 0) the
+#: largest cluster has 602 cells at p = 0.022, 39435 here, 284648 at 0.03.
+PERCOLATION_4D_C4 = round(1 - math.exp(-2.086 / 80), 4)
+#: The case sets of ``--sets``, in the order they run.
+SETS = ("standard", "shapes", "lattice")
+
+
+def _div(side, k, lo=8):
+    """``side`` divided by the shrink factor ``k``, at least ``lo``; an odd
+    side stays odd (the odd sizes are the point of those cases)."""
+    if k == 1:
+        return side
+    out = max(lo, side // k)
+    return out | 1 if side % 2 else out
+
+
+def shape_cases(shrink=1):
+    """The 'shapes' set (issue 45, point 2): tall and wide 2-D arrays, sizes
+    that are no multiple of a tile, 4-D, a multi-valued uint16 volume and
+    thin 3-D slabs.  Long sides are divided by ``shrink`` (thin axes -- 32,
+    64, 4 -- keep their length, odd sides stay odd).  The generators are
+    described by :func:`generator_text`."""
+    d = functools.partial(_div, k=shrink)
+    tall, rows = d(1 << 21), d(1_000_000)
+    specs = [
+        # (pattern, shape, connectivities, Case keywords)
+        ("blobs", (tall, 32), (1, 2), dict(sigma=4.0)),
+        ("blobs", (32, tall), (1, 2), dict(sigma=4.0, transpose=True)),
+        ("percolation", (rows, 64), (1, 2), {}),
+        ("percolation", (64, rows), (1, 2), dict(transpose=True)),
+        ("percolation", (d(4999), d(3001)), (1, 2), {}),
+        ("percolation", (d(301), d(509), d(613)), (1, 3), {}),
+        ("blobs", (d(64),) * 4, (1, 4), dict(sigma=2.0)),
+        ("percolation", (d(64),) * 4, (1, 4), {}),
+        ("levels", (d(256),) * 3, (1, 3), dict(q=40, sigma=2.0, dtype="uint16", multi=True)),
+        ("blobs", (4, d(4096), d(4096)), (1, 3), dict(sigma=2.0)),
+        ("blobs", (d(4096), d(4096), 4), (1, 3), dict(sigma=2.0)),
+    ]
+    cases = []
+    for pattern, shape, conns, kw in specs:
+        ndim = len(shape)
+        for conn in conns:
+            p = None
+            if pattern == "percolation":
+                p = ({1: PERCOLATION_4D_C1, 4: PERCOLATION_4D_C4}[conn] if ndim == 4
+                     else patterns.PERCOLATION_THRESHOLD[(ndim, conn)])
+            label = f"levels{kw['q']}u16" if pattern == "levels" else pattern
+            cases.append(Case(f"{label}-{_shape_name(shape)}-c{conn}", pattern, shape, conn, p=p, **kw))
+    return cases
+
+
+def generator_text(case):
+    """How the case's array is made, in words (for the tables)."""
+    if case.pattern == "spiral":
+        text = "Hawick's spiral"
+    elif case.pattern == "blobs":
+        text = (f"smoothed noise (uniform, Gaussian σ={case.sigma or 4:g}, periodic), "
+                "1 above its median: half the cells, bicontinuous domains")
+    elif case.pattern == "percolation":
+        text = f"site percolation, each cell 1 with p={case.p:g}"
+        known = {v: k for k, v in patterns.PERCOLATION_THRESHOLD.items()}
+        if case.p in known:
+            nd, c = known[case.p]
+            text += f" (threshold of the {'square' if nd == 2 else 'cubic'} lattice at c{c})"
+        elif case.p == PERCOLATION_4D_C1:
+            text += " (threshold of the 4-D hypercubic lattice at c1)"
+        elif case.p == PERCOLATION_4D_C4:
+            text += (" (near the 4-D threshold with all 80 neighbours: the large-z estimate "
+                     "1 − exp(−2.086/80) of Xun, Hao and Ziff, not a measured value)")
+    elif case.pattern == "potts":
+        text = "4-state Potts field: smoothed noise cut at its quartiles into 1..4"
+    elif case.pattern == "levels":
+        text = (f"{case.q} values, no background: an 8-level and a 5-level quantile cut of two "
+                f"independent smoothed noises (σ={case.sigma:g} and {1.5 * case.sigma:g}) "
+                "combined into 1..40, times 1601 (uint16 up to 64040)")
+    else:
+        text = case.pattern
+    if case.transpose:
+        text += f"; the transpose of the {'x'.join(map(str, case.shape[::-1]))} array"
+    return text + f"; {case.dtype}"
+
+
+def select_cases(cases, spec, required=True):
     """Keep the cases matching any comma-separated token: an exact name, a
-    shell pattern (``blobs-*-c1``) or a name prefix (``spiral``)."""
+    shell pattern (``blobs-*-c1``) or a name prefix (``spiral``).  With
+    ``required`` a spec that matches nothing is an error."""
     if not spec:
         return cases
     tokens = [t.strip() for t in spec.split(",") if t.strip()]
     chosen = [c for c in cases
               if any(c.name == t or fnmatch.fnmatchcase(c.name, t) or c.name.startswith(t)
                      for t in tokens)]
-    if not chosen:
+    if not chosen and required:
         raise SystemExit(f"--cases {spec!r} matches none of: {', '.join(c.name for c in cases)}")
     return chosen
 
 
+def _levels(shape, q, sigma, xp):
+    """The 'levels' pattern: 40 values from two independent quantile cuts."""
+    assert q == 40, q
+    a = patterns.potts(shape, q=8, sigma=sigma, seed=0, xp=xp).astype(xp.uint16)
+    b = patterns.potts(shape, q=5, sigma=1.5 * sigma, seed=1, xp=xp).astype(xp.uint16)
+    return ((a - 1) * 5 + b) * xp.uint16(1601)
+
+
 def generate(case, xp):
-    """The case's array (uint8) on ``xp``'s device."""
+    """The case's array (uint8, or ``case.dtype``) on ``xp``'s device."""
+    shape = tuple(case.shape[::-1]) if case.transpose else tuple(case.shape)
+    extra = {} if case.sigma is None else {"sigma": case.sigma}
     if case.pattern == "spiral":
-        return patterns.spiral(case.shape[0], xp=xp)
-    if case.pattern == "blobs":
-        return patterns.blobs(case.shape, xp=xp)
-    if case.pattern == "percolation":
-        return patterns.percolation(case.shape, case.p, xp=xp)
-    if case.pattern == "potts":
-        return patterns.potts(case.shape, q=4, xp=xp)
-    raise ValueError(case.pattern)
+        x = patterns.spiral(shape[0], xp=xp)
+    elif case.pattern == "blobs":
+        x = patterns.blobs(shape, xp=xp, **extra)
+    elif case.pattern == "percolation":
+        x = patterns.percolation(shape, case.p, xp=xp)
+    elif case.pattern == "potts":
+        x = patterns.potts(shape, q=4, xp=xp)
+    elif case.pattern == "levels":
+        x = _levels(shape, case.q, case.sigma, xp)
+    else:
+        raise ValueError(case.pattern)
+    if case.transpose:
+        x = xp.ascontiguousarray(x.T)
+    return x.astype(case.dtype, copy=False)
 
 
 class ArrayCache:
@@ -182,7 +331,7 @@ class ArrayCache:
         self.xp, self.key, self.value = xp, None, None
 
     def get(self, case):
-        key = (case.pattern, case.shape, case.p)
+        key = (case.pattern, case.shape, case.p, case.sigma, case.q, case.dtype, case.transpose)
         if key != self.key:
             self.key, self.value = None, None  # free the old one first
             self.value = generate(case, self.xp)
@@ -333,9 +482,13 @@ class Tool:
     prepare: object = None
     api: str = ""
     version: str = ""
+    skip: object = None             # skip(case) -> None or why it is skipped (not run, by choice)
 
     def why_not(self, case):
         return self.supports(case) if self.supports else None
+
+    def why_skipped(self, case):
+        return self.skip(case) if self.skip else None
 
     def timed_call(self, x, case):
         return (self.timed or self.label)(x, case)
@@ -353,6 +506,15 @@ def _version(dist, module=None):
 
 def _binary_only(case):
     return "binary tools label non-zero cells, not equal values" if case.multi else None
+
+
+def _as_bool_beyond_3d(x, case):
+    """skimage (and its port, cuCIM) label non-bool input in 1-3 dimensions
+    only: beyond, binary 0/1 uint8 cases are given as a bool view (no copy,
+    same components and numbering)."""
+    if case.ndim > 3 and not case.multi and x.dtype == np.uint8:
+        return x.view(bool)
+    return x
 
 
 def _structure(case):
@@ -418,7 +580,9 @@ def gpu_tools():
         tools.append(Tool(
             "cuCIM", "gpu",
             label=lambda x, c: cucim_label(x, connectivity=c.connectivity, return_num=True),
-            api="cucim.skimage.measure.label(x, connectivity=c)", version=ver))
+            prepare=_as_bool_beyond_3d,
+            api="cucim.skimage.measure.label(x, connectivity=c) (a bool view of binary input beyond 3-D)",
+            version=ver))
     except Exception as e:
         skipped["cuCIM"] = f"not usable: {e!r}"
 
@@ -550,8 +714,10 @@ def cpu_tools(with_peers=True):
 
         tools.append(Tool(
             "skimage", "cpu",
-            label=lambda x, c: sk_label(x, connectivity=c.connectivity, return_num=True),
-            api="skimage.measure.label(x, connectivity=c)", version=skimage.__version__))
+            label=lambda x, c: sk_label(_as_bool_beyond_3d(x, c), connectivity=c.connectivity,
+                                        return_num=True),
+            api="skimage.measure.label(x, connectivity=c) (a bool view of binary input beyond 3-D)",
+            version=skimage.__version__))
     except Exception as e:
         skipped["skimage"] = f"import failed: {e!r}"
 
@@ -636,9 +802,11 @@ def run_case(case, x_dev, x_host, gtools, ctools, skipped, args):
             import cupy
 
             x = tool.prepared(x_dev, case)
-            seconds, runs = time_gpu(lambda: tool.timed_call(x, case), args.repeat, args.min_time)
+            seconds, runs = time_gpu(lambda: tool.timed_call(x, case), args.repeat,
+                                     1.0 if args.min_time is None else args.min_time)
             labels, count = tool.label(x, case)
             r = _ok(seconds, runs, int(count), case)
+            r["dense"] = _dense(labels, count)
             if tool.name == "meshccl GPU":
                 gpu_ref, gpu_ref_count = labels, int(count)
                 r["check"] = "unchecked"
@@ -677,10 +845,15 @@ def run_case(case, x_dev, x_host, gtools, ctools, skipped, args):
         if why:
             res[tool.name] = {"status": "n/a", "reason": why}
             continue
+        why = tool.why_skipped(case)
+        if why:
+            res[tool.name] = {"status": "skipped", "reason": why}
+            continue
         try:
             # warm-up: JIT compilation, first-call costs
             tool.label(big_crop if tool.name == "meshccl CPU threads" else crop, case)
-            seconds, runs, out = time_cpu(lambda: tool.label(x_host, case), args.cpu_repeat)
+            seconds, runs, out = time_cpu(lambda: tool.label(x_host, case),
+                                          7 if args.cpu_repeat is None else args.cpu_repeat)
             labels, count = out
             r = _ok(seconds, runs, int(count), case)
             if tool.name == "meshccl CPU":
@@ -714,6 +887,15 @@ def run_case(case, x_dev, x_host, gtools, ctools, skipped, args):
     if res.get("meshccl CPU", {}).get("check") == "pending (against skimage)":
         res["meshccl CPU"]["check"] = "unchecked (skimage not run)"
     return res
+
+
+def _dense(labels, count):
+    """True when the labels are 1..count (as skimage's), False for sparse
+    labels (bkeccl's raw output), None when it cannot be told."""
+    try:
+        return int(count) == 0 or int(labels.max()) == int(count)
+    except Exception:
+        return None
 
 
 def _fmt_result(r):
@@ -765,6 +947,293 @@ def run_latency(use_gpu, gtools, ctools):
 
 
 # --------------------------------------------------------------------------
+# The 'lattice' set: lattice features against a plain call on the same array
+# --------------------------------------------------------------------------
+
+#: Bond probability of the bonds cases: Swendsen-Wang's 1 - exp(-2 beta J)
+#: at beta J = 0.44 (near the 2-D Ising critical point, 0.4407).
+BOND_P = 1 - math.exp(-2 * 0.44)
+#: Tolerance cases: the field's values lie in [0, 16); the tolerance is the
+#: median |difference| of neighbours along axis 0, so about half of the
+#: neighbour pairs join.
+FIELD_RANGE = 16.0
+LATTICE_TARGET = 1.3      # issue 45: a lattice feature within 1.3x of the plain call
+LATTICE_CONNECTIVITY = 1
+LATTICE_BACKGROUND = -1   # spins: both values are clusters (no background)
+
+#: variant -> (the call's keyword arguments in words, the array it labels)
+LATTICE_VARIANTS = {
+    "plain": ("(none)", "spins"),
+    "periodic": ("periodic=True", "spins"),
+    "periodic-axis0": ("periodic on axis 0 only", "spins"),
+    "periodic-last": ("periodic on the last axis only", "spins"),
+    "bonds": ("bonds=B (random, p=%.3f)" % BOND_P, "spins"),
+    "periodic-bonds": ("periodic=True, bonds=B (random, p=%.3f)" % BOND_P, "spins"),
+    "swendsen-wang": ("periodic=True, bonds=B & (equal spins): Swendsen-Wang clusters", "spins"),
+    "mask-disc": ("mask = a centred disc / ball (radius 0.9 of the half side)", "spins"),
+    "mask-random": ("mask = random, 90% of the cells", "spins"),
+    "float-plain": ("(none) on the float field: its truncation to integers", "field"),
+    "tolerance": ("tolerance=t on the float field", "field"),
+    "axes": ("axes=(1, 2): each image of the stack on its own", "spins"),
+    "axes-periodic": ("axes=(1, 2), periodic=(False, True, True)", "spins"),
+}
+#: The plain call each variant is compared with (same array, no feature).
+LATTICE_PLAIN = {"float-plain": None, "plain": None, "tolerance": "float-plain"}
+
+
+@dataclass
+class LatticeCase:
+    name: str          # 'lattice-4096^2-periodic'
+    group: str         # the array's shape name: '4096^2'
+    shape: tuple
+    variant: str       # a key of LATTICE_VARIANTS
+
+    @property
+    def call(self):
+        return LATTICE_VARIANTS[self.variant][0]
+
+    @property
+    def array(self):
+        return LATTICE_VARIANTS[self.variant][1]
+
+    @property
+    def plain(self):
+        """The name of the matching plain case (None for a plain case)."""
+        v = LATTICE_PLAIN.get(self.variant, "plain")
+        return None if v is None else f"lattice-{self.group}-{v}"
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def cells(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+def lattice_cases(shrink=1):
+    """The 'lattice' set (issue 45, point 3): random spins at half filling
+    at 4096^2 and 256^3 (and a 64 x 512 x 512 stack for axes=), connectivity
+    1, every lattice feature and its plain call.  Sides / ``shrink``."""
+    d = functools.partial(_div, k=shrink)
+    every = ["plain", "periodic", "periodic-axis0", "periodic-last", "bonds", "periodic-bonds",
+             "swendsen-wang", "mask-disc", "mask-random", "float-plain", "tolerance"]
+    groups = [((d(4096),) * 2, every),
+              ((d(256),) * 3, every + ["axes", "axes-periodic"]),
+              ((max(4, 64 // shrink), d(512), d(512)), ["plain", "axes", "axes-periodic"])]
+    cases = []
+    for shape, variants in groups:
+        g = _shape_name(shape)
+        cases += [LatticeCase(f"lattice-{g}-{v}", g, shape, v) for v in variants]
+    return cases
+
+
+def select_lattice_cases(cases, spec):
+    """select_cases for the lattice set, keeping the plain case of every
+    case chosen (its ratio needs it)."""
+    chosen = select_cases(cases, spec, required=False)
+    names = {c.name for c in chosen} | {c.plain for c in chosen if c.plain}
+    return [c for c in cases if c.name in names]
+
+
+class LatticeInputs:
+    """The arrays of one group (one shape), made on ``xp``'s device when
+    first asked for: spins, bonds, Swendsen-Wang bonds, the masks, the float
+    field and its tolerance."""
+
+    def __init__(self, shape, xp):
+        self.shape, self.xp, self.values = tuple(shape), xp, {}
+
+    def __getitem__(self, key):
+        if key not in self.values:
+            self.values[key] = getattr(self, "_" + key.replace("-", "_"))()
+        return self.values[key]
+
+    def _rng(self, seed):
+        xp = self.xp
+        return np.random.default_rng(seed) if xp is np else xp.random.default_rng(seed)
+
+    def _spins(self):
+        return patterns.percolation(self.shape, 0.5, seed=0, xp=self.xp)
+
+    def _bonds(self):
+        k = len(half_offsets(len(self.shape), LATTICE_CONNECTIVITY))
+        return self._rng(1).random((k,) + self.shape, dtype=self.xp.float32) < BOND_P
+
+    def _sw_bonds(self):
+        """The random bonds, kept only between equal spins (the neighbour of
+        bond k at x is x + half_offsets[k], wrapped: periodic lattice)."""
+        xp, spins = self.xp, self["spins"]
+        out = self["bonds"].copy()
+        axes = tuple(range(len(self.shape)))
+        for k, delta in enumerate(half_offsets(len(self.shape), LATTICE_CONNECTIVITY)):
+            out[k] &= spins == xp.roll(spins, tuple(-d for d in delta), axis=axes)
+        return out
+
+    def _disc(self):
+        xp = self.xp
+        r2 = 0
+        for axis, n in enumerate(self.shape):
+            c = (xp.arange(n, dtype=xp.float32) + 0.5 - n / 2) / (n / 2)
+            r2 = r2 + (c * c).reshape((-1,) + (1,) * (len(self.shape) - axis - 1))
+        disc = r2 <= 0.81  # (a new array: writeable; a read-only mask is another numba type)
+        assert disc.shape == self.shape
+        return disc
+
+    def _random_mask(self):
+        return self._rng(2).random(self.shape, dtype=self.xp.float32) < 0.9
+
+    def _field(self):
+        """Smoothed noise (sigma 2, periodic), standardised to mean 8 and
+        standard deviation 2, clipped to [0, 16): float32."""
+        xp = self.xp
+        f = patterns._smoothed_noise(self.shape, 2.0, 3, xp)
+        f = (f - f.mean()) / f.std() * 2 + FIELD_RANGE / 2
+        return xp.clip(f, 0, np.float32(FIELD_RANGE - 1e-3)).astype(xp.float32)
+
+    def _tolerance(self):
+        f = self["field"]
+        head = f[: min(f.shape[0], 257)]
+        t = float(self.xp.median(self.xp.abs(self.xp.diff(head, axis=0))))
+        return float(f"{t:.2g}")
+
+    def host(self):
+        """The same inputs on the host (NumPy copies, made when first asked
+        for), for the CPU reference; the inputs themselves without a GPU."""
+        return self if self.xp is np else _HostInputs(self)
+
+
+class _HostInputs:
+    def __init__(self, dev):
+        self.dev, self.values = dev, {}
+
+    def __getitem__(self, key):
+        if key not in self.values:
+            v = self.dev[key]
+            self.values[key] = v if isinstance(v, float) else self.dev.xp.asnumpy(v)
+        return self.values[key]
+
+
+def lattice_call(case, inp):
+    """(array, keyword arguments) of ``case``'s meshccl.label call, from
+    the LatticeInputs ``inp`` (the device's or the host's)."""
+    nd = case.ndim
+    v = case.variant
+    kw = {}
+    if v == "periodic":
+        kw["periodic"] = True
+    elif v == "periodic-axis0":
+        kw["periodic"] = (True,) + (False,) * (nd - 1)
+    elif v == "periodic-last":
+        kw["periodic"] = (False,) * (nd - 1) + (True,)
+    elif v == "bonds":
+        kw["bonds"] = inp["bonds"]
+    elif v == "periodic-bonds":
+        kw.update(periodic=True, bonds=inp["bonds"])
+    elif v == "swendsen-wang":
+        kw.update(periodic=True, bonds=inp["sw-bonds"])
+    elif v == "mask-disc":
+        kw["mask"] = inp["disc"]
+    elif v == "mask-random":
+        kw["mask"] = inp["random-mask"]
+    elif v == "tolerance":
+        kw["tolerance"] = inp["tolerance"]
+    elif v == "axes":
+        kw["axes"] = (1, 2)
+    elif v == "axes-periodic":
+        kw.update(axes=(1, 2), periodic=(False, True, True))
+    elif v not in ("plain", "float-plain"):
+        raise ValueError(v)
+    return inp[case.array], kw
+
+
+def _crop_call(x, kw, side=16):
+    """A small copy of a call's arrays for numba's warm-up (the same
+    signature, so nothing is compiled or loaded from numba's cache in the
+    timed call): every axis subsampled to about ``side`` cells, which keeps
+    a bit of everything the whole has (masked and open cells, ...)."""
+    crop = tuple(slice(None, None, max(1, n // side)) for n in x.shape)
+    out = dict(kw)
+    if "mask" in kw:
+        out["mask"] = np.ascontiguousarray(kw["mask"][crop])
+    if "bonds" in kw:
+        out["bonds"] = np.ascontiguousarray(kw["bonds"][(slice(None),) + crop])
+    return np.ascontiguousarray(x[crop]), out
+
+
+def lattice_bytes(case, x, kw):
+    """Bytes per cell a call must move at least: its inputs once (the
+    array, a mask, the bond flags) and int32 labels once."""
+    n = x.dtype.itemsize + 4
+    if "mask" in kw:
+        n += 1
+    if "bonds" in kw:
+        n += kw["bonds"].shape[0]
+    return n
+
+
+def run_lattice_case(case, inp_dev, inp_host, peers, args):
+    """Times meshccl.label(x, background=-1, connectivity=1, **features) on
+    the GPU (when ``inp_dev``), labels the same on the CPU backend (the
+    reference: identical labels) and, for plain calls, with skimage."""
+    res = {}
+    conn, bg = LATTICE_CONNECTIVITY, LATTICE_BACKGROUND
+    gpu_host = gpu_count = None
+    if inp_dev is not None:
+        try:
+            import cupy
+
+            x, kw = lattice_call(case, inp_dev)
+            seconds, runs = time_gpu(lambda: meshccl.label(x, bg, connectivity=conn, **kw),
+                                     args.repeat, args.min_time)
+            labels, count = meshccl.label(x, bg, True, conn, **kw)
+            r = _ok(seconds, runs, int(count), case)
+            gpu_host, gpu_count = cupy.asnumpy(labels), int(count)
+            r["check"] = "unchecked"
+            labels = x = kw = None
+        except Exception as e:
+            r = _error(e)
+        res["meshccl GPU"] = r
+        log(f"  {'meshccl GPU':12s} {_fmt_result(r)}")
+
+    xh, kwh = lattice_call(case, inp_host)
+    try:
+        xc, kwc = _crop_call(xh, kwh)
+        meshccl.label(xc, bg, True, conn, **kwc)  # warm-up: numba's compilation
+        seconds, runs, out = time_cpu(lambda: meshccl.label(xh, bg, True, conn, **kwh),
+                                      args.cpu_repeat)
+        labels, count = out
+        r = _ok(seconds, runs, int(count), case)
+        r["check"] = "reference (no peer does this call)"
+        if gpu_host is not None:
+            res["meshccl GPU"]["check"] = strict(compare(np, labels, count, gpu_host, gpu_count))
+            res["meshccl GPU"]["reference"] = "meshccl CPU"
+    except Exception as e:
+        r, labels = _error(e), None
+    res["meshccl CPU"] = r
+    log(f"  {'meshccl CPU':12s} {_fmt_result(r)}")
+
+    sk = peers.get("skimage")
+    if case.variant in ("plain", "float-plain") and sk is not None and labels is not None:
+        if case.cells > args.cpu_peer_cells:
+            res["skimage"] = {"status": "skipped",
+                              "reason": f"over {args.cpu_peer_cells:,} cells (--cpu-peer-cells)"}
+        else:
+            try:
+                seconds, runs, out = time_cpu(lambda: sk(xh, background=bg, connectivity=conn,
+                                                         return_num=True), args.cpu_repeat)
+                r = _ok(seconds, runs, int(out[1]), case)
+                r["check"] = compare(np, labels, res["meshccl CPU"]["count"], out[0], out[1])
+                r["reference"] = "meshccl CPU"
+                res["meshccl CPU"].update(check=strict(r["check"]), reference="skimage")
+            except Exception as e:
+                r = _error(e)
+            res["skimage"] = r
+            log(f"  {'skimage':12s} {_fmt_result(r)}")
+    return res
+
+
+# --------------------------------------------------------------------------
 # Machine information
 # --------------------------------------------------------------------------
 
@@ -805,6 +1274,7 @@ def machine_info(use_gpu, gpu_reason):
         "driver_version": _cuda_version(cupy.cuda.runtime.driverGetVersion()),
         "runtime_version": _cuda_version(cupy.cuda.runtime.runtimeGetVersion()),
         "cupy": cupy.__version__,
+        "l2_bytes": props.get("l2CacheSize"),
     }
     return info
 
@@ -864,8 +1334,9 @@ def _cell(r):
     return {"n/a": "n/a", "skipped": "skip", "error": "error"}.get(r["status"], r["status"])
 
 
-def speedup(res):
-    """(factor, peer): fastest correct GPU peer's time / meshccl GPU's time."""
+def speedup(res, dense_only=False):
+    """(factor, peer): fastest correct GPU peer's time / meshccl GPU's time.
+    ``dense_only``: among the peers whose labels were dense (1..N)."""
     mine = res.get("meshccl GPU", {})
     if mine.get("status") != "ok":
         return None, None
@@ -873,6 +1344,8 @@ def speedup(res):
     for name in GPU_PEERS:
         r = res.get(name, {})
         if r.get("status") == "ok" and not r.get("check", "").startswith("MISMATCH"):
+            if dense_only and not r.get("dense"):
+                continue
             if best is None or r["seconds"] < best[0]:
                 best = (r["seconds"], name)
     if best is None:
@@ -890,7 +1363,7 @@ def columns(results):
     return [t for t in GPU_TOOLS + CPU_TOOLS if t in used]
 
 
-def markdown(results):
+def _machine_lines(results, title):
     m = results["machine"]
     gpu = m["gpu"]
     if gpu:
@@ -900,14 +1373,49 @@ def markdown(results):
         machine = f"no GPU ({m.get('gpu_skipped')})"
     numba_info = m.get("numba")
     threads = f", {numba_info['threads']} numba threads" if numba_info else ""
-    lines = [
-        "# meshccl benchmark",
+    return [
+        title,
         "",
         f"Machine: {machine}; host {m['cpu_count']} CPUs ({m['cpu_model']}){threads}. "
         f"Date: {m['date_utc']}. meshccl {m['meshccl']['version']} at {m['meshccl']['git']}. "
         f"Command: `{m['command']}`",
         "",
     ]
+
+
+def _correctness_lines(results, cols, intro):
+    lines = ["", "## Correctness", "", intro, ""]
+    lines.append("| case | " + " | ".join(cols) + " |")
+    lines.append("|" + "|".join(["---"] * (len(cols) + 1)) + "|")
+    for case in results["cases"]:
+        res = case["tools"]
+        cells = []
+        for t in cols:
+            r = res.get(t, {})
+            if r.get("status") == "ok":
+                cells.append(r.get("check", ""))
+            else:
+                cells.append(r.get("status", ""))
+        lines.append(f"| {case['name']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _tail_lines(results):
+    lines = []
+    skipped = results.get("skipped_tools") or {}
+    if skipped:
+        lines += ["", "## Tools not run", ""]
+        for name, why in skipped.items():
+            lines.append(f"- {name}: {why}")
+    failures = results.get("failures") or []
+    if failures:
+        lines += ["", "## meshccl failures", ""]
+        lines += [f"- {f}" for f in failures]
+    return lines
+
+
+def markdown(results):
+    lines = _machine_lines(results, "# meshccl benchmark")
     bw = results.get("copy_bandwidth_bytes_per_s")
     if bw:
         lines.append(f"Device copy bandwidth (1 GiB D2D memcpy, read + write): {bw / 1e12:.2f} TB/s. "
@@ -929,21 +1437,10 @@ def markdown(results):
         row = [case["name"], floor] + [_cell(res.get(t)) for t in cols] + ([sp] if with_speedup else [])
         lines.append("| " + " | ".join(row) + " |")
 
-    lines += ["", "## Correctness", "",
-              "Against meshccl (meshccl GPU and meshccl CPU threads against meshccl CPU, "
-              "meshccl CPU against skimage: all must be identical). Counts must agree.", ""]
-    lines.append("| case | " + " | ".join(cols) + " |")
-    lines.append("|" + "|".join(["---"] * (len(cols) + 1)) + "|")
-    for case in results["cases"]:
-        res = case["tools"]
-        cells = []
-        for t in cols:
-            r = res.get(t, {})
-            if r.get("status") == "ok":
-                cells.append(r.get("check", ""))
-            else:
-                cells.append(r.get("status", ""))
-        lines.append(f"| {case['name']} | " + " | ".join(cells) + " |")
+    lines += _correctness_lines(
+        results, cols,
+        "Against meshccl (meshccl GPU and meshccl CPU threads against meshccl CPU, "
+        "meshccl CPU against skimage: all must be identical). Counts must agree.")
 
     lat = results.get("latency") or []
     if lat:
@@ -964,19 +1461,205 @@ def markdown(results):
                 cells.append(fmt_us(r["seconds"]) if r and "seconds" in r else ("error" if r else ""))
             lines.append(f"| {row['side']}² | " + " | ".join(cells) + " |")
 
-    skipped = results.get("skipped_tools") or {}
-    if skipped:
-        lines += ["", "## Tools not run", ""]
-        for name, why in skipped.items():
-            lines.append(f"- {name}: {why}")
-    failures = results.get("failures") or []
-    if failures:
-        lines += ["", "## meshccl failures", ""]
-        lines += [f"- {f}" for f in failures]
+    lines += _tail_lines(results)
     return "\n".join(lines) + "\n"
 
 
-def plot(results, path):
+#: issue 45's targets for the shapes: meshccl GPU at least this much faster
+#: than the fastest dense GPU peer, and at most this many times the floor.
+SHAPES_PEER_TARGET = 2.0
+SHAPES_FLOOR_TARGET = 15.0
+
+
+def _targets(case):
+    """'✓', or what misses issue 45's targets ('' without a GPU time)."""
+    res = case["tools"]
+    mine = res.get("meshccl GPU", {})
+    if mine.get("status") != "ok":
+        return ""
+    missed = []
+    factor, _ = speedup(res, dense_only=True)
+    if factor is not None and factor < SHAPES_PEER_TARGET:
+        missed.append("peer")
+    if case.get("floor_s") and mine["seconds"] / case["floor_s"] > SHAPES_FLOOR_TARGET:
+        missed.append("floor")
+    if mine.get("check", "").startswith("MISMATCH"):
+        missed.append("labels")
+    return "✗ " + ", ".join(missed) if missed else "✓"
+
+
+def markdown_shapes(results):
+    """bench-shapes.md: the shapes set's timing table (with the floors and
+    issue 45's targets), its cases, the correctness table."""
+    lines = _machine_lines(results, "# meshccl benchmark: shapes beyond the standard cases")
+    bw = results.get("copy_bandwidth_bytes_per_s")
+    cols = columns(results)
+    gpu_cols = [t for t in cols if t in GPU_TOOLS]
+    cpu_cols = [t for t in cols if t in CPU_TOOLS]
+    if bw:
+        lines += [f"Device copy bandwidth (1 GiB D2D memcpy, read + write): {bw / 1e12:.2f} TB/s. "
+                  "**floor** = (input bytes + 4 bytes of int32 label) per cell / that bandwidth "
+                  "(1 + 4 bytes; 2 + 4 for uint16). **nbr floor** = (n neighbours × input bytes + "
+                  "4) per cell / that bandwidth: what reading every neighbour of every cell from "
+                  "memory once, and writing its label once, would take -- for the 4-D case at "
+                  "connectivity 4, the floor that its 80 neighbour reads imply (see the note "
+                  "below the table).", ""]
+    lines += ["Median time per call in ms (GPU: CUDA events after a warm-up; CPU: wall clock). "
+              f"GPU tools: at least {results['settings']['repeat']} calls and "
+              f"{results['settings']['min_time']:g} s per tool and case. CPU tools: "
+              f"{results['settings']['cpu_repeat']} call(s) after a warm-up on a crop; meshccl CPU "
+              "is the reference the GPU's labels must equal; the CPU peers run on cases of at most "
+              f"{results['settings']['cpu_peer_cells']:,} cells (larger: 'skip'). "
+              "✗ = labels MISMATCH; n/a = the tool does not do this case. "
+              "**vs fastest dense peer**: the time of the fastest GPU peer whose labels are 1..N "
+              "(bkeccl raw's are not) and that found the same components, ÷ meshccl GPU's; "
+              "**vs fastest peer**: any GPU peer. **issue 45**: ✓ when meshccl GPU is at least "
+              f"{SHAPES_PEER_TARGET:g}× the fastest dense peer and at most "
+              f"{SHAPES_FLOOR_TARGET:g}× the floor (else what it misses).", ""]
+    head = (["case", "floor"] + gpu_cols + ["× floor", "nbr floor", "× nbr floor",
+                                            "vs fastest dense peer", "vs fastest peer", "issue 45"]
+            + cpu_cols)
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
+    for case in results["cases"]:
+        res = case["tools"]
+        mine = res.get("meshccl GPU", {})
+        t = mine.get("seconds") if mine.get("status") == "ok" else None
+        floor, nbr = case.get("floor_s"), case.get("neighbour_floor_s")
+        dense, dpeer = speedup(res, dense_only=True)
+        anyf, apeer = speedup(res)
+        row = ([case["name"], fmt_ms(floor) if floor else "n/a"]
+               + [_cell(res.get(c)) for c in gpu_cols]
+               + [f"{t / floor:.1f}×" if t and floor else "",
+                  fmt_ms(nbr) if nbr else "n/a",
+                  f"{t / nbr:.2f}×" if t and nbr else "",
+                  f"{dense:.2f}× ({dpeer})" if dense else "",
+                  f"{anyf:.2f}× ({apeer})" if anyf else "",
+                  _targets(case)]
+               + [_cell(res.get(c)) for c in cpu_cols])
+        lines.append("| " + " | ".join(row) + " |")
+
+    nbr_notes = [c for c in results["cases"] if c["ndim"] >= 4 and c["connectivity"] == c["ndim"]]
+    for c in nbr_notes:
+        n, b = c["neighbours"], c["itemsize"]
+        line = (f"Note on {c['name']} ({n} neighbours a cell): its nbr floor is "
+                f"({n} × {b} + 4) = {n * b + 4} bytes a cell")
+        if bw:
+            line += f", {fmt_ms(c['cells'] * (n * b + 4) / bw)} ms at the copy bandwidth"
+        half = n // 2
+        line += (f". That counts every neighbour read as a read from device memory. Two things "
+                 f"make it a reference rather than a bound: the union-find needs each neighbour "
+                 f"pair once, from its later cell (the half neighbourhood, {half} offsets), "
+                 f"so a kernel without any reuse reads ({half} + 1) × {b} + 4 = "
+                 f"{(half + 1) * b + 4} bytes a cell")
+        if bw:
+            line += f" ({fmt_ms(c['cells'] * ((half + 1) * b + 4) / bw)} ms)"
+        l2 = (results["machine"].get("gpu") or {}).get("l2_bytes")
+        size = c["cells"] * b / 2**20
+        where = (f"; the input, {size:.1f} MiB, {'fits' if size * 2**20 <= l2 else 'does not fit'} "
+                 f"in this device's {l2 / 2**20:.0f} MiB L2" if l2 else "")
+        line += ("; and a tiled kernel reads a cell's neighbours from shared memory or L2"
+                 f"{where}, so what device memory must move stays the floor's (input + 4) bytes "
+                 f"a cell. The floor column is the lower bound; the nbr floor is what {n} "
+                 "neighbour reads from memory a cell would cost.")
+        lines += ["", line]
+
+    lines += ["", "## Cases", "",
+              "Generated on the device (NumPy without one), seeded. Components: meshccl's count "
+              "(equal-value components for the multi-valued volume).", "",
+              "| case | shape | cells | connectivity (neighbours) | generator | non-zero | components |",
+              "|---|---|---:|---|---|---:|---:|"]
+    for c in results["cases"]:
+        res = c["tools"]
+        count = next((res[t]["count"] for t in ("meshccl GPU", "meshccl CPU")
+                      if res.get(t, {}).get("status") == "ok"), "")
+        lines.append(f"| {c['name']} | {' × '.join(map(str, c['shape']))} | {c['cells']:,} | "
+                     f"{c['connectivity']} ({c['neighbours']}) | {c['generator']} | "
+                     f"{c['foreground_fraction']:.3f} | {count} |")
+
+    lines += _correctness_lines(
+        results, cols,
+        "meshccl GPU against meshccl CPU (must be identical), meshccl CPU against skimage where "
+        "skimage ran (must be identical), every peer against meshccl ('same partition' is "
+        "enough). Counts must agree.")
+    lines += _tail_lines(results)
+    return "\n".join(lines) + "\n"
+
+
+def markdown_lattice(results):
+    """bench-lattice.md: each lattice feature's time against the plain call
+    on the same array."""
+    lines = _machine_lines(results, "# meshccl benchmark: lattice features against a plain call")
+    st = results["settings"]
+    bw = results.get("copy_bandwidth_bytes_per_s")
+    lines += [
+        f"Every call: `meshccl.label(x, background={LATTICE_BACKGROUND}, "
+        f"connectivity={LATTICE_CONNECTIVITY}, **features)`. x = random spins at half "
+        "filling (uint8 0/1, each 1 with p = 0.5; background -1, so both spin values form "
+        "clusters), or for the tolerance cases a float32 field (smoothed noise, σ = 2, "
+        f"periodic, scaled to mean {FIELD_RANGE / 2:g} and standard deviation 2, clipped to "
+        f"[0, {FIELD_RANGE:g})). Features: bonds B random with p = 1 − exp(−2·0.44) = "
+        f"{BOND_P:.4f}, in the layout of `meshccl.neighbourhood.half_offsets(ndim, 1)`; "
+        "Swendsen–Wang: the same bonds kept only between equal spins (neighbours wrapped; the "
+        "clusters are those of periodic + B, as unequal spins never join, but fewer bonds are "
+        "open); "
+        "mask: a centred disc / ball of radius 0.9 of the half side, or random with 90% "
+        "of the cells; tolerance t = the median |difference| of neighbours along axis 0 "
+        "(about half the pairs join), rounded to 2 digits.", "",
+        "**× plain** = the time ÷ the time of the matching plain call on the same array: the "
+        "spins' plain call; for the tolerance, the plain call on the same float field (which "
+        "labels its truncation to integers); for axes=, the plain 3-D call on the same "
+        f"stack. Target (issue 45): ≤ {LATTICE_TARGET:g}×. GPU: CUDA events, median of at "
+        f"least {st['repeat']} calls and {st['min_time']:g} s after a warm-up. meshccl CPU: "
+        f"{st['cpu_repeat']} call(s) after a warm-up on a crop (periodic lattices run "
+        "serially): the reference the GPU's labels must equal value for value; on the plain "
+        "calls also checked identical to skimage."
+        + (" **floor** = (bytes of the inputs a cell: the array, a mask byte, one byte per "
+           f"bond + 4 bytes of int32 label) / the copy bandwidth, {bw / 1e12:.2f} TB/s."
+           if bw else ""), ""]
+    gpu = any(c["tools"].get("meshccl GPU", {}).get("status") == "ok" for c in results["cases"])
+    head = ["case", "call", "meshccl GPU", "plain", "× plain", f"≤ {LATTICE_TARGET:g}×",
+            "floor", "× floor", "components", "check", "meshccl CPU", "CPU × plain", "skimage"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|---|---|" + "---:|" * 7 + "---|" + "---:|" * 3)
+    by_name = {c["name"]: c for c in results["cases"]}
+    for c in results["cases"]:
+        res = c["tools"]
+        g = res.get("meshccl GPU", {})
+        cpu = res.get("meshccl CPU", {})
+        plain = by_name.get(c["plain"]) if c["plain"] else None
+        pg = plain["tools"].get("meshccl GPU", {}) if plain else {}
+        pc = plain["tools"].get("meshccl CPU", {}) if plain else {}
+        ratio = g["seconds"] / pg["seconds"] if g.get("status") == pg.get("status") == "ok" else None
+        cratio = (cpu["seconds"] / pc["seconds"]
+                  if cpu.get("status") == pc.get("status") == "ok" else None)
+        floor = c.get("floor_s")
+        count = g.get("count", cpu.get("count", ""))
+        check = g.get("check", "") if gpu else cpu.get("check", "")
+        if gpu and cpu.get("reference") == "skimage":
+            check += f"; CPU vs skimage: {cpu['check']}"
+        row = [c["name"], c["call"], _cell(g) if g else "skip",
+               (_cell(pg) if pg else "") if plain else "—",
+               f"{ratio:.2f}×" if ratio else ("—" if not plain else ""),
+               ("✓" if ratio <= LATTICE_TARGET else "✗") if ratio else "",
+               fmt_ms(floor) if floor else "n/a",
+               f"{g['seconds'] / floor:.1f}×" if floor and g.get("status") == "ok" else "",
+               str(count), check, _cell(cpu),
+               f"{cratio:.2f}×" if cratio else ("—" if not plain else ""),
+               _cell(res.get("skimage")) if res.get("skimage") else ""]
+        lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "Shapes: " + "; ".join(
+        f"{g} = {' × '.join(map(str, s))} ({n:,} cells)"
+        for g, s, n in dict.fromkeys((c["group"], tuple(c["shape"]), c["cells"])
+                                     for c in results["cases"]))]
+    tol = {c["group"]: c["tolerance"] for c in results["cases"] if c.get("tolerance") is not None}
+    if tol:
+        lines[-1] += ". Tolerances: " + "; ".join(f"{g}: t = {t:g}" for g, t in tol.items())
+    lines += _tail_lines(results)
+    return "\n".join(lines) + "\n"
+
+
+def plot(results, path, title="Connected-component labelling throughput"):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -1013,9 +1696,46 @@ def plot(results, path):
     ax.set_xticklabels([c["name"] for c in cases], rotation=45, ha="right")
     ax.set_ylabel("throughput (cells / s)")
     gpu = results["machine"]["gpu"]
-    ax.set_title(f"Connected-component labelling throughput — {gpu['name'] if gpu else 'CPU only'}")
+    ax.set_title(f"{title} — {gpu['name'] if gpu else 'CPU only'}")
     ax.grid(True, which="both", axis="y", alpha=0.3)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def plot_lattice(results, path):
+    """Each lattice case's time ÷ its plain call's (GPU; the CPU's without
+    one), grouped by array, with the 1.3x target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_name = {c["name"]: c for c in results["cases"]}
+    gpu = any(c["tools"].get("meshccl GPU", {}).get("status") == "ok" for c in results["cases"])
+    tool = "meshccl GPU" if gpu else "meshccl CPU"
+    names, ratios, colours = [], [], []
+    groups = list(dict.fromkeys(c["group"] for c in results["cases"]))
+    cmap = plt.get_cmap("tab10").colors
+    for c in results["cases"]:
+        if not c["plain"] or c["plain"] not in by_name:
+            continue
+        r, pr = c["tools"].get(tool, {}), by_name[c["plain"]]["tools"].get(tool, {})
+        if r.get("status") == pr.get("status") == "ok":
+            names.append(c["name"].removeprefix("lattice-"))
+            ratios.append(r["seconds"] / pr["seconds"])
+            colours.append(cmap[groups.index(c["group"]) % 10])
+    fig, ax = plt.subplots(figsize=(max(8, 0.45 * len(names) + 3), 5))
+    ax.bar(np.arange(len(names)), ratios, color=colours)
+    ax.axhline(1.0, color="k", linewidth=0.8)
+    ax.axhline(LATTICE_TARGET, color="r", linestyle="--", label=f"target {LATTICE_TARGET:g}× plain")
+    ax.set_xticks(np.arange(len(names)))
+    ax.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel(f"time ÷ plain call ({tool})")
+    g = results["machine"]["gpu"]
+    ax.set_title(f"meshccl lattice features against a plain call — {g['name'] if g else 'CPU only'}")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend()
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
@@ -1028,38 +1748,246 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", help="directory for bench.json, bench.md, bench.png (required)")
+    ap.add_argument("--sets", default="standard",
+                    help="comma-separated case sets to run: standard (bench.*), shapes "
+                         "(bench-shapes.*), lattice (bench-lattice.*); default standard")
     ap.add_argument("--quick", action="store_true", help="every side / 4 (1024^2, 128^3, ...): a smoke run")
+    ap.add_argument("--shrink", type=int, default=None,
+                    help="every side / K (--quick is 4; the thin axes of the shapes set keep "
+                         "their length, odd sides stay odd): tiny runs for tests")
     ap.add_argument("--cases", default="",
                     help="comma-separated case names, shell patterns or prefixes (e.g. spiral,blobs-*-c1)")
     ap.add_argument("--list-cases", action="store_true", help="print the case names and exit")
     ap.add_argument("--repeat", type=int, default=20,
                     help="minimum timed calls per GPU tool (default 20)")
-    ap.add_argument("--cpu-repeat", type=int, default=7,
-                    help="timed calls per CPU tool and case (default 7; at least 3 once they "
-                         f"add up to {CPU_BUDGET_S:g} s, one above {CPU_SLOW_S:g} s a call)")
-    ap.add_argument("--min-time", type=float, default=1.0,
-                    help="minimum total timed seconds per GPU tool and case (default 1)")
+    ap.add_argument("--cpu-repeat", type=int, default=None,
+                    help="timed calls per CPU tool and case (default 7 for the standard set, at "
+                         f"least 3 once they add up to {CPU_BUDGET_S:g} s, one above {CPU_SLOW_S:g} s "
+                         "a call; default 1 for the shapes and lattice sets)")
+    ap.add_argument("--min-time", type=float, default=None,
+                    help="minimum total timed seconds per GPU tool and case (default 1 for the "
+                         "standard set, 0.5 for the shapes and lattice sets)")
     ap.add_argument("--cpu-peers", action=argparse.BooleanOptionalAction, default=True,
                     help="time skimage, scipy, OpenCV and cc3d on the host (default on)")
+    ap.add_argument("--cpu-peer-cells", type=int, default=20_000_000,
+                    help="shapes and lattice sets: run the CPU peers only on cases of at most "
+                         "this many cells (default 20000000)")
     ap.add_argument("--latency", action=argparse.BooleanOptionalAction, default=True,
-                    help="measure small-image latency (default on)")
+                    help="measure small-image latency (default on; with the standard set)")
     ap.add_argument("--no-gpu", action="store_true",
                     help="skip every GPU tool (CPU-only smoke run; also automatic without a GPU)")
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error("--repeat must be >= 1")
-    if args.cpu_repeat < 1:
+    if args.cpu_repeat is not None and args.cpu_repeat < 1:
         ap.error("--cpu-repeat must be >= 1")
+    if args.shrink is not None and args.shrink < 1:
+        ap.error("--shrink must be >= 1")
+    sets = [t.strip() for t in args.sets.split(",") if t.strip()]
+    unknown = [t for t in sets if t not in SETS]
+    if unknown or not sets:
+        ap.error(f"--sets takes some of {', '.join(SETS)}; got {args.sets!r}")
+    args.sets = [t for t in SETS if t in sets]
     if not args.out and not args.list_cases:
         ap.error("--out DIR is required")
     return args
 
 
+def _set_args(args, name):
+    """The arguments of one set, its defaults filled in."""
+    out = argparse.Namespace(**vars(args))
+    standard = name == "standard"
+    if out.min_time is None:
+        out.min_time = 1.0 if standard else 0.5
+    if out.cpu_repeat is None:
+        out.cpu_repeat = 7 if standard else 1
+    return out
+
+
+@dataclass
+class Env:
+    """What every set shares: the device, the tools, the machine."""
+    use_gpu: bool
+    gpu_reason: str | None
+    xp: object
+    machine: dict
+    bandwidth: float | None
+    probe: dict | None
+    gtools: list
+    ctools: list
+    skipped: dict
+
+
+def _base_results(env):
+    results = {"machine": env.machine, "cases": [], "skipped_tools": {}, "failures": []}
+    results["copy_bandwidth_bytes_per_s"] = env.bandwidth
+    if env.probe:
+        results["copy_bandwidth_probe"] = env.probe
+    return results
+
+
+def _note_failures(results, name, res, tools=MESHCCL_TOOLS):
+    for tool in tools:
+        r = res.get(tool, {})
+        if r.get("status") == "error":
+            results["failures"].append(f"{name}: {tool} error: {r['error']}")
+        elif r.get("check", "").startswith("MISMATCH"):
+            results["failures"].append(f"{name}: {tool} {r['check']} (vs {r.get('reference')})")
+
+
+def _write(results, out, stem, md, plotter):
+    with open(os.path.join(out, stem + ".json"), "w") as f:
+        json.dump(results, f, indent=1, default=_json_default)
+    with open(os.path.join(out, stem + ".md"), "w") as f:
+        f.write(md)
+    try:
+        plotter(results, os.path.join(out, stem + ".png"))
+    except Exception as e:
+        log(f"plot failed: {e!r}")
+    print(md)
+
+
+def _case_entry(case, x_host, bw):
+    return {
+        "name": case.name, "pattern": case.pattern, "shape": list(case.shape),
+        "connectivity": case.connectivity, "multi_valued": case.multi,
+        "percolation_p": case.p, "cells": case.cells,
+        "foreground_fraction": float(np.count_nonzero(x_host)) / case.cells,
+        "floor_s": case.cells * (case.itemsize + 4) / bw if bw else None,
+    }
+
+
+def _run_cases(cases, args, env, results, gtools, ctools, skipped, extra=None):
+    """Generates, times and checks each case into results['cases']."""
+    xp = env.xp
+    cache = ArrayCache(xp)
+    bw = env.bandwidth
+    for case in cases:
+        log(f"case {case.name} ({case.cells:,} cells)")
+        t0 = time.perf_counter()
+        x = cache.get(case)
+        x_dev = x if env.use_gpu else None
+        x_host = xp.asnumpy(x) if env.use_gpu else x
+        entry = _case_entry(case, x_host, bw)
+        if extra:
+            entry.update(extra(case))
+        entry["tools"] = run_case(case, x_dev, x_host, gtools, ctools, skipped, args)
+        entry["wall_s"] = time.perf_counter() - t0
+        results["cases"].append(entry)
+        _note_failures(results, case.name, entry["tools"])
+        del x_host, x_dev, x
+        if env.use_gpu:
+            xp.get_default_memory_pool().free_all_blocks()
+    cache = None
+
+
+def run_standard(cases, args, env):
+    """The standard cases (and the small-image latency): bench.json etc."""
+    results = _base_results(env)
+    results["skipped_tools"] = env.skipped
+    results["tools"] = {t.name: {"device": t.device, "api": t.api, "version": t.version}
+                        for t in env.gtools + env.ctools}
+    _run_cases(cases, args, env, results, env.gtools, env.ctools, env.skipped)
+    if args.latency:
+        log("small-image latency")
+        results["latency"] = run_latency(env.use_gpu, env.gtools, env.ctools)
+    _write(results, args.out, "bench", markdown(results), plot)
+    return results
+
+
+def _over(limit):
+    return lambda case: (f"skipped: over {limit:,} cells (--cpu-peer-cells)"
+                         if case.cells > limit else None)
+
+
+def run_shapes(cases, args, env):
+    """The shapes set: every GPU tool, meshccl CPU (the reference) and the
+    CPU peers on the cases up to --cpu-peer-cells; bench-shapes.*."""
+    results = _base_results(env)
+    ctools = [dataclasses.replace(t, skip=_over(args.cpu_peer_cells)) if t.name in CPU_PEERS else t
+              for t in env.ctools if t.name != "meshccl CPU threads"]
+    skipped = dict(env.skipped)
+    skipped["meshccl CPU threads"] = "not in this set (meshccl CPU, serial, is the reference)"
+    results["skipped_tools"] = skipped
+    results["settings"] = {k: getattr(args, k) for k in
+                           ("repeat", "min_time", "cpu_repeat", "cpu_peer_cells", "shrink", "quick")}
+    results["tools"] = {t.name: {"device": t.device, "api": t.api, "version": t.version}
+                        for t in env.gtools + ctools}
+
+    def extra(case):
+        bw = env.bandwidth
+        n = case.neighbours
+        return {"generator": generator_text(case), "dtype": case.dtype, "itemsize": case.itemsize,
+                "ndim": case.ndim, "neighbours": n, "sigma": case.sigma, "q": case.q,
+                "transpose": case.transpose,
+                "neighbour_floor_s": case.cells * (n * case.itemsize + 4) / bw if bw else None}
+
+    _run_cases(cases, args, env, results, env.gtools, ctools, skipped, extra)
+    _write(results, args.out, "bench-shapes", markdown_shapes(results),
+           functools.partial(plot, title="Shapes beyond the standard cases: throughput"))
+    return results
+
+
+def run_lattice(cases, args, env):
+    """The lattice set: meshccl GPU with each feature and its plain call,
+    meshccl CPU as the reference, skimage on the plain calls; bench-lattice.*."""
+    results = _base_results(env)
+    results["settings"] = {k: getattr(args, k) for k in
+                           ("repeat", "min_time", "cpu_repeat", "cpu_peer_cells", "shrink", "quick")}
+    results["settings"].update(connectivity=LATTICE_CONNECTIVITY, background=LATTICE_BACKGROUND,
+                               bond_p=BOND_P)
+    skipped = {k: v for k, v in env.skipped.items() if k in ("meshccl GPU", "skimage")}
+    peers = {}
+    if any(t.name == "skimage" for t in env.ctools):
+        from skimage.measure import label as sk_label
+
+        peers["skimage"] = sk_label
+    results["skipped_tools"] = skipped
+    bw = env.bandwidth
+    for group in dict.fromkeys(c.group for c in cases):
+        members = [c for c in cases if c.group == group]
+        inp_dev = LatticeInputs(members[0].shape, env.xp)
+        inp_host = inp_dev.host()
+        for case in members:
+            log(f"case {case.name} ({case.cells:,} cells): {case.call}")
+            t0 = time.perf_counter()
+            res = run_lattice_case(case, inp_dev if env.use_gpu else None, inp_host, peers, args)
+            x, kw = lattice_call(case, inp_host)
+            entry = {"name": case.name, "group": group, "shape": list(case.shape),
+                     "variant": case.variant, "call": case.call, "plain": case.plain,
+                     "dtype": str(x.dtype), "cells": case.cells,
+                     "tolerance": kw.get("tolerance"),
+                     "bytes_per_cell": lattice_bytes(case, x, kw),
+                     "floor_s": case.cells * lattice_bytes(case, x, kw) / bw if bw else None,
+                     "tools": res, "wall_s": time.perf_counter() - t0}
+            results["cases"].append(entry)
+            _note_failures(results, case.name, res, ("meshccl GPU", "meshccl CPU"))
+            x = kw = None
+        inp_dev = inp_host = None
+        if env.use_gpu:
+            env.xp.get_default_memory_pool().free_all_blocks()
+    _write(results, args.out, "bench-lattice", markdown_lattice(results), plot_lattice)
+    return results
+
+
 def main(argv=None):
     args = parse_args(argv)
-    cases = select_cases(standard_cases(args.quick), args.cases)
+    k = args.shrink or (4 if args.quick else 1)
+    chosen = {}
+    if "standard" in args.sets:
+        chosen["standard"] = select_cases(standard_cases(shrink=k), args.cases, required=False)
+    if "shapes" in args.sets:
+        chosen["shapes"] = select_cases(shape_cases(k), args.cases, required=False)
+    if "lattice" in args.sets:
+        chosen["lattice"] = select_lattice_cases(lattice_cases(k), args.cases)
+    if not any(chosen.values()):
+        makers = {"standard": lambda: standard_cases(shrink=k), "shapes": lambda: shape_cases(k),
+                  "lattice": lambda: lattice_cases(k)}
+        every = [c.name for name in args.sets for c in makers[name]()]
+        raise SystemExit(f"--cases {args.cases!r} matches no case of --sets "
+                         f"{','.join(args.sets)}; the cases: {', '.join(every)}")
     if args.list_cases:
-        print("\n".join(c.name for c in cases))
+        print("\n".join(c.name for cases in chosen.values() for c in cases))
         return 0
     os.makedirs(args.out, exist_ok=True)
 
@@ -1071,79 +1999,44 @@ def main(argv=None):
         use_gpu, gpu_reason = False, "CuPy missing or no CUDA device"
         log(f"warning: {gpu_reason}; running the CPU tools only")
 
-    results = {"machine": machine_info(use_gpu, gpu_reason), "cases": [], "skipped_tools": {},
-               "failures": []}
-    log(f"meshccl benchmark: {len(cases)} cases, GPU {'on' if use_gpu else 'off (' + gpu_reason + ')'}")
+    machine = machine_info(use_gpu, gpu_reason)
+    count = sum(len(v) for v in chosen.values())
+    log(f"meshccl benchmark: {count} cases ({', '.join(f'{s}: {len(v)}' for s, v in chosen.items())}), "
+        f"GPU {'on' if use_gpu else 'off (' + gpu_reason + ')'}")
 
-    gtools, skipped = [], {}
+    gtools, skipped, bw, probe = [], {}, None, None
     if use_gpu:
         import cupy
 
         xp = cupy
         bw, t = measure_copy_bandwidth()
-        results["copy_bandwidth_bytes_per_s"] = bw
-        results["copy_bandwidth_probe"] = {"bytes": COPY_BYTES, "median_s": t,
-                                           "method": "cudaMemcpyAsync D2D, CUDA events; 2 * bytes / time"}
+        probe = {"bytes": COPY_BYTES, "median_s": t,
+                 "method": "cudaMemcpyAsync D2D, CUDA events; 2 * bytes / time"}
         log(f"device copy bandwidth: {bw / 1e12:.2f} TB/s (read + write)")
         gtools, skipped = gpu_tools()
     else:
         xp = np
-        results["copy_bandwidth_bytes_per_s"] = None
         for name in GPU_TOOLS:
             skipped[name] = f"skipped: {gpu_reason}"
     ctools, cskipped = cpu_tools(args.cpu_peers)
     skipped.update(cskipped)
-    results["skipped_tools"] = skipped
-    results["tools"] = {t.name: {"device": t.device, "api": t.api, "version": t.version}
-                        for t in gtools + ctools}
     for name, why in skipped.items():
         log(f"  not run: {name}: {why}")
+    env = Env(use_gpu, gpu_reason, xp, machine, bw, probe, gtools, ctools, skipped)
 
-    cache = ArrayCache(xp)
-    bw = results["copy_bandwidth_bytes_per_s"]
-    for case in cases:
-        log(f"case {case.name} ({case.cells:,} cells)")
+    runners = {"standard": run_standard, "shapes": run_shapes, "lattice": run_lattice}
+    failures = []
+    for name, cases in chosen.items():
+        if not cases:
+            log(f"set {name}: no case matches --cases {args.cases!r}")
+            continue
+        log(f"set {name}: {len(cases)} cases")
         t0 = time.perf_counter()
-        x = cache.get(case)
-        x_dev = x if use_gpu else None
-        x_host = xp.asnumpy(x) if use_gpu else x
-        entry = {
-            "name": case.name, "pattern": case.pattern, "shape": list(case.shape),
-            "connectivity": case.connectivity, "multi_valued": case.multi,
-            "percolation_p": case.p, "cells": case.cells,
-            "foreground_fraction": float(np.count_nonzero(x_host)) / case.cells,
-            "floor_s": case.cells * 5 / bw if bw else None,
-        }
-        entry["tools"] = run_case(case, x_dev, x_host, gtools, ctools, skipped, args)
-        entry["wall_s"] = time.perf_counter() - t0
-        results["cases"].append(entry)
-        for name in MESHCCL_TOOLS:
-            r = entry["tools"].get(name, {})
-            if r.get("status") == "error":
-                results["failures"].append(f"{case.name}: {name} error: {r['error']}")
-            elif r.get("check", "").startswith("MISMATCH"):
-                results["failures"].append(f"{case.name}: {name} {r['check']} (vs {r.get('reference')})")
-        del x_host, x_dev, x
-        if use_gpu:
-            xp.get_default_memory_pool().free_all_blocks()
-    cache = None
-
-    if args.latency:
-        log("small-image latency")
-        results["latency"] = run_latency(use_gpu, gtools, ctools)
-
-    with open(os.path.join(args.out, "bench.json"), "w") as f:
-        json.dump(results, f, indent=1, default=_json_default)
-    md = markdown(results)
-    with open(os.path.join(args.out, "bench.md"), "w") as f:
-        f.write(md)
-    try:
-        plot(results, os.path.join(args.out, "bench.png"))
-    except Exception as e:
-        log(f"plot failed: {e!r}")
-    print(md)
-    if results["failures"]:
-        log("meshccl FAILED:\n  " + "\n  ".join(results["failures"]))
+        results = runners[name](cases, _set_args(args, name), env)
+        log(f"set {name}: {time.perf_counter() - t0:.0f} s")
+        failures += [f"{name}: {f}" if name != "standard" else f for f in results["failures"]]
+    if failures:
+        log("meshccl FAILED:\n  " + "\n  ".join(failures))
         return 1
     return 0
 

@@ -2,8 +2,9 @@
 # The one device script: install meshccl without network, run the GPU test
 # suite and the benchmark, and leave logs under $OUT.
 #
-#   bash benchmarks/gpu_check.sh [tests] [soak] [bench] [compare] [measure] [quick] [smoke] [phases] [gap] [hawick] [graph]
-#                                                         (default: tests soak bench)
+#   bash benchmarks/gpu_check.sh [tests] [soak] [bench] [shapes] [lattice] [compare] [measure] [quick] [smoke]
+#                                [phases] [gap] [hawick] [graph]          (default: tests soak bench)
+#   shapes, lattice: bench.py --sets shapes / --sets lattice (issue 45), into $OUT/bench-<set>.*
 #   TESTS="tests/test_methods.py ..."  limits the tests step (default: tests)
 #   CAP=60                             seconds per call before hawick stops a method
 #   SOAK_SECONDS=120 SOAK_SEED=<date>  the randomized run against references (tests/soak.py)
@@ -45,6 +46,12 @@ for step in $steps; do
     bench)
       python3 benchmarks/bench.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -40
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    shapes|lattice)
+      python3 benchmarks/bench.py --sets "$step" --out "$OUT" > "$OUT/bench-$step.stdout" 2> "$OUT/bench-$step.log" \
+        || status=1
+      tail -4 "$OUT/bench-$step.log"
+      # the timing table (the whole report: bench-$step.md)
+      awk '/^\| case /{p=1} p&&/^$/{exit} p' "$OUT/bench-$step.md" 2>/dev/null ;;
     compare)
       python3 benchmarks/compare_trees.py --tree "before=${BEFORE:-baseline}" --tree after=. \
         --rounds "${ROUNDS:-3}" --out "$OUT/compare" 2>&1 | tee "$OUT/compare.log" | tail -24

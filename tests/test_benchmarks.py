@@ -274,3 +274,118 @@ def test_floor_gap_keeps_only_the_counters_ncu_knows(monkeypatch):
     have, missing = floor_gap.known_metrics("ncu")
     assert have == [("ns", "gpu__time_duration.sum"), ("dram_read", "dram__bytes_read.sum")]
     assert "dram__bytes_write.sum" in missing and "lts__t_bytes.sum" in missing
+
+
+def test_bench_shapes_and_lattice_sets_run_on_the_cpu(tmp_path):
+    """--sets shapes,lattice at tiny sizes without a GPU: every case is
+    generated and labelled by meshccl CPU (the GPU's reference), the CPU
+    peers run only up to --cpu-peer-cells and agree, every lattice case has
+    its plain call, and each set writes its JSON, Markdown and plot (and
+    the standard set, not asked for, writes nothing)."""
+    import json
+
+    import bench
+    assert bench.main(["--out", str(tmp_path), "--sets", "lattice,shapes", "--no-gpu",
+                       "--shrink", "256", "--cpu-peer-cells", "3000", "--no-latency"]) == 0
+    for stem in ("bench-shapes", "bench-lattice"):
+        for ext in (".json", ".md", ".png"):
+            assert (tmp_path / (stem + ext)).stat().st_size > 0
+    assert not (tmp_path / "bench.json").exists()
+
+    shapes = json.loads((tmp_path / "bench-shapes.json").read_text())
+    assert [c["name"] for c in shapes["cases"]] == [c.name for c in bench.shape_cases(256)]
+    assert not shapes["failures"]
+    for c in shapes["cases"]:
+        tools = c["tools"]
+        assert tools["meshccl CPU"]["status"] == "ok" and tools["meshccl CPU"]["count"] > 0
+        assert "meshccl CPU threads" not in tools or tools["meshccl CPU threads"]["status"] == "skipped"
+        sk = tools.get("skimage")
+        if sk is not None:
+            if c["cells"] > 3000:
+                assert sk["status"] == "skipped"
+            else:
+                assert sk["status"] == "ok" and sk["check"] == "identical"
+                assert tools["meshccl CPU"]["check"] == "identical"
+    by_name = {c["name"]: c for c in shapes["cases"]}
+    levels = next(c for c in shapes["cases"] if c["pattern"] == "levels")
+    assert levels["dtype"] == "uint16" and levels["foreground_fraction"] == 1.0
+    tall = by_name["percolation-3906x64-c1"]
+    wide = by_name["percolation-64x3906-c1"]  # its transpose: the same components
+    assert wide["tools"]["meshccl CPU"]["count"] == tall["tools"]["meshccl CPU"]["count"]
+
+    lattice = json.loads((tmp_path / "bench-lattice.json").read_text())
+    assert [c["name"] for c in lattice["cases"]] == [c.name for c in bench.lattice_cases(256)]
+    assert not lattice["failures"]
+    names = {c["name"] for c in lattice["cases"]}
+    for c in lattice["cases"]:
+        assert c["tools"]["meshccl CPU"]["status"] == "ok"
+        assert c["plain"] is None or c["plain"] in names
+    plains = [c for c in lattice["cases"] if c["plain"] is None]
+    assert plains and all(c["tools"].get("skimage", {}).get("check") in ("identical", None)
+                          for c in plains)
+    sw = next(c for c in lattice["cases"] if c["variant"] == "swendsen-wang")
+    assert sw["bytes_per_cell"] == 1 + 4 + len(sw["shape"])  # spins, labels, a bond per axis
+
+
+def _gpu_set_results():
+    """Synthetic shapes and lattice results, as bench.py writes them on a GPU."""
+    import bench
+
+    def ok(seconds, check="identical", dense=True):
+        return {"status": "ok", "seconds": seconds, "count": 7, "check": check, "dense": dense,
+                "cells_per_s": 1e9}
+
+    machine = {"date_utc": "2030-01-02 03:04:05 UTC", "cpu_count": 8, "cpu_model": "Test CPU",
+               "command": "bench.py", "numba": {"version": "0", "threads": 8},
+               "meshccl": {"version": "0.1.0", "git": "abc1234"},
+               "gpu": {"name": "Test GPU", "cupy": "14", "driver_version": "13.0",
+                       "runtime_version": "13.2", "l2_bytes": 50 << 20}}
+    settings = {"repeat": 20, "min_time": 0.5, "cpu_repeat": 1, "cpu_peer_cells": 20_000_000,
+                "shrink": None, "quick": False}
+    case4 = bench.Case("blobs-64^4-c4", "blobs", (64,) * 4, 4, sigma=2.0)
+    cells = case4.cells
+    shapes = {"machine": machine, "copy_bandwidth_bytes_per_s": 3e12, "settings": settings,
+              "skipped_tools": {}, "failures": [], "cases": [{
+                  "name": case4.name, "pattern": "blobs", "shape": list(case4.shape),
+                  "connectivity": 4, "cells": cells, "ndim": 4, "neighbours": case4.neighbours,
+                  "itemsize": 1, "generator": bench.generator_text(case4),
+                  "foreground_fraction": 0.5, "floor_s": cells * 5 / 3e12,
+                  "neighbour_floor_s": cells * 84 / 3e12,
+                  "tools": {"meshccl GPU": ok(3e-4), "cupyx": ok(1.2e-3), "cuCIM": ok(5e-3),
+                            "bkeccl raw": ok(1.5e-4, "same partition", dense=False),
+                            "meshccl CPU": ok(0.5), "skimage": ok(3.0)}}]}
+    lattice = {"machine": machine, "copy_bandwidth_bytes_per_s": 3e12, "settings": settings,
+               "skipped_tools": {}, "failures": [], "cases": []}
+    for c, t in zip(bench.lattice_cases(16), (2e-4, 5e-4)):
+        lattice["cases"].append({
+            "name": c.name, "group": c.group, "shape": list(c.shape), "variant": c.variant,
+            "call": c.call, "plain": c.plain, "cells": c.cells, "tolerance": None,
+            "floor_s": c.cells * 5 / 3e12,
+            "tools": {"meshccl GPU": ok(t), "meshccl CPU": ok(10 * t, "reference")}})
+    return shapes, lattice
+
+
+def test_bench_new_set_tables_of_a_gpu_run(tmp_path):
+    """The shapes table divides by the fastest *dense* GPU peer (bkeccl raw,
+    faster but sparse, is left out of that column), gives the 80-read floor
+    of 4-D at connectivity 4 and issue 45's verdict; the lattice table
+    divides each feature by its plain call; both plots are drawn."""
+    import bench
+
+    assert bench.Case("x", "blobs", (8,) * 4, 4).neighbours == 80
+    assert [bench._div(s, 4) for s in (4999, 3001, 64, 4)] == [1249, 751, 16, 8]
+    shapes, lattice = _gpu_set_results()
+    assert bench.speedup(shapes["cases"][0]["tools"], dense_only=True) == (4.0, "cupyx")
+    assert bench.speedup(shapes["cases"][0]["tools"])[1] == "bkeccl raw"
+    md = bench.markdown_shapes(shapes)
+    row = next(line for line in md.splitlines() if line.startswith("| blobs-64^4-c4 |"))
+    assert "4.00× (cupyx)" in row and "0.50× (bkeccl raw)" in row and "✓" in row  # 10.7x floor
+    assert "84 bytes" in md  # the 80-read floor: 80 neighbours x 1 byte + 4
+    md = bench.markdown_lattice(lattice)
+    periodic = lattice["cases"][1]["name"]  # 0.5 ms against the plain call's 0.2
+    row = next(line for line in md.splitlines() if line.startswith(f"| {periodic} |"))
+    assert periodic.endswith("-periodic") and "2.50×" in row and "✗" in row
+    pytest.importorskip("matplotlib")
+    bench.plot(shapes, str(tmp_path / "s.png"))
+    bench.plot_lattice(lattice, str(tmp_path / "l.png"))
+    assert (tmp_path / "s.png").stat().st_size > 10_000 and (tmp_path / "l.png").stat().st_size > 10_000
