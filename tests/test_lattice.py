@@ -251,3 +251,18 @@ def test_periodic_volumes(backend, shape, dtype):
             kw = {"connectivity": conn, "periodic": periodic}
             np.testing.assert_array_equal(run_label(a, backend, **kw),
                                           reference_lattice(a, **kw), err_msg=str(kw))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_lattice_2d_byte_tolerance(backend, dtype):
+    """One-byte cells with a tolerance (the GPU compares four cells a word):
+    signed and unsigned bytes over their whole range, tolerances from 0 to
+    past 255, the background matched exactly."""
+    rng = np.random.default_rng(np.dtype(dtype).itemsize + (dtype is np.int8))
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max + 1, (70, 300)).astype(dtype)
+    a[rng.random(a.shape) < 0.3] = 0
+    for tol in (0, 3, 60.5, 254, 300):
+        for kw in ({"tolerance": tol}, {"tolerance": tol, "background": None, "connectivity": 1}):
+            np.testing.assert_array_equal(run_label(a, backend, **kw), reference_lattice(a, **kw),
+                                          err_msg=str(kw))

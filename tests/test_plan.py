@@ -39,7 +39,7 @@ def test_plan_matches_general_path(dtype, shape):
         assert num == (int(want.max()) if want.size else 0)
         np.testing.assert_array_equal(got.get(), meshccl.label(a, **kw))
     assert 0 < len(_local.plans) <= 16
-    small = [p for p in _local.plans.values() if p.n <= 1 << 19]
+    small = [p for p in _local.plans.values() if p.n <= 1 << 19 and not p.lattice]
     assert all(p.graph is not None for p in small), "CUDA graph capture failed"
 
 

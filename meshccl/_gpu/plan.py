@@ -145,6 +145,7 @@ class Plan:
         # bool input: its bytes as 0 / 1 first (a bool array may hold other
         # non-zero bytes, which are True), into a buffer kept with the plan
         self.bool01 = cupy.empty(prob.out_shape, dtype=cupy.bool_) if bool_input else None
+        self.lattice = lattice is not None
         if lattice is not None:
             # 1-D / 2-D with lattice features: one chain, no graphs
             has_bg, bgkey = prob.has_bg, prob.bgkey

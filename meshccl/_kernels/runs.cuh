@@ -69,27 +69,50 @@ __device__ __forceinline__ unsigned pack32(const unsigned (&h)[8]) {
     return m;
 }
 
+// Which cells of two words of 4 one-byte cells join (bit 7 of each byte):
+// equal bytes (Equal), or bytes within a tolerance (Within: |a - b| <= t
+// byte by byte, t the tolerance's integer part up to 255, signed or
+// unsigned bytes).
+struct Equal {
+    __device__ __forceinline__ unsigned operator()(unsigned a, unsigned b) const {
+        return zero_bytes(a ^ b);
+    }
+};
+struct Within {
+    unsigned t4;  // t in every byte
+    bool sign;
+    __device__ __forceinline__ unsigned operator()(unsigned a, unsigned b) const {
+        const unsigned d = sign ? __vabsdiffs4(a, b) : __vabsdiffu4(a, b);
+        return __vcmpleu4(d, t4) & 0x80808080u;
+    }
+};
+
 // Rows of 32 one-byte cells as 8 words (cell c: byte c & 3 of word c >> 2).
-// Bit c of eq_mask: a's cell c equals b's cell c; of eq_left: a's cell c
-// equals b's cell c - 1 (0 at c = 0); of eq_right: ... b's cell c + 1 (0 at
-// c = 31, which has no cell to its right here).
-__device__ __forceinline__ unsigned eq_mask(const unsigned (&a)[8], const unsigned (&b)[8]) {
+// Bit c of eq_mask: a's cell c equals (joins) b's cell c; of eq_left: a's
+// cell c equals b's cell c - 1 (0 at c = 0); of eq_right: ... b's cell c + 1
+// (0 at c = 31, which has no cell to its right here).
+template <typename Cmp = Equal>
+__device__ __forceinline__ unsigned eq_mask(const unsigned (&a)[8], const unsigned (&b)[8],
+                                            Cmp eq = Cmp()) {
     unsigned h[8];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) h[j] = zero_bytes(a[j] ^ b[j]);
+    for (int j = 0; j < 8; ++j) h[j] = eq(a[j], b[j]);
     return pack32(h);
 }
-__device__ __forceinline__ unsigned eq_left(const unsigned (&a)[8], const unsigned (&b)[8]) {
+template <typename Cmp = Equal>
+__device__ __forceinline__ unsigned eq_left(const unsigned (&a)[8], const unsigned (&b)[8],
+                                            Cmp eq = Cmp()) {
     unsigned h[8];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) h[j] = zero_bytes(a[j] ^ ((b[j] << 8) | (j ? b[j - 1] >> 24 : 0u)));
+    for (int j = 0; j < 8; ++j) h[j] = eq(a[j], (b[j] << 8) | (j ? b[j - 1] >> 24 : 0u));
     return pack32(h) & ~1u;
 }
-__device__ __forceinline__ unsigned eq_right(const unsigned (&a)[8], const unsigned (&b)[8]) {
+template <typename Cmp = Equal>
+__device__ __forceinline__ unsigned eq_right(const unsigned (&a)[8], const unsigned (&b)[8],
+                                             Cmp eq = Cmp()) {
     unsigned h[8];
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
-        h[j] = zero_bytes(a[j] ^ ((b[j] >> 8) | (j < 7 ? b[j + 1] << 24 : 0u)));
+    for (int j = 0; j < 8; ++j) h[j] = eq(a[j], (b[j] >> 8) | (j < 7 ? b[j + 1] << 24 : 0u));
     return pack32(h) & 0x7fffffffu;
 }
 
@@ -145,19 +168,20 @@ __device__ __forceinline__ unsigned fg_mask(const unsigned (&w)[8], int width, i
 // foreground at both ends.  runs2d.cu's tile kernel and runs3d.cu's z-face
 // kernel make their masks so (runs3d.cu's tile kernel writes the same out:
 // it measured faster so).
-template <bool Diag>
+template <bool Diag, typename Cmp = Equal>
 __device__ __forceinline__ void above_masks(const unsigned (&w)[8], unsigned mF, int lane,
-                                            unsigned& V, unsigned& Vl, unsigned& Vr) {
+                                            unsigned& V, unsigned& Vl, unsigned& Vr,
+                                            Cmp eq = Cmp()) {
     unsigned u[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) u[j] = __shfl_up_sync(0xffffffffu, w[j], 1);
     unsigned pF = __shfl_up_sync(0xffffffffu, mF, 1);
     if (lane == 0) pF = 0u;
-    V = mF & pF & eq_mask(w, u);
+    V = mF & pF & eq_mask(w, u, eq);
     Vl = Vr = 0u;
     if (Diag) {
-        Vl = mF & (pF << 1) & eq_left(w, u);
-        Vr = mF & (pF >> 1) & eq_right(w, u);
+        Vl = mF & (pF << 1) & eq_left(w, u, eq);
+        Vr = mF & (pF >> 1) & eq_right(w, u, eq);
     }
 }
 

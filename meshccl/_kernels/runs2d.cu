@@ -226,7 +226,7 @@ __device__ __forceinline__ unsigned label_tile(
     bool slotted = false;  // (the whole warp) piece roots in Q's slots (SL and fits)?
     int slot0 = 0;         // lane r: row r's first slot
     if (!live) {
-    } else if (sizeof(T) == 1 && !(Lat && Tol)) {
+    } else if (sizeof(T) == 1) {
         // One-byte cells: lane r loads row r's 32 cells (two 16-byte loads
         // where rows are 16-byte aligned) and makes its masks with byte-wise
         // word arithmetic; the row above comes from lane r - 1.
@@ -256,8 +256,15 @@ __device__ __forceinline__ unsigned label_tile(
                 bur = bits(ft.bonds, ft.ur);
             }
         }
-        mE = mF & meshccl::runs::eq_left(w, w);
-        meshccl::runs::above_masks<C >= 2>(w, mF, lane, mV, mVl, mVr);
+        if (Tol) {  // (integer bytes: |a - b| <= the tolerance's integer part)
+            const unsigned t = ft.tol >= 255.0 ? 255u : (unsigned)ft.tol;
+            const meshccl::runs::Within near = {0x01010101u * t, T(-1) < T(0)};
+            mE = mF & meshccl::runs::eq_left(w, w, near);
+            meshccl::runs::above_masks<C >= 2>(w, mF, lane, mV, mVl, mVr, near);
+        } else {
+            mE = mF & meshccl::runs::eq_left(w, w);
+            meshccl::runs::above_masks<C >= 2>(w, mF, lane, mV, mVl, mVr);
+        }
         if (Lat) {
             mE &= (mF << 1) & bl;  // (a masked cell may equal its neighbour)
             mV &= bu;
