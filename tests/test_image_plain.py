@@ -185,6 +185,10 @@ def test_gpu_runs2d_against_general(rows):
         ((x2 // 2 - y2) % 5 == 0).astype(np.uint8),               # stripes the other way
         rng.integers(0, 4, (200, 200)).astype(np.uint8),          # Potts-like
         patterns.percolation((257, 333), 0.4073, seed=9),         # c2's threshold
+        patterns.percolation((3000, 32), 0.5927, seed=10),        # one tile across
+        patterns.percolation((1500, 20), 0.5927, seed=12),        # one part tile across
+        rng.integers(0, 3, (2000, 64)).astype(np.uint8),          # two tiles across
+        patterns.percolation((900, 230), 0.5927, seed=13),        # seven tiles across
     ]
     with _tuning.override(RUNS_LABEL_ROWS={4: rows, 8: 1}):
         _plain_against_general(images)

@@ -874,10 +874,13 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
 
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
-#define MESHCCL_R2_TILE(T, I, C, SL)                                                             \
-    template __global__ void meshccl_runs2d_tile<T, I, C, 8, SL>(const T*, I*, unsigned*,        \
+#define MESHCCL_R2_TILE_NW(T, I, C, NW, SL)                                                      \
+    template __global__ void meshccl_runs2d_tile<T, I, C, NW, SL>(const T*, I*, unsigned*,       \
         unsigned*, unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int,             \
         I*, unsigned short*, int, unsigned*);
+#define MESHCCL_R2_TILE(T, I, C, SL)                                                             \
+    MESHCCL_R2_TILE_NW(T, I, C, 8, SL) MESHCCL_R2_TILE_NW(T, I, C, 2, SL)                        \
+    MESHCCL_R2_TILE_NW(T, I, C, 1, SL)
 #define MESHCCL_R2_BORDER(T, I, C, SL)                                                           \
     template __global__ void meshccl_runs2d_border<T, I, C, SL>(const T*, I*, unsigned*,         \
         const unsigned*, I, I, int, meshccl::Key<T>::type, int, const I*,                        \
