@@ -144,14 +144,16 @@ template <> struct Vec16<long long> { typedef longlong2 type; };
 // vector store writes back what it read there, which nobody changes until
 // meshccl_label_pieces.  A tail shorter than a vector, and a P that is not
 // 16-byte aligned, go cell by cell.
+// C (meshccl_label_cells_counted): also count every cell's label,
+// piece roots included (their label is the rank of the root they hold,
+// which meshccl_label_pieces writes later), numbering.cuh's add_counts.
 #define MESHCCL_CELLS_PER_THREAD 8
-template <typename I>
-__global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
-                                                           const unsigned* __restrict__ A,
-                                                           const unsigned* __restrict__ roots,
-                                                           const I* __restrict__ incl,
-                                                           const I* __restrict__ block_incl) {
-    meshccl::grid_entry();  // (launch.cuh)
+template <typename I, bool C>
+__device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restrict__ A,
+                                            const unsigned* __restrict__ roots,
+                                            const I* __restrict__ incl,
+                                            const I* __restrict__ block_incl,
+                                            unsigned long long* counts) {
     constexpr int V = 16 / sizeof(I), G = MESHCCL_CELLS_PER_THREAD / V;
     typedef typename Vec16<I>::type VT;
     const bool aligned = ((unsigned long long)P & 15ull) == 0ull;
@@ -188,6 +190,16 @@ __global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
         for (int j = 0; j < V; ++j)
             if (todo[g][j])
                 p[g][j] = p[g][j] < 0 ? (I)0 : rank_of(p[g][j], roots, incl, block_incl);
+        if (C) {
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+                // todo: p is the label (0: background); a piece root: p is its root
+                I label = (I)0;
+                if (first + j < (long long)n)
+                    label = todo[g][j] ? p[g][j] : rank_of(p[g][j], roots, incl, block_incl);
+                add_counts(counts, label, label > 0 ? 1u : 0u);
+            }
+        }
         if (whole[g]) {
             VT x;
             memcpy(&x, p[g], sizeof(VT));
@@ -198,6 +210,27 @@ __global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
                 if (todo[g][j]) P[(I)(first + j)] = p[g][j];
         }
     }
+}
+
+template <typename I>
+__global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
+                                                           const unsigned* __restrict__ A,
+                                                           const unsigned* __restrict__ roots,
+                                                           const I* __restrict__ incl,
+                                                           const I* __restrict__ block_incl) {
+    meshccl::grid_entry();  // (launch.cuh)
+    label_cells<I, false>(P, n, A, roots, incl, block_incl, nullptr);
+}
+
+// meshccl_label_cells, also counting each label's cells into counts (N + 1
+// rows, zeroed; row 0 is left to the host).
+template <typename I>
+__global__ void __launch_bounds__(256) meshccl_label_cells_counted(
+        I* P, I n, const unsigned* __restrict__ A, const unsigned* __restrict__ roots,
+        const I* __restrict__ incl, const I* __restrict__ block_incl,
+        unsigned long long* __restrict__ counts) {
+    meshccl::grid_entry();  // (launch.cuh)
+    label_cells<I, true>(P, n, A, roots, incl, block_incl, counts);
 }
 
 // Step 3, a thread per W consecutive words (W = 2: one wave of threads
@@ -270,13 +303,16 @@ __device__ __forceinline__ unsigned warp_max(unsigned x) {
 // cells per lane (4: eight lanes per row, a vector store each; 8: four
 // lanes per row, two vector stores each); meshccl/_gpu/image_plain.py
 // picks both.  SL: after runs2d.cu's tile kernel with slots (without, and
-// in 3-D, none of the slot code is compiled).
-template <typename I, int R, int W, bool SL>
-__global__ void __launch_bounds__(256) meshccl_label_runs(
+// in 3-D, none of the slot code is compiled).  C (meshccl_label_runs_counted):
+// also count the cells of each run, by the lane that resolves its label:
+// the foreground cells from its start up to the next run start (a band's
+// bottom row may have holes in its runs), one add per run, numbering.cuh's
+// add_counts.
+template <typename I, int R, int W, bool SL, bool C>
+__device__ __forceinline__ void label_runs(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
-        const unsigned short* __restrict__ O, int slots) {
-    meshccl::grid_entry();  // (launch.cuh)
+        const unsigned short* __restrict__ O, int slots, unsigned long long* counts) {
     constexpr int V = 16 / sizeof(I), LPR = 32 / W;  // lanes per tile row
     constexpr int ROWS = 32 / LPR, STRIDE = 32 + LPR;  // (the pad spreads the rows over the banks)
     static_assert(W == 4 || W == 8, "four or eight cells a lane");
@@ -341,6 +377,20 @@ __global__ void __launch_bounds__(256) meshccl_label_runs(
 #pragma unroll
             for (int u = 0; u < 2; ++u)
                 if (b[u] >= 0) tab[rank0 + n + u] = v[u];
+            if (C) {  // (every lane: turns is the warp's)
+                const unsigned in = width[k] >= 32 ? 0xffffffffu : (1u << width[k]) - 1u;
+#pragma unroll
+                for (int u = 0; u < 2; ++u) {
+                    unsigned cells = 0u;
+                    if (b[u] >= 0) {
+                        // the run's cells: from its start to before the next start
+                        const unsigned later = s[k] & ~((2u << b[u]) - 1u);
+                        const unsigned before = later ? (later & (0u - later)) - 1u : 0xffffffffu;
+                        cells = __popc(f[k] & in & before & ~((1u << b[u]) - 1u));
+                    }
+                    add_counts(counts, b[u] >= 0 ? v[u] : (I)0, cells);
+                }
+            }
         }
         __syncwarp();
         // cells c0 .. c0 + W - 1: the run through each is the one of rank
@@ -372,6 +422,26 @@ __global__ void __launch_bounds__(256) meshccl_label_runs(
     }
 }
 
+template <typename I, int R, int W, bool SL>
+__global__ void __launch_bounds__(256) meshccl_label_runs(
+        I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
+        const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
+        const unsigned short* __restrict__ O, int slots) {
+    meshccl::grid_entry();  // (launch.cuh)
+    label_runs<I, R, W, SL, false>(P, F, S, A, ny, nx, words, Q, O, slots, nullptr);
+}
+
+// meshccl_label_runs, also counting each label's cells into counts (N + 1
+// rows, zeroed; row 0 is left to the host).
+template <typename I, int R, int W, bool SL>
+__global__ void __launch_bounds__(256) meshccl_label_runs_counted(
+        I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
+        const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
+        const unsigned short* __restrict__ O, int slots, unsigned long long* __restrict__ counts) {
+    meshccl::grid_entry();  // (launch.cuh)
+    label_runs<I, R, W, SL, true>(P, F, S, A, ny, nx, words, Q, O, slots, counts);
+}
+
 #ifdef MESHCCL_INSTANTIATE_ALL
 #define MESHCCL_PIECES_W(I, W)                                                                   \
     template __global__ void meshccl_piece_roots<I, W>(I*, const unsigned*, unsigned*, I, I*, I*, \
@@ -382,12 +452,17 @@ __global__ void __launch_bounds__(256) meshccl_label_runs(
     MESHCCL_PIECES_W(I, 1)                                                                       \
     MESHCCL_PIECES_W(I, 2)                                                                       \
     template __global__ void meshccl_label_cells<I>(I*, I, const unsigned*, const unsigned*,     \
-                                                    const I*, const I*);
+                                                    const I*, const I*);                         \
+    template __global__ void meshccl_label_cells_counted<I>(I*, I, const unsigned*,              \
+        const unsigned*, const I*, const I*, unsigned long long*);
 MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
 #define MESHCCL_LABEL_RUNS_SL(I, R, W, SL)                                                       \
     template __global__ void meshccl_label_runs<I, R, W, SL>(I*, const unsigned*,               \
-        const unsigned*, const unsigned*, I, I, I, const I*, const unsigned short*, int);
+        const unsigned*, const unsigned*, I, I, I, const I*, const unsigned short*, int);        \
+    template __global__ void meshccl_label_runs_counted<I, R, W, SL>(I*, const unsigned*,       \
+        const unsigned*, const unsigned*, I, I, I, const I*, const unsigned short*, int,         \
+        unsigned long long*);
 #define MESHCCL_LABEL_RUNS(I, R, W) MESHCCL_LABEL_RUNS_SL(I, R, W, true)                         \
     MESHCCL_LABEL_RUNS_SL(I, R, W, false)
 MESHCCL_LABEL_RUNS(int, 1, 4)

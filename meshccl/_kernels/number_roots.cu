@@ -24,6 +24,8 @@
 // 3. meshccl_relabel: the label of an element is the rank of its root
 //    (numbering.cuh, rank_of).  It reads only P[i] and the two short
 //    arrays, so it writes its result over P in place.
+//    meshccl_relabel_counted (label(..., return_counts=True)) also counts
+//    each label's cells as it writes them.
 
 #include "launch.cuh"
 #include "numbering.cuh"
@@ -68,6 +70,25 @@ __global__ void meshccl_relabel(I* P, I n, const unsigned* __restrict__ bits,
     P[i] = rank_of(r, bits, incl) + base;
 }
 
+// meshccl_relabel for images (base 0), also counting each label's cells
+// into counts (N + 1 rows, zeroed; row 0, the background, is left to the
+// host): a warp's 32 consecutive cells, lanes of one label adding once
+// (numbering.cuh, add_counts).  No early return: every lane takes part.
+template <typename I>
+__global__ void meshccl_relabel_counted(I* P, I n, const unsigned* __restrict__ bits,
+                                        const I* __restrict__ incl,
+                                        unsigned long long* __restrict__ counts) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const long long gi = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    I label = 0;
+    if (gi < (long long)n) {
+        const I r = P[(I)gi];
+        label = r < 0 ? (I)0 : rank_of(r, bits, incl);
+        P[(I)gi] = label;
+    }
+    add_counts(counts, label, label > 0 ? 1u : 0u);
+}
+
 // scan_in_block as a kernel of one block of 1024 threads, for short arrays
 // (the host picks it) and for the block sums of long ones.
 template <typename I>
@@ -107,6 +128,8 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_rank_words(
     template __global__ void meshccl_flatten<I>(I*, I, unsigned*, I*);                           \
     template __global__ void meshccl_relabel<I>(I*, I, const unsigned*, const I*, I, long long*, \
                                                 I);                                              \
+    template __global__ void meshccl_relabel_counted<I>(I*, I, const unsigned*, const I*,        \
+                                                        unsigned long long*);                    \
     template __global__ void meshccl_rank_words<I>(const unsigned*, const I*, I, I*);            \
     template __global__ void meshccl_word_sums<I>(const unsigned*, I, I*);
 MESHCCL_NUMBER_ROOTS(int)

@@ -8,6 +8,14 @@
 //     incl[r / 32] - popcount(bits[r / 32] >> (r % 32)) + 1
 // (the popcount counts r itself and the roots after it in its word): that
 // is rank_of below, and the label of r's component.  number_roots.cu and number_pieces.cu both end there.
+//
+// With label(..., return_counts=True) the kernels that write the final
+// labels also count the cells of each label (add_counts below) into an
+// int64 table of N + 1 rows: number_roots.cu's meshccl_relabel_counted,
+// number_pieces.cu's meshccl_label_runs_counted and
+// meshccl_label_cells_counted.  Label 0 is not counted there (all of the
+// background on one word would serialise its atomics): the host sets
+// row 0 to the cells left over.
 
 #pragma once
 #include "launch.cuh"
@@ -66,4 +74,23 @@ __device__ __forceinline__ void scan_in_block(const I* counts, I* __restrict__ i
         run += __ldcg(counts + w);
         incl[w] = run;
     }
+}
+
+// counts[label] += n for each lane's (label, n) (n = 0 or label = 0: nothing
+// to add).  Lanes of the warp holding the same label add once, their sum,
+// from the first of them (__match_any_sync groups them, __reduce_add_sync
+// sums each group), so a label spread over the warp -- a large component,
+// a run across lanes -- costs one atomic a warp, not one a lane.  Every
+// lane of the warp must call it, together.
+template <typename I>
+__device__ __forceinline__ void add_counts(unsigned long long* counts, I label, unsigned n) {
+#if __CUDA_ARCH__ >= 800
+    const I key = n ? label : (I)0;
+    const unsigned same = __match_any_sync(0xffffffffu, key);
+    const unsigned sum = __reduce_add_sync(same, n);
+    if (key > 0 && (int)(threadIdx.x & 31) == __ffs(same) - 1)
+        atomicAdd(counts + key, (unsigned long long)sum);
+#else
+    if (n && label > 0) atomicAdd(counts + label, (unsigned long long)n);
+#endif
 }
