@@ -37,7 +37,7 @@ import math
 import numpy as np
 
 from .. import _tuning
-from .launch import BONDS, LABELS, MASK, VALUES, Launch, Memset
+from .launch import BONDS, COUNTS, LABELS, MASK, VALUES, Launch, Memset
 from .loader import c_type, kernels
 
 #: Words per block of meshccl_piece_roots (MESHCCL_PIECE_BLOCK in numbering.cuh).
@@ -160,7 +160,7 @@ def slots_threshold(shape, connectivity) -> int:
 
 
 def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buffers=None,
-            slot_tiles=True, report=None):
+            slot_tiles=True, report=None, counts=False):
     """The launches of the plain path for arrays of one shape and dtype, as
     ``[(name, launch), ...]`` where ``launch(values, P)`` runs one kernel on
     flat CuPy ``values`` and int32/int64 output ``P`` of ``n`` cells; the
@@ -175,18 +175,30 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     them; same labels.  ``report``: the address of a 32-bit word of pinned
     host memory where the border kernel writes how many tiles fitted their
     run starts in their slots, for a launch plan's choice of ``slot_tiles``
-    (:func:`slots_threshold`); None: not counted.
+    (:func:`slots_threshold`); None: not counted.  ``counts``: the label
+    pass (meshccl_label_runs / meshccl_label_cells) also counts each
+    label's cells, in its ``_counted`` form, whose last argument is
+    :data:`.launch.COUNTS`: the caller puts the table in
+    (:meth:`.launch.Launch.with_counts`) once the roots are numbered
+    (``meshccl/_gpu/counted.py``).
     """
     index_dtype = np.dtype(index_dtype)
     d = _dims(tuple(int(s) for s in shape))[0]
     c = min(int(connectivity), d) if len(shape) > 1 else 1
     if uses_runs(shape, value_dtype):
         return _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                             slot_tiles, report)
-    return _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers)
+                             slot_tiles, report, counts)
+    return _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
+                            counts)
 
 
-def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers):
+def _counted(counts):
+    """(kernel name suffix, trailing arguments) of the label pass's form."""
+    return ("_counted", (COUNTS,)) if counts else ("", ())
+
+
+def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
+                     counts=False):
     """:func:`program` for 3-D volumes of wider cells: cells3d.cu's tile and
     border kernels, then the pieces numbering with meshccl_label_cells."""
     _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
@@ -196,7 +208,8 @@ def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffe
     tile, border = kernels("cells3d.cu",
                            f"meshccl_cells3d_tile<{t}, {i}, {c}, {ty}, {tz}, {warps}, {per_block}>",
                            f"meshccl_cells3d_border<{t}, {i}, {c}, {ty}, {tz}>")
-    cells_k, = kernels("number_pieces.cu", f"meshccl_label_cells<{i}>")
+    form, tail = _counted(counts)
+    cells_k, = kernels("number_pieces.cu", f"meshccl_label_cells{form}<{i}>")
     if buffers is None:
         buffers = scratch(n, index_dtype)
     bits, incl, block_incl = buffers[0], buffers[1], buffers[3]
@@ -215,7 +228,7 @@ def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffe
         ("border", Launch(border, grid, border_block, (VALUES, LABELS, H) + dims, early=False)),
     ] + _pieces_path(index_dtype, n, buffers,
                      Launch(cells_k, cells_grid, (BLOCK,),
-                            (LABELS, I(n), A, H, incl, block_incl)), False)
+                            (LABELS, I(n), A, H, incl, block_incl) + tail), False)
 
 
 def _cleared(bits, aligned):
@@ -252,7 +265,7 @@ def _pieces_path(index_dtype, n, buffers, cells, runs, wpt=1):
 
 
 def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers, slot_tiles,
-                  report):
+                  report, counts=False):
     """:func:`program` through the run-based tile kernels: runs2d.cu (1-D and
     2-D) or runs3d.cu with its z-face and seam kernels (3-D), then the
     pieces numbering with meshccl_label_runs, which sees a volume as
@@ -265,7 +278,9 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     slots = _tuning.RUNS_2D_SLOTS if d == 2 else 0
     # every kernel of the chain with slots or every one without (3-D: none)
     sl = "true" if (slots and slot_tiles) else "false"
-    label_k, = kernels("number_pieces.cu", f"meshccl_label_runs<{i}, {rows}, {per_lane}, {sl}>")
+    form, count_arg = _counted(counts)
+    label_k, = kernels("number_pieces.cu",
+                       f"meshccl_label_runs{form}<{i}, {rows}, {per_lane}, {sl}>")
     need = -(-nx // 32) * -(-ny // 32) * slots  # (buffers made under another slot count)
     if (buffers is None or len(buffers) < (7 if slots else 5)
             or (slots and buffers[5].size < need)):
@@ -325,7 +340,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
                        (H, S) + dims + (I(walk),))
         zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
     label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
-    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words)) + read
+    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words)) + read + count_arg
     faces = [("border", Launch(border, border_args[0], border_args[1],
                                (VALUES, LABELS) + border_args[2], early=False))]
     if zface_args is not None and zface_args[0][2] > 0:  # a brick below another

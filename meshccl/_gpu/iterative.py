@@ -13,14 +13,16 @@ import numpy as np
 from .loader import kernels
 from .passes import until_settled
 from .image_general import grid_args
-from .number_roots import BLOCK, grid, relabel
+from .number_roots import BLOCK, grid, relabel, relabel_counted
 from .timing import run
 
 def label_iterative(method, values, P, shape, connectivity, has_bg, bgkey, *,
-                    max_iterations=None, timer=None, **lattice):
+                    max_iterations=None, timer=None, counts=False, **lattice):
     """Label flat CuPy ``values`` into ``P`` with method 'A', 'B', 'C' or 'D'.
 
-    Returns ``(N, passes)``: N as a 0-d CuPy array, and the number of passes
+    Returns ``(N, passes)``: N as a 0-d CuPy array (with ``counts``: N as an
+    int and the cells per label, :func:`.number_roots.relabel_counted`),
+    and the number of passes
     including the last one, which changed nothing (as the CPU twin counts).
     Raises :class:`NotConverged` when ``max_iterations`` passes all changed
     labels.  Extra memory: one index array of the input's size (A, B: the
@@ -83,4 +85,6 @@ def label_iterative(method, values, P, shape, connectivity, has_bg, bgkey, *,
                            None if timer is None else timer.fold)
     if state["src"] is not P:
         P[...] = state["src"]
+    if counts:
+        return relabel_counted(P, n, timer), passes
     return relabel(P, n, timer), passes

@@ -106,3 +106,29 @@ def relabel(P, n: int, timer=None, base: int = 0, count_out=None):
     for name, launch in relabel_steps(P, n, base=base, count_out=count_out):
         result = run(timer, name, launch)
     return result
+
+
+def relabel_counted(P, n: int, timer=None):
+    """:func:`relabel` (images: base 0) that also counts each label's cells,
+    in the kernel that writes the labels (meshccl_relabel_counted).
+
+    Returns (N, counts): N an int (read after the scan, to size the table:
+    the call's one wait for the device), counts an int64 CuPy array of
+    length N + 1, counts[0] the background (the cells the labels left).
+    """
+    import cupy
+
+    t = c_type(P.dtype)
+    flatten, counted = kernels("number_roots.cu", f"meshccl_flatten<{t}>",
+                               f"meshccl_relabel_counted<{t}>")
+    words = (n + 31) // 32
+    bits, per_word, incl, sums = scratch(n, P.dtype)
+    scan = scan_words(P.dtype, words)
+    nn = P.dtype.type(n)
+    run(timer, "flatten", lambda: flatten(grid(n), (BLOCK,), (P, nn, bits, per_word)))
+    run(timer, "scan", lambda: scan(bits, per_word, incl, sums))
+    num = int(incl[-1])
+    counts = cupy.zeros(num + 1, dtype=cupy.int64)
+    run(timer, "relabel", lambda: counted(grid(n), (BLOCK,), (P, nn, bits, incl, counts)))
+    counts[0] = n - counts[1:].sum()
+    return num, counts

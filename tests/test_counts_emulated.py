@@ -1,0 +1,393 @@
+"""``label(..., return_counts=True)`` on the GPU, its host side and its mask
+arithmetic, run without a GPU.
+
+CI has no GPU, so the counted kernels themselves run only on the device
+machine (tests/test_counts.py).  Here:
+
+- every launch of the counted chains (meshccl/_gpu/counted.py: the plain
+  chains of image_plain.py with their ``_counted`` label pass, and the
+  general chain with number_roots.py's relabel_counted) is checked against
+  its kernel's C signature, parsed from the .cu sources (count, pointer or
+  value, element and scalar types), on a stand-in ``cupy`` module whose
+  arrays are NumPy arrays and whose fresh arrays hold junk;
+- the kernels are emulated only as far as the host's order of things
+  shows: N is written by the roots kernel (plain) or the scan (general),
+  the label pass writes the labels and counts every label but 0, so the
+  host must read N after the right launch, size and zero the table, pass
+  it to the label pass, and set row 0 itself;
+- the run count of meshccl_label_runs_counted (the foreground cells from a
+  run start to before the next start, by masks) is mirrored in Python and
+  checked against the label pass's own assignment of cells to runs, on
+  random rows and on the rows of bands (runs with holes).
+"""
+
+import ctypes
+import re
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import meshccl
+from meshccl import _tuning, patterns
+
+KERNELS = Path(__file__).resolve().parents[1] / "meshccl" / "_kernels"
+
+
+# ---------------------------------------------------------------- signatures
+
+def _signatures():
+    """{kernel name: [parameter type, ...]} of every __global__ in the sources."""
+    out = {}
+    for path in KERNELS.glob("*.cu"):
+        text = re.sub(r"//[^\n]*", "", path.read_text())
+        bounds = r"__launch_bounds__\((?:[^()]|\([^()]*\))*\)\s+"
+        for m in re.finditer(r"__global__\s+void\s+(?:" + bounds + r")?(meshccl_\w+)\s*\(", text):
+            depth, k = 1, m.end()
+            while depth:
+                depth += {"(": 1, ")": -1}.get(text[k], 0)
+                k += 1
+            params = [p.strip() for p in text[m.end():k - 1].split(",")]
+            types_ = [re.sub(r"\s+", " ", re.sub(r"\b\w+$", "", p.replace("__restrict__", "")))
+                      .replace(" *", "*").strip() for p in params]
+            out.setdefault(m.group(1), types_)
+    return out
+
+
+SIGNATURES = _signatures()
+POINTEE = {"unsigned": np.uint32, "unsigned short": np.uint16, "unsigned long long": np.int64,
+           "long long": np.int64, "int": np.int32}
+SCALARS = {"int": np.int32, "unsigned": np.uint32, "long long": np.int64, "double": np.float64}
+
+
+def _check_signature(name, targs, args):
+    """``args`` as CuPy would pass them to kernel ``name<targs>``."""
+    base = name
+    sig = SIGNATURES[base]
+    if any("(" in t for t in sig):  # (parameters from a macro: general.cu's, not checked)
+        return
+    assert len(args) == len(sig), f"{name}: {len(args)} arguments for {len(sig)} parameters"
+    index = {"int": np.int32, "long long": np.int64}[targs[1] if base.startswith(
+        ("meshccl_runs", "meshccl_cells", "meshccl_general")) else targs[0]]
+    for k, (a, t) in enumerate(zip(args, sig)):
+        t = t.replace("const ", "")
+        where = f"{name} argument {k} ({t})"
+        if t.endswith("*"):
+            pointee = t[:-1].strip()
+            if isinstance(a, np.uintp):  # a null pointer
+                assert a == 0, where
+                continue
+            assert isinstance(a, FakeArray), f"{where}: got {type(a).__name__}"
+            if pointee == "I":
+                assert a.dtype == index, f"{where}: got {a.dtype}"
+            elif pointee in POINTEE:
+                assert a.dtype == POINTEE[pointee], f"{where}: got {a.dtype}"
+        elif t == "I":
+            assert type(a) is index, f"{where}: got {type(a).__name__}"
+        elif t in SCALARS:
+            assert type(a) is SCALARS[t], f"{where}: got {type(a).__name__}"
+
+
+# ---------------------------------------------------------------- stand-in cupy
+
+class FakeArray(np.ndarray):
+    def get(self):
+        return np.asarray(self).copy()
+
+    def __getitem__(self, key):
+        """An element of a 1-D array is a 0-d view, as in CuPy (a launch's
+        result is one, read after the kernels ran)."""
+        if self.ndim == 1 and isinstance(key, (int, np.integer)):
+            k = int(key) + (self.shape[0] if key < 0 else 0)
+            if not 0 <= k < self.shape[0]:
+                raise IndexError(key)
+            return super().__getitem__(slice(k, k + 1)).reshape(())
+        return super().__getitem__(key)
+
+    @property
+    def data(self):
+        """CuPy's MemoryPointer, as far as a Memset uses it."""
+        return types.SimpleNamespace(ptr=self.__array_interface__["data"][0])
+
+
+FakeArray.__module__ = "cupy"
+
+
+def _fake(a):
+    return np.ascontiguousarray(a).view(FakeArray)
+
+
+class Truth:
+    """What the emulated chain computes: the labels of the case (the CPU's)."""
+    labels = None
+    launches = []
+
+
+def _fake_cupy():
+    cp = types.ModuleType("cupy")
+    cp.ndarray = FakeArray
+    for t in ("uint8", "uint16", "uint32", "int32", "int64", "bool_"):
+        setattr(cp, t, getattr(np, t))
+
+    def empty(shape, dtype=np.float64):
+        a = np.empty(shape, dtype=dtype)
+        a.fill(-7 if np.dtype(dtype).kind == "i" else 7)  # junk: a read before a write shows
+        return a.view(FakeArray)
+
+    cp.empty = empty
+    cp.zeros = lambda shape, dtype=np.float64: np.zeros(shape, dtype=dtype).view(FakeArray)
+    cp.ones = lambda shape, dtype=np.float64: np.ones(shape, dtype=dtype).view(FakeArray)
+    cp.asarray = lambda a, dtype=None: _fake(np.asarray(a, dtype=dtype))
+    cp.cuda = types.SimpleNamespace(
+        Device=lambda *a: types.SimpleNamespace(id=0),
+        get_current_stream=lambda: types.SimpleNamespace(ptr=0),
+        runtime=types.SimpleNamespace(
+            memsetAsync=lambda ptr, value, size, stream: ctypes.memset(ptr, value, size)))
+    return cp
+
+
+class Kernel:
+    """An emulated kernel: checks its arguments, then does what the host
+    can see of it."""
+
+    max_dynamic_shared_size_bytes = 1 << 20
+
+    def __init__(self, expr):
+        self.expr = expr
+        self.name, targs = re.fullmatch(r"(\w+)<(.*)>", expr).groups()
+        self.targs = [t.strip() for t in targs.split(",")]
+
+    def __call__(self, grid, block, args, shared_mem=0):
+        _check_signature(self.name, self.targs, args)
+        Truth.launches.append(self.name)
+        L = Truth.labels.ravel()
+        n = L.size
+        name = self.name
+        if name == "meshccl_piece_roots":  # N in the block sums' scan
+            block_incl = args[6]
+            block_incl[:] = L.max(initial=0)
+        elif name in ("meshccl_label_runs", "meshccl_label_cells"):
+            args[0][:] = L
+        elif name in ("meshccl_label_runs_counted", "meshccl_label_cells_counted"):
+            P, counts = args[0], args[-1]
+            assert counts.shape == (L.max(initial=0) + 1,) and not counts.any(), \
+                "the table: N + 1 zeroed rows"
+            P[:] = L
+            counts[1:] += np.bincount(L, minlength=counts.size)[1:]  # (row 0: the host's)
+        elif name == "meshccl_general_tile":  # the forest: each cell at its component's first
+            P = args[1]
+            first = np.full(L.max(initial=0) + 1, -1, np.int64)
+            first[L[::-1]] = np.arange(n)[::-1]
+            P[:] = np.where(L > 0, first[L], -1)
+        elif name == "meshccl_flatten":
+            P, _, bits, per_word = args
+            roots = (np.asarray(P) == np.arange(n)).astype(np.uint64)
+            roots = np.concatenate([roots, np.zeros(-n % 32, np.uint64)]).reshape(-1, 32)
+            bits[:] = (roots << np.arange(32, dtype=np.uint64)).sum(axis=1).astype(np.uint32)
+            per_word[:] = roots.sum(axis=1)
+        elif name == "meshccl_scan_block":
+            counts, incl, words = args
+            incl[:int(words)] = np.cumsum(counts[:int(words)])
+        elif name == "meshccl_word_sums":
+            bits, words, sums = args
+            pop = np.array([bin(int(b)).count("1") for b in bits[:int(words)]])
+            for b in range(grid[0]):
+                sums[b] = pop[b * block[0]:(b + 1) * block[0]].sum()
+        elif name == "meshccl_rank_words":
+            bits, sums_incl, words, incl = args
+            pop = np.array([bin(int(b)).count("1") for b in bits[:int(words)]])
+            for b in range(grid[0]):
+                part = np.cumsum(pop[b * block[0]:(b + 1) * block[0]])
+                incl[b * block[0]:b * block[0] + part.size] = (sums_incl[b - 1] if b else 0) + part
+        elif name == "meshccl_relabel_counted":  # (as number_roots.cu, lane by lane)
+            P, nn, bits, incl, counts = args
+            assert counts.shape == (int(incl[-1]) + 1,) and not counts.any()
+            for i in range(int(nn)):
+                r = int(P[i])
+                label = 0 if r < 0 else int(incl[r >> 5]) - bin(int(bits[r >> 5]) >> (r & 31)) \
+                    .count("1") + 1
+                P[i] = label
+                if label > 0:
+                    counts[label] += 1
+
+
+@pytest.fixture
+def emulated(monkeypatch):
+    cp = _fake_cupy()
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    from meshccl._gpu import image_general, image_plain, number_roots
+
+    def kernels(source, *names):
+        return tuple(Kernel(n) for n in names)
+
+    for mod in (image_plain, number_roots, image_general):
+        monkeypatch.setattr(mod, "kernels", kernels)
+    image_general._device_geometry.cache_clear()
+    image_general._dummy.cache_clear()
+    yield cp
+    image_general._device_geometry.cache_clear()
+    image_general._dummy.cache_clear()
+
+
+CASES = [
+    ("1-D", (np.arange(1000) // 3 % 4).astype(np.uint8), {}),
+    ("2-D bytes", patterns.percolation((130, 170), 0.5927, seed=1), {}),
+    ("2-D bool", patterns.percolation((64, 100), 0.5, seed=2).astype(bool), dict(connectivity=1)),
+    ("2-D wide", patterns.blobs((70, 90), seed=3).astype(np.int32), {}),
+    ("2-D all background", np.zeros((40, 50), np.uint8), {}),
+    ("3-D bytes", patterns.percolation((9, 40, 50), 0.3116, seed=4), dict(connectivity=1)),
+    ("3-D uint16", patterns.blobs((9, 30, 40), seed=5).astype(np.uint16), {}),
+    ("4-D", np.random.default_rng(6).integers(0, 2, (3, 4, 5, 6)).astype(np.uint8), {}),
+    ("mask", patterns.blobs((60, 70), seed=7),
+     dict(mask=np.random.default_rng(8).random((60, 70)) < 0.8)),
+    ("periodic", patterns.percolation((50, 60), 0.5927, seed=9), dict(periodic=True)),
+    ("axes", patterns.blobs((5, 30, 40), seed=10), dict(axes=(1, 2))),
+    ("long scan", patterns.percolation((130, 170), 0.5927, seed=11),
+     dict(mask=np.ones((130, 170), bool))),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("case", [c[0] for c in CASES])
+def test_counted_chains_emulated(emulated, case, dtype):
+    from meshccl import _validate
+    from meshccl._gpu.counted import label_mesh_counted
+    from meshccl.labelling import _lattice
+
+    _, a, kw = next(c for c in CASES if c[0] == case)
+    want = meshccl.label(a, **kw)
+    prob = _validate.prepare(a, None, kw.get("connectivity"), None, periodic=kw.get(
+        "periodic", False), mask=kw.get("mask"), axes=kw.get("axes"))
+    Truth.labels = np.ascontiguousarray(want.reshape(prob.shape)).astype(np.int64)
+    Truth.launches = []
+    lattice = _lattice(prob, device=True)
+    P = emulated.empty(prob.size, dtype=dtype)
+    scan = 8 if case == "long scan" else _tuning.ROOTS_ONE_BLOCK_SCAN_WORDS  # (3 launches)
+    for slots, share in ((_tuning.RUNS_2D_SLOTS, 0.0), (0, 0.0)):
+        with _tuning.override(RUNS_2D_SLOTS=slots, RUNS_2D_SLOTS_SHARE={1: share, 2: share},
+                              ROOTS_ONE_BLOCK_SCAN_WORDS=scan):
+            num, counts = label_mesh_counted(_fake(prob.values), P, prob.shape, prob.connectivity,
+                                             prob.has_bg, prob.bgkey, label_axes=prob.label_axes,
+                                             **lattice)
+            assert isinstance(num, int) and num == want.max(initial=0)
+            assert isinstance(counts, FakeArray) and counts.dtype == np.int64
+            np.testing.assert_array_equal(P, Truth.labels.ravel())
+            np.testing.assert_array_equal(counts, np.bincount(want.ravel(), minlength=num + 1))
+    plain = not {"mask", "periodic", "axes"} & set(kw) and a.ndim <= 3
+    counted = [k for k in Truth.launches if k.endswith("_counted")]
+    if plain:
+        assert counted and set(counted) <= {"meshccl_label_runs_counted",
+                                           "meshccl_label_cells_counted"}, Truth.launches
+        assert "meshccl_label_runs" not in Truth.launches
+        assert "meshccl_label_cells" not in Truth.launches
+    else:
+        assert set(counted) == {"meshccl_relabel_counted"}, Truth.launches
+
+
+def test_uncounted_program_unchanged(emulated):
+    """program(counts=False) asks for the kernels and arguments it always
+    did; counts=True only swaps the label pass for its _counted form with
+    the table last."""
+    from meshccl._gpu import image_plain
+    from meshccl._gpu.launch import COUNTS, LABELS, VALUES
+
+    for shape, dt in (((100, 130), np.uint8), ((9, 40, 50), np.uint8), ((9, 30, 40), np.uint16),
+                      ((1000,), np.int16)):
+        for index in (np.int32, np.int64):
+            n = int(np.prod(shape))
+            buffers = image_plain.scratch(n, index, shape, dt)
+            args = (dt, index, n, shape, 1, True, dt(0), buffers)
+            plain = image_plain.program(*args)
+            counted = image_plain.program(*args, counts=True)
+            assert [k for k, _ in plain] == [k for k, _ in counted]
+            stand_in = {id(VALUES): _fake(np.zeros(n, dt)), id(LABELS): _fake(np.zeros(n, index)),
+                        id(COUNTS): _fake(np.zeros(5, np.int64))}
+            for (name, a), (_, b) in zip(plain, counted):
+                if not hasattr(a, "fn"):
+                    continue
+                for launch in (a, b):  # both forms against their C signatures
+                    _check_signature(launch.fn.name, launch.fn.targs,
+                                     tuple(stand_in.get(id(x), x) for x in launch.args))
+                if a.fn.name in ("meshccl_label_runs", "meshccl_label_cells"):
+                    assert b.fn.name == a.fn.name + "_counted"
+                    assert b.fn.targs == a.fn.targs
+                    assert b.args[-1] is COUNTS and len(b.args) == len(a.args) + 1
+                    assert all(_same(x, y) for x, y in zip(a.args, b.args))
+                else:
+                    assert b.fn.expr == a.fn.expr and len(a.args) == len(b.args)
+                    assert all(_same(x, y) for x, y in zip(a.args, b.args))
+
+
+def _same(x, y):
+    """The same kernel argument: one placeholder, a view of the same memory,
+    or an equal scalar of one type."""
+    if isinstance(x, np.ndarray):
+        return (isinstance(y, np.ndarray) and x.dtype == y.dtype and x.shape == y.shape
+                and x.__array_interface__["data"] == y.__array_interface__["data"])
+    if isinstance(x, np.generic):
+        return type(x) is type(y) and x == y
+    return x is y
+
+
+# ---------------------------------------------------------------- the run count's masks
+
+def _popc(x):
+    return bin(x & 0xFFFFFFFF).count("1")
+
+
+def run_cells(f, s, b, width):
+    """meshccl_label_runs_counted's count for the run starting at bit b."""
+    full = 0xFFFFFFFF
+    inside = full if width >= 32 else (1 << width) - 1
+    later = s & ~(((2 << b) & full) - 1) & full
+    before = ((later & -later) - 1) & full if later else full
+    return _popc(f & inside & before & ~((1 << b) - 1))
+
+
+def label_pass(f, s, width):
+    """The label pass's own assignment: cell c belongs to the last run
+    start at or before it, if its bit of f is set (runs by their start)."""
+    out = {}
+    cur = None
+    for c in range(32):
+        if (s >> c) & 1:
+            cur = c
+        if c < width and (f >> c) & 1:
+            assert cur is not None, "a foreground cell before any run start"
+            out[cur] = out.get(cur, 0) + 1
+    return out
+
+
+def band_masks(top, bottom):
+    """runs.cuh's band_top and band_firsts (the run starts a band's rows
+    store in S)."""
+    full = 0xFFFFFFFF
+    B = top | bottom
+    starts = B & ~(B << 1) & full
+    return ((B & ~top) + starts) & top & full, ((B & ~bottom) + starts) & bottom & full
+
+
+def test_run_count_masks():
+    rng = np.random.default_rng(1)
+    rows = []
+    for _ in range(3000):
+        width = int(rng.choice([32, 32, 31, 1, int(rng.integers(1, 33))]))
+        inside = (1 << width) - 1
+        f = int(rng.integers(0, 2**32)) & inside
+        if rng.random() < 0.3:
+            f = inside & ~(1 << int(rng.integers(0, 32)))
+        eq = int(rng.integers(0, 2**32)) & f & (f << 1)  # equal to the left neighbour
+        rows.append((f, f & ~eq & 0xFFFFFFFF, width))
+        top = int(rng.integers(0, 2**32)) & inside
+        bottom = int(rng.integers(0, 2**32)) & inside
+        st, sb = band_masks(top, bottom)
+        rows += [(top, st, width), (bottom, sb, width)]
+    rows += [(0xFFFFFFFF, 1, 32), (0xFFFFFFFF, 1 << 31 | 1, 32), (1 << 31, 1 << 31, 32),
+             (0, 0, 32), (0xFFFFFFFF, 0xFFFFFFFF, 32), (0x5, 0x5, 3)]
+    for f, s, width in rows:
+        want = label_pass(f, s, width)
+        got = {b: run_cells(f, s, b, width) for b in range(32) if (s >> b) & 1 and b < width}
+        assert {b: c for b, c in got.items() if c} == want, (hex(f), hex(s), width)
+        assert all(got[b] > 0 for b in got), "every run start is a foreground cell"
