@@ -59,9 +59,10 @@ def bits_room(n, W):
     return (n // W) * ((W + 1) // 2) + 2
 
 
-def label_plain(values, P, shape, table, has_bg, bgkey):
+def label_plain(values, P, shape, table, has_bg, bgkey, counts=False):
     """Label flat ``values`` (keys, :func:`.grid.kernel_keys`) of ``shape``
-    into ``P``; return the number of labels.
+    into ``P``; return the number of labels (with ``counts``: (N, cells per
+    label 0..N), counted as the labels are written, :func:`gather_counted`).
 
     ``table``: the half-neighbourhood table of :mod:`meshccl.neighbourhood`.
     The bit-packed scan runs when there is a background and the image is
@@ -76,10 +77,18 @@ def label_plain(values, P, shape, table, has_bg, bgkey):
         if not pack_rows(values, M, W, bgkey):
             E = np.empty(bits_room(n, W), dtype=work.dtype)
             nl = _bits_into(M, work, shape, table, E)
-            return int(gather(E, nl, work, P))
+            return _numbered(E, nl, work, P, counts)
     room = max(_tuning.CPU_PROV_TABLE_MIN, n // _tuning.CPU_PROV_TABLE_CELLS_PER_LABEL + 2)
     E = np.empty(min(n + 1, room) + 1, dtype=work.dtype)  # (it doubles when it fills)
     E, nl = _prov_into(values, work, shape, table, bool(has_bg), bgkey, E)
+    return _numbered(E, nl, work, P, counts)
+
+
+def _numbered(E, nl, work, P, counts):
+    """The final labels into P: N, or (N, counts) with ``counts``."""
+    if counts:
+        num, table = gather_counted(E, nl, work, P, _tuning.CPU_COUNTS_SPREAD_LABELS)
+        return int(num), table
     return int(gather(E, nl, work, P))
 
 
@@ -101,6 +110,33 @@ def gather(E, nl, work, P):
     for i in range(P.shape[0]):
         P[i] = E[u(work[i])]
     return count
+
+
+@njit(cache=True, nogil=True)
+def gather_counted(E, nl, work, P, spread):
+    """:func:`gather` that also counts each label's cells as it writes
+    them: returns (N, counts), counts int64 of length N + 1 (counts[0]:
+    the background).  With at most ``spread`` labels
+    (``_tuning.CPU_COUNTS_SPREAD_LABELS``) four counters a label, side by
+    side, cell i adding to counter i % 4: a run of one label is then four
+    chains of increments through memory instead of one."""
+    count = number_table(E, nl)
+    if count > spread:
+        counts = np.zeros(count + 1, dtype=np.int64)
+        for i in range(P.shape[0]):
+            lab = E[u(work[i])]
+            P[i] = lab
+            counts[u(lab)] += 1
+        return count, counts
+    four = np.zeros(4 * (count + 1), dtype=np.int64)
+    for i in range(P.shape[0]):
+        lab = E[u(work[i])]
+        P[i] = lab
+        four[u(4 * lab + (i & 3))] += 1
+    counts = np.empty(count + 1, dtype=np.int64)
+    for lab in range(count + 1):
+        counts[lab] = four[4 * lab] + four[4 * lab + 1] + four[4 * lab + 2] + four[4 * lab + 3]
+    return count, counts
 
 
 @njit(cache=True)

@@ -16,7 +16,9 @@ The array is cut along axis 0 into T slabs of consecutive planes (rows, in
    becomes the root, so a component's root is its first piece in raster
    order;
 3. the roots of ``G`` are numbered in order (skimage's numbering) and each
-   slab gathers its cells' final labels.
+   slab gathers its cells' final labels (with counts: each slab also counts
+   its cells per provisional label as it writes them, and those counts are
+   added up per final label through the slabs' tables).
 
 Where a numba parallel region may not run now (:mod:`.regions`: a child
 forked after the threading layer started, or another thread inside a
@@ -33,21 +35,25 @@ from .regions import numba_region
 from .unionfind import number_table, unite_cas
 
 
-def label_slabs(keys, L, shape, table, has_bg, bg, threads):
+def label_slabs(keys, L, shape, table, has_bg, bg, threads, counts=False):
     """Label the plain case in up to ``threads`` slabs along axis 0 (at
     least ``_tuning.CPU_SLAB_MIN_CELLS`` cells a slab); return the number of
-    labels.  Serially (:func:`.image.label_plain`) when fewer than two slabs
-    fit, the array is 1-D, or no parallel region may run now."""
+    labels (with ``counts``: (N, cells per label 0..N)).  Serially
+    (:func:`.image.label_plain`) when fewer than two slabs fit, the array
+    is 1-D, or no parallel region may run now."""
     shape = np.asarray(shape, dtype=np.int64)
     rows = int(shape[0])
     T = min(int(threads), keys.shape[0] // _tuning.CPU_SLAB_MIN_CELLS, rows)
     if shape.shape[0] < 2 or T < 2:
-        return label_plain(keys, L, shape, table, has_bg, bg)
+        return label_plain(keys, L, shape, table, has_bg, bg, counts)
     cuts = np.array([rows * s // T for s in range(T + 1)], dtype=np.int64)
     with numba_region(T) as ok:
         if ok:
+            if counts:
+                num, per_label = _slabs_counted(keys, L, shape, table, bool(has_bg), bg, cuts)
+                return int(num), per_label
             return int(_slabs(keys, L, shape, table, bool(has_bg), bg, cuts))
-    return label_plain(keys, L, shape, table, has_bg, bg)
+    return label_plain(keys, L, shape, table, has_bg, bg, counts)
 
 
 @njit(cache=True, nogil=True)
@@ -106,8 +112,61 @@ def _gather(P, E, nl, G, O):
         P[i] = E[u(P[i])]
 
 
+@njit(cache=True, nogil=True)
+def _gather_counted(P, E, nl, G, O, C):
+    """:func:`_gather`, also counting the slab's cells per provisional label
+    into ``C`` (nl + 1 zeros) as it writes them."""
+    for l in range(1, nl + 1):
+        E[l] = G[O + E[l]]
+    E[0] = 0
+    for i in range(P.shape[0]):
+        l = u(P[i])
+        P[i] = E[l]
+        C[l] += 1
+
+
 @njit(cache=True, parallel=True)
 def _slabs(values, L, shape, table, has_bg, bgkey, cuts):
+    """The plain case in T = len(cuts) - 1 slabs (:func:`_slab_tables`),
+    then each slab's final labels (:func:`_gather`).  Returns the number of
+    labels."""
+    T = cuts.shape[0] - 1
+    plane = values.shape[0] // shape[0]
+    E, eo, nls, offsets, G, count = _slab_tables(values, L, shape, table, has_bg, bgkey, cuts)
+    for s in prange(T):
+        lo = cuts[s] * plane
+        hi = cuts[s + 1] * plane
+        _gather(L[lo:hi], E[eo[s]:eo[s + 1]], nls[s], G, offsets[s])
+    return count
+
+
+@njit(cache=True, parallel=True)
+def _slabs_counted(values, L, shape, table, has_bg, bgkey, cuts):
+    """:func:`_slabs` that also counts each label's cells: each slab counts
+    its cells per provisional label as it writes them
+    (:func:`_gather_counted`), then those counts are added to their final
+    labels (a pass over the tables, not the cells).  Returns (N, counts),
+    counts int64 of length N + 1."""
+    T = cuts.shape[0] - 1
+    plane = values.shape[0] // shape[0]
+    E, eo, nls, offsets, G, count = _slab_tables(values, L, shape, table, has_bg, bgkey, cuts)
+    co = np.zeros(T + 1, dtype=np.int64)  # slab s's counts: C[co[s]:co[s + 1]]
+    for s in range(T):
+        co[s + 1] = co[s] + nls[s] + 1
+    C = np.zeros(co[T], dtype=np.int64)
+    for s in prange(T):
+        lo = cuts[s] * plane
+        hi = cuts[s + 1] * plane
+        _gather_counted(L[lo:hi], E[eo[s]:eo[s + 1]], nls[s], G, offsets[s], C[co[s]:co[s + 1]])
+    counts = np.zeros(count + 1, dtype=np.int64)
+    for s in range(T):
+        for l in range(nls[s] + 1):
+            counts[u(E[eo[s] + l])] += C[co[s] + l]
+    return count, counts
+
+
+@njit(cache=True, parallel=True)
+def _slab_tables(values, L, shape, table, has_bg, bgkey, cuts):
     """The plain case in T = len(cuts) - 1 slabs along axis 0 (slab s: rows
     cuts[s]..cuts[s + 1] - 1), in one numba parallel region per round:
 
@@ -117,12 +176,14 @@ def _slabs(values, L, shape, table, has_bg, bgkey, cuts):
     2. the T - 1 seams unite the slabs' labels as global ids (a slab's
        offset + its label) in G, by CAS hooks (the smaller id becomes the
        root, so a component's root is its first piece in raster order);
-    3. G's roots are numbered in order (skimage's numbering), and each slab
-       gathers its final labels.
+    3. G's roots are numbered in order (skimage's numbering); the caller
+       has each slab gather its final labels.
 
-    Returns the number of labels.  (numba's threads start each round
-    without taking the GIL, which Python threads would need, one after
-    another, to start their numba calls.)"""
+    Returns (E, eo, nls, offsets, G, N): the slabs' tables (slab s's in
+    E[eo[s]:eo[s + 1]], its provisional labels 1..nls[s], its global ids
+    from offsets[s] + 1), G numbered, and the number of labels.  (numba's
+    threads start each round without taking the GIL, which Python threads
+    would need, one after another, to start their numba calls.)"""
     T = cuts.shape[0] - 1
     plane = values.shape[0] // shape[0]
     eo = np.zeros(T + 1, dtype=np.int64)  # slab s's table: E[eo[s]:eo[s + 1]]
@@ -155,9 +216,5 @@ def _slabs(values, L, shape, table, has_bg, bgkey, cuts):
         _seam(values, L, shape, table, cuts[s], E[eo[s - 1]:eo[s]], offsets[s - 1],
               E[eo[s]:eo[s + 1]], offsets[s], G)
     count = number_table(G, N)
-    for s in prange(T):
-        lo = cuts[s] * plane
-        hi = cuts[s + 1] * plane
-        _gather(L[lo:hi], E[eo[s]:eo[s + 1]], nls[s], G, offsets[s])
-    return count
+    return E, eo, nls, offsets, G, count
 

@@ -39,7 +39,7 @@ from numba import njit
 
 from .grid import close
 from .lattice import BONDS, MASK, TOL, features
-from .unionfind import relabel
+from .unionfind import relabel, relabel_into_counted
 
 #: full neighbourhood rows: [linear offset, axes moved -1, axes moved +1,
 #: bond row, 1 if the bond is stored at the neighbour]
@@ -391,9 +391,10 @@ def kernel_d(values, L, shape, full, span, periodic, ft, tol, bonds, brow, max_i
 
 def label_iterative(method, keys, P, shape, table, has_bg, bg, tol, *, has_tol=False,
                     periodic=0, mask=None, bonds=None, bond_rows=None, no_left=False,
-                    max_iterations=None):
+                    max_iterations=None, counts=False):
     """Label flat ``keys`` (:func:`.grid.kernel_keys`) with one of Hawick et
-    al.'s iterative methods; return (N, passes, seconds per phase).
+    al.'s iterative methods; return (N, passes, seconds per phase), N being
+    (N, cells per label 0..N) with ``counts`` (counted by the relabel).
 
     Phases: init, pass (A, B, C, cpu1) or scanning / analysis / labelling
     (D, cpu2), and relabel.  Raises :class:`meshccl.errors.NotConverged`
@@ -432,6 +433,10 @@ def label_iterative(method, keys, P, shape, table, has_bg, bg, tol, *, has_tol=F
         raise NotConverged(
             f"method={method!r} did not converge within max_iterations={max_iterations} passes")
     t0 = time.perf_counter()
-    num = int(relabel(P))
+    if counts:
+        num, per_label = relabel_into_counted(P, P)
+        num = (int(num), per_label)
+    else:
+        num = int(relabel(P))
     seconds["relabel"] = time.perf_counter() - t0
     return num, int(passes), seconds

@@ -26,6 +26,11 @@ tree); then the first rows of each chunk are united with the cells before
 it, serially, and the roots numbered per chunk after a prefix sum of
 their counts.  Periodic lattices run serially: a wrapped pair can join any
 two chunks.
+
+With counts (``label(..., return_counts=True)``) the pass that writes the
+final labels also counts each label's cells (:func:`.unionfind.relabel_into_counted`
+serially; in parallel each chunk adds plainly to the labels rooted in it,
+and by runs, atomically, to those rooted in earlier chunks).
 """
 
 import numpy as np
@@ -35,7 +40,7 @@ from .. import _tuning
 from .grid import NO_BONDS, NO_MASK, NO_ROWS, close, next_row, row_masks
 from .regions import numba_region
 from .image import work_array
-from .unionfind import relabel_into, unite
+from .unionfind import atomic_add, relabel_into, relabel_into_counted, unite
 
 #: Feature bits of the iterative kernels (their ``ft`` argument, :mod:`.iterative`).
 TOL = 1       # join within a tolerance instead of on equal values
@@ -60,9 +65,10 @@ def _rows_of(bond_rows):
 
 
 def label_lattice(keys, P, shape, table, has_bg, bg, tol, *, has_tol=False, periodic=0,
-                  mask=None, bonds=None, bond_rows=None, no_left=False):
+                  mask=None, bonds=None, bond_rows=None, no_left=False, counts=False):
     """Label flat ``keys`` (:func:`.grid.kernel_keys`) of ``shape`` into
-    ``P`` (int32 or int64, same length); return the number of labels.
+    ``P`` (int32 or int64, same length); return the number of labels (with
+    ``counts``: (N, cells per label 0..N)).
 
     ``periodic``: bit k set when axis k wraps around; ``mask``: flat uint8,
     0 = background; ``bonds``: (K, n) uint8, 0 = closed, row ``bond_rows[o]``
@@ -74,21 +80,25 @@ def label_lattice(keys, P, shape, table, has_bg, bg, tol, *, has_tol=False, peri
     _label(keys, work, np.asarray(shape, dtype=np.int64), table, bool(has_bg), bg,
            tol if has_tol else None, mask, bonds, _rows_of(bond_rows), int(periodic),
            bool(no_left))
+    if counts:
+        num, per_label = relabel_into_counted(work, P)
+        return int(num), per_label
     return int(relabel_into(work, P))
 
 
 def label_lattice_parallel(keys, L, shape, table, has_bg, bg, tol, threads, *, has_tol=False,
-                           mask=None, bonds=None, bond_rows=None, no_left=False):
+                           mask=None, bonds=None, bond_rows=None, no_left=False, counts=False):
     """:func:`label_lattice` (not periodic) on up to ``threads`` numba
     threads, one per ``_tuning.CPU_CHUNK_MIN_CELLS`` cells at most (serially
     below twice that, or where a numba parallel region may not run now,
-    :mod:`.regions`).  Same labels."""
+    :mod:`.regions`).  Same labels (and counts)."""
     import numba
 
     n = keys.shape[0]
     threads = min(int(threads), numba.config.NUMBA_NUM_THREADS,
                   n // _tuning.CPU_CHUNK_MIN_CELLS)
-    kw = dict(has_tol=has_tol, mask=mask, bonds=bonds, bond_rows=bond_rows, no_left=no_left)
+    kw = dict(has_tol=has_tol, mask=mask, bonds=bonds, bond_rows=bond_rows, no_left=no_left,
+              counts=counts)
     if threads < 2:  # (small chunks cost more than they save)
         return label_lattice(keys, L, shape, table, has_bg, bg, tol, **kw)
     shape = np.asarray(shape, dtype=np.int64)
@@ -101,9 +111,12 @@ def label_lattice_parallel(keys, L, shape, table, has_bg, bg, tol, threads, *, h
         P = np.empty(n, dtype=L.dtype)
     with numba_region(threads) as ok:
         if ok:
-            return int(_label_parallel(keys, P, L, shape, table, bool(has_bg), bg,
-                                       tol if has_tol else None, mask, bonds,
-                                       _rows_of(bond_rows), chunks, back, bool(no_left)))
+            args = (keys, P, L, shape, table, bool(has_bg), bg, tol if has_tol else None, mask,
+                    bonds, _rows_of(bond_rows), chunks, back, bool(no_left))
+            if counts:
+                num, per_label = _label_parallel_counted(*args)
+                return int(num), per_label
+            return int(_label_parallel(*args))
     return label_lattice(keys, L, shape, table, has_bg, bg, tol, **kw)
 
 
@@ -256,7 +269,90 @@ def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, perio
 @njit(cache=True, parallel=True)
 def _label_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds, brow,
                     chunks, back, no_left):
-    """Chunks of rows labelled at once; P holds parents, L gets the labels.
+    """Chunks of rows labelled at once (:func:`_forest_parallel`), then each
+    chunk, in order, gives every cell the number of its parent when that
+    parent is in the chunk (numbered just before), or of its root (a walk)
+    when it is in an earlier chunk.  Returns the number of labels."""
+    W = shape[-1]
+    K = chunks.shape[0] - 1
+    counts = _forest_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds,
+                              brow, chunks, back, no_left)
+    for k in prange(K):
+        start = chunks[k] * W
+        for i in range(start, chunks[k + 1] * W):
+            p = P[i]
+            if p < 0:
+                L[i] = 0
+            elif p >= start:
+                if p != i:
+                    L[i] = L[p]  # an earlier cell of this chunk: already numbered
+            else:
+                while P[p] != p:  # into an earlier chunk: walk to the root (P no longer changes)
+                    p = P[p]
+                L[i] = L[p]
+    return counts[K]
+
+
+@njit(cache=True, parallel=True)
+def _label_parallel_counted(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds,
+                            brow, chunks, back, no_left):
+    """:func:`_label_parallel` that also counts each label's cells as it
+    writes them.  The labels rooted in chunk k (above the roots of the
+    chunks before it) are counted by chunk k alone, plainly; a cell whose
+    root lies in an earlier chunk adds to a second table, by runs of one
+    label, atomically (chunks after k add there too); background by chunk.
+    Returns (N, counts), counts int64 of length N + 1."""
+    W = shape[-1]
+    K = chunks.shape[0] - 1
+    counts = _forest_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds,
+                              brow, chunks, back, no_left)
+    N = counts[K]
+    own = np.zeros(N + 1, dtype=np.int64)
+    earlier = np.zeros(N + 1, dtype=np.int64)
+    background = np.zeros(K, dtype=np.int64)
+    for k in prange(K):
+        start = chunks[k] * W
+        first = counts[k]  # labels above this one are rooted in this chunk
+        bg = 0
+        cur = 0  # the run of an earlier chunk's label being counted, and its length
+        run = 0
+        for i in range(start, chunks[k + 1] * W):
+            p = P[i]
+            if p < 0:
+                L[i] = 0
+            elif p >= start:
+                if p != i:
+                    L[i] = L[p]
+            else:
+                while P[p] != p:
+                    p = P[p]
+                L[i] = L[p]
+            lab = L[i]
+            if lab > first:
+                own[lab] += 1
+            elif lab == 0:
+                bg += 1
+            elif lab == cur:
+                run += 1
+            else:
+                if run:
+                    atomic_add(earlier, cur, run)
+                cur = lab
+                run = 1
+        if run:
+            atomic_add(earlier, cur, run)
+        background[k] = bg
+    for l in range(1, N + 1):
+        own[l] += earlier[l]
+    own[0] = background.sum()
+    return N, own
+
+
+@njit(cache=True, parallel=True)
+def _forest_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds, brow,
+                     chunks, back, no_left):
+    """Chunks of rows labelled at once; P holds parents, L gets the roots'
+    labels.
 
     1. each chunk (rows chunks[k]..chunks[k+1]-1) unites only pairs inside
        it: its trees stay inside its index range, so threads never meet;
@@ -264,9 +360,8 @@ def _label_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds,
        before the chunk (every pair is now united, or skipped because an
        implied pair was);
     3. roots are counted per chunk and numbered in raster order (a prefix
-       sum over the chunks); then each chunk, in order, gives every cell the
-       number of its parent when that parent is in the chunk (numbered just
-       before), or of its root (a walk) when it is in an earlier chunk.
+       sum over the chunks, returned: chunk k's roots get the labels
+       counts[k] + 1 .. counts[k + 1]).
     Not for periodic lattices (a wrapped pair can join any two chunks).
     """
     W = shape[-1]
@@ -294,18 +389,5 @@ def _label_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds,
             if P[i] == i:
                 c += 1
                 L[i] = c
-    for k in prange(K):
-        start = chunks[k] * W
-        for i in range(start, chunks[k + 1] * W):
-            p = P[i]
-            if p < 0:
-                L[i] = 0
-            elif p >= start:
-                if p != i:
-                    L[i] = L[p]  # an earlier cell of this chunk: already numbered
-            else:
-                while P[p] != p:  # into an earlier chunk: walk to the root (P no longer changes)
-                    p = P[p]
-                L[i] = L[p]
-    return counts[K]
+    return counts
 

@@ -13,6 +13,9 @@ Then:
 
 All of them give every component the rank of its first cell in raster
 order (skimage's numbering), so the labels are identical whichever runs.
+With ``counts=True`` each also counts the cells of every label in the pass
+that writes the final labels, and returns (N, counts) for N: counts is
+int64 of length N + 1, counts[0] the background.
 """
 
 import numpy as np
@@ -28,10 +31,11 @@ def _plain(tolerance, mask, bonds, periodic, no_left):
 
 
 def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
-               bonds=None, bond_rows=None, tolerance=None, no_left=False, background=None):
+               bonds=None, bond_rows=None, tolerance=None, no_left=False, background=None,
+               counts=False):
     """Label flat ``values`` (as :func:`meshccl._validate.prepare` leaves
     them) of ``shape`` into ``P`` (int32 or int64, same length), serially;
-    return the number of labels.
+    return the number of labels (with ``counts``: (N, cells per label)).
 
     ``table``: :func:`meshccl.neighbourhood.offset_table` of the shape;
     ``no_left``: cells never join along the last axis (it is not one of
@@ -41,15 +45,15 @@ def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
     """
     keys, has_bg, bg, has_tol, tol = kernel_keys(values, has_bg, bgkey, tolerance, background)
     if _plain(tolerance, mask, bonds, periodic, no_left):
-        return label_plain(keys, P, shape, table, has_bg, bg)
+        return label_plain(keys, P, shape, table, has_bg, bg, counts)
     return label_lattice(keys, P, shape, table, has_bg, bg, tol, has_tol=has_tol,
                          periodic=periodic, mask=mask, bonds=bonds, bond_rows=bond_rows,
-                         no_left=no_left)
+                         no_left=no_left, counts=counts)
 
 
 def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask=None,
                         bonds=None, bond_rows=None, tolerance=None, no_left=False,
-                        background=None):
+                        background=None, counts=False):
     """:func:`label_mesh` on up to ``threads`` threads (not for periodic
     lattices); the same labels.  The plain case runs in slabs along axis 0
     (:func:`.image_parallel.label_slabs`), the others in chunks of rows
@@ -58,21 +62,22 @@ def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask
     :mod:`meshccl._tuning`)."""
     keys, has_bg, bg, has_tol, tol = kernel_keys(values, has_bg, bgkey, tolerance, background)
     if _plain(tolerance, mask, bonds, 0, no_left):
-        return label_slabs(keys, L, shape, table, has_bg, bg, threads)
+        return label_slabs(keys, L, shape, table, has_bg, bg, threads, counts)
     return label_lattice_parallel(keys, L, shape, table, has_bg, bg, tol, threads,
                                   has_tol=has_tol, mask=mask, bonds=bonds,
-                                  bond_rows=bond_rows, no_left=no_left)
+                                  bond_rows=bond_rows, no_left=no_left, counts=counts)
 
 
 def label_iterative(method, values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
                     bonds=None, bond_rows=None, tolerance=None, no_left=False,
-                    max_iterations=None, background=None):
+                    max_iterations=None, background=None, counts=False):
     """Label with one of Hawick et al.'s iterative methods
     (:func:`.iterative.label_iterative`); return (N, passes, seconds per
-    phase)."""
+    phase), N being (N, counts) with ``counts``."""
     from .iterative import label_iterative as run
 
     keys, has_bg, bg, has_tol, tol = kernel_keys(values, has_bg, bgkey, tolerance, background)
     return run(method, keys, P, np.asarray(shape, dtype=np.int64), table, has_bg, bg, tol,
                has_tol=has_tol, periodic=periodic, mask=mask, bonds=bonds,
-               bond_rows=bond_rows, no_left=no_left, max_iterations=max_iterations)
+               bond_rows=bond_rows, no_left=no_left, max_iterations=max_iterations,
+               counts=counts)

@@ -14,8 +14,14 @@ sharing one forest use unite_cas(), whose hook is a compare-and-swap
 (cas(): LLVM's cmpxchg, which numba's API lacks) retried from the new roots
 when another thread hooked first; the halving stores of find() stay plain
 (they only ever move a non-root's parent up its own path).
+
+The numbering (relabel_into, and its twin with counts for
+``label(..., return_counts=True)``, relabel_into_counted) writes every
+cell's final label in one forward pass; the counted form adds each cell to
+its label's count as it writes it.
 """
 
+import numpy as np
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -63,6 +69,25 @@ def cas(typingctx, arr, idx, old, new):
         return builder.extract_value(res, 1)
 
     return types.boolean(arr, types.intp, arr.dtype, arr.dtype), codegen
+
+
+@intrinsic
+def atomic_add(typingctx, arr, idx, val):
+    """arr[idx] += val, atomically (LLVM's atomicrmw add, which numba's API
+    lacks): for counts that several threads add to."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        a, i, v = args
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, a)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [i], wraparound=False)
+        v = context.cast(builder, v, sig.args[2], aryty.dtype)
+        builder.atomic_rmw("add", ptr, v, "monotonic")
+        return context.get_dummy_value()
+
+    return types.void(arr, types.intp, val), codegen
 
 
 @njit(cache=True, inline="always")
@@ -132,3 +157,45 @@ def relabel_into(P, out):
         else:
             out[i] = out[p]
     return count
+
+
+@njit(cache=True)
+def _relabel_counted_from(P, out, start, count, counts):
+    """:func:`relabel_into` from index ``start`` on (``count`` roots
+    before it), adding each cell to ``counts[its label]``; stops before
+    the root that would need a row ``counts`` lacks.  Returns (where it
+    stopped, roots so far)."""
+    cap = counts.shape[0] - 1
+    for i in range(start, P.shape[0]):
+        p = P[i]
+        if p < 0:
+            out[i] = 0
+            counts[0] += 1
+        elif p == i:
+            if count == cap:
+                return i, count
+            count += 1
+            out[i] = count
+            counts[count] += 1
+        else:
+            lab = out[p]
+            out[i] = lab
+            counts[lab] += 1
+    return P.shape[0], count
+
+
+@njit(cache=True)
+def relabel_into_counted(P, out):
+    """:func:`relabel_into` that also counts each label's cells as it
+    writes them.  Returns (N, counts): counts is int64 of length N + 1,
+    counts[0] the background cells.  The table starts at n / 64 rows and
+    doubles when a new root needs more (outside the pass's loop)."""
+    n = P.shape[0]
+    counts = np.zeros(min(n, max(1024, n >> 6)) + 1, dtype=np.int64)
+    i, count = _relabel_counted_from(P, out, 0, 0, counts)
+    while i < n:
+        grown = np.zeros(2 * counts.shape[0], dtype=np.int64)
+        grown[:count + 1] = counts[:count + 1]
+        counts = grown
+        i, count = _relabel_counted_from(P, out, i, count, counts)
+    return count, counts[:count + 1].copy()
