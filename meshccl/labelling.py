@@ -80,8 +80,8 @@ _fast_label = None  # _gpu.plan.fast_label, imported on the first CuPy call
 
 def label(label_image, background=None, return_num=False, connectivity=None, *,
           dtype=None, method="auto", device="auto", periodic=False, mask=None,
-          tolerance=None, bonds=None, axes=None, return_info=False, cpu_threads=1,
-          max_iterations=None):
+          tolerance=None, bonds=None, axes=None, return_counts=False, return_info=False,
+          cpu_threads=1, max_iterations=None):
     r"""Label connected regions of equal value, exactly like ``skimage.measure.label``.
 
     Two cells are connected when they are neighbours and have the same value.
@@ -174,6 +174,18 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         For the iterative methods: give up after this many passes that all
         changed labels and raise :class:`meshccl.NotConverged` (default: no
         limit).  Ignored by the one-pass methods.
+    return_counts : bool, optional
+        Also return the number of cells of each label: an int64 array
+        ``counts`` of length N + 1, ``counts[0]`` the background cells, equal
+        to ``numpy.bincount(labels.ravel(), minlength=N + 1)`` and to
+        ``meshccl.measure.statistics(labels)['voxel_counts']``, on the
+        labels' device (NumPy or CuPy).  The counts are taken in the pass
+        that writes the labels, not by a pass over them afterwards (on the
+        CPU about a quarter of the labelling's time at most; the GPU's cost:
+        ``docs/measure.md``).  On the GPU it makes the call wait for the
+        device once (N sizes the table; then ``return_num`` costs nothing
+        more), and the call takes no launch plan.  Any value is read for its
+        truth.
     return_info : bool, optional
         Also return a dict: ``method``, ``backend``, ``iterations`` (passes,
         counting the last one, which changes nothing; 1 for the one-pass
@@ -199,6 +211,12 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         CuPy out.
     num : int, optional
         Number of labels (the largest label), if ``return_num``.
+    counts : ndarray, optional
+        Cells per label, int64, length ``num + 1`` (row 0: the background),
+        if ``return_counts``; on the labels' device.
+    info : dict, optional
+        If ``return_info``.  The results come in this order: ``labels``,
+        then those asked for of ``num``, ``counts``, ``info``.
 
     Raises
     ------
@@ -241,6 +259,14 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     >>> meshccl.label(np.array([0.1, 0.3, 0.9]), tolerance=0.25, background=-1)
     array([1, 1, 2])
 
+    Counts of cells per label (row 0: background) from the same pass:
+
+    >>> labels, n, counts = meshccl.label(x, return_num=True, return_counts=True)
+    >>> n, counts
+    (2, array([5, 3, 1]))
+    >>> bool((counts == np.bincount(labels.ravel())).all())
+    True
+
     On the GPU the same call takes and returns CuPy arrays::
 
         labels = meshccl.label(cupy_volume, connectivity=1)
@@ -248,7 +274,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     if (type(label_image).__module__.startswith("cupy") and method == "auto"
             and device == "auto" and return_info is False and axes is None
             and max_iterations is None
-            and type(cpu_threads) is int and cpu_threads == 1
+            and type(cpu_threads) is int and cpu_threads == 1 and return_counts is False
             and (return_num is False or return_num is True)):
         # repeated calls on same-shaped CuPy arrays: a cached launch plan
         # (_gpu/plan.py).  First, and with no other checks: the other
@@ -273,8 +299,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             return label(label_image, background, return_num, connectivity, dtype=dtype,
                          method=method, device=device,
                          periodic=periodic, mask=mask, tolerance=tolerance, bonds=bonds,
-                         axes=axes, return_info=return_info, cpu_threads=cpu_threads,
-                         max_iterations=max_iterations)
+                         axes=axes, return_counts=return_counts, return_info=return_info,
+                         cpu_threads=cpu_threads, max_iterations=max_iterations)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if max_iterations is not None and (
@@ -285,6 +311,10 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         return_num = bool(return_num)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"return_num must be true or false, got {return_num!r}") from exc
+    try:
+        return_counts = bool(return_counts)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"return_counts must be true or false, got {return_counts!r}") from exc
     if (isinstance(cpu_threads, (bool, np.bool_)) or not isinstance(cpu_threads, (int, np.integer))
             or cpu_threads < 0):
         raise ValueError(f"cpu_threads must be an int >= 0 (0: all cores), got {cpu_threads!r}")
@@ -302,7 +332,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     if n == 0:
         out = xp.zeros(prob.out_shape, dtype=prob.out_dtype)
         info["seconds"]["label"] = 0.0
-        return _result(out, 0, info, return_num, return_info)
+        counts = xp.zeros(1, dtype=np.int64) if return_counts else None
+        return _result(out, 0, info, return_num, return_info, counts)
 
     if backend == "cpu" or backend == "cpu-from-gpu":
         values = prob.values if backend == "cpu" else prob.values.get()
@@ -317,7 +348,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         if method in ITERATIVE:
             num, info["iterations"], phases = label_iterative(
                 method, values, P, prob.shape, table, prob.has_bg, prob.bgkey,
-                max_iterations=max_iterations, **lattice)
+                max_iterations=max_iterations, counts=return_counts, **lattice)
             info["seconds"].update(phases)
         elif cpu_threads != 1 and not prob.periodic:
             import numba
@@ -325,18 +356,23 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             threads = cpu_threads or numba.config.NUMBA_NUM_THREADS
             lattice.pop("periodic")
             num = label_mesh_parallel(values, P, prob.shape, table, prob.has_bg, prob.bgkey,
-                                      threads, **lattice)
+                                      threads, counts=return_counts, **lattice)
             info["iterations"] = 1
             info["threads"] = threads
         else:
-            num = label_mesh(values, P, prob.shape, table, prob.has_bg, prob.bgkey, **lattice)
+            num = label_mesh(values, P, prob.shape, table, prob.has_bg, prob.bgkey,
+                             counts=return_counts, **lattice)
             info["iterations"] = 1
         info["seconds"]["label"] = time.perf_counter() - t1
+        num, counts = num if return_counts else (num, None)
         labels = P if backend == "cpu" else xp.asarray(P)
+        if counts is not None and backend != "cpu":
+            counts = xp.asarray(counts)
         count = num
     else:
         import cupy
 
+        from ._gpu.counted import label_mesh_counted
         from ._gpu.iterative import label_iterative
         from ._gpu.image_general import label_mesh
         from ._gpu.timing import PeakMemory, PhaseTimer
@@ -354,11 +390,13 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
                 count, info["iterations"] = label_iterative(
                     method, values, P, prob.shape, prob.connectivity, prob.has_bg, prob.bgkey,
                     max_iterations=max_iterations, timer=timer, label_axes=prob.label_axes,
-                    **lattice)
+                    counts=return_counts, **lattice)
             else:
-                count = label_mesh(values, P, prob.shape, prob.connectivity, prob.has_bg,
-                                   prob.bgkey, timer=timer, label_axes=prob.label_axes, **lattice)
+                mesh = label_mesh_counted if return_counts else label_mesh
+                count = mesh(values, P, prob.shape, prob.connectivity, prob.has_bg,
+                             prob.bgkey, timer=timer, label_axes=prob.label_axes, **lattice)
                 info["iterations"] = 1
+            count, counts = count if return_counts else (count, None)
         if return_info:
             info["seconds"].update(timer.seconds())
             info["seconds"]["label"] = time.perf_counter() - t1
@@ -367,19 +405,24 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         labels = P if backend == "gpu" else P.get()
         if backend == "gpu-from-host":
             count = int(count)
+            if counts is not None:
+                counts = counts.get()
 
     labels, count = _to_dtype(labels, count, prob.out_dtype, return_num)
     if prob.swapped:
         a, b, c = prob.out_shape
         labels = xp.ascontiguousarray(labels.reshape(c, b, a).swapaxes(0, 2))
     labels = labels.reshape(prob.out_shape)
-    return _result(labels, count, info, return_num, return_info)
+    return _result(labels, count, info, return_num, return_info, counts)
 
 
-def _result(labels, count, info, return_num, return_info):
+def _result(labels, count, info, return_num, return_info, counts=None):
+    """(labels, [num], [counts], [info]): those asked for, in this order."""
     out = (labels,)
     if return_num:
         out += (int(count),)
+    if counts is not None:
+        out += (counts,)
     if return_info:
         out += (info,)
     return out if len(out) > 1 else labels
