@@ -19,7 +19,24 @@ GPU tools: CUDA events around each call, median after a warm-up; CPU: wall
 clock, median of up to 3 calls.  Every peer's counts, boxes and centroids
 are checked against meshccl's (counts and boxes equal, centroids to 1e-9).
 
-    python benchmarks/measure_bench.py --out out/measure [--quick]
+Then the cost of counting inside ``label`` (``return_counts=True``) on one
+case per kernel chain that counts (docs/architecture.md), CuPy in and out:
+
+* ``label``: ``meshccl.label(x, connectivity=1)`` (a launch plan, no wait);
+* ``label + num``: with ``return_num=True`` (the one wait for N, at the end);
+* ``label + counts``: with ``return_counts=True`` (the same wait, between the
+  kernels that number the roots and the label pass, which counts);
+* ``label, then statistics``: ``label(..., return_num=True)`` and then
+  ``measure.statistics(labels)['voxel_counts']`` (a second pass, with boxes
+  and centroids);
+* ``label, then bincount``: ``label`` and ``cupy.bincount(labels.ravel())``;
+
+every count checked against ``numpy.bincount`` of the labels, and the same
+on the CPU (NumPy in; 1 thread; smaller cases) with ``np.bincount``.
+Written to ``counts.md`` / ``counts.json``; ``--counts-only`` runs just
+this part.
+
+    python benchmarks/measure_bench.py --out out/measure [--quick] [--counts-only]
 """
 
 from __future__ import annotations
@@ -68,6 +85,92 @@ def cpu_time(fn, budget=8.0):
     return stats.median(times)
 
 
+def counts_cases(quick):
+    """One case per kernel chain that counts: (name, image, label kwargs)."""
+    from meshccl import patterns as pt
+
+    k = 4 if quick else 1
+    n2, n3 = 8192 // k, 512 // k
+    return [
+        (f"percolation {n2}² (runs2d)", lambda xp: pt.percolation((n2, n2), 0.5927, xp=xp), {}),
+        (f"blobs {4096 // k}² (runs2d)", lambda xp: pt.blobs((4096 // k,) * 2, xp=xp), {}),
+        (f"all one label {4096 // k}² (runs2d)",
+         lambda xp: xp.ones((4096 // k,) * 2, dtype=xp.uint8), {}),
+        ("percolation 512² (runs2d, small)", lambda xp: pt.percolation((512, 512), 0.5927, xp=xp),
+         {}),
+        (f"percolation {n3}³ (runs3d)", lambda xp: pt.percolation((n3,) * 3, 0.3116, xp=xp), {}),
+        (f"blobs {n3 // 2}³ uint16 (cells3d)",
+         lambda xp: pt.blobs((n3 // 2,) * 3, xp=xp).astype(xp.uint16), {}),
+        (f"percolation {n2 // 2}², mask (general)",
+         lambda xp: pt.percolation((n2 // 2,) * 2, 0.5927, xp=xp), {"mask": True}),
+        (f"percolation {n2 // 2}², periodic (general)",
+         lambda xp: pt.percolation((n2 // 2,) * 2, 0.5927, xp=xp), {"periodic": True}),
+    ]
+
+
+def counts_cost(quick, out, sides=("gpu", "cpu")):
+    """label vs label with counts vs label, then statistics / bincount, on
+    the GPU (CuPy) and the CPU (NumPy); writes counts.md and counts.json."""
+    cupy = None
+    if "gpu" in sides:
+        import cupy
+
+    rows = []
+    for name, make, kw in counts_cases(quick):
+        for side in sides:
+            xp = cupy if side == "gpu" else np
+            x = make(xp)
+            if side == "cpu" and "small" not in name:  # (half of every side on the CPU)
+                x = np.ascontiguousarray(x[tuple(slice(0, max(1, s // 2)) for s in x.shape)])
+            args = dict(connectivity=1, **kw)
+            if kw.get("mask"):
+                args["mask"] = xp.ones(x.shape, dtype=bool)
+            labels, n, counts = meshccl.label(x, return_num=True, return_counts=True, **args)
+            host = labels.get() if side == "gpu" else labels
+            want = np.bincount(host.ravel(), minlength=n + 1)
+            got = counts.get() if side == "gpu" else counts
+            assert np.array_equal(got, want), (name, side)
+            stats = meshccl.measure.statistics(labels)["voxel_counts"]
+            assert np.array_equal(stats.get() if side == "gpu" else stats, want), (name, side)
+            timer = gpu_time if side == "gpu" else cpu_time
+            bincount = cupy.bincount if side == "gpu" else np.bincount
+            row = {"case": name, "device": side, "shape": list(x.shape), "labels": int(n)}
+            row["label ms"] = timer(lambda: meshccl.label(x, **args)) * 1e3
+            row["label + num ms"] = timer(lambda: meshccl.label(x, return_num=True, **args)) * 1e3
+            row["label + counts ms"] = timer(
+                lambda: meshccl.label(x, return_num=True, return_counts=True, **args)) * 1e3
+
+            def then_statistics():
+                lab = meshccl.label(x, **args)
+                return meshccl.measure.statistics(lab)["voxel_counts"]
+
+            row["label, then statistics ms"] = timer(then_statistics) * 1e3
+            row["label, then bincount ms"] = timer(
+                lambda: bincount(meshccl.label(x, **args).ravel())) * 1e3
+            row["counts cost ms"] = row["label + counts ms"] - row["label + num ms"]
+            row["counts cost %"] = 100 * row["counts cost ms"] / row["label + num ms"]
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            del x, labels, counts
+    machine = {"gpu": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode() if cupy else None,
+               "cupy": cupy.__version__ if cupy else None,
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    cols = ["case", "device", "labels", "label ms", "label + num ms", "label + counts ms",
+            "counts cost %", "label, then statistics ms", "label, then bincount ms"]
+    fmt = lambda v: "n/a" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
+    lines = [f"{machine['gpu']}, CuPy {machine['cupy']}, {machine['date']}. "
+             "`meshccl.label(x, connectivity=1)` with and without `return_counts=True`, "
+             "against counting afterwards. GPU: CuPy in, CUDA events; CPU: NumPy in, 1 thread, "
+             "wall clock (smaller cases). Median ms; counts cost = (label + counts) / "
+             "(label + num) - 1.", "",
+             "| " + " | ".join(cols) + " |", "|---|---|" + "---:|" * (len(cols) - 2)]
+    lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "counts.md").write_text("\n".join(lines) + "\n")
+    (out / "counts.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
+    print("\n".join(lines))
+
+
 def main(argv=None):
     import cupy
 
@@ -76,7 +179,12 @@ def main(argv=None):
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true", help="every side / 4")
     ap.add_argument("--cupyx-max-labels", type=int, default=20000)
+    ap.add_argument("--counts-only", action="store_true",
+                    help="only the cost of label(..., return_counts=True)")
     args = ap.parse_args(argv)
+    if args.counts_only:
+        counts_cost(args.quick, Path(args.out))
+        return 0
     try:
         from cucim.skimage.measure import regionprops_table as cucim_table
     except Exception as e:  # noqa: BLE001
@@ -152,6 +260,7 @@ def main(argv=None):
     (out / "measure.md").write_text("\n".join(lines) + "\n")
     (out / "measure.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
     print("\n".join(lines))
+    counts_cost(args.quick, out)
     return 0
 
 

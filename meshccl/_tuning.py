@@ -225,10 +225,10 @@ CPU_PROV_TABLE_MIN = 1024
 # label(..., return_counts=True) on plain images (_cpu/image.py,
 # gather_counted): with at most this many labels each label gets four
 # counters side by side, cell i adding to counter i % 4, so that a long run
-# of one label is four chains of increments through memory, not one (and a
-# background beside one label does not stall the loads on the stores);
-# 2.2 -> 1.2 ns a cell on blobs 2048**2, no change on images of many labels,
-# which take one counter a label (docs/measure.md: "Counts while labelling").
+# of one label is four chains of increments through memory, not one.
+# Blobs 2048**2: +17..34 % over label with one counter a label, under +10 %
+# with four.  Images of more labels (short runs, a larger table) take one
+# counter a label (docs/measure.md: "Counts while labelling").
 CPU_COUNTS_SPREAD_LABELS = 8192
 
 # ---------------------------------------------------------------------------

@@ -180,12 +180,11 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         to ``numpy.bincount(labels.ravel(), minlength=N + 1)`` and to
         ``meshccl.measure.statistics(labels)['voxel_counts']``, on the
         labels' device (NumPy or CuPy).  The counts are taken in the pass
-        that writes the labels, not by a pass over them afterwards (on the
-        CPU about a quarter of the labelling's time at most; the GPU's cost:
-        ``docs/measure.md``).  On the GPU it makes the call wait for the
-        device once (N sizes the table; then ``return_num`` costs nothing
-        more), and the call takes no launch plan.  Any value is read for its
-        truth.
+        that writes the labels, not by a pass over them afterwards (what
+        that costs: ``docs/measure.md``, "Counts while labelling").  On the
+        GPU it makes the call wait for the device once (N sizes the table;
+        ``return_num`` then costs nothing more), and the call takes no
+        launch plan.  Any value is read for its truth.
     return_info : bool, optional
         Also return a dict: ``method``, ``backend``, ``iterations`` (passes,
         counting the last one, which changes nothing; 1 for the one-pass
