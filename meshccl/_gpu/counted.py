@@ -17,6 +17,12 @@ general chain, iterative      ``number_roots.cu``: meshccl_relabel_counted
 methods                       -- per cell
 ============================  ===========================================
 
+Calls with lattice features (periodic axes, mask, bonds, tolerance) take
+the general chain when they count, also those that label without counts
+on the fixed-geometry lattice chains (image_plain.lattice_program): those
+chains end in the same meshccl_label_runs and could take its counted form
+the same way (a ``counts`` flag through lattice_program), not done yet.
+
 In each, the lanes of a warp that hold one label add once, their sum
 (``numbering.cuh``, add_counts).  The table has N + 1 rows, so it is made
 once N is known: after the kernel that numbers the roots (piece roots, or
