@@ -49,17 +49,17 @@ CELLS_PER_THREAD = 8
 #: Warps (tiles of 32 x 32) per block of meshccl_runs2d_tile: the
 #: instantiation in runs2d.cu; with strips of 8 tiles the border kernel
 #: takes 8 tiles a block.  Images narrower than 8 tiles take blocks of as
-#: many warps as they have tiles across (1 or 2: :func:`runs2d_warps`).
+#: 2 warps (:func:`runs2d_warps`).
 RUNS_2D_WARPS = 8
 
 
 def runs2d_warps(ntx: int) -> int:
     """Warps per block of the plain 2-D tile kernel for an image ``ntx``
-    tiles wide: 8, or for images of 1 to 7 tiles across 1 or 2 -- a block of
-    8 warps there holds 8 warps' shared memory for 1 to 7 live ones, and
-    tall narrow images ran at a few blocks per multiprocessor
-    (docs/decisions.md: "narrow images")."""
-    return RUNS_2D_WARPS if ntx >= RUNS_2D_WARPS else (2 if ntx >= 2 else 1)
+    tiles wide: 8, or 2 for images of 1 to 7 tiles across -- a block of 8
+    warps there holds 8 warps' shared memory for 1 to 7 live ones, and tall
+    narrow images ran at a few blocks per multiprocessor (docs/decisions.md:
+    "narrow images")."""
+    return RUNS_2D_WARPS if ntx >= RUNS_2D_WARPS else 2
 _MAX_GRID_YZ = 65535
 
 def _dims(shape):

@@ -879,8 +879,7 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
         unsigned*, unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int,             \
         I*, unsigned short*, int, unsigned*);
 #define MESHCCL_R2_TILE(T, I, C, SL)                                                             \
-    MESHCCL_R2_TILE_NW(T, I, C, 8, SL) MESHCCL_R2_TILE_NW(T, I, C, 2, SL)                        \
-    MESHCCL_R2_TILE_NW(T, I, C, 1, SL)
+    MESHCCL_R2_TILE_NW(T, I, C, 8, SL) MESHCCL_R2_TILE_NW(T, I, C, 2, SL)
 #define MESHCCL_R2_BORDER(T, I, C, SL)                                                           \
     template __global__ void meshccl_runs2d_border<T, I, C, SL>(const T*, I*, unsigned*,         \
         const unsigned*, I, I, int, meshccl::Key<T>::type, int, const I*,                        \
