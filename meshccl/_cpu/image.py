@@ -459,6 +459,26 @@ def _prov_rows(values, P, E, nl, row0, c0, coords, shape, has_bg, bgkey, nlines,
     return row, 0, nl
 
 
+@njit(cache=True)
+def _in_order(order, loff, lmlo, lmhi, ldmin, ldmax, cover):
+    """The neighbour lines' arrays (and the rows and columns of ``cover``)
+    taken in ``order``, by loops: fancy indexing would compile numba's
+    bounds-error messages (string formatting), seconds of compile time."""
+    m = order.shape[0]
+    out = np.empty((5, m), dtype=np.int64)
+    cov = np.empty((m, m), dtype=np.int64)
+    for k in range(m):
+        o = order[k]
+        out[0, k] = loff[o]
+        out[1, k] = lmlo[o]
+        out[2, k] = lmhi[o]
+        out[3, k] = ldmin[o]
+        out[4, k] = ldmax[o]
+        for j in range(m):
+            cov[k, j] = cover[o, order[j]]
+    return out[0].copy(), out[1].copy(), out[2].copy(), out[3].copy(), out[4].copy(), cov
+
+
 @njit(cache=True, nogil=True)
 def _prov_into(values, P, shape, table, has_bg, bgkey, E):
     """The plain case (equal values, no mask / bonds / tolerance / wrap) in
@@ -489,19 +509,17 @@ def _prov_into(values, P, shape, table, has_bg, bgkey, E):
     for k in range(nlines):
         lanes &= -1 <= ldmin[k] <= 0 <= ldmax[k] <= 1
     if lanes:  # the lines in cover order
-        loff = loff[order]
-        lmlo = lmlo[order]
-        lmhi = lmhi[order]
-        ldmin = ldmin[order]
-        ldmax = ldmax[order]
-        cover = cover[order][:, order]
+        loff, lmlo, lmhi, ldmin, ldmax, cover = _in_order(order, loff, lmlo, lmhi, ldmin, ldmax,
+                                                          cover)
     nrows = n // W
     cap = E.shape[0] - 1
     E[0] = 0
-    nl = 0
+    # (int64 from the start: a literal 0 here would compile _prov_rows twice,
+    # once for Literal[int](0) arguments and once for int64)
+    nl = np.int64(0)
     coords = np.zeros(ndim, dtype=np.int64)
-    row = 0
-    c = 0
+    row = np.int64(0)
+    c = np.int64(0)
     while True:
         row, c, nl = _prov_rows(values, P, E, nl, row, c, coords, shape, has_bg, bgkey, nlines,
                                 loff, lmlo, lmhi, ldmin, ldmax, cover, lanes)
@@ -510,7 +528,8 @@ def _prov_into(values, P, shape, table, has_bg, bgkey, E):
         # the table is full: grow it by doubling (out here, not in the scan's loops)
         cap *= 2
         E2 = np.empty(cap + 1, dtype=E.dtype)
-        E2[:nl + 1] = E[:nl + 1]
+        for k in range(nl + 1):  # (a loop: slice assignment compiles numba's
+            E2[k] = E[k]         # shape-mismatch messages, seconds of compile time)
         E = E2
     return E, nl
 

@@ -39,7 +39,8 @@ from numba import njit
 
 from .grid import close
 from .lattice import BONDS, MASK, TOL, features
-from .unionfind import relabel, relabel_into_counted
+from .image import work_array
+from .unionfind import relabel_into, relabel_into_counted
 
 #: full neighbourhood rows: [linear offset, axes moved -1, axes moved +1,
 #: bond row, 1 if the bond is stored at the neighbour]
@@ -411,6 +412,11 @@ def label_iterative(method, keys, P, shape, table, has_bg, bg, tol, *, has_tol=F
         stride = span[k]
     full = full_table(table, ndim, no_left)
     ft, mask, bonds, brow = features(has_tol, mask, bonds, bond_rows, no_left)
+    if keys.dtype.kind == "u" and keys.dtype != np.uint64:
+        # one key type for integers (these kernels are slow by design; a
+        # version per key width cost more to compile than the copy costs)
+        keys, bg = keys.astype(np.uint64), np.uint64(bg)
+    out, P = P, work_array(P)  # (int32 whenever it fits: one version of each kernel)
     seconds = {}
     t0 = time.perf_counter()
     _init(keys, P, bool(has_bg), bg, ft, mask)
@@ -434,9 +440,9 @@ def label_iterative(method, keys, P, shape, table, has_bg, bg, tol, *, has_tol=F
             f"method={method!r} did not converge within max_iterations={max_iterations} passes")
     t0 = time.perf_counter()
     if counts:
-        num, per_label = relabel_into_counted(P, P)
+        num, per_label = relabel_into_counted(P, out)
         num = (int(num), per_label)
     else:
-        num = int(relabel(P))
+        num = int(relabel_into(P, out))
     seconds["relabel"] = time.perf_counter() - t0
     return num, int(passes), seconds

@@ -111,12 +111,16 @@ def label_lattice_parallel(keys, L, shape, table, has_bg, bg, tol, threads, *, h
         P = np.empty(n, dtype=L.dtype)
     with numba_region(threads) as ok:
         if ok:
-            args = (keys, P, L, shape, table, bool(has_bg), bg, tol if has_tol else None, mask,
-                    bonds, _rows_of(bond_rows), chunks, back, bool(no_left))
-            if counts:
-                num, per_label = _label_parallel_counted(*args)
+            roots = _label_parallel(keys, P, shape, table, bool(has_bg), bg,
+                                    tol if has_tol else None, mask, bonds, _rows_of(bond_rows),
+                                    chunks, back, bool(no_left))
+            W = int(shape[-1])
+            if counts:  # (the final passes are functions of their own: compiled per
+                #          output dtype, not per kind of input)
+                num, per_label = _labels_from_forest_counted(P, L, W, chunks, roots)
                 return int(num), per_label
-            return int(_label_parallel(*args))
+            _labels_from_forest(P, L, W, chunks, roots)
+            return int(roots[-1])
     return label_lattice(keys, L, shape, table, has_bg, bg, tol, **kw)
 
 
@@ -261,133 +265,179 @@ def _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, row_lo, row
 def _label(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, periodic, no_left):
     """Every cell's tree in P (parents, roots, -1 for background)."""
     n = values.shape[0]
-    _init(values, P, 0, n, has_bg, bgkey, mask)
-    _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, 0, n // shape[-1], 0, n,
-          no_left)
+    zero = np.int64(0)  # (not a literal 0: _rows keeps one signature for every caller)
+    _init(values, P, zero, n, has_bg, bgkey, mask)
+    _rows(values, P, shape, table, tol, mask, bonds, brow, periodic, zero, n // shape[-1], zero,
+          n, no_left)
 
 
-@njit(cache=True, parallel=True)
-def _label_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds, brow,
-                    chunks, back, no_left):
-    """Chunks of rows labelled at once (:func:`_forest_parallel`), then each
-    chunk, in order, gives every cell the number of its parent when that
-    parent is in the chunk (numbered just before), or of its root (a walk)
-    when it is in an earlier chunk.  Returns the number of labels."""
+@njit(cache=True)
+def _chunk(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, chunks, no_left, k):
+    """Step 1 of :func:`_label_parallel` for chunk k."""
+    W = shape[-1]
+    lo, hi = chunks[k] * W, chunks[k + 1] * W
+    _init(values, P, lo, hi, has_bg, bgkey, mask)
+    _rows(values, P, shape, table, tol, mask, bonds, brow, np.int64(0), chunks[k],
+          chunks[k + 1], lo, hi, no_left)
+
+
+@njit(cache=True)
+def _borders(values, P, shape, table, tol, mask, bonds, brow, chunks, back, no_left):
+    """Step 2 of :func:`_label_parallel`: the first ``back`` rows of each
+    chunk against the cells before it."""
     W = shape[-1]
     K = chunks.shape[0] - 1
-    counts = _forest_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds,
-                              brow, chunks, back, no_left)
-    for k in prange(K):
-        start = chunks[k] * W
-        for i in range(start, chunks[k + 1] * W):
-            p = P[i]
-            if p < 0:
-                L[i] = 0
-            elif p >= start:
-                if p != i:
-                    L[i] = L[p]  # an earlier cell of this chunk: already numbered
-            else:
-                while P[p] != p:  # into an earlier chunk: walk to the root (P no longer changes)
-                    p = P[p]
-                L[i] = L[p]
-    return counts[K]
+    zero = np.int64(0)
+    for k in range(1, K):
+        _rows(values, P, shape, table, tol, mask, bonds, brow, zero, chunks[k],
+              min(chunks[k] + back, chunks[k + 1]), zero, chunks[k] * W, no_left)
+
+
+@njit(cache=True)
+def _count_roots(P, W, chunks, k):
+    """The roots of chunk k."""
+    c = 0
+    for i in range(chunks[k] * W, chunks[k + 1] * W):
+        if P[i] == i:
+            c += 1
+    return c
+
+
+@njit(cache=True)
+def _number_chunk(P, L, W, chunks, counts, k):
+    """Chunk k's roots numbered from counts[k] + 1 on, in raster order."""
+    c = counts[k]
+    for i in range(chunks[k] * W, chunks[k + 1] * W):
+        if P[i] == i:
+            c += 1
+            L[i] = c
 
 
 @njit(cache=True, parallel=True)
-def _label_parallel_counted(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds,
-                            brow, chunks, back, no_left):
-    """:func:`_label_parallel` that also counts each label's cells as it
-    writes them.  The labels rooted in chunk k (above the roots of the
-    chunks before it) are counted by chunk k alone, plainly; a cell whose
-    root lies in an earlier chunk adds to a second table, by runs of one
-    label, atomically (chunks after k add there too); background by chunk.
-    Returns (N, counts), counts int64 of length N + 1."""
-    W = shape[-1]
-    K = chunks.shape[0] - 1
-    counts = _forest_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds,
-                              brow, chunks, back, no_left)
-    N = counts[K]
-    own = np.zeros(N + 1, dtype=np.int64)
-    earlier = np.zeros(N + 1, dtype=np.int64)
-    background = np.zeros(K, dtype=np.int64)
-    for k in prange(K):
-        start = chunks[k] * W
-        first = counts[k]  # labels above this one are rooted in this chunk
-        bg = 0
-        cur = 0  # the run of an earlier chunk's label being counted, and its length
-        run = 0
-        for i in range(start, chunks[k + 1] * W):
-            p = P[i]
-            if p < 0:
-                L[i] = 0
-            elif p >= start:
-                if p != i:
-                    L[i] = L[p]
-            else:
-                while P[p] != p:
-                    p = P[p]
-                L[i] = L[p]
-            lab = L[i]
-            if lab > first:
-                own[lab] += 1
-            elif lab == 0:
-                bg += 1
-            elif lab == cur:
-                run += 1
-            else:
-                if run:
-                    atomic_add(earlier, cur, run)
-                cur = lab
-                run = 1
-        if run:
-            atomic_add(earlier, cur, run)
-        background[k] = bg
-    for l in range(1, N + 1):
-        own[l] += earlier[l]
-    own[0] = background.sum()
-    return N, own
-
-
-@njit(cache=True, parallel=True)
-def _forest_parallel(values, P, L, shape, table, has_bg, bgkey, tol, mask, bonds, brow,
-                     chunks, back, no_left):
-    """Chunks of rows labelled at once; P holds parents, L gets the roots'
-    labels.
+def _label_parallel(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, chunks,
+                    back, no_left):
+    """Chunks of rows labelled at once; P holds parents.
 
     1. each chunk (rows chunks[k]..chunks[k+1]-1) unites only pairs inside
        it: its trees stay inside its index range, so threads never meet;
     2. serially, the first `back` rows of each chunk unite with the cells
        before the chunk (every pair is now united, or skipped because an
        implied pair was);
-    3. roots are counted per chunk and numbered in raster order (a prefix
-       sum over the chunks, returned: chunk k's roots get the labels
-       counts[k] + 1 .. counts[k + 1]).
-    Not for periodic lattices (a wrapped pair can join any two chunks).
+    3. roots are counted per chunk (a prefix sum over the chunks, returned:
+       chunk k's roots get the labels counts[k] + 1 .. counts[k + 1]).
+    The caller then numbers the roots and labels every cell
+    (:func:`_labels_from_forest`: a small function, compiled per output
+    dtype, this one is not).  Not for periodic lattices (a wrapped pair
+    can join any two chunks).
+
+    Each parallel loop's body is one call with an int64 index, and nothing
+    here is np.zeros (numba makes that a parallel loop of its own): numba's
+    parallel passes then compile this in seconds (docs/decisions.md:
+    "compile time").
     """
     W = shape[-1]
     K = chunks.shape[0] - 1
     for k in prange(K):
-        lo, hi = chunks[k] * W, chunks[k + 1] * W
-        _init(values, P, lo, hi, has_bg, bgkey, mask)
-        _rows(values, P, shape, table, tol, mask, bonds, brow, 0, chunks[k], chunks[k + 1],
-              lo, hi, no_left)
-    for k in range(1, K):
-        _rows(values, P, shape, table, tol, mask, bonds, brow, 0, chunks[k],
-              min(chunks[k] + back, chunks[k + 1]), 0, chunks[k] * W, no_left)
-    counts = np.zeros(K + 1, dtype=np.int64)
+        _chunk(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, brow, chunks, no_left,
+               np.int64(k))
+    _borders(values, P, shape, table, tol, mask, bonds, brow, chunks, back, no_left)
+    counts = np.empty(K + 1, dtype=np.int64)
+    counts[0] = 0
     for k in prange(K):
-        c = 0
-        for i in range(chunks[k] * W, chunks[k + 1] * W):
-            if P[i] == i:
-                c += 1
-        counts[k + 1] = c
+        counts[k + 1] = _count_roots(P, W, chunks, np.int64(k))
     for k in range(K):
         counts[k + 1] += counts[k]
-    for k in prange(K):
-        c = counts[k]
-        for i in range(chunks[k] * W, chunks[k + 1] * W):
-            if P[i] == i:
-                c += 1
-                L[i] = c
     return counts
 
+
+@njit(cache=True)
+def _labels_of_chunk(P, L, W, chunks, k):
+    """Every cell of chunk k takes the number of its parent when that
+    parent is in the chunk (numbered just before), or of its root (a walk)
+    when it is in an earlier chunk."""
+    start = chunks[k] * W
+    for i in range(start, chunks[k + 1] * W):
+        p = P[i]
+        if p < 0:
+            L[i] = 0
+        elif p >= start:
+            if p != i:
+                L[i] = L[p]  # an earlier cell of this chunk: already numbered
+        else:
+            while P[p] != p:  # into an earlier chunk: walk to the root (P no longer changes)
+                p = P[p]
+            L[i] = L[p]
+
+
+@njit(cache=True, parallel=True)
+def _labels_from_forest(P, L, W, chunks, counts):
+    """After :func:`_label_parallel`: the roots numbered in raster order,
+    then every cell's label, chunk by chunk in parallel
+    (:func:`_labels_of_chunk`)."""
+    for k in prange(chunks.shape[0] - 1):
+        _number_chunk(P, L, W, chunks, counts, np.int64(k))
+    for k in prange(chunks.shape[0] - 1):
+        _labels_of_chunk(P, L, W, chunks, np.int64(k))
+
+
+@njit(cache=True)
+def _count_chunk(P, L, W, chunks, counts, own, earlier, background, k):
+    """:func:`_labels_of_chunk` that also counts: the labels rooted in
+    chunk k (above the roots of the chunks before it) into ``own``,
+    plainly; a cell whose root lies in an earlier chunk into ``earlier``,
+    by runs of one label, atomically (chunks after k add there too);
+    background cells into background[k]."""
+    start = chunks[k] * W
+    first = counts[k]  # labels above this one are rooted in this chunk
+    bg = 0
+    cur = 0  # the run of an earlier chunk's label being counted, and its length
+    run = 0
+    for i in range(start, chunks[k + 1] * W):
+        p = P[i]
+        if p < 0:
+            L[i] = 0
+        elif p >= start:
+            if p != i:
+                L[i] = L[p]
+        else:
+            while P[p] != p:
+                p = P[p]
+            L[i] = L[p]
+        lab = L[i]
+        if lab > first:
+            own[lab] += 1
+        elif lab == 0:
+            bg += 1
+        elif lab == cur:
+            run += 1
+        else:
+            if run:
+                atomic_add(earlier, cur, run)
+            cur = lab
+            run = 1
+    if run:
+        atomic_add(earlier, cur, run)
+    background[k] = bg
+
+
+@njit(cache=True, parallel=True)
+def _labels_from_forest_counted(P, L, W, chunks, counts):
+    """:func:`_labels_from_forest` that also counts each label's cells as it
+    writes them (:func:`_count_chunk`).  Returns (N, counts), counts int64
+    of length N + 1."""
+    K = chunks.shape[0] - 1
+    N = counts[K]
+    own = np.empty(N + 1, dtype=np.int64)
+    earlier = np.empty(N + 1, dtype=np.int64)
+    for l in range(N + 1):
+        own[l] = 0
+        earlier[l] = 0
+    background = np.empty(K, dtype=np.int64)
+    for k in prange(K):
+        _number_chunk(P, L, W, chunks, counts, np.int64(k))
+    for k in prange(K):
+        _count_chunk(P, L, W, chunks, counts, own, earlier, background, np.int64(k))
+    for l in range(1, N + 1):
+        own[l] += earlier[l]
+    own[0] = background.sum()
+    return N, own

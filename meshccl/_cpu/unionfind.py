@@ -192,10 +192,14 @@ def relabel_into_counted(P, out):
     doubles when a new root needs more (outside the pass's loop)."""
     n = P.shape[0]
     counts = np.zeros(min(n, max(1024, n >> 6)) + 1, dtype=np.int64)
-    i, count = _relabel_counted_from(P, out, 0, 0, counts)
+    # (int64 zeros and a loop, not literal 0s and a slice assignment: numba
+    # would compile _relabel_counted_from twice and its shape-error messages;
+    # docs/decisions.md: "compile time")
+    i, count = _relabel_counted_from(P, out, np.int64(0), np.int64(0), counts)
     while i < n:
         grown = np.zeros(2 * counts.shape[0], dtype=np.int64)
-        grown[:count + 1] = counts[:count + 1]
+        for k in range(count + 1):
+            grown[k] = counts[k]
         counts = grown
         i, count = _relabel_counted_from(P, out, i, count, counts)
     return count, counts[:count + 1].copy()
