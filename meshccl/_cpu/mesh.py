@@ -30,6 +30,16 @@ def _plain(tolerance, mask, bonds, periodic, no_left):
     return tolerance is None and mask is None and bonds is None and not periodic and not no_left
 
 
+def _lattice_keys(keys, bg):
+    """Keys for the per-cell lattice kernels: 2- and 4-byte keys widened to
+    uint64, so those kernels are compiled for uint8, uint64 and float64
+    keys only (a copy of the values costs less than a version of the
+    kernels to compile per key width: docs/decisions.md: "compile time")."""
+    if keys.dtype.itemsize in (2, 4) and keys.dtype.kind == "u":
+        return keys.astype(np.uint64), np.uint64(bg)
+    return keys, bg
+
+
 def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
                bonds=None, bond_rows=None, tolerance=None, no_left=False, background=None,
                counts=False):
@@ -46,6 +56,7 @@ def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
     keys, has_bg, bg, has_tol, tol = kernel_keys(values, has_bg, bgkey, tolerance, background)
     if _plain(tolerance, mask, bonds, periodic, no_left):
         return label_plain(keys, P, shape, table, has_bg, bg, counts)
+    keys, bg = _lattice_keys(keys, bg)
     return label_lattice(keys, P, shape, table, has_bg, bg, tol, has_tol=has_tol,
                          periodic=periodic, mask=mask, bonds=bonds, bond_rows=bond_rows,
                          no_left=no_left, counts=counts)
@@ -63,6 +74,7 @@ def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask
     keys, has_bg, bg, has_tol, tol = kernel_keys(values, has_bg, bgkey, tolerance, background)
     if _plain(tolerance, mask, bonds, 0, no_left):
         return label_slabs(keys, L, shape, table, has_bg, bg, threads, counts)
+    keys, bg = _lattice_keys(keys, bg)
     return label_lattice_parallel(keys, L, shape, table, has_bg, bg, tol, threads,
                                   has_tol=has_tol, mask=mask, bonds=bonds,
                                   bond_rows=bond_rows, no_left=no_left, counts=counts)
