@@ -14,7 +14,10 @@ compiles each kernel for those and no more (:func:`kernel_keys`):
 
 - equal-value labelling compares unsigned integers of 1, 2, 4 or 8 bytes
   (signed integers are viewed as unsigned; floats are truncated to int64
-  as skimage does, then viewed as uint64);
+  as skimage does, then viewed as uint64); the per-cell lattice kernels
+  take 2- and 4-byte keys widened to uint64 (:mod:`.mesh`), and the
+  iterative methods every integer key as uint64, so those are compiled
+  for three key types (uint8, uint64, float64);
 - labelling with a tolerance compares the same unsigned keys, with signed
   integers shifted by half their range so that the order (and so every
   difference) is kept, or float64 for float input.  :func:`close` takes
