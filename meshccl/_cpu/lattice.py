@@ -351,22 +351,28 @@ def _label_parallel(values, P, shape, table, has_bg, bgkey, tol, mask, bonds, br
 
 
 @njit(cache=True)
+def _cell_label(P, L, i, start):
+    """Cell i's label, in a chunk whose first cell is ``start``: 0 for the
+    background, its own number for a root of the chunk (numbered before),
+    its parent's when that parent is in the chunk (an earlier cell, already
+    labelled), else its root's (a walk into an earlier chunk; P no longer
+    changes)."""
+    p = P[i]
+    if p < 0:
+        return 0
+    if p >= start:
+        return L[p]  # (p == i: the root's own number)
+    while P[p] != p:
+        p = P[p]
+    return L[p]
+
+
+@njit(cache=True)
 def _labels_of_chunk(P, L, W, chunks, k):
-    """Every cell of chunk k takes the number of its parent when that
-    parent is in the chunk (numbered just before), or of its root (a walk)
-    when it is in an earlier chunk."""
+    """Every cell of chunk k takes its label (:func:`_cell_label`)."""
     start = chunks[k] * W
     for i in range(start, chunks[k + 1] * W):
-        p = P[i]
-        if p < 0:
-            L[i] = 0
-        elif p >= start:
-            if p != i:
-                L[i] = L[p]  # an earlier cell of this chunk: already numbered
-        else:
-            while P[p] != p:  # into an earlier chunk: walk to the root (P no longer changes)
-                p = P[p]
-            L[i] = L[p]
+        L[i] = _cell_label(P, L, i, start)
 
 
 @njit(cache=True, parallel=True)
@@ -393,17 +399,8 @@ def _count_chunk(P, L, W, chunks, counts, own, earlier, background, k):
     cur = 0  # the run of an earlier chunk's label being counted, and its length
     run = 0
     for i in range(start, chunks[k + 1] * W):
-        p = P[i]
-        if p < 0:
-            L[i] = 0
-        elif p >= start:
-            if p != i:
-                L[i] = L[p]
-        else:
-            while P[p] != p:
-                p = P[p]
-            L[i] = L[p]
-        lab = L[i]
+        lab = _cell_label(P, L, i, start)
+        L[i] = lab
         if lab > first:
             own[lab] += 1
         elif lab == 0:
