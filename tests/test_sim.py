@@ -736,3 +736,18 @@ def test_gpu_cahn_hilliard(tmp_path, dtype, shape):
     with pytest.raises(SimulationError, match="blew up at step"):
         blow.run(500)
     assert bool(cupy.isfinite(blow.state).all()) and blow.step % blow.check_every == 0
+
+
+# ---------------------------------------------------------------------------
+# documentation
+# ---------------------------------------------------------------------------
+
+def test_docstring_examples():
+    import doctest
+
+    import meshccl.sim
+    from meshccl.sim import cahn_hilliard, hooks, ising
+
+    for module in (meshccl.sim, sim_random, exact, analysis, hooks, ising, cahn_hilliard):
+        result = doctest.testmod(module)
+        assert result.failed == 0, module.__name__
