@@ -593,6 +593,9 @@ def test_bad_ising_input():
         Ising((8, 8), temperature=2.0, seed=1.5)
     ok = Ising(temperature=2.0, spins=np.where(np.eye(8) > 0, 1, -1))
     assert ok.state.dtype == np.int8
+    for algorithm in ("metropolis", "kawasaki", "swendsen-wang"):   # extreme but valid
+        for t in (1e-3, 1e6):
+            Ising((8, 8), temperature=t, field=5.0, algorithm=algorithm).run(2)
 
 
 def test_bad_cahn_hilliard_input():

@@ -259,7 +259,8 @@ class Ising(Simulation):
         table = []
         for m in range(-2 * (z - 1), 2 * (z - 1) + 1, 2):
             x = 2.0 * j * m / t
-            table.append(_threshold(1.0 / (1.0 + math.exp(x))) if x > -700 else _ONE)
+            table.append(_ONE if x < -700 else 0 if x > 700 else
+                         _threshold(1.0 / (1.0 + math.exp(x))))
         self._kawasaki = xp.asarray(np.array(table, dtype=np.uint64))
         # swendsen-wang: bonds, and P(cluster -> +1) by cluster size n
         self._bond = np.uint64(_threshold(-math.expm1(-2.0 * j / t)) if j > 0 else 0)
