@@ -1,0 +1,408 @@
+"""The Ising model on periodic square and simple-cubic lattices.
+
+``E = -J sum_<ij> s_i s_j - h sum_i s_i`` with spins s = +-1 (int8), one
+bond per nearest-neighbour pair of the torus.  Three dynamics:
+
+- ``'metropolis'``: single-spin flips on a checkerboard.  The cells of one
+  colour (even or odd coordinate sum) have neighbours only of the other
+  colour, so a colour is updated all at once from the other's fixed
+  spins: colour 0, then colour 1, is one sweep.  The acceptance
+  ``min(1, exp(-dE / T))`` is read from a table of the 2 (2d + 1)
+  possible (spin, neighbour sum) pairs, as 32-bit integer thresholds, and
+  compared with one Philox word per cell per sweep.
+- ``'kawasaki'``: spin exchange between unequal nearest neighbours, which
+  conserves the magnetisation exactly.  Pairs along axis d starting at
+  cells with ``x_d = p (mod 4)`` and ``x_j = q_j (mod 2)`` for the other
+  axes are disjoint and none of their cells neighbours a cell of another
+  pair, so each such sub-lattice is updated at once: 4 * 2**(d-1)
+  sub-lattices per axis, and every bond of the lattice is offered once per
+  sweep.  An exchange is accepted with the heat-bath probability
+  ``1 / (1 + exp(dE / T))``: with Metropolis's ``min(1, exp(-dE / T))``
+  every dE = 0 move would be taken, and in a fixed order of sub-lattices
+  an isolated minority spin would walk a fixed, periodic path.
+- ``'swendsen-wang'``: bonds between equal neighbours open with
+  ``p = 1 - exp(-2 J / T)``, clusters come from
+  ``meshccl.label(spins, connectivity=1, periodic=True, bonds=bonds)``
+  (every cell is labelled: spins are never 0), and each cluster is set to
+  +1 with probability ``1 / (1 + exp(-2 h n / T))`` (n its cells; 1/2 at
+  h = 0, the same as flipping it with probability 1/2), from one Philox
+  draw per cluster indexed by its label.
+
+Random numbers come from :mod:`meshccl.sim.random`, indexed by (seed, step,
+cell or label); thresholds are integers computed once on the host.  So a
+NumPy and a CuPy run of the same seed give the same spins, bit for bit,
+and a run resumed from a checkpoint continues exactly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from ..labelling import label as _label
+from ..neighbourhood import half_offsets
+from . import random as _random
+from .hooks import Clusters, Simulation, _array_module, _real, _xp_of, register
+
+__all__ = ["Ising", "ALGORITHMS"]
+
+ALGORITHMS = ("metropolis", "kawasaki", "swendsen-wang")
+_ALIASES = {"sw": "swendsen-wang", "swendsen_wang": "swendsen-wang"}
+_ONE = 2**32  # thresholds: accept when a 32-bit word is below threshold
+
+
+def _threshold(p):
+    """floor(p 2**32), clipped to [0, 2**32] (2**32: always; 0: never)."""
+    if not p > 0:
+        return 0
+    if p >= 1:
+        return _ONE
+    return min(_ONE, int(math.floor(p * _ONE)))
+
+
+def _wraps(xp, shape):
+    """Per axis, the index vectors of the next and the previous cell on the torus."""
+    return [(xp.asarray((np.arange(n) + 1) % n), xp.asarray((np.arange(n) - 1) % n))
+            for n in shape]
+
+
+def _shift(a, wraps, axis, step):
+    """``a`` at x + step e_axis (step +1 or -1), periodic: ``np.roll(a, -step, axis)``.
+
+    ``take`` with a small index vector: an order of magnitude faster than
+    ``roll`` on small NumPy arrays, and the same on CuPy.
+    """
+    return a.take(wraps[axis][0 if step > 0 else 1], axis=axis)
+
+
+def _neighbour_sum(s, wraps):
+    total = None
+    for axis in range(s.ndim):
+        part = _shift(s, wraps, axis, 1) + _shift(s, wraps, axis, -1)
+        total = part if total is None else total + part
+    return total
+
+
+@register
+class Ising(Simulation):
+    """The Ising model on a periodic 2-D or 3-D lattice.
+
+    Parameters
+    ----------
+    shape : tuple of int, optional
+        ``(L0, L1)`` or ``(L0, L1, L2)``; each side >= 2, even for
+        ``'metropolis'`` (the checkerboard must close), a multiple of 4 for
+        ``'kawasaki'``.  Not needed with ``spins``.
+    temperature : float
+        T > 0, in units of J / k_B (2-D T_c = 2.269185...,
+        ``meshccl.sim.exact.CRITICAL_TEMPERATURE``).
+    field : float, optional
+        h (default 0).  Kawasaki dynamics conserve the magnetisation, so
+        the field changes no move there (only the reported energy).
+    coupling : float, optional
+        J (default 1; negative for an antiferromagnet, not with
+        ``'swendsen-wang'``).
+    algorithm : {'metropolis', 'kawasaki', 'swendsen-wang'}, optional
+        The dynamics (``'sw'`` for short); see the module notes.
+    seed : int, optional
+        0..2**64 - 1: with the step it fixes every random number.
+    start : {'hot', 'cold'}, optional
+        Initial spins: independent +-1 with probability 1/2 (default), or
+        all +1.
+    minority : float, optional
+        Start instead with exactly ``round(minority * N)`` spins -1 at
+        random cells, the rest +1: the fixed volume fraction of the minority
+        phase that Kawasaki dynamics keep.
+    spins : array, optional
+        Initial spins: an integer NumPy or CuPy array of +-1 (copied to
+        int8).  Gives the shape and, without ``xp``, the device.
+    xp : module, optional
+        ``numpy`` (default) or ``cupy``.
+
+    Attributes
+    ----------
+    state : array
+        The spins, int8 +-1 (the live array: copy it to keep a snapshot).
+    step : int
+        Sweeps done.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meshccl.sim import Ising
+    >>> sim = Ising((32, 32), temperature=2.0, algorithm="swendsen-wang", seed=1)
+    >>> out = sim.run(200, record=["magnetisation"])
+    >>> round(float(np.abs(out["magnetisation"][100:]).mean()), 2)
+    0.91
+    >>> k = Ising((16, 16), temperature=1.5, algorithm="kawasaki", minority=0.25, seed=2)
+    >>> _ = k.run(10)
+    >>> int((k.state == -1).sum())             # 64 = 0.25 * 256, conserved
+    64
+    """
+
+    kind = "ising"
+    PHASES = ("up", "down", "domains", "clusters")
+    OBSERVABLES = ("energy", "magnetisation")
+    DEFAULT_PHASE = "up"
+
+    def __init__(self, shape=None, temperature=None, *, field=0.0, coupling=1.0,
+                 algorithm="metropolis", seed=0, start="hot", minority=None, spins=None,
+                 xp=None):
+        xp = _array_module(xp, spins)
+        super().__init__(xp, seed)
+        if temperature is None:
+            raise TypeError("Ising needs a temperature (T > 0, in units of J / k_B)")
+        self.temperature = _real(temperature, "temperature")
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0 (units of J / k_B), got "
+                             f"{self.temperature!r}")
+        self.field = _real(field, "field")
+        self.coupling = _real(coupling, "coupling")
+        if not isinstance(algorithm, str) or _ALIASES.get(algorithm, algorithm) not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+        self.algorithm = _ALIASES.get(algorithm, algorithm)
+        if self.algorithm == "swendsen-wang" and self.coupling < 0:
+            raise ValueError("swendsen-wang needs a ferromagnetic coupling (J >= 0), got "
+                             f"{self.coupling!r}")
+
+        if spins is not None:
+            if shape is not None and tuple(shape) != tuple(spins.shape):
+                raise ValueError(f"shape {tuple(shape)} and spins of shape "
+                                 f"{tuple(spins.shape)} disagree")
+            shape = tuple(spins.shape)
+        if shape is None:
+            raise TypeError("Ising needs a shape or initial spins")
+        self._shape = self._check_shape(shape, self.algorithm)
+        self._cells = xp.arange(math.prod(self._shape), dtype=np.uint64).reshape(self._shape)
+        self._wraps = _wraps(xp, self._shape)
+
+        if spins is not None:
+            if start != "hot" or minority is not None:
+                raise ValueError("give either spins or start/minority, not both")
+            self._s = self._check_spins(spins, xp)
+        else:
+            self._s = self._initial(start, minority)
+        self._tables()
+        self._last_clusters = None
+
+    # -- validation and set-up ---------------------------------------------------
+    @staticmethod
+    def _check_shape(shape, algorithm):
+        try:
+            shape = tuple(int(n) for n in shape)
+        except TypeError:
+            raise TypeError(f"shape must be a tuple of 2 or 3 ints, got {shape!r}") from None
+        if len(shape) not in (2, 3):
+            raise ValueError(f"the Ising lattice is 2-D or 3-D, got shape {shape}")
+        if min(shape) < 2:
+            raise ValueError(f"every side of the lattice must be >= 2, got shape {shape}")
+        if algorithm == "metropolis" and any(n % 2 for n in shape):
+            raise ValueError(f"metropolis updates a checkerboard, which needs even sides on a "
+                             f"periodic lattice; got shape {shape}")
+        if algorithm == "kawasaki" and any(n % 4 for n in shape):
+            raise ValueError(f"kawasaki updates pairs on sub-lattices of period 4, which needs "
+                             f"sides that are multiples of 4; got shape {shape}")
+        return shape
+
+    def _check_spins(self, spins, xp):
+        if _xp_of(spins) is not xp:
+            raise TypeError(f"spins is a {type(spins).__module__} array but xp is "
+                            f"{xp.__name__}")
+        if spins.dtype.kind not in "iu":
+            hint = " (use np.where(b, 1, -1))" if spins.dtype.kind == "b" else ""
+            raise TypeError(f"spins must be an integer array of +1 and -1, got dtype "
+                            f"{spins.dtype}{hint}")
+        ok = bool(((spins == 1) | (spins == -1)).all()) if spins.dtype.kind == "i" else False
+        if not ok:
+            raise ValueError("spins must hold only +1 and -1")
+        return spins.astype(np.int8, copy=True)
+
+    def _initial(self, start, minority):
+        xp = self.xp
+        if minority is not None:
+            if start != "hot":
+                raise ValueError("give either start or minority, not both")
+            f = _real(minority, "minority")
+            if not 0 <= f <= 1:
+                raise ValueError(f"minority must be a fraction in [0, 1], got {minority!r}")
+            n = self._cells.size
+            k = int(round(f * n))
+            w = _random.words(self.seed, _random.TAG_INIT, 0, self._cells.ravel(), 1)[0]
+            # unique keys (draw, cell): the k smallest are the minority, on any backend
+            keys = (w.astype(np.uint64) << np.uint64(32)) | self._cells.ravel()
+            order = xp.argsort(keys)
+            s = xp.ones(n, dtype=np.int8)
+            s[order[:k]] = -1
+            return s.reshape(self._shape)
+        if start == "hot":
+            w = _random.words(self.seed, _random.TAG_INIT, 0, self._cells, 1)[0]
+            return xp.where(w < np.uint32(2**31), np.int8(1), np.int8(-1)).astype(np.int8)
+        if start == "cold":
+            return xp.ones(self._shape, dtype=np.int8)
+        raise ValueError(f"start must be 'hot' or 'cold', got {start!r}")
+
+    def _tables(self):
+        """Integer acceptance thresholds, computed on the host (identical on every backend)."""
+        xp, t, j, h = self.xp, self.temperature, self.coupling, self.field
+        z = 2 * len(self._shape)
+        # metropolis: index (s > 0) * (z + 1) + (nn + z) / 2, dE = 2 s (J nn + h)
+        table = []
+        for s in (-1, 1):
+            for nn in range(-z, z + 1, 2):
+                de = 2.0 * s * (j * nn + h)
+                table.append(_ONE if de <= 0 else _threshold(math.exp(-de / t)))
+        self._metropolis = xp.asarray(np.array(table, dtype=np.uint64))
+        # kawasaki: index (m + 2(z - 1)) / 2, m = s_a (A - B), dE = 2 J m; heat-bath
+        # acceptance 1 / (1 + exp(dE / T)) (docs/decisions.md: "kawasaki by heat bath")
+        table = []
+        for m in range(-2 * (z - 1), 2 * (z - 1) + 1, 2):
+            x = 2.0 * j * m / t
+            table.append(_ONE if x < -700 else 0 if x > 700 else
+                         _threshold(1.0 / (1.0 + math.exp(x))))
+        self._kawasaki = xp.asarray(np.array(table, dtype=np.uint64))
+        # swendsen-wang: bonds, and P(cluster -> +1) by cluster size n
+        self._bond = np.uint64(_threshold(-math.expm1(-2.0 * j / t)) if j > 0 else 0)
+        if h == 0:
+            self._up = None
+        else:
+            # beyond n_sat the threshold is 0 or 2**32 in float64 already
+            n_sat = min(self._cells.size, int(math.ceil(40.0 * t / (2 * abs(h)))) + 1)
+            n = np.arange(n_sat + 1, dtype=np.float64)
+            p = 1.0 / (1.0 + np.exp(-2.0 * h * n / t))
+            self._up = xp.asarray(np.array([_threshold(v) for v in p], dtype=np.uint64))
+
+    # -- state and observables ---------------------------------------------------
+    @property
+    def state(self):
+        return self._s
+
+    def energy(self):
+        """Energy per spin, ``(-J sum_<ij> s_i s_j - h sum s_i) / N``, as a float."""
+        return float(self._observe("energy"))
+
+    def magnetisation(self):
+        """Mean spin, as a float."""
+        return float(self._observe("magnetisation"))
+
+    def _observe(self, name):
+        s = self._s
+        n = s.size
+        if name == "magnetisation":
+            return s.sum(dtype=np.int64) / n
+        bonds = sum((s * _shift(s, self._wraps, axis, 1)).sum(dtype=np.int64)
+                    for axis in range(s.ndim))
+        return (-self.coupling * bonds - self.field * s.sum(dtype=np.int64)) / n
+
+    def _check_phase(self, phase):
+        if phase == "clusters" and self.algorithm != "swendsen-wang":
+            raise ValueError(f"label='clusters' labels Swendsen-Wang clusters; this simulation "
+                             f"runs {self.algorithm!r}")
+
+    def _phase_image(self, phase):
+        if phase == "up":
+            return self._s > 0
+        if phase == "down":
+            return self._s < 0
+        if phase == "domains":
+            return self._s
+        if self._last_clusters is None:
+            raise ValueError("label='clusters' labels the Swendsen-Wang clusters of the last "
+                             f"step: there is no Swendsen-Wang step since the start or the "
+                             f"load (step {self.step})")
+        return self._last_clusters
+
+    # -- dynamics ----------------------------------------------------------------
+    def _advance(self):
+        if self.algorithm == "metropolis":
+            s = self._metropolis_sweep()
+        elif self.algorithm == "kawasaki":
+            s = self._kawasaki_sweep()
+        else:
+            s = self._swendsen_wang_step()
+        self._s = s
+        self.step += 1
+
+    def _colours(self):
+        if not hasattr(self, "_colour"):
+            xp = self.xp
+            parity = sum(xp.arange(n).reshape([n if a == d else 1 for a in range(len(self._shape))])
+                         for d, n in enumerate(self._shape)) % 2
+            self._colour = [xp.broadcast_to(parity == c, self._shape) for c in (0, 1)]
+        return self._colour
+
+    def _metropolis_sweep(self):
+        xp, s = self.xp, self._s
+        z = 2 * s.ndim
+        u = _random.words(self.seed, _random.TAG_METROPOLIS, self.step, self._cells, 1)[0]
+        for colour in self._colours():
+            nn = _neighbour_sum(s, self._wraps)
+            index = (s > 0).astype(np.int8) * np.int8(z + 1) + (nn + np.int8(z)) // np.int8(2)
+            flip = colour & (u < self._metropolis[index])
+            s = xp.where(flip, -s, s)
+        return s
+
+    def _sublattices(self):
+        """(axis, mask) for every sub-lattice of non-touching pairs."""
+        if not hasattr(self, "_subs"):
+            xp, shape = self.xp, self._shape
+            nd = len(shape)
+            coords = [xp.arange(n).reshape([n if a == d else 1 for a in range(nd)])
+                      for d, n in enumerate(shape)]
+            subs = []
+            for d in range(nd):
+                others = [a for a in range(nd) if a != d]
+                for p in range(4):
+                    for q in itertools.product((0, 1), repeat=nd - 1):
+                        m = coords[d] % 4 == p
+                        for a, qa in zip(others, q):
+                            m = m & (coords[a] % 2 == qa)
+                        subs.append((d, m))
+            self._subs = subs
+        return self._subs
+
+    def _kawasaki_sweep(self):
+        xp, s = self.xp, self._s
+        z = 2 * s.ndim
+        u = _random.words(self.seed, _random.TAG_KAWASAKI, self.step, self._cells, s.ndim)
+        for d, mask in self._sublattices():
+            nn = _neighbour_sum(s, self._wraps)
+            sb = _shift(s, self._wraps, d, 1)        # partner b = a + e_d
+            a_sum = nn - sb                          # a's neighbours but b
+            b_sum = _shift(nn, self._wraps, d, 1) - s  # b's neighbours but a
+            m = s * (a_sum - b_sum)                  # dE = 2 J m
+            index = (m + np.int8(2 * (z - 1))) // np.int8(2)
+            accept = mask & (s != sb) & (u[d] < self._kawasaki[index])
+            swap = accept | _shift(accept, self._wraps, d, -1)  # a and its partner
+            s = xp.where(swap, -s, s)
+        return s
+
+    def _swendsen_wang_step(self):
+        xp, s = self.xp, self._s
+        nd = s.ndim
+        w = _random.words(self.seed, _random.TAG_BOND, self.step, self._cells, nd)
+        # bonds[k] joins x and x + half_offsets(nd, 1)[k]; label() joins only equal spins
+        assert len(half_offsets(nd, 1)) == nd
+        bonds = xp.stack([w[k] < self._bond for k in range(nd)])
+        labels = _label(s, connectivity=1, periodic=True, bonds=bonds)
+        clusters = Clusters(labels, self.step + 1, "clusters")
+        draw = _random.words(self.seed, _random.TAG_CLUSTER, self.step, labels, 1)[0]
+        if self._up is None:
+            up = draw < np.uint32(2**31)
+        else:
+            size = clusters.counts[labels]       # each cell's cluster size (meshccl.measure)
+            up = draw < self._up[xp.minimum(size, self._up.shape[0] - 1)]
+        self._last_clusters = clusters
+        return xp.where(up, np.int8(1), np.int8(-1)).astype(np.int8)
+
+    # -- checkpoints ---------------------------------------------------------------
+    def _params(self):
+        return {"temperature": self.temperature, "field": self.field,
+                "coupling": self.coupling, "algorithm": self.algorithm}
+
+    @classmethod
+    def _from_checkpoint(cls, params, state, xp, seed):
+        return cls(temperature=params["temperature"], field=params["field"],
+                   coupling=params["coupling"], algorithm=params["algorithm"], seed=seed,
+                   spins=state, xp=xp)
