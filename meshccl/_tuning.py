@@ -254,3 +254,28 @@ GRAPH_CPU_CROSS_BUFFER_MIN = 1024
 #: graphs with fewer vertices + stored edges run serially: a parallel
 #: region costs more than the whole serial union-find there
 GRAPH_CPU_PARALLEL_MIN_WORK = 1 << 16
+
+# ---------------------------------------------------------------------------
+# List ranking (meshccl.graph.list_rank; docs/graph.md: "List ranking",
+# docs/decisions.md: "list ranking methods")
+# ---------------------------------------------------------------------------
+
+#: mean sublist length of 'splitters' on the CPU (1 splitter per this many
+#: elements, plus every head): long sublists keep the reduced list small,
+#: and a few threads need only a few hundred sublists each for balance
+LIST_RANK_CPU_SPACING = 256
+#: mean sublist length of 'splitters' on the GPU: thousands of walks in
+#: flight hide the latency of each step; the longest sublist (about
+#: spacing * ln(n / spacing)) bounds the walk kernel.  Not yet measured on
+#: a GPU: 64 is a first choice between the paper's n / 8192 (about 8000 at
+#: 2**26, far too few walks for an H100's 270 000 threads) and the reduced
+#: list growing past a few per cent of n
+LIST_RANK_GPU_SPACING = 64
+#: method='auto' on the GPU: 'wylie' up to this many elements ('splitters'
+#: launches more kernels and reads its splitter count), 'splitters' above
+#: (the paper's finding: O(n) work wins).  Not yet measured on a GPU
+LIST_RANK_GPU_WYLIE_MAX = 1 << 12
+#: method='auto' on the CPU with cpu_threads != 1: the sequential walk
+#: below this many elements (a parallel region costs more), 'splitters'
+#: from it
+LIST_RANK_CPU_SPLITTERS_MIN = 1 << 16

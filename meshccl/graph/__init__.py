@@ -7,6 +7,8 @@ arrays, ``(indptr, indices)`` CSR tuples and :class:`Edges` lists, and
 returns SciPy's result.  NumPy / SciPy input is labelled on the CPU
 (numba), CuPy input on its GPU, with the result on the input's side.
 :func:`spanning_forest` returns the edges whose union joined two sets.
+:func:`list_rank` ranks the elements of linked lists (Wylie's pointer
+jumping and Reid-Miller's random splitters, on both backends).
 Seeded graph generators are ``meshccl.graph.generators``
 (:mod:`meshccl.graph_generators`, imported on first use).
 
@@ -25,10 +27,11 @@ import numpy as np
 
 from . import _dispatch, _input, _methods
 from ._input import Edges
+from ._list_rank import LIST_RANK_METHODS, list_rank
 from ._methods import COMPRESSION, ITERATIVE, METHODS, canonical
 
-__all__ = ["Edges", "connected_components", "spanning_forest", "release_plans",
-           "METHODS", "COMPRESSION", "ITERATIVE"]
+__all__ = ["Edges", "connected_components", "spanning_forest", "release_plans", "list_rank",
+           "METHODS", "COMPRESSION", "ITERATIVE", "LIST_RANK_METHODS"]
 
 #: the methods each backend runs (every one runs on both)
 CPU_METHODS = METHODS
