@@ -92,9 +92,11 @@ def _first_cells(labels, start, shape):
     return np.ravel_multi_index(tuple(c + s for c, s in zip(local, start)), shape).astype(np.int64)
 
 
-def _ids_block(labels, first):
+def _ids_block(labels, shape=None, block_info=None):
     """Each cell's id: its label's first-cell index; -1 on the background."""
     xp = _xp(labels)
+    start = [lo for lo, _ in block_info[0]["array-location"]]
+    first = _first_cells(labels, start, shape)
     table = xp.asarray(np.concatenate([np.array([-1], np.int64), first]))
     return table[labels]
 
@@ -186,8 +188,11 @@ def _rank(solved, *firsts):
     return np.int64(roots.size), tables
 
 
-def _renumber(labels, table):
+def _renumber(labels, tables=None, block_info=None):
+    """Step 5's lookup: the chunk's local labels -> global labels."""
     xp = _xp(labels)
+    where = block_info[0]["chunk-location"]
+    table = tables[int(np.ravel_multi_index(where, block_info[0]["num-chunks"]))]
     return xp.asarray(table)[labels]
 
 
@@ -300,6 +305,9 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         if mask.chunks != image.chunks:
             mask = mask.rechunk(image.chunks)
     out_meta = image._meta.astype(np.int64)
+    if image.size == 0:
+        labels = da.zeros(image.shape, dtype=np.int64, chunks=image.chunks, meta=out_meta)
+        return (labels, da.from_array(np.int64(0))) if return_num else labels
 
     # step 1: every chunk alone
     opts = dict(background=background, connectivity=connectivity, tolerance=tolerance)
@@ -313,16 +321,11 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     blocks = local.to_delayed()
     index = list(product(*(range(n) for n in grid)))
 
-    # step 2: the id of each local label
-    firsts = {}
-    ids_blocks = np.empty(grid, dtype=object)
-    for b in index:
-        start = tuple(int(starts[d][b[d]]) for d in range(ndim))
-        shape_b = tuple(local.chunks[d][b[d]] for d in range(ndim))
-        firsts[b] = dask.delayed(_first_cells, pure=True)(blocks[b], start, image.shape)
-        ids_blocks[b] = da.from_delayed(dask.delayed(_ids_block, pure=True)(blocks[b], firsts[b]),
-                                        shape=shape_b, dtype=np.int64, meta=out_meta)
-    ids = da.block(ids_blocks.tolist()) if ndim > 1 else da.concatenate(list(ids_blocks))
+    # step 2: the id of each local label (its first cell's global flat index)
+    firsts = [dask.delayed(_first_cells, pure=True)(
+        blocks[b], tuple(int(starts[d][b[d]]) for d in range(ndim)), image.shape)
+        for b in index]
+    ids = da.map_blocks(_ids_block, local, shape=image.shape, dtype=np.int64, meta=out_meta)
 
     # step 3: the faces, one task a chunk
     depth = {d: 1 for d in range(ndim)}
@@ -343,15 +346,8 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
 
     # steps 4 and 5
     solved = _tree(edge_lists)
-    ranked = dask.delayed(_rank, pure=True, nout=2)(solved, *(firsts[b] for b in index))
-    tables = ranked[1]
-    out_blocks = np.empty(grid, dtype=object)
-    for k, b in enumerate(index):
-        shape_b = tuple(local.chunks[d][b[d]] for d in range(ndim))
-        out_blocks[b] = da.from_delayed(
-            dask.delayed(_renumber, pure=True)(blocks[b], tables[k]),
-            shape=shape_b, dtype=np.int64, meta=out_meta)
-    labels = da.block(out_blocks.tolist()) if ndim > 1 else da.concatenate(list(out_blocks))
+    ranked = dask.delayed(_rank, pure=True, nout=2)(solved, *firsts)
+    labels = da.map_blocks(_renumber, local, tables=ranked[1], dtype=np.int64, meta=out_meta)
     if labels.chunks != image.chunks:  # pragma: no cover - da.block keeps them
         labels = labels.rechunk(image.chunks)
     if return_num:
