@@ -106,7 +106,7 @@ def _face_pairs(values, mask, ids, upper, background, connectivity, tolerance):
     the upper side, the two-cell slab across that face (halo included on the
     other axes) labelled with the same options; every id in a slab
     component is paired with the smallest id there.  Returns (a, b) int64
-    host arrays (possibly with repeats)."""
+    host arrays, no pair twice from one slab."""
     xp = _xp(values)
     out_a, out_b = [], []
     for axis, has_halo in enumerate(upper):
@@ -124,13 +124,18 @@ def _face_pairs(values, mask, ids, upper, background, connectivity, tolerance):
         s, i = s[keep], i[keep]
         smallest = xp.full(int(s.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
         _scatter_min(xp, smallest, s, i)
+        # one pair per (slab label, id): sorted by both, repeats dropped
+        order = xp.lexsort(xp.stack([i, s]))
+        s, i = s[order], i[order]
+        first = xp.ones(s.size, dtype=bool)
+        first[1:] = (s[1:] != s[:-1]) | (i[1:] != i[:-1])
+        s, i = s[first], i[first]
         j = smallest[s]
         join = i != j
         if not bool(join.any()):
             continue
-        pairs = xp.unique(xp.stack([i[join], j[join]]), axis=1)
-        out_a.append(_host(pairs[0]))
-        out_b.append(_host(pairs[1]))
+        out_a.append(_host(i[join]))
+        out_b.append(_host(j[join]))
     if not out_a:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     return np.concatenate(out_a), np.concatenate(out_b)
