@@ -92,6 +92,15 @@ def _first_cells(labels, start, shape):
     return np.ravel_multi_index(tuple(c + s for c, s in zip(local, start)), shape).astype(np.int64)
 
 
+def _summary(labels, start, shape):
+    """Step 2's per-chunk summary for step 5: the first-cell index of each
+    local label, and the cells of each local label (entry 0: background)."""
+    xp = _xp(labels)
+    first = _first_cells(labels, start, shape)
+    counts = _host(xp.bincount(labels.ravel(), minlength=first.size + 1)).astype(np.int64)
+    return first, counts
+
+
 def _ids_block(labels, shape=None, block_info=None):
     """Each cell's id: its label's first-cell index; -1 on the background."""
     xp = _xp(labels)
@@ -173,10 +182,11 @@ def _tree(edge_lists):
             return level[0]
 
 
-def _rank(solved, *firsts):
+def _rank(solved, *summaries):
     """Step 5: each component's global label, the rank of its smallest id;
-    returns (N, [table of each chunk: local label -> global label])."""
+    returns (N, [table of each chunk: local label -> global label], counts)."""
     src, rep = solved
+    firsts = [f for f, _ in summaries]
     sizes = [f.size for f in firsts]
     every = np.concatenate(firsts) if firsts else np.empty(0, np.int64)
     smallest = every.copy()
@@ -190,7 +200,11 @@ def _rank(solved, *firsts):
     for size in sizes:
         tables.append(np.concatenate([np.zeros(1, np.int64), numbers[start:start + size]]))
         start += size
-    return np.int64(roots.size), tables
+    counts = np.zeros(roots.size + 1, np.int64)
+    counts[0] = sum(int(c[0]) for _, c in summaries)
+    if every.size:
+        np.add.at(counts, numbers, np.concatenate([c[1:] for _, c in summaries]))
+    return np.int64(roots.size), tables, counts
 
 
 def _renumber(labels, tables=None, block_info=None):
@@ -212,7 +226,7 @@ def _periodic_axes(periodic, ndim):
 
 
 def label(image, background=None, return_num=False, connectivity=None, *, periodic=False,
-          mask=None, tolerance=None, bonds=None, axes=None):
+          mask=None, tolerance=None, return_counts=False, bonds=None, axes=None):
     """Label the connected components of a chunked Dask array, lazily.
 
     The labels are those of ``meshccl.label`` on the whole array, value for
@@ -240,6 +254,11 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         chunks if needed) or anything ``dask.array.asarray`` takes.
     tolerance : float, optional
         As in ``meshccl.label``: neighbours join when ``|a - b| <= tolerance``.
+    return_counts : bool, optional
+        Also return the cells of each label, as ``meshccl.label`` does
+        (int64, length N + 1, entry 0 the background), as a 1-D Dask array
+        of NumPy type whose length is unknown until computed; summed from
+        each chunk's counts of its local labels in step 5.
     bonds, axes
         Not supported yet: ``NotImplementedError``.
 
@@ -249,6 +268,8 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         The chunks of ``image``; each chunk of the chunks' array type.
     num : dask.array.Array, 0-d, int64
         Only with ``return_num=True``.
+    counts : dask.array.Array, 1-D, int64
+        Only with ``return_counts=True``; last.
 
     Raises
     ------
@@ -311,8 +332,12 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
             mask = mask.rechunk(image.chunks)
     out_meta = image._meta.astype(np.int64)
     if image.size == 0:
-        labels = da.zeros(image.shape, dtype=np.int64, chunks=image.chunks, meta=out_meta)
-        return (labels, da.from_array(np.int64(0))) if return_num else labels
+        out = (da.zeros(image.shape, dtype=np.int64, chunks=image.chunks, meta=out_meta),)
+        if return_num:
+            out += (da.from_array(np.int64(0)),)
+        if return_counts:
+            out += (da.zeros(1, dtype=np.int64, chunks=1),)
+        return out if len(out) > 1 else out[0]
 
     # step 1: every chunk alone
     opts = dict(background=background, connectivity=connectivity, tolerance=tolerance)
@@ -327,7 +352,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     index = list(product(*(range(n) for n in grid)))
 
     # step 2: the id of each local label (its first cell's global flat index)
-    firsts = [dask.delayed(_first_cells, pure=True)(
+    summaries = [dask.delayed(_summary, pure=True)(
         blocks[b], tuple(int(starts[d][b[d]]) for d in range(ndim)), image.shape)
         for b in index]
     ids = da.map_blocks(_ids_block, local, shape=image.shape, dtype=np.int64, meta=out_meta)
@@ -351,11 +376,13 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
 
     # steps 4 and 5
     solved = _tree(edge_lists)
-    ranked = dask.delayed(_rank, pure=True, nout=2)(solved, *firsts)
+    ranked = dask.delayed(_rank, pure=True, nout=3)(solved, *summaries)
     labels = da.map_blocks(_renumber, local, tables=ranked[1], dtype=np.int64, meta=out_meta)
     if labels.chunks != image.chunks:  # pragma: no cover - da.block keeps them
         labels = labels.rechunk(image.chunks)
+    out = (labels,)
     if return_num:
-        num = da.from_delayed(ranked[0], shape=(), dtype=np.int64)
-        return labels, num
-    return labels
+        out += (da.from_delayed(ranked[0], shape=(), dtype=np.int64),)
+    if return_counts:
+        out += (da.from_delayed(ranked[2], shape=(np.nan,), dtype=np.int64),)
+    return out if len(out) > 1 else labels

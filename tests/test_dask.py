@@ -20,15 +20,17 @@ CASES = [
 
 
 def _check(x, chunks, scheduler="sync", **opts):
-    want, n_want = meshccl.label(x, return_num=True, **opts)
+    want, n_want, c_want = meshccl.label(x, return_num=True, return_counts=True, **opts)
     mask = opts.pop("mask", None)
     if mask is not None:
         opts["mask"] = da.from_array(mask, chunks=chunks)
-    got, n = mdask.label(da.from_array(x, chunks=chunks), return_num=True, **opts)
+    got, n, counts = mdask.label(da.from_array(x, chunks=chunks), return_num=True,
+                                 return_counts=True, **opts)
     assert got.chunks == da.from_array(x, chunks=chunks).chunks
-    got, n = dask.compute(got, n, scheduler=scheduler)
+    got, n, counts = dask.compute(got, n, counts, scheduler=scheduler)
     np.testing.assert_array_equal(got, want)
     assert int(n) == n_want
+    np.testing.assert_array_equal(counts, c_want)
 
 
 @pytest.mark.parametrize("shape,chunks", CASES)
@@ -94,6 +96,7 @@ def test_empty_and_unsupported():
     x = np.zeros((0, 4), np.uint8)
     got, n = mdask.label(da.from_array(x, chunks=2), return_num=True)
     assert got.compute().shape == (0, 4) and int(n) == 0
+    assert mdask.label(da.from_array(x, chunks=2), return_counts=True)[1].compute().tolist() == [0]
     y = da.ones((4, 4), chunks=2)
     with pytest.raises(NotImplementedError, match="bonds"):
         mdask.label(y, bonds=np.ones((2, 4, 4), bool))
