@@ -207,12 +207,9 @@ def _rank(solved, *summaries):
     return np.int64(roots.size), tables, counts
 
 
-def _renumber(labels, tables=None, block_info=None):
+def _renumber(labels, table):
     """Step 5's lookup: the chunk's local labels -> global labels."""
-    xp = _xp(labels)
-    where = block_info[0]["chunk-location"]
-    table = tables[int(np.ravel_multi_index(where, block_info[0]["num-chunks"]))]
-    return xp.asarray(table)[labels]
+    return _xp(labels).asarray(table)[labels]
 
 
 def _periodic_axes(periodic, ndim):
@@ -377,7 +374,14 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     # steps 4 and 5
     solved = _tree(edge_lists)
     ranked = dask.delayed(_rank, pure=True, nout=3)(solved, *summaries)
-    labels = da.map_blocks(_renumber, local, tables=ranked[1], dtype=np.int64, meta=out_meta)
+    # each chunk gets its own table (a getitem task), not the whole list
+    tables = ranked[1]
+    out_blocks = np.empty(grid, dtype=object)
+    for k, b in enumerate(index):
+        shape_b = tuple(local.chunks[d][b[d]] for d in range(ndim))
+        out_blocks[b] = da.from_delayed(dask.delayed(_renumber, pure=True)(blocks[b], tables[k]),
+                                        shape=shape_b, dtype=np.int64, meta=out_meta)
+    labels = da.block(out_blocks.tolist())
     if labels.chunks != image.chunks:  # pragma: no cover - da.block keeps them
         labels = labels.rechunk(image.chunks)
     out = (labels,)
