@@ -273,9 +273,9 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     NotImplementedError
         ``bonds`` or ``axes`` given, or a 0-d image.
     ValueError, TypeError
-        As ``meshccl.label`` raises them, when the chunks are computed
-        (``periodic`` of the wrong length and a mask of the wrong shape at
-        once).
+        As ``meshccl.label`` raises them: for the options and the dtype at
+        once, for the values (NaN, floats beyond int64) when the chunks are
+        computed.
 
     Notes
     -----
@@ -327,6 +327,11 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
             raise ValueError(f"mask must have the image's shape {image.shape}, got {mask.shape}")
         if mask.chunks != image.chunks:
             mask = mask.rechunk(image.chunks)
+    # the options checked now, by meshccl.label on one cell of the dtype
+    one = (1,) * ndim
+    _label(np.zeros(one, dtype=image.dtype), background=background, connectivity=connectivity,
+           periodic=periodic, mask=None if mask is None else np.ones(one, bool),
+           tolerance=tolerance)
     out_meta = image._meta.astype(np.int64)
     if image.size == 0:
         out = (da.zeros(image.shape, dtype=np.int64, chunks=image.chunks, meta=out_meta),)

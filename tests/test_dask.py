@@ -104,6 +104,14 @@ def test_empty_and_unsupported():
         mdask.label(y, axes=(1,))
     with pytest.raises(ValueError, match="periodic"):
         mdask.label(y, periodic=(True,))
+    with pytest.raises(ValueError, match="connectivity"):
+        mdask.label(y, connectivity=3)
+    with pytest.raises(ValueError, match="tolerance"):
+        mdask.label(y, tolerance=-1)
+    with pytest.raises(TypeError):
+        mdask.label(y.astype(complex))
+    with pytest.raises(NotImplementedError, match="0-d"):
+        mdask.label(da.ones((), chunks=()))
 
 
 def test_many_faces_tree(monkeypatch):
