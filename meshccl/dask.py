@@ -85,10 +85,23 @@ def _first_cells(labels, start, shape):
     n = int(flat.max()) if flat.size else 0
     if n == 0:
         return np.empty(0, np.int64)
-    pos = xp.flatnonzero(flat)
-    first = xp.full(n + 1, flat.size, dtype=np.int64)
-    _scatter_min(xp, first, flat[pos], pos.astype(np.int64))
-    local = np.unravel_index(_host(first[1:]), labels.shape)
+    first = None
+    if xp is np:
+        # where labels 1..n appear first in increasing order (all but
+        # skimage's column-order quirk, docs/usage.md), a label's first cell
+        # is where the running maximum grows
+        before = np.empty_like(flat)
+        before[0] = 0
+        np.maximum.accumulate(flat[:-1], out=before[1:])
+        first = np.flatnonzero(flat > before)
+        if first.size != n:
+            first = None
+    if first is None:
+        pos = xp.flatnonzero(flat)
+        first = xp.full(n + 1, flat.size, dtype=np.int64)
+        _scatter_min(xp, first, flat[pos], pos.astype(np.int64))
+        first = first[1:]
+    local = np.unravel_index(_host(first), labels.shape)
     return np.ravel_multi_index(tuple(c + s for c, s in zip(local, start)), shape).astype(np.int64)
 
 
@@ -332,6 +345,15 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     _label(np.zeros(one, dtype=image.dtype), background=background, connectivity=connectivity,
            periodic=periodic, mask=None if mask is None else np.ones(one, bool),
            tolerance=tolerance)
+    if (image.dtype.kind != "b" and ndim == 3 and image.shape[2] == 1 and image.shape[0] > 1
+            and image.shape[1] > 1 and not any(periodic) and mask is None and tolerance is None):
+        # skimage's column order for non-bool (a, b, 1) volumes, as
+        # meshccl.label keeps it: the raster order of the (1, b, a) transpose
+        out = label(image.transpose(2, 1, 0), background, return_num, connectivity,
+                    return_counts=return_counts)
+        if isinstance(out, tuple):
+            return (out[0].transpose(2, 1, 0),) + out[1:]
+        return out.transpose(2, 1, 0)
     out_meta = image._meta.astype(np.int64)
     if image.size == 0:
         out = (da.zeros(image.shape, dtype=np.int64, chunks=image.chunks, meta=out_meta),)

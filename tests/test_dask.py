@@ -77,6 +77,15 @@ def test_bool_background_and_floats():
     _check(f, (2, 5))
 
 
+def test_column_order_quirk():
+    # non-bool (a, b, 1) volumes are numbered in column order, as skimage
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 3, (6, 5, 1))
+    _check(x, (4, 2, 1))
+    _check(x, (4, 2, 1), periodic=(False, True, False))
+    _check(x > 0, (2, 3, 1))
+
+
 def test_first_cell_in_later_chunk_earlier_row():
     # the component of the right chunk starts on row 0; the left chunk's
     # component starts on row 1: global order, not chunk order
