@@ -10,6 +10,8 @@ import dask  # noqa: E402
 import meshccl  # noqa: E402
 import meshccl.dask as mdask  # noqa: E402
 
+from conftest import HAVE_GPU  # noqa: E402
+
 # (shape, chunks): uneven chunks, one chunk, chunks of one cell
 CASES = [
     ((17,), 5), ((9,), 1), ((12,), 12),
@@ -19,15 +21,24 @@ CASES = [
 ]
 
 
-def _check(x, chunks, scheduler="sync", **opts):
+def _check(x, chunks, scheduler="sync", cupy=False, **opts):
     want, n_want, c_want = meshccl.label(x, return_num=True, return_counts=True, **opts)
     mask = opts.pop("mask", None)
+    image = da.from_array(x, chunks=chunks)
     if mask is not None:
         opts["mask"] = da.from_array(mask, chunks=chunks)
-    got, n, counts = mdask.label(da.from_array(x, chunks=chunks), return_num=True,
-                                 return_counts=True, **opts)
-    assert got.chunks == da.from_array(x, chunks=chunks).chunks
+    if cupy:
+        import cupy as cp
+
+        image = image.map_blocks(cp.asarray)
+        if mask is not None:
+            opts["mask"] = opts["mask"].map_blocks(cp.asarray)
+    got, n, counts = mdask.label(image, return_num=True, return_counts=True, **opts)
+    assert got.chunks == image.chunks
     got, n, counts = dask.compute(got, n, counts, scheduler=scheduler)
+    if cupy:
+        assert type(got).__module__.startswith("cupy")
+        got = got.get()
     np.testing.assert_array_equal(got, want)
     assert int(n) == n_want
     np.testing.assert_array_equal(counts, c_want)
@@ -141,3 +152,29 @@ def test_distributed_local_cluster():
             distributed.Client(cluster):
         _check(x, (6, 7), scheduler=None, periodic=(True, False), connectivity=2)
         _check(x, (20, 4), scheduler=None, connectivity=1)
+
+
+@pytest.mark.parametrize("shape,chunks", CASES[::3] + [((64, 48), (20, 16)), ((24, 20, 18), 8)])
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_cupy_chunks(shape, chunks):
+    rng = np.random.default_rng(17 + sum(shape))
+    x = (rng.random(shape) < 0.5).astype(np.uint8)
+    m = rng.random(shape) < 0.9
+    f = rng.random(shape).astype(np.float32)
+    for c in range(1, len(shape) + 1):
+        _check(x, chunks, cupy=True, connectivity=c)
+        _check(x, chunks, cupy=True, connectivity=c, periodic=True, mask=m)
+    _check(f, chunks, cupy=True, tolerance=0.2, background=-1)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_dask_cuda_cluster():
+    dask_cuda = pytest.importorskip("dask_cuda")
+    distributed = pytest.importorskip("distributed")
+    rng = np.random.default_rng(19)
+    x = (rng.random((96, 80)) < 0.5).astype(np.uint8)
+    with dask_cuda.LocalCUDACluster(dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        _check(x, (32, 20), scheduler=None, cupy=True, periodic=True)
