@@ -292,8 +292,8 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
 
     Notes
     -----
-    One task (step 5 in ``docs/dask.md``) holds 8 bytes per local label of
-    every chunk, to rank the components; the face equivalences are solved in
+    One task (step 5 in ``docs/dask.md``) holds about 60 bytes per local
+    label of every chunk, to rank the components; the face equivalences are solved in
     a tree of ``meshccl.graph.connected_components`` calls.  The labels are
     int64 whatever the chunks' type (``meshccl.label`` gives int32 on CuPy
     and for bool input).
@@ -372,7 +372,8 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
 
     grid = local.numblocks
     starts = [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(int) for c in local.chunks]
-    blocks = local.to_delayed()
+    # unoptimized, so that every step names the same keys (each chunk labelled once)
+    blocks = local.to_delayed(optimize_graph=False)
     index = list(product(*(range(n) for n in grid)))
 
     # step 2: the id of each local label (its first cell's global flat index)
@@ -386,7 +387,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     boundary = {d: ("periodic" if periodic[d] else "none") for d in range(ndim)}
     halo = [da.overlap.overlap(a, depth=depth, boundary=boundary)
             for a in ((image, ids) if mask is None else (image, ids, mask))]
-    halo_blocks = [a.to_delayed() for a in halo]
+    halo_blocks = [a.to_delayed(optimize_graph=False) for a in halo]
     edge_lists = []
     for b in index:
         upper = tuple(periodic[d] or b[d] < grid[d] - 1 for d in range(ndim))
