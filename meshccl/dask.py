@@ -146,7 +146,9 @@ def _face_pairs(values, mask, ids, upper, background, connectivity, tolerance):
         s, i = s[keep], i[keep]
         smallest = xp.full(int(s.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
         _scatter_min(xp, smallest, s, i)
-        # one pair per (slab label, id): sorted by both, repeats dropped
+        # one pair per (slab label, id): sorted by both, repeats dropped (a
+        # lexsort rather than unique(axis=1): CuPy 12 and earlier lack the axis,
+        # later ones are slow with it, cupy/cupy#8326)
         order = xp.lexsort(xp.stack([i, s]))
         s, i = s[order], i[order]
         first = xp.ones(s.size, dtype=bool)
