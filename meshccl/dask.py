@@ -1,0 +1,422 @@
+"""Connected components of chunked Dask arrays: :func:`label`.
+
+``meshccl.dask.label`` gives the labels ``meshccl.label`` gives on the whole
+array (1..N in raster order of each component's first cell), lazily, for
+Dask arrays whose chunks are NumPy or CuPy arrays.  Needs the ``dask``
+extra (``pip install "meshccl[dask]"``); ``import meshccl`` never imports
+Dask.
+
+The steps, each a Dask task (``docs/dask.md`` gives the memory of each):
+
+1. every chunk labelled on its own by ``meshccl.label`` (labels 1..n_b);
+2. per chunk, the global flat (C-order) index of each local label's first
+   cell; that index is the label's id from here on (unique, and ordered as
+   the global raster order is);
+3. the chunks' ids with a one-cell halo (``dask.array.overlap``, periodic on
+   periodic axes); per chunk and axis, the two-cell slab across its upper
+   face, halo included on the other axes, labelled again by
+   ``meshccl.label`` with the same options: cells that share a slab label
+   are connected, and their ids are emitted as pairs (on the chunk's device);
+4. the pairs solved by ``meshccl.graph.connected_components`` in a tree
+   reduction, each node keeping only ``id -> smallest id of its
+   component`` for the ids it has seen;
+5. one task ranks the components by their smallest id (= first cell in the
+   global raster order) and hands each chunk its table local label ->
+   global label; each chunk is renumbered by one lookup.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import product
+
+import numpy as np
+
+try:
+    import dask
+    import dask.array as da
+except ImportError as exc:  # pragma: no cover - the message is the point
+    raise ImportError("meshccl.dask needs Dask: pip install 'meshccl[dask]' "
+                      "(dask[array] and distributed)") from exc
+
+from .graph import Edges, connected_components
+from .labelling import label as _label
+
+__all__ = ["label"]
+
+#: children of one node of the tree that solves the face equivalences
+FAN_IN = 8
+
+
+def _xp(a):
+    """The array module of a chunk (NumPy, or CuPy for CuPy chunks)."""
+    if type(a).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        return cupy
+    return np
+
+
+def _host(a):
+    return a.get() if _xp(a) is not np else np.asarray(a)
+
+
+def _scatter_min(xp, out, index, values):
+    """``out[index] = min(out[index], values)``, on the array's device."""
+    if xp is np:
+        np.minimum.at(out, index, values)
+    else:
+        import cupyx
+
+        cupyx.scatter_min(out, index, values)
+
+
+def _label_block(block, mask, background, connectivity, tolerance):
+    """Step 1: the chunk labelled alone (int64 labels 1..n_b)."""
+    return _label(block, background=background, connectivity=connectivity, mask=mask,
+                  tolerance=tolerance, dtype=np.int64)
+
+
+def _first_cells(labels, start, shape):
+    """Step 2: the global flat index of each local label's first cell
+    (int64 on the host, entry l-1 for label l; increasing)."""
+    xp = _xp(labels)
+    flat = labels.ravel()
+    n = int(flat.max()) if flat.size else 0
+    if n == 0:
+        return np.empty(0, np.int64)
+    first = None
+    if xp is np:
+        # where labels 1..n appear first in increasing order (all but
+        # skimage's column-order quirk, docs/usage.md), a label's first cell
+        # is where the running maximum grows
+        before = np.empty_like(flat)
+        before[0] = 0
+        np.maximum.accumulate(flat[:-1], out=before[1:])
+        first = np.flatnonzero(flat > before)
+        if first.size != n:
+            first = None
+    if first is None:
+        pos = xp.flatnonzero(flat)
+        first = xp.full(n + 1, flat.size, dtype=np.int64)
+        _scatter_min(xp, first, flat[pos], pos.astype(np.int64))
+        first = first[1:]
+    local = np.unravel_index(_host(first), labels.shape)
+    return np.ravel_multi_index(tuple(c + s for c, s in zip(local, start)), shape).astype(np.int64)
+
+
+def _summary(labels, start, shape):
+    """Step 2's per-chunk summary for step 5: the first-cell index of each
+    local label, and the cells of each local label (entry 0: background)."""
+    xp = _xp(labels)
+    first = _first_cells(labels, start, shape)
+    counts = _host(xp.bincount(labels.ravel(), minlength=first.size + 1)).astype(np.int64)
+    return first, counts
+
+
+def _ids_block(labels, shape=None, block_info=None):
+    """Each cell's id: its label's first-cell index; -1 on the background."""
+    xp = _xp(labels)
+    start = [lo for lo, _ in block_info[0]["array-location"]]
+    first = _first_cells(labels, start, shape)
+    table = xp.asarray(np.concatenate([np.array([-1], np.int64), first]))
+    return table[labels]
+
+
+def _face_pairs(values, mask, ids, upper, background, connectivity, tolerance):
+    """Step 3 for one chunk (with its halo): for every axis with a halo on
+    the upper side, the two-cell slab across that face (halo included on the
+    other axes) labelled with the same options; every id in a slab
+    component is paired with the smallest id there.  Returns (a, b) int64
+    host arrays, no pair twice from one slab."""
+    xp = _xp(values)
+    out_a, out_b = [], []
+    for axis, has_halo in enumerate(upper):
+        if not has_halo:
+            continue
+        sl = (slice(None),) * axis + (slice(-2, None),)
+        v, i = values[sl], ids[sl]
+        m = None if mask is None else mask[sl]
+        s = _label(v, background=background, connectivity=connectivity, mask=m,
+                   tolerance=tolerance, dtype=np.int64).ravel()
+        i = i.ravel()
+        keep = xp.flatnonzero(s)
+        if keep.size == 0:
+            continue
+        s, i = s[keep], i[keep]
+        smallest = xp.full(int(s.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+        _scatter_min(xp, smallest, s, i)
+        # one pair per (slab label, id): sorted by both, repeats dropped (a
+        # lexsort rather than unique(axis=1): CuPy 12 and earlier lack the axis,
+        # later ones are slow with it, cupy/cupy#8326)
+        order = xp.lexsort(xp.stack([i, s]))
+        s, i = s[order], i[order]
+        first = xp.ones(s.size, dtype=bool)
+        first[1:] = (s[1:] != s[:-1]) | (i[1:] != i[:-1])
+        s, i = s[first], i[first]
+        j = smallest[s]
+        join = i != j
+        if not bool(join.any()):
+            continue
+        out_a.append(_host(i[join]))
+        out_b.append(_host(j[join]))
+    if not out_a:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    return np.concatenate(out_a), np.concatenate(out_b)
+
+
+def _solve(*edge_lists):
+    """Step 4, one node of the tree: the pairs of its children joined with
+    ``meshccl.graph.connected_components``; returns (id, smallest id of its
+    component) for every id seen that is not the smallest of its own."""
+    a = np.concatenate([e[0] for e in edge_lists])
+    b = np.concatenate([e[1] for e in edge_lists])
+    if a.size == 0:
+        return a, b
+    ids, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
+    inverse = inverse.ravel()
+    n, comp = connected_components(Edges(inverse[:a.size], inverse[a.size:], ids.size),
+                                   directed=False)
+    # components are numbered by their smallest vertex, and ids are sorted:
+    # the first vertex of each component is its smallest id
+    first = np.full(n, ids.size, dtype=np.int64)
+    np.minimum.at(first, comp, np.arange(ids.size))
+    rep = ids[first[comp]]
+    moved = rep != ids
+    return ids[moved], rep[moved]
+
+
+def _tree(edge_lists):
+    """Step 4: the tree reduction, FAN_IN children a node."""
+    level = list(edge_lists)
+    if not level:
+        return dask.delayed(_solve)((np.empty(0, np.int64), np.empty(0, np.int64)))
+    while True:
+        level = [dask.delayed(_solve)(*level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
+        if len(level) == 1:
+            return level[0]
+
+
+def _rank(solved, *summaries):
+    """Step 5: each component's global label, the rank of its smallest id;
+    returns (N, [table of each chunk: local label -> global label], counts)."""
+    src, rep = solved
+    firsts = [f for f, _ in summaries]
+    sizes = [f.size for f in firsts]
+    every = np.concatenate(firsts) if firsts else np.empty(0, np.int64)
+    smallest = every.copy()
+    if src.size:
+        at = np.minimum(np.searchsorted(src, every), src.size - 1)
+        hit = src[at] == every
+        smallest[hit] = rep[at[hit]]
+    roots = np.sort(every[smallest == every])
+    numbers = np.searchsorted(roots, smallest) + 1
+    tables, start = [], 0
+    for size in sizes:
+        tables.append(np.concatenate([np.zeros(1, np.int64), numbers[start:start + size]]))
+        start += size
+    counts = np.zeros(roots.size + 1, np.int64)
+    counts[0] = sum(int(c[0]) for _, c in summaries)
+    if every.size:
+        np.add.at(counts, numbers, np.concatenate([c[1:] for _, c in summaries]))
+    return np.int64(roots.size), tables, counts
+
+
+def _renumber(labels, table):
+    """Step 5's lookup: the chunk's local labels -> global labels."""
+    return _xp(labels).asarray(table)[labels]
+
+
+def _periodic_axes(periodic, ndim):
+    if isinstance(periodic, (bool, np.bool_)):
+        return (bool(periodic),) * ndim
+    periodic = tuple(bool(p) for p in periodic)
+    if len(periodic) != ndim:
+        raise ValueError(f"periodic must be a bool or one bool per axis ({ndim}), "
+                         f"got {len(periodic)} values")
+    return periodic
+
+
+def label(image, background=None, return_num=False, connectivity=None, *, periodic=False,
+          mask=None, tolerance=None, return_counts=False, bonds=None, axes=None):
+    """Label the connected components of a chunked Dask array, lazily.
+
+    The labels are those of ``meshccl.label`` on the whole array, value for
+    value: 1..N in raster (C) order of each component's first cell, 0 on
+    the background.  Each chunk is labelled by ``meshccl.label`` on its own
+    device (NumPy chunks on the CPU, CuPy chunks on their GPU); the chunks
+    are then joined across their faces and renumbered.  Nothing is computed
+    until the result is.
+
+    Parameters
+    ----------
+    image : dask.array.Array
+        NumPy- or CuPy-backed chunks, any chunking, ndim >= 1; any dtype
+        ``meshccl.label`` takes.  Other array-likes go through
+        ``dask.array.asarray``.
+    background, connectivity : optional
+        As in ``meshccl.label`` (default 0 and ``image.ndim``).
+    return_num : bool, optional
+        Also return N, the number of components, as a 0-d Dask array
+        (int64); ``int(num)`` or ``num.compute()`` computes it.
+    periodic : bool or sequence of bool, optional
+        As in ``meshccl.label``: the array wraps around on these axes.
+    mask : array-like of bool, optional
+        As in ``meshccl.label``; a Dask array (rechunked to ``image``'s
+        chunks if needed) or anything ``dask.array.asarray`` takes.
+    tolerance : float, optional
+        As in ``meshccl.label``: neighbours join when ``|a - b| <= tolerance``.
+    return_counts : bool, optional
+        Also return the cells of each label, as ``meshccl.label`` does
+        (int64, length N + 1, entry 0 the background), as a 1-D Dask array
+        of NumPy type whose length is unknown until computed; summed from
+        each chunk's counts of its local labels in step 5.
+    bonds, axes
+        Not supported yet: ``NotImplementedError``.
+
+    Returns
+    -------
+    labels : dask.array.Array of int64
+        The chunks of ``image``; each chunk of the chunks' array type.
+    num : dask.array.Array, 0-d, int64
+        Only with ``return_num=True``.
+    counts : dask.array.Array, 1-D, int64
+        Only with ``return_counts=True``; last.
+
+    Raises
+    ------
+    NotImplementedError
+        ``bonds`` or ``axes`` given, or a 0-d image.
+    ValueError, TypeError
+        As ``meshccl.label`` raises them: for the options and the dtype at
+        once, for the values (NaN, floats beyond int64) when the chunks are
+        computed.
+
+    Notes
+    -----
+    One task (step 5 in ``docs/dask.md``) holds about 60 bytes per local
+    label of every chunk, to rank the components; the face equivalences are solved in
+    a tree of ``meshccl.graph.connected_components`` calls.  The labels are
+    int64 whatever the chunks' type (``meshccl.label`` gives int32 on CuPy
+    and for bool input).
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> import meshccl, meshccl.dask
+    >>> x = np.array([[1, 0, 0, 1],
+    ...               [1, 0, 1, 1],
+    ...               [0, 0, 0, 1]])
+    >>> labels, n = meshccl.dask.label(da.from_array(x, chunks=2), return_num=True)
+    >>> labels.compute()
+    array([[1, 0, 0, 2],
+           [1, 0, 2, 2],
+           [0, 0, 0, 2]])
+    >>> int(n)
+    2
+    >>> bool((labels.compute() == meshccl.label(x)).all())
+    True
+    >>> meshccl.dask.label(da.from_array(np.array([1, 0, 1]), chunks=1),
+    ...                    periodic=True).compute()
+    array([1, 0, 1])
+
+    With CuPy chunks (``x.map_blocks(cupy.asarray)``) the chunks are
+    labelled and joined on their GPUs; only the pairs of ids across faces
+    and the tables of step 5 travel through the host.
+    """
+    if bonds is not None:
+        raise NotImplementedError("meshccl.dask.label does not take bonds yet; "
+                                  "label the whole array with meshccl.label(..., bonds=...)")
+    if axes is not None:
+        raise NotImplementedError("meshccl.dask.label does not take axes yet; label each slice "
+                                  "on its own, or the whole array with meshccl.label")
+    image = da.asarray(image)
+    ndim = image.ndim
+    if ndim == 0:
+        raise NotImplementedError("meshccl.dask.label needs an array of at least one axis; "
+                                  "use meshccl.label for 0-d arrays")
+    periodic = _periodic_axes(periodic, ndim)
+    if mask is not None:
+        mask = da.asarray(mask)
+        if mask.shape != image.shape:
+            raise ValueError(f"mask must have the image's shape {image.shape}, got {mask.shape}")
+        if mask.chunks != image.chunks:
+            mask = mask.rechunk(image.chunks)
+    # the options checked now, by meshccl.label on one cell of the dtype
+    one = (1,) * ndim
+    _label(np.zeros(one, dtype=image.dtype), background=background, connectivity=connectivity,
+           periodic=periodic, mask=None if mask is None else np.ones(one, bool),
+           tolerance=tolerance)
+    if (image.dtype.kind != "b" and ndim == 3 and image.shape[2] == 1 and image.shape[0] > 1
+            and image.shape[1] > 1 and not any(periodic) and mask is None and tolerance is None):
+        # skimage's column order for non-bool (a, b, 1) volumes, as
+        # meshccl.label keeps it: the raster order of the (1, b, a) transpose
+        out = label(image.transpose(2, 1, 0), background, return_num, connectivity,
+                    return_counts=return_counts)
+        if isinstance(out, tuple):
+            return (out[0].transpose(2, 1, 0),) + out[1:]
+        return out.transpose(2, 1, 0)
+    out_meta = image._meta.astype(np.int64)
+    if image.size == 0:
+        out = (da.zeros(image.shape, dtype=np.int64, chunks=image.chunks, meta=out_meta),)
+        if return_num:
+            out += (da.from_array(np.int64(0)),)
+        if return_counts:
+            out += (da.zeros(1, dtype=np.int64, chunks=1),)
+        return out if len(out) > 1 else out[0]
+
+    # step 1: every chunk alone
+    opts = dict(background=background, connectivity=connectivity, tolerance=tolerance)
+    if mask is None:
+        local = da.map_blocks(_label_block, image, None, **opts, dtype=np.int64, meta=out_meta)
+    else:
+        local = da.map_blocks(_label_block, image, mask, **opts, dtype=np.int64, meta=out_meta)
+
+    grid = local.numblocks
+    starts = [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(int) for c in local.chunks]
+    # unoptimized, so that every step names the same keys (each chunk labelled once)
+    blocks = local.to_delayed(optimize_graph=False)
+    index = list(product(*(range(n) for n in grid)))
+
+    # step 2: the id of each local label (its first cell's global flat index)
+    summaries = [dask.delayed(_summary, pure=True)(
+        blocks[b], tuple(int(starts[d][b[d]]) for d in range(ndim)), image.shape)
+        for b in index]
+    ids = da.map_blocks(_ids_block, local, shape=image.shape, dtype=np.int64, meta=out_meta)
+
+    # step 3: the faces, one task a chunk
+    depth = {d: 1 for d in range(ndim)}
+    boundary = {d: ("periodic" if periodic[d] else "none") for d in range(ndim)}
+    halo = [da.overlap.overlap(a, depth=depth, boundary=boundary)
+            for a in ((image, ids) if mask is None else (image, ids, mask))]
+    halo_blocks = [a.to_delayed(optimize_graph=False) for a in halo]
+    edge_lists = []
+    for b in index:
+        upper = tuple(periodic[d] or b[d] < grid[d] - 1 for d in range(ndim))
+        if not any(upper):
+            continue
+        m = halo_blocks[2][b] if mask is not None else None
+        pairs = dask.delayed(_face_pairs, pure=True, nout=2)(
+            halo_blocks[0][b], m, halo_blocks[1][b], upper, background, connectivity,
+            tolerance)
+        edge_lists.append(pairs)
+
+    # steps 4 and 5
+    solved = _tree(edge_lists)
+    ranked = dask.delayed(_rank, pure=True, nout=3)(solved, *summaries)
+    # each chunk gets its own table (a getitem task), not the whole list
+    tables = ranked[1]
+    out_blocks = np.empty(grid, dtype=object)
+    for k, b in enumerate(index):
+        shape_b = tuple(local.chunks[d][b[d]] for d in range(ndim))
+        out_blocks[b] = da.from_delayed(dask.delayed(_renumber, pure=True)(blocks[b], tables[k]),
+                                        shape=shape_b, dtype=np.int64, meta=out_meta)
+    labels = da.block(out_blocks.tolist())
+    if labels.chunks != image.chunks:  # pragma: no cover - da.block keeps them
+        labels = labels.rechunk(image.chunks)
+    out = (labels,)
+    if return_num:
+        out += (da.from_delayed(ranked[0], shape=(), dtype=np.int64),)
+    if return_counts:
+        out += (da.from_delayed(ranked[2], shape=(np.nan,), dtype=np.int64),)
+    return out if len(out) > 1 else labels

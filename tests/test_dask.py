@@ -1,0 +1,180 @@
+"""meshccl.dask.label against meshccl.label on the whole array, value for
+value (CPU chunks; skipped without Dask)."""
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+import dask  # noqa: E402
+
+import meshccl  # noqa: E402
+import meshccl.dask as mdask  # noqa: E402
+
+from conftest import HAVE_GPU  # noqa: E402
+
+# (shape, chunks): uneven chunks, one chunk, chunks of one cell
+CASES = [
+    ((17,), 5), ((9,), 1), ((12,), 12),
+    ((7, 9), (3, 4)), ((8, 8), ((1, 3, 4), (5, 2, 1))), ((6, 5), 1), ((5, 7), (5, 7)),
+    ((4, 5, 6), (2, 3, 4)), ((5, 4, 3), ((1, 4), (2, 2), (1, 1, 1))),
+    ((3, 4, 3, 4), (2, 3, 2, 3)),
+]
+
+
+def _check(x, chunks, scheduler="sync", cupy=False, **opts):
+    want, n_want, c_want = meshccl.label(x, return_num=True, return_counts=True, **opts)
+    mask = opts.pop("mask", None)
+    image = da.from_array(x, chunks=chunks)
+    if mask is not None:
+        opts["mask"] = da.from_array(mask, chunks=chunks)
+    if cupy:
+        import cupy as cp
+
+        image = image.map_blocks(cp.asarray)
+        if mask is not None:
+            opts["mask"] = opts["mask"].map_blocks(cp.asarray)
+    got, n, counts = mdask.label(image, return_num=True, return_counts=True, **opts)
+    assert got.chunks == image.chunks
+    got, n, counts = dask.compute(got, n, counts, scheduler=scheduler)
+    if cupy:
+        assert type(got).__module__.startswith("cupy")
+        got = got.get()
+    np.testing.assert_array_equal(got, want)
+    assert int(n) == n_want
+    np.testing.assert_array_equal(counts, c_want)
+
+
+@pytest.mark.parametrize("shape,chunks", CASES)
+def test_plain_every_connectivity(shape, chunks):
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.random(shape) < 0.45).astype(np.uint8)
+    for c in range(1, len(shape) + 1):
+        _check(x, chunks, connectivity=c)
+
+
+@pytest.mark.parametrize("shape,chunks", CASES)
+def test_values_background(shape, chunks):
+    rng = np.random.default_rng(7 + sum(shape))
+    x = rng.integers(0, 3, shape)
+    _check(x, chunks, background=-1)
+    _check(x, chunks, background=2, connectivity=1)
+
+
+@pytest.mark.parametrize("shape,chunks", CASES)
+def test_periodic(shape, chunks):
+    rng = np.random.default_rng(11 + sum(shape))
+    x = (rng.random(shape) < 0.4).astype(np.int32)
+    _check(x, chunks, periodic=True)
+    _check(x, chunks, periodic=True, connectivity=1)
+    per = [i % 2 == 0 for i in range(len(shape))]
+    _check(x, chunks, periodic=per)
+
+
+@pytest.mark.parametrize("shape,chunks", CASES[::2])
+def test_mask_tolerance(shape, chunks):
+    rng = np.random.default_rng(13 + sum(shape))
+    f = rng.random(shape).astype(np.float32)
+    m = rng.random(shape) < 0.8
+    _check(f, chunks, tolerance=0.3, background=-1)
+    _check(f, chunks, tolerance=0.2, mask=m, background=-1, connectivity=1)
+    _check((f < 0.5), chunks, mask=m, periodic=True)
+
+
+def test_bool_background_and_floats():
+    rng = np.random.default_rng(3)
+    b = rng.random((9, 10)) < 0.5
+    _check(b, (4, 3), background=1)
+    f = rng.random((9, 10)) * 3
+    _check(f, (2, 5))
+
+
+def test_column_order_quirk():
+    # non-bool (a, b, 1) volumes are numbered in column order, as skimage
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 3, (6, 5, 1))
+    _check(x, (4, 2, 1))
+    _check(x, (4, 2, 1), periodic=(False, True, False))
+    _check(x > 0, (2, 3, 1))
+
+
+def test_first_cell_in_later_chunk_earlier_row():
+    # the component of the right chunk starts on row 0; the left chunk's
+    # component starts on row 1: global order, not chunk order
+    x = np.array([[0, 0, 0, 1],
+                  [1, 0, 0, 1],
+                  [1, 1, 1, 1]])
+    got = mdask.label(da.from_array(x, chunks=(3, 2)), connectivity=1).compute()
+    np.testing.assert_array_equal(got, meshccl.label(x, connectivity=1))
+    x = np.array([[0, 0, 0, 1],
+                  [1, 0, 0, 0],
+                  [1, 0, 0, 1]])
+    got = mdask.label(da.from_array(x, chunks=(2, 2)), connectivity=1).compute()
+    np.testing.assert_array_equal(got, [[0, 0, 0, 1], [2, 0, 0, 0], [2, 0, 0, 3]])
+
+
+def test_empty_and_unsupported():
+    x = np.zeros((0, 4), np.uint8)
+    got, n = mdask.label(da.from_array(x, chunks=2), return_num=True)
+    assert got.compute().shape == (0, 4) and int(n) == 0
+    assert mdask.label(da.from_array(x, chunks=2), return_counts=True)[1].compute().tolist() == [0]
+    y = da.ones((4, 4), chunks=2)
+    with pytest.raises(NotImplementedError, match="bonds"):
+        mdask.label(y, bonds=np.ones((2, 4, 4), bool))
+    with pytest.raises(NotImplementedError, match="axes"):
+        mdask.label(y, axes=(1,))
+    with pytest.raises(ValueError, match="periodic"):
+        mdask.label(y, periodic=(True,))
+    with pytest.raises(ValueError, match="connectivity"):
+        mdask.label(y, connectivity=3)
+    with pytest.raises(ValueError, match="tolerance"):
+        mdask.label(y, tolerance=-1)
+    with pytest.raises(TypeError):
+        mdask.label(y.astype(complex))
+    with pytest.raises(NotImplementedError, match="0-d"):
+        mdask.label(da.ones((), chunks=()))
+
+
+def test_many_faces_tree(monkeypatch):
+    # two children a node: a tree of several levels
+    monkeypatch.setattr(mdask, "FAN_IN", 2)
+    rng = np.random.default_rng(5)
+    x = (rng.random((15, 16)) < 0.6).astype(np.uint8)
+    _check(x, (3, 4), periodic=True)
+    _check(x, (2, 5), connectivity=1)
+
+
+def test_distributed_local_cluster():
+    distributed = pytest.importorskip("distributed")
+    rng = np.random.default_rng(9)
+    x = (rng.random((20, 30)) < 0.5).astype(np.uint8)
+    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        _check(x, (6, 7), scheduler=None, periodic=(True, False), connectivity=2)
+        _check(x, (20, 4), scheduler=None, connectivity=1)
+
+
+@pytest.mark.parametrize("shape,chunks", CASES[::3] + [((64, 48), (20, 16)), ((24, 20, 18), 8)])
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_cupy_chunks(shape, chunks):
+    rng = np.random.default_rng(17 + sum(shape))
+    x = (rng.random(shape) < 0.5).astype(np.uint8)
+    m = rng.random(shape) < 0.9
+    f = rng.random(shape).astype(np.float32)
+    for c in range(1, len(shape) + 1):
+        _check(x, chunks, cupy=True, connectivity=c)
+        _check(x, chunks, cupy=True, connectivity=c, periodic=True, mask=m)
+    _check(f, chunks, cupy=True, tolerance=0.2, background=-1)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_dask_cuda_cluster():
+    dask_cuda = pytest.importorskip("dask_cuda")
+    distributed = pytest.importorskip("distributed")
+    rng = np.random.default_rng(19)
+    x = (rng.random((96, 80)) < 0.5).astype(np.uint8)
+    with dask_cuda.LocalCUDACluster(dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        _check(x, (32, 20), scheduler=None, cupy=True, periodic=True)
