@@ -39,10 +39,11 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError("meshccl.dask needs Dask: pip install 'meshccl[dask]' "
                       "(dask[array] and distributed)") from exc
 
-from .graph import Edges, connected_components
+from .graph import Edges
+from .graph import connected_components as _graph_components
 from .labelling import label as _label
 
-__all__ = ["label"]
+__all__ = ["label", "connected_components"]
 
 #: children of one node of the tree that solves the face equivalences
 FAN_IN = 8
@@ -166,21 +167,25 @@ def _face_pairs(values, mask, ids, upper, background, connectivity, tolerance):
 
 
 def _solve(*edge_lists):
-    """Step 4, one node of the tree: the pairs of its children joined with
-    ``meshccl.graph.connected_components``; returns (id, smallest id of its
-    component) for every id seen that is not the smallest of its own."""
-    a = np.concatenate([e[0] for e in edge_lists])
-    b = np.concatenate([e[1] for e in edge_lists])
+    """One node of a tree of union-finds (step 4 of :func:`label`, and every
+    node of :func:`connected_components`): its children's pairs joined with
+    ``meshccl.graph.connected_components`` on their device (NumPy or CuPy);
+    returns (id, smallest id of its component) for every id seen that is not
+    the smallest of its own, sorted by id."""
+    a = edge_lists[0][0]
+    xp = _xp(a)
+    a = xp.concatenate([e[0] for e in edge_lists])
+    b = xp.concatenate([e[1] for e in edge_lists])
     if a.size == 0:
         return a, b
-    ids, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
+    ids, inverse = xp.unique(xp.concatenate([a, b]), return_inverse=True)
     inverse = inverse.ravel()
-    n, comp = connected_components(Edges(inverse[:a.size], inverse[a.size:], ids.size),
+    n, comp = _graph_components(Edges(inverse[:a.size], inverse[a.size:], ids.size),
                                    directed=False)
     # components are numbered by their smallest vertex, and ids are sorted:
     # the first vertex of each component is its smallest id
-    first = np.full(n, ids.size, dtype=np.int64)
-    np.minimum.at(first, comp, np.arange(ids.size))
+    first = xp.full(n, ids.size, dtype=np.int64)
+    _scatter_min(xp, first, comp, xp.arange(ids.size, dtype=np.int64))
     rep = ids[first[comp]]
     moved = rep != ids
     return ids[moved], rep[moved]
@@ -420,3 +425,189 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     if return_counts:
         out += (da.from_delayed(ranked[2], shape=(np.nan,), dtype=np.int64),)
     return out if len(out) > 1 else labels
+
+
+# --------------------------------------------------------------------------
+# graphs: connected_components of an edge list held by Dask
+
+def _edge_columns(part, n):
+    """The (src, dst) arrays of one partition: a (k, 2) block of a Dask
+    array or a DataFrame partition with ``src`` and ``dst`` columns (pandas,
+    or cuDF whose ``.values`` are CuPy); its vertices checked against
+    [0, n) (n None: only against 0)."""
+    if hasattr(part, "columns"):
+        a, b = part["src"].values, part["dst"].values
+    else:
+        a, b = part[:, 0], part[:, 1]
+    xp = _xp(a)
+    if a.size:
+        lo = int(min(a.min(), b.min()))
+        hi = int(max(a.max(), b.max()))
+        if lo < 0:
+            raise ValueError(f"edges must hold vertices >= 0, got {lo}")
+        if n is not None and hi >= n:
+            raise ValueError(f"edges must hold vertices < n = {n}, got {hi}")
+    return xp.asarray(a, dtype=np.int64), xp.asarray(b, dtype=np.int64)
+
+
+def _partition_forest(part, n):
+    """Each partition's union-find: (vertex, smallest vertex of its component
+    in this partition's edges) for the vertices that are not that smallest."""
+    return _solve(_edge_columns(part, n))
+
+
+def _graph_labels(solved, lo, hi, dtype):
+    """Labels of vertices lo..hi-1 from the merged forest (moved, rep):
+    ``moved`` the sorted vertices that are not their component's smallest,
+    ``rep[i]`` the smallest vertex of ``moved[i]``'s component.  A root r's
+    label is r minus the moved vertices below it (the roots below it), which
+    is SciPy's numbering; a moved vertex takes its root's label."""
+    moved, rep = solved
+    xp = _xp(moved)
+    v = xp.arange(lo, hi, dtype=np.int64)
+    root = v.copy()
+    if moved.size:
+        at = xp.minimum(xp.searchsorted(moved, v), moved.size - 1)
+        hit = moved[at] == v
+        root[hit] = rep[at[hit]]
+    return (root - xp.searchsorted(moved, root)).astype(dtype)
+
+
+def _count(solved, n):
+    return np.int64(n - solved[0].size)
+
+
+def _edge_partitions(edges):
+    """Checks ``edges``; returns (one delayed object a partition, what kind
+    of input, its array meta)."""
+    if hasattr(edges, "to_delayed") and hasattr(edges, "columns"):  # a dask DataFrame
+        cols = list(edges.columns)
+        if "src" not in cols or "dst" not in cols:
+            raise ValueError(f"edges as a DataFrame needs columns 'src' and 'dst', got {cols}")
+        for c in ("src", "dst"):
+            dt = np.dtype(edges.dtypes[c]) if not hasattr(edges.dtypes[c], "numpy_dtype") \
+                else edges.dtypes[c].numpy_dtype
+            if dt.kind not in "iu":
+                raise TypeError(f"edges['{c}'] must be of an integer dtype, got {edges.dtypes[c]}")
+        parts = edges[["src", "dst"]].to_delayed(optimize_graph=True)
+        head = edges._meta["src"].values  # NumPy for pandas, CuPy for cuDF
+        return parts, _xp(head).empty(0, np.int64)
+    if not isinstance(edges, da.Array):
+        if not hasattr(edges, "shape") or not hasattr(edges, "dtype"):
+            raise TypeError("edges must be a Dask array of shape (m, 2), a Dask DataFrame with "
+                            f"columns 'src' and 'dst', or a NumPy array; got {type(edges).__name__}")
+        edges = da.asarray(edges)
+    if edges.ndim != 2 or edges.shape[1] != 2:
+        raise ValueError(f"edges must have shape (m, 2), got {edges.shape}")
+    if edges.dtype.kind not in "iu":
+        raise TypeError(f"edges must be of an integer dtype, got {edges.dtype}")
+    if edges.numblocks[1] != 1:
+        edges = edges.rechunk({1: 2})
+    parts = edges.to_delayed(optimize_graph=True)[:, 0].tolist()
+    return parts, edges._meta.astype(np.int64).reshape(0)
+
+
+def connected_components(edges, n=None, *, directed=True, connection="weak", chunks=None):
+    """Connected components of a graph whose edge list is a Dask collection.
+
+    The result is SciPy's (``scipy.sparse.csgraph.connected_components`` of
+    the same edges, weak connection): labels 0..N-1 numbered in order of
+    each component's smallest vertex.  Each partition of the edges is
+    joined alone by ``meshccl.graph.connected_components`` (numba on NumPy
+    partitions, the GPU on CuPy ones); the partial forests, as pairs
+    (vertex, smallest vertex of its tree), are merged in a tree of the same
+    union-find, ``FAN_IN`` children a node, so no task sees more than
+    ``FAN_IN`` forests at once and none sees the whole edge list.
+
+    Parameters
+    ----------
+    edges : dask.array.Array or dask.dataframe.DataFrame
+        The edges: a Dask array of integers of shape (m, 2), one edge a row
+        (any chunking along the rows, chunks of unknown size included), or
+        a Dask DataFrame with integer columns ``src`` and ``dst``.  A NumPy
+        array of shape (m, 2) goes through ``dask.array.asarray``.  Self
+        loops and repeated edges are allowed.
+    n : int, optional
+        The number of vertices (vertices that no edge names are components
+        of their own).  Default None: the largest vertex + 1, which reads
+        the edges once at the call (``n`` given keeps everything lazy).
+    directed, connection : optional
+        As in SciPy; only weak connection is implemented, for which the
+        direction of an edge does not matter.
+    chunks : int or tuple, optional
+        The chunks of ``labels`` along the vertices (default: Dask's
+        ``"auto"`` for the labels' dtype).
+
+    Returns
+    -------
+    n_components : dask.array.Array, 0-d, int64
+        ``int(n_components)`` computes it.
+    labels : dask.array.Array, 1-D, length n
+        int32 (int64 for more than 2**31 - 1 vertices), as SciPy's; chunks
+        of NumPy, or CuPy for CuPy partitions.
+
+    Raises
+    ------
+    TypeError
+        ``edges`` of another type or of a non-integer dtype.
+    ValueError
+        ``edges`` of another shape, a DataFrame without ``src`` and ``dst``,
+        ``n`` not an int >= 0, ``connection`` neither 'weak' nor 'strong';
+        and, when the partitions are computed, a negative vertex or one
+        >= ``n`` (named by value).
+    NotImplementedError
+        ``connection='strong'`` with ``directed=True``.
+
+    Notes
+    -----
+    Memory (``docs/dask.md``): a partition's task holds its edges and about
+    40 bytes per vertex it names; a node of the tree its children's pairs
+    (16 bytes per vertex that is not the smallest of its tree); the root's
+    pairs (at most 16 bytes per vertex of the graph) are read by every
+    chunk of ``labels``.  Compute ``n_components`` and ``labels``
+    together (``dask.compute``) so that the tree runs once.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> import meshccl.dask
+    >>> e = da.from_array(np.array([[0, 1], [4, 5], [1, 2], [5, 5]]), chunks=(2, 2))
+    >>> n, labels = meshccl.dask.connected_components(e, n=7)
+    >>> int(n), labels.compute()
+    (4, array([0, 0, 0, 1, 2, 2, 3], dtype=int32))
+    """
+    if not isinstance(connection, str) or connection.lower() not in ("weak", "strong"):
+        raise ValueError(f"connection must be 'weak' or 'strong' (any case), got {connection!r}")
+    if connection.lower() == "strong" and directed:
+        raise NotImplementedError("connection='strong' is not implemented; use connection='weak' "
+                                  f"(or directed=False), got connection={connection!r}")
+    if n is not None and (isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer))
+                          or n < 0):
+        raise ValueError(f"n must be None or an int >= 0, got {n!r}")
+    parts, meta = _edge_partitions(edges)
+    if n is None:
+        highs = [dask.delayed(_largest, pure=True)(p) for p in parts]
+        n = int(max(dask.compute(*highs), default=-1)) + 1
+    n = int(n)
+    dtype = np.int32 if n <= np.iinfo(np.int32).max else np.int64
+    forests = [dask.delayed(_partition_forest, pure=True, nout=2)(p, n) for p in parts]
+    solved = _tree(forests)
+    count = da.from_delayed(dask.delayed(_count, pure=True)(solved, n), shape=(), dtype=np.int64)
+    vchunks = da.core.normalize_chunks("auto" if chunks is None else chunks, (n,), dtype=dtype)
+    bounds = np.concatenate([[0], np.cumsum(vchunks[0])]).astype(np.int64)
+    out_meta = meta.astype(dtype)
+    blocks = [da.from_delayed(dask.delayed(_graph_labels, pure=True)(solved, int(lo), int(hi),
+                                                                      dtype),
+                              shape=(int(hi - lo),), dtype=dtype, meta=out_meta)
+              for lo, hi in zip(bounds[:-1], bounds[1:])]
+    labels = da.concatenate(blocks) if blocks else da.zeros(0, dtype=dtype, chunks=1)
+    return count, labels
+
+
+def _largest(part):
+    """The largest vertex a partition names (-1 for none)."""
+    if hasattr(part, "columns"):
+        a, b = part["src"].values, part["dst"].values
+    else:
+        a, b = part[:, 0], part[:, 1]
+    return int(max(a.max(), b.max())) if a.size else -1
