@@ -232,6 +232,19 @@ def _renumber(labels, table):
     return _xp(labels).asarray(table)[labels]
 
 
+def _relabel(block, mask, table, background, connectivity, tolerance):
+    """Step 5 with ``low_memory``: the chunk labelled again (step 1), then
+    renumbered."""
+    return _renumber(_label_block(block, mask, background, connectivity, tolerance), table)
+
+
+def _known_chunks(a, name):
+    """Raise unless every chunk size of the Dask array ``a`` is known."""
+    if any(math.isnan(c) for cs in a.chunks for c in cs):
+        raise ValueError(f"{name} has chunks of unknown size ({a.chunks}); call "
+                         f"{name}.compute_chunk_sizes() first")
+
+
 def _periodic_axes(periodic, ndim):
     if isinstance(periodic, (bool, np.bool_)):
         return (bool(periodic),) * ndim
@@ -243,7 +256,8 @@ def _periodic_axes(periodic, ndim):
 
 
 def label(image, background=None, return_num=False, connectivity=None, *, periodic=False,
-          mask=None, tolerance=None, return_counts=False, bonds=None, axes=None):
+          mask=None, tolerance=None, return_counts=False, bonds=None, axes=None,
+          low_memory=False):
     """Label the connected components of a chunked Dask array, lazily.
 
     The labels are those of ``meshccl.label`` on the whole array, value for
@@ -278,6 +292,17 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         each chunk's counts of its local labels in step 5.
     bonds, axes
         Not supported yet: ``NotImplementedError``.
+    low_memory : bool, optional
+        False (default): each chunk's local labels (8 bytes a cell) are
+        kept from step 1 until the chunk is renumbered, after the ranking,
+        so the cluster holds 8 bytes a cell of the whole array at once
+        (in memory, or spilled to disk by ``distributed``).  True: the
+        renumbering labels each chunk again, from a copy of ``image``'s
+        (and ``mask``'s) graph that ``dask.graph_manipulation.bind`` makes
+        wait for the ranking, so that nothing of size of the array lives
+        across it and the input is read a second time (from disk, for an
+        array read from zarr).  Same labels; for arrays larger than the
+        cluster's memory.
 
     Returns
     -------
@@ -336,6 +361,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         raise NotImplementedError("meshccl.dask.label does not take axes yet; label each slice "
                                   "on its own, or the whole array with meshccl.label")
     image = da.asarray(image)
+    _known_chunks(image, "image")
     ndim = image.ndim
     if ndim == 0:
         raise NotImplementedError("meshccl.dask.label needs an array of at least one axis; "
@@ -343,6 +369,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     periodic = _periodic_axes(periodic, ndim)
     if mask is not None:
         mask = da.asarray(mask)
+        _known_chunks(mask, "mask")
         if mask.shape != image.shape:
             raise ValueError(f"mask must have the image's shape {image.shape}, got {mask.shape}")
         if mask.chunks != image.chunks:
@@ -357,7 +384,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         # skimage's column order for non-bool (a, b, 1) volumes, as
         # meshccl.label keeps it: the raster order of the (1, b, a) transpose
         out = label(image.transpose(2, 1, 0), background, return_num, connectivity,
-                    return_counts=return_counts)
+                    return_counts=return_counts, low_memory=low_memory)
         if isinstance(out, tuple):
             return (out[0].transpose(2, 1, 0),) + out[1:]
         return out.transpose(2, 1, 0)
@@ -411,11 +438,22 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     ranked = dask.delayed(_rank, pure=True, nout=3)(solved, *summaries)
     # each chunk gets its own table (a getitem task), not the whole list
     tables = ranked[1]
+    if low_memory:
+        # the chunks labelled again after the ranking, from a copy of the
+        # input's graph bound to it: no local labels are held across it
+        from dask.graph_manipulation import bind
+
+        inputs = (image,) if mask is None else (image, mask)
+        again = [a.to_delayed(optimize_graph=False) for a in bind(inputs, ranked[0])]
     out_blocks = np.empty(grid, dtype=object)
     for k, b in enumerate(index):
         shape_b = tuple(local.chunks[d][b[d]] for d in range(ndim))
-        out_blocks[b] = da.from_delayed(dask.delayed(_renumber, pure=True)(blocks[b], tables[k]),
-                                        shape=shape_b, dtype=np.int64, meta=out_meta)
+        if low_memory:
+            m = again[1][b] if mask is not None else None
+            task = dask.delayed(_relabel, pure=True)(again[0][b], m, tables[k], **opts)
+        else:
+            task = dask.delayed(_renumber, pure=True)(blocks[b], tables[k])
+        out_blocks[b] = da.from_delayed(task, shape=shape_b, dtype=np.int64, meta=out_meta)
     labels = da.block(out_blocks.tolist())
     if labels.chunks != image.chunks:  # pragma: no cover - da.block keeps them
         labels = labels.rechunk(image.chunks)

@@ -21,7 +21,7 @@ CASES = [
 ]
 
 
-def _check(x, chunks, scheduler="sync", cupy=False, **opts):
+def _check(x, chunks, scheduler="sync", cupy=False, low_memory=False, **opts):
     want, n_want, c_want = meshccl.label(x, return_num=True, return_counts=True, **opts)
     mask = opts.pop("mask", None)
     image = da.from_array(x, chunks=chunks)
@@ -33,8 +33,9 @@ def _check(x, chunks, scheduler="sync", cupy=False, **opts):
         image = image.map_blocks(cp.asarray)
         if mask is not None:
             opts["mask"] = opts["mask"].map_blocks(cp.asarray)
-    got, n, counts = mdask.label(image, return_num=True, return_counts=True, **opts)
-    assert got.chunks == image.chunks
+    got, n, counts = mdask.label(image, return_num=True, return_counts=True,
+                                 low_memory=low_memory, **opts)
+    assert got.chunks == image.chunks and got.dtype == np.int64
     got, n, counts = dask.compute(got, n, counts, scheduler=scheduler)
     if cupy:
         assert type(got).__module__.startswith("cupy")
@@ -178,3 +179,59 @@ def test_dask_cuda_cluster():
     with dask_cuda.LocalCUDACluster(dashboard_address=None) as cluster, \
             distributed.Client(cluster):
         _check(x, (32, 20), scheduler=None, cupy=True, periodic=True)
+
+
+def test_threaded_scheduler_and_low_memory():
+    rng = np.random.default_rng(21)
+    x = (rng.random((23, 19)) < 0.55).astype(np.uint8)
+    m = rng.random((23, 19)) < 0.9
+    _check(x, (5, 4), scheduler="threads", connectivity=2, periodic=(False, True))
+    for chunks in ((5, 4), 1, ((10, 13), (1, 18))):
+        _check(x, chunks, scheduler="threads", low_memory=True, mask=m)
+    _check(x.reshape(23, 19, 1), (4, 3, 1), low_memory=True)  # column-order quirk
+    f = rng.random((6, 7, 8)).astype(np.float32)
+    _check(f, (2, 3, 3), low_memory=True, tolerance=0.25, background=-1, periodic=True)
+
+
+def test_spiral_across_many_chunks():
+    # one wall and one corridor winding through every chunk
+    from meshccl.patterns import spiral
+
+    s = spiral(40)
+    _check(s, (7, 6), connectivity=1)
+    _check(s, (7, 6), connectivity=2, scheduler="threads")
+    _check(s, (40, 3), connectivity=1, background=-1)
+    _check(np.stack([s, s[::-1]]), (1, 9, 8), connectivity=1, low_memory=True)
+
+
+def test_bad_input_named():
+    y = da.ones((6, 6), chunks=3)
+    with pytest.raises(ValueError, match=r"mask must have the image's shape \(6, 6\), got \(6, 5\)"):
+        mdask.label(y, mask=np.ones((6, 5), bool))
+    unknown = y[y[:, 0] > 0]
+    with pytest.raises(ValueError, match="image has chunks of unknown size"):
+        mdask.label(unknown)
+    with pytest.raises(ValueError, match="mask has chunks of unknown size"):
+        mdask.label(da.ones((6, 6), chunks=3), mask=unknown > 0)
+    # a NumPy image and a mask chunked otherwise are accepted (asarray, rechunk)
+    x = np.eye(6, dtype=np.uint8)
+    got = mdask.label(x, mask=da.from_array(np.ones((6, 6), bool), chunks=(2, 5)))
+    assert got.chunks == da.asarray(x).chunks
+    np.testing.assert_array_equal(got.compute(), meshccl.label(x))
+
+
+def test_zarr_round_trip(tmp_path):
+    # the out-of-core recipe: zarr in, labels written back chunk by chunk
+    zarr = pytest.importorskip("zarr")
+    rng = np.random.default_rng(23)
+    x = (rng.random((30, 26, 20)) < 0.4)
+    src = str(tmp_path / "in.zarr")
+    da.from_array(x, chunks=(8, 13, 7)).to_zarr(src)
+    for low in (False, True):
+        labels, n = mdask.label(da.from_zarr(src), connectivity=1, return_num=True,
+                                low_memory=low)
+        dst = str(tmp_path / f"out-{low}.zarr")
+        _, n = dask.compute(labels.to_zarr(dst, compute=False), n, scheduler="threads")
+        want, n_want = meshccl.label(x, connectivity=1, return_num=True)
+        np.testing.assert_array_equal(zarr.open_array(dst, mode="r")[:], want)
+        assert int(n) == n_want

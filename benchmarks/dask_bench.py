@@ -1,0 +1,293 @@
+"""meshccl.dask.label against dask_image.ndmeasure.label on the same chunked
+inputs and the same scheduler (issue 43, point 5).
+
+For each case (pattern, side, chunk side, connectivity) and each scheduler
+(``threads``: Dask's threaded scheduler; ``cluster``: a
+``distributed.LocalCluster`` of ``--workers`` processes sharing the CPUs),
+it times ``dask.compute(labels, n)`` for
+
+* ``meshccl.dask.label`` on NumPy chunks,
+* ``dask_image.ndmeasure.label`` (SciPy per chunk) with the matching
+  ``structure``,
+
+and, as references on the whole array, ``meshccl.label`` (CPU, all numba
+threads) and ``scipy.ndimage.label``.  With ``--gpu`` also
+``meshccl.dask.label`` on CuPy chunks (threaded scheduler, one GPU) against
+``meshccl.label`` on the whole CuPy array.
+
+Checks, every case: meshccl.dask's labels equal ``meshccl.label``'s value
+for value (NumPy and CuPy chunks), and dask-image's are the same partition
+up to numbering (every label of one maps to exactly one of the other, same
+background).  A failed check stops the run.
+
+Writes ``dask_bench.md``, ``dask_bench.json`` and ``dask_bench.png`` to
+``--out``.  ``--progress`` shows Dask's progress bar on each computation.
+
+    python benchmarks/dask_bench.py --out /tmp/dask-bench               # 256³, 128³ and 64³ chunks
+    python benchmarks/dask_bench.py --large --gpu --out results/dask    # and 512³
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def make_case(pattern, side, seed=0):
+    from meshccl import patterns
+
+    shape = (side,) * 3
+    if pattern == "blobs":
+        return patterns.blobs(shape, seed=seed).astype(np.uint8)
+    if pattern == "percolation":
+        return patterns.percolation(shape, 0.3116, seed=seed).astype(np.uint8)
+    raise ValueError(f"pattern must be 'blobs' or 'percolation', got {pattern!r}")
+
+
+def same_partition(a, b):
+    """Whether two label arrays name the same components (up to numbering)."""
+    a = np.asarray(a).ravel().astype(np.int64)
+    b = np.asarray(b).ravel().astype(np.int64)
+    if not np.array_equal(a == 0, b == 0):
+        return False
+    fg = a != 0
+    a, b = a[fg], b[fg]
+    if a.size == 0:
+        return True
+    pairs = np.unique(a * (int(b.max()) + 1) + b)
+    return pairs.size == np.unique(a).size == np.unique(b).size
+
+
+@contextlib.contextmanager
+def progress_bar(on, client):
+    if on and client is None:
+        from dask.diagnostics import ProgressBar
+
+        with ProgressBar():
+            yield
+    else:
+        yield
+
+
+def compute(collections, scheduler, client, progress):
+    """dask.compute on the chosen scheduler, with a progress bar if asked."""
+    import dask
+
+    if client is not None:
+        futures = client.compute(list(collections))
+        if progress:
+            from distributed import progress as dprogress
+
+            dprogress(futures)
+        return client.gather(futures)
+    with progress_bar(progress, None):
+        return dask.compute(*collections, scheduler=scheduler)
+
+
+def timed(fn, repeat):
+    times, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--patterns", default="blobs,percolation")
+    ap.add_argument("--side", type=int, default=256)
+    ap.add_argument("--chunks", default="128,64", help="chunk sides (default 128,64)")
+    ap.add_argument("--large", action="store_true", help="also 512³ with 128³ chunks")
+    ap.add_argument("--connectivity", default="1,3")
+    ap.add_argument("--schedulers", default="threads,cluster")
+    ap.add_argument("--workers", type=int, default=2, help="LocalCluster processes")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dask-image-repeat", type=int, default=1)
+    ap.add_argument("--no-dask-image", action="store_true")
+    ap.add_argument("--gpu", action="store_true")
+    ap.add_argument("--progress", action="store_true")
+    args = ap.parse_args(argv)
+
+    import dask
+    import dask.array as da
+    import scipy
+    import scipy.ndimage as ndi
+
+    import meshccl
+    import meshccl.dask as mdask
+
+    dask_image = None
+    if not args.no_dask_image:
+        import dask_image.ndmeasure as dask_image  # noqa: F811
+
+    os.makedirs(args.out, exist_ok=True)
+    cases = [(p, args.side, int(c), int(k)) for p in args.patterns.split(",")
+             for c in args.chunks.split(",") for k in args.connectivity.split(",")]
+    if args.large:
+        cases += [(p, 512, 128, int(k)) for p in args.patterns.split(",")
+                  for k in args.connectivity.split(",")]
+    rows = []
+    client = cluster = None
+    data = {}
+    for sched in args.schedulers.split(","):
+        if sched == "cluster":
+            import distributed
+
+            nthreads = max(1, (os.cpu_count() or 1) // args.workers)
+            cluster = distributed.LocalCluster(n_workers=args.workers, threads_per_worker=nthreads,
+                                               processes=True, dashboard_address=None)
+            client = distributed.Client(cluster)
+            client.run(_warm)
+        elif sched != "threads":
+            raise SystemExit(f"--schedulers takes threads and cluster, got {sched!r}")
+        for pattern, side, chunk, conn in cases:
+            key = (pattern, side)
+            if key not in data:
+                data[key] = make_case(pattern, side)
+            x = data[key]
+            name = f"{pattern} {side}³, {chunk}³ chunks, c{conn}"
+            row = {"case": name, "pattern": pattern, "side": side, "chunk": chunk,
+                   "connectivity": conn, "scheduler": sched}
+            want, n_want = meshccl.label(x, connectivity=conn, return_num=True, cpu_threads=0)
+            if sched == "threads":  # whole-array references, once per case
+                row["meshccl_label_s"], _ = timed(
+                    lambda: meshccl.label(x, connectivity=conn, cpu_threads=0), args.repeat)
+                st = ndi.generate_binary_structure(3, conn)
+                row["scipy_s"], _ = timed(lambda: ndi.label(x, structure=st), args.repeat)
+            image = da.from_array(x, chunks=chunk)
+            if client is not None:
+                image = client.persist(image)
+            lab, n = mdask.label(image, connectivity=conn, return_num=True)
+            row["meshccl_dask_s"], (got, n) = timed(
+                lambda: compute((lab, n), "threads", client, args.progress), args.repeat)
+            if not np.array_equal(got, want) or int(n) != n_want:
+                raise SystemExit(f"{name} ({sched}): meshccl.dask.label differs from meshccl.label")
+            row["N"] = int(n)
+            if dask_image is not None:
+                st = ndi.generate_binary_structure(3, conn)
+                dl, dn = dask_image.label(image, structure=st)
+                row["dask_image_s"], (dgot, dn) = timed(
+                    lambda: compute((dl, dn), "threads", client, args.progress),
+                    args.dask_image_repeat)
+                if int(dn) != n_want or not same_partition(dgot, want):
+                    raise SystemExit(f"{name} ({sched}): dask-image's components differ")
+                row["speedup_vs_dask_image"] = row["dask_image_s"] / row["meshccl_dask_s"]
+            if args.gpu and sched == "threads":
+                import cupy
+
+                xg = cupy.asarray(x)
+
+                def whole():
+                    out = meshccl.label(xg, connectivity=conn)
+                    cupy.cuda.Device().synchronize()
+                    return out
+
+                whole()
+                row["gpu_label_s"], gwant = timed(whole, args.repeat)
+                gimage = da.from_array(xg, chunks=chunk)
+                glab, gn = mdask.label(gimage, connectivity=conn, return_num=True)
+                compute((glab, gn), "threads", None, False)  # warm-up: kernels compiled
+                row["gpu_dask_s"], (ggot, gn) = timed(
+                    lambda: compute((glab, gn), "threads", None, args.progress), args.repeat)
+                if not bool((ggot == gwant).all()) or int(gn) != n_want:
+                    raise SystemExit(f"{name}: CuPy chunks differ from meshccl.label on the GPU")
+                row["gpu_dask_over_label"] = row["gpu_dask_s"] / row["gpu_label_s"]
+                del xg, gimage, glab, ggot, gwant
+                cupy.get_default_memory_pool().free_all_blocks()
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        if client is not None:
+            client.close()
+            cluster.close()
+            client = cluster = None
+
+    meta = {"when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+            "host": platform.node(), "cpus": os.cpu_count(), "dask": dask.__version__,
+            "scipy": scipy.__version__, "workers": args.workers, "repeat": args.repeat,
+            "argv": sys.argv[1:]}
+    if dask_image is not None:
+        import dask_image as di
+
+        meta["dask_image"] = di.__version__
+    if args.gpu:
+        import cupy
+
+        meta["device"] = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+        meta["cupy"] = cupy.__version__
+    with open(os.path.join(args.out, "dask_bench.json"), "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    write_markdown(os.path.join(args.out, "dask_bench.md"), meta, rows, args.gpu)
+    plot(os.path.join(args.out, "dask_bench.png"), rows)
+
+
+def _warm():
+    import meshccl.dask  # noqa: F401
+
+
+def _fmt(v, digits=3):
+    return "n/a" if v is None else f"{v:.{digits}g}"
+
+
+def write_markdown(path, meta, rows, gpu):
+    lines = ["# meshccl.dask.label against dask_image.ndmeasure.label", "",
+             f"{meta['when']}; {meta['cpus']} CPUs{', ' + meta['device'] if gpu else ''}; "
+             f"dask {meta['dask']}, dask-image {meta.get('dask_image', 'n/a')}, "
+             f"SciPy {meta['scipy']}. Seconds, median of {meta['repeat']} (dask-image: "
+             "its own count); every label checked (meshccl.dask = meshccl.label value for "
+             "value; dask-image the same components). `threads`: Dask's threaded "
+             f"scheduler; `cluster`: a LocalCluster of {meta['workers']} processes, the input "
+             "persisted on it.", "",
+             "| case | scheduler | N | meshccl.dask | dask-image | speed-up | meshccl.label whole |"
+             " scipy whole |" + (" GPU dask | GPU whole | GPU dask / whole |" if gpu else ""),
+             "|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if gpu else "")]
+    for r in rows:
+        line = (f"| {r['case']} | {r['scheduler']} | {r['N']} | {_fmt(r['meshccl_dask_s'])} | "
+                f"{_fmt(r.get('dask_image_s'))} | {_fmt(r.get('speedup_vs_dask_image'))}× | "
+                f"{_fmt(r.get('meshccl_label_s'))} | {_fmt(r.get('scipy_s'))} |")
+        if gpu:
+            line += (f" {_fmt(r.get('gpu_dask_s'))} | {_fmt(r.get('gpu_label_s'))} | "
+                     f"{_fmt(r.get('gpu_dask_over_label'))}× |")
+        lines.append(line)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def plot(path, rows):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tools = [("meshccl_dask_s", "meshccl.dask (CPU chunks)"),
+             ("dask_image_s", "dask-image"), ("gpu_dask_s", "meshccl.dask (CuPy chunks)")]
+    tools = [t for t in tools if any(t[0] in r for r in rows)]
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(rows) + 2), 4.5))
+    width = 0.8 / len(tools)
+    for i, (k, name) in enumerate(tools):
+        ax.bar([j + i * width for j in range(len(rows))],
+               [r.get(k, np.nan) for r in rows], width, label=name)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
+    ax.set_xticklabels([f"{r['case']}\n{r['scheduler']}" for r in rows], rotation=60,
+                       ha="right", fontsize=7)
+    ax.set_yscale("log")
+    ax.set_ylabel("seconds (log)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    main()
