@@ -96,6 +96,7 @@ class Sampler:
         self.procs = [psutil.Process(p) for p in pids.values()]
         self.peak_rss = 0
         self.peak_pool = 0
+        self.peak_spilled = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -104,6 +105,9 @@ class Sampler:
         while not self._stop.is_set():
             try:
                 self.peak_rss = max(self.peak_rss, sum(p.memory_info().rss for p in self.procs))
+                if n % 4 == 0:
+                    spilled = self.client.run(_spilled_bytes)
+                    self.peak_spilled = max(self.peak_spilled, sum(spilled.values()))
                 if self.gpu and n % 4 == 0:
                     pools = self.client.run(_pool_bytes)
                     self.peak_pool = max(self.peak_pool, sum(pools.values()))
@@ -130,6 +134,14 @@ def _rss():
     import psutil
 
     return psutil.Process().memory_info().rss
+
+
+def _spilled_bytes(dask_worker):
+    """Bytes the worker has spilled to disk now (0 where its store does not say)."""
+    try:
+        return int(dask_worker.data.spilled_total[-1])
+    except Exception:
+        return 0
 
 
 def _pool_bytes():
@@ -267,13 +279,14 @@ def main(argv=None):
             row = {"mode": mode, "low_memory": mode == "low", "side": side, "chunk": args.chunk,
                    "cells": cells, "N": n, "seconds": round(wall, 3),
                    "peak_worker_rss_bytes": s.peak_rss, "budget_bytes": budget,
-                   "idle_worker_rss_bytes": idle,
+                   "idle_worker_rss_bytes": idle, "peak_spilled_bytes": s.peak_spilled,
                    "error": err}
             if args.gpu:
                 row["peak_device_pool_bytes"] = s.peak_pool
                 row["host_budget_bytes"] = host_budget
             rows.append(row)
-            print(f"{mode}: {wall:.1f} s, N {n}, peak worker RSS {gib(s.peak_rss)}"
+            print(f"{mode}: {wall:.1f} s, N {n}, peak worker RSS {gib(s.peak_rss)}, "
+                  f"peak spilled to disk {gib(s.peak_spilled)}"
                   + (f", peak device pool {gib(s.peak_pool)}" if args.gpu else "")
                   + (f", failed: {err}" if err else ""), flush=True)
             if not args.keep:
@@ -295,12 +308,12 @@ def main(argv=None):
              f"{args.chunk}³, connectivity {args.connectivity}; one worker limited to "
              f"{gib(budget)}{' of device memory' if args.gpu else ''} (idle worker RSS "
              f"{gib(rows[0]['idle_worker_rss_bytes']) if rows else '?'}).", "",
-             "| mode | N | seconds | peak worker RSS | "
+             "| mode | N | seconds | peak worker RSS | peak spilled to disk | "
              + ("peak device pool | " if args.gpu else "") + "note |",
-             "|---|---:|---:|---:|" + ("---:|" if args.gpu else "") + "---|"]
+             "|---|---:|---:|---:|---:|" + ("---:|" if args.gpu else "") + "---|"]
     for r in rows:
         lines.append(f"| {r['mode']} | {r['N']} | {r['seconds']:.1f} | "
-                     f"{gib(r['peak_worker_rss_bytes'])} | "
+                     f"{gib(r['peak_worker_rss_bytes'])} | {gib(r['peak_spilled_bytes'])} | "
                      + (f"{gib(r['peak_device_pool_bytes'])} | " if args.gpu else "")
                      + f"{r['error'] or ''} |")
     with open(os.path.join(args.out, "out_of_core.md"), "w") as f:
