@@ -152,6 +152,13 @@ def main(argv=None):
             client.run(_warm)
         elif sched != "threads":
             raise SystemExit(f"--schedulers takes threads and cluster, got {sched!r}")
+        # warm-up: numba compiles the chunk kernels once per process (and
+        # per connectivity); not timed
+        tiny = da.from_array((np.arange(12**3).reshape((12,) * 3) % 3 == 0).astype(np.uint8),
+                             chunks=6)
+        for conn in {int(k) for k in args.connectivity.split(",")}:
+            compute(mdask.label(tiny, connectivity=conn, return_num=True), "threads", client,
+                    False)
         for pattern, side, chunk, conn in cases:
             key = (pattern, side)
             if key not in data:
@@ -218,9 +225,9 @@ def main(argv=None):
             "scipy": scipy.__version__, "workers": args.workers, "repeat": args.repeat,
             "argv": sys.argv[1:]}
     if dask_image is not None:
-        import dask_image as di
+        from importlib.metadata import version
 
-        meta["dask_image"] = di.__version__
+        meta["dask_image"] = version("dask-image")
     if args.gpu:
         import cupy
 
