@@ -154,6 +154,13 @@ def test_distributed_local_cluster():
             distributed.Client(cluster):
         _check(x, (6, 7), scheduler=None, periodic=(True, False), connectivity=2)
         _check(x, (20, 4), scheduler=None, connectivity=1)
+        # low_memory on an input persisted on the cluster: the bound copy of
+        # its graph points at the same data
+        image = da.from_array(x, chunks=(7, 8)).persist()
+        got, n = mdask.label(image, return_num=True, low_memory=True)
+        got, n = dask.compute(got, n)
+        np.testing.assert_array_equal(got, meshccl.label(x))
+        assert int(n) == meshccl.label(x, return_num=True)[1]
 
 
 @pytest.mark.parametrize("shape,chunks", CASES[::3] + [((64, 48), (20, 16)), ((24, 20, 18), 8)])
@@ -168,6 +175,7 @@ def test_cupy_chunks(shape, chunks):
         _check(x, chunks, cupy=True, connectivity=c)
         _check(x, chunks, cupy=True, connectivity=c, periodic=True, mask=m)
     _check(f, chunks, cupy=True, tolerance=0.2, background=-1)
+    _check(x, chunks, cupy=True, low_memory=True, mask=m)
 
 
 @pytest.mark.gpu

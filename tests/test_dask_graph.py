@@ -170,3 +170,22 @@ def test_cupy_partitions():
     n_want, want = _want(src, dst, n)
     np.testing.assert_array_equal(got.get(), want)
     assert int(count) == n_want
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_dask_cuda_cluster_graph():
+    dask_cuda = pytest.importorskip("dask_cuda")
+    distributed = pytest.importorskip("distributed")
+    import cupy as cp
+
+    rng = np.random.default_rng(7)
+    n = 1000
+    src, dst = _edges(rng, n, 900)
+    e = da.from_array(np.stack([src, dst], 1), chunks=(97, 2)).map_blocks(cp.asarray)
+    with dask_cuda.LocalCUDACluster(dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        count, labels = dask.compute(*mdask.connected_components(e, n=n, chunks=300))
+    n_want, want = _want(src, dst, n)
+    np.testing.assert_array_equal(cp.asnumpy(labels), want)
+    assert int(count) == n_want
