@@ -416,22 +416,34 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         for b in index]
     ids = da.map_blocks(_ids_block, local, shape=image.shape, dtype=np.int64, meta=out_meta)
 
-    # step 3: the faces, one task a chunk
-    depth = {d: 1 for d in range(ndim)}
+    # step 3: the faces, one task a chunk and axis.  For axis i, the two
+    # layers across each upper face (the chunk's last layer and the next
+    # chunk's first, wrapped where periodic) are gathered into one thin
+    # array, two layers a chunk along i; dask.array.overlap then gives each
+    # two-layer block its one-cell halo on the other axes.  Only those
+    # layers are cut and moved, never a whole chunk with its halo.
+    arrays = (image, ids) if mask is None else (image, ids, mask)
     boundary = {d: ("periodic" if periodic[d] else "none") for d in range(ndim)}
-    halo = [da.overlap.overlap(a, depth=depth, boundary=boundary)
-            for a in ((image, ids) if mask is None else (image, ids, mask))]
-    halo_blocks = [a.to_delayed(optimize_graph=False) for a in halo]
     edge_lists = []
-    for b in index:
-        upper = tuple(periodic[d] or b[d] < grid[d] - 1 for d in range(ndim))
-        if not any(upper):
+    for axis in range(ndim):
+        ends = np.cumsum(local.chunks[axis])
+        faces = grid[axis] if periodic[axis] else grid[axis] - 1
+        if faces == 0:
             continue
-        m = halo_blocks[2][b] if mask is not None else None
-        pairs = dask.delayed(_face_pairs, pure=True, nout=2)(
-            halo_blocks[0][b], m, halo_blocks[1][b], upper, background, connectivity,
-            tolerance)
-        edge_lists.append(pairs)
+        take = np.stack([ends[:faces] - 1, ends[:faces] % image.shape[axis]], axis=1).ravel()
+        depth = {d: (0 if d == axis else 1) for d in range(ndim)}
+        slabs = []
+        for a in arrays:
+            thin = a[(slice(None),) * axis + (take,)].rechunk({axis: 2})
+            slabs.append(da.overlap.overlap(thin, depth=depth, boundary=boundary)
+                         .to_delayed(optimize_graph=False))
+        upper = tuple(d == axis for d in range(ndim))
+        for b in index:
+            if b[axis] >= faces:
+                continue
+            m = slabs[2][b] if mask is not None else None
+            edge_lists.append(dask.delayed(_face_pairs, pure=True, nout=2)(
+                slabs[0][b], m, slabs[1][b], upper, background, connectivity, tolerance))
 
     # steps 4 and 5
     solved = _tree(edge_lists)
