@@ -12,9 +12,11 @@ The steps, each a Dask task (``docs/dask.md`` gives the memory of each):
 2. per chunk, the global flat (C-order) index of each local label's first
    cell; that index is the label's id from here on (unique, and ordered as
    the global raster order is);
-3. the chunks' ids with a one-cell halo (``dask.array.overlap``, periodic on
-   periodic axes); per chunk and axis, the two-cell slab across its upper
-   face, halo included on the other axes, labelled again by
+3. per axis, the two layers across every chunk's upper face (the chunk's
+   last layer and the next chunk's first, wrapped on periodic axes) of the
+   values, ids and mask, gathered into one thin array (``take``) whose
+   two-layer blocks get a one-cell halo on the other axes
+   (``dask.array.overlap``); each such slab is labelled again by
    ``meshccl.label`` with the same options: cells that share a slab label
    are connected, and their ids are emitted as pairs (on the chunk's device);
 4. the pairs solved by ``meshccl.graph.connected_components`` in a tree
@@ -125,9 +127,9 @@ def _ids_block(labels, shape=None, block_info=None):
 
 
 def _face_pairs(values, mask, ids, upper, background, connectivity, tolerance):
-    """Step 3 for one chunk (with its halo): for every axis with a halo on
-    the upper side, the two-cell slab across that face (halo included on the
-    other axes) labelled with the same options; every id in a slab
+    """Step 3 for one slab (two layers along the axes marked in ``upper``,
+    with a one-cell halo on the others): the two-cell slab across that face
+    labelled with the same options; every id in a slab
     component is paired with the smallest id there.  Returns (a, b) int64
     host arrays, no pair twice from one slab."""
     xp = _xp(values)
