@@ -118,6 +118,8 @@ def main(argv=None):
     ap.add_argument("--no-dask-image", action="store_true")
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--append", action="store_true",
+                    help="add the rows to those of --out/dask_bench.json (runs split in parts)")
     args = ap.parse_args(argv)
 
     import dask
@@ -139,6 +141,10 @@ def main(argv=None):
         cases += [(p, 512, 128, int(k)) for p in args.patterns.split(",")
                   for k in args.connectivity.split(",")]
     rows = []
+    old = os.path.join(args.out, "dask_bench.json")
+    if args.append and os.path.exists(old):
+        with open(old) as f:
+            rows = json.load(f)["rows"]
     client = cluster = None
     data = {}
     for sched in args.schedulers.split(","):

@@ -352,6 +352,16 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     ...                    periodic=True).compute()
     array([1, 0, 1])
 
+    For arrays larger than the cluster's memory, ``low_memory=True`` labels
+    each chunk again when renumbering it instead of holding its local
+    labels (same labels), and the result can be written chunk by chunk,
+    e.g. ``labels.to_zarr(...)``:
+
+    >>> meshccl.dask.label(da.from_array(x, chunks=2), low_memory=True).compute()
+    array([[1, 0, 0, 2],
+           [1, 0, 2, 2],
+           [0, 0, 0, 2]])
+
     With CuPy chunks (``x.map_blocks(cupy.asarray)``) the chunks are
     labelled and joined on their GPUs; only the pairs of ids across faces
     and the tables of step 5 travel through the host.
