@@ -399,15 +399,15 @@ def plot(res, path):
             bottom = np.zeros(len(rows))
             for part, colour in (("bonds", "tab:orange"), ("label", "tab:blue"),
                                  ("flip", "tab:green")):
-                v = np.array([r["parts_s"][part] * 1e3 for r in rows])
+                v = np.array([r["parts_s"][part] * 1e9 / r["cells"] for r in rows])
                 ax.bar(names, v, bottom=bottom, color=colour, label=part)
                 bottom += v
             for i, r in enumerate(rows):
-                ax.annotate(f"{r['flips_per_ns']:.1f}/ns", (i, bottom[i]), ha="center",
-                            va="bottom", fontsize=8)
-            ax.set_yscale("log")
-            ax.set_ylabel("ms per SW step (parts)")
-            ax.set_title("Swendsen-Wang at T_c: time per step\n(label: flips per ns)")
+                ax.annotate(f"{bench.fmt3(r['flips_per_ns'])} flips/ns", (i, bottom[i]),
+                            ha="center", va="bottom", fontsize=8)
+            ax.set_ylabel("ns per spin per SW step, by part")
+            ax.set_title("Swendsen-Wang at T_c: where the time goes\n(label: flips per ns "
+                         "of the whole step)")
             ax.legend(fontsize=8)
         elif key == "metropolis":
             rows = res[key]
@@ -458,6 +458,12 @@ def parse_args(argv=None):
                     help="timed steps per GPU case (default 20, quick 5)")
     ap.add_argument("--ch-steps", type=int, default=None,
                     help="Cahn-Hilliard steps per run (default 4096, quick 256)")
+    ap.add_argument("--sides", default=None,
+                    help="2-D sides for SW and Metropolis (default 1024,2048,4096,8192; "
+                         "quick 1024,4096)")
+    ap.add_argument("--side3", type=int, default=None, help="3-D side (default 256, quick 128)")
+    ap.add_argument("--ch-sides", default=None,
+                    help="Cahn-Hilliard 2-D and 3-D sides (default 1024,256; quick 512,128)")
     ap.add_argument("--cpu-size", type=int, default=512, help="side of the CPU SW lattice")
     ap.add_argument("--cpu-steps", type=int, default=None,
                     help="timed CPU SW steps each (default 7, quick 3)")
@@ -480,8 +486,11 @@ def main(argv=None):
         print(msg, file=sys.stderr, flush=True)
 
     if use_gpu:
-        sides = (1024, 4096) if quick else (1024, 2048, 4096, 8192)
-        side3 = 128 if quick else 256
+        sides = ([int(v) for v in args.sides.split(",")] if args.sides else
+                 [1024, 4096] if quick else [1024, 2048, 4096, 8192])
+        side3 = args.side3 or (128 if quick else 256)
+        ch2, ch3 = ([int(v) for v in args.ch_sides.split(",")] if args.ch_sides else
+                    [512, 128] if quick else [1024, 256])
         res["swendsen_wang"] = []
         for shape, t in [((L, L), CRITICAL_TEMPERATURE) for L in sides] + [((side3,) * 3, TC_3D)]:
             r = gpu_sw(shape, t, repeat, warmup=3)
@@ -496,7 +505,7 @@ def main(argv=None):
                 f"floor {r['floor_s'] * 1e3:.4f} ms, {r['ratio']:.1f}x")
             res["metropolis"].append(r)
         res["cahn_hilliard"] = []
-        for shape in ([(512, 512), (128,) * 3] if quick else [(1024, 1024), (256,) * 3]):
+        for shape in [(ch2, ch2), (ch3,) * 3]:
             r = gpu_cahn_hilliard(shape, ch_steps, repeat)
             log(f"Cahn-Hilliard {_side(shape)}: {r['step_s'] * 1e3:.3f} ms/step, labelling "
                 f"{r['fraction']:.2%} of the run ({r['fraction_from_calls']:.2%} by calls)")
