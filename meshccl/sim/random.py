@@ -6,9 +6,11 @@ a key (Salmon, Moraes, Dror and Shaw, "Parallel random numbers: as easy as
 numbers at a step depend only on (seed, step, what is drawn, cell index),
 never on the order cells are visited, on the launch shape of a GPU kernel
 or on how many steps ran before a checkpoint.  The same function runs on
-NumPy (vectorised, 32-bit words held in uint64 so that the 32 x 32-bit
-products are exact) and on CuPy (an elementwise kernel with ``__umulhi``),
-and the two give the same words, bit for bit.
+NumPy (:func:`philox4x32` vectorised and :func:`words` as a numba loop over
+the cells, both with 32-bit words held in uint64 so that the 32 x 32-bit
+products are exact) and on CuPy (an elementwise kernel with ``__umulhi``,
+one per number of words returned), and they give the same words, bit for
+bit.
 
 The layout of the counter used by :func:`words`::
 
@@ -203,13 +205,13 @@ def words(seed, tag, step, index, count=4):
     if not 1 <= count <= 4:
         raise ValueError(f"count must be 1..4, got {count}")
     if xp is np:
-        idx = np.ascontiguousarray(index)
+        idx = np.asarray(index)
         if idx.dtype.kind not in "iu":
             idx = idx.astype(np.uint64)
         out = np.empty((count, idx.size), dtype=np.uint32)
-        _words_numba(idx.reshape(-1), np.uint64(tag), np.uint64(int(step) & _MASK),
-                     np.uint64(int(step) >> 32), np.uint64(int(seed) & _MASK),
-                     np.uint64(int(seed) >> 32), out)
+        _words_numba(np.ascontiguousarray(idx).reshape(-1), np.uint64(tag),
+                     np.uint64(int(step) & _MASK), np.uint64(int(step) >> 32),
+                     np.uint64(int(seed) & _MASK), np.uint64(int(seed) >> 32), out)
         return [w.reshape(idx.shape) for w in out]
     index = xp.asarray(index)
     step_seed = (int(step) & _MASK, int(step) >> 32), (int(seed) & _MASK, int(seed) >> 32)
