@@ -2,7 +2,7 @@
 
     python examples/hawick_experiments.py spiral        [--sizes 256,512,...] [--out DIR]
     python examples/hawick_experiments.py cahn-hilliard [--sizes 256,512,...] [--out DIR]
-    python examples/hawick_experiments.py spiral --size 512 --cap 5 --backend cpu   # ~1 min
+    python examples/hawick_experiments.py spiral --size 256 --cap 2 --backend cpu   # ~1 min
 
 spiral (their Fig. 19): label Hawick's two interleaved one-cell-wide spirals
 at N = 256 ... 4096 with every method, recording time per call and

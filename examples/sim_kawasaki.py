@@ -15,8 +15,9 @@ this over (T, V_f) for a 32^3 body-centred cubic lattice and 100 runs; here
 the lattice is simple cubic (3-D, T_c = 4.5115 J) or square (2-D, T_c =
 2.2692 J), with sizes and run counts set by the flags.  The crease of the
 surface -- where the minority's largest cluster stops spanning the system
--- follows the phase boundary and, at high T, the site-percolation
-threshold of the random mixture (0.3116 simple cubic, 0.5927 square).
+-- follows the phase boundary at low T; at high T, where the mixture
+becomes random, it moves towards the site-percolation threshold (0.3116
+simple cubic, 0.5927 square).
 
 Writes into ``--out``:
 
