@@ -202,7 +202,6 @@ def copy_floor(nbytes, repeat):
     stream = cupy.cuda.get_current_stream()
     s, _ = bench.time_gpu(lambda: dst.data.copy_from_device_async(src.data, nbytes, stream),
                           min_runs=repeat, min_time=0.05, warmup=3)
-    del src, dst
     return s
 
 
@@ -252,8 +251,6 @@ def gpu_cahn_hilliard(shape, steps, repeat):
     call, _ = bench.time_gpu(lambda: sim.labels("A").n, min_runs=repeat, min_time=0.05,
                              warmup=1)
     calls = len(counts)
-    del sim
-    cupy.get_default_memory_pool().free_all_blocks()
     return {"shape": list(shape), "steps": steps, "every": LABEL_EVERY, "calls": calls,
             "plain_s": plain, "labelled_s": labelled, "label_call_s": call,
             "fraction": (labelled - plain) / labelled,

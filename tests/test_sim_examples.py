@@ -26,9 +26,7 @@ def _load(name):
 
 def _has_png(path):
     """The PNG exists, or matplotlib is missing (then the example skips it)."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("matplotlib") is None:
         return True
     return path.stat().st_size > 5_000
 
