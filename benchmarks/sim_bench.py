@@ -46,7 +46,7 @@ number), ``sim_bench.md`` (the tables, also printed) and ``sim_bench.png``.
 
 Usage::
 
-    python benchmarks/sim_bench.py --out benchmarks/results/sim-h100   # GPU machine, < 8 min
+    python benchmarks/sim_bench.py --out benchmarks/results/latest-h100   # GPU machine, < 8 min
     python benchmarks/sim_bench.py --out /tmp/s --quick                # smaller sizes
     python benchmarks/sim_bench.py --out /tmp/s --quick --no-gpu --cpu-size 64   # CPU only
 """

@@ -191,7 +191,7 @@ def write(kind, rows, sizes, cap, out_dir):
         spiral = patterns.spiral(64)
         labels, n = meshccl.label(spiral, connectivity=1, background=-1, return_num=True)
         pic.imshow(labels, cmap="tab10", vmin=1, vmax=10, interpolation="nearest")
-        pic.set_title(f"Hawick's spiral, 64 x 64, labelled: {n} one-cell-wide components "
+        pic.set_title(f"Hawick's spiral, 64 x 64, labelled:\n{n} one-cell-wide components "
                       "(both values)", fontsize=10)
         pic.set_xticks([])
         pic.set_yticks([])
