@@ -1,0 +1,162 @@
+"""Arrays of other frameworks at the API boundary: PyTorch, JAX, DLPack.
+
+Every entry point that takes NumPy or CuPy arrays (``meshccl.label``,
+``meshccl.ndimage.label``, ``meshccl.graph.connected_components``) also
+takes PyTorch tensors, JAX arrays, and any other object that exposes
+``__cuda_array_interface__`` or ``__dlpack__``.  This module is the one
+place that converts them; the entry points call :func:`unwrap` on their
+input first, run on the NumPy / CuPy view as for any other call, and give
+the results back through the ``back`` function it returned.
+
+The rule each way, without a copy:
+
+* in: memory on a CUDA device becomes a CuPy array (``cupy.from_dlpack``,
+  whose stream handshake orders the labelling after the producer's pending
+  work; ``cupy.asarray`` for objects that only expose
+  ``__cuda_array_interface__``), host memory a NumPy array
+  (``Tensor.numpy()`` for PyTorch, ``numpy.from_dlpack`` otherwise).  A
+  PyTorch tensor that requires grad is read through ``detach()``.
+* out: a PyTorch tensor in gives PyTorch tensors out (``torch.from_dlpack``
+  of a CuPy result, ``torch.from_numpy`` of a NumPy one), a JAX array in
+  gives JAX arrays out (``jax.dlpack.from_dlpack``); any other producer
+  gets the CuPy or NumPy result.
+
+NumPy and CuPy arrays, lists, scalars and everything else are left alone
+(:func:`unwrap` returns None, and the caller's validation says what is
+wrong with them).  Importing this module imports neither PyTorch nor JAX:
+an object is recognised by its type's module, and the framework is
+imported only when it already made the object.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: DLPack device types (``__dlpack_device__()[0]``): host and CUDA memory
+_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
+_HOST = (_DL_CPU, _DL_CUDA_HOST)
+_DEVICE = (_DL_CUDA, _DL_CUDA_MANAGED)
+
+#: top-level modules whose objects are never converted here
+_NATIVE = frozenset({"numpy", "cupy", "cupyx", "builtins", "scipy", "meshccl", "networkx"})
+
+
+def _top(obj) -> str:
+    return type(obj).__module__.partition(".")[0]
+
+
+def is_array(obj) -> bool:
+    """Whether ``obj`` is a NumPy or CuPy array (a result to give back)."""
+    return isinstance(obj, np.ndarray) or _top(obj) == "cupy"
+
+
+def _cupy(name, where):
+    try:
+        import cupy
+    except ImportError as exc:
+        raise RuntimeError(
+            f"{name} is {where}, but CuPy is not installed; meshccl labels GPU memory with "
+            "CuPy (pip install \"meshccl[cuda12]\" or \"meshccl[cuda13]\")") from exc
+    return cupy
+
+
+def _same(array):
+    return array
+
+
+def _to_torch(array):
+    import torch
+
+    if isinstance(array, np.ndarray):
+        return torch.from_numpy(array)
+    return torch.from_dlpack(array)
+
+
+def _to_jax(array):
+    import jax.dlpack
+
+    return jax.dlpack.from_dlpack(array)
+
+
+def _from_torch(t, name):
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        return None
+    if t.layout != torch.strided:
+        raise TypeError(f"{name} must be a dense (strided) tensor, got layout {t.layout}")
+    t = t.detach()
+    if t.device.type == "cuda":
+        return _cupy(name, f"a tensor on {t.device}").from_dlpack(t), _to_torch
+    if t.device.type != "cpu":
+        raise TypeError(f"{name} must be a CPU or CUDA tensor, got a tensor on {t.device}")
+    try:
+        return t.numpy(), _to_torch
+    except (TypeError, RuntimeError) as exc:
+        raise TypeError(f"{name} has dtype {t.dtype}, which has no NumPy equivalent "
+                        f"({exc})") from exc
+
+
+def _from_jax(x, name):
+    import jax
+
+    if isinstance(x, jax.core.Tracer):
+        raise TypeError(f"{name} is a traced JAX value (inside jax.jit or another "
+                        "transformation); meshccl labels concrete arrays only")
+    if not isinstance(x, jax.Array):
+        return None
+    return _from_dlpack(x, name), _to_jax
+
+
+def _from_dlpack(obj, name):
+    """The NumPy / CuPy view of a DLPack producer."""
+    try:
+        kind, device = obj.__dlpack_device__()
+    except Exception as exc:
+        raise TypeError(f"{name} exposes __dlpack__ but its __dlpack_device__() failed: "
+                        f"{exc}") from exc
+    if kind in _HOST:
+        return np.from_dlpack(obj)
+    if kind in _DEVICE:
+        return _cupy(name, f"on CUDA device {device}").from_dlpack(obj)
+    raise TypeError(f"{name} lives in memory of DLPack device type {int(kind)}; meshccl "
+                    "takes host (CPU) and CUDA memory")
+
+
+def unwrap(obj, name):
+    """``(array, back)`` for an array of another framework, else None.
+
+    ``array`` is a NumPy or CuPy view of ``obj``'s memory; ``back`` turns
+    a NumPy or CuPy result into ``obj``'s framework (identity for producers
+    other than PyTorch and JAX).  ``name`` is the argument's name, for the
+    errors.
+    """
+    top = _top(obj)
+    if top in _NATIVE:
+        return None
+    if top == "torch":
+        return _from_torch(obj, name)
+    if top in ("jax", "jaxlib"):
+        return _from_jax(obj, name)
+    if hasattr(obj, "__cuda_array_interface__"):
+        return _cupy(name, "CUDA memory (__cuda_array_interface__)").asarray(obj), _same
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        return _from_dlpack(obj, name), _same
+    return None
+
+
+def as_array(obj, name):
+    """``obj`` as a NumPy / CuPy array when it is another framework's array
+    (a mask, bonds, an output buffer), else ``obj`` unchanged."""
+    foreign = unwrap(obj, name)
+    return obj if foreign is None else foreign[0]
+
+
+def rewrap(result, back):
+    """``result`` (an array, or a tuple of arrays and other values) with
+    every NumPy / CuPy array passed through ``back``."""
+    if back is _same:
+        return result
+    if isinstance(result, tuple):
+        return tuple(back(r) if is_array(r) else r for r in result)
+    return back(result) if is_array(result) else result
