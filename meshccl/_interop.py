@@ -16,6 +16,10 @@ The rule each way, without a copy:
   ``__cuda_array_interface__``), host memory a NumPy array
   (``Tensor.numpy()`` for PyTorch, ``numpy.from_dlpack`` otherwise).  A
   PyTorch tensor that requires grad is read through ``detach()``.
+* graphs (:func:`unwrap_graph`): the arrays of an ``(indptr, indices)``
+  tuple or an ``Edges`` list each as above; a PyTorch sparse COO / CSR /
+  CSC tensor as the edge list or CSR arrays it stores; a NetworkX graph as
+  ``networkx.to_scipy_sparse_array(G)`` (vertex k is ``list(G)[k]``).
 * out: a PyTorch tensor in gives PyTorch tensors out (``torch.from_dlpack``
   of a CuPy result, ``torch.from_numpy`` of a NumPy one), a JAX array in
   gives JAX arrays out (``jax.dlpack.from_dlpack``); any other producer
@@ -87,7 +91,7 @@ def _from_torch(t, name):
         raise TypeError(f"{name} must be a dense (strided) tensor, got layout {t.layout}")
     t = t.detach()
     if t.device.type == "cuda":
-        return _cupy(name, f"a tensor on {t.device}").from_dlpack(t), _to_torch
+        return _from_dlpack(t, name), _to_torch
     if t.device.type != "cpu":
         raise TypeError(f"{name} must be a CPU or CUDA tensor, got a tensor on {t.device}")
     try:
@@ -118,7 +122,15 @@ def _from_dlpack(obj, name):
     if kind in _HOST:
         return np.from_dlpack(obj)
     if kind in _DEVICE:
-        return _cupy(name, f"on CUDA device {device}").from_dlpack(obj)
+        cupy = _cupy(name, f"on CUDA device {device}")
+        try:
+            return cupy.from_dlpack(obj)
+        except (BufferError, TypeError, ValueError, RuntimeError):
+            # (a dtype or stream this CuPy's DLPack import refuses: the older
+            # protocol, where the producer has it, reads the same memory)
+            if not hasattr(obj, "__cuda_array_interface__"):
+                raise
+            return cupy.asarray(obj)
     raise TypeError(f"{name} lives in memory of DLPack device type {int(kind)}; meshccl "
                     "takes host (CPU) and CUDA memory")
 
@@ -160,3 +172,72 @@ def rewrap(result, back):
     if isinstance(result, tuple):
         return tuple(back(r) if is_array(r) else r for r in result)
     return back(result) if is_array(result) else result
+
+
+def _torch_sparse(t, name):
+    """A PyTorch sparse matrix as the CSR tuple or Edges it stores (still
+    tensors, converted by the caller)."""
+    import torch
+
+    from .graph._input import Edges
+
+    if t.ndim != 2 or t.shape[0] != t.shape[1]:
+        raise ValueError(f"{name} must be a square (N, N) matrix, got shape {tuple(t.shape)}")
+    t = t.detach()
+    if t.layout == torch.sparse_coo:
+        # (the stored entries as they are: duplicates need no coalescing here)
+        rows, cols = t._indices()
+        return Edges(rows, cols, int(t.shape[0]))
+    if t.layout == torch.sparse_csr:
+        return (t.crow_indices(), t.col_indices())
+    if t.layout == torch.sparse_csc:  # the transpose graph's CSR: the same weak components
+        return (t.ccol_indices(), t.row_indices())
+    raise TypeError(f"{name} must be a dense or a sparse COO, CSR or CSC tensor, got layout "
+                    f"{t.layout}")
+
+
+def _networkx(g):
+    """A NetworkX graph as a SciPy CSR array, vertex k = ``list(g)[k]``."""
+    if len(g) == 0:  # (to_scipy_sparse_array refuses a graph without nodes)
+        import scipy.sparse
+
+        return scipy.sparse.csr_array((0, 0), dtype=np.int8)
+    import networkx
+
+    return networkx.to_scipy_sparse_array(g, weight=None, dtype=np.int32, format="csr")
+
+
+def unwrap_graph(g, name="csgraph"):
+    """``(graph, back, undirected)`` for any graph input.
+
+    ``graph`` is ``g`` with its tensors as NumPy / CuPy arrays (a NetworkX
+    graph as a SciPy CSR array), ``back`` as for :func:`unwrap` (from the
+    first foreign array met), ``undirected`` True for a NetworkX graph that
+    is not directed (its matrix is then symmetric).
+    """
+    from .graph._input import Edges
+
+    top = _top(g)
+    if top == "networkx" and hasattr(g, "is_directed"):
+        return _networkx(g), _same, not g.is_directed()
+    if top == "torch":
+        import torch
+
+        if isinstance(g, torch.Tensor) and g.layout != torch.strided:
+            g = _torch_sparse(g, name)
+    if isinstance(g, Edges) or (isinstance(g, tuple) and len(g) == 2):
+        parts, names = (g[:2], ("src", "dst")) if isinstance(g, Edges) else (g, ("indptr", "indices"))
+        back, arrays = _same, []
+        for part, part_name in zip(parts, names):
+            foreign = unwrap(part, part_name)
+            if foreign is not None:
+                part = foreign[0]
+                back = foreign[1] if back is _same else back
+            arrays.append(part)
+        if back is _same:
+            return g, _same, False
+        return (Edges(*arrays, g.n_vertices) if isinstance(g, Edges) else tuple(arrays)), back, False
+    foreign = unwrap(g, name)
+    if foreign is None:
+        return g, _same, False
+    return foreign[0], foreign[1], False
