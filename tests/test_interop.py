@@ -158,6 +158,22 @@ def test_torch_cpu_graphs():
     assert isinstance(labels, torch.Tensor) and info["backend"] == "cpu"
 
 
+def test_torch_cpu_spanning_forest_and_list_rank():
+    torch = pytest.importorskip("torch")
+    from meshccl.graph import list_rank, spanning_forest
+
+    g = _graph(6)
+    forest = spanning_forest(torch.from_numpy(g.toarray()))
+    ref = spanning_forest(g.toarray())
+    assert isinstance(forest.src, torch.Tensor) and forest.n_vertices == ref.n_vertices
+    np.testing.assert_array_equal(forest.src.numpy(), ref.src)
+    np.testing.assert_array_equal(forest.dst.numpy(), ref.dst)
+    succ = np.array([2, 1, 4, 3, 1])
+    rank, tails = list_rank(torch.from_numpy(succ), return_tails=True)
+    assert isinstance(rank, torch.Tensor) and isinstance(tails, torch.Tensor)
+    assert rank.tolist() == [3, 0, 2, 0, 1] and tails.tolist() == [1, 1, 1, 3, 1]
+
+
 def test_torch_errors():
     torch = pytest.importorskip("torch")
     with pytest.raises(ValueError, match=r"csgraph must be a square \(N, N\) matrix, got shape "
@@ -260,6 +276,13 @@ def test_torch_cuda_graphs():
         n, labels = connected_components(graph)
         assert isinstance(labels, torch.Tensor) and labels.is_cuda and n == ref_n
         np.testing.assert_array_equal(labels.cpu().numpy(), ref)
+    from meshccl.graph import list_rank, spanning_forest
+
+    forest = spanning_forest(dense)
+    assert isinstance(forest.src, torch.Tensor) and forest.src.is_cuda
+    assert forest.src.numel() == 300 - ref_n
+    rank = list_rank(torch.tensor([2, 1, 4, 3, 1], device="cuda"))
+    assert isinstance(rank, torch.Tensor) and rank.is_cuda and rank.tolist() == [3, 0, 2, 0, 1]
 
 
 @pytest.mark.gpu

@@ -282,7 +282,7 @@ def spanning_forest(csgraph):
     -------
     Edges
         ``Edges(src, dst, n_vertices)`` of the forest (int64 arrays, CuPy
-        for CuPy input).
+        for CuPy input, tensors / JAX arrays for PyTorch / JAX input).
 
     Examples
     --------
@@ -292,12 +292,13 @@ def spanning_forest(csgraph):
     >>> f.src.tolist(), f.dst.tolist(), f.n_vertices
     ([0, 1, 3], [1, 2, 4], 6)
     """
+    csgraph, back, _ = _interop.unwrap_graph(csgraph)
     with _dispatch.on_device(csgraph):
         kind, arrays, n = _input.as_graph(csgraph)
         src, dst = _dispatch.forest(kind, arrays, n)
     if kind == "csc":  # its rows are the input's columns
         src, dst = dst, src
-    return Edges(src, dst, n)
+    return Edges(*_interop.rewrap((src, dst), back), n)
 
 
 def release_plans():
