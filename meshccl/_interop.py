@@ -104,7 +104,8 @@ def _from_torch(t, name):
 def _from_jax(x, name):
     import jax
 
-    if isinstance(x, jax.core.Tracer):
+    tracer = getattr(getattr(jax, "core", None), "Tracer", None)
+    if tracer is not None and isinstance(x, tracer):
         raise TypeError(f"{name} is a traced JAX value (inside jax.jit or another "
                         "transformation); meshccl labels concrete arrays only")
     if not isinstance(x, jax.Array):
