@@ -1,7 +1,8 @@
 """Arrays of other frameworks at the API boundary: PyTorch, JAX, DLPack.
 
 Every entry point that takes NumPy or CuPy arrays (``meshccl.label``,
-``meshccl.ndimage.label``, ``meshccl.graph.connected_components``) also
+``meshccl.ndimage.label``, ``meshccl.graph.connected_components``,
+``spanning_forest`` and ``list_rank``; not yet ``meshccl.measure``) also
 takes PyTorch tensors, JAX arrays, and any other object that exposes
 ``__cuda_array_interface__`` or ``__dlpack__``.  This module is the one
 place that converts them; the entry points call :func:`unwrap` on their
@@ -36,9 +37,10 @@ from __future__ import annotations
 
 import numpy as np
 
-#: DLPack device types (``__dlpack_device__()[0]``): host and CUDA memory
-_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
-_HOST = (_DL_CPU, _DL_CUDA_HOST)
+#: DLPack device types (``__dlpack_device__()[0]``) read here: host memory
+#: (NumPy's from_dlpack takes kDLCPU only) and CUDA device / managed memory
+_DL_CPU, _DL_CUDA, _DL_CUDA_MANAGED = 1, 2, 13
+_HOST = (_DL_CPU,)
 _DEVICE = (_DL_CUDA, _DL_CUDA_MANAGED)
 
 #: top-level modules whose objects are never converted here
