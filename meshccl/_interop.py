@@ -229,17 +229,14 @@ def unwrap_graph(g, name="csgraph"):
         if isinstance(g, torch.Tensor) and g.layout != torch.strided:
             g = _torch_sparse(g, name)
     if isinstance(g, Edges) or (isinstance(g, tuple) and len(g) == 2):
-        parts, names = (g[:2], ("src", "dst")) if isinstance(g, Edges) else (g, ("indptr", "indices"))
-        back, arrays = _same, []
-        for part, part_name in zip(parts, names):
-            foreign = unwrap(part, part_name)
-            if foreign is not None:
-                part = foreign[0]
-                back = foreign[1] if back is _same else back
-            arrays.append(part)
-        if back is _same:
+        edges = isinstance(g, Edges)
+        names = ("src", "dst") if edges else ("indptr", "indices")
+        found = [unwrap(part, part_name) for part, part_name in zip(g[:2], names)]
+        if all(f is None for f in found):
             return g, _same, False
-        return (Edges(*arrays, g.n_vertices) if isinstance(g, Edges) else tuple(arrays)), back, False
+        arrays = [part if f is None else f[0] for part, f in zip(g[:2], found)]
+        back = next(f[1] for f in found if f is not None)
+        return (Edges(*arrays, g.n_vertices) if edges else tuple(arrays)), back, False
     foreign = unwrap(g, name)
     if foreign is None:
         return g, _same, False

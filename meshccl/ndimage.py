@@ -241,7 +241,8 @@ def label(input, structure=None, output=None):
         if out is None:
             return labels.astype(dtype, copy=False), n
         out[...] = labels
-        if xp is not np and out is not output:  # another framework's memory: written before it reads
+        if xp is not np and out is not output:
+            # another framework's memory: the write is done before that framework reads it
             xp.cuda.get_current_stream().synchronize()
     return n
 

@@ -98,9 +98,13 @@ def test_other_dlpack_producers_give_numpy():
     got = ndimage.label(_Producer(a))
     assert got[1] == _ref[1]
     np.testing.assert_array_equal(got[0], _ref[0])
-    g = _graph(1).toarray()
-    n, lab = connected_components(_Producer(g))
-    np.testing.assert_array_equal(lab, csg.connected_components(g)[1])
+    g = _graph(1)
+    ref = csg.connected_components(g)[1]
+    n, lab = connected_components(_Producer(g.toarray()))
+    np.testing.assert_array_equal(lab, ref)
+    n, lab = connected_components((_Producer(g.indptr), _Producer(g.indices)))
+    assert isinstance(lab, np.ndarray)
+    np.testing.assert_array_equal(lab, ref)
 
 
 # ----------------------------------------------------------- PyTorch, CPU

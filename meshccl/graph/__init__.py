@@ -14,12 +14,13 @@ jumping and Reid-Miller's random splitters, on both backends).
 Seeded graph generators are ``meshccl.graph.generators``
 (:mod:`meshccl.graph_generators`, imported on first use).
 
-The layers, one way: this module (options; other frameworks' graphs to
-NumPy / CuPy / SciPy by :func:`meshccl._interop.unwrap_graph`) -> :mod:`._input` (the graph
-checked) -> :mod:`._dispatch` (the backend, on the input's device) ->
-``meshccl._cpu.graph`` or ``meshccl._gpu.graph`` -> kernels.  The methods
-are one table, :mod:`._methods`, read by every layer.  ``docs/graph.md``
-explains the methods, the GPU's rule for 'auto' and its measurements.
+The layers, one way: this module (options; graphs of other frameworks
+made NumPy / CuPy / SciPy by :func:`meshccl._interop.unwrap_graph`) ->
+:mod:`._input` (the graph checked) -> :mod:`._dispatch` (the backend, on
+the input's device) -> ``meshccl._cpu.graph`` or ``meshccl._gpu.graph`` ->
+kernels.  The methods are one table, :mod:`._methods`, read by every
+layer.  ``docs/graph.md`` explains the methods, the GPU's rule for 'auto'
+and its measurements.
 """
 
 from __future__ import annotations
