@@ -160,6 +160,12 @@ def unwrap(obj, name):
     return None
 
 
+def immutable(obj) -> bool:
+    """Whether ``obj`` is an array of a framework whose arrays must never be
+    written (JAX), whatever its NumPy / CuPy view would allow."""
+    return _top(obj) in ("jax", "jaxlib")
+
+
 def as_array(obj, name):
     """``obj`` as a NumPy / CuPy array when it is another framework's array
     (a mask, bonds, an output buffer), else ``obj`` unchanged."""

@@ -103,6 +103,9 @@ def _output(output, on_gpu, shape):
     """(dtype, array or None) of the ``output`` argument."""
     if output is None:
         return None, None
+    if _interop.immutable(output):
+        raise ValueError("output must be writeable, got a JAX array (JAX arrays are immutable: "
+                         "pass a dtype, or None, and use the returned labels)")
     out = _interop.as_array(output, "output")
     if _interop.is_array(out):
         if _is_cupy(out) != on_gpu:

@@ -210,6 +210,8 @@ def test_jax_cpu():
     n, labels = connected_components(jnp.asarray(g))
     assert isinstance(labels, jax.Array)
     np.testing.assert_array_equal(np.asarray(labels), csg.connected_components(g)[1])
+    with pytest.raises(ValueError, match="output must be writeable, got a JAX array"):
+        ndimage.label(a, output=jnp.zeros(a.shape, jnp.int32))
     with pytest.raises(TypeError, match="label_image is a traced JAX value"):
         jax.jit(lambda x: meshccl.label(x))(jnp.asarray(a))
 
