@@ -162,8 +162,9 @@ def label(input, structure=None, output=None):
     output : dtype or array, optional
         A dtype: the labels' dtype (bool, an integer type, float32 or
         float64).  An array of ``input``'s shape on the same side (host or
-        GPU; a tensor too): the labels are written into it and only N is
-        returned.  ``output=input`` labels in place.
+        GPU; a PyTorch tensor too, not an immutable JAX array): the labels
+        are written into it and only N is returned.  ``output=input``
+        labels in place.
 
     Returns
     -------
@@ -189,7 +190,7 @@ def label(input, structure=None, output=None):
         A structure whose sides are not all 3 (as SciPy), one that is not
         centrosymmetric, or one meshccl cannot express (see above); an
         output array of another shape ("output shape not correct", as
-        SciPy) or read-only.
+        SciPy), read-only, or a JAX array.
 
     Notes
     -----
