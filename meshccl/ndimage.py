@@ -127,10 +127,16 @@ def _output(output, on_gpu, shape):
 
 
 def _check_depth(n, dtype):
-    """SciPy's RuntimeError when ``dtype`` cannot hold label ``n``."""
-    if dtype.kind == "b":  # (SciPy writes True for every label)
-        return
-    top = np.iinfo(dtype).max if dtype.kind in "iu" else 2 ** (np.finfo(dtype).nmant + 1)
+    """SciPy's RuntimeError when ``dtype`` cannot hold label ``n``: beyond
+    its largest integer, 2**24 / 2**53 for float32 / float64 (the last
+    exact integers), 255 for bool (SciPy writes bool output through a uint8
+    view; the labels then read as True)."""
+    if dtype.kind == "b":
+        top = 255
+    elif dtype.kind in "iu":
+        top = np.iinfo(dtype).max
+    else:
+        top = 2 ** (np.finfo(dtype).nmant + 1)
     if n > top:
         raise RuntimeError(f"insufficient bit-depth in requested output type: {dtype} holds "
                            f"labels up to {top}, the input has {n} features")
