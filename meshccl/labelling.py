@@ -82,7 +82,7 @@ _fast_label = None  # _gpu.plan.fast_label, imported on the first CuPy call
 def label(label_image, background=None, return_num=False, connectivity=None, *,
           dtype=None, method="auto", device="auto", periodic=False, mask=None,
           tolerance=None, bonds=None, axes=None, return_counts=False, return_info=False,
-          cpu_threads=1, max_iterations=None):
+          cpu_threads=1, max_iterations=None, numbering="raster"):
     r"""Label connected regions of equal value, exactly like ``skimage.measure.label``.
 
     Two cells are connected when they are neighbours and have the same value.
@@ -174,6 +174,20 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         array (the first image gets 1..n0, the next n0+1.., and so on).
         ``connectivity`` then counts hops along these axes (default: all of
         them).  Not combinable with ``bonds``.
+    numbering : {'raster', 'first-cell'}, optional
+        'raster' (the default): labels 1..N in raster order of each
+        component's first cell, skimage's values.  'first-cell': a
+        partition-only labelling for code that needs to know which cells
+        belong together but not a consecutive numbering (cluster flips,
+        masks per component, ``numpy.unique`` afterwards): each component
+        gets 1 + the flat (C-order) index of its first cell, background 0.
+        Equal labels mean the same component, exactly as with 'raster', but
+        the numbers have gaps and reach the number of cells, so ``dtype``
+        must hold it (the default does).  On the GPU it skips the ranking
+        of the roots (what it saves: ``docs/performance.md``, "First-cell
+        labels"); on the CPU, whose labellers number as they go, it costs
+        one more pass.  Not with ``return_counts``; ``return_num`` still
+        gives N, the number of components.
     max_iterations : int, optional
         For the iterative methods: give up after this many passes that all
         changed labels and raise :class:`meshccl.NotConverged` (default: no
@@ -271,6 +285,14 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     >>> bool((counts == np.bincount(labels.ravel())).all())
     True
 
+    A partition without the numbering: each component labelled by its first
+    cell's flat index + 1:
+
+    >>> meshccl.label(x, numbering="first-cell")
+    array([[1, 0, 0],
+           [1, 1, 6],
+           [0, 0, 0]])
+
     On the GPU the same call takes and returns CuPy arrays::
 
         labels = meshccl.label(cupy_volume, connectivity=1)
@@ -285,7 +307,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             and device == "auto" and return_info is False and axes is None
             and max_iterations is None
             and type(cpu_threads) is int and cpu_threads == 1 and return_counts is False
-            and (return_num is False or return_num is True)):
+            and (return_num is False or return_num is True)
+            and (numbering == "raster" or numbering == "first-cell")):
         # repeated calls on same-shaped CuPy arrays: a cached launch plan
         # (_gpu/plan.py).  First, and with no other checks: the other
         # arguments are their defaults, and every microsecond here comes
@@ -295,7 +318,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             from ._gpu.plan import fast_label as _fast_label
         try:
             out = _fast_label(label_image, background, connectivity, dtype, return_num,
-                              periodic, mask, tolerance, bonds)
+                              periodic, mask, tolerance, bonds, numbering)
         except Exception as exc:
             err = _out_of_memory(exc, label_image.shape, None)
             if err is None:
@@ -311,7 +334,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
                   device=device, periodic=periodic, mask=mask, tolerance=tolerance,
                   bonds=bonds, axes=axes, return_counts=return_counts,
                   return_info=return_info, cpu_threads=cpu_threads,
-                  max_iterations=max_iterations), back)
+                  max_iterations=max_iterations, numbering=numbering), back)
     mask = _interop.as_array(mask, "mask")
     bonds = _interop.as_array(bonds, "bonds")
     gpu = _other_gpu(label_image)
@@ -321,9 +344,13 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
                          method=method, device=device,
                          periodic=periodic, mask=mask, tolerance=tolerance, bonds=bonds,
                          axes=axes, return_counts=return_counts, return_info=return_info,
-                         cpu_threads=cpu_threads, max_iterations=max_iterations)
+                         cpu_threads=cpu_threads, max_iterations=max_iterations,
+                         numbering=numbering)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if not isinstance(numbering, str) or numbering not in ("raster", "first-cell"):
+        raise ValueError(f"numbering must be 'raster' or 'first-cell', got {numbering!r}")
+    first = numbering == "first-cell"
     if max_iterations is not None and (
             isinstance(max_iterations, (bool, np.bool_))
             or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 1):
@@ -336,6 +363,9 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         return_counts = bool(return_counts)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"return_counts must be true or false, got {return_counts!r}") from exc
+    if return_counts and first:
+        raise ValueError("return_counts needs numbering='raster' (counts are indexed by the "
+                         "labels 1..N), got numbering='first-cell'")
     if (isinstance(cpu_threads, (bool, np.bool_)) or not isinstance(cpu_threads, (int, np.integer))
             or cpu_threads < 0):
         raise ValueError(f"cpu_threads must be an int >= 0 (0: all cores), got {cpu_threads!r}")
@@ -343,7 +373,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     with _gpu_memory_errors(getattr(label_image, "shape", ()), None):
         prob = _validate.prepare(label_image, background, connectivity, dtype,
                                  periodic=periodic, mask=mask, tolerance=tolerance, bonds=bonds,
-                                 axes=axes)
+                                 axes=axes, raster=not first)
     backend = _backend_for(prob.xp, device, method)
     xp = prob.xp
     n = prob.size
@@ -386,6 +416,10 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             info["iterations"] = 1
         info["seconds"]["label"] = time.perf_counter() - t1
         num, counts = num if return_counts else (num, None)
+        if first:
+            from ._cpu.unionfind import first_cell_labels
+
+            first_cell_labels(P, num)
         labels = P if backend == "cpu" else xp.asarray(P)
         if counts is not None and backend != "cpu":
             counts = xp.asarray(counts)
@@ -411,11 +445,13 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
                 count, info["iterations"] = label_iterative(
                     method, values, P, prob.shape, prob.connectivity, prob.has_bg, prob.bgkey,
                     max_iterations=max_iterations, timer=timer, label_axes=prob.label_axes,
-                    counts=return_counts, **lattice)
+                    counts=return_counts, first=first, **lattice)
             else:
                 mesh = label_mesh_counted if return_counts else label_mesh
+                extra = {"first": True} if first else {}
                 count = mesh(values, P, prob.shape, prob.connectivity, prob.has_bg,
-                             prob.bgkey, timer=timer, label_axes=prob.label_axes, **lattice)
+                             prob.bgkey, timer=timer, label_axes=prob.label_axes, **extra,
+                             **lattice)
                 info["iterations"] = 1
             count, counts = count if return_counts else (count, None)
         if return_info:

@@ -127,6 +127,8 @@ def test_torch_cpu_label():
                                   meshccl.label(a, mask=a > 1))
     labels, info = meshccl.label(torch.from_numpy(a), return_info=True)
     assert isinstance(labels, torch.Tensor) and info["backend"] == "cpu"
+    first = meshccl.label(torch.from_numpy(a), numbering="first-cell")  # every option passes on
+    np.testing.assert_array_equal(first.numpy(), meshccl.label(a, numbering="first-cell"))
 
 
 def test_torch_cpu_ndimage():
