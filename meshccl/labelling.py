@@ -1,8 +1,9 @@
 """``meshccl.label``: the public entry point for images, volumes and lattices.
 
-Data flows one way: validate (:mod:`._validate`) -> dispatch (the table in
+Data flows one way: PyTorch / JAX input to its NumPy or CuPy view
+(:mod:`._interop`) -> validate (:mod:`._validate`) -> dispatch (the table in
 :func:`_backend_for`) -> backend (``_gpu`` or ``_cpu``) -> the one relabel
-path -> result on the input's device.
+path -> result on the input's device (and back to the input's framework).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 
 import numpy as np
 
-from . import _validate
+from . import _interop, _validate
 
 #: 'auto' = 'unionfind' (one pass); the rest are Hawick et al.'s iterative
 #: methods: kernels A-D (GPU and CPU) and CPU I / CPU II (CPU only).
@@ -91,10 +92,13 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
 
     Parameters
     ----------
-    label_image : numpy.ndarray or cupy.ndarray
+    label_image : numpy.ndarray, cupy.ndarray, torch.Tensor or jax.Array
         Image, volume or lattice of bool, integer or float dtype, any number
         of dimensions (0-d and empty arrays too).  Floats are truncated to
         integers first, as skimage does; NaN or inf raise ``ValueError``.
+        PyTorch tensors and JAX arrays (CPU or CUDA; any object exposing
+        ``__dlpack__`` or ``__cuda_array_interface__``) are read without a
+        copy, as NumPy (host) or CuPy (GPU) arrays.
     background : int, float or bool, optional
         Cells of this value get label 0 (default 0).  As in skimage, a
         float is truncated towards zero (2.7 means 2), and 0-d arrays are
@@ -221,7 +225,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     -------
     labels : ndarray
         Same shape as ``label_image``; NumPy in gives NumPy out, CuPy in gives
-        CuPy out.
+        CuPy out, a PyTorch tensor a tensor on its device, a JAX array a JAX
+        array (``counts`` too).
     num : int, optional
         Number of labels (the largest label), if ``return_num``.
     counts : ndarray, optional
@@ -291,6 +296,12 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     On the GPU the same call takes and returns CuPy arrays::
 
         labels = meshccl.label(cupy_volume, connectivity=1)
+
+    PyTorch tensors and JAX arrays come back as their own type, on their
+    device::
+
+        labels = meshccl.label(torch_volume.cuda(), connectivity=1)   # a CUDA tensor
+        labels = meshccl.label(jax_volume, connectivity=1)            # a jax.Array
     """
     if (type(label_image).__module__.startswith("cupy") and method == "auto"
             and device == "auto" and return_info is False and axes is None
@@ -315,6 +326,17 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             raise err from exc
         if out is not None:
             return out
+    foreign = _interop.unwrap(label_image, "label_image")
+    if foreign is not None:  # a PyTorch / JAX / DLPack array: its NumPy or CuPy view, and back
+        array, back = foreign
+        return _interop.rewrap(
+            label(array, background, return_num, connectivity, dtype=dtype, method=method,
+                  device=device, periodic=periodic, mask=mask, tolerance=tolerance,
+                  bonds=bonds, axes=axes, return_counts=return_counts,
+                  return_info=return_info, cpu_threads=cpu_threads,
+                  max_iterations=max_iterations, numbering=numbering), back)
+    mask = _interop.as_array(mask, "mask")
+    bonds = _interop.as_array(bonds, "bonds")
     gpu = _other_gpu(label_image)
     if gpu is not None:  # a CuPy array on a GPU that is not the current one: run on its GPU
         with gpu:

@@ -5,18 +5,22 @@
 and arrays, dense adjacency matrices) plus CuPy sparse matrices and dense
 arrays, ``(indptr, indices)`` CSR tuples and :class:`Edges` lists, and
 returns SciPy's result.  NumPy / SciPy input is labelled on the CPU
-(numba), CuPy input on its GPU, with the result on the input's side.
+(numba), CuPy input on its GPU, with the result on the input's side;
+PyTorch tensors, JAX arrays and NetworkX graphs are converted at the door
+(:mod:`meshccl._interop`).
 :func:`spanning_forest` returns the edges whose union joined two sets.
 :func:`list_rank` ranks the elements of linked lists (Wylie's pointer
 jumping and Reid-Miller's random splitters, on both backends).
 Seeded graph generators are ``meshccl.graph.generators``
 (:mod:`meshccl.graph_generators`, imported on first use).
 
-The layers, one way: this module (options) -> :mod:`._input` (the graph
-checked) -> :mod:`._dispatch` (the backend, on the input's device) ->
-``meshccl._cpu.graph`` or ``meshccl._gpu.graph`` -> kernels.  The methods
-are one table, :mod:`._methods`, read by every layer.  ``docs/graph.md``
-explains the methods, the GPU's rule for 'auto' and its measurements.
+The layers, one way: this module (options; graphs of other frameworks
+made NumPy / CuPy / SciPy by :func:`meshccl._interop.unwrap_graph`) ->
+:mod:`._input` (the graph checked) -> :mod:`._dispatch` (the backend, on
+the input's device) -> ``meshccl._cpu.graph`` or ``meshccl._gpu.graph`` ->
+kernels.  The methods are one table, :mod:`._methods`, read by every
+layer.  ``docs/graph.md`` explains the methods, the GPU's rule for 'auto'
+and its measurements.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import time
 
 import numpy as np
 
+from .. import _interop
 from . import _dispatch, _input, _methods
 from ._input import Edges
 from ._list_rank import LIST_RANK_METHODS, list_rank
@@ -84,10 +89,18 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         infinite or NaN, as in SciPy; complex accepted); an
         ``(indptr, indices)`` tuple of CSR arrays; or
         :class:`Edges`.  NumPy / SciPy input runs on the CPU, CuPy input on
-        the GPU that holds it.
+        the GPU that holds it.  PyTorch tensors and JAX arrays (CPU or
+        CUDA) are taken wherever NumPy or CuPy arrays are -- dense
+        matrices, the arrays of a tuple or of :class:`Edges` -- and so are
+        PyTorch sparse COO, CSR and CSC tensors; they are read without a
+        copy and the labels come back as the same kind.  A NetworkX graph
+        is read through ``networkx.to_scipy_sparse_array`` (on the CPU):
+        ``labels[k]`` is the component of node ``list(G)[k]``.
     directed : bool, optional
         Whether edges have a direction.  For weak connectivity the answer
-        is the same either way.
+        is the same either way.  An undirected NetworkX graph is read as
+        ``directed=False`` whatever this says (so ``connection='strong'``
+        gives its components too); a ``DiGraph`` as given here.
     connection : {'weak', 'strong'}, optional
         Any case, as in SciPy.  Only 'weak' is implemented: 'strong' with
         ``directed=True`` raises ``NotImplementedError``.
@@ -125,7 +138,8 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     labels : ndarray of int32 (int64 beyond 2**31 - 1 vertices)
         The component of each vertex, numbered from 0 in order of each
         component's smallest vertex (SciPy's numbering).  CuPy for CuPy
-        input.  Only with ``return_labels=True``.
+        input, a tensor for PyTorch input, a JAX array for JAX input.  Only
+        with ``return_labels=True``.
     info : dict
         Only with ``return_info=True``; last.
 
@@ -182,11 +196,24 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     >>> connected_components(g, connection="WEAK", cpu_threads=0)[1].tolist()
     [0, 0, 1, 2, 3, 2, 4]
 
-    On a GPU the same calls take CuPy arrays and return CuPy labels::
+    A NetworkX graph; the labels follow ``list(G)``:
+
+    >>> import networkx as nx
+    >>> G = nx.Graph([("a", "b"), ("c", "d"), ("b", "e")])
+    >>> n, labels = connected_components(G)
+    >>> n, dict(zip(G, labels.tolist()))
+    (2, {'a': 0, 'b': 0, 'c': 1, 'd': 1, 'e': 0})
+
+    On a GPU the same calls take CuPy arrays and return CuPy labels, and
+    PyTorch CUDA tensors give tensors::
 
         import cupyx.scipy.sparse as csp
         n, labels = connected_components(csp.csr_matrix(g))   # labels: cupy int32
+        n, labels = connected_components((indptr_tensor, indices_tensor))   # torch int32
     """
+    csgraph, back, undirected = _interop.unwrap_graph(csgraph)
+    if undirected:  # a NetworkX Graph: every edge stored both ways
+        directed, symmetric = False, True
     method, compression = _check_options(directed, connection, method, compression,
                                          max_iterations, cpu_threads)
     with _dispatch.on_device(csgraph):
@@ -195,8 +222,8 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     count, labels, info = out
     result = (count, labels) if return_labels else (count,)
     if return_info:
-        return result + (info,)
-    return result if return_labels else count
+        return _interop.rewrap(result + (info,), back)
+    return _interop.rewrap(result, back) if return_labels else count
 
 
 def _components(csgraph, method, symmetric, compression, max_iterations, cpu_threads,
@@ -256,7 +283,7 @@ def spanning_forest(csgraph):
     -------
     Edges
         ``Edges(src, dst, n_vertices)`` of the forest (int64 arrays, CuPy
-        for CuPy input).
+        for CuPy input, tensors / JAX arrays for PyTorch / JAX input).
 
     Examples
     --------
@@ -266,12 +293,13 @@ def spanning_forest(csgraph):
     >>> f.src.tolist(), f.dst.tolist(), f.n_vertices
     ([0, 1, 3], [1, 2, 4], 6)
     """
+    csgraph, back, _ = _interop.unwrap_graph(csgraph)
     with _dispatch.on_device(csgraph):
         kind, arrays, n = _input.as_graph(csgraph)
         src, dst = _dispatch.forest(kind, arrays, n)
     if kind == "csc":  # its rows are the input's columns
         src, dst = dst, src
-    return Edges(src, dst, n)
+    return Edges(*_interop.rewrap((src, dst), back), n)
 
 
 def release_plans():
