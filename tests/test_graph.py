@@ -110,10 +110,8 @@ def test_bad_options():
     for bad in (" weak", "w", None, 1):  # SciPy refuses these too
         with pytest.raises(ValueError, match=f"connection must be .*got {bad!r}"):
             connected_components(g, connection=bad)
-    for strong in ("strong", "Strong", "STRONG"):
-        with pytest.raises(NotImplementedError,
-                           match=f"connection='strong' is not implemented.*got connection={strong!r}"):
-            connected_components(g, connection=strong)
+    for strong in ("strong", "Strong", "STRONG"):  # any case (tests/test_strong.py: the rest)
+        assert connected_components(g, connection=strong)[0] == 3
     assert connected_components(g, directed=False, connection="strong")[0] == 3  # ignored, as SciPy
     with pytest.raises(ValueError, match="method must be one of .*got 'afforest'"):
         connected_components(g, method="afforest")

@@ -1,0 +1,308 @@
+"""Strongly connected components (connection='strong'): the CPU against
+SciPy -- the same labels, value for value, for every input format -- and
+the GPU against SciPy's partition (marked gpu)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.sparse.csgraph import connected_components as scipy_cc
+
+from conftest import HAVE_GPU, examples
+from meshccl import graph_generators as gen
+from meshccl.graph import Edges, connected_components
+
+gpu = [pytest.mark.gpu, pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")]
+
+
+def strong(g, **kw):
+    return connected_components(g, directed=True, connection="strong", **kw)
+
+
+def scipy_strong(g):
+    return scipy_cc(g, directed=True, connection="strong")
+
+
+def coo(src, dst, n):
+    return sp.coo_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))
+
+
+def canonical(labels):
+    """Labels renumbered 0.. in order of each component's smallest vertex."""
+    labels = np.asarray(labels)
+    if not labels.size:
+        return labels
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return rank[inverse.ravel()]
+
+
+def check_exact(g, want=None):
+    """meshccl's CPU result is SciPy's, value for value (want: SciPy's
+    result on ``g`` when SciPy cannot take ``g`` itself)."""
+    want = scipy_strong(g) if want is None else want
+    got = strong(g)
+    assert got[0] == want[0]
+    assert got[1].dtype == np.int32
+    np.testing.assert_array_equal(got[1], want[1])
+    return got
+
+
+def random_graph(n, m, rng, loops=True):
+    src = rng.integers(0, n, m)
+    dst = rng.integers(0, n, m)
+    if not loops:
+        keep = src != dst
+        src, dst = src[keep], dst[keep]
+    return src, dst
+
+
+FORMATS = ["csr", "csc", "coo", "lil", "dok", "bsr", "dia", "csr_array", "coo_array",
+           "dense", "matrix"]
+
+
+def as_format(m, fmt):
+    if fmt == "dense":
+        return m.toarray()
+    if fmt == "matrix":
+        return m.todense()
+    if fmt.endswith("_array"):
+        return getattr(sp, fmt)(m)
+    return m.asformat(fmt)
+
+
+@pytest.mark.filterwarnings("ignore:Constructing a DIA matrix")
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_scipy_format_exact(fmt):
+    rng = np.random.default_rng(11)
+    for n, m in ((1, 1), (7, 12), (60, 90), (200, 500)):
+        src, dst = random_graph(n, m, rng)
+        check_exact(as_format(coo(src, dst, n).tocsr(), fmt))
+
+
+def test_random_graphs_exact():
+    """Sparse and dense random graphs, with self-loops and duplicates."""
+    rng = np.random.default_rng(5)
+    for n, deg in ((50, 0.5), (50, 1.0), (300, 1.5), (300, 3), (2000, 1.2), (2000, 8), (40, 30)):
+        src, dst = random_graph(n, int(deg * n), rng)
+        g = coo(src, dst, n)
+        check_exact(g)        # duplicates summed by SciPy
+        check_exact(g.tocsr())
+        check_exact(g.tocsc())
+        # the same graph as an edge list and as a CSR tuple
+        want = scipy_strong(g)
+        check_exact(Edges(src, dst, n), want)
+        c = g.tocsr()
+        check_exact((c.indptr, c.indices), want)
+
+
+def test_unsorted_csr_rows_exact():
+    """SciPy walks a CSR's rows as stored: so does meshccl."""
+    rng = np.random.default_rng(8)
+    for n in (30, 400):
+        src, dst = random_graph(n, 3 * n, rng)
+        key = np.unique(src * n + dst)
+        key = key[rng.permutation(key.size)]   # no duplicates, rows in random order
+        s, d = np.divmod(key, n)
+        order = np.argsort(s, kind="stable")
+        indptr = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(s, minlength=n), out=indptr[1:])
+        g = sp.csr_matrix((np.ones(key.size), d[order], indptr), shape=(n, n))
+        assert not g.has_sorted_indices
+        check_exact(g)
+
+
+def test_duplicate_entries_in_a_csr_row():
+    """A neighbour stored twice, apart (0 -> [1, 2, 1]): moved to the top of
+    the search stack as SciPy moves it.  Stored twice in a row, SciPy 1.17
+    never returns (its stack links the vertex to itself); meshccl reads it
+    as stored once, which gives SciPy's labels for that CSR."""
+    apart = sp.csr_matrix((np.ones(5), [1, 2, 1, 0, 0], [0, 3, 4, 5]), shape=(3, 3))
+    check_exact(apart)
+    twice = sp.csr_matrix((np.ones(5), [2, 1, 1, 0, 0], [0, 3, 4, 5]), shape=(3, 3))
+    once = sp.csr_matrix((np.ones(4), [2, 1, 0, 0], [0, 2, 3, 4]), shape=(3, 3))
+    check_exact(twice, scipy_strong(once))
+    check_exact((twice.indptr, twice.indices), scipy_strong(once))
+
+
+def test_small_cases():
+    assert strong(sp.csr_matrix((0, 0))) == (0, pytest.approx(np.zeros(0)))
+    for g in (np.zeros((1, 1)), np.ones((1, 1)), np.zeros((4, 4)), np.eye(4), np.ones((4, 4))):
+        check_exact(g)
+    assert strong(Edges(np.zeros(0, int), np.zeros(0, int), 3))[1].tolist() == [0, 1, 2]
+    assert strong(np.ones((3, 3)), return_labels=False) == 1
+
+
+def test_long_cycle_path_and_chain_of_components():
+    """No recursion: a cycle and a path of 200 000 vertices; components in
+    a chain (each a cycle, linked one way), numbered forwards and backwards."""
+    n = 200_000
+    v = np.arange(n)
+    check_exact(coo(v, (v + 1) % n, n))                 # one cycle
+    check_exact(coo(v[:-1], v[1:], n))                  # a path: a DAG of n components
+    check_exact(coo(v[1:], v[:-1], n))                  # the path against the numbering
+    size, k = 5, 2000
+    src, dst = [], []
+    for c in range(k):
+        base = c * size
+        ring = base + np.arange(size)
+        src += [ring, [base]]
+        dst += [np.roll(ring, -1), [(base + size) % (size * k)] if c + 1 < k else [base]]
+    src, dst = np.concatenate(src), np.concatenate(dst)
+    check_exact(coo(src, dst, size * k))
+    perm = np.random.default_rng(1).permutation(size * k)   # the same, shuffled
+    got = check_exact(coo(perm[src], perm[dst], size * k))
+    assert got[0] == k
+
+
+def test_dag_and_generated_graphs():
+    rng = np.random.default_rng(3)
+    n = 3000
+    src, dst = random_graph(n, 4 * n, rng, loops=False)
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+    got = check_exact(coo(lo, hi, n))                   # a DAG: every vertex alone
+    assert got[0] == n
+    for e in (gen.rmat(10, seed=2), gen.road_directed(40, seed=3), gen.random_edges(2000, 6000)):
+        check_exact(e, scipy_strong(coo(e.src, e.dst, e.n_vertices)))
+
+
+@settings(max_examples=examples(200))
+@given(st.integers(1, 14).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=40))))
+def test_hypothesis_small_graphs(case):
+    n, edges = case
+    src = np.array([e[0] for e in edges], np.int64)
+    dst = np.array([e[1] for e in edges], np.int64)
+    g = coo(src, dst, n)
+    want = check_exact(g)
+    check_exact(Edges(src, dst, n), want)
+    check_exact(g.toarray(), want)
+    check_exact(g.tocsc(), want)
+
+
+def test_undirected_and_symmetric_give_weak():
+    rng = np.random.default_rng(2)
+    n = 500
+    src, dst = random_graph(n, 600, rng)
+    g = coo(src, dst, n).tocsr()
+    weak = connected_components(g)
+    for got in (connected_components(g, directed=False, connection="strong"),
+                scipy_cc(g, directed=False, connection="strong")):
+        assert got[0] == weak[0]
+        np.testing.assert_array_equal(got[1], weak[1])
+    sym = (g + g.T).tocsr()   # strong = weak there, with SciPy's strong numbering
+    check_exact(sym)
+    got = strong(sym, symmetric=True, method="ecl")
+    want = scipy_strong(sym)
+    assert got[0] == want[0]
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_options_and_errors():
+    g = sp.csr_matrix(np.array([[0, 1], [1, 0]]))
+    for name, value in (("method", "ecl"), ("compression", "halving"), ("max_iterations", 3)):
+        with pytest.raises(ValueError, match=f"{name} applies to weak components only.*"
+                                             f"got {name}={value!r}"):
+            strong(g, **{name: value})
+    assert strong(g, method="auto", cpu_threads=0)[0] == 1
+    n, labels, info = strong(g, return_info=True)
+    assert (n, info["method"], info["backend"]) == (1, "pearce", "cpu")
+    with pytest.raises(ValueError, match="indices must lie in \\[0, 2\\), got 5"):
+        strong((np.array([0, 1, 1]), np.array([5])))
+    with pytest.raises(ValueError, match="csgraph must be a square"):
+        strong(np.zeros((2, 3)))
+
+
+# ---------------------------------------------------------------------------
+# GPU: the partition of SciPy, numbered by each component's smallest vertex
+
+def check_gpu(g_host, g_dev=None):
+    """The GPU's strong components of g_dev (default: g_host on the device
+    as a cupyx CSR) against SciPy's on g_host."""
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    want = scipy_strong(g_host)
+    if g_dev is None:
+        g_dev = csp.csr_matrix(sp.csr_matrix(g_host))
+    n, labels = strong(g_dev)
+    assert isinstance(labels, cupy.ndarray) and labels.dtype == cupy.int32
+    assert n == want[0]
+    np.testing.assert_array_equal(labels.get(), canonical(want[1]))
+    return n
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dense", "edges", "tuple", "int64"])
+def test_gpu_every_input(fmt):
+    pytest.importorskip("cupy")
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    rng = np.random.default_rng(4)
+    for n, m in ((1, 0), (1, 1), (9, 14), (300, 450), (3000, 9000)):
+        src, dst = random_graph(n, m, rng)
+        h = coo(src, dst, n).tocsr()
+        dev = {"csr": lambda: csp.csr_matrix(h), "csc": lambda: csp.csc_matrix(h.tocsc()),
+               "coo": lambda: csp.coo_matrix(coo(src, dst, n)),
+               "dense": lambda: cupy.asarray(h.toarray()),
+               "edges": lambda: Edges(cupy.asarray(src), cupy.asarray(dst), n),
+               "tuple": lambda: (cupy.asarray(h.indptr), cupy.asarray(h.indices)),
+               "int64": lambda: (cupy.asarray(h.indptr, cupy.int64),
+                                 cupy.asarray(h.indices, cupy.int64))}[fmt]()
+        check_gpu(h, dev)
+
+
+for _t in (test_gpu_every_input,):
+    for _m in gpu:
+        _m(_t)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_generated_graphs():
+    """R-MAT (skewed, a giant component and many single vertices), road-like
+    grids with one-way streets (long searches), a random graph that is one
+    giant component, DAGs, long cycles and chains of components."""
+    for scale in (8, 12, 16):
+        e = gen.rmat(scale, seed=scale)
+        check_gpu(coo(e.src, e.dst, e.n_vertices))
+    for side, one_way in ((30, 0.1), (200, 0.1), (200, 0.5), (300, 0.02)):
+        e = gen.road_directed(side, one_way=one_way, seed=side)
+        check_gpu(coo(e.src, e.dst, e.n_vertices))
+    e = gen.random_edges(1 << 16, 16 << 16, seed=9)
+    assert check_gpu(coo(e.src, e.dst, e.n_vertices)) < 10   # one giant component
+    n = 20_000
+    v = np.arange(n)
+    check_gpu(coo(v, (v + 1) % n, n))
+    check_gpu(coo(v[:-1], v[1:], n))
+    check_gpu(coo(v[1:], v[:-1], n))
+    rng = np.random.default_rng(6)
+    src, dst = random_graph(n, 3 * n, rng, loops=False)
+    check_gpu(coo(np.minimum(src, dst), np.maximum(src, dst), n))
+    size, k = 4, 500
+    ring = np.arange(size * k)
+    nxt = np.where(ring % size == size - 1, ring - size + 1, ring + 1)
+    links = np.arange(0, size * (k - 1), size)
+    for perm in (np.arange(size * k), np.random.default_rng(2).permutation(size * k)):
+        src = perm[np.concatenate([ring, links])]
+        dst = perm[np.concatenate([nxt, links + size])]
+        assert check_gpu(coo(src, dst, size * k)) == k
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_info_and_symmetric():
+    import cupyx.scipy.sparse as csp
+
+    e = gen.rmat(10, seed=1)
+    h = coo(e.src, e.dst, e.n_vertices).tocsr()
+    n, labels, info = strong(csp.csr_matrix(h), return_info=True)
+    assert info["method"] == "fwbw-colour" and info["backend"] == "gpu"
+    assert {"transpose", "trim", "fwbw", "colour", "flatten"} <= set(info["seconds"])
+    sym = (h + h.T).tocsr()
+    got = strong(csp.csr_matrix(sym), symmetric=True)
+    want = scipy_strong(sym)
+    assert got[0] == want[0]
+    np.testing.assert_array_equal(got[1].get(), want[1])
