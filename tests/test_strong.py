@@ -10,10 +10,9 @@ from hypothesis import strategies as st
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
 from conftest import HAVE_GPU, examples
+from test_graph_gpu_emulated import emulated  # noqa: F401  (a fixture: the stand-in cupy)
 from meshccl import graph_generators as gen
 from meshccl.graph import Edges, connected_components
-
-gpu = [pytest.mark.gpu, pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")]
 
 
 def strong(g, **kw):
@@ -234,9 +233,10 @@ def check_gpu(g_host, g_dev=None):
     return n
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dense", "edges", "tuple", "int64"])
 def test_gpu_every_input(fmt):
-    pytest.importorskip("cupy")
     import cupy
     import cupyx.scipy.sparse as csp
 
@@ -252,11 +252,6 @@ def test_gpu_every_input(fmt):
                "int64": lambda: (cupy.asarray(h.indptr, cupy.int64),
                                  cupy.asarray(h.indices, cupy.int64))}[fmt]()
         check_gpu(h, dev)
-
-
-for _t in (test_gpu_every_input,):
-    for _m in gpu:
-        _m(_t)
 
 
 @pytest.mark.gpu
@@ -306,3 +301,200 @@ def test_gpu_info_and_symmetric():
     want = scipy_strong(sym)
     assert got[0] == want[0]
     np.testing.assert_array_equal(got[1].get(), want[1])
+
+
+# ---------------------------------------------------------------------------
+# The GPU path's host side without a GPU: tests/test_graph_gpu_emulated.py's
+# stand-in cupy, and serial emulations of kernels/strong.cu (one valid
+# interleaving of each kernel; the real ones run in the gpu tests above).
+# Every launch is checked against the kernel's C signature.
+
+def _scc_emulation(expr):
+    from test_graph_gpu_emulated import check_args, parse
+
+    name, t = parse(expr)
+    I, J = ("ptr", t[0]), ("ptr", t[-1])
+    L, U = ("ptr", "long long"), ("ptr", "unsigned")
+    n_ = ("val", t[0])
+    flag = ("ptr", "int")
+
+    def live(rep, w):
+        return rep[w] < 0
+
+    if name == "meshccl_scc_trim":
+        sig = [L, J, L, J, I, n_, flag]
+
+        def run(fp, fi, rp, ri, rep, n, changed):
+            for v in range(n):
+                if rep[v] >= 0:
+                    continue
+                out = any(w != v and live(rep, w) for w in fi[fp[v]:fp[v + 1]])
+                inn = any(w != v and live(rep, w) for w in ri[rp[v]:rp[v + 1]])
+                if not out or not inn:
+                    rep[v] = v
+                    changed[0] = 1
+    elif name == "meshccl_scc_score":
+        sig = [L, L, I, n_, L]
+
+        def run(fp, rp, rep, n, score):
+            for v in range(n):
+                score[v] = -1 if rep[v] >= 0 else (fp[v + 1] - fp[v] + 1) * (rp[v + 1] - rp[v] + 1)
+    elif name == "meshccl_scc_seed":
+        sig = [L, I, U, I, I, ("ptr", "unsigned long long")]
+
+        def run(pivot, rep, mark, qf, qb, counts):
+            p = int(pivot[0])
+            ok = rep[p] < 0
+            if ok:
+                mark[p], qf[0], qb[0] = 3, p, p
+            counts[0] = counts[1] = int(ok)
+    elif name == "meshccl_scc_expand":
+        sig = [L, J, L, J, I, U, I, I, ("ptr", "unsigned long long"), I, I,
+               ("ptr", "unsigned long long")]
+
+        def run(fp, fi, rp, ri, rep, mark, qif, qib, nin, qof, qob, nout):
+            for d, (ptr, idx, qi, qo, bit) in enumerate(((fp, fi, qif, qof, 1), (rp, ri, qib, qob, 2))):
+                for i in range(int(nin[d])):
+                    v = qi[i]
+                    for w in idx[ptr[v]:ptr[v + 1]]:
+                        if rep[w] < 0 and not mark[w] & bit:
+                            mark[w] |= bit
+                            qo[nout[d]] = w
+                            nout[d] += 1
+    elif name == "meshccl_scc_fwbw":
+        sig = [U, L, I, n_]
+
+        def run(mark, pivot, rep, n):
+            for v in range(n):
+                if rep[v] < 0 and mark[v] == 3:
+                    rep[v] = pivot[0]
+    elif name == "meshccl_scc_colour_init":
+        sig = [I, I, ("ptr", "unsigned char"), U, n_]
+
+        def run(rep, colour, active, mark, n):
+            colour[:] = np.arange(n)
+            active[:] = np.asarray(rep) < 0
+            mark[:] = 0
+    elif name == "meshccl_scc_colour_push":
+        sig = [L, J, I, I, ("ptr", "unsigned char"), n_, flag]
+
+        def run(fp, fi, rep, colour, active, n, changed):
+            for v in range(n):
+                if not active[v]:
+                    continue
+                active[v] = 0
+                c = colour[v]
+                for w in fi[fp[v]:fp[v + 1]]:
+                    if rep[w] < 0 and colour[w] < c:
+                        colour[w] = c
+                        active[w] = 1
+                        changed[0] = 1
+    elif name == "meshccl_scc_colour_roots":
+        sig = [I, I, U, n_]
+
+        def run(rep, colour, mark, n):
+            mark[:] = (np.asarray(rep) < 0) & (np.asarray(colour) == np.arange(n))
+    elif name == "meshccl_scc_colour_back":
+        sig = [L, J, I, I, U, n_, flag]
+
+        def run(rp, ri, rep, colour, mark, n, changed):
+            for v in range(n):
+                if mark[v] != 1:
+                    continue
+                mark[v] = 2
+                for w in ri[rp[v]:rp[v + 1]]:
+                    if mark[w] == 0 and rep[w] < 0 and colour[w] == colour[v]:
+                        mark[w] = 1
+                        changed[0] = 1
+    elif name == "meshccl_scc_colour_done":
+        sig = [U, I, I, n_, ("ptr", "unsigned long long")]
+
+        def run(mark, colour, rep, n, remaining):
+            for v in range(n):
+                if rep[v] < 0:
+                    if mark[v]:
+                        rep[v] = colour[v]
+                    else:
+                        remaining[0] += 1
+    elif name == "meshccl_scc_min":
+        sig = [I, I, n_]
+
+        def run(rep, low, n):
+            for v in range(n):
+                low[rep[v]] = min(low[rep[v]], v)
+    elif name == "meshccl_scc_point":
+        sig = [I, I, n_]
+
+        def run(rep, low, n):
+            rep[:] = np.asarray(low)[np.asarray(rep)]
+    else:
+        raise AssertionError(f"no emulation for {expr}")
+
+    def launch(grid, block, args, shared_mem=0):
+        check_args(expr, args, sig)
+        assert all(isinstance(g, int) and 0 < g < 2**31 for g in grid), f"{expr}: grid {grid}"
+        assert len(grid) == (2 if name == "meshccl_scc_expand" else 1), f"{expr}: grid {grid}"
+        if name == "meshccl_scc_expand":
+            assert grid[1] == 2
+        if name == "meshccl_scc_seed":
+            assert grid == (1,) and block == (1,)
+        run(*args)
+
+    return launch
+
+
+@pytest.fixture
+def scc_emulated(emulated, monkeypatch):
+    import sys
+
+    from meshccl._gpu import strong as gpu_strong
+    from test_graph_gpu_emulated import _wrap
+
+    monkeypatch.setattr(sys.modules["cupy"], "argmax", _wrap(np.argmax), raising=False)
+    monkeypatch.setattr(gpu_strong, "kernels",
+                        lambda filename, *names: tuple(_scc_emulation(n) for n in names))
+    yield
+
+
+
+
+def _fake_forms(src, dst, n, rng):
+    from test_graph_gpu_emulated import fake
+
+    g = coo(src, dst, n).tocsr()
+    c = coo(src, dst, n).tocsc()
+    i64 = np.int64
+    return [(fake(g.indptr.astype(i64)), fake(g.indices.astype(np.int32))),
+            (fake(g.indptr.astype(i64)), fake(g.indices.astype(i64))),
+            Edges(fake(src), fake(dst), n)], \
+        [("csc", (fake(c.indptr.astype(i64)), fake(c.indices.astype(np.int32))))]
+
+
+def test_gpu_path_emulated(scc_emulated, monkeypatch):
+    from meshccl._gpu.strong import strong_components as gpu_strong
+    from test_graph_gpu_emulated import _fake_events
+
+    _fake_events(monkeypatch)
+
+    rng = np.random.default_rng(12)
+    cases = [(np.zeros(0, int), np.zeros(0, int), 1), (np.array([0]), np.array([0]), 1)]
+    for n, m in ((6, 9), (40, 60), (120, 400)):
+        cases.append(random_graph(n, m, rng) + (n,))
+    v = np.arange(30)
+    cases += [(v, (v + 1) % 30, 30), (v[1:], v[:-1], 30), (v[:-1], v[1:], 30)]
+    e = gen.road_directed(8, one_way=0.3, seed=1)
+    cases.append((e.src, e.dst, e.n_vertices))
+    for src, dst, n in cases:
+        want = scipy_strong(coo(src, dst, n))
+        forms, raw = _fake_forms(np.asarray(src, np.int64), np.asarray(dst, np.int64), n, rng)
+        for g in forms:
+            count, labels, info = strong(g, return_info=True)
+            assert info["backend"] == "gpu" and info["iterations"] >= 1
+            assert info["method_phases"] == ["transpose", "trim", "fwbw", "colour", "smallest"]
+            assert {"validate", "colour", "relabel", "label"} <= set(info["seconds"])
+            assert count == want[0]
+            np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+        for kind, arrays in raw:
+            count, labels = gpu_strong(kind, arrays, n)
+            assert count == want[0]
+            np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
