@@ -353,7 +353,8 @@ def _scc_emulation(expr):
                ("ptr", "unsigned long long")]
 
         def run(fp, fi, rp, ri, rep, mark, qif, qib, nin, qof, qob, nout):
-            for d, (ptr, idx, qi, qo, bit) in enumerate(((fp, fi, qif, qof, 1), (rp, ri, qib, qob, 2))):
+            sides = ((fp, fi, qif, qof, 1), (rp, ri, qib, qob, 2))
+            for d, (ptr, idx, qi, qo, bit) in enumerate(sides):
                 for i in range(int(nin[d])):
                     v = qi[i]
                     for w in idx[ptr[v]:ptr[v + 1]]:
@@ -444,7 +445,7 @@ def _scc_emulation(expr):
 
 
 @pytest.fixture
-def scc_emulated(emulated, monkeypatch):
+def scc_emulated(emulated, monkeypatch):  # noqa: F811  (the imported fixture)
     import sys
 
     from meshccl._gpu import strong as gpu_strong

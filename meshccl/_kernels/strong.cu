@@ -222,7 +222,8 @@ __global__ void meshccl_scc_colour_init(const I* __restrict__ rep, I* __restrict
 // One push pass: each active remaining vertex raises the colour of its
 // remaining out-neighbours to its own (atomicMax); a raised neighbour
 // becomes active.  In place: the flag is cleared before the colour is read,
-// so a rise that lands meanwhile makes the vertex push again.
+// and set only after a rise, each with a fence between, so a rise the
+// reader misses always leaves the flag set and the vertex pushes again.
 template <typename I, typename J>
 __global__ void meshccl_scc_colour_push(const long long* __restrict__ fptr,
                                         const J* __restrict__ fidx, const I* __restrict__ rep,
@@ -239,6 +240,7 @@ __global__ void meshccl_scc_colour_push(const long long* __restrict__ fptr,
             const J w = fidx[e];
             if (rep[w] >= 0 || ((volatile I*)colour)[w] >= c) continue;
             if (atomicMax(colour + w, c) < c) {
+                __threadfence();  // the rise is seen before the flag (see above)
                 active[w] = 1;
                 rose = true;
             }
