@@ -499,3 +499,22 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch):
             count, labels = gpu_strong(kind, arrays, n)
             assert count == want[0]
             np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+
+
+def test_scc_bench_runs_on_the_cpu(tmp_path):
+    """benchmarks/scc_bench.py on tiny graphs: checks every result, writes
+    its table and json."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "scc_bench.py"
+    spec = importlib.util.spec_from_file_location("scc_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.main(["--min-scale", "6", "--max-scale", "7", "--road-side", "12", "--giant-scale", "7",
+                "--reps", "1", "--out", str(tmp_path)])
+    data = json.loads((tmp_path / "scc.json").read_text())
+    assert [r["graph"] for r in data["rows"]][:2] == ["R-MAT 6", "R-MAT 7"]
+    assert len(data["rows"]) == 4 and data["columns"] == ["scipy", "meshccl cpu"]
+    assert "| R-MAT 7 |" in (tmp_path / "scc.md").read_text()
