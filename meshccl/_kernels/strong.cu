@@ -9,9 +9,11 @@
 // once some components are found, the rest of the graph can be searched
 // without them and its components are unchanged.  Every kernel here reads
 // rep[v] (the component found for v: a representative vertex, or -1 while
-// v has none) and looks only at vertices still without one.  The steps,
-// as in the "Multistep" method of Slota, Rajamanickam and Madduri (IPDPS
-// 2014) and in Hong, Oguntebi and Olukotun's GPU method (SC 2013):
+// v has none) and looks only at vertices still without one.  The steps
+// are those of the "Multistep" method of Slota, Rajamanickam and Madduri
+// (IPDPS 2014) and of Hong, Rodia and Olukotun (SC 2013), both written for
+// multicore CPUs; forward-backward with trimming on CUDA goes back to
+// Barnat, Bauch, Brim and Ceska (IPDPS 2011):
 //
 // 1. Trim (meshccl_scc_trim).  A vertex with no in-neighbour or no
 //    out-neighbour left (self-loops do not count) is a component of its
