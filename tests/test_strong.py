@@ -321,6 +321,11 @@ def _scc_emulation(expr):
     def live(rep, w):
         return rep[w] < 0
 
+    u64 = ("val", "unsigned long long")
+
+    def prio(v, a, b, n):
+        return (int(a) * v + int(b)) % n
+
     if name == "meshccl_scc_trim":
         sig = [L, J, L, J, I, n_, flag]
 
@@ -370,10 +375,10 @@ def _scc_emulation(expr):
                 if rep[v] < 0 and mark[v] == 3:
                     rep[v] = pivot[0]
     elif name == "meshccl_scc_colour_init":
-        sig = [I, I, ("ptr", "unsigned char"), U, n_]
+        sig = [I, I, ("ptr", "unsigned char"), U, n_, u64, u64]
 
-        def run(rep, colour, active, mark, n):
-            colour[:] = np.arange(n)
+        def run(rep, colour, active, mark, n, a, b):
+            colour[:] = [prio(v, a, b, n) for v in range(n)]
             active[:] = np.asarray(rep) < 0
             mark[:] = 0
     elif name == "meshccl_scc_colour_push":
@@ -391,10 +396,10 @@ def _scc_emulation(expr):
                         active[w] = 1
                         changed[0] = 1
     elif name == "meshccl_scc_colour_roots":
-        sig = [I, I, U, n_]
+        sig = [I, I, U, n_, u64, u64]
 
-        def run(rep, colour, mark, n):
-            mark[:] = (np.asarray(rep) < 0) & (np.asarray(colour) == np.arange(n))
+        def run(rep, colour, mark, n, a, b):
+            mark[:] = [rep[v] < 0 and colour[v] == prio(v, a, b, n) for v in range(n)]
     elif name == "meshccl_scc_colour_back":
         sig = [L, J, I, I, U, n_, flag]
 
@@ -408,13 +413,13 @@ def _scc_emulation(expr):
                         mark[w] = 1
                         changed[0] = 1
     elif name == "meshccl_scc_colour_done":
-        sig = [U, I, I, n_, ("ptr", "unsigned long long")]
+        sig = [U, I, I, n_, u64, u64, ("ptr", "unsigned long long")]
 
-        def run(mark, colour, rep, n, remaining):
+        def run(mark, colour, rep, n, a_inv, b, remaining):
             for v in range(n):
                 if rep[v] < 0:
                     if mark[v]:
-                        rep[v] = colour[v]
+                        rep[v] = (int(colour[v]) - int(b)) % n * int(a_inv) % n
                     else:
                         remaining[0] += 1
     elif name == "meshccl_scc_min":
@@ -485,6 +490,13 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch):
     cases += [(v, (v + 1) % 30, 30), (v[1:], v[:-1], 30), (v[:-1], v[1:], 30)]
     e = gen.road_directed(8, one_way=0.3, seed=1)
     cases.append((e.src, e.dst, e.n_vertices))
+    # a chain of 2-cycles linked from larger to smaller numbers: no trim,
+    # several colouring rounds
+    k = 15
+    pairs = np.arange(2 * k).reshape(k, 2)
+    src = np.concatenate([pairs[:, 0], pairs[:, 1], pairs[1:, 0]])
+    dst = np.concatenate([pairs[:, 1], pairs[:, 0], pairs[:-1, 1]])
+    cases.append((src, dst, 2 * k))
     for src, dst, n in cases:
         want = scipy_strong(coo(src, dst, n))
         forms, raw = _fake_forms(np.asarray(src, np.int64), np.asarray(dst, np.int64), n, rng)
@@ -518,3 +530,16 @@ def test_scc_bench_runs_on_the_cpu(tmp_path):
     assert [r["graph"] for r in data["rows"]][:2] == ["R-MAT 6", "R-MAT 7"]
     assert len(data["rows"]) == 4 and data["columns"] == ["scipy", "meshccl cpu"]
     assert "| R-MAT 7 |" in (tmp_path / "scc.md").read_text()
+
+
+def test_colour_order_is_a_permutation():
+    from meshccl._gpu.strong import colour_order
+
+    for n in (1, 2, 3, 4, 10, 97, 1000, 4096, 65537, 10**6):
+        a, b, a_inv = colour_order(n)
+        v = np.arange(n, dtype=object)
+        p = (a * v + b) % n
+        assert sorted(p) == list(range(n)) if n <= 4096 else len(set(p[:5000])) == min(n, 5000)
+        assert ((p - b) % n * a_inv % n == v).all()
+        assert a * (n - 1) + b < 2**64
+    assert colour_order(2**32) == (1, 0, 1)

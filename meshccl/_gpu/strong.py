@@ -15,6 +15,8 @@ left after each colouring round.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .graph import BLOCK, _edge_arrays, _grid, _unpack, to_csr
@@ -41,6 +43,20 @@ def _until_settled(one_pass):
         done += batch
         if not flags[:batch].get().all():
             return done
+
+
+def colour_order(n: int):
+    """(a, b, a_inv) of the colouring's priorities (a v + b) mod n, a
+    permutation of [0, n) (``strong.cu``'s essay says why): a the integer
+    nearest 0.618 n that is coprime to n, b = n // 3, a_inv the inverse of
+    a modulo n.  (1, 0, 1), the identity, from 2**32 vertices, where a v
+    could overflow 64 bits in the kernel."""
+    if n < 3 or n >= 2**32:
+        return 1, 0, 1
+    a = max(1, round(0.6180339887 * n))
+    while math.gcd(a, n) != 1:
+        a += 1
+    return a, n // 3, pow(a, -1, n)
 
 
 def graphs(kind, arrays, n):
@@ -117,6 +133,8 @@ def strong_components(kind, arrays, n, timer=None, info=None):
         fwbw(grid, (BLOCK,), (mark, pivot, rep, nn))
         state["levels"] = level
 
+    a, b, a_inv = (np.uint64(x) for x in colour_order(n))
+
     def colouring():
         colour = cupy.empty(n, dtype=I)
         active = cupy.empty(n, dtype=cupy.uint8)
@@ -124,14 +142,14 @@ def strong_components(kind, arrays, n, timer=None, info=None):
         rounds = 0
         while True:
             rounds += 1
-            cinit(grid, (BLOCK,), (rep, colour, active, mark, nn))
+            cinit(grid, (BLOCK,), (rep, colour, active, mark, nn, a, b))
             _until_settled(lambda flag: push(grid, (BLOCK,), (fptr, fidx, rep, colour, active,
                                                               nn, flag)))
-            roots(grid, (BLOCK,), (rep, colour, mark, nn))
+            roots(grid, (BLOCK,), (rep, colour, mark, nn, a, b))
             _until_settled(lambda flag: back(grid, (BLOCK,), (rptr, ridx, rep, colour, mark, nn,
                                                               flag)))
             left.fill(0)
-            cdone(grid, (BLOCK,), (mark, colour, rep, nn, left))
+            cdone(grid, (BLOCK,), (mark, colour, rep, nn, a_inv, b, left))
             if not int(left.get()[0]):
                 break
         state["rounds"] = rounds

@@ -39,16 +39,24 @@
 //    level.  Then the trim runs again on what is left.
 //
 // 3. Colouring (meshccl_scc_colour_*), for the many small components left.
-//    Every remaining vertex starts with its own number as colour; the
+//    Every remaining vertex starts with its own priority as colour; the
 //    largest colour is pushed forward along edges (atomicMax) until nothing
-//    changes, so colour[v] is the largest vertex that reaches v.  A vertex
-//    r with colour[r] == r is a root: its component is the set of vertices
-//    of colour r that reach r, found by a backward search from every root
-//    at once over the transpose, restricted to the root's colour (a path
-//    from v to r passes only through vertices of colour r).  Every member
-//    of r's component has colour r (whatever reaches one member reaches r
-//    and r reaches it), so each round completes at least the component of
-//    the largest remaining vertex, in practice very many.  Rounds repeat
+//    changes, so colour[v] is the largest priority of a vertex that reaches
+//    v.  A vertex r whose colour is its own priority is a root: its
+//    component is the set of vertices of r's colour that reach r, found by
+//    a backward search from every root at once over the transpose,
+//    restricted to the root's colour (a path from v to r passes only
+//    through vertices of that colour).  Every member of r's component has
+//    r's colour (whatever reaches one member reaches r and r reaches it),
+//    so each round completes at least the component of the remaining
+//    vertex of largest priority, in practice very many.  The priority is
+//    a fixed permutation of the vertex numbers, (a v + b) mod n with a
+//    coprime to n (about 0.618 n), not v itself: with v, a path of
+//    components numbered against its direction (edges from larger to
+//    smaller numbers, as in time-ordered data) gives the whole path one
+//    colour and completes one component per round; the permutation
+//    scatters such orders (a = 1, b = 0 from 2^32 vertices, where the
+//    product would overflow).  Rounds repeat
 //    until no vertex is left; the host reads the count of the remaining
 //    vertices once per round.  The push only visits vertices whose colour
 //    rose since they last pushed (a flag per vertex), and both searches
@@ -84,6 +92,20 @@ __device__ __forceinline__ long long thread_count() {
 }
 
 constexpr unsigned FULL = 0xffffffffu;
+
+// The colour order: vertex v has priority (a v + b) mod n, a permutation of
+// [0, n) (a coprime to n; the host keeps a v below 2^64) ...
+__device__ __forceinline__ long long priority(long long v, unsigned long long a,
+                                              unsigned long long b, long long n) {
+    return (long long)((a * (unsigned long long)v + b) % (unsigned long long)n);
+}
+
+// ... and the vertex of priority p (a_inv: the inverse of a modulo n).
+__device__ __forceinline__ long long vertex_of(long long p, unsigned long long a_inv,
+                                               unsigned long long b, long long n) {
+    const unsigned long long u = (unsigned long long)n;
+    return (long long)(((unsigned long long)p + u - b) % u * a_inv % u);
+}
 //: a queue entry with more stored neighbours than this is expanded by its warp
 constexpr long long WARP_ROW = 32;
 
@@ -206,16 +228,17 @@ __global__ void meshccl_scc_fwbw(const unsigned* __restrict__ mark,
     }
 }
 
-// A colouring round starts: every remaining vertex has its own colour and
-// is active (has a colour to push); mark[] cleared.
+// A colouring round starts: every remaining vertex has its own priority as
+// colour and is active (has a colour to push); mark[] cleared.
 template <typename I>
 __global__ void meshccl_scc_colour_init(const I* __restrict__ rep, I* __restrict__ colour,
                                         unsigned char* __restrict__ active,
-                                        unsigned* __restrict__ mark, I n) {
+                                        unsigned* __restrict__ mark, I n, unsigned long long a,
+                                        unsigned long long b) {
     using namespace meshccl::strong;
     for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
         const bool live = rep[v] < 0;
-        colour[v] = (I)v;
+        colour[v] = (I)priority(v, a, b, n);
         active[v] = live ? 1 : 0;
         mark[v] = 0u;
     }
@@ -251,14 +274,15 @@ __global__ void meshccl_scc_colour_push(const long long* __restrict__ fptr,
     }
 }
 
-// Roots: the remaining vertices whose colour is their own; mark 1 = reached
-// and not yet searched from, 2 = searched from, 0 = not reached.
+// Roots: the remaining vertices whose colour is their own priority; mark 1
+// = reached and not yet searched from, 2 = searched from, 0 = not reached.
 template <typename I>
 __global__ void meshccl_scc_colour_roots(const I* __restrict__ rep, const I* __restrict__ colour,
-                                         unsigned* __restrict__ mark, I n) {
+                                         unsigned* __restrict__ mark, I n, unsigned long long a,
+                                         unsigned long long b) {
     using namespace meshccl::strong;
     for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
-        mark[v] = (rep[v] < 0 && colour[v] == (I)v) ? 1u : 0u;
+        mark[v] = (rep[v] < 0 && (long long)colour[v] == priority(v, a, b, n)) ? 1u : 0u;
     }
 }
 
@@ -286,18 +310,20 @@ __global__ void meshccl_scc_colour_back(const long long* __restrict__ rptr,
     }
 }
 
-// The round's components: each reached vertex joins its root's; the
-// vertices left are counted (remaining, zeroed by the host).
+// The round's components: each reached vertex joins its root's (the vertex
+// of its colour's priority); the vertices left are counted (remaining,
+// zeroed by the host).
 template <typename I>
 __global__ void meshccl_scc_colour_done(const unsigned* __restrict__ mark,
                                         const I* __restrict__ colour, I* rep, I n,
+                                        unsigned long long a_inv, unsigned long long b,
                                         unsigned long long* remaining) {
     using namespace meshccl::strong;
     unsigned long long left = 0;
     for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
         if (rep[v] >= 0) continue;
         if (mark[v]) {
-            rep[v] = colour[v];
+            rep[v] = (I)vertex_of(colour[v], a_inv, b, n);
         } else {
             ++left;
         }
@@ -345,9 +371,12 @@ __global__ void meshccl_scc_point(I* rep, const I* __restrict__ low, I n) {
                                                  unsigned long long*);                             \
     template __global__ void meshccl_scc_fwbw<I>(const unsigned*, const long long*, I*, I);        \
     template __global__ void meshccl_scc_colour_init<I>(const I*, I*, unsigned char*, unsigned*,   \
-                                                        I);                                        \
-    template __global__ void meshccl_scc_colour_roots<I>(const I*, const I*, unsigned*, I);        \
+                                                        I, unsigned long long,                     \
+                                                        unsigned long long);                       \
+    template __global__ void meshccl_scc_colour_roots<I>(const I*, const I*, unsigned*, I,         \
+                                                         unsigned long long, unsigned long long);  \
     template __global__ void meshccl_scc_colour_done<I>(const unsigned*, const I*, I*, I,          \
+                                                        unsigned long long, unsigned long long,    \
                                                         unsigned long long*);                      \
     template __global__ void meshccl_scc_min<I>(const I*, I*, I);                                  \
     template __global__ void meshccl_scc_point<I>(I*, const I*, I);
