@@ -7,10 +7,11 @@ forward-backward from a pivot, trim again, colouring rounds, then the
 numbering by each component's smallest vertex (the shared relabel of
 :mod:`.number_roots`).  It needs the graph and its transpose as CSR; the
 one it lacks is built on the device (:func:`meshccl._gpu.graph.to_csr`, a
-counting scatter).  Host synchronisations: the change flags of trim passes
-and the queue lengths of the searches, read once per batch of launches
-(batches grow as :mod:`.passes` grows them), and the count of vertices
-left after each colouring round.
+counting scatter).  Host synchronisations: the change flags of the trim,
+push and backward passes (:func:`.passes.until_settled`: once per growing
+batch of passes), the queue lengths of the searches (once per batch of
+levels, batches doubling up to :data:`.passes.BATCH_MAX`), and the count of
+vertices left after each colouring round.
 """
 
 from __future__ import annotations
@@ -22,27 +23,7 @@ import numpy as np
 from .graph import BLOCK, _edge_arrays, _grid, _unpack, to_csr
 from .loader import c_type, kernels
 from .number_roots import relabel
-
-#: most launches between two reads of flags or queue lengths
-BATCH_MAX = 64
-
-
-def _until_settled(one_pass):
-    """Run ``one_pass(flag)`` (flag: a 1-element int32 device array,
-    zeroed before) until a pass leaves its flag unset, reading the flags of
-    a growing batch of passes at once.  Returns the passes run."""
-    import cupy
-
-    flags = cupy.zeros(BATCH_MAX, dtype=cupy.int32)
-    done = 0
-    while True:
-        batch = min(BATCH_MAX, max(1, done // 2))
-        flags[:batch].fill(0)
-        for t in range(batch):
-            one_pass(flags[t:t + 1])
-        done += batch
-        if not flags[:batch].get().all():
-            return done
+from .passes import BATCH_MAX, until_settled
 
 
 def colour_order(n: int):
@@ -108,7 +89,8 @@ def strong_components(kind, arrays, n, timer=None, info=None):
     mark = cupy.zeros(n, dtype=cupy.uint32)
 
     def trim_all():
-        _until_settled(lambda flag: trim(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, flag)))
+        until_settled(lambda t, flag: trim(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, flag)),
+                      "strong")
 
     def forward_backward():
         scores = cupy.empty(n, dtype=cupy.int64)
@@ -143,11 +125,11 @@ def strong_components(kind, arrays, n, timer=None, info=None):
         while True:
             rounds += 1
             cinit(grid, (BLOCK,), (rep, colour, active, mark, nn, a, b))
-            _until_settled(lambda flag: push(grid, (BLOCK,), (fptr, fidx, rep, colour, active,
-                                                              nn, flag)))
+            until_settled(lambda t, flag: push(grid, (BLOCK,), (fptr, fidx, rep, colour, active,
+                                                                nn, flag)), "strong")
             roots(grid, (BLOCK,), (rep, colour, mark, nn, a, b))
-            _until_settled(lambda flag: back(grid, (BLOCK,), (rptr, ridx, rep, colour, mark, nn,
-                                                              flag)))
+            until_settled(lambda t, flag: back(grid, (BLOCK,), (rptr, ridx, rep, colour, mark, nn,
+                                                                flag)), "strong")
             left.fill(0)
             cdone(grid, (BLOCK,), (mark, colour, rep, nn, a_inv, b, left))
             if not int(left.get()[0]):
