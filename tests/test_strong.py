@@ -543,3 +543,22 @@ def test_colour_order_is_a_permutation():
         assert ((p - b) % n * a_inv % n == v).all()
         assert a * (n - 1) + b < 2**64
     assert colour_order(2**32) == (1, 0, 1)
+
+
+def test_dense_special_values_and_explicit_zeros():
+    """Dense entries read as SciPy reads them (|a| <= 1e-8, inf, nan: no
+    edge); stored zeros of a sparse matrix are edges."""
+    rng = np.random.default_rng(9)
+    n = 60
+    a = np.where(rng.random((n, n)) < 0.06, 1.0, 0.0)
+    special = rng.random((n, n))
+    a[special < 0.02] = np.inf
+    a[(special >= 0.02) & (special < 0.04)] = np.nan
+    a[(special >= 0.04) & (special < 0.06)] = 1e-9
+    a[(special >= 0.06) & (special < 0.08)] = -3.0
+    check_exact(a)
+    check_exact(a.astype(np.float32))
+    check_exact((a != 0).astype(np.int8) * np.isfinite(a))
+    s = sp.csr_matrix(np.where(np.isfinite(a), a, 0))
+    s.data[::3] = 0   # explicit zeros: still edges
+    check_exact(s)
