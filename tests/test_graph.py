@@ -388,6 +388,7 @@ GENERATORS = {
     "grid": lambda xp: gen.grid((5, 6), keep=0.7, seed=2, xp=xp),
     "grid3d": lambda xp: gen.grid((3, 4, 5), xp=xp),
     "road_grid": lambda xp: gen.road_grid(8, seed=2, xp=xp),
+    "road_directed": lambda xp: gen.road_directed(8, one_way=0.3, seed=2, xp=xp),
     "line": lambda xp: gen.line(10, xp=xp),
     "disjoint": lambda xp: gen.disjoint(3, 5, seed=3, xp=xp),
     "hawick_disjoint": lambda xp: gen.hawick_disjoint(40, 60, 4, seed=3, xp=xp),

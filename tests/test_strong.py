@@ -562,3 +562,20 @@ def test_dense_special_values_and_explicit_zeros():
     s = sp.csr_matrix(np.where(np.isfinite(a), a, 0))
     s.data[::3] = 0   # explicit zeros: still edges
     check_exact(s)
+
+
+def test_road_directed():
+    """Two-way streets stored both ways, a share of one-way streets once; the
+    undirected graph is road_grid's; bad shares named."""
+    base = gen.road_grid(20, seed=4)
+    e = gen.road_directed(20, one_way=0.25, seed=4)
+    und = {tuple(sorted(p)) for p in zip(base.src.tolist(), base.dst.tolist())}
+    got = list(zip(e.src.tolist(), e.dst.tolist()))
+    assert {tuple(sorted(p)) for p in got} == und
+    pairs = set(got)
+    one_way = sum((b, a) not in pairs for a, b in got)
+    assert 0.15 * len(und) < one_way < 0.35 * len(und)
+    assert len(got) == 2 * len(und) - one_way
+    assert gen.road_directed(20, one_way=0, seed=4).src.size == 2 * len(und)
+    with pytest.raises(ValueError, match="one_way must lie in \\[0, 1\\], got 1.5"):
+        gen.road_directed(4, one_way=1.5)
