@@ -355,9 +355,11 @@ def _scc_emulation(expr):
             counts[0] = counts[1] = int(ok)
     elif name == "meshccl_scc_expand":
         sig = [L, J, L, J, I, U, I, I, ("ptr", "unsigned long long"), I, I,
-               ("ptr", "unsigned long long")]
+               ("ptr", "unsigned long long"), ("ptr", "unsigned long long")]
 
-        def run(fp, fi, rp, ri, rep, mark, qif, qib, nin, qof, qob, nout):
+        def run(fp, fi, rp, ri, rep, mark, qif, qib, nin, qof, qob, nout, nzero):
+            assert not np.asarray(nout).any(), "counting into a slot that is not zero"
+            nzero[:] = 0
             sides = ((fp, fi, qif, qof, 1), (rp, ri, qib, qob, 2))
             for d, (ptr, idx, qi, qo, bit) in enumerate(sides):
                 for i in range(int(nin[d])):

@@ -97,19 +97,21 @@ def strong_components(kind, arrays, n, timer=None, info=None):
         score(grid, (BLOCK,), (fptr, rptr, rep, nn, scores))
         pivot = cupy.argmax(scores).astype(cupy.int64).reshape(1)  # stays on the device
         queues = [(cupy.empty(n, dtype=I), cupy.empty(n, dtype=I)) for _ in range(2)]
-        counts = cupy.zeros((2, 2), dtype=cupy.uint64)  # [queue set][direction]
+        # queue lengths [slot][direction]: level k reads slot k % 3, counts
+        # into slot (k + 1) % 3 and zeroes slot (k + 2) % 3 (strong.cu)
+        counts = cupy.zeros((3, 2), dtype=cupy.uint64)
         seed((1,), (1,), (pivot, rep, mark, queues[0][0], queues[0][1], counts[0]))
         level_grid = (_grid(n, BLOCK, 8)[0], 2)
         level, batch = 0, 1
         while True:
             for _ in range(batch):
                 a, b = level % 2, 1 - level % 2
-                counts[b].fill(0)
                 expand(level_grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, mark, queues[a][0],
-                                              queues[a][1], counts[a], queues[b][0], queues[b][1],
-                                              counts[b]))
+                                              queues[a][1], counts[level % 3], queues[b][0],
+                                              queues[b][1], counts[(level + 1) % 3],
+                                              counts[(level + 2) % 3]))
                 level += 1
-            if not counts[level % 2].get().any():  # the queues the next level would read
+            if not counts[level % 3].get().any():  # the queues the next level would read
                 break
             batch = min(BATCH_MAX, 2 * batch)
         fwbw(grid, (BLOCK,), (mark, pivot, rep, nn))

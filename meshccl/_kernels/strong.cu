@@ -171,7 +171,10 @@ __global__ void meshccl_scc_seed(const long long* __restrict__ pivot, const I* _
 // One level of both searches: blockIdx.y == 0 expands the forward queue
 // over the graph (bit 1), 1 the backward queue over the transpose (bit 2).
 // Queue d reads its length from nin[d] and appends to qout_d, counting in
-// nout[d] (zeroed by the host before the launch).
+// nout[d], which must be zero.  The lengths rotate through three slots:
+// this level also zeroes nzero[d], the slot the level before read and the
+// level after counts into, so that no launch of a fill sits between two
+// levels (no thread of this level reads that slot).
 template <typename I, typename J>
 __global__ void meshccl_scc_expand(const long long* __restrict__ fptr, const J* __restrict__ fidx,
                                    const long long* __restrict__ rptr, const J* __restrict__ ridx,
@@ -179,7 +182,7 @@ __global__ void meshccl_scc_expand(const long long* __restrict__ fptr, const J* 
                                    const I* __restrict__ qin_f, const I* __restrict__ qin_b,
                                    const unsigned long long* __restrict__ nin,
                                    I* __restrict__ qout_f, I* __restrict__ qout_b,
-                                   unsigned long long* nout) {
+                                   unsigned long long* nout, unsigned long long* nzero) {
     using namespace meshccl::strong;
     const int d = blockIdx.y;
     const long long* ptr = d ? rptr : fptr;
@@ -190,6 +193,7 @@ __global__ void meshccl_scc_expand(const long long* __restrict__ fptr, const J* 
     const unsigned bit = d ? 2u : 1u;
     const long long total = (long long)nin[d];
     const int lane = threadIdx.x & 31;
+    if (blockIdx.x == 0 && threadIdx.x == 0) nzero[d] = 0ull;
     auto visit = [&](long long w) {
         if (rep[w] >= 0 || (mark[w] & bit)) return;
         if (atomicOr(mark + w, bit) & bit) return;
@@ -359,7 +363,7 @@ __global__ void meshccl_scc_point(I* rep, const I* __restrict__ low, I n) {
                                                     const J*, I*, I, int*);                        \
     template __global__ void meshccl_scc_expand<I, J>(                                             \
         const long long*, const J*, const long long*, const J*, const I*, unsigned*, const I*,     \
-        const I*, const unsigned long long*, I*, I*, unsigned long long*);                         \
+        const I*, const unsigned long long*, I*, I*, unsigned long long*, unsigned long long*);    \
     template __global__ void meshccl_scc_colour_push<I, J>(const long long*, const J*, const I*,   \
                                                            I*, volatile unsigned char*, I, int*);  \
     template __global__ void meshccl_scc_colour_back<I, J>(const long long*, const J*, const I*,   \
