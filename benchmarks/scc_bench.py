@@ -20,12 +20,14 @@ same SciPy CSR, the GPU the same arrays as a cupyx CSR on the device):
 
 Every result is checked: the CPU's labels equal SciPy's value for value,
 the GPU's are SciPy's partition (numbered by smallest vertex).  CPU
-columns: wall clock, median of --reps after a warm-up.  GPU: CUDA events
+columns: wall clock, median of --reps after the checked call (the
+warm-up).  GPU: CUDA events
 around the whole public call (validation, transpose, search, relabel and
 the host's reads), median of --reps after a warm-up; then one call with
 return_info=True whose phase times and colouring rounds go to the json.
-The issue's target: the GPU >= 100x SciPy on R-MAT-22.  Writes scc.md and
-scc.json under --out.
+The issue's target: the GPU >= 100x SciPy on R-MAT-22.  Writes TAG.md and
+TAG.json under --out (--tag, default scc); --graphs picks the sets (rmat,
+road, giant), so that large runs can be split over several commands.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def strong(g, **kw):
 
 
 def time_cpu(fn, reps):
-    fn()
+    """Median wall ms of reps calls (the caller's checked call before was
+    the warm-up: numba's compile, SciPy's first touch of the arrays)."""
     ts = []
     for _ in range(reps):
         t = time.perf_counter()
@@ -92,14 +95,24 @@ def csr_of(e):
     return sp.coo_matrix((np.ones(e.src.size, np.float32), (e.src, e.dst)), shape=(n, n)).tocsr()
 
 
+GRAPH_SETS = ("rmat", "road", "giant")
+
+
 def graphs(args):
-    for scale in range(args.min_scale, args.max_scale + 1):
-        yield f"R-MAT {scale}", lambda s=scale: gen.rmat(s, args.edge_factor, seed=s)
-    yield (f"road {args.road_side}², one-way {args.one_way}",
-           lambda: gen.road_directed(args.road_side, one_way=args.one_way, seed=1))
-    gs = args.giant_scale if args.giant_scale is not None else args.max_scale
-    yield (f"random 2^{gs}, {args.edge_factor}/vertex (one giant)",
-           lambda: gen.random_edges(1 << gs, args.edge_factor << gs, seed=2))
+    sets = args.graphs.split(",")
+    unknown = sorted(set(sets) - set(GRAPH_SETS))
+    if unknown:
+        sys.exit(f"--graphs takes a comma list of {GRAPH_SETS}, got {unknown}")
+    if "rmat" in sets:
+        for scale in range(args.min_scale, args.max_scale + 1):
+            yield f"R-MAT {scale}", lambda s=scale: gen.rmat(s, args.edge_factor, seed=s)
+    if "road" in sets:
+        yield (f"road {args.road_side}², one-way {args.one_way}",
+               lambda: gen.road_directed(args.road_side, one_way=args.one_way, seed=1))
+    if "giant" in sets:
+        gs = args.giant_scale if args.giant_scale is not None else args.max_scale
+        yield (f"random 2^{gs}, {args.edge_factor}/vertex (one giant)",
+               lambda: gen.random_edges(1 << gs, args.edge_factor << gs, seed=2))
 
 
 def main(argv=None):
@@ -110,6 +123,8 @@ def main(argv=None):
     ap.add_argument("--road-side", type=int, default=2048)
     ap.add_argument("--one-way", type=float, default=0.1)
     ap.add_argument("--giant-scale", type=int, default=None, help="default: --max-scale")
+    ap.add_argument("--graphs", default=",".join(GRAPH_SETS),
+                    help="comma list of rmat, road, giant (default all)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--gpu-reps", type=int, default=7)
     ap.add_argument("--gpu", action="store_true")
@@ -117,6 +132,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true",
                     help="scales 10..14, a 256² road grid, giant 2^14: a smoke run")
     ap.add_argument("--out", type=Path, default=Path("scc_results"))
+    ap.add_argument("--tag", default="scc", help="file names under --out: TAG.md, TAG.json")
     args = ap.parse_args(argv)
     if args.quick:
         args.min_scale, args.max_scale, args.road_side = 10, 14, 256
@@ -134,7 +150,7 @@ def main(argv=None):
         t = time.perf_counter()
         g = csr_of(make())
         n, m = g.shape[0], g.nnz
-        want = scipy_cc(g, connection="strong")
+        want = scipy_cc(g, connection="strong")  # (also SciPy's warm-up)
         big = int(np.bincount(want[1]).max())
         row = {"graph": name, "n": n, "m": m, "components": int(want[0]), "largest": big,
                "ms": {}, "build_s": time.perf_counter() - t}
@@ -166,7 +182,7 @@ def main(argv=None):
 
         machine["gpu"] = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
         machine["cupy"] = cupy.__version__
-    (args.out / "scc.json").write_text(json.dumps({"machine": machine, "columns": cols,
+    (args.out / f"{args.tag}.json").write_text(json.dumps({"machine": machine, "columns": cols,
                                                    "args": vars(args) | {"out": str(args.out)},
                                                    "rows": rows}, indent=1))
     speed = [c for c in cols if c != "scipy"]
@@ -186,8 +202,8 @@ def main(argv=None):
         for r in rows:
             ph = ", ".join(f"{k} {v:.2f}" for k, v in r["gpu_phases_ms"].items())
             lines.append(f"| {r['graph']} | {ph} | {r['gpu_colour_rounds']} |")
-    (args.out / "scc.md").write_text("\n".join(lines) + "\n")
-    print((args.out / "scc.md").read_text())
+    (args.out / f"{args.tag}.md").write_text("\n".join(lines) + "\n")
+    print((args.out / f"{args.tag}.md").read_text())
 
 
 if __name__ == "__main__":
