@@ -23,7 +23,7 @@ none is lower than its own index it is the root of a component, whose other
 members wait on a second stack (linked through ``waiting``) above every
 vertex of older components.  Components are numbered in the order they
 complete (SciPy's numbering: its Cython routine walks the graph in this same
-order).  O(n + m) time, five arrays of n.
+order).  O(n + m) time, four arrays of n.
 
 The numbering depends on the order of each row's entries.  SciPy reads the
 CSR that ``csgraph.tocsr()`` gives: a CSR as stored; a CSC or a COO matrix
