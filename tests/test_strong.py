@@ -289,6 +289,26 @@ def test_gpu_generated_graphs():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@settings(max_examples=examples(200))
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=120))))
+def test_gpu_hypothesis_small_graphs(case):
+    """Small graphs of every shape, as an edge list and as a CSR: SciPy's
+    partition (the in-place kernels race most on few vertices)."""
+    import cupy
+
+    n, edges = case
+    src = np.array([e[0] for e in edges], np.int64)
+    dst = np.array([e[1] for e in edges], np.int64)
+    h = coo(src, dst, n).tocsr()
+    check_gpu(h)
+    check_gpu(h, Edges(cupy.asarray(src), cupy.asarray(dst), n))
+    assert strong(Edges(cupy.asarray(src), cupy.asarray(dst), n),
+                  return_labels=False) == scipy_strong(h)[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 def test_gpu_info_and_symmetric():
     import cupyx.scipy.sparse as csp
 
