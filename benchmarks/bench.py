@@ -116,11 +116,12 @@ COPY_BYTES = 1 << 30      # size of the bandwidth probe (1 GiB)
 LATENCY_SIDES = (64, 256, 512, 1024)
 LATENCY_CONNECTIVITY = 1  # cupyx's default structure
 
-GPU_TOOLS = ("meshccl GPU", "cupyx", "cuCIM", "bkeccl", "bkeccl raw", "colorcc")
+GPU_TOOLS = ("meshccl GPU", "meshccl first-cell", "cupyx", "cuCIM", "bkeccl", "bkeccl raw",
+             "colorcc")
 CPU_MESHCCL = ("meshccl CPU", "meshccl CPU threads")
 CPU_PEERS = ("skimage", "scipy", "OpenCV", "cc3d")
 CPU_TOOLS = CPU_MESHCCL + CPU_PEERS
-GPU_PEERS = GPU_TOOLS[1:]
+GPU_PEERS = tuple(t for t in GPU_TOOLS if not t.startswith("meshccl"))
 MESHCCL_TOOLS = ("meshccl GPU",) + CPU_MESHCCL
 
 
@@ -557,6 +558,14 @@ def gpu_tools():
         label=lambda x, c: meshccl.label(x, connectivity=c.connectivity, return_num=True),
         timed=lambda x, c: meshccl.label(x, connectivity=c.connectivity),
         api="meshccl.label(x, connectivity=c)", version=meshccl.__version__))
+    # the partition-only output (issue 45): compared with bkeccl's raw labels
+    tools.append(Tool(
+        "meshccl first-cell", "gpu",
+        label=lambda x, c: meshccl.label(x, connectivity=c.connectivity, return_num=True,
+                                         numbering="first-cell"),
+        timed=lambda x, c: meshccl.label(x, connectivity=c.connectivity, numbering="first-cell"),
+        api="meshccl.label(x, connectivity=c, numbering='first-cell')",
+        version=meshccl.__version__))
 
     try:
         from cupyx.scipy import ndimage as cndi
@@ -1436,6 +1445,15 @@ def markdown(results):
         sp = f"{factor:.2f}× ({peer})" if factor else ""
         row = [case["name"], floor] + [_cell(res.get(t)) for t in cols] + ([sp] if with_speedup else [])
         lines.append("| " + " | ".join(row) + " |")
+
+    raw = []
+    for case in results["cases"]:
+        a, b = case["tools"].get("meshccl first-cell", {}), case["tools"].get("bkeccl raw", {})
+        if a.get("status") == "ok" and b.get("status") == "ok":
+            raw.append(f"{case['name']} {b['seconds'] / a['seconds']:.2f}×")
+    if raw:
+        lines += ["", "Partition-only output, meshccl first-cell against bkeccl raw (bkeccl's "
+                  "time ÷ meshccl's; both unnumbered partitions): " + ", ".join(raw) + "."]
 
     lines += _correctness_lines(
         results, cols,

@@ -23,7 +23,7 @@ from meshccl._gpu.image_general import mesh_steps
 from meshccl._gpu.number_roots import relabel_steps
 
 
-def phases(a, conn, chain, reps=10, slot_tiles=True):
+def phases(a, conn, chain, reps=10, slot_tiles=True, first=False):
     """Median ms per phase and of the whole chain, int32 labels."""
     v = a.reshape(-1)
     shape = tuple(s for s in a.shape if s != 1)
@@ -31,9 +31,10 @@ def phases(a, conn, chain, reps=10, slot_tiles=True):
     if chain == "plain":
         steps = image_plain.steps(v, out, shape, conn, True, np.uint8(0),
                                   buffers=image_plain.scratch(a.size, out.dtype, shape, v.dtype),
-                                  slot_tiles=slot_tiles)
+                                  slot_tiles=slot_tiles, first=first)
     else:
-        steps = mesh_steps(v, out, shape, conn, True, np.uint8(0)) + relabel_steps(out, a.size)
+        steps = mesh_steps(v, out, shape, conn, True, np.uint8(0)) + relabel_steps(
+            out, a.size, first=first)
     ev = [cupy.cuda.Event() for _ in range(len(steps) + 1)]
     times = {name: [] for name, _ in steps}
     totals = []
@@ -78,6 +79,8 @@ def main(argv=None):
     ap.add_argument("--only", default="", help="substring of the case names to run")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--no-general", action="store_true", help="skip the general chain")
+    ap.add_argument("--first", action="store_true",
+                    help="also the first-cell chains (label(..., numbering='first-cell'))")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="a meshccl._tuning constant for this run (repeatable)")
     opts = ap.parse_args(argv)
@@ -95,9 +98,10 @@ def main(argv=None):
             if opts.only not in name or (name.startswith(("empty", "full")) and not opts.only):
                 continue
             for c in (1, a.ndim):
-                for chain in chains:
-                    r, total = phases(a, c, chain, opts.reps)
-                    print(f"{name:22s} c={c} {chain:8s} " +
+                for chain in chains + [ch + " first" for ch in chains if opts.first]:
+                    r, total = phases(a, c, chain.split()[0], opts.reps,
+                                      first=chain.endswith("first"))
+                    print(f"{name:22s} c={c} {chain:14s} " +
                           " ".join(f"{k} {x:.3f}" for k, x in r.items()) + f" | total {total:.3f}")
 
 

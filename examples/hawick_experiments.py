@@ -2,6 +2,7 @@
 
     python examples/hawick_experiments.py spiral        [--sizes 256,512,...] [--out DIR]
     python examples/hawick_experiments.py cahn-hilliard [--sizes 256,512,...] [--out DIR]
+    python examples/hawick_experiments.py spiral --size 256 --cap 2 --backend cpu   # ~1 min
 
 spiral (their Fig. 19): label Hawick's two interleaved one-cell-wide spirals
 at N = 256 ... 4096 with every method, recording time per call and
@@ -9,16 +10,18 @@ passes.  A method that takes longer than --cap seconds at one size is
 stopped there (max_iterations) and not run at larger sizes (the plot and
 table say so), as the paper did for Kernel A.
 
-cahn-hilliard (their Fig. 18): run a simple Cahn-Hilliard solver
-(semi-implicit Fourier, c_t = laplacian(c^3 - c - gamma * laplacian(c)))
-and label the binary field c > 0 every 128 steps with every method; report
-the mean time per call against N.
+cahn-hilliard (their Fig. 18): run a Cahn-Hilliard quench
+(meshccl.sim.CahnHilliard: semi-implicit Fourier, c_t = laplacian(c^3 - c -
+gamma * laplacian(c)), dt = 0.05) and label the binary field c > 0 every 128
+steps with every method; report the mean time per call against N.
 
 Methods: the default one-pass union-find ('unionfind', on the GPU when CuPy
 sees one, and on the CPU), and Hawick et al.'s iterative methods A, B, C, D,
 cpu1 (CPU I) and cpu2 (CPU II).  A-D and unionfind run on the GPU (CuPy)
-and on the CPU (numba); --backends picks which.  Writes a markdown table
-and a PNG plot (time per call vs N, log-log) into --out.
+and on the CPU (numba); --backends (or --backend) picks which.  Writes a
+markdown table and a PNG plot (time per call vs N, log-log; for the spiral
+also the labelled 64 x 64 spiral) into --out.  --size N is short for the
+sizes 256, 512, ... up to N; --steps S for S // 128 Cahn-Hilliard frames.
 """
 
 from __future__ import annotations
@@ -101,18 +104,15 @@ def timed_label(a, method, device, xp, cap, connectivity=1, reps=3):
 
 def cahn_hilliard_frames(n, frames, every=128, dt=0.05, gamma=1.0, seed=0, xp=np):
     """Frames (c > 0, uint8) of a 2-D Cahn-Hilliard quench, every `every`
-    steps, computed with ``xp`` (NumPy, or CuPy for a GPU solver)."""
-    rng = np.random.default_rng(seed)
-    c = xp.asarray(0.1 * (rng.random((n, n)) - 0.5))
-    k = 2 * np.pi * np.fft.fftfreq(n)
-    k2 = xp.asarray(k[:, None] ** 2 + k[None, :] ** 2)
-    denom = 1 + dt * gamma * k2 ** 2
+    steps, computed by meshccl.sim.CahnHilliard on ``xp`` (NumPy, or CuPy for
+    a GPU solver): mobility 1, kappa = gamma, c = 0.05 (2u - 1) at the start."""
+    from meshccl.sim import CahnHilliard
+
+    sim = CahnHilliard((n, n), dt=dt, kappa=gamma, mean=0.0, noise=0.05, seed=seed, xp=xp)
     out = []
-    for step in range(1, frames * every + 1):
-        c_hat = (xp.fft.fft2(c) - dt * k2 * xp.fft.fft2(c ** 3 - c)) / denom
-        c = xp.fft.ifft2(c_hat).real
-        if step % every == 0:
-            out.append((c > 0).astype(np.uint8))
+    for _ in range(frames):
+        sim.run(every, progress=False)
+        out.append((sim.state > 0).astype(np.uint8))
     return out
 
 
@@ -186,7 +186,17 @@ def write(kind, rows, sizes, cap, out_dir):
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    fig, ax = plt.subplots(figsize=(7, 5))
+    if kind == "spiral":
+        fig, (pic, ax) = plt.subplots(1, 2, figsize=(12, 5), gridspec_kw={"width_ratios": [1, 1.4]})
+        spiral = patterns.spiral(64)
+        labels, n = meshccl.label(spiral, connectivity=1, background=-1, return_num=True)
+        pic.imshow(labels, cmap="tab10", vmin=1, vmax=10, interpolation="nearest")
+        pic.set_title(f"Hawick's spiral, 64 x 64, labelled:\n{n} one-cell-wide components "
+                      "(both values)", fontsize=10)
+        pic.set_xticks([])
+        pic.set_yticks([])
+    else:
+        fig, ax = plt.subplots(figsize=(7, 5))
     for name in names:
         pts = [(r[1], r[2]) for r in rows if r[0] == name and r[2] is not None]
         if pts:
@@ -215,13 +225,21 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("experiment", choices=["spiral", "cahn-hilliard"])
     ap.add_argument("--sizes", default="256,512,1024,2048,4096")
+    ap.add_argument("--size", type=int, default=None,
+                    help="the sizes 256, 512, ... up to this (instead of --sizes)")
+    ap.add_argument("--steps", type=int, default=None,
+                    help="Cahn-Hilliard steps: --frames = steps // 128")
     ap.add_argument("--cap", type=float, default=60.0, help="seconds; slower methods stop growing N")
     ap.add_argument("--frames", type=int, default=4, help="Cahn-Hilliard frames per size")
     ap.add_argument("--out", default="hawick-out")
-    ap.add_argument("--backends", choices=["gpu", "cpu", "all"], default="all",
+    ap.add_argument("--backends", "--backend", choices=["gpu", "cpu", "all"], default="all",
                     help="which methods to run (default: GPU ones where CuPy sees a GPU, and CPU)")
     opt = ap.parse_args(argv)
     sizes = [int(s) for s in opt.sizes.split(",")]
+    if opt.size is not None:
+        sizes = [n for n in (256, 512, 1024, 2048, 4096, 8192, 16384) if n <= opt.size] or [opt.size]
+    if opt.steps is not None:
+        opt.frames = max(1, opt.steps // 128)
     run(opt.experiment, sizes, opt.cap, opt.out, opt.frames, opt.backends)
     return 0
 

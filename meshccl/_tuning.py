@@ -266,15 +266,17 @@ GRAPH_CPU_PARALLEL_MIN_WORK = 1 << 16
 LIST_RANK_CPU_SPACING = 256
 #: mean sublist length of 'splitters' on the GPU: thousands of walks in
 #: flight hide the latency of each step; the longest sublist (about
-#: spacing * ln(n / spacing)) bounds the walk kernel.  Not yet measured on
-#: a GPU: 64 is a first choice between the paper's n / 8192 (about 8000 at
-#: 2**26, far too few walks for an H100's 270 000 threads) and the reduced
-#: list growing past a few per cent of n
-LIST_RANK_GPU_SPACING = 64
-#: method='auto' on the GPU: 'wylie' up to this many elements ('splitters'
-#: launches more kernels and reads its splitter count), 'splitters' above
-#: (the paper's finding: O(n) work wins).  Not yet measured on a GPU
-LIST_RANK_GPU_WYLIE_MAX = 1 << 12
+#: spacing * ln(n / spacing)) bounds the walk kernel.  H100, 2026-11-27, one
+#: random list / lists of ~1000, ms: spacing 16, 32, 64, 128 gave 0.82, 0.92,
+#: 1.08, 1.42 at 2**22; 4.27, 4.34, 4.46, 4.59 at 2**24; 19.5, 18.4, 18.4,
+#: 18.6 at 2**26 (8: 23.9; 1024: 23.7): 32 is within 12 % of the best at
+#: every size
+LIST_RANK_GPU_SPACING = 32
+#: method='auto' on the GPU: 'wylie' up to this many elements, 'splitters'
+#: above (the paper's finding: O(n) work wins on long lists).  H100,
+#: 2026-11-27, one list: wylie 0.41 ms vs splitters 0.69 at 2**20, 0.66 vs
+#: 0.56 at 2**21, 1.68 vs 0.92 at 2**22, 70.7 vs 18.4 at 2**26
+LIST_RANK_GPU_WYLIE_MAX = 1 << 20
 #: method='auto' on the CPU with cpu_threads != 1: the sequential walk
 #: below this many elements (a parallel region costs more), 'splitters'
 #: from it

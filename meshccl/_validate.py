@@ -214,7 +214,7 @@ def _bool_array(xp, arr, name, shape):
 
 
 def prepare(label_image, background, connectivity, dtype, periodic=False, mask=None,
-            tolerance=None, bonds=None, axes=None) -> Problem:
+            tolerance=None, bonds=None, axes=None, raster=True) -> Problem:
     xp, x = array_module(label_image)
     dt = x.dtype
     if dt.kind in "cOSUVMm" or dt.kind not in "biuf":
@@ -289,8 +289,9 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         has_bg, bgkey = True, np.int64(bg)
 
     # skimage numbers a non-bool 3-D array shaped (a, b, 1) after swapping axes
-    # 0 and 2 (its _get_swaps), i.e. in column order; match it.
-    swapped = (dt.kind != "b" and x.ndim == 3 and x.shape[2] == 1
+    # 0 and 2 (its _get_swaps), i.e. in column order; match it (raster:
+    # 1..N numbering; first-cell labels are flat indices of the array as given).
+    swapped = (raster and dt.kind != "b" and x.ndim == 3 and x.shape[2] == 1
                and x.shape[0] > 1 and x.shape[1] > 1 and not lattice and not batched)
     if swapped:
         values = values.swapaxes(0, 2)
@@ -319,9 +320,14 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         default = np.dtype(np.int32) if dt.kind == "b" else np.dtype(np.int64)
     else:
         default = np.dtype(np.int32) if size < 2**31 else np.dtype(np.int64)
+    if not raster and size >= 2**31:  # (first-cell labels reach the number of cells)
+        default = np.dtype(np.int64)
     out_dtype = default if dtype is None else np.dtype(dtype)
     if out_dtype.kind not in "iu":
         raise TypeError(f"dtype must be an integer dtype, got {out_dtype}")
+    if not raster and size > np.iinfo(out_dtype).max:
+        raise ValueError(f"dtype={out_dtype} cannot hold first-cell labels of an array of "
+                         f"{size} cells (largest value {np.iinfo(out_dtype).max})")
     work = np.dtype(np.int32) if size < 2**31 - 1 else np.dtype(np.int64)
     if out_dtype == np.dtype(np.int64):
         work = out_dtype

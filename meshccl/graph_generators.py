@@ -221,6 +221,54 @@ def road_grid(side: int, degree: float = 2.41, seed: int = 0) -> Edges:
 
 
 @_with_xp
+def road_directed(side: int, degree: float = 2.41, one_way: float = 0.1, seed: int = 0) -> Edges:
+    """A directed road-like graph: :func:`road_grid` with two-way and one-way streets.
+
+    Each edge of ``road_grid(side, degree, seed)`` is stored both ways,
+    except a share ``one_way`` of them, stored in one direction chosen at
+    random.  The strong components are then one giant component (the
+    two-way streets keep most of the network mutually reachable) and many
+    small ones cut off by one-way streets, with the diameter of the order
+    of the side -- the long searches of a road network.
+
+    Parameters
+    ----------
+    side : int
+        The grid is side x side vertices.
+    degree : float, optional
+        Mean stored entries per vertex of the undirected :func:`road_grid`.
+    one_way : float, optional
+        Probability that an edge is a one-way street (0: every edge both
+        ways, a symmetric graph).
+    seed : int, optional
+        Seed of NumPy's generator (the grid's, then the directions').
+
+    Returns
+    -------
+    Edges
+        The two-way edges in both directions, then the one-way edges.
+
+    Examples
+    --------
+    >>> from meshccl.graph_generators import road_directed
+    >>> e = road_directed(4, one_way=0.5, seed=1)
+    >>> e.n_vertices, e.src.size
+    (16, 26)
+    """
+    if not 0 <= one_way <= 1:
+        raise ValueError(f"one_way must lie in [0, 1], got {one_way!r}")
+    base = road_grid(side, degree, seed)
+    rng = np.random.default_rng([seed, 1])
+    single = rng.random(base.src.size) < one_way
+    flip = single & (rng.random(base.src.size) < 0.5)
+    a = np.where(flip, base.dst, base.src)
+    b = np.where(flip, base.src, base.dst)
+    two = ~single
+    return Edges(np.concatenate([a[two], b[two], a[single]]),
+                 np.concatenate([b[two], a[two], b[single]]), base.n_vertices)
+
+
+@_with_xp
 def line(n: int) -> Edges:
     """Hawick's Line graph: the path 0 - 1 - ... - n-1.
 

@@ -1,8 +1,9 @@
 """``meshccl.label``: the public entry point for images, volumes and lattices.
 
-Data flows one way: validate (:mod:`._validate`) -> dispatch (the table in
+Data flows one way: PyTorch / JAX input to its NumPy or CuPy view
+(:mod:`._interop`) -> validate (:mod:`._validate`) -> dispatch (the table in
 :func:`_backend_for`) -> backend (``_gpu`` or ``_cpu``) -> the one relabel
-path -> result on the input's device.
+path -> result on the input's device (and back to the input's framework).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 
 import numpy as np
 
-from . import _validate
+from . import _interop, _validate
 
 #: 'auto' = 'unionfind' (one pass); the rest are Hawick et al.'s iterative
 #: methods: kernels A-D (GPU and CPU) and CPU I / CPU II (CPU only).
@@ -81,7 +82,7 @@ _fast_label = None  # _gpu.plan.fast_label, imported on the first CuPy call
 def label(label_image, background=None, return_num=False, connectivity=None, *,
           dtype=None, method="auto", device="auto", periodic=False, mask=None,
           tolerance=None, bonds=None, axes=None, return_counts=False, return_info=False,
-          cpu_threads=1, max_iterations=None):
+          cpu_threads=1, max_iterations=None, numbering="raster"):
     r"""Label connected regions of equal value, exactly like ``skimage.measure.label``.
 
     Two cells are connected when they are neighbours and have the same value.
@@ -91,10 +92,13 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
 
     Parameters
     ----------
-    label_image : numpy.ndarray or cupy.ndarray
+    label_image : numpy.ndarray, cupy.ndarray, torch.Tensor or jax.Array
         Image, volume or lattice of bool, integer or float dtype, any number
         of dimensions (0-d and empty arrays too).  Floats are truncated to
         integers first, as skimage does; NaN or inf raise ``ValueError``.
+        PyTorch tensors and JAX arrays (CPU or CUDA; any object exposing
+        ``__dlpack__`` or ``__cuda_array_interface__``) are read without a
+        copy, as NumPy (host) or CuPy (GPU) arrays.
     background : int, float or bool, optional
         Cells of this value get label 0 (default 0).  As in skimage, a
         float is truncated towards zero (2.7 means 2), and 0-d arrays are
@@ -170,6 +174,20 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         array (the first image gets 1..n0, the next n0+1.., and so on).
         ``connectivity`` then counts hops along these axes (default: all of
         them).  Not combinable with ``bonds``.
+    numbering : {'raster', 'first-cell'}, optional
+        'raster' (the default): labels 1..N in raster order of each
+        component's first cell, skimage's values.  'first-cell': a
+        partition-only labelling for code that needs to know which cells
+        belong together but not a consecutive numbering (cluster flips,
+        masks per component, ``numpy.unique`` afterwards): each component
+        gets 1 + the flat (C-order) index of its first cell, background 0.
+        Equal labels mean the same component, exactly as with 'raster', but
+        the numbers have gaps and reach the number of cells, so ``dtype``
+        must hold it (the default does).  On the GPU it skips the ranking
+        of the roots (what it saves: ``docs/performance.md``, "First-cell
+        labels"); on the CPU, whose labellers number as they go, it costs
+        one more pass.  Not with ``return_counts``; ``return_num`` still
+        gives N, the number of components.
     max_iterations : int, optional
         For the iterative methods: give up after this many passes that all
         changed labels and raise :class:`meshccl.NotConverged` (default: no
@@ -207,7 +225,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     -------
     labels : ndarray
         Same shape as ``label_image``; NumPy in gives NumPy out, CuPy in gives
-        CuPy out.
+        CuPy out, a PyTorch tensor a tensor on its device, a JAX array a JAX
+        array (``counts`` too).
     num : int, optional
         Number of labels (the largest label), if ``return_num``.
     counts : ndarray, optional
@@ -266,15 +285,30 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     >>> bool((counts == np.bincount(labels.ravel())).all())
     True
 
+    A partition without the numbering: each component labelled by its first
+    cell's flat index + 1:
+
+    >>> meshccl.label(x, numbering="first-cell")
+    array([[1, 0, 0],
+           [1, 1, 6],
+           [0, 0, 0]])
+
     On the GPU the same call takes and returns CuPy arrays::
 
         labels = meshccl.label(cupy_volume, connectivity=1)
+
+    PyTorch tensors and JAX arrays come back as their own type, on their
+    device::
+
+        labels = meshccl.label(torch_volume.cuda(), connectivity=1)   # a CUDA tensor
+        labels = meshccl.label(jax_volume, connectivity=1)            # a jax.Array
     """
     if (type(label_image).__module__.startswith("cupy") and method == "auto"
             and device == "auto" and return_info is False and axes is None
             and max_iterations is None
             and type(cpu_threads) is int and cpu_threads == 1 and return_counts is False
-            and (return_num is False or return_num is True)):
+            and (return_num is False or return_num is True)
+            and (numbering == "raster" or numbering == "first-cell")):
         # repeated calls on same-shaped CuPy arrays: a cached launch plan
         # (_gpu/plan.py).  First, and with no other checks: the other
         # arguments are their defaults, and every microsecond here comes
@@ -284,7 +318,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             from ._gpu.plan import fast_label as _fast_label
         try:
             out = _fast_label(label_image, background, connectivity, dtype, return_num,
-                              periodic, mask, tolerance, bonds)
+                              periodic, mask, tolerance, bonds, numbering)
         except Exception as exc:
             err = _out_of_memory(exc, label_image.shape, None)
             if err is None:
@@ -292,6 +326,17 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             raise err from exc
         if out is not None:
             return out
+    foreign = _interop.unwrap(label_image, "label_image")
+    if foreign is not None:  # a PyTorch / JAX / DLPack array: its NumPy or CuPy view, and back
+        array, back = foreign
+        return _interop.rewrap(
+            label(array, background, return_num, connectivity, dtype=dtype, method=method,
+                  device=device, periodic=periodic, mask=mask, tolerance=tolerance,
+                  bonds=bonds, axes=axes, return_counts=return_counts,
+                  return_info=return_info, cpu_threads=cpu_threads,
+                  max_iterations=max_iterations, numbering=numbering), back)
+    mask = _interop.as_array(mask, "mask")
+    bonds = _interop.as_array(bonds, "bonds")
     gpu = _other_gpu(label_image)
     if gpu is not None:  # a CuPy array on a GPU that is not the current one: run on its GPU
         with gpu:
@@ -299,9 +344,13 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
                          method=method, device=device,
                          periodic=periodic, mask=mask, tolerance=tolerance, bonds=bonds,
                          axes=axes, return_counts=return_counts, return_info=return_info,
-                         cpu_threads=cpu_threads, max_iterations=max_iterations)
+                         cpu_threads=cpu_threads, max_iterations=max_iterations,
+                         numbering=numbering)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if not isinstance(numbering, str) or numbering not in ("raster", "first-cell"):
+        raise ValueError(f"numbering must be 'raster' or 'first-cell', got {numbering!r}")
+    first = numbering == "first-cell"
     if max_iterations is not None and (
             isinstance(max_iterations, (bool, np.bool_))
             or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 1):
@@ -314,6 +363,9 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         return_counts = bool(return_counts)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"return_counts must be true or false, got {return_counts!r}") from exc
+    if return_counts and first:
+        raise ValueError("return_counts needs numbering='raster' (counts are indexed by the "
+                         "labels 1..N), got numbering='first-cell'")
     if (isinstance(cpu_threads, (bool, np.bool_)) or not isinstance(cpu_threads, (int, np.integer))
             or cpu_threads < 0):
         raise ValueError(f"cpu_threads must be an int >= 0 (0: all cores), got {cpu_threads!r}")
@@ -321,7 +373,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     with _gpu_memory_errors(getattr(label_image, "shape", ()), None):
         prob = _validate.prepare(label_image, background, connectivity, dtype,
                                  periodic=periodic, mask=mask, tolerance=tolerance, bonds=bonds,
-                                 axes=axes)
+                                 axes=axes, raster=not first)
     backend = _backend_for(prob.xp, device, method)
     xp = prob.xp
     n = prob.size
@@ -364,6 +416,10 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             info["iterations"] = 1
         info["seconds"]["label"] = time.perf_counter() - t1
         num, counts = num if return_counts else (num, None)
+        if first:
+            from ._cpu.unionfind import first_cell_labels
+
+            first_cell_labels(P, num)
         labels = P if backend == "cpu" else xp.asarray(P)
         if counts is not None and backend != "cpu":
             counts = xp.asarray(counts)
@@ -389,11 +445,13 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
                 count, info["iterations"] = label_iterative(
                     method, values, P, prob.shape, prob.connectivity, prob.has_bg, prob.bgkey,
                     max_iterations=max_iterations, timer=timer, label_axes=prob.label_axes,
-                    counts=return_counts, **lattice)
+                    counts=return_counts, first=first, **lattice)
             else:
                 mesh = label_mesh_counted if return_counts else label_mesh
+                extra = {"first": True} if first else {}
                 count = mesh(values, P, prob.shape, prob.connectivity, prob.has_bg,
-                             prob.bgkey, timer=timer, label_axes=prob.label_axes, **lattice)
+                             prob.bgkey, timer=timer, label_axes=prob.label_axes, **extra,
+                             **lattice)
                 info["iterations"] = 1
             count, counts = count if return_counts else (count, None)
         if return_info:

@@ -110,10 +110,8 @@ def test_bad_options():
     for bad in (" weak", "w", None, 1):  # SciPy refuses these too
         with pytest.raises(ValueError, match=f"connection must be .*got {bad!r}"):
             connected_components(g, connection=bad)
-    for strong in ("strong", "Strong", "STRONG"):
-        with pytest.raises(NotImplementedError,
-                           match=f"connection='strong' is not implemented.*got connection={strong!r}"):
-            connected_components(g, connection=strong)
+    for strong in ("strong", "Strong", "STRONG"):  # any case (tests/test_strong.py: the rest)
+        assert connected_components(g, connection=strong)[0] == 3
     assert connected_components(g, directed=False, connection="strong")[0] == 3  # ignored, as SciPy
     with pytest.raises(ValueError, match="method must be one of .*got 'afforest'"):
         connected_components(g, method="afforest")
@@ -390,6 +388,7 @@ GENERATORS = {
     "grid": lambda xp: gen.grid((5, 6), keep=0.7, seed=2, xp=xp),
     "grid3d": lambda xp: gen.grid((3, 4, 5), xp=xp),
     "road_grid": lambda xp: gen.road_grid(8, seed=2, xp=xp),
+    "road_directed": lambda xp: gen.road_directed(8, one_way=0.3, seed=2, xp=xp),
     "line": lambda xp: gen.line(10, xp=xp),
     "disjoint": lambda xp: gen.disjoint(3, 5, seed=3, xp=xp),
     "hawick_disjoint": lambda xp: gen.hawick_disjoint(40, 60, 4, seed=3, xp=xp),

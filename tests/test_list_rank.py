@@ -148,7 +148,8 @@ def test_auto_rule():
     assert _auto(1 << 20, False, 1) == "sequential"
     assert _auto(1 << 20, False, 2) == "splitters"
     assert _auto(100, False, 2) == "sequential"
-    assert _auto(1 << 20, True, 1) == "splitters"
+    assert _auto((1 << 20) + 1, True, 1) == "splitters"
+    assert _auto(1 << 20, True, 1) == "wylie"
     assert _auto(100, True, 1) == "wylie"
 
 

@@ -113,6 +113,28 @@ def test_words_depend_only_on_seed_tag_step_and_index():
     assert not np.array_equal(big[0], full[0])
 
 
+@pytest.mark.parametrize("dtype", [np.uint64, np.int64, np.uint32, np.int32, np.uint8])
+def test_words_equal_philox_of_the_documented_counter(dtype):
+    """words() (numba on NumPy) gives the Philox words of the documented counter
+    for every index dtype, any count, large steps and seeds."""
+    top = 2**56 if dtype in (np.uint64, np.int64) else np.iinfo(dtype).max
+    idx = np.random.default_rng(1).integers(0, top, 3000, dtype=np.uint64).astype(dtype)
+    idx[:3] = [0, 1, top - 1]
+    for seed, step, tag in [(0, 0, 1), (2**64 - 1, 2**40 + 3, 255), (7, 2**32, 4)]:
+        i64 = idx.astype(np.uint64)
+        ref = sim_random.philox4x32(
+            (i64 & np.uint64(2**32 - 1), ((i64 >> np.uint64(32)) << np.uint64(8))
+             | np.uint64(tag), step & (2**32 - 1), step >> 32), (seed & (2**32 - 1), seed >> 32))
+        for count in (1, 2, 4):
+            got = sim_random.words(seed, tag, step, idx.reshape(60, 50), count)
+            assert len(got) == count
+            for g, r in zip(got, ref):
+                assert g.dtype == np.uint32 and g.shape == (60, 50)
+                assert np.array_equal(g.ravel(), r)
+    with pytest.raises(ValueError, match="count"):
+        sim_random.words(0, 1, 0, idx, 5)
+
+
 def test_words_look_uniform():
     w = sim_random.words(1, sim_random.TAG_INIT, 0, np.arange(40000))
     for word in w:
@@ -675,6 +697,24 @@ def test_gpu_philox_known_answers(rounds, counter, key, expected):
     host = sim_random.words(3, 4, 2**33 + 5, idx)
     dev = sim_random.words(3, 4, 2**33 + 5, cupy.asarray(idx))
     assert all(np.array_equal(h, d.get()) for h, d in zip(host, dev))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("dtype", [np.uint64, np.uint32, np.int32])
+def test_gpu_words_equal_numpy_for_every_count(dtype):
+    """The per-count CUDA kernels and the uint32 / int32 (label) fast path give
+    NumPy's words."""
+    import cupy
+
+    idx = (np.arange(70_000, dtype=np.uint64) * np.uint64(40_009)) % np.uint64(2**31 - 1)
+    idx = idx.astype(dtype)
+    for count in (1, 2, 3, 4):
+        host = sim_random.words(2**40 + 1, 3, 2**33 + 7, idx, count)
+        dev = sim_random.words(2**40 + 1, 3, 2**33 + 7, cupy.asarray(idx), count)
+        assert len(dev) == count
+        assert all(d.dtype == cupy.uint32 and np.array_equal(h, d.get())
+                   for h, d in zip(host, dev))
 
 
 @pytest.mark.gpu

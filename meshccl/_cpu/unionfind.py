@@ -115,6 +115,26 @@ def relabel(P):
     return relabel_into(P, P)
 
 
+@njit(cache=True)
+def first_cell_labels(L, count):
+    """Raster labels ``L`` (1..count, background 0; flat) turned in place
+    into first-cell labels: 1 + the flat index of each label's first cell.
+
+    One forward pass: labels first appear in increasing order, so the cell
+    where label ``next`` appears first is that label's first cell, and any
+    later cell of a label finds its first cell already recorded.
+    """
+    first = np.empty(count + 1, dtype=L.dtype)
+    upcoming = 1
+    for i in range(L.shape[0]):
+        lab = L[i]
+        if lab > 0:
+            if lab == upcoming:
+                first[lab] = i + 1
+                upcoming += 1
+            L[i] = first[lab]
+
+
 @njit(cache=True, nogil=True)
 def number_table(E, nl):
     """Number the roots of a table of provisional labels in order, in place.

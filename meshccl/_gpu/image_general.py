@@ -132,15 +132,20 @@ def mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
     ]
 
 
-def label_mesh(values, P, shape, connectivity, has_bg, bgkey, timer=None, **lattice):
+def label_mesh(values, P, shape, connectivity, has_bg, bgkey, timer=None, first=False,
+               **lattice):
     """Label flat CuPy ``values`` into ``P`` (int32/int64). Returns N (0-d array).
+
+    ``first``: first-cell labels (each component's first cell's flat index
+    + 1) instead of 1..N.
 
     ``lattice``: periodic (bit mask of axes), mask, bonds + bond_rows, tolerance.
     ``timer``: a :class:`.timing.PhaseTimer` to time each kernel, or None.
     """
     if image_plain.applies(shape, **lattice):
         count = None
-        for name, launch in image_plain.steps(values, P, shape, connectivity, has_bg, bgkey):
+        for name, launch in image_plain.steps(values, P, shape, connectivity, has_bg, bgkey,
+                                              first=first):
             count = run(timer, name, launch)
         return count
     if image_plain.applies_lattice(shape, **lattice):
@@ -152,9 +157,9 @@ def label_mesh(values, P, shape, connectivity, has_bg, bgkey, timer=None, **latt
                 values, P, shape, connectivity, has_bg, bgkey,
                 periodic=lattice.get("periodic", 0), mask=lattice.get("mask"),
                 bonds=lattice.get("bonds"), bond_rows=lattice.get("bond_rows"),
-                tolerance=lattice.get("tolerance")):
+                tolerance=lattice.get("tolerance"), first=first):
             count = run(timer, name, launch)
         return count
     for name, launch in mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
         run(timer, name, launch)
-    return relabel(P, values.size, timer)
+    return relabel(P, values.size, timer, first=first)

@@ -160,7 +160,7 @@ def slots_threshold(shape, connectivity) -> int:
 
 
 def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buffers=None,
-            slot_tiles=True, report=None, counts=False):
+            slot_tiles=True, report=None, counts=False, first=False):
     """The launches of the plain path for arrays of one shape and dtype, as
     ``[(name, launch), ...]`` where ``launch(values, P)`` runs one kernel on
     flat CuPy ``values`` and int32/int64 output ``P`` of ``n`` cells; the
@@ -180,25 +180,30 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     label's cells, in its ``_counted`` form, whose last argument is
     :data:`.launch.COUNTS`: the caller puts the table in
     (:meth:`.launch.Launch.with_counts`) once the roots are numbered
-    (``meshccl/_gpu/counted.py``).
+    (``meshccl/_gpu/counted.py``).  ``first``: first-cell labels (each
+    component's root index + 1, ``label(..., numbering='first-cell')``):
+    the ``_first`` forms of the piece and cell label kernels; not with
+    ``counts``.
     """
     index_dtype = np.dtype(index_dtype)
     d = _dims(tuple(int(s) for s in shape))[0]
     c = min(int(connectivity), d) if len(shape) > 1 else 1
     if uses_runs(shape, value_dtype):
         return _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                             slot_tiles, report, counts)
+                             slot_tiles, report, counts, first)
     return _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                            counts)
+                            counts, first)
 
 
-def _counted(counts):
+def _counted(counts, first=False):
     """(kernel name suffix, trailing arguments) of the label pass's form."""
-    return ("_counted", (COUNTS,)) if counts else ("", ())
+    if counts and first:
+        raise ValueError("first-cell labels are not counted (counts need 1..N)")
+    return ("_counted", (COUNTS,)) if counts else ("_first" if first else "", ())
 
 
 def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                     counts=False):
+                     counts=False, first=False):
     """:func:`program` for 3-D volumes of wider cells: cells3d.cu's tile and
     border kernels, then the pieces numbering with meshccl_label_cells."""
     _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
@@ -208,7 +213,7 @@ def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffe
     tile, border = kernels("cells3d.cu",
                            f"meshccl_cells3d_tile<{t}, {i}, {c}, {ty}, {tz}, {warps}, {per_block}>",
                            f"meshccl_cells3d_border<{t}, {i}, {c}, {ty}, {tz}>")
-    form, tail = _counted(counts)
+    form, tail = _counted(counts, first)
     cells_k, = kernels("number_pieces.cu", f"meshccl_label_cells{form}<{i}>")
     if buffers is None:
         buffers = scratch(n, index_dtype)
@@ -228,7 +233,8 @@ def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffe
         ("border", Launch(border, grid, border_block, (VALUES, LABELS, H) + dims, early=False)),
     ] + _pieces_path(index_dtype, n, buffers,
                      Launch(cells_k, cells_grid, (BLOCK,),
-                            (LABELS, I(n), A, H, incl, block_incl) + tail), False)
+                            (LABELS, I(n), A, H, incl, block_incl) + tail), False,
+                     first=first)
 
 
 def _cleared(bits, aligned):
@@ -237,17 +243,18 @@ def _cleared(bits, aligned):
     return [] if aligned else [("clear", Memset(bits))]
 
 
-def _pieces_path(index_dtype, n, buffers, cells, runs, wpt=1):
+def _pieces_path(index_dtype, n, buffers, cells, runs, wpt=1, first=False):
     """The launches after the border kernels (number_pieces.cu):
     meshccl_piece_roots (the hooked roots' walks and the roots' prefix
     sums), then meshccl_label_pieces (every piece root's label) and
     ``cells`` (the label pass) -- in the other order after cells3d.cu
     (``runs`` False), whose label pass reads the piece roots' parents.
     The last launch returns N.  ``wpt``: words per thread of the two piece
-    kernels."""
+    kernels; ``first``: meshccl_label_pieces_first (first-cell labels)."""
     i = c_type(index_dtype)
+    form = "_first" if first else ""
     roots_k, pieces_k = kernels("number_pieces.cu", f"meshccl_piece_roots<{i}, {wpt}>",
-                                f"meshccl_label_pieces<{i}, {wpt}>")
+                                f"meshccl_label_pieces{form}<{i}, {wpt}>")
     bits, incl, sums, block_incl = buffers[:4]
     words = (n + 31) // 32
     A, H, counter = bits[:words], bits[words:2 * words], bits[2 * words:]
@@ -265,7 +272,7 @@ def _pieces_path(index_dtype, n, buffers, cells, runs, wpt=1):
 
 
 def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers, slot_tiles,
-                  report, counts=False):
+                  report, counts=False, first=False):
     """:func:`program` through the run-based tile kernels: runs2d.cu (1-D and
     2-D) or runs3d.cu with its z-face and seam kernels (3-D), then the
     pieces numbering with meshccl_label_runs, which sees a volume as
@@ -278,7 +285,8 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     slots = _tuning.RUNS_2D_SLOTS if d == 2 else 0
     # every kernel of the chain with slots or every one without (3-D: none)
     sl = "true" if (slots and slot_tiles) else "false"
-    form, count_arg = _counted(counts)
+    form, count_arg = _counted(counts, first)
+    form = "" if first else form  # (the run label pass copies the piece roots' labels)
     label_k, = kernels("number_pieces.cu",
                        f"meshccl_label_runs{form}<{i}, {rows}, {per_lane}, {sl}>")
     need = -(-nx // 32) * -(-ny // 32) * slots  # (buffers made under another slot count)
@@ -351,7 +359,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
                         shared_mem=tile_shared)),
     ] + faces + _pieces_path(index_dtype, n, buffers,
                              Launch(label_k, label_grid, (BLOCK,), (LABELS,) + label_tail), True,
-                             _tuning.PIECE_WORDS if sl == "true" else 1)
+                             _tuning.PIECE_WORDS if sl == "true" else 1, first)
 
 
 def applies_lattice(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None,
@@ -388,7 +396,7 @@ def _bond_planes(ndim, c, bond_rows):
 
 def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, *,
                     periodic=0, mask=False, bonds=False, bond_rows=None, tolerance=None,
-                    buffers=None):
+                    buffers=None, first=False):
     """The launches of the lattice form of the 2-D chain, as :func:`program`
     gives them, with the placeholders :data:`.launch.MASK` and
     :data:`.launch.BONDS` where the call's mask and bonds go (``mask`` /
@@ -396,6 +404,7 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     chain takes it).  ``has_bg`` and ``bgkey``: with a tolerance, as
     ``image_general.tolerance_background`` gives them (keys in the joining
     rule's type).  ``periodic``: bit k, axis k of ``shape`` wraps.
+    ``first``: first-cell labels, as in :func:`program`.
 
     Periodic axes alone change no pair inside the array: the plain chain
     (without slots, whose run starts hold their piece roots) and the wrap
@@ -405,7 +414,7 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     ndim = len(shape)
     if ndim == 3:
         return _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
-                            periodic, buffers)
+                            periodic, buffers, first)
     _, _, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), 2) if ndim > 1 else 1
     t, i = c_type(value_dtype), c_type(index_dtype)
@@ -438,7 +447,7 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
                             early=False))] if (wrap_y or wrap_x) else []
     if plain:
         prog = _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                             False, None)
+                             False, None, first=first)
         at = [name for name, _ in prog].index("border") + 1
         return prog[:at] + wrap + prog[at:]
     rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]
@@ -459,11 +468,11 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     label_tail = (F, S, A, I(rw // ntx), I(nx), I(words), null, null, np.int32(0))
     return prog + _pieces_path(index_dtype, n, buffers,
                                Launch(label_k, label_grid, (BLOCK,), (LABELS,) + label_tail),
-                               True, 1)
+                               True, 1, first)
 
 
 def _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, periodic,
-                 buffers):
+                 buffers, first=False):
     """:func:`lattice_program` for a periodic 3-D volume: its plain chain and
     ``wrap3d.cu`` between the border kernels and the numbering."""
     _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
@@ -472,7 +481,7 @@ def _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey
     if buffers is None:
         buffers = scratch(n, index_dtype, shape, value_dtype)
     prog = program(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers=buffers,
-                   slot_tiles=False)
+                   slot_tiles=False, first=first)
     wrap, = kernels("wrap3d.cu", f"meshccl_wrap3d<{c_type(value_dtype)}, {c_type(index_dtype)}, "
                                  f"{c}, {'true' if runs else 'false'}>")
     words = (n + 31) // 32
@@ -488,21 +497,22 @@ def _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey
 
 
 def lattice_steps(values, P, shape, connectivity, has_bg, bgkey, *, periodic=0, mask=None,
-                  bonds=None, bond_rows=None, tolerance=None, buffers=None):
+                  bonds=None, bond_rows=None, tolerance=None, buffers=None, first=False):
     """:func:`lattice_program` bound to flat CuPy ``values``, ``P`` and the
     call's ``mask`` and ``bonds`` (flat uint8, as the general chain takes
     them), as ``[(name, launch), ...]`` (see :func:`steps`)."""
     prog = lattice_program(values.dtype, P.dtype, values.size, shape, connectivity, has_bg,
                            bgkey, periodic=periodic, mask=mask is not None,
                            bonds=bonds is not None, bond_rows=bond_rows, tolerance=tolerance,
-                           buffers=buffers)
+                           buffers=buffers, first=first)
     return [(name, functools.partial(launch, values, P, mask, bonds)) for name, launch in prog]
 
 
-def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, slot_tiles=True):
+def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, slot_tiles=True,
+          first=False):
     """:func:`program` bound to ``values`` and ``P``: ``[(name, launch), ...]``
     with ``launch()`` taking no arguments (the general entry and
     ``benchmarks/phases.py`` time each one)."""
     prog = program(values.dtype, P.dtype, values.size, shape, connectivity, has_bg, bgkey,
-                   buffers, slot_tiles)
+                   buffers, slot_tiles, first=first)
     return [(name, functools.partial(launch, values, P)) for name, launch in prog]

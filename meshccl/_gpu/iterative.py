@@ -17,7 +17,7 @@ from .number_roots import BLOCK, grid, relabel, relabel_counted
 from .timing import run
 
 def label_iterative(method, values, P, shape, connectivity, has_bg, bgkey, *,
-                    max_iterations=None, timer=None, counts=False, **lattice):
+                    max_iterations=None, timer=None, counts=False, first=False, **lattice):
     """Label flat CuPy ``values`` into ``P`` with method 'A', 'B', 'C' or 'D'.
 
     Returns ``(N, passes)``: N as a 0-d CuPy array (with ``counts``: N as an
@@ -87,4 +87,4 @@ def label_iterative(method, values, P, shape, connectivity, has_bg, bgkey, *,
         P[...] = state["src"]
     if counts:
         return relabel_counted(P, n, timer), passes
-    return relabel(P, n, timer), passes
+    return relabel(P, n, timer, first=first), passes

@@ -66,7 +66,7 @@ def scan_words(index_dtype, words: int):
 NULL = np.uint64(0)
 
 
-def relabel_steps(P, n: int, buffers=None, base: int = 0, count_out=None):
+def relabel_steps(P, n: int, buffers=None, base: int = 0, count_out=None, first=False):
     """The relabel path as ``[(name, launch), ...]``; the last returns N.
 
     ``buffers``: arrays from :func:`scratch` to reuse (else new ones).
@@ -74,9 +74,14 @@ def relabel_steps(P, n: int, buffers=None, base: int = 0, count_out=None):
     -1: SciPy's 0..N-1 for graphs, which have no background).
     ``count_out``: None, or a one-element int64 CuPy array (a view) that
     also receives N, in the relabel kernel.
+    ``first``: first-cell labels (root + 1; images, base 0):
+    meshccl_relabel_first, which reads no rank words (the scan still
+    gives N).
     """
     t = c_type(P.dtype)
-    flatten, gather = kernels("number_roots.cu", f"meshccl_flatten<{t}>", f"meshccl_relabel<{t}>")
+    form = "_first" if first else ""
+    flatten, gather = kernels("number_roots.cu", f"meshccl_flatten<{t}>",
+                              f"meshccl_relabel{form}<{t}>")
     words = (n + 31) // 32
     bits, counts, incl, sums = buffers if buffers is not None else scratch(n, P.dtype)
     scan = scan_words(P.dtype, words)
@@ -95,15 +100,15 @@ def relabel_steps(P, n: int, buffers=None, base: int = 0, count_out=None):
     ]
 
 
-def relabel(P, n: int, timer=None, base: int = 0, count_out=None):
+def relabel(P, n: int, timer=None, base: int = 0, count_out=None, first=False):
     """Turn the parent array ``P`` (int32/int64, flat) into labels 1..N in place
-    (``base`` and ``count_out``: see :func:`relabel_steps`).
+    (``base``, ``count_out`` and ``first``: see :func:`relabel_steps`).
 
     Returns N as a 0-d CuPy array (no host synchronisation).  ``timer``: a
     :class:`.timing.PhaseTimer`, or None.
     """
     result = None
-    for name, launch in relabel_steps(P, n, base=base, count_out=count_out):
+    for name, launch in relabel_steps(P, n, base=base, count_out=count_out, first=first):
         result = run(timer, name, launch)
     return result
 

@@ -125,7 +125,7 @@ def _report_word():
 class Plan:
     """Everything but the input and the output of one labelling call."""
 
-    def __init__(self, prob, bool_input=False, lattice=None):
+    def __init__(self, prob, bool_input=False, lattice=None, first=False):
         import cupy
 
         n = prob.size
@@ -157,7 +157,7 @@ class Plan:
                 self.view, self.work, n, prob.shape, prob.connectivity, has_bg, bgkey,
                 periodic=prob.periodic, mask=prob.mask is not None,
                 bonds=prob.bonds is not None, bond_rows=prob.bond_rows,
-                tolerance=prob.tolerance, buffers=buffers)
+                tolerance=prob.tolerance, buffers=buffers, first=first)
             try:
                 packed = pack_chain(prog)
             except (TypeError, AttributeError):
@@ -183,7 +183,7 @@ class Plan:
             for slot_tiles in forms:
                 prog = image_plain.program(self.view, self.work, n, prob.shape, prob.connectivity,
                                       prob.has_bg, prob.bgkey, buffers=buffers,
-                                      slot_tiles=slot_tiles, report=report)
+                                      slot_tiles=slot_tiles, report=report, first=first)
                 try:
                     packed = pack_chain(prog)
                 except (TypeError, AttributeError):  # not packable: CuPy's kernel calls
@@ -201,7 +201,7 @@ class Plan:
                                         f"meshccl_general_union<{targs}>")
         t = c_type(self.work)
         self.flatten, self.gather = kernels("number_roots.cu", f"meshccl_flatten<{t}>",
-                                            f"meshccl_relabel<{t}>")
+                                            f"meshccl_relabel{'_first' if first else ''}<{t}>")
         self.params = params
         self.tiles, self.cells = (geo["tiles"],), (geo["tile_cells"],)
         key_bytes = 8 if prob.values.dtype.kind == "f" else prob.values.dtype.itemsize
@@ -370,9 +370,17 @@ def _feature_array(a, x):
 
 
 def fast_label(x, background, connectivity, dtype, return_num, periodic=False, mask=None,
-               tolerance=None, bonds=None):
+               tolerance=None, bonds=None, numbering="raster"):
     """Label CuPy array ``x`` through a cached plan; None when a plan does
-    not apply (the caller takes the general path)."""
+    not apply (the caller takes the general path).  ``numbering``: 'raster'
+    or 'first-cell' (anything else: None, and the general path says what
+    is wrong)."""
+    if numbering == "raster":
+        first = False
+    elif numbering == "first-cell":
+        first = True
+    else:
+        return None
     if not x.flags.c_contiguous or x.dtype.kind not in "biu" or x.ndim == 0 or x.size == 0:
         return None
     lattice = not (periodic is False and mask is None and tolerance is None and bonds is None)
@@ -392,9 +400,10 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
     device = x.data.device_id
     if device != cupy.cuda.runtime.getDevice():  # run on the input's GPU
         with cupy.cuda.Device(device):
-            return fast_label(x, background, connectivity, dtype, return_num)
+            return fast_label(x, background, connectivity, dtype, return_num, periodic, mask,
+                              tolerance, bonds, numbering)
     key = (x.shape, x.dtype.char, background, type(background), connectivity,
-           type(connectivity), dtype, device, cupy.cuda.get_current_stream().ptr)
+           type(connectivity), dtype, device, cupy.cuda.get_current_stream().ptr, first)
     if lattice:
         key += (periodic, tolerance, type(tolerance), None if mask is None else mask.shape,
                 None if bonds is None else bonds.shape)
@@ -413,12 +422,12 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
                     prob.shape, periodic=prob.periodic, mask=prob.mask, bonds=prob.bonds,
                     tolerance=prob.tolerance, no_left=prob.no_left, label_axes=prob.label_axes):
                 return None
-            plan = Plan(prob, bool_input=x.dtype == np.bool_, lattice=True)
+            plan = Plan(prob, bool_input=x.dtype == np.bool_, lattice=True, first=first)
         else:
-            prob = _validate.prepare(x, background, connectivity, dtype)
+            prob = _validate.prepare(x, background, connectivity, dtype, raster=not first)
             if prob.swapped or prob.size != x.size:
                 return None
-            plan = Plan(prob, bool_input=x.dtype == np.bool_)
+            plan = Plan(prob, bool_input=x.dtype == np.bool_, first=first)
         plans[key] = plan
         if len(plans) > MAX_PLANS:
             plans.popitem(last=False)

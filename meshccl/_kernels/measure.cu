@@ -39,6 +39,13 @@
 // everything for the minimum and above everything for the maximum, so it
 // propagates as in NumPy's min and max.
 //
+// The background (label 0) is usually the largest label by far, and every
+// warp meets it: its runs would all hit row 0's few addresses, one atomic
+// after another.  So meshccl_measure_cells keeps label 0's runs in
+// registers instead (each lane its count, first cell, box and sums; up to
+// BG_AXES axes, without circular sums), reduces them over the warp at the
+// end and adds them with one set of atomics per warp.
+//
 // meshccl_measure_arcs finishes the boxes of periodic axes.  The host sorts
 // the distinct (label, coordinate) pairs of the axis; the gap before an
 // entry is the number of empty coordinates back to the label's previous
@@ -53,6 +60,8 @@ namespace meshccl_measure {
 
 constexpr unsigned FULL = 0xffffffffu;
 constexpr int FIRST = 1, BOXES = 2, SUMS = 4, CIRCULAR = 8;
+// label 0 is gathered in registers for images of up to this many axes
+constexpr int BG_AXES = 4;
 
 struct Sum {
     template <typename T> __device__ T operator()(T a, T b) const { return a + b; }
@@ -180,6 +189,16 @@ __global__ void meshccl_measure_cells(const L* __restrict__ labels, I n, I width
                                       unsigned long long* csum, double* cs, double* sn) {
     using namespace meshccl_measure;
     meshccl::grid_entry();  // (launch.cuh)
+    // label 0 gathered in registers (see the top of the file)
+    const bool gather = !(flags & CIRCULAR) && ndim <= BG_AXES;
+    unsigned long long b_count = 0ull, b_lo[BG_AXES], b_hi[BG_AXES], b_sum[BG_AXES];
+    long long b_first = (long long)n;
+#pragma unroll
+    for (int d = 0; d < BG_AXES; ++d) {
+        b_lo[d] = ~0ull;
+        b_hi[d] = 0ull;
+        b_sum[d] = 0ull;
+    }
     const I warps = (I)gridDim.x * (I)(blockDim.x >> 5);
     for (I base = ((I)blockIdx.x * (I)(blockDim.x >> 5) + (I)(threadIdx.x >> 5)) * 32; base < n;
          base += warps * 32) {
@@ -187,6 +206,23 @@ __global__ void meshccl_measure_cells(const L* __restrict__ labels, I n, I width
         if (!c.tail) continue;
         const unsigned long long l = (unsigned long long)c.label;
         const unsigned long long len = (unsigned long long)c.len();
+        if (gather && l == 0ull) {
+            b_count += len;
+            b_first = min(b_first, (long long)(c.i - (I)(c.lane - c.head)));
+#pragma unroll
+            for (int d = 0; d < BG_AXES; ++d) {
+                if (d >= ndim) break;
+                const bool last = d == ndim - 1;
+                const unsigned long long a =
+                    last ? (unsigned long long)c.x_head()
+                         : (unsigned long long)row_coordinate(c.row, shape, rstride, d);
+                const unsigned long long b = last ? (unsigned long long)c.x : a;
+                b_lo[d] = min(b_lo[d], a);
+                b_hi[d] = max(b_hi[d], b);
+                b_sum[d] += last ? (a + b) * len / 2 : a * len;
+            }
+            continue;
+        }
         atomicAdd(&count[l], len);
         if (flags & FIRST) atomicMin(&first[l], (long long)(c.i - (I)(c.lane - c.head)));
         if (flags & (BOXES | SUMS)) {
@@ -224,6 +260,30 @@ __global__ void meshccl_measure_cells(const L* __restrict__ labels, I n, I width
                 atomicAdd(&sn[l * nper + j], si);
             }
         }
+    }
+    if (!gather) return;
+    // label 0: the warp's lanes reduced, then one set of atomics
+    for (int off = 16; off; off >>= 1) {
+        b_count += __shfl_xor_sync(FULL, b_count, off);
+        b_first = min(b_first, __shfl_xor_sync(FULL, b_first, off));
+#pragma unroll
+        for (int d = 0; d < BG_AXES; ++d) {
+            b_lo[d] = min(b_lo[d], __shfl_xor_sync(FULL, b_lo[d], off));
+            b_hi[d] = max(b_hi[d], __shfl_xor_sync(FULL, b_hi[d], off));
+            b_sum[d] += __shfl_xor_sync(FULL, b_sum[d], off);
+        }
+    }
+    if ((threadIdx.x & 31) != 0 || b_count == 0ull) return;
+    atomicAdd(&count[0], b_count);
+    if (flags & FIRST) atomicMin(&first[0], b_first);
+#pragma unroll
+    for (int d = 0; d < BG_AXES; ++d) {
+        if (d >= ndim) break;
+        if (flags & BOXES) {
+            atomicMin(&lo[d], b_lo[d]);
+            atomicMax(&hi[d], b_hi[d]);
+        }
+        if (flags & SUMS) atomicAdd(&csum[d], b_sum[d]);
     }
 }
 

@@ -36,6 +36,12 @@
 //    meshccl_label_pieces, since it reads the piece roots' parents.
 // So the forest is never flattened in a separate pass: each cell's label
 // is read once and written once.
+//
+// label(..., numbering='first-cell') takes the _first forms of steps 3 and
+// 4 (meshccl_label_pieces_first, meshccl_label_cells_first): a root's
+// label is its own index + 1 instead of its rank (roots are first cells),
+// so the rank words are not read.  meshccl_label_runs is the same in both
+// numberings: it copies what the piece roots hold.
 
 #include "launch.cuh"
 #include "numbering.cuh"
@@ -148,7 +154,7 @@ template <> struct Vec16<long long> { typedef longlong2 type; };
 // piece roots included (their label is the rank of the root they hold,
 // which meshccl_label_pieces writes later), numbering.cuh's add_counts.
 #define MESHCCL_CELLS_PER_THREAD 8
-template <typename I, bool C>
+template <typename I, bool C, bool RANK>
 __device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restrict__ A,
                                             const unsigned* __restrict__ roots,
                                             const I* __restrict__ incl,
@@ -189,7 +195,8 @@ __device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restric
 #pragma unroll
         for (int j = 0; j < V; ++j)
             if (todo[g][j])
-                p[g][j] = p[g][j] < 0 ? (I)0 : rank_of(p[g][j], roots, incl, block_incl);
+                p[g][j] = p[g][j] < 0 ? (I)0
+                          : RANK ? rank_of(p[g][j], roots, incl, block_incl) : p[g][j] + (I)1;
         if (C) {
 #pragma unroll
             for (int j = 0; j < V; ++j) {
@@ -219,7 +226,16 @@ __global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
                                                            const I* __restrict__ incl,
                                                            const I* __restrict__ block_incl) {
     meshccl::grid_entry();  // (launch.cuh)
-    label_cells<I, false>(P, n, A, roots, incl, block_incl, nullptr);
+    label_cells<I, false, true>(P, n, A, roots, incl, block_incl, nullptr);
+}
+
+// meshccl_label_cells with first-cell labels (root index + 1).
+template <typename I>
+__global__ void __launch_bounds__(256) meshccl_label_cells_first(
+        I* P, I n, const unsigned* __restrict__ A, const unsigned* __restrict__ roots,
+        const I* __restrict__ incl, const I* __restrict__ block_incl) {
+    meshccl::grid_entry();  // (launch.cuh)
+    label_cells<I, false, false>(P, n, A, roots, incl, block_incl, nullptr);
 }
 
 // meshccl_label_cells, also counting each label's cells into counts (N + 1
@@ -230,17 +246,17 @@ __global__ void __launch_bounds__(256) meshccl_label_cells_counted(
         const I* __restrict__ incl, const I* __restrict__ block_incl,
         unsigned long long* __restrict__ counts) {
     meshccl::grid_entry();  // (launch.cuh)
-    label_cells<I, true>(P, n, A, roots, incl, block_incl, counts);
+    label_cells<I, true, true>(P, n, A, roots, incl, block_incl, counts);
 }
 
 // Step 3, a thread per W consecutive words (W = 2: one wave of threads
 // where a thread per word took two, as in meshccl_piece_roots).
-template <typename I, int W>
-__global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
-                                     const unsigned* __restrict__ roots,
-                                     const I* __restrict__ incl,
-                                     const I* __restrict__ block_incl, I words) {
-    meshccl::grid_entry();  // (launch.cuh)
+// RANK false (meshccl_label_pieces_first): the label is the root's index + 1.
+template <typename I, int W, bool RANK>
+__device__ __forceinline__ void label_pieces(I* P, const unsigned* __restrict__ A,
+                                             const unsigned* __restrict__ roots,
+                                             const I* __restrict__ incl,
+                                             const I* __restrict__ block_incl, I words) {
     static_assert(W == 1 || W == 2, "one or two words a thread");
     const I w0 = ((I)blockIdx.x * blockDim.x + (I)threadIdx.x) * W;
     if (w0 >= words) return;
@@ -263,8 +279,26 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
             if (x[g] >= 0) r[g] = P[x[g]];
 #pragma unroll
         for (int g = 0; g < MESHCCL_LABEL_GROUP; ++g)
-            if (x[g] >= 0) P[x[g]] = rank_of(r[g], roots, incl, block_incl);
+            if (x[g] >= 0) P[x[g]] = RANK ? rank_of(r[g], roots, incl, block_incl) : r[g] + (I)1;
     }
+}
+
+template <typename I, int W>
+__global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
+                                     const unsigned* __restrict__ roots,
+                                     const I* __restrict__ incl,
+                                     const I* __restrict__ block_incl, I words) {
+    meshccl::grid_entry();  // (launch.cuh)
+    label_pieces<I, W, true>(P, A, roots, incl, block_incl, words);
+}
+
+template <typename I, int W>
+__global__ void meshccl_label_pieces_first(I* P, const unsigned* __restrict__ A,
+                                           const unsigned* __restrict__ roots,
+                                           const I* __restrict__ incl,
+                                           const I* __restrict__ block_incl, I words) {
+    meshccl::grid_entry();  // (launch.cuh)
+    label_pieces<I, W, false>(P, A, roots, incl, block_incl, words);
 }
 
 // The largest x over the warp's lanes (all of them must call it).
@@ -447,12 +481,17 @@ __global__ void __launch_bounds__(256) meshccl_label_runs_counted(
     template __global__ void meshccl_piece_roots<I, W>(I*, const unsigned*, unsigned*, I, I*, I*, \
                                                        I*, unsigned*);                           \
     template __global__ void meshccl_label_pieces<I, W>(I*, const unsigned*, const unsigned*,    \
-                                                        const I*, const I*, I);
+                                                        const I*, const I*, I);                  \
+    template __global__ void meshccl_label_pieces_first<I, W>(I*, const unsigned*,               \
+                                                              const unsigned*, const I*,         \
+                                                              const I*, I);
 #define MESHCCL_PIECES(I)                                                                        \
     MESHCCL_PIECES_W(I, 1)                                                                       \
     MESHCCL_PIECES_W(I, 2)                                                                       \
     template __global__ void meshccl_label_cells<I>(I*, I, const unsigned*, const unsigned*,     \
                                                     const I*, const I*);                         \
+    template __global__ void meshccl_label_cells_first<I>(I*, I, const unsigned*,                \
+                                                          const unsigned*, const I*, const I*);  \
     template __global__ void meshccl_label_cells_counted<I>(I*, I, const unsigned*,              \
         const unsigned*, const I*, const I*, unsigned long long*);
 MESHCCL_PIECES(int)

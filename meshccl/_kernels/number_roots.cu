@@ -26,6 +26,10 @@
 //    arrays, so it writes its result over P in place.
 //    meshccl_relabel_counted (label(..., return_counts=True)) also counts
 //    each label's cells as it writes them.
+//    meshccl_relabel_first (label(..., numbering='first-cell')) writes
+//    root + 1 instead of the rank: the roots are first cells, so the label
+//    is one more than the flat index of the component's first cell.  The
+//    rank words are not read; the host still scans them when it wants N.
 
 #include "launch.cuh"
 #include "numbering.cuh"
@@ -68,6 +72,20 @@ __global__ void meshccl_relabel(I* P, I n, const unsigned* __restrict__ bits,
     const I r = P[i];
     if (r < 0) { P[i] = 0; return; }
     P[i] = rank_of(r, bits, incl) + base;
+}
+
+// Step 3 without the ranks (same arguments as meshccl_relabel, base
+// ignored): every cell gets its root + 1, the background 0.
+template <typename I>
+__global__ void meshccl_relabel_first(I* P, I n, const unsigned* __restrict__ bits,
+                                      const I* __restrict__ incl, I base, long long* count,
+                                      I words) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const long long gi = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (gi == 0 && count != nullptr) *count = (long long)(words ? incl[words - 1] : (I)0);
+    if (gi >= (long long)n) return;
+    const I r = P[(I)gi];
+    P[(I)gi] = r < 0 ? (I)0 : r + (I)1;
 }
 
 // meshccl_relabel for images (base 0), also counting each label's cells
@@ -128,6 +146,8 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK) meshccl_rank_words(
     template __global__ void meshccl_flatten<I>(I*, I, unsigned*, I*);                           \
     template __global__ void meshccl_relabel<I>(I*, I, const unsigned*, const I*, I, long long*, \
                                                 I);                                              \
+    template __global__ void meshccl_relabel_first<I>(I*, I, const unsigned*, const I*, I,      \
+                                                      long long*, I);                            \
     template __global__ void meshccl_relabel_counted<I>(I*, I, const unsigned*, const I*,        \
                                                         unsigned long long*);                    \
     template __global__ void meshccl_rank_words<I>(const unsigned*, const I*, I, I*);            \

@@ -4,19 +4,25 @@
 ``scipy.sparse.csgraph.connected_components`` takes (SciPy sparse matrices
 and arrays, dense adjacency matrices) plus CuPy sparse matrices and dense
 arrays, ``(indptr, indices)`` CSR tuples and :class:`Edges` lists, and
-returns SciPy's result.  NumPy / SciPy input is labelled on the CPU
-(numba), CuPy input on its GPU, with the result on the input's side.
+returns SciPy's result -- weak components, or strong components of a
+directed graph (Pearce's search on the CPU; trimming, forward-backward and
+colouring on the GPU).  NumPy / SciPy input is labelled on the CPU
+(numba), CuPy input on its GPU, with the result on the input's side;
+PyTorch tensors, JAX arrays and NetworkX graphs are converted at the door
+(:mod:`meshccl._interop`).
 :func:`spanning_forest` returns the edges whose union joined two sets.
 :func:`list_rank` ranks the elements of linked lists (Wylie's pointer
 jumping and Reid-Miller's random splitters, on both backends).
 Seeded graph generators are ``meshccl.graph.generators``
 (:mod:`meshccl.graph_generators`, imported on first use).
 
-The layers, one way: this module (options) -> :mod:`._input` (the graph
-checked) -> :mod:`._dispatch` (the backend, on the input's device) ->
-``meshccl._cpu.graph`` or ``meshccl._gpu.graph`` -> kernels.  The methods
-are one table, :mod:`._methods`, read by every layer.  ``docs/graph.md``
-explains the methods, the GPU's rule for 'auto' and its measurements.
+The layers, one way: this module (options; graphs of other frameworks
+made NumPy / CuPy / SciPy by :func:`meshccl._interop.unwrap_graph`) ->
+:mod:`._input` (the graph checked) -> :mod:`._dispatch` (the backend, on
+the input's device) -> ``meshccl._cpu.graph`` or ``meshccl._gpu.graph`` ->
+kernels.  The methods are one table, :mod:`._methods`, read by every
+layer.  ``docs/graph.md`` explains the methods, the GPU's rule for 'auto'
+and its measurements.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import time
 
 import numpy as np
 
+from .. import _interop
 from . import _dispatch, _input, _methods
 from ._input import Edges
 from ._list_rank import LIST_RANK_METHODS, list_rank
@@ -48,15 +55,23 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _check_options(directed, connection, method, compression, max_iterations, cpu_threads):
+def _check_options(directed, connection, method, compression, max_iterations, cpu_threads,
+                   symmetric=False):
     """The options checked as SciPy checks them (``connection`` in any
-    case); returns (method, compression) resolved."""
+    case); returns (strong, method, compression) resolved, strong True
+    when the call asks for strong components of a directed graph not
+    promised symmetric (on a symmetric graph they are the weak ones)."""
     if not isinstance(connection, str) or connection.lower() not in ("weak", "strong"):
         raise ValueError(f"connection must be 'weak' or 'strong' (any case), got {connection!r}")
-    if directed and connection.lower() == "strong":
-        raise NotImplementedError(
-            "connection='strong' is not implemented; use connection='weak' "
-            f"(or directed=False), got connection={connection!r}")
+    strong = bool(directed) and connection.lower() == "strong" and not symmetric
+    if strong:  # one algorithm per backend: the weak methods' options do not apply
+        for name, value in (("method", method), ("compression", compression),
+                            ("max_iterations", max_iterations)):
+            if value != ("auto" if name == "method" else None):
+                default = "'auto'" if name == "method" else "None"
+                raise ValueError(
+                    f"{name} applies to weak components only: connection='strong' on a "
+                    f"directed graph takes {name}={default}, got {name}={value!r}")
     method = _methods.check_method(method)
     compression = _methods.check_compression(method, compression)
     if max_iterations is not None and (
@@ -66,7 +81,7 @@ def _check_options(directed, connection, method, compression, max_iterations, cp
     if (isinstance(cpu_threads, (bool, np.bool_)) or not isinstance(cpu_threads, (int, np.integer))
             or cpu_threads < 0):
         raise ValueError(f"cpu_threads must be an int >= 0 (0: all cores), got {cpu_threads!r}")
-    return method, compression
+    return strong, method, compression
 
 
 def connected_components(csgraph, directed=True, connection="weak", return_labels=True, *,
@@ -84,13 +99,30 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         infinite or NaN, as in SciPy; complex accepted); an
         ``(indptr, indices)`` tuple of CSR arrays; or
         :class:`Edges`.  NumPy / SciPy input runs on the CPU, CuPy input on
-        the GPU that holds it.
+        the GPU that holds it.  PyTorch tensors and JAX arrays (CPU or
+        CUDA) are taken wherever NumPy or CuPy arrays are -- dense
+        matrices, the arrays of a tuple or of :class:`Edges` -- and so are
+        PyTorch sparse COO, CSR and CSC tensors; they are read without a
+        copy and the labels come back as the same kind.  A NetworkX graph
+        is read through ``networkx.to_scipy_sparse_array`` (on the CPU):
+        ``labels[k]`` is the component of node ``list(G)[k]``.
     directed : bool, optional
         Whether edges have a direction.  For weak connectivity the answer
-        is the same either way.
+        is the same either way; with ``directed=False`` 'strong' gives the
+        weak components, as in SciPy.  An undirected NetworkX graph is read
+        as ``directed=False`` whatever this says (so ``connection='strong'``
+        gives its components too); a ``DiGraph`` as given here.
     connection : {'weak', 'strong'}, optional
-        Any case, as in SciPy.  Only 'weak' is implemented: 'strong' with
-        ``directed=True`` raises ``NotImplementedError``.
+        Any case, as in SciPy.  'weak' (default): the components of the
+        graph with directions ignored.  'strong': u and v share a
+        component when each reaches the other along directed edges; on the
+        CPU Pearce's depth-first search, on the GPU trimming,
+        forward-backward search and colouring (``docs/graph.md``: "Strong
+        components").  With ``directed=True`` and ``symmetric=False`` it
+        takes none of ``method``, ``compression``, ``max_iterations``
+        (their defaults only) and runs on one CPU thread; with
+        ``symmetric=True`` the strong components are the weak ones and
+        the weak methods run.
     return_labels : bool, optional
         Also return the labels (default True).
     method : str, optional
@@ -115,9 +147,11 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         Threads of the CPU backend for 'unionfind' and 'ecl' (and 'auto'):
         1 (default) serial, 0 every core numba sees.  Same labels.
     return_info : bool, optional
-        Also return a dict: ``method`` (what ran), ``backend`` ('cpu' or
-        'gpu'), ``iterations`` and ``seconds`` (per phase; on the GPU CUDA
-        events, which makes the call wait for the device).
+        Also return a dict: ``method`` (what ran; 'pearce' and
+        'fwbw-colour' for strong components), ``backend`` ('cpu' or
+        'gpu'), ``iterations`` (the GPU's colouring rounds for strong
+        components) and ``seconds`` (per phase; on the GPU CUDA events,
+        which makes the call wait for the device).
 
     Returns
     -------
@@ -125,7 +159,12 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     labels : ndarray of int32 (int64 beyond 2**31 - 1 vertices)
         The component of each vertex, numbered from 0 in order of each
         component's smallest vertex (SciPy's numbering).  CuPy for CuPy
-        input.  Only with ``return_labels=True``.
+        input, a tensor for PyTorch input, a JAX array for JAX input.  Only
+        with ``return_labels=True``.  Strong components on the CPU are
+        numbered as SciPy numbers them (the order in which its depth-first
+        search completes them: the same search runs here, on the rows as
+        ``csgraph.tocsr()`` stores them); on the GPU in order of each
+        component's smallest vertex -- the same partition.
     info : dict
         Only with ``return_info=True``; last.
 
@@ -137,9 +176,8 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     ValueError
         A non-square matrix, an invalid CSR or edge list (the message names
         the array, the value and its position), or an invalid option (named
-        with its value).
-    NotImplementedError
-        ``connection='strong'`` on a directed graph.
+        with its value), such as a method other than 'auto' for strong
+        components of a directed graph.
     meshccl.errors.NotConverged
         An iterative method used up ``max_iterations`` passes.
 
@@ -182,21 +220,44 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     >>> connected_components(g, connection="WEAK", cpu_threads=0)[1].tolist()
     [0, 0, 1, 2, 3, 2, 4]
 
-    On a GPU the same calls take CuPy arrays and return CuPy labels::
+    A NetworkX graph; the labels follow ``list(G)``:
+
+    >>> import networkx as nx
+    >>> G = nx.Graph([("a", "b"), ("c", "d"), ("b", "e")])
+    >>> n, labels = connected_components(G)
+    >>> n, dict(zip(G, labels.tolist()))
+    (2, {'a': 0, 'b': 0, 'c': 1, 'd': 1, 'e': 0})
+
+    Strong components (a cycle 0 -> 1 -> 2 -> 0 and a path 2 -> 3 -> 4),
+    numbered as SciPy numbers them:
+
+    >>> cyc = sp.csr_matrix(([1, 1, 1, 1, 1], ([0, 1, 2, 2, 3], [1, 2, 0, 3, 4])), shape=(5, 5))
+    >>> connected_components(cyc, connection="strong")
+    (3, array([2, 2, 2, 1, 0], dtype=int32))
+
+    On a GPU the same calls take CuPy arrays and return CuPy labels, and
+    PyTorch CUDA tensors give tensors::
 
         import cupyx.scipy.sparse as csp
         n, labels = connected_components(csp.csr_matrix(g))   # labels: cupy int32
+        n, labels = connected_components((indptr_tensor, indices_tensor))   # torch int32
     """
-    method, compression = _check_options(directed, connection, method, compression,
-                                         max_iterations, cpu_threads)
+    csgraph, back, undirected = _interop.unwrap_graph(csgraph)
+    if undirected:  # a NetworkX Graph: every edge stored both ways
+        directed, symmetric = False, True
+    strong, method, compression = _check_options(directed, connection, method, compression,
+                                                 max_iterations, cpu_threads, symmetric)
     with _dispatch.on_device(csgraph):
-        out = _components(csgraph, method, symmetric, compression, max_iterations, cpu_threads,
-                          return_info)
+        if strong:
+            out = _strong_components(csgraph, return_info)
+        else:
+            out = _components(csgraph, method, symmetric, compression, max_iterations,
+                              cpu_threads, return_info)
     count, labels, info = out
     result = (count, labels) if return_labels else (count,)
     if return_info:
-        return result + (info,)
-    return result if return_labels else count
+        return _interop.rewrap(result + (info,), back)
+    return _interop.rewrap(result, back) if return_labels else count
 
 
 def _components(csgraph, method, symmetric, compression, max_iterations, cpu_threads,
@@ -238,6 +299,28 @@ def _components(csgraph, method, symmetric, compression, max_iterations, cpu_thr
     return count, labels, info
 
 
+def _strong_components(csgraph, return_info):
+    """(count, labels, info) of the strong components of a directed graph."""
+    timer = None
+    t0 = time.perf_counter()
+    if return_info and _input.is_cupy(_input.first_array(csgraph)):
+        from .._gpu.timing import PhaseTimer
+
+        timer = PhaseTimer()
+        kind, arrays, n = timer.run("validate", lambda: _input.as_graph(csgraph))
+    else:
+        kind, arrays, n = _input.as_graph(csgraph)
+    on_gpu = _input.is_cupy(arrays[0])
+    info = {"method": "fwbw-colour" if on_gpu else "pearce", "backend": "gpu" if on_gpu else "cpu",
+            "iterations": 1, "seconds": {"prepare": time.perf_counter() - t0}}
+    t1 = time.perf_counter()
+    count, labels = _dispatch.strong(kind, arrays, n, timer, info if return_info else None)
+    if timer is not None:
+        info["seconds"].update(timer.seconds())
+    info["seconds"]["label"] = time.perf_counter() - t1
+    return count, labels, info
+
+
 def spanning_forest(csgraph):
     """A spanning forest of the graph's weak components.
 
@@ -256,7 +339,7 @@ def spanning_forest(csgraph):
     -------
     Edges
         ``Edges(src, dst, n_vertices)`` of the forest (int64 arrays, CuPy
-        for CuPy input).
+        for CuPy input, tensors / JAX arrays for PyTorch / JAX input).
 
     Examples
     --------
@@ -266,12 +349,13 @@ def spanning_forest(csgraph):
     >>> f.src.tolist(), f.dst.tolist(), f.n_vertices
     ([0, 1, 3], [1, 2, 4], 6)
     """
+    csgraph, back, _ = _interop.unwrap_graph(csgraph)
     with _dispatch.on_device(csgraph):
         kind, arrays, n = _input.as_graph(csgraph)
         src, dst = _dispatch.forest(kind, arrays, n)
     if kind == "csc":  # its rows are the input's columns
         src, dst = dst, src
-    return Edges(src, dst, n)
+    return Edges(*_interop.rewrap((src, dst), back), n)
 
 
 def release_plans():

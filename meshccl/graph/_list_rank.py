@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _tuning
+from .. import _interop, _tuning
 from ._input import is_cupy
 
 #: accepted ``method=`` values
@@ -27,7 +27,7 @@ def list_rank(successor, *, method="auto", device="auto", seed=None, return_tail
 
     Parameters
     ----------
-    successor : 1-D array of int, NumPy or CuPy
+    successor : 1-D array of int, NumPy or CuPy (or a PyTorch / JAX array)
         ``successor[i]`` is the element after ``i`` in its list; a tail
         (the last element of a list) has ``successor[i] == i`` or ``-1``
         (both accepted, mixed freely).  The array may hold any number of
@@ -68,7 +68,8 @@ def list_rank(successor, *, method="auto", device="auto", seed=None, return_tail
     Returns
     -------
     rank : ndarray of int32 (int64 from 2**31 elements)
-        On the input's side (CuPy for CuPy input).
+        On the input's side (CuPy for CuPy input; a tensor / JAX array for
+        PyTorch / JAX input).
     tails : ndarray, same type
         Only with ``return_tails=True``: the tail of each element's list.
 
@@ -103,6 +104,12 @@ def list_rank(successor, *, method="auto", device="auto", seed=None, return_tail
     ...
     ValueError: successor must describe lists without cycles: element 0 lies on a cycle of length 3 (0 -> 1 -> 2 -> 0)
     """
+    foreign = _interop.unwrap(successor, "successor")
+    if foreign is not None:  # a PyTorch / JAX / DLPack array: its NumPy or CuPy view, and back
+        array, back = foreign
+        return _interop.rewrap(list_rank(array, method=method, device=device, seed=seed,
+                                         return_tails=return_tails, direction=direction,
+                                         cpu_threads=cpu_threads), back)
     method, device, seed = _check_options(method, device, seed, direction, cpu_threads)
     if is_cupy(successor):
         import cupy

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-__all__ = ["binning", "autocorrelation_time"]
+__all__ = ["binning", "autocorrelation", "autocorrelation_time"]
 
 
 def _series(series, name="series", least=2):
@@ -72,6 +72,33 @@ def binning(series, bins=32):
     return float(x.mean()), float(means.std(ddof=1) / math.sqrt(bins))
 
 
+def autocorrelation(series):
+    """The normalised autocorrelation function rho(t), t = 0 .. n - 1.
+
+    ``rho(t) = C(t) / C(0)``, ``C(t) = (1/n) sum_s (x_s - xbar)(x_{s+t} - xbar)``
+    (the usual biased estimator), computed by FFT with zero padding.  A
+    constant series gives rho = 1 at t = 0 and 0 elsewhere.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meshccl.sim.analysis import autocorrelation
+    >>> rho = autocorrelation([1.0, -1.0, 1.0, -1.0])
+    >>> [round(float(r), 2) for r in rho]
+    [1.0, -0.75, 0.5, -0.25]
+    """
+    x = _series(series)
+    n = x.size
+    x = x - x.mean()
+    if not np.any(x):
+        rho = np.zeros(n)
+        rho[0] = 1.0
+        return rho
+    f = np.fft.rfft(x, 2 * n)
+    acf = np.fft.irfft(f * np.conj(f), 2 * n)[:n]
+    return acf / acf[0]
+
+
 def autocorrelation_time(series, window=6.0):
     """Integrated autocorrelation time with Sokal's self-consistent window.
 
@@ -110,12 +137,9 @@ def autocorrelation_time(series, window=6.0):
     """
     x = _series(series, least=4)
     n = x.size
-    x = x - x.mean()
-    if not np.any(x):
+    if not np.any(x - x.mean()):
         return 0.5, 0.0
-    f = np.fft.rfft(x, 2 * n)
-    acf = np.fft.irfft(f * np.conj(f), 2 * n)[:n]
-    rho = acf / acf[0]
+    rho = autocorrelation(x)
     tau = 0.5 + np.cumsum(rho[1:])          # tau[w - 1] = tau_int(W = w)
     w = np.arange(1, n)
     ok = np.nonzero(w >= window * tau)[0]

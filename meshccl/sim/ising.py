@@ -175,7 +175,11 @@ class Ising(Simulation):
         if shape is None:
             raise TypeError("Ising needs a shape or initial spins")
         self._shape = self._check_shape(shape, self.algorithm)
-        self._cells = xp.arange(math.prod(self._shape), dtype=np.uint64).reshape(self._shape)
+        # flat cell indices, the Philox counters' index: uint32 where they fit (no 64-bit
+        # temporaries on the GPU; the same words as uint64)
+        n_cells = math.prod(self._shape)
+        self._cells = xp.arange(n_cells, dtype=np.uint32 if n_cells <= 2**32 else np.uint64
+                                ).reshape(self._shape)
         self._wraps = _wraps(xp, self._shape)
 
         if spins is not None:
@@ -379,13 +383,29 @@ class Ising(Simulation):
         return s
 
     def _swendsen_wang_step(self):
-        xp, s = self.xp, self._s
-        nd = s.ndim
+        labels = self._sw_labels(self._sw_bonds())
+        return self._sw_flip(labels)
+
+    # The three parts of a Swendsen-Wang step, apart so that benchmarks/sim_bench.py can
+    # time each (bond drawing, labelling, cluster flip) on the step's own code.
+    def _sw_bonds(self):
+        """bonds[k] joins x and x + half_offsets(nd, 1)[k] with p = 1 - exp(-2J/T)."""
+        xp, nd = self.xp, self._s.ndim
         w = _random.words(self.seed, _random.TAG_BOND, self.step, self._cells, nd)
         # bonds[k] joins x and x + half_offsets(nd, 1)[k]; label() joins only equal spins
         assert len(half_offsets(nd, 1)) == nd
-        bonds = xp.stack([w[k] < self._bond for k in range(nd)])
-        labels = _label(s, connectivity=1, periodic=True, bonds=bonds)
+        bonds = xp.empty((nd,) + self._shape, dtype=bool)
+        for k in range(nd):
+            xp.less(w[k], self._bond, out=bonds[k])
+        return bonds
+
+    def _sw_labels(self, bonds):
+        """The clusters: ``meshccl.label`` of the spins with the bonds, on the torus."""
+        return _label(self._s, connectivity=1, periodic=True, bonds=bonds)
+
+    def _sw_flip(self, labels):
+        """Each cluster set to +1 with P(n), from one Philox draw per cluster (its label)."""
+        xp = self.xp
         clusters = Clusters(labels, self.step + 1, "clusters")
         draw = _random.words(self.seed, _random.TAG_CLUSTER, self.step, labels, 1)[0]
         if self._up is None:
@@ -394,7 +414,7 @@ class Ising(Simulation):
             size = clusters.counts[labels]       # each cell's cluster size (meshccl.measure)
             up = draw < self._up[xp.minimum(size, self._up.shape[0] - 1)]
         self._last_clusters = clusters
-        return xp.where(up, np.int8(1), np.int8(-1)).astype(np.int8)
+        return xp.where(up, np.int8(1), np.int8(-1)).astype(np.int8, copy=False)
 
     # -- checkpoints ---------------------------------------------------------------
     def _params(self):

@@ -6,9 +6,11 @@ a key (Salmon, Moraes, Dror and Shaw, "Parallel random numbers: as easy as
 numbers at a step depend only on (seed, step, what is drawn, cell index),
 never on the order cells are visited, on the launch shape of a GPU kernel
 or on how many steps ran before a checkpoint.  The same function runs on
-NumPy (vectorised, 32-bit words held in uint64 so that the 32 x 32-bit
-products are exact) and on CuPy (an elementwise kernel with ``__umulhi``),
-and the two give the same words, bit for bit.
+NumPy (:func:`philox4x32` vectorised and :func:`words` as a numba loop over
+the cells, both with 32-bit words held in uint64 so that the 32 x 32-bit
+products are exact) and on CuPy (an elementwise kernel with ``__umulhi``,
+one per number of words returned), and they give the same words, bit for
+bit.
 
 The layout of the counter used by :func:`words`::
 
@@ -29,6 +31,7 @@ against the known-answer vectors of Random123's ``tests/kat_vectors``
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 __all__ = ["philox4x32", "words", "uniform", "TAG_INIT", "TAG_METROPOLIS", "TAG_BOND",
            "TAG_CLUSTER", "TAG_KAWASAKI", "TAG_FIELD"]
@@ -60,9 +63,6 @@ for (int round_ = 0; round_ < rounds; ++round_) {
 }
 r0 = x0; r1 = x1; r2 = x2; r3 = x3;
 """
-
-_cuda_kernel = None
-
 
 def _module(values):
     for v in values:
@@ -106,18 +106,35 @@ def _philox_numpy(counter, key, rounds):
                  else np.broadcast_to(x, shape).astype(np.uint32) for x in (x0, x1, x2, x3))
 
 
-def _philox_cupy(counter, key, rounds):
+_cuda_kernels = {}
+
+
+def _cuda_kernel_for(count):
+    """The elementwise Philox kernel writing the first ``count`` words (1..4).
+
+    One kernel per count: a sweep that needs one word per cell writes 4
+    bytes per cell, not 16 (the unused words stay in registers).
+    """
     import cupy
 
-    global _cuda_kernel
-    if _cuda_kernel is None:
-        _cuda_kernel = cupy.ElementwiseKernel(
+    kernel = _cuda_kernels.get(count)
+    if kernel is None:
+        outs = ", ".join(f"uint32 r{j}" for j in range(count))
+        local = "".join(f"unsigned int r{j};\n" for j in range(count, 4))
+        kernel = cupy.ElementwiseKernel(
             "uint32 c0, uint32 c1, uint32 c2, uint32 c3, uint32 k0, uint32 k1, int32 rounds",
-            "uint32 r0, uint32 r1, uint32 r2, uint32 r3",
-            _CUDA_BODY, "meshccl_philox4x32")
+            outs, local + _CUDA_BODY, f"meshccl_philox4x32_{count}")
+        _cuda_kernels[count] = kernel
+    return kernel
+
+
+def _philox_cupy(counter, key, rounds, count=4):
+    import cupy
+
     args = [v.astype(cupy.uint32, copy=False) if isinstance(v, cupy.ndarray) else np.uint32(v)
             for v in (*counter, *key)]
-    return tuple(_cuda_kernel(*args, np.int32(rounds)))
+    out = _cuda_kernel_for(count)(*args, np.int32(rounds))
+    return (out,) if count == 1 else tuple(out)
 
 
 def philox4x32(counter, key, rounds=ROUNDS):
@@ -184,13 +201,68 @@ def words(seed, tag, step, index, count=4):
     (4, dtype('uint32'))
     """
     xp = _module([index])
-    idx = index.astype(np.uint64, copy=False) if hasattr(index, "astype") else xp.asarray(
-        index, dtype=np.uint64)
-    c0 = idx & np.uint64(_MASK)
-    c1 = ((idx >> np.uint64(32)) << np.uint64(8)) | np.uint64(tag)
-    out = philox4x32((c0, c1, int(step) & _MASK, int(step) >> 32),
-                     (int(seed) & _MASK, int(seed) >> 32))
-    return list(out[:count])
+    count = int(count)
+    if not 1 <= count <= 4:
+        raise ValueError(f"count must be 1..4, got {count}")
+    if xp is np:
+        idx = np.asarray(index)
+        if idx.dtype.kind not in "iu":
+            idx = idx.astype(np.uint64)
+        out = np.empty((count, idx.size), dtype=np.uint32)
+        _words_numba(np.ascontiguousarray(idx).reshape(-1), np.uint64(tag),
+                     np.uint64(int(step) & _MASK), np.uint64(int(step) >> 32),
+                     np.uint64(int(seed) & _MASK), np.uint64(int(seed) >> 32), out)
+        return [w.reshape(idx.shape) for w in out]
+    index = xp.asarray(index)
+    step_seed = (int(step) & _MASK, int(step) >> 32), (int(seed) & _MASK, int(seed) >> 32)
+    if index.dtype in (np.uint32, np.int32, np.uint16, np.int16, np.uint8, np.int8):
+        # indices below 2**32 (non-negative, as documented): the counter's second word is
+        # the tag alone, so no 64-bit temporaries (the same words as the general path)
+        idx = index.view(np.uint32) if index.dtype == np.int32 else index
+        counter = (idx, tag, *step_seed[0])
+    else:
+        idx = index.astype(np.uint64, copy=False)
+        counter = (idx & np.uint64(_MASK), ((idx >> np.uint64(32)) << np.uint64(8))
+                   | np.uint64(tag), *step_seed[0])
+    return list(_philox_cupy(counter, step_seed[1], ROUNDS, count))
+
+
+@njit(cache=True)
+def _words_numba(idx, tag, s0, s1, k0, k1, out):
+    """words() on the CPU: the counter layout and rounds of _philox_numpy, one cell
+    at a time (no temporaries), in uint64 so that every 32 x 32-bit product is exact."""
+    mask = np.uint64(_MASK)
+    sh = np.uint64(32)
+    m0, m1 = np.uint64(M0), np.uint64(M1)
+    w0, w1 = np.uint64(W0), np.uint64(W1)
+    count = out.shape[0]
+    for i in range(idx.size):
+        v = np.uint64(idx[i])
+        x0 = v & mask
+        x1 = ((v >> sh) << np.uint64(8)) | tag
+        x2 = s0
+        x3 = s1
+        a = k0
+        b = k1
+        for r in range(ROUNDS):
+            if r > 0:
+                a = (a + w0) & mask
+                b = (b + w1) & mask
+            p0 = x0 * m0
+            p1 = x2 * m1
+            y0 = (p1 >> sh) ^ x1 ^ a
+            y2 = (p0 >> sh) ^ x3 ^ b
+            x0 = y0
+            x1 = p1 & mask
+            x2 = y2
+            x3 = p0 & mask
+        out[0, i] = np.uint32(x0)
+        if count > 1:
+            out[1, i] = np.uint32(x1)
+        if count > 2:
+            out[2, i] = np.uint32(x2)
+        if count > 3:
+            out[3, i] = np.uint32(x3)
 
 
 def uniform(w0, w1):

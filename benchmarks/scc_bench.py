@@ -1,0 +1,210 @@
+"""Strongly connected components: scipy.sparse.csgraph.connected_components
+(connection='strong') against meshccl's CPU backend (Pearce's search,
+numba) and its GPU backend (trim, forward-backward, colouring; CuPy).
+
+    python benchmarks/scc_bench.py --out DIR                       (CPU only)
+    python benchmarks/scc_bench.py --gpu --max-scale 22 --out DIR  (needs CuPy + GPU)
+    python benchmarks/scc_bench.py --gpu --quick --out DIR         (small sizes: a smoke run)
+
+Graphs (directed, duplicates merged by the CSR build; every tool reads the
+same SciPy CSR, the GPU the same arrays as a cupyx CSR on the device):
+
+* R-MAT (meshccl.graph_generators.rmat, Graph500 a, b, c = 0.57, 0.19,
+  0.19), scales --min-scale .. --max-scale (default 16..22), --edge-factor
+  (16) edges per vertex: a giant component, very many single vertices;
+* road-like (graph_generators.road_directed): a --road-side² grid (default
+  2048) with 2.41 entries per vertex, --one-way (0.1) of the streets one
+  way: a giant component of diameter ~ the side, many small ones;
+* one giant component: graph_generators.random_edges with 2**--giant-scale
+  vertices (default --max-scale) and --edge-factor edges each.
+
+Every result is checked: the CPU's labels equal SciPy's value for value,
+the GPU's are SciPy's partition (numbered by smallest vertex).  CPU
+columns: wall clock, median of --reps after the checked call (the
+warm-up).  GPU: CUDA events
+around the whole public call (validation, transpose, search, relabel and
+the host's reads), median of --reps after a warm-up; then one call with
+return_info=True whose phase times and colouring rounds go to the json.
+The issue's target: the GPU >= 100x SciPy on R-MAT-22.  Writes TAG.md and
+TAG.json under --out (--tag, default scc); --graphs picks the sets (rmat,
+road, giant), so that large runs can be split over several commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components as scipy_cc
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from meshccl import graph_generators as gen  # noqa: E402
+from meshccl.graph import connected_components  # noqa: E402
+
+
+def strong(g, **kw):
+    return connected_components(g, directed=True, connection="strong", **kw)
+
+
+def time_cpu(fn, reps):
+    """Median wall ms of reps calls (the caller's checked call before was
+    the warm-up: numba's compile, SciPy's first touch of the arrays)."""
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts) * 1e3
+
+
+def time_gpu(fn, reps):
+    import cupy
+
+    fn()
+    cupy.cuda.Device().synchronize()
+    ts = []
+    for _ in range(reps):
+        a, b = cupy.cuda.Event(), cupy.cuda.Event()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(cupy.cuda.get_elapsed_time(a, b))
+    return statistics.median(ts)
+
+
+def canonical(labels):
+    """Labels renumbered 0.. in order of each component's smallest vertex."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return rank[inverse.ravel()]
+
+
+def csr_of(e):
+    n = e.n_vertices
+    return sp.coo_matrix((np.ones(e.src.size, np.float32), (e.src, e.dst)), shape=(n, n)).tocsr()
+
+
+GRAPH_SETS = ("rmat", "road", "giant")
+
+
+def graphs(args):
+    sets = args.graphs.split(",")
+    unknown = sorted(set(sets) - set(GRAPH_SETS))
+    if unknown:
+        sys.exit(f"--graphs takes a comma list of {GRAPH_SETS}, got {unknown}")
+    if "rmat" in sets:
+        for scale in range(args.min_scale, args.max_scale + 1):
+            yield f"R-MAT {scale}", lambda s=scale: gen.rmat(s, args.edge_factor, seed=s)
+    if "road" in sets:
+        yield (f"road {args.road_side}², one-way {args.one_way}",
+               lambda: gen.road_directed(args.road_side, one_way=args.one_way, seed=1))
+    if "giant" in sets:
+        gs = args.giant_scale if args.giant_scale is not None else args.max_scale
+        yield (f"random 2^{gs}, {args.edge_factor}/vertex (one giant)",
+               lambda: gen.random_edges(1 << gs, args.edge_factor << gs, seed=2))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--min-scale", type=int, default=16)
+    ap.add_argument("--max-scale", type=int, default=22)
+    ap.add_argument("--edge-factor", type=int, default=16)
+    ap.add_argument("--road-side", type=int, default=2048)
+    ap.add_argument("--one-way", type=float, default=0.1)
+    ap.add_argument("--giant-scale", type=int, default=None, help="default: --max-scale")
+    ap.add_argument("--graphs", default=",".join(GRAPH_SETS),
+                    help="comma list of rmat, road, giant (default all)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--gpu-reps", type=int, default=7)
+    ap.add_argument("--gpu", action="store_true")
+    ap.add_argument("--no-cpu", action="store_true", help="skip meshccl's CPU backend")
+    ap.add_argument("--quick", action="store_true",
+                    help="scales 10..14, a 256² road grid, giant 2^14: a smoke run")
+    ap.add_argument("--out", type=Path, default=Path("scc_results"))
+    ap.add_argument("--tag", default="scc", help="file names under --out: TAG.md, TAG.json")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.min_scale, args.max_scale, args.road_side = 10, 14, 256
+    if args.gpu:
+        try:
+            import cupy
+
+            cupy.cuda.runtime.getDeviceCount()
+        except Exception as e:  # noqa: BLE001
+            sys.exit(f"--gpu needs CuPy and a CUDA device ({e})")
+    args.out.mkdir(parents=True, exist_ok=True)
+    cols = ["scipy"] + ([] if args.no_cpu else ["meshccl cpu"]) + (["meshccl gpu"] if args.gpu else [])
+    rows = []
+    for name, make in graphs(args):
+        t = time.perf_counter()
+        g = csr_of(make())
+        n, m = g.shape[0], g.nnz
+        want = scipy_cc(g, connection="strong")  # (also SciPy's warm-up)
+        big = int(np.bincount(want[1]).max())
+        row = {"graph": name, "n": n, "m": m, "components": int(want[0]), "largest": big,
+               "ms": {}, "build_s": time.perf_counter() - t}
+        row["ms"]["scipy"] = time_cpu(lambda: scipy_cc(g, connection="strong"), args.reps)
+        if not args.no_cpu:
+            got = strong(g)
+            assert got[0] == want[0] and (got[1] == want[1]).all(), ("cpu", name)
+            row["ms"]["meshccl cpu"] = time_cpu(lambda: strong(g), args.reps)
+        if args.gpu:
+            import cupy
+            import cupyx.scipy.sparse as csp
+
+            dev = csp.csr_matrix(g)
+            got = strong(dev)
+            assert got[0] == want[0] and (got[1].get() == canonical(want[1])).all(), ("gpu", name)
+            row["ms"]["meshccl gpu"] = time_gpu(lambda: strong(dev), args.gpu_reps)
+            _, _, info = strong(dev, return_info=True)
+            row["gpu_phases_ms"] = {k: v * 1e3 for k, v in info["seconds"].items()}
+            row["gpu_colour_rounds"] = info["iterations"]
+            del dev
+            cupy.get_default_memory_pool().free_all_blocks()
+        rows.append(row)
+        print(name, n, m, row["components"], {k: round(v, 2) for k, v in row["ms"].items()},
+              flush=True)
+    machine = {"platform": platform.platform(), "processor": platform.processor(),
+               "python": platform.python_version(), "scipy": scipy.__version__}
+    if args.gpu:
+        import cupy
+
+        machine["gpu"] = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+        machine["cupy"] = cupy.__version__
+    (args.out / f"{args.tag}.json").write_text(json.dumps({"machine": machine, "columns": cols,
+                                                   "args": vars(args) | {"out": str(args.out)},
+                                                   "rows": rows}, indent=1))
+    speed = [c for c in cols if c != "scipy"]
+    lines = [f"Strong components, ms per call (median); speed-up over SciPy. {machine}", "",
+             "| graph | n | stored edges | components | largest | " + " | ".join(cols) + " | "
+             + " | ".join(f"{c} / scipy" for c in speed) + " |",
+             "|---|---:|---:|---:|---:|" + "---:|" * (len(cols) + len(speed))]
+    for r in rows:
+        ms = r["ms"]
+        cells = [f"{ms[c]:.2f}" for c in cols]
+        ups = [f"{ms['scipy'] / ms[c]:.1f}x" for c in speed]
+        lines.append(f"| {r['graph']} | {r['n']} | {r['m']} | {r['components']} | {r['largest']} | "
+                     + " | ".join(cells + ups) + " |")
+    if args.gpu:
+        lines += ["", "GPU phases (ms, one call with return_info=True; CUDA events):", "",
+                  "| graph | phases | colouring rounds |", "|---|---|---:|"]
+        for r in rows:
+            ph = ", ".join(f"{k} {v:.2f}" for k, v in r["gpu_phases_ms"].items())
+            lines.append(f"| {r['graph']} | {ph} | {r['gpu_colour_rounds']} |")
+    (args.out / f"{args.tag}.md").write_text("\n".join(lines) + "\n")
+    print((args.out / f"{args.tag}.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,392 @@
+// strong.cu -- strongly connected components of a directed graph on the GPU
+// (meshccl.graph.connected_components(..., connection='strong')).
+//
+// The sequential answer is a depth-first search (Tarjan, Pearce: the CPU
+// backend), which no GPU can run fast.  The parallel methods rest on one
+// fact: the strong component of a vertex p is the set of vertices both
+// reachable from p (forward) and reaching p (backward), and every cycle
+// through two vertices of a component stays inside that component -- so
+// once some components are found, the rest of the graph can be searched
+// without them and its components are unchanged.  Every kernel here reads
+// rep[v] (the component found for v: a representative vertex, or -1 while
+// v has none) and looks only at vertices still without one.  The steps
+// are those of the "Multistep" method of Slota, Rajamanickam and Madduri
+// (IPDPS 2014) and of Hong, Rodia and Olukotun (SC 2013), both written for
+// multicore CPUs; forward-backward with trimming on CUDA goes back to
+// Barnat, Bauch, Brim and Ceska (IPDPS 2011):
+//
+// 1. Trim (meshccl_scc_trim).  A vertex with no in-neighbour or no
+//    out-neighbour left (self-loops do not count) is a component of its
+//    own.  Repeated until nothing changes; each pass removes whole layers
+//    of sources and sinks, which are most vertices of sparse real-world
+//    and R-MAT graphs.  Updates are in place: a stale read only delays a
+//    removal, because a vertex is only ever removed (a removed vertex
+//    belongs to a complete component, so reading it removed is the truth).
+//
+// 2. Forward-backward from a pivot (meshccl_scc_score, _seed, _expand,
+//    _fwbw).  The pivot is the remaining vertex of largest
+//    in-degree x out-degree, almost surely in the giant component when
+//    there is one.  Two breadth-first searches over the remaining
+//    vertices -- forward on the graph, backward on its transpose (a CSR of
+//    the reversed edges, built once by a counting scatter) -- mark bit 1 and
+//    bit 2 of mark[]; the vertices with both bits are the pivot's
+//    component.  Both searches advance one level per launch (blockIdx.y
+//    picks the direction) on queues whose lengths stay on the device: the
+//    host launches levels in growing batches and reads the lengths once
+//    per batch, never once per level.  A queue entry of high degree is
+//    expanded by its whole warp (the lanes stride over its row), the others
+//    by their own thread, so the hubs of a skewed graph do not serialise a
+//    level.  Then the trim runs again on what is left.
+//
+// 3. Colouring (meshccl_scc_colour_*), for the many small components left.
+//    Every remaining vertex starts with its own priority as colour; the
+//    largest colour is pushed forward along edges (atomicMax) until nothing
+//    changes, so colour[v] is the largest priority of a vertex that reaches
+//    v.  A vertex r whose colour is its own priority is a root: its
+//    component is the set of vertices of r's colour that reach r, found by
+//    a backward search from every root at once over the transpose,
+//    restricted to the root's colour (a path from v to r passes only
+//    through vertices of that colour).  Every member of r's component has
+//    r's colour (whatever reaches one member reaches r and r reaches it),
+//    so each round completes at least the component of the remaining
+//    vertex of largest priority, in practice very many.  The priority is
+//    a fixed permutation of the vertex numbers, (a v + b) mod n with a
+//    coprime to n (about 0.618 n), not v itself: with v, a path of
+//    components numbered against its direction (edges from larger to
+//    smaller numbers, as in time-ordered data) gives the whole path one
+//    colour and completes one component per round; the permutation
+//    scatters such orders (a = 1, b = 0 from 2^32 vertices, where the
+//    product would overflow).  Rounds repeat
+//    until no vertex is left; the host reads the count of the remaining
+//    vertices once per round.  The push only visits vertices whose colour
+//    rose since they last pushed (a flag per vertex), and both searches
+//    update in place, so a change can travel far within one pass.
+//
+// 4. Numbering (meshccl_scc_min, _point): each vertex points at the
+//    smallest vertex of its component, so the shared relabel
+//    (number_roots.cu) numbers components 0..N-1 in order of their smallest
+//    vertex.  (SciPy numbers them in the order its depth-first search
+//    completes them, which only a sequential search reproduces; the CPU
+//    backend does, the GPU documents this order instead.)
+//
+// Costs: trimming and colouring take as many passes as the longest chain
+// of vertices they peel or colour one after another, and forward-backward
+// as many levels as the giant component's radius from the pivot: a few
+// tens on small-world graphs, thousands on road networks and long paths,
+// and in the worst case -- a long path of components numbered against
+// its direction -- many colouring rounds.  The answer is always exact.
+//
+// Index types: I (int below 2^31 vertices, long long beyond) for vertices
+// and colours; J (int or long long) for the stored neighbours; row offsets
+// long long.
+
+namespace meshccl {
+namespace strong {
+
+__device__ __forceinline__ long long thread_id() {
+    return (long long)blockIdx.x * blockDim.x + threadIdx.x;
+}
+
+__device__ __forceinline__ long long thread_count() {
+    return (long long)gridDim.x * blockDim.x;
+}
+
+constexpr unsigned FULL = 0xffffffffu;
+
+// The colour order: vertex v has priority (a v + b) mod n, a permutation of
+// [0, n) (a coprime to n; the host keeps a v below 2^64) ...
+__device__ __forceinline__ long long priority(long long v, unsigned long long a,
+                                              unsigned long long b, long long n) {
+    return (long long)((a * (unsigned long long)v + b) % (unsigned long long)n);
+}
+
+// ... and the vertex of priority p (a_inv: the inverse of a modulo n).
+__device__ __forceinline__ long long vertex_of(long long p, unsigned long long a_inv,
+                                               unsigned long long b, long long n) {
+    const unsigned long long u = (unsigned long long)n;
+    return (long long)(((unsigned long long)p + u - b) % u * a_inv % u);
+}
+//: a queue entry with more stored neighbours than this is expanded by its warp
+constexpr long long WARP_ROW = 32;
+
+}  // namespace strong
+}  // namespace meshccl
+
+// One trim pass: a remaining vertex without a remaining in-neighbour or
+// without a remaining out-neighbour (itself excepted) is a component.
+template <typename I, typename J>
+__global__ void meshccl_scc_trim(const long long* __restrict__ fptr, const J* __restrict__ fidx,
+                                 const long long* __restrict__ rptr, const J* __restrict__ ridx,
+                                 I* rep, I n, int* changed) {
+    using namespace meshccl::strong;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
+        if (rep[v] >= 0) continue;
+        bool out = false, in = false;
+        for (long long e = fptr[v]; e < fptr[v + 1] && !out; ++e) {
+            const J w = fidx[e];
+            out = (long long)w != v && rep[w] < 0;
+        }
+        if (out) {
+            for (long long e = rptr[v]; e < rptr[v + 1] && !in; ++e) {
+                const J w = ridx[e];
+                in = (long long)w != v && rep[w] < 0;
+            }
+        }
+        if (!out || !in) {
+            rep[v] = (I)v;
+            *changed = 1;
+        }
+    }
+}
+
+// The pivot's score: out-degree x in-degree of a remaining vertex, -1 for
+// the others (the host takes the argmax on the device).
+template <typename I>
+__global__ void meshccl_scc_score(const long long* __restrict__ fptr,
+                                  const long long* __restrict__ rptr, const I* __restrict__ rep,
+                                  I n, long long* __restrict__ score) {
+    using namespace meshccl::strong;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
+        score[v] = rep[v] >= 0 ? -1 : (fptr[v + 1] - fptr[v] + 1) * (rptr[v + 1] - rptr[v] + 1);
+    }
+}
+
+// One thread: both queues start at the pivot (empty when the pivot already
+// has a component: nothing remains).  mark[] must be zero.
+template <typename I>
+__global__ void meshccl_scc_seed(const long long* __restrict__ pivot, const I* __restrict__ rep,
+                                 unsigned* __restrict__ mark, I* __restrict__ qf,
+                                 I* __restrict__ qb, unsigned long long* __restrict__ counts) {
+    const I p = (I)*pivot;
+    const bool live = rep[p] < 0;
+    if (live) {
+        mark[p] = 3u;
+        qf[0] = p;
+        qb[0] = p;
+    }
+    counts[0] = live ? 1ull : 0ull;  // forward queue
+    counts[1] = live ? 1ull : 0ull;  // backward queue
+}
+
+// One level of both searches: blockIdx.y == 0 expands the forward queue
+// over the graph (bit 1), 1 the backward queue over the transpose (bit 2).
+// Queue d reads its length from nin[d] and appends to qout_d, counting in
+// nout[d], which must be zero.  The lengths rotate through three slots:
+// this level also zeroes nzero[d], the slot the level before read and the
+// level after counts into, so that no launch of a fill sits between two
+// levels (no thread of this level reads that slot).
+template <typename I, typename J>
+__global__ void meshccl_scc_expand(const long long* __restrict__ fptr, const J* __restrict__ fidx,
+                                   const long long* __restrict__ rptr, const J* __restrict__ ridx,
+                                   const I* __restrict__ rep, unsigned* mark,
+                                   const I* __restrict__ qin_f, const I* __restrict__ qin_b,
+                                   const unsigned long long* __restrict__ nin,
+                                   I* __restrict__ qout_f, I* __restrict__ qout_b,
+                                   unsigned long long* nout, unsigned long long* nzero) {
+    using namespace meshccl::strong;
+    const int d = blockIdx.y;
+    const long long* ptr = d ? rptr : fptr;
+    const J* idx = d ? ridx : fidx;
+    const I* qin = d ? qin_b : qin_f;
+    I* qout = d ? qout_b : qout_f;
+    unsigned long long* cnt = nout + d;
+    const unsigned bit = d ? 2u : 1u;
+    const long long total = (long long)nin[d];
+    const int lane = threadIdx.x & 31;
+    if (blockIdx.x == 0 && threadIdx.x == 0) nzero[d] = 0ull;
+    auto visit = [&](long long w) {
+        if (rep[w] >= 0 || (mark[w] & bit)) return;
+        if (atomicOr(mark + w, bit) & bit) return;
+        qout[atomicAdd(cnt, 1ull)] = (I)w;
+    };
+    // warp-uniform loop: every lane of a warp runs the same iterations
+    for (long long base = thread_id() - lane; base < total; base += thread_count()) {
+        const long long i = base + lane;
+        long long b = 0, e = 0;
+        if (i < total) {
+            const I v = qin[i];
+            b = ptr[v];
+            e = ptr[v + 1];
+        }
+        const bool heavy = e - b > WARP_ROW;
+        unsigned todo = __ballot_sync(FULL, heavy);
+        while (todo) {
+            const int src = __ffs(todo) - 1;
+            todo &= todo - 1;
+            const long long hb = __shfl_sync(FULL, b, src), he = __shfl_sync(FULL, e, src);
+            for (long long k = hb + lane; k < he; k += 32) visit((long long)idx[k]);
+        }
+        if (!heavy) {
+            for (long long k = b; k < e; ++k) visit((long long)idx[k]);
+        }
+    }
+}
+
+// The pivot's component: the remaining vertices both searches reached.
+template <typename I>
+__global__ void meshccl_scc_fwbw(const unsigned* __restrict__ mark,
+                                 const long long* __restrict__ pivot, I* rep, I n) {
+    using namespace meshccl::strong;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
+        if (rep[v] < 0 && mark[v] == 3u) rep[v] = (I)*pivot;
+    }
+}
+
+// A colouring round starts: every remaining vertex has its own priority as
+// colour and is active (has a colour to push); mark[] cleared.
+template <typename I>
+__global__ void meshccl_scc_colour_init(const I* __restrict__ rep, I* __restrict__ colour,
+                                        unsigned char* __restrict__ active,
+                                        unsigned* __restrict__ mark, I n, unsigned long long a,
+                                        unsigned long long b) {
+    using namespace meshccl::strong;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
+        const bool live = rep[v] < 0;
+        colour[v] = (I)priority(v, a, b, n);
+        active[v] = live ? 1 : 0;
+        mark[v] = 0u;
+    }
+}
+
+// One push pass: each active remaining vertex raises the colour of its
+// remaining out-neighbours to its own (atomicMax); a raised neighbour
+// becomes active.  In place: the flag is cleared before the colour is read,
+// and set only after a rise, each with a fence between, so a rise the
+// reader misses always leaves the flag set and the vertex pushes again.
+template <typename I, typename J>
+__global__ void meshccl_scc_colour_push(const long long* __restrict__ fptr,
+                                        const J* __restrict__ fidx, const I* __restrict__ rep,
+                                        I* colour, volatile unsigned char* active, I n,
+                                        int* changed) {
+    using namespace meshccl::strong;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
+        if (!active[v]) continue;
+        active[v] = 0;
+        __threadfence();
+        const I c = ((volatile I*)colour)[v];
+        bool rose = false;
+        for (long long e = fptr[v]; e < fptr[v + 1]; ++e) {
+            const J w = fidx[e];
+            if (rep[w] >= 0 || ((volatile I*)colour)[w] >= c) continue;
+            if (atomicMax(colour + w, c) < c) {
+                __threadfence();  // the rise is seen before the flag (see above)
+                active[w] = 1;
+                rose = true;
+            }
+        }
+        if (rose) *changed = 1;
+    }
+}
+
+// Roots: the remaining vertices whose colour is their own priority; mark 1
+// = reached and not yet searched from, 2 = searched from, 0 = not reached.
+template <typename I>
+__global__ void meshccl_scc_colour_roots(const I* __restrict__ rep, const I* __restrict__ colour,
+                                         unsigned* __restrict__ mark, I n, unsigned long long a,
+                                         unsigned long long b) {
+    using namespace meshccl::strong;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
+        mark[v] = (rep[v] < 0 && (long long)colour[v] == priority(v, a, b, n)) ? 1u : 0u;
+    }
+}
+
+// One backward pass: a reached vertex not yet searched from reaches its
+// remaining in-neighbours of its own colour.
+template <typename I, typename J>
+__global__ void meshccl_scc_colour_back(const long long* __restrict__ rptr,
+                                        const J* __restrict__ ridx, const I* __restrict__ rep,
+                                        const I* __restrict__ colour, volatile unsigned* mark, I n,
+                                        int* changed) {
+    using namespace meshccl::strong;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
+        if (mark[v] != 1u) continue;
+        mark[v] = 2u;
+        const I c = colour[v];
+        bool reached = false;
+        for (long long e = rptr[v]; e < rptr[v + 1]; ++e) {
+            const J w = ridx[e];
+            if (mark[w] == 0u && rep[w] < 0 && colour[w] == c) {
+                mark[w] = 1u;
+                reached = true;
+            }
+        }
+        if (reached) *changed = 1;
+    }
+}
+
+// The round's components: each reached vertex joins its root's (the vertex
+// of its colour's priority); the vertices left are counted (remaining,
+// zeroed by the host).
+template <typename I>
+__global__ void meshccl_scc_colour_done(const unsigned* __restrict__ mark,
+                                        const I* __restrict__ colour, I* rep, I n,
+                                        unsigned long long a_inv, unsigned long long b,
+                                        unsigned long long* remaining) {
+    using namespace meshccl::strong;
+    unsigned long long left = 0;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
+        if (rep[v] >= 0) continue;
+        if (mark[v]) {
+            rep[v] = (I)vertex_of(colour[v], a_inv, b, n);
+        } else {
+            ++left;
+        }
+    }
+    for (int off = 16; off; off >>= 1) left += __shfl_down_sync(meshccl::strong::FULL, left, off);
+    if ((threadIdx.x & 31) == 0 && left) atomicAdd(remaining, left);
+}
+
+// Numbering: low[r] = the smallest vertex of representative r's component
+// (low filled with n before) ...
+template <typename I>
+__global__ void meshccl_scc_min(const I* __restrict__ rep, I* low, I n) {
+    using namespace meshccl::strong;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
+        atomicMin(low + rep[v], (I)v);
+    }
+}
+
+// ... then every vertex points at it (a star whose root is that vertex).
+template <typename I>
+__global__ void meshccl_scc_point(I* rep, const I* __restrict__ low, I n) {
+    using namespace meshccl::strong;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
+        rep[v] = low[rep[v]];
+    }
+}
+
+#ifdef MESHCCL_INSTANTIATE_ALL
+// Every instantiation meshccl/_gpu/strong.py can ask for: I in {int, long
+// long}, J in {int, long long} with J at least as wide as I.
+#define MESHCCL_SCC_IJ(I, J)                                                                       \
+    template __global__ void meshccl_scc_trim<I, J>(const long long*, const J*, const long long*,  \
+                                                    const J*, I*, I, int*);                        \
+    template __global__ void meshccl_scc_expand<I, J>(                                             \
+        const long long*, const J*, const long long*, const J*, const I*, unsigned*, const I*,     \
+        const I*, const unsigned long long*, I*, I*, unsigned long long*, unsigned long long*);    \
+    template __global__ void meshccl_scc_colour_push<I, J>(const long long*, const J*, const I*,   \
+                                                           I*, volatile unsigned char*, I, int*);  \
+    template __global__ void meshccl_scc_colour_back<I, J>(const long long*, const J*, const I*,   \
+                                                           const I*, volatile unsigned*, I, int*);
+#define MESHCCL_SCC_I(I)                                                                           \
+    template __global__ void meshccl_scc_score<I>(const long long*, const long long*, const I*, I, \
+                                                  long long*);                                     \
+    template __global__ void meshccl_scc_seed<I>(const long long*, const I*, unsigned*, I*, I*,    \
+                                                 unsigned long long*);                             \
+    template __global__ void meshccl_scc_fwbw<I>(const unsigned*, const long long*, I*, I);        \
+    template __global__ void meshccl_scc_colour_init<I>(const I*, I*, unsigned char*, unsigned*,   \
+                                                        I, unsigned long long,                     \
+                                                        unsigned long long);                       \
+    template __global__ void meshccl_scc_colour_roots<I>(const I*, const I*, unsigned*, I,         \
+                                                         unsigned long long, unsigned long long);  \
+    template __global__ void meshccl_scc_colour_done<I>(const unsigned*, const I*, I*, I,          \
+                                                        unsigned long long, unsigned long long,    \
+                                                        unsigned long long*);                      \
+    template __global__ void meshccl_scc_min<I>(const I*, I*, I);                                  \
+    template __global__ void meshccl_scc_point<I>(I*, const I*, I);
+MESHCCL_SCC_IJ(int, int)
+MESHCCL_SCC_IJ(int, long long)
+MESHCCL_SCC_IJ(long long, long long)
+MESHCCL_SCC_I(int)
+MESHCCL_SCC_I(long long)
+#endif

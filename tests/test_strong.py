@@ -1,0 +1,607 @@
+"""Strongly connected components (connection='strong'): the CPU against
+SciPy -- the same labels, value for value, for every input format -- and
+the GPU against SciPy's partition (marked gpu)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.sparse.csgraph import connected_components as scipy_cc
+
+from conftest import HAVE_GPU, examples
+from test_graph_gpu_emulated import emulated  # noqa: F401  (a fixture: the stand-in cupy)
+from meshccl import graph_generators as gen
+from meshccl.graph import Edges, connected_components
+
+
+def strong(g, **kw):
+    return connected_components(g, directed=True, connection="strong", **kw)
+
+
+def scipy_strong(g):
+    return scipy_cc(g, directed=True, connection="strong")
+
+
+def coo(src, dst, n):
+    return sp.coo_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))
+
+
+def canonical(labels):
+    """Labels renumbered 0.. in order of each component's smallest vertex."""
+    labels = np.asarray(labels)
+    if not labels.size:
+        return labels
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return rank[inverse.ravel()]
+
+
+def check_exact(g, want=None):
+    """meshccl's CPU result is SciPy's, value for value (want: SciPy's
+    result on ``g`` when SciPy cannot take ``g`` itself)."""
+    want = scipy_strong(g) if want is None else want
+    got = strong(g)
+    assert got[0] == want[0]
+    assert got[1].dtype == np.int32
+    np.testing.assert_array_equal(got[1], want[1])
+    return got
+
+
+def random_graph(n, m, rng, loops=True):
+    src = rng.integers(0, n, m)
+    dst = rng.integers(0, n, m)
+    if not loops:
+        keep = src != dst
+        src, dst = src[keep], dst[keep]
+    return src, dst
+
+
+FORMATS = ["csr", "csc", "coo", "lil", "dok", "bsr", "dia", "csr_array", "coo_array",
+           "dense", "matrix"]
+
+
+def as_format(m, fmt):
+    if fmt == "dense":
+        return m.toarray()
+    if fmt == "matrix":
+        return m.todense()
+    if fmt.endswith("_array"):
+        return getattr(sp, fmt)(m)
+    return m.asformat(fmt)
+
+
+@pytest.mark.filterwarnings("ignore:Constructing a DIA matrix")
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_scipy_format_exact(fmt):
+    rng = np.random.default_rng(11)
+    for n, m in ((1, 1), (7, 12), (60, 90), (200, 500)):
+        src, dst = random_graph(n, m, rng)
+        check_exact(as_format(coo(src, dst, n).tocsr(), fmt))
+
+
+def test_random_graphs_exact():
+    """Sparse and dense random graphs, with self-loops and duplicates."""
+    rng = np.random.default_rng(5)
+    for n, deg in ((50, 0.5), (50, 1.0), (300, 1.5), (300, 3), (2000, 1.2), (2000, 8), (40, 30)):
+        src, dst = random_graph(n, int(deg * n), rng)
+        g = coo(src, dst, n)
+        check_exact(g)        # duplicates summed by SciPy
+        check_exact(g.tocsr())
+        check_exact(g.tocsc())
+        # the same graph as an edge list and as a CSR tuple
+        want = scipy_strong(g)
+        check_exact(Edges(src, dst, n), want)
+        c = g.tocsr()
+        check_exact((c.indptr, c.indices), want)
+
+
+def test_unsorted_csr_rows_exact():
+    """SciPy walks a CSR's rows as stored: so does meshccl."""
+    rng = np.random.default_rng(8)
+    for n in (30, 400):
+        src, dst = random_graph(n, 3 * n, rng)
+        key = np.unique(src * n + dst)
+        key = key[rng.permutation(key.size)]   # no duplicates, rows in random order
+        s, d = np.divmod(key, n)
+        order = np.argsort(s, kind="stable")
+        indptr = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(s, minlength=n), out=indptr[1:])
+        g = sp.csr_matrix((np.ones(key.size), d[order], indptr), shape=(n, n))
+        assert not g.has_sorted_indices
+        check_exact(g)
+
+
+def test_duplicate_entries_in_a_csr_row():
+    """A neighbour stored twice, apart (0 -> [1, 2, 1]): moved to the top of
+    the search stack as SciPy moves it.  Stored twice in a row, SciPy 1.17
+    never returns (its stack links the vertex to itself); meshccl reads it
+    as stored once, which gives SciPy's labels for that CSR."""
+    apart = sp.csr_matrix((np.ones(5), [1, 2, 1, 0, 0], [0, 3, 4, 5]), shape=(3, 3))
+    check_exact(apart)
+    twice = sp.csr_matrix((np.ones(5), [2, 1, 1, 0, 0], [0, 3, 4, 5]), shape=(3, 3))
+    once = sp.csr_matrix((np.ones(4), [2, 1, 0, 0], [0, 2, 3, 4]), shape=(3, 3))
+    check_exact(twice, scipy_strong(once))
+    check_exact((twice.indptr, twice.indices), scipy_strong(once))
+
+
+def test_small_cases():
+    n, labels = strong(sp.csr_matrix((0, 0)))
+    assert n == 0 and labels.shape == (0,) and labels.dtype == np.int32
+    for g in (np.zeros((1, 1)), np.ones((1, 1)), np.zeros((4, 4)), np.eye(4), np.ones((4, 4))):
+        check_exact(g)
+    assert strong(Edges(np.zeros(0, int), np.zeros(0, int), 3))[1].tolist() == [0, 1, 2]
+    assert strong(np.ones((3, 3)), return_labels=False) == 1
+
+
+def test_long_cycle_path_and_chain_of_components():
+    """No recursion: a cycle and a path of 200 000 vertices; components in
+    a chain (each a cycle, linked one way), numbered forwards and backwards."""
+    n = 200_000
+    v = np.arange(n)
+    check_exact(coo(v, (v + 1) % n, n))                 # one cycle
+    check_exact(coo(v[:-1], v[1:], n))                  # a path: a DAG of n components
+    check_exact(coo(v[1:], v[:-1], n))                  # the path against the numbering
+    size, k = 5, 2000
+    src, dst = [], []
+    for c in range(k):
+        base = c * size
+        ring = base + np.arange(size)
+        src += [ring, [base]]
+        dst += [np.roll(ring, -1), [(base + size) % (size * k)] if c + 1 < k else [base]]
+    src, dst = np.concatenate(src), np.concatenate(dst)
+    check_exact(coo(src, dst, size * k))
+    perm = np.random.default_rng(1).permutation(size * k)   # the same, shuffled
+    got = check_exact(coo(perm[src], perm[dst], size * k))
+    assert got[0] == k
+
+
+def test_dag_and_generated_graphs():
+    rng = np.random.default_rng(3)
+    n = 3000
+    src, dst = random_graph(n, 4 * n, rng, loops=False)
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+    got = check_exact(coo(lo, hi, n))                   # a DAG: every vertex alone
+    assert got[0] == n
+    for e in (gen.rmat(10, seed=2), gen.road_directed(40, seed=3), gen.random_edges(2000, 6000)):
+        check_exact(e, scipy_strong(coo(e.src, e.dst, e.n_vertices)))
+
+
+@settings(max_examples=examples(200))
+@given(st.integers(1, 14).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=40))))
+def test_hypothesis_small_graphs(case):
+    n, edges = case
+    src = np.array([e[0] for e in edges], np.int64)
+    dst = np.array([e[1] for e in edges], np.int64)
+    g = coo(src, dst, n)
+    want = check_exact(g)
+    check_exact(Edges(src, dst, n), want)
+    check_exact(g.toarray(), want)
+    check_exact(g.tocsc(), want)
+
+
+def test_undirected_and_symmetric_give_weak():
+    rng = np.random.default_rng(2)
+    n = 500
+    src, dst = random_graph(n, 600, rng)
+    g = coo(src, dst, n).tocsr()
+    weak = connected_components(g)
+    for got in (connected_components(g, directed=False, connection="strong"),
+                scipy_cc(g, directed=False, connection="strong")):
+        assert got[0] == weak[0]
+        np.testing.assert_array_equal(got[1], weak[1])
+    sym = (g + g.T).tocsr()   # strong = weak there, with SciPy's strong numbering
+    check_exact(sym)
+    got = strong(sym, symmetric=True, method="ecl")
+    want = scipy_strong(sym)
+    assert got[0] == want[0]
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_options_and_errors():
+    g = sp.csr_matrix(np.array([[0, 1], [1, 0]]))
+    for name, value in (("method", "ecl"), ("compression", "halving"), ("max_iterations", 3)):
+        with pytest.raises(ValueError, match=f"{name} applies to weak components only.*"
+                                             f"got {name}={value!r}"):
+            strong(g, **{name: value})
+    assert strong(g, method="auto", cpu_threads=0)[0] == 1
+    n, labels, info = strong(g, return_info=True)
+    assert (n, info["method"], info["backend"]) == (1, "pearce", "cpu")
+    with pytest.raises(ValueError, match="indices must lie in \\[0, 2\\), got 5"):
+        strong((np.array([0, 1, 1]), np.array([5])))
+    with pytest.raises(ValueError, match="csgraph must be a square"):
+        strong(np.zeros((2, 3)))
+
+
+# ---------------------------------------------------------------------------
+# GPU: the partition of SciPy, numbered by each component's smallest vertex
+
+def check_gpu(g_host, g_dev=None):
+    """The GPU's strong components of g_dev (default: g_host on the device
+    as a cupyx CSR) against SciPy's on g_host."""
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    want = scipy_strong(g_host)
+    if g_dev is None:
+        g_dev = csp.csr_matrix(sp.csr_matrix(g_host))
+    n, labels = strong(g_dev)
+    assert isinstance(labels, cupy.ndarray) and labels.dtype == cupy.int32
+    assert n == want[0]
+    np.testing.assert_array_equal(labels.get(), canonical(want[1]))
+    return n
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dense", "edges", "tuple", "int64"])
+def test_gpu_every_input(fmt):
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    rng = np.random.default_rng(4)
+    for n, m in ((1, 0), (1, 1), (9, 14), (300, 450), (3000, 9000)):
+        src, dst = random_graph(n, m, rng)
+        h = coo(src, dst, n).tocsr()
+        dev = {"csr": lambda: csp.csr_matrix(h), "csc": lambda: csp.csc_matrix(h.tocsc()),
+               "coo": lambda: csp.coo_matrix(coo(src, dst, n)),
+               "dense": lambda: cupy.asarray(h.toarray()),
+               "edges": lambda: Edges(cupy.asarray(src), cupy.asarray(dst), n),
+               "tuple": lambda: (cupy.asarray(h.indptr), cupy.asarray(h.indices)),
+               "int64": lambda: (cupy.asarray(h.indptr, cupy.int64),
+                                 cupy.asarray(h.indices, cupy.int64))}[fmt]()
+        check_gpu(h, dev)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_generated_graphs():
+    """R-MAT (skewed, a giant component and many single vertices), road-like
+    grids with one-way streets (long searches), a random graph that is one
+    giant component, DAGs, long cycles and chains of components."""
+    for scale in (8, 12, 16):
+        e = gen.rmat(scale, seed=scale)
+        check_gpu(coo(e.src, e.dst, e.n_vertices))
+    for side, one_way in ((30, 0.1), (200, 0.1), (200, 0.5), (300, 0.02)):
+        e = gen.road_directed(side, one_way=one_way, seed=side)
+        check_gpu(coo(e.src, e.dst, e.n_vertices))
+    e = gen.random_edges(1 << 16, 16 << 16, seed=9)
+    assert check_gpu(coo(e.src, e.dst, e.n_vertices)) < 10   # one giant component
+    n = 20_000
+    v = np.arange(n)
+    check_gpu(coo(v, (v + 1) % n, n))
+    check_gpu(coo(v[:-1], v[1:], n))
+    check_gpu(coo(v[1:], v[:-1], n))
+    rng = np.random.default_rng(6)
+    src, dst = random_graph(n, 3 * n, rng, loops=False)
+    check_gpu(coo(np.minimum(src, dst), np.maximum(src, dst), n))
+    size, k = 4, 500
+    ring = np.arange(size * k)
+    nxt = np.where(ring % size == size - 1, ring - size + 1, ring + 1)
+    links = np.arange(0, size * (k - 1), size)
+    for perm in (np.arange(size * k), np.random.default_rng(2).permutation(size * k)):
+        src = perm[np.concatenate([ring, links])]
+        dst = perm[np.concatenate([nxt, links + size])]
+        assert check_gpu(coo(src, dst, size * k)) == k
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@settings(max_examples=examples(200))
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=120))))
+def test_gpu_hypothesis_small_graphs(case):
+    """Small graphs of every shape, as an edge list and as a CSR: SciPy's
+    partition (the in-place kernels race most on few vertices)."""
+    import cupy
+
+    n, edges = case
+    src = np.array([e[0] for e in edges], np.int64)
+    dst = np.array([e[1] for e in edges], np.int64)
+    h = coo(src, dst, n).tocsr()
+    check_gpu(h)
+    check_gpu(h, Edges(cupy.asarray(src), cupy.asarray(dst), n))
+    assert strong(Edges(cupy.asarray(src), cupy.asarray(dst), n),
+                  return_labels=False) == scipy_strong(h)[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_info_and_symmetric():
+    import cupyx.scipy.sparse as csp
+
+    e = gen.rmat(10, seed=1)
+    h = coo(e.src, e.dst, e.n_vertices).tocsr()
+    n, labels, info = strong(csp.csr_matrix(h), return_info=True)
+    assert info["method"] == "fwbw-colour" and info["backend"] == "gpu"
+    assert {"transpose", "trim", "fwbw", "colour", "flatten"} <= set(info["seconds"])
+    sym = (h + h.T).tocsr()
+    got = strong(csp.csr_matrix(sym), symmetric=True)
+    want = scipy_strong(sym)
+    assert got[0] == want[0]
+    np.testing.assert_array_equal(got[1].get(), want[1])
+
+
+# ---------------------------------------------------------------------------
+# The GPU path's host side without a GPU: tests/test_graph_gpu_emulated.py's
+# stand-in cupy, and serial emulations of kernels/strong.cu (one valid
+# interleaving of each kernel; the real ones run in the gpu tests above).
+# Every launch is checked against the kernel's C signature.
+
+def _scc_emulation(expr):
+    from test_graph_gpu_emulated import check_args, parse
+
+    name, t = parse(expr)
+    I, J = ("ptr", t[0]), ("ptr", t[-1])
+    L, U = ("ptr", "long long"), ("ptr", "unsigned")
+    n_ = ("val", t[0])
+    flag = ("ptr", "int")
+
+    def live(rep, w):
+        return rep[w] < 0
+
+    u64 = ("val", "unsigned long long")
+
+    def prio(v, a, b, n):
+        return (int(a) * v + int(b)) % n
+
+    if name == "meshccl_scc_trim":
+        sig = [L, J, L, J, I, n_, flag]
+
+        def run(fp, fi, rp, ri, rep, n, changed):
+            for v in range(n):
+                if rep[v] >= 0:
+                    continue
+                out = any(w != v and live(rep, w) for w in fi[fp[v]:fp[v + 1]])
+                inn = any(w != v and live(rep, w) for w in ri[rp[v]:rp[v + 1]])
+                if not out or not inn:
+                    rep[v] = v
+                    changed[0] = 1
+    elif name == "meshccl_scc_score":
+        sig = [L, L, I, n_, L]
+
+        def run(fp, rp, rep, n, score):
+            for v in range(n):
+                score[v] = -1 if rep[v] >= 0 else (fp[v + 1] - fp[v] + 1) * (rp[v + 1] - rp[v] + 1)
+    elif name == "meshccl_scc_seed":
+        sig = [L, I, U, I, I, ("ptr", "unsigned long long")]
+
+        def run(pivot, rep, mark, qf, qb, counts):
+            p = int(pivot[0])
+            ok = rep[p] < 0
+            if ok:
+                mark[p], qf[0], qb[0] = 3, p, p
+            counts[0] = counts[1] = int(ok)
+    elif name == "meshccl_scc_expand":
+        sig = [L, J, L, J, I, U, I, I, ("ptr", "unsigned long long"), I, I,
+               ("ptr", "unsigned long long"), ("ptr", "unsigned long long")]
+
+        def run(fp, fi, rp, ri, rep, mark, qif, qib, nin, qof, qob, nout, nzero):
+            assert not np.asarray(nout).any(), "counting into a slot that is not zero"
+            nzero[:] = 0
+            sides = ((fp, fi, qif, qof, 1), (rp, ri, qib, qob, 2))
+            for d, (ptr, idx, qi, qo, bit) in enumerate(sides):
+                for i in range(int(nin[d])):
+                    v = qi[i]
+                    for w in idx[ptr[v]:ptr[v + 1]]:
+                        if rep[w] < 0 and not mark[w] & bit:
+                            mark[w] |= bit
+                            qo[nout[d]] = w
+                            nout[d] += 1
+    elif name == "meshccl_scc_fwbw":
+        sig = [U, L, I, n_]
+
+        def run(mark, pivot, rep, n):
+            for v in range(n):
+                if rep[v] < 0 and mark[v] == 3:
+                    rep[v] = pivot[0]
+    elif name == "meshccl_scc_colour_init":
+        sig = [I, I, ("ptr", "unsigned char"), U, n_, u64, u64]
+
+        def run(rep, colour, active, mark, n, a, b):
+            colour[:] = [prio(v, a, b, n) for v in range(n)]
+            active[:] = np.asarray(rep) < 0
+            mark[:] = 0
+    elif name == "meshccl_scc_colour_push":
+        sig = [L, J, I, I, ("ptr", "unsigned char"), n_, flag]
+
+        def run(fp, fi, rep, colour, active, n, changed):
+            for v in range(n):
+                if not active[v]:
+                    continue
+                active[v] = 0
+                c = colour[v]
+                for w in fi[fp[v]:fp[v + 1]]:
+                    if rep[w] < 0 and colour[w] < c:
+                        colour[w] = c
+                        active[w] = 1
+                        changed[0] = 1
+    elif name == "meshccl_scc_colour_roots":
+        sig = [I, I, U, n_, u64, u64]
+
+        def run(rep, colour, mark, n, a, b):
+            mark[:] = [rep[v] < 0 and colour[v] == prio(v, a, b, n) for v in range(n)]
+    elif name == "meshccl_scc_colour_back":
+        sig = [L, J, I, I, U, n_, flag]
+
+        def run(rp, ri, rep, colour, mark, n, changed):
+            for v in range(n):
+                if mark[v] != 1:
+                    continue
+                mark[v] = 2
+                for w in ri[rp[v]:rp[v + 1]]:
+                    if mark[w] == 0 and rep[w] < 0 and colour[w] == colour[v]:
+                        mark[w] = 1
+                        changed[0] = 1
+    elif name == "meshccl_scc_colour_done":
+        sig = [U, I, I, n_, u64, u64, ("ptr", "unsigned long long")]
+
+        def run(mark, colour, rep, n, a_inv, b, remaining):
+            for v in range(n):
+                if rep[v] < 0:
+                    if mark[v]:
+                        rep[v] = (int(colour[v]) - int(b)) % n * int(a_inv) % n
+                    else:
+                        remaining[0] += 1
+    elif name == "meshccl_scc_min":
+        sig = [I, I, n_]
+
+        def run(rep, low, n):
+            for v in range(n):
+                low[rep[v]] = min(low[rep[v]], v)
+    elif name == "meshccl_scc_point":
+        sig = [I, I, n_]
+
+        def run(rep, low, n):
+            rep[:] = np.asarray(low)[np.asarray(rep)]
+    else:
+        raise AssertionError(f"no emulation for {expr}")
+
+    def launch(grid, block, args, shared_mem=0):
+        check_args(expr, args, sig)
+        assert all(isinstance(g, int) and 0 < g < 2**31 for g in grid), f"{expr}: grid {grid}"
+        assert len(grid) == (2 if name == "meshccl_scc_expand" else 1), f"{expr}: grid {grid}"
+        if name == "meshccl_scc_expand":
+            assert grid[1] == 2
+        if name == "meshccl_scc_seed":
+            assert grid == (1,) and block == (1,)
+        run(*args)
+
+    return launch
+
+
+@pytest.fixture
+def scc_emulated(emulated, monkeypatch):  # noqa: F811  (the imported fixture)
+    import sys
+
+    from meshccl._gpu import strong as gpu_strong
+    from test_graph_gpu_emulated import _wrap
+
+    monkeypatch.setattr(sys.modules["cupy"], "argmax", _wrap(np.argmax), raising=False)
+    monkeypatch.setattr(gpu_strong, "kernels",
+                        lambda filename, *names: tuple(_scc_emulation(n) for n in names))
+    yield
+
+
+
+
+def _fake_forms(src, dst, n, rng):
+    from test_graph_gpu_emulated import fake
+
+    g = coo(src, dst, n).tocsr()
+    c = coo(src, dst, n).tocsc()
+    i64 = np.int64
+    return [(fake(g.indptr.astype(i64)), fake(g.indices.astype(np.int32))),
+            (fake(g.indptr.astype(i64)), fake(g.indices.astype(i64))),
+            Edges(fake(src), fake(dst), n)], \
+        [("csc", (fake(c.indptr.astype(i64)), fake(c.indices.astype(np.int32))))]
+
+
+def test_gpu_path_emulated(scc_emulated, monkeypatch):
+    from meshccl._gpu.strong import strong_components as gpu_strong
+    from test_graph_gpu_emulated import _fake_events
+
+    _fake_events(monkeypatch)
+
+    rng = np.random.default_rng(12)
+    cases = [(np.zeros(0, int), np.zeros(0, int), 0), (np.zeros(0, int), np.zeros(0, int), 1),
+             (np.array([0]), np.array([0]), 1)]
+    for n, m in ((6, 9), (40, 60), (120, 400)):
+        cases.append(random_graph(n, m, rng) + (n,))
+    v = np.arange(30)
+    cases += [(v, (v + 1) % 30, 30), (v[1:], v[:-1], 30), (v[:-1], v[1:], 30)]
+    e = gen.road_directed(8, one_way=0.3, seed=1)
+    cases.append((e.src, e.dst, e.n_vertices))
+    # a chain of 2-cycles linked from larger to smaller numbers: no trim,
+    # several colouring rounds
+    k = 15
+    pairs = np.arange(2 * k).reshape(k, 2)
+    src = np.concatenate([pairs[:, 0], pairs[:, 1], pairs[1:, 0]])
+    dst = np.concatenate([pairs[:, 1], pairs[:, 0], pairs[:-1, 1]])
+    cases.append((src, dst, 2 * k))
+    for src, dst, n in cases:
+        want = scipy_strong(coo(src, dst, n))
+        forms, raw = _fake_forms(np.asarray(src, np.int64), np.asarray(dst, np.int64), n, rng)
+        for g in forms:
+            count, labels, info = strong(g, return_info=True)
+            assert info["backend"] == "gpu" and info["iterations"] >= (n > 0)
+            assert info["method_phases"] == (["transpose", "trim", "fwbw", "colour", "smallest"]
+                                             if n else [])
+            assert {"validate", "label"} | ({"colour", "relabel"} if n else set()) \
+                <= set(info["seconds"])
+            assert count == want[0]
+            np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+        for kind, arrays in raw:
+            count, labels = gpu_strong(kind, arrays, n)
+            assert count == want[0]
+            np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+
+
+def test_scc_bench_runs_on_the_cpu(tmp_path):
+    """benchmarks/scc_bench.py on tiny graphs: checks every result, writes
+    its table and json."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "scc_bench.py"
+    spec = importlib.util.spec_from_file_location("scc_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.main(["--min-scale", "6", "--max-scale", "7", "--road-side", "12", "--giant-scale", "7",
+                "--reps", "1", "--out", str(tmp_path)])
+    data = json.loads((tmp_path / "scc.json").read_text())
+    assert [r["graph"] for r in data["rows"]][:2] == ["R-MAT 6", "R-MAT 7"]
+    assert len(data["rows"]) == 4 and data["columns"] == ["scipy", "meshccl cpu"]
+    assert "| R-MAT 7 |" in (tmp_path / "scc.md").read_text()
+
+
+def test_colour_order_is_a_permutation():
+    from meshccl._gpu.strong import colour_order
+
+    for n in (1, 2, 3, 4, 10, 97, 1000, 4096, 65537, 10**6):
+        a, b, a_inv = colour_order(n)
+        v = np.arange(n, dtype=object)
+        p = (a * v + b) % n
+        assert sorted(p) == list(range(n)) if n <= 4096 else len(set(p[:5000])) == min(n, 5000)
+        assert ((p - b) % n * a_inv % n == v).all()
+        assert a * (n - 1) + b < 2**64
+    assert colour_order(2**32) == (1, 0, 1)
+
+
+def test_dense_special_values_and_explicit_zeros():
+    """Dense entries read as SciPy reads them (|a| <= 1e-8, inf, nan: no
+    edge); stored zeros of a sparse matrix are edges."""
+    rng = np.random.default_rng(9)
+    n = 60
+    a = np.where(rng.random((n, n)) < 0.06, 1.0, 0.0)
+    special = rng.random((n, n))
+    a[special < 0.02] = np.inf
+    a[(special >= 0.02) & (special < 0.04)] = np.nan
+    a[(special >= 0.04) & (special < 0.06)] = 1e-9
+    a[(special >= 0.06) & (special < 0.08)] = -3.0
+    check_exact(a)
+    check_exact(a.astype(np.float32))
+    check_exact((a != 0).astype(np.int8) * np.isfinite(a))
+    s = sp.csr_matrix(np.where(np.isfinite(a), a, 0))
+    s.data[::3] = 0   # explicit zeros: still edges
+    check_exact(s)
+
+
+def test_road_directed():
+    """Two-way streets stored both ways, a share of one-way streets once; the
+    undirected graph is road_grid's; bad shares named."""
+    base = gen.road_grid(20, seed=4)
+    e = gen.road_directed(20, one_way=0.25, seed=4)
+    und = {tuple(sorted(p)) for p in zip(base.src.tolist(), base.dst.tolist())}
+    got = list(zip(e.src.tolist(), e.dst.tolist()))
+    assert {tuple(sorted(p)) for p in got} == und
+    pairs = set(got)
+    one_way = sum((b, a) not in pairs for a, b in got)
+    assert 0.15 * len(und) < one_way < 0.35 * len(und)
+    assert len(got) == 2 * len(und) - one_way
+    assert gen.road_directed(20, one_way=0, seed=4).src.size == 2 * len(und)
+    with pytest.raises(ValueError, match="one_way must lie in \\[0, 1\\], got 1.5"):
+        gen.road_directed(4, one_way=1.5)
