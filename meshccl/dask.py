@@ -594,8 +594,9 @@ def connected_components(edges, n=None, *, directed=True, connection="weak", chu
         of their own).  Default None: the largest vertex + 1, which reads
         the edges once at the call (``n`` given keeps everything lazy).
     directed, connection : optional
-        As in SciPy; only weak connection is implemented, for which the
-        direction of an edge does not matter.
+        As in SciPy; only weak connection is implemented here, for which
+        the direction of an edge does not matter (strong components of a
+        graph that fits one device: ``meshccl.graph.connected_components``).
     chunks : int or tuple, optional
         The chunks of ``labels`` along the vertices (default: Dask's
         ``"auto"`` for the labels' dtype).
@@ -641,8 +642,10 @@ def connected_components(edges, n=None, *, directed=True, connection="weak", chu
     if not isinstance(connection, str) or connection.lower() not in ("weak", "strong"):
         raise ValueError(f"connection must be 'weak' or 'strong' (any case), got {connection!r}")
     if connection.lower() == "strong" and directed:
-        raise NotImplementedError("connection='strong' is not implemented; use connection='weak' "
-                                  f"(or directed=False), got connection={connection!r}")
+        raise NotImplementedError(
+            "meshccl.dask.connected_components gives weak components only; use "
+            "connection='weak' (or directed=False), or meshccl.graph.connected_components for "
+            f"strong components of a graph that fits one device; got connection={connection!r}")
     if n is not None and (isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer))
                           or n < 0):
         raise ValueError(f"n must be None or an int >= 0, got {n!r}")
