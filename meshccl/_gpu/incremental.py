@@ -22,15 +22,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _tuning
 from ..graph._methods import COMPRESS_CODE, RULES
 from .graph import _dummy, _grid
 from .loader import c_type, kernels
 from .number_roots import NULL, relabel
 
 BLOCK = 256
-#: resident blocks per multiprocessor of the batch kernel's grid-stride loop
-#: (the graph methods' edge-centric kernels use the same)
-BLOCKS_PER_SM = 32
 
 
 class State:
@@ -112,7 +110,7 @@ class State:
         tail = (self.P, dummy if self.H is None else self.H, self.I.type(self.n),
                 NULL if self.FS is None else self.FS, NULL if self.FD is None else self.FD,
                 NULL if out is None else out)
-        grid = _grid(m, BLOCK, BLOCKS_PER_SM)
+        grid = _grid(m, BLOCK, _tuning.GRAPH_INCR_BLOCKS_PER_SM)
         k = NULL if kinds is None else kinds
         # Rem's rule splices subtrees before its union completes: its queries
         # run after its inserts (incremental.cu's essay)
