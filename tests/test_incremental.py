@@ -306,6 +306,12 @@ def test_dtypes(backend):
     if backend == "cpu":  # in batch order (on the GPU the order is the threads')
         assert got.tolist() == [False, False, True] and got2.tolist() == [False, True]
     assert to_host(cc.labels()).tolist() == [0, 0, 1, 1]
+    rows = on(backend, np.array([[0, 1, 2], [1, 0, 3], [1, 1, 1], [0, 2, 2]]))  # (kind, src, dst)
+    got3 = to_host(cc.process(rows.T))  # strided rows
+    assert not got3[0] and got3[2] and not got3[3]
+    assert to_host(cc.labels()).tolist() == [0, 0, 0, 0]
+    if backend == "cpu":
+        assert got3.tolist() == [False, True, True, False]
 
 
 # ------------------------------------------------------------------ errors

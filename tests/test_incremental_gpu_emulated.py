@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from meshccl.graph import COMPRESSION, INCREMENTAL_METHODS, Edges, IncrementalConnectivity
 
 import test_graph_gpu_emulated as emu
-from test_graph_gpu_emulated import emulated  # noqa: F401  (the fixture)
+from test_graph_gpu_emulated import emulated  # noqa: F401,F811  (the fixture)
 
 RULES = [(m, c) for m in INCREMENTAL_METHODS if m != "async" for c in COMPRESSION[m]]
 LAUNCHES = []

@@ -105,7 +105,8 @@ class State:
             return out
         src, dst = self.index_types(src, dst)
         ti, tj = c_type(self.I), c_type(src.dtype)
-        (kern,) = kernels("incremental.cu", f"meshccl_incr_batch<{ti}, {tj}, {self.rule}, {self.comp}>")
+        (kern,) = kernels("incremental.cu",
+                          f"meshccl_incr_batch<{ti}, {tj}, {self.rule}, {self.comp}>")
         dummy = _dummy(self.device, self.I.name)
         tail = (self.P, dummy if self.H is None else self.H, self.I.type(self.n),
                 NULL if self.FS is None else self.FS, NULL if self.FD is None else self.FD,

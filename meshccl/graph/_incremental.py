@@ -396,18 +396,20 @@ class IncrementalConnectivity:
             parts = None
         if parts != 3:
             shape = getattr(ops, "shape", None)
+            got = type(ops).__name__ if shape is None else f"shape {tuple(shape)}"
+            if shape is not None and len(shape) == 2 and shape[1] == 3:
+                got += " (an (m, 3) array: pass ops.T)"
             raise ValueError("ops must be (kinds, src, dst): three 1-D arrays or a (3, m) array, "
-                             f"got {('shape ' + str(tuple(shape))) if shape is not None else type(ops).__name__}"
-                             + (" (an (m, 3) array: pass ops.T)" if shape is not None and len(shape) == 2
-                                and shape[1] == 3 else ""))
+                             f"got {got}")
         kinds, src, dst = ops[0], ops[1], ops[2]
         src, dst = self._pair(src, dst, "src", "dst")
         xp = _input._xp_of(("kinds", kinds), ("src", src))
-        kinds = xp.asarray(kinds)
+        kinds = xp.ascontiguousarray(xp.asarray(kinds))  # (a row of ops.T is strided)
         if kinds.ndim != 1:
             raise ValueError(f"kinds must be 1-D, got shape {kinds.shape}")
         if kinds.dtype.kind not in "biu":
-            raise TypeError(f"kinds must hold bool or integers (0 insert, 1 query), got dtype {kinds.dtype}")
+            raise TypeError("kinds must hold bool or integers (0 insert, 1 query), "
+                            f"got dtype {kinds.dtype}")
         if kinds.size != src.size:
             raise ValueError(f"kinds, src and dst must have the same length, got {kinds.size}, "
                              f"{src.size} and {dst.size}")
