@@ -184,3 +184,66 @@ def test_numpy_into_gpu_and_from_graph_emulated(incr):
     e = IncrementalConnectivity.from_graph(Edges(emu.fake(np.array([4])), emu.fake(np.array([2])), 6),
                                            method="jtb")
     check_state(e, [4], [2])
+
+
+def test_incremental_bench_gpu_paths_emulated(incr, monkeypatch, tmp_path):
+    """benchmarks/incremental_bench.py --quick end to end on tiny graphs
+    with the stand-in cupy: every table and the plot written, every
+    component count checked."""
+    import importlib.util
+    import time
+    import types
+    from pathlib import Path
+
+    from meshccl import graph_generators as gen
+
+    cp = incr
+
+    class Event(emu.FakeEvent):
+        def record(self, stream=None):
+            super().record(stream)
+            self.t = time.perf_counter()
+
+        def synchronize(self):
+            pass
+
+    class RandomState:
+        def __init__(self, seed):
+            self.rng = np.random.default_rng(seed)
+
+        def permutation(self, n):
+            return emu.fake(self.rng.permutation(n))
+
+        def randint(self, lo, hi, size, dtype=np.int64):
+            return emu.fake(self.rng.integers(lo, hi, size, dtype=dtype))
+
+    monkeypatch.setattr(cp.cuda, "Event", Event)
+    monkeypatch.setattr(cp.cuda, "get_elapsed_time", lambda a, b: (b.t - a.t) * 1e3, raising=False)
+    monkeypatch.setattr(cp.cuda.runtime, "getDeviceProperties",
+                        lambda d: {"multiProcessorCount": 2, "name": b"Stand-in"})
+    monkeypatch.setattr(cp, "random", types.SimpleNamespace(RandomState=RandomState), raising=False)
+    monkeypatch.setattr(cp, "__version__", "stand-in", raising=False)
+    monkeypatch.setattr(cp, "get_default_memory_pool",
+                        lambda: types.SimpleNamespace(free_all_blocks=lambda: None))
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "incremental_bench.py"
+    spec = importlib.util.spec_from_file_location("incremental_bench_emulated", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setattr(bench, "graphs", lambda quick: [
+        ("R-MAT 6", lambda: gen.rmat(6, edge_factor=2, seed=1)),
+        ("grid 6²", lambda: gen.grid((6, 6), keep=0.6, seed=3))])
+    monkeypatch.setattr(bench, "floor_us", lambda calls=1000, f=bench.floor_us: f(calls=3))
+    bench.main(["--quick", "--out", str(tmp_path)])
+    text = (tmp_path / "incremental.md").read_text()
+    assert "## R-MAT 6: 64 vertices, 128 edges, " in text and "## grid 6²: 36 vertices" in text
+    assert " check=True | " in text and " forest=False | " in text  # the fastest variant's
+    assert "| jtb/splitting | " in text and "| insert, check=True | " in text
+    assert (tmp_path / "incremental.json").stat().st_size > 100
+    # several batches per point (the tiny graphs fit one batch of 10**3)
+    src = emu.fake(np.arange(40, dtype=np.int32))
+    dst = emu.fake((np.arange(40, dtype=np.int32) + 1) % 50)
+    rate, count = bench.streamed(50, src, dst, "early", "halving", 7, 3, 1, True)
+    assert count is None and rate > 0  # 3 batches of 7 fed: not every edge
+    rate, count = bench.streamed(50, src, dst, "early", "halving", 7, 100, 1, False)
+    assert count == 10
