@@ -490,3 +490,31 @@ def test_gpu_from_graph_equals_connected_components():
     count, labels = connected_components(g)
     assert cc.device == "gpu" and cc.n_components == count
     assert cupy.array_equal(cc.labels(), labels)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("method,compression", [("unionfind", "halving"), ("rem-cas", "splicing"),
+                                                ("hooks", "full"), ("jtb", "splitting")])
+def test_gpu_int64_parents(method, compression):
+    """The int64 kernels (parents of 2**31 vertices and more) on a small
+    structure forced to int64, against SciPy."""
+    import cupy
+
+    from meshccl._gpu.incremental import State
+
+    g = gen.rmat(12, edge_factor=4, seed=6)
+    st = State(g.n_vertices, method, compression, True, index_dtype=np.int64)
+    half = g.src.size // 2
+    for lo, hi in ((0, half), (half, g.src.size)):
+        st.batch(None, cupy.asarray(g.src[lo:hi]), cupy.asarray(g.dst[lo:hi]), 1, False)
+    count, labels = st.labels()
+    want_count, want = reference(g.n_vertices, g.src, g.dst)
+    assert labels.dtype == cupy.int64 and count == want_count == st.count()
+    assert np.array_equal(labels.get(), want)
+    u, v = np.arange(100), np.arange(100, 200)
+    ans = st.batch(None, cupy.asarray(u, dtype=cupy.int32), cupy.asarray(v, dtype=cupy.int32), 2, True)
+    assert np.array_equal(ans.get(), want[u] == want[v])
+    fs, fd = (a.get() for a in st.forest_edges())
+    assert fs.size == g.n_vertices - want_count
+    assert np.array_equal(reference(g.n_vertices, fs, fd)[1], want)

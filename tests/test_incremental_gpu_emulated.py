@@ -247,3 +247,25 @@ def test_incremental_bench_gpu_paths_emulated(incr, monkeypatch, tmp_path):
     assert count is None and rate > 0  # 3 batches of 7 fed: not every edge
     rate, count = bench.streamed(50, src, dst, "early", "halving", 7, 100, 1, False)
     assert count == 10
+
+
+def test_int64_parents_emulated(incr):
+    """The int64 instantiations (parents of 2**31 vertices and more), on a
+    small structure forced to int64: launch types, labels, forest."""
+    from meshccl._gpu.incremental import State
+
+    st = State(20, "hooks", "halving", True, index_dtype=np.int64)
+    LAUNCHES.clear()
+    st.batch(None, emu.fake(np.array([0, 5, 7], np.int32)), emu.fake(np.array([5, 9, 19], np.int32)),
+             1, False)
+    st.grow(25)
+    out = st.batch(emu.fake(np.array([0, 1], np.uint8)), emu.fake(np.array([24, 0], np.int64)),
+                   emu.fake(np.array([0, 9], np.int64)), 3, True)
+    assert [e for e, _ in LAUNCHES] == ["meshccl_incr_batch<long long, long long, 3, 1>"] * 2
+    assert np.asarray(out).tolist() == [False, True]
+    count, labels = st.labels()
+    assert labels.dtype == np.int64 and count == 21
+    assert st.count() == 21 and st.P.dtype == np.int64 and st.H.dtype == np.int64
+    src, dst = st.forest_edges()
+    assert sorted(zip(np.asarray(src).tolist(), np.asarray(dst).tolist())) == [
+        (0, 5), (5, 9), (7, 19), (24, 0)]

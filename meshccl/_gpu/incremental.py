@@ -37,21 +37,26 @@ class State:
 
     backend = "gpu"
 
-    def __init__(self, n: int, method: str, compression: str, forest: bool):
+    def __init__(self, n: int, method: str, compression: str, forest: bool, index_dtype=None):
         import cupy
 
         self.device = cupy.cuda.Device().id
+        # index_dtype: the parent type from the start (tests run the int64
+        # kernels on small graphs with it); None: int32 below 2**31 vertices
+        self.index_dtype = None if index_dtype is None else np.dtype(index_dtype)
         self.method = method
         self.rule = RULES[method]
         self.comp = COMPRESS_CODE[compression]
         self.forest = forest
         self.n = 0
-        self.I = np.dtype(np.int32)
+        self.I = self._index_type(0)
         self.P = cupy.empty(0, dtype=self.I)
         self.H = self.FS = self.FD = None
         self.grow(n)
 
     def _index_type(self, n: int):
+        if self.index_dtype is not None and n < 2**31:
+            return self.index_dtype
         return np.dtype(np.int32 if n < 2**31 else np.int64)
 
     def grow(self, n: int):
