@@ -395,12 +395,15 @@ __device__ __forceinline__ I find_by(I* P, I x) {
 // first root was hooked meanwhile: look again.  Not for Rem's rule, whose
 // splicing moves subtrees between two sets before their union completes:
 // its queries run apart from its unions (incremental.cu).
+// The fence keeps the second look at a after the loads that found b's
+// root (the proof needs that order; it costs only queries of two sets).
 template <int R, int C, typename I>
 __device__ __forceinline__ bool same_set(I* P, I a, I b) {
     while (true) {
         a = find_by<R, C>(P, a);
         b = find_by<R, C>(P, b);
         if (a == b) return true;
+        __threadfence();
         if (__ldcg(P + a) == a) return false;
     }
 }
