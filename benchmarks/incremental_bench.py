@@ -185,7 +185,7 @@ def main(argv=None):
     t_start = time.time()
     sizes = [10**3, 10**5, 10**7] if args.quick else [10**k for k in range(3, 9)]
     ratios = [2, 1, 0.5] if args.quick else [8, 4, 2, 1, 0.5, 0.25, 0.125]
-    reps = 3 if args.quick else args.reps
+    reps = min(3, args.reps) if args.quick else args.reps
     props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
     machine = {"gpu": props["name"].decode(), "cupy": cupy.__version__,
                "platform": platform.platform(),

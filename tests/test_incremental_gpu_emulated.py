@@ -156,6 +156,11 @@ def test_unchecked_calls_never_read_the_device(incr, monkeypatch):
 
 
 def test_growth_and_errors_emulated(incr):
+    empty = IncrementalConnectivity(0, device="gpu")
+    assert empty.n_components == 0 and empty.labels().size == 0
+    assert empty.forest_edges().src.size == 0
+    assert empty.connected(emu.fake(np.array([2])), emu.fake(np.array([2]))).tolist() == [True]
+    assert empty.n_vertices == 3
     cc = IncrementalConnectivity(3, device="gpu", method="hooks")
     cc.insert(emu.fake(np.array([0, 70])), emu.fake(np.array([2, 1])))
     assert cc.n_vertices == 71
@@ -234,12 +239,20 @@ def test_incremental_bench_gpu_paths_emulated(incr, monkeypatch, tmp_path):
         ("R-MAT 6", lambda: gen.rmat(6, edge_factor=2, seed=1)),
         ("grid 6²", lambda: gen.grid((6, 6), keep=0.6, seed=3))])
     monkeypatch.setattr(bench, "floor_us", lambda calls=1000, f=bench.floor_us: f(calls=3))
-    bench.main(["--quick", "--out", str(tmp_path)])
+    monkeypatch.setattr(bench, "RULES", ["unionfind", "jtb"])
+    plots = []  # (matplotlib takes seconds here; the plot's input is checked instead)
+    monkeypatch.setattr(bench, "plot", lambda res, sizes, ratios, path: plots.append((res, path)))
+    bench.main(["--quick", "--reps", "1", "--out", str(tmp_path)])
     text = (tmp_path / "incremental.md").read_text()
     assert "## R-MAT 6: 64 vertices, 128 edges, " in text and "## grid 6²: 36 vertices" in text
     assert " check=True | " in text and " forest=False | " in text  # the fastest variant's
     assert "| jtb/splitting | " in text and "| insert, check=True | " in text
+    assert "| unionfind/full | " in text and "rem-cas" not in text
     assert (tmp_path / "incremental.json").stat().st_size > 100
+    (res, png), = plots
+    assert png == tmp_path / "incremental.png" and len(res["graphs"]) == 2
+    assert set(res["graphs"][0]["ratio"]) == {"unionfind/" + res["graphs"][0]["fastest"]["unionfind"],
+                                              "jtb/" + res["graphs"][0]["fastest"]["jtb"]}
     # several batches per point (the tiny graphs fit one batch of 10**3)
     src = emu.fake(np.arange(40, dtype=np.int32))
     dst = emu.fake((np.arange(40, dtype=np.int32) + 1) % 50)
@@ -269,3 +282,27 @@ def test_int64_parents_emulated(incr):
     src, dst = st.forest_edges()
     assert sorted(zip(np.asarray(src).tolist(), np.asarray(dst).tolist())) == [
         (0, 5), (5, 9), (7, 19), (24, 0)]
+
+
+@pytest.mark.parametrize("name, args", [
+    ("test_batches_give_scipy_components", ("gpu", "unionfind", "halving")),
+    ("test_batches_give_scipy_components", ("gpu", "rem-cas", "splicing")),
+    ("test_batches_give_scipy_components", ("gpu", "jtb", "none")),
+    ("test_generated_graphs_in_batches", ("gpu", "hooks")),
+    ("test_labels_and_reads_leave_the_structure", ("gpu",)),
+    ("test_mixed_batch_bounds", ("gpu",)),
+    ("test_from_graph_every_input", ("gpu", "tuple")),
+    ("test_from_graph_every_input", ("gpu", "edges")),
+    ("test_growth", ("gpu",)),
+    ("test_dtypes", ("gpu",)),
+    ("test_no_forest_still_labels", ("gpu",)),
+    ("test_gpu_results_stay_on_the_device_and_inputs_move", ()),
+    ("test_gpu_errors_and_unchecked_input", ()),
+    ("test_gpu_int64_parents", ("early", "full")),
+])
+def test_gpu_cases_on_the_stand_in(incr, name, args):
+    """test_incremental.py's GPU cases (the small ones) on the stand-in
+    cupy: the host path as a GPU run takes it."""
+    import test_incremental
+
+    getattr(test_incremental, name)(*args)

@@ -157,5 +157,7 @@ class State:
         import cupy
 
         n = self.n
+        if n == 0:  # (no arrays yet)
+            return cupy.empty(0, dtype=cupy.int64), cupy.empty(0, dtype=cupy.int64)
         hooked = cupy.flatnonzero(self.P[:n] != cupy.arange(n, dtype=self.I))
         return self.FS[hooked].astype(cupy.int64), self.FD[hooked].astype(cupy.int64)
