@@ -1,7 +1,7 @@
 """Incremental connectivity on the GPU: GConn's Figures 8 and 10 (Hong,
 Dhulipala and Shun 2020, section 4.4) for meshccl.graph.IncrementalConnectivity.
 
-    python benchmarks/incremental_bench.py --out DIR            (about 3-4 minutes on an H100)
+    python benchmarks/incremental_bench.py --out DIR            (meant to take under 5 minutes on an H100)
     python benchmarks/incremental_bench.py --quick --out DIR    (smaller graphs, fewer points)
 
 Graphs (meshccl.graph_generators, generated on the host, copied to the GPU,
