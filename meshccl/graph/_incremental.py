@@ -273,8 +273,17 @@ class IncrementalConnectivity:
             return self._state.count()
 
     def add_vertices(self, k) -> int:
-        """Add ``k`` vertices, each its own component; returns the number
-        of the first (the old ``n_vertices``).
+        """Add ``k`` vertices, each its own component.
+
+        Parameters
+        ----------
+        k : int
+            How many (>= 0).
+
+        Returns
+        -------
+        int
+            The number of the first new vertex (the old ``n_vertices``).
 
         Examples
         --------
@@ -334,8 +343,20 @@ class IncrementalConnectivity:
         """Whether u[k] and v[k] are in one component, for every k.
 
         Answers for every edge inserted before the call (a vertex is
-        connected to itself).  Arguments and errors as for :meth:`insert`,
-        whose ``grow`` rule the queries follow too.
+        connected to itself).
+
+        Parameters
+        ----------
+        u, v : 1-D arrays of int, NumPy or CuPy
+            The pairs asked about, of equal length, any integer dtype.
+        check : bool, optional
+            As for :meth:`insert` (queries follow its ``grow`` rule too: a
+            new vertex is connected only to itself).
+
+        Raises
+        ------
+        TypeError, ValueError
+            As for :meth:`insert`, naming ``u`` or ``v``.
 
         Returns
         -------
