@@ -353,16 +353,16 @@ class IncrementalConnectivity:
             As for :meth:`insert` (queries follow its ``grow`` rule too: a
             new vertex is connected only to itself).
 
-        Raises
-        ------
-        TypeError, ValueError
-            As for :meth:`insert`, naming ``u`` or ``v``.
-
         Returns
         -------
         ndarray of bool
             On the structure's side (CuPy on the GPU, without a wait when
             ``check=False``).
+
+        Raises
+        ------
+        TypeError, ValueError
+            As for :meth:`insert`, naming ``u`` or ``v``.
 
         Examples
         --------
