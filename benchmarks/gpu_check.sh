@@ -5,6 +5,9 @@
 #   bash benchmarks/gpu_check.sh [tests] [soak] [bench] [shapes] [lattice] [compare] [measure] [quick] [smoke]
 #                                [phases] [gap] [hawick] [graph]          (default: tests soak bench)
 #   shapes, lattice: bench.py --sets shapes / --sets lattice (issue 45), into $OUT/bench-<set>.*
+#   sim, scc, incremental, dask, listrank: sim_bench.py, scc_bench.py, incremental_bench.py,
+#   dask_bench.py, list_rank_bench.py into $OUT/<step>/ (arguments: SIM_ARGS, SCC_ARGS,
+#   INCR_ARGS, DASK_ARGS, LR_ARGS)
 #   TESTS="tests/test_methods.py ..."  limits the tests step (default: tests)
 #   CAP=60                             seconds per call before hawick stops a method
 #   SOAK_SECONDS=120 SOAK_SEED=<date>  the randomized run against references (tests/soak.py)
@@ -84,6 +87,23 @@ for step in $steps; do
         > "$OUT/graph_ncu.log" 2>&1; tail -80 "$OUT/graph_ncu.log" ;;
     graph)
       python3 benchmarks/graph_bench.py --gpu --out "$OUT/graph" 2>&1 | tee "$OUT/graph.log" | tail -40
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    sim)
+      python3 benchmarks/sim_bench.py --out "$OUT/sim" ${SIM_ARGS:-} 2>&1 | tee "$OUT/sim.log" | tail -40
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    scc)
+      python3 benchmarks/scc_bench.py --gpu --out "$OUT/scc" ${SCC_ARGS:-} 2>&1 | tee "$OUT/scc.log" | tail -30
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    incremental)
+      python3 benchmarks/incremental_bench.py --out "$OUT/incremental" ${INCR_ARGS:-} 2>&1 \
+        | tee "$OUT/incremental.log" | tail -30
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    dask)
+      python3 benchmarks/dask_bench.py --out "$OUT/dask" ${DASK_ARGS:-} 2>&1 | tee "$OUT/dask.log" | tail -30
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    listrank)
+      python3 benchmarks/list_rank_bench.py --gpu --out "$OUT/listrank" ${LR_ARGS:---max-log2 26 --seq-max-log2 24 --reps 3} \
+        2>&1 | tee "$OUT/listrank.log" | tail -30
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     smoke)
       python3 - <<'PY' 2>&1 | tee "$OUT/smoke.log"

@@ -193,6 +193,13 @@ GRAPH_MAX_PLANS = 4
 #: there, and a plan keeps about 20 bytes per vertex
 GRAPH_MAX_PLAN_VERTICES = 1 << 23
 
+# Incremental connectivity (_gpu/incremental.py; docs/graph.md: "Incremental
+# connectivity")
+#: resident blocks per multiprocessor of the batch kernel's grid-stride loop
+#: over the operations: the graph methods' edge-centric kernels' value, a
+#: first choice until incremental_bench.py runs on a GPU
+GRAPH_INCR_BLOCKS_PER_SM = 32
+
 # ---------------------------------------------------------------------------
 # CPU: images and lattices
 # ---------------------------------------------------------------------------

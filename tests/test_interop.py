@@ -65,8 +65,8 @@ def test_networkx_node_order_and_directions():
     D = nx.DiGraph([(0, 1), (2, 1)])  # weakly one component, strongly three
     assert connected_components(D)[0] == 1
     assert connected_components(D, directed=False)[0] == 1
-    with pytest.raises(NotImplementedError, match="connection='strong'"):
-        connected_components(D, connection="strong")
+    n, labels = connected_components(D, connection="strong")  # a DiGraph keeps its directions
+    assert n == 3 and len(set(labels.tolist())) == 3
     assert connected_components(nx.Graph(), return_labels=False) == 0
     # edge weights play no part (a zero weight is still an edge)
     W = nx.Graph()

@@ -414,72 +414,87 @@ def _jtb_before(a, b):
 
 
 @njit(cache=True)
+def _unite_rule(P, a, b, rule, comp):
+    """One union of a and b (a != b) with union rule ``rule`` and
+    compression ``comp``, serially: the root it hooked (each element is
+    hooked at most once), or -1 when a and b were in one set already."""
+    if rule == 1:  # Rem: walks step by parent value; splice / split / halve on the way
+        rx, ry = a, b
+        while True:
+            px, py = P[rx], P[ry]
+            if px == py:
+                return -1
+            if px < py:
+                rx, ry, px, py = ry, rx, py, px
+            if rx == px:
+                P[rx] = py
+                return rx
+            if comp == 4:
+                P[rx] = py
+                rx = px
+            elif comp == 2:
+                P[rx] = P[px]
+                rx = px
+            elif comp == 1:
+                g = P[px]
+                P[rx] = g
+                rx = g
+            else:
+                rx = px
+    if rule == 2:  # early: walk up together, stop where they meet
+        u, w = a, b
+        hooked = -1
+        while u != w:
+            if u < w:
+                u, w = w, u
+            if P[u] == u:
+                P[u] = w
+                hooked = u
+                break
+            u = P[u]
+        if comp != 0:
+            _find_c(P, a, comp)
+            _find_c(P, b, comp)
+        return hooked
+    ra, rb = _find_c(P, a, comp), _find_c(P, b, comp)
+    if ra == rb:
+        return -1
+    if rule == 4:  # JTB: link by random priority
+        if _jtb_before(rb, ra):
+            ra, rb = rb, ra
+    elif ra < rb:  # async / hooks: the larger root under the smaller
+        ra, rb = rb, ra
+    P[ra] = rb
+    return ra
+
+
+@njit(cache=True)
+def _jtb_smallest(P):
+    """JTB's roots are random members: point every vertex at the smallest
+    of its set (the form the relabel numbers)."""
+    n = P.shape[0]
+    R = np.empty(n, dtype=P.dtype)
+    for v in range(n):
+        R[v] = _find_c(P, v, 0)
+    for v in range(n):
+        if R[v] != v and v < P[R[v]]:
+            P[R[v]] = v
+    for v in range(n):
+        if R[v] != v:
+            P[v] = P[R[v]]
+
+
+@njit(cache=True)
 def _union_rule(src, dst, P, rule, comp):
     """Unite along every edge with union rule ``rule`` and compression ``comp``."""
     n = P.shape[0]
     for v in range(n):
         P[v] = v
     for k in range(src.shape[0]):
-        a, b = src[k], dst[k]
-        if a == b:
-            continue
-        if rule == 1:  # Rem: walks step by parent value; splice / split / halve on the way
-            rx, ry = a, b
-            while True:
-                px, py = P[rx], P[ry]
-                if px == py:
-                    break
-                if px < py:
-                    rx, ry, px, py = ry, rx, py, px
-                if rx == px:
-                    P[rx] = py
-                    break
-                if comp == 4:
-                    P[rx] = py
-                    rx = px
-                elif comp == 2:
-                    P[rx] = P[px]
-                    rx = px
-                elif comp == 1:
-                    g = P[px]
-                    P[rx] = g
-                    rx = g
-                else:
-                    rx = px
-        elif rule == 2:  # early: walk up together, stop where they meet
-            u, w = a, b
-            while u != w:
-                if u < w:
-                    u, w = w, u
-                if P[u] == u:
-                    P[u] = w
-                    break
-                u = P[u]
-            if comp != 0:
-                _find_c(P, a, comp)
-                _find_c(P, b, comp)
-        elif rule == 4:  # JTB: link by random priority
-            ra, rb = _find_c(P, a, comp), _find_c(P, b, comp)
-            if ra != rb:
-                if _jtb_before(rb, ra):
-                    ra, rb = rb, ra
-                P[ra] = rb
-        else:  # async / hooks
-            ra, rb = _find_c(P, a, comp), _find_c(P, b, comp)
-            if ra < rb:
-                P[rb] = ra
-            elif rb < ra:
-                P[ra] = rb
-    if rule == 4:  # roots are random members: point everyone at the smallest
-        R = np.empty(n, dtype=P.dtype)
-        for v in range(n):
-            R[v] = _find_c(P, v, 0)
-        for v in range(n):
-            if R[v] != v and v < P[R[v]]:
-                P[R[v]] = v
-        for v in range(n):
-            if R[v] != v:
-                P[v] = P[R[v]]
+        if src[k] != dst[k]:
+            _unite_rule(P, src[k], dst[k], rule, comp)
+    if rule == 4:
+        _jtb_smallest(P)
 
 
 def components_rule(method, compression, kind, arrays, n, label_dtype):

@@ -218,19 +218,24 @@ __device__ __forceinline__ I find_with(I* P, I x) {
     return find<false>(P, x);  // COMPRESS_HALVING
 }
 
-// Union-Async with a chosen find: unite() with find_with<C>.
+// Union-Async with a chosen find: unite_hooked() with find_with<C>.
+//
+// Every union rule below returns, as unite_hooked() does, the root it
+// hooked (which stopped being a root: each element is hooked at most once,
+// so the incremental structure of incremental.cu records the edge of that
+// union in the hooked root's slot), or -1 when a and b were in one set.
 template <int C, typename I>
-__device__ __forceinline__ bool unite_async(I* P, I a, I b) {
+__device__ __forceinline__ I unite_async(I* P, I a, I b) {
     a = find_with<C>(P, a);
     b = find_with<C>(P, b);
     while (a != b) {
         if (a < b) { I t = a; a = b; b = t; }
         const I old = cas(P + a, a, b);
-        if (old == a) return true;
+        if (old == a) return a;
         a = find_with<C>(P, old);
         b = find_with<C>(P, b);
     }
-    return false;
+    return (I)-1;
 }
 
 // Rem's algorithm, lock-free (Union-Rem-CAS): two walks move up in
@@ -239,14 +244,14 @@ __device__ __forceinline__ bool unite_async(I* P, I a, I b) {
 // outside its tree).  Equal parents prove one set.  C: NONE, HALVING,
 // SPLITTING (one CAS-guarded step each time the walk moves) or SPLICING.
 template <int C, typename I>
-__device__ __forceinline__ bool unite_rem_cas(I* P, I a, I b) {
+__device__ __forceinline__ I unite_rem_cas(I* P, I a, I b) {
     I rx = a, ry = b;
     while (true) {
         I px = __ldcg(P + rx), py = __ldcg(P + ry);
-        if (px == py) return false;
+        if (px == py) return (I)-1;
         if (px < py) { I t = rx; rx = ry; ry = t; t = px; px = py; py = t; }
         if (rx == px) {                                  // rx is a root
-            if (cas(P + rx, rx, py) == rx) return true;
+            if (cas(P + rx, rx, py) == rx) return rx;
             continue;
         }
         if (C == COMPRESS_SPLICING) {
@@ -272,14 +277,14 @@ __device__ __forceinline__ bool unite_rem_cas(I* P, I a, I b) {
 // the root's tree.  The walk itself stores nothing; C (NONE, HALVING,
 // SPLITTING, FULL) compresses the paths of a and b afterwards.
 template <int C, typename I>
-__device__ __forceinline__ bool unite_early(I* P, I a, I b) {
+__device__ __forceinline__ I unite_early(I* P, I a, I b) {
     I u = a, v = b;
-    bool hooked = false;
+    I hooked = (I)-1;
     while (u != v) {
         if (u < v) { I t = u; u = v; v = t; }
         const I pu = __ldcg(P + u);
         if (pu == u) {
-            if (cas(P + u, u, v) == u) { hooked = true; break; }
+            if (cas(P + u, u, v) == u) { hooked = u; break; }
         } else {
             u = pu;
         }
@@ -296,7 +301,7 @@ __device__ __forceinline__ bool unite_early(I* P, I a, I b) {
 // claims H[r] is the only one that writes P[r] while r is a root.  A root
 // already claimed (its P store not yet seen) is followed through H.
 template <int C, typename I>
-__device__ __forceinline__ bool unite_hooks(I* P, I* H, I a, I b) {
+__device__ __forceinline__ I unite_hooks(I* P, I* H, I a, I b) {
     a = find_with<C>(P, a);
     b = find_with<C>(P, b);
     while (a != b) {
@@ -304,12 +309,12 @@ __device__ __forceinline__ bool unite_hooks(I* P, I* H, I a, I b) {
         const I h = cas(H + a, (I)-1, b);
         if (h == (I)-1) {
             P[a] = b;
-            return true;
+            return a;
         }
         a = find_with<C>(P, h);
         b = find_with<C>(P, b);
     }
-    return false;
+    return (I)-1;
 }
 
 // Union-JTB (Jayanti, Tarjan and Boix-Adserà): randomized linking -- the
@@ -348,27 +353,59 @@ __device__ __forceinline__ I find_jtb(I* P, I x) {
 }
 
 template <int C, typename I>
-__device__ __forceinline__ bool unite_jtb(I* P, I a, I b) {
+__device__ __forceinline__ I unite_jtb(I* P, I a, I b) {
     a = find_jtb<C>(P, a);
     b = find_jtb<C>(P, b);
     while (a != b) {
         if (jtb_before(b, a)) { I t = a; a = b; b = t; }  // a: the lower key
         const I old = cas(P + a, a, b);
-        if (old == a) return true;
+        if (old == a) return a;
         a = find_jtb<C>(P, old);
         b = find_jtb<C>(P, b);
     }
-    return false;
+    return (I)-1;
 }
 
-// One union by rule R with compression C; H is Union-Hooks' array.
+// One union by rule R with compression C; H is Union-Hooks' array.  The
+// root it hooked, or -1 when a and b were in one set already.
 template <int R, int C, typename I>
-__device__ __forceinline__ bool unite_by(I* P, I* H, I a, I b) {
+__device__ __forceinline__ I unite_by(I* P, I* H, I a, I b) {
     if (R == UNION_REM_CAS) return unite_rem_cas<C>(P, a, b);
     if (R == UNION_EARLY) return unite_early<C>(P, a, b);
     if (R == UNION_HOOKS) return unite_hooks<C>(P, H, a, b);
     if (R == UNION_JTB) return unite_jtb<C>(P, a, b);
     return unite_async<C>(P, a, b);
+}
+
+// The root of x for a query beside the unions of rule R with compression
+// C: JTB's own find (its roots are not the smallest elements); Rem's
+// splicing is a rule of its union walk, not a find, so its queries halve.
+template <int R, int C, typename I>
+__device__ __forceinline__ I find_by(I* P, I x) {
+    if (R == UNION_JTB) return find_jtb<C>(P, x);
+    if (C == COMPRESS_SPLICING) return find<false>(P, x);
+    return find_with<C>(P, x);
+}
+
+// Whether a and b are in one set, linearisable against unite_by<R, C>()
+// running at the same time (Anderson and Woll's same-set test): two
+// different roots prove two sets only if the first is still a root after
+// the second was found -- a hooked root never becomes a root again, so at
+// the moment the second root was read both were roots.  Otherwise the
+// first root was hooked meanwhile: look again.  Not for Rem's rule, whose
+// splicing moves subtrees between two sets before their union completes:
+// its queries run apart from its unions (incremental.cu).
+// The fence keeps the second look at a after the loads that found b's
+// root (the proof needs that order; it costs only queries of two sets).
+template <int R, int C, typename I>
+__device__ __forceinline__ bool same_set(I* P, I a, I b) {
+    while (true) {
+        a = find_by<R, C>(P, a);
+        b = find_by<R, C>(P, b);
+        if (a == b) return true;
+        __threadfence();
+        if (__ldcg(P + a) == a) return false;
+    }
 }
 
 }  // namespace meshccl

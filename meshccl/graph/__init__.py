@@ -13,6 +13,9 @@ PyTorch tensors, JAX arrays and NetworkX graphs are converted at the door
 :func:`spanning_forest` returns the edges whose union joined two sets.
 :func:`list_rank` ranks the elements of linked lists (Wylie's pointer
 jumping and Reid-Miller's random splitters, on both backends).
+:class:`IncrementalConnectivity` keeps the components of a graph that grows
+by batches of edge inserts, and answers batches of connectivity queries
+(GConn's incremental connectivity, on both backends).
 Seeded graph generators are ``meshccl.graph.generators``
 (:mod:`meshccl.graph_generators`, imported on first use).
 
@@ -33,12 +36,14 @@ import numpy as np
 
 from .. import _interop
 from . import _dispatch, _input, _methods
+from ._incremental import INCREMENTAL_METHODS, IncrementalConnectivity
 from ._input import Edges
 from ._list_rank import LIST_RANK_METHODS, list_rank
 from ._methods import COMPRESSION, ITERATIVE, METHODS, canonical
 
 __all__ = ["Edges", "connected_components", "spanning_forest", "release_plans", "list_rank",
-           "METHODS", "COMPRESSION", "ITERATIVE", "LIST_RANK_METHODS"]
+           "IncrementalConnectivity", "METHODS", "COMPRESSION", "ITERATIVE", "LIST_RANK_METHODS",
+           "INCREMENTAL_METHODS"]
 
 #: the methods each backend runs (every one runs on both)
 CPU_METHODS = METHODS

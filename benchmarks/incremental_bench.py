@@ -1,0 +1,329 @@
+"""Incremental connectivity on the GPU: GConn's Figures 8 and 10 (Hong,
+Dhulipala and Shun 2020, section 4.4) for meshccl.graph.IncrementalConnectivity.
+
+    python benchmarks/incremental_bench.py --out DIR            (meant to take under 5 minutes on an H100)
+    python benchmarks/incremental_bench.py --quick --out DIR    (smaller graphs, fewer points)
+
+Graphs (meshccl.graph_generators, generated on the host, copied to the GPU,
+edge order shuffled on the device as the paper shuffles its streams):
+R-MAT scale 22 with the paper's (a, b, c) = (0.5, 0.1, 0.1) and 10 edges
+per vertex, Barabási–Albert (Batagelj–Brandes) with 2**22 vertices and 10
+edges each, a 4096 x 4096 grid with 60 % of its edges (a road-like graph,
+standing in for the paper's europe_osm).  --quick: scale 20, 2**20, 2048².
+
+Four measurements, every (union rule, compression) pair first:
+
+1. one batch: all edges inserted by one ``insert(check=False)`` into a
+   fresh structure (CUDA events around the call alone; a warm-up, then the
+   median of --reps); per rule its fastest compression is "the fastest
+   variant" used below, as in the paper's figures.  The fastest variant is
+   also timed with ``check=True`` (validation: one more launch and one
+   read) and with ``forest=False``.
+2. throughput against batch size (Figure 8): the shuffled edges streamed
+   in batches of 10**3 .. 10**8 (at most --max-batches batches per point),
+   CUDA events around the whole stream, edges per second; check=False and,
+   for 'unionfind', check=True.
+3. throughput against the ratio of inserts to queries (Figure 10): every
+   edge as an insert plus m / ratio queries of random vertex pairs,
+   shuffled together, run by ``process`` in one batch; operations per
+   second.
+4. the small-batch floor: microseconds per call of ``insert``,
+   ``connected`` and ``process`` with one operation, check=False and
+   check=True (CUDA events around 1000 back-to-back calls).
+
+Every run ends with its component count checked against
+``connected_components`` of the whole graph.  Writes incremental.md,
+incremental.json and incremental.png under --out.  The target (issue 44):
+one-batch insertion of R-MAT-22 at >= 5e10 edges/s (GConn reported up to
+4.8e10 on a V100, Table 4); the table says whether it was met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from meshccl import graph_generators as gen  # noqa: E402
+from meshccl.graph import (COMPRESSION, INCREMENTAL_METHODS, Edges,  # noqa: E402
+                           IncrementalConnectivity, connected_components)
+
+RULES = [m for m in INCREMENTAL_METHODS if m != "async"]
+TARGET = 5e10
+
+
+def graphs(quick):
+    big = 20 if quick else 22
+    side = 2048 if quick else 4096
+    return [
+        (f"R-MAT {big} (0.5, 0.1, 0.1), 10/vertex",
+         lambda: gen.rmat(big, edge_factor=10, a=0.5, b=0.1, c=0.1, seed=1)),
+        (f"Barabási–Albert 2^{big}, 10/vertex", lambda: gen.barabasi_albert_bb(1 << big, 10, seed=2)),
+        (f"grid {side}², 60 % of edges", lambda: gen.grid((side, side), keep=0.6, seed=3)),
+    ]
+
+
+def events_ms(fn):
+    """Milliseconds between CUDA events around fn() (the device idle before)."""
+    import cupy
+
+    cupy.cuda.Device().synchronize()
+    a, b = cupy.cuda.Event(), cupy.cuda.Event()
+    a.record()
+    fn()
+    b.record()
+    b.synchronize()
+    return cupy.cuda.get_elapsed_time(a, b)
+
+
+def one_batch(n, src, dst, method, compression, reps, check=False, forest=True):
+    """Median ms of one insert of every edge into a fresh structure, and
+    the last structure's component count."""
+    ts, cc = [], None
+    for rep in range(reps + 1):  # the first is the warm-up (kernel compile)
+        cc = IncrementalConnectivity(n, method=method, compression=compression, device="gpu",
+                                     forest=forest)
+        t = events_ms(lambda: cc.insert(src, dst, check=check))
+        if rep:
+            ts.append(t)
+    return statistics.median(ts), cc.n_components
+
+
+def streamed(n, src, dst, method, compression, batch, max_batches, reps, check):
+    """(edges per second, component count) of the edges fed in batches."""
+    m = src.size
+    count = min(-(-m // batch), max_batches)
+    fed = min(m, count * batch)
+    ts, cc = [], None
+    for rep in range(reps + 1):
+        cc = IncrementalConnectivity(n, method=method, compression=compression, device="gpu")
+
+        def run():
+            for k in range(count):
+                cc.insert(src[k * batch:(k + 1) * batch], dst[k * batch:(k + 1) * batch],
+                          check=check)
+
+        t = events_ms(run)
+        if rep:
+            ts.append(t)
+    return fed / (statistics.median(ts) * 1e-3), (cc.n_components if fed == m else None)
+
+
+def mixed(n, src, dst, method, compression, ratio, reps, rng_seed=7):
+    """Operations per second of one process() batch: every edge inserted,
+    m / ratio random queries, shuffled together (on the device)."""
+    import cupy
+
+    m = src.size
+    q = int(m / ratio)
+    rs = cupy.random.RandomState(rng_seed)
+    kinds = cupy.concatenate([cupy.zeros(m, cupy.uint8), cupy.ones(q, cupy.uint8)])
+    a = cupy.concatenate([src, rs.randint(0, n, q, dtype=cupy.int64).astype(src.dtype)])
+    b = cupy.concatenate([dst, rs.randint(0, n, q, dtype=cupy.int64).astype(dst.dtype)])
+    perm = rs.permutation(m + q)
+    kinds, a, b = kinds[perm], a[perm], b[perm]
+    del perm
+    ts, cc = [], None
+    for rep in range(reps + 1):
+        cc = IncrementalConnectivity(n, method=method, compression=compression, device="gpu")
+        t = events_ms(lambda: cc.process((kinds, a, b), check=False))
+        if rep:
+            ts.append(t)
+    return (m + q) / (statistics.median(ts) * 1e-3), cc.n_components
+
+
+def floor_us(calls=1000):
+    """Microseconds per call of one-operation batches (the launch floor)."""
+    import cupy
+
+    cc = IncrementalConnectivity(1 << 20, device="gpu")
+    one = cupy.asarray([1], dtype=cupy.int32)
+    zero = cupy.asarray([0], dtype=cupy.int32)
+    kind = cupy.asarray([1], dtype=cupy.uint8)
+    out = {}
+    for check in (False, True):
+        for name, fn in (("insert", lambda: cc.insert(zero, one, check=check)),
+                         ("connected", lambda: cc.connected(zero, one, check=check)),
+                         ("process", lambda: cc.process((kind, zero, one), check=check))):
+            fn()
+
+            def loop():
+                for _ in range(calls):
+                    fn()
+
+            t0 = time.perf_counter()
+            ms = events_ms(loop)
+            wall = time.perf_counter() - t0
+            out[f"{name}, check={check}"] = {"events_us": ms * 1e3 / calls,
+                                             "wall_us": wall * 1e6 / calls}
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=Path("incremental_results"))
+    ap.add_argument("--quick", action="store_true", help="smaller graphs, fewer points")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--max-batches", type=int, default=2000,
+                    help="batches per point of the batch-size sweep")
+    args = ap.parse_args(argv)
+    try:
+        import cupy
+
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001
+        sys.exit(f"incremental_bench needs CuPy and a CUDA device ({e})")
+    args.out.mkdir(parents=True, exist_ok=True)
+    t_start = time.time()
+    sizes = [10**3, 10**5, 10**7] if args.quick else [10**k for k in range(3, 9)]
+    ratios = [2, 1, 0.5] if args.quick else [8, 4, 2, 1, 0.5, 0.25, 0.125]
+    reps = min(3, args.reps) if args.quick else args.reps
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    machine = {"gpu": props["name"].decode(), "cupy": cupy.__version__,
+               "platform": platform.platform(),
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    results = {"machine": machine, "quick": args.quick, "graphs": []}
+    for gname, make in graphs(args.quick):
+        t0 = time.perf_counter()
+        e = make()
+        n = e.n_vertices
+        perm = cupy.random.RandomState(11).permutation(e.src.size)
+        src = cupy.asarray(e.src.astype(np.int32))[perm]  # the paper's unsorted COO stream
+        dst = cupy.asarray(e.dst.astype(np.int32))[perm]
+        del perm, e
+        m = src.size
+        want = connected_components(Edges(src, dst, n))[0]
+        g = {"name": gname, "n": n, "m": m, "components": want, "one_batch": {},
+             "batch_size": {}, "ratio": {}, "generate_s": time.perf_counter() - t0}
+        print(f"{gname}: n={n} m={m} components={want} ({g['generate_s']:.1f} s)", flush=True)
+        # 1. one batch, every variant
+        best = {}
+        for method in RULES:
+            for comp in COMPRESSION[method]:
+                ms, count = one_batch(n, src, dst, method, comp, reps)
+                assert count == want, (gname, method, comp, count, want)
+                g["one_batch"][f"{method}/{comp}"] = {"ms": ms, "edges_per_s": m / (ms * 1e-3)}
+                if method not in best or ms < g["one_batch"][f"{method}/{best[method]}"]["ms"]:
+                    best[method] = comp
+                print(f"  one batch {method}/{comp}: {ms:.3f} ms, {m / (ms * 1e-3):.3g} edges/s",
+                      flush=True)
+        g["fastest"] = best
+        fastest = min(best, key=lambda k: g["one_batch"][f"{k}/{best[k]}"]["ms"])
+        for label, kw in (("check=True", {"check": True}), ("forest=False", {"forest": False})):
+            ms, count = one_batch(n, src, dst, fastest, best[fastest], reps, **kw)
+            assert count == want
+            g["one_batch"][f"{fastest}/{best[fastest]} {label}"] = {"ms": ms,
+                                                                   "edges_per_s": m / (ms * 1e-3)}
+        # 2. against batch size (Figure 8)
+        for method, comp in best.items():
+            for check in ((False, True) if method == "unionfind" else (False,)):
+                key = f"{method}/{comp}" + (" check=True" if check else "")
+                row = g["batch_size"][key] = {}
+                for b in sizes:
+                    rate, count = streamed(n, src, dst, method, comp, min(b, m), args.max_batches,
+                                           1 if b <= 10**4 else min(reps, 3), check)
+                    assert count in (None, want), (gname, key, b, count, want)
+                    row[str(b)] = rate
+                print(f"  batch sizes {key}: " + ", ".join(f"{b:.0e}: {r:.3g}" for b, r in
+                                                          zip(sizes, row.values())), flush=True)
+        # 3. against the ratio of inserts to queries (Figure 10)
+        for method, comp in best.items():
+            row = g["ratio"][f"{method}/{comp}"] = {}
+            for r in ratios:
+                rate, count = mixed(n, src, dst, method, comp, r, min(reps, 3))
+                assert count == want, (gname, method, r, count, want)
+                row[str(r)] = rate
+            print(f"  ratios {method}/{comp}: " + ", ".join(f"{r}: {v:.3g}" for r, v in
+                                                          zip(ratios, row.values())), flush=True)
+        results["graphs"].append(g)
+        del src, dst
+        cupy.get_default_memory_pool().free_all_blocks()
+    results["floor"] = floor_us()
+    results["seconds"] = time.time() - t_start
+    (args.out / "incremental.json").write_text(json.dumps(results, indent=1))
+    (args.out / "incremental.md").write_text(markdown(results, sizes, ratios))
+    plot(results, sizes, ratios, args.out / "incremental.png")
+    print((args.out / "incremental.md").read_text())
+
+
+def markdown(res, sizes, ratios):
+    mach = res["machine"]
+    lines = [f"# Incremental connectivity ({mach['gpu']}, CuPy {mach['cupy']}, {mach['date']}"
+             f"{', --quick' if res['quick'] else ''}; {res['seconds']:.0f} s)", "",
+             "CUDA events, median; every run's component count checked against "
+             "`connected_components`. Edges stream as shuffled COO (int32).", ""]
+    for g in res["graphs"]:
+        lines += [f"## {g['name']}: {g['n']} vertices, {g['m']} edges, {g['components']} components",
+                  "", "One batch of every edge, `insert(check=False)` into a fresh structure:", "",
+                  "| rule/compression | ms | edges/s |", "|---|---:|---:|"]
+        top = max(v["edges_per_s"] for v in g["one_batch"].values())
+        for k, v in g["one_batch"].items():
+            s = f"{v['edges_per_s']:.3g}"
+            lines.append(f"| {k} | {v['ms']:.3f} | {'**' + s + '**' if v['edges_per_s'] == top else s} |")
+        if g["name"].startswith("R-MAT 22"):
+            lines += ["", f"Target >= {TARGET:.0e} edges/s: **{'met' if top >= TARGET else 'not met'}** "
+                      f"({top:.3g})."]
+        lines += ["", "Edges/s against batch size (Figure 8; fastest variant of each rule):", "",
+                  "| variant | " + " | ".join(f"{b:.0e}" for b in sizes) + " |",
+                  "|---|" + "---:|" * len(sizes)]
+        for k, row in g["batch_size"].items():
+            lines.append(f"| {k} | " + " | ".join(f"{row[str(b)]:.3g}" for b in sizes) + " |")
+        lines += ["", "Operations/s against the ratio of inserts to queries (Figure 10; one "
+                  "`process` batch):", "",
+                  "| variant | " + " | ".join(str(r) for r in ratios) + " |",
+                  "|---|" + "---:|" * len(ratios)]
+        for k, row in g["ratio"].items():
+            lines.append(f"| {k} | " + " | ".join(f"{row[str(r)]:.3g}" for r in ratios) + " |")
+        lines.append("")
+    lines += ["## Small-batch floor (one operation per call, 1000 calls back to back)", "",
+              "| call | µs per call (events) | µs per call (wall) |", "|---|---:|---:|"]
+    for k, v in res["floor"].items():
+        lines.append(f"| {k} | {v['events_us']:.2f} | {v['wall_us']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(res, sizes, ratios, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot")
+        return
+    gs = res["graphs"]
+    fig, axes = plt.subplots(2, len(gs), figsize=(5 * len(gs), 8), squeeze=False)
+    for j, g in enumerate(gs):
+        ax = axes[0][j]
+        for k, row in g["batch_size"].items():
+            ax.plot(sizes, [row[str(b)] for b in sizes], marker="o", label=k)
+        ax.axhline(TARGET, color="grey", lw=0.8, ls="--")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("batch size")
+        ax.set_ylabel("edges/s")
+        ax.set_title(g["name"], fontsize=9)
+        ax.legend(fontsize=7)
+        ax = axes[1][j]
+        for k, row in g["ratio"].items():
+            ax.plot(ratios, [row[str(r)] for r in ratios], marker="o", label=k)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("inserts : queries")
+        ax.set_ylabel("operations/s")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"IncrementalConnectivity, {res['machine']['gpu']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
