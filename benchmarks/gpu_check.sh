@@ -8,6 +8,8 @@
 #   sim, scc, incremental, dask, listrank: sim_bench.py, scc_bench.py, incremental_bench.py,
 #   dask_bench.py, list_rank_bench.py into $OUT/<step>/ (arguments: SIM_ARGS, SCC_ARGS,
 #   INCR_ARGS, DASK_ARGS, LR_ARGS)
+#   dask-ooc, dask-mgpu: dask_out_of_core.py (OOC_ARGS; --gpu for the GPU), dask_multigpu.py
+#   (MGPU_ARGS; needs 2 GPUs for the speed-up) into $OUT/dask-ooc/, $OUT/dask-mgpu/
 #   TESTS="tests/test_methods.py ..."  limits the tests step (default: tests)
 #   CAP=60                             seconds per call before hawick stops a method
 #   SOAK_SECONDS=120 SOAK_SEED=<date>  the randomized run against references (tests/soak.py)
@@ -100,6 +102,14 @@ for step in $steps; do
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     dask)
       python3 benchmarks/dask_bench.py --out "$OUT/dask" ${DASK_ARGS:-} 2>&1 | tee "$OUT/dask.log" | tail -30
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    dask-ooc)
+      python3 benchmarks/dask_out_of_core.py --out "$OUT/dask-ooc" ${OOC_ARGS:---budget 2GiB --factor 3 --modes low,default} \
+        2>&1 | tee "$OUT/dask-ooc.log" | grep -v -i warn | tail -20
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    dask-mgpu)
+      python3 benchmarks/dask_multigpu.py --out "$OUT/dask-mgpu" ${MGPU_ARGS:-} 2>&1 | tee "$OUT/dask-mgpu.log" \
+        | grep -v -i warn | tail -40
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     listrank)
       python3 benchmarks/list_rank_bench.py --gpu --out "$OUT/listrank" ${LR_ARGS:---max-log2 26 --seq-max-log2 24 --reps 3} \
