@@ -80,8 +80,13 @@ class IncrementalConnectivity:
         vertices up to it, each its own component.  False: such a vertex
         is an error (:meth:`add_vertices` still adds vertices).
     forest : bool, optional
-        Keep the spanning forest (default True): two more arrays of
-        n_vertices entries.
+        Keep the spanning forest: two more arrays of n_vertices entries.
+        Default (None): kept for every rule but Rem's with splicing
+        (``method='rem-cas'``, ``compression='splicing'``, its default),
+        whose splices move subtrees between sets before their union
+        completes, so that on the GPU its hooks do not name a spanning
+        forest (``forest=True`` with it is a ``ValueError``; take
+        ``compression='splitting'`` or ``'halving'`` for a forest).
 
     Attributes
     ----------
@@ -148,7 +153,7 @@ class IncrementalConnectivity:
     QUERY = 1
 
     def __init__(self, n_vertices, *, method="unionfind", compression=None, device=None,
-                 grow=True, forest=True):
+                 grow=True, forest=None):
         n = _count(n_vertices, "n_vertices")
         if not isinstance(method, str) or method not in _methods.RULES:
             raise ValueError(f"method must be one of {INCREMENTAL_METHODS} (the union-find "
@@ -157,9 +162,18 @@ class IncrementalConnectivity:
         self._compression = _methods.check_compression(method, compression)
         if device not in _DEVICES:
             raise ValueError(f"device must be None, 'cpu' or 'gpu', got {device!r}")
+        spliced = self._method == "rem-cas" and self._compression == "splicing"
+        if forest is None:
+            forest = not spliced
         for name, flag in (("grow", grow), ("forest", forest)):
             if not isinstance(flag, (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, got {flag!r}")
+        if forest and spliced:
+            raise ValueError(
+                "forest=True cannot be kept with method='rem-cas', compression='splicing': "
+                "Rem's splices move subtrees between sets before their union completes, so "
+                "its hooks do not name a spanning forest; take compression='splitting' or "
+                "'halving', or forest=False")
         self._grow, self._forest = bool(grow), bool(forest)
         self._n0 = n
         self._state = None
@@ -170,7 +184,7 @@ class IncrementalConnectivity:
 
     @classmethod
     def from_graph(cls, csgraph, *, method="unionfind", compression=None, device=None, grow=True,
-                   forest=True):
+                   forest=None):
         """A structure holding the edges of a graph, as one batch of inserts.
 
         Parameters
@@ -259,6 +273,11 @@ class IncrementalConnectivity:
     def compression(self) -> str:
         """The union rule's path compression."""
         return self._compression
+
+    @property
+    def keeps_forest(self) -> bool:
+        """Whether :meth:`forest_edges` is kept (see ``forest``)."""
+        return self._forest
 
     @property
     def n_vertices(self) -> int:
