@@ -77,6 +77,118 @@ def _shift(a, wraps, axis, step):
     return a.take(wraps[axis][0 if step > 0 else 1], axis=axis)
 
 
+_FUSED = {}
+
+
+def _metropolis_sweep_fused(s, table, seed, step):
+    """One checkerboard Metropolis sweep of CuPy spins ``s`` (2-D or 3-D,
+    even sides) in two launches of one kernel: colour 0 from ``s`` into a
+    new array (the other cells copied), then colour 1 in place there.  Each
+    cell of the colour computes its neighbour sum, its Philox word (the
+    counter of :func:`.random.words` for cell indices below 2**32: the same
+    words) and the acceptance from ``table``: the same spins as the array
+    expressions of :meth:`Ising._metropolis_sweep`, one read and one write
+    of the lattice per colour instead of a dozen temporaries."""
+    import cupy
+
+    kernel = _FUSED.get("metropolis")
+    if kernel is None:
+        body = r"""
+        const long long idx = i;
+        const long long plane = (long long)ny * nx;
+        const int x = (int)(idx % nx), y = (int)((idx / nx) % ny), zc = (int)(idx / plane);
+        const signed char v = s[idx];
+        signed char w = v;
+        if (((x + y + zc) & 1) == colour) {
+            const long long row = idx - x, top = idx - (long long)y * nx - x;
+            int nn = s[row + (x + 1 == nx ? 0 : x + 1)] + s[row + (x == 0 ? nx - 1 : x - 1)]
+                   + s[top + (long long)(y + 1 == ny ? 0 : y + 1) * nx + x]
+                   + s[top + (long long)(y == 0 ? ny - 1 : y - 1) * nx + x];
+            if (z == 6) {
+                const long long within = idx - (long long)zc * plane;
+                nn += s[(long long)(zc + 1 == nz ? 0 : zc + 1) * plane + within]
+                    + s[(long long)(zc == 0 ? nz - 1 : zc - 1) * plane + within];
+            }
+            const unsigned int c0 = (unsigned int)idx, c1 = tag, c2 = t0, c3 = t1;
+            unsigned int r0, r1, r2, r3;
+            """ + _random._CUDA_BODY + r"""
+            const int index = (v > 0) * (z + 1) + (nn + z) / 2;
+            if ((unsigned long long)r0 < table[index]) w = -v;
+        }
+        out = w;
+        """
+        kernel = cupy.ElementwiseKernel(
+            "raw int8 s, raw uint64 table, int32 nx, int32 ny, int32 nz, int32 z, int32 colour, "
+            "uint32 tag, uint32 t0, uint32 t1, uint32 k0, uint32 k1, int32 rounds",
+            "int8 out", body, "meshccl_ising_metropolis")
+        _FUSED["metropolis"] = kernel
+    shape = s.shape
+    nz, ny, nx = (1,) + shape if len(shape) == 2 else shape
+    z = 2 * len(shape)
+    fixed = (np.int32(nx), np.int32(ny), np.int32(nz), np.int32(z))
+    words = _philox_words(step, seed, _random.TAG_METROPOLIS)
+    out = cupy.empty_like(s)
+    kernel(s, table, *fixed, np.int32(0), *words, out)
+    kernel(out, table, *fixed, np.int32(1), *words, out)
+    return out
+
+
+def _philox_words(step, seed, tag):
+    """The scalar words of a Philox counter and key: tag, step (2), seed (2), rounds."""
+    mask = 0xFFFFFFFF
+    return (np.uint32(tag), np.uint32(int(step) & mask), np.uint32(int(step) >> 32),
+            np.uint32(int(seed) & mask), np.uint32(int(seed) >> 32), np.int32(_random.ROUNDS))
+
+
+def _sw_bonds_fused(bonds, threshold, seed, step):
+    """Swendsen-Wang bonds of CuPy cells below 2**32 written straight into
+    ``bonds`` ((nd,) + shape bool): each cell's Philox words (the counter of
+    :func:`.random.words`), word k against ``threshold`` into bonds[k] --
+    one kernel, no word arrays."""
+    import cupy
+
+    kernel = _FUSED.get("bonds")
+    if kernel is None:
+        body = r"""
+        const unsigned int c0 = (unsigned int)i, c1 = tag, c2 = t0, c3 = t1;
+        unsigned int r0, r1, r2, r3;
+        """ + _random._CUDA_BODY + r"""
+        const unsigned int r[4] = {r0, r1, r2, r3};
+        for (int k = 0; k < nd; ++k) bonds[(long long)k * n + i] = (unsigned long long)r[k] < p;
+        """
+        kernel = cupy.ElementwiseKernel(
+            "uint64 p, int64 n, int32 nd, uint32 tag, uint32 t0, uint32 t1, uint32 k0, "
+            "uint32 k1, int32 rounds", "raw bool bonds", body, "meshccl_sw_bonds")
+        _FUSED["bonds"] = kernel
+    n = bonds[0].size
+    kernel(np.uint64(threshold), np.int64(n), np.int32(bonds.shape[0]),
+           *_philox_words(step, seed, _random.TAG_BOND), bonds, size=n)
+    return bonds
+
+
+def _sw_flip_fused(labels, seed, step):
+    """Every cell's new spin (h = 0): +1 where its cluster's Philox word
+    (counter: the label, as :func:`.random.words` takes labels below 2**32)
+    is below 2**31, else -1 -- one kernel from the labels to the spins."""
+    import cupy
+
+    kernel = _FUSED.get("flip")
+    if kernel is None:
+        body = r"""
+        const unsigned int c0 = (unsigned int)label, c1 = tag, c2 = t0, c3 = t1;
+        unsigned int r0, r1, r2, r3;
+        """ + _random._CUDA_BODY + r"""
+        out = r0 < 2147483648u ? 1 : -1;
+        """
+        kernel = cupy.ElementwiseKernel(
+            "T label, uint32 tag, uint32 t0, uint32 t1, uint32 k0, uint32 k1, int32 rounds",
+            "int8 out", body, "meshccl_sw_flip")
+        _FUSED["flip"] = kernel
+    out = cupy.empty(labels.shape, dtype=np.int8)
+    kernel(labels, *_philox_words(step, seed, _random.TAG_CLUSTER), out)
+    return out
+
+
 def _neighbour_sum(s, wraps):
     total = None
     for axis in range(s.ndim):
@@ -339,6 +451,8 @@ class Ising(Simulation):
     def _metropolis_sweep(self):
         xp, s = self.xp, self._s
         z = 2 * s.ndim
+        if xp is not np and self._cells.dtype == np.uint32:
+            return _metropolis_sweep_fused(s, self._metropolis, self.seed, self.step)
         u = _random.words(self.seed, _random.TAG_METROPOLIS, self.step, self._cells, 1)[0]
         for colour in self._colours():
             nn = _neighbour_sum(s, self._wraps)
@@ -391,10 +505,12 @@ class Ising(Simulation):
     def _sw_bonds(self):
         """bonds[k] joins x and x + half_offsets(nd, 1)[k] with p = 1 - exp(-2J/T)."""
         xp, nd = self.xp, self._s.ndim
-        w = _random.words(self.seed, _random.TAG_BOND, self.step, self._cells, nd)
         # bonds[k] joins x and x + half_offsets(nd, 1)[k]; label() joins only equal spins
         assert len(half_offsets(nd, 1)) == nd
         bonds = xp.empty((nd,) + self._shape, dtype=bool)
+        if xp is not np and self._cells.dtype == np.uint32:
+            return _sw_bonds_fused(bonds, self._bond, self.seed, self.step)
+        w = _random.words(self.seed, _random.TAG_BOND, self.step, self._cells, nd)
         for k in range(nd):
             xp.less(w[k], self._bond, out=bonds[k])
         return bonds
@@ -407,6 +523,9 @@ class Ising(Simulation):
         """Each cluster set to +1 with P(n), from one Philox draw per cluster (its label)."""
         xp = self.xp
         clusters = Clusters(labels, self.step + 1, "clusters")
+        self._last_clusters = clusters
+        if self._up is None and xp is not np and labels.dtype in (np.int32, np.uint32):
+            return _sw_flip_fused(labels, self.seed, self.step)
         draw = _random.words(self.seed, _random.TAG_CLUSTER, self.step, labels, 1)[0]
         if self._up is None:
             up = draw < np.uint32(2**31)
