@@ -84,7 +84,7 @@ def events_ms(fn):
     return cupy.cuda.get_elapsed_time(a, b)
 
 
-def one_batch(n, src, dst, method, compression, reps, check=False, forest=True):
+def one_batch(n, src, dst, method, compression, reps, check=False, forest=None):
     """Median ms of one insert of every edge into a fresh structure, and
     the last structure's component count."""
     ts, cc = [], None
