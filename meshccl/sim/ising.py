@@ -80,12 +80,6 @@ def _shift(a, wraps, axis, step):
 _FUSED = {}
 
 
-def _fusable(a, cells):
-    """Whether the fused CuPy kernels below serve: ``a`` a CuPy array and the
-    cell indices below 2**32 (the counters of the uint32 path of words())."""
-    return type(a).__module__.startswith("cupy") and cells.dtype == np.uint32
-
-
 def _metropolis_sweep_fused(s, table, seed, step):
     """One checkerboard Metropolis sweep of CuPy spins ``s`` (2-D or 3-D,
     even sides) in two launches of one kernel: colour 0 from ``s`` into a
@@ -457,7 +451,7 @@ class Ising(Simulation):
     def _metropolis_sweep(self):
         xp, s = self.xp, self._s
         z = 2 * s.ndim
-        if _fusable(s, self._cells):
+        if xp is not np and self._cells.dtype == np.uint32:
             return _metropolis_sweep_fused(s, self._metropolis, self.seed, self.step)
         u = _random.words(self.seed, _random.TAG_METROPOLIS, self.step, self._cells, 1)[0]
         for colour in self._colours():
@@ -514,7 +508,7 @@ class Ising(Simulation):
         # bonds[k] joins x and x + half_offsets(nd, 1)[k]; label() joins only equal spins
         assert len(half_offsets(nd, 1)) == nd
         bonds = xp.empty((nd,) + self._shape, dtype=bool)
-        if _fusable(bonds, self._cells):
+        if xp is not np and self._cells.dtype == np.uint32:
             return _sw_bonds_fused(bonds, self._bond, self.seed, self.step)
         w = _random.words(self.seed, _random.TAG_BOND, self.step, self._cells, nd)
         for k in range(nd):
@@ -530,8 +524,7 @@ class Ising(Simulation):
         xp = self.xp
         clusters = Clusters(labels, self.step + 1, "clusters")
         self._last_clusters = clusters
-        if self._up is None and _fusable(labels, self._cells) and labels.dtype in (np.int32,
-                                                                                 np.uint32):
+        if self._up is None and xp is not np and labels.dtype in (np.int32, np.uint32):
             return _sw_flip_fused(labels, self.seed, self.step)
         draw = _random.words(self.seed, _random.TAG_CLUSTER, self.step, labels, 1)[0]
         if self._up is None:
