@@ -137,11 +137,15 @@ def test_sim_bench_gpu_sections_with_a_stand_in_device(tmp_path, monkeypatch):
         def synchronize(self):
             pass
 
-    fake = types.ModuleType("cupy")
-    fake.__getattr__ = lambda name: getattr(np, name)
-    fake.cuda = SimpleNamespace(Event=Event, get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3,
-                                Device=lambda: SimpleNamespace(synchronize=lambda: None))
-    fake.get_default_memory_pool = lambda: SimpleNamespace(free_all_blocks=lambda: None)
+    # NumPy itself, with CuPy's event and pool calls added for the test, so
+    # that every `xp is np` test in meshccl.sim takes the NumPy paths
+    # (the fused CuPy kernels need a real GPU)
+    fake = np
+    monkeypatch.setattr(np, "cuda", SimpleNamespace(
+        Event=Event, get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3,
+        Device=lambda: SimpleNamespace(synchronize=lambda: None)), raising=False)
+    monkeypatch.setattr(np, "get_default_memory_pool",
+                        lambda: SimpleNamespace(free_all_blocks=lambda: None), raising=False)
     monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setattr(sim_bench.meshccl, "gpu_available", lambda: True)
     monkeypatch.setattr(sim_bench, "copy_floor", lambda nbytes, repeat: 1e-6)
