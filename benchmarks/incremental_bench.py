@@ -51,8 +51,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from meshccl import graph_generators as gen  # noqa: E402
+from timing import events_ms  # noqa: E402
 from meshccl.graph import (COMPRESSION, INCREMENTAL_METHODS, Edges,  # noqa: E402
                            IncrementalConnectivity, connected_components)
 
@@ -69,19 +71,6 @@ def graphs(quick):
         (f"Barabási–Albert 2^{big}, 10/vertex", lambda: gen.barabasi_albert_bb(1 << big, 10, seed=2)),
         (f"grid {side}², 60 % of edges", lambda: gen.grid((side, side), keep=0.6, seed=3)),
     ]
-
-
-def events_ms(fn):
-    """Milliseconds between CUDA events around fn() (the device idle before)."""
-    import cupy
-
-    cupy.cuda.Device().synchronize()
-    a, b = cupy.cuda.Event(), cupy.cuda.Event()
-    a.record()
-    fn()
-    b.record()
-    b.synchronize()
-    return cupy.cuda.get_elapsed_time(a, b)
 
 
 def one_batch(n, src, dst, method, compression, reps, check=False, forest=None):

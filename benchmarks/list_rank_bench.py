@@ -23,16 +23,16 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from meshccl.graph import list_rank  # noqa: E402
+from timing import median_events_ms as time_gpu, wall_ms as time_cpu  # noqa: E402
 
 
 def one_list(n, rng):
@@ -52,32 +52,6 @@ def many_lists(n, rng, mean):
     succ[perm[:-1]] = perm[1:]
     succ[perm[ends - 1]] = -1  # the last element of each run is a tail
     return succ
-
-
-def time_cpu(fn, reps):
-    fn()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts) * 1e3
-
-
-def time_gpu(fn, reps):
-    import cupy
-
-    fn()
-    cupy.cuda.Device().synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = cupy.cuda.Event(), cupy.cuda.Event()
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(cupy.cuda.get_elapsed_time(a, b))
-    return statistics.median(ts)
 
 
 def main(argv=None):

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -46,40 +45,15 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from meshccl import graph_generators as gen  # noqa: E402
 from meshccl.graph import connected_components  # noqa: E402
+from timing import median_events_ms as time_gpu, wall_ms  # noqa: E402
 
 
 def strong(g, **kw):
     return connected_components(g, directed=True, connection="strong", **kw)
-
-
-def time_cpu(fn, reps):
-    """Median wall ms of reps calls (the caller's checked call before was
-    the warm-up: numba's compile, SciPy's first touch of the arrays)."""
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts) * 1e3
-
-
-def time_gpu(fn, reps):
-    import cupy
-
-    fn()
-    cupy.cuda.Device().synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = cupy.cuda.Event(), cupy.cuda.Event()
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(cupy.cuda.get_elapsed_time(a, b))
-    return statistics.median(ts)
 
 
 def canonical(labels):
@@ -154,7 +128,8 @@ def main(argv=None):
         big = int(np.bincount(want[1]).max())
         row = {"graph": name, "n": n, "m": m, "components": int(want[0]), "largest": big,
                "ms": {}, "build_s": time.perf_counter() - t}
-        row["ms"]["scipy"] = time_cpu(lambda: scipy_cc(g, connection="strong"), args.reps)
+        row["ms"]["scipy"] = wall_ms(lambda: scipy_cc(g, connection="strong"), args.reps,
+                                     warmup=False)  # (warmed up by the check above)
         if not args.no_cpu:
             got = strong(g)
             # the partition must be SciPy's; the numbering is SciPy's order of
@@ -163,7 +138,7 @@ def main(argv=None):
             assert got[0] == want[0] and (canonical(got[1]) == canonical(want[1])).all(), \
                 ("cpu", name)
             row["cpu_numbering_exact"] = bool((got[1] == want[1]).all())
-            row["ms"]["meshccl cpu"] = time_cpu(lambda: strong(g), args.reps)
+            row["ms"]["meshccl cpu"] = wall_ms(lambda: strong(g), args.reps, warmup=False)
         if args.gpu:
             import cupy
             import cupyx.scipy.sparse as csp
