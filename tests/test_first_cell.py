@@ -128,9 +128,10 @@ def test_bad_numbering(backend):
             meshccl.label(x, numbering=bad)
     with pytest.raises(ValueError, match="return_counts needs numbering='raster'"):
         meshccl.label(x, numbering="first-cell", return_counts=True)
-    with pytest.raises(ValueError, match="dtype=int8 cannot hold first-cell labels"):
-        meshccl.label(to_backend(np.ones((20, 20), np.uint8), backend),
-                      numbering="first-cell", dtype=np.int8)
+    for kw in ({}, {"periodic": True}):  # (on the GPU: a plain plan, a lattice plan)
+        with pytest.raises(ValueError, match="dtype=int8 cannot hold first-cell labels"):
+            meshccl.label(to_backend(np.ones((20, 20), np.uint8), backend),
+                          numbering="first-cell", dtype=np.int8, **kw)
 
 
 @settings(max_examples=examples(40), deadline=None)

@@ -417,7 +417,8 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
     if plan is None:
         if lattice:
             prob = _validate.prepare(x, background, connectivity, dtype, periodic=periodic,
-                                     mask=mask, tolerance=tolerance, bonds=bonds)
+                                     mask=mask, tolerance=tolerance, bonds=bonds,
+                                     raster=not first)
             if not image_plain.applies_lattice(  # (over 2**21 rows: the general chain)
                     prob.shape, periodic=prob.periodic, mask=prob.mask, bonds=prob.bonds,
                     tolerance=prob.tolerance, no_left=prob.no_left, label_axes=prob.label_axes):
