@@ -12,8 +12,9 @@ Its side is chosen so that input + int64 labels (9 bytes a cell) are
 CPU (default): ``distributed.LocalCluster(n_workers=1, memory_limit=budget)``,
 one worker process; its resident memory (RSS) is sampled from this process
 every ``--sample`` seconds (psutil), the peak reported.
-``--gpu``: ``dask_cuda.LocalCUDACluster(n_workers=1,
-device_memory_limit=budget, memory_limit=host budget)``; chunks go to the
+``--gpu``: ``dask_cuda.LocalCUDACluster(n_workers=1, device_memory_limit=0.6 *
+budget, memory_limit=host budget)`` with the worker's CuPy pool capped at
+the budget (an allocation past it fails); chunks go to the
 GPU by ``map_blocks(cupy.asarray)`` after reading and back by
 ``cupy.asnumpy`` before writing; the worker's CuPy memory pool
 (``total_bytes``) is sampled through ``client.run`` as well as the RSS.
@@ -130,6 +131,17 @@ def _warm():
     import meshccl.dask  # noqa: F401
 
 
+def _cap_pool(limit):
+    """Make ``limit`` bytes a hard cap on the worker's CuPy memory pool: an
+    allocation past it raises instead of taking more of the device, so the
+    labelling really runs in that much device memory (dask-cuda's
+    ``device_memory_limit`` only starts spilling there)."""
+    import cupy
+
+    cupy.get_default_memory_pool().set_limit(size=limit)
+    return cupy.get_default_memory_pool().get_limit()
+
+
 def _rss():
     import psutil
 
@@ -232,7 +244,7 @@ def main(argv=None):
     if args.gpu:
         import dask_cuda
 
-        cluster = dask_cuda.LocalCUDACluster(n_workers=1, device_memory_limit=budget,
+        cluster = dask_cuda.LocalCUDACluster(n_workers=1, device_memory_limit=int(0.6 * budget),
                                              memory_limit=host_budget,
                                              threads_per_worker=args.threads or 1,
                                              dashboard_address=None)
@@ -246,6 +258,8 @@ def main(argv=None):
         # distributed pauses a worker at 80 % of its limit, so the budget
         # must leave room above it
         client.run(_warm)
+        if args.gpu:
+            client.run(_cap_pool, budget)
         idle = sum(client.run(_rss).values())
         print(f"idle worker RSS (meshccl imported) {gib(idle)}", flush=True)
         if idle > 0.5 * (host_budget if args.gpu else budget):
