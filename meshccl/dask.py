@@ -6,17 +6,18 @@ Dask arrays whose chunks are NumPy or CuPy arrays.  Needs the ``dask``
 extra (``pip install "meshccl[dask]"``); ``import meshccl`` never imports
 Dask.
 
-The steps, each a Dask task (``docs/dask.md`` gives the memory of each):
+The steps (``docs/dask.md`` gives the memory of each); step 1 is
+``map_blocks``, steps 2-5 one graph of plain tasks, a few a chunk:
 
 1. every chunk labelled on its own by ``meshccl.label`` (labels 1..n_b);
-2. per chunk, the global flat (C-order) index of each local label's first
-   cell; that index is the label's id from here on (unique, and ordered as
-   the global raster order is);
-3. per axis, the two layers across every chunk's upper face (the chunk's
-   last layer and the next chunk's first, wrapped on periodic axes) of the
-   values, ids and mask, gathered into one thin array (``take``) whose
-   two-layer blocks get a one-cell halo on the other axes
-   (``dask.array.overlap``); each such slab is labelled again by
+2. one task a chunk: the global flat (C-order) index of each local label's
+   first cell, that label's id from here on (unique, and ordered as the
+   global raster order is); the cells of each local label; and the
+   chunk's first and last layers along every axis (values, ids, mask);
+3. one task a face: the two layers across a chunk's upper face along an
+   axis (its last layer and the next chunk's first, wrapped on periodic
+   axes), with a one-cell halo on the other axes cut from the neighbours'
+   layers when the neighbourhood has diagonals, labelled again by
    ``meshccl.label`` with the same options: cells that share a slab label
    are connected, and their ids are emitted as pairs (on the chunk's device);
 4. the pairs solved by ``meshccl.graph.connected_components`` in a tree
@@ -31,12 +32,15 @@ from __future__ import annotations
 
 import math
 from itertools import product
+from operator import getitem
 
 import numpy as np
 
 try:
     import dask
     import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
 except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError("meshccl.dask needs Dask: pip install 'meshccl[dask]' "
                       "(dask[array] and distributed)") from exc
@@ -108,64 +112,90 @@ def _first_cells(labels, start, shape):
     return np.ravel_multi_index(tuple(c + s for c, s in zip(local, start)), shape).astype(np.int64)
 
 
-def _summary(labels, start, shape):
-    """Step 2's per-chunk summary for step 5: the first-cell index of each
-    local label, and the cells of each local label (entry 0: background)."""
+def _chunk_faces(values, labels, mask, start, shape, counts):
+    """Step 2 for one chunk, in one task: the global id of each local label
+    (:func:`_first_cells`), the cells of each local label (entry 0:
+    background; only when ``counts``), and for each axis the chunk's first
+    and last layer of values, ids and mask -- all that step 3 needs of it.
+    Returns ``(first, counts, faces_0, ..., faces_{ndim-1})`` with
+    ``faces_d = (first layer, last layer)`` along axis d and each layer a
+    tuple (values, ids, mask or None), copies (the chunk is not kept)."""
     xp = _xp(labels)
     first = _first_cells(labels, start, shape)
-    counts = _host(xp.bincount(labels.ravel(), minlength=first.size + 1)).astype(np.int64)
-    return first, counts
-
-
-def _ids_block(labels, shape=None, block_info=None):
-    """Each cell's id: its label's first-cell index; -1 on the background."""
-    xp = _xp(labels)
-    start = [lo for lo, _ in block_info[0]["array-location"]]
-    first = _first_cells(labels, start, shape)
+    cells = None
+    if counts:
+        cells = _host(xp.bincount(labels.ravel(), minlength=first.size + 1)).astype(np.int64)
     table = xp.asarray(np.concatenate([np.array([-1], np.int64), first]))
-    return table[labels]
+    out = [first, cells]
+    for axis in range(labels.ndim):
+        layers = []
+        for cut in (slice(0, 1), slice(-1, None)):
+            at = (slice(None),) * axis + (cut,)
+            layers.append((values[at].copy(), table[labels[at]],
+                           None if mask is None else mask[at].copy()))
+        out.append(tuple(layers))
+    return tuple(out)
 
 
-def _face_pairs(values, mask, ids, upper, background, connectivity, tolerance):
-    """Step 3 for one slab (two layers along the axes marked in ``upper``,
-    with a one-cell halo on the others): the two-cell slab across that face
-    labelled with the same options; every id in a slab
-    component is paired with the smallest id there.  Returns (a, b) int64
-    host arrays, no pair twice from one slab."""
-    xp = _xp(values)
-    out_a, out_b = [], []
-    for axis, has_halo in enumerate(upper):
-        if not has_halo:
-            continue
-        sl = (slice(None),) * axis + (slice(-2, None),)
-        v, i = values[sl], ids[sl]
-        m = None if mask is None else mask[sl]
-        s = _label(v, background=background, connectivity=connectivity, mask=m,
-                   tolerance=tolerance, dtype=np.int64).ravel()
-        i = i.ravel()
-        keep = xp.flatnonzero(s)
-        if keep.size == 0:
-            continue
-        s, i = s[keep], i[keep]
-        smallest = xp.full(int(s.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
-        _scatter_min(xp, smallest, s, i)
-        # one pair per (slab label, id): sorted by both, repeats dropped (a
-        # lexsort rather than unique(axis=1): CuPy 12 and earlier lack the axis,
-        # later ones are slow with it, cupy/cupy#8326)
-        order = xp.lexsort(xp.stack([i, s]))
-        s, i = s[order], i[order]
-        first = xp.ones(s.size, dtype=bool)
-        first[1:] = (s[1:] != s[:-1]) | (i[1:] != i[:-1])
-        s, i = s[first], i[first]
-        j = smallest[s]
-        join = i != j
-        if not bool(join.any()):
-            continue
-        out_a.append(_host(i[join]))
-        out_b.append(_host(j[join]))
-    if not out_a:
+def _join(parts, axis):
+    """Concatenate (values, ids, mask) tuples along ``axis``."""
+    xp = _xp(parts[0][0])
+    return tuple(None if p[0] is None else xp.concatenate(p, axis=axis)
+                 for p in zip(*parts))
+
+
+def _face_pairs(axis, offsets, pieces, background, connectivity, tolerance):
+    """Step 3 for one face along ``axis``: the slab of two layers across it
+    (chunk A's last layer, chunk B's first), with a one-cell halo on the
+    other axes where the neighbourhood has diagonals, assembled from the
+    layers that step 2 cut; labelled with the same options, every id in a
+    slab component is paired with the smallest id there.
+
+    ``offsets``: per other axis, the sorted neighbour steps present (0
+    alone without diagonals; -1 and +1 where a neighbour chunk exists or
+    the axis wraps); ``pieces``: for each combination of them (in
+    ``itertools.product`` order), the step-2 faces of A's and B's chunks at
+    that step.  Returns (a, b) int64 host arrays, no pair twice."""
+    ndim = len(offsets) + 1
+    others = [d for d in range(ndim) if d != axis]
+    grid = {}
+    for off, (faces_a, faces_b) in zip(product(*offsets), pieces):
+        cut = [slice(None)] * ndim
+        for o, k in zip(others, off):
+            cut[o] = slice(-1, None) if k < 0 else slice(0, 1) if k > 0 else slice(None)
+        cut = tuple(cut)
+        layer_a, layer_b = faces_a[1], faces_b[0]
+        grid[off] = _join([tuple(None if x is None else x[cut] for x in layer_a),
+                           tuple(None if x is None else x[cut] for x in layer_b)], axis)
+
+    def assemble(prefix):
+        if len(prefix) == len(others):
+            return grid[prefix]
+        parts = [assemble(prefix + (k,)) for k in offsets[len(prefix)]]
+        return parts[0] if len(parts) == 1 else _join(parts, others[len(prefix)])
+
+    v, ids, m = assemble(())
+    xp = _xp(v)
+    s = _label(v, background=background, connectivity=connectivity, mask=m,
+               tolerance=tolerance, dtype=np.int64).ravel()
+    i = ids.ravel()
+    keep = xp.flatnonzero(s)
+    if keep.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    return np.concatenate(out_a), np.concatenate(out_b)
+    s, i = s[keep], i[keep]
+    smallest = xp.full(int(s.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+    _scatter_min(xp, smallest, s, i)
+    # one pair per (slab label, id): sorted by both, repeats dropped (a
+    # lexsort rather than unique(axis=1): CuPy 12 and earlier lack the axis,
+    # later ones are slow with it, cupy/cupy#8326)
+    order = xp.lexsort(xp.stack([i, s]))
+    s, i = s[order], i[order]
+    new = xp.ones(s.size, dtype=bool)
+    new[1:] = (s[1:] != s[:-1]) | (i[1:] != i[:-1])
+    s, i = s[new], i[new]
+    j = smallest[s]
+    join = i != j
+    return _host(i[join]), _host(j[join])
 
 
 def _solve(*edge_lists):
@@ -205,8 +235,10 @@ def _tree(edge_lists):
 
 
 def _rank(solved, *summaries):
-    """Step 5: each component's global label, the rank of its smallest id;
-    returns (N, [table of each chunk: local label -> global label], counts)."""
+    """Step 5: each component's global label, the rank of its smallest id.
+    ``summaries``: (first, counts or None) of each chunk, from step 2.
+    Returns (N, [table of each chunk: local label -> global label], counts
+    or None)."""
     src, rep = solved
     firsts = [f for f, _ in summaries]
     sizes = [f.size for f in firsts]
@@ -216,16 +248,18 @@ def _rank(solved, *summaries):
         at = np.minimum(np.searchsorted(src, every), src.size - 1)
         hit = src[at] == every
         smallest[hit] = rep[at[hit]]
-    roots = np.sort(every[smallest == every])
+    # every chunk's ids are increasing: a stable sort (a merge of those runs)
+    roots = np.sort(every[smallest == every], kind="stable")
     numbers = np.searchsorted(roots, smallest) + 1
     tables, start = [], 0
     for size in sizes:
         tables.append(np.concatenate([np.zeros(1, np.int64), numbers[start:start + size]]))
         start += size
-    counts = np.zeros(roots.size + 1, np.int64)
-    counts[0] = sum(int(c[0]) for _, c in summaries)
-    if every.size:
-        np.add.at(counts, numbers, np.concatenate([c[1:] for _, c in summaries]))
+    counts = None
+    if summaries and summaries[0][1] is not None:
+        cells = np.concatenate([c[1:] for _, c in summaries]) if every.size else every
+        counts = np.bincount(numbers, weights=cells, minlength=roots.size + 1).astype(np.int64)
+        counts[0] = sum(int(c[0]) for _, c in summaries)
     return np.int64(roots.size), tables, counts
 
 
@@ -374,6 +408,9 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                                   "on its own, or the whole array with meshccl.label")
     image = da.asarray(image)
     _known_chunks(image, "image")
+    if image.size and any(0 in cs for cs in image.chunks):
+        # step 2 cuts each chunk's first and last layers: no empty chunks
+        image = image.rechunk(tuple(tuple(c for c in cs if c) for cs in image.chunks))
     ndim = image.ndim
     if ndim == 0:
         raise NotImplementedError("meshccl.dask.label needs an array of at least one axis; "
@@ -418,74 +455,112 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
 
     grid = local.numblocks
     starts = [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(int) for c in local.chunks]
-    # unoptimized, so that every step names the same keys (each chunk labelled once)
-    blocks = local.to_delayed(optimize_graph=False)
     index = list(product(*(range(n) for n in grid)))
+    # steps 2 to 5 as one graph of plain tasks: a few tasks a chunk, and no
+    # Dask collection built per chunk or face (building those cost more
+    # than running them)
+    token = tokenize(image, mask, background, connectivity, tolerance, periodic, return_counts,
+                     low_memory)
+    info, face, solve, rank, out_name = (f"meshccl-{k}-{token}" for k in
+                                         ("chunk-faces", "face-pairs", "solve", "rank", "label"))
+    dsk = {}
+    deps = [image, local] + ([] if mask is None else [mask])
 
-    # step 2: the id of each local label (its first cell's global flat index)
-    summaries = [dask.delayed(_summary, pure=True)(
-        blocks[b], tuple(int(starts[d][b[d]]) for d in range(ndim)), image.shape)
-        for b in index]
-    ids = da.map_blocks(_ids_block, local, shape=image.shape, dtype=np.int64, meta=out_meta)
+    # step 2: one task a chunk: the id of each local label (its first
+    # cell's global flat index), its counts, and the chunk's first and last
+    # layers along every axis (values, ids, mask)
+    for b in index:
+        dsk[(info,) + b] = (_chunk_faces, (image.name,) + b, (local.name,) + b,
+                            None if mask is None else (mask.name,) + b,
+                            tuple(int(starts[d][b[d]]) for d in range(ndim)), image.shape,
+                            return_counts)
 
-    # step 3: the faces, one task a chunk and axis.  For axis i, the two
-    # layers across each upper face (the chunk's last layer and the next
-    # chunk's first, wrapped where periodic) are gathered into one thin
-    # array, two layers a chunk along i; dask.array.overlap then gives each
-    # two-layer block its one-cell halo on the other axes.  Only those
-    # layers are cut and moved, never a whole chunk with its halo.
-    arrays = (image, ids) if mask is None else (image, ids, mask)
-    boundary = {d: ("periodic" if periodic[d] else "none") for d in range(ndim)}
-    edge_lists = []
+    # step 3: one task a face.  The slab across the upper face of chunk A
+    # along an axis (A's last layer and the next chunk's first, wrapped
+    # where periodic) is assembled from those layers, with a one-cell halo
+    # on the other axes cut from the neighbouring chunks' layers when the
+    # neighbourhood has diagonals; only layers travel, never a chunk.
+    diagonal = (connectivity if connectivity is not None else ndim) > 1
+    faces = []
     for axis in range(ndim):
-        ends = np.cumsum(local.chunks[axis])
-        faces = grid[axis] if periodic[axis] else grid[axis] - 1
-        if faces == 0:
-            continue
-        take = np.stack([ends[:faces] - 1, ends[:faces] % image.shape[axis]], axis=1).ravel()
-        depth = {d: (0 if d == axis else 1) for d in range(ndim)}
-        slabs = []
-        for a in arrays:
-            thin = a[(slice(None),) * axis + (take,)].rechunk({axis: 2})
-            slabs.append(da.overlap.overlap(thin, depth=depth, boundary=boundary)
-                         .to_delayed(optimize_graph=False))
-        upper = tuple(d == axis for d in range(ndim))
+        upper = grid[axis] if periodic[axis] else grid[axis] - 1
+        others = [d for d in range(ndim) if d != axis]
         for b in index:
-            if b[axis] >= faces:
+            if b[axis] >= upper:
                 continue
-            m = slabs[2][b] if mask is not None else None
-            edge_lists.append(dask.delayed(_face_pairs, pure=True, nout=2)(
-                slabs[0][b], m, slabs[1][b], upper, background, connectivity, tolerance))
+            offsets = []
+            for o in others:
+                ks = [0]
+                if diagonal and (b[o] > 0 or periodic[o]):
+                    ks.insert(0, -1)
+                if diagonal and (b[o] < grid[o] - 1 or periodic[o]):
+                    ks.append(1)
+                offsets.append(ks)
+            pieces = []
+            for off in product(*offsets):
+                pa = list(b)
+                for o, k in zip(others, off):
+                    pa[o] = (b[o] + k) % grid[o]
+                pb = list(pa)
+                pb[axis] = (b[axis] + 1) % grid[axis]
+                pieces.append([(getitem, (info,) + tuple(pa), 2 + axis),
+                               (getitem, (info,) + tuple(pb), 2 + axis)])
+            key = (face, axis) + b
+            dsk[key] = (_face_pairs, axis, offsets, pieces, background, connectivity, tolerance)
+            faces.append(key)
 
-    # steps 4 and 5
-    solved = _tree(edge_lists)
-    ranked = dask.delayed(_rank, pure=True, nout=3)(solved, *summaries)
-    # each chunk gets its own table (a getitem task), not the whole list
-    tables = ranked[1]
+    # step 4: the tree of union-finds
+    level, depth = faces, 0
+    if not level:
+        dsk[(solve, 0, 0)] = (_solve, (np.empty(0, np.int64), np.empty(0, np.int64)))
+        level = [(solve, 0, 0)]
+    while len(level) > 1 or depth == 0:
+        nxt = []
+        for i in range(0, len(level), FAN_IN):
+            key = (solve, depth, i // FAN_IN)
+            if key not in dsk:
+                dsk[key] = (_solve,) + tuple(level[i:i + FAN_IN])
+            nxt.append(key)
+        level, depth = nxt, depth + 1
+
+    # step 5: the ranking, then each chunk renumbered by its table
+    dsk[(rank,)] = (_rank, level[0]) + tuple([(getitem, (info,) + b, 0),
+                                              (getitem, (info,) + b, 1)] for b in index)
     if low_memory:
         # the chunks labelled again after the ranking, from a copy of the
         # input's graph bound to it: no local labels are held across it
+        from dask.delayed import Delayed
         from dask.graph_manipulation import bind
 
+        ranked = Delayed((rank,), HighLevelGraph.from_collections(rank, dict(dsk),
+                                                                  dependencies=deps),
+                         layer=rank)
         inputs = (image,) if mask is None else (image, mask)
-        again = [a.to_delayed(optimize_graph=False) for a in bind(inputs, ranked[0])]
-    out_blocks = np.empty(grid, dtype=object)
+        again = bind(inputs, ranked)
+        deps += list(again)
     for k, b in enumerate(index):
-        shape_b = tuple(local.chunks[d][b[d]] for d in range(ndim))
+        table = (getitem, (getitem, (rank,), 1), k)
         if low_memory:
-            m = again[1][b] if mask is not None else None
-            task = dask.delayed(_relabel, pure=True)(again[0][b], m, tables[k], **opts)
+            m = None if mask is None else (again[1].name,) + b
+            dsk[(out_name,) + b] = (_relabel, (again[0].name,) + b, m, table, background,
+                                    connectivity, tolerance)
         else:
-            task = dask.delayed(_renumber, pure=True)(blocks[b], tables[k])
-        out_blocks[b] = da.from_delayed(task, shape=shape_b, dtype=np.int64, meta=out_meta)
-    labels = da.block(out_blocks.tolist())
-    if labels.chunks != image.chunks:  # pragma: no cover - da.block keeps them
-        labels = labels.rechunk(image.chunks)
+            dsk[(out_name,) + b] = (_renumber, (local.name,) + b, table)
+    graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=deps)
+    labels = da.Array(graph, out_name, chunks=image.chunks, dtype=np.int64, meta=out_meta)
     out = (labels,)
     if return_num:
-        out += (da.from_delayed(ranked[0], shape=(), dtype=np.int64),)
+        dsk_n = {(f"meshccl-num-{token}",): (getitem, (rank,), 0)}
+        out += (da.Array(HighLevelGraph.from_collections(f"meshccl-num-{token}", dsk_n,
+                                                         dependencies=[labels]),
+                         f"meshccl-num-{token}", chunks=(), dtype=np.int64,
+                         meta=np.empty((), np.int64)),)
     if return_counts:
-        out += (da.from_delayed(ranked[2], shape=(np.nan,), dtype=np.int64),)
+        name = f"meshccl-counts-{token}"
+        dsk_c = {(name, 0): (getitem, (rank,), 2)}
+        out += (da.Array(HighLevelGraph.from_collections(name, dsk_c, dependencies=[labels]),
+                         name, chunks=((np.nan,),), dtype=np.int64,
+                         meta=np.empty((0,), np.int64)),)
     return out if len(out) > 1 else labels
 
 
