@@ -243,14 +243,20 @@ def _rank(solved, *summaries):
     firsts = [f for f, _ in summaries]
     sizes = [f.size for f in firsts]
     every = np.concatenate(firsts) if firsts else np.empty(0, np.int64)
-    smallest = every.copy()
-    if src.size:
-        at = np.minimum(np.searchsorted(src, every), src.size - 1)
-        hit = src[at] == every
-        smallest[hit] = rep[at[hit]]
-    # every chunk's ids are increasing: a stable sort (a merge of those runs)
-    roots = np.sort(every[smallest == every], kind="stable")
-    numbers = np.searchsorted(roots, smallest) + 1
+    # every chunk's ids are increasing: a stable argsort is a merge of those
+    # runs.  The moved ids (src, the only ones that are not their
+    # component's smallest) are found in the sorted ids by a search of F
+    # items, not by a search of every id among them.
+    order = np.argsort(every, kind="stable")
+    ranked = every[order]
+    moved = np.searchsorted(ranked, src)
+    root = np.ones(every.size, bool)
+    root[moved] = False
+    rank_of = np.cumsum(root)  # at a root's place: its label
+    numbers = np.empty(every.size, np.int64)
+    numbers[order] = rank_of
+    numbers[order[moved]] = rank_of[np.searchsorted(ranked, rep)]
+    n_roots = int(rank_of[-1]) if every.size else 0
     tables, start = [], 0
     for size in sizes:
         tables.append(np.concatenate([np.zeros(1, np.int64), numbers[start:start + size]]))
@@ -258,9 +264,9 @@ def _rank(solved, *summaries):
     counts = None
     if summaries and summaries[0][1] is not None:
         cells = np.concatenate([c[1:] for _, c in summaries]) if every.size else every
-        counts = np.bincount(numbers, weights=cells, minlength=roots.size + 1).astype(np.int64)
+        counts = np.bincount(numbers, weights=cells, minlength=n_roots + 1).astype(np.int64)
         counts[0] = sum(int(c[0]) for _, c in summaries)
-    return np.int64(roots.size), tables, counts
+    return np.int64(n_roots), tables, counts
 
 
 def _renumber(labels, table):
