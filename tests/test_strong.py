@@ -331,6 +331,7 @@ def test_gpu_info_and_symmetric():
 # Every launch is checked against the kernel's C signature.
 
 def _scc_emulation(expr):
+    from meshccl._gpu.strong import CHUNK
     from test_graph_gpu_emulated import check_args, parse
 
     name, t = parse(expr)
@@ -343,6 +344,13 @@ def _scc_emulation(expr):
         return rep[w] < 0
 
     u64 = ("val", "unsigned long long")
+
+    def enqueue(v, deg, qv, qk, cnt, d):
+        for k in range(-(-int(deg) // CHUNK)):
+            at = int(cnt[d])
+            assert at < len(qv), "a search queue overflows"
+            qv[at], qk[at] = v, k
+            cnt[d] += 1
 
     def prio(v, a, b, n):
         return (int(a) * v + int(b)) % n
@@ -360,36 +368,40 @@ def _scc_emulation(expr):
                     rep[v] = v
                     changed[0] = 1
     elif name == "meshccl_scc_score":
-        sig = [L, L, I, n_, L]
+        sig = [L, L, I, n_, L, U]
 
-        def run(fp, rp, rep, n, score):
+        def run(fp, rp, rep, n, score, mark):
             for v in range(n):
                 score[v] = -1 if rep[v] >= 0 else (fp[v + 1] - fp[v] + 1) * (rp[v + 1] - rp[v] + 1)
+                mark[v] = 0 if rep[v] < 0 else 3
     elif name == "meshccl_scc_seed":
-        sig = [L, I, U, I, I, ("ptr", "unsigned long long")]
+        sig = [L, L, L, I, U, I, U, I, U, ("ptr", "unsigned long long")]
 
-        def run(pivot, rep, mark, qf, qb, counts):
+        def run(fp, rp, pivot, rep, mark, qfv, qfk, qbv, qbk, counts):
             p = int(pivot[0])
-            ok = rep[p] < 0
-            if ok:
-                mark[p], qf[0], qb[0] = 3, p, p
-            counts[0] = counts[1] = int(ok)
+            counts[0] = counts[1] = 0
+            if rep[p] < 0:
+                mark[p] = 3
+                enqueue(p, fp[p + 1] - fp[p], qfv, qfk, counts, 0)
+                enqueue(p, rp[p + 1] - rp[p], qbv, qbk, counts, 1)
     elif name == "meshccl_scc_expand":
-        sig = [L, J, L, J, I, U, I, I, ("ptr", "unsigned long long"), I, I,
+        sig = [L, J, L, J, U, I, U, I, U, ("ptr", "unsigned long long"), I, U, I, U,
                ("ptr", "unsigned long long"), ("ptr", "unsigned long long")]
 
-        def run(fp, fi, rp, ri, rep, mark, qif, qib, nin, qof, qob, nout, nzero):
+        def run(fp, fi, rp, ri, mark, qifv, qifk, qibv, qibk, nin, qofv, qofk, qobv, qobk, nout,
+                nzero):
             assert not np.asarray(nout).any(), "counting into a slot that is not zero"
             nzero[:] = 0
-            sides = ((fp, fi, qif, qof, 1), (rp, ri, qib, qob, 2))
-            for d, (ptr, idx, qi, qo, bit) in enumerate(sides):
+            sides = ((fp, fi, qifv, qifk, qofv, qofk, 1), (rp, ri, qibv, qibk, qobv, qobk, 2))
+            for d, (ptr, idx, qiv, qik, qov, qok, bit) in enumerate(sides):
                 for i in range(int(nin[d])):
-                    v = qi[i]
-                    for w in idx[ptr[v]:ptr[v + 1]]:
-                        if rep[w] < 0 and not mark[w] & bit:
+                    v, k = int(qiv[i]), int(qik[i])
+                    b = ptr[v] + k * CHUNK
+                    assert b < ptr[v + 1], "an empty chunk in the queue"
+                    for w in idx[b:min(b + CHUNK, ptr[v + 1])]:
+                        if not mark[w] & bit:
                             mark[w] |= bit
-                            qo[nout[d]] = w
-                            nout[d] += 1
+                            enqueue(w, ptr[w + 1] - ptr[w], qov, qok, nout, d)
     elif name == "meshccl_scc_fwbw":
         sig = [U, L, I, n_]
 
@@ -450,6 +462,7 @@ def _scc_emulation(expr):
 
         def run(rep, low, n):
             for v in range(n):
+                assert rep[v] >= 0, "a vertex left without a component"
                 low[rep[v]] = min(low[rep[v]], v)
     elif name == "meshccl_scc_point":
         sig = [I, I, n_]
@@ -521,6 +534,11 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch):
     src = np.concatenate([pairs[:, 0], pairs[:, 1], pairs[1:, 0]])
     dst = np.concatenate([pairs[:, 1], pairs[:, 0], pairs[:-1, 1]])
     cases.append((src, dst, 2 * k))
+    # hubs whose rows span several search chunks both ways (a star of
+    # 2-cycles through vertex 0, and a hub that only reaches out)
+    spokes = np.arange(1, 700)
+    cases.append((np.concatenate([np.zeros(699, int), spokes, np.full(699, 700)]),
+                  np.concatenate([spokes, np.zeros(699, int), spokes]), 701))
     for src, dst, n in cases:
         want = scipy_strong(coo(src, dst, n))
         forms, raw = _fake_forms(np.asarray(src, np.int64), np.asarray(dst, np.int64), n, rng)

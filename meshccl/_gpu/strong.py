@@ -25,6 +25,9 @@ from .loader import c_type, kernels
 from .number_roots import relabel
 from .passes import BATCH_MAX, until_settled
 
+#: strong.cu's CHUNK: the most row entries of one search queue entry
+CHUNK = 256
+
 
 def colour_order(n: int):
     """(a, b, a_inv) of the colouring's priorities (a v + b) mod n, a
@@ -86,7 +89,7 @@ def strong_components(kind, arrays, n, timer=None, info=None):
         f"meshccl_scc_colour_roots<{ti}>", f"meshccl_scc_colour_back<{ti}, {tj}>",
         f"meshccl_scc_colour_done<{ti}>", f"meshccl_scc_min<{ti}>", f"meshccl_scc_point<{ti}>")
     rep = cupy.full(n, -1, dtype=I)
-    mark = cupy.zeros(n, dtype=cupy.uint32)
+    mark = cupy.empty(n, dtype=cupy.uint32)  # written by the score and colouring kernels
 
     def trim_all():
         until_settled(lambda t, flag: trim(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, flag)),
@@ -94,22 +97,26 @@ def strong_components(kind, arrays, n, timer=None, info=None):
 
     def forward_backward():
         scores = cupy.empty(n, dtype=cupy.int64)
-        score(grid, (BLOCK,), (fptr, rptr, rep, nn, scores))
+        score(grid, (BLOCK,), (fptr, rptr, rep, nn, scores, mark))
         pivot = cupy.argmax(scores).astype(cupy.int64).reshape(1)  # stays on the device
-        queues = [(cupy.empty(n, dtype=I), cupy.empty(n, dtype=I)) for _ in range(2)]
+        # a queue holds each reached vertex once, as its rows' chunks of at
+        # most CHUNK entries: at most n + m / CHUNK entries (strong.cu)
+        room = n + int(fidx.size) // CHUNK + 1
+        queues = [(cupy.empty(room, dtype=I), cupy.empty(room, dtype=cupy.uint32),
+                   cupy.empty(room, dtype=I), cupy.empty(room, dtype=cupy.uint32))
+                  for _ in range(2)]
         # queue lengths [slot][direction]: level k reads slot k % 3, counts
         # into slot (k + 1) % 3 and zeroes slot (k + 2) % 3 (strong.cu)
         counts = cupy.zeros((3, 2), dtype=cupy.uint64)
-        seed((1,), (1,), (pivot, rep, mark, queues[0][0], queues[0][1], counts[0]))
+        seed((1,), (1,), (fptr, rptr, pivot, rep, mark, *queues[0], counts[0]))
         level_grid = (_grid(n, BLOCK, 8)[0], 2)
         level, batch = 0, 1
         while True:
             for _ in range(batch):
                 a, b = level % 2, 1 - level % 2
-                expand(level_grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, mark, queues[a][0],
-                                              queues[a][1], counts[level % 3], queues[b][0],
-                                              queues[b][1], counts[(level + 1) % 3],
-                                              counts[(level + 2) % 3]))
+                expand(level_grid, (BLOCK,), (fptr, fidx, rptr, ridx, mark, *queues[a],
+                                              counts[level % 3], *queues[b],
+                                              counts[(level + 1) % 3], counts[(level + 2) % 3]))
                 level += 1
             if not counts[level % 3].get().any():  # the queues the next level would read
                 break
