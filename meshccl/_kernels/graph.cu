@@ -826,13 +826,35 @@ __global__ void meshccl_graph_forest(const long long* __restrict__ indptr,
 // flags of several passes at once (meshccl/_gpu/graph.py), and a pass that
 // changed nothing proves the fixed point, so the result is exact.
 
-// rows[e] = the row of entry e (CSR -> the sources of an edge list).
+// rows[e] = the row of entry e (CSR -> the sources of an edge list).  A row
+// of more than 32 entries is written by the whole warp (the lanes stride
+// over it), a shorter one by its own thread, so that a hub's row does not
+// keep one thread writing long after the rest (blockDim a multiple of 32).
 template <typename J>
 __global__ void meshccl_graph_rows(const long long* __restrict__ indptr, long long n,
                                    J* __restrict__ rows) {
     using namespace meshccl::graph;
-    for (long long v = thread_id(); v < n; v += thread_count())
-        for (long long e = indptr[v], end = indptr[v + 1]; e < end; ++e) rows[e] = (J)v;
+    const int lane = threadIdx.x & 31;
+    // warp-uniform loop: every lane of a warp runs the same iterations
+    for (long long base = thread_id() - lane; base < n; base += thread_count()) {
+        const long long v = base + lane;
+        long long b = 0, e = 0;
+        if (v < n) {
+            b = indptr[v];
+            e = indptr[v + 1];
+        }
+        const bool long_row = e - b > 32;
+        unsigned todo = __ballot_sync(0xffffffffu, long_row);
+        while (todo) {
+            const int src = __ffs(todo) - 1;
+            todo &= todo - 1;
+            const long long hb = __shfl_sync(0xffffffffu, b, src);
+            const long long he = __shfl_sync(0xffffffffu, e, src);
+            for (long long k = hb + lane; k < he; k += 32) rows[k] = (J)(base + src);
+        }
+        if (!long_row)
+            for (long long k = b; k < e; ++k) rows[k] = (J)v;
+    }
 }
 
 // Kernel 1 (edge-centric): every edge lowers the larger label of its two
