@@ -289,6 +289,65 @@ def test_gpu_generated_graphs():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_adversarial_graphs():
+    """Hubs whose rows span many search chunks (both ways, as pivot and as
+    reached vertices), many 2-cycles, self-loops, isolated vertices, a big
+    cycle, long chains both ways, a large road-like grid, R-MAT 18."""
+    rng = np.random.default_rng(44)
+    # a star of 2-cycles through hub 0 (100k spokes: 391 chunks each way),
+    # second-level hubs reached from it, a hub that only reaches out
+    n = 100_001
+    spokes = np.arange(1, n)
+    sub = rng.choice(spokes, 3000, replace=False)
+    src = np.concatenate([np.zeros(n - 1, int), spokes, np.repeat(sub[:3], 1000),
+                          np.full(n - 1, n)])
+    dst = np.concatenate([spokes, np.zeros(n - 1, int), sub, spokes])
+    check_gpu(coo(src, dst, n + 1))
+    # hubs linked one-way in a chain (several giant-ish pivots' components)
+    hubs = 6
+    size = 20_000
+    v = np.arange(hubs * size)
+    centre = v - v % size
+    src = np.concatenate([centre, v, centre[size::size][:-1]])
+    dst = np.concatenate([v, centre, centre[2 * size::size]])
+    check_gpu(coo(src, dst, hubs * size))
+    # many 2-cycles, each pair linked to the next one way; every vertex a self-loop
+    n = 200_000
+    v = np.arange(n)
+    pair = v ^ 1
+    nxt = np.arange(0, n - 2, 2)
+    src = np.concatenate([v, v, nxt])
+    dst = np.concatenate([pair, v, nxt + 2])
+    assert check_gpu(coo(src, dst, n)) == n // 2
+    # self-loops and 2-cycles among isolated vertices, numbered at random
+    n = 300_000
+    perm = rng.permutation(n)
+    k = 50_000
+    src = perm[np.concatenate([np.arange(k), np.arange(0, k, 2), np.arange(1, k, 2)])]
+    dst = perm[np.concatenate([np.arange(k), np.arange(1, k, 2), np.arange(0, k, 2)])]
+    check_gpu(coo(src, dst, n))
+    # one big cycle, and chains both ways
+    n = 50_000
+    v = rng.permutation(n)
+    assert check_gpu(coo(v, np.roll(v, -1), n)) == 1
+    check_gpu(coo(v[:-1], v[1:], n))
+    check_gpu(coo(np.arange(1, n), np.arange(n - 1), n))
+    # a road-like grid large enough for thousands of search levels
+    e = gen.road_directed(700, one_way=0.1, seed=3)
+    check_gpu(coo(e.src, e.dst, e.n_vertices))
+    # R-MAT 18: hubs of thousands of entries, most vertices trimmed
+    e = gen.rmat(18, seed=18)
+    check_gpu(coo(e.src, e.dst, e.n_vertices))
+    # int64 neighbours and an edge list of the same R-MAT
+    import cupy
+
+    h = coo(e.src, e.dst, e.n_vertices).tocsr()
+    check_gpu(h, (cupy.asarray(h.indptr, cupy.int64), cupy.asarray(h.indices, cupy.int64)))
+    check_gpu(h, Edges(cupy.asarray(e.src), cupy.asarray(e.dst), e.n_vertices))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @settings(max_examples=examples(200))
 @given(st.integers(1, 40).flatmap(lambda n: st.tuples(
     st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=120))))

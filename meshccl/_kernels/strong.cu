@@ -41,7 +41,11 @@
 //    spread over as many warps as it has chunks instead of holding one
 //    warp for the whole level; a chunk of more than WARP_ROW entries is
 //    expanded by its whole warp (the lanes stride over it), a shorter one
-//    by its own thread.  Then the trim runs again on what is left.
+//    by its own thread, the lanes of a warp in step: each step the warp
+//    appends what its lanes reached with one atomicAdd on the queue's
+//    length (a prefix sum over the lanes places them), not one per vertex
+//    on a word that every warp of the level shares.  Then the trim runs
+//    again on what is left.
 //
 // 3. Colouring (meshccl_scc_colour_*), for the many small components left.
 //    Every remaining vertex starts with its own priority as colour; the
@@ -120,19 +124,39 @@ constexpr long long CHUNK = 256;
 //: a chunk with more entries than this is expanded by its warp
 constexpr long long WARP_ROW = 32;
 
-// Append vertex v, whose row has deg entries, to a search queue (qv, qk) as
-// its ceil(deg / CHUNK) chunks (none for an empty row: reaching v is all
-// there is to it), counting them in *cnt.
+// The number of queue entries of a row of deg entries: ceil(deg / CHUNK),
+// none for an empty row (reaching its vertex is all there is to it).
+__device__ __forceinline__ long long chunks_of(long long deg) { return (deg + CHUNK - 1) / CHUNK; }
+
+// Write vertex v's `chunks` entries (v, 0), (v, 1), ... to a search queue
+// (qv, qk) from position at.
 template <typename I>
-__device__ __forceinline__ void enqueue(I v, long long deg, I* __restrict__ qv,
-                                        unsigned* __restrict__ qk, unsigned long long* cnt) {
-    const long long chunks = (deg + CHUNK - 1) / CHUNK;
-    if (chunks == 0) return;
-    const unsigned long long at = atomicAdd(cnt, (unsigned long long)chunks);
+__device__ __forceinline__ void put_chunks(I v, long long chunks, unsigned long long at,
+                                           I* __restrict__ qv, unsigned* __restrict__ qk) {
     for (long long k = 0; k < chunks; ++k) {
         qv[at + k] = v;
         qk[at + k] = (unsigned)k;
     }
+}
+
+// The whole warp appends: each lane its vertex v with `chunks` entries
+// (0: nothing), at places its lane's prefix sum gives after one atomicAdd
+// on *cnt for the warp -- not one per lane on the one counter that every
+// warp of the level appends to.  Called by all 32 lanes together.
+template <typename I>
+__device__ __forceinline__ void warp_append(I v, long long chunks, I* __restrict__ qv,
+                                            unsigned* __restrict__ qk, unsigned long long* cnt) {
+    if (!__any_sync(FULL, chunks > 0)) return;
+    const int lane = threadIdx.x & 31;
+    long long upto = chunks;  // inclusive prefix sum over the lanes
+    for (int o = 1; o < 32; o <<= 1) {
+        const long long t = __shfl_up_sync(FULL, upto, o);
+        if (lane >= o) upto += t;
+    }
+    unsigned long long at = 0;
+    if (lane == 31) at = atomicAdd(cnt, (unsigned long long)upto);
+    at = __shfl_sync(FULL, at, 31) + (unsigned long long)(upto - chunks);
+    put_chunks(v, chunks, at, qv, qk);
 }
 
 }  // namespace strong
@@ -195,19 +219,22 @@ __global__ void meshccl_scc_seed(const long long* __restrict__ fptr,
                                  unsigned long long* __restrict__ counts) {
     using namespace meshccl::strong;
     const I p = (I)*pivot;
-    counts[0] = 0ull;  // forward queue
-    counts[1] = 0ull;  // backward queue
-    if (rep[p] >= 0) return;
-    mark[p] = 3u;
-    enqueue(p, fptr[p + 1] - fptr[p], qf_v, qf_k, counts);
-    enqueue(p, rptr[p + 1] - rptr[p], qb_v, qb_k, counts + 1);
+    const bool live = rep[p] < 0;
+    if (live) mark[p] = 3u;
+    const long long nf = live ? chunks_of(fptr[p + 1] - fptr[p]) : 0;
+    const long long nb = live ? chunks_of(rptr[p + 1] - rptr[p]) : 0;
+    put_chunks(p, nf, 0ull, qf_v, qf_k);
+    put_chunks(p, nb, 0ull, qb_v, qb_k);
+    counts[0] = (unsigned long long)nf;  // forward queue
+    counts[1] = (unsigned long long)nb;  // backward queue
 }
 
 // One level of both searches: blockIdx.y == 0 expands the forward queue
 // over the graph (bit 1), 1 the backward queue over the transpose (bit 2).
 // An entry (qin_v[i], qin_k[i]) is chunk k of vertex v's row: at most
 // CHUNK entries, expanded by the whole warp when more than WARP_ROW, else
-// by its own thread.  Queue d reads its length from nin[d] and appends to
+// by its own lane; the queues are appended to a warp at a time
+// (warp_append), so the loops keep the warp's lanes together.  Queue d reads its length from nin[d] and appends to
 // qout_d, counting in nout[d], which must be zero.  The lengths rotate
 // through three slots: this level also zeroes nzero[d], the slot the level
 // before read and the level after counts into, so that no launch of a fill
@@ -236,13 +263,15 @@ __global__ void meshccl_scc_expand(const long long* __restrict__ fptr, const J* 
     const long long total = (long long)nin[d];
     const int lane = threadIdx.x & 31;
     if (blockIdx.x == 0 && threadIdx.x == 0) nzero[d] = 0ull;
-    // mark[w] carries both bits for a vertex with a component (score kernel)
-    auto visit = [&](long long w) {
-        if (mark[w] & bit) return;
-        if (atomicOr(mark + w, bit) & bit) return;
-        enqueue((I)w, ptr[w + 1] - ptr[w], qout_v, qout_k, cnt);
+    // claim w for this search: the number of its row's chunks to append
+    // when this thread reached it first, else 0 (mark[w] carries both bits
+    // for a vertex with a component: score kernel)
+    auto claim = [&](long long w) -> long long {
+        if (mark[w] & bit) return 0;
+        if (atomicOr(mark + w, bit) & bit) return 0;
+        return chunks_of(ptr[w + 1] - ptr[w]);
     };
-    // warp-uniform loop: every lane of a warp runs the same iterations
+    // warp-uniform loops: every lane of a warp runs the same iterations
     for (long long base = thread_id() - lane; base < total; base += thread_count()) {
         const long long i = base + lane;
         long long b = 0, e = 0;
@@ -253,14 +282,23 @@ __global__ void meshccl_scc_expand(const long long* __restrict__ fptr, const J* 
         }
         const bool heavy = e - b > WARP_ROW;
         unsigned todo = __ballot_sync(FULL, heavy);
-        while (todo) {
+        while (todo) {  // the warp's heavy chunks, one after another, by all lanes
             const int src = __ffs(todo) - 1;
             todo &= todo - 1;
             const long long hb = __shfl_sync(FULL, b, src), he = __shfl_sync(FULL, e, src);
-            for (long long k = hb + lane; k < he; k += 32) visit((long long)idx[k]);
+            for (long long k0 = hb; k0 < he; k0 += 32) {
+                const long long k = k0 + lane;
+                const long long w = k < he ? (long long)idx[k] : 0;
+                warp_append((I)w, k < he ? claim(w) : 0, qout_v, qout_k, cnt);
+            }
         }
-        if (!heavy) {
-            for (long long k = b; k < e; ++k) visit((long long)idx[k]);
+        // the light chunks (at most WARP_ROW entries), each by its own lane
+        const int len = heavy ? 0 : (int)(e - b);
+        int most = len;
+        for (int o = 16; o; o >>= 1) most = max(most, __shfl_xor_sync(FULL, most, o));
+        for (int j = 0; j < most; ++j) {
+            const long long w = j < len ? (long long)idx[b + j] : 0;
+            warp_append((I)w, j < len ? claim(w) : 0, qout_v, qout_k, cnt);
         }
     }
 }
