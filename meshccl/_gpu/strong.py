@@ -6,8 +6,9 @@ on the current device and runs the kernel file's steps: trim,
 forward-backward from a pivot, trim again, colouring rounds, then the
 numbering by each component's smallest vertex (the shared relabel of
 :mod:`.number_roots`).  It needs the graph and its transpose as CSR; the
-one it lacks is built on the device (:func:`meshccl._gpu.graph.to_csr`, a
-counting scatter).  Host synchronisations: the change flags of the trim,
+one it lacks is built on the device (:func:`meshccl._gpu.graph.transpose_csr`
+or, from an edge list, :func:`~meshccl._gpu.graph.to_csr`: counting
+scatters).  Host synchronisations: the change flags of the trim,
 push and backward passes (:func:`.passes.until_settled`: once per growing
 batch of passes), the queue lengths of the searches (once per batch of
 levels, batches doubling up to :data:`.passes.BATCH_MAX`), and the count of
@@ -20,7 +21,7 @@ import math
 
 import numpy as np
 
-from .graph import BLOCK, _edge_arrays, _grid, _unpack, to_csr
+from .graph import BLOCK, _grid, _unpack, to_csr, transpose_csr
 from .loader import c_type, kernels
 from .number_roots import relabel
 from .passes import BATCH_MAX, until_settled
@@ -49,8 +50,7 @@ def graphs(kind, arrays, n):
     I, J, indptr, src, dst = _unpack(kind, arrays, n)
     if indptr is None:  # an edge list
         return I, J, to_csr(src, dst, n), to_csr(dst, src, n)
-    rows, cols = _edge_arrays(indptr, None, dst, n, J)
-    given, other = (indptr, dst), to_csr(cols, rows, n)
+    given, other = (indptr, dst), transpose_csr(indptr, dst, n)
     if kind == "csc":  # the arrays are the transpose's CSR
         given, other = other, given
     return I, J, given, other
