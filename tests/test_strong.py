@@ -538,7 +538,7 @@ def _scc_emulation(expr):
         if name == "meshccl_scc_expand":
             assert grid[1] == 2
         if name == "meshccl_scc_seed":
-            assert grid == (1,) and block == (1,)
+            assert grid == (1,) and block == (32,)
         run(*args)
 
     return launch

@@ -27,7 +27,7 @@ from .number_roots import relabel
 from .passes import BATCH_MAX, until_settled
 
 #: strong.cu's CHUNK: the most row entries of one search queue entry
-CHUNK = 256
+CHUNK = 32
 
 
 def colour_order(n: int):
@@ -108,7 +108,7 @@ def strong_components(kind, arrays, n, timer=None, info=None):
         # queue lengths [slot][direction]: level k reads slot k % 3, counts
         # into slot (k + 1) % 3 and zeroes slot (k + 2) % 3 (strong.cu)
         counts = cupy.zeros((3, 2), dtype=cupy.uint64)
-        seed((1,), (1,), (fptr, rptr, pivot, rep, mark, *queues[0], counts[0]))
+        seed((1,), (32,), (fptr, rptr, pivot, rep, mark, *queues[0], counts[0]))
         level_grid = (_grid(n, BLOCK, 8)[0], 2)
         level, batch = 0, 1
         while True:

@@ -36,16 +36,15 @@
 //    queues whose lengths stay on the device: the host launches levels in
 //    growing batches and reads the lengths once per batch, never once per
 //    level.  A reached vertex enters the queue as the chunks of its row, at
-//    most CHUNK entries each, so that a hub -- the pivot itself has the
-//    largest degrees of the graph, hundreds of thousands on R-MAT -- is
-//    spread over as many warps as it has chunks instead of holding one
-//    warp for the whole level; a chunk of more than WARP_ROW entries is
-//    expanded by its whole warp (the lanes stride over it), a shorter one
-//    by its own thread, the lanes of a warp in step: each step the warp
-//    appends what its lanes reached with one atomicAdd on the queue's
-//    length (a prefix sum over the lanes places them), not one per vertex
-//    on a word that every warp of the level shares.  Then the trim runs
-//    again on what is left.
+//    most CHUNK = 32 entries each, and each chunk is expanded by one lane,
+//    so that a hub -- the pivot itself has the largest degrees of the
+//    graph, a hundred thousand and more on R-MAT -- is spread over as many
+//    lanes as it has chunks instead of holding one warp for the whole
+//    level.  The lanes of a warp go in step, one entry each per step, and
+//    each step the warp appends what its lanes reached with one atomicAdd
+//    on the queue's length (a prefix sum over the lanes places them), not
+//    one per vertex on a word that every warp of the level shares.  Then
+//    the trim runs again on what is left.
 //
 // 3. Colouring (meshccl_scc_colour_*), for the many small components left.
 //    Every remaining vertex starts with its own priority as colour; the
@@ -91,7 +90,7 @@
 // Index types: I (int below 2^31 vertices, long long beyond) for vertices
 // and colours; J (int or long long) for the stored neighbours; row offsets
 // long long; a chunk's number within its row unsigned (rows of fewer than
-// 2^40 entries, which no GPU holds).
+// 2^37 entries, which no GPU holds).
 
 namespace meshccl {
 namespace strong {
@@ -120,29 +119,18 @@ __device__ __forceinline__ long long vertex_of(long long p, unsigned long long a
     return (long long)(((unsigned long long)p + u - b) % u * a_inv % u);
 }
 //: a search queue entry is a chunk of at most this many entries of one row
-constexpr long long CHUNK = 256;
-//: a chunk with more entries than this is expanded by its warp
-constexpr long long WARP_ROW = 32;
+constexpr long long CHUNK = 32;
 
 // The number of queue entries of a row of deg entries: ceil(deg / CHUNK),
 // none for an empty row (reaching its vertex is all there is to it).
 __device__ __forceinline__ long long chunks_of(long long deg) { return (deg + CHUNK - 1) / CHUNK; }
 
-// Write vertex v's `chunks` entries (v, 0), (v, 1), ... to a search queue
-// (qv, qk) from position at.
-template <typename I>
-__device__ __forceinline__ void put_chunks(I v, long long chunks, unsigned long long at,
-                                           I* __restrict__ qv, unsigned* __restrict__ qk) {
-    for (long long k = 0; k < chunks; ++k) {
-        qv[at + k] = v;
-        qk[at + k] = (unsigned)k;
-    }
-}
-
-// The whole warp appends: each lane its vertex v with `chunks` entries
-// (0: nothing), at places its lane's prefix sum gives after one atomicAdd
-// on *cnt for the warp -- not one per lane on the one counter that every
-// warp of the level appends to.  Called by all 32 lanes together.
+// The whole warp appends to a search queue (qv, qk): each lane its vertex v
+// as `chunks` entries (v, 0), (v, 1), ... (0: nothing), from the place its
+// lane's prefix sum gives after one atomicAdd on *cnt for the warp -- not
+// one per lane on the one counter that every warp of the level appends to.
+// A lane writes up to 32 entries itself; more (a hub's), the whole warp
+// writes.  Called by all 32 lanes together.
 template <typename I>
 __device__ __forceinline__ void warp_append(I v, long long chunks, I* __restrict__ qv,
                                             unsigned* __restrict__ qk, unsigned long long* cnt) {
@@ -156,7 +144,25 @@ __device__ __forceinline__ void warp_append(I v, long long chunks, I* __restrict
     unsigned long long at = 0;
     if (lane == 31) at = atomicAdd(cnt, (unsigned long long)upto);
     at = __shfl_sync(FULL, at, 31) + (unsigned long long)(upto - chunks);
-    put_chunks(v, chunks, at, qv, qk);
+    const bool many = chunks > 32;
+    if (!many) {
+        for (long long k = 0; k < chunks; ++k) {
+            qv[at + k] = v;
+            qk[at + k] = (unsigned)k;
+        }
+    }
+    unsigned todo = __ballot_sync(FULL, many);
+    while (todo) {
+        const int src = __ffs(todo) - 1;
+        todo &= todo - 1;
+        const long long c = __shfl_sync(FULL, chunks, src);
+        const unsigned long long from = __shfl_sync(FULL, at, src);
+        const I u = __shfl_sync(FULL, v, src);
+        for (long long k = lane; k < c; k += 32) {
+            qv[from + k] = u;
+            qk[from + k] = (unsigned)k;
+        }
+    }
 }
 
 }  // namespace strong
@@ -206,9 +212,9 @@ __global__ void meshccl_scc_score(const long long* __restrict__ fptr,
     }
 }
 
-// One thread: both searches start at the pivot, its row of each CSR cut
-// into chunks (queues empty when the pivot already has a component:
-// nothing remains).  mark[] as the score kernel leaves it.
+// One warp: both searches start at the pivot, its row of each CSR cut into
+// chunks (queues empty when the pivot already has a component: nothing
+// remains).  mark[] as the score kernel leaves it.
 template <typename I>
 __global__ void meshccl_scc_seed(const long long* __restrict__ fptr,
                                  const long long* __restrict__ rptr,
@@ -220,21 +226,29 @@ __global__ void meshccl_scc_seed(const long long* __restrict__ fptr,
     using namespace meshccl::strong;
     const I p = (I)*pivot;
     const bool live = rep[p] < 0;
-    if (live) mark[p] = 3u;
     const long long nf = live ? chunks_of(fptr[p + 1] - fptr[p]) : 0;
     const long long nb = live ? chunks_of(rptr[p + 1] - rptr[p]) : 0;
-    put_chunks(p, nf, 0ull, qf_v, qf_k);
-    put_chunks(p, nb, 0ull, qb_v, qb_k);
-    counts[0] = (unsigned long long)nf;  // forward queue
-    counts[1] = (unsigned long long)nb;  // backward queue
+    for (long long k = threadIdx.x; k < nf; k += blockDim.x) {
+        qf_v[k] = p;
+        qf_k[k] = (unsigned)k;
+    }
+    for (long long k = threadIdx.x; k < nb; k += blockDim.x) {
+        qb_v[k] = p;
+        qb_k[k] = (unsigned)k;
+    }
+    if (threadIdx.x == 0) {
+        if (live) mark[p] = 3u;
+        counts[0] = (unsigned long long)nf;  // forward queue
+        counts[1] = (unsigned long long)nb;  // backward queue
+    }
 }
 
 // One level of both searches: blockIdx.y == 0 expands the forward queue
 // over the graph (bit 1), 1 the backward queue over the transpose (bit 2).
-// An entry (qin_v[i], qin_k[i]) is chunk k of vertex v's row: at most
-// CHUNK entries, expanded by the whole warp when more than WARP_ROW, else
-// by its own lane; the queues are appended to a warp at a time
-// (warp_append), so the loops keep the warp's lanes together.  Queue d reads its length from nin[d] and appends to
+// An entry (qin_v[i], qin_k[i]) is chunk k of vertex v's row, at most CHUNK
+// entries, expanded by its own lane; the lanes of a warp go in step, one
+// entry each per step, and append what they reached together
+// (warp_append).  Queue d reads its length from nin[d] and appends to
 // qout_d, counting in nout[d], which must be zero.  The lengths rotate
 // through three slots: this level also zeroes nzero[d], the slot the level
 // before read and the level after counts into, so that no launch of a fill
@@ -274,26 +288,13 @@ __global__ void meshccl_scc_expand(const long long* __restrict__ fptr, const J* 
     // warp-uniform loops: every lane of a warp runs the same iterations
     for (long long base = thread_id() - lane; base < total; base += thread_count()) {
         const long long i = base + lane;
-        long long b = 0, e = 0;
+        long long b = 0;
+        int len = 0;
         if (i < total) {
             const I v = qin_v[i];
             b = ptr[v] + (long long)qin_k[i] * CHUNK;
-            e = min(b + CHUNK, ptr[v + 1]);
+            len = (int)min(CHUNK, ptr[v + 1] - b);
         }
-        const bool heavy = e - b > WARP_ROW;
-        unsigned todo = __ballot_sync(FULL, heavy);
-        while (todo) {  // the warp's heavy chunks, one after another, by all lanes
-            const int src = __ffs(todo) - 1;
-            todo &= todo - 1;
-            const long long hb = __shfl_sync(FULL, b, src), he = __shfl_sync(FULL, e, src);
-            for (long long k0 = hb; k0 < he; k0 += 32) {
-                const long long k = k0 + lane;
-                const long long w = k < he ? (long long)idx[k] : 0;
-                warp_append((I)w, k < he ? claim(w) : 0, qout_v, qout_k, cnt);
-            }
-        }
-        // the light chunks (at most WARP_ROW entries), each by its own lane
-        const int len = heavy ? 0 : (int)(e - b);
         int most = len;
         for (int o = 16; o; o >>= 1) most = max(most, __shfl_xor_sync(FULL, most, o));
         for (int j = 0; j < most; ++j) {
