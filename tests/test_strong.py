@@ -682,3 +682,14 @@ def test_road_directed():
     assert gen.road_directed(20, one_way=0, seed=4).src.size == 2 * len(und)
     with pytest.raises(ValueError, match="one_way must lie in \\[0, 1\\], got 1.5"):
         gen.road_directed(4, one_way=1.5)
+
+
+def test_chunk_matches_the_kernel():
+    """The host sizes the search queues by strong.cu's CHUNK."""
+    import re
+    from pathlib import Path
+
+    from meshccl._gpu.strong import CHUNK
+
+    text = (Path(__file__).resolve().parents[1] / "meshccl" / "_kernels" / "strong.cu").read_text()
+    assert re.findall(r"constexpr long long CHUNK = (\d+);", text) == [str(CHUNK)]
