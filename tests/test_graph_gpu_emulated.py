@@ -376,6 +376,15 @@ def emulate(expr):
             for e in range(m)[::-1]:  # any order: the kernel's is timing-dependent
                 indices[cursor[src[e]]] = dst[e]
                 cursor[src[e]] += 1
+    elif name == "meshccl_graph_scatter_rows":
+        sig = [("ptr", "long long"), ("ptr", t[0]), ("val", "long long"),
+               ("ptr", "unsigned long long"), ("ptr", t[0])]
+
+        def run(indptr, indices, n, cursor, out):
+            for v in range(n)[::-1]:  # any order: the kernel's is timing-dependent
+                for e in range(indptr[v], indptr[v + 1]):
+                    out[cursor[indices[e]]] = v
+                    cursor[indices[e]] += 1
     elif name == "meshccl_graph_rule":
         csr, sym, rule, comp = t[2] == "true", t[3] == "true", int(t[4]), int(t[5])
         assert (rule, comp) in VALID_RULES, f"{expr}: rule {rule} with compression {comp}"

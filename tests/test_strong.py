@@ -289,6 +289,65 @@ def test_gpu_generated_graphs():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_adversarial_graphs():
+    """Hubs whose rows span many search chunks (both ways, as pivot and as
+    reached vertices), many 2-cycles, self-loops, isolated vertices, a big
+    cycle, long chains both ways, a large road-like grid, R-MAT 18."""
+    rng = np.random.default_rng(44)
+    # a star of 2-cycles through hub 0 (100k spokes: 391 chunks each way),
+    # second-level hubs reached from it, a hub that only reaches out
+    n = 100_001
+    spokes = np.arange(1, n)
+    sub = rng.choice(spokes, 3000, replace=False)
+    src = np.concatenate([np.zeros(n - 1, int), spokes, np.repeat(sub[:3], 1000),
+                          np.full(n - 1, n)])
+    dst = np.concatenate([spokes, np.zeros(n - 1, int), sub, spokes])
+    check_gpu(coo(src, dst, n + 1))
+    # hubs linked one-way in a chain (several giant-ish pivots' components)
+    hubs = 6
+    size = 20_000
+    v = np.arange(hubs * size)
+    centre = v - v % size
+    src = np.concatenate([centre, v, centre[size::size][:-1]])
+    dst = np.concatenate([v, centre, centre[2 * size::size]])
+    check_gpu(coo(src, dst, hubs * size))
+    # many 2-cycles, each pair linked to the next one way; every vertex a self-loop
+    n = 200_000
+    v = np.arange(n)
+    pair = v ^ 1
+    nxt = np.arange(0, n - 2, 2)
+    src = np.concatenate([v, v, nxt])
+    dst = np.concatenate([pair, v, nxt + 2])
+    assert check_gpu(coo(src, dst, n)) == n // 2
+    # self-loops and 2-cycles among isolated vertices, numbered at random
+    n = 300_000
+    perm = rng.permutation(n)
+    k = 50_000
+    src = perm[np.concatenate([np.arange(k), np.arange(0, k, 2), np.arange(1, k, 2)])]
+    dst = perm[np.concatenate([np.arange(k), np.arange(1, k, 2), np.arange(0, k, 2)])]
+    check_gpu(coo(src, dst, n))
+    # one big cycle, and chains both ways
+    n = 50_000
+    v = rng.permutation(n)
+    assert check_gpu(coo(v, np.roll(v, -1), n)) == 1
+    check_gpu(coo(v[:-1], v[1:], n))
+    check_gpu(coo(np.arange(1, n), np.arange(n - 1), n))
+    # a road-like grid large enough for thousands of search levels
+    e = gen.road_directed(700, one_way=0.1, seed=3)
+    check_gpu(coo(e.src, e.dst, e.n_vertices))
+    # R-MAT 18: hubs of thousands of entries, most vertices trimmed
+    e = gen.rmat(18, seed=18)
+    check_gpu(coo(e.src, e.dst, e.n_vertices))
+    # int64 neighbours and an edge list of the same R-MAT
+    import cupy
+
+    h = coo(e.src, e.dst, e.n_vertices).tocsr()
+    check_gpu(h, (cupy.asarray(h.indptr, cupy.int64), cupy.asarray(h.indices, cupy.int64)))
+    check_gpu(h, Edges(cupy.asarray(e.src), cupy.asarray(e.dst), e.n_vertices))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @settings(max_examples=examples(200))
 @given(st.integers(1, 40).flatmap(lambda n: st.tuples(
     st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=120))))
@@ -331,6 +390,7 @@ def test_gpu_info_and_symmetric():
 # Every launch is checked against the kernel's C signature.
 
 def _scc_emulation(expr):
+    from meshccl._gpu.strong import CHUNK
     from test_graph_gpu_emulated import check_args, parse
 
     name, t = parse(expr)
@@ -343,6 +403,13 @@ def _scc_emulation(expr):
         return rep[w] < 0
 
     u64 = ("val", "unsigned long long")
+
+    def enqueue(v, deg, qv, qk, cnt, d):
+        for k in range(-(-int(deg) // CHUNK)):
+            at = int(cnt[d])
+            assert at < len(qv), "a search queue overflows"
+            qv[at], qk[at] = v, k
+            cnt[d] += 1
 
     def prio(v, a, b, n):
         return (int(a) * v + int(b)) % n
@@ -360,36 +427,40 @@ def _scc_emulation(expr):
                     rep[v] = v
                     changed[0] = 1
     elif name == "meshccl_scc_score":
-        sig = [L, L, I, n_, L]
+        sig = [L, L, I, n_, L, U]
 
-        def run(fp, rp, rep, n, score):
+        def run(fp, rp, rep, n, score, mark):
             for v in range(n):
                 score[v] = -1 if rep[v] >= 0 else (fp[v + 1] - fp[v] + 1) * (rp[v + 1] - rp[v] + 1)
+                mark[v] = 0 if rep[v] < 0 else 3
     elif name == "meshccl_scc_seed":
-        sig = [L, I, U, I, I, ("ptr", "unsigned long long")]
+        sig = [L, L, L, I, U, I, U, I, U, ("ptr", "unsigned long long")]
 
-        def run(pivot, rep, mark, qf, qb, counts):
+        def run(fp, rp, pivot, rep, mark, qfv, qfk, qbv, qbk, counts):
             p = int(pivot[0])
-            ok = rep[p] < 0
-            if ok:
-                mark[p], qf[0], qb[0] = 3, p, p
-            counts[0] = counts[1] = int(ok)
+            counts[0] = counts[1] = 0
+            if rep[p] < 0:
+                mark[p] = 3
+                enqueue(p, fp[p + 1] - fp[p], qfv, qfk, counts, 0)
+                enqueue(p, rp[p + 1] - rp[p], qbv, qbk, counts, 1)
     elif name == "meshccl_scc_expand":
-        sig = [L, J, L, J, I, U, I, I, ("ptr", "unsigned long long"), I, I,
+        sig = [L, J, L, J, U, I, U, I, U, ("ptr", "unsigned long long"), I, U, I, U,
                ("ptr", "unsigned long long"), ("ptr", "unsigned long long")]
 
-        def run(fp, fi, rp, ri, rep, mark, qif, qib, nin, qof, qob, nout, nzero):
+        def run(fp, fi, rp, ri, mark, qifv, qifk, qibv, qibk, nin, qofv, qofk, qobv, qobk, nout,
+                nzero):
             assert not np.asarray(nout).any(), "counting into a slot that is not zero"
             nzero[:] = 0
-            sides = ((fp, fi, qif, qof, 1), (rp, ri, qib, qob, 2))
-            for d, (ptr, idx, qi, qo, bit) in enumerate(sides):
+            sides = ((fp, fi, qifv, qifk, qofv, qofk, 1), (rp, ri, qibv, qibk, qobv, qobk, 2))
+            for d, (ptr, idx, qiv, qik, qov, qok, bit) in enumerate(sides):
                 for i in range(int(nin[d])):
-                    v = qi[i]
-                    for w in idx[ptr[v]:ptr[v + 1]]:
-                        if rep[w] < 0 and not mark[w] & bit:
+                    v, k = int(qiv[i]), int(qik[i])
+                    b = ptr[v] + k * CHUNK
+                    assert b < ptr[v + 1], "an empty chunk in the queue"
+                    for w in idx[b:min(b + CHUNK, ptr[v + 1])]:
+                        if not mark[w] & bit:
                             mark[w] |= bit
-                            qo[nout[d]] = w
-                            nout[d] += 1
+                            enqueue(w, ptr[w + 1] - ptr[w], qov, qok, nout, d)
     elif name == "meshccl_scc_fwbw":
         sig = [U, L, I, n_]
 
@@ -450,6 +521,7 @@ def _scc_emulation(expr):
 
         def run(rep, low, n):
             for v in range(n):
+                assert rep[v] >= 0, "a vertex left without a component"
                 low[rep[v]] = min(low[rep[v]], v)
     elif name == "meshccl_scc_point":
         sig = [I, I, n_]
@@ -466,7 +538,7 @@ def _scc_emulation(expr):
         if name == "meshccl_scc_expand":
             assert grid[1] == 2
         if name == "meshccl_scc_seed":
-            assert grid == (1,) and block == (1,)
+            assert grid == (1,) and block == (32,)
         run(*args)
 
     return launch
@@ -521,6 +593,11 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch):
     src = np.concatenate([pairs[:, 0], pairs[:, 1], pairs[1:, 0]])
     dst = np.concatenate([pairs[:, 1], pairs[:, 0], pairs[:-1, 1]])
     cases.append((src, dst, 2 * k))
+    # hubs whose rows span several search chunks both ways (a star of
+    # 2-cycles through vertex 0, and a hub that only reaches out)
+    spokes = np.arange(1, 700)
+    cases.append((np.concatenate([np.zeros(699, int), spokes, np.full(699, 700)]),
+                  np.concatenate([spokes, np.zeros(699, int), spokes]), 701))
     for src, dst, n in cases:
         want = scipy_strong(coo(src, dst, n))
         forms, raw = _fake_forms(np.asarray(src, np.int64), np.asarray(dst, np.int64), n, rng)
@@ -605,3 +682,14 @@ def test_road_directed():
     assert gen.road_directed(20, one_way=0, seed=4).src.size == 2 * len(und)
     with pytest.raises(ValueError, match="one_way must lie in \\[0, 1\\], got 1.5"):
         gen.road_directed(4, one_way=1.5)
+
+
+def test_chunk_matches_the_kernel():
+    """The host sizes the search queues by strong.cu's CHUNK."""
+    import re
+    from pathlib import Path
+
+    from meshccl._gpu.strong import CHUNK
+
+    text = (Path(__file__).resolve().parents[1] / "meshccl" / "_kernels" / "strong.cu").read_text()
+    assert re.findall(r"constexpr long long CHUNK = (\d+);", text) == [str(CHUNK)]

@@ -302,6 +302,26 @@ def to_csr(src, dst, n: int):
     return indptr, indices
 
 
+def transpose_csr(indptr, indices, n: int):
+    """CSR arrays (indptr int64, indices of the given type) of the transpose
+    of a validated CSR (indptr int64), on the device, without a row array."""
+    import cupy
+
+    t = c_type(indices.dtype)
+    degree, scatter = kernels("graph.cu", f"meshccl_graph_degree<{t}>",
+                              f"meshccl_graph_scatter_rows<{t}>")
+    m = indices.size
+    deg = cupy.zeros(n + 1, dtype=cupy.uint64)
+    out = cupy.empty(m, dtype=indices.dtype)
+    if m:
+        degree(_grid(m, BLOCK, 32), (BLOCK,), (indices, np.int64(m), deg))
+    tptr = cupy.cumsum(deg.view(cupy.int64))
+    if m:
+        cursor = tptr[:-1].copy().view(cupy.uint64)
+        scatter(_grid(n, BLOCK, 32), (BLOCK,), (indptr, indices, np.int64(n), cursor, out))
+    return tptr, out
+
+
 def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
                 index_dtype=None, compression=None, max_iterations=None, facts=None):
     """The GPU method as ``[(name, launch), ...]`` that leave the parent array

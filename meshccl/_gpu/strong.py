@@ -6,8 +6,9 @@ on the current device and runs the kernel file's steps: trim,
 forward-backward from a pivot, trim again, colouring rounds, then the
 numbering by each component's smallest vertex (the shared relabel of
 :mod:`.number_roots`).  It needs the graph and its transpose as CSR; the
-one it lacks is built on the device (:func:`meshccl._gpu.graph.to_csr`, a
-counting scatter).  Host synchronisations: the change flags of the trim,
+one it lacks is built on the device (:func:`meshccl._gpu.graph.transpose_csr`
+or, from an edge list, :func:`~meshccl._gpu.graph.to_csr`: counting
+scatters).  Host synchronisations: the change flags of the trim,
 push and backward passes (:func:`.passes.until_settled`: once per growing
 batch of passes), the queue lengths of the searches (once per batch of
 levels, batches doubling up to :data:`.passes.BATCH_MAX`), and the count of
@@ -20,10 +21,13 @@ import math
 
 import numpy as np
 
-from .graph import BLOCK, _edge_arrays, _grid, _unpack, to_csr
+from .graph import BLOCK, _grid, _unpack, to_csr, transpose_csr
 from .loader import c_type, kernels
 from .number_roots import relabel
 from .passes import BATCH_MAX, until_settled
+
+#: strong.cu's CHUNK: the most row entries of one search queue entry
+CHUNK = 32
 
 
 def colour_order(n: int):
@@ -46,8 +50,7 @@ def graphs(kind, arrays, n):
     I, J, indptr, src, dst = _unpack(kind, arrays, n)
     if indptr is None:  # an edge list
         return I, J, to_csr(src, dst, n), to_csr(dst, src, n)
-    rows, cols = _edge_arrays(indptr, None, dst, n, J)
-    given, other = (indptr, dst), to_csr(cols, rows, n)
+    given, other = (indptr, dst), transpose_csr(indptr, dst, n)
     if kind == "csc":  # the arrays are the transpose's CSR
         given, other = other, given
     return I, J, given, other
@@ -86,7 +89,7 @@ def strong_components(kind, arrays, n, timer=None, info=None):
         f"meshccl_scc_colour_roots<{ti}>", f"meshccl_scc_colour_back<{ti}, {tj}>",
         f"meshccl_scc_colour_done<{ti}>", f"meshccl_scc_min<{ti}>", f"meshccl_scc_point<{ti}>")
     rep = cupy.full(n, -1, dtype=I)
-    mark = cupy.zeros(n, dtype=cupy.uint32)
+    mark = cupy.empty(n, dtype=cupy.uint32)  # written by the score and colouring kernels
 
     def trim_all():
         until_settled(lambda t, flag: trim(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, flag)),
@@ -94,22 +97,26 @@ def strong_components(kind, arrays, n, timer=None, info=None):
 
     def forward_backward():
         scores = cupy.empty(n, dtype=cupy.int64)
-        score(grid, (BLOCK,), (fptr, rptr, rep, nn, scores))
+        score(grid, (BLOCK,), (fptr, rptr, rep, nn, scores, mark))
         pivot = cupy.argmax(scores).astype(cupy.int64).reshape(1)  # stays on the device
-        queues = [(cupy.empty(n, dtype=I), cupy.empty(n, dtype=I)) for _ in range(2)]
+        # a queue holds each reached vertex once, as its rows' chunks of at
+        # most CHUNK entries: at most n + m / CHUNK entries (strong.cu)
+        room = n + int(fidx.size) // CHUNK + 1
+        queues = [(cupy.empty(room, dtype=I), cupy.empty(room, dtype=cupy.uint32),
+                   cupy.empty(room, dtype=I), cupy.empty(room, dtype=cupy.uint32))
+                  for _ in range(2)]
         # queue lengths [slot][direction]: level k reads slot k % 3, counts
         # into slot (k + 1) % 3 and zeroes slot (k + 2) % 3 (strong.cu)
         counts = cupy.zeros((3, 2), dtype=cupy.uint64)
-        seed((1,), (1,), (pivot, rep, mark, queues[0][0], queues[0][1], counts[0]))
+        seed((1,), (32,), (fptr, rptr, pivot, rep, mark, *queues[0], counts[0]))
         level_grid = (_grid(n, BLOCK, 8)[0], 2)
         level, batch = 0, 1
         while True:
             for _ in range(batch):
                 a, b = level % 2, 1 - level % 2
-                expand(level_grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, mark, queues[a][0],
-                                              queues[a][1], counts[level % 3], queues[b][0],
-                                              queues[b][1], counts[(level + 1) % 3],
-                                              counts[(level + 2) % 3]))
+                expand(level_grid, (BLOCK,), (fptr, fidx, rptr, ridx, mark, *queues[a],
+                                              counts[level % 3], *queues[b],
+                                              counts[(level + 1) % 3], counts[(level + 2) % 3]))
                 level += 1
             if not counts[level % 3].get().any():  # the queues the next level would read
                 break

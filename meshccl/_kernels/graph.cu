@@ -751,6 +751,43 @@ __global__ void meshccl_graph_scatter(const J* __restrict__ src, const J* __rest
         indices[atomicAdd(cursor + (long long)src[e], 1ull)] = dst[e];
 }
 
+// The transpose of a CSR: v goes to row indices[e] of the transpose for
+// every entry e of row v; cursor starts as the transpose's indptr[:-1]
+// (meshccl_graph_degree over indices gives its counts).  A row of more than
+// 32 entries is read by the whole warp (the lanes stride over it), a
+// shorter one by its own thread, so no row array is built and a hub does
+// not keep one thread busy (blockDim a multiple of 32).  The order inside a
+// row of the transpose depends on timing.
+template <typename J>
+__global__ void meshccl_graph_scatter_rows(const long long* __restrict__ indptr,
+                                           const J* __restrict__ indices, long long n,
+                                           unsigned long long* cursor, J* __restrict__ out) {
+    using namespace meshccl::graph;
+    const int lane = threadIdx.x & 31;
+    // warp-uniform loop: every lane of a warp runs the same iterations
+    for (long long base = thread_id() - lane; base < n; base += thread_count()) {
+        const long long v = base + lane;
+        long long b = 0, e = 0;
+        if (v < n) {
+            b = indptr[v];
+            e = indptr[v + 1];
+        }
+        const bool long_row = e - b > 32;
+        unsigned todo = __ballot_sync(0xffffffffu, long_row);
+        while (todo) {
+            const int src = __ffs(todo) - 1;
+            todo &= todo - 1;
+            const long long hb = __shfl_sync(0xffffffffu, b, src);
+            const long long he = __shfl_sync(0xffffffffu, e, src);
+            for (long long k = hb + lane; k < he; k += 32)
+                out[atomicAdd(cursor + (long long)indices[k], 1ull)] = (J)(base + src);
+        }
+        if (!long_row)
+            for (long long k = b; k < e; ++k)
+                out[atomicAdd(cursor + (long long)indices[k], 1ull)] = (J)v;
+    }
+}
+
 // ------------------------------------ the GConn union rules, edge-centric
 
 // One thread per stored edge e unites its ends (edge_ends: for CSR the
@@ -826,13 +863,35 @@ __global__ void meshccl_graph_forest(const long long* __restrict__ indptr,
 // flags of several passes at once (meshccl/_gpu/graph.py), and a pass that
 // changed nothing proves the fixed point, so the result is exact.
 
-// rows[e] = the row of entry e (CSR -> the sources of an edge list).
+// rows[e] = the row of entry e (CSR -> the sources of an edge list).  A row
+// of more than 32 entries is written by the whole warp (the lanes stride
+// over it), a shorter one by its own thread, so that a hub's row does not
+// keep one thread writing long after the rest (blockDim a multiple of 32).
 template <typename J>
 __global__ void meshccl_graph_rows(const long long* __restrict__ indptr, long long n,
                                    J* __restrict__ rows) {
     using namespace meshccl::graph;
-    for (long long v = thread_id(); v < n; v += thread_count())
-        for (long long e = indptr[v], end = indptr[v + 1]; e < end; ++e) rows[e] = (J)v;
+    const int lane = threadIdx.x & 31;
+    // warp-uniform loop: every lane of a warp runs the same iterations
+    for (long long base = thread_id() - lane; base < n; base += thread_count()) {
+        const long long v = base + lane;
+        long long b = 0, e = 0;
+        if (v < n) {
+            b = indptr[v];
+            e = indptr[v + 1];
+        }
+        const bool long_row = e - b > 32;
+        unsigned todo = __ballot_sync(0xffffffffu, long_row);
+        while (todo) {
+            const int src = __ffs(todo) - 1;
+            todo &= todo - 1;
+            const long long hb = __shfl_sync(0xffffffffu, b, src);
+            const long long he = __shfl_sync(0xffffffffu, e, src);
+            for (long long k = hb + lane; k < he; k += 32) rows[k] = (J)(base + src);
+        }
+        if (!long_row)
+            for (long long k = b; k < e; ++k) rows[k] = (J)v;
+    }
 }
 
 // Kernel 1 (edge-centric): every edge lowers the larger label of its two
@@ -1158,7 +1217,9 @@ MESHCCL_GRAPH_I(long long)
 #define MESHCCL_GRAPH_J(J)                                                                      \
     template __global__ void meshccl_graph_degree<J>(const J*, long long, unsigned long long*); \
     template __global__ void meshccl_graph_scatter<J>(const J*, const J*, long long,            \
-                                                      unsigned long long*, J*);
+                                                      unsigned long long*, J*);                 \
+    template __global__ void meshccl_graph_scatter_rows<J>(const long long*, const J*, long long, \
+                                                           unsigned long long*, J*);
 MESHCCL_GRAPH_J(int)
 MESHCCL_GRAPH_J(long long)
 #define MESHCCL_GRAPH_PROBE(P, J)                                                                \

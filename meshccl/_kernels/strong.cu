@@ -30,13 +30,21 @@
 //    vertices -- forward on the graph, backward on its transpose (a CSR of
 //    the reversed edges, built once by a counting scatter) -- mark bit 1 and
 //    bit 2 of mark[]; the vertices with both bits are the pivot's
-//    component.  Both searches advance one level per launch (blockIdx.y
-//    picks the direction) on queues whose lengths stay on the device: the
-//    host launches levels in growing batches and reads the lengths once
-//    per batch, never once per level.  A queue entry of high degree is
-//    expanded by its whole warp (the lanes stride over its row), the others
-//    by their own thread, so the hubs of a skewed graph do not serialise a
-//    level.  Then the trim runs again on what is left.
+//    component (vertices trimmed before start with both bits, so a search
+//    tests one word per edge and never enters them).  Both searches
+//    advance one level per launch (blockIdx.y picks the direction) on
+//    queues whose lengths stay on the device: the host launches levels in
+//    growing batches and reads the lengths once per batch, never once per
+//    level.  A reached vertex enters the queue as the chunks of its row, at
+//    most CHUNK = 32 entries each, and each chunk is expanded by one lane,
+//    so that a hub -- the pivot itself has the largest degrees of the
+//    graph, a hundred thousand and more on R-MAT -- is spread over as many
+//    lanes as it has chunks instead of holding one warp for the whole
+//    level.  The lanes of a warp go in step, one entry each per step, and
+//    each step the warp appends what its lanes reached with one atomicAdd
+//    on the queue's length (a prefix sum over the lanes places them), not
+//    one per vertex on a word that every warp of the level shares.  Then
+//    the trim runs again on what is left.
 //
 // 3. Colouring (meshccl_scc_colour_*), for the many small components left.
 //    Every remaining vertex starts with its own priority as colour; the
@@ -65,9 +73,12 @@
 // 4. Numbering (meshccl_scc_min, _point): each vertex points at the
 //    smallest vertex of its component, so the shared relabel
 //    (number_roots.cu) numbers components 0..N-1 in order of their smallest
-//    vertex.  (SciPy numbers them in the order its depth-first search
-//    completes them, which only a sequential search reproduces; the CPU
-//    backend does, the GPU documents this order instead.)
+//    vertex.  The smallest vertex of each component is an atomicMin per
+//    warp and component, not per vertex (a giant component would make
+//    millions of them on one word).  (SciPy numbers them in the order its
+//    depth-first search completes them, which only a sequential search
+//    reproduces; the CPU backend does, the GPU documents this order
+//    instead.)
 //
 // Costs: trimming and colouring take as many passes as the longest chain
 // of vertices they peel or colour one after another, and forward-backward
@@ -78,7 +89,8 @@
 //
 // Index types: I (int below 2^31 vertices, long long beyond) for vertices
 // and colours; J (int or long long) for the stored neighbours; row offsets
-// long long.
+// long long; a chunk's number within its row unsigned (rows of fewer than
+// 2^37 entries, which no GPU holds).
 
 namespace meshccl {
 namespace strong {
@@ -106,8 +118,52 @@ __device__ __forceinline__ long long vertex_of(long long p, unsigned long long a
     const unsigned long long u = (unsigned long long)n;
     return (long long)(((unsigned long long)p + u - b) % u * a_inv % u);
 }
-//: a queue entry with more stored neighbours than this is expanded by its warp
-constexpr long long WARP_ROW = 32;
+//: a search queue entry is a chunk of at most this many entries of one row
+constexpr long long CHUNK = 32;
+
+// The number of queue entries of a row of deg entries: ceil(deg / CHUNK),
+// none for an empty row (reaching its vertex is all there is to it).
+__device__ __forceinline__ long long chunks_of(long long deg) { return (deg + CHUNK - 1) / CHUNK; }
+
+// The whole warp appends to a search queue (qv, qk): each lane its vertex v
+// as `chunks` entries (v, 0), (v, 1), ... (0: nothing), from the place its
+// lane's prefix sum gives after one atomicAdd on *cnt for the warp -- not
+// one per lane on the one counter that every warp of the level appends to.
+// A lane writes up to 32 entries itself; more (a hub's), the whole warp
+// writes.  Called by all 32 lanes together.
+template <typename I>
+__device__ __forceinline__ void warp_append(I v, long long chunks, I* __restrict__ qv,
+                                            unsigned* __restrict__ qk, unsigned long long* cnt) {
+    if (!__any_sync(FULL, chunks > 0)) return;
+    const int lane = threadIdx.x & 31;
+    long long upto = chunks;  // inclusive prefix sum over the lanes
+    for (int o = 1; o < 32; o <<= 1) {
+        const long long t = __shfl_up_sync(FULL, upto, o);
+        if (lane >= o) upto += t;
+    }
+    unsigned long long at = 0;
+    if (lane == 31) at = atomicAdd(cnt, (unsigned long long)upto);
+    at = __shfl_sync(FULL, at, 31) + (unsigned long long)(upto - chunks);
+    const bool many = chunks > 32;
+    if (!many) {
+        for (long long k = 0; k < chunks; ++k) {
+            qv[at + k] = v;
+            qk[at + k] = (unsigned)k;
+        }
+    }
+    unsigned todo = __ballot_sync(FULL, many);
+    while (todo) {
+        const int src = __ffs(todo) - 1;
+        todo &= todo - 1;
+        const long long c = __shfl_sync(FULL, chunks, src);
+        const unsigned long long from = __shfl_sync(FULL, at, src);
+        const I u = __shfl_sync(FULL, v, src);
+        for (long long k = lane; k < c; k += 32) {
+            qv[from + k] = u;
+            qk[from + k] = (unsigned)k;
+        }
+    }
+}
 
 }  // namespace strong
 }  // namespace meshccl
@@ -140,84 +196,110 @@ __global__ void meshccl_scc_trim(const long long* __restrict__ fptr, const J* __
 }
 
 // The pivot's score: out-degree x in-degree of a remaining vertex, -1 for
-// the others (the host takes the argmax on the device).
+// the others (the host takes the argmax on the device).  Also readies
+// mark[] for the searches: 0 for a remaining vertex, 3 (reached both ways)
+// for one with a component, so that the searches test one word per edge.
 template <typename I>
 __global__ void meshccl_scc_score(const long long* __restrict__ fptr,
                                   const long long* __restrict__ rptr, const I* __restrict__ rep,
-                                  I n, long long* __restrict__ score) {
+                                  I n, long long* __restrict__ score,
+                                  unsigned* __restrict__ mark) {
     using namespace meshccl::strong;
     for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
-        score[v] = rep[v] >= 0 ? -1 : (fptr[v + 1] - fptr[v] + 1) * (rptr[v + 1] - rptr[v] + 1);
+        const bool live = rep[v] < 0;
+        score[v] = live ? (fptr[v + 1] - fptr[v] + 1) * (rptr[v + 1] - rptr[v] + 1) : -1;
+        mark[v] = live ? 0u : 3u;
     }
 }
 
-// One thread: both queues start at the pivot (empty when the pivot already
-// has a component: nothing remains).  mark[] must be zero.
+// One warp: both searches start at the pivot, its row of each CSR cut into
+// chunks (queues empty when the pivot already has a component: nothing
+// remains).  mark[] as the score kernel leaves it.
 template <typename I>
-__global__ void meshccl_scc_seed(const long long* __restrict__ pivot, const I* __restrict__ rep,
-                                 unsigned* __restrict__ mark, I* __restrict__ qf,
-                                 I* __restrict__ qb, unsigned long long* __restrict__ counts) {
+__global__ void meshccl_scc_seed(const long long* __restrict__ fptr,
+                                 const long long* __restrict__ rptr,
+                                 const long long* __restrict__ pivot, const I* __restrict__ rep,
+                                 unsigned* __restrict__ mark, I* __restrict__ qf_v,
+                                 unsigned* __restrict__ qf_k, I* __restrict__ qb_v,
+                                 unsigned* __restrict__ qb_k,
+                                 unsigned long long* __restrict__ counts) {
+    using namespace meshccl::strong;
     const I p = (I)*pivot;
     const bool live = rep[p] < 0;
-    if (live) {
-        mark[p] = 3u;
-        qf[0] = p;
-        qb[0] = p;
+    const long long nf = live ? chunks_of(fptr[p + 1] - fptr[p]) : 0;
+    const long long nb = live ? chunks_of(rptr[p + 1] - rptr[p]) : 0;
+    for (long long k = threadIdx.x; k < nf; k += blockDim.x) {
+        qf_v[k] = p;
+        qf_k[k] = (unsigned)k;
     }
-    counts[0] = live ? 1ull : 0ull;  // forward queue
-    counts[1] = live ? 1ull : 0ull;  // backward queue
+    for (long long k = threadIdx.x; k < nb; k += blockDim.x) {
+        qb_v[k] = p;
+        qb_k[k] = (unsigned)k;
+    }
+    if (threadIdx.x == 0) {
+        if (live) mark[p] = 3u;
+        counts[0] = (unsigned long long)nf;  // forward queue
+        counts[1] = (unsigned long long)nb;  // backward queue
+    }
 }
 
 // One level of both searches: blockIdx.y == 0 expands the forward queue
 // over the graph (bit 1), 1 the backward queue over the transpose (bit 2).
-// Queue d reads its length from nin[d] and appends to qout_d, counting in
-// nout[d], which must be zero.  The lengths rotate through three slots:
-// this level also zeroes nzero[d], the slot the level before read and the
-// level after counts into, so that no launch of a fill sits between two
-// levels (no thread of this level reads that slot).
+// An entry (qin_v[i], qin_k[i]) is chunk k of vertex v's row, at most CHUNK
+// entries, expanded by its own lane; the lanes of a warp go in step, one
+// entry each per step, and append what they reached together
+// (warp_append).  Queue d reads its length from nin[d] and appends to
+// qout_d, counting in nout[d], which must be zero.  The lengths rotate
+// through three slots: this level also zeroes nzero[d], the slot the level
+// before read and the level after counts into, so that no launch of a fill
+// sits between two levels (no thread of this level reads that slot).
 template <typename I, typename J>
 __global__ void meshccl_scc_expand(const long long* __restrict__ fptr, const J* __restrict__ fidx,
                                    const long long* __restrict__ rptr, const J* __restrict__ ridx,
-                                   const I* __restrict__ rep, unsigned* mark,
-                                   const I* __restrict__ qin_f, const I* __restrict__ qin_b,
+                                   unsigned* mark, const I* __restrict__ qin_fv,
+                                   const unsigned* __restrict__ qin_fk,
+                                   const I* __restrict__ qin_bv,
+                                   const unsigned* __restrict__ qin_bk,
                                    const unsigned long long* __restrict__ nin,
-                                   I* __restrict__ qout_f, I* __restrict__ qout_b,
+                                   I* __restrict__ qout_fv, unsigned* __restrict__ qout_fk,
+                                   I* __restrict__ qout_bv, unsigned* __restrict__ qout_bk,
                                    unsigned long long* nout, unsigned long long* nzero) {
     using namespace meshccl::strong;
     const int d = blockIdx.y;
     const long long* ptr = d ? rptr : fptr;
     const J* idx = d ? ridx : fidx;
-    const I* qin = d ? qin_b : qin_f;
-    I* qout = d ? qout_b : qout_f;
+    const I* qin_v = d ? qin_bv : qin_fv;
+    const unsigned* qin_k = d ? qin_bk : qin_fk;
+    I* qout_v = d ? qout_bv : qout_fv;
+    unsigned* qout_k = d ? qout_bk : qout_fk;
     unsigned long long* cnt = nout + d;
     const unsigned bit = d ? 2u : 1u;
     const long long total = (long long)nin[d];
     const int lane = threadIdx.x & 31;
     if (blockIdx.x == 0 && threadIdx.x == 0) nzero[d] = 0ull;
-    auto visit = [&](long long w) {
-        if (rep[w] >= 0 || (mark[w] & bit)) return;
-        if (atomicOr(mark + w, bit) & bit) return;
-        qout[atomicAdd(cnt, 1ull)] = (I)w;
+    // claim w for this search: the number of its row's chunks to append
+    // when this thread reached it first, else 0 (mark[w] carries both bits
+    // for a vertex with a component: score kernel)
+    auto claim = [&](long long w) -> long long {
+        if (mark[w] & bit) return 0;
+        if (atomicOr(mark + w, bit) & bit) return 0;
+        return chunks_of(ptr[w + 1] - ptr[w]);
     };
-    // warp-uniform loop: every lane of a warp runs the same iterations
+    // warp-uniform loops: every lane of a warp runs the same iterations
     for (long long base = thread_id() - lane; base < total; base += thread_count()) {
         const long long i = base + lane;
-        long long b = 0, e = 0;
+        long long b = 0;
+        int len = 0;
         if (i < total) {
-            const I v = qin[i];
-            b = ptr[v];
-            e = ptr[v + 1];
+            const I v = qin_v[i];
+            b = ptr[v] + (long long)qin_k[i] * CHUNK;
+            len = (int)min(CHUNK, ptr[v + 1] - b);
         }
-        const bool heavy = e - b > WARP_ROW;
-        unsigned todo = __ballot_sync(FULL, heavy);
-        while (todo) {
-            const int src = __ffs(todo) - 1;
-            todo &= todo - 1;
-            const long long hb = __shfl_sync(FULL, b, src), he = __shfl_sync(FULL, e, src);
-            for (long long k = hb + lane; k < he; k += 32) visit((long long)idx[k]);
-        }
-        if (!heavy) {
-            for (long long k = b; k < e; ++k) visit((long long)idx[k]);
+        int most = len;
+        for (int o = 16; o; o >>= 1) most = max(most, __shfl_xor_sync(FULL, most, o));
+        for (int j = 0; j < most; ++j) {
+            const long long w = j < len ? (long long)idx[b + j] : 0;
+            warp_append((I)w, j < len ? claim(w) : 0, qout_v, qout_k, cnt);
         }
     }
 }
@@ -337,12 +419,23 @@ __global__ void meshccl_scc_colour_done(const unsigned* __restrict__ mark,
 }
 
 // Numbering: low[r] = the smallest vertex of representative r's component
-// (low filled with n before) ...
+// (low filled with n before) ...  The lanes of a warp hold consecutive
+// vertices, and most vertices of a giant component share one
+// representative: __match_any_sync groups the lanes by representative and
+// only the lowest lane of a group (its smallest vertex) tries the atomic,
+// and only when it would lower low[r] (low only falls, so a stale read
+// costs at most a needless atomic) -- not millions of atomics on one word.
 template <typename I>
 __global__ void meshccl_scc_min(const I* __restrict__ rep, I* low, I n) {
     using namespace meshccl::strong;
-    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
-        atomicMin(low + rep[v], (I)v);
+    const int lane = threadIdx.x & 31;
+    // warp-uniform loop: every lane of a warp runs the same iterations
+    for (long long base = thread_id() - lane; base < (long long)n; base += thread_count()) {
+        const long long v = base + lane;
+        const I r = v < (long long)n ? rep[v] : (I)-1;
+        const unsigned same = __match_any_sync(FULL, r);
+        if (r >= 0 && lane == __ffs(same) - 1 && (I)v < ((volatile I*)low)[r])
+            atomicMin(low + r, (I)v);
     }
 }
 
@@ -362,17 +455,19 @@ __global__ void meshccl_scc_point(I* rep, const I* __restrict__ low, I n) {
     template __global__ void meshccl_scc_trim<I, J>(const long long*, const J*, const long long*,  \
                                                     const J*, I*, I, int*);                        \
     template __global__ void meshccl_scc_expand<I, J>(                                             \
-        const long long*, const J*, const long long*, const J*, const I*, unsigned*, const I*,     \
-        const I*, const unsigned long long*, I*, I*, unsigned long long*, unsigned long long*);    \
+        const long long*, const J*, const long long*, const J*, unsigned*, const I*,               \
+        const unsigned*, const I*, const unsigned*, const unsigned long long*, I*, unsigned*, I*,  \
+        unsigned*, unsigned long long*, unsigned long long*);                                      \
     template __global__ void meshccl_scc_colour_push<I, J>(const long long*, const J*, const I*,   \
                                                            I*, volatile unsigned char*, I, int*);  \
     template __global__ void meshccl_scc_colour_back<I, J>(const long long*, const J*, const I*,   \
                                                            const I*, volatile unsigned*, I, int*);
 #define MESHCCL_SCC_I(I)                                                                           \
     template __global__ void meshccl_scc_score<I>(const long long*, const long long*, const I*, I, \
-                                                  long long*);                                     \
-    template __global__ void meshccl_scc_seed<I>(const long long*, const I*, unsigned*, I*, I*,    \
-                                                 unsigned long long*);                             \
+                                                  long long*, unsigned*);                          \
+    template __global__ void meshccl_scc_seed<I>(const long long*, const long long*,               \
+                                                 const long long*, const I*, unsigned*, I*,        \
+                                                 unsigned*, I*, unsigned*, unsigned long long*);   \
     template __global__ void meshccl_scc_fwbw<I>(const unsigned*, const long long*, I*, I);        \
     template __global__ void meshccl_scc_colour_init<I>(const I*, I*, unsigned char*, unsigned*,   \
                                                         I, unsigned long long,                     \
