@@ -61,7 +61,8 @@ def test_philox_known_answers(rounds, counter, key, expected):
 
 
 def _cuda_body_on_cpu(tmp_path, inputs):
-    """Run the CUDA kernel body of meshccl.sim.random through a C compiler
+    """Run meshccl_philox of meshccl/_kernels/philox.cuh (the CUDA rounds of
+    random.words on CuPy and of the Ising kernels) through a C compiler
     (``__umulhi`` as its definition): one line of words per input."""
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
@@ -71,11 +72,12 @@ def _cuda_body_on_cpu(tmp_path, inputs):
         "#include <stdio.h>\n"
         "#define __umulhi(a, b) ((unsigned int)(((unsigned long long)(a) * "
         "(unsigned long long)(b)) >> 32))\n"
+        + sim_random._cuda_preamble() + "\n"
         "int main(void) {\n"
-        "  unsigned int c0, c1, c2, c3, k0, k1, r0, r1, r2, r3; int rounds;\n"
+        "  unsigned int c0, c1, c2, c3, k0, k1, r[4]; int rounds;\n"
         "  while (scanf(\"%x %x %x %x %x %x %d\", &c0, &c1, &c2, &c3, &k0, &k1, &rounds) == 7) {\n"
-        "    {" + sim_random._CUDA_BODY + "}\n"
-        "    printf(\"%08x %08x %08x %08x\\n\", r0, r1, r2, r3);\n"
+        "    meshccl_philox(c0, c1, c2, c3, k0, k1, rounds, r);\n"
+        "    printf(\"%08x %08x %08x %08x\\n\", r[0], r[1], r[2], r[3]);\n"
         "  }\n  return 0;\n}\n")
     exe = tmp_path / "philox"
     subprocess.run([cc, "-O1", "-o", str(exe), str(src)], check=True, capture_output=True)
@@ -85,7 +87,7 @@ def _cuda_body_on_cpu(tmp_path, inputs):
 
 
 def test_philox_cuda_body_compiled_on_cpu(tmp_path):
-    """The GPU kernel's source gives the known answers and NumPy's words."""
+    """The GPU kernels' Philox (philox.cuh) gives the known answers and NumPy's words."""
     rng = np.random.default_rng(5)
     extra = [(10, tuple(int(v) for v in rng.integers(0, 2**32, 4)),
               tuple(int(v) for v in rng.integers(0, 2**32, 2))) for _ in range(20)]
@@ -330,10 +332,11 @@ def test_swendsen_wang_clusters_are_meshccl_labels():
     before = sim.state.copy()
     step = sim.step
     sim.run(1)
-    w = sim_random.words(sim.seed, sim_random.TAG_BOND, step,
-                         np.arange(144, dtype=np.uint64).reshape(12, 12), 2)
+    # bond k of cell i: word 2 i + k of the step, word (2 i + k) % 4 of call (2 i + k) // 4
+    w = sim_random.words(sim.seed, sim_random.TAG_BOND, step, np.arange(72, dtype=np.uint64), 4)
+    word = np.stack(w, axis=1).reshape(12, 12, 2)
     p = -math.expm1(-2 / 2.3)
-    bonds = np.stack([w[k] < math.floor(p * 2**32) for k in range(2)])
+    bonds = np.stack([word[..., k] < math.floor(p * 2**32) for k in range(2)])
     expected = meshccl.label(before, connectivity=1, periodic=True, bonds=bonds)
     clusters = sim.labels("clusters")
     assert clusters.step == 1 and np.array_equal(clusters.labels, expected)
