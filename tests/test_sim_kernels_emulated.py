@@ -89,8 +89,10 @@ static void launch(void (*f)(A...), unsigned int grid, unsigned int block, void*
 extern "C" int meshccl_launch(const char* name, unsigned int grid, unsigned int block,
                               void** args) {
     const std::string s(name);
-    if (s == "meshccl_ising_metropolis<2>") launch(&meshccl_ising_metropolis<2>, grid, block, args);
-    else if (s == "meshccl_ising_metropolis<3>") launch(&meshccl_ising_metropolis<3>, grid, block, args);
+    if (s == "meshccl_ising_metropolis<2>")
+        launch(&meshccl_ising_metropolis<2>, grid, block, args);
+    else if (s == "meshccl_ising_metropolis<3>")
+        launch(&meshccl_ising_metropolis<3>, grid, block, args);
     else if (s == "meshccl_ising_bonds<2>") launch(&meshccl_ising_bonds<2>, grid, block, args);
     else if (s == "meshccl_ising_bonds<3>") launch(&meshccl_ising_bonds<3>, grid, block, args);
     else if (s == "meshccl_ising_flip<int>") launch(&meshccl_ising_flip<int>, grid, block, args);

@@ -9,7 +9,8 @@ bond per nearest-neighbour pair of the torus.  Three dynamics:
   spins: colour 0, then colour 1, is one sweep.  The acceptance
   ``min(1, exp(-dE / T))`` is read from a table of the 2 (2d + 1)
   possible (spin, neighbour sum) pairs, as 32-bit integer thresholds, and
-  compared with one Philox word per cell per sweep.
+  compared with one Philox word per cell per sweep; the 4 cells of one
+  colour in a span of 8 of a row take the 4 words of one Philox call.
 - ``'kawasaki'``: spin exchange between unequal nearest neighbours, which
   conserves the magnetisation exactly.  Pairs along axis d starting at
   cells with ``x_d = p (mod 4)`` and ``x_j = q_j (mod 2)`` for the other
@@ -21,7 +22,8 @@ bond per nearest-neighbour pair of the torus.  Three dynamics:
   every dE = 0 move would be taken, and in a fixed order of sub-lattices
   an isolated minority spin would walk a fixed, periodic path.
 - ``'swendsen-wang'``: bonds between equal neighbours open with
-  ``p = 1 - exp(-2 J / T)``, clusters come from
+  ``p = 1 - exp(-2 J / T)`` (one Philox word per bond, four bonds a
+  call), clusters come from
   ``meshccl.label(spins, connectivity=1, periodic=True, bonds=bonds)``
   (every cell is labelled: spins are never 0), and each cluster is set to
   +1 with probability ``1 / (1 + exp(-2 h n / T))`` (n its cells; 1/2 at
@@ -31,7 +33,9 @@ bond per nearest-neighbour pair of the torus.  Three dynamics:
 Random numbers come from :mod:`meshccl.sim.random`, indexed by (seed, step,
 cell or label); thresholds are integers computed once on the host.  So a
 NumPy and a CuPy run of the same seed give the same spins, bit for bit,
-and a run resumed from a checkpoint continues exactly.
+and a run resumed from a checkpoint continues exactly.  On CuPy the
+Metropolis sweep, the bonds and the flip (h = 0) are the kernels of
+``meshccl/_kernels/ising.cu``, which draw the same words.
 """
 
 from __future__ import annotations
