@@ -152,7 +152,6 @@ class _Kernel:
 def device(library, monkeypatch):
     """Ising's CuPy steps on the CPU kernels: NumPy as ``cupy``, the library as the loader."""
     fake = types.ModuleType("cupy")
-    fake.ascontiguousarray = np.ascontiguousarray
     fake.empty_like = np.empty_like
     fake.empty = np.empty
     monkeypatch.setitem(sys.modules, "cupy", fake)
@@ -162,6 +161,8 @@ def device(library, monkeypatch):
         return tuple(_Kernel(library, n) for n in names)
 
     monkeypatch.setattr(loader, "kernels", kernels)
+    # NumPy arrays have no device pointer (x86 loads need no alignment)
+    monkeypatch.setattr(ising_mod, "_aligned", lambda a, alignment: np.ascontiguousarray(a))
     monkeypatch.setattr(loader, "c_type", lambda dt: loader._C_TYPES[np.dtype(dt).name])
     return ising_mod
 

@@ -40,6 +40,7 @@ Metropolis sweep, the bonds and the flip (h = 0) are the kernels of
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -97,6 +98,14 @@ def _grid(threads):
     return (max(1, -(-threads // _BLOCK)),)
 
 
+def _aligned(a, alignment):
+    """``a`` C-contiguous from an address that is a multiple of ``alignment`` (the
+    kernels' vector loads): ``a`` itself, or a copy for a view."""
+    if a.flags.c_contiguous and a.data.ptr % alignment == 0:
+        return a
+    return a.copy(order="C")
+
+
 def _metropolis_sweep_fused(s, table, seed, step):
     """One checkerboard Metropolis sweep of CuPy spins ``s`` (2-D or 3-D, even
     sides, fewer than 2**32 cells): ``meshccl_ising_metropolis`` for colour 0
@@ -108,17 +117,27 @@ def _metropolis_sweep_fused(s, table, seed, step):
     from .._gpu.loader import kernels
 
     (kernel,) = kernels("ising.cu", f"meshccl_ising_metropolis<{s.ndim}>")
-    s = cupy.ascontiguousarray(s)
-    nz, ny, nx = (1,) + s.shape if s.ndim == 2 else s.shape
-    spans = -(-nx // 8)
-    groups = nz * ny * spans
-    fixed = (table, np.int32(nx), np.int32(ny), np.int32(nz), np.uint32(spans),
-             np.uint32(groups))
+    s = _aligned(s, 8)
+    grid, sizes = _metropolis_geometry(s.shape)
     words = _philox_words(step, seed, _random.TAG_METROPOLIS)
     out = cupy.empty_like(s)
-    for colour, source in ((0, s), (1, out)):
-        kernel(_grid(groups), (_BLOCK,), (source, out, *fixed, np.int32(colour), *words))
+    for colour, source in ((_COLOUR[0], s), (_COLOUR[1], out)):
+        kernel(grid, (_BLOCK,), (source, out, table, *sizes, colour, *words))
     return out
+
+
+_COLOUR = (np.int32(0), np.int32(1))
+
+
+@functools.lru_cache(maxsize=None)
+def _metropolis_geometry(shape):
+    """Grid and size arguments of meshccl_ising_metropolis for a lattice shape
+    (once per shape: a sweep's host time is part of its time)."""
+    nz, ny, nx = (1,) + shape if len(shape) == 2 else shape
+    spans = -(-nx // 8)
+    groups = nz * ny * spans
+    return _grid(groups), (np.int32(nx), np.int32(ny), np.int32(nz), np.uint32(spans),
+                           np.uint32(groups))
 
 
 def _sw_bonds_fused(bonds, threshold, seed, step):
@@ -145,7 +164,7 @@ def _sw_flip_fused(labels, seed, step):
     from .._gpu.loader import c_type, kernels
 
     (kernel,) = kernels("ising.cu", f"meshccl_ising_flip<{c_type(labels.dtype)}>")
-    labels = cupy.ascontiguousarray(labels)
+    labels = _aligned(labels, 16)
     out = cupy.empty(labels.shape, dtype=np.int8)
     n = labels.size
     kernel(_grid(-(-n // 8)), (_BLOCK,), (labels, out, np.uint64(n),
