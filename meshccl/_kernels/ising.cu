@@ -57,8 +57,8 @@
 // places each run's label in shared memory, the warp's lanes draw one
 // call per run, and every cell reads its run's sign.  A label split over
 // several runs or warps is drawn several times, always with the same word.
-// Per cell: 4 bytes read, 1 written, about 1/32 of a Philox call per
-// lane-cell when runs are 8 cells long.
+// Per cell: 4 bytes read, 1 written, and a Philox call per run rather than
+// per cell (with runs of 8 cells, one call a lane for its 8 cells).
 
 #include "philox.cuh"
 
