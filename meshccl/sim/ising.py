@@ -285,8 +285,10 @@ class Ising(Simulation):
             self._s = self._initial(start, minority)
         self._tables()
         self._last_clusters = None
-        self._group_counters = None   # Philox counters of the Metropolis groups (lazily)
-        self._bond_calls = None       # Philox counters of the bond words (lazily)
+        # lazily: the Philox counters of the Metropolis groups and of the bond words, and a
+        # buffer for each cell's Metropolis word (kept: a fresh array a sweep cost as much
+        # as the words on the CPU)
+        self._group_counters = self._bond_calls = self._cell_words = None
 
     # -- validation and set-up ---------------------------------------------------
     @staticmethod
@@ -463,9 +465,11 @@ class Ising(Simulation):
             self._group_counters = (xp.arange(rows, dtype=dt).reshape(rows, 1, 1) * dt.type(nx)
                                     + xp.arange(0, 8 * spans, 8, dtype=dt).reshape(1, spans, 1)
                                     + xp.arange(2, dtype=dt))
+            self._cell_words = xp.empty((rows, spans, 4, 2), dtype=np.uint32)
         w = _random.words(self.seed, _random.TAG_METROPOLIS, self.step, self._group_counters, 4)
         # [row, k, q, p] -> cell x = 8k + 2q + p of the row
-        return xp.stack(w, axis=2).reshape(rows, 8 * spans)[:, :nx].reshape(shape)
+        xp.stack(w, axis=2, out=self._cell_words)
+        return self._cell_words.reshape(rows, 8 * spans)[:, :nx].reshape(shape)
 
     def _sublattices(self):
         """(axis, mask) for every sub-lattice of non-touching pairs."""
@@ -523,9 +527,11 @@ class Ising(Simulation):
         if self._bond_calls is None:
             self._bond_calls = xp.arange(calls, dtype=self._cells.dtype)
         w = _random.words(self.seed, _random.TAG_BOND, self.step, self._bond_calls, 4)
-        per_cell = xp.stack(w, axis=1).reshape(-1)[:n * nd].reshape(self._shape + (nd,))
-        for k in range(nd):
-            xp.less(per_cell[..., k], self._bond, out=bonds[k])
+        for c in range(4):              # cells 4 t + c: word nd c + k of the quad t's calls
+            for k in range(nd):
+                call, word = divmod(nd * c + k, 4)
+                cells = bonds[k].reshape(-1)[c::4]
+                xp.less(w[word][call::nd][:cells.size], self._bond, out=cells)
         return bonds
 
     def _sw_labels(self, bonds):
