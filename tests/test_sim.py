@@ -61,7 +61,8 @@ def test_philox_known_answers(rounds, counter, key, expected):
 
 
 def _cuda_body_on_cpu(tmp_path, inputs):
-    """Run the CUDA kernel body of meshccl.sim.random through a C compiler
+    """Run meshccl_philox of meshccl/_kernels/philox.cuh (the CUDA rounds of
+    random.words on CuPy and of the Ising kernels) through a C compiler
     (``__umulhi`` as its definition): one line of words per input."""
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
@@ -71,11 +72,12 @@ def _cuda_body_on_cpu(tmp_path, inputs):
         "#include <stdio.h>\n"
         "#define __umulhi(a, b) ((unsigned int)(((unsigned long long)(a) * "
         "(unsigned long long)(b)) >> 32))\n"
+        + sim_random._cuda_preamble() + "\n"
         "int main(void) {\n"
-        "  unsigned int c0, c1, c2, c3, k0, k1, r0, r1, r2, r3; int rounds;\n"
+        "  unsigned int c0, c1, c2, c3, k0, k1, r[4]; int rounds;\n"
         "  while (scanf(\"%x %x %x %x %x %x %d\", &c0, &c1, &c2, &c3, &k0, &k1, &rounds) == 7) {\n"
-        "    {" + sim_random._CUDA_BODY + "}\n"
-        "    printf(\"%08x %08x %08x %08x\\n\", r0, r1, r2, r3);\n"
+        "    meshccl_philox(c0, c1, c2, c3, k0, k1, rounds, r);\n"
+        "    printf(\"%08x %08x %08x %08x\\n\", r[0], r[1], r[2], r[3]);\n"
         "  }\n  return 0;\n}\n")
     exe = tmp_path / "philox"
     subprocess.run([cc, "-O1", "-o", str(exe), str(src)], check=True, capture_output=True)
@@ -85,7 +87,7 @@ def _cuda_body_on_cpu(tmp_path, inputs):
 
 
 def test_philox_cuda_body_compiled_on_cpu(tmp_path):
-    """The GPU kernel's source gives the known answers and NumPy's words."""
+    """The GPU kernels' Philox (philox.cuh) gives the known answers and NumPy's words."""
     rng = np.random.default_rng(5)
     extra = [(10, tuple(int(v) for v in rng.integers(0, 2**32, 4)),
               tuple(int(v) for v in rng.integers(0, 2**32, 2))) for _ in range(20)]
@@ -330,10 +332,11 @@ def test_swendsen_wang_clusters_are_meshccl_labels():
     before = sim.state.copy()
     step = sim.step
     sim.run(1)
-    w = sim_random.words(sim.seed, sim_random.TAG_BOND, step,
-                         np.arange(144, dtype=np.uint64).reshape(12, 12), 2)
+    # bond k of cell i: word 2 i + k of the step, word (2 i + k) % 4 of call (2 i + k) // 4
+    w = sim_random.words(sim.seed, sim_random.TAG_BOND, step, np.arange(72, dtype=np.uint64), 4)
+    word = np.stack(w, axis=1).reshape(12, 12, 2)
     p = -math.expm1(-2 / 2.3)
-    bonds = np.stack([w[k] < math.floor(p * 2**32) for k in range(2)])
+    bonds = np.stack([word[..., k] < math.floor(p * 2**32) for k in range(2)])
     expected = meshccl.label(before, connectivity=1, periodic=True, bonds=bonds)
     clusters = sim.labels("clusters")
     assert clusters.step == 1 and np.array_equal(clusters.labels, expected)
@@ -751,6 +754,57 @@ def test_gpu_ising_equals_numpy_bit_for_bit(tmp_path, algorithm, shape, field):
     again.run(3)
     cpu.run(3)
     assert np.array_equal(back.state, cpu.state) and np.array_equal(again.state.get(), cpu.state)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("algorithm, shape, field", [
+    ("metropolis", (2, 2), 0.0), ("metropolis", (6, 10), 0.0), ("metropolis", (34, 18), 0.5),
+    ("metropolis", (6, 10, 14), 0.3), ("metropolis", (2, 4, 6), 0.0),
+    ("metropolis", (256, 1032), 0.0), ("metropolis", (40, 24, 72), 0.2),
+    ("swendsen-wang", (7, 9), 0.0), ("swendsen-wang", (5, 3, 7), 0.0),
+    ("swendsen-wang", (33, 65), 0.4), ("swendsen-wang", (130, 258), 0.0),
+    ("swendsen-wang", (31, 17, 9), 0.0), ("swendsen-wang", (512, 520), 0.0)])
+def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
+    """meshccl/_kernels/ising.cu against the NumPy steps, sweep by sweep: sides
+    that are not multiples of 8 (byte-wise spans, partial groups of 4), odd
+    sides (Swendsen-Wang), 3-D, fields, lattices of many blocks; the spins a
+    sweep started from are left as they were."""
+    import cupy
+
+    kw = dict(temperature=2.3 if len(shape) == 2 else 4.4, field=field, algorithm=algorithm,
+              seed=31)
+    cpu = Ising(shape, **kw)
+    dev = Ising(shape, xp=cupy, **kw)
+    for sweep in range(6):
+        before = dev.state
+        kept = before.copy()
+        cpu.run(1)
+        dev.run(1)
+        assert np.array_equal(cpu.state, dev.state.get()), sweep
+        assert bool((before == kept).all())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("n", [1, 7, 8, 255, 256, 257, 2051, 100_003, 1 << 20])
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32])
+def test_gpu_flip_kernel_equals_numpy(n, dtype):
+    """meshccl_ising_flip on label images of runs (1..40 cells, labels
+    repeating far apart and across warps): the sign of each cell's label's
+    word, as the NumPy flip draws it."""
+    import cupy
+
+    from meshccl.sim.ising import _sw_flip_fused
+
+    rng = np.random.default_rng(n)
+    runs = rng.integers(1, 40, size=n)
+    labels = np.repeat(rng.integers(1, max(2, n // 5), size=n), runs)[:n].astype(dtype)
+    sim = Ising((4, 4), temperature=2.3, algorithm="swendsen-wang", seed=2**40 + 3)
+    sim.step = 2**33 + 1
+    want = sim._sw_flip(labels)
+    got = _sw_flip_fused(cupy.asarray(labels), sim.seed, sim.step)
+    assert got.dtype == cupy.int8 and np.array_equal(want, got.get())
 
 
 @pytest.mark.gpu

@@ -9,7 +9,8 @@ bond per nearest-neighbour pair of the torus.  Three dynamics:
   spins: colour 0, then colour 1, is one sweep.  The acceptance
   ``min(1, exp(-dE / T))`` is read from a table of the 2 (2d + 1)
   possible (spin, neighbour sum) pairs, as 32-bit integer thresholds, and
-  compared with one Philox word per cell per sweep.
+  compared with one Philox word per cell per sweep; the 4 cells of one
+  colour in a span of 8 of a row take the 4 words of one Philox call.
 - ``'kawasaki'``: spin exchange between unequal nearest neighbours, which
   conserves the magnetisation exactly.  Pairs along axis d starting at
   cells with ``x_d = p (mod 4)`` and ``x_j = q_j (mod 2)`` for the other
@@ -21,7 +22,8 @@ bond per nearest-neighbour pair of the torus.  Three dynamics:
   every dE = 0 move would be taken, and in a fixed order of sub-lattices
   an isolated minority spin would walk a fixed, periodic path.
 - ``'swendsen-wang'``: bonds between equal neighbours open with
-  ``p = 1 - exp(-2 J / T)``, clusters come from
+  ``p = 1 - exp(-2 J / T)`` (one Philox word per bond, four bonds a
+  call), clusters come from
   ``meshccl.label(spins, connectivity=1, periodic=True, bonds=bonds)``
   (every cell is labelled: spins are never 0), and each cluster is set to
   +1 with probability ``1 / (1 + exp(-2 h n / T))`` (n its cells; 1/2 at
@@ -31,11 +33,14 @@ bond per nearest-neighbour pair of the torus.  Three dynamics:
 Random numbers come from :mod:`meshccl.sim.random`, indexed by (seed, step,
 cell or label); thresholds are integers computed once on the host.  So a
 NumPy and a CuPy run of the same seed give the same spins, bit for bit,
-and a run resumed from a checkpoint continues exactly.
+and a run resumed from a checkpoint continues exactly.  On CuPy the
+Metropolis sweep, the bonds and the flip (h = 0) are the kernels of
+``meshccl/_kernels/ising.cu``, which draw the same words.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -77,115 +82,93 @@ def _shift(a, wraps, axis, step):
     return a.take(wraps[axis][0 if step > 0 else 1], axis=axis)
 
 
-_FUSED = {}
-
-
-def _metropolis_sweep_fused(s, table, seed, step):
-    """One checkerboard Metropolis sweep of CuPy spins ``s`` (2-D or 3-D,
-    even sides) in two launches of one kernel: colour 0 from ``s`` into a
-    new array (the other cells copied), then colour 1 in place there.  Each
-    cell of the colour computes its neighbour sum, its Philox word (the
-    counter of :func:`.random.words` for cell indices below 2**32: the same
-    words) and the acceptance from ``table``: the same spins as the array
-    expressions of :meth:`Ising._metropolis_sweep`, one read and one write
-    of the lattice per colour instead of a dozen temporaries."""
-    import cupy
-
-    kernel = _FUSED.get("metropolis")
-    if kernel is None:
-        body = r"""
-        const long long idx = i;
-        const long long plane = (long long)ny * nx;
-        const int x = (int)(idx % nx), y = (int)((idx / nx) % ny), zc = (int)(idx / plane);
-        const signed char v = s[idx];
-        signed char w = v;
-        if (((x + y + zc) & 1) == colour) {
-            const long long row = idx - x, top = idx - (long long)y * nx - x;
-            int nn = s[row + (x + 1 == nx ? 0 : x + 1)] + s[row + (x == 0 ? nx - 1 : x - 1)]
-                   + s[top + (long long)(y + 1 == ny ? 0 : y + 1) * nx + x]
-                   + s[top + (long long)(y == 0 ? ny - 1 : y - 1) * nx + x];
-            if (z == 6) {
-                const long long within = idx - (long long)zc * plane;
-                nn += s[(long long)(zc + 1 == nz ? 0 : zc + 1) * plane + within]
-                    + s[(long long)(zc == 0 ? nz - 1 : zc - 1) * plane + within];
-            }
-            const unsigned int c0 = (unsigned int)idx, c1 = tag, c2 = t0, c3 = t1;
-            unsigned int r0, r1, r2, r3;
-            """ + _random._CUDA_BODY + r"""
-            const int index = (v > 0) * (z + 1) + (nn + z) / 2;
-            if ((unsigned long long)r0 < table[index]) w = -v;
-        }
-        out = w;
-        """
-        kernel = cupy.ElementwiseKernel(
-            "raw int8 s, raw uint64 table, int32 nx, int32 ny, int32 nz, int32 z, int32 colour, "
-            "uint32 tag, uint32 t0, uint32 t1, uint32 k0, uint32 k1, int32 rounds",
-            "int8 out", body, "meshccl_ising_metropolis")
-        _FUSED["metropolis"] = kernel
-    shape = s.shape
-    nz, ny, nx = (1,) + shape if len(shape) == 2 else shape
-    z = 2 * len(shape)
-    fixed = (np.int32(nx), np.int32(ny), np.int32(nz), np.int32(z))
-    words = _philox_words(step, seed, _random.TAG_METROPOLIS)
-    out = cupy.empty_like(s)
-    kernel(s, table, *fixed, np.int32(0), *words, out)
-    kernel(out, table, *fixed, np.int32(1), *words, out)
-    return out
+# Threads per block of the kernels in meshccl/_kernels/ising.cu (meshccl_ising_flip's
+# shared memory is sized for 8 warps).
+_BLOCK = 256
 
 
 def _philox_words(step, seed, tag):
-    """The scalar words of a Philox counter and key: tag, step (2), seed (2), rounds."""
+    """The scalar Philox words of a kernel launch: tag, step (2 words), seed (2 words)."""
     mask = 0xFFFFFFFF
     return (np.uint32(tag), np.uint32(int(step) & mask), np.uint32(int(step) >> 32),
-            np.uint32(int(seed) & mask), np.uint32(int(seed) >> 32), np.int32(_random.ROUNDS))
+            np.uint32(int(seed) & mask), np.uint32(int(seed) >> 32))
+
+
+def _grid(threads):
+    return (max(1, -(-threads // _BLOCK)),)
+
+
+def _aligned(a, alignment):
+    """``a`` C-contiguous from an address that is a multiple of ``alignment`` (the
+    kernels' vector loads): ``a`` itself, or a copy for a view."""
+    if a.flags.c_contiguous and a.data.ptr % alignment == 0:
+        return a
+    return a.copy(order="C")
+
+
+def _metropolis_sweep_fused(s, table, seed, step):
+    """One checkerboard Metropolis sweep of CuPy spins ``s`` (2-D or 3-D, even
+    sides, fewer than 2**32 cells): ``meshccl_ising_metropolis`` for colour 0
+    from ``s`` into a new array, then for colour 1 in place there.  The words
+    and thresholds of :meth:`Ising._metropolis_words`: the same spins as the
+    NumPy sweep."""
+    import cupy
+
+    from .._gpu.loader import kernels
+
+    (kernel,) = kernels("ising.cu", f"meshccl_ising_metropolis<{s.ndim}>")
+    s = _aligned(s, 8)
+    grid, sizes = _metropolis_geometry(s.shape)
+    words = _philox_words(step, seed, _random.TAG_METROPOLIS)
+    out = cupy.empty_like(s)
+    for colour, source in ((_COLOUR[0], s), (_COLOUR[1], out)):
+        kernel(grid, (_BLOCK,), (source, out, table, *sizes, colour, *words))
+    return out
+
+
+_COLOUR = (np.int32(0), np.int32(1))
+
+
+@functools.lru_cache(maxsize=None)
+def _metropolis_geometry(shape):
+    """Grid and size arguments of meshccl_ising_metropolis for a lattice shape
+    (once per shape: a sweep's host time is part of its time)."""
+    nz, ny, nx = (1,) + shape if len(shape) == 2 else shape
+    spans = -(-nx // 8)
+    groups = nz * ny * spans
+    return _grid(groups), (np.int32(nx), np.int32(ny), np.int32(nz), np.uint32(spans),
+                           np.uint32(groups))
 
 
 def _sw_bonds_fused(bonds, threshold, seed, step):
-    """Swendsen-Wang bonds of CuPy cells below 2**32 written straight into
-    ``bonds`` ((nd,) + shape bool): each cell's Philox words (the counter of
-    :func:`.random.words`), word k against ``threshold`` into bonds[k] --
-    one kernel, no word arrays."""
-    import cupy
+    """Swendsen-Wang bonds of CuPy cells (fewer than 2**32) written into
+    ``bonds`` ((nd,) + shape bool, C order) by ``meshccl_ising_bonds``: the
+    words of :meth:`Ising._sw_bonds`."""
+    from .._gpu.loader import kernels
 
-    kernel = _FUSED.get("bonds")
-    if kernel is None:
-        body = r"""
-        const unsigned int c0 = (unsigned int)i, c1 = tag, c2 = t0, c3 = t1;
-        unsigned int r0, r1, r2, r3;
-        """ + _random._CUDA_BODY + r"""
-        const unsigned int r[4] = {r0, r1, r2, r3};
-        for (int k = 0; k < nd; ++k) bonds[(long long)k * n + i] = (unsigned long long)r[k] < p;
-        """
-        kernel = cupy.ElementwiseKernel(
-            "uint64 p, int64 n, int32 nd, uint32 tag, uint32 t0, uint32 t1, uint32 k0, "
-            "uint32 k1, int32 rounds", "raw bool bonds", body, "meshccl_sw_bonds")
-        _FUSED["bonds"] = kernel
+    nd = bonds.shape[0]
+    (kernel,) = kernels("ising.cu", f"meshccl_ising_bonds<{nd}>")
     n = bonds[0].size
-    kernel(np.uint64(threshold), np.int64(n), np.int32(bonds.shape[0]),
-           *_philox_words(step, seed, _random.TAG_BOND), bonds, size=n)
+    quads = -(-n // 4)
+    kernel(_grid(quads), (_BLOCK,), (bonds, np.uint64(n), np.uint64(quads), np.uint64(threshold),
+                                     *_philox_words(step, seed, _random.TAG_BOND)))
     return bonds
 
 
 def _sw_flip_fused(labels, seed, step):
-    """Every cell's new spin (h = 0): +1 where its cluster's Philox word
-    (counter: the label, as :func:`.random.words` takes labels below 2**32)
-    is below 2**31, else -1 -- one kernel from the labels to the spins."""
+    """Every cell's new spin (h = 0) from its int32 / uint32 label by
+    ``meshccl_ising_flip``: +1 where word 0 of the label's Philox call (as
+    :func:`.random.words` draws labels) is below 2**31, else -1."""
     import cupy
 
-    kernel = _FUSED.get("flip")
-    if kernel is None:
-        body = r"""
-        const unsigned int c0 = (unsigned int)label, c1 = tag, c2 = t0, c3 = t1;
-        unsigned int r0, r1, r2, r3;
-        """ + _random._CUDA_BODY + r"""
-        out = r0 < 2147483648u ? 1 : -1;
-        """
-        kernel = cupy.ElementwiseKernel(
-            "T label, uint32 tag, uint32 t0, uint32 t1, uint32 k0, uint32 k1, int32 rounds",
-            "int8 out", body, "meshccl_sw_flip")
-        _FUSED["flip"] = kernel
+    from .._gpu.loader import c_type, kernels
+
+    (kernel,) = kernels("ising.cu", f"meshccl_ising_flip<{c_type(labels.dtype)}>")
+    labels = _aligned(labels, 16)
     out = cupy.empty(labels.shape, dtype=np.int8)
-    kernel(labels, *_philox_words(step, seed, _random.TAG_CLUSTER), out)
+    n = labels.size
+    kernel(_grid(-(-n // 8)), (_BLOCK,), (labels, out, np.uint64(n),
+                                         *_philox_words(step, seed, _random.TAG_CLUSTER)))
     return out
 
 
@@ -302,6 +285,10 @@ class Ising(Simulation):
             self._s = self._initial(start, minority)
         self._tables()
         self._last_clusters = None
+        # lazily: the Philox counters of the Metropolis groups and of the bond words, and a
+        # buffer for each cell's Metropolis word (kept: a fresh array a sweep cost as much
+        # as the words on the CPU)
+        self._group_counters = self._bond_calls = self._cell_words = None
 
     # -- validation and set-up ---------------------------------------------------
     @staticmethod
@@ -333,7 +320,7 @@ class Ising(Simulation):
         ok = bool(((spins == 1) | (spins == -1)).all()) if spins.dtype.kind == "i" else False
         if not ok:
             raise ValueError("spins must hold only +1 and -1")
-        return spins.astype(np.int8, copy=True)
+        return spins.astype(np.int8, order="C", copy=True)
 
     def _initial(self, start, minority):
         xp = self.xp
@@ -453,13 +440,36 @@ class Ising(Simulation):
         z = 2 * s.ndim
         if xp is not np and self._cells.dtype == np.uint32:
             return _metropolis_sweep_fused(s, self._metropolis, self.seed, self.step)
-        u = _random.words(self.seed, _random.TAG_METROPOLIS, self.step, self._cells, 1)[0]
+        u = self._metropolis_words()
         for colour in self._colours():
             nn = _neighbour_sum(s, self._wraps)
             index = (s > 0).astype(np.int8) * np.int8(z + 1) + (nn + np.int8(z)) // np.int8(2)
             flip = colour & (u < self._metropolis[index])
             s = xp.where(flip, -s, s)
         return s
+
+    def _metropolis_words(self):
+        """Each cell's Philox word for this sweep's acceptance.
+
+        A row's cells x = 8k + p + 2q (q = 0..3) share one Philox call, word q,
+        whose counter index is the flat index of the row's cell 8k + p: the
+        cells of one colour in one span of 8 (``meshccl_ising_metropolis``
+        draws them in one thread).  A quarter of a call per cell.
+        """
+        xp, shape = self.xp, self._shape
+        nx = shape[-1]
+        rows = math.prod(shape[:-1])
+        spans = -(-nx // 8)
+        if self._group_counters is None:
+            dt = self._cells.dtype
+            self._group_counters = (xp.arange(rows, dtype=dt).reshape(rows, 1, 1) * dt.type(nx)
+                                    + xp.arange(0, 8 * spans, 8, dtype=dt).reshape(1, spans, 1)
+                                    + xp.arange(2, dtype=dt))
+            self._cell_words = xp.empty((rows, spans, 4, 2), dtype=np.uint32)
+        w = _random.words(self.seed, _random.TAG_METROPOLIS, self.step, self._group_counters, 4)
+        # [row, k, q, p] -> cell x = 8k + 2q + p of the row
+        xp.stack(w, axis=2, out=self._cell_words)
+        return self._cell_words.reshape(rows, 8 * spans)[:, :nx].reshape(shape)
 
     def _sublattices(self):
         """(axis, mask) for every sub-lattice of non-touching pairs."""
@@ -510,9 +520,18 @@ class Ising(Simulation):
         bonds = xp.empty((nd,) + self._shape, dtype=bool)
         if xp is not np and self._cells.dtype == np.uint32:
             return _sw_bonds_fused(bonds, self._bond, self.seed, self.step)
-        w = _random.words(self.seed, _random.TAG_BOND, self.step, self._cells, nd)
-        for k in range(nd):
-            xp.less(w[k], self._bond, out=bonds[k])
+        # bond k of cell i is word w = nd i + k of the step's stream: word w % 4 of the
+        # Philox call w // 4 (4 cells take nd calls; meshccl_ising_bonds draws them together)
+        n = self._cells.size
+        calls = nd * -(-n // 4)
+        if self._bond_calls is None:
+            self._bond_calls = xp.arange(calls, dtype=self._cells.dtype)
+        w = _random.words(self.seed, _random.TAG_BOND, self.step, self._bond_calls, 4)
+        for c in range(4):              # cells 4 t + c: word nd c + k of the quad t's calls
+            for k in range(nd):
+                call, word = divmod(nd * c + k, 4)
+                cells = bonds[k].reshape(-1)[c::4]
+                xp.less(w[word][call::nd][:cells.size], self._bond, out=cells)
         return bonds
 
     def _sw_labels(self, bonds):

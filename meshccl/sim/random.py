@@ -8,9 +8,10 @@ never on the order cells are visited, on the launch shape of a GPU kernel
 or on how many steps ran before a checkpoint.  The same function runs on
 NumPy (:func:`philox4x32` vectorised and :func:`words` as a numba loop over
 the cells, both with 32-bit words held in uint64 so that the 32 x 32-bit
-products are exact) and on CuPy (an elementwise kernel with ``__umulhi``,
-one per number of words returned), and they give the same words, bit for
-bit.
+products are exact) and on CuPy (an elementwise kernel per number of words
+returned, calling ``meshccl_philox`` of ``meshccl/_kernels/philox.cuh``
+with ``__umulhi``, as the Ising kernels do), and they give the same words,
+bit for bit.
 
 The layout of the counter used by :func:`words`::
 
@@ -50,19 +51,13 @@ TAG_CLUSTER = 4      # Swendsen-Wang: one draw per cluster, indexed by label
 TAG_KAWASAKI = 5     # Kawasaki exchanges, word d for pairs along axis d
 TAG_FIELD = 6        # initial concentration fields
 
-_CUDA_BODY = r"""
-unsigned int x0 = c0, x1 = c1, x2 = c2, x3 = c3, a = k0, b = k1;
-for (int round_ = 0; round_ < rounds; ++round_) {
-    if (round_ > 0) { a += 0x9E3779B9u; b += 0xBB67AE85u; }
-    unsigned int hi0 = __umulhi(0xD2511F53u, x0), lo0 = 0xD2511F53u * x0;
-    unsigned int hi1 = __umulhi(0xCD9E8D57u, x2), lo1 = 0xCD9E8D57u * x2;
-    x0 = hi1 ^ x1 ^ a;
-    x1 = lo1;
-    x2 = hi0 ^ x3 ^ b;
-    x3 = lo0;
-}
-r0 = x0; r1 = x1; r2 = x2; r3 = x3;
-"""
+def _cuda_preamble():
+    """``meshccl/_kernels/philox.cuh``: the CUDA rounds (``meshccl_philox``), shared
+    with the Ising kernels of ``ising.cu``."""
+    from .._gpu.loader import kernel_dir
+
+    return (kernel_dir() / "philox.cuh").read_text()
+
 
 def _module(values):
     for v in values:
@@ -120,10 +115,11 @@ def _cuda_kernel_for(count):
     kernel = _cuda_kernels.get(count)
     if kernel is None:
         outs = ", ".join(f"uint32 r{j}" for j in range(count))
-        local = "".join(f"unsigned int r{j};\n" for j in range(count, 4))
+        body = ("unsigned int w[4];\nmeshccl_philox(c0, c1, c2, c3, k0, k1, rounds, w);\n"
+                + "".join(f"r{j} = w[{j}];\n" for j in range(count)))
         kernel = cupy.ElementwiseKernel(
             "uint32 c0, uint32 c1, uint32 c2, uint32 c3, uint32 k0, uint32 k1, int32 rounds",
-            outs, local + _CUDA_BODY, f"meshccl_philox4x32_{count}")
+            outs, body, f"meshccl_philox4x32_{count}", preamble=_cuda_preamble())
         _cuda_kernels[count] = kernel
     return kernel
 

@@ -1,0 +1,223 @@
+"""meshccl/_kernels/ising.cu on the CPU: the kernels of the CuPy Ising steps
+compiled by a C++ compiler against a small stand-in for the CUDA runtime
+(a block is 256 std::threads; a warp shuffle or __syncwarp is a barrier of
+the block, stronger than the GPU's and the same where every thread reaches
+it), and launched by the real Python launch code of meshccl/sim/ising.py
+with NumPy standing in for CuPy.  Every kernel's spins and bonds must equal
+the NumPy expressions of the same step, bit for bit: odd and small sides,
+3-D, fields, several sweeps.  (tests/test_sim.py compares the GPU itself.)
+"""
+
+import ctypes
+import re
+import shutil
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import meshccl._gpu.loader as loader
+from meshccl.sim import Ising
+from meshccl.sim import ising as ising_mod
+
+SHIM = r"""
+#include <algorithm>
+#include <barrier>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __shared__ static
+using std::min;
+struct uint4 { unsigned int x, y, z, w; };
+struct Dim { unsigned int x = 1, y = 1, z = 1; };
+thread_local Dim threadIdx, blockIdx;
+Dim blockDim, gridDim;
+static unsigned int __umulhi(unsigned int a, unsigned int b) {
+    return (unsigned int)(((unsigned long long)a * b) >> 32);
+}
+static int __popc(unsigned int v) { return __builtin_popcount(v); }
+static std::barrier<>* block_barrier;
+static unsigned long long exchange[1024];
+static void __syncwarp() { block_barrier->arrive_and_wait(); }
+template <typename T> static T exchanged(T v, unsigned int from) {
+    exchange[threadIdx.x] = (unsigned long long)v;
+    block_barrier->arrive_and_wait();
+    const T got = (T)exchange[from];
+    block_barrier->arrive_and_wait();
+    return got;
+}
+template <typename T> static T __shfl_up_sync(unsigned int, T v, int delta) {
+    const unsigned int lane = threadIdx.x & 31;
+    const T got = exchanged(v, lane >= (unsigned int)delta ? threadIdx.x - delta : threadIdx.x);
+    return got;
+}
+template <typename T> static T __shfl_sync(unsigned int, T v, int src) {
+    return exchanged(v, (threadIdx.x & ~31u) + src);
+}
+"""
+
+DRIVER = r"""
+template <typename... A, std::size_t... I>
+static void call(void (*f)(A...), void** args, std::index_sequence<I...>) {
+    f(*reinterpret_cast<std::remove_reference_t<A>*>(args[I])...);
+}
+template <typename... A>
+static void launch(void (*f)(A...), unsigned int grid, unsigned int block, void** args) {
+    gridDim.x = grid;
+    blockDim.x = block;
+    std::barrier<> barrier(block);
+    block_barrier = &barrier;
+    for (unsigned int b = 0; b < grid; ++b) {
+        std::vector<std::thread> threads;
+        for (unsigned int t = 0; t < block; ++t)
+            threads.emplace_back([=] {
+                blockIdx.x = b;
+                threadIdx.x = t;
+                call(f, args, std::index_sequence_for<A...>{});
+            });
+        for (auto& th : threads) th.join();
+    }
+}
+extern "C" int meshccl_launch(const char* name, unsigned int grid, unsigned int block,
+                              void** args) {
+    const std::string s(name);
+    if (s == "meshccl_ising_metropolis<2>")
+        launch(&meshccl_ising_metropolis<2>, grid, block, args);
+    else if (s == "meshccl_ising_metropolis<3>")
+        launch(&meshccl_ising_metropolis<3>, grid, block, args);
+    else if (s == "meshccl_ising_bonds<2>") launch(&meshccl_ising_bonds<2>, grid, block, args);
+    else if (s == "meshccl_ising_bonds<3>") launch(&meshccl_ising_bonds<3>, grid, block, args);
+    else if (s == "meshccl_ising_flip<int>") launch(&meshccl_ising_flip<int>, grid, block, args);
+    else if (s == "meshccl_ising_flip<unsigned int>")
+        launch(&meshccl_ising_flip<unsigned int>, grid, block, args);
+    else return 1;
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    tmp = tmp_path_factory.mktemp("ising_cu")
+    src = tmp / "ising_cpu.cpp"
+    kernel = (loader.kernel_dir() / "ising.cu").read_text()
+    src.write_text(SHIM + '#include "philox.cuh"\n'
+                   + kernel.replace('#include "philox.cuh"', "") + DRIVER)
+    lib = tmp / "ising_cpu.so"
+    out = subprocess.run([cxx, "-std=c++20", "-O1", "-fno-strict-aliasing", "-shared", "-fPIC",
+                          "-pthread", f"-I{loader.kernel_dir()}", "-o", str(lib), str(src)],
+                         capture_output=True, text=True)
+    if out.returncode and "barrier" in out.stderr:
+        pytest.skip("the C++ compiler has no <barrier>")
+    assert out.returncode == 0, out.stderr
+    return ctypes.CDLL(str(lib))
+
+
+class _Kernel:
+    """A compiled kernel as CuPy's RawKernel is called: kernel(grid, block, args)."""
+
+    def __init__(self, lib, name):
+        self.lib, self.name = lib, name
+
+    def __call__(self, grid, block, args):
+        keep, slots = [], []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                assert a.flags.c_contiguous
+                value = ctypes.c_void_p(a.ctypes.data)
+            else:
+                value = ctypes.create_string_buffer(np.asarray(a).tobytes())
+            keep.append(value)
+            slots.append(ctypes.cast(ctypes.pointer(value), ctypes.c_void_p)
+                         if isinstance(value, ctypes.c_void_p) else ctypes.cast(value,
+                                                                               ctypes.c_void_p))
+        argv = (ctypes.c_void_p * len(slots))(*slots)
+        (g,), (b,) = grid, block
+        rc = self.lib.meshccl_launch(self.name.encode(), ctypes.c_uint(g), ctypes.c_uint(b), argv)
+        assert rc == 0, self.name
+
+
+@pytest.fixture
+def device(library, monkeypatch):
+    """Ising's CuPy steps on the CPU kernels: NumPy as ``cupy``, the library as the loader."""
+    fake = types.ModuleType("cupy")
+    fake.empty_like = np.empty_like
+    fake.empty = np.empty
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+
+    def kernels(filename, *names):
+        assert filename == "ising.cu"
+        return tuple(_Kernel(library, n) for n in names)
+
+    monkeypatch.setattr(loader, "kernels", kernels)
+    # NumPy arrays have no device pointer (x86 loads need no alignment)
+    monkeypatch.setattr(ising_mod, "_aligned", lambda a, alignment: np.ascontiguousarray(a))
+    monkeypatch.setattr(loader, "c_type", lambda dt: loader._C_TYPES[np.dtype(dt).name])
+    return ising_mod
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (4, 6), (6, 10), (10, 18), (16, 16), (8, 34),
+                                   (2, 2, 2), (4, 6, 10), (6, 4, 16)])
+@pytest.mark.parametrize("field", [0.0, 0.7])
+def test_metropolis_kernel_equals_numpy(device, shape, field):
+    sim = Ising(shape, temperature=2.1, field=field, seed=5)
+    s = sim.state
+    for step in range(4):
+        got = device._metropolis_sweep_fused(s, sim._metropolis, sim.seed, sim.step)
+        want = sim._metropolis_sweep()
+        assert got.dtype == np.int8 and np.array_equal(got, want), (shape, step)
+        sim._s = s = want
+        sim.step += 1
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (3, 5), (7, 9), (16, 16), (5, 3, 7), (4, 4, 4),
+                                   (2, 3, 2)])
+def test_bonds_kernel_equals_numpy(device, shape):
+    sim = Ising(shape, temperature=2.3, algorithm="swendsen-wang", seed=9)
+    for step in (0, 1, 2**33 + 5):
+        sim.step = step
+        want = sim._sw_bonds()
+        got = np.zeros_like(want)
+        device._sw_bonds_fused(got, sim._bond, sim.seed, sim.step)
+        assert np.array_equal(got, want), (shape, step)
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 255, 256, 257, 2048, 2051, 5000])
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32])
+def test_flip_kernel_equals_numpy(device, n, dtype):
+    rng = np.random.default_rng(n)
+    # runs of equal labels of random lengths, labels repeating far apart too
+    runs = rng.integers(1, 12, size=n)
+    labels = np.repeat(rng.integers(1, max(2, n // 3), size=n), runs)[:n].astype(dtype)
+    sim = Ising((4, 4), temperature=2.3, algorithm="swendsen-wang", seed=13)
+    sim.step = 3
+    want = sim._sw_flip(labels)
+    got = device._sw_flip_fused(labels, sim.seed, sim.step)
+    assert got.dtype == np.int8 and np.array_equal(got, want), n
+
+
+def test_swendsen_wang_steps_equal_numpy(device):
+    """Whole steps, labels from meshccl.label in between: bonds, then flip."""
+    for shape in [(12, 20), (6, 6, 10)]:
+        a = Ising(shape, temperature=2.3 if len(shape) == 2 else 4.4,
+                  algorithm="swendsen-wang", seed=2)
+        b = Ising(shape, temperature=a.temperature, algorithm="swendsen-wang", seed=2)
+        for _ in range(3):
+            a.run(1)
+            bonds = device._sw_bonds_fused(np.empty((b.state.ndim,) + shape, dtype=bool),
+                                           b._bond, b.seed, b.step)
+            labels = b._sw_labels(bonds).astype(np.int32)
+            b._s = device._sw_flip_fused(labels, b.seed, b.step)
+            b.step += 1
+            assert np.array_equal(a.state, b.state), shape
