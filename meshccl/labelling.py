@@ -304,7 +304,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         labels = meshccl.label(jax_volume, connectivity=1)            # a jax.Array
     """
     if (type(label_image).__module__.startswith("cupy") and method == "auto"
-            and device == "auto" and return_info is False and axes is None
+            and device == "auto" and return_info is False
             and max_iterations is None
             and type(cpu_threads) is int and cpu_threads == 1 and return_counts is False
             and (return_num is False or return_num is True)
@@ -318,7 +318,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             from ._gpu.plan import fast_label as _fast_label
         try:
             out = _fast_label(label_image, background, connectivity, dtype, return_num,
-                              periodic, mask, tolerance, bonds, numbering)
+                              periodic, mask, tolerance, bonds, numbering, axes)
         except Exception as exc:
             err = _out_of_memory(exc, label_image.shape, None)
             if err is None:

@@ -108,9 +108,11 @@ def test_band_masks(top, bottom):
             assert node[f] == nd
 
 
-def label_tile(a):
+def label_tile(a, cuts=()):
     """A binary tile (up to 32 x 32) as band_unions labels it: returns each
-    foreground cell's root (row, column)."""
+    foreground cell's root (row, column).  ``cuts``: even rows that start an
+    image of a stack, whose masks up the tile kernel clears (a stack keeps
+    bands only where its images start at even rows)."""
     ny, nx = a.shape
     F = [int(sum(int(v) << c for c, v in enumerate(row))) for row in a] + [0] * (32 - ny)
     parent = {}
@@ -142,6 +144,8 @@ def label_tile(a):
         return (r - 1 + dy, c)
 
     for r in range(2, 32, 2):  # each band's top border
+        if r in cuts:
+            continue
         f, up = F[r], F[r - 1]
         e = f & (f << 1) & M
         v, vl, vr = f & up, f & (up << 1) & M, f & (up >> 1)
@@ -164,9 +168,19 @@ def tiles(draw):
     return (rng.random((ny, nx)) < p).astype(np.uint8)
 
 
-def check_tile(a):
-    roots = label_tile(a)
-    want = sk_label(a, connectivity=2, background=0)
+def check_tile(a, image_rows=None):
+    """The band labels of tile ``a`` against skimage (``image_rows``: even,
+    the tile is a stack of images so high, each labelled on its own)."""
+    cuts = () if image_rows is None else tuple(range(image_rows, 32, image_rows))
+    roots = label_tile(a, cuts)
+    if image_rows is None:
+        want = sk_label(a, connectivity=2, background=0)
+    else:
+        want, offset = np.zeros(a.shape, np.int64), 0
+        for y in range(0, a.shape[0], image_rows):
+            lab = sk_label(a[y:y + image_rows], connectivity=2, background=0)
+            want[y:y + image_rows] = np.where(lab > 0, lab + offset, 0)
+            offset += lab.max()
     for lab in range(1, want.max() + 1):
         cells = list(zip(*np.nonzero(want == lab)))
         got = {roots[tuple(int(i) for i in c)] for c in cells}
@@ -187,3 +201,9 @@ def test_band_tile_patterns():
               (xx % 3 == 0), (yy % 3 == 1), np.ones((32, 32)), np.eye(32)[::-1],
               ((xx - 16) ** 2 + (yy - 16) ** 2 < 100), np.zeros((31, 5))]:
         check_tile(np.asarray(a, np.uint8))
+
+
+@settings(max_examples=100, deadline=None)
+@given(a=tiles(), image_rows=st.sampled_from([2, 4, 6, 10, 16]))
+def test_band_tile_of_a_stack(a, image_rows):
+    check_tile(a, image_rows)

@@ -41,15 +41,21 @@ KERNELS = Path(__file__).resolve().parents[1] / "meshccl" / "_kernels"
 def _signatures():
     """{kernel name: [parameter type, ...]} of every __global__ in the sources."""
     out = {}
+    # (the lattice features' parameters, a macro in lattice.cuh)
+    macro = re.search(r"#define MESHCCL_PLANE_FEATURES\s*\\\n(.*?[^\\])\n",
+                      (KERNELS / "lattice.cuh").read_text(), re.S).group(1)
+    features = re.sub(r"\s*\\\n\s*", " ", macro).strip()
     for path in KERNELS.glob("*.cu"):
         text = re.sub(r"//[^\n]*", "", path.read_text())
+        text = re.sub(r"\bMESHCCL_PLANE_FEATURES\b(?!_)", features, text)
         bounds = r"__launch_bounds__\((?:[^()]|\([^()]*\))*\)\s+"
         for m in re.finditer(r"__global__\s+void\s+(?:" + bounds + r")?(meshccl_\w+)\s*\(", text):
             depth, k = 1, m.end()
             while depth:
                 depth += {"(": 1, ")": -1}.get(text[k], 0)
                 k += 1
-            params = [p.strip() for p in text[m.end():k - 1].split(",")]
+            # (split at commas outside template brackets: Rule<T, Tol>::K)
+            params = [p.strip() for p in re.split(r",(?![^<>]*>)", text[m.end():k - 1])]
             types_ = [re.sub(r"\s+", " ", re.sub(r"\b\w+$", "", p.replace("__restrict__", "")))
                       .replace(" *", "*").strip() for p in params]
             out.setdefault(m.group(1), types_)
@@ -275,7 +281,8 @@ def test_counted_chains_emulated(emulated, case, dtype):
             assert isinstance(counts, FakeArray) and counts.dtype == np.int64
             np.testing.assert_array_equal(P, Truth.labels.ravel())
             np.testing.assert_array_equal(counts, np.bincount(want.ravel(), minlength=num + 1))
-    plain = not {"mask", "periodic", "axes"} & set(kw) and a.ndim <= 3
+    # (a stack of images over the last axes takes the plain 2-D chain too)
+    plain = not {"mask", "periodic"} & set(kw) and a.ndim <= 3
     counted = [k for k in Truth.launches if k.endswith("_counted")]
     if plain:
         assert counted and set(counted) <= {"meshccl_label_runs_counted",
@@ -391,3 +398,37 @@ def test_run_count_masks():
         got = {b: run_cells(f, s, b, width) for b in range(32) if (s >> b) & 1 and b < width}
         assert {b: c for b, c in got.items() if c} == want, (hex(f), hex(s), width)
         assert all(got[b] > 0 for b in got), "every run start is a foreground cell"
+
+
+def test_lattice_and_stack_programs_match_signatures(emulated):
+    """The lattice form of the 2-D chain and stacks of images (image_rows)
+    pass every kernel the arguments of its C signature: periodic axes, a
+    mask, bonds, a tolerance, with one image and with a stack."""
+    from meshccl._gpu import image_plain
+    from meshccl._gpu.launch import BONDS, LABELS, MASK, VALUES
+
+    shape = (120, 70)
+    n = int(np.prod(shape))
+    for index in (np.int32, np.int64):
+        for image_rows in (None, 1, 24, 37 + 3):
+            if image_rows is not None and shape[0] % image_rows:
+                continue
+            feats = [dict(periodic=1), dict(periodic=2), dict(periodic=3), dict(mask=True),
+                     dict(tolerance=1.0, periodic=3), dict(bonds=True, bond_rows=[0, 1, 2, 3])]
+            progs = [image_plain.program(np.uint8, index, n, shape, 2, True, np.uint8(0),
+                                         image_rows=image_rows)]
+            for kw in feats:
+                dt = np.float32 if "tolerance" in kw else np.uint8
+                key = np.float64(0) if "tolerance" in kw else np.uint8(0)
+                progs.append(image_plain.lattice_program(dt, index, n, shape, 2, True, key,
+                                                         image_rows=image_rows, **kw))
+            for prog in progs:
+                for name, launch in prog:
+                    if not hasattr(launch, "fn"):
+                        continue
+                    stand_in = {id(VALUES): _fake(np.zeros(n, np.uint8)),
+                                id(LABELS): _fake(np.zeros(n, index)),
+                                id(MASK): _fake(np.zeros(n, np.uint8)),
+                                id(BONDS): _fake(np.zeros(4 * n, np.uint8))}
+                    _check_signature(launch.fn.name, launch.fn.targs,
+                                     tuple(stand_in.get(id(x), x) for x in launch.args))

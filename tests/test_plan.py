@@ -273,3 +273,37 @@ def test_lattice_plan_steps_aside():
     v = cupy.asarray((rng.random((20, 30, 40)) < 0.5).astype(np.uint8))
     np.testing.assert_array_equal(meshccl.label(v, periodic=True).get(),
                                   meshccl.label(v.get(), periodic=True))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int16])
+@pytest.mark.parametrize("shape, axes", [((6, 64, 96), (1, 2)), ((9, 37, 50), (1, 2)),
+                                         ((40, 1, 300), (1, 2)), ((7, 5, 300), (2,)),
+                                         ((2, 3, 37, 50), (2, 3)), ((5, 70, 40), (0, 1))])
+def test_stack_plan_matches_general_path(dtype, shape, axes):
+    """Stacks of images (axes= the last one or two axes) take a plan of
+    their tall 2-D image, plain or with lattice features: the same labels
+    as the general path and the CPU, call after call; other axes step
+    aside (the general chain)."""
+    import cupy
+    from meshccl._gpu.plan import _local
+    rng = np.random.default_rng(sum(shape) + np.dtype(dtype).itemsize)
+    a = (rng.random(shape) < 0.6).astype(dtype)
+    if dtype is not np.bool_:
+        a = a * rng.integers(1, 3, shape).astype(dtype)
+    x = cupy.asarray(a)
+    _local.plans = None
+    for kw in ({}, {"connectivity": 1}, {"periodic": True}, {"numbering": "first-cell"},
+               {"mask": rng.random(shape) < 0.8}, {"tolerance": 1}, {"dtype": np.int64}):
+        if "tolerance" in kw and dtype is np.bool_:
+            continue
+        kw = dict(kw, axes=axes)
+        dev = {key: (cupy.asarray(v) if isinstance(v, np.ndarray) else v) for key, v in kw.items()}
+        want = general(x, **dev)
+        for _ in range(3):
+            got, num = meshccl.label(x, return_num=True, **dev)
+            np.testing.assert_array_equal(got.get(), want.get(), err_msg=str(sorted(kw)))
+            np.testing.assert_array_equal(got.get(), meshccl.label(a, **kw))
+    plans = list((_local.plans or {}).values())
+    assert bool(plans) == (axes != (0, 1))
+    with pytest.raises(ValueError, match="bonds cannot be combined with axes"):
+        meshccl.label(x, axes=axes, bonds=cupy.ones((2,) + shape, bool))

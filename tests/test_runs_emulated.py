@@ -28,18 +28,23 @@ PLANES = 8      # planes per brick (meshccl._tuning.RUNS_3D_PLANES: 16 at c1)
 
 
 class Volume:
-    """A (nz, ny, nx) array, its foreground and its tiles."""
+    """A (nz, ny, nx) array, its foreground and its tiles.  ``image_rows``
+    (2-D): a stack of images of so many rows each, as runs2d.cu takes one
+    (its `image_rows`): no pair joins rows of two images."""
 
-    def __init__(self, a, background):
+    def __init__(self, a, background, image_rows=None):
         self.a = a if a.ndim == 3 else a[None]
         self.nz, self.ny, self.nx = self.a.shape
         self.fg = np.ones(self.a.shape, bool) if background is None else self.a != background
+        self.image_rows = image_rows or self.ny
 
     def eq(self, p, q):
-        """Both cells inside, p foreground and q equal to it."""
+        """Both cells inside, p foreground and q equal to it (and in p's image)."""
         for c, n in zip(q, self.a.shape):
             if not 0 <= c < n:
                 return False
+        if p[1] // self.image_rows != q[1] // self.image_rows:
+            return False
         return bool(self.fg[p] and self.a[p] == self.a[q])
 
 
@@ -244,9 +249,10 @@ def border_pairs_3d(v, c):
     return pairs
 
 
-def emulated_labels(a, connectivity, background):
-    """Labels in skimage's numbering from the pairs the run kernels keep."""
-    v = Volume(a, background)
+def emulated_labels(a, connectivity, background, image_rows=None):
+    """Labels in skimage's numbering from the pairs the run kernels keep
+    (``image_rows``: of a 2-D stack of images, see Volume)."""
+    v = Volume(a, background, image_rows)
     if v.nz == 1:
         pairs = tile_pairs(v, connectivity) + border_pairs_2d(v, connectivity)
     else:
@@ -325,6 +331,29 @@ def test_runs2d_rules_give_skimage_components(index):
             want = sk_label(a, connectivity=c, background=bg if bg is not None else -1)
             np.testing.assert_array_equal(emulated_labels(a, c, bg), want,
                                           err_msg=f"{a.shape} c={c} bg={bg}")
+
+
+@pytest.mark.parametrize("image_rows", [1, 3, 37])
+def test_runs2d_rules_on_stacks_give_each_image_its_components(image_rows):
+    """A stack of images as one tall image whose images join no pair across
+    their borders (what runs2d.cu's `image_rows` does): the rules that skip
+    a pair because others join it (the square rule at tile borders, twin,
+    covered, the stretch's top) still give every image skimage's
+    components, image heights under the tile height and across tiles."""
+    rng = np.random.default_rng(image_rows)
+    images = 70 // image_rows if image_rows < 32 else 2
+    shape = (images * image_rows, 40)
+    for a in (_blobs(rng, shape, 1, 2), _stripes(shape, 3, 1), np.ones(shape, np.uint8)):
+        for c in (1, 2):
+            for bg in (0, None):
+                want, offset = np.zeros(a.shape, np.int64), 0
+                for k in range(images):
+                    rows = slice(k * image_rows, (k + 1) * image_rows)
+                    lab = sk_label(a[rows], connectivity=c, background=bg if bg is not None else -1)
+                    want[rows] = np.where(lab > 0, lab + offset, 0)
+                    offset += lab.max()
+                np.testing.assert_array_equal(emulated_labels(a, c, bg, image_rows), want,
+                                              err_msg=f"{a.shape} c={c} bg={bg}")
 
 
 @pytest.mark.parametrize("index", range(8))

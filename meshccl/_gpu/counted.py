@@ -51,6 +51,11 @@ def label_mesh_counted(values, P, shape, connectivity, has_bg, bgkey, timer=None
     int64 CuPy array of length N + 1 (counts[0]: the background)."""
     if not _features(lattice) and image_plain.applies(shape, label_axes=label_axes):
         return _plain_counted(values, P, shape, connectivity, has_bg, bgkey, timer)
+    stack = image_plain.stack_view(shape, label_axes, lattice.get("periodic", 0))
+    if (stack is not None and not _features(dict(lattice, periodic=stack[2]))
+            and image_plain.applies(stack[0])):  # (a stack of images: its tall 2-D image)
+        return _plain_counted(values, P, stack[0], connectivity, has_bg, bgkey, timer,
+                              image_rows=stack[1])
     for name, launch in image_general.mesh_steps(values, P, shape, connectivity, has_bg, bgkey,
                                                  label_axes=label_axes, **lattice):
         run(timer, name, launch)
@@ -63,15 +68,16 @@ def _features(lattice):
         lattice.get(k) is not None for k in ("mask", "bonds", "tolerance"))
 
 
-def _plain_counted(values, P, shape, connectivity, has_bg, bgkey, timer):
+def _plain_counted(values, P, shape, connectivity, has_bg, bgkey, timer, image_rows=None):
     """The plain chain (image_plain.py) with its counted label pass: the
-    launches up to the roots kernel, N, the table, the rest."""
+    launches up to the roots kernel, N, the table, the rest (``image_rows``:
+    a stack of images, see image_plain.stack_view)."""
     import cupy
 
     n = values.size
     buffers = image_plain.scratch(n, P.dtype, shape, values.dtype)
     prog = image_plain.program(values.dtype, P.dtype, n, shape, connectivity, has_bg, bgkey,
-                               buffers, counts=True)
+                               buffers, counts=True, image_rows=image_rows)
     cut = [name for name, _ in prog].index("roots") + 1
     for name, launch in prog[:cut]:
         run(timer, name, functools.partial(launch, values, P))

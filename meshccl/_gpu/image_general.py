@@ -3,7 +3,9 @@ feature (periodic axes, mask, bonds, tolerance, ``axes``), through
 ``_kernels/general.cu`` (tile, union) and then :mod:`.number_roots`.
 
 :func:`label_mesh` is the one entry for a CuPy labelling call that is not
-an iterative method: plain 1- to 3-axis calls go to :mod:`.image_plain`'s
+an iterative method: plain 1- to 3-axis calls, the lattice features that
+:func:`.image_plain.applies_lattice` takes and stacks of 1-D or 2-D images
+(:func:`.image_plain.stack_view`) go to :mod:`.image_plain`'s
 fixed-geometry chains, everything else through the kernels here.
 """
 
@@ -142,24 +144,36 @@ def label_mesh(values, P, shape, connectivity, has_bg, bgkey, timer=None, first=
     ``lattice``: periodic (bit mask of axes), mask, bonds + bond_rows, tolerance.
     ``timer``: a :class:`.timing.PhaseTimer` to time each kernel, or None.
     """
-    if image_plain.applies(shape, **lattice):
+    fixed = _fixed_steps(values, P, shape, connectivity, has_bg, bgkey, first, lattice)
+    if fixed is not None:
         count = None
-        for name, launch in image_plain.steps(values, P, shape, connectivity, has_bg, bgkey,
-                                              first=first):
-            count = run(timer, name, launch)
-        return count
-    if image_plain.applies_lattice(shape, **lattice):
-        if lattice.get("tolerance") is not None:
-            has_bg, bgkey = tolerance_background(values.dtype, has_bg, bgkey,
-                                                 lattice.get("tol_background"))
-        count = None
-        for name, launch in image_plain.lattice_steps(
-                values, P, shape, connectivity, has_bg, bgkey,
-                periodic=lattice.get("periodic", 0), mask=lattice.get("mask"),
-                bonds=lattice.get("bonds"), bond_rows=lattice.get("bond_rows"),
-                tolerance=lattice.get("tolerance"), first=first):
+        for name, launch in fixed:
             count = run(timer, name, launch)
         return count
     for name, launch in mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
         run(timer, name, launch)
     return relabel(P, values.size, timer, first=first)
+
+
+def _fixed_steps(values, P, shape, connectivity, has_bg, bgkey, first, lattice):
+    """The steps of :mod:`.image_plain`'s chain for the call (a stack of
+    images as its tall 2-D image), or None where the general chain serves
+    it."""
+    image_rows = None
+    stack = image_plain.stack_view(shape, lattice.get("label_axes"), lattice.get("periodic", 0))
+    if stack is not None:
+        shape, image_rows, periodic = stack
+        lattice = dict(lattice, label_axes=None, periodic=periodic)
+    if image_plain.applies(shape, **lattice):
+        return image_plain.steps(values, P, shape, connectivity, has_bg, bgkey, first=first,
+                                 image_rows=image_rows)
+    if image_plain.applies_lattice(shape, **lattice):
+        if lattice.get("tolerance") is not None:
+            has_bg, bgkey = tolerance_background(values.dtype, has_bg, bgkey,
+                                                 lattice.get("tol_background"))
+        return image_plain.lattice_steps(
+            values, P, shape, connectivity, has_bg, bgkey,
+            periodic=lattice.get("periodic", 0), mask=lattice.get("mask"),
+            bonds=lattice.get("bonds"), bond_rows=lattice.get("bond_rows"),
+            tolerance=lattice.get("tolerance"), first=first, image_rows=image_rows)
+    return None

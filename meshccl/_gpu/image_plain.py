@@ -21,8 +21,12 @@ array takes its plain chain (2-D without slots) and a wrap kernel
 (``runs2d.cu``'s, or ``wrap3d.cu``) before the numbering; 1-D and 2-D
 arrays with a mask, bonds or a tolerance take the lattice form of the 2-D
 chain (``runs2d.cu``'s lattice tile and border kernels, its wrap kernel),
-then the same numbering.  Everything else (n-D, 3-D with a mask, bonds or
-a tolerance, ``axes``) takes the general chain of :mod:`.image_general`.  :func:`applies` says when the plain chains serve a
+then the same numbering.  Stacks of 1-D or 2-D images (``axes`` naming
+the last one or two axes, :func:`stack_view`) are one tall 2-D image to
+these chains, plain or lattice, with the image height as ``image_rows``:
+the 2-D kernels join no pair across an image's top row.  Everything else
+(n-D, 3-D with a mask, bonds or a tolerance, other ``axes``) takes the
+general chain of :mod:`.image_general`.  :func:`applies` says when the plain chains serve a
 call; :func:`program` works out the launches once per shape
 and dtype (launch plans keep it, :mod:`.plan`); :func:`steps` binds them to
 one input and output for the general entry and for benchmarks that time
@@ -69,6 +73,30 @@ def _dims(shape):
     if len(shape) == 2:
         return 2, 1, shape[0], shape[1]
     return 2, 1, 1, shape[0]
+
+
+def stack_view(shape, label_axes, periodic=0):
+    """A stack of images as the 2-D chains take it, or None.
+
+    ``shape``: a squeezed shape; ``label_axes``: bit k, axis k is labelled
+    (None: all); ``periodic``: bit k, axis k wraps.  When the labelled axes
+    are the last two (a stack of 2-D images of ``ny x nx``) or the last one
+    (1-D images of ``nx``) and there are others, returns ``(rows, nx)``,
+    ``image_rows`` (``ny``, or 1) and the periodic bits of that 2-D shape
+    (bit 0: each image's rows wrap, bit 1: its columns): the stack's cells
+    in the same order, so raster order and flat indices are the stack's.
+    """
+    n = len(shape)
+    if label_axes is None or label_axes == (1 << n) - 1 or n < 2:
+        return None
+    if label_axes == 3 << (n - 2):
+        image_rows, wrap = int(shape[-2]), (periodic >> (n - 2)) & 3
+    elif label_axes == 1 << (n - 1):
+        image_rows, wrap = 1, ((periodic >> (n - 1)) & 1) << 1
+    else:
+        return None
+    rows = int(np.prod(shape[:-1], dtype=np.int64))
+    return (rows, int(shape[-1])), image_rows, wrap
 
 
 def applies(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None, tolerance=None,
@@ -160,7 +188,7 @@ def slots_threshold(shape, connectivity) -> int:
 
 
 def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buffers=None,
-            slot_tiles=True, report=None, counts=False, first=False):
+            slot_tiles=True, report=None, counts=False, first=False, image_rows=None):
     """The launches of the plain path for arrays of one shape and dtype, as
     ``[(name, launch), ...]`` where ``launch(values, P)`` runs one kernel on
     flat CuPy ``values`` and int32/int64 output ``P`` of ``n`` cells; the
@@ -183,14 +211,17 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     (``meshccl/_gpu/counted.py``).  ``first``: first-cell labels (each
     component's root index + 1, ``label(..., numbering='first-cell')``):
     the ``_first`` forms of the piece and cell label kernels; not with
-    ``counts``.
+    ``counts``.  ``image_rows``: a 2-D ``shape`` is a stack of images of so
+    many rows (:func:`stack_view`), None: one image.
     """
     index_dtype = np.dtype(index_dtype)
     d = _dims(tuple(int(s) for s in shape))[0]
     c = min(int(connectivity), d) if len(shape) > 1 else 1
+    if image_rows is not None and len(shape) != 2:
+        raise ValueError(f"image_rows needs a 2-D shape, got {tuple(shape)}")
     if uses_runs(shape, value_dtype):
         return _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                             slot_tiles, report, counts, first)
+                             slot_tiles, report, counts, first, image_rows)
     return _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
                             counts, first)
 
@@ -272,11 +303,11 @@ def _pieces_path(index_dtype, n, buffers, cells, runs, wpt=1, first=False):
 
 
 def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers, slot_tiles,
-                  report, counts=False, first=False):
+                  report, counts=False, first=False, image_rows=None):
     """:func:`program` through the run-based tile kernels: runs2d.cu (1-D and
-    2-D) or runs3d.cu with its z-face and seam kernels (3-D), then the
-    pieces numbering with meshccl_label_runs, which sees a volume as
-    nz * ny rows."""
+    2-D, ``image_rows`` rows per image of a stack) or runs3d.cu with its
+    z-face and seam kernels (3-D), then the pieces numbering with
+    meshccl_label_runs, which sees a volume as nz * ny rows."""
     index_dtype = np.dtype(index_dtype)
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     t, i = c_type(value_dtype), c_type(index_dtype)
@@ -319,13 +350,14 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
         found = dict(zip(names, kernels("runs2d.cu", *names)))
         tile = found[f"meshccl_runs2d_tile<{t}, {i}, {c}, {nw}, {sl}>"]
         border = found[f"meshccl_runs2d_border<{t}, {i}, {c}, {sl}>"]
-        tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx)) + key
+        img = I(ny if image_rows is None else image_rows)
+        tile_args = ((-(-ntx // nw), nty), (32 * nw,), (A, H, F, S, I(ny), I(nx), img) + key
                      + (np.int32(aligned), np.int32(_tuning.RUNS_PREFETCH[(2, c)]))
                      + slotted + counted[:1])
         # the border kernel: 8 tiles a block, a warp for each one's top row
         # and one for the strip's left border
         border_args = ((-(-ntx // nw), nty), (32 * (nw + 1),),
-                       (H, S, I(ny), I(nx)) + key + (np.int32(nw),) + read + counted)
+                       (H, S, I(ny), I(nx), img) + key + (np.int32(nw),) + read + counted)
         zface_args, tile_shared = None, 0
     else:
         nzb = _tuning.RUNS_3D_PLANES[c]
@@ -396,7 +428,7 @@ def _bond_planes(ndim, c, bond_rows):
 
 def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, *,
                     periodic=0, mask=False, bonds=False, bond_rows=None, tolerance=None,
-                    buffers=None, first=False):
+                    buffers=None, first=False, image_rows=None):
     """The launches of the lattice form of the 2-D chain, as :func:`program`
     gives them, with the placeholders :data:`.launch.MASK` and
     :data:`.launch.BONDS` where the call's mask and bonds go (``mask`` /
@@ -404,7 +436,9 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     chain takes it).  ``has_bg`` and ``bgkey``: with a tolerance, as
     ``image_general.tolerance_background`` gives them (keys in the joining
     rule's type).  ``periodic``: bit k, axis k of ``shape`` wraps.
-    ``first``: first-cell labels, as in :func:`program`.
+    ``first``: first-cell labels, and ``image_rows`` (a stack of images, 2-D
+    ``shape``; bit 0 of ``periodic`` then wraps each image's rows), as in
+    :func:`program`.
 
     Periodic axes alone change no pair inside the array: the plain chain
     (without slots, whose run starts hold their piece roots) and the wrap
@@ -412,6 +446,8 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     tile and border kernels (and the wrap kernel where axes wrap)."""
     index_dtype = np.dtype(index_dtype)
     ndim = len(shape)
+    if image_rows is not None and ndim != 2:
+        raise ValueError(f"image_rows needs a 2-D shape, got {tuple(shape)}")
     if ndim == 3:
         return _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
                             periodic, buffers, first)
@@ -435,19 +471,22 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     A, H = bits[:words], bits[words:2 * words]
     rw = _runs_words(shape)
     F, S = fs[:rw], fs[rw:2 * rw]
+    img = I(ny if image_rows is None else image_rows)
     names = [f"meshccl_runs2d_wrap<{t}, {i}, {c}, {tol}>"]
     if not plain:
         names += [f"meshccl_runs2d_lattice_tile<{t}, {i}, {c}, {tol}>",
                   f"meshccl_runs2d_lattice_border<{t}, {i}, {c}, {tol}>"]
     found = kernels("runs2d.cu", *names)
-    faces = nx + 2 * ny
+    # (the images' first rows where rows wrap, the first and last columns
+    # where columns do: the wrap kernel's threads)
+    faces = (ny // int(img) * nx if wrap_y else 0) + (2 * ny if wrap_x else 0)
     wrap = [("wrap", Launch(found[0], (-(-faces // BLOCK),), (BLOCK,),
-                            (VALUES, LABELS, H, S, I(ny), I(nx)) + key
+                            (VALUES, LABELS, H, S, I(ny), I(nx), img) + key
                             + (np.int32(wrap_y), np.int32(wrap_x)) + features,
                             early=False))] if (wrap_y or wrap_x) else []
     if plain:
         prog = _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                             False, None, first=first)
+                             False, None, first=first, image_rows=image_rows)
         at = [name for name, _ in prog].index("border") + 1
         return prog[:at] + wrap + prog[at:]
     rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]
@@ -458,10 +497,10 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     nw = RUNS_2D_WARPS
     prog = _cleared(bits, aligned) + [
         ("tile", Launch(found[1], (-(-ntx // nw), nty), (32 * nw,),
-                        (VALUES, LABELS, A, H, F, S, I(ny), I(nx)) + key
+                        (VALUES, LABELS, A, H, F, S, I(ny), I(nx), img) + key
                         + (np.int32(aligned),) + features)),
         ("border", Launch(found[2], (-(-ntx // nw), nty), (32 * (nw + 1),),
-                          (VALUES, LABELS, H, S, I(ny), I(nx)) + key + (np.int32(nw),)
+                          (VALUES, LABELS, H, S, I(ny), I(nx), img) + key + (np.int32(nw),)
                           + features, early=False)),
     ] + wrap
     label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)
@@ -497,22 +536,23 @@ def _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey
 
 
 def lattice_steps(values, P, shape, connectivity, has_bg, bgkey, *, periodic=0, mask=None,
-                  bonds=None, bond_rows=None, tolerance=None, buffers=None, first=False):
+                  bonds=None, bond_rows=None, tolerance=None, buffers=None, first=False,
+                  image_rows=None):
     """:func:`lattice_program` bound to flat CuPy ``values``, ``P`` and the
     call's ``mask`` and ``bonds`` (flat uint8, as the general chain takes
     them), as ``[(name, launch), ...]`` (see :func:`steps`)."""
     prog = lattice_program(values.dtype, P.dtype, values.size, shape, connectivity, has_bg,
                            bgkey, periodic=periodic, mask=mask is not None,
                            bonds=bonds is not None, bond_rows=bond_rows, tolerance=tolerance,
-                           buffers=buffers, first=first)
+                           buffers=buffers, first=first, image_rows=image_rows)
     return [(name, functools.partial(launch, values, P, mask, bonds)) for name, launch in prog]
 
 
 def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, slot_tiles=True,
-          first=False):
+          first=False, image_rows=None):
     """:func:`program` bound to ``values`` and ``P``: ``[(name, launch), ...]``
     with ``launch()`` taking no arguments (the general entry and
     ``benchmarks/phases.py`` time each one)."""
     prog = program(values.dtype, P.dtype, values.size, shape, connectivity, has_bg, bgkey,
-                   buffers, slot_tiles, first=first)
+                   buffers, slot_tiles, first=first, image_rows=image_rows)
     return [(name, functools.partial(launch, values, P)) for name, launch in prog]

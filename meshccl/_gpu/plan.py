@@ -53,11 +53,13 @@ buffers (5 bytes per cell, kept with the plan); such a call copies the
 input in, replays that graph and copies the labels out.
 
 Plans serve the plain case: C-contiguous bool or integer CuPy input,
-``method='auto'``, no ``axes``, ``return_info`` or device override; and
-the lattice features (periodic axes, a mask, bonds, a tolerance) where the
-array is 1-D or 2-D, and periodic axes on 3-D volumes
+``method='auto'``, no ``return_info`` or device override; the lattice
+features (periodic axes, a mask, bonds, a tolerance) where the array is
+1-D or 2-D, and periodic axes on 3-D volumes
 (image_plain.lattice_program; a simulation labels its lattice so every few
-steps).  A lattice plan takes the call's mask and
+steps); and stacks of 1-D or 2-D images (``axes`` naming the last one or
+two axes, image_plain.stack_view), planned as their tall 2-D image, plain
+or with those features.  A lattice plan takes the call's mask and
 bonds (C-contiguous bool CuPy arrays) as two more addresses in its packed
 launches, and records no graphs.  Anything else (floats need a NaN check
 per call) takes the general path.  At most :data:`MAX_PLANS` plans per thread are kept.
@@ -66,6 +68,7 @@ per call) takes the general path.  At most :data:`MAX_PLANS` plans per thread ar
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import threading
 from collections import OrderedDict
 
@@ -125,7 +128,7 @@ def _report_word():
 class Plan:
     """Everything but the input and the output of one labelling call."""
 
-    def __init__(self, prob, bool_input=False, lattice=None, first=False):
+    def __init__(self, prob, bool_input=False, lattice=None, first=False, image_rows=None):
         import cupy
 
         n = prob.size
@@ -157,7 +160,7 @@ class Plan:
                 self.view, self.work, n, prob.shape, prob.connectivity, has_bg, bgkey,
                 periodic=prob.periodic, mask=prob.mask is not None,
                 bonds=prob.bonds is not None, bond_rows=prob.bond_rows,
-                tolerance=prob.tolerance, buffers=buffers, first=first)
+                tolerance=prob.tolerance, buffers=buffers, first=first, image_rows=image_rows)
             try:
                 packed = pack_chain(prog)
             except (TypeError, AttributeError):
@@ -183,7 +186,8 @@ class Plan:
             for slot_tiles in forms:
                 prog = image_plain.program(self.view, self.work, n, prob.shape, prob.connectivity,
                                       prob.has_bg, prob.bgkey, buffers=buffers,
-                                      slot_tiles=slot_tiles, report=report, first=first)
+                                      slot_tiles=slot_tiles, report=report, first=first,
+                                      image_rows=image_rows)
                 try:
                     packed = pack_chain(prog)
                 except (TypeError, AttributeError):  # not packable: CuPy's kernel calls
@@ -370,11 +374,11 @@ def _feature_array(a, x):
 
 
 def fast_label(x, background, connectivity, dtype, return_num, periodic=False, mask=None,
-               tolerance=None, bonds=None, numbering="raster"):
+               tolerance=None, bonds=None, numbering="raster", axes=None):
     """Label CuPy array ``x`` through a cached plan; None when a plan does
     not apply (the caller takes the general path).  ``numbering``: 'raster'
     or 'first-cell' (anything else: None, and the general path says what
-    is wrong)."""
+    is wrong).  ``axes``: a stack of images (see :func:`_stack_problem`)."""
     if numbering == "raster":
         first = False
     elif numbering == "first-cell":
@@ -383,15 +387,18 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
         return None
     if not x.flags.c_contiguous or x.dtype.kind not in "biu" or x.ndim == 0 or x.size == 0:
         return None
-    lattice = not (periodic is False and mask is None and tolerance is None and bonds is None)
+    lattice = not (periodic is False and mask is None and tolerance is None and bonds is None
+                   and axes is None)
     if lattice:
         features = mask is not None or bonds is not None or tolerance is not None
-        if x.ndim > 3 or (x.ndim == 3 and features) or (
+        if (axes is None and (x.ndim > 3 or (x.ndim == 3 and features))) or (
                 mask is not None and not _feature_array(mask, x)) or (
                 bonds is not None and not _feature_array(bonds, x)):
             return None
         if isinstance(periodic, list):
             periodic = tuple(periodic)
+        if isinstance(axes, list):
+            axes = tuple(axes)
     global _cupy
     cupy = _cupy
     if cupy is None:  # (an import statement per call costs about a microsecond)
@@ -401,12 +408,12 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
     if device != cupy.cuda.runtime.getDevice():  # run on the input's GPU
         with cupy.cuda.Device(device):
             return fast_label(x, background, connectivity, dtype, return_num, periodic, mask,
-                              tolerance, bonds, numbering)
+                              tolerance, bonds, numbering, axes)
     key = (x.shape, x.dtype.char, background, type(background), connectivity,
            type(connectivity), dtype, device, cupy.cuda.get_current_stream().ptr, first)
     if lattice:
         key += (periodic, tolerance, type(tolerance), None if mask is None else mask.shape,
-                None if bonds is None else bonds.shape)
+                None if bonds is None else bonds.shape, axes)
     plans = getattr(_local, "plans", None)
     if plans is None:
         plans = _local.plans = OrderedDict()
@@ -417,13 +424,23 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
     if plan is None:
         if lattice:
             prob = _validate.prepare(x, background, connectivity, dtype, periodic=periodic,
-                                     mask=mask, tolerance=tolerance, bonds=bonds,
+                                     mask=mask, tolerance=tolerance, bonds=bonds, axes=axes,
                                      raster=not first)
-            if not image_plain.applies_lattice(  # (over 2**21 rows: the general chain)
+            prob, image_rows = _stack_problem(prob)
+            if image_rows is not None and not (prob.periodic or prob.mask is not None
+                                               or prob.tolerance is not None):
+                # a plain stack: the plain plan of its tall image
+                if not image_plain.applies(prob.shape):  # (over 2**21 rows)
+                    return None
+                plan = Plan(prob, bool_input=x.dtype == np.bool_, first=first,
+                            image_rows=image_rows)
+            elif not image_plain.applies_lattice(  # (over 2**21 rows: the general chain)
                     prob.shape, periodic=prob.periodic, mask=prob.mask, bonds=prob.bonds,
                     tolerance=prob.tolerance, no_left=prob.no_left, label_axes=prob.label_axes):
                 return None
-            plan = Plan(prob, bool_input=x.dtype == np.bool_, lattice=True, first=first)
+            else:
+                plan = Plan(prob, bool_input=x.dtype == np.bool_, lattice=True, first=first,
+                            image_rows=image_rows)
         else:
             prob = _validate.prepare(x, background, connectivity, dtype, raster=not first)
             if prob.swapped or prob.size != x.size:
@@ -437,3 +454,15 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
     if lattice:
         return plan(x, return_num, mask, bonds)
     return plan(x, return_num)
+
+
+def _stack_problem(prob):
+    """``(prob, image_rows)``: a stack of images (image_plain.stack_view) as
+    the problem of its tall 2-D image and the rows of each image; any other
+    problem as it is, and None."""
+    stack = image_plain.stack_view(prob.shape, prob.label_axes, prob.periodic)
+    if stack is None:
+        return prob, None
+    shape, image_rows, periodic = stack
+    return dataclasses.replace(prob, shape=shape, periodic=periodic, label_axes=None,
+                               no_left=False), image_rows

@@ -89,6 +89,18 @@
 //    a table in shared memory and write the row's labels from it with
 //    16-byte stores.
 //
+// Stacks of images (label(..., axes=) over the last one or two axes): a
+// stack of images of image_rows rows each is one image of ny rows, every
+// kernel's `image_rows` says where images start, and no pair joins an
+// image's first row with the row above it: the tile kernel clears such a
+// row's masks up (and keeps bands only where no band would hold two
+// images' rows), the border kernels skip a tile's top row that starts an
+// image and a left-border row's pairs up, and the wrap kernel wraps each
+// image's rows onto its own.  Nothing else sees the images: runs, pieces
+// and the numbering are those of the tall image, whose raster order is the
+// stack's.  A plain image passes image_rows == ny (one compare per lane
+// and tile; the modulo is never reached).
+//
 // P is read and written at run starts only (with slots, at piece roots
 // only) until the last step, which writes every cell once: about 1 byte
 // read and 4 written per cell, plus 1/4 byte of bit arrays and the run
@@ -196,7 +208,7 @@ template <typename T, typename I, int C, int NW, bool SL, bool Lat = false, bool
 __device__ __forceinline__ unsigned label_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
         unsigned* __restrict__ S, I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
-        unsigned* __restrict__ tally, I ny, I nx, int has_bg,
+        unsigned* __restrict__ tally, I ny, I nx, I image_rows, int has_bg,
         typename meshccl::Rule<T, Tol>::K bgkey, int prefetch,
         const meshccl::PlaneFeatures& ft) {
     typedef meshccl::Rule<T, Tol> R;
@@ -368,6 +380,17 @@ __device__ __forceinline__ unsigned label_tile(
             edgebits[Lat ? warp : 0][4] = cur;
         }
     }
+    // A stack of images (image_rows < ny): row r starting an image has no
+    // pairs with row r - 1 (cut).  Its masks up are cleared; a band may not
+    // hold an image's last row and the next one's first (a cut at an odd
+    // row), so a tile with one takes its rows one at a time.  (A plain
+    // image: image_rows == ny, never a cut.)
+    bool cut = false;
+    if (live && image_rows < ny) {  // (the whole warp)
+        cut = lane > 0 && (y0 + lane) % image_rows == 0;
+        if (cut) mV = mVl = mVr = 0u;
+        band = band && !__any_sync(0xffffffffu, cut && (lane & 1));
+    }
     // Lane r: row r.  Run starts, their forest, and the pairs with row r - 1.
     if (lane == 0) banded[warp] = band;
     if (live) {
@@ -453,12 +476,12 @@ __device__ __forceinline__ unsigned label_tile(
             const auto bit = [r](unsigned w, int dr) { return ((w << dr) >> r) & 1u; };
             const bool f0 = bit(e0[0], 0), fL = bit(eL[1], 0);
             m = (f0 && fL && bit(e0[2], 0) && R::join(k0, kL, ft.tol)) ? 1u : 0u;
-            if (C >= 2 && r > 0) {
+            if (C >= 2 && r > 0 && !cut) {
                 if (f0 && bit(eL[1], 1) && bit(e0[3], 0) && R::join(kuL, k0, ft.tol)) m |= 2u;
                 if (fL && bit(e0[0], 1) && bit(eL[4], 0) && R::join(ku0, kL, ft.tol)) m |= 4u;
             }
         } else {
-            m = left_pairs<C>(k0, kL, ku0, kuL, r > 0, !(has_bg && k0 == bgkey),
+            m = left_pairs<C>(k0, kL, ku0, kuL, r > 0 && !cut, !(has_bg && k0 == bgkey),
                               !(has_bg && kL == bgkey), [&] { return edge[2][wl][r]; });
         }
         if (m) {
@@ -580,13 +603,13 @@ template <typename T, typename I, int C, int NW, bool SL>
 __global__ void __launch_bounds__(32 * NW) meshccl_runs2d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
-        int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int prefetch,
+        I image_rows, int has_bg, typename meshccl::Key<T>::type bgkey, int aligned, int prefetch,
         I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
         unsigned* __restrict__ tally) {
     meshccl::grid_entry();  // (launch.cuh)
     const meshccl::PlaneFeatures none = {nullptr, nullptr, 0, -1, -1, -1, -1, 0.0};
     const unsigned roots = meshccl::runs2d::label_tile<T, I, C, NW, SL>(
-            v, P, F, S, Q, O, slots, tally, ny, nx, has_bg, bgkey, prefetch, none);
+            v, P, F, S, Q, O, slots, tally, ny, nx, image_rows, has_bg, bgkey, prefetch, none);
     meshccl::runs2d::store_root_bits<NW>(A, H, roots, aligned, ny, nx);
 }
 
@@ -617,7 +640,7 @@ __device__ __forceinline__ unsigned scattered_row(unsigned b, unsigned rows) {
 template <typename T, typename I, int C, bool SL>
 __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int strip,
+        I ny, I nx, I image_rows, int has_bg, typename meshccl::Key<T>::type bgkey, int strip,
         const I* __restrict__ Q, const unsigned short* __restrict__ O, int slots,
         unsigned* tally, unsigned* report) {
     meshccl::grid_entry();  // (launch.cuh)
@@ -657,8 +680,11 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const unsigned upto = c == 31 ? 0xffffffffu : ((2u << c) - 1u);
         return __ldg(Q + ((y >> 5) * ntx + (x >> 5)) * (I)slots + (I)(o + __popc(s & upto) - 1));
     };
+    // (a stack of images: no pairs between an image's first row and the row
+    // above it; a plain image, image_rows == ny: row 0 only)
+    auto first_row = [&](I y) { return y == 0 || (image_rows < ny && y % image_rows == 0); };
     if (up) {
-        if (y0 == 0) return;
+        if (first_row(y0)) return;
         const I x = x0 + lane, i = y0 * nx + x;
         const bool in = x < nx;
         const K k = in ? Key<T>::of(v[i]) : K(), ku = in ? Key<T>::of(v[i - nx]) : K();
@@ -696,7 +722,8 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         const K ku0 = shfl(k0, 1, true), kuL = shfl(kL, 1, true);
         if (!rin) return;
         const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
-        const unsigned m = meshccl::runs2d::left_pairs<C>(k0, kL, ku0, kuL, lane > 0, f0, fL,
+        const unsigned m = meshccl::runs2d::left_pairs<C>(k0, kL, ku0, kuL,
+                                                          lane > 0 && !first_row(y), f0, fL,
                                          [&] { return Key<T>::of(v[i - 2]); });
         if (m & 1u) meshccl::unite_recording(P, H, node(y, x0), node(y, x0 - 1));
         if (m & 2u) meshccl::unite_recording(P, H, node(y, x0), node(y - 1, x0 - 1));
@@ -744,12 +771,12 @@ template <typename T, typename I, int C, bool Tol>
 __global__ void __launch_bounds__(32 * 8) meshccl_runs2d_lattice_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
-        int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, int aligned,
+        I image_rows, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, int aligned,
         MESHCCL_PLANE_FEATURES) {
     meshccl::grid_entry();  // (launch.cuh)
     const meshccl::PlaneFeatures ft = MESHCCL_PLANE_FEATURES_VALUE;
     const unsigned roots = meshccl::runs2d::label_tile<T, I, C, 8, false, true, Tol>(
-            v, P, F, S, nullptr, nullptr, 0, nullptr, ny, nx, has_bg, bgkey, 0, ft);
+            v, P, F, S, nullptr, nullptr, 0, nullptr, ny, nx, image_rows, has_bg, bgkey, 0, ft);
     meshccl::runs2d::store_root_bits<8>(A, H, roots, aligned, ny, nx);
 }
 
@@ -761,7 +788,7 @@ __global__ void __launch_bounds__(32 * 8) meshccl_runs2d_lattice_tile(
 template <typename T, typename I, int C, bool Tol>
 __global__ void __launch_bounds__(288) meshccl_runs2d_lattice_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I ny, I nx, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, int strip,
+        I ny, I nx, I image_rows, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, int strip,
         MESHCCL_PLANE_FEATURES) {
     meshccl::grid_entry();  // (launch.cuh)
     typedef meshccl::Rule<T, Tol> R;
@@ -777,9 +804,10 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_lattice_border(
     if (bx >= ntx) return;
     auto node = [&](I y, I x) { return meshccl::runs::node(S, y, x, ny, nx); };
     auto fg = [&](K k, I i) { return meshccl::runs2d::lattice_fg(k, i, has_bg, bgkey, ft); };
+    auto first_row = [&](I y) { return y == 0 || (image_rows < ny && y % image_rows == 0); };
     if (up) {
         const I x = x0 + lane, i = y0 * nx + x;
-        if (y0 == 0 || x >= nx) return;
+        if (first_row(y0) || x >= nx) return;
         const K k = R::key(v[i]);
         if (!fg(k, i)) return;
         const I a = node(y0, x);
@@ -805,7 +833,7 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_lattice_border(
         if (f0 && fL && ft.open(ft.left, i) && R::join(k0, kL, ft.tol))
             meshccl::unite_recording(P, H, node(y, x0), node(y, x0 - 1));
         // (row y0's pairs with the row above are the top-row warps')
-        if (C >= 2 && lane > 0) {
+        if (C >= 2 && lane > 0 && !first_row(y)) {
             if (f0) {
                 const K kuL = R::key(v[i - nx - 1]);
                 if (fg(kuL, i - nx - 1) && ft.open(ft.ul, i) && R::join(kuL, k0, ft.tol))
@@ -820,35 +848,41 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_lattice_border(
     }
 }
 
-// The pairs that wrap around: thread t takes cell (0, t) (t < nx, when the
-// rows wrap: wrap_y), cell (t - nx, 0) or cell (t - nx - ny, nx - 1) (when
-// the columns wrap: wrap_x), and unites it with each earlier neighbour
-// (bonds= layout: up-left, up, up-right, left) that it reaches only across
-// a periodic edge; a pair reached from two such cells is united twice, to
-// no effect.  The bond of a pair is the later cell's (the one whose half
+// The pairs that wrap around, in each image of image_rows rows (a stack of
+// ny / image_rows images; one image: image_rows == ny).  With tops =
+// images * nx where the rows wrap (wrap_y), else 0: thread t < tops takes
+// cell (k * image_rows, x) of t = k * nx + x (an image's first row), and
+// thread tops + u cell (u, 0) or cell (u - ny, nx - 1) (when the columns
+// wrap: wrap_x); it unites the cell with each earlier neighbour in its
+// image (bonds= layout: up-left, up, up-right, left) that it reaches only
+// across a periodic edge; a pair reached from two such cells is united
+// twice, to no effect.  The bond of a pair is the later cell's (the one whose half
 // offset points back), as in the general chain.
 template <typename T, typename I, int C, bool Tol>
 __global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I ny, I nx, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, int wrap_y, int wrap_x,
-        MESHCCL_PLANE_FEATURES) {
+        I ny, I nx, I image_rows, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, int wrap_y,
+        int wrap_x, MESHCCL_PLANE_FEATURES) {
     meshccl::grid_entry();  // (launch.cuh)
     typedef meshccl::Rule<T, Tol> R;
     typedef typename R::K K;
     const meshccl::PlaneFeatures ft = MESHCCL_PLANE_FEATURES_VALUE;
     const I t = (I)blockIdx.x * blockDim.x + threadIdx.x;
+    const I tops = wrap_y ? ny / image_rows * nx : (I)0;
     I y, x;
-    if (t < nx) {
-        if (!wrap_y) return;
-        y = 0;
-        x = t;
-    } else if (t < nx + 2 * ny) {
+    if (t < tops) {
+        const I k = t / nx;
+        y = k * image_rows;
+        x = t - k * nx;
+    } else if (t - tops < 2 * ny) {
         if (!wrap_x) return;
-        y = t < nx + ny ? t - nx : t - nx - ny;
-        x = t < nx + ny ? 0 : nx - 1;
+        const I u = t - tops;
+        y = u < ny ? u : u - ny;
+        x = u < ny ? 0 : nx - 1;
     } else {
         return;
     }
+    const I top = y - y % image_rows;  // the image's first row
     const I i = y * nx + x;
     const K k = R::key(v[i]);
     if (!meshccl::runs2d::lattice_fg(k, i, has_bg, bgkey, ft)) return;
@@ -859,9 +893,9 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
     for (int o = 0; o < 4; ++o) {
         if (C < 2 && dys[o] != 0 && dxs[o] != 0) continue;
         I ty = y + dys[o], tx = x + dxs[o];
-        const bool oy = ty < 0, ox = tx < 0 || tx >= nx;
+        const bool oy = ty < top, ox = tx < 0 || tx >= nx;
         if (!(oy || ox) || (oy && !wrap_y) || (ox && !wrap_x)) continue;
-        if (oy) ty += ny;
+        if (oy) ty += image_rows;
         if (tx < 0) tx += nx;
         if (tx >= nx) tx -= nx;
         const I j = ty * nx + tx;
@@ -876,13 +910,13 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R2_TILE_NW(T, I, C, NW, SL)                                                      \
     template __global__ void meshccl_runs2d_tile<T, I, C, NW, SL>(const T*, I*, unsigned*,       \
-        unsigned*, unsigned*, unsigned*, I, I, int, meshccl::Key<T>::type, int, int,             \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int, int,          \
         I*, unsigned short*, int, unsigned*);
 #define MESHCCL_R2_TILE(T, I, C, SL)                                                             \
     MESHCCL_R2_TILE_NW(T, I, C, 8, SL) MESHCCL_R2_TILE_NW(T, I, C, 2, SL)
 #define MESHCCL_R2_BORDER(T, I, C, SL)                                                           \
     template __global__ void meshccl_runs2d_border<T, I, C, SL>(const T*, I*, unsigned*,         \
-        const unsigned*, I, I, int, meshccl::Key<T>::type, int, const I*,                        \
+        const unsigned*, I, I, I, int, meshccl::Key<T>::type, int, const I*,                     \
         const unsigned short*, int, unsigned*, unsigned*);
 #define MESHCCL_R2(T, I)                                                                         \
     MESHCCL_R2_TILE(T, I, 1, true) MESHCCL_R2_TILE(T, I, 1, false)                               \
@@ -891,13 +925,13 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
     MESHCCL_R2_BORDER(T, I, 2, true) MESHCCL_R2_BORDER(T, I, 2, false)
 #define MESHCCL_R2_LAT(T, I, C, Tol)                                                        \
     template __global__ void meshccl_runs2d_lattice_tile<T, I, C, Tol>(const T*, I*, unsigned*, \
-        unsigned*, unsigned*, unsigned*, I, I, int, meshccl::Rule<T, Tol>::K, int,             \
+        unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, int,          \
         MESHCCL_PLANE_FEATURE_TYPES);                                                          \
     template __global__ void meshccl_runs2d_lattice_border<T, I, C, Tol>(const T*, I*,         \
-        unsigned*, const unsigned*, I, I, int, meshccl::Rule<T, Tol>::K, int,                  \
+        unsigned*, const unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, int,               \
         MESHCCL_PLANE_FEATURE_TYPES);                                                          \
     template __global__ void meshccl_runs2d_wrap<T, I, C, Tol>(const T*, I*, unsigned*,        \
-        const unsigned*, I, I, int, meshccl::Rule<T, Tol>::K, int, int,                        \
+        const unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, int, int,                     \
         MESHCCL_PLANE_FEATURE_TYPES);
 #define MESHCCL_R2_LATS(T, I)                                                                  \
     MESHCCL_R2_LAT(T, I, 1, false) MESHCCL_R2_LAT(T, I, 2, false)                              \
