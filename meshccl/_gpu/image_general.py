@@ -133,11 +133,14 @@ def mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
 
 
 def label_mesh(values, P, shape, connectivity, has_bg, bgkey, timer=None, first=False,
-               **lattice):
+               counts=None, **lattice):
     """Label flat CuPy ``values`` into ``P`` (int32/int64). Returns N (0-d array).
 
     ``first``: first-cell labels (each component's first cell's flat index
-    + 1) instead of 1..N.
+    + 1) instead of 1..N.  ``counts``: a count table
+    (``image_plain.count_table``) whose rows 0..N the chain fills with the
+    cells of each label; only where :func:`.image_plain.applies` or
+    :func:`.image_plain.applies_lattice` (:mod:`.counted` says where else).
 
     ``lattice``: periodic (bit mask of axes), mask, bonds + bond_rows, tolerance.
     ``timer``: a :class:`.timing.PhaseTimer` to time each kernel, or None.
@@ -145,7 +148,7 @@ def label_mesh(values, P, shape, connectivity, has_bg, bgkey, timer=None, first=
     if image_plain.applies(shape, **lattice):
         count = None
         for name, launch in image_plain.steps(values, P, shape, connectivity, has_bg, bgkey,
-                                              first=first):
+                                              first=first, counts=counts):
             count = run(timer, name, launch)
         return count
     if image_plain.applies_lattice(shape, **lattice):
@@ -157,9 +160,11 @@ def label_mesh(values, P, shape, connectivity, has_bg, bgkey, timer=None, first=
                 values, P, shape, connectivity, has_bg, bgkey,
                 periodic=lattice.get("periodic", 0), mask=lattice.get("mask"),
                 bonds=lattice.get("bonds"), bond_rows=lattice.get("bond_rows"),
-                tolerance=lattice.get("tolerance"), first=first):
+                tolerance=lattice.get("tolerance"), first=first, counts=counts):
             count = run(timer, name, launch)
         return count
+    if counts is not None:
+        raise ValueError("the general chain counts through counted.label_mesh_counted")
     for name, launch in mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
         run(timer, name, launch)
     return relabel(P, values.size, timer, first=first)

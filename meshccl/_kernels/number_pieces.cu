@@ -152,7 +152,8 @@ template <> struct Vec16<long long> { typedef longlong2 type; };
 // 16-byte aligned, go cell by cell.
 // C (meshccl_label_cells_counted): also count every cell's label,
 // piece roots included (their label is the rank of the root they hold,
-// which meshccl_label_pieces writes later), numbering.cuh's add_counts.
+// which meshccl_label_pieces writes later), numbering.cuh's add_counts,
+// and the block's background cells (add_background).
 #define MESHCCL_CELLS_PER_THREAD 8
 template <typename I, bool C, bool RANK>
 __device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restrict__ A,
@@ -166,6 +167,7 @@ __device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restric
     const long long vbase = (long long)blockIdx.x * blockDim.x * G + threadIdx.x;
     I p[G][V];
     bool todo[G][V], whole[G];
+    unsigned background = 0u;  // (C: this thread's cells of label 0)
 #pragma unroll
     for (int g = 0; g < G; ++g) {
         const long long first = (vbase + (long long)g * blockDim.x) * V;
@@ -202,8 +204,10 @@ __device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restric
             for (int j = 0; j < V; ++j) {
                 // todo: p is the label (0: background); a piece root: p is its root
                 I label = (I)0;
-                if (first + j < (long long)n)
+                if (first + j < (long long)n) {
                     label = todo[g][j] ? p[g][j] : rank_of(p[g][j], roots, incl, block_incl);
+                    background += label == (I)0 ? 1u : 0u;
+                }
                 add_counts(counts, label, label > 0 ? 1u : 0u);
             }
         }
@@ -217,6 +221,7 @@ __device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restric
                 if (todo[g][j]) P[(I)(first + j)] = p[g][j];
         }
     }
+    if (C) add_background(counts, background);
 }
 
 template <typename I>
@@ -238,8 +243,8 @@ __global__ void __launch_bounds__(256) meshccl_label_cells_first(
     label_cells<I, false, false>(P, n, A, roots, incl, block_incl, nullptr);
 }
 
-// meshccl_label_cells, also counting each label's cells into counts (N + 1
-// rows, zeroed; row 0 is left to the host).
+// meshccl_label_cells, also counting each label's cells into counts (rows
+// 0..N zeroed by meshccl_clear_counts; row 0: the background).
 template <typename I>
 __global__ void __launch_bounds__(256) meshccl_label_cells_counted(
         I* P, I n, const unsigned* __restrict__ A, const unsigned* __restrict__ roots,
@@ -341,7 +346,8 @@ __device__ __forceinline__ unsigned warp_max(unsigned x) {
 // also count the cells of each run, by the lane that resolves its label:
 // the foreground cells from its start up to the next run start (a band's
 // bottom row may have holes in its runs), one add per run, numbering.cuh's
-// add_counts.
+// add_counts; and the background cells of each tile row, by the row's
+// first lane, one add per block (add_background).
 template <typename I, int R, int W, bool SL, bool C>
 __device__ __forceinline__ void label_runs(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
@@ -361,6 +367,7 @@ __device__ __forceinline__ void label_runs(
     // tile rows each time, y = g / ntx, bx = g % ntx), R chains at once.
     I rowbase[R], slot[R];
     int width[R];
+    unsigned background = 0u;  // (C: the background cells of this lane's rows)
     unsigned f[R], s[R], a[R], o[R];
 #pragma unroll
     for (int k = 0; k < R; ++k) {
@@ -391,6 +398,10 @@ __device__ __forceinline__ void label_runs(
 #pragma unroll
     for (int k = 0; k < R; ++k) {
         const bool useq = SL && o[k] != 0xffffu;  // this row's piece roots in its slots
+        if (C && q == 0) {  // (a row no group owns has width 0)
+            const unsigned in = width[k] >= 32 ? 0xffffffffu : (1u << width[k]) - 1u;
+            background += (unsigned)width[k] - (unsigned)__popc(f[k] & in);
+        }
         unsigned mine = s[k] & (((1u << W) - 1u) << c0);  // the run starts among this lane's cells
         const int rank0 = __popc(s[k] & ((1u << c0) - 1u));  // ... the first one's rank in the row
         const int turns = (int)warp_max((unsigned)__popc(mine));
@@ -454,6 +465,7 @@ __device__ __forceinline__ void label_runs(
                 if (c0 + j < width[k]) dst[j] = out[j];
         }
     }
+    if (C) add_background(counts, background);
 }
 
 template <typename I, int R, int W, bool SL>
@@ -465,8 +477,8 @@ __global__ void __launch_bounds__(256) meshccl_label_runs(
     label_runs<I, R, W, SL, false>(P, F, S, A, ny, nx, words, Q, O, slots, nullptr);
 }
 
-// meshccl_label_runs, also counting each label's cells into counts (N + 1
-// rows, zeroed; row 0 is left to the host).
+// meshccl_label_runs, also counting each label's cells into counts (rows
+// 0..N zeroed by meshccl_clear_counts; row 0: the background).
 template <typename I, int R, int W, bool SL>
 __global__ void __launch_bounds__(256) meshccl_label_runs_counted(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
@@ -474,6 +486,22 @@ __global__ void __launch_bounds__(256) meshccl_label_runs_counted(
         const unsigned short* __restrict__ O, int slots, unsigned long long* __restrict__ counts) {
     meshccl::grid_entry();  // (launch.cuh)
     label_runs<I, R, W, SL, true>(P, F, S, A, ny, nx, words, Q, O, slots, counts);
+}
+
+// Before a counted label pass (label(..., return_counts=True)): rows 0..N
+// of the count table to zero, N read from `total` (block_incl's last
+// entry, which meshccl_piece_roots has written).  The table has a row per
+// cell and one more (N is not known on the host when the chain is
+// launched); only the rows the labels can reach are written, a grid-stride
+// loop over a fixed grid.
+template <typename I>
+__global__ void __launch_bounds__(256) meshccl_clear_counts(unsigned long long* __restrict__ counts,
+                                                            const I* __restrict__ total) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const long long rows = (long long)*total + 1;
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += step)
+        counts[r] = 0ull;
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL
@@ -493,7 +521,8 @@ __global__ void __launch_bounds__(256) meshccl_label_runs_counted(
     template __global__ void meshccl_label_cells_first<I>(I*, I, const unsigned*,                \
                                                           const unsigned*, const I*, const I*);  \
     template __global__ void meshccl_label_cells_counted<I>(I*, I, const unsigned*,              \
-        const unsigned*, const I*, const I*, unsigned long long*);
+        const unsigned*, const I*, const I*, unsigned long long*);                               \
+    template __global__ void meshccl_clear_counts<I>(unsigned long long*, const I*);
 MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
 #define MESHCCL_LABEL_RUNS_SL(I, R, W, SL)                                                       \

@@ -11,11 +11,13 @@
 //
 // With label(..., return_counts=True) the kernels that write the final
 // labels also count the cells of each label (add_counts below) into an
-// int64 table of N + 1 rows: number_roots.cu's meshccl_relabel_counted,
+// int64 table: number_roots.cu's meshccl_relabel_counted,
 // number_pieces.cu's meshccl_label_runs_counted and
-// meshccl_label_cells_counted.  Label 0 is not counted there (all of the
-// background on one word would serialise its atomics): the host sets
-// row 0 to the cells left over.
+// meshccl_label_cells_counted.  The two of number_pieces.cu also count
+// the background, row 0, a sum per block (add_background below: one
+// atomic a block, where one a lane or a warp would queue on one word);
+// after meshccl_relabel_counted, whose blocks are many and small, the host
+// sets row 0 to the cells left over.
 
 #pragma once
 #include "launch.cuh"
@@ -73,6 +75,25 @@ __device__ __forceinline__ void scan_in_block(const I* counts, I* __restrict__ i
     for (I w = lo; w < hi; ++w) {
         run += __ldcg(counts + w);
         incl[w] = run;
+    }
+}
+
+// counts[0] += n summed over the block: each warp's sum, then one atomic
+// from the block's first thread.  Every thread of the block must call it,
+// together, at the end of the kernel (it has a barrier).
+__device__ __forceinline__ void add_background(unsigned long long* counts, unsigned n) {
+    __shared__ unsigned warp_sums[32];
+#if __CUDA_ARCH__ >= 800
+    n = __reduce_add_sync(0xffffffffu, n);
+#else
+    for (int d = 16; d > 0; d >>= 1) n += __shfl_xor_sync(0xffffffffu, n, d);
+#endif
+    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = n;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned long long sum = 0ull;
+        for (unsigned w = 0; w < (blockDim.x + 31) / 32; ++w) sum += warp_sums[w];
+        if (sum) atomicAdd(counts, sum);
     }
 }
 
