@@ -10,9 +10,11 @@ chain                         counting kernel (its ``_counted`` form)
 plain and lattice 1-D / 2-D,  ``number_pieces.cu``: meshccl_label_runs --
 3-D bytes, periodic 3-D       one add per run of a tile row, by the lane
                               that resolves the run's label
-plain 3-D of wider cells      meshccl_label_cells -- per cell, piece roots
-                              included (meshccl_label_pieces then counts
-                              nothing)
+plain 3-D of wider cells      meshccl_label_cells -- per vector of cells
+                              (its first cell's label with all its cells
+                              of that label; the rest cell by cell), piece
+                              roots included (meshccl_label_pieces then
+                              counts nothing)
 general chain, iterative      ``number_roots.cu``: meshccl_relabel_counted
 methods                       -- per cell
 ============================  ===========================================

@@ -152,8 +152,10 @@ template <> struct Vec16<long long> { typedef longlong2 type; };
 // 16-byte aligned, go cell by cell.
 // C (meshccl_label_cells_counted): also count every cell's label,
 // piece roots included (their label is the rank of the root they hold,
-// which meshccl_label_pieces writes later), numbering.cuh's add_counts,
-// and the block's background cells (add_background).
+// which meshccl_label_pieces writes later), numbering.cuh's add_counts: a
+// vector's cells of its first cell's label in one add, the others (only
+// where a lane of the warp has any) one add each; and the block's
+// background cells (add_background).
 #define MESHCCL_CELLS_PER_THREAD 8
 template <typename I, bool C, bool RANK>
 __device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restrict__ A,
@@ -200,15 +202,32 @@ __device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restric
                 p[g][j] = p[g][j] < 0 ? (I)0
                           : RANK ? rank_of(p[g][j], roots, incl, block_incl) : p[g][j] + (I)1;
         if (C) {
+            I label[V];  // the vector's labels (0: background, or past the end)
 #pragma unroll
             for (int j = 0; j < V; ++j) {
                 // todo: p is the label (0: background); a piece root: p is its root
-                I label = (I)0;
+                label[j] = (I)0;
                 if (first + j < (long long)n) {
-                    label = todo[g][j] ? p[g][j] : rank_of(p[g][j], roots, incl, block_incl);
-                    background += label == (I)0 ? 1u : 0u;
+                    label[j] = todo[g][j] ? p[g][j] : rank_of(p[g][j], roots, incl, block_incl);
+                    background += label[j] == (I)0 ? 1u : 0u;
                 }
-                add_counts(counts, label, label > 0 ? 1u : 0u);
+            }
+            // one add for the vector's first label with all its cells that
+            // hold it (a vector inside one component: the only add), then,
+            // where a lane of the warp holds other labels, one per cell for those
+            unsigned same = 0u;
+            bool others = false;
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+                same += label[j] == label[0] ? 1u : 0u;
+                others |= label[j] != label[0] && label[j] > (I)0;
+            }
+            add_counts(counts, label[0], label[0] > (I)0 ? same : 0u);
+            if (__any_sync(0xffffffffu, others)) {
+#pragma unroll
+                for (int j = 1; j < V; ++j)
+                    add_counts(counts, label[j],
+                               label[j] > (I)0 && label[j] != label[0] ? 1u : 0u);
             }
         }
         if (whole[g]) {
