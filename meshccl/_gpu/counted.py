@@ -20,7 +20,10 @@ methods                       -- per cell
 ============================  ===========================================
 
 In each, the lanes of a warp that hold one label add once, their sum
-(``numbering.cuh``, add_counts).
+(``numbering.cuh``, add_counts).  The label passes of number_pieces.cu
+gather a warp's sums of hot labels (large components, one in every warp)
+and the background, row 0, in a table per block in shared memory first,
+and add it to the table in global memory once a block (BlockCounts).
 
 The chains of image_plain.py (plain and lattice) count into a table of
 n + 1 rows (:func:`.image_plain.count_table`; N <= n): N is not known on
@@ -28,8 +31,7 @@ the host when the chain is launched, and with a table that needs no N the
 chain runs from its first kernel to its last without the host, as a call
 without counts does.  One kernel more, meshccl_clear_counts, zeroes rows
 0..N right after the roots kernel has written N on the device; the label
-pass then adds every label's cells, and each block adds its background
-cells to row 0 once.  The host reads N where ``return_num`` reads it (a
+pass then adds every label's cells, row 0 included.  The host reads N where ``return_num`` reads it (a
 call with counts always does) and copies rows 0..N out.  A launch plan
 (:mod:`.plan`) keeps its table and launches this chain as it launches the
 one without counts: its calls with counts cost the call with

@@ -154,15 +154,16 @@ template <> struct Vec16<long long> { typedef longlong2 type; };
 // piece roots included (their label is the rank of the root they hold,
 // which meshccl_label_pieces writes later), numbering.cuh's add_counts: a
 // vector's cells of its first cell's label in one add, the others (only
-// where a lane of the warp has any) one add each; and the block's
-// background cells (add_background).
+// where a lane of the warp has any) one add each, through the block's
+// table of hot labels ``block`` (numbering.cuh, BlockCounts), which also
+// sums the block's background cells.
 #define MESHCCL_CELLS_PER_THREAD 8
 template <typename I, bool C, bool RANK>
 __device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restrict__ A,
                                             const unsigned* __restrict__ roots,
                                             const I* __restrict__ incl,
                                             const I* __restrict__ block_incl,
-                                            unsigned long long* counts) {
+                                            unsigned long long* counts, BlockCounts<I>* block) {
     constexpr int V = 16 / sizeof(I), G = MESHCCL_CELLS_PER_THREAD / V;
     typedef typename Vec16<I>::type VT;
     const bool aligned = ((unsigned long long)P & 15ull) == 0ull;
@@ -222,12 +223,12 @@ __device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restric
                 same += label[j] == label[0] ? 1u : 0u;
                 others |= label[j] != label[0] && label[j] > (I)0;
             }
-            add_counts(counts, label[0], label[0] > (I)0 ? same : 0u);
+            add_counts(counts, label[0], label[0] > (I)0 ? same : 0u, block);
             if (__any_sync(0xffffffffu, others)) {
 #pragma unroll
                 for (int j = 1; j < V; ++j)
                     add_counts(counts, label[j],
-                               label[j] > (I)0 && label[j] != label[0] ? 1u : 0u);
+                               label[j] > (I)0 && label[j] != label[0] ? 1u : 0u, block);
             }
         }
         if (whole[g]) {
@@ -240,7 +241,7 @@ __device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restric
                 if (todo[g][j]) P[(I)(first + j)] = p[g][j];
         }
     }
-    if (C) add_background(counts, background);
+    if (C) end_counts(counts, block, background);
 }
 
 template <typename I>
@@ -250,7 +251,7 @@ __global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
                                                            const I* __restrict__ incl,
                                                            const I* __restrict__ block_incl) {
     meshccl::grid_entry();  // (launch.cuh)
-    label_cells<I, false, true>(P, n, A, roots, incl, block_incl, nullptr);
+    label_cells<I, false, true>(P, n, A, roots, incl, block_incl, nullptr, nullptr);
 }
 
 // meshccl_label_cells with first-cell labels (root index + 1).
@@ -259,7 +260,7 @@ __global__ void __launch_bounds__(256) meshccl_label_cells_first(
         I* P, I n, const unsigned* __restrict__ A, const unsigned* __restrict__ roots,
         const I* __restrict__ incl, const I* __restrict__ block_incl) {
     meshccl::grid_entry();  // (launch.cuh)
-    label_cells<I, false, false>(P, n, A, roots, incl, block_incl, nullptr);
+    label_cells<I, false, false>(P, n, A, roots, incl, block_incl, nullptr, nullptr);
 }
 
 // meshccl_label_cells, also counting each label's cells into counts (rows
@@ -270,7 +271,9 @@ __global__ void __launch_bounds__(256) meshccl_label_cells_counted(
         const I* __restrict__ incl, const I* __restrict__ block_incl,
         unsigned long long* __restrict__ counts) {
     meshccl::grid_entry();  // (launch.cuh)
-    label_cells<I, true, true>(P, n, A, roots, incl, block_incl, counts);
+    __shared__ BlockCounts<I> block;
+    begin_counts(&block);
+    label_cells<I, true, true>(P, n, A, roots, incl, block_incl, counts, &block);
 }
 
 // Step 3, a thread per W consecutive words (W = 2: one wave of threads
@@ -365,13 +368,15 @@ __device__ __forceinline__ unsigned warp_max(unsigned x) {
 // also count the cells of each run, by the lane that resolves its label:
 // the foreground cells from its start up to the next run start (a band's
 // bottom row may have holes in its runs), one add per run, numbering.cuh's
-// add_counts; and the background cells of each tile row, by the row's
-// first lane, one add per block (add_background).
+// add_counts, through the block's table of hot labels ``block``
+// (BlockCounts); and the background cells of each tile row, by the row's
+// first lane, summed there too.
 template <typename I, int R, int W, bool SL, bool C>
 __device__ __forceinline__ void label_runs(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
-        const unsigned short* __restrict__ O, int slots, unsigned long long* counts) {
+        const unsigned short* __restrict__ O, int slots, unsigned long long* counts,
+        BlockCounts<I>* block) {
     constexpr int V = 16 / sizeof(I), LPR = 32 / W;  // lanes per tile row
     constexpr int ROWS = 32 / LPR, STRIDE = 32 + LPR;  // (the pad spreads the rows over the banks)
     static_assert(W == 4 || W == 8, "four or eight cells a lane");
@@ -452,7 +457,7 @@ __device__ __forceinline__ void label_runs(
                         const unsigned before = later ? (later & (0u - later)) - 1u : 0xffffffffu;
                         cells = __popc(f[k] & in & before & ~((1u << b[u]) - 1u));
                     }
-                    add_counts(counts, b[u] >= 0 ? v[u] : (I)0, cells);
+                    add_counts(counts, b[u] >= 0 ? v[u] : (I)0, cells, block);
                 }
             }
         }
@@ -484,7 +489,7 @@ __device__ __forceinline__ void label_runs(
                 if (c0 + j < width[k]) dst[j] = out[j];
         }
     }
-    if (C) add_background(counts, background);
+    if (C) end_counts(counts, block, background);
 }
 
 template <typename I, int R, int W, bool SL>
@@ -493,7 +498,7 @@ __global__ void __launch_bounds__(256) meshccl_label_runs(
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
         const unsigned short* __restrict__ O, int slots) {
     meshccl::grid_entry();  // (launch.cuh)
-    label_runs<I, R, W, SL, false>(P, F, S, A, ny, nx, words, Q, O, slots, nullptr);
+    label_runs<I, R, W, SL, false>(P, F, S, A, ny, nx, words, Q, O, slots, nullptr, nullptr);
 }
 
 // meshccl_label_runs, also counting each label's cells into counts (rows
@@ -504,7 +509,9 @@ __global__ void __launch_bounds__(256) meshccl_label_runs_counted(
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
         const unsigned short* __restrict__ O, int slots, unsigned long long* __restrict__ counts) {
     meshccl::grid_entry();  // (launch.cuh)
-    label_runs<I, R, W, SL, true>(P, F, S, A, ny, nx, words, Q, O, slots, counts);
+    __shared__ BlockCounts<I> block;
+    begin_counts(&block);
+    label_runs<I, R, W, SL, true>(P, F, S, A, ny, nx, words, Q, O, slots, counts, &block);
 }
 
 // Before a counted label pass (label(..., return_counts=True)): rows 0..N
