@@ -101,11 +101,10 @@ def counts_cases(quick):
         (f"percolation {n3}³ (runs3d)", lambda xp: pt.percolation((n3,) * 3, 0.3116, xp=xp), {}),
         (f"blobs {n3 // 2}³ uint16 (cells3d)",
          lambda xp: pt.blobs((n3 // 2,) * 3, xp=xp).astype(xp.uint16), {}),
-        # (lattice calls count on the general chain; without counts they
-        # take the fixed-geometry lattice chains)
-        (f"percolation {n2 // 2}², mask (general)",
+        # (the fixed-geometry lattice chains, with counts too)
+        (f"percolation {n2 // 2}², mask (lattice)",
          lambda xp: pt.percolation((n2 // 2,) * 2, 0.5927, xp=xp), {"mask": True}),
-        (f"percolation {n2 // 2}², periodic (general)",
+        (f"percolation {n2 // 2}², periodic (lattice)",
          lambda xp: pt.percolation((n2 // 2,) * 2, 0.5927, xp=xp), {"periodic": True}),
     ]
 

@@ -200,9 +200,10 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         labels' device (NumPy or CuPy).  The counts are taken in the pass
         that writes the labels, not by a pass over them afterwards (what
         that costs: ``docs/measure.md``, "Counts while labelling").  On the
-        GPU it makes the call wait for the device once (N sizes the table;
-        ``return_num`` then costs nothing more), and the call takes no
-        launch plan.  Any value is read for its truth.
+        GPU it makes the call wait for the device once, as ``return_num``
+        does (the two together wait once), and repeated calls take a launch
+        plan as calls without counts do; the plan keeps a table of 8 bytes
+        a cell.  Any value is read for its truth.
     return_info : bool, optional
         Also return a dict: ``method``, ``backend``, ``iterations`` (passes,
         counting the last one, which changes nothing; 1 for the one-pass
@@ -306,8 +307,9 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     if (type(label_image).__module__.startswith("cupy") and method == "auto"
             and device == "auto" and return_info is False
             and max_iterations is None
-            and type(cpu_threads) is int and cpu_threads == 1 and return_counts is False
+            and type(cpu_threads) is int and cpu_threads == 1
             and (return_num is False or return_num is True)
+            and (return_counts is False or return_counts is True)
             and (numbering == "raster" or numbering == "first-cell")):
         # repeated calls on same-shaped CuPy arrays: a cached launch plan
         # (_gpu/plan.py).  First, and with no other checks: the other
@@ -318,7 +320,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             from ._gpu.plan import fast_label as _fast_label
         try:
             out = _fast_label(label_image, background, connectivity, dtype, return_num,
-                              periodic, mask, tolerance, bonds, numbering, axes)
+                              periodic, mask, tolerance, bonds, numbering, axes,
+                              return_counts)
         except Exception as exc:
             err = _out_of_memory(exc, label_image.shape, None)
             if err is None:

@@ -469,3 +469,125 @@ def test_gpu_plan_calls_unchanged():
             np.testing.assert_array_equal(meshccl.label(x, connectivity=1).get(), want)
         info = meshccl.label(x, connectivity=1, return_counts=True, return_info=True)[-1]
         assert "relabel" in info["seconds"] or "cells" in info["seconds"]
+
+
+def _plans_counting():
+    """This thread's launch plans that count (meshccl/_gpu/plan.py)."""
+    from meshccl._gpu import plan
+
+    return [p for p in getattr(plan._local, "plans", {}).values() if p.table is not None]
+
+
+def _host_counts(a, **kw):
+    """The CPU's labels of ``a`` and numpy.bincount of them."""
+    kw = {k: to_host(v) if k in ("mask", "bonds") else v for k, v in kw.items()}
+    labels = meshccl.label(a, **kw)
+    return labels, np.bincount(labels.ravel().astype(np.int64))
+
+
+@pytest.mark.gpu
+def test_gpu_plans_count():
+    """Repeated calls with counts take a launch plan that counts (graphs
+    at addresses from the third call on, the small arrays' own graph, both
+    forms of the 2-D tile kernel) and give numpy.bincount of the CPU's
+    labels on every call: images of one shape with more and then fewer
+    labels on one plan (the table is reused), results kept across calls
+    (never a view of the table), return_num on and off, int64 labels,
+    bool input."""
+    _need_gpu()
+    import cupy
+
+    from meshccl._gpu import plan
+
+    rng = np.random.default_rng(21)
+    cases = [
+        [patterns.percolation((512, 512), 0.5927, seed=1), np.ones((512, 512), np.uint8),
+         patterns.blobs((512, 512), seed=2)],                               # small: one graph
+        [patterns.percolation((1500, 2100), 0.5927, seed=3),
+         np.zeros((1500, 2100), np.uint8), patterns.blobs((1500, 2100), seed=4)],
+        [patterns.percolation((40, 96, 100), 0.3116, seed=5),
+         patterns.blobs((40, 96, 100), seed=6).astype(np.uint8)],         # runs3d
+        [rng.integers(0, 3, (30, 70, 90)).astype(np.uint16),
+         np.full((30, 70, 90), 2, np.uint16)],                              # cells3d
+        [(np.arange(100000) % 5 != 0).astype(np.uint8), np.ones(100000, np.uint8)],  # 1-D
+        [patterns.percolation((300, 700), 0.5, seed=7).astype(bool),
+         np.zeros((300, 700), bool)],
+        [rng.integers(-2, 3, (640, 480)).astype(np.int16)],
+    ]
+    plan._local.plans = None
+    for images in cases:
+        for dtype in (None, np.int64):
+            for c in range(1, images[0].ndim + 1):
+                kept = []
+                for rep in range(4):
+                    for a in images:
+                        x = cupy.asarray(a)
+                        want, want_counts = _host_counts(a, connectivity=c)
+                        if rep % 2:
+                            labels, counts = meshccl.label(x, connectivity=c, dtype=dtype,
+                                                           return_counts=True)
+                        else:
+                            labels, num, counts = meshccl.label(
+                                x, connectivity=c, dtype=dtype, return_num=True,
+                                return_counts=True)
+                            assert num == want.max(initial=0)
+                        np.testing.assert_array_equal(labels.get(), want)
+                        assert counts.dtype == cupy.int64
+                        np.testing.assert_array_equal(counts.get(), want_counts,
+                                                      err_msg=f"{a.shape} {a.dtype} c={c}")
+                        kept.append((counts, want_counts))
+                        # the call without counts on its own plan, unchanged
+                        np.testing.assert_array_equal(
+                            meshccl.label(x, connectivity=c, dtype=dtype).get(), want)
+                for counts, want_counts in kept:  # (none was overwritten by a later call)
+                    np.testing.assert_array_equal(counts.get(), want_counts)
+        assert _plans_counting(), "the calls with counts took a plan"
+
+
+@pytest.mark.gpu
+def test_gpu_lattice_plans_count():
+    """Lattice features with counts stay on the lattice chains
+    (image_plain.lattice_program) and their plans: periodic 1-D, 2-D and
+    3-D arrays, a mask, bonds, a tolerance, repeated calls, against
+    numpy.bincount of the CPU's labels."""
+    _need_gpu()
+    import cupy
+
+    from meshccl._gpu import plan
+
+    rng = np.random.default_rng(22)
+    a2 = patterns.percolation((300, 410), 0.5927, seed=8)
+    a3 = patterns.percolation((20, 50, 70), 0.3116, seed=9)
+    w3 = rng.integers(0, 3, (12, 40, 50)).astype(np.uint16)
+    calls = [(a2, dict(periodic=True)), (a2, dict(periodic=(True, False))),
+             (a2, dict(periodic=(False, True), connectivity=2)),
+             ((np.arange(3000) % 9 != 4).astype(np.uint8), dict(periodic=True)),
+             (a3, dict(periodic=True, connectivity=1)), (a3, dict(periodic=True)),
+             (w3, dict(periodic=(True, False, True), connectivity=2)),
+             (a2, dict(mask=cupy.asarray(rng.random(a2.shape) < 0.8))),
+             (a2, dict(mask=cupy.asarray(rng.random(a2.shape) < 0.8), periodic=True,
+                       connectivity=1)),
+             (patterns.potts((200, 300), 3, seed=10).astype(np.int32),
+              dict(tolerance=1, connectivity=1)),
+             (np.ones((5000,), np.uint8), dict(mask=cupy.asarray(rng.random(5000) < 0.6)))]
+    for c in (1, 2):
+        calls.append((a2, dict(connectivity=c, bonds=cupy.asarray(
+            rng.random((len(half_offsets(2, c)),) + a2.shape) < 0.6))))
+    for a, kw in calls:
+        plan._local.plans = None
+        want, want_counts = _host_counts(a, **kw)
+        x = cupy.asarray(a)
+        for _ in range(3):
+            labels, num, counts = meshccl.label(x, return_num=True, return_counts=True, **kw)
+            np.testing.assert_array_equal(labels.get(), want)
+            assert num == want.max(initial=0)
+            np.testing.assert_array_equal(counts.get(), want_counts, err_msg=f"{a.shape} {kw}")
+        assert _plans_counting(), f"{a.shape} {kw}: no counting plan"
+        # the same chain without a plan (return_info takes none)
+        labels, _, counts, info = meshccl.label(x, return_num=True, return_counts=True,
+                                                return_info=True, **kw)
+        assert "clear counts" in info["seconds"], info["seconds"]
+        np.testing.assert_array_equal(labels.get(), want)
+        np.testing.assert_array_equal(counts.get(), want_counts)
+    with pytest.raises(ValueError, match="raster"):
+        meshccl.label(cupy.asarray(a2), numbering="first-cell", return_counts=True)

@@ -5,16 +5,19 @@ CI has no GPU, so the counted kernels themselves run only on the device
 machine (tests/test_counts.py).  Here:
 
 - every launch of the counted chains (meshccl/_gpu/counted.py: the plain
-  chains of image_plain.py with their ``_counted`` label pass, and the
-  general chain with number_roots.py's relabel_counted) is checked against
+  and lattice chains of image_plain.py with meshccl_clear_counts and their
+  ``_counted`` label pass, and the general chain with number_roots.py's
+  relabel_counted) is checked against
   its kernel's C signature, parsed from the .cu sources (count, pointer or
   value, element and scalar types), on a stand-in ``cupy`` module whose
   arrays are NumPy arrays and whose fresh arrays hold junk;
 - the kernels are emulated only as far as the host's order of things
-  shows: N is written by the roots kernel (plain) or the scan (general),
-  the label pass writes the labels and counts every label but 0, so the
-  host must read N after the right launch, size and zero the table, pass
-  it to the label pass, and set row 0 itself;
+  shows: N is written by the roots kernel (image_plain.py's chains) or the
+  scan (general); on image_plain.py's chains the table has a row per cell
+  and one more, meshccl_clear_counts zeroes rows 0..N and the label pass
+  counts every label, 0 included, so the host must copy rows 0..N out; on
+  the general chain the host reads N, makes and zeroes N + 1 rows, and
+  sets row 0 itself;
 - the run count of meshccl_label_runs_counted (the foreground cells from a
   run start to before the next start, by masks) is mirrored in Python and
   checked against the label pass's own assignment of cells to runs, on
@@ -72,7 +75,9 @@ def _check_signature(name, targs, args):
     """``args`` as CuPy would pass them to kernel ``name<targs>``."""
     base = name
     sig = SIGNATURES[base]
-    if any("(" in t for t in sig):  # (parameters from a macro: general.cu's, not checked)
+    # (parameters from a macro, or of a template type: runs2d.cu's lattice
+    # kernels and general.cu's, not checked)
+    if any(not t or "(" in t or "<" in t or ">" in t for t in sig):
         return
     assert len(args) == len(sig), f"{name}: {len(args)} arguments for {len(sig)} parameters"
     index = {"int": np.int32, "long long": np.int64}[targs[1] if base.startswith(
@@ -174,14 +179,20 @@ class Kernel:
         if name == "meshccl_piece_roots":  # N in the block sums' scan
             block_incl = args[6]
             block_incl[:] = L.max(initial=0)
+        elif name == "meshccl_clear_counts":  # rows 0..N, N read on the device
+            counts, total = args
+            assert counts.shape == (n + 1,) and total.shape == (1,), "a row a cell, and one"
+            counts[:int(total[0]) + 1] = 0
         elif name in ("meshccl_label_runs", "meshccl_label_cells"):
             args[0][:] = L
         elif name in ("meshccl_label_runs_counted", "meshccl_label_cells_counted"):
             P, counts = args[0], args[-1]
-            assert counts.shape == (L.max(initial=0) + 1,) and not counts.any(), \
-                "the table: N + 1 zeroed rows"
+            num = L.max(initial=0)
+            assert counts.shape == (n + 1,) and not counts[:num + 1].any(), \
+                "the table: rows 0..N zeroed (by meshccl_clear_counts)"
+            assert Truth.launches[-2 if "cells" in name else -3] == "meshccl_clear_counts"
             P[:] = L
-            counts[1:] += np.bincount(L, minlength=counts.size)[1:]  # (row 0: the host's)
+            counts[:num + 1] += np.bincount(L, minlength=num + 1)  # (row 0 too)
         elif name == "meshccl_general_tile":  # the forest: each cell at its component's first
             P = args[1]
             first = np.full(L.max(initial=0) + 1, -1, np.int64)
@@ -283,8 +294,9 @@ def test_counted_chains_emulated(emulated, case, dtype):
             np.testing.assert_array_equal(counts, np.bincount(want.ravel(), minlength=num + 1))
     # (a stack of images over the last axes takes the plain 2-D chain too)
     plain = not {"mask", "periodic"} & set(kw) and a.ndim <= 3
+    lattice = {"mask", "periodic"} & set(kw) and a.ndim <= 2
     counted = [k for k in Truth.launches if k.endswith("_counted")]
-    if plain:
+    if plain or lattice:
         assert counted and set(counted) <= {"meshccl_label_runs_counted",
                                            "meshccl_label_cells_counted"}, Truth.launches
         assert "meshccl_label_runs" not in Truth.launches
@@ -294,11 +306,12 @@ def test_counted_chains_emulated(emulated, case, dtype):
 
 
 def test_uncounted_program_unchanged(emulated):
-    """program(counts=False) asks for the kernels and arguments it always
-    did; counts=True only swaps the label pass for its _counted form with
-    the table last."""
+    """program() without a table asks for the kernels and arguments it
+    always did; with one, meshccl_clear_counts comes right after the roots
+    kernel and the label pass takes its _counted form with the table
+    last."""
     from meshccl._gpu import image_plain
-    from meshccl._gpu.launch import COUNTS, LABELS, VALUES
+    from meshccl._gpu.launch import LABELS, VALUES
 
     for shape, dt in (((100, 130), np.uint8), ((9, 40, 50), np.uint8), ((9, 30, 40), np.uint16),
                       ((1000,), np.int16)):
@@ -307,10 +320,16 @@ def test_uncounted_program_unchanged(emulated):
             buffers = image_plain.scratch(n, index, shape, dt)
             args = (dt, index, n, shape, 1, True, dt(0), buffers)
             plain = image_plain.program(*args)
-            counted = image_plain.program(*args, counts=True)
-            assert [k for k, _ in plain] == [k for k, _ in counted]
-            stand_in = {id(VALUES): _fake(np.zeros(n, dt)), id(LABELS): _fake(np.zeros(n, index)),
-                        id(COUNTS): _fake(np.zeros(5, np.int64))}
+            table = image_plain.count_table(n)
+            counted = image_plain.program(*args, counts=table)
+            names = [k for k, _ in plain]
+            at = names.index("roots") + 1
+            assert [k for k, _ in counted] == names[:at] + ["clear counts"] + names[at:]
+            clear = counted.pop(at)[1]
+            assert clear.fn.name == "meshccl_clear_counts" and clear.args[0] is table
+            _check_signature(clear.fn.name, clear.fn.targs, clear.args)
+            assert _same(clear.args[1], plain[-1][1].result.reshape(1))
+            stand_in = {id(VALUES): _fake(np.zeros(n, dt)), id(LABELS): _fake(np.zeros(n, index))}
             for (name, a), (_, b) in zip(plain, counted):
                 if not hasattr(a, "fn"):
                     continue
@@ -320,7 +339,7 @@ def test_uncounted_program_unchanged(emulated):
                 if a.fn.name in ("meshccl_label_runs", "meshccl_label_cells"):
                     assert b.fn.name == a.fn.name + "_counted"
                     assert b.fn.targs == a.fn.targs
-                    assert b.args[-1] is COUNTS and len(b.args) == len(a.args) + 1
+                    assert b.args[-1] is table and len(b.args) == len(a.args) + 1
                     assert all(_same(x, y) for x, y in zip(a.args, b.args))
                 else:
                     assert b.fn.expr == a.fn.expr and len(a.args) == len(b.args)

@@ -135,38 +135,56 @@ def mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
 
 
 def label_mesh(values, P, shape, connectivity, has_bg, bgkey, timer=None, first=False,
-               **lattice):
+               counts=None, **lattice):
     """Label flat CuPy ``values`` into ``P`` (int32/int64). Returns N (0-d array).
 
     ``first``: first-cell labels (each component's first cell's flat index
-    + 1) instead of 1..N.
+    + 1) instead of 1..N.  ``counts``: a count table
+    (``image_plain.count_table``) whose rows 0..N the chain fills with the
+    cells of each label; only where :func:`.image_plain.applies` or
+    :func:`.image_plain.applies_lattice` (:mod:`.counted` says where else).
 
     ``lattice``: periodic (bit mask of axes), mask, bonds + bond_rows, tolerance.
     ``timer``: a :class:`.timing.PhaseTimer` to time each kernel, or None.
     """
-    fixed = _fixed_steps(values, P, shape, connectivity, has_bg, bgkey, first, lattice)
+    fixed = _fixed_steps(values, P, shape, connectivity, has_bg, bgkey, first, counts, lattice)
     if fixed is not None:
         count = None
         for name, launch in fixed:
             count = run(timer, name, launch)
         return count
+    if counts is not None:
+        raise ValueError("the general chain counts through counted.label_mesh_counted")
     for name, launch in mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
         run(timer, name, launch)
     return relabel(P, values.size, timer, first=first)
 
 
-def _fixed_steps(values, P, shape, connectivity, has_bg, bgkey, first, lattice):
-    """The steps of :mod:`.image_plain`'s chain for the call (a stack of
-    images as its tall 2-D image), or None where the general chain serves
-    it."""
+def fixed_chain_view(shape, lattice):
+    """How :mod:`.image_plain`'s chains see the call: ``(shape, image_rows,
+    lattice)`` (a stack of images as its tall 2-D image, ``image_rows`` its
+    rows per image, else None), or None where the general chain serves it."""
     image_rows = None
     stack = image_plain.stack_view(shape, lattice.get("label_axes"), lattice.get("periodic", 0))
     if stack is not None:
         shape, image_rows, periodic = stack
         lattice = dict(lattice, label_axes=None, periodic=periodic)
+    if image_plain.applies(shape, **lattice) or image_plain.applies_lattice(shape, **lattice):
+        return shape, image_rows, lattice
+    return None
+
+
+def _fixed_steps(values, P, shape, connectivity, has_bg, bgkey, first, counts, lattice):
+    """The steps of :mod:`.image_plain`'s chain for the call (a stack of
+    images as its tall 2-D image), or None where the general chain serves
+    it."""
+    view = fixed_chain_view(shape, lattice)
+    if view is None:
+        return None
+    shape, image_rows, lattice = view
     if image_plain.applies(shape, **lattice):
         return image_plain.steps(values, P, shape, connectivity, has_bg, bgkey, first=first,
-                                 image_rows=image_rows)
+                                 counts=counts, image_rows=image_rows)
     if image_plain.applies_lattice(shape, **lattice):
         if lattice.get("tolerance") is not None:
             has_bg, bgkey = tolerance_background(values.dtype, has_bg, bgkey,
@@ -175,5 +193,6 @@ def _fixed_steps(values, P, shape, connectivity, has_bg, bgkey, first, lattice):
             values, P, shape, connectivity, has_bg, bgkey,
             periodic=lattice.get("periodic", 0), mask=lattice.get("mask"),
             bonds=lattice.get("bonds"), bond_rows=lattice.get("bond_rows"),
-            tolerance=lattice.get("tolerance"), first=first, image_rows=image_rows)
+            tolerance=lattice.get("tolerance"), first=first, counts=counts,
+            image_rows=image_rows)
     return None

@@ -30,7 +30,10 @@ general chain of :mod:`.image_general`.  :func:`applies` says when the plain cha
 call; :func:`program` works out the launches once per shape
 and dtype (launch plans keep it, :mod:`.plan`); :func:`steps` binds them to
 one input and output for the general entry and for benchmarks that time
-each kernel.  The tuning constants read here are in :mod:`meshccl._tuning`.
+each kernel.  With a count table (``label(..., return_counts=True)``,
+:mod:`.counted`) every chain here, plain or lattice, takes one more
+kernel after the roots kernel, meshccl_clear_counts, and the ``_counted``
+form of its label pass.  The tuning constants read here are in :mod:`meshccl._tuning`.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import math
 import numpy as np
 
 from .. import _tuning
-from .launch import BONDS, COUNTS, LABELS, MASK, VALUES, Launch, Memset
+from .launch import BONDS, LABELS, MASK, VALUES, Launch, Memset
 from .loader import c_type, kernels
 
 #: Words per block of meshccl_piece_roots (MESHCCL_PIECE_BLOCK in numbering.cuh).
@@ -50,6 +53,9 @@ PIECE_BLOCK = 1024
 BLOCK = 256
 #: Cells per thread of meshccl_label_cells (MESHCCL_CELLS_PER_THREAD).
 CELLS_PER_THREAD = 8
+#: Blocks of meshccl_clear_counts (a grid-stride loop over rows 0..N of
+#: the count table): enough to fill an H100 / H200 several times over.
+CLEAR_BLOCKS = 1024
 #: Warps (tiles of 32 x 32) per block of meshccl_runs2d_tile: the
 #: instantiation in runs2d.cu; with strips of 8 tiles the border kernel
 #: takes 8 tiles a block.  Images narrower than 8 tiles take blocks of as
@@ -188,7 +194,7 @@ def slots_threshold(shape, connectivity) -> int:
 
 
 def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buffers=None,
-            slot_tiles=True, report=None, counts=False, first=False, image_rows=None):
+            slot_tiles=True, report=None, counts=None, first=False, image_rows=None):
     """The launches of the plain path for arrays of one shape and dtype, as
     ``[(name, launch), ...]`` where ``launch(values, P)`` runs one kernel on
     flat CuPy ``values`` and int32/int64 output ``P`` of ``n`` cells; the
@@ -203,16 +209,16 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     them; same labels.  ``report``: the address of a 32-bit word of pinned
     host memory where the border kernel writes how many tiles fitted their
     run starts in their slots, for a launch plan's choice of ``slot_tiles``
-    (:func:`slots_threshold`); None: not counted.  ``counts``: the label
-    pass (meshccl_label_runs / meshccl_label_cells) also counts each
-    label's cells, in its ``_counted`` form, whose last argument is
-    :data:`.launch.COUNTS`: the caller puts the table in
-    (:meth:`.launch.Launch.with_counts`) once the roots are numbered
-    (``meshccl/_gpu/counted.py``).  ``first``: first-cell labels (each
-    component's root index + 1, ``label(..., numbering='first-cell')``):
-    the ``_first`` forms of the piece and cell label kernels; not with
-    ``counts``.  ``image_rows``: a 2-D ``shape`` is a stack of images of so
-    many rows (:func:`stack_view`), None: one image.
+    (:func:`slots_threshold`); None: not counted.  ``counts``: None, or
+    the table of cells per label (:func:`count_table`, at least n + 1
+    int64 rows): meshccl_clear_counts zeroes its rows 0..N after the roots
+    kernel, and the label pass (meshccl_label_runs / meshccl_label_cells)
+    takes its ``_counted`` form, which fills them (``meshccl/_gpu/counted.py``).
+    ``first``: first-cell labels (each component's root index + 1,
+    ``label(..., numbering='first-cell')``): the ``_first`` forms of the
+    piece and cell label kernels; not with ``counts``.  ``image_rows``: a
+    2-D ``shape`` is a stack of images of so many rows (:func:`stack_view`),
+    None: one image.
     """
     index_dtype = np.dtype(index_dtype)
     d = _dims(tuple(int(s) for s in shape))[0]
@@ -226,15 +232,24 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
                             counts, first)
 
 
+def count_table(n: int):
+    """A table for :func:`program`'s ``counts``: n + 1 int64 rows (N <= n,
+    and N is not known when the chain is launched), of which a call fills
+    rows 0..N."""
+    import cupy
+
+    return cupy.empty(n + 1, dtype=cupy.int64)
+
+
 def _counted(counts, first=False):
     """(kernel name suffix, trailing arguments) of the label pass's form."""
-    if counts and first:
+    if counts is not None and first:
         raise ValueError("first-cell labels are not counted (counts need 1..N)")
-    return ("_counted", (COUNTS,)) if counts else ("_first" if first else "", ())
+    return ("_counted", (counts,)) if counts is not None else ("_first" if first else "", ())
 
 
 def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                     counts=False, first=False):
+                     counts=None, first=False):
     """:func:`program` for 3-D volumes of wider cells: cells3d.cu's tile and
     border kernels, then the pieces numbering with meshccl_label_cells."""
     _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
@@ -265,7 +280,7 @@ def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffe
     ] + _pieces_path(index_dtype, n, buffers,
                      Launch(cells_k, cells_grid, (BLOCK,),
                             (LABELS, I(n), A, H, incl, block_incl) + tail), False,
-                     first=first)
+                     first=first, counts=counts)
 
 
 def _cleared(bits, aligned):
@@ -274,14 +289,16 @@ def _cleared(bits, aligned):
     return [] if aligned else [("clear", Memset(bits))]
 
 
-def _pieces_path(index_dtype, n, buffers, cells, runs, wpt=1, first=False):
+def _pieces_path(index_dtype, n, buffers, cells, runs, wpt=1, first=False, counts=None):
     """The launches after the border kernels (number_pieces.cu):
     meshccl_piece_roots (the hooked roots' walks and the roots' prefix
     sums), then meshccl_label_pieces (every piece root's label) and
     ``cells`` (the label pass) -- in the other order after cells3d.cu
     (``runs`` False), whose label pass reads the piece roots' parents.
     The last launch returns N.  ``wpt``: words per thread of the two piece
-    kernels; ``first``: meshccl_label_pieces_first (first-cell labels)."""
+    kernels; ``first``: meshccl_label_pieces_first (first-cell labels);
+    ``counts``: the count table of a counted label pass, whose rows 0..N
+    meshccl_clear_counts zeroes right after the roots kernel."""
     i = c_type(index_dtype)
     form = "_first" if first else ""
     roots_k, pieces_k = kernels("number_pieces.cu", f"meshccl_piece_roots<{i}, {wpt}>",
@@ -298,12 +315,17 @@ def _pieces_path(index_dtype, n, buffers, cells, runs, wpt=1, first=False):
     last.result = block_incl[blocks - 1]  # N, no host synchronisation
     tail = [("pieces", pieces), ("cells", cells)] if runs else \
         [("cells", cells), ("pieces", pieces)]
+    if counts is not None:
+        clear_k, = kernels("number_pieces.cu", f"meshccl_clear_counts<{i}>")
+        clear_grid = (min(CLEAR_BLOCKS, -(-(n + 1) // BLOCK)),)
+        tail = [("clear counts", Launch(clear_k, clear_grid, (BLOCK,),
+                                        (counts, block_incl[blocks - 1:blocks])))] + tail
     return [("roots", Launch(roots_k, (blocks,), (PIECE_BLOCK // wpt,),
                              (LABELS,) + roots_args))] + tail
 
 
 def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers, slot_tiles,
-                  report, counts=False, first=False, image_rows=None):
+                  report, counts=None, first=False, image_rows=None):
     """:func:`program` through the run-based tile kernels: runs2d.cu (1-D and
     2-D, ``image_rows`` rows per image of a stack) or runs3d.cu with its
     z-face and seam kernels (3-D), then the pieces numbering with
@@ -391,7 +413,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
                         shared_mem=tile_shared)),
     ] + faces + _pieces_path(index_dtype, n, buffers,
                              Launch(label_k, label_grid, (BLOCK,), (LABELS,) + label_tail), True,
-                             _tuning.PIECE_WORDS if sl == "true" else 1, first)
+                             _tuning.PIECE_WORDS if sl == "true" else 1, first, counts)
 
 
 def applies_lattice(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None,
@@ -428,7 +450,7 @@ def _bond_planes(ndim, c, bond_rows):
 
 def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, *,
                     periodic=0, mask=False, bonds=False, bond_rows=None, tolerance=None,
-                    buffers=None, first=False, image_rows=None):
+                    buffers=None, first=False, counts=None, image_rows=None):
     """The launches of the lattice form of the 2-D chain, as :func:`program`
     gives them, with the placeholders :data:`.launch.MASK` and
     :data:`.launch.BONDS` where the call's mask and bonds go (``mask`` /
@@ -436,8 +458,9 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     chain takes it).  ``has_bg`` and ``bgkey``: with a tolerance, as
     ``image_general.tolerance_background`` gives them (keys in the joining
     rule's type).  ``periodic``: bit k, axis k of ``shape`` wraps.
-    ``first``: first-cell labels, and ``image_rows`` (a stack of images, 2-D
-    ``shape``; bit 0 of ``periodic`` then wraps each image's rows), as in
+    ``first``: first-cell labels, ``counts``: a count table, and
+    ``image_rows`` (a stack of images, 2-D ``shape``; bit 0 of ``periodic``
+    then wraps each image's rows), as in
     :func:`program`.
 
     Periodic axes alone change no pair inside the array: the plain chain
@@ -450,7 +473,7 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
         raise ValueError(f"image_rows needs a 2-D shape, got {tuple(shape)}")
     if ndim == 3:
         return _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
-                            periodic, buffers, first)
+                            periodic, buffers, first, counts)
     _, _, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), 2) if ndim > 1 else 1
     t, i = c_type(value_dtype), c_type(index_dtype)
@@ -486,12 +509,14 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
                             early=False))] if (wrap_y or wrap_x) else []
     if plain:
         prog = _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                             False, None, first=first, image_rows=image_rows)
+                             False, None, counts, first, image_rows=image_rows)
         at = [name for name, _ in prog].index("border") + 1
         return prog[:at] + wrap + prog[at:]
     rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]
     per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
-    label_k, = kernels("number_pieces.cu", f"meshccl_label_runs<{i}, {rows}, {per_lane}, false>")
+    form, count_arg = _counted(counts, first)
+    label_k, = kernels("number_pieces.cu",
+                       f"meshccl_label_runs{'' if first else form}<{i}, {rows}, {per_lane}, false>")
     ntx, nty = -(-nx // 32), -(-ny // 32)
     aligned = nx % 32 == 0
     nw = RUNS_2D_WARPS
@@ -504,14 +529,14 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
                           + features, early=False)),
     ] + wrap
     label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)
-    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words), null, null, np.int32(0))
+    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words), null, null, np.int32(0)) + count_arg
     return prog + _pieces_path(index_dtype, n, buffers,
                                Launch(label_k, label_grid, (BLOCK,), (LABELS,) + label_tail),
-                               True, 1, first)
+                               True, 1, first, counts)
 
 
 def _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, periodic,
-                 buffers, first=False):
+                 buffers, first=False, counts=None):
     """:func:`lattice_program` for a periodic 3-D volume: its plain chain and
     ``wrap3d.cu`` between the border kernels and the numbering."""
     _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
@@ -520,7 +545,7 @@ def _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey
     if buffers is None:
         buffers = scratch(n, index_dtype, shape, value_dtype)
     prog = program(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers=buffers,
-                   slot_tiles=False, first=first)
+                   slot_tiles=False, counts=counts, first=first)
     wrap, = kernels("wrap3d.cu", f"meshccl_wrap3d<{c_type(value_dtype)}, {c_type(index_dtype)}, "
                                  f"{c}, {'true' if runs else 'false'}>")
     words = (n + 31) // 32
@@ -537,22 +562,22 @@ def _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey
 
 def lattice_steps(values, P, shape, connectivity, has_bg, bgkey, *, periodic=0, mask=None,
                   bonds=None, bond_rows=None, tolerance=None, buffers=None, first=False,
-                  image_rows=None):
+                  counts=None, image_rows=None):
     """:func:`lattice_program` bound to flat CuPy ``values``, ``P`` and the
     call's ``mask`` and ``bonds`` (flat uint8, as the general chain takes
     them), as ``[(name, launch), ...]`` (see :func:`steps`)."""
     prog = lattice_program(values.dtype, P.dtype, values.size, shape, connectivity, has_bg,
                            bgkey, periodic=periodic, mask=mask is not None,
                            bonds=bonds is not None, bond_rows=bond_rows, tolerance=tolerance,
-                           buffers=buffers, first=first, image_rows=image_rows)
+                           buffers=buffers, first=first, counts=counts, image_rows=image_rows)
     return [(name, functools.partial(launch, values, P, mask, bonds)) for name, launch in prog]
 
 
 def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, slot_tiles=True,
-          first=False, image_rows=None):
+          first=False, counts=None, image_rows=None):
     """:func:`program` bound to ``values`` and ``P``: ``[(name, launch), ...]``
     with ``launch()`` taking no arguments (the general entry and
     ``benchmarks/phases.py`` time each one)."""
     prog = program(values.dtype, P.dtype, values.size, shape, connectivity, has_bg, bgkey,
-                   buffers, slot_tiles, first=first, image_rows=image_rows)
+                   buffers, slot_tiles, counts=counts, first=first, image_rows=image_rows)
     return [(name, functools.partial(launch, values, P)) for name, launch in prog]

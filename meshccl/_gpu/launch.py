@@ -41,10 +41,6 @@ VALUES = object()
 LABELS = object()
 MASK = object()
 BONDS = object()
-#: ... and the table of cells per label of ``label(..., return_counts=True)``
-#: (image_plain.py's counted label pass): sized by N, so only known once the
-#: chain has numbered its roots; :meth:`Launch.with_counts` puts it in.
-COUNTS = object()
 
 
 class _Attribute(ctypes.Structure):
@@ -135,15 +131,6 @@ class Launch:
                      else bonds if a is BONDS else a for a in self.args)
         self.fn(self.grid, self.block, args, shared_mem=self.shared_mem)
         return self.result
-
-    def with_counts(self, counts):
-        """This launch with the array ``counts`` where :data:`COUNTS` stands
-        (itself where it takes none)."""
-        if not any(a is COUNTS for a in self.args):
-            return self
-        return Launch(self.fn, self.grid, self.block,
-                      tuple(counts if a is COUNTS else a for a in self.args),
-                      self.shared_mem, self.result, self.early)
 
     def packed(self, follows=False):
         """``launch(values_ptr, labels_ptr, stream_ptr[, mask_ptr, bonds_ptr])`` through the driver,

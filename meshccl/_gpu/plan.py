@@ -63,6 +63,15 @@ or with those features.  A lattice plan takes the call's mask and
 bonds (C-contiguous bool CuPy arrays) as two more addresses in its packed
 launches, and records no graphs.  Anything else (floats need a NaN check
 per call) takes the general path.  At most :data:`MAX_PLANS` plans per thread are kept.
+
+``label(..., return_counts=True)`` takes a plan of its own (counting is
+part of the key) wherever the chains of image_plain.py serve the call,
+plain or lattice: its programs hold a count table of n + 1 rows, kept with
+the plan (8 bytes a cell), and the counted form of the label pass
+(:mod:`.counted`), packed and recorded as graphs like any other.  A call
+reads N once its chain is launched, as ``return_num`` does, and copies
+rows 0..N of the table into the array it returns; that read is its only
+wait for the GPU.
 """
 
 from __future__ import annotations
@@ -128,10 +137,13 @@ def _report_word():
 class Plan:
     """Everything but the input and the output of one labelling call."""
 
-    def __init__(self, prob, bool_input=False, lattice=None, first=False, image_rows=None):
+    def __init__(self, prob, bool_input=False, lattice=None, first=False, image_rows=None,
+                 counts=False):
         import cupy
 
         n = prob.size
+        # return_counts: the table of cells per label the chain fills (rows 0..N)
+        self.table = image_plain.count_table(n) if counts else None
         self.n = n
         self.out_shape = prob.out_shape
         self.work = prob.work_dtype
@@ -160,7 +172,8 @@ class Plan:
                 self.view, self.work, n, prob.shape, prob.connectivity, has_bg, bgkey,
                 periodic=prob.periodic, mask=prob.mask is not None,
                 bonds=prob.bonds is not None, bond_rows=prob.bond_rows,
-                tolerance=prob.tolerance, buffers=buffers, first=first, image_rows=image_rows)
+                tolerance=prob.tolerance, buffers=buffers, first=first, counts=self.table,
+                image_rows=image_rows)
             try:
                 packed = pack_chain(prog)
             except (TypeError, AttributeError):
@@ -187,7 +200,7 @@ class Plan:
                 prog = image_plain.program(self.view, self.work, n, prob.shape, prob.connectivity,
                                       prob.has_bg, prob.bgkey, buffers=buffers,
                                       slot_tiles=slot_tiles, report=report, first=first,
-                                      image_rows=image_rows)
+                                      counts=self.table, image_rows=image_rows)
                 try:
                     packed = pack_chain(prog)
                 except (TypeError, AttributeError):  # not packable: CuPy's kernel calls
@@ -198,6 +211,8 @@ class Plan:
             if n <= _tuning.PLAN_GRAPH_CELLS:
                 self._try_capture()
             return
+        if counts:
+            raise ValueError("a plan counts only on the chains of image_plain.py")
         self.program = None
         targs, geo, params = grid_args(prob.values, self.work, prob.shape, prob.connectivity,
                                        prob.has_bg, prob.bgkey)
@@ -353,13 +368,19 @@ class Plan:
         return self._finish(P, count, return_num)
 
     def _finish(self, P, count, return_num):
-        """The output dtype and N (a host sync only where asked for)."""
+        """The output dtype, N and the counts (a host sync only where N is
+        needed: for ``return_num``, the counts or a narrower dtype)."""
+        if self.table is not None:
+            count = int(count)
+            counts = self.table[:count + 1].copy()  # (the next call refills the table)
         if self.out_dtype != self.work:
             count = int(count)
             if count > np.iinfo(self.out_dtype).max:
                 raise ValueError(f"dtype={self.out_dtype} cannot hold {count} labels "
                                  f"(largest value {np.iinfo(self.out_dtype).max})")
             P = P.astype(self.out_dtype)
+        if self.table is not None:
+            return (P, count, counts) if return_num else (P, counts)
         if return_num:
             return P, int(count)
         return P
@@ -374,16 +395,20 @@ def _feature_array(a, x):
 
 
 def fast_label(x, background, connectivity, dtype, return_num, periodic=False, mask=None,
-               tolerance=None, bonds=None, numbering="raster", axes=None):
+               tolerance=None, bonds=None, numbering="raster", axes=None, return_counts=False):
     """Label CuPy array ``x`` through a cached plan; None when a plan does
     not apply (the caller takes the general path).  ``numbering``: 'raster'
     or 'first-cell' (anything else: None, and the general path says what
-    is wrong).  ``axes``: a stack of images (see :func:`_stack_problem`)."""
+    is wrong).  ``axes``: a stack of images (see :func:`_stack_problem`).
+    ``return_counts``: True or False; with True the result ends with the
+    counts, as ``label`` returns them."""
     if numbering == "raster":
         first = False
     elif numbering == "first-cell":
         first = True
     else:
+        return None
+    if return_counts and first:  # (the general path says why not)
         return None
     if not x.flags.c_contiguous or x.dtype.kind not in "biu" or x.ndim == 0 or x.size == 0:
         return None
@@ -408,9 +433,10 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
     if device != cupy.cuda.runtime.getDevice():  # run on the input's GPU
         with cupy.cuda.Device(device):
             return fast_label(x, background, connectivity, dtype, return_num, periodic, mask,
-                              tolerance, bonds, numbering, axes)
+                              tolerance, bonds, numbering, axes, return_counts)
     key = (x.shape, x.dtype.char, background, type(background), connectivity,
-           type(connectivity), dtype, device, cupy.cuda.get_current_stream().ptr, first)
+           type(connectivity), dtype, device, cupy.cuda.get_current_stream().ptr, first,
+           return_counts)
     if lattice:
         key += (periodic, tolerance, type(tolerance), None if mask is None else mask.shape,
                 None if bonds is None else bonds.shape, axes)
@@ -433,19 +459,21 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
                 if not image_plain.applies(prob.shape):  # (over 2**21 rows)
                     return None
                 plan = Plan(prob, bool_input=x.dtype == np.bool_, first=first,
-                            image_rows=image_rows)
+                            image_rows=image_rows, counts=return_counts)
             elif not image_plain.applies_lattice(  # (over 2**21 rows: the general chain)
                     prob.shape, periodic=prob.periodic, mask=prob.mask, bonds=prob.bonds,
                     tolerance=prob.tolerance, no_left=prob.no_left, label_axes=prob.label_axes):
                 return None
             else:
                 plan = Plan(prob, bool_input=x.dtype == np.bool_, lattice=True, first=first,
-                            image_rows=image_rows)
+                            image_rows=image_rows, counts=return_counts)
         else:
             prob = _validate.prepare(x, background, connectivity, dtype, raster=not first)
-            if prob.swapped or prob.size != x.size:
+            if prob.swapped or prob.size != x.size or (
+                    return_counts and not image_plain.applies(prob.shape)):
                 return None
-            plan = Plan(prob, bool_input=x.dtype == np.bool_, first=first)
+            plan = Plan(prob, bool_input=x.dtype == np.bool_, first=first,
+                        counts=return_counts)
         plans[key] = plan
         if len(plans) > MAX_PLANS:
             plans.popitem(last=False)

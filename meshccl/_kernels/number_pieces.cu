@@ -152,20 +152,25 @@ template <> struct Vec16<long long> { typedef longlong2 type; };
 // 16-byte aligned, go cell by cell.
 // C (meshccl_label_cells_counted): also count every cell's label,
 // piece roots included (their label is the rank of the root they hold,
-// which meshccl_label_pieces writes later), numbering.cuh's add_counts.
+// which meshccl_label_pieces writes later), numbering.cuh's add_counts: a
+// vector's cells of its first cell's label in one add, the others (only
+// where a lane of the warp has any) one add each, through the block's
+// table of hot labels ``block`` (numbering.cuh, BlockCounts), which also
+// sums the block's background cells.
 #define MESHCCL_CELLS_PER_THREAD 8
 template <typename I, bool C, bool RANK>
 __device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restrict__ A,
                                             const unsigned* __restrict__ roots,
                                             const I* __restrict__ incl,
                                             const I* __restrict__ block_incl,
-                                            unsigned long long* counts) {
+                                            unsigned long long* counts, BlockCounts<I>* block) {
     constexpr int V = 16 / sizeof(I), G = MESHCCL_CELLS_PER_THREAD / V;
     typedef typename Vec16<I>::type VT;
     const bool aligned = ((unsigned long long)P & 15ull) == 0ull;
     const long long vbase = (long long)blockIdx.x * blockDim.x * G + threadIdx.x;
     I p[G][V];
     bool todo[G][V], whole[G];
+    unsigned background = 0u;  // (C: this thread's cells of label 0)
 #pragma unroll
     for (int g = 0; g < G; ++g) {
         const long long first = (vbase + (long long)g * blockDim.x) * V;
@@ -198,13 +203,32 @@ __device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restric
                 p[g][j] = p[g][j] < 0 ? (I)0
                           : RANK ? rank_of(p[g][j], roots, incl, block_incl) : p[g][j] + (I)1;
         if (C) {
+            I label[V];  // the vector's labels (0: background, or past the end)
 #pragma unroll
             for (int j = 0; j < V; ++j) {
                 // todo: p is the label (0: background); a piece root: p is its root
-                I label = (I)0;
-                if (first + j < (long long)n)
-                    label = todo[g][j] ? p[g][j] : rank_of(p[g][j], roots, incl, block_incl);
-                add_counts(counts, label, label > 0 ? 1u : 0u);
+                label[j] = (I)0;
+                if (first + j < (long long)n) {
+                    label[j] = todo[g][j] ? p[g][j] : rank_of(p[g][j], roots, incl, block_incl);
+                    background += label[j] == (I)0 ? 1u : 0u;
+                }
+            }
+            // one add for the vector's first label with all its cells that
+            // hold it (a vector inside one component: the only add), then,
+            // where a lane of the warp holds other labels, one per cell for those
+            unsigned same = 0u;
+            bool others = false;
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+                same += label[j] == label[0] ? 1u : 0u;
+                others |= label[j] != label[0] && label[j] > (I)0;
+            }
+            add_counts(counts, label[0], label[0] > (I)0 ? same : 0u, block);
+            if (__any_sync(0xffffffffu, others)) {
+#pragma unroll
+                for (int j = 1; j < V; ++j)
+                    add_counts(counts, label[j],
+                               label[j] > (I)0 && label[j] != label[0] ? 1u : 0u, block);
             }
         }
         if (whole[g]) {
@@ -217,6 +241,7 @@ __device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restric
                 if (todo[g][j]) P[(I)(first + j)] = p[g][j];
         }
     }
+    if (C) end_counts(counts, block, background);
 }
 
 template <typename I>
@@ -226,7 +251,7 @@ __global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
                                                            const I* __restrict__ incl,
                                                            const I* __restrict__ block_incl) {
     meshccl::grid_entry();  // (launch.cuh)
-    label_cells<I, false, true>(P, n, A, roots, incl, block_incl, nullptr);
+    label_cells<I, false, true>(P, n, A, roots, incl, block_incl, nullptr, nullptr);
 }
 
 // meshccl_label_cells with first-cell labels (root index + 1).
@@ -235,18 +260,20 @@ __global__ void __launch_bounds__(256) meshccl_label_cells_first(
         I* P, I n, const unsigned* __restrict__ A, const unsigned* __restrict__ roots,
         const I* __restrict__ incl, const I* __restrict__ block_incl) {
     meshccl::grid_entry();  // (launch.cuh)
-    label_cells<I, false, false>(P, n, A, roots, incl, block_incl, nullptr);
+    label_cells<I, false, false>(P, n, A, roots, incl, block_incl, nullptr, nullptr);
 }
 
-// meshccl_label_cells, also counting each label's cells into counts (N + 1
-// rows, zeroed; row 0 is left to the host).
+// meshccl_label_cells, also counting each label's cells into counts (rows
+// 0..N zeroed by meshccl_clear_counts; row 0: the background).
 template <typename I>
 __global__ void __launch_bounds__(256) meshccl_label_cells_counted(
         I* P, I n, const unsigned* __restrict__ A, const unsigned* __restrict__ roots,
         const I* __restrict__ incl, const I* __restrict__ block_incl,
         unsigned long long* __restrict__ counts) {
     meshccl::grid_entry();  // (launch.cuh)
-    label_cells<I, true, true>(P, n, A, roots, incl, block_incl, counts);
+    __shared__ BlockCounts<I> block;
+    begin_counts(&block);
+    label_cells<I, true, true>(P, n, A, roots, incl, block_incl, counts, &block);
 }
 
 // Step 3, a thread per W consecutive words (W = 2: one wave of threads
@@ -341,12 +368,15 @@ __device__ __forceinline__ unsigned warp_max(unsigned x) {
 // also count the cells of each run, by the lane that resolves its label:
 // the foreground cells from its start up to the next run start (a band's
 // bottom row may have holes in its runs), one add per run, numbering.cuh's
-// add_counts.
+// add_counts, through the block's table of hot labels ``block``
+// (BlockCounts); and the background cells of each tile row, by the row's
+// first lane, summed there too.
 template <typename I, int R, int W, bool SL, bool C>
 __device__ __forceinline__ void label_runs(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
-        const unsigned short* __restrict__ O, int slots, unsigned long long* counts) {
+        const unsigned short* __restrict__ O, int slots, unsigned long long* counts,
+        BlockCounts<I>* block) {
     constexpr int V = 16 / sizeof(I), LPR = 32 / W;  // lanes per tile row
     constexpr int ROWS = 32 / LPR, STRIDE = 32 + LPR;  // (the pad spreads the rows over the banks)
     static_assert(W == 4 || W == 8, "four or eight cells a lane");
@@ -361,6 +391,7 @@ __device__ __forceinline__ void label_runs(
     // tile rows each time, y = g / ntx, bx = g % ntx), R chains at once.
     I rowbase[R], slot[R];
     int width[R];
+    unsigned background = 0u;  // (C: the background cells of this lane's rows)
     unsigned f[R], s[R], a[R], o[R];
 #pragma unroll
     for (int k = 0; k < R; ++k) {
@@ -391,6 +422,10 @@ __device__ __forceinline__ void label_runs(
 #pragma unroll
     for (int k = 0; k < R; ++k) {
         const bool useq = SL && o[k] != 0xffffu;  // this row's piece roots in its slots
+        if (C && q == 0) {  // (a row no group owns has width 0)
+            const unsigned in = width[k] >= 32 ? 0xffffffffu : (1u << width[k]) - 1u;
+            background += (unsigned)width[k] - (unsigned)__popc(f[k] & in);
+        }
         unsigned mine = s[k] & (((1u << W) - 1u) << c0);  // the run starts among this lane's cells
         const int rank0 = __popc(s[k] & ((1u << c0) - 1u));  // ... the first one's rank in the row
         const int turns = (int)warp_max((unsigned)__popc(mine));
@@ -422,7 +457,7 @@ __device__ __forceinline__ void label_runs(
                         const unsigned before = later ? (later & (0u - later)) - 1u : 0xffffffffu;
                         cells = __popc(f[k] & in & before & ~((1u << b[u]) - 1u));
                     }
-                    add_counts(counts, b[u] >= 0 ? v[u] : (I)0, cells);
+                    add_counts(counts, b[u] >= 0 ? v[u] : (I)0, cells, block);
                 }
             }
         }
@@ -454,6 +489,7 @@ __device__ __forceinline__ void label_runs(
                 if (c0 + j < width[k]) dst[j] = out[j];
         }
     }
+    if (C) end_counts(counts, block, background);
 }
 
 template <typename I, int R, int W, bool SL>
@@ -462,18 +498,36 @@ __global__ void __launch_bounds__(256) meshccl_label_runs(
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
         const unsigned short* __restrict__ O, int slots) {
     meshccl::grid_entry();  // (launch.cuh)
-    label_runs<I, R, W, SL, false>(P, F, S, A, ny, nx, words, Q, O, slots, nullptr);
+    label_runs<I, R, W, SL, false>(P, F, S, A, ny, nx, words, Q, O, slots, nullptr, nullptr);
 }
 
-// meshccl_label_runs, also counting each label's cells into counts (N + 1
-// rows, zeroed; row 0 is left to the host).
+// meshccl_label_runs, also counting each label's cells into counts (rows
+// 0..N zeroed by meshccl_clear_counts; row 0: the background).
 template <typename I, int R, int W, bool SL>
 __global__ void __launch_bounds__(256) meshccl_label_runs_counted(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
         const unsigned short* __restrict__ O, int slots, unsigned long long* __restrict__ counts) {
     meshccl::grid_entry();  // (launch.cuh)
-    label_runs<I, R, W, SL, true>(P, F, S, A, ny, nx, words, Q, O, slots, counts);
+    __shared__ BlockCounts<I> block;
+    begin_counts(&block);
+    label_runs<I, R, W, SL, true>(P, F, S, A, ny, nx, words, Q, O, slots, counts, &block);
+}
+
+// Before a counted label pass (label(..., return_counts=True)): rows 0..N
+// of the count table to zero, N read from `total` (block_incl's last
+// entry, which meshccl_piece_roots has written).  The table has a row per
+// cell and one more (N is not known on the host when the chain is
+// launched); only the rows the labels can reach are written, a grid-stride
+// loop over a fixed grid.
+template <typename I>
+__global__ void __launch_bounds__(256) meshccl_clear_counts(unsigned long long* __restrict__ counts,
+                                                            const I* __restrict__ total) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const long long rows = (long long)*total + 1;
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += step)
+        counts[r] = 0ull;
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL
@@ -493,7 +547,8 @@ __global__ void __launch_bounds__(256) meshccl_label_runs_counted(
     template __global__ void meshccl_label_cells_first<I>(I*, I, const unsigned*,                \
                                                           const unsigned*, const I*, const I*);  \
     template __global__ void meshccl_label_cells_counted<I>(I*, I, const unsigned*,              \
-        const unsigned*, const I*, const I*, unsigned long long*);
+        const unsigned*, const I*, const I*, unsigned long long*);                               \
+    template __global__ void meshccl_clear_counts<I>(unsigned long long*, const I*);
 MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)
 #define MESHCCL_LABEL_RUNS_SL(I, R, W, SL)                                                       \
