@@ -390,3 +390,42 @@ def test_gpu_lattice_volume_plans_repeat():
         mask = rng.random(shape) < 0.9
         _gpu_against_cpu(spins, background=-1, connectivity=1, periodic=True, bonds=bonds,
                          mask=mask)
+
+
+def test_box_planes_follow_the_bonds_layout():
+    """The 3-D lattice kernels find the bond plane of step (dz, dy, dx) at
+    entry (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1): plane k is
+    half_offsets(3, c)[k] (bond_rows of a 3-D array), or the row the
+    squeezed array's bond_rows name."""
+    from meshccl.neighbourhood import bond_rows
+    from meshccl._gpu.image_plain import box_planes
+
+    for c in (1, 2, 3):
+        offsets = half_offsets(3, c)
+        planes = box_planes(c, bond_rows((4, 5, 6), (0, 1, 2), 3, c))
+        for k, (dz, dy, dx) in enumerate(offsets):
+            assert planes[(dz + 1) * 9 + (dy + 1) * 3 + (dx + 1)] == k
+        assert (planes >= 0).sum() == len(offsets)
+        # a 4-D array with a singleton axis: the rows of the 4-D layout
+        rows = bond_rows((4, 5, 6), (0, 2, 3), 4, c)
+        planes = box_planes(c, rows)
+        full = half_offsets(4, c)
+        for (dz, dy, dx), r in zip(offsets, rows):
+            assert full[planes[(dz + 1) * 9 + (dy + 1) * 3 + (dx + 1)]] == (dz, 0, dy, dx)
+
+
+def test_3d_features_take_the_fixed_chain():
+    """applies_lattice: 3-D volumes with a mask, bonds or a tolerance (periodic
+    or not) take the fixed-geometry chain; more axes, axes= and grids too
+    tall for a launch do not."""
+    from meshccl._gpu.image_plain import applies_lattice
+
+    m = np.ones(1)
+    assert applies_lattice((9, 40, 300), mask=m)
+    assert applies_lattice((9, 40, 300), bonds=m, periodic=5)
+    assert applies_lattice((9, 40, 300), tolerance=0.5)
+    assert not applies_lattice((3, 9, 40, 300), mask=m)
+    assert not applies_lattice((9, 40, 300), mask=m, no_left=True)
+    assert not applies_lattice((9, 40, 300), mask=m, label_axes=0b110)
+    assert not applies_lattice((4 * 65536, 2, 40), mask=m)
+    assert not applies_lattice((9, 40, 300))

@@ -393,21 +393,29 @@ def applies_lattice(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None,
     return -(-_dims(shape)[2] // 32) <= _MAX_GRID_YZ
 
 
-@functools.lru_cache(maxsize=64)
-def _box_planes(device_id: int, c: int, bond_rows: tuple):
-    """The bond plane of each step of a 3-D cell's half neighbourhood, on the
-    device: 27 int32, entry (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1)
-    (lattice.cuh, BoxFeatures), -1 where the step is none; ``bond_rows`` as
-    the general chain takes it (one per offset of ``half_offsets(3, c)``,
-    left last)."""
-    import cupy
-
+def box_planes(c: int, bond_rows) -> np.ndarray:
+    """The bond plane of each step of a 3-D cell's half neighbourhood: 27
+    int32, entry (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1) (lattice.cuh,
+    BoxFeatures), -1 where the step is none; ``bond_rows`` as the general
+    chain takes it (one per offset of ``half_offsets(3, c)``, left last)."""
     from ..neighbourhood import half_offsets
 
+    rows = [int(r) for r in np.asarray(bond_rows).reshape(-1)]
+    offsets = half_offsets(3, c)
+    if len(rows) != len(offsets):
+        raise ValueError(f"{len(rows)} bond rows for {len(offsets)} half offsets")
     planes = np.full(27, -1, dtype=np.int32)
-    for (dz, dy, dx), row in zip(half_offsets(3, c), bond_rows):
+    for (dz, dy, dx), row in zip(offsets, rows):
         planes[(dz + 1) * 9 + (dy + 1) * 3 + (dx + 1)] = row
-    return cupy.asarray(planes)
+    return planes
+
+
+@functools.lru_cache(maxsize=64)
+def _box_planes(device_id: int, c: int, bond_rows: tuple):
+    """:func:`box_planes` on the device (kept per device and rows)."""
+    import cupy
+
+    return cupy.asarray(box_planes(c, bond_rows))
 
 
 def _box_features(n, c, mask, bonds, bond_rows, tolerance):

@@ -304,6 +304,25 @@ __global__ void __launch_bounds__(256) meshccl_cells3d_border(
 // that.  So the tile kernel unites every joined pair inside the tile, and
 // the border kernel, over the same face cells as the plain one, every
 // joined pair that crosses a tile face.
+// The closed bonds of cell i: bit step_index(dz, dy, dx) for each step of
+// the half neighbourhood (left included) whose bond is closed.  The loads
+// do not wait on the cell's value, so they go out with it.
+template <int C>
+__device__ __forceinline__ unsigned closed_bonds(const meshccl::BoxFeatures& ft, long long i) {
+    unsigned shut = 0u;
+    if (ft.bonds == nullptr) return shut;
+#pragma unroll
+    for (int dz = -1; dz <= 0; ++dz)
+#pragma unroll
+        for (int dy = -1; dy <= 1; ++dy)
+#pragma unroll
+            for (int dx = -1; dx <= 1; ++dx)
+                if ((meshccl::box::half_step<D, C>(dz, dy, dx) || (dz == 0 && dy == 0 && dx == -1)) &&
+                    !ft.open(meshccl::box::step_index(dz, dy, dx), i))
+                    shut |= meshccl::box::step_bit(dz, dy, dx);
+    return shut;
+}
+
 template <typename T, typename I, int C, bool Tol, int TY, int TZ, int NW>
 __global__ void __launch_bounds__(32 * NW) meshccl_cells3d_lattice_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
@@ -322,9 +341,10 @@ __global__ void __launch_bounds__(32 * NW) meshccl_cells3d_lattice_tile(
     K key[CPT];
     bool fg[CPT];
     I idx[CPT];
-    // Keys, foreground, and runs along the row: a cell joined to its left
-    // neighbour points at the first cell of its run (the highest lane at or
-    // below it that is not joined to its left).
+    unsigned shut[CPT];
+    // Keys, foreground, closed bonds, and runs along the row: a cell joined
+    // to its left neighbour points at the first cell of its run (the
+    // highest lane at or below it that is not joined to its left).
 #pragma unroll
     for (int k = 0; k < CPT; ++k) {
         const int row = warp + k * NW;
@@ -332,11 +352,13 @@ __global__ void __launch_bounds__(32 * NW) meshccl_cells3d_lattice_tile(
         const bool in = x < nx && y < ny && z < nz;
         const I i = (z * ny + y) * nx + x;
         const K kk = in ? R::key(v[i]) : K();
-        const bool f = in && !(has_bg && kk == bgkey) && ft.on(i);
+        const bool on = in && ft.on(i);
+        shut[k] = in ? closed_bonds<C>(ft, i) : 0u;
+        const bool f = on && !(has_bg && kk == bgkey);
         const K left = meshccl::box::shfl_up(kk);
         const bool lf = __shfl_up_sync(0xffffffffu, (int)f, 1) != 0;
-        const bool e = f && lane > 0 && lf && ft.open(meshccl::box::step_index(0, 0, -1), i) &&
-                       R::join(left, kk, ft.tol);
+        const bool e = f && lane > 0 && lf &&
+                       !(shut[k] & meshccl::box::step_bit(0, 0, -1)) && R::join(left, kk, ft.tol);
         const unsigned m = __ballot_sync(0xffffffffu, e);
         const unsigned upto = lane == 31 ? 0xffffffffu : ((2u << lane) - 1u);
         const int l = row * 32 + lane;
@@ -359,8 +381,8 @@ __global__ void __launch_bounds__(32 * NW) meshccl_cells3d_lattice_tile(
             if (lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lane + dx < 0 || lane + dx > 31)
                 continue;  // not in this tile: the border kernel's pair
             const int j = l + (dz * TY + dy) * 32 + dx;
-            if (L[j] < 0 || !R::join(keys[j], key[k], ft.tol) ||
-                !ft.open(meshccl::box::step_index(dz, dy, dx), idx[k]))
+            if (L[j] < 0 || (shut[k] & meshccl::box::step_bit(dz, dy, dx)) ||
+                !R::join(keys[j], key[k], ft.tol))
                 continue;
             todo |= meshccl::box::step_bit(dz, dy, dx);
         }
