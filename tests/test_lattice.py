@@ -9,7 +9,7 @@ from hypothesis.extra import numpy as hnp
 
 import meshccl
 from meshccl.neighbourhood import half_offsets
-from conftest import examples, run_label, to_backend
+from conftest import examples, run_label, to_backend, to_host
 from reference import reference_label, reference_lattice
 
 
@@ -266,3 +266,166 @@ def test_lattice_2d_byte_tolerance(backend, dtype):
         for kw in ({"tolerance": tol}, {"tolerance": tol, "background": None, "connectivity": 1}):
             np.testing.assert_array_equal(run_label(a, backend, **kw), reference_lattice(a, **kw),
                                           err_msg=str(kw))
+
+
+# --- 3-D volumes with a mask, bonds or a tolerance on the GPU: the lattice
+# form of cells3d.cu's chain (and wrap3d.cu), against the CPU backend value
+# for value, raster and first-cell numbering.
+
+def _gpu_against_cpu(a, feature_arrays=True, **kw):
+    """Label ``a`` on the GPU (features as CuPy bool arrays: the launch
+    plan's path; else NumPy: the general entry's) and on the CPU, both
+    numberings, and compare value for value."""
+    import cupy
+
+    gkw = dict(kw)
+    if feature_arrays:
+        gkw = {k: cupy.asarray(v) if k in ("mask", "bonds") else v for k, v in kw.items()}
+    for numbering in ("raster", "first-cell"):
+        want, n_want = meshccl.label(a, return_num=True, numbering=numbering, **kw)
+        got, n_got = meshccl.label(cupy.asarray(a), return_num=True, numbering=numbering, **gkw)
+        np.testing.assert_array_equal(to_host(got), want, err_msg=f"{numbering} {sorted(kw)}")
+        assert n_got == n_want
+
+
+def _volume(rng, shape, dtype):
+    if dtype is np.bool_:
+        return rng.random(shape) < 0.6
+    if np.dtype(dtype).kind == "f":
+        return (rng.random(shape) * 4).astype(dtype)
+    a = rng.integers(0, 3, shape).astype(dtype)
+    if np.dtype(dtype).kind == "i":
+        a[rng.random(shape) < 0.2] = -1
+    return a
+
+
+_PERIODIC_3D = [False, True, (True, False, False), (False, True, False), (False, False, True),
+                (False, True, True)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(37, 45, 70), (9, 40, 300), (8, 16, 64), (5, 9, 33),
+                                   (1, 1, 77), (77, 1, 1), (2, 1, 40), (70, 3, 1)])
+@pytest.mark.parametrize("dtype", [np.uint8, np.bool_, np.int8, np.uint16, np.int32,
+                                   np.float32, np.float64])
+def test_gpu_lattice_volumes(shape, dtype):
+    """Each feature alone and together, every connectivity, periodic on
+    subsets of axes, across tile faces (32 x 8 x 4 tiles), odd sizes and
+    volumes that squeeze to fewer axes."""
+    from conftest import HAVE_GPU
+    if not HAVE_GPU:
+        pytest.skip("no CUDA GPU")
+    rng = np.random.default_rng(sum(shape) * 7 + np.dtype(dtype).itemsize)
+    a = _volume(rng, shape, dtype)
+    for conn in (1, 2, 3):
+        k = len(half_offsets(3, conn))
+        bonds = rng.random((k,) + shape) < 0.6
+        mask = rng.random(shape) < 0.85
+        tol = None if dtype is np.bool_ else (0.3 if np.dtype(dtype).kind == "f" else 1.0)
+        cases = [{"mask": mask}, {"bonds": bonds}, {"mask": mask, "bonds": bonds}]
+        if tol is not None:
+            cases += [{"tolerance": tol}, {"tolerance": 0.0, "background": None},
+                      {"tolerance": tol, "mask": mask, "bonds": bonds}]
+        for j, kw in enumerate(cases):
+            kw = dict(kw, connectivity=conn, periodic=_PERIODIC_3D[(j + conn) % len(_PERIODIC_3D)])
+            if "background" not in kw and dtype is not np.bool_:
+                kw["background"] = -1 if np.dtype(dtype).kind in "if" else 0
+            _gpu_against_cpu(a, feature_arrays=(j % 2 == 0), **kw)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("conn", [1, 2, 3])
+def test_gpu_lattice_volume_every_periodic_subset(conn):
+    """Spins with bonds (Swendsen-Wang's call) on every subset of periodic
+    axes, int32 and int64 labels."""
+    from conftest import HAVE_GPU
+    if not HAVE_GPU:
+        pytest.skip("no CUDA GPU")
+    rng = np.random.default_rng(conn)
+    shape = (20, 33, 70)
+    spins = np.where(rng.random(shape) < 0.5, 1, -1).astype(np.int8)
+    bonds = rng.random((len(half_offsets(3, conn)),) + shape) < 0.585
+    for bits in range(8):
+        periodic = tuple(bool(bits >> k & 1) for k in range(3))
+        for dtype in (None, np.int64):
+            kw = dict(background=-1, connectivity=conn, periodic=periodic, bonds=bonds)
+            if dtype is not None:
+                kw["dtype"] = dtype
+            _gpu_against_cpu(spins, **kw)
+
+
+@pytest.mark.gpu
+def test_gpu_lattice_volume_exact_tolerance():
+    """Integer tolerance on 3-D volumes compares int64 values exactly, and
+    unsigned bytes over their whole range; the background matched exactly."""
+    from conftest import HAVE_GPU
+    if not HAVE_GPU:
+        pytest.skip("no CUDA GPU")
+    base = np.int64(2**53)
+    a = np.full((9, 20, 70), base, np.int64)
+    a[:, ::3, ::5] += 1
+    a[4] = 0
+    for tol in (0.0, 1.0):
+        _gpu_against_cpu(a, tolerance=tol, periodic=True)
+    rng = np.random.default_rng(5)
+    b = rng.integers(0, 256, (9, 20, 70)).astype(np.uint8)
+    b[rng.random(b.shape) < 0.3] = 0
+    for tol in (0, 3, 60.5, 300):
+        _gpu_against_cpu(b, tolerance=tol, connectivity=3)
+        _gpu_against_cpu(b, tolerance=tol, background=None, connectivity=1, periodic=True)
+
+
+@pytest.mark.gpu
+def test_gpu_lattice_volume_plans_repeat():
+    """A launch plan of a 3-D lattice call, called again with new bonds and
+    masks, gives each call's own labels."""
+    from conftest import HAVE_GPU
+    if not HAVE_GPU:
+        pytest.skip("no CUDA GPU")
+    rng = np.random.default_rng(11)
+    shape = (33, 40, 64)
+    spins = (rng.random(shape) < 0.5).astype(np.uint8)
+    for _ in range(3):
+        bonds = rng.random((3,) + shape) < 0.585
+        mask = rng.random(shape) < 0.9
+        _gpu_against_cpu(spins, background=-1, connectivity=1, periodic=True, bonds=bonds,
+                         mask=mask)
+
+
+def test_box_planes_follow_the_bonds_layout():
+    """The 3-D lattice kernels find the bond plane of step (dz, dy, dx) at
+    entry (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1): plane k is
+    half_offsets(3, c)[k] (bond_rows of a 3-D array), or the row the
+    squeezed array's bond_rows name."""
+    from meshccl.neighbourhood import bond_rows
+    from meshccl._gpu.image_plain import box_planes
+
+    for c in (1, 2, 3):
+        offsets = half_offsets(3, c)
+        planes = box_planes(c, bond_rows((4, 5, 6), (0, 1, 2), 3, c))
+        for k, (dz, dy, dx) in enumerate(offsets):
+            assert planes[(dz + 1) * 9 + (dy + 1) * 3 + (dx + 1)] == k
+        assert (planes >= 0).sum() == len(offsets)
+        # a 4-D array with a singleton axis: the rows of the 4-D layout
+        rows = bond_rows((4, 5, 6), (0, 2, 3), 4, c)
+        planes = box_planes(c, rows)
+        full = half_offsets(4, c)
+        for (dz, dy, dx), r in zip(offsets, rows):
+            assert full[planes[(dz + 1) * 9 + (dy + 1) * 3 + (dx + 1)]] == (dz, 0, dy, dx)
+
+
+def test_3d_features_take_the_fixed_chain():
+    """applies_lattice: 3-D volumes with a mask, bonds or a tolerance (periodic
+    or not) take the fixed-geometry chain; more axes, axes= and grids too
+    tall for a launch do not."""
+    from meshccl._gpu.image_plain import applies_lattice
+
+    m = np.ones(1)
+    assert applies_lattice((9, 40, 300), mask=m)
+    assert applies_lattice((9, 40, 300), bonds=m, periodic=5)
+    assert applies_lattice((9, 40, 300), tolerance=0.5)
+    assert not applies_lattice((3, 9, 40, 300), mask=m)
+    assert not applies_lattice((9, 40, 300), mask=m, no_left=True)
+    assert not applies_lattice((9, 40, 300), mask=m, label_axes=0b110)
+    assert not applies_lattice((4 * 65536, 2, 40), mask=m)
+    assert not applies_lattice((9, 40, 300))

@@ -3,10 +3,11 @@ feature (periodic axes, mask, bonds, tolerance, ``axes``), through
 ``_kernels/general.cu`` (tile, union) and then :mod:`.number_roots`.
 
 :func:`label_mesh` is the one entry for a CuPy labelling call that is not
-an iterative method: plain 1- to 3-axis calls, the lattice features that
-:func:`.image_plain.applies_lattice` takes and stacks of 1-D or 2-D images
+an iterative method: 1- to 3-axis calls, plain or with lattice features
+(:func:`.image_plain.applies_lattice`), and stacks of 1-D or 2-D images
 (:func:`.image_plain.stack_view`) go to :mod:`.image_plain`'s
-fixed-geometry chains, everything else through the kernels here.
+fixed-geometry chains; more axes, other ``axes`` and grids too large for
+those through the kernels here.
 """
 
 from __future__ import annotations

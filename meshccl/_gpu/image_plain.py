@@ -21,13 +21,15 @@ array takes its plain chain (2-D without slots) and a wrap kernel
 (``runs2d.cu``'s, or ``wrap3d.cu``) before the numbering; 1-D and 2-D
 arrays with a mask, bonds or a tolerance take the lattice form of the 2-D
 chain (``runs2d.cu``'s lattice tile and border kernels, its wrap kernel),
-then the same numbering.  Stacks of 1-D or 2-D images (``axes`` naming
-the last one or two axes, :func:`stack_view`) are one tall 2-D image to
-these chains, plain or lattice, with the image height as ``image_rows``:
-the 2-D kernels join no pair across an image's top row.  Everything else
-(n-D, 3-D with a mask, bonds or a tolerance, other ``axes``) takes the
-general chain of :mod:`.image_general`.  :func:`applies` says when the plain chains serve a
-call; :func:`program` works out the launches once per shape
+then the same numbering; 3-D volumes of any cell type the lattice form of
+``cells3d.cu``'s chain (and ``wrap3d.cu`` where axes wrap), then the same
+numbering.  Stacks of 1-D or 2-D images (``axes`` naming the last one or
+two axes, :func:`stack_view`) are one tall 2-D image to these chains,
+plain or lattice, with the image height as ``image_rows``: the 2-D
+kernels join no pair across an image's top row.  Everything else (more
+than 3 axes longer than 1, other ``axes``, grids of tiles too large for a
+launch) takes the general chain of :mod:`.image_general`.
+:func:`applies` says when the plain chains serve a call; :func:`program` works out the launches once per shape
 and dtype (launch plans keep it, :mod:`.plan`); :func:`steps` binds them to
 one input and output for the general entry and for benchmarks that time
 each kernel.  With a count table (``label(..., return_counts=True)``,
@@ -249,16 +251,27 @@ def _counted(counts, first=False):
 
 
 def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                     counts=None, first=False):
+                     counts=None, first=False, features=None, tolerance=None):
     """:func:`program` for 3-D volumes of wider cells: cells3d.cu's tile and
-    border kernels, then the pieces numbering with meshccl_label_cells."""
+    border kernels, then the pieces numbering with meshccl_label_cells.
+    ``features``: the lattice form (any cell type), with these arguments
+    after each kernel's own (:func:`_box_features`); ``tolerance``: whether
+    the call has one (its value is in ``features``)."""
     _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     ty, tz, warps = _tuning.CELLS3D_TILES
-    per_block = _tuning.CELLS3D_TILES_PER_BLOCK[c]
     t, i = c_type(value_dtype), c_type(index_dtype)
-    tile, border = kernels("cells3d.cu",
-                           f"meshccl_cells3d_tile<{t}, {i}, {c}, {ty}, {tz}, {warps}, {per_block}>",
-                           f"meshccl_cells3d_border<{t}, {i}, {c}, {ty}, {tz}>")
+    if features is None:
+        per_block = _tuning.CELLS3D_TILES_PER_BLOCK[c]
+        tile, border = kernels(
+            "cells3d.cu", f"meshccl_cells3d_tile<{t}, {i}, {c}, {ty}, {tz}, {warps}, {per_block}>",
+            f"meshccl_cells3d_border<{t}, {i}, {c}, {ty}, {tz}>")
+        features = ()
+    else:  # (a block does one tile)
+        per_block, tol = 1, "true" if tolerance else "false"
+        tile, border = kernels(
+            "cells3d.cu",
+            f"meshccl_cells3d_lattice_tile<{t}, {i}, {c}, {tol}, {ty}, {tz}, {warps}>",
+            f"meshccl_cells3d_lattice_border<{t}, {i}, {c}, {tol}, {ty}, {tz}>")
     form, tail = _counted(counts, first)
     cells_k, = kernels("number_pieces.cu", f"meshccl_label_cells{form}<{i}>")
     if buffers is None:
@@ -275,8 +288,9 @@ def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffe
     cells_grid = (-(-n // (BLOCK * CELLS_PER_THREAD)),)
     return _cleared(bits, aligned) + [
         ("tile", Launch(tile, tile_grid, (32 * warps,),
-                        (VALUES, LABELS, A, H) + dims + (np.int32(aligned),))),
-        ("border", Launch(border, grid, border_block, (VALUES, LABELS, H) + dims, early=False)),
+                        (VALUES, LABELS, A, H) + dims + (np.int32(aligned),) + features)),
+        ("border", Launch(border, grid, border_block, (VALUES, LABELS, H) + dims + features,
+                          early=False)),
     ] + _pieces_path(index_dtype, n, buffers,
                      Launch(cells_k, cells_grid, (BLOCK,),
                             (LABELS, I(n), A, H, incl, block_incl) + tail), False,
@@ -419,9 +433,8 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
 def applies_lattice(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None,
                     tolerance=None, no_left=False, label_axes=None, tol_background=None) -> bool:
     """True when :func:`lattice_program` serves the call: lattice features
-    (periodic axes, mask, bonds, tolerance) on a 1-D or 2-D array, or
-    periodic axes alone on a 3-D one, all axes labelled, whose grid of tiles
-    fits a launch."""
+    (periodic axes, mask, bonds, tolerance) on a 1-D, 2-D or 3-D array, all
+    axes labelled, whose grid of tiles fits a launch."""
     if not 1 <= len(shape) <= 3 or no_left:
         return False
     if label_axes is not None and label_axes != (1 << len(shape)) - 1:
@@ -430,8 +443,48 @@ def applies_lattice(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None,
     if not (periodic or features):
         return False
     if len(shape) == 3:
-        return not features and applies(shape)
+        return applies(shape)
     return -(-_dims(shape)[2] // 32) <= _MAX_GRID_YZ
+
+
+def box_planes(c: int, bond_rows) -> np.ndarray:
+    """The bond plane of each step of a 3-D cell's half neighbourhood: 27
+    int32, entry (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1) (lattice.cuh,
+    BoxFeatures), -1 where the step is none; ``bond_rows`` as the general
+    chain takes it (one per offset of ``half_offsets(3, c)``, left last)."""
+    from ..neighbourhood import half_offsets
+
+    rows = [int(r) for r in np.asarray(bond_rows).reshape(-1)]
+    offsets = half_offsets(3, c)
+    if len(rows) != len(offsets):
+        raise ValueError(f"{len(rows)} bond rows for {len(offsets)} half offsets")
+    planes = np.full(27, -1, dtype=np.int32)
+    for (dz, dy, dx), row in zip(offsets, rows):
+        planes[(dz + 1) * 9 + (dy + 1) * 3 + (dx + 1)] = row
+    return planes
+
+
+@functools.lru_cache(maxsize=64)
+def _box_planes(device_id: int, c: int, bond_rows: tuple):
+    """:func:`box_planes` on the device (kept per device and rows)."""
+    import cupy
+
+    return cupy.asarray(box_planes(c, bond_rows))
+
+
+def _box_features(n, c, mask, bonds, bond_rows, tolerance):
+    """The lattice arguments of cells3d.cu's lattice kernels and wrap3d.cu
+    (``MESHCCL_BOX_FEATURES``), with :data:`.launch.MASK` and
+    :data:`.launch.BONDS` where the call has them (else null pointers)."""
+    null = np.uintp(0)
+    planes = null
+    if bonds:
+        import cupy
+
+        rows = tuple(int(r) for r in np.asarray(bond_rows).reshape(-1))
+        planes = _box_planes(cupy.cuda.Device().id, c, rows)
+    return (MASK if mask else null, BONDS if bonds else null, np.int64(n), planes,
+            np.float64(tolerance or 0.0))
 
 
 def _bond_planes(ndim, c, bond_rows):
@@ -465,15 +518,16 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
 
     Periodic axes alone change no pair inside the array: the plain chain
     (without slots, whose run starts hold their piece roots) and the wrap
-    kernel.  A mask, bonds or a tolerance (1-D and 2-D only): the lattice
-    tile and border kernels (and the wrap kernel where axes wrap)."""
+    kernel.  A mask, bonds or a tolerance: the lattice tile and border
+    kernels (runs2d.cu for 1-D and 2-D, cells3d.cu for 3-D) and the wrap
+    kernel where axes wrap."""
     index_dtype = np.dtype(index_dtype)
     ndim = len(shape)
     if image_rows is not None and ndim != 2:
         raise ValueError(f"image_rows needs a 2-D shape, got {tuple(shape)}")
     if ndim == 3:
-        return _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
-                            periodic, buffers, first, counts)
+        return _lattice_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
+                           periodic, mask, bonds, bond_rows, tolerance, buffers, first, counts)
     _, _, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), 2) if ndim > 1 else 1
     t, i = c_type(value_dtype), c_type(index_dtype)
@@ -535,19 +589,32 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
                                True, 1, first, counts)
 
 
-def _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, periodic,
-                 buffers, first=False, counts=None):
-    """:func:`lattice_program` for a periodic 3-D volume: its plain chain and
-    ``wrap3d.cu`` between the border kernels and the numbering."""
+def _lattice_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, periodic,
+                mask, bonds, bond_rows, tolerance, buffers, first=False, counts=None):
+    """:func:`lattice_program` for a 3-D volume.  Periodic axes alone: its
+    plain chain; a mask, bonds or a tolerance: the lattice form of
+    cells3d.cu's chain (any cell type).  Where axes wrap, ``wrap3d.cu``
+    goes between the border kernels and the numbering.  ``counts``: a count
+    table, as in :func:`program`."""
     _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), 3)
-    runs = uses_runs(shape, value_dtype)
+    plain = not (mask or bonds or tolerance is not None)
+    runs = plain and uses_runs(shape, value_dtype)
+    features = _box_features(n, c, mask, bonds, bond_rows, tolerance)
     if buffers is None:
         buffers = scratch(n, index_dtype, shape, value_dtype)
-    prog = program(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers=buffers,
-                   slot_tiles=False, counts=counts, first=first)
+    if plain:
+        prog = program(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers=buffers,
+                       slot_tiles=False, counts=counts, first=first)
+    else:
+        prog = _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
+                                counts=counts, first=first, features=features,
+                                tolerance=tolerance is not None)
+    if not periodic:
+        return prog
+    tol = "true" if tolerance is not None else "false"
     wrap, = kernels("wrap3d.cu", f"meshccl_wrap3d<{c_type(value_dtype)}, {c_type(index_dtype)}, "
-                                 f"{c}, {'true' if runs else 'false'}>")
+                                 f"{c}, {'true' if runs else 'false'}, {tol}>")
     words = (n + 31) // 32
     H = buffers[0][words:2 * words]
     S = buffers[4][_runs_words(shape):2 * _runs_words(shape)] if runs else np.uintp(0)
@@ -555,7 +622,7 @@ def _periodic_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey
     faces = ny * nx + 2 * nz * nx + 2 * nz * ny
     launch = Launch(wrap, (-(-faces // BLOCK),), (BLOCK,),
                     (VALUES, LABELS, H, S, I(nz), I(ny), I(nx), np.int32(bool(has_bg)), bgkey,
-                     np.uint32(periodic)), early=False)
+                     np.uint32(periodic)) + features, early=False)
     at = [name for name, _ in prog].index("roots")
     return prog[:at] + [("wrap", launch)] + prog[at:]
 

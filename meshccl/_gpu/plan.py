@@ -54,8 +54,8 @@ input in, replays that graph and copies the labels out.
 
 Plans serve the plain case: C-contiguous bool or integer CuPy input,
 ``method='auto'``, no ``return_info`` or device override; the lattice
-features (periodic axes, a mask, bonds, a tolerance) where the array is
-1-D or 2-D, and periodic axes on 3-D volumes
+features (periodic axes, a mask, bonds, a tolerance) on 1-D, 2-D and 3-D
+arrays
 (image_plain.lattice_program; a simulation labels its lattice so every few
 steps); and stacks of 1-D or 2-D images (``axes`` naming the last one or
 two axes, image_plain.stack_view), planned as their tall 2-D image, plain
@@ -162,7 +162,7 @@ class Plan:
         self.bool01 = cupy.empty(prob.out_shape, dtype=cupy.bool_) if bool_input else None
         self.lattice = lattice is not None
         if lattice is not None:
-            # 1-D / 2-D with lattice features: one chain, no graphs
+            # lattice features: one chain, no graphs
             has_bg, bgkey = prob.has_bg, prob.bgkey
             if prob.tolerance is not None:
                 has_bg, bgkey = tolerance_background(self.view, has_bg, bgkey,
@@ -415,8 +415,7 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
     lattice = not (periodic is False and mask is None and tolerance is None and bonds is None
                    and axes is None)
     if lattice:
-        features = mask is not None or bonds is not None or tolerance is not None
-        if (axes is None and (x.ndim > 3 or (x.ndim == 3 and features))) or (
+        if (axes is None and x.ndim > 3) or (
                 mask is not None and not _feature_array(mask, x)) or (
                 bonds is not None and not _feature_array(bonds, x)):
             return None

@@ -286,6 +286,206 @@ __global__ void __launch_bounds__(256) meshccl_cells3d_border(
     }
 }
 
+// ---------------------------------------------------------------------------
+// The lattice form: a mask, bonds and/or a tolerance on a 3-D volume of any
+// cell type, one-byte cells included (meshccl_cells3d_lattice_tile and
+// meshccl_cells3d_lattice_border; periodic axes then add wrap3d.cu).
+//
+// A feature changes which neighbouring pairs join, not how a joined pair is
+// labelled.  Two cells are joined when both are foreground (not the
+// background, and set in the mask), their bond is open (the later cell's,
+// in the plane of the step, lattice.cuh BoxFeatures) and the joining rule
+// holds (equal keys, or |a - b| <= tolerance: lattice.cuh, Rule).  The
+// tiles, the forest, the piece roots and the bit arrays A and H are those
+// of the plain form (TB = 1: a block does one tile); the runs along a row
+// are stretches of joined left pairs, from one ballot.  No pair is skipped:
+// every rule above takes a pair as joined because others are (equality is
+// transitive), and a closed bond, a masked cell or a tolerance breaks
+// that.  So the tile kernel unites every joined pair inside the tile, and
+// the border kernel, over the same face cells as the plain one, every
+// joined pair that crosses a tile face.
+// The closed bonds of cell i: bit step_index(dz, dy, dx) for each step of
+// the half neighbourhood (left included) whose bond is closed.  The loads
+// do not wait on the cell's value, so they go out with it.
+template <int C>
+__device__ __forceinline__ unsigned closed_bonds(const meshccl::BoxFeatures& ft, long long i) {
+    unsigned shut = 0u;
+    if (ft.bonds == nullptr) return shut;
+#pragma unroll
+    for (int dz = -1; dz <= 0; ++dz)
+#pragma unroll
+        for (int dy = -1; dy <= 1; ++dy)
+#pragma unroll
+            for (int dx = -1; dx <= 1; ++dx)
+                if ((meshccl::box::half_step<D, C>(dz, dy, dx) || (dz == 0 && dy == 0 && dx == -1)) &&
+                    !ft.open(meshccl::box::step_index(dz, dy, dx), i))
+                    shut |= meshccl::box::step_bit(dz, dy, dx);
+    return shut;
+}
+
+template <typename T, typename I, int C, bool Tol, int TY, int TZ, int NW>
+__global__ void __launch_bounds__(32 * NW) meshccl_cells3d_lattice_tile(
+        const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
+        unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
+        typename meshccl::Rule<T, Tol>::K bgkey, int aligned, MESHCCL_BOX_FEATURES) {
+    meshccl::grid_entry();  // (launch.cuh)
+    typedef meshccl::Rule<T, Tol> R;
+    typedef typename R::K K;
+    const meshccl::BoxFeatures ft = MESHCCL_BOX_FEATURES_VALUE;
+    constexpr int ROWS = TY * TZ, CPT = ROWS / NW, CELLS = 32 * ROWS;
+    __shared__ K keys[CELLS];
+    __shared__ int L[CELLS];  // the tile's forest; -1: not foreground or outside the array
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const I x = (I)blockIdx.x * 32 + lane;
+    const I y0 = (I)blockIdx.y * TY, z0 = (I)blockIdx.z * TZ;
+    K key[CPT];
+    bool fg[CPT];
+    I idx[CPT];
+    unsigned shut[CPT];
+    // Keys, foreground, closed bonds, and runs along the row: a cell joined
+    // to its left neighbour points at the first cell of its run (the
+    // highest lane at or below it that is not joined to its left).
+#pragma unroll
+    for (int k = 0; k < CPT; ++k) {
+        const int row = warp + k * NW;
+        const I y = y0 + row % TY, z = z0 + row / TY;
+        const bool in = x < nx && y < ny && z < nz;
+        const I i = (z * ny + y) * nx + x;
+        const K kk = in ? R::key(v[i]) : K();
+        const bool on = in && ft.on(i);
+        shut[k] = in ? closed_bonds<C>(ft, i) : 0u;
+        const bool f = on && !(has_bg && kk == bgkey);
+        const K left = meshccl::box::shfl_up(kk);
+        const bool lf = __shfl_up_sync(0xffffffffu, (int)f, 1) != 0;
+        const bool e = f && lane > 0 && lf &&
+                       !(shut[k] & meshccl::box::step_bit(0, 0, -1)) && R::join(left, kk, ft.tol);
+        const unsigned m = __ballot_sync(0xffffffffu, e);
+        const unsigned upto = lane == 31 ? 0xffffffffu : ((2u << lane) - 1u);
+        const int l = row * 32 + lane;
+        keys[l] = kk;
+        L[l] = f ? row * 32 + (31 - __clz(~m & upto)) : -1;
+        idx[k] = i;
+        key[k] = kk;
+        fg[k] = f;
+    }
+    __syncthreads();
+    // Every other joined pair inside the tile (unions write only roots of
+    // foreground cells, so L[j] < 0 stays a fixed test while they run).
+#pragma unroll
+    for (int k = 0; k < CPT; ++k) {
+        if (!fg[k]) continue;
+        const int row = warp + k * NW, ly = row % TY, lz = row / TY;
+        const int l = row * 32 + lane;
+        unsigned todo = 0u;  // (one call site of unite(), as in the plain kernel)
+        MESHCCL_STEPS {
+            if (lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lane + dx < 0 || lane + dx > 31)
+                continue;  // not in this tile: the border kernel's pair
+            const int j = l + (dz * TY + dy) * 32 + dx;
+            if (L[j] < 0 || (shut[k] & meshccl::box::step_bit(dz, dy, dx)) ||
+                !R::join(keys[j], key[k], ft.tol))
+                continue;
+            todo |= meshccl::box::step_bit(dz, dy, dx);
+        }
+        for (; todo; todo &= todo - 1u) {
+            const int s = __ffs(todo) - 1;
+            const int dz = s / 9 - 1, dy = (s / 3) % 3 - 1, dx = s % 3 - 1;
+            meshccl::unite<true>(L, l, l + (dz * TY + dy) * 32 + dx);
+        }
+    }
+    __syncthreads();
+    // Each cell's piece root, as a global index; piece roots into A (as in
+    // the plain kernel).
+#pragma unroll
+    for (int k = 0; k < CPT; ++k) {
+        const int row = warp + k * NW;
+        const I y = y0 + row % TY, z = z0 + row / TY;
+        const bool rowin = y < ny && z < nz;
+        const int l = row * 32 + lane;
+        bool root = false;
+        if (fg[k]) {
+            const int r = meshccl::find<true>(L, l);
+            root = r == l;
+            const int rr = r >> 5;
+            P[idx[k]] = ((z0 + rr / TY) * ny + (y0 + rr % TY)) * nx + (x - lane + (r & 31));
+        } else if (rowin && x < nx) {
+            P[idx[k]] = (I)-1;
+        }
+        const unsigned m = __ballot_sync(0xffffffffu, root);
+        if (lane == 0 && rowin) {
+            const I w = idx[k] >> 5;  // lane 0's cell is always inside the row
+            if (aligned) {
+                A[w] = m;
+                H[w] = 0u;
+            } else if (m) {
+                const int s = (int)(idx[k] & 31);
+                atomicOr(A + w, m << s);
+                if (s) atomicOr(A + w + 1, m >> (32 - s));
+            }
+        }
+    }
+}
+
+// The plain border kernel's cells (Border), uniting every joined pair that
+// crosses the tile's faces: the left pair of a cell in the first column,
+// and each half step that leaves the tile.
+template <typename T, typename I, int C, bool Tol, int TY, int TZ>
+__global__ void __launch_bounds__(256) meshccl_cells3d_lattice_border(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
+        typename meshccl::Rule<T, Tol>::K bgkey, MESHCCL_BOX_FEATURES) {
+    meshccl::grid_entry();  // (launch.cuh)
+    typedef meshccl::Rule<T, Tol> R;
+    typedef typename R::K K;
+    typedef Border<C, TY, TZ> B;
+    const meshccl::BoxFeatures ft = MESHCCL_BOX_FEATURES_VALUE;
+    for (int t = threadIdx.x; t < (int)B::ITEMS; t += blockDim.x) {
+        int lx, ly, lz;
+        if (t < B::ROWS * 32) {
+            const int r = t >> 5;
+            lx = t & 31;
+            if (r < TY) { lz = 0; ly = r; }
+            else {
+                const int q = r - TY;
+                lz = 1 + q / (1 + B::EXTRA);
+                ly = (q % (1 + B::EXTRA)) ? TY - 1 : 0;
+            }
+        } else {
+            const int t2 = t - B::ROWS * 32, q = t2 % B::COLS;
+            lx = t2 >= B::COLS ? 31 : 0;
+            lz = 1 + q / B::PER;
+            ly = 1 + q % B::PER;
+        }
+        const I x = (I)blockIdx.x * 32 + lx, y = (I)blockIdx.y * TY + ly;
+        const I z = (I)blockIdx.z * B::TZ + lz;
+        if (x >= nx || y >= ny || z >= nz) continue;
+        const I i = (z * ny + y) * nx + x;
+        const K key = R::key(v[i]);
+        if ((has_bg && key == bgkey) || !ft.on(i)) continue;
+        unsigned todo = 0u;
+        if (lx == 0 && x > 0) {
+            const K kl = R::key(v[i - 1]);
+            if (!(has_bg && kl == bgkey) && ft.on(i - 1) && R::join(kl, key, ft.tol) &&
+                ft.open(meshccl::box::step_index(0, 0, -1), i))
+                todo = meshccl::box::step_bit(0, 0, -1);
+        }
+        MESHCCL_STEPS {
+            if (!(lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lx + dx < 0 || lx + dx > 31))
+                continue;  // inside the tile: the tile kernel's pair
+            if (z + dz < 0 || y + dy < 0 || y + dy >= ny || x + dx < 0 || x + dx >= nx) continue;
+            const I j = i + ((I)dz * ny + dy) * nx + dx;
+            const K kj = R::key(v[j]);
+            if ((has_bg && kj == bgkey) || !ft.on(j) || !R::join(kj, key, ft.tol) ||
+                !ft.open(meshccl::box::step_index(dz, dy, dx), i))
+                continue;
+            todo |= meshccl::box::step_bit(dz, dy, dx);
+        }
+        for (; todo; todo &= todo - 1u) {
+            const int s = __ffs(todo) - 1;
+            const int dz = s / 9 - 1, dy = (s / 3) % 3 - 1, dx = s % 3 - 1;
+            meshccl::unite_recording(P, H, i, i + ((I)dz * ny + dy) * nx + dx);
+        }
+    }
+}
+
 #undef MESHCCL_STEPS
 
 #ifdef MESHCCL_INSTANTIATE_ALL
@@ -306,4 +506,28 @@ MESHCCL_CELLS3D_T(unsigned int)
 MESHCCL_CELLS3D_T(unsigned long long)
 MESHCCL_CELLS3D_T(float)
 MESHCCL_CELLS3D_T(double)
+// The lattice form (image_plain.py: _program_cells3d with features): every
+// cell type, signed ones too (a tolerance keeps them signed).
+#define MESHCCL_CELLS3D_LAT(T, I, C, Tol, TY, TZ, NW)                                           \
+    template __global__ void meshccl_cells3d_lattice_tile<T, I, C, Tol, TY, TZ, NW>(             \
+        const T*, I*, unsigned*, unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, int,         \
+        MESHCCL_BOX_FEATURE_TYPES);                                                              \
+    template __global__ void meshccl_cells3d_lattice_border<T, I, C, Tol, TY, TZ>(               \
+        const T*, I*, unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K,                         \
+        MESHCCL_BOX_FEATURE_TYPES);
+#define MESHCCL_CELLS3D_LAT_I(T, I)                                                              \
+    MESHCCL_CELLS3D_LAT(T, I, 1, false, 8, 4, 32) MESHCCL_CELLS3D_LAT(T, I, 2, false, 8, 4, 32)  \
+    MESHCCL_CELLS3D_LAT(T, I, 3, false, 8, 4, 32) MESHCCL_CELLS3D_LAT(T, I, 1, true, 8, 4, 32)   \
+    MESHCCL_CELLS3D_LAT(T, I, 2, true, 8, 4, 32) MESHCCL_CELLS3D_LAT(T, I, 3, true, 8, 4, 32)
+#define MESHCCL_CELLS3D_LAT_T(T) MESHCCL_CELLS3D_LAT_I(T, int) MESHCCL_CELLS3D_LAT_I(T, long long)
+MESHCCL_CELLS3D_LAT_T(unsigned char)
+MESHCCL_CELLS3D_LAT_T(unsigned short)
+MESHCCL_CELLS3D_LAT_T(unsigned int)
+MESHCCL_CELLS3D_LAT_T(unsigned long long)
+MESHCCL_CELLS3D_LAT_T(signed char)
+MESHCCL_CELLS3D_LAT_T(short)
+MESHCCL_CELLS3D_LAT_T(int)
+MESHCCL_CELLS3D_LAT_T(long long)
+MESHCCL_CELLS3D_LAT_T(float)
+MESHCCL_CELLS3D_LAT_T(double)
 #endif

@@ -140,6 +140,32 @@ struct PlaneFeatures {
     const unsigned char*, const unsigned char*, long long, int, int, int, int, double
 #define MESHCCL_PLANE_FEATURES_VALUE {mask, bonds, bstride, b_up, b_left, b_ul, b_ur, tol}
 
+// The lattice features as the fixed-geometry 3-D chains take them
+// (cells3d.cu's lattice kernels, wrap3d.cu): the mask, and the bond plane
+// of each step (dz, dy, dx) of the half neighbourhood, left included, at
+// planes[box::step_index(dz, dy, dx)] (27 ints on the device, from
+// bond_rows; the bond of a pair is the later cell's).  A null mask or bonds
+// pointer: every cell may be foreground, every bond is open.
+struct BoxFeatures {
+    const unsigned char* mask;
+    const unsigned char* bonds;
+    long long bstride;      // cells per bond plane
+    const int* planes;      // the bond plane of each step; -1: none
+    double tol;
+    __device__ __forceinline__ bool on(long long i) const { return mask == nullptr || mask[i]; }
+    __device__ __forceinline__ bool open(int step, long long i) const {
+        if (bonds == nullptr) return true;
+        const int plane = planes[step];
+        return plane < 0 || bonds[(long long)plane * bstride + i];
+    }
+};
+#define MESHCCL_BOX_FEATURES                                                               \
+    const unsigned char* __restrict__ mask, const unsigned char* __restrict__ bonds,       \
+    long long bstride, const int* __restrict__ planes, double tol
+#define MESHCCL_BOX_FEATURE_TYPES \
+    const unsigned char*, const unsigned char*, long long, const int*, double
+#define MESHCCL_BOX_FEATURES_VALUE {mask, bonds, bstride, planes, tol}
+
 template <typename I>
 __device__ __forceinline__ bool inside(unsigned lo, unsigned hi, const Offset<I>& e) {
     return ((lo & e.lo) | (hi & e.hi)) == 0u;
@@ -292,16 +318,20 @@ __device__ __forceinline__ constexpr bool half_step(int dz, int dy, int dx) {
 }
 
 // Shuffle a key one lane up (__shfl_up_sync has no overloads for 1- and
-// 2-byte types).
+// 2-byte types; 4- and 8-byte keys, doubles included, take their own).
 template <typename K>
 __device__ __forceinline__ K shfl_up(K k) {
-    if (sizeof(K) == 8) return (K)__shfl_up_sync(0xffffffffu, (long long)k, 1);
-    return (K)__shfl_up_sync(0xffffffffu, (int)k, 1);
+    if constexpr (sizeof(K) < 4) return (K)__shfl_up_sync(0xffffffffu, (int)k, 1);
+    else return __shfl_up_sync(0xffffffffu, k, 1);
 }
 
-// Steps as bits of a 27-bit mask: bit (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1).
+// Steps as numbers 0..26, (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1), and as
+// bits of a 27-bit mask.
+__device__ __forceinline__ constexpr int step_index(int dz, int dy, int dx) {
+    return (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1);
+}
 __device__ __forceinline__ constexpr unsigned step_bit(int dz, int dy, int dx) {
-    return 1u << ((dz + 1) * 9 + (dy + 1) * 3 + (dx + 1));
+    return 1u << step_index(dz, dy, dx);
 }
 
 }  // namespace box

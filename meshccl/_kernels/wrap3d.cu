@@ -2,35 +2,43 @@
 //
 // A periodic axis adds pairs of neighbours, those that meet only across the
 // wrapped edge, and changes none inside the volume.  So a periodic volume
-// (with no mask, bonds or tolerance) is labelled by its plain chain --
-// runs3d.cu for one-byte cells, cells3d.cu for wider ones -- and one more
-// kernel between their border kernels and the numbering: this one.
+// is labelled by its chain -- runs3d.cu for plain one-byte cells,
+// cells3d.cu for wider ones and, in its lattice form, for any cells with a
+// mask, bonds or a tolerance -- and one more kernel between their border
+// kernels and the numbering: this one.
 //
 // A thread takes a cell on one of the faces where a half offset can leave
 // the volume -- the first plane, the first and last rows, the first and
 // last columns -- and unites the cell with each earlier neighbour (the
 // half neighbourhood of the connectivity, in bonds= order) that it reaches
-// only by wrapping along periodic axes; an offset that would leave the
-// volume along an axis that does not wrap is skipped.  A pair that two
+// only by wrapping along periodic axes, where the two are joined: both
+// foreground (not the background, set in the mask), the bond open (the
+// face cell's, whose half offset reaches the other across the edge, as in
+// the general chain) and the joining rule true (lattice.cuh, Rule and
+// BoxFeatures; without features: equal keys).  An offset that would leave
+// the volume along an axis that does not wrap is skipped.  A pair that two
 // face cells reach is united twice, to no effect.  No skipping rule: the
 // faces are a small part of the volume.
 //
-// The nodes are the chains' own: with Runs (runs3d.cu) a cell's run start,
-// found in the bit array S (runs.cuh, node; a volume is nz * ny rows),
-// whose P holds its piece root; else (cells3d.cu) the cell itself, whose P
-// holds its piece root.  Unions hook the larger root under the smaller and
-// record the hooked root in H, as the border kernels do, so each
-// component's root is its first cell in raster order and number_pieces.cu
-// numbers them as for a plain volume.
+// The nodes are the chains' own: with Runs (runs3d.cu, plain volumes only)
+// a cell's run start, found in the bit array S (runs.cuh, node; a volume is
+// nz * ny rows), whose P holds its piece root; else (cells3d.cu) the cell
+// itself, whose P holds its piece root.  Unions hook the larger root under
+// the smaller and record the hooked root in H, as the border kernels do,
+// so each component's root is its first cell in raster order and
+// number_pieces.cu numbers them as for a plain volume.
 
 #include "lattice.cuh"
 #include "runs.cuh"
 
-template <typename T, typename I, int C, bool Runs>
+template <typename T, typename I, int C, bool Runs, bool Tol>
 __global__ void __launch_bounds__(256) meshccl_wrap3d(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I nz, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, unsigned periodic) {
-    typedef typename meshccl::Key<T>::type K;
+        I nz, I ny, I nx, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, unsigned periodic,
+        MESHCCL_BOX_FEATURES) {
+    typedef meshccl::Rule<T, Tol> R;
+    typedef typename R::K K;
+    const meshccl::BoxFeatures ft = MESHCCL_BOX_FEATURES_VALUE;
     const bool wz = periodic & 1u, wy = periodic & 2u, wx = periodic & 4u;  // (bit k: axis k)
     // the faces, in turn: z = 0 (ny * nx cells), y = 0 and y = ny - 1 (nz * nx
     // each), x = 0 and x = nx - 1 (nz * ny each)
@@ -51,8 +59,8 @@ __global__ void __launch_bounds__(256) meshccl_wrap3d(
         return;
     }
     const I i = (z * ny + y) * nx + x;
-    const K k = meshccl::Key<T>::of(v[i]);
-    if (has_bg && k == bgkey) return;
+    const K k = R::key(v[i]);
+    if ((has_bg && k == bgkey) || !ft.on(i)) return;
     auto node = [&](I cz, I cy, I cx) -> I {
         if (Runs) return meshccl::runs::node(S, cz * ny + cy, cx, nz * ny, nx);
         return (cz * ny + cy) * nx + cx;
@@ -76,29 +84,38 @@ __global__ void __launch_bounds__(256) meshccl_wrap3d(
                 if (tx < 0) tx += nx;
                 if (tx >= nx) tx -= nx;
                 const I j = (tz * ny + ty) * nx + tx;
-                if (meshccl::Key<T>::of(v[j]) == k)
+                const K kj = R::key(v[j]);
+                if (!(has_bg && kj == bgkey) && ft.on(j) && R::join(kj, k, ft.tol) &&
+                    ft.open(meshccl::box::step_index(dz, dy, dx), i))
                     meshccl::unite_recording(P, H, a, node(tz, ty, tx));
             }
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL
-// Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
-#define MESHCCL_W3(T, I, C)                                                                  \
-    template __global__ void meshccl_wrap3d<T, I, C, true>(const T*, I*, unsigned*,          \
-        const unsigned*, I, I, I, int, meshccl::Key<T>::type, unsigned);                     \
-    template __global__ void meshccl_wrap3d<T, I, C, false>(const T*, I*, unsigned*,         \
-        const unsigned*, I, I, I, int, meshccl::Key<T>::type, unsigned);
-#define MESHCCL_W3_T(T)                                                                      \
-    MESHCCL_W3(T, int, 1) MESHCCL_W3(T, int, 2) MESHCCL_W3(T, int, 3)                        \
-    MESHCCL_W3(T, long long, 1) MESHCCL_W3(T, long long, 2) MESHCCL_W3(T, long long, 3)
-MESHCCL_W3_T(unsigned char)
-MESHCCL_W3_T(unsigned short)
-MESHCCL_W3_T(unsigned int)
-MESHCCL_W3_T(unsigned long long)
-MESHCCL_W3_T(signed char)
-MESHCCL_W3_T(short)
-MESHCCL_W3_T(int)
-MESHCCL_W3_T(long long)
-MESHCCL_W3_T(float)
-MESHCCL_W3_T(double)
+// Used by CI (nvcc, no GPU) to compile every instantiation the loader may
+// ask for: runs3d.cu's nodes for plain one-byte volumes (unsigned after
+// _validate.py); cells3d.cu's for the rest, with a tolerance or without.
+#define MESHCCL_W3(T, I, C, Runs, Tol)                                                      \
+    template __global__ void meshccl_wrap3d<T, I, C, Runs, Tol>(const T*, I*, unsigned*,     \
+        const unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, unsigned,                   \
+        MESHCCL_BOX_FEATURE_TYPES);
+#define MESHCCL_W3_C(T, I, Runs, Tol) \
+    MESHCCL_W3(T, I, 1, Runs, Tol) MESHCCL_W3(T, I, 2, Runs, Tol) MESHCCL_W3(T, I, 3, Runs, Tol)
+#define MESHCCL_W3_CELLS(T)                                                                  \
+    MESHCCL_W3_C(T, int, false, false) MESHCCL_W3_C(T, long long, false, false)              \
+    MESHCCL_W3_C(T, int, false, true) MESHCCL_W3_C(T, long long, false, true)
+MESHCCL_W3_C(unsigned char, int, true, false)
+MESHCCL_W3_C(unsigned char, long long, true, false)
+MESHCCL_W3_C(signed char, int, true, false)
+MESHCCL_W3_C(signed char, long long, true, false)
+MESHCCL_W3_CELLS(unsigned char)
+MESHCCL_W3_CELLS(unsigned short)
+MESHCCL_W3_CELLS(unsigned int)
+MESHCCL_W3_CELLS(unsigned long long)
+MESHCCL_W3_CELLS(signed char)
+MESHCCL_W3_CELLS(short)
+MESHCCL_W3_CELLS(int)
+MESHCCL_W3_CELLS(long long)
+MESHCCL_W3_CELLS(float)
+MESHCCL_W3_CELLS(double)
 #endif
