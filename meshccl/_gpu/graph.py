@@ -286,40 +286,39 @@ def _edge_args(indptr, src, dst, dev):
 
 def to_csr(src, dst, n: int):
     """CSR arrays (indptr int64, indices of dst's type) of an edge list, on the device."""
-    import cupy
-
     t = c_type(src.dtype)
-    degree, scatter = kernels("graph.cu", f"meshccl_graph_degree<{t}>", f"meshccl_graph_scatter<{t}>")
+    scatter, = kernels("graph.cu", f"meshccl_graph_scatter<{t}>")
     m = src.size
-    deg = cupy.zeros(n + 1, dtype=cupy.uint64)
-    indices = cupy.empty(m, dtype=dst.dtype)
-    if m:
-        degree(_grid(m, BLOCK, 32), (BLOCK,), (src, np.int64(m), deg))
-    indptr = cupy.cumsum(deg.view(cupy.int64))
-    if m:
-        cursor = indptr[:-1].copy().view(cupy.uint64)
-        scatter(_grid(m, BLOCK, 32), (BLOCK,), (src, dst, np.int64(m), cursor, indices))
-    return indptr, indices
+    return _counting_sort(src, n, dst.dtype, lambda cursor, out: scatter(
+        _grid(m, BLOCK, 32), (BLOCK,), (src, dst, np.int64(m), cursor, out)))
 
 
 def transpose_csr(indptr, indices, n: int):
     """CSR arrays (indptr int64, indices of the given type) of the transpose
     of a validated CSR (indptr int64), on the device, without a row array."""
+    t = c_type(indices.dtype)
+    scatter, = kernels("graph.cu", f"meshccl_graph_scatter_rows<{t}>")
+    return _counting_sort(indices, n, indices.dtype, lambda cursor, out: scatter(
+        _grid(n, BLOCK, 32), (BLOCK,), (indptr, indices, np.int64(n), cursor, out)))
+
+
+def _counting_sort(keys, n: int, dtype, scatter):
+    """A counting sort into n rows by ``keys`` (the row of each entry):
+    the rows' offsets (int64, n + 1) from meshccl_graph_degree and a sum,
+    then ``scatter(cursor, out)`` places every entry at its row's cursor
+    (the rows' starts, advanced by atomics) in ``out`` (``dtype``)."""
     import cupy
 
-    t = c_type(indices.dtype)
-    degree, scatter = kernels("graph.cu", f"meshccl_graph_degree<{t}>",
-                              f"meshccl_graph_scatter_rows<{t}>")
-    m = indices.size
+    degree, = kernels("graph.cu", f"meshccl_graph_degree<{c_type(keys.dtype)}>")
+    m = keys.size
     deg = cupy.zeros(n + 1, dtype=cupy.uint64)
-    out = cupy.empty(m, dtype=indices.dtype)
+    out = cupy.empty(m, dtype=dtype)
     if m:
-        degree(_grid(m, BLOCK, 32), (BLOCK,), (indices, np.int64(m), deg))
-    tptr = cupy.cumsum(deg.view(cupy.int64))
+        degree(_grid(m, BLOCK, 32), (BLOCK,), (keys, np.int64(m), deg))
+    indptr = cupy.cumsum(deg.view(cupy.int64))
     if m:
-        cursor = tptr[:-1].copy().view(cupy.uint64)
-        scatter(_grid(n, BLOCK, 32), (BLOCK,), (indptr, indices, np.int64(n), cursor, out))
-    return tptr, out
+        scatter(indptr[:-1].copy().view(cupy.uint64), out)
+    return indptr, out
 
 
 def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,

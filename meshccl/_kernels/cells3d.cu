@@ -207,6 +207,26 @@ struct Border {
         COLS = (TZ - 1) * PER,                     // their first (and last) cells
         ITEMS = ROWS * 32 + COLS * (C >= 2 ? 2 : 1)  // (C >= 2: dx = +1 crosses too)
     };
+    // The tile cell (lx, ly, lz) of item t < ITEMS (see the border kernel).
+    static __device__ __forceinline__ void cell(int t, int& lx, int& ly, int& lz) {
+        if (t < ROWS * 32) {
+            const int r = t >> 5;
+            lx = t & 31;
+            if (r < TY) {
+                lz = 0;
+                ly = r;
+            } else {
+                const int q = r - TY;
+                lz = 1 + q / (1 + EXTRA);
+                ly = (q % (1 + EXTRA)) ? TY - 1 : 0;
+            }
+        } else {
+            const int t2 = t - ROWS * 32, q = t2 % COLS;
+            lx = t2 >= COLS ? 31 : 0;
+            lz = 1 + q / PER;
+            ly = 1 + q % PER;
+        }
+    }
 };
 
 // Cells with a pair that crosses the tile's faces: the whole first plane,
@@ -223,21 +243,7 @@ __global__ void __launch_bounds__(256) meshccl_cells3d_border(
     typedef Border<C, TY, TZ> B;
     for (int t = threadIdx.x; t < (int)B::ITEMS; t += blockDim.x) {
         int lx, ly, lz;
-        if (t < B::ROWS * 32) {
-            const int r = t >> 5;
-            lx = t & 31;
-            if (r < TY) { lz = 0; ly = r; }
-            else {
-                const int q = r - TY;
-                lz = 1 + q / (1 + B::EXTRA);
-                ly = (q % (1 + B::EXTRA)) ? TY - 1 : 0;
-            }
-        } else {
-            const int t2 = t - B::ROWS * 32, q = t2 % B::COLS;
-            lx = t2 >= B::COLS ? 31 : 0;
-            lz = 1 + q / B::PER;
-            ly = 1 + q % B::PER;
-        }
+        B::cell(t, lx, ly, lz);
         const I x = (I)blockIdx.x * 32 + lx, y = (I)blockIdx.y * TY + ly;
         const I z = (I)blockIdx.z * B::TZ + lz;
         if (x >= nx || y >= ny || z >= nz) continue;
@@ -439,21 +445,7 @@ __global__ void __launch_bounds__(256) meshccl_cells3d_lattice_border(
     const meshccl::BoxFeatures ft = MESHCCL_BOX_FEATURES_VALUE;
     for (int t = threadIdx.x; t < (int)B::ITEMS; t += blockDim.x) {
         int lx, ly, lz;
-        if (t < B::ROWS * 32) {
-            const int r = t >> 5;
-            lx = t & 31;
-            if (r < TY) { lz = 0; ly = r; }
-            else {
-                const int q = r - TY;
-                lz = 1 + q / (1 + B::EXTRA);
-                ly = (q % (1 + B::EXTRA)) ? TY - 1 : 0;
-            }
-        } else {
-            const int t2 = t - B::ROWS * 32, q = t2 % B::COLS;
-            lx = t2 >= B::COLS ? 31 : 0;
-            lz = 1 + q / B::PER;
-            ly = 1 + q % B::PER;
-        }
+        B::cell(t, lx, ly, lz);
         const I x = (I)blockIdx.x * 32 + lx, y = (I)blockIdx.y * TY + ly;
         const I z = (I)blockIdx.z * B::TZ + lz;
         if (x >= nx || y >= ny || z >= nz) continue;

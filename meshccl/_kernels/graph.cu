@@ -186,6 +186,36 @@ __device__ __forceinline__ long long thread_count() {
     return (long long)gridDim.x * blockDim.x;
 }
 
+// f(k, v) for every entry k of every row v of a CSR (rows 0..n-1), over
+// the whole grid: a row of more than 32 entries by its whole warp (the
+// lanes stride over it), a shorter one by its own thread, so that a hub's
+// row does not keep one thread busy long after the rest.  blockDim must be
+// a multiple of 32 (every lane of a warp runs the same iterations).
+template <typename F>
+__device__ __forceinline__ void each_entry(const long long* __restrict__ indptr, long long n,
+                                           F f) {
+    const int lane = threadIdx.x & 31;
+    for (long long base = thread_id() - lane; base < n; base += thread_count()) {
+        const long long v = base + lane;
+        long long b = 0, e = 0;
+        if (v < n) {
+            b = indptr[v];
+            e = indptr[v + 1];
+        }
+        const bool long_row = e - b > 32;
+        unsigned todo = __ballot_sync(0xffffffffu, long_row);
+        while (todo) {
+            const int src = __ffs(todo) - 1;
+            todo &= todo - 1;
+            const long long hb = __shfl_sync(0xffffffffu, b, src);
+            const long long he = __shfl_sync(0xffffffffu, e, src);
+            for (long long k = hb + lane; k < he; k += 32) f(k, base + src);
+        }
+        if (!long_row)
+            for (long long k = b; k < e; ++k) f(k, v);
+    }
+}
+
 }  // namespace graph
 }  // namespace meshccl
 
@@ -753,39 +783,16 @@ __global__ void meshccl_graph_scatter(const J* __restrict__ src, const J* __rest
 
 // The transpose of a CSR: v goes to row indices[e] of the transpose for
 // every entry e of row v; cursor starts as the transpose's indptr[:-1]
-// (meshccl_graph_degree over indices gives its counts).  A row of more than
-// 32 entries is read by the whole warp (the lanes stride over it), a
-// shorter one by its own thread, so no row array is built and a hub does
-// not keep one thread busy (blockDim a multiple of 32).  The order inside a
-// row of the transpose depends on timing.
+// (meshccl_graph_degree over indices gives its counts).  The rows are read
+// by each_entry, so no row array is built.  The order inside a row of the
+// transpose depends on timing.
 template <typename J>
 __global__ void meshccl_graph_scatter_rows(const long long* __restrict__ indptr,
                                            const J* __restrict__ indices, long long n,
                                            unsigned long long* cursor, J* __restrict__ out) {
-    using namespace meshccl::graph;
-    const int lane = threadIdx.x & 31;
-    // warp-uniform loop: every lane of a warp runs the same iterations
-    for (long long base = thread_id() - lane; base < n; base += thread_count()) {
-        const long long v = base + lane;
-        long long b = 0, e = 0;
-        if (v < n) {
-            b = indptr[v];
-            e = indptr[v + 1];
-        }
-        const bool long_row = e - b > 32;
-        unsigned todo = __ballot_sync(0xffffffffu, long_row);
-        while (todo) {
-            const int src = __ffs(todo) - 1;
-            todo &= todo - 1;
-            const long long hb = __shfl_sync(0xffffffffu, b, src);
-            const long long he = __shfl_sync(0xffffffffu, e, src);
-            for (long long k = hb + lane; k < he; k += 32)
-                out[atomicAdd(cursor + (long long)indices[k], 1ull)] = (J)(base + src);
-        }
-        if (!long_row)
-            for (long long k = b; k < e; ++k)
-                out[atomicAdd(cursor + (long long)indices[k], 1ull)] = (J)v;
-    }
+    meshccl::graph::each_entry(indptr, n, [&](long long k, long long v) {
+        out[atomicAdd(cursor + (long long)indices[k], 1ull)] = (J)v;
+    });
 }
 
 // ------------------------------------ the GConn union rules, edge-centric
@@ -863,35 +870,12 @@ __global__ void meshccl_graph_forest(const long long* __restrict__ indptr,
 // flags of several passes at once (meshccl/_gpu/graph.py), and a pass that
 // changed nothing proves the fixed point, so the result is exact.
 
-// rows[e] = the row of entry e (CSR -> the sources of an edge list).  A row
-// of more than 32 entries is written by the whole warp (the lanes stride
-// over it), a shorter one by its own thread, so that a hub's row does not
-// keep one thread writing long after the rest (blockDim a multiple of 32).
+// rows[e] = the row of entry e (CSR -> the sources of an edge list), by
+// each_entry.
 template <typename J>
 __global__ void meshccl_graph_rows(const long long* __restrict__ indptr, long long n,
                                    J* __restrict__ rows) {
-    using namespace meshccl::graph;
-    const int lane = threadIdx.x & 31;
-    // warp-uniform loop: every lane of a warp runs the same iterations
-    for (long long base = thread_id() - lane; base < n; base += thread_count()) {
-        const long long v = base + lane;
-        long long b = 0, e = 0;
-        if (v < n) {
-            b = indptr[v];
-            e = indptr[v + 1];
-        }
-        const bool long_row = e - b > 32;
-        unsigned todo = __ballot_sync(0xffffffffu, long_row);
-        while (todo) {
-            const int src = __ffs(todo) - 1;
-            todo &= todo - 1;
-            const long long hb = __shfl_sync(0xffffffffu, b, src);
-            const long long he = __shfl_sync(0xffffffffu, e, src);
-            for (long long k = hb + lane; k < he; k += 32) rows[k] = (J)(base + src);
-        }
-        if (!long_row)
-            for (long long k = b; k < e; ++k) rows[k] = (J)v;
-    }
+    meshccl::graph::each_entry(indptr, n, [&](long long k, long long v) { rows[k] = (J)v; });
 }
 
 // Kernel 1 (edge-centric): every edge lowers the larger label of its two
