@@ -63,6 +63,41 @@ constexpr int D = 3;
     _Pragma("unroll") for (int dx = -1; dx <= 1; ++dx)                                  \
     if (meshccl::box::half_step<D, C>(dz, dy, dx))
 
+// The last step of both tile kernels, for one tile row of a warp: each
+// cell's piece root (its tile forest's root, halving on the way) as a
+// global index in P (-1: background), and the row's piece roots as one
+// ballot into the bit array A (H cleared with it when the rows are
+// aligned; otherwise OR-ed in, A and H zeroed by the host).
+template <int TY, typename I>
+__device__ __forceinline__ void piece_root(int* L, I* P, unsigned* A, unsigned* H, bool fg,
+                                           I idx, int row, int lane, I x, I y0, I z0, I ny,
+                                           I nx, I nz, int aligned) {
+    const I y = y0 + row % TY, z = z0 + row / TY;
+    const bool rowin = y < ny && z < nz;
+    const int l = row * 32 + lane;
+    bool root = false;
+    if (fg) {
+        const int r = meshccl::find<true>(L, l);  // halving: shared walks shorten
+        root = r == l;
+        const int rr = r >> 5;
+        P[idx] = ((z0 + rr / TY) * ny + (y0 + rr % TY)) * nx + (x - lane + (r & 31));
+    } else if (rowin && x < nx) {
+        P[idx] = (I)-1;
+    }
+    const unsigned m = __ballot_sync(0xffffffffu, root);
+    if (lane == 0 && rowin) {
+        const I w = idx >> 5;  // lane 0's cell is always inside the row
+        if (aligned) {
+            A[w] = m;
+            H[w] = 0u;
+        } else if (m) {
+            const int s = (int)(idx & 31);
+            atomicOr(A + w, m << s);
+            if (s) atomicOr(A + w + 1, m >> (32 - s));
+        }
+    }
+}
+
 // The array is nz x ny x nx.  aligned: nx % 32 == 0, so
 // every tile row is one word of A and H, written with plain stores;
 // otherwise the host zeroes A and H first and rows OR their bits in.
@@ -163,31 +198,8 @@ __global__ void __launch_bounds__(32 * NW) meshccl_cells3d_tile(
         // Each cell's piece root, as a global index; piece roots into A.
 #pragma unroll
         for (int k = 0; k < CPT; ++k) {
-            const int row = warp + k * NW;
-            const I y = y0 + row % TY, z = z0 + row / TY;
-            const bool rowin = y < ny && z < nz;
-            const int l = row * 32 + lane;
-            bool root = false;
-            if (fg[k]) {
-                const int r = meshccl::find<true>(L, l);  // halving: shared walks shorten
-                root = r == l;
-                const int rr = r >> 5;
-                P[idx[k]] = ((z0 + rr / TY) * ny + (y0 + rr % TY)) * nx + (x - lane + (r & 31));
-            } else if (rowin && x < nx) {
-                P[idx[k]] = (I)-1;
-            }
-            const unsigned m = __ballot_sync(0xffffffffu, root);
-            if (lane == 0 && rowin) {
-                const I w = idx[k] >> 5;  // lane 0's cell is always inside the row
-                if (aligned) {
-                    A[w] = m;
-                    H[w] = 0u;
-                } else if (m) {
-                    const int s = (int)(idx[k] & 31);
-                    atomicOr(A + w, m << s);
-                    if (s) atomicOr(A + w + 1, m >> (32 - s));
-                }
-            }
+            piece_root<TY>(L, P, A, H, fg[k], idx[k], warp + k * NW, lane, x, y0, z0, ny, nx,
+                           nz, aligned);
         }
     }  // the block's next tile
 }
@@ -403,31 +415,8 @@ __global__ void __launch_bounds__(32 * NW) meshccl_cells3d_lattice_tile(
     // the plain kernel).
 #pragma unroll
     for (int k = 0; k < CPT; ++k) {
-        const int row = warp + k * NW;
-        const I y = y0 + row % TY, z = z0 + row / TY;
-        const bool rowin = y < ny && z < nz;
-        const int l = row * 32 + lane;
-        bool root = false;
-        if (fg[k]) {
-            const int r = meshccl::find<true>(L, l);
-            root = r == l;
-            const int rr = r >> 5;
-            P[idx[k]] = ((z0 + rr / TY) * ny + (y0 + rr % TY)) * nx + (x - lane + (r & 31));
-        } else if (rowin && x < nx) {
-            P[idx[k]] = (I)-1;
-        }
-        const unsigned m = __ballot_sync(0xffffffffu, root);
-        if (lane == 0 && rowin) {
-            const I w = idx[k] >> 5;  // lane 0's cell is always inside the row
-            if (aligned) {
-                A[w] = m;
-                H[w] = 0u;
-            } else if (m) {
-                const int s = (int)(idx[k] & 31);
-                atomicOr(A + w, m << s);
-                if (s) atomicOr(A + w + 1, m >> (32 - s));
-            }
-        }
+        piece_root<TY>(L, P, A, H, fg[k], idx[k], warp + k * NW, lane, x, y0, z0, ny, nx, nz,
+                       aligned);
     }
 }
 
