@@ -66,6 +66,7 @@
 // over 64-bit counters with a grid stride, so any number of edges fits a
 // launch of bounded size.
 
+#include "launch.cuh"
 #include "unionfind.cuh"
 
 #define MESHCCL_GRAPH_THREAD_MAX 16   // thread kernel: up to this many entries
@@ -179,12 +180,8 @@ __device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
     return x ^ (x >> 31);
 }
 
-__device__ __forceinline__ long long thread_id() {
-    return (long long)blockIdx.x * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ long long thread_count() {
-    return (long long)gridDim.x * blockDim.x;
-}
+using meshccl::thread_count;  // (launch.cuh)
+using meshccl::thread_id;
 
 // f(k, v) for every entry k of every row v of a CSR (rows 0..n-1), over
 // the whole grid: a row of more than 32 entries by its whole warp (the

@@ -28,6 +28,10 @@
 // crowd the kernel that runs (that cost up to 10 %).  So only one kernel
 // waits ahead, in the room the running one's last blocks leave.
 // Launched the ordinary way, or on an older GPU, grid_entry() does nothing.
+//
+// thread_id() and thread_count() are a thread's index in the whole grid and
+// the grid's size, for the grid-stride loops of the graph, list-ranking and
+// strong-component kernels (64-bit: their loops run past 2^31 items).
 
 #pragma once
 
@@ -38,6 +42,14 @@ __device__ __forceinline__ void grid_entry() {
     asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+
+__device__ __forceinline__ long long thread_id() {
+    return (long long)blockIdx.x * blockDim.x + threadIdx.x;
+}
+
+__device__ __forceinline__ long long thread_count() {
+    return (long long)gridDim.x * blockDim.x;
 }
 
 }  // namespace meshccl

@@ -58,16 +58,13 @@
 // the splitters, growing like log n for Wylie), and the walk kernel the
 // dominant cost.  Index type I: int below 2^31 elements, long long beyond.
 
+#include "launch.cuh"
+
 namespace meshccl {
 namespace list_rank {
 
-__device__ __forceinline__ long long thread_id() {
-    return (long long)blockIdx.x * blockDim.x + threadIdx.x;
-}
-
-__device__ __forceinline__ long long thread_count() {
-    return (long long)gridDim.x * blockDim.x;
-}
+using meshccl::thread_count;  // (launch.cuh)
+using meshccl::thread_id;
 
 // SplitMix64's finaliser (meshccl/_cpu/list_rank.py's _mix).
 __device__ __forceinline__ unsigned long long mix(unsigned long long x) {

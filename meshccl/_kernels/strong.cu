@@ -92,16 +92,13 @@
 // long long; a chunk's number within its row unsigned (rows of fewer than
 // 2^37 entries, which no GPU holds).
 
+#include "launch.cuh"
+
 namespace meshccl {
 namespace strong {
 
-__device__ __forceinline__ long long thread_id() {
-    return (long long)blockIdx.x * blockDim.x + threadIdx.x;
-}
-
-__device__ __forceinline__ long long thread_count() {
-    return (long long)gridDim.x * blockDim.x;
-}
+using meshccl::thread_count;  // (launch.cuh)
+using meshccl::thread_id;
 
 constexpr unsigned FULL = 0xffffffffu;
 
