@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from meshccl import graph_generators as gen  # noqa: E402
-from timing import events_ms  # noqa: E402
+from timing import events_ms, require_gpu  # noqa: E402
 from meshccl.graph import (COMPRESSION, INCREMENTAL_METHODS, Edges,  # noqa: E402
                            IncrementalConnectivity, connected_components)
 
@@ -164,12 +164,8 @@ def main(argv=None):
     ap.add_argument("--max-batches", type=int, default=2000,
                     help="batches per point of the batch-size sweep")
     args = ap.parse_args(argv)
-    try:
-        import cupy
-
-        cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # noqa: BLE001
-        sys.exit(f"incremental_bench needs CuPy and a CUDA device ({e})")
+    require_gpu("incremental_bench")
+    import cupy
     args.out.mkdir(parents=True, exist_ok=True)
     t_start = time.time()
     sizes = [10**3, 10**5, 10**7] if args.quick else [10**k for k in range(3, 9)]

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from meshccl.graph import list_rank  # noqa: E402
-from timing import median_events_ms as time_gpu, wall_ms as time_cpu  # noqa: E402
+from timing import median_events_ms as time_gpu, require_gpu, wall_ms as time_cpu  # noqa: E402
 
 
 def one_list(n, rng):
@@ -68,12 +68,7 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, default=Path("list_rank_results"))
     args = ap.parse_args(argv)
     if args.gpu:
-        try:
-            import cupy
-
-            cupy.cuda.runtime.getDeviceCount()
-        except Exception as e:  # noqa: BLE001
-            sys.exit(f"--gpu needs CuPy and a CUDA device ({e})")
+        require_gpu("--gpu")
     args.out.mkdir(parents=True, exist_ok=True)
     import numba
 

@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from meshccl import graph_generators as gen  # noqa: E402
 from meshccl.graph import connected_components  # noqa: E402
-from timing import median_events_ms as time_gpu, wall_ms  # noqa: E402
+from timing import median_events_ms as time_gpu, require_gpu, wall_ms  # noqa: E402
 
 
 def strong(g, **kw):
@@ -111,12 +111,7 @@ def main(argv=None):
     if args.quick:
         args.min_scale, args.max_scale, args.road_side = 10, 14, 256
     if args.gpu:
-        try:
-            import cupy
-
-            cupy.cuda.runtime.getDeviceCount()
-        except Exception as e:  # noqa: BLE001
-            sys.exit(f"--gpu needs CuPy and a CUDA device ({e})")
+        require_gpu("--gpu")
     args.out.mkdir(parents=True, exist_ok=True)
     cols = ["scipy"] + ([] if args.no_cpu else ["meshccl cpu"]) + (["meshccl gpu"] if args.gpu else [])
     rows = []

@@ -1,11 +1,23 @@
 """Timing helpers shared by the graph benchmarks (list ranking, strong
 components, incremental connectivity): medians of wall-clock time on the
-CPU, and of CUDA events on the GPU, in milliseconds."""
+CPU, and of CUDA events on the GPU, in milliseconds; and the check that a
+GPU run has a GPU."""
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
+
+
+def require_gpu(what):
+    """Exit with a message naming ``what`` unless CuPy sees a CUDA device."""
+    try:
+        import cupy
+
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001
+        sys.exit(f"{what} needs CuPy and a CUDA device ({e})")
 
 
 def wall_ms(fn, reps, warmup=True):
