@@ -86,12 +86,12 @@ def _label_block(block, mask, background, connectivity, tolerance):
 
 def _first_cells(labels, start, shape):
     """Step 2: the global flat index of each local label's first cell
-    (int64 on the host, entry l-1 for label l; increasing)."""
+    (int64 on the chunk's device, entry l-1 for label l; increasing)."""
     xp = _xp(labels)
     flat = labels.ravel()
     n = int(flat.max()) if flat.size else 0
     if n == 0:
-        return np.empty(0, np.int64)
+        return xp.empty(0, np.int64)
     first = None
     if xp is np:
         # where labels 1..n appear first in increasing order (all but
@@ -108,8 +108,8 @@ def _first_cells(labels, start, shape):
         first = xp.full(n + 1, flat.size, dtype=np.int64)
         _scatter_min(xp, first, flat[pos], pos.astype(np.int64))
         first = first[1:]
-    local = np.unravel_index(_host(first), labels.shape)
-    return np.ravel_multi_index(tuple(c + s for c, s in zip(local, start)), shape).astype(np.int64)
+    local = xp.unravel_index(first, labels.shape)
+    return xp.ravel_multi_index(tuple(c + s for c, s in zip(local, start)), shape).astype(np.int64)
 
 
 def _chunk_faces(values, labels, mask, start, shape, counts):
@@ -124,9 +124,9 @@ def _chunk_faces(values, labels, mask, start, shape, counts):
     first = _first_cells(labels, start, shape)
     cells = None
     if counts:
-        cells = _host(xp.bincount(labels.ravel(), minlength=first.size + 1)).astype(np.int64)
-    table = xp.asarray(np.concatenate([np.array([-1], np.int64), first]))
-    out = [first, cells]
+        cells = _host(xp.bincount(labels.ravel(), minlength=int(first.size) + 1)).astype(np.int64)
+    table = xp.concatenate([xp.full(1, -1, np.int64), first])  # (on the chunk's device)
+    out = [_host(first), cells]
     for axis in range(labels.ndim):
         layers = []
         for cut in (slice(0, 1), slice(-1, None)):
