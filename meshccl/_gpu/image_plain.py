@@ -487,18 +487,24 @@ def _box_features(n, c, mask, bonds, bond_rows, tolerance):
             np.float64(tolerance or 0.0))
 
 
+#: the earlier neighbours of a 2-D cell in the order runs2d.cu's lattice
+#: kernels take their bond planes: up, left, up-left, up-right
+_RUNS2D_STEPS = ((-1, 0), (0, -1), (-1, -1), (-1, 1))
+
+
 def _bond_planes(ndim, c, bond_rows):
     """The bond plane of each of a 2-D cell's earlier neighbours (up, left,
     up-left, up-right; -1: none) from ``bond_rows`` (neighbourhood.bond_rows:
-    one per offset of ``half_offsets(ndim, c)``, left last)."""
+    one per offset of ``half_offsets(ndim, c)``); a 1-D array's one
+    neighbour is the left one."""
+    from ..neighbourhood import half_offsets
+
     if bond_rows is None:
         return (-1, -1, -1, -1)
     rows = [int(r) for r in np.asarray(bond_rows).reshape(-1)]
-    if ndim == 1:
-        return (-1, rows[0], -1, -1)
-    if c == 1:  # (-1, 0), (0, -1)
-        return (rows[0], rows[1], -1, -1)
-    return (rows[1], rows[3], rows[0], rows[2])  # (-1, -1), (-1, 0), (-1, 1), (0, -1)
+    offsets = [(0,) + o if ndim == 1 else o for o in half_offsets(ndim, c)]
+    plane = dict(zip(offsets, rows))
+    return tuple(plane.get(step, -1) for step in _RUNS2D_STEPS)
 
 
 def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, *,
