@@ -12,29 +12,32 @@ tolerance and n-D arrays take).  A tuning constant can be varied with
 """
 
 import ast
+import dataclasses
+import functools
 
 import cupy
 import numpy as np
 
-from meshccl import _tuning
+from meshccl import _tuning, _validate
 from meshccl import patterns as P
-from meshccl._gpu import image_plain
-from meshccl._gpu.image_general import mesh_steps
-from meshccl._gpu.number_roots import relabel_steps
+from meshccl._gpu import chains, image_plain
 
 
 def phases(a, conn, chain, reps=10, slot_tiles=True, first=False):
-    """Median ms per phase and of the whole chain, int32 labels."""
-    v = a.reshape(-1)
-    shape = tuple(s for s in a.shape if s != 1)
-    out = cupy.empty(a.size, dtype=cupy.int32)
-    if chain == "plain":
-        steps = image_plain.steps(v, out, shape, conn, True, np.uint8(0),
-                                  buffers=image_plain.scratch(a.size, out.dtype, shape, v.dtype),
-                                  slot_tiles=slot_tiles, first=first)
-    else:
-        steps = mesh_steps(v, out, shape, conn, True, np.uint8(0)) + relabel_steps(
-            out, a.size, first=first)
+    """Median ms per phase and of the whole chain, int32 labels.  ``chain``:
+    'plain' (the chain meshccl._gpu.chains.select names) or 'general'."""
+    prob = _validate.prepare(a, None, conn, None,
+                             numbering="first-cell" if first else "raster")
+    case = chains.select(prob)
+    buffers = image_plain.scratch(a.size, prob.work_dtype, case.shape, prob.values.dtype)
+    if chain == "general":
+        case = dataclasses.replace(case, chain=chains.CHAINS["general"], shape=prob.shape,
+                                   image_rows=None)
+        buffers = None
+    out = cupy.empty(a.size, dtype=prob.work_dtype)
+    steps = [(name, functools.partial(launch, prob.values, out, None, None))
+             for name, launch in chains.program(case, prob, buffers=buffers,
+                                                slot_tiles=slot_tiles)]
     ev = [cupy.cuda.Event() for _ in range(len(steps) + 1)]
     times = {name: [] for name, _ in steps}
     totals = []

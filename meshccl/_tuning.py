@@ -6,9 +6,10 @@ that holds the measurements.  They never change what a call returns, only
 how fast it runs (labels are identical for every setting).
 
 Library code reads them as ``_tuning.NAME`` at call time, never by
-``from ._tuning import NAME``, so that :func:`override` is seen everywhere.
-Tests and benchmarks that need another setting use :func:`override`;
-nothing assigns to these names (or to any other module global) at run time.
+``from ._tuning import NAME``.  Tests and benchmarks that need another
+setting use :func:`override`, which changes what ``_tuning.NAME`` reads in
+the calling thread (its context) only; nothing assigns to these names, or
+to any other module global, at run time.
 
 Examples
 --------
@@ -16,22 +17,33 @@ Examples
 >>> with _tuning.override(CPU_SLAB_MIN_CELLS=1 << 20):
 ...     _tuning.CPU_SLAB_MIN_CELLS
 1048576
+>>> _tuning.CPU_SLAB_MIN_CELLS
+4096
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
+import contextvars
 
-_lock = threading.RLock()
-_on_change = []  # callables that drop what was built from these constants
+#: The overrides in force in this context: a dict NAME -> value (empty: none).
+_overrides = contextvars.ContextVar("meshccl_tuning_overrides", default={})
+_on_change = []  # callables that drop what this thread built from the constants
 
 
 def when_changed(fn):
-    """Register ``fn()`` to run after :func:`override` sets or restores
-    values (a module's caches of launch programs, say).  Returns ``fn``."""
+    """Register ``fn()`` to run in the overriding thread after
+    :func:`override` sets or restores values (to drop that thread's caches
+    of launch programs, say).  Returns ``fn``."""
     _on_change.append(fn)
     return fn
+
+
+def token():
+    """A hashable value that identifies the settings in force in this
+    context (``()`` for the defaults): caches shared between threads key
+    what they build from the constants on it."""
+    return tuple(sorted((k, repr(v)) for k, v in _overrides.get().items()))
 
 
 @contextlib.contextmanager
@@ -46,28 +58,40 @@ def override(**values):
 
     Notes
     -----
-    Not thread-safe against calls running concurrently in other threads:
-    meant for tests and benchmarks.  Caches built from the constants are
-    dropped on entry and on exit.
+    Thread-safe: the values hold in the calling thread's context (a
+    :mod:`contextvars` variable, as :func:`decimal.localcontext` does), so
+    calls running at the same time in other threads keep the defaults or
+    their own overrides.  Blocks nest; the inner one wins.  This thread's
+    caches built from the constants are dropped on entry and on exit;
+    caches shared between threads key on :func:`token`.
     """
-    g = globals()
-    unknown = sorted(k for k in values if not (k.isupper() and k in g))
+    unknown = sorted(k for k in values if k not in _DEFAULTS)
     if unknown:
         raise KeyError(f"no tuning constant named {', '.join(unknown)}")
-    with _lock:
-        old = {k: g[k] for k in values}
-        g.update(values)
+    reset = _overrides.set({**_overrides.get(), **values})
+    _changed()
+    try:
+        yield
+    finally:
+        _overrides.reset(reset)
         _changed()
-        try:
-            yield
-        finally:
-            g.update(old)
-            _changed()
 
 
 def _changed():
     for fn in _on_change:
         fn()
+
+
+def __getattr__(name):
+    try:
+        default = _DEFAULTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    return _overrides.get().get(name, default)
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_DEFAULTS))
 
 
 # ---------------------------------------------------------------------------
@@ -288,3 +312,16 @@ LIST_RANK_GPU_WYLIE_MAX = 1 << 20
 #: below this many elements (a parallel region costs more), 'splitters'
 #: from it
 LIST_RANK_CPU_SPLITTERS_MIN = 1 << 16
+
+
+# ---------------------------------------------------------------------------
+# Dask (meshccl/dask.py)
+# ---------------------------------------------------------------------------
+
+#: Children of a node of the tree that merges the chunks' face tables
+#: (docs/dask.md, "the graph of tasks").
+DASK_FAN_IN = 8
+
+# The constants leave the module's namespace: ``_tuning.NAME`` then reads
+# them through __getattr__, which sees this context's overrides.
+_DEFAULTS = {k: globals().pop(k) for k in [k for k in globals() if k.isupper()]}

@@ -1,10 +1,12 @@
 """Validate and normalise the arguments of :func:`meshccl.label`.
 
-The result is a :class:`Problem`: a C-contiguous flat view of the values in
-a dtype the kernels know (unsigned integers of 1, 2, 4 or 8 bytes, float32 or
-float64), the squeezed shape the kernels see, the background key, the
-connectivity and the output dtype.  Nothing here launches a kernel except
-the NaN / range check of float input.
+The result is a :class:`Problem`, made once and passed down to either
+backend: a C-contiguous flat view of the values in a dtype the kernels know
+(unsigned integers of 1, 2, 4 or 8 bytes, float32 or float64; the input's
+own dtype with a tolerance), the squeezed shape the kernels see, the
+background as the kernels' key, the connectivity, the lattice features,
+the output dtype, and what the call asks for (numbering, counts, method).
+Nothing here launches a kernel or waits for the GPU.
 """
 
 from __future__ import annotations
@@ -20,15 +22,28 @@ _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _TWO63 = 2**63
 
 
+#: the ``method=`` values of :func:`meshccl.label`: 'auto' = 'unionfind' (one
+#: pass); the rest are Hawick et al.'s iterative methods, kernels A-D (GPU
+#: and CPU) and CPU I / CPU II (CPU only)
+METHODS = ("auto", "unionfind", "A", "B", "C", "D", "cpu1", "cpu2")
+ITERATIVE = ("A", "B", "C", "D", "cpu1", "cpu2")
+CPU_ONLY = ("cpu1", "cpu2")
+
+
 @dataclass
 class Problem:
+    """One labelling call, as both backends take it."""
+
     xp: object              # numpy or cupy
     values: object          # flat, C-contiguous array of the kernel dtype
     shape: tuple            # squeezed shape (no axis of length 1), at least 1-D
     out_shape: tuple        # the caller's shape
     connectivity: int       # connectivity on the squeezed shape
-    has_bg: bool
-    bgkey: object           # numpy scalar: kernel dtype for ints, int64 for floats
+    has_bg: bool            # some value is the background
+    # the background as the kernels compare it: a scalar of the values' dtype
+    # (ints, and every dtype with a tolerance but floats), int64 for floats
+    # without a tolerance (truncated keys), float64 for floats with one
+    bgkey: object
     work_dtype: np.dtype    # int32 or int64: the parent / label array
     out_dtype: np.dtype     # what the caller gets
     swapped: bool = False   # labelled with axes 0 and 2 swapped (skimage's order)
@@ -39,7 +54,10 @@ class Problem:
     tolerance: object = None  # float, or None for equal-value joining
     label_axes: object = None  # bit k: squeezed axis k is labelled along (None: all)
     no_left: bool = False   # the last squeezed axis is not labelled along
-    tol_background: object = None  # with a tolerance: the background, exact (int or float)
+    first: bool = False     # numbering='first-cell' (else 'raster': 1..N)
+    counts: bool = False    # return_counts: cells per label too
+    method: str = "auto"    # one of METHODS
+    max_iterations: object = None  # the iterative methods' cap on passes (None: none)
 
     @property
     def size(self) -> int:
@@ -135,22 +153,19 @@ def _axes(axes, ndim):
     return tuple(sorted(out))
 
 
-def _check_float_range(xp, x, truncated=True):
-    """NaN and inf have no key, and neither have values that truncation
-    would take outside int64 (``truncated``: every float path but the
-    tolerance's, which compares the values themselves): reject them clearly.
-    Truncation keeps [-2**63, 2**63) in range, as skimage's cast does."""
-    if x.size == 0:
-        return
-    # NaN propagates through min and max; one host sync for float input
-    lo, hi = (float(v) for v in xp.stack([x.min(), x.max()]).tolist())
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        raise ValueError("label_image contains NaN or inf; labels are undefined for them")
-    if truncated and (hi >= _TWO63 or lo < -_TWO63):
-        raise ValueError(
-            f"label_image contains {hi if hi >= _TWO63 else lo!r}, beyond the int64 range "
-            "that float values are truncated into (as skimage does)"
-        )
+def _warn_float_keys(x):
+    """Float input without a tolerance is truncated to int64 keys, as
+    skimage's cast does; NaN, inf and values beyond int64 have no integer,
+    and both backends read them as that cast reads them on x86-64: the
+    int64 minimum (one key for all of them, which the kernels map on the
+    device, with no wait for it).  On NumPy input say so, as NumPy's cast
+    does in skimage."""
+    if x.size and not np.all((x >= -_TWO63) & (x < _TWO63)):
+        import warnings
+
+        warnings.warn("label_image contains NaN, inf or values beyond int64; they are "
+                      "labelled as the int64 minimum, as skimage's cast to integers reads "
+                      "them", RuntimeWarning, stacklevel=4)
 
 
 def _periodic(periodic, ndim):
@@ -177,6 +192,31 @@ def _tolerance(tolerance):
     if not np.isfinite(t) or t < 0:
         raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
     return t
+
+
+def _tolerance_background(value_dtype, background):
+    """``(has_bg, key)`` with a tolerance: the background matched exactly, as
+    a scalar of the values' own dtype for integer values (compared as
+    integers, exactly past 2**53; a fraction or a value outside the dtype
+    matches no cell) and as a float64 for float values."""
+    b = 0 if background is None else _scalar(background)
+    if isinstance(b, (bool, np.bool_)):
+        b = int(b)
+    if not isinstance(b, numbers.Real):
+        raise TypeError(f"background must be an int, float or bool scalar, got {background!r}")
+    if np.isnan(float(b)):
+        raise ValueError(f"background must be a number, got {background!r}")
+    dt = np.dtype(value_dtype)
+    if dt.kind == "f":
+        return True, np.float64(b)
+    if not isinstance(b, numbers.Integral):
+        if not float(b).is_integer():
+            return False, dt.type(0)
+        b = int(float(b))
+    info = np.iinfo(dt)
+    if not info.min <= int(b) <= info.max:
+        return False, dt.type(0)
+    return True, dt.type(int(b))
 
 
 def _is_one(background):
@@ -213,8 +253,40 @@ def _bool_array(xp, arr, name, shape):
     return xp.ascontiguousarray(arr).view(np.uint8)
 
 
+def _truth(value, name):
+    """Any value read for its truth, as skimage reads ``return_num``."""
+    try:
+        return bool(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be true or false, got {value!r}") from exc
+
+
+def request(numbering="raster", return_counts=False, method="auto", max_iterations=None):
+    """The checked ``(first, counts, method, max_iterations)`` of a call."""
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if not isinstance(numbering, str) or numbering not in ("raster", "first-cell"):
+        raise ValueError(f"numbering must be 'raster' or 'first-cell', got {numbering!r}")
+    if max_iterations is not None and (
+            isinstance(max_iterations, (bool, np.bool_))
+            or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 1):
+        raise ValueError(f"max_iterations must be None or an int >= 1, got {max_iterations!r}")
+    counts = _truth(return_counts, "return_counts")
+    first = numbering == "first-cell"
+    if counts and first:
+        raise ValueError("return_counts needs numbering='raster' (counts are indexed by the "
+                         "labels 1..N), got numbering='first-cell'")
+    return first, counts, method, max_iterations
+
+
 def prepare(label_image, background, connectivity, dtype, periodic=False, mask=None,
-            tolerance=None, bonds=None, axes=None, raster=True) -> Problem:
+            tolerance=None, bonds=None, axes=None, numbering="raster", return_counts=False,
+            method="auto", max_iterations=None) -> Problem:
+    """Check every argument of :func:`meshccl.label` that describes the
+    problem and make the :class:`Problem` both backends take."""
+    first, counts, method, max_iterations = request(numbering, return_counts, method,
+                                                    max_iterations)
+    raster = not first
     xp, x = array_module(label_image)
     dt = x.dtype
     if dt.kind in "cOSUVMm" or dt.kind not in "biuf":
@@ -246,30 +318,17 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
     bonds_u8 = _bool_array(xp, bonds, "bonds", (nbonds,) + tuple(x.shape))
     lattice = any(per) or mask_u8 is not None or tol is not None or bonds_u8 is not None
 
-    # Values in a kernel dtype, and the background in the same domain.
-    tol_background = None
+    # Values in a kernel dtype, and the background as the kernels' key.
     if dt.kind == "b":
         # skimage's bool path: background 1/True labels the False cells.
         has_bg, bgval = True, (1 if (background is not None and _is_one(background)) else 0)
         values = _bool_bytes(xp, x)
-        bgkey = np.float64(bgval) if tol is not None else np.uint8(bgval)
-        tol_background = bgval
+        bgkey = np.uint8(bgval)
     elif tol is not None:
         # |a - b| <= tolerance on the values themselves: keep the dtype (signed
         # stays signed, floats are not truncated); the background matches exactly.
         values = x.astype(np.float32) if dt.kind == "f" and dt.itemsize < 4 else x
-        if dt.kind == "f":
-            _check_float_range(xp, values, truncated=False)
-        b = 0 if background is None else _scalar(background)
-        if isinstance(b, (bool, np.bool_)):
-            b = int(b)
-        if not isinstance(b, numbers.Real):
-            raise TypeError(f"background must be an int, float or bool scalar, got {background!r}")
-        if np.isnan(float(b)):
-            raise ValueError(f"background must be a number, got {background!r}")
-        # matched exactly: an int stays an int (floats of it are inexact beyond 2**53)
-        tol_background = int(b) if isinstance(b, numbers.Integral) else float(b)
-        has_bg, bgkey = True, np.float64(tol_background)
+        has_bg, bgkey = _tolerance_background(values.dtype, background)
     elif dt.kind in "iu":
         udt = np.dtype(_UNSIGNED[dt.itemsize])
         values = x.view(udt) if dt.kind == "i" else x
@@ -285,7 +344,8 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         if dt.itemsize < 4:
             x = x.astype(np.float32)
         values = x
-        _check_float_range(xp, x)
+        if xp is np:
+            _warn_float_keys(x)
         has_bg, bgkey = True, np.int64(bg)
 
     # skimage numbers a non-bool 3-D array shaped (a, b, 1) after swapping axes
@@ -334,7 +394,8 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
     if size > 0:
         values = xp.ascontiguousarray(values).reshape(-1)
     prob = Problem(xp, values, squeezed, tuple(x.shape), conn_sq, has_bg, bgkey, work,
-                   out_dtype, swapped)
+                   out_dtype, swapped, first=first, counts=counts, method=method,
+                   max_iterations=max_iterations)
     if size > 0 and ndim > 0 and batched:
         prob.label_axes = sq_axes
         prob.no_left = not (sq_axes >> (len(squeezed) - 1)) & 1
@@ -342,7 +403,6 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         prob.periodic = sum(1 << k for k, axis in enumerate(kept) if per[axis])
         prob.mask = None if mask_u8 is None else mask_u8.reshape(-1)
         prob.tolerance = tol
-        prob.tol_background = tol_background if tol is not None else None
         if bonds_u8 is not None:
             from .neighbourhood import bond_rows
             prob.bonds = bonds_u8.reshape(nbonds, -1)

@@ -45,15 +45,12 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError("meshccl.dask needs Dask: pip install 'meshccl[dask]' "
                       "(dask[array] and distributed)") from exc
 
+from . import _tuning
 from .graph import Edges
 from .graph import connected_components as _graph_components
 from .labelling import label as _label
 
 __all__ = ["label", "connected_components"]
-
-#: children of one node of the tree that solves the face equivalences
-FAN_IN = 8
-
 
 def _xp(a):
     """The array module of a chunk (NumPy, or CuPy for CuPy chunks)."""
@@ -224,12 +221,13 @@ def _solve(*edge_lists):
 
 
 def _tree(edge_lists):
-    """Step 4: the tree reduction, FAN_IN children a node."""
+    """Step 4: the tree reduction, ``_tuning.DASK_FAN_IN`` children a node."""
     level = list(edge_lists)
     if not level:
         return dask.delayed(_solve)((np.empty(0, np.int64), np.empty(0, np.int64)))
     while True:
-        level = [dask.delayed(_solve)(*level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
+        fan_in = _tuning.DASK_FAN_IN
+        level = [dask.delayed(_solve)(*level[i:i + fan_in]) for i in range(0, len(level), fan_in)]
         if len(level) == 1:
             return level[0]
 
@@ -520,12 +518,13 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     if not level:
         dsk[(solve, 0, 0)] = (_solve, (np.empty(0, np.int64), np.empty(0, np.int64)))
         level = [(solve, 0, 0)]
+    fan_in = _tuning.DASK_FAN_IN
     while len(level) > 1 or depth == 0:
         nxt = []
-        for i in range(0, len(level), FAN_IN):
-            key = (solve, depth, i // FAN_IN)
+        for i in range(0, len(level), fan_in):
+            key = (solve, depth, i // fan_in)
             if key not in dsk:
-                dsk[key] = (_solve,) + tuple(level[i:i + FAN_IN])
+                dsk[key] = (_solve,) + tuple(level[i:i + fan_in])
             nxt.append(key)
         level, depth = nxt, depth + 1
 
@@ -659,8 +658,8 @@ def connected_components(edges, n=None, *, directed=True, connection="weak", chu
     joined alone by ``meshccl.graph.connected_components`` (numba on NumPy
     partitions, the GPU on CuPy ones); the partial forests, as pairs
     (vertex, smallest vertex of its tree), are merged in a tree of the same
-    union-find, ``FAN_IN`` children a node, so no task sees more than
-    ``FAN_IN`` forests at once and none sees the whole edge list.
+    union-find, ``_tuning.DASK_FAN_IN`` children a node, so no task sees more
+    than that many forests at once and none sees the whole edge list.
 
     Parameters
     ----------

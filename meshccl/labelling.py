@@ -9,17 +9,14 @@ path -> result on the input's device (and back to the input's framework).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 
 import numpy as np
 
 from . import _interop, _validate
-
-#: 'auto' = 'unionfind' (one pass); the rest are Hawick et al.'s iterative
-#: methods: kernels A-D (GPU and CPU) and CPU I / CPU II (CPU only).
-METHODS = ("auto", "unionfind", "A", "B", "C", "D", "cpu1", "cpu2")
-ITERATIVE = ("A", "B", "C", "D", "cpu1", "cpu2")
-CPU_ONLY = ("cpu1", "cpu2")
+from ._gpu.plan import fast_label
+from ._validate import CPU_ONLY, ITERATIVE, METHODS  # noqa: F401  (the CLI lists METHODS)
 
 
 def gpu_available() -> bool:
@@ -76,9 +73,6 @@ def _backend_for(xp, device, method):
     return "gpu"
 
 
-_fast_label = None  # _gpu.plan.fast_label, imported on the first CuPy call
-
-
 def label(label_image, background=None, return_num=False, connectivity=None, *,
           dtype=None, method="auto", device="auto", periodic=False, mask=None,
           tolerance=None, bonds=None, axes=None, return_counts=False, return_info=False,
@@ -95,7 +89,11 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     label_image : numpy.ndarray, cupy.ndarray, torch.Tensor or jax.Array
         Image, volume or lattice of bool, integer or float dtype, any number
         of dimensions (0-d and empty arrays too).  Floats are truncated to
-        integers first, as skimage does; NaN or inf raise ``ValueError``.
+        integers first, as skimage does; NaN, inf and values beyond int64
+        are read as skimage's cast reads them on x86-64 (the int64 minimum:
+        one value; with a warning on NumPy input, without a check that
+        would wait for the GPU on CuPy input).  With a ``tolerance`` the
+        values are not truncated, and NaN and inf cells join no neighbour.
         PyTorch tensors and JAX arrays (CPU or CUDA; any object exposing
         ``__dlpack__`` or ``__cuda_array_interface__``) are read without a
         copy, as NumPy (host) or CuPy (GPU) arrays.
@@ -244,8 +242,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         background / connectivity / tolerance / periodic of the wrong type,
         or a mask / bonds array that is not bool.
     ValueError
-        Connectivity out of range, a NaN background, NaN / inf /
-        out-of-int64-range floats, a return_num with no truth value,
+        Connectivity out of range, a NaN background, a return_num with no
+        truth value,
         a dtype too narrow for the labels, a mask / bonds of the wrong
         shape, a negative or NaN tolerance, a periodic of the wrong length.
     OverflowError
@@ -305,175 +303,136 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         labels = meshccl.label(jax_volume, connectivity=1)            # a jax.Array
     """
     if (type(label_image).__module__.startswith("cupy") and method == "auto"
-            and device == "auto" and return_info is False
-            and max_iterations is None
+            and device == "auto" and return_info is False and max_iterations is None
             and type(cpu_threads) is int and cpu_threads == 1
             and (return_num is False or return_num is True)
-            and (return_counts is False or return_counts is True)
-            and (numbering == "raster" or numbering == "first-cell")):
+            and (return_counts is False or return_counts is True)):
         # repeated calls on same-shaped CuPy arrays: a cached launch plan
-        # (_gpu/plan.py).  First, and with no other checks: the other
-        # arguments are their defaults, and every microsecond here comes
-        # before the first kernel starts.
-        global _fast_label
-        if _fast_label is None:  # (an import statement per call cost ~1 us)
-            from ._gpu.plan import fast_label as _fast_label
-        try:
-            out = _fast_label(label_image, background, connectivity, dtype, return_num,
-                              periodic, mask, tolerance, bonds, numbering, axes,
-                              return_counts)
-        except Exception as exc:
-            err = _out_of_memory(exc, label_image.shape, None)
-            if err is None:
-                raise
-            raise err from exc
+        # (_gpu/plan.py), first and with no other checks: the other arguments
+        # are their defaults, and every microsecond here comes before the
+        # first kernel starts.  None: no plan serves the call.
+        with _gpu_memory_errors(label_image.shape, None):
+            out = fast_label(label_image, background, connectivity, dtype, return_num,
+                             periodic, mask, tolerance, bonds, numbering, axes, return_counts)
         if out is not None:
             return out
+    args = dict(dtype=dtype, method=method, device=device, periodic=periodic, mask=mask,
+                tolerance=tolerance, bonds=bonds, axes=axes, return_counts=return_counts,
+                return_info=return_info, cpu_threads=cpu_threads,
+                max_iterations=max_iterations, numbering=numbering)
     foreign = _interop.unwrap(label_image, "label_image")
     if foreign is not None:  # a PyTorch / JAX / DLPack array: its NumPy or CuPy view, and back
         array, back = foreign
-        return _interop.rewrap(
-            label(array, background, return_num, connectivity, dtype=dtype, method=method,
-                  device=device, periodic=periodic, mask=mask, tolerance=tolerance,
-                  bonds=bonds, axes=axes, return_counts=return_counts,
-                  return_info=return_info, cpu_threads=cpu_threads,
-                  max_iterations=max_iterations, numbering=numbering), back)
-    mask = _interop.as_array(mask, "mask")
-    bonds = _interop.as_array(bonds, "bonds")
+        return _interop.rewrap(label(array, background, return_num, connectivity, **args), back)
     gpu = _other_gpu(label_image)
     if gpu is not None:  # a CuPy array on a GPU that is not the current one: run on its GPU
         with gpu:
-            return label(label_image, background, return_num, connectivity, dtype=dtype,
-                         method=method, device=device,
-                         periodic=periodic, mask=mask, tolerance=tolerance, bonds=bonds,
-                         axes=axes, return_counts=return_counts, return_info=return_info,
-                         cpu_threads=cpu_threads, max_iterations=max_iterations,
-                         numbering=numbering)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if not isinstance(numbering, str) or numbering not in ("raster", "first-cell"):
-        raise ValueError(f"numbering must be 'raster' or 'first-cell', got {numbering!r}")
-    first = numbering == "first-cell"
-    if max_iterations is not None and (
-            isinstance(max_iterations, (bool, np.bool_))
-            or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 1):
-        raise ValueError(f"max_iterations must be None or an int >= 1, got {max_iterations!r}")
-    try:  # (skimage takes any value and tests its truth)
-        return_num = bool(return_num)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"return_num must be true or false, got {return_num!r}") from exc
-    try:
-        return_counts = bool(return_counts)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"return_counts must be true or false, got {return_counts!r}") from exc
-    if return_counts and first:
-        raise ValueError("return_counts needs numbering='raster' (counts are indexed by the "
-                         "labels 1..N), got numbering='first-cell'")
+            return label(label_image, background, return_num, connectivity, **args)
+    return_num = _validate._truth(return_num, "return_num")
     if (isinstance(cpu_threads, (bool, np.bool_)) or not isinstance(cpu_threads, (int, np.integer))
             or cpu_threads < 0):
         raise ValueError(f"cpu_threads must be an int >= 0 (0: all cores), got {cpu_threads!r}")
     t0 = time.perf_counter()
     with _gpu_memory_errors(getattr(label_image, "shape", ()), None):
-        prob = _validate.prepare(label_image, background, connectivity, dtype,
-                                 periodic=periodic, mask=mask, tolerance=tolerance, bonds=bonds,
-                                 axes=axes, raster=not first)
-    backend = _backend_for(prob.xp, device, method)
-    xp = prob.xp
-    n = prob.size
+        prob = _validate.prepare(
+            label_image, background, connectivity, dtype, periodic=periodic,
+            mask=_interop.as_array(mask, "mask"), tolerance=tolerance,
+            bonds=_interop.as_array(bonds, "bonds"), axes=axes, numbering=numbering,
+            return_counts=return_counts, method=method, max_iterations=max_iterations)
+    backend = _backend_for(prob.xp, device, prob.method)
     info = {"method": "unionfind" if method == "auto" else method, "backend": backend,
             "iterations": 0, "seconds": {"prepare": time.perf_counter() - t0}}
-
-    if n == 0:
-        out = xp.zeros(prob.out_shape, dtype=prob.out_dtype)
+    if prob.size == 0:
         info["seconds"]["label"] = 0.0
-        counts = xp.zeros(1, dtype=np.int64) if return_counts else None
-        return _result(out, 0, info, return_num, return_info, counts)
-
-    if backend == "cpu" or backend == "cpu-from-gpu":
-        values = prob.values if backend == "cpu" else prob.values.get()
-        P = np.empty(n, dtype=prob.work_dtype)
-        from ._cpu.mesh import label_iterative, label_mesh, label_mesh_parallel
-        from .neighbourhood import offset_table
-
-        table = offset_table(prob.shape, prob.connectivity, prob.label_axes)
-        lattice = _lattice(prob, host=backend != "cpu")
-        t1 = time.perf_counter()
-        lattice["background"] = prob.tol_background
-        if method in ITERATIVE:
-            num, info["iterations"], phases = label_iterative(
-                method, values, P, prob.shape, table, prob.has_bg, prob.bgkey,
-                max_iterations=max_iterations, counts=return_counts, **lattice)
-            info["seconds"].update(phases)
-        elif cpu_threads != 1 and not prob.periodic:
-            import numba
-
-            threads = cpu_threads or numba.config.NUMBA_NUM_THREADS
-            lattice.pop("periodic")
-            num = label_mesh_parallel(values, P, prob.shape, table, prob.has_bg, prob.bgkey,
-                                      threads, counts=return_counts, **lattice)
-            info["iterations"] = 1
-            info["threads"] = threads
-        else:
-            num = label_mesh(values, P, prob.shape, table, prob.has_bg, prob.bgkey,
-                             counts=return_counts, **lattice)
-            info["iterations"] = 1
-        info["seconds"]["label"] = time.perf_counter() - t1
-        num, counts = num if return_counts else (num, None)
-        if first:
-            from ._cpu.unionfind import first_cell_labels
-
-            first_cell_labels(P, num)
-        labels = P if backend == "cpu" else xp.asarray(P)
-        if counts is not None and backend != "cpu":
-            counts = xp.asarray(counts)
-        count = num
+        counts = prob.xp.zeros(1, dtype=np.int64) if prob.counts else None
+        return _result(prob.xp.zeros(prob.out_shape, dtype=prob.out_dtype), 0, info,
+                       return_num, return_info, counts)
+    if backend.startswith("cpu"):
+        labels, count, counts = _label_cpu(prob, backend, cpu_threads, info)
     else:
-        import cupy
-
-        from ._gpu.counted import label_mesh_counted
-        from ._gpu.iterative import label_iterative
-        from ._gpu.image_general import label_mesh
-        from ._gpu.timing import PeakMemory, PhaseTimer
-
-        timer = PhaseTimer() if return_info else None
-        memory = PeakMemory() if return_info else contextlib.nullcontext()
-        t1 = time.perf_counter()
-        with _gpu_memory_errors(prob.out_shape, prob.work_dtype), memory:
-            values = prob.values if backend == "gpu" else cupy.asarray(prob.values)
-            P = cupy.empty(n, dtype=prob.work_dtype)
-            lattice = _lattice(prob, device=backend != "gpu")
-            if prob.tolerance is not None:  # (matched exactly: integers in their own type)
-                lattice["tol_background"] = prob.tol_background
-            if method in ITERATIVE:
-                count, info["iterations"] = label_iterative(
-                    method, values, P, prob.shape, prob.connectivity, prob.has_bg, prob.bgkey,
-                    max_iterations=max_iterations, timer=timer, label_axes=prob.label_axes,
-                    counts=return_counts, first=first, **lattice)
-            else:
-                mesh = label_mesh_counted if return_counts else label_mesh
-                extra = {"first": True} if first else {}
-                count = mesh(values, P, prob.shape, prob.connectivity, prob.has_bg,
-                             prob.bgkey, timer=timer, label_axes=prob.label_axes, **extra,
-                             **lattice)
-                info["iterations"] = 1
-            count, counts = count if return_counts else (count, None)
-        if return_info:
-            info["seconds"].update(timer.seconds())
-            info["seconds"]["label"] = time.perf_counter() - t1
-            info["gpu_memory"] = {"peak_bytes": memory.peak, "labels_bytes": P.nbytes,
-                                  "extra_bytes": memory.peak - P.nbytes}
-        labels = P if backend == "gpu" else P.get()
-        if backend == "gpu-from-host":
-            count = int(count)
-            if counts is not None:
-                counts = counts.get()
-
+        labels, count, counts = _label_gpu(prob, backend, return_info, info)
     labels, count = _to_dtype(labels, count, prob.out_dtype, return_num)
     if prob.swapped:
         a, b, c = prob.out_shape
-        labels = xp.ascontiguousarray(labels.reshape(c, b, a).swapaxes(0, 2))
-    labels = labels.reshape(prob.out_shape)
-    return _result(labels, count, info, return_num, return_info, counts)
+        labels = prob.xp.ascontiguousarray(labels.reshape(c, b, a).swapaxes(0, 2))
+    return _result(labels.reshape(prob.out_shape), count, info, return_num, return_info, counts)
+
+
+def _label_cpu(prob, backend, cpu_threads, info):
+    """The CPU backend on ``prob`` (``backend`` 'cpu-from-gpu': CuPy input,
+    copied to the host and the labels back): (labels, N, counts or None)."""
+    from ._cpu.mesh import label_iterative, label_mesh, label_mesh_parallel
+    from ._cpu.unionfind import first_cell_labels
+    from .neighbourhood import offset_table
+
+    host = backend != "cpu"
+    values = prob.values.get() if host else prob.values
+    P = np.empty(prob.size, dtype=prob.work_dtype)
+    table = offset_table(prob.shape, prob.connectivity, prob.label_axes)
+    lattice = dict(periodic=prob.periodic, mask=_host(prob.mask, host),
+                   bonds=_host(prob.bonds, host), bond_rows=prob.bond_rows,
+                   tolerance=prob.tolerance, no_left=prob.no_left, background=prob.bgkey,
+                   counts=prob.counts)
+    t1 = time.perf_counter()
+    info["iterations"] = 1
+    if prob.method in ITERATIVE:
+        num, info["iterations"], phases = label_iterative(
+            prob.method, values, P, prob.shape, table, prob.has_bg, prob.bgkey,
+            max_iterations=prob.max_iterations, **lattice)
+        info["seconds"].update(phases)
+    elif cpu_threads != 1 and not prob.periodic:
+        import numba
+
+        info["threads"] = cpu_threads or numba.config.NUMBA_NUM_THREADS
+        lattice.pop("periodic")
+        num = label_mesh_parallel(values, P, prob.shape, table, prob.has_bg, prob.bgkey,
+                                  info["threads"], **lattice)
+    else:
+        num = label_mesh(values, P, prob.shape, table, prob.has_bg, prob.bgkey, **lattice)
+    info["seconds"]["label"] = time.perf_counter() - t1
+    num, counts = num if prob.counts else (num, None)
+    if prob.first:
+        first_cell_labels(P, num)
+    if not host:
+        return P, num, counts
+    return prob.xp.asarray(P), num, None if counts is None else prob.xp.asarray(counts)
+
+
+def _host(a, host):
+    return a.get() if host and a is not None else a
+
+
+def _label_gpu(prob, backend, return_info, info):
+    """The GPU backend on ``prob`` (``backend`` 'gpu-from-host': NumPy input,
+    copied to the GPU and the labels back): the chain
+    :func:`meshccl._gpu.chains.select` names, launched step by step
+    (timed with ``return_info``): (labels, N, counts or None)."""
+    import cupy
+
+    from ._gpu import chains
+    from ._gpu.timing import PeakMemory, PhaseTimer
+
+    timer = PhaseTimer() if return_info else None
+    memory = PeakMemory() if return_info else contextlib.nullcontext()
+    t1 = time.perf_counter()
+    with _gpu_memory_errors(prob.out_shape, prob.work_dtype), memory:
+        if backend != "gpu":
+            prob = dataclasses.replace(
+                prob, values=cupy.asarray(prob.values),
+                mask=None if prob.mask is None else cupy.asarray(prob.mask),
+                bonds=None if prob.bonds is None else cupy.asarray(prob.bonds))
+        P = cupy.empty(prob.size, dtype=prob.work_dtype)
+        result = chains.label(prob, P, timer)
+    info["iterations"] = result.iterations
+    if return_info:
+        info["seconds"].update(timer.seconds())
+        info["seconds"]["label"] = time.perf_counter() - t1
+        info["gpu_memory"] = {"peak_bytes": memory.peak, "labels_bytes": P.nbytes,
+                              "extra_bytes": memory.peak - P.nbytes}
+    count, counts = result.count, result.counts
+    if backend == "gpu":
+        return P, count, counts
+    return P.get(), int(count), None if counts is None else counts.get()
 
 
 def _result(labels, count, info, return_num, return_info, counts=None):
@@ -486,22 +445,6 @@ def _result(labels, count, info, return_num, return_info, counts=None):
     if return_info:
         out += (info,)
     return out if len(out) > 1 else labels
-
-
-def _lattice(prob, host=False, device=False):
-    """The lattice features of ``prob`` for a backend, moved to its side."""
-    def move(a):
-        if a is None:
-            return None
-        if host:
-            return a.get()
-        if device:
-            import cupy
-            return cupy.asarray(a)
-        return a
-
-    return dict(periodic=prob.periodic, mask=move(prob.mask), bonds=move(prob.bonds),
-                bond_rows=prob.bond_rows, tolerance=prob.tolerance, no_left=prob.no_left)
 
 
 def _out_of_memory(exc, shape, work_dtype):

@@ -100,6 +100,24 @@ def bond_rows(shape: tuple, kept: tuple, ndim: int, connectivity: int) -> np.nda
     return np.asarray(out, dtype=np.int32)
 
 
+def bond_planes(steps, ndim: int, connectivity: int, rows) -> np.ndarray:
+    """The row of the bonds array that holds the bond of each of ``steps``.
+
+    ``rows``: :func:`bond_rows` of a squeezed ``ndim``-D shape (one per
+    offset of ``half_offsets(ndim, connectivity)``); ``steps``: offsets of
+    that shape (tuples of ``ndim`` steps), in the order a kernel reads its
+    bond planes.  Returns an int32 array, -1 where a step is no offset of
+    the half neighbourhood.  The one place a kernel's order of bond planes
+    is matched to the bonds array's layout.
+    """
+    rows = [int(r) for r in np.asarray(rows).reshape(-1)]
+    offsets = half_offsets(ndim, connectivity)
+    if len(rows) != len(offsets):
+        raise ValueError(f"{len(rows)} bond rows for {len(offsets)} half offsets")
+    plane = dict(zip(offsets, rows))
+    return np.asarray([plane.get(tuple(step), -1) for step in steps], dtype=np.int32)
+
+
 @functools.lru_cache(maxsize=256)
 def offset_table(shape: tuple, connectivity: int, label_axes: int | None = None) -> np.ndarray:
     """Return the ``(noff, 4)`` int64 table for a C-ordered array of ``shape``.

@@ -234,12 +234,12 @@ class Kernel:
 def emulated(monkeypatch):
     cp = _fake_cupy()
     monkeypatch.setitem(sys.modules, "cupy", cp)
-    from meshccl._gpu import image_general, image_plain, number_roots
+    from meshccl._gpu import image_general, image_plain, iterative, number_roots
 
     def kernels(source, *names):
         return tuple(Kernel(n) for n in names)
 
-    for mod in (image_plain, number_roots, image_general):
+    for mod in (image_plain, number_roots, image_general, iterative):
         monkeypatch.setattr(mod, "kernels", kernels)
     image_general._device_geometry.cache_clear()
     image_general._dummy.cache_clear()
@@ -269,25 +269,25 @@ CASES = [
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("case", [c[0] for c in CASES])
 def test_counted_chains_emulated(emulated, case, dtype):
+    import dataclasses
+
     from meshccl import _validate
-    from meshccl._gpu.counted import label_mesh_counted
-    from meshccl.labelling import _lattice
+    from meshccl._gpu import chains
 
     _, a, kw = next(c for c in CASES if c[0] == case)
     want = meshccl.label(a, **kw)
     prob = _validate.prepare(a, None, kw.get("connectivity"), None, periodic=kw.get(
-        "periodic", False), mask=kw.get("mask"), axes=kw.get("axes"))
+        "periodic", False), mask=kw.get("mask"), axes=kw.get("axes"), return_counts=True)
     Truth.labels = np.ascontiguousarray(want.reshape(prob.shape)).astype(np.int64)
     Truth.launches = []
-    lattice = _lattice(prob, device=True)
+    prob = dataclasses.replace(prob, values=_fake(prob.values),
+                               mask=None if prob.mask is None else _fake(prob.mask))
     P = emulated.empty(prob.size, dtype=dtype)
     scan = 8 if case == "long scan" else _tuning.ROOTS_ONE_BLOCK_SCAN_WORDS  # (3 launches)
     for slots, share in ((_tuning.RUNS_2D_SLOTS, 0.0), (0, 0.0)):
         with _tuning.override(RUNS_2D_SLOTS=slots, RUNS_2D_SLOTS_SHARE={1: share, 2: share},
                               ROOTS_ONE_BLOCK_SCAN_WORDS=scan):
-            num, counts = label_mesh_counted(_fake(prob.values), P, prob.shape, prob.connectivity,
-                                             prob.has_bg, prob.bgkey, label_axes=prob.label_axes,
-                                             **lattice)
+            num, counts, _ = chains.label(dataclasses.replace(prob, work_dtype=np.dtype(dtype)), P)
             assert isinstance(num, int) and num == want.max(initial=0)
             assert isinstance(counts, FakeArray) and counts.dtype == np.int64
             np.testing.assert_array_equal(P, Truth.labels.ravel())

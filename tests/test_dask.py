@@ -9,6 +9,7 @@ import dask  # noqa: E402
 
 import meshccl  # noqa: E402
 import meshccl.dask as mdask  # noqa: E402
+from meshccl import _tuning  # noqa: E402
 
 from conftest import HAVE_GPU  # noqa: E402
 
@@ -136,13 +137,13 @@ def test_empty_and_unsupported():
         mdask.label(da.ones((), chunks=()))
 
 
-def test_many_faces_tree(monkeypatch):
+def test_many_faces_tree():
     # two children a node: a tree of several levels
-    monkeypatch.setattr(mdask, "FAN_IN", 2)
     rng = np.random.default_rng(5)
     x = (rng.random((15, 16)) < 0.6).astype(np.uint8)
-    _check(x, (3, 4), periodic=True)
-    _check(x, (2, 5), connectivity=1)
+    with _tuning.override(DASK_FAN_IN=2):
+        _check(x, (3, 4), periodic=True)
+        _check(x, (2, 5), connectivity=1)
 
 
 def test_distributed_local_cluster():

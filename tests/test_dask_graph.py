@@ -10,6 +10,7 @@ da = pytest.importorskip("dask.array")
 import dask  # noqa: E402
 
 import meshccl.dask as mdask  # noqa: E402
+from meshccl import _tuning  # noqa: E402
 
 from conftest import HAVE_GPU  # noqa: E402
 
@@ -59,15 +60,15 @@ def test_random_partitionings(seed):
                given_n=False)
 
 
-def test_tree_of_several_levels(monkeypatch):
-    monkeypatch.setattr(mdask, "FAN_IN", 2)
+def test_tree_of_several_levels():
     rng = np.random.default_rng(1)
     n = 500
     src, dst = _edges(rng, n, 400)
-    _check(src, dst, n, 17, chunks=64)
-    # a path cut into many partitions in shuffled order: one component
-    perm = rng.permutation(n - 1)
-    _check(perm, perm + 1, n, 5, scheduler="threads")
+    with _tuning.override(DASK_FAN_IN=2):
+        _check(src, dst, n, 17, chunks=64)
+        # a path cut into many partitions in shuffled order: one component
+        perm = rng.permutation(n - 1)
+        _check(perm, perm + 1, n, 5, scheduler="threads")
 
 
 def test_isolated_vertices_and_no_edges():

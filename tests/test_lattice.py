@@ -412,20 +412,3 @@ def test_box_planes_follow_the_bonds_layout():
         full = half_offsets(4, c)
         for (dz, dy, dx), r in zip(offsets, rows):
             assert full[planes[(dz + 1) * 9 + (dy + 1) * 3 + (dx + 1)]] == (dz, 0, dy, dx)
-
-
-def test_3d_features_take_the_fixed_chain():
-    """applies_lattice: 3-D volumes with a mask, bonds or a tolerance (periodic
-    or not) take the fixed-geometry chain; more axes, axes= and grids too
-    tall for a launch do not."""
-    from meshccl._gpu.image_plain import applies_lattice
-
-    m = np.ones(1)
-    assert applies_lattice((9, 40, 300), mask=m)
-    assert applies_lattice((9, 40, 300), bonds=m, periodic=5)
-    assert applies_lattice((9, 40, 300), tolerance=0.5)
-    assert not applies_lattice((3, 9, 40, 300), mask=m)
-    assert not applies_lattice((9, 40, 300), mask=m, no_left=True)
-    assert not applies_lattice((9, 40, 300), mask=m, label_axes=0b110)
-    assert not applies_lattice((4 * 65536, 2, 40), mask=m)
-    assert not applies_lattice((9, 40, 300))

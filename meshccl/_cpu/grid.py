@@ -43,6 +43,7 @@ NO_MASK = np.ones(1, dtype=np.uint8)
 NO_BONDS = np.ones((1, 1), dtype=np.uint8)
 NO_ROWS = np.zeros(1, dtype=np.int64)
 
+_TWO63 = 2.0**63
 _TWO64 = 2.0**64
 
 
@@ -97,6 +98,19 @@ def _close_impl(a, b, tol):
     return impl
 
 
+def float_keys(values):
+    """Float values as int64 keys, truncated towards zero as skimage's cast
+    does; NaN, +-inf and values outside [-2**63, 2**63) all become the
+    int64 minimum, as that cast gives them on x86-64 (and as the GPU
+    kernels' keys do, lattice.cuh ``Key``), whatever the platform."""
+    with np.errstate(invalid="ignore"):
+        keys = values.astype(np.int64)
+    inside = (values >= -_TWO63) & (values < _TWO63)
+    if not inside.all():
+        keys[~inside] = np.iinfo(np.int64).min
+    return keys
+
+
 def kernel_keys(values, has_bg, bgkey, tolerance, background=None):
     """Values, background and tolerance as the CPU kernels compare them.
 
@@ -128,7 +142,7 @@ def kernel_keys(values, has_bg, bgkey, tolerance, background=None):
     """
     if tolerance is None:
         if values.dtype.kind == "f":
-            keys = values.astype(np.int64).view(np.uint64)
+            keys = float_keys(values).view(np.uint64)
             bg = np.array(int(bgkey), dtype=np.int64).view(np.uint64)[()]
         else:
             keys = values

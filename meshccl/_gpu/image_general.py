@@ -1,13 +1,14 @@
 """The general chain on the GPU: any number of dimensions and every lattice
 feature (periodic axes, mask, bonds, tolerance, ``axes``), through
-``_kernels/general.cu`` (tile, union) and then :mod:`.number_roots`.
+``_kernels/general.cu`` (tile, union) and then :mod:`.number_roots`
+(flatten, scan, relabel).
 
-:func:`label_mesh` is the one entry for a CuPy labelling call that is not
-an iterative method: 1- to 3-axis calls, plain or with lattice features
-(:func:`.image_plain.applies_lattice`), and stacks of 1-D or 2-D images
-(:func:`.image_plain.stack_view`) go to :mod:`.image_plain`'s
-fixed-geometry chains; more axes, other ``axes`` and grids too large for
-those through the kernels here.
+:func:`meshccl._gpu.chains.select` sends here what the fixed-geometry
+chains of :mod:`.image_plain` do not take: more than 3 axes longer than 1,
+``axes`` that do not make a stack of images, and grids of tiles too large
+for their launches.  :func:`grid_args` also serves Hawick et al.'s
+iterative methods (:mod:`.iterative`), whose kernels read the same tile
+grid.
 """
 
 from __future__ import annotations
@@ -18,10 +19,8 @@ import numpy as np
 
 from .. import neighbourhood
 from ..neighbourhood import tile_logs
-from . import image_plain
 from .loader import c_type, kernels
-from .number_roots import relabel
-from .timing import run
+from .number_roots import BLOCK, NULL, grid, scan_words, scratch
 
 
 @functools.lru_cache(maxsize=256)
@@ -64,136 +63,75 @@ def _dummy(device_id: int):
     return cupy.ones(1, dtype=cupy.uint8), cupy.zeros(1, dtype=cupy.int32)
 
 
-def tolerance_background(value_dtype, has_bg, bgkey, exact=None):
-    """``(has_bg, key)`` for the kernels when a tolerance is given: on integer
-    values they compare keys in the values' own type (exactly, past 2**53),
-    so the background becomes that type too -- a background no value can
-    equal (a fraction, out of range) matches no cell.  ``exact``: the
-    background as the caller gave it (int or float), else ``bgkey``."""
-    dt = np.dtype(value_dtype)
-    if dt.kind not in "iu":
-        return has_bg, np.float64(bgkey)
-    b = exact if exact is not None else float(bgkey)
-    if isinstance(b, float):
-        if not b.is_integer():
-            return False, dt.type(0)
-        b = int(b)
-    info = np.iinfo(dt)
-    if not info.min <= b <= info.max:
-        return False, dt.type(0)
-    return has_bg, dt.type(b)
+def grid_args(prob):
+    """What every tile-grid kernel (general.cu, iterative.cu) takes after its
+    label arrays (``MESHCCL_GRID_PARAMS`` in lattice.cuh), for ``prob`` (a
+    :class:`meshccl._validate.Problem` on the current GPU).
 
-
-def grid_args(values, index_dtype, shape, connectivity, has_bg, bgkey, *, periodic=0, mask=None,
-              bonds=None, bond_rows=None, tolerance=None, label_axes=None, no_left=False,
-              tol_background=None):
-    """What every tile-grid kernel (general.cu, iterative.cu) takes after its label
-    arrays (``MESHCCL_GRID_PARAMS`` in lattice.cuh).
-
-    Returns ``(targs, geo, params)``: the template arguments after the value
-    type's, the device geometry (see :func:`_device_geometry`) and the
-    argument tuple.
+    Returns ``(targs, geo, params)``: the template arguments, the device
+    geometry (see :func:`_device_geometry`) and the argument tuple.
     """
     import cupy
 
-    n = values.size
+    values, index_dtype, n = prob.values, prob.work_dtype, prob.size
     t, i = c_type(values.dtype), c_type(index_dtype)
-    tol = tolerance is not None
-    if tol:
-        has_bg, bgkey = tolerance_background(values.dtype, has_bg, bgkey, tol_background)
-    lat = tol or bool(periodic) or mask is not None or bonds is not None or no_left
+    tol = prob.tolerance is not None
+    mask, bonds = prob.mask, prob.bonds
+    lat = tol or bool(prob.periodic) or mask is not None or bonds is not None or prob.no_left
     targs = f"{t}, {i}, {str(tol).lower()}, {str(lat).lower()}"  # the plain path: no feature code
     one, zero_i = _dummy(cupy.cuda.Device().id)
-    lflags = (1 if mask is not None else 0) | (2 if bonds is not None else 0) | (4 if no_left else 0)
+    lflags = (1 if mask is not None else 0) | (2 if bonds is not None else 0) \
+        | (4 if prob.no_left else 0)
     lattice = (one if mask is None else mask,
                one if bonds is None else bonds,
                np.int64(n),
-               zero_i if bonds is None else cupy.asarray(bond_rows),
-               np.uint32(periodic),
-               np.float64(tolerance or 0.0),
+               zero_i if bonds is None else cupy.asarray(prob.bond_rows),
+               np.uint32(prob.periodic),
+               np.float64(prob.tolerance or 0.0),
                np.int32(lflags))
-    geo = _device_geometry(cupy.cuda.Device().id, tuple(shape), connectivity,
-                           np.dtype(index_dtype).name, label_axes)
-    params = (np.dtype(index_dtype).type(n), geo["shape"], np.int32(len(shape)), geo["table"],
-              np.int32(geo["noff"]), geo["loff"], geo["tlog"], geo["tcount"], geo["tstride"],
-              np.int32(bool(has_bg)), bgkey) + lattice
+    geo = _device_geometry(cupy.cuda.Device().id, tuple(prob.shape), prob.connectivity,
+                           np.dtype(index_dtype).name, prob.label_axes)
+    params = (np.dtype(index_dtype).type(n), geo["shape"], np.int32(len(prob.shape)),
+              geo["table"], np.int32(geo["noff"]), geo["loff"], geo["tlog"], geo["tcount"],
+              geo["tstride"], np.int32(bool(prob.has_bg)), prob.bgkey) + lattice
     return targs, geo, params
 
 
-def mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
-    """The two kernels of general.cu as ``[(name, launch), ...]``."""
-    targs, geo, params = grid_args(values, P.dtype, shape, connectivity, has_bg, bgkey, **lattice)
+def general_program(prob, buffers=None):
+    """The general chain for ``prob``: general.cu's tile and union kernels,
+    then the roots' numbering (number_roots.cu: flatten, scan, relabel), as
+    ``[(name, launch), ...]`` with ``launch(values, P, mask, bonds)`` (the
+    mask and bonds are ``prob``'s, bound here); the last returns N as a 0-d
+    CuPy array.  ``buffers``: :func:`.number_roots.scratch` arrays to use."""
+    targs, geo, params = grid_args(prob)
+    work, n = np.dtype(prob.work_dtype), prob.size
     tile, union = kernels("general.cu", f"meshccl_general_tile<{targs}>",
                           f"meshccl_general_union<{targs}>")
+    t = c_type(work)
+    flatten, gather = kernels("number_roots.cu", f"meshccl_flatten<{t}>",
+                              f"meshccl_relabel{'_first' if prob.first else ''}<{t}>")
     cells = geo["tile_cells"]
-    key_bytes = 8 if (values.dtype.kind == "f" or lattice.get("tolerance") is not None) \
-        else values.dtype.itemsize
-    smem = -(-cells * key_bytes // 8) * 8 + cells * (P.dtype.itemsize + 4)
+    tiles = (geo["tiles"],)
+    key_bytes = 8 if (prob.values.dtype.kind == "f" or prob.tolerance is not None) \
+        else prob.values.dtype.itemsize
+    smem = -(-cells * key_bytes // 8) * 8 + cells * (work.itemsize + 4)
+    words = (n + 31) // 32
+    bits, per_word, incl, sums = buffers if buffers is not None else scratch(n, work)
+    scan = scan_words(work, words)
+    nn, blocks = work.type(n), grid(n)
+    tail = (work.type(0), NULL, work.type(words))
+
+    def relabel(values, P, mask=None, bonds=None):
+        gather(blocks, (BLOCK,), (P, nn, bits, incl) + tail)
+        return incl[-1]
+
     return [
-        ("tile", lambda: tile((geo["tiles"],), (cells,), (values, P) + params, shared_mem=smem)),
-        ("union", lambda: union((geo["tiles"],), (cells,), (values, P) + params)),
+        ("tile", lambda values, P, mask=None, bonds=None:
+            tile(tiles, (cells,), (values, P) + params, shared_mem=smem)),
+        ("union", lambda values, P, mask=None, bonds=None:
+            union(tiles, (cells,), (values, P) + params)),
+        ("flatten", lambda values, P, mask=None, bonds=None:
+            flatten(blocks, (BLOCK,), (P, nn, bits, per_word))),
+        ("scan", lambda values, P, mask=None, bonds=None: scan(bits, per_word, incl, sums)),
+        ("relabel", relabel),
     ]
-
-
-def label_mesh(values, P, shape, connectivity, has_bg, bgkey, timer=None, first=False,
-               counts=None, **lattice):
-    """Label flat CuPy ``values`` into ``P`` (int32/int64). Returns N (0-d array).
-
-    ``first``: first-cell labels (each component's first cell's flat index
-    + 1) instead of 1..N.  ``counts``: a count table
-    (``image_plain.count_table``) whose rows 0..N the chain fills with the
-    cells of each label; only where :func:`.image_plain.applies` or
-    :func:`.image_plain.applies_lattice` (:mod:`.counted` says where else).
-
-    ``lattice``: periodic (bit mask of axes), mask, bonds + bond_rows, tolerance.
-    ``timer``: a :class:`.timing.PhaseTimer` to time each kernel, or None.
-    """
-    fixed = _fixed_steps(values, P, shape, connectivity, has_bg, bgkey, first, counts, lattice)
-    if fixed is not None:
-        count = None
-        for name, launch in fixed:
-            count = run(timer, name, launch)
-        return count
-    if counts is not None:
-        raise ValueError("the general chain counts through counted.label_mesh_counted")
-    for name, launch in mesh_steps(values, P, shape, connectivity, has_bg, bgkey, **lattice):
-        run(timer, name, launch)
-    return relabel(P, values.size, timer, first=first)
-
-
-def fixed_chain_view(shape, lattice):
-    """How :mod:`.image_plain`'s chains see the call: ``(shape, image_rows,
-    lattice)`` (a stack of images as its tall 2-D image, ``image_rows`` its
-    rows per image, else None), or None where the general chain serves it."""
-    image_rows = None
-    stack = image_plain.stack_view(shape, lattice.get("label_axes"), lattice.get("periodic", 0))
-    if stack is not None:
-        shape, image_rows, periodic = stack
-        lattice = dict(lattice, label_axes=None, periodic=periodic)
-    if image_plain.applies(shape, **lattice) or image_plain.applies_lattice(shape, **lattice):
-        return shape, image_rows, lattice
-    return None
-
-
-def _fixed_steps(values, P, shape, connectivity, has_bg, bgkey, first, counts, lattice):
-    """The steps of :mod:`.image_plain`'s chain for the call (a stack of
-    images as its tall 2-D image), or None where the general chain serves
-    it."""
-    view = fixed_chain_view(shape, lattice)
-    if view is None:
-        return None
-    shape, image_rows, lattice = view
-    if image_plain.applies(shape, **lattice):
-        return image_plain.steps(values, P, shape, connectivity, has_bg, bgkey, first=first,
-                                 counts=counts, image_rows=image_rows)
-    if image_plain.applies_lattice(shape, **lattice):
-        if lattice.get("tolerance") is not None:
-            has_bg, bgkey = tolerance_background(values.dtype, has_bg, bgkey,
-                                                 lattice.get("tol_background"))
-        return image_plain.lattice_steps(
-            values, P, shape, connectivity, has_bg, bgkey,
-            periodic=lattice.get("periodic", 0), mask=lattice.get("mask"),
-            bonds=lattice.get("bonds"), bond_rows=lattice.get("bond_rows"),
-            tolerance=lattice.get("tolerance"), first=first, counts=counts,
-            image_rows=image_rows)
-    return None

@@ -1,41 +1,34 @@
 """The fixed-geometry chains on the GPU: 1-D, 2-D and 3-D arrays.
 
-Most calls label an ordinary image or volume: no mask, bonds, tolerance,
-periodic axes or batch axes.  For those the geometry is fixed at compile
-time and one kernel chain serves each case, chosen by what the input is:
+Most calls label an ordinary image or volume.  For those the geometry is
+fixed at compile time, and this module works out the launches of each
+fixed-geometry chain of :data:`meshccl._gpu.chains.TABLE` (which chain
+serves which call is decided there, in :func:`.chains.select`):
 
-=====================================  ==========================================
-input                                  kernel chain
-=====================================  ==========================================
-1-D and 2-D, any dtype                 ``runs2d.cu`` tile, border; then
-                                       ``number_pieces.cu`` roots, pieces, runs
-3-D of one-byte cells (bool, uint8)    ``runs3d.cu`` tile, z-face, seams; then
-                                       ``number_pieces.cu`` roots, pieces, runs
-3-D of wider cells                     ``cells3d.cu`` tile, border; then
-                                       ``number_pieces.cu`` roots, cells, pieces
-=====================================  ==========================================
+- plain 1-D and 2-D arrays (and stacks of them): ``runs2d.cu`` tile and
+  border kernels, then the numbering of ``number_pieces.cu`` (roots,
+  pieces, runs);
+- plain 3-D arrays of one-byte cells: ``runs3d.cu`` tile, seams and z-face
+  kernels, then the same numbering;
+- plain 3-D arrays of wider cells: ``cells3d.cu`` tile and border kernels,
+  then roots, cells, pieces;
+- with a mask, bonds or a tolerance, the lattice forms: ``runs2d.cu``'s
+  lattice tile and border kernels (1-D, 2-D), ``cells3d.cu``'s (3-D, any
+  cell type).
 
-Lattice features (:func:`lattice_program`; :func:`applies_lattice` says
-when): periodic axes alone add only pairs that wrap around, so a periodic
-array takes its plain chain (2-D without slots) and a wrap kernel
-(``runs2d.cu``'s, or ``wrap3d.cu``) before the numbering; 1-D and 2-D
-arrays with a mask, bonds or a tolerance take the lattice form of the 2-D
-chain (``runs2d.cu``'s lattice tile and border kernels, its wrap kernel),
-then the same numbering; 3-D volumes of any cell type the lattice form of
-``cells3d.cu``'s chain (and ``wrap3d.cu`` where axes wrap), then the same
-numbering.  Stacks of 1-D or 2-D images (``axes`` naming the last one or
-two axes, :func:`stack_view`) are one tall 2-D image to these chains,
-plain or lattice, with the image height as ``image_rows``: the 2-D
-kernels join no pair across an image's top row.  Everything else (more
-than 3 axes longer than 1, other ``axes``, grids of tiles too large for a
-launch) takes the general chain of :mod:`.image_general`.
-:func:`applies` says when the plain chains serve a call; :func:`program` works out the launches once per shape
-and dtype (launch plans keep it, :mod:`.plan`); :func:`steps` binds them to
-one input and output for the general entry and for benchmarks that time
-each kernel.  With a count table (``label(..., return_counts=True)``,
-:mod:`.counted`) every chain here, plain or lattice, takes one more
+Periodic axes add only pairs that wrap around, so they add a wrap kernel
+(``runs2d.cu``'s, or ``wrap3d.cu``) before the numbering
+(:func:`lattice_program`).  A stack of 1-D or 2-D images (``axes`` naming
+the last one or two axes, :func:`stack_view`) is one tall 2-D image with
+the image height as ``image_rows``: the 2-D kernels join no pair across an
+image's top row.  Where rows are not 32-cell aligned, a memset of the bit
+arrays comes first (``clear``).  :func:`program` and
+:func:`lattice_program` give the launches once per shape and dtype (launch
+plans keep them, :mod:`.plan`).  With a count table
+(``label(..., return_counts=True)``) every chain here takes one more
 kernel after the roots kernel, meshccl_clear_counts, and the ``_counted``
-form of its label pass.  The tuning constants read here are in :mod:`meshccl._tuning`.
+form of its label pass.  The tuning constants read here are in
+:mod:`meshccl._tuning`.
 """
 
 from __future__ import annotations
@@ -107,15 +100,12 @@ def stack_view(shape, label_axes, periodic=0):
     return (rows, int(shape[-1])), image_rows, wrap
 
 
-def applies(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None, tolerance=None,
-            no_left=False, label_axes=None, tol_background=None) -> bool:
-    """True when the call is a plain labelling of 1 to 3 axes, all labelled,
-    whose grid of tiles fits a launch (at most 65535 blocks along y and z)."""
-    if not 1 <= len(shape) <= 3 or periodic or mask is not None or bonds is not None:
-        return False
-    if tolerance is not None or no_left:
-        return False
-    if label_axes is not None and label_axes != (1 << len(shape)) - 1:
+def fits(shape) -> bool:
+    """True when the chains here can take an array of this squeezed shape:
+    1 to 3 axes, whose grid of tiles fits a launch (at most 65535 blocks
+    along y and z).  Which chain, if any, serves a call is decided by
+    :func:`meshccl._gpu.chains.select`."""
+    if not 1 <= len(shape) <= 3:
         return False
     d, nz, ny, nx = _dims(shape)
     if d == 2:
@@ -204,7 +194,7 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     is a :class:`.launch.Launch` (or a :class:`.launch.Memset`), which a
     launch plan packs for the driver once.
 
-    ``shape``: the squeezed shape (1 to 3 axes, see :func:`applies`).
+    ``shape``: the squeezed shape (1 to 3 axes, see :func:`fits`).
     ``buffers``: arrays from :func:`scratch` to use (else new ones).
     ``slot_tiles``: plain 2-D images (:func:`chooses_slots`) take the
     kernels with slots, else every kernel of the chain in its form without
@@ -430,38 +420,20 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
                              _tuning.PIECE_WORDS if sl == "true" else 1, first, counts)
 
 
-def applies_lattice(shape, *, periodic=0, mask=None, bonds=None, bond_rows=None,
-                    tolerance=None, no_left=False, label_axes=None, tol_background=None) -> bool:
-    """True when :func:`lattice_program` serves the call: lattice features
-    (periodic axes, mask, bonds, tolerance) on a 1-D, 2-D or 3-D array, all
-    axes labelled, whose grid of tiles fits a launch."""
-    if not 1 <= len(shape) <= 3 or no_left:
-        return False
-    if label_axes is not None and label_axes != (1 << len(shape)) - 1:
-        return False
-    features = mask is not None or bonds is not None or tolerance is not None
-    if not (periodic or features):
-        return False
-    if len(shape) == 3:
-        return applies(shape)
-    return -(-_dims(shape)[2] // 32) <= _MAX_GRID_YZ
+#: the steps of a 3-D cell's neighbourhood in the order cells3d.cu's and
+#: wrap3d.cu's lattice kernels index their bond planes (lattice.cuh,
+#: BoxFeatures: (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1))
+_BOX_STEPS = tuple((dz, dy, dx) for dz in (-1, 0, 1) for dy in (-1, 0, 1) for dx in (-1, 0, 1))
 
 
 def box_planes(c: int, bond_rows) -> np.ndarray:
-    """The bond plane of each step of a 3-D cell's half neighbourhood: 27
-    int32, entry (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1) (lattice.cuh,
-    BoxFeatures), -1 where the step is none; ``bond_rows`` as the general
-    chain takes it (one per offset of ``half_offsets(3, c)``, left last)."""
-    from ..neighbourhood import half_offsets
+    """The bond plane of each step of a 3-D cell's neighbourhood, in
+    :data:`_BOX_STEPS` order (27 int32, -1 where the step is no offset of
+    the half neighbourhood); ``bond_rows`` as the validation gives them
+    (:func:`meshccl.neighbourhood.bond_rows`)."""
+    from ..neighbourhood import bond_planes
 
-    rows = [int(r) for r in np.asarray(bond_rows).reshape(-1)]
-    offsets = half_offsets(3, c)
-    if len(rows) != len(offsets):
-        raise ValueError(f"{len(rows)} bond rows for {len(offsets)} half offsets")
-    planes = np.full(27, -1, dtype=np.int32)
-    for (dz, dy, dx), row in zip(offsets, rows):
-        planes[(dz + 1) * 9 + (dy + 1) * 3 + (dx + 1)] = row
-    return planes
+    return bond_planes(_BOX_STEPS, 3, c, bond_rows)
 
 
 @functools.lru_cache(maxsize=64)
@@ -494,17 +466,15 @@ _RUNS2D_STEPS = ((-1, 0), (0, -1), (-1, -1), (-1, 1))
 
 def _bond_planes(ndim, c, bond_rows):
     """The bond plane of each of a 2-D cell's earlier neighbours (up, left,
-    up-left, up-right; -1: none) from ``bond_rows`` (neighbourhood.bond_rows:
-    one per offset of ``half_offsets(ndim, c)``); a 1-D array's one
-    neighbour is the left one."""
-    from ..neighbourhood import half_offsets
+    up-left, up-right; -1: none); a 1-D array's one neighbour is the left
+    one."""
+    from ..neighbourhood import bond_planes
 
     if bond_rows is None:
         return (-1, -1, -1, -1)
-    rows = [int(r) for r in np.asarray(bond_rows).reshape(-1)]
-    offsets = [(0,) + o if ndim == 1 else o for o in half_offsets(ndim, c)]
-    plane = dict(zip(offsets, rows))
-    return tuple(plane.get(step, -1) for step in _RUNS2D_STEPS)
+    # (in 1-D only the left step exists; (0,), no step at all, has no plane)
+    steps = _RUNS2D_STEPS if ndim == 2 else [s[1:] if s[0] == 0 else (0,) for s in _RUNS2D_STEPS]
+    return tuple(int(p) for p in bond_planes(steps, ndim, c, bond_rows))
 
 
 def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, *,
@@ -515,7 +485,7 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     :data:`.launch.BONDS` where the call's mask and bonds go (``mask`` /
     ``bonds``: whether the call has them; ``bond_rows`` as the general
     chain takes it).  ``has_bg`` and ``bgkey``: with a tolerance, as
-    ``image_general.tolerance_background`` gives them (keys in the joining
+    the validation gives them (``Problem.bgkey``: keys in the joining
     rule's type).  ``periodic``: bit k, axis k of ``shape`` wraps.
     ``first``: first-cell labels, ``counts``: a count table, and
     ``image_rows`` (a stack of images, 2-D ``shape``; bit 0 of ``periodic``
@@ -631,26 +601,3 @@ def _lattice_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
                      np.uint32(periodic)) + features, early=False)
     at = [name for name, _ in prog].index("roots")
     return prog[:at] + [("wrap", launch)] + prog[at:]
-
-
-def lattice_steps(values, P, shape, connectivity, has_bg, bgkey, *, periodic=0, mask=None,
-                  bonds=None, bond_rows=None, tolerance=None, buffers=None, first=False,
-                  counts=None, image_rows=None):
-    """:func:`lattice_program` bound to flat CuPy ``values``, ``P`` and the
-    call's ``mask`` and ``bonds`` (flat uint8, as the general chain takes
-    them), as ``[(name, launch), ...]`` (see :func:`steps`)."""
-    prog = lattice_program(values.dtype, P.dtype, values.size, shape, connectivity, has_bg,
-                           bgkey, periodic=periodic, mask=mask is not None,
-                           bonds=bonds is not None, bond_rows=bond_rows, tolerance=tolerance,
-                           buffers=buffers, first=first, counts=counts, image_rows=image_rows)
-    return [(name, functools.partial(launch, values, P, mask, bonds)) for name, launch in prog]
-
-
-def steps(values, P, shape, connectivity, has_bg, bgkey, buffers=None, slot_tiles=True,
-          first=False, counts=None, image_rows=None):
-    """:func:`program` bound to ``values`` and ``P``: ``[(name, launch), ...]``
-    with ``launch()`` taking no arguments (the general entry and
-    ``benchmarks/phases.py`` time each one)."""
-    prog = program(values.dtype, P.dtype, values.size, shape, connectivity, has_bg, bgkey,
-                   buffers, slot_tiles, counts=counts, first=first, image_rows=image_rows)
-    return [(name, functools.partial(launch, values, P)) for name, launch in prog]

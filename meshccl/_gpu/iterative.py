@@ -16,13 +16,13 @@ from .image_general import grid_args
 from .number_roots import BLOCK, grid, relabel, relabel_counted
 from .timing import run
 
-def label_iterative(method, values, P, shape, connectivity, has_bg, bgkey, *,
-                    max_iterations=None, timer=None, counts=False, first=False, **lattice):
-    """Label flat CuPy ``values`` into ``P`` with method 'A', 'B', 'C' or 'D'.
+def label_iterative(prob, P, timer=None):
+    """Label ``prob`` (a :class:`meshccl._validate.Problem` on the current
+    GPU, ``prob.method`` 'A', 'B', 'C' or 'D') into the flat CuPy ``P``.
 
-    Returns ``(N, passes)``: N as a 0-d CuPy array (with ``counts``: N as an
-    int and the cells per label, :func:`.number_roots.relabel_counted`),
-    and the number of passes
+    Returns ``(N, passes)``: N as a 0-d CuPy array (with ``prob.counts``:
+    N as an int and the cells per label,
+    :func:`.number_roots.relabel_counted`), and the number of passes
     including the last one, which changed nothing (as the CPU twin counts).
     Raises :class:`NotConverged` when ``max_iterations`` passes all changed
     labels.  Extra memory: one index array of the input's size (A, B: the
@@ -30,7 +30,9 @@ def label_iterative(method, values, P, shape, connectivity, has_bg, bgkey, *,
     """
     import cupy
 
-    targs, geo, params = grid_args(values, P.dtype, shape, connectivity, has_bg, bgkey, **lattice)
+    method, max_iterations, values, shape = prob.method, prob.max_iterations, prob.values, \
+        prob.shape
+    targs, geo, params = grid_args(prob)
     n = values.size
     tiles, cells = (geo["tiles"],), (geo["tile_cells"],)
     # one module per instantiation: every method's kernels compile together
@@ -85,6 +87,6 @@ def label_iterative(method, values, P, shape, connectivity, has_bg, bgkey, *,
                            None if timer is None else timer.fold)
     if state["src"] is not P:
         P[...] = state["src"]
-    if counts:
+    if prob.counts:
         return relabel_counted(P, n, timer), passes
-    return relabel(P, n, timer, first=first), passes
+    return relabel(P, n, timer, first=prob.first), passes

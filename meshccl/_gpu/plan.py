@@ -52,23 +52,22 @@ other calls: the launches recorded once on the plan's own input and label
 buffers (5 bytes per cell, kept with the plan); such a call copies the
 input in, replays that graph and copies the labels out.
 
-Plans serve the plain case: C-contiguous bool or integer CuPy input,
-``method='auto'``, no ``return_info`` or device override; the lattice
-features (periodic axes, a mask, bonds, a tolerance) on 1-D, 2-D and 3-D
-arrays
-(image_plain.lattice_program; a simulation labels its lattice so every few
-steps); and stacks of 1-D or 2-D images (``axes`` naming the last one or
-two axes, image_plain.stack_view), planned as their tall 2-D image, plain
-or with those features.  A lattice plan takes the call's mask and
-bonds (C-contiguous bool CuPy arrays) as two more addresses in its packed
-launches, and records no graphs.  Anything else (floats need a NaN check
-per call) takes the general path.  At most :data:`MAX_PLANS` plans per thread are kept.
+Plans serve C-contiguous CuPy input of any dtype but float16 (which needs
+a copy to float32), ``method='auto'``, no ``return_info`` or device
+override, on every chain of :data:`.chains.TABLE` that
+:func:`.chains.select` names for the call, except the iterative ones and,
+for calls with lattice features or counts, the general one.  The plan
+builds its launches from that chain (:func:`.chains.program`).  A lattice
+plan (periodic axes, a mask, bonds, a tolerance; a simulation labels its
+lattice so every few steps) takes the call's mask and bonds (C-contiguous
+bool CuPy arrays) as two more addresses in its packed launches, and
+records no graphs.  At most :data:`MAX_PLANS` plans per thread are kept.
 
 ``label(..., return_counts=True)`` takes a plan of its own (counting is
 part of the key) wherever the chains of image_plain.py serve the call,
 plain or lattice: its programs hold a count table of n + 1 rows, kept with
 the plan (8 bytes a cell), and the counted form of the label pass
-(:mod:`.counted`), packed and recorded as graphs like any other.  A call
+(:mod:`.chains` says how), packed and recorded as graphs like any other.  A call
 reads N once its chain is launched, as ``return_num`` does, and copies
 rows 0..N of the table into the array it returns; that read is its only
 wait for the GPU.
@@ -77,19 +76,16 @@ wait for the GPU.
 from __future__ import annotations
 
 import ctypes
-import dataclasses
+import functools
+import sys
 import threading
 from collections import OrderedDict
 
 import numpy as np
 
-from .. import _validate
-from .. import _tuning
-from . import image_plain
-from .image_general import grid_args, tolerance_background
+from .. import _tuning, _validate
+from . import chains, image_plain, number_roots
 from .launch import pack_chain
-from .loader import c_type, kernels
-from .number_roots import BLOCK, NULL, grid, scan_words, scratch
 
 MAX_PLANS = 16
 #: Graphs at addresses kept per plan, and address pairs counted per plan.
@@ -104,8 +100,6 @@ NO_COUNT = 0xFFFFFFFF
 #: count into a word a newer plan took, which costs that plan one choice of
 #: kernel, never a label).
 REPORT_WORDS = 1024
-_reports = None  # [pinned memory, its words as a NumPy array, the next word]
-_reports_lock = threading.Lock()
 _local = threading.local()
 
 
@@ -116,34 +110,45 @@ def _drop_plans():
     plans = getattr(_local, "plans", None)
     if plans is not None:
         plans.clear()
-_cupy = None  # the cupy module, imported on the first call of fast_label
+
+
+class _Reports:
+    """The process's buffer of pinned host words for the plans' counts of
+    tiles with slots (made on first use, never freed), handed out in turn."""
+
+    def __init__(self):
+        import cupy
+
+        self.mem = cupy.cuda.alloc_pinned_memory(4 * REPORT_WORDS)
+        self.words = np.frombuffer(self.mem, np.uint32, REPORT_WORDS)
+        self.next = 0
+        self.lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def _reports():
+    return _Reports()
 
 
 def _report_word():
     """A word of pinned host memory, which kernels can write (unified
     addressing): (a NumPy view of it, its address)."""
-    global _reports
-    import cupy
-
-    with _reports_lock:
-        if _reports is None:
-            mem = cupy.cuda.alloc_pinned_memory(4 * REPORT_WORDS)
-            _reports = [mem, np.frombuffer(mem, np.uint32, REPORT_WORDS), 0]
-        mem, words, k = _reports
-        _reports[2] = (k + 1) % REPORT_WORDS
-    return words[k:k + 1], mem.ptr + 4 * k
+    reports = _reports()
+    with reports.lock:
+        k = reports.next
+        reports.next = (k + 1) % REPORT_WORDS
+    return reports.words[k:k + 1], reports.mem.ptr + 4 * k
 
 
 class Plan:
     """Everything but the input and the output of one labelling call."""
 
-    def __init__(self, prob, bool_input=False, lattice=None, first=False, image_rows=None,
-                 counts=False):
+    def __init__(self, prob, case, bool_input=False):
         import cupy
 
         n = prob.size
         # return_counts: the table of cells per label the chain fills (rows 0..N)
-        self.table = image_plain.count_table(n) if counts else None
+        self.table = image_plain.count_table(n) if prob.counts else None
         self.n = n
         self.out_shape = prob.out_shape
         self.work = prob.work_dtype
@@ -160,76 +165,42 @@ class Plan:
         # bool input: its bytes as 0 / 1 first (a bool array may hold other
         # non-zero bytes, which are True), into a buffer kept with the plan
         self.bool01 = cupy.empty(prob.out_shape, dtype=cupy.bool_) if bool_input else None
-        self.lattice = lattice is not None
-        if lattice is not None:
-            # lattice features: one chain, no graphs
-            has_bg, bgkey = prob.has_bg, prob.bgkey
-            if prob.tolerance is not None:
-                has_bg, bgkey = tolerance_background(self.view, has_bg, bgkey,
-                                                     prob.tol_background)
-            buffers = image_plain.scratch(n, self.work, prob.shape, self.view)
-            prog = image_plain.lattice_program(
-                self.view, self.work, n, prob.shape, prob.connectivity, has_bg, bgkey,
-                periodic=prob.periodic, mask=prob.mask is not None,
-                bonds=prob.bonds is not None, bond_rows=prob.bond_rows,
-                tolerance=prob.tolerance, buffers=buffers, first=first, counts=self.table,
-                image_rows=image_rows)
-            try:
-                packed = pack_chain(prog)
-            except (TypeError, AttributeError):
-                packed = None
-            self.chains = {True: (prog, packed)}
-            self.program, self.packed = prog, packed
-            self.at = None
-            return
-        if image_plain.applies(prob.shape):
-            # the 2-D / 3-D path: its launches worked out once, scratch kept with the plan
-            buffers = image_plain.scratch(n, self.work, prob.shape, self.view)
-            report, forms = 0, (True,)  # (the forms with slots or without: see _pick)
-            if image_plain.chooses_slots(prob.shape):
-                self.slots_from = image_plain.slots_threshold(prob.shape, prob.connectivity)
-                if self.slots_from > NO_COUNT:  # never slots: nothing to count
-                    forms = (False,)
-                elif self.slots_from > 0 and n > _tuning.PLAN_GRAPH_CELLS:  # (small: one graph, below)
-                    forms = (True, False)
-                    self.report, report = _report_word()
-                    self.report[0] = NO_COUNT
-                    self._fitted = ctypes.c_uint32.from_address(report)  # (read per call)
-            self.chains = {}  # slot_tiles -> (program, packed launches or None)
-            for slot_tiles in forms:
-                prog = image_plain.program(self.view, self.work, n, prob.shape, prob.connectivity,
-                                      prob.has_bg, prob.bgkey, buffers=buffers,
-                                      slot_tiles=slot_tiles, report=report, first=first,
-                                      counts=self.table, image_rows=image_rows)
-                try:
-                    packed = pack_chain(prog)
-                except (TypeError, AttributeError):  # not packable: CuPy's kernel calls
-                    packed = None
-                self.chains[slot_tiles] = (prog, packed)
-            self.slot_tiles = forms[0]
-            self.program, self.packed = self.chains[self.slot_tiles]
+        name = case.chain.name
+        if name == "general":
+            if prob.counts:
+                raise ValueError("a plan counts only on the fixed-geometry chains")
+            self.program = chains.program(case, prob, buffers=number_roots.scratch(n, self.work))
             if n <= _tuning.PLAN_GRAPH_CELLS:
                 self._try_capture()
             return
-        if counts:
-            raise ValueError("a plan counts only on the chains of image_plain.py")
-        self.program = None
-        targs, geo, params = grid_args(prob.values, self.work, prob.shape, prob.connectivity,
-                                       prob.has_bg, prob.bgkey)
-        self.tile, self.union = kernels("general.cu", f"meshccl_general_tile<{targs}>",
-                                        f"meshccl_general_union<{targs}>")
-        t = c_type(self.work)
-        self.flatten, self.gather = kernels("number_roots.cu", f"meshccl_flatten<{t}>",
-                                            f"meshccl_relabel{'_first' if first else ''}<{t}>")
-        self.params = params
-        self.tiles, self.cells = (geo["tiles"],), (geo["tile_cells"],)
-        key_bytes = 8 if prob.values.dtype.kind == "f" else prob.values.dtype.itemsize
-        cells = geo["tile_cells"]
-        self.smem = -(-cells * key_bytes // 8) * 8 + cells * (self.work.itemsize + 4)
-        self.bits, self.counts, self.incl, self.sums = scratch(n, self.work)
-        self.scan = scan_words(self.work, (n + 31) // 32)
-        self.nn = self.work.type(n)
-        self.grid = grid(n)
+        buffers = image_plain.scratch(n, self.work, case.shape, self.view)
+        lattice = (case.periodic or prob.mask is not None or prob.bonds is not None
+                   or prob.tolerance is not None)
+        if lattice:
+            # lattice features: one chain, no graphs
+            prog = chains.program(case, prob, buffers=buffers, counts=self.table)
+            self.chains = {True: (prog, _packed(prog))}
+            self.program, self.packed = self.chains[True]
+            self.at = None
+            return
+        # a plain chain: its launches worked out once, scratch kept with the plan
+        report, forms = 0, (True,)  # (the forms with slots or without: see _pick)
+        if image_plain.chooses_slots(case.shape):
+            self.slots_from = image_plain.slots_threshold(case.shape, prob.connectivity)
+            if self.slots_from > NO_COUNT:  # never slots: nothing to count
+                forms = (False,)
+            elif self.slots_from > 0 and n > _tuning.PLAN_GRAPH_CELLS:  # (small: one graph, below)
+                forms = (True, False)
+                self.report, report = _report_word()
+                self.report[0] = NO_COUNT
+                self._fitted = ctypes.c_uint32.from_address(report)  # (read per call)
+        self.chains = {}  # slot_tiles -> (program, packed launches or None)
+        for slot_tiles in forms:
+            prog = chains.program(case, prob, buffers=buffers, slot_tiles=slot_tiles,
+                                  report=report, counts=self.table)
+            self.chains[slot_tiles] = (prog, _packed(prog))
+        self.slot_tiles = forms[0]
+        self.program, self.packed = self.chains[self.slot_tiles]
         if n <= _tuning.PLAN_GRAPH_CELLS:
             self._try_capture()
 
@@ -253,20 +224,12 @@ class Plan:
             for launch in self.packed:
                 count = launch(vptr, pptr, stream, mptr, bptr)
             return count
-        if self.program is not None:
-            if not isinstance(P, self.cupy.ndarray):
-                P = self.cupy.ndarray((self.n,), dtype=self.work, memptr=P)
-            count = None
-            for _, launch in self.program:
-                count = launch(values, P, mask, bonds)
-            return count
-        self.tile(self.tiles, self.cells, (values, P) + self.params, shared_mem=self.smem)
-        self.union(self.tiles, self.cells, (values, P) + self.params)
-        self.flatten(self.grid, (BLOCK,), (P, self.nn, self.bits, self.counts))
-        self.scan(self.bits, self.counts, self.incl, self.sums)
-        self.gather(self.grid, (BLOCK,), (P, self.nn, self.bits, self.incl, self.work.type(0),
-                                          NULL, self.work.type((self.n + 31) // 32)))
-        return self.incl[-1]
+        if not isinstance(P, self.cupy.ndarray):
+            P = self.cupy.ndarray((self.n,), dtype=self.work, memptr=P)
+        count = None
+        for _, launch in self.program:
+            count = launch(values, P, mask, bonds)
+        return count
 
     def _capture(self):
         """Record the launches once as a CUDA graph on the plan's own
@@ -386,6 +349,15 @@ class Plan:
         return P
 
 
+def _packed(program):
+    """The program's launches packed for the driver (:func:`.launch.pack_chain`),
+    or None where they are not all packable."""
+    try:
+        return pack_chain(program)
+    except (TypeError, AttributeError):  # not packable: CuPy's kernel calls
+        return None
+
+
 def _feature_array(a, x):
     """A mask or bonds array a lattice plan can take as it is: a
     C-contiguous bool CuPy array on ``x``'s device (else the general path
@@ -397,37 +369,31 @@ def _feature_array(a, x):
 def fast_label(x, background, connectivity, dtype, return_num, periodic=False, mask=None,
                tolerance=None, bonds=None, numbering="raster", axes=None, return_counts=False):
     """Label CuPy array ``x`` through a cached plan; None when a plan does
-    not apply (the caller takes the general path).  ``numbering``: 'raster'
-    or 'first-cell' (anything else: None, and the general path says what
-    is wrong).  ``axes``: a stack of images (see :func:`_stack_problem`).
-    ``return_counts``: True or False; with True the result ends with the
-    counts, as ``label`` returns them."""
+    not apply (the caller takes the general path, which also says what is
+    wrong with an argument).  ``return_counts``: True or False; with True
+    the result ends with the counts, as ``label`` returns them."""
     if numbering == "raster":
         first = False
     elif numbering == "first-cell":
         first = True
     else:
         return None
-    if return_counts and first:  # (the general path says why not)
+    if return_counts and first:
         return None
-    if not x.flags.c_contiguous or x.dtype.kind not in "biu" or x.ndim == 0 or x.size == 0:
+    if (not x.flags.c_contiguous or x.dtype.kind not in "biuf" or x.dtype.char == "e"
+            or x.ndim == 0 or x.size == 0):
         return None
-    lattice = not (periodic is False and mask is None and tolerance is None and bonds is None
-                   and axes is None)
-    if lattice:
-        if (axes is None and x.ndim > 3) or (
-                mask is not None and not _feature_array(mask, x)) or (
+    features = not (periodic is False and mask is None and tolerance is None and bonds is None
+                    and axes is None)
+    if features:
+        if (mask is not None and not _feature_array(mask, x)) or (
                 bonds is not None and not _feature_array(bonds, x)):
             return None
         if isinstance(periodic, list):
             periodic = tuple(periodic)
         if isinstance(axes, list):
             axes = tuple(axes)
-    global _cupy
-    cupy = _cupy
-    if cupy is None:  # (an import statement per call costs about a microsecond)
-        import cupy
-        _cupy = cupy
+    cupy = sys.modules["cupy"]  # (x is a CuPy array; an import statement costs ~1 us)
     device = x.data.device_id
     if device != cupy.cuda.runtime.getDevice():  # run on the input's GPU
         with cupy.cuda.Device(device):
@@ -436,7 +402,7 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
     key = (x.shape, x.dtype.char, background, type(background), connectivity,
            type(connectivity), dtype, device, cupy.cuda.get_current_stream().ptr, first,
            return_counts)
-    if lattice:
+    if features:
         key += (periodic, tolerance, type(tolerance), None if mask is None else mask.shape,
                 None if bonds is None else bonds.shape, axes)
     plans = getattr(_local, "plans", None)
@@ -447,49 +413,18 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
     except TypeError:  # an unhashable argument: the general path says what is wrong
         return None
     if plan is None:
-        if lattice:
-            prob = _validate.prepare(x, background, connectivity, dtype, periodic=periodic,
-                                     mask=mask, tolerance=tolerance, bonds=bonds, axes=axes,
-                                     raster=not first)
-            prob, image_rows = _stack_problem(prob)
-            if image_rows is not None and not (prob.periodic or prob.mask is not None
-                                               or prob.tolerance is not None):
-                # a plain stack: the plain plan of its tall image
-                if not image_plain.applies(prob.shape):  # (over 2**21 rows)
-                    return None
-                plan = Plan(prob, bool_input=x.dtype == np.bool_, first=first,
-                            image_rows=image_rows, counts=return_counts)
-            elif not image_plain.applies_lattice(  # (over 2**21 rows: the general chain)
-                    prob.shape, periodic=prob.periodic, mask=prob.mask, bonds=prob.bonds,
-                    tolerance=prob.tolerance, no_left=prob.no_left, label_axes=prob.label_axes):
-                return None
-            else:
-                plan = Plan(prob, bool_input=x.dtype == np.bool_, lattice=True, first=first,
-                            image_rows=image_rows, counts=return_counts)
-        else:
-            prob = _validate.prepare(x, background, connectivity, dtype, raster=not first)
-            if prob.swapped or prob.size != x.size or (
-                    return_counts and not image_plain.applies(prob.shape)):
-                return None
-            plan = Plan(prob, bool_input=x.dtype == np.bool_, first=first,
-                        counts=return_counts)
+        prob = _validate.prepare(x, background, connectivity, dtype, periodic=periodic,
+                                 mask=mask, tolerance=tolerance, bonds=bonds, axes=axes,
+                                 numbering=numbering, return_counts=return_counts)
+        case = chains.select(prob)
+        if prob.swapped or (case.chain.name == "general" and (features or prob.counts)):
+            return None  # (the general chain plans plain calls only)
+        plan = Plan(prob, case, bool_input=x.dtype == np.bool_)
         plans[key] = plan
         if len(plans) > MAX_PLANS:
             plans.popitem(last=False)
     else:
         plans.move_to_end(key)
-    if lattice:
+    if features:
         return plan(x, return_num, mask, bonds)
     return plan(x, return_num)
-
-
-def _stack_problem(prob):
-    """``(prob, image_rows)``: a stack of images (image_plain.stack_view) as
-    the problem of its tall 2-D image and the rows of each image; any other
-    problem as it is, and None."""
-    stack = image_plain.stack_view(prob.shape, prob.label_axes, prob.periodic)
-    if stack is None:
-        return prob, None
-    shape, image_rows, periodic = stack
-    return dataclasses.replace(prob, shape=shape, periodic=periodic, label_axes=None,
-                               no_left=False), image_rows

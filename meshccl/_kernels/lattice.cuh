@@ -20,14 +20,24 @@
 
 namespace meshccl {
 
+// The key a value is compared by without a tolerance: integers as they are,
+// floats truncated towards zero, as skimage's cast to integers does.  NaN,
+// +-inf and values outside [-2^63, 2^63) have no integer; the x86-64 cast
+// (cvttsd2si) gives the int64 minimum for all of them, and so do these keys
+// (a CUDA conversion would saturate instead): one key, read on the device,
+// so float input needs no check on the host.
 template <typename T> struct Key { typedef T type; static __device__ __forceinline__ T of(T v) { return v; } };
 template <> struct Key<float> {
     typedef long long type;
-    static __device__ __forceinline__ long long of(float v) { return (long long)v; }
+    static __device__ __forceinline__ long long of(float v) {
+        return (v >= -0x1p63f && v < 0x1p63f) ? (long long)v : (-0x7fffffffffffffffLL - 1);
+    }
 };
 template <> struct Key<double> {
     typedef long long type;
-    static __device__ __forceinline__ long long of(double v) { return (long long)v; }
+    static __device__ __forceinline__ long long of(double v) {
+        return (v >= -0x1p63 && v < 0x1p63) ? (long long)v : (-0x7fffffffffffffffLL - 1);
+    }
 };
 
 // One row of the offset table as the kernels use it, staged in shared memory.

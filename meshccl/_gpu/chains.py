@@ -1,0 +1,276 @@
+"""The GPU image path's one table: which chain of kernels labels which problem.
+
+Every labelling call on CuPy input is a :class:`meshccl._validate.Problem`
+(the values, the shape the kernels see, the background key, the lattice
+features, the numbering and whether counts are asked for), made once by
+validation.  :func:`select` maps it to a :class:`Case`: one row of
+:data:`TABLE` and the geometry that chain sees (a stack of images becomes
+one tall 2-D image).  Every driver builds its launches from that case and
+nowhere else:
+
+- a launch plan (:mod:`.plan`, repeated calls on same-shaped arrays) takes
+  :func:`program` once and packs or records it;
+- a call without a plan (``return_info``, float16, non-contiguous input,
+  other features) runs :func:`label`, which launches the same
+  :func:`program` (timing each step when asked) or, for Hawick et al.'s
+  iterative methods, their loop;
+- counts (``return_counts``) are the same chains with the counting form of
+  their label pass (:mod:`.counted` explains how each counts).
+
+The rows, in the order :func:`select` tries them:
+
+========================  ==================================================
+chain                     serves
+========================  ==================================================
+iterative                 ``method='A'``, 'B', 'C', 'D'
+runs2d                    1-D and 2-D arrays, equal values
+runs3d                    3-D arrays of one-byte cells, equal values
+cells3d                   3-D arrays of wider cells, equal values
+runs2d-lattice            1-D and 2-D arrays with a mask, bonds or tolerance
+cells3d-lattice           3-D arrays with a mask, bonds or tolerance
+general                   everything else: more than 3 axes longer than 1,
+                          ``axes`` that are not a stack of images, grids of
+                          tiles too large for one launch of the above
+========================  ==================================================
+
+Periodic axes add the chain's wrap kernel before the numbering (the
+fixed-geometry chains; the general and iterative kernels wrap by
+themselves).
+
+Counts (``label(..., return_counts=True)``) are taken by the kernel that
+writes the final labels, not by a pass over the labels after them: the
+``_counted`` form of meshccl_label_runs (one add per run of a tile row, by
+the lane that resolves the run's label) or of meshccl_label_cells (per
+vector of cells: its first cell's label with all its cells of that label,
+the rest cell by cell, piece roots included) on the fixed-geometry chains,
+and meshccl_relabel_counted (per cell) on the general and iterative ones.
+In each, the lanes of a warp that hold one label add once, their sum
+(``numbering.cuh``, add_counts); the label passes of number_pieces.cu
+gather a warp's sums of hot labels and of the background in a table per
+block in shared memory first, and add it to global memory once a block.
+The fixed-geometry chains count into a table of n + 1 rows
+(:func:`.image_plain.count_table`, N <= n): N is not known on the host when
+the chain is launched, and with such a table the chain runs from its first
+kernel to its last without the host.  One kernel more,
+meshccl_clear_counts, zeroes rows 0..N right after the roots kernel has
+written N on the device.  The host then reads N (the call's one wait) and
+copies rows 0..N out.  The general chain and the iterative methods number
+their roots with a scan whose total the host reads first, then make a
+table of N + 1 rows and launch meshccl_relabel_counted; row 0 is set to
+the cells the labels left.  ``python -m meshccl._gpu.chains`` prints the table with each
+chain's kernels as Markdown (``docs/architecture.md`` holds that output,
+and a test checks that it still does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import numpy as np
+
+from . import image_plain
+from .timing import run
+
+
+class Chain(NamedTuple):
+    """One row of :data:`TABLE`."""
+
+    name: str
+    #: the problems it serves, in words
+    serves: str
+    #: its steps in launch order, as "file: kernel" (docs and tests)
+    steps: tuple
+    #: where ``return_counts`` counts the cells
+    counts: str
+
+
+_NUMBER_RUNS = ("number_pieces.cu: meshccl_piece_roots",
+                "number_pieces.cu: meshccl_label_pieces",
+                "number_pieces.cu: meshccl_label_runs")
+_NUMBER_CELLS = ("number_pieces.cu: meshccl_piece_roots",
+                 "number_pieces.cu: meshccl_label_cells",
+                 "number_pieces.cu: meshccl_label_pieces")
+_NUMBER_ROOTS = ("number_roots.cu: meshccl_flatten", "number_roots.cu: scan of the root bits",
+                 "number_roots.cu: meshccl_relabel")
+_CLEAR = ("memset of the bit arrays (rows not 32-cell aligned)",)
+
+#: Every chain of the GPU image path.
+TABLE = (
+    Chain("iterative", "method='A', 'B', 'C' or 'D' (Hawick et al.)",
+          ("iterative.cu: meshccl_iter_init", "iterative.cu: the method's pass, "
+           "until a pass changes nothing") + _NUMBER_ROOTS,
+          "meshccl_relabel_counted"),
+    Chain("runs2d", "1-D and 2-D arrays (and stacks of them), equal values",
+          _CLEAR + ("runs2d.cu: meshccl_runs2d_tile", "runs2d.cu: meshccl_runs2d_border",
+                    "runs2d.cu: meshccl_runs2d_wrap (periodic axes)") + _NUMBER_RUNS,
+          "meshccl_label_runs_counted"),
+    Chain("runs3d", "3-D arrays of one-byte cells, equal values",
+          _CLEAR + ("runs3d.cu: meshccl_runs3d_tile", "runs3d.cu: meshccl_runs3d_seams",
+                    "runs3d.cu: meshccl_runs3d_zface", "wrap3d.cu: meshccl_wrap3d "
+                    "(periodic axes)") + _NUMBER_RUNS,
+          "meshccl_label_runs_counted"),
+    Chain("cells3d", "3-D arrays of wider cells, equal values",
+          _CLEAR + ("cells3d.cu: meshccl_cells3d_tile", "cells3d.cu: meshccl_cells3d_border",
+                    "wrap3d.cu: meshccl_wrap3d (periodic axes)") + _NUMBER_CELLS,
+          "meshccl_label_cells_counted"),
+    Chain("runs2d-lattice", "1-D and 2-D arrays (and stacks of them) with a mask, bonds "
+          "or a tolerance",
+          _CLEAR + ("runs2d.cu: meshccl_runs2d_lattice_tile",
+                    "runs2d.cu: meshccl_runs2d_lattice_border",
+                    "runs2d.cu: meshccl_runs2d_wrap (periodic axes)") + _NUMBER_RUNS,
+          "meshccl_label_runs_counted"),
+    Chain("cells3d-lattice", "3-D arrays with a mask, bonds or a tolerance",
+          _CLEAR + ("cells3d.cu: meshccl_cells3d_lattice_tile",
+                    "cells3d.cu: meshccl_cells3d_lattice_border",
+                    "wrap3d.cu: meshccl_wrap3d (periodic axes)") + _NUMBER_CELLS,
+          "meshccl_label_cells_counted"),
+    Chain("general", "everything else: more than 3 axes longer than 1, other `axes`, "
+          "grids too large for the chains above",
+          ("general.cu: meshccl_general_tile", "general.cu: meshccl_general_union")
+          + _NUMBER_ROOTS,
+          "meshccl_relabel_counted"),
+)
+
+CHAINS = {c.name: c for c in TABLE}
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A problem's chain and the geometry the chain sees."""
+
+    chain: Chain
+    #: the shape the chain labels (a stack of images: its tall 2-D image)
+    shape: tuple
+    #: a stack of images: the rows of each image (else None)
+    image_rows: int | None
+    #: bit k: axis k of ``shape`` wraps
+    periodic: int
+    #: bit k: axis k of ``shape`` is labelled along (None: all)
+    label_axes: int | None
+    #: the last axis of ``shape`` is not labelled along
+    no_left: bool
+
+
+def select(prob) -> Case:
+    """The chain for ``prob`` (a :class:`meshccl._validate.Problem`): the one
+    place the GPU image path decides."""
+    if prob.method in ("A", "B", "C", "D"):
+        return Case(CHAINS["iterative"], prob.shape, None, prob.periodic, prob.label_axes,
+                    prob.no_left)
+    shape, periodic, label_axes, no_left = prob.shape, prob.periodic, prob.label_axes, \
+        prob.no_left
+    image_rows = None
+    stack = image_plain.stack_view(shape, label_axes, periodic)
+    if stack is not None:
+        shape, image_rows, periodic = stack
+        label_axes, no_left = None, False
+    whole = label_axes is None or label_axes == (1 << len(shape)) - 1
+    if whole and not no_left and image_plain.fits(shape):
+        features = prob.mask is not None or prob.bonds is not None or prob.tolerance is not None
+        if len(shape) <= 2:
+            name = "runs2d-lattice" if features else "runs2d"
+        elif features:
+            name = "cells3d-lattice"
+        else:
+            name = "runs3d" if image_plain.uses_runs(shape, prob.values.dtype) else "cells3d"
+        return Case(CHAINS[name], shape, image_rows, periodic, None, False)
+    return Case(CHAINS["general"], prob.shape, None, prob.periodic, prob.label_axes,
+                prob.no_left)
+
+
+def program(case, prob, *, buffers=None, slot_tiles=True, report=None, counts=None):
+    """The launches of ``case``'s chain for ``prob``'s shape and dtype, as
+    ``[(name, launch), ...]``: ``launch(values, P, mask, bonds)`` runs one
+    step on flat CuPy ``values`` and labels ``P`` (and the call's mask and
+    bonds, flat bytes, where the chain has them); the last returns N as a
+    0-d CuPy array (no host synchronisation).  The fixed-geometry chains'
+    launches are :class:`.launch.Launch` objects, which a launch plan packs.
+
+    ``buffers``, ``slot_tiles``, ``report``: see
+    :func:`.image_plain.program`.  ``counts``: a count table
+    (:func:`.image_plain.count_table`) for the counting form of the label
+    pass; the general and iterative chains count in :func:`label`.
+    """
+    chain = case.chain.name
+    view, work, n = prob.values.dtype, prob.work_dtype, prob.size
+    first = prob.first
+    if chain in ("runs2d", "runs3d", "cells3d") and not case.periodic:
+        return image_plain.program(view, work, n, case.shape, prob.connectivity, prob.has_bg,
+                                   prob.bgkey, buffers=buffers, slot_tiles=slot_tiles,
+                                   report=report, counts=counts, first=first,
+                                   image_rows=case.image_rows)
+    if chain in ("runs2d", "runs3d", "cells3d", "runs2d-lattice", "cells3d-lattice"):
+        return image_plain.lattice_program(
+            view, work, n, case.shape, prob.connectivity, prob.has_bg, prob.bgkey,
+            periodic=case.periodic, mask=prob.mask is not None, bonds=prob.bonds is not None,
+            bond_rows=prob.bond_rows, tolerance=prob.tolerance, buffers=buffers, first=first,
+            counts=counts, image_rows=case.image_rows)
+    if chain == "general":
+        if counts is not None:
+            raise ValueError("the general chain counts in chains.label")
+        from .image_general import general_program
+
+        return general_program(prob, buffers=buffers)
+    raise ValueError(f"the {chain} chain has no fixed program (chains.label runs it)")
+
+
+class Result(NamedTuple):
+    """What :func:`label` gives back."""
+
+    #: N: a 0-d CuPy array (no wait for the device), or an int where the
+    #: call had to read it (counts)
+    count: object
+    #: cells per label, int64 CuPy array of N + 1 rows (row 0: background),
+    #: or None when not asked for
+    counts: object
+    #: passes (the iterative methods; 1 for the one-pass chains)
+    iterations: int
+
+
+def label(prob, P, timer=None) -> Result:
+    """Label ``prob`` (values on the current GPU) into the flat int32/int64
+    CuPy array ``P``: the chain :func:`select` names, launched step by step
+    (``timer``: a :class:`.timing.PhaseTimer` timing each step, or None)."""
+    case = select(prob)
+    values = prob.values
+    if case.chain.name == "iterative":
+        from .iterative import label_iterative
+
+        count, passes = label_iterative(prob, P, timer=timer)
+        if prob.counts:
+            return Result(count[0], count[1], passes)
+        return Result(count, None, passes)
+    table = None
+    if prob.counts and case.chain.name != "general":
+        table = image_plain.count_table(prob.size)
+    steps = program(case, prob, counts=table)
+    if prob.counts and case.chain.name == "general":
+        from .number_roots import relabel_counted
+
+        for name, launch in steps[:2]:  # (general.cu's two kernels)
+            run(timer, name, lambda launch=launch: launch(values, P, prob.mask, prob.bonds))
+        num, counts = relabel_counted(P, prob.size, timer)
+        return Result(num, counts, 1)
+    count = None
+    for name, launch in steps:
+        count = run(timer, name, lambda launch=launch: launch(values, P, prob.mask, prob.bonds))
+    if table is not None:
+        num = int(count)
+        return Result(num, table[:num + 1].copy(), 1)
+    return Result(count, None, 1)
+
+
+def markdown() -> str:
+    """:data:`TABLE` as the Markdown table of ``docs/architecture.md``."""
+    rows = ["| chain | serves | steps, in launch order | counts in |",
+            "|---|---|---|---|"]
+    for c in TABLE:
+        steps = "<br>".join(f"`{s.split(': ', 1)[0]}` {s.split(': ', 1)[1]}" if ": " in s
+                            else s for s in c.steps)
+        rows.append(f"| `{c.name}` | {c.serves} | {steps} | `{c.counts}` |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(markdown())
