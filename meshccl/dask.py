@@ -42,7 +42,7 @@ try:
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph
 except ImportError as exc:  # pragma: no cover - the message is the point
-    raise ImportError("meshccl.dask needs Dask: pip install 'meshccl[dask]' "
+    raise ImportError("meshccl.dask needs Dask: pip install \".[dask]\" from a clone "
                       "(dask[array] and distributed)") from exc
 
 from . import _tuning
