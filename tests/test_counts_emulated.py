@@ -303,6 +303,10 @@ def test_counted_chains_emulated(emulated, case, dtype):
         assert "meshccl_label_cells" not in Truth.launches
     else:
         assert set(counted) == {"meshccl_relabel_counted"}, Truth.launches
+    # every kernel launched is one the chain's row of the table names
+    chain = chains.select(prob).chain
+    named = set(re.findall(r"meshccl_\w+", " ".join(chain.steps + (chain.counts,))))
+    assert set(Truth.launches) - named <= {"meshccl_clear_counts"}, (chain.name, Truth.launches)
 
 
 def test_uncounted_program_unchanged(emulated):

@@ -85,49 +85,70 @@ class Chain(NamedTuple):
     counts: str
 
 
-_NUMBER_RUNS = ("number_pieces.cu: meshccl_piece_roots",
-                "number_pieces.cu: meshccl_label_pieces",
-                "number_pieces.cu: meshccl_label_runs")
-_NUMBER_CELLS = ("number_pieces.cu: meshccl_piece_roots",
-                 "number_pieces.cu: meshccl_label_cells",
+_NUMBER_RUNS = ("number_pieces.cu: meshccl_piece_roots (hooked roots walked to their root; "
+                "roots counted and prefix-summed)",
+                "number_pieces.cu: meshccl_label_pieces (every piece root's label)",
+                "number_pieces.cu: meshccl_label_runs (each run resolved once, every cell "
+                "written once)")
+_NUMBER_CELLS = ("number_pieces.cu: meshccl_piece_roots (as above)",
+                 "number_pieces.cu: meshccl_label_cells (the cell label pass)",
                  "number_pieces.cu: meshccl_label_pieces")
-_NUMBER_ROOTS = ("number_roots.cu: meshccl_flatten", "number_roots.cu: scan of the root bits",
-                 "number_roots.cu: meshccl_relabel")
-_CLEAR = ("memset of the bit arrays (rows not 32-cell aligned)",)
+_NUMBER_ROOTS = ("number_roots.cu: meshccl_flatten (each cell's root; a bit mask of roots "
+                 "per warp)",
+                 "number_roots.cu: meshccl_word_sums, meshccl_scan_block, meshccl_rank_words "
+                 "(prefix sums of the root counts)",
+                 "number_roots.cu: meshccl_relabel (labels written in place)")
+_CLEAR = ("clear: a memset of the bit arrays, where rows are not 32-cell aligned",)
+_WRAP2D = ("runs2d.cu: meshccl_runs2d_wrap (periodic axes: pairs across a periodic edge)",)
+_WRAP3D = ("wrap3d.cu: meshccl_wrap3d (periodic axes: pairs across a periodic face)",)
 
 #: Every chain of the GPU image path.
 TABLE = (
-    Chain("iterative", "method='A', 'B', 'C' or 'D' (Hawick et al.)",
-          ("iterative.cu: meshccl_iter_init", "iterative.cu: the method's pass, "
+    Chain("iterative", "`method='A'`, `'B'`, `'C'` or `'D'` (Hawick et al.)",
+          ("iterative.cu: meshccl_iter_init",
+           "iterative.cu: meshccl_iter_a (A), meshccl_iter_b (B), meshccl_iter_c (C) or "
+           "meshccl_iter_d_scan, meshccl_iter_d_analyse, meshccl_iter_d_label (D), repeated "
            "until a pass changes nothing") + _NUMBER_ROOTS,
           "meshccl_relabel_counted"),
-    Chain("runs2d", "1-D and 2-D arrays (and stacks of them), equal values",
-          _CLEAR + ("runs2d.cu: meshccl_runs2d_tile", "runs2d.cu: meshccl_runs2d_border",
-                    "runs2d.cu: meshccl_runs2d_wrap (periodic axes)") + _NUMBER_RUNS,
+    Chain("runs2d", "1-D and 2-D arrays of any dtype, and stacks of them (`axes` naming the "
+          "last one or two axes: one tall image), equal values",
+          _CLEAR + ("runs2d.cu: meshccl_runs2d_tile (32x32 tiles a warp each, runs as nodes, "
+                    "strips of 8 tiles sharing one forest; slots for the piece roots of "
+                    "tiles with few runs)",
+                    "runs2d.cu: meshccl_runs2d_border (pairs across tile tops and strip "
+                    "edges)") + _WRAP2D + _NUMBER_RUNS,
           "meshccl_label_runs_counted"),
-    Chain("runs3d", "3-D arrays of one-byte cells, equal values",
-          _CLEAR + ("runs3d.cu: meshccl_runs3d_tile", "runs3d.cu: meshccl_runs3d_seams",
-                    "runs3d.cu: meshccl_runs3d_zface", "wrap3d.cu: meshccl_wrap3d "
-                    "(periodic axes)") + _NUMBER_RUNS,
+    Chain("runs3d", "3-D arrays of one-byte cells (bool, uint8, int8), equal values",
+          _CLEAR + ("runs3d.cu: meshccl_runs3d_tile (bricks of 32x32 cells and 8 or 16 "
+                    "planes, a warp per plane, one shared forest)",
+                    "runs3d.cu: meshccl_runs3d_seams (pairs across the x and y faces of "
+                    "brick columns)",
+                    "runs3d.cu: meshccl_runs3d_zface (a brick's first plane against the "
+                    "plane below)") + _WRAP3D + _NUMBER_RUNS,
           "meshccl_label_runs_counted"),
     Chain("cells3d", "3-D arrays of wider cells, equal values",
-          _CLEAR + ("cells3d.cu: meshccl_cells3d_tile", "cells3d.cu: meshccl_cells3d_border",
-                    "wrap3d.cu: meshccl_wrap3d (periodic axes)") + _NUMBER_CELLS,
+          _CLEAR + ("cells3d.cu: meshccl_cells3d_tile (cells as nodes, 32x8x4 tiles in "
+                    "shared memory, run ballots and skipping rules)",
+                    "cells3d.cu: meshccl_cells3d_border (pairs across tile faces)")
+          + _WRAP3D + _NUMBER_CELLS,
           "meshccl_label_cells_counted"),
-    Chain("runs2d-lattice", "1-D and 2-D arrays (and stacks of them) with a mask, bonds "
-          "or a tolerance",
-          _CLEAR + ("runs2d.cu: meshccl_runs2d_lattice_tile",
-                    "runs2d.cu: meshccl_runs2d_lattice_border",
-                    "runs2d.cu: meshccl_runs2d_wrap (periodic axes)") + _NUMBER_RUNS,
+    Chain("runs2d-lattice", "1-D and 2-D arrays, and stacks of them, with a mask, bonds or "
+          "a tolerance",
+          _CLEAR + ("runs2d.cu: meshccl_runs2d_lattice_tile (the 2-D tile with the joining "
+                    "rule, mask and open bonds in each row's masks)",
+                    "runs2d.cu: meshccl_runs2d_lattice_border (every joined pair across tile "
+                    "tops and strip edges)") + _WRAP2D + _NUMBER_RUNS,
           "meshccl_label_runs_counted"),
-    Chain("cells3d-lattice", "3-D arrays with a mask, bonds or a tolerance",
-          _CLEAR + ("cells3d.cu: meshccl_cells3d_lattice_tile",
-                    "cells3d.cu: meshccl_cells3d_lattice_border",
-                    "wrap3d.cu: meshccl_wrap3d (periodic axes)") + _NUMBER_CELLS,
+    Chain("cells3d-lattice", "3-D arrays of any cell type with a mask, bonds or a tolerance",
+          _CLEAR + ("cells3d.cu: meshccl_cells3d_lattice_tile (the cell tile with the "
+                    "joining rule, mask and open bonds; one tile a block)",
+                    "cells3d.cu: meshccl_cells3d_lattice_border (every joined pair across "
+                    "tile faces)") + _WRAP3D + _NUMBER_CELLS,
           "meshccl_label_cells_counted"),
-    Chain("general", "everything else: more than 3 axes longer than 1, other `axes`, "
-          "grids too large for the chains above",
-          ("general.cu: meshccl_general_tile", "general.cu: meshccl_general_union")
+    Chain("general", "everything else: more than 3 axes longer than 1, `axes` that are not a "
+          "stack of images, grids of tiles too large for one launch of the chains above",
+          ("general.cu: meshccl_general_tile (unions inside power-of-two tiles in shared "
+           "memory)", "general.cu: meshccl_general_union (pairs across tile borders)")
           + _NUMBER_ROOTS,
           "meshccl_relabel_counted"),
 )
@@ -261,16 +282,27 @@ def label(prob, P, timer=None) -> Result:
     return Result(count, None, 1)
 
 
+BEGIN = "<!-- chains: generated by python -m meshccl._gpu; do not edit -->"
+END = "<!-- chains: end -->"
+
+
 def markdown() -> str:
-    """:data:`TABLE` as the Markdown table of ``docs/architecture.md``."""
+    """:data:`TABLE` as the Markdown table of ``docs/architecture.md``, in
+    the order :func:`select` tries the rows."""
     rows = ["| chain | serves | steps, in launch order | counts in |",
             "|---|---|---|---|"]
     for c in TABLE:
-        steps = "<br>".join(f"`{s.split(': ', 1)[0]}` {s.split(': ', 1)[1]}" if ": " in s
-                            else s for s in c.steps)
+        steps = " → ".join(f"`{s.split(': ', 1)[0]}`: {s.split(': ', 1)[1]}" for s in c.steps)
         rows.append(f"| `{c.name}` | {c.serves} | {steps} | `{c.counts}` |")
     return "\n".join(rows)
 
 
-if __name__ == "__main__":
-    print(markdown())
+def write(path):
+    """Replace the table between :data:`BEGIN` and :data:`END` in ``path``."""
+    from pathlib import Path
+
+    text = Path(path).read_text()
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    Path(path).write_text(f"{head}{BEGIN}\n{markdown()}\n{END}{tail}")
+
