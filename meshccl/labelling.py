@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import time
 
 import numpy as np
 
 from . import _interop, _validate
-from ._gpu.plan import fast_label
 from ._validate import CPU_ONLY, ITERATIVE, METHODS  # noqa: F401  (the CLI lists METHODS)
 
 
@@ -40,6 +40,16 @@ def gpu_available() -> bool:
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:
         return False
+
+
+@functools.cache
+def _planner():
+    """:func:`meshccl._gpu.plan.fast_label`, imported on the first CuPy call
+    (importing meshccl loads no GPU module; a cached call costs less than
+    an import statement)."""
+    from ._gpu.plan import fast_label
+
+    return fast_label
 
 
 def _other_gpu(label_image):
@@ -312,7 +322,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         # are their defaults, and every microsecond here comes before the
         # first kernel starts.  None: no plan serves the call.
         with _gpu_memory_errors(label_image.shape, None):
-            out = fast_label(label_image, background, connectivity, dtype, return_num,
+            out = _planner()(label_image, background, connectivity, dtype, return_num,
                              periodic, mask, tolerance, bonds, numbering, axes, return_counts)
         if out is not None:
             return out

@@ -19,16 +19,16 @@ import os
 import sys
 import threading
 
-_state = {"forked_after_start": False}
-_lock = threading.Lock()
+#: the process's state: forked after numba's threading layer started, and
+#: the lock of the one region that may be open (replaced in a forked child)
+_state = {"forked_after_start": False, "lock": threading.Lock()}
 
 
 def _after_fork_in_child():
-    global _lock
     started = sys.modules.get("numba.np.ufunc.parallel")
     if started is not None and getattr(started, "_is_initialized", True):
         _state["forked_after_start"] = True
-    _lock = threading.Lock()  # (a parent's thread may have held it)
+    _state["lock"] = threading.Lock()  # (a parent's thread may have held it)
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -47,7 +47,8 @@ def numba_region(threads):
     (tried without waiting) and in a child forked after the layer started."""
     import numba
 
-    if _state["forked_after_start"] or not _lock.acquire(blocking=False):
+    lock = _state["lock"]
+    if _state["forked_after_start"] or not lock.acquire(blocking=False):
         yield False
         return
     old = numba.get_num_threads()
@@ -56,4 +57,4 @@ def numba_region(threads):
         yield True
     finally:
         numba.set_num_threads(old)
-        _lock.release()
+        lock.release()
