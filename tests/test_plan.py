@@ -255,9 +255,9 @@ def test_lattice_plan_matches_general_path(dtype, shape):
 
 
 def test_lattice_plan_steps_aside():
-    """3-D lattices, float input and feature arrays the plan cannot take as
-    they are (NumPy, not bool, not contiguous) go the general way, with the
-    same labels and the same errors."""
+    """Feature arrays the plan cannot take as they are (NumPy, not bool, not
+    contiguous) go the general way, with the same labels and the same
+    errors."""
     import cupy
     rng = np.random.default_rng(5)
     a = cupy.asarray((rng.random((40, 50)) < 0.5).astype(np.uint8))
@@ -307,3 +307,39 @@ def test_stack_plan_matches_general_path(dtype, shape, axes):
     assert bool(plans) == (axes != (0, 1))
     with pytest.raises(ValueError, match="bonds cannot be combined with axes"):
         meshccl.label(x, axes=axes, bonds=cupy.ones((2,) + shape, bool))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_float_input_plans(dtype):
+    """Float input takes a plan (float16, which needs a copy to float32, the
+    general way), with no check on the host: NaN, inf and values beyond
+    int64 are one key on the device, as skimage's cast reads them; with a
+    tolerance they join nothing.  Same labels as the general path and the
+    CPU, call after call."""
+    import warnings
+
+    import cupy
+    from meshccl._gpu.plan import _local
+
+    rng = np.random.default_rng(11)
+    getattr(_local, "plans", {}).clear()  # (12 plans below: none dropped)
+    for shape in ((70, 90), (9, 20, 30), (500,)):
+        a = (rng.integers(0, 3, shape) + rng.random(shape) * 0.9).astype(dtype)
+        flat = a.reshape(-1)
+        flat[rng.integers(0, a.size, 12)] = np.nan
+        flat[rng.integers(0, a.size, 5)] = np.inf
+        if dtype != np.float16:
+            flat[rng.integers(0, a.size, 5)] = -1e30
+        x = cupy.asarray(a)
+        for kw in ({}, {"connectivity": 1}, {"tolerance": 0.5}, {"background": 1}):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                want = meshccl.label(a, **kw)
+            before = len(getattr(_local, "plans", {}))
+            for _ in range(3):
+                got = meshccl.label(x, **kw)
+                np.testing.assert_array_equal(got.get(), want)
+            np.testing.assert_array_equal(general(x, **kw).get(), want)
+            planned = len(getattr(_local, "plans", {})) > before
+            assert planned == (dtype != np.float16)
+

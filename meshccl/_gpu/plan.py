@@ -165,6 +165,10 @@ class Plan:
         # bool input: its bytes as 0 / 1 first (a bool array may hold other
         # non-zero bytes, which are True), into a buffer kept with the plan
         self.bool01 = cupy.empty(prob.out_shape, dtype=cupy.bool_) if bool_input else None
+        # lattice features (periodic axes, a mask, bonds, a tolerance): one
+        # chain, no graphs
+        self.lattice = bool(case.periodic or prob.mask is not None or prob.bonds is not None
+                            or prob.tolerance is not None)
         name = case.chain.name
         if name == "general":
             if prob.counts:
@@ -174,10 +178,7 @@ class Plan:
                 self._try_capture()
             return
         buffers = image_plain.scratch(n, self.work, case.shape, self.view)
-        lattice = (case.periodic or prob.mask is not None or prob.bonds is not None
-                   or prob.tolerance is not None)
-        if lattice:
-            # lattice features: one chain, no graphs
+        if self.lattice:
             prog = chains.program(case, prob, buffers=buffers, counts=self.table)
             self.chains = {True: (prog, _packed(prog))}
             self.program, self.packed = self.chains[True]
