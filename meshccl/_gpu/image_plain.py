@@ -138,7 +138,7 @@ def uses_runs(shape, value_dtype) -> bool:
     return d == 2 or np.dtype(value_dtype).itemsize == 1
 
 
-def scratch(n: int, index_dtype, shape=None, value_dtype=None):
+def scratch(n: int, index_dtype, shape=None, value_dtype=None, slots=True):
     """The chain's temporary arrays: the bit arrays A and H and, after them,
     the ticket counter of meshccl_piece_roots and the tally of
     :func:`program`'s ``report`` (one buffer; both start at 0 and each call
@@ -146,7 +146,9 @@ def scratch(n: int, index_dtype, shape=None, value_dtype=None):
     sums (with their scan): 3n/8 bytes for int32 labels, plus a few per
     32768 cells.  With a ``shape`` (and ``value_dtype`` for 3-D) that the
     run kernels take, also their bit arrays F and S (one buffer, about n/4
-    bytes), and in 2-D the tiles' slots and each tile row's first slot."""
+    bytes), and in 2-D with ``slots`` the tiles' slots and each tile row's
+    first slot (about 0.8 bytes a cell: only a plain chain's form with slots
+    reads them, :func:`program`'s ``slot_tiles``)."""
     import cupy
 
     words = (n + 31) // 32
@@ -159,7 +161,7 @@ def scratch(n: int, index_dtype, shape=None, value_dtype=None):
         d, _, ny, nx = _dims(tuple(int(s) for s in shape))
         if d == 2 or (value_dtype is not None and np.dtype(value_dtype).itemsize == 1):
             out += (cupy.empty(2 * _runs_words(shape), dtype=cupy.uint32),)
-        if d == 2 and _tuning.RUNS_2D_SLOTS:  # the tiles' slots and each tile row's first slot
+        if d == 2 and slots and _tuning.RUNS_2D_SLOTS:  # the tiles' slots, each tile row's first
             ntx, nty = -(-nx // 32), -(-ny // 32)
             out += (cupy.empty(ntx * nty * _tuning.RUNS_2D_SLOTS, dtype=index_dtype),
                     cupy.empty(ntx * ny, dtype=cupy.uint16))
@@ -347,9 +349,9 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     label_k, = kernels("number_pieces.cu",
                        f"meshccl_label_runs{form}<{i}, {rows}, {per_lane}, {sl}>")
     need = -(-nx // 32) * -(-ny // 32) * slots  # (buffers made under another slot count)
-    if (buffers is None or len(buffers) < (7 if slots else 5)
-            or (slots and buffers[5].size < need)):
-        buffers = scratch(n, index_dtype, shape, value_dtype)
+    if (buffers is None or len(buffers) < (7 if sl == "true" else 5)
+            or (sl == "true" and buffers[5].size < need)):
+        buffers = scratch(n, index_dtype, shape, value_dtype, slots=sl == "true")
     bits, fs = buffers[0], buffers[4]
     words = (n + 31) // 32
     A, H = bits[:words], bits[words:2 * words]
@@ -359,9 +361,10 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     ntx, nty = -(-nx // 32), -(-ny // 32)
     aligned = nx % 32 == 0
     key = (np.int32(bool(has_bg)), bgkey)
-    # (the slots' arrays and their size, or null pointers and 0)
-    slotted = (buffers[5], buffers[6], np.int32(slots)) if slots else \
-        (np.uintp(0), np.uintp(0), np.int32(0))
+    # (the slots' arrays and their size; without slots the tile kernel only
+    # counts the tiles whose run starts would fit: their size, null pointers)
+    slotted = (buffers[5], buffers[6], np.int32(slots)) if sl == "true" else \
+        (np.uintp(0), np.uintp(0), np.int32(slots))
     # the later kernels' view: none when the tile kernel has no slots
     read = slotted if slot_tiles else (np.uintp(0), np.uintp(0), np.int32(0))
     # the tile kernel's tally of tiles that fit their slots, and where the
@@ -518,7 +521,7 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     wrap_x = bool(periodic >> (ndim - 1) & 1)
     plain = not (mask or bonds or tolerance is not None)
     if buffers is None:
-        buffers = scratch(n, index_dtype, shape, value_dtype)
+        buffers = scratch(n, index_dtype, shape, value_dtype, slots=False)
     bits, fs = buffers[0], buffers[4]
     words = (n + 31) // 32
     A, H = bits[:words], bits[words:2 * words]
@@ -578,7 +581,7 @@ def _lattice_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
     runs = plain and uses_runs(shape, value_dtype)
     features = _box_features(n, c, mask, bonds, bond_rows, tolerance)
     if buffers is None:
-        buffers = scratch(n, index_dtype, shape, value_dtype)
+        buffers = scratch(n, index_dtype, shape, value_dtype, slots=False)
     if plain:
         prog = program(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers=buffers,
                        slot_tiles=False, counts=counts, first=first)

@@ -177,7 +177,8 @@ class Plan:
             if n <= _tuning.PLAN_GRAPH_CELLS:
                 self._try_capture()
             return
-        buffers = image_plain.scratch(n, self.work, case.shape, self.view)
+        buffers = image_plain.scratch(n, self.work, case.shape, self.view,
+                                      slots=not self.lattice)
         if self.lattice:
             prog = chains.program(case, prob, buffers=buffers, counts=self.table)
             self.chains = {True: (prog, _packed(prog))}
@@ -421,6 +422,7 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
         if prob.swapped or (case.chain.name == "general" and (features or prob.counts)):
             return None  # (the general chain plans plain calls only)
         plan = Plan(prob, case, bool_input=x.dtype == np.bool_)
+        del prob  # (its values may be a copy, which the calls do not need)
         plans[key] = plan
         if len(plans) > MAX_PLANS:
             plans.popitem(last=False)
