@@ -19,6 +19,13 @@ What it measures
   red channel of an RGB image).  Each is warmed up, then timed with a pair of
   CUDA events around every call; the median over at least ``--repeat`` calls
   (default 20) and at least ``--min-time`` seconds (default 1) is reported.
+* **Peak device memory** of every GPU tool on every case (``--no-memory``:
+  not measured): one more call after the timed ones, under a CuPy memory
+  hook (:class:`CallMemory`) that counts the bytes the call takes from
+  CuPy's pool and gives back, from the call's start -- the pool's cached
+  blocks and the input are not counted, the label output is.  Recorded with
+  the output's bytes and the ratio of the two; a tool whose output is not
+  memory of CuPy's pool (another allocator) is reported without a number.
 * **CPU tools** on a NumPy copy: meshccl.label (CPU backend) serially and
   with every numba thread (``cpu_threads=0``; the thread count,
   ``numba.config.NUMBA_NUM_THREADS``, is recorded), and as peers
@@ -39,7 +46,7 @@ What it measures
 * **Small-image latency**: blobs at 64^2 .. 1024^2, wall time per call of a
   Python loop of N calls followed by one device synchronise, divided by N.
 
-Two more case sets (issue 45), chosen with ``--sets`` (default: standard only):
+More case sets (issues 45 and 56), chosen with ``--sets`` (default: standard only):
 
 * **shapes** (:func:`shape_cases`): tall and wide 2-D arrays (2^21 x 32 blobs
   and its transpose, 1 000 000 x 64 site percolation at the threshold and its
@@ -60,8 +67,13 @@ Two more case sets (issue 45), chosen with ``--sets`` (default: standard only):
   plain call on that field) and axes=(1, 2) batches, each against the plain
   call on the same array; labels identical to meshccl CPU's.  Writes
   bench-lattice.json/.md/.png.
+* **memory** (:func:`memory_cases`, issue 56): site percolation at the
+  threshold, 1024^3 at connectivity 1 and 3 and 16384^2 at connectivity 2
+  (uint8): every GPU tool's peak device memory and time, meshccl CPU
+  (serial) as the reference, no CPU peer.  Writes bench-memory.json/.md/.png
+  (the peak ÷ label output per tool and case).
 
-For these two sets ``--min-time`` defaults to 0.5 s and ``--cpu-repeat`` to 1
+For these sets ``--min-time`` defaults to 0.5 s and ``--cpu-repeat`` to 1
 (the CPU calls are the reference, not the subject).
 
 Outputs (in ``--out DIR``): ``bench.json`` (machine, versions, command line,
@@ -77,6 +89,7 @@ Usage::
     python benchmarks/bench.py --out /tmp/b --cases spiral,potts4-4096^2-c1
     python benchmarks/bench.py --out out/bench --sets shapes,lattice   # the issue-45 sets
     python benchmarks/bench.py --out /tmp/b --sets shapes,lattice --shrink 256 --no-gpu  # tiny
+    python benchmarks/bench.py --out out/bench --sets memory   # issue 56's peak memory cases
 """
 
 from __future__ import annotations
@@ -202,7 +215,7 @@ PERCOLATION_4D_C1 = 0.1969
 #: largest cluster has 602 cells at p = 0.022, 39435 here, 284648 at 0.03.
 PERCOLATION_4D_C4 = round(1 - math.exp(-2.086 / 80), 4)
 #: The case sets of ``--sets``, in the order they run.
-SETS = ("standard", "shapes", "lattice")
+SETS = ("standard", "shapes", "lattice", "memory")
 
 
 def _div(side, k, lo=8):
@@ -247,6 +260,18 @@ def shape_cases(shrink=1):
             label = f"levels{kw['q']}u16" if pattern == "levels" else pattern
             cases.append(Case(f"{label}-{_shape_name(shape)}-c{conn}", pattern, shape, conn, p=p, **kw))
     return cases
+
+
+def memory_cases(shrink=1):
+    """The 'memory' set (issue 56, point 9): the three cases whose peak
+    device memory the issue quotes -- site percolation at the threshold,
+    1024^3 at connectivity 1 and 3 and 16384^2 at connectivity 2, uint8 as
+    the standard cases.  Sides / ``shrink``."""
+    d = functools.partial(_div, k=shrink)
+    specs = [((d(1024),) * 3, 1), ((d(1024),) * 3, 3), ((d(16384),) * 2, 2)]
+    return [Case(f"percolation-{_shape_name(shape)}-c{conn}", "percolation", shape, conn,
+                 p=patterns.PERCOLATION_THRESHOLD[(len(shape), conn)])
+            for shape, conn in specs]
 
 
 def generator_text(case):
@@ -430,6 +455,133 @@ def measure_copy_bandwidth(nbytes=COPY_BYTES, runs=20):
 
 
 # --------------------------------------------------------------------------
+# Device memory
+# --------------------------------------------------------------------------
+
+#: Issue 56: a call's peak device memory at most this many times its label
+#: output (the labels array can be the union-find forest itself).
+MEMORY_TARGET = 1.25
+
+
+class CallMemory:
+    """Device memory a ``with`` block takes from CuPy's memory pool (on this
+    thread): ``peak`` is the high-water mark of the bytes it holds, counted
+    from the block's start.
+
+    A CuPy memory hook sees every block the pool hands out and takes back,
+    whether the pool had it cached or asks the driver for it, in the sizes
+    the pool deals in (rounded up to 512 bytes).  So the pool's cached free
+    blocks are not counted, nor is anything allocated before the block (the
+    input): only what the call itself holds.  Unlike
+    :class:`meshccl._gpu.timing.PeakMemory` (``return_info``'s count), a
+    block allocated before the ``with`` and freed inside it is not
+    subtracted, and the blocks still held at the end are kept
+    (``live``: pointer -> bytes), so that :meth:`holds` can tell whether an
+    output came from the pool within the block."""
+
+    name = "meshccl-bench-call"
+
+    def __enter__(self):
+        from cupy.cuda import memory_hook
+
+        outer = self
+
+        class _Hook(memory_hook.MemoryHook):
+            name = CallMemory.name
+
+            def malloc_postprocess(self, **kw):
+                if kw["mem_ptr"]:  # (0: the allocation failed)
+                    outer.live[kw["mem_ptr"]] = kw["mem_size"]
+                    outer.current += kw["mem_size"]
+                    outer.peak = max(outer.peak, outer.current)
+
+            def free_postprocess(self, **kw):
+                size = outer.live.pop(kw["mem_ptr"], None)
+                if size is not None:  # (a block from before the start: not ours)
+                    outer.current -= size
+
+        self.current = self.peak = 0
+        self.live = {}
+        self._hook = _Hook()
+        self._hook.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._hook.__exit__(*exc)
+        return False
+
+    def holds(self, ptr):
+        """True when device address ``ptr`` lies in a block taken from the
+        pool inside the ``with`` and not given back."""
+        return any(p <= ptr < p + size for p, size in self.live.items())
+
+
+def _labels_of(out):
+    """The label array of a tool's return value: ``labels`` or ``(labels, count)``."""
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _device_pointer(a):
+    """The device address of an array's data (CuPy, PyTorch, Numba: anything
+    with ``__cuda_array_interface__``), None when it has none."""
+    iface = getattr(a, "__cuda_array_interface__", None)
+    return None if iface is None else int(iface["data"][0])
+
+
+def measure_memory(fn):
+    """Peak device memory of one call ``fn()`` (returning labels or (labels,
+    count)) beyond what exists before it: {'peak_bytes', 'labels_bytes'
+    (the output's nbytes), 'peak_ratio' (peak / labels)}.  When the output
+    is not memory the call took from CuPy's pool, the tool allocates
+    elsewhere and the pool's count would be wrong: peak_bytes and
+    peak_ratio are then None and 'peak_note' says why."""
+    import gc
+
+    import cupy
+
+    gc.collect()  # garbage from before is freed now, not inside the window
+    cupy.cuda.Device().synchronize()
+    with CallMemory() as mem:
+        out = fn()
+        cupy.cuda.Device().synchronize()
+    labels = _labels_of(out)
+    record = {"peak_bytes": None, "labels_bytes": int(labels.nbytes), "peak_ratio": None}
+    ptr = _device_pointer(labels)
+    if ptr is None:
+        record["peak_note"] = f"the output ({type(labels).__name__}) has no device address"
+    elif not mem.holds(ptr):
+        record["peak_note"] = ("its output is not memory of CuPy's pool (another allocator), "
+                               "so the pool's count would miss it")
+    else:
+        record["peak_bytes"] = int(mem.peak)
+        if labels.nbytes:
+            record["peak_ratio"] = mem.peak / labels.nbytes
+    return record
+
+
+def _unmeasured(why):
+    return {"peak_bytes": None, "labels_bytes": None, "peak_ratio": None, "peak_note": why}
+
+
+def call_memory(fn):
+    """:func:`measure_memory`, with a failure of the extra call recorded
+    as the reason there is no number (the timing stands)."""
+    try:
+        return measure_memory(fn)
+    except Exception as e:
+        return _unmeasured(f"the measured call failed: {type(e).__name__}: {e}")
+
+
+def tool_memory(tool, x, case):
+    """The peak device memory of ``tool``'s timed call on ``x``: one more
+    call, after its timing (the timed calls run without the hook), or why
+    it cannot be measured."""
+    if tool.memory:
+        return _unmeasured(tool.memory)
+    return call_memory(lambda: tool.timed_call(x, case))
+
+
+# --------------------------------------------------------------------------
 # Correctness
 # --------------------------------------------------------------------------
 
@@ -484,6 +636,7 @@ class Tool:
     api: str = ""
     version: str = ""
     skip: object = None             # skip(case) -> None or why it is skipped (not run, by choice)
+    memory: str | None = None       # why its device memory cannot be measured (None: it can)
 
     def why_not(self, case):
         return self.supports(case) if self.supports else None
@@ -693,7 +846,8 @@ def _colorcc_tools(skipped, probe2):
         return []
     return [Tool("colorcc", "gpu", label=label, supports=supports, prepare=to_rgb,
                  api="colorcc.label(rgb, conn=4|8, ignore=(0,0,0) for binary) on the case packed into red",
-                 version=_version("colorcc", colorcc))]
+                 version=_version("colorcc", colorcc),
+                 memory="allocates with PyTorch's caching allocator, which CuPy's pool does not see")]
 
 
 def cpu_tools(with_peers=True):
@@ -813,8 +967,10 @@ def run_case(case, x_dev, x_host, gtools, ctools, skipped, args):
             x = tool.prepared(x_dev, case)
             seconds, runs = time_gpu(lambda: tool.timed_call(x, case), args.repeat,
                                      1.0 if args.min_time is None else args.min_time)
+            memory = tool_memory(tool, x, case) if args.memory else {}
             labels, count = tool.label(x, case)
             r = _ok(seconds, runs, int(count), case)
+            r.update(memory)
             r["dense"] = _dense(labels, count)
             if tool.name == "meshccl GPU":
                 gpu_ref, gpu_ref_count = labels, int(count)
@@ -909,7 +1065,13 @@ def _dense(labels, count):
 
 def _fmt_result(r):
     if r["status"] == "ok":
-        return f"{fmt_ms(r['seconds']):>9s} ms  n={r['count']}  ({r['runs']} runs)  {r.get('check', '')}"
+        peak = ""
+        if r.get("peak_bytes") is not None:
+            peak = f"  peak {_memory_cell(r)}"
+        elif r.get("peak_note"):
+            peak = f"  peak not measured ({r['peak_note']})"
+        return (f"{fmt_ms(r['seconds']):>9s} ms  n={r['count']}  ({r['runs']} runs)  "
+                f"{r.get('check', '')}{peak}")
     return f"{r['status']}: {r.get('reason') or r.get('error')}"
 
 
@@ -1195,8 +1357,11 @@ def run_lattice_case(case, inp_dev, inp_host, peers, args):
             x, kw = lattice_call(case, inp_dev)
             seconds, runs = time_gpu(lambda: meshccl.label(x, bg, connectivity=conn, **kw),
                                      args.repeat, args.min_time)
+            memory = (call_memory(lambda: meshccl.label(x, bg, connectivity=conn, **kw))
+                      if args.memory else {})
             labels, count = meshccl.label(x, bg, True, conn, **kw)
             r = _ok(seconds, runs, int(count), case)
+            r.update(memory)
             gpu_host, gpu_count = cupy.asnumpy(labels), int(count)
             r["check"] = "unchecked"
             labels = x = kw = None
@@ -1423,17 +1588,11 @@ def _tail_lines(results):
     return lines
 
 
-def markdown(results):
-    lines = _machine_lines(results, "# meshccl benchmark")
-    bw = results.get("copy_bandwidth_bytes_per_s")
-    if bw:
-        lines.append(f"Device copy bandwidth (1 GiB D2D memcpy, read + write): {bw / 1e12:.2f} TB/s. "
-                     "Floor = (1 + 4 bytes per cell) / that bandwidth.")
-        lines.append("")
-    cols = columns(results)
-    lines.append("Median time per call in ms (GPU: CUDA events; CPU: wall clock). "
-                 "✗ = labels MISMATCH; n/a = the tool does not do this case.")
-    lines.append("")
+def _time_table_lines(results, cols):
+    """The table of median times per case and tool, with the floor and
+    meshccl's ratio to the fastest GPU peer."""
+    lines = ["Median time per call in ms (GPU: CUDA events; CPU: wall clock). "
+             "✗ = labels MISMATCH; n/a = the tool does not do this case.", ""]
     with_speedup = any(speedup(c["tools"])[0] for c in results["cases"])
     head = ["case", "floor"] + cols + (["meshccl vs fastest GPU peer"] if with_speedup else [])
     lines.append("| " + " | ".join(head) + " |")
@@ -1445,6 +1604,119 @@ def markdown(results):
         sp = f"{factor:.2f}× ({peer})" if factor else ""
         row = [case["name"], floor] + [_cell(res.get(t)) for t in cols] + ([sp] if with_speedup else [])
         lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def fmt_bytes(n):
+    """Bytes in decimal units with 3 significant digits: 4.29 GB, 268 MB, 512 B."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{fmt3(n / size)} {unit}"
+    return f"{int(n)} B"
+
+
+def _memory_cell(r):
+    """A tool's peak device memory and its ratio to its label output
+    ('7.50 GB (1.75×)'), '—' where it cannot be measured, the tool's status
+    where it did not run, '' where memory was not measured (--no-memory)."""
+    if r is None:
+        return ""
+    if r["status"] != "ok":
+        return _cell(r)
+    if r.get("peak_bytes") is not None:
+        ratio = r.get("peak_ratio")
+        return fmt_bytes(r["peak_bytes"]) + (f" ({ratio:.2f}×)" if ratio is not None else "")
+    return "—" if r.get("peak_note") else ""
+
+
+MEMORY_HEADING = "## Peak device memory per call"
+MEMORY_TEXT = (
+    "Peak device memory of one call beyond its input, in a call of its own after the timed "
+    "calls (which run without it): the high-water mark of the bytes the call holds from "
+    "CuPy's memory pool, counted from the call's start. A CuPy memory hook adds every block "
+    "the pool hands out during the call (in the pool's sizes, multiples of 512 bytes) and "
+    "subtracts it when given back, so blocks the pool keeps cached are not counted, nor is "
+    "the input, made before the call; the label output, still held at the end, is. In "
+    "brackets: that peak ÷ the bytes of the tool's own label output (`labels.nbytes`); the "
+    "labels column is meshccl GPU's output. GB = 10⁹ bytes. Target (issue 56): meshccl GPU at "
+    f"most {MEMORY_TARGET:g}× its labels. Memory a tool takes outside CuPy's pool (another "
+    "allocator, cudaMalloc in a compiled extension) is not seen: where the output itself is "
+    "not pool memory, the cell is — (below: why); a tool that took its output from the pool "
+    "but scratch elsewhere would show too little.")
+
+
+def _memory_lines(results, cols, always=False):
+    """The 'Peak device memory per call' section: per case, each GPU
+    tool's peak and ratio, and meshccl's verdict against MEMORY_TARGET.
+    Nothing when no GPU tool was measured, unless ``always`` (then a line
+    saying so)."""
+    gpu_cols = [t for t in cols if t in GPU_TOOLS]
+    measured = any("peak_bytes" in c["tools"].get(t, {})
+                   for c in results["cases"] for t in gpu_cols)
+    if not measured:
+        if not always:
+            return []
+        why = ("no GPU in this run" if not results["machine"].get("gpu")
+               else "no GPU tool measured (--no-memory, or none ran)")
+        return ["", MEMORY_HEADING, "", f"Not measured: {why}."]
+    lines = ["", MEMORY_HEADING, "", MEMORY_TEXT, ""]
+    head = ["case", "labels"] + gpu_cols + [f"meshccl ≤ {MEMORY_TARGET:g}×"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|---|" + "|".join(["---:"] * (len(head) - 2)) + "|---|")
+    notes = {}
+    for case in results["cases"]:
+        res = case["tools"]
+        mine = res.get("meshccl GPU", {})
+        labels, ratio = mine.get("labels_bytes"), mine.get("peak_ratio")
+        verdict = ("✓" if ratio <= MEMORY_TARGET else "✗") if ratio is not None else ""
+        row = ([case["name"], fmt_bytes(labels) if labels else ""]
+               + [_memory_cell(res.get(t)) for t in gpu_cols] + [verdict])
+        lines.append("| " + " | ".join(row) + " |")
+        for t in gpu_cols:
+            r = res.get(t, {})
+            if r.get("status") == "ok" and r.get("peak_bytes") is None and r.get("peak_note"):
+                notes.setdefault(t, []).append(r["peak_note"])
+    if notes:
+        lines += ["", "— = not measured:", ""]
+        lines += [f"- {t}: {'; '.join(dict.fromkeys(n))}" for t, n in notes.items()]
+    return lines
+
+
+def markdown_memory(results):
+    """bench-memory.md: the peak device memory of issue 56's three large
+    cases, then their times and the correctness table."""
+    lines = _machine_lines(results, "# meshccl benchmark: peak device memory per call")
+    cases = "; ".join(f"{c['name']} ({' × '.join(map(str, c['shape']))}: {c['generator']})"
+                      for c in results["cases"])
+    lines.append(f"Cases: {cases}.")
+    cols = columns(results)
+    lines += _memory_lines(results, cols, always=True)
+    lines += ["", "## Time per call", ""]
+    bw = results.get("copy_bandwidth_bytes_per_s")
+    if bw:
+        lines += [f"Device copy bandwidth (1 GiB D2D memcpy, read + write): {bw / 1e12:.2f} TB/s. "
+                  "Floor = (1 + 4 bytes per cell) / that bandwidth.", ""]
+    st = results["settings"]
+    lines += [f"GPU tools: at least {st['repeat']} calls and {st['min_time']:g} s per tool and "
+              f"case after a warm-up; meshccl CPU (the reference): {st['cpu_repeat']} call(s).", ""]
+    lines += _time_table_lines(results, cols)
+    lines += _correctness_lines(
+        results, cols,
+        "meshccl GPU against meshccl CPU (must be identical), every GPU peer against meshccl "
+        "GPU ('same partition' is enough). Counts must agree.")
+    lines += _tail_lines(results)
+    return "\n".join(lines) + "\n"
+
+
+def markdown(results):
+    lines = _machine_lines(results, "# meshccl benchmark")
+    bw = results.get("copy_bandwidth_bytes_per_s")
+    if bw:
+        lines.append(f"Device copy bandwidth (1 GiB D2D memcpy, read + write): {bw / 1e12:.2f} TB/s. "
+                     "Floor = (1 + 4 bytes per cell) / that bandwidth.")
+        lines.append("")
+    cols = columns(results)
+    lines += _time_table_lines(results, cols)
 
     raw = []
     for case in results["cases"]:
@@ -1455,6 +1727,7 @@ def markdown(results):
         lines += ["", "Partition-only output, meshccl first-cell against bkeccl raw (bkeccl's "
                   "time ÷ meshccl's; both unnumbered partitions): " + ", ".join(raw) + "."]
 
+    lines += _memory_lines(results, cols)
     lines += _correctness_lines(
         results, cols,
         "Against meshccl (meshccl GPU and meshccl CPU threads against meshccl CPU, "
@@ -1595,6 +1868,7 @@ def markdown_shapes(results):
                      f"{c['connectivity']} ({c['neighbours']}) | {c['generator']} | "
                      f"{c['foreground_fraction']:.3f} | {count} |")
 
+    lines += _memory_lines(results, cols)
     lines += _correctness_lines(
         results, cols,
         "meshccl GPU against meshccl CPU (must be identical), meshccl CPU against skimage where "
@@ -1673,6 +1947,7 @@ def markdown_lattice(results):
     tol = {c["group"]: c["tolerance"] for c in results["cases"] if c.get("tolerance") is not None}
     if tol:
         lines[-1] += ". Tolerances: " + "; ".join(f"{g}: t = {t:g}" for g, t in tol.items())
+    lines += _memory_lines(results, ["meshccl GPU"])
     lines += _tail_lines(results)
     return "\n".join(lines) + "\n"
 
@@ -1758,6 +2033,41 @@ def plot_lattice(results, path):
     plt.close(fig)
 
 
+def plot_memory(results, path):
+    """Each GPU tool's peak device memory ÷ its label output, per case,
+    with 1 (the output alone) and issue 56's target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases = results["cases"]
+    tools = [t for t in GPU_TOOLS
+             if any(c["tools"].get(t, {}).get("peak_ratio") is not None for c in cases)]
+    fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(cases) + 3), 5))
+    width = 0.8 / max(len(tools), 1)
+    colours = plt.get_cmap("tab10").colors
+    for i, t in enumerate(tools):
+        xs, ys = [], []
+        for j, c in enumerate(cases):
+            ratio = c["tools"].get(t, {}).get("peak_ratio")
+            if ratio is not None:
+                xs.append(j + (i - (len(tools) - 1) / 2) * width)
+                ys.append(ratio)
+        ax.bar(xs, ys, width, label=t, color=colours[i % 10])
+    ax.axhline(1.0, color="k", linewidth=0.8)
+    ax.axhline(MEMORY_TARGET, color="r", linestyle="--", label=f"target {MEMORY_TARGET:g}× (meshccl)")
+    ax.set_xticks(np.arange(len(cases)))
+    ax.set_xticklabels([c["name"] for c in cases], rotation=30, ha="right")
+    ax.set_ylabel("peak device memory ÷ label output")
+    g = results["machine"]["gpu"]
+    ax.set_title(f"Peak device memory per call — {g['name'] if g else 'no GPU'}")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
 # --------------------------------------------------------------------------
 # Main
 # --------------------------------------------------------------------------
@@ -1768,7 +2078,8 @@ def parse_args(argv=None):
     ap.add_argument("--out", help="directory for bench.json, bench.md, bench.png (required)")
     ap.add_argument("--sets", default="standard",
                     help="comma-separated case sets to run: standard (bench.*), shapes "
-                         "(bench-shapes.*), lattice (bench-lattice.*); default standard")
+                         "(bench-shapes.*), lattice (bench-lattice.*), memory (bench-memory.*: "
+                         "the peak device memory of issue 56's three large cases); default standard")
     ap.add_argument("--quick", action="store_true", help="every side / 4 (1024^2, 128^3, ...): a smoke run")
     ap.add_argument("--shrink", type=int, default=None,
                     help="every side / K (--quick is 4; the thin axes of the shapes set keep "
@@ -1781,10 +2092,10 @@ def parse_args(argv=None):
     ap.add_argument("--cpu-repeat", type=int, default=None,
                     help="timed calls per CPU tool and case (default 7 for the standard set, at "
                          f"least 3 once they add up to {CPU_BUDGET_S:g} s, one above {CPU_SLOW_S:g} s "
-                         "a call; default 1 for the shapes and lattice sets)")
+                         "a call; default 1 for the other sets)")
     ap.add_argument("--min-time", type=float, default=None,
                     help="minimum total timed seconds per GPU tool and case (default 1 for the "
-                         "standard set, 0.5 for the shapes and lattice sets)")
+                         "standard set, 0.5 for the others)")
     ap.add_argument("--cpu-peers", action=argparse.BooleanOptionalAction, default=True,
                     help="time skimage, scipy, OpenCV and cc3d on the host (default on)")
     ap.add_argument("--cpu-peer-cells", type=int, default=20_000_000,
@@ -1792,6 +2103,9 @@ def parse_args(argv=None):
                          "this many cells (default 20000000)")
     ap.add_argument("--latency", action=argparse.BooleanOptionalAction, default=True,
                     help="measure small-image latency (default on; with the standard set)")
+    ap.add_argument("--memory", action=argparse.BooleanOptionalAction, default=True,
+                    help="measure each GPU tool's peak device memory in one more call per case, "
+                         "after its timing (default on)")
     ap.add_argument("--no-gpu", action="store_true",
                     help="skip every GPU tool (CPU-only smoke run; also automatic without a GPU)")
     args = ap.parse_args(argv)
@@ -1988,6 +2302,31 @@ def run_lattice(cases, args, env):
     return results
 
 
+def run_memory(cases, args, env):
+    """The memory set: every GPU tool's time and peak device memory on
+    issue 56's three large cases, meshccl CPU (serial) as the reference
+    the GPU's labels must equal; no CPU peer; bench-memory.*."""
+    results = _base_results(env)
+    ctools = [t for t in env.ctools if t.name == "meshccl CPU"]
+    skipped = {k: v for k, v in env.skipped.items() if k in GPU_TOOLS + ("meshccl CPU",)}
+    results["skipped_tools"] = skipped
+    results["settings"] = {k: getattr(args, k) for k in
+                           ("repeat", "min_time", "cpu_repeat", "shrink", "quick", "memory")}
+    results["tools"] = {t.name: {"device": t.device, "api": t.api, "version": t.version}
+                        for t in env.gtools + ctools}
+
+    def extra(case):
+        return {"generator": generator_text(case), "dtype": case.dtype}
+
+    _run_cases(cases, args, env, results, env.gtools, ctools, skipped, extra)
+    for case in results["cases"]:
+        cpu = case["tools"].get("meshccl CPU", {})
+        if cpu.get("check") == "unchecked (skimage not run)":  # (no skimage in this set)
+            cpu["check"] = "reference"
+    _write(results, args.out, "bench-memory", markdown_memory(results), plot_memory)
+    return results
+
+
 def main(argv=None):
     args = parse_args(argv)
     k = args.shrink or (4 if args.quick else 1)
@@ -1998,9 +2337,11 @@ def main(argv=None):
         chosen["shapes"] = select_cases(shape_cases(k), args.cases, required=False)
     if "lattice" in args.sets:
         chosen["lattice"] = select_lattice_cases(lattice_cases(k), args.cases)
+    if "memory" in args.sets:
+        chosen["memory"] = select_cases(memory_cases(k), args.cases, required=False)
     if not any(chosen.values()):
         makers = {"standard": lambda: standard_cases(shrink=k), "shapes": lambda: shape_cases(k),
-                  "lattice": lambda: lattice_cases(k)}
+                  "lattice": lambda: lattice_cases(k), "memory": lambda: memory_cases(k)}
         every = [c.name for name in args.sets for c in makers[name]()]
         raise SystemExit(f"--cases {args.cases!r} matches no case of --sets "
                          f"{','.join(args.sets)}; the cases: {', '.join(every)}")
@@ -2042,7 +2383,8 @@ def main(argv=None):
         log(f"  not run: {name}: {why}")
     env = Env(use_gpu, gpu_reason, xp, machine, bw, probe, gtools, ctools, skipped)
 
-    runners = {"standard": run_standard, "shapes": run_shapes, "lattice": run_lattice}
+    runners = {"standard": run_standard, "shapes": run_shapes, "lattice": run_lattice,
+               "memory": run_memory}
     failures = []
     for name, cases in chosen.items():
         if not cases:

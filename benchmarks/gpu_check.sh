@@ -2,9 +2,12 @@
 # The one device script: install meshccl without network, run the GPU test
 # suite and the benchmark, and leave logs under $OUT.
 #
-#   bash benchmarks/gpu_check.sh [tests] [soak] [bench] [shapes] [lattice] [compare] [measure] [quick] [smoke]
-#                                [phases] [gap] [hawick] [graph]          (default: tests soak bench)
+#   bash benchmarks/gpu_check.sh [tests] [soak] [bench] [shapes] [lattice] [memory] [compare] [measure] [quick]
+#                                [smoke] [phases] [gap] [hawick] [graph]  (default: tests soak bench)
 #   shapes, lattice: bench.py --sets shapes / --sets lattice (issue 45), into $OUT/bench-<set>.*
+#   memory: bench.py --sets memory (issue 56: peak device memory of 1024^3 percolation c1, c3 and
+#   16384^2 c2, every GPU tool) into $OUT/bench-memory.*, the memory table printed at the end
+#   (MEM_ARGS: more bench.py arguments, e.g. --cases percolation-16384^2-c2)
 #   sim, scc, incremental, dask, listrank: sim_bench.py, scc_bench.py, incremental_bench.py,
 #   dask_bench.py, list_rank_bench.py into $OUT/<step>/ (arguments: SIM_ARGS, SCC_ARGS,
 #   INCR_ARGS, DASK_ARGS, LR_ARGS)
@@ -57,6 +60,12 @@ for step in $steps; do
       tail -4 "$OUT/bench-$step.log"
       # the timing table (the whole report: bench-$step.md)
       awk '/^\| case /{p=1} p&&/^$/{exit} p' "$OUT/bench-$step.md" 2>/dev/null ;;
+    memory)
+      python3 benchmarks/bench.py --sets memory --out "$OUT" ${MEM_ARGS:-} > "$OUT/bench-memory.stdout" \
+        2> "$OUT/bench-memory.log" || status=1
+      tail -4 "$OUT/bench-memory.log"
+      # the memory section (the whole report: bench-memory.md)
+      awk '/^## Peak device memory per call/{p=1; print; next} p&&/^## /{exit} p' "$OUT/bench-memory.md" 2>/dev/null ;;
     compare)
       python3 benchmarks/compare_trees.py --tree "before=${BEFORE:-baseline}" --tree after=. \
         --rounds "${ROUNDS:-3}" --out "$OUT/compare" 2>&1 | tee "$OUT/compare.log" | tail -24

@@ -385,7 +385,256 @@ def test_bench_new_set_tables_of_a_gpu_run(tmp_path):
     periodic = lattice["cases"][1]["name"]  # 0.5 ms against the plain call's 0.2
     row = next(line for line in md.splitlines() if line.startswith(f"| {periodic} |"))
     assert periodic.endswith("-periodic") and "2.50×" in row and "✗" in row
+    # the peak device memory sections (issue 56)
+    assert bench.MEMORY_HEADING not in md  # no peak recorded: no section
+    shapes["cases"][0]["tools"]["meshccl GPU"].update(
+        peak_bytes=2 * 4 * 64 ** 4, labels_bytes=4 * 64 ** 4, peak_ratio=2.0)
+    shapes["cases"][0]["tools"]["cupyx"].update(
+        peak_bytes=None, labels_bytes=4 * 64 ** 4, peak_ratio=None, peak_note="elsewhere")
+    section = bench.markdown_shapes(shapes).split(bench.MEMORY_HEADING)[1]
+    assert "| blobs-64^4-c4 | 67.1 MB | 134 MB (2.00×) | — |  |  | ✗ |" in section
+    assert "- cupyx: elsewhere" in section
+    for c in lattice["cases"]:
+        c["tools"]["meshccl GPU"].update(peak_bytes=4 * c["cells"], labels_bytes=4 * c["cells"],
+                                         peak_ratio=1.0)
+    section = bench.markdown_lattice(lattice).split(bench.MEMORY_HEADING)[1]
+    assert f"| {periodic} | 262 kB | 262 kB (1.00×) | ✓ |" in section  # 256² int32
     pytest.importorskip("matplotlib")
     bench.plot(shapes, str(tmp_path / "s.png"))
     bench.plot_lattice(lattice, str(tmp_path / "l.png"))
     assert (tmp_path / "s.png").stat().st_size > 10_000 and (tmp_path / "l.png").stat().st_size > 10_000
+    bench.plot_memory(shapes, str(tmp_path / "m.png"))
+    assert (tmp_path / "m.png").stat().st_size > 10_000
+
+
+# ------------------------------------------------------------ device memory
+
+class _FakeCupy:
+    """A stand-in ``cupy`` for bench.py's GPU code without a GPU: arrays are
+    NumPy arrays; those made by ``empty`` / ``asarray`` come from a "pool"
+    that tells the registered memory hooks, as CuPy's pool does, of each
+    block it hands out (its size rounded up to 512 bytes) and takes back
+    (when the array is collected).  CUDA events read the wall clock."""
+
+    def __init__(self):
+        import types
+        import weakref
+
+        import numpy as np
+
+        hooks = self.hooks = {}
+
+        class MemoryHook:
+            name = "hook"
+
+            def __enter__(self):
+                if self.name in hooks:
+                    raise RuntimeError(f"hook {self.name} already registered")
+                hooks[self.name] = self
+                return self
+
+            def __exit__(self, *exc):
+                del hooks[self.name]
+
+            def malloc_postprocess(self, **kw):
+                pass
+
+            def free_postprocess(self, **kw):
+                pass
+
+        class DeviceArray(np.ndarray):
+            @property
+            def __cuda_array_interface__(self):
+                return {"data": (self.__array_interface__["data"][0], False),
+                        "shape": self.shape, "typestr": self.dtype.str, "version": 3}
+
+        def empty(shape, dtype=np.float64):
+            a = np.empty(shape, dtype).view(DeviceArray)
+            ptr, size = a.__array_interface__["data"][0], -(-a.nbytes // 512) * 512
+            for h in list(hooks.values()):
+                h.malloc_postprocess(device_id=0, size=a.nbytes, mem_size=size, mem_ptr=ptr,
+                                     pmem_id=id(a))
+            weakref.finalize(a, lambda: [h.free_postprocess(device_id=0, mem_size=size,
+                                                            mem_ptr=ptr, pmem_id=0)
+                                         for h in list(hooks.values())])
+            return a
+
+        def asarray(x):
+            out = empty(np.shape(x), np.asarray(x).dtype)
+            out[...] = x
+            return out
+
+        class Event:
+            def record(self):
+                import time
+                self.t = time.perf_counter()
+
+            def synchronize(self):
+                pass
+
+        self.DeviceArray = DeviceArray
+        self.module = types.ModuleType("cupy")
+        cuda = types.ModuleType("cupy.cuda")
+        cuda.memory_hook = types.SimpleNamespace(MemoryHook=MemoryHook)
+        cuda.Device = lambda *a: types.SimpleNamespace(synchronize=lambda: None, id=0)
+        cuda.Event = Event
+        cuda.get_elapsed_time = lambda a, b: (b.t - a.t) * 1e3
+        m = self.module
+        m.cuda, m.empty, m.asarray = cuda, empty, asarray
+        m.asnumpy = lambda a: np.array(a).view(np.ndarray)
+        m.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
+        m.__getattr__ = lambda name: getattr(np, name)  # the rest as NumPy's
+
+    def install(self, monkeypatch):
+        monkeypatch.setitem(sys.modules, "cupy", self.module)
+        monkeypatch.setitem(sys.modules, "cupy.cuda", self.module.cuda)
+        return self.module
+
+
+def test_call_memory_counts_what_a_call_holds_from_the_pool(monkeypatch):
+    """CallMemory's peak is the high-water mark of the blocks taken inside
+    the block, in the pool's 512-byte units, whatever was allocated before
+    (freeing such a block inside does not lower it); measure_memory relates
+    it to the output's bytes and gives no number for an output that is not
+    pool memory."""
+    import numpy as np
+
+    import bench
+    fake = _FakeCupy()
+    cp = fake.install(monkeypatch)
+    before = [cp.empty(1000, np.uint8)]
+    with bench.CallMemory() as mem:
+        before.pop()                       # a block from before, freed inside: not ours
+        a = cp.empty(8000, np.uint8)       # 8192 bytes (8000 rounded up to 512s)
+        b = cp.empty(4096, np.int32)       # 16384: the peak, 24576
+        del a
+        c = cp.empty(200, np.int32)        # 1024 (800 rounded up)
+    assert (mem.peak, mem.current) == (8192 + 16384, 16384 + 1024)
+    assert mem.holds(b.__cuda_array_interface__["data"][0] + 8) and len(mem.live) == 2
+    del b, c
+    with pytest.raises(RuntimeError):      # the fake, as CuPy, refuses a second hook of a name
+        with bench.CallMemory(), bench.CallMemory():
+            pass
+
+    def call():                            # 2x its output of scratch, then the output
+        scratch = cp.empty(2 * 64 * 64, np.int32)
+        out = cp.empty((64, 64), np.int32)
+        del scratch
+        return out, 5
+
+    rec = bench.measure_memory(call)
+    assert rec == {"peak_bytes": 3 * 64 * 64 * 4, "labels_bytes": 64 * 64 * 4, "peak_ratio": 3.0}
+    outside = bench.measure_memory(lambda: np.zeros((8, 8), np.int32).view(fake.DeviceArray))
+    assert outside["peak_bytes"] is None and "not memory of CuPy's pool" in outside["peak_note"]
+    assert outside["labels_bytes"] == 256
+    host = bench.measure_memory(lambda: np.zeros(4, np.int32))
+    assert host["peak_bytes"] is None and "no device address" in host["peak_note"]
+
+
+def test_bench_run_case_records_peak_memory_per_gpu_tool(monkeypatch):
+    """run_case, on the stand-in cupy, measures each GPU tool in one call
+    of its own after the timed calls (the timed calls run without the
+    hook), records the peak, the output's bytes and their ratio, reports
+    tools that allocate elsewhere without a number, and the tables show
+    them (with meshccl's verdict against the 1.25x target)."""
+    import numpy as np
+
+    import bench
+    import meshccl
+    fake = _FakeCupy()
+    cp = fake.install(monkeypatch)
+    hooked = []
+
+    def host_labels(x, c):
+        return meshccl.label(np.asarray(x), connectivity=c.connectivity).astype(np.int32)
+
+    def pooled(x, c):
+        scratch = cp.empty(x.size // 4, np.int32)  # a quarter of the labels' bytes
+        out = cp.asarray(host_labels(x, c))
+        del scratch
+        return out
+
+    def meshccl_like(x, c):
+        hooked.append(bool(fake.hooks))
+        return pooled(x, c)
+
+    def elsewhere(x, c):  # an output another allocator made
+        return host_labels(x, c).view(fake.DeviceArray)
+
+    def with_count(fn):
+        return lambda x, c: (lambda out: (out, int(out.max())))(fn(x, c))
+
+    gtools = [bench.Tool("meshccl GPU", "gpu", label=with_count(meshccl_like), timed=meshccl_like),
+              bench.Tool("cupyx", "gpu", label=with_count(elsewhere)),
+              bench.Tool("colorcc", "gpu", label=with_count(pooled), memory="uses PyTorch's"),
+              bench.Tool("cuCIM", "gpu", label=with_count(pooled), supports=lambda c: "no")]
+    ctools, _ = bench.cpu_tools(with_peers=False)
+    case = bench.Case("blobs-64^2-c1", "blobs", (64, 64), 1)
+    x = bench.generate(case, np)
+    args = bench.parse_args(["--out", "unused", "--repeat", "2", "--min-time", "0"])
+    res = bench.run_case(case, cp.asarray(x), x, gtools, ctools[:1], {}, args)
+    mine = res["meshccl GPU"]
+    # timed calls (2 warm-up + 2) without the hook, one measured call with it, then the check's
+    assert hooked == [False] * 4 + [True, False]
+    assert mine["check"] == "identical" and mine["labels_bytes"] == 64 * 64 * 4
+    assert mine["peak_bytes"] == 64 * 64 * 5 and mine["peak_ratio"] == 1.25
+    assert res["cupyx"]["peak_bytes"] is None and res["cupyx"]["check"] == "identical"
+    assert res["colorcc"]["peak_note"] == "uses PyTorch's"
+    assert res["cuCIM"]["status"] == "n/a"
+    assert "peak 20.5 kB (1.25×)" in bench._fmt_result(mine)
+
+    results = {"machine": {"date_utc": "d", "cpu_count": 1, "cpu_model": "c", "command": "x",
+                           "meshccl": {"version": "0", "git": "g"}, "gpu": {
+                               "name": "Fake GPU", "driver_version": "0", "runtime_version": "0",
+                               "cupy": "0"}},
+               "settings": {"repeat": 2, "min_time": 0, "cpu_repeat": 1},
+               "cases": [dict(name=case.name, shape=[64, 64], generator=bench.generator_text(case),
+                              floor_s=None, tools=res)], "skipped_tools": {}, "failures": []}
+    for md in (bench.markdown_memory(results), bench.markdown(results)):
+        section = md.split(bench.MEMORY_HEADING)[1]
+        row = next(line for line in section.splitlines() if line.startswith(f"| {case.name} |"))
+        assert row == f"| {case.name} | 16.4 kB | 20.5 kB (1.25×) | — | n/a | — | ✓ |"
+        assert "- cupyx: its output is not memory of CuPy's pool" in section
+        assert "- colorcc: uses PyTorch's" in section
+    mine["peak_ratio"] = 1.26
+    assert bench._memory_lines(results, ["meshccl GPU"])[-1].endswith(" | ✗ |")
+    args = bench.parse_args(["--out", "unused", "--no-memory"])
+    res = bench.run_case(case, cp.asarray(x), x, gtools[:1], [], {}, args)
+    assert "peak_bytes" not in res["meshccl GPU"]
+    assert bench._memory_lines({"cases": [{"tools": res}]}, ["meshccl GPU"]) == []
+
+
+def test_bench_memory_set_cases_and_cpu_run(tmp_path):
+    """--sets memory holds issue 56's three cases (selectable with --cases,
+    shrunk with --shrink) and runs without a GPU: meshccl CPU as the
+    reference, the memory section saying why there is no number."""
+    import json
+
+    import bench
+    from meshccl.patterns import PERCOLATION_THRESHOLD
+    cases = bench.memory_cases()
+    assert [(c.name, c.shape, c.p, c.dtype) for c in cases] == [
+        ("percolation-1024^3-c1", (1024,) * 3, PERCOLATION_THRESHOLD[(3, 1)], "uint8"),
+        ("percolation-1024^3-c3", (1024,) * 3, PERCOLATION_THRESHOLD[(3, 3)], "uint8"),
+        ("percolation-16384^2-c2", (16384,) * 2, PERCOLATION_THRESHOLD[(2, 2)], "uint8")]
+    assert 4 * cases[0].cells == 4 * 2**30  # 4.3 GB of int32 labels
+    args = bench.parse_args(["--out", "x", "--sets", "memory,standard"])
+    assert args.sets == ["standard", "memory"] and args.memory
+    assert bench._set_args(args, "memory").min_time == 0.5
+    assert not bench.parse_args(["--out", "x", "--no-memory"]).memory
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--out", "x", "--sets", "memroy"])
+    assert [bench.fmt_bytes(n) for n in (7.5e9, 4 * 2**30, 268_435_456, 2048, 512)] == \
+        ["7.50 GB", "4.29 GB", "268 MB", "2.05 kB", "512 B"]
+
+    assert bench.main(["--out", str(tmp_path), "--sets", "memory", "--no-gpu", "--shrink", "64",
+                       "--cases", "percolation-16^3-c3,percolation-256^2-c2"]) == 0
+    run = json.loads((tmp_path / "bench-memory.json").read_text())
+    assert [c["name"] for c in run["cases"]] == ["percolation-16^3-c3", "percolation-256^2-c2"]
+    for c in run["cases"]:
+        assert c["tools"]["meshccl CPU"]["status"] == "ok"
+        assert c["tools"]["meshccl CPU"]["check"] == "reference"
+        assert set(c["tools"]) == set(bench.GPU_TOOLS) | {"meshccl CPU"}  # the GPU's: skipped
+    md = (tmp_path / "bench-memory.md").read_text()
+    assert f"{bench.MEMORY_HEADING}\n\nNot measured: no GPU in this run." in md
+    assert (tmp_path / "bench-memory.png").stat().st_size > 0
