@@ -23,7 +23,8 @@ What it measures
   not measured): one more call after the timed ones, under a CuPy memory
   hook (:class:`CallMemory`) that counts the bytes the call takes from
   CuPy's pool and gives back, from the call's start -- the pool's cached
-  blocks and the input are not counted, the label output is.  Recorded with
+  blocks and the input are not counted, the label output is, and so is
+  the scratch a meshccl launch plan keeps (the call builds its plan anew).  Recorded with
   the output's bytes and the ratio of the two; a tool whose output is not
   memory of CuPy's pool (another allocator) is reported without a number.
 * **CPU tools** on a NumPy copy: meshccl.label (CPU backend) serially and
@@ -539,9 +540,13 @@ def measure_memory(fn):
 
     import cupy
 
+    from meshccl import _tuning
+
     gc.collect()  # garbage from before is freed now, not inside the window
     cupy.cuda.Device().synchronize()
-    with CallMemory() as mem:
+    # (override() drops this thread's launch plans: meshccl's call builds its
+    # plan inside the window, so what a plan keeps for later calls counts)
+    with CallMemory() as mem, _tuning.override():
         out = fn()
         cupy.cuda.Device().synchronize()
     labels = _labels_of(out)
