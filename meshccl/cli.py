@@ -116,6 +116,15 @@ def parse_background(text):
     return value
 
 
+def _tolerance(text):
+    """``--tolerance``: a number >= 0; an integer stays exact (integer input
+    is compared exactly, beyond the 2**53 that a float holds)."""
+    value = parse_background(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    return value
+
+
 def _positive_int(text):
     try:
         value = int(text)
@@ -746,7 +755,7 @@ def build_parser():
                    help="where to label (default auto: the GPU when one is usable)")
     p.add_argument("--periodic", default=None, metavar="AXES",
                    help="wrap around: 'all', or comma-separated axis numbers (e.g. 0,1)")
-    p.add_argument("--tolerance", type=float, default=None, metavar="T",
+    p.add_argument("--tolerance", type=_tolerance, default=None, metavar="T",
                    help="join neighbours whose values differ by at most T (continuous fields)")
     p.add_argument("--mask", default=None, metavar="FILE",
                    help="image of the same shape; its zero cells are background")

@@ -420,6 +420,20 @@ def test_label_lattice_options(tmp_path):
                                                               mask=mask != 0))
 
 
+def test_integer_tolerance_stays_exact(tmp_path, capsys):
+    """--tolerance 9007199254740993 (2**53 + 1) is not rounded to a float."""
+    src, out = tmp_path / "big.npy", tmp_path / "out.npy"
+    np.save(src, np.array([0, 2**53 + 1], np.int64))
+    rc, _, err = run(capsys, "label", src, out, "--tolerance", 2**53 + 1, "-b", -1)
+    assert rc == 0, err
+    assert np.load(out).tolist() == [1, 1]
+    rc, _, err = run(capsys, "label", src, out, "--tolerance", 2**53, "-b", -1)
+    assert rc == 0, err
+    assert np.load(out).tolist() == [1, 2]
+    rc, _, err = run(capsys, "label", src, out, "--tolerance", "-1")
+    assert rc == 2 and "--tolerance" in err and "'-1'" in err
+
+
 @pytest.mark.parametrize("args, msg", [
     (["--periodic", "x"], "--periodic must be 'all' or axis numbers"),
     (["--periodic", "3"], "--periodic axis 3 is out of range"),

@@ -19,6 +19,7 @@ import numpy as np
 from .. import neighbourhood
 from ..neighbourhood import tile_logs
 from . import image_plain
+from .launch import tolerance_arg
 from .loader import c_type, kernels
 from .number_roots import relabel
 from .timing import run
@@ -110,7 +111,7 @@ def grid_args(values, index_dtype, shape, connectivity, has_bg, bgkey, *, period
                np.int64(n),
                zero_i if bonds is None else cupy.asarray(bond_rows),
                np.uint32(periodic),
-               np.float64(tolerance or 0.0),
+               tolerance_arg(values.dtype, tolerance),
                np.int32(lflags))
     geo = _device_geometry(cupy.cuda.Device().id, tuple(shape), connectivity,
                            np.dtype(index_dtype).name, label_axes)
