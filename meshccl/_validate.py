@@ -255,8 +255,8 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
     bg = 0 if dt.kind == "b" or tol is not None else _background_value(background)
     per = _periodic(periodic, ndim)
     mask_u8 = _bool_array(xp, mask, "mask", x.shape)
-    from .neighbourhood import half_offsets
-    nbonds = len(half_offsets(ndim, conn)) if ndim else 0
+    # (counted, not enumerated: the table has 3**ndim / 2 rows at full connectivity)
+    nbonds = neighbourhood.half_neighbourhood_size(ndim, conn) if ndim else 0
     bonds_u8 = _bool_array(xp, bonds, "bonds", (nbonds,) + tuple(x.shape))
     lattice = any(per) or mask_u8 is not None or tol is not None or bonds_u8 is not None
 
