@@ -680,3 +680,68 @@ def test_library_errors_are_one_line(tmp_path, capsys, monkeypatch, image2d, exc
     assert rc == 2 and out == ""
     _assert_one_line(err)
     assert str(src) in err and str(exc).splitlines()[0] in err
+
+
+def test_outputs_are_written_all_or_none(tmp_path, capsys, monkeypatch, image2d):
+    """A --colour preview that cannot be written leaves the labels (and the
+    stats) unwritten too, and no temporary file behind."""
+    src, dst, csv_path = tmp_path / "in.npy", tmp_path / "out.npy", tmp_path / "s.csv"
+    np.save(src, image2d)
+    (tmp_path / "c.png").mkdir()  # a folder where the preview should go
+    rc, _, err = run(capsys, "label", src, dst, "--stats", csv_path, "--colour", tmp_path / "c.png")
+    assert rc == 2 and "c.png" in err and "is a folder" in err
+    _assert_one_line(err)
+    assert not dst.exists() and not csv_path.exists()
+    # a failure while writing (the preview's writer raising) leaves nothing either
+    dst.write_bytes(b"old")
+
+    def fail(path, labels, num, *, to=None):
+        to.write_bytes(b"half")
+        raise cli.CLIError(f"cannot write colour preview {path}: disk full")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(cli, "write_colour", fail)
+        rc, _, err = run(capsys, "label", src, dst, "--stats", csv_path,
+                         "--colour", tmp_path / "ok.png")
+    assert rc == 2 and "disk full" in err
+    assert dst.read_bytes() == b"old" and not csv_path.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.png", "in.npy", "out.npy"]
+    rc, _, err = run(capsys, "label", src, dst, "--stats", csv_path, "--colour",
+                     tmp_path / "ok.png")
+    assert rc == 0, err
+    np.testing.assert_array_equal(np.load(dst), sk_label(image2d))
+    assert csv_path.exists() and (tmp_path / "ok.png").exists()
+    assert not [p for p in tmp_path.iterdir() if "partial" in p.name]
+
+
+@pytest.mark.parametrize("content, msg", [
+    (b"garbage" * 10, "not a NumPy .npy file"),
+    (None, "holds a NumPy object array"),
+])
+def test_corrupt_npy_is_named(tmp_path, capsys, content, msg):
+    src = tmp_path / "bad.npy"
+    if content is None:
+        np.save(src, np.array([1, "a"], dtype=object), allow_pickle=True)
+    else:
+        src.write_bytes(content)
+    rc, _, err = run(capsys, "label", src, tmp_path / "out.npy")
+    assert rc == 2 and str(src) in err and msg in err and "pickled" not in err
+    _assert_one_line(err)
+
+
+def test_output_under_a_file(tmp_path, capsys, image2d):
+    src = tmp_path / "in.npy"
+    np.save(src, image2d)
+    rc, _, err = run(capsys, "label", src, tmp_path / "in.npy" / "out.npy")
+    assert rc == 2 and "is a file, not a folder" in err and "does not exist" not in err
+    rc, _, err = run(capsys, "label", src, tmp_path / "in.npy" / "deeper" / "out.npy")
+    assert rc == 2 and f"{src} is a file, not a folder" in err
+
+
+def test_0d_input_says_one_cell(tmp_path, capsys):
+    src, dst = tmp_path / "one.npy", tmp_path / "out.npy"
+    np.save(src, np.array(7))
+    rc, out, err = run(capsys, "label", src, dst)
+    assert rc == 0, err
+    assert "connectivity 0" not in out and "1 components (one cell, no neighbours" in out
+    assert np.load(dst).tolist() == 1
