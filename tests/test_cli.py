@@ -745,3 +745,39 @@ def test_0d_input_says_one_cell(tmp_path, capsys):
     assert rc == 0, err
     assert "connectivity 0" not in out and "1 components (one cell, no neighbours" in out
     assert np.load(dst).tolist() == 1
+
+
+def test_demo_panels_share_colours_and_captions_say_what_is_drawn(tmp_path, monkeypatch):
+    """A component found at both connectivities has one colour in both
+    panels, and the blobs' captions count the crop that is drawn."""
+    import io
+
+    from meshccl import demo
+
+    img = patterns.blobs((48, 48), sigma=1.0)
+    (rgb1, n1), (rgb2, n2) = demo.drawn_labels(img, 1), demo.drawn_labels(img, 2)
+    l1, l2 = sk_label(img, connectivity=1), sk_label(img, connectivity=2)
+    assert (n1, n2) == (l1.max(), l2.max())
+    shared = 0
+    for lab in range(1, n2 + 1):
+        cells = l2 == lab
+        one = l1[cells][0]
+        if ((l1 == one) == cells).all():  # the same component at both connectivities
+            shared += 1
+            assert len(np.unique(rgb1[cells], axis=0)) == 1
+            assert (rgb1[cells] == rgb2[cells]).all()
+    assert shared > 3
+    assert (rgb1[img == 0] == 0).all() and (rgb2[img == 0] == 0).all()
+
+    captions = []
+    real = demo.side_by_side
+    monkeypatch.setattr(demo, "side_by_side",
+                        lambda panels, **kw: (captions.extend(c for _, c in panels),
+                                              real(panels, **kw))[1])
+    c = demo.PICTURE_CROP
+    size = 2 * c
+    demo.run_demo(size=size, out_dir=tmp_path, device="cpu", repeats=1, stream=io.StringIO())
+    crop = patterns.blobs((size, size))[:c, :c]
+    for k, caption in zip((1, 2), captions[2:]):
+        n = sk_label(crop, connectivity=k).max()
+        assert caption == f"connectivity {k}: {n} components in the top-left {c}x{c} of {size}x{size}"
