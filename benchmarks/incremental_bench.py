@@ -275,7 +275,53 @@ def markdown(res, sizes, ratios):
     return "\n".join(lines) + "\n"
 
 
+def figure(res, sizes, ratios):
+    """The plot of a run as a matplotlib Figure: per graph, edges/s against
+    the batch size (top) and operations/s against inserts : queries
+    (bottom).  Each union rule has one colour in every panel; the
+    check=True variant is drawn dotted in its rule's colour.  The dashed
+    line on R-MAT panels is the one-batch target (:data:`TARGET`)."""
+    import matplotlib.pyplot as plt
+
+    gs = res["graphs"]
+    rules = list(dict.fromkeys(k.split("/")[0] for g in gs for part in ("batch_size", "ratio")
+                               for k in g[part]))
+    colour = {rule: f"C{i % 10}" for i, rule in enumerate(rules)}
+
+    def draw(ax, xs, rows):
+        for key, row in rows.items():
+            checked = key.endswith(" check=True")
+            ax.plot(xs, [row[str(x)] for x in xs], marker="o", label=key,
+                    color=colour[key.split("/")[0]], ls=":" if checked else "-",
+                    mfc="none" if checked else None)
+
+    fig, axes = plt.subplots(2, len(gs), figsize=(5 * len(gs), 8), squeeze=False)
+    for j, g in enumerate(gs):
+        ax = axes[0][j]
+        draw(ax, sizes, g["batch_size"])
+        if g["name"].startswith("R-MAT"):
+            ax.axhline(TARGET, color="grey", lw=0.8, ls="--",
+                       label=f"target {TARGET:.0e} edges/s (one batch)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("batch size")
+        ax.set_ylabel("edges/s")
+        ax.set_title(g["name"], fontsize=9)
+        ax.legend(fontsize=7)
+        ax = axes[1][j]
+        draw(ax, ratios, g["ratio"])
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("inserts : queries")
+        ax.set_ylabel("operations/s")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"IncrementalConnectivity, {res['machine']['gpu']}")
+    fig.tight_layout()
+    return fig
+
+
 def plot(res, sizes, ratios, path):
+    """Save :func:`figure` to ``path`` (nothing without matplotlib)."""
     try:
         import matplotlib
 
@@ -284,30 +330,9 @@ def plot(res, sizes, ratios, path):
     except ImportError:
         print("matplotlib missing: no plot")
         return
-    gs = res["graphs"]
-    fig, axes = plt.subplots(2, len(gs), figsize=(5 * len(gs), 8), squeeze=False)
-    for j, g in enumerate(gs):
-        ax = axes[0][j]
-        for k, row in g["batch_size"].items():
-            ax.plot(sizes, [row[str(b)] for b in sizes], marker="o", label=k)
-        ax.axhline(TARGET, color="grey", lw=0.8, ls="--")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("batch size")
-        ax.set_ylabel("edges/s")
-        ax.set_title(g["name"], fontsize=9)
-        ax.legend(fontsize=7)
-        ax = axes[1][j]
-        for k, row in g["ratio"].items():
-            ax.plot(ratios, [row[str(r)] for r in ratios], marker="o", label=k)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("inserts : queries")
-        ax.set_ylabel("operations/s")
-        ax.legend(fontsize=7)
-    fig.suptitle(f"IncrementalConnectivity, {res['machine']['gpu']}")
-    fig.tight_layout()
+    fig = figure(res, sizes, ratios)
     fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from . import neighbourhood
 
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _TWO63 = 2**63
+_TWO64 = 2**64
 
 
 #: the ``method=`` values of :func:`meshccl.label`: 'auto' = 'unionfind' (one
@@ -51,7 +52,7 @@ class Problem:
     mask: object = None     # flat uint8 array (0 = background) or None
     bonds: object = None    # (K, n) uint8 array (0 = closed) or None
     bond_rows: object = None  # table row -> row of bonds (neighbourhood.bond_rows)
-    tolerance: object = None  # float, or None for equal-value joining
+    tolerance: object = None  # None: equal values join; float (float input), int (integers)
     label_axes: object = None  # bit k: squeezed axis k is labelled along (None: all)
     no_left: bool = False   # the last squeezed axis is not labelled along
     first: bool = False     # numbering='first-cell' (else 'raster': 1..N)
@@ -182,16 +183,29 @@ def _periodic(periodic, ndim):
     return tuple(bool(f) for f in flags)
 
 
-def _tolerance(tolerance):
+def _tolerance(tolerance, dt):
+    """The tolerance in the domain of values of dtype ``dt``: a float for
+    float input; for integer and bool input an exact int, floored
+    (``|a - b| <= 1.5`` holds for integers exactly when ``|a - b| <= 1``)
+    and saturated at 2**64 - 1, the largest difference of two 64-bit
+    integers -- never through a double, which holds integers exactly only
+    up to 2**53."""
     if tolerance is None:
         return None
     tolerance = _scalar(tolerance)
     if isinstance(tolerance, (bool, np.bool_)) or not isinstance(tolerance, numbers.Real):
         raise TypeError(f"tolerance must be a non-negative number or None, got {tolerance!r}")
-    t = float(tolerance)
-    if not np.isfinite(t) or t < 0:
-        raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
-    return t
+    if isinstance(tolerance, numbers.Integral):
+        t = int(tolerance)
+        if t < 0:
+            raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
+    else:
+        t = float(tolerance)
+        if not np.isfinite(t) or t < 0:
+            raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
+    if dt.kind == "f":
+        return float(t)
+    return min(int(t), _TWO64 - 1)  # (int() of a float >= 0 floors it, exactly)
 
 
 def _tolerance_background(value_dtype, background):
@@ -307,14 +321,14 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
                              "axis); label the whole array, or close the bonds across slices")
     else:
         conn = _connectivity(connectivity, ndim)
-    tol = _tolerance(tolerance)
+    tol = _tolerance(tolerance, dt)
     # (bool input reads background as skimage does, by ``background == 1``;
     # with a tolerance it is matched exactly, see below)
     bg = 0 if dt.kind == "b" or tol is not None else _background_value(background)
     per = _periodic(periodic, ndim)
     mask_u8 = _bool_array(xp, mask, "mask", x.shape)
-    from .neighbourhood import half_offsets
-    nbonds = len(half_offsets(ndim, conn)) if ndim else 0
+    # (counted, not enumerated: the table has 3**ndim / 2 rows at full connectivity)
+    nbonds = neighbourhood.half_neighbourhood_size(ndim, conn) if ndim else 0
     bonds_u8 = _bool_array(xp, bonds, "bonds", (nbonds,) + tuple(x.shape))
     lattice = any(per) or mask_u8 is not None or tol is not None or bonds_u8 is not None
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 import time
 from pathlib import Path
@@ -113,6 +114,15 @@ def parse_background(text):
         raise argparse.ArgumentTypeError(f"expected an int or a float, got {text!r}") from None
     if not np.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def _tolerance(text):
+    """``--tolerance``: a number >= 0; an integer stays exact (integer input
+    is compared exactly, beyond the 2**53 that a float holds)."""
+    value = parse_background(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
     return value
 
 
@@ -236,6 +246,23 @@ def _read_tiff(path):
     return data, colour
 
 
+def _read_npy(path):
+    """A ``.npy`` file's array; a CLIError for a file that is not one, or
+    that holds Python objects (never unpickled: a file may run code)."""
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if magic != b"\x93NUMPY":
+        raise CLIError(f"cannot read input file {path}: not a NumPy .npy file (it does not "
+                       "start with the .npy header)")
+    try:
+        return np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        if "Object arrays" not in str(exc):
+            raise
+    raise CLIError(f"cannot read input file {path}: it holds a NumPy object array (Python "
+                   "objects, not numbers); save a bool, integer or float array")
+
+
 def read_image(path):
     """Read a ``.npy``, ``.tif``/``.tiff``, ``.png``, ``.jpg``/``.jpeg`` or
     ``.bmp`` file for labelling.
@@ -266,7 +293,7 @@ def read_image(path):
                        else f"input file {path} is not a file")
     try:
         if ext == ".npy":
-            image, colour = np.load(path, allow_pickle=False), False
+            image, colour = _read_npy(path), False
         elif ext in (".tif", ".tiff"):
             image, colour = _read_tiff(path)
         else:
@@ -299,7 +326,12 @@ def _check_output(path, ext, ndim):
     """Checks that need no labels: the folder exists, PNG gets a 2-D image."""
     parent = Path(path).resolve().parent
     if not parent.is_dir():
+        above = next(p for p in (parent, *parent.parents) if p.exists())
+        if not above.is_dir():
+            raise CLIError(f"output file {path}: {above} is a file, not a folder")
         raise CLIError(f"output file {path}: folder {parent} does not exist")
+    if Path(path).is_dir():
+        raise CLIError(f"output file {path} is a folder; name a file")
     if ext == ".png" and ndim != 2:
         raise CLIError(
             f"output file {path}: PNG holds only 2-D images, these labels are {ndim}-D; "
@@ -307,7 +339,7 @@ def _check_output(path, ext, ndim):
         )
 
 
-def write_labels(path, labels, num):
+def write_labels(path, labels, num, *, to=None):
     """Write a label array to ``path``; the extension picks the format.
 
     Parameters
@@ -319,6 +351,10 @@ def write_labels(path, labels, num):
         Labels 0..num.
     num : int
         The largest label.
+    to : str or pathlib.Path, optional
+        Write there instead, in ``path``'s format (a temporary file that
+        then replaces ``path``: :func:`write_together`); messages name
+        ``path``.
 
     Returns
     -------
@@ -333,9 +369,11 @@ def write_labels(path, labels, num):
     """
     ext = _extension(path, "output")
     _check_output(path, ext, labels.ndim)
+    target = path if to is None else to
     try:
         if ext == ".npy":
-            np.save(path, labels)
+            with open(target, "wb") as f:  # (np.save would add .npy to another name)
+                np.save(f, labels)
             return labels.dtype
         if ext in (".tif", ".tiff"):
             import tifffile
@@ -343,12 +381,12 @@ def write_labels(path, labels, num):
             out = labels.astype(np.uint32 if num < 2**32 else np.uint64, copy=False)
             if out.ndim < 2:  # (a TIFF page has rows and columns: one row)
                 out = out.reshape(1, -1)
-            tifffile.imwrite(path, out, photometric="minisblack")
+            tifffile.imwrite(target, out, photometric="minisblack")
             return out.dtype
         import imageio.v3 as iio
 
         out = labels.astype(_png_dtype(num, path), copy=False)
-        iio.imwrite(path, out, extension=".png")
+        iio.imwrite(target, out, extension=".png")
         return out.dtype
     except CLIError:
         raise
@@ -505,11 +543,12 @@ def component_stats(labels, num):
     return header, rows
 
 
-def write_stats(path, labels, num):
-    """Write :func:`component_stats` as CSV to ``path``."""
+def write_stats(path, labels, num, *, to=None):
+    """Write :func:`component_stats` as CSV to ``path`` (or ``to``, as
+    :func:`write_labels` takes it)."""
     header, rows = component_stats(labels, num)
     try:
-        with open(path, "w", newline="") as f:
+        with open(path if to is None else to, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(header)
             w.writerows(rows)
@@ -517,16 +556,54 @@ def write_stats(path, labels, num):
         raise CLIError(f"cannot write stats file {path}: {_first_line(exc)}") from None
 
 
-def write_colour(path, labels, num):
-    """Write a PNG preview of 2-D labels: one random colour per label, background black."""
+def write_colour(path, labels, num, *, to=None):
+    """Write a PNG preview of 2-D labels: one random colour per label,
+    background black (to ``to`` instead, as :func:`write_labels` takes it)."""
     from .demo import colourise
 
     import imageio.v3 as iio
 
     try:
-        iio.imwrite(path, colourise(labels, num), extension=".png")
+        iio.imwrite(path if to is None else to, colourise(labels, num), extension=".png")
     except Exception as exc:
         raise CLIError(f"cannot write colour preview {path}: {_first_line(exc)}") from None
+
+
+def write_together(writes):
+    """Write every output or none of them.
+
+    Each output is first written to a temporary file beside it (same
+    folder, same extension); only when all were written do the temporaries
+    replace the outputs.  If one fails, the temporaries are removed and
+    no output is touched.
+
+    Parameters
+    ----------
+    writes : list of (str, callable)
+        ``(path, write)``: ``write(to)`` writes the output meant for
+        ``path`` to the file ``to``.
+
+    Returns
+    -------
+    list
+        What each ``write`` returned.
+    """
+    temps, results = [], []
+    try:
+        for path, write in writes:
+            p = Path(path)
+            tmp = p.with_name(f".{p.stem}.{os.getpid()}-{len(temps)}.partial{p.suffix}")
+            temps.append(tmp)
+            results.append(write(tmp))
+        for (path, _), tmp in zip(writes, temps):
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                raise CLIError(f"cannot write output file {path}: {_first_line(exc)}") from None
+    finally:
+        for tmp in temps:
+            tmp.unlink(missing_ok=True)
+    return results
 
 
 def _warn_float_truncation(image, args, path):
@@ -592,17 +669,20 @@ def _label_one(args, src, out, colour_path, stats_path, axes, device):
         labels, num = remove_small(labels, num, args.min_size)
         removed = f"; {before - num} smaller than {args.min_size} cells removed"
 
-    written = write_labels(out, labels, num)
+    writes = [(out, lambda to: write_labels(out, labels, num, to=to))]
     if colour_path is not None:
-        write_colour(colour_path, labels, num)
+        writes.append((colour_path, lambda to: write_colour(colour_path, labels, num, to=to)))
     if stats_path is not None:
-        write_stats(stats_path, labels, num)
+        writes.append((stats_path, lambda to: write_stats(stats_path, labels, num, to=to)))
+    written = write_together(writes)[0]
     kind = ", packed colours" if colour else ""
     conn = k if k is not None else (image.ndim if axes is None else len(axes))
     along = "" if axes is None else f", along axes {','.join(str(a) for a in axes)}"
     how = "" if args.method == "auto" else f", method {args.method}"
+    # (a 0-d image is one cell with no neighbours: no connectivity to speak of)
+    joined = "one cell, no neighbours" if image.ndim == 0 else f"connectivity {conn}"
     print(f"{src}: {_describe(image)}{kind}")
-    print(f"{num} components (connectivity {conn}{along}{how}, {device}) "
+    print(f"{num} components ({joined}{along}{how}, {device}) "
           f"in {ms:.1f} ms (label call){removed}")
     print(f"wrote {out} ({np.dtype(written).name})"
           + (f", {colour_path}" if colour_path else "") + (f", {stats_path}" if stats_path else ""))
@@ -746,7 +826,7 @@ def build_parser():
                    help="where to label (default auto: the GPU when one is usable)")
     p.add_argument("--periodic", default=None, metavar="AXES",
                    help="wrap around: 'all', or comma-separated axis numbers (e.g. 0,1)")
-    p.add_argument("--tolerance", type=float, default=None, metavar="T",
+    p.add_argument("--tolerance", type=_tolerance, default=None, metavar="T",
                    help="join neighbours whose values differ by at most T (continuous fields)")
     p.add_argument("--mask", default=None, metavar="FILE",
                    help="image of the same shape; its zero cells are background")

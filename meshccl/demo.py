@@ -11,8 +11,11 @@ drawn to be read: one PNG per pattern with connectivity 1 and 2 side by
 side, each component in its own colour, the background black.  The spiral
 is drawn at :data:`PICTURE_SPIRAL` cells (at 1024 cells its 1-cell walls
 would only show a moire pattern), the blobs as the top-left crop of the
-timed labels (at most :data:`PICTURE_CROP` cells a side), both enlarged to
-about :data:`PICTURE_PX` pixels a panel.
+timed image (at most :data:`PICTURE_CROP` cells a side, its caption
+counting the components of the crop), both enlarged to about
+:data:`PICTURE_PX` pixels a panel.  A component's colour follows its first
+cell (:func:`drawn_labels`), so a component found at both connectivities
+has the same colour in both panels.
 """
 
 from __future__ import annotations
@@ -144,6 +147,33 @@ def colourise(labels, num, seed=0):
     return lut[labels]
 
 
+def drawn_labels(image, connectivity):
+    """The labels of a picture's panel, coloured, and their number.
+
+    Labels by first cell (``numbering='first-cell'``) are coloured through
+    :func:`colourise`, so a component's colour depends only on its first
+    cell: the panels of one image at different connectivities give a
+    component they share one colour.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        The 2-D image drawn.
+    connectivity : int
+        Its connectivity, 1 or 2.
+
+    Returns
+    -------
+    rgb : numpy.ndarray
+        uint8 array of shape ``image.shape + (3,)``, background black.
+    num : int
+        The number of components.
+    """
+    first, num = meshccl.label(image, connectivity=connectivity, numbering="first-cell",
+                               return_num=True)
+    return colourise(first, image.size), num
+
+
 def run_demo(size=1024, out_dir="meshccl-demo", device="auto", repeats=5, stream=None):
     """Label, time and draw the demo patterns, printing a table.
 
@@ -204,20 +234,21 @@ def run_demo(size=1024, out_dir="meshccl-demo", device="auto", repeats=5, stream
         picture = out_dir / f"{name}.png"
         for k in CONNECTIVITIES:
             labels, num, ms = time_label(image, k, repeats)
-            host = labels.get() if xp is not np else labels
             results.append(DemoResult(name, k, backend, num, ms, picture))
             print(f"{name:<8} {k:>12} {backend:>8} {num:>11} {ms:>10.2f}", file=stream)
             if name == "spiral":
                 small = patterns.spiral(min(size, PICTURE_SPIRAL))
-                shown, shown_num = meshccl.label(small, connectivity=k, return_num=True)
+                rgb, shown_num = drawn_labels(small, k)
                 caption = (f"connectivity {k}: {_components(shown_num)} "
                            f"(drawn at {small.shape[0]}x{small.shape[1]})")
             else:
                 crop = min(size, PICTURE_CROP)
-                shown = meshccl.label(host[:crop, :crop], connectivity=k)  # (numbered from 1)
-                shown_num = int(shown.max())
-                caption = f"connectivity {k}: {_components(num)} in {size}x{size}"
-            panels.append((colourise(shown, shown_num), caption))
+                image_host = image.get() if xp is not np else image
+                rgb, shown_num = drawn_labels(np.ascontiguousarray(image_host[:crop, :crop]), k)
+                where = (f"{size}x{size}" if crop == size
+                         else f"the top-left {crop}x{crop} of {size}x{size}")
+                caption = f"connectivity {k}: {_components(shown_num)} in {where}"
+            panels.append((rgb, caption))
         iio.imwrite(picture, side_by_side(panels))
         pictures.append(picture)
 

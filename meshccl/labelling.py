@@ -144,12 +144,13 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     mask : bool array, optional
         Same shape as ``label_image``; cells where it is False are background
         (Hawick's predicate: "need to be green").
-    tolerance : float, optional
+    tolerance : int or float, optional
         Join neighbours whose values differ by at most this much (continuous
         fields).  Values are compared as they are (floats are not truncated),
         and the background matches exactly.  Integer input is compared
         exactly, whatever its size: the tolerance is floored to an integer
-        (``|a - b| <= 1.5`` holds for integers exactly when ``|a - b| <= 1``).
+        (``|a - b| <= 1.5`` holds for integers exactly when ``|a - b| <= 1``),
+        and an integer tolerance is used as it is, beyond 2**53 too.
         Default: equal values join.
     bonds : bool array, optional
         Per-bond open/closed flags, shape ``(K,) + label_image.shape`` with

@@ -362,6 +362,9 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
                          "need an intensity_image")
     checked = _labels(label_image, "label_image", allow_bool=False)
     xp, labels, backend = checked[:3]
+    if labels.ndim == 0:  # (skimage refuses it with a TypeError too)
+        raise TypeError(f"label_image must have at least one axis, got a 0-d array "
+                        f"({labels.item()!r})")
     intensity_image = _intensity(intensity_image, xp, labels.shape, "intensity_image")
     t = _table(checked, intensity_image if wants_intensity else None, ())
     present = xp.nonzero(t["count"][1:])[0] + 1
@@ -421,7 +424,9 @@ def find_objects(labels, max_label=0):
         max_label = top
     elif max_label < top:
         labels = labels * (labels <= max_label)  # larger labels ignored (row 0)
-    if labels.size == 0 or max_label == 0:
+    if labels.size == 0:  # (no cells: no label has a box)
+        return [None] * max_label
+    if max_label == 0:
         return []
     t = backend.table(labels, tuple(labels.shape), max_label + 1, boxes=True)
     return _slices(t["lo"][1:], t["hi"][1:], t["count"][1:])

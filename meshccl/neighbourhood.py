@@ -58,6 +58,56 @@ def half_neighbourhood_size(ndim: int, connectivity: int) -> int:
     return sum(comb(ndim, h) * 2**h for h in range(1, connectivity + 1)) // 2
 
 
+def _within(m: int, hops: int) -> int:
+    """Number of vectors in {-1, 0, 1}**m with at most ``hops`` non-zero entries."""
+    return sum(comb(m, j) << j for j in range(min(hops, m) + 1)) if hops >= 0 else 0
+
+
+def half_offset_index(delta: tuple, connectivity: int) -> int:
+    """Where ``delta`` stands in ``half_offsets(len(delta), connectivity)``.
+
+    Counted without building the table (which has 3**ndim / 2 rows at full
+    connectivity): the offsets before ``delta`` in lexicographic order are
+    counted digit by digit, each earlier digit followed by every suffix
+    that keeps the offset in the half neighbourhood.
+
+    Parameters
+    ----------
+    delta : tuple of int
+        An offset of the half neighbourhood (entries -1, 0, 1; 1..connectivity
+        of them non-zero; the first non-zero one is -1).
+    connectivity : int
+        Orthogonal hops, 1..ndim.
+
+    Returns
+    -------
+    int
+        ``half_offsets(len(delta), connectivity).index(delta)``.
+
+    Examples
+    --------
+    >>> half_offset_index((0, -1), 1), half_offset_index((-1, 1), 2)
+    (1, 2)
+    """
+    delta = tuple(int(d) for d in delta)
+    first = next((d for d in delta if d), 0)
+    if first != -1 or not _is_offset(delta, connectivity):
+        raise ValueError(f"{delta} is not in the half neighbourhood of connectivity "
+                         f"{connectivity}")
+    index, hops = 0, 0
+    for i, d in enumerate(delta):
+        rest = len(delta) - i - 1
+        for v in range(-1, d):  # earlier digits at this place, then any valid suffix
+            if hops == 0 and v == -1:  # the first non-zero digit: any suffix
+                index += _within(rest, connectivity - 1)
+            elif hops == 0:  # still all zero: the suffix is a half offset itself
+                index += half_neighbourhood_size(rest, connectivity)
+            else:
+                index += _within(rest, connectivity - hops - (v != 0))
+        hops += d != 0
+    return index
+
+
 def _is_offset(delta, connectivity: int) -> bool:
     hops = sum(d != 0 for d in delta)
     return 0 < hops <= connectivity and all(-1 <= d <= 1 for d in delta)
@@ -80,23 +130,30 @@ def half_offsets(ndim: int, connectivity: int) -> tuple:
     >>> len(half_offsets(3, 3))
     13
     """
-    zero = (0,) * ndim
-    return tuple(d for d in itertools.product((-1, 0, 1), repeat=ndim)
-                 if d < zero and _is_offset(d, connectivity))
+    # built from the non-zero places and their signs (the first one -1), so
+    # the cost follows the table's size, not 3**ndim
+    out = []
+    for hops in range(1, min(connectivity, ndim) + 1):
+        for places in itertools.combinations(range(ndim), hops):
+            for signs in itertools.product((-1, 1), repeat=hops - 1):
+                delta = [0] * ndim
+                for place, sign in zip(places, (-1,) + signs):
+                    delta[place] = sign
+                out.append(tuple(delta))
+    return tuple(sorted(out))
 
 
 def bond_rows(shape: tuple, kept: tuple, ndim: int, connectivity: int) -> np.ndarray:
     """For the table of the squeezed ``shape`` (axes ``kept`` of an original
     ``ndim``-D array), the index in ``half_offsets(ndim, connectivity)`` of each
     table row, then of the left offset: where each row finds its bonds."""
-    full = {d: k for k, d in enumerate(half_offsets(ndim, connectivity))}
     conn = min(connectivity, len(shape))
     out = []
     for d in half_offsets(len(shape), conn):  # table rows, then the left offset
         orig = [0] * ndim
         for axis, step in zip(kept, d):
             orig[axis] = step
-        out.append(full[tuple(orig)])
+        out.append(half_offset_index(tuple(orig), connectivity))
     return np.asarray(out, dtype=np.int32)
 
 

@@ -638,3 +638,44 @@ def test_bench_memory_set_cases_and_cpu_run(tmp_path):
     md = (tmp_path / "bench-memory.md").read_text()
     assert f"{bench.MEMORY_HEADING}\n\nNot measured: no GPU in this run." in md
     assert (tmp_path / "bench-memory.png").stat().st_size > 0
+
+
+
+
+def test_incremental_plot_gives_each_rule_one_colour_and_labels_the_target():
+    """incremental_bench's figure: a union rule keeps its colour in every
+    panel (the two rows hold different series), its check=True variant is
+    dotted in the same colour, and the dashed target line is in the legend
+    of the R-MAT panels only."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import incremental_bench as bench
+
+    sizes, ratios = [10**3, 10**4], [1, 4]
+    top = ["unionfind/halving", "unionfind/halving check=True", "rem-cas/splicing", "jtb/splitting"]
+    graphs = [{"name": name, "batch_size": {k: {"1000": 1e9, "10000": 2e9} for k in top},
+               "ratio": {k: {"1": 1e9, "4": 3e9} for k in order}}
+              for name, order in (("R-MAT 8", ["unionfind/halving", "rem-cas/splicing",
+                                                "jtb/splitting"]),
+                                  ("grid 8²", ["jtb/splitting", "unionfind/full",
+                                               "rem-cas/splicing"]))]
+    fig = bench.figure({"graphs": graphs, "machine": {"gpu": "test"}}, sizes, ratios)
+    colours = {}
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            label = line.get_label()
+            if label.startswith("target"):
+                continue
+            rule = label.split("/")[0]
+            assert colours.setdefault(rule, line.get_color()) == line.get_color(), label
+            assert line.get_linestyle() == (":" if label.endswith("check=True") else "-")
+    assert len(set(colours.values())) == len(colours) == 3
+    rmat_top, grid_top = fig.axes[0], fig.axes[1]
+    targets = [line for line in rmat_top.get_lines() if line.get_linestyle() == "--"]
+    assert len(targets) == 1 and targets[0].get_label().startswith("target 5e+10 edges/s")
+    assert targets[0].get_label() in [t.get_text() for t in rmat_top.get_legend().get_texts()]
+    assert not [line for line in grid_top.get_lines() if line.get_linestyle() == "--"]
+    plt.close(fig)

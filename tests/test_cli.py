@@ -420,6 +420,20 @@ def test_label_lattice_options(tmp_path):
                                                               mask=mask != 0))
 
 
+def test_integer_tolerance_stays_exact(tmp_path, capsys):
+    """--tolerance 9007199254740993 (2**53 + 1) is not rounded to a float."""
+    src, out = tmp_path / "big.npy", tmp_path / "out.npy"
+    np.save(src, np.array([0, 2**53 + 1], np.int64))
+    rc, _, err = run(capsys, "label", src, out, "--tolerance", 2**53 + 1, "-b", -1)
+    assert rc == 0, err
+    assert np.load(out).tolist() == [1, 1]
+    rc, _, err = run(capsys, "label", src, out, "--tolerance", 2**53, "-b", -1)
+    assert rc == 0, err
+    assert np.load(out).tolist() == [1, 2]
+    rc, _, err = run(capsys, "label", src, out, "--tolerance", "-1")
+    assert rc == 2 and "--tolerance" in err and "'-1'" in err
+
+
 @pytest.mark.parametrize("args, msg", [
     (["--periodic", "x"], "--periodic must be 'all' or axis numbers"),
     (["--periodic", "3"], "--periodic axis 3 is out of range"),
@@ -666,3 +680,104 @@ def test_library_errors_are_one_line(tmp_path, capsys, monkeypatch, image2d, exc
     assert rc == 2 and out == ""
     _assert_one_line(err)
     assert str(src) in err and str(exc).splitlines()[0] in err
+
+
+def test_outputs_are_written_all_or_none(tmp_path, capsys, monkeypatch, image2d):
+    """A --colour preview that cannot be written leaves the labels (and the
+    stats) unwritten too, and no temporary file behind."""
+    src, dst, csv_path = tmp_path / "in.npy", tmp_path / "out.npy", tmp_path / "s.csv"
+    np.save(src, image2d)
+    (tmp_path / "c.png").mkdir()  # a folder where the preview should go
+    rc, _, err = run(capsys, "label", src, dst, "--stats", csv_path, "--colour", tmp_path / "c.png")
+    assert rc == 2 and "c.png" in err and "is a folder" in err
+    _assert_one_line(err)
+    assert not dst.exists() and not csv_path.exists()
+    # a failure while writing (the preview's writer raising) leaves nothing either
+    dst.write_bytes(b"old")
+
+    def fail(path, labels, num, *, to=None):
+        to.write_bytes(b"half")
+        raise cli.CLIError(f"cannot write colour preview {path}: disk full")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(cli, "write_colour", fail)
+        rc, _, err = run(capsys, "label", src, dst, "--stats", csv_path,
+                         "--colour", tmp_path / "ok.png")
+    assert rc == 2 and "disk full" in err
+    assert dst.read_bytes() == b"old" and not csv_path.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.png", "in.npy", "out.npy"]
+    rc, _, err = run(capsys, "label", src, dst, "--stats", csv_path, "--colour",
+                     tmp_path / "ok.png")
+    assert rc == 0, err
+    np.testing.assert_array_equal(np.load(dst), sk_label(image2d))
+    assert csv_path.exists() and (tmp_path / "ok.png").exists()
+    assert not [p for p in tmp_path.iterdir() if "partial" in p.name]
+
+
+@pytest.mark.parametrize("content, msg", [
+    (b"garbage" * 10, "not a NumPy .npy file"),
+    (None, "holds a NumPy object array"),
+])
+def test_corrupt_npy_is_named(tmp_path, capsys, content, msg):
+    src = tmp_path / "bad.npy"
+    if content is None:
+        np.save(src, np.array([1, "a"], dtype=object), allow_pickle=True)
+    else:
+        src.write_bytes(content)
+    rc, _, err = run(capsys, "label", src, tmp_path / "out.npy")
+    assert rc == 2 and str(src) in err and msg in err and "pickled" not in err
+    _assert_one_line(err)
+
+
+def test_output_under_a_file(tmp_path, capsys, image2d):
+    src = tmp_path / "in.npy"
+    np.save(src, image2d)
+    rc, _, err = run(capsys, "label", src, tmp_path / "in.npy" / "out.npy")
+    assert rc == 2 and "is a file, not a folder" in err and "does not exist" not in err
+    rc, _, err = run(capsys, "label", src, tmp_path / "in.npy" / "deeper" / "out.npy")
+    assert rc == 2 and f"{src} is a file, not a folder" in err
+
+
+def test_0d_input_says_one_cell(tmp_path, capsys):
+    src, dst = tmp_path / "one.npy", tmp_path / "out.npy"
+    np.save(src, np.array(7))
+    rc, out, err = run(capsys, "label", src, dst)
+    assert rc == 0, err
+    assert "connectivity 0" not in out and "1 components (one cell, no neighbours" in out
+    assert np.load(dst).tolist() == 1
+
+
+def test_demo_panels_share_colours_and_captions_say_what_is_drawn(tmp_path, monkeypatch):
+    """A component found at both connectivities has one colour in both
+    panels, and the blobs' captions count the crop that is drawn."""
+    import io
+
+    from meshccl import demo
+
+    img = patterns.blobs((48, 48), sigma=1.0)
+    (rgb1, n1), (rgb2, n2) = demo.drawn_labels(img, 1), demo.drawn_labels(img, 2)
+    l1, l2 = sk_label(img, connectivity=1), sk_label(img, connectivity=2)
+    assert (n1, n2) == (l1.max(), l2.max())
+    shared = 0
+    for lab in range(1, n2 + 1):
+        cells = l2 == lab
+        one = l1[cells][0]
+        if ((l1 == one) == cells).all():  # the same component at both connectivities
+            shared += 1
+            assert len(np.unique(rgb1[cells], axis=0)) == 1
+            assert (rgb1[cells] == rgb2[cells]).all()
+    assert shared > 3
+    assert (rgb1[img == 0] == 0).all() and (rgb2[img == 0] == 0).all()
+
+    captions = []
+    real = demo.side_by_side
+    monkeypatch.setattr(demo, "side_by_side",
+                        lambda panels, **kw: (captions.extend(c for _, c in panels),
+                                              real(panels, **kw))[1])
+    c = demo.PICTURE_CROP
+    size = 2 * c
+    demo.run_demo(size=size, out_dir=tmp_path, device="cpu", repeats=1, stream=io.StringIO())
+    crop = patterns.blobs((size, size))[:c, :c]
+    for k, caption in zip((1, 2), captions[2:]):
+        n = sk_label(crop, connectivity=k).max()
+        assert caption == f"connectivity {k}: {n} components in the top-left {c}x{c} of {size}x{size}"

@@ -116,6 +116,43 @@ def test_tolerance_integer_extremes(backend):
     assert run_label(c, backend, tolerance=254.9, background=5).tolist() == [1, 2, 2, 2, 2]
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64, object])
+def test_integer_tolerance_beyond_2_53_is_exact(backend, dtype):
+    """An integer tolerance is not rounded to a double: 2**53 + 1 bridges a
+    difference of 2**53 + 1, and 2**53 + 3 does not bridge 2**53 + 4 (as
+    doubles both would go the other way)."""
+    t = 2**53 + 1 if dtype is object else dtype(2**53 + 1)
+    a = np.array([0, 2**53 + 1], dtype=np.int64 if dtype is object else dtype)
+    assert run_label(a, backend, tolerance=t, background=-1).tolist() == [1, 1]
+    assert run_label(a, backend, tolerance=t - 1, background=-1).tolist() == [1, 2]
+    b = np.array([0, 2**53 + 4], dtype=a.dtype)
+    assert run_label(b, backend, tolerance=2**53 + 3, background=-1).tolist() == [1, 2]
+    assert run_label(b, backend, tolerance=np.array(2**53 + 4), background=-1).tolist() == [1, 1]
+
+
+def test_integer_tolerance_past_2_63_and_saturated(backend):
+    """Tolerances whose 64 bits are a NaN or a negative zero as a double, and
+    ones beyond the uint64 range, still compare exactly."""
+    top = 2**64 - 1
+    a = np.array([0, 2**63, top], dtype=np.uint64)  # differences 2**63 and 2**63 - 1
+    for t, want in ((2**63 - 1, [1, 2, 2]), (2**63, [1, 1, 1]),
+                    (0x7FF0_0000_0000_0001, [1, 2, 3]), (top, [1, 1, 1]), (2**70, [1, 1, 1]),
+                    (2.0**70, [1, 1, 1])):
+        assert run_label(a, backend, tolerance=t, background=7).tolist() == want, t
+    c = np.array([0, 200, 45], dtype=np.uint8)
+    assert run_label(c, backend, tolerance=2**64 + 155, background=7).tolist() == [1, 1, 1]
+    assert run_label(c, backend, tolerance=200, background=7).tolist() == [1, 1, 1]
+    assert run_label(c, backend, tolerance=199, background=7).tolist() == [1, 2, 2]
+    assert run_label(c, backend, tolerance=154, background=7).tolist() == [1, 2, 3]
+
+
+def test_float_input_takes_an_integer_tolerance_as_a_number(backend):
+    a = np.array([0.0, 2.5, 2.0**60], dtype=np.float64)
+    assert run_label(a, backend, tolerance=2**60, background=-1).tolist() == [1, 1, 1]
+    assert run_label(a, backend, tolerance=3, background=-1).tolist() == [1, 1, 2]
+    assert run_label(a, backend, tolerance=2, background=-1).tolist() == [1, 2, 3]
+
+
 @settings(max_examples=examples(120))
 @given(data=st.data())
 def test_tolerance_integers_match_exact_reference(backend, data):

@@ -103,6 +103,26 @@ def test_bad_input(graph, err, msg):
         connected_components(graph)
 
 
+@pytest.mark.parametrize("src, dst, n, msg", [
+    ([0, 2**63], [1, 2], None, f"src must hold vertex numbers below 2**63 - 1 (a graph has at "
+                               f"most 2**63 - 1 vertices), got {2**63} at position 1"),
+    ([1, 2], [2**64 - 1, 0], None, f"dst must hold vertex numbers below 2**63 - 1 (a graph has "
+                                   f"at most 2**63 - 1 vertices), got {2**64 - 1} at position 0"),
+    ([0], [1], 2**63, f"n_vertices must be at most 2**63 - 1, got {2**63}"),
+    ([0, 2**63], [1, 2], 5, f"src must lie in [0, 5), got {2**63} at position 1"),
+])
+def test_vertex_numbers_no_graph_can_have(backend, src, dst, n, msg):
+    """uint64 ids of 2**63 and up: an error naming the argument and the value."""
+    import re
+
+    from conftest import to_backend
+
+    edges = Edges(to_backend(np.array(src, np.uint64), backend),
+                  to_backend(np.array(dst, np.uint64), backend), n)
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        connected_components(edges)
+
+
 def test_bad_options():
     g = sp.eye(3).tocsr()
     with pytest.raises(ValueError, match="connection must be 'weak' or 'strong' .*got 'medium'"):

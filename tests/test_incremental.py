@@ -528,3 +528,28 @@ def test_gpu_int64_parents(method, compression):
         fs, fd = (a.get() for a in st.forest_edges())
         assert fs.size == g.n_vertices - want_count
         assert np.array_equal(reference(g.n_vertices, fs, fd)[1], want)
+
+
+def test_vertex_numbers_no_graph_can_have(backend):
+    """uint64 vertex numbers of 2**63 and up (and n_vertices beyond 2**63 - 1)
+    are refused with the argument, the value and its position -- before
+    anything is applied."""
+    big = 2**63
+    cc = IncrementalConnectivity(4)
+    u64 = np.uint64
+    with pytest.raises(ValueError, match=re.escape(f"src must hold vertex numbers below 2**63 - 1 "
+                                                   f"(a graph has at most 2**63 - 1 vertices), "
+                                                   f"got {big} at position 1")):
+        cc.insert(on(backend, np.array([0, big], u64)), on(backend, np.array([1, 2], u64)))
+    with pytest.raises(ValueError, match=f"v must hold vertex numbers below 2\\*\\*63 - 1 .* "
+                                         f"got {2**64 - 1} at position 0"):
+        cc.connected(on(backend, np.array([3], u64)), on(backend, np.array([2**64 - 1], u64)))
+    with pytest.raises(ValueError, match=f"dst must hold .* got {big - 1} at position 2"):
+        cc.process(on(backend, np.array([[0, 0, 0], [0, 1, 2], [1, 2, big - 1]], u64)))
+    assert cc.n_vertices == 4 and cc.n_components == 4
+    with pytest.raises(ValueError, match=f"n_vertices must be at most 2\\*\\*63 - 1, got {big}"):
+        IncrementalConnectivity(big)
+    with pytest.raises(ValueError, match=f"k must keep n_vertices at most 2\\*\\*63 - 1, got {big - 4} "
+                                         "with 4 vertices already"):
+        cc.add_vertices(big - 4)
+    assert cc.n_vertices == 4

@@ -14,8 +14,9 @@ from skimage.measure import label as sk_label
 
 import meshccl
 from meshccl import patterns
+from meshccl.neighbourhood import half_offsets
 from conftest import HAVE_GPU, examples, run_label, to_backend, to_host
-from reference import reference_label
+from reference import reference_label, reference_lattice
 
 DTYPES = [np.bool_, np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32,
           np.uint64, np.int64, np.float32, np.float64]
@@ -407,3 +408,45 @@ def test_docstring_examples():
                    meshccl.graph_generators, meshccl.patterns):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def test_length_one_axes_cost_nothing(backend):
+    """Axes of length 1 carry no neighbours: 30 of them in front of a 2-D
+    image neither build 3**32 offsets nor change the labels (skimage's on
+    the 2-D image; its bool path takes any ndim)."""
+    import time
+
+    rng = np.random.default_rng(30)
+    img = rng.integers(0, 3, (5, 7)).astype(np.uint8)
+    a = img.reshape((1,) * 30 + img.shape)
+    t0 = time.perf_counter()
+    for c in (1, 2, None):
+        got = run_label(a, backend, connectivity=c)
+        assert got.shape == a.shape
+        np.testing.assert_array_equal(got.reshape(img.shape), sk_label(img, connectivity=c))
+    assert time.perf_counter() - t0 < 30  # (3**32 offsets would take hours and terabytes)
+    b = img.reshape((1,) * 9 + img.shape) == 1
+    for c in (1, 2, 11):
+        np.testing.assert_array_equal(run_label(b, backend, connectivity=c),
+                                      sk_label(b, connectivity=c))
+
+
+def test_length_one_axes_with_bonds_and_periodic(backend):
+    """The bonds of a 32-D array at connectivity 1 are 32 planes, one per
+    axis; those of the two real axes decide.  A periodic axis of length 1
+    with bonds keeps its diagonal bonds (they wrap onto real neighbours)."""
+    rng = np.random.default_rng(31)
+    img = rng.integers(0, 2, (4, 6)).astype(np.uint8)
+    a = img.reshape((1,) * 30 + img.shape)
+    bonds = rng.random((32,) + a.shape) < 0.6
+    got = run_label(a, backend, connectivity=1, bonds=bonds, background=-1)
+    want = reference_lattice(img, connectivity=1, background=-1,
+                             bonds=bonds[30:].reshape((2,) + img.shape))
+    np.testing.assert_array_equal(got.reshape(img.shape), want)
+    small = img.reshape((1,) * 4 + img.shape)
+    per = (True, False, True, False, False, True)
+    k = len(half_offsets(6, 2))
+    bonds = rng.random((k,) + small.shape) < 0.5
+    got = run_label(small, backend, connectivity=2, periodic=per, bonds=bonds)
+    np.testing.assert_array_equal(got, reference_lattice(small, connectivity=2, periodic=per,
+                                                         bonds=bonds))

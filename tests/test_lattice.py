@@ -412,3 +412,28 @@ def test_box_planes_follow_the_bonds_layout():
         full = half_offsets(4, c)
         for (dz, dy, dx), r in zip(offsets, rows):
             assert full[planes[(dz + 1) * 9 + (dy + 1) * 3 + (dx + 1)]] == (dz, 0, dy, dx)
+
+
+def test_half_offsets_are_counted_and_ranked_without_enumerating():
+    """half_offsets is the lexicographically ordered half of {-1, 0, 1}**ndim
+    with 1..c non-zero entries; half_offset_index ranks an offset in it
+    and half_neighbourhood_size counts it, neither building 3**ndim rows."""
+    import itertools
+
+    from meshccl.neighbourhood import half_neighbourhood_size, half_offset_index
+
+    for ndim in range(1, 7):
+        for c in range(1, ndim + 1):
+            want = sorted(d for d in itertools.product((-1, 0, 1), repeat=ndim)
+                          if d < (0,) * ndim and 0 < sum(map(bool, d)) <= c)
+            table = half_offsets(ndim, c)
+            assert list(table) == want
+            assert half_neighbourhood_size(ndim, c) == len(table)
+            assert [half_offset_index(d, c) for d in table] == list(range(len(table)))
+    big = half_offsets(40, 2)  # (3**40 / 2 candidates; 3,160 of them in the table)
+    assert len(big) == half_neighbourhood_size(40, 2) == 40 + 2 * 780
+    assert [half_offset_index(d, 2) for d in big[::97]] == list(range(0, len(big), 97))
+    assert half_neighbourhood_size(32, 32) == (3**32 - 1) // 2
+    for bad in [(0, 0), (1, -1), (-1, -1, -1)]:
+        with pytest.raises(ValueError, match="not in the half neighbourhood"):
+            half_offset_index(bad, 2)

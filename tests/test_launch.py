@@ -95,3 +95,25 @@ def test_launch_config_layout_matches_cuda_h():
     assert _Config.stream.offset == 32 and _Config.attrs.offset == 40
     assert _Config.num_attrs.offset == 48 and ctypes.sizeof(_Config) == 56
     assert _Attribute.value.offset == 8 and ctypes.sizeof(_Attribute) == 72
+
+
+def test_tolerance_slot_holds_the_exact_integer_tolerance():
+    """For integer values the kernels' ``double tol`` slot carries the 64
+    bits of the floored, saturated integer tolerance (lattice.cuh reads them
+    back as an unsigned integer); for floats, the tolerance as a double."""
+    from meshccl._gpu.launch import tolerance_arg
+
+    def bits(x):
+        slots = pack_arguments((x,))[0]
+        return int(slots[0])
+
+    for dtype in (np.uint8, np.int16, np.int64, np.uint64, np.bool_):
+        assert bits(tolerance_arg(dtype, 2**53 + 1)) == 2**53 + 1
+        assert bits(tolerance_arg(dtype, 2**64 - 1)) == 2**64 - 1  # (a NaN as a double)
+        assert bits(tolerance_arg(dtype, 2**63)) == 2**63  # (-0.0 as a double)
+        assert bits(tolerance_arg(dtype, 2**80)) == 2**64 - 1
+        assert bits(tolerance_arg(dtype, 1.99)) == 1
+        assert bits(tolerance_arg(dtype, 0)) == 0
+    assert tolerance_arg(np.float32, 0.25) == np.float64(0.25)
+    assert tolerance_arg(np.float64, 2**53 + 1) == np.float64(2.0**53)
+    assert tolerance_arg(np.uint8, None) == 0.0

@@ -170,6 +170,15 @@ def test_statistics_empty_and_background_only(backend):
             assert np.isnan(s["weighted_centroids"]).all()  # intensity sums to 0
     assert measure.find_objects(to_backend(np.zeros((0, 3), np.int32), backend)) == []
     assert measure.find_objects(to_backend(np.zeros((2, 3), np.int32), backend)) == []
+    # with max_label, one entry per label whether or not the array has cells (SciPy's)
+    for a in (np.zeros((0, 3), np.int32), np.zeros((2, 3), np.int32), np.zeros(0, np.uint8),
+              np.array(0), np.array(2)):
+        for m in (0, 1, 3):
+            got = measure.find_objects(to_backend(a, backend), max_label=m)
+            if a.size == 0 and m == 0:  # (SciPy takes the max of no values and fails)
+                assert got == []
+            else:
+                assert got == ndi.find_objects(a, max_label=m), (a, m)
 
 
 def test_statistics_of_meshccl_labels(backend):
@@ -506,6 +515,11 @@ def test_bad_input(backend):
         measure.relabel_by_size(to_backend(np.array([1.0], np.float32), backend))
     with pytest.raises(TypeError, match=r"label_image must be an integer array, got bool"):
         measure.regionprops_table(to_backend(np.array([[True]]), backend))
+    for props in (("label", "bbox"), ("coords",), ("area", "centroid")):
+        # (skimage: "TypeError: Only 2-D and 3-D images supported.")
+        with pytest.raises(TypeError, match=r"label_image must have at least one axis, got a 0-d "
+                                            r"array \(1\)"):
+            measure.regionprops_table(to_backend(np.array(1), backend), properties=props)
     with pytest.raises(ValueError, match=r"intensity must have the labels' shape \(2, 2\), got "
                                          r"shape \(2, 3\)"):
         measure.statistics(x, to_backend(np.zeros((2, 3)), backend))

@@ -165,3 +165,34 @@ def test_sim_bench_gpu_sections_with_a_stand_in_device(tmp_path, monkeypatch):
                   "Cahn-Hilliard labelled every 128", "Swendsen-Wang on the CPU"):
         assert title in md
     assert _has_png(tmp_path / "sim_bench.png")
+
+
+def test_label_volume_example(capsys):
+    example = _load("label_volume")
+    with pytest.raises(SystemExit) as done:
+        example.main(["--help"])
+    assert done.value.code == 0
+    assert "--backend {auto,cpu,gpu}" in capsys.readouterr().out
+    assert example.main(["24", "--backend", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "24^3 volume of blobs" in out and "on the CPU" in out
+    assert "connectivity 1:" in out and "connectivity 3:" in out
+    with pytest.raises(SystemExit) as done:
+        example.main(["many"])
+    assert done.value.code == 2
+    assert "expected a positive integer, got 'many'" in capsys.readouterr().err
+
+
+def test_hawick_defaults_are_the_quick_run(monkeypatch):
+    """Without options the example runs the small sizes (about a minute on
+    a laptop CPU); --paper-sizes the paper's, each still overridable."""
+    example = _load("hawick_experiments")
+    calls = []
+    monkeypatch.setattr(example, "run", lambda *args: calls.append(args))
+    example.main(["spiral"])
+    example.main(["cahn-hilliard", "--paper-sizes"])
+    example.main(["spiral", "--paper-sizes", "--cap", "5", "--sizes", "64"])
+    (_, quick, cap, out, frames, _), (_, paper, pcap, _, pframes, _), (_, mine, mcap, _, _, _) = calls
+    assert (quick, cap, frames, out) == ([256, 512], 2.0, 2, "hawick-out")
+    assert (paper, pcap, pframes) == ([256, 512, 1024, 2048, 4096], 60.0, 4)
+    assert (mine, mcap) == ([64], 5.0)

@@ -123,8 +123,9 @@ def kernel_keys(values, has_bg, bgkey, tolerance, background=None):
     has_bg, bgkey
         The background from ``prepare`` (a key of ``values``' dtype, an
         int64 for floats; a float64 with a tolerance).
-    tolerance : float or None
-        None: equal values join.
+    tolerance : int, float or None
+        None: equal values join.  An int for integer values (exact, as
+        :func:`meshccl._validate.prepare` leaves it), a float for floats.
     background : int or float, optional
         With a tolerance, the caller's background exactly (``bgkey`` is a
         float64 there, inexact for integers beyond 2**53).  Default 0.

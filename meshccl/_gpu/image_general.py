@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import neighbourhood
 from ..neighbourhood import tile_logs
+from .launch import tolerance_arg
 from .loader import c_type, kernels
 from .number_roots import BLOCK, NULL, grid, scan_words, scratch
 
@@ -87,7 +88,7 @@ def grid_args(prob):
                np.int64(n),
                zero_i if bonds is None else cupy.asarray(prob.bond_rows),
                np.uint32(prob.periodic),
-               np.float64(prob.tolerance or 0.0),
+               tolerance_arg(values.dtype, prob.tolerance),
                np.int32(lflags))
     geo = _device_geometry(cupy.cuda.Device().id, tuple(prob.shape), prob.connectivity,
                            np.dtype(index_dtype).name, prob.label_axes)

@@ -39,7 +39,7 @@ import math
 import numpy as np
 
 from .. import _tuning
-from .launch import BONDS, LABELS, MASK, VALUES, Launch, Memset
+from .launch import BONDS, LABELS, MASK, VALUES, Launch, Memset, tolerance_arg
 from .loader import c_type, kernels
 
 #: Words per block of meshccl_piece_roots (MESHCCL_PIECE_BLOCK in numbering.cuh).
@@ -447,7 +447,7 @@ def _box_planes(device_id: int, c: int, bond_rows: tuple):
     return cupy.asarray(box_planes(c, bond_rows))
 
 
-def _box_features(n, c, mask, bonds, bond_rows, tolerance):
+def _box_features(value_dtype, n, c, mask, bonds, bond_rows, tolerance):
     """The lattice arguments of cells3d.cu's lattice kernels and wrap3d.cu
     (``MESHCCL_BOX_FEATURES``), with :data:`.launch.MASK` and
     :data:`.launch.BONDS` where the call has them (else null pointers)."""
@@ -459,7 +459,7 @@ def _box_features(n, c, mask, bonds, bond_rows, tolerance):
         rows = tuple(int(r) for r in np.asarray(bond_rows).reshape(-1))
         planes = _box_planes(cupy.cuda.Device().id, c, rows)
     return (MASK if mask else null, BONDS if bonds else null, np.int64(n), planes,
-            np.float64(tolerance or 0.0))
+            tolerance_arg(value_dtype, tolerance))
 
 
 #: the earlier neighbours of a 2-D cell in the order runs2d.cu's lattice
@@ -515,7 +515,7 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     null = np.uintp(0)
     features = (MASK if mask else null, BONDS if bonds else null, np.int64(n)) \
         + tuple(np.int32(b) for b in _bond_planes(ndim, c, bond_rows if bonds else None)) \
-        + (np.float64(tolerance or 0.0),)
+        + (tolerance_arg(value_dtype, tolerance),)
     key = (np.int32(bool(has_bg)), bgkey)
     wrap_y = bool(periodic & 1) if ndim == 2 else False
     wrap_x = bool(periodic >> (ndim - 1) & 1)
@@ -579,7 +579,7 @@ def _lattice_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
     c = min(int(connectivity), 3)
     plain = not (mask or bonds or tolerance is not None)
     runs = plain and uses_runs(shape, value_dtype)
-    features = _box_features(n, c, mask, bonds, bond_rows, tolerance)
+    features = _box_features(value_dtype, n, c, mask, bonds, bond_rows, tolerance)
     if buffers is None:
         buffers = scratch(n, index_dtype, shape, value_dtype, slots=False)
     if plain:

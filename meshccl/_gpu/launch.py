@@ -43,6 +43,23 @@ MASK = object()
 BONDS = object()
 
 
+def tolerance_arg(value_dtype, tolerance):
+    """The tolerance as the kernels' ``double tol`` parameter takes it.
+
+    Float values: the tolerance as a double.  Integer values (bool as
+    uint8): the 64 bits of the exact integer tolerance (an int, as
+    ``_validate.prepare`` leaves it; saturated at 2**64 - 1), reinterpreted
+    as a double in the same slot -- lattice.cuh's ``Rule`` reads them back
+    as an unsigned 64-bit integer.  No tolerance: 0.0.
+    """
+    if tolerance is None:
+        return np.float64(0.0)
+    if np.dtype(value_dtype).kind == "f":
+        return np.float64(tolerance)
+    t = min(int(tolerance), 2**64 - 1)  # (int() floors a float tolerance >= 0)
+    return np.array(t, dtype=np.uint64).view(np.float64)[()]
+
+
 class _Attribute(ctypes.Structure):
     """CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte value union."""
     _fields_ = [("id", ctypes.c_uint), ("pad", ctypes.c_char * 4), ("value", ctypes.c_char * 64)]

@@ -61,6 +61,18 @@ struct Offset {
 // the tolerance's integer part (the same test for an integer difference).
 // That relation is not transitive, so the kernels then turn off the
 // skipping rules that rely on transitivity.
+//
+// Every kernel takes the tolerance in one `double tol` parameter.  For float
+// values it is the tolerance itself.  For integer values it is not a
+// number: the host (launch.py, tolerance_arg) stores the 64 bits of the
+// exact unsigned tolerance there -- floored, saturated at 2^64 - 1 --, and
+// int_tolerance() reads them back.  Tolerances above 2^53 then stay exact;
+// the slot may hold any bit pattern (a NaN, -0.0), so it is only ever
+// reinterpreted, never compared or converted as a double.
+__device__ __forceinline__ unsigned long long int_tolerance(double tol) {
+    return (unsigned long long)__double_as_longlong(tol);
+}
+
 template <typename T, bool Tol, bool Int = (T(1) / T(2) == T(0))>
 struct Rule {
     typedef typename Key<T>::type K;
@@ -83,7 +95,7 @@ struct Rule<T, true, true> {
         // (the difference of two 64-bit integers fits 64 unsigned bits)
         const unsigned long long d = a > b ? (unsigned long long)a - (unsigned long long)b
                                            : (unsigned long long)b - (unsigned long long)a;
-        return tol >= 18446744073709551616.0 || d <= (unsigned long long)tol;
+        return d <= int_tolerance(tol);
     }
 };
 // float -> double without losing subnormals: CuPy compiles with -ftz=true,

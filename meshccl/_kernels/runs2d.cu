@@ -269,7 +269,8 @@ __device__ __forceinline__ unsigned label_tile(
             }
         }
         if (Tol) {  // (integer bytes: |a - b| <= the tolerance's integer part)
-            const unsigned t = ft.tol >= 255.0 ? 255u : (unsigned)ft.tol;
+            const unsigned long long t64 = meshccl::int_tolerance(ft.tol);
+            const unsigned t = t64 >= 255ull ? 255u : (unsigned)t64;
             const meshccl::runs::Within near = {0x01010101u * t, T(-1) < T(0)};
             mE = mF & meshccl::runs::eq_left(w, w, near);
             meshccl::runs::above_masks<C >= 2>(w, mF, lane, mV, mVl, mVr, near);

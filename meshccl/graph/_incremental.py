@@ -155,6 +155,8 @@ class IncrementalConnectivity:
     def __init__(self, n_vertices, *, method="unionfind", compression=None, device=None,
                  grow=True, forest=None):
         n = _count(n_vertices, "n_vertices")
+        if n > _input.MAX_VERTICES:
+            raise ValueError(f"n_vertices must be at most 2**63 - 1, got {n_vertices!r}")
         if not isinstance(method, str) or method not in _methods.RULES:
             raise ValueError(f"method must be one of {INCREMENTAL_METHODS} (the union-find "
                              f"methods; the others need the whole graph at once), got {method!r}")
@@ -313,6 +315,9 @@ class IncrementalConnectivity:
         """
         k = _count(k, "k")
         first = self.n_vertices
+        if first + k > _input.MAX_VERTICES:
+            raise ValueError(f"k must keep n_vertices at most 2**63 - 1, got {k} with "
+                             f"{first} vertices already")
         if self._state is None:
             self._n0 += k
         else:
@@ -603,4 +608,5 @@ class IncrementalConnectivity:
                 if a.size and (int(a.min()) < 0 or (int(a.max()) >= n and not self._grow)):
                     raise _first_bad(a, name, n, self._grow)
         if src.size and hi >= n:
+            _input.check_vertex_ids(hi, *zip(names, (src, dst)))
             state.grow(hi + 1)

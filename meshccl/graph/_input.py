@@ -155,6 +155,26 @@ def _device_facts(indptr, a, b=None, probe=None):
     return facts
 
 
+#: The most vertices a graph may have: parents and labels are indexed by int64.
+MAX_VERTICES = 2**63 - 1
+
+
+def check_vertex_ids(hi, *named):
+    """ValueError naming the first of ``named`` ((name, array) pairs) that
+    holds a vertex number no graph can have (MAX_VERTICES or more: uint64
+    ids of 2**63 and up, say); ``hi``: the largest value of them all
+    (clamped to int64), so only the error path reads them again."""
+    if hi < MAX_VERTICES:
+        return
+    for name, idx in named:
+        if idx.size:
+            bad = int(idx.max())  # exact, in idx's own type
+            if bad >= MAX_VERTICES:
+                pos = int((idx == idx.dtype.type(bad)).nonzero()[0][0])
+                raise ValueError(f"{name} must hold vertex numbers below 2**63 - 1 (a graph "
+                                 f"has at most 2**63 - 1 vertices), got {bad} at position {pos}")
+
+
 def _check_indices(n, lo, hi, *named):
     """ValueError for the first of ``named`` ((name, array) pairs) holding a
     value outside [0, n); ``lo``, ``hi``: the smallest and largest value of
@@ -256,7 +276,10 @@ def edges(src, dst, n=None, probe=None):
     facts = None if xp is np else _device_facts(None, src, dst, probe=probe)
     lo, hi = _bounds(_facts(xp, **_range(src, dst))) if facts is None else (facts["lo"], facts["hi"])
     if n is None:
+        check_vertex_ids(hi, ("src", src), ("dst", dst))
         n = hi + 1 if src.size else 0
+    elif n > MAX_VERTICES:
+        raise ValueError(f"n_vertices must be at most 2**63 - 1, got {n!r}")
     _check_indices(n, lo, hi, ("src", src), ("dst", dst))
     if facts is not None and facts["samples"]:
         probe["chain"] = facts["chain"] / facts["samples"]
