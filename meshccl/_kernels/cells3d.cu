@@ -9,6 +9,15 @@
 // compiler unrolls, and a tile's position comes straight from the block's
 // grid coordinates, without a division.
 //
+// The lattice form (a mask, bonds, a tolerance: end of this file) runs the
+// same two kernels' code.  Each kernel is one skeleton, templated on a join
+// policy (lattice.cuh: PlainJoin, LatticeJoin) that says which neighbouring
+// pairs join and whether joining is transitive, which the skipping rules
+// below need (PlainJoin only; LatticeJoin's tests fold away in the plain
+// kernels).  The kernels themselves only build the policy and call the
+// skeleton (meshccl::cells3d::tile, border), so a fix to a loop lands in
+// both forms.
+//
 // The algorithm is the union-find of unionfind.cuh, in two kernels, then
 // the pieces numbering of number_pieces.cu (meshccl_label_cells):
 //
@@ -63,7 +72,10 @@ constexpr int D = 3;
     _Pragma("unroll") for (int dx = -1; dx <= 1; ++dx)                                  \
     if (meshccl::box::half_step<D, C>(dz, dy, dx))
 
-// The last step of both tile kernels, for one tile row of a warp: each
+namespace meshccl {
+namespace cells3d {
+
+// The last step of the tile skeleton, for one tile row of a warp: each
 // cell's piece root (its tile forest's root, halving on the way) as a
 // global index in P (-1: background), and the row's piece roots as one
 // ballot into the bit array A (H cleared with it when the rows are
@@ -98,11 +110,32 @@ __device__ __forceinline__ void piece_root(int* L, I* P, unsigned* A, unsigned* 
     }
 }
 
-// The array is nz x ny x nx.  aligned: nx % 32 == 0, so
-// every tile row is one word of A and H, written with plain stores;
-// otherwise the host zeroes A and H first and rows OR their bits in.
-// Tiles are 32 cells along the last axis (one warp per tile row), TY rows
-// and TZ planes, handled by NW warps; meshccl/_gpu/image_plain.py picks
+// The closed bonds of cell i: bit step_index(dz, dy, dx) for each step of
+// the half neighbourhood (left included) whose bond is closed (0 without
+// bonds: always with PlainJoin).  The loads do not wait on the cell's
+// value, so they go out with it.
+template <int C, typename J>
+__device__ __forceinline__ unsigned closed_bonds(const J& join, long long i) {
+    unsigned shut = 0u;
+    if (!join.bonds()) return shut;
+#pragma unroll
+    for (int dz = -1; dz <= 0; ++dz)
+#pragma unroll
+        for (int dy = -1; dy <= 1; ++dy)
+#pragma unroll
+            for (int dx = -1; dx <= 1; ++dx)
+                if ((meshccl::box::half_step<D, C>(dz, dy, dx) || (dz == 0 && dy == 0 && dx == -1)) &&
+                    !join.open(join.bond(dz, dy, dx), i))
+                    shut |= meshccl::box::step_bit(dz, dy, dx);
+    return shut;
+}
+
+// The tile kernels' skeleton, for both forms (the join policy J: lattice.cuh
+// PlainJoin or LatticeJoin).  The array is nz x ny x nx.  aligned: nx % 32
+// == 0, so every tile row is one word of A and H, written with plain
+// stores; otherwise the host zeroes A and H first and rows OR their bits
+// in.  Tiles are 32 cells along the last axis (one warp per tile row), TY
+// rows and TZ planes, handled by NW warps; meshccl/_gpu/image_plain.py picks
 // them (docs/decisions.md: "tiles per block").
 //
 // A block labels TB tiles stacked along y, one after the other, but loads
@@ -110,16 +143,15 @@ __device__ __forceinline__ void piece_root(int* L, I* P, unsigned* A, unsigned* 
 // is bound by the latency of its loads (one small load per thread, then
 // nothing to do until it arrives); TB loads per thread put TB times the
 // bytes in flight without making the tiles, and their shared trees, larger.
-template <typename T, typename I, int C, int TY, int TZ, int NW, int TB>
-__global__ void __launch_bounds__(32 * NW) meshccl_cells3d_tile(
-        const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
-        unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
-        typename meshccl::Key<T>::type bgkey, int aligned) {
-    meshccl::grid_entry();  // (launch.cuh)
-    typedef typename meshccl::Key<T>::type K;
+// (The lattice form takes TB = 1.)
+template <int C, int TY, int TZ, int NW, int TB, typename J, typename T, typename I>
+__device__ __forceinline__ void tile(const J& join, const T* __restrict__ v, I* __restrict__ P,
+                                     unsigned* __restrict__ A, unsigned* __restrict__ H, I nz,
+                                     I ny, I nx, int aligned) {
+    typedef typename J::K K;
     constexpr int ROWS = TY * TZ, CPT = ROWS / NW, CELLS = 32 * ROWS;
     __shared__ K keys[CELLS];
-    __shared__ int L[CELLS];  // the tile's forest; -1: background or outside the array
+    __shared__ int L[CELLS];  // the tile's forest; -1: not foreground or outside the array
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I x = (I)blockIdx.x * 32 + lane;
     const I z0 = (I)blockIdx.z * TZ;
@@ -141,19 +173,32 @@ __global__ void __launch_bounds__(32 * NW) meshccl_cells3d_tile(
         K key[CPT];
         bool fg[CPT], eql[CPT];
         I idx[CPT];
-        // Keys, and runs along the row: a cell equal to its left neighbour points
-        // at the first cell of its run (the highest lane at or below it that is
-        // not equal to its left).
+        unsigned shut[CPT];  // closed bonds (not transitive only)
+        // Keys, foreground, closed bonds, and runs along the row: a cell
+        // joined to its left neighbour points at the first cell of its run
+        // (the highest lane at or below it that is not joined to its left).
 #pragma unroll
         for (int k = 0; k < CPT; ++k) {
             const int row = warp + k * NW;
             const I y = y0 + row % TY, z = z0 + row / TY;
             const bool in = x < nx && y < ny && z < nz;
             const I i = (z * ny + y) * nx + x;
-            const K kk = in ? meshccl::Key<T>::of(raw[b][k]) : K();
-            const bool f = in && !(has_bg && kk == bgkey);
+            const K kk = in ? J::key(raw[b][k]) : K();
+            // (foreground: not the background and, with features, in the mask)
+            const bool f = in && (J::features ? join.on(i) && !join.bg(kk)
+                                              : !(join.has_bg && kk == join.bgkey));
             const K left = meshccl::box::shfl_up(kk);
-            const bool e = f && lane > 0 && left == kk;
+            bool e;
+            if constexpr (J::transitive) {
+                // (join is equality: a foreground cell's equal left
+                // neighbour is foreground, and there are no bonds)
+                e = f && lane > 0 && left == kk;
+            } else {
+                shut[k] = in ? closed_bonds<C>(join, i) : 0u;
+                const bool lf = __shfl_up_sync(0xffffffffu, (int)f, 1) != 0;
+                e = f && lane > 0 && lf && !(shut[k] & meshccl::box::step_bit(0, 0, -1)) &&
+                    join.join(left, kk);
+            }
             const unsigned m = __ballot_sync(0xffffffffu, e);
             const unsigned upto = lane == 31 ? 0xffffffffu : ((2u << lane) - 1u);
             const int l = row * 32 + lane;
@@ -165,7 +210,9 @@ __global__ void __launch_bounds__(32 * NW) meshccl_cells3d_tile(
             eql[k] = e;
         }
         __syncthreads();
-        // The other pairs inside the tile, minus the ones the rules skip.
+        // The other joined pairs inside the tile, minus the ones the rules
+        // skip (transitive only).  Unions write only roots of foreground
+        // cells, so L[j] < 0 stays a fixed test while they run.
 #pragma unroll
         for (int k = 0; k < CPT; ++k) {
             if (!fg[k]) continue;
@@ -178,13 +225,19 @@ __global__ void __launch_bounds__(32 * NW) meshccl_cells3d_tile(
                 if (lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lane + dx < 0 || lane + dx > 31)
                     continue;  // not in this tile: the border kernel's pair
                 const int j = l + (dz * TY + dy) * 32 + dx;
-                if (L[j] < 0 || keys[j] != key[k]) continue;
-                if (meshccl::box::half_step<D, C>(dz, dy, dx + 1) && lane + dx < 31 &&
-                    L[j + 1] >= 0 && keys[j + 1] == key[k])
-                    continue;  // same run
-                if (eql[k]) {
-                    if (meshccl::box::neighbour_step<D, C>(dz, dy, dx + 1)) continue;  // covered
-                    if (lane + dx > 0 && L[j - 1] >= 0 && keys[j - 1] == key[k]) continue;  // twin
+                if (L[j] < 0) continue;
+                if constexpr (!J::transitive) {
+                    if (shut[k] & meshccl::box::step_bit(dz, dy, dx)) continue;  // closed bond
+                }
+                if (!join.join(keys[j], key[k])) continue;
+                if constexpr (J::transitive) {  // (join is equality)
+                    if (meshccl::box::half_step<D, C>(dz, dy, dx + 1) && lane + dx < 31 &&
+                        L[j + 1] >= 0 && keys[j + 1] == key[k])
+                        continue;  // same run
+                    if (eql[k]) {
+                        if (meshccl::box::neighbour_step<D, C>(dz, dy, dx + 1)) continue;  // covered
+                        if (lane + dx > 0 && L[j - 1] >= 0 && keys[j - 1] == key[k]) continue;  // twin
+                    }
                 }
                 todo |= meshccl::box::step_bit(dz, dy, dx);
             }
@@ -241,17 +294,19 @@ struct Border {
     }
 };
 
-// Cells with a pair that crosses the tile's faces: the whole first plane,
-// and in the other planes the first row (and the last row when steps go to
-// y + 1); then the first cell of each other row (its left pairs cross), and
-// with C >= 2 its last cell too (steps to x + 1 cross).  Item t of a tile
-// maps to one such cell; rows first, so that warps read whole rows.
-template <typename T, typename I, int C, int TY, int TZ>
-__global__ void __launch_bounds__(256) meshccl_cells3d_border(
-        const T* __restrict__ v, I* P, unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
-        typename meshccl::Key<T>::type bgkey) {
-    meshccl::grid_entry();  // (launch.cuh)
-    typedef typename meshccl::Key<T>::type K;
+// The border kernels' skeleton, for both forms (J as in tile).  Cells with
+// a pair that crosses the tile's faces: the whole first plane, and in the
+// other planes the first row (and the last row when steps go to y + 1);
+// then the first cell of each other row (its left pairs cross), and with C
+// >= 2 its last cell too (steps to x + 1 cross).  Item t of a tile maps to
+// one such cell; rows first, so that warps read whole rows.  Each unites
+// the joined pairs that cross the tile's faces: the left pair of a cell in
+// the first column, and each half step that leaves the tile, minus (when
+// J is transitive) the ones the skipping rules skip.
+template <int C, int TY, int TZ, typename J, typename T, typename I>
+__device__ __forceinline__ void border(const J& join, const T* __restrict__ v, I* P,
+                                       unsigned* __restrict__ H, I nz, I ny, I nx) {
+    typedef typename J::K K;
     typedef Border<C, TY, TZ> B;
     for (int t = threadIdx.x; t < (int)B::ITEMS; t += blockDim.x) {
         int lx, ly, lz;
@@ -260,39 +315,46 @@ __global__ void __launch_bounds__(256) meshccl_cells3d_border(
         const I z = (I)blockIdx.z * B::TZ + lz;
         if (x >= nx || y >= ny || z >= nz) continue;
         const I i = (z * ny + y) * nx + x;
-        const K key = meshccl::Key<T>::of(v[i]);
-        if (has_bg && key == bgkey) continue;
-        const bool eql = x > 0 && meshccl::Key<T>::of(v[i - 1]) == key;
+        const K key = J::key(v[i]);
+        if (join.bg(key) || !join.on(i)) continue;
+        // Joined to the left neighbour: the transitive form reads it for
+        // every cell (the covered and twin rules), the other one only for
+        // the first column's pair.
+        const bool eql = (J::transitive || lx == 0) && x > 0 &&
+                         join.joined(J::key(v[i - 1]), i - 1, key, join.bond(0, 0, -1), i);
         const I plane = ny * nx;
         // The pair to the left across the tile's first column, unless the
-        // square rule skips it: the cells above (or below) this one and its
-        // partner are equal to them and in their tiles (ly > 0, lz > 0), so
-        // each tile joined its two cells and the earlier row's (plane's)
-        // pair to the left joins the tiles.  In a region that crosses the
-        // column this leaves one union, not one per row.
+        // square rule skips it (transitive only): the cells above (or
+        // below) this one and its partner are equal to them and in their
+        // tiles (ly > 0, lz > 0), so each tile joined its two cells and the
+        // earlier row's (plane's) pair to the left joins the tiles.  In a
+        // region that crosses the column this leaves one union, not one per
+        // row.
         unsigned todo = 0u;
         if (lx == 0 && eql &&
-            !(ly > 0 && meshccl::Key<T>::of(v[i - nx]) == key &&
-              meshccl::Key<T>::of(v[i - nx - 1]) == key) &&
-            !(lz > 0 && meshccl::Key<T>::of(v[i - plane]) == key &&
-              meshccl::Key<T>::of(v[i - plane - 1]) == key))
+            !(J::transitive && ly > 0 && join.join(J::key(v[i - nx]), key) &&
+              join.join(J::key(v[i - nx - 1]), key)) &&
+            !(J::transitive && lz > 0 && join.join(J::key(v[i - plane]), key) &&
+              join.join(J::key(v[i - plane - 1]), key)))
             todo = meshccl::box::step_bit(0, 0, -1);
         MESHCCL_STEPS {
             if (!(lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lx + dx < 0 || lx + dx > 31))
                 continue;  // inside the tile: the tile kernel's pair
             if (z + dz < 0 || y + dy < 0 || y + dy >= ny || x + dx < 0 || x + dx >= nx) continue;
             const I j = i + ((I)dz * ny + dy) * nx + dx;
-            if (meshccl::Key<T>::of(v[j]) != key) continue;
-            if (dz == 0 && dy < 0 && dx == 0 && lz > 0 &&
-                meshccl::Key<T>::of(v[i - plane]) == key &&
-                meshccl::Key<T>::of(v[j - plane]) == key)
-                continue;  // the square rule (above) on a tile's first row, along z
-            if (meshccl::box::half_step<D, C>(dz, dy, dx + 1) && x + dx + 1 < nx &&
-                meshccl::Key<T>::of(v[j + 1]) == key)
-                continue;  // same run
-            if (eql) {
-                if (meshccl::box::neighbour_step<D, C>(dz, dy, dx + 1)) continue;  // covered
-                if (x + dx > 0 && meshccl::Key<T>::of(v[j - 1]) == key) continue;   // twin
+            if (!join.joined(J::key(v[j]), j, key, join.bond(dz, dy, dx), i))
+                continue;
+            if constexpr (J::transitive) {
+                if (dz == 0 && dy < 0 && dx == 0 && lz > 0 &&
+                    join.join(J::key(v[i - plane]), key) && join.join(J::key(v[j - plane]), key))
+                    continue;  // the square rule (above) on a tile's first row, along z
+                if (meshccl::box::half_step<D, C>(dz, dy, dx + 1) && x + dx + 1 < nx &&
+                    join.join(J::key(v[j + 1]), key))
+                    continue;  // same run
+                if (eql) {
+                    if (meshccl::box::neighbour_step<D, C>(dz, dy, dx + 1)) continue;  // covered
+                    if (x + dx > 0 && join.join(J::key(v[j - 1]), key)) continue;     // twin
+                }
             }
             todo |= meshccl::box::step_bit(dz, dy, dx);
         }
@@ -304,6 +366,30 @@ __global__ void __launch_bounds__(256) meshccl_cells3d_border(
     }
 }
 
+}  // namespace cells3d
+}  // namespace meshccl
+
+// The kernels: each form's policy on the skeletons above.
+
+template <typename T, typename I, int C, int TY, int TZ, int NW, int TB>
+__global__ void __launch_bounds__(32 * NW) meshccl_cells3d_tile(
+        const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
+        unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
+        typename meshccl::Key<T>::type bgkey, int aligned) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::PlainJoin<T> join = {has_bg, bgkey};
+    meshccl::cells3d::tile<C, TY, TZ, NW, TB>(join, v, P, A, H, nz, ny, nx, aligned);
+}
+
+template <typename T, typename I, int C, int TY, int TZ>
+__global__ void __launch_bounds__(256) meshccl_cells3d_border(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
+        typename meshccl::Key<T>::type bgkey) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::PlainJoin<T> join = {has_bg, bgkey};
+    meshccl::cells3d::border<C, TY, TZ>(join, v, P, H, nz, ny, nx);
+}
+
 // ---------------------------------------------------------------------------
 // The lattice form: a mask, bonds and/or a tolerance on a 3-D volume of any
 // cell type, one-byte cells included (meshccl_cells3d_lattice_tile and
@@ -313,158 +399,35 @@ __global__ void __launch_bounds__(256) meshccl_cells3d_border(
 // labelled.  Two cells are joined when both are foreground (not the
 // background, and set in the mask), their bond is open (the later cell's,
 // in the plane of the step, lattice.cuh BoxFeatures) and the joining rule
-// holds (equal keys, or |a - b| <= tolerance: lattice.cuh, Rule).  The
-// tiles, the forest, the piece roots and the bit arrays A and H are those
-// of the plain form (TB = 1: a block does one tile); the runs along a row
-// are stretches of joined left pairs, from one ballot.  No pair is skipped:
-// every rule above takes a pair as joined because others are (equality is
-// transitive), and a closed bond, a masked cell or a tolerance breaks
-// that.  So the tile kernel unites every joined pair inside the tile, and
-// the border kernel, over the same face cells as the plain one, every
-// joined pair that crosses a tile face.
-// The closed bonds of cell i: bit step_index(dz, dy, dx) for each step of
-// the half neighbourhood (left included) whose bond is closed.  The loads
-// do not wait on the cell's value, so they go out with it.
-template <int C>
-__device__ __forceinline__ unsigned closed_bonds(const meshccl::BoxFeatures& ft, long long i) {
-    unsigned shut = 0u;
-    if (ft.bonds == nullptr) return shut;
-#pragma unroll
-    for (int dz = -1; dz <= 0; ++dz)
-#pragma unroll
-        for (int dy = -1; dy <= 1; ++dy)
-#pragma unroll
-            for (int dx = -1; dx <= 1; ++dx)
-                if ((meshccl::box::half_step<D, C>(dz, dy, dx) || (dz == 0 && dy == 0 && dx == -1)) &&
-                    !ft.open(meshccl::box::step_index(dz, dy, dx), i))
-                    shut |= meshccl::box::step_bit(dz, dy, dx);
-    return shut;
-}
-
+// holds (equal keys, or |a - b| <= tolerance: lattice.cuh, Rule): the
+// policy LatticeJoin.  The skeletons are the plain form's: the tiles, the
+// forest, the piece roots and the bit arrays A and H (TB = 1: a block does
+// one tile); the runs along a row are stretches of joined left pairs, from
+// one ballot.  No pair is skipped: every rule above takes a pair as joined
+// because others are (equality is transitive), and a closed bond, a masked
+// cell or a tolerance breaks that (LatticeJoin is not transitive).  So the
+// tile kernel unites every joined pair inside the tile, and the border
+// kernel, over the same face cells as the plain one, every joined pair
+// that crosses a tile face.
 template <typename T, typename I, int C, bool Tol, int TY, int TZ, int NW>
 __global__ void __launch_bounds__(32 * NW) meshccl_cells3d_lattice_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
         typename meshccl::Rule<T, Tol>::K bgkey, int aligned, MESHCCL_BOX_FEATURES) {
     meshccl::grid_entry();  // (launch.cuh)
-    typedef meshccl::Rule<T, Tol> R;
-    typedef typename R::K K;
-    const meshccl::BoxFeatures ft = MESHCCL_BOX_FEATURES_VALUE;
-    constexpr int ROWS = TY * TZ, CPT = ROWS / NW, CELLS = 32 * ROWS;
-    __shared__ K keys[CELLS];
-    __shared__ int L[CELLS];  // the tile's forest; -1: not foreground or outside the array
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const I x = (I)blockIdx.x * 32 + lane;
-    const I y0 = (I)blockIdx.y * TY, z0 = (I)blockIdx.z * TZ;
-    K key[CPT];
-    bool fg[CPT];
-    I idx[CPT];
-    unsigned shut[CPT];
-    // Keys, foreground, closed bonds, and runs along the row: a cell joined
-    // to its left neighbour points at the first cell of its run (the
-    // highest lane at or below it that is not joined to its left).
-#pragma unroll
-    for (int k = 0; k < CPT; ++k) {
-        const int row = warp + k * NW;
-        const I y = y0 + row % TY, z = z0 + row / TY;
-        const bool in = x < nx && y < ny && z < nz;
-        const I i = (z * ny + y) * nx + x;
-        const K kk = in ? R::key(v[i]) : K();
-        const bool on = in && ft.on(i);
-        shut[k] = in ? closed_bonds<C>(ft, i) : 0u;
-        const bool f = on && !(has_bg && kk == bgkey);
-        const K left = meshccl::box::shfl_up(kk);
-        const bool lf = __shfl_up_sync(0xffffffffu, (int)f, 1) != 0;
-        const bool e = f && lane > 0 && lf &&
-                       !(shut[k] & meshccl::box::step_bit(0, 0, -1)) && R::join(left, kk, ft.tol);
-        const unsigned m = __ballot_sync(0xffffffffu, e);
-        const unsigned upto = lane == 31 ? 0xffffffffu : ((2u << lane) - 1u);
-        const int l = row * 32 + lane;
-        keys[l] = kk;
-        L[l] = f ? row * 32 + (31 - __clz(~m & upto)) : -1;
-        idx[k] = i;
-        key[k] = kk;
-        fg[k] = f;
-    }
-    __syncthreads();
-    // Every other joined pair inside the tile (unions write only roots of
-    // foreground cells, so L[j] < 0 stays a fixed test while they run).
-#pragma unroll
-    for (int k = 0; k < CPT; ++k) {
-        if (!fg[k]) continue;
-        const int row = warp + k * NW, ly = row % TY, lz = row / TY;
-        const int l = row * 32 + lane;
-        unsigned todo = 0u;  // (one call site of unite(), as in the plain kernel)
-        MESHCCL_STEPS {
-            if (lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lane + dx < 0 || lane + dx > 31)
-                continue;  // not in this tile: the border kernel's pair
-            const int j = l + (dz * TY + dy) * 32 + dx;
-            if (L[j] < 0 || (shut[k] & meshccl::box::step_bit(dz, dy, dx)) ||
-                !R::join(keys[j], key[k], ft.tol))
-                continue;
-            todo |= meshccl::box::step_bit(dz, dy, dx);
-        }
-        for (; todo; todo &= todo - 1u) {
-            const int s = __ffs(todo) - 1;
-            const int dz = s / 9 - 1, dy = (s / 3) % 3 - 1, dx = s % 3 - 1;
-            meshccl::unite<true>(L, l, l + (dz * TY + dy) * 32 + dx);
-        }
-    }
-    __syncthreads();
-    // Each cell's piece root, as a global index; piece roots into A (as in
-    // the plain kernel).
-#pragma unroll
-    for (int k = 0; k < CPT; ++k) {
-        piece_root<TY>(L, P, A, H, fg[k], idx[k], warp + k * NW, lane, x, y0, z0, ny, nx, nz,
-                       aligned);
-    }
+    const meshccl::LatticeJoin<T, Tol, meshccl::BoxFeatures> join = {
+        has_bg, bgkey, MESHCCL_BOX_FEATURES_VALUE};
+    meshccl::cells3d::tile<C, TY, TZ, NW, 1>(join, v, P, A, H, nz, ny, nx, aligned);
 }
 
-// The plain border kernel's cells (Border), uniting every joined pair that
-// crosses the tile's faces: the left pair of a cell in the first column,
-// and each half step that leaves the tile.
 template <typename T, typename I, int C, bool Tol, int TY, int TZ>
 __global__ void __launch_bounds__(256) meshccl_cells3d_lattice_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
         typename meshccl::Rule<T, Tol>::K bgkey, MESHCCL_BOX_FEATURES) {
     meshccl::grid_entry();  // (launch.cuh)
-    typedef meshccl::Rule<T, Tol> R;
-    typedef typename R::K K;
-    typedef Border<C, TY, TZ> B;
-    const meshccl::BoxFeatures ft = MESHCCL_BOX_FEATURES_VALUE;
-    for (int t = threadIdx.x; t < (int)B::ITEMS; t += blockDim.x) {
-        int lx, ly, lz;
-        B::cell(t, lx, ly, lz);
-        const I x = (I)blockIdx.x * 32 + lx, y = (I)blockIdx.y * TY + ly;
-        const I z = (I)blockIdx.z * B::TZ + lz;
-        if (x >= nx || y >= ny || z >= nz) continue;
-        const I i = (z * ny + y) * nx + x;
-        const K key = R::key(v[i]);
-        if ((has_bg && key == bgkey) || !ft.on(i)) continue;
-        unsigned todo = 0u;
-        if (lx == 0 && x > 0) {
-            const K kl = R::key(v[i - 1]);
-            if (!(has_bg && kl == bgkey) && ft.on(i - 1) && R::join(kl, key, ft.tol) &&
-                ft.open(meshccl::box::step_index(0, 0, -1), i))
-                todo = meshccl::box::step_bit(0, 0, -1);
-        }
-        MESHCCL_STEPS {
-            if (!(lz + dz < 0 || ly + dy < 0 || ly + dy >= TY || lx + dx < 0 || lx + dx > 31))
-                continue;  // inside the tile: the tile kernel's pair
-            if (z + dz < 0 || y + dy < 0 || y + dy >= ny || x + dx < 0 || x + dx >= nx) continue;
-            const I j = i + ((I)dz * ny + dy) * nx + dx;
-            const K kj = R::key(v[j]);
-            if ((has_bg && kj == bgkey) || !ft.on(j) || !R::join(kj, key, ft.tol) ||
-                !ft.open(meshccl::box::step_index(dz, dy, dx), i))
-                continue;
-            todo |= meshccl::box::step_bit(dz, dy, dx);
-        }
-        for (; todo; todo &= todo - 1u) {
-            const int s = __ffs(todo) - 1;
-            const int dz = s / 9 - 1, dy = (s / 3) % 3 - 1, dx = s % 3 - 1;
-            meshccl::unite_recording(P, H, i, i + ((I)dz * ny + dy) * nx + dx);
-        }
-    }
+    const meshccl::LatticeJoin<T, Tol, meshccl::BoxFeatures> join = {
+        has_bg, bgkey, MESHCCL_BOX_FEATURES_VALUE};
+    meshccl::cells3d::border<C, TY, TZ>(join, v, P, H, nz, ny, nx);
 }
 
 #undef MESHCCL_STEPS

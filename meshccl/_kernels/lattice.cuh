@@ -154,6 +154,10 @@ struct PlaneFeatures {
     __device__ __forceinline__ bool open(int plane, long long i) const {
         return bonds == nullptr || plane < 0 || bonds[(long long)plane * bstride + i];
     }
+    // the bond plane of step (dy, dx) of the half neighbourhood, left included
+    __device__ __forceinline__ int bond(int dy, int dx) const {
+        return dy == 0 ? left : dx < 0 ? ul : dx > 0 ? ur : up;
+    }
 };
 #define MESHCCL_PLANE_FEATURES                                                             \
     const unsigned char* __restrict__ mask, const unsigned char* __restrict__ bonds,       \
@@ -180,6 +184,10 @@ struct BoxFeatures {
         const int plane = planes[step];
         return plane < 0 || bonds[(long long)plane * bstride + i];
     }
+    // the step of (dz, dy, dx), box::step_index (below)
+    __device__ __forceinline__ int bond(int dz, int dy, int dx) const {
+        return (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1);
+    }
 };
 #define MESHCCL_BOX_FEATURES                                                               \
     const unsigned char* __restrict__ mask, const unsigned char* __restrict__ bonds,       \
@@ -187,6 +195,75 @@ struct BoxFeatures {
 #define MESHCCL_BOX_FEATURE_TYPES \
     const unsigned char*, const unsigned char*, long long, const int*, double
 #define MESHCCL_BOX_FEATURES_VALUE {mask, bonds, bstride, planes, tol}
+
+// The joining rule as a policy of the fixed-geometry chains (cells3d.cu's
+// and runs2d.cu's plain and lattice kernels): one skeleton per kernel, its
+// pair tests asked of the policy.  A policy has the key type K and key()
+// (Rule's), and for cells i, j (j the earlier) of keys k, kj:
+//   bg(k)        the background value;
+//   on(i)        the mask lets cell i be foreground;
+//   bond(d...)   the bond of a step of the half neighbourhood, (dy, dx) or
+//                (dz, dy, dx), as the features number them (PlaneFeatures:
+//                its plane; BoxFeatures: the step's index);
+//   open(b, i)   cell i's bond b is open;
+//   bonds()      are there bonds at all (else every open() is true);
+//   join(kj, k)  the rule joins the two keys;
+//   joined(kj, j, k, b, i)  an earlier neighbour j joins foreground cell i
+//                through i's bond b: all of the above for j;
+//   transitive   joining is transitive, so the kernels' skipping rules
+//                (a pair is joined because two others are) hold;
+//   features     there may be a mask or bonds (else on() and open() are
+//                always true).
+// The two constants let a skeleton drop a test at compile time where a
+// call that folds only after inlining would still change the plain
+// kernel's code (its branches and the order of its tests): the skeletons
+// write "transitive ? the plain test : the lattice one" with them.
+// PlainJoin: equal keys, no mask, no bonds, transitive: every feature test
+// folds away at compile time, and joined() is just kj == k (a neighbour
+// equal to a foreground cell is foreground), so a plain kernel compiles to
+// the code it had before it shared its skeleton.  LatticeJoin: the
+// features and the Rule (equality or a tolerance), not transitive (a
+// closed bond, a masked cell or a tolerance breaks that), so the skeletons
+// unite every joined pair.
+template <typename T>
+struct PlainJoin {
+    typedef Rule<T, false> R;
+    typedef typename R::K K;
+    static constexpr bool transitive = true, features = false;
+    int has_bg;
+    K bgkey;
+    static __device__ __forceinline__ K key(T v) { return R::key(v); }
+    __device__ __forceinline__ bool bg(K k) const { return has_bg && k == bgkey; }
+    __device__ __forceinline__ bool on(long long) const { return true; }
+    __device__ __forceinline__ bool bonds() const { return false; }
+    template <typename... D>
+    __device__ __forceinline__ int bond(D...) const { return -1; }
+    __device__ __forceinline__ bool open(int, long long) const { return true; }
+    __device__ __forceinline__ bool join(K kj, K k) const { return kj == k; }
+    __device__ __forceinline__ bool joined(K kj, long long, K k, int, long long) const {
+        return kj == k;
+    }
+};
+template <typename T, bool Tol, typename Features>
+struct LatticeJoin {
+    typedef Rule<T, Tol> R;
+    typedef typename R::K K;
+    static constexpr bool transitive = false, features = true;
+    int has_bg;
+    K bgkey;
+    Features ft;
+    static __device__ __forceinline__ K key(T v) { return R::key(v); }
+    __device__ __forceinline__ bool bg(K k) const { return has_bg && k == bgkey; }
+    __device__ __forceinline__ bool on(long long i) const { return ft.on(i); }
+    __device__ __forceinline__ bool bonds() const { return ft.bonds != nullptr; }
+    template <typename... D>
+    __device__ __forceinline__ int bond(D... d) const { return ft.bond(d...); }
+    __device__ __forceinline__ bool open(int b, long long i) const { return ft.open(b, i); }
+    __device__ __forceinline__ bool join(K kj, K k) const { return R::join(kj, k, ft.tol); }
+    __device__ __forceinline__ bool joined(K kj, long long j, K k, int b, long long i) const {
+        return !bg(kj) && ft.on(j) && R::join(kj, k, ft.tol) && ft.open(b, i);
+    }
+};
 
 template <typename I>
 __device__ __forceinline__ bool inside(unsigned lo, unsigned hi, const Offset<I>& e) {

@@ -73,6 +73,10 @@
 //    whose P holds it, or in a tile with slots the run start's slot (its
 //    rank in the row, after the row's first slot in O); each root that a
 //    union hooks is recorded in H.
+//    The lattice form's border kernel is the same code (runs2d::border),
+//    on a join policy (lattice.cuh: PlainJoin here, LatticeJoin there)
+//    whose tests fold away in this one; the pairs at a left border are
+//    one function (left_pairs) for both kernels and both forms.
 //    Its blocks' top-row warps take the tile rows in a scattered order
 //    (scattered_row), so that the blocks at work at one time hook fewer of
 //    the same roots; their left-border warp takes them bottom to top, which
@@ -116,23 +120,37 @@ namespace runs2d {
 // The pairs across a tile's left border in one row: cell (y, x0) with keys
 // k0 (itself), kL (its left neighbour, the tile before's last column),
 // ku0 / kuL (the two cells above them, when `up`: the row above is in the
-// same tile row), f0 / fL (foreground), and kL2() the cell left of kL (read
-// only when needed).  Bit 1: (y, x0) with (y, x0 - 1), unless the square
-// rule skips it (the cells above both are equal to them: each tile joined
-// its two and the row above's pair joins the tiles, one union per region
-// that crosses the column, not one per row).  At C = 2, bit 2: (y, x0) up-
-// left to (y - 1, x0 - 1), not if (y - 1, x0) is equal (same run) or (y, x0
-// - 1) is (covered); bit 4: (y, x0 - 1) up-right to (y - 1, x0), not if its
-// left cell and the cell above it are equal to it (twin).  The border
-// kernel and the tile kernel's inner borders both take these.
-template <int C, typename K, typename Left2>
+// same tile row), f0 / fL (foreground), join(a, b) the joining rule, and
+// kL2() the cell left of kL (read only when needed).  Bit 1: (y, x0) with
+// (y, x0 - 1); at C = 2, bit 2: (y, x0) up-left to (y - 1, x0 - 1), and
+// bit 4: (y, x0 - 1) up-right to (y - 1, x0).  Transitive (the plain form,
+// equal keys; a cell equal to a foreground cell is foreground): minus the
+// pairs that the rules skip (join is then equality).  Bit 1 unless the square rule skips it (the
+// cells above both are equal to them: each tile joined its two and the row
+// above's pair joins the tiles, one union per region that crosses the
+// column, not one per row); bit 2 not if (y - 1, x0) is equal (same run)
+// or (y, x0 - 1) is (covered); bit 4 not if its left cell and the cell
+// above it are equal to it (twin).  Otherwise (the lattice form) every
+// joined pair: ok(b) says for pair b what foreground and f0 / fL do not,
+// that the other cell is foreground (bit 1: fL; bits 2 and 4: the cell
+// above) and the pair's bond is open.  The border kernels and the tile
+// kernels' inner borders all take these.
+template <int C, bool Transitive, typename K, typename Ok, typename Join, typename Left2>
 __device__ __forceinline__ unsigned left_pairs(K k0, K kL, K ku0, K kuL, bool up, bool f0,
-                                               bool fL, Left2 kL2) {
+                                               bool fL, Ok ok, Join join, Left2 kL2) {
+    // (each test is "the rule, if transitive, or joined, if not": && and ||
+    // on the constant first, which the compiler drops unseen)
     unsigned m = 0u;
-    if (f0 && kL == k0 && !(up && ku0 == k0 && kuL == k0)) m |= 1u;
+    if ((Transitive && f0 && kL == k0 && !(up && ku0 == k0 && kuL == k0)) ||
+        (!Transitive && f0 && ok(1u) && join(kL, k0)))
+        m |= 1u;
     if (C >= 2 && up) {
-        if (f0 && kuL == k0 && ku0 != k0 && kL != k0) m |= 2u;
-        if (fL && ku0 == kL && !(kL2() == kL && kuL == kL)) m |= 4u;
+        if ((Transitive && f0 && kuL == k0 && ku0 != k0 && kL != k0) ||
+            (!Transitive && f0 && ok(2u) && join(kuL, k0)))
+            m |= 2u;
+        if ((Transitive && fL && ku0 == kL && !(kL2() == kL && kuL == kL)) ||
+            (!Transitive && fL && ok(4u) && join(ku0, kL)))
+            m |= 4u;
     }
     return m;
 }
@@ -468,23 +486,20 @@ __device__ __forceinline__ unsigned label_tile(
         const int r = lane, wl = warp - 1;
         const K k0 = edge[0][warp][r], kL = edge[1][wl][r];
         const K ku0 = r > 0 ? edge[0][warp][r - 1] : K(), kuL = r > 0 ? edge[1][wl][r - 1] : K();
-        unsigned m;
-        if (Lat) {
-            // every joined pair: (r, 0) with (r, -1) and, at C = 2, (r, 0)
-            // with (r - 1, -1) and (r, -1) with (r - 1, 0)
-            const unsigned* e0 = edgebits[Lat ? warp : 0];
-            const unsigned* eL = edgebits[Lat ? wl : 0];
-            const auto bit = [r](unsigned w, int dr) { return ((w << dr) >> r) & 1u; };
-            const bool f0 = bit(e0[0], 0), fL = bit(eL[1], 0);
-            m = (f0 && fL && bit(e0[2], 0) && R::join(k0, kL, ft.tol)) ? 1u : 0u;
-            if (C >= 2 && r > 0 && !cut) {
-                if (f0 && bit(eL[1], 1) && bit(e0[3], 0) && R::join(kuL, k0, ft.tol)) m |= 2u;
-                if (fL && bit(e0[0], 1) && bit(eL[4], 0) && R::join(ku0, kL, ft.tol)) m |= 4u;
-            }
-        } else {
-            m = left_pairs<C>(k0, kL, ku0, kuL, r > 0 && !cut, !(has_bg && k0 == bgkey),
-                              !(has_bg && kL == bgkey), [&] { return edge[2][wl][r]; });
-        }
+        // Lat: the foreground of the two columns and the open bonds, from
+        // `edgebits` (ok: see left_pairs).
+        const unsigned* e0 = edgebits[Lat ? warp : 0];
+        const unsigned* eL = edgebits[Lat ? wl : 0];
+        const auto bit = [r](unsigned w, int dr) { return ((w << dr) >> r) & 1u; };
+        const auto ok = [&](unsigned b) -> bool {
+            if (b == 1u) return bit(eL[1], 0) && bit(e0[2], 0);
+            if (b == 2u) return bit(eL[1], 1) && bit(e0[3], 0);
+            return bit(e0[0], 1) && bit(eL[4], 0);
+        };
+        const unsigned m = left_pairs<C, !Lat>(
+                k0, kL, ku0, kuL, r > 0 && !cut, Lat ? bit(e0[0], 0) : !(has_bg && k0 == bgkey),
+                Lat ? bit(eL[1], 0) : !(has_bg && kL == bgkey), ok,
+                [&](K a, K b) { return R::join(a, b, ft.tol); }, [&] { return edge[2][wl][r]; });
         if (m) {
             const int a = local(warp, r, 0), left = local(wl, r, 31);
             if (m & 1u) meshccl::unite<true>(L, a, left);
@@ -627,34 +642,30 @@ __device__ __forceinline__ unsigned scattered_row(unsigned b, unsigned rows) {
     return (unsigned)(((unsigned long long)b * k) % rows);
 }
 
-// A block takes TB tiles side by side, in the tile row scattered_row gives:
-// its first TB warps the tiles' top rows against the row above (every pair
-// of them that goes up), then one
-// warp per `strip` tiles (the strips' first tiles: the tile kernel took the
-// other borders) the pairs across the tile's left border, a lane per row r:
-// the first cell's pair to the left and, at connectivity 2 and r > 0, its
-// pair up-left and the pair up-right of the cell to its left (the last
-// column of the tile before).  TB = 8 with strips (9 warps), 4 without (8
-// warps); the host sizes the block, TB follows from it.  Same rules as the
-// tile kernel, with equality to the left taken across tiles; the two cells
-// above a row's pair are the lane before's, by shuffles, not loads.
-template <typename T, typename I, int C, bool SL>
-__global__ void __launch_bounds__(288) meshccl_runs2d_border(
-        const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I ny, I nx, I image_rows, int has_bg, typename meshccl::Key<T>::type bgkey, int strip,
-        const I* __restrict__ Q, const unsigned short* __restrict__ O, int slots,
-        unsigned* tally, unsigned* report) {
-    meshccl::grid_entry();  // (launch.cuh)
-    // The tile kernel's count of tiles whose run starts fit their slots
-    // (it has ended: grid_entry) goes to `report`, host memory that a
-    // launch plan reads when it picks the next call's tile kernel, and the
-    // count starts again from 0.
-    if (tally != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
-        *report = *tally;
-        *tally = 0u;
-    }
-    typedef typename meshccl::Key<T>::type K;
-    using meshccl::Key;
+namespace meshccl {
+namespace runs2d {
+
+// The border kernels' skeleton, for both forms (the join policy J:
+// lattice.cuh PlainJoin, or LatticeJoin on PlaneFeatures).  A block takes
+// TB tiles side by side, in the tile row scattered_row gives: its first TB
+// warps the tiles' top rows against the row above (every pair of them that
+// goes up), then one warp per `strip` tiles (the strips' first tiles: the
+// tile kernel took the other borders) the pairs across the tile's left
+// border, a lane per row r: the first cell's pair to the left and, at
+// connectivity 2 and r > 0, its pair up-left and the pair up-right of the
+// cell to its left (the last column of the tile before).  TB = 8 with
+// strips (9 warps), 4 without (8 warps); the host sizes the block, TB
+// follows from it.  The pairs are the tile kernel's: when J is transitive
+// (the plain form), minus the ones its rules skip, with equality to the
+// left taken across tiles; else every joined pair.  The cells above a
+// row's pair are the lane before's, by shuffles, not loads.
+template <int C, bool SL, typename J, typename T, typename I>
+__device__ __forceinline__ void border(const J& join, const T* __restrict__ v, I* P,
+                                       unsigned* __restrict__ H, const unsigned* __restrict__ S,
+                                       I ny, I nx, I image_rows, int strip,
+                                       const I* __restrict__ Q,
+                                       const unsigned short* __restrict__ O, int slots) {
+    typedef typename J::K K;
     using meshccl::runs::shfl;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int tb = (int)(blockDim.x >> 5) * strip / (strip + 1);  // tiles per block
@@ -670,7 +681,7 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
     // slots (the run start's rank among the row's, after the row's first
     // slot in O), or, where the tile kept them in P (no slots, or too many
     // run starts; always after a tile kernel without SL), the run start
-    // itself, whose P holds it.
+    // itself, whose P holds it (runs.cuh, node).
     auto node = [&](I y, I x) -> I {
         const I w = (x >> 5) * ny + y;
         const unsigned s = __ldg(S + w);
@@ -688,24 +699,27 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         if (first_row(y0)) return;
         const I x = x0 + lane, i = y0 * nx + x;
         const bool in = x < nx;
-        const K k = in ? Key<T>::of(v[i]) : K(), ku = in ? Key<T>::of(v[i - nx]) : K();
-        const bool f = in && !(has_bg && k == bgkey);
+        const K k = in ? J::key(v[i]) : K(), ku = in ? J::key(v[i - nx]) : K();
+        const bool f = in && !(join.has_bg && k == join.bgkey) && (!J::features || join.on(i));
         K kl = shfl(k, 1, true), ul = shfl(ku, 1, true), ur = shfl(ku, 1, false);
         if (lane == 0 && x > 0) {
-            kl = Key<T>::of(v[i - 1]);
-            ul = Key<T>::of(v[i - nx - 1]);
+            if (J::transitive) kl = J::key(v[i - 1]);  // (for the rules only)
+            ul = J::key(v[i - nx - 1]);
         }
-        if (lane == 31 && x + 1 < nx) ur = Key<T>::of(v[i - nx + 1]);
+        if (lane == 31 && x + 1 < nx) ur = J::key(v[i - nx + 1]);
         if (!f) return;
-        const bool e = x > 0 && kl == k;  // equal to the left, across tiles
-        const bool V = ku == k, Vl = x > 0 && ul == k, Vr = x + 1 < nx && ur == k;
+        // equal to the left, across tiles (the rules', transitive only)
+        const bool e = J::transitive && x > 0 && kl == k;
+        const bool V = join.joined(ku, i - nx, k, join.bond(-1, 0), i);
+        const bool Vl = x > 0 && join.joined(ul, i - nx - 1, k, join.bond(-1, -1), i);
+        const bool Vr = x + 1 < nx && join.joined(ur, i - nx + 1, k, join.bond(-1, 1), i);
         bool u0, ul_, ur_;
         if (C == 1) {
             u0 = V && !(e && Vl);
             ul_ = ur_ = false;
         } else {
-            ul_ = Vl && !V && !e;
-            u0 = V && !Vr && !e;
+            ul_ = Vl && !(J::transitive && V) && !e;
+            u0 = V && !(J::transitive && Vr) && !e;
             ur_ = Vr && !(e && V);
         }
         if (!(u0 || ul_ || ur_)) return;
@@ -718,18 +732,51 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
         if (bx == 0) return;
         const I i = y * nx + x0;  // the tile's first cell of row y (x0 > 0)
         const bool rin = y < ny;
-        const K k0 = rin ? Key<T>::of(v[i]) : K(), kL = rin ? Key<T>::of(v[i - 1]) : K();
+        const K k0 = rin ? J::key(v[i]) : K(), kL = rin ? J::key(v[i - 1]) : K();
         // the two cells above (row y - 1, lane r - 1's): used from lane 1 on
         const K ku0 = shfl(k0, 1, true), kuL = shfl(kL, 1, true);
         if (!rin) return;
-        const bool f0 = !(has_bg && k0 == bgkey), fL = !(has_bg && kL == bgkey);
-        const unsigned m = meshccl::runs2d::left_pairs<C>(k0, kL, ku0, kuL,
-                                                          lane > 0 && !first_row(y), f0, fL,
-                                         [&] { return Key<T>::of(v[i - 2]); });
+        const bool f0 = !(join.has_bg && k0 == join.bgkey) && (!J::features || join.on(i));
+        const bool fL = !(join.has_bg && kL == join.bgkey) && (!J::features || join.on(i - 1));
+        // (ok: the other cell's foreground and the pair's bond, asked only
+        // where J is not transitive; see left_pairs)
+        const auto ok = [&](unsigned b) {
+            if (b == 1u) return fL && join.open(join.bond(0, -1), i);
+            if (b == 2u)
+                return !join.bg(kuL) && join.on(i - nx - 1) && join.open(join.bond(-1, -1), i);
+            return !join.bg(ku0) && join.on(i - nx) && join.open(join.bond(-1, 1), i - 1);
+        };
+        const unsigned m = left_pairs<C, J::transitive>(
+                k0, kL, ku0, kuL, lane > 0 && !first_row(y), f0, fL, ok,
+                [&](K a, K b) { return join.join(a, b); }, [&] { return J::key(v[i - 2]); });
         if (m & 1u) meshccl::unite_recording(P, H, node(y, x0), node(y, x0 - 1));
         if (m & 2u) meshccl::unite_recording(P, H, node(y, x0), node(y - 1, x0 - 1));
         if (m & 4u) meshccl::unite_recording(P, H, node(y, x0 - 1), node(y - 1, x0));
     }
+}
+
+}  // namespace runs2d
+}  // namespace meshccl
+
+// The plain border kernel: the skeleton above with PlainJoin, after the
+// slots' count (below).
+template <typename T, typename I, int C, bool SL>
+__global__ void __launch_bounds__(288) meshccl_runs2d_border(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
+        I ny, I nx, I image_rows, int has_bg, typename meshccl::Key<T>::type bgkey, int strip,
+        const I* __restrict__ Q, const unsigned short* __restrict__ O, int slots,
+        unsigned* tally, unsigned* report) {
+    meshccl::grid_entry();  // (launch.cuh)
+    // The tile kernel's count of tiles whose run starts fit their slots
+    // (it has ended: grid_entry) goes to `report`, host memory that a
+    // launch plan reads when it picks the next call's tile kernel, and the
+    // count starts again from 0.
+    if (tally != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+        *report = *tally;
+        *tally = 0u;
+    }
+    const meshccl::PlainJoin<T> join = {has_bg, bgkey};
+    meshccl::runs2d::border<C, SL>(join, v, P, H, S, ny, nx, image_rows, strip, Q, O, slots);
 }
 
 // ---------------------------------------------------------------------------
@@ -746,8 +793,10 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
 // rules of the plain form take a pair as joined because two others are
 // (equality is transitive), which a closed bond, a masked cell or a
 // tolerance can break.  The border kernel (meshccl_runs2d_lattice_border)
-// unites every joined pair across the tiles' top rows and across the
-// strips' left borders, with the same block layout as the plain one.
+// is the plain one's skeleton (runs2d::border) on the join policy
+// LatticeJoin (lattice.cuh): the same block layout, loads and shuffles,
+// uniting every joined pair across the tiles' top rows and across the
+// strips' left borders (left_pairs, as the tile kernels' inner borders).
 // Periodic axes add the pairs that wrap around (meshccl_runs2d_wrap): a
 // thread per cell of the first row and of the first and last columns
 // unites the cell with each earlier neighbour it reaches only by wrapping,
@@ -781,72 +830,17 @@ __global__ void __launch_bounds__(32 * 8) meshccl_runs2d_lattice_tile(
     meshccl::runs2d::store_root_bits<8>(A, H, roots, aligned, ny, nx);
 }
 
-// The plain border kernel's blocks (TB tiles' top rows, then one warp per
-// strip's left border), uniting every joined pair: a top-row cell with the
-// cells above it (up, and at C = 2 up-left and up-right), a strip's first
-// column with the column before it (left, and at C = 2 below the tile's
-// top row: up-left, and the left cell's up-right).
+// The border kernel: the plain one's skeleton with LatticeJoin (no slots).
 template <typename T, typename I, int C, bool Tol>
 __global__ void __launch_bounds__(288) meshccl_runs2d_lattice_border(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I ny, I nx, I image_rows, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, int strip,
         MESHCCL_PLANE_FEATURES) {
     meshccl::grid_entry();  // (launch.cuh)
-    typedef meshccl::Rule<T, Tol> R;
-    typedef typename R::K K;
-    const meshccl::PlaneFeatures ft = MESHCCL_PLANE_FEATURES_VALUE;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int tb = (int)(blockDim.x >> 5) * strip / (strip + 1);
-    const bool up = warp < tb;
-    const I bx = (I)blockIdx.x * tb + (up ? warp : (warp - tb) * strip), ntx = (nx + 31) >> 5;
-    const I x0 = bx * 32;
-    const I y0 = (up ? (I)scattered_row(blockIdx.y, gridDim.y)
-                     : (I)(gridDim.y - 1u - blockIdx.y)) * 32;
-    if (bx >= ntx) return;
-    auto node = [&](I y, I x) { return meshccl::runs::node(S, y, x, ny, nx); };
-    auto fg = [&](K k, I i) { return meshccl::runs2d::lattice_fg(k, i, has_bg, bgkey, ft); };
-    auto first_row = [&](I y) { return y == 0 || (image_rows < ny && y % image_rows == 0); };
-    if (up) {
-        const I x = x0 + lane, i = y0 * nx + x;
-        if (first_row(y0) || x >= nx) return;
-        const K k = R::key(v[i]);
-        if (!fg(k, i)) return;
-        const I a = node(y0, x);
-        const K ku = R::key(v[i - nx]);
-        if (fg(ku, i - nx) && ft.open(ft.up, i) && R::join(ku, k, ft.tol))
-            meshccl::unite_recording(P, H, a, node(y0 - 1, x));
-        if (C >= 2 && x > 0) {
-            const K kul = R::key(v[i - nx - 1]);
-            if (fg(kul, i - nx - 1) && ft.open(ft.ul, i) && R::join(kul, k, ft.tol))
-                meshccl::unite_recording(P, H, a, node(y0 - 1, x - 1));
-        }
-        if (C >= 2 && x + 1 < nx) {
-            const K kur = R::key(v[i - nx + 1]);
-            if (fg(kur, i - nx + 1) && ft.open(ft.ur, i) && R::join(kur, k, ft.tol))
-                meshccl::unite_recording(P, H, a, node(y0 - 1, x + 1));
-        }
-    } else {
-        const I y = y0 + lane;
-        if (bx == 0 || y >= ny) return;
-        const I i = y * nx + x0;
-        const K k0 = R::key(v[i]), kL = R::key(v[i - 1]);
-        const bool f0 = fg(k0, i), fL = fg(kL, i - 1);
-        if (f0 && fL && ft.open(ft.left, i) && R::join(k0, kL, ft.tol))
-            meshccl::unite_recording(P, H, node(y, x0), node(y, x0 - 1));
-        // (row y0's pairs with the row above are the top-row warps')
-        if (C >= 2 && lane > 0 && !first_row(y)) {
-            if (f0) {
-                const K kuL = R::key(v[i - nx - 1]);
-                if (fg(kuL, i - nx - 1) && ft.open(ft.ul, i) && R::join(kuL, k0, ft.tol))
-                    meshccl::unite_recording(P, H, node(y, x0), node(y - 1, x0 - 1));
-            }
-            if (fL) {
-                const K ku0 = R::key(v[i - nx]);
-                if (fg(ku0, i - nx) && ft.open(ft.ur, i - 1) && R::join(ku0, kL, ft.tol))
-                    meshccl::unite_recording(P, H, node(y, x0 - 1), node(y - 1, x0));
-            }
-        }
-    }
+    const meshccl::LatticeJoin<T, Tol, meshccl::PlaneFeatures> join = {
+        has_bg, bgkey, MESHCCL_PLANE_FEATURES_VALUE};
+    meshccl::runs2d::border<C, false>(join, v, P, H, S, ny, nx, image_rows, strip,
+                                      (const I*)nullptr, (const unsigned short*)nullptr, 0);
 }
 
 // The pairs that wrap around, in each image of image_rows rows (a stack of
