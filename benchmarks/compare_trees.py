@@ -47,7 +47,10 @@ def worker(tree: str, cases_spec: str, quick: bool, repeat: int) -> None:
     import cupy
 
     cache = bench.ArrayCache(cupy)
-    for case in bench.select_cases(bench.standard_cases(quick), cases_spec):
+    # the standard cases, and the shapes set's where --cases names them
+    known = bench.standard_cases(quick) + (bench.shape_cases(4 if quick else 1)
+                                           if cases_spec else [])
+    for case in bench.select_cases(known, cases_spec):
         x = cache.get(case)
         def call():
             return meshccl.label(x, connectivity=case.connectivity)
@@ -95,7 +98,9 @@ def main(argv=None):
                     help="a source tree (repeat; the first is the reference)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=30, help="at least this many timed calls")
-    ap.add_argument("--cases", default="", help="bench.py case names or patterns (default: all)")
+    ap.add_argument("--cases", default="",
+                    help="bench.py case names or patterns, of the standard and the shapes "
+                         "set (default: every standard case)")
     ap.add_argument("--quick", action="store_true", help="every side / 4")
     ap.add_argument("--out", default="", help="folder for compare.json and compare.md")
     ap.add_argument("--worker", metavar="TREE", help=argparse.SUPPRESS)
