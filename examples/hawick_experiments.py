@@ -26,7 +26,10 @@ sees one, and on the CPU), and Hawick et al.'s iterative methods A, B, C, D,
 cpu1 (CPU I) and cpu2 (CPU II).  A-D and unionfind run on the GPU (CuPy)
 and on the CPU (numba); --backends (or --backend) picks which.  Writes a
 markdown table and a PNG plot (time per call vs N, log-log; for the spiral
-also the labelled 64 x 64 spiral) into --out.  --size N is short for the
+also the labelled 64 x 64 spiral) into --out, and a JSON file of the same
+numbers: the passes (and the spiral's component count) under "results",
+the times, which depend on the machine, under "machine" (for
+docs/make_figures.py --check).  --size N is short for the
 sizes 256, 512, ... up to N; --steps S for S // 128 Cahn-Hilliard frames.
 """
 
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import sys
@@ -190,6 +194,26 @@ def write(kind, rows, sizes, cap, out_dir):
                  "mean over the frames), passes include the last one, which changes nothing.")
     (out_dir / f"hawick_{kind}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+    # passes do not depend on the machine, but whether a method ran at an N
+    # does (the time cap): a pass count is null where it was stopped or not run
+    results = {"passes": {name: {str(r[1]): r[3] if r[2] is not None else None
+                                 for r in rows if r[0] == name} for name in names}}
+    if kind == "spiral":
+        spiral = patterns.spiral(64)
+        labels, n = meshccl.label(spiral, connectivity=1, background=-1, return_num=True)
+        results["spiral_64_components"] = int(n)
+    numbers = {"figure": f"hawick_{kind}.png",
+               "parameters": {"experiment": kind, "sizes": list(sizes), "cap_s": cap,
+                              "methods": names},
+               "results": results,
+               "machine": {"seconds": {name: {str(r[1]): r[2] for r in rows if r[0] == name}
+                                       for name in names},
+                           "notes": {name: {str(r[1]): r[4] for r in rows if r[0] == name and r[4]}
+                                     for name in names},
+                           "header": head}}
+    with open(out_dir / f"hawick_{kind}.json", "w") as f:
+        json.dump(numbers, f, indent=1)
+        f.write("\n")
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -197,9 +221,7 @@ def write(kind, rows, sizes, cap, out_dir):
     except ImportError:
         return
     if kind == "spiral":
-        fig, (pic, ax) = plt.subplots(1, 2, figsize=(12, 5), gridspec_kw={"width_ratios": [1, 1.4]})
-        spiral = patterns.spiral(64)
-        labels, n = meshccl.label(spiral, connectivity=1, background=-1, return_num=True)
+        fig, (pic, ax) = plt.subplots(1, 2, figsize=(12, 6), gridspec_kw={"width_ratios": [1, 1.4]})
         pic.imshow(labels, cmap="tab10", vmin=1, vmax=10, interpolation="nearest")
         pic.set_title(f"Hawick's spiral, 64 x 64, labelled:\n{n} one-cell-wide components "
                       "(both values)", fontsize=10)
@@ -209,17 +231,26 @@ def write(kind, rows, sizes, cap, out_dir):
         fig, ax = plt.subplots(figsize=(7, 5))
     for name in names:
         pts = [(r[1], r[2]) for r in rows if r[0] == name and r[2] is not None]
+        # why a method's line ends early goes in its legend entry (an
+        # annotation beside the last point overlaps where two lines end together)
+        first_missing = next((r for r in rows if r[0] == name and r[2] is None), None)
+        if first_missing is None:
+            label = name
+        elif first_missing[4].startswith("stopped"):
+            label = f"{name}: stopped at N={first_missing[1]} (> {cap:g} s cap)"
+        else:
+            label = f"{name}: > {cap:g} s cap at N={pts[-1][0]}, not run beyond"
         if pts:
-            ax.plot(*zip(*pts), marker="o", label=name)
-            if len(pts) < len(sizes):
-                ax.annotate(f"stopped (cap {cap:g} s)", pts[-1], textcoords="offset points",
-                            xytext=(4, 4), fontsize=7)
+            ax.plot(*zip(*pts), marker="o", label=label)
+        else:  # no point to draw: the method still appears in the legend
+            ax.plot([], [], ls="none", marker="x", color="0.5", label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("N (N x N cells)")
     ax.set_ylabel("seconds per call" if kind == "spiral" else "mean seconds per frame")
     ax.set_title(f"Hawick et al. 2010, {'Fig. 19: spiral' if kind == 'spiral' else 'Fig. 18: Cahn-Hilliard'}")
-    ax.legend(fontsize=7)
+    # below the axes: inside, the entries would hide the union-find's line
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(out_dir / f"hawick_{kind}.png", dpi=120)

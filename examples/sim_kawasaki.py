@@ -24,12 +24,16 @@ Writes into ``--out``:
 - ``kawasaki.png``: the largest-cluster fraction over (T, V_f) as a map and
   as curves against T with error bars, and (Fig. 2) the largest minority
   cluster of one run at V_f closest to 0.2 and the lowest T;
-- ``kawasaki.md``: the table (also printed).
+- ``kawasaki.md``: the table (also printed);
+- ``kawasaki.json``: the same means and errors in full and the pictured
+  cluster's counts, the run's time apart under ``machine`` (for
+  ``docs/make_figures.py --check``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -102,6 +106,43 @@ def table(args, mean, error, every, seconds):
             cells.append(f"{mean[i, j]:.3f}" + ("" if np.isnan(e) else f" ± {e:.3f}"))
         lines.append(f"| {vf:.3g} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def numbers(args, mean, error, picture, every, seconds):
+    """The picture's numbers for ``kawasaki.json``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The command line.
+    mean, error : ndarray
+        Largest-cluster fraction over (V_f, T) and its standard error over
+        runs (NaN with one run: written as null, compared with nothing).
+    picture : tuple or None
+        ``(V_f, T, largest cluster mask, minority mask)`` of the pictured run.
+    every : int
+        Sweeps between labellings.
+    seconds : float
+        Time of the run; machine-dependent, so kept under ``"machine"``.
+
+    Returns
+    -------
+    dict
+        ``figure``, ``parameters``, ``results`` and ``machine``.
+    """
+    def listed(a):
+        return [[None if np.isnan(v) else float(v) for v in row] for row in a]
+
+    parameters = {k: getattr(args, k) for k in ("size", "dims", "steps", "runs", "temperatures",
+                                                 "fractions", "seed", "backend")}
+    parameters["every"] = every
+    results = {"largest_fraction": listed(mean), "standard_error": listed(error)}
+    if picture is not None:
+        vf, t, big, minority = picture
+        results["pictured"] = {"fraction": vf, "temperature": t, "largest_cells": int(big.sum()),
+                               "minority_cells": int(minority.sum())}
+    return {"figure": "kawasaki.png", "parameters": parameters, "results": results,
+            "machine": {"seconds": seconds}}
 
 
 def plot(args, mean, error, picture, path):
@@ -198,12 +239,15 @@ def main(argv=None):
     text = table(args, mean, error, every, seconds)
     with open(os.path.join(args.out, "kawasaki.md"), "w") as f:
         f.write(text + "\n")
+    with open(os.path.join(args.out, "kawasaki.json"), "w") as f:
+        json.dump(numbers(args, mean, error, picture, every, seconds), f, indent=1)
+        f.write("\n")
     print(text)
     try:
         plot(args, mean, error, picture, os.path.join(args.out, "kawasaki.png"))
     except ImportError:
         print("matplotlib is not installed: no kawasaki.png", file=sys.stderr)
-    print(f"wrote kawasaki.md and kawasaki.png in {args.out}")
+    print(f"wrote kawasaki.md, kawasaki.json and kawasaki.png in {args.out}")
     return 0
 
 

@@ -18,12 +18,15 @@ autocorrelation times by Sokal's window (analysis.autocorrelation_time):
 Writes into ``--out``: ``autocorrelation.png`` (at T_c: the first sweeps of
 |m| for both dynamics, and the autocorrelation functions rho(t) of |m| and
 E from ``meshccl.sim.analysis.autocorrelation``, with each tau_int) and
-``sim_physics.md`` (the lines printed).  ``--steps N`` runs N sweeps in
+``sim_physics.md`` (the lines printed) and ``sim_physics.json`` (the
+same numbers in full, the times per sweep apart under ``machine``, for
+``docs/make_figures.py --check``).  ``--steps N`` runs N sweeps in
 every run instead of the table's (3000 / 4000 at T = 2, 4000 / 12000 at
 T_c, times ``--sweeps``).
 """
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -57,6 +60,7 @@ def main(argv=None):
     lines = [f"{size} x {size} torus, {'CuPy' if gpu else 'NumPy'}"]
     print(lines[0])
     at_tc = {}
+    runs, ms_per_sweep = [], {}
     for (which, algorithm), sweeps in SWEEPS.items():
         t = 2.0 if which == 2.0 else tc
         sweeps = args.steps if args.steps else int(sweeps * args.sweeps)
@@ -69,26 +73,43 @@ def main(argv=None):
         (em, ee), (mm, me) = analysis.binning(e), analysis.binning(m)
         (te, tee), (tm, tme) = analysis.autocorrelation_time(e), analysis.autocorrelation_time(m)
         exact_e = exact.energy_per_spin(t, size)
+        run = {"temperature": t, "algorithm": algorithm, "sweeps": sweeps,
+               "energy_per_spin": [em, ee], "exact_energy_per_spin": exact_e,
+               "abs_magnetisation": [mm, me]}
+        ms_per_sweep[f"T = {t:.6f} {algorithm}"] = per
         line = (f"T = {t:.6f} {algorithm:13s} {sweeps:6d} sweeps ({per:.2f} ms each): "
                 f"E/N = {em:.5f} +- {ee:.5f} (exact {exact_e:.5f}, {(em - exact_e) / ee:+.1f} sigma)")
         if which == 2.0:
             ms = exact.spontaneous_magnetisation(t)
+            run["onsager"] = ms
             line += f"; <|m|> = {mm:.5f} +- {me:.5f} (Onsager {ms:.5f}, {(mm - ms) / me:+.1f} sigma)"
         else:
             line += (f" [infinite lattice {-math.sqrt(2):.5f}]; tau_int |m| = {tm:.2f} +- {tme:.2f}, "
                      f"E = {te:.2f} +- {tee:.2f} sweeps")
+            run.update(tau_int_abs_magnetisation=[tm, tme], tau_int_energy=[te, tee])
             at_tc[algorithm] = {"m": m, "e": e, "tau_m": (tm, tme), "tau_e": (te, tee),
                                 "ms_per_sweep": per}
         print(line, flush=True)
         lines.append(line)
+        runs.append(run)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "sim_physics.md"), "w") as f:
         f.write("\n\n".join(lines) + "\n")
+    # the numbers of the table and the picture's legends, in full; what
+    # depends on the machine (time per sweep) under "machine"
+    numbers = {"figure": "autocorrelation.png",
+               "parameters": {"size": size, "backend": "gpu" if gpu else "cpu", "seed": 1,
+                              "start": "cold", "burn_in": 200},
+               "results": runs,
+               "machine": {"ms_per_sweep": ms_per_sweep}}
+    with open(os.path.join(args.out, "sim_physics.json"), "w") as f:
+        json.dump(numbers, f, indent=1)
+        f.write("\n")
     try:
         plot(at_tc, size, gpu, os.path.join(args.out, "autocorrelation.png"))
     except ImportError:
         print("matplotlib is not installed: no autocorrelation.png", file=sys.stderr)
-    print(f"wrote sim_physics.md and autocorrelation.png in {args.out}")
+    print(f"wrote sim_physics.md, sim_physics.json and autocorrelation.png in {args.out}")
 
 
 def plot(at_tc, size, gpu, path):

@@ -15,7 +15,9 @@ Writes into ``--out``:
 - ``quench.png``: the field at four labelled steps (log-spaced), B light,
   A grey, the largest A domain dark red (for 3-D, the middle slice); below,
   the number of A domains and the largest domain's fraction against time;
-- ``quench.md``: the table of every labelled step (also printed, thinned).
+- ``quench.md``: the table of every labelled step (also printed, thinned);
+- ``quench.json``: the same rows in full and the pictured steps, the run's
+  time apart under ``machine`` (for ``docs/make_figures.py --check``).
 
 The defaults (mean -0.3: A is the minority and forms droplets that coarsen,
 dt = 1 < 2 kappa / M) run in well under a minute on one CPU core.
@@ -24,6 +26,7 @@ dt = 1 < 2 kappa / M) run in well under a minute on one CPU core.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -65,10 +68,10 @@ def run(args):
     def on_label(c):
         n = c.n
         cells = int(c.counts[1:].sum()) if n else 0
-        rows.append({"step": c.step, "time": c.step * args.dt, "domains": n,
-                     "largest_fraction": c.largest_fraction if n else 0.0,
+        rows.append({"step": int(c.step), "time": c.step * args.dt, "domains": int(n),
+                     "largest_fraction": float(c.largest_fraction) if n else 0.0,
                      "mean_size": cells / n if n else 0.0,
-                     "free_energy": sim.free_energy()})
+                     "free_energy": float(sim.free_energy())})
         if c.step in snaps_at:
             lab = c.labels
             big = int(c.counts[1:].argmax()) + 1 if n else -1
@@ -102,6 +105,33 @@ def table(rows, args, seconds, thin=1):
                      f"{r['largest_fraction']:.4f} | {r['mean_size']:.1f} | "
                      f"{r['free_energy']:.6g} |")
     return "\n".join(lines)
+
+
+def numbers(rows, snaps, args, seconds):
+    """The picture's numbers for ``quench.json``.
+
+    Parameters
+    ----------
+    rows : list of dict
+        One row per labelled step, as ``run`` returns them.
+    snaps : list of (int, ndarray)
+        The pictured steps and their images.
+    args : argparse.Namespace
+        The command line.
+    seconds : float
+        Time of the run; machine-dependent, so kept under ``"machine"``.
+
+    Returns
+    -------
+    dict
+        ``figure``, ``parameters``, ``results`` and ``machine``.
+    """
+    parameters = {k: getattr(args, k) for k in ("size", "dims", "steps", "every", "dt", "mean",
+                                                 "noise", "seed", "backend")}
+    parameters["dtype"] = "float32" if args.float32 else "float64"
+    return {"figure": "quench.png", "parameters": parameters,
+            "results": {"rows": rows, "pictured_steps": [step for step, _ in snaps]},
+            "machine": {"seconds": seconds}}
 
 
 def plot(rows, snaps, args, path):
@@ -164,12 +194,15 @@ def main(argv=None):
     md_path = os.path.join(args.out, "quench.md")
     with open(md_path, "w") as f:
         f.write(table(rows, args, seconds) + "\n")
+    with open(os.path.join(args.out, "quench.json"), "w") as f:
+        json.dump(numbers(rows, snaps, args, seconds), f, indent=1)
+        f.write("\n")
     print(table(rows, args, seconds, thin=max(1, len(rows) // 12)))
     try:
         plot(rows, snaps, args, os.path.join(args.out, "quench.png"))
     except ImportError:
         print("matplotlib is not installed: no quench.png", file=sys.stderr)
-    print(f"wrote {md_path} and quench.png in {args.out}")
+    print(f"wrote {md_path}, quench.json and quench.png in {args.out}")
     return 0
 
 
