@@ -152,17 +152,18 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         their values join *and* their bond is open: bond percolation and
         Swendsen-Wang clusters.
     cpu_threads : int, optional
-        Threads for the CPU backend's default method (numba): 1 (default)
-        runs serially, 0 uses every thread numba has
-        (``NUMBA_NUM_THREADS``), N asks for N.  Plain calls (no mask, bonds,
-        tolerance or ``axes``) cut the array into slabs along axis 0, at
+        Threads for the CPU backend's default method: 1 (default) runs
+        serially, 0 uses every core the process may run on, N asks for N.
+        Plain calls (no mask, bonds, tolerance or ``axes``; compiled C++ on
+        its own threads) cut the array into slabs along axis 0, at
         most one per 4 096 cells (``CPU_SLAB_MIN_CELLS``) and one per
         plane of axis 0, so arrays under 8 192 cells, 1-D arrays and arrays
         with a length-1 axis 0 run serially; calls with a mask, bonds, a
-        tolerance or ``axes`` label chunks of rows, at most one thread per
-        16 384 cells (``CPU_CHUNK_MIN_CELLS``), so serially under 32 768
-        cells.  Periodic lattices and the iterative methods always run
-        serially, and so does a call that may not start numba's parallel
+        tolerance or ``axes`` (numba) label chunks of rows, at most one
+        thread per 16 384 cells (``CPU_CHUNK_MIN_CELLS``) and at most
+        ``NUMBA_NUM_THREADS``, so serially under 32 768 cells.  Periodic
+        lattices and the iterative methods always run serially, and so
+        does a numba call that may not start numba's parallel
         regions (in a process forked after they started, or while another
         thread's call is inside one).  The labels are the same.
     axes : int or sequence of int, optional
@@ -405,9 +406,9 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
                 max_iterations=max_iterations, counts=return_counts, **lattice)
             info["seconds"].update(phases)
         elif cpu_threads != 1 and not prob.periodic:
-            import numba
+            from ._cpu.image import cpu_count
 
-            threads = cpu_threads or numba.config.NUMBA_NUM_THREADS
+            threads = cpu_threads or cpu_count()
             lattice.pop("periodic")
             num = label_mesh_parallel(values, P, prob.shape, table, prob.has_bg, prob.bgkey,
                                       threads, counts=return_counts, **lattice)
@@ -420,7 +421,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         info["seconds"]["label"] = time.perf_counter() - t1
         num, counts = num if return_counts else (num, None)
         if first:
-            from ._cpu.unionfind import first_cell_labels
+            from ._cpu.image import first_cell_labels
 
             first_cell_labels(P, num)
         labels = P if backend == "cpu" else xp.asarray(P)

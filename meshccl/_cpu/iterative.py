@@ -37,9 +37,8 @@ import time
 import numpy as np
 from numba import njit
 
-from .grid import close
+from .grid import close, work_array
 from .lattice import BONDS, MASK, TOL, features
-from .image import work_array
 from .unionfind import relabel_into, relabel_into_counted
 
 #: full neighbourhood rows: [linear offset, axes moved -1, axes moved +1,

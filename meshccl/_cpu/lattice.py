@@ -37,9 +37,8 @@ import numpy as np
 from numba import njit, prange
 
 from .. import _tuning
-from .grid import NO_BONDS, NO_MASK, NO_ROWS, close, next_row, row_masks
+from .grid import NO_BONDS, NO_MASK, NO_ROWS, close, next_row, row_masks, work_array
 from .regions import numba_region
-from .image import work_array
 from .unionfind import atomic_add, relabel_into, relabel_into_counted, unite
 
 #: Feature bits of the iterative kernels (their ``ft`` argument, :mod:`.iterative`).

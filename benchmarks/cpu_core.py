@@ -1,0 +1,78 @@
+"""The compiled CPU core against another meshccl (e.g. main's numba plain path),
+in one process, on the same arrays: medians of several calls, in ms.
+
+    NUMBA_CACHE_DIR=/tmp/nc python benchmarks/cpu_core.py --other /path/to/meshccl
+
+``--other`` is a meshccl package directory (a checkout's ``meshccl/``); it is
+imported as ``meshccl_other`` (through a symlink in a temporary directory),
+so both run side by side.  Without it only this meshccl is timed.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import meshccl
+from meshccl import patterns
+
+CASES = [  # (name, array maker, connectivities)
+    ("spiral 2048^2", lambda: patterns.spiral(2048), (1, 2)),
+    ("blobs 2048^2", lambda: patterns.blobs((2048, 2048), seed=1), (1, 2)),
+    ("percolation 2048^2", lambda: patterns.percolation((2048, 2048), 0.5927, seed=2), (1, 2)),
+    ("potts 2048^2", lambda: patterns.potts((2048, 2048), seed=3), (1, 2)),
+    ("blobs 128^3", lambda: patterns.blobs((128, 128, 128), seed=4), (1, 3)),
+    ("percolation 128^3", lambda: patterns.percolation((128, 128, 128), 0.3116, seed=5), (1, 3)),
+    ("potts 128^3", lambda: patterns.potts((128, 128, 128), seed=6), (1, 3)),
+]
+
+
+def median_ms(f, repeat):
+    f()  # (warm: numba compiles here)
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e3
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--other", help="another meshccl package directory")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 0])
+    args = ap.parse_args(argv)
+    tools = {"compiled": meshccl}
+    if args.other:
+        d = tempfile.mkdtemp()
+        os.symlink(os.path.abspath(args.other), os.path.join(d, "meshccl_other"))
+        sys.path.insert(0, d)
+        import meshccl_other
+
+        tools = {"other": meshccl_other, "compiled": meshccl}
+    names = list(tools)
+    print(f"{'case':24s} conn thr | " + " ".join(f"{n:>9s}" for n in names))
+    for name, make, conns in CASES:
+        a = make()
+        for conn in conns:
+            for thr in args.threads:
+                want = None
+                row = []
+                for tool in names:
+                    f = lambda: tools[tool].label(a, connectivity=conn, cpu_threads=thr)
+                    got = f()
+                    if want is None:
+                        want = got
+                    assert np.array_equal(got, want), (name, conn, thr, tool)
+                    row.append(median_ms(f, args.repeat))
+                print(f"{name:24s} {conn:4d} {thr:3d} | " + " ".join(f"{t:9.2f}" for t in row),
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
