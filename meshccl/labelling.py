@@ -15,6 +15,12 @@ import numpy as np
 
 from . import _interop, _validate
 
+try:  # the CPU plain path (compiled; no numba), loaded with the package (~5 ms):
+    #   a first call then costs what a later one does
+    from ._cpu import mesh as _cpu_mesh  # noqa: F401
+except ImportError:  # (a source tree never built: the first CPU call says so)
+    _cpu_mesh = None
+
 #: 'auto' = 'unionfind' (one pass); the rest are Hawick et al.'s iterative
 #: methods: kernels A-D (GPU and CPU) and CPU I / CPU II (CPU only).
 METHODS = ("auto", "unionfind", "A", "B", "C", "D", "cpu1", "cpu2")

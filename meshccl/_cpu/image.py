@@ -62,10 +62,13 @@ def label_plain(keys, P, shape, table, has_bg, bgkey, counts=False, threads=1):
     work = None
     if P.dtype == np.int64 and P.shape[0] < 2**31 - 2:
         work = np.empty(P.shape[0], dtype=np.int32)
-    return _core.label_plain(
+    out = _core.label_plain(
         keys, P, work, shape, table, bool(has_bg), int(np.asarray(bgkey).astype(keys.dtype)),
         bool(counts), plan_slabs(shape, threads), _tuning.CPU_PROV_TABLE_MIN,
         _tuning.CPU_PROV_TABLE_CELLS_PER_LABEL, _tuning.CPU_COUNTS_SPREAD_LABELS)
+    if counts:  # (nanobind's int64 is NumPy's longlong: the counts as np.int64, as skimage's)
+        return out[0], out[1].view(np.int64)
+    return out
 
 
 def first_cell_labels(L, count):
