@@ -213,15 +213,19 @@ struct RowWalk {
     }
 };
 
-// The lines present for the current row: their offsets from the array's
-// start (at column 0) and their column steps.
+// The lines present for the current row, in the order of ln.order: their
+// offsets from the array's start (at column 0), their column steps, and
+// (with `with_cover`, up to 64 lines) which earlier present lines cover each
+// one with the cells beside (cov1) or in the same column only (cov0), as
+// bit sets of their places here.
 struct RowLines {
     int cnt = 0;
     std::vector<i64> off, dmin, dmax, line;
+    std::vector<u64> cov1, cov0;
 
-    explicit RowLines(int n) : off(n), dmin(n), dmax(n), line(n) {}
+    explicit RowLines(int n) : off(n), dmin(n), dmax(n), line(n), cov1(n), cov0(n) {}
 
-    void select(const Lines& ln, i64 lo, i64 hi, i64 base) {
+    void select(const Lines& ln, i64 lo, i64 hi, i64 base, bool with_cover = false) {
         cnt = 0;
         for (int k : ln.order) {
             if ((lo & ln.mlo[k]) | (hi & ln.mhi[k])) continue;
@@ -229,6 +233,15 @@ struct RowLines {
             dmin[cnt] = ln.dmin[k];
             dmax[cnt] = ln.dmax[k];
             line[cnt] = k;
+            cov1[cnt] = 0;
+            cov0[cnt] = 0;
+            if (with_cover) {
+                for (int j = 0; j < cnt; ++j) {
+                    const int f = ln.cover[line[j] * ln.n + k];
+                    if (f == 1) cov1[cnt] |= u64(1) << j;
+                    else if (f == 0) cov0[cnt] |= u64(1) << j;
+                }
+            }
             ++cnt;
         }
     }
@@ -526,7 +539,7 @@ i64 prov_into(const K* values, L* P, i64 n, const Geometry& g, const Lines& ln, 
     L nl = 0;
     RowWalk walk(g.shape, g.ndim);
     RowLines q(ln.n);
-    std::vector<u64> masks(ln.n);
+    std::vector<u64> masks(ln.n), spread(ln.n);
     // (windows as masks, with covered runs skipped, up to 16 lines: beyond,
     // the pairs of lines cost more than the finds they save)
     bool cover = ln.n <= 16;
@@ -536,7 +549,7 @@ i64 prov_into(const K* values, L* P, i64 n, const Geometry& g, const Lines& ln, 
         walk.masks(lo, hi);
         const i64 base = row * W;
         const K* r = values + base;
-        q.select(ln, lo, hi, base);
+        q.select(ln, lo, hi, base, cover);
         i64 c = 0;
         while (c < W) {
             const K v = r[c];
@@ -571,12 +584,10 @@ i64 prov_into(const K* values, L* P, i64 n, const Geometry& g, const Lines& ln, 
                     const i64 b = std::min<i64>(e - 1 + q.dmax[k], W - 1) - x0;
                     u64 M = match_mask(values + q.off[k], x0, len, v, n - q.off[k]) & bit_range(a, b);
                     masks[k] = M;
+                    spread[k] = M | (M << 1) | (M >> 1);
                     u64 cov = 0;
-                    for (int j = 0; j < k; ++j) {
-                        const int f = ln.cover[q.line[j] * ln.n + q.line[k]];
-                        if (f == 1) cov |= masks[j] | (masks[j] << 1) | (masks[j] >> 1);
-                        else if (f == 0) cov |= masks[j];
-                    }
+                    for (u64 j1 = q.cov1[k]; j1; j1 &= j1 - 1) cov |= spread[ctz64(j1)];
+                    for (u64 j0 = q.cov0[k]; j0; j0 &= j0 - 1) cov |= masks[ctz64(j0)];
                     u64 S = M & ~(M << 1) & ~cov;
                     const L* pl = P + q.off[k] + x0;
                     while (S != 0) {
