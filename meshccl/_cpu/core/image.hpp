@@ -488,7 +488,17 @@ i64 bits_into(const u64* M, L* P, i64 n, const Geometry& g, const Lines& ln, L* 
                 i64 s = (w << 6) + ctz64(S);
                 S &= S - 1;
                 i64 e = next_zero(M, mb, s, W);  // the run is [s, e)
-                L lab = cap;
+                // the first touched run's label is taken as it is (the gather
+                // resolves it); finds start only with a second, other label
+                L lab = cap, first = cap;
+                auto touch = [&](L p) {
+                    if (first == cap) {
+                        first = lab = p;
+                    } else if (p != first) {
+                        if (lab == first) lab = uf::find(E, lab);
+                        lab = uf::hook(E, uf::find(E, p), lab);
+                    }
+                };
                 for (int k = 0; k < q.cnt; ++k) {
                     const i64 jb = q.off[k];
                     i64 a = std::max<i64>(s + q.dmin[k], 0);
@@ -500,12 +510,12 @@ i64 bits_into(const u64* M, L* P, i64 n, const Geometry& g, const Lines& ln, L* 
                         while (T != 0) {
                             i64 x = (wa << 6) + ctz64(T);
                             T &= T - 1;
-                            lab = uf::hook(E, uf::find(E, P[jb + x]), lab);
+                            touch(P[jb + x]);
                         }
                     } else {
                         i64 x = next_one(M, qmb[k], a, W);
                         while (x <= b) {
-                            lab = uf::hook(E, uf::find(E, P[jb + x]), lab);
+                            touch(P[jb + x]);
                             x = next_one(M, qmb[k], next_zero(M, qmb[k], x, W), W);
                         }
                     }
@@ -544,12 +554,34 @@ i64 prov_into(const K* values, L* P, i64 n, const Geometry& g, const Lines& ln, 
     // the pairs of lines cost more than the finds they save)
     bool cover = ln.n <= 16;
     for (int k = 0; k < ln.n; ++k) cover &= -1 <= ln.dmin[k] && ln.dmax[k] <= 1;
+    const u64 lane16 = 0xFFFF, rep = 0x0001000100010001ULL, full = ~u64(0);
+    const u64 in_lane = 0x7FFF7FFF7FFF7FFFULL;  // every bit but the top one of each lane
     for (i64 row = 0; row < nrows; ++row) {
         i64 lo, hi;
         walk.masks(lo, hi);
         const i64 base = row * W;
         const K* r = values + base;
         q.select(ln, lo, hi, base, cover);
+        // up to four lines: their windows of a short run as the 16-bit lanes
+        // of one word.  plan: the lanes present; lsel / hsel: lanes whose
+        // window starts at column c - 1 / ends at column e; r1d / r0d: lane
+        // q covered by lane q - d with the cells beside / in the same column
+        const bool lanes = cover && q.cnt <= 4;
+        u64 plan = 0, lsel = 0, hsel = 0, r1[4] = {0, 0, 0, 0}, r0[4] = {0, 0, 0, 0};
+        i64 lq[4] = {0, 0, 0, 0};
+        if (lanes) {
+            for (int k = 0; k < q.cnt; ++k) {
+                const u64 m = lane16 << (16 * k);
+                lq[k] = q.off[k];
+                plan |= m;
+                if (q.dmin[k] < 0) lsel |= m;
+                if (q.dmax[k] > 0) hsel |= m;
+                for (int j = 0; j < k; ++j) {
+                    if ((q.cov1[k] >> j) & 1) r1[k - j] |= m;
+                    else if ((q.cov0[k] >> j) & 1) r0[k - j] |= m;
+                }
+            }
+        }
         i64 c = 0;
         while (c < W) {
             const K v = r[c];
@@ -572,7 +604,27 @@ i64 prov_into(const K* values, L* P, i64 n, const Geometry& g, const Lines& ln, 
             };
             const i64 x0 = std::max<i64>(c - 1, 0);
             const int len = int(std::min(e, W - 1) - x0 + 1);
-            if (len <= 64 && cover) {
+            if (lanes && e - c <= 13 && base + x0 + 16 <= n) {
+                // a short run: the windows of every line at once (bit t of
+                // lane k: column x0 + t of line k), covered runs skipped as below
+                const u64 lo0 = (full << (c - x0)) & lane16;
+                const u64 hi0 = full >> (63 - (e - 1 - x0));
+                const u64 hi1 = full >> (63 - (std::min(e, W - 1) - x0));
+                const u64 WM = ((lo0 * rep) | lsel) & ((hi0 * rep) | (((hi1 & lane16) * rep) & hsel)) & plan;
+                u64 MK = 0;
+                for (int k = 0; k < q.cnt; ++k)
+                    MK |= match_mask(values + lq[k], x0, 16, v, n - lq[k]) << (16 * k);
+                MK &= WM;
+                const u64 SP = (MK | (MK << 1) | (MK >> 1)) & in_lane;
+                const u64 COV = ((SP << 16) & r1[1]) | ((MK << 16) & r0[1]) | ((SP << 32) & r1[2]) |
+                                ((MK << 32) & r0[2]) | ((SP << 48) & r1[3]) | ((MK << 48) & r0[3]);
+                u64 ST = MK & ~(MK << 1) & ~COV;  // first cells of the runs to look up
+                while (ST != 0) {
+                    const int t = ctz64(ST);
+                    ST &= ST - 1;
+                    touch(P[lq[t >> 4] + x0 + (t & 15)]);
+                }
+            } else if (len <= 64 && cover) {
                 // every line's window (columns c - 1 or c to e - 1 or e) as
                 // a bit mask from column x0; a run of matching cells there is
                 // looked up once, at its first cell, and not at all when
