@@ -13,13 +13,10 @@ import time
 
 import numpy as np
 
-from . import _interop, _validate
-
-try:  # the CPU plain path (compiled; no numba), loaded with the package (~5 ms):
-    #   a first call then costs what a later one does
-    from ._cpu import mesh as _cpu_mesh  # noqa: F401
-except ImportError:  # (a source tree never built: the first CPU call says so)
-    _cpu_mesh = None
+# (_tuning: the constants every backend reads, loaded with the package so that
+# a first call does not pay for them -- 1.8 ms, most of a first CPU call's
+# excess over a later one; the backends themselves load on first use)
+from . import _interop, _tuning, _validate  # noqa: F401
 
 #: 'auto' = 'unionfind' (one pass); the rest are Hawick et al.'s iterative
 #: methods: kernels A-D (GPU and CPU) and CPU I / CPU II (CPU only).
