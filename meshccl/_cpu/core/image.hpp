@@ -65,6 +65,9 @@
 
 #include "unionfind.h"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -98,7 +101,18 @@ struct Buffer {
         n = size;
     }
     static T* allocate(i64 size) {
-        void* m = std::malloc(sizeof(T) * std::size_t(std::max<i64>(size, 1)));
+        const std::size_t bytes = sizeof(T) * std::size_t(std::max<i64>(size, 1));
+        void* m = nullptr;
+#if defined(__linux__)
+        // (as NumPy does for its arrays of 4 MiB or more: huge pages, so a
+        // table touched here and there faults once per 2 MiB, not per 4 KiB)
+        if (bytes >= (std::size_t(4) << 20)) {
+            if (posix_memalign(&m, std::size_t(1) << 21, bytes) != 0) throw std::bad_alloc();
+            madvise(m, bytes, MADV_HUGEPAGE);
+            return static_cast<T*>(m);
+        }
+#endif
+        m = std::malloc(bytes);
         if (!m) throw std::bad_alloc();
         return static_cast<T*>(m);
     }
@@ -456,6 +470,11 @@ i64 bits_into(const u64* M, L* P, i64 n, const Geometry& g, const Lines& ln, L* 
     L nl = 0;
     RowWalk walk(g.shape, g.ndim);
     RowLines q(ln.n);
+    // the present lines of a row side by side: offset, column steps, packed words
+    struct Line {
+        i64 off, dmin, dmax, mb;
+    };
+    std::vector<Line> lines(ln.n);
     std::vector<i64> qmb(ln.n);
     std::vector<u64> starts(nw);
     for (i64 row = 0; row < nrows; ++row) {
@@ -463,7 +482,12 @@ i64 bits_into(const u64* M, L* P, i64 n, const Geometry& g, const Lines& ln, L* 
         walk.masks(lo, hi);
         const i64 base = row * W, mb = row * nw;
         q.select(ln, lo, hi, base);
-        for (int k = 0; k < q.cnt; ++k) qmb[k] = (row + ln.off[q.line[k]] / W) * nw;
+        for (int k = 0; k < q.cnt; ++k) {
+            qmb[k] = (row + ln.off[q.line[k]] / W) * nw;
+            lines[k] = Line{q.off[k], q.dmin[k], q.dmax[k], qmb[k]};
+        }
+        const Line* const ls = lines.data();
+        const int cnt = q.cnt;
         std::fill(P + base, P + base + W, L(0));
         u64 carry = 0;
         const bool one_line = q.cnt == 1;
@@ -499,24 +523,24 @@ i64 bits_into(const u64* M, L* P, i64 n, const Geometry& g, const Lines& ln, L* 
                         lab = uf::hook(E, uf::find(E, p), lab);
                     }
                 };
-                for (int k = 0; k < q.cnt; ++k) {
-                    const i64 jb = q.off[k];
-                    i64 a = std::max<i64>(s + q.dmin[k], 0);
-                    i64 b = std::min<i64>(e - 1 + q.dmax[k], W - 1);
-                    i64 wa = a >> 6;
+                for (int k = 0; k < cnt; ++k) {
+                    const Line& li = ls[k];
+                    const i64 a = std::max<i64>(s + li.dmin, 0);
+                    const i64 b = std::min<i64>(e - 1 + li.dmax, W - 1);
+                    const i64 wa = a >> 6;
                     if (wa == (b >> 6)) {
-                        u64 T = M[qmb[k] + wa] & (full << (a & 63)) & (full >> (63 - (b & 63)));
+                        u64 T = M[li.mb + wa] & (full << (a & 63)) & (full >> (63 - (b & 63)));
                         T &= ~(T << 1);  // the first cell of each touched run
                         while (T != 0) {
-                            i64 x = (wa << 6) + ctz64(T);
+                            const i64 x = (wa << 6) + ctz64(T);
                             T &= T - 1;
-                            touch(P[jb + x]);
+                            touch(P[li.off + x]);
                         }
                     } else {
-                        i64 x = next_one(M, qmb[k], a, W);
+                        i64 x = next_one(M, li.mb, a, W);
                         while (x <= b) {
-                            touch(P[jb + x]);
-                            x = next_one(M, qmb[k], next_zero(M, qmb[k], x, W), W);
+                            touch(P[li.off + x]);
+                            x = next_one(M, li.mb, next_zero(M, li.mb, x, W), W);
                         }
                     }
                 }
@@ -525,7 +549,7 @@ i64 bits_into(const u64* M, L* P, i64 n, const Geometry& g, const Lines& ln, L* 
                     E[nl] = nl;
                     lab = nl;
                 }
-                std::fill(P + base + s, P + base + e, lab);
+                for (i64 x = base + s; x < base + e; ++x) P[x] = lab;
             }
         }
         walk.next();
