@@ -278,3 +278,31 @@ def test_prov_short_windows(shape, runs):
                 want = sk_label(a, connectivity=conn, background=bg)
             np.testing.assert_array_equal(meshccl.label(a, connectivity=conn, background=bg),
                                           want)
+
+
+@pytest.mark.parametrize("isa", ["baseline", "x86-64-v3"])
+def test_every_instruction_set_matches_skimage(isa):
+    """The compiled core is built once per instruction set (kernels.hpp):
+    each copy, forced, labels as skimage does (binary and multi-valued,
+    serial and in slabs, 2-D and 3-D, every connectivity)."""
+    from meshccl import _tuning
+    from meshccl._cpu import _core
+
+    before = _core.isa()
+    try:
+        try:
+            _core.use_isa(isa)
+        except ValueError:
+            pytest.skip(f"{isa} not built for or not on this CPU")
+        rng = np.random.default_rng(11)
+        with _tuning.override(CPU_SLAB_MIN_CELLS=1):
+            for shape in ((61, 130), (9, 13, 70)):
+                for a in (rng.random(shape) < 0.55, rng.integers(0, 4, shape).astype(np.int16),
+                          patterns.potts(shape, q=3, seed=2)):
+                    for conn in range(1, len(shape) + 1):
+                        want = sk_label(a, connectivity=conn)
+                        for threads in (1, 3):
+                            np.testing.assert_array_equal(
+                                meshccl.label(a, connectivity=conn, cpu_threads=threads), want)
+    finally:
+        _core.use_isa(before)

@@ -72,9 +72,16 @@
 #include <emmintrin.h>
 #endif
 
-namespace meshccl {
-namespace cpu {
+// The kernels' namespace: one per instruction set they are compiled for
+// (kernels.cpp, CMakeLists.txt), meshccl::cpu when included plainly.
+#ifndef MESHCCL_CPU_NS
+#define MESHCCL_CPU_NS cpu
+#endif
 
+namespace meshccl {
+namespace MESHCCL_CPU_NS {
+
+namespace uf = ::meshccl::MESHCCL_UF_NS;
 using i64 = std::int64_t;
 using u64 = std::uint64_t;
 
@@ -925,5 +932,5 @@ void first_cell_labels(L* lab, i64 n, i64 count) {
     }
 }
 
-}  // namespace cpu
+}  // namespace MESHCCL_CPU_NS
 }  // namespace meshccl

@@ -32,8 +32,15 @@
 #define MESHCCL_HD
 #endif
 
+// (The host build compiles its kernels once per instruction set, each in a
+// namespace of its own -- MESHCCL_UF_NS -- so that the copies built for
+// different CPUs never merge at link time.  Default: meshccl::uf.)
+#ifndef MESHCCL_UF_NS
+#define MESHCCL_UF_NS uf
+#endif
+
 namespace meshccl {
-namespace uf {
+namespace MESHCCL_UF_NS {
 
 template <class I>
 MESHCCL_HD inline I find(I* P, I x) {
@@ -138,5 +145,5 @@ MESHCCL_HD inline I number_table(I* E, I nl) {
     return count;
 }
 
-}  // namespace uf
+}  // namespace MESHCCL_UF_NS
 }  // namespace meshccl

@@ -1,0 +1,57 @@
+// The compiled core's entry points, from raw pointers, as module.cpp calls
+// them.  kernels.cpp defines them and is compiled once per instruction set
+// (CMakeLists.txt): the baseline of the platform, and on x86-64 once more
+// with AVX2, BMI1/2 and POPCNT, which most CPUs since 2013 have (the loops
+// of image.hpp run 6-30 % faster so: count-trailing-zeros, vector compares).
+// module.cpp picks one when the module loads (MESHCCL_CPU_ISA=baseline
+// forces the baseline; `_core.isa()` says which runs).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace meshccl {
+namespace cpu_api {
+
+using i64 = std::int64_t;
+
+struct PlainArgs {
+    const void* keys;      // n keys of key_bytes (unsigned)
+    int key_bytes;
+    void* P;               // n labels of P_bytes (int32 / int64)
+    int P_bytes;
+    std::int32_t* work;    // int32 provisional labels (P int64), or null: P itself
+    i64 n;
+    const i64* shape;
+    int ndim;
+    const i64* table;      // noff rows of 4
+    int noff;
+    bool has_bg;
+    std::uint64_t bg;      // the background key's bits
+    i64 slabs;             // slabs along axis 0 (< 2: serially)
+    i64 prov_table_min, prov_cells_per_label, counts_spread;  // _tuning
+    std::vector<i64>* counts;  // null: no counts
+};
+
+// One instruction set's kernels: label_plain returns N and throws
+// std::invalid_argument on a dtype it lacks.
+#define MESHCCL_CPU_API(ns)                                                            \
+    namespace ns {                                                                     \
+    i64 label_plain(const PlainArgs& a);                                               \
+    void first_cell_labels(void* L, int L_bytes, i64 n, i64 count);                    \
+    bool pack_rows(const void* values, int bytes, i64 n, std::uint64_t* M, i64 W,      \
+                   std::uint64_t bg);                                                  \
+    i64 label_bits(const std::uint64_t* M, std::int32_t* P, i64 n, const i64* shape,   \
+                   int ndim, const i64* table, int noff);                              \
+    void neighbour_lines(const i64* shape, int ndim, const i64* table, int noff,       \
+                         std::vector<i64>& off, std::vector<int>& cover,               \
+                         std::vector<int>& order);                                     \
+    }
+
+MESHCCL_CPU_API(baseline)
+#if defined(MESHCCL_HAVE_X86_64_V3)
+MESHCCL_CPU_API(x86_64_v3)
+#endif
+
+}  // namespace cpu_api
+}  // namespace meshccl
