@@ -1,8 +1,10 @@
 // The compiled core's entry points, from raw pointers, as module.cpp calls
 // them.  kernels.cpp defines them and is compiled once per instruction set
 // (CMakeLists.txt): the baseline of the platform, and on x86-64 once more
-// with AVX2, BMI1/2 and POPCNT, which most CPUs since 2013 have (the loops
-// of image.hpp run 6-30 % faster so: count-trailing-zeros, vector compares).
+// with AVX2, BMI1/2 and POPCNT, which most CPUs since 2013 have (numba,
+// which compiled these loops before, targets the machine it runs on; the
+// second copy keeps percolation and Potts cases up to 10 % faster than the
+// baseline one: docs/decisions.md, "compiled cpu core").
 // module.cpp picks one when the module loads (MESHCCL_CPU_ISA=baseline
 // forces the baseline; `_core.isa()` says which runs).
 #pragma once
