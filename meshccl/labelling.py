@@ -155,20 +155,17 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         their values join *and* their bond is open: bond percolation and
         Swendsen-Wang clusters.
     cpu_threads : int, optional
-        Threads for the CPU backend's default method: 1 (default) runs
-        serially, 0 uses every core the process may run on, N asks for N.
-        Plain calls (no mask, bonds, tolerance or ``axes``; compiled C++ on
-        its own threads) cut the array into slabs along axis 0, at
+        Threads for the CPU backend's default method (compiled C++ on its
+        own threads): 1 (default) runs serially, 0 uses every core the
+        process may run on, N asks for N.  Plain calls (no mask, bonds,
+        tolerance or ``axes``) cut the array into slabs along axis 0, at
         most one per 4 096 cells (``CPU_SLAB_MIN_CELLS``) and one per
         plane of axis 0, so arrays under 8 192 cells, 1-D arrays and arrays
         with a length-1 axis 0 run serially; calls with a mask, bonds, a
-        tolerance or ``axes`` (numba) label chunks of rows, at most one
-        thread per 16 384 cells (``CPU_CHUNK_MIN_CELLS``) and at most
-        ``NUMBA_NUM_THREADS``, so serially under 32 768 cells.  Periodic
-        lattices and the iterative methods always run serially, and so
-        does a numba call that may not start numba's parallel
-        regions (in a process forked after they started, or while another
-        thread's call is inside one).  The labels are the same.
+        tolerance or ``axes`` label chunks of rows, at most one thread per
+        16 384 cells (``CPU_CHUNK_MIN_CELLS``), so serially under 32 768
+        cells.  Periodic lattices and the iterative methods always run
+        serially.  The labels are the same.
     axes : int or sequence of int, optional
         Label along these axes only (default: all): cells that differ in any
         other axis are never neighbours, so every slice across the other

@@ -315,9 +315,9 @@ def _same_graph_labels(got, want):
 
 def test_parallel_labelling_in_a_forked_child():
     """A child forked after the parent ran numba's parallel regions must not
-    start them (GNU OpenMP kills it): it labels serially, with the same
-    labels (the plain case in slabs: the compiled core's threads need no
-    numba)."""
+    start them (GNU OpenMP kills it): the graph labels serially, with the
+    same labels; images run on the compiled core's threads, which need no
+    numba."""
     import multiprocessing
 
     from meshccl.graph import connected_components
@@ -341,8 +341,8 @@ def test_parallel_labelling_in_a_forked_child():
 def test_parallel_labelling_from_two_threads_at_once(monkeypatch):
     """A call made while another thread's numba region runs takes the
     serial code instead of entering a second region at once (the
-    'workqueue' layer aborts then); the plain case runs in slabs on the
-    compiled core's threads either way."""
+    'workqueue' layer aborts then); images (plain or with a mask) run on
+    the compiled core's threads either way."""
     import numba
 
     from meshccl._cpu import graph as cpu_graph
@@ -354,9 +354,16 @@ def test_parallel_labelling_from_two_threads_at_once(monkeypatch):
     want = _skimage_reference(a, 2, 0)
     g, gwant = _graph_case()
     slabs = _count_slabs(monkeypatch)
-    regions = []
-    real = lattice._label_parallel
-    monkeypatch.setattr(lattice, "_label_parallel", lambda *args: regions.append(1) or real(*args))
+    regions = []  # (chunked lattice calls: compiled too, on their own threads)
+    real = lattice.plan_chunks
+
+    def plan(*args):
+        chunks = real(*args)
+        if chunks is not None:
+            regions.append(1)
+        return chunks
+
+    monkeypatch.setattr(lattice, "plan_chunks", plan)
     stats = {}
     with numba_region(2) as ok:  # as if another thread were inside one
         assert ok
@@ -366,10 +373,10 @@ def test_parallel_labelling_from_two_threads_at_once(monkeypatch):
                                             np.int32, 3, stats)
         assert got[0] == gwant[0] and np.array_equal(got[1], gwant[1])
         assert stats["scheme"] == "serial"
-    assert slabs == [3] and regions == []
+    assert slabs == [3] and regions == [1]
     np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
     np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3, mask=a > 0), want)
-    assert slabs == [3, 3] and regions == [1] * (numba.config.NUMBA_NUM_THREADS >= 2)
+    assert slabs == [3, 3] and regions == [1, 1]
     got = cpu_graph.components_parallel("csr", (g.indptr, g.indices), g.shape[0], np.int32,
                                         3, stats)
     assert stats["scheme"] != "serial" or numba.config.NUMBA_NUM_THREADS < 2
@@ -378,13 +385,9 @@ def test_parallel_labelling_from_two_threads_at_once(monkeypatch):
 
 def _label_in_child(a, want, g, gwant):
     from meshccl import _tuning
-    from meshccl._cpu import lattice, regions
+    from meshccl._cpu import regions
     from meshccl.graph import connected_components
 
-    def no_region(*args):
-        raise AssertionError("a numba parallel region in a forked child")
-
-    lattice._label_parallel = no_region
     with _tuning.override(CPU_SLAB_MIN_CELLS=1, CPU_CHUNK_MIN_CELLS=1):
         ok = regions.forked_after_start()
         ok &= np.array_equal(meshccl.label(a, cpu_threads=3), want)

@@ -11,19 +11,18 @@ round, on a periodic axis).  The neighbour table itself comes from
 
 Values reach the kernels as *keys* (:func:`.keys.kernel_keys`).
 
-Optional inputs (a mask, bond flags, a tolerance) reach the one-pass lattice
-kernels as ``None`` when they are off, so numba compiles their tests out of
-the per-cell loop (one version per combination in use); the iterative
-methods, slow by design, take a flag and placeholder arrays instead
-(:data:`NO_MASK`, :data:`NO_BONDS`, :data:`NO_ROWS`): one version for all.
+The iterative methods (:mod:`.iterative`, numba), slow by design, take
+their optional inputs (a mask, bond flags) as a flag and placeholder arrays
+(:data:`NO_MASK`, :data:`NO_BONDS`, :data:`NO_ROWS`): one compiled version
+for all.
 """
 
 import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-#: Placeholders for the optional arrays of the lattice kernels (unused when
-#: their flag is off).
+#: Placeholders for the optional arrays of the iterative kernels (unused
+#: when their flag is off).
 NO_MASK = np.ones(1, dtype=np.uint8)
 NO_BONDS = np.ones((1, 1), dtype=np.uint8)
 NO_ROWS = np.zeros(1, dtype=np.int64)

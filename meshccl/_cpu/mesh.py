@@ -7,8 +7,8 @@ Then:
 - the plain case (equal values; no mask, bonds, tolerance, wrap or axes):
   the compiled run-based labeller of :mod:`.image` (serial, or in slabs
   with seams on several threads);
-- every other case: the per-cell union-find of :mod:`.lattice` (numba; in
-  chunks of rows on several threads, unless periodic), imported only then;
+- every other case: the compiled per-cell union-find of :mod:`.lattice` (in
+  chunks of rows on several threads, unless periodic);
 - the iterative methods of Hawick et al.: :mod:`.iterative`.
 
 All of them give every component the rank of its first cell in raster
@@ -29,10 +29,11 @@ def _plain(tolerance, mask, bonds, periodic, no_left):
 
 
 def _lattice_keys(keys, bg):
-    """Keys for the per-cell lattice kernels: 2- and 4-byte keys widened to
-    uint64, so those kernels are compiled for uint8, uint64 and float64
-    keys only (a copy of the values costs less than a version of the
-    kernels to compile per key width: docs/decisions.md: "compile time")."""
+    """Keys for the per-cell lattice labeller: 2- and 4-byte keys widened to
+    uint64, so the compiled labeller is instantiated for uint8 and uint64
+    keys only (with a tolerance: uint64, float64) -- 48 versions of its loop
+    already (docs/decisions.md: "compiled cpu core"; a copy of the values
+    costs about 2 % of a call)."""
     if keys.dtype.itemsize in (2, 4) and keys.dtype.kind == "u":
         return keys.astype(np.uint64), np.uint64(bg)
     return keys, bg

@@ -6,8 +6,8 @@ A forest in one integer array: ``P[x]`` is x's parent, a root is its own
 parent.  Parents always point to smaller indices; find() halves the path
 (every node it passes is re-hung on its grandparent); unite() hooks the
 larger root under the smaller, so each component's root is its smallest
-index -- in raster order, its first cell.  Indices are cells (the per-cell
-lattice kernels, the iterative methods) or vertices (the graphs).  find() and unite()
+index -- in raster order, its first cell.  Indices are cells (the iterative
+methods) or vertices (the graphs).  find() and unite()
 are inlined into their callers: the per-cell loops are a fifth faster so.
 
 Serial code needs no compare-and-swap: the hook is a store.  Threads
@@ -70,25 +70,6 @@ def cas(typingctx, arr, idx, old, new):
         return builder.extract_value(res, 1)
 
     return types.boolean(arr, types.intp, arr.dtype, arr.dtype), codegen
-
-
-@intrinsic
-def atomic_add(typingctx, arr, idx, val):
-    """arr[idx] += val, atomically (LLVM's atomicrmw add, which numba's API
-    lacks): for counts that several threads add to."""
-    if not isinstance(arr, types.Array):
-        return None
-
-    def codegen(context, builder, sig, args):
-        a, i, v = args
-        aryty = sig.args[0]
-        ary = context.make_array(aryty)(context, builder, a)
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [i], wraparound=False)
-        v = context.cast(builder, v, sig.args[2], aryty.dtype)
-        builder.atomic_rmw("add", ptr, v, "monotonic")
-        return context.get_dummy_value()
-
-    return types.void(arr, types.intp, val), codegen
 
 
 @njit(cache=True, inline="always")

@@ -37,6 +37,9 @@
 
 #include "image.hpp"
 #include "kernels.hpp"
+#if !defined(MESHCCL_TARGET_V3)
+#include "lattice.hpp"
+#endif
 
 namespace meshccl {
 namespace cpu_api {
@@ -110,6 +113,71 @@ void neighbour_lines(const i64* shape, int ndim, const i64* table, int noff,
 }
 
 }  // namespace MESHCCL_API_NS
+
+#if !defined(MESHCCL_TARGET_V3)
+// ---- lattices (the baseline copy only: a per-cell loop of loads and
+// finds, which the second instruction set does not speed up)
+
+namespace {
+namespace k = ::meshccl::MESHCCL_CPU_NS;
+
+template <class Cmp, bool Mask, bool Bonds, class I, class L>
+i64 lattice_run(const LatticeArgs& a, Cmp cmp, I* trees, L* out) {
+    using K = typename Cmp::Key;
+    K bg;
+    if (sizeof(K) == 8) std::memcpy(&bg, &a.bg_bits, 8);
+    else bg = K(a.bg_bits);
+    const k::Geometry g{a.shape, a.ndim, a.table, a.noff};
+    const k::LatticeInput in{a.mask, a.bonds, a.bond_rows, a.periodic, a.no_left, a.has_bg};
+    k::Lattice<Cmp, Mask, Bonds, I> lt{static_cast<const K*>(a.keys), trees, a.n, g, cmp, in, bg};
+    if (a.chunks) return k::lattice_chunks(lt, out, a.chunks, a.K, a.back, a.threads, a.counts);
+    return k::lattice_serial(lt, out, a.counts);
+}
+
+template <class Cmp, bool Mask, bool Bonds>
+i64 lattice_out(const LatticeArgs& a, Cmp cmp) {
+    if (a.work) {
+        if (a.work_bytes == 4 && a.P_bytes == 8)
+            return lattice_run<Cmp, Mask, Bonds>(a, cmp, static_cast<std::int32_t*>(a.work),
+                                                 static_cast<std::int64_t*>(a.P));
+        if (a.work_bytes == 4 && a.P_bytes == 4)
+            return lattice_run<Cmp, Mask, Bonds>(a, cmp, static_cast<std::int32_t*>(a.work),
+                                                 static_cast<std::int32_t*>(a.P));
+        if (a.work_bytes == 8 && a.P_bytes == 8)
+            return lattice_run<Cmp, Mask, Bonds>(a, cmp, static_cast<std::int64_t*>(a.work),
+                                                 static_cast<std::int64_t*>(a.P));
+        throw std::invalid_argument("label_lattice: work must be int32, or int64 with an int64 P");
+    }
+    if (a.chunks) throw std::invalid_argument("label_lattice: chunks need a work array");
+    if (a.P_bytes == 4) {
+        auto* p = static_cast<std::int32_t*>(a.P);
+        return lattice_run<Cmp, Mask, Bonds>(a, cmp, p, p);
+    }
+    auto* p = static_cast<std::int64_t*>(a.P);
+    return lattice_run<Cmp, Mask, Bonds>(a, cmp, p, p);
+}
+
+template <class Cmp>
+i64 lattice_features(const LatticeArgs& a, Cmp cmp) {
+    if (a.mask && a.bonds) return lattice_out<Cmp, true, true>(a, cmp);
+    if (a.mask) return lattice_out<Cmp, true, false>(a, cmp);
+    if (a.bonds) return lattice_out<Cmp, false, true>(a, cmp);
+    return lattice_out<Cmp, false, false>(a, cmp);
+}
+}  // namespace
+
+i64 label_lattice(const LatticeArgs& a) {
+    if (a.has_tol) {
+        if (a.key_kind == -8) return lattice_features(a, k::CloseFloat{a.tol_float});
+        if (a.key_kind == 8) return lattice_features(a, k::CloseInt{a.tol_int});
+        throw std::invalid_argument("label_lattice: a tolerance needs uint64 or float64 keys");
+    }
+    if (a.key_kind == 1) return lattice_features(a, k::Equal<std::uint8_t>{});
+    if (a.key_kind == 8) return lattice_features(a, k::Equal<std::uint64_t>{});
+    throw std::invalid_argument("label_lattice: keys must be uint8 or uint64 (float64 with a tolerance)");
+}
+#endif
+
 }  // namespace cpu_api
 }  // namespace meshccl
 

@@ -35,6 +35,37 @@ struct PlainArgs {
     std::vector<i64>* counts;  // null: no counts
 };
 
+struct LatticeArgs {
+    const void* keys;          // n keys: key_kind 1 uint8, 8 uint64, -8 float64
+    int key_kind;
+    void* P;                   // n labels of P_bytes
+    int P_bytes;
+    void* work;                // trees of work_bytes apart from P, or null: in P
+    int work_bytes;
+    i64 n;
+    const i64* shape;
+    int ndim;
+    const i64* table;
+    int noff;
+    bool has_bg;
+    std::uint64_t bg_bits;     // the background key's bits (a double's for float keys)
+    bool has_tol;
+    std::uint64_t tol_int;     // the tolerance for integer keys
+    double tol_float;          // ... for float keys
+    const std::uint8_t* mask;  // n cells, 0 = background; or null
+    const std::uint8_t* bonds; // (rows, n), 0 = closed; or null
+    const i64* bond_rows;      // the bonds row of each table row, then of the left neighbour
+    i64 periodic;              // bit k: axis k wraps
+    bool no_left;              // the last axis is not labelled along
+    const i64* chunks;         // K + 1 row bounds of chunks on threads, or null: serially
+    i64 K, back;
+    int threads;
+    std::vector<i64>* counts;
+};
+
+// The lattice labeller (lattice.hpp), compiled in the baseline copy only.
+i64 label_lattice(const LatticeArgs& a);
+
 // One instruction set's kernels: label_plain returns N and throws
 // std::invalid_argument on a dtype it lacks.
 #define MESHCCL_CPU_API(ns)                                                            \

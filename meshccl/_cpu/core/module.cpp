@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -135,6 +136,100 @@ static nb::object label_plain(const Input& keys, Array P, std::optional<Array> w
     return nb::cast(N);
 }
 
+static nb::object label_lattice(const Input& keys, Array P, std::optional<Array> work,
+                                const Input& shape, const Input& table, bool has_bg,
+                                nb::object bg, nb::object tol, std::optional<Input> mask,
+                                std::optional<Input> bonds, std::optional<Input> bond_rows,
+                                i64 periodic, bool no_left, bool want_counts,
+                                std::optional<Input> chunks, i64 back, int threads) {
+    const i64 n = i64(keys.size());
+    if (keys.ndim() != 1 || P.ndim() != 1 || i64(P.size()) != n)
+        throw std::invalid_argument("label_lattice: keys and P must be flat and of one length");
+    if (!is<std::int32_t>(P) && !is<std::int64_t>(P))
+        throw std::invalid_argument("label_lattice: P must be int32 or int64");
+    if (!is<i64>(shape) || !is<i64>(table) || table.ndim() != 2 || table.shape(1) != 4)
+        throw std::invalid_argument("label_lattice: shape and table must be int64 ((noff, 4))");
+    const int ndim = int(shape.size());
+    const i64* sh = static_cast<const i64*>(shape.data());
+    i64 cells = 1;
+    for (int k = 0; k < ndim; ++k) cells *= sh[k];
+    if (ndim < 1 || ndim > 62 || cells != n)
+        throw std::invalid_argument("label_lattice: shape does not match the keys");
+    const int noff = int(table.shape(0));
+    api::LatticeArgs a{};
+    a.keys = keys.data();
+    a.key_kind = is<double>(keys) ? -8 : is<std::uint64_t>(keys) ? 8 : is<std::uint8_t>(keys) ? 1 : 0;
+    if (!a.key_kind)
+        throw std::invalid_argument("label_lattice: keys must be uint8, uint64 or float64");
+    a.P = P.data();
+    a.P_bytes = int(P.itemsize());
+    if (work) {
+        if ((!is<std::int32_t>(*work) && !is<std::int64_t>(*work)) || i64(work->size()) != n)
+            throw std::invalid_argument("label_lattice: work must be int32 or int64 of n cells");
+        a.work = work->data();
+        a.work_bytes = int(work->itemsize());
+    }
+    a.n = n;
+    a.shape = sh;
+    a.ndim = ndim;
+    a.table = static_cast<const i64*>(table.data());
+    a.noff = noff;
+    a.has_bg = has_bg;
+    if (a.key_kind == -8) {
+        const double b = nb::cast<double>(bg);
+        std::memcpy(&a.bg_bits, &b, 8);
+    } else {
+        a.bg_bits = nb::cast<std::uint64_t>(bg);
+    }
+    a.has_tol = !tol.is_none();
+    if (a.has_tol) {
+        if (a.key_kind == -8) a.tol_float = nb::cast<double>(tol);
+        else a.tol_int = nb::cast<std::uint64_t>(tol);
+    }
+    if (mask) {
+        if (!is<std::uint8_t>(*mask) || i64(mask->size()) != n)
+            throw std::invalid_argument("label_lattice: mask must be uint8 of n cells");
+        a.mask = static_cast<const std::uint8_t*>(mask->data());
+    }
+    if (bonds) {
+        if (!is<std::uint8_t>(*bonds) || bonds->ndim() != 2 || i64(bonds->shape(1)) != n ||
+            !bond_rows || !is<i64>(*bond_rows) || i64(bond_rows->size()) < noff + 1)
+            throw std::invalid_argument("label_lattice: bonds (rows, n) uint8 with int64 bond_rows");
+        const i64* br = static_cast<const i64*>(bond_rows->data());
+        for (int o = 0; o <= noff; ++o)
+            if (br[o] < 0 || br[o] >= i64(bonds->shape(0)))
+                throw std::invalid_argument("label_lattice: bond_rows out of range");
+        a.bonds = static_cast<const std::uint8_t*>(bonds->data());
+        a.bond_rows = br;
+    }
+    a.periodic = periodic;
+    a.no_left = no_left;
+    if (chunks) {
+        if (!is<i64>(*chunks) || chunks->size() < 2 || !work || periodic)
+            throw std::invalid_argument("label_lattice: chunks (int64 row bounds) need a work array "
+                                        "and no periodic axis");
+        const i64* ch = static_cast<const i64*>(chunks->data());
+        const i64 K = i64(chunks->size()) - 1, rows = n / sh[ndim - 1];
+        if (ch[0] != 0 || ch[K] != rows)
+            throw std::invalid_argument("label_lattice: chunks must run from row 0 to the last");
+        for (i64 k = 0; k < K; ++k)
+            if (ch[k + 1] < ch[k]) throw std::invalid_argument("label_lattice: chunks must not decrease");
+        a.chunks = ch;
+        a.K = K;
+        a.back = back;
+    }
+    a.threads = std::max(threads, 1);
+    std::vector<i64> counts;
+    a.counts = want_counts ? &counts : nullptr;
+    i64 N;
+    {
+        nb::gil_scoped_release release;
+        N = api::label_lattice(a);
+    }
+    if (want_counts) return nb::make_tuple(N, as_numpy(std::move(counts)));
+    return nb::cast(N);
+}
+
 static void first_cell(Array L, i64 count) {
     if (!is<std::int32_t>(L) && !is<std::int64_t>(L))
         throw std::invalid_argument("first_cell_labels: L must be int32 or int64");
@@ -194,6 +289,12 @@ NB_MODULE(_core, m) {
           nb::arg("slabs"), nb::arg("prov_table_min"), nb::arg("prov_cells_per_label"),
           nb::arg("counts_spread"),
           "Label the plain case (equal values) of flat keys into P; N or (N, counts).");
+    m.def("label_lattice", &label_lattice, nb::arg("keys"), nb::arg("P"), nb::arg("work").none(),
+          nb::arg("shape"), nb::arg("table"), nb::arg("has_bg"), nb::arg("bg"),
+          nb::arg("tol").none(), nb::arg("mask").none(), nb::arg("bonds").none(),
+          nb::arg("bond_rows").none(), nb::arg("periodic"), nb::arg("no_left"),
+          nb::arg("counts"), nb::arg("chunks").none(), nb::arg("back"), nb::arg("threads"),
+          "Label a lattice (mask, bonds, tolerance, periodic, axes) cell by cell; N or (N, counts).");
     m.def("first_cell_labels", &first_cell, nb::arg("L"), nb::arg("count"),
           "Raster labels 1..count turned in place into first-cell labels (flat index + 1).");
     m.def("isa", [] { return std::string(isa->name); },
