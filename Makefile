@@ -1,19 +1,23 @@
-# The two set-up commands of README.md, and the pictures of docs/img/.
-# Each installs what it needs first.
+# The two set-up commands of README.md, and the pictures of docs/img/.  Each
+# installs what it needs first: the build tools, then meshccl itself, editable, its C++ CPU core compiled
+# in build/ (kept, so a second install rebuilds only what changed; a C++17
+# compiler must be on the machine).
 PY ?= python3
 
 .PHONY: demo test install figures figures-check
 
 install:
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" "cmake>=3.18" ninja
+	$(PY) -m pip install -q --no-build-isolation -e ".[test]"
 
 # Label Hawick's spiral and a Cahn-Hilliard-like field (GPU if usable, else CPU).
 demo: install
 	$(PY) -m meshccl demo --out meshccl-demo
 
 # The whole test suite (GPU tests are skipped where no GPU is usable), one
-# worker per core: most of its time is numba compiling, which the workers
-# share through numba's on-disk cache.
+# worker per core: much of its time is numba compiling the paths not yet
+# compiled ahead of time, which the workers share through numba's on-disk
+# cache.
 test: install
 	$(PY) -m pytest -q -n auto --dist worksteal
 

@@ -28,11 +28,10 @@ What it measures
   the output's bytes and the ratio of the two; a tool whose output is not
   memory of CuPy's pool (another allocator) is reported without a number.
 * **CPU tools** on a NumPy copy: meshccl.label (CPU backend) serially and
-  with every numba thread (``cpu_threads=0``; the thread count,
-  ``numba.config.NUMBA_NUM_THREADS``, is recorded), and as peers
+  on every core (``cpu_threads=0``; the thread count is recorded), and as peers
   skimage.measure.label, scipy.ndimage.label, cv2.connectedComponents and
-  cc3d.connected_components.  Each is warmed up on a small crop (numba JIT,
-  first-call costs), then timed with ``time.perf_counter``: the median of
+  cc3d.connected_components.  Each is warmed up on a small crop (first-call
+  costs), then timed with ``time.perf_counter``: the median of
   ``--cpu-repeat`` (7) calls, of 3 once the calls add up to 4 s, or a single
   call when one takes more than 5 s.
 * **Correctness**: every tool's component count must equal meshccl's, and its
@@ -856,9 +855,9 @@ def _colorcc_tools(skipped, probe2):
 
 
 def cpu_tools(with_peers=True):
-    """meshccl's CPU backend (serial, then on every numba thread) and
-    (optionally) the CPU peers that import."""
-    import numba
+    """meshccl's CPU backend (serial, then on every core) and (optionally)
+    the CPU peers that import."""
+    from meshccl._cpu.image import cpu_count
 
     tools, skipped = [], {}
     tools.append(Tool(
@@ -869,7 +868,7 @@ def cpu_tools(with_peers=True):
         "meshccl CPU threads", "cpu",
         label=lambda x, c: meshccl.label(x, connectivity=c.connectivity, cpu_threads=0, return_num=True),
         api=(f"meshccl.label(x, connectivity=c, cpu_threads=0) on NumPy, "
-             f"{numba.config.NUMBA_NUM_THREADS} numba threads"),
+             f"{cpu_count()} threads"),
         version=meshccl.__version__))
     if not with_peers:
         for name in CPU_PEERS:

@@ -102,7 +102,8 @@ def time_label(image, connectivity, repeats=5):
         device is synchronized before and after each call.
     """
     xp = np if isinstance(image, np.ndarray) else sys.modules["cupy"]
-    # The warm-up compiles the kernels (numba or CUDA) and gives the result.
+    # The warm-up compiles the CUDA kernels (the CPU ones are built with the
+    # package) and gives the result.
     labels, num = meshccl.label(image, connectivity=connectivity, return_num=True)
     times = []
     for _ in range(repeats):
@@ -216,7 +217,7 @@ def run_demo(size=1024, out_dir="meshccl-demo", device="auto", repeats=5, stream
         props = xp.cuda.runtime.getDeviceProperties(xp.cuda.Device().id)
         where = f"GPU ({props['name'].decode()}, CuPy)"
     elif device == "cpu":
-        xp, backend, where = np, "cpu", "CPU (numba)"
+        xp, backend, where = np, "cpu", "CPU (compiled C++)"
     else:
         raise ValueError(f"device must be 'auto', 'cpu' or 'gpu', got {device!r}")
 

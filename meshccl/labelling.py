@@ -15,7 +15,9 @@ import time
 
 import numpy as np
 
-from . import _interop, _validate
+# (_tuning: the constants every backend reads, loaded with the package so that
+# a first call does not pay for them; the backends themselves load on first use)
+from . import _interop, _tuning, _validate  # noqa: F401
 from ._validate import CPU_ONLY, ITERATIVE, METHODS  # noqa: F401  (the CLI lists METHODS)
 
 
@@ -161,9 +163,9 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         their values join *and* their bond is open: bond percolation and
         Swendsen-Wang clusters.
     cpu_threads : int, optional
-        Threads for the CPU backend's default method (numba): 1 (default)
-        runs serially, 0 uses every thread numba has
-        (``NUMBA_NUM_THREADS``), N asks for N.  Plain calls (no mask, bonds,
+        Threads for the CPU backend's default method (compiled C++ on its
+        own threads): 1 (default) runs serially, 0 uses every core the
+        process may run on, N asks for N.  Plain calls (no mask, bonds,
         tolerance or ``axes``) cut the array into slabs along axis 0, at
         most one per 4 096 cells (``CPU_SLAB_MIN_CELLS``) and one per
         plane of axis 0, so arrays under 8 192 cells, 1-D arrays and arrays
@@ -171,9 +173,7 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         tolerance or ``axes`` label chunks of rows, at most one thread per
         16 384 cells (``CPU_CHUNK_MIN_CELLS``), so serially under 32 768
         cells.  Periodic lattices and the iterative methods always run
-        serially, and so does a call that may not start numba's parallel
-        regions (in a process forked after they started, or while another
-        thread's call is inside one).  The labels are the same.
+        serially.  The labels are the same.
     axes : int or sequence of int, optional
         Label along these axes only (default: all): cells that differ in any
         other axis are never neighbours, so every slice across the other
@@ -372,8 +372,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
 def _label_cpu(prob, backend, cpu_threads, info):
     """The CPU backend on ``prob`` (``backend`` 'cpu-from-gpu': CuPy input,
     copied to the host and the labels back): (labels, N, counts or None)."""
+    from ._cpu.image import cpu_count, first_cell_labels
     from ._cpu.mesh import label_iterative, label_mesh, label_mesh_parallel
-    from ._cpu.unionfind import first_cell_labels
     from .neighbourhood import offset_table
 
     host = backend != "cpu"
@@ -392,9 +392,7 @@ def _label_cpu(prob, backend, cpu_threads, info):
             max_iterations=prob.max_iterations, **lattice)
         info["seconds"].update(phases)
     elif cpu_threads != 1 and not prob.periodic:
-        import numba
-
-        info["threads"] = cpu_threads or numba.config.NUMBA_NUM_THREADS
+        info["threads"] = cpu_threads or cpu_count()
         lattice.pop("periodic")
         num = label_mesh_parallel(values, P, prob.shape, table, prob.has_bg, prob.bgkey,
                                   info["threads"], **lattice)

@@ -1,8 +1,8 @@
-"""The serial CPU path for multi-valued images with up to four neighbour
-lines (``_prov_rows`` with lanes: 2-D, 3-D): line windows as 16-bit lanes of one
-word, covered runs skipped, a single touched run's label taken as it is,
-1-byte values compared eight at a time.  Against skimage (and, in 4-D, the
-per-cell path), serial and in slabs."""
+"""The CPU path for multi-valued images (``prov_into`` of the compiled core,
+``_cpu/core/image.hpp``): line windows as bit masks of up to 64 cells,
+covered runs skipped, a single touched run's label taken as it is, keys
+compared 16 at a time.  Against skimage (and, in 4-D, the per-cell path),
+serial and in slabs."""
 
 import numpy as np
 import pytest
@@ -13,7 +13,7 @@ from skimage.measure import label as sk_label
 import meshccl
 from conftest import examples
 from meshccl import _tuning, patterns
-from meshccl._cpu import image
+from meshccl._cpu import _core
 from meshccl.neighbourhood import offset_table
 
 
@@ -45,13 +45,14 @@ def _check(a, conn, bg, threads=(1, 2)):
 @pytest.mark.parametrize("shape", [(2, 3, 5), (3, 4, 7), (4, 3, 8), (3, 5, 15), (4, 4, 16),
                                    (3, 3, 17), (5, 6, 40), (2, 2, 300), (7, 1), (9, 10),
                                    (30, 23), (3, 100)])
-@pytest.mark.parametrize("mean_run", [1, 4, 9, 20])
+@pytest.mark.parametrize("mean_run", [1, 4, 9, 20, 80])
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.float64])
 def test_lanes_runs(shape, mean_run, dtype):
-    """Runs short (one 8-cell load), 7-13 cells (two loads a line), longer
-    (cell by cell), rows shorter than 8 and 16 (the array's last cells read
-    one by one), 1-byte values (compared as bytes of a word, signed too)
-    and wider ones; every connectivity, with and without a background."""
+    """Runs short (one 16-key load a window), up to 62 cells (windows of
+    up to 64 cells as bit masks), longer (searched word by word), rows
+    shorter than 16 (the array's last cells read one by one), 1-byte values
+    (signed too) and wider ones; every connectivity, with and without a
+    background."""
     a = _runs(shape, mean_run, 4, sum(shape) * 13 + mean_run, dtype)
     if dtype is np.int8:
         a = a - 2  # negative values: their bytes are compared as they are
@@ -73,8 +74,7 @@ def test_lanes_potts(shape, q):
 
 @pytest.mark.parametrize("shape", [(3, 2, 4, 6), (2, 3, 5, 9)])
 def test_more_lines_keep_prov_rows(shape):
-    """More than four neighbour lines (4-D): ``_prov_rows`` cell by cell,
-    against the per-cell path."""
+    """More than four neighbour lines (4-D), against the per-cell path."""
     a = _runs(shape, 3, 3, sum(shape), np.uint8)
     for conn in range(1, 5):
         want = meshccl.label(a, connectivity=conn, background=-1, mask=np.ones(shape, bool))
@@ -89,8 +89,7 @@ def test_line_cover_3d():
                        (2, [[-1, 1, -1, 1], [1, -1, 1, 0], [-1, 1, -1, -1], [1, 0, -1, -1]]),
                        (1, [[-1, -1], [-1, -1]])):
         table = offset_table(shape, conn, None)
-        nl, loff, lmlo, lmhi, _, _ = image._neighbour_lines(table, 2)
-        cover, order = image._line_cover(table, 2, nl, lmlo, lmhi)
+        loff, cover, order = _core.neighbour_lines(np.asarray(shape, dtype=np.int64), table)
         np.testing.assert_array_equal(cover, want)
         assert loff[order[0]] == -6 * 7 or conn == 1  # the line below first
 

@@ -1,5 +1,6 @@
-"""The serial CPU plain path (provisional labels per run, ``_cpu/image.py``)
-against skimage and against the per-cell union pass of the lattice path."""
+"""The serial CPU plain path (provisional labels per run, the compiled core of
+``_cpu/image.py``: ``_cpu/core/image.hpp``) against skimage and against the
+per-cell union pass of the lattice path."""
 
 import numpy as np
 import pytest
@@ -52,7 +53,7 @@ def test_serial_patterns(conn):
                                   sk_label(a, connectivity=min(conn, 2)))
 
 
-# --- the binary fast path (``_bits_into``: rows packed into 64-bit words) ---
+# --- the binary fast path (``bits_into``: rows packed into 64-bit words) ---
 
 BIN_DTYPES = [np.bool_, np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32,
               np.uint64, np.int64, np.float32, np.float64]
@@ -103,8 +104,8 @@ def _bits_path(a, conn, bg):
     """Label ``a`` through the bit-packed scan alone (asserting that the
     image packs): (keys, shape, connectivity, count, labels)."""
     from meshccl import _validate
-    from meshccl._cpu.grid import kernel_keys
-    from meshccl._cpu.image import _bits_into, bits_room, gather, pack_rows
+    from meshccl._cpu.keys import kernel_keys
+    from meshccl._cpu import _core
     from meshccl.neighbourhood import offset_table
 
     prob = _validate.prepare(a, bg, conn, None)
@@ -112,12 +113,11 @@ def _bits_path(a, conn, bg):
     assert has_bg
     W = prob.shape[-1]
     M = np.empty((a.size // W) * ((W + 63) // 64), dtype=np.uint64)
-    assert not pack_rows(keys, M, W, key)
+    assert not _core.pack_rows(keys, M, W, int(key))
     P = np.empty(a.size, dtype=np.int32)
-    E = np.empty(bits_room(a.size, W), dtype=np.int32)
-    nl = _bits_into(M, P, np.asarray(prob.shape, dtype=np.int64),
-                    offset_table(prob.shape, prob.connectivity, None), E)
-    return keys, prob.shape, prob.connectivity, gather(E, nl, P, P), P
+    n = _core.label_bits(M, P, np.asarray(prob.shape, dtype=np.int64),
+                         offset_table(prob.shape, prob.connectivity, None))
+    return keys, prob.shape, prob.connectivity, n, P
 
 
 @settings(max_examples=examples(60))
@@ -139,7 +139,7 @@ def test_bits_declines_two_foreground_values(width, third):
     fast path decline, also where rows go 8 one-byte cells per load (widths
     that are multiples of 8): 2 and 3 against the foreground 1, whose
     lowest set bit 3 shares."""
-    from meshccl._cpu.image import pack_rows
+    from meshccl._cpu._core import pack_rows
 
     for value in (2, 3):
         a = np.zeros((5, width), dtype=np.uint8)
@@ -147,17 +147,17 @@ def test_bits_declines_two_foreground_values(width, third):
         a[1, 3] = 1
         a[third[0], min(third[1], width - 1)] = value
         M = np.zeros(5 * ((width + 63) // 64), dtype=np.uint64)
-        assert pack_rows(a.ravel(), M, width, np.uint8(0))
+        assert pack_rows(a.ravel(), M, width, 0)
         np.testing.assert_array_equal(meshccl.label(a), sk_label(a))
 
 
 @settings(max_examples=examples(300))
 @given(data=st.data())
 def test_pack_rows_matches_cell_by_cell(data):
-    """_pack_rows (8 one-byte cells per load where the width allows) against
+    """pack_rows (8 one-byte cells per load where the width allows) against
     a cell-by-cell reference: the bits of every row before the first row
     with a third value, and whether there is one."""
-    from meshccl._cpu.image import _pack_rows
+    from meshccl._cpu._core import pack_rows
 
     dtype = data.draw(st.sampled_from([np.bool_, np.uint8, np.int8, np.int16]))
     width = data.draw(st.sampled_from([7, 8, 13, 16, 64, 72, 128, 136, 200]))
@@ -176,7 +176,8 @@ def test_pack_rows_matches_cell_by_cell(data):
     fv = next((v for v in a if v != bgkey), bgkey)
     nw = (width + 63) // 64
     M = np.zeros(rows * nw, dtype=np.uint64)
-    bad = _pack_rows(a, M, rows, width, nw, bgkey, fv)
+    keys = a.view(np.uint8) if a.dtype.itemsize == 1 else a.view(f"u{a.dtype.itemsize}")
+    bad = pack_rows(keys, M, width, int(np.asarray(bgkey).astype(keys.dtype)))
     want_bad, done = False, rows
     want = np.zeros(rows * nw, dtype=np.uint64)
     for r in range(rows):
@@ -242,9 +243,8 @@ def test_bits_spiral(n):
 @pytest.mark.parametrize("first_table", [None, 2])
 def test_prov_table_growth(shape, first_table):
     """Noise of three values labelled without a background: far more
-    provisional labels than the first table of ``_prov_into`` (by default
-    1024 or n / 32 entries; or 2), so the scan stops and resumes mid-row
-    each time it grows."""
+    provisional labels than the first table of ``prov_into`` (by default
+    1024 or n / 32 entries; or 2), so the table grows mid-row, many times."""
     from meshccl import _tuning
 
     a = np.random.default_rng(len(shape) * 7 + shape[-1]).integers(1, 4, shape).astype(np.uint8)
@@ -260,7 +260,7 @@ def test_prov_table_growth(shape, first_table):
                                    (3, 2, 4, 6)])
 @pytest.mark.parametrize("runs", [1, 3, 12])
 def test_prov_short_windows(shape, runs):
-    """``_prov_rows`` reads neighbour-line windows as bit masks (reading
+    """``prov_into`` reads neighbour-line windows as bit masks (vector loads
     past the window when the array allows, else cell by cell): runs of about ``runs`` cells of several values, rows shorter and
     longer than 8, the last rows of the array, with and without background,
     all connectivities, against skimage (4-D: against the per-cell path)."""
@@ -278,3 +278,31 @@ def test_prov_short_windows(shape, runs):
                 want = sk_label(a, connectivity=conn, background=bg)
             np.testing.assert_array_equal(meshccl.label(a, connectivity=conn, background=bg),
                                           want)
+
+
+@pytest.mark.parametrize("isa", ["baseline", "x86-64-v3"])
+def test_every_instruction_set_matches_skimage(isa):
+    """The compiled core is built once per instruction set (kernels.hpp):
+    each copy, forced, labels as skimage does (binary and multi-valued,
+    serial and in slabs, 2-D and 3-D, every connectivity)."""
+    from meshccl import _tuning
+    from meshccl._cpu import _core
+
+    before = _core.isa()
+    try:
+        try:
+            _core.use_isa(isa)
+        except ValueError:
+            pytest.skip(f"{isa} not built for or not on this CPU")
+        rng = np.random.default_rng(11)
+        with _tuning.override(CPU_SLAB_MIN_CELLS=1):
+            for shape in ((61, 130), (9, 13, 70)):
+                for a in (rng.random(shape) < 0.55, rng.integers(0, 4, shape).astype(np.int16),
+                          patterns.potts(shape, q=3, seed=2)):
+                    for conn in range(1, len(shape) + 1):
+                        want = sk_label(a, connectivity=conn)
+                        for threads in (1, 3):
+                            np.testing.assert_array_equal(
+                                meshccl.label(a, connectivity=conn, cpu_threads=threads), want)
+    finally:
+        _core.use_isa(before)

@@ -51,7 +51,8 @@ def test_kernel_names_start_with_meshccl():
 
 
 def test_wheel_ships_kernels_and_finds_them(tmp_path):
-    """`pip install .` (a real wheel) ships kernels/ and the package finds it."""
+    """`pip install .` (a real wheel) ships kernels/ and the compiled CPU core,
+    and the package finds them."""
     wheels = tmp_path / "wheels"
     out = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
@@ -65,16 +66,23 @@ def test_wheel_ships_kernels_and_finds_them(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                           "--target", str(target), str(wheel)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    code = ("import meshccl, numpy as np; from meshccl._gpu.loader import kernel_dir; "
+    # (an editable install's import hook -- scikit-build-core's redirecting
+    # finder, ahead of sys.path -- is taken out first, so that the wheel on
+    # PYTHONPATH is what imports)
+    code = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path "
+            "if 'ScikitBuildRedirectingFinder' not in type(f).__name__]; "
+            "import meshccl, numpy as np; from meshccl._gpu.loader import kernel_dir; "
             "d = kernel_dir(); print(meshccl.__file__); print(d); "
             "print(sorted(p.name for p in d.iterdir())); "
-            "print(meshccl.label(np.array([[1, 0, 1]]), connectivity=1).tolist())")
+            "print(meshccl.label(np.array([[1, 0, 1]]), connectivity=1).tolist()); "
+            "import meshccl._cpu._core as core; print(core.__file__)")
     env = dict(os.environ, PYTHONPATH=str(target))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
-    mod_file, kdir, listing, labels = out.stdout.strip().splitlines()
+    mod_file, kdir, listing, labels, core = out.stdout.strip().splitlines()
     assert mod_file.startswith(str(target)) and kdir.startswith(str(target))
+    assert core.startswith(str(target))  # the compiled CPU core, from the wheel
     for src in SOURCES:
         assert src in listing
     assert labels == "[[1, 0, 2]]"

@@ -226,13 +226,19 @@ def test_parallel_slabs_match_skimage(shape, threads):
 
 
 def _count_slabs(monkeypatch):
-    """Record the slab count of every call of the numba slab driver."""
-    from meshccl._cpu import image_parallel
+    """Record the slab count of every call that runs in slabs (two or more)."""
+    from meshccl._cpu import image
 
     counts = []
-    real = image_parallel._slabs
-    monkeypatch.setattr(image_parallel, "_slabs",
-                        lambda *a: counts.append(len(a[-1]) - 1) or real(*a))
+    real = image.plan_slabs
+
+    def plan(shape, threads):
+        slabs = real(shape, threads)
+        if slabs >= 2:
+            counts.append(slabs)
+        return slabs
+
+    monkeypatch.setattr(image, "plan_slabs", plan)
     return counts
 
 
@@ -244,9 +250,9 @@ def test_parallel_slabs_used_for_plain_case(monkeypatch):
     for threads in (0, 2, 3):
         np.testing.assert_array_equal(meshccl.label(spiral, connectivity=1, cpu_threads=threads),
                                       _skimage_reference(spiral, 1, 0))
-    import numba
+    from meshccl._cpu.image import cpu_count
 
-    assert len(calls) == 2 + (numba.config.NUMBA_NUM_THREADS >= 2)
+    assert len(calls) == 2 + (cpu_count() >= 2)
     n = len(calls)
     meshccl.label(np.arange(10) % 3, cpu_threads=2)
     meshccl.label(spiral[:1], cpu_threads=2)
@@ -268,17 +274,17 @@ def test_parallel_slabs_by_size(monkeypatch):
             slabs.clear()
             np.testing.assert_array_equal(meshccl.label(a, cpu_threads=threads),
                                           _skimage_reference(a, 2, 0))
-            if threads == 0:  # every numba thread: as many slabs as fit
-                import numba
+            if threads == 0:  # every core: as many slabs as fit
+                from meshccl._cpu.image import cpu_count
 
-                want_slabs = min(numba.config.NUMBA_NUM_THREADS, a.size >> 16)
+                want_slabs = min(cpu_count(), a.size >> 16)
                 want_slabs = want_slabs if want_slabs >= 2 else None
             assert slabs == ([] if want_slabs is None else [want_slabs]), (shape, threads)
 
 
 def test_parallel_slabs_start_no_python_threads():
-    """The slabs run in numba's parallel regions: repeated calls start no
-    Python threads."""
+    """The slabs run on the compiled core's own threads: repeated calls
+    leave no Python threads behind."""
     import threading
 
     a = patterns.blobs((300, 300), seed=4)
@@ -309,8 +315,9 @@ def _same_graph_labels(got, want):
 
 def test_parallel_labelling_in_a_forked_child():
     """A child forked after the parent ran numba's parallel regions must not
-    start them (GNU OpenMP kills it): it labels serially, with the same
-    labels."""
+    start them (GNU OpenMP kills it): the graph labels serially, with the
+    same labels; images run on the compiled core's threads, which need no
+    numba."""
     import multiprocessing
 
     from meshccl.graph import connected_components
@@ -334,21 +341,29 @@ def test_parallel_labelling_in_a_forked_child():
 def test_parallel_labelling_from_two_threads_at_once(monkeypatch):
     """A call made while another thread's numba region runs takes the
     serial code instead of entering a second region at once (the
-    'workqueue' layer aborts then)."""
+    'workqueue' layer aborts then); images (plain or with a mask) run on
+    the compiled core's threads either way."""
     import numba
 
     from meshccl._cpu import graph as cpu_graph
-    from meshccl._cpu import image_parallel
+    from meshccl._cpu import lattice
     from meshccl._cpu.regions import numba_region
     from meshccl.graph import connected_components
 
     a = patterns.blobs((300, 300), seed=5)
     want = _skimage_reference(a, 2, 0)
     g, gwant = _graph_case()
-    used = []
-    real = image_parallel.label_plain
-    monkeypatch.setattr(image_parallel, "label_plain",
-                        lambda *args: used.append(1) or real(*args))
+    slabs = _count_slabs(monkeypatch)
+    regions = []  # (chunked lattice calls: compiled too, on their own threads)
+    real = lattice.plan_chunks
+
+    def plan(*args):
+        chunks = real(*args)
+        if chunks is not None:
+            regions.append(1)
+        return chunks
+
+    monkeypatch.setattr(lattice, "plan_chunks", plan)
     stats = {}
     with numba_region(2) as ok:  # as if another thread were inside one
         assert ok
@@ -358,9 +373,10 @@ def test_parallel_labelling_from_two_threads_at_once(monkeypatch):
                                             np.int32, 3, stats)
         assert got[0] == gwant[0] and np.array_equal(got[1], gwant[1])
         assert stats["scheme"] == "serial"
-    assert used == [1]
+    assert slabs == [3] and regions == [1]
     np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3), want)
-    assert used == [1]
+    np.testing.assert_array_equal(meshccl.label(a, cpu_threads=3, mask=a > 0), want)
+    assert slabs == [3, 3] and regions == [1, 1]
     got = cpu_graph.components_parallel("csr", (g.indptr, g.indices), g.shape[0], np.int32,
                                         3, stats)
     assert stats["scheme"] != "serial" or numba.config.NUMBA_NUM_THREADS < 2
@@ -369,13 +385,9 @@ def test_parallel_labelling_from_two_threads_at_once(monkeypatch):
 
 def _label_in_child(a, want, g, gwant):
     from meshccl import _tuning
-    from meshccl._cpu import image_parallel, lattice, regions
+    from meshccl._cpu import regions
     from meshccl.graph import connected_components
 
-    def no_region(*args):
-        raise AssertionError("a numba parallel region in a forked child")
-
-    image_parallel._slabs = lattice._label_parallel = no_region
     with _tuning.override(CPU_SLAB_MIN_CELLS=1, CPU_CHUNK_MIN_CELLS=1):
         ok = regions.forked_after_start()
         ok &= np.array_equal(meshccl.label(a, cpu_threads=3), want)

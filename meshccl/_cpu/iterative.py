@@ -25,7 +25,7 @@ the default method.
 "Neighbours" are the full neighbourhood (both directions of every offset of
 the one neighbourhood table), with the same joining rule, mask, bonds,
 tolerance and periodic wrap as the default method (the same feature bits
-``ft`` and placeholder arrays as :mod:`.lattice`).  Each function returns the
+``ft`` and placeholder arrays, :func:`features`).  Each function returns the
 number of passes, counting the last one (which changes nothing), or -1 when
 ``max_it`` (> 0) passes all changed labels.  A, B and D take exactly as many
 passes as their GPU versions (kernels/iterate.cu); C's GPU sweeps run lines
@@ -37,10 +37,24 @@ import time
 import numpy as np
 from numba import njit
 
-from .grid import close
-from .lattice import BONDS, MASK, TOL, features
-from .image import work_array
+from .grid import NO_BONDS, NO_MASK, NO_ROWS, close, work_array
 from .unionfind import relabel_into, relabel_into_counted
+
+#: Feature bits of the iterative kernels (their ``ft`` argument).
+TOL = 1       # join within a tolerance instead of on equal values
+MASK = 2      # cells where the mask is 0 are background
+BONDS = 4     # a neighbour pair joins only through an open bond
+NO_LEFT = 8   # the last axis is not labelled along
+
+
+def features(has_tol, mask, bonds, bond_rows, no_left):
+    """The ``ft`` bits and the arrays of the iterative kernels (placeholders
+    for the features that are off: one compiled version for them all, as
+    those kernels are slow by design anyway)."""
+    ft = (TOL if has_tol else 0) | (MASK if mask is not None else 0) | (
+        BONDS if bonds is not None else 0) | (NO_LEFT if no_left else 0)
+    return (ft, NO_MASK if mask is None else mask, NO_BONDS if bonds is None else bonds,
+            NO_ROWS if bond_rows is None else np.asarray(bond_rows, dtype=np.int64))
 
 #: full neighbourhood rows: [linear offset, axes moved -1, axes moved +1,
 #: bond row, 1 if the bond is stored at the neighbour]

@@ -1,14 +1,14 @@
 """The CPU backend's mesh entry points: which labeller runs which problem.
 
-Values first become kernel keys (:func:`.grid.kernel_keys`: a few dtypes, so
-numba compiles each kernel a few times, not once per input dtype and option).
+Values first become kernel keys (:func:`.keys.kernel_keys`: a few dtypes, so
+each kernel is compiled a few times, not once per input dtype and option).
 Then:
 
 - the plain case (equal values; no mask, bonds, tolerance, wrap or axes):
-  the run-based serial labellers of :mod:`.image`, or with several threads
-  the slabs and seams of :mod:`.image_parallel`;
-- every other case: the per-cell union-find of :mod:`.lattice` (in chunks
-  of rows on several threads, unless periodic);
+  the compiled run-based labeller of :mod:`.image` (serial, or in slabs
+  with seams on several threads);
+- every other case: the compiled per-cell union-find of :mod:`.lattice` (in
+  chunks of rows on several threads, unless periodic);
 - the iterative methods of Hawick et al.: :mod:`.iterative`.
 
 All of them give every component the rank of its first cell in raster
@@ -20,10 +20,8 @@ int64 of length N + 1, counts[0] the background.
 
 import numpy as np
 
-from .grid import kernel_keys
 from .image import label_plain
-from .image_parallel import label_slabs
-from .lattice import label_lattice, label_lattice_parallel
+from .keys import kernel_keys
 
 
 def _plain(tolerance, mask, bonds, periodic, no_left):
@@ -31,10 +29,11 @@ def _plain(tolerance, mask, bonds, periodic, no_left):
 
 
 def _lattice_keys(keys, bg):
-    """Keys for the per-cell lattice kernels: 2- and 4-byte keys widened to
-    uint64, so those kernels are compiled for uint8, uint64 and float64
-    keys only (a copy of the values costs less than a version of the
-    kernels to compile per key width: docs/decisions.md: "compile time")."""
+    """Keys for the per-cell lattice labeller: 2- and 4-byte keys widened to
+    uint64, so the compiled labeller is instantiated for uint8 and uint64
+    keys only (with a tolerance: uint64, float64) -- 48 versions of its loop
+    already (docs/decisions.md: "compiled cpu core"; a copy of the values
+    costs about 2 % of a call)."""
     if keys.dtype.itemsize in (2, 4) and keys.dtype.kind == "u":
         return keys.astype(np.uint64), np.uint64(bg)
     return keys, bg
@@ -56,6 +55,8 @@ def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
     keys, has_bg, bg, has_tol, tol = kernel_keys(values, has_bg, bgkey, tolerance, background)
     if _plain(tolerance, mask, bonds, periodic, no_left):
         return label_plain(keys, P, shape, table, has_bg, bg, counts)
+    from .lattice import label_lattice
+
     keys, bg = _lattice_keys(keys, bg)
     return label_lattice(keys, P, shape, table, has_bg, bg, tol, has_tol=has_tol,
                          periodic=periodic, mask=mask, bonds=bonds, bond_rows=bond_rows,
@@ -67,13 +68,15 @@ def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask
                         background=None, counts=False):
     """:func:`label_mesh` on up to ``threads`` threads (not for periodic
     lattices); the same labels.  The plain case runs in slabs along axis 0
-    (:func:`.image_parallel.label_slabs`), the others in chunks of rows
+    (:func:`.image.label_plain`), the others in chunks of rows
     (:func:`.lattice.label_lattice_parallel`); small arrays run serially
     (see ``CPU_SLAB_MIN_CELLS`` and ``CPU_CHUNK_MIN_CELLS`` in
     :mod:`meshccl._tuning`)."""
     keys, has_bg, bg, has_tol, tol = kernel_keys(values, has_bg, bgkey, tolerance, background)
     if _plain(tolerance, mask, bonds, 0, no_left):
-        return label_slabs(keys, L, shape, table, has_bg, bg, threads, counts)
+        return label_plain(keys, L, shape, table, has_bg, bg, counts, threads)
+    from .lattice import label_lattice_parallel
+
     keys, bg = _lattice_keys(keys, bg)
     return label_lattice_parallel(keys, L, shape, table, has_bg, bg, tol, threads,
                                   has_tol=has_tol, mask=mask, bonds=bonds,

@@ -1,12 +1,13 @@
-"""The union-find core for the CPU: the numba twin of ``kernels/unionfind.cuh``.
+"""The union-find core for the CPU paths still on numba: the twin of
+``_kernels/core/unionfind.h`` (which the compiled core includes) and of
+``_kernels/unionfind.cuh``.
 
 A forest in one integer array: ``P[x]`` is x's parent, a root is its own
 parent.  Parents always point to smaller indices; find() halves the path
 (every node it passes is re-hung on its grandparent); unite() hooks the
 larger root under the smaller, so each component's root is its smallest
-index -- in raster order, its first cell.  The same forest serves per-cell
-labelling (indices are cells) and the tables of provisional labels of the
-run-based labellers (indices are labels, 0 unused).  find() and unite()
+index -- in raster order, its first cell.  Indices are cells (the iterative
+methods) or vertices (the graphs).  find() and unite()
 are inlined into their callers: the per-cell loops are a fifth faster so.
 
 Serial code needs no compare-and-swap: the hook is a store.  Threads
@@ -71,25 +72,6 @@ def cas(typingctx, arr, idx, old, new):
     return types.boolean(arr, types.intp, arr.dtype, arr.dtype), codegen
 
 
-@intrinsic
-def atomic_add(typingctx, arr, idx, val):
-    """arr[idx] += val, atomically (LLVM's atomicrmw add, which numba's API
-    lacks): for counts that several threads add to."""
-    if not isinstance(arr, types.Array):
-        return None
-
-    def codegen(context, builder, sig, args):
-        a, i, v = args
-        aryty = sig.args[0]
-        ary = context.make_array(aryty)(context, builder, a)
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [i], wraparound=False)
-        v = context.cast(builder, v, sig.args[2], aryty.dtype)
-        builder.atomic_rmw("add", ptr, v, "monotonic")
-        return context.get_dummy_value()
-
-    return types.void(arr, types.intp, val), codegen
-
-
 @njit(cache=True, inline="always")
 def unite_cas(P, a, b):
     """unite(P, a, b) with a CAS hook, retried until it holds."""
@@ -113,47 +95,6 @@ def relabel(P):
     is read.
     """
     return relabel_into(P, P)
-
-
-@njit(cache=True)
-def first_cell_labels(L, count):
-    """Raster labels ``L`` (1..count, background 0; flat) turned in place
-    into first-cell labels: 1 + the flat index of each label's first cell.
-
-    One forward pass: labels first appear in increasing order, so the cell
-    where label ``next`` appears first is that label's first cell, and any
-    later cell of a label finds its first cell already recorded.
-    """
-    first = np.empty(count + 1, dtype=L.dtype)
-    upcoming = 1
-    for i in range(L.shape[0]):
-        lab = L[i]
-        if lab > 0:
-            if lab == upcoming:
-                first[lab] = i + 1
-                upcoming += 1
-            L[i] = first[lab]
-
-
-@njit(cache=True, nogil=True)
-def number_table(E, nl):
-    """Number the roots of a table of provisional labels in order, in place.
-
-    ``E[1..nl]`` is a forest whose parents are smaller labels (``E[0]``, the
-    background, is 0).  Afterwards ``E[l]`` is the number, 1..N in
-    increasing order of the roots, of the set of l.  Returns N.  One
-    forward pass, as :func:`relabel`: a label's parent is smaller, so it
-    already holds the number of their set.
-    """
-    count = 0
-    for l in range(1, nl + 1):
-        p = E[l]
-        if p == l:
-            count += 1
-            E[l] = count
-        else:
-            E[l] = E[p]
-    return count
 
 
 @njit(cache=True)
