@@ -407,7 +407,7 @@ def kernel_d(values, L, shape, full, span, periodic, ft, tol, bonds, brow, max_i
 def label_iterative(method, keys, P, shape, table, has_bg, bg, tol, *, has_tol=False,
                     periodic=0, mask=None, bonds=None, bond_rows=None, no_left=False,
                     max_iterations=None, counts=False):
-    """Label flat ``keys`` (:func:`.grid.kernel_keys`) with one of Hawick et
+    """Label flat ``keys`` (:func:`.keys.kernel_keys`) with one of Hawick et
     al.'s iterative methods; return (N, passes, seconds per phase), N being
     (N, cells per label 0..N) with ``counts`` (counted by the relabel).
 
