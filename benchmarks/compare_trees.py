@@ -87,7 +87,9 @@ def run_tree(path: Path, args) -> dict:
         else:
             rows[rec["case"]] = rec
     if where is None or not Path(where).resolve().is_relative_to(path.resolve()):
-        raise SystemExit(f"tree {path}: imported meshccl from {where}, not from the tree")
+        raise SystemExit(f"tree {path}: imported meshccl from {where}, not from the tree "
+                         "(an editable install's import hook wins over PYTHONPATH: "
+                         "`pip uninstall meshccl` first)")
     return rows
 
 

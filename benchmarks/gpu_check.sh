@@ -67,6 +67,8 @@ for step in $steps; do
       # the memory section (the whole report: bench-memory.md)
       awk '/^## Peak device memory per call/{p=1; print; next} p&&/^## /{exit} p' "$OUT/bench-memory.md" 2>/dev/null ;;
     compare)
+      # (the editable install's import hook would win over the trees' PYTHONPATH)
+      python3 -m pip uninstall -q -y meshccl > /dev/null 2>&1
       python3 benchmarks/compare_trees.py --tree "before=${BEFORE:-baseline}" --tree after=. \
         --rounds "${ROUNDS:-3}" --out "$OUT/compare" 2>&1 | tee "$OUT/compare.log" | tail -24
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
