@@ -138,8 +138,9 @@ RUNS_LABEL_CELLS = {4: 8, 8: 4}
 #: Slots per 32 x 32 tile for the piece roots of its run starts (plain 2-D
 #: images; 0: none): tiles with few run starts keep them in consecutive
 #: words rather than scattered over the labels array (docs/decisions.md:
-#: "slots for few-run tiles").  Costs slots / 1024 index words per cell.
-RUNS_2D_SLOTS = 192
+#: "slots for few-run tiles").  Costs slots / 1024 index words per cell:
+#: 64 keeps a plain 2-D call within 1.25x its labels' memory.
+RUNS_2D_SLOTS = 64
 #: Share of tiles that must have fitted their run starts in their slots on
 #: a launch plan's last counted call for its next call to take the tile
 #: kernel with slots, by connectivity (0: always, above 1: never;

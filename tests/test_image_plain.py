@@ -234,8 +234,9 @@ def test_gpu_runs2d_slots():
     tile's slots (_tuning.RUNS_2D_SLOTS) where they fit, else at the run
     starts in the labels array.  With slots and without, against skimage:
     tiles of both kinds in one image (random bytes beside blobs), tiles of
-    exactly as many run starts as slots (6 runs in every row: 192) and one
-    row's more (7 a row), of 512 (16 a row) and of 1024 (no two cells alike
+    exactly as many run starts as the default slots (2 runs in every row:
+    64) and more (3 a row: 96), as 192 slots (6 a row) and more (7 a row),
+    of 512 (16 a row) and of 1024 (no two cells alike
     along a row), widths that are not multiples of 32, one row, one column,
     int64 labels, and 512 slots (every binary tile fits); and the kernels
     compiled without slots, which a launch plan takes where few tiles fit
@@ -249,6 +250,8 @@ def test_gpu_runs2d_slots():
     yy, xx = np.mgrid[:96, :131]
     images = [
         mixed,
+        (xx % 16 == 0).astype(np.uint8),                # tile 0: 2 runs a row, 64 run starts
+        (xx % 11 == 0).astype(np.uint8),                # tile 0: 3 runs a row, 96
         (xx % 6 == 0).astype(np.uint8),                 # tile 0: 6 runs a row, 192 run starts
         (xx % 5 == 0).astype(np.uint8),                 # tile 0: 7 runs a row, 224
         (xx % 2).astype(np.uint8),                      # 16 runs a row: 512 run starts a tile
@@ -264,7 +267,8 @@ def test_gpu_runs2d_slots():
         for c in (1, 2):
             for bg in (0, 1):
                 want = sk_label(a, connectivity=c, background=bg)
-                for slots, always in ((default, 0.0), (default, 2.0), (512, 0.0), (0, 0.0)):
+                for slots, always in ((default, 0.0), (default, 2.0), (192, 0.0), (512, 0.0),
+                                      (0, 0.0)):
                     with _tuning.override(RUNS_2D_SLOTS=slots,
                                           RUNS_2D_SLOTS_SHARE={1: always, 2: always}):
                         msg = f"{a.dtype} {a.shape} c={c} bg={bg} slots={slots} share={always}"
