@@ -178,13 +178,13 @@ def _picks_tile_kernel_by_count(connectivity):
     import cupy
     from meshccl import _tuning
     from meshccl._gpu import image_plain, plan
-    shape = (300, 330)
+    shape = (296, 325)
     tiles = -(-shape[0] // 32) * -(-shape[1] // 32)
     rng = np.random.default_rng(5)
     ones = np.ones(shape, np.uint8)
     noise = (np.arange(shape[1]) % 256).astype(np.uint8)[None, :].repeat(shape[0], 0)
     noise[::2] = rng.integers(0, 256, (shape[0] // 2, shape[1]))
-    # noise: only tiles of at most as many cells as slots fit (the corner's 12 x 10)
+    # noise: only tiles of at most as many cells as slots fit (the corner's 8 x 5)
     small = sum(min(32, shape[0] - y) * min(32, shape[1] - x) <= _tuning.RUNS_2D_SLOTS
                 for y in range(0, shape[0], 32) for x in range(0, shape[1], 32))
     assert small == 1
