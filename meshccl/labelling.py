@@ -372,43 +372,24 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
 def _label_cpu(prob, backend, cpu_threads, info):
     """The CPU backend on ``prob`` (``backend`` 'cpu-from-gpu': CuPy input,
     copied to the host and the labels back): (labels, N, counts or None)."""
-    from ._cpu.image import cpu_count, first_cell_labels
-    from ._cpu.mesh import label_iterative, label_mesh, label_mesh_parallel
-    from .neighbourhood import offset_table
+    from ._cpu.mesh import label_problem
 
     host = backend != "cpu"
-    values = prob.values.get() if host else prob.values
-    P = np.empty(prob.size, dtype=prob.work_dtype)
-    table = offset_table(prob.shape, prob.connectivity, prob.label_axes)
-    lattice = dict(periodic=prob.periodic, mask=_host(prob.mask, host),
-                   bonds=_host(prob.bonds, host), bond_rows=prob.bond_rows,
-                   tolerance=prob.tolerance, no_left=prob.no_left, background=prob.bgkey,
-                   counts=prob.counts)
+    if host:
+        prob = dataclasses.replace(prob, values=prob.values.get(), mask=_host(prob.mask),
+                                   bonds=_host(prob.bonds))
     t1 = time.perf_counter()
-    info["iterations"] = 1
-    if prob.method in ITERATIVE:
-        num, info["iterations"], phases = label_iterative(
-            prob.method, values, P, prob.shape, table, prob.has_bg, prob.bgkey,
-            max_iterations=prob.max_iterations, **lattice)
-        info["seconds"].update(phases)
-    elif cpu_threads != 1 and not prob.periodic:
-        info["threads"] = cpu_threads or cpu_count()
-        lattice.pop("periodic")
-        num = label_mesh_parallel(values, P, prob.shape, table, prob.has_bg, prob.bgkey,
-                                  info["threads"], **lattice)
-    else:
-        num = label_mesh(values, P, prob.shape, table, prob.has_bg, prob.bgkey, **lattice)
+    P, num, counts, report = label_problem(prob, cpu_threads)
+    info["seconds"].update(report.pop("seconds", {}))
+    info.update(report)
     info["seconds"]["label"] = time.perf_counter() - t1
-    num, counts = num if prob.counts else (num, None)
-    if prob.first:
-        first_cell_labels(P, num)
     if not host:
         return P, num, counts
     return prob.xp.asarray(P), num, None if counts is None else prob.xp.asarray(counts)
 
 
-def _host(a, host):
-    return a.get() if host and a is not None else a
+def _host(a):
+    return None if a is None else a.get()
 
 
 def _label_gpu(prob, backend, return_info, info):

@@ -1,5 +1,9 @@
 """The CPU backend's mesh entry points: which labeller runs which problem.
 
+:func:`label_problem` takes the :class:`meshccl._validate.Problem` that
+validation made, as the GPU backend's :func:`meshccl._gpu.chains.label`
+does, and picks one of the entries below.
+
 Values first become kernel keys (:func:`.keys.kernel_keys`: a few dtypes, so
 each kernel is compiled a few times, not once per input dtype and option).
 Then:
@@ -20,8 +24,47 @@ int64 of length N + 1, counts[0] the background.
 
 import numpy as np
 
+from .._validate import ITERATIVE
 from .image import label_plain
 from .keys import kernel_keys
+
+
+def label_problem(prob, cpu_threads=1):
+    """Label ``prob`` (a :class:`meshccl._validate.Problem` of host arrays):
+    the one entry of the CPU backend.
+
+    Returns ``(P, N, counts, report)``: the labels (flat, the work dtype),
+    their number, the cells per label (int64, N + 1 rows) or None when not
+    asked for, and a dict for ``label(..., return_info=True)``:
+    ``iterations``, ``threads`` where threads ran, ``seconds`` per phase of
+    an iterative method.  ``cpu_threads``: 1 serial, 0 every core, N at
+    most N (plain and lattice calls; periodic lattices and the iterative
+    methods run serially).
+    """
+    from ..neighbourhood import offset_table
+    from .image import cpu_count, first_cell_labels
+
+    P = np.empty(prob.size, dtype=prob.work_dtype)
+    table = offset_table(prob.shape, prob.connectivity, prob.label_axes)
+    features = dict(mask=prob.mask, bonds=prob.bonds, bond_rows=prob.bond_rows,
+                    tolerance=prob.tolerance, no_left=prob.no_left, background=prob.bgkey,
+                    counts=prob.counts)
+    report = {"iterations": 1}
+    if prob.method in ITERATIVE:
+        num, report["iterations"], report["seconds"] = label_iterative(
+            prob.method, prob.values, P, prob.shape, table, prob.has_bg, prob.bgkey,
+            periodic=prob.periodic, max_iterations=prob.max_iterations, **features)
+    elif cpu_threads != 1 and not prob.periodic:
+        report["threads"] = cpu_threads or cpu_count()
+        num = label_mesh_parallel(prob.values, P, prob.shape, table, prob.has_bg, prob.bgkey,
+                                  report["threads"], **features)
+    else:
+        num = label_mesh(prob.values, P, prob.shape, table, prob.has_bg, prob.bgkey,
+                         periodic=prob.periodic, **features)
+    num, counts = num if prob.counts else (num, None)
+    if prob.first:
+        first_cell_labels(P, num)
+    return P, num, counts, report
 
 
 def _plain(tolerance, mask, bonds, periodic, no_left):
