@@ -686,3 +686,26 @@ def test_incremental_plot_gives_each_rule_one_colour_and_labels_the_target():
     assert targets[0].get_label() in [t.get_text() for t in rmat_top.get_legend().get_texts()]
     assert not [line for line in grid_top.get_lines() if line.get_linestyle() == "--"]
     plt.close(fig)
+
+
+def test_cpu_memory_formats_its_table():
+    """cpu_memory's helpers: bytes as MB, a cell as peak (peak / output),
+    a tool that did not run as "not measured", the ru_maxrss fallback
+    starred; no measurement runs here."""
+    import cpu_memory
+    assert cpu_memory.fmt_bytes(None) == "—"
+    assert cpu_memory.fmt_bytes(52_314_112) == "52.3 MB"
+    assert cpu_memory.fmt_bytes(203_000_000) == "203 MB"
+    assert cpu_memory.conn_name(1, 3) == "c1" and cpu_memory.conn_name(3, 3) == "full"
+    ok = {"peak_bytes": 50_331_648, "output_bytes": 33_554_432, "output_dtype": "int64",
+          "method": "VmHWM"}
+    assert cpu_memory.fmt_cell(ok) == "50.3 MB (1.50×)"
+    assert cpu_memory.fmt_cell(dict(ok, method="ru_maxrss")) == "50.3 MB* (1.50×)"
+    assert cpu_memory.fmt_cell({"error": "not importable: cc3d"}) == "not measured"
+    rows = [{"case": "blobs 256^3", "ndim": 3, "conn": 3, "input_bytes": 16_777_216,
+             "tools": {"meshccl serial": ok, "cc3d": {"error": "x"}}}]
+    md = cpu_memory.table(rows, ["meshccl serial", "cc3d"])
+    lines = md.splitlines()
+    assert lines[0] == "| case | conn | input | meshccl serial | cc3d |"
+    assert lines[2] == "| blobs 256³ | full | 16.8 MB | 50.3 MB (1.50×) | not measured |"
+    assert "meshccl serial int64" in md
