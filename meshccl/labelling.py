@@ -18,7 +18,7 @@ import numpy as np
 # (_tuning: the constants every backend reads, loaded with the package so that
 # a first call does not pay for them; the backends themselves load on first use)
 from . import _interop, _tuning, _validate  # noqa: F401
-from ._validate import CPU_ONLY, ITERATIVE, METHODS  # noqa: F401  (the CLI lists METHODS)
+from ._validate import CPU_ONLY, METHODS  # noqa: F401  (the CLI lists METHODS)
 
 
 def gpu_available() -> bool:

@@ -1,8 +1,6 @@
 """meshccl.label against skimage.measure.label and an independent reference,
 on every backend (CPU always; GPU where available)."""
 
-import re
-
 import warnings
 
 import numpy as np

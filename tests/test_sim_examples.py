@@ -124,7 +124,6 @@ def test_sim_bench_gpu_sections_with_a_stand_in_device(tmp_path, monkeypatch):
     stand-in 'cupy' that is NumPy with wall-clock events: no numbers checked,
     only that every section is filled and written."""
     import time
-    import types
     from types import SimpleNamespace
 
     import bench

@@ -67,8 +67,6 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
-import numpy as np
-
 from . import image_plain
 from .timing import run
 
