@@ -17,6 +17,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string>
 #include <vector>
 
 #include "kernels.hpp"
@@ -97,24 +98,36 @@ static std::string use_isa(const std::string& name) {
 
 // ---- entry points
 
-static nb::object label_plain(const Input& keys, Array P, std::optional<Array> work,
-                              const Input& shape, const Input& table, bool has_bg,
-                              std::uint64_t bg, bool want_counts, i64 slabs,
-                              i64 prov_table_min, i64 prov_cells_per_label, i64 counts_spread) {
+// The checks both labellers' bindings make of their grid arguments: flat
+// keys and labels of one length, int32 / int64 labels, an int64 shape whose
+// cells are the keys and an int64 offset table of four columns.  Returns the
+// number of axes; throws std::invalid_argument naming the entry point.
+static int check_grid(const char* name, const Input& keys, const Array& P, const Input& shape,
+                      const Input& table) {
+    const std::string who(name);
     if (keys.ndim() != 1 || P.ndim() != 1 || keys.shape(0) != P.shape(0))
-        throw std::invalid_argument("label_plain: keys and P must be flat and of one length");
-    if (!is_unsigned(keys))
-        throw std::invalid_argument("label_plain: keys must be uint8, uint16, uint32 or uint64");
+        throw std::invalid_argument(who + ": keys and P must be flat and of one length");
     if (!is<std::int32_t>(P) && !is<std::int64_t>(P))
-        throw std::invalid_argument("label_plain: P must be int32 or int64");
+        throw std::invalid_argument(who + ": P must be int32 or int64");
     if (!is<i64>(shape) || !is<i64>(table) || table.ndim() != 2 || table.shape(1) != 4)
-        throw std::invalid_argument("label_plain: shape and table must be int64 ((noff, 4))");
+        throw std::invalid_argument(who + ": shape and table must be int64 ((noff, 4))");
     const int ndim = int(shape.size());
     const i64* sh = static_cast<const i64*>(shape.data());
     i64 cells = 1;
     for (int k = 0; k < ndim; ++k) cells *= sh[k];
     if (ndim < 1 || ndim > 62 || cells != i64(keys.size()))
-        throw std::invalid_argument("label_plain: shape does not match the keys");
+        throw std::invalid_argument(who + ": shape does not match the keys");
+    return ndim;
+}
+
+static nb::object label_plain(const Input& keys, Array P, std::optional<Array> work,
+                              const Input& shape, const Input& table, bool has_bg,
+                              std::uint64_t bg, bool want_counts, i64 slabs,
+                              i64 prov_table_min, i64 prov_cells_per_label, i64 counts_spread) {
+    const int ndim = check_grid("label_plain", keys, P, shape, table);
+    if (!is_unsigned(keys))
+        throw std::invalid_argument("label_plain: keys must be uint8, uint16, uint32 or uint64");
+    const i64* sh = static_cast<const i64*>(shape.data());
     std::int32_t* w = nullptr;
     if (work) {
         if (!is<std::int32_t>(*work) || work->ndim() != 1 || work->shape(0) != P.shape(0) ||
@@ -143,18 +156,8 @@ static nb::object label_lattice(const Input& keys, Array P, std::optional<Array>
                                 i64 periodic, bool no_left, bool want_counts,
                                 std::optional<Input> chunks, i64 back, int threads) {
     const i64 n = i64(keys.size());
-    if (keys.ndim() != 1 || P.ndim() != 1 || i64(P.size()) != n)
-        throw std::invalid_argument("label_lattice: keys and P must be flat and of one length");
-    if (!is<std::int32_t>(P) && !is<std::int64_t>(P))
-        throw std::invalid_argument("label_lattice: P must be int32 or int64");
-    if (!is<i64>(shape) || !is<i64>(table) || table.ndim() != 2 || table.shape(1) != 4)
-        throw std::invalid_argument("label_lattice: shape and table must be int64 ((noff, 4))");
-    const int ndim = int(shape.size());
+    const int ndim = check_grid("label_lattice", keys, P, shape, table);
     const i64* sh = static_cast<const i64*>(shape.data());
-    i64 cells = 1;
-    for (int k = 0; k < ndim; ++k) cells *= sh[k];
-    if (ndim < 1 || ndim > 62 || cells != n)
-        throw std::invalid_argument("label_lattice: shape does not match the keys");
     const int noff = int(table.shape(0));
     api::LatticeArgs a{};
     a.keys = keys.data();
