@@ -1,23 +1,32 @@
 """Per-label statistics: meshccl.measure against its peers, side by side.
 
-For each case the labels come from ``meshccl.label`` on the GPU (int32
-CuPy); every tool then computes what it can of counts, bounding boxes and
+For each case the labels come from ``meshccl.label`` on the GPU (CuPy);
+every tool then computes what it can of counts, bounding boxes and
 centroids on those same labels:
 
-* ``meshccl.measure.statistics`` (GPU): counts, boxes and centroids;
+* ``meshccl.measure.statistics`` (GPU): counts, boxes and centroids, and
+  with a float32 intensity image the intensity statistics too (sum, mean,
+  min, max, weighted centroids);
 * ``cucim.skimage.measure.regionprops_table`` (GPU) with label, area,
-  bbox and centroid, where cuCIM imports;
+  bbox and centroid, where cuCIM imports (not run above
+  ``--cucim-max-labels`` labels);
 * ``cupyx.scipy.ndimage.sum_labels`` (GPU, counts only) on cases with at
   most ``--cupyx-max-labels`` labels (its time grows with the label count:
   tens of seconds at a million labels);
 * ``cc3d.statistics`` (CPU, on a host copy; the copy is not timed), where
   cc3d imports;
 * ``cupy.bincount`` of the labels (counts only): a reference for one pass
-  of atomics over the image, and ``meshccl.label`` alone.
+  of atomics over the image, and ``meshccl.label`` alone (the call that
+  made the labels: the yardstick of the ratios).
 
-GPU tools: CUDA events around each call, median after a warm-up; CPU: wall
-clock, median of up to 3 calls.  Every peer's counts, boxes and centroids
-are checked against meshccl's (counts and boxes equal, centroids to 1e-9).
+The cases span the label counts a user meets: one label covering
+everything, percolation at its threshold (2-D connectivity 1 and 2, 3-D 1
+and 3), blobs, a segmentation-like Potts volume (every cell labelled),
+millions of one-cell labels (2-D and 3-D checkerboards), and labels with
+gaps (every label times 5).  GPU tools: CUDA events around each call,
+median after a warm-up; CPU: wall clock, median of up to 3 calls.  Every
+peer's counts, boxes and centroids are checked against meshccl's (counts
+and boxes equal, centroids to 1e-9), and meshccl's against NumPy's.
 
 Then the cost of counting inside ``label`` (``return_counts=True``) on one
 case per kernel chain that counts (docs/architecture.md), CuPy in and out:
@@ -55,10 +64,39 @@ import meshccl  # noqa: E402
 from meshccl import patterns  # noqa: E402
 
 
+def _checkerboard(shape, xp):
+    """1 on the cells whose coordinates sum to an even number: every one a
+    component of one cell at connectivity 1."""
+    grids = xp.indices(shape, dtype=xp.int32)
+    return (grids.sum(axis=0) % 2 == 0).astype(xp.uint8)
+
+
 def cases(quick):
+    """(name, image(xp), label keyword arguments, what is done to the labels)."""
     k = 4 if quick else 1
-    return [("percolation", (8192 // k,) * 2, 0.5927), ("percolation", (512 // k,) * 3, 0.3116),
-            ("blobs", (4096 // k,) * 2, None)]
+    n2, n3 = 8192 // k, 512 // k
+    pt = patterns
+    return [
+        (f"one label {n2}²", lambda xp: xp.ones((n2, n2), xp.uint8), {"connectivity": 1}, None),
+        (f"percolation {n2}² c1", lambda xp: pt.percolation((n2, n2), 0.5927, xp=xp),
+         {"connectivity": 1}, None),
+        (f"percolation {n2}² c2", lambda xp: pt.percolation((n2, n2), 0.4073, xp=xp),
+         {"connectivity": 2}, None),
+        (f"blobs {n2}² c2", lambda xp: pt.blobs((n2, n2), xp=xp), {"connectivity": 2}, None),
+        (f"one-cell labels {n2}²", lambda xp: _checkerboard((n2, n2), xp),
+         {"connectivity": 1}, None),
+        (f"percolation {n2}² c1, labels × 5", lambda xp: pt.percolation((n2, n2), 0.5927, xp=xp),
+         {"connectivity": 1}, "gaps"),
+        (f"percolation {n3}³ c1", lambda xp: pt.percolation((n3,) * 3, 0.3116, xp=xp),
+         {"connectivity": 1}, None),
+        (f"percolation {n3}³ c3", lambda xp: pt.percolation((n3,) * 3, 0.0976, xp=xp),
+         {"connectivity": 3}, None),
+        (f"blobs {n3}³ c1", lambda xp: pt.blobs((n3,) * 3, xp=xp), {"connectivity": 1}, None),
+        (f"Potts q=4 {n3}³, every cell", lambda xp: pt.potts((n3,) * 3, q=4, xp=xp),
+         {"connectivity": 1, "background": -1}, None),
+        (f"one-cell labels {n3}³", lambda xp: _checkerboard((n3,) * 3, xp),
+         {"connectivity": 1}, None),
+    ]
 
 
 def gpu_time(fn, runs=10):
@@ -180,6 +218,7 @@ def main(argv=None):
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true", help="every side / 4")
     ap.add_argument("--cupyx-max-labels", type=int, default=20000)
+    ap.add_argument("--cucim-max-labels", type=int, default=10_000_000)
     ap.add_argument("--counts-only", action="store_true",
                     help="only the cost of label(..., return_counts=True)")
     args = ap.parse_args(argv)
@@ -197,46 +236,55 @@ def main(argv=None):
     from cupyx.scipy import ndimage as cndi
 
     rows = []
-    for pattern, shape, p in cases(args.quick):
-        x = patterns.percolation(shape, p, xp=cupy) if pattern == "percolation" \
-            else patterns.blobs(shape, xp=cupy)
-        labels, n = meshccl.label(x, connectivity=1, return_num=True)
-        name = f"{pattern} {'x'.join(map(str, shape))} c1"
-        row = {"case": name, "labels": int(n), "cells": int(labels.size)}
-        row["label ms"] = gpu_time(lambda: meshccl.label(x, connectivity=1)) * 1e3
+    for name, make, kw, change in cases(args.quick):
+        x = make(cupy)
+        labels, n = meshccl.label(x, return_num=True, **kw)
+        row = {"case": name, "cells": int(labels.size)}
+        row["label ms"] = gpu_time(lambda: meshccl.label(x, **kw)) * 1e3
+        if change == "gaps":
+            labels = labels * 5
+        n = int(labels.max())
+        row["labels"] = int(cupy.count_nonzero(cupy.bincount(labels.ravel())[1:]))
         ours = meshccl.measure.statistics(labels)
         counts = ours["voxel_counts"].get()
         boxes = ours["bounding_boxes"].get()
         cents = ours["centroids"].get()
-        row["meshccl ms"] = gpu_time(lambda: meshccl.measure.statistics(labels)) * 1e3
-        # its device part: the tables made and the one pass of measure.cu
-        # over the labels (the rest of the time is the host's: the largest
-        # label read, the centroids and the dict built)
-        from meshccl._gpu import measure as gpu_measure
-
-        row["of which table ms"] = gpu_time(lambda: gpu_measure.table(
-            labels, tuple(labels.shape), int(n) + 1, boxes=True, sums=True)) * 1e3
-        row["bincount ms"] = gpu_time(lambda: cupy.bincount(labels.ravel())) * 1e3
         assert np.array_equal(counts, cupy.bincount(labels.ravel(), minlength=n + 1).get())
+        row["statistics ms"] = gpu_time(lambda: meshccl.measure.statistics(labels)) * 1e3
+        intensity = cupy.random.default_rng(0).random(labels.shape, dtype=cupy.float32)
+        with_values = meshccl.measure.statistics(labels, intensity)
+        want = cupy.bincount(labels.ravel(), weights=intensity.ravel().astype(cupy.float64),
+                             minlength=n + 1).get()
+        assert np.allclose(with_values["intensity_sum"].get(), want, rtol=1e-9, atol=1e-6), name
+        row["with intensity ms"] = gpu_time(
+            lambda: meshccl.measure.statistics(labels, intensity)) * 1e3
+        row["statistics / label"] = row["statistics ms"] / row["label ms"]
+        row["with intensity / label"] = row["with intensity ms"] / row["label ms"]
+        del intensity, with_values
+        row["bincount ms"] = gpu_time(lambda: cupy.bincount(labels.ravel())) * 1e3
         nd = labels.ndim
-        if cucim_table is not None:
+        if cucim_table is not None and row["labels"] <= args.cucim_max_labels:
             props = ("label", "area", "bbox", "centroid")
             t = cucim_table(labels, properties=props)
-            assert np.array_equal(cupy.asnumpy(t["area"]), counts[1:]), name
+            present = np.nonzero(counts[1:])[0] + 1
+            assert np.array_equal(cupy.asnumpy(t["area"]), counts[present]), name
             for a in range(nd):
-                assert np.array_equal(cupy.asnumpy(t[f"bbox-{a}"]), boxes[1:, 2 * a]), name
-                assert np.array_equal(cupy.asnumpy(t[f"bbox-{a + nd}"]), boxes[1:, 2 * a + 1] + 1)
-                assert np.allclose(cupy.asnumpy(t[f"centroid-{a}"]), cents[1:, a], atol=1e-9)
-            row["cuCIM ms"] = gpu_time(lambda: cucim_table(labels, properties=props), runs=5) * 1e3
+                assert np.array_equal(cupy.asnumpy(t[f"bbox-{a}"]), boxes[present, 2 * a]), name
+                assert np.array_equal(cupy.asnumpy(t[f"bbox-{a + nd}"]),
+                                      boxes[present, 2 * a + 1] + 1), name
+                assert np.allclose(cupy.asnumpy(t[f"centroid-{a}"]), cents[present, a],
+                                   atol=1e-9), name
+            row["cuCIM ms"] = gpu_time(lambda: cucim_table(labels, properties=props), runs=3) * 1e3
         else:
             row["cuCIM ms"] = None
-        if n <= args.cupyx_max_labels:
+        if row["labels"] <= args.cupyx_max_labels:
             ones = cupy.ones(labels.shape, cupy.float32)
             index = cupy.arange(1, n + 1)
             got = cndi.sum_labels(ones, labels, index)
             assert np.array_equal(cupy.asnumpy(got).astype(np.int64), counts[1:]), name
             row["cupyx sum_labels ms"] = gpu_time(lambda: cndi.sum_labels(ones, labels, index),
                                                   runs=3) * 1e3
+            del ones, index
         else:
             row["cupyx sum_labels ms"] = None
         if cc3d is not None:
@@ -245,25 +293,26 @@ def main(argv=None):
             assert np.array_equal(np.asarray(s["voxel_counts"])[1:], counts[1:len(
                 s["voxel_counts"])]), name
             row["cc3d ms"] = cpu_time(lambda: cc3d.statistics(host, no_slice_conversion=True)) * 1e3
+            del host, s
         else:
             row["cc3d ms"] = None
-        peers = [row[k] for k in ("cuCIM ms", "cupyx sum_labels ms", "cc3d ms") if row[k]]
-        row["fastest peer / meshccl"] = min(peers) / row["meshccl ms"] if peers else None
+        row["× cuCIM"] = row["cuCIM ms"] / row["statistics ms"] if row["cuCIM ms"] else None
         rows.append(row)
         print(json.dumps(row), flush=True)
         del x, labels, ours
+        cupy.get_default_memory_pool().free_all_blocks()
     machine = {"gpu": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
                "cupy": cupy.__version__, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "cucim": None if cucim_table else cucim_why, "cc3d": None if cc3d else cc3d_why}
-    cols = ["case", "labels", "label ms", "meshccl ms", "of which table ms", "bincount ms",
-            "cuCIM ms",
-            "cupyx sum_labels ms", "cc3d ms", "fastest peer / meshccl"]
+    cols = ["case", "labels", "label ms", "statistics ms", "statistics / label",
+            "with intensity ms", "with intensity / label", "bincount ms", "cuCIM ms",
+            "× cuCIM", "cupyx sum_labels ms", "cc3d ms"]
     fmt = lambda v: "n/a" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
     lines = [f"{machine['gpu']}, CuPy {machine['cupy']}, {machine['date']}. Counts, bounding "
-             "boxes and centroids of the labels of `meshccl.label(x, connectivity=1)` "
-             "(cupyx: counts only; cc3d: on the CPU). Median ms. 'of which table': the "
-             "device part of `statistics` (its tables made and zeroed, one pass of "
-             "measure.cu over the labels).", "",
+             "boxes and centroids of the labels of `meshccl.label` ('statistics'; 'with "
+             "intensity': also the statistics of a float32 image; cuCIM: regionprops_table "
+             "with label, area, bbox, centroid; cupyx: counts only; cc3d: on the CPU). Median "
+             "ms; the ratios are to the `label` call that made the labels.", "",
              "| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
     lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows]
     out = Path(args.out)

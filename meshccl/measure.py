@@ -143,28 +143,21 @@ def _circular(xp, c, s, weight, n):
     return xp.where(xp.hypot(c, s) <= CIRCULAR_EPS * weight, xp.nan, angle)
 
 
-def _divide(xp, a, b):
-    """a / b, NaN where b == 0 (no warnings)."""
-    safe = xp.where(b == 0, 1, b)
-    return xp.where(b == 0, xp.nan, a / safe)
-
-
 def _table(checked, intensity, per, first=False, boxes=True, sums=True):
     """The finished per-label table of ``checked`` (what :func:`_labels`
-    returns): counts, boxes (inclusive lo/hi with the periodic convention,
-    lo = 0 and hi = -1 for labels without cells), centroids and the
-    intensity statistics.  ``per``: the periodic axes."""
+    returns; the keys of ``_gpu.measure.table``): counts, boxes (inclusive
+    lo/hi with the periodic convention, lo = 0 and hi = -1 for labels
+    without cells), centroids and the intensity statistics.  ``per``: the
+    periodic axes, whose boxes and centroids are finished here."""
     xp, labels, backend, top = checked
     shape = tuple(labels.shape)
     rows = top + 1
     t = backend.table(labels, shape, rows, first=first, boxes=boxes, sums=sums,
                       periodic=per if sums else (), intensity=intensity)
+    if not per:
+        return t
     count = t["count"]
     empty = count == 0
-    cf = count.astype(np.float64)
-    out = {"count": count}
-    if first:
-        out["first"] = t["first"]
     if boxes:
         lo, hi = t["lo"], t["hi"]
         for d in per:
@@ -172,27 +165,17 @@ def _table(checked, intensity, per, first=False, boxes=True, sums=True):
                 raise ValueError(f"labels up to {top} on an axis of {shape[d]} cells are too "
                                  "many for periodic boxes (label * size must stay below 2**63)")
             start, extent = backend.periodic_box(labels, shape, d, lo[:, d], hi[:, d], rows)
-            lo[:, d] = start
-            hi[:, d] = start + extent - 1
-        lo[empty] = 0
-        hi[empty] = -1
-        out["lo"], out["hi"] = lo, hi
+            lo[:, d] = xp.where(empty, 0, start)
+            hi[:, d] = xp.where(empty, -1, start + extent - 1)
     if sums:
-        cen = _divide(xp, t["csum"], cf[:, None])
+        cf = count.astype(np.float64)
         for j, d in enumerate(per):
-            cen[:, d] = _circular(xp, t["cos"][:, j], t["sin"][:, j], cf, shape[d])
-        out["centroid"] = cen
+            t["centroid"][:, d] = _circular(xp, t["cos"][:, j], t["sin"][:, j], cf, shape[d])
     if intensity is not None:
-        isum = t["isum"]
-        out["isum"] = isum
-        out["imean"] = _divide(xp, isum, cf)
-        for key in ("imin", "imax"):
-            out[key] = xp.where(empty, xp.nan, t[key].astype(np.float64))
-        wcen = _divide(xp, t["wsum"], isum[:, None])
         for j, d in enumerate(per):
-            wcen[:, d] = _circular(xp, t["wcos"][:, j], t["wsin"][:, j], t["iabs"], shape[d])
-        out["wcentroid"] = wcen
-    return out
+            t["wcentroid"][:, d] = _circular(xp, t["wcos"][:, j], t["wsin"][:, j], t["iabs"],
+                                             shape[d])
+    return t
 
 
 def _slices(lo, hi, count):
@@ -289,9 +272,8 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
     intensity = _intensity(intensity, xp, labels.shape)
     t = _table(checked, intensity, _periodic_axes(periodic, labels.ndim))
     lo, hi, count = t["lo"], t["hi"], t["count"]
-    ndim = lo.shape[1]
     if bbox_layout == "cc3d":
-        boxes = xp.stack([lo, hi], axis=2).reshape(lo.shape[0], 2 * ndim)
+        boxes = t["box"]
     elif bbox_layout == "skimage":
         boxes = xp.concatenate([lo, hi + 1], axis=1)
     else:

@@ -640,15 +640,13 @@ def test_kernel_runs_emulated():
             labels = np.sort(labels.reshape(-1)).reshape(shape)
         intensity = rng.normal(size=shape)
         per = tuple(d for d in range(ndim) if rng.random() < 0.5)
-        want = cpu.table(labels, shape, int(labels.max()) + 1, first=True, boxes=True, sums=True,
+        rows = int(labels.max()) + 1
+        want = cpu.table(labels, shape, rows, first=True, boxes=True, sums=True,
                          periodic=per, intensity=intensity)
-        got = emulate_cells(labels, intensity, per)
-        present = want["count"] > 0
-        for key in ("count", "first"):
+        got = cpu._finish(emulate_cells(labels, intensity, per), rows, ndim)
+        for key in ("count", "first", "box", "centroid", "imin", "imax"):
             np.testing.assert_array_equal(got[key], want[key], err_msg=key)
-        for key in ("lo", "hi", "csum", "imin", "imax"):
-            np.testing.assert_array_equal(got[key][present], want[key][present], err_msg=key)
-        for key in ("isum", "wsum") + (("cos", "sin") if per else ()):
+        for key in ("isum", "imean", "wcentroid") + (("cos", "sin") if per else ()):
             np.testing.assert_allclose(got[key], want[key], atol=1e-9, err_msg=key)
 
 
@@ -670,40 +668,52 @@ def _key(v, low):
     return ((1 << bits) - 1 - b) if b >> (bits - 1) else b | (1 << (bits - 1))
 
 
-def _cells_emulated(labels, shape, rstride, ndim, axes, nper, width, n):
+def _cells_emulated(labels, shape, rstride, ndim, width, n):
     """(label, coordinates) of each cell as the kernels find them."""
     for i in range(n):
         r, x = divmod(i, width)
         c = [(r // int(rstride[d])) % int(shape[d]) for d in range(ndim - 1)]
-        yield i, int(labels[i]), c + ([x] if ndim else [])
+        yield i, int(labels[i]), c + [x]
 
 
-def _kernel_cells(grid, block, args):
-    lab, n, width, shape, rstride, ndim, axes, nper, flags, count, first, lo, hi, csum, cs, sn = args
+def _kernel_init(grid, block, args, **kw):
+    rows, ndim, flags, n, count, first, box, csum, isum, iabs, kmin, kmax, wsum = args
+    count[:] = 0
+    if flags & 1:
+        first[:] = n
+    if flags & 2:
+        box[:, 0::2], box[:, 1::2] = np.iinfo(np.uint64).max, 0
+    if flags & 4:
+        csum[:] = 0
+    if flags & 16:
+        isum[:], iabs[:], kmin[:], kmax[:], wsum[:] = 0, 0, np.iinfo(kmin.dtype).max, 0, 0
+
+
+def _kernel_runs(grid, block, args, **kw):
+    """meshccl_measure_runs cell by cell (the block tables only regroup the
+    same additions)."""
+    (lab, vals, n, width, per_block, shape, rstride, ndim, axes, nper, flags, slots, count, first,
+     box, csum, cs, sn, isum, iabs, kmin, kmax, wsum, wcos, wsin) = args
     ndim, nper, flags = int(ndim), int(nper), int(flags)
-    lo, hi, csum, cs, sn = (a.reshape(-1) for a in (lo, hi, csum, cs, sn))
-    for i, lab_, c in _cells_emulated(lab, shape, rstride, ndim, axes, nper, int(width), int(n)):
+    box, csum, cs, sn, wsum, wcos, wsin = (a.reshape(-1) for a in (box, csum, cs, sn, wsum, wcos,
+                                                                    wsin))
+    for i, lab_, c in _cells_emulated(lab, shape, rstride, ndim, int(width), int(n)):
         count[lab_] += 1
         if flags & 1:
             first[lab_] = min(int(first[lab_]), i)
         for d in range(ndim):
             j = lab_ * ndim + d
             if flags & 2:
-                lo[j], hi[j] = min(int(lo[j]), c[d]), max(int(hi[j]), c[d])
+                box[2 * j] = min(int(box[2 * j]), c[d])
+                box[2 * j + 1] = max(int(box[2 * j + 1]), c[d])
             if flags & 4:
                 csum[j] += c[d]
         for j in range(nper if flags & 8 else 0):
             d = int(axes[j])
             cs[lab_ * nper + j] += np.cos(2 * np.pi * c[d] / int(shape[d]))
             sn[lab_ * nper + j] += np.sin(2 * np.pi * c[d] / int(shape[d]))
-
-
-def _kernel_values(grid, block, args):
-    (lab, vals, n, width, shape, rstride, ndim, axes, nper, isum, iabs, kmin, kmax, wsum, wcos,
-     wsin) = args
-    ndim, nper = int(ndim), int(nper)
-    wsum, wcos, wsin = (a.reshape(-1) for a in (wsum, wcos, wsin))
-    for i, lab_, c in _cells_emulated(lab, shape, rstride, ndim, axes, nper, int(width), int(n)):
+        if not flags & 16:
+            continue
         w = float(vals[i])
         isum[lab_] += w
         iabs[lab_] += abs(w)
@@ -715,6 +725,49 @@ def _kernel_values(grid, block, args):
             d = int(axes[j])
             wcos[lab_ * nper + j] += w * np.cos(2 * np.pi * c[d] / int(shape[d]))
             wsin[lab_ * nper + j] += w * np.sin(2 * np.pi * c[d] / int(shape[d]))
+
+
+def _unkey(k, dtype):
+    """The value of a key of ``_key`` (Keys<V>::value of measure.cu)."""
+    bits = 64 if dtype.itemsize == 8 else 32
+    if dtype.kind in "ub":
+        return float(k)
+    if dtype.kind == "i":
+        return float(k - (1 << (bits - 1)))
+    b = k ^ (1 << (bits - 1)) if k >> (bits - 1) else (1 << bits) - 1 - k
+    return float(np.array(b, dtype=f"u{bits // 8}").view(f"f{bits // 8}"))
+
+
+def _kernel_finish(dtype):
+    def finish(grid, block, args, **kw):
+        rows, ndim, flags, count, box, csum, isum, imean, kmin, kmax, imin, imax, wsum = args
+        flags = int(flags)
+        for r in range(int(rows)):
+            c = int(count[r])
+            if flags & 2 and c == 0:
+                box[r, 0::2], box[r, 1::2] = 0, np.iinfo(np.uint64).max
+            if flags & 4:
+                csum.view(np.float64)[r] = csum[r] / c if c else np.nan
+            if flags & 16:
+                imean[r] = isum[r] / c if c else np.nan
+                imin[r] = _unkey(int(kmin[r]), dtype) if c else np.nan
+                imax[r] = _unkey(int(kmax[r]), dtype) if c else np.nan
+                wsum[r] = wsum[r] / isum[r] if isum[r] != 0 else np.nan
+    return finish
+
+
+_C_DTYPES = {"unsigned char": np.uint8, "signed char": np.int8, "unsigned short": np.uint16,
+             "short": np.int16, "unsigned": np.uint32, "int": np.int32,
+             "unsigned long long": np.uint64, "long long": np.int64, "float": np.float32,
+             "double": np.float64, "meshccl_measure::None": np.uint8}
+
+
+def _emulated_kernel(name):
+    kernel, _, arg = name.partition("<")
+    kernel = kernel.rsplit("_", 1)[1]
+    if kernel == "finish":
+        return _kernel_finish(np.dtype(_C_DTYPES[arg.rstrip(">")]))
+    return {"init": _kernel_init, "runs": _kernel_runs, "arcs": _kernel_arcs}[kernel]
 
 
 def _kernel_arcs(grid, block, args):
@@ -759,7 +812,7 @@ def numpy_as_cupy(monkeypatch):
     fake.ndarray = ndarray
     for name in ("zeros", "full", "ascontiguousarray", "asarray", "unique", "arange", "where",
                  "sort", "argsort", "stack", "unravel_index", "lexsort", "bincount", "frexp",
-                 "hypot", "arctan2", "concatenate", "nonzero", "ones"):
+                 "hypot", "arctan2", "concatenate", "nonzero", "ones", "empty"):
         setattr(fake, name, wrap(getattr(np, name)))
     for name in ("uint8", "uint32", "uint64", "int32", "int64", "float32", "float64", "float16",
                  "nan"):
@@ -770,10 +823,16 @@ def numpy_as_cupy(monkeypatch):
                         lambda a: (fake, a) if isinstance(a, ndarray) else array_module(a))
     monkeypatch.setattr(measure, "_backend", lambda xp: gpu if xp is fake else
                         __import__("meshccl._cpu.measure", fromlist=["table"]))
-    emulated = {"cells": _kernel_cells, "values": _kernel_values, "arcs": _kernel_arcs}
-    monkeypatch.setattr(gpu, "kernels", lambda source, *names: tuple(
-        emulated[name.split("<")[0].rsplit("_", 1)[1]] for name in names))
-    return lambda a: np.asarray(a).view(ndarray)
+    monkeypatch.setattr(gpu, "kernels",
+                        lambda source, *names: tuple(_emulated_kernel(n) for n in names))
+    device = types.SimpleNamespace(id=0, attributes={"MultiProcessorCount": 2})
+    fake.cuda = types.SimpleNamespace(Device=lambda *args: device)
+    caches = (gpu._geometry, gpu._axes, gpu._multiprocessors)
+    for cache in caches:  # (device arrays kept per device: none of the real ones here)
+        cache.cache_clear()
+    yield lambda a: np.asarray(a).view(ndarray)
+    for cache in caches:
+        cache.cache_clear()
 
 
 def test_gpu_driver_emulated(numpy_as_cupy):

@@ -40,7 +40,7 @@ def coordinates(shape, axis):
 
 def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic=(),
           intensity=None):
-    """The raw per-label table of a label image (see ``_gpu.measure.table``).
+    """The finished per-label table of a label image (see ``_gpu.measure.table``).
 
     Parameters
     ----------
@@ -112,7 +112,41 @@ def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic
                                     for d in periodic], rows)
             out["wsin"] = _columns([np.bincount(flat, weights=w * np.sin(angles[d]), minlength=rows)
                                     for d in periodic], rows)
-    return out
+    return _finish(out, rows, ndim)
+
+
+def _divide(a, b):
+    """a / b, NaN where b == 0 (no warnings)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b == 0, np.nan, a / np.where(b == 0, 1, b))
+
+
+def _finish(t, rows, ndim):
+    """The raw sums of :func:`table` turned into what the GPU's finishing
+    kernel gives: boxes as (rows, 2 * ndim) [lo_0, hi_0, ...] with (0, -1)
+    for labels without cells (``lo``, ``hi``: views), centroids, intensity
+    means and float64 extremes (NaN without cells), weighted centroids (NaN
+    where the intensity sums to 0)."""
+    count = t["count"]
+    empty = count == 0
+    cf = count.astype(np.float64)
+    if "lo" in t:
+        box = np.empty((rows, 2 * ndim), dtype=np.int64)
+        box[:, 0::2] = np.where(empty[:, None], 0, t["lo"])
+        box[:, 1::2] = np.where(empty[:, None], -1, t["hi"])
+        t["box"], t["lo"], t["hi"] = box, box[:, 0::2], box[:, 1::2]
+    if "csum" in t:
+        t["centroid"] = _divide(t.pop("csum"), cf[:, None])
+    t.setdefault("cos", np.zeros((rows, 0)))
+    t.setdefault("sin", np.zeros((rows, 0)))
+    if "isum" in t:
+        t["imean"] = _divide(t["isum"], cf)
+        for key in ("imin", "imax"):
+            t[key] = np.where(empty, np.nan, t[key].astype(np.float64))
+        t["wcentroid"] = _divide(t.pop("wsum"), t["isum"][:, None])
+        t.setdefault("wcos", np.zeros((rows, 0)))
+        t.setdefault("wsin", np.zeros((rows, 0)))
+    return t
 
 
 def _columns(cols, rows):

@@ -2,15 +2,20 @@
 (``_kernels/measure.cu``; the algorithm is explained at the top of that
 file).
 
-The same raw table as ``meshccl/_cpu/measure.py``, as CuPy arrays: one
-launch of ``meshccl_measure_cells`` (counts, first cells, boxes,
-coordinate and circular sums), one of ``meshccl_measure_values`` with an
-intensity image, and for each periodic axis a sort of its distinct
-(label, coordinate) pairs and two launches of ``meshccl_measure_arcs``.
-The label image stays on the device; only the largest label is read back.
+The same finished table as ``meshccl/_cpu/measure.py``, as CuPy arrays:
+``meshccl_measure_init`` sets its starting values, one launch of
+``meshccl_measure_runs`` reads the labels (and the intensity) once, each
+block gathering its stretch of the image in a shared-memory table first,
+and ``meshccl_measure_finish`` turns sums into centroids and means in
+place.  For each periodic axis a sort of its distinct (label, coordinate)
+pairs and two launches of ``meshccl_measure_arcs`` find the boxes.  The
+label image stays on the device; only the largest label is read back (by
+the caller, to size the table).
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -19,7 +24,16 @@ from .loader import c_type, kernels
 BLOCK = 256
 #: blocks of the grid-stride kernels: enough to fill any current GPU
 MAX_BLOCKS = 1 << 16
-FIRST, BOXES, SUMS, CIRCULAR = 1, 2, 4, 8
+FIRST, BOXES, SUMS, CIRCULAR, VALUES = 1, 2, 4, 8, 16
+#: cells a block of meshccl_measure_runs takes per sweep (BLOCK threads,
+#: CHUNKS = 4 chunks of 32 each): blocks' stretches are multiples of it
+SWEEP = BLOCK * 4
+#: blocks of meshccl_measure_runs per multiprocessor (each takes one stretch)
+BLOCKS_PER_SM = 8
+#: a block's shared-memory table: at most this many slots, in at most this
+#: many bytes (the default limit of a block's shared memory); none below
+#: MIN_SLOTS
+MAX_SLOTS, MIN_SLOTS, SHARED_BYTES = 1024, 128, 48 * 1024
 
 
 def _grid(items: int, per_block: int) -> tuple:
@@ -52,112 +66,145 @@ def _flat(labels):
     return flat.astype(cupy.uint32)  # bool, 1- and 2-byte labels: a widened copy
 
 
-def _geometry(shape):
-    """(width, shape, row strides) as the kernels take them."""
+@functools.lru_cache(maxsize=None)
+def _geometry(device, shape):
+    """(shape, row strides) of the cells' rows as int64 device arrays,
+    kept per device and shape (a host-to-device copy per call would make
+    every call wait)."""
     import cupy
 
     ndim = len(shape)
-    width = shape[-1] if ndim else 1
-    rstride = [1] * max(ndim, 1)
+    rstride = [1] * ndim
     for d in range(ndim - 3, -1, -1):
         rstride[d] = rstride[d + 1] * shape[d + 1]
-    return (width, cupy.asarray(np.array(shape or (1,), dtype=np.int64)),
+    return (cupy.asarray(np.array(shape, dtype=np.int64)),
             cupy.asarray(np.array(rstride, dtype=np.int64)))
 
 
-def _index_type(n):
-    """int32 indices while a warp's next chunk (base + the grid's cells) fits."""
-    return np.int32 if n + MAX_BLOCKS * BLOCK < 2**31 else np.int64
+@functools.lru_cache(maxsize=None)
+def _axes(device, periodic):
+    import cupy
+
+    return cupy.asarray(np.array(periodic or (0,), dtype=np.int32))
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device):
+    import cupy
+
+    return cupy.cuda.Device(device).attributes["MultiProcessorCount"]
+
+
+def slot_bytes(slots, ndim, values):
+    """Shared memory of a block's table (``Slots::carve`` in measure.cu)."""
+    eight = 1 + ndim + (4 + ndim if values else 0)
+    four = 2 + 2 * ndim
+    return slots * (8 * eight + 4 * four) + 8
+
+
+def _slots(ndim, values, shape, per_block):
+    """Slots of a block's shared-memory table: the largest power of two up
+    to MAX_SLOTS within SHARED_BYTES; 0 (every run to the global table)
+    where the slots' 32-bit counts and coordinates would not hold."""
+    if per_block >= 2**31 or any(s >= 2**32 for s in shape):
+        return 0
+    slots = MAX_SLOTS
+    while slots >= MIN_SLOTS and slot_bytes(slots, ndim, values) > SHARED_BYTES:
+        slots //= 2
+    return slots if slots >= MIN_SLOTS else 0
 
 
 def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic=(),
           intensity=None):
-    """The raw per-label table (the CPU twin's ``table``): ``count`` (int64),
-    ``first`` (int64; n where a label has no cells), ``lo``, ``hi``
-    (int64, (rows, ndim), inclusive; undefined where a label has no cells),
-    ``csum`` (float64, exact integer sums), ``cos``, ``sin`` (periodic
-    axes), and with ``intensity`` ``isum``, ``iabs``, ``imin``, ``imax``
-    (its dtype), ``wsum``, ``wcos``, ``wsin``."""
+    """The finished per-label table (the CPU twin's ``table``), from one pass
+    over the labels (and the intensity): ``count`` (int64), ``first``
+    (int64; n where a label has no cells), ``box`` ((rows, 2 * ndim) int64,
+    [lo_0, hi_0, lo_1, ...] inclusive, (0, -1) where a label has no cells)
+    and its views ``lo``, ``hi``; ``centroid`` (float64 (rows, ndim), NaN
+    without cells); ``cos``, ``sin`` (float64 (rows, len(periodic)): sums
+    over the cells of the periodic axes' unit vectors); with ``intensity``
+    ``isum``, ``iabs`` (sums of the values and of their magnitudes),
+    ``imean``, ``imin``, ``imax`` (float64, NaN without cells),
+    ``wcentroid`` (float64 (rows, ndim), NaN where the intensity sums to
+    0), ``wcos``, ``wsin``.  Two kernels and a finishing one
+    (``_kernels/measure.cu``); nothing is read back."""
     import cupy
 
     n = labels.size
     ndim = len(shape)
+    kdim = max(ndim, 1)  # (a 0-d image is one cell on one axis)
+    kshape = tuple(shape) if ndim else (1,)
     nper = len(periodic)
-    count = cupy.zeros(rows, dtype=cupy.uint64)
-    first_t = cupy.full(rows, n, dtype=cupy.int64)
-    lo = cupy.full((rows, ndim), np.uint64(2**64 - 1), dtype=cupy.uint64)
-    hi = cupy.zeros((rows, ndim), dtype=cupy.uint64)
-    csum = cupy.zeros((rows, ndim), dtype=cupy.uint64)
+    values = intensity is not None
+    device = cupy.cuda.Device().id
+    count = cupy.empty(rows, dtype=cupy.uint64)
+    first_t = cupy.empty(rows if first else 1, dtype=cupy.int64)
+    box = cupy.empty((rows, 2 * kdim) if boxes else (1,), dtype=cupy.uint64)
+    csum = cupy.empty((rows, kdim) if sums else (1,), dtype=cupy.uint64)
     cs = cupy.zeros((rows, nper), dtype=cupy.float64)
     sn = cupy.zeros((rows, nper), dtype=cupy.float64)
-    out = {}
-    flat = _flat(labels) if n else None
-    index = _index_type(n)
-    width, shape_d, rstride = _geometry(shape)
-    axes = cupy.asarray(np.array(periodic or (0,), dtype=np.int32))
+    if values:
+        vals = cupy.ascontiguousarray(intensity).reshape(-1)
+        vtype = vals.dtype
+        if vtype == np.bool_:
+            vals = vals.view(cupy.uint8)
+        elif vtype == np.float16:
+            vals = vals.astype(cupy.float32)
+        ktype = np.dtype(np.uint64 if vals.dtype.itemsize == 8 else np.uint32)
+        isum = cupy.empty(rows, dtype=cupy.float64)
+        iabs = cupy.empty(rows, dtype=cupy.float64)
+        kmin = cupy.empty(rows, dtype=ktype)
+        kmax = cupy.empty(rows, dtype=ktype)
+        wsum = cupy.empty((rows, kdim), dtype=cupy.float64)
+        wcos = cupy.zeros((rows, nper), dtype=cupy.float64)
+        wsin = cupy.zeros((rows, nper), dtype=cupy.float64)
+        imean = cupy.empty(rows, dtype=cupy.float64)
+        imin = cupy.empty(rows, dtype=cupy.float64)
+        imax = cupy.empty(rows, dtype=cupy.float64)
+        vname = c_type(vals.dtype)
+    else:
+        vals = isum = iabs = wsum = wcos = wsin = imean = imin = imax = cs  # (unused)
+        kmin = kmax = cupy.empty(1, dtype=cupy.uint32)
+        ktype, vname = np.dtype(np.uint32), "meshccl_measure::None"
+    flags = (FIRST * first | BOXES * boxes | SUMS * sums | CIRCULAR * bool(nper)
+             | VALUES * values)
+    # each block of meshccl_measure_runs takes one stretch of whole sweeps
+    blocks = max(1, min(BLOCKS_PER_SM * _multiprocessors(device), -(-n // SWEEP)))
+    per_block = -(-(-(-n // blocks)) // SWEEP) * SWEEP
+    blocks = max(1, -(-n // per_block))
+    index = np.int32 if n + per_block + SWEEP < 2**31 else np.int64
+    init, runs, finish = kernels(
+        "measure.cu", f"meshccl_measure_init<{c_type(ktype)}>",
+        f"meshccl_measure_runs<{c_type(np.uint64 if labels.dtype.itemsize == 8 else np.uint32)}, "
+        f"{c_type(index)}, {vname}>",
+        f"meshccl_measure_finish<{vname}>")
+    rgrid = _grid(rows, BLOCK)
+    init(rgrid, (BLOCK,), (np.int64(rows), np.int32(kdim), np.int32(flags), np.int64(n), count,
+                           first_t, box, csum, isum, iabs, kmin, kmax, wsum))
     if n:
-        flags = (FIRST * first | BOXES * boxes | SUMS * sums | CIRCULAR * bool(nper))
-        (cells,) = kernels("measure.cu",
-                           f"meshccl_measure_cells<{c_type(flat.dtype)}, {c_type(index)}>")
-        cells(_grid(n, BLOCK), (BLOCK,),
-              (flat, index(n), index(width), shape_d, rstride, np.int32(ndim), axes,
-               np.int32(nper), np.int32(flags), count, first_t, lo, hi, csum, cs, sn))
-    out["count"] = count.view(cupy.int64)
+        flat = _flat(labels)
+        shape_d, rstride = _geometry(device, kshape)
+        slots = _slots(kdim, values, kshape, per_block)
+        runs((blocks,), (BLOCK,),
+             (flat, vals, index(n), index(kshape[-1]), index(per_block), shape_d, rstride,
+              np.int32(kdim), _axes(device, tuple(periodic)), np.int32(nper), np.int32(flags),
+              np.int32(slots), count, first_t, box, csum, cs, sn, isum, iabs, kmin, kmax, wsum,
+              wcos, wsin),
+             shared_mem=slot_bytes(slots, kdim, values) if slots else 0)
+    finish(rgrid, (BLOCK,), (np.int64(rows), np.int32(kdim), np.int32(flags), count, box, csum,
+                             isum, imean, kmin, kmax, imin, imax, wsum))
+    out = {"count": count.view(cupy.int64), "cos": cs, "sin": sn}
     if first:
         out["first"] = first_t
     if boxes:
-        out["lo"], out["hi"] = lo.view(cupy.int64), hi.view(cupy.int64)
+        box = box.view(cupy.int64)[:, :2 * ndim]
+        out["box"], out["lo"], out["hi"] = box, box[:, 0::2], box[:, 1::2]
     if sums:
-        out["csum"] = csum.astype(cupy.float64)
-    if nper:
-        out["cos"], out["sin"] = cs, sn
-    if intensity is not None:
-        out.update(_values(flat, intensity, n, index, width, shape_d, rstride, ndim, axes, nper,
-                           rows))
+        out["centroid"] = csum.view(cupy.float64)[:, :ndim]
+    if values:
+        out.update(isum=isum, iabs=iabs, imean=imean, imin=imin, imax=imax,
+                   wcentroid=wsum[:, :ndim], wcos=wcos, wsin=wsin)
     return out
-
-
-def _values(flat, intensity, n, index, width, shape_d, rstride, ndim, axes, nper, rows):
-    import cupy
-
-    values = cupy.ascontiguousarray(intensity).reshape(-1)
-    dtype = values.dtype
-    if dtype == np.bool_:
-        values = values.view(cupy.uint8)
-    elif dtype == np.float16:
-        values = values.astype(cupy.float32)
-    key = np.dtype(np.uint64 if values.dtype.itemsize == 8 else np.uint32)
-    isum = cupy.zeros(rows, dtype=cupy.float64)
-    iabs = cupy.zeros(rows, dtype=cupy.float64)
-    kmin = cupy.full(rows, key.type(np.iinfo(key).max), dtype=key)
-    kmax = cupy.zeros(rows, dtype=key)
-    wsum = cupy.zeros((rows, ndim), dtype=cupy.float64)
-    wcos = cupy.zeros((rows, nper), dtype=cupy.float64)
-    wsin = cupy.zeros((rows, nper), dtype=cupy.float64)
-    if n:
-        (kernel,) = kernels("measure.cu", f"meshccl_measure_values<{c_type(flat.dtype)}, "
-                                          f"{c_type(index)}, {c_type(values.dtype)}>")
-        kernel(_grid(n, BLOCK), (BLOCK,),
-               (flat, values, index(n), index(width), shape_d, rstride, np.int32(ndim), axes,
-                np.int32(nper), isum, iabs, kmin, kmax, wsum, wcos, wsin))
-    return {"isum": isum, "iabs": iabs, "imin": _unkey(kmin, values.dtype).astype(dtype),
-            "imax": _unkey(kmax, values.dtype).astype(dtype), "wsum": wsum, "wcos": wcos,
-            "wsin": wsin}
-
-
-def _unkey(keys, dtype):
-    """Values of the order-preserving keys of ``Keys<V>`` (measure.cu)."""
-    import cupy
-
-    dtype = np.dtype(dtype)
-    if dtype.kind in "ub":
-        return keys.astype(dtype)
-    bits = 8 * keys.dtype.itemsize
-    sign = keys.dtype.type(1 << (bits - 1))
-    if dtype.kind == "i":
-        return (keys ^ sign).view(np.dtype(f"i{keys.dtype.itemsize}")).astype(dtype)
-    raw = cupy.where((keys & sign) != 0, keys ^ sign, ~keys)
-    return raw.view(np.dtype(f"f{keys.dtype.itemsize}"))
 
 
 def periodic_box(labels, shape, axis, lo, hi, rows):

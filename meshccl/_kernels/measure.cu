@@ -1,50 +1,67 @@
-// measure.cu -- per-label tables (counts, first cells, boxes, coordinate
-// sums, intensity sums and extremes) of a label image, for meshccl.measure.
+// measure.cu -- per-label tables (counts, first cells, boxes, centroids,
+// intensity sums, means, extremes and weighted centroids) of a label image,
+// for meshccl.measure.
 //
 // The label image is a flat raster (C order) of n cells, seen as rows of
 // `width` cells (the last axis).  A table row is indexed by the label
 // itself, so every statistic is a scatter: cell i adds itself to row
-// labels[i].  Done naively that is one atomic per cell and statistic, and
-// every cell of the background -- often half the image -- would hit the same
-// address, one after the other.  Labels are spatially coherent instead:
-// neighbouring cells of a row mostly carry the same label.  So each warp
-// takes 32 consecutive cells and cuts them into *runs*: maximal stretches of
-// one label inside one row (a run starts at lane 0, at the start of a row,
-// or where the label changes -- one __ballot_sync of those "head" flags).
-// The last lane of each run (its tail) finds the run's head as the highest
-// head bit at or below itself, and issues one atomic per statistic for the
-// whole run:
+// labels[i].  Two things make a naive scatter slow.  Cells are many, so one
+// atomic per cell and statistic is too much traffic; and the labels that
+// matter are few and large -- the background, the spanning cluster of a
+// percolating lattice, the blobs of a segmentation -- so thousands of warps
+// queue on the same few table rows, one atomic after another, and the cost
+// grows with how skewed the sizes are rather than with the image.
+//
+// Runs.  Neighbouring cells of a row mostly carry the same label, so each
+// warp cuts its 32 consecutive cells into runs: maximal stretches of one
+// label inside one row (a run starts at lane 0, at the start of a row, or
+// where the label changes -- one __ballot_sync of those "head" flags).  The
+// last lane of a run (its tail) finds the head as the highest head bit at or
+// below itself and speaks for the whole run:
 //
 //     lanes   0 1 2 3 4 5 6 7 ...
 //     labels  0 0 0 7 7 7 7 0 ...
 //     heads   1 0 0 1 0 0 0 1 ...   run 7 = lanes 3..6: lane 6 adds 4 cells
 //
-// A run lies in one row, so the coordinates of every axis but the last are
-// the row's (two divisions per axis: row / rstride[d] % shape[d]) and those
-// of the last axis are x_head..x: the run's count, first cell, box
-// (min/max per axis) and coordinate sums (len * c, or the arithmetic
-// series on the last axis; integers, so the sums are exact and the centroids
-// equal the CPU's) follow from the head and the tail alone.  Circular sums
-// of a periodic axis (cos and sin of 2 pi c / n, for circular means) are
-// len * (cos, sin) for the row's axes and a short loop over the run on the
-// last axis.
+// A run lies in one row, so every coordinate but the last is the row's
+// (worked out once per 32 cells by a few lanes and passed round by
+// shuffles) and the last runs x_head..x: its count, first cell, box and
+// coordinate sums (len * c, or the arithmetic series on the last axis;
+// integers, so centroids are exact and equal the CPU's) follow from its
+// ends.  Intensities differ from cell to cell, so they are first reduced
+// over each run by a segmented scan (__shfl_up_sync, five steps; a lane
+// takes values only from lanes at or after its run's head).
 //
-// Intensities differ from cell to cell, so meshccl_measure_values reduces
-// them over each run first: a segmented inclusive scan with __shfl_up_sync
-// (five steps; a lane only takes values from lanes at or after its run's
-// head), then the tail's atomics.  Minima and maxima go through order-
-// preserving unsigned keys (a float's bits with the sign flipped, or all
-// bits for negatives; a signed integer with its sign bit flipped), so one
-// atomicMin / atomicMax works for every type; a NaN is keyed below
-// everything for the minimum and above everything for the maximum, so it
-// propagates as in NumPy's min and max.
+// Blocks.  Each block owns one contiguous stretch of the image and keeps a
+// small hash table of its own in shared memory, keyed by label (open
+// addressing, the label's low bits as the hash, linear probing, a slot
+// claimed by atomicCAS of its key).  A run's tail adds itself to its label's
+// slot with shared-memory atomics; when the table is half full, and at the
+// end, the block adds every occupied slot to the global table with one set
+// of global atomics.  A label that covers the whole stretch thus costs one
+// global update per block, not one per run, and the global atomics no longer
+// queue; what stays is one shared-memory update per run, on the
+// multiprocessor's own memory.  A run whose label finds no slot within a few
+// probes (stretches of millions of one-cell labels) goes straight to the
+// global table: those labels are all different, so nothing queues there
+// either.  Label 0, usually the largest by far, is kept in each lane's
+// registers instead (count, first cell, box, sums; up to CACHED_AXES axes)
+// and reduced over the warp at the end.  Slots hold coordinates and counts
+// in 32 bits (so stretches below 2^31 cells and axes below 2^32; the host
+// launches without slots otherwise).  Circular sums of periodic axes, rare,
+// always go straight to the global table.
 //
-// The background (label 0) is usually the largest label by far, and every
-// warp meets it: its runs would all hit row 0's few addresses, one atomic
-// after another.  So meshccl_measure_cells keeps label 0's runs in
-// registers instead (each lane its count, first cell, box and sums; up to
-// BG_AXES axes, without circular sums), reduces them over the warp at the
-// end and adds them with one set of atomics per warp.
+// Minima and maxima of intensities go through order-preserving unsigned
+// keys (a float's bits with the sign flipped, or all bits for negatives; a
+// signed integer with its sign bit flipped), so one atomicMin / atomicMax
+// works for every type; a NaN is keyed below everything for the minimum and
+// above everything for the maximum, so it propagates as in NumPy.
+//
+// meshccl_measure_init sets the table's starting values (one launch),
+// meshccl_measure_runs fills it, and meshccl_measure_finish turns it into
+// what the user gets, in place where the types allow: empty boxes (0, -1),
+// centroids = sums / count, intensity means, extremes as float64, weighted
+// centroids; NaN where a label has no cells (or its intensity sums to 0).
 //
 // meshccl_measure_arcs finishes the boxes of periodic axes.  The host sorts
 // the distinct (label, coordinate) pairs of the axis; the gap before an
@@ -59,9 +76,15 @@
 namespace meshccl_measure {
 
 constexpr unsigned FULL = 0xffffffffu;
-constexpr int FIRST = 1, BOXES = 2, SUMS = 4, CIRCULAR = 8;
-// label 0 is gathered in registers for images of up to this many axes
-constexpr int BG_AXES = 4;
+constexpr int FIRST = 1, BOXES = 2, SUMS = 4, CIRCULAR = 8, VALUES = 16;
+// row coordinates shared by shuffles, and label 0 kept in registers, for up
+// to this many axes
+constexpr int CACHED_AXES = 4;
+// 32-cell chunks a warp loads before it works on them (loads in flight)
+constexpr int CHUNKS = 4;
+// probes for a free slot before a run goes to the global table
+constexpr int PROBES = 16;
+constexpr unsigned long long NO_LABEL = ~0ull;
 
 struct Sum {
     template <typename T> __device__ T operator()(T a, T b) const { return a + b; }
@@ -84,63 +107,23 @@ __device__ __forceinline__ T run_scan(T x, int lane, int head, Op op) {
     return x;
 }
 
-// One lane's cell of the warp's 32 consecutive cells from `base`, and its run.
-template <typename L, typename I>
-struct Cell {
-    I i, row, x;        // flat index, row, coordinate on the last axis
-    L label;
-    int lane, head;     // this lane, its run's first lane
-    bool in, tail;      // a cell of the image; the last lane of its run
-    __device__ I len() const { return (I)(lane - head + 1); }
-    __device__ I x_head() const { return x - (I)(lane - head); }
-};
-
-template <typename L, typename I>
-__device__ __forceinline__ Cell<L, I> cell(const L* __restrict__ labels, I n, I width, I base) {
-    Cell<L, I> c;
-    c.lane = threadIdx.x & 31;
-    c.i = base + c.lane;
-    c.in = c.i < n;
-    c.label = c.in ? labels[c.i] : (L)0;
-    const I row0 = base / width;
-    const I t = base - row0 * width + (I)c.lane;
-    c.row = row0;
-    c.x = t;
-    if (t >= width) {
-        const I q = t / width;
-        c.row += q;
-        c.x = t - q * width;
-    }
-    const L prev = __shfl_up_sync(FULL, c.label, 1);
-    const bool head = !c.in || c.lane == 0 || c.x == 0 || prev != c.label;
-    const unsigned heads = __ballot_sync(FULL, head);
-    const unsigned upto = c.lane == 31 ? heads : heads & ((2u << c.lane) - 1u);
-    c.head = 31 - __clz(upto);
-    c.tail = c.in && (c.lane == 31 || ((heads >> (c.lane + 1)) & 1u));
-    return c;
-}
-
-// Coordinate on axis d (< ndim - 1) of the cells of a row.
-template <typename I>
-__device__ __forceinline__ long long row_coordinate(I row, const long long* __restrict__ shape,
-                                                    const long long* __restrict__ rstride, int d) {
-    return ((long long)row / rstride[d]) % shape[d];
-}
-
 // Order-preserving unsigned keys of a value, for the minimum (lo) and the
-// maximum (hi): they differ only for NaN, which wins both.
+// maximum (hi): they differ only for NaN, which wins both.  value() maps a
+// key back (as a double, what the user gets).
 template <typename V> struct Keys;
 #define MESHCCL_UNSIGNED_KEYS(V, KT)                                        \
     template <> struct Keys<V> {                                            \
         using K = KT;                                                       \
         static __device__ K lo(V v) { return (K)v; }                        \
         static __device__ K hi(V v) { return (K)v; }                        \
+        static __device__ double value(K k) { return (double)(V)k; }        \
     };
 #define MESHCCL_SIGNED_KEYS(V, KT, WIDE, SIGN)                              \
     template <> struct Keys<V> {                                            \
         using K = KT;                                                       \
         static __device__ K lo(V v) { return (K)(WIDE)v ^ (SIGN); }         \
         static __device__ K hi(V v) { return (K)(WIDE)v ^ (SIGN); }         \
+        static __device__ double value(K k) { return (double)(WIDE)(k ^ (SIGN)); } \
     };
 MESHCCL_UNSIGNED_KEYS(unsigned char, unsigned)
 MESHCCL_UNSIGNED_KEYS(unsigned short, unsigned)
@@ -161,6 +144,9 @@ template <> struct Keys<float> {
     }
     static __device__ K lo(float v) { return v != v ? 0u : bits(v); }
     static __device__ K hi(float v) { return v != v ? ~0u : bits(v); }
+    static __device__ double value(K k) {
+        return (double)__uint_as_float((k & 0x80000000u) ? (k ^ 0x80000000u) : ~k);
+    }
 };
 template <> struct Keys<double> {
     using K = unsigned long long;
@@ -170,181 +156,517 @@ template <> struct Keys<double> {
     }
     static __device__ K lo(double v) { return v != v ? 0ull : bits(v); }
     static __device__ K hi(double v) { return v != v ? ~0ull : bits(v); }
+    static __device__ double value(K k) {
+        return __longlong_as_double(
+            (long long)((k & 0x8000000000000000ull) ? (k ^ 0x8000000000000000ull) : ~k));
+    }
+};
+
+// The global table.  Rows are labels; box is (rows, 2 * ndim) with
+// [lo_0, hi_0, lo_1, hi_1, ...] (cc3d's layout), csum and wsum (rows,
+// ndim), cs / sn / wcos / wsin (rows, nper).  kmin / kmax: Keys<V>::K.
+struct Table {
+    unsigned long long* count;
+    long long* first;
+    unsigned long long* box;
+    unsigned long long* csum;
+    double *cs, *sn;
+    double *isum, *iabs;
+    void *kmin, *kmax;
+    double *wsum, *wcos, *wsin;
+};
+
+// The block's table in shared memory, arrays of `size` slots (per-axis
+// columns: axis d at d * size); `used` counts the claimed slots.
+template <typename K>
+struct Slots {
+    unsigned long long* key;
+    unsigned long long* csum;
+    double *isum, *iabs, *wsum;
+    K *kmin, *kmax;
+    unsigned *cnt, *first, *lo, *hi, *used;
+    int size;
+
+    // Carve the arrays out of `base`: the 8-byte columns first, then the
+    // 4-byte ones (meshccl/_gpu/measure.py's slot_bytes counts the same).
+    __device__ void carve(unsigned long long* base, int slots, int ndim, bool values) {
+        size = slots;
+        unsigned long long* p = base;
+        key = p;
+        p += slots;
+        csum = p;
+        p += (size_t)slots * ndim;
+        if (values) {
+            isum = (double*)p;
+            p += slots;
+            iabs = (double*)p;
+            p += slots;
+            wsum = (double*)p;
+            p += (size_t)slots * ndim;
+            kmin = (K*)p;
+            p += slots;
+            kmax = (K*)p;
+            p += slots;
+        }
+        unsigned* q = (unsigned*)p;
+        cnt = q;
+        q += slots;
+        first = q;
+        q += slots;
+        lo = q;
+        q += (size_t)slots * ndim;
+        hi = q;
+        q += (size_t)slots * ndim;
+        used = q;
+    }
+
+    __device__ void clear(int ndim, bool values) {
+        for (int s = threadIdx.x; s < size; s += blockDim.x) {
+            key[s] = NO_LABEL;
+            cnt[s] = 0u;
+            first[s] = ~0u;
+            for (int d = 0; d < ndim; ++d) {
+                csum[d * size + s] = 0ull;
+                lo[d * size + s] = ~0u;
+                hi[d * size + s] = 0u;
+            }
+            if (values) {
+                isum[s] = 0.0;
+                iabs[s] = 0.0;
+                kmin[s] = (K)~(K)0;
+                kmax[s] = (K)0;
+                for (int d = 0; d < ndim; ++d) wsum[d * size + s] = 0.0;
+            }
+        }
+        if (threadIdx.x == 0) *used = 0u;
+    }
+
+    // The slot of `label`, claimed if new; -1 when PROBES slots are taken.
+    __device__ int find(unsigned long long label) {
+        unsigned h = (unsigned)label & (unsigned)(size - 1);
+        for (int p = 0; p < PROBES; ++p) {
+            unsigned long long k = key[h];
+            if (k == label) return (int)h;
+            if (k == NO_LABEL) {
+                k = atomicCAS(&key[h], NO_LABEL, label);
+                if (k == NO_LABEL) {
+                    atomicAdd(used, 1u);
+                    return (int)h;
+                }
+                if (k == label) return (int)h;
+            }
+            h = (h + 1u) & (unsigned)(size - 1);
+        }
+        return -1;
+    }
 };
 
 }  // namespace meshccl_measure
 
-// Counts, first cells, boxes, coordinate sums and circular sums of every
-// label (flags: FIRST, BOXES, SUMS, CIRCULAR).  Rows are labels; the 2-D
-// tables are row-major, ndim (lo, hi, csum) or nper (cs, sn) columns.
-// lo starts at all ones, hi and the sums at 0, first at n.  axes: the
-// periodic axes, ascending.
-template <typename L, typename I>
-__global__ void meshccl_measure_cells(const L* __restrict__ labels, I n, I width,
-                                      const long long* __restrict__ shape,
-                                      const long long* __restrict__ rstride, int ndim,
-                                      const int* __restrict__ axes, int nper, int flags,
-                                      unsigned long long* count, long long* first,
-                                      unsigned long long* lo, unsigned long long* hi,
-                                      unsigned long long* csum, double* cs, double* sn) {
+namespace meshccl_measure {
+
+// The value type of a table without intensities.
+struct None {};
+template <> struct Keys<None> {
+    using K = unsigned;
+};
+
+template <typename A, typename B> struct Same {
+    static constexpr bool value = false;
+};
+template <typename A> struct Same<A, A> {
+    static constexpr bool value = true;
+};
+
+}  // namespace meshccl_measure
+
+// Starting values of the global table (see Table): counts, sums 0, first
+// cells n, boxes (all ones, 0) for (min, max), key extremes (all ones, 0).
+template <typename K>
+__global__ void meshccl_measure_init(long long rows, int ndim, int flags, long long n,
+                                     unsigned long long* count, long long* first,
+                                     unsigned long long* box, unsigned long long* csum,
+                                     double* isum, double* iabs, K* kmin, K* kmax, double* wsum) {
     using namespace meshccl_measure;
     meshccl::grid_entry();  // (launch.cuh)
-    // label 0 gathered in registers (see the top of the file)
-    const bool gather = !(flags & CIRCULAR) && ndim <= BG_AXES;
-    unsigned long long b_count = 0ull, b_lo[BG_AXES], b_hi[BG_AXES], b_sum[BG_AXES];
+    for (long long r = meshccl::thread_id(); r < rows; r += meshccl::thread_count()) {
+        count[r] = 0ull;
+        if (flags & FIRST) first[r] = n;
+        for (int d = 0; d < ndim; ++d) {
+            if (flags & BOXES) {
+                box[r * 2 * ndim + 2 * d] = ~0ull;
+                box[r * 2 * ndim + 2 * d + 1] = 0ull;
+            }
+            if (flags & SUMS) csum[r * ndim + d] = 0ull;
+        }
+        if (flags & VALUES) {
+            isum[r] = 0.0;
+            iabs[r] = 0.0;
+            kmin[r] = (K)~(K)0;
+            kmax[r] = (K)0;
+            for (int d = 0; d < ndim; ++d) wsum[r * ndim + d] = 0.0;
+        }
+    }
+}
+
+// Fill the table from the labels (and, V other than None, the intensities):
+// block b takes cells [b * per_block, (b + 1) * per_block) (per_block a
+// multiple of 32 * blockDim.x / 32 * CHUNKS), with a shared-memory table of
+// `slots` slots (a power of two; 0: every run goes to the global table).
+// axes: the periodic axes, ascending (nper of them; their circular sums
+// need flags & CIRCULAR).  Dynamic shared memory: the slots' bytes.
+template <typename L, typename I, typename V>
+__global__ void __launch_bounds__(256)
+meshccl_measure_runs(const L* __restrict__ labels, const V* __restrict__ values, I n, I width,
+                     I per_block, const long long* __restrict__ shape,
+                     const long long* __restrict__ rstride, int ndim,
+                     const int* __restrict__ axes, int nper, int flags, int slots,
+                     unsigned long long* count, long long* first, unsigned long long* box,
+                     unsigned long long* csum, double* cs, double* sn, double* isum,
+                     double* iabs, typename meshccl_measure::Keys<V>::K* kmin,
+                     typename meshccl_measure::Keys<V>::K* kmax, double* wsum, double* wcos,
+                     double* wsin) {
+    using namespace meshccl_measure;
+    using K = typename Keys<V>::K;
+    constexpr bool HAS_VALUES = !Same<V, None>::value;
+    meshccl::grid_entry();  // (launch.cuh)
+    extern __shared__ unsigned long long smem[];
+    Slots<K> tab;
+    if (slots) {
+        tab.carve(smem, slots, ndim, HAS_VALUES);
+        tab.clear(ndim, HAS_VALUES);
+    }
+    __syncthreads();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const I round = (I)(blockDim.x >> 5) * 32;
+    const I seg0 = (I)blockIdx.x * per_block;
+    const I seg1 = min(n, seg0 + per_block);
+    const int last = ndim - 1;
+    const int cached = min(last, CACHED_AXES);
+    const I my_stride = lane < cached ? (I)rstride[lane] : (I)1;
+    const I my_shape = lane < cached ? (I)shape[lane] : (I)1;
+    const bool last_periodic = nper > 0 && axes[nper - 1] == last;
+    // label 0 in registers: rows' axes (< CACHED_AXES) and the last axis
+    const bool gather = !(flags & CIRCULAR) && last <= CACHED_AXES;
+    unsigned long long b_count = 0ull, b_lo[CACHED_AXES], b_hi[CACHED_AXES], b_sum[CACHED_AXES];
+    unsigned long long b_lox = ~0ull, b_hix = 0ull, b_sumx = 0ull;
     long long b_first = (long long)n;
 #pragma unroll
-    for (int d = 0; d < BG_AXES; ++d) {
+    for (int d = 0; d < CACHED_AXES; ++d) {
         b_lo[d] = ~0ull;
         b_hi[d] = 0ull;
         b_sum[d] = 0ull;
     }
-    const I warps = (I)gridDim.x * (I)(blockDim.x >> 5);
-    for (I base = ((I)blockIdx.x * (I)(blockDim.x >> 5) + (I)(threadIdx.x >> 5)) * 32; base < n;
-         base += warps * 32) {
-        const Cell<L, I> c = cell(labels, n, width, base);
-        if (!c.tail) continue;
-        const unsigned long long l = (unsigned long long)c.label;
-        const unsigned long long len = (unsigned long long)c.len();
-        if (gather && l == 0ull) {
-            b_count += len;
-            b_first = min(b_first, (long long)(c.i - (I)(c.lane - c.head)));
-#pragma unroll
-            for (int d = 0; d < BG_AXES; ++d) {
-                if (d >= ndim) break;
-                const bool last = d == ndim - 1;
-                const unsigned long long a =
-                    last ? (unsigned long long)c.x_head()
-                         : (unsigned long long)row_coordinate(c.row, shape, rstride, d);
-                const unsigned long long b = last ? (unsigned long long)c.x : a;
-                b_lo[d] = min(b_lo[d], a);
-                b_hi[d] = max(b_hi[d], b);
-                b_sum[d] += last ? (a + b) * len / 2 : a * len;
-            }
-            continue;
-        }
+
+    // the global table's share of a run (or of a flushed slot)
+    auto global_cells = [&](unsigned long long l, unsigned long long len, long long head_i) {
         atomicAdd(&count[l], len);
-        if (flags & FIRST) atomicMin(&first[l], (long long)(c.i - (I)(c.lane - c.head)));
-        if (flags & (BOXES | SUMS)) {
-            for (int d = 0; d < ndim; ++d) {
-                const bool last = d == ndim - 1;
-                const unsigned long long a =
-                    last ? (unsigned long long)c.x_head()
-                         : (unsigned long long)row_coordinate(c.row, shape, rstride, d);
-                const unsigned long long b = last ? (unsigned long long)c.x : a;
-                if (flags & BOXES) {
-                    atomicMin(&lo[l * ndim + d], a);
-                    atomicMax(&hi[l * ndim + d], b);
+        if (flags & FIRST) atomicMin(&first[l], head_i);
+    };
+    auto global_axis = [&](unsigned long long l, int d, unsigned long long a, unsigned long long b,
+                           unsigned long long sum) {
+        if (flags & BOXES) {
+            atomicMin(&box[l * 2 * ndim + 2 * d], a);
+            atomicMax(&box[l * 2 * ndim + 2 * d + 1], b);
+        }
+        if (flags & SUMS) atomicAdd(&csum[l * ndim + d], sum);
+    };
+
+    const I sweep = round * CHUNKS;
+    for (I sbase = seg0; sbase < seg0 + per_block; sbase += sweep) {
+        L lab[CHUNKS];
+        V val[CHUNKS];
+#pragma unroll
+        for (int k = 0; k < CHUNKS; ++k) {
+            const I i = sbase + (I)k * round + (I)(warp * 32 + lane);
+            lab[k] = i < seg1 ? labels[i] : (L)0;
+            if constexpr (HAS_VALUES) val[k] = i < seg1 ? values[i] : (V)0;
+        }
+#pragma unroll
+        for (int k = 0; k < CHUNKS; ++k) {
+            const I base = sbase + (I)k * round + (I)(warp * 32);
+            if (base < seg1) {  // (the whole warp: base is the warp's)
+                const L label = lab[k];
+                const I i = base + (I)lane;
+                const bool in = i < seg1;
+                const I row0 = base / width;
+                I row = row0, x = base - row0 * width + (I)lane;
+                if (x >= width) {
+                    const I q = x / width;
+                    row += q;
+                    x -= q * width;
                 }
-                if (flags & SUMS)
-                    atomicAdd(&csum[l * ndim + d], last ? (a + b) * len / 2 : a * len);
+                const L prev = __shfl_up_sync(FULL, label, 1);
+                const bool head = !in || lane == 0 || x == 0 || prev != label;
+                const unsigned heads = __ballot_sync(FULL, head);
+                const unsigned upto = lane == 31 ? heads : heads & ((2u << lane) - 1u);
+                const int hd = 31 - __clz(upto);
+                const bool tail = in && (lane == 31 || ((heads >> (lane + 1)) & 1u));
+                // the coordinates of row0 on the first CACHED_AXES axes
+                I rc[CACHED_AXES];
+                {
+                    const I mine = lane < cached ? (row0 / my_stride) % my_shape : (I)0;
+#pragma unroll
+                    for (int d = 0; d < CACHED_AXES; ++d) rc[d] = __shfl_sync(FULL, mine, d);
+                }
+                // the run's intensities, reduced over it
+                double s = 0.0, a = 0.0, wx = 0.0, wc = 0.0, ws = 0.0;
+                K klo = 0, khi = 0;
+                if constexpr (HAS_VALUES) {
+                    const V v = val[k];
+                    const double w = (double)v;
+                    s = run_scan(w, lane, hd, Sum());
+                    a = run_scan(fabs(w), lane, hd, Sum());
+                    klo = run_scan(Keys<V>::lo(v), lane, hd, Min());
+                    khi = run_scan(Keys<V>::hi(v), lane, hd, Max());
+                    wx = run_scan(w * (double)x, lane, hd, Sum());
+                    if (last_periodic) {
+                        double sv, cv;
+                        sincospi(2.0 * (double)x / (double)width, &sv, &cv);
+                        wc = run_scan(w * cv, lane, hd, Sum());
+                        ws = run_scan(w * sv, lane, hd, Sum());
+                    }
+                }
+                if (tail) {
+                    const unsigned long long l = (unsigned long long)label;
+                    const I back = (I)(lane - hd);
+                    const unsigned long long len = (unsigned long long)back + 1ull;
+                    const unsigned long long xh = (unsigned long long)(x - back);
+                    const long long head_i = (long long)(i - back);
+                    const bool bg = gather && l == 0ull;
+                    const int slot = slots && (!bg || HAS_VALUES) ? tab.find(l) : -1;
+                    // a row axis's coordinate of this run
+                    auto coord = [&](int d) -> unsigned long long {
+                        if (row == row0) {
+#pragma unroll
+                            for (int j = 0; j < CACHED_AXES; ++j)
+                                if (j == d) return (unsigned long long)rc[j];
+                        }
+                        return (unsigned long long)((row / (I)rstride[d]) % (I)shape[d]);
+                    };
+                    if (bg) {
+                        b_count += len;
+                        b_first = min(b_first, head_i);
+#pragma unroll
+                        for (int d = 0; d < CACHED_AXES; ++d) {
+                            if (d >= last) break;
+                            const unsigned long long c = coord(d);
+                            b_lo[d] = min(b_lo[d], c);
+                            b_hi[d] = max(b_hi[d], c);
+                            b_sum[d] += c * len;
+                        }
+                        b_lox = min(b_lox, xh);
+                        b_hix = max(b_hix, (unsigned long long)x);
+                        b_sumx += (xh + (unsigned long long)x) * len / 2ull;
+                    } else if (slot >= 0) {
+                        const int S = tab.size;
+                        atomicAdd(&tab.cnt[slot], (unsigned)len);
+                        if (flags & FIRST)
+                            atomicMin(&tab.first[slot], (unsigned)(head_i - (long long)seg0));
+                        auto shared_axis = [&](int d, unsigned long long lo_, unsigned long long hi_,
+                                               unsigned long long sum) {
+                            if (flags & BOXES) {
+                                atomicMin(&tab.lo[d * S + slot], (unsigned)lo_);
+                                atomicMax(&tab.hi[d * S + slot], (unsigned)hi_);
+                            }
+                            if (flags & SUMS) atomicAdd(&tab.csum[d * S + slot], sum);
+                        };
+                        if (flags & (BOXES | SUMS)) {
+                            for (int d = 0; d < last; ++d) {
+                                const unsigned long long c = coord(d);
+                                shared_axis(d, c, c, c * len);
+                            }
+                            if (last >= 0)
+                                shared_axis(last, xh, (unsigned long long)x,
+                                            (xh + (unsigned long long)x) * len / 2ull);
+                        }
+                    } else {
+                        global_cells(l, len, head_i);
+                        if (flags & (BOXES | SUMS)) {
+                            for (int d = 0; d < last; ++d) {
+                                const unsigned long long c = coord(d);
+                                global_axis(l, d, c, c, c * len);
+                            }
+                            if (last >= 0)
+                                global_axis(l, last, xh, (unsigned long long)x,
+                                            (xh + (unsigned long long)x) * len / 2ull);
+                        }
+                    }
+                    if (flags & CIRCULAR) {
+                        for (int j = 0; j < nper; ++j) {
+                            const int d = axes[j];
+                            const double size = (double)shape[d];
+                            double co = 0.0, si = 0.0, sv, cv;
+                            if (d == last) {
+                                for (I xx = (I)xh; xx <= x; ++xx) {
+                                    sincospi(2.0 * (double)xx / size, &sv, &cv);
+                                    co += cv;
+                                    si += sv;
+                                }
+                            } else {
+                                sincospi(2.0 * (double)coord(d) / size, &sv, &cv);
+                                co = (double)len * cv;
+                                si = (double)len * sv;
+                            }
+                            atomicAdd(&cs[l * nper + j], co);
+                            atomicAdd(&sn[l * nper + j], si);
+                        }
+                    }
+                    if constexpr (HAS_VALUES) {
+                        if (slot >= 0) {
+                            const int S = tab.size;
+                            atomicAdd(&tab.isum[slot], s);
+                            atomicAdd(&tab.iabs[slot], a);
+                            atomicMin(&tab.kmin[slot], klo);
+                            atomicMax(&tab.kmax[slot], khi);
+                            for (int d = 0; d < last; ++d)
+                                atomicAdd(&tab.wsum[d * S + slot], (double)coord(d) * s);
+                            if (last >= 0) atomicAdd(&tab.wsum[last * S + slot], wx);
+                        } else {
+                            atomicAdd(&isum[l], s);
+                            atomicAdd(&iabs[l], a);
+                            atomicMin(&kmin[l], klo);
+                            atomicMax(&kmax[l], khi);
+                            for (int d = 0; d < last; ++d)
+                                atomicAdd(&wsum[l * ndim + d], (double)coord(d) * s);
+                            if (last >= 0) atomicAdd(&wsum[l * ndim + last], wx);
+                        }
+                        for (int j = 0; j < nper; ++j) {
+                            const int d = axes[j];
+                            double co, si;
+                            if (d == last) {
+                                co = wc;
+                                si = ws;
+                            } else {
+                                double sv, cv;
+                                sincospi(2.0 * (double)coord(d) / (double)shape[d], &sv, &cv);
+                                co = s * cv;
+                                si = s * sv;
+                            }
+                            atomicAdd(&wcos[l * nper + j], co);
+                            atomicAdd(&wsin[l * nper + j], si);
+                        }
+                    }
+                }
+            }
+            // half full: hand the slots to the global table and start again
+            if (slots) {
+                __syncthreads();
+                if (*tab.used * 2u > (unsigned)slots) {
+                    for (int s = threadIdx.x; s < slots; s += blockDim.x) {
+                        const unsigned long long l = tab.key[s];
+                        if (l == NO_LABEL) continue;
+                        const unsigned c = tab.cnt[s];
+                        if (c) {
+                            global_cells(l, c, (long long)seg0 + (long long)tab.first[s]);
+                            if (flags & (BOXES | SUMS))
+                                for (int d = 0; d < ndim; ++d)
+                                    global_axis(l, d, tab.lo[d * slots + s], tab.hi[d * slots + s],
+                                                tab.csum[d * slots + s]);
+                        }
+                        if constexpr (HAS_VALUES) {
+                            atomicAdd(&isum[l], tab.isum[s]);
+                            atomicAdd(&iabs[l], tab.iabs[s]);
+                            atomicMin(&kmin[l], tab.kmin[s]);
+                            atomicMax(&kmax[l], tab.kmax[s]);
+                            for (int d = 0; d < ndim; ++d)
+                                atomicAdd(&wsum[l * ndim + d], tab.wsum[d * slots + s]);
+                        }
+                    }
+                    __syncthreads();
+                    tab.clear(ndim, HAS_VALUES);
+                    __syncthreads();
+                }
             }
         }
-        if (flags & CIRCULAR) {
-            for (int j = 0; j < nper; ++j) {
-                const int d = axes[j];
-                const double size = (double)shape[d];
-                double co = 0.0, si = 0.0, s, k;
-                if (d == ndim - 1) {
-                    for (I x = c.x_head(); x <= c.x; ++x) {
-                        sincospi(2.0 * (double)x / size, &s, &k);
-                        co += k;
-                        si += s;
-                    }
-                } else {
-                    sincospi(2.0 * (double)row_coordinate(c.row, shape, rstride, d) / size, &s, &k);
-                    co = (double)len * k;
-                    si = (double)len * s;
-                }
-                atomicAdd(&cs[l * nper + j], co);
-                atomicAdd(&sn[l * nper + j], si);
+    }
+    if (slots) {  // what is left in the slots
+        __syncthreads();
+        for (int s = threadIdx.x; s < slots; s += blockDim.x) {
+            const unsigned long long l = tab.key[s];
+            if (l == NO_LABEL) continue;
+            const unsigned c = tab.cnt[s];
+            if (c) {
+                global_cells(l, c, (long long)seg0 + (long long)tab.first[s]);
+                if (flags & (BOXES | SUMS))
+                    for (int d = 0; d < ndim; ++d)
+                        global_axis(l, d, tab.lo[d * slots + s], tab.hi[d * slots + s],
+                                    tab.csum[d * slots + s]);
+            }
+            if constexpr (HAS_VALUES) {
+                atomicAdd(&isum[l], tab.isum[s]);
+                atomicAdd(&iabs[l], tab.iabs[s]);
+                atomicMin(&kmin[l], tab.kmin[s]);
+                atomicMax(&kmax[l], tab.kmax[s]);
+                for (int d = 0; d < ndim; ++d)
+                    atomicAdd(&wsum[l * ndim + d], tab.wsum[d * slots + s]);
             }
         }
     }
     if (!gather) return;
-    // label 0: the warp's lanes reduced, then one set of atomics
+    // label 0: the warp's lanes reduced, then one set of global atomics
     for (int off = 16; off; off >>= 1) {
         b_count += __shfl_xor_sync(FULL, b_count, off);
         b_first = min(b_first, __shfl_xor_sync(FULL, b_first, off));
+        b_lox = min(b_lox, __shfl_xor_sync(FULL, b_lox, off));
+        b_hix = max(b_hix, __shfl_xor_sync(FULL, b_hix, off));
+        b_sumx += __shfl_xor_sync(FULL, b_sumx, off);
 #pragma unroll
-        for (int d = 0; d < BG_AXES; ++d) {
+        for (int d = 0; d < CACHED_AXES; ++d) {
             b_lo[d] = min(b_lo[d], __shfl_xor_sync(FULL, b_lo[d], off));
             b_hi[d] = max(b_hi[d], __shfl_xor_sync(FULL, b_hi[d], off));
             b_sum[d] += __shfl_xor_sync(FULL, b_sum[d], off);
         }
     }
-    if ((threadIdx.x & 31) != 0 || b_count == 0ull) return;
-    atomicAdd(&count[0], b_count);
-    if (flags & FIRST) atomicMin(&first[0], b_first);
+    if (lane != 0 || b_count == 0ull) return;
+    global_cells(0ull, b_count, b_first);
+    if (flags & (BOXES | SUMS)) {
 #pragma unroll
-    for (int d = 0; d < BG_AXES; ++d) {
-        if (d >= ndim) break;
-        if (flags & BOXES) {
-            atomicMin(&lo[d], b_lo[d]);
-            atomicMax(&hi[d], b_hi[d]);
+        for (int d = 0; d < CACHED_AXES; ++d) {
+            if (d >= last) break;
+            global_axis(0ull, d, b_lo[d], b_hi[d], b_sum[d]);
         }
-        if (flags & SUMS) atomicAdd(&csum[d], b_sum[d]);
+        if (last >= 0) global_axis(0ull, last, b_lox, b_hix, b_sumx);
     }
 }
 
-// Intensity statistics of every label: sums of the values and of their
-// magnitudes, minimum and maximum keys (Keys<V>; kmin starts at all ones,
-// kmax at 0), value-weighted coordinate sums (ndim columns) and circular
-// sums of the periodic axes (nper columns).
-template <typename L, typename I, typename V>
-__global__ void meshccl_measure_values(const L* __restrict__ labels, const V* __restrict__ values,
-                                       I n, I width, const long long* __restrict__ shape,
-                                       const long long* __restrict__ rstride, int ndim,
-                                       const int* __restrict__ axes, int nper, double* isum,
-                                       double* iabs, typename meshccl_measure::Keys<V>::K* kmin,
-                                       typename meshccl_measure::Keys<V>::K* kmax, double* wsum,
-                                       double* wcos, double* wsin) {
+// What the user gets, in place: boxes of labels without cells (0, -1);
+// centroids (csum / count, written over csum as doubles; NaN without
+// cells); intensity means, minima and maxima (NaN without cells) and
+// weighted centroids (over wsum; NaN where the intensity sums to 0).
+template <typename V>
+__global__ void meshccl_measure_finish(long long rows, int ndim, int flags,
+                                       const unsigned long long* __restrict__ count,
+                                       unsigned long long* box, unsigned long long* csum,
+                                       const double* __restrict__ isum, double* imean,
+                                       const typename meshccl_measure::Keys<V>::K* __restrict__ kmin,
+                                       const typename meshccl_measure::Keys<V>::K* __restrict__ kmax,
+                                       double* imin, double* imax, double* wsum) {
     using namespace meshccl_measure;
-    using KT = Keys<V>;
     meshccl::grid_entry();  // (launch.cuh)
-    const bool last_periodic = nper > 0 && axes[nper - 1] == ndim - 1;
-    const I warps = (I)gridDim.x * (I)(blockDim.x >> 5);
-    for (I base = ((I)blockIdx.x * (I)(blockDim.x >> 5) + (I)(threadIdx.x >> 5)) * 32; base < n;
-         base += warps * 32) {
-        const Cell<L, I> c = cell(labels, n, width, base);
-        const V v = c.in ? values[c.i] : (V)0;
-        const double w = (double)v;
-        const double s = run_scan(w, c.lane, c.head, Sum());
-        const double a = run_scan(fabs(w), c.lane, c.head, Sum());
-        const typename KT::K klo = run_scan(KT::lo(v), c.lane, c.head, Min());
-        const typename KT::K khi = run_scan(KT::hi(v), c.lane, c.head, Max());
-        const double wx = run_scan(w * (double)c.x, c.lane, c.head, Sum());
-        double wc = 0.0, ws = 0.0;
-        if (last_periodic) {
-            double sv, cv;
-            sincospi(2.0 * (double)c.x / (double)width, &sv, &cv);
-            wc = run_scan(w * cv, c.lane, c.head, Sum());
-            ws = run_scan(w * sv, c.lane, c.head, Sum());
-        }
-        if (!c.tail) continue;
-        const unsigned long long l = (unsigned long long)c.label;
-        atomicAdd(&isum[l], s);
-        atomicAdd(&iabs[l], a);
-        atomicMin(&kmin[l], klo);
-        atomicMax(&kmax[l], khi);
-        for (int d = 0; d < ndim; ++d)
-            atomicAdd(&wsum[l * ndim + d],
-                      d == ndim - 1 ? wx : (double)row_coordinate(c.row, shape, rstride, d) * s);
-        for (int j = 0; j < nper; ++j) {
-            const int d = axes[j];
-            double co, si;
-            if (d == ndim - 1) {
-                co = wc;
-                si = ws;
-            } else {
-                double sv, cv;
-                sincospi(2.0 * (double)row_coordinate(c.row, shape, rstride, d) / (double)shape[d],
-                         &sv, &cv);
-                co = s * cv;
-                si = s * sv;
+    const double nan = __longlong_as_double(0x7ff8000000000000ll);
+    for (long long r = meshccl::thread_id(); r < rows; r += meshccl::thread_count()) {
+        const unsigned long long c = count[r];
+        for (int d = 0; d < ndim; ++d) {
+            if ((flags & BOXES) && c == 0ull) {
+                box[r * 2 * ndim + 2 * d] = 0ull;
+                box[r * 2 * ndim + 2 * d + 1] = ~0ull;
             }
-            atomicAdd(&wcos[l * nper + j], co);
-            atomicAdd(&wsin[l * nper + j], si);
+            if (flags & SUMS) {
+                const unsigned long long sum = csum[r * ndim + d];
+                reinterpret_cast<double*>(csum)[r * ndim + d] =
+                    c ? (double)sum / (double)c : nan;
+            }
+        }
+        if constexpr (!Same<V, None>::value) {
+            if (flags & VALUES) {
+                const double total = isum[r];
+                imean[r] = c ? total / (double)c : nan;
+                imin[r] = c ? Keys<V>::value(kmin[r]) : nan;
+                imax[r] = c ? Keys<V>::value(kmax[r]) : nan;
+                for (int d = 0; d < ndim; ++d)
+                    wsum[r * ndim + d] = total != 0.0 ? wsum[r * ndim + d] / total : nan;
+            }
         }
     }
 }
@@ -379,34 +701,44 @@ __global__ void meshccl_measure_arcs(const unsigned long long* __restrict__ keys
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL
-#define MESHCCL_MEASURE_CELLS(L, I)                                                              \
-    template __global__ void meshccl_measure_cells<L, I>(                                        \
-        const L*, I, I, const long long*, const long long*, int, const int*, int, int,           \
-        unsigned long long*, long long*, unsigned long long*, unsigned long long*,               \
-        unsigned long long*, double*, double*);
-#define MESHCCL_MEASURE_VALUES(L, I, V)                                                          \
-    template __global__ void meshccl_measure_values<L, I, V>(                                    \
-        const L*, const V*, I, I, const long long*, const long long*, int, const int*, int,      \
-        double*, double*, typename meshccl_measure::Keys<V>::K*,                                 \
+#define MESHCCL_MEASURE_RUNS(L, I, V)                                                            \
+    template __global__ void meshccl_measure_runs<L, I, V>(                                      \
+        const L*, const V*, I, I, I, const long long*, const long long*, int, const int*, int,   \
+        int, int, unsigned long long*, long long*, unsigned long long*, unsigned long long*,     \
+        double*, double*, double*, double*, typename meshccl_measure::Keys<V>::K*,              \
         typename meshccl_measure::Keys<V>::K*, double*, double*, double*);
-#define MESHCCL_MEASURE_ALL_VALUES(L, I)                                                         \
-    MESHCCL_MEASURE_CELLS(L, I)                                                                  \
-    MESHCCL_MEASURE_VALUES(L, I, unsigned char)                                                  \
-    MESHCCL_MEASURE_VALUES(L, I, signed char)                                                    \
-    MESHCCL_MEASURE_VALUES(L, I, unsigned short)                                                 \
-    MESHCCL_MEASURE_VALUES(L, I, short)                                                          \
-    MESHCCL_MEASURE_VALUES(L, I, unsigned)                                                       \
-    MESHCCL_MEASURE_VALUES(L, I, int)                                                            \
-    MESHCCL_MEASURE_VALUES(L, I, unsigned long long)                                             \
-    MESHCCL_MEASURE_VALUES(L, I, long long)                                                      \
-    MESHCCL_MEASURE_VALUES(L, I, float)                                                          \
-    MESHCCL_MEASURE_VALUES(L, I, double)
+#define MESHCCL_MEASURE_FINISH(V)                                                                \
+    template __global__ void meshccl_measure_finish<V>(                                          \
+        long long, int, int, const unsigned long long*, unsigned long long*,                     \
+        unsigned long long*, const double*, double*, const typename meshccl_measure::Keys<V>::K*, \
+        const typename meshccl_measure::Keys<V>::K*, double*, double*, double*);
+#define MESHCCL_MEASURE_EACH_VALUE(M, ...)                                                       \
+    M(__VA_ARGS__ meshccl_measure::None)                                                          \
+    M(__VA_ARGS__ unsigned char)                                                                  \
+    M(__VA_ARGS__ signed char)                                                                    \
+    M(__VA_ARGS__ unsigned short)                                                                 \
+    M(__VA_ARGS__ short)                                                                          \
+    M(__VA_ARGS__ unsigned)                                                                       \
+    M(__VA_ARGS__ int)                                                                            \
+    M(__VA_ARGS__ unsigned long long)                                                             \
+    M(__VA_ARGS__ long long)                                                                      \
+    M(__VA_ARGS__ float)                                                                          \
+    M(__VA_ARGS__ double)
+MESHCCL_MEASURE_EACH_VALUE(MESHCCL_MEASURE_RUNS, unsigned, int,)
+MESHCCL_MEASURE_EACH_VALUE(MESHCCL_MEASURE_RUNS, unsigned, long long,)
+MESHCCL_MEASURE_EACH_VALUE(MESHCCL_MEASURE_RUNS, unsigned long long, int,)
+MESHCCL_MEASURE_EACH_VALUE(MESHCCL_MEASURE_RUNS, unsigned long long, long long,)
+MESHCCL_MEASURE_EACH_VALUE(MESHCCL_MEASURE_FINISH)
+template __global__ void meshccl_measure_init<unsigned>(long long, int, int, long long,
+                                                        unsigned long long*, long long*,
+                                                        unsigned long long*, unsigned long long*,
+                                                        double*, double*, unsigned*, unsigned*,
+                                                        double*);
+template __global__ void meshccl_measure_init<unsigned long long>(
+    long long, int, int, long long, unsigned long long*, long long*, unsigned long long*,
+    unsigned long long*, double*, double*, unsigned long long*, unsigned long long*, double*);
 template __global__ void meshccl_measure_arcs<long long>(const unsigned long long*, long long,
                                                          long long, const long long*,
                                                          const long long*, long long*, long long*,
                                                          int);
-MESHCCL_MEASURE_ALL_VALUES(unsigned, int)
-MESHCCL_MEASURE_ALL_VALUES(unsigned, long long)
-MESHCCL_MEASURE_ALL_VALUES(unsigned long long, int)
-MESHCCL_MEASURE_ALL_VALUES(unsigned long long, long long)
 #endif
