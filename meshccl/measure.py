@@ -19,14 +19,14 @@ import numbers
 
 import numpy as np
 
-from . import _validate
+from . import _regionprops, _validate
 
 __all__ = ["statistics", "regionprops_table", "find_objects", "largest_k", "dust",
            "relabel_by_size", "size_histogram", "largest_fraction"]
 
 #: regionprops_table properties this module computes (scikit-image's names)
 PROPERTIES = ("label", "area", "bbox", "centroid", "intensity_mean", "intensity_min",
-              "intensity_max", "coords")
+              "intensity_max", "coords") + _regionprops.MORE
 #: bounding box layouts of :func:`statistics`
 BBOX_LAYOUTS = ("cc3d", "skimage", "slices")
 #: a circular mean is undefined (NaN) where the resultant of the unit
@@ -306,7 +306,7 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
 
 @_on_its_gpu
 def regionprops_table(label_image, intensity_image=None, properties=("label", "bbox"), *,
-                      separator="-"):
+                      separator="-", spacing=None):
     """``skimage.measure.regionprops_table`` for the properties both have.
 
     Parameters
@@ -353,27 +353,31 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
     if isinstance(properties, str):
         properties = (properties,)
     properties = tuple(properties)
-    unknown = [p for p in properties if p not in PROPERTIES]
-    if unknown:
-        raise ValueError(f"properties {unknown} are not computed here; choose from {PROPERTIES}")
-    wants_intensity = any(p.startswith("intensity") for p in properties)
+    _regionprops.check_names(properties, PROPERTIES)
+    wants_intensity = [p for p in properties if p in _regionprops.NEEDS_INTENSITY]
     if wants_intensity and intensity_image is None:
-        raise ValueError(f"properties {[p for p in properties if p.startswith('intensity')]} "
-                         "need an intensity_image")
+        raise ValueError(f"properties {wants_intensity} need an intensity_image")
     checked = _labels(label_image, "label_image", allow_bool=False)
     xp, labels, backend = checked[:3]
     if labels.ndim == 0:  # (skimage refuses it with a TypeError too)
         raise TypeError(f"label_image must have at least one axis, got a 0-d array "
                         f"({labels.item()!r})")
+    _regionprops.check_intensity(intensity_image, labels.ndim)
     intensity_image = _intensity(intensity_image, xp, labels.shape, "intensity_image")
+    spacing = _regionprops.spacing(spacing, labels.ndim)
+    _regionprops.check_ndim(properties, labels.ndim, spacing)
     t = _table(checked, intensity_image if wants_intensity else None, ())
     present = xp.nonzero(t["count"][1:])[0] + 1
+    more = _regionprops.columns(xp, properties, t, labels, intensity_image, present, spacing,
+                                separator)
     out = {}
     for p in properties:
-        if p == "label":
+        if p in more:
+            out.update(more[p])
+        elif p == "label":
             out["label"] = present.astype(np.int64)
         elif p == "area":
-            out["area"] = t["count"][present].astype(np.float64)
+            out["area"] = t["count"][present].astype(np.float64) * float(np.prod(spacing))
         elif p == "bbox":
             ndim = labels.ndim
             for d in range(ndim):
@@ -382,7 +386,7 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
                 out[f"bbox{separator}{ndim + d}"] = t["hi"][present, d] + 1
         elif p == "centroid":
             for d in range(labels.ndim):
-                out[f"centroid{separator}{d}"] = t["centroid"][present, d]
+                out[f"centroid{separator}{d}"] = t["centroid"][present, d] * spacing[d]
         elif p == "coords":
             out["coords"] = backend.coords(labels, t["count"], present)
         else:
