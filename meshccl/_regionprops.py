@@ -203,7 +203,7 @@ def columns(xp, properties, t, labels, intensity, present, spacing_, sep):
     def split(prop, table):
         """Columns of a (m, *shape) table, skimage's names."""
         shape = table.shape[1:]
-        flat = table.reshape(m, -1)
+        flat = table.reshape(m, int(np.prod(shape)))
         return dict(zip(_names(prop, shape, sep), (flat[:, j] for j in range(flat.shape[1]))))
 
     def grid(table, col):
