@@ -167,9 +167,8 @@ def columns(xp, properties, t, labels, intensity, present, spacing_, sep):
         """Raw (spacing units), local centroid, central and normalised."""
         raw = _moments.scale(xp, table, terms, s)
         col = {p: j for j, p in enumerate(terms)}
-        centre = (xp.stack([_divide(xp, raw[:, col[u]], raw[:, col[zero]]) for u in unit],
-                           axis=1) if unit and (0,) * ndim in col and all(u in col for u in unit)
-                  else None)
+        # (every set of terms asked for holds the first-order ones)
+        centre = xp.stack([_divide(xp, raw[:, col[u]], raw[:, col[zero]]) for u in unit], axis=1)
         cache = {"raw": raw, "col": col, "centre": centre}
 
         def mu():
