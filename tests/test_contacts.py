@@ -187,3 +187,26 @@ def test_bad_input(backend):
         measure.contacts(to_backend(np.array([[1, -1]]), backend))
     with pytest.raises(TypeError, match=r"labels must be an integer array"):
         measure.contact_pairs(to_backend(np.array([[1.0, 2.0]]), backend))
+
+
+def test_pair_table_uses_only_what_cupy_has():
+    """numpy under a module with only the names (of CuPy's too) that the
+    GPU path may call."""
+    import types
+
+    from meshccl import _contacts
+
+    xp = types.ModuleType("strict_xp")
+    for name in ("zeros", "unique", "concatenate", "bincount", "stack", "minimum", "maximum",
+                 "searchsorted"):
+        setattr(xp, name, getattr(np, name))
+    rng = np.random.default_rng(4)
+    for labels in (rng.integers(0, 6, size=(9, 8)), rng.integers(0, 6, size=(5, 4, 6)) + 2**33):
+        top = int(labels.max())
+        for surface_area in (False, True):
+            offsets, weights = _contacts.areas(labels.ndim, labels.ndim, surface_area, None)
+            got = _contacts.pair_table(xp, labels, top, offsets, weights, not surface_area)
+            want = _contacts.pair_table(np, labels, top, offsets, weights, not surface_area)
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+            assert got[0].shape[0] > 0
