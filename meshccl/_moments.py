@@ -47,7 +47,8 @@ def closure(terms):
     return sorted(out)
 
 
-def label_sums(xp, labels, row_of, origin, plain=(), weighted=(), intensity=None, mean=None):
+def label_sums(xp, labels, row_of, origin, plain=(), weighted=(), intensity=None, mean=None,
+               chunk=CHUNK):
     """One pass over ``labels``: per-row sums of monomials of local coordinates.
 
     Parameters
@@ -67,6 +68,8 @@ def label_sums(xp, labels, row_of, origin, plain=(), weighted=(), intensity=None
         Same shape as ``labels``; needed by ``weighted`` and ``mean``.
     mean : ndarray, optional
         float64 (rows,): adds the sums of ``(w - mean[row])**2``.
+    chunk : int, optional
+        Cells taken at a time (bounds the temporary arrays).
 
     Returns
     -------
@@ -87,8 +90,8 @@ def label_sums(xp, labels, row_of, origin, plain=(), weighted=(), intensity=None
         sums["spread"] = xp.zeros(rows)
     top = [max([p[d] for p in plain + weighted], default=0) for d in range(ndim)]
     n = flat.shape[0]
-    for start in range(0, n if rows else 0, CHUNK):
-        stop = min(start + CHUNK, n)
+    for start in range(0, n if rows else 0, chunk):
+        stop = min(start + chunk, n)
         row = row_of[flat[start:stop].astype(np.int64)]
         keep = xp.nonzero(row >= 0)[0]
         if keep.shape[0] == 0:

@@ -25,9 +25,9 @@ MORE = ("num_pixels", "area_bbox", "extent", "equivalent_diameter_area", "centro
         "moments_weighted", "moments_weighted_central", "moments_weighted_normalized",
         "moments_weighted_hu")
 #: scikit-image properties that need more than a per-label sum
-REFUSED = ("area_convex", "area_filled", "coords_scaled", "euler_number", "feret_diameter_max",
-           "image", "image_convex", "image_filled", "image_intensity", "intensity_median",
-           "perimeter", "perimeter_crofton", "slice", "solidity")
+REFUSED = ("area_convex", "area_filled", "euler_number", "feret_diameter_max", "image",
+           "image_convex", "image_filled", "image_intensity", "intensity_median", "perimeter",
+           "perimeter_crofton", "slice", "solidity")
 #: properties that read the intensity image (as scikit-image's list)
 NEEDS_INTENSITY = ("intensity_mean", "intensity_min", "intensity_max", "intensity_std",
                    "centroid_weighted", "centroid_weighted_local", "moments_weighted",
@@ -263,6 +263,16 @@ def columns(xp, properties, t, labels, intensity, present, spacing_, sep):
         elif p == "moments_weighted_hu":
             with np.errstate(all="ignore"):
                 out[p] = split(p, _moments.hu(xp, pick(wnu(), wc["col"], hu_terms), hu_terms))
+    return out
+
+
+def scaled(xp, cells, spacing_):
+    """skimage's ``coords_scaled``: each label's coordinates (an object
+    array of (count, ndim) int64 arrays) in float64 times the spacing."""
+    factor = xp.asarray(spacing_, dtype=np.float64)
+    out = np.empty(len(cells), dtype=object)
+    for i, c in enumerate(cells):  # (an object column: one array per label)
+        out[i] = c * factor
     return out
 
 

@@ -27,7 +27,7 @@ __all__ = ["statistics", "regionprops_table", "find_objects", "largest_k", "dust
 
 #: regionprops_table properties this module computes (scikit-image's names)
 PROPERTIES = ("label", "area", "bbox", "centroid", "intensity_mean", "intensity_min",
-              "intensity_max", "coords") + _regionprops.MORE
+              "intensity_max", "coords", "coords_scaled") + _regionprops.MORE
 #: bounding box layouts of :func:`statistics`
 BBOX_LAYOUTS = ("cc3d", "skimage", "slices")
 #: a circular mean is undefined (NaN) where the resultant of the unit
@@ -322,7 +322,7 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
         Any of :data:`PROPERTIES`, skimage's names: ``label``, ``area``,
         ``num_pixels``, ``bbox``, ``area_bbox``, ``extent``,
         ``equivalent_diameter_area``, ``centroid``, ``centroid_local``,
-        ``coords``, ``moments``, ``moments_central``,
+        ``coords``, ``coords_scaled``, ``moments``, ``moments_central``,
         ``moments_normalized``, ``moments_hu``, ``inertia_tensor``,
         ``inertia_tensor_eigvals``, ``eccentricity``, ``orientation``,
         ``axis_major_length``, ``axis_minor_length``, ``intensity_mean``,
@@ -344,7 +344,8 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
         skimage's keys (``bbox-0``, ``centroid-1``, ``moments-0-2``,
         ``inertia_tensor-1-1``, ...) and dtypes (``label``, ``bbox`` and
         ``num_pixels`` int64, the rest float64; ``coords`` an object array
-        of ``(area, ndim)`` int64 coordinate arrays in raster order).  CuPy
+        of ``(area, ndim)`` int64 coordinate arrays in raster order,
+        ``coords_scaled`` the same in float64 times ``spacing``).  CuPy
         arrays for CuPy input.
 
     Raises
@@ -439,8 +440,10 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
         elif p == "centroid":
             for d in range(labels.ndim):
                 out[f"centroid{separator}{d}"] = t["centroid"][present, d] * spacing[d]
-        elif p == "coords":
-            out["coords"] = backend.coords(labels, t["count"], present)
+        elif p in ("coords", "coords_scaled"):
+            out[p] = backend.coords(labels, t["count"], present)
+            if p == "coords_scaled":
+                out[p] = _regionprops.scaled(xp, out[p], spacing)
         else:
             out[p] = t[{"intensity_mean": "imean", "intensity_min": "imin",
                         "intensity_max": "imax"}[p]][present]
