@@ -48,14 +48,14 @@ def label_images(draw, ndim):
     return labels
 
 
-def intensity_for(draw_kind, shape, rng):
-    if draw_kind == "float":
+def intensity_for(kind, shape, rng):
+    if kind == "float":
         return rng.normal(size=shape) * 3
-    if draw_kind == "uint8":
+    if kind == "uint8":
         return rng.integers(0, 256, size=shape).astype(np.uint8)
-    if draw_kind == "int":
+    if kind == "int":
         return rng.integers(-50, 50, size=shape).astype(np.int32)
-    if draw_kind == "bool":
+    if kind == "bool":
         return rng.random(size=shape) < 0.6
     return rng.random(size=shape).astype(np.float32) + 1
 
@@ -131,8 +131,8 @@ def run_both(labels, intensity, props, spacing, backend):
 def test_moment_properties_match_skimage(backend, ndim, data):
     labels = data.draw(label_images(ndim))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    intensity = intensity_for(data.draw(st.sampled_from(["float", "uint8", "int", "bool", "float32"])),
-                              labels.shape, rng)
+    kind = data.draw(st.sampled_from(["float", "uint8", "int", "bool", "float32"]))
+    intensity = intensity_for(kind, labels.shape, rng)
     spacing = data.draw(st.one_of(st.none(), st.just(2.5), st.tuples(
         *[st.floats(0.25, 4) for _ in range(ndim)])))
     props = props_for(ndim, spacing)
