@@ -266,7 +266,8 @@ def main(argv=None):
         if cucim_table is not None and row["labels"] <= args.cucim_max_labels:
             props = ("label", "area", "bbox", "centroid")
             t = cucim_table(labels, properties=props)
-            present = np.nonzero(counts[1:])[0] + 1
+            present = cupy.asnumpy(t["label"])  # (cuCIM's own rows)
+            assert np.array_equal(present, np.nonzero(counts[1:])[0] + 1), name
             assert np.array_equal(cupy.asnumpy(t["area"]), counts[present]), name
             for a in range(nd):
                 assert np.array_equal(cupy.asnumpy(t[f"bbox-{a}"]), boxes[present, 2 * a]), name

@@ -690,10 +690,10 @@ def _kernel_init(grid, block, args, **kw):
 
 
 def _kernel_runs(grid, block, args, **kw):
-    """meshccl_measure_runs cell by cell (the block tables only regroup the
+    """meshccl_measure_runs cell by cell (the warp tables only regroup the
     same additions)."""
-    (lab, vals, n, width, per_block, shape, rstride, ndim, axes, nper, flags, slots, count, first,
-     box, csum, cs, sn, isum, iabs, kmin, kmax, wsum, wcos, wsin) = args
+    (lab, vals, n, width, per_warp, shape, rstride, ndim, axes, nper, flags, slots, words, count,
+     first, box, csum, cs, sn, isum, iabs, kmin, kmax, wsum, wcos, wsin) = args
     ndim, nper, flags = int(ndim), int(nper), int(flags)
     box, csum, cs, sn, wsum, wcos, wsin = (a.reshape(-1) for a in (box, csum, cs, sn, wsum, wcos,
                                                                     wsin))

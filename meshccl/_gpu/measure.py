@@ -25,16 +25,15 @@ BLOCK = 256
 #: blocks of the grid-stride kernels: enough to fill any current GPU
 MAX_BLOCKS = 1 << 16
 FIRST, BOXES, SUMS, CIRCULAR, VALUES = 1, 2, 4, 8, 16
-#: cells a block of meshccl_measure_runs takes per sweep (BLOCK threads,
-#: CHUNKS = 4 chunks of 32 each): blocks' stretches are multiples of it
-SWEEP = BLOCK * 4
-#: blocks of meshccl_measure_runs per multiprocessor (each takes one stretch)
-BLOCKS_PER_SM = 8
-#: a block's shared-memory table: at most this many slots, in at most this
-#: many bytes (the default limit of a block's shared memory); none below
+#: cells a warp of meshccl_measure_runs loads at a time (CHUNKS = 4 chunks
+#: of 32): warps' stretches are multiples of it
+SWEEP = 32 * 4
+#: warps of meshccl_measure_runs per multiprocessor (each takes one stretch)
+WARPS_PER_SM = 64
+#: a warp's shared-memory table: at most this many slots, the block's eight
+#: tables in at most SHARED_BYTES (a block's default limit); none below
 #: MIN_SLOTS
-MAX_SLOTS, MIN_SLOTS, SHARED_BYTES = 1024, 128, 48 * 1024
-
+MAX_SLOTS, MIN_SLOTS, SHARED_BYTES = 64, 16, 48 * 1024
 
 def _grid(items: int, per_block: int) -> tuple:
     return (max(1, min(MAX_BLOCKS, -(-items // per_block))),)
@@ -96,20 +95,22 @@ def _multiprocessors(device):
 
 
 def slot_bytes(slots, ndim, values):
-    """Shared memory of a block's table (``Slots::carve`` in measure.cu)."""
+    """Shared memory of a warp's table (``Slots::carve`` in measure.cu), a
+    multiple of 8 bytes."""
     eight = 1 + ndim + (4 + ndim if values else 0)
     four = 2 + 2 * ndim
     return slots * (8 * eight + 4 * four) + 8
 
 
-def _slots(ndim, values, shape, per_block):
-    """Slots of a block's shared-memory table: the largest power of two up
-    to MAX_SLOTS within SHARED_BYTES; 0 (every run to the global table)
-    where the slots' 32-bit counts and coordinates would not hold."""
-    if per_block >= 2**31 or any(s >= 2**32 for s in shape):
+def _slots(ndim, values, shape, per_warp):
+    """Slots of a warp's shared-memory table: the largest power of two up to
+    MAX_SLOTS with the block's tables within SHARED_BYTES; 0 (every run to
+    the global table) where the slots' 32-bit counts and coordinates would
+    not hold."""
+    if per_warp >= 2**31 or any(s >= 2**32 for s in shape):
         return 0
     slots = MAX_SLOTS
-    while slots >= MIN_SLOTS and slot_bytes(slots, ndim, values) > SHARED_BYTES:
+    while slots >= MIN_SLOTS and (BLOCK // 32) * slot_bytes(slots, ndim, values) > SHARED_BYTES:
         slots //= 2
     return slots if slots >= MIN_SLOTS else 0
 
@@ -168,11 +169,11 @@ def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic
         ktype, vname = np.dtype(np.uint32), "meshccl_measure::None"
     flags = (FIRST * first | BOXES * boxes | SUMS * sums | CIRCULAR * bool(nper)
              | VALUES * values)
-    # each block of meshccl_measure_runs takes one stretch of whole sweeps
-    blocks = max(1, min(BLOCKS_PER_SM * _multiprocessors(device), -(-n // SWEEP)))
-    per_block = -(-(-(-n // blocks)) // SWEEP) * SWEEP
-    blocks = max(1, -(-n // per_block))
-    index = np.int32 if n + per_block + SWEEP < 2**31 else np.int64
+    # each warp of meshccl_measure_runs takes one stretch of whole sweeps
+    warps = max(1, min(WARPS_PER_SM * _multiprocessors(device), -(-max(n, 1) // SWEEP)))
+    per_warp = -(-(-(-n // warps)) // SWEEP) * SWEEP
+    warps = max(1, -(-n // per_warp))
+    index = np.int32 if n + per_warp + SWEEP < 2**31 else np.int64
     init, runs, finish = kernels(
         "measure.cu", f"meshccl_measure_init<{c_type(ktype)}>",
         f"meshccl_measure_runs<{c_type(np.uint64 if labels.dtype.itemsize == 8 else np.uint32)}, "
@@ -184,13 +185,14 @@ def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic
     if n:
         flat = _flat(labels)
         shape_d, rstride = _geometry(device, kshape)
-        slots = _slots(kdim, values, kshape, per_block)
-        runs((blocks,), (BLOCK,),
-             (flat, vals, index(n), index(kshape[-1]), index(per_block), shape_d, rstride,
+        slots = _slots(kdim, values, kshape, per_warp)
+        words = slot_bytes(slots, kdim, values) // 8 if slots else 0
+        runs((-(-warps // (BLOCK // 32)),), (BLOCK,),
+             (flat, vals, index(n), index(kshape[-1]), index(per_warp), shape_d, rstride,
               np.int32(kdim), _axes(device, tuple(periodic)), np.int32(nper), np.int32(flags),
-              np.int32(slots), count, first_t, box, csum, cs, sn, isum, iabs, kmin, kmax, wsum,
-              wcos, wsin),
-             shared_mem=slot_bytes(slots, kdim, values) if slots else 0)
+              np.int32(slots), np.int32(words), count, first_t, box, csum, cs, sn, isum, iabs,
+              kmin, kmax, wsum, wcos, wsin),
+             shared_mem=8 * words * (BLOCK // 32))
     finish(rgrid, (BLOCK,), (np.int64(rows), np.int32(kdim), np.int32(flags), count, box, csum,
                              isum, imean, kmin, kmax, imin, imax, wsum))
     out = {"count": count.view(cupy.int64), "cos": cs, "sin": sn}

@@ -24,32 +24,35 @@
 //     heads   1 0 0 1 0 0 0 1 ...   run 7 = lanes 3..6: lane 6 adds 4 cells
 //
 // A run lies in one row, so every coordinate but the last is the row's
-// (worked out once per 32 cells by a few lanes and passed round by
-// shuffles) and the last runs x_head..x: its count, first cell, box and
+// (held by a few lanes and passed round by shuffles) and the last runs
+// x_head..x: its count, first cell, box and
 // coordinate sums (len * c, or the arithmetic series on the last axis;
 // integers, so centroids are exact and equal the CPU's) follow from its
 // ends.  Intensities differ from cell to cell, so they are first reduced
 // over each run by a segmented scan (__shfl_up_sync, five steps; a lane
 // takes values only from lanes at or after its run's head).
 //
-// Blocks.  Each block owns one contiguous stretch of the image and keeps a
-// small hash table of its own in shared memory, keyed by label (open
-// addressing, the label's low bits as the hash, linear probing, a slot
-// claimed by atomicCAS of its key).  A run's tail adds itself to its label's
-// slot with shared-memory atomics; when the table is half full, and at the
-// end, the block adds every occupied slot to the global table with one set
-// of global atomics.  A label that covers the whole stretch thus costs one
-// global update per block, not one per run, and the global atomics no longer
-// queue; what stays is one shared-memory update per run, on the
-// multiprocessor's own memory.  A run whose label finds no slot within a few
-// probes (stretches of millions of one-cell labels) goes straight to the
-// global table: those labels are all different, so nothing queues there
-// either.  Label 0, usually the largest by far, is kept in each lane's
-// registers instead (count, first cell, box, sums; up to CACHED_AXES axes)
-// and reduced over the warp at the end.  Slots hold coordinates and counts
-// in 32 bits (so stretches below 2^31 cells and axes below 2^32; the host
+// Warps.  Each warp owns one contiguous stretch of the image, which it
+// reads 32 cells at a time (CHUNKS chunks loaded ahead), and a small hash
+// table of its own in shared memory, keyed by label (open addressing, the
+// label's low bits as the hash, linear probing, a slot claimed by atomicCAS
+// of its key).  A run's tail adds itself to its label's slot with
+// shared-memory atomics; when the table is half full, and at the end, the
+// warp adds every occupied slot to the global table with one set of global
+// atomics and sets the slot back.  A label that covers the whole stretch
+// thus costs one global update per warp, not one per run, and no warp waits
+// for another: a table shared by a block's warps made its hot slots (the
+// background, the spanning cluster) the queue, and cost several times
+// more.  A run whose label finds no slot within a few probes goes straight
+// to the global table, and so do the runs of a warp whose table filled up
+// again within a few chunks (stretches of one-cell labels: those labels are
+// all different, so nothing queues there, and handing over slots that hold
+// one run each would only add work).  Slots hold coordinates and counts in
+// 32 bits (so stretches below 2^31 cells and axes below 2^32; the host
 // launches without slots otherwise).  Circular sums of periodic axes, rare,
-// always go straight to the global table.
+// always go straight to the global table.  The chunk's row and its
+// coordinates are followed from chunk to chunk, so a division happens only
+// where a chunk starts a new row.
 //
 // Minima and maxima of intensities go through order-preserving unsigned
 // keys (a float's bits with the sign flipped, or all bits for negatives; a
@@ -77,13 +80,15 @@ namespace meshccl_measure {
 
 constexpr unsigned FULL = 0xffffffffu;
 constexpr int FIRST = 1, BOXES = 2, SUMS = 4, CIRCULAR = 8, VALUES = 16;
-// row coordinates shared by shuffles, and label 0 kept in registers, for up
-// to this many axes
+// row coordinates held by lanes 0..CACHED_AXES-1 and passed round by shuffles
 constexpr int CACHED_AXES = 4;
 // 32-cell chunks a warp loads before it works on them (loads in flight)
 constexpr int CHUNKS = 4;
 // probes for a free slot before a run goes to the global table
 constexpr int PROBES = 16;
+// a warp's table filled again within CHURN chunks: the next BYPASS chunks
+// go to the global table directly
+constexpr int CHURN = 8, BYPASS = 64;
 constexpr unsigned long long NO_LABEL = ~0ull;
 
 struct Sum {
@@ -220,25 +225,29 @@ struct Slots {
         used = q;
     }
 
-    __device__ void clear(int ndim, bool values) {
-        for (int s = threadIdx.x; s < size; s += blockDim.x) {
-            key[s] = NO_LABEL;
-            cnt[s] = 0u;
-            first[s] = ~0u;
-            for (int d = 0; d < ndim; ++d) {
-                csum[d * size + s] = 0ull;
-                lo[d * size + s] = ~0u;
-                hi[d * size + s] = 0u;
-            }
-            if (values) {
-                isum[s] = 0.0;
-                iabs[s] = 0.0;
-                kmin[s] = (K)~(K)0;
-                kmax[s] = (K)0;
-                for (int d = 0; d < ndim; ++d) wsum[d * size + s] = 0.0;
-            }
+    // Slot s back to its starting values.
+    __device__ void reset(int s, int ndim, bool values) {
+        key[s] = NO_LABEL;
+        cnt[s] = 0u;
+        first[s] = ~0u;
+        for (int d = 0; d < ndim; ++d) {
+            csum[d * size + s] = 0ull;
+            lo[d * size + s] = ~0u;
+            hi[d * size + s] = 0u;
         }
-        if (threadIdx.x == 0) *used = 0u;
+        if (values) {
+            isum[s] = 0.0;
+            iabs[s] = 0.0;
+            kmin[s] = (K)~(K)0;
+            kmax[s] = (K)0;
+            for (int d = 0; d < ndim; ++d) wsum[d * size + s] = 0.0;
+        }
+    }
+
+    // Every slot at its starting values, by the 32 lanes of the table's warp.
+    __device__ void clear(int ndim, bool values, int lane) {
+        for (int s = lane; s < size; s += 32) reset(s, ndim, values);
+        if (lane == 0) *used = 0u;
     }
 
     // The slot of `label`, claimed if new; -1 when PROBES slots are taken.
@@ -309,21 +318,22 @@ __global__ void meshccl_measure_init(long long rows, int ndim, int flags, long l
     }
 }
 
-// Fill the table from the labels (and, V other than None, the intensities):
-// block b takes cells [b * per_block, (b + 1) * per_block) (per_block a
-// multiple of 32 * blockDim.x / 32 * CHUNKS), with a shared-memory table of
-// `slots` slots (a power of two; 0: every run goes to the global table).
-// axes: the periodic axes, ascending (nper of them; their circular sums
-// need flags & CIRCULAR).  Dynamic shared memory: the slots' bytes.
+// Fill the table (meshccl_measure_init's starting values) from the labels
+// and, V other than None, the intensities.  Warp w of the grid (w = block
+// * warps per block + warp) takes cells [w * per_warp, (w + 1) * per_warp),
+// per_warp a multiple of 32 * CHUNKS, with a shared-memory table of its own
+// of `slots` slots (a power of two; 0: every run goes to the global table)
+// at smem + warp * slot_words.  axes: the periodic axes, ascending (nper of
+// them; their circular sums need flags & CIRCULAR).
 template <typename L, typename I, typename V>
 __global__ void __launch_bounds__(256)
 meshccl_measure_runs(const L* __restrict__ labels, const V* __restrict__ values, I n, I width,
-                     I per_block, const long long* __restrict__ shape,
+                     I per_warp, const long long* __restrict__ shape,
                      const long long* __restrict__ rstride, int ndim,
                      const int* __restrict__ axes, int nper, int flags, int slots,
-                     unsigned long long* count, long long* first, unsigned long long* box,
-                     unsigned long long* csum, double* cs, double* sn, double* isum,
-                     double* iabs, typename meshccl_measure::Keys<V>::K* kmin,
+                     int slot_words, unsigned long long* count, long long* first,
+                     unsigned long long* box, unsigned long long* csum, double* cs, double* sn,
+                     double* isum, double* iabs, typename meshccl_measure::Keys<V>::K* kmin,
                      typename meshccl_measure::Keys<V>::K* kmax, double* wsum, double* wcos,
                      double* wsin) {
     using namespace meshccl_measure;
@@ -331,34 +341,22 @@ meshccl_measure_runs(const L* __restrict__ labels, const V* __restrict__ values,
     constexpr bool HAS_VALUES = !Same<V, None>::value;
     meshccl::grid_entry();  // (launch.cuh)
     extern __shared__ unsigned long long smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     Slots<K> tab;
     if (slots) {
-        tab.carve(smem, slots, ndim, HAS_VALUES);
-        tab.clear(ndim, HAS_VALUES);
+        tab.carve(smem + (size_t)warp * slot_words, slots, ndim, HAS_VALUES);
+        tab.clear(ndim, HAS_VALUES, lane);
+        __syncwarp();
     }
-    __syncthreads();
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const I round = (I)(blockDim.x >> 5) * 32;
-    const I seg0 = (I)blockIdx.x * per_block;
-    const I seg1 = min(n, seg0 + per_block);
+    const I seg0 = ((I)blockIdx.x * (I)(blockDim.x >> 5) + (I)warp) * per_warp;
+    const I seg1 = min(n, seg0 + per_warp);
     const int last = ndim - 1;
     const int cached = min(last, CACHED_AXES);
     const I my_stride = lane < cached ? (I)rstride[lane] : (I)1;
     const I my_shape = lane < cached ? (I)shape[lane] : (I)1;
     const bool last_periodic = nper > 0 && axes[nper - 1] == last;
-    // label 0 in registers: rows' axes (< CACHED_AXES) and the last axis
-    const bool gather = !(flags & CIRCULAR) && last <= CACHED_AXES;
-    unsigned long long b_count = 0ull, b_lo[CACHED_AXES], b_hi[CACHED_AXES], b_sum[CACHED_AXES];
-    unsigned long long b_lox = ~0ull, b_hix = 0ull, b_sumx = 0ull;
-    long long b_first = (long long)n;
-#pragma unroll
-    for (int d = 0; d < CACHED_AXES; ++d) {
-        b_lo[d] = ~0ull;
-        b_hi[d] = 0ull;
-        b_sum[d] = 0ull;
-    }
 
-    // the global table's share of a run (or of a flushed slot)
+    // the global table's share of a run, or of a slot handed over
     auto global_cells = [&](unsigned long long l, unsigned long long len, long long head_i) {
         atomicAdd(&count[l], len);
         if (flags & FIRST) atomicMin(&first[l], head_i);
@@ -371,218 +369,10 @@ meshccl_measure_runs(const L* __restrict__ labels, const V* __restrict__ values,
         }
         if (flags & SUMS) atomicAdd(&csum[l * ndim + d], sum);
     };
-
-    const I sweep = round * CHUNKS;
-    for (I sbase = seg0; sbase < seg0 + per_block; sbase += sweep) {
-        L lab[CHUNKS];
-        V val[CHUNKS];
-#pragma unroll
-        for (int k = 0; k < CHUNKS; ++k) {
-            const I i = sbase + (I)k * round + (I)(warp * 32 + lane);
-            lab[k] = i < seg1 ? labels[i] : (L)0;
-            if constexpr (HAS_VALUES) val[k] = i < seg1 ? values[i] : (V)0;
-        }
-#pragma unroll
-        for (int k = 0; k < CHUNKS; ++k) {
-            const I base = sbase + (I)k * round + (I)(warp * 32);
-            if (base < seg1) {  // (the whole warp: base is the warp's)
-                const L label = lab[k];
-                const I i = base + (I)lane;
-                const bool in = i < seg1;
-                const I row0 = base / width;
-                I row = row0, x = base - row0 * width + (I)lane;
-                if (x >= width) {
-                    const I q = x / width;
-                    row += q;
-                    x -= q * width;
-                }
-                const L prev = __shfl_up_sync(FULL, label, 1);
-                const bool head = !in || lane == 0 || x == 0 || prev != label;
-                const unsigned heads = __ballot_sync(FULL, head);
-                const unsigned upto = lane == 31 ? heads : heads & ((2u << lane) - 1u);
-                const int hd = 31 - __clz(upto);
-                const bool tail = in && (lane == 31 || ((heads >> (lane + 1)) & 1u));
-                // the coordinates of row0 on the first CACHED_AXES axes
-                I rc[CACHED_AXES];
-                {
-                    const I mine = lane < cached ? (row0 / my_stride) % my_shape : (I)0;
-#pragma unroll
-                    for (int d = 0; d < CACHED_AXES; ++d) rc[d] = __shfl_sync(FULL, mine, d);
-                }
-                // the run's intensities, reduced over it
-                double s = 0.0, a = 0.0, wx = 0.0, wc = 0.0, ws = 0.0;
-                K klo = 0, khi = 0;
-                if constexpr (HAS_VALUES) {
-                    const V v = val[k];
-                    const double w = (double)v;
-                    s = run_scan(w, lane, hd, Sum());
-                    a = run_scan(fabs(w), lane, hd, Sum());
-                    klo = run_scan(Keys<V>::lo(v), lane, hd, Min());
-                    khi = run_scan(Keys<V>::hi(v), lane, hd, Max());
-                    wx = run_scan(w * (double)x, lane, hd, Sum());
-                    if (last_periodic) {
-                        double sv, cv;
-                        sincospi(2.0 * (double)x / (double)width, &sv, &cv);
-                        wc = run_scan(w * cv, lane, hd, Sum());
-                        ws = run_scan(w * sv, lane, hd, Sum());
-                    }
-                }
-                if (tail) {
-                    const unsigned long long l = (unsigned long long)label;
-                    const I back = (I)(lane - hd);
-                    const unsigned long long len = (unsigned long long)back + 1ull;
-                    const unsigned long long xh = (unsigned long long)(x - back);
-                    const long long head_i = (long long)(i - back);
-                    const bool bg = gather && l == 0ull;
-                    const int slot = slots && (!bg || HAS_VALUES) ? tab.find(l) : -1;
-                    // a row axis's coordinate of this run
-                    auto coord = [&](int d) -> unsigned long long {
-                        if (row == row0) {
-#pragma unroll
-                            for (int j = 0; j < CACHED_AXES; ++j)
-                                if (j == d) return (unsigned long long)rc[j];
-                        }
-                        return (unsigned long long)((row / (I)rstride[d]) % (I)shape[d]);
-                    };
-                    if (bg) {
-                        b_count += len;
-                        b_first = min(b_first, head_i);
-#pragma unroll
-                        for (int d = 0; d < CACHED_AXES; ++d) {
-                            if (d >= last) break;
-                            const unsigned long long c = coord(d);
-                            b_lo[d] = min(b_lo[d], c);
-                            b_hi[d] = max(b_hi[d], c);
-                            b_sum[d] += c * len;
-                        }
-                        b_lox = min(b_lox, xh);
-                        b_hix = max(b_hix, (unsigned long long)x);
-                        b_sumx += (xh + (unsigned long long)x) * len / 2ull;
-                    } else if (slot >= 0) {
-                        const int S = tab.size;
-                        atomicAdd(&tab.cnt[slot], (unsigned)len);
-                        if (flags & FIRST)
-                            atomicMin(&tab.first[slot], (unsigned)(head_i - (long long)seg0));
-                        auto shared_axis = [&](int d, unsigned long long lo_, unsigned long long hi_,
-                                               unsigned long long sum) {
-                            if (flags & BOXES) {
-                                atomicMin(&tab.lo[d * S + slot], (unsigned)lo_);
-                                atomicMax(&tab.hi[d * S + slot], (unsigned)hi_);
-                            }
-                            if (flags & SUMS) atomicAdd(&tab.csum[d * S + slot], sum);
-                        };
-                        if (flags & (BOXES | SUMS)) {
-                            for (int d = 0; d < last; ++d) {
-                                const unsigned long long c = coord(d);
-                                shared_axis(d, c, c, c * len);
-                            }
-                            if (last >= 0)
-                                shared_axis(last, xh, (unsigned long long)x,
-                                            (xh + (unsigned long long)x) * len / 2ull);
-                        }
-                    } else {
-                        global_cells(l, len, head_i);
-                        if (flags & (BOXES | SUMS)) {
-                            for (int d = 0; d < last; ++d) {
-                                const unsigned long long c = coord(d);
-                                global_axis(l, d, c, c, c * len);
-                            }
-                            if (last >= 0)
-                                global_axis(l, last, xh, (unsigned long long)x,
-                                            (xh + (unsigned long long)x) * len / 2ull);
-                        }
-                    }
-                    if (flags & CIRCULAR) {
-                        for (int j = 0; j < nper; ++j) {
-                            const int d = axes[j];
-                            const double size = (double)shape[d];
-                            double co = 0.0, si = 0.0, sv, cv;
-                            if (d == last) {
-                                for (I xx = (I)xh; xx <= x; ++xx) {
-                                    sincospi(2.0 * (double)xx / size, &sv, &cv);
-                                    co += cv;
-                                    si += sv;
-                                }
-                            } else {
-                                sincospi(2.0 * (double)coord(d) / size, &sv, &cv);
-                                co = (double)len * cv;
-                                si = (double)len * sv;
-                            }
-                            atomicAdd(&cs[l * nper + j], co);
-                            atomicAdd(&sn[l * nper + j], si);
-                        }
-                    }
-                    if constexpr (HAS_VALUES) {
-                        if (slot >= 0) {
-                            const int S = tab.size;
-                            atomicAdd(&tab.isum[slot], s);
-                            atomicAdd(&tab.iabs[slot], a);
-                            atomicMin(&tab.kmin[slot], klo);
-                            atomicMax(&tab.kmax[slot], khi);
-                            for (int d = 0; d < last; ++d)
-                                atomicAdd(&tab.wsum[d * S + slot], (double)coord(d) * s);
-                            if (last >= 0) atomicAdd(&tab.wsum[last * S + slot], wx);
-                        } else {
-                            atomicAdd(&isum[l], s);
-                            atomicAdd(&iabs[l], a);
-                            atomicMin(&kmin[l], klo);
-                            atomicMax(&kmax[l], khi);
-                            for (int d = 0; d < last; ++d)
-                                atomicAdd(&wsum[l * ndim + d], (double)coord(d) * s);
-                            if (last >= 0) atomicAdd(&wsum[l * ndim + last], wx);
-                        }
-                        for (int j = 0; j < nper; ++j) {
-                            const int d = axes[j];
-                            double co, si;
-                            if (d == last) {
-                                co = wc;
-                                si = ws;
-                            } else {
-                                double sv, cv;
-                                sincospi(2.0 * (double)coord(d) / (double)shape[d], &sv, &cv);
-                                co = s * cv;
-                                si = s * sv;
-                            }
-                            atomicAdd(&wcos[l * nper + j], co);
-                            atomicAdd(&wsin[l * nper + j], si);
-                        }
-                    }
-                }
-            }
-            // half full: hand the slots to the global table and start again
-            if (slots) {
-                __syncthreads();
-                if (*tab.used * 2u > (unsigned)slots) {
-                    for (int s = threadIdx.x; s < slots; s += blockDim.x) {
-                        const unsigned long long l = tab.key[s];
-                        if (l == NO_LABEL) continue;
-                        const unsigned c = tab.cnt[s];
-                        if (c) {
-                            global_cells(l, c, (long long)seg0 + (long long)tab.first[s]);
-                            if (flags & (BOXES | SUMS))
-                                for (int d = 0; d < ndim; ++d)
-                                    global_axis(l, d, tab.lo[d * slots + s], tab.hi[d * slots + s],
-                                                tab.csum[d * slots + s]);
-                        }
-                        if constexpr (HAS_VALUES) {
-                            atomicAdd(&isum[l], tab.isum[s]);
-                            atomicAdd(&iabs[l], tab.iabs[s]);
-                            atomicMin(&kmin[l], tab.kmin[s]);
-                            atomicMax(&kmax[l], tab.kmax[s]);
-                            for (int d = 0; d < ndim; ++d)
-                                atomicAdd(&wsum[l * ndim + d], tab.wsum[d * slots + s]);
-                        }
-                    }
-                    __syncthreads();
-                    tab.clear(ndim, HAS_VALUES);
-                    __syncthreads();
-                }
-            }
-        }
-    }
-    if (slots) {  // what is left in the slots
-        __syncthreads();
-        for (int s = threadIdx.x; s < slots; s += blockDim.x) {
+    // the warp's slots handed to the global table, each set back to its
+    // starting values (the free ones are at them already)
+    auto hand_over = [&]() {
+        for (int s = lane; s < slots; s += 32) {
             const unsigned long long l = tab.key[s];
             if (l == NO_LABEL) continue;
             const unsigned c = tab.cnt[s];
@@ -601,32 +391,203 @@ meshccl_measure_runs(const L* __restrict__ labels, const V* __restrict__ values,
                 for (int d = 0; d < ndim; ++d)
                     atomicAdd(&wsum[l * ndim + d], tab.wsum[d * slots + s]);
             }
+            tab.reset(s, ndim, HAS_VALUES);
+        }
+        __syncwarp();
+        if (lane == 0) *tab.used = 0u;
+        __syncwarp();
+    };
+
+    // the row and last-axis coordinate of the chunk's first cell, followed
+    // from chunk to chunk (a division only where a chunk starts a new row
+    // of a narrow image), and the coordinates of that row on the first
+    // CACHED_AXES axes (lane d holds axis d's; recomputed when the row moves)
+    I row0 = seg0 / width, x0 = seg0 - row0 * width;
+    I mine = lane < cached ? (row0 / my_stride) % my_shape : (I)0;
+    // chunks left in which runs skip the slots: a table that fills again
+    // within CHURN chunks holds labels that do not repeat (one-cell
+    // components, say), so the next BYPASS chunks go straight to the
+    // global table, where such labels meet no queue
+    int since = 0, bypass = 0;
+    constexpr int SWEEP = 32 * CHUNKS;
+    for (I sbase = seg0; sbase < seg1; sbase += SWEEP) {
+        L lab[CHUNKS];
+        V val[CHUNKS];
+#pragma unroll
+        for (int k = 0; k < CHUNKS; ++k) {
+            const I i = sbase + (I)(k * 32 + lane);
+            lab[k] = i < seg1 ? labels[i] : (L)0;
+            if constexpr (HAS_VALUES) val[k] = i < seg1 ? values[i] : (V)0;
+        }
+#pragma unroll
+        for (int k = 0; k < CHUNKS; ++k) {
+            const I base = sbase + (I)(k * 32);
+            if (base >= seg1) break;  // (the whole warp: base is the warp's)
+            const L label = lab[k];
+            const I i = base + (I)lane;
+            const bool in = i < seg1;
+            if (k || sbase != seg0) {  // (the chunk after the last one)
+                x0 += 32;
+                if (x0 >= width) {
+                    const I q = width >= 32 ? (I)1 : x0 / width;
+                    row0 += q;
+                    x0 -= q * width;
+                    mine = lane < cached ? (row0 / my_stride) % my_shape : (I)0;
+                }
+            }
+            I row = row0, x = x0 + (I)lane;
+            if (x >= width) {
+                const I q = width >= 32 ? (I)1 : x / width;
+                row += q;
+                x -= q * width;
+            }
+            const L prev = __shfl_up_sync(FULL, label, 1);
+            const bool head = !in || lane == 0 || x == 0 || prev != label;
+            const unsigned heads = __ballot_sync(FULL, head);
+            const unsigned upto = lane == 31 ? heads : heads & ((2u << lane) - 1u);
+            const int hd = 31 - __clz(upto);
+            const bool tail = in && (lane == 31 || ((heads >> (lane + 1)) & 1u));
+            I rc[CACHED_AXES];
+#pragma unroll
+            for (int d = 0; d < CACHED_AXES; ++d) rc[d] = __shfl_sync(FULL, mine, d);
+            // the run's intensities, reduced over it
+            double s = 0.0, a = 0.0, wx = 0.0, wc = 0.0, ws = 0.0;
+            K klo = 0, khi = 0;
+            if constexpr (HAS_VALUES) {
+                const V v = val[k];
+                const double w = (double)v;
+                s = run_scan(w, lane, hd, Sum());
+                a = run_scan(fabs(w), lane, hd, Sum());
+                klo = run_scan(Keys<V>::lo(v), lane, hd, Min());
+                khi = run_scan(Keys<V>::hi(v), lane, hd, Max());
+                wx = run_scan(w * (double)x, lane, hd, Sum());
+                if (last_periodic) {
+                    double sv, cv;
+                    sincospi(2.0 * (double)x / (double)width, &sv, &cv);
+                    wc = run_scan(w * cv, lane, hd, Sum());
+                    ws = run_scan(w * sv, lane, hd, Sum());
+                }
+            }
+            if (tail) {
+                const unsigned long long l = (unsigned long long)label;
+                const I back = (I)(lane - hd);
+                const unsigned long long len = (unsigned long long)back + 1ull;
+                const unsigned long long xh = (unsigned long long)(x - back);
+                const long long head_i = (long long)(i - back);
+                const int slot = slots && !bypass ? tab.find(l) : -1;
+                // a row axis's coordinate of this run
+                auto coord = [&](int d) -> unsigned long long {
+                    if (row == row0) {
+#pragma unroll
+                        for (int j = 0; j < CACHED_AXES; ++j)
+                            if (j == d) return (unsigned long long)rc[j];
+                    }
+                    return (unsigned long long)((row / (I)rstride[d]) % (I)shape[d]);
+                };
+                if (slot >= 0) {
+                    atomicAdd(&tab.cnt[slot], (unsigned)len);
+                    if (flags & FIRST)
+                        atomicMin(&tab.first[slot], (unsigned)(head_i - (long long)seg0));
+                    auto shared_axis = [&](int d, unsigned long long lo_, unsigned long long hi_,
+                                           unsigned long long sum) {
+                        if (flags & BOXES) {
+                            atomicMin(&tab.lo[d * slots + slot], (unsigned)lo_);
+                            atomicMax(&tab.hi[d * slots + slot], (unsigned)hi_);
+                        }
+                        if (flags & SUMS) atomicAdd(&tab.csum[d * slots + slot], sum);
+                    };
+                    if (flags & (BOXES | SUMS)) {
+                        for (int d = 0; d < last; ++d) {
+                            const unsigned long long c = coord(d);
+                            shared_axis(d, c, c, c * len);
+                        }
+                        shared_axis(last, xh, (unsigned long long)x,
+                                    (xh + (unsigned long long)x) * len / 2ull);
+                    }
+                } else {
+                    global_cells(l, len, head_i);
+                    if (flags & (BOXES | SUMS)) {
+                        for (int d = 0; d < last; ++d) {
+                            const unsigned long long c = coord(d);
+                            global_axis(l, d, c, c, c * len);
+                        }
+                        global_axis(l, last, xh, (unsigned long long)x,
+                                    (xh + (unsigned long long)x) * len / 2ull);
+                    }
+                }
+                if (flags & CIRCULAR) {
+                    for (int j = 0; j < nper; ++j) {
+                        const int d = axes[j];
+                        const double size = (double)shape[d];
+                        double co = 0.0, si = 0.0, sv, cv;
+                        if (d == last) {
+                            for (I xx = (I)xh; xx <= x; ++xx) {
+                                sincospi(2.0 * (double)xx / size, &sv, &cv);
+                                co += cv;
+                                si += sv;
+                            }
+                        } else {
+                            sincospi(2.0 * (double)coord(d) / size, &sv, &cv);
+                            co = (double)len * cv;
+                            si = (double)len * sv;
+                        }
+                        atomicAdd(&cs[l * nper + j], co);
+                        atomicAdd(&sn[l * nper + j], si);
+                    }
+                }
+                if constexpr (HAS_VALUES) {
+                    if (slot >= 0) {
+                        atomicAdd(&tab.isum[slot], s);
+                        atomicAdd(&tab.iabs[slot], a);
+                        atomicMin(&tab.kmin[slot], klo);
+                        atomicMax(&tab.kmax[slot], khi);
+                        for (int d = 0; d < last; ++d)
+                            atomicAdd(&tab.wsum[d * slots + slot], (double)coord(d) * s);
+                        atomicAdd(&tab.wsum[last * slots + slot], wx);
+                    } else {
+                        atomicAdd(&isum[l], s);
+                        atomicAdd(&iabs[l], a);
+                        atomicMin(&kmin[l], klo);
+                        atomicMax(&kmax[l], khi);
+                        for (int d = 0; d < last; ++d)
+                            atomicAdd(&wsum[l * ndim + d], (double)coord(d) * s);
+                        atomicAdd(&wsum[l * ndim + last], wx);
+                    }
+                    for (int j = 0; j < nper; ++j) {
+                        const int d = axes[j];
+                        double co, si;
+                        if (d == last) {
+                            co = wc;
+                            si = ws;
+                        } else {
+                            double sv, cv;
+                            sincospi(2.0 * (double)coord(d) / (double)shape[d], &sv, &cv);
+                            co = s * cv;
+                            si = s * sv;
+                        }
+                        atomicAdd(&wcos[l * nper + j], co);
+                        atomicAdd(&wsin[l * nper + j], si);
+                    }
+                }
+            }
+            // half full: hand the slots to the global table and start again
+            if (slots) {
+                __syncwarp();
+                if (bypass) {
+                    --bypass;
+                } else if (*tab.used * 2u > (unsigned)slots) {
+                    hand_over();
+                    if (since < CHURN) bypass = BYPASS;
+                    since = 0;
+                } else {
+                    ++since;
+                }
+            }
         }
     }
-    if (!gather) return;
-    // label 0: the warp's lanes reduced, then one set of global atomics
-    for (int off = 16; off; off >>= 1) {
-        b_count += __shfl_xor_sync(FULL, b_count, off);
-        b_first = min(b_first, __shfl_xor_sync(FULL, b_first, off));
-        b_lox = min(b_lox, __shfl_xor_sync(FULL, b_lox, off));
-        b_hix = max(b_hix, __shfl_xor_sync(FULL, b_hix, off));
-        b_sumx += __shfl_xor_sync(FULL, b_sumx, off);
-#pragma unroll
-        for (int d = 0; d < CACHED_AXES; ++d) {
-            b_lo[d] = min(b_lo[d], __shfl_xor_sync(FULL, b_lo[d], off));
-            b_hi[d] = max(b_hi[d], __shfl_xor_sync(FULL, b_hi[d], off));
-            b_sum[d] += __shfl_xor_sync(FULL, b_sum[d], off);
-        }
-    }
-    if (lane != 0 || b_count == 0ull) return;
-    global_cells(0ull, b_count, b_first);
-    if (flags & (BOXES | SUMS)) {
-#pragma unroll
-        for (int d = 0; d < CACHED_AXES; ++d) {
-            if (d >= last) break;
-            global_axis(0ull, d, b_lo[d], b_hi[d], b_sum[d]);
-        }
-        if (last >= 0) global_axis(0ull, last, b_lox, b_hix, b_sumx);
+    if (slots) {  // what is left in the slots
+        __syncwarp();
+        hand_over();
     }
 }
 
@@ -704,7 +665,7 @@ __global__ void meshccl_measure_arcs(const unsigned long long* __restrict__ keys
 #define MESHCCL_MEASURE_RUNS(L, I, V)                                                            \
     template __global__ void meshccl_measure_runs<L, I, V>(                                      \
         const L*, const V*, I, I, I, const long long*, const long long*, int, const int*, int,   \
-        int, int, unsigned long long*, long long*, unsigned long long*, unsigned long long*,     \
+        int, int, int, unsigned long long*, long long*, unsigned long long*, unsigned long long*,     \
         double*, double*, double*, double*, typename meshccl_measure::Keys<V>::K*,              \
         typename meshccl_measure::Keys<V>::K*, double*, double*, double*);
 #define MESHCCL_MEASURE_FINISH(V)                                                                \
