@@ -208,7 +208,7 @@ def test_options_and_errors():
             strong(g, **{name: value})
     assert strong(g, method="auto", cpu_threads=0)[0] == 1
     n, labels, info = strong(g, return_info=True)
-    assert (n, info["method"], info["backend"]) == (1, "pearce", "cpu")
+    assert (n, info["method"], info["backend"]) == (1, "tarjan", "cpu")
     with pytest.raises(ValueError, match="indices must lie in \\[0, 2\\), got 5"):
         strong((np.array([0, 1, 1]), np.array([5])))
     with pytest.raises(ValueError, match="csgraph must be a square"):

@@ -26,6 +26,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import _scipy
+
 
 class Edges(NamedTuple):
     """An edge list: edge k joins ``src[k]`` and ``dst[k]``.
@@ -338,6 +340,8 @@ def as_graph(g, probe=None, defer=None):
         if fmt == "coo":
             return edges(g.row, g.col, n, probe)
         m = g.tocsr()
+        if fmt == "bsr" and _scipy.drops_block_zeros():
+            m.eliminate_zeros()  # (a BSR's tocsr is a new matrix: the caller's is untouched)
         return csr(m.indptr, m.indices, n, probe, defer)
     if isinstance(g, np.ndarray) or (is_cupy(g) and hasattr(g, "nonzero") and hasattr(g, "dtype")):
         rows, cols, n = dense_edges(g)
