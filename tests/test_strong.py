@@ -628,11 +628,21 @@ def test_scc_bench_runs_on_the_cpu(tmp_path):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     bench.main(["--min-scale", "6", "--max-scale", "7", "--road-side", "12", "--giant-scale", "7",
-                "--reps", "1", "--out", str(tmp_path)])
+                "--family-scale", "0.002", "--reps", "1", "--out", str(tmp_path)])
     data = json.loads((tmp_path / "scc.json").read_text())
     assert [r["graph"] for r in data["rows"]][:2] == ["R-MAT 6", "R-MAT 7"]
-    assert len(data["rows"]) == 4 and data["columns"] == ["scipy", "meshccl cpu"]
-    assert "| R-MAT 7 |" in (tmp_path / "scc.md").read_text()
+    assert len(data["rows"]) == 4 + len(bench.FAMILIES)
+    assert data["columns"] == ["scipy", "meshccl cpu"]
+    text = (tmp_path / "scc.md").read_text()
+    assert "| R-MAT 7 |" in text
+    for title, _ in bench.FAMILIES.values():
+        assert f"| {title} |" in text
+    # the families are what they say: one component on the cycle, none
+    # larger than one vertex on the grid and the DAG, 10 on the small ones
+    rows = {r["graph"]: r for r in data["rows"]}
+    assert rows["one cycle through all + chords"]["components"] == 1
+    assert rows["2-D grid, one way"]["largest"] == rows["random DAG"]["largest"] == 1
+    assert rows["many small SCCs (10-cycles)"]["largest"] == 10
 
 
 def test_colour_order_is_a_permutation():

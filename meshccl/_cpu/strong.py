@@ -34,24 +34,23 @@ ROWS = ("forward", "backward")
 
 
 def forward_csr(kind, arrays, n, sort_rows=False):
-    """(indptr, indices) of the graph itself, int64, each row in the order
-    SciPy reads it (the module docstring), from validated input.
-    ``sort_rows``: a CSR's rows sorted (SciPy up to 1.17 on a matrix that
-    is not float64); CSC and edge lists come sorted anyway."""
+    """(indptr, indices) of the graph itself, each row in the order SciPy
+    reads it (the module docstring), from validated input (integer arrays
+    of any type; built ones are int64).  ``sort_rows``: a CSR's rows sorted
+    (SciPy up to 1.17 on a matrix that is not float64); CSC and edge lists
+    come sorted anyway."""
+    wide = [np.ascontiguousarray(a, dtype=np.int64) for a in arrays] if kind != "csr" \
+        or sort_rows else arrays
     if kind == "csr":
-        indptr, indices = arrays
-        if sort_rows:
-            return indptr, _core.sorted_rows(indptr, indices)
-        return indptr, indices
+        return arrays[0], _core.sorted_rows(*wide) if sort_rows else arrays[1]
     if kind == "csc":  # CSR of the transpose: its rows are our columns
-        return _core.transpose(*arrays)
-    src, dst = arrays
-    return _core.rows_ascending(src, dst, int(n))
+        return _core.transpose(*wide)
+    return _core.rows_ascending(*wide, int(n))
 
 
 def strong_components(kind, arrays, n, sort_rows=False, rows=None):
     """``(count, labels)`` of the strongly connected components of
-    validated input (``kind`` "csr", "csc" or "edges", int64 arrays from
+    validated input (``kind`` "csr", "csc" or "edges", integer arrays from
     :mod:`meshccl.graph._input`), labels int32 (int64 from 2**31
     vertices) numbered as SciPy numbers them.
 
@@ -63,8 +62,10 @@ def strong_components(kind, arrays, n, sort_rows=False, rows=None):
     if rows not in ROWS:
         raise ValueError(f"rows must be one of {ROWS}, got {rows!r}")
     indptr, indices = forward_csr(kind, arrays, n, sort_rows)
-    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-    indices = np.ascontiguousarray(indices, dtype=np.int64)
+    # int32 where it holds the values: the search's random reads fetch half the bytes
+    narrow = np.int32 if n < 2**31 - 2 and indices.size < 2**31 else np.int64
+    indptr = np.ascontiguousarray(indptr, dtype=narrow)
+    indices = np.ascontiguousarray(indices, dtype=narrow)
     label_dtype = np.int64 if n >= 2**31 else np.int32
     work = np.int64 if n >= 2**31 - 2 else np.int32
     labels = np.empty(n, work)

@@ -315,8 +315,8 @@ def _strong_components(csgraph, return_info):
 
         timer = PhaseTimer()
         kind, arrays, n = timer.run("validate", lambda: _input.as_graph(csgraph))
-    else:
-        kind, arrays, n = _input.as_graph(csgraph)
+    else:  # (NumPy arrays in their own integer type: the CPU search takes int32 as it is)
+        kind, arrays, n = _input.as_graph(csgraph, int64=False)
     on_gpu = _input.is_cupy(arrays[0])
     # (SciPy up to 1.17 reads a sparse matrix that is not float64 with its rows sorted)
     sort_rows = (not on_gpu and getattr(csgraph, "format", None) is not None

@@ -47,18 +47,16 @@ std::pair<nb::object, i64*> new_int64(i64 n) {
 // 1.18) or "backward" (SciPy <= 1.17).  Returns their number.
 i64 strong_components(const Input& indptr, const Input& indices, Array labels,
                       const std::string& rows) {
-    const char* who = "strong_components";
-    const i64* ip = int64_data(indptr, who, "indptr");
-    const i64* ix = int64_data(indices, who, "indices");
     const i64 n = i64(labels.size());
-    if (labels.ndim() != 1 || i64(indptr.size()) != n + 1)
+    if (labels.ndim() != 1 || indptr.ndim() != 1 || indices.ndim() != 1 ||
+        i64(indptr.size()) != n + 1)
         throw std::invalid_argument("strong_components: labels must be 1-D with len(indptr) - 1 "
                                     "entries");
     if (rows != "forward" && rows != "backward")
         throw std::invalid_argument("strong_components: rows must be 'forward' or 'backward', "
                                     "got '" + rows + "'");
     const bool backward = rows == "backward";
-    auto run = [&](auto* rindex) -> i64 {
+    auto search = [&](const auto* ip, const auto* ix, auto* rindex) -> i64 {
         using I = std::remove_pointer_t<decltype(rindex)>;
         nb::gil_scoped_release release;
         const i64 count = backward ? meshccl::strong::tarjan<I, true>(ip, ix, n, rindex)
@@ -66,13 +64,24 @@ i64 strong_components(const Input& indptr, const Input& indices, Array labels,
         for (i64 v = 0; v < n; ++v) rindex[v] = I(n - 1 - i64(rindex[v]));
         return count;
     };
-    if (is<std::int32_t>(labels)) {
-        if (n >= (i64(1) << 31) - 2)
-            throw std::invalid_argument("strong_components: int32 labels need n < 2**31 - 2");
-        return run(static_cast<std::int32_t*>(labels.data()));
-    }
-    if (is<i64>(labels)) return run(static_cast<i64*>(labels.data()));
-    throw std::invalid_argument("strong_components: labels must be int32 or int64");
+    auto with_labels = [&](const auto* ip, const auto* ix) -> i64 {
+        if (is<std::int32_t>(labels)) {
+            if (n >= (i64(1) << 31) - 2)
+                throw std::invalid_argument("strong_components: int32 labels need n < 2**31 - 2");
+            return search(ip, ix, static_cast<std::int32_t*>(labels.data()));
+        }
+        if (is<i64>(labels)) return search(ip, ix, static_cast<i64*>(labels.data()));
+        throw std::invalid_argument("strong_components: labels must be int32 or int64");
+    };
+    auto with_indices = [&](const auto* ip) -> i64 {
+        if (is<std::int32_t>(indices))
+            return with_labels(ip, static_cast<const std::int32_t*>(indices.data()));
+        if (is<i64>(indices)) return with_labels(ip, static_cast<const i64*>(indices.data()));
+        throw std::invalid_argument("strong_components: indices must be int32 or int64");
+    };
+    if (is<std::int32_t>(indptr)) return with_indices(static_cast<const std::int32_t*>(indptr.data()));
+    if (is<i64>(indptr)) return with_indices(static_cast<const i64*>(indptr.data()));
+    throw std::invalid_argument("strong_components: indptr must be int32 or int64");
 }
 
 // (indptr, indices) of the edges src[k] -> dst[k] on n vertices, each row's

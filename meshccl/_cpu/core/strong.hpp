@@ -29,41 +29,90 @@
 // n - 1 - rindex: 0 for the first component completed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace meshccl {
 namespace strong {
 
 using i64 = std::int64_t;
 
-// The search.  Backward: read every row from its end.  rindex (n entries)
-// ends holding n - 1 - label.  Returns the number of components.
-template <class I, bool Backward>
-i64 tarjan(const i64* indptr, const i64* indices, i64 n, I* rindex) {
+// A stack of at most `cap` entries in one allocation, never moved: its
+// pages are touched only as deep as the stack goes (huge pages from 4 MiB,
+// as NumPy asks for its arrays, so a deep search faults once per 2 MiB).
+template <class T>
+struct Stack {
+    T* data = nullptr;
+    i64 size = 0;
+    explicit Stack(i64 cap) {
+        const std::size_t bytes = sizeof(T) * std::size_t(std::max<i64>(cap, 1));
+        void* m = nullptr;
+#if defined(__linux__)
+        if (bytes >= (std::size_t(4) << 20)) {
+            if (posix_memalign(&m, std::size_t(1) << 21, bytes) != 0) throw std::bad_alloc();
+            madvise(m, bytes, MADV_HUGEPAGE);
+        }
+#endif
+        if (!m && !(m = std::malloc(bytes))) throw std::bad_alloc();
+        data = static_cast<T*>(m);
+    }
+    ~Stack() { std::free(data); }
+    Stack(const Stack&) = delete;
+    Stack& operator=(const Stack&) = delete;
+    bool empty() const { return size == 0; }
+    T& top() { return data[size - 1]; }
+    void push(T x) { data[size++] = x; }
+    void pop() { --size; }
+};
+
+// The search.  Backward: read every row from its end.  P, X: the types of
+// indptr and indices (int32 where they fit: half the bytes to fetch).
+// rindex (n entries) ends holding n - 1 - label.  Returns the number of
+// components.
+template <class I, bool Backward, class P, class X>
+i64 tarjan(const P* indptr, const X* indices, i64 n, I* rindex) {
     const I VOID = -1;
+    // A vertex on the search path: the next entry of its row to read
+    // (Backward: one past it), and the vertex, stored as ~v (negative) once
+    // a successor showed a smaller rindex (v is then no root).
     struct Frame {
-        i64 next;   // the next entry of v's row to read (Backward: one past it)
+        P next;
         I v;
-        bool root;  // no successor found so far with a smaller rindex
     };
     for (i64 v = 0; v < n; ++v) rindex[v] = VOID;
-    std::vector<Frame> path;
-    std::vector<I> waiting;
+    Stack<Frame> path(n);
+    Stack<I> waiting(n);
     I index = 0;
     I c = I(n - 1);
     auto first = [&](I v) { return Backward ? indptr[v + 1] : indptr[v]; };
     for (i64 s = 0; s < n; ++s) {
         if (rindex[s] != VOID) continue;
         rindex[s] = index++;
-        path.push_back(Frame{first(I(s)), I(s), true});
+        path.push(Frame{first(I(s)), I(s)});
         while (!path.empty()) {
-            Frame& f = path.back();
-            const I v = f.v;
-            const i64 stop = Backward ? indptr[v] : indptr[v + 1];
-            i64 e = f.next;
+            Frame& f = path.top();
+            bool root = f.v >= 0;
+            const I v = root ? f.v : ~f.v;
+            const i64 stop = Backward ? i64(indptr[v]) : i64(indptr[v + 1]);
+            i64 e = i64(f.next);
+            if (e == i64(first(v))) {
+                // first time at v: ask for its successors' rindex and rows at
+                // once, so that their cache misses overlap, not one a descent
+                const i64 lo = Backward ? std::max(stop, e - 16) : e;
+                const i64 hi = Backward ? e : std::min(stop, e + 16);
+                for (i64 k = lo; k < hi; ++k) {
+                    __builtin_prefetch(rindex + indices[k]);
+                    __builtin_prefetch(indptr + indices[k]);
+                }
+            }
             I low = rindex[v];
-            bool root = f.root;
             // read the row up to the next unvisited successor
             I w = VOID;
             while (e != stop) {
@@ -81,29 +130,30 @@ i64 tarjan(const i64* indptr, const i64* indices, i64 n, I* rindex) {
             }
             rindex[v] = low;
             if (w != VOID) {  // descend to w
-                f.next = e;
-                f.root = root;
+                f.next = P(e);
+                f.v = root ? v : ~v;
                 rindex[w] = index++;
-                path.push_back(Frame{first(w), w, true});
+                path.push(Frame{first(w), w});
                 continue;
             }
-            path.pop_back();  // v is finished
-            if (root) {       // v's component: v and the waiting vertices of low >= v's
+            path.pop();  // v is finished
+            if (root) {  // v's component: v and the waiting vertices of low >= v's
                 --index;
-                while (!waiting.empty() && low <= rindex[waiting.back()]) {
-                    rindex[waiting.back()] = c;
-                    waiting.pop_back();
+                while (!waiting.empty() && low <= rindex[waiting.top()]) {
+                    rindex[waiting.top()] = c;
+                    waiting.pop();
                     --index;
                 }
                 rindex[v] = c--;
             } else {
-                waiting.push_back(v);
+                waiting.push(v);
             }
             if (!path.empty()) {  // the parent's low link takes v's
-                Frame& p = path.back();
-                if (rindex[v] < rindex[p.v]) {
-                    rindex[p.v] = rindex[v];
-                    p.root = false;
+                Frame& p = path.top();
+                const I u = p.v >= 0 ? p.v : ~p.v;
+                if (rindex[v] < rindex[u]) {
+                    rindex[u] = rindex[v];
+                    p.v = ~u;
                 }
             }
         }
