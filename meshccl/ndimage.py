@@ -23,7 +23,7 @@ foreground cell its own label.  Structures that are not centrosymmetric
 are refused, as SciPy refuses them.
 
 The work is one elementwise pass for the foreground (none for bool input)
-and one ``meshccl.label`` call.
+and one labelling call.
 """
 
 from __future__ import annotations
