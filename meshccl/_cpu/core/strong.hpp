@@ -44,32 +44,36 @@ namespace strong {
 
 using i64 = std::int64_t;
 
-// A stack of at most `cap` entries in one allocation, never moved: its
-// pages are touched only as deep as the stack goes (huge pages from 4 MiB,
-// as NumPy asks for its arrays, so a deep search faults once per 2 MiB).
-template <class T>
-struct Stack {
-    T* data = nullptr;
-    i64 size = 0;
-    explicit Stack(i64 cap) {
-        const std::size_t bytes = sizeof(T) * std::size_t(std::max<i64>(cap, 1));
+// Memory for the two stacks of the search, one allocation of n frames: the
+// search path grows up from its start, the waiting vertices (smaller
+// entries) down from its end.  A vertex is on at most one of the two, so
+// together they never hold more than n and never meet.  Pages are touched
+// only as deep as the stacks go (huge pages from 4 MiB, as NumPy asks for
+// its arrays: a deep search faults once per 2 MiB).
+class Arena {
+  public:
+    explicit Arena(std::size_t bytes) : bytes_(std::max<std::size_t>(bytes, 16)) {
         void* m = nullptr;
 #if defined(__linux__)
-        if (bytes >= (std::size_t(4) << 20)) {
-            if (posix_memalign(&m, std::size_t(1) << 21, bytes) != 0) throw std::bad_alloc();
-            madvise(m, bytes, MADV_HUGEPAGE);
+        if (bytes_ >= (std::size_t(4) << 20)) {
+            if (posix_memalign(&m, std::size_t(1) << 21, bytes_) != 0) throw std::bad_alloc();
+            madvise(m, bytes_, MADV_HUGEPAGE);
         }
 #endif
-        if (!m && !(m = std::malloc(bytes))) throw std::bad_alloc();
-        data = static_cast<T*>(m);
+        if (!m && !(m = std::malloc(bytes_))) throw std::bad_alloc();
+        p_ = static_cast<char*>(m);
     }
-    ~Stack() { std::free(data); }
-    Stack(const Stack&) = delete;
-    Stack& operator=(const Stack&) = delete;
-    bool empty() const { return size == 0; }
-    T& top() { return data[size - 1]; }
-    void push(T x) { data[size++] = x; }
-    void pop() { --size; }
+    ~Arena() { std::free(p_); }
+    Arena(const Arena&) = delete;
+    Arena& operator=(const Arena&) = delete;
+    template <class T>
+    T* begin() const { return reinterpret_cast<T*>(p_); }
+    template <class T>
+    T* end() const { return reinterpret_cast<T*>(p_ + bytes_); }
+
+  private:
+    std::size_t bytes_;
+    char* p_;
 };
 
 // The search.  Backward: read every row from its end.  P, X: the types of
@@ -86,18 +90,22 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* rindex) {
         P next;
         I v;
     };
+    static_assert(sizeof(Frame) % sizeof(I) == 0, "waiting entries must tile the frames");
     for (i64 v = 0; v < n; ++v) rindex[v] = VOID;
-    Stack<Frame> path(n);
-    Stack<I> waiting(n);
+    Arena arena(sizeof(Frame) * std::size_t(n));
+    Frame* const path0 = arena.begin<Frame>();
+    Frame* path = path0;                  // one past the top frame
+    I* const wait0 = arena.end<I>();
+    I* wait = wait0;                      // the top waiting vertex
     I index = 0;
     I c = I(n - 1);
     auto first = [&](I v) { return Backward ? indptr[v + 1] : indptr[v]; };
     for (i64 s = 0; s < n; ++s) {
         if (rindex[s] != VOID) continue;
         rindex[s] = index++;
-        path.push(Frame{first(I(s)), I(s)});
-        while (!path.empty()) {
-            Frame& f = path.top();
+        *path++ = Frame{first(I(s)), I(s)};
+        while (path != path0) {
+            Frame& f = path[-1];
             bool root = f.v >= 0;
             const I v = root ? f.v : ~f.v;
             const i64 stop = Backward ? i64(indptr[v]) : i64(indptr[v + 1]);
@@ -133,23 +141,22 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* rindex) {
                 f.next = P(e);
                 f.v = root ? v : ~v;
                 rindex[w] = index++;
-                path.push(Frame{first(w), w});
+                *path++ = Frame{first(w), w};
                 continue;
             }
-            path.pop();  // v is finished
+            --path;  // v is finished
             if (root) {  // v's component: v and the waiting vertices of low >= v's
                 --index;
-                while (!waiting.empty() && low <= rindex[waiting.top()]) {
-                    rindex[waiting.top()] = c;
-                    waiting.pop();
+                while (wait != wait0 && low <= rindex[*wait]) {
+                    rindex[*wait++] = c;
                     --index;
                 }
                 rindex[v] = c--;
             } else {
-                waiting.push(v);
+                *--wait = v;
             }
-            if (!path.empty()) {  // the parent's low link takes v's
-                Frame& p = path.top();
+            if (path != path0) {  // the parent's low link takes v's
+                Frame& p = path[-1];
                 const I u = p.v >= 0 ? p.v : ~p.v;
                 if (rindex[v] < rindex[u]) {
                     rindex[u] = rindex[v];
