@@ -99,7 +99,9 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     csgraph : sparse matrix or array, dense array, tuple or Edges
         The graph: a SciPy or CuPy sparse matrix or array of any format
         (every stored entry is an edge, explicit zeros, ``inf`` and ``nan``
-        included, as in SciPy); a dense square NumPy or CuPy array (an
+        included, as in SciPy -- but not, with SciPy 1.18 or later, the
+        zeros inside a BSR matrix's blocks, which SciPy 1.18 drops); a
+        dense square NumPy or CuPy array (an
         entry is an edge unless it is zero -- for floats |a| <= 1e-8 --,
         infinite or NaN, as in SciPy; complex accepted); an
         ``(indptr, indices)`` tuple of CSR arrays; or
