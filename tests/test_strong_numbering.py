@@ -235,3 +235,35 @@ def test_deep_graphs_both_orders():
             else:
                 assert count == n
                 assert (labels[v[keep]] >= labels[dst[keep]]).all()
+
+
+@pytest.mark.parametrize("version", [(1, 17), (1, 18)])
+def test_each_scipy_versions_rules(monkeypatch, version):
+    """Whichever SciPy is installed, meshccl follows the rules of the one
+    it finds: with the version read as ``version``, labels equal the
+    recursive search's on the rows that version reads (sorted for a
+    non-float64 matrix up to 1.17, as stored from 1.18; read backwards up
+    to 1.17), and a BSR's block zeros are edges up to 1.17 only."""
+    monkeypatch.setattr(_scipy, "version", lambda: version)
+    old = version < (1, 18)
+    rng = np.random.default_rng(21)
+    for dtype in (np.int32, np.float32, np.float64, np.bool_):
+        for _ in range(5):
+            g = _unsorted_csr(rng, 50, 140, dtype, True)
+            indices = g.indices.copy()
+            if old and dtype != np.float64:
+                for v in range(50):
+                    indices[g.indptr[v]:g.indptr[v + 1]].sort()
+            want = tarjan_reference(g.indptr, indices, backward=old)
+            got = strong(g)
+            assert got[0] == want[0]
+            np.testing.assert_array_equal(got[1], want[1])
+    dense = np.zeros((8, 8))
+    dense[0:2, 2:4] = [[0, 1], [0, 0]]  # a block holding one edge (0 -> 3) and three zeros
+    dense[2:4, 0:2] = [[1, 0], [0, 0]]  # and one holding 2 -> 0
+    g = sp.bsr_matrix(dense, blocksize=(2, 2))
+    assert g.nnz == 8  # (the zeros are stored)
+    n, labels = connected_components(g, directed=True, connection="weak")
+    # block zeros as edges join 0..3 (and 1 -> 2, ...); without them 1 stays alone
+    assert n == (5 if old else 6)
+    assert (labels[1] == labels[0]) == old
