@@ -1,6 +1,6 @@
 """Strongly connected components: scipy.sparse.csgraph.connected_components
-(connection='strong') against meshccl's CPU backend (Pearce's search,
-numba) and its GPU backend (trim, forward-backward, colouring; CuPy).
+(connection='strong') against meshccl's CPU backend (a compiled Tarjan
+search) and its GPU backend (trim, forward-backward, colouring; CuPy).
 
     python benchmarks/scc_bench.py --out DIR                       (CPU only)
     python benchmarks/scc_bench.py --gpu --max-scale 22 --out DIR  (needs CuPy + GPU)
@@ -16,7 +16,18 @@ same SciPy CSR, the GPU the same arrays as a cupyx CSR on the device):
   2048) with 2.41 entries per vertex, --one-way (0.1) of the streets one
   way: a giant component of diameter ~ the side, many small ones;
 * one giant component: graph_generators.random_edges with 2**--giant-scale
-  vertices (default --max-scale) and --edge-factor edges each.
+  vertices (default --max-scale) and --edge-factor edges each;
+* the families of issue 57 (sizes times --family-scale, default 1):
+  'uniform' random directed, 1 M vertices / 4 M edges; 'hubs', power-law
+  out-degrees (source of each edge drawn with weight (rank + 1)**-0.8),
+  1 M / 7 M; 'cycle', one directed cycle through all 300 k vertices plus
+  30 k chords forward by at most 100 (one component of diameter ~ n);
+  'grid', a 1000 x 1000 grid directed one way (right and down: a DAG of
+  single vertices); 'dag', 1 M / 4 M random edges from a lower to a higher
+  position of a random order; 'small', 100 k directed 10-cycles and 1 M
+  edges from a cycle to a later one (many small components, a DAG
+  between them).  Vertex ids are shuffled where the order would be
+  trivial (dag, small).
 
 Every result is checked: the CPU's labels equal SciPy's value for value,
 the GPU's are SciPy's partition (numbered by smallest vertex).  CPU
@@ -48,7 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from meshccl import graph_generators as gen  # noqa: E402
-from meshccl.graph import connected_components  # noqa: E402
+from meshccl.graph import Edges, connected_components  # noqa: E402
 from timing import median_events_ms as time_gpu, require_gpu, wall_ms  # noqa: E402
 
 
@@ -65,11 +76,89 @@ def canonical(labels):
 
 
 def csr_of(e):
+    """The SciPy CSR of an edge list, float64 data (SciPy's own dtype: no
+    cast inside either tool)."""
     n = e.n_vertices
-    return sp.coo_matrix((np.ones(e.src.size, np.float32), (e.src, e.dst)), shape=(n, n)).tocsr()
+    return sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
 
 
-GRAPH_SETS = ("rmat", "road", "giant")
+def _edges(src, dst, n):
+    return Edges(np.asarray(src, np.int64), np.asarray(dst, np.int64), int(n))
+
+
+def uniform(n, m, seed=0):
+    """m edges with both ends uniform over n vertices."""
+    rng = np.random.default_rng(seed)
+    return _edges(rng.integers(0, n, m), rng.integers(0, n, m), n)
+
+
+def hubs(n, m, seed=0):
+    """m edges whose sources follow a power law (vertex of rank r drawn with
+    weight (r + 1)**-0.8, ranks shuffled over the vertices), targets uniform."""
+    rng = np.random.default_rng(seed)
+    weight = (np.arange(n) + 1.0) ** -0.8
+    rank = rng.choice(n, m, p=weight / weight.sum())
+    return _edges(rng.permutation(n)[rank], rng.integers(0, n, m), n)
+
+
+def cycle_chords(n, chords, reach=100, seed=0):
+    """One directed cycle 0 -> 1 -> ... -> n - 1 -> 0 plus ``chords`` edges
+    from a random vertex forward by 2..reach (modulo n)."""
+    rng = np.random.default_rng(seed)
+    v = np.arange(n)
+    start = rng.integers(0, n, chords)
+    return _edges(np.concatenate([v, start]),
+                  np.concatenate([(v + 1) % n, (start + rng.integers(2, reach + 1, chords)) % n]),
+                  n)
+
+
+def grid_one_way(side):
+    """A side x side grid, every edge directed right or down."""
+    v = np.arange(side * side).reshape(side, side)
+    return _edges(np.concatenate([v[:, :-1].ravel(), v[:-1, :].ravel()]),
+                  np.concatenate([v[:, 1:].ravel(), v[1:, :].ravel()]), side * side)
+
+
+def dag(n, m, seed=0):
+    """m edges from a lower to a higher place of a random order of n vertices."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(0, n, m), rng.integers(0, n, m)
+    keep = a != b
+    order = rng.permutation(n)
+    return _edges(order[np.minimum(a, b)[keep]], order[np.maximum(a, b)[keep]], n)
+
+
+def small_sccs(k, size, m, seed=0):
+    """k directed cycles of ``size`` vertices and m edges from a vertex of
+    one cycle to a vertex of a later one; vertex ids shuffled."""
+    rng = np.random.default_rng(seed)
+    v = np.arange(k * size)
+    ring = v // size * size + (v % size + 1) % size
+    a, b = rng.integers(0, k, m), rng.integers(0, k, m)
+    keep = a != b
+    lo, hi = np.minimum(a, b)[keep], np.maximum(a, b)[keep]
+    src = lo * size + rng.integers(0, size, lo.size)
+    dst = hi * size + rng.integers(0, size, hi.size)
+    order = rng.permutation(k * size)
+    return _edges(order[np.concatenate([v, src])], order[np.concatenate([ring, dst])], k * size)
+
+
+def _k(f, count):
+    return max(1, int(round(f * count)))
+
+
+#: name: (table title, graph of size factor f)
+FAMILIES = {
+    "uniform": ("uniform random", lambda f: uniform(_k(f, 1e6), _k(f, 4e6), 5)),
+    "hubs": ("power-law out-degree hubs", lambda f: hubs(_k(f, 1e6), _k(f, 7e6), 6)),
+    "cycle": ("one cycle through all + chords", lambda f: cycle_chords(_k(f, 3e5), _k(f, 3e4),
+                                                                       seed=7)),
+    "grid": ("2-D grid, one way", lambda f: grid_one_way(_k(f ** 0.5, 1000))),
+    "dag": ("random DAG", lambda f: dag(_k(f, 1e6), _k(f, 4e6), 8)),
+    "small": ("many small SCCs (10-cycles)", lambda f: small_sccs(_k(f, 1e5), 10, _k(f, 1e6), 9)),
+}
+
+GRAPH_SETS = ("rmat", "road", "giant") + tuple(FAMILIES)
 
 
 def graphs(args):
@@ -87,6 +176,10 @@ def graphs(args):
         gs = args.giant_scale if args.giant_scale is not None else args.max_scale
         yield (f"random 2^{gs}, {args.edge_factor}/vertex (one giant)",
                lambda: gen.random_edges(1 << gs, args.edge_factor << gs, seed=2))
+    for name in sets:
+        if name in FAMILIES:
+            title, make = FAMILIES[name]
+            yield title, lambda make=make: make(args.family_scale)
 
 
 def main(argv=None):
@@ -97,8 +190,11 @@ def main(argv=None):
     ap.add_argument("--road-side", type=int, default=2048)
     ap.add_argument("--one-way", type=float, default=0.1)
     ap.add_argument("--giant-scale", type=int, default=None, help="default: --max-scale")
+    ap.add_argument("--family-scale", type=float, default=1.0,
+                    help="size factor of the issue-57 families (uniform, hubs, cycle, grid, "
+                         "dag, small)")
     ap.add_argument("--graphs", default=",".join(GRAPH_SETS),
-                    help="comma list of rmat, road, giant (default all)")
+                    help=f"comma list of {', '.join(GRAPH_SETS)} (default all)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--gpu-reps", type=int, default=7)
     ap.add_argument("--gpu", action="store_true")
@@ -110,6 +206,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.quick:
         args.min_scale, args.max_scale, args.road_side = 10, 14, 256
+        args.family_scale = min(args.family_scale, 1 / 16)
     if args.gpu:
         require_gpu("--gpu")
     args.out.mkdir(parents=True, exist_ok=True)

@@ -59,6 +59,9 @@ class Problem:
     counts: bool = False    # return_counts: cells per label too
     method: str = "auto"    # one of METHODS
     max_iterations: object = None  # the iterative methods' cap on passes (None: none)
+    # an explicit half neighbourhood on the squeezed shape (a structure of
+    # meshccl.ndimage.label that no connectivity names), else None
+    offsets: object = None
 
     @property
     def size(self) -> int:
@@ -295,9 +298,17 @@ def request(numbering="raster", return_counts=False, method="auto", max_iteratio
 
 def prepare(label_image, background, connectivity, dtype, periodic=False, mask=None,
             tolerance=None, bonds=None, axes=None, numbering="raster", return_counts=False,
-            method="auto", max_iterations=None) -> Problem:
+            method="auto", max_iterations=None, offsets=None) -> Problem:
     """Check every argument of :func:`meshccl.label` that describes the
-    problem and make the :class:`Problem` both backends take."""
+    problem and make the :class:`Problem` both backends take.
+
+    ``offsets`` (for :func:`meshccl.ndimage.label`): an explicit half
+    neighbourhood of ``label_image``'s axes
+    (:func:`meshccl.neighbourhood.structure_offsets`) in place of
+    ``connectivity``; not with ``axes``, ``bonds`` or ``periodic``.
+    """
+    if offsets is not None and (axes is not None or bonds is not None or periodic is not False):
+        raise ValueError("offsets cannot be combined with axes, bonds or periodic")
     first, counts, method, max_iterations = request(numbering, return_counts, method,
                                                     max_iterations)
     raster = not first
@@ -413,6 +424,15 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
     if size > 0 and ndim > 0 and batched:
         prob.label_axes = sq_axes
         prob.no_left = not (sq_axes >> (len(squeezed) - 1)) & 1
+    if size > 0 and ndim > 0 and offsets is not None:
+        # steps along an axis of length 1 always leave the array: the
+        # offsets that remain, on the squeezed axes
+        moved = [k for k in range(ndim) if k not in kept]
+        prob.offsets = tuple(sorted({tuple(d[k] for k in kept) for d in offsets
+                                     if not any(d[k] for k in moved)}))
+        prob.no_left = (0,) * (len(kept) - 1) + (-1,) not in prob.offsets
+        if prob.offsets:
+            prob.connectivity = max(sum(1 for d in o if d) for o in prob.offsets)
     if size > 0 and ndim > 0:
         prob.periodic = sum(1 << k for k, axis in enumerate(kept) if per[axis])
         prob.mask = None if mask_u8 is None else mask_u8.reshape(-1)

@@ -18,3 +18,24 @@ class NotConverged(RuntimeError):
     ...     print("not converged")
     not converged
     """
+
+
+class AsymmetricStructure(ValueError, AssertionError):
+    """A structuring element that is not centrosymmetric.
+
+    Raised by :func:`meshccl.ndimage.label` for a ``structure`` that is not
+    equal to itself reversed along every axis, which
+    ``scipy.ndimage.label`` refuses with an ``AssertionError``.  A
+    subclass of both ``ValueError`` and ``AssertionError``, so code written
+    for either catches it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meshccl import ndimage
+    >>> try:
+    ...     ndimage.label(np.ones((3, 3)), structure=[[1, 0, 0], [0, 1, 0], [0, 0, 0]])
+    ... except AssertionError:
+    ...     print("refused")
+    refused
+    """

@@ -12,17 +12,18 @@ SciPy's rules, which differ from :func:`meshccl.label`'s (skimage's):
 * labels are int32 (``intp`` from 2**31 - 2 cells on), 1..N in raster order
   of each feature's first cell -- the same order as ``meshccl.label``.
 
-A structure is translated into ``meshccl.label``'s ``connectivity`` and
-``axes``: the structures it can express are exactly those equal, outside
-the centre, to the offsets of at most ``c`` orthogonal hops along a set of
-axes (``generate_binary_structure(ndim, c)`` for every axis; the same
-pattern with the other axes' offsets zero for a subset), and the empty one
-(no neighbours: every foreground cell alone).  The rest -- structures
-that are not centrosymmetric, which SciPy itself refuses, and symmetric ones
-such as a diagonal line -- raise ``ValueError``.
+A structure becomes its half neighbourhood
+(:func:`meshccl.neighbourhood.structure_offsets`).  One that a
+``connectivity`` (and ``axes``) of ``meshccl.label`` names --
+``generate_binary_structure(ndim, c)``, that pattern along a subset of the
+axes -- is labelled by ``meshccl.label``; any other centrosymmetric one (a
+diagonal line, the corners only...) by the per-cell union-find over its own
+offset table, on the CPU and the GPU; the empty one gives every
+foreground cell its own label.  Structures that are not centrosymmetric
+are refused, as SciPy refuses them.
 
 The work is one elementwise pass for the foreground (none for bool input)
-and one ``meshccl.label`` call.
+and one labelling call.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ import contextlib
 
 import numpy as np
 
-from . import _interop
+from . import _interop, _validate, labelling, neighbourhood
+from .errors import AsymmetricStructure
 from .labelling import label as _mesh_label
 
 __all__ = ["label"]
@@ -53,11 +55,13 @@ def _input_array(input):
     return np, np.asarray(input)
 
 
-def _structure(structure, ndim):
-    """(axes, connectivity) of ``meshccl.label`` equal to ``structure``
-    (connectivity 0: no neighbours), with SciPy's checks and errors."""
+def _structure(structure, ndim, size):
+    """The half neighbourhood of ``structure`` (None: the default one),
+    with SciPy's checks and errors.  As in SciPy, symmetry is checked
+    only when there is something to label (a non-empty array of at least
+    one axis)."""
     if structure is None:
-        return tuple(range(ndim)), 1
+        return neighbourhood.half_offsets(ndim, 1) if ndim else ()
     s = _interop.as_array(structure, "structure")
     if _is_cupy(s):
         s = s.get()
@@ -67,29 +71,13 @@ def _structure(structure, ndim):
                            f"structure (shape {s.shape}) for a {ndim}-D input")
     if any(k != 3 for k in s.shape):
         raise ValueError(f"structure dimensions must be equal to 3, got shape {s.shape}")
-    if ndim == 0:
-        return (), 0
-    centre = (1,) * ndim
+    if ndim == 0 or size == 0:
+        return ()
     if not np.array_equal(s, s[(slice(None, None, -1),) * ndim]):
-        raise ValueError("structure must be centrosymmetric (equal to itself reversed along "
-                         f"every axis), got {s.astype(np.uint8).tolist()}")
-    offsets = np.indices(s.shape).reshape(ndim, -1).T - 1
-    chosen = s.reshape(-1).copy()
-    chosen[np.ravel_multi_index(centre, s.shape)] = False  # (SciPy ignores the centre)
-    if not chosen.any():
-        return (), 0
-    used = offsets[chosen]
-    axes = tuple(int(k) for k in np.flatnonzero((used != 0).any(axis=0)))
-    conn = int(np.abs(used).sum(axis=1).max())
-    hops = np.abs(offsets).sum(axis=1)
-    inside = (offsets[:, [k for k in range(ndim) if k not in axes]] == 0).all(axis=1)
-    expected = inside & (hops >= 1) & (hops <= conn)
-    if not np.array_equal(chosen, expected):
-        raise ValueError(
-            "structure must be generate_binary_structure(ndim, c) for some c (its centre "
-            "may be anything), or that pattern along a subset of the axes; meshccl cannot "
-            f"label with the neighbourhood {s.astype(np.uint8).tolist()}")
-    return axes, conn
+        raise AsymmetricStructure(
+            "structure must be centrosymmetric (equal to itself reversed along every axis), "
+            f"got {s.astype(np.uint8).tolist()}")
+    return neighbourhood.structure_offsets(s)
 
 
 def _check_output_dtype(dtype, name="output"):
@@ -160,11 +148,9 @@ def label(input, structure=None, output=None):
         device and the labels come back as the same kind.
     structure : array_like, optional
         A centrosymmetric 3 x ... x 3 structuring element (non-zero entries
-        are neighbours; the centre is ignored).  Default:
-        ``scipy.ndimage.generate_binary_structure(input.ndim, 1)``.  meshccl
-        takes ``generate_binary_structure(input.ndim, c)`` for every ``c``,
-        that pattern restricted to some axes (e.g. ``[[0, 0, 0], [1, 1, 1],
-        [0, 0, 0]]``: rows only), and no neighbours at all.
+        are neighbours; the centre is ignored), any of them, as SciPy
+        takes it.  Default:
+        ``scipy.ndimage.generate_binary_structure(input.ndim, 1)``.
     output : dtype or array, optional
         A dtype: the labels' dtype (bool, an integer type, float32 or
         float64).  An array of ``input``'s shape on the same side (host or
@@ -193,10 +179,11 @@ def label(input, structure=None, output=None):
         output dtype too narrow for N ("insufficient bit-depth in requested
         output type", as SciPy; the output array is then left untouched).
     ValueError
-        A structure whose sides are not all 3 (as SciPy), one that is not
-        centrosymmetric, or one meshccl cannot express (see above); an
-        output array of another shape ("output shape not correct", as
-        SciPy), read-only, or a JAX array.
+        A structure whose sides are not all 3 (as SciPy), or one that is
+        not centrosymmetric (:class:`meshccl.errors.AsymmetricStructure`,
+        also an ``AssertionError`` as SciPy's); an output array of another
+        shape ("output shape not correct", as SciPy), read-only, or a JAX
+        array.
 
     Notes
     -----
@@ -225,6 +212,8 @@ def label(input, structure=None, output=None):
     4
     >>> ndimage.label(np.array([3, -1, 0, 0.5]))           # every non-zero value joins
     (array([1, 1, 0, 2], dtype=int32), 2)
+    >>> ndimage.label(a, structure=np.eye(3))[1]          # one diagonal direction
+    5
 
     CuPy arrays (and CUDA tensors) are labelled on their GPU, as
     ``cupyx.scipy.ndimage.label`` labels them::
@@ -240,11 +229,11 @@ def label(input, structure=None, output=None):
         raise TypeError(f"Complex type not supported: input has dtype {x.dtype}")
     if x.dtype.kind not in "biuf":
         raise TypeError(f"input must have a bool, integer or float dtype, got {x.dtype}")
-    axes, conn = _structure(structure, x.ndim)
+    offsets = _structure(structure, x.ndim, x.size)
     dtype, out = _output(output, xp is not np, x.shape)
     work = np.dtype(np.int32) if x.size < 2**31 - 2 else np.dtype(np.intp)
     with x.device if xp is not np else contextlib.nullcontext():
-        labels, n = _label(xp, x, axes, conn, work)
+        labels, n = _label(xp, x, offsets, work)
         dtype = work if dtype is None else dtype
         if dtype != work:
             _check_depth(n, dtype)
@@ -257,15 +246,33 @@ def label(input, structure=None, output=None):
     return n
 
 
-def _label(xp, x, axes, conn, work):
-    """(labels of dtype ``work``, N) of the non-zero cells of ``x``."""
+def _label(xp, x, offsets, work):
+    """(labels of dtype ``work``, N) of the non-zero cells of ``x`` under
+    the half neighbourhood ``offsets``."""
     if x.ndim == 0 or x.size == 0:
         n = int(bool(x != 0)) if x.ndim == 0 else 0
         return xp.full(x.shape, n, dtype=work), n
-    if conn == 0:  # no neighbours: each feature cell alone, numbered in raster order
+    if not offsets:  # no neighbours: each feature cell alone, numbered in raster order
         flat = (x != 0).reshape(-1)
         ranks = xp.cumsum(flat, dtype=work)
         return (ranks * flat).reshape(x.shape), int(ranks[-1])
     foreground = x if x.dtype == np.bool_ else x != 0
-    return _mesh_label(foreground, connectivity=conn, dtype=work, return_num=True,
-                      axes=None if len(axes) == x.ndim else axes)
+    named = neighbourhood.as_connectivity(offsets, x.ndim)
+    if named is not None:  # a connectivity along some axes: meshccl.label's own paths
+        axes, conn = named
+        return _mesh_label(foreground, connectivity=conn, dtype=work, return_num=True,
+                           axes=None if len(axes) == x.ndim else axes)
+    return _label_offsets(xp, foreground, offsets, work)
+
+
+def _label_offsets(xp, foreground, offsets, work):
+    """(labels, N) of bool ``foreground`` under an explicit neighbourhood:
+    the per-cell union-find of its offset table (the CPU core's lattice
+    labeller, the GPU's general chain)."""
+    prob = _validate.prepare(foreground, None, None, work, offsets=offsets)
+    info = {"seconds": {}}
+    if xp is np:
+        labels, n, _ = labelling._label_cpu(prob, "cpu", 1, info)
+    else:
+        labels, n, _ = labelling._label_gpu(prob, "gpu", False, info)
+    return labels.reshape(foreground.shape).astype(work, copy=False), int(n)

@@ -143,6 +143,92 @@ def half_offsets(ndim: int, connectivity: int) -> tuple:
     return tuple(sorted(out))
 
 
+def structure_offsets(structure) -> tuple:
+    """The half neighbourhood of a structuring element.
+
+    The one place where a structure (as ``scipy.ndimage.label`` takes it)
+    becomes neighbour offsets: the offsets of its non-zero entries that
+    point to earlier cells (lexicographically negative), in increasing
+    lexicographic order, as :func:`half_offsets` orders them.  The centre
+    is ignored, as SciPy ignores it.  Only this half is read: for a
+    centrosymmetric structure the other half is its mirror image (the
+    caller checks that).
+
+    Parameters
+    ----------
+    structure : numpy.ndarray
+        A 3 x ... x 3 array; non-zero entries are neighbours.
+
+    Returns
+    -------
+    tuple of tuple of int
+        The half offsets, each a tuple of ``structure.ndim`` steps in
+        {-1, 0, 1}.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> structure_offsets(np.ones((3, 3)))
+    ((-1, -1), (-1, 0), (-1, 1), (0, -1))
+    >>> structure_offsets(np.eye(3))
+    ((-1, -1),)
+    """
+    s = np.asarray(structure)
+    if any(k != 3 for k in s.shape):
+        raise ValueError(f"structure must have sides of length 3, got shape {s.shape}")
+    # raster order of the 3**ndim entries is lexicographic order of the
+    # offsets, and the entries before the centre are the negative half
+    before = np.flatnonzero(s.reshape(-1)[: s.size // 2])
+    steps = np.stack(np.unravel_index(before, s.shape), axis=1) - 1 if before.size else ()
+    return tuple(tuple(int(d) for d in row) for row in steps)
+
+
+def as_connectivity(offsets: tuple, ndim: int):
+    """``(axes, connectivity)`` whose neighbourhood is ``offsets``, or None.
+
+    The half neighbourhoods that :func:`half_offsets` (and ``label(...,
+    axes=...)``) name: those of at most ``connectivity`` orthogonal hops
+    along the axes ``axes``, the other axes' steps zero.  Such a
+    neighbourhood can take the fixed-geometry labellers; any other set
+    of offsets is labelled from its offset table (:func:`offset_table`
+    with ``offsets``).
+
+    Parameters
+    ----------
+    offsets : tuple of tuple of int
+        Half offsets, as :func:`structure_offsets` gives them.
+    ndim : int
+        Number of axes.
+
+    Returns
+    -------
+    (tuple of int, int) or None
+        The sorted axes and the connectivity (1..len(axes)); None when no
+        such pair gives ``offsets``, and for the empty neighbourhood.
+
+    Examples
+    --------
+    >>> as_connectivity(((-1, 0), (0, -1)), 2)
+    ((0, 1), 1)
+    >>> as_connectivity(((-1, 0),), 2)
+    ((0,), 1)
+    >>> as_connectivity(((-1, -1),), 2) is None
+    True
+    """
+    if not offsets:
+        return None
+    used = np.asarray(offsets, dtype=np.int64).reshape(len(offsets), ndim)
+    axes = tuple(int(k) for k in np.flatnonzero((used != 0).any(axis=0)))
+    conn = int((used != 0).sum(axis=1).max())
+    expected = []
+    for delta in half_offsets(len(axes), conn):
+        full = [0] * ndim
+        for axis, step in zip(axes, delta):
+            full[axis] = step
+        expected.append(tuple(full))
+    return (axes, conn) if sorted(expected) == sorted(offsets) else None
+
+
 def bond_rows(shape: tuple, kept: tuple, ndim: int, connectivity: int) -> np.ndarray:
     """For the table of the squeezed ``shape`` (axes ``kept`` of an original
     ``ndim``-D array), the index in ``half_offsets(ndim, connectivity)`` of each
@@ -176,15 +262,22 @@ def bond_planes(steps, ndim: int, connectivity: int, rows) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=256)
-def offset_table(shape: tuple, connectivity: int, label_axes: int | None = None) -> np.ndarray:
+def offset_table(shape: tuple, connectivity: int, label_axes: int | None = None,
+                 offsets: tuple | None = None) -> np.ndarray:
     """Return the ``(noff, 4)`` int64 table for a C-ordered array of ``shape``.
 
     ``shape`` must have no singleton axes and at most ``MAX_NDIM`` axes.
     ``label_axes`` (bit k: axis k), for ``label(..., axes=...)``: keep only
     the offsets that move along these axes; ``connectivity`` then counts hops
-    along them.  (Whether the left neighbour exists is the caller's to say:
-    it does when the last axis is one of them.)
+    along them.  ``offsets``: an explicit half neighbourhood of ``shape``
+    (lexicographically negative steps, as :func:`structure_offsets` gives
+    them) instead of ``connectivity`` and ``label_axes``, for any
+    centrosymmetric neighbourhood.  (Whether the left neighbour exists is
+    the caller's to say: it does when the last axis is labelled along, or
+    when ``offsets`` holds it.)
     """
+    if offsets is not None:
+        return _explicit_table(shape, offsets)
     ndim = len(shape)
     if ndim > MAX_NDIM:
         raise ValueError(
@@ -211,6 +304,41 @@ def offset_table(shape: tuple, connectivity: int, label_axes: int | None = None)
         hi = sum(1 << k for k, d in enumerate(delta) if d == 1)
         flags = 0
         if _is_offset(tuple(np.asarray(delta) + last), connectivity):
+            flags |= COVERED
+        if delta[-1] == -1:
+            flags |= MOVES_LEFT
+        rows.append((lin, lo, hi, flags))
+    table = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    table.setflags(write=False)
+    return table
+
+
+def _explicit_table(shape: tuple, offsets: tuple) -> np.ndarray:
+    """:func:`offset_table` of an explicit half neighbourhood ``offsets``.
+
+    A row is "covered" when its offset plus one step along the last axis is
+    in ``offsets`` too: its target is then a neighbour of the left cell as
+    well, and the pair is implied when the cell joins its left neighbour
+    (the left neighbour being in ``offsets`` then, or no cell joins it).
+    """
+    ndim = len(shape)
+    if ndim > MAX_NDIM:
+        raise ValueError(
+            f"label_image has {ndim} axes longer than 1; meshccl supports at most {MAX_NDIM}")
+    present = set(offsets)
+    if any(len(d) != ndim for d in present):
+        raise ValueError(f"offsets of {ndim}-D steps expected for shape {shape}, got {offsets}")
+    strides = np.ones(ndim, dtype=np.int64)
+    for k in range(ndim - 2, -1, -1):
+        strides[k] = strides[k + 1] * shape[k + 1]
+    left = (0,) * (ndim - 1) + (-1,)
+    rows = []
+    for delta in sorted(present - {left}):
+        lin = int(np.dot(delta, strides))
+        lo = sum(1 << k for k, d in enumerate(delta) if d == -1)
+        hi = sum(1 << k for k, d in enumerate(delta) if d == 1)
+        flags = 0
+        if delta[:-1] + (delta[-1] + 1,) in present:
             flags |= COVERED
         if delta[-1] == -1:
             flags |= MOVES_LEFT

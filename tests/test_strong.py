@@ -208,7 +208,7 @@ def test_options_and_errors():
             strong(g, **{name: value})
     assert strong(g, method="auto", cpu_threads=0)[0] == 1
     n, labels, info = strong(g, return_info=True)
-    assert (n, info["method"], info["backend"]) == (1, "pearce", "cpu")
+    assert (n, info["method"], info["backend"]) == (1, "tarjan", "cpu")
     with pytest.raises(ValueError, match="indices must lie in \\[0, 2\\), got 5"):
         strong((np.array([0, 1, 1]), np.array([5])))
     with pytest.raises(ValueError, match="csgraph must be a square"):
@@ -628,11 +628,21 @@ def test_scc_bench_runs_on_the_cpu(tmp_path):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     bench.main(["--min-scale", "6", "--max-scale", "7", "--road-side", "12", "--giant-scale", "7",
-                "--reps", "1", "--out", str(tmp_path)])
+                "--family-scale", "0.002", "--reps", "1", "--out", str(tmp_path)])
     data = json.loads((tmp_path / "scc.json").read_text())
     assert [r["graph"] for r in data["rows"]][:2] == ["R-MAT 6", "R-MAT 7"]
-    assert len(data["rows"]) == 4 and data["columns"] == ["scipy", "meshccl cpu"]
-    assert "| R-MAT 7 |" in (tmp_path / "scc.md").read_text()
+    assert len(data["rows"]) == 4 + len(bench.FAMILIES)
+    assert data["columns"] == ["scipy", "meshccl cpu"]
+    text = (tmp_path / "scc.md").read_text()
+    assert "| R-MAT 7 |" in text
+    for title, _ in bench.FAMILIES.values():
+        assert f"| {title} |" in text
+    # the families are what they say: one component on the cycle, none
+    # larger than one vertex on the grid and the DAG, 10 on the small ones
+    rows = {r["graph"]: r for r in data["rows"]}
+    assert rows["one cycle through all + chords"]["components"] == 1
+    assert rows["2-D grid, one way"]["largest"] == rows["random DAG"]["largest"] == 1
+    assert rows["many small SCCs (10-cycles)"]["largest"] == 10
 
 
 def test_colour_order_is_a_permutation():

@@ -45,10 +45,13 @@ def label_problem(prob, cpu_threads=1):
     from .image import cpu_count, first_cell_labels
 
     P = np.empty(prob.size, dtype=prob.work_dtype)
-    table = offset_table(prob.shape, prob.connectivity, prob.label_axes)
+    table = offset_table(prob.shape, prob.connectivity, prob.label_axes, prob.offsets)
     features = dict(mask=prob.mask, bonds=prob.bonds, bond_rows=prob.bond_rows,
                     tolerance=prob.tolerance, no_left=prob.no_left, background=prob.bgkey,
                     counts=prob.counts)
+    # (the run-based labeller reads its neighbour lines from a connectivity's
+    # table; an explicit neighbourhood takes the per-cell one)
+    explicit = prob.offsets is not None
     report = {"iterations": 1}
     if prob.method in ITERATIVE:
         num, report["iterations"], report["seconds"] = label_iterative(
@@ -57,18 +60,19 @@ def label_problem(prob, cpu_threads=1):
     elif cpu_threads != 1 and not prob.periodic:
         report["threads"] = cpu_threads or cpu_count()
         num = label_mesh_parallel(prob.values, P, prob.shape, table, prob.has_bg, prob.bgkey,
-                                  report["threads"], **features)
+                                  report["threads"], **features, explicit=explicit)
     else:
         num = label_mesh(prob.values, P, prob.shape, table, prob.has_bg, prob.bgkey,
-                         periodic=prob.periodic, **features)
+                         periodic=prob.periodic, **features, explicit=explicit)
     num, counts = num if prob.counts else (num, None)
     if prob.first:
         first_cell_labels(P, num)
     return P, num, counts, report
 
 
-def _plain(tolerance, mask, bonds, periodic, no_left):
-    return tolerance is None and mask is None and bonds is None and not periodic and not no_left
+def _plain(tolerance, mask, bonds, periodic, no_left, explicit):
+    return (tolerance is None and mask is None and bonds is None and not periodic
+            and not no_left and not explicit)
 
 
 def _lattice_keys(keys, bg):
@@ -84,7 +88,7 @@ def _lattice_keys(keys, bg):
 
 def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
                bonds=None, bond_rows=None, tolerance=None, no_left=False, background=None,
-               counts=False):
+               counts=False, explicit=False):
     """Label flat ``values`` (as :func:`meshccl._validate.prepare` leaves
     them) of ``shape`` into ``P`` (int32 or int64, same length), serially;
     return the number of labels (with ``counts``: (N, cells per label)).
@@ -93,10 +97,12 @@ def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
     ``no_left``: cells never join along the last axis (it is not one of
     ``axes``; ``table`` then holds only the offsets along the labelled
     axes); ``background``: the caller's background, exact, for labelling
-    with a tolerance.
+    with a tolerance; ``explicit``: ``table`` is that of an explicit
+    neighbourhood (:func:`meshccl.neighbourhood.offset_table` with
+    ``offsets``), which the per-cell labeller takes.
     """
     keys, has_bg, bg, has_tol, tol = kernel_keys(values, has_bg, bgkey, tolerance, background)
-    if _plain(tolerance, mask, bonds, periodic, no_left):
+    if _plain(tolerance, mask, bonds, periodic, no_left, explicit):
         return label_plain(keys, P, shape, table, has_bg, bg, counts)
     from .lattice import label_lattice
 
@@ -108,7 +114,7 @@ def label_mesh(values, P, shape, table, has_bg, bgkey, *, periodic=0, mask=None,
 
 def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask=None,
                         bonds=None, bond_rows=None, tolerance=None, no_left=False,
-                        background=None, counts=False):
+                        background=None, counts=False, explicit=False):
     """:func:`label_mesh` on up to ``threads`` threads (not for periodic
     lattices); the same labels.  The plain case runs in slabs along axis 0
     (:func:`.image.label_plain`), the others in chunks of rows
@@ -116,7 +122,7 @@ def label_mesh_parallel(values, L, shape, table, has_bg, bgkey, threads, *, mask
     (see ``CPU_SLAB_MIN_CELLS`` and ``CPU_CHUNK_MIN_CELLS`` in
     :mod:`meshccl._tuning`)."""
     keys, has_bg, bg, has_tol, tol = kernel_keys(values, has_bg, bgkey, tolerance, background)
-    if _plain(tolerance, mask, bonds, 0, no_left):
+    if _plain(tolerance, mask, bonds, 0, no_left, explicit):
         return label_plain(keys, L, shape, table, has_bg, bg, counts, threads)
     from .lattice import label_lattice_parallel
 

@@ -30,7 +30,9 @@ runs2d-lattice            1-D and 2-D arrays with a mask, bonds or tolerance
 cells3d-lattice           3-D arrays with a mask, bonds or tolerance
 general                   everything else: more than 3 axes longer than 1,
                           ``axes`` that are not a stack of images, grids of
-                          tiles too large for one launch of the above
+                          tiles too large for one launch of the above, and
+                          explicit neighbourhoods (``meshccl.ndimage.label``
+                          structures that no connectivity names)
 ========================  ==================================================
 
 Periodic axes add the chain's wrap kernel before the numbering (the
@@ -144,7 +146,8 @@ TABLE = (
                     "tile faces)") + _WRAP3D + _NUMBER_CELLS,
           "meshccl_label_cells_counted"),
     Chain("general", "everything else: more than 3 axes longer than 1, `axes` that are not a "
-          "stack of images, grids of tiles too large for one launch of the chains above",
+          "stack of images, grids of tiles too large for one launch of the chains above, "
+          "structures of `meshccl.ndimage.label` that no connectivity names",
           ("general.cu: meshccl_general_tile (unions inside power-of-two tiles in shared "
            "memory)", "general.cu: meshccl_general_union (pairs across tile borders)")
           + _NUMBER_ROOTS,
@@ -177,6 +180,8 @@ def select(prob) -> Case:
     if prob.method in ("A", "B", "C", "D"):
         return Case(CHAINS["iterative"], prob.shape, None, prob.periodic, prob.label_axes,
                     prob.no_left)
+    if prob.offsets is not None:  # an explicit neighbourhood: its offset table, as it is
+        return Case(CHAINS["general"], prob.shape, None, prob.periodic, None, prob.no_left)
     shape, periodic, label_axes, no_left = prob.shape, prob.periodic, prob.label_axes, \
         prob.no_left
     image_rows = None

@@ -26,11 +26,13 @@ from .number_roots import BLOCK, NULL, grid, scan_words, scratch
 
 @functools.lru_cache(maxsize=256)
 def _device_geometry(device_id: int, shape: tuple, connectivity: int, index_dtype: str,
-                     label_axes=None):
-    """Shape, offset table and tile layout on the device, uploaded once per device."""
+                     label_axes=None, offsets=None):
+    """Shape, offset table and tile layout on the device, uploaded once per
+    device (``offsets``: an explicit half neighbourhood, see
+    :func:`meshccl.neighbourhood.offset_table`)."""
     import cupy
 
-    table = neighbourhood.offset_table(shape, connectivity, label_axes)
+    table = neighbourhood.offset_table(shape, connectivity, label_axes, offsets)
     ndim = len(shape)
     tl = tile_logs(shape)
     # tile-local linear offset of each table row: sum of delta_k << shift_k
@@ -91,7 +93,7 @@ def grid_args(prob):
                tolerance_arg(values.dtype, prob.tolerance),
                np.int32(lflags))
     geo = _device_geometry(cupy.cuda.Device().id, tuple(prob.shape), prob.connectivity,
-                           np.dtype(index_dtype).name, prob.label_axes)
+                           np.dtype(index_dtype).name, prob.label_axes, prob.offsets)
     params = (np.dtype(index_dtype).type(n), geo["shape"], np.int32(len(prob.shape)),
               geo["table"], np.int32(geo["noff"]), geo["loff"], geo["tlog"], geo["tcount"],
               geo["tstride"], np.int32(bool(prob.has_bg)), prob.bgkey) + lattice

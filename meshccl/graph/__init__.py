@@ -5,8 +5,8 @@
 and arrays, dense adjacency matrices) plus CuPy sparse matrices and dense
 arrays, ``(indptr, indices)`` CSR tuples and :class:`Edges` lists, and
 returns SciPy's result -- weak components, or strong components of a
-directed graph (Pearce's search on the CPU; trimming, forward-backward and
-colouring on the GPU).  NumPy / SciPy input is labelled on the CPU
+directed graph (a compiled depth-first search on the CPU; trimming,
+forward-backward and colouring on the GPU).  NumPy / SciPy input is labelled on the CPU
 (numba), CuPy input on its GPU, with the result on the input's side;
 PyTorch tensors, JAX arrays and NetworkX graphs are converted at the door
 (:mod:`meshccl._interop`).
@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 from .. import _interop
-from . import _dispatch, _input, _methods
+from . import _dispatch, _input, _methods, _scipy
 from ._incremental import INCREMENTAL_METHODS, IncrementalConnectivity
 from ._input import Edges
 from ._list_rank import LIST_RANK_METHODS, list_rank
@@ -99,7 +99,9 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
     csgraph : sparse matrix or array, dense array, tuple or Edges
         The graph: a SciPy or CuPy sparse matrix or array of any format
         (every stored entry is an edge, explicit zeros, ``inf`` and ``nan``
-        included, as in SciPy); a dense square NumPy or CuPy array (an
+        included, as in SciPy -- but not, with SciPy 1.18 or later, the
+        zeros inside a BSR matrix's blocks, which SciPy 1.18 drops); a
+        dense square NumPy or CuPy array (an
         entry is an edge unless it is zero -- for floats |a| <= 1e-8 --,
         infinite or NaN, as in SciPy; complex accepted); an
         ``(indptr, indices)`` tuple of CSR arrays; or
@@ -121,7 +123,7 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         Any case, as in SciPy.  'weak' (default): the components of the
         graph with directions ignored.  'strong': u and v share a
         component when each reaches the other along directed edges; on the
-        CPU Pearce's depth-first search, on the GPU trimming,
+        CPU Tarjan's depth-first search (compiled), on the GPU trimming,
         forward-backward search and colouring (``docs/graph.md``: "Strong
         components").  With ``directed=True`` and ``symmetric=False`` it
         takes none of ``method``, ``compression``, ``max_iterations``
@@ -152,7 +154,7 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         Threads of the CPU backend for 'unionfind' and 'ecl' (and 'auto'):
         1 (default) serial, 0 every core numba sees.  Same labels.
     return_info : bool, optional
-        Also return a dict: ``method`` (what ran; 'pearce' and
+        Also return a dict: ``method`` (what ran; 'tarjan' and
         'fwbw-colour' for strong components), ``backend`` ('cpu' or
         'gpu'), ``iterations`` (the GPU's colouring rounds for strong
         components) and ``seconds`` (per phase; on the GPU CUDA events,
@@ -166,9 +168,11 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         component's smallest vertex (SciPy's numbering).  CuPy for CuPy
         input, a tensor for PyTorch input, a JAX array for JAX input.  Only
         with ``return_labels=True``.  Strong components on the CPU are
-        numbered as SciPy numbers them (the order in which its depth-first
-        search completes them: the same search runs here, on the rows as
-        ``csgraph.tocsr()`` stores them); on the GPU in order of each
+        numbered as the installed SciPy numbers them (the order in which
+        its depth-first search completes them, which SciPy 1.18 changed:
+        the same search runs here, on the rows as SciPy reads them -- as
+        ``csgraph.tocsr()`` stores them, and up to SciPy 1.17 sorted for a
+        matrix that is not float64); on the GPU in order of each
         component's smallest vertex -- the same partition.
     info : dict
         Only with ``return_info=True``; last.
@@ -313,13 +317,17 @@ def _strong_components(csgraph, return_info):
 
         timer = PhaseTimer()
         kind, arrays, n = timer.run("validate", lambda: _input.as_graph(csgraph))
-    else:
-        kind, arrays, n = _input.as_graph(csgraph)
+    else:  # (NumPy arrays in their own integer type: the CPU search takes int32 as it is)
+        kind, arrays, n = _input.as_graph(csgraph, int64=False)
     on_gpu = _input.is_cupy(arrays[0])
-    info = {"method": "fwbw-colour" if on_gpu else "pearce", "backend": "gpu" if on_gpu else "cpu",
+    # (SciPy up to 1.17 reads a sparse matrix that is not float64 with its rows sorted)
+    sort_rows = (not on_gpu and getattr(csgraph, "format", None) is not None
+                 and hasattr(csgraph, "nnz") and _scipy.sorts_rows(csgraph))
+    info = {"method": "fwbw-colour" if on_gpu else "tarjan", "backend": "gpu" if on_gpu else "cpu",
             "iterations": 1, "seconds": {"prepare": time.perf_counter() - t0}}
     t1 = time.perf_counter()
-    count, labels = _dispatch.strong(kind, arrays, n, timer, info if return_info else None)
+    count, labels = _dispatch.strong(kind, arrays, n, timer, info if return_info else None,
+                                     sort_rows)
     if timer is not None:
         info["seconds"].update(timer.seconds())
     info["seconds"]["label"] = time.perf_counter() - t1

@@ -92,19 +92,21 @@ def gpu(kind, arrays, n, method, symmetric, compression=None, max_iterations=Non
     return facts["count"], labels
 
 
-def strong(kind, arrays, n, timer=None, info=None):
+def strong(kind, arrays, n, timer=None, info=None, sort_rows=False):
     """(count, labels) of the strong components on the input's backend:
-    Pearce's search on the CPU (SciPy's numbering), trimming,
-    forward-backward and colouring on the GPU (components in order of
-    their smallest vertex); count a Python int.  ``timer`` and ``info``:
-    the GPU's phase timer and info dict (None: not wanted)."""
+    the installed SciPy's depth-first search on the CPU (its numbering;
+    ``sort_rows``: a CSR's rows read sorted, as SciPy up to 1.17 reads a
+    matrix that is not float64), trimming, forward-backward and colouring
+    on the GPU (components in order of their smallest vertex); count a
+    Python int.  ``timer`` and ``info``: the GPU's phase timer and info
+    dict (None: not wanted)."""
     if is_cupy(arrays[0]):
         from .._gpu import strong as backend
 
         return backend.strong_components(kind, arrays, n, timer, info)
     from .._cpu import strong as backend
 
-    return backend.strong_components(kind, arrays, n)
+    return backend.strong_components(kind, arrays, n, sort_rows)
 
 
 def forest(kind, arrays, n):

@@ -26,6 +26,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import _scipy
+
 
 class Edges(NamedTuple):
     """An edge list: edge k joins ``src[k]`` and ``dst[k]``.
@@ -96,10 +98,11 @@ def _int_array(a, name, xp):
     return xp.ascontiguousarray(a)
 
 
-def _checked(xp, *arrays):
+def _checked(xp, *arrays, int64=True):
     """Validated arrays as the backend takes them: int64 for the CPU's numba
-    code (every value is known to fit), as they are for the GPU."""
-    if xp is np:
+    code (every value is known to fit; ``int64=False``: as they are, for a
+    CPU path that takes their own integer type), as they are for the GPU."""
+    if xp is np and int64:
         return tuple(a.astype(np.int64, copy=False) for a in arrays)
     return arrays
 
@@ -192,7 +195,7 @@ def _check_indices(n, lo, hi, *named):
             raise ValueError(f"{name} must lie in [0, {n}), got {bad} at position {pos}")
 
 
-def csr(indptr, indices, n=None, probe=None, defer=None):
+def csr(indptr, indices, n=None, probe=None, defer=None, int64=True):
     """("csr", checked arrays, n).
 
     ``probe``: a dict for method='auto' on the GPU, which gets ``"chain"``
@@ -231,7 +234,7 @@ def csr(indptr, indices, n=None, probe=None, defer=None):
 
             defer.update(arrays=(indptr, indices), read=read)
             defer["raise"] = fail
-            return "csr", _checked(xp, indptr, indices), n
+            return "csr", _checked(xp, indptr, indices, int64=int64), n
     facts = None if xp is np else _device_facts(indptr, indices, probe=probe)
     if facts is None:  # NumPy, or CuPy types the fused kernel does not read
         chain = None
@@ -246,7 +249,7 @@ def csr(indptr, indices, n=None, probe=None, defer=None):
     _csr_errors(indptr, indices, n, facts)
     if facts["samples"]:
         probe["chain"] = facts["chain"] / facts["samples"]
-    return "csr", _checked(xp, indptr, indices), n
+    return "csr", _checked(xp, indptr, indices, int64=int64), n
 
 
 def _csr_errors(indptr, indices, n, facts):
@@ -263,7 +266,7 @@ def _csr_errors(indptr, indices, n, facts):
     _check_indices(n, facts["lo"], facts["hi"], ("indices", indices))
 
 
-def edges(src, dst, n=None, probe=None):
+def edges(src, dst, n=None, probe=None, int64=True):
     """("edges", checked arrays, n); ``probe`` as for :func:`csr`."""
     xp = _xp_of(("src", src), ("dst", dst))
     src = _int_array(src, "src", xp)
@@ -283,7 +286,7 @@ def edges(src, dst, n=None, probe=None):
     _check_indices(n, lo, hi, ("src", src), ("dst", dst))
     if facts is not None and facts["samples"]:
         probe["chain"] = facts["chain"] / facts["samples"]
-    return "edges", _checked(xp, src, dst), int(n)
+    return "edges", _checked(xp, src, dst, int64=int64), int(n)
 
 
 def _square(shape):
@@ -315,33 +318,36 @@ def dense_edges(a):
     return rows, cols, n
 
 
-def as_graph(g, probe=None, defer=None):
+def as_graph(g, probe=None, defer=None, int64=True):
     """(kind, arrays, n) for any accepted input; kind is "csr", "csc" (CSR
     arrays of the transpose graph) or "edges"; the arrays are NumPy or CuPy
     as the input is.  ``probe`` and ``defer``: see :func:`csr` (CSR, CSC
     and other sparse formats converted to CSR may defer their check; edge
-    lists never do)."""
+    lists never do).  ``int64=False``: NumPy arrays keep their integer type
+    (not widened to int64)."""
     if isinstance(g, Edges):
-        return edges(g.src, g.dst, g.n_vertices, probe)
+        return edges(g.src, g.dst, g.n_vertices, probe, int64)
     if isinstance(g, tuple):
         if len(g) != 2:
             raise TypeError("a tuple csgraph must be (indptr, indices); use Edges(src, dst) "
                             f"for edge lists (got a tuple of {len(g)})")
-        return csr(g[0], g[1], probe=probe, defer=defer)
+        return csr(g[0], g[1], probe=probe, defer=defer, int64=int64)
     fmt = getattr(g, "format", None)
     if fmt is not None and hasattr(g, "nnz"):  # SciPy or CuPy sparse: every stored entry is an edge
         n = _square(g.shape)
         if fmt == "csr":
-            return csr(g.indptr, g.indices, n, probe, defer)
+            return csr(g.indptr, g.indices, n, probe, defer, int64)
         if fmt == "csc":  # the transpose graph: the same weak components, edges reversed
-            return ("csc",) + csr(g.indptr, g.indices, n, probe, defer)[1:]
+            return ("csc",) + csr(g.indptr, g.indices, n, probe, defer, int64)[1:]
         if fmt == "coo":
-            return edges(g.row, g.col, n, probe)
+            return edges(g.row, g.col, n, probe, int64)
         m = g.tocsr()
-        return csr(m.indptr, m.indices, n, probe, defer)
+        if fmt == "bsr" and _scipy.drops_block_zeros():
+            m.eliminate_zeros()  # (a BSR's tocsr is a new matrix: the caller's is untouched)
+        return csr(m.indptr, m.indices, n, probe, defer, int64)
     if isinstance(g, np.ndarray) or (is_cupy(g) and hasattr(g, "nonzero") and hasattr(g, "dtype")):
         rows, cols, n = dense_edges(g)
-        return edges(rows, cols, n, probe)
+        return edges(rows, cols, n, probe, int64)
     raise TypeError(
         "csgraph must be a SciPy/CuPy sparse matrix, a dense square array, an "
         f"(indptr, indices) tuple or Edges(src, dst, n_vertices); got {type(g).__name__}")

@@ -283,6 +283,9 @@ static nb::tuple lines_py(const Input& shape, const Input& table) {
     return nb::make_tuple(o, c, r);
 }
 
+// strong components and their CSR builders (strong.cpp)
+void register_strong(nb::module_& m);
+
 NB_MODULE(_core, m) {
     m.doc() = "meshccl's compiled CPU kernels (C++17): see meshccl/_cpu/core/image.hpp.";
     const char* forced = std::getenv("MESHCCL_CPU_ISA");
@@ -310,4 +313,5 @@ NB_MODULE(_core, m) {
           nb::arg("table"), "The bit-packed scan alone, numbered into P (for the tests).");
     m.def("neighbour_lines", &lines_py, nb::arg("shape"), nb::arg("table"),
           "(offsets, cover, order) of a table's neighbour lines (for the tests).");
+    register_strong(m);
 }

@@ -1,0 +1,194 @@
+// Strongly connected components of a directed graph in CSR form, numbered
+// as scipy.sparse.csgraph.connected_components numbers them.
+//
+// One depth-first search over an explicit stack (never recursion, so no
+// graph is too deep), O(n + m) time, one pass over every edge: roots are
+// taken vertex by vertex from 0 upwards, the search path advances to the
+// next unvisited successor of its newest vertex, and the components are
+// numbered in the order the search completes them.  Which successor is
+// "next" is what SciPy changed in 1.18:
+//
+// - reading each row forwards (SciPy 1.18 on, Tarjan's search as Tarjan and
+//   Zwick's 2024 survey gives it): the first unvisited successor;
+// - reading each row backwards (SciPy up to 1.17): SciPy's Pearce search
+//   pushes every unvisited successor of a vertex in row order, moving one
+//   already waiting to the top, and visits the top next -- the *last*
+//   unvisited successor.  A depth-first search over the reversed rows
+//   visits the same vertices in the same order and completes the same
+//   components in the same order, so it gives the same labels in one pass
+//   over the edges instead of two.
+//
+// rindex follows Pearce ("A space-efficient algorithm for finding strongly
+// connected components", IPL 116, 2016): a vertex's visiting index while it
+// is on the path or waits for its root, and once its component is complete
+// the component's number counted down from n - 1, larger than every
+// visiting index still in use, so one comparison rindex[w] < low serves
+// both "w is still open" and "w's low link".  The visiting indices of a
+// completed component are given back.  Members of an open component wait
+// on a second stack above the vertices of older ones.  At the end label =
+// n - 1 - rindex: 0 for the first component completed.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace meshccl {
+namespace strong {
+
+using i64 = std::int64_t;
+
+// Memory for the two stacks of the search, one allocation of n frames: the
+// search path grows up from its start, the waiting vertices (smaller
+// entries) down from its end.  A vertex is on at most one of the two, so
+// together they never hold more than n and never meet.  Pages are touched
+// only as deep as the stacks go (huge pages from 4 MiB, as NumPy asks for
+// its arrays: a deep search faults once per 2 MiB).
+class Arena {
+  public:
+    explicit Arena(std::size_t bytes) : bytes_(std::max<std::size_t>(bytes, 16)) {
+        void* m = nullptr;
+#if defined(__linux__)
+        if (bytes_ >= (std::size_t(4) << 20)) {
+            if (posix_memalign(&m, std::size_t(1) << 21, bytes_) != 0) throw std::bad_alloc();
+            madvise(m, bytes_, MADV_HUGEPAGE);
+        }
+#endif
+        if (!m && !(m = std::malloc(bytes_))) throw std::bad_alloc();
+        p_ = static_cast<char*>(m);
+    }
+    ~Arena() { std::free(p_); }
+    Arena(const Arena&) = delete;
+    Arena& operator=(const Arena&) = delete;
+    template <class T>
+    T* begin() const { return reinterpret_cast<T*>(p_); }
+    template <class T>
+    T* end() const { return reinterpret_cast<T*>(p_ + bytes_); }
+
+  private:
+    std::size_t bytes_;
+    char* p_;
+};
+
+// The search.  Backward: read every row from its end.  P, X: the types of
+// indptr and indices (int32 where they fit: half the bytes to fetch).
+// rindex (n entries) ends holding n - 1 - label.  Returns the number of
+// components.
+template <class I, bool Backward, class P, class X>
+i64 tarjan(const P* indptr, const X* indices, i64 n, I* rindex) {
+    const I VOID = -1;
+    // A vertex on the search path: the next entry of its row to read
+    // (Backward: one past it), and the vertex, stored as ~v (negative) once
+    // a successor showed a smaller rindex (v is then no root).
+    struct Frame {
+        P next;
+        I v;
+    };
+    static_assert(sizeof(Frame) % sizeof(I) == 0, "waiting entries must tile the frames");
+    for (i64 v = 0; v < n; ++v) rindex[v] = VOID;
+    Arena arena(sizeof(Frame) * std::size_t(n));
+    Frame* const path0 = arena.begin<Frame>();
+    Frame* path = path0;                  // one past the top frame
+    I* const wait0 = arena.end<I>();
+    I* wait = wait0;                      // the top waiting vertex
+    I index = 0;
+    I c = I(n - 1);
+    auto first = [&](I v) { return Backward ? indptr[v + 1] : indptr[v]; };
+    for (i64 s = 0; s < n; ++s) {
+        if (rindex[s] != VOID) continue;
+        rindex[s] = index++;
+        *path++ = Frame{first(I(s)), I(s)};
+        while (path != path0) {
+            Frame& f = path[-1];
+            bool root = f.v >= 0;
+            const I v = root ? f.v : ~f.v;
+            const i64 stop = Backward ? i64(indptr[v]) : i64(indptr[v + 1]);
+            i64 e = i64(f.next);
+            if (e == i64(first(v))) {
+                // first time at v: ask for its successors' rindex and rows at
+                // once, so that their cache misses overlap, not one a descent
+                const i64 lo = Backward ? std::max(stop, e - 16) : e;
+                const i64 hi = Backward ? e : std::min(stop, e + 16);
+                for (i64 k = lo; k < hi; ++k) {
+                    __builtin_prefetch(rindex + indices[k]);
+                    __builtin_prefetch(indptr + indices[k]);
+                }
+            }
+            I low = rindex[v];
+            // read the row up to the next unvisited successor
+            I w = VOID;
+            while (e != stop) {
+                const I x = I(indices[Backward ? e - 1 : e]);
+                e += Backward ? -1 : 1;
+                const I r = rindex[x];
+                if (r == VOID) {
+                    w = x;
+                    break;
+                }
+                if (r < low) {
+                    low = r;
+                    root = false;
+                }
+            }
+            rindex[v] = low;
+            if (w != VOID) {  // descend to w
+                f.next = P(e);
+                f.v = root ? v : ~v;
+                rindex[w] = index++;
+                *path++ = Frame{first(w), w};
+                continue;
+            }
+            --path;  // v is finished
+            if (root) {  // v's component: v and the waiting vertices of low >= v's
+                --index;
+                while (wait != wait0 && low <= rindex[*wait]) {
+                    rindex[*wait++] = c;
+                    --index;
+                }
+                rindex[v] = c--;
+            } else {
+                *--wait = v;
+            }
+            if (path != path0) {  // the parent's low link takes v's
+                Frame& p = path[-1];
+                const I u = p.v >= 0 ? p.v : ~p.v;
+                if (rindex[v] < rindex[u]) {
+                    rindex[u] = rindex[v];
+                    p.v = ~u;
+                }
+            }
+        }
+    }
+    return n - 1 - i64(c);
+}
+
+// CSR rows (n + 1 offsets into out) of the pairs (key[k], val[k]) in the
+// order of k within each row: a stable counting sort by key.
+inline void counting_rows(const i64* key, const i64* val, i64 m, i64 n, i64* indptr, i64* out) {
+    for (i64 i = 0; i <= n; ++i) indptr[i] = 0;
+    for (i64 k = 0; k < m; ++k) ++indptr[key[k] + 1];
+    for (i64 i = 0; i < n; ++i) indptr[i + 1] += indptr[i];
+    std::vector<i64> cursor(indptr, indptr + n);
+    for (i64 k = 0; k < m; ++k) out[cursor[key[k]]++] = val[k];
+}
+
+// The transpose of a CSR (n vertices): row w of the result lists the v with
+// w in row v, ascending (rows are read in order).
+inline void transpose_rows(const i64* indptr, const i64* indices, i64 n, i64* tptr, i64* tidx) {
+    const i64 m = indptr[n];
+    for (i64 i = 0; i <= n; ++i) tptr[i] = 0;
+    for (i64 e = 0; e < m; ++e) ++tptr[indices[e] + 1];
+    for (i64 i = 0; i < n; ++i) tptr[i + 1] += tptr[i];
+    std::vector<i64> cursor(tptr, tptr + n);
+    for (i64 v = 0; v < n; ++v)
+        for (i64 e = indptr[v]; e < indptr[v + 1]; ++e) tidx[cursor[indices[e]]++] = v;
+}
+
+}  // namespace strong
+}  // namespace meshccl
