@@ -170,8 +170,8 @@ def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic
     flags = (FIRST * first | BOXES * boxes | SUMS * sums | CIRCULAR * bool(nper)
              | VALUES * values)
     # each warp of meshccl_measure_runs takes one stretch of whole sweeps
-    warps = max(1, min(WARPS_PER_SM * _multiprocessors(device), -(-max(n, 1) // SWEEP)))
-    per_warp = -(-(-(-n // warps)) // SWEEP) * SWEEP
+    warps = max(1, min(WARPS_PER_SM * _multiprocessors(device), -(-n // SWEEP)))
+    per_warp = max(SWEEP, -(-(-(-n // warps)) // SWEEP) * SWEEP)
     warps = max(1, -(-n // per_warp))
     index = np.int32 if n + per_warp + SWEEP < 2**31 else np.int64
     init, runs, finish = kernels(

@@ -45,9 +45,10 @@
 // background, the spanning cluster) the queue, and cost several times
 // more.  A run whose label finds no slot within a few probes goes straight
 // to the global table, and so do the runs of a warp whose table filled up
-// again within a few chunks (stretches of one-cell labels: those labels are
-// all different, so nothing queues there, and handing over slots that hold
-// one run each would only add work).  Slots hold coordinates and counts in
+// again within a few chunks, label 0 excepted (stretches of one-cell
+// labels: those labels are all different, so nothing queues there, and
+// handing over slots that hold one run each would only add work; the
+// background would queue, so it keeps its slot).  Slots hold coordinates and counts in
 // 32 bits (so stretches below 2^31 cells and axes below 2^32; the host
 // launches without slots otherwise).  Circular sums of periodic axes, rare,
 // always go straight to the global table.  The chunk's row and its
@@ -86,8 +87,8 @@ constexpr int CACHED_AXES = 4;
 constexpr int CHUNKS = 4;
 // probes for a free slot before a run goes to the global table
 constexpr int PROBES = 16;
-// a warp's table filled again within CHURN chunks: the next BYPASS chunks
-// go to the global table directly
+// a warp's table filled again within CHURN chunks: in the next BYPASS
+// chunks only label 0 uses it, the other runs go to the global table
 constexpr int CHURN = 8, BYPASS = 64;
 constexpr unsigned long long NO_LABEL = ~0ull;
 
@@ -474,7 +475,7 @@ meshccl_measure_runs(const L* __restrict__ labels, const V* __restrict__ values,
                 const unsigned long long len = (unsigned long long)back + 1ull;
                 const unsigned long long xh = (unsigned long long)(x - back);
                 const long long head_i = (long long)(i - back);
-                const int slot = slots && !bypass ? tab.find(l) : -1;
+                const int slot = slots && (!bypass || l == 0ull) ? tab.find(l) : -1;
                 // a row axis's coordinate of this run
                 auto coord = [&](int d) -> unsigned long long {
                     if (row == row0) {
