@@ -263,6 +263,12 @@ CPU_PROV_TABLE_MIN = 1024
 # counter a label (docs/measure.md: "Counts while labelling").
 CPU_COUNTS_SPREAD_LABELS = 8192
 
+# Fewest cells per thread of the per-label tables of meshccl.measure
+# (_cpu/core/measure.hpp); an image of fewer than twice as many is measured
+# by one thread whatever cpu_threads says.  A thread costs its start and a
+# private table to merge; one pass over 2**16 cells takes some 100 us.
+CPU_MEASURE_MIN_CELLS = 1 << 16
+
 # ---------------------------------------------------------------------------
 # CPU: graphs
 # ---------------------------------------------------------------------------

@@ -63,6 +63,30 @@ struct LatticeArgs {
     std::vector<i64>* counts;
 };
 
+// The per-label table of meshccl.measure (measure.hpp): labels as unsigned
+// integers, the intensity (or none) by kind and size, the columns to fill
+// (null where not wanted; NumPy arrays of rows, or rows x ndim / nper).
+struct MeasureArgs {
+    const void* labels;        // n labels of label_bytes (unsigned)
+    int label_bytes;
+    const void* values;        // n intensities, or null
+    char value_kind;           // 'u', 'i' or 'f' (bool as 'u')
+    int value_bytes;
+    i64 n;
+    const i64* shape;
+    int ndim;
+    i64 rows;                  // labels are below it
+    const i64* periodic;       // the periodic axes
+    int nper;
+    bool first, boxes, sums;
+    int threads;
+    i64 min_cells;             // fewest cells a thread
+    i64 *count, *first_out, *lo, *hi;
+    double *csum, *cos, *sin, *isum, *iabs;
+    void *imin, *imax;         // the intensity's type
+    double *wsum, *wcos, *wsin;
+};
+
 // The lattice labeller (lattice.hpp), compiled in the baseline copy only.
 i64 label_lattice(const LatticeArgs& a);
 
@@ -79,6 +103,7 @@ i64 label_lattice(const LatticeArgs& a);
     void neighbour_lines(const i64* shape, int ndim, const i64* table, int noff,       \
                          std::vector<i64>& off, std::vector<int>& cover,               \
                          std::vector<int>& order);                                     \
+    int measure_table(const MeasureArgs& a);                                           \
     }
 
 MESHCCL_CPU_API(baseline)
