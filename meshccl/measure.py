@@ -3,9 +3,9 @@
 What users do right after labelling -- count the cells of each component,
 find where it is, keep the largest, remove the small ones, look at the size
 distribution -- on the array's own device: NumPy in, NumPy out (the CPU,
-through C-implemented NumPy / SciPy reductions); CuPy in, CuPy out (the
-GPU, through ``_kernels/measure.cu``; the label image never leaves the
-device).  Every function validates, picks the backend by the array's kind
+through one pass of the compiled core, ``_cpu/core/measure.hpp``, on
+``cpu_threads`` threads); CuPy in, CuPy out (the GPU, through
+``_kernels/measure.cu``; the label image never leaves the device).  Every function validates, picks the backend by the array's kind
 and leaves the arithmetic to it; the tables come back indexed by label.
 
 See ``docs/measure.md`` for the conventions (boxes, labels without cells,
@@ -123,6 +123,19 @@ def _count(value, name, low=0):
     return int(value)
 
 
+def _cpu_threads(cpu_threads):
+    """Threads for the CPU tables from ``cpu_threads`` (0: every core this
+    process may run on), validated as :func:`meshccl.label` does."""
+    if (isinstance(cpu_threads, (bool, np.bool_))
+            or not isinstance(cpu_threads, (int, np.integer)) or cpu_threads < 0):
+        raise ValueError(f"cpu_threads must be an int >= 0 (0: all cores), got {cpu_threads!r}")
+    if cpu_threads == 0:
+        from ._cpu.image import cpu_count
+
+        return cpu_count()
+    return int(cpu_threads)
+
+
 def _label(image, connectivity, periodic):
     from .labelling import label
 
@@ -149,16 +162,18 @@ def _divide(xp, a, b):
     return xp.where(b == 0, xp.nan, a / safe)
 
 
-def _table(checked, intensity, per, first=False, boxes=True, sums=True):
+def _table(checked, intensity, per, first=False, boxes=True, sums=True, threads=1):
     """The finished per-label table of ``checked`` (what :func:`_labels`
     returns): counts, boxes (inclusive lo/hi with the periodic convention,
     lo = 0 and hi = -1 for labels without cells), centroids and the
-    intensity statistics.  ``per``: the periodic axes."""
+    intensity statistics.  ``per``: the periodic axes; ``threads``: for the
+    CPU table (the GPU's ignores it)."""
     xp, labels, backend, top = checked
     shape = tuple(labels.shape)
     rows = top + 1
+    extra = {"threads": threads} if xp is np else {}
     t = backend.table(labels, shape, rows, first=first, boxes=boxes, sums=sums,
-                      periodic=per if sums else (), intensity=intensity)
+                      periodic=per if sums else (), intensity=intensity, **extra)
     count = t["count"]
     empty = count == 0
     cf = count.astype(np.float64)
@@ -203,7 +218,7 @@ def _slices(lo, hi, count):
 
 
 @_on_its_gpu
-def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
+def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d", cpu_threads=1):
     """Cell counts, bounding boxes and centroids of every label (cc3d's ``statistics``).
 
     Parameters
@@ -226,6 +241,15 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
         with exclusive stops, skimage's ``bbox`` order; 'slices': a host
         list of tuples of slices (None for labels without cells), cc3d's
         default and :func:`scipy.ndimage.find_objects`'s form.
+    cpu_threads : int, optional
+        Threads for NumPy input, as :func:`meshccl.label`'s: 1 (default)
+        one, 0 every core this process may run on, N at most N.  Fewer run
+        on small images (under ``CPU_MEASURE_MIN_CELLS`` = 65 536 cells a
+        thread), on images of fewer rows than threads (the rows of the last
+        axis are split; a 1-D array is one row) and where the labels are so
+        many that the threads' private tables would hold more rows than the
+        image has cells (one-cell labels run on one thread).  Ignored for
+        CuPy input.
 
     Returns
     -------
@@ -257,9 +281,11 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
     occupied (label, coordinate) pairs of each periodic axis.
 
     Counts, boxes, intensity min / max and non-periodic centroids are the
-    same on both backends, bit for bit; circular means and intensity sums,
-    means and weighted centroids of non-integer intensities agree to
-    floating-point rounding (the GPU adds in another order).  On CuPy the
+    same on both backends, bit for bit, and for any ``cpu_threads``;
+    circular means and intensity sums, means and weighted centroids of
+    non-integer intensities agree to floating-point rounding (the GPU adds
+    in another order, and so does each number of CPU threads; one number
+    of threads always gives the same values).  On CuPy the
     call waits for the device to read the largest label (and in the sort of
     each periodic axis; the 'slices' layout copies the box table).
 
@@ -284,10 +310,11 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
     """
     if bbox_layout not in BBOX_LAYOUTS:
         raise ValueError(f"bbox_layout must be one of {BBOX_LAYOUTS}, got {bbox_layout!r}")
+    threads = _cpu_threads(cpu_threads)
     checked = _labels(labels)
     xp, labels = checked[:2]
     intensity = _intensity(intensity, xp, labels.shape)
-    t = _table(checked, intensity, _periodic_axes(periodic, labels.ndim))
+    t = _table(checked, intensity, _periodic_axes(periodic, labels.ndim), threads=threads)
     lo, hi, count = t["lo"], t["hi"], t["count"]
     ndim = lo.shape[1]
     if bbox_layout == "cc3d":
@@ -306,7 +333,7 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
 
 @_on_its_gpu
 def regionprops_table(label_image, intensity_image=None, properties=("label", "bbox"), *,
-                      separator="-"):
+                      separator="-", cpu_threads=1):
     """``skimage.measure.regionprops_table`` for the properties both have.
 
     Parameters
@@ -322,6 +349,10 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
         ``coords``.
     separator : str, optional
         Between a property's name and its column, as skimage's.
+    cpu_threads : int, optional
+        Threads for NumPy input, as :func:`statistics`'s (1 by default, 0
+        every core); ignored for CuPy input.  The values do not depend on
+        it but for the rounding of ``intensity_mean`` of float images.
 
     Returns
     -------
@@ -360,13 +391,14 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
     if wants_intensity and intensity_image is None:
         raise ValueError(f"properties {[p for p in properties if p.startswith('intensity')]} "
                          "need an intensity_image")
+    threads = _cpu_threads(cpu_threads)
     checked = _labels(label_image, "label_image", allow_bool=False)
     xp, labels, backend = checked[:3]
     if labels.ndim == 0:  # (skimage refuses it with a TypeError too)
         raise TypeError(f"label_image must have at least one axis, got a 0-d array "
                         f"({labels.item()!r})")
     intensity_image = _intensity(intensity_image, xp, labels.shape, "intensity_image")
-    t = _table(checked, intensity_image if wants_intensity else None, ())
+    t = _table(checked, intensity_image if wants_intensity else None, (), threads=threads)
     present = xp.nonzero(t["count"][1:])[0] + 1
     out = {}
     for p in properties:

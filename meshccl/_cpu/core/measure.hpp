@@ -241,19 +241,33 @@ struct MeasureGeometry {
     i64 rows;          // labels must be below it
 };
 
+#if defined(__GNUC__)
+#define MESHCCL_INLINE __attribute__((always_inline))
+#else
+#define MESHCCL_INLINE
+#endif
+
 // Scan rows [r0, r1) into the zeroed table T; false if a label is not
-// below g.rows (its runs are skipped).
-template <class L, class V>
+// below g.rows (its runs are skipped).  ND: the number of axes when it is
+// known at compile time (1 to 4, without an intensity), else 0.
+template <int ND, class L, class V>
 bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const MeasureLayout& y,
                   u64* T, i64 r0, i64 r1) {
+    constexpr bool has_values = !std::is_same_v<V, NoValue>;
     bool fits = true;
     if (r0 >= r1) return fits;
-    constexpr bool has_values = !std::is_same_v<V, NoValue>;
-    const int nd = g.ndim;
+    const int nd = ND ? ND : g.ndim;
     const int last = nd - 1;  // -1 in 0-d: a single cell, no coordinates
-    const i64 W = g.W;
+    const i64 W = g.W, rows = g.rows;
     const std::size_t stride = std::size_t(y.stride);
-    std::vector<i64> rc(std::max(nd, 1), 0);  // the row's coordinates (axes 0 .. nd - 2)
+    const int o_first = y.first, o_lo = nd ? y.lo : -1, o_hi = y.hi, o_csum = nd ? y.csum : -1;
+    const int nper = g.nper;
+    // the row's coordinates (axes 0 .. nd - 2), as themselves, ~c and c + 1
+    std::vector<i64> rc_(std::max(nd, 1), 0);
+    std::vector<u64> nrc_(std::max(nd, 1)), prc_(std::max(nd, 1));
+    i64* rc = rc_.data();
+    u64* nrc = nrc_.data();
+    u64* prc = prc_.data();
     {
         i64 r = r0;
         for (int d = nd - 2; d >= 0; --d) {
@@ -262,53 +276,54 @@ bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Me
         }
     }
     // periodic axes other than the last: their cos / sin for this row
-    std::vector<double> row_cos(std::max(g.nper, 1)), row_sin(std::max(g.nper, 1));
+    std::vector<double> row_cos(std::max(nper, 1)), row_sin(std::max(nper, 1));
     int last_j = -1;  // the last axis's index among the periodic ones
-    for (int j = 0; j < g.nper; ++j)
+    for (int j = 0; j < nper; ++j)
         if (g.axes[j] == last) last_j = j;
     const double* cos_x = last_j >= 0 ? g.cos_of + g.offsets[last_j] : nullptr;
     const double* sin_x = last_j >= 0 ? g.sin_of + g.offsets[last_j] : nullptr;
     for (i64 r = r0; r < r1; ++r) {
         const i64 base = r * W;
         const L* row = lab + base;
-        for (int j = 0; j < g.nper; ++j) {
+        for (int d = 0; d < last; ++d) {
+            nrc[d] = ~u64(rc[d]);
+            prc[d] = u64(rc[d]) + 1;
+        }
+        for (int j = 0; j < nper; ++j) {
             if (j == last_j) continue;
             const i64 c = rc[g.axes[j]];
             row_cos[j] = g.cos_of[g.offsets[j] + c];
             row_sin[j] = g.sin_of[g.offsets[j] + c];
         }
-        // the row's runs: a bit for each cell that starts one (but cell 0),
-        // 64 cells a word; run [b, e] is flushed when the next one starts
-        i64 b = 0;
-        auto flush = [&](i64 e) {
-            const L l = row[b];
+        // run [b, e] of label l: one update of l's record
+        auto run = [&](i64 b, i64 e, L l) MESHCCL_INLINE {
             const i64 len = e - b + 1;
-            if (u64(l) >= u64(g.rows)) {
+            if (u64(l) >= u64(rows)) {
                 fits = false;
                 return;
             }
             u64* rec = T + std::size_t(l) * stride;
             const u64 seen = rec[0];
             rec[0] = seen + u64(len);
-            if (y.first >= 0) rec[y.first] = seen ? rec[y.first] : u64(base + b);
-            if (y.lo >= 0 && nd) {  // (~lo and hi + 1: zero is "no cell yet")
-                u64* lo = rec + y.lo;
-                u64* hi = rec + y.hi;
+            if (o_first >= 0) rec[o_first] = seen ? rec[o_first] : u64(base + b);
+            if (o_lo >= 0) {  // (~lo and hi + 1: zero is "no cell yet")
+                u64* lo = rec + o_lo;
+                u64* hi = rec + o_hi;
                 for (int d = 0; d < last; ++d) {
-                    lo[d] = std::max(lo[d], ~u64(rc[d]));
-                    hi[d] = std::max(hi[d], u64(rc[d]) + 1);
+                    lo[d] = std::max(lo[d], nrc[d]);
+                    hi[d] = std::max(hi[d], prc[d]);
                 }
                 lo[last] = std::max(lo[last], ~u64(b));
                 hi[last] = std::max(hi[last], u64(e) + 1);
             }
-            if (y.csum >= 0 && nd) {
-                u64* cs = rec + y.csum;
+            if (o_csum >= 0) {
+                u64* cs = rec + o_csum;
                 for (int d = 0; d < last; ++d) cs[d] += u64(rc[d]) * u64(len);
                 cs[last] += u64(b + e) * u64(len) / 2;
             }
-            if (y.cos >= 0) {
+            if (nper) {
                 const double fl = double(len);
-                for (int j = 0; j < g.nper; ++j) {
+                for (int j = 0; j < nper; ++j) {
                     double c = 0, s = 0;
                     if (j == last_j) {
                         for (i64 x = b; x <= e; ++x) {
@@ -349,7 +364,7 @@ bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Me
                     for (int d = 0; d < last; ++d) add_double(rec[y.wsum + d], double(rc[d]) * s);
                     add_double(rec[y.wsum + last], sx);
                 }
-                for (int j = 0; j < g.nper; ++j) {
+                for (int j = 0; j < nper; ++j) {
                     double c = 0, sn = 0;
                     if (j == last_j) {
                         for (i64 x = b; x <= e; ++x) {
@@ -366,6 +381,10 @@ bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Me
                 }
             }
         };
+        // the row's runs: a bit for each cell that starts one (but cell 0),
+        // 64 cells a word
+        i64 b = 0;
+        L l = row[0];
         for (i64 x = 0; x < W; x += 64) {
             const int len = int(std::min<i64>(64, W - x));
             u64 m = x ? differ_mask(row + x, row + x - 1, len)
@@ -373,11 +392,12 @@ bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Me
             while (m) {
                 const i64 h = x + ctz64(m);
                 m &= m - 1;
-                flush(h - 1);
+                run(b, h - 1, l);
                 b = h;
+                l = row[h];
             }
         }
-        if (W) flush(W - 1);
+        if (W) run(b, W - 1, l);
         for (int d = nd - 2; d >= 0; --d) {  // the next row's coordinates
             if (++rc[d] < g.shape[d]) break;
             rc[d] = 0;
@@ -481,7 +501,18 @@ int measure_table(const L* lab, const V* val, const MeasureGeometry& g, i64 rows
     std::vector<char> fits(T, 1);
     on_threads(T, [&](int t) {
         const i64 r0 = g.R * t / T, r1 = g.R * (t + 1) / T;
-        fits[t] = measure_rows<L, V>(lab, val, g, y, tables[t]->p, r0, r1);
+        u64* table = tables[t]->p;
+        if constexpr (has_values) {
+            fits[t] = measure_rows<0, L, V>(lab, val, g, y, table, r0, r1);
+        } else {
+            switch (g.ndim) {
+                case 1: fits[t] = measure_rows<1, L, V>(lab, val, g, y, table, r0, r1); break;
+                case 2: fits[t] = measure_rows<2, L, V>(lab, val, g, y, table, r0, r1); break;
+                case 3: fits[t] = measure_rows<3, L, V>(lab, val, g, y, table, r0, r1); break;
+                case 4: fits[t] = measure_rows<4, L, V>(lab, val, g, y, table, r0, r1); break;
+                default: fits[t] = measure_rows<0, L, V>(lab, val, g, y, table, r0, r1);
+            }
+        }
     });
     if (std::count(fits.begin(), fits.end(), 0))
         throw std::invalid_argument("measure_table: a label is not below rows");
