@@ -79,6 +79,7 @@
 #include <vector>
 
 #include "image.hpp"
+#include "kernels.hpp"
 
 namespace meshccl {
 namespace MESHCCL_CPU_NS {
@@ -478,23 +479,13 @@ inline void write_record(const u64* a, i64 l, i64 n, const MeasureLayout& y,
     }
 }
 
-// Threads for a table of `rows` records over n cells in R rows: at most
-// `threads`, one per row and per min_cells cells, and T * rows <= n.
-inline int measure_threads(int threads, i64 n, i64 R, i64 rows, i64 min_cells) {
-    i64 T = std::max(threads, 1);
-    T = std::min(T, R);
-    T = std::min(T, n / std::max<i64>(min_cells, 1));
-    T = std::min(T, n / std::max<i64>(rows, 1));
-    return int(std::max<i64>(T, 1));
-}
-
 // The whole table; returns the threads used.
 template <class L, class V>
 int measure_table(const L* lab, const V* val, const MeasureGeometry& g, i64 rows, bool first,
                   bool boxes, bool sums, int threads, i64 min_cells, const MeasureColumns& out) {
     constexpr bool has_values = !std::is_same_v<V, NoValue>;
     const MeasureLayout y(g.ndim, g.nper, first, boxes, sums, has_values);
-    const int T = measure_threads(threads, g.n, g.R, rows, min_cells);
+    const int T = cpu_api::measure_threads(threads, g.n, g.R, rows, min_cells);
     const std::size_t words = std::size_t(rows) * std::size_t(y.stride);
     std::vector<std::unique_ptr<ZeroWords>> tables;
     for (int t = 0; t < T; ++t) tables.emplace_back(new ZeroWords(i64(words)));

@@ -405,6 +405,9 @@ NB_MODULE(_core, m) {
           nb::arg("imax").none(), nb::arg("wsum").none(), nb::arg("wcos").none(),
           nb::arg("wsin").none(),
           "Fill the per-label table of flat labels (meshccl.measure) in one pass; the threads used.");
+    m.def("measure_threads", &api::measure_threads, nb::arg("threads"), nb::arg("n"),
+          nb::arg("rows_of_cells"), nb::arg("rows"), nb::arg("min_cells"),
+          "The threads measure_table runs on (measure.hpp).");
     m.def("isa", [] { return std::string(isa->name); },
           "The instruction set whose kernels run: 'x86-64-v3' or 'baseline'.");
     m.def("use_isa", &use_isa, nb::arg("name"),
