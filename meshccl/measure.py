@@ -156,6 +156,13 @@ def _circular(xp, c, s, weight, n):
     return xp.where(xp.hypot(c, s) <= CIRCULAR_EPS * weight, xp.nan, angle)
 
 
+def _per_cell(xp, a, count, out=None):
+    """a / count: sums over a label's cells averaged, NaN for labels with no
+    cells (their sums are 0: 0 / 0), without warnings; into ``out`` if given."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return xp.divide(a, count, out=out)
+
+
 def _divide(xp, a, b):
     """a / b, NaN where b == 0 (no warnings)."""
     safe = xp.where(b == 0, 1, b)
@@ -177,6 +184,7 @@ def _table(checked, intensity, per, first=False, boxes=True, sums=True, threads=
     count = t["count"]
     empty = count == 0
     cf = count.astype(np.float64)
+    has_empty = bool(empty.any()) if xp is np else True
     out = {"count": count}
     if first:
         out["first"] = t["first"]
@@ -189,20 +197,25 @@ def _table(checked, intensity, per, first=False, boxes=True, sums=True, threads=
             start, extent = backend.periodic_box(labels, shape, d, lo[:, d], hi[:, d], rows)
             lo[:, d] = start
             hi[:, d] = start + extent - 1
-        lo[empty] = 0
-        hi[empty] = -1
+        if has_empty:
+            lo[empty] = 0
+            hi[empty] = -1
         out["lo"], out["hi"] = lo, hi
+        if "box" in t:  # (lo and hi side by side: the cc3d layout)
+            out["box"] = t["box"]
     if sums:
-        cen = _divide(xp, t["csum"], cf[:, None])
+        cen = _per_cell(xp, t["csum"], cf[:, None], out=t["csum"])
         for j, d in enumerate(per):
             cen[:, d] = _circular(xp, t["cos"][:, j], t["sin"][:, j], cf, shape[d])
         out["centroid"] = cen
     if intensity is not None:
         isum = t["isum"]
         out["isum"] = isum
-        out["imean"] = _divide(xp, isum, cf)
+        out["imean"] = _per_cell(xp, isum, cf)
         for key in ("imin", "imax"):
-            out[key] = xp.where(empty, xp.nan, t[key].astype(np.float64))
+            out[key] = t[key].astype(np.float64)
+            if has_empty:
+                out[key][empty] = xp.nan
         wcen = _divide(xp, t["wsum"], isum[:, None])
         for j, d in enumerate(per):
             wcen[:, d] = _circular(xp, t["wcos"][:, j], t["wsin"][:, j], t["iabs"], shape[d])
@@ -318,7 +331,10 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d", cp
     lo, hi, count = t["lo"], t["hi"], t["count"]
     ndim = lo.shape[1]
     if bbox_layout == "cc3d":
-        boxes = xp.stack([lo, hi], axis=2).reshape(lo.shape[0], 2 * ndim)
+        box = t.get("box")
+        if box is None:
+            box = xp.stack([lo, hi], axis=2)
+        boxes = box.reshape(lo.shape[0], 2 * ndim)
     elif bbox_layout == "skimage":
         boxes = xp.concatenate([lo, hi + 1], axis=1)
     else:

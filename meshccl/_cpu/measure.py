@@ -68,8 +68,9 @@ def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic
         Rows of the table: the largest label + 1 (or more).
     first, boxes, sums : bool
         Also compute each label's first cell (flat index; ``n`` where it
-        has none), its box (``lo``/``hi``, inclusive, per axis; ``lo`` = n
-        and ``hi`` = -1 where it has no cells) and its coordinate sums.
+        has none), its box (``lo``/``hi``, inclusive, per axis; 0 where it
+        has no cells; views of ``box``, (rows, ndim, 2): both side by side)
+        and its coordinate sums.
     periodic : tuple of int
         Increasing axes whose circular sums (``cos``, ``sin`` of
         2 pi c / n) are wanted.
@@ -85,8 +86,9 @@ def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic
     Returns
     -------
     dict of ndarray
-        ``count`` (int64), ``first``, ``lo``, ``hi`` (int64), ``csum``,
-        ``cos``, ``sin`` (float64; coordinate sums exact below 2**53), and
+        ``count`` (int64), ``first``, ``lo``, ``hi``, ``box`` (int64),
+        ``csum``, ``cos``, ``sin`` (float64; coordinate sums exact below
+        2**53), and
         with ``intensity`` ``isum``, ``iabs``, ``imin``, ``imax``, ``wsum``,
         ``wcos``, ``wsin``, each where asked for.  Integer columns, and sums
         of integer intensities below 2**53, do not depend on ``threads``;
@@ -94,17 +96,17 @@ def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic
     """
     ndim = len(shape)
     nper = len(periodic)
-    out = {"count": np.empty(rows, dtype=np.int64)}
+    out = {"count": np.zeros(rows, dtype=np.int64)}
     if first:
-        out["first"] = np.empty(rows, dtype=np.int64)
+        out["first"] = np.full(rows, labels.size, dtype=np.int64)  # (n: no cell)
     if boxes:
-        out["lo"] = np.empty((rows, ndim), dtype=np.int64)
-        out["hi"] = np.empty((rows, ndim), dtype=np.int64)
+        # lo and hi side by side: the cc3d layout, a view
+        out["box"] = np.zeros((rows, ndim, 2), dtype=np.int64)
     if sums:
-        out["csum"] = np.empty((rows, ndim), dtype=np.float64)
+        out["csum"] = np.zeros((rows, ndim), dtype=np.float64)
     if nper:
-        out["cos"] = np.empty((rows, nper), dtype=np.float64)
-        out["sin"] = np.empty((rows, nper), dtype=np.float64)
+        out["cos"] = np.zeros((rows, nper), dtype=np.float64)
+        out["sin"] = np.zeros((rows, nper), dtype=np.float64)
     values = None
     if intensity is not None:
         dtype = intensity.dtype
@@ -114,19 +116,24 @@ def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic
         elif dtype == np.float16:  # (extremes stay exact: float32 holds every float16)
             values = values.astype(np.float32)
         for key in ("isum", "iabs"):
-            out[key] = np.empty(rows, dtype=np.float64)
+            out[key] = np.zeros(rows, dtype=np.float64)
         for key in ("imin", "imax"):
-            out[key] = np.empty(rows, dtype=values.dtype)
-        out["wsum"] = np.empty((rows, ndim), dtype=np.float64)
+            out[key] = np.zeros(rows, dtype=values.dtype)
+        out["wsum"] = np.zeros((rows, ndim), dtype=np.float64)
         if nper:
-            out["wcos"] = np.empty((rows, nper), dtype=np.float64)
-            out["wsin"] = np.empty((rows, nper), dtype=np.float64)
+            out["wcos"] = np.zeros((rows, nper), dtype=np.float64)
+            out["wsin"] = np.zeros((rows, nper), dtype=np.float64)
+    # (zeroed: the core adds into them, and leaves labels without cells as
+    # they are; np.zeros of a large array is fresh pages, zeroed by the
+    # system as they are first written)
     cols = {k: (v.reshape(-1) if isinstance(v, np.ndarray) else v) for k, v in out.items()}
     _core.measure_table(
         _unsigned(labels), np.array(shape, dtype=np.int64), rows,
         np.array(periodic, dtype=np.int64), values, threads, _tuning.CPU_MEASURE_MIN_CELLS,
-        *(cols.get(k) for k in ("count", "first", "lo", "hi", "csum", "cos", "sin", "isum",
+        *(cols.get(k) for k in ("count", "first", "box", "csum", "cos", "sin", "isum",
                                 "iabs", "imin", "imax", "wsum", "wcos", "wsin")))
+    if boxes:
+        out["lo"], out["hi"] = out["box"][:, :, 0], out["box"][:, :, 1]
     if intensity is not None and values.dtype != intensity.dtype:
         out["imin"] = out["imin"].astype(intensity.dtype)
         out["imax"] = out["imax"].astype(intensity.dtype)

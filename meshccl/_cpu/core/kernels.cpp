@@ -117,10 +117,10 @@ void neighbour_lines(const i64* shape, int ndim, const i64* table, int noff,
 
 template <class L, class V>
 static int measure_typed(const MeasureArgs& a, const k::MeasureGeometry& g) {
-    const k::MeasureColumns out{a.count, a.first_out, a.lo, a.hi, a.csum, a.cos, a.sin,
+    const k::MeasureColumns out{a.count, a.first_out, a.box, a.csum, a.cos, a.sin,
                                 a.isum, a.iabs, a.imin, a.imax, a.wsum, a.wcos, a.wsin};
     return k::measure_table<L, V>(static_cast<const L*>(a.labels), static_cast<const V*>(a.values),
-                                  g, a.rows, a.first, a.boxes, a.sums, a.threads, a.min_cells, out);
+                                  g, a.rows, a.threads, a.min_cells, out);
 }
 
 template <class L>

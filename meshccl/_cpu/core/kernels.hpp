@@ -66,7 +66,8 @@ struct LatticeArgs {
 
 // The per-label table of meshccl.measure (measure.hpp): labels as unsigned
 // integers, the intensity (or none) by kind and size, the columns to fill
-// (null where not wanted; NumPy arrays of rows, or rows x ndim / nper).
+// (null where not wanted; zeroed NumPy arrays of rows, or rows x ndim /
+// nper), which it fills.
 struct MeasureArgs {
     const void* labels;        // n labels of label_bytes (unsigned)
     int label_bytes;
@@ -79,10 +80,9 @@ struct MeasureArgs {
     i64 rows;                  // labels are below it
     const i64* periodic;       // the periodic axes
     int nper;
-    bool first, boxes, sums;
     int threads;
     i64 min_cells;             // fewest cells a thread
-    i64 *count, *first_out, *lo, *hi;
+    i64 *count, *first_out, *box;  // box: rows x ndim x (lo, hi)
     double *csum, *cos, *sin, *isum, *iabs;
     void *imin, *imax;         // the intensity's type
     double *wsum, *wcos, *wsin;

@@ -7,9 +7,8 @@
 //
 // The image is a C-ordered raster seen as rows of W cells (the last axis).
 // The pass walks it row by row and cuts each row into *runs*: maximal
-// stretches of one label (the run search of image.hpp finds where a label
-// changes, 8 or 16 cells a compare).  A run [b, e] of label l updates l's
-// row of the table once:
+// stretches of one label.  A run [b, e] of label l updates l's entries of
+// the table once:
 //
 //         row  r:  0 0 0 7 7 7 7 0 0 ...
 //                        b     e          count += e - b + 1
@@ -19,14 +18,15 @@
 //
 // The coordinates of the other axes are the row's, the same for every run
 // of the row: they are stepped once per row (an odometer), never divided
-// out of a cell index.  Counts, first cells, boxes and coordinate sums are
-// integers and exact.  The intensity differs from cell to cell, so a run
-// reduces its values first (sum, sum of magnitudes, sum weighted by the
-// last coordinate, extremes) and then adds those to the row; the weighted
-// sums of the other axes are the row's coordinate times the run's sum.
-// Circular sums (cos, sin of 2 pi c / n) come from a table per periodic axis:
-// len * cos of the row's coordinate, or a loop over the run on the last
-// axis.  Extremes propagate NaN as NumPy's minimum / maximum do.
+// out of a cell index.  Counts, first cells and boxes are integers; the
+// coordinate sums are integers added in float64, exact below 2**53.  The
+// intensity differs from cell to cell, so a run reduces its values first
+// (sum, sum of magnitudes, sum weighted by the last coordinate, extremes)
+// and then adds those to the label; the weighted sums of the other axes are
+// the row's coordinate times the run's sum.  Circular sums (cos, sin of
+// 2 pi c / n) come from a table per periodic axis: len * cos of the row's
+// coordinate, or a loop over the run on the last axis.  Extremes propagate
+// NaN as NumPy's minimum / maximum do.
 //
 // Finding the runs: a row is compared with itself shifted by one cell, 16
 // labels a vector compare, into a 64-bit mask of the cells that start a run;
@@ -34,38 +34,37 @@
 // each run would mispredict its exit once a run, and runs are 2 cells long
 // on average in a percolation image.
 //
-// A table is an array of records, one per label, of 8-byte words (integers,
-// doubles and the intensity's extremes in the columns the call asks for):
-// a run touches one record, mostly one cache line, and label 0 -- often half
-// the image -- stays in L1.  Boxes are kept as ~lo and hi + 1, so that zero
-// means "no cell yet" and every run widens them with two maxima, no branch;
-// the count doubles as the "seen" flag of the first cell and the extremes.
-// Tables start zeroed (fresh pages, untouched until a label is seen); a
-// last pass turns the records into the output columns (count, first, lo,
-// hi, csum, ... as NumPy arrays; labels without cells get first = n,
-// lo = n, hi = -1 and zeros).
+// A table is a set of columns indexed by label, those the call asks for:
+// counts, first cells and boxes as 64-bit integers (each label's box as
+// (lo, hi) per axis side by side: one cache line in 2-D and 3-D, and
+// cc3d's layout), sums as doubles, extremes in the intensity's type.  The
+// count doubles as a "seen" flag: a label's first run sets its first cell,
+// box and extremes, later runs widen them.  The first thread's table is the
+// output itself -- the caller's NumPy arrays, zeroed (np.zeros: fresh pages
+// that the system zeroes as they are first written; `first` filled with
+// n) -- so a serial call allocates nothing and makes no pass over the table
+// after the image; entries of labels with no cells stay as they came.
 //
 // Threads.  The rows are cut into T slabs of consecutive rows, one per
-// thread, each scanned into a private table; the last pass merges the T
-// records of each label in slab order (threads own ranges of labels there)
-// while writing the columns.  Integer columns do not depend on how the rows
-// are cut.  Floating-point sums are added in a fixed order -- along the
-// rows within a slab, then slab after slab -- so a call is deterministic;
-// sums of integer intensities and coordinates are exact integers in
-// float64 (below 2**53) and so identical for any T, while sums of float
+// thread; the first scans into the output, the others into private tables
+// (zeroed fresh pages); a last pass merges the T entries of each label in
+// slab order (threads own ranges of labels there).  Integer columns do not
+// depend on how the rows are cut.  Floating-point sums are added in a fixed
+// order -- along the rows within a slab, then slab after slab -- so a call
+// is deterministic; sums of integers (coordinates, integer intensities)
+// are exact below 2**53 and so identical for any T, while sums of float
 // intensities and circular sums may differ between thread counts in the
 // last bits.
 //
 // When the labels are many, private tables cost more than they save: each
-// is as large as the output (rows x record), and the merge reads all of
-// them.  So T is cut to keep the private tables together at most one record
-// per cell of the image (T * rows <= n), and to at least min_cells cells
-// and one row per slab; an image of one-cell labels (rows = n + 1) is
-// scanned by one thread.  A shared table updated with atomics would keep
-// all threads busy there, but every run would pay an atomic (and labels
-// next to each other across a seam would contend), and extremes of floats
-// need compare-and-swap loops; cutting T keeps one exact, atomic-free code
-// path.
+// is as large as the output, and the merge reads all of them.  So T is cut
+// to keep the private tables together within one entry per cell of the
+// image (T * rows <= n), and to at least min_cells cells and one row per
+// slab; an image of one-cell labels (rows = n + 1) is scanned by one
+// thread.  A shared table updated with atomics would keep all threads busy
+// there, but every run would pay an atomic (and labels next to each other
+// across a seam would contend), and extremes of floats need compare-and-swap
+// loops; cutting T keeps one exact, atomic-free code path.
 #pragma once
 
 #include <algorithm>
@@ -84,32 +83,12 @@
 namespace meshccl {
 namespace MESHCCL_CPU_NS {
 
-// Where a call's columns live in a record (offsets in words; -1: not asked).
-struct MeasureLayout {
-    int ndim = 0, nper = 0;
-    int first = -1, lo = -1, hi = -1, csum = -1, cos = -1, sin = -1;
-    int vmin = -1, vmax = -1, isum = -1, iabs = -1, wsum = -1, wcos = -1, wsin = -1;
-    int stride = 1;  // word 0: the count
-    MeasureLayout(int nd, int np, bool want_first, bool boxes, bool sums, bool values)
-        : ndim(nd), nper(np) {
-        auto take = [&](int words) { int at = stride; stride += words; return at; };
-        if (want_first) first = take(1);
-        if (boxes) { lo = take(nd); hi = take(nd); }
-        if (sums) csum = take(nd);
-        if (np) { cos = take(np); sin = take(np); }
-        if (values) {
-            vmin = take(1); vmax = take(1); isum = take(1); iabs = take(1); wsum = take(nd);
-            if (np) { wcos = take(np); wsin = take(np); }
-        }
-    }
-};
-
-// The output columns (NumPy arrays from the caller; null where not wanted).
+// The output columns (zeroed NumPy arrays from the caller; null where not
+// wanted).
 struct MeasureColumns {
     i64* count;
     i64* first;
-    i64* lo;
-    i64* hi;
+    i64* box;  // rows x ndim x (lo, hi)
     double* csum;
     double* cos;
     double* sin;
@@ -122,9 +101,8 @@ struct MeasureColumns {
     double* wsin;
 };
 
-// A zeroed array of words: fresh pages from the system for large tables
-// (zero until written, so a label never seen costs nothing until the last
-// pass reads it), huge pages where Linux gives them.
+// A zeroed array of words for a private table: fresh pages from the system
+// for large ones, huge pages where Linux gives them.
 struct ZeroWords {
     u64* p = nullptr;
     std::size_t bytes = 0;
@@ -156,26 +134,6 @@ struct ZeroWords {
         std::free(p);
     }
 };
-
-inline double word_double(u64 w) {
-    double d;
-    std::memcpy(&d, &w, 8);
-    return d;
-}
-inline void add_double(u64& w, double x) {
-    double d = word_double(w) + x;
-    std::memcpy(&w, &d, 8);
-}
-template <class V>
-inline V word_value(u64 w) {
-    V v;
-    std::memcpy(&v, &w, sizeof(V));
-    return v;
-}
-template <class V>
-inline void put_value(u64& w, V v) {
-    std::memcpy(&w, &v, sizeof(V));
-}
 
 // NumPy's minimum / maximum: a NaN wins.
 template <class V>
@@ -248,27 +206,89 @@ struct MeasureGeometry {
 #define MESHCCL_INLINE
 #endif
 
-// Scan rows [r0, r1) into the zeroed table T; false if a label is not
-// below g.rows (its runs are skipped).  ND: the number of axes when it is
-// known at compile time (1 to 4, without an intensity), else 0.
+// One table's columns (null where not asked for).
+template <class V>
+struct Table {
+    u64 *count = nullptr, *first = nullptr;
+    i64* box = nullptr;
+    double *csum = nullptr, *cos = nullptr, *sin = nullptr, *isum = nullptr, *iabs = nullptr, *wsum = nullptr,
+           *wcos = nullptr, *wsin = nullptr;
+    V *vmin = nullptr, *vmax = nullptr;
+};
+
+// The output as the first table (its integer columns reused as words).
+template <class V>
+Table<V> output_table(const MeasureColumns& o) {
+    Table<V> t;
+    t.count = reinterpret_cast<u64*>(o.count);
+    t.first = reinterpret_cast<u64*>(o.first);
+    t.box = o.box;
+    t.csum = o.csum;
+    t.cos = o.cos;
+    t.sin = o.sin;
+    t.isum = o.isum;
+    t.iabs = o.iabs;
+    t.wsum = o.wsum;
+    t.wcos = o.wcos;
+    t.wsin = o.wsin;
+    t.vmin = static_cast<V*>(o.imin);
+    t.vmax = static_cast<V*>(o.imax);
+    return t;
+}
+
+// A private table with the columns of `like`, carved out of zeroed words.
+template <class V>
+Table<V> private_table(const Table<V>& like, i64 rows, int nd, int np,
+                       std::vector<std::unique_ptr<ZeroWords>>& keep) {
+    i64 words = 0;
+    auto need = [&](const void* p, i64 w) { if (p) words += w; };
+    need(like.count, rows); need(like.first, rows); need(like.box, 2 * rows * nd);
+    need(like.csum, rows * nd); need(like.cos, 2 * rows * np); need(like.isum, 2 * rows);
+    need(like.wsum, rows * nd); need(like.wcos, 2 * rows * np); need(like.vmin, 2 * rows);
+    keep.emplace_back(new ZeroWords(words));
+    u64* at = keep.back()->p;
+    auto take = [&](const void* p, i64 w) {
+        u64* q = p ? at : nullptr;
+        if (p) at += w;
+        return q;
+    };
+    Table<V> t;
+    t.count = take(like.count, rows);
+    t.first = take(like.first, rows);
+    t.box = reinterpret_cast<i64*>(take(like.box, 2 * rows * nd));
+    t.csum = reinterpret_cast<double*>(take(like.csum, rows * nd));
+    t.cos = reinterpret_cast<double*>(take(like.cos, rows * np));
+    t.sin = reinterpret_cast<double*>(take(like.sin, rows * np));
+    t.isum = reinterpret_cast<double*>(take(like.isum, rows));
+    t.iabs = reinterpret_cast<double*>(take(like.iabs, rows));
+    t.wsum = reinterpret_cast<double*>(take(like.wsum, rows * nd));
+    t.wcos = reinterpret_cast<double*>(take(like.wcos, rows * np));
+    t.wsin = reinterpret_cast<double*>(take(like.wsin, rows * np));
+    t.vmin = reinterpret_cast<V*>(take(like.vmin, rows));
+    t.vmax = reinterpret_cast<V*>(take(like.vmax, rows));
+    return t;
+}
+
+// Scan rows [r0, r1) into table t; false if a label is not below g.rows
+// (its runs are skipped).  ND: the number of axes when it is known at
+// compile time (1 to 4, without an intensity), else 0.
 template <int ND, class L, class V>
-bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const MeasureLayout& y,
-                  u64* T, i64 r0, i64 r1) {
+bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Table<V> t,
+                  i64 r0, i64 r1) {
     constexpr bool has_values = !std::is_same_v<V, NoValue>;
     bool fits = true;
     if (r0 >= r1) return fits;
     const int nd = ND ? ND : g.ndim;
     const int last = nd - 1;  // -1 in 0-d: a single cell, no coordinates
     const i64 W = g.W, rows = g.rows;
-    const std::size_t stride = std::size_t(y.stride);
-    const int o_first = y.first, o_lo = nd ? y.lo : -1, o_hi = y.hi, o_csum = nd ? y.csum : -1;
     const int nper = g.nper;
-    // the row's coordinates (axes 0 .. nd - 2), as themselves, ~c and c + 1
+    u64* const count = t.count;
+    u64* const first = t.first;
+    i64* const box = nd ? t.box : nullptr;
+    double* const csum = nd ? t.csum : nullptr;
+    // the row's coordinates (axes 0 .. nd - 2)
     std::vector<i64> rc_(std::max(nd, 1), 0);
-    std::vector<u64> nrc_(std::max(nd, 1)), prc_(std::max(nd, 1));
     i64* rc = rc_.data();
-    u64* nrc = nrc_.data();
-    u64* prc = prc_.data();
     {
         i64 r = r0;
         for (int d = nd - 2; d >= 0; --d) {
@@ -286,41 +306,42 @@ bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Me
     for (i64 r = r0; r < r1; ++r) {
         const i64 base = r * W;
         const L* row = lab + base;
-        for (int d = 0; d < last; ++d) {
-            nrc[d] = ~u64(rc[d]);
-            prc[d] = u64(rc[d]) + 1;
-        }
         for (int j = 0; j < nper; ++j) {
             if (j == last_j) continue;
             const i64 c = rc[g.axes[j]];
             row_cos[j] = g.cos_of[g.offsets[j] + c];
             row_sin[j] = g.sin_of[g.offsets[j] + c];
         }
-        // run [b, e] of label l: one update of l's record
+        // run [b, e] of label l: one update of l's entries
         auto run = [&](i64 b, i64 e, L l) MESHCCL_INLINE {
             const i64 len = e - b + 1;
             if (u64(l) >= u64(rows)) {
                 fits = false;
                 return;
             }
-            u64* rec = T + std::size_t(l) * stride;
-            const u64 seen = rec[0];
-            rec[0] = seen + u64(len);
-            if (o_first >= 0) rec[o_first] = seen ? rec[o_first] : u64(base + b);
-            if (o_lo >= 0) {  // (~lo and hi + 1: zero is "no cell yet")
-                u64* lo = rec + o_lo;
-                u64* hi = rec + o_hi;
-                for (int d = 0; d < last; ++d) {
-                    lo[d] = std::max(lo[d], nrc[d]);
-                    hi[d] = std::max(hi[d], prc[d]);
+            const std::size_t i = std::size_t(l);
+            const u64 seen = count[i];
+            count[i] = seen + u64(len);
+            if (first) first[i] = seen ? first[i] : u64(base + b);
+            if (box) {
+                i64* x_ = box + 2 * i * nd;
+                if (!seen) {
+                    for (int d = 0; d < last; ++d) x_[2 * d] = x_[2 * d + 1] = rc[d];
+                    x_[2 * last] = b;
+                    x_[2 * last + 1] = e;
+                } else {
+                    for (int d = 0; d < last; ++d) {
+                        x_[2 * d] = std::min(x_[2 * d], rc[d]);
+                        x_[2 * d + 1] = std::max(x_[2 * d + 1], rc[d]);
+                    }
+                    x_[2 * last] = std::min(x_[2 * last], b);
+                    x_[2 * last + 1] = std::max(x_[2 * last + 1], e);
                 }
-                lo[last] = std::max(lo[last], ~u64(b));
-                hi[last] = std::max(hi[last], u64(e) + 1);
             }
-            if (o_csum >= 0) {
-                u64* cs = rec + o_csum;
-                for (int d = 0; d < last; ++d) cs[d] += u64(rc[d]) * u64(len);
-                cs[last] += u64(b + e) * u64(len) / 2;
+            if (csum) {  // (integers: exact below 2**53)
+                double* c_ = csum + i * nd;
+                for (int d = 0; d < last; ++d) c_[d] += double(rc[d] * len);
+                c_[last] += double((b + e) * len / 2);
             }
             if (nper) {
                 const double fl = double(len);
@@ -335,8 +356,8 @@ bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Me
                         c = fl * row_cos[j];
                         s = fl * row_sin[j];
                     }
-                    add_double(rec[y.cos + j], c);
-                    add_double(rec[y.sin + j], s);
+                    t.cos[i * nper + j] += c;
+                    t.sin[i * nper + j] += s;
                 }
             }
             if constexpr (has_values) {
@@ -352,18 +373,14 @@ bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Me
                     sa += std::fabs(w);
                     sx += w * double(x);
                 }
-                if (!seen) {
-                    put_value(rec[y.vmin], mn);
-                    put_value(rec[y.vmax], mx);
-                } else {
-                    put_value(rec[y.vmin], least(word_value<V>(rec[y.vmin]), mn));
-                    put_value(rec[y.vmax], most(word_value<V>(rec[y.vmax]), mx));
-                }
-                add_double(rec[y.isum], s);
-                add_double(rec[y.iabs], sa);
+                t.vmin[i] = seen ? least(t.vmin[i], mn) : mn;
+                t.vmax[i] = seen ? most(t.vmax[i], mx) : mx;
+                t.isum[i] += s;
+                t.iabs[i] += sa;
                 if (nd) {
-                    for (int d = 0; d < last; ++d) add_double(rec[y.wsum + d], double(rc[d]) * s);
-                    add_double(rec[y.wsum + last], sx);
+                    double* w_ = t.wsum + i * nd;
+                    for (int d = 0; d < last; ++d) w_[d] += double(rc[d]) * s;
+                    w_[last] += sx;
                 }
                 for (int j = 0; j < nper; ++j) {
                     double c = 0, sn = 0;
@@ -377,8 +394,8 @@ bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Me
                         c = s * row_cos[j];
                         sn = s * row_sin[j];
                     }
-                    add_double(rec[y.wcos + j], c);
-                    add_double(rec[y.wsin + j], sn);
+                    t.wcos[i * nper + j] += c;
+                    t.wsin[i * nper + j] += sn;
                 }
             }
         };
@@ -407,117 +424,76 @@ bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Me
     return fits;
 }
 
-// Fold record s into record a (both of layout y): s's cells come after a's
-// in raster order.
+// Fold label i of table s into table a: s's cells come after a's in
+// raster order.
 template <class V>
-inline void merge_record(u64* a, const u64* s, const MeasureLayout& y) {
-    constexpr bool has_values = !std::is_same_v<V, NoValue>;
-    if (!s[0]) return;
-    const bool seen = a[0] != 0;
-    a[0] += s[0];
-    if (y.first >= 0 && !seen) a[y.first] = s[y.first];
-    if (y.lo >= 0)
-        for (int d = 0; d < y.ndim; ++d) {
-            a[y.lo + d] = std::max(a[y.lo + d], s[y.lo + d]);
-            a[y.hi + d] = std::max(a[y.hi + d], s[y.hi + d]);
-        }
-    if (y.csum >= 0)
-        for (int d = 0; d < y.ndim; ++d) a[y.csum + d] += s[y.csum + d];
-    for (int j = 0; j < y.nper; ++j) {
-        add_double(a[y.cos + j], word_double(s[y.cos + j]));
-        add_double(a[y.sin + j], word_double(s[y.sin + j]));
-    }
-    if constexpr (has_values) {
-        if (!seen) {
-            a[y.vmin] = s[y.vmin];
-            a[y.vmax] = s[y.vmax];
-        } else {
-            put_value(a[y.vmin], least(word_value<V>(a[y.vmin]), word_value<V>(s[y.vmin])));
-            put_value(a[y.vmax], most(word_value<V>(a[y.vmax]), word_value<V>(s[y.vmax])));
-        }
-        add_double(a[y.isum], word_double(s[y.isum]));
-        add_double(a[y.iabs], word_double(s[y.iabs]));
-        for (int d = 0; d < y.ndim; ++d) add_double(a[y.wsum + d], word_double(s[y.wsum + d]));
-        for (int j = 0; j < y.nper; ++j) {
-            add_double(a[y.wcos + j], word_double(s[y.wcos + j]));
-            add_double(a[y.wsin + j], word_double(s[y.wsin + j]));
-        }
-    }
-}
-
-// Write label l's record into the columns.
-template <class V>
-inline void write_record(const u64* a, i64 l, i64 n, const MeasureLayout& y,
-                         const MeasureColumns& out) {
-    constexpr bool has_values = !std::is_same_v<V, NoValue>;
-    const bool seen = a[0] != 0;
-    const int nd = y.ndim, np = y.nper;
-    out.count[l] = i64(a[0]);
-    if (out.first) out.first[l] = seen ? i64(a[y.first]) : n;
-    if (out.lo)
+inline void merge_label(const Table<V>& a, const Table<V>& s, std::size_t i, int nd, int np) {
+    const u64 sc = s.count[i];
+    if (!sc) return;
+    const bool seen = a.count[i] != 0;
+    a.count[i] += sc;
+    if (a.first && !seen) a.first[i] = s.first[i];
+    if (a.box)
         for (int d = 0; d < nd; ++d) {
-            out.lo[l * nd + d] = seen ? i64(~a[y.lo + d]) : n;
-            out.hi[l * nd + d] = i64(a[y.hi + d]) - 1;
+            i64* x = a.box + 2 * (i * nd + d);
+            const i64* y = s.box + 2 * (i * nd + d);
+            x[0] = seen ? std::min(x[0], y[0]) : y[0];
+            x[1] = seen ? std::max(x[1], y[1]) : y[1];
         }
-    if (out.csum)
-        for (int d = 0; d < nd; ++d) out.csum[l * nd + d] = double(a[y.csum + d]);
-    if (out.cos)
+    if (a.csum)
+        for (int d = 0; d < nd; ++d) a.csum[i * nd + d] += s.csum[i * nd + d];
+    if (a.cos)
         for (int j = 0; j < np; ++j) {
-            out.cos[l * np + j] = word_double(a[y.cos + j]);
-            out.sin[l * np + j] = word_double(a[y.sin + j]);
+            a.cos[i * np + j] += s.cos[i * np + j];
+            a.sin[i * np + j] += s.sin[i * np + j];
         }
-    if constexpr (has_values) {
-        static_cast<V*>(out.imin)[l] = seen ? word_value<V>(a[y.vmin]) : V(0);
-        static_cast<V*>(out.imax)[l] = seen ? word_value<V>(a[y.vmax]) : V(0);
-        out.isum[l] = word_double(a[y.isum]);
-        out.iabs[l] = word_double(a[y.iabs]);
-        for (int d = 0; d < nd; ++d) out.wsum[l * nd + d] = word_double(a[y.wsum + d]);
+    if constexpr (!std::is_same_v<V, NoValue>) {
+        a.vmin[i] = seen ? least(a.vmin[i], s.vmin[i]) : s.vmin[i];
+        a.vmax[i] = seen ? most(a.vmax[i], s.vmax[i]) : s.vmax[i];
+        a.isum[i] += s.isum[i];
+        a.iabs[i] += s.iabs[i];
+        for (int d = 0; d < nd; ++d) a.wsum[i * nd + d] += s.wsum[i * nd + d];
         for (int j = 0; j < np; ++j) {
-            out.wcos[l * np + j] = word_double(a[y.wcos + j]);
-            out.wsin[l * np + j] = word_double(a[y.wsin + j]);
+            a.wcos[i * np + j] += s.wcos[i * np + j];
+            a.wsin[i * np + j] += s.wsin[i * np + j];
         }
     }
 }
 
 // The whole table; returns the threads used.
 template <class L, class V>
-int measure_table(const L* lab, const V* val, const MeasureGeometry& g, i64 rows, bool first,
-                  bool boxes, bool sums, int threads, i64 min_cells, const MeasureColumns& out) {
-    constexpr bool has_values = !std::is_same_v<V, NoValue>;
-    const MeasureLayout y(g.ndim, g.nper, first, boxes, sums, has_values);
+int measure_table(const L* lab, const V* val, const MeasureGeometry& g, i64 rows, int threads,
+                  i64 min_cells, const MeasureColumns& out) {
+    const int nd = g.ndim, np = g.nper;
     const int T = cpu_api::measure_threads(threads, g.n, g.R, rows, min_cells);
-    const std::size_t words = std::size_t(rows) * std::size_t(y.stride);
-    std::vector<std::unique_ptr<ZeroWords>> tables;
-    for (int t = 0; t < T; ++t) tables.emplace_back(new ZeroWords(i64(words)));
+    std::vector<Table<V>> tables{output_table<V>(out)};
+    std::vector<std::unique_ptr<ZeroWords>> keep;
+    for (int t = 1; t < T; ++t) tables.push_back(private_table(tables[0], rows, nd, np, keep));
     std::vector<char> fits(T, 1);
     on_threads(T, [&](int t) {
         const i64 r0 = g.R * t / T, r1 = g.R * (t + 1) / T;
-        u64* table = tables[t]->p;
-        if constexpr (has_values) {
-            fits[t] = measure_rows<0, L, V>(lab, val, g, y, table, r0, r1);
+        const Table<V>& tab = tables[t];
+        if constexpr (!std::is_same_v<V, NoValue>) {
+            fits[t] = measure_rows<0, L, V>(lab, val, g, tab, r0, r1);
         } else {
             switch (g.ndim) {
-                case 1: fits[t] = measure_rows<1, L, V>(lab, val, g, y, table, r0, r1); break;
-                case 2: fits[t] = measure_rows<2, L, V>(lab, val, g, y, table, r0, r1); break;
-                case 3: fits[t] = measure_rows<3, L, V>(lab, val, g, y, table, r0, r1); break;
-                case 4: fits[t] = measure_rows<4, L, V>(lab, val, g, y, table, r0, r1); break;
-                default: fits[t] = measure_rows<0, L, V>(lab, val, g, y, table, r0, r1);
+                case 1: fits[t] = measure_rows<1, L, V>(lab, val, g, tab, r0, r1); break;
+                case 2: fits[t] = measure_rows<2, L, V>(lab, val, g, tab, r0, r1); break;
+                case 3: fits[t] = measure_rows<3, L, V>(lab, val, g, tab, r0, r1); break;
+                case 4: fits[t] = measure_rows<4, L, V>(lab, val, g, tab, r0, r1); break;
+                default: fits[t] = measure_rows<0, L, V>(lab, val, g, tab, r0, r1);
             }
         }
     });
     if (std::count(fits.begin(), fits.end(), 0))
         throw std::invalid_argument("measure_table: a label is not below rows");
-    // merge (in slab order) and write, threads on ranges of labels
+    // merge, in slab order, threads on ranges of labels
+    if (T < 2) return T;
     const int M = int(std::max<i64>(1, std::min<i64>(T, rows / 4096)));
     on_threads(M, [&](int m) {
-        const i64 a = rows * m / M, b = rows * (m + 1) / M;
-        u64* acc = tables[0]->p;
-        for (i64 l = a; l < b; ++l) {
-            u64* rec = acc + std::size_t(l) * y.stride;
-            for (int t = 1; t < T; ++t)
-                merge_record<V>(rec, tables[t]->p + std::size_t(l) * y.stride, y);
-            write_record<V>(rec, l, g.n, y, out);
-        }
+        const std::size_t a = std::size_t(rows * m / M), b = std::size_t(rows * (m + 1) / M);
+        for (std::size_t i = a; i < b; ++i)
+            for (int t = 1; t < T; ++t) merge_label(tables[0], tables[t], i, nd, np);
     });
     return T;
 }

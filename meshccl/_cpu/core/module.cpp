@@ -243,7 +243,7 @@ static void first_cell(Array L, i64 count) {
 
 // The per-label table of meshccl.measure (meshccl/_cpu/measure.py): flat
 // unsigned labels and intensities (or None), the shape, the periodic axes,
-// and the columns to fill, each None where not wanted (count: always).
+// and the zeroed columns to fill, each None where not wanted (count: always).
 // Returns the threads that ran.
 template <class T>
 static T* column(const std::optional<Array>& a, i64 size, const char* name, bool want = true) {
@@ -260,7 +260,7 @@ static T* column(const std::optional<Array>& a, i64 size, const char* name, bool
 static int measure_table(const Input& labels, const Input& shape, i64 rows,
                          const Input& periodic, std::optional<Input> values, int threads,
                          i64 min_cells, Array count, std::optional<Array> first,
-                         std::optional<Array> lo, std::optional<Array> hi,
+                         std::optional<Array> box,
                          std::optional<Array> csum, std::optional<Array> cos,
                          std::optional<Array> sin, std::optional<Array> isum,
                          std::optional<Array> iabs, std::optional<Array> imin,
@@ -304,12 +304,8 @@ static int measure_table(const Input& labels, const Input& shape, i64 rows,
     }
     const i64 nd = a.ndim, np = a.nper;
     a.count = column<i64>(count, rows, "count");
-    a.first = bool(first);
     a.first_out = column<i64>(first, rows, "first", false);
-    a.boxes = bool(lo);
-    a.lo = column<i64>(lo, rows * nd, "lo", false);
-    a.hi = column<i64>(hi, rows * nd, "hi", a.boxes);
-    a.sums = bool(csum);
+    a.box = column<i64>(box, 2 * rows * nd, "box", false);
     a.csum = column<double>(csum, rows * nd, "csum", false);
     if (np) {
         a.cos = column<double>(cos, rows * np, "cos");
@@ -399,7 +395,7 @@ NB_MODULE(_core, m) {
           "Raster labels 1..count turned in place into first-cell labels (flat index + 1).");
     m.def("measure_table", &measure_table, nb::arg("labels"), nb::arg("shape"), nb::arg("rows"),
           nb::arg("periodic"), nb::arg("values").none(), nb::arg("threads"), nb::arg("min_cells"),
-          nb::arg("count"), nb::arg("first").none(), nb::arg("lo").none(), nb::arg("hi").none(),
+          nb::arg("count"), nb::arg("first").none(), nb::arg("box").none(),
           nb::arg("csum").none(), nb::arg("cos").none(), nb::arg("sin").none(),
           nb::arg("isum").none(), nb::arg("iabs").none(), nb::arg("imin").none(),
           nb::arg("imax").none(), nb::arg("wsum").none(), nb::arg("wcos").none(),
