@@ -190,6 +190,8 @@ def _table(checked, intensity, per, first=False, boxes=True, sums=True, threads=
         out["first"] = t["first"]
     if boxes:
         lo, hi = t["lo"], t["hi"]
+        if xp is np and has_empty:  # (the CPU's: 0 for labels without cells)
+            np.subtract(hi, empty[:, None], out=hi, casting="unsafe")
         for d in per:
             if rows * shape[d] >= 2**63:  # the sort keys label * n + coordinate
                 raise ValueError(f"labels up to {top} on an axis of {shape[d]} cells are too "
@@ -197,7 +199,7 @@ def _table(checked, intensity, per, first=False, boxes=True, sums=True, threads=
             start, extent = backend.periodic_box(labels, shape, d, lo[:, d], hi[:, d], rows)
             lo[:, d] = start
             hi[:, d] = start + extent - 1
-        if has_empty:
+        if xp is not np:  # (the GPU's: undefined for labels without cells)
             lo[empty] = 0
             hi[empty] = -1
         out["lo"], out["hi"] = lo, hi
@@ -260,9 +262,9 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d", cp
         on small images (under ``CPU_MEASURE_MIN_CELLS`` = 65 536 cells a
         thread), on images of fewer rows than threads (the rows of the last
         axis are split; a 1-D array is one row) and where the labels are so
-        many that the threads' private tables would hold more rows than the
-        image has cells (one-cell labels run on one thread).  Ignored for
-        CuPy input.
+        many that the threads' private tables would hold more than one row
+        per 4 cells of the image (labels of under 8 cells on average run on
+        one thread).  Ignored for CuPy input.
 
     Returns
     -------

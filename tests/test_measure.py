@@ -593,14 +593,15 @@ def test_statistics_cpu_threads():
 
 def test_cpu_threads_cut_where_labels_are_many():
     """Private tables would outgrow the image: one thread for one-cell
-    labels, and threads * rows <= cells otherwise."""
+    labels, and 4 * threads * rows <= cells otherwise."""
     from meshccl import _tuning
     from meshccl._cpu import measure as cpu
 
     labels = np.arange(64 * 64, dtype=np.int32).reshape(64, 64)
     with _tuning.override(CPU_MEASURE_MIN_CELLS=1):
         assert cpu.table_threads((64, 64), 64 * 64 + 1, 4) == 1
-        assert cpu.table_threads((64, 64), 1024, 8) == 4
+        assert cpu.table_threads((64, 64), 1024, 8) == 1  # 4 cells a label
+        assert cpu.table_threads((64, 64), 256, 8) == 4
         assert cpu.table_threads((64, 64), 2, 8) == 8
         assert cpu.table_threads((3, 64), 2, 8) == 3  # a row a thread at least
         assert cpu.table_threads((4096,), 2, 8) == 1  # (1-D: one row)
@@ -893,7 +894,7 @@ def numpy_as_cupy(monkeypatch):
     fake.ndarray = ndarray
     for name in ("zeros", "full", "ascontiguousarray", "asarray", "unique", "arange", "where",
                  "sort", "argsort", "stack", "unravel_index", "lexsort", "bincount", "frexp",
-                 "hypot", "arctan2", "concatenate", "nonzero", "ones"):
+                 "hypot", "arctan2", "concatenate", "nonzero", "ones", "divide"):
         setattr(fake, name, wrap(getattr(np, name)))
     for name in ("uint8", "uint32", "uint64", "int32", "int64", "float32", "float64", "float16",
                  "nan"):

@@ -144,8 +144,8 @@ def table_threads(shape, rows, threads):
     """The threads :func:`table` runs on for an image of ``shape`` and a
     table of ``rows`` rows when asked for ``threads``: at most one per row
     of the last axis and per ``_tuning.CPU_MEASURE_MIN_CELLS`` cells, and
-    no more than keep the private tables together within one row per cell
-    (``core/measure.hpp``)."""
+    no more than keep the private tables together within one row per 4
+    cells (``core/measure.hpp``)."""
     n = int(np.prod(shape, dtype=np.int64))
     rows_of_cells = n // shape[-1] if len(shape) and shape[-1] else (1 if n else 0)
     return _core.measure_threads(threads, n, rows_of_cells, rows, _tuning.CPU_MEASURE_MIN_CELLS)

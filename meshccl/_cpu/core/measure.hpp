@@ -57,11 +57,12 @@
 // last bits.
 //
 // When the labels are many, private tables cost more than they save: each
-// is as large as the output, and the merge reads all of them.  So T is cut
-// to keep the private tables together within one entry per cell of the
-// image (T * rows <= n), and to at least min_cells cells and one row per
-// slab; an image of one-cell labels (rows = n + 1) is scanned by one
-// thread.  A shared table updated with atomics would keep all threads busy
+// is as large as the output, fresh pages to fault in, and the merge reads
+// all of them -- an entry costs about what the scan of a few cells does.
+// So T is cut to 4 * T * rows <= n (the private tables together hold at
+// most one entry per 4 cells of the image), and to at least min_cells cells
+// and one row per slab; an image of one-cell labels (rows = n + 1), or of
+// labels of 2 to 7 cells on average, is scanned by one thread.  A shared table updated with atomics would keep all threads busy
 // there, but every run would pay an atomic (and labels next to each other
 // across a seam would contend), and extremes of floats need compare-and-swap
 // loops; cutting T keeps one exact, atomic-free code path.
