@@ -183,7 +183,7 @@ def _table(checked, intensity, per, first=False, boxes=True, sums=True, threads=
                       periodic=per if sums else (), intensity=intensity, **extra)
     count = t["count"]
     empty = count == 0
-    cf = count.astype(np.float64)
+    cf = count  # (int64: the divisions below cast it as they go)
     has_empty = bool(empty.any()) if xp is np else True
     out = {"count": count}
     if first:
