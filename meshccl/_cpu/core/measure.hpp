@@ -270,15 +270,24 @@ Table<V> private_table(const Table<V>& like, i64 rows, int nd, int np,
     return t;
 }
 
-// Scan rows [r0, r1) into table t; false if a label is not below g.rows
-// (its runs are skipped).  ND: the number of axes when it is known at
-// compile time (1 to 4, without an intensity), else 0.
-template <int ND, class L, class V>
-bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Table<V> t,
-                  i64 r0, i64 r1) {
-    constexpr bool has_values = !std::is_same_v<V, NoValue>;
+// What a slab's scan saw: the smallest and largest label (the entries of
+// its table that the merge reads), and whether every label was below rows.
+struct SlabLabels {
+    u64 lmin = ~u64(0), lmax = 0;
     bool fits = true;
-    if (r0 >= r1) return fits;
+};
+
+// Scan rows [r0, r1) into table t (runs of labels not below g.rows are
+// skipped).  ND: the number of axes when it is known at compile time (1 to
+// 4, without an intensity), else 0.
+template <int ND, class L, class V>
+SlabLabels measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Table<V> t,
+                        i64 r0, i64 r1) {
+    constexpr bool has_values = !std::is_same_v<V, NoValue>;
+    SlabLabels seen_labels;
+    if (r0 >= r1) return seen_labels;
+    bool fits = true;
+    u64 lmin = ~u64(0), lmax = 0;
     const int nd = ND ? ND : g.ndim;
     const int last = nd - 1;  // -1 in 0-d: a single cell, no coordinates
     const i64 W = g.W, rows = g.rows;
@@ -320,6 +329,8 @@ bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Ta
                 fits = false;
                 return;
             }
+            lmin = std::min(lmin, u64(l));
+            lmax = std::max(lmax, u64(l));
             const std::size_t i = std::size_t(l);
             const u64 seen = count[i];
             count[i] = seen + u64(len);
@@ -422,7 +433,10 @@ bool measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Ta
             rc[d] = 0;
         }
     }
-    return fits;
+    seen_labels.lmin = lmin;
+    seen_labels.lmax = lmax;
+    seen_labels.fits = fits;
+    return seen_labels;
 }
 
 // Fold label i of table s into table a: s's cells come after a's in
@@ -470,7 +484,7 @@ int measure_table(const L* lab, const V* val, const MeasureGeometry& g, i64 rows
     std::vector<Table<V>> tables{output_table<V>(out)};
     std::vector<std::unique_ptr<ZeroWords>> keep;
     for (int t = 1; t < T; ++t) tables.push_back(private_table(tables[0], rows, nd, np, keep));
-    std::vector<char> fits(T, 1);
+    std::vector<SlabLabels> fits(T);
     on_threads(T, [&](int t) {
         const i64 r0 = g.R * t / T, r1 = g.R * (t + 1) / T;
         const Table<V>& tab = tables[t];
@@ -486,15 +500,20 @@ int measure_table(const L* lab, const V* val, const MeasureGeometry& g, i64 rows
             }
         }
     });
-    if (std::count(fits.begin(), fits.end(), 0))
-        throw std::invalid_argument("measure_table: a label is not below rows");
-    // merge, in slab order, threads on ranges of labels
+    for (const SlabLabels& f : fits)
+        if (!f.fits) throw std::invalid_argument("measure_table: a label is not below rows");
+    // merge, in slab order, threads on ranges of labels; a slab's table only
+    // over the labels it saw (with labels numbered in raster order, as
+    // meshccl.label's, mostly its own share of them)
     if (T < 2) return T;
     const int M = int(std::max<i64>(1, std::min<i64>(T, rows / 4096)));
     on_threads(M, [&](int m) {
-        const std::size_t a = std::size_t(rows * m / M), b = std::size_t(rows * (m + 1) / M);
-        for (std::size_t i = a; i < b; ++i)
-            for (int t = 1; t < T; ++t) merge_label(tables[0], tables[t], i, nd, np);
+        const u64 a = u64(rows * m / M), b = u64(rows * (m + 1) / M);
+        for (int t = 1; t < T; ++t) {
+            const u64 end = std::min(b, fits[t].lmax + 1);
+            for (u64 i = std::max(a, fits[t].lmin); i < end; ++i)
+                merge_label(tables[0], tables[t], std::size_t(i), nd, np);
+        }
     });
     return T;
 }
