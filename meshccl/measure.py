@@ -263,8 +263,9 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d", cp
         thread), on images of fewer rows than threads (the rows of the last
         axis are split; a 1-D array is one row) and where the labels are so
         many that the threads' private tables would hold more than one row
-        per 4 cells of the image (labels of under 8 cells on average run on
-        one thread).  Ignored for CuPy input.
+        per 16 cells of the image (``CPU_MEASURE_CELLS_PER_ENTRY``: labels
+        of under 32 cells on average run on one thread).  Ignored for CuPy
+        input.
 
     Returns
     -------

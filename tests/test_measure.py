@@ -542,7 +542,7 @@ def test_cpu_table_same_for_any_thread_count():
         per = tuple(range(0, ndim, 2))
         got = {}
         for threads in (1, 2, 3):
-            with _tuning.override(CPU_MEASURE_MIN_CELLS=1):
+            with _tuning.override(CPU_MEASURE_MIN_CELLS=1, CPU_MEASURE_CELLS_PER_ENTRY=1):
                 got[threads] = cpu.table(labels, shape, rows, first=True, boxes=True, sums=True,
                                          periodic=per, intensity=intensity, threads=threads)
         for threads in (2, 3):
@@ -579,7 +579,7 @@ def test_statistics_cpu_threads():
     labels = meshccl.label((rng.random((301, 257)) < 0.6).astype(np.uint8), connectivity=1)
     intensity = rng.integers(0, 100, size=labels.shape).astype(np.int16)
     want = measure.statistics(labels, intensity)
-    with _tuning.override(CPU_MEASURE_MIN_CELLS=1000):
+    with _tuning.override(CPU_MEASURE_MIN_CELLS=1000, CPU_MEASURE_CELLS_PER_ENTRY=1):
         for threads in (2, 3, 0):
             got = measure.statistics(labels, intensity, cpu_threads=threads)
             for key in want:
@@ -593,12 +593,13 @@ def test_statistics_cpu_threads():
 
 def test_cpu_threads_cut_where_labels_are_many():
     """Private tables would outgrow the image: one thread for one-cell
-    labels, and 4 * threads * rows <= cells otherwise."""
+    labels, and CPU_MEASURE_CELLS_PER_ENTRY * threads * rows <= cells
+    otherwise."""
     from meshccl import _tuning
     from meshccl._cpu import measure as cpu
 
     labels = np.arange(64 * 64, dtype=np.int32).reshape(64, 64)
-    with _tuning.override(CPU_MEASURE_MIN_CELLS=1):
+    with _tuning.override(CPU_MEASURE_MIN_CELLS=1, CPU_MEASURE_CELLS_PER_ENTRY=4):
         assert cpu.table_threads((64, 64), 64 * 64 + 1, 4) == 1
         assert cpu.table_threads((64, 64), 1024, 8) == 1  # 4 cells a label
         assert cpu.table_threads((64, 64), 256, 8) == 4
@@ -608,6 +609,8 @@ def test_cpu_threads_cut_where_labels_are_many():
     assert cpu.table_threads((64, 64), 2, 8) == 1  # CPU_MEASURE_MIN_CELLS a thread
     with _tuning.override(CPU_MEASURE_MIN_CELLS=1000):
         assert cpu.table_threads((64, 64), 2, 8) == 4
+        assert cpu.table_threads((64, 64), 64, 8) == 4
+        assert cpu.table_threads((64, 64), 128, 8) == 2  # 16 cells an entry
     s = measure.statistics(labels, cpu_threads=4)
     np.testing.assert_array_equal(s["voxel_counts"], np.ones(64 * 64))
     np.testing.assert_array_equal(s["centroids"],

@@ -130,6 +130,7 @@ def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic
     _core.measure_table(
         _unsigned(labels), np.array(shape, dtype=np.int64), rows,
         np.array(periodic, dtype=np.int64), values, threads, _tuning.CPU_MEASURE_MIN_CELLS,
+        _tuning.CPU_MEASURE_CELLS_PER_ENTRY,
         *(cols.get(k) for k in ("count", "first", "box", "csum", "cos", "sin", "isum",
                                 "iabs", "imin", "imax", "wsum", "wcos", "wsin")))
     if boxes:
@@ -144,11 +145,12 @@ def table_threads(shape, rows, threads):
     """The threads :func:`table` runs on for an image of ``shape`` and a
     table of ``rows`` rows when asked for ``threads``: at most one per row
     of the last axis and per ``_tuning.CPU_MEASURE_MIN_CELLS`` cells, and
-    no more than keep the private tables together within one row per 4
-    cells (``core/measure.hpp``)."""
+    no more than keep the private tables together within one row per
+    ``_tuning.CPU_MEASURE_CELLS_PER_ENTRY`` cells (``core/measure.hpp``)."""
     n = int(np.prod(shape, dtype=np.int64))
     rows_of_cells = n // shape[-1] if len(shape) and shape[-1] else (1 if n else 0)
-    return _core.measure_threads(threads, n, rows_of_cells, rows, _tuning.CPU_MEASURE_MIN_CELLS)
+    return _core.measure_threads(threads, n, rows_of_cells, rows, _tuning.CPU_MEASURE_MIN_CELLS,
+                                 _tuning.CPU_MEASURE_CELLS_PER_ENTRY)
 
 
 def periodic_box(labels, shape, axis, lo, hi, rows):

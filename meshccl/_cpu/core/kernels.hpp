@@ -82,6 +82,7 @@ struct MeasureArgs {
     int nper;
     int threads;
     i64 min_cells;             // fewest cells a thread
+    i64 cells_per_entry;       // fewest cells a private table's entry
     i64 *count, *first_out, *box;  // box: rows x ndim x (lo, hi)
     double *csum, *cos, *sin, *isum, *iabs;
     void *imin, *imax;         // the intensity's type
@@ -90,12 +91,14 @@ struct MeasureArgs {
 
 // Threads for a per-label table of `rows` rows over n cells in R rows of
 // the last axis, asked for `threads`: at most one per row and per min_cells
-// cells, and 4 * T * rows <= n (measure.hpp: the private tables).
-inline int measure_threads(int threads, i64 n, i64 R, i64 rows, i64 min_cells) {
+// cells, and cells_per_entry * T * rows <= n (measure.hpp: the private
+// tables).
+inline int measure_threads(int threads, i64 n, i64 R, i64 rows, i64 min_cells,
+                           i64 cells_per_entry) {
     i64 T = threads < 1 ? 1 : threads;
     T = std::min(T, R);
     T = std::min(T, n / std::max<i64>(min_cells, 1));
-    T = std::min(T, n / (4 * std::max<i64>(rows, 1)));
+    T = std::min(T, n / (std::max<i64>(cells_per_entry, 1) * std::max<i64>(rows, 1)));
     return int(std::max<i64>(T, 1));
 }
 

@@ -58,11 +58,12 @@
 //
 // When the labels are many, private tables cost more than they save: each
 // is as large as the output, fresh pages to fault in, and the merge reads
-// all of them -- an entry costs about what the scan of a few cells does.
-// So T is cut to 4 * T * rows <= n (the private tables together hold at
-// most one entry per 4 cells of the image), and to at least min_cells cells
-// and one row per slab; an image of one-cell labels (rows = n + 1), or of
-// labels of 2 to 7 cells on average, is scanned by one thread.  A shared table updated with atomics would keep all threads busy
+// all of them -- an entry costs about what the scan of a dozen cells does.
+// So T is cut to c * T * rows <= n (c = cells_per_entry, 16: the private
+// tables together hold at most one entry per 16 cells of the image), and
+// to at least min_cells cells and one row per slab; an image of one-cell
+// labels (rows = n + 1), or of labels of under 32 cells on average, is
+// scanned by one thread.  A shared table updated with atomics would keep all threads busy
 // there, but every run would pay an atomic (and labels next to each other
 // across a seam would contend), and extremes of floats need compare-and-swap
 // loops; cutting T keeps one exact, atomic-free code path.
@@ -478,9 +479,10 @@ inline void merge_label(const Table<V>& a, const Table<V>& s, std::size_t i, int
 // The whole table; returns the threads used.
 template <class L, class V>
 int measure_table(const L* lab, const V* val, const MeasureGeometry& g, i64 rows, int threads,
-                  i64 min_cells, const MeasureColumns& out) {
+                  i64 min_cells, i64 cells_per_entry, const MeasureColumns& out) {
     const int nd = g.ndim, np = g.nper;
-    const int T = cpu_api::measure_threads(threads, g.n, g.R, rows, min_cells);
+    const int T = cpu_api::measure_threads(threads, g.n, g.R, rows, min_cells,
+                                           cells_per_entry);
     std::vector<Table<V>> tables{output_table<V>(out)};
     std::vector<std::unique_ptr<ZeroWords>> keep;
     for (int t = 1; t < T; ++t) tables.push_back(private_table(tables[0], rows, nd, np, keep));

@@ -259,7 +259,8 @@ static T* column(const std::optional<Array>& a, i64 size, const char* name, bool
 
 static int measure_table(const Input& labels, const Input& shape, i64 rows,
                          const Input& periodic, std::optional<Input> values, int threads,
-                         i64 min_cells, Array count, std::optional<Array> first,
+                         i64 min_cells, i64 cells_per_entry, Array count,
+                         std::optional<Array> first,
                          std::optional<Array> box,
                          std::optional<Array> csum, std::optional<Array> cos,
                          std::optional<Array> sin, std::optional<Array> isum,
@@ -329,6 +330,7 @@ static int measure_table(const Input& labels, const Input& shape, i64 rows,
     }
     a.threads = std::max(threads, 1);
     a.min_cells = min_cells;
+    a.cells_per_entry = cells_per_entry;
     nb::gil_scoped_release release;
     return isa->measure_table(a);
 }
@@ -395,7 +397,7 @@ NB_MODULE(_core, m) {
           "Raster labels 1..count turned in place into first-cell labels (flat index + 1).");
     m.def("measure_table", &measure_table, nb::arg("labels"), nb::arg("shape"), nb::arg("rows"),
           nb::arg("periodic"), nb::arg("values").none(), nb::arg("threads"), nb::arg("min_cells"),
-          nb::arg("count"), nb::arg("first").none(), nb::arg("box").none(),
+          nb::arg("cells_per_entry"), nb::arg("count"), nb::arg("first").none(), nb::arg("box").none(),
           nb::arg("csum").none(), nb::arg("cos").none(), nb::arg("sin").none(),
           nb::arg("isum").none(), nb::arg("iabs").none(), nb::arg("imin").none(),
           nb::arg("imax").none(), nb::arg("wsum").none(), nb::arg("wcos").none(),
@@ -403,6 +405,7 @@ NB_MODULE(_core, m) {
           "Fill the per-label table of flat labels (meshccl.measure) in one pass; the threads used.");
     m.def("measure_threads", &api::measure_threads, nb::arg("threads"), nb::arg("n"),
           nb::arg("rows_of_cells"), nb::arg("rows"), nb::arg("min_cells"),
+          nb::arg("cells_per_entry"),
           "The threads measure_table runs on (measure.hpp).");
     m.def("isa", [] { return std::string(isa->name); },
           "The instruction set whose kernels run: 'x86-64-v3' or 'baseline'.");
