@@ -258,22 +258,17 @@ def cpu_compare(quick, out):
         del labels, ours
     import platform
 
+    from importlib.metadata import version
+
     machine = {"cpu": platform.processor() or platform.machine(), "cores": cores,
                "os cores": os.cpu_count(), "numpy": np.__version__,
-               "cc3d": getattr(cc3d, "__version__", None),
+               "cc3d": version("connected-components-3d"), "skimage": version("scikit-image"),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    try:
-        from importlib.metadata import version
-
-        machine["cc3d"] = version("connected-components-3d")
-        machine["skimage"] = version("scikit-image")
-    except Exception:  # noqa: BLE001
-        pass
     cols = ["case", "dtype", "labels", "cc3d ms", "meshccl 1 thread ms", "meshccl 2 threads ms",
             f"meshccl {cores} cores ms", "skimage ms", "cc3d / meshccl 1 thread"]
     fmt = lambda v: "n/a" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
     lines = [f"{machine['date']}, {cores} cores, NumPy {machine['numpy']}, cc3d "
-             f"{machine['cc3d']}, scikit-image {machine.get('skimage')}. Counts, bounding "
+             f"{machine['cc3d']}, scikit-image {machine['skimage']}. Counts, bounding "
              "boxes and centroids: `meshccl.measure.statistics(x, cpu_threads=...)`, "
              "`cc3d.statistics(x, no_slice_conversion=True)`, skimage `regionprops_table` "
              "(label, area, bbox, centroid; n/a: more than "

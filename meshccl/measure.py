@@ -5,8 +5,9 @@ find where it is, keep the largest, remove the small ones, look at the size
 distribution -- on the array's own device: NumPy in, NumPy out (the CPU,
 through one pass of the compiled core, ``_cpu/core/measure.hpp``, on
 ``cpu_threads`` threads); CuPy in, CuPy out (the GPU, through
-``_kernels/measure.cu``; the label image never leaves the device).  Every function validates, picks the backend by the array's kind
-and leaves the arithmetic to it; the tables come back indexed by label.
+``_kernels/measure.cu``; the label image never leaves the device).  Every
+function validates, picks the backend by the array's kind and leaves the
+arithmetic to it; the tables come back indexed by label.
 
 See ``docs/measure.md`` for the conventions (boxes, labels without cells,
 periodic lattices) and how they map onto cc3d, scikit-image and SciPy.

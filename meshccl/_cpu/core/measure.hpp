@@ -63,10 +63,13 @@
 // tables together hold at most one entry per 16 cells of the image), and
 // to at least min_cells cells and one row per slab; an image of one-cell
 // labels (rows = n + 1), or of labels of under 32 cells on average, is
-// scanned by one thread.  A shared table updated with atomics would keep all threads busy
-// there, but every run would pay an atomic (and labels next to each other
-// across a seam would contend), and extremes of floats need compare-and-swap
-// loops; cutting T keeps one exact, atomic-free code path.
+// scanned by one thread.  A shared table updated with atomics would keep
+// all threads busy there, but every run would pay an atomic (and labels
+// next to each other across a seam would contend), and extremes of floats
+// need compare-and-swap loops; cutting T keeps one exact, atomic-free code
+// path.  The merge reads a slab's table only between the smallest and the
+// largest label the slab saw: with labels numbered in raster order (as
+// meshccl.label's), mostly the slab's own share of them.
 #pragma once
 
 #include <algorithm>
@@ -164,7 +167,8 @@ inline u64 differ_mask(const L* a, const L* b, int len) {
         const __m128i* q = reinterpret_cast<const __m128i*>(b + t);
         unsigned eq;
         if constexpr (sizeof(L) == 1) {
-            eq = unsigned(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(p), _mm_loadu_si128(q))));
+            eq = unsigned(
+                _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(p), _mm_loadu_si128(q))));
         } else if constexpr (sizeof(L) == 2) {
             const __m128i c0 = _mm_cmpeq_epi16(_mm_loadu_si128(p), _mm_loadu_si128(q));
             const __m128i c1 = _mm_cmpeq_epi16(_mm_loadu_si128(p + 1), _mm_loadu_si128(q + 1));
@@ -213,8 +217,8 @@ template <class V>
 struct Table {
     u64 *count = nullptr, *first = nullptr;
     i64* box = nullptr;
-    double *csum = nullptr, *cos = nullptr, *sin = nullptr, *isum = nullptr, *iabs = nullptr, *wsum = nullptr,
-           *wcos = nullptr, *wsin = nullptr;
+    double *csum = nullptr, *cos = nullptr, *sin = nullptr, *isum = nullptr, *iabs = nullptr,
+           *wsum = nullptr, *wcos = nullptr, *wsin = nullptr;
     V *vmin = nullptr, *vmax = nullptr;
 };
 
@@ -504,9 +508,8 @@ int measure_table(const L* lab, const V* val, const MeasureGeometry& g, i64 rows
     });
     for (const SlabLabels& f : fits)
         if (!f.fits) throw std::invalid_argument("measure_table: a label is not below rows");
-    // merge, in slab order, threads on ranges of labels; a slab's table only
-    // over the labels it saw (with labels numbered in raster order, as
-    // meshccl.label's, mostly its own share of them)
+    // merge, in slab order, threads on ranges of labels; a slab's table
+    // only over the labels it saw
     if (T < 2) return T;
     const int M = int(std::max<i64>(1, std::min<i64>(T, rows / 4096)));
     on_threads(M, [&](int m) {

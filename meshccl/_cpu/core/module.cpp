@@ -248,7 +248,8 @@ static void first_cell(Array L, i64 count) {
 template <class T>
 static T* column(const std::optional<Array>& a, i64 size, const char* name, bool want = true) {
     if (!a) {
-        if (want) throw std::invalid_argument(std::string("measure_table: ") + name + " is missing");
+        if (want)
+            throw std::invalid_argument(std::string("measure_table: ") + name + " is missing");
         return nullptr;
     }
     if (!is<T>(*a) || i64(a->size()) != size)
@@ -268,7 +269,8 @@ static int measure_table(const Input& labels, const Input& shape, i64 rows,
                          std::optional<Array> imax, std::optional<Array> wsum,
                          std::optional<Array> wcos, std::optional<Array> wsin) {
     if (labels.ndim() != 1 || !is_unsigned(labels))
-        throw std::invalid_argument("measure_table: labels must be flat uint8, uint16, uint32 or uint64");
+        throw std::invalid_argument(
+            "measure_table: labels must be flat uint8, uint16, uint32 or uint64");
     if (!is<i64>(shape) || !is<i64>(periodic) || shape.ndim() != 1 || periodic.ndim() != 1)
         throw std::invalid_argument("measure_table: shape and periodic must be flat int64");
     api::MeasureArgs a{};
@@ -288,7 +290,8 @@ static int measure_table(const Input& labels, const Input& shape, i64 rows,
     a.periodic = static_cast<const i64*>(periodic.data());
     a.nper = int(periodic.size());
     for (int j = 0; j < a.nper; ++j)
-        if (a.periodic[j] < 0 || a.periodic[j] >= a.ndim || (j && a.periodic[j] <= a.periodic[j - 1]))
+        if (a.periodic[j] < 0 || a.periodic[j] >= a.ndim ||
+            (j && a.periodic[j] <= a.periodic[j - 1]))
             throw std::invalid_argument("measure_table: periodic must be increasing axes");
     if (values) {
         const auto dt = values->dtype();
@@ -397,12 +400,13 @@ NB_MODULE(_core, m) {
           "Raster labels 1..count turned in place into first-cell labels (flat index + 1).");
     m.def("measure_table", &measure_table, nb::arg("labels"), nb::arg("shape"), nb::arg("rows"),
           nb::arg("periodic"), nb::arg("values").none(), nb::arg("threads"), nb::arg("min_cells"),
-          nb::arg("cells_per_entry"), nb::arg("count"), nb::arg("first").none(), nb::arg("box").none(),
-          nb::arg("csum").none(), nb::arg("cos").none(), nb::arg("sin").none(),
-          nb::arg("isum").none(), nb::arg("iabs").none(), nb::arg("imin").none(),
-          nb::arg("imax").none(), nb::arg("wsum").none(), nb::arg("wcos").none(),
-          nb::arg("wsin").none(),
-          "Fill the per-label table of flat labels (meshccl.measure) in one pass; the threads used.");
+          nb::arg("cells_per_entry"), nb::arg("count"), nb::arg("first").none(),
+          nb::arg("box").none(), nb::arg("csum").none(), nb::arg("cos").none(),
+          nb::arg("sin").none(), nb::arg("isum").none(), nb::arg("iabs").none(),
+          nb::arg("imin").none(), nb::arg("imax").none(), nb::arg("wsum").none(),
+          nb::arg("wcos").none(), nb::arg("wsin").none(),
+          "Fill the zeroed per-label table of flat labels (meshccl.measure) in one pass; "
+          "the threads used.");
     m.def("measure_threads", &api::measure_threads, nb::arg("threads"), nb::arg("n"),
           nb::arg("rows_of_cells"), nb::arg("rows"), nb::arg("min_cells"),
           nb::arg("cells_per_entry"),
