@@ -630,6 +630,16 @@ def test_cpu_threads_bad_values(backend):
                                   [1, 1, 2])
 
 
+def test_cpu_other_byte_order():
+    labels = np.array([[1, 0, 2], [2, 2, 0]])
+    intensity = np.arange(6.0).reshape(2, 3)
+    want = measure.statistics(labels, intensity)
+    got = measure.statistics(labels.astype(">i4"), intensity.astype(">f8"))
+    for key in want:
+        np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+    assert got["intensity_min"].dtype == np.float64
+
+
 def test_cpu_table_rejects_labels_beyond_rows():
     from meshccl._cpu import measure as cpu
 

@@ -28,10 +28,17 @@ def flat_labels(labels):
     return flat.astype(np.intp, copy=False)
 
 
+def _native(a):
+    """``a`` flat, C-contiguous and in this machine's byte order (a copy only
+    where it is not)."""
+    return np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("=")).reshape(-1)
+
+
 def _unsigned(a):
     """Flat, C-contiguous view of ``a`` as unsigned integers of its size
-    (bool as uint8; a copy only when ``a`` is not contiguous)."""
-    flat = np.ascontiguousarray(a).reshape(-1)
+    (bool as uint8; a copy only when ``a`` is not contiguous or not in this
+    machine's byte order)."""
+    flat = _native(a)
     return flat.view(np.dtype(f"u{flat.dtype.itemsize}"))
 
 
@@ -110,7 +117,7 @@ def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic
     values = None
     if intensity is not None:
         dtype = intensity.dtype
-        values = np.ascontiguousarray(intensity).reshape(-1)
+        values = _native(intensity)
         if dtype == np.bool_:
             values = values.view(np.uint8)
         elif dtype == np.float16:  # (extremes stay exact: float32 holds every float16)
