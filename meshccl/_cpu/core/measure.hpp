@@ -357,8 +357,11 @@ SlabLabels measure_rows(const L* lab, const V* val, const MeasureGeometry& g, co
             }
             if (csum) {  // (integers: exact below 2**53)
                 double* c_ = csum + i * nd;
-                for (int d = 0; d < last; ++d) c_[d] += double(rc[d] * len);
-                c_[last] += double((b + e) * len / 2);
+                for (int d = 0; d < last; ++d) c_[d] += double(rc[d]) * double(len);
+                // b + e is even where len is odd: the halving is exact, and
+                // no product of two cell indices is formed
+                c_[last] += (len & 1) ? double((b + e) / 2) * double(len)
+                                      : double(len / 2) * double(b + e);
             }
             if (nper) {
                 const double fl = double(len);
