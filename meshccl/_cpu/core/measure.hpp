@@ -358,10 +358,9 @@ SlabLabels measure_rows(const L* lab, const V* val, const MeasureGeometry& g, co
             if (csum) {  // (integers: exact below 2**53)
                 double* c_ = csum + i * nd;
                 for (int d = 0; d < last; ++d) c_[d] += double(rc[d]) * double(len);
-                // b + e is even where len is odd: the halving is exact, and
-                // no product of two cell indices is formed
-                c_[last] += (len & 1) ? double((b + e) / 2) * double(len)
-                                      : double(len / 2) * double(b + e);
+                // (in doubles: exact below 2**53, and no int64 product of
+                // two cell indices to overflow)
+                c_[last] += double(b + e) * double(len) * 0.5;
             }
             if (nper) {
                 const double fl = double(len);
