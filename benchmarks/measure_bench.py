@@ -46,6 +46,16 @@ Written to ``counts.md`` / ``counts.json``; ``--counts-only`` runs just
 this part.
 
     python benchmarks/measure_bench.py --out out/measure [--quick] [--counts-only]
+
+``--cpu`` (no GPU needed) measures the CPU instead: ``meshccl.measure.statistics``
+on NumPy labels with ``cpu_threads`` 1, 2 and 0 (every core) against
+``cc3d.statistics(x, no_slice_conversion=True)`` (single-threaded) and
+skimage's ``regionprops_table`` (label, area, bbox, centroid), on
+percolation, blobs, one label covering everything, one-cell labels and
+labels with gaps and large values; counts, boxes and centroids checked
+against cc3d's (and skimage's); written to ``cpu.md`` / ``cpu.json``:
+
+    python benchmarks/measure_bench.py --cpu --out out/measure [--quick]
 """
 
 from __future__ import annotations
@@ -210,7 +220,115 @@ def counts_cost(quick, out, sides=("gpu", "cpu")):
     print("\n".join(lines))
 
 
+def cpu_cases(quick):
+    """(name, labels) for the CPU comparison: NumPy labels, made once."""
+    k = 4 if quick else 1
+    n2, n3, nb = 4096 // k, 256 // k, 2048 // k
+
+    def lab(x):
+        return meshccl.label(x, connectivity=1)
+
+    def gaps():  # blobs' labels spread out: every 7th value, past a quarter of the cells
+        base = lab(patterns.blobs((nb, nb), seed=3))
+        return np.where(base > 0, base.astype(np.int64) * 7 + nb * nb // 4, 0)
+
+    return [
+        (f"percolation {n2}² p=0.5927", lambda: lab(patterns.percolation((n2, n2), 0.5927))),
+        (f"percolation {n3}³ p=0.3116", lambda: lab(patterns.percolation((n3,) * 3, 0.3116))),
+        (f"blobs {nb}²", lambda: lab(patterns.blobs((nb, nb)))),
+        (f"one label {n2}²", lambda: np.ones((n2, n2), np.uint32)),
+        (f"one-cell labels {nb}²", lambda: np.arange(nb * nb, dtype=np.uint32).reshape(nb, nb)),
+        (f"gaps, large values {nb}²", gaps),
+    ]
+
+
+#: skimage's regionprops_table runs on cases with at most this many labels
+#: (it takes some 60 us a label: minutes at a million)
+SKIMAGE_MAX_LABELS = 100_000
+
+
+def cpu_compare(quick, out):
+    """meshccl.measure.statistics on the CPU against cc3d.statistics and
+    skimage's regionprops_table; writes cpu.md and cpu.json."""
+    import os
+
+    import cc3d
+    from skimage.measure import regionprops_table
+
+    from meshccl._cpu.image import cpu_count
+
+    cores = cpu_count()
+    props = ("label", "area", "bbox", "centroid")
+    rows = []
+    for name, make in cpu_cases(quick):
+        labels = make()
+        n = int(labels.max())
+        row = {"case": name, "dtype": str(labels.dtype), "labels": n,
+               "present": None, "cells": int(labels.size)}
+        ours = meshccl.measure.statistics(labels)
+        count, boxes, cents = ours["voxel_counts"], ours["bounding_boxes"], ours["centroids"]
+        row["present"] = int(np.count_nonzero(count[1:]))
+        for threads in (1, 2, 0):
+            got = meshccl.measure.statistics(labels, cpu_threads=threads)
+            for key in got:
+                assert np.array_equal(got[key], ours[key], equal_nan=True), (name, threads, key)
+        cc = cc3d.statistics(labels, no_slice_conversion=True)
+        m = len(cc["voxel_counts"])  # (cc3d's table ends at the largest label too)
+        present = count[:m] > 0
+        assert np.array_equal(cc["voxel_counts"], count[:m]), name
+        assert np.array_equal(np.asarray(cc["bounding_boxes"])[present], boxes[:m][present]), name
+        assert np.allclose(cc["centroids"][present], cents[:m][present], rtol=1e-12), name
+        row["cc3d ms"] = cpu_time(lambda: cc3d.statistics(labels, no_slice_conversion=True)) * 1e3
+        for threads, key in ((1, "meshccl 1 thread ms"), (2, "meshccl 2 threads ms"),
+                             (0, f"meshccl {cores} cores ms")):
+            row[key] = cpu_time(lambda: meshccl.measure.statistics(
+                labels, cpu_threads=threads)) * 1e3
+        row["skimage ms"] = None
+        if row["present"] <= SKIMAGE_MAX_LABELS:  # (a Python object per label)
+            sk = regionprops_table(labels, properties=props)
+            have = np.nonzero(count[1:])[0] + 1
+            assert np.array_equal(sk["label"], have) and np.array_equal(sk["area"], count[have])
+            row["skimage ms"] = cpu_time(lambda: regionprops_table(labels, properties=props),
+                                         budget=20.0) * 1e3
+        row["cc3d / meshccl 1 thread"] = row["cc3d ms"] / row["meshccl 1 thread ms"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del labels, ours
+    import platform
+
+    from importlib.metadata import version
+
+    machine = {"cpu": platform.processor() or platform.machine(), "cores": cores,
+               "os cores": os.cpu_count(), "numpy": np.__version__,
+               "cc3d": version("connected-components-3d"), "skimage": version("scikit-image"),
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    cols = ["case", "dtype", "labels", "cc3d ms", "meshccl 1 thread ms", "meshccl 2 threads ms",
+            f"meshccl {cores} cores ms", "skimage ms", "cc3d / meshccl 1 thread"]
+    fmt = lambda v: "n/a" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
+    lines = [f"{machine['date']}, {cores} cores, NumPy {machine['numpy']}, cc3d "
+             f"{machine['cc3d']}, scikit-image {machine['skimage']}. Counts, bounding "
+             "boxes and centroids: `meshccl.measure.statistics(x, cpu_threads=...)`, "
+             "`cc3d.statistics(x, no_slice_conversion=True)`, skimage `regionprops_table` "
+             "(label, area, bbox, centroid; n/a: more than "
+             f"{SKIMAGE_MAX_LABELS} labels). Median wall-clock ms of up to 3 calls.", "",
+             "| " + " | ".join(cols) + " |", "|---|---|" + "---:|" * (len(cols) - 2)]
+    lines += ["| " + " | ".join(fmt(r.get(c)) for c in cols) + " |" for r in rows]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "cpu.md").write_text("\n".join(lines) + "\n")
+    (out / "cpu.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
+    print("\n".join(lines))
+
+
 def main(argv=None):
+    if "--cpu" in (sys.argv[1:] if argv is None else argv):  # the CPU only: no CuPy
+        ap = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+        ap.add_argument("--cpu", action="store_true", help="CPU statistics against cc3d, skimage")
+        ap.add_argument("--out", required=True)
+        ap.add_argument("--quick", action="store_true", help="every side / 4")
+        args = ap.parse_args(argv)
+        cpu_compare(args.quick, Path(args.out))
+        return 0
     import cupy
 
     ap = argparse.ArgumentParser(description=__doc__,

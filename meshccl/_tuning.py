@@ -263,6 +263,18 @@ CPU_PROV_TABLE_MIN = 1024
 # counter a label (docs/measure.md: "Counts while labelling").
 CPU_COUNTS_SPREAD_LABELS = 8192
 
+# Fewest cells per thread of the per-label tables of meshccl.measure
+# (_cpu/core/measure.hpp); an image of fewer than twice as many is measured
+# by one thread whatever cpu_threads says.  A thread costs its start and a
+# private table to merge; one pass over 2**16 cells takes some 100 us.
+CPU_MEASURE_MIN_CELLS = 1 << 16
+
+# ... and fewest cells per row of a thread's private table: each further
+# thread adds a table as large as the output, to fault in and merge.  At 16,
+# percolation 4096**2 (36 cells a label) takes 2 threads and 256**3 (19)
+# one; on 2 loaded cores 2 threads took 59 -> 51 ms and 98 -> 124 ms.
+CPU_MEASURE_CELLS_PER_ENTRY = 16
+
 # ---------------------------------------------------------------------------
 # CPU: graphs
 # ---------------------------------------------------------------------------

@@ -3,10 +3,11 @@
 What users do right after labelling -- count the cells of each component,
 find where it is, keep the largest, remove the small ones, look at the size
 distribution -- on the array's own device: NumPy in, NumPy out (the CPU,
-through C-implemented NumPy / SciPy reductions); CuPy in, CuPy out (the
-GPU, through ``_kernels/measure.cu``; the label image never leaves the
-device).  Every function validates, picks the backend by the array's kind
-and leaves the arithmetic to it; the tables come back indexed by label.
+through one pass of the compiled core, ``_cpu/core/measure.hpp``, on
+``cpu_threads`` threads); CuPy in, CuPy out (the GPU, through
+``_kernels/measure.cu``; the label image never leaves the device).  Every
+function validates, picks the backend by the array's kind and leaves the
+arithmetic to it; the tables come back indexed by label.
 
 See ``docs/measure.md`` for the conventions (boxes, labels without cells,
 periodic lattices) and how they map onto cc3d, scikit-image and SciPy.
@@ -124,6 +125,19 @@ def _count(value, name, low=0):
     return int(value)
 
 
+def _cpu_threads(cpu_threads):
+    """Threads for the CPU tables from ``cpu_threads`` (0: every core this
+    process may run on), validated as :func:`meshccl.label` does."""
+    if (isinstance(cpu_threads, (bool, np.bool_))
+            or not isinstance(cpu_threads, (int, np.integer)) or cpu_threads < 0):
+        raise ValueError(f"cpu_threads must be an int >= 0 (0: all cores), got {cpu_threads!r}")
+    if cpu_threads == 0:
+        from ._cpu.image import cpu_count
+
+        return cpu_count()
+    return int(cpu_threads)
+
+
 def _label(image, connectivity, periodic):
     from .labelling import label
 
@@ -144,17 +158,19 @@ def _circular(xp, c, s, weight, n):
     return xp.where(xp.hypot(c, s) <= CIRCULAR_EPS * weight, xp.nan, angle)
 
 
-def _table(checked, intensity, per, first=False, boxes=True, sums=True):
+def _table(checked, intensity, per, first=False, boxes=True, sums=True, threads=1):
     """The finished per-label table of ``checked`` (what :func:`_labels`
     returns; the keys of ``_gpu.measure.table``): counts, boxes (inclusive
     lo/hi with the periodic convention, lo = 0 and hi = -1 for labels
     without cells), centroids and the intensity statistics.  ``per``: the
-    periodic axes, whose boxes and centroids are finished here."""
+    periodic axes, whose boxes and centroids are finished here;
+    ``threads``: for the CPU table (the GPU's takes none)."""
     xp, labels, backend, top = checked
     shape = tuple(labels.shape)
     rows = top + 1
+    extra = {"threads": threads} if xp is np else {}
     t = backend.table(labels, shape, rows, first=first, boxes=boxes, sums=sums,
-                      periodic=per if sums else (), intensity=intensity)
+                      periodic=per if sums else (), intensity=intensity, **extra)
     if not per:
         return t
     count = t["count"]
@@ -187,7 +203,7 @@ def _slices(lo, hi, count):
 
 
 @_on_its_gpu
-def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
+def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d", cpu_threads=1):
     """Cell counts, bounding boxes and centroids of every label (cc3d's ``statistics``).
 
     Parameters
@@ -210,6 +226,16 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
         with exclusive stops, skimage's ``bbox`` order; 'slices': a host
         list of tuples of slices (None for labels without cells), cc3d's
         default and :func:`scipy.ndimage.find_objects`'s form.
+    cpu_threads : int, optional
+        Threads for NumPy input, as :func:`meshccl.label`'s: 1 (default)
+        one, 0 every core this process may run on, N at most N.  Fewer run
+        on small images (under ``CPU_MEASURE_MIN_CELLS`` = 65 536 cells a
+        thread), on images of fewer rows than threads (the rows of the last
+        axis are split; a 1-D array is one row) and where the labels are so
+        many that the threads' private tables would hold more than one row
+        per 16 cells of the image (``CPU_MEASURE_CELLS_PER_ENTRY``: labels
+        of under 32 cells on average run on one thread).  Ignored for CuPy
+        input.
 
     Returns
     -------
@@ -241,9 +267,11 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
     occupied (label, coordinate) pairs of each periodic axis.
 
     Counts, boxes, intensity min / max and non-periodic centroids are the
-    same on both backends, bit for bit; circular means and intensity sums,
-    means and weighted centroids of non-integer intensities agree to
-    floating-point rounding (the GPU adds in another order).  On CuPy the
+    same on both backends, bit for bit, and for any ``cpu_threads``;
+    circular means and intensity sums, means and weighted centroids of
+    non-integer intensities agree to floating-point rounding (the GPU adds
+    in another order, and so does each number of CPU threads; one number
+    of threads always gives the same values).  On CuPy the
     call waits for the device to read the largest label (and in the sort of
     each periodic axis; the 'slices' layout copies the box table).
 
@@ -268,10 +296,11 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
     """
     if bbox_layout not in BBOX_LAYOUTS:
         raise ValueError(f"bbox_layout must be one of {BBOX_LAYOUTS}, got {bbox_layout!r}")
+    threads = _cpu_threads(cpu_threads)
     checked = _labels(labels)
     xp, labels = checked[:2]
     intensity = _intensity(intensity, xp, labels.shape)
-    t = _table(checked, intensity, _periodic_axes(periodic, labels.ndim))
+    t = _table(checked, intensity, _periodic_axes(periodic, labels.ndim), threads=threads)
     lo, hi, count = t["lo"], t["hi"], t["count"]
     if bbox_layout == "cc3d":
         boxes = t["box"]
@@ -289,7 +318,7 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d"):
 
 @_on_its_gpu
 def regionprops_table(label_image, intensity_image=None, properties=("label", "bbox"), *,
-                      separator="-", spacing=None):
+                      separator="-", spacing=None, cpu_threads=1):
     """``skimage.measure.regionprops_table`` for the properties both have.
 
     Parameters
@@ -318,6 +347,10 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
         The cells' size along each axis (default 1), as skimage's: it
         scales ``area``, the centroids, the moments and everything derived
         from them (``bbox`` and ``coords`` stay in cells).
+    cpu_threads : int, optional
+        Threads for NumPy input, as :func:`statistics`'s (1 by default, 0
+        every core); ignored for CuPy input.  The values do not depend on
+        it but for the rounding of intensity means of float images.
 
     Returns
     -------
@@ -392,6 +425,7 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
     wants_intensity = [p for p in properties if p in _regionprops.NEEDS_INTENSITY]
     if wants_intensity and intensity_image is None:
         raise ValueError(f"properties {wants_intensity} need an intensity_image")
+    threads = _cpu_threads(cpu_threads)
     checked = _labels(label_image, "label_image", allow_bool=False)
     xp, labels, backend = checked[:3]
     if labels.ndim == 0:  # (skimage refuses it with a TypeError too)
@@ -401,7 +435,7 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
     intensity_image = _intensity(intensity_image, xp, labels.shape, "intensity_image")
     spacing = _regionprops.spacing(spacing, labels.ndim)
     _regionprops.check_ndim(properties, labels.ndim, spacing)
-    t = _table(checked, intensity_image if wants_intensity else None, ())
+    t = _table(checked, intensity_image if wants_intensity else None, (), threads=threads)
     present = xp.nonzero(t["count"][1:])[0] + 1
     more = _regionprops.columns(xp, properties, t, labels, intensity_image, present, spacing,
                                 separator)

@@ -2,6 +2,8 @@
 direct per-label references, on every backend (CPU always; GPU where
 available)."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -500,6 +502,151 @@ def test_operations_on_empty_and_background(backend):
 
 
 # ---------------------------------------------------------------------------
+# CPU threads
+# ---------------------------------------------------------------------------
+
+EXACT = ("count", "first", "box", "lo", "hi", "centroid", "imin", "imax")
+
+
+def thread_cases():
+    """(labels, intensity) of 1 to 4 axes with odd sides and every label
+    size, empty and background-only arrays, one-cell labels and uint64
+    labels with large values."""
+    rng = np.random.default_rng(11)
+    dtypes = [np.uint16, np.int64, np.uint8, np.uint64, np.int32, np.int8, np.uint32]
+    for k, shape in enumerate([(37,), (13, 7), (5, 9, 11), (3, 5, 7, 9), (61, 3), (0, 5),
+                               (4, 0, 3)]):
+        labels = rng.integers(0, 7, size=shape).astype(dtypes[k])
+        yield labels, rng.normal(size=shape)
+        yield np.sort(labels.reshape(-1)).reshape(shape), rng.integers(-9, 9, size=shape)
+    yield np.zeros((9, 31), np.uint8), np.ones((9, 31), np.float32)
+    yield np.arange(7 * 11, dtype=np.int32).reshape(7, 11), rng.normal(size=(7, 11))
+    big = np.array([0, 3, 2**20 + 1, 2**20 - 7, 2**19], dtype=np.uint64)
+    yield big[rng.integers(0, 5, size=(23, 17))], rng.integers(0, 2**62, size=(23, 17),
+                                                                dtype=np.uint64)
+    yield np.ones((6, 5), bool), np.array([np.nan, 1.0] * 15).reshape(6, 5)
+
+
+def test_cpu_table_same_for_any_thread_count():
+    """Integer columns are the same for any thread count, bit for bit, and
+    so are sums of integer intensities; float sums to rounding.  Slabs of
+    one row each at least (no minimum size), so seams between rows are
+    tried."""
+    from meshccl import _tuning
+    from meshccl._cpu import measure as cpu
+
+    for labels, intensity in thread_cases():
+        shape = labels.shape
+        ndim = labels.ndim
+        rows = int(labels.max()) + 1 if labels.size else 1
+        per = tuple(range(0, ndim, 2))
+        got = {}
+        for threads in (1, 2, 3):
+            with _tuning.override(CPU_MEASURE_MIN_CELLS=1, CPU_MEASURE_CELLS_PER_ENTRY=1):
+                got[threads] = cpu.table(labels, shape, rows, first=True, boxes=True, sums=True,
+                                         periodic=per, intensity=intensity, threads=threads)
+        for threads in (2, 3):
+            for key, want in got[1].items():
+                have = got[threads][key]
+                assert have.dtype == want.dtype and have.shape == want.shape, key
+                exact = key in EXACT or (key in ("isum", "iabs", "imean", "wcentroid")
+                                         and intensity.dtype.kind in "iu"
+                                         and np.abs(intensity).max(initial=0) < 2**40)
+                if exact:
+                    np.testing.assert_array_equal(have, want, err_msg=f"{key}, {threads}")
+                else:
+                    np.testing.assert_allclose(have, want, rtol=1e-12, atol=1e-9,
+                                               err_msg=f"{key}, {threads}")
+        # and the values are right
+        want = reference(labels, intensity)
+        np.testing.assert_array_equal(got[3]["count"], want["count"])
+        present = got[3]["count"] > 0
+        if ndim and present.any():
+            np.testing.assert_array_equal(got[3]["lo"][present], want["lo"][present])
+            np.testing.assert_array_equal(got[3]["hi"][present], want["hi"][present])
+            np.testing.assert_array_equal(got[3]["centroid"][present], want["centroid"][present])
+            np.testing.assert_array_equal(got[3]["imin"][present], want["imin"][present])
+            np.testing.assert_array_equal(got[3]["imax"][present], want["imax"][present])
+
+
+def test_statistics_cpu_threads():
+    """statistics and regionprops_table on 1, 2, 3 and every core agree
+    (integer intensities: every column bit for bit)."""
+    from meshccl import _tuning
+
+    rng = np.random.default_rng(12)
+    labels = meshccl.label((rng.random((301, 257)) < 0.6).astype(np.uint8), connectivity=1)
+    intensity = rng.integers(0, 100, size=labels.shape).astype(np.int16)
+    want = measure.statistics(labels, intensity)
+    with _tuning.override(CPU_MEASURE_MIN_CELLS=1000, CPU_MEASURE_CELLS_PER_ENTRY=1):
+        for threads in (2, 3, 0):
+            got = measure.statistics(labels, intensity, cpu_threads=threads)
+            for key in want:
+                np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+            t = measure.regionprops_table(labels, intensity, properties=ALL_PROPS[:-1],
+                                          cpu_threads=threads)
+            w = sk_table(labels, intensity, properties=ALL_PROPS[:-1])
+            for key in w:
+                np.testing.assert_allclose(t[key], w[key], rtol=1e-12, err_msg=key)
+
+
+def test_cpu_threads_cut_where_labels_are_many():
+    """Private tables would outgrow the image: one thread for one-cell
+    labels, and CPU_MEASURE_CELLS_PER_ENTRY * threads * rows <= cells
+    otherwise."""
+    from meshccl import _tuning
+    from meshccl._cpu import measure as cpu
+
+    labels = np.arange(64 * 64, dtype=np.int32).reshape(64, 64)
+    with _tuning.override(CPU_MEASURE_MIN_CELLS=1, CPU_MEASURE_CELLS_PER_ENTRY=4):
+        assert cpu.table_threads((64, 64), 64 * 64 + 1, 4) == 1
+        assert cpu.table_threads((64, 64), 1024, 8) == 1  # 4 cells a label
+        assert cpu.table_threads((64, 64), 256, 8) == 4
+        assert cpu.table_threads((64, 64), 2, 8) == 8
+        assert cpu.table_threads((3, 64), 2, 8) == 3  # a row a thread at least
+        assert cpu.table_threads((4096,), 2, 8) == 1  # (1-D: one row)
+    assert cpu.table_threads((64, 64), 2, 8) == 1  # CPU_MEASURE_MIN_CELLS a thread
+    with _tuning.override(CPU_MEASURE_MIN_CELLS=1000):
+        assert cpu.table_threads((64, 64), 2, 8) == 4
+        assert cpu.table_threads((64, 64), 64, 8) == 4
+        assert cpu.table_threads((64, 64), 128, 8) == 2  # 16 cells an entry
+    s = measure.statistics(labels, cpu_threads=4)
+    np.testing.assert_array_equal(s["voxel_counts"], np.ones(64 * 64))
+    np.testing.assert_array_equal(s["centroids"],
+                                  np.stack(np.unravel_index(np.arange(64 * 64), (64, 64)), 1))
+
+
+def test_cpu_threads_bad_values(backend):
+    x = to_backend(np.array([[1, 0], [2, 2]], np.int32), backend)
+    for bad in (-1, 1.5, True, "2", None):
+        with pytest.raises(ValueError, match=r"cpu_threads must be an int >= 0 \(0: all "
+                                             r"cores\), got " + re.escape(repr(bad))):
+            measure.statistics(x, cpu_threads=bad)
+        with pytest.raises(ValueError, match=r"cpu_threads must be an int >= 0"):
+            measure.regionprops_table(x, cpu_threads=bad)
+    # CuPy input ignores a valid value
+    np.testing.assert_array_equal(to_host(measure.statistics(x, cpu_threads=5)["voxel_counts"]),
+                                  [1, 1, 2])
+
+
+def test_cpu_other_byte_order():
+    labels = np.array([[1, 0, 2], [2, 2, 0]])
+    intensity = np.arange(6.0).reshape(2, 3)
+    want = measure.statistics(labels, intensity)
+    got = measure.statistics(labels.astype(">i4"), intensity.astype(">f8"))
+    for key in want:
+        np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+    assert got["intensity_min"].dtype == np.float64
+
+
+def test_cpu_table_rejects_labels_beyond_rows():
+    from meshccl._cpu import measure as cpu
+
+    with pytest.raises(ValueError, match=r"a label is not below rows"):
+        cpu.table(np.array([[0, 5]], np.uint8), (1, 2), 3)
+
+
+# ---------------------------------------------------------------------------
 # bad input
 # ---------------------------------------------------------------------------
 
@@ -643,7 +790,11 @@ def test_kernel_runs_emulated():
         rows = int(labels.max()) + 1
         want = cpu.table(labels, shape, rows, first=True, boxes=True, sums=True,
                          periodic=per, intensity=intensity)
-        got = cpu._finish(emulate_cells(labels, intensity, per), rows, ndim)
+        raw = emulate_cells(labels, intensity, per)
+        present = raw["count"][:, None] > 0  # (as the core leaves them: 0, 0 without cells)
+        raw["box"] = np.stack([np.where(present, raw.pop("lo"), 0),
+                               np.where(present, raw.pop("hi"), 0)], axis=2)
+        got = cpu._finish(raw, rows, ndim, len(per))
         for key in ("count", "first", "box", "centroid", "imin", "imax"):
             np.testing.assert_array_equal(got[key], want[key], err_msg=key)
         for key in ("isum", "imean", "wcentroid") + (("cos", "sin") if per else ()):

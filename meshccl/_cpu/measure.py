@@ -1,18 +1,23 @@
 """Per-label tables on the CPU, for :mod:`meshccl.measure`.
 
-Everything here is a handful of C-implemented NumPy reductions over the
-flat label array -- ``np.bincount`` for counts and sums, ``np.minimum.at``
-/ ``np.maximum.at`` (NumPy's fast unbuffered scatter) for first cells,
-boxes and intensity extremes, ``np.unique`` for the occupied coordinates of
-periodic axes -- so no code is compiled per dtype (numba would compile one
-specialisation per label and intensity type).  The GPU twin is
-``meshccl/_gpu/measure.py``; both return the same raw table, which
+:func:`table` is one pass of the compiled core (``core/measure.hpp``, whose
+top comment explains it): the image is cut into runs of equal labels along
+its rows, each run updates its label's row of the table once, and every
+column asked for -- counts, first cells, boxes, coordinate and circular
+sums, the intensity's sums and extremes -- comes out of that one pass, on
+``threads`` threads (slabs of rows with private tables, merged in slab
+order).  The smallest arcs of periodic axes (:func:`periodic_box`) and the
+cells of each label (:func:`coords`) sort in NumPy.  The GPU twin is
+``meshccl/_gpu/measure.py``; both return the same finished table, which
 ``meshccl/measure.py`` turns into statistics.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from .. import _tuning
+from .image import _core
 
 
 def flat_labels(labels):
@@ -23,12 +28,29 @@ def flat_labels(labels):
     return flat.astype(np.intp, copy=False)
 
 
+def _native(a):
+    """``a`` flat, C-contiguous and in this machine's byte order (a copy only
+    where it is not)."""
+    return np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("=")).reshape(-1)
+
+
+def _unsigned(a):
+    """Flat, C-contiguous view of ``a`` as unsigned integers of its size
+    (bool as uint8; a copy only when ``a`` is not contiguous or not in this
+    machine's byte order)."""
+    flat = _native(a)
+    return flat.view(np.dtype(f"u{flat.dtype.itemsize}"))
+
+
 def max_label(labels):
-    """The largest label (0 for an empty array), and whether any is negative."""
+    """The largest label (0 for an empty array), and whether any is negative:
+    one pass over the unsigned view (a negative label is a large one there)."""
     if labels.size == 0:
         return 0, False
-    lo, hi = labels.min(), labels.max()
-    return int(hi), bool(lo < 0)
+    top = int(_unsigned(labels).max())
+    if labels.dtype.kind == "i" and top >= 1 << (8 * labels.dtype.itemsize - 1):
+        return top, True
+    return top, False
 
 
 def coordinates(shape, axis):
@@ -39,118 +61,140 @@ def coordinates(shape, axis):
 
 
 def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic=(),
-          intensity=None):
+          intensity=None, threads=1):
     """The finished per-label table of a label image (see ``_gpu.measure.table``).
 
     Parameters
     ----------
     labels : ndarray
-        Non-negative integer labels, any shape equal to ``shape``.
+        Non-negative integer (or bool) labels below ``rows``, of shape
+        ``shape``.
+    shape : tuple of int
+        The labels' shape.
     rows : int
-        Rows of the table: the largest label + 1.
+        Rows of the table: the largest label + 1 (or more).
     first, boxes, sums : bool
         Also compute each label's first cell (flat index; ``n`` where it
-        has none), its box (``lo``/``hi``, inclusive, per axis; ``lo`` = n
-        and ``hi`` = -1 where it has no cells) and its coordinate sums.
+        has none), its box (``lo``/``hi``, inclusive, per axis; 0 where it
+        has no cells; views of ``box``, (rows, ndim, 2): both side by side)
+        and its coordinate sums.
     periodic : tuple of int
-        Axes whose circular sums (``cos``, ``sin`` of 2 pi c / n) are wanted.
+        Increasing axes whose circular sums (``cos``, ``sin`` of
+        2 pi c / n) are wanted.
     intensity : ndarray, optional
-        Same shape: its sum and the sum of its magnitudes, its extremes (in
-        its own dtype; undefined where a label has no cells) and
-        intensity-weighted coordinate and circular sums.
+        Same shape (bool, integer or float): its sum and the sum of its
+        magnitudes, its extremes (in its own dtype; 0 where a label has no
+        cells; NaN wins, as in NumPy's min and max) and intensity-weighted
+        coordinate and circular sums.
+    threads : int, optional
+        Threads to run on (>= 1); fewer run where the image is small or
+        the labels many (``core/measure.hpp``).
 
     Returns
     -------
     dict of ndarray
+        The keys of ``_gpu.measure.table``: ``count`` (int64), ``first``,
+        ``box``, ``lo``, ``hi`` (int64), ``centroid``, ``cos``, ``sin``
+        (float64; coordinate sums exact below 2**53), and with
+        ``intensity`` ``isum``, ``iabs``, ``imean``, ``imin``, ``imax``,
+        ``wcentroid``, ``wcos``, ``wsin``, each where asked for.  Integer columns, and sums
+        of integer intensities below 2**53, do not depend on ``threads``;
+        float sums do in their rounding only.
     """
-    flat = flat_labels(labels)
-    n = flat.size
     ndim = len(shape)
-    out = {"count": np.bincount(flat, minlength=rows).astype(np.int64, copy=False)}
+    nper = len(periodic)
+    out = {"count": np.zeros(rows, dtype=np.int64)}
     if first:
-        f = np.full(rows, n, dtype=np.int64)
-        np.minimum.at(f, flat, np.arange(n, dtype=np.int64))
-        out["first"] = f
-    coords = [coordinates(shape, d) for d in range(ndim)] if (boxes or sums or periodic
-                                                              or intensity is not None) else []
+        out["first"] = np.full(rows, labels.size, dtype=np.int64)  # (n: no cell)
     if boxes:
-        lo = np.full((rows, ndim), n, dtype=np.int64)
-        hi = np.full((rows, ndim), -1, dtype=np.int64)
-        for d in range(ndim):
-            np.minimum.at(lo[:, d], flat, coords[d])
-            np.maximum.at(hi[:, d], flat, coords[d])
-        out["lo"], out["hi"] = lo, hi
+        # lo and hi side by side: the cc3d layout, a view
+        out["box"] = np.zeros((rows, ndim, 2), dtype=np.int64)
     if sums:
-        out["csum"] = _columns([np.bincount(flat, weights=c, minlength=rows) for c in coords], rows)
-    angles = {d: coords[d] * (2 * np.pi / shape[d]) for d in periodic}
-    if periodic:
-        out["cos"] = _columns([np.bincount(flat, weights=np.cos(angles[d]), minlength=rows)
-                               for d in periodic], rows)
-        out["sin"] = _columns([np.bincount(flat, weights=np.sin(angles[d]), minlength=rows)
-                               for d in periodic], rows)
+        out["csum"] = np.zeros((rows, ndim), dtype=np.float64)
+    if nper:
+        out["cos"] = np.zeros((rows, nper), dtype=np.float64)
+        out["sin"] = np.zeros((rows, nper), dtype=np.float64)
+    values = None
     if intensity is not None:
-        v = intensity.reshape(-1)
-        w = v.astype(np.float64)
-        out["isum"] = np.bincount(flat, weights=w, minlength=rows)
-        out["iabs"] = np.bincount(flat, weights=np.abs(w), minlength=rows)
-        lo_v = np.zeros(rows, dtype=v.dtype)
-        hi_v = np.zeros(rows, dtype=v.dtype)
-        present = out["count"] > 0
-        # start every present label at one of its own values, so that the
-        # scatter needs no sentinel that the dtype may not hold
-        seed = np.empty(rows, dtype=v.dtype)
-        seed[flat[::-1]] = v[::-1]  # some value of each present label
-        lo_v[present] = seed[present]
-        hi_v[present] = seed[present]
-        np.minimum.at(lo_v, flat, v)
-        np.maximum.at(hi_v, flat, v)
-        out["imin"], out["imax"] = lo_v, hi_v
-        out["wsum"] = _columns([np.bincount(flat, weights=w * c, minlength=rows) for c in coords],
-                               rows)
-        if periodic:
-            out["wcos"] = _columns([np.bincount(flat, weights=w * np.cos(angles[d]), minlength=rows)
-                                    for d in periodic], rows)
-            out["wsin"] = _columns([np.bincount(flat, weights=w * np.sin(angles[d]), minlength=rows)
-                                    for d in periodic], rows)
-    return _finish(out, rows, ndim)
+        dtype = intensity.dtype
+        values = _native(intensity)
+        if dtype == np.bool_:
+            values = values.view(np.uint8)
+        elif dtype == np.float16:  # (extremes stay exact: float32 holds every float16)
+            values = values.astype(np.float32)
+        for key in ("isum", "iabs"):
+            out[key] = np.zeros(rows, dtype=np.float64)
+        for key in ("imin", "imax"):
+            out[key] = np.zeros(rows, dtype=values.dtype)
+        out["wsum"] = np.zeros((rows, ndim), dtype=np.float64)
+        if nper:
+            out["wcos"] = np.zeros((rows, nper), dtype=np.float64)
+            out["wsin"] = np.zeros((rows, nper), dtype=np.float64)
+    # (zeroed: the core adds into them, and leaves labels without cells as
+    # they are; np.zeros of a large array is fresh pages, zeroed by the
+    # system as they are first written)
+    cols = {k: (v.reshape(-1) if isinstance(v, np.ndarray) else v) for k, v in out.items()}
+    _core.measure_table(
+        _unsigned(labels), np.array(shape, dtype=np.int64), rows,
+        np.array(periodic, dtype=np.int64), values, threads, _tuning.CPU_MEASURE_MIN_CELLS,
+        _tuning.CPU_MEASURE_CELLS_PER_ENTRY,
+        *(cols.get(k) for k in ("count", "first", "box", "csum", "cos", "sin", "isum",
+                                "iabs", "imin", "imax", "wsum", "wcos", "wsin")))
+    return _finish(out, rows, ndim, nper)
 
 
-def _divide(a, b):
-    """a / b, NaN where b == 0 (no warnings)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(b == 0, np.nan, a / np.where(b == 0, 1, b))
+def _per_cell(a, count, out=None):
+    """a / count: NaN where count is 0 (its sums are 0: 0 / 0), no warnings."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.divide(a, count, out=out)
 
 
-def _finish(t, rows, ndim):
-    """The raw sums of :func:`table` turned into what the GPU's finishing
-    kernel gives: boxes as (rows, 2 * ndim) [lo_0, hi_0, ...] with (0, -1)
-    for labels without cells (``lo``, ``hi``: views), centroids, intensity
-    means and float64 extremes (NaN without cells), weighted centroids (NaN
-    where the intensity sums to 0)."""
+def _finish(t, rows, ndim, nper):
+    """The core's sums turned, in place where the types allow, into what the
+    GPU's finishing kernel gives (``_gpu.measure.table``): ``box`` as
+    (rows, 2 * ndim) [lo_0, hi_0, ...] with (0, -1) for labels without cells
+    (``lo``, ``hi``: views), ``centroid``, ``imean``, float64 ``imin`` /
+    ``imax`` (NaN without cells), ``wcentroid`` (NaN where the intensity
+    sums to 0)."""
     count = t["count"]
     empty = count == 0
-    cf = count.astype(np.float64)
-    if "lo" in t:
-        box = np.empty((rows, 2 * ndim), dtype=np.int64)
-        box[:, 0::2] = np.where(empty[:, None], 0, t["lo"])
-        box[:, 1::2] = np.where(empty[:, None], -1, t["hi"])
-        t["box"], t["lo"], t["hi"] = box, box[:, 0::2], box[:, 1::2]
+    has_empty = bool(empty.any())
+    if "box" in t:
+        box = t["box"]
+        if has_empty:  # (the core leaves 0, 0 for labels without cells)
+            np.subtract(box[:, :, 1], empty[:, None], out=box[:, :, 1], casting="unsafe")
+        t["box"] = box.reshape(rows, 2 * ndim)
+        t["lo"], t["hi"] = box[:, :, 0], box[:, :, 1]
     if "csum" in t:
-        t["centroid"] = _divide(t.pop("csum"), cf[:, None])
-    t.setdefault("cos", np.zeros((rows, 0)))
-    t.setdefault("sin", np.zeros((rows, 0)))
+        csum = t.pop("csum")
+        t["centroid"] = _per_cell(csum, count[:, None], out=csum)
+    t.setdefault("cos", np.zeros((rows, nper)))
+    t.setdefault("sin", np.zeros((rows, nper)))
     if "isum" in t:
-        t["imean"] = _divide(t["isum"], cf)
+        t["imean"] = _per_cell(t["isum"], count)
         for key in ("imin", "imax"):
-            t[key] = np.where(empty, np.nan, t[key].astype(np.float64))
-        t["wcentroid"] = _divide(t.pop("wsum"), t["isum"][:, None])
-        t.setdefault("wcos", np.zeros((rows, 0)))
-        t.setdefault("wsin", np.zeros((rows, 0)))
+            t[key] = t[key].astype(np.float64)
+            if has_empty:
+                t[key][empty] = np.nan
+        wsum = t.pop("wsum")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t["wcentroid"] = np.where(t["isum"][:, None] == 0, np.nan,
+                                      wsum / np.where(t["isum"] == 0, 1, t["isum"])[:, None])
+        t.setdefault("wcos", np.zeros((rows, nper)))
+        t.setdefault("wsin", np.zeros((rows, nper)))
     return t
 
 
-def _columns(cols, rows):
-    return np.stack(cols, axis=1) if cols else np.zeros((rows, 0))
+def table_threads(shape, rows, threads):
+    """The threads :func:`table` runs on for an image of ``shape`` and a
+    table of ``rows`` rows when asked for ``threads``: at most one per row
+    of the last axis and per ``_tuning.CPU_MEASURE_MIN_CELLS`` cells, and
+    no more than keep the private tables together within one row per
+    ``_tuning.CPU_MEASURE_CELLS_PER_ENTRY`` cells (``core/measure.hpp``)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    rows_of_cells = n // shape[-1] if len(shape) and shape[-1] else (1 if n else 0)
+    return _core.measure_threads(threads, n, rows_of_cells, rows, _tuning.CPU_MEASURE_MIN_CELLS,
+                                 _tuning.CPU_MEASURE_CELLS_PER_ENTRY)
 
 
 def periodic_box(labels, shape, axis, lo, hi, rows):

@@ -37,6 +37,7 @@
 
 #include "image.hpp"
 #include "kernels.hpp"
+#include "measure.hpp"
 #if !defined(MESHCCL_TARGET_V3)
 #include "lattice.hpp"
 #endif
@@ -110,6 +111,66 @@ void neighbour_lines(const i64* shape, int ndim, const i64* table, int noff,
     off = ln.off;
     cover = ln.cover;
     order = ln.order;
+}
+
+// ---- per-label tables: one template instance per label and intensity type
+
+template <class L, class V>
+static int measure_typed(const MeasureArgs& a, const k::MeasureGeometry& g) {
+    const k::MeasureColumns out{a.count, a.first_out, a.box, a.csum, a.cos, a.sin,
+                                a.isum, a.iabs, a.imin, a.imax, a.wsum, a.wcos, a.wsin};
+    return k::measure_table<L, V>(static_cast<const L*>(a.labels), static_cast<const V*>(a.values),
+                                  g, a.rows, a.threads, a.min_cells, a.cells_per_entry, out);
+}
+
+template <class L>
+static int measure_values(const MeasureArgs& a, const k::MeasureGeometry& g) {
+    if (!a.values) return measure_typed<L, k::NoValue>(a, g);
+    const int b = a.value_bytes;
+    switch (a.value_kind) {
+        case 'u':
+            if (b == 1) return measure_typed<L, std::uint8_t>(a, g);
+            if (b == 2) return measure_typed<L, std::uint16_t>(a, g);
+            if (b == 4) return measure_typed<L, std::uint32_t>(a, g);
+            if (b == 8) return measure_typed<L, std::uint64_t>(a, g);
+            break;
+        case 'i':
+            if (b == 1) return measure_typed<L, std::int8_t>(a, g);
+            if (b == 2) return measure_typed<L, std::int16_t>(a, g);
+            if (b == 4) return measure_typed<L, std::int32_t>(a, g);
+            if (b == 8) return measure_typed<L, std::int64_t>(a, g);
+            break;
+        case 'f':
+            if (b == 4) return measure_typed<L, float>(a, g);
+            if (b == 8) return measure_typed<L, double>(a, g);
+            break;
+    }
+    throw std::invalid_argument("measure_table: values must be (u)int8..64, float32 or float64");
+}
+
+int measure_table(const MeasureArgs& a) {
+    // cos / sin of 2 pi c / n for each periodic axis, as NumPy computes them
+    std::vector<i64> offsets(std::max(a.nper, 1), 0);
+    std::vector<double> cs, sn;
+    for (int j = 0; j < a.nper; ++j) {
+        const i64 len = a.shape[a.periodic[j]];
+        offsets[j] = i64(cs.size());
+        const double step = 6.283185307179586 / double(len);  // (2 pi, NumPy's 2 * np.pi)
+        for (i64 c = 0; c < len; ++c) {
+            cs.push_back(std::cos(double(c) * step));
+            sn.push_back(std::sin(double(c) * step));
+        }
+    }
+    const i64 W = a.ndim ? a.shape[a.ndim - 1] : 1;
+    const k::MeasureGeometry g{a.shape, a.ndim, a.n, W, W ? a.n / W : 0, a.periodic, a.nper,
+                               cs.data(), sn.data(), offsets.data(), a.rows};
+    switch (a.label_bytes) {
+        case 1: return measure_values<std::uint8_t>(a, g);
+        case 2: return measure_values<std::uint16_t>(a, g);
+        case 4: return measure_values<std::uint32_t>(a, g);
+        case 8: return measure_values<std::uint64_t>(a, g);
+    }
+    throw std::invalid_argument("measure_table: labels must be uint8, uint16, uint32 or uint64");
 }
 
 }  // namespace MESHCCL_API_NS

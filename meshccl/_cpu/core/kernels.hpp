@@ -9,6 +9,7 @@
 // forces the baseline; `_core.isa()` says which runs).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -63,6 +64,44 @@ struct LatticeArgs {
     std::vector<i64>* counts;
 };
 
+// The per-label table of meshccl.measure (measure.hpp): labels as unsigned
+// integers, the intensity (or none) by kind and size, the columns to fill
+// (null where not wanted; zeroed NumPy arrays of rows, or rows x ndim /
+// nper), which it fills.
+struct MeasureArgs {
+    const void* labels;        // n labels of label_bytes (unsigned)
+    int label_bytes;
+    const void* values;        // n intensities, or null
+    char value_kind;           // 'u', 'i' or 'f' (bool as 'u')
+    int value_bytes;
+    i64 n;
+    const i64* shape;
+    int ndim;
+    i64 rows;                  // labels are below it
+    const i64* periodic;       // the periodic axes
+    int nper;
+    int threads;
+    i64 min_cells;             // fewest cells a thread
+    i64 cells_per_entry;       // fewest cells a private table's entry
+    i64 *count, *first_out, *box;  // box: rows x ndim x (lo, hi)
+    double *csum, *cos, *sin, *isum, *iabs;
+    void *imin, *imax;         // the intensity's type
+    double *wsum, *wcos, *wsin;
+};
+
+// Threads for a per-label table of `rows` rows over n cells in R rows of
+// the last axis, asked for `threads`: at most one per row and per min_cells
+// cells, and cells_per_entry * T * rows <= n (measure.hpp: the private
+// tables).
+inline int measure_threads(int threads, i64 n, i64 R, i64 rows, i64 min_cells,
+                           i64 cells_per_entry) {
+    i64 T = threads < 1 ? 1 : threads;
+    T = std::min(T, R);
+    T = std::min(T, n / std::max<i64>(min_cells, 1));
+    T = std::min(T, n / (std::max<i64>(cells_per_entry, 1) * std::max<i64>(rows, 1)));
+    return int(std::max<i64>(T, 1));
+}
+
 // The lattice labeller (lattice.hpp), compiled in the baseline copy only.
 i64 label_lattice(const LatticeArgs& a);
 
@@ -79,6 +118,7 @@ i64 label_lattice(const LatticeArgs& a);
     void neighbour_lines(const i64* shape, int ndim, const i64* table, int noff,       \
                          std::vector<i64>& off, std::vector<int>& cover,               \
                          std::vector<int>& order);                                     \
+    int measure_table(const MeasureArgs& a);                                           \
     }
 
 MESHCCL_CPU_API(baseline)

@@ -55,12 +55,13 @@ struct Isa {
     i64 (*label_bits)(const std::uint64_t*, std::int32_t*, i64, const i64*, int, const i64*, int);
     void (*neighbour_lines)(const i64*, int, const i64*, int, std::vector<i64>&,
                             std::vector<int>&, std::vector<int>&);
+    int (*measure_table)(const api::MeasureArgs&);
 };
 
 #define MESHCCL_ISA(ns, label)                                                                  \
     Isa {                                                                                       \
         label, &api::ns::label_plain, &api::ns::first_cell_labels, &api::ns::pack_rows,         \
-            &api::ns::label_bits, &api::ns::neighbour_lines                                     \
+            &api::ns::label_bits, &api::ns::neighbour_lines, &api::ns::measure_table            \
     }
 
 static const Isa baseline_isa = MESHCCL_ISA(baseline, "baseline");
@@ -240,6 +241,103 @@ static void first_cell(Array L, i64 count) {
     isa->first_cell_labels(L.data(), int(L.itemsize()), i64(L.size()), count);
 }
 
+// The per-label table of meshccl.measure (meshccl/_cpu/measure.py): flat
+// unsigned labels and intensities (or None), the shape, the periodic axes,
+// and the zeroed columns to fill, each None where not wanted (count: always).
+// Returns the threads that ran.
+template <class T>
+static T* column(const std::optional<Array>& a, i64 size, const char* name, bool want = true) {
+    if (!a) {
+        if (want)
+            throw std::invalid_argument(std::string("measure_table: ") + name + " is missing");
+        return nullptr;
+    }
+    if (!is<T>(*a) || i64(a->size()) != size)
+        throw std::invalid_argument(std::string("measure_table: ") + name +
+                                    " has the wrong dtype or size");
+    return static_cast<T*>(a->data());
+}
+
+static int measure_table(const Input& labels, const Input& shape, i64 rows,
+                         const Input& periodic, std::optional<Input> values, int threads,
+                         i64 min_cells, i64 cells_per_entry, Array count,
+                         std::optional<Array> first,
+                         std::optional<Array> box,
+                         std::optional<Array> csum, std::optional<Array> cos,
+                         std::optional<Array> sin, std::optional<Array> isum,
+                         std::optional<Array> iabs, std::optional<Array> imin,
+                         std::optional<Array> imax, std::optional<Array> wsum,
+                         std::optional<Array> wcos, std::optional<Array> wsin) {
+    if (labels.ndim() != 1 || !is_unsigned(labels))
+        throw std::invalid_argument(
+            "measure_table: labels must be flat uint8, uint16, uint32 or uint64");
+    if (!is<i64>(shape) || !is<i64>(periodic) || shape.ndim() != 1 || periodic.ndim() != 1)
+        throw std::invalid_argument("measure_table: shape and periodic must be flat int64");
+    api::MeasureArgs a{};
+    a.labels = labels.data();
+    a.label_bytes = int(labels.itemsize());
+    a.n = i64(labels.size());
+    a.shape = static_cast<const i64*>(shape.data());
+    a.ndim = int(shape.size());
+    i64 cells = 1;
+    for (int d = 0; d < a.ndim; ++d) {
+        if (a.shape[d] < 0) throw std::invalid_argument("measure_table: negative shape");
+        cells *= a.shape[d];
+    }
+    if (cells != a.n) throw std::invalid_argument("measure_table: shape does not match the labels");
+    if (rows < 1) throw std::invalid_argument("measure_table: rows must be >= 1");
+    a.rows = rows;
+    a.periodic = static_cast<const i64*>(periodic.data());
+    a.nper = int(periodic.size());
+    for (int j = 0; j < a.nper; ++j)
+        if (a.periodic[j] < 0 || a.periodic[j] >= a.ndim ||
+            (j && a.periodic[j] <= a.periodic[j - 1]))
+            throw std::invalid_argument("measure_table: periodic must be increasing axes");
+    if (values) {
+        const auto dt = values->dtype();
+        const bool u = dt.code == std::uint8_t(nb::dlpack::dtype_code::UInt);
+        const bool s = dt.code == std::uint8_t(nb::dlpack::dtype_code::Int);
+        const bool f = dt.code == std::uint8_t(nb::dlpack::dtype_code::Float);
+        if (values->ndim() != 1 || i64(values->size()) != a.n || dt.lanes != 1 ||
+            !(u || s || (f && (dt.bits == 32 || dt.bits == 64))))
+            throw std::invalid_argument("measure_table: values must be flat integers, float32 or "
+                                        "float64, as many as the labels");
+        a.values = values->data();
+        a.value_kind = u ? 'u' : s ? 'i' : 'f';
+        a.value_bytes = int(dt.bits / 8);
+    }
+    const i64 nd = a.ndim, np = a.nper;
+    a.count = column<i64>(count, rows, "count");
+    a.first_out = column<i64>(first, rows, "first", false);
+    a.box = column<i64>(box, 2 * rows * nd, "box", false);
+    a.csum = column<double>(csum, rows * nd, "csum", false);
+    if (np) {
+        a.cos = column<double>(cos, rows * np, "cos");
+        a.sin = column<double>(sin, rows * np, "sin");
+    }
+    if (values) {
+        a.isum = column<double>(isum, rows, "isum");
+        a.iabs = column<double>(iabs, rows, "iabs");
+        for (auto* m : {&imin, &imax}) {
+            if (!*m || (*m)->dtype() != values->dtype() || i64((*m)->size()) != rows)
+                throw std::invalid_argument("measure_table: imin and imax must be of the values' "
+                                            "dtype, one per row");
+        }
+        a.imin = imin->data();
+        a.imax = imax->data();
+        a.wsum = column<double>(wsum, rows * nd, "wsum");
+        if (np) {
+            a.wcos = column<double>(wcos, rows * np, "wcos");
+            a.wsin = column<double>(wsin, rows * np, "wsin");
+        }
+    }
+    a.threads = std::max(threads, 1);
+    a.min_cells = min_cells;
+    a.cells_per_entry = cells_per_entry;
+    nb::gil_scoped_release release;
+    return isa->measure_table(a);
+}
+
 // ---- the scans' parts, for the tests (tests/test_cpu_serial.py, test_cpu_potts.py)
 
 static bool pack_rows_py(const Input& values, Array M, i64 W, std::uint64_t bg) {
@@ -303,6 +401,19 @@ NB_MODULE(_core, m) {
           "Label a lattice (mask, bonds, tolerance, periodic, axes) cell by cell; N or (N, counts).");
     m.def("first_cell_labels", &first_cell, nb::arg("L"), nb::arg("count"),
           "Raster labels 1..count turned in place into first-cell labels (flat index + 1).");
+    m.def("measure_table", &measure_table, nb::arg("labels"), nb::arg("shape"), nb::arg("rows"),
+          nb::arg("periodic"), nb::arg("values").none(), nb::arg("threads"), nb::arg("min_cells"),
+          nb::arg("cells_per_entry"), nb::arg("count"), nb::arg("first").none(),
+          nb::arg("box").none(), nb::arg("csum").none(), nb::arg("cos").none(),
+          nb::arg("sin").none(), nb::arg("isum").none(), nb::arg("iabs").none(),
+          nb::arg("imin").none(), nb::arg("imax").none(), nb::arg("wsum").none(),
+          nb::arg("wcos").none(), nb::arg("wsin").none(),
+          "Fill the zeroed per-label table of flat labels (meshccl.measure) in one pass; "
+          "the threads used.");
+    m.def("measure_threads", &api::measure_threads, nb::arg("threads"), nb::arg("n"),
+          nb::arg("rows_of_cells"), nb::arg("rows"), nb::arg("min_cells"),
+          nb::arg("cells_per_entry"),
+          "The threads measure_table runs on (measure.hpp).");
     m.def("isa", [] { return std::string(isa->name); },
           "The instruction set whose kernels run: 'x86-64-v3' or 'baseline'.");
     m.def("use_isa", &use_isa, nb::arg("name"),
