@@ -107,7 +107,7 @@ def _slots(ndim, values, shape, per_warp):
     MAX_SLOTS with the block's tables within SHARED_BYTES; 0 (every run to
     the global table) where the slots' 32-bit counts and coordinates would
     not hold."""
-    if per_warp >= 2**31 or any(s >= 2**27 for s in shape):
+    if per_warp >= 2**31 or any(s >= 2**32 for s in shape):
         return 0
     slots = MAX_SLOTS
     while slots >= MIN_SLOTS and (BLOCK // 32) * slot_bytes(slots, ndim, values) > SHARED_BYTES:

@@ -113,32 +113,6 @@ __device__ __forceinline__ T run_scan(T x, int lane, int head, Op op) {
     return x;
 }
 
-// Sum, minimum and maximum over the lanes of `peers` (every lane calls with
-// its own group).  Where groups are more than one lane (sm_80 on, and only
-// with values below 2^32: see meshccl_measure_runs), one __reduce_*_sync;
-// a lane alone keeps its value.
-__device__ __forceinline__ unsigned long long group_add(unsigned peers, unsigned long long v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    if (peers & (peers - 1u)) return __reduce_add_sync(peers, (unsigned)v);
-#endif
-    return v;
-}
-__device__ __forceinline__ unsigned long long group_min(unsigned peers, unsigned long long v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    if (peers & (peers - 1u)) {
-        const unsigned r = __reduce_min_sync(peers, v > 0xffffffffull ? 0xffffffffu : (unsigned)v);
-        return r == 0xffffffffu ? ~0ull : (unsigned long long)r;
-    }
-#endif
-    return v;
-}
-__device__ __forceinline__ unsigned long long group_max(unsigned peers, unsigned long long v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    if (peers & (peers - 1u)) return __reduce_max_sync(peers, (unsigned)v);
-#endif
-    return v;
-}
-
 // Order-preserving unsigned keys of a value, for the minimum (lo) and the
 // maximum (hi): they differ only for NaN, which wins both.  value() maps a
 // key back (as a double, what the user gets).
@@ -495,75 +469,53 @@ meshccl_measure_runs(const L* __restrict__ labels, const V* __restrict__ values,
                     ws = run_scan(w * sv, lane, hd, Sum());
                 }
             }
-            // The runs of one label in this chunk, gathered: one lane (the
-            // label's leader) speaks for all of them, so no two lanes of an
-            // atomic meet on one slot.  (Needs __match_any_sync and the
-            // __reduce_*_sync of sm_80 on, and sums that fit 32 bits:
-            // axes below 2^27, which the host ensures where there are slots.)
-            const unsigned long long l = (unsigned long long)label;
-            const I back = (I)(lane - hd);
-            const unsigned long long len = (unsigned long long)back + 1ull;
-            const unsigned long long xh = (unsigned long long)(x - back);
-            const long long head_i = (long long)(i - back);
-            unsigned peers = 1u << lane;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-            if (slots) peers = __match_any_sync(FULL, tail ? l : NO_LABEL);
-#endif
-            const int leader = __ffs(peers) - 1;
-            const bool lead = tail && lane == leader;
-            // a row axis's coordinate of this lane's run
-            auto coord = [&](int d) -> unsigned long long {
-                if (row == row0) {
-#pragma unroll
-                    for (int j = 0; j < CACHED_AXES; ++j)
-                        if (j == d) return (unsigned long long)rc[j];
-                }
-                return (unsigned long long)((row / (I)rstride[d]) % (I)shape[d]);
-            };
-            const unsigned long long g_len = group_add(peers, tail ? len : 0ull);
-            const unsigned long long g_first =
-                group_min(peers, tail ? (unsigned long long)(head_i - (long long)seg0) : ~0ull);
-            int slot = -1;
-            if (lead) {
-                slot = slots && (!bypass || l == 0ull) ? tab.find(l) : -1;
-                if (slot >= 0) {
-                    atomicAdd(&tab.cnt[slot], (unsigned)g_len);
-                    if (flags & FIRST) atomicMin(&tab.first[slot], (unsigned)g_first);
-                } else {
-                    global_cells(l, g_len, (long long)seg0 + (long long)g_first);
-                }
-            }
-            if (flags & (BOXES | SUMS)) {
-                for (int d = 0; d <= last; ++d) {
-                    unsigned long long a = ~0ull, b = 0ull, sum = 0ull;
-                    if (tail) {
-                        if (d < last) {
-                            a = b = coord(d);
-                            sum = a * len;
-                        } else {
-                            a = xh;
-                            b = (unsigned long long)x;
-                            sum = (xh + (unsigned long long)x) * len / 2ull;
-                        }
-                    }
-                    a = group_min(peers, a);
-                    b = group_max(peers, b);
-                    sum = group_add(peers, sum);
-                    if (lead) {
-                        if (slot >= 0) {
-                            if (flags & BOXES) {
-                                atomicMin(&tab.lo[d * slots + slot], (unsigned)a);
-                                atomicMax(&tab.hi[d * slots + slot], (unsigned)b);
-                            }
-                            if (flags & SUMS) atomicAdd(&tab.csum[d * slots + slot], sum);
-                        } else {
-                            global_axis(l, d, a, b, sum);
-                        }
-                    }
-                }
-            }
-            slot = __shfl_sync(FULL, slot, leader);
             if (tail) {
+                const unsigned long long l = (unsigned long long)label;
+                const I back = (I)(lane - hd);
+                const unsigned long long len = (unsigned long long)back + 1ull;
+                const unsigned long long xh = (unsigned long long)(x - back);
+                const long long head_i = (long long)(i - back);
+                const int slot = slots && (!bypass || l == 0ull) ? tab.find(l) : -1;
+                // a row axis's coordinate of this run
+                auto coord = [&](int d) -> unsigned long long {
+                    if (row == row0) {
+#pragma unroll
+                        for (int j = 0; j < CACHED_AXES; ++j)
+                            if (j == d) return (unsigned long long)rc[j];
+                    }
+                    return (unsigned long long)((row / (I)rstride[d]) % (I)shape[d]);
+                };
+                if (slot >= 0) {
+                    atomicAdd(&tab.cnt[slot], (unsigned)len);
+                    if (flags & FIRST)
+                        atomicMin(&tab.first[slot], (unsigned)(head_i - (long long)seg0));
+                    auto shared_axis = [&](int d, unsigned long long lo_, unsigned long long hi_,
+                                           unsigned long long sum) {
+                        if (flags & BOXES) {
+                            atomicMin(&tab.lo[d * slots + slot], (unsigned)lo_);
+                            atomicMax(&tab.hi[d * slots + slot], (unsigned)hi_);
+                        }
+                        if (flags & SUMS) atomicAdd(&tab.csum[d * slots + slot], sum);
+                    };
+                    if (flags & (BOXES | SUMS)) {
+                        for (int d = 0; d < last; ++d) {
+                            const unsigned long long c = coord(d);
+                            shared_axis(d, c, c, c * len);
+                        }
+                        shared_axis(last, xh, (unsigned long long)x,
+                                    (xh + (unsigned long long)x) * len / 2ull);
+                    }
+                } else {
+                    global_cells(l, len, head_i);
+                    if (flags & (BOXES | SUMS)) {
+                        for (int d = 0; d < last; ++d) {
+                            const unsigned long long c = coord(d);
+                            global_axis(l, d, c, c, c * len);
+                        }
+                        global_axis(l, last, xh, (unsigned long long)x,
+                                    (xh + (unsigned long long)x) * len / 2ull);
+                    }
+                }
                 if (flags & CIRCULAR) {
                     for (int j = 0; j < nper; ++j) {
                         const int d = axes[j];
