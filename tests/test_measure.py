@@ -720,9 +720,10 @@ def test_docstring_examples():
 # ---------------------------------------------------------------------------
 
 def emulate_cells(labels, intensity, periodic):
-    """meshccl_measure_cells and meshccl_measure_values, step by step for
-    each warp of 32 cells: rows, head flags, the ballot, each tail's run,
-    and the run's contributions as the kernels compute them."""
+    """meshccl_measure_runs's run logic, step by step for each chunk of 32
+    cells: rows, head flags, the ballot, each tail's run, and the run's
+    contributions as the kernel computes them (its warp tables only regroup
+    the same additions)."""
     shape = labels.shape
     flat, vals = labels.reshape(-1), intensity.reshape(-1)
     n, ndim = flat.size, len(shape)
