@@ -30,15 +30,15 @@ error codes into messages (:func:`meshccl.graph._list_rank.raise_error`).
   owner's offset.  An element no walk reached, or a reduced list that does
   not end at a real tail, is a cycle.
 
-Threads are ``std::thread``, at most the number asked for and fewer on
-short lists; the GIL is released throughout.
+Threads are ``std::thread``: at most the number asked for (and the
+cores), fewer on short lists; the GIL is released throughout.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .image import _core
+from .image import _core, cpu_count
 
 #: error codes of :func:`rank` (0: none)
 OUT_OF_RANGE, DUPLICATE, CYCLE = 1, 2, 3
@@ -54,7 +54,8 @@ def rank(succ, method, threads, seed, spacing, want_tails):
     method : {'sequential', 'wylie', 'splitters'}
         The method.
     threads : int
-        Threads of 'wylie' and 'splitters' (at least 1).
+        Threads of 'wylie' and 'splitters': at least 1, at most the cores
+        this process may run on (more are read as that many).
     seed : int
         Seed of the splitters' hash, in [0, 2**64).
     spacing : int
@@ -75,8 +76,8 @@ def rank(succ, method, threads, seed, spacing, want_tails):
     n = succ.shape[0]
     rank_ = np.empty(n, np.int64)
     tails = np.empty(n, np.int64) if want_tails else None
-    code = _core.list_rank(succ, method, max(1, int(threads)), int(seed), int(spacing), rank_,
-                           tails)
+    threads = max(1, min(int(threads), cpu_count()))
+    code = _core.list_rank(succ, method, threads, int(seed), int(spacing), rank_, tails)
     if code:
         return None, None, code
     return rank_, tails, 0
