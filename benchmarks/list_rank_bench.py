@@ -1,5 +1,6 @@
-"""List ranking: the sequential numba walk against Wylie's pointer jumping
-and the random-splitter method, on the CPU (numba threads) and the GPU.
+"""List ranking: the sequential walk against Wylie's pointer jumping and
+the random-splitter method, on the CPU (the compiled core's threads) and
+the GPU.
 
     python benchmarks/list_rank_bench.py --max-log2 22 --out DIR          (CPU only here)
     python benchmarks/list_rank_bench.py --gpu --max-log2 26 --out DIR    (needs CuPy + GPU)
@@ -10,7 +11,7 @@ one random list (a random permutation linked in order) and many lists
 Every call is the public ``meshccl.graph.list_rank`` with an explicit
 ``method`` (validation included; ranks only), checked equal to the
 sequential walk's.  CPU: wall clock, median of --reps after a warm-up,
-'wylie' and 'splitters' on --threads numba threads (default all).  GPU
+'wylie' and 'splitters' on --threads threads (default all cores).  GPU
 (--gpu; refused clearly without CuPy or a device): the array on the device,
 CUDA events around the call, median of --reps after a warm-up.  Sequential
 runs above --seq-max-log2 are skipped (minutes at 2**26 on a slow VM).
@@ -60,7 +61,7 @@ def main(argv=None):
     ap.add_argument("--max-log2", type=int, default=26)
     ap.add_argument("--seq-max-log2", type=int, default=26)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=0, help="numba threads (0: all)")
+    ap.add_argument("--threads", type=int, default=0, help="CPU threads (0: all cores)")
     ap.add_argument("--mean-list", type=int, default=1000)
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--no-cpu-parallel", action="store_true",
@@ -70,9 +71,9 @@ def main(argv=None):
     if args.gpu:
         require_gpu("--gpu")
     args.out.mkdir(parents=True, exist_ok=True)
-    import numba
+    from meshccl._cpu.image import cpu_count
 
-    threads = args.threads or numba.config.NUMBA_NUM_THREADS
+    threads = args.threads or cpu_count()
     cols = ["cpu sequential"]
     if not args.no_cpu_parallel:
         cols += [f"cpu wylie ({threads} thr)", f"cpu splitters ({threads} thr)"]
@@ -108,7 +109,7 @@ def main(argv=None):
             rows.append(row)
             print(lg, kind, {k: round(v, 3) for k, v in row["ms"].items()}, flush=True)
     machine = {"platform": platform.platform(), "processor": platform.processor(),
-               "numba_threads": threads}
+               "cpu_threads": threads}
     if args.gpu:
         import cupy
 

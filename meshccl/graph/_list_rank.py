@@ -1,6 +1,6 @@
 """List ranking: :func:`list_rank` (the API, its checks and messages).
 
-The backends are :mod:`meshccl._cpu.list_rank` (numba) and
+The backends are :mod:`meshccl._cpu.list_rank` (the compiled core) and
 :mod:`meshccl._gpu.list_rank` (CuPy, ``_kernels/list_rank.cu``); both
 report invalid input as an error code, and the messages are built here
 from the input itself (only on the error path).  ``docs/graph.md``
@@ -63,7 +63,7 @@ def list_rank(successor, *, method="auto", device="auto", seed=None, return_tail
         (``length - 1 - rank``; one more pass).
     cpu_threads : int, optional
         Threads of the CPU's 'wylie' and 'splitters' (and of 'auto'): 1
-        (default) or more, 0 every core numba sees.
+        (default) or more, 0 every core this process may run on.
 
     Returns
     -------
@@ -183,15 +183,14 @@ def _out_dtype(n):
 
 
 def _on_cpu(succ, on_gpu_input, method, seed, want_tails, cpu_threads):
-    import numba
-
     from .._cpu import list_rank as backend
+    from .._cpu.image import cpu_count
 
     host = succ.get() if on_gpu_input else succ
     n = host.size
     if host.dtype.kind == "u" and n and int(host.max()) >= n:  # (before wrapping to int64)
         raise_error(host, backend.OUT_OF_RANGE)
-    threads = cpu_threads or numba.config.NUMBA_NUM_THREADS
+    threads = cpu_threads or cpu_count()
     rank, tails, code = backend.rank(host.astype(np.int64, copy=False), method, threads, seed,
                                      _tuning.LIST_RANK_CPU_SPACING, want_tails)
     if code:

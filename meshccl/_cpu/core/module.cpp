@@ -384,6 +384,9 @@ static nb::tuple lines_py(const Input& shape, const Input& table) {
 // strong components and their CSR builders (strong.cpp)
 void register_strong(nb::module_& m);
 
+// list ranking (list_rank.cpp)
+void register_list_rank(nb::module_& m);
+
 NB_MODULE(_core, m) {
     m.doc() = "meshccl's compiled CPU kernels (C++17): see meshccl/_cpu/core/image.hpp.";
     const char* forced = std::getenv("MESHCCL_CPU_ISA");
@@ -425,4 +428,5 @@ NB_MODULE(_core, m) {
     m.def("neighbour_lines", &lines_py, nb::arg("shape"), nb::arg("table"),
           "(offsets, cover, order) of a table's neighbour lines (for the tests).");
     register_strong(m);
+    register_list_rank(m);
 }
