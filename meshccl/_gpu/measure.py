@@ -65,7 +65,7 @@ def _flat(labels):
     return flat.astype(cupy.uint32)  # bool, 1- and 2-byte labels: a widened copy
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=256)
 def _geometry(device, shape):
     """(shape, row strides) of the cells' rows as int64 device arrays,
     kept per device and shape (a host-to-device copy per call would make
@@ -80,7 +80,7 @@ def _geometry(device, shape):
             cupy.asarray(np.array(rstride, dtype=np.int64)))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=256)
 def _axes(device, periodic):
     import cupy
 

@@ -168,21 +168,7 @@ template <> struct Keys<double> {
     }
 };
 
-// The global table.  Rows are labels; box is (rows, 2 * ndim) with
-// [lo_0, hi_0, lo_1, hi_1, ...] (cc3d's layout), csum and wsum (rows,
-// ndim), cs / sn / wcos / wsin (rows, nper).  kmin / kmax: Keys<V>::K.
-struct Table {
-    unsigned long long* count;
-    long long* first;
-    unsigned long long* box;
-    unsigned long long* csum;
-    double *cs, *sn;
-    double *isum, *iabs;
-    void *kmin, *kmax;
-    double *wsum, *wcos, *wsin;
-};
-
-// The block's table in shared memory, arrays of `size` slots (per-axis
+// A warp's table in shared memory, arrays of `size` slots (per-axis
 // columns: axis d at d * size); `used` counts the claimed slots.
 template <typename K>
 struct Slots {
@@ -290,8 +276,11 @@ template <typename A> struct Same<A, A> {
 
 }  // namespace meshccl_measure
 
-// Starting values of the global table (see Table): counts, sums 0, first
-// cells n, boxes (all ones, 0) for (min, max), key extremes (all ones, 0).
+// The global table's starting values.  Its rows are labels; box is (rows,
+// 2 * ndim) with [lo_0, hi_0, lo_1, hi_1, ...] (cc3d's layout), csum and
+// wsum (rows, ndim), cs / sn / wcos / wsin (rows, nper), kmin / kmax
+// Keys<V>::K.  Counts and sums start at 0, first cells at n, boxes at (all
+// ones, 0) for (min, max), key extremes at (all ones, 0).
 template <typename K>
 __global__ void meshccl_measure_init(long long rows, int ndim, int flags, long long n,
                                      unsigned long long* count, long long* first,
