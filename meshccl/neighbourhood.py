@@ -289,21 +289,28 @@ def offset_table(shape: tuple, connectivity: int, label_axes: int | None = None,
             f"connectivity={connectivity} on {ndim} axes longer than 1 gives {size} "
             f"neighbour offsets per cell; meshccl supports at most {MAX_OFFSETS}"
         )
+    deltas = [delta for delta in half_offsets(ndim, connectivity)[:-1]  # all but the left one
+              if label_axes is None or not any(d and not (label_axes >> k) & 1
+                                               for k, d in enumerate(delta))]
+    return _table_rows(shape, deltas, lambda step: _is_offset(step, connectivity))
+
+
+def _table_rows(shape: tuple, deltas, is_offset) -> np.ndarray:
+    """The rows of an offset table: each step of ``deltas`` as (linear
+    offset, axes it steps back along, axes it steps forward along, flags),
+    COVERED where ``is_offset`` says the step plus one along the last axis
+    is an offset too."""
+    ndim = len(shape)
     strides = np.ones(ndim, dtype=np.int64)
     for k in range(ndim - 2, -1, -1):
         strides[k] = strides[k + 1] * shape[k + 1]
-    last = np.zeros(ndim, dtype=np.int64)
-    last[-1] = 1
     rows = []
-    for delta in half_offsets(ndim, connectivity)[:-1]:  # all but the left one
-        if label_axes is not None and any(d and not (label_axes >> k) & 1
-                                          for k, d in enumerate(delta)):
-            continue
+    for delta in deltas:
         lin = int(np.dot(delta, strides))
         lo = sum(1 << k for k, d in enumerate(delta) if d == -1)
         hi = sum(1 << k for k, d in enumerate(delta) if d == 1)
         flags = 0
-        if _is_offset(tuple(np.asarray(delta) + last), connectivity):
+        if is_offset(tuple(delta[:-1]) + (delta[-1] + 1,)):
             flags |= COVERED
         if delta[-1] == -1:
             flags |= MOVES_LEFT
@@ -328,24 +335,8 @@ def _explicit_table(shape: tuple, offsets: tuple) -> np.ndarray:
     present = set(offsets)
     if any(len(d) != ndim for d in present):
         raise ValueError(f"offsets of {ndim}-D steps expected for shape {shape}, got {offsets}")
-    strides = np.ones(ndim, dtype=np.int64)
-    for k in range(ndim - 2, -1, -1):
-        strides[k] = strides[k + 1] * shape[k + 1]
     left = (0,) * (ndim - 1) + (-1,)
-    rows = []
-    for delta in sorted(present - {left}):
-        lin = int(np.dot(delta, strides))
-        lo = sum(1 << k for k, d in enumerate(delta) if d == -1)
-        hi = sum(1 << k for k, d in enumerate(delta) if d == 1)
-        flags = 0
-        if delta[:-1] + (delta[-1] + 1,) in present:
-            flags |= COVERED
-        if delta[-1] == -1:
-            flags |= MOVES_LEFT
-        rows.append((lin, lo, hi, flags))
-    table = np.array(rows, dtype=np.int64).reshape(-1, 4)
-    table.setflags(write=False)
-    return table
+    return _table_rows(shape, sorted(present - {left}), present.__contains__)
 
 
 #: log2 of the largest tile: the cells of one thread block of the GPU mesh
