@@ -218,6 +218,21 @@ GRAPH_MAX_PLANS = 4
 #: there, and a plan keeps about 20 bytes per vertex
 GRAPH_MAX_PLAN_VERTICES = 1 << 23
 
+# Strong components on the GPU (_gpu/strong.py; docs/decisions.md: "strong
+# components: long rows and the hand-over")
+#: rows of more than this many entries are pushed and searched by the
+#: colouring as chunks of 32 over many lanes, shorter ones by one lane each
+STRONG_LONG_ROW = 128
+#: the narrow-frontier hand-over to the host is judged after at least this
+#: many GPU passes (launch-bound: a few microseconds each) ...
+STRONG_HOST_MIN_PASSES = 64
+#: ... and after one pass per this many vertices + edges of the graph (the
+#: host's search takes some nanoseconds per vertex and edge) ...
+STRONG_HOST_ITEMS = 16384
+#: ... and it is taken while fewer vertices per pass than this were settled
+#: or reached: about the break-even of a launch-bound pass against the host
+STRONG_HOST_RATE = 512
+
 # Incremental connectivity (_gpu/incremental.py; docs/graph.md: "Incremental
 # connectivity")
 #: resident blocks per multiprocessor of the batch kernel's grid-stride loop

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
 from conftest import HAVE_GPU, examples
-from test_graph_gpu_emulated import emulated  # noqa: F401  (a fixture: the stand-in cupy)
-from meshccl import graph_generators as gen
+from test_graph_gpu_emulated import emulated, tune  # noqa: F401  (fixtures: the stand-in cupy, overrides)
+from meshccl import graph_families, graph_generators as gen
 from meshccl.graph import Edges, connected_components
 
 
@@ -414,10 +414,14 @@ def _scc_emulation(expr):
     def prio(v, a, b, n):
         return (int(a) * v + int(b)) % n
 
-    if name == "meshccl_scc_trim":
-        sig = [L, J, L, J, I, n_, flag]
+    u64p = ("ptr", "unsigned long long")
+    u8p = ("ptr", "unsigned char")
+    i64 = ("val", "long long")
 
-        def run(fp, fi, rp, ri, rep, n, changed):
+    if name == "meshccl_scc_trim":
+        sig = [L, J, L, J, I, n_, flag, u64p]
+
+        def run(fp, fi, rp, ri, rep, n, changed, removed):
             for v in range(n):
                 if rep[v] >= 0:
                     continue
@@ -426,6 +430,7 @@ def _scc_emulation(expr):
                 if not out or not inn:
                     rep[v] = v
                     changed[0] = 1
+                    removed[0] += 1
     elif name == "meshccl_scc_score":
         sig = [L, L, I, n_, L, U]
 
@@ -444,11 +449,10 @@ def _scc_emulation(expr):
                 enqueue(p, fp[p + 1] - fp[p], qfv, qfk, counts, 0)
                 enqueue(p, rp[p + 1] - rp[p], qbv, qbk, counts, 1)
     elif name == "meshccl_scc_expand":
-        sig = [L, J, L, J, U, I, U, I, U, ("ptr", "unsigned long long"), I, U, I, U,
-               ("ptr", "unsigned long long"), ("ptr", "unsigned long long")]
+        sig = [L, J, L, J, U, I, U, I, U, u64p, I, U, I, U, u64p, u64p, u64p]
 
         def run(fp, fi, rp, ri, mark, qifv, qifk, qibv, qibk, nin, qofv, qofk, qobv, qobk, nout,
-                nzero):
+                nzero, reached):
             assert not np.asarray(nout).any(), "counting into a slot that is not zero"
             nzero[:] = 0
             sides = ((fp, fi, qifv, qifk, qofv, qofk, 1), (rp, ri, qibv, qibk, qobv, qobk, 2))
@@ -460,6 +464,7 @@ def _scc_emulation(expr):
                     for w in idx[b:min(b + CHUNK, ptr[v + 1])]:
                         if not mark[w] & bit:
                             mark[w] |= bit
+                            reached[d] += 1
                             enqueue(w, ptr[w + 1] - ptr[w], qov, qok, nout, d)
     elif name == "meshccl_scc_fwbw":
         sig = [U, L, I, n_]
@@ -476,11 +481,11 @@ def _scc_emulation(expr):
             active[:] = np.asarray(rep) < 0
             mark[:] = 0
     elif name == "meshccl_scc_colour_push":
-        sig = [L, J, I, I, ("ptr", "unsigned char"), n_, flag]
+        sig = [L, J, I, I, u8p, n_, i64, flag]
 
-        def run(fp, fi, rep, colour, active, n, changed):
+        def run(fp, fi, rep, colour, active, n, heavy, changed):
             for v in range(n):
-                if not active[v]:
+                if not active[v] or fp[v + 1] - fp[v] > heavy:
                     continue
                 active[v] = 0
                 c = colour[v]
@@ -495,14 +500,65 @@ def _scc_emulation(expr):
         def run(rep, colour, mark, n, a, b):
             mark[:] = [rep[v] < 0 and colour[v] == prio(v, a, b, n) for v in range(n)]
     elif name == "meshccl_scc_colour_back":
-        sig = [L, J, I, I, U, n_, flag]
+        sig = [L, J, I, I, U, n_, i64, flag]
 
-        def run(rp, ri, rep, colour, mark, n, changed):
+        def run(rp, ri, rep, colour, mark, n, heavy, changed):
             for v in range(n):
-                if mark[v] != 1:
+                if mark[v] != 1 or rp[v + 1] - rp[v] > heavy:
                     continue
                 mark[v] = 2
                 for w in ri[rp[v]:rp[v + 1]]:
+                    if mark[w] == 0 and rep[w] < 0 and colour[w] == colour[v]:
+                        mark[w] = 1
+                        changed[0] = 1
+    elif name == "meshccl_scc_push_snap":
+        sig = [I, i64, I, I, I, I, u8p]
+
+        def run(hv, nh, rep, colour, snap, last, go):
+            for h in range(nh):
+                v = hv[h]
+                c = colour[v]
+                go[h] = rep[v] < 0 and c != last[h]
+                if go[h]:
+                    last[h] = c
+                snap[h] = c
+    elif name == "meshccl_scc_push_rows":
+        sig = [L, J, I, I, u8p, I, I, U, i64, I, u8p, flag]
+
+        def run(fp, fi, rep, colour, active, hv, ch, ck, chunks, snap, go, changed):
+            assert chunks == len(ch)
+            for i in range(chunks):
+                h = ch[i]
+                if not go[h]:
+                    continue
+                v, c = hv[h], snap[h]
+                b = fp[v] + ck[i] * CHUNK
+                assert b < fp[v + 1], "an empty chunk of a long row"
+                for w in fi[b:min(b + CHUNK, fp[v + 1])]:
+                    if rep[w] < 0 and colour[w] < c:
+                        colour[w] = c
+                        active[w] = 1
+                        changed[0] = 1
+    elif name == "meshccl_scc_back_snap":
+        sig = [I, i64, U, u8p]
+
+        def run(hv, nh, mark, go):
+            for h in range(nh):
+                go[h] = mark[hv[h]] == 1
+                if go[h]:
+                    mark[hv[h]] = 2
+    elif name == "meshccl_scc_back_rows":
+        sig = [L, J, I, I, U, I, I, U, i64, u8p, flag]
+
+        def run(rp, ri, rep, colour, mark, hv, ch, ck, chunks, go, changed):
+            for i in range(chunks):
+                h = ch[i]
+                if not go[h]:
+                    continue
+                v = hv[h]
+                b = rp[v] + ck[i] * CHUNK
+                assert b < rp[v + 1], "an empty chunk of a long row"
+                for w in ri[b:min(b + CHUNK, rp[v + 1])]:
                     if mark[w] == 0 and rep[w] < 0 and colour[w] == colour[v]:
                         mark[w] = 1
                         changed[0] = 1
@@ -551,7 +607,8 @@ def scc_emulated(emulated, monkeypatch):  # noqa: F811  (the imported fixture)
     from meshccl._gpu import strong as gpu_strong
     from test_graph_gpu_emulated import _wrap
 
-    monkeypatch.setattr(sys.modules["cupy"], "argmax", _wrap(np.argmax), raising=False)
+    for name in ("argmax", "flatnonzero", "bincount"):
+        monkeypatch.setattr(sys.modules["cupy"], name, _wrap(getattr(np, name)), raising=False)
     monkeypatch.setattr(gpu_strong, "kernels",
                         lambda filename, *names: tuple(_scc_emulation(n) for n in names))
     yield
@@ -571,13 +628,7 @@ def _fake_forms(src, dst, n, rng):
         [("csc", (fake(c.indptr.astype(i64)), fake(c.indices.astype(np.int32))))]
 
 
-def test_gpu_path_emulated(scc_emulated, monkeypatch):
-    from meshccl._gpu.strong import strong_components as gpu_strong
-    from test_graph_gpu_emulated import _fake_events
-
-    _fake_events(monkeypatch)
-
-    rng = np.random.default_rng(12)
+def _emulated_cases(rng):
     cases = [(np.zeros(0, int), np.zeros(0, int), 0), (np.zeros(0, int), np.zeros(0, int), 1),
              (np.array([0]), np.array([0]), 1)]
     for n, m in ((6, 9), (40, 60), (120, 400)):
@@ -598,22 +649,113 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch):
     spokes = np.arange(1, 700)
     cases.append((np.concatenate([np.zeros(699, int), spokes, np.full(699, 700)]),
                   np.concatenate([spokes, np.zeros(699, int), spokes]), 701))
-    for src, dst, n in cases:
+    for name in ("hubs_out", "hubs_in", "small_sccs", "multi", "chain_of_cycles"):
+        e = graph_families.FAMILIES[name](300, seed=3)
+        cases.append((e.src, e.dst, e.n_vertices))
+    return cases
+
+
+STEPS = {"transpose", "trim", "fwbw", "colour", "host", "smallest"}
+
+
+@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over"])
+def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
+    """The GPU path's host side (kernels emulated) against SciPy: as it is,
+    with the GPU's steps to the end (no hand-over), with every row of more
+    than 2 entries taken as a long row of the colouring, and with the
+    hand-over to the host forced at the first check."""
+    from meshccl._gpu.strong import strong_components as gpu_strong
+    from test_graph_gpu_emulated import _fake_events
+
+    _fake_events(monkeypatch)
+    if setting != "default":  # the GPU's steps to the end ...
+        tune(STRONG_HOST_MIN_PASSES=10**9)
+    if setting == "long rows":
+        tune(STRONG_LONG_ROW=2)
+    if setting == "hand over":
+        tune(STRONG_HOST_MIN_PASSES=0, STRONG_HOST_RATE=10**9)  # ... or the host's at once
+    rng = np.random.default_rng(12)
+    handed = 0
+    for src, dst, n in _emulated_cases(rng):
         want = scipy_strong(coo(src, dst, n))
         forms, raw = _fake_forms(np.asarray(src, np.int64), np.asarray(dst, np.int64), n, rng)
         for g in forms:
             count, labels, info = strong(g, return_info=True)
-            assert info["backend"] == "gpu" and info["iterations"] >= (n > 0)
-            assert info["method_phases"] == (["transpose", "trim", "fwbw", "colour", "smallest"]
-                                             if n else [])
-            assert {"validate", "label"} | ({"colour", "relabel"} if n else set()) \
-                <= set(info["seconds"])
+            phases = info["method_phases"]
+            assert info["backend"] == "gpu"
+            assert phases == [] if not n else (phases[0] == "transpose"
+                                               and phases[-1] == "smallest"
+                                               and set(phases) <= STEPS)
+            assert ("host" in phases) == (info["host_vertices"] > 0)
+            handed += info["host_vertices"]
+            if setting in ("gpu only", "long rows"):
+                assert info["host_vertices"] == 0
+            assert {"validate", "label"} | ({"relabel"} if n else set()) <= set(info["seconds"])
             assert count == want[0]
             np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
         for kind, arrays in raw:
             count, labels = gpu_strong(kind, arrays, n)
             assert count == want[0]
             np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+    if setting != "default":
+        assert (handed > 0) == (setting == "hand over")
+
+
+def test_hand_over_rule(tune):
+    """The narrow-frontier rule: judged only after the allowance of passes,
+    then taken while fewer than STRONG_HOST_RATE vertices a pass moved."""
+    from meshccl._gpu.strong import hand_over, pass_allowance
+
+    tune(STRONG_HOST_MIN_PASSES=64, STRONG_HOST_ITEMS=16384, STRONG_HOST_RATE=512)
+    assert pass_allowance(1000, 2000) == 64
+    assert pass_allowance(10**7, 3 * 10**7) == 4 * 10**7 // 16384
+    # a long cycle: two vertices a level
+    assert not hand_over(63, 126, 300_000, 330_000)
+    assert hand_over(64, 128, 300_000, 330_000)
+    # a 2-D grid searched from its middle: 2 L^2 vertices after L levels
+    assert not any(hand_over(L, 2 * L * L, 9 * 10**6, 2 * 10**7) for L in range(1, 5000))
+    # a strip 100 wide: 100 vertices a level, handed over once judged
+    L = pass_allowance(10**7, 2 * 10**7)
+    assert not hand_over(L - 1, 100 * (L - 1), 10**7, 2 * 10**7)
+    assert hand_over(L, 100 * L, 10**7, 2 * 10**7)
+
+
+def test_remaining_subgraph_emulated(scc_emulated):
+    """The subgraph cut out for the host: the remaining vertices renumbered
+    in order, every edge between two of them, in row order."""
+    from meshccl._gpu.strong import finish_on_host, remaining_subgraph
+    from test_graph_gpu_emulated import fake
+
+    rng = np.random.default_rng(4)
+    for n, m in ((1, 0), (5, 12), (50, 200), (300, 900)):
+        src, dst = random_graph(n, m, rng)
+        g = coo(src, dst, n).tocsr()
+        g.sort_indices()
+        rep = np.where(rng.random(n) < 0.5, -1, np.arange(n)).astype(np.int32)
+        fp, fi = fake(g.indptr.astype(np.int64)), fake(g.indices.astype(np.int32))
+        live, indptr, indices = remaining_subgraph(fp, fi, fake(rep))
+        keep = np.flatnonzero(rep < 0)
+        np.testing.assert_array_equal(np.asarray(live), keep)
+        sub = g[keep][:, keep].tocsr()
+        sub.sort_indices()
+        assert indptr.dtype == indices.dtype == np.int32
+        np.testing.assert_array_equal(indptr, sub.indptr)
+        np.testing.assert_array_equal(indices, sub.indices)
+        # the host's labels become representatives inside each component
+        out = fake(rep.copy())
+        calls = []
+
+        def host(ip, ix, k):
+            calls.append(k)
+            return scipy_strong(sp.csr_matrix((np.ones(ix.size), ix, ip), shape=(k, k)))[1]
+
+        assert finish_on_host(fp, fi, out, host) == keep.size
+        assert calls == ([keep.size] if keep.size else [])
+        out = np.asarray(out)
+        assert (out >= 0).all() and (out[rep >= 0] == rep[rep >= 0]).all()
+        want = scipy_strong(sub)[1]
+        np.testing.assert_array_equal(canonical(out[keep]), canonical(want))
+        assert (want[np.searchsorted(keep, out[keep])] == want).all()
 
 
 def test_scc_bench_runs_on_the_cpu(tmp_path):

@@ -5,7 +5,20 @@
 on the current device and runs the kernel file's steps: trim,
 forward-backward from a pivot, trim again, colouring rounds, then the
 numbering by each component's smallest vertex (the shared relabel of
-:mod:`.number_roots`).  It needs the graph and its transpose as CSR; the
+:mod:`.number_roots`).
+
+Every step takes passes (launches) whose number grows with the graph's
+diameter: on a long cycle or chain the GPU would sweep the graph once per
+vertex.  So the steps keep count of their passes and of the vertices they
+settle or reach, and when the passes exceed :func:`pass_allowance` while
+the vertices per pass stay below ``_tuning.STRONG_HOST_RATE`` (a narrow
+frontier: :func:`hand_over`), the vertices still without a component go
+to the host: their subgraph is cut out on the device
+(:func:`remaining_subgraph`), copied, and one linear-time depth-first
+search there (the ``host`` callable, the CPU backend's) finds its
+components; each vertex then gets a member of its component as its
+representative and the numbering runs as before, so the labels are the
+same either way.  It needs the graph and its transpose as CSR; the
 one it lacks is built on the device (:func:`meshccl._gpu.graph.transpose_csr`
 or, from an edge list, :func:`~meshccl._gpu.graph.to_csr`: counting
 scatters).  Host synchronisations: the change flags of the trim,
@@ -26,8 +39,125 @@ from .loader import c_type, kernels
 from .number_roots import relabel
 from .passes import BATCH_MAX, until_settled
 
-#: strong.cu's CHUNK: the most row entries of one search queue entry
+from .. import _tuning
+
+#: strong.cu's CHUNK: the most row entries of one search queue entry (and of
+#: one chunk of a long row of the colouring)
 CHUNK = 32
+
+
+class HandOver(Exception):
+    """Raised inside a step when the rest should be finished on the host."""
+
+
+def pass_allowance(n: int, m: int) -> int:
+    """Passes the GPU may spend before its pace is judged: at least
+    ``STRONG_HOST_MIN_PASSES``, and one for every ``STRONG_HOST_ITEMS``
+    vertices and edges of the graph (a bounded share of what the host's
+    search would need for all of it)."""
+    return max(_tuning.STRONG_HOST_MIN_PASSES, (n + m) // _tuning.STRONG_HOST_ITEMS)
+
+
+def hand_over(passes: int, progress: int, n: int, m: int) -> bool:
+    """Whether the GPU should stop and leave the remaining vertices to the
+    host: after :func:`pass_allowance` passes, when fewer than
+    ``STRONG_HOST_RATE`` vertices per pass were settled or reached
+    (``progress``) -- the narrow frontier of a long cycle, chain or strip,
+    where each pass moves a handful of vertices."""
+    return passes >= pass_allowance(n, m) and progress < _tuning.STRONG_HOST_RATE * passes
+
+
+class Pace:
+    """The passes of one call and the vertices settled so far (``done``);
+    :meth:`step` counts a pass, :meth:`check` raises :class:`HandOver` when
+    :func:`hand_over` says so (``extra``: vertices reached by a search that
+    has not settled them yet)."""
+
+    def __init__(self, n, m):
+        self.n, self.m = n, m
+        self.passes = 0
+        self.done = 0
+        self.allowance = pass_allowance(n, m)
+
+    def step(self, k=1):
+        self.passes += k
+
+    def judged(self):
+        """Whether :meth:`check` could raise now (worth reading counters)."""
+        return self.passes >= self.allowance
+
+    def check(self, extra=0):
+        if self.done < self.n and hand_over(self.passes, self.done + extra, self.n, self.m):
+            raise HandOver
+
+
+def long_rows(ptr, n, heavy, I):
+    """(hv, ch, ck): the vertices whose rows hold more than ``heavy``
+    entries (hv, ascending) and their rows cut into chunks of CHUNK
+    entries: chunk i is entries ck[i] * CHUNK .. of vertex hv[ch[i]]'s
+    row (strong.cu's meshccl_scc_push_rows / _back_rows).  None when no row
+    is that long."""
+    import cupy
+
+    deg = ptr[1:] - ptr[:-1]
+    hv = cupy.flatnonzero(deg > heavy)
+    if not int(hv.size):
+        return None
+    chunks = (deg[hv] + CHUNK - 1) // CHUNK
+    ends = cupy.cumsum(chunks)
+    total = int(ends[-1])
+    i = cupy.arange(total, dtype=cupy.int64)
+    ch = cupy.searchsorted(ends, i, side="right")
+    ck = (i - (ends[ch] - chunks[ch])).astype(cupy.uint32)
+    return hv.astype(I), ch.astype(I), ck
+
+
+def remaining_subgraph(fptr, fidx, rep):
+    """(live, indptr, indices) of the subgraph induced by the vertices
+    without a component (rep < 0): live their numbers ascending (CuPy,
+    int64), indptr / indices its CSR over 0..len(live)-1 (NumPy, int32
+    below 2**31 vertices and edges, else int64), each row in the graph's
+    row order."""
+    import cupy
+
+    live = cupy.flatnonzero(rep < 0)
+    k = int(live.size)
+    if not k:
+        return live, np.zeros(1, np.int32), np.zeros(0, np.int32)
+    pos = cupy.full(rep.size, -1, dtype=cupy.int64)
+    pos[live] = cupy.arange(k, dtype=cupy.int64)
+    starts = fptr[live]
+    deg = fptr[live + 1] - starts
+    ends = cupy.cumsum(deg)
+    total = int(ends[-1])
+    e = cupy.arange(total, dtype=cupy.int64)
+    row = cupy.searchsorted(ends, e, side="right")
+    w = pos[fidx[starts[row] + e - (ends[row] - deg[row])]]
+    keep = w >= 0
+    src, dst = row[keep], w[keep]
+    indptr = cupy.zeros(k + 1, dtype=cupy.int64)
+    indptr[1:] = cupy.cumsum(cupy.bincount(src, minlength=k)[:k])
+    wide = k >= 2**31 - 2 or int(dst.size) >= 2**31
+    t = np.int64 if wide else np.int32
+    return live, indptr.astype(t).get(), dst.astype(t).get()
+
+
+def finish_on_host(fptr, fidx, rep, host):
+    """Give every vertex without a component a member of its component as
+    representative, the components found by ``host(indptr, indices, k)``
+    (labels 0.. of a CSR of k vertices, a NumPy array) on the remaining
+    subgraph.  Returns the number of vertices the host took."""
+    import cupy
+
+    live, indptr, indices = remaining_subgraph(fptr, fidx, rep)
+    k = int(live.size)
+    if not k:
+        return 0
+    lab = cupy.asarray(host(indptr, indices, k)).astype(cupy.int64)
+    member = cupy.empty(int(lab.max()) + 1, dtype=cupy.int64)
+    member[lab] = cupy.arange(k, dtype=cupy.int64)  # any member will do
+    rep[live] = live[member[lab]].astype(rep.dtype)
+    return k
 
 
 def colour_order(n: int):
@@ -56,13 +186,17 @@ def graphs(kind, arrays, n):
     return I, J, given, other
 
 
-def strong_components(kind, arrays, n, timer=None, info=None):
+def strong_components(kind, arrays, n, timer=None, info=None, host=None):
     """``(count, labels)``: count a Python int, labels a CuPy array of type
     I (int32 below 2**31 vertices) numbered 0..count-1 in order of each
     component's smallest vertex.  ``timer``: a :class:`.timing.PhaseTimer`
-    for the steps 'transpose', 'trim', 'fwbw', 'colour' and the relabel's;
-    ``info``: a dict that gets ``method_phases`` and ``iterations`` (the
-    colouring rounds)."""
+    for the steps 'transpose', 'trim', 'fwbw', 'colour', 'host' and the
+    relabel's; ``info``: a dict that gets ``method_phases``,
+    ``iterations`` (the colouring rounds), ``passes`` (the GPU's passes)
+    and ``host_vertices`` (the vertices finished on the host, 0: none).
+    ``host(indptr, indices, k)``: the strong components of a CSR on the
+    host (NumPy labels), for the narrow-frontier hand-over; None: the GPU
+    finishes whatever the pace."""
     import cupy
 
     from .timing import run
@@ -70,7 +204,7 @@ def strong_components(kind, arrays, n, timer=None, info=None):
     I0 = cupy.int32 if n < 2**31 else cupy.int64
     if n == 0:
         if info is not None:
-            info.update(method_phases=[], iterations=0)
+            info.update(method_phases=[], iterations=0, passes=0, host_vertices=0)
         return 0, cupy.empty(0, dtype=I0)
     state = {}
 
@@ -82,18 +216,43 @@ def strong_components(kind, arrays, n, timer=None, info=None):
     ti, tj = c_type(I), c_type(J)
     nn = np.dtype(I).type(n)
     grid = _grid(n, BLOCK, 32)
-    (trim, score, seed, expand, fwbw, cinit, push, roots, back, cdone, low_k, point) = kernels(
+    (trim, score, seed, expand, fwbw, cinit, push, roots, back, cdone, low_k, point, push_snap,
+     push_rows, back_snap, back_rows) = kernels(
         "strong.cu", f"meshccl_scc_trim<{ti}, {tj}>", f"meshccl_scc_score<{ti}>",
         f"meshccl_scc_seed<{ti}>", f"meshccl_scc_expand<{ti}, {tj}>", f"meshccl_scc_fwbw<{ti}>",
         f"meshccl_scc_colour_init<{ti}>", f"meshccl_scc_colour_push<{ti}, {tj}>",
         f"meshccl_scc_colour_roots<{ti}>", f"meshccl_scc_colour_back<{ti}, {tj}>",
-        f"meshccl_scc_colour_done<{ti}>", f"meshccl_scc_min<{ti}>", f"meshccl_scc_point<{ti}>")
+        f"meshccl_scc_colour_done<{ti}>", f"meshccl_scc_min<{ti}>", f"meshccl_scc_point<{ti}>",
+        f"meshccl_scc_push_snap<{ti}>", f"meshccl_scc_push_rows<{ti}, {tj}>",
+        f"meshccl_scc_back_snap<{ti}>", f"meshccl_scc_back_rows<{ti}, {tj}>")
     rep = cupy.full(n, -1, dtype=I)
     mark = cupy.empty(n, dtype=cupy.uint32)  # written by the score and colouring kernels
+    m = int(fidx.size)
+    pace = Pace(n, m)
+    live = [n]  # vertices without a component, as last counted
+    unjudged = host is None
+
+    def settled(remaining):
+        live[0] = remaining
+        pace.done = n - remaining
+
+    removed = cupy.zeros(1, dtype=cupy.uint64)
 
     def trim_all():
-        until_settled(lambda t, flag: trim(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, flag)),
-                      "strong")
+        removed.fill(0)
+        before = live[0]
+
+        def one(t, flag):
+            pace.step()
+            trim(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, flag, removed))
+
+        def judge():
+            if not unjudged and pace.judged():
+                settled(before - int(removed.get()[0]))
+                pace.check()
+
+        until_settled(one, "strong", after_batch=judge)
+        settled(before - int(removed.get()[0]))
 
     def forward_backward():
         scores = cupy.empty(n, dtype=cupy.int64)
@@ -101,13 +260,14 @@ def strong_components(kind, arrays, n, timer=None, info=None):
         pivot = cupy.argmax(scores).astype(cupy.int64).reshape(1)  # stays on the device
         # a queue holds each reached vertex once, as its rows' chunks of at
         # most CHUNK entries: at most n + m / CHUNK entries (strong.cu)
-        room = n + int(fidx.size) // CHUNK + 1
+        room = n + m // CHUNK + 1
         queues = [(cupy.empty(room, dtype=I), cupy.empty(room, dtype=cupy.uint32),
                    cupy.empty(room, dtype=I), cupy.empty(room, dtype=cupy.uint32))
                   for _ in range(2)]
         # queue lengths [slot][direction]: level k reads slot k % 3, counts
-        # into slot (k + 1) % 3 and zeroes slot (k + 2) % 3 (strong.cu)
-        counts = cupy.zeros((3, 2), dtype=cupy.uint64)
+        # into slot (k + 1) % 3 and zeroes slot (k + 2) % 3 (strong.cu);
+        # slot 3: the vertices each search reached
+        counts = cupy.zeros((4, 2), dtype=cupy.uint64)
         seed((1,), (32,), (fptr, rptr, pivot, rep, mark, *queues[0], counts[0]))
         level_grid = (_grid(n, BLOCK, 8)[0], 2)
         level, batch = 0, 1
@@ -116,39 +276,94 @@ def strong_components(kind, arrays, n, timer=None, info=None):
                 a, b = level % 2, 1 - level % 2
                 expand(level_grid, (BLOCK,), (fptr, fidx, rptr, ridx, mark, *queues[a],
                                               counts[level % 3], *queues[b],
-                                              counts[(level + 1) % 3], counts[(level + 2) % 3]))
+                                              counts[(level + 1) % 3], counts[(level + 2) % 3],
+                                              counts[3]))
                 level += 1
-            if not counts[level % 3].get().any():  # the queues the next level would read
+            pace.step(batch)
+            seen = counts.get()
+            if not seen[level % 3].any():  # the queues the next level would read
                 break
+            if not unjudged:
+                pace.check(int(seen[3].sum()))
             batch = min(BATCH_MAX, 2 * batch)
         fwbw(grid, (BLOCK,), (mark, pivot, rep, nn))
+        settled(int((rep < 0).sum()))
         state["levels"] = level
 
     a, b, a_inv = (np.uint64(x) for x in colour_order(n))
+    heavy = int(_tuning.STRONG_LONG_ROW)
 
     def colouring():
         colour = cupy.empty(n, dtype=I)
         active = cupy.empty(n, dtype=cupy.uint8)
         left = cupy.zeros(1, dtype=cupy.uint64)
+        fl, bl = long_rows(fptr, n, heavy, I), long_rows(rptr, n, heavy, I)
+        if fl is not None:
+            f_snap, f_last = cupy.empty(fl[0].size, dtype=I), cupy.empty(fl[0].size, dtype=I)
+            f_go = cupy.empty(fl[0].size, dtype=cupy.uint8)
+            f_grid = _grid(int(fl[0].size), BLOCK, 8)
+            f_chunk_grid = _grid(int(fl[1].size), BLOCK, 32)
+        if bl is not None:
+            b_go = cupy.empty(bl[0].size, dtype=cupy.uint8)
+            b_grid = _grid(int(bl[0].size), BLOCK, 8)
+            b_chunk_grid = _grid(int(bl[1].size), BLOCK, 32)
+        hl = np.int64(heavy)
+
+        def push_pass(t, flag):
+            pace.step()
+            if fl is not None:
+                hv, ch, ck = fl
+                push_snap(f_grid, (BLOCK,), (hv, np.int64(hv.size), rep, colour, f_snap, f_last,
+                                             f_go))
+                push_rows(f_chunk_grid, (BLOCK,), (fptr, fidx, rep, colour, active, hv, ch, ck,
+                                                   np.int64(ch.size), f_snap, f_go, flag))
+            push(grid, (BLOCK,), (fptr, fidx, rep, colour, active, nn, hl, flag))
+
+        def back_pass(t, flag):
+            pace.step()
+            if bl is not None:
+                hv, ch, ck = bl
+                back_snap(b_grid, (BLOCK,), (hv, np.int64(hv.size), mark, b_go))
+                back_rows(b_chunk_grid, (BLOCK,), (rptr, ridx, rep, colour, mark, hv, ch, ck,
+                                                   np.int64(ch.size), b_go, flag))
+            back(grid, (BLOCK,), (rptr, ridx, rep, colour, mark, nn, hl, flag))
+
+        def judge():
+            if not unjudged:
+                pace.check()
+
         rounds = 0
-        while True:
+        while live[0]:
             rounds += 1
+            pace.step()
             cinit(grid, (BLOCK,), (rep, colour, active, mark, nn, a, b))
-            until_settled(lambda t, flag: push(grid, (BLOCK,), (fptr, fidx, rep, colour, active,
-                                                                nn, flag)), "strong")
+            if fl is not None:
+                f_last.fill(-1)
+            until_settled(push_pass, "strong", after_batch=judge)
             roots(grid, (BLOCK,), (rep, colour, mark, nn, a, b))
-            until_settled(lambda t, flag: back(grid, (BLOCK,), (rptr, ridx, rep, colour, mark, nn,
-                                                                flag)), "strong")
+            until_settled(back_pass, "strong", after_batch=judge)
             left.fill(0)
             cdone(grid, (BLOCK,), (mark, colour, rep, nn, a_inv, b, left))
-            if not int(left.get()[0]):
-                break
+            settled(int(left.get()[0]))
+            if live[0] and not unjudged:
+                pace.check()
         state["rounds"] = rounds
 
-    run(timer, "trim", trim_all)
-    run(timer, "fwbw", forward_backward)
-    run(timer, "trim", trim_all)
-    run(timer, "colour", colouring)
+    phases = ["transpose"]  # the steps that ran
+    state["rounds"] = state["host"] = 0
+    try:
+        for name, step in (("trim", trim_all), ("fwbw", forward_backward), ("trim", trim_all),
+                           ("colour", colouring)):
+            if not live[0]:
+                break
+            phases += [name] if name not in phases else []
+            run(timer, name, step)
+    except HandOver:
+        def finish():
+            state["host"] = finish_on_host(fptr, fidx, rep, host)
+
+        run(timer, "host", finish)
+        phases.append("host")
 
     def smallest():
         low = cupy.full(n, n, dtype=I)
@@ -158,6 +373,8 @@ def strong_components(kind, arrays, n, timer=None, info=None):
     run(timer, "smallest", smallest)
     count = relabel(rep, n, timer, base=-1)
     if info is not None:
-        info["method_phases"] = ["transpose", "trim", "fwbw", "colour", "smallest"]
+        info["method_phases"] = phases + ["smallest"]
         info["iterations"] = state["rounds"]
+        info["passes"] = pace.passes
+        info["host_vertices"] = state["host"]
     return int(count), rep

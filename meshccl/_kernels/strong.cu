@@ -165,29 +165,76 @@ __device__ __forceinline__ void warp_append(I v, long long chunks, I* __restrict
 }  // namespace strong
 }  // namespace meshccl
 
+// Whether vertex v (the same for every lane) has a remaining neighbour
+// other than itself in its row of (ptr, idx): the whole warp reads the row
+// 32 entries a step, so that a hub's row costs deg / 32 steps of coalesced
+// loads, not deg dependent loads of one lane.  Called by all 32 lanes.
+template <typename I, typename J>
+__device__ __forceinline__ bool warp_any_live(const long long* __restrict__ ptr,
+                                              const J* __restrict__ idx, long long v,
+                                              const I* rep) {
+    using namespace meshccl::strong;
+    const int lane = threadIdx.x & 31;
+    const long long end = ptr[v + 1];
+    for (long long e0 = ptr[v]; e0 < end; e0 += 32) {
+        bool live = false;
+        if (e0 + lane < end) {
+            const J w = idx[e0 + lane];
+            live = (long long)w != v && rep[w] < 0;
+        }
+        if (__any_sync(FULL, live)) return true;
+    }
+    return false;
+}
+
 // One trim pass: a remaining vertex without a remaining in-neighbour or
-// without a remaining out-neighbour (itself excepted) is a component.
+// without a remaining out-neighbour (itself excepted) is a component.  A
+// lane scans rows of at most 32 entries itself (stopping at the first
+// remaining neighbour); longer rows the whole warp scans (warp_any_live).
+// *removed counts the vertices this pass removed (the host's measure of
+// progress, _gpu/strong.py).
 template <typename I, typename J>
 __global__ void meshccl_scc_trim(const long long* __restrict__ fptr, const J* __restrict__ fidx,
                                  const long long* __restrict__ rptr, const J* __restrict__ ridx,
-                                 I* rep, I n, int* changed) {
+                                 I* rep, I n, int* changed, unsigned long long* removed) {
     using namespace meshccl::strong;
-    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
-        if (rep[v] >= 0) continue;
-        bool out = false, in = false;
-        for (long long e = fptr[v]; e < fptr[v + 1] && !out; ++e) {
-            const J w = fidx[e];
-            out = (long long)w != v && rep[w] < 0;
-        }
-        if (out) {
-            for (long long e = rptr[v]; e < rptr[v + 1] && !in; ++e) {
-                const J w = ridx[e];
-                in = (long long)w != v && rep[w] < 0;
+    const int lane = threadIdx.x & 31;
+    // warp-uniform loop: every lane of a warp runs the same iterations
+    for (long long base = thread_id() - lane; base < (long long)n; base += thread_count()) {
+        const long long v = base + lane;
+        const bool mine = v < (long long)n && rep[v] < 0;
+        bool wide = false, out = false, in = false;
+        if (mine) {
+            wide = fptr[v + 1] - fptr[v] > 32 || rptr[v + 1] - rptr[v] > 32;
+            if (!wide) {
+                for (long long e = fptr[v]; e < fptr[v + 1] && !out; ++e) {
+                    const J w = fidx[e];
+                    out = (long long)w != v && rep[w] < 0;
+                }
+                for (long long e = rptr[v]; out && e < rptr[v + 1] && !in; ++e) {
+                    const J w = ridx[e];
+                    in = (long long)w != v && rep[w] < 0;
+                }
             }
         }
-        if (!out || !in) {
-            rep[v] = (I)v;
+        unsigned todo = __ballot_sync(FULL, mine && wide);
+        while (todo) {
+            const int src = __ffs(todo) - 1;
+            todo &= todo - 1;
+            const long long u = __shfl_sync(FULL, v, src);
+            const bool o = warp_any_live(fptr, fidx, u, rep);
+            const bool i = o && warp_any_live(rptr, ridx, u, rep);
+            if (lane == src) {
+                out = o;
+                in = i;
+            }
+        }
+        const bool gone = mine && (!out || !in);
+        if (gone) rep[v] = (I)v;
+        const unsigned done = __ballot_sync(FULL, gone);
+        if (lane == 0 && done) {
             *changed = 1;
+            atomicAdd(removed, (unsigned long long)__popc(done));
         }
     }
 }
@@ -250,6 +297,8 @@ __global__ void meshccl_scc_seed(const long long* __restrict__ fptr,
 // through three slots: this level also zeroes nzero[d], the slot the level
 // before read and the level after counts into, so that no launch of a fill
 // sits between two levels (no thread of this level reads that slot).
+// reached[d] counts the vertices search d reached (the host's measure of
+// progress, _gpu/strong.py), one atomic per warp and step.
 template <typename I, typename J>
 __global__ void meshccl_scc_expand(const long long* __restrict__ fptr, const J* __restrict__ fidx,
                                    const long long* __restrict__ rptr, const J* __restrict__ ridx,
@@ -260,7 +309,8 @@ __global__ void meshccl_scc_expand(const long long* __restrict__ fptr, const J* 
                                    const unsigned long long* __restrict__ nin,
                                    I* __restrict__ qout_fv, unsigned* __restrict__ qout_fk,
                                    I* __restrict__ qout_bv, unsigned* __restrict__ qout_bk,
-                                   unsigned long long* nout, unsigned long long* nzero) {
+                                   unsigned long long* nout, unsigned long long* nzero,
+                                   unsigned long long* reached) {
     using namespace meshccl::strong;
     const int d = blockIdx.y;
     const long long* ptr = d ? rptr : fptr;
@@ -275,11 +325,11 @@ __global__ void meshccl_scc_expand(const long long* __restrict__ fptr, const J* 
     const int lane = threadIdx.x & 31;
     if (blockIdx.x == 0 && threadIdx.x == 0) nzero[d] = 0ull;
     // claim w for this search: the number of its row's chunks to append
-    // when this thread reached it first, else 0 (mark[w] carries both bits
+    // when this thread reached it first, else -1 (mark[w] carries both bits
     // for a vertex with a component: score kernel)
     auto claim = [&](long long w) -> long long {
-        if (mark[w] & bit) return 0;
-        if (atomicOr(mark + w, bit) & bit) return 0;
+        if (mark[w] & bit) return -1;
+        if (atomicOr(mark + w, bit) & bit) return -1;
         return chunks_of(ptr[w + 1] - ptr[w]);
     };
     // warp-uniform loops: every lane of a warp runs the same iterations
@@ -296,7 +346,10 @@ __global__ void meshccl_scc_expand(const long long* __restrict__ fptr, const J* 
         for (int o = 16; o; o >>= 1) most = max(most, __shfl_xor_sync(FULL, most, o));
         for (int j = 0; j < most; ++j) {
             const long long w = j < len ? (long long)idx[b + j] : 0;
-            warp_append((I)w, j < len ? claim(w) : 0, qout_v, qout_k, cnt);
+            const long long c = j < len ? claim(w) : -1;
+            const unsigned got = __ballot_sync(FULL, c >= 0);
+            if (lane == 0 && got) atomicAdd(reached + d, (unsigned long long)__popc(got));
+            warp_append((I)w, c > 0 ? c : 0, qout_v, qout_k, cnt);
         }
     }
 }
@@ -332,14 +385,15 @@ __global__ void meshccl_scc_colour_init(const I* __restrict__ rep, I* __restrict
 // becomes active.  In place: the flag is cleared before the colour is read,
 // and set only after a rise, each with a fence between, so a rise the
 // reader misses always leaves the flag set and the vertex pushes again.
+// Rows of more than `heavy` entries are left to meshccl_scc_push_rows.
 template <typename I, typename J>
 __global__ void meshccl_scc_colour_push(const long long* __restrict__ fptr,
                                         const J* __restrict__ fidx, const I* __restrict__ rep,
                                         I* colour, volatile unsigned char* active, I n,
-                                        int* changed) {
+                                        long long heavy, int* changed) {
     using namespace meshccl::strong;
     for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
-        if (!active[v]) continue;
+        if (!active[v] || fptr[v + 1] - fptr[v] > heavy) continue;
         active[v] = 0;
         __threadfence();
         const I c = ((volatile I*)colour)[v];
@@ -370,19 +424,122 @@ __global__ void meshccl_scc_colour_roots(const I* __restrict__ rep, const I* __r
 }
 
 // One backward pass: a reached vertex not yet searched from reaches its
-// remaining in-neighbours of its own colour.
+// remaining in-neighbours of its own colour.  Rows of more than `heavy`
+// entries are left to meshccl_scc_back_rows.
 template <typename I, typename J>
 __global__ void meshccl_scc_colour_back(const long long* __restrict__ rptr,
                                         const J* __restrict__ ridx, const I* __restrict__ rep,
                                         const I* __restrict__ colour, volatile unsigned* mark, I n,
-                                        int* changed) {
+                                        long long heavy, int* changed) {
     using namespace meshccl::strong;
     for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
-        if (mark[v] != 1u) continue;
+        if (mark[v] != 1u || rptr[v + 1] - rptr[v] > heavy) continue;
         mark[v] = 2u;
         const I c = colour[v];
         bool reached = false;
         for (long long e = rptr[v]; e < rptr[v + 1]; ++e) {
+            const J w = ridx[e];
+            if (mark[w] == 0u && rep[w] < 0 && colour[w] == c) {
+                mark[w] = 1u;
+                reached = true;
+            }
+        }
+        if (reached) *changed = 1;
+    }
+}
+
+// Long rows of the colouring (more than `heavy` entries: _gpu/strong.py
+// lists them once per graph, hv[h] the h-th such vertex, and cuts them into
+// chunks (ch[i], ck[i]): entries ck[i] * CHUNK .. + CHUNK of vertex
+// hv[ch[i]]'s row).  One lane per chunk, so that a hub's row is spread over
+// deg / CHUNK lanes instead of holding one lane for deg dependent loads.
+// A pass first takes a snapshot of each long row's vertex (what its chunks
+// push or search from: all chunks of a row must see the same), then runs
+// the chunks, then the short rows (the kernels above).
+
+// Push snapshot: go[h] when hv[h] remains and its colour changed since the
+// last snapshot (last[h], -1 at the start of a round); snap[h] its colour.
+template <typename I>
+__global__ void meshccl_scc_push_snap(const I* __restrict__ hv, long long nh,
+                                      const I* __restrict__ rep, const I* __restrict__ colour,
+                                      I* __restrict__ snap, I* __restrict__ last,
+                                      unsigned char* __restrict__ go) {
+    using namespace meshccl::strong;
+    for (long long h = thread_id(); h < nh; h += thread_count()) {
+        const I v = hv[h];
+        const I c = colour[v];
+        const bool push = rep[v] < 0 && c != last[h];
+        go[h] = push ? 1 : 0;
+        if (push) last[h] = c;
+        snap[h] = c;
+    }
+}
+
+// The chunks of the long rows to push: as meshccl_scc_colour_push, from
+// the snapshot's colour.
+template <typename I, typename J>
+__global__ void meshccl_scc_push_rows(const long long* __restrict__ fptr,
+                                      const J* __restrict__ fidx, const I* __restrict__ rep,
+                                      I* colour, volatile unsigned char* active,
+                                      const I* __restrict__ hv, const I* __restrict__ ch,
+                                      const unsigned* __restrict__ ck, long long chunks,
+                                      const I* __restrict__ snap,
+                                      const unsigned char* __restrict__ go, int* changed) {
+    using namespace meshccl::strong;
+    for (long long i = thread_id(); i < chunks; i += thread_count()) {
+        const I h = ch[i];
+        if (!go[h]) continue;
+        const I v = hv[h];
+        const I c = snap[h];
+        const long long b = fptr[v] + (long long)ck[i] * CHUNK;
+        const long long e1 = min(b + CHUNK, fptr[v + 1]);
+        bool rose = false;
+        for (long long e = b; e < e1; ++e) {
+            const J w = fidx[e];
+            if (rep[w] >= 0 || ((volatile I*)colour)[w] >= c) continue;
+            if (atomicMax(colour + w, c) < c) {
+                __threadfence();
+                active[w] = 1;
+                rose = true;
+            }
+        }
+        if (rose) *changed = 1;
+    }
+}
+
+// Backward snapshot: go[h] when hv[h] was reached and not yet searched
+// from (mark 1), which it then is (mark 2).
+template <typename I>
+__global__ void meshccl_scc_back_snap(const I* __restrict__ hv, long long nh,
+                                      unsigned* __restrict__ mark,
+                                      unsigned char* __restrict__ go) {
+    using namespace meshccl::strong;
+    for (long long h = thread_id(); h < nh; h += thread_count()) {
+        const I v = hv[h];
+        const bool from = mark[v] == 1u;
+        go[h] = from ? 1 : 0;
+        if (from) mark[v] = 2u;
+    }
+}
+
+// The chunks of the long rows to search from: as meshccl_scc_colour_back.
+template <typename I, typename J>
+__global__ void meshccl_scc_back_rows(const long long* __restrict__ rptr,
+                                      const J* __restrict__ ridx, const I* __restrict__ rep,
+                                      const I* __restrict__ colour, volatile unsigned* mark,
+                                      const I* __restrict__ hv, const I* __restrict__ ch,
+                                      const unsigned* __restrict__ ck, long long chunks,
+                                      const unsigned char* __restrict__ go, int* changed) {
+    using namespace meshccl::strong;
+    for (long long i = thread_id(); i < chunks; i += thread_count()) {
+        const I h = ch[i];
+        if (!go[h]) continue;
+        const I v = hv[h];
+        const I c = colour[v];
+        const long long b = rptr[v] + (long long)ck[i] * CHUNK;
+        const long long e1 = min(b + CHUNK, rptr[v + 1]);
+        bool reached = false;
+        for (long long e = b; e < e1; ++e) {
             const J w = ridx[e];
             if (mark[w] == 0u && rep[w] < 0 && colour[w] == c) {
                 mark[w] = 1u;
@@ -450,15 +607,21 @@ __global__ void meshccl_scc_point(I* rep, const I* __restrict__ low, I n) {
 // long}, J in {int, long long} with J at least as wide as I.
 #define MESHCCL_SCC_IJ(I, J)                                                                       \
     template __global__ void meshccl_scc_trim<I, J>(const long long*, const J*, const long long*,  \
-                                                    const J*, I*, I, int*);                        \
+                                                    const J*, I*, I, int*, unsigned long long*);   \
     template __global__ void meshccl_scc_expand<I, J>(                                             \
         const long long*, const J*, const long long*, const J*, unsigned*, const I*,               \
         const unsigned*, const I*, const unsigned*, const unsigned long long*, I*, unsigned*, I*,  \
-        unsigned*, unsigned long long*, unsigned long long*);                                      \
-    template __global__ void meshccl_scc_colour_push<I, J>(const long long*, const J*, const I*,   \
-                                                           I*, volatile unsigned char*, I, int*);  \
-    template __global__ void meshccl_scc_colour_back<I, J>(const long long*, const J*, const I*,   \
-                                                           const I*, volatile unsigned*, I, int*);
+        unsigned*, unsigned long long*, unsigned long long*, unsigned long long*);                 \
+    template __global__ void meshccl_scc_colour_push<I, J>(                                        \
+        const long long*, const J*, const I*, I*, volatile unsigned char*, I, long long, int*);    \
+    template __global__ void meshccl_scc_colour_back<I, J>(                                        \
+        const long long*, const J*, const I*, const I*, volatile unsigned*, I, long long, int*);   \
+    template __global__ void meshccl_scc_push_rows<I, J>(                                          \
+        const long long*, const J*, const I*, I*, volatile unsigned char*, const I*, const I*,     \
+        const unsigned*, long long, const I*, const unsigned char*, int*);                         \
+    template __global__ void meshccl_scc_back_rows<I, J>(                                          \
+        const long long*, const J*, const I*, const I*, volatile unsigned*, const I*, const I*,    \
+        const unsigned*, long long, const unsigned char*, int*);
 #define MESHCCL_SCC_I(I)                                                                           \
     template __global__ void meshccl_scc_score<I>(const long long*, const long long*, const I*, I, \
                                                   long long*, unsigned*);                          \
@@ -475,6 +638,10 @@ __global__ void meshccl_scc_point(I* rep, const I* __restrict__ low, I n) {
                                                         unsigned long long, unsigned long long,    \
                                                         unsigned long long*);                      \
     template __global__ void meshccl_scc_min<I>(const I*, I*, I);                                  \
+    template __global__ void meshccl_scc_push_snap<I>(const I*, long long, const I*, const I*, I*, \
+                                                      I*, unsigned char*);                         \
+    template __global__ void meshccl_scc_back_snap<I>(const I*, long long, unsigned*,              \
+                                                      unsigned char*);                             \
     template __global__ void meshccl_scc_point<I>(I*, const I*, I);
 MESHCCL_SCC_IJ(int, int)
 MESHCCL_SCC_IJ(int, long long)

@@ -100,13 +100,16 @@ def strong(kind, arrays, n, timer=None, info=None, sort_rows=False):
     on the GPU (components in order of their smallest vertex); count a
     Python int.  ``timer`` and ``info``: the GPU's phase timer and info
     dict (None: not wanted)."""
+    from .._cpu import strong as cpu_backend
+
     if is_cupy(arrays[0]):
         from .._gpu import strong as backend
 
-        return backend.strong_components(kind, arrays, n, timer, info)
-    from .._cpu import strong as backend
+        def host(indptr, indices, k):  # the GPU's narrow-frontier hand-over
+            return cpu_backend.strong_components("csr", (indptr, indices), k)[1]
 
-    return backend.strong_components(kind, arrays, n, sort_rows)
+        return backend.strong_components(kind, arrays, n, timer, info, host)
+    return cpu_backend.strong_components(kind, arrays, n, sort_rows)
 
 
 def forest(kind, arrays, n):
