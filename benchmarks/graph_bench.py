@@ -33,6 +33,20 @@ gives the geometric-mean speed-up of 'ecl' over Hawick's kernels and SV
 connected_components(csr, cpu_threads=N), the parallel CPU union-find
 (0: every core numba sees); default off.
 
+--families LIST (names of meshccl.graph_families, or 'all') runs each
+family at --edges stored edges for weak and strong components: SciPy once
+(its labels are the reference; one call, so that large graphs stay within
+a device session), meshccl's CPU backend with --cpu and its GPU backend
+with --gpu (median of --reps; CUDA events around the whole public call on
+a cupyx CSR), NetworkX on graphs of at most --networkx-max-edges edges.
+Labels are checked: value for value against SciPy on the CPU and for weak
+components, SciPy's partition numbered by smallest vertex for strong
+components on the GPU.  Writes families.md, families.json and
+families.png (speed-up over SciPy per family) under --out:
+
+    python benchmarks/graph_bench.py --families all --cpu --edges 1e6 --out DIR
+    python benchmarks/graph_bench.py --families all --gpu --edges 1e7 --out DIR
+
 --papers builds graphs shaped like three inputs of GConn (Hong, Dhulipala
 and Shun, 2020, Table 1), every edge stored both ways as there and
 symmetric=True: a Kronecker (R-MAT, Graph500 a, b, c = 0.57, 0.19, 0.19)
@@ -359,10 +373,22 @@ def main(argv=None):
     ap.add_argument("--machine", default=None,
                     help="words on the machine for the header (e.g. 'dev VM, 2 vCPUs, no GPU')")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--families", default=None,
+                    help="comma list of meshccl.graph_families names, or 'all': weak and strong "
+                         "components of each family against SciPy (the families mode below)")
+    ap.add_argument("--edges", type=float, default=None,
+                    help="families mode: stored edges of each graph (default 1e7 with --gpu, "
+                         "1e6 with --cpu)")
+    ap.add_argument("--cpu", action="store_true",
+                    help="families mode: meshccl's CPU backend too (no GPU needed)")
+    ap.add_argument("--networkx-max-edges", type=float, default=2e5,
+                    help="families mode: NetworkX runs on graphs up to this many edges")
     opt = ap.parse_args(argv)
     if opt.gpu and not meshccl.gpu_available():
         print("--gpu: no CUDA GPU is usable (CuPy missing or no device)", file=sys.stderr)
         return 2
+    if opt.families is not None:
+        return families(opt)
     if opt.papers:
         if opt.networkx:
             print("--networkx does not combine with --papers", file=sys.stderr)
@@ -499,6 +525,172 @@ def main(argv=None):
             except ImportError:  # no matplotlib: the table is enough
                 pass
     return 0 if all(r[8] for r in rows) else 1
+
+
+def families(opt):
+    """The families mode (module docstring): a table, a json and a plot."""
+    import json
+
+    from scipy.sparse.csgraph import connected_components as scipy_cc
+
+    from meshccl import graph_families
+
+    names = list(graph_families.FAMILIES) if opt.families == "all" else opt.families.split(",")
+    unknown = sorted(set(names) - set(graph_families.FAMILIES))
+    if unknown:
+        print(f"--families: unknown {unknown}; known: {sorted(graph_families.FAMILIES)}",
+              file=sys.stderr)
+        return 2
+    if not (opt.cpu or opt.gpu):
+        print("--families needs --cpu, --gpu or both", file=sys.stderr)
+        return 2
+    m_target = int(opt.edges or (1e7 if opt.gpu else 1e6))
+    cols = ["scipy"] + (["networkx"] if m_target <= opt.networkx_max_edges else []) \
+        + (["cpu"] if opt.cpu else []) + (["gpu"] if opt.gpu else [])
+    rows, ok_all, t_start = [], True, time.perf_counter()
+    for name in names:
+        t0 = time.perf_counter()
+        e = graph_families.FAMILIES[name](m_target, seed=1)
+        n = e.n_vertices
+        g = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
+        build = time.perf_counter() - t0
+        dev = None
+        if opt.gpu:
+            import cupyx.scipy.sparse as csp
+
+            dev = csp.csr_matrix(g)
+        nxg = None
+        if "networkx" in cols:
+            import networkx
+
+            nxg = networkx.from_scipy_sparse_array(g, create_using=networkx.DiGraph)
+        for conn in ("weak", "strong"):
+            row = {"family": name, "title": graph_families.TITLES[name], "connection": conn,
+                   "n": n, "m": int(g.nnz), "build_s": build, "ms": {}, "ok": {}}
+            t0 = time.perf_counter()
+            want = scipy_cc(g, directed=True, connection=conn)
+            row["ms"]["scipy"] = (time.perf_counter() - t0) * 1e3
+            row["components"] = int(want[0])
+            row["largest"] = int(np.bincount(want[1]).max()) if n else 0
+            canon = _by_smallest(want[1])
+            if nxg is not None:
+                import networkx
+
+                run = (networkx.weakly_connected_components if conn == "weak"
+                       else networkx.strongly_connected_components)
+                t0 = time.perf_counter()
+                count = sum(1 for _ in run(nxg))
+                row["ms"]["networkx"] = (time.perf_counter() - t0) * 1e3
+                row["ok"]["networkx"] = count == want[0]
+
+            def call(x, conn=conn, **kw):
+                return connected_components(x, directed=True, connection=conn, **kw)
+
+            if opt.cpu:
+                got = call(g)
+                row["ok"]["cpu"] = bool(got[0] == want[0] and (got[1] == want[1]).all())
+                row["ms"]["cpu"] = timed(lambda: call(g), opt.reps)[0] * 1e3
+            if opt.gpu:
+                got = call(dev)
+                ref = want[1] if conn == "weak" else canon
+                row["ok"]["gpu"] = bool(got[0] == want[0] and (got[1].get() == ref).all())
+                row["ms"]["gpu"] = timed_gpu(lambda: call(dev), opt.reps, opt.slow)[0] * 1e3
+                if conn == "strong":
+                    info = call(dev, return_info=True)[2]
+                    row["gpu_info"] = {"seconds_ms": {k: v * 1e3 for k, v in info["seconds"].items()},
+                                       "passes": info.get("passes"),
+                                       "host_vertices": info.get("host_vertices"),
+                                       "colour_rounds": info.get("iterations")}
+            ok_all &= all(row["ok"].values())
+            rows.append(row)
+            print(name, conn, n, row["m"], {k: round(v, 2) for k, v in row["ms"].items()},
+                  row["ok"], flush=True)
+        del dev
+    table = _families_table(rows, cols, opt, time.perf_counter() - t_start)
+    print(table)
+    if opt.out:
+        out = Path(opt.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "families.md").write_text(table + "\n")
+        (out / "families.json").write_text(json.dumps(
+            {"machine": _machine(opt), "columns": cols, "edges": m_target, "rows": rows},
+            indent=1))
+        _families_plot(rows, cols, out / "families.png")
+    return 0 if ok_all else 1
+
+
+def _by_smallest(labels):
+    """Labels renumbered 0.. in order of each component's smallest vertex."""
+    if not labels.size:
+        return labels
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return rank[inverse.ravel()]
+
+
+def _families_table(rows, cols, opt, wall):
+    speed = [c for c in cols if c != "scipy"]
+    lines = [f"Weak and strong components per graph family, ms per call; speed-up over SciPy "
+             f"(one SciPy call; meshccl median of {opt.reps}). {_machine(opt)}", "",
+             "| family | connection | n | stored edges | components | largest | "
+             + " | ".join(cols) + " | " + " | ".join(f"{c} / scipy" for c in speed)
+             + " | labels |", "|---|---|---:|---:|---:|---:|" + "---:|" * (len(cols) + len(speed))
+             + "---|"]
+    for r in rows:
+        ms = r["ms"]
+        cells = [f"{ms[c]:.2f}" if c in ms else "" for c in cols]
+        ups = [f"{ms['scipy'] / ms[c]:.1f}x" if ms.get(c) else "" for c in speed]
+        ok = "ok" if all(r["ok"].values()) else "WRONG " + ",".join(
+            k for k, v in r["ok"].items() if not v)
+        lines.append(f"| {r['title']} | {r['connection']} | {r['n']} | {r['m']} | "
+                     f"{r['components']} | {r['largest']} | " + " | ".join(cells + ups)
+                     + f" | {ok} |")
+    if any("gpu_info" in r for r in rows):
+        lines += ["", "GPU strong components, one call with return_info=True (ms per step, "
+                  "CUDA events; passes; vertices finished on the host):", "",
+                  "| family | steps | passes | colour rounds | host vertices |",
+                  "|---|---|---:|---:|---:|"]
+        for r in rows:
+            if "gpu_info" in r:
+                i = r["gpu_info"]
+                steps = ", ".join(f"{k} {v:.2f}" for k, v in i["seconds_ms"].items())
+                lines.append(f"| {r['title']} | {steps} | {i['passes']} | {i['colour_rounds']} "
+                             f"| {i['host_vertices']} |")
+    lines += ["", f"Benchmark wall time {wall:.0f} s."]
+    return "\n".join(lines)
+
+
+def _families_plot(rows, cols, path):
+    """Speed-up over SciPy per family: one marker per backend and connection."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # no matplotlib: the table is enough
+        return
+    titles = list(dict.fromkeys(r["title"] for r in rows))
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(titles) + 1.5))
+    marks = {"weak": "o", "strong": "s"}
+    colours = {"cpu": "tab:blue", "gpu": "tab:green", "networkx": "tab:grey"}
+    for c in (c for c in cols if c != "scipy"):
+        for conn in ("weak", "strong"):
+            pts = [(r["ms"]["scipy"] / r["ms"][c], titles.index(r["title"])) for r in rows
+                   if r["connection"] == conn and r["ms"].get(c)]
+            if pts:
+                ax.scatter(*zip(*pts), marker=marks[conn], color=colours[c],
+                           label=f"meshccl {c}, {conn}" if c != "networkx" else f"networkx, {conn}")
+    ax.axvline(1, color="k", lw=0.8)
+    ax.axvline(10, color="k", lw=0.5, ls=":")
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(titles)), titles)
+    ax.invert_yaxis()
+    ax.set_xlabel("speed-up over SciPy (x)")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def _cell(t, ok, m):

@@ -383,6 +383,35 @@ def test_gpu_info_and_symmetric():
     np.testing.assert_array_equal(got[1].get(), want[1])
 
 
+@pytest.mark.parametrize("family", sorted(graph_families.FAMILIES))
+def test_families_exact(family):
+    """Every family of the graph benchmark, small: SciPy's labels."""
+    for m, seed in ((50, 1), (3000, 2)):
+        e = graph_families.FAMILIES[family](m, seed=seed)
+        check_exact(coo(e.src, e.dst, e.n_vertices).tocsr())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("family", sorted(graph_families.FAMILIES))
+@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over"])
+def test_gpu_families(family, setting):
+    """Every family of the graph benchmark on the GPU against SciPy's
+    partition: as 'auto' runs, with the GPU's steps to the end, with short
+    rows taken as long ones, and handed to the host at the first check;
+    a larger size as 'auto' runs."""
+    from meshccl import _tuning
+
+    values = {"default": {}, "gpu only": {"STRONG_HOST_MIN_PASSES": 10**9},
+              "long rows": {"STRONG_HOST_MIN_PASSES": 10**9, "STRONG_LONG_ROW": 4},
+              "hand over": {"STRONG_HOST_MIN_PASSES": 0, "STRONG_HOST_RATE": 10**9}}[setting]
+    sizes = ((60, 1), (5000, 2)) + (((200_000, 3),) if setting == "default" else ())
+    with _tuning.override(**values):
+        for m, seed in sizes:
+            e = graph_families.FAMILIES[family](m, seed=seed)
+            check_gpu(coo(e.src, e.dst, e.n_vertices))
+
+
 # ---------------------------------------------------------------------------
 # The GPU path's host side without a GPU: tests/test_graph_gpu_emulated.py's
 # stand-in cupy, and serial emulations of kernels/strong.cu (one valid
@@ -758,33 +787,40 @@ def test_remaining_subgraph_emulated(scc_emulated):
         assert (want[np.searchsorted(keep, out[keep])] == want).all()
 
 
-def test_scc_bench_runs_on_the_cpu(tmp_path):
-    """benchmarks/scc_bench.py on tiny graphs: checks every result, writes
-    its table and json."""
+def test_families_bench_runs_on_the_cpu(tmp_path):
+    """benchmarks/graph_bench.py --families on tiny graphs: checks every
+    result, writes its table and json (and the plot with matplotlib)."""
     import importlib.util
     import json
+    import sys
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "scc_bench.py"
-    spec = importlib.util.spec_from_file_location("scc_bench", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    bench.main(["--min-scale", "6", "--max-scale", "7", "--road-side", "12", "--giant-scale", "7",
-                "--family-scale", "0.002", "--reps", "1", "--out", str(tmp_path)])
-    data = json.loads((tmp_path / "scc.json").read_text())
-    assert [r["graph"] for r in data["rows"]][:2] == ["R-MAT 6", "R-MAT 7"]
-    assert len(data["rows"]) == 4 + len(bench.FAMILIES)
-    assert data["columns"] == ["scipy", "meshccl cpu"]
-    text = (tmp_path / "scc.md").read_text()
-    assert "| R-MAT 7 |" in text
-    for title, _ in bench.FAMILIES.values():
-        assert f"| {title} |" in text
-    # the families are what they say: one component on the cycle, none
-    # larger than one vertex on the grid and the DAG, 10 on the small ones
-    rows = {r["graph"]: r for r in data["rows"]}
-    assert rows["one cycle through all + chords"]["components"] == 1
-    assert rows["2-D grid, one way"]["largest"] == rows["random DAG"]["largest"] == 1
-    assert rows["many small SCCs (10-cycles)"]["largest"] == 10
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    sys.path.insert(0, str(root))
+    try:
+        spec = importlib.util.spec_from_file_location("graph_bench", root / "graph_bench.py")
+        bench = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(bench)
+        assert bench.main(["--families", "all", "--cpu", "--edges", "400", "--reps", "1",
+                           "--out", str(tmp_path)]) == 0
+    finally:
+        sys.path.remove(str(root))
+    data = json.loads((tmp_path / "families.json").read_text())
+    rows = data["rows"]
+    assert [(r["family"], r["connection"]) for r in rows] == [
+        (f, c) for f in graph_families.FAMILIES for c in ("weak", "strong")]
+    assert data["columns"] == ["scipy", "networkx", "cpu"]
+    assert all(r["ok"] == {"networkx": True, "cpu": True} for r in rows)
+    strong_rows = {r["family"]: r for r in rows if r["connection"] == "strong"}
+    # the families are what they say
+    assert strong_rows["cycle"]["components"] == strong_rows["mesh2d_both"]["components"] == 1
+    assert strong_rows["dag"]["largest"] == strong_rows["chain"]["largest"] == 1
+    assert strong_rows["mesh3d_one_way"]["largest"] == 1
+    assert strong_rows["small_sccs"]["largest"] == 10
+    assert strong_rows["chain_of_cycles"]["largest"] == 2
+    text = (tmp_path / "families.md").read_text()
+    for title in graph_families.TITLES.values():
+        assert f"| {title} | strong |" in text
 
 
 def test_colour_order_is_a_permutation():

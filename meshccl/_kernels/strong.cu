@@ -80,6 +80,22 @@
 //    reproduces; the CPU backend does, the GPU documents this order
 //    instead.)
 //
+// Long rows.  A row of more than STRONG_LONG_ROW entries (the host's
+// _tuning value) would hold one lane for as many dependent loads in every
+// colouring pass: the push and backward passes leave such rows to
+// meshccl_scc_push_rows / _back_rows, which take them as chunks of CHUNK
+// entries, a lane each, after a snapshot kernel has fixed what each long
+// row's vertex pushes or searches from in this pass; the trim scans rows
+// of more than 32 entries with the whole warp, 32 entries a step.
+//
+// Narrow frontiers.  The trim passes, the search levels and the colouring
+// passes all count (the trim's removed vertices and the searches' reached
+// vertices are counted on the device, read at the host's batch reads):
+// _gpu/strong.py stops the GPU where it moves too few vertices a pass and
+// finishes the remaining subgraph with the CPU's linear-time search.  Every
+// kernel leaves rep[] consistent after each launch (found components are
+// complete), so the GPU may stop between any two launches.
+//
 // Costs: trimming and colouring take as many passes as the longest chain
 // of vertices they peel or colour one after another, and forward-backward
 // as many levels as the giant component's radius from the pivot: a few

@@ -124,8 +124,9 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         graph with directions ignored.  'strong': u and v share a
         component when each reaches the other along directed edges; on the
         CPU Tarjan's depth-first search (compiled), on the GPU trimming,
-        forward-backward search and colouring (``docs/graph.md``: "Strong
-        components").  With ``directed=True`` and ``symmetric=False`` it
+        forward-backward search and colouring, the rest left to the CPU's
+        search where the GPU's frontier stays narrow (``docs/graph.md``:
+        "Strong components").  With ``directed=True`` and ``symmetric=False`` it
         takes none of ``method``, ``compression``, ``max_iterations``
         (their defaults only) and runs on one CPU thread; with
         ``symmetric=True`` the strong components are the weak ones and
@@ -157,8 +158,10 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         Also return a dict: ``method`` (what ran; 'tarjan' and
         'fwbw-colour' for strong components), ``backend`` ('cpu' or
         'gpu'), ``iterations`` (the GPU's colouring rounds for strong
-        components) and ``seconds`` (per phase; on the GPU CUDA events,
-        which makes the call wait for the device).
+        components; also ``passes`` and ``host_vertices``, the vertices the
+        GPU left to the CPU's search on a narrow frontier) and ``seconds``
+        (per phase; on the GPU CUDA events, which makes the call wait for
+        the device).
 
     Returns
     -------
