@@ -569,6 +569,69 @@ def test_cpu_table_same_for_any_thread_count():
             np.testing.assert_array_equal(got[3]["imax"][present], want["imax"][present])
 
 
+def wide_cases():
+    """(labels, intensity, periodic) with rows of 32 cells and more, where
+    the GPU's warps gather label 0 and a hot label in registers: blobs,
+    one label, stripes whose hot label changes, short runs, labels that do
+    not repeat, narrow and odd widths, 1 to 4 axes, 32- and 64-bit labels."""
+    rng = np.random.default_rng(23)
+    from scipy.ndimage import gaussian_filter
+
+    def blobs(shape, level=0.3):
+        field = gaussian_filter(rng.normal(size=shape), 3)
+        return sk_label(field > level * field.std()).astype(np.int32)
+
+    values = [lambda s: rng.normal(size=s).astype(np.float32), lambda s: rng.normal(size=s),
+              lambda s: rng.integers(-99, 99, size=s).astype(np.int16),
+              lambda s: rng.integers(0, 255, size=s).astype(np.uint8)]
+    shapes2 = [(70, 1000), (33, 257), (5, 4096), (300, 333)]
+    for k, shape in enumerate(shapes2):
+        yield blobs(shape), values[k % 4](shape), ()
+    x = np.arange(1000)
+    yield np.broadcast_to((x // 40) % 7, (40, 1000)).astype(np.uint32), values[0]((40, 1000)), ()
+    yield np.broadcast_to((x // 3) % 5, (20, 1000)).astype(np.int64), values[1]((20, 1000)), ()
+    yield np.full((64, 512), 5, np.int32), values[2]((64, 512)), ()
+    yield np.zeros((64, 512), np.uint16), values[3]((64, 512)), ()
+    perc = sk_label(rng.random((200, 257)) < 0.59, connectivity=1).astype(np.uint64)
+    yield perc, values[1](perc.shape), ()
+    yield perc, None, (1,)
+    many = rng.permutation(200 * 256).reshape(200, 256).astype(np.int64)
+    yield many, values[0](many.shape), ()
+    yield blobs((5000,), 0.1), values[1]((5000,)), ()
+    yield blobs((20, 30, 100)), values[0]((20, 30, 100)), ()
+    yield blobs((9, 17, 33)).astype(np.int64), values[2]((9, 17, 33)), ()
+    yield blobs((6, 7, 8, 40)), values[1]((6, 7, 8, 40)), ()
+    yield blobs((20, 30, 100)), values[1]((20, 30, 100)), (0, 2)
+    # long stretches per warp (a GPU's warps each take thousands of cells)
+    yield blobs((1024, 8192)), None, ()
+    yield blobs((128, 256, 256)), values[0]((128, 256, 256)), ()
+
+
+@pytest.mark.skipif(not meshccl.gpu_available(), reason="no CUDA GPU / CuPy")
+def test_gpu_table_equals_cpu_on_wide_rows():
+    """The GPU table equals the CPU's on images whose rows fill whole warps:
+    integer columns exactly, float sums to rounding."""
+    import cupy
+
+    from meshccl._cpu import measure as cpu
+    from meshccl._gpu import measure as gpu
+
+    for labels, intensity, per in wide_cases():
+        labels = np.ascontiguousarray(labels)
+        rows = int(labels.max()) + 1
+        args = dict(first=True, boxes=True, sums=True, periodic=per)
+        want = cpu.table(labels, labels.shape, rows, intensity=intensity, **args)
+        got = gpu.table(cupy.asarray(labels), labels.shape, rows,
+                        intensity=None if intensity is None else cupy.asarray(intensity), **args)
+        for key, w in want.items():
+            have = cupy.asnumpy(got[key])
+            if key in EXACT:
+                np.testing.assert_array_equal(have, w, err_msg=f"{key} {labels.shape}")
+            else:
+                np.testing.assert_allclose(have, w, rtol=1e-9, atol=1e-9,
+                                           err_msg=f"{key} {labels.shape}")
+
+
 def test_statistics_cpu_threads():
     """statistics and regionprops_table on 1, 2, 3 and every core agree
     (integer intensities: every column bit for bit)."""
