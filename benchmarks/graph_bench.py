@@ -31,7 +31,7 @@ gives the geometric-mean speed-up of 'ecl' over Hawick's kernels and SV
 (graph built beforehand, not timed) as a peer, at --scale <= 16 only.
 --cpu-threads N adds a column "meshccl CPU parallel (CSR)":
 connected_components(csr, cpu_threads=N), the parallel CPU union-find
-(0: every core numba sees); default off.
+(0: every core this process may run on); default off.
 
 --papers builds graphs shaped like three inputs of GConn (Hong, Dhulipala
 and Shun, 2020, Table 1), every edge stored both ways as there and
