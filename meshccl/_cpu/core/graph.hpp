@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -773,7 +774,7 @@ std::pair<i64, i64> local_edges_range(const i64* src, const i64* dst, I* P, i64 
 // Phase 2 of 'local': unite the cross edges gathered in the buffers (each
 // buffer k's first counts[k] of [offs[k], offs[k + 1]), moved to the front).
 template <class I>
-void local_phase2(std::vector<I>& ca, std::vector<I>& cb, const std::vector<i64>& offs,
+void local_phase2(I* ca, I* cb, const std::vector<i64>& offs,
                   const std::vector<i64>& counts, I* P, i64 K, const Settings& s) {
     i64 c = 0;
     for (std::size_t k = 0; k < counts.size(); ++k) {
@@ -786,7 +787,7 @@ void local_phase2(std::vector<I>& ca, std::vector<I>& cb, const std::vector<i64>
     if (c >= s.serial_cross) {
         std::vector<i64> ch = even_bounds(c, K);
         ch.erase(std::unique(ch.begin(), ch.end()), ch.end());
-        par_cas_pairs(ca.data(), cb.data(), P, ch, s.threads);
+        par_cas_pairs(ca, cb, P, ch, s.threads);
     } else {
         for (i64 k = 0; k < c; ++k)
             if (ca[k] != cb[k]) uf::unite(P, ca[k], cb[k]);
@@ -837,12 +838,13 @@ i64 parallel(const Graph& g, I* P, const i64* picks, i64 npicks, const Settings&
             std::vector<i64> sizes(static_cast<std::size_t>(Kc));
             for (i64 k = 0; k < Kc; ++k) sizes[k] = indptr[chunks[k + 1]] - indptr[chunks[k]];
             const std::vector<i64> offs = buffer_offsets(sizes, s);
-            std::vector<I> ca(static_cast<std::size_t>(offs[Kc])), cb(ca.size());
+            // (uninitialised: phase 1 writes every entry phase 2 reads)
+            std::unique_ptr<I[]> ca(new I[std::size_t(offs[Kc])]), cb(new I[std::size_t(offs[Kc])]);
             std::vector<i64> counts(static_cast<std::size_t>(Kc)), stops(counts.size());
             each_chunk(s.threads, Kc, [&](i64 k) {
                 std::tie(counts[k], stops[k]) =
-                    local_csr_range(indptr, indices, P, chunks[k], chunks[k + 1], ca.data(),
-                                    cb.data(), offs[k], offs[k + 1]);
+                    local_csr_range(indptr, indices, P, chunks[k], chunks[k + 1], ca.get(),
+                                    cb.get(), offs[k], offs[k + 1]);
             });
             i64 c = 0;
             for (i64 k = 0; k < Kc; ++k) {
@@ -853,7 +855,7 @@ i64 parallel(const Graph& g, I* P, const i64* picks, i64 npicks, const Settings&
                 }
             }
             st.cross += c;
-            local_phase2(ca, cb, offs, counts, P, K, s);
+            local_phase2(ca.get(), cb.get(), offs, counts, P, K, s);
             if (st.stopped) {
                 each_chunk(s.threads, Kc, [&](i64 k) {
                     for (i64 v = stops[k]; v < chunks[k + 1]; ++v)
@@ -886,12 +888,12 @@ i64 parallel(const Graph& g, I* P, const i64* picks, i64 npicks, const Settings&
             std::vector<i64> sizes(static_cast<std::size_t>(K));
             for (i64 k = 0; k < K; ++k) sizes[k] = echunks[k + 1] - echunks[k];
             const std::vector<i64> offs = buffer_offsets(sizes, s);
-            std::vector<I> ca(static_cast<std::size_t>(offs[K])), cb(ca.size());
+            std::unique_ptr<I[]> ca(new I[std::size_t(offs[K])]), cb(new I[std::size_t(offs[K])]);
             std::vector<i64> counts(static_cast<std::size_t>(K)), stops(counts.size());
             each_chunk(s.threads, K, [&](i64 k) {
                 std::tie(counts[k], stops[k]) = local_edges_range(
                     src, dst, P, echunks[k], echunks[k + 1], vchunks[k], vchunks[k + 1],
-                    ca.data(), cb.data(), offs[k], offs[k + 1]);
+                    ca.get(), cb.get(), offs[k], offs[k + 1]);
             });
             i64 c = 0;
             for (i64 k = 0; k < K; ++k) {
@@ -902,7 +904,7 @@ i64 parallel(const Graph& g, I* P, const i64* picks, i64 npicks, const Settings&
                 }
             }
             st.cross += c;
-            local_phase2(ca, cb, offs, counts, P, K, s);
+            local_phase2(ca.get(), cb.get(), offs, counts, P, K, s);
             if (st.stopped) {
                 each_chunk(s.threads, K, [&](i64 k) {
                     cas_pairs(src, dst, P, stops[k], echunks[k + 1]);
