@@ -337,8 +337,8 @@ def test_union_rules_and_samplers_match_scipy(g, case):
     method, compression = case
     n, src, dst = g
     want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))
-    for name, form in [("edges", Edges(src, dst, n)),
-                       ("csr", sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr())]:
+    csr = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+    for name, form in [("edges", Edges(src, dst, n)), ("csr", csr)]:
         got_n, got = connected_components(form, method=method, compression=compression)
         assert got_n == want_n, (case, name)
         np.testing.assert_array_equal(got, want, err_msg=f"{case} {name}")

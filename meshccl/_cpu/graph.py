@@ -71,8 +71,8 @@ def components(kind, arrays, n, method, symmetric=False, compression="halving",
         return components_by(method, kind, arrays, n, label_dtype, max_iterations)
     if method in ("kout", "hb", "bfs-sample"):
         picks = np.random.default_rng(SEED).integers(0, n, SAMPLES) if n else None
-        count, labels, _ = _run(method, kind, arrays, n, label_dtype, picks=picks,
-                                k=_tuning.GRAPH_K_OUT if method == "kout" else _tuning.GRAPH_HB_EDGES,
+        k = _tuning.GRAPH_K_OUT if method == "kout" else _tuning.GRAPH_HB_EDGES
+        count, labels, _ = _run(method, kind, arrays, n, label_dtype, picks=picks, k=k,
                                 levels=_tuning.GRAPH_BFS_SAMPLE_LEVELS, symmetric=bool(symmetric))
     elif cpu_threads != 1 and (method == "ecl" or (method == "unionfind"
                                                    and compression == "halving")):

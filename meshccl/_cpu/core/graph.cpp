@@ -130,8 +130,10 @@ nb::tuple components(const std::string& method, bool csr, const Input& x, const 
             } else {
                 std::vector<i64> ip, ix;
                 g::undirected_csr(gr, ip, ix);
-                if (method == "vertex-lp") passes = g::vertex_propagation(ip.data(), ix.data(), p, n, cap);
-                else passes = g::bfs_components(ip.data(), ix.data(), p, n);
+                if (method == "vertex-lp")
+                    passes = g::vertex_propagation(ip.data(), ix.data(), p, n, cap);
+                else
+                    passes = g::bfs_components(ip.data(), ix.data(), p, n);
             }
         }
         if (passes < 0) return nb::make_tuple(i64(-1), i64(-1));
@@ -202,7 +204,8 @@ i64 incremental_batch(Array P, i64 n, std::optional<Input> kinds, int only, cons
     const std::uint8_t* kd = nullptr;
     if (kinds) {
         if (!is<std::uint8_t>(*kinds) || i64(kinds->size()) != m)
-            throw std::invalid_argument("incremental_batch: kinds must be uint8, one per operation");
+            throw std::invalid_argument(
+                "incremental_batch: kinds must be uint8, one per operation");
         kd = static_cast<const std::uint8_t*>(kinds->data());
     }
     if (rule < 0 || rule > 4 || comp < 0 || comp > 4 || qcomp < 0 || qcomp > 4)
