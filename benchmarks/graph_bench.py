@@ -31,7 +31,7 @@ gives the geometric-mean speed-up of 'ecl' over Hawick's kernels and SV
 (graph built beforehand, not timed) as a peer, at --scale <= 16 only.
 --cpu-threads N adds a column "meshccl CPU parallel (CSR)":
 connected_components(csr, cpu_threads=N), the parallel CPU union-find
-(0: every core numba sees); default off.
+(0: every core this process may run on); default off.
 
 --families LIST (names of meshccl.graph_families, or 'all') runs each
 family at --edges stored edges for weak and strong components: SciPy once

@@ -174,7 +174,7 @@ ROOTS_ONE_BLOCK_SCAN_WORDS = 16384
 # GPU: graphs
 # ---------------------------------------------------------------------------
 
-# The samplers' sizes; the CPU twins (_cpu/graph.py) read the same values.
+# The samplers' sizes; the CPU twins (_cpu/core/graph.hpp) read the same values.
 #: edges per vertex united by k-out sampling: 2 was best for Afforest and GConn
 #: (docs/graph.md: "k-out sampling")
 GRAPH_K_OUT = 2
@@ -294,7 +294,7 @@ CPU_MEASURE_CELLS_PER_ENTRY = 16
 # CPU: graphs
 # ---------------------------------------------------------------------------
 
-# The parallel union-find of cpu_threads != 1 (_cpu/graph.py; docs/graph.md:
+# The parallel union-find of cpu_threads != 1 (_cpu/core/graph.hpp; docs/graph.md:
 # "CPU threads").  The samplers use GRAPH_K_OUT, GRAPH_HB_EDGES and
 # GRAPH_BFS_SAMPLE_LEVELS above.
 #: chunks of work per thread, for load balance on skewed degrees
@@ -310,8 +310,8 @@ GRAPH_CPU_SERIAL_CROSS = 1 << 16
 #: its stored edges // GRAPH_CPU_CROSS_BUFFER_DIV + GRAPH_CPU_CROSS_BUFFER_MIN)
 GRAPH_CPU_CROSS_BUFFER_DIV = 4
 GRAPH_CPU_CROSS_BUFFER_MIN = 1024
-#: graphs with fewer vertices + stored edges run serially: a parallel
-#: region costs more than the whole serial union-find there
+#: graphs with fewer vertices + stored edges run serially: starting the
+#: threads and the phases cost more than the whole serial union-find there
 GRAPH_CPU_PARALLEL_MIN_WORK = 1 << 16
 
 # ---------------------------------------------------------------------------

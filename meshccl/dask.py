@@ -655,7 +655,7 @@ def connected_components(edges, n=None, *, directed=True, connection="weak", chu
     The result is SciPy's (``scipy.sparse.csgraph.connected_components`` of
     the same edges, weak connection): labels 0..N-1 numbered in order of
     each component's smallest vertex.  Each partition of the edges is
-    joined alone by ``meshccl.graph.connected_components`` (numba on NumPy
+    joined alone by ``meshccl.graph.connected_components`` (the CPU on NumPy
     partitions, the GPU on CuPy ones); the partial forests, as pairs
     (vertex, smallest vertex of its tree), are merged in a tree of the same
     union-find, ``_tuning.DASK_FAN_IN`` children a node, so no task sees more

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
 from meshccl import graph_generators as gen
-from meshccl.graph import Edges, connected_components, spanning_forest
+from meshccl.graph import Edges, _methods, connected_components, spanning_forest
 
 
 @st.composite
@@ -325,6 +325,104 @@ def test_every_method_on_generated_graphs(method):
                                       connected_components(e)[1])
 
 
+#: every union rule with every compression it takes, and the samplers
+#: test_every_method_matches_scipy leaves out
+RULE_CASES = [(m.name, c) for m in _methods.TABLE if m.rule is not None for c in m.compression]
+RULE_CASES += [("hb", None), ("bfs-sample", None)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(g=graphs(), case=st.sampled_from(RULE_CASES))
+def test_union_rules_and_samplers_match_scipy(g, case):
+    method, compression = case
+    n, src, dst = g
+    want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))
+    csr = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+    for name, form in [("edges", Edges(src, dst, n)), ("csr", csr)]:
+        got_n, got = connected_components(form, method=method, compression=compression)
+        assert got_n == want_n, (case, name)
+        np.testing.assert_array_equal(got, want, err_msg=f"{case} {name}")
+
+
+def _stored_edges(form):
+    """(src, dst) of an Edges or CSR form, in storage order."""
+    if isinstance(form, Edges):
+        return form.src.tolist(), form.dst.tolist()
+    rows = np.repeat(np.arange(form.shape[0]), np.diff(form.indptr))
+    return rows.tolist(), form.indices.tolist()
+
+
+def _passes_reference(method, n, src, dst):
+    """The passes of an iterative method, from its definition (docs/graph.md),
+    in plain Python on the stored edges in their order."""
+    P = list(range(n))
+    if method == "sv":  # hook roots under smaller roots, then jump to stars
+        rounds = 0
+        while True:
+            rounds += 1
+            hooked = False
+            for v, u in zip(src, dst):
+                a, b = P[v], P[u]
+                hi, lo = max(a, b), min(a, b)
+                if a != b and P[hi] == hi:
+                    P[hi], hooked = lo, True
+            jumping = True
+            while jumping:
+                jumping = False
+                for v in range(n):
+                    if P[P[v]] != P[v]:
+                        P[v], jumping = P[P[v]], True
+            if not hooked:
+                return rounds
+    if method == "edge-lp":  # sweeps until one changes nothing
+        sweeps, changed = 0, True
+        while changed:
+            sweeps, changed = sweeps + 1, False
+            for v, u in zip(src, dst):
+                low = min(P[v], P[u])
+                changed |= P[v] != low or P[u] != low
+                P[v] = P[u] = low
+        return sweeps
+    # vertex-lp: each vertex's edges stored from it, then those stored to it
+    adj = [[] for _ in range(n)]
+    for v, u in zip(src, dst):
+        adj[v].append(u)
+    for v, u in zip(src, dst):
+        adj[u].append(v)
+    frontier, steps = list(range(n)), 0
+    while frontier:
+        steps += 1
+        nxt = []
+        for v in frontier:
+            for u in adj[v]:
+                if P[v] < P[u]:
+                    P[u] = P[v]
+                    if u not in nxt:
+                        nxt.append(u)
+        frontier = nxt
+    return steps
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(g=graphs(), method=st.sampled_from(["sv", "edge-lp", "vertex-lp", "bfs"]))
+def test_iterative_passes_and_cap(g, method):
+    """The passes reported are the method's own (a BFS: one search per
+    component), and max_iterations one below them raises NotConverged."""
+    from meshccl.errors import NotConverged
+
+    n, src, dst = g
+    for form in (Edges(src, dst, n),
+                 sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()):
+        count, _, info = connected_components(form, method=method, return_info=True)
+        want = count if method == "bfs" else _passes_reference(method, n, *_stored_edges(form))
+        assert info["iterations"] == want
+        if method != "bfs":
+            connected_components(form, method=method, max_iterations=want)
+            if want > 1:
+                with pytest.raises(NotConverged, match=f"max_iterations={want - 1} passes"):
+                    connected_components(form, method=method, max_iterations=want - 1)
+
+
 def test_kout_finish_reads_edges_stored_only_in_the_giant_component():
     """Asymmetric input: an edge stored only at a vertex of the sampled giant
     component (beyond its first k entries) must still join its other end."""
@@ -518,6 +616,23 @@ def test_graph_imports_without_cupy():
         "loaded = sorted(m for m in sys.modules if m.startswith(('meshccl._gpu', 'meshccl._cpu')))\n"
         "print(loaded, g.connected_components(np.eye(3))[0])\n")
     assert out.split() == ["[]", "3"]
+
+
+def test_graph_calls_do_not_import_numba():
+    """Weak components (every method, threaded too), spanning forests and
+    incremental connectivity run on the compiled core: numba is not imported."""
+    out = _python(
+        "import sys, numpy as np\n"
+        "from meshccl import graph_generators as gen\n"
+        "from meshccl.graph import METHODS, IncrementalConnectivity, connected_components, "
+        "spanning_forest\n"
+        "e = gen.rmat(9, 4, seed=1)\n"
+        "for m in METHODS: connected_components(e, method=m)\n"
+        "connected_components(e, cpu_threads=2); spanning_forest(e)\n"
+        "ic = IncrementalConnectivity(10); ic.insert(np.array([1]), np.array([2]))\n"
+        "ic.connected(np.array([1]), np.array([2])); ic.labels()\n"
+        "print('numba' in sys.modules)\n")
+    assert out.split() == ["False"]
 
 
 def test_backends_do_not_import_the_api():

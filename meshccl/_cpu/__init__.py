@@ -1,1 +1,1 @@
-"""CPU backend (numba): the same algorithms as the GPU kernels, run serially."""
+"""CPU backend: the compiled C++ core (``core/``) and the numba paths not moved yet."""

@@ -1,15 +1,15 @@
-"""Incremental connectivity on the CPU: the numba side of
+"""Incremental connectivity on the CPU: the compiled core's side of
 :class:`meshccl.graph.IncrementalConnectivity`.
 
-The structure is the union-find forest of the graph methods
-(:func:`meshccl._cpu.graph._unite_rule`, the serial twin of
+The structure is the union-find forest of the graph methods (GConn's union
+rules, ``unite_rule`` in ``meshccl/_cpu/core/graph.hpp``, the serial twin of
 ``unite_by()`` in ``kernels/unionfind.cuh``), kept between batches: ``P``
 (parents, int64) and, when the spanning forest is kept, ``FS`` / ``FD``:
 the edge whose union hooked root h is stored in slot h (each element is
 hooked at most once), so the non-roots name the forest's edges.  A batch
-runs serially in its own order: every query sees exactly the inserts
-before it in the batch -- one of the orders the GPU's answers agree with
-(docs/graph.md: "Incremental connectivity").
+runs serially in its own order (``batch`` in graph.hpp): every query sees
+exactly the inserts before it in the batch -- one of the orders the GPU's
+answers agree with (docs/graph.md: "Incremental connectivity").
 
 The arrays have a capacity beyond the vertex count whose slots already
 hold their initial values (``P[v] = v``), so growth within it changes the
@@ -19,40 +19,9 @@ count alone; beyond it they are copied into arrays twice as large.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from ..graph._methods import COMPRESS_CODE, RULES
-from .graph import _finish, _find_c, _jtb_smallest, _unite_rule
-
-
-@njit(cache=True)
-def _batch(P, n, kinds, only, src, dst, rule, comp, qcomp, FS, FD, out):
-    """Run one batch in order; returns the number of inserts that joined
-    two sets.  ``kinds`` (uint8, 0 insert, 1 query) or, when empty, every
-    operation is of kind ``only``; ``FS`` / ``FD`` empty: no forest kept;
-    ``out`` empty: no answers wanted.  Vertices outside [0, n) are skipped
-    (an insert does nothing, a query answers False)."""
-    joined = 0
-    record = FS.shape[0] > 0
-    answer = out.shape[0] > 0
-    for e in range(src.shape[0]):
-        kind = kinds[e] if kinds.shape[0] else only
-        x, y = src[e], dst[e]
-        valid = 0 <= x < n and 0 <= y < n
-        if kind != 0:
-            out[e] = valid and (x == y or _find_c(P, x, qcomp) == _find_c(P, y, qcomp))
-            continue
-        if answer:
-            out[e] = False
-        if not valid or x == y:
-            continue
-        h = _unite_rule(P, x, y, rule, comp)
-        if h >= 0:
-            joined += 1
-            if record:
-                FS[h] = x
-                FD[h] = y
-    return joined
+from .image import _core
 
 
 class State:
@@ -93,14 +62,12 @@ class State:
     def batch(self, kinds, src, dst, mask, answer):
         """One batch (int64 src / dst, uint8 kinds or None); the answers
         (bool, one per operation) when ``answer``, else None."""
-        out = np.empty(src.size if answer else 0, dtype=bool)
-        none = np.empty(0, np.int64)
-        self.components -= _batch(self.P, np.int64(self.n),
-                                  np.empty(0, np.uint8) if kinds is None else kinds,
-                                  np.uint8(1 if mask == 2 else 0), src, dst, self.rule, self.comp,
-                                  self.qcomp, self.FS if self.forest else none,
-                                  self.FD if self.forest else none, out)
-        return out if answer else None
+        out = np.empty(src.size, dtype=bool) if answer else None
+        forest = self.forest
+        self.components -= _core.incremental_batch(
+            self.P, self.n, kinds, 1 if mask == 2 else 0, src, dst, self.rule, self.comp,
+            self.qcomp, self.FS if forest else None, self.FD if forest else None, out)
+        return out
 
     def count(self) -> int:
         return self.components
@@ -108,9 +75,8 @@ class State:
     def labels(self):
         """SciPy's numbering of the sets: (count, labels)."""
         P = self.P[:self.n].copy()
-        if self.rule == 4:  # JTB: roots are random members
-            _jtb_smallest(P)
-        return _finish(P, np.int64 if self.n >= 2**31 else np.int32)
+        count = _core.number_forest(P, self.rule == 4)  # (JTB's roots are random members)
+        return int(count), P.astype(np.int64 if self.n >= 2**31 else np.int32, copy=False)
 
     def forest_edges(self):
         """(src, dst) int64 of the edges that joined two sets, by hooked vertex."""

@@ -7,7 +7,7 @@ arrays, ``(indptr, indices)`` CSR tuples and :class:`Edges` lists, and
 returns SciPy's result -- weak components, or strong components of a
 directed graph (a compiled depth-first search on the CPU; trimming,
 forward-backward and colouring on the GPU).  NumPy / SciPy input is labelled on the CPU
-(numba), CuPy input on its GPU, with the result on the input's side;
+(the compiled core), CuPy input on its GPU, with the result on the input's side;
 PyTorch tensors, JAX arrays and NetworkX graphs are converted at the door
 (:mod:`meshccl._interop`).
 :func:`spanning_forest` returns the edges whose union joined two sets.
@@ -153,7 +153,8 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         Default None: no cap.
     cpu_threads : int, optional
         Threads of the CPU backend for 'unionfind' and 'ecl' (and 'auto'):
-        1 (default) serial, 0 every core numba sees.  Same labels.
+        1 (default) serial, 0 every core this process may run on.  Same
+        labels.
     return_info : bool, optional
         Also return a dict: ``method`` (what ran; 'tarjan' and
         'fwbw-colour' for strong components), ``backend`` ('cpu' or

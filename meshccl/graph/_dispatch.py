@@ -1,11 +1,11 @@
-"""Dispatch of validated graphs to a backend: the CPU (numba) or the GPU (CuPy).
+"""Dispatch of validated graphs to a backend: the CPU (compiled core) or the GPU (CuPy).
 
 The API validates the options, then, on the input's device
 (:func:`on_device`), validates the graph (:mod:`._input`), resolves
 ``method='auto'`` (:func:`auto_rule`) and calls :func:`cpu` or :func:`gpu`.
 The backends are imported only when they run (here, and by :mod:`._input`
 for the device check of CuPy input), so that ``import meshccl.graph`` needs
-neither numba's compilation nor CuPy.
+neither the compiled core nor CuPy.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ checks and messages).
 
 Batches of edge inserts and connectivity queries on a union-find forest
 kept between batches (Hong, Dhulipala and Shun, GConn, section 3.6).  The
-backends are :mod:`meshccl._cpu.incremental` (numba, serial) and
+backends are :mod:`meshccl._cpu.incremental` (the compiled core, serial) and
 :mod:`meshccl._gpu.incremental` (CuPy, ``_kernels/incremental.cu``); both
 run the union rules of :mod:`._methods` through the one union-find of each
 side.  ``docs/graph.md`` ("Incremental connectivity") explains the
@@ -45,7 +45,7 @@ def _first_bad(a, name, n, grow):
 class IncrementalConnectivity:
     """Connected components of a graph that grows by batches of edges.
 
-    A union-find forest kept between batches, on the CPU (numba) or on a
+    A union-find forest kept between batches, on the CPU (compiled) or on a
     GPU (CuPy).  :meth:`insert` adds a batch of edges, :meth:`connected`
     answers a batch of queries, :meth:`process` runs a mixed batch;
     :meth:`labels` and :attr:`n_components` give the components as

@@ -99,7 +99,7 @@ def _int_array(a, name, xp):
 
 
 def _checked(xp, *arrays, int64=True):
-    """Validated arrays as the backend takes them: int64 for the CPU's numba
+    """Validated arrays as the backend takes them: int64 for the CPU's compiled
     code (every value is known to fit; ``int64=False``: as they are, for a
     CPU path that takes their own integer type), as they are for the GPU."""
     if xp is np and int64:

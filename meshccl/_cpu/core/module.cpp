@@ -387,6 +387,9 @@ void register_strong(nb::module_& m);
 // list ranking (list_rank.cpp)
 void register_list_rank(nb::module_& m);
 
+// weak components of graphs and incremental connectivity (graph.cpp)
+void register_graph(nb::module_& m);
+
 NB_MODULE(_core, m) {
     m.doc() = "meshccl's compiled CPU kernels (C++17): see meshccl/_cpu/core/image.hpp.";
     const char* forced = std::getenv("MESHCCL_CPU_ISA");
@@ -429,4 +432,5 @@ NB_MODULE(_core, m) {
           "(offsets, cover, order) of a table's neighbour lines (for the tests).");
     register_strong(m);
     register_list_rank(m);
+    register_graph(m);
 }
