@@ -350,6 +350,78 @@ def test_swendsen_wang_clusters_are_meshccl_labels():
     assert all(np.unique(before[expected == k]).size == 1 for k in range(1, n + 1))
 
 
+def direct_metropolis_sweep(s, table, seed, step):
+    """One Metropolis sweep written from the documented draws, cell by cell: cell
+    i = x // 2 of colour c in row r (flat over the axes but the last) is nibble t = i % 16
+    of packed word G = c rows words + r words + i // 16 (words = ceil(nx / 32)); its
+    16-bit uniform is half (16 G + t) % 2 of word (16 G + t) // 2 % 4 of Philox call
+    (16 G + t) // 8 (tag TAG_METROPOLIS), its next 16 bits the low half of word 0 of
+    call 16 G + t (tag TAG_METROPOLIS_TIE); the cell flips when the 32-bit uniform they
+    make is below its (spin, neighbour sum) threshold."""
+    shape, nd = s.shape, s.ndim
+    nx, ny = shape[-1], shape[-2]
+    rows = s.size // nx
+    words = -(-(nx // 2) // 16)
+    pos = np.empty(shape, dtype=np.int64)
+    for cell in np.ndindex(shape):
+        z = cell[0] if nd == 3 else 0
+        c, r, i = sum(cell) & 1, z * ny + cell[-2], cell[-1] // 2
+        pos[cell] = 16 * (c * rows * words + r * words + i // 16) + i % 16
+    step_words, key = (step & 0xFFFFFFFF, step >> 32), (seed & 0xFFFFFFFF, seed >> 32)
+    w = sim_random.philox4x32((pos // 8, sim_random.TAG_METROPOLIS, *step_words), key)
+    word = np.choose(pos // 2 % 4, w).astype(np.uint64)
+    high = np.where(pos % 2 == 1, word >> np.uint64(16), word & np.uint64(0xFFFF))
+    extra = sim_random.philox4x32((pos, sim_random.TAG_METROPOLIS_TIE, *step_words), key)[0]
+    uniform = (high << np.uint64(16)) | (extra.astype(np.uint64) & np.uint64(0xFFFF))
+    colour = sum(np.indices(shape)) % 2
+    z = 2 * nd
+    for c in (0, 1):
+        nn = sum(np.roll(s, d, axis=a) for a in range(nd) for d in (1, -1))
+        index = (s > 0) * (z + 1) + (nn + z) // 2
+        s = np.where((colour == c) & (uniform < np.asarray(table)[index]), -s, s)
+    return s.astype(np.int8)
+
+
+def tie_table(sim):
+    """A threshold table for ``sim``'s next sweep whose high 16 bits equal the uniform of
+    one colour-0 cell for each (spin, neighbour sum) among them, its low 16 bits random;
+    and the number of colour-0 cells whose uniform ties with their threshold."""
+    s = np.asarray(sim.state.get() if hasattr(sim.state, "get") else sim.state)
+    u = sim._metropolis_uniforms()
+    u = np.asarray(u.get() if hasattr(u, "get") else u)
+    z = 2 * s.ndim
+    nn = sum(np.roll(s, d, axis=a) for a in range(s.ndim) for d in (1, -1))
+    index = (s > 0) * (z + 1) + (nn + z) // 2
+    colour0 = sum(np.indices(s.shape)) % 2 == 0
+    rng = np.random.default_rng(sim.seed)
+    table = np.asarray(sim._metropolis.get() if hasattr(sim._metropolis, "get")
+                       else sim._metropolis).copy()
+    for e in np.unique(index[colour0]):
+        first = np.flatnonzero(colour0 & (index == e))[0]
+        table[e] = (int(u.flat[first]) << 16) | int(rng.integers(0, 1 << 16))
+    ties = int((colour0 & (u == table[index] >> np.uint64(16))).sum())
+    return sim.xp.asarray(table), ties
+
+
+@pytest.mark.parametrize("shape, field", [((6, 10), 0.0), ((4, 66), 0.4), ((2, 2), 0.0),
+                                          ((4, 6, 34), 0.3)])
+def test_metropolis_draws_as_documented(shape, field):
+    """The NumPy sweep (the GPU kernel's reference) equals the sweep written cell by
+    cell from the documented counters, also where uniforms tie with thresholds."""
+    sim = Ising(shape, temperature=2.2, field=field, seed=2**40 + 9)
+    for step in (0, 1, 2**33 + 1):
+        sim.step = step
+        want = direct_metropolis_sweep(sim.state, sim._metropolis, sim.seed, step)
+        assert np.array_equal(sim._metropolis_sweep(), want), step
+    saved = sim._metropolis
+    sim._metropolis, ties = tie_table(sim)
+    assert ties > 0
+    want = direct_metropolis_sweep(sim.state, sim._metropolis, sim.seed, sim.step)
+    got = sim._metropolis_sweep()
+    assert np.array_equal(got, want)
+    sim._metropolis = saved
+
+
 # ---------------------------------------------------------------------------
 # Cahn-Hilliard
 # ---------------------------------------------------------------------------
