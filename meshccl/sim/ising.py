@@ -176,17 +176,24 @@ def _metropolis_sweep_packed(packed, shape, table, seed, step):
     sweep."""
     from .._gpu.loader import kernels
 
-    (kernel,) = kernels("ising.cu", f"meshccl_ising_multispin<{len(shape)}>")
-    nx, ny, nz, rows, words = _packed_geometry(shape)
+    name, grid, sizes = _multispin_launch(shape)
+    (kernel,) = kernels("ising.cu", name)
     tag, *step_seed = _philox_words(step, seed, _random.TAG_METROPOLIS)
-    sizes = (np.int32(nx // 2), np.int32(ny), np.int32(nz), np.uint32(rows), np.uint32(words))
-    grid = _grid(rows * words)
     for colour in _COLOUR:
-        kernel(grid, (_BLOCK,), (packed, table, *sizes, colour, tag,
-                                 np.uint32(_random.TAG_METROPOLIS_TIE), *step_seed))
+        kernel(grid, (_BLOCK,), (packed, table, *sizes, colour, tag, _TIE_TAG, *step_seed))
     return packed
 
 
+@functools.lru_cache(maxsize=None)
+def _multispin_launch(shape):
+    """meshccl_ising_multispin's name, grid and size arguments for a lattice shape (once
+    per shape: at 4096**2 a sweep's host time is as long as its GPU time)."""
+    nx, ny, nz, rows, words = _packed_geometry(shape)
+    return (f"meshccl_ising_multispin<{len(shape)}>", _grid(rows * words),
+            (np.int32(nx // 2), np.int32(ny), np.int32(nz), np.uint32(rows), np.uint32(words)))
+
+
+_TIE_TAG = np.uint32(_random.TAG_METROPOLIS_TIE)
 _COLOUR = (np.int32(0), np.int32(1))
 
 
