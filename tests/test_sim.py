@@ -834,14 +834,15 @@ def test_gpu_ising_equals_numpy_bit_for_bit(tmp_path, algorithm, shape, field):
     ("metropolis", (2, 2), 0.0), ("metropolis", (6, 10), 0.0), ("metropolis", (34, 18), 0.5),
     ("metropolis", (6, 10, 14), 0.3), ("metropolis", (2, 4, 6), 0.0),
     ("metropolis", (256, 1032), 0.0), ("metropolis", (40, 24, 72), 0.2),
+    ("metropolis", (4, 66), 0.0), ("metropolis", (130, 96), 0.3), ("metropolis", (1024, 2048), 0.0),
     ("swendsen-wang", (7, 9), 0.0), ("swendsen-wang", (5, 3, 7), 0.0),
     ("swendsen-wang", (33, 65), 0.4), ("swendsen-wang", (130, 258), 0.0),
     ("swendsen-wang", (31, 17, 9), 0.0), ("swendsen-wang", (512, 520), 0.0)])
 def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
-    """meshccl/_kernels/ising.cu against the NumPy steps, sweep by sweep: sides
-    that are not multiples of 8 (byte-wise spans, partial groups of 4), odd
-    sides (Swendsen-Wang), 3-D, fields, lattices of many blocks; the spins a
-    sweep started from are left as they were."""
+    """meshccl/_kernels/ising.cu against the NumPy steps, sweep by sweep: rows that
+    are not multiples of 8 or 32 (Metropolis: packed rows whose last word holds 1..15
+    cells), odd sides (Swendsen-Wang), 3-D, fields, lattices of many blocks; the spins
+    a sweep started from are left as they were."""
     import cupy
 
     kw = dict(temperature=2.3 if len(shape) == 2 else 4.4, field=field, algorithm=algorithm,
@@ -855,6 +856,35 @@ def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
         dev.run(1)
         assert np.array_equal(cpu.state, dev.state.get()), sweep
         assert bool((before == kept).all())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("shape", [(34, 66), (16, 8, 40)])
+def test_gpu_metropolis_packed_state_ties_and_images(shape):
+    """The packed kernel where uniforms tie with thresholds (tie_table), then the
+    state's views: the hooks' 'up' / 'down' images written from the packed words, the
+    int8 spins, the magnetisation from bit counts, all equal to NumPy's."""
+    import cupy
+
+    kw = dict(temperature=2.2, field=0.3, seed=2**35 + 1)
+    cpu, dev = Ising(shape, **kw), Ising(shape, xp=cupy, **kw)
+    cpu.run(2)
+    dev.run(2)
+    table, ties = tie_table(cpu)
+    assert ties > 0
+    cpu._metropolis, dev._metropolis = table, cupy.asarray(table)
+    cpu.run(1)
+    dev.run(1)
+    assert dev._s is None                      # packed: nothing unpacked yet
+    for phase, image in (("up", cpu.state > 0), ("down", cpu.state < 0)):
+        got = dev._phase_image(phase)
+        assert got.dtype == cupy.bool_ and np.array_equal(got.get(), image), phase
+    assert dev._s is None
+    assert dev.magnetisation() == cpu.magnetisation()
+    assert dev.state.dtype == cupy.int8 and np.array_equal(dev.state.get(), cpu.state)
+    assert dev.energy() == pytest.approx(cpu.energy(), rel=1e-12, abs=1e-12)
+    assert np.array_equal(dev.labels("domains").labels.get(), cpu.labels("domains").labels)
 
 
 @pytest.mark.gpu
