@@ -291,7 +291,7 @@ def gpu_metropolis(shape, temperature, sweeps, warmup):
     nbytes = packed.nbytes if packed is not None else cells * sim.state.itemsize
     floor = copy_floor(nbytes, 10)
     m = float(abs(sim.magnetisation()))
-    del sim, packed
+    sim = packed = None
     cupy.get_default_memory_pool().free_all_blocks()
     return {"shape": list(shape), "temperature": temperature, "cells": cells,
             "sweeps_timed": sweeps, "sweep_s": run_s, "gpu_sweep_s": gpu_s,

@@ -95,9 +95,16 @@ _BLOCK = 256
 
 def _philox_words(step, seed, tag):
     """The scalar Philox words of a kernel launch: tag, step (2 words), seed (2 words)."""
-    mask = 0xFFFFFFFF
-    return (np.uint32(tag), np.uint32(int(step) & mask), np.uint32(int(step) >> 32),
-            np.uint32(int(seed) & mask), np.uint32(int(seed) >> 32))
+    tag, k0, k1 = _key_words(int(seed), tag)
+    step = int(step)
+    return tag, np.uint32(step & 0xFFFFFFFF), np.uint32(step >> 32), k0, k1
+
+
+@functools.lru_cache(maxsize=64)
+def _key_words(seed, tag):
+    """The tag and the seed's two words as uint32 scalars (made once: a Metropolis sweep's
+    host time counts at 4096**2)."""
+    return np.uint32(tag), np.uint32(seed & 0xFFFFFFFF), np.uint32(seed >> 32)
 
 
 def _grid(threads):
