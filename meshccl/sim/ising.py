@@ -535,23 +535,23 @@ class Ising(Simulation):
             return None
         z = 2 * s.ndim
         u = self._metropolis_uniforms()
-        sixteen = np.uint64(16)
+        high = (self._metropolis >> np.uint64(16)).astype(np.uint32)   # 2**16: always
         for colour in self._colours():
             nn = _neighbour_sum(s, self._wraps)
             index = (s > 0).astype(np.int8) * np.int8(z + 1) + (nn + np.int8(z)) // np.int8(2)
-            threshold = self._metropolis[index]
-            high = threshold >> sixteen
-            accept = u < high
-            tie = colour & (u == high)
+            cut = high[index]
+            accept = u < cut
+            tie = colour & (u == cut)
             if bool(tie.any()):
                 extra = _random.words(self.seed, _random.TAG_METROPOLIS_TIE, self.step,
                                       self._stream_pos[tie], 1)[0]
-                accept[tie] = (extra & np.uint32(0xFFFF)) < (threshold[tie] & np.uint64(0xFFFF))
+                low = self._metropolis[index[tie]] & np.uint64(0xFFFF)
+                accept[tie] = (extra & np.uint32(0xFFFF)) < low
             s = xp.where(colour & accept, -s, s)
         return s
 
     def _metropolis_uniforms(self):
-        """Each cell's 16-bit uniform of this sweep (uint32 array of the lattice's shape).
+        """Each cell's 16-bit uniform of this sweep (uint16 array of the lattice's shape).
 
         The sweep's stream of 16-bit uniforms: Philox calls 0, 1, 2, ... (tag
         TAG_METROPOLIS), each call's words 0..3, each word's low then high half.
@@ -579,8 +579,8 @@ class Ising(Simulation):
             self._metropolis_calls = xp.arange(calls, dtype=dt)
         w = _random.words(self.seed, _random.TAG_METROPOLIS, self.step, self._metropolis_calls,
                           4)
-        low, sixteen = np.uint32(0xFFFF), np.uint32(16)
-        halves = xp.stack([h for word in w for h in (word & low, word >> sixteen)], axis=1)
+        # little-endian words seen as 16-bit halves: low half first, on any host
+        halves = xp.stack(w, axis=1).astype("<u4", copy=False).view("<u2")
         return halves.reshape(-1)[self._stream_pos]
 
     def _sublattices(self):
