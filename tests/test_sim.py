@@ -350,6 +350,78 @@ def test_swendsen_wang_clusters_are_meshccl_labels():
     assert all(np.unique(before[expected == k]).size == 1 for k in range(1, n + 1))
 
 
+def direct_metropolis_sweep(s, table, seed, step):
+    """One Metropolis sweep written from the documented draws, cell by cell: cell
+    i = x // 2 of colour c in row r (flat over the axes but the last) is nibble t = i % 16
+    of packed word G = c rows words + r words + i // 16 (words = ceil(nx / 32)); its
+    16-bit uniform is half (16 G + t) % 2 of word (16 G + t) // 2 % 4 of Philox call
+    (16 G + t) // 8 (tag TAG_METROPOLIS), its next 16 bits the low half of word 0 of
+    call 16 G + t (tag TAG_METROPOLIS_TIE); the cell flips when the 32-bit uniform they
+    make is below its (spin, neighbour sum) threshold."""
+    shape, nd = s.shape, s.ndim
+    nx, ny = shape[-1], shape[-2]
+    rows = s.size // nx
+    words = -(-(nx // 2) // 16)
+    pos = np.empty(shape, dtype=np.int64)
+    for cell in np.ndindex(shape):
+        z = cell[0] if nd == 3 else 0
+        c, r, i = sum(cell) & 1, z * ny + cell[-2], cell[-1] // 2
+        pos[cell] = 16 * (c * rows * words + r * words + i // 16) + i % 16
+    step_words, key = (step & 0xFFFFFFFF, step >> 32), (seed & 0xFFFFFFFF, seed >> 32)
+    w = sim_random.philox4x32((pos // 8, sim_random.TAG_METROPOLIS, *step_words), key)
+    word = np.choose(pos // 2 % 4, w).astype(np.uint64)
+    high = np.where(pos % 2 == 1, word >> np.uint64(16), word & np.uint64(0xFFFF))
+    extra = sim_random.philox4x32((pos, sim_random.TAG_METROPOLIS_TIE, *step_words), key)[0]
+    uniform = (high << np.uint64(16)) | (extra.astype(np.uint64) & np.uint64(0xFFFF))
+    colour = sum(np.indices(shape)) % 2
+    z = 2 * nd
+    for c in (0, 1):
+        nn = sum(np.roll(s, d, axis=a) for a in range(nd) for d in (1, -1))
+        index = (s > 0) * (z + 1) + (nn + z) // 2
+        s = np.where((colour == c) & (uniform < np.asarray(table)[index]), -s, s)
+    return s.astype(np.int8)
+
+
+def tie_table(sim):
+    """A threshold table for ``sim``'s next sweep whose high 16 bits equal the uniform of
+    one colour-0 cell for each (spin, neighbour sum) among them, its low 16 bits random;
+    and the number of colour-0 cells whose uniform ties with their threshold."""
+    s = np.asarray(sim.state.get() if hasattr(sim.state, "get") else sim.state)
+    u = sim._metropolis_uniforms()
+    u = np.asarray(u.get() if hasattr(u, "get") else u)
+    z = 2 * s.ndim
+    nn = sum(np.roll(s, d, axis=a) for a in range(s.ndim) for d in (1, -1))
+    index = (s > 0) * (z + 1) + (nn + z) // 2
+    colour0 = sum(np.indices(s.shape)) % 2 == 0
+    rng = np.random.default_rng(sim.seed)
+    table = np.asarray(sim._metropolis.get() if hasattr(sim._metropolis, "get")
+                       else sim._metropolis).copy()
+    for e in np.unique(index[colour0]):
+        first = np.flatnonzero(colour0 & (index == e))[0]
+        table[e] = (int(u.flat[first]) << 16) | int(rng.integers(0, 1 << 16))
+    ties = int((colour0 & (u == table[index] >> np.uint64(16))).sum())
+    return sim.xp.asarray(table), ties
+
+
+@pytest.mark.parametrize("shape, field", [((6, 10), 0.0), ((4, 66), 0.4), ((2, 2), 0.0),
+                                          ((4, 6, 34), 0.3)])
+def test_metropolis_draws_as_documented(shape, field):
+    """The NumPy sweep (the GPU kernel's reference) equals the sweep written cell by
+    cell from the documented counters, also where uniforms tie with thresholds."""
+    sim = Ising(shape, temperature=2.2, field=field, seed=2**40 + 9)
+    for step in (0, 1, 2**33 + 1):
+        sim.step = step
+        want = direct_metropolis_sweep(sim.state, sim._metropolis, sim.seed, step)
+        assert np.array_equal(sim._metropolis_sweep(), want), step
+    saved = sim._metropolis
+    sim._metropolis, ties = tie_table(sim)
+    assert ties > 0
+    want = direct_metropolis_sweep(sim.state, sim._metropolis, sim.seed, sim.step)
+    got = sim._metropolis_sweep()
+    assert np.array_equal(got, want)
+    sim._metropolis = saved
+
+
 # ---------------------------------------------------------------------------
 # Cahn-Hilliard
 # ---------------------------------------------------------------------------
@@ -762,14 +834,15 @@ def test_gpu_ising_equals_numpy_bit_for_bit(tmp_path, algorithm, shape, field):
     ("metropolis", (2, 2), 0.0), ("metropolis", (6, 10), 0.0), ("metropolis", (34, 18), 0.5),
     ("metropolis", (6, 10, 14), 0.3), ("metropolis", (2, 4, 6), 0.0),
     ("metropolis", (256, 1032), 0.0), ("metropolis", (40, 24, 72), 0.2),
+    ("metropolis", (4, 66), 0.0), ("metropolis", (130, 96), 0.3), ("metropolis", (1024, 2048), 0.0),
     ("swendsen-wang", (7, 9), 0.0), ("swendsen-wang", (5, 3, 7), 0.0),
     ("swendsen-wang", (33, 65), 0.4), ("swendsen-wang", (130, 258), 0.0),
     ("swendsen-wang", (31, 17, 9), 0.0), ("swendsen-wang", (512, 520), 0.0)])
 def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
-    """meshccl/_kernels/ising.cu against the NumPy steps, sweep by sweep: sides
-    that are not multiples of 8 (byte-wise spans, partial groups of 4), odd
-    sides (Swendsen-Wang), 3-D, fields, lattices of many blocks; the spins a
-    sweep started from are left as they were."""
+    """meshccl/_kernels/ising.cu against the NumPy steps, sweep by sweep: rows that
+    are not multiples of 8 or 32 (Metropolis: packed rows whose last word holds 1..15
+    cells), odd sides (Swendsen-Wang), 3-D, fields, lattices of many blocks; the spins
+    a sweep started from are left as they were."""
     import cupy
 
     kw = dict(temperature=2.3 if len(shape) == 2 else 4.4, field=field, algorithm=algorithm,
@@ -783,6 +856,35 @@ def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
         dev.run(1)
         assert np.array_equal(cpu.state, dev.state.get()), sweep
         assert bool((before == kept).all())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("shape", [(34, 66), (16, 8, 40)])
+def test_gpu_metropolis_packed_state_ties_and_images(shape):
+    """The packed kernel where uniforms tie with thresholds (tie_table), then the
+    state's views: the hooks' 'up' / 'down' images written from the packed words, the
+    int8 spins, the magnetisation from bit counts, all equal to NumPy's."""
+    import cupy
+
+    kw = dict(temperature=2.2, field=0.3, seed=2**35 + 1)
+    cpu, dev = Ising(shape, **kw), Ising(shape, xp=cupy, **kw)
+    cpu.run(2)
+    dev.run(2)
+    table, ties = tie_table(cpu)
+    assert ties > 0
+    cpu._metropolis, dev._metropolis = table, cupy.asarray(table)
+    cpu.run(1)
+    dev.run(1)
+    assert dev._s is None                      # packed: nothing unpacked yet
+    for phase, image in (("up", cpu.state > 0), ("down", cpu.state < 0)):
+        got = dev._phase_image(phase)
+        assert got.dtype == cupy.bool_ and np.array_equal(got.get(), image), phase
+    assert dev._s is None
+    assert dev.magnetisation() == cpu.magnetisation()
+    assert dev.state.dtype == cupy.int8 and np.array_equal(dev.state.get(), cpu.state)
+    assert dev.energy() == pytest.approx(cpu.energy(), rel=1e-12, abs=1e-12)
+    assert np.array_equal(dev.labels("domains").labels.get(), cpu.labels("domains").labels)
 
 
 @pytest.mark.gpu

@@ -148,10 +148,12 @@ def test_sim_bench_gpu_sections_with_a_stand_in_device(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setattr(sim_bench.meshccl, "gpu_available", lambda: True)
     monkeypatch.setattr(sim_bench, "copy_floor", lambda nbytes, repeat: 1e-6)
+    monkeypatch.setattr(sim_bench, "gpu_busy", lambda seconds: None)
     info = bench.machine_info(False, "stand-in")
     info["gpu"] = {"name": "stand-in", "cupy": "0", "runtime_version": "0"}
     monkeypatch.setattr(bench, "machine_info", lambda use_gpu, reason: info)
     assert sim_bench.main(["--out", str(tmp_path), "--sides", "16,32", "--side3", "8",
+                           "--metropolis-sides", "16,32",
                            "--ch-sides", "16,8", "--ch-steps", "256", "--repeat", "2",
                            "--cpu-size", "16", "--cpu-steps", "1"]) == 0
     res = json.loads((tmp_path / "sim_bench.json").read_text())
@@ -160,7 +162,7 @@ def test_sim_bench_gpu_sections_with_a_stand_in_device(tmp_path, monkeypatch):
     assert [r["shape"] for r in res["metropolis"]] == [[16, 16], [32, 32], [8, 8, 8]]
     assert [r["calls"] for r in res["cahn_hilliard"]] == [2, 2]
     md = (tmp_path / "sim_bench.md").read_text()
-    for title in ("Swendsen-Wang, Ising at T_c", "Metropolis, checkerboard",
+    for title in ("Swendsen-Wang, Ising at T_c", "Metropolis, checkerboard, multi-spin",
                   "Cahn-Hilliard labelled every 128", "Swendsen-Wang on the CPU"):
         assert title in md
     assert _has_png(tmp_path / "sim_bench.png")

@@ -5,7 +5,8 @@ the block, stronger than the GPU's and the same where every thread reaches
 it), and launched by the real Python launch code of meshccl/sim/ising.py
 with NumPy standing in for CuPy.  Every kernel's spins and bonds must equal
 the NumPy expressions of the same step, bit for bit: odd and small sides,
-3-D, fields, several sweeps.  (tests/test_sim.py compares the GPU itself.)
+3-D, fields, several sweeps, and Metropolis uniforms that tie with a
+threshold's high half.  (tests/test_sim.py compares the GPU itself.)
 """
 
 import ctypes
@@ -44,9 +45,11 @@ static unsigned int __umulhi(unsigned int a, unsigned int b) {
     return (unsigned int)(((unsigned long long)a * b) >> 32);
 }
 static int __popc(unsigned int v) { return __builtin_popcount(v); }
+static int __ffs(unsigned int v) { return __builtin_ffs((int)v); }
 static std::barrier<>* block_barrier;
 static unsigned long long exchange[1024];
 static void __syncwarp() { block_barrier->arrive_and_wait(); }
+static void __syncthreads() { block_barrier->arrive_and_wait(); }
 template <typename T> static T exchanged(T v, unsigned int from) {
     exchange[threadIdx.x] = (unsigned long long)v;
     block_barrier->arrive_and_wait();
@@ -89,10 +92,12 @@ static void launch(void (*f)(A...), unsigned int grid, unsigned int block, void*
 extern "C" int meshccl_launch(const char* name, unsigned int grid, unsigned int block,
                               void** args) {
     const std::string s(name);
-    if (s == "meshccl_ising_metropolis<2>")
-        launch(&meshccl_ising_metropolis<2>, grid, block, args);
-    else if (s == "meshccl_ising_metropolis<3>")
-        launch(&meshccl_ising_metropolis<3>, grid, block, args);
+    if (s == "meshccl_ising_multispin<2>")
+        launch(&meshccl_ising_multispin<2>, grid, block, args);
+    else if (s == "meshccl_ising_multispin<3>")
+        launch(&meshccl_ising_multispin<3>, grid, block, args);
+    else if (s == "meshccl_ising_pack") launch(&meshccl_ising_pack, grid, block, args);
+    else if (s == "meshccl_ising_unpack") launch(&meshccl_ising_unpack, grid, block, args);
     else if (s == "meshccl_ising_bonds<2>") launch(&meshccl_ising_bonds<2>, grid, block, args);
     else if (s == "meshccl_ising_bonds<3>") launch(&meshccl_ising_bonds<3>, grid, block, args);
     else if (s == "meshccl_ising_flip<int>") launch(&meshccl_ising_flip<int>, grid, block, args);
@@ -167,18 +172,70 @@ def device(library, monkeypatch):
     return ising_mod
 
 
-@pytest.mark.parametrize("shape", [(2, 2), (4, 6), (6, 10), (10, 18), (16, 16), (8, 34),
-                                   (2, 2, 2), (4, 6, 10), (6, 4, 16)])
+# rows of 2 .. 130 cells: a packed row of one word or several, its last word full (nx a
+# multiple of 32) or holding 1 .. 15 cells, nx a multiple of 8 or not
+METROPOLIS_SHAPES = [(2, 2), (4, 6), (6, 10), (10, 18), (16, 16), (8, 34), (4, 64), (6, 66),
+                     (2, 96), (4, 130), (2, 2, 2), (4, 6, 10), (6, 4, 16), (4, 2, 34)]
+
+
+def _packed_by_hand(s):
+    """The packed colours of int8 spins by the layout of ising._packed_geometry, cell by
+    cell: colour c of row r holds x = 2 i + (c ^ (y + z) & 1), cell i in nibble i % 16 of
+    word i // 16, 1 for +1."""
+    shape = s.shape
+    nx, ny = shape[-1], shape[-2]
+    rows = s.size // nx
+    words = -(-(nx // 2) // 16)
+    out = np.zeros((2, rows, words), dtype=np.uint64)
+    for r, row in enumerate(s.reshape(rows, nx)):
+        q = (r % ny + r // ny) & 1
+        for x in range(nx):
+            c, i = (x & 1) ^ q, x // 2
+            if row[x] > 0:
+                out[c, r, i // 16] |= np.uint64(1) << np.uint64(4 * (i % 16))
+    return out
+
+
+@pytest.mark.parametrize("shape", METROPOLIS_SHAPES)
+def test_pack_and_unpack(device, shape):
+    rng = np.random.default_rng(sum(shape))
+    s = np.where(rng.random(shape) < 0.5, 1, -1).astype(np.int8)
+    packed = device._pack(s)
+    assert packed.dtype == np.uint64 and np.array_equal(packed, _packed_by_hand(s))
+    assert np.array_equal(device._unpack(packed, shape), s)
+    for what, image in (("up", s > 0), ("down", s < 0)):
+        got = device._unpack(packed, shape, what)
+        assert got.dtype == bool and np.array_equal(got, image), what
+
+
+@pytest.mark.parametrize("shape", METROPOLIS_SHAPES)
 @pytest.mark.parametrize("field", [0.0, 0.7])
 def test_metropolis_kernel_equals_numpy(device, shape, field):
     sim = Ising(shape, temperature=2.1, field=field, seed=5)
-    s = sim.state
+    packed = device._pack(sim.state)
     for step in range(4):
-        got = device._metropolis_sweep_fused(s, sim._metropolis, sim.seed, sim.step)
+        device._metropolis_sweep_packed(packed, shape, sim._metropolis, sim.seed, sim.step)
         want = sim._metropolis_sweep()
-        assert got.dtype == np.int8 and np.array_equal(got, want), (shape, step)
-        sim._s = s = want
+        sim._s = want
         sim.step += 1
+        # the padding nibbles stay 0: the packed words are those of the NumPy spins
+        assert np.array_equal(packed, _packed_by_hand(want)), (shape, step)
+
+
+@pytest.mark.parametrize("shape", [(8, 34), (16, 16), (4, 6, 10)])
+def test_metropolis_kernel_equals_numpy_on_ties(device, shape):
+    """Thresholds whose high 16 bits equal the uniforms of chosen cells: the kernel's
+    extra draws for the ties give the NumPy sweep's spins."""
+    from test_sim import tie_table
+
+    sim = Ising(shape, temperature=2.1, field=0.3, seed=8)
+    sim.step = 2**33 + 3
+    table, ties = tie_table(sim)
+    assert ties > 0
+    sim._metropolis = table
+    packed = device._pack(sim.state)
+    device._metropolis_sweep_packed(packed, shape, table, sim.seed, sim.step)
+    assert np.array_equal(device._unpack(packed, shape), sim._metropolis_sweep())
 
 
 @pytest.mark.parametrize("shape", [(2, 2), (3, 5), (7, 9), (16, 16), (5, 3, 7), (4, 4, 4),

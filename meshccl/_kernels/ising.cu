@@ -1,43 +1,60 @@
-// ising.cu -- the three per-spin kernels of meshccl.sim.Ising on CuPy:
-// a Metropolis half-sweep, the Swendsen-Wang bond draw and the
-// Swendsen-Wang cluster flip.  Every random word is Philox4x32-10
-// (philox.cuh) of a counter fixed by the lattice alone -- (index, tag,
-// step) with key seed, the layout of meshccl.sim.random.words() for
-// indices below 2**32 -- so the spins do not depend on the launch shape
-// and equal, bit for bit, those of the NumPy expressions in
-// meshccl/sim/ising.py, which draw the same words.  Each kernel uses all
-// four words of a Philox call, and moves each spin's bytes once.
+// ising.cu -- the kernels of meshccl.sim.Ising on CuPy: Metropolis
+// sweeps on spins packed 16 to a word (with the packing and unpacking
+// kernels), the Swendsen-Wang bond draw and the Swendsen-Wang cluster
+// flip.  Every random word is Philox4x32-10 (philox.cuh) of a counter
+// fixed by the lattice alone -- (index, tag, step) with key seed, the
+// layout of meshccl.sim.random.words() for indices below 2**32 -- so the
+// spins do not depend on the launch shape and equal, bit for bit, those of
+// the NumPy expressions in meshccl/sim/ising.py, which draw the same
+// words.  Each kernel uses all four words of a Philox call.
 //
-// Metropolis (meshccl_ising_metropolis, one launch per colour).  The
-// spins are int8 +-1 in C order, rows of nx cells (nx even).  A cell's
-// colour is the parity of its coordinate sum; one launch updates every
-// cell of one colour from the fixed spins of the other.  A thread owns a
-// span of 8 cells of one row, x in [8k, 8k + 8) (fewer at the row's end
-// when nx is not a multiple of 8), of which the cells of the active colour
-// are x = 8k + p + 2q, q = 0..3, p the row's parity for that colour:
+// Metropolis, multi-spin (meshccl_ising_pack, meshccl_ising_multispin,
+// meshccl_ising_unpack).  During Metropolis sweeps the spins are not
+// bytes but nibbles: 16 spins to a 64-bit word, 1 for +1 and 0 for -1.
+// The lattice is split by colour (the parity of the coordinate sum) into
+// two arrays, packed[c] of shape (rows, W), rows = nz ny, W = ceil(nx /
+// 32).  In a row (z, y) of parity q = (y + z) & 1 the cells of colour c
+// are x = 2 i + (c ^ q), i = 0 .. nx/2 - 1, and cell i sits in word i / 16,
+// nibble i % 16; the nibbles past nx/2 in a row's last word are 0 and
+// stay 0.  A cell's neighbours up and down (and in front and behind) are
+// cell i of the other colour in the rows y +- 1 (z +- 1), and in its own
+// row cell i and cell i - 1 (when c ^ q == 0) or i + 1 (when c ^ q == 1),
+// periodic in i.  So the number of up neighbours of all 16 cells of a
+// word is the nibble-wise sum of 4 (6) words of the other colour: the
+// same-index words of the rows around, the same-index word of its own
+// row, and that word shifted by one nibble, with the nibble shifted in
+// taken from the next or previous word (or across the row's wrap).
+// Nibble sums never carry: each is at most 2d <= 6.  With the spin s
+// (0 or 1) and that count n, nibble n + s (2d + 1) of `sum + word (2d +
+// 1)` is the cell's row in `table`, the 2 (2d + 1) thresholds of
+// Ising._tables (accept when a 32-bit uniform is below; 2**32: always),
+// one multiply and add for 16 cells.
 //
-//     x       8k  +1  +2  +3  +4  +5  +6  +7
-//     p = 0    q0      q1      q2      q3
-//     p = 1        q0      q1      q2      q3
+// Random numbers.  Word G of the stacked (2, rows, W) array (G = c rows W +
+// r W + k) takes Philox calls 2G and 2G + 1 (tag TAG_METROPOLIS); their 8
+// words, each cut into its low then its high 16 bits, are the 16-bit
+// uniforms of nibbles 0..15: element 16 G + t of the sweep's stream of
+// halves.  A cell accepts when u < (threshold >> 16); when u equals it (1
+// in 65,536), 16 more bits decide: the low half of word 0 of Philox call
+// 16 G + t with tag TAG_METROPOLIS_TIE against the threshold's low 16
+// bits.  That is exactly "a 32-bit uniform (u, extra) below the 32-bit
+// threshold", the resolution of the thresholds themselves (2**-32), at the
+// cost of an eighth of a Philox call a cell.  Counter indices are below
+// 2**32 when 32 rows W <= 2**32 (the launch code checks).
 //
-// One Philox call with counter index 8k + p + (row's first cell) gives the
-// four words, word q for cell q -- so the counter is the flat index of the
-// group's first active cell, and each cell of the lattice belongs to one
-// group per sweep.  The thread loads its span and the spans above and
-// below (and in front and behind, in 3-D) as 8-byte words, and the two
-// cells left and right of the span (periodic wrap), sums each active
-// cell's neighbours, reads the acceptance threshold of (spin, neighbour
-// sum) from `table` (2 (2d + 1) integer thresholds computed on the host:
-// accept when the word is below it) and writes the span back whole.
+// A sweep is colour 0 then colour 1, one launch each, in place: a thread
+// owns one word of the active colour, reads only the other colour's
+// words (which no thread of the launch writes), and writes its own word.
+// Per sweep and cell: a read of a nibble of each colour about twice (the
+// neighbour rows come mostly from cache) and a write of its own nibble,
+// about 0.75 bytes, against 2 bytes of a read and a write of an int8
+// lattice.
 //
-// The first colour reads `in` and writes every byte of a new `out`; the
-// second updates `out` in place.  In place is safe: a thread reads only
-// the other colour's cells of its neighbours' spans, which no thread
-// changes in that launch (its 8-byte loads also see bytes of the active
-// colour that other threads may be rewriting; those bytes are not used),
-// and writes back the other colour's bytes of its own span unchanged.
-// With nx a multiple of 8 every span is 8-byte aligned and loads and
-// stores are single 64-bit accesses; otherwise byte by byte.
+// meshccl_ising_pack writes the two arrays from int8 spins (a thread per
+// word); meshccl_ising_unpack writes, from them, a span of 32 cells of a
+// row per thread as int8 spins (mode 0), the bool image s > 0 (mode 1) or
+// s < 0 (mode 2): the image a labelling hook labels, written straight
+// from the packed words.
 //
 // Swendsen-Wang bonds (meshccl_ising_bonds).  bonds is (d, n) bool:
 // bonds[j][i] joins cell i and its neighbour one step up axis j (the
@@ -62,90 +79,145 @@
 
 #include "philox.cuh"
 
-namespace meshccl_ising {
+// Cells of the active colour per packed word, and bits per cell.
+#define MESHCCL_MULTISPIN_CELLS 16
+#define MESHCCL_MULTISPIN_BITS 4
 
-// 8 bytes of a row from p: one 64-bit load when `wide` (p 8-byte aligned),
-// else `width` byte loads (the missing high bytes are 0).
-__device__ __forceinline__ unsigned long long load_span(const signed char* p, int width,
-                                                        bool wide) {
-    if (wide) return *reinterpret_cast<const unsigned long long*>(p);
+__global__ void __launch_bounds__(256)
+meshccl_ising_pack(const signed char* spins, unsigned long long* packed, int nx, int ny,
+                   unsigned int rows, unsigned int words) {
+    const unsigned int per_colour = rows * words;
+    const unsigned int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= 2 * per_colour) return;
+    const unsigned int c = g / per_colour, rest = g - c * per_colour;
+    const unsigned int r = rest / words, k = rest - r * words;
+    const int q = (int)((r % (unsigned int)ny + r / (unsigned int)ny) & 1u);
+    const long long row = (long long)r * nx;
+    const int x0 = 32 * (int)k + (int)(c ^ (unsigned int)q);
     unsigned long long v = 0;
-    for (int b = 0; b < width; ++b) v |= (unsigned long long)(unsigned char)p[b] << (8 * b);
-    return v;
-}
-
-__device__ __forceinline__ void store_span(signed char* p, int width, bool wide,
-                                           unsigned long long v) {
-    if (wide) {
-        *reinterpret_cast<unsigned long long*>(p) = v;
-        return;
+#pragma unroll
+    for (int t = 0; t < MESHCCL_MULTISPIN_CELLS; ++t) {
+        const int x = x0 + 2 * t;
+        if (x < nx && spins[row + x] > 0) v |= 1ull << (MESHCCL_MULTISPIN_BITS * t);
     }
-    for (int b = 0; b < width; ++b) p[b] = (signed char)(unsigned char)(v >> (8 * b));
+    packed[g] = v;
 }
-
-// The spin in byte b of a span.
-__device__ __forceinline__ int spin_at(unsigned long long span, int b) {
-    return (signed char)(unsigned char)(span >> (8 * b));
-}
-
-}  // namespace meshccl_ising
 
 template <int D>
 __global__ void __launch_bounds__(256)
-meshccl_ising_metropolis(const signed char* in, signed char* out,
-                         const unsigned long long* table, int nx, int ny, int nz,
-                         unsigned int spans, unsigned int groups, int colour, unsigned int tag,
-                         unsigned int t0, unsigned int t1, unsigned int k0, unsigned int k1) {
-    using namespace meshccl_ising;
+meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* table, int half,
+                        int ny, int nz, unsigned int rows, unsigned int words, int colour,
+                        unsigned int tag, unsigned int tie_tag, unsigned int t0,
+                        unsigned int t1, unsigned int k0, unsigned int k1) {
     constexpr int Z = 2 * D;  // neighbours per cell
-    const unsigned int g = blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= groups) return;
-    const unsigned int row = g / spans, k = g - row * spans;
-    const int y = (int)(row % (unsigned int)ny), zc = (int)(row / (unsigned int)ny);
-    const int x0 = 8 * (int)k;
-    const int width = min(8, nx - x0);
-    const bool wide = (nx & 7) == 0;
-    const int p = (colour + y + zc) & 1;  // parity of the active cells' x
-    const long long plane = (long long)ny * nx;
-    const long long zbase = (long long)zc * plane;
-    const long long base = zbase + (long long)y * nx;  // the row's first cell
-    const int yu = y == 0 ? ny - 1 : y - 1, yd = y + 1 == ny ? 0 : y + 1;
-
-    const unsigned long long centre = load_span(in + base + x0, width, wide);
-    const unsigned long long up = load_span(in + zbase + (long long)yu * nx + x0, width, wide);
-    const unsigned long long down = load_span(in + zbase + (long long)yd * nx + x0, width, wide);
-    unsigned long long front = 0, back = 0;
-    if (D == 3) {
-        const long long within = (long long)y * nx + x0;
-        const int zf = zc == 0 ? nz - 1 : zc - 1, zb = zc + 1 == nz ? 0 : zc + 1;
-        front = load_span(in + (long long)zf * plane + within, width, wide);
-        back = load_span(in + (long long)zb * plane + within, width, wide);
+    constexpr int B = MESHCCL_MULTISPIN_BITS;
+    // the thresholds' high and low 16 bits by nibble value (2 (Z + 1) <= 14 used; a
+    // padding nibble's value, at most Z, reads a used entry or a 0)
+    __shared__ unsigned int thr_hi[16], thr_lo[16];
+    if (threadIdx.x < 16) {
+        const unsigned long long thr = threadIdx.x < 2 * (Z + 1) ? table[threadIdx.x] : 0ull;
+        thr_hi[threadIdx.x] = (unsigned int)(thr >> 16);  // 65536 for thr = 2**32: always
+        thr_lo[threadIdx.x] = (unsigned int)(thr & 0xFFFFu);
     }
-    const int left = in[base + (x0 == 0 ? nx - 1 : x0 - 1)];
-    const int right = in[base + (x0 + width == nx ? 0 : x0 + width)];
+    __syncthreads();
+    const unsigned int per_colour = rows * words;
+    const unsigned int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= per_colour) return;
+    const unsigned int r = g / words, k = g - r * words;
+    const int y = (int)(r % (unsigned int)ny), z = (int)(r / (unsigned int)ny);
+    const bool left = ((colour ^ y ^ z) & 1) == 0;  // the side neighbour is cell i - 1
+    unsigned long long* own = packed + (unsigned long long)colour * per_colour;
+    const unsigned long long* other = packed + (unsigned long long)(1 - colour) * per_colour;
+    const unsigned int last = (unsigned int)(half - 1) >> 4;  // the row's last word
+    const int tail = (half - 1) & 15;                         // its last cell's nibble
 
-    unsigned int r[4];
-    meshccl_philox((unsigned int)(base + x0 + p), tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS,
-                   r);
-    unsigned long long next = centre;
+    const unsigned long long* row = other + (unsigned long long)r * words;
+    const unsigned long long same = row[k];
+    const int yu = y == 0 ? ny - 1 : y - 1, yd = y + 1 == ny ? 0 : y + 1;
+    const unsigned long long plane = (unsigned long long)z * ny;
+    unsigned long long sum = same + other[(plane + yu) * words + k]
+                           + other[(plane + yd) * words + k];
+    if (D == 3) {
+        const int zf = z == 0 ? nz - 1 : z - 1, zb = z + 1 == nz ? 0 : z + 1;
+        sum += other[((unsigned long long)zf * ny + y) * words + k]
+             + other[((unsigned long long)zb * ny + y) * words + k];
+    }
+    if (left) {  // nibble t: cell 16k + t - 1; nibble 0 from the previous word or the wrap
+        const unsigned int from = k > 0 ? k - 1 : last;
+        const int nib = k > 0 ? 15 : tail;
+        sum += (same << B) | ((row[from] >> (B * nib)) & 0xFull);
+    } else {     // nibble t: cell 16k + t + 1; the row's last cell takes cell 0
+        const unsigned int from = k < last ? k + 1 : 0;
+        const int nib = k < last ? 15 : tail;
+        sum += ((same >> B) & ~(0xFull << (B * nib))) | ((row[from] & 0xFull) << (B * nib));
+    }
+    const unsigned long long word = own[g];
+    const unsigned long long index = sum + word * (unsigned long long)(Z + 1);
+    const int cells = k < last ? 16 : tail + 1;  // nibbles that hold cells
+
+    const unsigned int G = (unsigned int)colour * per_colour + g;
+    unsigned int a[4], b[4];
+    meshccl_philox(2 * G, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, a);
+    meshccl_philox(2 * G + 1, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, b);
+    unsigned long long flips = 0;
+    unsigned int ties = 0;  // bit t: nibble t's uniform equals its threshold's high half
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        const int b = p + 2 * q;
-        if (b < width) {
-            const int v = spin_at(centre, b);
-            int nn = (b == 0 ? left : spin_at(centre, b - 1))
-                   + (b + 1 == width ? right : spin_at(centre, b + 1))
-                   + spin_at(up, b) + spin_at(down, b);
-            if (D == 3) nn += spin_at(front, b) + spin_at(back, b);
-            const int index = (v > 0) * (Z + 1) + (nn + Z) / 2;
-            if ((unsigned long long)r[q] < table[index]) {
-                const int shift = 8 * b;
-                next = (next & ~(0xFFull << shift))
-                     | ((unsigned long long)(unsigned char)(signed char)(-v) << shift);
-            }
+    for (int t = 0; t < MESHCCL_MULTISPIN_CELLS; ++t) {  // padding nibbles masked below
+        const unsigned int w = t < 8 ? a[(t >> 1) & 3] : b[(t >> 1) & 3];
+        const unsigned int u = (t & 1) ? w >> 16 : w & 0xFFFFu;
+        const unsigned int hi = thr_hi[(index >> (B * t)) & 0xFull];
+        if (u < hi) flips |= 1ull << (B * t);
+        if (u == hi) ties |= 1u << t;
+    }
+    if (cells < 16) {
+        flips &= (1ull << (B * cells)) - 1;
+        ties &= (1u << cells) - 1;
+    }
+    while (ties) {  // 1 in 65,536 cells: the next 16 bits of the 32-bit uniform decide
+        const int t = __ffs(ties) - 1;
+        ties &= ties - 1;
+        unsigned int x[4];
+        meshccl_philox(16 * G + (unsigned int)t, tie_tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS,
+                       x);
+        if ((x[0] & 0xFFFFu) < thr_lo[(index >> (B * t)) & 0xFull]) flips |= 1ull << (B * t);
+    }
+    own[g] = word ^ flips;
+}
+
+__global__ void __launch_bounds__(256)
+meshccl_ising_unpack(const unsigned long long* packed, signed char* out, int nx, int ny,
+                     unsigned int rows, unsigned int words, int mode) {
+    const unsigned int per_colour = rows * words;
+    const unsigned int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= per_colour) return;
+    const unsigned int r = g / words, k = g - r * words;
+    const unsigned int q = (r % (unsigned int)ny + r / (unsigned int)ny) & 1u;
+    // the words of the cells x = 32k + m with m even and with m odd
+    const unsigned long long even = packed[(unsigned long long)q * per_colour + g];
+    const unsigned long long odd = packed[(unsigned long long)(q ^ 1u) * per_colour + g];
+    // byte of a cell that is +1 and of one that is -1
+    const unsigned int up = mode == 2 ? 0u : 1u;
+    const unsigned int down = mode == 0 ? 0xFFu : mode == 1 ? 0u : 1u;
+    signed char* dst = out + (unsigned long long)r * nx + 32ull * k;
+    const int x0 = 32 * (int)k;
+    const bool wide = (nx & 7) == 0 && x0 + 32 <= nx;
+#pragma unroll
+    for (int part = 0; part < 4; ++part) {  // bytes 8 part .. 8 part + 7
+        unsigned long long v = 0;
+#pragma unroll
+        for (int b = 0; b < 8; ++b) {
+            const int m = 8 * part + b;
+            const unsigned long long w = (m & 1) ? odd : even;
+            const bool s = (w >> (MESHCCL_MULTISPIN_BITS * (m >> 1))) & 1ull;
+            v |= (unsigned long long)(s ? up : down) << (8 * b);
+        }
+        if (wide) {
+            reinterpret_cast<unsigned long long*>(dst)[part] = v;
+        } else {
+            for (int b = 0; b < 8 && x0 + 8 * part + b < nx; ++b)
+                dst[8 * part + b] = (signed char)(unsigned char)(v >> (8 * b));
         }
     }
-    store_span(out + base + x0, width, wide, next);
 }
 
 template <int D>
@@ -255,12 +327,12 @@ meshccl_ising_flip(const L* labels, signed char* spins, unsigned long long n, un
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL
-template __global__ void meshccl_ising_metropolis<2>(
-    const signed char*, signed char*, const unsigned long long*, int, int, int, unsigned int,
-    unsigned int, int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
-template __global__ void meshccl_ising_metropolis<3>(
-    const signed char*, signed char*, const unsigned long long*, int, int, int, unsigned int,
-    unsigned int, int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
+template __global__ void meshccl_ising_multispin<2>(
+    unsigned long long*, const unsigned long long*, int, int, int, unsigned int, unsigned int,
+    int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
+template __global__ void meshccl_ising_multispin<3>(
+    unsigned long long*, const unsigned long long*, int, int, int, unsigned int, unsigned int,
+    int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
 template __global__ void meshccl_ising_bonds<2>(
     bool*, unsigned long long, unsigned long long, unsigned long long, unsigned int,
     unsigned int, unsigned int, unsigned int, unsigned int);

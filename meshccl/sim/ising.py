@@ -8,9 +8,11 @@ bond per nearest-neighbour pair of the torus.  Three dynamics:
   colour, so a colour is updated all at once from the other's fixed
   spins: colour 0, then colour 1, is one sweep.  The acceptance
   ``min(1, exp(-dE / T))`` is read from a table of the 2 (2d + 1)
-  possible (spin, neighbour sum) pairs, as 32-bit integer thresholds, and
-  compared with one Philox word per cell per sweep; the 4 cells of one
-  colour in a span of 8 of a row take the 4 words of one Philox call.
+  possible (spin, neighbour sum) pairs, as 32-bit integer thresholds
+  ``floor(p 2**32)``, and compared with a 32-bit uniform of which only
+  the high 16 bits are drawn unless they equal the threshold's (see
+  :meth:`Ising._metropolis_uniforms`): the acceptance is exactly
+  ``floor(p 2**32) / 2**32`` at an eighth of a Philox call per cell.
 - ``'kawasaki'``: spin exchange between unequal nearest neighbours, which
   conserves the magnetisation exactly.  Pairs along axis d starting at
   cells with ``x_d = p (mod 4)`` and ``x_j = q_j (mod 2)`` for the other
@@ -35,7 +37,11 @@ cell or label); thresholds are integers computed once on the host.  So a
 NumPy and a CuPy run of the same seed give the same spins, bit for bit,
 and a run resumed from a checkpoint continues exactly.  On CuPy the
 Metropolis sweep, the bonds and the flip (h = 0) are the kernels of
-``meshccl/_kernels/ising.cu``, which draw the same words.
+``meshccl/_kernels/ising.cu``, which draw the same words.  The Metropolis
+kernel keeps the spins packed, 4 bits a spin, one array per colour (the
+layout of :func:`_packed_geometry`); ``state`` unpacks them when read, and
+the labelling hooks' images (``'up'``, ``'down'``) are written straight
+from the packed words.
 """
 
 from __future__ import annotations
@@ -89,9 +95,16 @@ _BLOCK = 256
 
 def _philox_words(step, seed, tag):
     """The scalar Philox words of a kernel launch: tag, step (2 words), seed (2 words)."""
-    mask = 0xFFFFFFFF
-    return (np.uint32(tag), np.uint32(int(step) & mask), np.uint32(int(step) >> 32),
-            np.uint32(int(seed) & mask), np.uint32(int(seed) >> 32))
+    tag, k0, k1 = _key_words(int(seed), tag)
+    step = int(step)
+    return tag, np.uint32(step & 0xFFFFFFFF), np.uint32(step >> 32), k0, k1
+
+
+@functools.lru_cache(maxsize=64)
+def _key_words(seed, tag):
+    """The tag and the seed's two words as uint32 scalars (made once: a Metropolis sweep's
+    host time counts at 4096**2)."""
+    return np.uint32(tag), np.uint32(seed & 0xFFFFFFFF), np.uint32(seed >> 32)
 
 
 def _grid(threads):
@@ -106,38 +119,99 @@ def _aligned(a, alignment):
     return a.copy(order="C")
 
 
-def _metropolis_sweep_fused(s, table, seed, step):
-    """One checkerboard Metropolis sweep of CuPy spins ``s`` (2-D or 3-D, even
-    sides, fewer than 2**32 cells): ``meshccl_ising_metropolis`` for colour 0
-    from ``s`` into a new array, then for colour 1 in place there.  The words
-    and thresholds of :meth:`Ising._metropolis_words`: the same spins as the
-    NumPy sweep."""
+# The packed Metropolis spins (meshccl/_kernels/ising.cu): cells of one colour per 64-bit
+# word, 4 bits each.
+_WORD_CELLS = 16
+# meshccl_ising_unpack's outputs: int8 spins, the bool images s > 0 and s < 0
+_UNPACK = {"spins": np.int32(0), "up": np.int32(1), "down": np.int32(2)}
+
+
+@functools.lru_cache(maxsize=None)
+def _packed_geometry(shape):
+    """``(nx, ny, nz, rows, words)`` of the packed Metropolis spins of a lattice.
+
+    Colour c of row r = (z, y) (``rows = nz ny``; 2-D: nz = 1) holds the
+    cells ``x = 2 i + (c ^ ((y + z) & 1))``, i < nx / 2, cell i in nibble
+    i % 16 of word i // 16 of ``words = ceil(nx / 32)``: the arrays are
+    (2, rows, words) uint64, and word G of it (flat) draws the 16-bit
+    uniforms 16 G .. 16 G + 15 of a sweep (:meth:`Ising._metropolis_uniforms`).
+    """
+    nz, ny, nx = (1,) + shape if len(shape) == 2 else shape
+    return nx, ny, nz, nz * ny, -(-(nx // 2) // _WORD_CELLS)
+
+
+def _packable(shape):
+    """True when the kernels' uint32 counter indices (up to 16 per packed word)
+    cover the lattice: fewer than about 2**32 cells."""
+    _, _, _, rows, words = _packed_geometry(shape)
+    return 2 * _WORD_CELLS * rows * words <= 2**32
+
+
+def _pack(s):
+    """CuPy int8 spins -> the (2, rows, words) uint64 packed colours (meshccl_ising_pack)."""
     import cupy
 
     from .._gpu.loader import kernels
 
-    (kernel,) = kernels("ising.cu", f"meshccl_ising_metropolis<{s.ndim}>")
-    s = _aligned(s, 8)
-    grid, sizes = _metropolis_geometry(s.shape)
-    words = _philox_words(step, seed, _random.TAG_METROPOLIS)
-    out = cupy.empty_like(s)
-    for colour, source in ((_COLOUR[0], s), (_COLOUR[1], out)):
-        kernel(grid, (_BLOCK,), (source, out, table, *sizes, colour, *words))
+    (kernel,) = kernels("ising.cu", "meshccl_ising_pack")
+    nx, ny, _, rows, words = _packed_geometry(tuple(s.shape))
+    packed = cupy.empty((2, rows, words), dtype=np.uint64)
+    kernel(_grid(packed.size), (_BLOCK,), (_aligned(s, 1), packed, np.int32(nx), np.int32(ny),
+                                           np.uint32(rows), np.uint32(words)))
+    return packed
+
+
+def _unpack(packed, shape, what="spins"):
+    """The lattice from the packed colours (meshccl_ising_unpack): int8 spins
+    (``what='spins'``) or the bool image of s > 0 (``'up'``) or s < 0 (``'down'``)."""
+    import cupy
+
+    from .._gpu.loader import kernels
+
+    (kernel,) = kernels("ising.cu", "meshccl_ising_unpack")
+    nx, ny, _, rows, words = _packed_geometry(shape)
+    out = cupy.empty(shape, dtype=np.int8 if what == "spins" else bool)
+    kernel(_grid(rows * words), (_BLOCK,), (packed, out, np.int32(nx), np.int32(ny),
+                                           np.uint32(rows), np.uint32(words), _UNPACK[what]))
     return out
 
 
+def _metropolis_sweep_packed(packed, shape, table, seed, step):
+    """One checkerboard Metropolis sweep of the packed colours ``packed``, in place:
+    ``meshccl_ising_multispin`` for colour 0, then colour 1.  The uniforms and
+    thresholds of :meth:`Ising._metropolis_uniforms`: the same spins as the NumPy
+    sweep."""
+    from .._gpu.loader import kernels
+
+    name, grid, sizes = _multispin_launch(shape)
+    (kernel,) = kernels("ising.cu", name)
+    tag, *step_seed = _philox_words(step, seed, _random.TAG_METROPOLIS)
+    for colour in _COLOUR:
+        kernel(grid, (_BLOCK,), (packed, table, *sizes, colour, tag, _TIE_TAG, *step_seed))
+    return packed
+
+
+@functools.lru_cache(maxsize=None)
+def _multispin_launch(shape):
+    """meshccl_ising_multispin's name, grid and size arguments for a lattice shape (once
+    per shape: at 4096**2 a sweep's host time is as long as its GPU time)."""
+    nx, ny, nz, rows, words = _packed_geometry(shape)
+    return (f"meshccl_ising_multispin<{len(shape)}>", _grid(rows * words),
+            (np.int32(nx // 2), np.int32(ny), np.int32(nz), np.uint32(rows), np.uint32(words)))
+
+
+_TIE_TAG = np.uint32(_random.TAG_METROPOLIS_TIE)
 _COLOUR = (np.int32(0), np.int32(1))
 
 
 @functools.lru_cache(maxsize=None)
-def _metropolis_geometry(shape):
-    """Grid and size arguments of meshccl_ising_metropolis for a lattice shape
-    (once per shape: a sweep's host time is part of its time)."""
-    nz, ny, nx = (1,) + shape if len(shape) == 2 else shape
-    spans = -(-nx // 8)
-    groups = nz * ny * spans
-    return _grid(groups), (np.int32(nx), np.int32(ny), np.int32(nz), np.uint32(spans),
-                           np.uint32(groups))
+def _popcount_sum():
+    """A CuPy reduction: the number of set bits of a uint64 array (the +1 spins of
+    the packed colours, whose padding nibbles are 0)."""
+    import cupy
+
+    return cupy.ReductionKernel("uint64 w", "int64 n", "__popcll(w)", "a + b", "n = a", "0",
+                                "meshccl_popcount_sum")
 
 
 def _sw_bonds_fused(bonds, threshold, seed, step):
@@ -219,7 +293,9 @@ class Ising(Simulation):
     Attributes
     ----------
     state : array
-        The spins, int8 +-1 (the live array: copy it to keep a snapshot).
+        The spins, int8 +-1 (read it, do not write it: on CuPy the Metropolis
+        dynamics keep the spins packed, 4 bits a spin, and ``state`` is
+        unpacked from them when first read after a sweep).
     step : int
         Sweeps done.
 
@@ -285,10 +361,12 @@ class Ising(Simulation):
             self._s = self._initial(start, minority)
         self._tables()
         self._last_clusters = None
-        # lazily: the Philox counters of the Metropolis groups and of the bond words, and a
-        # buffer for each cell's Metropolis word (kept: a fresh array a sweep cost as much
-        # as the words on the CPU)
-        self._group_counters = self._bond_calls = self._cell_words = None
+        # on CuPy Metropolis, the packed colours (from the first sweep on; then _s is an
+        # unpacked copy, None until read)
+        self._packed = None
+        # lazily: the Philox calls of a Metropolis sweep and each cell's place in its
+        # stream of 16-bit uniforms; the calls of the bond words
+        self._metropolis_calls = self._stream_pos = self._bond_calls = None
 
     # -- validation and set-up ---------------------------------------------------
     @staticmethod
@@ -379,7 +457,13 @@ class Ising(Simulation):
     # -- state and observables ---------------------------------------------------
     @property
     def state(self):
+        if self._s is None:
+            self._s = _unpack(self._packed, self._shape)
         return self._s
+
+    @property
+    def shape(self):
+        return self._shape
 
     def energy(self):
         """Energy per spin, ``(-J sum_<ij> s_i s_j - h sum s_i) / N``, as a float."""
@@ -390,8 +474,10 @@ class Ising(Simulation):
         return float(self._observe("magnetisation"))
 
     def _observe(self, name):
-        s = self._s
-        n = s.size
+        n = math.prod(self._shape)
+        if name == "magnetisation" and self._s is None:
+            return (2 * _popcount_sum()(self._packed) - n) / n
+        s = self.state
         if name == "magnetisation":
             return s.sum(dtype=np.int64) / n
         bonds = sum((s * _shift(s, self._wraps, axis, 1)).sum(dtype=np.int64)
@@ -404,12 +490,14 @@ class Ising(Simulation):
                              f"runs {self.algorithm!r}")
 
     def _phase_image(self, phase):
+        if phase in ("up", "down") and self._s is None:
+            return _unpack(self._packed, self._shape, phase)   # no int8 spins on the way
         if phase == "up":
-            return self._s > 0
+            return self.state > 0
         if phase == "down":
-            return self._s < 0
+            return self.state < 0
         if phase == "domains":
-            return self._s
+            return self.state
         if self._last_clusters is None:
             raise ValueError("label='clusters' labels the Swendsen-Wang clusters of the last "
                              f"step: there is no Swendsen-Wang step since the start or the "
@@ -436,40 +524,64 @@ class Ising(Simulation):
         return self._colour
 
     def _metropolis_sweep(self):
+        """One sweep; on CuPy the packed kernel (returns None: the spins are in
+        ``_packed``), else array expressions drawing the same uniforms."""
         xp, s = self.xp, self._s
+        if xp is not np and _packable(self._shape):
+            if self._packed is None:
+                self._packed = _pack(s)
+            _metropolis_sweep_packed(self._packed, self._shape, self._metropolis, self.seed,
+                                     self.step)
+            return None
         z = 2 * s.ndim
-        if xp is not np and self._cells.dtype == np.uint32:
-            return _metropolis_sweep_fused(s, self._metropolis, self.seed, self.step)
-        u = self._metropolis_words()
+        u = self._metropolis_uniforms()
+        high = (self._metropolis >> np.uint64(16)).astype(np.uint32)   # 2**16: always
         for colour in self._colours():
             nn = _neighbour_sum(s, self._wraps)
             index = (s > 0).astype(np.int8) * np.int8(z + 1) + (nn + np.int8(z)) // np.int8(2)
-            flip = colour & (u < self._metropolis[index])
-            s = xp.where(flip, -s, s)
+            cut = high[index]
+            accept = u < cut
+            tie = colour & (u == cut)
+            if bool(tie.any()):
+                extra = _random.words(self.seed, _random.TAG_METROPOLIS_TIE, self.step,
+                                      self._stream_pos[tie], 1)[0]
+                low = self._metropolis[index[tie]] & np.uint64(0xFFFF)
+                accept[tie] = (extra & np.uint32(0xFFFF)) < low
+            s = xp.where(colour & accept, -s, s)
         return s
 
-    def _metropolis_words(self):
-        """Each cell's Philox word for this sweep's acceptance.
+    def _metropolis_uniforms(self):
+        """Each cell's 16-bit uniform of this sweep (uint16 array of the lattice's shape).
 
-        A row's cells x = 8k + p + 2q (q = 0..3) share one Philox call, word q,
-        whose counter index is the flat index of the row's cell 8k + p: the
-        cells of one colour in one span of 8 (``meshccl_ising_metropolis``
-        draws them in one thread).  A quarter of a call per cell.
+        The sweep's stream of 16-bit uniforms: Philox calls 0, 1, 2, ... (tag
+        TAG_METROPOLIS), each call's words 0..3, each word's low then high half.
+        Packed word G (:func:`_packed_geometry`) takes calls 2G and 2G + 1, so
+        its nibble t, cell i = 16 k + t of colour c in row r, takes element
+        ``16 G + t``, ``G = c rows words + r words + k``.  A cell accepts when
+        its uniform u is below ``threshold >> 16``; when u equals it (1 in
+        65,536), word 0 of Philox call ``16 G + t`` with tag
+        TAG_METROPOLIS_TIE gives 16 more bits, compared with the threshold's
+        low 16: u and these bits are one 32-bit uniform against the 32-bit
+        threshold, so the acceptance keeps the thresholds' resolution, 2**-32.
         """
         xp, shape = self.xp, self._shape
-        nx = shape[-1]
-        rows = math.prod(shape[:-1])
-        spans = -(-nx // 8)
-        if self._group_counters is None:
-            dt = self._cells.dtype
-            self._group_counters = (xp.arange(rows, dtype=dt).reshape(rows, 1, 1) * dt.type(nx)
-                                    + xp.arange(0, 8 * spans, 8, dtype=dt).reshape(1, spans, 1)
-                                    + xp.arange(2, dtype=dt))
-            self._cell_words = xp.empty((rows, spans, 4, 2), dtype=np.uint32)
-        w = _random.words(self.seed, _random.TAG_METROPOLIS, self.step, self._group_counters, 4)
-        # [row, k, q, p] -> cell x = 8k + 2q + p of the row
-        xp.stack(w, axis=2, out=self._cell_words)
-        return self._cell_words.reshape(rows, 8 * spans)[:, :nx].reshape(shape)
+        if self._stream_pos is None:
+            nx, ny, _, rows, words = _packed_geometry(shape)
+            r = np.arange(rows, dtype=np.int64).reshape(rows, 1)
+            x = np.arange(nx, dtype=np.int64).reshape(1, nx)
+            colour = (x + r % ny + r // ny) & 1
+            i = x >> 1
+            packed_word = colour * (rows * words) + r * words + (i >> 4)
+            pos = (_WORD_CELLS * packed_word + (i & 15)).reshape(shape)
+            calls = 2 * 2 * rows * words
+            dt = np.uint32 if 8 * calls <= 2**32 else np.uint64
+            self._stream_pos = xp.asarray(pos.astype(dt))
+            self._metropolis_calls = xp.arange(calls, dtype=dt)
+        w = _random.words(self.seed, _random.TAG_METROPOLIS, self.step, self._metropolis_calls,
+                          4)
+        # little-endian words seen as 16-bit halves: low half first, on any host
+        halves = xp.stack(w, axis=1).astype("<u4", copy=False).view("<u2")
+        return halves.reshape(-1)[self._stream_pos]
 
     def _sublattices(self):
         """(axis, mask) for every sub-lattice of non-touching pairs."""

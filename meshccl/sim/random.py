@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["philox4x32", "words", "uniform", "TAG_INIT", "TAG_METROPOLIS", "TAG_BOND",
-           "TAG_CLUSTER", "TAG_KAWASAKI", "TAG_FIELD"]
+           "TAG_CLUSTER", "TAG_KAWASAKI", "TAG_FIELD", "TAG_METROPOLIS_TIE"]
 
 #: Philox4x32 round multipliers and key increments (Salmon et al. 2011).
 M0, M1 = 0xD2511F53, 0xCD9E8D57
@@ -45,11 +45,12 @@ _MASK = 0xFFFFFFFF
 
 #: what a draw is for: the tag in the counter's second word
 TAG_INIT = 1         # initial states
-TAG_METROPOLIS = 2   # Metropolis acceptance, one word per cell per sweep
+TAG_METROPOLIS = 2   # Metropolis acceptance, 16 bits per cell per sweep
 TAG_BOND = 3         # Swendsen-Wang bonds, word k for half offset k
 TAG_CLUSTER = 4      # Swendsen-Wang: one draw per cluster, indexed by label
 TAG_KAWASAKI = 5     # Kawasaki exchanges, word d for pairs along axis d
 TAG_FIELD = 6        # initial concentration fields
+TAG_METROPOLIS_TIE = 7  # Metropolis: 16 more bits where the first 16 tie with the threshold
 
 def _cuda_preamble():
     """``meshccl/_kernels/philox.cuh``: the CUDA rounds (``meshccl_philox``), shared
