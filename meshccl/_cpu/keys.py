@@ -1,19 +1,20 @@
 """Values as the CPU kernels compare them: *keys*.
 
-Values reach the kernels as *keys* of a few types only, so that each kernel
-is compiled (ahead of time in C++, or by numba) for those and no more
+Values reach the kernels as *keys* of a few types only, so that the
+compiled core holds each kernel for those and no more
 (:func:`kernel_keys`):
 
 - equal-value labelling compares unsigned integers of 1, 2, 4 or 8 bytes
   (signed integers are viewed as unsigned; floats are truncated to int64
   as skimage does, then viewed as uint64); the per-cell lattice kernels
-  take 2- and 4-byte keys widened to uint64 (:mod:`.mesh`), and the
-  iterative methods every integer key as uint64, so those are compiled
-  for three key types (uint8, uint64, float64);
+  and the iterative methods take 2- and 4-byte keys widened to uint64
+  (:mod:`.mesh`), so those are compiled for three key types (uint8,
+  uint64, float64);
 - labelling with a tolerance compares the same unsigned keys, with signed
   integers shifted by half their range so that the order (and so every
-  difference) is kept, or float64 for float input.  :func:`.grid.close` takes
-  the difference of two integer keys exactly in uint64, so integers beyond
+  difference) is kept, or float64 for float input.  The lattice core
+  (``CloseInt`` of ``meshccl/_cpu/core/lattice.hpp``) takes the difference
+  of two integer keys exactly in uint64, so integers beyond
   2**53 are compared exactly, and the tolerance is floored to an integer
   for integer input: ``|a - b| <= tolerance`` holds for integers exactly
   when ``|a - b| <= floor(tolerance)``.
@@ -66,7 +67,7 @@ def kernel_keys(values, has_bg, bgkey, tolerance, background=None):
     bg : scalar of ``keys``' dtype
     has_tol : bool
     tol : numpy.uint64 or numpy.float64
-        The tolerance as :func:`close` takes it for these keys (0 without).
+        The tolerance as the kernels take it for these keys (0 without).
     """
     if tolerance is None:
         if values.dtype.kind == "f":

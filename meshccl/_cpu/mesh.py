@@ -5,7 +5,8 @@ validation made, as the GPU backend's :func:`meshccl._gpu.chains.label`
 does, and picks one of the entries below.
 
 Values first become kernel keys (:func:`.keys.kernel_keys`: a few dtypes, so
-each kernel is compiled a few times, not once per input dtype and option).
+the compiled core holds each kernel a few times, not once per input dtype
+and option).
 Then:
 
 - the plain case (equal values; no mask, bonds, tolerance, wrap or axes):
@@ -13,7 +14,8 @@ Then:
   with seams on several threads);
 - every other case: the compiled per-cell union-find of :mod:`.lattice` (in
   chunks of rows on several threads, unless periodic);
-- the iterative methods of Hawick et al.: :mod:`.iterative`.
+- the iterative methods of Hawick et al.: the compiled iterative labellers
+  of :mod:`.iterative` (serial).
 
 All of them give every component the rank of its first cell in raster
 order (skimage's numbering), so the labels are identical whichever runs.
@@ -76,9 +78,9 @@ def _plain(tolerance, mask, bonds, periodic, no_left, explicit):
 
 
 def _lattice_keys(keys, bg):
-    """Keys for the per-cell lattice labeller: 2- and 4-byte keys widened to
-    uint64, so the compiled labeller is instantiated for uint8 and uint64
-    keys only (with a tolerance: uint64, float64) -- 48 versions of its loop
+    """Keys for the per-cell lattice labeller and the iterative methods: 2-
+    and 4-byte keys widened to uint64, so the compiled labellers are
+    instantiated for uint8 and uint64 keys only (with a tolerance: uint64, float64) -- 48 versions of its loop
     already (docs/decisions.md: "compiled cpu core"; a copy of the values
     costs about 2 % of a call)."""
     if keys.dtype.itemsize in (2, 4) and keys.dtype.kind == "u":
@@ -141,6 +143,7 @@ def label_iterative(method, values, P, shape, table, has_bg, bgkey, *, periodic=
     from .iterative import label_iterative as run
 
     keys, has_bg, bg, has_tol, tol = kernel_keys(values, has_bg, bgkey, tolerance, background)
+    keys, bg = _lattice_keys(keys, bg)
     return run(method, keys, P, np.asarray(shape, dtype=np.int64), table, has_bg, bg, tol,
                has_tol=has_tol, periodic=periodic, mask=mask, bonds=bonds,
                bond_rows=bond_rows, no_left=no_left, max_iterations=max_iterations,

@@ -6,12 +6,13 @@ a key (Salmon, Moraes, Dror and Shaw, "Parallel random numbers: as easy as
 numbers at a step depend only on (seed, step, what is drawn, cell index),
 never on the order cells are visited, on the launch shape of a GPU kernel
 or on how many steps ran before a checkpoint.  The same function runs on
-NumPy (:func:`philox4x32` vectorised and :func:`words` as a numba loop over
-the cells, both with 32-bit words held in uint64 so that the 32 x 32-bit
-products are exact) and on CuPy (an elementwise kernel per number of words
-returned, calling ``meshccl_philox`` of ``meshccl/_kernels/philox.cuh``
-with ``__umulhi``, as the Ising kernels do), and they give the same words,
-bit for bit.
+NumPy (:func:`philox4x32` vectorised, with 32-bit words held in uint64 so
+that the 32 x 32-bit products are exact), in the compiled CPU core
+(:func:`words` on NumPy input: a loop over the cells calling
+``meshccl_philox`` of ``meshccl/_kernels/philox.cuh``) and on CuPy (an
+elementwise kernel per number of words returned, calling the same
+``meshccl_philox`` with ``__umulhi``, as the Ising kernels do), and they
+give the same words, bit for bit.
 
 The layout of the counter used by :func:`words`::
 
@@ -32,7 +33,6 @@ against the known-answer vectors of Random123's ``tests/kat_vectors``
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 __all__ = ["philox4x32", "words", "uniform", "TAG_INIT", "TAG_METROPOLIS", "TAG_BOND",
            "TAG_CLUSTER", "TAG_KAWASAKI", "TAG_FIELD", "TAG_METROPOLIS_TIE"]
@@ -58,6 +58,13 @@ def _cuda_preamble():
     from .._gpu.loader import kernel_dir
 
     return (kernel_dir() / "philox.cuh").read_text()
+
+
+def _cpu_core():
+    """The compiled CPU core, whose ``philox_words`` is :func:`words` on NumPy."""
+    from .._cpu.image import _core
+
+    return _core
 
 
 def _module(values):
@@ -201,17 +208,21 @@ def words(seed, tag, step, index, count=4):
     count = int(count)
     if not 1 <= count <= 4:
         raise ValueError(f"count must be 1..4, got {count}")
+    tag, step, seed = int(tag), int(step), int(seed)
+    if not 0 <= tag <= 255:
+        raise ValueError(f"tag must be 0..255, got {tag}")
+    for name, v in (("seed", seed), ("step", step)):
+        if not 0 <= v < 2**64:
+            raise ValueError(f"{name} must be 0..2**64 - 1, got {v}")
     if xp is np:
         idx = np.asarray(index)
-        if idx.dtype.kind not in "iu":
+        if idx.dtype.kind not in "iu" or not idx.dtype.isnative:
             idx = idx.astype(np.uint64)
         out = np.empty((count, idx.size), dtype=np.uint32)
-        _words_numba(np.ascontiguousarray(idx).reshape(-1), np.uint64(tag),
-                     np.uint64(int(step) & _MASK), np.uint64(int(step) >> 32),
-                     np.uint64(int(seed) & _MASK), np.uint64(int(seed) >> 32), out)
+        _cpu_core().philox_words(np.ascontiguousarray(idx).reshape(-1), tag, step, seed, out)
         return [w.reshape(idx.shape) for w in out]
     index = xp.asarray(index)
-    step_seed = (int(step) & _MASK, int(step) >> 32), (int(seed) & _MASK, int(seed) >> 32)
+    step_seed = (step & _MASK, step >> 32), (seed & _MASK, seed >> 32)
     if index.dtype in (np.uint32, np.int32, np.uint16, np.int16, np.uint8, np.int8):
         # indices below 2**32 (non-negative, as documented): the counter's second word is
         # the tag alone, so no 64-bit temporaries (the same words as the general path)
@@ -222,44 +233,6 @@ def words(seed, tag, step, index, count=4):
         counter = (idx & np.uint64(_MASK), ((idx >> np.uint64(32)) << np.uint64(8))
                    | np.uint64(tag), *step_seed[0])
     return list(_philox_cupy(counter, step_seed[1], ROUNDS, count))
-
-
-@njit(cache=True)
-def _words_numba(idx, tag, s0, s1, k0, k1, out):
-    """words() on the CPU: the counter layout and rounds of _philox_numpy, one cell
-    at a time (no temporaries), in uint64 so that every 32 x 32-bit product is exact."""
-    mask = np.uint64(_MASK)
-    sh = np.uint64(32)
-    m0, m1 = np.uint64(M0), np.uint64(M1)
-    w0, w1 = np.uint64(W0), np.uint64(W1)
-    count = out.shape[0]
-    for i in range(idx.size):
-        v = np.uint64(idx[i])
-        x0 = v & mask
-        x1 = ((v >> sh) << np.uint64(8)) | tag
-        x2 = s0
-        x3 = s1
-        a = k0
-        b = k1
-        for r in range(ROUNDS):
-            if r > 0:
-                a = (a + w0) & mask
-                b = (b + w1) & mask
-            p0 = x0 * m0
-            p1 = x2 * m1
-            y0 = (p1 >> sh) ^ x1 ^ a
-            y2 = (p0 >> sh) ^ x3 ^ b
-            x0 = y0
-            x1 = p1 & mask
-            x2 = y2
-            x3 = p0 & mask
-        out[0, i] = np.uint32(x0)
-        if count > 1:
-            out[1, i] = np.uint32(x1)
-        if count > 2:
-            out[2, i] = np.uint32(x2)
-        if count > 3:
-            out[3, i] = np.uint32(x3)
 
 
 def uniform(w0, w1):

@@ -86,12 +86,16 @@ struct Lattice {
     LatticeInput in;
     K bg;
 
-    bool joins(i64 i, i64 j, int row) const {
+    // Whether foreground cell i joins its neighbour j through table row `row`
+    // (noff: the left neighbour); the pair's bond is stored at cell `at`, the
+    // one the row's offset starts from (i itself in the half-table scan).
+    bool joins(i64 i, i64 j, int row, i64 at) const {
         if (!cmp(values[i], values[j])) return false;
-        if (Bonds && in.bonds[in.brow[row] * n + i] == 0) return false;
+        if (Bonds && in.bonds[in.brow[row] * n + at] == 0) return false;
         if (Mask || Cmp::tol) return P[j] >= 0;  // background by mask, or by value within the tolerance
         return true;  // (an equal value is foreground like cell i)
     }
+    bool joins(i64 i, i64 j, int row) const { return joins(i, j, row, i); }
 
     // Cells lo..hi-1: their own tree, or -1 for background (value or mask).
     void init(i64 lo, i64 hi) {

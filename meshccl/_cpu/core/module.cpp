@@ -390,6 +390,12 @@ void register_list_rank(nb::module_& m);
 // weak components of graphs and incremental connectivity (graph.cpp)
 void register_graph(nb::module_& m);
 
+// Hawick et al.'s iterative mesh labellers (iterative.cpp)
+void register_iterative(nb::module_& m);
+
+// the simulators' Philox words (philox_words.cpp)
+void register_philox_words(nb::module_& m);
+
 NB_MODULE(_core, m) {
     m.doc() = "meshccl's compiled CPU kernels (C++17): see meshccl/_cpu/core/image.hpp.";
     const char* forced = std::getenv("MESHCCL_CPU_ISA");
@@ -433,4 +439,6 @@ NB_MODULE(_core, m) {
     register_strong(m);
     register_list_rank(m);
     register_graph(m);
+    register_iterative(m);
+    register_philox_words(m);
 }
