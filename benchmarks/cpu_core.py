@@ -6,7 +6,8 @@ calls (``meshccl.label`` end to end, NumPy in and out), in ms.  Serial
     NUMBA_CACHE_DIR=/tmp/nc python benchmarks/cpu_core.py --other /path/to/meshccl
 
 ``--lattice`` times the lattice features instead (mask, periodic,
-tolerance, bonds, ``axes``).  ``--other`` is a meshccl package directory (a checkout's ``meshccl/``); it is
+tolerance, bonds, ``axes``), ``--iterative`` Hawick et al.'s iterative
+methods (serial whatever ``--threads`` says).  ``--other`` is a meshccl package directory (a checkout's ``meshccl/``); it is
 imported as ``meshccl_other`` (through a symlink in a temporary directory),
 so both run side by side.  Without it only this meshccl is timed.
 """
@@ -52,6 +53,22 @@ def _lattice_cases():
     ]
 
 
+def _iterative_cases():
+    """Hawick et al.'s iterative methods (they run serially): (name, array,
+    extra keyword arguments, connectivities)."""
+    rng = np.random.default_rng(8)
+    blobs = patterns.blobs((256, 256), seed=1)
+    potts = patterns.potts((32, 32, 32), seed=6)
+    spiral = patterns.spiral(64)
+    cases = []
+    for m in ("cpu1", "A", "B", "C", "D"):
+        cases.append((f"{m}: blobs 256^2", blobs, dict(method=m), (2,)))
+        cases.append((f"{m}: potts 32^3 mask", potts,
+                      dict(method=m, mask=rng.random(potts.shape) < 0.9), (1,)))
+        cases.append((f"{m}: spiral 64^2 periodic", spiral, dict(method=m, periodic=True), (1,)))
+    return cases
+
+
 def median_ms(f, repeat):
     """Median and minimum wall time of ``repeat`` calls after a warm-up, ms."""
     f()  # (warm: numba compiles here)
@@ -70,7 +87,11 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 0])
     ap.add_argument("--lattice", action="store_true",
                     help="the lattice features' cases instead of the plain ones")
+    ap.add_argument("--iterative", action="store_true",
+                    help="the iterative methods' cases instead of the plain ones")
     args = ap.parse_args(argv)
+    if args.iterative:
+        args.threads = [1]
     tools = {"compiled": meshccl}
     if args.other:
         d = tempfile.mkdtemp()
@@ -81,7 +102,7 @@ def main(argv=None):
         tools = {"other": meshccl_other, "compiled": meshccl}
     names = list(tools)
     print(f"{'case':24s} conn thr | " + " ".join(f"{n + ' med':>13s} {'min':>7s}" for n in names))
-    cases = (_lattice_cases() if args.lattice
+    cases = (_lattice_cases() if args.lattice else _iterative_cases() if args.iterative
              else [(name, make(), {}, conns) for name, make, conns in CASES])
     for name, a, extra, conns in cases:
         for conn in conns:

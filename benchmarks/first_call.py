@@ -9,9 +9,13 @@ on the cache the first one filled.  Printed per run: the import (numpy,
 meshccl), the first call, the second call, the first call's excess over the
 second, and the whole process's wall time and user + sys CPU time.
 Issue 55's bar: cold wall <= 0.3 s, first call <= 5 ms more than the second.
+``--method`` labels with another method (``A``, ``cpu1``, ...) instead of
+the default; ``--method words`` draws ``meshccl.sim.random.words`` (four
+words a cell) for the image's cells instead of labelling.
 
     python benchmarks/first_call.py                 # every dtype, 1 and 2 threads
     python benchmarks/first_call.py uint8 float64 --threads 1
+    python benchmarks/first_call.py uint8 --threads 1 --method D --side 64
     PYTHONPATH=/other/checkout python benchmarks/first_call.py   # another meshccl
 """
 
@@ -32,24 +36,30 @@ t0 = time.perf_counter()
 import numpy as np
 import meshccl
 t1 = time.perf_counter()
-dt, thr, side = np.dtype(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+dt, thr, side, method = np.dtype(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rng = np.random.default_rng(0)
 a = rng.random((side, side)) < 0.4
 x = a if dt.kind == "b" else (a * rng.integers(1, 3, size=a.shape)).astype(dt)
+if method == "words":
+    from meshccl.sim import random as R
+    call = lambda: R.words(1, R.TAG_METROPOLIS, 0, np.arange(x.size), 4)
+else:
+    call = lambda: meshccl.label(x, cpu_threads=thr, method=method)
 t2 = time.perf_counter()
-meshccl.label(x, cpu_threads=thr)
+call()
 t3 = time.perf_counter()
-meshccl.label(x, cpu_threads=thr)
+call()
 t4 = time.perf_counter()
 print(f"{t1 - t0:.4f} {t3 - t2:.6f} {t4 - t3:.6f} {meshccl.__file__}")
 """
 
 
-def run(dtype, threads, cache, side):
+def run(dtype, threads, cache, side, method="auto"):
     env = dict(os.environ, NUMBA_CACHE_DIR=cache)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", CHILD, dtype, str(threads), str(side)], env=env,
+    out = subprocess.run([sys.executable, "-c", CHILD, dtype, str(threads), str(side),
+                          method], env=env,
                          capture_output=True, text=True, check=True).stdout.split()
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -63,15 +73,17 @@ def main(argv=None):
     ap.add_argument("dtypes", nargs="*", default=DTYPES)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--side", type=int, default=256)
+    ap.add_argument("--method", default="auto",
+                    help="the label method, or 'words' for the simulators' Philox words")
     args = ap.parse_args(argv)
     head = True
     for threads in args.threads:
         for dt in args.dtypes:
             with tempfile.TemporaryDirectory(prefix="meshccl-numba-") as cache:
-                c = run(dt, threads, cache, args.side)
-                w = run(dt, threads, cache, args.side)
+                c = run(dt, threads, cache, args.side, args.method)
+                w = run(dt, threads, cache, args.side, args.method)
             if head:
-                print(f"meshccl: {c['path']}; {args.side} x {args.side}; times in s, "
+                print(f"meshccl: {c['path']}; {args.side} x {args.side}, {args.method}; times in s, "
                       "excess = first call - second call in ms")
                 print(f"{'dtype':8s} thr | {'cold: wall':>10s} {'cpu':>6s} {'import':>6s} "
                       f"{'call':>6s} {'excess':>7s} | {'warm: wall':>10s} {'call':>6s} "

@@ -61,17 +61,15 @@ def test_philox_known_answers(rounds, counter, key, expected):
 
 
 def _cuda_body_on_cpu(tmp_path, inputs):
-    """Run meshccl_philox of meshccl/_kernels/philox.cuh (the CUDA rounds of
-    random.words on CuPy and of the Ising kernels) through a C compiler
-    (``__umulhi`` as its definition): one line of words per input."""
+    """Run meshccl_philox of meshccl/_kernels/philox.cuh (the rounds of
+    random.words and of the Ising kernels) compiled as plain C (its host
+    branch): one line of words per input."""
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
         pytest.skip("no C compiler")
     src = tmp_path / "philox.c"
     src.write_text(
         "#include <stdio.h>\n"
-        "#define __umulhi(a, b) ((unsigned int)(((unsigned long long)(a) * "
-        "(unsigned long long)(b)) >> 32))\n"
         + sim_random._cuda_preamble() + "\n"
         "int main(void) {\n"
         "  unsigned int c0, c1, c2, c3, k0, k1, r[4]; int rounds;\n"
@@ -115,9 +113,10 @@ def test_words_depend_only_on_seed_tag_step_and_index():
     assert not np.array_equal(big[0], full[0])
 
 
-@pytest.mark.parametrize("dtype", [np.uint64, np.int64, np.uint32, np.int32, np.uint8])
+@pytest.mark.parametrize("dtype", [np.uint64, np.int64, np.uint32, np.int32, np.uint16,
+                                   np.int16, np.uint8, np.int8])
 def test_words_equal_philox_of_the_documented_counter(dtype):
-    """words() (numba on NumPy) gives the Philox words of the documented counter
+    """words() (the compiled core on NumPy) gives the Philox words of the documented counter
     for every index dtype, any count, large steps and seeds."""
     top = 2**56 if dtype in (np.uint64, np.int64) else np.iinfo(dtype).max
     idx = np.random.default_rng(1).integers(0, top, 3000, dtype=np.uint64).astype(dtype)
@@ -127,7 +126,7 @@ def test_words_equal_philox_of_the_documented_counter(dtype):
         ref = sim_random.philox4x32(
             (i64 & np.uint64(2**32 - 1), ((i64 >> np.uint64(32)) << np.uint64(8))
              | np.uint64(tag), step & (2**32 - 1), step >> 32), (seed & (2**32 - 1), seed >> 32))
-        for count in (1, 2, 4):
+        for count in (1, 2, 3, 4):
             got = sim_random.words(seed, tag, step, idx.reshape(60, 50), count)
             assert len(got) == count
             for g, r in zip(got, ref):
@@ -135,6 +134,11 @@ def test_words_equal_philox_of_the_documented_counter(dtype):
                 assert np.array_equal(g.ravel(), r)
     with pytest.raises(ValueError, match="count"):
         sim_random.words(0, 1, 0, idx, 5)
+    for bad, match in [((0, 256, 0), "tag must be 0..255, got 256"),
+                       ((-1, 1, 0), "seed must be 0..2\\*\\*64 - 1, got -1"),
+                       ((0, 1, 2**64), "step must be 0..2\\*\\*64 - 1, got 18446744073709551616")]:
+        with pytest.raises(ValueError, match=match):
+            sim_random.words(*bad, idx)
 
 
 def test_words_look_uniform():
