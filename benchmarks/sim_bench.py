@@ -36,7 +36,7 @@ What it measures
   ``sim.labels('A').n`` call on its own x the calls / the labelled run.
   Target: < 5 %.
 * **CPU**: Swendsen-Wang on 512^2 at T_c with meshccl's CPU backend
-  (``Ising(..., xp=numpy)``: numba Philox, ``meshccl.label`` with periodic
+  (``Ising(..., xp=numpy)``: the compiled core's Philox, ``meshccl.label`` with periodic
   + bonds, both single-threaded) against a plain NumPy/SciPy implementation
   written here (:func:`reference_sw_step`: ``numpy.random`` bonds, clusters
   by ``scipy.sparse.csgraph.connected_components`` on the periodic bond
@@ -336,7 +336,7 @@ def cpu_sw(size, steps, seed=1):
     shape = (size, size)
     p = -np.expm1(-2.0 / CRITICAL_TEMPERATURE)
     sim = Ising(shape, temperature=CRITICAL_TEMPERATURE, algorithm="swendsen-wang", seed=seed)
-    sim.run(2, progress=False)                   # warm-up (numba, first calls)
+    sim.run(2, progress=False)                   # warm-up (first calls)
     ours = []
     for _ in range(steps):
         t0 = time.perf_counter()
@@ -450,7 +450,7 @@ def markdown(res):
         ok = "✓" if c["speedup"] >= 1 else "✗"
         chk = res["reference_check"]
         lines += ["## Swendsen-Wang on the CPU, one core each", "",
-                  "meshccl: `Ising(..., algorithm='swendsen-wang')` on NumPy (numba Philox, "
+                  "meshccl: `Ising(..., algorithm='swendsen-wang')` on NumPy (compiled Philox, "
                   "`meshccl.label` with periodic + bonds, single-threaded). Reference: plain "
                   "NumPy/SciPy written in this benchmark (`numpy.random` bonds, "
                   "`scipy.sparse.csgraph.connected_components` on the periodic bond graph, "

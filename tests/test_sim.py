@@ -141,6 +141,26 @@ def test_words_equal_philox_of_the_documented_counter(dtype):
             sim_random.words(*bad, idx)
 
 
+def test_words_of_both_compiled_loops():
+    """The core's baseline loop and its AVX-512 one (where the CPU has it)
+    give the Philox words of the documented counter, block edges included."""
+    from meshccl._cpu.image import _core
+
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 511, 512, 513, 1500):
+        idx = rng.integers(0, 2**56, n, dtype=np.uint64)
+        ref = sim_random.philox4x32(
+            (idx & np.uint64(2**32 - 1), ((idx >> np.uint64(32)) << np.uint64(8)) | np.uint64(9),
+             5, 2**31), (2**32 - 1, 77))
+        for wide in (False, True):
+            for count in (1, 4):
+                out = np.empty((count, n), dtype=np.uint32)
+                _core.philox_words(idx.astype(np.int64), 9, 5 + 2**63, 2**32 - 1 + (77 << 32),
+                                   out, wide)
+                for got, want in zip(out, ref):
+                    assert np.array_equal(got, want), (n, wide, count)
+
+
 def test_words_look_uniform():
     w = sim_random.words(1, sim_random.TAG_INIT, 0, np.arange(40000))
     for word in w:

@@ -219,7 +219,9 @@ def words(seed, tag, step, index, count=4):
         if idx.dtype.kind not in "iu" or not idx.dtype.isnative:
             idx = idx.astype(np.uint64)
         out = np.empty((count, idx.size), dtype=np.uint32)
-        _cpu_core().philox_words(np.ascontiguousarray(idx).reshape(-1), tag, step, seed, out)
+        core = _cpu_core()
+        core.philox_words(np.ascontiguousarray(idx).reshape(-1), tag, step, seed, out,
+                          core.isa() != "baseline")
         return [w.reshape(idx.shape) for w in out]
     index = xp.asarray(index)
     step_seed = (step & _MASK, step >> 32), (seed & _MASK, seed >> 32)
