@@ -15,9 +15,7 @@ demo: install
 	$(PY) -m meshccl demo --out meshccl-demo
 
 # The whole test suite (GPU tests are skipped where no GPU is usable), one
-# worker per core: much of its time is numba compiling the paths not yet
-# compiled ahead of time, which the workers share through numba's on-disk
-# cache.
+# worker per core.
 test: install
 	$(PY) -m pytest -q -n auto --dist worksteal
 

@@ -1420,7 +1420,7 @@ def _cuda_version(v):
 
 
 def machine_info(use_gpu, gpu_reason):
-    import numba
+    from meshccl._cpu.image import cpu_count
 
     info = {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
@@ -1432,7 +1432,7 @@ def machine_info(use_gpu, gpu_reason):
         "meshccl": {"version": meshccl.__version__, "path": os.path.dirname(meshccl.__file__),
                     "git": _git_state()},
         "numpy": np.__version__,
-        "numba": {"version": numba.__version__, "threads": numba.config.NUMBA_NUM_THREADS},
+        "cpu_threads": cpu_count(),  # (cpu_threads=0; runs before 2026-11-30: "numba")
         "gpu": None,
     }
     if not use_gpu:
@@ -1549,8 +1549,8 @@ def _machine_lines(results, title):
                    f"{gpu['runtime_version']}, CuPy {gpu['cupy']})")
     else:
         machine = f"no GPU ({m.get('gpu_skipped')})"
-    numba_info = m.get("numba")
-    threads = f", {numba_info['threads']} numba threads" if numba_info else ""
+    n = m.get("cpu_threads", m.get("numba", {}).get("threads"))
+    threads = f", {n} CPU threads" if n else ""
     return [
         title,
         "",

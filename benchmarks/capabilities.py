@@ -8,7 +8,7 @@ batch    1024 images of 256^2 (uint8 blobs) labelled in one call with
 memory   peak GPU memory of one call beyond the input and the label array
          (label(..., return_info=True)['gpu_memory']) on the standard cases.
 huge     a 1300^3 uint8 percolation volume (2.2e9 cells > 2**31): labelled on
-         the GPU with 64-bit indices, then on the CPU backend (numba, all
+         the GPU with 64-bit indices, then on the CPU backend (compiled core, all
          threads), labels compared cell for cell; time and memory reported.
          Then the same for two 2-D images of about 2.15e9 cells (a binary one
          at connectivity 2, a four-valued one at connectivity 1).
@@ -130,9 +130,8 @@ def memory(results):
 
 def cpu_label(host, conn):
     """The CPU backend on all threads, timed (wall clock) after a call on the
-    first 64 rows (planes) of the same array with int64 labels, which
-    compiles numba's functions for these types: a fresh machine has no
-    numba cache, and the compilation is not labelling.  Returns (labels,
+    first 64 rows (planes) of the same array with int64 labels (the first
+    touches of the call's code and tables, which are not labelling).  Returns (labels,
     count, seconds, seconds of the warm-up call)."""
     t0 = time.perf_counter()
     meshccl.label(host[:64], connectivity=conn, cpu_threads=0, dtype=np.int64)
@@ -163,7 +162,7 @@ def huge(results):
     cupy.get_default_memory_pool().free_all_blocks()
     cl, cnum, t_cpu, t_warm = cpu_label(host, 1)
     same = bool(np.array_equal(gl, cl))
-    say(f"CPU backend (numba, all {os.cpu_count()} threads): {t_cpu:.1f} s, {cnum:,} components, "
+    say(f"CPU backend (compiled core, all {os.cpu_count()} threads): {t_cpu:.1f} s, {cnum:,} components, "
         f"labels {cl.dtype}; GPU labels {'identical' if same else 'DIFFERENT'} cell for cell. "
         f"(Compiled before, on its first 64 planes: {t_warm:.1f} s.)")
     say()
@@ -219,7 +218,7 @@ def huge_image(results):
         say(f"GPU: {t_gpu * 1e3:.1f} ms per call (median of 3), labels {dtype}, {num:,} components; "
             f"peak extra memory {info['gpu_memory']['extra_bytes'] / 2**30:.2f} GiB beyond the "
             f"{info['gpu_memory']['labels_bytes'] / 2**30:.1f} GiB label array.")
-        say(f"CPU backend (numba, all {os.cpu_count()} threads): {t_cpu:.1f} s, {cnum:,} "
+        say(f"CPU backend (compiled core, all {os.cpu_count()} threads): {t_cpu:.1f} s, {cnum:,} "
             f"components; GPU labels against it, cell for cell: "
             + ", ".join(f"{k} {'identical' if v else 'DIFFERENT'}" for k, v in checks.items())
             + f". (Compiled before, on its first 64 rows: {t_warm:.1f} s.)")
@@ -277,9 +276,9 @@ def cpu(results):
         import cc3d
     except ImportError:
         cc3d = None
-    import numba
+    from meshccl._cpu.image import cpu_count
 
-    say(f"## CPU backend, {os.cpu_count()} cores (numba threads {numba.config.NUMBA_NUM_THREADS})")
+    say(f"## CPU backend, {os.cpu_count()} cores ({cpu_count()} threads)")
     say()
     cases = [("blobs 4096²", P.blobs((4096, 4096)), 1), ("percolation 8192²", P.percolation((8192, 8192), 0.5927), 1),
              ("blobs 512³", P.blobs((512,) * 3), 1), ("percolation 512³", P.percolation((512,) * 3, 0.3116), 3)]

@@ -60,8 +60,10 @@ def _seconds(tools, name):
 
 
 def threads(run):
-    """numba's thread count in the run (the threaded CPU column's)."""
-    return run.get("machine", {}).get("numba", {}).get("threads", "N")
+    """The CPU threads of the run (the threaded CPU column's; numba's in
+    runs before it was dropped)."""
+    m = run.get("machine", {})
+    return m.get("cpu_threads", m.get("numba", {}).get("threads", "N"))
 
 
 def header(run):
@@ -102,7 +104,7 @@ def caption(run):
     bandwidth = run.get("copy_bandwidth_bytes_per_s")
     bw = f", device copy {bandwidth / 1e12:.2f} TB/s" if bandwidth else ""
     return (f"{gpu.get('name', 'no GPU')} (CuPy {gpu.get('cupy', '?')}{bw}); host "
-            f"{m.get('cpu_count', '?')} CPUs, {threads(run)} numba threads; "
+            f"{m.get('cpu_count', '?')} CPUs, {threads(run)} CPU threads; "
             f"{m.get('date_utc', 'date unknown')}; meshccl at {commit}. "
             "Median ms per call (GPU: CUDA events on CuPy arrays; CPU: wall clock on NumPy).")
 

@@ -1,4 +1,4 @@
-"""meshccl: connected-component labelling on the GPU (CuPy) and CPU (numba).
+"""meshccl: connected-component labelling on the GPU (CuPy) and CPU (compiled C++).
 
 ``meshccl.label`` labels images, volumes and lattices (as
 ``skimage.measure.label``); ``meshccl.ndimage.label`` is

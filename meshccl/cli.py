@@ -804,7 +804,7 @@ def build_parser():
     """
     parser = argparse.ArgumentParser(
         prog="meshccl",
-        description="Connected-component labelling on the GPU (CuPy) and CPU (C++, numba), "
+        description="Connected-component labelling on the GPU (CuPy) and CPU (C++), "
                     "a drop-in for skimage.measure.label.",
     )
     parser.add_argument("--version", action="version", version=f"meshccl {meshccl.__version__}")

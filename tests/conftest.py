@@ -1,6 +1,6 @@
 """Shared fixtures: every labelling test runs on each available backend.
 
-``backend`` is "cpu" (NumPy in, numba backend) everywhere and "gpu" (CuPy in,
+``backend`` is "cpu" (NumPy in, the compiled CPU backend) everywhere and "gpu" (CuPy in,
 CUDA kernels) where CuPy sees a GPU; GPU cases are skipped, not failed,
 elsewhere.
 

@@ -274,7 +274,7 @@ def _view(rng, be, a):
 
 @contextlib.contextmanager
 def _slab_min(cells):
-    """The CPU backend's fewest cells per slab and per numba chunk
+    """The CPU backend's fewest cells per slab and per lattice chunk
     (``CPU_SLAB_MIN_CELLS``, ``CPU_CHUNK_MIN_CELLS`` of meshccl._tuning) set
     to ``cells`` for a block (None: unchanged)."""
     from meshccl import _tuning

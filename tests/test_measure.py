@@ -18,8 +18,7 @@ from meshccl import measure
 from conftest import to_backend, to_host
 
 LABEL_DTYPES = [np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
-# Images to label are uint8 throughout: the CPU labeller (numba) compiles
-# once per dtype and periodicity, and that dominates a first run.
+# Images to label are uint8 throughout (the labels' dtypes are what vary here).
 SETTINGS = dict(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 
 

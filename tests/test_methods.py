@@ -393,3 +393,24 @@ def _label_in_child(a, want, g, gwant):
         ok &= _same_graph_labels(connected_components(g, directed=False, cpu_threads=3),
                                  gwant)
     raise SystemExit(0 if ok else 1)
+
+
+def test_iterative_methods_and_words_do_not_import_numba():
+    """The iterative methods (every feature) and the simulators' Philox words
+    on NumPy run on the compiled core: numba is not imported."""
+    import pathlib
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, meshccl\n"
+            "from meshccl.sim import random as R\n"
+            "a = np.arange(60).reshape(6, 10) % 3\n"
+            "for m in ('A', 'B', 'C', 'D', 'cpu1', 'cpu2'):\n"
+            "    meshccl.label(a, method=m, periodic=True, mask=a > 0, return_counts=True)\n"
+            "    meshccl.label(a.astype(float), method=m, tolerance=1.0, bonds=np.ones((4, 6, 10), bool))\n"
+            "R.words(1, 2, 3, np.arange(10))\n"
+            "print('numba' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=pathlib.Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]

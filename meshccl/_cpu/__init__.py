@@ -1,1 +1,1 @@
-"""CPU backend: the compiled C++ core (``core/``) and the numba paths not moved yet."""
+"""CPU backend: the compiled C++ core (``core/``, :mod:`meshccl._cpu._core`) and the Python that prepares its arguments."""
