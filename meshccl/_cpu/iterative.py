@@ -28,7 +28,7 @@ the one neighbourhood table), with the same joining rule, mask, bonds,
 tolerance and periodic wrap as the lattice labeller
 (``meshccl/_cpu/core/lattice.hpp``).  Each method counts its passes,
 including the last one (which changes nothing).  A, B and D take exactly as
-many passes as their GPU versions (kernels/iterate.cu); C's GPU sweeps run
+many passes as their GPU versions (``meshccl/_kernels/iterative.cu``); C's GPU sweeps run
 lines concurrently and may differ by a pass or two.  All run serially.
 """
 

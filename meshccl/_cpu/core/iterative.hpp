@@ -30,7 +30,7 @@
 // half-table offset starts from), and periodic wrap on the axes that have
 // it.  Each method returns its passes, counting the last one (which changes
 // nothing), or -1 when max_it (> 0) passes all changed labels.  A, B and D
-// take exactly the passes of their GPU versions (meshccl/_kernels/iterate.cu),
+// take exactly the passes of their GPU versions (meshccl/_kernels/iterative.cu),
 // so the pass structure, the order cells are visited in and the in-place or
 // double-buffered updates are part of the result.
 #pragma once
