@@ -164,7 +164,7 @@ def huge(results):
     same = bool(np.array_equal(gl, cl))
     say(f"CPU backend (compiled core, all {os.cpu_count()} threads): {t_cpu:.1f} s, {cnum:,} components, "
         f"labels {cl.dtype}; GPU labels {'identical' if same else 'DIFFERENT'} cell for cell. "
-        f"(Compiled before, on its first 64 planes: {t_warm:.1f} s.)")
+        f"(A warm-up call before, on its first 64 planes: {t_warm:.1f} s.)")
     say()
     results["huge"] = dict(side=side, gpu_s=t_gpu, cpu_s=t_cpu, cpu_warmup_s=t_warm,
                            components=int(num),
