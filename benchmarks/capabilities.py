@@ -221,7 +221,7 @@ def huge_image(results):
         say(f"CPU backend (compiled core, all {os.cpu_count()} threads): {t_cpu:.1f} s, {cnum:,} "
             f"components; GPU labels against it, cell for cell: "
             + ", ".join(f"{k} {'identical' if v else 'DIFFERENT'}" for k, v in checks.items())
-            + f". (Compiled before, on its first 64 rows: {t_warm:.1f} s.)")
+            + f". (A warm-up call before, on its first 64 rows: {t_warm:.1f} s.)")
         say()
         rows.append(dict(side=side, image=kind, connectivity=conn, gpu_s=t_gpu, cpu_s=t_cpu,
                          cpu_warmup_s=t_warm,
