@@ -11,11 +11,16 @@ second, and the whole process's wall time and user + sys CPU time.
 Issue 55's bar: cold wall <= 0.3 s, first call <= 5 ms more than the second.
 ``--method`` labels with another method (``A``, ``cpu1``, ...) instead of
 the default; ``--method words`` draws ``meshccl.sim.random.words`` (four
-words a cell) for the image's cells instead of labelling.
+words a cell) for the image's cells instead of labelling.  ``--feature``
+adds a lattice feature to the call: ``mask`` (90 % of the cells),
+``bonds`` (each open with p = 0.5), ``tolerance`` (0.3 on the values plus
+uniform noise, as float64), ``periodic``, ``axes`` (a stack of 4 images,
+``axes=(1, 2)``) or ``counts`` (``return_counts=True``).
 
     python benchmarks/first_call.py                 # every dtype, 1 and 2 threads
     python benchmarks/first_call.py uint8 float64 --threads 1
     python benchmarks/first_call.py uint8 --threads 1 --method D --side 64
+    python benchmarks/first_call.py uint8 int32 --threads 1 --feature mask
     PYTHONPATH=/other/checkout python benchmarks/first_call.py   # another meshccl
 """
 
@@ -37,14 +42,31 @@ import numpy as np
 import meshccl
 t1 = time.perf_counter()
 dt, thr, side, method = np.dtype(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+feature = sys.argv[5]
 rng = np.random.default_rng(0)
-a = rng.random((side, side)) < 0.4
+shape = (4, side, side) if feature == "axes" else (side, side)
+a = rng.random(shape) < 0.4
 x = a if dt.kind == "b" else (a * rng.integers(1, 3, size=a.shape)).astype(dt)
+kw = {}
+if feature == "mask":
+    kw["mask"] = rng.random(shape) < 0.9
+elif feature == "bonds":
+    from meshccl.neighbourhood import half_offsets
+    kw["bonds"] = rng.random((len(half_offsets(len(shape), len(shape))),) + shape) < 0.5
+elif feature == "tolerance":
+    x = x.astype(np.float64) + rng.random(shape)
+    kw["tolerance"] = 0.3
+elif feature == "periodic":
+    kw["periodic"] = True
+elif feature == "axes":
+    kw["axes"] = (1, 2)
+elif feature == "counts":
+    kw["return_counts"] = True
 if method == "words":
     from meshccl.sim import random as R
     call = lambda: R.words(1, R.TAG_METROPOLIS, 0, np.arange(x.size), 4)
 else:
-    call = lambda: meshccl.label(x, cpu_threads=thr, method=method)
+    call = lambda: meshccl.label(x, cpu_threads=thr, method=method, **kw)
 t2 = time.perf_counter()
 call()
 t3 = time.perf_counter()
@@ -54,12 +76,12 @@ print(f"{t1 - t0:.4f} {t3 - t2:.6f} {t4 - t3:.6f} {meshccl.__file__}")
 """
 
 
-def run(dtype, threads, cache, side, method="auto"):
+def run(dtype, threads, cache, side, method="auto", feature="none"):
     env = dict(os.environ, NUMBA_CACHE_DIR=cache)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", CHILD, dtype, str(threads), str(side),
-                          method], env=env,
+                          method, feature], env=env,
                          capture_output=True, text=True, check=True).stdout.split()
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -75,15 +97,19 @@ def main(argv=None):
     ap.add_argument("--side", type=int, default=256)
     ap.add_argument("--method", default="auto",
                     help="the label method, or 'words' for the simulators' Philox words")
+    ap.add_argument("--feature", default="none",
+                    choices=["none", "mask", "bonds", "tolerance", "periodic", "axes", "counts"],
+                    help="a lattice feature (or counts) added to the call")
     args = ap.parse_args(argv)
     head = True
     for threads in args.threads:
         for dt in args.dtypes:
             with tempfile.TemporaryDirectory(prefix="meshccl-numba-") as cache:
-                c = run(dt, threads, cache, args.side, args.method)
-                w = run(dt, threads, cache, args.side, args.method)
+                c = run(dt, threads, cache, args.side, args.method, args.feature)
+                w = run(dt, threads, cache, args.side, args.method, args.feature)
             if head:
-                print(f"meshccl: {c['path']}; {args.side} x {args.side}, {args.method}; times in s, "
+                print(f"meshccl: {c['path']}; {args.side} x {args.side}, {args.method}, "
+                      f"{args.feature}; times in s, "
                       "excess = first call - second call in ms")
                 print(f"{'dtype':8s} thr | {'cold: wall':>10s} {'cpu':>6s} {'import':>6s} "
                       f"{'call':>6s} {'excess':>7s} | {'warm: wall':>10s} {'call':>6s} "
