@@ -319,7 +319,51 @@ def cpu_compare(quick, out):
     print("\n".join(lines))
 
 
+#: the plot's series: (label, row key or keys added, marker)
+SERIES = (("label", ("label ms",), "o"), ("label + statistics", ("label ms", "statistics ms"), "s"),
+          ("label + statistics with intensity", ("label ms", "with intensity ms"), "D"),
+          ("cuCIM regionprops_table", ("cuCIM ms",), "^"),
+          ("cupyx sum_labels (counts)", ("cupyx sum_labels ms",), "v"),
+          ("cc3d.statistics (CPU)", ("cc3d ms",), "x"))
+
+
+def plot(rows, path, title):
+    """Time per cell against the number of labels, one marker per tool
+    (flat is the goal: the cost should not grow with the labels)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for name, keys, marker in SERIES:
+        pts = [(max(r["labels"], 1), sum(r[k] for k in keys) * 1e6 / r["cells"]) for r in rows
+               if all(r.get(k) is not None for k in keys)]
+        if pts:
+            xs, ys = zip(*sorted(pts))
+            ax.plot(xs, ys, marker=marker, linestyle="none", label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("labels in the image")
+    ax.set_ylabel("ns per cell (median call)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
 def main(argv=None):
+    args_ = sys.argv[1:] if argv is None else argv
+    if "--replot" in args_:  # the plot again from a stored measure.json
+        ap = argparse.ArgumentParser(description="measure.png from a stored measure.json")
+        ap.add_argument("--replot", required=True, help="a folder holding measure.json")
+        args = ap.parse_args(argv)
+        folder = Path(args.replot)
+        data = json.loads((folder / "measure.json").read_text())
+        m = data["machine"]
+        plot(data["rows"], folder / "measure.png", f"meshccl.measure, {m['gpu']}, {m['date']}")
+        return 0
     if "--cpu" in (sys.argv[1:] if argv is None else argv):  # the CPU only: no CuPy
         ap = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -438,6 +482,7 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     (out / "measure.md").write_text("\n".join(lines) + "\n")
     (out / "measure.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
+    plot(rows, out / "measure.png", f"meshccl.measure, {machine['gpu']}, {machine['date']}")
     print("\n".join(lines))
     counts_cost(args.quick, out)
     return 0

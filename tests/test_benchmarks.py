@@ -709,3 +709,23 @@ def test_cpu_memory_formats_its_table():
     assert lines[0] == "| case | conn | input | meshccl serial | cc3d |"
     assert lines[2] == "| blobs 256³ | full | 16.8 MB | 50.3 MB (1.50×) | not measured |"
     assert "meshccl serial int64" in md
+
+
+def test_measure_plot_of_stored_rows(tmp_path):
+    """measure_bench's plot: one point per case and tool that has a time,
+    tools without one (None) left out, and --replot from measure.json."""
+    import json
+
+    import measure_bench
+
+    rows = [{"case": "a", "cells": 100, "labels": 0, "label ms": 1.0, "statistics ms": 2.0,
+             "with intensity ms": 3.0, "cuCIM ms": None, "cupyx sum_labels ms": 5.0,
+             "cc3d ms": None},
+            {"case": "b", "cells": 400, "labels": 30, "label ms": 1.5, "statistics ms": 2.5,
+             "with intensity ms": None, "cuCIM ms": 9.0, "cupyx sum_labels ms": None,
+             "cc3d ms": None}]
+    (tmp_path / "measure.json").write_text(json.dumps(
+        {"machine": {"gpu": "test", "date": "today"}, "rows": rows}))
+    assert measure_bench.main(["--replot", str(tmp_path)]) == 0
+    png = (tmp_path / "measure.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
