@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings.hpp"
 #include "graph.hpp"
 
 namespace nb = nanobind;
@@ -23,8 +24,8 @@ using i64 = std::int64_t;
 
 namespace {
 
-using Array = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
-using Input = nb::ndarray<nb::numpy, nb::ro, nb::c_contig, nb::device::cpu>;
+using meshccl::bindings::Array;
+using meshccl::bindings::Input;
 
 template <class T, class A>
 bool is(const A& a) {

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "unionfind.h"
+#include "threads.hpp"
 
 namespace meshccl {
 namespace graph {
@@ -647,15 +648,7 @@ struct Stats {
     i64 stopped = 0; // ranges whose buffer filled up
 };
 
-// Run f(s) for s in [0, T) on T threads (s = 0 on the calling one).
-template <class F>
-void on_threads(int T, F&& f) {
-    std::vector<std::thread> pool;
-    pool.reserve(std::size_t(T > 1 ? T - 1 : 0));
-    for (int s = 1; s < T; ++s) pool.emplace_back([&f, s] { f(s); });
-    f(0);
-    for (auto& th : pool) th.join();
-}
+using ::meshccl::threads::on_threads;
 
 // f(k) for every k in [0, K), the threads taking the next k from a counter.
 template <class F>

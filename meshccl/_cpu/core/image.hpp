@@ -63,6 +63,7 @@
 #include <thread>
 #include <vector>
 
+#include "threads.hpp"
 #include "unionfind.h"
 
 #if defined(__linux__)
@@ -795,15 +796,7 @@ i64 label_serial(const K* values, W* work, L* P, i64 n, const Geometry& g, bool 
     return N;
 }
 
-// Run f(s) for s in [0, T) on T threads (s = 0 on the calling one).
-template <class F>
-void on_threads(int T, F&& f) {
-    std::vector<std::thread> pool;
-    pool.reserve(T - 1);
-    for (int s = 1; s < T; ++s) pool.emplace_back([&f, s] { f(s); });
-    f(0);
-    for (auto& th : pool) th.join();
-}
+using ::meshccl::threads::on_threads;
 
 // Unite (in G, over global ids: a slab's offset + its number) the cells of
 // plane `start` (the first of slab b) with their neighbours in the plane

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings.hpp"
 #include "iterative.hpp"
 
 namespace nb = nanobind;
@@ -30,14 +31,10 @@ using i64 = std::int64_t;
 namespace {
 
 namespace k = ::meshccl::cpu;
-using Array = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
-using Input = nb::ndarray<nb::numpy, nb::ro, nb::c_contig, nb::device::cpu>;
+using meshccl::bindings::Array;
+using meshccl::bindings::Input;
+using meshccl::bindings::is;
 using clock_type = std::chrono::steady_clock;
-
-template <class T, class A>
-bool is(const A& a) {
-    return a.dtype() == nb::dtype<T>();
-}
 
 double since(clock_type::time_point t0) {
     return std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -135,18 +132,8 @@ nb::tuple label_iterative(const std::string& method, const Input& keys, Array P,
     else if (method == "D" || method == "cpu2") c.method = D;
     else throw std::invalid_argument(who + ": unknown method '" + method + "'");
     const i64 n = i64(keys.size());
-    if (keys.ndim() != 1 || P.ndim() != 1 || i64(P.size()) != n)
-        throw std::invalid_argument(who + ": keys and P must be flat and of one length");
-    if (!is<std::int32_t>(P) && !is<std::int64_t>(P))
-        throw std::invalid_argument(who + ": P must be int32 or int64");
-    if (!is<i64>(shape) || !is<i64>(table) || table.ndim() != 2 || table.shape(1) != 4)
-        throw std::invalid_argument(who + ": shape and table must be int64 ((noff, 4))");
-    const int ndim = int(shape.size());
+    const int ndim = meshccl::bindings::check_grid(who, keys, P, shape, table);
     const i64* sh = static_cast<const i64*>(shape.data());
-    i64 cells = 1;
-    for (int d = 0; d < ndim; ++d) cells *= sh[d];
-    if (ndim < 1 || ndim > 62 || cells != n)
-        throw std::invalid_argument(who + ": shape does not match the keys");
     const int noff = int(table.shape(0));
     const int kind = is<double>(keys) ? -8 : is<std::uint64_t>(keys) ? 8 : is<std::uint8_t>(keys) ? 1 : 0;
     if (!kind) throw std::invalid_argument(who + ": keys must be uint8, uint64 or float64");

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "bindings.hpp"
 #include "list_rank.hpp"
 
 namespace nb = nanobind;
@@ -18,8 +19,8 @@ using i64 = std::int64_t;
 
 namespace {
 
-using Array = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
-using Input = nb::ndarray<nb::numpy, nb::ro, nb::c_contig, nb::device::cpu>;
+using meshccl::bindings::Array;
+using meshccl::bindings::Input;
 
 template <class A>
 bool is_int64_1d(const A& a) {

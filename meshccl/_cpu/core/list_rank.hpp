@@ -26,6 +26,7 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include "threads.hpp"
 #endif
 
 namespace meshccl {
@@ -65,15 +66,7 @@ inline int threads_for(i64 n, int threads) {
     return int(std::max<i64>(1, std::min<i64>(threads, useful)));
 }
 
-// Run f(s) for s in [0, T) on T threads (s = 0 on the calling one).
-template <class F>
-void on_threads(int T, F&& f) {
-    std::vector<std::thread> pool;
-    pool.reserve(std::size_t(T > 1 ? T - 1 : 0));
-    for (int s = 1; s < T; ++s) pool.emplace_back([&f, s] { f(s); });
-    f(0);
-    for (auto& th : pool) th.join();
-}
+using ::meshccl::threads::on_threads;
 
 // Sum over T threads of f(lo, hi) on contiguous blocks of [0, n).
 template <class F>

@@ -20,19 +20,17 @@
 #include <string>
 #include <vector>
 
+#include "bindings.hpp"
 #include "kernels.hpp"
 
 namespace nb = nanobind;
 namespace api = meshccl::cpu_api;
 using i64 = std::int64_t;
 
-using Array = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;          // written
-using Input = nb::ndarray<nb::numpy, nb::ro, nb::c_contig, nb::device::cpu>;  // read only
-
-template <class T, class A>
-static bool is(const A& a) {
-    return a.dtype() == nb::dtype<T>();
-}
+using meshccl::bindings::Array;
+using meshccl::bindings::Input;
+using meshccl::bindings::check_grid;
+using meshccl::bindings::is;
 
 template <class A>
 static bool is_unsigned(const A& a) {
@@ -98,28 +96,6 @@ static std::string use_isa(const std::string& name) {
 }
 
 // ---- entry points
-
-// The checks both labellers' bindings make of their grid arguments: flat
-// keys and labels of one length, int32 / int64 labels, an int64 shape whose
-// cells are the keys and an int64 offset table of four columns.  Returns the
-// number of axes; throws std::invalid_argument naming the entry point.
-static int check_grid(const char* name, const Input& keys, const Array& P, const Input& shape,
-                      const Input& table) {
-    const std::string who(name);
-    if (keys.ndim() != 1 || P.ndim() != 1 || keys.shape(0) != P.shape(0))
-        throw std::invalid_argument(who + ": keys and P must be flat and of one length");
-    if (!is<std::int32_t>(P) && !is<std::int64_t>(P))
-        throw std::invalid_argument(who + ": P must be int32 or int64");
-    if (!is<i64>(shape) || !is<i64>(table) || table.ndim() != 2 || table.shape(1) != 4)
-        throw std::invalid_argument(who + ": shape and table must be int64 ((noff, 4))");
-    const int ndim = int(shape.size());
-    const i64* sh = static_cast<const i64*>(shape.data());
-    i64 cells = 1;
-    for (int k = 0; k < ndim; ++k) cells *= sh[k];
-    if (ndim < 1 || ndim > 62 || cells != i64(keys.size()))
-        throw std::invalid_argument(who + ": shape does not match the keys");
-    return ndim;
-}
 
 static nb::object label_plain(const Input& keys, Array P, std::optional<Array> work,
                               const Input& shape, const Input& table, bool has_bg,

@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "bindings.hpp"
+
 #include "philox.cuh"
 
 namespace nb = nanobind;
@@ -28,8 +30,8 @@ using i64 = std::int64_t;
 
 namespace {
 
-using Array = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
-using Input = nb::ndarray<nb::numpy, nb::ro, nb::c_contig, nb::device::cpu>;
+using meshccl::bindings::Array;
+using meshccl::bindings::Input;
 
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
 #define MESHCCL_PHILOX_AVX512 1
