@@ -274,3 +274,46 @@ def test_each_scipy_versions_rules(monkeypatch, version):
     # block zeros as edges join 0..3 (and 1 -> 2, ...); without them 1 stays alone
     assert n == (5 if old else 6)
     assert (labels[1] == labels[0]) == old
+
+
+@pytest.mark.parametrize("types", [(np.int32, np.int32), (np.int64, np.int64),
+                                   (np.int32, np.int64), (np.uint16, np.uint16)])
+def test_forward_csr_builds_sorted_rows(types):
+    """The rows the search reads, against a sort by (source, target): edge
+    lists in random order and already in order, a CSC, a CSR whose rows need
+    sorting (and one whose rows do not) -- rows of no entry,
+    one, a few and hundreds (a hub), repeats kept; int32 results and, from
+    the compiled builders themselves, int64 ones."""
+    rng = np.random.default_rng(11)
+    n = 300
+    src = np.concatenate([rng.integers(0, n, 2000), np.full(400, 7), [n - 1]])
+    dst = rng.integers(0, n, src.size)
+    src[:50] = 0  # (vertex n - 2 and others keep empty rows)
+    order = np.lexsort((dst, src))
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    want = (indptr, dst[order])
+
+    def same(got, dtype=np.int32):
+        assert got[0].dtype == got[1].dtype == dtype
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+
+    s, d = src.astype(types[0]), dst.astype(types[1])
+    same(cpu_strong.forward_csr("edges", (s, d), n))
+    same(cpu_strong.forward_csr("edges", (s[order], d[order]), n))
+    by_target = np.argsort(dst, kind="stable")
+    tptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=tptr[1:])
+    same(cpu_strong.forward_csr("csc", (tptr.astype(types[0]), s[by_target]), n))
+    by_source = np.argsort(src, kind="stable")
+    unsorted = d[by_source].copy()
+    same(cpu_strong.forward_csr("csr", (indptr.astype(types[0]), unsorted), n, sort_rows=True))
+    np.testing.assert_array_equal(unsorted, dst[by_source])  # (the caller's array untouched)
+    sorted_rows = d[order]
+    got = cpu_strong.forward_csr("csr", (indptr, sorted_rows), n, sort_rows=True)
+    same(got)
+    for x in (src, dst), (src[order], dst[order]):
+        wide = (np.empty(n + 1, np.int64), np.empty(src.size, np.int64))
+        cpu_strong._core.rows_of_edges(*x, *wide)
+        same(wide, np.int64)

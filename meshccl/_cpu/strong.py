@@ -17,9 +17,11 @@ reads the CSR that ``csgraph.tocsr()`` gives: a CSR as stored (up to 1.17
 sorted when its dtype is not float64: its cast to float64 sorts the rows);
 a CSC or a COO matrix with each row's columns ascending; a dense matrix
 row by row.  :func:`forward_csr` builds the same rows from meshccl's
-validated input (edge lists sorted by (source, target), a CSC transposed,
-both by counting sorts in the compiled core), so the labels are SciPy's,
-value for value.
+validated input in the compiled core (an edge list's rows by a counting
+sort on the source, then each row sorted where it is not already; a CSC
+transposed by a counting sort; an edge list already in (source, target)
+order, such as a dense matrix's, copied as it is), so the labels are
+SciPy's, value for value.
 """
 
 from __future__ import annotations
@@ -33,19 +35,43 @@ from .image import _core
 ROWS = ("forward", "backward")
 
 
+def index_dtype(n, m):
+    """The integer type the search reads a graph of ``n`` vertices and ``m``
+    edges in: int32 where it holds every value (the search's random reads
+    then fetch half the bytes), else int64."""
+    return np.dtype(np.int32 if n < 2**31 - 2 and m < 2**31 else np.int64)
+
+
+def _ints(*arrays):
+    """The arrays as the compiled builders read them: int32 or int64, all of
+    one type (int64 where they differ or are of another integer type)."""
+    types = {a.dtype for a in arrays}
+    if len(types) == 1 and types <= {np.dtype(np.int32), np.dtype(np.int64)}:
+        return arrays
+    return tuple(np.ascontiguousarray(a, dtype=np.int64) for a in arrays)
+
+
 def forward_csr(kind, arrays, n, sort_rows=False):
     """(indptr, indices) of the graph itself, each row in the order SciPy
     reads it (the module docstring), from validated input (integer arrays
-    of any type; built ones are int64).  ``sort_rows``: a CSR's rows sorted
-    (SciPy up to 1.17 on a matrix that is not float64); CSC and edge lists
-    come sorted anyway."""
-    wide = [np.ascontiguousarray(a, dtype=np.int64) for a in arrays] if kind != "csr" \
-        or sort_rows else arrays
+    of any type), in :func:`index_dtype` (a CSR's arrays as they are where
+    they are of that type already and need no sorting).  ``sort_rows``: a
+    CSR's rows sorted (SciPy up to 1.17 on a matrix that is not float64);
+    CSC and edge lists come sorted anyway."""
+    m = int(arrays[1].size)
+    dtype = index_dtype(n, m)
     if kind == "csr":
-        return arrays[0], _core.sorted_rows(*wide) if sort_rows else arrays[1]
+        indptr, indices = _ints(*arrays)
+        if sort_rows and not _core.rows_sorted(indptr, indices):
+            indices = indices.astype(dtype)  # (a copy: the caller's stays as it is)
+            _core.sort_rows(indptr, indices)
+        return indptr.astype(dtype, copy=False), indices.astype(dtype, copy=False)
+    indptr, indices = np.empty(n + 1, dtype), np.empty(m, dtype)
     if kind == "csc":  # CSR of the transpose: its rows are our columns
-        return _core.transpose(*wide)
-    return _core.rows_ascending(*wide, int(n))
+        _core.transpose(*_ints(*arrays), indptr, indices)
+    else:
+        _core.rows_of_edges(*_ints(*arrays), indptr, indices)
+    return indptr, indices
 
 
 def strong_components(kind, arrays, n, sort_rows=False, rows=None):
@@ -62,10 +88,6 @@ def strong_components(kind, arrays, n, sort_rows=False, rows=None):
     if rows not in ROWS:
         raise ValueError(f"rows must be one of {ROWS}, got {rows!r}")
     indptr, indices = forward_csr(kind, arrays, n, sort_rows)
-    # int32 where it holds the values: the search's random reads fetch half the bytes
-    narrow = np.int32 if n < 2**31 - 2 and indices.size < 2**31 else np.int64
-    indptr = np.ascontiguousarray(indptr, dtype=narrow)
-    indices = np.ascontiguousarray(indices, dtype=narrow)
     label_dtype = np.int64 if n >= 2**31 else np.int32
     work = np.int64 if n >= 2**31 - 2 else np.int32
     labels = np.empty(n, work)

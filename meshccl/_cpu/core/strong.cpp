@@ -28,20 +28,6 @@ bool is(const A& a) {
     return a.dtype() == nb::dtype<T>();
 }
 
-const i64* int64_data(const Input& a, const char* who, const char* name) {
-    if (!is<i64>(a) || a.ndim() != 1)
-        throw std::invalid_argument(std::string(who) + ": " + name + " must be a 1-D int64 array");
-    return static_cast<const i64*>(a.data());
-}
-
-// A new 1-D int64 NumPy array of n entries (owned by the returned object).
-std::pair<nb::object, i64*> new_int64(i64 n) {
-    auto* heap = new std::vector<i64>(std::size_t(std::max<i64>(n, 0)));
-    nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<i64>*>(p); });
-    i64* data = heap->data();
-    return {nb::cast(nb::ndarray<nb::numpy, i64, nb::ndim<1>>(data, {heap->size()}, owner)), data};
-}
-
 // The components of the CSR (indptr, indices) into labels (int32 or int64, n
 // entries), each row read in the order `rows` names: "forward" (SciPy >=
 // 1.18) or "backward" (SciPy <= 1.17).  Returns their number.
@@ -84,57 +70,100 @@ i64 strong_components(const Input& indptr, const Input& indices, Array labels,
     throw std::invalid_argument("strong_components: indptr must be int32 or int64");
 }
 
-// (indptr, indices) of the edges src[k] -> dst[k] on n vertices, each row's
-// targets ascending (a counting sort by target, then the transpose).
-nb::tuple rows_ascending(const Input& src, const Input& dst, i64 n) {
-    const char* who = "rows_ascending";
-    const i64* s = int64_data(src, who, "src");
-    const i64* d = int64_data(dst, who, "dst");
+// a's data as T (const T for a read-only array).
+template <class T, class A>
+auto typed(const A& a) {
+    if constexpr (std::is_const_v<std::remove_pointer_t<decltype(a.data())>>)
+        return static_cast<const T*>(a.data());
+    else
+        return static_cast<T*>(a.data());
+}
+
+// f(pointer to a's data) for a 1-D int32 or int64 array a.
+template <class A, class F>
+decltype(auto) with_ints(const A& a, const char* who, const char* name, F&& f) {
+    if (a.ndim() == 1) {
+        if (is<std::int32_t>(a)) return f(typed<std::int32_t>(a));
+        if (is<i64>(a)) return f(typed<i64>(a));
+    }
+    throw std::invalid_argument(std::string(who) + ": " + name +
+                                " must be a 1-D int32 or int64 array");
+}
+
+// Fills (indptr, indices) (n + 1 and m entries, int32 or int64, of one
+// type) with the CSR of the edges src[k] -> dst[k] (m of them, int32 or
+// int64, of one type, all in [0, n)), each row's targets ascending.
+void rows_of_edges(const Input& src, const Input& dst, Array indptr, Array indices) {
+    const char* who = "rows_of_edges";
     const i64 m = i64(src.size());
-    if (i64(dst.size()) != m) throw std::invalid_argument("rows_ascending: src and dst differ in length");
-    auto [ptr, p] = new_int64(n + 1);
-    auto [idx, x] = new_int64(m);
-    {
-        nb::gil_scoped_release release;
-        std::vector<i64> tptr(n + 1), tidx(m);
-        meshccl::strong::counting_rows(d, s, m, n, tptr.data(), tidx.data());  // rows by target
-        meshccl::strong::transpose_rows(tptr.data(), tidx.data(), n, p, x);
-    }
-    return nb::make_tuple(ptr, idx);
+    const i64 n = i64(indptr.size()) - 1;
+    if (i64(dst.size()) != m || i64(indices.size()) != m || n < 0 || src.dtype() != dst.dtype() ||
+        indptr.dtype() != indices.dtype())
+        throw std::invalid_argument("rows_of_edges: src, dst and indices must hold the same number "
+                                    "of entries, indptr at least one; src, dst of one type and "
+                                    "indptr, indices of one type");
+    with_ints(src, who, "src", [&](auto* s) {
+        const auto* d = static_cast<decltype(s)>(dst.data());
+        with_ints(indptr, who, "indptr", [&](auto* p) {
+            auto* x = static_cast<decltype(p)>(indices.data());
+            nb::gil_scoped_release release;
+            meshccl::strong::rows_of_edges(s, d, m, n, p, x);
+        });
+    });
 }
 
-// The transpose of the CSR (indptr, indices): each row ascending.
-nb::tuple transpose(const Input& indptr, const Input& indices) {
+// Fills (tptr, tidx) with the transpose of the CSR (indptr, indices), each
+// row ascending; the result's type may differ from the input's.
+void transpose(const Input& indptr, const Input& indices, Array tptr, Array tidx) {
     const char* who = "transpose";
-    const i64* ip = int64_data(indptr, who, "indptr");
-    const i64* ix = int64_data(indices, who, "indices");
     const i64 n = i64(indptr.size()) - 1;
-    if (n < 0 || ip[n] != i64(indices.size()))
-        throw std::invalid_argument("transpose: indptr[-1] must equal len(indices)");
-    auto [ptr, p] = new_int64(n + 1);
-    auto [idx, x] = new_int64(i64(indices.size()));
-    {
-        nb::gil_scoped_release release;
-        meshccl::strong::transpose_rows(ip, ix, n, p, x);
-    }
-    return nb::make_tuple(ptr, idx);
+    if (n < 0 || i64(tptr.size()) != n + 1 || tidx.size() != indices.size() ||
+        indptr.dtype() != indices.dtype() || tptr.dtype() != tidx.dtype())
+        throw std::invalid_argument("transpose: tptr must have len(indptr) entries and tidx "
+                                    "len(indices); indptr, indices of one type and tptr, tidx "
+                                    "of one type");
+    with_ints(indptr, who, "indptr", [&](auto* ip) {
+        const auto* ix = static_cast<decltype(ip)>(indices.data());
+        if (i64(ip[n]) != i64(indices.size()))
+            throw std::invalid_argument("transpose: indptr[-1] must equal len(indices)");
+        with_ints(tptr, who, "tptr", [&](auto* tp) {
+            auto* tx = static_cast<decltype(tp)>(tidx.data());
+            nb::gil_scoped_release release;
+            meshccl::strong::transpose_rows(ip, ix, n, tp, tx);
+        });
+    });
 }
 
-// A copy of indices with every row of the CSR sorted ascending.
-nb::object sorted_rows(const Input& indptr, const Input& indices) {
-    const char* who = "sorted_rows";
-    const i64* ip = int64_data(indptr, who, "indptr");
-    const i64* ix = int64_data(indices, who, "indices");
+// Whether every row of the CSR (indptr, indices) is sorted ascending.
+bool rows_sorted(const Input& indptr, const Input& indices) {
+    const char* who = "rows_sorted";
     const i64 n = i64(indptr.size()) - 1;
-    if (n < 0 || ip[n] != i64(indices.size()))
-        throw std::invalid_argument("sorted_rows: indptr[-1] must equal len(indices)");
-    auto [idx, x] = new_int64(i64(indices.size()));
-    {
-        nb::gil_scoped_release release;
-        std::copy(ix, ix + indices.size(), x);
-        for (i64 v = 0; v < n; ++v) std::sort(x + ip[v], x + ip[v + 1]);
-    }
-    return idx;
+    if (n < 0) throw std::invalid_argument("rows_sorted: indptr must not be empty");
+    return with_ints(indptr, who, "indptr", [&](auto* ip) {
+        return with_ints(indices, who, "indices", [&](auto* ix) {
+            if (i64(ip[n]) != i64(indices.size()))
+                throw std::invalid_argument("rows_sorted: indptr[-1] must equal len(indices)");
+            nb::gil_scoped_release release;
+            for (i64 v = 0; v < n; ++v)
+                if (!std::is_sorted(ix + ip[v], ix + ip[v + 1])) return false;
+            return true;
+        });
+    });
+}
+
+// Sorts every row of the CSR (indptr, indices) ascending, in place.
+void sort_rows(const Input& indptr, Array indices) {
+    const char* who = "sort_rows";
+    const i64 n = i64(indptr.size()) - 1;
+    if (n < 0) throw std::invalid_argument("sort_rows: indptr must not be empty");
+    with_ints(indptr, who, "indptr", [&](auto* ip) {
+        with_ints(indices, who, "indices", [&](auto* ix) {
+            if (i64(ip[n]) != i64(indices.size()))
+                throw std::invalid_argument("sort_rows: indptr[-1] must equal len(indices)");
+            nb::gil_scoped_release release;
+            for (i64 v = 0; v < n; ++v) meshccl::strong::sort_row(ix + ip[v], ix + ip[v + 1]);
+        });
+    });
 }
 
 }  // namespace
@@ -145,10 +174,13 @@ void register_strong(nb::module_& m) {
           "Strong components of a CSR into labels, numbered in the order a depth-first "
           "search reading each row 'forward' or 'backward' completes them; returns their "
           "number.");
-    m.def("rows_ascending", &rows_ascending, nb::arg("src"), nb::arg("dst"), nb::arg("n"),
-          "(indptr, indices) of an edge list, each row's targets ascending.");
-    m.def("transpose", &transpose, nb::arg("indptr"), nb::arg("indices"),
-          "(indptr, indices) of a CSR's transpose, each row ascending.");
-    m.def("sorted_rows", &sorted_rows, nb::arg("indptr"), nb::arg("indices"),
-          "A copy of a CSR's indices with each row sorted ascending.");
+    m.def("rows_of_edges", &rows_of_edges, nb::arg("src"), nb::arg("dst"), nb::arg("indptr"),
+          nb::arg("indices"),
+          "Fills (indptr, indices) with the CSR of an edge list, each row's targets ascending.");
+    m.def("transpose", &transpose, nb::arg("indptr"), nb::arg("indices"), nb::arg("tptr"),
+          nb::arg("tidx"), "Fills (tptr, tidx) with a CSR's transpose, each row ascending.");
+    m.def("rows_sorted", &rows_sorted, nb::arg("indptr"), nb::arg("indices"),
+          "Whether every row of a CSR is sorted ascending.");
+    m.def("sort_rows", &sort_rows, nb::arg("indptr"), nb::arg("indices"),
+          "Sorts every row of a CSR ascending, in place.");
 }

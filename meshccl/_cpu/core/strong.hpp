@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #if defined(__linux__)
@@ -168,26 +169,71 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* rindex) {
     return n - 1 - i64(c);
 }
 
+// Sorts each row first..last of a CSR ascending, in place, where it is not
+// already (most rows of most inputs are: one look at each settles them).
+template <class O>
+void sort_row(O* first, O* last) {
+    if (std::is_sorted(first, last)) return;
+    if (last - first <= 16) {  // insertion sort: short rows are the common case
+        for (O* a = first + 1; a < last; ++a) {
+            const O x = *a;
+            O* b = a;
+            for (; b > first && b[-1] > x; --b) *b = b[-1];
+            *b = x;
+        }
+    } else {
+        std::sort(first, last);
+    }
+}
+
 // CSR rows (n + 1 offsets into out) of the pairs (key[k], val[k]) in the
 // order of k within each row: a stable counting sort by key.
-inline void counting_rows(const i64* key, const i64* val, i64 m, i64 n, i64* indptr, i64* out) {
+template <class S, class O>
+void counting_rows(const S* key, const S* val, i64 m, i64 n, O* indptr, O* out) {
     for (i64 i = 0; i <= n; ++i) indptr[i] = 0;
     for (i64 k = 0; k < m; ++k) ++indptr[key[k] + 1];
     for (i64 i = 0; i < n; ++i) indptr[i + 1] += indptr[i];
-    std::vector<i64> cursor(indptr, indptr + n);
-    for (i64 k = 0; k < m; ++k) out[cursor[key[k]]++] = val[k];
+    std::vector<O> cursor(indptr, indptr + n);
+    for (i64 k = 0; k < m; ++k) out[cursor[key[k]]++] = O(val[k]);
 }
 
-// The transpose of a CSR (n vertices): row w of the result lists the v with
-// w in row v, ascending (rows are read in order).
-inline void transpose_rows(const i64* indptr, const i64* indices, i64 n, i64* tptr, i64* tidx) {
-    const i64 m = indptr[n];
+// The transpose of a CSR (n vertices; X: its type, O: the result's): row w
+// of the result lists the v with w in row v, ascending (rows are read in
+// order).
+template <class X, class O>
+void transpose_rows(const X* indptr, const X* indices, i64 n, O* tptr, O* tidx) {
+    const i64 m = i64(indptr[n]);
     for (i64 i = 0; i <= n; ++i) tptr[i] = 0;
     for (i64 e = 0; e < m; ++e) ++tptr[indices[e] + 1];
     for (i64 i = 0; i < n; ++i) tptr[i + 1] += tptr[i];
-    std::vector<i64> cursor(tptr, tptr + n);
+    std::vector<O> cursor(tptr, tptr + n);
     for (i64 v = 0; v < n; ++v)
-        for (i64 e = indptr[v]; e < indptr[v + 1]; ++e) tidx[cursor[indices[e]]++] = v;
+        for (i64 e = i64(indptr[v]); e < i64(indptr[v + 1]); ++e) tidx[cursor[indices[e]]++] = O(v);
+}
+
+// The CSR (indptr: n + 1 offsets, out: m targets) of the edges src[k] ->
+// dst[k] on n vertices, each row's targets ascending.  An edge list already
+// in (source, target) order -- a dense matrix's nonzeros, a canonical COO --
+// is copied as it is; any other takes a radix sort of two stable counting
+// sorts, by target and then by source (O(n + m), where sorting each row by
+// comparisons costs several times more on rows of hundreds of edges).
+// S: the ids' type, O: the result's.
+template <class S, class O>
+void rows_of_edges(const S* src, const S* dst, i64 m, i64 n, O* indptr, O* out) {
+    i64 k = 1;
+    while (k < m && (src[k - 1] < src[k] || (src[k - 1] == src[k] && dst[k - 1] <= dst[k]))) ++k;
+    if (k >= m) {  // in order: the rows are runs of src
+        i64 v = 0;
+        for (k = 0; k < m; ++k) {
+            while (v <= i64(src[k])) indptr[v++] = O(k);
+            out[k] = O(dst[k]);
+        }
+        while (v <= n) indptr[v++] = O(m);
+        return;
+    }
+    std::vector<O> tptr(n + 1), tidx(m);
+    counting_rows(dst, src, m, n, tptr.data(), tidx.data());  // rows by target
+    transpose_rows(tptr.data(), tidx.data(), n, indptr, out);
 }
 
 }  // namespace strong
