@@ -220,15 +220,21 @@ void transpose_rows(const X* indptr, const X* indices, i64 n, O* tptr, O* tidx) 
 // S: the ids' type, O: the result's.
 template <class S, class O>
 void rows_of_edges(const S* src, const S* dst, i64 m, i64 n, O* indptr, O* out) {
-    i64 k = 1;
-    while (k < m && (src[k - 1] < src[k] || (src[k - 1] == src[k] && dst[k - 1] <= dst[k]))) ++k;
-    if (k >= m) {  // in order: the rows are runs of src
-        i64 v = 0;
-        for (k = 0; k < m; ++k) {
-            while (v <= i64(src[k])) indptr[v++] = O(k);
+    // in order?  Checked without a branch per edge, a block at a time, so
+    // that an edge list out of order is seen within its first block
+    bool ordered = true;
+    for (i64 b = 1; b < m && ordered; b += 4096) {
+        const i64 e = std::min(m, b + 4096);
+        for (i64 k = b; k < e; ++k)
+            ordered &= (src[k - 1] < src[k]) | ((src[k - 1] == src[k]) & (dst[k - 1] <= dst[k]));
+    }
+    if (ordered) {  // in order: the rows are runs of src (counted: no branch per row)
+        for (i64 i = 0; i <= n; ++i) indptr[i] = 0;
+        for (i64 k = 0; k < m; ++k) {
+            ++indptr[src[k] + 1];
             out[k] = O(dst[k]);
         }
-        while (v <= n) indptr[v++] = O(m);
+        for (i64 i = 0; i < n; ++i) indptr[i + 1] += indptr[i];
         return;
     }
     std::vector<O> tptr(n + 1), tidx(m);
