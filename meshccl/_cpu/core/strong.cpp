@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "bindings.hpp"
 #include "strong.hpp"
 
 namespace nb = nanobind;
@@ -20,13 +21,9 @@ using i64 = std::int64_t;
 
 namespace {
 
-using Array = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
-using Input = nb::ndarray<nb::numpy, nb::ro, nb::c_contig, nb::device::cpu>;
-
-template <class T, class A>
-bool is(const A& a) {
-    return a.dtype() == nb::dtype<T>();
-}
+using meshccl::bindings::Array;
+using meshccl::bindings::Input;
+using meshccl::bindings::is;
 
 // The components of the CSR (indptr, indices) into labels (int32 or int64, n
 // entries), each row read in the order `rows` names: "forward" (SciPy >=
