@@ -58,13 +58,15 @@ def label_plain(keys, P, shape, table, has_bg, bgkey, counts=False, threads=1):
     table = np.ascontiguousarray(table, dtype=np.int64)
     keys = np.ascontiguousarray(keys)
     # provisional labels int32 whenever they fit (then the scans run on half
-    # the bytes), gathered into an int64 P at the end
+    # the bytes), gathered into an int64 P at the end: in slabs from an array
+    # of their own, serially from P's own first half (the core does that)
     work = None
-    if P.dtype == np.int64 and P.shape[0] < 2**31 - 2:
+    slabs = plan_slabs(shape, threads)
+    if P.dtype == np.int64 and P.shape[0] < 2**31 - 2 and slabs > 1 and shape.size > 1:
         work = np.empty(P.shape[0], dtype=np.int32)
     out = _core.label_plain(
         keys, P, work, shape, table, bool(has_bg), int(np.asarray(bgkey).astype(keys.dtype)),
-        bool(counts), plan_slabs(shape, threads), _tuning.CPU_PROV_TABLE_MIN,
+        bool(counts), slabs, _tuning.CPU_PROV_TABLE_MIN,
         _tuning.CPU_PROV_TABLE_CELLS_PER_LABEL, _tuning.CPU_COUNTS_SPREAD_LABELS)
     if counts:  # (nanobind's int64 is NumPy's longlong: the counts as np.int64, as skimage's)
         return out[0], out[1].view(np.int64)

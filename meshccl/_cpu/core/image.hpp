@@ -716,8 +716,22 @@ i64 prov_into(const K* values, L* P, i64 n, const Geometry& g, const Lines& ln, 
 // ---------------------------------------------------------------- gather
 
 // Every cell's final label E[work[i]] into P (which may be work).
+// Does work (int32 provisional labels) sit in P's own memory, the first
+// half of an int64 P (label_serial's int32 scan of a serial call)?  Then the
+// gathers go from the last cell to the first: P[i] (bytes 8i..8i+7) only
+// overwrites work[2i] and work[2i + 1], already read for i >= 1 (and work[0]
+// is read before P[0] is written).
+template <class W, class L>
+bool aliased(const W* work, const L* P) {
+    return sizeof(W) < sizeof(L) && static_cast<const void*>(work) == static_cast<const void*>(P);
+}
+
 template <class W, class L>
 void gather(const W* work, L* P, i64 n, const W* E) {
+    if (aliased(work, P)) {  // (see aliased: last cell first)
+        for (i64 i = n - 1; i >= 0; --i) P[i] = L(E[work[i]]);
+        return;
+    }
     for (i64 i = 0; i < n; ++i) P[i] = L(E[work[i]]);
 }
 
@@ -727,8 +741,10 @@ void gather(const W* work, L* P, i64 n, const W* E) {
 // increments through memory instead of one.
 template <class W, class L>
 void gather_counted(const W* work, L* P, i64 n, const W* E, i64 N, i64* counts, i64 spread) {
+    const bool back = aliased(work, P);  // (see aliased: last cell first)
     if (N > spread) {
-        for (i64 i = 0; i < n; ++i) {
+        for (i64 j = 0; j < n; ++j) {
+            const i64 i = back ? n - 1 - j : j;
             W lab = E[work[i]];
             P[i] = L(lab);
             counts[lab] += 1;
@@ -737,7 +753,8 @@ void gather_counted(const W* work, L* P, i64 n, const W* E, i64 N, i64* counts, 
     }
     Buffer<i64> four(4 * (N + 1));
     std::fill(four.data(), four.data() + four.size(), i64(0));
-    for (i64 i = 0; i < n; ++i) {
+    for (i64 j = 0; j < n; ++j) {
+        const i64 i = back ? n - 1 - j : j;
         W lab = E[work[i]];
         P[i] = L(lab);
         four[4 * lab + (i & 3)] += 1;

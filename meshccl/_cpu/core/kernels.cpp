@@ -57,6 +57,12 @@ static i64 plain_typed(const PlainArgs& a) {
     if (a.work)  // (provisional labels in int32, gathered into an int64 P)
         return k::label_slabs<K, std::int32_t, L>(keys, a.work, P, a.n, g, a.has_bg, K(a.bg),
                                                   a.slabs, a.counts, t);
+    const bool serial = a.ndim < 2 || std::min(a.slabs, a.shape[0]) < 2;
+    if (sizeof(L) == 8 && serial && a.n < (i64(1) << 31) - 2)
+        // a serial call into an int64 P: provisional labels in int32 in P's
+        // own first half (image.hpp's aliased), no second array to allocate
+        return k::label_serial<K, std::int32_t, L>(keys, reinterpret_cast<std::int32_t*>(P), P,
+                                                   a.n, g, a.has_bg, K(a.bg), a.counts, t);
     return k::label_slabs<K, L, L>(keys, P, P, a.n, g, a.has_bg, K(a.bg), a.slabs, a.counts, t);
 }
 
