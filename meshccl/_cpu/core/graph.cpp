@@ -27,14 +27,15 @@ namespace {
 using meshccl::bindings::Array;
 using meshccl::bindings::Input;
 
+// Is a a flat array of T?
 template <class T, class A>
-bool is(const A& a) {
-    return a.dtype() == nb::dtype<T>() && a.ndim() == 1;
+bool is_flat(const A& a) {
+    return meshccl::bindings::is<T>(a) && a.ndim() == 1;
 }
 
 template <class A>
 const i64* int64s(const A& a, const char* who, const char* name) {
-    if (!is<i64>(a))
+    if (!is_flat<i64>(a))
         throw std::invalid_argument(std::string(who) + ": " + name + " must be a 1-D int64 array");
     return static_cast<const i64*>(a.data());
 }
@@ -65,12 +66,12 @@ template <class F>
 auto with_forest(Array& P, i64 n, const char* who, F&& f) {
     if (P.ndim() != 1 || i64(P.size()) != n)
         throw std::invalid_argument(std::string(who) + ": P must be 1-D with n entries");
-    if (is<std::int32_t>(P)) {
+    if (is_flat<std::int32_t>(P)) {
         if (n >= (i64(1) << 31))
             throw std::invalid_argument(std::string(who) + ": int32 P needs n < 2**31");
         return f(static_cast<std::int32_t*>(P.data()));
     }
-    if (is<i64>(P)) return f(static_cast<i64*>(P.data()));
+    if (is_flat<i64>(P)) return f(static_cast<i64*>(P.data()));
     throw std::invalid_argument(std::string(who) + ": P must be int32 or int64");
 }
 
@@ -147,7 +148,7 @@ nb::tuple components(const std::string& method, bool csr, const Input& x, const 
 i64 forest(bool csr, const Input& x, const Input& y, i64 n, Array P, Array fsrc, Array fdst) {
     const char* who = "graph_forest";
     const g::Graph gr = as_graph(csr, x, y, n, who);
-    if (!is<i64>(fsrc) || !is<i64>(fdst) || i64(fsrc.size()) < n - 1 ||
+    if (!is_flat<i64>(fsrc) || !is_flat<i64>(fdst) || i64(fsrc.size()) < n - 1 ||
         i64(fdst.size()) < n - 1)
         throw std::invalid_argument("graph_forest: fsrc and fdst must be int64 of n - 1 entries");
     i64* fs = static_cast<i64*>(fsrc.data());
@@ -196,7 +197,7 @@ i64 incremental_batch(Array P, i64 n, std::optional<Input> kinds, int only, cons
                       const Input& dst, int rule, int comp, int qcomp, std::optional<Array> FS,
                       std::optional<Array> FD, std::optional<Array> out) {
     const char* who = "incremental_batch";
-    if (!is<i64>(P) || i64(P.size()) < n || n < 0)
+    if (!is_flat<i64>(P) || i64(P.size()) < n || n < 0)
         throw std::invalid_argument("incremental_batch: P must be int64 with n entries or more");
     const i64* s = int64s(src, who, "src");
     const i64* d = int64s(dst, who, "dst");
@@ -204,7 +205,7 @@ i64 incremental_batch(Array P, i64 n, std::optional<Input> kinds, int only, cons
     if (i64(dst.size()) != m) throw std::invalid_argument("incremental_batch: src and dst differ");
     const std::uint8_t* kd = nullptr;
     if (kinds) {
-        if (!is<std::uint8_t>(*kinds) || i64(kinds->size()) != m)
+        if (!is_flat<std::uint8_t>(*kinds) || i64(kinds->size()) != m)
             throw std::invalid_argument(
                 "incremental_batch: kinds must be uint8, one per operation");
         kd = static_cast<const std::uint8_t*>(kinds->data());
@@ -213,7 +214,7 @@ i64 incremental_batch(Array P, i64 n, std::optional<Input> kinds, int only, cons
         throw std::invalid_argument("incremental_batch: rule, comp, qcomp must be in 0..4");
     i64 *fs = nullptr, *fd = nullptr;
     if (FS || FD) {
-        if (!FS || !FD || !is<i64>(*FS) || !is<i64>(*FD) || i64(FS->size()) < n ||
+        if (!FS || !FD || !is_flat<i64>(*FS) || !is_flat<i64>(*FD) || i64(FS->size()) < n ||
             i64(FD->size()) < n)
             throw std::invalid_argument("incremental_batch: FS and FD must be int64 of n entries");
         fs = static_cast<i64*>(FS->data());
@@ -221,7 +222,7 @@ i64 incremental_batch(Array P, i64 n, std::optional<Input> kinds, int only, cons
     }
     bool* o = nullptr;
     if (out) {
-        if (!is<bool>(*out) || i64(out->size()) != m)
+        if (!is_flat<bool>(*out) || i64(out->size()) != m)
             throw std::invalid_argument("incremental_batch: out must be bool, one per operation");
         o = static_cast<bool*>(out->data());
     } else if (kd || only != 0) {
