@@ -16,6 +16,7 @@
 #   TESTS="tests/test_methods.py ..."  limits the tests step (default: tests)
 #   CAP=60                             seconds per call before hawick stops a method
 #   SOAK_SECONDS=120 SOAK_SEED=<date>  the randomized run against references (tests/soak.py)
+#   MEASURE_ARGS="--quick"               more measure_bench.py arguments
 #   GAP_CASES="blobs,spiral"           cases for the gap step (floor_gap.py, needs ncu)
 #   PHASES_ARGS="--only blobs"        arguments for benchmarks/phases.py
 #   BEFORE=baseline ROUNDS=3           compare: the tree to compare the working tree with
@@ -73,8 +74,9 @@ for step in $steps; do
         --rounds "${ROUNDS:-3}" --out "$OUT/compare" 2>&1 | tee "$OUT/compare.log" | tail -24
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     measure)
-      python3 benchmarks/measure_bench.py --out "$OUT/measure" 2>&1 | tee "$OUT/measure.log" | tail -12
-      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+      python3 benchmarks/measure_bench.py --out "$OUT/measure" ${MEASURE_ARGS:-} > "$OUT/measure.log" 2>&1 \
+        || { status=1; tail -20 "$OUT/measure.log"; }
+      cat "$OUT"/measure/*.md 2>/dev/null ;;
     quick)
       python3 benchmarks/bench.py --quick --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -40
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;

@@ -109,6 +109,17 @@ def cases(quick):
     ]
 
 
+def _fused(x, kw):
+    """Whether ``label(x, return_statistics=True, **kw)`` fills its table in
+    the label pass (meshccl/_gpu/chains.py, fused_statistics)."""
+    from meshccl import _validate
+    from meshccl._gpu import chains
+
+    prob = _validate.prepare(x, kw.get("background"), kw.get("connectivity"), None,
+                             return_statistics=True)
+    return "yes" if chains.fused_statistics(chains.select(prob), prob) else "no"
+
+
 def gpu_time(fn, runs=10):
     import cupy
 
@@ -403,6 +414,18 @@ def main(argv=None):
         labels, n = meshccl.label(x, return_num=True, **kw)
         row = {"case": name, "cells": int(labels.size)}
         row["label ms"] = gpu_time(lambda: meshccl.label(x, **kw)) * 1e3
+        row["fused"] = row["label + statistics ms"] = row["label, statistics ms"] = None
+        if change is None:  # statistics while labelling against label, then statistics
+            fl, fs = meshccl.label(x, return_statistics=True, **kw)
+            want = meshccl.measure.statistics(fl)
+            for key in want:
+                assert cupy.array_equal(fs[key], want[key], equal_nan=True), (name, key)
+            del fl, fs, want
+            row["fused"] = _fused(x, kw)
+            row["label, statistics ms"] = gpu_time(
+                lambda: meshccl.measure.statistics(meshccl.label(x, **kw))) * 1e3
+            row["label + statistics ms"] = gpu_time(
+                lambda: meshccl.label(x, return_statistics=True, **kw)) * 1e3
         if change == "gaps":
             labels = labels * 5
         n = int(labels.max())
@@ -467,14 +490,22 @@ def main(argv=None):
     machine = {"gpu": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
                "cupy": cupy.__version__, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "cucim": None if cucim_table else cucim_why, "cc3d": None if cc3d else cc3d_why}
+    for r in rows:
+        r["label + statistics / label"] = (r["label + statistics ms"] / r["label ms"]
+                                          if r["label + statistics ms"] else None)
     cols = ["case", "labels", "label ms", "statistics ms", "statistics / label",
+            "label, statistics ms", "label + statistics ms", "fused",
+            "label + statistics / label",
             "with intensity ms", "with intensity / label", "bincount ms", "cuCIM ms",
             "× cuCIM", "cupyx sum_labels ms", "cc3d ms"]
     fmt = lambda v: "n/a" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
     lines = [f"{machine['gpu']}, CuPy {machine['cupy']}, {machine['date']}. Counts, bounding "
              "boxes and centroids of the labels of `meshccl.label` ('statistics'; 'with "
              "intensity': also the statistics of a float32 image; cuCIM: regionprops_table "
-             "with label, area, bbox, centroid; cupyx: counts only; cc3d: on the CPU). Median "
+             "with label, area, bbox, centroid; cupyx: counts only; cc3d: on the CPU). "
+             "'label, statistics': `statistics(label(x))`, two calls; 'label + statistics': "
+             "`label(x, return_statistics=True)`, one call ('fused': the label pass fills the "
+             "table, else the labels are measured after the chain). Median "
              "ms; the ratios are to the `label` call that made the labels.", "",
              "| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
     lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows]

@@ -135,6 +135,11 @@ RUNS_LABEL_ROWS = {4: 1, 8: 1}
 #: Cells per lane of meshccl_label_runs, by label bytes (4 or 8 for int32,
 #: 4 for int64; docs/decisions.md: "label pass lanes").
 RUNS_LABEL_CELLS = {4: 8, 8: 4}
+#: Blocks per multiprocessor of the statistics form of the run label pass
+#: (label(..., return_statistics=True)): the grid steps over the rows, so
+#: each block's shared-memory table gathers many rows before it adds them
+#: to the global one.
+STATS_PASS_BLOCKS_PER_SM = 8
 #: Slots per 32 x 32 tile for the piece roots of its run starts (plain 2-D
 #: images; 0: none): tiles with few run starts keep them in consecutive
 #: words rather than scattered over the labels array (docs/decisions.md:

@@ -57,6 +57,7 @@ class Problem:
     no_left: bool = False   # the last squeezed axis is not labelled along
     first: bool = False     # numbering='first-cell' (else 'raster': 1..N)
     counts: bool = False    # return_counts: cells per label too
+    statistics: bool = False  # return_statistics: measure.statistics of the labels too
     method: str = "auto"    # one of METHODS
     max_iterations: object = None  # the iterative methods' cap on passes (None: none)
     # an explicit half neighbourhood on the squeezed shape (a structure of
@@ -298,7 +299,8 @@ def request(numbering="raster", return_counts=False, method="auto", max_iteratio
 
 def prepare(label_image, background, connectivity, dtype, periodic=False, mask=None,
             tolerance=None, bonds=None, axes=None, numbering="raster", return_counts=False,
-            method="auto", max_iterations=None, offsets=None) -> Problem:
+            method="auto", max_iterations=None, offsets=None,
+            return_statistics=False) -> Problem:
     """Check every argument of :func:`meshccl.label` that describes the
     problem and make the :class:`Problem` both backends take.
 
@@ -311,6 +313,10 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         raise ValueError("offsets cannot be combined with axes, bonds or periodic")
     first, counts, method, max_iterations = request(numbering, return_counts, method,
                                                     max_iterations)
+    statistics = _truth(return_statistics, "return_statistics")
+    if statistics and first:
+        raise ValueError("return_statistics needs numbering='raster' (the table is indexed by "
+                         "the labels 1..N), got numbering='first-cell'")
     raster = not first
     xp, x = array_module(label_image)
     dt = x.dtype
@@ -420,7 +426,7 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         values = xp.ascontiguousarray(values).reshape(-1)
     prob = Problem(xp, values, squeezed, tuple(x.shape), conn_sq, has_bg, bgkey, work,
                    out_dtype, swapped, first=first, counts=counts, method=method,
-                   max_iterations=max_iterations)
+                   max_iterations=max_iterations, statistics=statistics)
     if size > 0 and ndim > 0 and batched:
         prob.label_axes = sq_axes
         prob.no_left = not (sq_axes >> (len(squeezed) - 1)) & 1

@@ -88,7 +88,7 @@ def _backend_for(xp, device, method):
 def label(label_image, background=None, return_num=False, connectivity=None, *,
           dtype=None, method="auto", device="auto", periodic=False, mask=None,
           tolerance=None, bonds=None, axes=None, return_counts=False, return_info=False,
-          cpu_threads=1, max_iterations=None, numbering="raster"):
+          cpu_threads=1, max_iterations=None, numbering="raster", return_statistics=False):
     r"""Label connected regions of equal value, exactly like ``skimage.measure.label``.
 
     Two cells are connected when they are neighbours and have the same value.
@@ -213,6 +213,18 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         does (the two together wait once), and repeated calls take a launch
         plan as calls without counts do; the plan keeps a table of 8 bytes
         a cell.  Any value is read for its truth.
+    return_statistics : bool, optional
+        Also return the labels' statistics: the dict of
+        :func:`meshccl.measure.statistics` (``voxel_counts``,
+        ``bounding_boxes`` in cc3d's layout, ``centroids``; row 0 the
+        background), periodic along the labelled axes that wrap.  On the GPU
+        the run chains (1-D and 2-D images and stacks of them, 3-D images of
+        one-byte cells, with or without a mask, bonds or tolerance in 2-D)
+        fill the table in the pass that writes the labels, so the labels are
+        not read again (what that saves: ``docs/measure.md``, "Statistics
+        while labelling"); periodic axes, the other chains and the CPU
+        measure the labels after labelling them.  Not with
+        ``numbering='first-cell'``.  The call waits for the device once.
     return_info : bool, optional
         Also return a dict: ``method``, ``backend``, ``iterations`` (passes,
         counting the last one, which changes nothing; 1 for the one-pass
@@ -242,9 +254,13 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     counts : ndarray, optional
         Cells per label, int64, length ``num + 1`` (row 0: the background),
         if ``return_counts``; on the labels' device.
+    statistics : dict, optional
+        If ``return_statistics``: as :func:`meshccl.measure.statistics`
+        gives them for ``labels``, on the labels' device.
     info : dict, optional
         If ``return_info``.  The results come in this order: ``labels``,
-        then those asked for of ``num``, ``counts``, ``info``.
+        then those asked for of ``num``, ``counts``, ``statistics``,
+        ``info``.
 
     Raises
     ------
@@ -317,7 +333,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             and device == "auto" and return_info is False and max_iterations is None
             and type(cpu_threads) is int and cpu_threads == 1
             and (return_num is False or return_num is True)
-            and (return_counts is False or return_counts is True)):
+            and (return_counts is False or return_counts is True)
+            and return_statistics is False):
         # repeated calls on same-shaped CuPy arrays: a cached launch plan
         # (_gpu/plan.py), first and with no other checks: the other arguments
         # are their defaults, and every microsecond here comes before the
@@ -330,7 +347,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
     args = dict(dtype=dtype, method=method, device=device, periodic=periodic, mask=mask,
                 tolerance=tolerance, bonds=bonds, axes=axes, return_counts=return_counts,
                 return_info=return_info, cpu_threads=cpu_threads,
-                max_iterations=max_iterations, numbering=numbering)
+                max_iterations=max_iterations, numbering=numbering,
+                return_statistics=return_statistics)
     foreign = _interop.unwrap(label_image, "label_image")
     if foreign is not None:  # a PyTorch / JAX / DLPack array: its NumPy or CuPy view, and back
         array, back = foreign
@@ -349,24 +367,47 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             label_image, background, connectivity, dtype, periodic=periodic,
             mask=_interop.as_array(mask, "mask"), tolerance=tolerance,
             bonds=_interop.as_array(bonds, "bonds"), axes=axes, numbering=numbering,
-            return_counts=return_counts, method=method, max_iterations=max_iterations)
+            return_counts=return_counts, method=method, max_iterations=max_iterations,
+            return_statistics=return_statistics)
     backend = _backend_for(prob.xp, device, prob.method)
     info = {"method": "unionfind" if method == "auto" else method, "backend": backend,
             "iterations": 0, "seconds": {"prepare": time.perf_counter() - t0}}
     if prob.size == 0:
         info["seconds"]["label"] = 0.0
         counts = prob.xp.zeros(1, dtype=np.int64) if prob.counts else None
-        return _result(prob.xp.zeros(prob.out_shape, dtype=prob.out_dtype), 0, info,
-                       return_num, return_info, counts)
+        labels = prob.xp.zeros(prob.out_shape, dtype=prob.out_dtype)
+        stats = _statistics(labels, None, periodic, axes, cpu_threads) if prob.statistics \
+            else None
+        return _result(labels, 0, info, return_num, return_info, counts, stats)
+    table = None
     if backend.startswith("cpu"):
         labels, count, counts = _label_cpu(prob, backend, cpu_threads, info)
     else:
-        labels, count, counts = _label_gpu(prob, backend, return_info, info)
+        labels, count, counts, table = _label_gpu(prob, backend, return_info, info)
     labels, count = _to_dtype(labels, count, prob.out_dtype, return_num)
     if prob.swapped:
         a, b, c = prob.out_shape
         labels = prob.xp.ascontiguousarray(labels.reshape(c, b, a).swapaxes(0, 2))
-    return _result(labels.reshape(prob.out_shape), count, info, return_num, return_info, counts)
+    labels = labels.reshape(prob.out_shape)
+    stats = _statistics(labels, table, periodic, axes, cpu_threads) if prob.statistics \
+        else None
+    return _result(labels, count, info, return_num, return_info, counts, stats)
+
+
+def _statistics(labels, table, periodic, axes, cpu_threads):
+    """``return_statistics``'s dict: from the table the GPU's label pass
+    filled (``table``), or by :func:`meshccl.measure.statistics` on the
+    labels (every other chain, and the CPU), periodic along the labelled
+    axes that wrap."""
+    from . import measure
+
+    if table is None:
+        ndim = labels.ndim
+        along = _validate._axes(axes, ndim)
+        per = tuple(p and k in along for k, p in enumerate(_validate._periodic(periodic, ndim)))
+        return measure.statistics(labels, periodic=per, cpu_threads=cpu_threads)
+    return {"voxel_counts": table["count"], "bounding_boxes": table["box"],
+            "centroids": table["centroid"]}
 
 
 def _label_cpu(prob, backend, cpu_threads, info):
@@ -413,6 +454,10 @@ def _label_gpu(prob, backend, return_info, info):
                 bonds=None if prob.bonds is None else cupy.asarray(prob.bonds))
         P = cupy.empty(prob.size, dtype=prob.work_dtype)
         result = chains.label(prob, P, timer)
+        # (a host copy of the table for NumPy input, as of the labels)
+        table = result.statistics
+        if table is not None and backend != "gpu":
+            table = {k: table[k].get() for k in ("count", "box", "centroid")}
     info["iterations"] = result.iterations
     if return_info:
         info["seconds"].update(timer.seconds())
@@ -421,17 +466,19 @@ def _label_gpu(prob, backend, return_info, info):
                               "extra_bytes": memory.peak - P.nbytes}
     count, counts = result.count, result.counts
     if backend == "gpu":
-        return P, count, counts
-    return P.get(), int(count), None if counts is None else counts.get()
+        return P, count, counts, table
+    return P.get(), int(count), None if counts is None else counts.get(), table
 
 
-def _result(labels, count, info, return_num, return_info, counts=None):
-    """(labels, [num], [counts], [info]): those asked for, in this order."""
+def _result(labels, count, info, return_num, return_info, counts=None, stats=None):
+    """(labels, [num], [counts], [statistics], [info]): those asked for, in this order."""
     out = (labels,)
     if return_num:
         out += (int(count),)
     if counts is not None:
         out += (counts,)
+    if stats is not None:
+        out += (stats,)
     if return_info:
         out += (info,)
     return out if len(out) > 1 else labels

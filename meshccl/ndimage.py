@@ -274,5 +274,5 @@ def _label_offsets(xp, foreground, offsets, work):
     if xp is np:
         labels, n, _ = labelling._label_cpu(prob, "cpu", 1, info)
     else:
-        labels, n, _ = labelling._label_gpu(prob, "gpu", False, info)
+        labels, n, _, _ = labelling._label_gpu(prob, "gpu", False, info)
     return labels.reshape(foreground.shape).astype(work, copy=False), int(n)

@@ -188,7 +188,8 @@ def slots_threshold(shape, connectivity) -> int:
 
 
 def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buffers=None,
-            slot_tiles=True, report=None, counts=None, first=False, image_rows=None):
+            slot_tiles=True, report=None, counts=None, first=False, image_rows=None,
+            stats=None):
     """The launches of the plain path for arrays of one shape and dtype, as
     ``[(name, launch), ...]`` where ``launch(values, P)`` runs one kernel on
     flat CuPy ``values`` and int32/int64 output ``P`` of ``n`` cells; the
@@ -212,7 +213,9 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     ``label(..., numbering='first-cell')``): the ``_first`` forms of the
     piece and cell label kernels; not with ``counts``.  ``image_rows``: a
     2-D ``shape`` is a stack of images of so many rows (:func:`stack_view`),
-    None: one image.
+    None: one image.  ``stats``: a :class:`.measure.LabelPassTable`: the
+    run label pass takes its ``_stats`` form, which fills that table (run
+    chains only; not with ``counts`` or ``first``).
     """
     index_dtype = np.dtype(index_dtype)
     d = _dims(tuple(int(s) for s in shape))[0]
@@ -221,7 +224,9 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
         raise ValueError(f"image_rows needs a 2-D shape, got {tuple(shape)}")
     if uses_runs(shape, value_dtype):
         return _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                             slot_tiles, report, counts, first, image_rows)
+                             slot_tiles, report, counts, first, image_rows, stats)
+    if stats is not None:
+        raise ValueError("the statistics label pass is a run chain's")
     return _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
                             counts, first)
 
@@ -240,6 +245,23 @@ def _counted(counts, first=False):
     if counts is not None and first:
         raise ValueError("first-cell labels are not counted (counts need 1..N)")
     return ("_counted", (counts,)) if counts is not None else ("_first" if first else "", ())
+
+
+def _run_label_pass(i, rows, per_lane, sl, rw, tail, counts, first, stats):
+    """The run label pass (meshccl_label_runs and its forms) over ``rw``
+    tile rows, its arguments after the labels ``tail``."""
+    if stats is not None:
+        if counts is not None or first:
+            raise ValueError("the statistics label pass numbers 1..N and counts by itself")
+        k, = kernels("number_pieces.cu", f"meshccl_label_runs_stats<{i}, {rows}, {per_lane}, {sl}>")
+        threads = (32 // per_lane) * -(-rw // rows)
+        return Launch(k, stats.grid(threads), (BLOCK,), (LABELS,) + tail + (stats.desc,),
+                      shared_mem=stats.shared)
+    form, count_arg = _counted(counts, first)
+    form = "" if first else form  # (the run label pass copies the piece roots' labels)
+    k, = kernels("number_pieces.cu", f"meshccl_label_runs{form}<{i}, {rows}, {per_lane}, {sl}>")
+    grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
+    return Launch(k, grid, (BLOCK,), (LABELS,) + tail + count_arg)
 
 
 def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
@@ -331,7 +353,7 @@ def _pieces_path(index_dtype, n, buffers, cells, runs, wpt=1, first=False, count
 
 
 def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers, slot_tiles,
-                  report, counts=None, first=False, image_rows=None):
+                  report, counts=None, first=False, image_rows=None, stats=None):
     """:func:`program` through the run-based tile kernels: runs2d.cu (1-D and
     2-D, ``image_rows`` rows per image of a stack) or runs3d.cu with its
     z-face and seam kernels (3-D), then the pieces numbering with
@@ -344,10 +366,6 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     slots = _tuning.RUNS_2D_SLOTS if d == 2 else 0
     # every kernel of the chain with slots or every one without (3-D: none)
     sl = "true" if (slots and slot_tiles) else "false"
-    form, count_arg = _counted(counts, first)
-    form = "" if first else form  # (the run label pass copies the piece roots' labels)
-    label_k, = kernels("number_pieces.cu",
-                       f"meshccl_label_runs{form}<{i}, {rows}, {per_lane}, {sl}>")
     need = -(-nx // 32) * -(-ny // 32) * slots  # (buffers made under another slot count)
     if (buffers is None or len(buffers) < (7 if sl == "true" else 5)
             or (sl == "true" and buffers[5].size < need)):
@@ -408,8 +426,9 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
         border_args = ((-(-ntx // nst), nty, -(-nz // walk)), (64 * nst,),
                        (H, S) + dims + (I(walk),))
         zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
-    label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)  # 32 / per_lane lanes a group
-    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words)) + read + count_arg
+    label_pass = _run_label_pass(i, rows, per_lane, sl, rw,
+                                 (F, S, A, I(rw // ntx), I(nx), I(words)) + read, counts, first,
+                                 stats)
     faces = [("border", Launch(border, border_args[0], border_args[1],
                                (VALUES, LABELS) + border_args[2], early=False))]
     if zface_args is not None and zface_args[0][2] > 0:  # a brick below another
@@ -418,8 +437,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     return _cleared(bits, aligned) + [
         ("tile", Launch(tile, tile_args[0], tile_args[1], (VALUES, LABELS) + tile_args[2],
                         shared_mem=tile_shared)),
-    ] + faces + _pieces_path(index_dtype, n, buffers,
-                             Launch(label_k, label_grid, (BLOCK,), (LABELS,) + label_tail), True,
+    ] + faces + _pieces_path(index_dtype, n, buffers, label_pass, True,
                              _tuning.PIECE_WORDS if sl == "true" else 1, first, counts)
 
 
@@ -482,7 +500,7 @@ def _bond_planes(ndim, c, bond_rows):
 
 def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, *,
                     periodic=0, mask=False, bonds=False, bond_rows=None, tolerance=None,
-                    buffers=None, first=False, counts=None, image_rows=None):
+                    buffers=None, first=False, counts=None, image_rows=None, stats=None):
     """The launches of the lattice form of the 2-D chain, as :func:`program`
     gives them, with the placeholders :data:`.launch.MASK` and
     :data:`.launch.BONDS` where the call's mask and bonds go (``mask`` /
@@ -490,8 +508,8 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     chain takes it).  ``has_bg`` and ``bgkey``: with a tolerance, as
     the validation gives them (``Problem.bgkey``: keys in the joining
     rule's type).  ``periodic``: bit k, axis k of ``shape`` wraps.
-    ``first``: first-cell labels, ``counts``: a count table, and
-    ``image_rows`` (a stack of images, 2-D ``shape``; bit 0 of ``periodic``
+    ``first``: first-cell labels, ``counts``: a count table, ``stats``
+    (1-D and 2-D) a statistics table, and ``image_rows`` (a stack of images, 2-D ``shape``; bit 0 of ``periodic``
     then wraps each image's rows), as in
     :func:`program`.
 
@@ -505,6 +523,8 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     if image_rows is not None and ndim != 2:
         raise ValueError(f"image_rows needs a 2-D shape, got {tuple(shape)}")
     if ndim == 3:
+        if stats is not None:
+            raise ValueError("the statistics label pass is a run chain's")
         return _lattice_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
                            periodic, mask, bonds, bond_rows, tolerance, buffers, first, counts)
     _, _, ny, nx = _dims(tuple(int(s) for s in shape))
@@ -542,14 +562,11 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
                             early=False))] if (wrap_y or wrap_x) else []
     if plain:
         prog = _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                             False, None, counts, first, image_rows=image_rows)
+                             False, None, counts, first, image_rows=image_rows, stats=stats)
         at = [name for name, _ in prog].index("border") + 1
         return prog[:at] + wrap + prog[at:]
     rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]
     per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
-    form, count_arg = _counted(counts, first)
-    label_k, = kernels("number_pieces.cu",
-                       f"meshccl_label_runs{'' if first else form}<{i}, {rows}, {per_lane}, false>")
     ntx, nty = -(-nx // 32), -(-ny // 32)
     aligned = nx % 32 == 0
     nw = RUNS_2D_WARPS
@@ -561,11 +578,10 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
                           (VALUES, LABELS, H, S, I(ny), I(nx), img) + key + (np.int32(nw),)
                           + features, early=False)),
     ] + wrap
-    label_grid = (-(-(32 // per_lane) * -(-rw // rows) // BLOCK),)
-    label_tail = (F, S, A, I(rw // ntx), I(nx), I(words), null, null, np.int32(0)) + count_arg
-    return prog + _pieces_path(index_dtype, n, buffers,
-                               Launch(label_k, label_grid, (BLOCK,), (LABELS,) + label_tail),
-                               True, 1, first, counts)
+    label_pass = _run_label_pass(i, rows, per_lane, "false", rw,
+                                 (F, S, A, I(rw // ntx), I(nx), I(words), null, null,
+                                  np.int32(0)), counts, first, stats)
+    return prog + _pieces_path(index_dtype, n, buffers, label_pass, True, 1, first, counts)
 
 
 def _lattice_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, periodic,

@@ -255,3 +255,94 @@ def coords(labels, count, present):
     for i, lab in enumerate(present.get().tolist()):
         out[i] = cells[starts[lab]:starts[lab + 1]]
     return out
+
+
+#: axes before the last that the statistics label pass handles (RunStats::LEAD)
+PASS_LEAD = 3
+#: slots of the statistics label pass's table per block (a power of two)
+PASS_SLOTS = 256
+
+
+class LabelPassTable:
+    """The table that the statistics form of the run label pass
+    (``meshccl_label_runs_stats``, number_pieces.cu) fills while it writes
+    the labels: counts, boxes and coordinate sums of every label, then
+    finished as :func:`table` finishes them.
+
+    ``shape``: the labels' shape as the caller gets them (at most
+    ``PASS_LEAD + 1`` axes; :func:`fits` says).  The chain's launch reads
+    the table's addresses from ``desc`` (eight-byte words, RunStats), so it
+    can be built before N is known: :meth:`start` makes the table of N + 1
+    rows and fills ``desc``; :meth:`finish` gives the finished columns.
+    """
+
+    def __init__(self, shape):
+        import cupy
+
+        self.shape = tuple(int(s) for s in shape)
+        self.kdim = len(self.shape)
+        self.n = int(np.prod(self.shape, dtype=np.int64))
+        self.device = cupy.cuda.Device().id
+        # (the slots' coordinates are 32-bit; their counts too: a block's
+        # cells stay below 2**31, see grid)
+        self.slots = 0 if any(s >= 2**32 for s in self.shape) else PASS_SLOTS
+        self.shared = slot_bytes(self.slots, self.kdim, False) if self.slots else 0
+        self.desc = cupy.zeros(5 + 2 * PASS_LEAD, dtype=cupy.uint64)
+        self.arrays = None
+
+    @staticmethod
+    def fits(shape) -> bool:
+        return 1 <= len(shape) <= PASS_LEAD + 1
+
+    def grid(self, threads: int) -> tuple:
+        """Blocks of the pass for ``threads`` threads of the one-launch form:
+        a few per multiprocessor, which step over the rows (each block's
+        table then gathers many rows before it reaches the global table),
+        and enough that a block's cells stay below 2**31."""
+        from .. import _tuning
+
+        blocks = min(-(-threads // BLOCK),
+                     _tuning.STATS_PASS_BLOCKS_PER_SM * _multiprocessors(self.device))
+        blocks = max(blocks, -(-self.n // 2**30), 1)
+        return (blocks,)
+
+    def start(self, rows: int):
+        """The table of ``rows`` rows at its starting values, and ``desc``
+        pointing at it."""
+        import cupy
+
+        kdim = self.kdim
+        count = cupy.empty(rows, dtype=cupy.uint64)
+        box = cupy.empty((rows, 2 * kdim), dtype=cupy.uint64)
+        csum = cupy.empty((rows, kdim), dtype=cupy.uint64)
+        dummy = cupy.empty(1, dtype=cupy.uint32)
+        init, = kernels("measure.cu", f"meshccl_measure_init<{c_type(np.dtype(np.uint32))}>")
+        init(_grid(rows, BLOCK), (BLOCK,),
+             (np.int64(rows), np.int32(kdim), np.int32(BOXES | SUMS), np.int64(self.n), count,
+              dummy, box, csum, dummy, dummy, dummy, dummy, dummy))
+        rstride = [1] * PASS_LEAD
+        lead = self.shape[:-1]
+        for d in range(len(lead) - 2, -1, -1):
+            rstride[d] = rstride[d + 1] * lead[d + 1]
+        words = np.zeros(5 + 2 * PASS_LEAD, dtype=np.uint64)
+        words[:5] = (count.data.ptr, box.data.ptr, csum.data.ptr, kdim, self.slots)
+        words[5:5 + len(lead)] = rstride[:len(lead)]
+        words[5 + PASS_LEAD:5 + PASS_LEAD + len(lead)] = lead
+        self.desc.set(words)
+        self.arrays = (rows, count, box, csum)
+
+    def finish(self):
+        """The finished columns (:func:`table`'s ``count``, ``box``, ``lo``,
+        ``hi``, ``centroid``)."""
+        import cupy
+
+        rows, count, box, csum = self.arrays
+        dummy = cupy.empty(1, dtype=cupy.float64)
+        keys = cupy.empty(1, dtype=cupy.uint32)
+        finish, = kernels("measure.cu", "meshccl_measure_finish<meshccl_measure::None>")
+        finish(_grid(rows, BLOCK), (BLOCK,),
+               (np.int64(rows), np.int32(self.kdim), np.int32(BOXES | SUMS), count, box, csum,
+                dummy, dummy, keys, keys, dummy, dummy, dummy))
+        box = box.view(cupy.int64)
+        return {"count": count.view(cupy.int64), "box": box, "lo": box[:, 0::2],
+                "hi": box[:, 1::2], "centroid": csum.view(cupy.float64)}

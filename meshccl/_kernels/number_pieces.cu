@@ -37,6 +37,18 @@
 // So the forest is never flattened in a separate pass: each cell's label
 // is read once and written once.
 //
+// label(..., return_statistics=True) takes the _stats form of
+// meshccl_label_runs: the lane that resolves a run also adds its cells to
+// the per-label table of meshccl.measure (counts, boxes, coordinate sums;
+// measure.cuh): the run's cells are the foreground bits from its start to
+// the next start, so its count, ends and coordinate sum on the last axis
+// come from popcounts of that mask, and its row gives the other
+// coordinates.  Each tile row's background cells go to label 0.  A block
+// gathers its runs in one shared-memory table (Slots) and hands it to the
+// global table when half full and at the end; the grid is a fixed number
+// of blocks that step over the rows, so a label that covers the image
+// costs one global update a block.  The labels are never read again.
+//
 // label(..., numbering='first-cell') takes the _first forms of steps 3 and
 // 4 (meshccl_label_pieces_first, meshccl_label_cells_first): a root's
 // label is its own index + 1 instead of its rank (roots are first cells),
@@ -44,6 +56,7 @@
 // numberings: it copies what the piece roots hold.
 
 #include "launch.cuh"
+#include "measure.cuh"
 #include "numbering.cuh"
 #include "unionfind.cuh"
 
@@ -338,6 +351,108 @@ __device__ __forceinline__ unsigned warp_max(unsigned x) {
 #endif
 }
 
+// The table a statistics label pass fills (meshccl_label_runs_stats), as
+// the host lays it out in device memory (meshccl/_gpu/fused_stats.py):
+// eight-byte words [count, box, csum, ndim, slots, rstride[LEAD],
+// shape[LEAD]].  count: (rows) cells; box: (rows, 2 * ndim) [lo_0, hi_0,
+// ...]; csum: (rows, ndim) coordinate sums (measure.cu's global table,
+// meshccl_measure_init's starting values).  A row of the label image (all
+// axes but the last) has coordinate (row / rstride[d]) % shape[d] on axis
+// d < ndim - 1; the last axis is the image's x.
+struct RunStats {
+    static constexpr int LEAD = 3;  // axes before the last (ndim <= 4)
+    unsigned long long* count;
+    unsigned long long* box;
+    unsigned long long* csum;
+    int ndim, slots;
+    unsigned long long rstride[LEAD], shape[LEAD];
+
+    static __device__ RunStats load(const unsigned long long* __restrict__ d) {
+        RunStats s;
+        s.count = (unsigned long long*)d[0];
+        s.box = (unsigned long long*)d[1];
+        s.csum = (unsigned long long*)d[2];
+        s.ndim = (int)d[3];
+        s.slots = (int)d[4];
+#pragma unroll
+        for (int k = 0; k < LEAD; ++k) {
+            s.rstride[k] = d[5 + k];
+            s.shape[k] = d[5 + LEAD + k];
+        }
+        return s;
+    }
+
+    // The coordinates of image row `row` on the axes before the last.
+    __device__ void row_coordinates(unsigned long long row, unsigned long long* c) const {
+#pragma unroll
+        for (int d = 0; d < LEAD; ++d)
+            c[d] = d < ndim - 1 ? (row / rstride[d]) % shape[d] : 0ull;
+    }
+
+    // The cells of mask m (bits of a tile row whose first cell has x = x0)
+    // added to `label`'s row: to the block's slot, or where the label finds
+    // none within PROBES probes, to the global table.
+    __device__ void add(meshccl_measure::Slots<unsigned>& tab, unsigned long long label,
+                        const unsigned long long* c, unsigned long long x0, unsigned m) const {
+        if (!m) return;
+        const unsigned len = (unsigned)__popc(m);
+        const unsigned long long lo = x0 + (unsigned long long)(__ffs(m) - 1);
+        const unsigned long long hi = x0 + (unsigned long long)(31 - __clz(m));
+        // the bit positions' sum, one popcount per bit of the position
+        const unsigned long long bits = (unsigned long long)(
+            __popc(m & 0xaaaaaaaau) + 2 * __popc(m & 0xccccccccu) + 4 * __popc(m & 0xf0f0f0f0u)
+            + 8 * __popc(m & 0xff00ff00u) + 16 * __popc(m & 0xffff0000u));
+        const unsigned long long xsum = (unsigned long long)len * x0 + bits;
+        const int last = ndim - 1;
+        const int s = slots ? tab.find(label) : -1;
+        if (s >= 0) {
+            atomicAdd(&tab.cnt[s], len);
+#pragma unroll
+            for (int d = 0; d < LEAD; ++d)
+                if (d < last) {
+                    atomicMin(&tab.lo[d * slots + s], (unsigned)c[d]);
+                    atomicMax(&tab.hi[d * slots + s], (unsigned)c[d]);
+                    atomicAdd(&tab.csum[d * slots + s], c[d] * len);
+                }
+            atomicMin(&tab.lo[last * slots + s], (unsigned)lo);
+            atomicMax(&tab.hi[last * slots + s], (unsigned)hi);
+            atomicAdd(&tab.csum[last * slots + s], xsum);
+            return;
+        }
+        atomicAdd(&count[label], (unsigned long long)len);
+#pragma unroll
+        for (int d = 0; d < LEAD; ++d)
+            if (d < last) {
+                atomicMin(&box[label * 2 * ndim + 2 * d], c[d]);
+                atomicMax(&box[label * 2 * ndim + 2 * d + 1], c[d]);
+                atomicAdd(&csum[label * ndim + d], c[d] * len);
+            }
+        atomicMin(&box[label * 2 * ndim + 2 * last], lo);
+        atomicMax(&box[label * 2 * ndim + 2 * last + 1], hi);
+        atomicAdd(&csum[label * ndim + last], xsum);
+    }
+
+    // Every claimed slot added to the global table and set back, by all the
+    // block's threads together.
+    __device__ void hand_over(meshccl_measure::Slots<unsigned>& tab) const {
+        for (int s = threadIdx.x; s < slots; s += blockDim.x) {
+            const unsigned long long l = tab.key[s];
+            if (l == meshccl_measure::NO_LABEL) continue;
+            atomicAdd(&count[l], (unsigned long long)tab.cnt[s]);
+            for (int d = 0; d < ndim; ++d) {
+                atomicMin(&box[l * 2 * ndim + 2 * d], (unsigned long long)tab.lo[d * slots + s]);
+                atomicMax(&box[l * 2 * ndim + 2 * d + 1],
+                          (unsigned long long)tab.hi[d * slots + s]);
+                atomicAdd(&csum[l * ndim + d], tab.csum[d * slots + s]);
+            }
+            tab.reset(s, ndim, false);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) *tab.used = 0u;
+        __syncthreads();
+    }
+};
+
 // Step 4 for the run kernels (runs2d.cu, runs3d.cu), after step 3: every
 // piece root already holds its label.  32 / W lanes per tile row (word bx *
 // rows + y of the bit arrays F and S; a volume's rows count over all its
@@ -371,21 +486,22 @@ __device__ __forceinline__ unsigned warp_max(unsigned x) {
 // add_counts, through the block's table of hot labels ``block``
 // (BlockCounts); and the background cells of each tile row, by the row's
 // first lane, summed there too.
-template <typename I, int R, int W, bool SL, bool C>
+template <typename I, int R, int W, bool SL, bool C, bool ST = false>
 __device__ __forceinline__ void label_runs(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
         const unsigned short* __restrict__ O, int slots, unsigned long long* counts,
-        BlockCounts<I>* block) {
+        BlockCounts<I>* block, const long long t, const RunStats* st = nullptr,
+        meshccl_measure::Slots<unsigned>* tab_st = nullptr) {
     constexpr int V = 16 / sizeof(I), LPR = 32 / W;  // lanes per tile row
     constexpr int ROWS = 32 / LPR, STRIDE = 32 + LPR;  // (the pad spreads the rows over the banks)
     static_assert(W == 4 || W == 8, "four or eight cells a lane");
     typedef typename Vec16<I>::type VT;
     __shared__ I table[256 / 32][ROWS * STRIDE];
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31, q = lane % LPR, c0 = W * q;
     I* tab = table[threadIdx.x >> 5] + (lane / LPR) * STRIDE;  // this lane's row's
     const I ntx = (nx + 31) >> 5;
+    I yrow[R];  // (ST: each chain's image row)
     const long long groups = (long long)ntx * ny, per = (groups + R - 1) / R;
     // The group takes tile rows g0, g0 + per, ... (a warp: four consecutive
     // tile rows each time, y = g / ntx, bx = g % ntx), R chains at once.
@@ -401,6 +517,7 @@ __device__ __forceinline__ void label_runs(
         width[k] = 0;
         rowbase[k] = 0;
         slot[k] = 0;
+        yrow[k] = 0;
         // (groups past `per`, in the grid's last block, would take rows that
         // chain k + 1 of another group takes: a row must have one owner)
         if (g < groups && t / LPR < per) {
@@ -412,6 +529,7 @@ __device__ __forceinline__ void label_runs(
                 slot[k] = ((y >> 5) * ntx + bx) * (I)slots + (I)o[k];
             }
             rowbase[k] = y * nx + bx * 32;
+            yrow[k] = y;
             width[k] = (int)min((I)32, nx - bx * 32);
             const I w = rowbase[k] >> 5;
             const int sh = (int)(rowbase[k] & 31);
@@ -425,6 +543,14 @@ __device__ __forceinline__ void label_runs(
         if (C && q == 0) {  // (a row no group owns has width 0)
             const unsigned in = width[k] >= 32 ? 0xffffffffu : (1u << width[k]) - 1u;
             background += (unsigned)width[k] - (unsigned)__popc(f[k] & in);
+        }
+        unsigned long long coord[RunStats::LEAD];  // (ST: the row's other coordinates)
+        if (ST && width[k] > 0) {
+            const unsigned in = width[k] >= 32 ? 0xffffffffu : (1u << width[k]) - 1u;
+            st->row_coordinates((unsigned long long)yrow[k], coord);
+            if (q == 0 && (~f[k] & in))
+                st->add(*tab_st, 0ull, coord, (unsigned long long)(rowbase[k] - yrow[k] * nx),
+                        ~f[k] & in);
         }
         unsigned mine = s[k] & (((1u << W) - 1u) << c0);  // the run starts among this lane's cells
         const int rank0 = __popc(s[k] & ((1u << c0) - 1u));  // ... the first one's rank in the row
@@ -446,6 +572,19 @@ __device__ __forceinline__ void label_runs(
 #pragma unroll
             for (int u = 0; u < 2; ++u)
                 if (b[u] >= 0) tab[rank0 + n + u] = v[u];
+            if (ST) {
+                const unsigned in = width[k] >= 32 ? 0xffffffffu : (1u << width[k]) - 1u;
+#pragma unroll
+                for (int u = 0; u < 2; ++u)
+                    if (b[u] >= 0) {
+                        // the run's cells: from its start to before the next start
+                        const unsigned later = s[k] & ~((2u << b[u]) - 1u);
+                        const unsigned before = later ? (later & (0u - later)) - 1u : 0xffffffffu;
+                        st->add(*tab_st, (unsigned long long)v[u], coord,
+                                (unsigned long long)(rowbase[k] - yrow[k] * nx),
+                                f[k] & in & before & ~((1u << b[u]) - 1u));
+                    }
+            }
             if (C) {  // (every lane: turns is the warp's)
                 const unsigned in = width[k] >= 32 ? 0xffffffffu : (1u << width[k]) - 1u;
 #pragma unroll
@@ -498,7 +637,8 @@ __global__ void __launch_bounds__(256) meshccl_label_runs(
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
         const unsigned short* __restrict__ O, int slots) {
     meshccl::grid_entry();  // (launch.cuh)
-    label_runs<I, R, W, SL, false>(P, F, S, A, ny, nx, words, Q, O, slots, nullptr, nullptr);
+    label_runs<I, R, W, SL, false>(P, F, S, A, ny, nx, words, Q, O, slots, nullptr, nullptr,
+                                   (long long)blockIdx.x * blockDim.x + threadIdx.x);
 }
 
 // meshccl_label_runs, also counting each label's cells into counts (rows
@@ -511,7 +651,51 @@ __global__ void __launch_bounds__(256) meshccl_label_runs_counted(
     meshccl::grid_entry();  // (launch.cuh)
     __shared__ BlockCounts<I> block;
     begin_counts(&block);
-    label_runs<I, R, W, SL, true>(P, F, S, A, ny, nx, words, Q, O, slots, counts, &block);
+    label_runs<I, R, W, SL, true>(P, F, S, A, ny, nx, words, Q, O, slots, counts, &block,
+                                  (long long)blockIdx.x * blockDim.x + threadIdx.x);
+}
+
+// meshccl_label_runs, also filling meshccl.measure's table (counts, boxes,
+// coordinate sums) whose description `desc` holds (RunStats): a fixed grid
+// of blocks stepping over the lane groups, each block's runs gathered in
+// its shared-memory slots (dynamic shared memory: RunStats::slots slots,
+// measure.cuh's Slots without intensities).
+template <typename I, int R, int W, bool SL>
+__global__ void __launch_bounds__(256) meshccl_label_runs_stats(
+        I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
+        const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
+        const unsigned short* __restrict__ O, int slots,
+        const unsigned long long* __restrict__ desc) {
+    using namespace meshccl_measure;
+    meshccl::grid_entry();  // (launch.cuh)
+    extern __shared__ unsigned long long smem[];
+    const RunStats st = RunStats::load(desc);
+    Slots<unsigned> tab;
+    const int ns = (int)st.slots, nd = (int)st.ndim;
+    if (ns) {
+        tab.carve(smem, ns, nd, false);
+        for (int k = threadIdx.x; k < ns; k += blockDim.x) tab.reset(k, nd, false);
+        if (threadIdx.x == 0) *tab.used = 0u;
+    }
+    __syncthreads();
+    // the threads the one-launch form would have: 32 / W a group of R tile rows
+    const long long groups = (long long)((nx + 31) >> 5) * ny;
+    const long long threads = (groups + R - 1) / R * (32 / W);
+    for (long long base = (long long)blockIdx.x * blockDim.x; base < threads;
+         base += (long long)gridDim.x * blockDim.x) {
+        label_runs<I, R, W, SL, false, true>(P, F, S, A, ny, nx, words, Q, O, slots, nullptr,
+                                             nullptr, base + threadIdx.x, &st, &tab);
+        if (ns) {
+            __syncthreads();
+            const bool full = *tab.used * 2u > (unsigned)ns;
+            __syncthreads();
+            if (full) st.hand_over(tab);
+        }
+    }
+    if (ns) {
+        __syncthreads();
+        st.hand_over(tab);
+    }
 }
 
 // Before a counted label pass (label(..., return_counts=True)): rows 0..N
@@ -556,7 +740,10 @@ MESHCCL_PIECES(long long)
         const unsigned*, const unsigned*, I, I, I, const I*, const unsigned short*, int);        \
     template __global__ void meshccl_label_runs_counted<I, R, W, SL>(I*, const unsigned*,       \
         const unsigned*, const unsigned*, I, I, I, const I*, const unsigned short*, int,         \
-        unsigned long long*);
+        unsigned long long*);                                                                    \
+    template __global__ void meshccl_label_runs_stats<I, R, W, SL>(I*, const unsigned*,         \
+        const unsigned*, const unsigned*, I, I, I, const I*, const unsigned short*, int,         \
+        const unsigned long long*);
 #define MESHCCL_LABEL_RUNS(I, R, W) MESHCCL_LABEL_RUNS_SL(I, R, W, true)                         \
     MESHCCL_LABEL_RUNS_SL(I, R, W, false)
 MESHCCL_LABEL_RUNS(int, 1, 4)
