@@ -283,16 +283,18 @@ class LabelPassTable:
         self.kdim = len(self.shape)
         self.n = int(np.prod(self.shape, dtype=np.int64))
         self.device = cupy.cuda.Device().id
-        # (the slots' coordinates are 32-bit; their counts too: a block's
-        # cells stay below 2**31, see grid)
-        self.slots = 0 if any(s >= 2**32 for s in self.shape) else PASS_SLOTS
+        # (the slots' counts are 32-bit: a block's cells stay below 2**31,
+        # see grid)
+        self.slots = PASS_SLOTS
         self.shared = slot_bytes(self.slots, self.kdim, False) if self.slots else 0
         self.desc = cupy.zeros(5 + 2 * PASS_LEAD, dtype=cupy.uint64)
         self.arrays = None
 
     @staticmethod
     def fits(shape) -> bool:
-        return 1 <= len(shape) <= PASS_LEAD + 1
+        """At most ``PASS_LEAD + 1`` axes, each shorter than 2**32 (the
+        pass keeps coordinates in 32 bits)."""
+        return 1 <= len(shape) <= PASS_LEAD + 1 and all(s < 2**32 for s in shape)
 
     def grid(self, threads: int) -> tuple:
         """Blocks of the pass for ``threads`` threads of the one-launch form:

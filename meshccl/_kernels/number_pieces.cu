@@ -389,47 +389,82 @@ struct RunStats {
             c[d] = d < ndim - 1 ? (row / rstride[d]) % shape[d] : 0ull;
     }
 
-    // The cells of mask m (bits of a tile row whose first cell has x = x0)
-    // added to `label`'s row: to the block's slot, or where the label finds
-    // none within PROBES probes, to the global table.
-    __device__ void add(meshccl_measure::Slots<unsigned>& tab, unsigned long long label,
-                        const unsigned long long* c, unsigned long long x0, unsigned m) const {
+    // A run (or a tile row's background) a lane holds back: the cells of one
+    // label it met in a row of the image, merged with the next ones of the
+    // same label (a lane's rows are far apart, but a large component covers
+    // many of them), added to the block's table only when a run of another
+    // label comes or the pass ends.
+    struct Open {
+        unsigned long long label, sum[LEAD + 1];
+        unsigned cnt, lo[LEAD + 1], hi[LEAD + 1];
+    };
+
+    // The cells of mask m (bits of a tile row whose first cell has x = x0,
+    // on a row with coordinates c) of `label`, into the lane's open record
+    // (the record first added to the table if it holds another label).
+    __device__ void record(meshccl_measure::Slots<unsigned>& tab, Open& o,
+                           unsigned long long label, const unsigned long long* c,
+                           unsigned long long x0, unsigned m) const {
         if (!m) return;
+        if (o.cnt && o.label != label) flush(tab, o);
         const unsigned len = (unsigned)__popc(m);
-        const unsigned long long lo = x0 + (unsigned long long)(__ffs(m) - 1);
-        const unsigned long long hi = x0 + (unsigned long long)(31 - __clz(m));
+        const unsigned lo = (unsigned)x0 + (unsigned)(__ffs(m) - 1);
+        const unsigned hi = (unsigned)x0 + (unsigned)(31 - __clz(m));
         // the bit positions' sum, one popcount per bit of the position
         const unsigned long long bits = (unsigned long long)(
             __popc(m & 0xaaaaaaaau) + 2 * __popc(m & 0xccccccccu) + 4 * __popc(m & 0xf0f0f0f0u)
             + 8 * __popc(m & 0xff00ff00u) + 16 * __popc(m & 0xffff0000u));
-        const unsigned long long xsum = (unsigned long long)len * x0 + bits;
+        if (!o.cnt) {
+            o.label = label;
+#pragma unroll
+            for (int d = 0; d <= LEAD; ++d) {
+                o.lo[d] = ~0u;
+                o.hi[d] = 0u;
+                o.sum[d] = 0ull;
+            }
+        }
+        o.cnt += len;
         const int last = ndim - 1;
+#pragma unroll
+        for (int d = 0; d <= LEAD; ++d) {
+            if (d < last) {
+                o.lo[d] = min(o.lo[d], (unsigned)c[d]);
+                o.hi[d] = max(o.hi[d], (unsigned)c[d]);
+                o.sum[d] += c[d] * len;
+            } else if (d == last) {
+                o.lo[d] = min(o.lo[d], lo);
+                o.hi[d] = max(o.hi[d], hi);
+                o.sum[d] += (unsigned long long)len * x0 + bits;
+            }
+        }
+    }
+
+    // The open record added to the block's slot of its label, or where the
+    // label finds none within PROBES probes, to the global table; then empty.
+    __device__ void flush(meshccl_measure::Slots<unsigned>& tab, Open& o) const {
+        if (!o.cnt) return;
+        const unsigned long long label = o.label;
         const int s = slots ? tab.find(label) : -1;
         if (s >= 0) {
-            atomicAdd(&tab.cnt[s], len);
+            atomicAdd(&tab.cnt[s], o.cnt);
 #pragma unroll
-            for (int d = 0; d < LEAD; ++d)
-                if (d < last) {
-                    atomicMin(&tab.lo[d * slots + s], (unsigned)c[d]);
-                    atomicMax(&tab.hi[d * slots + s], (unsigned)c[d]);
-                    atomicAdd(&tab.csum[d * slots + s], c[d] * len);
+            for (int d = 0; d <= LEAD; ++d)
+                if (d < ndim) {
+                    atomicMin(&tab.lo[d * slots + s], o.lo[d]);
+                    atomicMax(&tab.hi[d * slots + s], o.hi[d]);
+                    atomicAdd(&tab.csum[d * slots + s], o.sum[d]);
                 }
-            atomicMin(&tab.lo[last * slots + s], (unsigned)lo);
-            atomicMax(&tab.hi[last * slots + s], (unsigned)hi);
-            atomicAdd(&tab.csum[last * slots + s], xsum);
-            return;
-        }
-        atomicAdd(&count[label], (unsigned long long)len);
+        } else {
+            atomicAdd(&count[label], (unsigned long long)o.cnt);
 #pragma unroll
-        for (int d = 0; d < LEAD; ++d)
-            if (d < last) {
-                atomicMin(&box[label * 2 * ndim + 2 * d], c[d]);
-                atomicMax(&box[label * 2 * ndim + 2 * d + 1], c[d]);
-                atomicAdd(&csum[label * ndim + d], c[d] * len);
-            }
-        atomicMin(&box[label * 2 * ndim + 2 * last], lo);
-        atomicMax(&box[label * 2 * ndim + 2 * last + 1], hi);
-        atomicAdd(&csum[label * ndim + last], xsum);
+            for (int d = 0; d <= LEAD; ++d)
+                if (d < ndim) {
+                    atomicMin(&box[label * 2 * ndim + 2 * d], (unsigned long long)o.lo[d]);
+                    atomicMax(&box[label * 2 * ndim + 2 * d + 1], (unsigned long long)o.hi[d]);
+                    atomicAdd(&csum[label * ndim + d], o.sum[d]);
+                }
+        }
+        o.cnt = 0u;
     }
 
     // Every claimed slot added to the global table and set back, by all the
@@ -492,7 +527,7 @@ __device__ __forceinline__ void label_runs(
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
         const unsigned short* __restrict__ O, int slots, unsigned long long* counts,
         BlockCounts<I>* block, const long long t, const RunStats* st = nullptr,
-        meshccl_measure::Slots<unsigned>* tab_st = nullptr) {
+        meshccl_measure::Slots<unsigned>* tab_st = nullptr, RunStats::Open* open = nullptr) {
     constexpr int V = 16 / sizeof(I), LPR = 32 / W;  // lanes per tile row
     constexpr int ROWS = 32 / LPR, STRIDE = 32 + LPR;  // (the pad spreads the rows over the banks)
     static_assert(W == 4 || W == 8, "four or eight cells a lane");
@@ -549,8 +584,8 @@ __device__ __forceinline__ void label_runs(
             const unsigned in = width[k] >= 32 ? 0xffffffffu : (1u << width[k]) - 1u;
             st->row_coordinates((unsigned long long)yrow[k], coord);
             if (q == 0 && (~f[k] & in))
-                st->add(*tab_st, 0ull, coord, (unsigned long long)(rowbase[k] - yrow[k] * nx),
-                        ~f[k] & in);
+                st->record(*tab_st, open[1], 0ull, coord,
+                           (unsigned long long)(rowbase[k] - yrow[k] * nx), ~f[k] & in);
         }
         unsigned mine = s[k] & (((1u << W) - 1u) << c0);  // the run starts among this lane's cells
         const int rank0 = __popc(s[k] & ((1u << c0) - 1u));  // ... the first one's rank in the row
@@ -580,9 +615,9 @@ __device__ __forceinline__ void label_runs(
                         // the run's cells: from its start to before the next start
                         const unsigned later = s[k] & ~((2u << b[u]) - 1u);
                         const unsigned before = later ? (later & (0u - later)) - 1u : 0xffffffffu;
-                        st->add(*tab_st, (unsigned long long)v[u], coord,
-                                (unsigned long long)(rowbase[k] - yrow[k] * nx),
-                                f[k] & in & before & ~((1u << b[u]) - 1u));
+                        st->record(*tab_st, open[0], (unsigned long long)v[u], coord,
+                                   (unsigned long long)(rowbase[k] - yrow[k] * nx),
+                                   f[k] & in & before & ~((1u << b[u]) - 1u));
                     }
             }
             if (C) {  // (every lane: turns is the warp's)
@@ -678,13 +713,16 @@ __global__ void __launch_bounds__(256) meshccl_label_runs_stats(
         if (threadIdx.x == 0) *tab.used = 0u;
     }
     __syncthreads();
+    // the lane's open records: its runs' and (its rows' first lanes) the background's
+    RunStats::Open open[2];
+    open[0].cnt = open[1].cnt = 0u;
     // the threads the one-launch form would have: 32 / W a group of R tile rows
     const long long groups = (long long)((nx + 31) >> 5) * ny;
     const long long threads = (groups + R - 1) / R * (32 / W);
     for (long long base = (long long)blockIdx.x * blockDim.x; base < threads;
          base += (long long)gridDim.x * blockDim.x) {
         label_runs<I, R, W, SL, false, true>(P, F, S, A, ny, nx, words, Q, O, slots, nullptr,
-                                             nullptr, base + threadIdx.x, &st, &tab);
+                                             nullptr, base + threadIdx.x, &st, &tab, open);
         if (ns) {
             __syncthreads();
             const bool full = *tab.used * 2u > (unsigned)ns;
@@ -692,6 +730,8 @@ __global__ void __launch_bounds__(256) meshccl_label_runs_stats(
             if (full) st.hand_over(tab);
         }
     }
+    st.flush(tab, open[0]);
+    st.flush(tab, open[1]);
     if (ns) {
         __syncthreads();
         st.hand_over(tab);
