@@ -453,19 +453,22 @@ def main(argv=None):
             t = cucim_table(labels, properties=props)
             present = cupy.asnumpy(t["label"])  # (cuCIM's own rows)
             # (cuCIM's rows are its labels that have cells; checked where both have them)
-            row["cuCIM rows as ours"] = bool(np.array_equal(present,
+            row["cuCIM equal"] = bool(np.array_equal(present,
                                                             np.nonzero(counts[1:])[0] + 1))
             present = np.intersect1d(present, np.nonzero(counts[1:])[0] + 1)
             t = {k: cupy.asnumpy(v)[np.isin(cupy.asnumpy(t["label"]), present)]
                  for k, v in t.items()}
-            assert np.array_equal(t["area"], counts[present]), name
+            # (cuCIM's values, where they differ from ours and NumPy's, are
+            # reported, not asserted: the table says which case)
+            agree = np.array_equal(t["area"], counts[present])
             for a in range(nd):
-                assert np.array_equal(t[f"bbox-{a}"], boxes[present, 2 * a]), name
-                assert np.array_equal(t[f"bbox-{a + nd}"], boxes[present, 2 * a + 1] + 1), name
-                assert np.allclose(t[f"centroid-{a}"], cents[present, a], atol=1e-9), name
+                agree &= np.array_equal(t[f"bbox-{a}"], boxes[present, 2 * a])
+                agree &= np.array_equal(t[f"bbox-{a + nd}"], boxes[present, 2 * a + 1] + 1)
+                agree &= np.allclose(t[f"centroid-{a}"], cents[present, a], atol=1e-9)
+            row["cuCIM equal"] = bool(row["cuCIM equal"] and agree)
             row["cuCIM ms"] = gpu_time(lambda: cucim_table(labels, properties=props), runs=3) * 1e3
         else:
-            row["cuCIM ms"] = row["cuCIM rows as ours"] = None
+            row["cuCIM ms"] = row["cuCIM equal"] = None
         if row["labels"] <= args.cupyx_max_labels:
             ones = cupy.ones(labels.shape, cupy.float32)
             index = cupy.arange(1, n + 1)

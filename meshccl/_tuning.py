@@ -138,8 +138,8 @@ RUNS_LABEL_CELLS = {4: 8, 8: 4}
 #: Blocks per multiprocessor of the statistics form of the run label pass
 #: (label(..., return_statistics=True)): the grid steps over the rows, so
 #: each block's shared-memory table gathers many rows before it adds them
-#: to the global one.
-STATS_PASS_BLOCKS_PER_SM = 8
+#: to the global one; 3 is what fits at once (__launch_bounds__(256, 3)).
+STATS_PASS_BLOCKS_PER_SM = 3
 #: Slots per 32 x 32 tile for the piece roots of its run starts (plain 2-D
 #: images; 0: none): tiles with few run starts keep them in consecutive
 #: words rather than scattered over the labels array (docs/decisions.md:

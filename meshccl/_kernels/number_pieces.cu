@@ -696,7 +696,7 @@ __global__ void __launch_bounds__(256) meshccl_label_runs_counted(
 // its shared-memory slots (dynamic shared memory: RunStats::slots slots,
 // measure.cuh's Slots without intensities).
 template <typename I, int R, int W, bool SL>
-__global__ void __launch_bounds__(256) meshccl_label_runs_stats(
+__global__ void __launch_bounds__(256, 3) meshccl_label_runs_stats(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
         const unsigned short* __restrict__ O, int slots,
