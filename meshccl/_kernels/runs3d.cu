@@ -67,11 +67,11 @@
 // Wider cells keep up to twelve more masks of their z pairs and keys of
 // three rows of the plane below in registers: at 8 planes 4 blocks (64
 // registers), at 16 planes 8-byte cells 2 (the others spilled at 40).
-template <int C, int NZ, int Bytes = 1>
+template <typename T, int C, int NZ>
 struct TileBlocks {
     enum {
-        value = Bytes > 1 ? (NZ == 8 ? 4 : (Bytes == 8 ? 2 : 48 / NZ))
-                          : NZ == 8 ? (C >= 2 ? 6 : 5) : (48 / NZ > 0 ? 48 / NZ : 1)
+        value = sizeof(T) > 1 ? (NZ == 8 ? 4 : (sizeof(T) == 8 ? 2 : 48 / NZ))
+                              : NZ == 8 ? (C >= 2 ? 6 : 5) : (48 / NZ > 0 ? 48 / NZ : 1)
     };
 };
 
@@ -318,7 +318,7 @@ __device__ __forceinline__ void tile_store(int* forest, unsigned* starts, I* __r
 // runtime argument it changed the code of the connectivity-3 kernel enough
 // to cost it 7 % (docs/decisions.md: "prefetch of piece-root sectors").
 template <typename T, typename I, int C, int NZ, int Prefetch>
-__global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ, sizeof(T)>::value)) meshccl_runs3d_tile(
+__global__ void __launch_bounds__(32 * NZ, (TileBlocks<T, C, NZ>::value)) meshccl_runs3d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I nz, I ny,
         I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int aligned) {
