@@ -1,4 +1,4 @@
-// runs3d.cu -- plain 3-D volumes of one-byte cells, runs as nodes.
+// runs3d.cu -- plain 3-D volumes of any cell type, runs as nodes.
 //
 // The 2-D kernel of runs2d.cu, a warp per 32 x 32 tile with lane r holding
 // row r as 32-bit masks, extended by one axis.  A block owns a brick of
@@ -33,8 +33,15 @@
 // - A lane's unions, up to ten masks of them, run in one loop (runs.cuh,
 //   unite_all).
 //
-// Only one-byte cells come here (meshccl/_gpu/image_plain.py); wider ones
-// take cells3d.cu's cell tiles.  Pairs that leave the brick go two ways:
+// Wider cells (2-, 4- and 8-byte integers, floats) make the same masks
+// the way runs2d.cu's wider tiles do: lane c loads column c of the tile's
+// 32 rows, one warp ballot per row and mask, and lane r keeps row r's
+// (runs3d::wide_rows for a plane's own masks, wide_z for the z masks
+// against the plane below, which z_pairs_by takes instead of words).
+// Floats are compared by their truncation as a float (WideKey): one
+// instruction and one shuffle where lattice.cuh's int64 keys need two, and
+// equal exactly where those are.  Every rule, union and store after the
+// masks is the one-byte code.  Pairs that leave the brick go two ways:
 // - its first plane against the last plane of the brick below, where the
 //   partner lies in the same 32 x 32 column of tiles: meshccl_runs3d_zface,
 //   the same z_pairs rules on a warp per brick, uniting run starts in the
