@@ -29,7 +29,7 @@ def phases(a, conn, chain, reps=10, slot_tiles=True, first=False):
     prob = _validate.prepare(a, None, conn, None,
                              numbering="first-cell" if first else "raster")
     case = chains.select(prob)
-    buffers = image_plain.scratch(a.size, prob.work_dtype, case.shape, prob.values.dtype)
+    buffers = image_plain.scratch(a.size, prob.work_dtype, case.shape)
     if chain == "general":
         case = dataclasses.replace(case, chain=chains.CHAINS["general"], shape=prob.shape,
                                    image_rows=None)

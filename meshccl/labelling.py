@@ -218,8 +218,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
         :func:`meshccl.measure.statistics` (``voxel_counts``,
         ``bounding_boxes`` in cc3d's layout, ``centroids``; row 0 the
         background), periodic along the labelled axes that wrap.  On the GPU
-        the run chains (1-D and 2-D images and stacks of them, 3-D images of
-        one-byte cells, with or without a mask, bonds or tolerance in 2-D)
+        the run chains (1-D, 2-D and 3-D images and stacks of them, with or
+        without a mask, bonds or tolerance in 1-D and 2-D)
         fill the table in the pass that writes the labels, so the labels are
         not read again (what that saves: ``docs/measure.md``, "Statistics
         while labelling"); periodic axes, the other chains and the CPU

@@ -30,7 +30,6 @@ def test_every_row_has_a_case():
         "iterative": _chain(u8, method="C"),
         "runs2d": _chain(np.zeros((7, 9), np.int64)),
         "runs3d": _chain(u8),
-        "cells3d": _chain(u8.astype(np.float32)),
         "runs2d-lattice": _chain(np.zeros((7, 9)), tolerance=0.5),
         "cells3d-lattice": _chain(u8, mask=m),
         "general": _chain(np.zeros((2, 3, 4, 5), np.uint8)),
@@ -42,11 +41,15 @@ def test_every_row_has_a_case():
 @pytest.mark.parametrize("a, kw, chain", [
     (np.zeros(10, np.uint8), {}, "runs2d"),
     (np.zeros((1, 1, 10), bool), {}, "runs2d"),                 # squeezed to 1-D
-    (np.zeros((3, 1, 4, 5), np.int16), {}, "cells3d"),           # squeezed to 3-D, 2 bytes
+    (np.zeros((3, 1, 4, 5), np.int16), {}, "runs3d"),            # squeezed to 3-D, 2 bytes
     (np.zeros((5, 6, 7), np.int8), dict(connectivity=1), "runs3d"),
-    (np.zeros((5, 6, 7), np.uint16), {}, "cells3d"),
+    (np.zeros((5, 6, 7), np.uint16), {}, "runs3d"),
+    (np.zeros((5, 6, 7), np.float32), {}, "runs3d"),
+    (np.zeros((5, 6, 7), np.float64), dict(connectivity=2), "runs3d"),
+    (np.zeros((5, 6, 7), np.int64), {}, "runs3d"),
+    (np.zeros((5, 6, 7), np.float32), dict(tolerance=0.5), "cells3d-lattice"),
     (np.zeros((5, 6, 7), np.uint8), dict(periodic=True), "runs3d"),  # + wrap3d.cu
-    (np.zeros((5, 6, 7), np.uint16), dict(periodic=(True, False, False)), "cells3d"),
+    (np.zeros((5, 6, 7), np.uint16), dict(periodic=(True, False, False)), "runs3d"),
     (np.zeros((6, 7)), dict(periodic=True), "runs2d"),                 # + runs2d wrap
     (np.zeros((6, 7), np.uint8), dict(mask=np.ones((6, 7), bool)), "runs2d-lattice"),
     (np.zeros((5, 6, 7), np.uint8), dict(tolerance=1), "cells3d-lattice"),

@@ -321,7 +321,7 @@ def test_uncounted_program_unchanged(emulated):
                       ((1000,), np.int16)):
         for index in (np.int32, np.int64):
             n = int(np.prod(shape))
-            buffers = image_plain.scratch(n, index, shape, dt)
+            buffers = image_plain.scratch(n, index, shape)
             args = (dt, index, n, shape, 1, True, dt(0), buffers)
             plain = image_plain.program(*args)
             table = image_plain.count_table(n)

@@ -24,8 +24,7 @@ chain                     serves
 ========================  ==================================================
 iterative                 ``method='A'``, 'B', 'C', 'D'
 runs2d                    1-D and 2-D arrays, equal values
-runs3d                    3-D arrays of one-byte cells, equal values
-cells3d                   3-D arrays of wider cells, equal values
+runs3d                    3-D arrays, equal values
 runs2d-lattice            1-D and 2-D arrays with a mask, bonds or tolerance
 cells3d-lattice           3-D arrays with a mask, bonds or tolerance
 general                   everything else: more than 3 axes longer than 1,
@@ -118,20 +117,15 @@ TABLE = (
                     "runs2d.cu: meshccl_runs2d_border (pairs across tile tops and strip "
                     "edges)") + _WRAP2D + _NUMBER_RUNS,
           "meshccl_label_runs_counted"),
-    Chain("runs3d", "3-D arrays of one-byte cells (bool, uint8, int8), equal values",
+    Chain("runs3d", "3-D arrays of any dtype, equal values",
           _CLEAR + ("runs3d.cu: meshccl_runs3d_tile (bricks of 32x32 cells and 8 or 16 "
-                    "planes, a warp per plane, one shared forest)",
+                    "planes, a warp per plane, one shared forest; row masks from byte-wise "
+                    "compares, or ballots for wider cells)",
                     "runs3d.cu: meshccl_runs3d_seams (pairs across the x and y faces of "
                     "brick columns)",
                     "runs3d.cu: meshccl_runs3d_zface (a brick's first plane against the "
                     "plane below)") + _WRAP3D + _NUMBER_RUNS,
           "meshccl_label_runs_counted"),
-    Chain("cells3d", "3-D arrays of wider cells, equal values",
-          _CLEAR + ("cells3d.cu: meshccl_cells3d_tile (cells as nodes, 32x8x4 tiles in "
-                    "shared memory, run ballots and skipping rules)",
-                    "cells3d.cu: meshccl_cells3d_border (pairs across tile faces)")
-          + _WRAP3D + _NUMBER_CELLS,
-          "meshccl_label_cells_counted"),
     Chain("runs2d-lattice", "1-D and 2-D arrays, and stacks of them, with a mask, bonds or "
           "a tolerance",
           _CLEAR + ("runs2d.cu: meshccl_runs2d_lattice_tile (the 2-D tile with the joining "
@@ -197,7 +191,7 @@ def select(prob) -> Case:
         elif features:
             name = "cells3d-lattice"
         else:
-            name = "runs3d" if image_plain.uses_runs(shape, prob.values.dtype) else "cells3d"
+            name = "runs3d"
         return Case(CHAINS[name], shape, image_rows, periodic, None, False)
     return Case(CHAINS["general"], prob.shape, None, prob.periodic, prob.label_axes,
                 prob.no_left)
@@ -222,12 +216,12 @@ def program(case, prob, *, buffers=None, slot_tiles=True, report=None, counts=No
     chain = case.chain.name
     view, work, n = prob.values.dtype, prob.work_dtype, prob.size
     first = prob.first
-    if chain in ("runs2d", "runs3d", "cells3d") and not case.periodic:
+    if chain in ("runs2d", "runs3d") and not case.periodic:
         return image_plain.program(view, work, n, case.shape, prob.connectivity, prob.has_bg,
                                    prob.bgkey, buffers=buffers, slot_tiles=slot_tiles,
                                    report=report, counts=counts, first=first,
                                    image_rows=case.image_rows, stats=stats)
-    if chain in ("runs2d", "runs3d", "cells3d", "runs2d-lattice", "cells3d-lattice"):
+    if chain in ("runs2d", "runs3d", "runs2d-lattice", "cells3d-lattice"):
         return image_plain.lattice_program(
             view, work, n, case.shape, prob.connectivity, prob.has_bg, prob.bgkey,
             periodic=case.periodic, mask=prob.mask is not None, bonds=prob.bonds is not None,

@@ -8,10 +8,8 @@ serves which call is decided there, in :func:`.chains.select`):
 - plain 1-D and 2-D arrays (and stacks of them): ``runs2d.cu`` tile and
   border kernels, then the numbering of ``number_pieces.cu`` (roots,
   pieces, runs);
-- plain 3-D arrays of one-byte cells: ``runs3d.cu`` tile, seams and z-face
+- plain 3-D arrays of any dtype: ``runs3d.cu`` tile, seams and z-face
   kernels, then the same numbering;
-- plain 3-D arrays of wider cells: ``cells3d.cu`` tile and border kernels,
-  then roots, cells, pieces;
 - with a mask, bonds or a tolerance, the lattice forms: ``runs2d.cu``'s
   lattice tile and border kernels (1-D, 2-D), ``cells3d.cu``'s (3-D, any
   cell type).
@@ -130,23 +128,14 @@ def _runs_words(shape) -> int:
     return -(-nx // 32) * ny * nz
 
 
-def uses_runs(shape, value_dtype) -> bool:
-    """True when the call takes a run-based tile kernel (runs2d.cu: any plain
-    1-D / 2-D image; runs3d.cu: 3-D volumes of one-byte cells) rather than
-    cells3d.cu's cell tiles."""
-    d = _dims(tuple(int(s) for s in shape))[0]
-    return d == 2 or np.dtype(value_dtype).itemsize == 1
-
-
-def scratch(n: int, index_dtype, shape=None, value_dtype=None, slots=True):
+def scratch(n: int, index_dtype, shape=None, slots=True):
     """The chain's temporary arrays: the bit arrays A and H and, after them,
     the ticket counter of meshccl_piece_roots and the tally of
     :func:`program`'s ``report`` (one buffer; both start at 0 and each call
     leaves them so), the per-word prefix sums within blocks and the block
     sums (with their scan): 3n/8 bytes for int32 labels, plus a few per
-    32768 cells.  With a ``shape`` (and ``value_dtype`` for 3-D) that the
-    run kernels take, also their bit arrays F and S (one buffer, about n/4
-    bytes), and in 2-D with ``slots`` the tiles' slots and each tile row's
+    32768 cells.  With a ``shape``, also the run kernels' bit arrays F and S
+    (one buffer, about n/4 bytes), and in 2-D with ``slots`` the tiles' slots and each tile row's
     first slot (about 0.8 bytes a cell: only a plain chain's form with slots
     reads them, :func:`program`'s ``slot_tiles``)."""
     import cupy
@@ -159,8 +148,7 @@ def scratch(n: int, index_dtype, shape=None, value_dtype=None, slots=True):
            cupy.empty(blocks, dtype=index_dtype), cupy.empty(blocks, dtype=index_dtype))
     if shape is not None:
         d, _, ny, nx = _dims(tuple(int(s) for s in shape))
-        if d == 2 or (value_dtype is not None and np.dtype(value_dtype).itemsize == 1):
-            out += (cupy.empty(2 * _runs_words(shape), dtype=cupy.uint32),)
+        out += (cupy.empty(2 * _runs_words(shape), dtype=cupy.uint32),)
         if d == 2 and slots and _tuning.RUNS_2D_SLOTS:  # the tiles' slots, each tile row's first
             ntx, nty = -(-nx // 32), -(-ny // 32)
             out += (cupy.empty(ntx * nty * _tuning.RUNS_2D_SLOTS, dtype=index_dtype),
@@ -222,13 +210,8 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     c = min(int(connectivity), d) if len(shape) > 1 else 1
     if image_rows is not None and len(shape) != 2:
         raise ValueError(f"image_rows needs a 2-D shape, got {tuple(shape)}")
-    if uses_runs(shape, value_dtype):
-        return _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                             slot_tiles, report, counts, first, image_rows, stats)
-    if stats is not None:
-        raise ValueError("the statistics label pass is a run chain's")
-    return _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                            counts, first)
+    return _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
+                         slot_tiles, report, counts, first, image_rows, stats)
 
 
 def count_table(n: int):
@@ -266,8 +249,10 @@ def _run_label_pass(i, rows, per_lane, sl, rw, tail, counts, first, stats):
 
 def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
                      counts=None, first=False, features=None, tolerance=None):
-    """:func:`program` for 3-D volumes of wider cells: cells3d.cu's tile and
-    border kernels, then the pieces numbering with meshccl_label_cells.
+    """The launches of cells3d.cu's chain: its tile and border kernels, then
+    the pieces numbering with meshccl_label_cells (the lattice form,
+    ``features``, is what the chains take; the plain form no longer serves a
+    call: runs3d.cu takes every plain volume).
     ``features``: the lattice form (any cell type), with these arguments
     after each kernel's own (:func:`_box_features`); ``tolerance``: whether
     the call has one (its value is in ``features``)."""
@@ -369,7 +354,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     need = -(-nx // 32) * -(-ny // 32) * slots  # (buffers made under another slot count)
     if (buffers is None or len(buffers) < (7 if sl == "true" else 5)
             or (sl == "true" and buffers[5].size < need)):
-        buffers = scratch(n, index_dtype, shape, value_dtype, slots=sl == "true")
+        buffers = scratch(n, index_dtype, shape, slots=sl == "true")
     bits, fs = buffers[0], buffers[4]
     words = (n + 31) // 32
     A, H = bits[:words], bits[words:2 * words]
@@ -541,7 +526,7 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     wrap_x = bool(periodic >> (ndim - 1) & 1)
     plain = not (mask or bonds or tolerance is not None)
     if buffers is None:
-        buffers = scratch(n, index_dtype, shape, value_dtype, slots=False)
+        buffers = scratch(n, index_dtype, shape, slots=False)
     bits, fs = buffers[0], buffers[4]
     words = (n + 31) // 32
     A, H = bits[:words], bits[words:2 * words]
@@ -594,10 +579,10 @@ def _lattice_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
     _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), 3)
     plain = not (mask or bonds or tolerance is not None)
-    runs = plain and uses_runs(shape, value_dtype)
+    runs = plain
     features = _box_features(value_dtype, n, c, mask, bonds, bond_rows, tolerance)
     if buffers is None:
-        buffers = scratch(n, index_dtype, shape, value_dtype, slots=False)
+        buffers = scratch(n, index_dtype, shape if plain else None, slots=False)
     if plain:
         prog = program(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers=buffers,
                        slot_tiles=False, counts=counts, first=first)

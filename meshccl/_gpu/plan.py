@@ -177,8 +177,7 @@ class Plan:
             if n <= _tuning.PLAN_GRAPH_CELLS:
                 self._try_capture()
             return
-        buffers = image_plain.scratch(n, self.work, case.shape, self.view,
-                                      slots=not self.lattice)
+        buffers = image_plain.scratch(n, self.work, case.shape, slots=not self.lattice)
         if self.lattice:
             prog = chains.program(case, prob, buffers=buffers, counts=self.table)
             self.chains = {True: (prog, _packed(prog))}

@@ -1,9 +1,10 @@
-// cells3d.cu -- plain 3-D volumes of wider cells: every cell a node.
+// cells3d.cu -- 3-D volumes with a mask, bonds or a tolerance: every cell a node.
 //
-// Volumes of one-byte cells take runs3d.cu, whose nodes are runs; volumes
-// of 2-, 4- and 8-byte integers and of floats (a Potts field, a label
-// volume relabelled by connectivity) take this file, with no mask, bonds,
-// tolerance, periodic axes or batch axes (general.cu does those).  The
+// Plain volumes of every cell type take runs3d.cu, whose nodes are runs.
+// This file's lattice form takes volumes of any cell type with a mask,
+// bonds or a tolerance; its plain form (PlainJoin, the kernels
+// meshccl_cells3d_tile and meshccl_cells3d_border) no longer serves a call
+// (docs/decisions.md: "runs in 3-D for every cell type").  The
 // geometry is fixed at compile time: the connectivity C is a template
 // argument, so the half neighbourhood is a few constant steps that the
 // compiler unrolls, and a tile's position comes straight from the block's

@@ -376,19 +376,26 @@ struct ZPairs {
     static constexpr int N = C >= 2 ? 10 : 1;
 };
 
-template <int C>
-__device__ __forceinline__ void z_pairs(const unsigned (&w)[8], unsigned mF, unsigned mE,
-                                        unsigned mV, const unsigned (&b0)[8], unsigned bF,
-                                        unsigned bV, int lane, bool binary,
-                                        unsigned (&U)[ZPairs<C>::N], int (&dyv)[ZPairs<C>::N],
-                                        int (&shift)[ZPairs<C>::N]) {
+// The rules on masks.  eqs.straight(): which cells of row r equal the cell
+// straight down (row r of plane z - 1).  For the other pairs: eqs.row(dy)
+// readies row r + dy of plane z - 1 (dy = 0, -1, +1 in that order), then
+// eqs.left(), eqs.centre(), eqs.right() say which cells of row r equal
+// that row's cell at x - 1, x and x + 1.  None of these need the partner
+// to be foreground or inside: the rules AND them with the foreground
+// masks.  binary: every foreground cell of both planes is equal to every
+// other (the same for the whole warp): eqs is not asked.  z_pairs below
+// reads one-byte words (Bytes); runs3d.cu's wider cells give masks made by
+// ballots (runs3d::WideZ).
+template <int C, typename Eqs>
+__device__ __forceinline__ void z_pairs_by(unsigned mF, unsigned mE, unsigned mV, unsigned bF,
+                                           unsigned bV, int lane, bool binary, Eqs& eqs, unsigned (&U)[ZPairs<C>::N],
+                                           int (&dyv)[ZPairs<C>::N],
+                                           int (&shift)[ZPairs<C>::N]) {
     constexpr int N = ZPairs<C>::N;
     // Straight down (Z0) first: the twin rule, and the column rule: the cell
     // above equal (mV), its own z pair (Z0 of row r - 1) and this pair's
-    // partner equal to the cell above that partner (bV).  (binary: the
-    // warp's rows of both planes are all 0 / 1 with background 0, so two
-    // foreground cells are equal; the same for the whole warp.)
-    const unsigned Z0 = mF & bF & (binary ? ~0u : eq_mask(w, b0));
+    // partner equal to the cell above that partner (bV).
+    const unsigned Z0 = mF & bF & (binary ? ~0u : eqs.straight());
     unsigned pZ = __shfl_up_sync(0xffffffffu, Z0, 1);
     if (lane == 0) pZ = 0u;
     unsigned Ul, U0, Ur;
@@ -412,11 +419,8 @@ __device__ __forceinline__ void z_pairs(const unsigned (&w)[8], unsigned mF, uns
 #pragma unroll
         for (int k = 0; k < 3; ++k) {
             const int dy = k == 0 ? 0 : (k == 1 ? -1 : 1);
-            unsigned b[8], f;
-            if (!binary) {
-#pragma unroll
-                for (int j = 0; j < 8; ++j) b[j] = dy == 0 ? b0[j] : shfl(b0[j], 1, dy < 0);
-            }
+            unsigned f;
+            if (!binary) eqs.row(dy);
             f = dy == 0 ? bF : shfl(bF, 1, dy < 0);
             const int r = lane + dy;
             if (r < 0 || r > 31) f = 0u;  // (the shuffle returned the lane's own row)
@@ -428,10 +432,10 @@ __device__ __forceinline__ void z_pairs(const unsigned (&w)[8], unsigned mF, uns
                     Zr = mF & (f >> 1) & ~Z0;
                 }
             } else {
-                if (dy != 0) Zc = mF & f & eq_mask(w, b) & ~Z0;
+                if (dy != 0) Zc = mF & f & eqs.centre() & ~Z0;
                 if (C == 3 || dy == 0) {
-                    Zl = mF & (f << 1) & eq_left(w, b) & ~Z0;
-                    Zr = mF & (f >> 1) & eq_right(w, b) & ~Z0;
+                    Zl = mF & (f << 1) & eqs.left() & ~Z0;
+                    Zr = mF & (f >> 1) & eqs.right() & ~Z0;
                 }
             }
             if (C == 3 || dy == 0)
@@ -456,6 +460,36 @@ __device__ __forceinline__ void z_pairs(const unsigned (&w)[8], unsigned mF, uns
             }
         }
     }
+}
+
+// z_pairs_by's equality masks from rows of one-byte cells: w, row r of
+// plane z, and b0, row r of plane z - 1 (rows r - 1 and r + 1 from the
+// lanes beside).
+struct Bytes {
+    const unsigned (&w)[8];
+    const unsigned (&b0)[8];
+    unsigned b[8];  // (row r + dy: left unset until row() is asked)
+    __device__ __forceinline__ Bytes(const unsigned (&w_)[8], const unsigned (&b0_)[8])
+        : w(w_), b0(b0_) {}
+    __device__ __forceinline__ void row(int dy) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) b[j] = dy == 0 ? b0[j] : shfl(b0[j], 1, dy < 0);
+    }
+    __device__ __forceinline__ unsigned straight() const { return eq_mask(w, b0); }
+    __device__ __forceinline__ unsigned left() const { return eq_left(w, b); }
+    __device__ __forceinline__ unsigned centre() const { return eq_mask(w, b); }
+    __device__ __forceinline__ unsigned right() const { return eq_right(w, b); }
+};
+
+// z_pairs_by on rows of one-byte cells (words w, b0 as in Bytes).
+template <int C>
+__device__ __forceinline__ void z_pairs(const unsigned (&w)[8], unsigned mF, unsigned mE,
+                                        unsigned mV, const unsigned (&b0)[8], unsigned bF,
+                                        unsigned bV, int lane, bool binary,
+                                        unsigned (&U)[ZPairs<C>::N], int (&dyv)[ZPairs<C>::N],
+                                        int (&shift)[ZPairs<C>::N]) {
+    Bytes eqs(w, b0);
+    z_pairs_by<C>(mF, mE, mV, bF, bV, lane, binary, eqs, U, dyv, shift);
 }
 
 // The work of a warp on its tile once its rows' masks are made (lane r: row

@@ -1,4 +1,4 @@
-// runs3d.cu -- plain 3-D volumes of one-byte cells, runs as nodes.
+// runs3d.cu -- plain 3-D volumes of any cell type, runs as nodes.
 //
 // The 2-D kernel of runs2d.cu, a warp per 32 x 32 tile with lane r holding
 // row r as 32-bit masks, extended by one axis.  A block owns a brick of
@@ -33,8 +33,15 @@
 // - A lane's unions, up to ten masks of them, run in one loop (runs.cuh,
 //   unite_all).
 //
-// Only one-byte cells come here (meshccl/_gpu/image_plain.py); wider ones
-// take cells3d.cu's cell tiles.  Pairs that leave the brick go two ways:
+// Wider cells (2-, 4- and 8-byte integers, floats) make the same masks
+// the way runs2d.cu's wider tiles do: lane c loads column c of the tile's
+// 32 rows, one warp ballot per row and mask, and lane r keeps row r's
+// (runs3d::wide_rows for a plane's own masks, wide_z for the z masks
+// against the plane below, which z_pairs_by takes instead of words).
+// Floats are compared by their truncation as a float (WideKey): one
+// instruction and one shuffle where lattice.cuh's int64 keys need two, and
+// equal exactly where those are.  Every rule, union and store after the
+// masks is the one-byte code.  Pairs that leave the brick go two ways:
 // - its first plane against the last plane of the brick below, where the
 //   partner lies in the same 32 x 32 column of tiles: meshccl_runs3d_zface,
 //   the same z_pairs rules on a warp per brick, uniting run starts in the
@@ -64,9 +71,15 @@
 // Blocks per multiprocessor the tile kernel asks for (its register budget):
 // 48 warps at 8 planes and C >= 2, 40 at C = 1 (see above); deeper bricks
 // keep 48 warps.
-template <int C, int NZ>
+// Wider cells keep up to twelve more masks of their z pairs and keys of
+// three rows of the plane below in registers: at 8 planes 4 blocks (64
+// registers), at 16 planes 8-byte cells 2 (the others spilled at 40).
+template <typename T, int C, int NZ>
 struct TileBlocks {
-    enum { value = NZ == 8 ? (C >= 2 ? 6 : 5) : (48 / NZ > 0 ? 48 / NZ : 1) };
+    enum {
+        value = sizeof(T) > 1 ? (NZ == 8 ? 4 : (sizeof(T) == 8 ? 2 : 48 / NZ))
+                              : NZ == 8 ? (C >= 2 ? 6 : 5) : (48 / NZ > 0 ? 48 / NZ : 1)
+    };
 };
 
 // The tile kernel's shared memory is dynamic: NZ planes of forest (32 rows
@@ -74,17 +87,249 @@ struct TileBlocks {
 // the host passes at launch (meshccl/_gpu/image_plain.py); 16 planes need 68 KB,
 // past the 48 KB a static array may have, and the host raises the limit.
 
+namespace meshccl {
+namespace runs3d {
+
+// Wider cells (2, 4 and 8 bytes): the keys the run masks compare.  Integers
+// as they are; floats by their truncation as a float (a double), which
+// equals another's exactly when the int64 keys of lattice.cuh (Key) are
+// equal: NaN, +-inf and values outside [-2^63, 2^63) all become -2^63, as
+// Key gives them the int64 minimum.  A 4-byte key then moves in one
+// shuffle and compares in one instruction.  bg(): the background's key
+// (Key's, an int64 for floats) as such a key; one no float truncates to
+// becomes NaN, which equals no key.
+template <typename T>
+struct WideKey {
+    typedef T K;
+    static __device__ __forceinline__ T of(T v) { return v; }
+    static __device__ __forceinline__ T bg(typename Key<T>::type b) { return (T)b; }
+};
+template <>
+struct WideKey<float> {
+    typedef float K;
+    static __device__ __forceinline__ float of(float v) {
+        return (v >= -0x1p63f && v < 0x1p63f) ? truncf(v) : -0x1p63f;
+    }
+    static __device__ __forceinline__ float bg(long long b) {
+        const float f = (float)b;
+        return (long long)f == b ? f : __int_as_float(0x7fffffff);
+    }
+};
+template <>
+struct WideKey<double> {
+    typedef double K;
+    static __device__ __forceinline__ double of(double v) {
+        return (v >= -0x1p63 && v < 0x1p63) ? trunc(v) : -0x1p63;
+    }
+    static __device__ __forceinline__ double bg(long long b) {
+        const double d = (double)b;
+        return (long long)d == b ? d : __longlong_as_double(0x7fffffffffffffffLL);
+    }
+};
+
+template <typename K>
+__device__ __forceinline__ K lane_shfl(K k, int delta, bool up) {
+    if constexpr (sizeof(K) < 4)
+        return (K)(up ? __shfl_up_sync(0xffffffffu, (unsigned)k, delta)
+                      : __shfl_down_sync(0xffffffffu, (unsigned)k, delta));
+    else
+        return up ? __shfl_up_sync(0xffffffffu, k, delta) : __shfl_down_sync(0xffffffffu, k, delta);
+}
+
+// A tile's rows of wider cells as masks, as runs2d.cu makes them: lane c
+// loads column c of the 32 rows (row r at rows + r * nx; `width` columns
+// and `height` rows inside the array, height 0: none), a warp ballot makes
+// each row's mask, and lane r keeps row r's: F (foreground), E (equal to
+// the left neighbour) and V (equal to the cell above), at C >= 2 Vl / Vr
+// (up-left / up-right).  All foreground at both ends: a cell equal to a
+// foreground cell is foreground.
+template <int C, typename T, typename I>
+__device__ __forceinline__ void wide_rows(const T* __restrict__ rows, I nx, int width,
+                                          int height, int has_bg, typename WideKey<T>::K bg,
+                                          int lane, unsigned& F, unsigned& E, unsigned& V,
+                                          unsigned& Vl, unsigned& Vr) {
+    typedef typename WideKey<T>::K K;
+    const bool col = lane < width, right_in = lane + 1 < width;
+    K pl = K(), pr = K(), pk = K();  // the row above: its keys at x - 1, x + 1, x
+    F = E = V = Vl = Vr = 0u;
+#pragma unroll
+    for (int r = 0; r < 32; ++r) {
+        const bool in = col && r < height;
+        const K k = in ? WideKey<T>::of(rows[(I)r * nx + lane]) : K();
+        const bool f = in && !(has_bg && k == bg);
+        const K kl = lane_shfl(k, 1, true);
+        const unsigned Fm = __ballot_sync(0xffffffffu, f);
+        const unsigned Em = __ballot_sync(0xffffffffu, f && lane > 0 && kl == k);
+        unsigned Vm = 0u, Vlm = 0u, Vrm = 0u;
+        if (r > 0) {
+            Vm = __ballot_sync(0xffffffffu, f && pk == k);
+            if (C >= 2) {
+                Vlm = __ballot_sync(0xffffffffu, f && lane > 0 && pl == k);
+                Vrm = __ballot_sync(0xffffffffu, f && right_in && pr == k);
+            }
+        }
+        if (lane == r) {
+            F = Fm;
+            E = Em;
+            V = Vm;
+            Vl = Vlm;
+            Vr = Vrm;
+        }
+        pk = k;
+        if (C >= 2) {
+            pl = kl;
+            pr = lane_shfl(k, 1, false);
+        }
+    }
+}
+
+// The equality masks of z_pairs_by (runs.cuh) for wider cells: lane r's
+// row of plane z against rows r - 1, r and r + 1 of plane z - 1, made by
+// wide_z; k: the row row() asked for (0: dy 0, 1: dy -1, 2: dy +1).
+template <int C>
+struct WideZ {
+    unsigned z0, l[3], c[3], r[3];
+    int k;
+    __device__ __forceinline__ void row(int dy) { k = dy == 0 ? 0 : (dy < 0 ? 1 : 2); }
+    __device__ __forceinline__ unsigned straight() const { return z0; }
+    __device__ __forceinline__ unsigned left() const { return l[k]; }
+    __device__ __forceinline__ unsigned centre() const { return c[k]; }
+    __device__ __forceinline__ unsigned right() const { return r[k]; }
+};
+
+// A tile's rows of plane z (`rows`) against those of plane z - 1
+// (`below`), both as in wide_rows: lane c loads column c of both, and lane
+// r gets WideZ's masks of row r (raw equality: no test that the partner is
+// inside or foreground, which z_pairs_by does with bF) and plane z - 1's
+// row r masks bF, bV and, with BelowE, bE (equal to the left).
+template <int C, bool BelowE, typename T, typename I>
+__device__ __forceinline__ void wide_z(const T* __restrict__ rows, const T* __restrict__ below,
+                                       I nx, int width, int height, int has_bg,
+                                       typename WideKey<T>::K bg, int lane, WideZ<C>& m,
+                                       unsigned& bF, unsigned& bV, unsigned& bE) {
+    typedef typename WideKey<T>::K K;
+    const bool col = lane < width;
+    auto key = [&](const T* base, int r) {
+        return col && r < height ? WideKey<T>::of(base[(I)r * nx + lane]) : K();
+    };
+    // plane z - 1's rows r - 1, r, r + 1 (p, c, n) and their keys at x - 1 / x + 1
+    K bp = K(), bc = K(), bn = key(below, 0);
+    K lp = K(), lc = K(), ln = lane_shfl(bn, 1, true);
+    K rp = K(), rc = K(), rn = C >= 2 ? lane_shfl(bn, 1, false) : K();
+    m.z0 = bF = bV = bE = 0u;
+#pragma unroll
+    for (int i = 0; i < 3; ++i) m.l[i] = m.c[i] = m.r[i] = 0u;
+    m.k = 0;
+#pragma unroll
+    for (int r = 0; r < 32; ++r) {
+        bp = bc; lp = lc; rp = rc;
+        bc = bn; lc = ln; rc = rn;
+        if (r < 31) {
+            bn = key(below, r + 1);
+            if (C >= 2 || BelowE) ln = lane_shfl(bn, 1, true);
+            if (C >= 2) rn = lane_shfl(bn, 1, false);
+        }
+        const K k = key(rows, r);
+        const bool fb = col && r < height && !(has_bg && bc == bg);
+        const unsigned Fm = __ballot_sync(0xffffffffu, fb);
+        const unsigned Vm = r > 0 ? __ballot_sync(0xffffffffu, fb && bp == bc) : 0u;
+        const unsigned Em = BelowE ? __ballot_sync(0xffffffffu, fb && lane > 0 && lc == bc) : 0u;
+        const unsigned Z = __ballot_sync(0xffffffffu, k == bc);
+        unsigned L0 = 0u, R0 = 0u, Cu = 0u, Cd = 0u, Lu = 0u, Ru = 0u, Ld = 0u, Rd = 0u;
+        if (C >= 2) {
+            L0 = __ballot_sync(0xffffffffu, k == lc);
+            R0 = __ballot_sync(0xffffffffu, k == rc);
+            if (r > 0) Cu = __ballot_sync(0xffffffffu, k == bp);
+            if (r < 31) Cd = __ballot_sync(0xffffffffu, k == bn);
+            if (C == 3) {
+                if (r > 0) {
+                    Lu = __ballot_sync(0xffffffffu, k == lp);
+                    Ru = __ballot_sync(0xffffffffu, k == rp);
+                }
+                if (r < 31) {
+                    Ld = __ballot_sync(0xffffffffu, k == ln);
+                    Rd = __ballot_sync(0xffffffffu, k == rn);
+                }
+            }
+        }
+        if (lane == r) {
+            bF = Fm;
+            bV = Vm;
+            bE = Em;
+            m.z0 = Z;
+            m.l[0] = L0; m.r[0] = R0;
+            m.c[1] = Cu; m.l[1] = Lu; m.r[1] = Ru;
+            m.c[2] = Cd; m.l[2] = Ld; m.r[2] = Rd;
+        }
+    }
+}
+
+// The unions of warp p's z pairs (U, dy, shift from z_pairs) in the
+// block's forest: lane r's row against rows r + dy of plane p - 1.
+template <int C>
+__device__ __forceinline__ void plane_unions(int* forest, const unsigned (*starts)[32], int p,
+                                             int lane, unsigned S_,
+                                             unsigned (&U)[meshccl::runs::ZPairs<C>::N],
+                                             const int (&dy)[meshccl::runs::ZPairs<C>::N],
+                                             const int (&shift)[meshccl::runs::ZPairs<C>::N]) {
+    constexpr int N = meshccl::runs::ZPairs<C>::N, RS = meshccl::runs::ROW_NODES, PL = 32 * RS;
+    unsigned st[N];
+    int tgt[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        const int r = lane + dy[i];
+        tgt[i] = (p - 1) * PL + r * RS;
+        st[i] = r >= 0 && r <= 31 ? starts[p - 1][r] : 0u;
+    }
+    meshccl::runs::unite_all(forest, p * PL + lane * RS, S_, U, tgt, st, shift);
+}
+
+// The tile kernel's last step, after its unions (both cell widths): the
+// piece roots of warp p's plane stored in P (runs.cuh, store_piece_roots),
+// the rows' F and S, and their piece roots in A (H zeroed where aligned).
+template <int C, int NZ, typename I>
+__device__ __forceinline__ void tile_store(int* forest, unsigned* starts, I* __restrict__ P,
+                                           unsigned* __restrict__ A, unsigned* __restrict__ H,
+                                           unsigned* __restrict__ F, unsigned* __restrict__ S,
+                                           unsigned mF, unsigned S_, I nz, I ny, I nx,
+                                           int aligned) {
+    constexpr int PL = 32 * meshccl::runs::ROW_NODES;
+    const int lane = threadIdx.x & 31, p = threadIdx.x >> 5;
+    const I bx = (I)blockIdx.x, x0 = bx * 32, y0 = (I)blockIdx.y * 32;
+    const I z0 = (I)blockIdx.z * NZ, z = z0 + p, y = y0 + lane;
+    if (z >= nz) return;  // the whole warp
+    const I plane = ny * nx, tile0 = z * plane + y0 * nx + x0;
+    const unsigned roots = meshccl::runs::store_piece_roots<C == 1 ? 128 : 1024>(
+        forest, p * PL, starts, lane, (int)min((I)32, ny - y0), P, tile0, nx,
+        z0 * plane + y0 * nx + x0, PL, plane);
+    if (y >= ny) return;
+    const I rows = nz * ny;
+    F[bx * rows + z * ny + y] = mF;
+    S[bx * rows + z * ny + y] = S_;
+    const I rowbase = (z * ny + y) * nx + x0, wi = rowbase >> 5;
+    if (aligned) {
+        A[wi] = roots;
+        H[wi] = 0u;
+    } else if (roots) {
+        const int s = (int)(rowbase & 31);
+        atomicOr(A + wi, roots << s);
+        if (s) atomicOr(A + wi + 1, roots >> (32 - s));
+    }
+}
+
+}  // namespace runs3d
+}  // namespace meshccl
+
 // Prefetch: the run starts' sectors of P are asked into L2 first (runs.cuh,
 // prefetch_run_starts; 0 off, or its mode), a template argument: as a
 // runtime argument it changed the code of the connectivity-3 kernel enough
 // to cost it 7 % (docs/decisions.md: "prefetch of piece-root sectors").
 template <typename T, typename I, int C, int NZ, int Prefetch>
-__global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_runs3d_tile(
+__global__ void __launch_bounds__(32 * NZ, (TileBlocks<T, C, NZ>::value)) meshccl_runs3d_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I nz, I ny,
         I nx, int has_bg, typename meshccl::Key<T>::type bgkey, int aligned) {
     meshccl::grid_entry();  // (launch.cuh)
-    static_assert(sizeof(T) == 1, "runs3d.cu takes one-byte cells");
     using meshccl::runs::eq_left;
     using meshccl::runs::eq_mask;
     using meshccl::runs::eq_right;
@@ -92,6 +337,44 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_r
     extern __shared__ int shared_words[];  // NZ * (32 * 33 + 32) words
     int* forest = shared_words;
     unsigned(*starts)[32] = reinterpret_cast<unsigned(*)[32]>(shared_words + NZ * PL);
+    if constexpr (sizeof(T) > 1) {
+        // Wider cells: the same masks, by ballots over columns (runs3d::
+        // wide_rows, wide_z), then the same unions.  No binary shortcut.
+        const int lane = threadIdx.x & 31, p = threadIdx.x >> 5;
+        const I x0 = (I)blockIdx.x * 32, y0 = (I)blockIdx.y * 32, z = (I)blockIdx.z * NZ + p;
+        const int width = (int)min((I)32, nx - x0);
+        const int height = z < nz ? (int)min((I)32, ny - y0) : 0;  // (0: past the volume)
+        const auto bg = meshccl::runs3d::WideKey<T>::bg(bgkey);
+        const T* rows = v + (min(z, nz - 1) * ny + y0) * nx + x0;
+        unsigned mF, mE, mV, mVl, mVr;
+        meshccl::runs3d::wide_rows<C>(rows, nx, width, height, has_bg, bg, lane, mF, mE, mV,
+                                      mVl, mVr);
+        const unsigned S_ = mF & ~mE;
+        if (Prefetch && lane < height)
+            meshccl::runs::prefetch_run_starts(P + (z * ny + y0 + lane) * nx + x0, S_, Prefetch);
+        meshccl::runs::tile_nodes(forest, p * PL, starts[p], lane, S_);
+        // plane p - 1 after this plane's nodes: the warp before loaded it
+        // just now, so it mostly comes from L1 (as the one-byte rows do)
+        meshccl::runs3d::WideZ<C> eqs;
+        unsigned bF = 0u, bV = 0u, bE = 0u;
+        if (p > 0)
+            meshccl::runs3d::wide_z<C, false>(rows, rows - ny * nx, nx, width, height, has_bg,
+                                              bg, lane, eqs, bF, bV, bE);
+        __syncthreads();
+        meshccl::runs::tile_unions<C >= 2>(forest, p * PL, starts[p], lane, S_, mE, mVl, mV,
+                                           mVr);
+        if (p > 0) {
+            constexpr int N = meshccl::runs::ZPairs<C>::N;
+            unsigned U[N];
+            int dy[N], shift[N];
+            meshccl::runs::z_pairs_by<C>(mF, mE, mV, bF, bV, lane, false, eqs, U, dy, shift);
+            meshccl::runs3d::plane_unions<C>(forest, starts, p, lane, S_, U, dy, shift);
+        }
+        __syncthreads();
+        meshccl::runs3d::tile_store<C, NZ>(forest, starts[p], P, A, H, F, S, mF, S_, nz, ny, nx,
+                                           aligned);
+        return;
+    } else {
     const int lane = threadIdx.x & 31, p = threadIdx.x >> 5;
     const I bx = (I)blockIdx.x, x0 = bx * 32, y0 = (I)blockIdx.y * 32;
     const I z0 = (I)blockIdx.z * NZ, z = z0 + p, y = y0 + lane;
@@ -149,35 +432,14 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<C, NZ>::value)) meshccl_r
         // unions in one loop (unite_all): the straight ones first, then rows
         // r, r - 1, r + 1, left / centre / right.
         constexpr int N = meshccl::runs::ZPairs<C>::N;
-        unsigned U[N], st[N];
-        int dy[N], shift[N], tgt[N];
+        unsigned U[N];
+        int dy[N], shift[N];
         meshccl::runs::z_pairs<C>(w, mF, mE, mV, b0, bF, bV, lane, binary, U, dy, shift);
-#pragma unroll
-        for (int i = 0; i < N; ++i) {
-            const int r = lane + dy[i];
-            tgt[i] = (p - 1) * PL + r * RS;
-            st[i] = r >= 0 && r <= 31 ? starts[p - 1][r] : 0u;
-        }
-        meshccl::runs::unite_all(forest, p * PL + lane * RS, S_, U, tgt, st, shift);
+        meshccl::runs3d::plane_unions<C>(forest, starts, p, lane, S_, U, dy, shift);
     }
     __syncthreads();
-    if (z >= nz) return;  // the whole warp
-    const I plane = ny * nx, tile0 = z * plane + y0 * nx + x0;
-    const unsigned roots = meshccl::runs::store_piece_roots<C == 1 ? 128 : 1024>(
-        forest, p * PL, starts[p], lane, (int)min((I)32, ny - y0), P, tile0, nx,
-        z0 * plane + y0 * nx + x0, PL, plane);
-    if (y >= ny) return;
-    const I rows = nz * ny;
-    F[bx * rows + z * ny + y] = mF;
-    S[bx * rows + z * ny + y] = S_;
-    const I rowbase = (z * ny + y) * nx + x0, wi = rowbase >> 5;
-    if (aligned) {
-        A[wi] = roots;
-        H[wi] = 0u;
-    } else if (roots) {
-        const int s = (int)(rowbase & 31);
-        atomicOr(A + wi, roots << s);
-        if (s) atomicOr(A + wi + 1, roots >> (32 - s));
+    meshccl::runs3d::tile_store<C, NZ>(forest, starts[p], P, A, H, F, S, mF, S_, nz, ny, nx,
+                                       aligned);
     }
 }
 
@@ -197,7 +459,6 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
         typename meshccl::Key<T>::type bgkey) {
     meshccl::grid_entry();  // (launch.cuh)
-    static_assert(sizeof(T) == 1, "runs3d.cu takes one-byte cells");
     using meshccl::runs::eq_left;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const I ntx = (nx + 31) >> 5, bx = (I)blockIdx.x * NW + warp;
@@ -206,6 +467,40 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
     const I y = y0 + lane;
     const int width = (int)min((I)32, nx - x0);
     const bool in = y < ny;  // (z < nz: the grid has no brick past the last)
+    constexpr int N = meshccl::runs::ZPairs<C>::N;
+    // the unions of the masks U (z_pairs), run starts of plane z - 1's
+    // rows bS, in the global forest
+    auto unite_pairs = [&](unsigned mF, unsigned mE, unsigned bS, unsigned (&U)[N],
+                           const int (&dy)[N], const int (&shift)[N]) {
+        unsigned st[N];
+        I tgt[N];
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+            const int r = lane + dy[i];
+            const unsigned sr = dy[i] == 0 ? bS : meshccl::runs::shfl(bS, 1, dy[i] < 0);
+            st[i] = r >= 0 && r <= 31 ? sr : 0u;
+            tgt[i] = ((z - 1) * ny + y0 + r) * nx + x0;
+        }
+        meshccl::runs::unite_each((z * ny + y) * nx + x0, mF & ~mE, U, tgt, st, shift,
+                                  [P, H](I a, I b) { meshccl::unite_recording(P, H, a, b); });
+    };
+    unsigned U[N];
+    int dy[N], shift[N];
+    if constexpr (sizeof(T) > 1) {
+        // Wider cells: the masks by ballots, as in the tile kernel.
+        const int height = (int)min((I)32, ny - y0);
+        const auto bg = meshccl::runs3d::WideKey<T>::bg(bgkey);
+        const T* rows = v + (z * ny + y0) * nx + x0;
+        unsigned mF, mE, mV, mVl, mVr, bF, bV, bE;
+        meshccl::runs3d::wide_rows<1>(rows, nx, width, height, has_bg, bg, lane, mF, mE, mV, mVl,
+                                      mVr);
+        meshccl::runs3d::WideZ<C> eqs;
+        meshccl::runs3d::wide_z<C, true>(rows, rows - ny * nx, nx, width, height, has_bg, bg,
+                                         lane, eqs, bF, bV, bE);
+        meshccl::runs::z_pairs_by<C>(mF, mE, mV, bF, bV, lane, false, eqs, U, dy, shift);
+        unite_pairs(mF, mE, bF & ~bE, U, dy, shift);
+        return;
+    } else {
     const unsigned char bg = (unsigned char)bgkey;
     // Row r of plane z: its masks against row r - 1 of the tile, as in the
     // tile kernel
@@ -233,20 +528,9 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
         meshccl::runs::above_masks<false>(w, mF, lane, mV, l_, r_);
         meshccl::runs::above_masks<false>(b0, bF, lane, bV, l_, r_);
     }
-    constexpr int N = meshccl::runs::ZPairs<C>::N;
-    unsigned U[N], st[N];
-    int dy[N], shift[N];
-    I tgt[N];
     meshccl::runs::z_pairs<C>(w, mF, mE, mV, b0, bF, bV, lane, binary, U, dy, shift);
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-        const int r = lane + dy[i];
-        const unsigned sr = dy[i] == 0 ? bS : meshccl::runs::shfl(bS, 1, dy[i] < 0);
-        st[i] = r >= 0 && r <= 31 ? sr : 0u;
-        tgt[i] = ((z - 1) * ny + y0 + r) * nx + x0;
+    unite_pairs(mF, mE, bS, U, dy, shift);
     }
-    meshccl::runs::unite_each((z * ny + y) * nx + x0, mF & ~mE, U, tgt, st, shift,
-                              [P, H](I a, I b) { meshccl::unite_recording(P, H, a, b); });
 }
 
 // The seam kernel: every pair that crosses a 32-cell boundary along x or y
@@ -328,7 +612,6 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I nz, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, I walk) {
     meshccl::grid_entry();  // (launch.cuh)
-    static_assert(sizeof(T) == 1, "runs3d.cu takes one-byte cells");
     typedef typename meshccl::Key<T>::type K;
     using meshccl::Key;
     using meshccl::runs::node;
@@ -561,4 +844,11 @@ MESHCCL_R3_16(unsigned char, int)
 MESHCCL_R3_16(unsigned char, long long)
 MESHCCL_R3_16(signed char, int)
 MESHCCL_R3_16(signed char, long long)
+#define MESHCCL_R3_WIDE(T) MESHCCL_R3(T, int) MESHCCL_R3(T, long long) MESHCCL_R3_16(T, int) \
+    MESHCCL_R3_16(T, long long)
+MESHCCL_R3_WIDE(unsigned short)
+MESHCCL_R3_WIDE(unsigned int)
+MESHCCL_R3_WIDE(unsigned long long)
+MESHCCL_R3_WIDE(float)
+MESHCCL_R3_WIDE(double)
 #endif

@@ -93,8 +93,8 @@ __global__ void __launch_bounds__(256) meshccl_wrap3d(
 
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may
-// ask for: runs3d.cu's nodes for plain one-byte volumes (unsigned after
-// _validate.py); cells3d.cu's for the rest, with a tolerance or without.
+// ask for: runs3d.cu's nodes for plain volumes (integers unsigned after
+// _validate.py); cells3d.cu's for the lattice forms, with a tolerance or without.
 #define MESHCCL_W3(T, I, C, Runs, Tol)                                                      \
     template __global__ void meshccl_wrap3d<T, I, C, Runs, Tol>(const T*, I*, unsigned*,     \
         const unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, unsigned,                   \
@@ -108,6 +108,12 @@ MESHCCL_W3_C(unsigned char, int, true, false)
 MESHCCL_W3_C(unsigned char, long long, true, false)
 MESHCCL_W3_C(signed char, int, true, false)
 MESHCCL_W3_C(signed char, long long, true, false)
+#define MESHCCL_W3_RUNS(T) MESHCCL_W3_C(T, int, true, false) MESHCCL_W3_C(T, long long, true, false)
+MESHCCL_W3_RUNS(unsigned short)
+MESHCCL_W3_RUNS(unsigned int)
+MESHCCL_W3_RUNS(unsigned long long)
+MESHCCL_W3_RUNS(float)
+MESHCCL_W3_RUNS(double)
 MESHCCL_W3_CELLS(unsigned char)
 MESHCCL_W3_CELLS(unsigned short)
 MESHCCL_W3_CELLS(unsigned int)
