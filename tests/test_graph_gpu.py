@@ -763,7 +763,7 @@ def test_fused_validation_errors_on_gpu():
         # CSR for 'ecl', 'kout' and 'hb' (and 'auto' above 2 entries per
         # vertex) is checked beside the method: the kernels run on clamped
         # rows, skip values outside [0, n), and the error comes with the count
-        for method in ("auto",) if isinstance(host, Edges) else ("auto", "ecl", "kout", "hb"):
+        for method in ("auto",) if isinstance(host, Edges) else ("auto", "ecl", "tiles", "kout", "hb"):
             with pytest.raises(ValueError, match=f"^{re.escape(str(want.value))}$"):
                 connected_components(dev, method=method)
         cupy.cuda.Device().synchronize()  # no fault was left behind
@@ -881,7 +881,7 @@ def _skewed_pair(n, seed):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-@pytest.mark.parametrize("method", ["auto", "ecl", "kout", "hb"])
+@pytest.mark.parametrize("method", ["auto", "ecl", "tiles", "kout", "hb"])
 @pytest.mark.parametrize("itype", [np.int32, np.int64])
 def test_graph_plans_on_gpu(method, itype):
     """Repeated calls on the same CuPy buffers replay a recorded CUDA graph
@@ -968,7 +968,7 @@ def test_graph_plans_match_direct_path_on_generated_graphs():
                             shape=(n, n)).tocsr()
         want_n, want = scipy_cc(csr)
         g = csp.csr_matrix(csr)
-        for method in ("auto", "ecl", "kout", "hb"):
+        for method in ("auto", "ecl", "tiles", "kout", "hb"):
             release_plans()
             for plans_on in (0, 2):
                 with _tuning.override(GRAPH_PLAN_AFTER=plans_on):
@@ -1021,7 +1021,7 @@ def test_input_on_a_second_gpu():
     with cupy.cuda.Device(0):
         for name, g in forms.items():
             w_n, w = (want_n, want) if name != "dense" else scipy_cc(csr[:300, :300])
-            for method in ("auto", "ecl", "kout", "hb", "unionfind", "bfs-sample", "sv"):
+            for method in ("auto", "ecl", "tiles", "kout", "hb", "unionfind", "bfs-sample", "sv"):
                 # timed once, then three calls: the third replays a recorded plan where one applies
                 for info in (True, False, False, False):
                     got_n, got, *_ = connected_components(g, method=method, symmetric=True,
