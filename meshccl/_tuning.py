@@ -231,6 +231,11 @@ GRAPH_MAX_PLAN_VERTICES = 1 << 23
 #: rows of more than this many entries are pushed and searched by the
 #: colouring as chunks of 32 over many lanes, shorter ones by one lane each
 STRONG_LONG_ROW = 128
+#: strong components: the symmetry test (strong components of a graph stored
+#: both ways are its weak ones) scans in x out entries of a vertex; a row
+#: longer than this makes it answer "not shown symmetric" (docs/graph.md:
+#: "Strong components")
+STRONG_SYMMETRIC_MAX_ROW = 32
 #: the narrow-frontier hand-over to the host is judged after at least this
 #: many GPU passes (launch-bound: a few microseconds each) ...
 STRONG_HOST_MIN_PASSES = 64

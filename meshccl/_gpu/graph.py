@@ -725,6 +725,7 @@ def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool 
     # with a deferred check the relabel kernel also stores N in facts[6]
     count = relabel(P, n, timer, base=-1, count_out=None if facts is None else facts[6:])
     if info is not None:
+        info["method"] = canonical(method)
         info["method_phases"] = list(dict.fromkeys(name for name, _ in steps))
         info["iterations"] = int(state.get("passes", 1))
     return count, P
