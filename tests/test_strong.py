@@ -925,3 +925,24 @@ def test_chunk_matches_the_kernel():
 
     text = (Path(__file__).resolve().parents[1] / "meshccl" / "_kernels" / "strong.cu").read_text()
     assert re.findall(r"constexpr long long CHUNK = (\d+);", text) == [str(CHUNK)]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("family", ["mesh2d_both", "mesh3d_both", "mesh2d_both_shuffled",
+                                    "road_both", "cycle"])
+def test_gpu_symmetric_directed_graphs(family):
+    """Strong components of directed graphs stored both ways (the family
+    and the family plus its reverse) on the GPU: SciPy's partition, and
+    the weak path ran exactly for the symmetric ones."""
+    import cupyx.scipy.sparse as csp
+
+    e = graph_families.FAMILIES[family](200_000, seed=2)
+    g = coo(e.src, e.dst, e.n_vertices).tocsr()
+    for graph in (g, (g + g.T).tocsr()):
+        want = scipy_strong(graph)
+        count, labels, info = strong(csp.csr_matrix(graph), return_info=True)
+        assert count == want[0]
+        np.testing.assert_array_equal(labels.get(), canonical(want[1]))
+        symmetric = (graph != graph.T).nnz == 0
+        assert ("weak_method" in info) == symmetric, (family, info["method_phases"])
