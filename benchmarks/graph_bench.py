@@ -595,12 +595,12 @@ def families(opt):
                 ref = want[1] if conn == "weak" else canon
                 row["ok"]["gpu"] = bool(got[0] == want[0] and (got[1].get() == ref).all())
                 row["ms"]["gpu"] = timed_gpu(lambda: call(dev), opt.reps, opt.slow)[0] * 1e3
-                if conn == "strong":
-                    info = call(dev, return_info=True)[2]
-                    row["gpu_info"] = {"seconds_ms": {k: v * 1e3 for k, v in info["seconds"].items()},
-                                       "passes": info.get("passes"),
-                                       "host_vertices": info.get("host_vertices"),
-                                       "colour_rounds": info.get("iterations")}
+                info = call(dev, return_info=True)[2]
+                row["gpu_info"] = {"method": info["method"],
+                                   "seconds_ms": {k: v * 1e3 for k, v in info["seconds"].items()},
+                                   "passes": info.get("passes"),
+                                   "host_vertices": info.get("host_vertices"),
+                                   "iterations": info.get("iterations")}
             ok_all &= all(row["ok"].values())
             rows.append(row)
             print(name, conn, n, row["m"], {k: round(v, 2) for k, v in row["ms"].items()},
@@ -647,16 +647,21 @@ def _families_table(rows, cols, opt, wall):
                      f"{r['components']} | {r['largest']} | " + " | ".join(cells + ups)
                      + f" | {ok} |")
     if any("gpu_info" in r for r in rows):
-        lines += ["", "GPU strong components, one call with return_info=True (ms per step, "
-                  "CUDA events; passes; vertices finished on the host):", "",
-                  "| family | steps | passes | colour rounds | host vertices |",
-                  "|---|---|---:|---:|---:|"]
+        lines += ["", "GPU, one call with return_info=True: the method that ran, ms per step "
+                  "(CUDA events); for weak components the passes of an iterative method; for "
+                  "strong ones the GPU's passes, colouring rounds and vertices finished on the "
+                  "host:", "",
+                  "| family | connection | method | steps | passes | colour rounds | host vertices |",
+                  "|---|---|---|---|---:|---:|---:|"]
         for r in rows:
             if "gpu_info" in r:
                 i = r["gpu_info"]
                 steps = ", ".join(f"{k} {v:.2f}" for k, v in i["seconds_ms"].items())
-                lines.append(f"| {r['title']} | {steps} | {i['passes']} | {i['colour_rounds']} "
-                             f"| {i['host_vertices']} |")
+                strong = r["connection"] == "strong"
+                passes = i["passes"] if strong else i["iterations"]
+                rounds, host = (i["iterations"], i["host_vertices"]) if strong else ("", "")
+                lines.append(f"| {r['title']} | {r['connection']} | {i['method']} | {steps} | "
+                             f"{passes} | {rounds} | {host} |")
     lines += ["", f"Benchmark wall time {wall:.0f} s."]
     return "\n".join(lines)
 

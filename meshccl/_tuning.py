@@ -200,10 +200,18 @@ from fractions import Fraction  # noqa: E402  (an exact threshold)
 GRAPH_AUTO_KOUT_MIN_DEGREE = Fraction(23, 10)  # exact: m > 2.3 n
 #: ... and use 'hb' instead above this many
 GRAPH_AUTO_HB_MIN_DEGREE = 6
-#: look for a path numbered in order at most this many entries per vertex ...
+#: an edge list: look for a path numbered in order at most this many edges per vertex ...
 GRAPH_AUTO_CHAIN_MAX_DEGREE = 2
-#: ... and take 'early' when this share of sampled entries joins v and v +- 1
+#: ... and take 'early' when this share of sampled edges joins v and v +- 1
 GRAPH_AUTO_CHAIN_MIN_FRACTION = 0.75
+#: CSR: look for locality at most this many entries per vertex (meshes, roads,
+#: chains; not R-MAT or power-law hubs, which then pay no probe) ...
+GRAPH_AUTO_TILES_MAX_DEGREE = 6
+#: ... and take 'tiles' when this share of sampled entries (v, u) has u in v's tile
+GRAPH_AUTO_TILES_MIN_FRACTION = 0.5
+#: 'tiles': log2 of the vertices of one tile, united in one block's shared
+#: memory (4 bytes each; at most 13, 32 KiB, below CUDA's 48 KiB default)
+GRAPH_TILE_SHIFT = 13
 
 #: resident blocks per multiprocessor of the validation scan: 8 x 256
 #: threads fill an H100 / H200 multiprocessor at its 32 registers
@@ -228,6 +236,11 @@ GRAPH_MAX_PLAN_VERTICES = 1 << 23
 #: rows of more than this many entries are pushed and searched by the
 #: colouring as chunks of 32 over many lanes, shorter ones by one lane each
 STRONG_LONG_ROW = 128
+#: strong components: the symmetry test (strong components of a graph stored
+#: both ways are its weak ones) scans in x out entries of a vertex; a row
+#: longer than this makes it answer "not shown symmetric" (docs/graph.md:
+#: "Strong components")
+STRONG_SYMMETRIC_MAX_ROW = 32
 #: the narrow-frontier hand-over to the host is judged after at least this
 #: many GPU passes (launch-bound: a few microseconds each) ...
 STRONG_HOST_MIN_PASSES = 64

@@ -8,7 +8,11 @@ shapes on which a strong-component method can fall behind a sequential
 depth-first search: hubs, meshes and road-like grids (one way and both
 ways), acyclic graphs, long cycles and chains whose diameter is about the
 vertex count, many small components, one giant component, self-loops and
-repeated edges.  ``benchmarks/graph_bench.py --families`` runs them at
+repeated edges.  The long-diameter families come numbered in order
+(along the chain, the cycle, the rows of a mesh or grid), which gives a
+labeller locality it does not have on real data; each also comes as
+``<name>_shuffled``, the same graph with its vertex numbers permuted.
+``benchmarks/graph_bench.py --families`` runs them at
 benchmark sizes, ``tests/test_strong.py`` at small ones.
 
 Examples
@@ -171,6 +175,22 @@ def small_sccs(m, seed=0):
     return _shuffled(e, rng)
 
 
+def _shuffled_family(make):
+    """``make``'s graph with its vertex numbers permuted (seeded)."""
+    def shuffled(m, seed=0):
+        return _shuffled(make(m, seed), np.random.default_rng([seed, 7]))
+
+    shuffled.__name__ = make.__name__ + "_shuffled"
+    shuffled.__doc__ = f":func:`{make.__name__}` with its vertex numbers permuted."
+    return shuffled
+
+
+mesh2d_both_shuffled = _shuffled_family(mesh2d_both)
+road_both_shuffled = _shuffled_family(road_both)
+cycle_shuffled = _shuffled_family(cycle)
+chain_shuffled = _shuffled_family(chain)
+
+
 def multi(m, seed=0):
     """:func:`uniform` at half the edges, every edge stored twice, and a
     self-loop on every third vertex."""
@@ -184,7 +204,7 @@ def multi(m, seed=0):
 FAMILIES = {f.__name__: f for f in (
     rmat, uniform, giant, hubs_out, hubs_in, mesh2d_one_way, mesh2d_both, mesh3d_one_way,
     mesh3d_both, road_one_way, road_both, dag, cycle, chain, chain_of_cycles, small_sccs,
-    multi)}
+    multi, mesh2d_both_shuffled, road_both_shuffled, cycle_shuffled, chain_shuffled)}
 
 #: name -> the title a table shows
 TITLES = {
@@ -196,4 +216,7 @@ TITLES = {
     "road_one_way": "road-like grid, all one way", "road_both": "road-like grid, 10 % one way",
     "dag": "random DAG", "cycle": "one cycle through all + chords", "chain": "one chain",
     "chain_of_cycles": "a chain of 2-cycles", "small_sccs": "many small SCCs (10-cycles)",
-    "multi": "self-loops and repeated edges"}
+    "multi": "self-loops and repeated edges",
+    "mesh2d_both_shuffled": "2-D mesh, both ways, shuffled",
+    "road_both_shuffled": "road-like grid, 10 % one way, shuffled",
+    "cycle_shuffled": "one cycle + chords, shuffled", "chain_shuffled": "one chain, shuffled"}

@@ -467,26 +467,32 @@ def test_auto_rule_on_the_gpu():
     assert choose_method("csr", 100, 0, symmetric=True) == "ecl"
 
 
-def test_auto_rule_picks_early_on_a_path_numbered_in_order():
-    """The chain test of the GPU rule: 'early' only for CSR with at most 2
-    entries per vertex of which at least 3/4 of the sampled ones join
-    consecutive vertices, and the same for edge lists (docs/graph.md: "auto
-    on the GPU"); never unmeasured (None) or denser graphs."""
+def test_auto_rule_picks_tiles_on_graphs_numbered_with_locality():
+    """The locality test of the GPU rule for CSR: 'tiles' when at least
+    GRAPH_AUTO_TILES_MIN_FRACTION of the sampled entries lie inside a tile
+    and the graph stores at most GRAPH_AUTO_TILES_MAX_DEGREE entries per
+    vertex, before the density rule; never unmeasured (None) or denser
+    graphs.  Edge lists keep the chain test: 'early' for at most 2 edges
+    per vertex of which at least 3/4 join consecutive vertices
+    (docs/graph.md: "auto on the GPU")."""
     from meshccl._gpu.graph import choose_method
-    from meshccl._tuning import GRAPH_AUTO_CHAIN_MIN_FRACTION
-    assert choose_method("csr", 100, 99, chain=1.0) == "early"          # path, one direction
-    assert choose_method("csr", 100, 198, symmetric=True, chain=1.0) == "early"  # both ways
-    assert choose_method("csc", 100, 99, chain=GRAPH_AUTO_CHAIN_MIN_FRACTION) == "early"
-    assert choose_method("csr", 100, 99, chain=None) == "ecl"
-    assert choose_method("csr", 100, 198, chain=0.5) == "ecl"           # a 2-D grid: half
-    assert choose_method("csr", 100, 99, chain=0.0) == "ecl"            # shuffled numbers
-    assert choose_method("csr", 100, 201, chain=1.0) == "ecl"           # denser than a path
-    assert choose_method("csr", 100, 201, symmetric=True, chain=1.0) == "ecl"
-    assert choose_method("csr", 100, 401, symmetric=True, chain=1.0) == "kout"
-    assert choose_method("edges", 100, 99, chain=1.0) == "early"        # an edge list in order
-    assert choose_method("edges", 100, 198, chain=0.8) == "early"
-    assert choose_method("edges", 100, 201, chain=1.0) == "unionfind"   # denser than a path
+    from meshccl._tuning import GRAPH_AUTO_CHAIN_MIN_FRACTION, GRAPH_AUTO_TILES_MIN_FRACTION
+    assert choose_method("csr", 100, 99, local=1.0) == "tiles"           # path, one direction
+    assert choose_method("csr", 100, 198, symmetric=True, local=1.0) == "tiles"  # both ways
+    assert choose_method("csc", 100, 400, local=GRAPH_AUTO_TILES_MIN_FRACTION) == "tiles"  # mesh
+    assert choose_method("csr", 100, 400, symmetric=True, local=0.9) == "tiles"  # before kout
+    assert choose_method("csr", 100, 99, local=None) == "ecl"
+    assert choose_method("csr", 100, 400, local=0.4) == "ecl"            # little locality
+    assert choose_method("csr", 100, 99, local=0.0) == "ecl"             # shuffled numbers
+    assert choose_method("csr", 100, 601, local=1.0) == "ecl"            # denser than a mesh
+    assert choose_method("csr", 100, 601, symmetric=True, local=1.0) == "hb"
+    assert choose_method("csr", 100, 401, symmetric=True, local=0.1) == "kout"
+    assert choose_method("csr", 100, 99, chain=1.0) == "ecl"             # the edge lists' test
+    assert choose_method("edges", 100, 99, chain=1.0) == "early"         # an edge list in order
+    assert choose_method("edges", 100, 198, chain=GRAPH_AUTO_CHAIN_MIN_FRACTION) == "early"
+    assert choose_method("edges", 100, 201, chain=1.0) == "unionfind"    # denser than a path
     assert choose_method("edges", 100, 99, chain=0.5) == "unionfind"
+    assert choose_method("edges", 100, 99, local=1.0) == "unionfind"     # tiles need rows
     assert choose_method("edges", 100, 99) == "unionfind"
 
 
@@ -664,7 +670,7 @@ def test_one_method_table():
     assert set(_methods.METHODS) == {n for m in _methods.TABLE for n in (m.name, *m.aliases)}
     assert set(_methods.COMPRESSION) == set(_methods.METHODS)
     assert set(_methods.ITERATIVE) == {"sv", "edge-lp", "vertex-lp", "bfs-cc", "bfs"}
-    assert _methods.DEFERRED_CHECK_METHODS == ("ecl", "kout", "hb")
+    assert _methods.DEFERRED_CHECK_METHODS == ("ecl", "tiles", "kout", "hb")
     e = gen.rmat(8, 4, seed=3)
     want = scipy_cc(sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(256, 256)))
     for name in _methods.METHODS:

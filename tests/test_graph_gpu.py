@@ -763,7 +763,7 @@ def test_fused_validation_errors_on_gpu():
         # CSR for 'ecl', 'kout' and 'hb' (and 'auto' above 2 entries per
         # vertex) is checked beside the method: the kernels run on clamped
         # rows, skip values outside [0, n), and the error comes with the count
-        for method in ("auto",) if isinstance(host, Edges) else ("auto", "ecl", "kout", "hb"):
+        for method in ("auto",) if isinstance(host, Edges) else ("auto", "ecl", "tiles", "kout", "hb"):
             with pytest.raises(ValueError, match=f"^{re.escape(str(want.value))}$"):
                 connected_components(dev, method=method)
         cupy.cuda.Device().synchronize()  # no fault was left behind
@@ -881,7 +881,7 @@ def _skewed_pair(n, seed):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-@pytest.mark.parametrize("method", ["auto", "ecl", "kout", "hb"])
+@pytest.mark.parametrize("method", ["auto", "ecl", "tiles", "kout", "hb"])
 @pytest.mark.parametrize("itype", [np.int32, np.int64])
 def test_graph_plans_on_gpu(method, itype):
     """Repeated calls on the same CuPy buffers replay a recorded CUDA graph
@@ -968,7 +968,7 @@ def test_graph_plans_match_direct_path_on_generated_graphs():
                             shape=(n, n)).tocsr()
         want_n, want = scipy_cc(csr)
         g = csp.csr_matrix(csr)
-        for method in ("auto", "ecl", "kout", "hb"):
+        for method in ("auto", "ecl", "tiles", "kout", "hb"):
             release_plans()
             for plans_on in (0, 2):
                 with _tuning.override(GRAPH_PLAN_AFTER=plans_on):
@@ -1021,7 +1021,7 @@ def test_input_on_a_second_gpu():
     with cupy.cuda.Device(0):
         for name, g in forms.items():
             w_n, w = (want_n, want) if name != "dense" else scipy_cc(csr[:300, :300])
-            for method in ("auto", "ecl", "kout", "hb", "unionfind", "bfs-sample", "sv"):
+            for method in ("auto", "ecl", "tiles", "kout", "hb", "unionfind", "bfs-sample", "sv"):
                 # timed once, then three calls: the third replays a recorded plan where one applies
                 for info in (True, False, False, False):
                     got_n, got, *_ = connected_components(g, method=method, symmetric=True,
@@ -1033,3 +1033,70 @@ def test_input_on_a_second_gpu():
             f = spanning_forest(g)
             assert f.src.device.id == 1 and f.src.size == (n if name != "dense" else 300) - w_n
     release_plans()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("family", ["mesh2d_both", "road_both", "cycle", "chain", "mesh3d_both",
+                                    "mesh2d_both_shuffled", "road_both_shuffled",
+                                    "cycle_shuffled", "chain_shuffled", "rmat", "small_sccs"])
+def test_tiles_on_long_diameter_families(family):
+    """'tiles' and 'auto' on the long-diameter families of the graph
+    benchmark (in order and shuffled) and two without locality, across many
+    tiles (the default 8192 vertices and tiles of 32, so that most entries
+    cross), stored one way and promised symmetric: SciPy's labels; 'auto'
+    runs 'tiles' on the in-order families and not on the shuffled ones."""
+    import cupyx.scipy.sparse as csp
+
+    from meshccl import graph_families
+    from meshccl.graph import _auto_method
+
+    e = graph_families.FAMILIES[family](200_000, seed=2)
+    n = e.n_vertices
+    g = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
+    sym = (g + g.T).tocsr()
+    for graph, symmetric in ((g, False), (sym, True)):
+        want_n, want = scipy_cc(graph)
+        dev = csp.csr_matrix(graph)
+        for shift in (13, 5):
+            with _tuning.override(GRAPH_TILE_SHIFT=shift):
+                for method in ("tiles", "auto"):
+                    got_n, got = connected_components(dev, method=method, symmetric=symmetric)
+                    assert got_n == want_n, (family, symmetric, shift, method)
+                    np.testing.assert_array_equal(got.get(), want)
+        auto = _auto_method(dev, symmetric=symmetric)
+        if family in ("mesh2d_both", "road_both", "cycle", "chain"):
+            assert auto == "tiles", (family, auto)
+        elif family.endswith("_shuffled") or family in ("rmat", "small_sccs"):
+            assert auto != "tiles", (family, auto)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_tiles_hub_rows_and_int64():
+    """'tiles' with rows longer than a warp's 32 entries inside a tile
+    (spread over the lanes), a hub whose row crosses every tile, self-loops
+    and repeats, invalid-free int64 parents: SciPy's labels."""
+    import cupy
+
+    rng = np.random.default_rng(11)
+    n = 40_000
+    src = np.concatenate([np.zeros(5000, np.int64), rng.integers(0, n, 20_000),
+                          np.arange(100, 140).repeat(50), np.arange(0, n, 7)])
+    dst = np.concatenate([rng.integers(0, n, 5000), rng.integers(0, n, 20_000) // 3,
+                          np.arange(140, 180).repeat(50) + rng.integers(0, 40, 2000),
+                          np.arange(0, n, 7)])
+    g = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+    want_n, want = scipy_cc(g)
+    for shift in (13, 9, 5):
+        with _tuning.override(GRAPH_TILE_SHIFT=shift):
+            form = (cupy.asarray(g.indptr), cupy.asarray(g.indices))
+            got_n, got = connected_components(form, method="tiles")
+            assert got_n == want_n
+            np.testing.assert_array_equal(got.get(), want)
+            from meshccl._gpu.graph import components
+            count, labels = components("csr", (cupy.asarray(g.indptr.astype(np.int64)),
+                                               cupy.asarray(g.indices.astype(np.int64))), n,
+                                       method="tiles", index_dtype=cupy.int64)
+            assert int(count) == want_n and labels.dtype == cupy.int64
+            np.testing.assert_array_equal(labels.get(), want)

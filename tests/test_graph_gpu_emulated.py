@@ -573,15 +573,41 @@ def emulate(expr):
             s = source[0]
             P[s] = frontier[0] = minv[0] = s
             count[0] = 1
-    elif name == "meshccl_graph_chain_probe":
+    elif name == "meshccl_graph_tile_probe":
         sig = [("ptr", t[0]), ("ptr", t[1]), ("val", "long long"), ("val", "long long"),
-               ("ptr", "long long"), ("val", "unsigned long long")]
+               ("val", "int"), ("ptr", "long long"), ("val", "unsigned long long")]
 
-        def run(indptr, indices, n, m, hits, seed):
+        def run(indptr, indices, n, m, shift, hits, seed):
             s = min(m, 1024)
             e = (mix64(np.uint64(seed) + np.arange(s, dtype=np.uint64)) % np.uint64(m)).astype(np.int64)
             rows = np.clip(np.searchsorted(np.asarray(indptr)[:n], e, side="right") - 1, 0, n - 1)
-            hits[0] = int(np.count_nonzero(np.abs(np.asarray(indices)[e].astype(np.int64) - rows) == 1))
+            u = np.asarray(indices)[e].astype(np.int64)
+            hits[0] = int(np.count_nonzero((u >> int(shift)) == (rows >> int(shift))))
+    elif name == "meshccl_graph_tile_local":
+        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int")]
+
+        def run(indptr, indices, P, n, shift, shared_mem):
+            tile = 1 << int(shift)
+            assert shared_mem == 4 * tile, f"{expr}: {shared_mem} bytes of shared memory"
+            for base in range(0, n, tile):
+                size = min(tile, n - base)
+                S = list(range(size))
+                for i in range(size):
+                    for u in in_range(indices[indptr[base + i]:indptr[base + i + 1]], n):
+                        if 0 <= u - base < size and u - base != i:
+                            unite(S, i, u - base)
+                for i in range(size):
+                    P[base + i] = base + find(S, i)
+    elif name == "meshccl_graph_tile_cross":
+        sym = t[2] == "true"
+        sig = [("ptr", "long long"), ("ptr", t[1]), P_, ("val", t[0]), ("val", "int")]
+
+        def run(indptr, indices, P, n, shift):
+            s = int(shift)
+            for v in range(n):
+                for u in in_range(indices[indptr[v]:indptr[v + 1]], n):
+                    if u >> s != v >> s and not (sym and u > v):
+                        unite(P, v, u)
     elif name == "meshccl_graph_chain_probe_edges":
         sig = [("ptr", t[0]), ("ptr", t[0]), ("val", "long long"), ("ptr", "long long"),
                ("val", "unsigned long long")]
@@ -642,18 +668,21 @@ def emulate(expr):
         check_args(expr, args, sig)
         assert all(isinstance(g, int) and 0 < g < 2**31 for g in grid), f"{expr}: grid {grid}"
         if name in ("meshccl_graph_mode", "meshccl_graph_sample_mode", "meshccl_graph_pick_source",
-                    "meshccl_graph_chain_probe",
+                    "meshccl_graph_tile_probe",
                     "meshccl_graph_chain_probe_edges", "meshccl_graph_check_done"):
             assert block == (1024,), f"{expr} needs a block of 1024"
         if name in ("meshccl_graph_bfs_next", "meshccl_graph_pick_source", "meshccl_graph_mode",
                     "meshccl_graph_sample_mode",
-                    "meshccl_graph_chain_probe", "meshccl_graph_chain_probe_edges",
+                    "meshccl_graph_tile_probe", "meshccl_graph_chain_probe_edges",
                     "meshccl_graph_check_done"):
             assert grid == (1,), f"{expr} runs as one block"
         if name == "meshccl_graph_check":  # its blocks' parts depend on the launch shape
             assert len(block) == 1 and block[0] % 32 == 0 and block[0] <= 1024, f"{expr}: block {block}"
             assert args[-1].size >= 3 * grid[0], f"{expr}: part too small for {grid[0]} blocks"
             run(*args, grid=grid[0], block=block[0])
+        elif name == "meshccl_graph_tile_local":  # a block of whole warps, its shared forest
+            assert len(block) == 1 and block[0] % 32 == 0 and block[0] <= 1024, f"{expr}: block {block}"
+            run(*args, shared_mem=shared_mem)
         elif name in ("meshccl_word_sums", "meshccl_rank_words"):  # blocks of 1024 words
             assert block == (1024,), f"{expr} needs a block of 1024"
             words = int(args[1] if name == "meshccl_word_sums" else args[2])
@@ -746,7 +775,7 @@ def test_gpu_path_emulated(emulated, g, mc, symmetric):
         np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"{name} {method}")
 
 
-ALL_GPU = ["unionfind", "ecl", "kout", "hb", "bfs-sample", "rem-cas", "early", "hooks", "jtb",
+ALL_GPU = ["unionfind", "ecl", "tiles", "kout", "hb", "bfs-sample", "rem-cas", "early", "hooks", "jtb",
            "sv", "edge-lp", "vertex-lp", "bfs-cc"]
 
 
@@ -1019,43 +1048,47 @@ def test_fused_validation_emulated(emulated, monkeypatch):
 
 
 def test_auto_probe_first_then_deferred_check_emulated(emulated, monkeypatch):
-    """'auto' on CuPy CSR of at most GRAPH_AUTO_CHAIN_MAX_DEGREE entries per vertex:
-    the chain probe runs alone and its count is read at once (one scalar);
-    then a graph that is no path runs 'ecl' with the check beside it (the
-    facts in one transfer, after the method), a path runs 'early' after the
-    check.  Invalid input gets the CPU's exact message either way."""
+    """'auto' on CuPy CSR of at most GRAPH_AUTO_TILES_MAX_DEGREE entries per
+    vertex: the tile probe runs alone and its count is read at once (one
+    scalar); then the method runs with the check beside it (the facts in
+    one transfer, after the method): 'ecl' on a graph without locality,
+    'tiles' on a path numbered in order (tiles of 32 vertices here).
+    Invalid input gets the CPU's exact message either way."""
     from meshccl import graph_generators as gen
     from meshccl._gpu import graph as gpu
     from meshccl.graph import connected_components
 
     launched, gets, probes = [], [], []
-    loader, chain_probe = gpu.kernels, gpu.chain_probe
+    loader, tile_probe = gpu.kernels, gpu.tile_probe
     monkeypatch.setattr(gpu, "kernels", lambda f, *names: launched.extend(names) or loader(f, *names))
     monkeypatch.setattr(FakeArray, "get", lambda self: gets.append(self.shape) or np.asarray(self).copy())
-    monkeypatch.setattr(gpu, "chain_probe", lambda *a, **k: probes.append(k) or chain_probe(*a, **k))
+    monkeypatch.setattr(gpu, "tile_probe", lambda *a, **k: probes.append(k) or tile_probe(*a, **k))
     rng = np.random.default_rng(5)
     n = 300
     random = sp.coo_matrix((np.ones(400), (rng.integers(0, n, 400), rng.integers(0, n, 400))),
                            shape=(n, n)).tocsr()
     line = gen.line(n)
     path = sp.coo_matrix((np.ones(n - 1), (line.src, line.dst)), shape=(n, n)).tocsr()
-    for csr, expect in ((random, "ecl"), (path, "early")):
-        want_n, want = scipy_cc(csr)
-        for ptype, jtype in ((np.int32, np.int32), (np.int64, np.int32), (np.int64, np.int64)):
-            launched.clear(), gets.clear(), probes.clear()
-            form = (fake(csr.indptr.astype(ptype)), fake(csr.indices.astype(jtype)))
-            got_n, got = connected_components(form)
-            assert got_n == want_n
-            np.testing.assert_array_equal(np.asarray(got), want)
-            probe = f"meshccl_graph_chain_probe<{C_NAME[ptype]}, {C_NAME[jtype]}>"
-            check = f"meshccl_graph_check<{C_NAME[ptype]}, {C_NAME[jtype]}>"
-            assert launched[0] == probe and check in launched
-            assert launched.index(probe) < launched.index(check)
-            assert probes == [{}]  # alone: not counting into the facts (out=)
-            assert gets == [(7,)]  # the facts, once
-            deferred = f"meshccl_graph_clamp_indptr<{C_NAME[ptype]}>" in launched
-            assert deferred == (expect == "ecl"), (expect, launched)
-            assert any(k.startswith("meshccl_graph_ecl_init") for k in launched) == (expect == "ecl")
+    with _tuning.override(GRAPH_TILE_SHIFT=5):
+        for csr, expect in ((random, "ecl"), (path, "tiles")):
+            want_n, want = scipy_cc(csr)
+            for ptype, jtype in ((np.int32, np.int32), (np.int64, np.int32), (np.int64, np.int64)):
+                launched.clear(), gets.clear(), probes.clear()
+                form = (fake(csr.indptr.astype(ptype)), fake(csr.indices.astype(jtype)))
+                got_n, got = connected_components(form)
+                assert got_n == want_n
+                np.testing.assert_array_equal(np.asarray(got), want)
+                probe = f"meshccl_graph_tile_probe<{C_NAME[ptype]}, {C_NAME[jtype]}>"
+                check = f"meshccl_graph_check<{C_NAME[ptype]}, {C_NAME[jtype]}>"
+                assert launched[0] == probe and check in launched
+                assert launched.index(probe) < launched.index(check)
+                assert probes == [{}]  # alone: not counting into the facts (out=)
+                assert gets == [(7,)]  # the facts, once
+                assert f"meshccl_graph_clamp_indptr<{C_NAME[ptype]}>" in launched  # deferred
+                assert any(k.startswith("meshccl_graph_ecl_init") for k in launched) == \
+                    (expect == "ecl")
+                assert any(k.startswith("meshccl_graph_tile_local") for k in launched) == \
+                    (expect == "tiles")
     for indptr, indices in BAD_CSR:
         with pytest.raises(ValueError) as want_err:
             connected_components((indptr, indices))
@@ -1087,7 +1120,7 @@ def test_deferred_check_emulated(emulated, monkeypatch):
     for ptype in CHECK_DTYPES:
         for jtype in CHECK_DTYPES:
             form = (fake(sym.indptr.astype(ptype)), fake(sym.indices.astype(jtype)))
-            for method in ("auto", "ecl", "kout", "hb", "unionfind"):
+            for method in ("auto", "ecl", "tiles", "kout", "hb", "unionfind"):
                 launched.clear()
                 gets.clear()
                 got_n, got = connected_components(form, method=method, symmetric=True)
@@ -1107,7 +1140,7 @@ def test_deferred_check_emulated(emulated, monkeypatch):
     for indptr, indices in BAD_CSR:
         with pytest.raises(ValueError) as want_err:
             connected_components((indptr, indices))
-        for method in ("ecl", "kout", "hb"):
+        for method in ("ecl", "tiles", "kout", "hb"):
             gets.clear()
             with pytest.raises(ValueError, match=f"^{re.escape(str(want_err.value))}$"):
                 connected_components((fake(indptr), fake(indices)), method=method)
@@ -1197,14 +1230,17 @@ def test_auto_runs_the_rule_emulated(emulated, monkeypatch):
     ts, td = src[:300], dst[:300]  # about 3 stored entries per vertex, both ways
     thin = sp.coo_matrix((np.ones(600), (np.r_[ts, td], np.r_[td, ts])), shape=(n, n)).tocsr()
     assert 2.3 * n < thin.nnz <= 6 * n < csr.nnz
+    path = sp.diags(np.ones(n - 1), 1, format="csr")
     for form, symmetric, expect, ref in (
             ((fake(csr.indptr), fake(csr.indices)), True, "hb", csr),
             ((fake(thin.indptr), fake(thin.indices)), True, "kout", thin),
             ((fake(csr.indptr), fake(csr.indices)), False, "ecl", csr),
+            ((fake(path.indptr), fake(path.indices)), False, "tiles", path),
             (Edges(fake(src), fake(dst), n), True, "unionfind", csr)):
         want_n, want = scipy_cc(ref)
-        assert _auto_method(form, symmetric=symmetric) == expect
-        got_n, got = connected_components(form, symmetric=symmetric)
+        with _tuning.override(GRAPH_TILE_SHIFT=5):  # tiles of 32: the random graphs are not local
+            assert _auto_method(form, symmetric=symmetric) == expect
+            got_n, got = connected_components(form, symmetric=symmetric)
         assert ran[-1] == expect and got_n == want_n
         np.testing.assert_array_equal(np.asarray(got), want)
 
@@ -1261,7 +1297,7 @@ def test_graph_bench_gpu_paths_emulated(emulated, monkeypatch, tmp_path):
     assert "MISMATCH" not in text and "'auto' on the CSR" in text
     assert "| RMAT scale 6, edge factor 16 |" in text and "ecl, " in text and "unionfind, " in text
     assert "| Watts–Strogatz, 100 vertices, k=8, p=0.1 |" in text
-    assert "| line, 64 vertices | 64 | 63 | 1 |" in text and "early, " in text  # the chain test
+    assert "| line, 64 vertices | 64 | 63 | 1 |" in text  # one tile: no probe
     assert bench.main(["--gpu", "--papers", "--papers-shrink", "15", "--reps", "1",
                        "--out", str(tmp_path)]) == 0
     text = (tmp_path / "graph_bench_papers_gpu.md").read_text()
@@ -1287,13 +1323,17 @@ def test_generators_cupy_output_emulated(emulated):
 
 def test_auto_rule_on_benchmark_shapes_emulated(emulated, monkeypatch):
     """What 'auto' picks (through the validation's probe) on small graphs of
-    the shapes of benchmarks/graph_bench.py: 'early' on in-order paths
-    (stored one way, reversed, or both ways; as CSR or CSC), the old choice
-    everywhere else -- 'ecl' on the graphs of graph_bench_gpu.md, 'kout' on
-    the symmetric graphs above 2.3 entries per vertex (GRAPH_AUTO_KOUT_MIN_DEGREE), 'hb'
-    above 6 (GRAPH_AUTO_HB_MIN_DEGREE),
-    'unionfind' on edge lists that are not paths in order -- and
-    the labels still SciPy's.  Counts the kernels of the probe: one launch."""
+    the shapes of benchmarks/graph_bench.py, with tiles of 128 vertices:
+    'tiles' where at least half the entries lie inside a tile (in-order
+    paths stored one way, reversed or both ways, grids, roads, rings; as
+    CSR or CSC), else the density rule -- 'hb' on symmetric graphs above 6
+    entries per vertex, 'kout' above 2.3, 'ecl' -- and for edge lists
+    'early' on in-order paths, else 'unionfind'; the labels still SciPy's.
+    The expected CSR method follows from the exact share of tile-local
+    entries (graphs within 0.1 of the threshold, where the 1024 samples may
+    go either way, are not judged).  The probe is one launch, only up to
+    GRAPH_AUTO_TILES_MAX_DEGREE entries per vertex and beyond one tile."""
+    from meshccl import _tuning as t
     from meshccl import graph_generators as gen
     from meshccl._gpu import graph as gpu
     from meshccl.graph import Edges, _auto_method, connected_components
@@ -1301,57 +1341,75 @@ def test_auto_rule_on_benchmark_shapes_emulated(emulated, monkeypatch):
     def sym(e):
         return Edges(np.concatenate([e.src, e.dst]), np.concatenate([e.dst, e.src]), e.n_vertices)
 
+    shift = 7
     line = gen.line(5000)
     cases = [
         ("rmat", gen.rmat(12, 16, seed=1), False, "ecl"),
-        ("grid", gen.grid((64, 64)), False, "ecl"),
-        ("grid, both ways", sym(gen.grid((64, 64))), True, "kout"),  # 3.9 entries per vertex
-        ("grid 3-D", gen.grid((16, 16, 16)), False, "ecl"),
-        ("road-like", gen.grid((64, 64), keep=0.55, seed=2), False, "ecl"),
-        ("watts-strogatz", gen.watts_strogatz(4096, 8, 0.1, seed=5), False, "ecl"),
-        ("disjoint", gen.disjoint(64, 64, seed=3), False, "ecl"),
+        ("grid", gen.grid((64, 64)), False, None),
+        ("grid, both ways", sym(gen.grid((64, 64))), True, None),
+        ("grid 3-D", gen.grid((16, 16, 16)), False, None),
+        ("road-like", gen.grid((64, 64), keep=0.55, seed=2), False, None),
+        ("watts-strogatz", gen.watts_strogatz(4096, 8, 0.1, seed=5), False, None),
+        ("disjoint", gen.disjoint(64, 64, seed=3), False, None),
         ("random", gen.random_edges(4096, 4096, seed=4), False, "ecl"),
-        ("papers road", sym(gen.road_grid(70, 2.41, seed=2)), True, "kout"),  # 2.41 > 2.3
-        ("papers kron", sym(gen.rmat(12, 48, seed=1)), True, "hb"),     # > 6 per vertex
+        ("papers road", sym(gen.road_grid(70, 2.41, seed=2)), True, None),
+        ("papers kron", sym(gen.rmat(12, 48, seed=1)), True, "hb"),
         ("papers social", sym(gen.barabasi_albert_bb(3000, 9, seed=3)), True, "hb"),
-        ("line", line, False, "early"),
-        ("line reversed", Edges(line.dst, line.src, line.n_vertices), False, "early"),
-        ("line, both ways", sym(line), True, "early"),
-        ("line, both ways, no promise", sym(line), False, "early"),
-        ("short line", gen.line(6), False, "early"),
+        ("line", line, False, "tiles"),
+        ("line reversed", Edges(line.dst, line.src, line.n_vertices), False, "tiles"),
+        ("line, both ways", sym(line), True, "tiles"),
+        ("line, both ways, no promise", sym(line), False, "tiles"),
+        ("short line", gen.line(6), False, "ecl"),  # one tile: no probe, the density rule
     ]
     launched = []
     loader = gpu.kernels
     monkeypatch.setattr(gpu, "kernels", lambda f, *names: launched.extend(names) or loader(f, *names))
-    for name, e, symmetric, expect in cases:
-        n = e.n_vertices
-        coo = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n))
-        want_n, want = scipy_cc(coo)
-        csr = coo.tocsr()
-        for form in ((fake(csr.indptr), fake(csr.indices)),
-                     (fake(csr.indptr.astype(np.int64)), fake(csr.indices))):
-            launched.clear()
-            assert _auto_method(form, symmetric=symmetric) == expect, name
-            probes = [k for k in launched if k.startswith("meshccl_graph_chain_probe")]
-            assert len(probes) == (1 if csr.nnz <= 2 * n else 0), (name, launched)
-        csc = coo.tocsc()
-        got_n, got = connected_components((fake(csr.indptr), fake(csr.indices)), symmetric=symmetric)
-        assert got_n == want_n, name
-        np.testing.assert_array_equal(np.asarray(got), want, err_msg=name)
-        path = name.startswith("line") or name == "short line"
-        if name.startswith("line"):
-            assert _auto_method((fake(csc.indptr), fake(csc.indices)), symmetric) == "early"
-        # edge lists: 'early' for the in-order paths (their probe), else 'unionfind'
-        assert _auto_method(Edges(fake(e.src), fake(e.dst), n), symmetric) == \
-            ("early" if path else "unionfind"), name
-    # index types the probe kernel is not instantiated for: no probe, the old rule
-    csr = sp.coo_matrix((np.ones(line.src.size), (line.src, line.dst)), shape=(5000, 5000)).tocsr()
-    assert _auto_method((fake(csr.indptr), fake(csr.indices.astype(np.uint16)))) == "ecl"
-    # the internal entry point resolves 'auto' the same way
-    launched.clear()
-    count, labels = gpu.components("csr", (fake(csr.indptr), fake(csr.indices)), 5000)
-    assert int(count) == 1 and launched[0].startswith("meshccl_graph_chain_probe")
-    assert launched[1] == "meshccl_graph_rule<int, int, true, false, 2, 1>"  # early, halving
+    judged = set()
+    with _tuning.override(GRAPH_TILE_SHIFT=shift):
+        for name, e, symmetric, anchor in cases:
+            n = e.n_vertices
+            coo = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n))
+            want_n, want = scipy_cc(coo)
+            csr = coo.tocsr()
+            rows = np.repeat(np.arange(n), np.diff(csr.indptr))
+            local = np.mean((rows >> shift) == (csr.indices >> shift)) if csr.nnz else 0.0
+            dense = csr.nnz > t.GRAPH_AUTO_TILES_MAX_DEGREE * n or n <= 1 << shift
+            expect = ("hb" if symmetric and csr.nnz > t.GRAPH_AUTO_HB_MIN_DEGREE * n else
+                      "kout" if symmetric and csr.nnz > t.GRAPH_AUTO_KOUT_MIN_DEGREE * n else "ecl")
+            if not dense and local >= t.GRAPH_AUTO_TILES_MIN_FRACTION:
+                expect = "tiles"
+            near = not dense and abs(local - t.GRAPH_AUTO_TILES_MIN_FRACTION) < 0.1
+            assert anchor is None or anchor == expect, (name, local)  # the anchors as stated
+            for form in ((fake(csr.indptr), fake(csr.indices)),
+                         (fake(csr.indptr.astype(np.int64)), fake(csr.indices))):
+                launched.clear()
+                got = _auto_method(form, symmetric=symmetric)
+                if not near:
+                    assert got == expect, (name, local)
+                    judged.add(got)
+                probes = [k for k in launched if k.startswith("meshccl_graph_tile_probe")]
+                assert len(probes) == (0 if dense else 1), (name, launched)
+            csc = coo.tocsc()
+            got_n, got = connected_components((fake(csr.indptr), fake(csr.indices)),
+                                              symmetric=symmetric)
+            assert got_n == want_n, name
+            np.testing.assert_array_equal(np.asarray(got), want, err_msg=name)
+            path = name.startswith("line") or name == "short line"
+            if name.startswith("line"):
+                assert _auto_method((fake(csc.indptr), fake(csc.indices)), symmetric) == "tiles"
+            # edge lists: 'early' for the in-order paths (their probe), else 'unionfind'
+            assert _auto_method(Edges(fake(e.src), fake(e.dst), n), symmetric) == \
+                ("early" if path else "unionfind"), name
+        assert judged == {"tiles", "ecl", "hb"}
+        # index types the probe kernel is not instantiated for: no probe, the density rule
+        csr = sp.coo_matrix((np.ones(line.src.size), (line.src, line.dst)),
+                            shape=(5000, 5000)).tocsr()
+        assert _auto_method((fake(csr.indptr), fake(csr.indices.astype(np.uint16)))) == "ecl"
+        # the internal entry point resolves 'auto' the same way
+        launched.clear()
+        count, labels = gpu.components("csr", (fake(csr.indptr), fake(csr.indices)), 5000)
+        assert int(count) == 1 and launched[0].startswith("meshccl_graph_tile_probe")
+        assert launched[1] == "meshccl_graph_tile_local<int, int>"
 
 
 def _fake_events(monkeypatch):
@@ -1420,7 +1478,7 @@ def _permuted_pair(n, m, seed):
     return a, b
 
 
-@pytest.mark.parametrize("method", ["auto", "ecl", "kout", "hb"])
+@pytest.mark.parametrize("method", ["auto", "ecl", "tiles", "kout", "hb"])
 @pytest.mark.parametrize("itype", [np.int32, np.int64])
 def test_graph_plans_emulated(emulated, tune, monkeypatch, method, itype):
     """Repeated calls on the same CuPy CSR buffers: the second records the

@@ -603,6 +603,14 @@ def _scc_emulation(expr):
                         rep[v] = (int(colour[v]) - int(b)) % n * int(a_inv) % n
                     else:
                         remaining[0] += 1
+    elif name == "meshccl_scc_symmetric":
+        sig = [L, J, L, J, i64, i64, U]
+
+        def run(fp, fi, rp, ri, n, max_row, sym):
+            for u in range(n):
+                out, inn = fi[fp[u]:fp[u + 1]], ri[rp[u]:rp[u + 1]]
+                if len(out) != len(inn) or len(out) > max_row or not set(inn) <= set(out):
+                    sym[0] = 0
     elif name == "meshccl_scc_min":
         sig = [I, I, n_]
 
@@ -686,7 +694,7 @@ def _emulated_cases(rng):
     return cases
 
 
-STEPS = {"transpose", "trim", "fwbw", "colour", "host", "smallest"}
+STEPS = {"transpose", "symmetric", "trim", "fwbw", "colour", "host", "smallest"}
 
 
 @pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over"])
@@ -714,9 +722,14 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
             count, labels, info = strong(g, return_info=True)
             phases = info["method_phases"]
             assert info["backend"] == "gpu"
-            assert phases == [] if not n else (phases[0] == "transpose"
-                                               and phases[-1] == "smallest"
-                                               and set(phases) <= STEPS)
+            pairs = set(zip(np.asarray(src).tolist(), np.asarray(dst).tolist()))
+            if n and phases[-1] != "smallest":  # stored both ways: the weak path
+                assert phases[:2] == ["transpose", "symmetric"] and "weak_method" in info
+                assert pairs == {(b, a) for a, b in pairs}
+            else:
+                assert phases == [] if not n else (phases[0] == "transpose"
+                                                   and phases[-1] == "smallest"
+                                                   and set(phases) <= STEPS)
             assert ("host" in phases) == (info["host_vertices"] > 0)
             handed += info["host_vertices"]
             if setting in ("gpu only", "long rows"):
@@ -730,6 +743,35 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
             np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
     if setting != "default":
         assert (handed > 0) == (setting == "hand over")
+
+
+def test_symmetric_graph_takes_the_weak_path_emulated(scc_emulated, monkeypatch):
+    """A graph stored both ways (a mesh, a cycle stored both ways, with a
+    self-loop) goes to the weak path after the symmetry test; one edge
+    stored one way more, or a row longer than STRONG_SYMMETRIC_MAX_ROW,
+    keeps the strong steps.  SciPy's partition either way."""
+    from test_graph_gpu_emulated import _fake_events
+
+    from meshccl import _tuning
+
+    _fake_events(monkeypatch)
+    e = graph_families.FAMILIES["mesh2d_both"](400, seed=1)
+    ring = np.arange(50)
+    cases = [(e.src, e.dst, e.n_vertices, True),
+             (np.r_[ring, (ring + 1) % 50, 7], np.r_[(ring + 1) % 50, ring, 7], 50, True),
+             (np.r_[e.src, 0], np.r_[e.dst, e.n_vertices - 1], e.n_vertices, False)]
+    for src, dst, n, symmetric in cases:
+        want = scipy_strong(coo(src, dst, n))
+        forms, _ = _fake_forms(np.asarray(src, np.int64), np.asarray(dst, np.int64), n,
+                               np.random.default_rng(1))
+        for short_rows in (False, True):
+            with _tuning.override(STRONG_SYMMETRIC_MAX_ROW=1 if short_rows else 32):
+                for g in forms:
+                    count, labels, info = strong(g, return_info=True)
+                    weak = "symmetric" in info["method_phases"] and "trim" not in info["method_phases"]
+                    assert weak == (symmetric and not short_rows), (n, info["method_phases"])
+                    assert count == want[0]
+                    np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
 
 
 def test_hand_over_rule(tune):
@@ -883,3 +925,24 @@ def test_chunk_matches_the_kernel():
 
     text = (Path(__file__).resolve().parents[1] / "meshccl" / "_kernels" / "strong.cu").read_text()
     assert re.findall(r"constexpr long long CHUNK = (\d+);", text) == [str(CHUNK)]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("family", ["mesh2d_both", "mesh3d_both", "mesh2d_both_shuffled",
+                                    "road_both", "cycle"])
+def test_gpu_symmetric_directed_graphs(family):
+    """Strong components of directed graphs stored both ways (the family
+    and the family plus its reverse) on the GPU: SciPy's partition, and
+    the weak path ran exactly for the symmetric ones."""
+    import cupyx.scipy.sparse as csp
+
+    e = graph_families.FAMILIES[family](200_000, seed=2)
+    g = coo(e.src, e.dst, e.n_vertices).tocsr()
+    for graph in (g, (g + g.T).tocsr()):
+        want = scipy_strong(graph)
+        count, labels, info = strong(csp.csr_matrix(graph), return_info=True)
+        assert count == want[0]
+        np.testing.assert_array_equal(labels.get(), canonical(want[1]))
+        symmetric = (graph != graph.T).nnz == 0
+        assert ("weak_method" in info) == symmetric, (family, info["method_phases"])

@@ -14,7 +14,10 @@ vertex: SciPy's numbering.
 :func:`components` runs any method on validated NumPy input (int64 arrays
 from :mod:`meshccl.graph._input`); the methods of the papers run serially
 here, as twins of the GPU kernels, and 'unionfind' / 'ecl' also on threads
-(:func:`components_parallel`).  Tuning constants are ``meshccl._tuning``'s
+(:func:`components_parallel`).  'ecl' and 'tiles' are the core's union-find
+here: serially it is what their GPU passes compute, and with threads
+:func:`components_parallel` already unites each thread's range of
+consecutive vertices first, as 'tiles' unites each tile.  Tuning constants are ``meshccl._tuning``'s
 GRAPH_* names, read at call time.  The core releases the GIL and starts its
 own threads (``std::thread``) for each call: no thread pool outlives a
 call, so forked children and calls from several Python threads at once
@@ -63,7 +66,7 @@ def components(kind, arrays, n, method, symmetric=False, compression="halving",
     transpose graph has the same weak components) or "edges";
     ``compression`` as :func:`meshccl.graph._methods.check_compression`
     resolved it; ``cpu_threads`` as :func:`meshccl.graph.connected_components`
-    takes it (used by 'unionfind' with 'halving', and 'ecl')."""
+    takes it (used by 'unionfind' with 'halving', 'ecl' and 'tiles')."""
     label_dtype = np.int64 if n >= 2**31 else np.int32
     method = canonical(method)
     kind = "edges" if kind == "edges" else "csr"
@@ -74,8 +77,8 @@ def components(kind, arrays, n, method, symmetric=False, compression="halving",
         k = _tuning.GRAPH_K_OUT if method == "kout" else _tuning.GRAPH_HB_EDGES
         count, labels, _ = _run(method, kind, arrays, n, label_dtype, picks=picks, k=k,
                                 levels=_tuning.GRAPH_BFS_SAMPLE_LEVELS, symmetric=bool(symmetric))
-    elif cpu_threads != 1 and (method == "ecl" or (method == "unionfind"
-                                                   and compression == "halving")):
+    elif cpu_threads != 1 and (method in ("ecl", "tiles") or (method == "unionfind"
+                                                             and compression == "halving")):
         count, labels = components_parallel(kind, arrays, n, label_dtype,
                                             cpu_threads or cpu_count())
     elif method in RULES and (method != "unionfind" or compression != "halving"):

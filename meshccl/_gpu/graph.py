@@ -32,6 +32,10 @@ from .passes import until_settled
 from .number_roots import NULL, relabel
 
 BLOCK = 256
+#: threads of a 'tiles' block (one tile of 2**GRAPH_TILE_SHIFT vertices each) and
+#: the blocks resident per multiprocessor (4 x 32 KiB of shared memory)
+TILE_BLOCK = 512
+TILE_BLOCKS_PER_SM = 4
 #: vertices looked up to find the most frequent root after sampling: one
 #: block of MESHCCL_GRAPH_SAMPLES threads in kernels/graph.cu
 SAMPLES = 1024
@@ -68,59 +72,79 @@ def _grid(work: int, per_block: int, cap_per_sm: int) -> tuple:
     return (max(1, min(-(-work // per_block), cap)),)
 
 
-def choose_method(kind: str, n: int, m: int, symmetric: bool = False, chain=None) -> str:
+def choose_method(kind: str, n: int, m: int, symmetric: bool = False, chain=None,
+                  local=None) -> str:
     """The GPU rule of ``method='auto'`` (docs/graph.md: "auto on the GPU"
-    gives the measurements behind it): edge lists run
-    'early' when they look like a path numbered in order (below), else
-    'unionfind'; CSR/CSC input runs 'hb' when it is promised symmetric and
-    stores more than ``GRAPH_AUTO_HB_MIN_DEGREE`` (6) entries per vertex, 'kout'
-    when it stores more than ``GRAPH_AUTO_KOUT_MIN_DEGREE`` (2.3); 'early' when
-    it stores at most ``GRAPH_AUTO_CHAIN_MAX_DEGREE`` entries per vertex and
-    ``chain`` -- the fraction of sampled entries (v, u) with |u - v| = 1
-    (:func:`chain_probe`; None: not measured) -- is at least
-    ``GRAPH_AUTO_CHAIN_MIN_FRACTION``, a path numbered in order; else 'ecl'
-    (constants of ``meshccl._tuning``; docs/graph.md: "auto on the GPU")."""
+    gives the measurements behind it): edge lists run 'early' when they
+    store at most ``GRAPH_AUTO_CHAIN_MAX_DEGREE`` edges per vertex and
+    ``chain`` -- the fraction of sampled edges (v, u) with |u - v| = 1
+    (:func:`chain_probe_edges`; None: not measured) -- is at least
+    ``GRAPH_AUTO_CHAIN_MIN_FRACTION``, a path numbered in order; else
+    'unionfind'.  CSR/CSC input runs 'tiles' when ``local`` -- the fraction
+    of sampled entries (v, u) with u in v's tile (:func:`tile_probe`; None:
+    not measured) -- is at least ``GRAPH_AUTO_TILES_MIN_FRACTION``; else
+    'hb' when it is promised symmetric and stores more than
+    ``GRAPH_AUTO_HB_MIN_DEGREE`` (6) entries per vertex, 'kout' when it
+    stores more than ``GRAPH_AUTO_KOUT_MIN_DEGREE`` (2.3); else 'ecl'
+    (constants of ``meshccl._tuning``)."""
     t = _tuning
-    path = (chain is not None and m <= t.GRAPH_AUTO_CHAIN_MAX_DEGREE * n
-            and chain >= t.GRAPH_AUTO_CHAIN_MIN_FRACTION)
     if kind == "edges":
+        path = (chain is not None and m <= t.GRAPH_AUTO_CHAIN_MAX_DEGREE * n
+                and chain >= t.GRAPH_AUTO_CHAIN_MIN_FRACTION)
         return "early" if path else "unionfind"
+    if local is not None and m <= t.GRAPH_AUTO_TILES_MAX_DEGREE * n \
+            and local >= t.GRAPH_AUTO_TILES_MIN_FRACTION:
+        return "tiles"
     if symmetric and m > t.GRAPH_AUTO_HB_MIN_DEGREE * n:
         return "hb"
     if symmetric and m > t.GRAPH_AUTO_KOUT_MIN_DEGREE * n:
         return "kout"
-    return "early" if path else "ecl"
+    return "ecl"
 
 
-def chain_probe(indptr, indices, n: int, out=None):
+def tile_shift() -> int:
+    """log2 of the vertices of a 'tiles' tile (``GRAPH_TILE_SHIFT``),
+    checked: 5 to 13 (32 to 8192 vertices; 4 bytes each of shared memory)."""
+    shift = _tuning.GRAPH_TILE_SHIFT
+    if not isinstance(shift, int) or not 5 <= shift <= 13:
+        raise ValueError(f"GRAPH_TILE_SHIFT must be an int in [5, 13], got {shift!r}")
+    return shift
+
+
+def tile_probe(indptr, indices, n: int, out=None):
     """For 'auto' on CSR input: ``(hits, samples)`` where ``hits`` is a 0-d
-    CuPy int64 count (no host synchronisation: the caller reads it with the
-    validation's one transfer) of the entries (v, u) with |u - v| = 1 among
-    ``samples`` = min(m, 1024) pseudo-random stored entries; None where the rule does not
-    look (more than ``GRAPH_AUTO_CHAIN_MAX_DEGREE`` entries per vertex, no entries,
-    or index arrays other than int32 / int64).  ``out``: a 1-entry CuPy
-    int64 array to count into (e.g. ``facts[5:]`` of :func:`check`, so the
-    one transfer of the facts brings it), else a new one.  One launch of one block
-    (``meshccl_graph_chain_probe``); it reads only in-bounds entries whatever
-    indptr holds, so it may run before indptr is validated (its count is
-    then meaningless and never used: validation raises)."""
+    CuPy int64 count (no host synchronisation) of the entries (v, u) with
+    u in v's tile of 2**``GRAPH_TILE_SHIFT`` vertices among ``samples`` =
+    min(m, 1024) pseudo-random stored entries; None where the rule does
+    not look (a graph of one tile, whose every entry is local whatever its
+    shape; more than ``GRAPH_AUTO_TILES_MAX_DEGREE`` entries per vertex; no
+    entries; index arrays other than int32 / int64).  ``out``: a
+    1-entry CuPy int64 array to count into (e.g. ``facts[5:]`` of
+    :func:`check`, so the one transfer of the facts brings it), else a new
+    one.  One launch of one block (``meshccl_graph_tile_probe``); it reads
+    only in-bounds entries whatever indptr holds, so it may run before
+    indptr is validated (its count is then meaningless and never used:
+    validation raises)."""
     import cupy
 
     m = indices.size
     ok = {np.dtype(np.int32), np.dtype(np.int64)}
-    if not m or m > _tuning.GRAPH_AUTO_CHAIN_MAX_DEGREE * n or np.dtype(indptr.dtype) not in ok \
-            or np.dtype(indices.dtype) not in ok:
+    shift = tile_shift()
+    if not m or n <= 1 << shift or m > _tuning.GRAPH_AUTO_TILES_MAX_DEGREE * n \
+            or np.dtype(indptr.dtype) not in ok or np.dtype(indices.dtype) not in ok:
         return None
-    (probe,) = kernels("graph.cu", f"meshccl_graph_chain_probe<{c_type(indptr.dtype)}, "
+    (probe,) = kernels("graph.cu", f"meshccl_graph_tile_probe<{c_type(indptr.dtype)}, "
                                    f"{c_type(indices.dtype)}>")
     hits = cupy.empty(1, dtype=cupy.int64) if out is None else out
-    probe((1,), (SAMPLES,), (indptr, indices, np.int64(n), np.int64(m), hits, np.uint64(_SEED)))
+    probe((1,), (SAMPLES,), (indptr, indices, np.int64(n), np.int64(m), np.int32(shift), hits,
+                             np.uint64(_SEED)))
     return hits[0], min(m, SAMPLES)
 
 
 def chain_probe_edges(src, dst, out=None):
-    """:func:`chain_probe` for an edge list: ``(hits, samples)`` over
-    min(m, 1024) hashed edges (src[e], dst[e]) with |src - dst| = 1, or None
+    """For 'auto' on an edge list: ``(hits, samples)``, ``hits`` a 0-d CuPy
+    int64 count (no host synchronisation) of the edges (src[e], dst[e])
+    with |src - dst| = 1 among min(m, 1024) hashed edges, or None
     (no edges, or arrays not both int32 or both int64).  The caller's rule
     also needs m <= GRAPH_AUTO_CHAIN_MAX_DEGREE * n, known only after validation."""
     import cupy
@@ -151,7 +175,8 @@ def check(indptr, a, b=None, blocks_per_sm=None, keep=None, stream=None):
     2. -1 if ``indptr[k + 1] < indptr[k]`` somewhere, else 0;
     3, 4. the smallest and largest value of ``a`` and ``b`` (int64 max and
        min when they are empty);
-    5. unset: the slot for :func:`chain_probe`'s count (``out=facts[5:]``);
+    5. unset: the slot for the count of :func:`tile_probe` or
+       :func:`chain_probe_edges` (``out=facts[5:]``);
     6. unset: the slot for the component count of a deferred check
        (:func:`components` with ``facts``).
 
@@ -375,6 +400,24 @@ def graph_steps(kind: str, arrays, n: int, method: str, symmetric: bool = False,
             block(_grid(n, 1, 8), (BLOCK,), args)
 
         return run
+
+    if method == "tiles":  # kernels/graph.cu's essay
+        shift = tile_shift()
+        local, cross = kernels("graph.cu", f"meshccl_graph_tile_local<{ti}, {tj}>",
+                               f"meshccl_graph_tile_cross<{ti}, {tj}, {sym}>")
+        tiles = -(-n >> shift)
+
+        def tiles_local():
+            state["P"] = cupy.empty(n, dtype=I)
+            local(_grid(tiles, 1, TILE_BLOCKS_PER_SM), (TILE_BLOCK,),
+                  (state["indptr"], state["indices"], state["P"], nn, np.int32(shift)),
+                  shared_mem=4 << shift)
+
+        steps.append(("local", tiles_local))
+        steps.append(("cross", lambda: cross(_grid(n, BLOCK, 32), (BLOCK,),
+                                             (state["indptr"], state["indices"], state["P"], nn,
+                                              np.int32(shift)))))
+        return steps, state
 
     if method == "ecl":
         (init,) = kernels("graph.cu", f"meshccl_graph_ecl_init<{ti}, {tj}>")
@@ -668,9 +711,11 @@ def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool 
         return cupy.zeros((), dtype=idx), cupy.empty(0, dtype=idx)
     if method == "auto":  # the API resolves 'auto' first; here the probe costs a read
         probe = (chain_probe_edges(arrays[0], arrays[1]) if kind == "edges"
-                 else chain_probe(arrays[0], arrays[1], n))
-        chain = None if probe is None else int(probe[0]) / probe[1]
-        method = choose_method(kind, n, int(arrays[1].size), symmetric, chain)
+                 else tile_probe(arrays[0], arrays[1], n))
+        fraction = None if probe is None else int(probe[0]) / probe[1]
+        method = (choose_method(kind, n, int(arrays[1].size), symmetric, chain=fraction)
+                  if kind == "edges" else
+                  choose_method(kind, n, int(arrays[1].size), symmetric, local=fraction))
     steps, state = graph_steps(kind, arrays, n, method, symmetric, index_dtype, compression,
                                max_iterations, facts)
     for name, launch in steps:
@@ -680,6 +725,7 @@ def components(kind: str, arrays, n: int, method: str = "auto", symmetric: bool 
     # with a deferred check the relabel kernel also stores N in facts[6]
     count = relabel(P, n, timer, base=-1, count_out=None if facts is None else facts[6:])
     if info is not None:
+        info["method"] = canonical(method)
         info["method_phases"] = list(dict.fromkeys(name for name, _ in steps))
         info["iterations"] = int(state.get("passes", 1))
     return count, P

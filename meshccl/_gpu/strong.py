@@ -174,6 +174,20 @@ def colour_order(n: int):
     return a, n // 3, pow(a, -1, n)
 
 
+def is_symmetric(fptr, fidx, rptr, ridx, n: int) -> bool:
+    """Whether every stored edge (w, u) is also stored as (u, w), from the
+    graph and its transpose as CSR (``meshccl_scc_symmetric``: one pass,
+    one 4-byte read).  True is exact; False may also mean a row longer
+    than ``STRONG_SYMMETRIC_MAX_ROW`` entries or repeated entries."""
+    import cupy
+
+    (test,) = kernels("strong.cu", f"meshccl_scc_symmetric<{c_type(fidx.dtype)}>")
+    sym = cupy.ones(1, dtype=cupy.uint32)
+    test(_grid(n, BLOCK, 32), (BLOCK,), (fptr, fidx, rptr, ridx, np.int64(n),
+                                          np.int64(_tuning.STRONG_SYMMETRIC_MAX_ROW), sym))
+    return bool(int(sym.get()[0]))
+
+
 def graphs(kind, arrays, n):
     """(I, J, (fptr, fidx), (rptr, ridx)): the graph and its transpose as
     CSR (row offsets int64, neighbours of type J) from validated input."""
@@ -190,10 +204,13 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
     """``(count, labels)``: count a Python int, labels a CuPy array of type
     I (int32 below 2**31 vertices) numbered 0..count-1 in order of each
     component's smallest vertex.  ``timer``: a :class:`.timing.PhaseTimer`
-    for the steps 'transpose', 'trim', 'fwbw', 'colour', 'host' and the
-    relabel's; ``info``: a dict that gets ``method_phases``,
+    for the steps 'transpose', 'symmetric', 'trim', 'fwbw', 'colour',
+    'host' and the relabel's; ``info``: a dict that gets ``method_phases``,
     ``iterations`` (the colouring rounds), ``passes`` (the GPU's passes)
     and ``host_vertices`` (the vertices finished on the host, 0: none).
+    A graph stored both ways (:func:`is_symmetric`) goes to the weak
+    path instead (its steps follow 'symmetric' in ``method_phases``, and
+    ``info["weak_method"]`` names the method).
     ``host(indptr, indices, k)``: the strong components of a CSR on the
     host (NumPy labels), for the narrow-frontier hand-over; None: the GPU
     finishes whatever the pace."""
@@ -216,6 +233,21 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
     ti, tj = c_type(I), c_type(J)
     nn = np.dtype(I).type(n)
     grid = _grid(n, BLOCK, 32)
+
+    def symmetric():
+        state["symmetric"] = is_symmetric(fptr, fidx, rptr, ridx, n)
+
+    run(timer, "symmetric", symmetric)
+    if state["symmetric"]:  # strong components = weak ones (strong.cu: meshccl_scc_symmetric)
+        from .graph import components
+
+        weak = {}
+        count, labels = components("csr", (fptr, fidx), n, symmetric=True,
+                                   index_dtype=np.dtype(I), timer=timer, info=weak)
+        if info is not None:
+            info.update(method_phases=["transpose", "symmetric"] + weak["method_phases"],
+                        iterations=0, passes=0, host_vertices=0, weak_method=weak["method"])
+        return int(count), labels
     (trim, score, seed, expand, fwbw, cinit, push, roots, back, cdone, low_k, point, push_snap,
      push_rows, back_snap, back_rows) = kernels(
         "strong.cu", f"meshccl_scc_trim<{ti}, {tj}>", f"meshccl_scc_score<{ti}>",

@@ -59,6 +59,30 @@
 //   and any doubt (a parent re-pointed by path halving) just costs a unite.
 //   The finish pass reuses the three ECL-CC compute kernels for balance.
 //
+// * Tiles of consecutive vertices ('tiles'), for graphs numbered with
+//   locality: chains, cycles, meshes and road grids numbered along their
+//   rows, where most entries (v, u) have u close to v.  There a union-find
+//   in global memory is slow for a reason that has nothing to do with the
+//   amount of work: with the larger root always hooked under the smaller,
+//   unions started together along a path numbered in order build a chain
+//   as long as the path (ECL-CC's first smaller neighbours of a mesh
+//   numbered row by row are whole columns), and every find then walks it
+//   with dependent loads at global-memory latency.  Here one block takes a
+//   tile of 2^shift consecutive vertices (8192: 32 KiB of shared memory),
+//   unites in shared memory every entry with both ends in the tile (a
+//   walk step costs a shared load, not an L2 round trip), and writes each
+//   vertex's parent as its tile root: the smallest vertex of its piece of
+//   the tile, so the forest rule holds.  A second launch unites, in global
+//   memory, the entries whose ends lie in two tiles; their finds start one
+//   step from a tile root, and the trees above the tile roots are as long
+//   as the chain of tiles (n / 8192 on a path), not of vertices.  The
+//   cross unions use the guarded unite: on a mesh all the entries between
+//   two tiles hook the same pair of tile roots.  Entries whose other end
+//   lies in the tile are never read in global memory; on a graph without
+//   locality every entry crosses and the method is a plain union-find
+//   over the edges (the host's rule picks it only where a sample of
+//   entries says at least half are tile-local).
+//
 // Index types: I is the vertex / parent type (int below 2**31 vertices,
 // long long beyond), J the stored type of the neighbour arrays (int or long
 // long, as the caller's arrays are), and row offsets are always long long
@@ -359,6 +383,114 @@ __global__ void meshccl_graph_vertex_block(const long long* __restrict__ indptr,
                                threadIdx.x, blockDim.x);
 }
 
+// ---------------------------------------------------------------- tiles
+
+namespace meshccl {
+namespace graph {
+
+// Entry k of row i of the tile starting at base (size vertices), united
+// in the tile's shared forest S when its other end lies in the tile.
+template <typename I, typename J>
+__device__ __forceinline__ void tile_entry(const J* __restrict__ indices, long long k, I n,
+                                           long long base, int size, int i, int* S) {
+    I u;
+    if (!vertex_of(indices, k, n, u)) return;
+    const long long d = (long long)u - base;
+    if (d >= 0 && d < size && d != i) meshccl::unite<true>(S, i, (int)d);
+}
+
+}  // namespace graph
+}  // namespace meshccl
+
+// One block per tile of 2^shift consecutive vertices (grid-stride over the
+// tiles; dynamic shared memory of 4 << shift bytes): every entry with both
+// ends in the tile is united in shared memory, then each vertex's parent
+// becomes base + its tile root.  Writes every P[v], v < n (no other
+// initialisation).  A row of more than 32 entries is spread over its
+// warp's lanes, so a hub does not serialise one thread.  blockDim must be
+// a multiple of 32.
+template <typename I, typename J>
+__global__ void meshccl_graph_tile_local(const long long* __restrict__ indptr,
+                                         const J* __restrict__ indices, I* P, I n, int shift) {
+    using namespace meshccl::graph;
+    extern __shared__ int S[];
+    const int lane = threadIdx.x & 31;
+    const long long tile = 1ll << shift;
+    for (long long base = (long long)blockIdx.x << shift; base < (long long)n;
+         base += (long long)gridDim.x << shift) {
+        const int size = (int)((long long)n - base < tile ? (long long)n - base : tile);
+        for (int i = threadIdx.x; i < size; i += blockDim.x) S[i] = i;
+        __syncthreads();
+        for (int w = (int)threadIdx.x - lane; w < size; w += blockDim.x) {  // warp-uniform
+            const int i = w + lane;
+            long long b = 0, e = 0;
+            if (i < size) {
+                b = indptr[base + i];
+                e = indptr[base + i + 1];
+            }
+            const bool long_row = e - b > 32;
+            unsigned todo = __ballot_sync(0xffffffffu, long_row);
+            while (todo) {
+                const int src = __ffs(todo) - 1;
+                todo &= todo - 1;
+                const long long hb = __shfl_sync(0xffffffffu, b, src);
+                const long long he = __shfl_sync(0xffffffffu, e, src);
+                for (long long k = hb + lane; k < he; k += 32)
+                    tile_entry<I, J>(indices, k, n, base, size, w + src, S);
+            }
+            if (!long_row)
+                for (long long k = b; k < e; ++k) tile_entry<I, J>(indices, k, n, base, size, i, S);
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < size; i += blockDim.x)
+            P[base + i] = (I)(base + meshccl::find<true>(S, i));
+        __syncthreads();  // S is reused by the block's next tile
+    }
+}
+
+// Every entry (v, u) whose ends lie in two tiles, united in global memory
+// (after meshccl_graph_tile_local; Sym: the graph is stored both ways,
+// so each such edge is taken at its larger end only).
+template <typename I, typename J, bool Sym>
+__global__ void meshccl_graph_tile_cross(const long long* __restrict__ indptr,
+                                         const J* __restrict__ indices, I* P, I n, int shift) {
+    using namespace meshccl::graph;
+    each_entry(indptr, (long long)n, [&](long long k, long long v) {
+        I u;
+        if (!vertex_of(indices, k, n, u)) return;
+        if (((long long)u >> shift) == (v >> shift)) return;  // united in the tile
+        if (Sym && (long long)u > v) return;
+        meshccl::unite<false, true>(P, (I)v, u);
+    });
+}
+
+// For method='auto' (meshccl/_gpu/graph.py, tile_probe): one block of
+// MESHCCL_GRAPH_SAMPLES threads; hits[0] = how many of s = min(m, 1024)
+// pseudo-random stored entries (v, u) have u in v's tile of 2^shift
+// vertices (the share of 'tiles'' work done in shared memory).  Runs on
+// the caller's arrays before they are validated: the row search stays in
+// [0, n) and e < m whatever indptr holds, so every read is in bounds.
+template <typename P, typename J>
+__global__ void __launch_bounds__(MESHCCL_GRAPH_SAMPLES)
+meshccl_graph_tile_probe(const P* __restrict__ indptr, const J* __restrict__ indices,
+                         long long n, long long m, int shift, long long* hits,
+                         unsigned long long seed) {
+    using namespace meshccl::graph;
+    const int t = threadIdx.x;
+    bool hit = false;
+    if (t < m) {
+        const long long e = (long long)(mix64(seed + (unsigned long long)t) % (unsigned long long)m);
+        long long lo = 0, hi = n;  // the row of e: indptr[lo] <= e < indptr[lo + 1]
+        while (hi - lo > 1) {
+            const long long mid = lo + (hi - lo) / 2;
+            if ((long long)indptr[mid] <= e) lo = mid; else hi = mid;
+        }
+        hit = ((long long)indices[e] >> shift) == (lo >> shift);
+    }
+    const int count = __syncthreads_count(hit);
+    if (t == 0) hits[0] = count;
+}
+
 // ------------------------------------------------------ k-out sampling
 
 // Unite each vertex with entries first .. first + count - 1 of its list
@@ -490,34 +622,6 @@ meshccl_graph_sample_mode(I* P, I n, int count, unsigned long long seed, I* __re
     block_mode(value, freq, count, big);
 }
 
-// For method='auto' (meshccl/_gpu/graph.py, chain_probe): one block of
-// MESHCCL_GRAPH_SAMPLES threads; hits[0] = how many of s = min(m, 1024)
-// pseudo-random stored entries e (hashed from seed + thread; evenly spaced
-// ones alias with a grid's rows) join vertices whose numbers differ by one
-// (a path numbered in order has only such entries).  Runs on the caller's
-// arrays before they are validated: the row search stays in [0, n) and
-// e < m whatever indptr holds, so every read is in bounds.
-template <typename P, typename J>
-__global__ void __launch_bounds__(MESHCCL_GRAPH_SAMPLES)
-meshccl_graph_chain_probe(const P* __restrict__ indptr, const J* __restrict__ indices,
-                          long long n, long long m, long long* hits, unsigned long long seed) {
-    using namespace meshccl::graph;
-    const int t = threadIdx.x;
-    bool hit = false;
-    if (t < m) {
-        const long long e = (long long)(mix64(seed + (unsigned long long)t) % (unsigned long long)m);
-        long long lo = 0, hi = n;  // the row of e: indptr[lo] <= e < indptr[lo + 1]
-        while (hi - lo > 1) {
-            const long long mid = lo + (hi - lo) / 2;
-            if ((long long)indptr[mid] <= e) lo = mid; else hi = mid;
-        }
-        const long long d = (long long)indices[e] - lo;
-        hit = d == 1 || d == -1;
-    }
-    const int count = __syncthreads_count(hit);
-    if (t == 0) hits[0] = count;
-}
-
 // ------------------------------------------------ validation of CuPy input
 
 // meshccl/_gpu/graph.py's check(): the facts meshccl/graph/_input.py validates CuPy
@@ -534,7 +638,7 @@ meshccl_graph_chain_probe(const P* __restrict__ indptr, const J* __restrict__ in
 // at copy bandwidth.  meshccl_graph_check_done (one block of 1024) folds
 // the parts into facts[0..4] = (indptr[0], indptr[nptr - 1] (0 and 0 when
 // nptr = 0, clamped as above), -1 if any block saw a decrease else 0,
-// smallest value, largest value); facts[5] is left to chain_probe.
+// smallest value, largest value); facts[5] is left to the probes of 'auto'.
 namespace meshccl {
 namespace graph {
 
@@ -737,9 +841,12 @@ __global__ void meshccl_graph_clamp_indptr(const P* __restrict__ indptr, long lo
     }
 }
 
-// The same count for an edge list (method='auto' on edges): hits[0] = how
-// many of min(m, 1024) hashed edges e have |src[e] - dst[e]| = 1.  Reads
-// only src[0..m) and dst[0..m), so it may run before validation.
+// For method='auto' on an edge list (meshccl/_gpu/graph.py, chain_probe_edges):
+// one block of MESHCCL_GRAPH_SAMPLES threads; hits[0] = how many of
+// min(m, 1024) hashed edges e (hashed: evenly spaced ones alias with a
+// grid's rows) have |src[e] - dst[e]| = 1 (a path numbered in order has
+// only such edges).  Reads only src[0..m) and dst[0..m), so it may run
+// before validation.
 template <typename J>
 __global__ void __launch_bounds__(MESHCCL_GRAPH_SAMPLES)
 meshccl_graph_chain_probe_edges(const J* __restrict__ src, const J* __restrict__ dst,
@@ -1181,6 +1288,12 @@ __global__ void meshccl_graph_bfs_sample_done(I* P, I n, const I* minv) {
                                                              int, int, const I*);              \
     template __global__ void meshccl_graph_kout<I, J, true>(const long long*, const J*, I*, I,  \
                                                             int, int, const I*);               \
+    template __global__ void meshccl_graph_tile_local<I, J>(const long long*, const J*, I*, I, \
+                                                            int);                              \
+    template __global__ void meshccl_graph_tile_cross<I, J, false>(const long long*, const J*, \
+                                                                   I*, I, int);                \
+    template __global__ void meshccl_graph_tile_cross<I, J, true>(const long long*, const J*,  \
+                                                                  I*, I, int);                 \
     MESHCCL_GRAPH_VERTEX(I, J, 0, false)                                                        \
     MESHCCL_GRAPH_VERTEX(I, J, 0, true)                                                         \
     MESHCCL_GRAPH_VERTEX(I, J, 1, false)                                                        \
@@ -1204,9 +1317,9 @@ MESHCCL_GRAPH_I(long long)
 MESHCCL_GRAPH_J(int)
 MESHCCL_GRAPH_J(long long)
 #define MESHCCL_GRAPH_PROBE(P, J)                                                                \
-    template __global__ void meshccl_graph_chain_probe<P, J>(const P*, const J*, long long,     \
-                                                             long long, long long*,             \
-                                                             unsigned long long);
+    template __global__ void meshccl_graph_tile_probe<P, J>(const P*, const J*, long long,      \
+                                                            long long, int, long long*,         \
+                                                            unsigned long long);
 MESHCCL_GRAPH_PROBE(int, int)
 MESHCCL_GRAPH_PROBE(int, long long)
 MESHCCL_GRAPH_PROBE(long long, int)

@@ -36,7 +36,8 @@ def auto_rule(kind, n, m, on_gpu, symmetric, probe=None):
         return "unionfind"
     from .._gpu.graph import choose_method
 
-    return choose_method(kind, n, m, symmetric, (probe or {}).get("chain"))
+    probe = probe or {}
+    return choose_method(kind, n, m, symmetric, probe.get("chain"), probe.get("local"))
 
 
 def cpu(kind, arrays, n, method, symmetric, compression, max_iterations, cpu_threads):

@@ -122,7 +122,7 @@ def _facts(xp, **values):
 #: (lo, hi) of no index at all
 _NO_RANGE = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)
 #: the slots of meshccl._gpu.graph.check's facts (the fused kernel's)
-_CHECKED = ("first", "last", "dec", "lo", "hi", "chain", "count")
+_CHECKED = ("first", "last", "dec", "lo", "hi", "probe", "count")
 
 
 def _range(*arrays):
@@ -142,19 +142,21 @@ def _bounds(facts):
 def _device_facts(indptr, a, b=None, probe=None):
     """Validation facts of CuPy arrays of the types the fused kernel reads
     (meshccl._gpu.graph.check), with one transfer: a dict of
-    :data:`_CHECKED`, plus the samples of 'auto''s chain probe (None: no
-    probe) when ``probe`` is given; None for other types."""
+    :data:`_CHECKED`, plus the samples of 'auto''s probe (None: no probe)
+    when ``probe`` is given (a CSR's :func:`~meshccl._gpu.graph.tile_probe`,
+    an edge list's :func:`~meshccl._gpu.graph.chain_probe_edges`); None for
+    other types."""
     from .._gpu import graph as gpu
 
     if not gpu.supported(*(x for x in (indptr, a, b) if x is not None)):
         return None
     facts = gpu.check(indptr, a, b)
-    chain = None
+    sampled = None
     if probe is not None:  # 'auto' on the GPU: its count rides along, in facts[5]
-        chain = (gpu.chain_probe(indptr, a, indptr.size - 1, out=facts[5:]) if indptr is not None
-                 else gpu.chain_probe_edges(a, b, out=facts[5:]))
+        sampled = (gpu.tile_probe(indptr, a, indptr.size - 1, out=facts[5:]) if indptr is not None
+                   else gpu.chain_probe_edges(a, b, out=facts[5:]))
     facts = dict(zip(_CHECKED, map(int, facts.get())))
-    facts["samples"] = chain and chain[1]
+    facts["samples"] = sampled and sampled[1]
     return facts
 
 
@@ -198,14 +200,14 @@ def _check_indices(n, lo, hi, *named):
 def csr(indptr, indices, n=None, probe=None, defer=None, int64=True):
     """("csr", checked arrays, n).
 
-    ``probe``: a dict for method='auto' on the GPU, which gets ``"chain"``
-    (the fraction measured by :func:`meshccl._gpu.graph.chain_probe`) where
+    ``probe``: a dict for method='auto' on the GPU, which gets ``"local"``
+    (the fraction measured by :func:`meshccl._gpu.graph.tile_probe`) where
     the rule looks.  ``defer``: a dict where the check of CuPy input may be
     left to the GPU dispatch (None: check now).  When the fused kernel reads
     these dtypes the check is not launched here: ``defer`` gets "arrays"
     (indptr, indices), "read" (the device facts -> dict of Python ints, one
     transfer) and "raise" (that dict -> raises the error of invalid input).
-    'auto''s chain probe then runs alone here (it reads in bounds whatever
+    'auto''s probe then runs alone here (it reads in bounds whatever
     the arrays hold) and its count is read at once (8 bytes), so that the
     check can still go beside the method; on invalid input the count means
     nothing and the check raises later."""
@@ -222,9 +224,9 @@ def csr(indptr, indices, n=None, probe=None, defer=None, int64=True):
 
         if gpu.supported(indptr, indices):
             if probe is not None:
-                chain = gpu.chain_probe(indptr, indices, n)  # None where the rule does not look
-                if chain is not None:
-                    probe["chain"] = int(chain[0]) / chain[1]
+                local = gpu.tile_probe(indptr, indices, n)  # None where the rule does not look
+                if local is not None:
+                    probe["local"] = int(local[0]) / local[1]
 
             def read(dev):
                 return dict(zip(_CHECKED, map(int, dev.get())))
@@ -237,18 +239,18 @@ def csr(indptr, indices, n=None, probe=None, defer=None, int64=True):
             return "csr", _checked(xp, indptr, indices, int64=int64), n
     facts = None if xp is np else _device_facts(indptr, indices, probe=probe)
     if facts is None:  # NumPy, or CuPy types the fused kernel does not read
-        chain = None
+        local = None
         if probe is not None and xp is not np:  # 'auto' on the GPU: its count rides along
-            from .._gpu.graph import chain_probe
+            from .._gpu.graph import tile_probe
 
-            chain = chain_probe(indptr, indices, n)
+            local = tile_probe(indptr, indices, n)
         facts = _facts(xp, first=indptr[0], last=indptr[-1], dec=(indptr[1:] < indptr[:-1]).any(),
-                       **_range(indices), **({"chain": chain[0]} if chain is not None else {}))
+                       **_range(indices), **({"probe": local[0]} if local is not None else {}))
         facts["lo"], facts["hi"] = _bounds(facts)
-        facts["samples"] = chain and chain[1]
+        facts["samples"] = local and local[1]
     _csr_errors(indptr, indices, n, facts)
     if facts["samples"]:
-        probe["chain"] = facts["chain"] / facts["samples"]
+        probe["local"] = facts["probe"] / facts["samples"]
     return "csr", _checked(xp, indptr, indices, int64=int64), n
 
 
@@ -285,7 +287,7 @@ def edges(src, dst, n=None, probe=None, int64=True):
         raise ValueError(f"n_vertices must be at most 2**63 - 1, got {n!r}")
     _check_indices(n, lo, hi, ("src", src), ("dst", dst))
     if facts is not None and facts["samples"]:
-        probe["chain"] = facts["chain"] / facts["samples"]
+        probe["chain"] = facts["probe"] / facts["samples"]
     return "edges", _checked(xp, src, dst, int64=int64), int(n)
 
 

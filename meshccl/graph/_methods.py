@@ -46,6 +46,7 @@ TABLE = (
     Method("hooks", (), _UF, rule=3),
     Method("jtb", (), ("splitting", "none"), rule=4),
     Method("ecl", deferred_check=True),               # ECL-CC
+    Method("tiles", deferred_check=True),             # shared-memory tiles, then the rest
     # samplers, then the finish pass
     Method("kout", deferred_check=True),
     Method("hb", deferred_check=True),
