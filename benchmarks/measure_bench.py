@@ -331,8 +331,10 @@ def cpu_compare(quick, out):
 
 
 #: the plot's series: (label, row key or keys added, marker)
-SERIES = (("label", ("label ms",), "o"), ("label + statistics", ("label ms", "statistics ms"), "s"),
-          ("label + statistics with intensity", ("label ms", "with intensity ms"), "D"),
+SERIES = (("label", ("label ms",), "o"),
+          ("label, then statistics", ("label ms", "statistics ms"), "s"),
+          ("label(..., return_statistics=True)", ("label + statistics ms",), "P"),
+          ("label, then statistics with intensity", ("label ms", "with intensity ms"), "D"),
           ("cuCIM regionprops_table", ("cuCIM ms",), "^"),
           ("cupyx sum_labels (counts)", ("cupyx sum_labels ms",), "v"),
           ("cc3d.statistics (CPU)", ("cc3d ms",), "x"))
@@ -362,6 +364,35 @@ def plot(rows, path, title):
     ax.legend(fontsize=8)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
+
+
+def write(rows, machine, out):
+    """measure.md, measure.json and measure.png of the GPU rows in ``out``."""
+    for r in rows:
+        r["label + statistics / label"] = (r["label + statistics ms"] / r["label ms"]
+                                          if r["label + statistics ms"] else None)
+    cols = ["case", "labels", "label ms", "statistics ms", "statistics / label",
+            "label, statistics ms", "label + statistics ms", "fused",
+            "label + statistics / label",
+            "with intensity ms", "with intensity / label", "bincount ms", "cuCIM ms",
+            "× cuCIM", "cupyx sum_labels ms", "cc3d ms"]
+    fmt = lambda v: "n/a" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
+    lines = [f"{machine['gpu']}, CuPy {machine['cupy']}, {machine['date']}. Counts, bounding "
+             "boxes and centroids of the labels of `meshccl.label` ('statistics'; 'with "
+             "intensity': also the statistics of a float32 image; cuCIM: regionprops_table "
+             "with label, area, bbox, centroid; cupyx: counts only; cc3d: on the CPU). "
+             "'label, statistics': `statistics(label(x))`, two calls; 'label + statistics': "
+             "`label(x, return_statistics=True)`, one call ('fused': the label pass fills the "
+             "table, else the labels are measured after the chain). Median "
+             "ms; the ratios are to the `label` call that made the labels."
+             + (f" {machine['note']}" if machine.get("note") else ""), "",
+             "| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
+    lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "measure.md").write_text("\n".join(lines) + "\n")
+    (out / "measure.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
+    plot(rows, out / "measure.png", f"meshccl.measure, {machine['gpu']}, {machine['date']}")
+    print("\n".join(lines))
 
 
 def main(argv=None):
@@ -496,31 +527,8 @@ def main(argv=None):
     machine = {"gpu": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
                "cupy": cupy.__version__, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "cucim": None if cucim_table else cucim_why, "cc3d": None if cc3d else cc3d_why}
-    for r in rows:
-        r["label + statistics / label"] = (r["label + statistics ms"] / r["label ms"]
-                                          if r["label + statistics ms"] else None)
-    cols = ["case", "labels", "label ms", "statistics ms", "statistics / label",
-            "label, statistics ms", "label + statistics ms", "fused",
-            "label + statistics / label",
-            "with intensity ms", "with intensity / label", "bincount ms", "cuCIM ms",
-            "× cuCIM", "cupyx sum_labels ms", "cc3d ms"]
-    fmt = lambda v: "n/a" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
-    lines = [f"{machine['gpu']}, CuPy {machine['cupy']}, {machine['date']}. Counts, bounding "
-             "boxes and centroids of the labels of `meshccl.label` ('statistics'; 'with "
-             "intensity': also the statistics of a float32 image; cuCIM: regionprops_table "
-             "with label, area, bbox, centroid; cupyx: counts only; cc3d: on the CPU). "
-             "'label, statistics': `statistics(label(x))`, two calls; 'label + statistics': "
-             "`label(x, return_statistics=True)`, one call ('fused': the label pass fills the "
-             "table, else the labels are measured after the chain). Median "
-             "ms; the ratios are to the `label` call that made the labels.", "",
-             "| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
-    lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows]
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "measure.md").write_text("\n".join(lines) + "\n")
-    (out / "measure.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
-    plot(rows, out / "measure.png", f"meshccl.measure, {machine['gpu']}, {machine['date']}")
-    print("\n".join(lines))
+    write(rows, machine, out)
     counts_cost(args.quick, out)
     return 0
 
