@@ -89,6 +89,20 @@ def components(kind, arrays, n, method, symmetric=False, compression="halving",
     return count, labels, 1
 
 
+def csr_components(indptr, indices, n, strong=False, backward=False, sort_rows=False):
+    """``(count, labels)`` of a CSR of ``n`` vertices (int32 or int64
+    ``indptr`` and ``indices`` of one type, not validated yet) in one
+    compiled call that checks it too (``core/csr_components.cpp``): weak
+    components by the serial union-find, or (``strong``) strong ones by the
+    search of :mod:`meshccl._cpu.strong`, each row read ``backward`` or
+    forward, on sorted rows with ``sort_rows``; labels int32, numbered as
+    SciPy numbers them.  None where the arrays are no valid CSR of those
+    types (the caller's general path then says what is wrong)."""
+    labels = np.empty(n, np.int32)
+    count = _core.csr_components(indptr, indices, labels, strong, backward, sort_rows)
+    return None if count < 0 else (count, labels)
+
+
 def components_by(method, kind, arrays, n, label_dtype, max_iterations=None):
     """Weak components with one of the papers' iterative methods;
     ``(count, labels, passes)``.  ``max_iterations`` caps the rounds /

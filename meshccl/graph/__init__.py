@@ -255,6 +255,14 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         n, labels = connected_components(csp.csr_matrix(g))   # labels: cupy int32
         n, labels = connected_components((indptr_tensor, indices_tensor))   # torch int32
     """
+    if (type(connection) is str and connection in ("weak", "strong") and type(method) is str
+            and method == "auto" and symmetric is False and compression is None
+            and max_iterations is None and type(cpu_threads) is int and cpu_threads == 1
+            and not return_info):
+        # a SciPy CSR or NumPy (indptr, indices) with no options: one compiled call
+        out = _dispatch.cpu_csr(csgraph, bool(directed) and connection == "strong")
+        if out is not None:
+            return out if return_labels else out[0]
     csgraph, back, undirected = _interop.unwrap_graph(csgraph)
     if undirected:  # a NetworkX Graph: every edge stored both ways
         directed, symmetric = False, True

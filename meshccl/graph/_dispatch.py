@@ -11,8 +11,11 @@ neither the compiled core nor CuPy.
 from __future__ import annotations
 
 import contextlib
+import functools
 
-from . import _methods
+import numpy as np
+
+from . import _methods, _scipy
 from ._input import first_array, is_cupy
 
 
@@ -38,6 +41,55 @@ def auto_rule(kind, n, m, on_gpu, symmetric, probe=None):
 
     probe = probe or {}
     return choose_method(kind, n, m, symmetric, probe.get("chain"), probe.get("local"))
+
+
+@functools.lru_cache(maxsize=64)
+def _scipy_compressed(cls):
+    """'csr' or 'csc' for SciPy's CSR / CSC matrix and array classes (by
+    module and name: SciPy is not imported), else None."""
+    if cls.__module__.startswith("scipy.sparse") and cls.__name__[:3] in ("csr", "csc"):
+        if cls.__name__[3:] in ("_matrix", "_array"):
+            return cls.__name__[:3]
+    return None
+
+
+@functools.cache
+def _cpu_graph():
+    """meshccl._cpu.graph, imported on the first call that needs it."""
+    from .._cpu import graph
+
+    return graph
+
+
+def cpu_csr(csgraph, strong):
+    """``(count, labels)`` of the CPU's one-call path for the commonest
+    input, every option at its default: a SciPy CSR matrix or array (CSC
+    too, for weak components: the transpose graph has the same ones) or
+    an ``(indptr, indices)`` pair of NumPy arrays, indices int32 or int64
+    (:func:`meshccl._cpu.graph.csr_components`: checked and labelled in
+    one compiled call, no copy).  None for any other input, and for an
+    invalid one: the general path then validates it and says what is
+    wrong."""
+    cls = type(csgraph)
+    if cls is tuple:
+        if (len(csgraph) != 2 or type(csgraph[0]) is not np.ndarray
+                or type(csgraph[1]) is not np.ndarray):
+            return None
+        indptr, indices = csgraph
+        n, sort_rows = indptr.size - 1, False
+    else:
+        fmt = _scipy_compressed(cls)
+        if fmt is None or (strong and fmt == "csc"):
+            return None
+        shape = csgraph.shape
+        if len(shape) != 2 or shape[0] != shape[1]:
+            return None
+        indptr, indices, n = csgraph.indptr, csgraph.indices, shape[0]
+        sort_rows = strong and _scipy.sorts_rows(csgraph)
+    if not 0 <= n < 2**31 - 2:
+        return None
+    backward = strong and _scipy.strong_rows() == "backward"
+    return _cpu_graph().csr_components(indptr, indices, n, strong, backward, sort_rows)
 
 
 def cpu(kind, arrays, n, method, symmetric, compression, max_iterations, cpu_threads):
