@@ -89,17 +89,24 @@ def components(kind, arrays, n, method, symmetric=False, compression="halving",
     return count, labels, 1
 
 
-def csr_components(indptr, indices, n, strong=False, backward=False, sort_rows=False):
-    """``(count, labels)`` of a CSR of ``n`` vertices (int32 or int64
-    ``indptr`` and ``indices`` of one type, not validated yet) in one
-    compiled call that checks it too (``core/csr_components.cpp``): weak
-    components by the serial union-find, or (``strong``) strong ones by the
-    search of :mod:`meshccl._cpu.strong`, each row read ``backward`` or
-    forward, on sorted rows with ``sort_rows``; labels int32, numbered as
-    SciPy numbers them.  None where the arrays are no valid CSR of those
-    types (the caller's general path then says what is wrong)."""
+#: the forms checked_components takes, by its code
+CHECKED_KINDS = {"csr": 0, "csc": 1, "edges": 2}
+
+
+def checked_components(kind, a, b, n, strong=False, backward=False, sort_rows=False):
+    """``(count, labels)`` of a graph of ``n`` vertices not validated yet
+    -- ``kind`` "csr" or "csc" (``a``, ``b``: indptr and indices) or
+    "edges" (src and dst), int32 or int64 arrays of one type -- in one
+    compiled call that checks it too (``core/checked_components.cpp``):
+    weak components by the serial union-find, or (``strong``) strong ones
+    by the search of :mod:`meshccl._cpu.strong` on the rows SciPy reads,
+    each row read ``backward`` or forward (a CSR's rows sorted first with
+    ``sort_rows``); labels int32, numbered as SciPy numbers them.  None
+    where the arrays are no valid graph of those types (the caller's
+    general path then says what is wrong)."""
     labels = np.empty(n, np.int32)
-    count = _core.csr_components(indptr, indices, labels, strong, backward, sort_rows)
+    count = _core.checked_components(CHECKED_KINDS[kind], a, b, labels, strong, backward,
+                                     sort_rows)
     return None if count < 0 else (count, labels)
 
 

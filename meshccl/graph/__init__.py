@@ -259,8 +259,8 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
             and method == "auto" and symmetric is False and compression is None
             and max_iterations is None and type(cpu_threads) is int and cpu_threads == 1
             and not return_info):
-        # a SciPy CSR or NumPy (indptr, indices) with no options: one compiled call
-        out = _dispatch.cpu_csr(csgraph, bool(directed) and connection == "strong")
+        # SciPy CSR / CSC / COO or NumPy arrays with no options: one compiled call
+        out = _dispatch.cpu_checked(csgraph, bool(directed) and connection == "strong")
         if out is not None:
             return out if return_labels else out[0]
     csgraph, back, undirected = _interop.unwrap_graph(csgraph)

@@ -126,8 +126,8 @@ i64 union_csr(const X* indptr, const X* indices, I* P, i64 n, i64* fsrc, i64* fd
     return nf;
 }
 
-template <class I>
-i64 union_edges(const i64* src, const i64* dst, i64 m, I* P, i64 n, i64* fsrc, i64* fdst) {
+template <class I, class X>
+i64 union_edges(const X* src, const X* dst, i64 m, I* P, i64 n, i64* fsrc, i64* fdst) {
     iota(P, 0, n);
     i64 nf = 0;
     for (i64 k = 0; k < m; ++k) {
