@@ -12,7 +12,9 @@ forward pass numbers the components in increasing order of their smallest
 vertex: SciPy's numbering.
 
 :func:`components` runs any method on validated NumPy input (int64 arrays
-from :mod:`meshccl.graph._input`); the methods of the papers run serially
+from :mod:`meshccl.graph._input`); :func:`checked_components` is the
+one-call path of the commonest inputs (checked in the compiled call,
+int32 or int64 as they come, weak or strong components); the methods of the papers run serially
 here, as twins of the GPU kernels, and 'unionfind' / 'ecl' also on threads
 (:func:`components_parallel`).  'ecl' and 'tiles' are the core's union-find
 here: serially it is what their GPU passes compute, and with threads

@@ -23,7 +23,11 @@ The layers, one way: this module (options; graphs of other frameworks
 made NumPy / CuPy / SciPy by :func:`meshccl._interop.unwrap_graph`) ->
 :mod:`._input` (the graph checked) -> :mod:`._dispatch` (the backend, on
 the input's device) -> ``meshccl._cpu.graph`` or ``meshccl._gpu.graph`` ->
-kernels.  The methods are one table, :mod:`._methods`, read by every
+kernels.  A call with every option at its default on a SciPy CSR, CSC or
+COO, NumPy ``(indptr, indices)`` or counted :class:`Edges` skips the
+layers: :func:`._dispatch.cpu_checked` hands its arrays to one compiled
+call that checks them and labels (the layers run where that check fails,
+for their error).  The methods are one table, :mod:`._methods`, read by every
 layer.  ``docs/graph.md`` explains the methods, the GPU's rule for 'auto'
 and its measurements.
 """
