@@ -183,6 +183,16 @@ def test_inputs_it_does_not_take_go_the_general_way():
         for connection in ("weak", "strong"):
             same(connected_components(t, connection=connection),
                  general(t, connection=connection))
+    for dtype in (">i4", ">i8"):  # non-native byte order: nanobind refuses them
+        t = (g.indptr.astype(dtype), g.indices.astype(dtype))
+        c = g.tocoo()
+        for h in (t, Edges(c.row.astype(dtype), c.col.astype(dtype), 50)):
+            for connection in ("weak", "strong"):
+                same(connected_components(h, connection=connection),
+                     general(h, connection=connection))
+    for dtype in (np.float64, np.bool_, object):
+        t = (g.indptr.astype(dtype), g.indices.astype(dtype))
+        assert _error(lambda: connected_components(t)) == _error(lambda: general(t))
     strided = np.repeat(g.indices, 2)[::2]  # not contiguous: read through a copy
     same(connected_components((g.indptr, strided), connection="strong"),
          general((g.indptr, g.indices), connection="strong"))

@@ -107,8 +107,11 @@ def checked_components(kind, a, b, n, strong=False, backward=False, sort_rows=Fa
     where the arrays are no valid graph of those types (the caller's
     general path then says what is wrong)."""
     labels = np.empty(n, np.int32)
-    count = _core.checked_components(CHECKED_KINDS[kind], a, b, labels, strong, backward,
-                                     sort_rows)
+    try:
+        count = _core.checked_components(CHECKED_KINDS[kind], a, b, labels, strong, backward,
+                                         sort_rows)
+    except TypeError:  # arrays nanobind does not take (non-native byte order, objects)
+        return None
     return None if count < 0 else (count, labels)
 
 
