@@ -47,6 +47,17 @@ families.png (speed-up over SciPy per family) under --out:
     python benchmarks/graph_bench.py --families all --cpu --edges 1e6 --out DIR
     python benchmarks/graph_bench.py --families all --gpu --edges 1e7 --out DIR
 
+With --sizes LIST (stored edges, e.g. 10,100,1e3,1e4,1e5,1e6) and --cpu the
+families mode runs each family at every size instead, CPU only, on a
+float64 SciPy CSR (int32 indices, as SciPy builds it): SciPy and meshccl
+called in turn in one process, each timed as the median of at least --reps
+calls and of as many as fit in --size-seconds (small graphs: thousands of
+calls, so that the microseconds of each call's overhead show), labels
+checked value for value.  Writes sizes.md and sizes.json under --out:
+
+    python benchmarks/graph_bench.py --families rmat,uniform,cycle --cpu \
+        --sizes 10,100,1e3,1e4,1e5,1e6 --out DIR
+
 --papers builds graphs shaped like three inputs of GConn (Hong, Dhulipala
 and Shun, 2020, Table 1), every edge stored both ways as there and
 symmetric=True: a Kronecker (R-MAT, Graph500 a, b, c = 0.57, 0.19, 0.19)
@@ -381,6 +392,11 @@ def main(argv=None):
                          "1e6 with --cpu)")
     ap.add_argument("--cpu", action="store_true",
                     help="families mode: meshccl's CPU backend too (no GPU needed)")
+    ap.add_argument("--sizes", default=None,
+                    help="families mode with --cpu: comma list of stored edges per graph; each "
+                         "family at each size, SciPy and meshccl's CPU timed in turn (see above)")
+    ap.add_argument("--size-seconds", type=float, default=0.3,
+                    help="--sizes: seconds of calls per graph, connection and library")
     ap.add_argument("--networkx-max-edges", type=float, default=2e5,
                     help="families mode: NetworkX runs on graphs up to this many edges")
     opt = ap.parse_args(argv)
@@ -544,6 +560,11 @@ def families(opt):
     if not (opt.cpu or opt.gpu):
         print("--families needs --cpu, --gpu or both", file=sys.stderr)
         return 2
+    if opt.sizes is not None:
+        if not opt.cpu:
+            print("--sizes needs --cpu (it times the CPU backend against SciPy)", file=sys.stderr)
+            return 2
+        return _family_sizes(opt, names)
     m_target = int(opt.edges or (1e7 if opt.gpu else 1e6))
     cols = ["scipy"] + (["networkx"] if m_target <= opt.networkx_max_edges else []) \
         + (["cpu"] if opt.cpu else []) + (["gpu"] if opt.gpu else [])
@@ -616,6 +637,85 @@ def families(opt):
             {"machine": _machine(opt), "columns": cols, "edges": m_target, "rows": rows},
             indent=1))
         _families_plot(rows, cols, out / "families.png")
+    return 0 if ok_all else 1
+
+
+def _in_turn(f, g, reps, seconds):
+    """Median seconds of f and of g, called in turn (f, g, f, g, ...) after
+    one warm-up call each: at least ``reps`` calls of each, more while
+    fewer than ``seconds`` have passed (at most 20 000)."""
+    f(), g()
+    tf, tg = [], []
+    clock = time.perf_counter
+    start = clock()
+    while len(tf) < reps or (clock() - start < seconds and len(tf) < 20_000):
+        t0 = clock()
+        f()
+        t1 = clock()
+        g()
+        t2 = clock()
+        tf.append(t1 - t0)
+        tg.append(t2 - t1)
+    return float(np.median(tf)), float(np.median(tg)), len(tf)
+
+
+def _family_sizes(opt, names):
+    """--sizes: every family at every size, SciPy against meshccl's CPU."""
+    import json
+
+    from meshccl import graph_families
+
+    sizes = [int(float(x)) for x in opt.sizes.split(",")]
+    rows, ok_all, t_start = [], True, time.perf_counter()
+    for name in names:
+        for m in sizes:
+            e = graph_families.FAMILIES[name](m, seed=1)
+            n = e.n_vertices
+            g = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
+            row = {"family": name, "title": graph_families.TITLES[name], "n": n, "m": int(g.nnz),
+                   "us": {}, "calls": {}, "ok": {}}
+            for conn in ("weak", "strong"):
+                want = scipy_cc(g, directed=True, connection=conn)
+                got = connected_components(g, directed=True, connection=conn)
+                row["ok"][conn] = bool(got[0] == want[0] and (got[1] == want[1]).all())
+                t_s, t_m, calls = _in_turn(
+                    lambda: scipy_cc(g, directed=True, connection=conn),
+                    lambda: connected_components(g, directed=True, connection=conn),
+                    opt.reps, opt.size_seconds)
+                row["us"][conn] = {"scipy": t_s * 1e6, "cpu": t_m * 1e6}
+                row["calls"][conn] = calls
+            ok_all &= all(row["ok"].values())
+            rows.append(row)
+            print(name, n, row["m"], {c: {k: round(v, 1) for k, v in t.items()}
+                                      for c, t in row["us"].items()}, row["ok"], flush=True)
+    lines = [f"Weak and strong components of small and large graphs: SciPy and meshccl's CPU "
+             f"backend on a float64 SciPy CSR, called in turn, µs per call (median of "
+             f">= {opt.reps} calls, up to {opt.size_seconds} s each); × = SciPy / meshccl. "
+             f"{_machine(opt)}", "",
+             "| family | stored edges | weak SciPy µs | weak meshccl µs | weak × "
+             "| strong SciPy µs | strong meshccl µs | strong × | labels |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        cells = []
+        for conn in ("weak", "strong"):
+            t = r["us"][conn]
+            cells += [f"{t['scipy']:.1f}", f"{t['cpu']:.1f}", f"{t['scipy'] / t['cpu']:.2f}"]
+        ok = "ok" if all(r["ok"].values()) else "WRONG"
+        lines.append(f"| {r['title']} | {r['m']} | " + " | ".join(cells) + f" | {ok} |")
+    for conn in ("weak", "strong"):
+        worst = min(rows, key=lambda r: r["us"][conn]["scipy"] / r["us"][conn]["cpu"])
+        t = worst["us"][conn]
+        lines.append(f"\n{conn}: lowest × {t['scipy'] / t['cpu']:.2f} ({worst['title']}, "
+                     f"{worst['m']} edges).")
+    lines += ["", f"Benchmark wall time {time.perf_counter() - t_start:.0f} s."]
+    table = "\n".join(lines)
+    print(table)
+    if opt.out:
+        out = Path(opt.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "sizes.md").write_text(table + "\n")
+        (out / "sizes.json").write_text(json.dumps(
+            {"machine": _machine(opt), "sizes": sizes, "rows": rows}, indent=1))
     return 0 if ok_all else 1
 
 

@@ -167,7 +167,8 @@ def small_sccs(m, seed=0):
     rng = np.random.default_rng(seed)
     v = np.arange(k * size)
     ring = v // size * size + (v % size + 1) % size
-    a, b = rng.integers(0, k, m - v.size), rng.integers(0, k, m - v.size)
+    extra = max(0, m - v.size)  # (none below 40 edges: the two cycles alone)
+    a, b = rng.integers(0, k, extra), rng.integers(0, k, extra)
     keep = a != b
     lo, hi = np.minimum(a, b)[keep], np.maximum(a, b)[keep]
     e = _edges(np.concatenate([v, lo * size + rng.integers(0, size, lo.size)]),

@@ -729,3 +729,23 @@ def test_measure_plot_of_stored_rows(tmp_path):
     assert measure_bench.main(["--replot", str(tmp_path)]) == 0
     png = (tmp_path / "measure.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
+
+
+def test_graph_bench_sizes_times_scipy_and_the_cpu_in_turn(tmp_path):
+    """graph_bench.py --families ... --cpu --sizes: every family at every
+    size, both connections timed against SciPy, labels checked, the table
+    and json written."""
+    import json
+
+    import graph_bench
+
+    assert graph_bench.main(["--families", "cycle,small_sccs", "--cpu", "--sizes", "10,300",
+                             "--size-seconds", "0", "--reps", "2", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "sizes.json").read_text())
+    assert data["sizes"] == [10, 300]
+    assert [r["family"] for r in data["rows"]] == ["cycle", "cycle", "small_sccs", "small_sccs"]
+    for r in data["rows"]:
+        assert r["ok"] == {"weak": True, "strong": True}
+        assert r["calls"] == {"weak": 2, "strong": 2}
+        assert all(t["scipy"] > 0 and t["cpu"] > 0 for t in r["us"].values())
+    assert "| one cycle through all + chords | 10 |" in (tmp_path / "sizes.md").read_text()

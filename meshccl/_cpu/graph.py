@@ -12,7 +12,9 @@ forward pass numbers the components in increasing order of their smallest
 vertex: SciPy's numbering.
 
 :func:`components` runs any method on validated NumPy input (int64 arrays
-from :mod:`meshccl.graph._input`); the methods of the papers run serially
+from :mod:`meshccl.graph._input`); :func:`checked_components` is the
+one-call path of the commonest inputs (checked in the compiled call,
+int32 or int64 as they come, weak or strong components); the methods of the papers run serially
 here, as twins of the GPU kernels, and 'unionfind' / 'ecl' also on threads
 (:func:`components_parallel`).  'ecl' and 'tiles' are the core's union-find
 here: serially it is what their GPU passes compute, and with threads
@@ -87,6 +89,30 @@ def components(kind, arrays, n, method, symmetric=False, compression="halving",
     else:
         count, labels, _ = _run("union", kind, arrays, n, label_dtype)
     return count, labels, 1
+
+
+#: the forms checked_components takes, by its code
+CHECKED_KINDS = {"csr": 0, "csc": 1, "edges": 2}
+
+
+def checked_components(kind, a, b, n, strong=False, backward=False, sort_rows=False):
+    """``(count, labels)`` of a graph of ``n`` vertices not validated yet
+    -- ``kind`` "csr" or "csc" (``a``, ``b``: indptr and indices) or
+    "edges" (src and dst), int32 or int64 arrays of one type -- in one
+    compiled call that checks it too (``core/checked_components.cpp``):
+    weak components by the serial union-find, or (``strong``) strong ones
+    by the search of :mod:`meshccl._cpu.strong` on the rows SciPy reads,
+    each row read ``backward`` or forward (a CSR's rows sorted first with
+    ``sort_rows``); labels int32, numbered as SciPy numbers them.  None
+    where the arrays are no valid graph of those types (the caller's
+    general path then says what is wrong)."""
+    labels = np.empty(n, np.int32)
+    try:
+        count = _core.checked_components(CHECKED_KINDS[kind], a, b, labels, strong, backward,
+                                         sort_rows)
+    except TypeError:  # arrays nanobind does not take (non-native byte order, objects)
+        return None
+    return None if count < 0 else (count, labels)
 
 
 def components_by(method, kind, arrays, n, label_dtype, max_iterations=None):

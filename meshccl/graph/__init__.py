@@ -23,7 +23,11 @@ The layers, one way: this module (options; graphs of other frameworks
 made NumPy / CuPy / SciPy by :func:`meshccl._interop.unwrap_graph`) ->
 :mod:`._input` (the graph checked) -> :mod:`._dispatch` (the backend, on
 the input's device) -> ``meshccl._cpu.graph`` or ``meshccl._gpu.graph`` ->
-kernels.  The methods are one table, :mod:`._methods`, read by every
+kernels.  A call with every option at its default on a SciPy CSR, CSC or
+COO, NumPy ``(indptr, indices)`` or counted :class:`Edges` skips the
+layers: :func:`._dispatch.cpu_checked` hands its arrays to one compiled
+call that checks them and labels (the layers run where that check fails,
+for their error).  The methods are one table, :mod:`._methods`, read by every
 layer.  ``docs/graph.md`` explains the methods, the GPU's rule for 'auto'
 and its measurements.
 """
@@ -255,6 +259,14 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         n, labels = connected_components(csp.csr_matrix(g))   # labels: cupy int32
         n, labels = connected_components((indptr_tensor, indices_tensor))   # torch int32
     """
+    if (type(connection) is str and connection in ("weak", "strong") and type(method) is str
+            and method == "auto" and symmetric is False and compression is None
+            and max_iterations is None and type(cpu_threads) is int and cpu_threads == 1
+            and not return_info):
+        # SciPy CSR / CSC / COO or NumPy arrays with no options: one compiled call
+        out = _dispatch.cpu_checked(csgraph, bool(directed) and connection == "strong")
+        if out is not None:
+            return out if return_labels else out[0]
     csgraph, back, undirected = _interop.unwrap_graph(csgraph)
     if undirected:  # a NetworkX Graph: every edge stored both ways
         directed, symmetric = False, True

@@ -11,9 +11,12 @@ neither the compiled core nor CuPy.
 from __future__ import annotations
 
 import contextlib
+import functools
 
-from . import _methods
-from ._input import first_array, is_cupy
+import numpy as np
+
+from . import _methods, _scipy
+from ._input import Edges, first_array, is_cupy
 
 
 def on_device(csgraph):
@@ -38,6 +41,67 @@ def auto_rule(kind, n, m, on_gpu, symmetric, probe=None):
 
     probe = probe or {}
     return choose_method(kind, n, m, symmetric, probe.get("chain"), probe.get("local"))
+
+
+@functools.lru_cache(maxsize=64)
+def _scipy_format(cls):
+    """'csr', 'csc' or 'coo' for SciPy's sparse matrix and array classes of
+    those formats (by module and name: SciPy is not imported), else None."""
+    fmt, _, suffix = cls.__name__.partition("_")
+    if (cls.__module__.startswith("scipy.sparse") and fmt in ("csr", "csc", "coo")
+            and suffix in ("matrix", "array")):
+        return fmt
+    return None
+
+
+@functools.cache
+def _cpu_graph():
+    """meshccl._cpu.graph, imported on the first call that needs it."""
+    from .._cpu import graph
+
+    return graph
+
+
+def cpu_checked(csgraph, strong):
+    """``(count, labels)`` of the CPU's one-call path for the commonest
+    inputs, every option at its default: a SciPy CSR, CSC or COO matrix or
+    array, an ``(indptr, indices)`` pair of NumPy arrays or an
+    :class:`~._input.Edges` list of NumPy arrays with an int vertex count,
+    index arrays int32 or int64 (:func:`meshccl._cpu.graph.checked_components`:
+    checked and labelled in one compiled call).  None for any other input,
+    and for an invalid one: the general path then validates it and says
+    what is wrong."""
+    cls = type(csgraph)
+    if cls is tuple or cls is Edges:
+        if cls is tuple and len(csgraph) != 2:
+            return None
+        a, b = csgraph[0], csgraph[1]
+        if type(a) is not np.ndarray or type(b) is not np.ndarray:
+            return None
+        if cls is tuple:
+            kind, n = "csr", a.size - 1
+        else:
+            kind, n = "edges", csgraph.n_vertices
+            if type(n) is not int:
+                return None
+        sort_rows = False
+    else:
+        fmt = _scipy_format(cls)
+        if fmt is None:
+            return None
+        shape = csgraph.shape
+        if len(shape) != 2 or shape[0] != shape[1]:
+            return None
+        n = shape[0]
+        if fmt == "coo":
+            kind, a, b = "edges", csgraph.row, csgraph.col
+        else:
+            kind, a, b = fmt, csgraph.indptr, csgraph.indices
+        sort_rows = strong and fmt == "csr" and _scipy.sorts_rows(csgraph)
+    if not 0 <= n < 2**31 - 2:
+        return None
+    backward = strong and _scipy.strong_rows() == "backward"
+    return _cpu_graph().checked_components(kind, a, b, n, strong, backward, sort_rows)
 
 
 def cpu(kind, arrays, n, method, symmetric, compression, max_iterations, cpu_threads):

@@ -47,11 +47,15 @@ def strong_rows() -> str:
     return "forward" if version() >= (1, 18) else "backward"
 
 
+#: the one type SciPy up to 1.17 reads a sparse matrix in without a cast
+_FLOAT64 = np.dtype(np.float64)
+
+
 def sorts_rows(g) -> bool:
     """Whether SciPy reads the rows of sparse matrix ``g`` sorted (up to
     1.17, for a matrix that is not float64), rather than as ``g.tocsr()``
     stores them."""
-    return version() < (1, 18) and np.dtype(g.dtype) != np.float64
+    return version() < (1, 18) and g.dtype != _FLOAT64
 
 
 def drops_block_zeros() -> bool:

@@ -96,14 +96,15 @@ inline i64 number(I* P, i64 n) {
 
 // Unite along every edge (self-loops skipped); when fsrc is not null,
 // record each edge that merged two sets (fsrc / fdst) and return how many.
-template <class I>
-i64 union_csr(const i64* indptr, const i64* indices, I* P, i64 n, i64* fsrc, i64* fdst) {
+// X: the CSR's index type (int64, or a SciPy CSR's int32 read as it is).
+template <class I, class X>
+i64 union_csr(const X* indptr, const X* indices, I* P, i64 n, i64* fsrc, i64* fdst) {
     iota(P, 0, n);
     i64 nf = 0;
     for (i64 v = 0; v < n; ++v) {
         bool first = true;
-        for (i64 e = indptr[v]; e < indptr[v + 1]; ++e) {
-            const i64 u = indices[e];
+        for (i64 e = i64(indptr[v]); e < i64(indptr[v + 1]); ++e) {
+            const i64 u = i64(indices[e]);
             if (u == v) continue;
             bool merged;
             // v is still a root with no child smaller than itself, so
@@ -125,8 +126,8 @@ i64 union_csr(const i64* indptr, const i64* indices, I* P, i64 n, i64* fsrc, i64
     return nf;
 }
 
-template <class I>
-i64 union_edges(const i64* src, const i64* dst, i64 m, I* P, i64 n, i64* fsrc, i64* fdst) {
+template <class I, class X>
+i64 union_edges(const X* src, const X* dst, i64 m, I* P, i64 n, i64* fsrc, i64* fdst) {
     iota(P, 0, n);
     i64 nf = 0;
     for (i64 k = 0; k < m; ++k) {

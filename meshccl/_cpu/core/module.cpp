@@ -360,6 +360,9 @@ static nb::tuple lines_py(const Input& shape, const Input& table) {
 // strong components and their CSR builders (strong.cpp)
 void register_strong(nb::module_& m);
 
+// weak or strong components of a graph checked in the same call (checked_components.cpp)
+void register_checked_components(nb::module_& m);
+
 // list ranking (list_rank.cpp)
 void register_list_rank(nb::module_& m);
 
@@ -413,6 +416,7 @@ NB_MODULE(_core, m) {
     m.def("neighbour_lines", &lines_py, nb::arg("shape"), nb::arg("table"),
           "(offsets, cover, order) of a table's neighbour lines (for the tests).");
     register_strong(m);
+    register_checked_components(m);
     register_list_rank(m);
     register_graph(m);
     register_iterative(m);

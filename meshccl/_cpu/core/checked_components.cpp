@@ -1,0 +1,189 @@
+// meshccl._cpu._core.checked_components: the weak or strong components of a
+// graph in one call, its check included.
+//
+// This is the path of the commonest inputs of
+// meshccl.graph.connected_components: a SciPy CSR, CSC or COO matrix (or
+// NumPy (indptr, indices), or Edges with a vertex count) whose index
+// arrays are int32 or int64, every option at its default.  On a graph of a
+// few hundred edges the work itself takes a microsecond or two, so what
+// the Python layers around it cost decides the speed: SciPy's own call on
+// its CSR takes about 5 us.  Here the arrays go straight from the API to
+// this function, which checks in branch-free loops what
+// meshccl/graph/_input.py checks with NumPy reductions -- a CSR's (or a
+// CSC's, the CSR of the transpose) indptr starts at 0, never decreases and
+// ends at len(indices), every index lies in [0, n); an edge list's two
+// arrays are of one length with every vertex in [0, n) -- and then runs
+//
+// - weak components: graph.hpp's serial union-find over the rows or the
+//   edges, read in their own index type (no widened copy), numbered by
+//   number(): SciPy's order of smallest vertices (a CSC's rows are the
+//   transpose's, with the same weak components);
+// - strong components: strong.hpp's Tarjan search, each row read forward
+//   (SciPy 1.18 on) or backward (up to 1.17), on the rows SciPy reads:
+//   a CSR's as stored (sorted first when asked: SciPy up to 1.17 reads a
+//   matrix that is not float64 with sorted rows, meshccl/graph/_scipy.py;
+//   a sorted copy only where some row is out of order), a CSC transposed
+//   and an edge list gathered into rows (strong.hpp's transpose_rows and
+//   rows_of_edges: each row ascending) -- always in int32 below 2**31
+//   edges, as meshccl/_cpu/strong.py builds them (the search's random
+//   reads of rows then fetch half the bytes).
+//
+// Invalid input is no error here: the function returns -1 and the caller
+// takes the general path (meshccl/graph/_input.py), which raises the error
+// that names the array, the value and its position.  Index arrays of other
+// types, or of two different types, return -1 as well.  The GIL is
+// released only for graphs large enough to pay for it.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
+
+#include "bindings.hpp"
+#include "graph.hpp"
+#include "strong.hpp"
+
+namespace nb = nanobind;
+using i64 = std::int64_t;
+
+namespace {
+
+using meshccl::bindings::Array;
+using meshccl::bindings::Input;
+using meshccl::bindings::is;
+
+// The input's form: the kind argument.
+enum Kind : int { CSR = 0, CSC = 1, EDGES = 2 };
+
+// Below this many vertices + stored edges the GIL stays held: releasing and
+// taking it back costs more than the work.
+constexpr i64 kReleaseGilFrom = i64(1) << 14;
+
+// Whether every one of the m values x[k] lies in [0, n) (one flag, no
+// branch per value: a negative value reads as a huge unsigned one).
+template <class X>
+bool in_range(const X* x, i64 m, i64 n) {
+    using U = std::make_unsigned_t<X>;
+    const U bound = U(n);
+    bool ok = true;
+    for (i64 k = 0; k < m; ++k) ok &= U(x[k]) < bound;
+    return ok;
+}
+
+// Whether (indptr, indices) is a valid CSR of n vertices and m entries.
+template <class X>
+bool valid_csr(const X* indptr, const X* indices, i64 n, i64 m) {
+    if (i64(indptr[0]) != 0 || i64(indptr[n]) != m) return false;
+    bool ok = true;
+    for (i64 v = 0; v < n; ++v) ok &= indptr[v] <= indptr[v + 1];
+    return ok && in_range(indices, m, n);
+}
+
+// The strong components into labels: Tarjan's search on the rows as given,
+// or sorted first with sort_rows.  own: indices is a writable array of ours
+// (sorted in place); otherwise rows out of order are sorted in a copy.
+template <class P, class X>
+i64 strong_of(const P* indptr, const X* indices, bool own, i64 n, i64 m, std::int32_t* labels,
+              bool backward, bool sort_rows) {
+    std::vector<X> copy;
+    if (sort_rows) {
+        i64 v = 0;
+        while (v < n && std::is_sorted(indices + indptr[v], indices + indptr[v + 1])) ++v;
+        if (v < n) {
+            X* rows = const_cast<X*>(indices);
+            if (!own) {
+                copy.assign(indices, indices + m);
+                rows = copy.data();
+                indices = rows;
+            }
+            for (; v < n; ++v) meshccl::strong::sort_row(rows + indptr[v], rows + indptr[v + 1]);
+        }
+    }
+    const i64 count =
+        backward ? meshccl::strong::tarjan<std::int32_t, true>(indptr, indices, n, labels)
+                 : meshccl::strong::tarjan<std::int32_t, false>(indptr, indices, n, labels);
+    for (i64 v = 0; v < n; ++v) labels[v] = std::int32_t(n - 1 - i64(labels[v]));
+    return count;
+}
+
+// The strong components of the rows that kind's (a, b) give, built in O
+// (int32 below 2**31 edges, else int64) where they are not the input's.
+template <class O, class X>
+i64 strong_built(int kind, const X* a, const X* b, i64 n, i64 m, std::int32_t* labels,
+                 bool backward, bool sort_rows) {
+    std::vector<O> ip(static_cast<std::size_t>(n + 1)), ix(static_cast<std::size_t>(m));
+    if (kind == CSR) {
+        std::copy(a, a + n + 1, ip.begin());
+        std::copy(b, b + m, ix.begin());
+    } else if (kind == CSC) {
+        meshccl::strong::transpose_rows(a, b, n, ip.data(), ix.data());
+        sort_rows = false;  // (its rows come ascending)
+    } else {
+        meshccl::strong::rows_of_edges(a, b, m, n, ip.data(), ix.data());
+        sort_rows = false;
+    }
+    return strong_of(ip.data(), ix.data(), true, n, m, labels, backward, sort_rows);
+}
+
+// The components into labels (int32, n entries); -1 where the input is
+// invalid.  a, b: (indptr, indices) of a CSR or CSC, (src, dst) of an edge
+// list; la, lb their lengths.
+template <class X>
+i64 run(int kind, const X* a, const X* b, i64 la, i64 lb, i64 n, std::int32_t* labels,
+        bool strong, bool backward, bool sort_rows) {
+    const i64 m = lb;
+    std::optional<nb::gil_scoped_release> release;
+    if (n + m >= kReleaseGilFrom) release.emplace();
+    if (kind == EDGES ? !(la == lb && in_range(a, m, n) && in_range(b, m, n))
+                      : !(la == n + 1 && valid_csr(a, b, n, m)))
+        return -1;
+    if (!strong) {
+        if (kind == EDGES)
+            meshccl::graph::union_edges(a, b, m, labels, n, (i64*)nullptr, (i64*)nullptr);
+        else
+            meshccl::graph::union_csr(a, b, labels, n, (i64*)nullptr, (i64*)nullptr);
+        return meshccl::graph::number(labels, n);
+    }
+    const bool narrow = m < (i64(1) << 31);
+    if (kind == CSR && (sizeof(X) == 4 || !narrow))
+        return strong_of(a, b, false, n, m, labels, backward, sort_rows);
+    return narrow ? strong_built<std::int32_t>(kind, a, b, n, m, labels, backward, sort_rows)
+                  : strong_built<i64>(kind, a, b, n, m, labels, backward, sort_rows);
+}
+
+i64 checked_components(int kind, const Input& a, const Input& b, Array labels, bool strong,
+                       bool backward, bool sort_rows) {
+    if (labels.ndim() != 1 || !is<std::int32_t>(labels))
+        throw std::invalid_argument("checked_components: labels must be a 1-D int32 array");
+    if (kind != CSR && kind != CSC && kind != EDGES)
+        throw std::invalid_argument("checked_components: kind must be 0 (CSR), 1 (CSC) or "
+                                    "2 (edges)");
+    const i64 n = i64(labels.size());
+    if (n >= (i64(1) << 31) - 2)
+        throw std::invalid_argument("checked_components: int32 labels need n < 2**31 - 2");
+    if (a.ndim() != 1 || b.ndim() != 1 || a.dtype() != b.dtype()) return -1;
+    auto* out = static_cast<std::int32_t*>(labels.data());
+    const i64 la = i64(a.size()), lb = i64(b.size());
+    if (is<std::int32_t>(a))
+        return run(kind, static_cast<const std::int32_t*>(a.data()),
+                   static_cast<const std::int32_t*>(b.data()), la, lb, n, out, strong, backward,
+                   sort_rows);
+    if (is<i64>(a))
+        return run(kind, static_cast<const i64*>(a.data()), static_cast<const i64*>(b.data()),
+                   la, lb, n, out, strong, backward, sort_rows);
+    return -1;
+}
+
+}  // namespace
+
+void register_checked_components(nb::module_& m) {
+    m.def("checked_components", &checked_components, nb::arg("kind"), nb::arg("a"), nb::arg("b"),
+          nb::arg("labels"), nb::arg("strong"), nb::arg("backward"), nb::arg("sort_rows"),
+          "Weak or strong components of a CSR (kind 0), CSC (1) or edge list (2) of int32 or "
+          "int64 arrays of one type into int32 labels, the check included; the count, or -1 "
+          "where the input is invalid.");
+}
