@@ -48,9 +48,10 @@ except ImportError as exc:  # pragma: no cover - the message is the point
 from . import _tuning
 from .graph import Edges
 from .graph import connected_components as _graph_components
+from ._dask_measure import regionprops_table, statistics
 from .labelling import label as _label
 
-__all__ = ["label", "connected_components"]
+__all__ = ["label", "connected_components", "statistics", "regionprops_table"]
 
 #: the numberings of :func:`label`
 NUMBERINGS = ("raster", "sequential", "first-cell")
