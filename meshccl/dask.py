@@ -1,13 +1,17 @@
-"""Connected components of chunked Dask arrays: :func:`label`.
+"""Connected components of chunked Dask arrays: :func:`label` (and
+:func:`statistics`, :func:`regionprops_table` of chunked labels, from
+``_dask_measure``).
 
 ``meshccl.dask.label`` gives the labels ``meshccl.label`` gives on the whole
 array (1..N in raster order of each component's first cell), lazily, for
-Dask arrays whose chunks are NumPy or CuPy arrays.  Needs the ``dask``
+Dask arrays whose chunks are NumPy or CuPy arrays; or, asked, a cheaper
+1..N numbering in chunk order, or first-cell labels.  Needs the ``dask``
 extra (``pip install "meshccl[dask]"``); ``import meshccl`` never imports
 Dask.
 
 The steps (``docs/dask.md`` gives the memory of each); step 1 is
-``map_blocks``, steps 2-5 one graph of plain tasks, a few a chunk:
+``map_blocks``, steps 2-6 one graph of plain tasks, a few a chunk, none
+of which sees every label:
 
 1. every chunk labelled on its own by ``meshccl.label`` (labels 1..n_b);
 2. one task a chunk: the global flat (C-order) index of each local label's
@@ -23,9 +27,18 @@ The steps (``docs/dask.md`` gives the memory of each); step 1 is
 4. the pairs solved by ``meshccl.graph.connected_components`` in a tree
    reduction, each node keeping only ``id -> smallest id of its
    component`` for the ids it has seen;
-5. one task ranks the components by their smallest id (= first cell in the
-   global raster order) and hands each chunk its table local label ->
-   global label; each chunk is renumbered by one lookup.
+5. the numbering: a component's representative is its smallest id (its
+   first cell), a local label of the chunk that holds that cell.  Each
+   chunk finds its representatives (its ids that the tree's root does not
+   move) and counts them, per line of the chunk for 'raster' (the cells
+   that share all coordinates but the last); prefix sums over the chunk
+   grid, one small task a level and group of chunks, give each chunk the
+   representatives before each of its lines in raster order ('raster') or
+   before the chunk in chunk order ('sequential'); each chunk numbers its
+   own representatives, and one task over the representatives that face
+   pairs name (not every label) hands their labels to the chunks whose
+   local labels joined them;
+6. each chunk renumbered by one lookup through its table.
 """
 
 from __future__ import annotations
@@ -500,9 +513,20 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         Also return the cells of each label, as ``meshccl.label`` does
         (int64, length N + 1, entry 0 the background), as a 1-D Dask array
         of NumPy type whose length is unknown until computed; summed from
-        each chunk's counts of its local labels in step 5.
+        each chunk's counts of its local labels in step 5, one block of
+        the array a row of chunks along axis 0.
     bonds, axes
         Not supported yet: ``NotImplementedError``.
+    numbering : {'raster', 'sequential', 'first-cell'}, optional
+        'raster' (default): ``meshccl.label``'s values, 1..N in raster
+        order of first cells.  'sequential': 1..N in chunk order (the
+        chunks in C order, each chunk's components in raster order of
+        their first cells within it), deterministic, what
+        ``dask_image.ndmeasure.label`` gives: the same components, without
+        the prefix sums per line that 'raster' needs.  'first-cell': each
+        component labelled 1 + the flat index of its first cell, as
+        ``meshccl.label(..., numbering='first-cell')`` (gaps, values up to
+        the number of cells); not with ``return_counts``.
     low_memory : bool, optional
         False (default): each chunk's local labels (8 bytes a cell) are
         kept from step 1 until the chunk is renumbered, after the ranking,
@@ -535,9 +559,11 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
 
     Notes
     -----
-    One task (step 5 in ``docs/dask.md``) holds about 60 bytes per local
-    label of every chunk, to rank the components; the face equivalences are solved in
-    a tree of ``meshccl.graph.connected_components`` calls.  The labels are
+    No task holds every label: the numbering's tasks hold one chunk's
+    labels, counts per line of one chunk (or of a row of chunks), or the
+    representatives that face pairs name; the face equivalences are solved
+    in a tree of ``meshccl.graph.connected_components`` calls, whose root
+    holds the ids that touch a face.  The labels are
     int64 whatever the chunks' type (``meshccl.label`` gives int32 on CuPy
     and for bool input).
 

@@ -170,3 +170,11 @@ def test_cupy_chunks_statistics():
     got = mdask.regionprops_table(labels, values, PROPS)
     _same({k: v.get() for k, v in got.items()},
           measure.regionprops_table(lab, inten, PROPS))
+
+
+def test_docstring_examples():
+    import doctest
+
+    from meshccl import _dask_measure
+
+    assert doctest.testmod(_dask_measure).failed == 0
