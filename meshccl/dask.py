@@ -635,7 +635,8 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
            periodic=periodic, mask=None if mask is None else np.ones(one, bool),
            tolerance=tolerance)
     if (numbering == "raster" and image.dtype.kind != "b" and ndim == 3 and image.shape[2] == 1
-            and image.shape[0] > 1 and image.shape[1] > 1 and not any(periodic) and mask is None and tolerance is None):
+            and image.shape[0] > 1 and image.shape[1] > 1 and not any(periodic)
+            and mask is None and tolerance is None):
         # skimage's column order for non-bool (a, b, 1) volumes, as
         # meshccl.label keeps it: the raster order of the (1, b, a) transpose
         out = label(image.transpose(2, 1, 0), background, return_num, connectivity,
