@@ -4,10 +4,15 @@ and ``meshccl.dask.regionprops_table``.
 Every statistic here is a per-label reduction whose partial results
 combine: cell counts, coordinate sums, intensity sums and weighted
 coordinate sums add; box corners and intensity extremes take the min or
-max; an intensity variance combines from each part's count, mean and sum
-of squared deviations (Chan, Golub and LeVeque's pairwise update), so no
-cancellation of raw second moments.  Centroids and means are divided out
-only at the end.
+max.  Centroids and means are divided out only at the end.  The moments
+of ``regionprops_table`` (and what derives from them: local centroids,
+inertia tensors, axis lengths, the intensity's standard deviation) are
+sums too, of powers of each cell's coordinates relative to its label's
+box corner and of the intensity's deviations from its label's mean, so
+they take a second pass once the first has merged the boxes and means:
+each chunk sums them with the whole label's corner and mean
+(``_moments.label_sums``, as ``meshccl.measure`` does on the whole array)
+and the partial sums add.
 
 The data flow: one task a chunk measures its labels with
 ``meshccl.measure``'s own table (``_cpu.measure.table`` /
@@ -16,7 +21,9 @@ The data flow: one task a chunk measures its labels with
 value, whatever the largest label is; the tables are merged in a tree,
 ``_tuning.DASK_FAN_IN`` children a node (a node sorts its children's
 keys and reduces each run of equal keys); the root's table, one row per
-label present in the whole array, becomes ``meshccl.measure``'s output.
+label present in the whole array, becomes ``meshccl.measure``'s output
+(the columns of ``regionprops_table`` built by ``_regionprops.columns``,
+the code ``meshccl.measure`` uses).
 Work and memory grow with the labels each chunk holds, not with the
 number of chunks times the largest label.
 """
@@ -29,12 +36,10 @@ import numpy as np
 from . import _regionprops, _tuning
 from . import measure as _measure
 
-#: regionprops_table properties that meshccl.dask computes: the per-label
-#: reductions of meshccl.measure's list whose parts combine across chunks
-PROPERTIES = ("label", "area", "num_pixels", "bbox", "area_bbox", "extent",
-              "equivalent_diameter_area", "centroid", "centroid_local", "intensity_mean",
-              "intensity_min", "intensity_max", "intensity_std", "centroid_weighted",
-              "centroid_weighted_local")
+#: regionprops_table properties that meshccl.dask computes: all of
+#: meshccl.measure's but ``coords`` and ``coords_scaled`` (each label's
+#: cells, not a reduction)
+PROPERTIES = tuple(p for p in _measure.PROPERTIES if p not in ("coords", "coords_scaled"))
 
 
 def _xp(a):
@@ -72,13 +77,11 @@ def _compact(xp, labels, name):
     return keys.astype(np.int64), inverse.ravel().astype(np.int64)
 
 
-def _chunk_table(labels, intensity, start, spread, threads, name):
+def _chunk_table(labels, intensity, start, threads, name):
     """One chunk's table (host NumPy, one row per label it holds):
     ``key``, ``count``, ``lo``/``hi`` (global coordinates), ``csum``
     (global coordinate sums); with ``intensity`` ``isum``, ``imin``,
-    ``imax``, ``wsum`` (intensity-weighted global coordinate sums) and,
-    with ``spread``, ``m2`` (the sum of squared deviations from the
-    chunk's own mean)."""
+    ``imax``, ``wsum`` (intensity-weighted global coordinate sums)."""
     xp = _xp(labels)
     shape = tuple(labels.shape)
     ndim = len(shape)
@@ -108,14 +111,34 @@ def _chunk_table(labels, intensity, start, spread, threads, name):
             weighted = xp.broadcast_to(coord, shape).reshape(-1) * values
             wsum[:, d] = xp.bincount(inverse, weights=weighted, minlength=rows)
         out["wsum"] = wsum
-        if spread:
-            mean = t["isum"] / count
-            out["m2"] = xp.bincount(inverse, weights=(values - mean[inverse]) ** 2,
-                                    minlength=rows)
     return {k: _host(v) for k, v in out.items()}
 
 
-_ADD = ("count", "csum", "isum", "wsum")
+def _chunk_sums(labels, intensity, start, root, plain, weighted, spread, name):
+    """The second pass, one chunk: ``_moments.label_sums`` of its labels
+    (but 0) about each whole label's box corner (``root``: the merged
+    first-pass table) and, with ``spread``, of the intensity's squared
+    deviations from the whole label's mean; host NumPy, keyed by label."""
+    from . import _moments
+
+    xp = _xp(labels)
+    if labels.size == 0:
+        return None
+    keys, inverse = _compact(xp, labels, name)
+    keys_h = _host(keys)
+    at = np.searchsorted(root["key"], keys_h)
+    origin = root["lo"][at] - np.asarray(start, np.int64)
+    row_of = np.where(keys_h == 0, -1, np.arange(keys_h.size, dtype=np.int64))
+    mean = None
+    if spread:
+        mean = xp.asarray(root["isum"][at] / root["count"][at])
+    sums = _moments.label_sums(xp, inverse.reshape(labels.shape), xp.asarray(row_of),
+                               xp.asarray(origin), plain, weighted,
+                               intensity if (weighted or spread) else None, mean)
+    return {"key": keys_h, **{k: _host(v) for k, v in sums.items()}}
+
+
+_ADD = ("count", "csum", "isum", "wsum", "plain", "weighted", "spread")
 
 
 def _merge(*tables):
@@ -129,7 +152,7 @@ def _merge(*tables):
     starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
     out = {"key": key[starts]}
     for k, v in cat.items():
-        if k in ("key", "m2"):
+        if k == "key":
             continue
         v = v[order]
         if k in _ADD:
@@ -138,15 +161,6 @@ def _merge(*tables):
             out[k] = np.minimum.reduceat(v, starts, axis=0)
         else:  # hi, imax
             out[k] = np.maximum.reduceat(v, starts, axis=0)
-    if "m2" in cat:
-        # sum of squared deviations: each part's own, plus its count times
-        # the square of its mean's distance from the merged mean
-        n, s = cat["count"][order].astype(np.float64), cat["isum"][order]
-        part_mean = s / n
-        mean = out["isum"] / out["count"]
-        run = np.repeat(np.arange(starts.size), np.diff(np.append(starts, key.size)))
-        out["m2"] = np.add.reduceat(cat["m2"][order] + n * (part_mean - mean[run]) ** 2,
-                                    starts)
     return out
 
 
@@ -179,18 +193,23 @@ def _prepare(labels, intensity, name, intensity_name):
     return labels, intensity
 
 
-def _reduced(labels, intensity, spread, threads, name):
-    """The root of the tree of chunk tables (a Delayed), and whether the
-    chunks are CuPy arrays."""
+def _blocks(labels, intensity):
+    """(label block, intensity block or None, global start) of each chunk, as
+    Delayed objects."""
     starts = [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(int) for c in labels.chunks]
     blocks = labels.to_delayed(optimize_graph=True).ravel()
     values = (intensity.to_delayed(optimize_graph=True).ravel() if intensity is not None
               else [None] * blocks.size)
-    parts = []
     for i, (b, v) in enumerate(zip(blocks, values)):
         index = np.unravel_index(i, labels.numblocks)
-        start = tuple(int(starts[d][index[d]]) for d in range(labels.ndim))
-        parts.append(dask.delayed(_chunk_table, pure=True)(b, v, start, spread, threads, name))
+        yield b, v, tuple(int(starts[d][index[d]]) for d in range(labels.ndim))
+
+
+def _reduced(labels, intensity, threads, name):
+    """The root of the tree of chunk tables (a Delayed), and whether the
+    chunks are CuPy arrays."""
+    parts = [dask.delayed(_chunk_table, pure=True)(b, v, start, threads, name)
+             for b, v, start in _blocks(labels, intensity)]
     return _tree(parts), _xp(labels._meta) is not np
 
 
@@ -219,10 +238,6 @@ def _dense(t, ndim, with_intensity):
             out.update(isum=isum, imin=imin, imax=imax, imean=isum / count,
                        wcentroid=np.where(isum[:, None] == 0, np.nan,
                                           wsum / np.where(isum == 0, 1, isum)[:, None]))
-            if t is not None and "m2" in t:
-                m2 = np.zeros(rows)
-                m2[key] = t["m2"]
-                out["m2"] = m2
     return out
 
 
@@ -313,57 +328,41 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d", cp
             "meshccl.dask.statistics does not take periodic axes (their arcs and circular "
             f"means do not add up across chunks); got periodic={periodic!r}: use "
             "meshccl.measure.statistics on the whole array")
-    root, on_gpu = _reduced(labels, intensity, False, threads, "labels")
+    root, on_gpu = _reduced(labels, intensity, threads, "labels")
     out = dask.delayed(_statistics_result, pure=True)(root, labels.ndim, intensity is not None,
                                                       bbox_layout, on_gpu)
     return out.compute() if compute else out
 
 
-def _regionprops_result(t, ndim, properties, spacing, separator, on_gpu):
+def _regionprops_result(t, sums, ndim, properties, spacing, separator, on_gpu):
     d = _dense(t, ndim, any(p in _regionprops.NEEDS_INTENSITY for p in properties))
     count = d["count"]
     present = np.flatnonzero(count[1:]) + 1
-    s = np.asarray(spacing)
-    area = count[present].astype(np.float64) * float(np.prod(spacing))
-    lo, hi = d["lo"][present], d["hi"][present]
-    box_area = np.prod((hi - lo + 1).astype(np.float64), axis=1) * float(np.prod(spacing))
-
-    def split(p, table):
-        return {f"{p}{separator}{j}": table[:, j] for j in range(table.shape[1])}
-
+    if sums is not None:  # (rows of present labels, from the second pass)
+        at = np.searchsorted(sums["key"], present)
+        sums = {k: v[at] for k, v in sums.items() if k != "key"}
+    more = _regionprops.columns(np, properties, d, None, None, present, spacing, separator,
+                                sums=sums if sums is not None else {})
     out = {}
     with np.errstate(invalid="ignore", divide="ignore"):
         for p in properties:
-            if p == "label":
+            if p in more:
+                out.update(more[p])
+            elif p == "label":
                 out[p] = present.astype(np.int64)
             elif p == "area":
-                out[p] = area
-            elif p == "num_pixels":
-                out[p] = count[present].astype(np.int64)
+                out[p] = count[present].astype(np.float64) * float(np.prod(spacing))
             elif p == "bbox":
-                out.update(split(p, np.concatenate([lo, hi + 1], axis=1)))
-            elif p == "area_bbox":
-                out[p] = box_area
-            elif p == "extent":
-                out[p] = area / box_area
-            elif p == "equivalent_diameter_area":
-                out[p] = (2 * ndim * area / np.pi) ** (1 / ndim)
+                for j in range(ndim):
+                    out[f"bbox{separator}{j}"] = d["lo"][present, j]
+                for j in range(ndim):
+                    out[f"bbox{separator}{ndim + j}"] = d["hi"][present, j] + 1
             elif p == "centroid":
-                out.update(split(p, d["centroid"][present] * s))
-            elif p == "centroid_local":
-                out.update(split(p, (d["centroid"][present] - lo) * s))
-            elif p == "intensity_mean":
-                out[p] = d["imean"][present]
-            elif p == "intensity_min":
-                out[p] = d["imin"][present]
-            elif p == "intensity_max":
-                out[p] = d["imax"][present]
-            elif p == "intensity_std":
-                out[p] = np.sqrt(d["m2"][present] / count[present])
-            elif p == "centroid_weighted":
-                out.update(split(p, d["wcentroid"][present] * s))
-            elif p == "centroid_weighted_local":
-                out.update(split(p, (d["wcentroid"][present] - lo) * s))
+                for j in range(ndim):
+                    out[f"centroid{separator}{j}"] = d["centroid"][present, j] * spacing[j]
+            else:
+                out[p] = d[{"intensity_mean": "imean", "intensity_min": "imin",
+                            "intensity_max": "imax"}[p]][present]
     return _to_device(out, on_gpu)
 
 
@@ -381,16 +380,16 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
         Same shape (no channel axis); rechunked to the labels' chunks if
         needed.  Needed by the ``intensity_*`` and weighted properties.
     properties : sequence of str, optional
-        Any of :data:`PROPERTIES` (skimage's names): ``label``, ``area``,
-        ``num_pixels``, ``bbox``, ``area_bbox``, ``extent``,
-        ``equivalent_diameter_area``, ``centroid``, ``centroid_local``,
-        ``intensity_mean``, ``intensity_min``, ``intensity_max``,
-        ``intensity_std``, ``centroid_weighted``,
-        ``centroid_weighted_local``.  The moments and what derives from
-        them (inertia tensor, axis lengths, eccentricity, orientation) and
-        ``coords`` raise ``NotImplementedError`` naming them; names that
+        Any of :data:`PROPERTIES`: every property of
+        ``meshccl.measure.regionprops_table`` (skimage's names: ``label``,
+        ``area``, ``bbox``, ``centroid``, the moments, inertia tensor and
+        axis lengths, the intensity statistics, ...) but ``coords`` and
+        ``coords_scaled``, which raise ``NotImplementedError``; names that
         ``meshccl.measure.regionprops_table`` refuses raise its
-        ``ValueError``.
+        ``ValueError``.  The moments and what derives from them, the local
+        centroids and ``intensity_std`` take a second pass over the chunks
+        (sums about each label's box corner and mean, which the first pass
+        gives).
     separator, spacing, cpu_threads
         As in ``meshccl.measure.regionprops_table``.
     compute : bool, optional
@@ -420,10 +419,9 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
     missing = [p for p in properties if p not in PROPERTIES]
     if missing:
         raise NotImplementedError(
-            f"meshccl.dask.regionprops_table does not compute {missing} (moments are taken "
-            "about each region's box corner, and coords are not a reduction); use "
-            "meshccl.measure.regionprops_table on the whole array, or choose from "
-            f"{PROPERTIES}")
+            f"meshccl.dask.regionprops_table does not compute {missing} (each label's cells, "
+            "not a reduction over them); use meshccl.measure.regionprops_table on the whole "
+            f"array, or choose from {PROPERTIES}")
     wants_intensity = [p for p in properties if p in _regionprops.NEEDS_INTENSITY]
     if wants_intensity and intensity_image is None:
         raise ValueError(f"properties {wants_intensity} need an intensity_image")
@@ -439,8 +437,15 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
         raise TypeError("label_image must have at least one axis, got a 0-d array")
     spacing = _regionprops.spacing(spacing, labels.ndim)
     _regionprops.check_ndim(properties, labels.ndim, spacing)
-    root, on_gpu = _reduced(labels, intensity, "intensity_std" in properties, threads,
-                            "label_image")
-    out = dask.delayed(_regionprops_result, pure=True)(root, labels.ndim, properties, spacing,
-                                                       separator, on_gpu)
+    root, on_gpu = _reduced(labels, intensity, threads, "label_image")
+    plain, weighted, spread = _regionprops.wanted_sums(properties, labels.ndim)
+    sums = None
+    if plain or weighted or spread:
+        # the second pass: moments about each label's box corner (known
+        # once the first pass has merged the boxes), merged alike
+        sums = _tree([dask.delayed(_chunk_sums, pure=True)(b, v, start, root, plain, weighted,
+                                                           spread, "label_image")
+                      for b, v, start in _blocks(labels, intensity)])
+    out = dask.delayed(_regionprops_result, pure=True)(root, sums, labels.ndim, properties,
+                                                       spacing, separator, on_gpu)
     return out.compute() if compute else out

@@ -106,7 +106,11 @@ def test_statistics_after_dask_label():
 PROPS = ("label", "area", "num_pixels", "bbox", "area_bbox", "extent",
          "equivalent_diameter_area", "centroid", "centroid_local", "intensity_mean",
          "intensity_min", "intensity_max", "intensity_std", "centroid_weighted",
-         "centroid_weighted_local")
+         "centroid_weighted_local", "moments", "moments_central", "moments_normalized",
+         "inertia_tensor", "inertia_tensor_eigvals", "axis_major_length", "axis_minor_length",
+         "moments_weighted", "moments_weighted_central", "moments_weighted_normalized")
+#: 2-D only (as skimage)
+PROPS_2D = ("eccentricity", "orientation", "moments_hu", "moments_weighted_hu")
 
 
 @pytest.mark.parametrize("ndim", [2, 3])
@@ -119,10 +123,11 @@ def test_regionprops_table_random_chunkings(ndim):
         inten = (rng.random(shape) * 10).astype(np.float32 if trial else np.int32)
         spacing = tuple(rng.uniform(0.5, 2, ndim)) if trial == 2 else None
         chunks = _random_chunks(shape, rng)
+        props = PROPS + (PROPS_2D if ndim == 2 and spacing is None else ())
         got = mdask.regionprops_table(da.from_array(lab, chunks=chunks),
-                                      da.from_array(inten, chunks=chunks), PROPS,
+                                      da.from_array(inten, chunks=chunks), props,
                                       spacing=spacing, separator="_")
-        want = measure.regionprops_table(lab, inten, PROPS, spacing=spacing, separator="_")
+        want = measure.regionprops_table(lab, inten, props, spacing=spacing, separator="_")
         _same(got, want)
 
 
@@ -131,8 +136,8 @@ def test_lazy_and_refusals():
     lazy = mdask.regionprops_table(lab, properties=("label", "area"), compute=False)
     (got,) = dask.compute(lazy)
     np.testing.assert_array_equal(got["label"], [2, 5])
-    with pytest.raises(NotImplementedError, match="moments_central"):
-        mdask.regionprops_table(lab, properties=("label", "moments_central"))
+    with pytest.raises(NotImplementedError, match="coords_scaled"):
+        mdask.regionprops_table(lab, properties=("label", "coords_scaled"))
     with pytest.raises(NotImplementedError, match="coords"):
         mdask.regionprops_table(lab, properties=("coords",))
     with pytest.raises(ValueError, match="perimeter"):
