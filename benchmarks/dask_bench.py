@@ -6,19 +6,32 @@ For each case (pattern, side, chunk side, connectivity) and each scheduler
 ``distributed.LocalCluster`` of ``--workers`` processes sharing the CPUs),
 it times ``dask.compute(labels, n)`` for
 
-* ``meshccl.dask.label`` on NumPy chunks,
+* ``meshccl.dask.label`` on NumPy chunks with ``numbering='sequential'``
+  (1..N in chunk order, what dask-image gives: the one compared with it)
+  and with ``numbering='raster'`` (``meshccl.label``'s values),
 * ``dask_image.ndmeasure.label`` (SciPy per chunk) with the matching
-  ``structure``,
+  ``structure`` (``generate_binary_structure(3, c)``: 26 neighbours at c3),
 
 and, as references on the whole array, ``meshccl.label`` (CPU, all numba
 threads) and ``scipy.ndimage.label``.  With ``--gpu`` also
 ``meshccl.dask.label`` on CuPy chunks (threaded scheduler, one GPU) against
 ``meshccl.label`` on the whole CuPy array.
 
-Checks, every case: meshccl.dask's labels equal ``meshccl.label``'s value
-for value (NumPy and CuPy chunks), and dask-image's are the same partition
-up to numbering (every label of one maps to exactly one of the other, same
-background).  A failed check stops the run.
+Checks, every case: meshccl.dask's raster labels equal ``meshccl.label``'s
+value for value (NumPy and CuPy chunks), its sequential ones and
+dask-image's are the same partition up to numbering (every label of one
+maps to exactly one of the other, same background).  A failed check stops
+the run.
+
+``--steps`` (threaded scheduler) also runs each meshccl.dask computation
+once under ``dask.diagnostics.Profiler`` and reports the task seconds of
+each step (summed over tasks; the steps of ``docs/dask.md``), for both
+numberings.
+
+The issue's sizes: ``--side 512 --chunks 128 --schedulers threads``
+(512³ fits a 23 GB machine with the whole-array references); ``--side
+1024`` needs about 8 bytes a cell for each int64 label array held at once
+(meshccl.label's, meshccl.dask's, dask-image's int32), some 30 GB.
 
 Writes ``dask_bench.md``, ``dask_bench.json`` and ``dask_bench.png`` to
 ``--out``.  ``--progress`` shows Dask's progress bar on each computation.
@@ -118,6 +131,8 @@ def main(argv=None):
     ap.add_argument("--no-dask-image", action="store_true")
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--steps", action="store_true",
+                    help="task seconds of each step (threaded scheduler)")
     ap.add_argument("--append", action="store_true",
                     help="add the rows to those of --out/dask_bench.json (runs split in parts)")
     args = ap.parse_args(argv)
@@ -182,11 +197,20 @@ def main(argv=None):
             image = da.from_array(x, chunks=chunk)
             if client is not None:
                 image = client.persist(image)
-            lab, n = mdask.label(image, connectivity=conn, return_num=True)
-            row["meshccl_dask_s"], (got, n) = timed(
-                lambda: compute((lab, n), "threads", client, args.progress), args.repeat)
-            if not np.array_equal(got, want) or int(n) != n_want:
-                raise SystemExit(f"{name} ({sched}): meshccl.dask.label differs from meshccl.label")
+            for numbering in ("sequential", "raster"):
+                lab, n = mdask.label(image, connectivity=conn, return_num=True,
+                                     numbering=numbering)
+                t, (got, n) = timed(
+                    lambda: compute((lab, n), "threads", client, args.progress), args.repeat)
+                same = (np.array_equal(got, want) if numbering == "raster"
+                        else same_partition(got, want))
+                if not same or int(n) != n_want:
+                    raise SystemExit(f"{name} ({sched}): meshccl.dask.label "
+                                     f"(numbering={numbering!r}) differs from meshccl.label")
+                row["meshccl_dask_s" if numbering == "sequential" else "meshccl_raster_s"] = t
+                if args.steps and client is None:
+                    row[f"steps_{numbering}"] = step_seconds(lab, n)
+                del got
             row["N"] = int(n)
             if dask_image is not None:
                 st = ndi.generate_binary_structure(3, conn)
@@ -249,6 +273,37 @@ def main(argv=None):
     plot(os.path.join(args.out, "dask_bench.png"), rows)
 
 
+#: the steps of meshccl.dask.label (docs/dask.md), by the names of their tasks
+STEPS = (("1 chunks", ("_label_block",)), ("2 ids, layers", ("chunk-faces",)),
+         ("3 faces", ("face-pairs",)), ("4 tree", ("solve",)),
+         ("5 numbering", ("reps", "reps-counted", "prefix", "offsets", "roots", "number",
+                          "asked", "moved", "resolve", "table")),
+         ("6 renumber", ("label",)))
+
+
+def _step_of(key):
+    name = key[0] if isinstance(key, tuple) else key
+    head = name.rsplit("-", 1)[0]
+    for step, names in STEPS:
+        if head in names or head in (f"meshccl-{n}" for n in names):
+            return step
+    return "other"
+
+
+def step_seconds(lab, n):
+    """Task seconds of each step of one threaded computation of (lab, n)."""
+    import dask
+    from dask.diagnostics import Profiler
+
+    with Profiler() as prof:
+        dask.compute(lab, n, scheduler="threads")
+    out = {step: 0.0 for step, _ in STEPS}
+    for r in prof.results:
+        step = _step_of(r.key)
+        out[step] = out.get(step, 0.0) + (r.end_time - r.start_time)
+    return out
+
+
 def _warm():
     import meshccl.dask  # noqa: F401
 
@@ -266,17 +321,33 @@ def write_markdown(path, meta, rows, gpu):
              "value; dask-image the same components). `threads`: Dask's threaded "
              f"scheduler; `cluster`: a LocalCluster of {meta['workers']} processes, the input "
              "persisted on it.", "",
-             "| case | scheduler | N | meshccl.dask | dask-image | speed-up | meshccl.label whole |"
-             " scipy whole |" + (" GPU dask | GPU whole | GPU dask / whole |" if gpu else ""),
-             "|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if gpu else "")]
+             "meshccl.dask: `numbering='sequential'` (the numbering dask-image gives; "
+             "the speed-up is against it), and `'raster'` (meshccl.label's values).", "",
+             "| case | scheduler | N | meshccl.dask | dask-image | speed-up | meshccl.dask raster |"
+             " meshccl.label whole | scipy whole |"
+             + (" GPU dask | GPU whole | GPU dask / whole |" if gpu else ""),
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if gpu else "")]
     for r in rows:
         line = (f"| {r['case']} | {r['scheduler']} | {r['N']} | {_fmt(r['meshccl_dask_s'])} | "
                 f"{_fmt(r.get('dask_image_s'))} | {_fmt(r.get('speedup_vs_dask_image'), unit='×')} | "
+                f"{_fmt(r.get('meshccl_raster_s'))} | "
                 f"{_fmt(r.get('meshccl_label_s'))} | {_fmt(r.get('scipy_s'))} |")
         if gpu:
             line += (f" {_fmt(r.get('gpu_dask_s'))} | {_fmt(r.get('gpu_label_s'))} | "
                      f"{_fmt(r.get('gpu_dask_over_label'), unit='×')} |")
         lines.append(line)
+    stepped = [r for r in rows if "steps_raster" in r]
+    if stepped:
+        names = [step for step, _ in STEPS]
+        lines += ["", "Task seconds of each step (one threaded run under "
+                  "`dask.diagnostics.Profiler`, summed over the step's tasks):", "",
+                  "| case | numbering | " + " | ".join(names) + " |",
+                  "|---|---|" + "---:|" * len(names)]
+        for r in stepped:
+            for numbering in ("sequential", "raster"):
+                st = r[f"steps_{numbering}"]
+                lines.append(f"| {r['case']} | {numbering} | "
+                             + " | ".join(_fmt(st.get(k)) for k in names) + " |")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

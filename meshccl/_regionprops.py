@@ -115,24 +115,12 @@ def _divide(xp, a, b):
         return a / b
 
 
-def columns(xp, properties, t, labels, intensity, present, spacing_, sep):
-    """``{property: {column name: array}}`` for the properties of :data:`MORE`.
-
-    ``t``: measure._table's per-label table (counts, boxes, intensity
-    mean); ``present``: the labels with cells, ascending; ``spacing_``:
-    from :func:`spacing`.
-    """
+def wanted_sums(properties, ndim):
+    """What the pass of :func:`meshccl._moments.label_sums` must give for
+    ``properties``: (plain monomials, weighted monomials, whether the
+    intensity's squared deviations), empty where none of :data:`MORE`
+    needs it."""
     wanted = [p for p in dict.fromkeys(properties) if p in MORE]
-    if not wanted:
-        return {}
-    ndim = labels.ndim
-    m = int(present.shape[0])
-    s = spacing_
-    count = t["count"][present]
-    lo = t["lo"][present]
-    area = count.astype(np.float64) * float(np.prod(s))
-
-    # the sums one pass must give
     plain, weighted = set(), set()
     if any(p in _RAW for p in wanted):
         plain.update(_moments.exponents(ndim, ORDER))
@@ -148,15 +136,38 @@ def columns(xp, properties, t, labels, intensity, present, spacing_, sep):
         weighted.update(_moments.exponents(ndim, ORDER, total=True))
     if "centroid_weighted" in wanted or "centroid_weighted_local" in wanted:
         weighted.update(_moments.exponents(ndim, 1, total=True))
-    plain, weighted = _moments.closure(plain), _moments.closure(weighted)
-    spread = "intensity_std" in wanted
-    sums = {}
-    if plain or weighted or spread:
-        row_of = xp.full(t["count"].shape[0], -1, dtype=np.int64)
-        row_of[present] = xp.arange(m, dtype=np.int64)
-        sums = _moments.label_sums(xp, labels, row_of, lo, plain, weighted,
-                                   intensity if (weighted or spread) else None,
-                                   t["imean"][present] if spread else None)
+    return _moments.closure(plain), _moments.closure(weighted), "intensity_std" in wanted
+
+
+def columns(xp, properties, t, labels, intensity, present, spacing_, sep, sums=None):
+    """``{property: {column name: array}}`` for the properties of :data:`MORE`.
+
+    ``t``: measure._table's per-label table (counts, boxes, intensity
+    mean); ``present``: the labels with cells, ascending; ``spacing_``:
+    from :func:`spacing`; ``sums``: the sums of :func:`wanted_sums` for the
+    rows of ``present``, where already computed (chunk by chunk, by
+    ``meshccl.dask``), else None: one pass over ``labels`` (and
+    ``intensity``) gives them.
+    """
+    wanted = [p for p in dict.fromkeys(properties) if p in MORE]
+    if not wanted:
+        return {}
+    ndim = t["lo"].shape[1]
+    m = int(present.shape[0])
+    s = spacing_
+    count = t["count"][present]
+    lo = t["lo"][present]
+    area = count.astype(np.float64) * float(np.prod(s))
+
+    plain, weighted, spread = wanted_sums(wanted, ndim)
+    if sums is None:
+        sums = {}
+        if plain or weighted or spread:
+            row_of = xp.full(t["count"].shape[0], -1, dtype=np.int64)
+            row_of[present] = xp.arange(m, dtype=np.int64)
+            sums = _moments.label_sums(xp, labels, row_of, lo, plain, weighted,
+                                       intensity if (weighted or spread) else None,
+                                       t["imean"][present] if spread else None)
 
     unit = [tuple(int(d == e) for e in range(ndim)) for d in range(ndim)]
     zero = (0,) * ndim

@@ -1,13 +1,17 @@
-"""Connected components of chunked Dask arrays: :func:`label`.
+"""Connected components of chunked Dask arrays: :func:`label` (and
+:func:`statistics`, :func:`regionprops_table` of chunked labels, from
+``_dask_measure``).
 
 ``meshccl.dask.label`` gives the labels ``meshccl.label`` gives on the whole
 array (1..N in raster order of each component's first cell), lazily, for
-Dask arrays whose chunks are NumPy or CuPy arrays.  Needs the ``dask``
+Dask arrays whose chunks are NumPy or CuPy arrays; or, asked, a cheaper
+1..N numbering in chunk order, or first-cell labels.  Needs the ``dask``
 extra (``pip install "meshccl[dask]"``); ``import meshccl`` never imports
 Dask.
 
 The steps (``docs/dask.md`` gives the memory of each); step 1 is
-``map_blocks``, steps 2-5 one graph of plain tasks, a few a chunk:
+``map_blocks``, steps 2-6 one graph of plain tasks, a few a chunk, none
+of which sees every label:
 
 1. every chunk labelled on its own by ``meshccl.label`` (labels 1..n_b);
 2. one task a chunk: the global flat (C-order) index of each local label's
@@ -23,9 +27,18 @@ The steps (``docs/dask.md`` gives the memory of each); step 1 is
 4. the pairs solved by ``meshccl.graph.connected_components`` in a tree
    reduction, each node keeping only ``id -> smallest id of its
    component`` for the ids it has seen;
-5. one task ranks the components by their smallest id (= first cell in the
-   global raster order) and hands each chunk its table local label ->
-   global label; each chunk is renumbered by one lookup.
+5. the numbering: a component's representative is its smallest id (its
+   first cell), a local label of the chunk that holds that cell.  Each
+   chunk finds its representatives (its ids that the tree's root does not
+   move) and counts them, per line of the chunk for 'raster' (the cells
+   that share all coordinates but the last); prefix sums over the chunk
+   grid, one small task a level and group of chunks, give each chunk the
+   representatives before each of its lines in raster order ('raster') or
+   before the chunk in chunk order ('sequential'); each chunk numbers its
+   own representatives, and one task over the representatives that face
+   pairs name (not every label) hands their labels to the chunks whose
+   local labels joined them;
+6. each chunk renumbered by one lookup through its table.
 """
 
 from __future__ import annotations
@@ -48,9 +61,13 @@ except ImportError as exc:  # pragma: no cover - the message is the point
 from . import _tuning
 from .graph import Edges
 from .graph import connected_components as _graph_components
+from ._dask_measure import regionprops_table, statistics
 from .labelling import label as _label
 
-__all__ = ["label", "connected_components"]
+__all__ = ["label", "connected_components", "statistics", "regionprops_table"]
+
+#: the numberings of :func:`label`
+NUMBERINGS = ("raster", "sequential", "first-cell")
 
 def _xp(a):
     """The array module of a chunk (NumPy, or CuPy for CuPy chunks)."""
@@ -232,39 +249,206 @@ def _tree(edge_lists):
             return level[0]
 
 
-def _rank(solved, *summaries):
-    """Step 5: each component's global label, the rank of its smallest id.
-    ``summaries``: (first, counts or None) of each chunk, from step 2.
-    Returns (N, [table of each chunk: local label -> global label], counts
-    or None)."""
+def _line_of(ids, start, chunk_shape, shape):
+    """The line (flat index over the chunk's axes but the last) and the
+    local coordinates of each global flat id in a chunk."""
+    coords = np.unravel_index(ids, shape)
+    local = tuple(c - s for c, s in zip(coords, start))
+    if len(chunk_shape) == 1:
+        return np.zeros(ids.size, np.int64)
+    return np.ravel_multi_index(local[:-1], chunk_shape[:-1]).astype(np.int64)
+
+
+def _reps(first, cells, solved, start, chunk_shape, shape, numbering):
+    """Step 5, one task a chunk: which of the chunk's local labels are their
+    component's representative (the smallest id, its first cell), and the
+    representative of each of the others (from the tree's root, ``solved``:
+    moved id -> representative, sorted by moved id).
+
+    Returns ``(is_rep, to, moved_cells, reps_per_line, sums, line)``: ``to`` the
+    representative of each local label that is not one; ``moved_cells``
+    their cells (None without counts); ``reps_per_line`` the chunk's
+    representatives counted per line (the cells that share every
+    coordinate but the last; shape ``chunk_shape[:-1]``) for 'raster',
+    else None; ``sums`` for 'raster' the same counts summed over the lines'
+    trailing axes, one array a level k (shape ``chunk_shape[:k]``), for the
+    other numberings the count alone; ``line`` each representative's line
+    ('raster')."""
     src, rep = solved
-    firsts = [f for f, _ in summaries]
-    sizes = [f.size for f in firsts]
-    every = np.concatenate(firsts) if firsts else np.empty(0, np.int64)
-    # every chunk's ids are increasing: a stable argsort is a merge of those
-    # runs.  The moved ids (src, the only ones that are not their
-    # component's smallest) are found in the sorted ids by a search of F
-    # items, not by a search of every id among them.
-    order = np.argsort(every, kind="stable")
-    ranked = every[order]
-    moved = np.searchsorted(ranked, src)
-    root = np.ones(every.size, bool)
-    root[moved] = False
-    rank_of = np.cumsum(root)  # at a root's place: its label
-    numbers = np.empty(every.size, np.int64)
-    numbers[order] = rank_of
-    numbers[order[moved]] = rank_of[np.searchsorted(ranked, rep)]
-    n_roots = int(rank_of[-1]) if every.size else 0
-    tables, start = [], 0
-    for size in sizes:
-        tables.append(np.concatenate([np.zeros(1, np.int64), numbers[start:start + size]]))
-        start += size
-    counts = None
-    if summaries and summaries[0][1] is not None:
-        cells = np.concatenate([c[1:] for _, c in summaries]) if every.size else every
-        counts = np.bincount(numbers, weights=cells, minlength=n_roots + 1).astype(np.int64)
-        counts[0] = sum(int(c[0]) for _, c in summaries)
-    return np.int64(n_roots), tables, counts
+    if src.size:
+        at = np.minimum(np.searchsorted(src, first), src.size - 1)
+        moved = src[at] == first
+        to = rep[at[moved]]
+    else:
+        moved = np.zeros(first.size, bool)
+        to = np.empty(0, np.int64)
+    is_rep = ~moved
+    moved_cells = None if cells is None else cells[1:][moved]
+    if numbering != "raster":
+        return is_rep, to, moved_cells, None, np.int64(is_rep.sum()), None
+    lines = chunk_shape[:-1]
+    line = _line_of(first[is_rep], start, chunk_shape, shape)
+    per_line = np.bincount(line, minlength=int(np.prod(lines, dtype=np.int64))).reshape(lines)
+    sums = [per_line]
+    for k in range(len(lines) - 1, -1, -1):
+        sums.append(sums[-1].sum(axis=k))
+    return is_rep, to, moved_cells, per_line, tuple(sums[::-1]), line
+
+
+def _prefix(n_along, *sums):
+    """Step 5 ('raster'), one task per level k and group of chunks that
+    share their chunk indices on axes < k: ``sums`` are those chunks' level-k
+    counts (per x_0..x_{k-1}, the coordinates the group shares), in C order
+    of their indices on axes >= k, ``n_along`` chunks along axis k.  Returns
+    (the exclusive prefix over axis k's chunks, one array each; their
+    total), both per x_0..x_{k-1}."""
+    per = len(sums) // n_along
+    h = [sum(sums[c * per:(c + 1) * per]) for c in range(n_along)]
+    prefix, run = [], np.zeros_like(h[0])
+    for part in h:
+        prefix.append(run)
+        run = run + part
+    return prefix, run
+
+
+def _offsets(*counts):
+    """Step 5 ('sequential', 'first-cell'): each chunk's representatives
+    before it in C order of the chunks, and N."""
+    c = np.asarray(counts, np.int64)
+    return np.concatenate([[0], np.cumsum(c)[:-1]]), np.int64(c.sum())
+
+
+def _roots(solved):
+    """The representatives that some moved id names, sorted."""
+    return np.unique(solved[1])
+
+
+def _number(first, reps, chunk_shape, roots, numbering, index, position, *levels):
+    """Step 5, one task a chunk: the global label of each of the chunk's
+    representatives, and of those that ``roots`` names (the ones other
+    chunks ask for) as ``(ids, labels)``.
+
+    'raster': ``levels`` are the results of :func:`_prefix` for the
+    chunk's groups, level 0 .. ndim-1; the label of a representative is 1 +
+    the representatives before its line in the whole array (the prefixes
+    of the chunks before it on each axis, and within its group the lines
+    before its own) + those before it on its line in the chunks before
+    along the last axis + its rank on its line in the chunk.
+    'sequential': ``levels`` is (the offsets, N) of :func:`_offsets`;
+    ``index`` the chunk's index in the grid, ``position`` its place in C
+    order.  'first-cell': the id + 1."""
+    is_rep, _, _, per_line, _, line = reps
+    ids = first[is_rep]
+    order = None
+    if ids.size > 1 and not bool((ids[1:] > ids[:-1]).all()):
+        # (a chunk shaped (a, b, 1) is labelled in skimage's column order)
+        order = np.argsort(ids)
+        ids = ids[order]
+        line = None if line is None else line[order]
+    if numbering == "first-cell":
+        labels = ids + 1
+    elif numbering == "sequential":
+        labels = levels[0][0][position] + 1 + np.arange(ids.size, dtype=np.int64)
+    else:
+        ndim = len(chunk_shape)
+        lines = chunk_shape[:-1]
+        before = np.zeros(lines, np.int64)
+        for k in range(ndim):
+            prefix, _ = levels[k]
+            term = prefix[index[k]]
+            before += term.reshape(term.shape + (1,) * (ndim - 1 - k))
+            if k < ndim - 1:
+                total = levels[k + 1][1]  # per x_0..x_k: every chunk of the group
+                excl = np.cumsum(total, axis=k) - total
+                before += excl.reshape(excl.shape + (1,) * (ndim - 2 - k))
+        on_line = np.cumsum(per_line.ravel()) - per_line.ravel()  # the chunk's own, earlier lines
+        rank = np.arange(ids.size, dtype=np.int64) - on_line[line]
+        labels = 1 + before.ravel()[line] + rank
+    if order is not None:
+        ids[order] = ids.copy()
+        labels[order] = labels.copy()
+    asked = np.zeros(ids.size, bool)
+    if roots.size and ids.size:
+        at = np.minimum(np.searchsorted(roots, ids), roots.size - 1)
+        asked = roots[at] == ids
+    return labels, ids[asked], labels[asked]
+
+
+def _small(reps, k):
+    """The part of a :func:`_reps` result that a global task reads: the
+    level-k counts ('raster'), the count of representatives (k None)."""
+    return reps[4] if k is None else reps[4][k]
+
+
+def _asked(number):
+    return number[1], number[2]
+
+
+def _moved(reps):
+    return reps[1], reps[2]
+
+
+def _resolve(asked, moved):
+    """Step 5, one task over the representatives that face pairs name: their
+    labels, sorted by id, and (counts) the cells of the local labels moved
+    to each.  ``asked``: every chunk's (ids, labels) from :func:`_number`;
+    ``moved``: every chunk's (representative, cells) of its moved labels,
+    or empty without counts."""
+    ids = np.concatenate([a[0] for a in asked]) if asked else np.empty(0, np.int64)
+    labels = np.concatenate([a[1] for a in asked]) if asked else np.empty(0, np.int64)
+    order = np.argsort(ids, kind="stable")
+    ids, labels = ids[order], labels[order]
+    extra = None
+    if moved:
+        to = np.concatenate([m[0] for m in moved])
+        cells = np.concatenate([m[1] for m in moved])
+        extra = np.bincount(np.searchsorted(ids, to), weights=cells,
+                            minlength=ids.size).astype(np.int64)
+    return ids, labels, extra
+
+
+def _chunk_table(first, cells, reps, number, resolved):
+    """Step 5, one task a chunk: its table local label -> global label (entry
+    0: 0); with counts also (its representatives' labels, their cells in
+    the whole array, its background cells)."""
+    is_rep, to = reps[0], reps[1]
+    labels = number[0]
+    table = np.zeros(first.size + 1, np.int64)
+    table[1:][is_rep] = labels
+    if to.size and resolved is None:  # 'first-cell': the representative's id + 1
+        table[1:][~is_rep] = to + 1
+    elif to.size:
+        ids, global_labels = resolved[0], resolved[1]
+        table[1:][~is_rep] = global_labels[np.searchsorted(ids, to)]
+    if cells is None:
+        return table, None
+    own = cells[1:][is_rep].astype(np.int64)
+    ids, extra = resolved[0], resolved[2]
+    rep_ids = first[is_rep]
+    if ids.size and rep_ids.size:
+        at = np.minimum(np.searchsorted(ids, rep_ids), ids.size - 1)
+        hit = ids[at] == rep_ids
+        own[hit] += extra[at[hit]]
+    return table, (labels, own, int(cells[0]))
+
+
+def _counts_block(lo, *parts):
+    """Counts of the labels lo + 1 .. lo + m, where the m representatives of
+    a row of chunks along axis 0 live (consecutive labels in both
+    numberings): ``parts`` those chunks' (labels, cells, background)."""
+    m = sum(p[0].size for p in parts)
+    out = np.zeros(m, np.int64)
+    for labels, cells, _ in parts:
+        out[labels - lo - 1] = cells
+    return out
+
+
+def _background(table):
+    return table[1][2]
+
+
+def _background_cells(*cells):
+    return np.array([sum(cells)], np.int64)
 
 
 def _renumber(labels, table):
@@ -297,7 +481,7 @@ def _periodic_axes(periodic, ndim):
 
 def label(image, background=None, return_num=False, connectivity=None, *, periodic=False,
           mask=None, tolerance=None, return_counts=False, bonds=None, axes=None,
-          low_memory=False):
+          low_memory=False, numbering="raster"):
     """Label the connected components of a chunked Dask array, lazily.
 
     The labels are those of ``meshccl.label`` on the whole array, value for
@@ -329,9 +513,20 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         Also return the cells of each label, as ``meshccl.label`` does
         (int64, length N + 1, entry 0 the background), as a 1-D Dask array
         of NumPy type whose length is unknown until computed; summed from
-        each chunk's counts of its local labels in step 5.
+        each chunk's counts of its local labels in step 5, one block of
+        the array a row of chunks along axis 0.
     bonds, axes
         Not supported yet: ``NotImplementedError``.
+    numbering : {'raster', 'sequential', 'first-cell'}, optional
+        'raster' (default): ``meshccl.label``'s values, 1..N in raster
+        order of first cells.  'sequential': 1..N in chunk order (the
+        chunks in C order, each chunk's components in raster order of
+        their first cells within it), deterministic, what
+        ``dask_image.ndmeasure.label`` gives: the same components, without
+        the prefix sums per line that 'raster' needs.  'first-cell': each
+        component labelled 1 + the flat index of its first cell, as
+        ``meshccl.label(..., numbering='first-cell')`` (gaps, values up to
+        the number of cells); not with ``return_counts``.
     low_memory : bool, optional
         False (default): each chunk's local labels (8 bytes a cell) are
         kept from step 1 until the chunk is renumbered, after the ranking,
@@ -364,9 +559,11 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
 
     Notes
     -----
-    One task (step 5 in ``docs/dask.md``) holds about 60 bytes per local
-    label of every chunk, to rank the components; the face equivalences are solved in
-    a tree of ``meshccl.graph.connected_components`` calls.  The labels are
+    No task holds every label: the numbering's tasks hold one chunk's
+    labels, counts per line of one chunk (or of a row of chunks), or the
+    representatives that face pairs name; the face equivalences are solved
+    in a tree of ``meshccl.graph.connected_components`` calls, whose root
+    holds the ids that touch a face.  The labels are
     int64 whatever the chunks' type (``meshccl.label`` gives int32 on CuPy
     and for bool input).
 
@@ -410,6 +607,11 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     if axes is not None:
         raise NotImplementedError("meshccl.dask.label does not take axes yet; label each slice "
                                   "on its own, or the whole array with meshccl.label")
+    if not isinstance(numbering, str) or numbering not in NUMBERINGS:
+        raise ValueError(f"numbering must be one of {NUMBERINGS}, got {numbering!r}")
+    if return_counts and numbering == "first-cell":
+        raise ValueError("return_counts needs numbering='raster' or 'sequential' (counts are "
+                         "indexed by the labels 1..N), got numbering='first-cell'")
     image = da.asarray(image)
     _known_chunks(image, "image")
     if image.size and any(0 in cs for cs in image.chunks):
@@ -432,12 +634,13 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     _label(np.zeros(one, dtype=image.dtype), background=background, connectivity=connectivity,
            periodic=periodic, mask=None if mask is None else np.ones(one, bool),
            tolerance=tolerance)
-    if (image.dtype.kind != "b" and ndim == 3 and image.shape[2] == 1 and image.shape[0] > 1
-            and image.shape[1] > 1 and not any(periodic) and mask is None and tolerance is None):
+    if (numbering == "raster" and image.dtype.kind != "b" and ndim == 3 and image.shape[2] == 1
+            and image.shape[0] > 1 and image.shape[1] > 1 and not any(periodic)
+            and mask is None and tolerance is None):
         # skimage's column order for non-bool (a, b, 1) volumes, as
         # meshccl.label keeps it: the raster order of the (1, b, a) transpose
         out = label(image.transpose(2, 1, 0), background, return_num, connectivity,
-                    return_counts=return_counts, low_memory=low_memory)
+                    return_counts=return_counts, low_memory=low_memory, numbering=numbering)
         if isinstance(out, tuple):
             return (out[0].transpose(2, 1, 0),) + out[1:]
         return out.transpose(2, 1, 0)
@@ -464,9 +667,11 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     # Dask collection built per chunk or face (building those cost more
     # than running them)
     token = tokenize(image, mask, background, connectivity, tolerance, periodic, return_counts,
-                     low_memory)
-    info, face, solve, rank, out_name = (f"meshccl-{k}-{token}" for k in
-                                         ("chunk-faces", "face-pairs", "solve", "rank", "label"))
+                     low_memory, numbering)
+    (info, face, solve, reps, small, prefix, before, roots, number, asked, moved, resolve,
+     table, out_name) = (f"meshccl-{k}-{token}" for k in (
+         "chunk-faces", "face-pairs", "solve", "reps", "reps-counted", "prefix", "offsets",
+         "roots", "number", "asked", "moved", "resolve", "table", "label"))
     dsk = {}
     deps = [image, local] + ([] if mask is None else [mask])
 
@@ -528,43 +733,103 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
             nxt.append(key)
         level, depth = nxt, depth + 1
 
-    # step 5: the ranking, then each chunk renumbered by its table
-    dsk[(rank,)] = (_rank, level[0]) + tuple([(getitem, (info,) + b, 0),
-                                              (getitem, (info,) + b, 1)] for b in index)
+    # step 5: numbering, a few small tasks a chunk (no task sees every
+    # label): each chunk's representatives (the local labels whose id is
+    # their component's smallest), counted per line ('raster') or in all;
+    # prefixes of those counts over the chunk grid; each chunk numbers its
+    # representatives; one task gathers the labels of the representatives
+    # that face pairs name; each chunk's table local -> global label
+    root = level[0]
+    shapes = {b: tuple(int(local.chunks[d][b[d]]) for d in range(ndim)) for b in index}
+    corner = {b: tuple(int(starts[d][b[d]]) for d in range(ndim)) for b in index}
+    cells_of = {b: (getitem, (info,) + b, 1) for b in index}
+    for b in index:
+        dsk[(reps,) + b] = (_reps, (getitem, (info,) + b, 0), cells_of[b], root, corner[b],
+                            shapes[b], image.shape, numbering)
+    if numbering == "raster":
+        for b in index:
+            for k in range(ndim):
+                dsk[(small, k) + b] = (_small, (reps,) + b, k)
+        for k in range(ndim):
+            for g in product(*(range(n) for n in grid[:k])):
+                members = [g + rest for rest in product(*(range(n) for n in grid[k:]))]
+                dsk[(prefix, k) + g] = (_prefix, grid[k]) + tuple((small, k) + m
+                                                                   for m in members)
+        levels = {b: tuple((prefix, k) + b[:k] for k in range(ndim)) for b in index}
+        num_key = (getitem, (prefix, 0), 1)
+    else:
+        for b in index:
+            dsk[(small, 0) + b] = (_small, (reps,) + b, None)
+        dsk[(before,)] = (_offsets,) + tuple((small, 0) + b for b in index)
+        levels = {b: ((before,),) for b in index}
+        num_key = (getitem, (before,), 1)
+    if numbering != "first-cell":
+        dsk[(roots,)] = (_roots, root)
+    for position, b in enumerate(index):
+        dsk[(number,) + b] = (_number, (getitem, (info,) + b, 0), (reps,) + b, shapes[b],
+                              (roots,) if numbering != "first-cell" else np.empty(0, np.int64),
+                              numbering, b, position) + levels[b]
+        if numbering != "first-cell":
+            dsk[(asked,) + b] = (_asked, (number,) + b)
+            if return_counts:
+                dsk[(moved,) + b] = (_moved, (reps,) + b)
+    if numbering != "first-cell":
+        dsk[(resolve,)] = (_resolve, [(asked,) + b for b in index],
+                           [(moved,) + b for b in index] if return_counts else [])
+        barrier = resolve
+    else:
+        barrier = before
+    for b in index:
+        dsk[(table,) + b] = (_chunk_table, (getitem, (info,) + b, 0), cells_of[b], (reps,) + b,
+                             (number,) + b, (resolve,) if numbering != "first-cell" else None)
     if low_memory:
-        # the chunks labelled again after the ranking, from a copy of the
+        # the chunks labelled again after the numbering, from a copy of the
         # input's graph bound to it: no local labels are held across it
         from dask.delayed import Delayed
         from dask.graph_manipulation import bind
 
-        ranked = Delayed((rank,), HighLevelGraph.from_collections(rank, dict(dsk),
-                                                                  dependencies=deps),
-                         layer=rank)
+        done = Delayed((barrier,), HighLevelGraph.from_collections(barrier, dict(dsk),
+                                                                   dependencies=deps),
+                       layer=barrier)
         inputs = (image,) if mask is None else (image, mask)
-        again = bind(inputs, ranked)
+        again = bind(inputs, done)
         deps += list(again)
-    for k, b in enumerate(index):
-        table = (getitem, (getitem, (rank,), 1), k)
+    for b in index:
+        lookup = (getitem, (table,) + b, 0)
         if low_memory:
             m = None if mask is None else (again[1].name,) + b
-            dsk[(out_name,) + b] = (_relabel, (again[0].name,) + b, m, table, background,
+            dsk[(out_name,) + b] = (_relabel, (again[0].name,) + b, m, lookup, background,
                                     connectivity, tolerance)
         else:
-            dsk[(out_name,) + b] = (_renumber, (local.name,) + b, table)
+            dsk[(out_name,) + b] = (_renumber, (local.name,) + b, lookup)
     graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=deps)
     labels = da.Array(graph, out_name, chunks=image.chunks, dtype=np.int64, meta=out_meta)
     out = (labels,)
     if return_num:
-        dsk_n = {(f"meshccl-num-{token}",): (getitem, (rank,), 0)}
+        dsk_n = {(f"meshccl-num-{token}",): num_key}
         out += (da.Array(HighLevelGraph.from_collections(f"meshccl-num-{token}", dsk_n,
                                                          dependencies=[labels]),
                          f"meshccl-num-{token}", chunks=(), dtype=np.int64,
                          meta=np.empty((), np.int64)),)
     if return_counts:
+        # entry 0 (the background), then one block a row of chunks along
+        # axis 0, whose representatives hold consecutive labels
         name = f"meshccl-counts-{token}"
-        dsk_c = {(name, 0): (getitem, (rank,), 2)}
+        dsk_c = {}
+        for b in index:
+            dsk_c[(f"{name}-background",) + b] = (_background, (table,) + b)
+        dsk_c[(name, 0)] = (_background_cells,) + tuple((f"{name}-background",) + b
+                                                         for b in index)
+        for r in range(grid[0]):
+            row = [b for b in index if b[0] == r]
+            if numbering == "raster":
+                lo = (getitem, (getitem, (prefix, 0), 0), r)
+            else:
+                lo = (getitem, (getitem, (before,), 0), index.index(row[0]))
+            dsk_c[(name, r + 1)] = (_counts_block, lo) + tuple(
+                (getitem, (table,) + b, 1) for b in row)
         out += (da.Array(HighLevelGraph.from_collections(name, dsk_c, dependencies=[labels]),
-                         name, chunks=((np.nan,),), dtype=np.int64,
+                         name, chunks=((1,) + (np.nan,) * grid[0],), dtype=np.int64,
                          meta=np.empty((0,), np.int64)),)
     return out if len(out) > 1 else labels
 

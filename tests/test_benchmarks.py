@@ -749,3 +749,28 @@ def test_graph_bench_sizes_times_scipy_and_the_cpu_in_turn(tmp_path):
         assert r["calls"] == {"weak": 2, "strong": 2}
         assert all(t["scipy"] > 0 and t["cpu"] > 0 for t in r["us"].values())
     assert "| one cycle through all + chords | 10 |" in (tmp_path / "sizes.md").read_text()
+
+
+def test_dask_bench_step_seconds_names_every_meshccl_task():
+    """Every task that meshccl.dask.label writes falls in one of the steps the
+    benchmark's table reports (a renamed task would land in 'other')."""
+    da = pytest.importorskip("dask.array")
+    import dask_bench
+    from dask.diagnostics import Profiler
+
+    import meshccl.dask as mdask
+
+    x = (np.random.default_rng(0).random((12, 10)) < 0.5).astype(np.uint8)
+    image = da.from_array(x, chunks=(5, 4)).persist(scheduler="sync")
+    for numbering in ("raster", "sequential"):
+        lab, n = mdask.label(image, return_num=True, numbering=numbering)
+        with Profiler() as prof:
+            import dask
+
+            dask.compute(lab, n, scheduler="threads")
+        steps = {dask_bench._step_of(r.key) for r in prof.results
+                 if str(r.key[0] if isinstance(r.key, tuple) else r.key).startswith(
+                     ("meshccl-", "_label_block")) and "finalize" not in str(r.key)}
+        assert steps == {step for step, _ in dask_bench.STEPS}, numbering
+        seconds = dask_bench.step_seconds(lab, n)
+        assert all(seconds[step] > 0 for step, _ in dask_bench.STEPS)

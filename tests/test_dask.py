@@ -246,3 +246,108 @@ def test_zarr_round_trip(tmp_path):
         want, n_want = meshccl.label(x, connectivity=1, return_num=True)
         np.testing.assert_array_equal(zarr.open_array(dst, mode="r")[:], want)
         assert int(n) == n_want
+
+
+def _random_chunks(shape, rng):
+    """A random chunking: each axis cut at random places (chunks >= 1)."""
+    out = []
+    for s in shape:
+        cuts = np.sort(rng.choice(np.arange(1, s), size=rng.integers(0, min(s - 1, 4) + 1),
+                                  replace=False)) if s > 1 else []
+        edges = [0, *cuts, s]
+        out.append(tuple(int(b - a) for a, b in zip(edges[:-1], edges[1:])))
+    return tuple(out)
+
+
+def _check_numbering(x, chunks, scheduler="sync", cupy=False, **opts):
+    """'sequential' labels are the whole-array labels under a bijection,
+    1..N, with counts permuted alike; 'first-cell' labels equal
+    meshccl.label's own 'first-cell' labels; 'raster' equal its labels."""
+    want, n_want, c_want = meshccl.label(x, return_num=True, return_counts=True, **opts)
+    first_want = meshccl.label(x, numbering="first-cell", **opts)
+    mask = opts.pop("mask", None)
+    image = da.from_array(x, chunks=chunks)
+    if mask is not None:
+        opts["mask"] = da.from_array(mask, chunks=chunks)
+    if cupy:
+        import cupy as cp
+
+        image = image.map_blocks(cp.asarray)
+        if mask is not None:
+            opts["mask"] = opts["mask"].map_blocks(cp.asarray)
+    seq, n, counts = mdask.label(image, return_num=True, return_counts=True,
+                                 numbering="sequential", **opts)
+    first, n_first = mdask.label(image, return_num=True, numbering="first-cell", **opts)
+    raster = mdask.label(image, **opts)
+    seq, n, counts, first, n_first, raster = dask.compute(seq, n, counts, first, n_first,
+                                                          raster, scheduler=scheduler)
+    if cupy:
+        seq, first, raster = seq.get(), first.get(), raster.get()
+    np.testing.assert_array_equal(raster, want)
+    np.testing.assert_array_equal(first, first_want)
+    assert int(n) == int(n_first) == n_want
+    np.testing.assert_array_equal(seq == 0, want == 0)
+    # a bijection of 1..N onto 1..N: each whole-array label meets one
+    # sequential label and the reverse
+    perm = np.zeros(n_want + 1, np.int64)
+    perm[want.ravel()] = seq.ravel()
+    np.testing.assert_array_equal(perm[want], seq)
+    assert sorted(perm[1:].tolist()) == list(range(1, n_want + 1))
+    assert counts[0] == c_want[0]
+    np.testing.assert_array_equal(counts[perm[1:]], c_want[1:])
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3])
+def test_numberings_random_chunkings(ndim):
+    rng = np.random.default_rng(31 + ndim)
+    side = {1: 40, 2: 19, 3: 9}[ndim]
+    for trial in range(4):
+        shape = tuple(int(s) for s in rng.integers(side // 2, side + 1, ndim))
+        x = (rng.random(shape) < 0.5).astype(np.uint8)
+        chunks = _random_chunks(shape, rng)
+        c = int(rng.integers(1, ndim + 1))
+        _check_numbering(x, chunks, connectivity=c)
+        per = tuple(bool(p) for p in rng.random(ndim) < 0.5)
+        _check_numbering(x, chunks, connectivity=c, periodic=per, scheduler="threads")
+        v = rng.integers(0, 3, shape)
+        _check_numbering(v, chunks, background=-1)
+
+
+def test_numberings_lattice_and_quirk():
+    rng = np.random.default_rng(37)
+    f = rng.random((11, 9, 7)).astype(np.float32)
+    m = rng.random((11, 9, 7)) < 0.8
+    _check_numbering(f, ((4, 7), (2, 3, 4), (7,)), tolerance=0.3, mask=m, background=-1)
+    q = rng.integers(0, 3, (6, 5, 1))  # skimage's column order for (a, b, 1)
+    _check_numbering(q, (4, 2, 1))
+    _check_numbering(np.stack([q[..., 0]] * 3, axis=-1), ((1, 5), (2, 3), 1))
+
+
+def test_sequential_numbering_is_deterministic_and_chunk_ordered():
+    x = np.array([[0, 0, 0, 1],
+                  [1, 0, 0, 0],
+                  [1, 0, 0, 1]])
+    image = da.from_array(x, chunks=(2, 2))
+    got = mdask.label(image, connectivity=1, numbering="sequential")
+    # chunks in C order, each chunk's components by first cell
+    np.testing.assert_array_equal(got.compute(), [[0, 0, 0, 2], [1, 0, 0, 0], [1, 0, 0, 3]])
+    np.testing.assert_array_equal(got.compute(scheduler="threads"), got.compute())
+
+
+def test_numbering_refused_by_name():
+    y = da.ones((4, 4), chunks=2)
+    with pytest.raises(ValueError, match="numbering must be one of .* got 'dense'"):
+        mdask.label(y, numbering="dense")
+    with pytest.raises(ValueError, match="return_counts needs numbering"):
+        mdask.label(y, numbering="first-cell", return_counts=True)
+
+
+@pytest.mark.parametrize("shape,chunks", [((64, 48), (20, 16)), ((24, 20, 18), (8, 7, 9))])
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_cupy_chunks_numberings(shape, chunks):
+    rng = np.random.default_rng(41)
+    x = (rng.random(shape) < 0.5).astype(np.uint8)
+    for c in (1, len(shape)):
+        _check_numbering(x, chunks, cupy=True, connectivity=c)
+        _check_numbering(x, chunks, cupy=True, connectivity=c, periodic=True)
