@@ -373,10 +373,14 @@ def test_gpu_runs3d():
 
 
 @pytest.mark.gpu
-def test_gpu_wide_cells_3d():
-    """Counts of 3-D volumes of wider cells (the runs3d chain, as one-byte
-    volumes), with uniform, all-distinct and empty volumes."""
+@pytest.mark.parametrize("per_block", [1, 2, 3])
+def test_gpu_cells3d(per_block):
+    """cells3d.cu's chain (3-D wider cells) with the counted
+    meshccl_label_cells, which counts the piece roots too (their label
+    written later by meshccl_label_pieces)."""
     _need_gpu()
+    from meshccl import _tuning
+
     rng = np.random.default_rng(4)
     images = [patterns.percolation((21, 75, 66), 0.3116, seed=5).astype(np.uint16),
               rng.integers(0, 3, (9, 70, 40)).astype(np.uint32),
@@ -385,10 +389,11 @@ def test_gpu_wide_cells_3d():
               np.full((10, 40, 70), 3, np.int16),
               np.arange(8 * 20 * 37, dtype=np.int32).reshape(8, 20, 37),
               np.zeros((6, 17, 33), np.uint16)]
-    for a in images:
-        for c in (1, 2, 3):
-            for dtype in (None, np.int64):
-                _gpu_check(a, connectivity=c, dtype=dtype)
+    with _tuning.override(CELLS3D_TILES_PER_BLOCK={1: per_block, 2: per_block, 3: per_block}):
+        for a in images:
+            for c in (1, 2, 3):
+                for dtype in (None, np.int64):
+                    _gpu_check(a, connectivity=c, dtype=dtype)
 
 
 @pytest.mark.gpu

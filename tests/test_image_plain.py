@@ -131,6 +131,31 @@ def test_gpu_general_and_plain_chains_agree():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("per_block", [1, 2, 3])
+def test_gpu_cells3d_tiles_per_block(per_block):
+    """cells3d.cu's tile kernel with 1, 2 or 3 tiles per block (loaded
+    together, labelled one after the other; the last block's tiles may lie
+    partly or wholly past the volume) gives skimage's labels."""
+    _need_gpu()
+    from meshccl import _tuning
+
+    rng = np.random.default_rng(4)
+    images = [patterns.percolation((21, 75, 66), 0.3116, seed=5).astype(np.uint16),
+              rng.integers(0, 3, (9, 70, 40)).astype(np.uint32),
+              np.repeat(rng.integers(0, 3, (5, 9, 9)), 4, axis=0).repeat(5, 1).repeat(5, 2)
+              .astype(np.float32)]
+    with _tuning.override(CELLS3D_TILES_PER_BLOCK={1: per_block, 2: per_block, 3: per_block}):
+        for a in images:
+            for c in range(1, 4):
+                got, n = meshccl.label(to_backend(a, "gpu"), connectivity=c, return_num=True,
+                                       return_info=True)[:2]
+                want, m = sk_label(a, connectivity=c, return_num=True)
+                np.testing.assert_array_equal(to_host(got), want,
+                                              err_msg=f"{a.dtype} {a.shape} c={c}")
+                assert n == m
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("rows", [1, 2, 4])
 def test_gpu_runs2d_against_general(rows):
     """Plain 2-D images take runs2d.cu; the general chain must agree, and

@@ -113,7 +113,7 @@ def fits(shape) -> bool:
 
 
 def border_items(c: int, ty: int, tz: int) -> int:
-    """Cells per tile that meshccl_cells3d_lattice_border visits (``Border<...>::ITEMS``
+    """Cells per tile that meshccl_cells3d_border visits (``Border<...>::ITEMS``
     in cells3d.cu)."""
     extra = 1 if c >= 2 else 0
     rows = ty + (tz - 1) * (1 + extra)
@@ -247,20 +247,30 @@ def _run_label_pass(i, rows, per_lane, sl, rw, tail, counts, first, stats):
     return Launch(k, grid, (BLOCK,), (LABELS,) + tail + count_arg)
 
 
-def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers, features,
-                     tolerance, counts=None, first=False):
-    """The launches of cells3d.cu's chain (3-D volumes with a mask, bonds or
-    a tolerance): its tile and border kernels, with ``features`` after each
-    kernel's own arguments (:func:`_box_features`; ``tolerance``: whether
-    the call has one, its value is in ``features``), then the pieces
-    numbering with meshccl_label_cells."""
+def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
+                     counts=None, first=False, features=None, tolerance=None):
+    """The launches of cells3d.cu's chain: its tile and border kernels, then
+    the pieces numbering with meshccl_label_cells (the lattice form,
+    ``features``, is what the chains take; the plain form no longer serves a
+    call: runs3d.cu takes every plain volume).
+    ``features``: the lattice form (any cell type), with these arguments
+    after each kernel's own (:func:`_box_features`); ``tolerance``: whether
+    the call has one (its value is in ``features``)."""
     _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     ty, tz, warps = _tuning.CELLS3D_TILES
     t, i = c_type(value_dtype), c_type(index_dtype)
-    per_block, tol = 1, "true" if tolerance else "false"  # (a block does one tile)
-    tile, border = kernels(
-        "cells3d.cu", f"meshccl_cells3d_lattice_tile<{t}, {i}, {c}, {tol}, {ty}, {tz}, {warps}>",
-        f"meshccl_cells3d_lattice_border<{t}, {i}, {c}, {tol}, {ty}, {tz}>")
+    if features is None:
+        per_block = _tuning.CELLS3D_TILES_PER_BLOCK[c]
+        tile, border = kernels(
+            "cells3d.cu", f"meshccl_cells3d_tile<{t}, {i}, {c}, {ty}, {tz}, {warps}, {per_block}>",
+            f"meshccl_cells3d_border<{t}, {i}, {c}, {ty}, {tz}>")
+        features = ()
+    else:  # (a block does one tile)
+        per_block, tol = 1, "true" if tolerance else "false"
+        tile, border = kernels(
+            "cells3d.cu",
+            f"meshccl_cells3d_lattice_tile<{t}, {i}, {c}, {tol}, {ty}, {tz}, {warps}>",
+            f"meshccl_cells3d_lattice_border<{t}, {i}, {c}, {tol}, {ty}, {tz}>")
     form, tail = _counted(counts, first)
     cells_k, = kernels("number_pieces.cu", f"meshccl_label_cells{form}<{i}>")
     if buffers is None:
@@ -578,7 +588,8 @@ def _lattice_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
                        slot_tiles=False, counts=counts, first=first)
     else:
         prog = _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                                features, tolerance is not None, counts=counts, first=first)
+                                counts=counts, first=first, features=features,
+                                tolerance=tolerance is not None)
     if not periodic:
         return prog
     tol = "true" if tolerance is not None else "false"

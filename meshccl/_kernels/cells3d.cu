@@ -1,29 +1,31 @@
 // cells3d.cu -- 3-D volumes with a mask, bonds or a tolerance: every cell a node.
 //
-// Plain volumes of every cell type take runs3d.cu, whose nodes are runs
-// (docs/decisions.md: "runs in 3-D for every cell type"); this file takes
-// volumes of any cell type with a mask, bonds or a tolerance.  The
+// Plain volumes of every cell type take runs3d.cu, whose nodes are runs.
+// This file's lattice form takes volumes of any cell type with a mask,
+// bonds or a tolerance; its plain form (PlainJoin, the kernels
+// meshccl_cells3d_tile and meshccl_cells3d_border) no longer serves a call
+// (docs/decisions.md: "runs in 3-D for every cell type").  The
 // geometry is fixed at compile time: the connectivity C is a template
 // argument, so the half neighbourhood is a few constant steps that the
 // compiler unrolls, and a tile's position comes straight from the block's
 // grid coordinates, without a division.
 //
-// Each kernel is one skeleton, templated on a join policy (lattice.cuh)
-// that says which neighbouring pairs join and whether joining is
-// transitive.  The skipping rules below hold only for a transitive join
-// (PlainJoin, equal values); the kernels of this file build LatticeJoin,
-// which is not transitive, so the rules fold away at compile time and every
-// joined pair is united.  The kernels themselves only build the policy and
-// call the skeleton (meshccl::cells3d::tile, border).
+// The lattice form (a mask, bonds, a tolerance: end of this file) runs the
+// same two kernels' code.  Each kernel is one skeleton, templated on a join
+// policy (lattice.cuh: PlainJoin, LatticeJoin) that says which neighbouring
+// pairs join and whether joining is transitive, which the skipping rules
+// below need (PlainJoin only; LatticeJoin's tests fold away in the plain
+// kernels).  The kernels themselves only build the policy and call the
+// skeleton (meshccl::cells3d::tile, border), so a fix to a loop lands in
+// both forms.
 //
 // The algorithm is the union-find of unionfind.cuh, in two kernels, then
 // the pieces numbering of number_pieces.cu (meshccl_label_cells):
 //
-// 1. meshccl_cells3d_lattice_tile: tiles of 32 columns (one warp per tile row) by
+// 1. meshccl_cells3d_tile: tiles of 32 columns (one warp per tile row) by
 //    TY rows by TZ planes (32 x 8 x 4; meshccl/_gpu/image_plain.py picks
-//    them), one thread per cell, a block per tile (the skeleton can take
-//    TB tiles stacked along y, loading all their values first; the
-//    kernels take one).
+//    them), one thread per cell.  A block does TB tiles stacked along y,
+//    loading all their values before it starts on the first.
 //    - Runs along a row come from one warp ballot, with no atomics.
 //    - The remaining pairs inside the tile are united in a shared-memory
 //      forest.
@@ -42,7 +44,7 @@
 //      so that pair joins them.
 //    Each rule points at a pair of an earlier cell, or of the same cell
 //    further right, so the skipping never goes round in a circle.
-// 2. meshccl_cells3d_lattice_border: the same grid.  Only the cells on a tile face
+// 2. meshccl_cells3d_border: the same grid.  Only the cells on a tile face
 //    with pairs that cross into another tile get threads.  They unite those
 //    pairs in the global forest, with the same skipping rules (values read
 //    from global memory) and one more, the square rule: a pair across the
@@ -135,7 +137,7 @@ __device__ __forceinline__ unsigned closed_bonds(const J& join, long long i) {
 // stores; otherwise the host zeroes A and H first and rows OR their bits
 // in.  Tiles are 32 cells along the last axis (one warp per tile row), TY
 // rows and TZ planes, handled by NW warps; meshccl/_gpu/image_plain.py picks
-// them (docs/decisions.md: "tiles per block").
+// them (_tuning.CELLS3D_TILES, CELLS3D_TILES_PER_BLOCK).
 //
 // A block labels TB tiles stacked along y, one after the other, but loads
 // the values of all TB first.  The tile kernel of an image with few unions
@@ -370,6 +372,25 @@ __device__ __forceinline__ void border(const J& join, const T* __restrict__ v, I
 
 // The kernels: each form's policy on the skeletons above.
 
+template <typename T, typename I, int C, int TY, int TZ, int NW, int TB>
+__global__ void __launch_bounds__(32 * NW) meshccl_cells3d_tile(
+        const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
+        unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
+        typename meshccl::Key<T>::type bgkey, int aligned) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::PlainJoin<T> join = {has_bg, bgkey};
+    meshccl::cells3d::tile<C, TY, TZ, NW, TB>(join, v, P, A, H, nz, ny, nx, aligned);
+}
+
+template <typename T, typename I, int C, int TY, int TZ>
+__global__ void __launch_bounds__(256) meshccl_cells3d_border(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
+        typename meshccl::Key<T>::type bgkey) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::PlainJoin<T> join = {has_bg, bgkey};
+    meshccl::cells3d::border<C, TY, TZ>(join, v, P, H, nz, ny, nx);
+}
+
 // ---------------------------------------------------------------------------
 // The lattice form: a mask, bonds and/or a tolerance on a 3-D volume of any
 // cell type, one-byte cells included (meshccl_cells3d_lattice_tile and
@@ -414,8 +435,23 @@ __global__ void __launch_bounds__(256) meshccl_cells3d_lattice_border(
 
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may
-// ask for (image_plain.py: CELLS3D_TILES).
-// The kernels (image_plain.py: _program_cells3d): every
+// ask for (image_plain.py: CELLS3D_TILES; values are unsigned or floats
+// after _validate.py).
+#define MESHCCL_CELLS3D(T, I, C, TY, TZ, NW, TB)                                                 \
+    template __global__ void meshccl_cells3d_tile<T, I, C, TY, TZ, NW, TB>(                      \
+        const T*, I*, unsigned*, unsigned*, I, I, I, int, meshccl::Key<T>::type, int);            \
+    template __global__ void meshccl_cells3d_border<T, I, C, TY, TZ>(                            \
+        const T*, I*, unsigned*, I, I, I, int, meshccl::Key<T>::type);
+#define MESHCCL_CELLS3D_I(T, I) \
+    MESHCCL_CELLS3D(T, I, 1, 8, 4, 32, 2) MESHCCL_CELLS3D(T, I, 2, 8, 4, 32, 1) \
+    MESHCCL_CELLS3D(T, I, 3, 8, 4, 32, 1)
+#define MESHCCL_CELLS3D_T(T) MESHCCL_CELLS3D_I(T, int) MESHCCL_CELLS3D_I(T, long long)
+MESHCCL_CELLS3D_T(unsigned short)
+MESHCCL_CELLS3D_T(unsigned int)
+MESHCCL_CELLS3D_T(unsigned long long)
+MESHCCL_CELLS3D_T(float)
+MESHCCL_CELLS3D_T(double)
+// The lattice form (image_plain.py: _program_cells3d with features): every
 // cell type, signed ones too (a tolerance keeps them signed).
 #define MESHCCL_CELLS3D_LAT(T, I, C, Tol, TY, TZ, NW)                                           \
     template __global__ void meshccl_cells3d_lattice_tile<T, I, C, Tol, TY, TZ, NW>(             \
