@@ -612,41 +612,49 @@ def test_generators_cupy_output_equals_numpy():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-def test_auto_chain_probe_on_gpu():
-    """The probe kernels of 'auto' count what their host mirror counts, and
-    'auto' picks 'early' on in-order paths, 'ecl' on a grid and on shuffled
-    graphs (int32 and int64 index arrays); on edge lists 'early' or
-    'unionfind'."""
+def test_auto_tile_probe_on_gpu():
+    """The probe kernel of 'auto' on CSR input counts what its host mirror
+    counts (sampled entries whose column lies in their row's tile), and
+    'auto' picks 'tiles' on graphs numbered in order (a path, a grid row by
+    row), 'ecl' on a shuffled path and on a graph of one tile, whose probe
+    does not run (int32 and int64 index arrays); on edge lists 'early' for a
+    path in order, else 'unionfind'."""
     import cupy
     import cupyx.scipy.sparse as csp
 
-    from meshccl._gpu.graph import _SEED, chain_probe, chain_probe_edges
+    from meshccl._gpu.graph import _SEED, chain_probe_edges, tile_probe, tile_shift
     from meshccl.graph import _auto_method
     from test_graph_gpu_emulated import mix64
 
     line = gen.line(100_000)
-    cases = [(line, "early"), (Edges(line.dst, line.src, line.n_vertices), "early"),
-             (gen.grid((300, 300)), "ecl"), (gen.disjoint(10, 1000, seed=3), "ecl"),
-             (gen.line(7), "early")]
-    for e, expect in cases:
+    perm = np.random.default_rng(5).permutation(line.n_vertices).astype(np.int64)
+    shuffled = Edges(perm[line.src], perm[line.dst], line.n_vertices)
+    # (graph, 'auto' on its CSR, 'auto' on its edge list)
+    cases = [(line, "tiles", "early"), (gen.grid((300, 300)), "tiles", "unionfind"),
+             (shuffled, "ecl", "unionfind"), (gen.line(7), "ecl", "early")]
+    shift = tile_shift()
+    for e, expect, expect_edges in cases:
         n = e.n_vertices
         csr = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
         assert _auto_method(csp.csr_matrix(csr)) == expect
         for ip, ind in ((csr.indptr, csr.indices), (csr.indptr.astype(np.int64), csr.indices),
                         (csr.indptr, csr.indices.astype(np.int64))):
-            hits, s = chain_probe(cupy.asarray(ip), cupy.asarray(ind), n)
+            probed = tile_probe(cupy.asarray(ip), cupy.asarray(ind), n)
+            if n <= 1 << shift:
+                assert probed is None
+                continue
+            hits, s = probed
             m = ind.size
             k = (mix64(np.uint64(_SEED) + np.arange(s, dtype=np.uint64)) % np.uint64(m)).astype(np.int64)
             rows = np.searchsorted(ip, k, side="right") - 1
-            assert int(hits) == np.count_nonzero(np.abs(ind[k].astype(np.int64) - rows) == 1)
+            assert int(hits) == np.count_nonzero((ind[k].astype(np.int64) >> shift) == (rows >> shift))
         n_got, lab = connected_components(csp.csr_matrix(csr))
         want_n, want = scipy_cc(csr)
         assert n_got == want_n
         np.testing.assert_array_equal(lab.get(), want)
-        # the same graph as an edge list: 'early' for the paths, else 'unionfind'
         for dt in (np.int32, np.int64):
             edges = Edges(cupy.asarray(e.src.astype(dt)), cupy.asarray(e.dst.astype(dt)), n)
-            assert _auto_method(edges) == ("early" if expect == "early" else "unionfind")
+            assert _auto_method(edges) == expect_edges
             hits, s = chain_probe_edges(edges.src, edges.dst)
             k = (mix64(np.uint64(_SEED) + np.arange(s, dtype=np.uint64)) %
                  np.uint64(e.src.size)).astype(np.int64)
@@ -828,10 +836,10 @@ def test_fused_validation_small_on_gpu():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-def test_fused_validation_carries_the_chain_count():
-    """'auto' still gets the chain probe's count, now read from the fused
-    validation's facts[5]: 'early' on an in-order path, int32 and int64
-    index arrays, the same count as a probe of its own."""
+def test_fused_validation_carries_the_tile_count():
+    """'auto' gets the tile probe's count from the fused validation's
+    facts[5]: 'tiles' on an in-order path, int32 and int64 index arrays, the
+    same count as a probe of its own; 'ecl' on the path shuffled."""
     import cupy
     import cupyx.scipy.sparse as csp
 
@@ -843,18 +851,17 @@ def test_fused_validation_carries_the_chain_count():
     csr = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
     for ip, ind in ((csr.indptr, csr.indices), (csr.indptr.astype(np.int64), csr.indices.astype(np.int64))):
         ip, ind = cupy.asarray(ip), cupy.asarray(ind)
-        assert _auto_method((ip, ind)) == "early"
+        assert _auto_method((ip, ind)) == "tiles"
         facts = gpu.check(ip, ind)
-        hits, s = gpu.chain_probe(ip, ind, n, out=facts[5:])
-        alone, s2 = gpu.chain_probe(ip, ind, n)
+        hits, s = gpu.tile_probe(ip, ind, n, out=facts[5:])
+        alone, s2 = gpu.tile_probe(ip, ind, n)
         got = facts.get()
         assert s == s2 == 1024 and int(got[5]) == int(alone) == int(hits) >= 768
         assert got[:5].tolist() == [0, ind.size, 0, int(ind.min()), int(ind.max())]
-    assert _auto_method(csp.csr_matrix(csr)) == "early"
-    # a grid numbered row by row: half its entries are chain steps, below the rule's 3/4
-    g = gen.grid((300, 300))
-    grid = sp.coo_matrix((np.ones(g.src.size), (g.src, g.dst)), shape=(g.n_vertices,) * 2).tocsr()
-    assert _auto_method(csp.csr_matrix(grid)) == "ecl"
+    assert _auto_method(csp.csr_matrix(csr)) == "tiles"
+    perm = np.random.default_rng(2).permutation(n)
+    mixed = sp.coo_matrix((np.ones(e.src.size), (perm[e.src], perm[e.dst])), shape=(n, n)).tocsr()
+    assert _auto_method(csp.csr_matrix(mixed)) == "ecl"
 
 
 def _skewed_pair(n, seed):
