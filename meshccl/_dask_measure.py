@@ -80,7 +80,7 @@ def _compact(xp, labels, name):
 def _chunk_table(labels, intensity, start, threads, name):
     """One chunk's table (host NumPy, one row per label it holds):
     ``key``, ``count``, ``lo``/``hi`` (global coordinates), ``csum``
-    (global coordinate sums); with ``intensity`` ``isum``, ``imin``,
+    (global coordinate sums, int64, exact); with ``intensity`` ``isum``, ``imin``,
     ``imax``, ``wsum`` (intensity-weighted global coordinate sums)."""
     xp = _xp(labels)
     shape = tuple(labels.shape)
@@ -94,12 +94,14 @@ def _chunk_table(labels, intensity, start, threads, name):
     t = backend.table(inverse.reshape(shape), shape, rows, boxes=True, sums=True,
                       intensity=intensity, **extra)
     count = t["count"]
-    at = np.asarray(start, np.float64)
-    out = {"key": keys, "count": count,
-           "lo": t["lo"] + xp.asarray(start, dtype=np.int64),
-           "hi": t["hi"] + xp.asarray(start, dtype=np.int64),
-           # (a centroid times its count: the sum to the last bit or so)
-           "csum": t["centroid"] * count[:, None] + xp.asarray(at) * count[:, None]}
+    at = xp.asarray(start, dtype=np.int64)
+    # the table's centroid is its integer coordinate sum / count, correctly
+    # rounded: times the count it is within far less than 0.5 of that sum
+    # (sums below 2**52), so rounding gives the sum back exactly, and the
+    # merged sums give the whole array's centroids bit for bit
+    local = xp.rint(t["centroid"] * count[:, None]).astype(np.int64)
+    out = {"key": keys, "count": count, "lo": t["lo"] + at, "hi": t["hi"] + at,
+           "csum": local + at * count[:, None]}
     if intensity is not None:
         values = intensity.reshape(-1).astype(np.float64)
         out.update(isum=t["isum"], imin=t["imin"], imax=t["imax"])
@@ -221,7 +223,7 @@ def _dense(t, ndim, with_intensity):
     count = np.zeros(rows, np.int64)
     lo = np.zeros((rows, ndim), np.int64)
     hi = np.full((rows, ndim), -1, np.int64)
-    csum = np.zeros((rows, ndim))
+    csum = np.zeros((rows, ndim), np.int64)
     out = {"count": count, "lo": lo, "hi": hi}
     if t is not None:
         count[key], lo[key], hi[key], csum[key] = t["count"], t["lo"], t["hi"], t["csum"]
@@ -297,8 +299,8 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d", cp
     dict
         The keys, rows (0 .. largest label) and values of
         ``meshccl.measure.statistics`` on the whole array: counts, boxes
-        and intensity extremes equal, centroids, intensity sums and means
-        to floating-point rounding (the sums are added in another order).
+        and intensity extremes equal, and centroids (integer sums); intensity
+        sums and means to floating-point rounding (added in another order).
         CuPy arrays for CuPy chunks.
 
     Notes
