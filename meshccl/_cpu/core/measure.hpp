@@ -574,21 +574,34 @@ MeasureDone measure_table(const L* lab, const V* val, const MeasureGeometry& g, 
     std::vector<u64> own(std::max(T, 1), 0);
     bool owning = false;
     if (T > 1) {
-        // each slab's largest label, then the largest of the slabs up to it
-        std::vector<u64> top(T, 0);
-        on_threads(T, [&](int t) {
-            const i64 a = g.R * t / T * g.W, b = g.R * (t + 1) / T * g.W;
-            u64 m = 0;
-            for (i64 k = a; k < b; ++k) m = std::max(m, u64(lab[k]));
-            top[t] = std::min(m, u64(rows));  // (a label past the table fails the scan)
+        // the largest label of each slab but the last (the last's is below
+        // rows), each slab read by all threads, a T-th each
+        std::vector<u64> part(std::size_t(T) * T, 0);
+        on_threads(T, [&](int j) {
+            for (int t = 0; t + 1 < T; ++t) {
+                const i64 a = g.R * t / T * g.W, b = g.R * (t + 1) / T * g.W;
+                const i64 lo = a + (b - a) * j / T, hi = a + (b - a) * (j + 1) / T;
+                u64 m = 0;
+                for (i64 k = lo; k < hi; ++k) m = std::max(m, u64(lab[k]));
+                part[std::size_t(t) * T + j] = m;
+            }
         });
+        // the largest label of the slabs up to each (a label past the table
+        // fails the scan), and the share of labels each slab owns
         owning = true;
-        u64 before = top[0];
-        for (int t = 1; t < T && owning; ++t) {
-            const u64 upto = std::max(top[t], before);
-            const u64 share = u64(measure_own_share) * u64(T);
-            owning = upto - before >= (u64(rows) + share - 1) / share;
-            own[t] = before + 1;
+        u64 before = 0;
+        for (int t = 0; t < T && owning; ++t) {
+            u64 upto = u64(rows - 1);
+            if (t + 1 < T) {
+                upto = before;
+                for (int j = 0; j < T; ++j) upto = std::max(upto, part[std::size_t(t) * T + j]);
+                upto = std::min(upto, u64(rows - 1));
+            }
+            if (t) {
+                const u64 share = u64(measure_own_share) * u64(T);
+                owning = upto - before >= (u64(rows) + share - 1) / share;
+                own[t] = before + 1;
+            }
             before = upto;
         }
     }
