@@ -690,9 +690,9 @@ def test_statistics_cpu_threads():
 
 
 def test_cpu_threads_cut_where_labels_are_many():
-    """Private tables would outgrow the image: one thread for one-cell
-    labels, and CPU_MEASURE_CELLS_PER_ENTRY * threads * rows <= cells
-    otherwise."""
+    """Where slabs do not own their labels, private tables would outgrow
+    the image: the threads are cut to CPU_MEASURE_CELLS_PER_ENTRY *
+    threads * rows <= cells (table_threads; one for one-cell labels)."""
     from meshccl import _tuning
     from meshccl._cpu import measure as cpu
 

@@ -5,8 +5,10 @@ top comment explains it): the image is cut into runs of equal labels along
 its rows, each run updates its label's row of the table once, and every
 column asked for -- counts, first cells, boxes, coordinate and circular
 sums, the intensity's sums and extremes -- comes out of that one pass, on
-``threads`` threads (slabs of rows with private tables, merged in slab
-order).  The smallest arcs of periodic axes (:func:`periodic_box`) and the
+``threads`` threads (slabs of rows, each writing the labels it owns into
+the output and the others into a private table merged in slab order), and
+the core finishes the table in place (means, boxes of labels without
+cells).  The smallest arcs of periodic axes (:func:`periodic_box`) and the
 cells of each label (:func:`coords`) sort in NumPy.  The GPU twin is
 ``meshccl/_gpu/measure.py``; both return the same finished table, which
 ``meshccl/measure.py`` turns into statistics.
@@ -87,8 +89,8 @@ def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic
         cells; NaN wins, as in NumPy's min and max) and intensity-weighted
         coordinate and circular sums.
     threads : int, optional
-        Threads to run on (>= 1); fewer run where the image is small or
-        the labels many (``core/measure.hpp``).
+        Threads to run on (>= 1); fewer run where the image is small, or
+        the labels many and in no raster order (``core/measure.hpp``).
 
     Returns
     -------
@@ -183,10 +185,12 @@ def _finish(t, rows, ndim, nper, empty):
 
 def table_threads(shape, rows, threads):
     """The threads :func:`table` runs on for an image of ``shape`` and a
-    table of ``rows`` rows when asked for ``threads``: at most one per row
-    of the last axis and per ``_tuning.CPU_MEASURE_MIN_CELLS`` cells, and
-    no more than keep the private tables together within one row per
-    ``_tuning.CPU_MEASURE_CELLS_PER_ENTRY`` cells (``core/measure.hpp``)."""
+    table of ``rows`` rows when asked for ``threads`` and the slabs of rows
+    do not own their labels (``core/measure.hpp``; labels in raster order
+    may run on more): at most one per row of the last axis and per
+    ``_tuning.CPU_MEASURE_MIN_CELLS`` cells, and no more than keep the
+    private tables together within one row per
+    ``_tuning.CPU_MEASURE_CELLS_PER_ENTRY`` cells."""
     n = int(np.prod(shape, dtype=np.int64))
     rows_of_cells = n // shape[-1] if len(shape) and shape[-1] else (1 if n else 0)
     return _core.measure_threads(threads, n, rows_of_cells, rows, _tuning.CPU_MEASURE_MIN_CELLS,

@@ -53,9 +53,10 @@
 //
 // Threads.  The rows are cut into T slabs of consecutive rows, one per
 // thread.  A slab *owns* the labels above every label of the slabs before
-// it (a first pass finds each slab's largest label): no other slab's runs
-// can reach them first, so the slab writes their entries in the output
-// directly.  Runs of the other labels go to the slab's private table
+// it (a first pass, all threads reading, finds the largest label of the
+// slabs before each): no other slab's runs can reach them first, so the
+// slab writes their entries in the output directly.  Runs of the other
+// labels go to the slab's private table
 // (zeroed pages mapped lazily: only the entries written cost memory), each
 // such label listed when its private entry is first written; a last pass
 // merges the listed entries into the output in slab order, threads owning
@@ -63,13 +64,14 @@
 // raster order of first cells (meshccl.label's, skimage's, cc3d's), a
 // slab owns the labels that start in it, and its private entries are the
 // few labels that cross its first row -- so even one-cell labels scan on
-// every thread.  Where the slabs own little (labels in no raster order,
-// or a few large labels: some slab after the first owns under a quarter of
-// an even split of the labels), every slab but the first writes privately
-// into tables as large as the output, and T is cut to c * T * rows <= n
-// (c = cells_per_entry, 16: the private tables together hold at most one
-// entry per 16 cells of the image), as those tables cost fresh pages and a
-// merge of every entry.  T is also cut to at least min_cells cells and one
+// every thread.  Where the labels are few (under one per 64 cells a
+// private table: no pass to find the slabs' largest labels) or the slabs
+// own little (labels in no raster order, or large labels: some slab after
+// the first owns under a quarter of an even split of the labels), every
+// slab but the first writes privately into tables as large as the output,
+// and T is cut to c * T * rows <= n (c = cells_per_entry, 16: the private
+// tables together hold at most one entry per 16 cells of the image), as
+// those tables cost fresh pages and a merge of every entry.  T is also cut to at least min_cells cells and one
 // row per slab.  A shared table updated with atomics would need an atomic
 // per run (and compare-and-swap loops for float extremes); owning keeps
 // one exact, atomic-free code path.
@@ -561,6 +563,10 @@ struct MeasureDone {
 // an even split of the labels; else a slab would send most of its runs to
 // its private table.
 constexpr i64 measure_own_share = 4;
+// Fewer labels than one per this many cells a private table: private
+// tables as large as the output are small, and finding the slabs' largest
+// labels (a pass over the labels) would cost more than they do.
+constexpr i64 measure_own_cells = 64;
 
 // The whole table, finished (finish_labels).
 template <class L, class V>
@@ -569,11 +575,13 @@ MeasureDone measure_table(const L* lab, const V* val, const MeasureGeometry& g, 
                           const MeasureColumns& out) {
     const int nd = g.ndim, np = g.nper;
     const int requested = std::max(threads, 1);
-    // slabs when they own their labels (no limit from the table's size) ...
+    // slabs when they own their labels (no limit from the table's size),
+    // tried where private tables as large as the output would hold an
+    // entry per measure_own_cells cells or more ...
     int T = cpu_api::measure_threads(requested, g.n, g.R, 1, min_cells, cells_per_entry);
     std::vector<u64> own(std::max(T, 1), 0);
     bool owning = false;
-    if (T > 1) {
+    if (T > 1 && (T - 1) * rows * measure_own_cells >= g.n) {
         // the largest label of each slab but the last (the last's is below
         // rows), each slab read by all threads, a T-th each
         std::vector<u64> part(std::size_t(T) * T, 0);
