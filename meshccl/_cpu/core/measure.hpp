@@ -67,7 +67,7 @@
 // every thread.  Where the labels are few (under one per 64 cells a
 // private table: no pass to find the slabs' largest labels) or the slabs
 // own little (labels in no raster order, or large labels: some slab after
-// the first owns under a quarter of an even split of the labels), every
+// the first owns under a quarter of an even split of the label values), every
 // slab but the first writes privately into tables as large as the output,
 // and T is cut to c * T * rows <= n (c = cells_per_entry, 16: the private
 // tables together hold at most one entry per 16 cells of the image), as
@@ -560,8 +560,9 @@ struct MeasureDone {
 // A slab owns the labels above every label of the slabs before it (with
 // labels numbered in raster order of first cells, those that start in it).
 // Owning is taken when each slab after the first owns at least 1 / this of
-// an even split of the labels; else a slab would send most of its runs to
-// its private table.
+// an even split of the labels' values (from the smallest but 0 to the
+// largest); else a slab would send most of its labels to its private
+// table.
 constexpr i64 measure_own_share = 4;
 // Fewer labels than one per this many cells a private table: private
 // tables as large as the output are small, and finding the slabs' largest
@@ -583,19 +584,30 @@ MeasureDone measure_table(const L* lab, const V* val, const MeasureGeometry& g, 
     bool owning = false;
     if (T > 1 && (T - 1) * rows * measure_own_cells >= g.n) {
         // the largest label of each slab but the last (the last's is below
-        // rows), each slab read by all threads, a T-th each
-        std::vector<u64> part(std::size_t(T) * T, 0);
+        // rows) and the smallest label but 0 (the background's) of them,
+        // each slab read by all threads, a T-th each
+        std::vector<u64> part(std::size_t(T) * T, 0), low(T, ~u64(0));
         on_threads(T, [&](int j) {
+            u64 lo_ = ~u64(0);
             for (int t = 0; t + 1 < T; ++t) {
                 const i64 a = g.R * t / T * g.W, b = g.R * (t + 1) / T * g.W;
                 const i64 lo = a + (b - a) * j / T, hi = a + (b - a) * (j + 1) / T;
                 u64 m = 0;
-                for (i64 k = lo; k < hi; ++k) m = std::max(m, u64(lab[k]));
+                for (i64 k = lo; k < hi; ++k) {
+                    const u64 l = u64(lab[k]);
+                    m = std::max(m, l);
+                    lo_ = std::min(lo_, l ? l : ~u64(0));
+                }
                 part[std::size_t(t) * T + j] = m;
             }
+            low[j] = lo_;
         });
         // the largest label of the slabs up to each (a label past the table
-        // fails the scan), and the share of labels each slab owns
+        // fails the scan), and whether each slab after the first owns its
+        // share of the labels' values (from the smallest to rows - 1)
+        const u64 least = std::min(*std::min_element(low.begin(), low.end()), u64(rows - 1));
+        const u64 share = u64(measure_own_share) * u64(T);
+        const u64 enough = (u64(rows - 1) - least + share - 1) / share;
         owning = true;
         u64 before = 0;
         for (int t = 0; t < T && owning; ++t) {
@@ -606,8 +618,7 @@ MeasureDone measure_table(const L* lab, const V* val, const MeasureGeometry& g, 
                 upto = std::min(upto, u64(rows - 1));
             }
             if (t) {
-                const u64 share = u64(measure_own_share) * u64(T);
-                owning = upto - before >= (u64(rows) + share - 1) / share;
+                owning = upto - before >= enough;
                 own[t] = before + 1;
             }
             before = upto;
