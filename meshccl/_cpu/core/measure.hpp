@@ -584,8 +584,8 @@ MeasureDone measure_table(const L* lab, const V* val, const MeasureGeometry& g, 
     bool owning = false;
     if (T > 1 && (T - 1) * rows * measure_own_cells >= g.n) {
         // the largest label of each slab but the last (the last's is below
-        // rows) and the smallest label but 0 (the background's) of them,
-        // each slab read by all threads, a T-th each
+        // rows) and about the smallest label but 0 (the background's) of
+        // them, each slab read by all threads, a T-th each
         std::vector<u64> part(std::size_t(T) * T, 0), low(T, ~u64(0));
         on_threads(T, [&](int j) {
             u64 lo_ = ~u64(0);
@@ -593,12 +593,11 @@ MeasureDone measure_table(const L* lab, const V* val, const MeasureGeometry& g, 
                 const i64 a = g.R * t / T * g.W, b = g.R * (t + 1) / T * g.W;
                 const i64 lo = a + (b - a) * j / T, hi = a + (b - a) * (j + 1) / T;
                 u64 m = 0;
-                for (i64 k = lo; k < hi; ++k) {
-                    const u64 l = u64(lab[k]);
-                    m = std::max(m, l);
-                    lo_ = std::min(lo_, l ? l : ~u64(0));
-                }
+                for (i64 k = lo; k < hi; ++k) m = std::max(m, u64(lab[k]));
                 part[std::size_t(t) * T + j] = m;
+                // (the smallest from a sample: it only sets the share)
+                for (i64 k = lo; k < hi; k += 61)
+                    if (lab[k]) lo_ = std::min(lo_, u64(lab[k]));
             }
             low[j] = lo_;
         });
