@@ -533,6 +533,14 @@ def thread_cases():
     yield np.arange(1, 29 * 31 + 1, dtype=np.uint32).reshape(29, 31), rng.normal(size=(29, 31))
     shuffle = np.concatenate([[0], rng.permutation(int(perc.max())) + 1])
     yield shuffle[perc], rng.integers(-5, 5, size=perc.shape)
+    # every label present, most of one cell: a checkerboard's (label 0 the
+    # other half), and a few of two or three cells among one-cell labels
+    board = meshccl.label(np.indices((24, 19)).sum(0) % 2 == 0, connectivity=1)
+    yield board, rng.normal(size=board.shape)
+    sizes = np.where(rng.random(600) < 0.01, 3, 1)
+    sizes[rng.integers(0, 600, size=4)] = 2
+    few = np.repeat(np.arange(600), sizes)[:25 * 24].reshape(25, 24)
+    yield few.astype(np.uint16), rng.integers(0, 9, size=few.shape)
 
 
 def _threads_used(labels, threads, cells_per_entry=16):

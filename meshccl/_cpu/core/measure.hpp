@@ -45,9 +45,10 @@
 // serial call allocates nothing.  One pass over the table follows the
 // image and finishes it in place: coordinate sums become means, labels
 // without cells get the box (0, -1) and NaN means.  It reads only the
-// count of a label of one cell (its sums are its coordinates), so with
-// millions of one-cell labels it costs 8 bytes a label against the 56 the
-// scan writes (2-D).  Those 56 bytes -- int64 count and box, float64 sums,
+// count of a label of one cell (its sums are its coordinates), 8 bytes a
+// label against the 56 the scan writes (2-D); and a serial scan that saw
+// every label and listed the few of more than one cell (under one in 64)
+// finishes only those.  Those 56 bytes -- int64 count and box, float64 sums,
 // the types users get -- bound that case: writing fresh pages is most of
 // its time.
 //
@@ -295,12 +296,20 @@ Table<V> private_table(const Table<V>& like, i64 rows, int nd, int np, bool dens
 // Where a slab's runs go: labels at or above `own` to the output, the
 // others to the slab's private table, each listed in `touched` when its
 // entry is first written there; `fits`: every label was below rows.
+// The first slab also counts the labels it sees (`fresh`) and lists those
+// that reach more than one cell (`multi`), up to `multi_cap` of them: a
+// serial scan that saw every label and listed them all needs to finish
+// only the listed ones.
 template <class V>
 struct SlabTables {
     Table<V> out, priv;
     u64 own = 0;
     std::vector<u64> touched;
     bool fits = true;
+    u64 fresh = 0;
+    std::vector<u64> multi;
+    std::size_t multi_cap = 0;
+    bool listed = true;
 };
 
 // Scan rows [r0, r1) into the slab's tables (runs of labels not below
@@ -320,6 +329,9 @@ void measure_rows(const L* lab, const V* val, const MeasureGeometry& g, SlabTabl
     const u64 own = slab.own;
     const Table<V> out = slab.out;
     std::vector<u64>& touched = slab.touched;
+    std::vector<u64>& multi = slab.multi;
+    u64 fresh = 0;
+    bool listed = slab.listed;
     // the row's coordinates (axes 0 .. nd - 2)
     std::vector<i64> rc_(std::max(nd, 1), 0);
     i64* rc = rc_.data();
@@ -359,6 +371,13 @@ void measure_rows(const L* lab, const V* val, const MeasureGeometry& g, SlabTabl
             const u64 seen = t.count[i];
             t.count[i] = seen + u64(len);
             if (!seen && !mine) touched.push_back(u64(l));
+            if constexpr (!Split) {
+                fresh += !seen;
+                if (seen <= 1 && seen + u64(len) > 1 && listed) {
+                    listed = multi.size() < slab.multi_cap;
+                    if (listed) multi.push_back(u64(l));
+                }
+            }
             if (t.first) t.first[i] = seen ? t.first[i] : u64(base + b);
             if (nd && t.box) {
                 i64* const box = t.box;
@@ -462,6 +481,8 @@ void measure_rows(const L* lab, const V* val, const MeasureGeometry& g, SlabTabl
         }
     }
     slab.fits = fits;
+    slab.fresh += fresh;
+    slab.listed = listed;
 }
 
 // Fold label i of table s into table a: s's cells come after a's in
@@ -634,6 +655,7 @@ MeasureDone measure_table(const L* lab, const V* val, const MeasureGeometry& g, 
     for (int t = 0; t < T; ++t) {
         slabs[t].out = table0;
         slabs[t].own = own[t];
+        slabs[t].multi_cap = std::size_t(rows / 64);
         if (t) slabs[t].priv = private_table(table0, rows, nd, np, !owning, keep);
     }
     on_threads(T, [&](int t) {
@@ -644,9 +666,16 @@ MeasureDone measure_table(const L* lab, const V* val, const MeasureGeometry& g, 
     });
     for (const SlabTables<V>& s : slabs)
         if (!s.fits) throw std::invalid_argument("measure_table: a label is not below rows");
+    const bool finish = out.box || out.csum || out.imin;
+    if (T == 1 && slabs[0].listed && slabs[0].fresh == u64(rows)) {
+        // every label seen, those of more than one cell listed: no label
+        // without cells, and only the listed sums to divide
+        if (finish)
+            for (const u64 i : slabs[0].multi) finish_labels(out, nd, i64(i), i64(i) + 1);
+        return MeasureDone{T, 0};
+    }
     // merge the private entries into the output, slab after slab, threads
     // on ranges of labels; then finish each range
-    const bool finish = out.box || out.csum || out.imin;
     const int M = int(std::max<i64>(1, std::min<i64>(requested, rows / 65536)));
     std::vector<i64> empty(M, 0);
     on_threads(M, [&](int m) {
