@@ -48,9 +48,9 @@
 // count of a label of one cell (its sums are its coordinates), 8 bytes a
 // label against the 56 the scan writes (2-D); and a serial scan that saw
 // every label and listed the few of more than one cell (under one in 64)
-// finishes only those.  Those 56 bytes -- int64 count and box, float64 sums,
-// the types users get -- bound that case: writing fresh pages is most of
-// its time.
+// finishes only those.  With millions of one-cell labels the 56 bytes a
+// label -- int64 count and box, float64 sums, the types users get -- bound
+// the call: writing fresh pages is most of its time.
 //
 // Threads.  The rows are cut into T slabs of consecutive rows, one per
 // thread.  A slab *owns* the labels above every label of the slabs before
