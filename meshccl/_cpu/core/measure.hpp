@@ -328,6 +328,10 @@ void measure_rows(const L* lab, const V* val, const MeasureGeometry& g, SlabTabl
     const int nper = g.nper;
     const u64 own = slab.own;
     const Table<V> out = slab.out;
+    u64* const out_count = out.count;
+    u64* const out_first = out.first;
+    i64* const out_box = nd ? out.box : nullptr;
+    double* const out_csum = nd ? out.csum : nullptr;
     std::vector<u64>& touched = slab.touched;
     std::vector<u64>& multi = slab.multi;
     u64 fresh = 0;
@@ -366,21 +370,26 @@ void measure_rows(const L* lab, const V* val, const MeasureGeometry& g, SlabTabl
                 return;
             }
             const bool mine = !Split || u64(l) >= own;
-            const Table<V>& t = Split && !mine ? slab.priv : out;
+            const Table<V>& t = mine ? out : slab.priv;
+            u64* const count = mine ? out_count : t.count;
+            u64* const first = mine ? out_first : t.first;
+            i64* const box = mine ? out_box : nd ? t.box : nullptr;
+            double* const csum = mine ? out_csum : nd ? t.csum : nullptr;
             const std::size_t i = std::size_t(l);
-            const u64 seen = t.count[i];
-            t.count[i] = seen + u64(len);
+            const u64 seen = count[i];
+            count[i] = seen + u64(len);
             if (!seen && !mine) touched.push_back(u64(l));
             if constexpr (!Split) {
                 fresh += !seen;
-                if (seen <= 1 && seen + u64(len) > 1 && listed) {
+                // (`listed` first: once the list is given up, a branch
+                // that is never taken)
+                if (listed && seen <= 1 && seen + u64(len) > 1) {
                     listed = multi.size() < slab.multi_cap;
                     if (listed) multi.push_back(u64(l));
                 }
             }
-            if (t.first) t.first[i] = seen ? t.first[i] : u64(base + b);
-            if (nd && t.box) {
-                i64* const box = t.box;
+            if (first) first[i] = seen ? first[i] : u64(base + b);
+            if (box) {
                 i64* x_ = box + 2 * i * nd;
                 if (!seen) {
                     for (int d = 0; d < last; ++d) x_[2 * d] = x_[2 * d + 1] = rc[d];
@@ -395,8 +404,8 @@ void measure_rows(const L* lab, const V* val, const MeasureGeometry& g, SlabTabl
                     x_[2 * last + 1] = std::max(x_[2 * last + 1], e);
                 }
             }
-            if (nd && t.csum) {  // (integers: exact below 2**53)
-                double* c_ = t.csum + i * nd;
+            if (csum) {  // (integers: exact below 2**53)
+                double* c_ = csum + i * nd;
                 for (int d = 0; d < last; ++d) c_[d] += double(rc[d]) * double(len);
                 // (in doubles: exact below 2**53, and no int64 product of
                 // two cell indices to overflow)
