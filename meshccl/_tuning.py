@@ -302,10 +302,11 @@ CPU_COUNTS_SPREAD_LABELS = 8192
 # private table to merge; one pass over 2**16 cells takes some 100 us.
 CPU_MEASURE_MIN_CELLS = 1 << 16
 
-# ... and fewest cells per row of a thread's private table: each further
-# thread adds a table as large as the output, to fault in and merge.  At 16,
-# percolation 4096**2 (36 cells a label) takes 2 threads and 256**3 (19)
-# one; on 2 loaded cores 2 threads took 59 -> 51 ms and 98 -> 124 ms.
+# ... and, where the slabs of rows do not own their labels (labels in no
+# raster order), fewest cells per row of a thread's private table: each
+# further thread then adds a table as large as the output, to fault in and
+# merge (measure.hpp).  At 16, labels of under 32 cells on average in no
+# raster order run on one thread.
 CPU_MEASURE_CELLS_PER_ENTRY = 16
 
 # ---------------------------------------------------------------------------

@@ -230,12 +230,13 @@ def statistics(labels, intensity=None, *, periodic=False, bbox_layout="cc3d", cp
         Threads for NumPy input, as :func:`meshccl.label`'s: 1 (default)
         one, 0 every core this process may run on, N at most N.  Fewer run
         on small images (under ``CPU_MEASURE_MIN_CELLS`` = 65 536 cells a
-        thread), on images of fewer rows than threads (the rows of the last
-        axis are split; a 1-D array is one row) and where the labels are so
-        many that the threads' private tables would hold more than one row
-        per 16 cells of the image (``CPU_MEASURE_CELLS_PER_ENTRY``: labels
-        of under 32 cells on average run on one thread).  Ignored for CuPy
-        input.
+        thread) and on images of fewer rows than threads (the rows of the
+        last axis are split; a 1-D array is one row).  Labels numbered in
+        raster order (:func:`meshccl.label`'s) run on every thread however
+        many they are; labels in no such order, when so many that the
+        threads' private tables would hold more than one row per 16 cells
+        of the image (``CPU_MEASURE_CELLS_PER_ENTRY``), run on fewer.
+        Ignored for CuPy input.
 
     Returns
     -------

@@ -524,6 +524,51 @@ def thread_cases():
     yield big[rng.integers(0, 5, size=(23, 17))], rng.integers(0, 2**62, size=(23, 17),
                                                                 dtype=np.uint64)
     yield np.ones((6, 5), bool), np.array([np.nan, 1.0] * 15).reshape(6, 5)
+    # labels in raster order (slabs own the labels that start in them; a
+    # spanning cluster and labels across every seam), with gaps, one-cell
+    # labels, and the same labels shuffled (no slab owns much)
+    perc = meshccl.label(rng.random((41, 23)) < 0.6, connectivity=1)
+    yield perc, rng.integers(0, 50, size=perc.shape)
+    yield np.where(perc > 0, perc * 3 + 5, 0).astype(np.uint32), rng.normal(size=perc.shape)
+    yield np.arange(1, 29 * 31 + 1, dtype=np.uint32).reshape(29, 31), rng.normal(size=(29, 31))
+    shuffle = np.concatenate([[0], rng.permutation(int(perc.max())) + 1])
+    yield shuffle[perc], rng.integers(-5, 5, size=perc.shape)
+    # every label present, most of one cell: a checkerboard's (label 0 the
+    # other half), and a few of two or three cells among one-cell labels
+    board = meshccl.label(np.indices((24, 19)).sum(0) % 2 == 0, connectivity=1)
+    yield board, rng.normal(size=board.shape)
+    sizes = np.where(rng.random(600) < 0.01, 3, 1)
+    sizes[rng.integers(0, 600, size=4)] = 2
+    few = np.repeat(np.arange(600), sizes)[:25 * 24].reshape(25, 24)
+    yield few.astype(np.uint16), rng.integers(0, 9, size=few.shape)
+
+
+def _threads_used(labels, threads, cells_per_entry=16):
+    """The threads the core scans ``labels`` on (counts only, no minimum
+    of cells a thread)."""
+    from meshccl._cpu import measure as cpu
+
+    rows = int(labels.max()) + 1
+    used, _ = cpu._core.measure_table(
+        cpu._unsigned(labels), np.array(labels.shape, dtype=np.int64), rows,
+        np.zeros(0, dtype=np.int64), None, threads, 1, cells_per_entry,
+        np.zeros(rows, dtype=np.int64), *([None] * 12))
+    return used
+
+
+def test_cpu_threads_own_labels_in_raster_order():
+    """Labels numbered in raster order run on every thread however many
+    they are (each slab owns the labels that start in it); the same labels
+    shuffled run on one (private tables as large as the output), and a few
+    labels that span every slab on all."""
+    rng = np.random.default_rng(5)
+    cells = np.arange(64 * 48, dtype=np.uint32).reshape(64, 48)
+    assert _threads_used(cells, 4) == 4
+    assert _threads_used(rng.permutation(cells.reshape(-1)).reshape(cells.shape), 4) == 1
+    perc = meshccl.label(rng.random((96, 64)) < 0.6, connectivity=1)
+    assert _threads_used(perc, 3) == 3
+    stripes = np.broadcast_to(np.arange(8, dtype=np.uint8).repeat(8), (96, 64)).copy()
+    assert _threads_used(stripes, 3) == 3
 
 
 def test_cpu_table_same_for_any_thread_count():
@@ -653,9 +698,9 @@ def test_statistics_cpu_threads():
 
 
 def test_cpu_threads_cut_where_labels_are_many():
-    """Private tables would outgrow the image: one thread for one-cell
-    labels, and CPU_MEASURE_CELLS_PER_ENTRY * threads * rows <= cells
-    otherwise."""
+    """Where slabs do not own their labels, private tables would outgrow
+    the image: the threads are cut to CPU_MEASURE_CELLS_PER_ENTRY *
+    threads * rows <= cells (table_threads; one for one-cell labels)."""
     from meshccl import _tuning
     from meshccl._cpu import measure as cpu
 
@@ -854,10 +899,13 @@ def test_kernel_runs_emulated():
         want = cpu.table(labels, shape, rows, first=True, boxes=True, sums=True,
                          periodic=per, intensity=intensity)
         raw = emulate_cells(labels, intensity, per)
-        present = raw["count"][:, None] > 0  # (as the core leaves them: 0, 0 without cells)
+        # (as the core finishes them: (0, -1) and NaN means without cells)
+        present = raw["count"][:, None] > 0
         raw["box"] = np.stack([np.where(present, raw.pop("lo"), 0),
-                               np.where(present, raw.pop("hi"), 0)], axis=2)
-        got = cpu._finish(raw, rows, ndim, len(per))
+                               np.where(present, raw.pop("hi"), -1)], axis=2)
+        with np.errstate(invalid="ignore"):
+            raw["csum"] = raw["csum"] / raw["count"][:, None]
+        got = cpu._finish(raw, rows, ndim, len(per), int(np.sum(raw["count"] == 0)))
         for key in ("count", "first", "box", "centroid", "imin", "imax"):
             np.testing.assert_array_equal(got[key], want[key], err_msg=key)
         for key in ("isum", "imean", "wcentroid") + (("cos", "sin") if per else ()):

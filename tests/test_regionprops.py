@@ -88,8 +88,9 @@ def compare(got, want, labels, intensity):
             rows = conditioned
         if prop == "orientation":
             continue  # compare_orientation
-        if prop in ("axis_major_length", "axis_minor_length"):
-            # sqrt of a difference of eigenvalues: compare the squares
+        if prop in ("axis_major_length", "axis_minor_length", "eccentricity"):
+            # sqrt of a difference of eigenvalues: compare the squares (an
+            # isotropic label's eccentricity is sqrt of rounding noise)
             np.testing.assert_allclose(g[rows] ** 2, w[rows] ** 2, rtol=1e-6,
                                        atol=1e-9 * scale[prop] ** 2 + 1e-12, err_msg=key)
             continue

@@ -5,8 +5,10 @@ top comment explains it): the image is cut into runs of equal labels along
 its rows, each run updates its label's row of the table once, and every
 column asked for -- counts, first cells, boxes, coordinate and circular
 sums, the intensity's sums and extremes -- comes out of that one pass, on
-``threads`` threads (slabs of rows with private tables, merged in slab
-order).  The smallest arcs of periodic axes (:func:`periodic_box`) and the
+``threads`` threads (slabs of rows, each writing the labels it owns into
+the output and the others into a private table merged in slab order), and
+the core finishes the table in place (means, boxes of labels without
+cells).  The smallest arcs of periodic axes (:func:`periodic_box`) and the
 cells of each label (:func:`coords`) sort in NumPy.  The GPU twin is
 ``meshccl/_gpu/measure.py``; both return the same finished table, which
 ``meshccl/measure.py`` turns into statistics.
@@ -87,8 +89,8 @@ def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic
         cells; NaN wins, as in NumPy's min and max) and intensity-weighted
         coordinate and circular sums.
     threads : int, optional
-        Threads to run on (>= 1); fewer run where the image is small or
-        the labels many (``core/measure.hpp``).
+        Threads to run on (>= 1); fewer run where the image is small, or
+        the labels many and in no raster order (``core/measure.hpp``).
 
     Returns
     -------
@@ -134,13 +136,13 @@ def table(labels, shape, rows, *, first=False, boxes=False, sums=False, periodic
     # they are; np.zeros of a large array is fresh pages, zeroed by the
     # system as they are first written)
     cols = {k: (v.reshape(-1) if isinstance(v, np.ndarray) else v) for k, v in out.items()}
-    _core.measure_table(
+    _, empty = _core.measure_table(
         _unsigned(labels), np.array(shape, dtype=np.int64), rows,
         np.array(periodic, dtype=np.int64), values, threads, _tuning.CPU_MEASURE_MIN_CELLS,
         _tuning.CPU_MEASURE_CELLS_PER_ENTRY,
         *(cols.get(k) for k in ("count", "first", "box", "csum", "cos", "sin", "isum",
                                 "iabs", "imin", "imax", "wsum", "wcos", "wsin")))
-    return _finish(out, rows, ndim, nper)
+    return _finish(out, rows, ndim, nper, empty)
 
 
 def _per_cell(a, count, out=None):
@@ -149,33 +151,29 @@ def _per_cell(a, count, out=None):
         return np.divide(a, count, out=out)
 
 
-def _finish(t, rows, ndim, nper):
-    """The core's sums turned, in place where the types allow, into what the
-    GPU's finishing kernel gives (``_gpu.measure.table``): ``box`` as
-    (rows, 2 * ndim) [lo_0, hi_0, ...] with (0, -1) for labels without cells
-    (``lo``, ``hi``: views), ``centroid``, ``imean``, float64 ``imin`` /
-    ``imax`` (NaN without cells), ``wcentroid`` (NaN where the intensity
-    sums to 0)."""
+def _finish(t, rows, ndim, nper, empty):
+    """The core's finished columns (boxes with (0, -1) for labels without
+    cells, coordinate means in ``csum``) and its intensity sums turned into
+    what the GPU's finishing kernel gives (``_gpu.measure.table``): ``box``
+    as (rows, 2 * ndim) [lo_0, hi_0, ...] (``lo``, ``hi``: views),
+    ``centroid``, ``imean``, float64 ``imin`` / ``imax`` (NaN without
+    cells), ``wcentroid`` (NaN where the intensity sums to 0).  ``empty``:
+    how many labels have no cells."""
     count = t["count"]
-    empty = count == 0
-    has_empty = bool(empty.any())
     if "box" in t:
         box = t["box"]
-        if has_empty:  # (the core leaves 0, 0 for labels without cells)
-            np.subtract(box[:, :, 1], empty[:, None], out=box[:, :, 1], casting="unsafe")
         t["box"] = box.reshape(rows, 2 * ndim)
         t["lo"], t["hi"] = box[:, :, 0], box[:, :, 1]
     if "csum" in t:
-        csum = t.pop("csum")
-        t["centroid"] = _per_cell(csum, count[:, None], out=csum)
+        t["centroid"] = t.pop("csum")
     t.setdefault("cos", np.zeros((rows, nper)))
     t.setdefault("sin", np.zeros((rows, nper)))
     if "isum" in t:
         t["imean"] = _per_cell(t["isum"], count)
         for key in ("imin", "imax"):
             t[key] = t[key].astype(np.float64)
-            if has_empty:
-                t[key][empty] = np.nan
+            if empty:
+                t[key][count == 0] = np.nan
         wsum = t.pop("wsum")
         with np.errstate(invalid="ignore", divide="ignore"):
             t["wcentroid"] = np.where(t["isum"][:, None] == 0, np.nan,
@@ -187,10 +185,12 @@ def _finish(t, rows, ndim, nper):
 
 def table_threads(shape, rows, threads):
     """The threads :func:`table` runs on for an image of ``shape`` and a
-    table of ``rows`` rows when asked for ``threads``: at most one per row
-    of the last axis and per ``_tuning.CPU_MEASURE_MIN_CELLS`` cells, and
-    no more than keep the private tables together within one row per
-    ``_tuning.CPU_MEASURE_CELLS_PER_ENTRY`` cells (``core/measure.hpp``)."""
+    table of ``rows`` rows when asked for ``threads`` and the slabs of rows
+    do not own their labels (``core/measure.hpp``; labels in raster order
+    may run on more): at most one per row of the last axis and per
+    ``_tuning.CPU_MEASURE_MIN_CELLS`` cells, and no more than keep the
+    private tables together within one row per
+    ``_tuning.CPU_MEASURE_CELLS_PER_ENTRY`` cells."""
     n = int(np.prod(shape, dtype=np.int64))
     rows_of_cells = n // shape[-1] if len(shape) and shape[-1] else (1 if n else 0)
     return _core.measure_threads(threads, n, rows_of_cells, rows, _tuning.CPU_MEASURE_MIN_CELLS,

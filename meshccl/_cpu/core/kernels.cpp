@@ -125,8 +125,11 @@ template <class L, class V>
 static int measure_typed(const MeasureArgs& a, const k::MeasureGeometry& g) {
     const k::MeasureColumns out{a.count, a.first_out, a.box, a.csum, a.cos, a.sin,
                                 a.isum, a.iabs, a.imin, a.imax, a.wsum, a.wcos, a.wsin};
-    return k::measure_table<L, V>(static_cast<const L*>(a.labels), static_cast<const V*>(a.values),
-                                  g, a.rows, a.threads, a.min_cells, a.cells_per_entry, out);
+    const k::MeasureDone done = k::measure_table<L, V>(
+        static_cast<const L*>(a.labels), static_cast<const V*>(a.values), g, a.rows, a.threads,
+        a.min_cells, a.cells_per_entry, out);
+    *a.empty = done.empty;
+    return done.threads;
 }
 
 template <class L>

@@ -87,6 +87,7 @@ struct MeasureArgs {
     double *csum, *cos, *sin, *isum, *iabs;
     void *imin, *imax;         // the intensity's type
     double *wsum, *wcos, *wsin;
+    i64* empty;                // out: the labels below rows without cells
 };
 
 // Threads for a per-label table of `rows` rows over n cells in R rows of

@@ -39,37 +39,51 @@
 // (lo, hi) per axis side by side: one cache line in 2-D and 3-D, and
 // cc3d's layout), sums as doubles, extremes in the intensity's type.  The
 // count doubles as a "seen" flag: a label's first run sets its first cell,
-// box and extremes, later runs widen them.  The first thread's table is the
-// output itself -- the caller's NumPy arrays, zeroed (np.zeros: fresh pages
-// that the system zeroes as they are first written; `first` filled with
-// n) -- so a serial call allocates nothing and makes no pass over the table
-// after the image; entries of labels with no cells stay as they came.
+// box and extremes, later runs widen them.  The table is the output itself
+// -- the caller's NumPy arrays, zeroed (np.zeros: fresh pages that the
+// system zeroes as they are first written; `first` filled with n) -- so a
+// serial call allocates nothing.  One pass over the table follows the
+// image and finishes it in place: coordinate sums become means, labels
+// without cells get the box (0, -1) and NaN means.  It reads only the
+// count of a label of one cell (its sums are its coordinates), 8 bytes a
+// label against the 56 the scan writes (2-D); and a serial scan that saw
+// every label and listed the few of more than one cell (under one in 64)
+// finishes only those.  With millions of one-cell labels the 56 bytes a
+// label -- int64 count and box, float64 sums, the types users get -- bound
+// the call: writing fresh pages is most of its time.
 //
 // Threads.  The rows are cut into T slabs of consecutive rows, one per
-// thread; the first scans into the output, the others into private tables
-// (zeroed fresh pages); a last pass merges the T entries of each label in
-// slab order (threads own ranges of labels there).  Integer columns do not
-// depend on how the rows are cut.  Floating-point sums are added in a fixed
-// order -- along the rows within a slab, then slab after slab -- so a call
-// is deterministic; sums of integers (coordinates, integer intensities)
-// are exact below 2**53 and so identical for any T, while sums of float
-// intensities and circular sums may differ between thread counts in the
-// last bits.
+// thread.  A slab *owns* the labels above every label of the slabs before
+// it (a first pass, all threads reading, finds the largest label of the
+// slabs before each): no other slab's runs can reach them first, so the
+// slab writes their entries in the output directly.  Runs of the other
+// labels go to the slab's private table
+// (zeroed pages mapped lazily: only the entries written cost memory), each
+// such label listed when its private entry is first written; a last pass
+// merges the listed entries into the output in slab order, threads owning
+// ranges of labels, and finishes those ranges.  With labels numbered in
+// raster order of first cells (meshccl.label's, skimage's, cc3d's), a
+// slab owns the labels that start in it, and its private entries are the
+// few labels that cross its first row -- so even one-cell labels scan on
+// every thread.  Where the labels are few (under one per 64 cells a
+// private table: no pass to find the slabs' largest labels) or the slabs
+// own little (labels in no raster order, or large labels: some slab after
+// the first owns under a quarter of an even split of the label values), every
+// slab but the first writes privately into tables as large as the output,
+// and T is cut to c * T * rows <= n (c = cells_per_entry, 16: the private
+// tables together hold at most one entry per 16 cells of the image), as
+// those tables cost fresh pages and a merge of every entry.  T is also cut to at least min_cells cells and one
+// row per slab.  A shared table updated with atomics would need an atomic
+// per run (and compare-and-swap loops for float extremes); owning keeps
+// one exact, atomic-free code path.
 //
-// When the labels are many, private tables cost more than they save: each
-// is as large as the output, fresh pages to fault in, and the merge reads
-// all of them -- an entry costs about what the scan of a dozen cells does.
-// So T is cut to c * T * rows <= n (c = cells_per_entry, 16: the private
-// tables together hold at most one entry per 16 cells of the image), and
-// to at least min_cells cells and one row per slab; an image of one-cell
-// labels (rows = n + 1), or of labels of under 32 cells on average, is
-// scanned by one thread.  A shared table updated with atomics would keep
-// all threads busy there, but every run would pay an atomic (and labels
-// next to each other across a seam would contend), and extremes of floats
-// need compare-and-swap loops; cutting T keeps one exact, atomic-free code
-// path.  The merge reads a slab's table only between the smallest and the
-// largest label the slab saw: with labels numbered in raster order (as
-// meshccl.label's), mostly the slab's own share of them.
+// Integer columns do not depend on how the rows are cut.  Floating-point
+// sums are added in a fixed order -- along the rows within a slab, then
+// slab after slab (a label's owning slab is the first that holds it) -- so
+// a call is deterministic; sums of integers (coordinates, integer
+// intensities) are exact below 2**53 and so identical for any T, while
+// sums of float intensities and circular sums may differ between thread
+// counts in the last bits.
 #pragma once
 
 #include <algorithm>
@@ -77,6 +91,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <type_traits>
@@ -112,13 +127,16 @@ struct ZeroWords {
     u64* p = nullptr;
     std::size_t bytes = 0;
     bool mapped = false;
-    explicit ZeroWords(i64 words) : bytes(sizeof(u64) * std::size_t(std::max<i64>(words, 1))) {
+    // huge: huge pages (for a table written densely); else small pages, so
+    // that a table touched at a few scattered entries costs a few pages
+    ZeroWords(i64 words, bool huge)
+        : bytes(sizeof(u64) * std::size_t(std::max<i64>(words, 1))) {
 #if defined(__linux__)
         if (bytes >= (std::size_t(4) << 20)) {
             void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                            -1, 0);
             if (m == MAP_FAILED) throw std::bad_alloc();
-            madvise(m, bytes, MADV_HUGEPAGE);
+            madvise(m, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
             p = static_cast<u64*>(m);
             mapped = true;
             return;
@@ -244,14 +262,14 @@ Table<V> output_table(const MeasureColumns& o) {
 
 // A private table with the columns of `like`, carved out of zeroed words.
 template <class V>
-Table<V> private_table(const Table<V>& like, i64 rows, int nd, int np,
+Table<V> private_table(const Table<V>& like, i64 rows, int nd, int np, bool dense,
                        std::vector<std::unique_ptr<ZeroWords>>& keep) {
     i64 words = 0;
     auto need = [&](const void* p, i64 w) { if (p) words += w; };
     need(like.count, rows); need(like.first, rows); need(like.box, 2 * rows * nd);
     need(like.csum, rows * nd); need(like.cos, 2 * rows * np); need(like.isum, 2 * rows);
     need(like.wsum, rows * nd); need(like.wcos, 2 * rows * np); need(like.vmin, 2 * rows);
-    keep.emplace_back(new ZeroWords(words));
+    keep.emplace_back(new ZeroWords(words, dense));
     u64* at = keep.back()->p;
     auto take = [&](const void* p, i64 w) {
         u64* q = p ? at : nullptr;
@@ -275,32 +293,49 @@ Table<V> private_table(const Table<V>& like, i64 rows, int nd, int np,
     return t;
 }
 
-// What a slab's scan saw: the smallest and largest label (the entries of
-// its table that the merge reads), and whether every label was below rows.
-struct SlabLabels {
-    u64 lmin = ~u64(0), lmax = 0;
+// Where a slab's runs go: labels at or above `own` to the output, the
+// others to the slab's private table, each listed in `touched` when its
+// entry is first written there; `fits`: every label was below rows.
+// The first slab also counts the labels it sees (`fresh`) and lists those
+// that reach more than one cell (`multi`), up to `multi_cap` of them: a
+// serial scan that saw every label and listed them all needs to finish
+// only the listed ones.
+template <class V>
+struct SlabTables {
+    Table<V> out, priv;
+    u64 own = 0;
+    std::vector<u64> touched;
     bool fits = true;
+    u64 fresh = 0;
+    std::vector<u64> multi;
+    std::size_t multi_cap = 0;
+    bool listed = true;
 };
 
-// Scan rows [r0, r1) into table t (runs of labels not below g.rows are
-// skipped).  ND: the number of axes when it is known at compile time (1 to
-// 4, without an intensity), else 0.
-template <int ND, class L, class V>
-SlabLabels measure_rows(const L* lab, const V* val, const MeasureGeometry& g, const Table<V> t,
-                        i64 r0, i64 r1) {
+// Scan rows [r0, r1) into the slab's tables (runs of labels not below
+// g.rows are skipped).  ND: the number of axes when it is known at compile
+// time (1 to 4, without an intensity), else 0.  Split: runs may go to the
+// private table (a slab after the first); else all go to the output.
+template <int ND, bool Split, class L, class V>
+void measure_rows(const L* lab, const V* val, const MeasureGeometry& g, SlabTables<V>& slab,
+                  i64 r0, i64 r1) {
     constexpr bool has_values = !std::is_same_v<V, NoValue>;
-    SlabLabels seen_labels;
-    if (r0 >= r1) return seen_labels;
+    if (r0 >= r1) return;
     bool fits = true;
-    u64 lmin = ~u64(0), lmax = 0;
     const int nd = ND ? ND : g.ndim;
     const int last = nd - 1;  // -1 in 0-d: a single cell, no coordinates
     const i64 W = g.W, rows = g.rows;
     const int nper = g.nper;
-    u64* const count = t.count;
-    u64* const first = t.first;
-    i64* const box = nd ? t.box : nullptr;
-    double* const csum = nd ? t.csum : nullptr;
+    const u64 own = slab.own;
+    const Table<V> out = slab.out;
+    u64* const out_count = out.count;
+    u64* const out_first = out.first;
+    i64* const out_box = nd ? out.box : nullptr;
+    double* const out_csum = nd ? out.csum : nullptr;
+    std::vector<u64>& touched = slab.touched;
+    std::vector<u64>& multi = slab.multi;
+    u64 fresh = 0;
+    bool listed = slab.listed;
     // the row's coordinates (axes 0 .. nd - 2)
     std::vector<i64> rc_(std::max(nd, 1), 0);
     i64* rc = rc_.data();
@@ -334,11 +369,25 @@ SlabLabels measure_rows(const L* lab, const V* val, const MeasureGeometry& g, co
                 fits = false;
                 return;
             }
-            lmin = std::min(lmin, u64(l));
-            lmax = std::max(lmax, u64(l));
+            const bool mine = !Split || u64(l) >= own;
+            const Table<V>& t = mine ? out : slab.priv;
+            u64* const count = mine ? out_count : t.count;
+            u64* const first = mine ? out_first : t.first;
+            i64* const box = mine ? out_box : nd ? t.box : nullptr;
+            double* const csum = mine ? out_csum : nd ? t.csum : nullptr;
             const std::size_t i = std::size_t(l);
             const u64 seen = count[i];
             count[i] = seen + u64(len);
+            if (!seen && !mine) touched.push_back(u64(l));
+            if constexpr (!Split) {
+                fresh += !seen;
+                // (`listed` first: once the list is given up, a branch
+                // that is never taken)
+                if (listed && seen <= 1 && seen + u64(len) > 1) {
+                    listed = multi.size() < slab.multi_cap;
+                    if (listed) multi.push_back(u64(l));
+                }
+            }
             if (first) first[i] = seen ? first[i] : u64(base + b);
             if (box) {
                 i64* x_ = box + 2 * i * nd;
@@ -440,10 +489,9 @@ SlabLabels measure_rows(const L* lab, const V* val, const MeasureGeometry& g, co
             rc[d] = 0;
         }
     }
-    seen_labels.lmin = lmin;
-    seen_labels.lmax = lmax;
-    seen_labels.fits = fits;
-    return seen_labels;
+    slab.fits = fits;
+    slab.fresh += fresh;
+    slab.listed = listed;
 }
 
 // Fold label i of table s into table a: s's cells come after a's in
@@ -482,47 +530,173 @@ inline void merge_label(const Table<V>& a, const Table<V>& s, std::size_t i, int
     }
 }
 
-// The whole table; returns the threads used.
-template <class L, class V>
-int measure_table(const L* lab, const V* val, const MeasureGeometry& g, i64 rows, int threads,
-                  i64 min_cells, i64 cells_per_entry, const MeasureColumns& out) {
-    const int nd = g.ndim, np = g.nper;
-    const int T = cpu_api::measure_threads(threads, g.n, g.R, rows, min_cells,
-                                           cells_per_entry);
-    std::vector<Table<V>> tables{output_table<V>(out)};
-    std::vector<std::unique_ptr<ZeroWords>> keep;
-    for (int t = 1; t < T; ++t) tables.push_back(private_table(tables[0], rows, nd, np, keep));
-    std::vector<SlabLabels> fits(T);
-    on_threads(T, [&](int t) {
-        const i64 r0 = g.R * t / T, r1 = g.R * (t + 1) / T;
-        const Table<V>& tab = tables[t];
-        if constexpr (!std::is_same_v<V, NoValue>) {
-            fits[t] = measure_rows<0, L, V>(lab, val, g, tab, r0, r1);
-        } else {
-            switch (g.ndim) {
-                case 1: fits[t] = measure_rows<1, L, V>(lab, val, g, tab, r0, r1); break;
-                case 2: fits[t] = measure_rows<2, L, V>(lab, val, g, tab, r0, r1); break;
-                case 3: fits[t] = measure_rows<3, L, V>(lab, val, g, tab, r0, r1); break;
-                case 4: fits[t] = measure_rows<4, L, V>(lab, val, g, tab, r0, r1); break;
-                default: fits[t] = measure_rows<0, L, V>(lab, val, g, tab, r0, r1);
+// Finish labels [a, b) of the output: labels without cells get the box
+// (0, -1) on every axis and NaN coordinate means; the others' coordinate
+// sums become means.  Labels go 8 at a time (a cache line of counts): 8
+// labels of one cell each are left as they are (their sums are their
+// coordinates), so only the counts are read there; otherwise each sum is
+// divided (x / 1 is x), the one branch per label the rare count 0.
+// Returns the labels without cells.
+inline i64 finish_labels(const MeasureColumns& o, int nd, i64 a, i64 b) {
+    i64 empty = 0;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    constexpr i64 K = 8;
+    for (i64 k = a; k < b; k += K) {
+        const i64 e = std::min(b, k + K);
+        bool ones = true;
+        for (i64 i = k; i < e; ++i) ones &= o.count[i] == 1;
+        if (ones) continue;
+        for (i64 i = k; i < e; ++i) {
+            const i64 c = o.count[i];
+            if (c == 0) {
+                ++empty;
+                if (o.box)
+                    for (int d = 0; d < nd; ++d) o.box[2 * (i * nd + d) + 1] = -1;
+                if (o.csum)
+                    for (int d = 0; d < nd; ++d) o.csum[i * nd + d] = nan;
+            } else if (o.csum) {
+                const double f = double(c);
+                for (int d = 0; d < nd; ++d) o.csum[i * nd + d] /= f;
             }
         }
+    }
+    return empty;
+}
+
+// measure_rows with the number of axes known at compile time where it can be.
+template <bool Split, class L, class V>
+void scan_slab(const L* lab, const V* val, const MeasureGeometry& g, SlabTables<V>& slab,
+               i64 r0, i64 r1) {
+    if constexpr (!std::is_same_v<V, NoValue>) {
+        measure_rows<0, Split, L, V>(lab, val, g, slab, r0, r1);
+    } else {
+        switch (g.ndim) {
+            case 1: measure_rows<1, Split, L, V>(lab, val, g, slab, r0, r1); break;
+            case 2: measure_rows<2, Split, L, V>(lab, val, g, slab, r0, r1); break;
+            case 3: measure_rows<3, Split, L, V>(lab, val, g, slab, r0, r1); break;
+            case 4: measure_rows<4, Split, L, V>(lab, val, g, slab, r0, r1); break;
+            default: measure_rows<0, Split, L, V>(lab, val, g, slab, r0, r1);
+        }
+    }
+}
+
+// What measure_table did: the threads it scanned on, and the labels below
+// rows without cells.
+struct MeasureDone {
+    int threads;
+    i64 empty;
+};
+
+// A slab owns the labels above every label of the slabs before it (with
+// labels numbered in raster order of first cells, those that start in it).
+// Owning is taken when each slab after the first owns at least 1 / this of
+// an even split of the labels' values (from the smallest but 0 to the
+// largest); else a slab would send most of its labels to its private
+// table.
+constexpr i64 measure_own_share = 4;
+// Fewer labels than one per this many cells a private table: private
+// tables as large as the output are small, and finding the slabs' largest
+// labels (a pass over the labels) would cost more than they do.
+constexpr i64 measure_own_cells = 64;
+
+// The whole table, finished (finish_labels).
+template <class L, class V>
+MeasureDone measure_table(const L* lab, const V* val, const MeasureGeometry& g, i64 rows,
+                          int threads, i64 min_cells, i64 cells_per_entry,
+                          const MeasureColumns& out) {
+    const int nd = g.ndim, np = g.nper;
+    const int requested = std::max(threads, 1);
+    // slabs when they own their labels (no limit from the table's size),
+    // tried where private tables as large as the output would hold an
+    // entry per measure_own_cells cells or more ...
+    int T = cpu_api::measure_threads(requested, g.n, g.R, 1, min_cells, cells_per_entry);
+    std::vector<u64> own(std::max(T, 1), 0);
+    bool owning = false;
+    if (T > 1 && (T - 1) * rows * measure_own_cells >= g.n) {
+        // the largest label of each slab but the last (the last's is below
+        // rows) and about the smallest label but 0 (the background's) of
+        // them, each slab read by all threads, a T-th each
+        std::vector<u64> part(std::size_t(T) * T, 0), low(T, ~u64(0));
+        on_threads(T, [&](int j) {
+            u64 lo_ = ~u64(0);
+            for (int t = 0; t + 1 < T; ++t) {
+                const i64 a = g.R * t / T * g.W, b = g.R * (t + 1) / T * g.W;
+                const i64 lo = a + (b - a) * j / T, hi = a + (b - a) * (j + 1) / T;
+                u64 m = 0;
+                for (i64 k = lo; k < hi; ++k) m = std::max(m, u64(lab[k]));
+                part[std::size_t(t) * T + j] = m;
+                // (the smallest from a sample: it only sets the share)
+                for (i64 k = lo; k < hi; k += 61)
+                    if (lab[k]) lo_ = std::min(lo_, u64(lab[k]));
+            }
+            low[j] = lo_;
+        });
+        // the largest label of the slabs up to each (a label past the table
+        // fails the scan), and whether each slab after the first owns its
+        // share of the labels' values (from the smallest to rows - 1)
+        const u64 least = std::min(*std::min_element(low.begin(), low.end()), u64(rows - 1));
+        const u64 share = u64(measure_own_share) * u64(T);
+        const u64 enough = (u64(rows - 1) - least + share - 1) / share;
+        owning = true;
+        u64 before = 0;
+        for (int t = 0; t < T && owning; ++t) {
+            u64 upto = u64(rows - 1);
+            if (t + 1 < T) {
+                upto = before;
+                for (int j = 0; j < T; ++j) upto = std::max(upto, part[std::size_t(t) * T + j]);
+                upto = std::min(upto, u64(rows - 1));
+            }
+            if (t) {
+                owning = upto - before >= enough;
+                own[t] = before + 1;
+            }
+            before = upto;
+        }
+    }
+    if (!owning) {
+        // ... else private tables as large as the output: fewer slabs
+        T = cpu_api::measure_threads(requested, g.n, g.R, rows, min_cells, cells_per_entry);
+        for (int t = 1; t < T; ++t) own[t] = u64(rows);
+    }
+    const Table<V> table0 = output_table<V>(out);
+    std::vector<SlabTables<V>> slabs(T);
+    std::vector<std::unique_ptr<ZeroWords>> keep;
+    for (int t = 0; t < T; ++t) {
+        slabs[t].out = table0;
+        slabs[t].own = own[t];
+        slabs[t].multi_cap = std::size_t(rows / 64);
+        if (t) slabs[t].priv = private_table(table0, rows, nd, np, !owning, keep);
+    }
+    on_threads(T, [&](int t) {
+        const i64 r0 = g.R * t / T, r1 = g.R * (t + 1) / T;
+        SlabTables<V>& slab = slabs[t];
+        if (t) scan_slab<true, L, V>(lab, val, g, slab, r0, r1);
+        else scan_slab<false, L, V>(lab, val, g, slab, r0, r1);
     });
-    for (const SlabLabels& f : fits)
-        if (!f.fits) throw std::invalid_argument("measure_table: a label is not below rows");
-    // merge, in slab order, threads on ranges of labels; a slab's table
-    // only over the labels it saw
-    if (T < 2) return T;
-    const int M = int(std::max<i64>(1, std::min<i64>(T, rows / 4096)));
+    for (const SlabTables<V>& s : slabs)
+        if (!s.fits) throw std::invalid_argument("measure_table: a label is not below rows");
+    const bool finish = out.box || out.csum || out.imin;
+    if (T == 1 && slabs[0].listed && slabs[0].fresh == u64(rows)) {
+        // every label seen, those of more than one cell listed: no label
+        // without cells, and only the listed sums to divide
+        if (finish)
+            for (const u64 i : slabs[0].multi) finish_labels(out, nd, i64(i), i64(i) + 1);
+        return MeasureDone{T, 0};
+    }
+    // merge the private entries into the output, slab after slab, threads
+    // on ranges of labels; then finish each range
+    const int M = int(std::max<i64>(1, std::min<i64>(requested, rows / 65536)));
+    std::vector<i64> empty(M, 0);
     on_threads(M, [&](int m) {
         const u64 a = u64(rows * m / M), b = u64(rows * (m + 1) / M);
-        for (int t = 1; t < T; ++t) {
-            const u64 end = std::min(b, fits[t].lmax + 1);
-            for (u64 i = std::max(a, fits[t].lmin); i < end; ++i)
-                merge_label(tables[0], tables[t], std::size_t(i), nd, np);
-        }
+        for (int t = 1; t < T; ++t)
+            for (const u64 i : slabs[t].touched)
+                if (i >= a && i < b) merge_label(table0, slabs[t].priv, std::size_t(i), nd, np);
+        if (finish) empty[m] = finish_labels(out, nd, i64(a), i64(b));
     });
-    return T;
+    i64 none = 0;
+    for (const i64 e : empty) none += e;
+    return MeasureDone{T, none};
 }
 
 }  // namespace MESHCCL_CPU_NS

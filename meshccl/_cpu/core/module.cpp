@@ -8,6 +8,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 
 #include <cstdint>
@@ -220,7 +221,7 @@ static void first_cell(Array L, i64 count) {
 // The per-label table of meshccl.measure (meshccl/_cpu/measure.py): flat
 // unsigned labels and intensities (or None), the shape, the periodic axes,
 // and the zeroed columns to fill, each None where not wanted (count: always).
-// Returns the threads that ran.
+// Returns the threads that ran and the labels without cells.
 template <class T>
 static T* column(const std::optional<Array>& a, i64 size, const char* name, bool want = true) {
     if (!a) {
@@ -234,7 +235,7 @@ static T* column(const std::optional<Array>& a, i64 size, const char* name, bool
     return static_cast<T*>(a->data());
 }
 
-static int measure_table(const Input& labels, const Input& shape, i64 rows,
+static std::pair<int, i64> measure_table(const Input& labels, const Input& shape, i64 rows,
                          const Input& periodic, std::optional<Input> values, int threads,
                          i64 min_cells, i64 cells_per_entry, Array count,
                          std::optional<Array> first,
@@ -310,8 +311,11 @@ static int measure_table(const Input& labels, const Input& shape, i64 rows,
     a.threads = std::max(threads, 1);
     a.min_cells = min_cells;
     a.cells_per_entry = cells_per_entry;
+    i64 empty = 0;
+    a.empty = &empty;
     nb::gil_scoped_release release;
-    return isa->measure_table(a);
+    const int used = isa->measure_table(a);
+    return {used, empty};
 }
 
 // ---- the scans' parts, for the tests (tests/test_cpu_serial.py, test_cpu_potts.py)
@@ -399,8 +403,8 @@ NB_MODULE(_core, m) {
           nb::arg("sin").none(), nb::arg("isum").none(), nb::arg("iabs").none(),
           nb::arg("imin").none(), nb::arg("imax").none(), nb::arg("wsum").none(),
           nb::arg("wcos").none(), nb::arg("wsin").none(),
-          "Fill the zeroed per-label table of flat labels (meshccl.measure) in one pass; "
-          "the threads used.");
+          "Fill and finish the zeroed per-label table of flat labels (meshccl.measure) in one "
+          "pass; (threads used, labels without cells).");
     m.def("measure_threads", &api::measure_threads, nb::arg("threads"), nb::arg("n"),
           nb::arg("rows_of_cells"), nb::arg("rows"), nb::arg("min_cells"),
           nb::arg("cells_per_entry"),
