@@ -17,7 +17,7 @@ demo: install
 # The whole test suite (GPU tests are skipped where no GPU is usable), one
 # worker per core.
 test: install
-	$(PY) -m pytest -q -n auto --dist worksteal  # a worker per core: 2 cores 5:26 against 10:47 serial
+	$(PY) -m pytest -q -n auto --dist worksteal
 
 # Every picture in docs/img/ (with its table and number file) from the
 # current code, on the CPU, fixed seeds: about 75 s on 2 cores.
