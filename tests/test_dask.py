@@ -22,8 +22,9 @@ CASES = [
 ]
 
 
-def _check(x, chunks, scheduler="sync", cupy=False, low_memory=False, **opts):
-    want, n_want, c_want = meshccl.label(x, return_num=True, return_counts=True, **opts)
+def _chunked(x, chunks, cupy, opts):
+    """``x`` as a Dask array of ``chunks`` (CuPy chunks with ``cupy``), and
+    ``opts['mask']`` likewise, in place."""
     mask = opts.pop("mask", None)
     image = da.from_array(x, chunks=chunks)
     if mask is not None:
@@ -34,6 +35,12 @@ def _check(x, chunks, scheduler="sync", cupy=False, low_memory=False, **opts):
         image = image.map_blocks(cp.asarray)
         if mask is not None:
             opts["mask"] = opts["mask"].map_blocks(cp.asarray)
+    return image
+
+
+def _check(x, chunks, scheduler="sync", cupy=False, low_memory=False, **opts):
+    want, n_want, c_want = meshccl.label(x, return_num=True, return_counts=True, **opts)
+    image = _chunked(x, chunks, cupy, opts)
     got, n, counts = mdask.label(image, return_num=True, return_counts=True,
                                  low_memory=low_memory, **opts)
     assert got.chunks == image.chunks and got.dtype == np.int64
@@ -265,16 +272,7 @@ def _check_numbering(x, chunks, scheduler="sync", cupy=False, **opts):
     meshccl.label's own 'first-cell' labels; 'raster' equal its labels."""
     want, n_want, c_want = meshccl.label(x, return_num=True, return_counts=True, **opts)
     first_want = meshccl.label(x, numbering="first-cell", **opts)
-    mask = opts.pop("mask", None)
-    image = da.from_array(x, chunks=chunks)
-    if mask is not None:
-        opts["mask"] = da.from_array(mask, chunks=chunks)
-    if cupy:
-        import cupy as cp
-
-        image = image.map_blocks(cp.asarray)
-        if mask is not None:
-            opts["mask"] = opts["mask"].map_blocks(cp.asarray)
+    image = _chunked(x, chunks, cupy, opts)
     seq, n, counts = mdask.label(image, return_num=True, return_counts=True,
                                  numbering="sequential", **opts)
     first, n_first = mdask.label(image, return_num=True, numbering="first-cell", **opts)
