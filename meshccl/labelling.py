@@ -370,6 +370,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             return_counts=return_counts, method=method, max_iterations=max_iterations,
             return_statistics=return_statistics)
     backend = _backend_for(prob.xp, device, prob.method)
+    if prob.packed_flip is not None and backend != "gpu":
+        raise ValueError(f"packed spins are labelled on their GPU, got device={device!r}")
     info = {"method": "unionfind" if method == "auto" else method, "backend": backend,
             "iterations": 0, "seconds": {"prepare": time.perf_counter() - t0}}
     if prob.size == 0:

@@ -52,6 +52,7 @@ import math
 
 import numpy as np
 
+from .._validate import PackedSpins
 from ..labelling import label as _label
 from ..neighbourhood import half_offsets
 from . import random as _random
@@ -491,6 +492,8 @@ class Ising(Simulation):
 
     def _phase_image(self, phase):
         if phase in ("up", "down") and self._s is None:
+            if len(self._shape) == 2:   # the packed words themselves: no image written
+                return PackedSpins(self._packed, self._shape, phase)
             return _unpack(self._packed, self._shape, phase)   # no int8 spins on the way
         if phase == "up":
             return self.state > 0
