@@ -39,9 +39,11 @@ and a run resumed from a checkpoint continues exactly.  On CuPy the
 Metropolis sweep, the bonds and the flip (h = 0) are the kernels of
 ``meshccl/_kernels/ising.cu``, which draw the same words.  The Metropolis
 kernel keeps the spins packed, 4 bits a spin, one array per colour (the
-layout of :func:`_packed_geometry`); ``state`` unpacks them when read, and
-the labelling hooks' images (``'up'``, ``'down'``) are written straight
-from the packed words.
+layout of :func:`_packed_geometry`); ``state`` unpacks them when read.  The
+labelling hooks' phases (``'up'``, ``'down'``) are labelled from the packed
+words in 2-D (:class:`meshccl._validate.PackedSpins`: the label chain reads
+them, no image is written) and written straight from them as bool images
+in 3-D.
 """
 
 from __future__ import annotations
