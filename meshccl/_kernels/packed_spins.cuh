@@ -42,9 +42,9 @@ struct PackedPhase {
     I nx;                             // cells per row
     unsigned flip;                    // 0: the phase s > 0; 1: s < 0
 
-    // The parity (y + z) & 1 of row r.
+    // The parity (y + z) & 1 of row r (no division in 2-D, where r < ny).
     __device__ __forceinline__ unsigned parity(I r) const {
-        const I z = r / ny;
+        const I z = r < ny ? (I)0 : r / ny;
         return (unsigned)((r - z * ny + z) & 1);
     }
 
