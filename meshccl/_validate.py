@@ -374,9 +374,10 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
     ``connectivity``; not with ``axes``, ``bonds`` or ``periodic``.
     """
     if isinstance(label_image, PackedSpins):
-        return prepare_packed(label_image, connectivity, periodic, dtype=dtype, mask=mask,
+        return prepare_packed(label_image, connectivity, periodic, return_counts,
+                              background=background, dtype=dtype, mask=mask,
                               tolerance=tolerance, bonds=bonds, axes=axes, numbering=numbering,
-                              return_counts=return_counts, method=method,
+                              method=method,
                               max_iterations=max_iterations, offsets=offsets,
                               return_statistics=return_statistics)
     if offsets is not None and (axes is not None or bonds is not None or periodic is not False):

@@ -165,6 +165,12 @@ def test_gpu_packed_labels_equal_image_labels(shape, phase, connectivity, up):
     assert n == n_want
     assert np.array_equal(lab.get(), want.get())
     assert np.array_equal(counts.get(), counts_want.get())
+    # (the call above and the next two take a cached plan; return_info the general path)
+    again = meshccl.label(PackedSpins(words, s.shape, phase), connectivity=connectivity,
+                          periodic=True)
+    general, info = meshccl.label(PackedSpins(words, s.shape, phase), connectivity=connectivity,
+                                  periodic=True, return_info=True)
+    assert np.array_equal(again.get(), want.get()) and np.array_equal(general.get(), want.get())
 
 
 
@@ -210,6 +216,8 @@ def test_gpu_packed_bad_input():
         meshccl.label(PackedSpins(words, (6, 6), "left"), periodic=True)
     with pytest.raises(ValueError, match="periodic"):
         meshccl.label(PackedSpins(words, (6, 6), "up"), periodic=False)
+    with pytest.raises(ValueError, match="background"):
+        meshccl.label(PackedSpins(words, (6, 6), "up"), background=1, periodic=True)
     with pytest.raises(ValueError, match="mask"):
         meshccl.label(PackedSpins(words, (6, 6), "up"), periodic=True,
                       mask=cupy.ones((6, 6), bool))
