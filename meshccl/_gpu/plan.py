@@ -63,6 +63,10 @@ lattice so every few steps) takes the call's mask and bonds (C-contiguous
 bool CuPy arrays) as two more addresses in its packed launches, and
 records no graphs.  At most :data:`MAX_PLANS` plans per thread are kept.
 
+The labelling hooks' packed Ising spins (:class:`meshccl._validate.PackedSpins`)
+take lattice plans too (:func:`fast_label_packed`): the words' address is the
+input's.
+
 ``label(..., return_counts=True)`` takes a plan of its own (counting is
 part of the key) wherever the chains of image_plain.py serve the call,
 plain or lattice: its programs hold a count table of n + 1 rows, kept with
