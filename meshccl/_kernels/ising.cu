@@ -53,8 +53,9 @@
 // meshccl_ising_pack writes the two arrays from int8 spins (a thread per
 // word); meshccl_ising_unpack writes, from them, a span of 32 cells of a
 // row per thread as int8 spins (mode 0), the bool image s > 0 (mode 1) or
-// s < 0 (mode 2): the image a labelling hook labels, written straight
-// from the packed words.
+// s < 0 (mode 2): the image a 3-D labelling hook labels, written straight
+// from the packed words (the 2-D hooks' label chain reads the words
+// itself: packed_spins.cuh).
 //
 // Swendsen-Wang bonds (meshccl_ising_bonds).  bonds is (d, n) bool:
 // bonds[j][i] joins cell i and its neighbour one step up axis j (the

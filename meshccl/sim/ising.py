@@ -39,9 +39,11 @@ and a run resumed from a checkpoint continues exactly.  On CuPy the
 Metropolis sweep, the bonds and the flip (h = 0) are the kernels of
 ``meshccl/_kernels/ising.cu``, which draw the same words.  The Metropolis
 kernel keeps the spins packed, 4 bits a spin, one array per colour (the
-layout of :func:`_packed_geometry`); ``state`` unpacks them when read, and
-the labelling hooks' images (``'up'``, ``'down'``) are written straight
-from the packed words.
+layout of :func:`_packed_geometry`); ``state`` unpacks them when read.  The
+labelling hooks' phases (``'up'``, ``'down'``) are labelled from the packed
+words in 2-D (:class:`meshccl._validate.PackedSpins`: the label chain reads
+them, no image is written) and written straight from them as bool images
+in 3-D.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ import math
 
 import numpy as np
 
+from .._validate import PackedSpins
 from ..labelling import label as _label
 from ..neighbourhood import half_offsets
 from . import random as _random
@@ -491,6 +494,8 @@ class Ising(Simulation):
 
     def _phase_image(self, phase):
         if phase in ("up", "down") and self._s is None:
+            if len(self._shape) == 2:   # the packed words themselves: no image written
+                return PackedSpins(self._packed, self._shape, phase)
             return _unpack(self._packed, self._shape, phase)   # no int8 spins on the way
         if phase == "up":
             return self.state > 0
