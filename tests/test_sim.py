@@ -20,6 +20,7 @@ import pytest
 
 import meshccl
 from meshccl import measure
+from meshccl._validate import PackedSpins
 from meshccl.sim import (CahnHilliard, CallbackError, Clusters, Ising, SimulationError, analysis,
                          exact)
 from meshccl.sim import random as sim_random
@@ -887,8 +888,9 @@ def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
 @pytest.mark.parametrize("shape", [(34, 66), (16, 8, 40)])
 def test_gpu_metropolis_packed_state_ties_and_images(shape):
     """The packed kernel where uniforms tie with thresholds (tie_table), then the
-    state's views: the hooks' 'up' / 'down' images written from the packed words, the
-    int8 spins, the magnetisation from bit counts, all equal to NumPy's."""
+    state's views: the hooks' 'up' / 'down' phases (2-D: labelled from the packed words;
+    3-D: images written from them), the int8 spins, the magnetisation from bit counts,
+    all equal to NumPy's."""
     import cupy
 
     kw = dict(temperature=2.2, field=0.3, seed=2**35 + 1)
@@ -903,7 +905,13 @@ def test_gpu_metropolis_packed_state_ties_and_images(shape):
     assert dev._s is None                      # packed: nothing unpacked yet
     for phase, image in (("up", cpu.state > 0), ("down", cpu.state < 0)):
         got = dev._phase_image(phase)
-        assert got.dtype == cupy.bool_ and np.array_equal(got.get(), image), phase
+        if len(shape) == 2:
+            assert isinstance(got, PackedSpins), phase
+        else:
+            assert got.dtype == cupy.bool_ and np.array_equal(got.get(), image), phase
+        for c in (1, 2):
+            assert np.array_equal(dev.labels(phase, connectivity=c).labels.get(),
+                                  cpu.labels(phase, connectivity=c).labels), (phase, c)
     assert dev._s is None
     assert dev.magnetisation() == cpu.magnetisation()
     assert dev.state.dtype == cupy.int8 and np.array_equal(dev.state.get(), cpu.state)
