@@ -1,6 +1,6 @@
 """meshccl/_kernels/ising.cu on the CPU: the kernels of the CuPy Ising steps
 compiled by a C++ compiler against a small stand-in for the CUDA runtime
-(a block is 256 std::threads; a warp shuffle or __syncwarp is a barrier of
+(a block is up to 256 std::threads, blocks and grids of 1 to 3 axes; a warp shuffle or __syncwarp is a barrier of
 the block, stronger than the GPU's and the same where every thread reaches
 it), and launched by the real Python launch code of meshccl/sim/ising.py
 with NumPy standing in for CuPy.  Every kernel's spins and bonds must equal
@@ -38,6 +38,8 @@ SHIM = r"""
 #define __shared__ static
 using std::min;
 struct uint4 { unsigned int x, y, z, w; };
+struct uint2 { unsigned int x, y; };
+static uint2 make_uint2(unsigned int x, unsigned int y) { return uint2{x, y}; }
 struct Dim { unsigned int x = 1, y = 1, z = 1; };
 thread_local Dim threadIdx, blockIdx;
 Dim blockDim, gridDim;
@@ -73,24 +75,29 @@ static void call(void (*f)(A...), void** args, std::index_sequence<I...>) {
     f(*reinterpret_cast<std::remove_reference_t<A>*>(args[I])...);
 }
 template <typename... A>
-static void launch(void (*f)(A...), unsigned int grid, unsigned int block, void** args) {
-    gridDim.x = grid;
-    blockDim.x = block;
-    std::barrier<> barrier(block);
+static void launch(void (*f)(A...), const unsigned int* grid, const unsigned int* block,
+                   void** args) {
+    gridDim = Dim{grid[0], grid[1], grid[2]};
+    blockDim = Dim{block[0], block[1], block[2]};
+    const unsigned int threads_per_block = block[0] * block[1] * block[2];
+    std::barrier<> barrier(threads_per_block);
     block_barrier = &barrier;
-    for (unsigned int b = 0; b < grid; ++b) {
-        std::vector<std::thread> threads;
-        for (unsigned int t = 0; t < block; ++t)
-            threads.emplace_back([=] {
-                blockIdx.x = b;
-                threadIdx.x = t;
-                call(f, args, std::index_sequence_for<A...>{});
-            });
-        for (auto& th : threads) th.join();
-    }
+    for (unsigned int bz = 0; bz < grid[2]; ++bz)
+        for (unsigned int by = 0; by < grid[1]; ++by)
+            for (unsigned int bx = 0; bx < grid[0]; ++bx) {
+                std::vector<std::thread> threads;
+                for (unsigned int t = 0; t < threads_per_block; ++t)
+                    threads.emplace_back([=] {
+                        blockIdx = Dim{bx, by, bz};
+                        threadIdx = Dim{t % block[0], t / block[0] % block[1],
+                                        t / (block[0] * block[1])};
+                        call(f, args, std::index_sequence_for<A...>{});
+                    });
+                for (auto& th : threads) th.join();
+            }
 }
-extern "C" int meshccl_launch(const char* name, unsigned int grid, unsigned int block,
-                              void** args) {
+extern "C" int meshccl_launch(const char* name, const unsigned int* grid,
+                              const unsigned int* block, void** args) {
     const std::string s(name);
     if (s == "meshccl_ising_multispin<2>")
         launch(&meshccl_ising_multispin<2>, grid, block, args);
@@ -148,8 +155,8 @@ class _Kernel:
                          if isinstance(value, ctypes.c_void_p) else ctypes.cast(value,
                                                                                ctypes.c_void_p))
         argv = (ctypes.c_void_p * len(slots))(*slots)
-        (g,), (b,) = grid, block
-        rc = self.lib.meshccl_launch(self.name.encode(), ctypes.c_uint(g), ctypes.c_uint(b), argv)
+        dims = [(ctypes.c_uint * 3)(*(tuple(d) + (1, 1))[:3]) for d in (grid, block)]
+        rc = self.lib.meshccl_launch(self.name.encode(), *dims, argv)
         assert rc == 0, self.name
 
 

@@ -91,6 +91,8 @@ def _shift(a, wraps, axis, step):
 # Threads per block of the kernels in meshccl/_kernels/ising.cu (meshccl_ising_flip's
 # shared memory is sized for 8 warps).
 _BLOCK = 256
+# The most blocks along a grid's y or z.
+_GRID_Y = 65535
 
 
 def _philox_words(step, seed, tag):
@@ -142,9 +144,23 @@ def _packed_geometry(shape):
 
 def _packable(shape):
     """True when the kernels' uint32 counter indices (up to 16 per packed word)
-    cover the lattice: fewer than about 2**32 cells."""
+    cover the lattice (fewer than about 2**32 cells) and the Metropolis launch's
+    grid reaches every word (:func:`_multispin_launch`)."""
     _, _, _, rows, words = _packed_geometry(shape)
-    return 2 * _WORD_CELLS * rows * words <= 2**32
+    return 2 * _WORD_CELLS * rows * words <= 2**32 and _multispin_block(words) is not None
+
+
+def _multispin_block(words):
+    """meshccl_ising_multispin's block (words of a row, rows) for rows of ``words``
+    packed words: 32 words of 8 rows, or as many words as a row holds (a power of
+    two) and more rows, or 256 words of one row for rows too long for 65,535 blocks of
+    32 words; None when no block covers the row within the grid's limit."""
+    across = min(32, 1 << max(0, words - 1).bit_length())
+    if -(-words // across) > _GRID_Y:
+        across = _BLOCK
+    if -(-words // across) > _GRID_Y:
+        return None
+    return across, _BLOCK // across
 
 
 def _pack(s):
@@ -183,21 +199,29 @@ def _metropolis_sweep_packed(packed, shape, table, seed, step):
     sweep."""
     from .._gpu.loader import kernels
 
-    name, grid, sizes = _multispin_launch(shape)
+    name, launches, sizes = _multispin_launch(shape)
     (kernel,) = kernels("ising.cu", name)
     tag, *step_seed = _philox_words(step, seed, _random.TAG_METROPOLIS)
     for colour in _COLOUR:
-        kernel(grid, (_BLOCK,), (packed, table, *sizes, colour, tag, _TIE_TAG, *step_seed))
+        for grid, block, z0 in launches:
+            kernel(grid, block, (packed, table, *sizes[:3], z0, sizes[3], colour, tag,
+                                 _TIE_TAG, *step_seed))
     return packed
 
 
 @functools.lru_cache(maxsize=None)
 def _multispin_launch(shape):
-    """meshccl_ising_multispin's name, grid and size arguments for a lattice shape (once
-    per shape: at 4096**2 a sweep's host time is as long as its GPU time)."""
-    nx, ny, nz, rows, words = _packed_geometry(shape)
-    return (f"meshccl_ising_multispin<{len(shape)}>", _grid(rows * words),
-            (np.int32(nx // 2), np.int32(ny), np.int32(nz), np.uint32(rows), np.uint32(words)))
+    """meshccl_ising_multispin's name, launches (grid, block, first plane) and size
+    arguments (half, ny, nz, words) for a lattice shape (once per shape: at 4096**2 a
+    sweep's host time is as long as its GPU time).  A thread per packed word of the
+    active colour: the grid's x over the rows of a plane, y over a row's words, z over
+    the planes, in launches of at most 65,535 planes."""
+    nx, ny, nz, _, words = _packed_geometry(shape)
+    across, down = _multispin_block(words)
+    launches = tuple(((-(-ny // down), -(-words // across), min(_GRID_Y, nz - z0)),
+                      (across, down), np.int32(z0)) for z0 in range(0, nz, _GRID_Y))
+    return (f"meshccl_ising_multispin<{len(shape)}>", launches,
+            (np.int32(nx // 2), np.int32(ny), np.int32(nz), np.uint32(words)))
 
 
 _TIE_TAG = np.uint32(_random.TAG_METROPOLIS_TIE)
@@ -364,9 +388,9 @@ class Ising(Simulation):
         # on CuPy Metropolis, the packed colours (from the first sweep on; then _s is an
         # unpacked copy, None until read)
         self._packed = None
-        # lazily: the Philox calls of a Metropolis sweep and each cell's place in its
-        # stream of 16-bit uniforms; the calls of the bond words
-        self._metropolis_calls = self._stream_pos = self._bond_calls = None
+        # lazily: the Philox calls of a Metropolis sweep, each cell's place in its
+        # stream of 16-bit uniforms and its tie counter; the calls of the bond words
+        self._metropolis_calls = self._stream_pos = self._tie_pos = self._bond_calls = None
 
     # -- validation and set-up ---------------------------------------------------
     @staticmethod
@@ -544,7 +568,7 @@ class Ising(Simulation):
             tie = colour & (u == cut)
             if bool(tie.any()):
                 extra = _random.words(self.seed, _random.TAG_METROPOLIS_TIE, self.step,
-                                      self._stream_pos[tie], 1)[0]
+                                      self._tie_pos[tie], 1)[0]
                 low = self._metropolis[index[tie]] & np.uint64(0xFFFF)
                 accept[tie] = (extra & np.uint32(0xFFFF)) < low
             s = xp.where(colour & accept, -s, s)
@@ -555,14 +579,17 @@ class Ising(Simulation):
 
         The sweep's stream of 16-bit uniforms: Philox calls 0, 1, 2, ... (tag
         TAG_METROPOLIS), each call's words 0..3, each word's low then high half.
-        Packed word G (:func:`_packed_geometry`) takes calls 2G and 2G + 1, so
-        its nibble t, cell i = 16 k + t of colour c in row r, takes element
-        ``16 G + t``, ``G = c rows words + r words + k``.  A cell accepts when
-        its uniform u is below ``threshold >> 16``; when u equals it (1 in
-        65,536), word 0 of Philox call ``16 G + t`` with tag
-        TAG_METROPOLIS_TIE gives 16 more bits, compared with the threshold's
-        low 16: u and these bits are one 32-bit uniform against the 32-bit
-        threshold, so the acceptance keeps the thresholds' resolution, 2**-32.
+        Packed word G (:func:`_packed_geometry`) takes calls 2G and 2G + 1, the
+        stream's elements 16 G .. 16 G + 15; its nibble t, cell i = 16 k + t of
+        colour c in row r (``G = c rows words + r words + k``), takes element
+        ``16 G + 2 W + (t >> 2) % 2``, half (t >> 2) % 2 of word ``W = t % 4 + 4
+        (t >> 3)`` of the word's 8 (so nibbles t and t + 4, 16 bits apart in the
+        packed word, share a word).  A cell accepts when its uniform u is below
+        ``threshold >> 16``; when u equals it (1 in 65,536), word 0 of Philox
+        call ``16 G + t`` with tag TAG_METROPOLIS_TIE gives 16 more bits,
+        compared with the threshold's low 16: u and these bits are one 32-bit
+        uniform against the 32-bit threshold, so the acceptance keeps the
+        thresholds' resolution, 2**-32.
         """
         xp, shape = self.xp, self._shape
         if self._stream_pos is None:
@@ -572,10 +599,14 @@ class Ising(Simulation):
             colour = (x + r % ny + r // ny) & 1
             i = x >> 1
             packed_word = colour * (rows * words) + r * words + (i >> 4)
-            pos = (_WORD_CELLS * packed_word + (i & 15)).reshape(shape)
+            t = i & 15
+            half = 2 * ((t & 3) + 4 * (t >> 3)) + ((t >> 2) & 1)
+            pos = (_WORD_CELLS * packed_word + half).reshape(shape)
+            tie = (_WORD_CELLS * packed_word + t).reshape(shape)
             calls = 2 * 2 * rows * words
             dt = np.uint32 if 8 * calls <= 2**32 else np.uint64
             self._stream_pos = xp.asarray(pos.astype(dt))
+            self._tie_pos = xp.asarray(tie.astype(dt))
             self._metropolis_calls = xp.arange(calls, dtype=dt)
         w = _random.words(self.seed, _random.TAG_METROPOLIS, self.step, self._metropolis_calls,
                           4)
