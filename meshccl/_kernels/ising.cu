@@ -77,6 +77,7 @@
 // Per cell: 4 bytes read, 1 written, and a Philox call per run rather than
 // per cell (with runs of 8 cells, one call a lane for its 8 cells).
 
+#include "launch.cuh"
 #include "philox.cuh"
 
 // Cells of the active colour per packed word, and bits per cell.
@@ -149,6 +150,9 @@ meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* ta
         if (e < 16) low[e] = ta >> 32 ? 0x10000u : (unsigned int)(ta & 0xFFFFu);
     }
     __syncthreads();
+    // launched early (PDL), the blocks built their tables while the sweep's kernel before
+    // drained; they read the spins only once it has ended
+    meshccl::grid_entry();
     // the block's words: rows y of plane z, words k of those rows
     const int y = blockIdx.x * blockDim.y + threadIdx.y, z = z0 + blockIdx.z;
     const unsigned int k = blockIdx.y * blockDim.x + threadIdx.x;
@@ -190,7 +194,8 @@ meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* ta
     const unsigned int g = r * words + k;  // in the active colour
     const unsigned long long word = packed[mine + g];
     const unsigned long long index = sum + word * (unsigned long long)(Z + 1);
-    const int cells = k < last ? 16 : tail + 1;  // nibbles that hold cells
+    // the nibbles of the row's last word that hold cells (its padding stays 0)
+    const unsigned long long held = tail == 15 ? ~0ull : (1ull << (B * (tail + 1))) - 1;
 
     const unsigned int G = (unsigned int)colour * per_colour + g;
     unsigned int w[8];
@@ -210,14 +215,14 @@ meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* ta
             const unsigned int v = ((j & 1) ? odd : even) >> (8 * (j >> 1)) & 0xFFu;
             const uint2 p = pair[v];
             const unsigned int u = w[4 * h + j];
-            // bits 15 and 31 to bits 4j and 4j + 16 (a multiply-high: no carry, no overlap)
-            flips[h] += __umulhi(meshccl_below16x2(u, p.x, p.y) & 0x80008000u, 1u << (17 + B * j));
+            // bits 15 and 31 to bits 4j and 4j + 16 (no overlap: adding is or-ing)
+            flips[h] += (meshccl_below16x2(u, p.x, p.y) & 0x80008000u) >> (15 - B * j);
             const unsigned int e = u ^ p.x;  // a lane of 0: a tie
             equal |= (e - 0x00010001u) & ~e;
         }
     }
     unsigned long long flip = flips[0] | (unsigned long long)flips[1] << 32;
-    if (cells < 16) flip &= (1ull << (B * cells)) - 1;
+    if (k == last) flip &= held;
     if (equal & 0x80008000u) {  // 1 word in 4,096: the 16 more bits of the tied cells
         unsigned int ties = 0;
 #pragma unroll
@@ -227,7 +232,7 @@ meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* ta
                 (w[meshccl_multispin_word(t)] >> (16 * ((t >> 2) & 1))) & 0xFFFFu;
             if (u == (pair[v].x & 0xFFFFu)) ties |= 1u << t;
         }
-        if (cells < 16) ties &= (1u << cells) - 1;
+        if (k == last) ties &= (1u << (tail + 1)) - 1;
         while (ties) {
             const int t = __ffs(ties) - 1;
             ties &= ties - 1;

@@ -197,16 +197,61 @@ def _metropolis_sweep_packed(packed, shape, table, seed, step):
     ``meshccl_ising_multispin`` for colour 0, then colour 1.  The uniforms and
     thresholds of :meth:`Ising._metropolis_uniforms`: the same spins as the NumPy
     sweep."""
-    from .._gpu.loader import kernels
-
-    name, launches, sizes = _multispin_launch(shape)
-    (kernel,) = kernels("ising.cu", name)
-    tag, *step_seed = _philox_words(step, seed, _random.TAG_METROPOLIS)
-    for colour in _COLOUR:
-        for grid, block, z0 in launches:
-            kernel(grid, block, (packed, table, *sizes[:3], z0, sizes[3], colour, tag,
-                                 _TIE_TAG, *step_seed))
+    _MetropolisSweeps(packed, shape, table, seed)(step)
     return packed
+
+
+class _MetropolisSweeps:
+    """The launches of packed Metropolis sweeps of one lattice, table and seed:
+    ``sweeps(step)`` queues sweep ``step``.
+
+    On CuPy the arguments are packed once into 8-byte slots and each launch is
+    one driver call that rewrites the step's two words first
+    (:func:`.._gpu.launch.slot_launcher`; a CuPy kernel call converts every
+    argument each time, and at 4096**2 that host time is a sweep's GPU time);
+    from Hopper on every launch but the first may start while the one before
+    drains.  Arrays without device addresses (the kernel tests' NumPy stand-in)
+    go through the kernel's own call with the same arguments.
+    """
+
+    def __init__(self, packed, shape, table, seed):
+        from .._gpu.loader import kernels
+
+        name, launches, sizes = _multispin_launch(shape)
+        (kernel,) = kernels("ising.cu", name)
+        tag, k0, k1 = _key_words(int(seed), _random.TAG_METROPOLIS)
+        self.key = (packed, table, int(seed))
+        self.calls = [(kernel, grid, block,
+                       [packed, table, *sizes[:3], z0, sizes[3], colour, tag, _TIE_TAG,
+                        np.uint32(0), np.uint32(0), k0, k1])
+                      for colour in _COLOUR for grid, block, z0 in launches]
+        self.sends = None
+        if hasattr(packed, "data") and hasattr(packed.data, "ptr"):
+            from .._gpu.launch import pack_arguments, slot_launcher
+
+            self.sends = []
+            for n, (kernel, grid, block, args) in enumerate(self.calls):
+                slots = pack_arguments(args)[0]
+                self.sends.append((slots, slot_launcher(kernel, grid, block, slots,
+                                                        follows=n > 0)))
+
+    def __call__(self, step):
+        lo, hi = step & 0xFFFFFFFF, (step >> 32) & 0xFFFFFFFF
+        if self.sends is None:
+            for kernel, grid, block, args in self.calls:
+                args[_STEP_ARG], args[_STEP_ARG + 1] = np.uint32(lo), np.uint32(hi)
+                kernel(grid, block, tuple(args))
+            return
+        import cupy
+
+        stream = cupy.cuda.get_current_stream().ptr
+        for slots, send in self.sends:
+            slots[_STEP_ARG], slots[_STEP_ARG + 1] = lo, hi
+            send(stream)
+
+
+# the position of the step's low word among meshccl_ising_multispin's arguments
+_STEP_ARG = 10
 
 
 @functools.lru_cache(maxsize=None)
@@ -388,6 +433,7 @@ class Ising(Simulation):
         # on CuPy Metropolis, the packed colours (from the first sweep on; then _s is an
         # unpacked copy, None until read)
         self._packed = None
+        self._sweeps = None   # their launches (_MetropolisSweeps), made at the first sweep
         # lazily: the Philox calls of a Metropolis sweep, each cell's place in its
         # stream of 16-bit uniforms and its tie counter; the calls of the bond words
         self._metropolis_calls = self._stream_pos = self._tie_pos = self._bond_calls = None
@@ -554,8 +600,12 @@ class Ising(Simulation):
         if xp is not np and _packable(self._shape):
             if self._packed is None:
                 self._packed = _pack(s)
-            _metropolis_sweep_packed(self._packed, self._shape, self._metropolis, self.seed,
-                                     self.step)
+            sweeps = self._sweeps
+            if sweeps is None or sweeps.key[0] is not self._packed \
+                    or sweeps.key[1] is not self._metropolis or sweeps.key[2] != self.seed:
+                sweeps = self._sweeps = _MetropolisSweeps(self._packed, self._shape,
+                                                          self._metropolis, self.seed)
+            sweeps(self.step)
             return None
         z = 2 * s.ndim
         u = self._metropolis_uniforms()
