@@ -182,7 +182,10 @@ def device(library, monkeypatch):
 # rows of 2 .. 130 cells: a packed row of one word or several, its last word full (nx a
 # multiple of 32) or holding 1 .. 15 cells, nx a multiple of 8 or not
 METROPOLIS_SHAPES = [(2, 2), (4, 6), (6, 10), (10, 18), (16, 16), (8, 34), (4, 64), (6, 66),
-                     (2, 96), (4, 130), (2, 2, 2), (4, 6, 10), (6, 4, 16), (4, 2, 34)]
+                     (2, 96), (4, 130), (2, 2, 2), (4, 6, 10), (6, 4, 16), (4, 2, 34),
+                     # blocks of 32 words and 8 rows, two blocks across a row (its last
+                     # word full, or holding 1 or 15 cells)
+                     (10, 1056), (4, 2050), (6, 2078), (4, 2, 1090)]
 
 
 def _packed_by_hand(s):
@@ -227,6 +230,50 @@ def test_metropolis_kernel_equals_numpy(device, shape, field):
         sim.step += 1
         # the padding nibbles stay 0: the packed words are those of the NumPy spins
         assert np.array_equal(packed, _packed_by_hand(want)), (shape, step)
+
+
+@pytest.mark.parametrize("shape, planes", [((4, 6, 10), 1), ((6, 4, 16), 4), ((8, 4, 34), 3)])
+def test_metropolis_kernel_in_launches_of_few_planes(device, shape, planes):
+    """3-D lattices swept in several launches per colour (at most ``planes`` planes
+    each, as lattices of more than 65,535 planes are): the NumPy sweep's spins."""
+    sim = Ising(shape, temperature=4.0, field=0.2, seed=12)
+    packed = device._pack(sim.state)
+    for _ in range(3):
+        device._MetropolisSweeps(packed, shape, sim._metropolis, sim.seed, planes)(sim.step)
+        sim._s = sim._metropolis_sweep()
+        sim.step += 1
+        assert np.array_equal(packed, _packed_by_hand(sim._s))
+
+
+def _sweep_with_uniform(shape, value):
+    """(sim, step) of a sweep in which some colour-0 cell of ``shape`` draws the 16-bit
+    uniform ``value``."""
+    sim = Ising(shape, temperature=2.1, seed=21)
+    colour0 = sum(np.indices(shape)) % 2 == 0
+    for step in range(20000):
+        sim.step = step
+        if bool((colour0 & (sim._metropolis_uniforms() == value)).any()):
+            return sim
+    raise AssertionError("no such uniform in 20,000 sweeps")
+
+
+@pytest.mark.parametrize("value, threshold", [(0xFFFF, 2**32), (0, 0)])
+def test_metropolis_kernel_always_and_never_exactly(device, value, threshold):
+    """Thresholds 2**32 (always) and 0 (never) where a cell's 16-bit uniform is 0xFFFF
+    (it ties with the stored 0xFFFF: its 16 more bits must accept) or 0 (it ties with
+    0: they must reject): every colour-0 cell flips, or none does."""
+    shape = (16, 34)
+    sim = _sweep_with_uniform(shape, value)
+    table = np.full_like(sim._metropolis, threshold)
+    before = sim.state.copy()
+    packed = device._pack(before)
+    device._metropolis_sweep_packed(packed, shape, table, sim.seed, sim.step)
+    got = device._unpack(packed, shape)
+    colour0 = sum(np.indices(shape)) % 2 == 0
+    flipped = got != before
+    assert np.array_equal(flipped[colour0], np.full(colour0.sum(), threshold > 0))
+    sim._metropolis = table
+    assert np.array_equal(got, sim._metropolis_sweep())
 
 
 @pytest.mark.parametrize("shape", [(8, 34), (16, 16), (4, 6, 10)])

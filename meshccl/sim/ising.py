@@ -211,13 +211,14 @@ class _MetropolisSweeps:
     argument each time, and at 4096**2 that host time is a sweep's GPU time);
     from Hopper on every launch but the first may start while the one before
     drains.  Arrays without device addresses (the kernel tests' NumPy stand-in)
-    go through the kernel's own call with the same arguments.
+    go through the kernel's own call with the same arguments.  ``planes``: the
+    most planes of a launch (default the grid's limit, 65,535).
     """
 
-    def __init__(self, packed, shape, table, seed):
+    def __init__(self, packed, shape, table, seed, planes=None):
         from .._gpu.loader import kernels
 
-        name, launches, sizes = _multispin_launch(shape)
+        name, launches, sizes = _multispin_launch(shape, planes or _GRID_Y)
         (kernel,) = kernels("ising.cu", name)
         tag, k0, k1 = _key_words(int(seed), _random.TAG_METROPOLIS)
         self.key = (packed, table, int(seed))
@@ -255,16 +256,16 @@ _STEP_ARG = 10
 
 
 @functools.lru_cache(maxsize=None)
-def _multispin_launch(shape):
+def _multispin_launch(shape, planes=_GRID_Y):
     """meshccl_ising_multispin's name, launches (grid, block, first plane) and size
     arguments (half, ny, nz, words) for a lattice shape (once per shape: at 4096**2 a
     sweep's host time is as long as its GPU time).  A thread per packed word of the
     active colour: the grid's x over the rows of a plane, y over a row's words, z over
-    the planes, in launches of at most 65,535 planes."""
+    the planes, in launches of at most ``planes`` planes."""
     nx, ny, nz, _, words = _packed_geometry(shape)
     across, down = _multispin_block(words)
-    launches = tuple(((-(-ny // down), -(-words // across), min(_GRID_Y, nz - z0)),
-                      (across, down), np.int32(z0)) for z0 in range(0, nz, _GRID_Y))
+    launches = tuple(((-(-ny // down), -(-words // across), min(planes, nz - z0)),
+                      (across, down), np.int32(z0)) for z0 in range(0, nz, planes))
     return (f"meshccl_ising_multispin<{len(shape)}>", launches,
             (np.int32(nx // 2), np.int32(ny), np.int32(nz), np.uint32(words)))
 
