@@ -1,8 +1,8 @@
 """meshccl/_kernels/ising.cu on the CPU: the kernels of the CuPy Ising steps
 compiled by a C++ compiler against a small stand-in for the CUDA runtime
-(a block is up to 256 std::threads, blocks and grids of 1 to 3 axes; a warp shuffle or __syncwarp is a barrier of
-the block, stronger than the GPU's and the same where every thread reaches
-it), and launched by the real Python launch code of meshccl/sim/ising.py
+(blocks and grids of 1 to 3 axes, a block up to 256 std::threads; a warp
+shuffle or __syncwarp is a barrier of the block, stronger than the GPU's and
+the same where every thread reaches it), and launched by the real Python launch code of meshccl/sim/ising.py
 with NumPy standing in for CuPy.  Every kernel's spins and bonds must equal
 the NumPy expressions of the same step, bit for bit: odd and small sides,
 3-D, fields, several sweeps, and Metropolis uniforms that tie with a

@@ -33,22 +33,48 @@
 // Random numbers.  Word G of the stacked (2, rows, W) array (G = c rows W +
 // r W + k) takes Philox calls 2G and 2G + 1 (tag TAG_METROPOLIS); their 8
 // words, each cut into its low then its high 16 bits, are the 16-bit
-// uniforms of nibbles 0..15: element 16 G + t of the sweep's stream of
-// halves.  A cell accepts when u < (threshold >> 16); when u equals it (1
-// in 65,536), 16 more bits decide: the low half of word 0 of Philox call
-// 16 G + t with tag TAG_METROPOLIS_TIE against the threshold's low 16
-// bits.  That is exactly "a 32-bit uniform (u, extra) below the 32-bit
-// threshold", the resolution of the thresholds themselves (2**-32), at the
-// cost of an eighth of a Philox call a cell.  Counter indices are below
-// 2**32 when 32 rows W <= 2**32 (the launch code checks).
+// uniforms of its 16 nibbles: nibble t takes half (t >> 2) & 1 of word
+// (t & 3) + 4 (t >> 3), so words 0..3 serve nibbles j and j + 4 and words
+// 4..7 nibbles j + 8 and j + 12 -- two nibbles 16 bits apart in the packed
+// word, as the two halves are in the random word.  A cell accepts when u <
+// (threshold >> 16); when u equals it (1 in 65,536), 16 more bits decide:
+// the low half of word 0 of Philox call 16 G + t with tag
+// TAG_METROPOLIS_TIE against the threshold's low 16 bits.  That is exactly
+// "a 32-bit uniform (u, extra) below the 32-bit threshold", the resolution
+// of the thresholds themselves (2**-32), at the cost of an eighth of a
+// Philox call a cell.  Counter indices are below 2**32 when 32 rows W <=
+// 2**32 (the launch code checks).
+//
+// The comparisons, two cells at a time.  The 16 nibbles of `sum + word
+// (2d + 1)` are regrouped (two masks, two shifts) into the 8 pairs (j, j +
+// 4) of each 32-bit half, a byte per pair; the byte indexes a 256-entry
+// table in shared memory that holds the two thresholds' high halves as the
+// two 16-bit lanes of one word h, with c = 0x80008000 - (h & 0x7FFF7FFF).
+// Then d = (u & 0x7FFF7FFF) + c holds per lane 2**15 + (u mod 2**15) - (h
+// mod 2**15), which never borrows from the next lane, and one three-input
+// logic operation of u, h and d gives "u < h" in bit 15 and bit 31; one
+// shift puts them on nibbles j and j + 4.  A tie (u == h in a lane) shows
+// as a zero lane of u ^ h: the word's 16 cells are checked together with
+// the usual zero-lane test and, in the rare word with one, each cell again
+// with the 16 more bits.  A threshold of 2**32 (always) is stored as high
+// half 0xFFFF and low part 0x10000, so that a uniform 0xFFFF ties and its
+// 16 more bits always accept.  Per word, against a comparison and a
+// table read per cell: 8 table reads and about 8 integer logic operations
+// per pair of cells; with Philox (38 multiplies, 38 three-input xors) about
+// 150 ALU-pipe instructions a word on sm_90.
 //
 // A sweep is colour 0 then colour 1, one launch each, in place: a thread
 // owns one word of the active colour, reads only the other colour's
 // words (which no thread of the launch writes), and writes its own word.
-// Per sweep and cell: a read of a nibble of each colour about twice (the
-// neighbour rows come mostly from cache) and a write of its own nibble,
-// about 0.75 bytes, against 2 bytes of a read and a write of an int8
-// lattice.
+// A block is 32 words of 8 rows (or, for rows of fewer words, a row's
+// words -- a power of two -- and more rows): the grid's x runs over the
+// rows of a plane, y over a row's words, z over the planes, so no thread
+// divides.  The launches are packed once and, from Hopper on, each may
+// start while the one before drains: its blocks build their tables, then
+// wait in grid_entry() (launch.cuh) before reading a spin.  Per sweep and
+// cell: a read of a nibble of each colour about twice (the neighbour rows
+// come mostly from cache) and a write of its own nibble, about 0.75
+// bytes, against 2 bytes of a read and a write of an int8 lattice.
 //
 // meshccl_ising_pack writes the two arrays from int8 spins (a thread per
 // word); meshccl_ising_unpack writes, from them, a span of 32 cells of a
