@@ -142,6 +142,7 @@ def _packed_geometry(shape):
     return nx, ny, nz, nz * ny, -(-(nx // 2) // _WORD_CELLS)
 
 
+@functools.lru_cache(maxsize=None)
 def _packable(shape):
     """True when the kernels' uint32 counter indices (up to 16 per packed word)
     cover the lattice (fewer than about 2**32 cells) and the Metropolis launch's
@@ -209,8 +210,9 @@ class _MetropolisSweeps:
     one driver call that rewrites the step's two words first
     (:func:`.._gpu.launch.slot_launcher`; a CuPy kernel call converts every
     argument each time, and at 4096**2 that host time is a sweep's GPU time);
-    from Hopper on every launch but the first may start while the one before
-    drains.  Arrays without device addresses (the kernel tests' NumPy stand-in)
+    from Hopper on every launch may start while the kernel before it drains
+    (the kernel waits for it in ``grid_entry()`` before reading a spin; after a
+    kernel that does not say it may, the launch waits for that kernel's end).  Arrays without device addresses (the kernel tests' NumPy stand-in)
     go through the kernel's own call with the same arguments.  ``planes``: the
     most planes of a launch (default the grid's limit, 65,535).
     """
@@ -231,10 +233,10 @@ class _MetropolisSweeps:
             from .._gpu.launch import pack_arguments, slot_launcher
 
             self.sends = []
-            for n, (kernel, grid, block, args) in enumerate(self.calls):
+            for kernel, grid, block, args in self.calls:
                 slots = pack_arguments(args)[0]
                 self.sends.append((slots, slot_launcher(kernel, grid, block, slots,
-                                                        follows=n > 0)))
+                                                        follows=True)))
 
     def __call__(self, step):
         lo, hi = step & 0xFFFFFFFF, (step >> 32) & 0xFFFFFFFF
