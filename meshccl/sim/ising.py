@@ -212,8 +212,9 @@ class _MetropolisSweeps:
     argument each time, and at 4096**2 that host time is a sweep's GPU time);
     from Hopper on every launch may start while the kernel before it drains
     (the kernel waits for it in ``grid_entry()`` before reading a spin; after a
-    kernel that does not say it may, the launch waits for that kernel's end).  Arrays without device addresses (the kernel tests' NumPy stand-in)
-    go through the kernel's own call with the same arguments.  ``planes``: the
+    kernel that does not say it may, the launch waits for that kernel's end).
+    Arrays without device addresses (the kernel tests' NumPy stand-in) go
+    through the kernel's own call with the same arguments.  ``planes``: the
     most planes of a launch (default the grid's limit, 65,535).
     """
 
