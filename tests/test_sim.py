@@ -888,6 +888,25 @@ def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("shape", [(4, 66), (130, 96), (256, 1032), (6, 10, 14), (40, 24, 72)])
+def test_gpu_metropolis_two_words_a_thread(shape):
+    """The Metropolis kernel's variant with two packed words a thread
+    (_tuning.METROPOLIS_WORDS = 2) against the NumPy sweeps, sweep by sweep."""
+    import cupy
+
+    from meshccl import _tuning
+
+    kw = dict(temperature=2.3 if len(shape) == 2 else 4.4, field=0.2, seed=33)
+    cpu, dev = Ising(shape, **kw), Ising(shape, xp=cupy, **kw)
+    with _tuning.override(METROPOLIS_WORDS=2):
+        for sweep in range(4):
+            cpu.run(1)
+            dev.run(1)
+            assert np.array_equal(cpu.state, dev.state.get()), sweep
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @pytest.mark.parametrize("shape", [(34, 66), (16, 8, 40)])
 def test_gpu_metropolis_packed_state_ties_and_images(shape):
     """The packed kernel where uniforms tie with thresholds (tie_table), then the

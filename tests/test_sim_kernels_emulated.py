@@ -99,10 +99,14 @@ static void launch(void (*f)(A...), const unsigned int* grid, const unsigned int
 extern "C" int meshccl_launch(const char* name, const unsigned int* grid,
                               const unsigned int* block, void** args) {
     const std::string s(name);
-    if (s == "meshccl_ising_multispin<2>")
-        launch(&meshccl_ising_multispin<2>, grid, block, args);
-    else if (s == "meshccl_ising_multispin<3>")
-        launch(&meshccl_ising_multispin<3>, grid, block, args);
+    if (s == "meshccl_ising_multispin<2, 1>")
+        launch(&meshccl_ising_multispin<2, 1>, grid, block, args);
+    else if (s == "meshccl_ising_multispin<2, 2>")
+        launch(&meshccl_ising_multispin<2, 2>, grid, block, args);
+    else if (s == "meshccl_ising_multispin<3, 1>")
+        launch(&meshccl_ising_multispin<3, 1>, grid, block, args);
+    else if (s == "meshccl_ising_multispin<3, 2>")
+        launch(&meshccl_ising_multispin<3, 2>, grid, block, args);
     else if (s == "meshccl_ising_pack") launch(&meshccl_ising_pack, grid, block, args);
     else if (s == "meshccl_ising_unpack") launch(&meshccl_ising_unpack, grid, block, args);
     else if (s == "meshccl_ising_bonds<2>") launch(&meshccl_ising_bonds<2>, grid, block, args);
@@ -225,6 +229,26 @@ def test_metropolis_kernel_equals_numpy(device, shape, field):
     packed = device._pack(sim.state)
     for step in range(4):
         device._metropolis_sweep_packed(packed, shape, sim._metropolis, sim.seed, sim.step)
+        want = sim._metropolis_sweep()
+        sim._s = want
+        sim.step += 1
+        # the padding nibbles stay 0: the packed words are those of the NumPy spins
+        assert np.array_equal(packed, _packed_by_hand(want)), (shape, step)
+
+
+@pytest.mark.parametrize("shape", [(4, 6), (16, 16), (8, 34), (6, 66), (4, 130), (10, 1056),
+                                   (6, 2078), (4, 6, 10), (4, 2, 1090)])
+def test_metropolis_kernel_two_words_a_thread(device, shape):
+    """The variant with two packed words a thread (_tuning.METROPOLIS_WORDS = 2): rows
+    of 1 to 65 words, an odd count of them, the last one partial; the same spins."""
+    from meshccl import _tuning
+
+    sim = Ising(shape, temperature=2.1, field=0.3, seed=6)
+    packed = device._pack(sim.state)
+    for step in range(3):
+        with _tuning.override(METROPOLIS_WORDS=2):
+            device._metropolis_sweep_packed(packed, shape, sim._metropolis, sim.seed,
+                                            sim.step)
         want = sim._metropolis_sweep()
         sim._s = want
         sim.step += 1

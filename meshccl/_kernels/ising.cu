@@ -69,7 +69,9 @@
 // A block is 32 words of 8 rows (or, for rows of fewer words, a row's
 // words -- a power of two -- and more rows): the grid's x runs over the
 // rows of a plane, y over a row's words, z over the planes, so no thread
-// divides.  The launches are packed once and, from Hopper on, each may
+// divides.  With W = 2 (_tuning.METROPOLIS_WORDS) a thread takes words k and
+// k + blockDim.x of its row, sharing the row's set-up and the Philox key
+// schedule between them.  The launches are packed once and, from Hopper on, each may
 // start while the one before drains: its blocks build their tables, then
 // wait in grid_entry() (launch.cuh) before reading a spin.  Per sweep and
 // cell: a read of a nibble of each colour about twice (the neighbour rows
@@ -149,7 +151,9 @@ __device__ __forceinline__ unsigned int meshccl_below16x2(unsigned int u, unsign
     return (~u & h) | (~(u ^ h) & ~d);
 }
 
-template <int D>
+// W: packed words per thread, words k, k + blockDim.x, ... of one row (1 or 2;
+// _tuning.METROPOLIS_WORDS).
+template <int D, int W>
 __global__ void __launch_bounds__(256)
 meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* table, int half,
                         int ny, int nz, int z0, unsigned int words, int colour, unsigned int tag,
@@ -181,8 +185,8 @@ meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* ta
     meshccl::grid_entry();
     // the block's words: rows y of plane z, words k of those rows
     const int y = blockIdx.x * blockDim.y + threadIdx.y, z = z0 + blockIdx.z;
-    const unsigned int k = blockIdx.y * blockDim.x + threadIdx.x;
-    if (y >= ny || k >= words) return;
+    const unsigned int k0w = blockIdx.y * blockDim.x * W + threadIdx.x;
+    if (y >= ny || k0w >= words) return;
     // word indices of packed fit in 32 bits (2 rows words <= 2**28: _packable)
     const unsigned int per_colour = (unsigned int)nz * (unsigned int)ny * words;
     const unsigned int mine = (unsigned int)colour * per_colour;  // the active colour's first word
@@ -191,85 +195,92 @@ meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* ta
     const int tail = (half - 1) & 15;                             // its last cell's nibble
     const unsigned int r = (unsigned int)z * ny + y;
     const unsigned int at = theirs + r * words;  // the other colour's row r
-    const unsigned long long same = packed[at + k];
     const unsigned int up = y == 0 ? at + (ny - 1) * words : at - words;
     const unsigned int down = y + 1 == ny ? at - (ny - 1) * words : at + words;
-    unsigned long long sum = same + packed[up + k] + packed[down + k];
+    unsigned int front = 0, back = 0;
     if (D == 3) {
         const unsigned int plane = (unsigned int)ny * words;
-        const unsigned int front = z == 0 ? at + (nz - 1) * plane : at - plane;
-        const unsigned int back = z + 1 == nz ? at - (nz - 1) * plane : at + plane;
-        sum += packed[front + k] + packed[back + k];
+        front = z == 0 ? at + (nz - 1) * plane : at - plane;
+        back = z + 1 == nz ? at - (nz - 1) * plane : at + plane;
     }
     // the side neighbours: cell i - 1 of the other colour when (colour + y + z) is even,
     // else cell i + 1; a row's whole words hold 16 cells, its last word tail + 1
-    if (((colour ^ y ^ z) & 1) == 0) {  // nibble t: cell 16k + t - 1
-        if (k > 0 || tail == 15) {      // nibble 0 from nibble 15 of the word before
-            sum += (same << B) + (packed[at + (k > 0 ? k - 1 : last)] >> 60);
-        } else {                        // the row's first word: nibble 0 from cell half - 1
-            sum += (same << B) + ((packed[at + last] >> (B * tail)) & 0xFull);
-        }
-    } else {                            // nibble t: cell 16k + t + 1
-        if (k < last || tail == 15) {   // nibble 15 from nibble 0 of the next word
-            sum += (same >> B) + (packed[at + (k < last ? k + 1 : 0)] << 60);
-        } else {                        // the row's last word: cell half - 1 takes cell 0
-            sum += ((same >> B) & ~(0xFull << (B * tail)))
-                 + ((packed[at] & 0xFull) << (B * tail));
-        }
-    }
-    const unsigned int g = r * words + k;  // in the active colour
-    const unsigned long long word = packed[mine + g];
-    const unsigned long long index = sum + word * (unsigned long long)(Z + 1);
+    const bool before = ((colour ^ y ^ z) & 1) == 0;
     // the nibbles of the row's last word that hold cells (its padding stays 0)
     const unsigned long long held = tail == 15 ? ~0ull : (1ull << (B * (tail + 1))) - 1;
+#pragma unroll
+    for (int q = 0; q < W; ++q) {  // words k0w, k0w + blockDim.x, ...
+        const unsigned int k = k0w + q * blockDim.x;
+        if (W > 1 && k >= words) break;
+        const unsigned long long same = packed[at + k];
+        unsigned long long sum = same + packed[up + k] + packed[down + k];
+        if (D == 3) sum += packed[front + k] + packed[back + k];
+        if (before) {                       // nibble t: cell 16k + t - 1
+            if (k > 0 || tail == 15) {      // nibble 0 from nibble 15 of the word before
+                sum += (same << B) + (packed[at + (k > 0 ? k - 1 : last)] >> 60);
+            } else {                        // the row's first word: nibble 0 from cell half - 1
+                sum += (same << B) + ((packed[at + last] >> (B * tail)) & 0xFull);
+            }
+        } else {                            // nibble t: cell 16k + t + 1
+            if (k < last || tail == 15) {   // nibble 15 from nibble 0 of the next word
+                sum += (same >> B) + (packed[at + (k < last ? k + 1 : 0)] << 60);
+            } else {                        // the row's last word: cell half - 1 takes cell 0
+                sum += ((same >> B) & ~(0xFull << (B * tail)))
+                     + ((packed[at] & 0xFull) << (B * tail));
+            }
+        }
+        const unsigned int g = r * words + k;  // in the active colour
+        const unsigned long long word = packed[mine + g];
+        const unsigned long long index = sum + word * (unsigned long long)(Z + 1);
 
-    const unsigned int G = (unsigned int)colour * per_colour + g;
-    unsigned int w[8];
-    meshccl_philox(2 * G, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, w);
-    meshccl_philox(2 * G + 1, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, w + 4);
-    unsigned int flips[2] = {0u, 0u}, equal = 0u;
+        const unsigned int G = (unsigned int)colour * per_colour + g;
+        unsigned int w[8];
+        meshccl_philox(2 * G, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, w);
+        meshccl_philox(2 * G + 1, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, w + 4);
+        unsigned int flips[2] = {0u, 0u}, equal = 0u;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {  // nibbles 8h .. 8h + 7
-        const unsigned int x = (unsigned int)(index >> (32 * h));
-        // bytes 0 and 1 of even (odd): the values of nibbles 0 | 4 << 4 and
-        // 2 | 6 << 4 (1 | 5 << 4 and 3 | 7 << 4) of this half
-        unsigned int even = x & 0x0F0F0F0Fu, odd = (x >> 4) & 0x0F0F0F0Fu;
-        even |= even >> 12;
-        odd |= odd >> 12;
+        for (int h = 0; h < 2; ++h) {  // nibbles 8h .. 8h + 7
+            const unsigned int x = (unsigned int)(index >> (32 * h));
+            // bytes 0 and 1 of even (odd): the values of nibbles 0 | 4 << 4 and
+            // 2 | 6 << 4 (1 | 5 << 4 and 3 | 7 << 4) of this half
+            unsigned int even = x & 0x0F0F0F0Fu, odd = (x >> 4) & 0x0F0F0F0Fu;
+            even |= even >> 12;
+            odd |= odd >> 12;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {  // nibbles j and j + 4 of this half
-            const unsigned int v = ((j & 1) ? odd : even) >> (8 * (j >> 1)) & 0xFFu;
-            const uint2 p = pair[v];
-            const unsigned int u = w[4 * h + j];
-            // bits 15 and 31 to bits 4j and 4j + 16 (no overlap: adding is or-ing)
-            flips[h] += (meshccl_below16x2(u, p.x, p.y) & 0x80008000u) >> (15 - B * j);
-            const unsigned int e = u ^ p.x;  // a lane of 0: a tie
-            equal |= (e - 0x00010001u) & ~e;
+            for (int j = 0; j < 4; ++j) {  // nibbles j and j + 4 of this half
+                const unsigned int v = ((j & 1) ? odd : even) >> (8 * (j >> 1)) & 0xFFu;
+                const uint2 p = pair[v];
+                const unsigned int u = w[4 * h + j];
+                // bits 15 and 31 to bits 4j and 4j + 16 (no overlap: adding is or-ing)
+                flips[h] += (meshccl_below16x2(u, p.x, p.y) & 0x80008000u) >> (15 - B * j);
+                const unsigned int e = u ^ p.x;  // a lane of 0: a tie
+                equal |= (e - 0x00010001u) & ~e;
+            }
         }
+        unsigned long long flip = flips[0] | (unsigned long long)flips[1] << 32;
+        if (k == last) flip &= held;
+        if (equal & 0x80008000u) {  // 1 word in 4,096: the 16 more bits of the tied cells
+            unsigned int ties = 0;
+#pragma unroll
+            for (int t = 0; t < MESHCCL_MULTISPIN_CELLS; ++t) {
+                const unsigned int v = (unsigned int)(index >> (B * t)) & 0xFu;
+                const unsigned int u =
+                    (w[meshccl_multispin_word(t)] >> (16 * ((t >> 2) & 1))) & 0xFFFFu;
+                if (u == (pair[v].x & 0xFFFFu)) ties |= 1u << t;
+            }
+            if (k == last) ties &= (1u << (tail + 1)) - 1;
+            while (ties) {
+                const int t = __ffs(ties) - 1;
+                ties &= ties - 1;
+                unsigned int x[4];
+                meshccl_philox(16 * G + (unsigned int)t, tie_tag, t0, t1, k0, k1,
+                               MESHCCL_PHILOX_ROUNDS, x);
+                if ((x[0] & 0xFFFFu) < low[(index >> (B * t)) & 0xFull])
+                    flip |= 1ull << (B * t);
+            }
+        }
+        packed[mine + g] = word ^ flip;
     }
-    unsigned long long flip = flips[0] | (unsigned long long)flips[1] << 32;
-    if (k == last) flip &= held;
-    if (equal & 0x80008000u) {  // 1 word in 4,096: the 16 more bits of the tied cells
-        unsigned int ties = 0;
-#pragma unroll
-        for (int t = 0; t < MESHCCL_MULTISPIN_CELLS; ++t) {
-            const unsigned int v = (unsigned int)(index >> (B * t)) & 0xFu;
-            const unsigned int u =
-                (w[meshccl_multispin_word(t)] >> (16 * ((t >> 2) & 1))) & 0xFFFFu;
-            if (u == (pair[v].x & 0xFFFFu)) ties |= 1u << t;
-        }
-        if (k == last) ties &= (1u << (tail + 1)) - 1;
-        while (ties) {
-            const int t = __ffs(ties) - 1;
-            ties &= ties - 1;
-            unsigned int x[4];
-            meshccl_philox(16 * G + (unsigned int)t, tie_tag, t0, t1, k0, k1,
-                           MESHCCL_PHILOX_ROUNDS, x);
-            if ((x[0] & 0xFFFFu) < low[(index >> (B * t)) & 0xFull])
-                flip |= 1ull << (B * t);
-        }
-    }
-    packed[mine + g] = word ^ flip;
 }
 
 __global__ void __launch_bounds__(256)
@@ -415,10 +426,16 @@ meshccl_ising_flip(const L* labels, signed char* spins, unsigned long long n, un
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL
-template __global__ void meshccl_ising_multispin<2>(
+template __global__ void meshccl_ising_multispin<2, 1>(
     unsigned long long*, const unsigned long long*, int, int, int, int, unsigned int, int,
     unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
-template __global__ void meshccl_ising_multispin<3>(
+template __global__ void meshccl_ising_multispin<2, 2>(
+    unsigned long long*, const unsigned long long*, int, int, int, int, unsigned int, int,
+    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
+template __global__ void meshccl_ising_multispin<3, 1>(
+    unsigned long long*, const unsigned long long*, int, int, int, int, unsigned int, int,
+    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
+template __global__ void meshccl_ising_multispin<3, 2>(
     unsigned long long*, const unsigned long long*, int, int, int, int, unsigned int, int,
     unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
 template __global__ void meshccl_ising_bonds<2>(

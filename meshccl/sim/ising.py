@@ -52,6 +52,7 @@ import math
 
 import numpy as np
 
+from .. import _tuning
 from ..labelling import label as _label
 from ..neighbourhood import half_offsets
 from . import random as _random
@@ -151,15 +152,17 @@ def _packable(shape):
     return 2 * _WORD_CELLS * rows * words <= 2**32 and _multispin_block(words) is not None
 
 
-def _multispin_block(words):
-    """meshccl_ising_multispin's block (words of a row, rows) for rows of ``words``
-    packed words: 32 words of 8 rows, or as many words as a row holds (a power of
-    two) and more rows, or 256 words of one row for rows too long for 65,535 blocks of
-    32 words; None when no block covers the row within the grid's limit."""
-    across = min(32, 1 << max(0, words - 1).bit_length())
-    if -(-words // across) > _GRID_Y:
+def _multispin_block(words, per_thread=1):
+    """meshccl_ising_multispin's block (threads across a row, rows) for rows of
+    ``words`` packed words, ``per_thread`` words a thread: 32 threads of 8 rows, or as
+    many as a row needs (a power of two) and more rows, or 256 threads of one row for
+    rows too long for 65,535 blocks of 32; None when no block covers the row within
+    the grid's limit."""
+    threads = -(-words // per_thread)
+    across = min(32, 1 << max(0, threads - 1).bit_length())
+    if -(-threads // across) > _GRID_Y:
         across = _BLOCK
-    if -(-words // across) > _GRID_Y:
+    if -(-threads // across) > _GRID_Y:
         return None
     return across, _BLOCK // across
 
@@ -221,10 +224,13 @@ class _MetropolisSweeps:
     def __init__(self, packed, shape, table, seed, planes=None):
         from .._gpu.loader import kernels
 
-        name, launches, sizes = _multispin_launch(shape, planes or _GRID_Y)
+        per_thread = int(_tuning.METROPOLIS_WORDS)
+        if per_thread not in (1, 2):
+            raise ValueError(f"METROPOLIS_WORDS must be 1 or 2, got {per_thread}")
+        name, launches, sizes = _multispin_launch(shape, planes or _GRID_Y, per_thread)
         (kernel,) = kernels("ising.cu", name)
         tag, k0, k1 = _key_words(int(seed), _random.TAG_METROPOLIS)
-        self.key = (packed, table, int(seed))
+        self.key = (packed, table, int(seed), per_thread)
         self.calls = [(kernel, grid, block,
                        [packed, table, *sizes[:3], z0, sizes[3], colour, tag, _TIE_TAG,
                         np.uint32(0), np.uint32(0), k0, k1])
@@ -259,17 +265,18 @@ _STEP_ARG = 10
 
 
 @functools.lru_cache(maxsize=None)
-def _multispin_launch(shape, planes=_GRID_Y):
+def _multispin_launch(shape, planes=_GRID_Y, per_thread=1):
     """meshccl_ising_multispin's name, launches (grid, block, first plane) and size
     arguments (half, ny, nz, words) for a lattice shape (once per shape: at 4096**2 a
-    sweep's host time is as long as its GPU time).  A thread per packed word of the
-    active colour: the grid's x over the rows of a plane, y over a row's words, z over
-    the planes, in launches of at most ``planes`` planes."""
+    sweep's host time is as long as its GPU time).  A thread per ``per_thread`` packed
+    words of a row of the active colour: the grid's x over the rows of a plane, y over
+    a row's words, z over the planes, in launches of at most ``planes`` planes."""
     nx, ny, nz, _, words = _packed_geometry(shape)
-    across, down = _multispin_block(words)
-    launches = tuple(((-(-ny // down), -(-words // across), min(planes, nz - z0)),
-                      (across, down), np.int32(z0)) for z0 in range(0, nz, planes))
-    return (f"meshccl_ising_multispin<{len(shape)}>", launches,
+    across, down = _multispin_block(words, per_thread)  # (fewer threads fit as well)
+    launches = tuple(((-(-ny // down), -(-words // (across * per_thread)),
+                       min(planes, nz - z0)), (across, down), np.int32(z0))
+                     for z0 in range(0, nz, planes))
+    return (f"meshccl_ising_multispin<{len(shape)}, {per_thread}>", launches,
             (np.int32(nx // 2), np.int32(ny), np.int32(nz), np.uint32(words)))
 
 
@@ -606,7 +613,8 @@ class Ising(Simulation):
                 self._packed = _pack(s)
             sweeps = self._sweeps
             if sweeps is None or sweeps.key[0] is not self._packed \
-                    or sweeps.key[1] is not self._metropolis or sweeps.key[2] != self.seed:
+                    or sweeps.key[1] is not self._metropolis or sweeps.key[2] != self.seed \
+                    or sweeps.key[3] != _tuning.METROPOLIS_WORDS:
                 sweeps = self._sweeps = _MetropolisSweeps(self._packed, self._shape,
                                                           self._metropolis, self.seed)
             sweeps(self.step)
