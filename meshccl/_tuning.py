@@ -166,6 +166,13 @@ PLAN_GRAPH_AFTER = 2
 #: (docs/decisions.md: "early launch of the numbering chain").
 LAUNCH_PDL = True
 
+#: Packed words per thread of meshccl_ising_multispin (Metropolis, 1 or 2): 2
+#: shares a thread's row set-up and Philox key schedule (sm_90: about 10 % fewer
+#: instructions issued a word, the same integer-pipe work) at 40 registers
+#: against 32 and half the blocks; 1 until an H200 run compares them
+#: (docs/decisions.md: "fused simulation kernels").
+METROPOLIS_WORDS = 1
+
 # ---------------------------------------------------------------------------
 # GPU: general lattices, the iterative methods and numbering by roots
 # ---------------------------------------------------------------------------
