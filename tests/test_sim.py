@@ -374,6 +374,50 @@ def test_swendsen_wang_clusters_are_meshccl_labels():
     assert all(np.unique(before[expected == k]).size == 1 for k in range(1, n + 1))
 
 
+def sw_step_by_graph(spins, seed, step, temperature):
+    """A zero-field Swendsen-Wang step written from the documented draws, with SciPy
+    for the clusters: bond k of cell x (to x - e_k, ``half_offsets``) is Philox word
+    2 i + k (3-D: 3 i + k, i the flat index of x) of the step, open below
+    floor(p 2**32) and between equal spins; a cluster's new spin is +1 when
+    word 0 of the Philox call at its smallest cell index + 1 is below 2**31."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    shape, nd, n = spins.shape, spins.ndim, spins.size
+    calls = nd * -(-n // 4)
+    w = np.stack(sim_random.words(seed, sim_random.TAG_BOND, step,
+                                  np.arange(calls, dtype=np.uint64), 4), axis=1).reshape(-1)
+    threshold = math.floor(-math.expm1(-2 / temperature) * 2**32)
+    cells = np.arange(n).reshape(shape)
+    rows, cols = [], []
+    for k in range(nd):
+        other = np.roll(cells, 1, axis=k)             # x - e_k on the torus
+        open_ = (w[nd * cells + k] < threshold) & (spins == spins.reshape(-1)[other])
+        rows.append(cells[open_])
+        cols.append(other[open_])
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    graph = sp.coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    _, comp = connected_components(graph, directed=False)
+    first = np.full(comp.max() + 1, n)
+    np.minimum.at(first, comp, np.arange(n))
+    draw = sim_random.words(seed, sim_random.TAG_CLUSTER, step,
+                            (first[comp] + 1).astype(np.uint64), 1)[0]
+    return np.where(draw < 2**31, 1, -1).astype(np.int8).reshape(shape)
+
+
+@pytest.mark.parametrize("shape, temperature", [((9, 7), 2.269), ((16, 33), 2.0),
+                                                ((5, 6, 7), 4.5), ((3, 2, 2), 3.0)])
+def test_swendsen_wang_sign_is_drawn_at_each_clusters_first_cell(shape, temperature):
+    """Every step equals the step written from the draws with SciPy's components: the
+    sign rule needs no numbering, only each cluster's first cell (also across the
+    periodic wrap)."""
+    sim = Ising(shape, temperature=temperature, algorithm="swendsen-wang", seed=2**33 + 7)
+    for _ in range(6):
+        want = sw_step_by_graph(sim.state, sim.seed, sim.step, temperature)
+        sim.run(1)
+        assert np.array_equal(sim.state, want), sim.step
+
+
 def direct_metropolis_sweep(s, table, seed, step):
     """One Metropolis sweep written from the documented draws, cell by cell: cell
     i = x // 2 of colour c in row r (flat over the axes but the last) is nibble t = i % 16
