@@ -905,7 +905,9 @@ def test_gpu_ising_equals_numpy_bit_for_bit(tmp_path, algorithm, shape, field):
     ("metropolis", (4, 66), 0.0), ("metropolis", (130, 96), 0.3), ("metropolis", (1024, 2048), 0.0),
     ("swendsen-wang", (7, 9), 0.0), ("swendsen-wang", (5, 3, 7), 0.0),
     ("swendsen-wang", (33, 65), 0.4), ("swendsen-wang", (130, 258), 0.0),
-    ("swendsen-wang", (31, 17, 9), 0.0), ("swendsen-wang", (512, 520), 0.0)])
+    ("swendsen-wang", (31, 17, 9), 0.0), ("swendsen-wang", (512, 520), 0.0),
+    ("swendsen-wang", (2, 9), 0.0), ("swendsen-wang", (97, 3), 0.0),
+    ("swendsen-wang", (1031, 2050), 0.0), ("swendsen-wang", (64, 64, 65), 0.0)])
 def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
     """meshccl/_kernels/ising.cu against the NumPy steps, sweep by sweep: rows that
     are not multiples of 8 or 32 (Metropolis: packed rows whose last word holds 1..15
@@ -924,6 +926,28 @@ def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
         dev.run(1)
         assert np.array_equal(cpu.state, dev.state.get()), sweep
         assert bool((before == kept).all())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("shape, field", [((40, 70), 0.0), ((9, 12, 7), 0.0), ((33, 65), 0.4)])
+def test_gpu_swendsen_wang_clusters_hook_equals_numpy(shape, field):
+    """label='clusters' on the GPU: the last step's clusters labelled on demand (h = 0:
+    the step itself writes no labels) equal the CPU's, 1..N, step after step; the spins
+    stay equal."""
+    import cupy
+
+    kw = dict(temperature=2.3 if len(shape) == 2 else 4.4, field=field,
+              algorithm="swendsen-wang", seed=77)
+    cpu, dev = Ising(shape, **kw), Ising(shape, xp=cupy, **kw)
+    seen_c, seen_g = [], []
+    cpu.run(9, every=3, on_label=seen_c.append, label="clusters")
+    dev.run(9, every=3, on_label=seen_g.append, label="clusters")
+    assert [c.step for c in seen_g] == [3, 6, 9]
+    for a, b in zip(seen_c, seen_g):
+        assert isinstance(b.labels, cupy.ndarray) and a.n == b.n
+        assert np.array_equal(a.labels, b.labels.get())
+    assert np.array_equal(cpu.state, dev.state.get())
 
 
 @pytest.mark.gpu

@@ -5,13 +5,14 @@ A zero-field Swendsen-Wang step (:class:`meshccl.sim.Ising`) needs one
 random sign per cluster, not labels numbered 1..N.  The chain of
 ``meshccl.label(spins, connectivity=1, periodic=True, bonds=bonds,
 numbering='first-cell')`` (``runs2d-lattice``: tile, border and wrap
-kernels, then the hooked roots' walks and each piece root's first-cell
-label) ends, instead of its label pass, in ``meshccl_label_runs_spins``
-(``number_pieces.cu``): each run's first-cell label is resolved as the
-label pass resolves it and drawn once (Philox with that label as the
-counter), and every cell's spin is written as one byte.  The int32 labels
-are never written, and no flip kernel reads them: 8 bytes a cell fewer
-and one launch fewer than labels followed by ``meshccl_ising_flip``.
+kernels, then the hooked roots' walks) ends in the ``_spins`` forms of
+its last two kernels (``number_pieces.cu``): ``meshccl_label_pieces_spins``
+writes at each piece root the sign drawn at its root's first-cell label
+(Philox with that label as the counter: a call per piece root, not per
+cell), and ``meshccl_label_runs_spins`` resolves every run as the label
+pass does and writes each cell's spin as one byte.  The int32 labels are
+never written, and no flip kernel reads them: 8 bytes a cell fewer and one
+launch fewer than labels followed by ``meshccl_ising_flip``.
 
 The signs are those of the NumPy step (``Ising._sw_flip`` on first-cell
 labels), which makes the CPU and the GPU runs equal bit for bit.  Only
@@ -54,18 +55,22 @@ class ClusterFlip:
         n = prob.size
         buffers = image_plain.scratch(n, prob.work_dtype, case.shape, slots=False)
         prog = chains.program(case, prob, buffers=buffers)
-        name, label_pass = prog[-1]
-        if name != "cells":
-            raise AssertionError(f"the lattice chain ends in {name!r}, not its label pass")
-        # meshccl_label_runs<int, R, W, false>'s arguments (labels, F, S, A, rows, nx, words,
-        # Q, O, slots): the same grid and the first seven, then the spins and the words
+        (pieces_name, pieces), (name, label_pass) = prog[-2:]
+        if (pieces_name, name) != ("pieces", "cells"):
+            raise AssertionError(f"the lattice chain ends in {pieces_name!r}, {name!r}, not "
+                                 f"its piece and label passes")
+        # the same grids; meshccl_label_pieces_first's arguments (labels, A, H, incl,
+        # block_incl, words) and meshccl_label_runs<int, R, W, false>'s (labels, F, S, A,
+        # rows, nx, words, Q, O, slots) less those the spin forms do not read
         rows = _tuning.RUNS_LABEL_ROWS[4]  # (what image_plain gave the label pass)
         per_lane = _tuning.RUNS_LABEL_CELLS[4]
-        (self._spins_kernel,) = kernels(
-            "number_pieces.cu", f"meshccl_label_runs_spins<int, {rows}, {per_lane}>")
-        self._grid, self._block = label_pass.grid, label_pass.block
-        self._head = label_pass.args[1:7]
-        self._chain = pack_chain(prog[:-1])
+        wpt = 1  # (image_plain.lattice_program's piece kernels: a word a thread)
+        self._pieces_kernel, self._runs_kernel = kernels(
+            "number_pieces.cu", f"meshccl_label_pieces_spins<int, {wpt}>",
+            f"meshccl_label_runs_spins<int, {rows}, {per_lane}>")
+        self._pieces_launch = (pieces.grid, pieces.block, (pieces.args[1], pieces.args[5]))
+        self._runs_launch = (label_pass.grid, label_pass.block, label_pass.args[1:7])
+        self._chain = pack_chain(prog[:-2])
         self._labels = cupy.empty(n, dtype=np.int32)  # the forest (scratch)
         self.shape = shape
 
@@ -77,7 +82,9 @@ class ClusterFlip:
         vptr, pptr = spins.data.ptr, self._labels.data.ptr
         for launch in self._chain:
             launch(vptr, pptr, stream, 0, bonds.data.ptr)
-        self._spins_kernel(self._grid, self._block,
-                           (self._labels,) + self._head + (out,) + tuple(words))
+        grid, block, args = self._pieces_launch
+        self._pieces_kernel(grid, block, (self._labels,) + args + tuple(words))
+        grid, block, args = self._runs_launch
+        self._runs_kernel(grid, block, (self._labels,) + args + (out,))
         return out
 

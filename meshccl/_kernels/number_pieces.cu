@@ -55,16 +55,18 @@
 // so the rank words are not read.  meshccl_label_runs is the same in both
 // numberings: it copies what the piece roots hold.
 //
-// The Swendsen-Wang step of meshccl.sim.Ising (h = 0) takes the _spins form
-// of meshccl_label_runs after first-cell numbering: a cluster's new spin is
+// The Swendsen-Wang step of meshccl.sim.Ising (h = 0) takes the _spins
+// forms of steps 3 and 4 after the roots kernel: a cluster's new spin is
 // +1 when word 0 of the Philox call (philox.cuh) whose counter is its
 // first-cell label (root index + 1; tag, step and key as the simulator
 // gives them) is below 2**31, else -1.  Roots are first cells, so the
-// draw depends on the cluster alone, not on how the forest was built.  The
-// lane that resolves a run draws its sign once, the table holds signs
-// instead of labels, and the pass writes one byte of spin per cell where
-// the label pass would write four of label, and a flip kernel would read
-// those four and write the byte: the labels are never written.
+// draw depends on the cluster alone, not on how the forest was built.
+// meshccl_label_pieces_spins writes each piece root's sign (+-1) where the
+// first-cell form writes the label, one Philox call per piece root (far
+// fewer than runs or cells); meshccl_label_runs_spins resolves the runs as
+// the label pass does, and writes one byte of spin per cell where the
+// label pass writes four of label and a flip kernel would read those four
+// and write the byte: the labels are never written.
 
 #include "launch.cuh"
 #include "measure.cuh"
@@ -301,14 +303,30 @@ __global__ void __launch_bounds__(256) meshccl_label_cells_counted(
     label_cells<I, true, true>(P, n, A, roots, incl, block_incl, counts, &block);
 }
 
+// The Swendsen-Wang draw of the _spins forms: the Philox words of the step
+// (counter (label, tag, t0, t1), key (k0, k1)) and where the spins go;
+// sign(label) is +1 when the call's word 0 is below 2**31, else -1.
+struct SpinDraw {
+    signed char* out;
+    unsigned tag, t0, t1, k0, k1;
+
+    __device__ __forceinline__ int sign(unsigned label) const {
+        unsigned r[4];
+        meshccl_philox(label, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, r);
+        return r[0] < 0x80000000u ? 1 : -1;
+    }
+};
+
 // Step 3, a thread per W consecutive words (W = 2: one wave of threads
 // where a thread per word took two, as in meshccl_piece_roots).
 // RANK false (meshccl_label_pieces_first): the label is the root's index + 1.
-template <typename I, int W, bool RANK>
+// SP (meshccl_label_pieces_spins): the sign of the root's first-cell label.
+template <typename I, int W, bool RANK, bool SP = false>
 __device__ __forceinline__ void label_pieces(I* P, const unsigned* __restrict__ A,
                                              const unsigned* __restrict__ roots,
                                              const I* __restrict__ incl,
-                                             const I* __restrict__ block_incl, I words) {
+                                             const I* __restrict__ block_incl, I words,
+                                             const SpinDraw* spin = nullptr) {
     static_assert(W == 1 || W == 2, "one or two words a thread");
     const I w0 = ((I)blockIdx.x * blockDim.x + (I)threadIdx.x) * W;
     if (w0 >= words) return;
@@ -331,7 +349,9 @@ __device__ __forceinline__ void label_pieces(I* P, const unsigned* __restrict__ 
             if (x[g] >= 0) r[g] = P[x[g]];
 #pragma unroll
         for (int g = 0; g < MESHCCL_LABEL_GROUP; ++g)
-            if (x[g] >= 0) P[x[g]] = RANK ? rank_of(r[g], roots, incl, block_incl) : r[g] + (I)1;
+            if (x[g] >= 0)
+                P[x[g]] = SP ? (I)spin->sign((unsigned)(r[g] + (I)1))
+                             : RANK ? rank_of(r[g], roots, incl, block_incl) : r[g] + (I)1;
     }
 }
 
@@ -342,6 +362,17 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
                                      const I* __restrict__ block_incl, I words) {
     meshccl::grid_entry();  // (launch.cuh)
     label_pieces<I, W, true>(P, A, roots, incl, block_incl, words);
+}
+
+// Step 3 of the Swendsen-Wang step: each piece root's new spin (SpinDraw).
+template <typename I, int W>
+__global__ void meshccl_label_pieces_spins(I* P, const unsigned* __restrict__ A, I words,
+                                           unsigned tag, unsigned t0, unsigned t1, unsigned k0,
+                                           unsigned k1) {
+    static_assert(sizeof(I) == 4, "first-cell labels are Philox counters: 32 bits");
+    meshccl::grid_entry();  // (launch.cuh)
+    const SpinDraw draw = {nullptr, tag, t0, t1, k0, k1};
+    label_pieces<I, W, false, true>(P, A, nullptr, nullptr, nullptr, words, &draw);
 }
 
 template <typename I, int W>
@@ -500,20 +531,6 @@ struct RunStats {
     }
 };
 
-// The Swendsen-Wang flip of the _spins label pass: where the spins go and
-// the Philox words of the step (counter (label, tag, t0, t1), key (k0,
-// k1)); sign(label) is +1 when the call's word 0 is below 2**31, else -1.
-struct SpinDraw {
-    signed char* out;
-    unsigned tag, t0, t1, k0, k1;
-
-    __device__ __forceinline__ int sign(unsigned label) const {
-        unsigned r[4];
-        meshccl_philox(label, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, r);
-        return r[0] < 0x80000000u ? 1 : -1;
-    }
-};
-
 // Step 4 for the run kernels (runs2d.cu, runs3d.cu), after step 3: every
 // piece root already holds its label.  32 / W lanes per tile row (word bx *
 // rows + y of the bit arrays F and S; a volume's rows count over all its
@@ -631,11 +648,6 @@ __device__ __forceinline__ void label_runs(
 #pragma unroll
             for (int u = 0; u < 2; ++u)
                 if (b[u] >= 0 && !root[u]) v[u] = P[v[u]];
-            if (SP) {  // the cluster's sign in place of its label
-#pragma unroll
-                for (int u = 0; u < 2; ++u)
-                    if (b[u] >= 0) v[u] = spin->sign((unsigned)v[u]);
-            }
 #pragma unroll
             for (int u = 0; u < 2; ++u)
                 if (b[u] >= 0) tab[rank0 + n + u] = v[u];
@@ -726,17 +738,15 @@ __global__ void __launch_bounds__(256) meshccl_label_runs(
                                    (long long)blockIdx.x * blockDim.x + threadIdx.x);
 }
 
-// meshccl_label_runs after first-cell numbering, writing each cell's new
-// Swendsen-Wang spin (int8, SpinDraw) instead of its label: 32-bit labels,
-// every cell foreground (spins are never background), no slots.
+// meshccl_label_runs after meshccl_label_pieces_spins: every piece root
+// holds its cluster's new spin, which the pass writes, a byte a cell, to
+// `spins` (every cell is foreground: spins are never background; no slots).
 template <typename I, int R, int W>
 __global__ void __launch_bounds__(256) meshccl_label_runs_spins(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
-        const unsigned* __restrict__ A, I ny, I nx, I words, signed char* __restrict__ spins,
-        unsigned tag, unsigned t0, unsigned t1, unsigned k0, unsigned k1) {
-    static_assert(sizeof(I) == 4, "first-cell labels are Philox counters: 32 bits");
+        const unsigned* __restrict__ A, I ny, I nx, I words, signed char* __restrict__ spins) {
     meshccl::grid_entry();  // (launch.cuh)
-    const SpinDraw draw = {spins, tag, t0, t1, k0, k1};
+    const SpinDraw draw = {spins, 0u, 0u, 0u, 0u, 0u};
     label_runs<I, R, W, false, false, false, true>(
         P, F, S, A, ny, nx, words, nullptr, nullptr, 0, nullptr, nullptr,
         (long long)blockIdx.x * blockDim.x + threadIdx.x, nullptr, nullptr, nullptr, &draw);
@@ -854,8 +864,13 @@ MESHCCL_PIECES(long long)
     MESHCCL_LABEL_RUNS_SL(I, R, W, false)
 #define MESHCCL_LABEL_RUNS_SPINS(R, W)                                                           \
     template __global__ void meshccl_label_runs_spins<int, R, W>(int*, const unsigned*,         \
-        const unsigned*, const unsigned*, int, int, int, signed char*, unsigned, unsigned,       \
-        unsigned, unsigned, unsigned);
+        const unsigned*, const unsigned*, int, int, int, signed char*);
+template __global__ void meshccl_label_pieces_spins<int, 1>(int*, const unsigned*, int, unsigned,
+                                                            unsigned, unsigned, unsigned,
+                                                            unsigned);
+template __global__ void meshccl_label_pieces_spins<int, 2>(int*, const unsigned*, int, unsigned,
+                                                            unsigned, unsigned, unsigned,
+                                                            unsigned);
 MESHCCL_LABEL_RUNS_SPINS(1, 4)
 MESHCCL_LABEL_RUNS_SPINS(1, 8)
 MESHCCL_LABEL_RUNS_SPINS(2, 8)
