@@ -623,11 +623,15 @@ class Ising(Simulation):
     def _swendsen_wang_step(self):
         # the clusters hook labels the step's clusters only when asked (_sw_clusters)
         self._sw_drawn, self._last_clusters = (self._s, self.step), None
+        return self._sw_spins(self._sw_bonds())
+
+    def _sw_spins(self, bonds):
+        """The step's new spins from its bonds: on the GPU chain that writes them in its
+        label pass (2-D, h = 0), else labels (:meth:`_sw_labels`), then the flip."""
         flip = self._sw_chain()
         if flip is not None:
-            return flip(self._s, self._sw_bonds(),
-                        _philox_words(self.step, self.seed, _random.TAG_CLUSTER))
-        return self._sw_flip(self._sw_labels(self._sw_bonds()))
+            return flip(self._s, bonds, _philox_words(self.step, self.seed, _random.TAG_CLUSTER))
+        return self._sw_flip(self._sw_labels(bonds))
 
     def _sw_chain(self):
         """The GPU chain that writes the new spins in its label pass
@@ -645,8 +649,8 @@ class Ising(Simulation):
                     pass
         return self._flip_chain or None
 
-    # The three parts of a Swendsen-Wang step, apart so that benchmarks/sim_bench.py can
-    # time each (bond drawing, labelling, cluster flip) on the step's own code.
+    # The parts of a Swendsen-Wang step, apart so that benchmarks/sim_bench.py can time
+    # each (bond drawing; clusters and spins) on the step's own code.
     def _sw_bonds(self, step=None):
         """bonds[k] joins x and x + half_offsets(nd, 1)[k] with p = 1 - exp(-2J/T)
         (``step``: the step whose bonds, default this one)."""
