@@ -30,14 +30,23 @@ bond per nearest-neighbour pair of the torus.  Three dynamics:
   (every cell is labelled: spins are never 0), and each cluster is set to
   +1 with probability ``1 / (1 + exp(-2 h n / T))`` (n its cells; 1/2 at
   h = 0, the same as flipping it with probability 1/2), from one Philox
-  draw per cluster indexed by its label.
+  draw per cluster.  At h = 0 the draw's counter is the cluster's
+  first-cell label (its first cell's flat index + 1,
+  ``numbering='first-cell'``), which needs no numbering 1..N: on CuPy
+  2-D lattices the labelling chain writes the new spins in its last pass
+  and no labels at all (:mod:`meshccl._gpu.cluster_flip`).  With a field
+  the counter is the label 1..N, whose cluster sizes the probability
+  needs.  ``label='clusters'`` hooks get the last step's clusters
+  numbered 1..N, labelled when asked for from the spins the step started
+  from and its bonds, drawn again.
 
 Random numbers come from :mod:`meshccl.sim.random`, indexed by (seed, step,
 cell or label); thresholds are integers computed once on the host.  So a
 NumPy and a CuPy run of the same seed give the same spins, bit for bit,
 and a run resumed from a checkpoint continues exactly.  On CuPy the
-Metropolis sweep, the bonds and the flip (h = 0) are the kernels of
-``meshccl/_kernels/ising.cu``, which draw the same words.  The Metropolis
+Metropolis sweep, the bonds and the flip (h = 0; 3-D, or lattices of 2**31
+cells or more) are the kernels of ``meshccl/_kernels/ising.cu``, which
+draw the same words.  The Metropolis
 kernel keeps the spins packed, 4 bits a spin, one array per colour (the
 layout of :func:`_packed_geometry`); ``state`` unpacks them when read, and
 the labelling hooks' images (``'up'``, ``'down'``) are written straight
