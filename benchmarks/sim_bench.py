@@ -490,6 +490,8 @@ def plot(res, path):
     except ImportError:
         return None
     panels = [k for k in ("swendsen_wang", "metropolis", "cahn_hilliard", "cpu") if res.get(k)]
+    if not panels:  # (--sw-only without a GPU: nothing measured)
+        return None
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.2), squeeze=False)
     for ax, key in zip(axes[0], panels):
         if key == "swendsen_wang":
