@@ -930,6 +930,34 @@ def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("drawn", [True, False])
+@pytest.mark.parametrize("shape", [(2, 2), (3, 33), (32, 32), (65, 31), (257, 1000),
+                                   (2048, 2080)])
+def test_gpu_swendsen_wang_chain_equals_numpy(shape, drawn):
+    """The 2-D step on the GPU (the labelling chain writing the spins, its bonds drawn in
+    its kernels or read from bond planes: _tuning.SW_DRAWN_BONDS) against the NumPy
+    step, step by step at T_c and below, with the step's spins left as they were."""
+    import cupy
+
+    from meshccl import _tuning
+
+    with _tuning.override(SW_DRAWN_BONDS=drawn):
+        for temperature in (2.269, 1.6):
+            cpu = Ising(shape, temperature=temperature, algorithm="sw", seed=2**34 + 5)
+            dev = Ising(shape, temperature=temperature, algorithm="sw", seed=2**34 + 5,
+                        xp=cupy)
+            for step in range(4):
+                before = dev.state
+                kept = before.copy()
+                cpu.run(1)
+                dev.run(1)
+                assert dev._sw_chain() is not None
+                assert np.array_equal(cpu.state, dev.state.get()), (temperature, step)
+                assert bool((before == kept).all())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @pytest.mark.parametrize("shape, field", [((40, 70), 0.0), ((9, 12, 7), 0.0), ((33, 65), 0.4)])
 def test_gpu_swendsen_wang_clusters_hook_equals_numpy(shape, field):
     """label='clusters' on the GPU: the last step's clusters labelled on demand (h = 0:

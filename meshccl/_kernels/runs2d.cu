@@ -110,6 +110,7 @@
 // read and 4 written per cell, plus 1/4 byte of bit arrays and the run
 // starts.
 
+#include "drawn_bonds.cuh"
 #include "launch.cuh"
 #include "lattice.cuh"
 #include "runs.cuh"
@@ -222,13 +223,15 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
 // row's masks by ballots with the joining rule (lattice.cuh, Rule) and the
 // features in them, never bands, and unites every joined pair (no skipping
 // rules: tile_unions' Rules false, and no square rule at the tile borders).
-template <typename T, typename I, int C, int NW, bool SL, bool Lat = false, bool Tol = false>
+// FT: the features, PlaneFeatures (a mask and bond planes in memory) or
+// DrawnBonds (drawn_bonds.cuh: each row's bonds drawn by its lane).
+template <typename T, typename I, int C, int NW, bool SL, bool Lat = false, bool Tol = false,
+          typename FT = meshccl::PlaneFeatures>
 __device__ __forceinline__ unsigned label_tile(
         const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
         unsigned* __restrict__ S, I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
         unsigned* __restrict__ tally, I ny, I nx, I image_rows, int has_bg,
-        typename meshccl::Rule<T, Tol>::K bgkey, int prefetch,
-        const meshccl::PlaneFeatures& ft) {
+        typename meshccl::Rule<T, Tol>::K bgkey, int prefetch, const FT& ft) {
     typedef meshccl::Rule<T, Tol> R;
     typedef typename R::K K;
     using meshccl::runs::shfl;
@@ -268,7 +271,10 @@ __device__ __forceinline__ unsigned label_tile(
         // Lat: the row's mask and open bonds as bits (all set where there is
         // no mask / no such bonds), loaded and tested as the cells are.
         unsigned bl = ~0u, bu = ~0u, bul = ~0u, bur = ~0u;
-        if (Lat) {
+        if constexpr (Lat && meshccl::drawn_features<FT>::value) {
+            // (C = 1: the up and left bonds, drawn; no mask)
+            if (y < ny && width > 0) ft.row(y * nx + x0, width, bu, bl);
+        } else if (Lat) {
             const auto bits = [&](const unsigned char* base, int plane) {
                 if (base == nullptr || plane < 0) return ~0u;
                 unsigned b[8], h[8];
@@ -808,9 +814,8 @@ namespace meshccl {
 namespace runs2d {
 
 // Is cell i, of key k, foreground?
-template <typename K, typename I>
-__device__ __forceinline__ bool lattice_fg(K k, I i, int has_bg, K bgkey,
-                                           const PlaneFeatures& ft) {
+template <typename K, typename I, typename FT>
+__device__ __forceinline__ bool lattice_fg(K k, I i, int has_bg, K bgkey, const FT& ft) {
     return !(has_bg && k == bgkey) && ft.on(i);
 }
 
@@ -853,15 +858,16 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_lattice_border(
 // across a periodic edge; a pair reached from two such cells is united
 // twice, to no effect.  The bond of a pair is the later cell's (the one whose half
 // offset points back), as in the general chain.
-template <typename T, typename I, int C, bool Tol>
-__global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
-        const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I ny, I nx, I image_rows, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, int wrap_y,
-        int wrap_x, MESHCCL_PLANE_FEATURES) {
-    meshccl::grid_entry();  // (launch.cuh)
+namespace meshccl {
+namespace runs2d {
+
+template <typename T, typename I, int C, bool Tol, typename FT>
+__device__ __forceinline__ void wrap(const T* __restrict__ v, I* P, unsigned* __restrict__ H,
+                                     const unsigned* __restrict__ S, I ny, I nx, I image_rows,
+                                     int has_bg, typename meshccl::Rule<T, Tol>::K bgkey,
+                                     int wrap_y, int wrap_x, const FT& ft) {
     typedef meshccl::Rule<T, Tol> R;
     typedef typename R::K K;
-    const meshccl::PlaneFeatures ft = MESHCCL_PLANE_FEATURES_VALUE;
     const I t = (I)blockIdx.x * blockDim.x + threadIdx.x;
     const I tops = wrap_y ? ny / image_rows * nx : (I)0;
     I y, x;
@@ -901,6 +907,65 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
     }
 }
 
+}  // namespace runs2d
+}  // namespace meshccl
+
+template <typename T, typename I, int C, bool Tol>
+__global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
+        I ny, I nx, I image_rows, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, int wrap_y,
+        int wrap_x, MESHCCL_PLANE_FEATURES) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::PlaneFeatures ft = MESHCCL_PLANE_FEATURES_VALUE;
+    meshccl::runs2d::wrap<T, I, C, Tol>(v, P, H, S, ny, nx, image_rows, has_bg, bgkey, wrap_y,
+                                        wrap_x, ft);
+}
+
+// The Swendsen-Wang forms of the lattice tile, border and wrap kernels
+// (meshccl.sim.Ising, meshccl/_gpu/cluster_flip.py): one-byte spins, 4
+// neighbours, no mask, the bonds drawn where they are read (DrawnBonds:
+// `threshold` and the step's Philox words in place of the features).
+#define MESHCCL_DRAWN_BONDS                                                                    \
+    unsigned long long threshold, unsigned tag, unsigned t0, unsigned t1, unsigned k0,         \
+    unsigned k1
+#define MESHCCL_DRAWN_BONDS_VALUE {threshold, tag, t0, t1, k0, k1, 0, 1, -1, -1, 0.0}
+
+template <typename I>
+__global__ void __launch_bounds__(32 * 8) meshccl_runs2d_drawn_tile(
+        const unsigned char* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
+        unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
+        I image_rows, int has_bg, unsigned char bgkey, int aligned, MESHCCL_DRAWN_BONDS) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::DrawnBonds ft = MESHCCL_DRAWN_BONDS_VALUE;
+    const unsigned roots =
+        meshccl::runs2d::label_tile<unsigned char, I, 1, 8, false, true, false>(
+            v, P, F, S, nullptr, nullptr, 0, nullptr, ny, nx, image_rows, has_bg, bgkey, 0, ft);
+    meshccl::runs2d::store_root_bits<8>(A, H, roots, aligned, ny, nx);
+}
+
+template <typename I>
+__global__ void __launch_bounds__(288) meshccl_runs2d_drawn_border(
+        const unsigned char* __restrict__ v, I* P, unsigned* __restrict__ H,
+        const unsigned* __restrict__ S, I ny, I nx, I image_rows, int has_bg, unsigned char bgkey,
+        int strip, MESHCCL_DRAWN_BONDS) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::LatticeJoin<unsigned char, false, meshccl::DrawnBonds> join = {
+        has_bg, bgkey, MESHCCL_DRAWN_BONDS_VALUE};
+    meshccl::runs2d::border<1, false>(join, v, P, H, S, ny, nx, image_rows, strip,
+                                      (const I*)nullptr, (const unsigned short*)nullptr, 0);
+}
+
+template <typename I>
+__global__ void __launch_bounds__(256) meshccl_runs2d_drawn_wrap(
+        const unsigned char* __restrict__ v, I* P, unsigned* __restrict__ H,
+        const unsigned* __restrict__ S, I ny, I nx, I image_rows, int has_bg, unsigned char bgkey,
+        int wrap_y, int wrap_x, MESHCCL_DRAWN_BONDS) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::DrawnBonds ft = MESHCCL_DRAWN_BONDS_VALUE;
+    meshccl::runs2d::wrap<unsigned char, I, 1, false>(v, P, H, S, ny, nx, image_rows, has_bg,
+                                                      bgkey, wrap_y, wrap_x, ft);
+}
+
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R2_TILE_NW(T, I, C, NW, SL)                                                      \
@@ -933,6 +998,15 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
     MESHCCL_R2_LAT(T, I, 1, true) MESHCCL_R2_LAT(T, I, 2, true)
 #define MESHCCL_R2_T(T) MESHCCL_R2(T, int) MESHCCL_R2(T, long long) \
     MESHCCL_R2_LATS(T, int) MESHCCL_R2_LATS(T, long long)
+template __global__ void meshccl_runs2d_drawn_tile<int>(const unsigned char*, int*, unsigned*,
+    unsigned*, unsigned*, unsigned*, int, int, int, int, unsigned char, int, unsigned long long,
+    unsigned, unsigned, unsigned, unsigned, unsigned);
+template __global__ void meshccl_runs2d_drawn_border<int>(const unsigned char*, int*, unsigned*,
+    const unsigned*, int, int, int, int, unsigned char, int, unsigned long long, unsigned,
+    unsigned, unsigned, unsigned, unsigned);
+template __global__ void meshccl_runs2d_drawn_wrap<int>(const unsigned char*, int*, unsigned*,
+    const unsigned*, int, int, int, int, unsigned char, int, int, unsigned long long, unsigned,
+    unsigned, unsigned, unsigned, unsigned);
 MESHCCL_R2_T(unsigned char)
 MESHCCL_R2_T(unsigned short)
 MESHCCL_R2_T(unsigned int)

@@ -61,6 +61,7 @@ import math
 
 import numpy as np
 
+from .. import _tuning
 from ..labelling import label as _label
 from ..neighbourhood import half_offsets
 from . import random as _random
@@ -632,15 +633,19 @@ class Ising(Simulation):
     def _swendsen_wang_step(self):
         # the clusters hook labels the step's clusters only when asked (_sw_clusters)
         self._sw_drawn, self._last_clusters = (self._s, self.step), None
-        return self._sw_spins(self._sw_bonds())
+        return self._sw_spins()
 
-    def _sw_spins(self, bonds):
-        """The step's new spins from its bonds: on the GPU chain that writes them in its
-        label pass (2-D, h = 0), else labels (:meth:`_sw_labels`), then the flip."""
+    def _sw_spins(self, bonds=None):
+        """The step's new spins: on the GPU chain that draws the bonds where it reads
+        them and writes the spins in its last pass (2-D, h = 0), else bonds
+        (:meth:`_sw_bonds`, or ``bonds``), labels (:meth:`_sw_labels`), then the flip."""
         flip = self._sw_chain()
         if flip is not None:
-            return flip(self._s, bonds, _philox_words(self.step, self.seed, _random.TAG_CLUSTER))
-        return self._sw_flip(self._sw_labels(bonds))
+            if bonds is None and not _tuning.SW_DRAWN_BONDS:
+                bonds = self._sw_bonds()
+            return flip(self._s, self._bond, _philox_words(self.step, self.seed, _random.TAG_BOND),
+                        _philox_words(self.step, self.seed, _random.TAG_CLUSTER), bonds)
+        return self._sw_flip(self._sw_labels(self._sw_bonds() if bonds is None else bonds))
 
     def _sw_chain(self):
         """The GPU chain that writes the new spins in its label pass
