@@ -7,17 +7,17 @@ What it measures
   the GPU.  **Spin flips per ns** = L^d spins offered an update per SW
   step / the median time of one step (each spin's cluster is redrawn once
   a step, whether or not its sign changes).  The step is timed whole
-  (``Ising._advance``) and in its two parts, each between its own pair of
-  CUDA events: bond drawing (``Ising._sw_bonds``: one Philox word per cell
-  and half offset, compared with p = 1 - exp(-2J/T)) and clusters + spins
-  (``Ising._sw_spins``: in 2-D the lattice chain of ``meshccl.label(spins,
-  connectivity=1, periodic=True, bonds=bonds)`` whose last pass writes each
-  cluster's new spin, drawn at its first cell, with no labels written; in
-  3-D first-cell labels, then the flip kernel).  Beside them, on the same
-  spins and bonds, **label only**: ``meshccl.label(spins, connectivity=1,
-  periodic=True, bonds=bonds)`` with int32 labels 1..N, the time of
-  labelling alone, which the step is reported against.  Targets (issue
-  53): >= 50 flips/ns at 8192^2 and >= 60 at 16384^2.
+  (``Ising._advance``): in 2-D the lattice chain of ``meshccl.label(spins,
+  connectivity=1, periodic=True, bonds=bonds)`` drawing each bond where it
+  reads it and writing each cluster's new spin (drawn at its first cell) in
+  its last pass, with no bond planes and no labels; also with the bonds
+  written to planes first (``_tuning.SW_DRAWN_BONDS`` off); in 3-D bonds,
+  first-cell labels, then the flip kernel.  Beside it, on the step's spins,
+  each between its own CUDA events: the bond kernel alone
+  (``Ising._sw_bonds``) and **label only**, ``meshccl.label(spins,
+  connectivity=1, periodic=True, bonds=bonds)`` with int32 labels 1..N, the
+  time of labelling alone, which the step is reported against.  Targets
+  (issue 53): >= 50 flips/ns at 8192^2 and >= 60 at 16384^2.
 * **Metropolis, checkerboard, multi-spin** (2-D at T_c, L = 4096, 8192,
   16384; 3-D 256^3 at 4.5115): spin flips per ns = L^d / the time of one
   sweep (both colours), two ways: ``sim.run(n)`` between CUDA events
@@ -177,44 +177,55 @@ def _elapsed(a, b):
 
 
 def gpu_sw(shape, temperature, repeat, warmup):
-    """Swendsen-Wang step and its parts on the GPU, and the labelling alone: median
-    seconds of each."""
+    """Swendsen-Wang step on the GPU, and beside it the bond kernel alone and the
+    labelling alone, on the step's own spins and bonds: median seconds of each.  2-D:
+    also the step with the bonds written to planes first (``_tuning.SW_DRAWN_BONDS``
+    off)."""
     import cupy
+
+    from meshccl import _tuning
 
     sim = Ising(shape, temperature=temperature, algorithm="swendsen-wang", seed=1, xp=cupy)
     sim.run(warmup, progress=False)
     cupy.cuda.Device().synchronize()
-    e = _events(4)
-    step, parts = [], {"bonds": [], "spins": [], "label_only": []}
-    for _ in range(repeat):           # the whole step
-        e[0].record()
-        sim._advance()
-        e[1].record()
-        e[1].synchronize()
-        step.append(_elapsed(e[0], e[1]))
-    for _ in range(repeat):           # its parts, one event pair each, then the bound
+    e = _events(3)
+
+    def steps():
+        times = []
+        for _ in range(repeat):
+            e[0].record()
+            sim._advance()
+            e[1].record()
+            e[1].synchronize()
+            times.append(_elapsed(e[0], e[1]))
+        return statistics.median(times)
+
+    t = steps()                       # the whole step
+    parts = {}
+    if sim._sw_chain() is not None:   # the same step on bond planes
+        with _tuning.override(SW_DRAWN_BONDS=False):
+            parts["step_bond_planes"] = steps()
+    bonds_t, label_t = [], []
+    for _ in range(repeat):           # bonds alone, then labelling alone
         e[0].record()
         bonds = sim._sw_bonds()
         e[1].record()
-        spins = sim._sw_spins(bonds)
-        e[2].record()
         labels = meshccl.label(sim._s, connectivity=1, periodic=True, bonds=bonds)
-        e[3].record()
-        e[3].synchronize()
-        sim._s, sim.step = spins, sim.step + 1
-        parts["bonds"].append(_elapsed(e[0], e[1]))
-        parts["spins"].append(_elapsed(e[1], e[2]))
-        parts["label_only"].append(_elapsed(e[2], e[3]))
+        e[2].record()
+        e[2].synchronize()
+        bonds_t.append(_elapsed(e[0], e[1]))
+        label_t.append(_elapsed(e[1], e[2]))
+        sim._advance()
+    parts["bonds"] = statistics.median(bonds_t)
     m = float(np.abs(sim.magnetisation()))
     cells = int(np.prod(shape))
-    t = statistics.median(step)
-    label_only = statistics.median(parts.pop("label_only"))
-    del sim, bonds, labels, spins
+    label_only = statistics.median(label_t)
+    del sim, bonds, labels
     cupy.get_default_memory_pool().free_all_blocks()
     return {"shape": list(shape), "temperature": temperature, "cells": cells,
             "step_s": t, "flips_per_ns": cells / (t * 1e9), "steps_timed": repeat,
-            "parts_s": {k: statistics.median(v) for k, v in parts.items()},
-            "label_only_s": label_only, "label_only_flips_per_ns": cells / (label_only * 1e9),
+            "parts_s": parts, "label_only_s": label_only,
+            "label_only_flips_per_ns": cells / (label_only * 1e9),
             "abs_magnetisation_last": m}
 
 
@@ -392,25 +403,27 @@ def markdown(res):
         goals = ", ".join(f">= {v:g} at {k}^2" for k, v in SW_TARGETS.items())
         lines += ["## Swendsen-Wang, Ising at T_c (GPU)", "",
                   "Spin flips per ns = L^d spins per SW step / median time of one step "
-                  "(every spin's cluster is redrawn once a step). Parts timed separately, "
-                  "each between its own CUDA events: bonds (one Philox word per bond), "
-                  "clusters + spins (2-D: the lattice chain whose last pass writes the "
-                  "spins, no labels; 3-D: first-cell labels, then the flip). Label only = "
+                  "(every spin's cluster is redrawn once a step). 2-D: the labelling chain "
+                  "draws each bond where it reads it and writes the new spins in its last "
+                  "pass (no bond planes, no labels); `bond planes` = the same step with the "
+                  "bonds written to planes first (`_tuning.SW_DRAWN_BONDS` off). 3-D: bonds, "
+                  "first-cell labels, flip. Beside the step, each between its own CUDA "
+                  "events on the step's spins: the bond kernel alone, and label only = "
                   "`meshccl.label(spins, connectivity=1, periodic=True, bonds=bonds)` "
-                  "(int32 labels 1..N) on the same spins and bonds: the time of labelling "
-                  "alone, a bound the step is measured against (step / label only). "
-                  f"Targets (issue 53): {goals} flips/ns.", "",
-                  "| lattice | T | ms / step | **flips / ns** | bonds ms | clusters + spins ms "
-                  "| label only ms | step / label only | target |",
+                  "(int32 labels 1..N), the time of labelling alone, the bound the step is "
+                  f"measured against. Targets (issue 53): {goals} flips/ns.", "",
+                  "| lattice | T | ms / step | **flips / ns** | step on bond planes ms "
+                  "| bonds ms | label only ms | step / label only | target |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
         for r in res["swendsen_wang"]:
             p = r["parts_s"]
             target = ""
             if len(r["shape"]) == 2 and r["shape"][0] == r["shape"][1] in SW_TARGETS:
                 target = "✓" if r["flips_per_ns"] >= SW_TARGETS[r["shape"][0]] else "✗"
+            planes = _ms(p["step_bond_planes"]) if "step_bond_planes" in p else "—"
             lines.append(f"| {_side(r['shape'])} | {r['temperature']:.4f} | {_ms(r['step_s'])} "
-                         f"| **{bench.fmt3(r['flips_per_ns'])}** | {_ms(p['bonds'])} | "
-                         f"{_ms(p['spins'])} | {_ms(r['label_only_s'])} | "
+                         f"| **{bench.fmt3(r['flips_per_ns'])}** | {planes} | "
+                         f"{_ms(p['bonds'])} | {_ms(r['label_only_s'])} | "
                          f"{r['step_s'] / r['label_only_s']:.2f} | {target} |")
         lines.append("")
     if res.get("metropolis"):
@@ -497,20 +510,19 @@ def plot(res, path):
         if key == "swendsen_wang":
             rows = res[key]
             names = [_side(r["shape"]) for r in rows]
-            bottom = np.zeros(len(rows))
-            for part, colour in (("bonds", "tab:orange"), ("spins", "tab:blue")):
-                v = np.array([r["parts_s"][part] * 1e9 / r["cells"] for r in rows])
-                ax.bar(names, v, bottom=bottom, color=colour,
-                       label="clusters + spins" if part == "spins" else part)
-                bottom += v
-            ax.plot(names, [r["label_only_s"] * 1e9 / r["cells"] for r in rows], "k_",
-                    markersize=18, label="label only (bound)")
+            x = np.arange(len(rows))
+            ax.bar(x - 0.2, [r["step_s"] * 1e9 / r["cells"] for r in rows], 0.4,
+                   color="tab:blue", label="SW step")
+            ax.bar(x + 0.2, [r["label_only_s"] * 1e9 / r["cells"] for r in rows], 0.4,
+                   color="tab:gray", label="label only (bound)")
+            ax.set_xticks(x, names)
+            bottom = np.array([r["step_s"] * 1e9 / r["cells"] for r in rows])
             for i, r in enumerate(rows):
                 ax.annotate(f"{bench.fmt3(r['flips_per_ns'])} flips/ns", (i, bottom[i]),
                             ha="center", va="bottom", fontsize=8)
-            ax.set_ylabel("ns per spin per SW step, by part")
-            ax.set_title("Swendsen-Wang at T_c: where the time goes\n(label: flips per ns "
-                         "of the whole step)")
+            ax.set_ylabel("ns per spin")
+            ax.set_title("Swendsen-Wang at T_c: the step and labelling alone\n(label: flips "
+                         "per ns of the step)")
             ax.legend(fontsize=8)
         elif key == "metropolis":
             rows = [r for r in res[key] if len(r["shape"]) == 2]

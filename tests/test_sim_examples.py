@@ -159,7 +159,7 @@ def test_sim_bench_gpu_sections_with_a_stand_in_device(tmp_path, monkeypatch):
     res = json.loads((tmp_path / "sim_bench.json").read_text())
     assert [r["shape"] for r in res["swendsen_wang"]] == [[16, 16], [32, 32], [8, 8, 8],
                                                           [6, 6, 6]]
-    assert all(set(r["parts_s"]) == {"bonds", "spins"} and r["label_only_s"] > 0
+    assert all(r["parts_s"]["bonds"] > 0 and r["label_only_s"] > 0 and r["step_s"] > 0
                for r in res["swendsen_wang"])
     assert [r["shape"] for r in res["metropolis"]] == [[16, 16], [32, 32], [8, 8, 8]]
     assert [r["calls"] for r in res["cahn_hilliard"]] == [2, 2]
