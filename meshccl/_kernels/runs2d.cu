@@ -809,6 +809,12 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
 // on the nodes the border kernel uses.  Unions hook the larger root under
 // the smaller, so each component's root is still its first cell in raster
 // order, and number_pieces.cu numbers them as for a plain image.
+// The Swendsen-Wang step of meshccl.sim.Ising takes the drawn forms of
+// these three kernels (meshccl_runs2d_drawn_tile, _border, _wrap): the
+// same code on DrawnBonds (drawn_bonds.cuh) in place of PlaneFeatures, so
+// that each bond is drawn from the step's Philox words where a kernel asks
+// whether it is open (a tile row's up and left bonds by its lane, 16 or
+// 17 calls), and no bond planes exist; one-byte spins, 4 neighbours.
 
 namespace meshccl {
 namespace runs2d {
