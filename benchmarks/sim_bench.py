@@ -190,7 +190,7 @@ def gpu_sw(shape, temperature, repeat, warmup):
     cupy.cuda.Device().synchronize()
     e = _events(3)
 
-    def steps():
+    def steps(sim):
         times = []
         for _ in range(repeat):
             e[0].record()
@@ -200,11 +200,11 @@ def gpu_sw(shape, temperature, repeat, warmup):
             times.append(_elapsed(e[0], e[1]))
         return statistics.median(times)
 
-    t = steps()                       # the whole step
+    t = steps(sim)                    # the whole step
     parts = {}
     if sim._sw_chain() is not None:   # the same step on bond planes
         with _tuning.override(SW_DRAWN_BONDS=False):
-            parts["step_bond_planes"] = steps()
+            parts["step_bond_planes"] = steps(sim)
     bonds_t, label_t = [], []
     for _ in range(repeat):           # bonds alone, then labelling alone
         e[0].record()
