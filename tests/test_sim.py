@@ -376,6 +376,50 @@ def test_swendsen_wang_clusters_are_meshccl_labels():
     assert all(np.unique(before[expected == k]).size == 1 for k in range(1, n + 1))
 
 
+def sw_step_by_graph(spins, seed, step, temperature):
+    """A zero-field Swendsen-Wang step written from the documented draws, with SciPy
+    for the clusters: bond k of cell x (to x - e_k, ``half_offsets``) is Philox word
+    2 i + k (3-D: 3 i + k, i the flat index of x) of the step, open below
+    floor(p 2**32) and between equal spins; a cluster's new spin is +1 when
+    word 0 of the Philox call at its smallest cell index + 1 is below 2**31."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    shape, nd, n = spins.shape, spins.ndim, spins.size
+    calls = nd * -(-n // 4)
+    w = np.stack(sim_random.words(seed, sim_random.TAG_BOND, step,
+                                  np.arange(calls, dtype=np.uint64), 4), axis=1).reshape(-1)
+    threshold = math.floor(-math.expm1(-2 / temperature) * 2**32)
+    cells = np.arange(n).reshape(shape)
+    rows, cols = [], []
+    for k in range(nd):
+        other = np.roll(cells, 1, axis=k)             # x - e_k on the torus
+        open_ = (w[nd * cells + k] < threshold) & (spins == spins.reshape(-1)[other])
+        rows.append(cells[open_])
+        cols.append(other[open_])
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    graph = sp.coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    _, comp = connected_components(graph, directed=False)
+    first = np.full(comp.max() + 1, n)
+    np.minimum.at(first, comp, np.arange(n))
+    draw = sim_random.words(seed, sim_random.TAG_CLUSTER, step,
+                            (first[comp] + 1).astype(np.uint64), 1)[0]
+    return np.where(draw < 2**31, 1, -1).astype(np.int8).reshape(shape)
+
+
+@pytest.mark.parametrize("shape, temperature", [((9, 7), 2.269), ((16, 33), 2.0),
+                                                ((5, 6, 7), 4.5), ((3, 2, 2), 3.0)])
+def test_swendsen_wang_sign_is_drawn_at_each_clusters_first_cell(shape, temperature):
+    """Every step equals the step written from the draws with SciPy's components: the
+    sign rule needs no numbering, only each cluster's first cell (also across the
+    periodic wrap)."""
+    sim = Ising(shape, temperature=temperature, algorithm="swendsen-wang", seed=2**33 + 7)
+    for _ in range(6):
+        want = sw_step_by_graph(sim.state, sim.seed, sim.step, temperature)
+        sim.run(1)
+        assert np.array_equal(sim.state, want), sim.step
+
+
 def direct_metropolis_sweep(s, table, seed, step):
     """One Metropolis sweep written from the documented draws, cell by cell: cell
     i = x // 2 of colour c in row r (flat over the axes but the last) is nibble t = i % 16
@@ -866,7 +910,9 @@ def test_gpu_ising_equals_numpy_bit_for_bit(tmp_path, algorithm, shape, field):
     ("metropolis", (4, 66), 0.0), ("metropolis", (130, 96), 0.3), ("metropolis", (1024, 2048), 0.0),
     ("swendsen-wang", (7, 9), 0.0), ("swendsen-wang", (5, 3, 7), 0.0),
     ("swendsen-wang", (33, 65), 0.4), ("swendsen-wang", (130, 258), 0.0),
-    ("swendsen-wang", (31, 17, 9), 0.0), ("swendsen-wang", (512, 520), 0.0)])
+    ("swendsen-wang", (31, 17, 9), 0.0), ("swendsen-wang", (512, 520), 0.0),
+    ("swendsen-wang", (2, 9), 0.0), ("swendsen-wang", (97, 3), 0.0),
+    ("swendsen-wang", (1031, 2050), 0.0), ("swendsen-wang", (64, 64, 65), 0.0)])
 def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
     """meshccl/_kernels/ising.cu against the NumPy steps, sweep by sweep: rows that
     are not multiples of 8 or 32 (Metropolis: packed rows whose last word holds 1..15
@@ -904,6 +950,56 @@ def test_gpu_metropolis_two_words_a_thread(shape):
             cpu.run(1)
             dev.run(1)
             assert np.array_equal(cpu.state, dev.state.get()), sweep
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("drawn", [True, False])
+@pytest.mark.parametrize("shape", [(2, 2), (3, 33), (32, 32), (65, 31), (257, 1000),
+                                   (2048, 2080)])
+def test_gpu_swendsen_wang_chain_equals_numpy(shape, drawn):
+    """The 2-D step on the GPU (the labelling chain writing the spins, its bonds drawn in
+    its kernels or read from bond planes: _tuning.SW_DRAWN_BONDS) against the NumPy
+    step, step by step at T_c and below, with the step's spins left as they were."""
+    import cupy
+
+    from meshccl import _tuning
+
+    with _tuning.override(SW_DRAWN_BONDS=drawn):
+        for temperature in (2.269, 1.6):
+            cpu = Ising(shape, temperature=temperature, algorithm="sw", seed=2**34 + 5)
+            dev = Ising(shape, temperature=temperature, algorithm="sw", seed=2**34 + 5,
+                        xp=cupy)
+            for step in range(4):
+                before = dev.state
+                kept = before.copy()
+                cpu.run(1)
+                dev.run(1)
+                assert dev._sw_chain() is not None
+                assert np.array_equal(cpu.state, dev.state.get()), (temperature, step)
+                assert bool((before == kept).all())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("shape, field", [((40, 70), 0.0), ((9, 12, 7), 0.0), ((33, 65), 0.4)])
+def test_gpu_swendsen_wang_clusters_hook_equals_numpy(shape, field):
+    """label='clusters' on the GPU: the last step's clusters labelled on demand (h = 0:
+    the step itself writes no labels) equal the CPU's, 1..N, step after step; the spins
+    stay equal."""
+    import cupy
+
+    kw = dict(temperature=2.3 if len(shape) == 2 else 4.4, field=field,
+              algorithm="swendsen-wang", seed=77)
+    cpu, dev = Ising(shape, **kw), Ising(shape, xp=cupy, **kw)
+    seen_c, seen_g = [], []
+    cpu.run(9, every=3, on_label=seen_c.append, label="clusters")
+    dev.run(9, every=3, on_label=seen_g.append, label="clusters")
+    assert [c.step for c in seen_g] == [3, 6, 9]
+    for a, b in zip(seen_c, seen_g):
+        assert isinstance(b.labels, cupy.ndarray) and a.n == b.n
+        assert np.array_equal(a.labels, b.labels.get())
+    assert np.array_equal(cpu.state, dev.state.get())
 
 
 @pytest.mark.gpu

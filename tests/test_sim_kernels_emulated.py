@@ -356,3 +356,79 @@ def test_swendsen_wang_steps_equal_numpy(device):
             b._s = device._sw_flip_fused(labels, b.seed, b.step)
             b.step += 1
             assert np.array_equal(a.state, b.state), shape
+
+
+DRAWN = r"""
+#define __device__
+#define __forceinline__ inline
+#include "drawn_bonds.cuh"
+extern "C" void drawn_rows(unsigned long long n, int nx, unsigned long long threshold,
+                           const unsigned* words, unsigned char* up, unsigned char* left) {
+    const meshccl::DrawnBonds ft = {threshold, words[0], words[1], words[2], words[3], words[4],
+                                    0, 1, -1, -1, 0.0};
+    // tile rows of up to 32 cells, as the tile kernel's lanes take them
+    for (unsigned long long row = 0; row < n / nx; ++row)
+        for (int x0 = 0; x0 < nx; x0 += 32) {
+            const int width = nx - x0 < 32 ? nx - x0 : 32;
+            unsigned bu, bl;
+            ft.row((long long)(row * nx + x0), width, bu, bl);
+            for (int c = 0; c < width; ++c) {
+                up[row * nx + x0 + c] = (bu >> c) & 1u;
+                left[row * nx + x0 + c] = (bl >> c) & 1u;
+            }
+        }
+}
+extern "C" int drawn_open(long long i, int plane, unsigned long long threshold,
+                          const unsigned* words) {
+    const meshccl::DrawnBonds ft = {threshold, words[0], words[1], words[2], words[3], words[4],
+                                    0, 1, -1, -1, 0.0};
+    return ft.open(plane, i);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def drawn_library(tmp_path_factory):
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    tmp = tmp_path_factory.mktemp("drawn_bonds")
+    src = tmp / "drawn.cpp"
+    src.write_text(DRAWN)
+    lib = tmp / "drawn.so"
+    out = subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC",
+                          f"-I{loader.kernel_dir()}", "-o", str(lib), str(src)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return ctypes.CDLL(str(lib))
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (3, 5), (7, 9), (5, 32), (4, 33), (3, 65), (9, 100)])
+def test_drawn_bonds_equal_the_bond_planes(drawn_library, shape):
+    """drawn_bonds.cuh (the labelling chain's Swendsen-Wang bonds, drawn where they are
+    read) gives every bond the NumPy step draws: by rows of up to 32 cells that start at
+    odd and even cells, and one bond at a time."""
+    sim = Ising(shape, temperature=2.3, algorithm="swendsen-wang", seed=2**41 + 9)
+    for step in (0, 5, 2**33 + 1):
+        sim.step = step
+        want = sim._sw_bonds()
+        words = np.array(ising_mod._philox_words(step, sim.seed, ising_mod._random.TAG_BOND),
+                         dtype=np.uint32)
+        n, nx = want[0].size, shape[1]
+        up, left = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+        drawn_library.drawn_rows(ctypes.c_ulonglong(n), ctypes.c_int(nx),
+                                 ctypes.c_ulonglong(int(sim._bond)),
+                                 ctypes.c_void_p(words.ctypes.data),
+                                 ctypes.c_void_p(up.ctypes.data),
+                                 ctypes.c_void_p(left.ctypes.data))
+        assert np.array_equal(up.reshape(shape), want[0]), (shape, step)
+        assert np.array_equal(left.reshape(shape), want[1]), (shape, step)
+        for i in range(0, n, max(1, n // 17)):
+            for plane in (0, 1):
+                got = drawn_library.drawn_open(ctypes.c_longlong(i), ctypes.c_int(plane),
+                                               ctypes.c_ulonglong(int(sim._bond)),
+                                               ctypes.c_void_p(words.ctypes.data))
+                assert got == int(want[plane].reshape(-1)[i]), (shape, step, i, plane)
+        assert drawn_library.drawn_open(ctypes.c_longlong(3), ctypes.c_int(-1),
+                                        ctypes.c_ulonglong(0),
+                                        ctypes.c_void_p(words.ctypes.data)) == 1

@@ -110,6 +110,7 @@
 // read and 4 written per cell, plus 1/4 byte of bit arrays and the run
 // starts.
 
+#include "drawn_bonds.cuh"
 #include "launch.cuh"
 #include "lattice.cuh"
 #include "packed_spins.cuh"
@@ -237,18 +238,18 @@ __device__ __forceinline__ void load_cells(const PackedPhase<I>& v, I y, I ny, I
 // row's masks by ballots with the joining rule (lattice.cuh, Rule) and the
 // features in them, never bands, and unites every joined pair (no skipping
 // rules: tile_unions' Rules false, and no square rule at the tile borders).
-//
+// FT: the features, PlaneFeatures (a mask and bond planes in memory) or
+// DrawnBonds (drawn_bonds.cuh: each row's bonds drawn by its lane).
 // Cells: how the cells are read -- `const T*` (an image), or PackedPhase<I>
 // (packed_spins.cuh: a phase of packed Ising spins, T unsigned char), whose
 // rows come as the one-byte rows of the image it stands for.
 template <typename T, typename I, int C, int NW, bool SL, bool Lat = false, bool Tol = false,
-          typename Cells = const T*>
+          typename FT = meshccl::PlaneFeatures, typename Cells = const T*>
 __device__ __forceinline__ unsigned label_tile(
         Cells v, I* __restrict__ P, unsigned* __restrict__ F,
         unsigned* __restrict__ S, I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
         unsigned* __restrict__ tally, I ny, I nx, I image_rows, int has_bg,
-        typename meshccl::Rule<T, Tol>::K bgkey, int prefetch,
-        const meshccl::PlaneFeatures& ft) {
+        typename meshccl::Rule<T, Tol>::K bgkey, int prefetch, const FT& ft) {
     typedef meshccl::Rule<T, Tol> R;
     typedef typename R::K K;
     using meshccl::runs::shfl;
@@ -288,7 +289,10 @@ __device__ __forceinline__ unsigned label_tile(
         // Lat: the row's mask and open bonds as bits (all set where there is
         // no mask / no such bonds), loaded and tested as the cells are.
         unsigned bl = ~0u, bu = ~0u, bul = ~0u, bur = ~0u;
-        if (Lat) {
+        if constexpr (Lat && meshccl::drawn_features<FT>::value) {
+            // (C = 1: the up and left bonds, drawn; no mask)
+            if (y < ny && width > 0) ft.row(y * nx + x0, width, bu, bl);
+        } else if (Lat) {
             const auto bits = [&](const unsigned char* base, int plane) {
                 if (base == nullptr || plane < 0) return ~0u;
                 unsigned b[8], h[8];
@@ -823,14 +827,19 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
 // on the nodes the border kernel uses.  Unions hook the larger root under
 // the smaller, so each component's root is still its first cell in raster
 // order, and number_pieces.cu numbers them as for a plain image.
+// The Swendsen-Wang step of meshccl.sim.Ising takes the drawn forms of
+// these three kernels (meshccl_runs2d_drawn_tile, _border, _wrap): the
+// same code on DrawnBonds (drawn_bonds.cuh) in place of PlaneFeatures, so
+// that each bond is drawn from the step's Philox words where a kernel asks
+// whether it is open (a tile row's up and left bonds by its lane, 16 or
+// 17 calls), and no bond planes exist; one-byte spins, 4 neighbours.
 
 namespace meshccl {
 namespace runs2d {
 
 // Is cell i, of key k, foreground?
-template <typename K, typename I>
-__device__ __forceinline__ bool lattice_fg(K k, I i, int has_bg, K bgkey,
-                                           const PlaneFeatures& ft) {
+template <typename K, typename I, typename FT>
+__device__ __forceinline__ bool lattice_fg(K k, I i, int has_bg, K bgkey, const FT& ft) {
     return !(has_bg && k == bgkey) && ft.on(i);
 }
 
@@ -876,12 +885,12 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_lattice_border(
 namespace meshccl {
 namespace runs2d {
 
-// The wrap kernel's work for thread t (Cells: as label_tile's).
-template <typename T, typename I, int C, bool Tol, typename Cells>
+// The wrap kernel's work for thread t (Cells, FT: as label_tile's).
+template <typename T, typename I, int C, bool Tol, typename Cells, typename FT>
 __device__ __forceinline__ void wrap(Cells v, I* P, unsigned* __restrict__ H,
                                      const unsigned* __restrict__ S, I ny, I nx, I image_rows,
                                      int has_bg, typename meshccl::Rule<T, Tol>::K bgkey,
-                                     int wrap_y, int wrap_x, const PlaneFeatures& ft) {
+                                     int wrap_y, int wrap_x, const FT& ft) {
     typedef meshccl::Rule<T, Tol> R;
     typedef typename R::K K;
     const I t = (I)blockIdx.x * blockDim.x + threadIdx.x;
@@ -994,6 +1003,51 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_packed_wrap(
             (unsigned char)0, wrap_y, wrap_x, none);
 }
 
+// The Swendsen-Wang forms of the lattice tile, border and wrap kernels
+// (meshccl.sim.Ising, meshccl/_gpu/cluster_flip.py): one-byte spins, 4
+// neighbours, no mask, the bonds drawn where they are read (DrawnBonds:
+// `threshold` and the step's Philox words in place of the features).
+#define MESHCCL_DRAWN_BONDS                                                                    \
+    unsigned long long threshold, unsigned tag, unsigned t0, unsigned t1, unsigned k0,         \
+    unsigned k1
+#define MESHCCL_DRAWN_BONDS_VALUE {threshold, tag, t0, t1, k0, k1, 0, 1, -1, -1, 0.0}
+
+template <typename I>
+__global__ void __launch_bounds__(32 * 8) meshccl_runs2d_drawn_tile(
+        const unsigned char* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
+        unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
+        I image_rows, int has_bg, unsigned char bgkey, int aligned, MESHCCL_DRAWN_BONDS) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::DrawnBonds ft = MESHCCL_DRAWN_BONDS_VALUE;
+    const unsigned roots =
+        meshccl::runs2d::label_tile<unsigned char, I, 1, 8, false, true, false>(
+            v, P, F, S, nullptr, nullptr, 0, nullptr, ny, nx, image_rows, has_bg, bgkey, 0, ft);
+    meshccl::runs2d::store_root_bits<8>(A, H, roots, aligned, ny, nx);
+}
+
+template <typename I>
+__global__ void __launch_bounds__(288) meshccl_runs2d_drawn_border(
+        const unsigned char* __restrict__ v, I* P, unsigned* __restrict__ H,
+        const unsigned* __restrict__ S, I ny, I nx, I image_rows, int has_bg, unsigned char bgkey,
+        int strip, MESHCCL_DRAWN_BONDS) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::LatticeJoin<unsigned char, false, meshccl::DrawnBonds> join = {
+        has_bg, bgkey, MESHCCL_DRAWN_BONDS_VALUE};
+    meshccl::runs2d::border<1, false>(join, v, P, H, S, ny, nx, image_rows, strip,
+                                      (const I*)nullptr, (const unsigned short*)nullptr, 0);
+}
+
+template <typename I>
+__global__ void __launch_bounds__(256) meshccl_runs2d_drawn_wrap(
+        const unsigned char* __restrict__ v, I* P, unsigned* __restrict__ H,
+        const unsigned* __restrict__ S, I ny, I nx, I image_rows, int has_bg, unsigned char bgkey,
+        int wrap_y, int wrap_x, MESHCCL_DRAWN_BONDS) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::DrawnBonds ft = MESHCCL_DRAWN_BONDS_VALUE;
+    meshccl::runs2d::wrap<unsigned char, I, 1, false>(v, P, H, S, ny, nx, image_rows, has_bg,
+                                                      bgkey, wrap_y, wrap_x, ft);
+}
+
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R2_TILE_NW(T, I, C, NW, SL)                                                      \
@@ -1037,6 +1091,15 @@ MESHCCL_R2_PACKED(int, 1) MESHCCL_R2_PACKED(int, 2)
 MESHCCL_R2_PACKED(long long, 1) MESHCCL_R2_PACKED(long long, 2)
 #define MESHCCL_R2_T(T) MESHCCL_R2(T, int) MESHCCL_R2(T, long long) \
     MESHCCL_R2_LATS(T, int) MESHCCL_R2_LATS(T, long long)
+template __global__ void meshccl_runs2d_drawn_tile<int>(const unsigned char*, int*, unsigned*,
+    unsigned*, unsigned*, unsigned*, int, int, int, int, unsigned char, int, unsigned long long,
+    unsigned, unsigned, unsigned, unsigned, unsigned);
+template __global__ void meshccl_runs2d_drawn_border<int>(const unsigned char*, int*, unsigned*,
+    const unsigned*, int, int, int, int, unsigned char, int, unsigned long long, unsigned,
+    unsigned, unsigned, unsigned, unsigned);
+template __global__ void meshccl_runs2d_drawn_wrap<int>(const unsigned char*, int*, unsigned*,
+    const unsigned*, int, int, int, int, unsigned char, int, int, unsigned long long, unsigned,
+    unsigned, unsigned, unsigned, unsigned);
 MESHCCL_R2_T(unsigned char)
 MESHCCL_R2_T(unsigned short)
 MESHCCL_R2_T(unsigned int)

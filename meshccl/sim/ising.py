@@ -30,14 +30,23 @@ bond per nearest-neighbour pair of the torus.  Three dynamics:
   (every cell is labelled: spins are never 0), and each cluster is set to
   +1 with probability ``1 / (1 + exp(-2 h n / T))`` (n its cells; 1/2 at
   h = 0, the same as flipping it with probability 1/2), from one Philox
-  draw per cluster indexed by its label.
+  draw per cluster.  At h = 0 the draw's counter is the cluster's
+  first-cell label (its first cell's flat index + 1,
+  ``numbering='first-cell'``), which needs no numbering 1..N: on CuPy
+  2-D lattices the labelling chain writes the new spins in its last pass
+  and no labels at all (:mod:`meshccl._gpu.cluster_flip`).  With a field
+  the counter is the label 1..N, whose cluster sizes the probability
+  needs.  ``label='clusters'`` hooks get the last step's clusters
+  numbered 1..N, labelled when asked for from the spins the step started
+  from and its bonds, drawn again.
 
 Random numbers come from :mod:`meshccl.sim.random`, indexed by (seed, step,
 cell or label); thresholds are integers computed once on the host.  So a
 NumPy and a CuPy run of the same seed give the same spins, bit for bit,
 and a run resumed from a checkpoint continues exactly.  On CuPy the
-Metropolis sweep, the bonds and the flip (h = 0) are the kernels of
-``meshccl/_kernels/ising.cu``, which draw the same words.  The Metropolis
+Metropolis sweep, the bonds and the flip (h = 0; 3-D, or lattices of 2**31
+cells or more) are the kernels of ``meshccl/_kernels/ising.cu``, which
+draw the same words.  The Metropolis
 kernel keeps the spins packed, 4 bits a spin, one array per colour (the
 layout of :func:`_packed_geometry`); ``state`` unpacks them when read.  The
 labelling hooks' phases (``'up'``, ``'down'``) are labelled from the packed
@@ -443,7 +452,9 @@ class Ising(Simulation):
         else:
             self._s = self._initial(start, minority)
         self._tables()
-        self._last_clusters = None
+        # Swendsen-Wang: the last step's clusters (labelled when asked for), the spins and
+        # step they came from, and the GPU chain of the step (made at the first)
+        self._last_clusters = self._sw_drawn = self._flip_chain = None
         # on CuPy Metropolis, the packed colours (from the first sweep on; then _s is an
         # unpacked copy, None until read)
         self._packed = None
@@ -584,7 +595,7 @@ class Ising(Simulation):
             return self.state < 0
         if phase == "domains":
             return self.state
-        if self._last_clusters is None:
+        if self._sw_clusters() is None:
             raise ValueError("label='clusters' labels the Swendsen-Wang clusters of the last "
                              f"step: there is no Swendsen-Wang step since the start or the "
                              f"load (step {self.step})")
@@ -717,26 +728,57 @@ class Ising(Simulation):
         return s
 
     def _swendsen_wang_step(self):
-        labels = self._sw_labels(self._sw_bonds())
-        return self._sw_flip(labels)
+        # the clusters hook labels the step's clusters only when asked (_sw_clusters)
+        self._sw_drawn, self._last_clusters = (self._s, self.step), None
+        return self._sw_spins()
 
-    # The three parts of a Swendsen-Wang step, apart so that benchmarks/sim_bench.py can
-    # time each (bond drawing, labelling, cluster flip) on the step's own code.
-    def _sw_bonds(self):
-        """bonds[k] joins x and x + half_offsets(nd, 1)[k] with p = 1 - exp(-2J/T)."""
-        xp, nd = self.xp, self._s.ndim
+    def _sw_spins(self, bonds=None):
+        """The step's new spins: on the GPU chain that draws the bonds where it reads
+        them and writes the spins in its last pass (2-D, h = 0), else bonds
+        (:meth:`_sw_bonds`, or ``bonds``), labels (:meth:`_sw_labels`), then the flip."""
+        flip = self._sw_chain()
+        if flip is not None:
+            if bonds is None and not _tuning.SW_DRAWN_BONDS:
+                bonds = self._sw_bonds()
+            return flip(self._s, self._bond, _philox_words(self.step, self.seed, _random.TAG_BOND),
+                        _philox_words(self.step, self.seed, _random.TAG_CLUSTER), bonds)
+        return self._sw_flip(self._sw_labels(self._sw_bonds() if bonds is None else bonds))
+
+    def _sw_chain(self):
+        """The GPU chain that writes the new spins in its label pass
+        (:class:`meshccl._gpu.cluster_flip.ClusterFlip`): CuPy, 2-D, h = 0,
+        fewer than 2**31 cells; else None (labels, then the flip)."""
+        if self._flip_chain is None:
+            self._flip_chain = False
+            if (self.xp is not np and self._up is None and len(self._shape) == 2
+                    and self._cells.size < 2**31):
+                from .._gpu.cluster_flip import ClusterFlip
+
+                try:
+                    self._flip_chain = ClusterFlip(self._shape)
+                except ValueError:  # (another chain labels this shape)
+                    pass
+        return self._flip_chain or None
+
+    # The parts of a Swendsen-Wang step, apart so that benchmarks/sim_bench.py can time
+    # each (bond drawing; clusters and spins) on the step's own code.
+    def _sw_bonds(self, step=None):
+        """bonds[k] joins x and x + half_offsets(nd, 1)[k] with p = 1 - exp(-2J/T)
+        (``step``: the step whose bonds, default this one)."""
+        xp, nd = self.xp, len(self._shape)
+        step = self.step if step is None else step
         # bonds[k] joins x and x + half_offsets(nd, 1)[k]; label() joins only equal spins
         assert len(half_offsets(nd, 1)) == nd
         bonds = xp.empty((nd,) + self._shape, dtype=bool)
         if xp is not np and self._cells.dtype == np.uint32:
-            return _sw_bonds_fused(bonds, self._bond, self.seed, self.step)
+            return _sw_bonds_fused(bonds, self._bond, self.seed, step)
         # bond k of cell i is word w = nd i + k of the step's stream: word w % 4 of the
         # Philox call w // 4 (4 cells take nd calls; meshccl_ising_bonds draws them together)
         n = self._cells.size
         calls = nd * -(-n // 4)
         if self._bond_calls is None:
             self._bond_calls = xp.arange(calls, dtype=self._cells.dtype)
-        w = _random.words(self.seed, _random.TAG_BOND, self.step, self._bond_calls, 4)
+        w = _random.words(self.seed, _random.TAG_BOND, step, self._bond_calls, 4)
         for c in range(4):              # cells 4 t + c: word nd c + k of the quad t's calls
             for k in range(nd):
                 call, word = divmod(nd * c + k, 4)
@@ -745,24 +787,37 @@ class Ising(Simulation):
         return bonds
 
     def _sw_labels(self, bonds):
-        """The clusters: ``meshccl.label`` of the spins with the bonds, on the torus."""
-        return _label(self._s, connectivity=1, periodic=True, bonds=bonds)
+        """The clusters: ``meshccl.label`` of the spins with the bonds, on the torus;
+        labelled by first cells (root index + 1) at h = 0, where only a sign per
+        cluster is drawn, else 1..N (the field needs each cluster's size)."""
+        return _label(self._s, connectivity=1, periodic=True, bonds=bonds,
+                      numbering="first-cell" if self._up is None else "raster")
 
     def _sw_flip(self, labels):
-        """Each cluster set to +1 with P(n), from one Philox draw per cluster (its label)."""
+        """Each cluster set to +1 with P(n), from one Philox draw per cluster indexed by
+        its label (first-cell labels at h = 0: the cluster's first cell index + 1)."""
         xp = self.xp
-        clusters = Clusters(labels, self.step + 1, "clusters")
-        self._last_clusters = clusters
         if self._up is None and xp is not np and labels.dtype in (np.int32, np.uint32):
             return _sw_flip_fused(labels, self.seed, self.step)
         draw = _random.words(self.seed, _random.TAG_CLUSTER, self.step, labels, 1)[0]
         if self._up is None:
             up = draw < np.uint32(2**31)
         else:
+            clusters = Clusters(labels, self.step + 1, "clusters")
+            self._last_clusters = clusters       # (numbered 1..N: the hook's own labels)
             size = clusters.counts[labels]       # each cell's cluster size (meshccl.measure)
             up = draw < self._up[xp.minimum(size, self._up.shape[0] - 1)]
-        self._last_clusters = clusters
         return xp.where(up, np.int8(1), np.int8(-1)).astype(np.int8, copy=False)
+
+    def _sw_clusters(self):
+        """The last step's clusters (``label='clusters'``), labelled 1..N when first
+        asked for: the step's bonds are drawn again (counter-based) on the spins it
+        started from."""
+        if self._last_clusters is None and self._sw_drawn is not None:
+            s, step = self._sw_drawn
+            labels = _label(s, connectivity=1, periodic=True, bonds=self._sw_bonds(step))
+            self._last_clusters = Clusters(labels, step + 1, "clusters")
+        return self._last_clusters
 
     # -- checkpoints ---------------------------------------------------------------
     def _params(self):
