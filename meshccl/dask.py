@@ -146,9 +146,9 @@ def _first_cells(labels):
 
 def _layer(x, axis, cut):
     """The first (cut 0) or last (cut -1) layer of ``x`` along ``axis``, that
-    axis moved first (shape (1, other axes...)), a contiguous copy."""
+    axis moved first (shape (1, other axes...)): a view."""
     at = (slice(None),) * axis + (slice(0, 1) if cut == 0 else slice(-1, None),)
-    return _xp(x).ascontiguousarray(_xp(x).moveaxis(x[at], axis, 0))
+    return _xp(x).moveaxis(x[at], axis, 0)
 
 
 def _chunk_faces(values, labels, mask, start, shape, counts):
@@ -172,8 +172,11 @@ def _chunk_faces(values, labels, mask, start, shape, counts):
     table = xp.asarray(np.concatenate([[-1], first]).astype(np.int64))
     out = [first, cells]
     for axis in range(labels.ndim):
-        out.append(tuple((_layer(values, axis, cut), table[_layer(labels, axis, cut)],
-                          None if mask is None else _layer(mask, axis, cut))
+        # (copies, in C order: a view would keep the whole chunk alive; the
+        # lookup makes the ids a new array)
+        out.append(tuple((_layer(values, axis, cut).copy(order="C"),
+                          table[_layer(labels, axis, cut)],
+                          None if mask is None else _layer(mask, axis, cut).copy(order="C"))
                          for cut in (0, -1)))
     return tuple(out)
 
@@ -221,22 +224,19 @@ def _face_pairs(offsets, pieces, background, connectivity, tolerance):
     i = ids.ravel()
     # one id of each slab component (whichever write lands last; slab label
     # 0, the background, gets -1, the background's id), paired with every id
-    # of the component that differs from it
+    # of the component; the pairs sorted by both ids (a lexsort rather than
+    # unique(axis=1): CuPy 12 and earlier lack the axis, later ones are slow
+    # with it, cupy/cupy#8326), and kept once each where the two differ: one
+    # compaction, one copy to the host
     rep = xp.empty(s.size + 1, np.int64)
     rep[s] = i
-    j = rep[s]
-    join = i != j
-    i, j = i[join], j[join]
-    if i.size == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    # no pair twice: sorted by both, repeats dropped (a lexsort rather than
-    # unique(axis=1): CuPy 12 and earlier lack the axis, later ones are slow
-    # with it, cupy/cupy#8326)
-    order = xp.lexsort(xp.stack([j, i]))
-    i, j = i[order], j[order]
-    new = xp.ones(i.size, dtype=bool)
-    new[1:] = (i[1:] != i[:-1]) | (j[1:] != j[:-1])
-    pairs = _host(xp.stack([i[new], j[new]]))
+    pairs = xp.stack([i, rep[s]])
+    pairs = pairs[:, xp.lexsort(pairs)]
+    keep = pairs[0] != pairs[1]
+    later = keep[1:]
+    xp.bitwise_and(later, (pairs[0, 1:] != pairs[0, :-1]) | (pairs[1, 1:] != pairs[1, :-1]),
+                   out=later)
+    pairs = _host(xp.compress(keep, pairs, axis=1))
     return pairs[0], pairs[1]
 
 
