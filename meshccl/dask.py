@@ -223,20 +223,21 @@ def _face_pairs(offsets, pieces, background, connectivity, tolerance):
                tolerance=tolerance).ravel()
     i = ids.ravel()
     # one id of each slab component (whichever write lands last; slab label
-    # 0, the background, gets -1, the background's id), paired with every id
-    # of the component; the pairs sorted by both ids (a lexsort rather than
-    # unique(axis=1): CuPy 12 and earlier lack the axis, later ones are slow
-    # with it, cupy/cupy#8326), and kept once each where the two differ: one
-    # compaction, one copy to the host
+    # 0, the background, gets -1, the background's id), paired with every
+    # other id of the component; the pairs sorted by both ids (a lexsort
+    # rather than unique(axis=1): CuPy 12 and earlier lack the axis, later
+    # ones are slow with it, cupy/cupy#8326), repeats dropped, and only the
+    # pairs copied to the host
     rep = xp.empty(s.size + 1, np.int64)
     rep[s] = i
-    pairs = xp.stack([i, rep[s]])
+    j = rep[s]
+    pairs = xp.compress(i != j, xp.stack([i, j]), axis=1)
+    if pairs.shape[1] == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
     pairs = pairs[:, xp.lexsort(pairs)]
-    keep = pairs[0] != pairs[1]
-    later = keep[1:]
-    xp.bitwise_and(later, (pairs[0, 1:] != pairs[0, :-1]) | (pairs[1, 1:] != pairs[1, :-1]),
-                   out=later)
-    pairs = _host(xp.compress(keep, pairs, axis=1))
+    new = xp.ones(pairs.shape[1], dtype=bool)
+    new[1:] = (pairs[0, 1:] != pairs[0, :-1]) | (pairs[1, 1:] != pairs[1, :-1])
+    pairs = _host(xp.compress(new, pairs, axis=1))
     return pairs[0], pairs[1]
 
 
