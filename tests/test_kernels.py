@@ -150,3 +150,33 @@ def test_threads_compile_a_module_once(monkeypatch):
         seen = {id(fns) for g, fns in got if g == f}
         assert len(seen) == 1
     assert [n for _, n in got[0][1]] == ["k<1>", "k<2>"]
+
+
+@pytest.mark.gpu
+def test_threads_labelling_at_once_compile_each_module_once(monkeypatch):
+    """On the GPU: threads that label at once (as Dask's threaded scheduler
+    does with its first chunks) load each kernel module once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    from conftest import HAVE_GPU
+
+    if not HAVE_GPU:
+        pytest.skip("no CUDA GPU / CuPy")
+    import cupy
+
+    import meshccl
+    from meshccl._gpu import loader
+
+    made = []
+    real = loader._module
+    monkeypatch.setattr(loader, "_module", lambda *key: made.append(key) or real(*key))
+    monkeypatch.setattr(loader, "_FUNCTIONS", {})
+    rng = np.random.default_rng(3)
+    images = [cupy.asarray(rng.random((40, 30, 20)) < 0.4) for _ in range(8)]
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda x: meshccl.label(x, connectivity=1), images))
+    assert made and len(made) == len(set(made))
+    for x, labels in zip(images, got):
+        np.testing.assert_array_equal(labels.get(), meshccl.label(x.get(), connectivity=1))
