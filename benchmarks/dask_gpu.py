@@ -142,6 +142,7 @@ def first_compute(side, chunk, pattern, connectivity, plain_first):
             _sync()
             out[name] = {"seconds": time.perf_counter() - t, "compiles": c.count,
                          "compile_seconds": c.seconds}
+        print(name, json.dumps(out[name]), flush=True)  # (kept if a later call times out)
 
     def chunked():
         lab, n = meshccl.dask.label(xd, connectivity=connectivity, return_num=True)
