@@ -160,9 +160,10 @@ def _fresh(args, plain_first):
     """first_compute in a new process with an empty CuPy kernel cache."""
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, CUPY_CACHE_DIR=cache)
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", "--first-side",
-               str(args.first_side), "--first-chunk", args.first_chunk, "--pattern", args.pattern,
-               "--connectivity", str(args.connectivity)] + (["--plain-first"] if plain_first else [])
+        cmd = [sys.executable, os.path.abspath(__file__), "--child",
+               "--first-side", str(args.first_side), "--first-chunk", args.first_chunk,
+               "--pattern", args.pattern, "--connectivity", str(args.connectivity)]
+        cmd += ["--plain-first"] if plain_first else []
         try:
             res = subprocess.run(cmd, env=env, capture_output=True, text=True,
                                  timeout=args.timeout)
