@@ -276,8 +276,8 @@ def main(argv=None):
 #: the steps of meshccl.dask.label (docs/dask.md), by the names of their tasks
 STEPS = (("1 chunks", ("_label_block",)), ("2 ids, layers", ("chunk-faces",)),
          ("3 faces", ("face-pairs",)), ("4 tree", ("solve",)),
-         ("5 numbering", ("reps", "reps-counted", "prefix", "offsets", "roots", "number",
-                          "asked", "moved", "resolve", "table")),
+         ("5 numbering", ("reps", "prefix", "offsets", "roots", "number", "resolve",
+                          "table")),
          ("6 renumber", ("label",)))
 
 

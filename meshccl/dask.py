@@ -93,61 +93,91 @@ def _scatter_min(xp, out, index, values):
 
 
 def _label_block(block, mask, background, connectivity, tolerance):
-    """Step 1: the chunk labelled alone (int64 labels 1..n_b)."""
-    return _label(block, background=background, connectivity=connectivity, mask=mask,
-                  tolerance=tolerance, dtype=np.int64)
+    """Step 1: the chunk labelled alone (labels 1..n_b in the chunk's raster
+    order, of the dtype ``meshccl.label`` gives: the same kernels as a plain
+    call).  On a GPU the task waits for its kernels, so that its time is its
+    own, not the next task's."""
+    out = _label(block, background=background, connectivity=connectivity, mask=mask,
+                 tolerance=tolerance)
+    if _xp(out) is not np:
+        _xp(out).cuda.get_current_stream().synchronize()
+    return out
 
 
-def _first_cells(labels, start, shape):
-    """Step 2: the global flat index of each local label's first cell
-    (int64 on the chunk's device, entry l-1 for label l; increasing)."""
+def _first_cells(labels):
+    """Step 2: the chunk-local flat index of each local label's first cell,
+    as a host int64 array (entry l-1 for label l).
+
+    A label's first cell has no earlier neighbour of its label along any
+    axis, so it is among the *candidates*: labelled cells whose predecessor
+    along each axis carries another label (a few elementwise passes on the
+    chunk's device; for blobs only the components' leading corners).  Only
+    the candidates' positions and labels go to the host.  In increasing
+    position, a candidate is its label's first cell when its label exceeds
+    every label before it (labels are numbered by first cell); where a
+    chunk is numbered otherwise (skimage's column order for (a, b, 1)
+    chunks) the smallest position per label is taken instead."""
     xp = _xp(labels)
-    flat = labels.ravel()
-    n = int(flat.max()) if flat.size else 0
-    if n == 0:
-        return xp.empty(0, np.int64)
-    first = None
-    if xp is np:
-        # where labels 1..n appear first in increasing order (all but
-        # skimage's column-order quirk, docs/usage.md), a label's first cell
-        # is where the running maximum grows
-        before = np.empty_like(flat)
-        before[0] = 0
-        np.maximum.accumulate(flat[:-1], out=before[1:])
-        first = np.flatnonzero(flat > before)
-        if first.size != n:
-            first = None
-    if first is None:
-        pos = xp.flatnonzero(flat)
-        first = xp.full(n + 1, flat.size, dtype=np.int64)
-        _scatter_min(xp, first, flat[pos], pos.astype(np.int64))
-        first = first[1:]
-    local = xp.unravel_index(first, labels.shape)
-    return xp.ravel_multi_index(tuple(c + s for c, s in zip(local, start)), shape).astype(np.int64)
+    if labels.size == 0:
+        return np.empty(0, np.int64)
+    cand = labels != 0
+    for axis in range(labels.ndim):
+        if labels.shape[axis] > 1:
+            hi = (slice(None),) * axis + (slice(1, None),)
+            lo = (slice(None),) * axis + (slice(None, -1),)
+            view = cand[hi]
+            xp.bitwise_and(view, labels[hi] != labels[lo], out=view)
+    pos = xp.flatnonzero(cand)
+    lab = _host(labels.ravel()[pos]).astype(np.int64)
+    pos = _host(pos).astype(np.int64)
+    if lab.size == 0:
+        return pos
+    top = np.maximum.accumulate(lab)
+    new = np.empty(lab.size, bool)
+    new[0] = True
+    new[1:] = lab[1:] > top[:-1]
+    first = pos[new]
+    n = int(top[-1])
+    if first.size != n:
+        first = np.full(n, labels.size, np.int64)
+        np.minimum.at(first, lab - 1, pos)
+    return first
+
+
+def _layer(x, axis, cut):
+    """The first (cut 0) or last (cut -1) layer of ``x`` along ``axis``, that
+    axis moved first (shape (1, other axes...)): a view."""
+    at = (slice(None),) * axis + (slice(0, 1) if cut == 0 else slice(-1, None),)
+    return _xp(x).moveaxis(x[at], axis, 0)
 
 
 def _chunk_faces(values, labels, mask, start, shape, counts):
     """Step 2 for one chunk, in one task: the global id of each local label
-    (:func:`_first_cells`), the cells of each local label (entry 0:
-    background; only when ``counts``), and for each axis the chunk's first
-    and last layer of values, ids and mask -- all that step 3 needs of it.
-    Returns ``(first, counts, faces_0, ..., faces_{ndim-1})`` with
-    ``faces_d = (first layer, last layer)`` along axis d and each layer a
-    tuple (values, ids, mask or None), copies (the chunk is not kept)."""
+    (the global flat index of its first cell, :func:`_first_cells`), the
+    cells of each local label (entry 0: background; only when ``counts``),
+    and for each axis the chunk's first and last layer of values, ids (-1
+    on the background) and mask -- all that step 3 needs of it.  Returns
+    ``(first, counts, faces_0, ..., faces_{ndim-1})`` with ``faces_d =
+    (first layer, last layer)`` along axis d, each a tuple (values, ids,
+    mask or None) of copies with axis d moved first (shape (1, the other
+    axes in order)), on the chunk's device."""
     xp = _xp(labels)
-    first = _first_cells(labels, start, shape)
+    local = _first_cells(labels)
+    first = np.ravel_multi_index(
+        tuple(c + s for c, s in zip(np.unravel_index(local, labels.shape), start)),
+        shape).astype(np.int64)
     cells = None
     if counts:
-        cells = _host(xp.bincount(labels.ravel(), minlength=int(first.size) + 1)).astype(np.int64)
-    table = xp.concatenate([xp.full(1, -1, np.int64), first])  # (on the chunk's device)
-    out = [_host(first), cells]
+        cells = _host(xp.bincount(labels.ravel(), minlength=first.size + 1)).astype(np.int64)
+    table = xp.asarray(np.concatenate([[-1], first]).astype(np.int64))
+    out = [first, cells]
     for axis in range(labels.ndim):
-        layers = []
-        for cut in (slice(0, 1), slice(-1, None)):
-            at = (slice(None),) * axis + (cut,)
-            layers.append((values[at].copy(), table[labels[at]],
-                           None if mask is None else mask[at].copy()))
-        out.append(tuple(layers))
+        # (copies, in C order: a view would keep the whole chunk alive; the
+        # lookup makes the ids a new array)
+        out.append(tuple((_layer(values, axis, cut).copy(order="C"),
+                          table[_layer(labels, axis, cut)],
+                          None if mask is None else _layer(mask, axis, cut).copy(order="C"))
+                         for cut in (0, -1)))
     return tuple(out)
 
 
@@ -158,12 +188,14 @@ def _join(parts, axis):
                  for p in zip(*parts))
 
 
-def _face_pairs(axis, offsets, pieces, background, connectivity, tolerance):
-    """Step 3 for one face along ``axis``: the slab of two layers across it
-    (chunk A's last layer, chunk B's first), with a one-cell halo on the
-    other axes where the neighbourhood has diagonals, assembled from the
-    layers that step 2 cut; labelled with the same options, every id in a
-    slab component is paired with the smallest id there.
+def _face_pairs(offsets, pieces, background, connectivity, tolerance):
+    """Step 3 for one face: the slab of two layers across it (chunk A's last
+    layer along the face's axis, chunk B's first), with a one-cell halo on
+    the other axes where the neighbourhood has diagonals, assembled from the
+    layers that step 2 cut (the face's axis first: the slab is (2, ...), so
+    its rows run along a chunk's side, never across the face); labelled
+    with the same options, every id in a slab component is paired with one
+    id of that component.
 
     ``offsets``: per other axis, the sorted neighbour steps present (0
     alone without diagonals; -1 and +1 where a neighbour chunk exists or
@@ -171,45 +203,42 @@ def _face_pairs(axis, offsets, pieces, background, connectivity, tolerance):
     ``itertools.product`` order), the step-2 faces of A's and B's chunks at
     that step.  Returns (a, b) int64 host arrays, no pair twice."""
     ndim = len(offsets) + 1
-    others = [d for d in range(ndim) if d != axis]
     grid = {}
     for off, (faces_a, faces_b) in zip(product(*offsets), pieces):
-        cut = [slice(None)] * ndim
-        for o, k in zip(others, off):
-            cut[o] = slice(-1, None) if k < 0 else slice(0, 1) if k > 0 else slice(None)
-        cut = tuple(cut)
+        cut = (slice(None),) + tuple(slice(-1, None) if k < 0 else slice(0, 1) if k > 0
+                                     else slice(None) for k in off)
         layer_a, layer_b = faces_a[1], faces_b[0]
         grid[off] = _join([tuple(None if x is None else x[cut] for x in layer_a),
-                           tuple(None if x is None else x[cut] for x in layer_b)], axis)
+                           tuple(None if x is None else x[cut] for x in layer_b)], 0)
 
     def assemble(prefix):
-        if len(prefix) == len(others):
+        if len(prefix) == ndim - 1:
             return grid[prefix]
         parts = [assemble(prefix + (k,)) for k in offsets[len(prefix)]]
-        return parts[0] if len(parts) == 1 else _join(parts, others[len(prefix)])
+        return parts[0] if len(parts) == 1 else _join(parts, 1 + len(prefix))
 
     v, ids, m = assemble(())
     xp = _xp(v)
     s = _label(v, background=background, connectivity=connectivity, mask=m,
-               tolerance=tolerance, dtype=np.int64).ravel()
+               tolerance=tolerance).ravel()
     i = ids.ravel()
-    keep = xp.flatnonzero(s)
-    if keep.size == 0:
+    # one id of each slab component (whichever write lands last; slab label
+    # 0, the background, gets -1, the background's id), paired with every
+    # other id of the component; the pairs sorted by both ids (a lexsort
+    # rather than unique(axis=1): CuPy 12 and earlier lack the axis, later
+    # ones are slow with it, cupy/cupy#8326), repeats dropped, and only the
+    # pairs copied to the host
+    rep = xp.empty(s.size + 1, np.int64)
+    rep[s] = i
+    j = rep[s]
+    pairs = xp.compress(i != j, xp.stack([i, j]), axis=1)
+    if pairs.shape[1] == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    s, i = s[keep], i[keep]
-    smallest = xp.full(int(s.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
-    _scatter_min(xp, smallest, s, i)
-    # one pair per (slab label, id): sorted by both, repeats dropped (a
-    # lexsort rather than unique(axis=1): CuPy 12 and earlier lack the axis,
-    # later ones are slow with it, cupy/cupy#8326)
-    order = xp.lexsort(xp.stack([i, s]))
-    s, i = s[order], i[order]
-    new = xp.ones(s.size, dtype=bool)
-    new[1:] = (s[1:] != s[:-1]) | (i[1:] != i[:-1])
-    s, i = s[new], i[new]
-    j = smallest[s]
-    join = i != j
-    return _host(i[join]), _host(j[join])
+    pairs = pairs[:, xp.lexsort(pairs)]
+    new = xp.ones(pairs.shape[1], dtype=bool)
+    new[1:] = (pairs[0, 1:] != pairs[0, :-1]) | (pairs[1, 1:] != pairs[1, :-1])
+    pairs = _host(xp.compress(new, pairs, axis=1))
+    return pairs[0], pairs[1]
 
 
 def _solve(*edge_lists):
@@ -655,10 +684,14 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
 
     # step 1: every chunk alone
     opts = dict(background=background, connectivity=connectivity, tolerance=tolerance)
-    if mask is None:
-        local = da.map_blocks(_label_block, image, None, **opts, dtype=np.int64, meta=out_meta)
+    # (in the dtype meshccl.label gives: int32 on CuPy, and for bool input)
+    biggest = math.prod(max(cs) for cs in image.chunks)
+    if _xp(image._meta) is not np:
+        local_dtype = np.int32 if biggest < 2**31 else np.int64
     else:
-        local = da.map_blocks(_label_block, image, mask, **opts, dtype=np.int64, meta=out_meta)
+        local_dtype = np.int32 if image.dtype.kind == "b" else np.int64
+    local = da.map_blocks(_label_block, image, mask, **opts, dtype=local_dtype,
+                          meta=image._meta.astype(local_dtype))
 
     grid = local.numblocks
     starts = [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(int) for c in local.chunks]
@@ -668,10 +701,10 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     # than running them)
     token = tokenize(image, mask, background, connectivity, tolerance, periodic, return_counts,
                      low_memory, numbering)
-    (info, face, solve, reps, small, prefix, before, roots, number, asked, moved, resolve,
-     table, out_name) = (f"meshccl-{k}-{token}" for k in (
-         "chunk-faces", "face-pairs", "solve", "reps", "reps-counted", "prefix", "offsets",
-         "roots", "number", "asked", "moved", "resolve", "table", "label"))
+    (info, face, solve, reps, prefix, before, roots, number, resolve, table,
+     out_name) = (f"meshccl-{k}-{token}" for k in (
+         "chunk-faces", "face-pairs", "solve", "reps", "prefix", "offsets", "roots",
+         "number", "resolve", "table", "label"))
     dsk = {}
     deps = [image, local] + ([] if mask is None else [mask])
 
@@ -715,7 +748,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                 pieces.append([(getitem, (info,) + tuple(pa), 2 + axis),
                                (getitem, (info,) + tuple(pb), 2 + axis)])
             key = (face, axis) + b
-            dsk[key] = (_face_pairs, axis, offsets, pieces, background, connectivity, tolerance)
+            dsk[key] = (_face_pairs, offsets, pieces, background, connectivity, tolerance)
             faces.append(key)
 
     # step 4: the tree of union-finds
@@ -747,20 +780,15 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         dsk[(reps,) + b] = (_reps, (getitem, (info,) + b, 0), cells_of[b], root, corner[b],
                             shapes[b], image.shape, numbering)
     if numbering == "raster":
-        for b in index:
-            for k in range(ndim):
-                dsk[(small, k) + b] = (_small, (reps,) + b, k)
         for k in range(ndim):
             for g in product(*(range(n) for n in grid[:k])):
                 members = [g + rest for rest in product(*(range(n) for n in grid[k:]))]
-                dsk[(prefix, k) + g] = (_prefix, grid[k]) + tuple((small, k) + m
+                dsk[(prefix, k) + g] = (_prefix, grid[k]) + tuple((_small, (reps,) + m, k)
                                                                    for m in members)
         levels = {b: tuple((prefix, k) + b[:k] for k in range(ndim)) for b in index}
         num_key = (getitem, (prefix, 0), 1)
     else:
-        for b in index:
-            dsk[(small, 0) + b] = (_small, (reps,) + b, None)
-        dsk[(before,)] = (_offsets,) + tuple((small, 0) + b for b in index)
+        dsk[(before,)] = (_offsets,) + tuple((_small, (reps,) + b, None) for b in index)
         levels = {b: ((before,),) for b in index}
         num_key = (getitem, (before,), 1)
     if numbering != "first-cell":
@@ -769,19 +797,21 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         dsk[(number,) + b] = (_number, (getitem, (info,) + b, 0), (reps,) + b, shapes[b],
                               (roots,) if numbering != "first-cell" else np.empty(0, np.int64),
                               numbering, b, position) + levels[b]
-        if numbering != "first-cell":
-            dsk[(asked,) + b] = (_asked, (number,) + b)
-            if return_counts:
-                dsk[(moved,) + b] = (_moved, (reps,) + b)
     if numbering != "first-cell":
-        dsk[(resolve,)] = (_resolve, [(asked,) + b for b in index],
-                           [(moved,) + b for b in index] if return_counts else [])
+        dsk[(resolve,)] = (_resolve, [(_asked, (number,) + b) for b in index],
+                           [(_moved, (reps,) + b) for b in index] if return_counts else [])
         barrier = resolve
     else:
         barrier = before
-    for b in index:
-        dsk[(table,) + b] = (_chunk_table, (getitem, (info,) + b, 0), cells_of[b], (reps,) + b,
-                             (number,) + b, (resolve,) if numbering != "first-cell" else None)
+    # each chunk's table (local label -> global label): made inside its
+    # renumbering task, or a task of its own when the counts read it too
+    tables = {b: (_chunk_table, (getitem, (info,) + b, 0), cells_of[b], (reps,) + b,
+                  (number,) + b, (resolve,) if numbering != "first-cell" else None)
+              for b in index}
+    if return_counts:
+        for b in index:
+            dsk[(table,) + b] = tables[b]
+            tables[b] = (table,) + b
     if low_memory:
         # the chunks labelled again after the numbering, from a copy of the
         # input's graph bound to it: no local labels are held across it
@@ -795,7 +825,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         again = bind(inputs, done)
         deps += list(again)
     for b in index:
-        lookup = (getitem, (table,) + b, 0)
+        lookup = (getitem, tables[b], 0)
         if low_memory:
             m = None if mask is None else (again[1].name,) + b
             dsk[(out_name,) + b] = (_relabel, (again[0].name,) + b, m, lookup, background,
@@ -816,9 +846,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         # axis 0, whose representatives hold consecutive labels
         name = f"meshccl-counts-{token}"
         dsk_c = {}
-        for b in index:
-            dsk_c[(f"{name}-background",) + b] = (_background, (table,) + b)
-        dsk_c[(name, 0)] = (_background_cells,) + tuple((f"{name}-background",) + b
+        dsk_c[(name, 0)] = (_background_cells,) + tuple((_background, (table,) + b)
                                                          for b in index)
         for r in range(grid[0]):
             row = [b for b in index if b[0] == r]

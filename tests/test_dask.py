@@ -349,3 +349,67 @@ def test_cupy_chunks_numberings(shape, chunks):
     for c in (1, len(shape)):
         _check_numbering(x, chunks, cupy=True, connectivity=c)
         _check_numbering(x, chunks, cupy=True, connectivity=c, periodic=True)
+
+
+def _first_cells_reference(labels):
+    """The smallest flat index of each label 1..max (all cells scanned)."""
+    flat = np.asarray(labels).ravel().astype(np.int64)
+    n = int(flat.max()) if flat.size else 0
+    out = np.full(n, flat.size, np.int64)
+    np.minimum.at(out, flat[flat > 0] - 1, np.flatnonzero(flat > 0))
+    return out
+
+
+def _first_cells_inputs(rng):
+    """Labelled chunks: random densities and connectivities, bool, a single
+    label, all background, one cell, snakes whose first cell comes late in
+    their bounding box, and labels not numbered in raster order."""
+    out = []
+    for shape in [(1,), (13,), (1, 9), (9, 1), (7, 11), (5, 6, 7), (4, 1, 6), (3, 4, 5, 2)]:
+        for p in (0.0, 0.3, 0.6, 1.0):
+            x = rng.random(shape) < p
+            for c in range(1, len(shape) + 1):
+                out.append(meshccl.label(x.astype(np.uint8), connectivity=c))
+    snake = np.zeros((7, 9), np.uint8)
+    snake[::2] = 1
+    snake[1, -1] = snake[3, 0] = snake[5, -1] = 1
+    comb = np.zeros((6, 9), np.uint8)
+    comb[-1] = 1
+    comb[2:, ::2] = 1  # every tooth's top is a candidate, the first one only is first
+    for x in (snake, comb, comb[::-1], np.stack([comb, comb[::-1]], axis=2)):
+        out.append(meshccl.label(x, connectivity=1))
+    out.append(meshccl.label(rng.integers(0, 3, (6, 5, 1)).astype(np.uint8)))  # column order
+    lab = meshccl.label((rng.random((9, 10)) < 0.5).astype(np.uint8), connectivity=1)
+    perm = np.concatenate([[0], rng.permutation(int(lab.max())) + 1])
+    out.append(perm[lab])  # labels in no particular order
+    return out
+
+
+def test_first_cells_against_a_scan_of_every_cell():
+    rng = np.random.default_rng(2026)
+    for lab in _first_cells_inputs(rng):
+        np.testing.assert_array_equal(mdask._first_cells(lab), _first_cells_reference(lab))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_first_cells_on_the_gpu():
+    import cupy as cp
+
+    rng = np.random.default_rng(2027)
+    for lab in _first_cells_inputs(rng):
+        got = mdask._first_cells(cp.asarray(lab.astype(np.int32)))
+        assert isinstance(got, np.ndarray)
+        np.testing.assert_array_equal(got, _first_cells_reference(lab))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("connectivity", [1, 3])
+def test_cupy_chunks_blobs_odd_chunks(connectivity):
+    from meshccl import patterns
+
+    x = patterns.blobs((96, 80, 70), seed=5).astype(np.uint8)
+    chunks = ((21, 33, 42), (25, 55), (16, 31, 23))
+    _check(x, chunks, scheduler="threads", cupy=True, connectivity=connectivity)
+    _check(x, chunks, cupy=True, connectivity=connectivity, periodic=(True, False, True))

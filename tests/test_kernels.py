@@ -106,3 +106,77 @@ def test_source_text_changes_with_any_header(tmp_path, monkeypatch):
     loader.headers_digest.cache_clear()
     assert before != after
     assert before.endswith("// x\n") and after.endswith("// x\n")
+
+
+def test_threads_compile_a_module_once(monkeypatch):
+    """Threads that ask for the same kernels at once (a threaded Dask
+    scheduler labelling its first chunks) share one compilation; a second
+    module compiles while the first does."""
+    import threading
+    import time
+
+    from meshccl._gpu import loader
+
+    made, inside, most = [], [0], [0]
+    guard = threading.Lock()
+
+    class Module:
+        def get_function(self, name):
+            return (self, name)
+
+    def compile_module(device_id, filename, names):
+        with guard:
+            made.append(filename)
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.2)
+        with guard:
+            inside[0] -= 1
+        return Module()
+
+    monkeypatch.setattr(loader, "_module", compile_module)
+    monkeypatch.setattr(loader, "_FUNCTIONS", {})
+    got = []
+    files = ["once_a.cu"] * 6 + ["once_b.cu"] * 6
+    threads = [threading.Thread(target=lambda f=f: got.append(
+        (f, loader._functions(-1, f, ("k<1>", "k<2>"))))) for f in files]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(made) == ["once_a.cu", "once_b.cu"]
+    assert most[0] == 2  # the two files at the same time
+    for f in ("once_a.cu", "once_b.cu"):
+        seen = {id(fns) for g, fns in got if g == f}
+        assert len(seen) == 1
+    assert [n for _, n in got[0][1]] == ["k<1>", "k<2>"]
+
+
+@pytest.mark.gpu
+def test_threads_labelling_at_once_compile_each_module_once(monkeypatch):
+    """On the GPU: threads that label at once (as Dask's threaded scheduler
+    does with its first chunks) load each kernel module once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    from conftest import HAVE_GPU
+
+    if not HAVE_GPU:
+        pytest.skip("no CUDA GPU / CuPy")
+    import cupy
+
+    import meshccl
+    from meshccl._gpu import loader
+
+    made = []
+    real = loader._module
+    monkeypatch.setattr(loader, "_module", lambda *key: made.append(key) or real(*key))
+    monkeypatch.setattr(loader, "_FUNCTIONS", {})
+    rng = np.random.default_rng(3)
+    images = [cupy.asarray(rng.random((40, 30, 20)) < 0.4) for _ in range(8)]
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda x: meshccl.label(x, connectivity=1), images))
+    assert made and len(made) == len(set(made))
+    for x, labels in zip(images, got):
+        np.testing.assert_array_equal(labels.get(), meshccl.label(x.get(), connectivity=1))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.resources
+import threading
 from pathlib import Path
 
 _C_TYPES = {
@@ -79,7 +80,6 @@ def source(filename: str) -> str:
     return f'// headers {headers_digest()}\n#line 1 "{path}"\n' + path.read_text()
 
 
-@functools.lru_cache(maxsize=None)
 def _module(device_id: int, filename: str, names: tuple):
     import cupy
 
@@ -97,10 +97,30 @@ def kernels(filename: str, *names: str) -> tuple:
     return _functions(cupy.cuda.Device().id, filename, names)
 
 
-@functools.lru_cache(maxsize=None)
+#: the kernel objects of each (device, file, names), and one lock per key
+#: being compiled
+_FUNCTIONS = {}
+_COMPILING = {}
+_COMPILING_LOCK = threading.Lock()
+
+
 def _functions(device_id: int, filename: str, names: tuple) -> tuple:
-    """The kernel objects, looked up once per device (a graph call asks for
-    about 15 per call: looking them up each time was host time the GPU
-    waited for)."""
-    mod = _module(device_id, filename, names)
-    return tuple(mod.get_function(n) for n in names)
+    """The kernel objects, compiled and looked up once per device (a graph
+    call asks for about 15 per call: looking them up each time was host time
+    the GPU waited for).  Threads that ask for the same module at once (a
+    threaded Dask scheduler labelling its first chunks) wait for one
+    compilation instead of each running its own; other modules compile
+    meanwhile."""
+    key = (device_id, filename, names)
+    found = _FUNCTIONS.get(key)
+    if found is not None:
+        return found
+    with _COMPILING_LOCK:
+        lock = _COMPILING.setdefault(key, threading.Lock())
+    with lock:
+        found = _FUNCTIONS.get(key)
+        if found is None:
+            mod = _module(device_id, filename, names)
+            found = tuple(mod.get_function(n) for n in names)
+            _FUNCTIONS[key] = found
+    return found
