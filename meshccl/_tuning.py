@@ -173,11 +173,10 @@ LAUNCH_PDL = True
 SW_DRAWN_BONDS = True
 
 #: Packed words per thread of meshccl_ising_multispin (Metropolis, 1 or 2): 2
-#: shares a thread's row set-up and Philox key schedule (sm_90: about 10 % fewer
-#: instructions issued a word, the same integer-pipe work) at 40 registers
-#: against 32 and half the blocks; 1 until an H200 run compares them
+#: shares a thread's row set-up and Philox key schedule; H200, GPU flips/ns at
+#: 4096² / 8192² / 16384²: 857 / 951 / 948 with 1, 903 / 1041 / 1021 with 2
 #: (docs/decisions.md: "fused simulation kernels").
-METROPOLIS_WORDS = 1
+METROPOLIS_WORDS = 2
 
 # ---------------------------------------------------------------------------
 # GPU: general lattices, the iterative methods and numbering by roots
