@@ -248,7 +248,7 @@ template <typename T, bool Tol, typename Features>
 struct LatticeJoin {
     typedef Rule<T, Tol> R;
     typedef typename R::K K;
-    static constexpr bool transitive = false, features = true;
+    static constexpr bool transitive = false, features = true, tolerance = Tol;
     int has_bg;
     K bgkey;
     Features ft;

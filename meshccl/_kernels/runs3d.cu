@@ -849,6 +849,124 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
 namespace meshccl {
 namespace runs3d {
 
+// One-byte cells take the masks as runs2d.cu's one-byte tiles do: lane r
+// loads row r (values, mask and bond bytes: two 16-byte loads each where
+// the row is whole and aligned), and byte-wise word arithmetic gives 32
+// cells' tests at once (runs.cuh: equal bytes, or bytes within the
+// tolerance's integer part, saturated at 255); rows r - 1 and r + 1 come
+// from the lanes beside by shuffles.  The masks are the ones the ballots
+// below give.
+
+// The comparison of one-byte cells: equal, or within the tolerance.
+template <typename T, bool Tol>
+struct ByteJoin {
+    typedef runs::Equal type;
+    static __device__ __forceinline__ type of(double) { return type(); }
+};
+template <typename T>
+struct ByteJoin<T, true> {
+    typedef runs::Within type;
+    static __device__ __forceinline__ type of(double tol) {
+        const unsigned long long t64 = int_tolerance(tol);
+        const unsigned t = t64 >= 255ull ? 255u : (unsigned)t64;
+        return type{0x01010101u * t, T(-1) < T(0)};
+    }
+};
+
+// A row of up to 32 bytes into 8 words, as runs.cuh's load_row, with the
+// byte-by-byte path unrolled (a loop to `width` put the words in local
+// memory here).
+template <typename T>
+__device__ __forceinline__ void load_bytes(const T* row, int width, unsigned (&w)[8]) {
+    if (row != nullptr && width == 32 && ((unsigned long long)row & 15ull) == 0ull) {
+        runs::load_row(row, width, w);
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j] = 0u;
+    if (row == nullptr) return;
+#pragma unroll
+    for (int c = 0; c < 32; ++c)
+        if (c < width) w[c >> 2] |= (unsigned)(unsigned char)row[c] << (8 * (c & 3));
+}
+
+// Lane r's row of a byte plane (mask or bonds; cell c at base + at + c) as
+// a mask of its non-zero bytes; null: all set (no mask, no such bonds).
+template <typename I>
+__device__ __forceinline__ unsigned byte_bits(const unsigned char* base, I at, int width,
+                                              bool in) {
+    if (base == nullptr) return ~0u;
+    unsigned b[8], h[8];
+    load_bytes(in ? base + at : nullptr, width, b);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) h[j] = runs::nonzero_bytes(b[j]);
+    return runs::pack32(h);
+}
+
+// The open bonds of lane r's row for step `step` (lattice.cuh, BoxFeatures).
+template <typename I>
+__device__ __forceinline__ unsigned byte_bonds(const BoxFeatures& ft, int step, I at, int width,
+                                               bool in) {
+    const int plane = ft.bonds == nullptr ? -1 : ft.planes[step];
+    return plane < 0 ? ~0u : byte_bits(ft.bonds + (long long)plane * ft.bstride, at, width, in);
+}
+
+// lattice_rows for one-byte cells.
+template <bool Diag, typename J, typename T, typename I>
+__device__ __forceinline__ void byte_rows(const J& join, const T* __restrict__ v, I row0, I nx,
+                                          int width, int height, int lane, unsigned& F,
+                                          unsigned& E, unsigned& V, unsigned& Vl, unsigned& Vr) {
+    const bool in = lane < height;
+    const I at = row0 + (I)lane * nx;
+    const BoxFeatures& ft = join.ft;
+    const auto cmp = ByteJoin<T, J::tolerance>::of(ft.tol);
+    unsigned w[8];
+    load_bytes(in ? v + at : nullptr, width, w);
+    F = runs::fg_mask(w, in ? width : 0, join.has_bg, (unsigned char)join.bgkey) &
+        byte_bits(ft.mask, at, width, in);
+    E = F & (F << 1) & runs::eq_left(w, w, cmp) & byte_bonds(ft, join.bond(0, 0, -1), at, width, in);
+    runs::above_masks<Diag>(w, F, lane, V, Vl, Vr, cmp);
+    V &= byte_bonds(ft, join.bond(0, -1, 0), at, width, in);
+    if (Diag) {
+        Vl &= byte_bonds(ft, join.bond(0, -1, -1), at, width, in);
+        Vr &= byte_bonds(ft, join.bond(0, -1, 1), at, width, in);
+    }
+}
+
+// lattice_z for one-byte cells.
+template <int C, typename J, typename T, typename I>
+__device__ __forceinline__ void byte_z(const J& join, const T* __restrict__ v, I row0, I plane,
+                                       I nx, int width, int height, int lane, unsigned mF,
+                                       unsigned bF, unsigned (&Z)[3][3]) {
+    const bool in = lane < height;
+    const I at = row0 + (I)lane * nx;
+    const BoxFeatures& ft = join.ft;
+    const auto cmp = ByteJoin<T, J::tolerance>::of(ft.tol);
+    unsigned w[8], b0[8];
+    load_bytes(in ? v + at : nullptr, width, w);
+    load_bytes(in ? v + at - plane : nullptr, width, b0);
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+        const int dy = k == 0 ? 0 : (k == 1 ? -1 : 1);
+        Z[k][0] = Z[k][1] = Z[k][2] = 0u;
+        if (C == 1 && dy != 0) continue;
+        unsigned b[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) b[j] = dy == 0 ? b0[j] : runs::shfl(b0[j], 1, dy < 0);
+        unsigned f = dy == 0 ? bF : runs::shfl(bF, 1, dy < 0);
+        if (lane + dy < 0 || lane + dy > 31) f = 0u;  // (the shuffle gave the lane's own row)
+        if (box::neighbour_step<3, C>(-1, dy, 0))
+            Z[k][1] = mF & f & runs::eq_mask(w, b, cmp) &
+                      byte_bonds(ft, join.bond(-1, dy, 0), at, width, in);
+        if (box::neighbour_step<3, C>(-1, dy, -1))
+            Z[k][0] = mF & (f << 1) & runs::eq_left(w, b, cmp) &
+                      byte_bonds(ft, join.bond(-1, dy, -1), at, width, in);
+        if (box::neighbour_step<3, C>(-1, dy, 1))
+            Z[k][2] = mF & (f >> 1) & runs::eq_right(w, b, cmp) &
+                      byte_bonds(ft, join.bond(-1, dy, 1), at, width, in);
+    }
+}
+
 // Rows of a tile of one plane as lattice masks: lane c loads column c of
 // the 32 rows (cell (r, c) at index row0 + r * nx + c; `width` columns and
 // `height` rows inside the array, height 0: none), and lane r keeps row r's
@@ -859,6 +977,10 @@ __device__ __forceinline__ void lattice_rows(const J& join, const T* __restrict_
                                              I nx, int width, int height, int lane,
                                              unsigned& F, unsigned& E, unsigned& V,
                                              unsigned& Vl, unsigned& Vr) {
+    if constexpr (sizeof(T) == 1) {
+        byte_rows<Diag>(join, v, row0, nx, width, height, lane, F, E, V, Vl, Vr);
+        return;
+    }
     typedef typename J::K K;
     const bool col = lane < width;
     const int bl = join.bond(0, 0, -1), bu = join.bond(0, -1, 0);
@@ -914,6 +1036,10 @@ template <int C, typename J, typename T, typename I>
 __device__ __forceinline__ void lattice_z(const J& join, const T* __restrict__ v, I row0,
                                           I plane, I nx, int width, int height, int lane,
                                           unsigned mF, unsigned bF, unsigned (&Z)[3][3]) {
+    if constexpr (sizeof(T) == 1) {
+        byte_z<C>(join, v, row0, plane, nx, width, height, lane, mF, bF, Z);
+        return;
+    }
     typedef typename J::K K;
     const bool col = lane < width;
     int bond[3][3];  // (the bond plane of each step, k and e as Z's)
