@@ -554,8 +554,8 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
 //   plane below (dy = +1), as long as the partner stays in the tile column
 //   (the x seam has the others).
 //
-// Which pairs are united is decided exactly as cells3d.cu's border kernel
-// decides (tests/test_runs_emulated.py, border_pairs_3d, emulates the set):
+// Which pairs are united (tests/test_runs_emulated.py, border_pairs_3d,
+// emulates the set):
 // the pair to the left unless the square rule skips it; any other step
 // unless its partner is not equal, or it goes down a plane while the cell
 // straight down is equal, or (straight up) the square rule along z holds,
