@@ -1,4 +1,6 @@
-// runs3d.cu -- plain 3-D volumes of any cell type, runs as nodes.
+// runs3d.cu -- 3-D volumes of any cell type, runs as nodes: plain volumes,
+// and (the lattice form, at the end of this file) volumes with a mask,
+// bonds or a tolerance.
 //
 // The 2-D kernel of runs2d.cu, a warp per 32 x 32 tile with lane r holding
 // row r as 32-bit masks, extended by one axis.  A block owns a brick of
