@@ -1140,13 +1140,14 @@ __device__ __forceinline__ void lattice_unions(const unsigned (&Z)[3][3], unsign
         }
 }
 
-// Blocks per multiprocessor the lattice tile kernel asks for: at 8 planes a
-// brick 4 (64 registers: at C = 3 a row's nine z masks and its keys of
-// three rows below are live together); at 16 (C = 1) 3 for one-byte cells
-// (42 registers, as the plain kernel; 32 used), else 2.
+// Blocks per multiprocessor the lattice tile kernel asks for: one-byte
+// cells 4 at 8 planes a brick (64 registers: at C = 3 a row's nine z masks
+// are live together; none spilled) and 3 at 16 (42, as the plain kernel;
+// 38 used at C = 1); wider cells 2 (128 registers at 8 planes: at 64, C =
+// 3 spilled 0.8-1.5 KB of keys and masks a thread).
 template <typename T, int NZ>
 struct LatticeBlocks {
-    enum { value = NZ == 8 ? 4 : (sizeof(T) == 1 ? 3 : 2) };
+    enum { value = sizeof(T) == 1 ? (NZ == 8 ? 4 : 3) : 2 };
 };
 
 }  // namespace runs3d
