@@ -1369,26 +1369,31 @@ MESHCCL_R3_WIDE(double)
         unsigned*, unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K,    \
         int, MESHCCL_BOX_FEATURE_TYPES);                                                       \
     template __global__ void meshccl_runs3d_lattice_zface<T, I, C, Tol, NZ, 1>(const T*, I*,  \
-        unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, MESHCCL_BOX_FEATURE_TYPES);
-#define MESHCCL_R3_LAT_C(T, I, C, Tol)                                                       \
-    MESHCCL_R3_LAT(T, I, C, Tol, 8) MESHCCL_R3_LAT(T, I, C, Tol, 16)                           \
+        unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, MESHCCL_BOX_FEATURE_TYPES);         \
     template __global__ void meshccl_runs3d_lattice_seams<T, I, C, Tol>(const T*, I*,         \
         unsigned*, const unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, I,                 \
         MESHCCL_BOX_FEATURE_TYPES);
-#define MESHCCL_R3_LAT_I(T, I)                                                                \
-    MESHCCL_R3_LAT_C(T, I, 1, false) MESHCCL_R3_LAT_C(T, I, 2, false)                          \
-    MESHCCL_R3_LAT_C(T, I, 3, false) MESHCCL_R3_LAT_C(T, I, 1, true)                           \
-    MESHCCL_R3_LAT_C(T, I, 2, true) MESHCCL_R3_LAT_C(T, I, 3, true)
-// The lattice form: every cell type, signed ones too (a tolerance keeps them signed).
-#define MESHCCL_R3_LAT_T(T) MESHCCL_R3_LAT_I(T, int) MESHCCL_R3_LAT_I(T, long long)
-MESHCCL_R3_LAT_T(unsigned char)
-MESHCCL_R3_LAT_T(unsigned short)
-MESHCCL_R3_LAT_T(unsigned int)
-MESHCCL_R3_LAT_T(unsigned long long)
-MESHCCL_R3_LAT_T(signed char)
-MESHCCL_R3_LAT_T(short)
-MESHCCL_R3_LAT_T(int)
-MESHCCL_R3_LAT_T(long long)
-MESHCCL_R3_LAT_T(float)
-MESHCCL_R3_LAT_T(double)
+// (the brick depths of _tuning.RUNS_3D_PLANES: 16 at C = 1, 8 at 2 and 3)
+#define MESHCCL_R3_LAT_I(T, I, Tol)                                                           \
+    MESHCCL_R3_LAT(T, I, 1, Tol, 16) MESHCCL_R3_LAT(T, I, 2, Tol, 8)                           \
+    MESHCCL_R3_LAT(T, I, 3, Tol, 8)
+#define MESHCCL_R3_LAT_T(T, Tol) MESHCCL_R3_LAT_I(T, int, Tol) MESHCCL_R3_LAT_I(T, long long, Tol)
+// The lattice form: integers unsigned and floats without a tolerance (as
+// _validate.py gives them), every cell type with one (signed stays signed).
+MESHCCL_R3_LAT_T(unsigned char, false)
+MESHCCL_R3_LAT_T(unsigned short, false)
+MESHCCL_R3_LAT_T(unsigned int, false)
+MESHCCL_R3_LAT_T(unsigned long long, false)
+MESHCCL_R3_LAT_T(float, false)
+MESHCCL_R3_LAT_T(double, false)
+MESHCCL_R3_LAT_T(unsigned char, true)
+MESHCCL_R3_LAT_T(unsigned short, true)
+MESHCCL_R3_LAT_T(unsigned int, true)
+MESHCCL_R3_LAT_T(unsigned long long, true)
+MESHCCL_R3_LAT_T(signed char, true)
+MESHCCL_R3_LAT_T(short, true)
+MESHCCL_R3_LAT_T(int, true)
+MESHCCL_R3_LAT_T(long long, true)
+MESHCCL_R3_LAT_T(float, true)
+MESHCCL_R3_LAT_T(double, true)
 #endif

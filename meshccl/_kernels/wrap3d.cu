@@ -90,24 +90,30 @@ __global__ void __launch_bounds__(256) meshccl_wrap3d(
 
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may
-// ask for: every cell type, with a tolerance or without (plain volumes
-// come with integers unsigned after _validate.py, lattice ones as given).
+// ask for: integers unsigned (and signed bytes, as runs3d.cu's plain form
+// has them) and floats without a tolerance (as _validate.py gives them),
+// every cell type with one.
 #define MESHCCL_W3(T, I, C, Tol)                                                            \
     template __global__ void meshccl_wrap3d<T, I, C, Tol>(const T*, I*, unsigned*,           \
         const unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, unsigned,                   \
         MESHCCL_BOX_FEATURE_TYPES);
 #define MESHCCL_W3_C(T, I, Tol) MESHCCL_W3(T, I, 1, Tol) MESHCCL_W3(T, I, 2, Tol) MESHCCL_W3(T, I, 3, Tol)
-#define MESHCCL_W3_T(T)                                                                      \
-    MESHCCL_W3_C(T, int, false) MESHCCL_W3_C(T, long long, false)                            \
-    MESHCCL_W3_C(T, int, true) MESHCCL_W3_C(T, long long, true)
-MESHCCL_W3_T(unsigned char)
-MESHCCL_W3_T(unsigned short)
-MESHCCL_W3_T(unsigned int)
-MESHCCL_W3_T(unsigned long long)
-MESHCCL_W3_T(signed char)
-MESHCCL_W3_T(short)
-MESHCCL_W3_T(int)
-MESHCCL_W3_T(long long)
-MESHCCL_W3_T(float)
-MESHCCL_W3_T(double)
+#define MESHCCL_W3_T(T, Tol) MESHCCL_W3_C(T, int, Tol) MESHCCL_W3_C(T, long long, Tol)
+MESHCCL_W3_T(unsigned char, false)
+MESHCCL_W3_T(signed char, false)
+MESHCCL_W3_T(unsigned short, false)
+MESHCCL_W3_T(unsigned int, false)
+MESHCCL_W3_T(unsigned long long, false)
+MESHCCL_W3_T(float, false)
+MESHCCL_W3_T(double, false)
+MESHCCL_W3_T(unsigned char, true)
+MESHCCL_W3_T(unsigned short, true)
+MESHCCL_W3_T(unsigned int, true)
+MESHCCL_W3_T(unsigned long long, true)
+MESHCCL_W3_T(signed char, true)
+MESHCCL_W3_T(short, true)
+MESHCCL_W3_T(int, true)
+MESHCCL_W3_T(long long, true)
+MESHCCL_W3_T(float, true)
+MESHCCL_W3_T(double, true)
 #endif
