@@ -310,7 +310,7 @@ _PERIODIC_3D = [False, True, (True, False, False), (False, True, False), (False,
                                    np.float32, np.float64])
 def test_gpu_lattice_volumes(shape, dtype):
     """Each feature alone and together, every connectivity, periodic on
-    subsets of axes, across tile faces (32 x 8 x 4 tiles), odd sizes and
+    subsets of axes, across tile and brick faces (32 x 32 x 8 or 16 bricks), odd sizes and
     volumes that squeeze to fewer axes."""
     from conftest import HAVE_GPU
     if not HAVE_GPU:
