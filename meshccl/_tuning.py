@@ -158,6 +158,19 @@ PLAN_GRAPH_AFTER = 2
 #: next kernel's blocks start while the one before drains
 #: (docs/decisions.md: "early launch of the numbering chain").
 LAUNCH_PDL = True
+#: The Swendsen-Wang step on 2-D CuPy lattices (meshccl/_gpu/cluster_flip.py)
+#: draws each bond inside the labelling chain's kernels where they read it,
+#: rather than writing bond planes first and reading them there: 4 bytes a
+#: cell and a launch fewer, the same Philox calls (docs/decisions.md: "sw
+#: cluster draws by first cell").
+SW_DRAWN_BONDS = True
+
+#: Packed words per thread of meshccl_ising_multispin (Metropolis, 1 or 2): 2
+#: shares a thread's row set-up and Philox key schedule (sm_90: about 10 % fewer
+#: instructions issued a word, the same integer-pipe work) at 40 registers
+#: against 32 and half the blocks; 1 until an H200 run compares them
+#: (docs/decisions.md: "fused simulation kernels").
+METROPOLIS_WORDS = 1
 
 # ---------------------------------------------------------------------------
 # GPU: general lattices, the iterative methods and numbering by roots

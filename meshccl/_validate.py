@@ -63,10 +63,74 @@ class Problem:
     # an explicit half neighbourhood on the squeezed shape (a structure of
     # meshccl.ndimage.label that no connectivity names), else None
     offsets: object = None
+    # the values are packed Ising spins (:class:`PackedSpins`' words, flat):
+    # 0 labels the +1 spins, 1 the -1 spins; None: the values are cells
+    packed_flip: object = None
 
     @property
     def size(self) -> int:
         return int(np.prod(self.out_shape, dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class PackedSpins:
+    """A phase of :class:`meshccl.sim.Ising`'s packed Metropolis spins, the
+    input that the labelling hooks hand :func:`meshccl.label` in place of
+    the phase's bool image: the GPU chains read the packed words
+    (``_kernels/packed_spins.cuh``) and no pass writes the image.
+
+    ``words``: the CuPy uint64 array (2, rows, W) of ``meshccl/_kernels/ising.cu``
+    (one array per colour; rows = the product of all sides but the last,
+    W = ceil(nx / 32)); ``shape``: the lattice, 2-D, even sides; ``phase``:
+    ``'up'`` (the +1 spins) or ``'down'`` (the -1 spins).  Labelled as
+    ``label(image, connectivity=c, periodic=True)`` of that image.
+    """
+
+    words: object
+    shape: tuple
+    phase: str
+
+
+def prepare_packed(spins, connectivity, periodic=True, return_counts=False,
+                   **others) -> Problem:
+    """The :class:`Problem` of a :class:`PackedSpins` input: the lattice's
+    shape, background 0 (cells outside the phase), every axis periodic,
+    counts if asked.  ``others``: the rest of :func:`meshccl.label`'s
+    arguments, which must keep their defaults (the packed chain takes none
+    of them)."""
+    words = spins.words
+    if not type(words).__module__.startswith("cupy"):
+        raise TypeError(f"packed spins must be a CuPy uint64 array, got "
+                        f"{type(spins.words).__module__}.{type(spins.words).__name__}")
+    import cupy
+
+    shape = tuple(int(n) for n in spins.shape)
+    if len(shape) != 2 or min(shape) < 2 or any(n % 2 for n in shape):
+        raise ValueError(f"packed spins need a 2-D lattice with even sides >= 2, got shape "
+                         f"{spins.shape!r}")
+    ny, nx = shape
+    expected = (2, ny, -(-nx // 32))
+    if words.dtype != np.uint64 or tuple(words.shape) != expected or not words.flags.c_contiguous:
+        raise ValueError(f"packed spins of a lattice of shape {shape} must be a C-contiguous "
+                         f"uint64 array of shape {expected}, got {words.dtype} "
+                         f"{tuple(words.shape)}")
+    if spins.phase not in ("up", "down"):
+        raise ValueError(f"phase of packed spins must be 'up' or 'down', got {spins.phase!r}")
+    if _periodic(periodic, 2) != (True, True):
+        raise ValueError(f"packed spins are labelled on their torus: periodic must be True, "
+                         f"got {periodic!r}")
+    changed = [k for k, v in others.items() if v is not None and v is not False
+               and not (k == "numbering" and v == "raster") and not (k == "method" and v == "auto")]
+    if changed:
+        raise ValueError(f"packed spins take connectivity, periodic=True and return_counts "
+                         f"only; got "
+                         f"{', '.join(sorted(changed))}")
+    conn = _connectivity(connectivity, 2)
+    size = ny * nx
+    work = np.dtype(np.int32) if size < 2**31 - 1 else np.dtype(np.int64)
+    return Problem(cupy, words.reshape(-1), shape, shape, conn, True, np.uint8(0), work, work,
+                   periodic=3, counts=_truth(return_counts, "return_counts"),
+                   packed_flip=0 if spins.phase == "up" else 1)
 
 
 def array_module(label_image):
@@ -309,6 +373,13 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
     (:func:`meshccl.neighbourhood.structure_offsets`) in place of
     ``connectivity``; not with ``axes``, ``bonds`` or ``periodic``.
     """
+    if isinstance(label_image, PackedSpins):
+        return prepare_packed(label_image, connectivity, periodic, return_counts,
+                              background=background, dtype=dtype, mask=mask,
+                              tolerance=tolerance, bonds=bonds, axes=axes, numbering=numbering,
+                              method=method,
+                              max_iterations=max_iterations, offsets=offsets,
+                              return_statistics=return_statistics)
     if offsets is not None and (axes is not None or bonds is not None or periodic is not False):
         raise ValueError("offsets cannot be combined with axes, bonds or periodic")
     first, counts, method, max_iterations = request(numbering, return_counts, method,

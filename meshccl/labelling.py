@@ -344,6 +344,19 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
                              periodic, mask, tolerance, bonds, numbering, axes, return_counts)
         if out is not None:
             return out
+    if (type(label_image) is _validate.PackedSpins and background is None and dtype is None
+            and method == "auto" and device == "auto" and return_info is False
+            and max_iterations is None and mask is None and tolerance is None
+            and bonds is None and axes is None and numbering == "raster"
+            and return_statistics is False and (return_num is False or return_num is True)
+            and (return_counts is False or return_counts is True)):
+        # the labelling hooks' packed spins, through a plan as the arrays above
+        from ._gpu.plan import fast_label_packed
+
+        out = fast_label_packed(label_image, connectivity, return_num, periodic,
+                                return_counts) if type(periodic) is bool else None
+        if out is not None:
+            return out
     args = dict(dtype=dtype, method=method, device=device, periodic=periodic, mask=mask,
                 tolerance=tolerance, bonds=bonds, axes=axes, return_counts=return_counts,
                 return_info=return_info, cpu_threads=cpu_threads,
@@ -370,6 +383,8 @@ def label(label_image, background=None, return_num=False, connectivity=None, *,
             return_counts=return_counts, method=method, max_iterations=max_iterations,
             return_statistics=return_statistics)
     backend = _backend_for(prob.xp, device, prob.method)
+    if prob.packed_flip is not None and backend != "gpu":
+        raise ValueError(f"packed spins are labelled on their GPU, got device={device!r}")
     info = {"method": "unionfind" if method == "auto" else method, "backend": backend,
             "iterations": 0, "seconds": {"prepare": time.perf_counter() - t0}}
     if prob.size == 0:

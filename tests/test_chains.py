@@ -7,6 +7,7 @@ each chain launches the kernels its row names is checked in
 tests/test_counts_emulated.py, which runs the chains on an emulated GPU.
 """
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,11 @@ def test_every_row_has_a_case():
         "runs2d-lattice": _chain(np.zeros((7, 9)), tolerance=0.5),
         "runs3d-lattice": _chain(u8, mask=m),
         "general": _chain(np.zeros((2, 3, 4, 5), np.uint8)),
+        # (packed Ising spins: CuPy words only; the emulated chain in
+        # tests/test_counts_emulated.py validates real ones)
+        "runs2d-packed": chains.select(dataclasses.replace(
+            _validate.prepare(np.zeros((6, 64), bool), None, 1, None, periodic=True),
+            packed_flip=0)).chain.name,
     }
     assert {k: v for k, v in cases.items() if k != v} == {}
     assert set(cases) == set(chains.CHAINS)

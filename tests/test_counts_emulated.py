@@ -81,7 +81,8 @@ def _check_signature(name, targs, args):
         return
     assert len(args) == len(sig), f"{name}: {len(args)} arguments for {len(sig)} parameters"
     index = {"int": np.int32, "long long": np.int64}[targs[1] if base.startswith(
-        ("meshccl_runs", "meshccl_cells", "meshccl_general")) else targs[0]]
+        ("meshccl_runs", "meshccl_cells", "meshccl_general")) and "_packed_" not in base
+        else targs[0]]
     for k, (a, t) in enumerate(zip(args, sig)):
         t = t.replace("const ", "")
         where = f"{name} argument {k} ({t})"
@@ -93,6 +94,8 @@ def _check_signature(name, targs, args):
             assert isinstance(a, FakeArray), f"{where}: got {type(a).__name__}"
             if pointee == "I":
                 assert a.dtype == index, f"{where}: got {a.dtype}"
+            elif pointee == "unsigned long long":  # (64-bit words, either sign)
+                assert a.dtype in (np.int64, np.uint64), f"{where}: got {a.dtype}"
             elif pointee in POINTEE:
                 assert a.dtype == POINTEE[pointee], f"{where}: got {a.dtype}"
         elif t == "I":
@@ -309,6 +312,48 @@ def test_counted_chains_emulated(emulated, case, dtype):
     chain = chains.select(prob).chain
     named = set(re.findall(r"meshccl_\w+", " ".join(chain.steps + (chain.counts,))))
     assert set(Truth.launches) - named <= {"meshccl_clear_counts"}, (chain.name, Truth.launches)
+
+
+@pytest.mark.parametrize("shape", [(50, 66), (64, 64), (6, 2)])
+@pytest.mark.parametrize("phase", ["up", "down"])
+@pytest.mark.parametrize("connectivity", [1, 2])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_packed_chain_emulated(emulated, shape, phase, connectivity, dtype):
+    """label() of packed Ising spins (meshccl._validate.PackedSpins): the
+    packed chain's launches match their kernels' C signatures, the chain's
+    row names every kernel, and N and counts come back as on the plain
+    chains (rows 0..N of the table, counted by the label pass)."""
+    import dataclasses
+
+    from meshccl import _validate
+    from meshccl._gpu import chains
+    from test_packed_spins import packed_by_hand
+
+    s = np.where(np.random.default_rng(sum(shape)).random(shape) < 0.55, 1, -1).astype(np.int8)
+    want = meshccl.label(s > 0 if phase == "up" else s < 0, connectivity=connectivity,
+                         periodic=True)
+    for counted in (False, True):
+        prob = _validate.prepare(_validate.PackedSpins(_fake(packed_by_hand(s)), shape, phase),
+                                 None, connectivity, None, periodic=True,
+                                 return_counts=counted)
+        assert chains.select(prob).chain.name == "runs2d-packed"
+        assert prob.values.dtype == np.uint64 and prob.values.size == 2 * shape[0] * -(
+            -shape[1] // 32)
+        Truth.labels = want.astype(np.int64)
+        Truth.launches = []
+        P = emulated.empty(prob.size, dtype=dtype)
+        num, counts = chains.label(dataclasses.replace(prob, work_dtype=np.dtype(dtype)), P)[:2]
+        assert int(num) == want.max(initial=0)
+        np.testing.assert_array_equal(P, want.ravel())
+        if counted:
+            np.testing.assert_array_equal(counts, np.bincount(want.ravel(), minlength=num + 1))
+        else:
+            assert counts is None
+        chain = chains.select(prob).chain
+        named = set(re.findall(r"meshccl_\w+", " ".join(chain.steps + (chain.counts,))))
+        assert {"meshccl_runs2d_packed_tile", "meshccl_runs2d_packed_border",
+                "meshccl_runs2d_packed_wrap"} <= set(Truth.launches)
+        assert set(Truth.launches) - named <= {"meshccl_clear_counts"}, Truth.launches
 
 
 def test_uncounted_program_unchanged(emulated):

@@ -20,6 +20,7 @@ import pytest
 
 import meshccl
 from meshccl import measure
+from meshccl._validate import PackedSpins
 from meshccl.sim import (CahnHilliard, CallbackError, Clusters, Ising, SimulationError, analysis,
                          exact)
 from meshccl.sim import random as sim_random
@@ -339,11 +340,12 @@ def test_kawasaki_conserves_magnetisation_exactly(shape):
 
 
 def test_metropolis_and_swendsen_wang_order_below_tc_3d():
-    """3-D, T = 3.5 < T_c = 4.51: both keep a cold start ordered (|m| > 0.8)."""
+    """3-D, T = 3.5 < T_c = 4.51: both keep a cold start ordered (|m| about 0.86 on
+    8**3; single sweeps of Metropolis dip to 0.8)."""
     for algorithm in ("metropolis", "swendsen-wang"):
         sim = Ising((8, 8, 8), temperature=3.5, algorithm=algorithm, seed=1, start="cold")
         m = sim.run(30, record="magnetisation")["magnetisation"]
-        assert np.abs(m[-10:]).min() > 0.8, algorithm
+        assert np.abs(m[-10:]).mean() > 0.8 and np.abs(m[-10:]).min() > 0.7, algorithm
         hot = Ising((8, 8, 8), temperature=8.0, algorithm=algorithm, seed=1)
         m = hot.run(30, record="magnetisation")["magnetisation"]
         assert np.abs(m[-10:]).mean() < 0.15, algorithm
@@ -374,28 +376,75 @@ def test_swendsen_wang_clusters_are_meshccl_labels():
     assert all(np.unique(before[expected == k]).size == 1 for k in range(1, n + 1))
 
 
+def sw_step_by_graph(spins, seed, step, temperature):
+    """A zero-field Swendsen-Wang step written from the documented draws, with SciPy
+    for the clusters: bond k of cell x (to x - e_k, ``half_offsets``) is Philox word
+    2 i + k (3-D: 3 i + k, i the flat index of x) of the step, open below
+    floor(p 2**32) and between equal spins; a cluster's new spin is +1 when
+    word 0 of the Philox call at its smallest cell index + 1 is below 2**31."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    shape, nd, n = spins.shape, spins.ndim, spins.size
+    calls = nd * -(-n // 4)
+    w = np.stack(sim_random.words(seed, sim_random.TAG_BOND, step,
+                                  np.arange(calls, dtype=np.uint64), 4), axis=1).reshape(-1)
+    threshold = math.floor(-math.expm1(-2 / temperature) * 2**32)
+    cells = np.arange(n).reshape(shape)
+    rows, cols = [], []
+    for k in range(nd):
+        other = np.roll(cells, 1, axis=k)             # x - e_k on the torus
+        open_ = (w[nd * cells + k] < threshold) & (spins == spins.reshape(-1)[other])
+        rows.append(cells[open_])
+        cols.append(other[open_])
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    graph = sp.coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    _, comp = connected_components(graph, directed=False)
+    first = np.full(comp.max() + 1, n)
+    np.minimum.at(first, comp, np.arange(n))
+    draw = sim_random.words(seed, sim_random.TAG_CLUSTER, step,
+                            (first[comp] + 1).astype(np.uint64), 1)[0]
+    return np.where(draw < 2**31, 1, -1).astype(np.int8).reshape(shape)
+
+
+@pytest.mark.parametrize("shape, temperature", [((9, 7), 2.269), ((16, 33), 2.0),
+                                                ((5, 6, 7), 4.5), ((3, 2, 2), 3.0)])
+def test_swendsen_wang_sign_is_drawn_at_each_clusters_first_cell(shape, temperature):
+    """Every step equals the step written from the draws with SciPy's components: the
+    sign rule needs no numbering, only each cluster's first cell (also across the
+    periodic wrap)."""
+    sim = Ising(shape, temperature=temperature, algorithm="swendsen-wang", seed=2**33 + 7)
+    for _ in range(6):
+        want = sw_step_by_graph(sim.state, sim.seed, sim.step, temperature)
+        sim.run(1)
+        assert np.array_equal(sim.state, want), sim.step
+
+
 def direct_metropolis_sweep(s, table, seed, step):
     """One Metropolis sweep written from the documented draws, cell by cell: cell
     i = x // 2 of colour c in row r (flat over the axes but the last) is nibble t = i % 16
     of packed word G = c rows words + r words + i // 16 (words = ceil(nx / 32)); its
-    16-bit uniform is half (16 G + t) % 2 of word (16 G + t) // 2 % 4 of Philox call
-    (16 G + t) // 8 (tag TAG_METROPOLIS), its next 16 bits the low half of word 0 of
-    call 16 G + t (tag TAG_METROPOLIS_TIE); the cell flips when the 32-bit uniform they
-    make is below its (spin, neighbour sum) threshold."""
+    16-bit uniform is half (t // 4) % 2 of word W = t % 4 + 4 (t // 8) of Philox calls
+    2 G (W < 4) and 2 G + 1 (W - 4) (tag TAG_METROPOLIS), its next 16 bits the low half
+    of word 0 of call 16 G + t (tag TAG_METROPOLIS_TIE); the cell flips when the 32-bit
+    uniform they make is below its (spin, neighbour sum) threshold."""
     shape, nd = s.shape, s.ndim
     nx, ny = shape[-1], shape[-2]
     rows = s.size // nx
     words = -(-(nx // 2) // 16)
-    pos = np.empty(shape, dtype=np.int64)
+    G = np.empty(shape, dtype=np.int64)
+    t = np.empty(shape, dtype=np.int64)
     for cell in np.ndindex(shape):
         z = cell[0] if nd == 3 else 0
         c, r, i = sum(cell) & 1, z * ny + cell[-2], cell[-1] // 2
-        pos[cell] = 16 * (c * rows * words + r * words + i // 16) + i % 16
+        G[cell], t[cell] = c * rows * words + r * words + i // 16, i % 16
+    W = t % 4 + 4 * (t // 8)
     step_words, key = (step & 0xFFFFFFFF, step >> 32), (seed & 0xFFFFFFFF, seed >> 32)
-    w = sim_random.philox4x32((pos // 8, sim_random.TAG_METROPOLIS, *step_words), key)
-    word = np.choose(pos // 2 % 4, w).astype(np.uint64)
-    high = np.where(pos % 2 == 1, word >> np.uint64(16), word & np.uint64(0xFFFF))
-    extra = sim_random.philox4x32((pos, sim_random.TAG_METROPOLIS_TIE, *step_words), key)[0]
+    w = sim_random.philox4x32((2 * G + W // 4, sim_random.TAG_METROPOLIS, *step_words), key)
+    word = np.choose(W % 4, w).astype(np.uint64)
+    high = np.where((t // 4) % 2 == 1, word >> np.uint64(16), word & np.uint64(0xFFFF))
+    extra = sim_random.philox4x32((16 * G + t, sim_random.TAG_METROPOLIS_TIE, *step_words),
+                                  key)[0]
     uniform = (high << np.uint64(16)) | (extra.astype(np.uint64) & np.uint64(0xFFFF))
     colour = sum(np.indices(shape)) % 2
     z = 2 * nd
@@ -861,7 +910,9 @@ def test_gpu_ising_equals_numpy_bit_for_bit(tmp_path, algorithm, shape, field):
     ("metropolis", (4, 66), 0.0), ("metropolis", (130, 96), 0.3), ("metropolis", (1024, 2048), 0.0),
     ("swendsen-wang", (7, 9), 0.0), ("swendsen-wang", (5, 3, 7), 0.0),
     ("swendsen-wang", (33, 65), 0.4), ("swendsen-wang", (130, 258), 0.0),
-    ("swendsen-wang", (31, 17, 9), 0.0), ("swendsen-wang", (512, 520), 0.0)])
+    ("swendsen-wang", (31, 17, 9), 0.0), ("swendsen-wang", (512, 520), 0.0),
+    ("swendsen-wang", (2, 9), 0.0), ("swendsen-wang", (97, 3), 0.0),
+    ("swendsen-wang", (1031, 2050), 0.0), ("swendsen-wang", (64, 64, 65), 0.0)])
 def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
     """meshccl/_kernels/ising.cu against the NumPy steps, sweep by sweep: rows that
     are not multiples of 8 or 32 (Metropolis: packed rows whose last word holds 1..15
@@ -884,11 +935,81 @@ def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("shape", [(4, 66), (130, 96), (256, 1032), (6, 10, 14), (40, 24, 72)])
+def test_gpu_metropolis_two_words_a_thread(shape):
+    """The Metropolis kernel's variant with two packed words a thread
+    (_tuning.METROPOLIS_WORDS = 2) against the NumPy sweeps, sweep by sweep."""
+    import cupy
+
+    from meshccl import _tuning
+
+    kw = dict(temperature=2.3 if len(shape) == 2 else 4.4, field=0.2, seed=33)
+    cpu, dev = Ising(shape, **kw), Ising(shape, xp=cupy, **kw)
+    with _tuning.override(METROPOLIS_WORDS=2):
+        for sweep in range(4):
+            cpu.run(1)
+            dev.run(1)
+            assert np.array_equal(cpu.state, dev.state.get()), sweep
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("drawn", [True, False])
+@pytest.mark.parametrize("shape", [(2, 2), (3, 33), (32, 32), (65, 31), (257, 1000),
+                                   (2048, 2080)])
+def test_gpu_swendsen_wang_chain_equals_numpy(shape, drawn):
+    """The 2-D step on the GPU (the labelling chain writing the spins, its bonds drawn in
+    its kernels or read from bond planes: _tuning.SW_DRAWN_BONDS) against the NumPy
+    step, step by step at T_c and below, with the step's spins left as they were."""
+    import cupy
+
+    from meshccl import _tuning
+
+    with _tuning.override(SW_DRAWN_BONDS=drawn):
+        for temperature in (2.269, 1.6):
+            cpu = Ising(shape, temperature=temperature, algorithm="sw", seed=2**34 + 5)
+            dev = Ising(shape, temperature=temperature, algorithm="sw", seed=2**34 + 5,
+                        xp=cupy)
+            for step in range(4):
+                before = dev.state
+                kept = before.copy()
+                cpu.run(1)
+                dev.run(1)
+                assert dev._sw_chain() is not None
+                assert np.array_equal(cpu.state, dev.state.get()), (temperature, step)
+                assert bool((before == kept).all())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("shape, field", [((40, 70), 0.0), ((9, 12, 7), 0.0), ((33, 65), 0.4)])
+def test_gpu_swendsen_wang_clusters_hook_equals_numpy(shape, field):
+    """label='clusters' on the GPU: the last step's clusters labelled on demand (h = 0:
+    the step itself writes no labels) equal the CPU's, 1..N, step after step; the spins
+    stay equal."""
+    import cupy
+
+    kw = dict(temperature=2.3 if len(shape) == 2 else 4.4, field=field,
+              algorithm="swendsen-wang", seed=77)
+    cpu, dev = Ising(shape, **kw), Ising(shape, xp=cupy, **kw)
+    seen_c, seen_g = [], []
+    cpu.run(9, every=3, on_label=seen_c.append, label="clusters")
+    dev.run(9, every=3, on_label=seen_g.append, label="clusters")
+    assert [c.step for c in seen_g] == [3, 6, 9]
+    for a, b in zip(seen_c, seen_g):
+        assert isinstance(b.labels, cupy.ndarray) and a.n == b.n
+        assert np.array_equal(a.labels, b.labels.get())
+    assert np.array_equal(cpu.state, dev.state.get())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @pytest.mark.parametrize("shape", [(34, 66), (16, 8, 40)])
 def test_gpu_metropolis_packed_state_ties_and_images(shape):
     """The packed kernel where uniforms tie with thresholds (tie_table), then the
-    state's views: the hooks' 'up' / 'down' images written from the packed words, the
-    int8 spins, the magnetisation from bit counts, all equal to NumPy's."""
+    state's views: the hooks' 'up' / 'down' phases (2-D: labelled from the packed words;
+    3-D: images written from them), the int8 spins, the magnetisation from bit counts,
+    all equal to NumPy's."""
     import cupy
 
     kw = dict(temperature=2.2, field=0.3, seed=2**35 + 1)
@@ -903,7 +1024,13 @@ def test_gpu_metropolis_packed_state_ties_and_images(shape):
     assert dev._s is None                      # packed: nothing unpacked yet
     for phase, image in (("up", cpu.state > 0), ("down", cpu.state < 0)):
         got = dev._phase_image(phase)
-        assert got.dtype == cupy.bool_ and np.array_equal(got.get(), image), phase
+        if len(shape) == 2:
+            assert isinstance(got, PackedSpins), phase
+        else:
+            assert got.dtype == cupy.bool_ and np.array_equal(got.get(), image), phase
+        for c in (1, 2):
+            assert np.array_equal(dev.labels(phase, connectivity=c).labels.get(),
+                                  cpu.labels(phase, connectivity=c).labels), (phase, c)
     assert dev._s is None
     assert dev.magnetisation() == cpu.magnetisation()
     assert dev.state.dtype == cupy.int8 and np.array_equal(dev.state.get(), cpu.state)

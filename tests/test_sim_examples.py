@@ -153,12 +153,14 @@ def test_sim_bench_gpu_sections_with_a_stand_in_device(tmp_path, monkeypatch):
     info["gpu"] = {"name": "stand-in", "cupy": "0", "runtime_version": "0"}
     monkeypatch.setattr(bench, "machine_info", lambda use_gpu, reason: info)
     assert sim_bench.main(["--out", str(tmp_path), "--sides", "16,32", "--side3", "8",
-                           "--metropolis-sides", "16,32",
+                           "--sw-sides3", "8,6", "--metropolis-sides", "16,32",
                            "--ch-sides", "16,8", "--ch-steps", "256", "--repeat", "2",
                            "--cpu-size", "16", "--cpu-steps", "1"]) == 0
     res = json.loads((tmp_path / "sim_bench.json").read_text())
-    assert [r["shape"] for r in res["swendsen_wang"]] == [[16, 16], [32, 32], [8, 8, 8]]
-    assert all(set(r["parts_s"]) == {"bonds", "label", "flip"} for r in res["swendsen_wang"])
+    assert [r["shape"] for r in res["swendsen_wang"]] == [[16, 16], [32, 32], [8, 8, 8],
+                                                          [6, 6, 6]]
+    assert all(r["parts_s"]["bonds"] > 0 and r["label_only_s"] > 0 and r["step_s"] > 0
+               for r in res["swendsen_wang"])
     assert [r["shape"] for r in res["metropolis"]] == [[16, 16], [32, 32], [8, 8, 8]]
     assert [r["calls"] for r in res["cahn_hilliard"]] == [2, 2]
     md = (tmp_path / "sim_bench.md").read_text()

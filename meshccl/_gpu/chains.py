@@ -25,6 +25,7 @@ chain                     serves
 iterative                 ``method='A'``, 'B', 'C', 'D'
 runs2d                    1-D and 2-D arrays, equal values
 runs3d                    3-D arrays, equal values
+runs2d-packed             a phase of packed Ising spins (the simulation hooks)
 runs2d-lattice            1-D and 2-D arrays with a mask, bonds or tolerance
 runs3d-lattice            3-D arrays with a mask, bonds or tolerance
 general                   everything else: more than 3 axes longer than 1,
@@ -121,6 +122,15 @@ TABLE = (
                     "runs3d.cu: meshccl_runs3d_zface (a brick's first plane against the "
                     "plane below)") + _WRAP3D + _NUMBER_RUNS,
           "meshccl_label_runs_counted"),
+    Chain("runs2d-packed", "a phase of `meshccl.sim.Ising`'s packed Metropolis spins (2-D, "
+          "periodic: the labelling hooks), in place of its bool image",
+          _CLEAR + ("runs2d.cu: meshccl_runs2d_packed_tile (the tile kernel without slots, "
+                    "each row's mask from the two colours' words: packed_spins.cuh)",
+                    "runs2d.cu: meshccl_runs2d_packed_border (the border kernel's pairs, "
+                    "cells read from the words)",
+                    "runs2d.cu: meshccl_runs2d_packed_wrap (pairs across a periodic edge)")
+          + _NUMBER_RUNS,
+          "meshccl_label_runs_counted"),
     Chain("runs2d-lattice", "1-D and 2-D arrays, and stacks of them, with a mask, bonds or "
           "a tolerance",
           _CLEAR + ("runs2d.cu: meshccl_runs2d_lattice_tile (the 2-D tile with the joining "
@@ -171,6 +181,8 @@ def select(prob) -> Case:
     if prob.method in ("A", "B", "C", "D"):
         return Case(CHAINS["iterative"], prob.shape, None, prob.periodic, prob.label_axes,
                     prob.no_left)
+    if prob.packed_flip is not None:  # packed spins (validated: 2-D, periodic)
+        return Case(CHAINS["runs2d-packed"], prob.shape, None, prob.periodic, None, False)
     if prob.offsets is not None:  # an explicit neighbourhood: its offset table, as it is
         return Case(CHAINS["general"], prob.shape, None, prob.periodic, None, prob.no_left)
     shape, periodic, label_axes, no_left = prob.shape, prob.periodic, prob.label_axes, \
@@ -218,6 +230,10 @@ def program(case, prob, *, buffers=None, slot_tiles=True, report=None, counts=No
                                    prob.bgkey, buffers=buffers, slot_tiles=slot_tiles,
                                    report=report, counts=counts, first=first,
                                    image_rows=case.image_rows, stats=stats)
+    if chain == "runs2d-packed":
+        return image_plain.packed_program(work, n, case.shape, prob.connectivity,
+                                          prob.packed_flip, buffers=buffers, counts=counts,
+                                          first=first)
     if chain in ("runs2d", "runs3d", "runs2d-lattice", "runs3d-lattice"):
         return image_plain.lattice_program(
             view, work, n, case.shape, prob.connectivity, prob.has_bg, prob.bgkey,

@@ -364,6 +364,54 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
                              _tuning.PIECE_WORDS if sl == "true" else 1, first, counts)
 
 
+def packed_program(index_dtype, n, shape, connectivity, flip, buffers=None, counts=None,
+                   first=False):
+    """The launches of the packed chain (``runs2d-packed``): a phase of
+    packed Ising spins (:class:`meshccl._validate.PackedSpins`, their words
+    as the chain's values) on its torus, as :func:`lattice_program` labels
+    the phase's bool image with every axis periodic -- the plain 2-D chain
+    without slots and the wrap kernel -- with runs2d.cu's packed tile,
+    border and wrap kernels, which read the words (packed_spins.cuh).
+    ``flip``: 0 labels the +1 spins, 1 the -1 spins; ``counts``, ``first``:
+    as in :func:`program`."""
+    index_dtype = np.dtype(index_dtype)
+    _, _, ny, nx = _dims(tuple(int(s) for s in shape))
+    c = min(int(connectivity), 2)
+    i = c_type(index_dtype)
+    I = index_dtype.type
+    ntx, nty = -(-nx // 32), -(-ny // 32)
+    nw = runs2d_warps(ntx)
+    tile, border, wrap = kernels("runs2d.cu", f"meshccl_runs2d_packed_tile<{i}, {c}, {nw}>",
+                                 f"meshccl_runs2d_packed_border<{i}, {c}>",
+                                 f"meshccl_runs2d_packed_wrap<{i}, {c}>")
+    if buffers is None:
+        buffers = scratch(n, index_dtype, shape, slots=False)
+    bits, fs = buffers[0], buffers[4]
+    words = (n + 31) // 32
+    A, H = bits[:words], bits[words:2 * words]
+    rw = _runs_words(shape)
+    F, S = fs[:rw], fs[rw:2 * rw]
+    aligned = nx % 32 == 0
+    cells = (I(ny), I(nx), I(ntx), np.int32(flip))  # (ntx: the words of a colour's row)
+    rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]
+    per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
+    null = np.uintp(0)
+    label_pass = _run_label_pass(i, rows, per_lane, "false", rw,
+                                 (F, S, A, I(rw // ntx), I(nx), I(words), null, null,
+                                  np.int32(0)), counts, first, None)
+    faces = nx + 2 * ny  # the first row, the first and last columns: the wrap kernel's threads
+    return _cleared(bits, aligned) + [
+        ("tile", Launch(tile, (-(-ntx // nw), nty), (32 * nw,),
+                        (VALUES, LABELS, A, H, F, S) + cells
+                        + (np.int32(aligned), np.int32(_tuning.RUNS_PREFETCH[(2, c)])))),
+        ("border", Launch(border, (-(-ntx // nw), nty), (32 * (nw + 1),),
+                          (VALUES, LABELS, H, S) + cells + (np.int32(nw),), early=False)),
+        ("wrap", Launch(wrap, (-(-faces // BLOCK),), (BLOCK,),
+                        (VALUES, LABELS, H, S) + cells + (np.int32(1), np.int32(1)),
+                        early=False)),
+    ] + _pieces_path(index_dtype, n, buffers, label_pass, 1, first, counts)
+
+
 #: the steps of a 3-D cell's neighbourhood in the order runs3d.cu's lattice
 #: kernels and wrap3d.cu index their bond planes (lattice.cuh,
 #: BoxFeatures: (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1))

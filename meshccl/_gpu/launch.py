@@ -130,6 +130,41 @@ def pack_arguments(args):
     return slots, tuple(iv), tuple(ip), tuple(im), tuple(ib)
 
 
+def slot_launcher(kernel, grid, block, slots, shared_mem=0, follows=False):
+    """``launch(stream_ptr)``: launches ``kernel`` (a CuPy RawKernel) through the
+    driver with the 8-byte argument slots ``slots`` (:func:`pack_arguments`) as
+    they hold at that call; the caller may rewrite slots between calls
+    (``cuLaunchKernel`` copies them).  ``follows``: the kernel comes right after
+    another kernel of the same chain and may start while that one drains (where
+    :func:`pdl_available`; the kernel calls ``grid_entry()``).  The launcher keeps
+    what the driver reads through addresses alive in ``launch.keep``."""
+    from cupy.cuda import driver
+
+    ptrs = slots.ctypes.data + 8 * np.arange(len(slots), dtype=np.uint64)
+    fn = getattr(kernel, "kernel", kernel).ptr  # RawKernel -> its CUDA function
+    (gx, gy, gz), (bx, by, bz) = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
+    smem, params, launch_kernel = int(shared_mem), ptrs.ctypes.data, driver.launchKernel
+    keep = [slots, ptrs]
+    if follows and pdl_available():
+        attr = _Attribute(id=_PROGRAMMATIC_STREAM_SERIALIZATION)
+        attr.value = (1).to_bytes(4, "little")  # programmaticStreamSerializationAllowed
+        config = _Config((gx, gy, gz), (bx, by, bz), smem, None, ctypes.pointer(attr), 1)
+        config_ref, launch_ex = ctypes.byref(config), _launch_kernel_ex()
+        keep += [attr, config]
+
+        def launch(stream):
+            config.stream = stream
+            err = launch_ex(config_ref, fn, params, None)
+            if err:
+                raise driver.CUDADriverError(err)
+    else:
+        def launch(stream):
+            launch_kernel(fn, gx, gy, gz, bx, by, bz, smem, stream, params, 0)
+
+    launch.keep = keep
+    return launch
+
+
 class Launch:
     """One kernel launch: ``launch(values, P)`` runs it and returns
     ``result`` (the program's last launch returns N, a 0-d CuPy array).
@@ -154,17 +189,11 @@ class Launch:
         the arguments packed once (see the module's text).  ``follows``: the
         kernel comes right after another kernel of the same chain, and may
         start while that one drains (where :func:`pdl_available`)."""
-        from cupy.cuda import driver
-
         slots, iv, ip, im, ib = pack_arguments(self.args)
-        ptrs = slots.ctypes.data + 8 * np.arange(len(slots), dtype=np.uint64)
-        fn = getattr(self.fn, "kernel", self.fn).ptr  # RawKernel -> its CUDA function
-        (gx, gy, gz), (bx, by, bz) = (self.grid + (1, 1))[:3], (self.block + (1, 1))[:3]
-        smem, params, launch_kernel = self.shared_mem, ptrs.ctypes.data, driver.launchKernel
+        send = slot_launcher(self.fn, self.grid, self.block, slots, self.shared_mem, follows)
         result = self.result
-        keep = [slots, ptrs]  # what the driver reads through addresses: alive with the launch
 
-        def place(vptr, pptr, mptr, bptr):
+        def launch(vptr, pptr, stream, mptr=0, bptr=0):
             for k in iv:
                 slots[k] = vptr
             for k in ip:
@@ -173,28 +202,10 @@ class Launch:
                 slots[k] = mptr
             for k in ib:
                 slots[k] = bptr
+            send(stream)
+            return result
 
-        if follows and pdl_available():
-            attr = _Attribute(id=_PROGRAMMATIC_STREAM_SERIALIZATION)
-            attr.value = (1).to_bytes(4, "little")  # programmaticStreamSerializationAllowed
-            config = _Config((gx, gy, gz), (bx, by, bz), smem, None, ctypes.pointer(attr), 1)
-            config_ref, launch_ex = ctypes.byref(config), _launch_kernel_ex()
-            keep += [attr, config]
-
-            def launch(vptr, pptr, stream, mptr=0, bptr=0):
-                place(vptr, pptr, mptr, bptr)
-                config.stream = stream
-                err = launch_ex(config_ref, fn, params, None)
-                if err:
-                    raise driver.CUDADriverError(err)
-                return result
-        else:
-            def launch(vptr, pptr, stream, mptr=0, bptr=0):
-                place(vptr, pptr, mptr, bptr)
-                launch_kernel(fn, gx, gy, gz, bx, by, bz, smem, stream, params, 0)
-                return result
-
-        launch.keep = keep
+        launch.keep = send.keep
         return launch
 
 

@@ -63,6 +63,10 @@ lattice so every few steps) takes the call's mask and bonds (C-contiguous
 bool CuPy arrays) as two more addresses in its packed launches, and
 records no graphs.  At most :data:`MAX_PLANS` plans per thread are kept.
 
+The labelling hooks' packed Ising spins (:class:`meshccl._validate.PackedSpins`)
+take lattice plans too (:func:`fast_label_packed`): the words' address is the
+input's.
+
 ``label(..., return_counts=True)`` takes a plan of its own (counting is
 part of the key) wherever the chains of image_plain.py serve the call,
 plain or lattice: its programs hold a count table of n + 1 rows, kept with
@@ -365,6 +369,40 @@ def _feature_array(a, x):
     checks and converts it)."""
     return (type(a).__module__.startswith("cupy") and a.dtype == np.bool_
             and a.flags.c_contiguous and a.data.device_id == x.data.device_id)
+
+
+def fast_label_packed(spins, connectivity, return_num, periodic, return_counts):
+    """:func:`fast_label` for packed Ising spins (:class:`meshccl._validate.PackedSpins`,
+    the labelling hooks' input): a plan per (lattice, phase, connectivity,
+    counts), its packed launches taking the words' address, as a lattice
+    plan takes an image's.  None where the words are not a C-contiguous
+    CuPy array on the current GPU (the general path checks them)."""
+    words = spins.words
+    if not (type(words).__module__.startswith("cupy") and words.flags.c_contiguous):
+        return None
+    cupy = sys.modules["cupy"]
+    if words.data.device_id != cupy.cuda.runtime.getDevice():
+        return None
+    key = ("packed", tuple(words.shape), words.dtype.char, spins.shape, spins.phase,
+           connectivity, type(connectivity), periodic, words.data.device_id,
+           cupy.cuda.get_current_stream().ptr, return_counts)
+    plans = getattr(_local, "plans", None)
+    if plans is None:
+        plans = _local.plans = OrderedDict()
+    try:
+        plan = plans.get(key)
+    except TypeError:  # an unhashable argument: the general path says what is wrong
+        return None
+    if plan is None:
+        prob = _validate.prepare(spins, None, connectivity, None, periodic=periodic,
+                                 return_counts=return_counts)
+        plan = Plan(prob, chains.select(prob))
+        plans[key] = plan
+        if len(plans) > MAX_PLANS:
+            plans.popitem(last=False)
+    else:
+        plans.move_to_end(key)
+    return plan(words, return_num)
 
 
 def fast_label(x, background, connectivity, dtype, return_num, periodic=False, mask=None,

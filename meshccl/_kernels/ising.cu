@@ -33,28 +33,57 @@
 // Random numbers.  Word G of the stacked (2, rows, W) array (G = c rows W +
 // r W + k) takes Philox calls 2G and 2G + 1 (tag TAG_METROPOLIS); their 8
 // words, each cut into its low then its high 16 bits, are the 16-bit
-// uniforms of nibbles 0..15: element 16 G + t of the sweep's stream of
-// halves.  A cell accepts when u < (threshold >> 16); when u equals it (1
-// in 65,536), 16 more bits decide: the low half of word 0 of Philox call
-// 16 G + t with tag TAG_METROPOLIS_TIE against the threshold's low 16
-// bits.  That is exactly "a 32-bit uniform (u, extra) below the 32-bit
-// threshold", the resolution of the thresholds themselves (2**-32), at the
-// cost of an eighth of a Philox call a cell.  Counter indices are below
-// 2**32 when 32 rows W <= 2**32 (the launch code checks).
+// uniforms of its 16 nibbles: nibble t takes half (t >> 2) & 1 of word
+// (t & 3) + 4 (t >> 3), so words 0..3 serve nibbles j and j + 4 and words
+// 4..7 nibbles j + 8 and j + 12 -- two nibbles 16 bits apart in the packed
+// word, as the two halves are in the random word.  A cell accepts when u <
+// (threshold >> 16); when u equals it (1 in 65,536), 16 more bits decide:
+// the low half of word 0 of Philox call 16 G + t with tag
+// TAG_METROPOLIS_TIE against the threshold's low 16 bits.  That is exactly
+// "a 32-bit uniform (u, extra) below the 32-bit threshold", the resolution
+// of the thresholds themselves (2**-32), at the cost of an eighth of a
+// Philox call a cell.  Counter indices are below 2**32 when 32 rows W <=
+// 2**32 (the launch code checks).
+//
+// The comparisons, two cells at a time.  The 16 nibbles of `sum + word
+// (2d + 1)` are regrouped (two masks, two shifts) into the 8 pairs (j, j +
+// 4) of each 32-bit half, a byte per pair; the byte indexes a 256-entry
+// table in shared memory that holds the two thresholds' high halves as the
+// two 16-bit lanes of one word h, with c = 0x80008000 - (h & 0x7FFF7FFF).
+// Then d = (u & 0x7FFF7FFF) + c holds per lane 2**15 + (u mod 2**15) - (h
+// mod 2**15), which never borrows from the next lane, and one three-input
+// logic operation of u, h and d gives "u < h" in bit 15 and bit 31; one
+// shift puts them on nibbles j and j + 4.  A tie (u == h in a lane) shows
+// as a zero lane of u ^ h: the word's 16 cells are checked together with
+// the usual zero-lane test and, in the rare word with one, each cell again
+// with the 16 more bits.  A threshold of 2**32 (always) is stored as high
+// half 0xFFFF and low part 0x10000, so that a uniform 0xFFFF ties and its
+// 16 more bits always accept.  Per word, against a comparison and a
+// table read per cell: 8 table reads and about 8 integer logic operations
+// per pair of cells; with Philox (38 multiplies, 38 three-input xors) about
+// 150 ALU-pipe instructions a word on sm_90.
 //
 // A sweep is colour 0 then colour 1, one launch each, in place: a thread
 // owns one word of the active colour, reads only the other colour's
 // words (which no thread of the launch writes), and writes its own word.
-// Per sweep and cell: a read of a nibble of each colour about twice (the
-// neighbour rows come mostly from cache) and a write of its own nibble,
-// about 0.75 bytes, against 2 bytes of a read and a write of an int8
-// lattice.
+// A block is 32 words of 8 rows (or, for rows of fewer words, a row's
+// words -- a power of two -- and more rows): the grid's x runs over the
+// rows of a plane, y over a row's words, z over the planes, so no thread
+// divides.  With W = 2 (_tuning.METROPOLIS_WORDS) a thread takes words k and
+// k + blockDim.x of its row, sharing the row's set-up and the Philox key
+// schedule between them.  The launches are packed once and, from Hopper on, each may
+// start while the one before drains: its blocks build their tables, then
+// wait in grid_entry() (launch.cuh) before reading a spin.  Per sweep and
+// cell: a read of a nibble of each colour about twice (the neighbour rows
+// come mostly from cache) and a write of its own nibble, about 0.75
+// bytes, against 2 bytes of a read and a write of an int8 lattice.
 //
 // meshccl_ising_pack writes the two arrays from int8 spins (a thread per
 // word); meshccl_ising_unpack writes, from them, a span of 32 cells of a
 // row per thread as int8 spins (mode 0), the bool image s > 0 (mode 1) or
-// s < 0 (mode 2): the image a labelling hook labels, written straight
-// from the packed words.
+// s < 0 (mode 2): the image a 3-D labelling hook labels, written straight
+// from the packed words (the 2-D hooks' label chain reads the words
+// itself: packed_spins.cuh).
 //
 // Swendsen-Wang bonds (meshccl_ising_bonds).  bonds is (d, n) bool:
 // bonds[j][i] joins cell i and its neighbour one step up axis j (the
@@ -77,6 +106,7 @@
 // Per cell: 4 bytes read, 1 written, and a Philox call per run rather than
 // per cell (with runs of 8 cells, one call a lane for its 8 cells).
 
+#include "launch.cuh"
 #include "philox.cuh"
 
 // Cells of the active colour per packed word, and bits per cell.
@@ -103,85 +133,155 @@ meshccl_ising_pack(const signed char* spins, unsigned long long* packed, int nx,
     packed[g] = v;
 }
 
-template <int D>
+// The 16-bit uniform of nibble t of a packed word is half (t >> 2) & 1 of Philox
+// word (t & 3) + 4 (t >> 3): word j < 4 holds the uniforms of nibbles j (low half)
+// and j + 4 (high half), word j >= 4 those of nibbles j + 4 and j + 8.  Nibbles
+// j and j + 4 are 16 bits apart, like the two halves of the word, so one 32-bit
+// comparison of two 16-bit lanes decides both and its two result bits move to
+// their nibbles with one shift.
+__device__ __forceinline__ int meshccl_multispin_word(int t) { return (t & 3) + 4 * (t >> 3); }
+
+// Bit 15 (bit 31) of the result: the low (high) lane of u is below that of h, for
+// lanes of 16 bits, given h and its complement c = 0x80008000 - (h & 0x7FFF7FFF).
+// The lanes of d = (u & 0x7FFF7FFF) + c are 2**15 + (u mod 2**15) - (h mod 2**15),
+// in [1, 2**16), so no carry crosses lanes; a lane's top bit is set when u's low 15
+// bits are not below h's; the lanes' top bits of u and h decide the rest.
+__device__ __forceinline__ unsigned int meshccl_below16x2(unsigned int u, unsigned int h,
+                                                          unsigned int c) {
+    const unsigned int d = (u & 0x7FFF7FFFu) + c;
+    return (~u & h) | (~(u ^ h) & ~d);
+}
+
+// W: packed words per thread, words k, k + blockDim.x, ... of one row (1 or 2;
+// _tuning.METROPOLIS_WORDS).
+template <int D, int W>
 __global__ void __launch_bounds__(256)
 meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* table, int half,
-                        int ny, int nz, unsigned int rows, unsigned int words, int colour,
-                        unsigned int tag, unsigned int tie_tag, unsigned int t0,
-                        unsigned int t1, unsigned int k0, unsigned int k1) {
+                        int ny, int nz, int z0, unsigned int words, int colour, unsigned int tag,
+                        unsigned int tie_tag, unsigned int t0, unsigned int t1, unsigned int k0,
+                        unsigned int k1) {
     constexpr int Z = 2 * D;  // neighbours per cell
     constexpr int B = MESHCCL_MULTISPIN_BITS;
-    // the thresholds' high and low 16 bits by nibble value (2 (Z + 1) <= 14 used; a
-    // padding nibble's value, at most Z, reads a used entry or a 0)
-    __shared__ unsigned int thr_hi[16], thr_lo[16];
-    if (threadIdx.x < 16) {
-        const unsigned long long thr = threadIdx.x < 2 * (Z + 1) ? table[threadIdx.x] : 0ull;
-        thr_hi[threadIdx.x] = (unsigned int)(thr >> 16);  // 65536 for thr = 2**32: always
-        thr_lo[threadIdx.x] = (unsigned int)(thr & 0xFFFFu);
+    // pair[a | b << 4]: the high 16 bits of the thresholds of nibble values a (low
+    // lane) and b (high lane); low[v]: the 16 bits below them.  A threshold of 2**32
+    // (always) is stored as 0xFFFF with low bits 0x10000: a uniform 0xFFFF ties and its
+    // 16 more bits are always below.  Values from 2 (Z + 1) on are padding (never).
+    // pair[e].y: the lanes' complement c of meshccl_below16x2.
+    __shared__ uint2 pair[256];
+    __shared__ unsigned int low[16];
+    const unsigned int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    for (unsigned int e = tid; e < 256; e += blockDim.x * blockDim.y) {
+        const unsigned int a = e & 15u, b = e >> 4;
+        const unsigned long long ta = a < 2 * (Z + 1) ? table[a] : 0ull;
+        const unsigned long long tb = b < 2 * (Z + 1) ? table[b] : 0ull;
+        const unsigned int ha = ta >> 32 ? 0xFFFFu : (unsigned int)(ta >> 16);
+        const unsigned int hb = tb >> 32 ? 0xFFFFu : (unsigned int)(tb >> 16);
+        const unsigned int h = ha | hb << 16;
+        pair[e] = make_uint2(h, 0x80008000u - (h & 0x7FFF7FFFu));
+        if (e < 16) low[e] = ta >> 32 ? 0x10000u : (unsigned int)(ta & 0xFFFFu);
     }
     __syncthreads();
-    const unsigned int per_colour = rows * words;
-    const unsigned int g = blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= per_colour) return;
-    const unsigned int r = g / words, k = g - r * words;
-    const int y = (int)(r % (unsigned int)ny), z = (int)(r / (unsigned int)ny);
-    const bool left = ((colour ^ y ^ z) & 1) == 0;  // the side neighbour is cell i - 1
-    unsigned long long* own = packed + (unsigned long long)colour * per_colour;
-    const unsigned long long* other = packed + (unsigned long long)(1 - colour) * per_colour;
-    const unsigned int last = (unsigned int)(half - 1) >> 4;  // the row's last word
-    const int tail = (half - 1) & 15;                         // its last cell's nibble
-
-    const unsigned long long* row = other + (unsigned long long)r * words;
-    const unsigned long long same = row[k];
-    const int yu = y == 0 ? ny - 1 : y - 1, yd = y + 1 == ny ? 0 : y + 1;
-    const unsigned long long plane = (unsigned long long)z * ny;
-    unsigned long long sum = same + other[(plane + yu) * words + k]
-                           + other[(plane + yd) * words + k];
+    // launched early (PDL), the blocks built their tables while the sweep's kernel before
+    // drained; they read the spins only once it has ended
+    meshccl::grid_entry();
+    // the block's words: rows y of plane z, words k of those rows
+    const int y = blockIdx.x * blockDim.y + threadIdx.y, z = z0 + blockIdx.z;
+    const unsigned int k0w = blockIdx.y * blockDim.x * W + threadIdx.x;
+    if (y >= ny || k0w >= words) return;
+    // word indices of packed fit in 32 bits (2 rows words <= 2**28: _packable)
+    const unsigned int per_colour = (unsigned int)nz * (unsigned int)ny * words;
+    const unsigned int mine = (unsigned int)colour * per_colour;  // the active colour's first word
+    const unsigned int theirs = per_colour - mine;                // the other colour's
+    const unsigned int last = (unsigned int)(half - 1) >> 4;      // the row's last word
+    const int tail = (half - 1) & 15;                             // its last cell's nibble
+    const unsigned int r = (unsigned int)z * ny + y;
+    const unsigned int at = theirs + r * words;  // the other colour's row r
+    const unsigned int up = y == 0 ? at + (ny - 1) * words : at - words;
+    const unsigned int down = y + 1 == ny ? at - (ny - 1) * words : at + words;
+    unsigned int front = 0, back = 0;
     if (D == 3) {
-        const int zf = z == 0 ? nz - 1 : z - 1, zb = z + 1 == nz ? 0 : z + 1;
-        sum += other[((unsigned long long)zf * ny + y) * words + k]
-             + other[((unsigned long long)zb * ny + y) * words + k];
+        const unsigned int plane = (unsigned int)ny * words;
+        front = z == 0 ? at + (nz - 1) * plane : at - plane;
+        back = z + 1 == nz ? at - (nz - 1) * plane : at + plane;
     }
-    if (left) {  // nibble t: cell 16k + t - 1; nibble 0 from the previous word or the wrap
-        const unsigned int from = k > 0 ? k - 1 : last;
-        const int nib = k > 0 ? 15 : tail;
-        sum += (same << B) | ((row[from] >> (B * nib)) & 0xFull);
-    } else {     // nibble t: cell 16k + t + 1; the row's last cell takes cell 0
-        const unsigned int from = k < last ? k + 1 : 0;
-        const int nib = k < last ? 15 : tail;
-        sum += ((same >> B) & ~(0xFull << (B * nib))) | ((row[from] & 0xFull) << (B * nib));
-    }
-    const unsigned long long word = own[g];
-    const unsigned long long index = sum + word * (unsigned long long)(Z + 1);
-    const int cells = k < last ? 16 : tail + 1;  // nibbles that hold cells
-
-    const unsigned int G = (unsigned int)colour * per_colour + g;
-    unsigned int a[4], b[4];
-    meshccl_philox(2 * G, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, a);
-    meshccl_philox(2 * G + 1, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, b);
-    unsigned long long flips = 0;
-    unsigned int ties = 0;  // bit t: nibble t's uniform equals its threshold's high half
+    // the side neighbours: cell i - 1 of the other colour when (colour + y + z) is even,
+    // else cell i + 1; a row's whole words hold 16 cells, its last word tail + 1
+    const bool before = ((colour ^ y ^ z) & 1) == 0;
+    // the nibbles of the row's last word that hold cells (its padding stays 0)
+    const unsigned long long held = tail == 15 ? ~0ull : (1ull << (B * (tail + 1))) - 1;
 #pragma unroll
-    for (int t = 0; t < MESHCCL_MULTISPIN_CELLS; ++t) {  // padding nibbles masked below
-        const unsigned int w = t < 8 ? a[(t >> 1) & 3] : b[(t >> 1) & 3];
-        const unsigned int u = (t & 1) ? w >> 16 : w & 0xFFFFu;
-        const unsigned int hi = thr_hi[(index >> (B * t)) & 0xFull];
-        if (u < hi) flips |= 1ull << (B * t);
-        if (u == hi) ties |= 1u << t;
+    for (int q = 0; q < W; ++q) {  // words k0w, k0w + blockDim.x, ...
+        const unsigned int k = k0w + q * blockDim.x;
+        if (W > 1 && k >= words) break;
+        const unsigned long long same = packed[at + k];
+        unsigned long long sum = same + packed[up + k] + packed[down + k];
+        if (D == 3) sum += packed[front + k] + packed[back + k];
+        if (before) {                       // nibble t: cell 16k + t - 1
+            if (k > 0 || tail == 15) {      // nibble 0 from nibble 15 of the word before
+                sum += (same << B) + (packed[at + (k > 0 ? k - 1 : last)] >> 60);
+            } else {                        // the row's first word: nibble 0 from cell half - 1
+                sum += (same << B) + ((packed[at + last] >> (B * tail)) & 0xFull);
+            }
+        } else {                            // nibble t: cell 16k + t + 1
+            if (k < last || tail == 15) {   // nibble 15 from nibble 0 of the next word
+                sum += (same >> B) + (packed[at + (k < last ? k + 1 : 0)] << 60);
+            } else {                        // the row's last word: cell half - 1 takes cell 0
+                sum += ((same >> B) & ~(0xFull << (B * tail)))
+                     + ((packed[at] & 0xFull) << (B * tail));
+            }
+        }
+        const unsigned int g = r * words + k;  // in the active colour
+        const unsigned long long word = packed[mine + g];
+        const unsigned long long index = sum + word * (unsigned long long)(Z + 1);
+
+        const unsigned int G = (unsigned int)colour * per_colour + g;
+        unsigned int w[8];
+        meshccl_philox(2 * G, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, w);
+        meshccl_philox(2 * G + 1, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, w + 4);
+        unsigned int flips[2] = {0u, 0u}, equal = 0u;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {  // nibbles 8h .. 8h + 7
+            const unsigned int x = (unsigned int)(index >> (32 * h));
+            // bytes 0 and 1 of even (odd): the values of nibbles 0 | 4 << 4 and
+            // 2 | 6 << 4 (1 | 5 << 4 and 3 | 7 << 4) of this half
+            unsigned int even = x & 0x0F0F0F0Fu, odd = (x >> 4) & 0x0F0F0F0Fu;
+            even |= even >> 12;
+            odd |= odd >> 12;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {  // nibbles j and j + 4 of this half
+                const unsigned int v = ((j & 1) ? odd : even) >> (8 * (j >> 1)) & 0xFFu;
+                const uint2 p = pair[v];
+                const unsigned int u = w[4 * h + j];
+                // bits 15 and 31 to bits 4j and 4j + 16 (no overlap: adding is or-ing)
+                flips[h] += (meshccl_below16x2(u, p.x, p.y) & 0x80008000u) >> (15 - B * j);
+                const unsigned int e = u ^ p.x;  // a lane of 0: a tie
+                equal |= (e - 0x00010001u) & ~e;
+            }
+        }
+        unsigned long long flip = flips[0] | (unsigned long long)flips[1] << 32;
+        if (k == last) flip &= held;
+        if (equal & 0x80008000u) {  // 1 word in 4,096: the 16 more bits of the tied cells
+            unsigned int ties = 0;
+#pragma unroll
+            for (int t = 0; t < MESHCCL_MULTISPIN_CELLS; ++t) {
+                const unsigned int v = (unsigned int)(index >> (B * t)) & 0xFu;
+                const unsigned int u =
+                    (w[meshccl_multispin_word(t)] >> (16 * ((t >> 2) & 1))) & 0xFFFFu;
+                if (u == (pair[v].x & 0xFFFFu)) ties |= 1u << t;
+            }
+            if (k == last) ties &= (1u << (tail + 1)) - 1;
+            while (ties) {
+                const int t = __ffs(ties) - 1;
+                ties &= ties - 1;
+                unsigned int x[4];
+                meshccl_philox(16 * G + (unsigned int)t, tie_tag, t0, t1, k0, k1,
+                               MESHCCL_PHILOX_ROUNDS, x);
+                if ((x[0] & 0xFFFFu) < low[(index >> (B * t)) & 0xFull])
+                    flip |= 1ull << (B * t);
+            }
+        }
+        packed[mine + g] = word ^ flip;
     }
-    if (cells < 16) {
-        flips &= (1ull << (B * cells)) - 1;
-        ties &= (1u << cells) - 1;
-    }
-    while (ties) {  // 1 in 65,536 cells: the next 16 bits of the 32-bit uniform decide
-        const int t = __ffs(ties) - 1;
-        ties &= ties - 1;
-        unsigned int x[4];
-        meshccl_philox(16 * G + (unsigned int)t, tie_tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS,
-                       x);
-        if ((x[0] & 0xFFFFu) < thr_lo[(index >> (B * t)) & 0xFull]) flips |= 1ull << (B * t);
-    }
-    own[g] = word ^ flips;
 }
 
 __global__ void __launch_bounds__(256)
@@ -327,12 +427,18 @@ meshccl_ising_flip(const L* labels, signed char* spins, unsigned long long n, un
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL
-template __global__ void meshccl_ising_multispin<2>(
-    unsigned long long*, const unsigned long long*, int, int, int, unsigned int, unsigned int,
-    int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
-template __global__ void meshccl_ising_multispin<3>(
-    unsigned long long*, const unsigned long long*, int, int, int, unsigned int, unsigned int,
-    int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
+template __global__ void meshccl_ising_multispin<2, 1>(
+    unsigned long long*, const unsigned long long*, int, int, int, int, unsigned int, int,
+    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
+template __global__ void meshccl_ising_multispin<2, 2>(
+    unsigned long long*, const unsigned long long*, int, int, int, int, unsigned int, int,
+    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
+template __global__ void meshccl_ising_multispin<3, 1>(
+    unsigned long long*, const unsigned long long*, int, int, int, int, unsigned int, int,
+    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
+template __global__ void meshccl_ising_multispin<3, 2>(
+    unsigned long long*, const unsigned long long*, int, int, int, int, unsigned int, int,
+    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
 template __global__ void meshccl_ising_bonds<2>(
     bool*, unsigned long long, unsigned long long, unsigned long long, unsigned int,
     unsigned int, unsigned int, unsigned int, unsigned int);

@@ -48,10 +48,24 @@
 // label is its own index + 1 instead of its rank (roots are first cells),
 // so the rank words are not read.  meshccl_label_runs is the same in both
 // numberings: it copies what the piece roots hold.
+//
+// The Swendsen-Wang step of meshccl.sim.Ising (h = 0) takes the _spins
+// forms of steps 3 and 4 after the roots kernel: a cluster's new spin is
+// +1 when word 0 of the Philox call (philox.cuh) whose counter is its
+// first-cell label (root index + 1; tag, step and key as the simulator
+// gives them) is below 2**31, else -1.  Roots are first cells, so the
+// draw depends on the cluster alone, not on how the forest was built.
+// meshccl_label_pieces_spins writes each piece root's sign (+-1) where the
+// first-cell form writes the label, one Philox call per piece root (far
+// fewer than runs or cells); meshccl_label_runs_spins resolves the runs as
+// the label pass does, and writes one byte of spin per cell where the
+// label pass writes four of label and a flip kernel would read those four
+// and write the byte: the labels are never written.
 
 #include "launch.cuh"
 #include "measure.cuh"
 #include "numbering.cuh"
+#include "philox.cuh"
 #include "unionfind.cuh"
 
 // Piece roots of one word handled together in steps 1 and 3 (their loads
@@ -152,11 +166,13 @@ template <> struct Vec16<long long> { typedef longlong2 type; };
 // Step 3, a thread per W consecutive words (W = 2: one wave of threads
 // where a thread per word took two, as in meshccl_piece_roots).
 // RANK false (meshccl_label_pieces_first): the label is the root's index + 1.
-template <typename I, int W, bool RANK>
+// SP (meshccl_label_pieces_spins): the sign of the root's first-cell label.
+template <typename I, int W, bool RANK, bool SP = false>
 __device__ __forceinline__ void label_pieces(I* P, const unsigned* __restrict__ A,
                                              const unsigned* __restrict__ roots,
                                              const I* __restrict__ incl,
-                                             const I* __restrict__ block_incl, I words) {
+                                             const I* __restrict__ block_incl, I words,
+                                             const SpinDraw* spin = nullptr) {
     static_assert(W == 1 || W == 2, "one or two words a thread");
     const I w0 = ((I)blockIdx.x * blockDim.x + (I)threadIdx.x) * W;
     if (w0 >= words) return;
@@ -179,7 +195,9 @@ __device__ __forceinline__ void label_pieces(I* P, const unsigned* __restrict__ 
             if (x[g] >= 0) r[g] = P[x[g]];
 #pragma unroll
         for (int g = 0; g < MESHCCL_LABEL_GROUP; ++g)
-            if (x[g] >= 0) P[x[g]] = RANK ? rank_of(r[g], roots, incl, block_incl) : r[g] + (I)1;
+            if (x[g] >= 0)
+                P[x[g]] = SP ? (I)spin->sign((unsigned)(r[g] + (I)1))
+                             : RANK ? rank_of(r[g], roots, incl, block_incl) : r[g] + (I)1;
     }
 }
 
@@ -190,6 +208,17 @@ __global__ void meshccl_label_pieces(I* P, const unsigned* __restrict__ A,
                                      const I* __restrict__ block_incl, I words) {
     meshccl::grid_entry();  // (launch.cuh)
     label_pieces<I, W, true>(P, A, roots, incl, block_incl, words);
+}
+
+// Step 3 of the Swendsen-Wang step: each piece root's new spin (SpinDraw).
+template <typename I, int W>
+__global__ void meshccl_label_pieces_spins(I* P, const unsigned* __restrict__ A, I words,
+                                           unsigned tag, unsigned t0, unsigned t1, unsigned k0,
+                                           unsigned k1) {
+    static_assert(sizeof(I) == 4, "first-cell labels are Philox counters: 32 bits");
+    meshccl::grid_entry();  // (launch.cuh)
+    const SpinDraw draw = {nullptr, tag, t0, t1, k0, k1};
+    label_pieces<I, W, false, true>(P, A, nullptr, nullptr, nullptr, words, &draw);
 }
 
 template <typename I, int W>
@@ -381,13 +410,14 @@ struct RunStats {
 // add_counts, through the block's table of hot labels ``block``
 // (BlockCounts); and the background cells of each tile row, by the row's
 // first lane, summed there too.
-template <typename I, int R, int W, bool SL, bool C, bool ST = false>
+template <typename I, int R, int W, bool SL, bool C, bool ST = false, bool SP = false>
 __device__ __forceinline__ void label_runs(
         I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
         const unsigned* __restrict__ A, I ny, I nx, I words, const I* __restrict__ Q,
         const unsigned short* __restrict__ O, int slots, unsigned long long* counts,
         BlockCounts<I>* block, const long long t, const RunStats* st = nullptr,
-        meshccl_measure::Slots<unsigned>* tab_st = nullptr, RunStats::Open* open = nullptr) {
+        meshccl_measure::Slots<unsigned>* tab_st = nullptr, RunStats::Open* open = nullptr,
+        const SpinDraw* spin = nullptr) {
     constexpr int V = 16 / sizeof(I), LPR = 32 / W;  // lanes per tile row
     constexpr int ROWS = 32 / LPR, STRIDE = 32 + LPR;  // (the pad spreads the rows over the banks)
     static_assert(W == 4 || W == 8, "four or eight cells a lane");
@@ -509,6 +539,24 @@ __device__ __forceinline__ void label_runs(
         }
         __syncwarp();  // (the table is the next k's)
         if (c0 >= width[k]) continue;
+        if (SP) {  // W spins, one byte each (every cell of the lattice is foreground)
+            signed char* to = spin->out + rowbase[k] + c0;
+            unsigned long long bytes = 0ull;
+#pragma unroll
+            for (int j = 0; j < W; ++j)
+                bytes |= (unsigned long long)(unsigned char)(signed char)out[j] << (8 * j);
+            if (c0 + W <= width[k] && ((unsigned long long)to & (W - 1)) == 0ull) {
+                if (W == 8)
+                    *reinterpret_cast<unsigned long long*>(to) = bytes;
+                else
+                    *reinterpret_cast<unsigned*>(to) = (unsigned)bytes;
+            } else {
+#pragma unroll
+                for (int j = 0; j < W; ++j)
+                    if (c0 + j < width[k]) to[j] = (signed char)(unsigned char)(bytes >> (8 * j));
+            }
+            continue;
+        }
         I* dst = P + rowbase[k] + c0;
         if (c0 + W <= width[k] && ((unsigned long long)dst & 15ull) == 0ull) {
 #pragma unroll
@@ -534,6 +582,20 @@ __global__ void __launch_bounds__(256) meshccl_label_runs(
     meshccl::grid_entry();  // (launch.cuh)
     label_runs<I, R, W, SL, false>(P, F, S, A, ny, nx, words, Q, O, slots, nullptr, nullptr,
                                    (long long)blockIdx.x * blockDim.x + threadIdx.x);
+}
+
+// meshccl_label_runs after meshccl_label_pieces_spins: every piece root
+// holds its cluster's new spin, which the pass writes, a byte a cell, to
+// `spins` (every cell is foreground: spins are never background; no slots).
+template <typename I, int R, int W>
+__global__ void __launch_bounds__(256) meshccl_label_runs_spins(
+        I* P, const unsigned* __restrict__ F, const unsigned* __restrict__ S,
+        const unsigned* __restrict__ A, I ny, I nx, I words, signed char* __restrict__ spins) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const SpinDraw draw = {spins, 0u, 0u, 0u, 0u, 0u};
+    label_runs<I, R, W, false, false, false, true>(
+        P, F, S, A, ny, nx, words, nullptr, nullptr, 0, nullptr, nullptr,
+        (long long)blockIdx.x * blockDim.x + threadIdx.x, nullptr, nullptr, nullptr, &draw);
 }
 
 // meshccl_label_runs, also counting each label's cells into counts (rows
@@ -640,6 +702,19 @@ MESHCCL_PIECES(long long)
         const unsigned long long*);
 #define MESHCCL_LABEL_RUNS(I, R, W) MESHCCL_LABEL_RUNS_SL(I, R, W, true)                         \
     MESHCCL_LABEL_RUNS_SL(I, R, W, false)
+#define MESHCCL_LABEL_RUNS_SPINS(R, W)                                                           \
+    template __global__ void meshccl_label_runs_spins<int, R, W>(int*, const unsigned*,         \
+        const unsigned*, const unsigned*, int, int, int, signed char*);
+template __global__ void meshccl_label_pieces_spins<int, 1>(int*, const unsigned*, int, unsigned,
+                                                            unsigned, unsigned, unsigned,
+                                                            unsigned);
+template __global__ void meshccl_label_pieces_spins<int, 2>(int*, const unsigned*, int, unsigned,
+                                                            unsigned, unsigned, unsigned,
+                                                            unsigned);
+MESHCCL_LABEL_RUNS_SPINS(1, 4)
+MESHCCL_LABEL_RUNS_SPINS(1, 8)
+MESHCCL_LABEL_RUNS_SPINS(2, 8)
+MESHCCL_LABEL_RUNS_SPINS(4, 8)
 MESHCCL_LABEL_RUNS(int, 1, 4)
 MESHCCL_LABEL_RUNS(int, 1, 8)
 MESHCCL_LABEL_RUNS(int, 2, 8)

@@ -109,8 +109,10 @@
 // read and 4 written per cell, plus 1/4 byte of bit arrays and the run
 // starts.
 
+#include "drawn_bonds.cuh"
 #include "launch.cuh"
 #include "lattice.cuh"
+#include "packed_spins.cuh"
 #include "runs.cuh"
 
 namespace meshccl {
@@ -208,6 +210,20 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
     }
 }
 
+// Row y's cells x0 .. x0 + width - 1 of an image as one-byte cells in 8
+// words (runs.cuh, load_row; nothing past the image's rows), or of a phase
+// of packed spins (x0 a multiple of 32).
+template <typename T, typename I>
+__device__ __forceinline__ void load_cells(const T* v, I y, I ny, I nx, I x0, int width,
+                                           unsigned (&w)[8]) {
+    meshccl::runs::load_row(y < ny ? v + y * nx + x0 : nullptr, width, w);
+}
+template <typename I>
+__device__ __forceinline__ void load_cells(const PackedPhase<I>& v, I y, I ny, I, I x0, int,
+                                           unsigned (&w)[8]) {
+    v.row_bytes(y, ny, x0 >> 5, w);
+}
+
 // The tile kernel's work up to its bit array A: returns the piece roots of
 // the lane's row (0 past the array).  The block's NW tiles side by side
 // (a strip of 32 rows and 32 * NW columns) share one forest, in raster
@@ -221,13 +237,18 @@ __device__ __forceinline__ void band_unions(int* L, int base, const unsigned* st
 // row's masks by ballots with the joining rule (lattice.cuh, Rule) and the
 // features in them, never bands, and unites every joined pair (no skipping
 // rules: tile_unions' Rules false, and no square rule at the tile borders).
-template <typename T, typename I, int C, int NW, bool SL, bool Lat = false, bool Tol = false>
+// FT: the features, PlaneFeatures (a mask and bond planes in memory) or
+// DrawnBonds (drawn_bonds.cuh: each row's bonds drawn by its lane).
+// Cells: how the cells are read -- `const T*` (an image), or PackedPhase<I>
+// (packed_spins.cuh: a phase of packed Ising spins, T unsigned char), whose
+// rows come as the one-byte rows of the image it stands for.
+template <typename T, typename I, int C, int NW, bool SL, bool Lat = false, bool Tol = false,
+          typename FT = meshccl::PlaneFeatures, typename Cells = const T*>
 __device__ __forceinline__ unsigned label_tile(
-        const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ F,
+        Cells v, I* __restrict__ P, unsigned* __restrict__ F,
         unsigned* __restrict__ S, I* __restrict__ Q, unsigned short* __restrict__ O, int slots,
         unsigned* __restrict__ tally, I ny, I nx, I image_rows, int has_bg,
-        typename meshccl::Rule<T, Tol>::K bgkey, int prefetch,
-        const meshccl::PlaneFeatures& ft) {
+        typename meshccl::Rule<T, Tol>::K bgkey, int prefetch, const FT& ft) {
     typedef meshccl::Rule<T, Tol> R;
     typedef typename R::K K;
     using meshccl::runs::shfl;
@@ -262,12 +283,15 @@ __device__ __forceinline__ unsigned label_tile(
         const I y = y0 + lane;
         const int width = (int)min((I)32, nx - x0);
         unsigned w[8];
-        meshccl::runs::load_row(y < ny ? v + y * nx + x0 : nullptr, width, w);
+        load_cells(v, y, ny, nx, x0, width, w);
         mF = meshccl::runs::fg_mask(w, y >= ny ? 0 : width, has_bg, (unsigned char)bgkey);
         // Lat: the row's mask and open bonds as bits (all set where there is
         // no mask / no such bonds), loaded and tested as the cells are.
         unsigned bl = ~0u, bu = ~0u, bul = ~0u, bur = ~0u;
-        if (Lat) {
+        if constexpr (Lat && meshccl::drawn_features<FT>::value) {
+            // (C = 1: the up and left bonds, drawn; no mask)
+            if (y < ny && width > 0) ft.row(y * nx + x0, width, bu, bl);
+        } else if (Lat) {
             const auto bits = [&](const unsigned char* base, int plane) {
                 if (base == nullptr || plane < 0) return ~0u;
                 unsigned b[8], h[8];
@@ -658,8 +682,8 @@ namespace runs2d {
 // (the plain form), minus the ones its rules skip, with equality to the
 // left taken across tiles; else every joined pair.  The cells above a
 // row's pair are the lane before's, by shuffles, not loads.
-template <int C, bool SL, typename J, typename T, typename I>
-__device__ __forceinline__ void border(const J& join, const T* __restrict__ v, I* P,
+template <int C, bool SL, typename J, typename Cells, typename I>
+__device__ __forceinline__ void border(const J& join, Cells v, I* P,
                                        unsigned* __restrict__ H, const unsigned* __restrict__ S,
                                        I ny, I nx, I image_rows, int strip,
                                        const I* __restrict__ Q,
@@ -802,14 +826,19 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_border(
 // on the nodes the border kernel uses.  Unions hook the larger root under
 // the smaller, so each component's root is still its first cell in raster
 // order, and number_pieces.cu numbers them as for a plain image.
+// The Swendsen-Wang step of meshccl.sim.Ising takes the drawn forms of
+// these three kernels (meshccl_runs2d_drawn_tile, _border, _wrap): the
+// same code on DrawnBonds (drawn_bonds.cuh) in place of PlaneFeatures, so
+// that each bond is drawn from the step's Philox words where a kernel asks
+// whether it is open (a tile row's up and left bonds by its lane, 16 or
+// 17 calls), and no bond planes exist; one-byte spins, 4 neighbours.
 
 namespace meshccl {
 namespace runs2d {
 
 // Is cell i, of key k, foreground?
-template <typename K, typename I>
-__device__ __forceinline__ bool lattice_fg(K k, I i, int has_bg, K bgkey,
-                                           const PlaneFeatures& ft) {
+template <typename K, typename I, typename FT>
+__device__ __forceinline__ bool lattice_fg(K k, I i, int has_bg, K bgkey, const FT& ft) {
     return !(has_bg && k == bgkey) && ft.on(i);
 }
 
@@ -852,15 +881,17 @@ __global__ void __launch_bounds__(288) meshccl_runs2d_lattice_border(
 // across a periodic edge; a pair reached from two such cells is united
 // twice, to no effect.  The bond of a pair is the later cell's (the one whose half
 // offset points back), as in the general chain.
-template <typename T, typename I, int C, bool Tol>
-__global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
-        const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
-        I ny, I nx, I image_rows, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, int wrap_y,
-        int wrap_x, MESHCCL_PLANE_FEATURES) {
-    meshccl::grid_entry();  // (launch.cuh)
+namespace meshccl {
+namespace runs2d {
+
+// The wrap kernel's work for thread t (Cells, FT: as label_tile's).
+template <typename T, typename I, int C, bool Tol, typename Cells, typename FT>
+__device__ __forceinline__ void wrap(Cells v, I* P, unsigned* __restrict__ H,
+                                     const unsigned* __restrict__ S, I ny, I nx, I image_rows,
+                                     int has_bg, typename meshccl::Rule<T, Tol>::K bgkey,
+                                     int wrap_y, int wrap_x, const FT& ft) {
     typedef meshccl::Rule<T, Tol> R;
     typedef typename R::K K;
-    const meshccl::PlaneFeatures ft = MESHCCL_PLANE_FEATURES_VALUE;
     const I t = (I)blockIdx.x * blockDim.x + threadIdx.x;
     const I tops = wrap_y ? ny / image_rows * nx : (I)0;
     I y, x;
@@ -879,7 +910,7 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
     const I top = y - y % image_rows;  // the image's first row
     const I i = y * nx + x;
     const K k = R::key(v[i]);
-    if (!meshccl::runs2d::lattice_fg(k, i, has_bg, bgkey, ft)) return;
+    if (!lattice_fg(k, i, has_bg, bgkey, ft)) return;
     const I a = meshccl::runs::node(S, y, x, ny, nx);
     const int dys[4] = {-1, -1, -1, 0}, dxs[4] = {-1, 0, 1, -1};
     const int planes[4] = {ft.ul, ft.up, ft.ur, ft.left};
@@ -894,10 +925,126 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
         if (tx >= nx) tx -= nx;
         const I j = ty * nx + tx;
         const K kj = R::key(v[j]);
-        if (meshccl::runs2d::lattice_fg(kj, j, has_bg, bgkey, ft) && ft.open(planes[o], i) &&
+        if (lattice_fg(kj, j, has_bg, bgkey, ft) && ft.open(planes[o], i) &&
             R::join(kj, k, ft.tol))
             meshccl::unite_recording(P, H, a, meshccl::runs::node(S, ty, tx, ny, nx));
     }
+}
+
+}  // namespace runs2d
+}  // namespace meshccl
+
+template <typename T, typename I, int C, bool Tol>
+__global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
+        I ny, I nx, I image_rows, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, int wrap_y,
+        int wrap_x, MESHCCL_PLANE_FEATURES) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::PlaneFeatures ft = MESHCCL_PLANE_FEATURES_VALUE;
+    meshccl::runs2d::wrap<T, I, C, Tol>(v, P, H, S, ny, nx, image_rows, has_bg, bgkey, wrap_y,
+                                        wrap_x, ft);
+}
+
+// ---------------------------------------------------------------------------
+// The packed form: a phase of meshccl.sim.Ising's packed Metropolis spins
+// (packed_spins.cuh) labelled on the torus by the plain chain without
+// slots, its kernels reading the packed words where the plain ones read
+// the bool image of the phase (T unsigned char, background 0: the same
+// masks, runs, pieces and labels).  `words`: the two colours' words,
+// (2, ny, W); flip 0 labels the +1 spins, 1 the -1 spins.
+
+namespace meshccl {
+namespace runs2d {
+
+template <typename I>
+__device__ __forceinline__ PackedPhase<I> packed_phase(const unsigned long long* words, I ny,
+                                                       I nx, I W, int flip) {
+    const PackedPhase<I> v = {words, ny * W, W, ny, nx, (unsigned)(flip & 1)};
+    return v;
+}
+
+}  // namespace runs2d
+}  // namespace meshccl
+
+template <typename I, int C, int NW>
+__global__ void __launch_bounds__(32 * NW) meshccl_runs2d_packed_tile(
+        const unsigned long long* __restrict__ words, I* __restrict__ P, unsigned* __restrict__ A,
+        unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
+        I W, int flip, int aligned, int prefetch) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::PlaneFeatures none = {nullptr, nullptr, 0, -1, -1, -1, -1, 0.0};
+    const unsigned roots = meshccl::runs2d::label_tile<unsigned char, I, C, NW, false>(
+            meshccl::runs2d::packed_phase(words, ny, nx, W, flip), P, F, S, (I*)nullptr,
+            (unsigned short*)nullptr, 0, (unsigned*)nullptr, ny, nx, ny, 1, (unsigned char)0,
+            prefetch, none);
+    meshccl::runs2d::store_root_bits<NW>(A, H, roots, aligned, ny, nx);
+}
+
+template <typename I, int C>
+__global__ void __launch_bounds__(288) meshccl_runs2d_packed_border(
+        const unsigned long long* __restrict__ words, I* P, unsigned* __restrict__ H,
+        const unsigned* __restrict__ S, I ny, I nx, I W, int flip, int strip) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::PlainJoin<unsigned char> join = {1, (unsigned char)0};
+    meshccl::runs2d::border<C, false>(join, meshccl::runs2d::packed_phase(words, ny, nx, W, flip),
+                                      P, H, S, ny, nx, ny, strip, (const I*)nullptr,
+                                      (const unsigned short*)nullptr, 0);
+}
+
+template <typename I, int C>
+__global__ void __launch_bounds__(256) meshccl_runs2d_packed_wrap(
+        const unsigned long long* __restrict__ words, I* P, unsigned* __restrict__ H,
+        const unsigned* __restrict__ S, I ny, I nx, I W, int flip, int wrap_y, int wrap_x) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::PlaneFeatures none = {nullptr, nullptr, 0, -1, -1, -1, -1, 0.0};
+    meshccl::runs2d::wrap<unsigned char, I, C, false>(
+            meshccl::runs2d::packed_phase(words, ny, nx, W, flip), P, H, S, ny, nx, ny, 1,
+            (unsigned char)0, wrap_y, wrap_x, none);
+}
+
+// The Swendsen-Wang forms of the lattice tile, border and wrap kernels
+// (meshccl.sim.Ising, meshccl/_gpu/cluster_flip.py): one-byte spins, 4
+// neighbours, no mask, the bonds drawn where they are read (DrawnBonds:
+// `threshold` and the step's Philox words in place of the features).
+#define MESHCCL_DRAWN_BONDS                                                                    \
+    unsigned long long threshold, unsigned tag, unsigned t0, unsigned t1, unsigned k0,         \
+    unsigned k1
+#define MESHCCL_DRAWN_BONDS_VALUE {threshold, tag, t0, t1, k0, k1, 0, 1, -1, -1, 0.0}
+
+template <typename I>
+__global__ void __launch_bounds__(32 * 8) meshccl_runs2d_drawn_tile(
+        const unsigned char* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
+        unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I ny, I nx,
+        I image_rows, int has_bg, unsigned char bgkey, int aligned, MESHCCL_DRAWN_BONDS) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::DrawnBonds ft = MESHCCL_DRAWN_BONDS_VALUE;
+    const unsigned roots =
+        meshccl::runs2d::label_tile<unsigned char, I, 1, 8, false, true, false>(
+            v, P, F, S, nullptr, nullptr, 0, nullptr, ny, nx, image_rows, has_bg, bgkey, 0, ft);
+    meshccl::runs2d::store_root_bits<8>(A, H, roots, aligned, ny, nx);
+}
+
+template <typename I>
+__global__ void __launch_bounds__(288) meshccl_runs2d_drawn_border(
+        const unsigned char* __restrict__ v, I* P, unsigned* __restrict__ H,
+        const unsigned* __restrict__ S, I ny, I nx, I image_rows, int has_bg, unsigned char bgkey,
+        int strip, MESHCCL_DRAWN_BONDS) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::LatticeJoin<unsigned char, false, meshccl::DrawnBonds> join = {
+        has_bg, bgkey, MESHCCL_DRAWN_BONDS_VALUE};
+    meshccl::runs2d::border<1, false>(join, v, P, H, S, ny, nx, image_rows, strip,
+                                      (const I*)nullptr, (const unsigned short*)nullptr, 0);
+}
+
+template <typename I>
+__global__ void __launch_bounds__(256) meshccl_runs2d_drawn_wrap(
+        const unsigned char* __restrict__ v, I* P, unsigned* __restrict__ H,
+        const unsigned* __restrict__ S, I ny, I nx, I image_rows, int has_bg, unsigned char bgkey,
+        int wrap_y, int wrap_x, MESHCCL_DRAWN_BONDS) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::DrawnBonds ft = MESHCCL_DRAWN_BONDS_VALUE;
+    meshccl::runs2d::wrap<unsigned char, I, 1, false>(v, P, H, S, ny, nx, image_rows, has_bg,
+                                                      bgkey, wrap_y, wrap_x, ft);
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL
@@ -930,8 +1077,28 @@ __global__ void __launch_bounds__(256) meshccl_runs2d_wrap(
 #define MESHCCL_R2_LATS(T, I)                                                                  \
     MESHCCL_R2_LAT(T, I, 1, false) MESHCCL_R2_LAT(T, I, 2, false)                              \
     MESHCCL_R2_LAT(T, I, 1, true) MESHCCL_R2_LAT(T, I, 2, true)
+#define MESHCCL_R2_PACKED(I, C)                                                                \
+    template __global__ void meshccl_runs2d_packed_tile<I, C, 8>(const unsigned long long*, I*, \
+        unsigned*, unsigned*, unsigned*, unsigned*, I, I, I, int, int, int);                   \
+    template __global__ void meshccl_runs2d_packed_tile<I, C, 2>(const unsigned long long*, I*, \
+        unsigned*, unsigned*, unsigned*, unsigned*, I, I, I, int, int, int);                   \
+    template __global__ void meshccl_runs2d_packed_border<I, C>(const unsigned long long*, I*,  \
+        unsigned*, const unsigned*, I, I, I, int, int);                                        \
+    template __global__ void meshccl_runs2d_packed_wrap<I, C>(const unsigned long long*, I*,    \
+        unsigned*, const unsigned*, I, I, I, int, int, int);
+MESHCCL_R2_PACKED(int, 1) MESHCCL_R2_PACKED(int, 2)
+MESHCCL_R2_PACKED(long long, 1) MESHCCL_R2_PACKED(long long, 2)
 #define MESHCCL_R2_T(T) MESHCCL_R2(T, int) MESHCCL_R2(T, long long) \
     MESHCCL_R2_LATS(T, int) MESHCCL_R2_LATS(T, long long)
+template __global__ void meshccl_runs2d_drawn_tile<int>(const unsigned char*, int*, unsigned*,
+    unsigned*, unsigned*, unsigned*, int, int, int, int, unsigned char, int, unsigned long long,
+    unsigned, unsigned, unsigned, unsigned, unsigned);
+template __global__ void meshccl_runs2d_drawn_border<int>(const unsigned char*, int*, unsigned*,
+    const unsigned*, int, int, int, int, unsigned char, int, unsigned long long, unsigned,
+    unsigned, unsigned, unsigned, unsigned);
+template __global__ void meshccl_runs2d_drawn_wrap<int>(const unsigned char*, int*, unsigned*,
+    const unsigned*, int, int, int, int, unsigned char, int, int, unsigned long long, unsigned,
+    unsigned, unsigned, unsigned, unsigned);
 MESHCCL_R2_T(unsigned char)
 MESHCCL_R2_T(unsigned short)
 MESHCCL_R2_T(unsigned int)

@@ -30,18 +30,29 @@ bond per nearest-neighbour pair of the torus.  Three dynamics:
   (every cell is labelled: spins are never 0), and each cluster is set to
   +1 with probability ``1 / (1 + exp(-2 h n / T))`` (n its cells; 1/2 at
   h = 0, the same as flipping it with probability 1/2), from one Philox
-  draw per cluster indexed by its label.
+  draw per cluster.  At h = 0 the draw's counter is the cluster's
+  first-cell label (its first cell's flat index + 1,
+  ``numbering='first-cell'``), which needs no numbering 1..N: on CuPy
+  2-D lattices the labelling chain writes the new spins in its last pass
+  and no labels at all (:mod:`meshccl._gpu.cluster_flip`).  With a field
+  the counter is the label 1..N, whose cluster sizes the probability
+  needs.  ``label='clusters'`` hooks get the last step's clusters
+  numbered 1..N, labelled when asked for from the spins the step started
+  from and its bonds, drawn again.
 
 Random numbers come from :mod:`meshccl.sim.random`, indexed by (seed, step,
 cell or label); thresholds are integers computed once on the host.  So a
 NumPy and a CuPy run of the same seed give the same spins, bit for bit,
 and a run resumed from a checkpoint continues exactly.  On CuPy the
-Metropolis sweep, the bonds and the flip (h = 0) are the kernels of
-``meshccl/_kernels/ising.cu``, which draw the same words.  The Metropolis
+Metropolis sweep, the bonds and the flip (h = 0; 3-D, or lattices of 2**31
+cells or more) are the kernels of ``meshccl/_kernels/ising.cu``, which
+draw the same words.  The Metropolis
 kernel keeps the spins packed, 4 bits a spin, one array per colour (the
-layout of :func:`_packed_geometry`); ``state`` unpacks them when read, and
-the labelling hooks' images (``'up'``, ``'down'``) are written straight
-from the packed words.
+layout of :func:`_packed_geometry`); ``state`` unpacks them when read.  The
+labelling hooks' phases (``'up'``, ``'down'``) are labelled from the packed
+words in 2-D (:class:`meshccl._validate.PackedSpins`: the label chain reads
+them, no image is written) and written straight from them as bool images
+in 3-D.
 """
 
 from __future__ import annotations
@@ -52,6 +63,8 @@ import math
 
 import numpy as np
 
+from .. import _tuning
+from .._validate import PackedSpins
 from ..labelling import label as _label
 from ..neighbourhood import half_offsets
 from . import random as _random
@@ -91,6 +104,8 @@ def _shift(a, wraps, axis, step):
 # Threads per block of the kernels in meshccl/_kernels/ising.cu (meshccl_ising_flip's
 # shared memory is sized for 8 warps).
 _BLOCK = 256
+# The most blocks along a grid's y or z.
+_GRID_Y = 65535
 
 
 def _philox_words(step, seed, tag):
@@ -140,11 +155,28 @@ def _packed_geometry(shape):
     return nx, ny, nz, nz * ny, -(-(nx // 2) // _WORD_CELLS)
 
 
+@functools.lru_cache(maxsize=None)
 def _packable(shape):
     """True when the kernels' uint32 counter indices (up to 16 per packed word)
-    cover the lattice: fewer than about 2**32 cells."""
+    cover the lattice (fewer than about 2**32 cells) and the Metropolis launch's
+    grid reaches every word (:func:`_multispin_launch`)."""
     _, _, _, rows, words = _packed_geometry(shape)
-    return 2 * _WORD_CELLS * rows * words <= 2**32
+    return 2 * _WORD_CELLS * rows * words <= 2**32 and _multispin_block(words) is not None
+
+
+def _multispin_block(words, per_thread=1):
+    """meshccl_ising_multispin's block (threads across a row, rows) for rows of
+    ``words`` packed words, ``per_thread`` words a thread: 32 threads of 8 rows, or as
+    many as a row needs (a power of two) and more rows, or 256 threads of one row for
+    rows too long for 65,535 blocks of 32; None when no block covers the row within
+    the grid's limit."""
+    threads = -(-words // per_thread)
+    across = min(32, 1 << max(0, threads - 1).bit_length())
+    if -(-threads // across) > _GRID_Y:
+        across = _BLOCK
+    if -(-threads // across) > _GRID_Y:
+        return None
+    return across, _BLOCK // across
 
 
 def _pack(s):
@@ -181,23 +213,83 @@ def _metropolis_sweep_packed(packed, shape, table, seed, step):
     ``meshccl_ising_multispin`` for colour 0, then colour 1.  The uniforms and
     thresholds of :meth:`Ising._metropolis_uniforms`: the same spins as the NumPy
     sweep."""
-    from .._gpu.loader import kernels
-
-    name, grid, sizes = _multispin_launch(shape)
-    (kernel,) = kernels("ising.cu", name)
-    tag, *step_seed = _philox_words(step, seed, _random.TAG_METROPOLIS)
-    for colour in _COLOUR:
-        kernel(grid, (_BLOCK,), (packed, table, *sizes, colour, tag, _TIE_TAG, *step_seed))
+    _MetropolisSweeps(packed, shape, table, seed)(step)
     return packed
 
 
+class _MetropolisSweeps:
+    """The launches of packed Metropolis sweeps of one lattice, table and seed:
+    ``sweeps(step)`` queues sweep ``step``.
+
+    On CuPy the arguments are packed once into 8-byte slots and each launch is
+    one driver call that rewrites the step's two words first
+    (:func:`.._gpu.launch.slot_launcher`; a CuPy kernel call converts every
+    argument each time, and at 4096**2 that host time is a sweep's GPU time);
+    from Hopper on every launch may start while the kernel before it drains
+    (the kernel waits for it in ``grid_entry()`` before reading a spin; after a
+    kernel that does not say it may, the launch waits for that kernel's end).
+    Arrays without device addresses (the kernel tests' NumPy stand-in) go
+    through the kernel's own call with the same arguments.  ``planes``: the
+    most planes of a launch (default the grid's limit, 65,535).
+    """
+
+    def __init__(self, packed, shape, table, seed, planes=None):
+        from .._gpu.loader import kernels
+
+        per_thread = int(_tuning.METROPOLIS_WORDS)
+        if per_thread not in (1, 2):
+            raise ValueError(f"METROPOLIS_WORDS must be 1 or 2, got {per_thread}")
+        name, launches, sizes = _multispin_launch(shape, planes or _GRID_Y, per_thread)
+        (kernel,) = kernels("ising.cu", name)
+        tag, k0, k1 = _key_words(int(seed), _random.TAG_METROPOLIS)
+        self.key = (packed, table, int(seed), per_thread)
+        self.calls = [(kernel, grid, block,
+                       [packed, table, *sizes[:3], z0, sizes[3], colour, tag, _TIE_TAG,
+                        np.uint32(0), np.uint32(0), k0, k1])
+                      for colour in _COLOUR for grid, block, z0 in launches]
+        self.sends = None
+        if hasattr(packed, "data") and hasattr(packed.data, "ptr"):
+            from .._gpu.launch import pack_arguments, slot_launcher
+
+            self.sends = []
+            for kernel, grid, block, args in self.calls:
+                slots = pack_arguments(args)[0]
+                self.sends.append((slots, slot_launcher(kernel, grid, block, slots,
+                                                        follows=True)))
+
+    def __call__(self, step):
+        lo, hi = step & 0xFFFFFFFF, (step >> 32) & 0xFFFFFFFF
+        if self.sends is None:
+            for kernel, grid, block, args in self.calls:
+                args[_STEP_ARG], args[_STEP_ARG + 1] = np.uint32(lo), np.uint32(hi)
+                kernel(grid, block, tuple(args))
+            return
+        import cupy
+
+        stream = cupy.cuda.get_current_stream().ptr
+        for slots, send in self.sends:
+            slots[_STEP_ARG], slots[_STEP_ARG + 1] = lo, hi
+            send(stream)
+
+
+# the position of the step's low word among meshccl_ising_multispin's arguments
+_STEP_ARG = 10
+
+
 @functools.lru_cache(maxsize=None)
-def _multispin_launch(shape):
-    """meshccl_ising_multispin's name, grid and size arguments for a lattice shape (once
-    per shape: at 4096**2 a sweep's host time is as long as its GPU time)."""
-    nx, ny, nz, rows, words = _packed_geometry(shape)
-    return (f"meshccl_ising_multispin<{len(shape)}>", _grid(rows * words),
-            (np.int32(nx // 2), np.int32(ny), np.int32(nz), np.uint32(rows), np.uint32(words)))
+def _multispin_launch(shape, planes=_GRID_Y, per_thread=1):
+    """meshccl_ising_multispin's name, launches (grid, block, first plane) and size
+    arguments (half, ny, nz, words) for a lattice shape (once per shape: at 4096**2 a
+    sweep's host time is as long as its GPU time).  A thread per ``per_thread`` packed
+    words of a row of the active colour: the grid's x over the rows of a plane, y over
+    a row's words, z over the planes, in launches of at most ``planes`` planes."""
+    nx, ny, nz, _, words = _packed_geometry(shape)
+    across, down = _multispin_block(words, per_thread)  # (fewer threads fit as well)
+    launches = tuple(((-(-ny // down), -(-words // (across * per_thread)),
+                       min(planes, nz - z0)), (across, down), np.int32(z0))
+                     for z0 in range(0, nz, planes))
+    return (f"meshccl_ising_multispin<{len(shape)}, {per_thread}>", launches,
+            (np.int32(nx // 2), np.int32(ny), np.int32(nz), np.uint32(words)))
 
 
 _TIE_TAG = np.uint32(_random.TAG_METROPOLIS_TIE)
@@ -360,13 +452,16 @@ class Ising(Simulation):
         else:
             self._s = self._initial(start, minority)
         self._tables()
-        self._last_clusters = None
+        # Swendsen-Wang: the last step's clusters (labelled when asked for), the spins and
+        # step they came from, and the GPU chain of the step (made at the first)
+        self._last_clusters = self._sw_drawn = self._flip_chain = None
         # on CuPy Metropolis, the packed colours (from the first sweep on; then _s is an
         # unpacked copy, None until read)
         self._packed = None
-        # lazily: the Philox calls of a Metropolis sweep and each cell's place in its
-        # stream of 16-bit uniforms; the calls of the bond words
-        self._metropolis_calls = self._stream_pos = self._bond_calls = None
+        self._sweeps = None   # their launches (_MetropolisSweeps), made at the first sweep
+        # lazily: the Philox calls of a Metropolis sweep, each cell's place in its
+        # stream of 16-bit uniforms and its tie counter; the calls of the bond words
+        self._metropolis_calls = self._stream_pos = self._tie_pos = self._bond_calls = None
 
     # -- validation and set-up ---------------------------------------------------
     @staticmethod
@@ -491,6 +586,8 @@ class Ising(Simulation):
 
     def _phase_image(self, phase):
         if phase in ("up", "down") and self._s is None:
+            if len(self._shape) == 2:   # the packed words themselves: no image written
+                return PackedSpins(self._packed, self._shape, phase)
             return _unpack(self._packed, self._shape, phase)   # no int8 spins on the way
         if phase == "up":
             return self.state > 0
@@ -498,7 +595,7 @@ class Ising(Simulation):
             return self.state < 0
         if phase == "domains":
             return self.state
-        if self._last_clusters is None:
+        if self._sw_clusters() is None:
             raise ValueError("label='clusters' labels the Swendsen-Wang clusters of the last "
                              f"step: there is no Swendsen-Wang step since the start or the "
                              f"load (step {self.step})")
@@ -530,8 +627,13 @@ class Ising(Simulation):
         if xp is not np and _packable(self._shape):
             if self._packed is None:
                 self._packed = _pack(s)
-            _metropolis_sweep_packed(self._packed, self._shape, self._metropolis, self.seed,
-                                     self.step)
+            sweeps = self._sweeps
+            if sweeps is None or sweeps.key[0] is not self._packed \
+                    or sweeps.key[1] is not self._metropolis or sweeps.key[2] != self.seed \
+                    or sweeps.key[3] != _tuning.METROPOLIS_WORDS:
+                sweeps = self._sweeps = _MetropolisSweeps(self._packed, self._shape,
+                                                          self._metropolis, self.seed)
+            sweeps(self.step)
             return None
         z = 2 * s.ndim
         u = self._metropolis_uniforms()
@@ -544,7 +646,7 @@ class Ising(Simulation):
             tie = colour & (u == cut)
             if bool(tie.any()):
                 extra = _random.words(self.seed, _random.TAG_METROPOLIS_TIE, self.step,
-                                      self._stream_pos[tie], 1)[0]
+                                      self._tie_pos[tie], 1)[0]
                 low = self._metropolis[index[tie]] & np.uint64(0xFFFF)
                 accept[tie] = (extra & np.uint32(0xFFFF)) < low
             s = xp.where(colour & accept, -s, s)
@@ -555,14 +657,17 @@ class Ising(Simulation):
 
         The sweep's stream of 16-bit uniforms: Philox calls 0, 1, 2, ... (tag
         TAG_METROPOLIS), each call's words 0..3, each word's low then high half.
-        Packed word G (:func:`_packed_geometry`) takes calls 2G and 2G + 1, so
-        its nibble t, cell i = 16 k + t of colour c in row r, takes element
-        ``16 G + t``, ``G = c rows words + r words + k``.  A cell accepts when
-        its uniform u is below ``threshold >> 16``; when u equals it (1 in
-        65,536), word 0 of Philox call ``16 G + t`` with tag
-        TAG_METROPOLIS_TIE gives 16 more bits, compared with the threshold's
-        low 16: u and these bits are one 32-bit uniform against the 32-bit
-        threshold, so the acceptance keeps the thresholds' resolution, 2**-32.
+        Packed word G (:func:`_packed_geometry`) takes calls 2G and 2G + 1, the
+        stream's elements 16 G .. 16 G + 15; its nibble t, cell i = 16 k + t of
+        colour c in row r (``G = c rows words + r words + k``), takes element
+        ``16 G + 2 W + (t >> 2) % 2``, half (t >> 2) % 2 of word ``W = t % 4 + 4
+        (t >> 3)`` of the word's 8 (so nibbles t and t + 4, 16 bits apart in the
+        packed word, share a word).  A cell accepts when its uniform u is below
+        ``threshold >> 16``; when u equals it (1 in 65,536), word 0 of Philox
+        call ``16 G + t`` with tag TAG_METROPOLIS_TIE gives 16 more bits,
+        compared with the threshold's low 16: u and these bits are one 32-bit
+        uniform against the 32-bit threshold, so the acceptance keeps the
+        thresholds' resolution, 2**-32.
         """
         xp, shape = self.xp, self._shape
         if self._stream_pos is None:
@@ -572,10 +677,14 @@ class Ising(Simulation):
             colour = (x + r % ny + r // ny) & 1
             i = x >> 1
             packed_word = colour * (rows * words) + r * words + (i >> 4)
-            pos = (_WORD_CELLS * packed_word + (i & 15)).reshape(shape)
+            t = i & 15
+            half = 2 * ((t & 3) + 4 * (t >> 3)) + ((t >> 2) & 1)
+            pos = (_WORD_CELLS * packed_word + half).reshape(shape)
+            tie = (_WORD_CELLS * packed_word + t).reshape(shape)
             calls = 2 * 2 * rows * words
             dt = np.uint32 if 8 * calls <= 2**32 else np.uint64
             self._stream_pos = xp.asarray(pos.astype(dt))
+            self._tie_pos = xp.asarray(tie.astype(dt))
             self._metropolis_calls = xp.arange(calls, dtype=dt)
         w = _random.words(self.seed, _random.TAG_METROPOLIS, self.step, self._metropolis_calls,
                           4)
@@ -619,26 +728,57 @@ class Ising(Simulation):
         return s
 
     def _swendsen_wang_step(self):
-        labels = self._sw_labels(self._sw_bonds())
-        return self._sw_flip(labels)
+        # the clusters hook labels the step's clusters only when asked (_sw_clusters)
+        self._sw_drawn, self._last_clusters = (self._s, self.step), None
+        return self._sw_spins()
 
-    # The three parts of a Swendsen-Wang step, apart so that benchmarks/sim_bench.py can
-    # time each (bond drawing, labelling, cluster flip) on the step's own code.
-    def _sw_bonds(self):
-        """bonds[k] joins x and x + half_offsets(nd, 1)[k] with p = 1 - exp(-2J/T)."""
-        xp, nd = self.xp, self._s.ndim
+    def _sw_spins(self, bonds=None):
+        """The step's new spins: on the GPU chain that draws the bonds where it reads
+        them and writes the spins in its last pass (2-D, h = 0), else bonds
+        (:meth:`_sw_bonds`, or ``bonds``), labels (:meth:`_sw_labels`), then the flip."""
+        flip = self._sw_chain()
+        if flip is not None:
+            if bonds is None and not _tuning.SW_DRAWN_BONDS:
+                bonds = self._sw_bonds()
+            return flip(self._s, self._bond, _philox_words(self.step, self.seed, _random.TAG_BOND),
+                        _philox_words(self.step, self.seed, _random.TAG_CLUSTER), bonds)
+        return self._sw_flip(self._sw_labels(self._sw_bonds() if bonds is None else bonds))
+
+    def _sw_chain(self):
+        """The GPU chain that writes the new spins in its label pass
+        (:class:`meshccl._gpu.cluster_flip.ClusterFlip`): CuPy, 2-D, h = 0,
+        fewer than 2**31 cells; else None (labels, then the flip)."""
+        if self._flip_chain is None:
+            self._flip_chain = False
+            if (self.xp is not np and self._up is None and len(self._shape) == 2
+                    and self._cells.size < 2**31):
+                from .._gpu.cluster_flip import ClusterFlip
+
+                try:
+                    self._flip_chain = ClusterFlip(self._shape)
+                except ValueError:  # (another chain labels this shape)
+                    pass
+        return self._flip_chain or None
+
+    # The parts of a Swendsen-Wang step, apart so that benchmarks/sim_bench.py can time
+    # each (bond drawing; clusters and spins) on the step's own code.
+    def _sw_bonds(self, step=None):
+        """bonds[k] joins x and x + half_offsets(nd, 1)[k] with p = 1 - exp(-2J/T)
+        (``step``: the step whose bonds, default this one)."""
+        xp, nd = self.xp, len(self._shape)
+        step = self.step if step is None else step
         # bonds[k] joins x and x + half_offsets(nd, 1)[k]; label() joins only equal spins
         assert len(half_offsets(nd, 1)) == nd
         bonds = xp.empty((nd,) + self._shape, dtype=bool)
         if xp is not np and self._cells.dtype == np.uint32:
-            return _sw_bonds_fused(bonds, self._bond, self.seed, self.step)
+            return _sw_bonds_fused(bonds, self._bond, self.seed, step)
         # bond k of cell i is word w = nd i + k of the step's stream: word w % 4 of the
         # Philox call w // 4 (4 cells take nd calls; meshccl_ising_bonds draws them together)
         n = self._cells.size
         calls = nd * -(-n // 4)
         if self._bond_calls is None:
             self._bond_calls = xp.arange(calls, dtype=self._cells.dtype)
-        w = _random.words(self.seed, _random.TAG_BOND, self.step, self._bond_calls, 4)
+        w = _random.words(self.seed, _random.TAG_BOND, step, self._bond_calls, 4)
         for c in range(4):              # cells 4 t + c: word nd c + k of the quad t's calls
             for k in range(nd):
                 call, word = divmod(nd * c + k, 4)
@@ -647,24 +787,37 @@ class Ising(Simulation):
         return bonds
 
     def _sw_labels(self, bonds):
-        """The clusters: ``meshccl.label`` of the spins with the bonds, on the torus."""
-        return _label(self._s, connectivity=1, periodic=True, bonds=bonds)
+        """The clusters: ``meshccl.label`` of the spins with the bonds, on the torus;
+        labelled by first cells (root index + 1) at h = 0, where only a sign per
+        cluster is drawn, else 1..N (the field needs each cluster's size)."""
+        return _label(self._s, connectivity=1, periodic=True, bonds=bonds,
+                      numbering="first-cell" if self._up is None else "raster")
 
     def _sw_flip(self, labels):
-        """Each cluster set to +1 with P(n), from one Philox draw per cluster (its label)."""
+        """Each cluster set to +1 with P(n), from one Philox draw per cluster indexed by
+        its label (first-cell labels at h = 0: the cluster's first cell index + 1)."""
         xp = self.xp
-        clusters = Clusters(labels, self.step + 1, "clusters")
-        self._last_clusters = clusters
         if self._up is None and xp is not np and labels.dtype in (np.int32, np.uint32):
             return _sw_flip_fused(labels, self.seed, self.step)
         draw = _random.words(self.seed, _random.TAG_CLUSTER, self.step, labels, 1)[0]
         if self._up is None:
             up = draw < np.uint32(2**31)
         else:
+            clusters = Clusters(labels, self.step + 1, "clusters")
+            self._last_clusters = clusters       # (numbered 1..N: the hook's own labels)
             size = clusters.counts[labels]       # each cell's cluster size (meshccl.measure)
             up = draw < self._up[xp.minimum(size, self._up.shape[0] - 1)]
-        self._last_clusters = clusters
         return xp.where(up, np.int8(1), np.int8(-1)).astype(np.int8, copy=False)
+
+    def _sw_clusters(self):
+        """The last step's clusters (``label='clusters'``), labelled 1..N when first
+        asked for: the step's bonds are drawn again (counter-based) on the spins it
+        started from."""
+        if self._last_clusters is None and self._sw_drawn is not None:
+            s, step = self._sw_drawn
+            labels = _label(s, connectivity=1, periodic=True, bonds=self._sw_bonds(step))
+            self._last_clusters = Clusters(labels, step + 1, "clusters")
+        return self._last_clusters
 
     # -- checkpoints ---------------------------------------------------------------
     def _params(self):

@@ -1,0 +1,153 @@
+"""``meshccl.ndimage.label`` with structures that no connectivity names,
+against ``cupyx.scipy.ndimage.label`` on the GPU and ``scipy.ndimage.label``
+on the CPU (issue 57, point 3).
+
+What it measures
+----------------
+Random centrosymmetric 3 x 3 x 3 structures (each pair of opposite
+neighbours kept with probability 1/2, the centre set; seeds 0, 1, ...),
+plus the three ``generate_binary_structure`` ones for reference, on a
+3-D volume of random cells (each set with probability ``--fill``, default
+0.3) of side ``--side`` (default 512).  GPU: CUDA events, median of
+``--repeat`` calls after a warm-up; labels and N of meshccl checked equal
+to cupyx's on every structure.  CPU (``--cpu-side``, default 128):
+``meshccl.ndimage.label`` on NumPy against ``scipy.ndimage.label``, wall
+clock, median, labels checked equal.
+
+Outputs (``--out DIR``): ``structures.md`` (the table, also printed) and
+``structures.json``.
+
+Usage::
+
+    python benchmarks/structures_bench.py --out benchmarks/results/latest-h200
+    python benchmarks/structures_bench.py --out /tmp/s --no-gpu --cpu-side 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import ndimage
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import meshccl.ndimage  # noqa: E402
+from timing import wall_ms  # noqa: E402
+
+
+def random_structure(seed):
+    """A centrosymmetric 3 x 3 x 3 bool structure: each of the 13 pairs of
+    opposite neighbours kept with probability 1/2 (at least one), the
+    centre set."""
+    rng = np.random.default_rng(seed)
+    s = np.zeros(27, bool)
+    keep = rng.random(13) < 0.5
+    if not keep.any():
+        keep[rng.integers(13)] = True
+    for k in np.flatnonzero(keep):
+        s[k] = s[26 - k] = True
+    s[13] = True
+    return s.reshape(3, 3, 3)
+
+
+def structures(count):
+    out = [(f"connectivity {c}", ndimage.generate_binary_structure(3, c)) for c in (1, 2, 3)]
+    seed = 0
+    named = {o[1].tobytes() for o in out}
+    while len(out) < 3 + count:
+        s = random_structure(seed)
+        seed += 1
+        if s.tobytes() not in named:
+            named.add(s.tobytes())
+            out.append((f"random #{seed - 1} ({int(s.sum()) - 1} neighbours)", s))
+    return out
+
+
+def gpu_ms(fn, repeat):
+    import cupy
+
+    fn()
+    cupy.cuda.Device().synchronize()
+    ts = []
+    for _ in range(repeat):
+        a, b = cupy.cuda.Event(), cupy.cuda.Event()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(cupy.cuda.get_elapsed_time(a, b))
+    return statistics.median(ts)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--side", type=int, default=512)
+    ap.add_argument("--cpu-side", type=int, default=128)
+    ap.add_argument("--fill", type=float, default=0.3)
+    ap.add_argument("--count", type=int, default=8, help="random structures")
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--no-gpu", action="store_true")
+    args = ap.parse_args(argv)
+    rows = []
+    cases = structures(args.count)
+    rng = np.random.default_rng(5)
+    host = rng.random((args.cpu_side,) * 3) < args.fill
+    gpu = None
+    if not args.no_gpu:
+        import cupy
+        from cupyx.scipy import ndimage as cndi
+
+        gpu = cupy.random.default_rng(5).random((args.side,) * 3, dtype=cupy.float32) < args.fill
+        name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
+    for label, s in cases:
+        row = {"structure": label, "neighbours": int(s.sum()) - 1}
+        ours, n = meshccl.ndimage.label(host, s)
+        want, wn = ndimage.label(host, s)
+        assert n == wn and np.array_equal(ours, want), label
+        row["CPU ms"] = wall_ms(lambda: meshccl.ndimage.label(host, s), 3)
+        row["SciPy ms"] = wall_ms(lambda: ndimage.label(host, s), 3)
+        row["× SciPy"] = row["SciPy ms"] / row["CPU ms"]
+        if gpu is not None:
+            sg = cupy.asarray(s)
+            ours, n = meshccl.ndimage.label(gpu, sg)
+            want, wn = cndi.label(gpu, sg)
+            assert int(n) == int(wn) and bool((ours == want).all()), label
+            del ours, want
+            row["GPU ms"] = gpu_ms(lambda: meshccl.ndimage.label(gpu, sg), args.repeat)
+            row["cupyx ms"] = gpu_ms(lambda: cndi.label(gpu, sg), max(3, args.repeat // 4))
+            row["× cupyx"] = row["cupyx ms"] / row["GPU ms"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    machine = {"host": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+               "gpu": None if gpu is None else name,
+               "command": "python benchmarks/structures_bench.py " + " ".join(sys.argv[1:])}
+    cols = ["structure", "neighbours"] + (["GPU ms", "cupyx ms", "× cupyx"] if gpu is not None
+                                          else []) + ["CPU ms", "SciPy ms", "× SciPy"]
+    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
+    lines = [f"# `meshccl.ndimage.label` with any structure ({machine['gpu'] or 'CPU only'}, "
+             f"{machine['date']})", "",
+             f"Random cells (p = {args.fill}); GPU: {args.side}³ bool on the device, CUDA "
+             f"events, median of {args.repeat} (cupyx: {max(3, args.repeat // 4)}); CPU: "
+             f"{args.cpu_side}³, one thread, median wall clock. Labels and N equal to cupyx's "
+             "and SciPy's on every row. Command: `" + machine["command"] + "`.", "",
+             "| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
+    lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows]
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "structures.md").write_text("\n".join(lines) + "\n")
+    (args.out / "structures.json").write_text(json.dumps({"machine": machine, "rows": rows},
+                                                         indent=1))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
