@@ -163,6 +163,20 @@ template <typename I> struct Vec16;
 template <> struct Vec16<int> { typedef int4 type; };
 template <> struct Vec16<long long> { typedef longlong2 type; };
 
+// The Swendsen-Wang draw of the _spins forms: the Philox words of the step
+// (counter (label, tag, t0, t1), key (k0, k1)) and where the spins go;
+// sign(label) is +1 when the call's word 0 is below 2**31, else -1.
+struct SpinDraw {
+    signed char* out;
+    unsigned tag, t0, t1, k0, k1;
+
+    __device__ __forceinline__ int sign(unsigned label) const {
+        unsigned r[4];
+        meshccl_philox(label, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, r);
+        return r[0] < 0x80000000u ? 1 : -1;
+    }
+};
+
 // Step 3, a thread per W consecutive words (W = 2: one wave of threads
 // where a thread per word took two, as in meshccl_piece_roots).
 // RANK false (meshccl_label_pieces_first): the label is the root's index + 1.
