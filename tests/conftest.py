@@ -16,7 +16,10 @@ the full count by the profile (a count in a test's ``@settings`` would
 override the profile's).
 """
 
+import ctypes
 import os
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -67,3 +70,24 @@ def run_label(a, backend, **kw):
 @pytest.fixture(params=BACKENDS)
 def backend(request):
     return request.param
+
+
+def host_library(tmp_path_factory, name, source, flags=("-std=c++17",), skip_if=None):
+    """C++ ``source`` (which includes the kernel headers of meshccl/_kernels)
+    compiled by the host compiler into a shared library and loaded with
+    ctypes: how the emulation tests run kernel code on the CPU.  Skips
+    without a compiler, or when the compiler's message holds ``skip_if``."""
+    from meshccl._gpu import loader
+
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    tmp = tmp_path_factory.mktemp(name)
+    src, lib = tmp / f"{name}.cpp", tmp / f"{name}.so"
+    src.write_text(source)
+    out = subprocess.run([cxx, *flags, "-O1", "-shared", "-fPIC", f"-I{loader.kernel_dir()}",
+                          "-o", str(lib), str(src)], capture_output=True, text=True)
+    if out.returncode and skip_if is not None and skip_if in out.stderr:
+        pytest.skip(f"the C++ compiler cannot build {name} ({skip_if})")
+    assert out.returncode == 0, out.stderr
+    return ctypes.CDLL(str(lib))

@@ -11,16 +11,13 @@ the unpacked phase image, and the hooks label the packed words.
 """
 
 import ctypes
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 import meshccl
-from meshccl._gpu import loader
 from meshccl._validate import PackedSpins
-from conftest import HAVE_GPU
+from conftest import HAVE_GPU, host_library
 
 needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 
@@ -46,17 +43,7 @@ extern "C" void read_phase(const unsigned long long* words, long long rows, long
 
 @pytest.fixture(scope="module")
 def header(tmp_path_factory):
-    cxx = shutil.which("g++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    tmp = tmp_path_factory.mktemp("packed_spins")
-    (tmp / "harness.cpp").write_text(HARNESS)
-    lib = tmp / "harness.so"
-    out = subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC",
-                          f"-I{loader.kernel_dir()}", "-o", str(lib), str(tmp / "harness.cpp")],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return ctypes.CDLL(str(lib))
+    return host_library(tmp_path_factory, "packed_spins", HARNESS)
 
 
 def packed_by_hand(s):

@@ -10,9 +10,6 @@ threshold's high half.  (tests/test_sim.py compares the GPU itself.)
 """
 
 import ctypes
-import re
-import shutil
-import subprocess
 import sys
 import types
 
@@ -20,6 +17,7 @@ import numpy as np
 import pytest
 
 import meshccl._gpu.loader as loader
+from conftest import host_library
 from meshccl.sim import Ising
 from meshccl.sim import ising as ising_mod
 
@@ -122,22 +120,12 @@ extern "C" int meshccl_launch(const char* name, const unsigned int* grid,
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
-    cxx = shutil.which("g++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    tmp = tmp_path_factory.mktemp("ising_cu")
-    src = tmp / "ising_cpu.cpp"
     kernel = (loader.kernel_dir() / "ising.cu").read_text()
-    src.write_text(SHIM + '#include "philox.cuh"\n'
-                   + kernel.replace('#include "philox.cuh"', "") + DRIVER)
-    lib = tmp / "ising_cpu.so"
-    out = subprocess.run([cxx, "-std=c++20", "-O1", "-fno-strict-aliasing", "-shared", "-fPIC",
-                          "-pthread", f"-I{loader.kernel_dir()}", "-o", str(lib), str(src)],
-                         capture_output=True, text=True)
-    if out.returncode and "barrier" in out.stderr:
-        pytest.skip("the C++ compiler has no <barrier>")
-    assert out.returncode == 0, out.stderr
-    return ctypes.CDLL(str(lib))
+    source = (SHIM + '#include "philox.cuh"\n' + kernel.replace('#include "philox.cuh"', "")
+              + DRIVER)
+    return host_library(tmp_path_factory, "ising_cpu", source,
+                        flags=("-std=c++20", "-fno-strict-aliasing", "-pthread"),
+                        skip_if="barrier")
 
 
 class _Kernel:
@@ -389,18 +377,7 @@ extern "C" int drawn_open(long long i, int plane, unsigned long long threshold,
 
 @pytest.fixture(scope="module")
 def drawn_library(tmp_path_factory):
-    cxx = shutil.which("g++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    tmp = tmp_path_factory.mktemp("drawn_bonds")
-    src = tmp / "drawn.cpp"
-    src.write_text(DRAWN)
-    lib = tmp / "drawn.so"
-    out = subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC",
-                          f"-I{loader.kernel_dir()}", "-o", str(lib), str(src)],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return ctypes.CDLL(str(lib))
+    return host_library(tmp_path_factory, "drawn_bonds", DRAWN)
 
 
 @pytest.mark.parametrize("shape", [(2, 2), (3, 5), (7, 9), (5, 32), (4, 33), (3, 65), (9, 100)])
