@@ -158,7 +158,7 @@ def counts_cases(quick):
         ("percolation 512² (runs2d, small)", lambda xp: pt.percolation((512, 512), 0.5927, xp=xp),
          {}),
         (f"percolation {n3}³ (runs3d)", lambda xp: pt.percolation((n3,) * 3, 0.3116, xp=xp), {}),
-        (f"blobs {n3 // 2}³ uint16 (cells3d)",
+        (f"blobs {n3 // 2}³ uint16 (runs3d, wider cells)",
          lambda xp: pt.blobs((n3 // 2,) * 3, xp=xp).astype(xp.uint16), {}),
         # (the fixed-geometry lattice chains, with counts too)
         (f"percolation {n2 // 2}², mask (lattice)",

@@ -2,7 +2,7 @@
 
 A maintainer's diagnostic: which phase of a call costs what.  Two chains run
 side by side on every case: 'plain' (what ``label()`` takes for 1 to 3 axes:
-runs2d.cu / runs3d.cu / cells3d.cu, then number_pieces.cu) and 'general'
+runs2d.cu / runs3d.cu, then number_pieces.cu) and 'general'
 (general.cu, then number_roots.cu: what periodic axes, masks, bonds,
 tolerance and n-D arrays take).  A tuning constant can be varied with
 ``--set NAME=VALUE`` (meshccl._tuning.override; VALUE is a Python literal).

@@ -98,13 +98,6 @@ def __dir__():
 # GPU: plain 1-D, 2-D and 3-D images (_gpu/image_plain.py)
 # ---------------------------------------------------------------------------
 
-#: cells3d.cu's tiles: (rows, planes, warps) -- 32 x 8 x 4 cells, a warp per
-#: row of 32.
-CELLS3D_TILES = (8, 4, 32)
-#: cells3d.cu's tiles per block of its plain kernels, by connectivity: 2 puts
-#: twice the loads in flight at connectivity 1 (H200, blobs 512^3 c1 tile
-#: kernel 2.030 -> 1.946 ms); at 2 and 3 it only adds registers.
-CELLS3D_TILES_PER_BLOCK = {1: 2, 2: 1, 3: 1}
 #: Words per thread of meshccl_piece_roots and meshccl_label_pieces after
 #: the 2-D tile kernel with slots (1 or 2): 2 fits a 4096^2 image's words in
 #: one wave of threads; images without slots keep 1 (docs/decisions.md:

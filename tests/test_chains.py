@@ -32,7 +32,7 @@ def test_every_row_has_a_case():
         "runs2d": _chain(np.zeros((7, 9), np.int64)),
         "runs3d": _chain(u8),
         "runs2d-lattice": _chain(np.zeros((7, 9)), tolerance=0.5),
-        "cells3d-lattice": _chain(u8, mask=m),
+        "runs3d-lattice": _chain(u8, mask=m),
         "general": _chain(np.zeros((2, 3, 4, 5), np.uint8)),
         # (packed Ising spins: CuPy words only; the emulated chain in
         # tests/test_counts_emulated.py validates real ones)
@@ -53,12 +53,12 @@ def test_every_row_has_a_case():
     (np.zeros((5, 6, 7), np.float32), {}, "runs3d"),
     (np.zeros((5, 6, 7), np.float64), dict(connectivity=2), "runs3d"),
     (np.zeros((5, 6, 7), np.int64), {}, "runs3d"),
-    (np.zeros((5, 6, 7), np.float32), dict(tolerance=0.5), "cells3d-lattice"),
+    (np.zeros((5, 6, 7), np.float32), dict(tolerance=0.5), "runs3d-lattice"),
     (np.zeros((5, 6, 7), np.uint8), dict(periodic=True), "runs3d"),  # + wrap3d.cu
     (np.zeros((5, 6, 7), np.uint16), dict(periodic=(True, False, False)), "runs3d"),
     (np.zeros((6, 7)), dict(periodic=True), "runs2d"),                 # + runs2d wrap
     (np.zeros((6, 7), np.uint8), dict(mask=np.ones((6, 7), bool)), "runs2d-lattice"),
-    (np.zeros((5, 6, 7), np.uint8), dict(tolerance=1), "cells3d-lattice"),
+    (np.zeros((5, 6, 7), np.uint8), dict(tolerance=1), "runs3d-lattice"),
     (np.zeros((5, 6, 7), np.uint8), dict(axes=(1, 2)), "runs2d"),     # a stack of images
     (np.zeros((5, 6, 7), np.uint8), dict(axes=2, periodic=True), "runs2d"),
     (np.zeros((5, 6, 7), np.uint8), dict(axes=(1, 2), mask=np.ones((5, 6, 7), bool)),
@@ -78,13 +78,15 @@ def test_too_tall_for_a_launch_takes_the_general_chain():
     goes to the general chain, with or without lattice features."""
     prob = _validate.prepare(np.zeros((2, 40), np.uint8), None, None, None,
                              mask=np.ones((2, 40), bool))
-    ty, tz, _ = _tuning.CELLS3D_TILES
-    for shape in ((4 * 65536, 2, 40), (2, ty * 65536 + 1, 40)):
+    planes = min(min(_tuning.RUNS_3D_PLANES.values()), min(_tuning.RUNS_SEAM_PLANES.values()))
+    for shape in ((planes * 65535 + 1, 2, 40), (2, 32 * 65535 + 1, 40)):
         prob.shape = shape
         assert chains.select(prob).chain.name == "general"
         prob.mask = None
         assert chains.select(prob).chain.name == "general"
         prob.mask = np.ones(1, np.uint8)
+    prob.shape = (planes * 65535, 32 * 65535, 40)  # (the largest grid a launch takes)
+    assert chains.select(prob).chain.name == "runs3d-lattice"
     prob.shape = (32 * 65535 + 1, 3)  # 2-D: too many rows of tiles
     assert chains.select(prob).chain.name == "general"
     prob.shape = (32 * 65535, 3)

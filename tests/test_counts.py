@@ -7,9 +7,9 @@ gives without counts, and ``counts`` is an int64 array of the labels'
 array type, of length N + 1, equal to ``numpy.bincount(labels.ravel(),
 minlength=N + 1)`` (row 0: the background cells).  The GPU tests at the
 end take each kernel chain that counts (docs/architecture.md): runs2d.cu
-(1-D, 2-D; with slots and without; bands), runs3d.cu (3-D one-byte
-cells), cells3d.cu (3-D wider cells), the general chain (n-D, lattice
-features, ``axes``) and the iterative methods.
+(1-D, 2-D; with slots and without; bands), runs3d.cu (3-D, plain and
+lattice forms), the general chain (n-D, lattice features, ``axes``) and
+the iterative methods.
 """
 
 import numpy as np
@@ -373,27 +373,32 @@ def test_gpu_runs3d():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("per_block", [1, 2, 3])
-def test_gpu_cells3d(per_block):
-    """cells3d.cu's chain (3-D wider cells) with the counted
-    meshccl_label_cells, which counts the piece roots too (their label
-    written later by meshccl_label_pieces)."""
+@pytest.mark.parametrize("feature", ["mask", "bonds", "tolerance"])
+def test_gpu_runs3d_lattice(feature):
+    """runs3d.cu's lattice chain with the counted label pass: volumes of
+    several cell types across brick faces, a mask, bonds or a tolerance."""
     _need_gpu()
-    from meshccl import _tuning
+    from meshccl.neighbourhood import half_offsets
 
     rng = np.random.default_rng(4)
     images = [patterns.percolation((21, 75, 66), 0.3116, seed=5).astype(np.uint16),
-              rng.integers(0, 3, (9, 70, 40)).astype(np.uint32),
+              rng.integers(0, 3, (19, 70, 40)).astype(np.uint32),
               np.repeat(rng.integers(0, 3, (5, 9, 9)), 4, axis=0).repeat(5, 1).repeat(5, 2)
               .astype(np.float32),
               np.full((10, 40, 70), 3, np.int16),
-              np.arange(8 * 20 * 37, dtype=np.int32).reshape(8, 20, 37),
+              (rng.random((40, 33, 65)) < 0.5).astype(np.uint8),
               np.zeros((6, 17, 33), np.uint16)]
-    with _tuning.override(CELLS3D_TILES_PER_BLOCK={1: per_block, 2: per_block, 3: per_block}):
-        for a in images:
-            for c in (1, 2, 3):
-                for dtype in (None, np.int64):
-                    _gpu_check(a, connectivity=c, dtype=dtype)
+    for a in images:
+        for c in (1, 2, 3):
+            if feature == "mask":
+                kw = dict(mask=to_backend(rng.random(a.shape) < 0.8, "gpu"))
+            elif feature == "bonds":
+                k = len(half_offsets(3, c))
+                kw = dict(bonds=to_backend(rng.random((k,) + a.shape) < 0.6, "gpu"))
+            else:
+                kw = dict(tolerance=1)
+            for dtype in (None, np.int64):
+                _gpu_check(a, connectivity=c, dtype=dtype, **kw)
 
 
 @pytest.mark.gpu
@@ -508,7 +513,7 @@ def test_gpu_plans_count():
         [patterns.percolation((40, 96, 100), 0.3116, seed=5),
          patterns.blobs((40, 96, 100), seed=6).astype(np.uint8)],         # runs3d
         [rng.integers(0, 3, (30, 70, 90)).astype(np.uint16),
-         np.full((30, 70, 90), 2, np.uint16)],                              # cells3d
+         np.full((30, 70, 90), 2, np.uint16)],                              # runs3d, wider
         [(np.arange(100000) % 5 != 0).astype(np.uint8), np.ones(100000, np.uint8)],  # 1-D
         [patterns.percolation((300, 700), 0.5, seed=7).astype(bool),
          np.zeros((300, 700), bool)],

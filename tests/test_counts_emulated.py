@@ -186,14 +186,14 @@ class Kernel:
             counts, total = args
             assert counts.shape == (n + 1,) and total.shape == (1,), "a row a cell, and one"
             counts[:int(total[0]) + 1] = 0
-        elif name in ("meshccl_label_runs", "meshccl_label_cells"):
+        elif name == "meshccl_label_runs":
             args[0][:] = L
-        elif name in ("meshccl_label_runs_counted", "meshccl_label_cells_counted"):
+        elif name == "meshccl_label_runs_counted":
             P, counts = args[0], args[-1]
             num = L.max(initial=0)
             assert counts.shape == (n + 1,) and not counts[:num + 1].any(), \
                 "the table: rows 0..N zeroed (by meshccl_clear_counts)"
-            assert Truth.launches[-2 if "cells" in name else -3] == "meshccl_clear_counts"
+            assert Truth.launches[-3] == "meshccl_clear_counts"
             P[:] = L
             counts[:num + 1] += np.bincount(L, minlength=num + 1)  # (row 0 too)
         elif name == "meshccl_general_tile":  # the forest: each cell at its component's first
@@ -266,6 +266,10 @@ CASES = [
     ("axes", patterns.blobs((5, 30, 40), seed=10), dict(axes=(1, 2))),
     ("long scan", patterns.percolation((130, 170), 0.5927, seed=11),
      dict(mask=np.ones((130, 170), bool))),
+    ("3-D mask", patterns.percolation((20, 40, 70), 0.3116, seed=12).astype(np.uint16),
+     dict(mask=np.random.default_rng(13).random((20, 40, 70)) < 0.8)),
+    ("3-D periodic mask", patterns.blobs((9, 33, 40), seed=14),
+     dict(periodic=True, mask=np.random.default_rng(15).random((9, 33, 40)) < 0.8)),
 ]
 
 
@@ -297,13 +301,11 @@ def test_counted_chains_emulated(emulated, case, dtype):
             np.testing.assert_array_equal(counts, np.bincount(want.ravel(), minlength=num + 1))
     # (a stack of images over the last axes takes the plain 2-D chain too)
     plain = not {"mask", "periodic"} & set(kw) and a.ndim <= 3
-    lattice = {"mask", "periodic"} & set(kw) and a.ndim <= 2
+    lattice = {"mask", "periodic"} & set(kw) and a.ndim <= 3
     counted = [k for k in Truth.launches if k.endswith("_counted")]
     if plain or lattice:
-        assert counted and set(counted) <= {"meshccl_label_runs_counted",
-                                           "meshccl_label_cells_counted"}, Truth.launches
+        assert counted and set(counted) == {"meshccl_label_runs_counted"}, Truth.launches
         assert "meshccl_label_runs" not in Truth.launches
-        assert "meshccl_label_cells" not in Truth.launches
     else:
         assert set(counted) == {"meshccl_relabel_counted"}, Truth.launches
     # every kernel launched is one the chain's row of the table names
@@ -385,7 +387,7 @@ def test_uncounted_program_unchanged(emulated):
                 for launch in (a, b):  # both forms against their C signatures
                     _check_signature(launch.fn.name, launch.fn.targs,
                                      tuple(stand_in.get(id(x), x) for x in launch.args))
-                if a.fn.name in ("meshccl_label_runs", "meshccl_label_cells"):
+                if a.fn.name == "meshccl_label_runs":
                     assert b.fn.name == a.fn.name + "_counted"
                     assert b.fn.targs == a.fn.targs
                     assert b.args[-1] is table and len(b.args) == len(a.args) + 1

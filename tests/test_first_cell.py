@@ -7,7 +7,7 @@ the input, and N (``return_num``) is the number of components.  The
 reference is the numbered call mapped through each label's first
 occurrence.  The GPU tests at the end take each chain's ``_first`` kernels
 (docs/architecture.md): runs2d.cu with and without slots, runs3d.cu,
-cells3d.cu, the lattice forms, the general chain, the iterative methods,
+the lattice forms, the general chain, the iterative methods,
 and launch plans.
 """
 
@@ -176,7 +176,7 @@ def test_gpu_runs2d(shape, p, c):
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int32])
 @pytest.mark.parametrize("c", [1, 2, 3])
 def test_gpu_volumes(dtype, c):
-    """runs3d.cu (one-byte cells) and cells3d.cu (wider), periodic too."""
+    """runs3d.cu (one-byte and wider cells), periodic too."""
     if not HAVE_GPU:
         pytest.skip("no CUDA GPU")
     a = patterns.percolation((70, 90, 110), 0.3 if c == 1 else 0.15, seed=c).astype(dtype)

@@ -1,6 +1,6 @@
 """Plain 2-D / 3-D images big enough to span many tiles of the GPU's plain
 chains (runs2d.cu: 32 x 32 tiles; runs3d.cu: 32 x 32 x 8 or 16 bricks of
-one-byte cells; cells3d.cu: 32 x 8 x 4 tiles of wider cells), against
+cells of any type), against
 skimage.  The same cases run on every backend; on the GPU they also check
 that the plain chains and the general chain (general.cu, which an all-True
 mask selects) give the same labels, under the tuning settings the chains
@@ -128,31 +128,6 @@ def test_gpu_general_and_plain_chains_agree():
         for c in range(1, a.ndim + 1):
             plain = to_host(meshccl.label(to_backend(a, "gpu"), connectivity=c, return_info=True)[0])
             np.testing.assert_array_equal(plain, _general(a, connectivity=c))
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("per_block", [1, 2, 3])
-def test_gpu_cells3d_tiles_per_block(per_block):
-    """cells3d.cu's tile kernel with 1, 2 or 3 tiles per block (loaded
-    together, labelled one after the other; the last block's tiles may lie
-    partly or wholly past the volume) gives skimage's labels."""
-    _need_gpu()
-    from meshccl import _tuning
-
-    rng = np.random.default_rng(4)
-    images = [patterns.percolation((21, 75, 66), 0.3116, seed=5).astype(np.uint16),
-              rng.integers(0, 3, (9, 70, 40)).astype(np.uint32),
-              np.repeat(rng.integers(0, 3, (5, 9, 9)), 4, axis=0).repeat(5, 1).repeat(5, 2)
-              .astype(np.float32)]
-    with _tuning.override(CELLS3D_TILES_PER_BLOCK={1: per_block, 2: per_block, 3: per_block}):
-        for a in images:
-            for c in range(1, 4):
-                got, n = meshccl.label(to_backend(a, "gpu"), connectivity=c, return_num=True,
-                                       return_info=True)[:2]
-                want, m = sk_label(a, connectivity=c, return_num=True)
-                np.testing.assert_array_equal(to_host(got), want,
-                                              err_msg=f"{a.dtype} {a.shape} c={c}")
-                assert n == m
 
 
 @pytest.mark.gpu
@@ -358,11 +333,11 @@ def test_gpu_runs3d_against_general():
     """3-D volumes of one-byte cells take runs3d.cu (bricks of 32 x 32 x 8,
     16 at connectivity 1; z pairs inside a brick in shared memory, a brick's
     first plane against the one below by the z-face kernel, the pairs across
-    tiles' x and y faces by the seam kernel); wider cells cells3d.cu.  They
+    tiles' x and y faces by the seam kernel).  They
     and the general chain give skimage's labels at connectivity 1, 2 and 3: rows aligned and
     not, plane counts and heights that are not multiples of the brick, a
     signed byte volume, bool, diagonal stripes (pairs across brick edges and
-    corners) and a wider dtype (which stays on the cell tiles)."""
+    corners) and a wider dtype (row masks from ballots)."""
     _need_gpu()
     rng = np.random.default_rng(12)
     blobs = np.repeat(rng.integers(0, 2, (5, 12, 12)), 4, axis=0).repeat(6, 1).repeat(6, 2)

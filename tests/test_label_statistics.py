@@ -68,6 +68,12 @@ def test_statistics_with_features(backend):
         img = image.reshape(5, 10, 70) if "axes" in kw else image
         labels, n, stats = call(img, backend, **kw)
         same_table(stats, to_host(labels))
+    # a volume with features (on the GPU: the 3-D lattice run chain)
+    volume = rng.integers(0, 3, (9, 40, 70)).astype(np.uint8)
+    for kw in (dict(mask=to_backend(rng.random(volume.shape) < 0.8, backend)),
+               dict(tolerance=1, background=-1)):
+        labels, n, stats = call(volume, backend, **kw)
+        same_table(stats, to_host(labels))
 
 
 def test_statistics_periodic(backend):
@@ -141,3 +147,38 @@ def test_gpu_label_pass_fills_the_table():
                                   background=-1, mask=cupy.asarray(rng.random((700, 900)) < .9),
                                   return_statistics=True)
     same_table(stats, labels)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_label_pass_fills_the_table_of_lattice_volumes():
+    """runs3d.cu's lattice chain takes the statistics label pass: volumes
+    across bricks with a mask, bonds or a tolerance, every connectivity,
+    int32 and int64 labels."""
+    import cupy
+
+    from meshccl import _validate
+    from meshccl._gpu import chains
+    from meshccl.neighbourhood import half_offsets
+
+    rng = np.random.default_rng(12)
+    shape = (40, 70, 100)
+    spins = (rng.random(shape) < 0.5).astype(np.uint8)
+    field = rng.integers(0, 7, shape).astype(np.int16)
+    for c in (1, 2, 3):
+        bonds = cupy.asarray(rng.random((len(half_offsets(3, c)),) + shape) < 0.585)
+        for image, kw in ((spins, dict(mask=cupy.asarray(rng.random(shape) < 0.9))),
+                          (spins, dict(bonds=bonds, background=-1)),
+                          (field, dict(tolerance=1, background=-1))):
+            prob = _validate.prepare(cupy.asarray(image), kw.get("background"), c, None,
+                                     mask=kw.get("mask"), bonds=kw.get("bonds"),
+                                     tolerance=kw.get("tolerance"), return_statistics=True)
+            case = chains.select(prob)
+            assert case.chain.name == "runs3d-lattice" and chains.fused_statistics(case, prob)
+            for dtype in (None, np.int64):
+                labels, n, stats = call(image, "gpu", connectivity=c, dtype=dtype, **kw)
+                same_table(stats, labels)
+                np.testing.assert_array_equal(
+                    to_host(labels), meshccl.label(image, connectivity=c, **{
+                        k: to_host(v) for k, v in kw.items()}))
+

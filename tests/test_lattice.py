@@ -269,7 +269,7 @@ def test_lattice_2d_byte_tolerance(backend, dtype):
 
 
 # --- 3-D volumes with a mask, bonds or a tolerance on the GPU: the lattice
-# form of cells3d.cu's chain (and wrap3d.cu), against the CPU backend value
+# form of runs3d.cu's chain (and wrap3d.cu), against the CPU backend value
 # for value, raster and first-cell numbering.
 
 def _gpu_against_cpu(a, feature_arrays=True, **kw):
@@ -310,7 +310,7 @@ _PERIODIC_3D = [False, True, (True, False, False), (False, True, False), (False,
                                    np.float32, np.float64])
 def test_gpu_lattice_volumes(shape, dtype):
     """Each feature alone and together, every connectivity, periodic on
-    subsets of axes, across tile faces (32 x 8 x 4 tiles), odd sizes and
+    subsets of axes, across tile and brick faces (32 x 32 x 8 or 16 bricks), odd sizes and
     volumes that squeeze to fewer axes."""
     from conftest import HAVE_GPU
     if not HAVE_GPU:
@@ -352,6 +352,32 @@ def test_gpu_lattice_volume_every_periodic_subset(conn):
             if dtype is not None:
                 kw["dtype"] = dtype
             _gpu_against_cpu(spins, **kw)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("planes", [8, 16])
+def test_gpu_lattice_volume_brick_depths(planes):
+    """runs3d.cu's lattice chain with bricks of 8 and 16 planes at every
+    connectivity (z pairs inside a brick, a brick's first plane by the
+    z-face kernel), volumes of several bricks along each axis, with and
+    without features that cut equal pairs."""
+    from conftest import HAVE_GPU
+    if not HAVE_GPU:
+        pytest.skip("no CUDA GPU")
+    from meshccl import _tuning
+
+    rng = np.random.default_rng(planes)
+    shape = (2 * planes + 3, 70, 97)
+    spins = (rng.random(shape) < 0.5).astype(np.uint8)
+    field = rng.random(shape).astype(np.float32) * 4
+    with _tuning.override(RUNS_3D_PLANES={1: planes, 2: planes, 3: planes}):
+        for conn in (1, 2, 3):
+            bonds = rng.random((len(half_offsets(3, conn)),) + shape) < 0.585
+            mask = rng.random(shape) < 0.9
+            _gpu_against_cpu(spins, background=-1, connectivity=conn, bonds=bonds)
+            _gpu_against_cpu(spins, background=0, connectivity=conn, mask=mask,
+                             periodic=(True, False, True))
+            _gpu_against_cpu(field, background=None, connectivity=conn, tolerance=0.25)
 
 
 @pytest.mark.gpu

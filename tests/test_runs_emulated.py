@@ -201,7 +201,8 @@ def _half(dz, dy, dx, c):
 
 def border_pairs_3d(v, c):
     """runs3d.cu's seam kernel: every pair that leaves the brick's column of
-    tiles, by cells3d.cu's border rules and runs3d.cu's z rules."""
+    tiles, by the plain form's skipping rules (covered, twin, same run,
+    square) and runs3d.cu's z rules."""
     pairs = []
     steps = [(dz, dy, dx) for dz in (-1, 0) for dy in (-1, 0, 1) for dx in (-1, 0, 1)
              if _half(dz, dy, dx, c)]

@@ -27,7 +27,7 @@ runs2d                    1-D and 2-D arrays, equal values
 runs3d                    3-D arrays, equal values
 runs2d-packed             a phase of packed Ising spins (the simulation hooks)
 runs2d-lattice            1-D and 2-D arrays with a mask, bonds or tolerance
-cells3d-lattice           3-D arrays with a mask, bonds or tolerance
+runs3d-lattice            3-D arrays with a mask, bonds or tolerance
 general                   everything else: more than 3 axes longer than 1,
                           ``axes`` that are not a stack of images, grids of
                           tiles too large for one launch of the above, and
@@ -42,9 +42,7 @@ themselves).
 Counts (``label(..., return_counts=True)``) are taken by the kernel that
 writes the final labels, not by a pass over the labels after them: the
 ``_counted`` form of meshccl_label_runs (one add per run of a tile row, by
-the lane that resolves the run's label) or of meshccl_label_cells (per
-vector of cells: its first cell's label with all its cells of that label,
-the rest cell by cell, piece roots included) on the fixed-geometry chains,
+the lane that resolves the run's label) on the fixed-geometry chains,
 and meshccl_relabel_counted (per cell) on the general and iterative ones.
 In each, the lanes of a warp that hold one label add once, their sum
 (``numbering.cuh``, add_counts); the label passes of number_pieces.cu
@@ -90,9 +88,6 @@ _NUMBER_RUNS = ("number_pieces.cu: meshccl_piece_roots (hooked roots walked to t
                 "number_pieces.cu: meshccl_label_pieces (every piece root's label)",
                 "number_pieces.cu: meshccl_label_runs (each run resolved once, every cell "
                 "written once)")
-_NUMBER_CELLS = ("number_pieces.cu: meshccl_piece_roots (as above)",
-                 "number_pieces.cu: meshccl_label_cells (the cell label pass)",
-                 "number_pieces.cu: meshccl_label_pieces")
 _NUMBER_ROOTS = ("number_roots.cu: meshccl_flatten (each cell's root; a bit mask of roots "
                  "per warp)",
                  "number_roots.cu: meshccl_word_sums, meshccl_scan_block, meshccl_rank_words "
@@ -143,12 +138,14 @@ TABLE = (
                     "runs2d.cu: meshccl_runs2d_lattice_border (every joined pair across tile "
                     "tops and strip edges)") + _WRAP2D + _NUMBER_RUNS,
           "meshccl_label_runs_counted"),
-    Chain("cells3d-lattice", "3-D arrays of any cell type with a mask, bonds or a tolerance",
-          _CLEAR + ("cells3d.cu: meshccl_cells3d_lattice_tile (the cell tile with the "
-                    "joining rule, mask and open bonds; one tile a block)",
-                    "cells3d.cu: meshccl_cells3d_lattice_border (every joined pair across "
-                    "tile faces)") + _WRAP3D + _NUMBER_CELLS,
-          "meshccl_label_cells_counted"),
+    Chain("runs3d-lattice", "3-D arrays of any cell type with a mask, bonds or a tolerance",
+          _CLEAR + ("runs3d.cu: meshccl_runs3d_lattice_tile (the brick with the joining rule, "
+                    "mask and open bonds in each row's masks; every joined pair united)",
+                    "runs3d.cu: meshccl_runs3d_lattice_seams (a thread per cell on the tile "
+                    "columns' sides: every joined pair into another column)",
+                    "runs3d.cu: meshccl_runs3d_lattice_zface (a brick's first plane against "
+                    "the plane below)") + _WRAP3D + _NUMBER_RUNS,
+          "meshccl_label_runs_counted"),
     Chain("general", "everything else: more than 3 axes longer than 1, `axes` that are not a "
           "stack of images, grids of tiles too large for one launch of the chains above, "
           "structures of `meshccl.ndimage.label` that no connectivity names",
@@ -201,7 +198,7 @@ def select(prob) -> Case:
         if len(shape) <= 2:
             name = "runs2d-lattice" if features else "runs2d"
         elif features:
-            name = "cells3d-lattice"
+            name = "runs3d-lattice"
         else:
             name = "runs3d"
         return Case(CHAINS[name], shape, image_rows, periodic, None, False)
@@ -237,7 +234,7 @@ def program(case, prob, *, buffers=None, slot_tiles=True, report=None, counts=No
         return image_plain.packed_program(work, n, case.shape, prob.connectivity,
                                           prob.packed_flip, buffers=buffers, counts=counts,
                                           first=first)
-    if chain in ("runs2d", "runs3d", "runs2d-lattice", "cells3d-lattice"):
+    if chain in ("runs2d", "runs3d", "runs2d-lattice", "runs3d-lattice"):
         return image_plain.lattice_program(
             view, work, n, case.shape, prob.connectivity, prob.has_bg, prob.bgkey,
             periodic=case.periodic, mask=prob.mask is not None, bonds=prob.bonds is not None,
@@ -304,7 +301,7 @@ def label(prob, P, timer=None) -> Result:
 
 
 #: the chains whose label pass can fill the statistics table
-STATISTICS_CHAINS = ("runs2d", "runs3d", "runs2d-lattice")
+STATISTICS_CHAINS = ("runs2d", "runs3d", "runs2d-lattice", "runs3d-lattice")
 
 
 def fused_statistics(case, prob) -> bool:

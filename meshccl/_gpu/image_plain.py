@@ -11,8 +11,8 @@ serves which call is decided there, in :func:`.chains.select`):
 - plain 3-D arrays of any dtype: ``runs3d.cu`` tile, seams and z-face
   kernels, then the same numbering;
 - with a mask, bonds or a tolerance, the lattice forms: ``runs2d.cu``'s
-  lattice tile and border kernels (1-D, 2-D), ``cells3d.cu``'s (3-D, any
-  cell type).
+  lattice tile and border kernels (1-D, 2-D), ``runs3d.cu``'s lattice
+  tile, seam and z-face kernels (3-D, any cell type).
 
 Periodic axes add only pairs that wrap around, so they add a wrap kernel
 (``runs2d.cu``'s, or ``wrap3d.cu``) before the numbering
@@ -44,8 +44,6 @@ from .loader import c_type, kernels
 PIECE_BLOCK = 1024
 #: Threads per block of the label passes (their __launch_bounds__).
 BLOCK = 256
-#: Cells per thread of meshccl_label_cells (MESHCCL_CELLS_PER_THREAD).
-CELLS_PER_THREAD = 8
 #: Blocks of meshccl_clear_counts (a grid-stride loop over rows 0..N of
 #: the count table): enough to fill an H100 / H200 several times over.
 CLEAR_BLOCKS = 1024
@@ -101,24 +99,16 @@ def stack_view(shape, label_axes, periodic=0):
 def fits(shape) -> bool:
     """True when the chains here can take an array of this squeezed shape:
     1 to 3 axes, whose grid of tiles fits a launch (at most 65535 blocks
-    along y and z).  Which chain, if any, serves a call is decided by
-    :func:`meshccl._gpu.chains.select`."""
+    along y and z: 32 rows a tile, and in 3-D the fewest planes a block of
+    runs3d.cu's kernels takes).  Which chain, if any, serves a call is
+    decided by :func:`meshccl._gpu.chains.select`."""
     if not 1 <= len(shape) <= 3:
         return False
     d, nz, ny, nx = _dims(shape)
-    if d == 2:
-        return -(-ny // 32) <= _MAX_GRID_YZ
-    ty, tz, _ = _tuning.CELLS3D_TILES  # (runs3d.cu's bricks are larger in y and z)
-    return -(-ny // ty) <= _MAX_GRID_YZ and -(-nz // tz) <= _MAX_GRID_YZ
-
-
-def border_items(c: int, ty: int, tz: int) -> int:
-    """Cells per tile that meshccl_cells3d_border visits (``Border<...>::ITEMS``
-    in cells3d.cu)."""
-    extra = 1 if c >= 2 else 0
-    rows = ty + (tz - 1) * (1 + extra)
-    cols = (tz - 1) * (ty - 1 - extra)
-    return rows * 32 + cols * (2 if c >= 2 else 1)
+    if -(-ny // 32) > _MAX_GRID_YZ:
+        return False
+    planes = min(min(_tuning.RUNS_3D_PLANES.values()), min(_tuning.RUNS_SEAM_PLANES.values()))
+    return d == 2 or -(-nz // planes) <= _MAX_GRID_YZ
 
 
 def _runs_words(shape) -> int:
@@ -195,7 +185,7 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     (:func:`slots_threshold`); None: not counted.  ``counts``: None, or
     the table of cells per label (:func:`count_table`, at least n + 1
     int64 rows): meshccl_clear_counts zeroes its rows 0..N after the roots
-    kernel, and the label pass (meshccl_label_runs / meshccl_label_cells)
+    kernel, and the label pass (meshccl_label_runs)
     takes its ``_counted`` form, which fills them (``meshccl/_gpu/counted.py``).
     ``first``: first-cell labels (each component's root index + 1,
     ``label(..., numbering='first-cell')``): the ``_first`` forms of the
@@ -247,71 +237,21 @@ def _run_label_pass(i, rows, per_lane, sl, rw, tail, counts, first, stats):
     return Launch(k, grid, (BLOCK,), (LABELS,) + tail + count_arg)
 
 
-def _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                     counts=None, first=False, features=None, tolerance=None):
-    """The launches of cells3d.cu's chain: its tile and border kernels, then
-    the pieces numbering with meshccl_label_cells (the lattice form,
-    ``features``, is what the chains take; the plain form no longer serves a
-    call: runs3d.cu takes every plain volume).
-    ``features``: the lattice form (any cell type), with these arguments
-    after each kernel's own (:func:`_box_features`); ``tolerance``: whether
-    the call has one (its value is in ``features``)."""
-    _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
-    ty, tz, warps = _tuning.CELLS3D_TILES
-    t, i = c_type(value_dtype), c_type(index_dtype)
-    if features is None:
-        per_block = _tuning.CELLS3D_TILES_PER_BLOCK[c]
-        tile, border = kernels(
-            "cells3d.cu", f"meshccl_cells3d_tile<{t}, {i}, {c}, {ty}, {tz}, {warps}, {per_block}>",
-            f"meshccl_cells3d_border<{t}, {i}, {c}, {ty}, {tz}>")
-        features = ()
-    else:  # (a block does one tile)
-        per_block, tol = 1, "true" if tolerance else "false"
-        tile, border = kernels(
-            "cells3d.cu",
-            f"meshccl_cells3d_lattice_tile<{t}, {i}, {c}, {tol}, {ty}, {tz}, {warps}>",
-            f"meshccl_cells3d_lattice_border<{t}, {i}, {c}, {tol}, {ty}, {tz}>")
-    form, tail = _counted(counts, first)
-    cells_k, = kernels("number_pieces.cu", f"meshccl_label_cells{form}<{i}>")
-    if buffers is None:
-        buffers = scratch(n, index_dtype)
-    bits, incl, block_incl = buffers[0], buffers[1], buffers[3]
-    words = (n + 31) // 32
-    A, H = bits[:words], bits[words:2 * words]
-    I = index_dtype.type
-    grid = (-(-nx // 32), -(-ny // ty), -(-nz // tz))  # of tiles (the border kernel's)
-    tile_grid = (grid[0], -(-grid[1] // per_block), grid[2])
-    aligned = nx % 32 == 0
-    dims = (I(nz), I(ny), I(nx), np.int32(bool(has_bg)), bgkey)
-    border_block = (min(BLOCK, -(-border_items(c, ty, tz) // 32) * 32),)
-    cells_grid = (-(-n // (BLOCK * CELLS_PER_THREAD)),)
-    return _cleared(bits, aligned) + [
-        ("tile", Launch(tile, tile_grid, (32 * warps,),
-                        (VALUES, LABELS, A, H) + dims + (np.int32(aligned),) + features)),
-        ("border", Launch(border, grid, border_block, (VALUES, LABELS, H) + dims + features,
-                          early=False)),
-    ] + _pieces_path(index_dtype, n, buffers,
-                     Launch(cells_k, cells_grid, (BLOCK,),
-                            (LABELS, I(n), A, H, incl, block_incl) + tail), False,
-                     first=first, counts=counts)
-
-
 def _cleared(bits, aligned):
     """A launch that zeroes the bit arrays A and H, where the tile kernel
     ORs its rows in (rows not 32-cell aligned); else none."""
     return [] if aligned else [("clear", Memset(bits))]
 
 
-def _pieces_path(index_dtype, n, buffers, cells, runs, wpt=1, first=False, counts=None):
+def _pieces_path(index_dtype, n, buffers, cells, wpt=1, first=False, counts=None):
     """The launches after the border kernels (number_pieces.cu):
     meshccl_piece_roots (the hooked roots' walks and the roots' prefix
     sums), then meshccl_label_pieces (every piece root's label) and
-    ``cells`` (the label pass) -- in the other order after cells3d.cu
-    (``runs`` False), whose label pass reads the piece roots' parents.
-    The last launch returns N.  ``wpt``: words per thread of the two piece
-    kernels; ``first``: meshccl_label_pieces_first (first-cell labels);
-    ``counts``: the count table of a counted label pass, whose rows 0..N
-    meshccl_clear_counts zeroes right after the roots kernel."""
+    ``cells`` (the run label pass), the last launch, which returns N.
+    ``wpt``: words per thread of the two piece kernels; ``first``:
+    meshccl_label_pieces_first (first-cell labels); ``counts``: the count
+    table of a counted label pass, whose rows 0..N meshccl_clear_counts
+    zeroes right after the roots kernel."""
     i = c_type(index_dtype)
     form = "_first" if first else ""
     roots_k, pieces_k = kernels("number_pieces.cu", f"meshccl_piece_roots<{i}, {wpt}>",
@@ -324,10 +264,8 @@ def _pieces_path(index_dtype, n, buffers, cells, runs, wpt=1, first=False, count
     roots_args = (A, H, I(words), incl, sums, block_incl, counter)
     pieces = Launch(pieces_k, (-(-words // (BLOCK * wpt)),), (BLOCK,),
                     (LABELS, A, H, incl, block_incl, I(words)))
-    last = cells if runs else pieces
-    last.result = block_incl[blocks - 1]  # N, no host synchronisation
-    tail = [("pieces", pieces), ("cells", cells)] if runs else \
-        [("cells", cells), ("pieces", pieces)]
+    cells.result = block_incl[blocks - 1]  # N, no host synchronisation
+    tail = [("pieces", pieces), ("cells", cells)]
     if counts is not None:
         clear_k, = kernels("number_pieces.cu", f"meshccl_clear_counts<{i}>")
         clear_grid = (min(CLEAR_BLOCKS, -(-(n + 1) // BLOCK)),)
@@ -422,7 +360,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     return _cleared(bits, aligned) + [
         ("tile", Launch(tile, tile_args[0], tile_args[1], (VALUES, LABELS) + tile_args[2],
                         shared_mem=tile_shared)),
-    ] + faces + _pieces_path(index_dtype, n, buffers, label_pass, True,
+    ] + faces + _pieces_path(index_dtype, n, buffers, label_pass,
                              _tuning.PIECE_WORDS if sl == "true" else 1, first, counts)
 
 
@@ -471,11 +409,11 @@ def packed_program(index_dtype, n, shape, connectivity, flip, buffers=None, coun
         ("wrap", Launch(wrap, (-(-faces // BLOCK),), (BLOCK,),
                         (VALUES, LABELS, H, S) + cells + (np.int32(1), np.int32(1)),
                         early=False)),
-    ] + _pieces_path(index_dtype, n, buffers, label_pass, True, 1, first, counts)
+    ] + _pieces_path(index_dtype, n, buffers, label_pass, 1, first, counts)
 
 
-#: the steps of a 3-D cell's neighbourhood in the order cells3d.cu's and
-#: wrap3d.cu's lattice kernels index their bond planes (lattice.cuh,
+#: the steps of a 3-D cell's neighbourhood in the order runs3d.cu's lattice
+#: kernels and wrap3d.cu index their bond planes (lattice.cuh,
 #: BoxFeatures: (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1))
 _BOX_STEPS = tuple((dz, dy, dx) for dz in (-1, 0, 1) for dy in (-1, 0, 1) for dx in (-1, 0, 1))
 
@@ -499,7 +437,7 @@ def _box_planes(device_id: int, c: int, bond_rows: tuple):
 
 
 def _box_features(value_dtype, n, c, mask, bonds, bond_rows, tolerance):
-    """The lattice arguments of cells3d.cu's lattice kernels and wrap3d.cu
+    """The lattice arguments of runs3d.cu's lattice kernels and wrap3d.cu
     (``MESHCCL_BOX_FEATURES``), with :data:`.launch.MASK` and
     :data:`.launch.BONDS` where the call has them (else null pointers)."""
     null = np.uintp(0)
@@ -549,17 +487,16 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     Periodic axes alone change no pair inside the array: the plain chain
     (without slots, whose run starts hold their piece roots) and the wrap
     kernel.  A mask, bonds or a tolerance: the lattice tile and border
-    kernels (runs2d.cu for 1-D and 2-D, cells3d.cu for 3-D) and the wrap
-    kernel where axes wrap."""
+    kernels (runs2d.cu for 1-D and 2-D; for 3-D runs3d.cu's lattice tile,
+    seam and z-face kernels) and the wrap kernel where axes wrap."""
     index_dtype = np.dtype(index_dtype)
     ndim = len(shape)
     if image_rows is not None and ndim != 2:
         raise ValueError(f"image_rows needs a 2-D shape, got {tuple(shape)}")
     if ndim == 3:
-        if stats is not None:
-            raise ValueError("the statistics label pass is a run chain's")
         return _lattice_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
-                           periodic, mask, bonds, bond_rows, tolerance, buffers, first, counts)
+                           periodic, mask, bonds, bond_rows, tolerance, buffers, first, counts,
+                           stats)
     _, _, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), 2) if ndim > 1 else 1
     t, i = c_type(value_dtype), c_type(index_dtype)
@@ -614,38 +551,38 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     label_pass = _run_label_pass(i, rows, per_lane, "false", rw,
                                  (F, S, A, I(rw // ntx), I(nx), I(words), null, null,
                                   np.int32(0)), counts, first, stats)
-    return prog + _pieces_path(index_dtype, n, buffers, label_pass, True, 1, first, counts)
+    return prog + _pieces_path(index_dtype, n, buffers, label_pass, 1, first, counts)
 
 
 def _lattice_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, periodic,
-                mask, bonds, bond_rows, tolerance, buffers, first=False, counts=None):
+                mask, bonds, bond_rows, tolerance, buffers, first=False, counts=None,
+                stats=None):
     """:func:`lattice_program` for a 3-D volume.  Periodic axes alone: its
     plain chain; a mask, bonds or a tolerance: the lattice form of
-    cells3d.cu's chain (any cell type).  Where axes wrap, ``wrap3d.cu``
-    goes between the border kernels and the numbering.  ``counts``: a count
-    table, as in :func:`program`."""
+    runs3d.cu's chain (any cell type, :func:`_program_runs3d_lattice`).
+    Where axes wrap, ``wrap3d.cu`` goes between the border kernels and the
+    numbering.  ``counts``, ``stats``: as in :func:`program`."""
     _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), 3)
     plain = not (mask or bonds or tolerance is not None)
-    runs = plain
     features = _box_features(value_dtype, n, c, mask, bonds, bond_rows, tolerance)
     if buffers is None:
-        buffers = scratch(n, index_dtype, shape if plain else None, slots=False)
+        buffers = scratch(n, index_dtype, shape, slots=False)
     if plain:
         prog = program(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers=buffers,
-                       slot_tiles=False, counts=counts, first=first)
+                       slot_tiles=False, counts=counts, first=first, stats=stats)
     else:
-        prog = _program_cells3d(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
-                                counts=counts, first=first, features=features,
-                                tolerance=tolerance is not None)
+        prog = _program_runs3d_lattice(value_dtype, index_dtype, n, shape, c, has_bg, bgkey,
+                                       buffers, features, tolerance is not None, counts, first,
+                                       stats)
     if not periodic:
         return prog
     tol = "true" if tolerance is not None else "false"
     wrap, = kernels("wrap3d.cu", f"meshccl_wrap3d<{c_type(value_dtype)}, {c_type(index_dtype)}, "
-                                 f"{c}, {'true' if runs else 'false'}, {tol}>")
+                                 f"{c}, {tol}>")
     words = (n + 31) // 32
     H = buffers[0][words:2 * words]
-    S = buffers[4][_runs_words(shape):2 * _runs_words(shape)] if runs else np.uintp(0)
+    S = buffers[4][_runs_words(shape):2 * _runs_words(shape)]
     I = np.dtype(index_dtype).type
     faces = ny * nx + 2 * nz * nx + 2 * nz * ny
     launch = Launch(wrap, (-(-faces // BLOCK),), (BLOCK,),
@@ -653,3 +590,53 @@ def _lattice_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
                      np.uint32(periodic)) + features, early=False)
     at = [name for name, _ in prog].index("roots")
     return prog[:at] + [("wrap", launch)] + prog[at:]
+
+
+def _program_runs3d_lattice(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
+                            features, tolerance, counts=None, first=False, stats=None):
+    """The launches of runs3d.cu's lattice form: its tile kernel (bricks of
+    ``_tuning.RUNS_3D_PLANES[c]`` planes), seam kernel (a thread per cell on
+    the tile columns' sides, ``_tuning.RUNS_SEAM_PLANES[c]`` planes a block)
+    and z-face kernel, then the numbering of the plain run chain (no
+    slots).  ``features``: the kernels' lattice arguments
+    (:func:`_box_features`); ``tolerance``: whether the call has one."""
+    index_dtype = np.dtype(index_dtype)
+    _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
+    t, i = c_type(value_dtype), c_type(index_dtype)
+    tol = "true" if tolerance else "false"
+    nzb, walk = _tuning.RUNS_3D_PLANES[c], _tuning.RUNS_SEAM_PLANES[c]
+    tile, zface, seams = kernels(
+        "runs3d.cu", f"meshccl_runs3d_lattice_tile<{t}, {i}, {c}, {tol}, {nzb}>",
+        f"meshccl_runs3d_lattice_zface<{t}, {i}, {c}, {tol}, {nzb}, 1>",
+        f"meshccl_runs3d_lattice_seams<{t}, {i}, {c}, {tol}>")
+    bits, fs = buffers[0], buffers[4]
+    words = (n + 31) // 32
+    A, H = bits[:words], bits[words:2 * words]
+    rw = _runs_words(shape)
+    F, S = fs[:rw], fs[rw:2 * rw]
+    I = index_dtype.type
+    ntx, nty = -(-nx // 32), -(-ny // 32)
+    aligned = nx % 32 == 0
+    dims = (I(nz), I(ny), I(nx), np.int32(bool(has_bg)), bgkey)
+    grid = (ntx, nty, -(-nz // nzb))
+    # the forest and run starts of each plane, then its rows' F and E (runs3d.cu)
+    shared = nzb * (32 * 33 + 3 * 32) * 4
+    if shared > 48 * 1024 and tile.max_dynamic_shared_size_bytes < shared:
+        tile.max_dynamic_shared_size_bytes = shared
+    prog = _cleared(bits, aligned) + [
+        ("tile", Launch(tile, grid, (32 * nzb,),
+                        (VALUES, LABELS, A, H, F, S) + dims + (np.int32(aligned),) + features,
+                        shared_mem=shared)),
+        ("border", Launch(seams, (ntx, nty, -(-nz // walk)), (64 if c == 1 else 128,),
+                          (VALUES, LABELS, H, S) + dims + (I(walk),) + features, early=False)),
+    ]
+    if grid[2] > 1:  # a brick below another
+        prog.append(("zface", Launch(zface, (ntx, nty, grid[2] - 1), (32,),
+                                     (VALUES, LABELS, H) + dims + features, early=False)))
+    rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]
+    per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
+    null = np.uintp(0)
+    label_pass = _run_label_pass(i, rows, per_lane, "false", rw,
+                                 (F, S, A, I(rw // ntx), I(nx), I(words), null, null,
+                                  np.int32(0)), counts, first, stats)
+    return prog + _pieces_path(index_dtype, n, buffers, label_pass, 1, first, counts)

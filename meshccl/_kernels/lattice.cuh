@@ -166,8 +166,8 @@ struct PlaneFeatures {
     const unsigned char*, const unsigned char*, long long, int, int, int, int, double
 #define MESHCCL_PLANE_FEATURES_VALUE {mask, bonds, bstride, b_up, b_left, b_ul, b_ur, tol}
 
-// The lattice features as the fixed-geometry 3-D chains take them
-// (cells3d.cu's lattice kernels, wrap3d.cu): the mask, and the bond plane
+// The lattice features as the 3-D chains take them (runs3d.cu's lattice
+// kernels, wrap3d.cu): the mask, and the bond plane
 // of each step (dz, dy, dx) of the half neighbourhood, left included, at
 // planes[box::step_index(dz, dy, dx)] (27 ints on the device, from
 // bond_rows; the bond of a pair is the later cell's).  A null mask or bonds
@@ -196,8 +196,8 @@ struct BoxFeatures {
     const unsigned char*, const unsigned char*, long long, const int*, double
 #define MESHCCL_BOX_FEATURES_VALUE {mask, bonds, bstride, planes, tol}
 
-// The joining rule as a policy of the fixed-geometry chains (cells3d.cu's
-// and runs2d.cu's plain and lattice kernels): one skeleton per kernel, its
+// The joining rule as a policy of the fixed-geometry chains (runs2d.cu's
+// plain and lattice kernels, runs3d.cu's lattice ones): one skeleton per kernel, its
 // pair tests asked of the policy.  A policy has the key type K and key()
 // (Rule's), and for cells i, j (j the earlier) of keys k, kj:
 //   bg(k)        the background value;
@@ -248,7 +248,7 @@ template <typename T, bool Tol, typename Features>
 struct LatticeJoin {
     typedef Rule<T, Tol> R;
     typedef typename R::K K;
-    static constexpr bool transitive = false, features = true;
+    static constexpr bool transitive = false, features = true, tolerance = Tol;
     int has_bg;
     K bgkey;
     Features ft;

@@ -1,8 +1,8 @@
-// number_pieces.cu -- labels for the plain image chains (runs2d.cu,
-// runs3d.cu, cells3d.cu), which know more about their forest than a bare
+// number_pieces.cu -- labels for the run chains (runs2d.cu, runs3d.cu,
+// plain and lattice forms), which know more about their forest than a bare
 // parent array and number it without flattening it first.
 //
-// After their tile and border kernels every cell (or run start) points at
+// After their tile and border kernels every run start points at
 // its piece root -- the first cell of its component within a tile -- or,
 // where a border find halved it, at a piece root further up.  Every piece
 // root is marked in the bit array A; those the border kernels hooked under
@@ -24,16 +24,10 @@
 //    the blocks before to the word's sum within its block.  No block waits
 //    for another.
 // 3. meshccl_label_pieces: every piece root gets its label.
-// 4. The label pass, by the tile kernel's kind:
-//    - meshccl_label_runs (runs2d.cu, runs3d.cu: run starts are the
-//      nodes): lanes resolve each run of a tile row once, from its start's
-//      P (or the tile's slot) in one or two loads, into a table in shared
-//      memory, and write the row's labels from it;
-//    - meshccl_label_cells (cells3d.cu: every cell is a node): every cell
-//      that is not a piece root reads its parent (a piece root) and that
-//      one's parent (the root) and writes the root's rank over itself.
-//    cells3d.cu's chain runs meshccl_label_cells before
-//    meshccl_label_pieces, since it reads the piece roots' parents.
+// 4. The label pass, meshccl_label_runs (run starts are the nodes): lanes
+//    resolve each run of a tile row once, from its start's P (or the
+//    tile's slot) in one or two loads, into a table in shared memory, and
+//    write the row's labels from it.
 // So the forest is never flattened in a separate pass: each cell's label
 // is read once and written once.
 //
@@ -50,7 +44,7 @@
 // costs one global update a block.  The labels are never read again.
 //
 // label(..., numbering='first-cell') takes the _first forms of steps 3 and
-// 4 (meshccl_label_pieces_first, meshccl_label_cells_first): a root's
+// 4 (meshccl_label_pieces_first; meshccl_label_runs copies): a root's
 // label is its own index + 1 instead of its rank (roots are first cells),
 // so the rank words are not read.  meshccl_label_runs is the same in both
 // numberings: it copies what the piece roots hold.
@@ -168,140 +162,6 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK / W) meshccl_piece_roots(
 template <typename I> struct Vec16;
 template <> struct Vec16<int> { typedef int4 type; };
 template <> struct Vec16<long long> { typedef longlong2 type; };
-
-// Each thread takes MESHCCL_CELLS_PER_THREAD cells: 16-byte vectors of
-// consecutive cells, a block width of vectors apart, so that its chains of
-// dependent loads (P[i], P[p], the rank words) overlap and every load and
-// store of P moves 16 bytes.  A vector's cells share one word of A (a
-// vector never straddles 32 cells).  Piece roots keep their value: the
-// vector store writes back what it read there, which nobody changes until
-// meshccl_label_pieces.  A tail shorter than a vector, and a P that is not
-// 16-byte aligned, go cell by cell.
-// C (meshccl_label_cells_counted): also count every cell's label,
-// piece roots included (their label is the rank of the root they hold,
-// which meshccl_label_pieces writes later), numbering.cuh's add_counts: a
-// vector's cells of its first cell's label in one add, the others (only
-// where a lane of the warp has any) one add each, through the block's
-// table of hot labels ``block`` (numbering.cuh, BlockCounts), which also
-// sums the block's background cells.
-#define MESHCCL_CELLS_PER_THREAD 8
-template <typename I, bool C, bool RANK>
-__device__ __forceinline__ void label_cells(I* P, I n, const unsigned* __restrict__ A,
-                                            const unsigned* __restrict__ roots,
-                                            const I* __restrict__ incl,
-                                            const I* __restrict__ block_incl,
-                                            unsigned long long* counts, BlockCounts<I>* block) {
-    constexpr int V = 16 / sizeof(I), G = MESHCCL_CELLS_PER_THREAD / V;
-    typedef typename Vec16<I>::type VT;
-    const bool aligned = ((unsigned long long)P & 15ull) == 0ull;
-    const long long vbase = (long long)blockIdx.x * blockDim.x * G + threadIdx.x;
-    I p[G][V];
-    bool todo[G][V], whole[G];
-    unsigned background = 0u;  // (C: this thread's cells of label 0)
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-        const long long first = (vbase + (long long)g * blockDim.x) * V;
-        whole[g] = aligned && first + V <= (long long)n;
-        if (whole[g]) {
-            const VT x = *reinterpret_cast<const VT*>(P + first);
-            memcpy(p[g], &x, sizeof(VT));
-        } else {
-#pragma unroll
-            for (int j = 0; j < V; ++j) p[g][j] = first + j < (long long)n ? P[(I)(first + j)] : (I)0;
-        }
-        const unsigned a = first < (long long)n ? A[(I)(first >> 5)] : 0u;
-#pragma unroll
-        for (int j = 0; j < V; ++j)
-            // piece roots are left to meshccl_label_pieces
-            todo[g][j] = first + j < (long long)n &&
-                         (p[g][j] < 0 || !((a >> ((first + j) & 31)) & 1u));
-    }
-#pragma unroll
-    for (int g = 0; g < G; ++g)
-#pragma unroll
-        for (int j = 0; j < V; ++j)
-            if (todo[g][j] && p[g][j] >= 0) p[g][j] = P[p[g][j]];  // the root (p itself if p is one)
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-        const long long first = (vbase + (long long)g * blockDim.x) * V;
-#pragma unroll
-        for (int j = 0; j < V; ++j)
-            if (todo[g][j])
-                p[g][j] = p[g][j] < 0 ? (I)0
-                          : RANK ? rank_of(p[g][j], roots, incl, block_incl) : p[g][j] + (I)1;
-        if (C) {
-            I label[V];  // the vector's labels (0: background, or past the end)
-#pragma unroll
-            for (int j = 0; j < V; ++j) {
-                // todo: p is the label (0: background); a piece root: p is its root
-                label[j] = (I)0;
-                if (first + j < (long long)n) {
-                    label[j] = todo[g][j] ? p[g][j] : rank_of(p[g][j], roots, incl, block_incl);
-                    background += label[j] == (I)0 ? 1u : 0u;
-                }
-            }
-            // one add for the vector's first label with all its cells that
-            // hold it (a vector inside one component: the only add), then,
-            // where a lane of the warp holds other labels, one per cell for those
-            unsigned same = 0u;
-            bool others = false;
-#pragma unroll
-            for (int j = 0; j < V; ++j) {
-                same += label[j] == label[0] ? 1u : 0u;
-                others |= label[j] != label[0] && label[j] > (I)0;
-            }
-            add_counts(counts, label[0], label[0] > (I)0 ? same : 0u, block);
-            if (__any_sync(0xffffffffu, others)) {
-#pragma unroll
-                for (int j = 1; j < V; ++j)
-                    add_counts(counts, label[j],
-                               label[j] > (I)0 && label[j] != label[0] ? 1u : 0u, block);
-            }
-        }
-        if (whole[g]) {
-            VT x;
-            memcpy(&x, p[g], sizeof(VT));
-            *reinterpret_cast<VT*>(P + first) = x;
-        } else {
-#pragma unroll
-            for (int j = 0; j < V; ++j)
-                if (todo[g][j]) P[(I)(first + j)] = p[g][j];
-        }
-    }
-    if (C) end_counts(counts, block, background);
-}
-
-template <typename I>
-__global__ void __launch_bounds__(256) meshccl_label_cells(I* P, I n,
-                                                           const unsigned* __restrict__ A,
-                                                           const unsigned* __restrict__ roots,
-                                                           const I* __restrict__ incl,
-                                                           const I* __restrict__ block_incl) {
-    meshccl::grid_entry();  // (launch.cuh)
-    label_cells<I, false, true>(P, n, A, roots, incl, block_incl, nullptr, nullptr);
-}
-
-// meshccl_label_cells with first-cell labels (root index + 1).
-template <typename I>
-__global__ void __launch_bounds__(256) meshccl_label_cells_first(
-        I* P, I n, const unsigned* __restrict__ A, const unsigned* __restrict__ roots,
-        const I* __restrict__ incl, const I* __restrict__ block_incl) {
-    meshccl::grid_entry();  // (launch.cuh)
-    label_cells<I, false, false>(P, n, A, roots, incl, block_incl, nullptr, nullptr);
-}
-
-// meshccl_label_cells, also counting each label's cells into counts (rows
-// 0..N zeroed by meshccl_clear_counts; row 0: the background).
-template <typename I>
-__global__ void __launch_bounds__(256) meshccl_label_cells_counted(
-        I* P, I n, const unsigned* __restrict__ A, const unsigned* __restrict__ roots,
-        const I* __restrict__ incl, const I* __restrict__ block_incl,
-        unsigned long long* __restrict__ counts) {
-    meshccl::grid_entry();  // (launch.cuh)
-    __shared__ BlockCounts<I> block;
-    begin_counts(&block);
-    label_cells<I, true, true>(P, n, A, roots, incl, block_incl, counts, &block);
-}
 
 // The Swendsen-Wang draw of the _spins forms: the Philox words of the step
 // (counter (label, tag, t0, t1), key (k0, k1)) and where the spins go;
@@ -842,12 +702,6 @@ __global__ void __launch_bounds__(256) meshccl_clear_counts(unsigned long long* 
 #define MESHCCL_PIECES(I)                                                                        \
     MESHCCL_PIECES_W(I, 1)                                                                       \
     MESHCCL_PIECES_W(I, 2)                                                                       \
-    template __global__ void meshccl_label_cells<I>(I*, I, const unsigned*, const unsigned*,     \
-                                                    const I*, const I*);                         \
-    template __global__ void meshccl_label_cells_first<I>(I*, I, const unsigned*,                \
-                                                          const unsigned*, const I*, const I*);  \
-    template __global__ void meshccl_label_cells_counted<I>(I*, I, const unsigned*,              \
-        const unsigned*, const I*, const I*, unsigned long long*);                               \
     template __global__ void meshccl_clear_counts<I>(unsigned long long*, const I*);
 MESHCCL_PIECES(int)
 MESHCCL_PIECES(long long)

@@ -12,8 +12,7 @@
 // With label(..., return_counts=True) the kernels that write the final
 // labels also count the cells of each label (add_counts below) into an
 // int64 table: number_roots.cu's meshccl_relabel_counted,
-// number_pieces.cu's meshccl_label_runs_counted and
-// meshccl_label_cells_counted.  The two of number_pieces.cu gather hot
+// number_pieces.cu's meshccl_label_runs_counted.  The latter gathers hot
 // labels and the background, row 0, per block in shared memory first
 // (BlockCounts below: one atomic a block where one a warp would queue on
 // one word); after meshccl_relabel_counted, whose blocks are many and

@@ -12,7 +12,7 @@
 // - the equality masks of a row against another row (eq_mask and its two
 //   diagonal forms);
 // - the rules that pick which pairs between a row and an earlier row must
-//   be united (row_pairs: cells3d.cu's covered / twin / same-run rules on 32
+//   be united (row_pairs: the covered / twin / same-run rules on 32
 //   cells at once; z_pairs: runs3d.cu's pairs with the plane before) and
 //   the loop that unites them (unite_each, unite_all in shared memory);
 // - start_of and node, which find a cell's run start in a mask or in the
@@ -292,8 +292,9 @@ __device__ __forceinline__ I node(const unsigned* __restrict__ S, I y, I x, I ro
 // The pairs between a row and an earlier row (the row above, or a row of the
 // plane before) that must be united, given which cells of the row equal
 // their neighbour up-left (Vl), straight up (V) and up-right (Vr) in that
-// row, and which equal their left neighbour (E).  cells3d.cu's rules on
-// whole rows.  Without diagonals (Diag false, Vl = Vr = 0): straight up,
+// row, and which equal their left neighbour (E): the skipping rules of a
+// cell-per-thread labeller (a pair is skipped where two others of an
+// earlier cell, or an earlier pair of the same cell, join it), on whole rows.  Without diagonals (Diag false, Vl = Vr = 0): straight up,
 // unless the left cell is equal and its own pair up exists (twin).  With
 // them: up-left unless up is a pair (same run) or the left cell is equal
 // (covered); up unless up-right is a pair or covered; up-right unless the

@@ -1,6 +1,6 @@
 // runs2d.cu -- plain 2-D images, a row of a tile per thread, runs as nodes.
 //
-// A cell-per-thread labeller (cells3d.cu, general.cu) gives every cell a
+// A cell-per-thread labeller (general.cu) gives every cell a
 // thread and a node of the union-find forest.  On a 2-D image most of that work is repeated: a cell inside a run of
 // equal cells along its row only ever joins its run, and the threads of a
 // run all load, test, find and store the same thing.  Here a warp owns a
@@ -16,7 +16,7 @@
 //    warp ballots, and lane r keeps row r's.  A run is a maximal stretch of
 //    E; its first cell (a bit of S = F & ~E) is its node.  The pairs
 //    between row r and row r - 1 that need a union are a few mask
-//    operations: cells3d.cu's three skipping rules (covered, twin, same run),
+//    operations: three skipping rules (covered, twin, same run; runs.cuh, row_pairs),
 //    applied to 32 cells at once.  Each remaining pair unites two run starts
 //    in the warp's shared-memory forest.  Then each run start stores its
 //    piece root (the piece's first cell) as a global index in P, 32 run
@@ -24,8 +24,7 @@
 //    (runs.cuh, store_piece_roots); every row stores F and S in two bit
 //    arrays laid out tile
 //    column by tile column (a warp's stores are consecutive words), and the
-//    row's piece roots go to the bit array A, in raster order, as in
-//    cells3d.cu.  Only run starts are written in P (with `prefetch`, the
+//    row's piece roots go to the bit array A, in raster order.  Only run starts are written in P (with `prefetch`, the
 //    sectors they will be written in are asked into L2 as soon as the run
 //    starts are known: _tuning.RUNS_PREFETCH says where that pays).
 //    The block's eight tiles side by side share one forest, numbered in

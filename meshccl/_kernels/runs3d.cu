@@ -1,4 +1,6 @@
-// runs3d.cu -- plain 3-D volumes of any cell type, runs as nodes.
+// runs3d.cu -- 3-D volumes of any cell type, runs as nodes: plain volumes,
+// and (the lattice form, at the end of this file) volumes with a mask,
+// bonds or a tolerance.
 //
 // The 2-D kernel of runs2d.cu, a warp per 32 x 32 tile with lane r holding
 // row r as 32-bit masks, extended by one axis.  A block owns a brick of
@@ -554,8 +556,8 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
 //   plane below (dy = +1), as long as the partner stays in the tile column
 //   (the x seam has the others).
 //
-// Which pairs are united is decided exactly as cells3d.cu's border kernel
-// decides (tests/test_runs_emulated.py, border_pairs_3d, emulates the set):
+// Which pairs are united (tests/test_runs_emulated.py, border_pairs_3d,
+// emulates the set):
 // the pair to the left unless the square rule skips it; any other step
 // unless its partner is not equal, or it goes down a plane while the cell
 // straight down is equal, or (straight up) the square rule along z holds,
@@ -800,6 +802,517 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
     }
 }
 
+// ---------------------------------------------------------------------------
+// The lattice form of the chain: a mask, bonds or a tolerance on a volume of
+// any cell type, with the plain form's bricks, run nodes, bit arrays and
+// numbering (periodic axes then add wrap3d.cu).
+//
+// A feature changes which neighbouring pairs join, not how joined cells are
+// labelled.  Two cells join when both are foreground (not the background,
+// set in the mask), the bond of their pair is open (the later cell's, in
+// the plane of the step: lattice.cuh, BoxFeatures) and the joining rule
+// holds (equal keys, or |a - b| <= tolerance: lattice.cuh, Rule).  The
+// join policy LatticeJoin answers each of those; the mask provider here
+// (lattice_rows, lattice_z) asks it once per cell and pair and hands the
+// answers on as row masks, so that the rest of the chain works on bits:
+//
+// - lattice_rows: lane c loads column c of a tile's 32 rows (value, mask
+//   byte, the bytes of the in-plane bonds), and a warp ballot per row and
+//   mask gives lane r row r's F (foreground), E (joined to the left
+//   neighbour), V (joined to the cell above) and, at C >= 2, Vl / Vr.  A
+//   run is a stretch of E: joined cells, one node.
+// - lattice_z: the same for the pairs between row r of plane z and rows r
+//   - 1, r, r + 1 of plane z - 1, with the z bonds: a mask per step of the
+//   connectivity, every bit a joined pair.
+//
+// The skipping rules of the plain form take a pair as joined because two
+// others are (equality is transitive), which a closed bond, a masked cell
+// or a tolerance can break.  Only rules whose detour consists of joined
+// pairs remain: in a plane at connectivity 1 the straight-up pair of a
+// cell joined to its left neighbour, when that one's pair up exists and
+// the two cells above are joined (runs.cuh, row_pairs, Rules 2); along z,
+// likewise, the straight-down pair of a cell whose left neighbour is
+// joined to it and straight down, when the two cells below are joined
+// (lattice_unions).  Every other joined pair is united.
+//
+// Kernels: meshccl_runs3d_lattice_tile (the brick: each plane's runs and
+// in-plane pairs, then the z pairs between its planes, in the block's
+// shared forest; the planes' F and E rows in shared memory give the plane
+// below's), meshccl_runs3d_lattice_zface (a brick's first plane against
+// the plane below, partners in the same tile column: the same masks on a
+// warp per brick, in the global forest) and meshccl_runs3d_lattice_seams
+// (a thread per cell on a tile column's sides: every joined pair that
+// crosses into another tile column, nodes looked up in S).  The pairs are
+// split so: both cells in one brick (tile), across a brick's first plane
+// inside its tile column (z face), across a tile column's side (seams),
+// across a periodic face (wrap3d.cu); each pair is taken once, by its
+// later cell.
+
+namespace meshccl {
+namespace runs3d {
+
+// One-byte cells take the masks as runs2d.cu's one-byte tiles do: lane r
+// loads row r (values, mask and bond bytes: two 16-byte loads each where
+// the row is whole and aligned), and byte-wise word arithmetic gives 32
+// cells' tests at once (runs.cuh: equal bytes, or bytes within the
+// tolerance's integer part, saturated at 255); rows r - 1 and r + 1 come
+// from the lanes beside by shuffles.  The masks are the ones the ballots
+// below give.
+
+// The comparison of one-byte cells: equal, or within the tolerance.
+template <typename T, bool Tol>
+struct ByteJoin {
+    typedef runs::Equal type;
+    static __device__ __forceinline__ type of(double) { return type(); }
+};
+template <typename T>
+struct ByteJoin<T, true> {
+    typedef runs::Within type;
+    static __device__ __forceinline__ type of(double tol) {
+        const unsigned long long t64 = int_tolerance(tol);
+        const unsigned t = t64 >= 255ull ? 255u : (unsigned)t64;
+        return type{0x01010101u * t, T(-1) < T(0)};
+    }
+};
+
+// A row of up to 32 bytes into 8 words, as runs.cuh's load_row, with the
+// byte-by-byte path unrolled (a loop to `width` put the words in local
+// memory here).
+template <typename T>
+__device__ __forceinline__ void load_bytes(const T* row, int width, unsigned (&w)[8]) {
+    if (row != nullptr && width == 32 && ((unsigned long long)row & 15ull) == 0ull) {
+        runs::load_row(row, width, w);
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j] = 0u;
+    if (row == nullptr) return;
+#pragma unroll
+    for (int c = 0; c < 32; ++c)
+        if (c < width) w[c >> 2] |= (unsigned)(unsigned char)row[c] << (8 * (c & 3));
+}
+
+// Lane r's row of a byte plane (mask or bonds; cell c at base + at + c) as
+// a mask of its non-zero bytes; null: all set (no mask, no such bonds).
+template <typename I>
+__device__ __forceinline__ unsigned byte_bits(const unsigned char* base, I at, int width,
+                                              bool in) {
+    if (base == nullptr) return ~0u;
+    unsigned b[8], h[8];
+    load_bytes(in ? base + at : nullptr, width, b);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) h[j] = runs::nonzero_bytes(b[j]);
+    return runs::pack32(h);
+}
+
+// The open bonds of lane r's row for step `step` (lattice.cuh, BoxFeatures).
+template <typename I>
+__device__ __forceinline__ unsigned byte_bonds(const BoxFeatures& ft, int step, I at, int width,
+                                               bool in) {
+    const int plane = ft.bonds == nullptr ? -1 : ft.planes[step];
+    return plane < 0 ? ~0u : byte_bits(ft.bonds + (long long)plane * ft.bstride, at, width, in);
+}
+
+// lattice_rows for one-byte cells.
+template <bool Diag, typename J, typename T, typename I>
+__device__ __forceinline__ void byte_rows(const J& join, const T* __restrict__ v, I row0, I nx,
+                                          int width, int height, int lane, unsigned& F,
+                                          unsigned& E, unsigned& V, unsigned& Vl, unsigned& Vr) {
+    const bool in = lane < height;
+    const I at = row0 + (I)lane * nx;
+    const BoxFeatures& ft = join.ft;
+    const auto cmp = ByteJoin<T, J::tolerance>::of(ft.tol);
+    unsigned w[8];
+    load_bytes(in ? v + at : nullptr, width, w);
+    F = runs::fg_mask(w, in ? width : 0, join.has_bg, (unsigned char)join.bgkey) &
+        byte_bits(ft.mask, at, width, in);
+    E = F & (F << 1) & runs::eq_left(w, w, cmp) & byte_bonds(ft, join.bond(0, 0, -1), at, width, in);
+    runs::above_masks<Diag>(w, F, lane, V, Vl, Vr, cmp);
+    V &= byte_bonds(ft, join.bond(0, -1, 0), at, width, in);
+    if (Diag) {
+        Vl &= byte_bonds(ft, join.bond(0, -1, -1), at, width, in);
+        Vr &= byte_bonds(ft, join.bond(0, -1, 1), at, width, in);
+    }
+}
+
+// lattice_z for one-byte cells.
+template <int C, typename J, typename T, typename I>
+__device__ __forceinline__ void byte_z(const J& join, const T* __restrict__ v, I row0, I plane,
+                                       I nx, int width, int height, int lane, unsigned mF,
+                                       unsigned bF, unsigned (&Z)[3][3]) {
+    const bool in = lane < height;
+    const I at = row0 + (I)lane * nx;
+    const BoxFeatures& ft = join.ft;
+    const auto cmp = ByteJoin<T, J::tolerance>::of(ft.tol);
+    unsigned w[8], b0[8];
+    load_bytes(in ? v + at : nullptr, width, w);
+    load_bytes(in ? v + at - plane : nullptr, width, b0);
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+        const int dy = k == 0 ? 0 : (k == 1 ? -1 : 1);
+        Z[k][0] = Z[k][1] = Z[k][2] = 0u;
+        if (C == 1 && dy != 0) continue;
+        unsigned b[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) b[j] = dy == 0 ? b0[j] : runs::shfl(b0[j], 1, dy < 0);
+        unsigned f = dy == 0 ? bF : runs::shfl(bF, 1, dy < 0);
+        if (lane + dy < 0 || lane + dy > 31) f = 0u;  // (the shuffle gave the lane's own row)
+        if (box::neighbour_step<3, C>(-1, dy, 0))
+            Z[k][1] = mF & f & runs::eq_mask(w, b, cmp) &
+                      byte_bonds(ft, join.bond(-1, dy, 0), at, width, in);
+        if (box::neighbour_step<3, C>(-1, dy, -1))
+            Z[k][0] = mF & (f << 1) & runs::eq_left(w, b, cmp) &
+                      byte_bonds(ft, join.bond(-1, dy, -1), at, width, in);
+        if (box::neighbour_step<3, C>(-1, dy, 1))
+            Z[k][2] = mF & (f >> 1) & runs::eq_right(w, b, cmp) &
+                      byte_bonds(ft, join.bond(-1, dy, 1), at, width, in);
+    }
+}
+
+// Rows of a tile of one plane as lattice masks: lane c loads column c of
+// the 32 rows (cell (r, c) at index row0 + r * nx + c; `width` columns and
+// `height` rows inside the array, height 0: none), and lane r keeps row r's
+// F, E, V and, with Diag, Vl / Vr (see above; every bit both cells
+// foreground and the pair's bond open).
+template <bool Diag, typename J, typename T, typename I>
+__device__ __forceinline__ void lattice_rows(const J& join, const T* __restrict__ v, I row0,
+                                             I nx, int width, int height, int lane,
+                                             unsigned& F, unsigned& E, unsigned& V,
+                                             unsigned& Vl, unsigned& Vr) {
+    if constexpr (sizeof(T) == 1) {
+        byte_rows<Diag>(join, v, row0, nx, width, height, lane, F, E, V, Vl, Vr);
+        return;
+    }
+    typedef typename J::K K;
+    const bool col = lane < width;
+    const int bl = join.bond(0, 0, -1), bu = join.bond(0, -1, 0);
+    const int bul = join.bond(0, -1, -1), bur = join.bond(0, -1, 1);
+    K pk = K(), pl = K(), pr = K();  // the row above: its keys at x, x - 1, x + 1
+    unsigned pF = 0u;
+    F = E = V = Vl = Vr = 0u;
+#pragma unroll
+    for (int r = 0; r < 32; ++r) {
+        const I i = row0 + (I)r * nx + lane;
+        const bool in = col && r < height;
+        const K k = in ? J::key(v[i]) : K();
+        const bool f = in && !join.bg(k) && join.on(i);
+        const K kl = meshccl::runs::shfl(k, 1, true);
+        const unsigned Fm = __ballot_sync(0xffffffffu, f);
+        const unsigned Em = __ballot_sync(
+            0xffffffffu, f && lane > 0 && ((Fm >> (lane - 1)) & 1u) && join.open(bl, i) &&
+                             join.join(kl, k));
+        unsigned Vm = 0u, Vlm = 0u, Vrm = 0u;
+        if (r > 0) {
+            Vm = __ballot_sync(0xffffffffu,
+                               f && ((pF >> lane) & 1u) && join.open(bu, i) && join.join(pk, k));
+            if (Diag) {
+                Vlm = __ballot_sync(0xffffffffu, f && lane > 0 && ((pF >> (lane - 1)) & 1u) &&
+                                                     join.open(bul, i) && join.join(pl, k));
+                Vrm = __ballot_sync(0xffffffffu, f && lane < 31 && ((pF >> (lane + 1)) & 1u) &&
+                                                     join.open(bur, i) && join.join(pr, k));
+            }
+        }
+        if (lane == r) {
+            F = Fm;
+            E = Em;
+            V = Vm;
+            Vl = Vlm;
+            Vr = Vrm;
+        }
+        pk = k;
+        pF = Fm;
+        if (Diag) {
+            pl = kl;
+            pr = meshccl::runs::shfl(k, 1, false);
+        }
+    }
+}
+
+// The z pairs of a tile's rows as lattice masks: row r of plane z (cells
+// at row0 + r * nx + c, foreground mF: lane r's) against rows r - 1, r and
+// r + 1 of plane z - 1 (plane cells before, foreground bF: lane r's row
+// r).  Lane r gets Z[k][e]: the cells of row r joined to the cell at x + e
+// - 1 of row r + dy, dy = 0, -1, +1 for k = 0, 1, 2 (the connectivity's
+// steps only; partners outside the tile are not in these masks).
+template <int C, typename J, typename T, typename I>
+__device__ __forceinline__ void lattice_z(const J& join, const T* __restrict__ v, I row0,
+                                          I plane, I nx, int width, int height, int lane,
+                                          unsigned mF, unsigned bF, unsigned (&Z)[3][3]) {
+    if constexpr (sizeof(T) == 1) {
+        byte_z<C>(join, v, row0, plane, nx, width, height, lane, mF, bF, Z);
+        return;
+    }
+    typedef typename J::K K;
+    const bool col = lane < width;
+    int bond[3][3];  // (the bond plane of each step, k and e as Z's)
+#pragma unroll
+    for (int k = 0; k < 3; ++k)
+#pragma unroll
+        for (int e = 0; e < 3; ++e) {
+            bond[k][e] = join.bond(-1, k == 0 ? 0 : (k == 1 ? -1 : 1), e - 1);
+            Z[k][e] = 0u;
+        }
+    auto key = [&](int r) {
+        return col && r < height ? J::key(v[row0 - plane + (I)r * nx + lane]) : K();
+    };
+    // plane z - 1's rows r - 1, r, r + 1 (p, c, n) and their keys at x - 1 / x + 1
+    // (C = 1: row r alone)
+    K bp = K(), bc = K(), bn = C >= 2 ? key(0) : K();
+    K lp = K(), lc = K(), ln = C >= 2 ? meshccl::runs::shfl(bn, 1, true) : K();
+    K rp = K(), rc = K(), rn = C >= 2 ? meshccl::runs::shfl(bn, 1, false) : K();
+#pragma unroll
+    for (int r = 0; r < 32; ++r) {
+        if (C >= 2) {
+            bp = bc; lp = lc; rp = rc;
+            bc = bn; lc = ln; rc = rn;
+            if (r < 31) {
+                bn = key(r + 1);
+                ln = meshccl::runs::shfl(bn, 1, true);
+                rn = meshccl::runs::shfl(bn, 1, false);
+            }
+        } else {
+            bc = key(r);
+        }
+        const I i = row0 + (I)r * nx + lane;
+        const bool in = col && r < height;
+        const K k = in ? J::key(v[i]) : K();
+        // this row's foreground and that of the rows below it, as bits
+        const bool f = in && ((__shfl_sync(0xffffffffu, mF, r) >> lane) & 1u);
+        const unsigned Bc = __shfl_sync(0xffffffffu, bF, r);
+        const unsigned Z0 = __ballot_sync(
+            0xffffffffu, f && ((Bc >> lane) & 1u) && join.open(bond[0][1], i) && join.join(bc, k));
+        unsigned L0 = 0u, R0 = 0u, Cu = 0u, Cd = 0u, Lu = 0u, Ru = 0u, Ld = 0u, Rd = 0u;
+        if (C >= 2) {
+            const unsigned Bp = r > 0 ? __shfl_sync(0xffffffffu, bF, r - 1) : 0u;
+            const unsigned Bn = r < 31 ? __shfl_sync(0xffffffffu, bF, r + 1) : 0u;
+            const bool fl = f && lane > 0, fr = f && lane < 31;
+            L0 = __ballot_sync(0xffffffffu, fl && ((Bc >> (lane - 1)) & 1u) &&
+                                                join.open(bond[0][0], i) && join.join(lc, k));
+            R0 = __ballot_sync(0xffffffffu, fr && ((Bc >> (lane + 1)) & 1u) &&
+                                                join.open(bond[0][2], i) && join.join(rc, k));
+            Cu = __ballot_sync(0xffffffffu, f && ((Bp >> lane) & 1u) &&
+                                                join.open(bond[1][1], i) && join.join(bp, k));
+            Cd = __ballot_sync(0xffffffffu, f && ((Bn >> lane) & 1u) &&
+                                                join.open(bond[2][1], i) && join.join(bn, k));
+            if (C == 3) {
+                Lu = __ballot_sync(0xffffffffu, fl && ((Bp >> (lane - 1)) & 1u) &&
+                                                    join.open(bond[1][0], i) && join.join(lp, k));
+                Ru = __ballot_sync(0xffffffffu, fr && ((Bp >> (lane + 1)) & 1u) &&
+                                                    join.open(bond[1][2], i) && join.join(rp, k));
+                Ld = __ballot_sync(0xffffffffu, fl && ((Bn >> (lane - 1)) & 1u) &&
+                                                    join.open(bond[2][0], i) && join.join(ln, k));
+                Rd = __ballot_sync(0xffffffffu, fr && ((Bn >> (lane + 1)) & 1u) &&
+                                                    join.open(bond[2][2], i) && join.join(rn, k));
+            }
+        }
+        if (lane == r) {
+            Z[0][1] = Z0;
+            Z[0][0] = L0; Z[0][2] = R0;
+            Z[1][1] = Cu; Z[1][0] = Lu; Z[1][2] = Ru;
+            Z[2][1] = Cd; Z[2][0] = Ld; Z[2][2] = Rd;
+        }
+    }
+}
+
+// The z pairs to unite from lattice_z's masks, in the layout of the plain
+// form (runs.cuh, ZPairs: mask i unites bit b with bit b + shift[i] of row
+// r + dy[i] of plane z - 1): every joined pair, except a straight-down
+// pair whose detour (left, down, right again) is joined: mE the cells
+// joined to their left neighbour, bE those of the row below.
+template <int C>
+__device__ __forceinline__ void lattice_unions(const unsigned (&Z)[3][3], unsigned mE,
+                                               unsigned bE, unsigned (&U)[runs::ZPairs<C>::N],
+                                               int (&dy)[runs::ZPairs<C>::N],
+                                               int (&shift)[runs::ZPairs<C>::N]) {
+    constexpr int N = runs::ZPairs<C>::N;
+    const unsigned Z0 = Z[0][1];
+    U[0] = Z0 & ~(mE & (Z0 << 1) & bE);
+    dy[0] = shift[0] = 0;
+#pragma unroll
+    for (int k = 0; k < 3; ++k)
+#pragma unroll
+        for (int e = 0; e < 3; ++e) {
+            const int i = 1 + 3 * k + e;
+            if (i >= N) continue;
+            U[i] = (k == 0 && e == 1) ? 0u : Z[k][e];
+            dy[i] = k == 0 ? 0 : (k == 1 ? -1 : 1);
+            shift[i] = e - 1;
+        }
+}
+
+// Blocks per multiprocessor the lattice tile kernel asks for: one-byte
+// cells 4 at 8 planes a brick (64 registers: at C = 3 a row's nine z masks
+// are live together; none spilled) and 3 at 16 (42, as the plain kernel;
+// 38 used at C = 1); wider cells 2 (128 registers at 8 planes: at 64, C =
+// 3 spilled 0.8-1.5 KB of keys and masks a thread).
+template <typename T, int NZ>
+struct LatticeBlocks {
+    enum { value = sizeof(T) == 1 ? (NZ == 8 ? 4 : 3) : 2 };
+};
+
+}  // namespace runs3d
+}  // namespace meshccl
+
+// The brick: warp p on plane bz * NZ + p, as the plain tile kernel, with
+// the lattice masks.  Shared memory (dynamic): the forest and run starts
+// of NZ planes, then each plane's rows' F and E (the plane below's for the
+// warp above it): NZ * (32 * 33 + 3 * 32) * 4 bytes, which the host passes.
+template <typename T, typename I, int C, bool Tol, int NZ>
+__global__ void __launch_bounds__(32 * NZ, meshccl::runs3d::LatticeBlocks<T, NZ>::value)
+meshccl_runs3d_lattice_tile(const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
+                            unsigned* __restrict__ H, unsigned* __restrict__ F,
+                            unsigned* __restrict__ S, I nz, I ny, I nx, int has_bg,
+                            typename meshccl::Rule<T, Tol>::K bgkey, int aligned,
+                            MESHCCL_BOX_FEATURES) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::LatticeJoin<T, Tol, meshccl::BoxFeatures> join = {
+        has_bg, bgkey, MESHCCL_BOX_FEATURES_VALUE};
+    constexpr int PL = 32 * meshccl::runs::ROW_NODES, N = meshccl::runs::ZPairs<C>::N;
+    extern __shared__ int shared_words[];
+    int* forest = shared_words;
+    unsigned(*starts)[32] = reinterpret_cast<unsigned(*)[32]>(shared_words + NZ * PL);
+    unsigned(*rowF)[32] = starts + NZ;
+    unsigned(*rowE)[32] = starts + 2 * NZ;
+    const int lane = threadIdx.x & 31, p = threadIdx.x >> 5;
+    const I x0 = (I)blockIdx.x * 32, y0 = (I)blockIdx.y * 32, z = (I)blockIdx.z * NZ + p;
+    const int width = (int)min((I)32, nx - x0);
+    const int height = z < nz ? (int)min((I)32, ny - y0) : 0;  // (0: past the volume)
+    const I row0 = (min(z, nz - 1) * ny + y0) * nx + x0;
+    unsigned mF, mE, mV, mVl, mVr;
+    meshccl::runs3d::lattice_rows<C >= 2>(join, v, row0, nx, width, height, lane, mF, mE, mV,
+                                          mVl, mVr);
+    const unsigned S_ = mF & ~mE;
+    meshccl::runs::tile_nodes(forest, p * PL, starts[p], lane, S_);
+    rowF[p][lane] = mF;
+    rowE[p][lane] = mE;
+    __syncthreads();
+    // (at C = 1 the rule on a plane's own straight pairs, every pair at C >= 2)
+    meshccl::runs::tile_unions<C >= 2, meshccl::runs::ROW_NODES, C >= 2 ? 0 : 2>(
+        forest, p * PL, starts[p], lane, S_, mE, mVl, mV, mVr);
+    if (p > 0) {
+        unsigned Z[3][3], U[N];
+        int dy[N], shift[N];
+        meshccl::runs3d::lattice_z<C>(join, v, row0, ny * nx, nx, width, height, lane, mF,
+                                      rowF[p - 1][lane], Z);
+        meshccl::runs3d::lattice_unions<C>(Z, mE, rowE[p - 1][lane], U, dy, shift);
+        meshccl::runs3d::plane_unions<C>(forest, starts, p, lane, S_, U, dy, shift);
+    }
+    __syncthreads();
+    meshccl::runs3d::tile_store<C, NZ>(forest, starts[p], P, A, H, F, S, mF, S_, nz, ny, nx,
+                                       aligned);
+}
+
+// A brick's first plane z against plane z - 1 (the last of the brick
+// below), partners in the same tile column: warp k of a block the brick bx
+// = blockIdx.x * NW + k, by = blockIdx.y, bz = blockIdx.z + 1.  The masks
+// of both planes and of the pairs between them as in the tile kernel, the
+// unions on run starts in the global forest (each hooked root marked in H).
+template <typename T, typename I, int C, bool Tol, int NZ, int NW>
+__global__ void __launch_bounds__(32 * NW) meshccl_runs3d_lattice_zface(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, I nz, I ny, I nx, int has_bg,
+        typename meshccl::Rule<T, Tol>::K bgkey, MESHCCL_BOX_FEATURES) {
+    meshccl::grid_entry();  // (launch.cuh)
+    const meshccl::LatticeJoin<T, Tol, meshccl::BoxFeatures> join = {
+        has_bg, bgkey, MESHCCL_BOX_FEATURES_VALUE};
+    constexpr int N = meshccl::runs::ZPairs<C>::N;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const I ntx = (nx + 31) >> 5, bx = (I)blockIdx.x * NW + warp;
+    if (bx >= ntx) return;  // the whole warp
+    const I x0 = bx * 32, y0 = (I)blockIdx.y * 32, z = ((I)blockIdx.z + 1) * NZ;
+    const int width = (int)min((I)32, nx - x0), height = (int)min((I)32, ny - y0);
+    const I plane = ny * nx, row0 = (z * ny + y0) * nx + x0;
+    unsigned mF, mE, bF, bE, u0, u1, u2;
+    meshccl::runs3d::lattice_rows<false>(join, v, row0, nx, width, height, lane, mF, mE, u0, u1,
+                                         u2);
+    meshccl::runs3d::lattice_rows<false>(join, v, row0 - plane, nx, width, height, lane, bF, bE,
+                                         u0, u1, u2);
+    unsigned Z[3][3], U[N];
+    int dy[N], shift[N];
+    meshccl::runs3d::lattice_z<C>(join, v, row0, plane, nx, width, height, lane, mF, bF, Z);
+    meshccl::runs3d::lattice_unions<C>(Z, mE, bE, U, dy, shift);
+    const unsigned bS = bF & ~bE;  // run starts of plane z - 1's row
+    unsigned st[N];
+    I tgt[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        const int r = lane + dy[i];
+        const unsigned sr = dy[i] == 0 ? bS : meshccl::runs::shfl(bS, 1, dy[i] < 0);
+        st[i] = r >= 0 && r <= 31 ? sr : 0u;
+        tgt[i] = ((z - 1) * ny + y0 + r) * nx + x0;
+    }
+    meshccl::runs::unite_each(row0 + (I)lane * nx, mF & ~mE, U, tgt, st, shift,
+                              [P, H](I a, I b) { meshccl::unite_recording(P, H, a, b); });
+}
+
+// The pairs that cross a tile column's sides: a thread per cell on them
+// (at C = 1 the first row and the first column, whose left and up pairs
+// cross; at C >= 2 also the last row and the last column, whose steps to
+// y + 1 and x + 1 in the plane below, and up-right, cross), walking `walk`
+// planes from blockIdx.z * walk.  Each cell unites every joined pair of
+// its half neighbourhood (and the left one) whose partner is in another
+// tile column and inside the volume, on the run starts of both (S).
+template <typename T, typename I, int C, bool Tol>
+__global__ void __launch_bounds__(128) meshccl_runs3d_lattice_seams(
+        const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
+        I nz, I ny, I nx, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, I walk,
+        MESHCCL_BOX_FEATURES) {
+    meshccl::grid_entry();  // (launch.cuh)
+    typedef meshccl::LatticeJoin<T, Tol, meshccl::BoxFeatures> J;
+    typedef typename J::K K;
+    const J join = {has_bg, bgkey, MESHCCL_BOX_FEATURES_VALUE};
+    const int t = threadIdx.x;
+    int lx, ly;
+    if (C == 1) {  // row 0, then column 0 below it
+        if (t >= 63) return;
+        lx = t < 32 ? t : 0;
+        ly = t < 32 ? 0 : t - 31;
+    } else {  // rows 0 and 31, then columns 0 and 31 between them
+        if (t >= 124) return;
+        if (t < 64) {
+            lx = t & 31;
+            ly = t < 32 ? 0 : 31;
+        } else {
+            lx = t < 94 ? 0 : 31;
+            ly = 1 + (t - 64) % 30;
+        }
+    }
+    const I x = (I)blockIdx.x * 32 + lx, y = (I)blockIdx.y * 32 + ly;
+    if (x >= nx || y >= ny) return;
+    const I zb = (I)blockIdx.z * walk, ze = min(zb + walk, nz), rows = nz * ny;
+    for (I z = zb; z < ze; ++z) {
+        const I i = (z * ny + y) * nx + x;
+        const K k = J::key(v[i]);
+        if (join.bg(k) || !join.on(i)) continue;
+        unsigned todo = 0u;  // bits step_index(dz, dy, dx)
+#pragma unroll
+        for (int dz = -1; dz <= 0; ++dz)
+#pragma unroll
+            for (int dy = -1; dy <= 1; ++dy)
+#pragma unroll
+                for (int dx = -1; dx <= 1; ++dx) {
+                    if (!(meshccl::box::half_step<3, C>(dz, dy, dx) ||
+                          (dz == 0 && dy == 0 && dx == -1)))
+                        continue;
+                    if (lx + dx >= 0 && lx + dx <= 31 && ly + dy >= 0 && ly + dy <= 31)
+                        continue;  // the same tile column: the tile or z-face kernel's
+                    if (z + dz < 0 || y + dy < 0 || y + dy >= ny || x + dx < 0 || x + dx >= nx)
+                        continue;  // (across a periodic face: wrap3d.cu's)
+                    const I j = i + ((I)dz * ny + dy) * nx + dx;
+                    if (join.joined(J::key(v[j]), j, k, join.bond(dz, dy, dx), i))
+                        todo |= meshccl::box::step_bit(dz, dy, dx);
+                }
+        if (!todo) continue;
+        const I a = meshccl::runs::node(S, z * ny + y, x, rows, nx);
+        for (; todo; todo &= todo - 1u) {  // one call site
+            const int s = __ffs(todo) - 1;
+            const int dz = s / 9 - 1, dy = (s / 3) % 3 - 1, dx = s % 3 - 1;
+            meshccl::unite_recording(P, H, a,
+                                     meshccl::runs::node(S, (z + dz) * ny + y + dy, x + dx, rows,
+                                                         nx));
+        }
+    }
+}
+
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
 #define MESHCCL_R3_TILE(T, I, C, NZ)                                                          \
@@ -851,4 +1364,36 @@ MESHCCL_R3_WIDE(unsigned int)
 MESHCCL_R3_WIDE(unsigned long long)
 MESHCCL_R3_WIDE(float)
 MESHCCL_R3_WIDE(double)
+#define MESHCCL_R3_LAT(T, I, C, Tol, NZ)                                                     \
+    template __global__ void meshccl_runs3d_lattice_tile<T, I, C, Tol, NZ>(const T*, I*,      \
+        unsigned*, unsigned*, unsigned*, unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K,    \
+        int, MESHCCL_BOX_FEATURE_TYPES);                                                       \
+    template __global__ void meshccl_runs3d_lattice_zface<T, I, C, Tol, NZ, 1>(const T*, I*,  \
+        unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, MESHCCL_BOX_FEATURE_TYPES);         \
+    template __global__ void meshccl_runs3d_lattice_seams<T, I, C, Tol>(const T*, I*,         \
+        unsigned*, const unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, I,                 \
+        MESHCCL_BOX_FEATURE_TYPES);
+// (the brick depths of _tuning.RUNS_3D_PLANES: 16 at C = 1, 8 at 2 and 3)
+#define MESHCCL_R3_LAT_I(T, I, Tol)                                                           \
+    MESHCCL_R3_LAT(T, I, 1, Tol, 16) MESHCCL_R3_LAT(T, I, 2, Tol, 8)                           \
+    MESHCCL_R3_LAT(T, I, 3, Tol, 8)
+#define MESHCCL_R3_LAT_T(T, Tol) MESHCCL_R3_LAT_I(T, int, Tol) MESHCCL_R3_LAT_I(T, long long, Tol)
+// The lattice form: integers unsigned and floats without a tolerance (as
+// _validate.py gives them), every cell type with one (signed stays signed).
+MESHCCL_R3_LAT_T(unsigned char, false)
+MESHCCL_R3_LAT_T(unsigned short, false)
+MESHCCL_R3_LAT_T(unsigned int, false)
+MESHCCL_R3_LAT_T(unsigned long long, false)
+MESHCCL_R3_LAT_T(float, false)
+MESHCCL_R3_LAT_T(double, false)
+MESHCCL_R3_LAT_T(unsigned char, true)
+MESHCCL_R3_LAT_T(unsigned short, true)
+MESHCCL_R3_LAT_T(unsigned int, true)
+MESHCCL_R3_LAT_T(unsigned long long, true)
+MESHCCL_R3_LAT_T(signed char, true)
+MESHCCL_R3_LAT_T(short, true)
+MESHCCL_R3_LAT_T(int, true)
+MESHCCL_R3_LAT_T(long long, true)
+MESHCCL_R3_LAT_T(float, true)
+MESHCCL_R3_LAT_T(double, true)
 #endif

@@ -96,7 +96,7 @@ __device__ __forceinline__ I cas_elected(I* P, I a, I b) {
 // Shared selects a forest in shared memory (one thread block's tile).
 // Returns the root this call hooked (it stopped being a root), or -1 when
 // a and b were already in one set.  The 2-D / 3-D mesh path records the
-// hooked roots (cells3d.cu and the run kernels); the others only ask "did it hook?" (unite()).
+// hooked roots (the run kernels); the others only ask "did it hook?" (unite()).
 //
 // Guard (global memory only) is for unions that many threads aim at the
 // same few roots at once -- k-out sampling of a graph whose giant

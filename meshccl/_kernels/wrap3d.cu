@@ -1,11 +1,10 @@
-// wrap3d.cu -- periodic axes on the fixed-geometry 3-D chains.
+// wrap3d.cu -- periodic axes on the 3-D run chains.
 //
 // A periodic axis adds pairs of neighbours, those that meet only across the
 // wrapped edge, and changes none inside the volume.  So a periodic volume
-// is labelled by its chain -- runs3d.cu for plain one-byte cells,
-// cells3d.cu for wider ones and, in its lattice form, for any cells with a
-// mask, bonds or a tolerance -- and one more kernel between their border
-// kernels and the numbering: this one.
+// is labelled by its chain -- runs3d.cu, plain or, with a mask, bonds or a
+// tolerance, in its lattice form -- and one more kernel between their
+// border kernels and the numbering: this one.
 //
 // A thread takes a cell on one of the faces where a half offset can leave
 // the volume -- the first plane, the first and last rows, the first and
@@ -20,18 +19,17 @@
 // face cells reach is united twice, to no effect.  No skipping rule: the
 // faces are a small part of the volume.
 //
-// The nodes are the chains' own: with Runs (runs3d.cu, plain volumes only)
-// a cell's run start, found in the bit array S (runs.cuh, node; a volume is
-// nz * ny rows), whose P holds its piece root; else (cells3d.cu) the cell
-// itself, whose P holds its piece root.  Unions hook the larger root under
-// the smaller and record the hooked root in H, as the border kernels do,
-// so each component's root is its first cell in raster order and
-// number_pieces.cu numbers them as for a plain volume.
+// The nodes are the chain's runs: a cell's run start, found in the bit
+// array S (runs.cuh, node; a volume is nz * ny rows), whose P holds its
+// piece root.  Unions hook the larger root under the smaller and record
+// the hooked root in H, as the border kernels do, so each component's root
+// is its first cell in raster order and number_pieces.cu numbers them as
+// for a plain volume.
 
 #include "lattice.cuh"
 #include "runs.cuh"
 
-template <typename T, typename I, int C, bool Runs, bool Tol>
+template <typename T, typename I, int C, bool Tol>
 __global__ void __launch_bounds__(256) meshccl_wrap3d(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I nz, I ny, I nx, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, unsigned periodic,
@@ -62,8 +60,7 @@ __global__ void __launch_bounds__(256) meshccl_wrap3d(
     const K k = R::key(v[i]);
     if ((has_bg && k == bgkey) || !ft.on(i)) return;
     auto node = [&](I cz, I cy, I cx) -> I {
-        if (Runs) return meshccl::runs::node(S, cz * ny + cy, cx, nz * ny, nx);
-        return (cz * ny + cy) * nx + cx;
+        return meshccl::runs::node(S, cz * ny + cy, cx, nz * ny, nx);
     };
     const I a = node(z, y, x);
 #pragma unroll
@@ -93,35 +90,30 @@ __global__ void __launch_bounds__(256) meshccl_wrap3d(
 
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may
-// ask for: runs3d.cu's nodes for plain volumes (integers unsigned after
-// _validate.py); cells3d.cu's for the lattice forms, with a tolerance or without.
-#define MESHCCL_W3(T, I, C, Runs, Tol)                                                      \
-    template __global__ void meshccl_wrap3d<T, I, C, Runs, Tol>(const T*, I*, unsigned*,     \
+// ask for: integers unsigned (and signed bytes, as runs3d.cu's plain form
+// has them) and floats without a tolerance (as _validate.py gives them),
+// every cell type with one.
+#define MESHCCL_W3(T, I, C, Tol)                                                            \
+    template __global__ void meshccl_wrap3d<T, I, C, Tol>(const T*, I*, unsigned*,           \
         const unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, unsigned,                   \
         MESHCCL_BOX_FEATURE_TYPES);
-#define MESHCCL_W3_C(T, I, Runs, Tol) \
-    MESHCCL_W3(T, I, 1, Runs, Tol) MESHCCL_W3(T, I, 2, Runs, Tol) MESHCCL_W3(T, I, 3, Runs, Tol)
-#define MESHCCL_W3_CELLS(T)                                                                  \
-    MESHCCL_W3_C(T, int, false, false) MESHCCL_W3_C(T, long long, false, false)              \
-    MESHCCL_W3_C(T, int, false, true) MESHCCL_W3_C(T, long long, false, true)
-MESHCCL_W3_C(unsigned char, int, true, false)
-MESHCCL_W3_C(unsigned char, long long, true, false)
-MESHCCL_W3_C(signed char, int, true, false)
-MESHCCL_W3_C(signed char, long long, true, false)
-#define MESHCCL_W3_RUNS(T) MESHCCL_W3_C(T, int, true, false) MESHCCL_W3_C(T, long long, true, false)
-MESHCCL_W3_RUNS(unsigned short)
-MESHCCL_W3_RUNS(unsigned int)
-MESHCCL_W3_RUNS(unsigned long long)
-MESHCCL_W3_RUNS(float)
-MESHCCL_W3_RUNS(double)
-MESHCCL_W3_CELLS(unsigned char)
-MESHCCL_W3_CELLS(unsigned short)
-MESHCCL_W3_CELLS(unsigned int)
-MESHCCL_W3_CELLS(unsigned long long)
-MESHCCL_W3_CELLS(signed char)
-MESHCCL_W3_CELLS(short)
-MESHCCL_W3_CELLS(int)
-MESHCCL_W3_CELLS(long long)
-MESHCCL_W3_CELLS(float)
-MESHCCL_W3_CELLS(double)
+#define MESHCCL_W3_C(T, I, Tol) MESHCCL_W3(T, I, 1, Tol) MESHCCL_W3(T, I, 2, Tol) MESHCCL_W3(T, I, 3, Tol)
+#define MESHCCL_W3_T(T, Tol) MESHCCL_W3_C(T, int, Tol) MESHCCL_W3_C(T, long long, Tol)
+MESHCCL_W3_T(unsigned char, false)
+MESHCCL_W3_T(signed char, false)
+MESHCCL_W3_T(unsigned short, false)
+MESHCCL_W3_T(unsigned int, false)
+MESHCCL_W3_T(unsigned long long, false)
+MESHCCL_W3_T(float, false)
+MESHCCL_W3_T(double, false)
+MESHCCL_W3_T(unsigned char, true)
+MESHCCL_W3_T(unsigned short, true)
+MESHCCL_W3_T(unsigned int, true)
+MESHCCL_W3_T(unsigned long long, true)
+MESHCCL_W3_T(signed char, true)
+MESHCCL_W3_T(short, true)
+MESHCCL_W3_T(int, true)
+MESHCCL_W3_T(long long, true)
+MESHCCL_W3_T(float, true)
+MESHCCL_W3_T(double, true)
 #endif
