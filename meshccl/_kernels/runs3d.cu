@@ -1076,8 +1076,11 @@ __device__ __forceinline__ void lattice_z(const J& join, const T* __restrict__ v
         const I i = row0 + (I)r * nx + lane;
         const bool in = col && r < height;
         const K k = in ? J::key(v[i]) : K();
-        // this row's foreground and that of the rows below it, as bits
-        const bool f = in && ((__shfl_sync(0xffffffffu, mF, r) >> lane) & 1u);
+        // this row's foreground and that of the rows below it, as bits (every
+        // lane shuffles: a lane outside the volume skipping it would leave the
+        // warp's collective without it)
+        const unsigned Fr = __shfl_sync(0xffffffffu, mF, r);
+        const bool f = in && ((Fr >> lane) & 1u);
         const unsigned Bc = __shfl_sync(0xffffffffu, bF, r);
         const unsigned Z0 = __ballot_sync(
             0xffffffffu, f && ((Bc >> lane) & 1u) && join.open(bond[0][1], i) && join.join(bc, k));
