@@ -305,12 +305,14 @@ _PERIODIC_3D = [False, True, (True, False, False), (False, True, False), (False,
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(37, 45, 70), (9, 40, 300), (8, 16, 64), (5, 9, 33),
-                                   (1, 1, 77), (77, 1, 1), (2, 1, 40), (70, 3, 1)])
+                                   (1, 1, 77), (77, 1, 1), (2, 1, 40), (70, 3, 1), (2, 2, 3),
+                                   (3, 2, 33), (18, 3, 2)])
 @pytest.mark.parametrize("dtype", [np.uint8, np.bool_, np.int8, np.uint16, np.int32,
                                    np.float32, np.float64])
 def test_gpu_lattice_volumes(shape, dtype):
     """Each feature alone and together, every connectivity, periodic on
-    subsets of axes, across tile and brick faces (32 x 32 x 8 or 16 bricks), odd sizes and
+    subsets of axes, across tile and brick faces (32 x 32 x 8 or 16 bricks), odd sizes,
+    volumes smaller than a tile (axes of 2 and 3 cells: Dask chunks of 4-D arrays) and
     volumes that squeeze to fewer axes."""
     from conftest import HAVE_GPU
     if not HAVE_GPU:

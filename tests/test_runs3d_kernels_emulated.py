@@ -236,8 +236,8 @@ def check(x, **kw):
 
 # volumes smaller than a tile or a brick, axes of 2 and 3 cells (what Dask
 # chunks of a 4-D array squeeze to), rows of 33 cells (a tile column of one
-# cell), several tiles and bricks
-SMALL = [(2, 2, 3), (3, 2, 2), (2, 3, 2), (2, 33, 2), (5, 3, 33), (9, 33, 34)]
+# cell), several tiles, two bricks of 16 planes (connectivity 1)
+SMALL = [(2, 2, 3), (3, 2, 2), (2, 3, 2), (2, 33, 2), (5, 3, 33), (9, 33, 34), (18, 3, 33)]
 
 
 @pytest.mark.parametrize("shape", SMALL)
