@@ -1,4 +1,4 @@
-"""runs3d.cu's lattice chain and wrap3d.cu run on the CPU.
+"""runs3d.cu's chain, plain and lattice forms, and wrap3d.cu run on the CPU.
 
 The kernels are compiled by the host compiler against a stand-in for CUDA
 (tests/cuda_on_host.h: a fiber per CUDA thread, warp collectives as
@@ -40,6 +40,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 #: (cell type, with a tolerance) of the lattice forms the tests below run:
 #: one-byte cells (byte-wise masks) and floats with a tolerance (ballots)
 TYPES = [("unsigned char", "false"), ("float", "true")]
+#: cell types of the plain form (byte-wise masks, ballots over floats)
+PLAIN_TYPES = ["unsigned char", "float"]
 #: brick depths per connectivity: _tuning.RUNS_3D_PLANES's, and 8 at 1
 DEPTHS = {1: (8, 16), 2: (8,), 3: (8,)}
 
@@ -53,7 +55,16 @@ def kernel_names():
                 names.append(f"meshccl_runs3d_lattice_zface<{t}, int, {c}, {tol}, {nz}, 1>")
             names.append(f"meshccl_runs3d_lattice_seams<{t}, int, {c}, {tol}>")
             names.append(f"meshccl_wrap3d<{t}, int, {c}, {tol}>")
-    return names
+    # the plain form, at the tuning's geometry, and its wrap kernel
+    nwz, nst = _tuning.RUNS_ZFACE_WARPS, _tuning.RUNS_SEAM_TILES
+    for t in PLAIN_TYPES:
+        for c in (1, 2, 3):
+            nzb, pf = _tuning.RUNS_3D_PLANES[c], int(_tuning.RUNS_PREFETCH[(3, c)])
+            names += [f"meshccl_runs3d_tile<{t}, int, {c}, {nzb}, {pf}>",
+                      f"meshccl_runs3d_zface<{t}, int, {c}, {nzb}, {nwz}>",
+                      f"meshccl_runs3d_seams<{t}, int, {c}, {nzb}, {nst}>",
+                      f"meshccl_wrap3d<{t}, int, {c}, false>"]
+    return sorted(set(names))
 
 
 def host_source(names):
@@ -149,7 +160,7 @@ def forest(x, **kw):
     # (int32 labels, as on the GPU below 2**31 cells)
     prob = dataclasses.replace(prob, work_dtype=np.dtype(np.int32))
     case = chains.select(prob)
-    assert case.chain.name == "runs3d-lattice", case.chain.name
+    assert case.chain.name in ("runs3d", "runs3d-lattice"), case.chain.name
     buffers = image_plain.scratch(prob.size, prob.work_dtype, case.shape, slots=False)
     for b in buffers:
         b[...] = 0x5A  # (nothing is zeroed on a GPU unless a kernel or memset does it)
@@ -253,6 +264,19 @@ def test_lattice_chain_on_small_volumes(emulated, shape):
         check(f, connectivity=c, tolerance=0.2, background=-1)
         check(f, connectivity=c, tolerance=0.2, background=-1, periodic=(False, True, True),
               mask=m)
+
+
+@pytest.mark.parametrize("shape", [(2, 2, 3), (3, 33, 2), (18, 3, 33), (9, 34, 35)])
+def test_plain_chain_on_small_volumes(emulated, shape):
+    """The plain form (one-byte cells and floats, whose row masks come from
+    ballots), periodic or not."""
+    rng = np.random.default_rng(sum(shape) + 1)
+    x = rng.integers(0, 3, shape).astype(np.uint8)
+    f = (rng.random(shape) * 3).astype(np.float32)
+    for c in (1, 2, 3):
+        for periodic in (False, (True, False, True)):
+            check(x, connectivity=c, periodic=periodic)
+            check(f, connectivity=c, periodic=periodic, background=None)
 
 
 def test_lattice_chain_bricks_of_eight_planes(emulated):
