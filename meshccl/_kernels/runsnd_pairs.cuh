@@ -30,10 +30,12 @@
 // - the centre rule: a dx = -1 or +1 pair of a cell that also has its
 //   dx = 0 pair (the partners are x-neighbours);
 // - a dx = -1 pair whose cell's left neighbour, in the same run, has its
-//   dx = 0 pair (the same partner cell).
-// Each dropped pair points at a pair of an earlier cell, or at the same
-// cell's dx = 0 pair (order: cells left to right, dx = 0 first), whose
-// ends are joined to this pair's ends, so no pair is dropped in a circle.
+//   dx = 0 pair, and a dx = +1 pair whose cell's right neighbour, in the
+//   same run, has its dx = 0 pair (the same partner cell).
+// Each dropped pair points at a pair whose ends are joined to its own
+// ends: of an earlier cell, the same cell's dx = 0 pair, or the next
+// cell's dx = 0 pair.  dx = 0 pairs only ever point at earlier cells' dx =
+// 0 pairs, so no pair is dropped in a circle.
 // tests/test_runsnd_emulated.py compiles this header on the CPU and checks
 // the partition against scipy.ndimage.label.
 //
@@ -107,7 +109,7 @@ MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I
     unsigned Ur = Jr & ~((Jr << 1) & E);
     if (xjoin) {
         Ul &= ~J0 & ~((J0 << 1) & E);
-        Ur &= ~J0;
+        Ur &= ~J0 & ~((J0 & E) >> 1);
     }
     if (!(U0 | Ul | Ur)) return;
     const I mine = r * nx + bx * 32, theirs = rn * nx + bx * 32;
