@@ -101,7 +101,7 @@ def emulate(lib, fg, offsets):
     rows = fg.size // nx
     xjoin, table = step_table(shape, offsets)
     table = np.ascontiguousarray(table)
-    assert table.dtype.itemsize == STEP.itemsize == 24
+    assert table.dtype.itemsize == STEP.itemsize == 48
     lead = np.asarray(shape[:-1] or (1,), dtype=np.int64)
     v = np.ascontiguousarray(fg, dtype=np.uint8)
     words = rows * -(-nx // 32)

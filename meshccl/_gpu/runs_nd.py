@@ -22,9 +22,11 @@ from .image_plain import BLOCK, _cleared, _pieces_path, _run_label_pass, scratch
 from .launch import LABELS, VALUES, Launch
 from .loader import c_type, kernels
 
-#: One row table entry as runsnd_pairs.cuh's ``Step`` lays it out (24 bytes).
+#: One row table entry as runsnd_pairs.cuh's ``Step`` lays it out (48 bytes).
 STEP = np.dtype([("back", "<i8"), ("down", "<u4"), ("up", "<u4"), ("dx", "<u4"),
-                 ("pad", "<u4")])
+                 ("pad", "<u4"), ("cover", "<u8", (3,))])
+#: Entries whose pairs may cover a later entry's (``COVERING`` in runsnd_pairs.cuh).
+COVERING = 21
 
 
 def step_table(shape, offsets):
@@ -36,8 +38,11 @@ def step_table(shape, offsets):
     ``table``: a :data:`STEP` array, an entry per earlier row (steps over
     the leading axes, lexicographically negative) with ``back`` rows
     between them, ``down`` / ``up`` bit k where the step is -1 / +1 on
-    leading axis k, and ``dx`` bit dx + 1 for each step dx along the last
-    axis the offsets take to that row; nearest rows first.
+    leading axis k, ``dx`` bit dx + 1 for each step dx along the last
+    axis the offsets take to that row, and ``cover[dx + 1]`` bit
+    3 e' + dx' + 1 where the pair of an earlier entry e' (< ``COVERING``)
+    and dx' reaches a neighbour (under the offsets) of this pair's
+    partner; nearest rows first.
 
     Examples
     --------
@@ -61,14 +66,26 @@ def step_table(shape, offsets):
             xjoin = True
             continue
         rows[head] = rows.get(head, 0) | (1 << (dx + 1))
-    table = np.zeros(len(rows), dtype=STEP)
-    for k, (head, dxm) in enumerate(rows.items()):
+    entries = []
+    for head, dxm in rows.items():
         back = -sum(a * s for a, s in zip(head, rstride))
         if back <= 0:
             raise ValueError(f"offsets must point to earlier cells, got {head}")
-        table[k] = (back, sum(1 << j for j, a in enumerate(head) if a < 0),
-                    sum(1 << j for j, a in enumerate(head) if a > 0), dxm, 0)
-    table = table[np.argsort(table["back"], kind="stable")]
+        entries.append((back, head, dxm))
+    entries.sort(key=lambda e: e[0])  # (stable: rows at one distance keep their order)
+    full = {tuple(int(a) for a in d) for d in offsets} | {tuple(-int(a) for a in d)
+                                                          for d in offsets}
+    table = np.zeros(len(entries), dtype=STEP)
+    for e, (back, head, dxm) in enumerate(entries):
+        cover = [0, 0, 0]
+        for k in range(3):
+            for f, (_, there, fdx) in enumerate(entries[:min(e, COVERING)]):
+                for j in range(3):
+                    diff = tuple(a - b for a, b in zip(head, there)) + (k - j,)
+                    if (dxm >> k) & 1 and (fdx >> j) & 1 and diff in full:
+                        cover[k] |= 1 << (3 * f + j)
+        table[e] = (back, sum(1 << j for j, a in enumerate(head) if a < 0),
+                    sum(1 << j for j, a in enumerate(head) if a > 0), dxm, 0, cover)
     return xjoin, table
 
 

@@ -32,10 +32,17 @@
 // - a dx = -1 pair whose cell's left neighbour, in the same run, has its
 //   dx = 0 pair, and a dx = +1 pair whose cell's right neighbour, in the
 //   same run, has its dx = 0 pair (the same partner cell).
+// And across entries (with or without xjoin): a pair whose partner is a
+// neighbour, under the structure, of the partner of one of the same cell's
+// pairs with an earlier entry of the table (the host lists those in the
+// entry's cover masks; the first 21 entries cover): both partners lie in
+// earlier rows, and their own pair joins them.
 // Each dropped pair points at a pair whose ends are joined to its own
-// ends: of an earlier cell, the same cell's dx = 0 pair, or the next
-// cell's dx = 0 pair.  dx = 0 pairs only ever point at earlier cells' dx =
-// 0 pairs, so no pair is dropped in a circle.
+// ends: of an earlier cell, of an earlier row, the same cell's dx = 0 pair
+// or one of an earlier entry, or the next cell's dx = 0 pair of the same
+// entry.  Along such pointers the entry never grows, and within one entry
+// dx = 0 pairs only point at earlier cells' dx = 0 pairs, so no pair is
+// dropped in a circle.
 // tests/test_runsnd_emulated.py compiles this header on the CPU and checks
 // the partition against scipy.ndimage.label.
 //
@@ -73,29 +80,47 @@ MESHCCL_RND_HD inline int lowest(unsigned m) {
 #endif
 }
 
+MESHCCL_RND_HD inline int lowest64(unsigned long long m) {
+#if defined(__CUDA_ARCH__)
+    return __ffsll(m) - 1;
+#else
+    return __builtin_ctzll(m);
+#endif
+}
+
 // A word's run starts from its foreground mask.
 MESHCCL_RND_HD inline unsigned run_starts(unsigned m, bool xjoin) {
     return xjoin ? m & ~(m << 1) : m;
 }
 
 // One entry of the row table: rows back (> 0), the leading axes it steps
-// down along (bit k: step -1 on leading axis k) and up along (+1), and
-// S(d): bit 0 dx = -1, bit 1 dx = 0, bit 2 dx = +1.
+// down along (bit k: step -1 on leading axis k) and up along (+1), S(d):
+// bit 0 dx = -1, bit 1 dx = 0, bit 2 dx = +1, and for each dx (cover[0]:
+// -1, [1]: 0, [2]: +1) the pairs of earlier entries that cover it: bit
+// 3 e' + k' (k' as cover's index) where the partner of entry e', dx' is a
+// neighbour under the structure of this entry's partner (entries 0..20).
 struct Step {
     long long back;
-    unsigned down, up, dx;
+    unsigned down, up, dx, pad;
+    unsigned long long cover[3];
 };
+
+// The entries whose pairs may cover later ones (3 pairs each in 64 bits).
+constexpr int COVERING = 21;
 
 // The pairs of word bx of row r (foreground m, run starts s; the row's
 // first cell is flat index row0) with the row `back` rows earlier, whose
 // words bx - 1, bx, bx + 1 are read through Fw / Sw (global word indices);
-// ntx words a row, `rows` rows, nx cells a row.  unite(a, b) gets node
-// indices.
+// ntx words a row, `rows` rows, nx cells a row.  J (in): the pairs of the
+// earlier entries (J[3 e' + k]: whose partner there is foreground), which
+// the cover masks of `st` read; out: this entry's, J[0] dx = -1, J[1] dx =
+// 0, J[2] dx = +1.  unite(a, b) gets node indices.
 template <typename I, typename Fw, typename Sw, typename Unite>
 MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I bx, I rows,
-                                      I ntx, I nx, I back, unsigned dxm, Fw Fr, Sw Sr,
-                                      Unite unite) {
-    const I rn = r - back;
+                                      I ntx, I nx, const Step& st, const unsigned* Jprev,
+                                      unsigned (&J)[3], Fw Fr, Sw Sr, Unite unite) {
+    const unsigned dxm = st.dx;
+    const I rn = r - (I)st.back;
     const I w = bx * rows + rn;
     const unsigned nm = Fr(w);
     const unsigned np = (dxm & 1u) && bx > 0 ? Fr(w - rows) : 0u;
@@ -104,6 +129,9 @@ MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I
     const unsigned J0 = (dxm & 2u) ? m & nm : 0u;
     const unsigned Jl = (dxm & 1u) ? m & ((nm << 1) | (np >> 31)) : 0u;
     const unsigned Jr = (dxm & 4u) ? m & ((nm >> 1) | (nn << 31)) : 0u;
+    J[0] = Jl;
+    J[1] = J0;
+    J[2] = Jr;
     unsigned U0 = J0 & ~((J0 << 1) & E);
     unsigned Ul = Jl & ~((Jl << 1) & E);
     unsigned Ur = Jr & ~((Jr << 1) & E);
@@ -111,6 +139,14 @@ MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I
         Ul &= ~J0 & ~((J0 << 1) & E);
         Ur &= ~J0 & ~((J0 & E) >> 1);
     }
+    // pairs whose partner neighbours the partner of an earlier entry's pair
+    unsigned C[3] = {0u, 0u, 0u};
+#pragma unroll
+    for (int k = 0; k < 3; ++k)
+        for (unsigned long long c = st.cover[k]; c; c &= c - 1ull) C[k] |= Jprev[lowest64(c)];
+    Ul &= ~C[0];
+    U0 &= ~C[1];
+    Ur &= ~C[2];
     if (!(U0 | Ul | Ur)) return;
     const I mine = r * nx + bx * 32, theirs = rn * nx + bx * 32;
     const unsigned ns = Sr(w);
@@ -144,10 +180,17 @@ MESHCCL_RND_HD inline void word_pairs(unsigned m, unsigned s, bool xjoin, I r, I
     const I w = bx * rows + r;
     if (xjoin && bx > 0 && (m & 1u) && (Fr(w - rows) >> 31))
         unite(r * nx + bx * 32, r * nx + bx * 32 - 32 + start_at(Sr(w - rows), 31));
+    unsigned Js[3 * COVERING];  // the pairs of the covering entries, as step_pairs made them
     for (int e = 0; e < nsteps; ++e) {
         const Step st = steps[e];
-        if ((st.down & coord_lo) || (st.up & coord_hi)) continue;  // no such row
-        step_pairs<I>(m, s, xjoin, r, bx, rows, ntx, nx, (I)st.back, st.dx, Fr, Sr, unite);
+        unsigned J[3] = {0u, 0u, 0u};
+        if (!((st.down & coord_lo) || (st.up & coord_hi)))  // (else no such row: no pairs)
+            step_pairs<I>(m, s, xjoin, r, bx, rows, ntx, nx, st, Js, J, Fr, Sr, unite);
+        if (e < COVERING) {
+            Js[3 * e] = J[0];
+            Js[3 * e + 1] = J[1];
+            Js[3 * e + 2] = J[2];
+        }
     }
 }
 
