@@ -231,3 +231,19 @@ def test_all_4d_connectivities_and_sizes(lib):
         fg = rng.random(shape) < 0.3
         for c in range(1, 5):
             _check(lib, fg, ndi.generate_binary_structure(4, c), f"c={c}")
+
+
+def test_rows_at_one_distance_stay_apart(lib):
+    """Two earlier rows at the same distance (an axis of length 2: one step
+    back in y, or one back in z and one up in y) are two entries of the
+    table, each with its own edges and covers."""
+    s = np.zeros((3, 3, 3), bool)
+    s[1, 0, 1] = s[1, 2, 1] = True  # (0, -1, 0)
+    s[0, 2, 1] = s[2, 0, 1] = True  # (-1, +1, 0)
+    s[0, 2, 0] = s[2, 0, 2] = True  # (-1, +1, -1)
+    s[1, 1, 1] = True
+    _, t = step_table((3, 2, 40), neighbourhood.structure_offsets(s))
+    assert t["back"].tolist() == [1, 1]
+    rng = np.random.default_rng(11)
+    for density in (0.3, 0.6, 0.9):
+        _check(lib, rng.random((3, 2, 40)) < density, s)
