@@ -18,8 +18,9 @@
 //    S (runs.cuh's byte tests); each run start's P is itself, and it is a
 //    piece root (bit array A; H, the hooked roots, cleared).
 // 2. meshccl_runsnd_unions: a thread per word, the pairs runsnd_pairs.cuh
-//    keeps (one per overlap of two runs, for each dx; none where the union
-//    would only confirm a run), each united in the global forest with
+//    keeps (one per overlap of two runs, for each dx; none where a run, or
+//    the same cell's pair with an earlier row of the table, already joins
+//    the two), each united in the global forest with
 //    unite_recording, which marks the root it hooks in H.  F and S of the
 //    rows before are read as words (4 bytes per 32 cells), not the cells.
 // 3. number_pieces.cu, as after runs3d.cu: the hooked roots walked to
