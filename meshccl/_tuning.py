@@ -165,13 +165,6 @@ PLAN_GRAPH_AFTER = 2
 #: next kernel's blocks start while the one before drains
 #: (docs/decisions.md: "early launch of the numbering chain").
 LAUNCH_PDL = True
-#: The Swendsen-Wang step on 2-D CuPy lattices (meshccl/_gpu/cluster_flip.py)
-#: draws each bond inside the labelling chain's kernels where they read it,
-#: rather than writing bond planes first and reading them there: 4 bytes a
-#: cell and a launch fewer, the same Philox calls (docs/decisions.md: "sw
-#: cluster draws by first cell").
-SW_DRAWN_BONDS = True
-
 #: Packed words per thread of meshccl_ising_multispin (Metropolis, 1 or 2): 2
 #: shares a thread's row set-up and Philox key schedule; H200, GPU flips/ns at
 #: 4096² / 8192² / 16384²: 857 / 951 / 948 with 1, 903 / 1041 / 1021 with 2
