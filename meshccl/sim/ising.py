@@ -237,25 +237,50 @@ class _MetropolisSweeps:
     Arrays without device addresses (the kernel tests' NumPy stand-in) go
     through the kernel's own call with the same arguments.  ``planes``: the
     most planes of a launch (default the grid's limit, 65,535).
+
+    2-D lattices with ``_tuning.METROPOLIS_ONE_LAUNCH``: one launch a sweep,
+    ``meshccl_ising_multispin_sweep`` (both colours, bands of rows that wait
+    for their two neighbours between the colours; the same spins), with no
+    more bands than fit on the GPU at once (``bands``: that number, default
+    from the kernel's occupancy; 3 on the NumPy stand-in).
     """
 
-    def __init__(self, packed, shape, table, seed, planes=None):
+    def __init__(self, packed, shape, table, seed, planes=None, bands=None):
         from .._gpu.loader import kernels
 
         per_thread = int(_tuning.METROPOLIS_WORDS)
         if per_thread not in (1, 2):
             raise ValueError(f"METROPOLIS_WORDS must be 1 or 2, got {per_thread}")
-        name, launches, sizes = _multispin_launch(shape, planes or _GRID_Y, per_thread)
-        (kernel,) = kernels("ising.cu", name)
+        one = bool(_tuning.METROPOLIS_ONE_LAUNCH) and len(shape) == 2
+        on_device = hasattr(packed, "data") and hasattr(packed.data, "ptr")
         tag, k0, k1 = _key_words(int(seed), _random.TAG_METROPOLIS)
-        self.key = (packed, table, int(seed), per_thread)
-        self.calls = [(kernel, grid, block,
-                       [packed, table, *sizes[:3], z0, sizes[3], colour, tag, _TIE_TAG,
-                        np.uint32(0), np.uint32(0), k0, k1, np.uintp(0), np.uint32(0)])
-                      for colour in _COLOUR for grid, block, z0 in launches]
-        self.last = len(launches)  # the colour-1 launches: the calls from len - last on
+        self.key = (packed, table, int(seed), per_thread, one)
+        self.mark = 0  # the one-launch sweep's launch count (its bands' flags)
+        if one:
+            (kernel,) = kernels("ising.cu", "meshccl_ising_multispin_sweep<2>")
+            nx, ny, _, _, words = _packed_geometry(tuple(shape))
+            across, down = _multispin_block(words)
+            if bands is None:
+                bands = _resident_blocks(kernel, across * down) if on_device else 3
+            band = down * -(-ny // (down * max(1, int(bands))))  # rows, a multiple of down
+            count = -(-ny // band)
+            done = _zeros(packed, count)
+            self.calls = [(kernel, (count,), (across, down),
+                           [packed, table, np.int32(nx // 2), np.int32(ny), np.uint32(words),
+                            np.int32(band), done, np.uint32(0), tag, _TIE_TAG, np.uint32(0),
+                            np.uint32(0), k0, k1])]
+            self.last = 0   # (no image: the 2-D hooks read the words)
+        else:
+            name, launches, sizes = _multispin_launch(shape, planes or _GRID_Y, per_thread)
+            (kernel,) = kernels("ising.cu", name)
+            self.calls = [(kernel, grid, block,
+                           [packed, table, *sizes[:3], z0, sizes[3], colour, tag, _TIE_TAG,
+                            np.uint32(0), np.uint32(0), k0, k1, np.uintp(0), np.uint32(0)])
+                          for colour in _COLOUR for grid, block, z0 in launches]
+            self.last = len(launches)  # the colour-1 launches: the calls from len - last on
+        self.one = one
         self.sends = None
-        if hasattr(packed, "data") and hasattr(packed.data, "ptr"):
+        if on_device:
             from .._gpu.launch import pack_arguments, slot_launcher
 
             self.sends = []
@@ -267,13 +292,20 @@ class _MetropolisSweeps:
     def __call__(self, step, image=None, phase="up"):
         lo, hi = step & 0xFFFFFFFF, (step >> 32) & 0xFFFFFFFF
         flip = _IMAGE_FLIP[phase]
+        if image is not None and self.last == 0:
+            raise ValueError("the sweeps of a 2-D lattice write no image (its hooks label "
+                             "the packed words)")
         first_image = len(self.calls) - self.last
+        self.mark = (self.mark + 1) & 0xFFFFFFFF
         if self.sends is None:
             for j, (kernel, grid, block, args) in enumerate(self.calls):
                 args[_STEP_ARG], args[_STEP_ARG + 1] = np.uint32(lo), np.uint32(hi)
-                with_image = image is not None and j >= first_image
-                args[_IMAGE_ARG] = image if with_image else np.uintp(0)
-                args[_IMAGE_ARG + 1] = np.uint32(flip if with_image else 0)
+                if self.one:
+                    args[_MARK_ARG] = np.uint32(self.mark)
+                else:
+                    with_image = image is not None and j >= first_image
+                    args[_IMAGE_ARG] = image if with_image else np.uintp(0)
+                    args[_IMAGE_ARG + 1] = np.uint32(flip if with_image else 0)
                 kernel(grid, block, tuple(args))
             return
         import cupy
@@ -282,15 +314,38 @@ class _MetropolisSweeps:
         ptr = 0 if image is None else image.data.ptr
         for j, (slots, send) in enumerate(self.sends):
             slots[_STEP_ARG], slots[_STEP_ARG + 1] = lo, hi
-            if j >= first_image:
+            if self.one:
+                slots[_MARK_ARG] = self.mark
+            elif j >= first_image:
                 slots[_IMAGE_ARG], slots[_IMAGE_ARG + 1] = ptr, flip
             send(stream)
+
+
+def _resident_blocks(kernel, threads):
+    """Blocks of ``threads`` threads of ``kernel`` that the current GPU holds at once
+    (its occupancy times its multiprocessors)."""
+    import cupy
+    from cupy.cuda import driver
+
+    fn = getattr(kernel, "kernel", kernel).ptr
+    per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(fn, threads, 0)
+    return max(1, int(per_sm)) * int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+
+
+def _zeros(like, n):
+    """``n`` zeroed uint32 on the device of ``like`` (the NumPy stand-in's: NumPy)."""
+    if hasattr(like, "data") and hasattr(like.data, "ptr"):
+        import cupy
+
+        return cupy.zeros(n, dtype=np.uint32)
+    return np.zeros(n, dtype=np.uint32)
 
 
 # the position of the step's low word and of the image among meshccl_ising_multispin's
 # arguments; the image's flip for each phase
 _STEP_ARG = 10
 _IMAGE_ARG = 14
+_MARK_ARG = 7   # (meshccl_ising_multispin_sweep's launch number; its step is at 10 too)
 _IMAGE_FLIP = {"up": 0, "down": 1}
 
 
@@ -660,7 +715,9 @@ class Ising(Simulation):
             sweeps = self._sweeps
             if sweeps is None or sweeps.key[0] is not self._packed \
                     or sweeps.key[1] is not self._metropolis or sweeps.key[2] != self.seed \
-                    or sweeps.key[3] != _tuning.METROPOLIS_WORDS:
+                    or sweeps.key[3] != _tuning.METROPOLIS_WORDS \
+                    or sweeps.key[4] != (bool(_tuning.METROPOLIS_ONE_LAUNCH)
+                                         and len(self._shape) == 2):
                 sweeps = self._sweeps = _MetropolisSweeps(self._packed, self._shape,
                                                           self._metropolis, self.seed)
             phase, self._image_due = self._image_due, None
