@@ -935,6 +935,33 @@ def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("one_launch", [True, False])
+@pytest.mark.parametrize("shape, bands", [((2048, 2048), None), ((1000, 1056), None),
+                                          ((1000, 1056), 2), ((4096, 64), 7), ((64, 4096), 3),
+                                          ((2, 2), None)])
+def test_gpu_metropolis_sweeps_queued_back_to_back(shape, bands, one_launch):
+    """Twelve 2-D sweeps queued without a wait (each launch may start while the one
+    before drains), in one launch a sweep (bands of rows waiting for their neighbours:
+    as many as fit on the GPU, or a few) or one a colour: the NumPy sweeps' spins."""
+    import cupy
+
+    from meshccl import _tuning
+    from meshccl.sim.ising import _MetropolisSweeps, _pack, _unpack
+
+    cpu = Ising(shape, temperature=2.269, field=0.1, seed=2**37 + 3)
+    packed = _pack(cupy.asarray(cpu.state))
+    with _tuning.override(METROPOLIS_ONE_LAUNCH=one_launch):
+        sweeps = _MetropolisSweeps(packed, shape, cupy.asarray(cpu._metropolis), cpu.seed,
+                                   bands=bands)
+    assert sweeps.one == one_launch
+    for step in range(12):
+        sweeps(step)
+    cpu.run(12)
+    assert np.array_equal(_unpack(packed, shape).get(), cpu.state)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @pytest.mark.parametrize("shape", [(4, 66), (130, 96), (256, 1032), (6, 10, 14), (40, 24, 72)])
 def test_gpu_metropolis_two_words_a_thread(shape):
     """The Metropolis kernel's variant with two packed words a thread
