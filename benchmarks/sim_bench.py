@@ -75,6 +75,7 @@ Usage::
     python benchmarks/sim_bench.py --out benchmarks/results/latest-h100   # GPU machine, < 8 min
     python benchmarks/sim_bench.py --out /tmp/m --metropolis-only      # Metropolis only, < 2 min
     python benchmarks/sim_bench.py --out /tmp/w --sw-only              # Swendsen-Wang only
+    python benchmarks/sim_bench.py --out /tmp/a --only metropolis,sw   # both, no CH or CPU
     python benchmarks/sim_bench.py --out /tmp/s --quick                # smaller sizes
     python benchmarks/sim_bench.py --out /tmp/s --quick --no-gpu --cpu-size 64   # CPU only
 """
@@ -757,6 +758,9 @@ def parse_args(argv=None):
                     help="2-D sides for Metropolis (default 4096,8192,16384; quick 1024,4096)")
     ap.add_argument("--metropolis-only", action="store_true",
                     help="the Metropolis section alone (no SW, Cahn-Hilliard or CPU runs)")
+    ap.add_argument("--only", default=None,
+                    help="sections to run, comma-separated: metropolis, sw, ch, cpu (default "
+                         "all; --sw-only and --metropolis-only are 'sw' and 'metropolis')")
     ap.add_argument("--side3", type=int, default=None, help="3-D side (default 256, quick 128)")
     ap.add_argument("--ch-sides", default=None,
                     help="Cahn-Hilliard 2-D and 3-D sides (default 1024,256; quick 512,128)")
@@ -772,6 +776,16 @@ def main(argv=None):
     repeat = args.repeat or (5 if quick else 20)
     ch_steps = args.ch_steps or (256 if quick else 4096)
     cpu_steps = args.cpu_steps or (3 if quick else 7)
+    sections = {"metropolis", "sw", "ch", "cpu"}
+    if args.only is not None:
+        wanted = {v.strip() for v in args.only.split(",") if v.strip()}
+        if not wanted or wanted - sections:
+            raise SystemExit(f"--only takes some of {sorted(sections)}, got {args.only!r}")
+        sections = wanted
+    if args.sw_only:
+        sections = {"sw"}
+    if args.metropolis_only:
+        sections = {"metropolis"}
     use_gpu, reason = (False, "--no-gpu") if args.no_gpu else (meshccl.gpu_available(), "")
     if not use_gpu and not reason:
         reason = "no usable GPU"
@@ -784,14 +798,14 @@ def main(argv=None):
     if use_gpu:
         sides = ([int(v) for v in args.sides.split(",")] if args.sides else
                  [1024, 4096] if quick else [1024, 2048, 4096, 8192, 16384])
-        sides3 = ([int(v) for v in args.sw_sides3.split(",")] if args.sw_sides3 else
-                  [128] if quick else [256, 512])
+        sides3 = ([int(v) for v in args.sw_sides3.split(",") if v] if args.sw_sides3 is not None
+                  else [128] if quick else [256, 512])
         side3 = args.side3 or (128 if quick else 256)
         msides = ([int(v) for v in args.metropolis_sides.split(",")] if args.metropolis_sides
                   else [1024, 4096] if quick else [4096, 8192, 16384])
         ch2, ch3 = ([int(v) for v in args.ch_sides.split(",")] if args.ch_sides else
                     [512, 128] if quick else [1024, 256])
-    if use_gpu and not args.sw_only:
+    if use_gpu and "metropolis" in sections:
         res["metropolis"] = []
         for shape in [(L, L) for L in msides] + [(side3,) * 3]:
             r = gpu_metropolis(shape, CRITICAL_TEMPERATURE if len(shape) == 2 else TC_3D,
@@ -802,7 +816,7 @@ def main(argv=None):
                 f"{r.get('image_label_s', 0) * 1e3:.3f} ms, unpack + label "
                 f"{r.get('unpacked_label_s', 0) * 1e3:.3f} ms")
             res["metropolis"].append(r)
-    if use_gpu and not args.metropolis_only:
+    if use_gpu and "sw" in sections:
         res["swendsen_wang"] = []
         for shape, t in ([((L, L), CRITICAL_TEMPERATURE) for L in sides]
                          + [((L,) * 3, TC_3D) for L in sides3]):
@@ -811,16 +825,16 @@ def main(argv=None):
                 f"{r['flips_per_ns']:.2f} flips/ns, parts {r['parts_s']}, label only "
                 f"{r['label_only_s'] * 1e3:.3f} ms")
             res["swendsen_wang"].append(r)
-        if args.sw_only:
+        if "cpu" not in sections:
             res["reference_check"] = check_reference()
-    if use_gpu and not (args.metropolis_only or args.sw_only):
+    if use_gpu and "ch" in sections:
         res["cahn_hilliard"] = []
         for shape in [(ch2, ch2), (ch3,) * 3]:
             r = gpu_cahn_hilliard(shape, ch_steps, repeat)
             log(f"Cahn-Hilliard {_side(shape)}: {r['step_s'] * 1e3:.3f} ms/step, labelling "
                 f"{r['fraction']:.2%} of the run ({r['fraction_from_calls']:.2%} by calls)")
             res["cahn_hilliard"].append(r)
-    if not (args.metropolis_only or args.sw_only):
+    if "cpu" in sections:
         res["reference_check"] = check_reference()
         res["cpu"] = cpu_sw(args.cpu_size, cpu_steps)
         c = res["cpu"]
