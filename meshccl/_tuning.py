@@ -172,8 +172,10 @@ LAUNCH_PDL = True
 METROPOLIS_WORDS = 2
 #: A 2-D Metropolis sweep in one launch (meshccl_ising_multispin_sweep: bands
 #: of rows that wait for their two neighbours between the colours) rather than
-#: one launch a colour: a launch and a drain fewer a sweep, which at 4096² is
-#: a tenth of its 18.6 µs (docs/decisions.md: "fused simulation kernels").
+#: one launch a colour: a launch and a drain fewer a sweep, where at 4096² the
+#: two launches' gaps and tails are what keeps a sweep (18.6 µs on an H200) above
+#: 8192²'s time per cell; sim_bench.py times both forms side by side
+#: (docs/decisions.md: "fused simulation kernels on the GPU").
 METROPOLIS_ONE_LAUNCH = True
 
 # ---------------------------------------------------------------------------
