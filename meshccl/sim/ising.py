@@ -323,13 +323,19 @@ class _MetropolisSweeps:
 
 def _resident_blocks(kernel, threads):
     """Blocks of ``threads`` threads of ``kernel`` that the current GPU holds at once
-    (its occupancy times its multiprocessors)."""
+    (its occupancy times its multiprocessors; one a multiprocessor where CuPy cannot
+    ask the driver, which any kernel of 256 threads fits)."""
     import cupy
-    from cupy.cuda import driver
 
-    fn = getattr(kernel, "kernel", kernel).ptr
-    per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(fn, threads, 0)
-    return max(1, int(per_sm)) * int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+    sms = int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+    try:
+        from cupy.cuda import driver
+
+        fn = getattr(kernel, "kernel", kernel).ptr
+        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn, threads, 0))
+    except (AttributeError, TypeError, RuntimeError):
+        per_sm = 1
+    return max(1, per_sm) * sms
 
 
 def _zeros(like, n):
