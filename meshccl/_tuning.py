@@ -177,6 +177,10 @@ METROPOLIS_WORDS = 2
 #: 8192²'s time per cell; sim_bench.py times both forms side by side
 #: (docs/decisions.md: "fused simulation kernels on the GPU").
 METROPOLIS_ONE_LAUNCH = True
+#: Sweeps that one launch of that kernel runs when a run has nothing to observe
+#: between them (``sim.run(n)`` without ``record``, the steps before a labelled
+#: one): each launch costs its start and its drain once, however many sweeps.
+METROPOLIS_SWEEPS_PER_LAUNCH = 32
 
 # ---------------------------------------------------------------------------
 # GPU: general lattices, the iterative methods and numbering by roots

@@ -962,6 +962,31 @@ def test_gpu_metropolis_sweeps_queued_back_to_back(shape, bands, one_launch):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("shape", [(512, 544), (34, 66), (2, 2)])
+def test_gpu_metropolis_runs_several_sweeps_a_launch(shape):
+    """sim.run(n) on a 2-D lattice queues the sweeps between observed steps up to
+    METROPOLIS_SWEEPS_PER_LAUNCH a launch: the spins, hooks and records of the CPU run,
+    with labelled steps inside a batch's reach and runs longer than a launch."""
+    import cupy
+
+    kw = dict(temperature=2.269, field=0.05, seed=2**38 + 11)
+    cpu, dev = Ising(shape, **kw), Ising(shape, xp=cupy, **kw)
+    cpu.run(70)
+    dev.run(70)                           # 32 + 32 + 5 sweeps, then one
+    assert dev.step == 70 and np.array_equal(cpu.state, dev.state.get())
+    seen_c, seen_g = [], []
+    cpu.run(23, every=10, on_label=seen_c.append, label="down")
+    dev.run(23, every=10, on_label=seen_g.append, label="down")
+    assert [c.step for c in seen_g] == [80, 90]
+    for a, b in zip(seen_c, seen_g):
+        assert np.array_equal(a.labels, b.labels.get())
+    out_c, out_g = cpu.run(5, record=["magnetisation"]), dev.run(5, record=["magnetisation"])
+    assert np.array_equal(out_c["magnetisation"], out_g["magnetisation"])
+    assert np.array_equal(cpu.state, dev.state.get())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @pytest.mark.parametrize("shape", [(4, 66), (130, 96), (256, 1032), (6, 10, 14), (40, 24, 72)])
 def test_gpu_metropolis_two_words_a_thread(shape):
     """The Metropolis kernel's variant with two packed words a thread

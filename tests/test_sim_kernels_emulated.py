@@ -101,7 +101,7 @@ static void launch(void (*f)(A...), const unsigned int* grid, const unsigned int
             }
 }
 // Every block at once (a grid of blocks along x that wait for each other, as
-// meshccl_ising_multispin_sweep's bands do), each with its own barrier.  The
+// meshccl_ising_multispin_sweeps' bands do), each with its own barrier.  The
 // kernel's __shared__ tables are one static copy that every block fills with the
 // same values.
 template <typename... A>
@@ -137,8 +137,8 @@ extern "C" int meshccl_launch(const char* name, const unsigned int* grid,
         launch(&meshccl_ising_multispin<3, 1>, grid, block, args);
     else if (s == "meshccl_ising_multispin<3, 2>")
         launch(&meshccl_ising_multispin<3, 2>, grid, block, args);
-    else if (s == "meshccl_ising_multispin_sweep<2>")
-        launch_together(&meshccl_ising_multispin_sweep<2>, grid, block, args);
+    else if (s == "meshccl_ising_multispin_sweeps<2>")
+        launch_together(&meshccl_ising_multispin_sweeps<2>, grid, block, args);
     else if (s == "meshccl_ising_pack") launch(&meshccl_ising_pack, grid, block, args);
     else if (s == "meshccl_ising_unpack") launch(&meshccl_ising_unpack, grid, block, args);
     else if (s == "meshccl_ising_bonds<2>") launch(&meshccl_ising_bonds<2>, grid, block, args);
@@ -323,25 +323,28 @@ def test_metropolis_2d_sweeps_write_no_image(device):
 @pytest.mark.parametrize("shape, bands", [((40, 1056), 5), ((40, 1056), 2), ((44, 1056), 3),
                                           ((24, 2078), 4), ((1024, 2), 4), ((130, 66), 3),
                                           ((16, 64), 1), ((2, 2), 1), ((512, 34), 2)])
-def test_metropolis_one_launch_sweep_by_bands(device, shape, bands):
-    """meshccl_ising_multispin_sweep (both colours in one launch, bands of rows waiting
-    for their neighbours, every block running at once): the NumPy sweep's spins, with
+def test_metropolis_one_launch_sweeps_by_bands(device, shape, bands):
+    """meshccl_ising_multispin_sweeps (both colours in one launch, bands of rows waiting
+    for their neighbours, every block running at once): the NumPy sweeps' spins, with
     bands of equal and unequal rows, one band, two (each the other's two neighbours),
-    and several sweeps in a row (the bands' flags count launches)."""
+    one sweep or several a launch, launch after launch (the bands' flags count phases
+    over launches)."""
     from meshccl import _tuning
 
     sim = Ising(shape, temperature=2.1, field=0.3, seed=2**33 + 17)
+    sim.step = 2**32 - 2            # (the launches' steps cross into the high word)
     packed = device._pack(sim.state)
     with _tuning.override(METROPOLIS_ONE_LAUNCH=True):
         sweeps = device._MetropolisSweeps(packed, shape, sim._metropolis, sim.seed,
                                           bands=bands)
-    assert sweeps.one and sweeps.calls[0][1][0] == min(bands, sweeps.calls[0][1][0])
-    for step in range(3):
-        sweeps(sim.step)
-        sim._s = sim._metropolis_sweep()
-        sim.step += 1
-        assert np.array_equal(packed, _packed_by_hand(sim._s)), (shape, bands, step)
-    assert sweeps.mark == 3
+    assert sweeps.one and sweeps.calls[0][1][0] <= bands
+    for count in (1, 3, 2):
+        sweeps(sim.step, count=count)
+        for _ in range(count):
+            sim._s = sim._metropolis_sweep()
+            sim.step += 1
+        assert np.array_equal(packed, _packed_by_hand(sim._s)), (shape, bands, count)
+    assert sweeps.phases == 12
 
 
 @pytest.mark.parametrize("shape, planes", [((4, 6, 10), 1), ((6, 4, 16), 4), ((8, 4, 34), 3)])

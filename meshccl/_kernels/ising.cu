@@ -383,26 +383,29 @@ __device__ __forceinline__ unsigned int meshccl_flag_load(const unsigned int* fl
 #endif
 }
 
-// A whole sweep of a 2-D lattice in one launch: block b owns the rows [b R, b R +
-// R) (a band; the last may be shorter) and updates colour 0 of them, says so in
-// done[b] (= `mark`, the launch's number), waits until the bands above and below
-// (periodic) have said the same, then updates colour 1 of its rows.  Colour 1 of
-// a row reads colour 0 of that row and of the rows next to it, which are the
-// band's own or those of its two neighbours, all final by then; colour 0 wrote
-// only cells no colour-0 update reads; and a band's colour-1 writes are read by
-// nobody in this launch (the next launch starts once this one has ended).  So
-// the spins are those of two launches, one colour each, and a band waits for
-// its neighbours alone, never for the whole grid.  A band never waits for a
-// band that has not started: the host launches no more bands than fit on the
-// GPU at once (and the waits only follow colour-0 work that waits for nothing).
-// `mark` counts launches from 1 (wrapping): done[] needs no clearing.
+// Whole sweeps of a 2-D lattice in one launch: block b owns the rows [b R, b R +
+// R) (a band; the last may be shorter).  A sweep is two phases, colour 0 then
+// colour 1; after each phase a band adds one to its flag done[b] (phases
+// counted over every launch, so no flag is ever cleared: `phase0` is the count
+// before this launch), and before each phase but the launch's first it waits
+// until the bands above and below (periodic) have finished the phase before.
+// A phase of colour c reads colour 1 - c of the band's rows and of the rows
+// next to them, which are the band's own or its two neighbours', all written
+// by the phase before; it writes colour c of its own rows alone, which its
+// neighbours read in the next phase, which they start only after this band
+// has finished this one.  So neighbours are never more than a phase apart,
+// and the spins are those of one launch a colour: no band waits for the whole
+// grid.  A band never waits for a band that has not started: the host
+// launches no more bands than fit on the GPU at once.  The first phase needs
+// no wait: the launch begins once the kernel before it has ended.  Sweep s
+// of the launch draws the uniforms of step (t1 t0) + s.
 template <int D>
 __global__ void __launch_bounds__(256, 5)
-meshccl_ising_multispin_sweep(unsigned long long* packed, const unsigned long long* table,
-                              int half, int ny, unsigned int words, int band,
-                              unsigned int* done, unsigned int mark, unsigned int tag,
-                              unsigned int tie_tag, unsigned int t0, unsigned int t1,
-                              unsigned int k0, unsigned int k1) {
+meshccl_ising_multispin_sweeps(unsigned long long* packed, const unsigned long long* table,
+                               int half, int ny, unsigned int words, int band,
+                               unsigned int* done, unsigned int phase0, int sweeps,
+                               unsigned int tag, unsigned int tie_tag, unsigned int t0,
+                               unsigned int t1, unsigned int k0, unsigned int k1) {
     static_assert(D == 2, "a band's neighbours are the rows above and below");
     __shared__ uint2 pair[256];
     __shared__ unsigned int low[16];
@@ -410,17 +413,21 @@ meshccl_ising_multispin_sweep(unsigned long long* packed, const unsigned long lo
     __syncthreads();
     meshccl::grid_entry();
     const unsigned int b = blockIdx.x, bands = gridDim.x;
+    const unsigned int above = b == 0 ? bands - 1 : b - 1;
+    const unsigned int below = b + 1 == bands ? 0 : b + 1;
     const int y0 = (int)b * band, y1 = min(ny, y0 + band);
     const unsigned int per_colour = (unsigned int)ny * words;
-    for (int colour = 0; colour < 2; ++colour) {
-        if (colour == 1) {
-            __syncthreads();  // every colour-0 word of the band written
-            if (threadIdx.x == 0 && threadIdx.y == 0) {
-                meshccl_flag_store(done + b, mark);
-                const unsigned int above = b == 0 ? bands - 1 : b - 1;
-                const unsigned int below = b + 1 == bands ? 0 : b + 1;
-                while ((int)(meshccl_flag_load(done + above) - mark) < 0 ||
-                       (int)(meshccl_flag_load(done + below) - mark) < 0) {
+    const bool leader = threadIdx.x == 0 && threadIdx.y == 0;
+    for (int p = 0; p < 2 * sweeps; ++p) {
+        const int colour = p & 1;
+        const unsigned long long step = ((unsigned long long)t1 << 32 | t0) + (unsigned)(p >> 1);
+        if (p > 0) {
+            __syncthreads();  // every word of the band's phase p - 1 written
+            if (leader) {
+                const unsigned int finished = phase0 + (unsigned int)p;  // phases 0 .. p - 1
+                meshccl_flag_store(done + b, finished);
+                while ((int)(meshccl_flag_load(done + above) - finished) < 0 ||
+                       (int)(meshccl_flag_load(done + below) - finished) < 0) {
                 }
 #if defined(__CUDA_ARCH__)
                 __threadfence();
@@ -433,10 +440,12 @@ meshccl_ising_multispin_sweep(unsigned long long* packed, const unsigned long lo
                                                               per_colour);
             for (unsigned int k = threadIdx.x; k < words; k += blockDim.x)
                 meshccl_multispin_update<D>(packed, pair, low, row, k, half, words, colour,
-                                            per_colour, tag, tie_tag, t0, t1, k0, k1, nullptr,
-                                            0u);
+                                            per_colour, tag, tie_tag, (unsigned int)step,
+                                            (unsigned int)(step >> 32), k0, k1, nullptr, 0u);
         }
     }
+    __syncthreads();
+    if (leader) meshccl_flag_store(done + b, phase0 + 2u * (unsigned int)sweeps);
 }
 
 __global__ void __launch_bounds__(256)
@@ -598,9 +607,9 @@ template __global__ void meshccl_ising_multispin<3, 2>(
     unsigned long long*, const unsigned long long*, int, int, int, int, unsigned int, int,
     unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
     unsigned char*, unsigned int);
-template __global__ void meshccl_ising_multispin_sweep<2>(
+template __global__ void meshccl_ising_multispin_sweeps<2>(
     unsigned long long*, const unsigned long long*, int, int, unsigned int, int, unsigned int*,
-    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+    unsigned int, int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
     unsigned int);
 template __global__ void meshccl_ising_bonds<2>(
     bool*, unsigned long long, unsigned long long, unsigned long long, unsigned int,

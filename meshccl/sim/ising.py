@@ -222,10 +222,11 @@ def _metropolis_sweep_packed(packed, shape, table, seed, step, image=None, phase
 
 class _MetropolisSweeps:
     """The launches of packed Metropolis sweeps of one lattice, table and seed:
-    ``sweeps(step, image=None, phase='up')`` queues sweep ``step``; with
-    ``image`` (C-contiguous bool, the lattice's shape) its last launches also
-    write the new spins' phase into it, as ``_unpack(packed, shape, phase)``
-    would (a byte a cell written, no pass over the words of its own).
+    ``sweeps(step, image=None, phase='up', count=1)`` queues the sweeps
+    ``step .. step + count - 1``; with ``image`` (C-contiguous bool, the
+    lattice's shape; one sweep) its last launches also write the new spins'
+    phase into it, as ``_unpack(packed, shape, phase)`` would (a byte a cell
+    written, no pass over the words of its own).
 
     On CuPy the arguments are packed once into 8-byte slots and each launch is
     one driver call that rewrites the step's two words first
@@ -238,10 +239,10 @@ class _MetropolisSweeps:
     through the kernel's own call with the same arguments.  ``planes``: the
     most planes of a launch (default the grid's limit, 65,535).
 
-    2-D lattices with ``_tuning.METROPOLIS_ONE_LAUNCH``: one launch a sweep,
-    ``meshccl_ising_multispin_sweep`` (both colours, bands of rows that wait
-    for their two neighbours between the colours; the same spins), with no
-    more bands than fit on the GPU at once (``bands``: that number, default
+    2-D lattices with ``_tuning.METROPOLIS_ONE_LAUNCH``: one launch for the
+    ``count`` sweeps, ``meshccl_ising_multispin_sweeps`` (bands of rows that
+    wait for their two neighbours between the colours; the same spins), with
+    no more bands than fit on the GPU at once (``bands``: that number, default
     from the kernel's occupancy; 3 on the NumPy stand-in).
     """
 
@@ -255,9 +256,9 @@ class _MetropolisSweeps:
         on_device = hasattr(packed, "data") and hasattr(packed.data, "ptr")
         tag, k0, k1 = _key_words(int(seed), _random.TAG_METROPOLIS)
         self.key = (packed, table, int(seed), per_thread, one)
-        self.mark = 0  # the one-launch sweep's launch count (its bands' flags)
+        self.phases = 0  # the one-launch sweeps' phases so far (its bands' flags)
         if one:
-            (kernel,) = kernels("ising.cu", "meshccl_ising_multispin_sweep<2>")
+            (kernel,) = kernels("ising.cu", "meshccl_ising_multispin_sweeps<2>")
             nx, ny, _, _, words = _packed_geometry(tuple(shape))
             across, down = _multispin_block(words)
             if bands is None:
@@ -267,8 +268,8 @@ class _MetropolisSweeps:
             done = _zeros(packed, count)
             self.calls = [(kernel, (count,), (across, down),
                            [packed, table, np.int32(nx // 2), np.int32(ny), np.uint32(words),
-                            np.int32(band), done, np.uint32(0), tag, _TIE_TAG, np.uint32(0),
-                            np.uint32(0), k0, k1])]
+                            np.int32(band), done, np.uint32(0), np.int32(1), tag, _TIE_TAG,
+                            np.uint32(0), np.uint32(0), k0, k1])]
             self.last = 0   # (no image: the 2-D hooks read the words)
         else:
             name, launches, sizes = _multispin_launch(shape, planes or _GRID_Y, per_thread)
@@ -289,19 +290,26 @@ class _MetropolisSweeps:
                 self.sends.append((slots, slot_launcher(kernel, grid, block, slots,
                                                         follows=True)))
 
-    def __call__(self, step, image=None, phase="up"):
-        lo, hi = step & 0xFFFFFFFF, (step >> 32) & 0xFFFFFFFF
-        flip = _IMAGE_FLIP[phase]
+    def __call__(self, step, image=None, phase="up", count=1):
         if image is not None and self.last == 0:
             raise ValueError("the sweeps of a 2-D lattice write no image (its hooks label "
                              "the packed words)")
+        if not self.one and count > 1:
+            for s in range(count):
+                self(step + s, image if s == count - 1 else None, phase)
+            return
+        lo, hi = step & 0xFFFFFFFF, (step >> 32) & 0xFFFFFFFF
+        flip = _IMAGE_FLIP[phase]
+        at = _SWEEPS_STEP_ARG if self.one else _STEP_ARG
+        phase0 = self.phases
+        if self.one:
+            self.phases = (self.phases + 2 * count) & 0xFFFFFFFF
         first_image = len(self.calls) - self.last
-        self.mark = (self.mark + 1) & 0xFFFFFFFF
         if self.sends is None:
             for j, (kernel, grid, block, args) in enumerate(self.calls):
-                args[_STEP_ARG], args[_STEP_ARG + 1] = np.uint32(lo), np.uint32(hi)
+                args[at], args[at + 1] = np.uint32(lo), np.uint32(hi)
                 if self.one:
-                    args[_MARK_ARG] = np.uint32(self.mark)
+                    args[_PHASE_ARG], args[_PHASE_ARG + 1] = np.uint32(phase0), np.int32(count)
                 else:
                     with_image = image is not None and j >= first_image
                     args[_IMAGE_ARG] = image if with_image else np.uintp(0)
@@ -313,9 +321,9 @@ class _MetropolisSweeps:
         stream = cupy.cuda.get_current_stream().ptr
         ptr = 0 if image is None else image.data.ptr
         for j, (slots, send) in enumerate(self.sends):
-            slots[_STEP_ARG], slots[_STEP_ARG + 1] = lo, hi
+            slots[at], slots[at + 1] = lo, hi
             if self.one:
-                slots[_MARK_ARG] = self.mark
+                slots[_PHASE_ARG], slots[_PHASE_ARG + 1] = phase0, count
             elif j >= first_image:
                 slots[_IMAGE_ARG], slots[_IMAGE_ARG + 1] = ptr, flip
             send(stream)
@@ -351,7 +359,9 @@ def _zeros(like, n):
 # arguments; the image's flip for each phase
 _STEP_ARG = 10
 _IMAGE_ARG = 14
-_MARK_ARG = 7   # (meshccl_ising_multispin_sweep's launch number; its step is at 10 too)
+# meshccl_ising_multispin_sweeps': the phases before the launch and the sweeps, the step
+_PHASE_ARG = 7
+_SWEEPS_STEP_ARG = 11
 _IMAGE_FLIP = {"up": 0, "down": 1}
 
 
@@ -711,21 +721,43 @@ class Ising(Simulation):
             self._colour = [xp.broadcast_to(parity == c, self._shape) for c in (0, 1)]
         return self._colour
 
+    def _advance_steps(self, count):
+        # 2-D packed Metropolis: up to METROPOLIS_SWEEPS_PER_LAUNCH sweeps a launch
+        sweeps = self._packed_sweeps() if self.algorithm == "metropolis" else None
+        if sweeps is None or not sweeps.one:
+            return super()._advance_steps(count)
+        per = max(1, int(_tuning.METROPOLIS_SWEEPS_PER_LAUNCH))
+        while count:
+            k = min(per, count)
+            sweeps(self.step, count=k)
+            self.step += k
+            count -= k
+        self._s = self._image = self._image_due = None
+
+    def _packed_sweeps(self):
+        """The launches of packed sweeps on this state (packing it first), or None
+        where the sweeps are array expressions (NumPy, lattices past the kernels'
+        counters)."""
+        if self.xp is np or not _packable(self._shape):
+            return None
+        if self._packed is None:
+            self._packed = _pack(self._s)
+        sweeps = self._sweeps
+        if sweeps is None or sweeps.key[0] is not self._packed \
+                or sweeps.key[1] is not self._metropolis or sweeps.key[2] != self.seed \
+                or sweeps.key[3] != _tuning.METROPOLIS_WORDS \
+                or sweeps.key[4] != (bool(_tuning.METROPOLIS_ONE_LAUNCH)
+                                     and len(self._shape) == 2):
+            sweeps = self._sweeps = _MetropolisSweeps(self._packed, self._shape,
+                                                      self._metropolis, self.seed)
+        return sweeps
+
     def _metropolis_sweep(self):
         """One sweep; on CuPy the packed kernel (returns None: the spins are in
         ``_packed``), else array expressions drawing the same uniforms."""
         xp, s = self.xp, self._s
-        if xp is not np and _packable(self._shape):
-            if self._packed is None:
-                self._packed = _pack(s)
-            sweeps = self._sweeps
-            if sweeps is None or sweeps.key[0] is not self._packed \
-                    or sweeps.key[1] is not self._metropolis or sweeps.key[2] != self.seed \
-                    or sweeps.key[3] != _tuning.METROPOLIS_WORDS \
-                    or sweeps.key[4] != (bool(_tuning.METROPOLIS_ONE_LAUNCH)
-                                         and len(self._shape) == 2):
-                sweeps = self._sweeps = _MetropolisSweeps(self._packed, self._shape,
-                                                          self._metropolis, self.seed)
+        sweeps = self._packed_sweeps()
+        if sweeps is not None:
             phase, self._image_due = self._image_due, None
             if phase is None:
                 sweeps(self.step)
