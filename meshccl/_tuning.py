@@ -170,7 +170,7 @@ LAUNCH_PDL = True
 #: 4096² / 8192² / 16384²: 857 / 951 / 948 with 1, 903 / 1041 / 1021 with 2
 #: (docs/decisions.md: "fused simulation kernels").
 METROPOLIS_WORDS = 2
-#: A 2-D Metropolis sweep in one launch (meshccl_ising_multispin_sweep: bands
+#: 2-D Metropolis sweeps in one launch (meshccl_ising_multispin_sweeps: bands
 #: of rows that wait for their two neighbours between the colours) rather than
 #: one launch a colour: a launch and a drain fewer a sweep, where at 4096² the
 #: two launches' gaps and tails are what keeps a sweep (18.6 µs on an H200) above

@@ -9,7 +9,7 @@
 // words.  Each kernel uses all four words of a Philox call.
 //
 // Metropolis, multi-spin (meshccl_ising_pack, meshccl_ising_multispin,
-// meshccl_ising_unpack).  During Metropolis sweeps the spins are not
+// meshccl_ising_multispin_sweeps, meshccl_ising_unpack).  During Metropolis sweeps the spins are not
 // bytes but nibbles: 16 spins to a 64-bit word, 1 for +1 and 0 for -1.
 // The lattice is split by colour (the parity of the coordinate sum) into
 // two arrays, packed[c] of shape (rows, W), rows = nz ny, W = ceil(nx /
@@ -63,13 +63,22 @@
 // per pair of cells; with Philox (38 multiplies, 38 three-input xors) about
 // 150 ALU-pipe instructions a word on sm_90.
 //
-// A sweep is colour 0 then colour 1, one launch each, in place: a thread
-// owns one word of the active colour, reads only the other colour's
-// words (which no thread of the launch writes), and writes its own word.
+// A sweep is colour 0 then colour 1, in place: a thread owns one word of
+// the active colour, reads only the other colour's words (which no thread
+// writes during that colour), and writes its own word.  In 3-D
+// (meshccl_ising_multispin) each colour is a launch.  With an image (the
+// sweep before a labelled step), the colour-1 launch also writes the
+// phase's bool image: the thread of word k of row r holds the final words
+// of both colours for the 32 cells x = 32 k .. 32 k + 31 (its own, and the
+// other colour's that it read), and stores them as 32 bytes.  In 2-D
+// (meshccl_ising_multispin_sweeps) one launch runs whole sweeps, several
+// of them, its blocks owning bands of rows and waiting for their two
+// neighbour bands between colours (see there).
 // A block is 32 words of 8 rows (or, for rows of fewer words, a row's
 // words -- a power of two -- and more rows): the grid's x runs over the
 // rows of a plane, y over a row's words, z over the planes, so no thread
-// divides.  With W = 2 (_tuning.METROPOLIS_WORDS) a thread takes words k and
+// divides (the 2-D sweeps kernel: the same block over its band's rows and
+// words).  With W = 2 (_tuning.METROPOLIS_WORDS) a thread takes words k and
 // k + blockDim.x of its row, sharing the row's set-up and the Philox key
 // schedule between them.  The launches are packed once and, from Hopper on, each may
 // start while the one before drains: its blocks build their tables, then
@@ -81,9 +90,9 @@
 // meshccl_ising_pack writes the two arrays from int8 spins (a thread per
 // word); meshccl_ising_unpack writes, from them, a span of 32 cells of a
 // row per thread as int8 spins (mode 0), the bool image s > 0 (mode 1) or
-// s < 0 (mode 2): the image a 3-D labelling hook labels, written straight
-// from the packed words (the 2-D hooks' label chain reads the words
-// itself: packed_spins.cuh).
+// s < 0 (mode 2): the image of a 3-D labelling hook asked for outside the
+// run loop (the 2-D hooks' label chain reads the words itself:
+// packed_spins.cuh).
 //
 // Swendsen-Wang bonds (meshccl_ising_bonds).  bonds is (d, n) bool:
 // bonds[j][i] joins cell i and its neighbour one step up axis j (the
@@ -363,7 +372,7 @@ meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* ta
     }
 }
 
-// The progress flags of meshccl_ising_multispin_sweep: a store that makes the
+// The progress flags of meshccl_ising_multispin_sweeps: a store that makes the
 // block's writes before it visible to whoever loads the flag after it, and that
 // load (the pattern of a grid barrier: fence, flag; flag, fence).
 __device__ __forceinline__ void meshccl_flag_store(unsigned int* flag, unsigned int v) {

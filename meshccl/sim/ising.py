@@ -54,6 +54,8 @@ words in 2-D (:class:`meshccl._validate.PackedSpins`: the label chain reads
 them, no image is written); in 3-D the last launch of the sweep before a
 labelled step writes the phase's bool image as it writes its words
 (``meshccl_ising_multispin``'s image argument), with no pass of its own.
+2-D sweeps run whole in one launch, several of them where the run loop
+observes nothing in between (:meth:`Ising._advance_steps`).
 """
 
 from __future__ import annotations
