@@ -43,7 +43,9 @@ of which sees every label:
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from itertools import product
 from operator import getitem
 
@@ -82,6 +84,43 @@ def _host(a):
     return a.get() if _xp(a) is not np else np.asarray(a)
 
 
+_streams = threading.local()
+
+
+@contextlib.contextmanager
+def _own_stream(a):
+    """Run a task's device work on its thread's own stream of ``a``'s GPU,
+    and wait for that stream (alone) at the end; nothing for NumPy.
+
+    Under Dask's threaded scheduler the tasks of every chunk share one
+    process: on CuPy's default stream, each wait for the device (a copy to
+    the host, the size of a compaction) waits for every kernel that any
+    thread queued before it, so the tasks queue behind each other's work.
+    On one stream a thread (kept for the thread's life, so that CuPy's
+    memory pool, which reuses a freed block only on the stream it was
+    allocated on, keeps reusing its blocks), a wait covers the task's own
+    kernels only.  The streams are blocking ones: their work still follows
+    what was queued on the default stream (an upstream task's chunk).  The
+    task's results are complete when it returns, so the tasks that read
+    them, on other streams, need no other order."""
+    if _xp(a) is np:
+        yield
+        return
+    import cupy
+
+    device = a.device.id
+    own = getattr(_streams, "by_device", None)
+    if own is None:
+        own = _streams.by_device = {}
+    with cupy.cuda.Device(device):
+        stream = own.get(device)
+        if stream is None:
+            stream = own[device] = cupy.cuda.Stream()
+        with stream:
+            yield
+            stream.synchronize()
+
+
 def _scatter_min(xp, out, index, values):
     """``out[index] = min(out[index], values)``, on the array's device."""
     if xp is np:
@@ -95,13 +134,9 @@ def _scatter_min(xp, out, index, values):
 def _label_block(block, mask, background, connectivity, tolerance):
     """Step 1: the chunk labelled alone (labels 1..n_b in the chunk's raster
     order, of the dtype ``meshccl.label`` gives: the same kernels as a plain
-    call).  On a GPU the task waits for its kernels, so that its time is its
-    own, not the next task's."""
-    out = _label(block, background=background, connectivity=connectivity, mask=mask,
-                 tolerance=tolerance)
-    if _xp(out) is not np:
-        _xp(out).cuda.get_current_stream().synchronize()
-    return out
+    call)."""
+    return _label(block, background=background, connectivity=connectivity, mask=mask,
+                  tolerance=tolerance)
 
 
 def _first_cells(labels):
@@ -128,8 +163,8 @@ def _first_cells(labels):
             view = cand[hi]
             xp.bitwise_and(view, labels[hi] != labels[lo], out=view)
     pos = xp.flatnonzero(cand)
-    lab = _host(labels.ravel()[pos]).astype(np.int64)
-    pos = _host(pos).astype(np.int64)
+    # (one copy to the host for both: each copy waits for the device)
+    pos, lab = _host(xp.stack([pos.astype(np.int64), labels.ravel()[pos].astype(np.int64)]))
     if lab.size == 0:
         return pos
     top = np.maximum.accumulate(lab)
@@ -151,12 +186,25 @@ def _layer(x, axis, cut):
     return _xp(x).moveaxis(x[at], axis, 0)
 
 
-def _chunk_faces(values, labels, mask, start, shape, counts):
-    """Step 2 for one chunk, in one task: the global id of each local label
-    (the global flat index of its first cell, :func:`_first_cells`), the
-    cells of each local label (entry 0: background; only when ``counts``),
-    and for each axis the chunk's first and last layer of values, ids (-1
-    on the background) and mask -- all that step 3 needs of it.  Returns
+def _chunk(values, mask, start, shape, counts, keep, background, connectivity, tolerance):
+    """Steps 1 and 2 for one chunk, in one task (on the chunk's device, its
+    thread's own stream there): the chunk labelled alone
+    (:func:`_label_block`) and summarised (:func:`_summary`).  Returns
+    ``(labels, first, counts, faces_0, ..., faces_{ndim-1})``, ``labels``
+    None unless ``keep`` (``low_memory`` labels the chunk again instead of
+    keeping them)."""
+    with _own_stream(values):
+        labels = _label_block(values, mask, background, connectivity, tolerance)
+        out = _summary(values, labels, mask, start, shape, counts)
+    return (labels if keep else None,) + out
+
+
+def _summary(values, labels, mask, start, shape, counts):
+    """Step 2 for one chunk: the global id of each local label (the global
+    flat index of its first cell, :func:`_first_cells`), the cells of each
+    local label (entry 0: background; only when ``counts``), and for each
+    axis the chunk's first and last layer of values, ids (-1 on the
+    background) and mask -- all that step 3 needs of it.  Returns
     ``(first, counts, faces_0, ..., faces_{ndim-1})`` with ``faces_d =
     (first layer, last layer)`` along axis d, each a tuple (values, ids,
     mask or None) of copies with axis d moved first (shape (1, the other
@@ -188,7 +236,7 @@ def _join(parts, axis):
                  for p in zip(*parts))
 
 
-def _face_pairs(offsets, pieces, background, connectivity, tolerance):
+def _slab_pairs(offsets, pieces, background, connectivity, tolerance):
     """Step 3 for one face: the slab of two layers across it (chunk A's last
     layer along the face's axis, chunk B's first), with a one-cell halo on
     the other axes where the neighbourhood has diagonals, assembled from the
@@ -201,7 +249,10 @@ def _face_pairs(offsets, pieces, background, connectivity, tolerance):
     alone without diagonals; -1 and +1 where a neighbour chunk exists or
     the axis wraps); ``pieces``: for each combination of them (in
     ``itertools.product`` order), the step-2 faces of A's and B's chunks at
-    that step.  Returns (a, b) int64 host arrays, no pair twice."""
+    that step.  Returns (a, b), one entry a slab cell, on the device: a
+    cell's id and one id of its slab component (whichever write lands last);
+    both -1 where they are equal (the background among them), so that
+    only pairs of two different ids remain, with repeats."""
     ndim = len(offsets) + 1
     grid = {}
     for off, (faces_a, faces_b) in zip(product(*offsets), pieces):
@@ -222,22 +273,36 @@ def _face_pairs(offsets, pieces, background, connectivity, tolerance):
     s = _label(v, background=background, connectivity=connectivity, mask=m,
                tolerance=tolerance).ravel()
     i = ids.ravel()
-    # one id of each slab component (whichever write lands last; slab label
-    # 0, the background, gets -1, the background's id), paired with every
-    # other id of the component; the pairs sorted by both ids (a lexsort
-    # rather than unique(axis=1): CuPy 12 and earlier lack the axis, later
-    # ones are slow with it, cupy/cupy#8326), repeats dropped, and only the
-    # pairs copied to the host
     rep = xp.empty(s.size + 1, np.int64)
     rep[s] = i
     j = rep[s]
-    pairs = xp.compress(i != j, xp.stack([i, j]), axis=1)
-    if pairs.shape[1] == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    pairs = pairs[:, xp.lexsort(pairs)]
-    new = xp.ones(pairs.shape[1], dtype=bool)
-    new[1:] = (pairs[0, 1:] != pairs[0, :-1]) | (pairs[1, 1:] != pairs[1, :-1])
-    pairs = _host(xp.compress(new, pairs, axis=1))
+    same = i == j
+    return xp.where(same, -1, i), xp.where(same, -1, j)
+
+
+def _face_pairs(faces, background, connectivity, tolerance):
+    """Step 3 for the upper faces of one chunk, in one task (on the chunk's
+    device, its thread's own stream there): each face's slab pairs
+    (:func:`_slab_pairs`; ``faces`` a list of its (offsets, pieces)),
+    concatenated, sorted by both ids (a lexsort rather than
+    ``unique(axis=1)``: CuPy 12 and earlier lack the axis, later ones are
+    slow with it, cupy/cupy#8326) and their repeats dropped on the device;
+    only the pairs are copied to the host.  Returns (a, b) int64 host
+    arrays, no pair twice."""
+    offsets, pieces = faces[0]
+    faces_a = pieces[0][0]
+    with _own_stream(faces_a[1][0]):  # (a layer of values: the chunk's device)
+        parts = [_slab_pairs(offsets, pieces, background, connectivity, tolerance)
+                 for offsets, pieces in faces]
+        xp = _xp(parts[0][0])
+        a = xp.concatenate([p[0] for p in parts])
+        b = xp.concatenate([p[1] for p in parts])
+        order = xp.lexsort(xp.stack([b, a]))
+        a, b = a[order], b[order]
+        keep = a >= 0
+        keep[1:] &= (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+        at = xp.flatnonzero(keep)
+        pairs = _host(xp.stack([a[at], b[at]]))
     return pairs[0], pairs[1]
 
 
@@ -481,14 +546,17 @@ def _background_cells(*cells):
 
 
 def _renumber(labels, table):
-    """Step 5's lookup: the chunk's local labels -> global labels."""
-    return _xp(labels).asarray(table)[labels]
+    """Step 6: the chunk's local labels -> global labels, by one lookup on
+    the chunk's device (its thread's own stream there)."""
+    with _own_stream(labels):
+        return _xp(labels).asarray(table)[labels]
 
 
 def _relabel(block, mask, table, background, connectivity, tolerance):
-    """Step 5 with ``low_memory``: the chunk labelled again (step 1), then
+    """Step 6 with ``low_memory``: the chunk labelled again (step 1), then
     renumbered."""
-    return _renumber(_label_block(block, mask, background, connectivity, tolerance), table)
+    with _own_stream(block):
+        return _renumber(_label_block(block, mask, background, connectivity, tolerance), table)
 
 
 def _known_chunks(a, name):
@@ -682,54 +750,48 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
             out += (da.zeros(1, dtype=np.int64, chunks=1),)
         return out if len(out) > 1 else out[0]
 
-    # step 1: every chunk alone
-    opts = dict(background=background, connectivity=connectivity, tolerance=tolerance)
-    # (in the dtype meshccl.label gives: int32 on CuPy, and for bool input)
-    biggest = math.prod(max(cs) for cs in image.chunks)
-    if _xp(image._meta) is not np:
-        local_dtype = np.int32 if biggest < 2**31 else np.int64
-    else:
-        local_dtype = np.int32 if image.dtype.kind == "b" else np.int64
-    local = da.map_blocks(_label_block, image, mask, **opts, dtype=local_dtype,
-                          meta=image._meta.astype(local_dtype))
-
-    grid = local.numblocks
-    starts = [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(int) for c in local.chunks]
+    grid = image.numblocks
+    starts = [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(int) for c in image.chunks]
     index = list(product(*(range(n) for n in grid)))
-    # steps 2 to 5 as one graph of plain tasks: a few tasks a chunk, and no
+    # steps 1 to 6 as one graph of plain tasks: a few tasks a chunk, and no
     # Dask collection built per chunk or face (building those cost more
     # than running them)
     token = tokenize(image, mask, background, connectivity, tolerance, periodic, return_counts,
                      low_memory, numbering)
     (info, face, solve, reps, prefix, before, roots, number, resolve, table,
      out_name) = (f"meshccl-{k}-{token}" for k in (
-         "chunk-faces", "face-pairs", "solve", "reps", "prefix", "offsets", "roots",
+         "chunk", "face-pairs", "solve", "reps", "prefix", "offsets", "roots",
          "number", "resolve", "table", "label"))
     dsk = {}
-    deps = [image, local] + ([] if mask is None else [mask])
+    deps = [image] + ([] if mask is None else [mask])
 
-    # step 2: one task a chunk: the id of each local label (its first
-    # cell's global flat index), its counts, and the chunk's first and last
-    # layers along every axis (values, ids, mask)
+    # steps 1 and 2: one task a chunk: its local labels (kept unless
+    # low_memory), the id of each local label (its first cell's global
+    # flat index), its counts, and the chunk's first and last layers along
+    # every axis (values, ids, mask)
     for b in index:
-        dsk[(info,) + b] = (_chunk_faces, (image.name,) + b, (local.name,) + b,
+        dsk[(info,) + b] = (_chunk, (image.name,) + b,
                             None if mask is None else (mask.name,) + b,
                             tuple(int(starts[d][b[d]]) for d in range(ndim)), image.shape,
-                            return_counts)
+                            return_counts, not low_memory, background, connectivity, tolerance)
+    first_of = {b: (getitem, (info,) + b, 1) for b in index}
+    cells_of = {b: (getitem, (info,) + b, 2) for b in index}
 
-    # step 3: one task a face.  The slab across the upper face of chunk A
-    # along an axis (A's last layer and the next chunk's first, wrapped
-    # where periodic) is assembled from those layers, with a one-cell halo
-    # on the other axes cut from the neighbouring chunks' layers when the
-    # neighbourhood has diagonals; only layers travel, never a chunk.
+    # step 3: one task a chunk for its upper faces.  The slab across the
+    # upper face of chunk A along an axis (A's last layer and the next
+    # chunk's first, wrapped where periodic) is assembled from those
+    # layers, with a one-cell halo on the other axes cut from the
+    # neighbouring chunks' layers when the neighbourhood has diagonals;
+    # only layers travel, never a chunk.
     diagonal = (connectivity if connectivity is not None else ndim) > 1
     faces = []
-    for axis in range(ndim):
-        upper = grid[axis] if periodic[axis] else grid[axis] - 1
-        others = [d for d in range(ndim) if d != axis]
-        for b in index:
+    for b in index:
+        upper_faces = []
+        for axis in range(ndim):
+            upper = grid[axis] if periodic[axis] else grid[axis] - 1
             if b[axis] >= upper:
                 continue
+            others = [d for d in range(ndim) if d != axis]
             offsets = []
             for o in others:
                 ks = [0]
@@ -745,10 +807,12 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                     pa[o] = (b[o] + k) % grid[o]
                 pb = list(pa)
                 pb[axis] = (b[axis] + 1) % grid[axis]
-                pieces.append([(getitem, (info,) + tuple(pa), 2 + axis),
-                               (getitem, (info,) + tuple(pb), 2 + axis)])
-            key = (face, axis) + b
-            dsk[key] = (_face_pairs, offsets, pieces, background, connectivity, tolerance)
+                pieces.append([(getitem, (info,) + tuple(pa), 3 + axis),
+                               (getitem, (info,) + tuple(pb), 3 + axis)])
+            upper_faces.append([offsets, pieces])
+        if upper_faces:
+            key = (face,) + b
+            dsk[key] = (_face_pairs, upper_faces, background, connectivity, tolerance)
             faces.append(key)
 
     # step 4: the tree of union-finds
@@ -773,11 +837,10 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     # representatives; one task gathers the labels of the representatives
     # that face pairs name; each chunk's table local -> global label
     root = level[0]
-    shapes = {b: tuple(int(local.chunks[d][b[d]]) for d in range(ndim)) for b in index}
+    shapes = {b: tuple(int(image.chunks[d][b[d]]) for d in range(ndim)) for b in index}
     corner = {b: tuple(int(starts[d][b[d]]) for d in range(ndim)) for b in index}
-    cells_of = {b: (getitem, (info,) + b, 1) for b in index}
     for b in index:
-        dsk[(reps,) + b] = (_reps, (getitem, (info,) + b, 0), cells_of[b], root, corner[b],
+        dsk[(reps,) + b] = (_reps, first_of[b], cells_of[b], root, corner[b],
                             shapes[b], image.shape, numbering)
     if numbering == "raster":
         for k in range(ndim):
@@ -794,7 +857,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     if numbering != "first-cell":
         dsk[(roots,)] = (_roots, root)
     for position, b in enumerate(index):
-        dsk[(number,) + b] = (_number, (getitem, (info,) + b, 0), (reps,) + b, shapes[b],
+        dsk[(number,) + b] = (_number, first_of[b], (reps,) + b, shapes[b],
                               (roots,) if numbering != "first-cell" else np.empty(0, np.int64),
                               numbering, b, position) + levels[b]
     if numbering != "first-cell":
@@ -805,7 +868,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         barrier = before
     # each chunk's table (local label -> global label): made inside its
     # renumbering task, or a task of its own when the counts read it too
-    tables = {b: (_chunk_table, (getitem, (info,) + b, 0), cells_of[b], (reps,) + b,
+    tables = {b: (_chunk_table, first_of[b], cells_of[b], (reps,) + b,
                   (number,) + b, (resolve,) if numbering != "first-cell" else None)
               for b in index}
     if return_counts:
@@ -831,7 +894,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
             dsk[(out_name,) + b] = (_relabel, (again[0].name,) + b, m, lookup, background,
                                     connectivity, tolerance)
         else:
-            dsk[(out_name,) + b] = (_renumber, (local.name,) + b, lookup)
+            dsk[(out_name,) + b] = (_renumber, (getitem, (info,) + b, 0), lookup)
     graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=deps)
     labels = da.Array(graph, out_name, chunks=image.chunks, dtype=np.int64, meta=out_meta)
     out = (labels,)
