@@ -194,9 +194,30 @@ def _chunk(values, mask, start, shape, counts, keep, background, connectivity, t
     None unless ``keep`` (``low_memory`` labels the chunk again instead of
     keeping them)."""
     with _own_stream(values):
-        labels = _label_block(values, mask, background, connectivity, tolerance)
-        out = _summary(values, labels, mask, start, shape, counts)
+        if _xp(values) is np:
+            labels = _label_block(values, mask, background, connectivity, tolerance)
+            out = _summary(values, labels, mask, start, shape, counts)
+        else:
+            labels, out = _summary_gpu(values, mask, start, shape, counts, background,
+                                       connectivity, tolerance)
     return (labels if keep else None,) + out
+
+
+def _summary_gpu(values, mask, start, shape, counts, background, connectivity, tolerance):
+    """Steps 1 and 2 for a CuPy chunk: :func:`_summary`'s results by the
+    kernels of ``_kernels/chunks.cu`` (the ids by an atomic minimum over
+    the candidates, the layers cut in one launch each); N and the counts
+    from ``meshccl.label`` itself.  Two waits for the device: N, and the
+    ids copied to the host.  Returns (labels, summary)."""
+    from ._gpu import chunks
+
+    got = _label(values, background=background, connectivity=connectivity, mask=mask,
+                 tolerance=tolerance, return_num=True, return_counts=counts)
+    labels, n = got[0], got[1]
+    ids = chunks.first_ids(labels, n, start, shape, values.itemsize)
+    faces = chunks.layers(values, labels, mask, ids)
+    cells = got[2].get() if counts else None
+    return labels, (ids.get(), cells) + tuple(faces)
 
 
 def _summary(values, labels, mask, start, shape, counts):
@@ -230,29 +251,30 @@ def _summary(values, labels, mask, start, shape, counts):
 
 
 def _join(parts, axis):
-    """Concatenate (values, ids, mask) tuples along ``axis``."""
+    """Concatenate (values, ids, mask) tuples along ``axis`` (two
+    C-contiguous CuPy parts along axis 0: by device copies, no kernel)."""
     xp = _xp(parts[0][0])
+    if (xp is not np and axis == 0 and len(parts) == 2
+            and all(x.flags.c_contiguous for p in parts for x in p if x is not None)):
+        from ._gpu import chunks
+
+        return tuple(None if p[0] is None else chunks.stack(*p) for p in zip(*parts))
     return tuple(None if p[0] is None else xp.concatenate(p, axis=axis)
                  for p in zip(*parts))
 
 
-def _slab_pairs(offsets, pieces, background, connectivity, tolerance):
+def _slab(offsets, pieces):
     """Step 3 for one face: the slab of two layers across it (chunk A's last
     layer along the face's axis, chunk B's first), with a one-cell halo on
     the other axes where the neighbourhood has diagonals, assembled from the
     layers that step 2 cut (the face's axis first: the slab is (2, ...), so
-    its rows run along a chunk's side, never across the face); labelled
-    with the same options, every id in a slab component is paired with one
-    id of that component.
+    its rows run along a chunk's side, never across the face).
 
     ``offsets``: per other axis, the sorted neighbour steps present (0
     alone without diagonals; -1 and +1 where a neighbour chunk exists or
     the axis wraps); ``pieces``: for each combination of them (in
     ``itertools.product`` order), the step-2 faces of A's and B's chunks at
-    that step.  Returns (a, b), one entry a slab cell, on the device: a
-    cell's id and one id of its slab component (whichever write lands last);
-    both -1 where they are equal (the background among them), so that
-    only pairs of two different ids remain, with repeats."""
+    that step.  Returns (values, ids, mask or None) of the slab."""
     ndim = len(offsets) + 1
     grid = {}
     for off, (faces_a, faces_b) in zip(product(*offsets), pieces):
@@ -268,42 +290,43 @@ def _slab_pairs(offsets, pieces, background, connectivity, tolerance):
         parts = [assemble(prefix + (k,)) for k in offsets[len(prefix)]]
         return parts[0] if len(parts) == 1 else _join(parts, 1 + len(prefix))
 
-    v, ids, m = assemble(())
-    xp = _xp(v)
-    s = _label(v, background=background, connectivity=connectivity, mask=m,
-               tolerance=tolerance).ravel()
-    i = ids.ravel()
-    rep = xp.empty(s.size + 1, np.int64)
-    rep[s] = i
-    j = rep[s]
-    same = i == j
-    return xp.where(same, -1, i), xp.where(same, -1, j)
+    return assemble(())
 
 
 def _face_pairs(faces, background, connectivity, tolerance):
     """Step 3 for the upper faces of one chunk, in one task (on the chunk's
-    device, its thread's own stream there): each face's slab pairs
-    (:func:`_slab_pairs`; ``faces`` a list of its (offsets, pieces)),
-    concatenated, sorted by both ids (a lexsort rather than
-    ``unique(axis=1)``: CuPy 12 and earlier lack the axis, later ones are
-    slow with it, cupy/cupy#8326) and their repeats dropped on the device;
-    only the pairs are copied to the host.  Returns (a, b) int64 host
-    arrays, no pair twice."""
+    device, its thread's own stream there): each face's slab
+    (:func:`_slab`; ``faces`` a list of its (offsets, pieces)) labelled with
+    the same options, every id in a slab component paired with one id of
+    that component (whichever write lands last).  Cells that share a slab
+    label are connected.  Returns (a, b) int64 host arrays, no pair twice.
+
+    On the GPU the pairs of every face are gathered on the device
+    (:class:`meshccl._gpu.chunks.Pairs`) and copied to the host once."""
     offsets, pieces = faces[0]
-    faces_a = pieces[0][0]
-    with _own_stream(faces_a[1][0]):  # (a layer of values: the chunk's device)
-        parts = [_slab_pairs(offsets, pieces, background, connectivity, tolerance)
-                 for offsets, pieces in faces]
-        xp = _xp(parts[0][0])
-        a = xp.concatenate([p[0] for p in parts])
-        b = xp.concatenate([p[1] for p in parts])
-        order = xp.lexsort(xp.stack([b, a]))
-        a, b = a[order], b[order]
-        keep = a >= 0
-        keep[1:] &= (a[1:] != a[:-1]) | (b[1:] != b[:-1])
-        at = xp.flatnonzero(keep)
-        pairs = _host(xp.stack([a[at], b[at]]))
-    return pairs[0], pairs[1]
+    layer = pieces[0][0][1][0]  # (a layer of values: the chunk's device)
+    opts = dict(background=background, connectivity=connectivity, tolerance=tolerance)
+    with _own_stream(layer):
+        slabs = [_slab(offsets, pieces) for offsets, pieces in faces]
+        if _xp(layer) is not np:
+            from ._gpu import chunks
+
+            pairs = chunks.Pairs(sum(v.size for v, _, _ in slabs), layer.itemsize)
+            for v, ids, m in slabs:
+                pairs.add(_label(v, mask=m, **opts).ravel(), ids.ravel())
+            return pairs.host()
+    a, b = [], []
+    for v, ids, m in slabs:
+        s = _label(v, mask=m, **opts).ravel()
+        i = ids.ravel()
+        rep = np.empty(s.size + 1, np.int64)
+        rep[s] = i
+        j = rep[s]
+        differ = i != j  # (the background, slab label 0, has id -1 on both sides)
+        a.append(i[differ])
+        b.append(j[differ])
+    pairs = np.unique(np.stack([np.concatenate(a), np.concatenate(b)], axis=1), axis=0)
+    return pairs[:, 0].copy(), pairs[:, 1].copy()
 
 
 def _solve(*edge_lists):
@@ -545,18 +568,24 @@ def _background_cells(*cells):
     return np.array([sum(cells)], np.int64)
 
 
-def _renumber(labels, table):
+def _renumber(labels, table, itemsize):
     """Step 6: the chunk's local labels -> global labels, by one lookup on
-    the chunk's device (its thread's own stream there)."""
+    the chunk's device (its thread's own stream there; ``itemsize`` the
+    width of the chunk's values, which names the GPU's kernel module)."""
+    if _xp(labels) is np:
+        return table[labels]
+    from ._gpu import chunks
+
     with _own_stream(labels):
-        return _xp(labels).asarray(table)[labels]
+        return chunks.renumber(labels, table, itemsize)
 
 
 def _relabel(block, mask, table, background, connectivity, tolerance):
     """Step 6 with ``low_memory``: the chunk labelled again (step 1), then
     renumbered."""
     with _own_stream(block):
-        return _renumber(_label_block(block, mask, background, connectivity, tolerance), table)
+        return _renumber(_label_block(block, mask, background, connectivity, tolerance), table,
+                         block.itemsize)
 
 
 def _known_chunks(a, name):
@@ -894,7 +923,8 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
             dsk[(out_name,) + b] = (_relabel, (again[0].name,) + b, m, lookup, background,
                                     connectivity, tolerance)
         else:
-            dsk[(out_name,) + b] = (_renumber, (getitem, (info,) + b, 0), lookup)
+            dsk[(out_name,) + b] = (_renumber, (getitem, (info,) + b, 0), lookup,
+                                    image.dtype.itemsize)
     graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=deps)
     labels = da.Array(graph, out_name, chunks=image.chunks, dtype=np.int64, meta=out_meta)
     out = (labels,)
