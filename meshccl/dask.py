@@ -80,10 +80,6 @@ def _xp(a):
     return np
 
 
-def _host(a):
-    return a.get() if _xp(a) is not np else np.asarray(a)
-
-
 _streams = threading.local()
 
 
@@ -140,19 +136,18 @@ def _label_block(block, mask, background, connectivity, tolerance):
 
 
 def _first_cells(labels):
-    """Step 2: the chunk-local flat index of each local label's first cell,
-    as a host int64 array (entry l-1 for label l).
+    """Step 2 on the CPU: the chunk-local flat index of each local label's
+    first cell, int64 (entry l-1 for label l).
 
     A label's first cell has no earlier neighbour of its label along any
     axis, so it is among the *candidates*: labelled cells whose predecessor
-    along each axis carries another label (a few elementwise passes on the
-    chunk's device; for blobs only the components' leading corners).  Only
-    the candidates' positions and labels go to the host.  In increasing
-    position, a candidate is its label's first cell when its label exceeds
-    every label before it (labels are numbered by first cell); where a
-    chunk is numbered otherwise (skimage's column order for (a, b, 1)
-    chunks) the smallest position per label is taken instead."""
-    xp = _xp(labels)
+    along each axis carries another label (a few elementwise passes; for
+    blobs only the components' leading corners).  In increasing position, a
+    candidate is its label's first cell when its label exceeds every label
+    before it (labels are numbered by first cell); where a chunk is
+    numbered otherwise (skimage's column order for (a, b, 1) chunks) the
+    smallest position per label is taken instead.  (The GPU takes the
+    minimum over the candidates directly: ``meshccl._gpu.chunks.first_ids``.)"""
     if labels.size == 0:
         return np.empty(0, np.int64)
     cand = labels != 0
@@ -161,10 +156,9 @@ def _first_cells(labels):
             hi = (slice(None),) * axis + (slice(1, None),)
             lo = (slice(None),) * axis + (slice(None, -1),)
             view = cand[hi]
-            xp.bitwise_and(view, labels[hi] != labels[lo], out=view)
-    pos = xp.flatnonzero(cand)
-    # (one copy to the host for both: each copy waits for the device)
-    pos, lab = _host(xp.stack([pos.astype(np.int64), labels.ravel()[pos].astype(np.int64)]))
+            np.bitwise_and(view, labels[hi] != labels[lo], out=view)
+    pos = np.flatnonzero(cand).astype(np.int64)
+    lab = labels.ravel()[pos].astype(np.int64)
     if lab.size == 0:
         return pos
     top = np.maximum.accumulate(lab)
@@ -183,7 +177,7 @@ def _layer(x, axis, cut):
     """The first (cut 0) or last (cut -1) layer of ``x`` along ``axis``, that
     axis moved first (shape (1, other axes...)): a view."""
     at = (slice(None),) * axis + (slice(0, 1) if cut == 0 else slice(-1, None),)
-    return _xp(x).moveaxis(x[at], axis, 0)
+    return np.moveaxis(x[at], axis, 0)
 
 
 def _chunk(values, mask, start, shape, counts, keep, background, connectivity, tolerance):
@@ -221,7 +215,7 @@ def _summary_gpu(values, mask, start, shape, counts, background, connectivity, t
 
 
 def _summary(values, labels, mask, start, shape, counts):
-    """Step 2 for one chunk: the global id of each local label (the global
+    """Step 2 for a NumPy chunk: the global id of each local label (the global
     flat index of its first cell, :func:`_first_cells`), the cells of each
     local label (entry 0: background; only when ``counts``), and for each
     axis the chunk's first and last layer of values, ids (-1 on the
@@ -229,16 +223,15 @@ def _summary(values, labels, mask, start, shape, counts):
     ``(first, counts, faces_0, ..., faces_{ndim-1})`` with ``faces_d =
     (first layer, last layer)`` along axis d, each a tuple (values, ids,
     mask or None) of copies with axis d moved first (shape (1, the other
-    axes in order)), on the chunk's device."""
-    xp = _xp(labels)
+    axes in order)).  (A CuPy chunk's: :func:`_summary_gpu`.)"""
     local = _first_cells(labels)
     first = np.ravel_multi_index(
         tuple(c + s for c, s in zip(np.unravel_index(local, labels.shape), start)),
         shape).astype(np.int64)
     cells = None
     if counts:
-        cells = _host(xp.bincount(labels.ravel(), minlength=first.size + 1)).astype(np.int64)
-    table = xp.asarray(np.concatenate([[-1], first]).astype(np.int64))
+        cells = np.bincount(labels.ravel(), minlength=first.size + 1).astype(np.int64)
+    table = np.concatenate([[-1], first]).astype(np.int64)
     out = [first, cells]
     for axis in range(labels.ndim):
         # (copies, in C order: a view would keep the whole chunk alive; the

@@ -394,13 +394,26 @@ def test_first_cells_against_a_scan_of_every_cell():
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 def test_first_cells_on_the_gpu():
+    """The GPU's ids (chunks.cu's atomic minimum over the candidates) are
+    the first cells' global flat indices, for a chunk at the origin and
+    for one placed inside a larger array."""
     import cupy as cp
+
+    from meshccl._gpu import chunks
 
     rng = np.random.default_rng(2027)
     for lab in _first_cells_inputs(rng):
-        got = mdask._first_cells(cp.asarray(lab.astype(np.int32)))
-        assert isinstance(got, np.ndarray)
-        np.testing.assert_array_equal(got, _first_cells_reference(lab))
+        want = _first_cells_reference(lab)
+        for label_type in (np.int32, np.int64):
+            labels = cp.asarray(lab.astype(label_type))
+            got = chunks.first_ids(labels, want.size, (0,) * lab.ndim, lab.shape, 1).get()
+            np.testing.assert_array_equal(got, want)
+            start = tuple(range(2, 2 + lab.ndim))
+            shape = tuple(s + 3 + k for k, s in enumerate(lab.shape))
+            got = chunks.first_ids(labels, want.size, start, shape, 1).get()
+            coords = np.unravel_index(want, lab.shape)
+            np.testing.assert_array_equal(
+                got, np.ravel_multi_index(tuple(c + s for c, s in zip(coords, start)), shape))
 
 
 @pytest.mark.gpu
