@@ -351,6 +351,26 @@ def test_cupy_chunks_numberings(shape, chunks):
         _check_numbering(x, chunks, cupy=True, connectivity=c, periodic=True)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("dtype", [np.bool_, np.int16, np.int64, np.float64])
+def test_cupy_chunks_every_value_width_on_threads(dtype):
+    """Values of every width the GPU's layer kernel copies (1, 2, 8 bytes;
+    4 in test_cupy_chunks), on the threaded scheduler (each task on its
+    thread's own stream, its results read by other threads' tasks), and
+    chunks that are strided views (a transposed array)."""
+    import cupy as cp
+
+    rng = np.random.default_rng(43)
+    x = rng.integers(0, 3, (40, 36, 30)).astype(dtype)
+    chunks = ((7, 13, 20), (18, 18), (11, 19))
+    _check(x, chunks, scheduler="threads", cupy=True, connectivity=1)
+    _check(x, chunks, scheduler="threads", cupy=True, connectivity=3, periodic=True)
+    image = da.from_array(x, chunks=chunks).map_blocks(cp.asarray).transpose(2, 0, 1)
+    got = mdask.label(image, connectivity=2).compute(scheduler="threads")
+    np.testing.assert_array_equal(got.get(), meshccl.label(x.transpose(2, 0, 1), connectivity=2))
+
+
 def _first_cells_reference(labels):
     """The smallest flat index of each label 1..max (all cells scanned)."""
     flat = np.asarray(labels).ravel().astype(np.int64)
