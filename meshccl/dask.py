@@ -286,6 +286,19 @@ def _slab(offsets, pieces):
     return assemble(())
 
 
+def _distinct_pairs(a, b):
+    """The pairs (a[i], b[i]) of two int64 id arrays (ids >= 0), each once,
+    sorted: by one sort of one key a * 2**31 + b when every id is below
+    2**31 (arrays of up to 2**31 cells), else by ``numpy.unique`` of rows."""
+    if a.size == 0:
+        return a.astype(np.int64), b.astype(np.int64)
+    if max(int(a.max()), int(b.max())) < 2**31:
+        key = np.unique((a << 31) | b)
+        return key >> 31, key & (2**31 - 1)
+    pairs = np.unique(np.stack([a, b], axis=1), axis=0)
+    return pairs[:, 0].copy(), pairs[:, 1].copy()
+
+
 def _face_pairs(faces, background, connectivity, tolerance):
     """Step 3 for the upper faces of one chunk, in one task (on the chunk's
     device, its thread's own stream there): each face's slab
@@ -307,7 +320,7 @@ def _face_pairs(faces, background, connectivity, tolerance):
             pairs = chunks.Pairs(sum(v.size for v, _, _ in slabs), layer.itemsize)
             for v, ids, m in slabs:
                 pairs.add(_label(v, mask=m, **opts).ravel(), ids.ravel())
-            return pairs.host()
+            return _distinct_pairs(*pairs.host())
     a, b = [], []
     for v, ids, m in slabs:
         s = _label(v, mask=m, **opts).ravel()
@@ -318,8 +331,7 @@ def _face_pairs(faces, background, connectivity, tolerance):
         differ = i != j  # (the background, slab label 0, has id -1 on both sides)
         a.append(i[differ])
         b.append(j[differ])
-    pairs = np.unique(np.stack([np.concatenate(a), np.concatenate(b)], axis=1), axis=0)
-    return pairs[:, 0].copy(), pairs[:, 1].copy()
+    return _distinct_pairs(np.concatenate(a), np.concatenate(b))
 
 
 def _solve(*edge_lists):

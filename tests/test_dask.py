@@ -446,3 +446,17 @@ def test_cupy_chunks_blobs_odd_chunks(connectivity):
     chunks = ((21, 33, 42), (25, 55), (16, 31, 23))
     _check(x, chunks, scheduler="threads", cupy=True, connectivity=connectivity)
     _check(x, chunks, cupy=True, connectivity=connectivity, periodic=(True, False, True))
+
+
+def test_distinct_pairs_one_key_and_rows():
+    """The face pairs' deduplication: one int64 key below 2**31, rows of two
+    ids above; both sorted as numpy.unique sorts rows."""
+    rng = np.random.default_rng(47)
+    for high in (3, 2**31 - 1, 2**31, 2**62):
+        a, b = rng.integers(0, high, 4000), rng.integers(0, high, 4000)
+        a, b = np.concatenate([a, a[:500]]), np.concatenate([b, b[:500]])
+        got = mdask._distinct_pairs(a, b)
+        want = np.unique(np.stack([a, b], axis=1), axis=0)
+        np.testing.assert_array_equal(np.stack(got, axis=1), want)
+    empty = mdask._distinct_pairs(np.empty(0, np.int64), np.empty(0, np.int64))
+    assert [e.size for e in empty] == [0, 0]
