@@ -9,21 +9,25 @@ Dask arrays whose chunks are NumPy or CuPy arrays; or, asked, a cheaper
 extra (``pip install "meshccl[dask]"``); ``import meshccl`` never imports
 Dask.
 
-The steps (``docs/dask.md`` gives the memory of each); step 1 is
-``map_blocks``, steps 2-6 one graph of plain tasks, a few a chunk, none
-of which sees every label:
+The steps (``docs/dask.md`` gives the memory of each), one graph of plain
+tasks, five a chunk, none of which sees every label; on a GPU each task
+runs on its thread's own stream (:func:`_own_stream`) and the work on a
+chunk besides labelling it is ``_kernels/chunks.cu``
+(:mod:`meshccl._gpu.chunks`):
 
-1. every chunk labelled on its own by ``meshccl.label`` (labels 1..n_b);
-2. one task a chunk: the global flat (C-order) index of each local label's
-   first cell, that label's id from here on (unique, and ordered as the
-   global raster order is); the cells of each local label; and the
-   chunk's first and last layers along every axis (values, ids, mask);
-3. one task a face: the two layers across a chunk's upper face along an
-   axis (its last layer and the next chunk's first, wrapped on periodic
-   axes), with a one-cell halo on the other axes cut from the neighbours'
-   layers when the neighbourhood has diagonals, labelled again by
-   ``meshccl.label`` with the same options: cells that share a slab label
-   are connected, and their ids are emitted as pairs (on the chunk's device);
+1. and 2. one task a chunk: the chunk labelled on its own by
+   ``meshccl.label`` (labels 1..n_b); the global flat (C-order) index of
+   each local label's first cell, that label's id from here on (unique,
+   and ordered as the global raster order is); the cells of each local
+   label; and the chunk's first and last layers along every axis (values,
+   ids, mask);
+3. one task a chunk for the faces above it: for each axis, the two layers
+   across the chunk's upper face (its last layer and the next chunk's
+   first, wrapped on periodic axes), with a one-cell halo on the other
+   axes cut from the neighbours' layers when the neighbourhood has
+   diagonals, labelled again by ``meshccl.label`` with the same options:
+   cells that share a slab label are connected, and their ids are emitted
+   as pairs (on the chunk's device);
 4. the pairs solved by ``meshccl.graph.connected_components`` in a tree
    reduction, each node keeping only ``id -> smallest id of its
    component`` for the ids it has seen;
@@ -372,13 +376,17 @@ def _tree(edge_lists):
 
 
 def _line_of(ids, start, chunk_shape, shape):
-    """The line (flat index over the chunk's axes but the last) and the
-    local coordinates of each global flat id in a chunk."""
-    coords = np.unravel_index(ids, shape)
-    local = tuple(c - s for c, s in zip(coords, start))
-    if len(chunk_shape) == 1:
-        return np.zeros(ids.size, np.int64)
-    return np.ravel_multi_index(local[:-1], chunk_shape[:-1]).astype(np.int64)
+    """The line of each global flat id in a chunk: the flat index, over the
+    chunk's axes but the last, of the id's cell (by integer division, axis
+    by axis from the last but one)."""
+    line = np.zeros(ids.size, np.int64)
+    rest = ids // shape[-1]
+    step = 1
+    for k in range(len(shape) - 2, -1, -1):
+        rest, c = np.divmod(rest, shape[k])
+        line += (c - start[k]) * step
+        step *= chunk_shape[k]
+    return line
 
 
 def _reps(first, cells, solved, start, chunk_shape, shape, numbering):
