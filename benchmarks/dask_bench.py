@@ -274,7 +274,8 @@ def main(argv=None):
 
 
 #: the steps of meshccl.dask.label (docs/dask.md), by the names of their tasks
-STEPS = (("1-2 chunks: labels, ids, layers", ("chunk",)), ("3 faces", ("face-pairs",)), ("4 tree", ("solve",)),
+STEPS = (("1-2 chunks: labels, ids, layers", ("chunk", "summary", "local")),
+         ("3 faces", ("face-pairs",)), ("4 tree", ("solve",)),
          ("5 numbering", ("reps", "prefix", "offsets", "roots", "number", "resolve",
                           "table")),
          ("6 renumber", ("label",)))

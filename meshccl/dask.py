@@ -10,7 +10,8 @@ extra (``pip install "meshccl[dask]"``); ``import meshccl`` never imports
 Dask.
 
 The steps (``docs/dask.md`` gives the memory of each), one graph of plain
-tasks, five a chunk, none of which sees every label; on a GPU each task
+tasks, five a chunk that work (and two that split the first one's
+result into summary and labels), none of which sees every label; on a GPU each task
 runs on its thread's own stream (:func:`_own_stream`) and the work on a
 chunk besides labelling it is ``_kernels/chunks.cu``
 (:mod:`meshccl._gpu.chunks`):
@@ -199,6 +200,11 @@ def _chunk(values, mask, start, shape, counts, keep, background, connectivity, t
             labels, out = _summary_gpu(values, mask, start, shape, counts, background,
                                        connectivity, tolerance)
     return (labels if keep else None,) + out
+
+
+def _tail(result):
+    """A chunk's summary: its :func:`_chunk` result without the labels."""
+    return result[1:]
 
 
 def _summary_gpu(values, mask, start, shape, counts, background, connectivity, tolerance):
@@ -800,10 +806,10 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     # than running them)
     token = tokenize(image, mask, background, connectivity, tolerance, periodic, return_counts,
                      low_memory, numbering)
-    (info, face, solve, reps, prefix, before, roots, number, resolve, table,
+    (info, summary, local, face, solve, reps, prefix, before, roots, number, resolve, table,
      out_name) = (f"meshccl-{k}-{token}" for k in (
-         "chunk", "face-pairs", "solve", "reps", "prefix", "offsets", "roots",
-         "number", "resolve", "table", "label"))
+         "chunk", "summary", "local", "face-pairs", "solve", "reps", "prefix", "offsets",
+         "roots", "number", "resolve", "table", "label"))
     dsk = {}
     deps = [image] + ([] if mask is None else [mask])
 
@@ -816,8 +822,15 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                             None if mask is None else (mask.name,) + b,
                             tuple(int(starts[d][b[d]]) for d in range(ndim)), image.shape,
                             return_counts, not low_memory, background, connectivity, tolerance)
-    first_of = {b: (getitem, (info,) + b, 1) for b in index}
-    cells_of = {b: (getitem, (info,) + b, 2) for b in index}
+        # the result split in two keys: the summary that faces and the
+        # numbering read, and the local labels that only the renumbering
+        # reads (on a cluster a task pulls whole results of other workers:
+        # the labels must not travel with the summary)
+        dsk[(summary,) + b] = (_tail, (info,) + b)
+        if not low_memory:
+            dsk[(local,) + b] = (getitem, (info,) + b, 0)
+    first_of = {b: (getitem, (summary,) + b, 0) for b in index}
+    cells_of = {b: (getitem, (summary,) + b, 1) for b in index}
 
     # step 3: one task a chunk for its upper faces.  The slab across the
     # upper face of chunk A along an axis (A's last layer and the next
@@ -849,8 +862,8 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                     pa[o] = (b[o] + k) % grid[o]
                 pb = list(pa)
                 pb[axis] = (b[axis] + 1) % grid[axis]
-                pieces.append([(getitem, (info,) + tuple(pa), 3 + axis),
-                               (getitem, (info,) + tuple(pb), 3 + axis)])
+                pieces.append([(getitem, (summary,) + tuple(pa), 2 + axis),
+                               (getitem, (summary,) + tuple(pb), 2 + axis)])
             upper_faces.append([offsets, pieces])
         if upper_faces:
             key = (face,) + b
@@ -936,7 +949,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
             dsk[(out_name,) + b] = (_relabel, (again[0].name,) + b, m, lookup, background,
                                     connectivity, tolerance)
         else:
-            dsk[(out_name,) + b] = (_renumber, (getitem, (info,) + b, 0), lookup,
+            dsk[(out_name,) + b] = (_renumber, (local,) + b, lookup,
                                     image.dtype.itemsize)
     graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=deps)
     labels = da.Array(graph, out_name, chunks=image.chunks, dtype=np.int64, meta=out_meta)
