@@ -395,6 +395,29 @@ def _line_of(ids, start, chunk_shape, shape):
     return line
 
 
+def _lookup(keys, values):
+    """Which of ``values`` (distinct int64) are in ``keys`` (sorted,
+    distinct), and where: (a mask over ``values``, the index in ``keys`` of
+    each value found, in the order of ``values``).  Sorted ``values`` (a
+    chunk's ids in raster order) search the keys in their range instead
+    when those are fewer (a chunk's face ids among all its ids), else
+    each value searches ``keys``."""
+    found = np.zeros(values.size, bool)
+    if keys.size == 0 or values.size == 0:
+        return found, np.empty(0, np.int64)
+    if values.size > 1 and bool((values[1:] > values[:-1]).all()):
+        lo, hi = np.searchsorted(keys, [values[0], values[-1] + 1])
+        if hi - lo < values.size // 4:
+            sub = keys[lo:hi]
+            at = np.minimum(np.searchsorted(values, sub), values.size - 1)
+            hit = values[at] == sub
+            found[at[hit]] = True
+            return found, lo + np.flatnonzero(hit)
+    at = np.minimum(np.searchsorted(keys, values), keys.size - 1)
+    found = keys[at] == values
+    return found, at[found]
+
+
 def _reps(first, cells, solved, start, chunk_shape, shape, numbering):
     """Step 5, one task a chunk: which of the chunk's local labels are their
     component's representative (the smallest id, its first cell), and the
@@ -411,13 +434,8 @@ def _reps(first, cells, solved, start, chunk_shape, shape, numbering):
     other numberings the count alone; ``line`` each representative's line
     ('raster')."""
     src, rep = solved
-    if src.size:
-        at = np.minimum(np.searchsorted(src, first), src.size - 1)
-        moved = src[at] == first
-        to = rep[at[moved]]
-    else:
-        moved = np.zeros(first.size, bool)
-        to = np.empty(0, np.int64)
+    moved, at = _lookup(src, first)
+    to = rep[at]
     is_rep = ~moved
     moved_cells = None if cells is None else cells[1:][moved]
     if numbering != "raster":
@@ -503,10 +521,7 @@ def _number(first, reps, chunk_shape, roots, numbering, index, position, *levels
     if order is not None:
         ids[order] = ids.copy()
         labels[order] = labels.copy()
-    asked = np.zeros(ids.size, bool)
-    if roots.size and ids.size:
-        at = np.minimum(np.searchsorted(roots, ids), roots.size - 1)
-        asked = roots[at] == ids
+    asked, _ = _lookup(roots, ids)
     return labels, ids[asked], labels[asked]
 
 
