@@ -49,6 +49,16 @@ def _kernel(name: str, labels, itemsize: int):
     return _kernels(cupy.cuda.Device().id, itemsize)[(name, t)]
 
 
+def _c_order(labels):
+    """``labels`` in C order (``meshccl.label``'s labels already are; the
+    kernels index them by their flat C-order position)."""
+    if labels.flags.c_contiguous:
+        return labels
+    import cupy
+
+    return cupy.ascontiguousarray(labels)
+
+
 def _grid(n: int) -> tuple:
     return (max(1, min((n + BLOCK - 1) // BLOCK, 1 << 16)),)
 
@@ -59,6 +69,7 @@ def first_ids(labels, n: int, start, shape, itemsize: int):
     array of ``shape``): an int64 CuPy array of n entries."""
     import cupy
 
+    labels = _c_order(labels)
     ids = cupy.empty(n, dtype=np.uint64)
     if n == 0:
         return ids.view(np.int64)
@@ -78,6 +89,7 @@ def layers(values, labels, mask, ids):
     first (shape (1, the other axes in order)); ``mask`` None without one."""
     import cupy
 
+    labels = _c_order(labels)
     ndim = values.ndim
     size = values.itemsize
     raw = values.view(np.dtype(f"u{size}"))
@@ -152,7 +164,6 @@ def renumber(labels, table, itemsize: int):
 
     t = cupy.asarray(table)
     out = cupy.empty(labels.shape, dtype=np.int64)
-    flat = labels if labels.flags.c_contiguous else cupy.ascontiguousarray(labels)
     _kernel("renumber", labels, itemsize)(_grid(labels.size), (BLOCK,),
-                                          (flat, np.int64(labels.size), t, out))
+                                          (_c_order(labels), np.int64(labels.size), t, out))
     return out
