@@ -284,3 +284,18 @@ def test_gpu_tasks_wait_for_their_own_stream(emulated):
     emulated.label(image).compute(scheduler="sync")
     # 6 chunks: a summary and a renumbering each; faces for 5 of them
     assert FakeStream.synchronized - before == 6 + 6 + 5
+
+
+@pytest.mark.parametrize("numbering", ["sequential", "first-cell"])
+def test_gpu_branch_numberings(emulated, numbering):
+    """The other numberings: the GPU branch's labels equal those of NumPy
+    chunks, which test_dask.py checks against their definitions."""
+    rng = np.random.default_rng(9)
+    x = (rng.random((11, 9, 10)) < 0.5).astype(np.uint8)
+    chunks = ((4, 7), (3, 6), (5, 5))
+    for c in (1, 3):
+        want = emulated.label(da.from_array(x, chunks=chunks), connectivity=c,
+                              numbering=numbering).compute(scheduler="sync")
+        image = da.from_array(x, chunks=chunks).map_blocks(fake)
+        got = emulated.label(image, connectivity=c, numbering=numbering)
+        np.testing.assert_array_equal(np.asarray(got.compute(scheduler="sync")), want)
