@@ -23,10 +23,7 @@ What it measures
   (what a user's loop gets, the host's kernel launches included), and the
   GPU's own time, the same n sweeps queued behind a busy kernel so that
   they run back to back.  Target (issue 53): >= 1,000 flips/ns at 4096^2
-  and above.  2-D: ``sim.run`` queues up to ``METROPOLIS_SWEEPS_PER_LAUNCH``
-  sweeps a launch (both colours, ``_tuning.METROPOLIS_ONE_LAUNCH``); beside
-  it on the same lattice, GPU time of one sweep a launch, of that many a
-  launch, and of one launch a colour (the form before).
+  and above.  A sweep is two launches, one a colour.
   Beside them: a device-to-device copy of the packed lattice
   (4 bits a spin: one read and one write), the int8 spins (``state``) as a
   share of the GPU's sweep, and the labelling hook ``label='up'``
@@ -100,7 +97,6 @@ sys.path.insert(0, HERE)
 
 import bench  # noqa: E402  (machine_info, time_gpu, the copy floor, number formats)
 import meshccl  # noqa: E402
-from meshccl import _tuning  # noqa: E402
 from meshccl.sim import CahnHilliard, Ising  # noqa: E402
 from meshccl.sim.exact import CRITICAL_TEMPERATURE  # noqa: E402
 
@@ -310,14 +306,6 @@ def gpu_metropolis(shape, temperature, sweeps, warmup):
     run_s = _elapsed(e[0], e[1]) / sweeps
     gpu_s = _queued(sim._advance, sweeps)
     packed = sim._packed          # None on the array-expression path
-    two = batched = None
-    if len(shape) == 2 and packed is not None and _tuning.METROPOLIS_ONE_LAUNCH:
-        per = int(_tuning.METROPOLIS_SWEEPS_PER_LAUNCH)   # as sim.run queues them
-        batched = _queued(lambda: sim._advance_steps(per), max(1, sweeps // per)) / per
-        with _tuning.override(METROPOLIS_ONE_LAUNCH=False):   # one launch a colour
-            sim._advance()
-            two = _queued(sim._advance, sweeps)
-        sim._advance()
     hook = _hook_costs(sim, shape) if packed is not None else {}
 
     def unpack():
@@ -335,9 +323,6 @@ def gpu_metropolis(shape, temperature, sweeps, warmup):
     return {"shape": list(shape), "temperature": temperature, "cells": cells,
             "sweeps_timed": sweeps, "sweep_s": run_s, "gpu_sweep_s": gpu_s,
             "flips_per_ns": cells / (run_s * 1e9), "gpu_flips_per_ns": cells / (gpu_s * 1e9),
-            "gpu_sweep_two_launches_s": two, "gpu_sweep_batched_s": batched,
-            "gpu_flips_per_ns_batched": cells / (batched * 1e9) if batched else None,
-            "gpu_flips_per_ns_two_launches": cells / (two * 1e9) if two else None,
             "state_bytes": int(nbytes), "floor_s": floor, "ratio": gpu_s / floor,
             "unpack_s": state_s, "unpack_share": state_s / gpu_s,
             "abs_magnetisation_last": m, **hook,
@@ -503,28 +488,20 @@ def markdown(res):
                   "events (host launches included); GPU = the same sweeps queued behind a "
                   "busy kernel (back to back). Floor = a device-to-device copy of the packed "
                   "lattice (one read + one write). `int8` = the spins (`state`) unpacked, as "
-                  "a share of the GPU's sweep. 2-D sweeps run in one launch (both colours): "
-                  "GPU = one sweep a launch; `GPU, many a launch` = "
-                  "`METROPOLIS_SWEEPS_PER_LAUNCH` sweeps a launch, as `sim.run` queues them; "
-                  "`GPU, a launch a colour` = the same lattice swept the way before "
-                  "(`_tuning.METROPOLIS_ONE_LAUNCH` off). Target: >= "
+                  "a share of the GPU's sweep. Target: >= "
                   f"{METROPOLIS_TARGET_FLIPS_PER_NS:,.0f} flips/ns at 4096^2 and above.", "",
-                  "| lattice | T | **flips/ns (run)** | flips/ns (GPU) | GPU, many a launch "
-                  "| GPU, a launch a colour | ms / sweep (run) | ms / sweep (GPU) | x copy floor "
-                  "| int8 spins | target |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+                  "| lattice | T | **flips/ns (run)** | flips/ns (GPU) | ms / sweep (run) "
+                  "| ms / sweep (GPU) | x copy floor | int8 spins | target |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
         for r in res["metropolis"]:
             target = ""
             if len(r["shape"]) == 2 and r["shape"][0] >= 4096:
                 ok = r["flips_per_ns"] >= METROPOLIS_TARGET_FLIPS_PER_NS
                 target = "✓" if ok else "✗"
-            two = r.get("gpu_flips_per_ns_two_launches")
-            many = r.get("gpu_flips_per_ns_batched")
             lines.append(f"| {_side(r['shape'])} | {r['temperature']:.4f} | "
                          f"**{bench.fmt3(r['flips_per_ns'])}** | "
                          f"{bench.fmt3(r['gpu_flips_per_ns'])} | "
-                         f"{bench.fmt3(many) if many else '—'} | "
-                         f"{bench.fmt3(two) if two else '—'} | {_ms(r['sweep_s'])} | "
+                         f"{_ms(r['sweep_s'])} | "
                          f"{_ms(r['gpu_sweep_s'])} | {r['ratio']:.1f}x | "
                          f"{r['unpack_share']:.0%} | {target} |")
         hooks = [r for r in res["metropolis"] if r.get("hook_s") is not None]

@@ -170,17 +170,6 @@ LAUNCH_PDL = True
 #: 4096² / 8192² / 16384²: 857 / 951 / 948 with 1, 903 / 1041 / 1021 with 2
 #: (docs/decisions.md: "fused simulation kernels").
 METROPOLIS_WORDS = 2
-#: 2-D Metropolis sweeps in one launch (meshccl_ising_multispin_sweeps: bands
-#: of rows that wait for their two neighbours between the colours) rather than
-#: one launch a colour: a launch and a drain fewer a sweep, where at 4096² the
-#: two launches' gaps and tails are what keeps a sweep (18.6 µs on an H200) above
-#: 8192²'s time per cell; sim_bench.py times both forms side by side
-#: (docs/decisions.md: "fused simulation kernels on the GPU").
-METROPOLIS_ONE_LAUNCH = True
-#: Sweeps that one launch of that kernel runs when a run has nothing to observe
-#: between them (``sim.run(n)`` without ``record``, the steps before a labelled
-#: one): each launch costs its start and its drain once, however many sweeps.
-METROPOLIS_SWEEPS_PER_LAUNCH = 32
 
 # ---------------------------------------------------------------------------
 # GPU: general lattices, the iterative methods and numbering by roots

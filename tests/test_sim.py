@@ -935,54 +935,21 @@ def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-@pytest.mark.parametrize("one_launch", [True, False])
-@pytest.mark.parametrize("shape, bands", [((2048, 2048), None), ((1000, 1056), None),
-                                          ((1000, 1056), 2), ((4096, 64), 7), ((64, 4096), 3),
-                                          ((2, 2), None)])
-def test_gpu_metropolis_sweeps_queued_back_to_back(shape, bands, one_launch):
-    """Twelve 2-D sweeps queued without a wait (each launch may start while the one
-    before drains), in one launch a sweep (bands of rows waiting for their neighbours:
-    as many as fit on the GPU, or a few) or one a colour: the NumPy sweeps' spins."""
+@pytest.mark.parametrize("shape", [(2048, 2048), (1000, 1056), (4096, 64), (64, 4096), (2, 2)])
+def test_gpu_metropolis_sweeps_queued_back_to_back(shape):
+    """Twelve 2-D sweeps queued without a wait (each colour's launch may start while
+    the one before drains): the NumPy sweeps' spins."""
     import cupy
 
-    from meshccl import _tuning
     from meshccl.sim.ising import _MetropolisSweeps, _pack, _unpack
 
     cpu = Ising(shape, temperature=2.269, field=0.1, seed=2**37 + 3)
     packed = _pack(cupy.asarray(cpu.state))
-    with _tuning.override(METROPOLIS_ONE_LAUNCH=one_launch):
-        sweeps = _MetropolisSweeps(packed, shape, cupy.asarray(cpu._metropolis), cpu.seed,
-                                   bands=bands)
-    assert sweeps.one == one_launch
+    sweeps = _MetropolisSweeps(packed, shape, cupy.asarray(cpu._metropolis), cpu.seed)
     for step in range(12):
         sweeps(step)
     cpu.run(12)
     assert np.array_equal(_unpack(packed, shape).get(), cpu.state)
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-@pytest.mark.parametrize("shape", [(512, 544), (34, 66), (2, 2)])
-def test_gpu_metropolis_runs_several_sweeps_a_launch(shape):
-    """sim.run(n) on a 2-D lattice queues the sweeps between observed steps up to
-    METROPOLIS_SWEEPS_PER_LAUNCH a launch: the spins, hooks and records of the CPU run,
-    with labelled steps inside a batch's reach and runs longer than a launch."""
-    import cupy
-
-    kw = dict(temperature=2.269, field=0.05, seed=2**38 + 11)
-    cpu, dev = Ising(shape, **kw), Ising(shape, xp=cupy, **kw)
-    cpu.run(70)
-    dev.run(70)                           # 32 + 32 + 5 sweeps, then one
-    assert dev.step == 70 and np.array_equal(cpu.state, dev.state.get())
-    seen_c, seen_g = [], []
-    cpu.run(23, every=10, on_label=seen_c.append, label="down")
-    dev.run(23, every=10, on_label=seen_g.append, label="down")
-    assert [c.step for c in seen_g] == [80, 90]
-    for a, b in zip(seen_c, seen_g):
-        assert np.array_equal(a.labels, b.labels.get())
-    out_c, out_g = cpu.run(5, record=["magnetisation"]), dev.run(5, record=["magnetisation"])
-    assert np.array_equal(out_c["magnetisation"], out_g["magnetisation"])
-    assert np.array_equal(cpu.state, dev.state.get())
 
 
 @pytest.mark.gpu

@@ -23,7 +23,6 @@ from meshccl.sim import ising as ising_mod
 
 SHIM = r"""
 #include <algorithm>
-#include <atomic>
 #include <barrier>
 #include <cstring>
 #include <string>
@@ -33,7 +32,7 @@ SHIM = r"""
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __launch_bounds__(...)
+#define __launch_bounds__(n)
 #define __shared__ static
 using std::min;
 struct uint4 { unsigned int x, y, z, w; };
@@ -50,11 +49,10 @@ static unsigned int __umulhi(unsigned int a, unsigned int b) {
 }
 static int __popc(unsigned int v) { return __builtin_popcount(v); }
 static int __ffs(unsigned int v) { return __builtin_ffs((int)v); }
-static thread_local std::barrier<>* block_barrier;
+static std::barrier<>* block_barrier;
 static unsigned long long exchange[1024];
 static void __syncwarp() { block_barrier->arrive_and_wait(); }
 static void __syncthreads() { block_barrier->arrive_and_wait(); }
-static void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 template <typename T> static T exchanged(T v, unsigned int from) {
     exchange[threadIdx.x] = (unsigned long long)v;
     block_barrier->arrive_and_wait();
@@ -84,14 +82,13 @@ static void launch(void (*f)(A...), const unsigned int* grid, const unsigned int
     blockDim = Dim{block[0], block[1], block[2]};
     const unsigned int threads_per_block = block[0] * block[1] * block[2];
     std::barrier<> barrier(threads_per_block);
-    std::barrier<>* bar = &barrier;
+    block_barrier = &barrier;
     for (unsigned int bz = 0; bz < grid[2]; ++bz)
         for (unsigned int by = 0; by < grid[1]; ++by)
             for (unsigned int bx = 0; bx < grid[0]; ++bx) {
                 std::vector<std::thread> threads;
                 for (unsigned int t = 0; t < threads_per_block; ++t)
                     threads.emplace_back([=] {
-                        block_barrier = bar;
                         blockIdx = Dim{bx, by, bz};
                         threadIdx = Dim{t % block[0], t / block[0] % block[1],
                                         t / (block[0] * block[1])};
@@ -99,32 +96,6 @@ static void launch(void (*f)(A...), const unsigned int* grid, const unsigned int
                     });
                 for (auto& th : threads) th.join();
             }
-}
-// Every block at once (a grid of blocks along x that wait for each other, as
-// meshccl_ising_multispin_sweeps' bands do), each with its own barrier.  The
-// kernel's __shared__ tables are one static copy that every block fills with the
-// same values.
-template <typename... A>
-static void launch_together(void (*f)(A...), const unsigned int* grid,
-                            const unsigned int* block, void** args) {
-    gridDim = Dim{grid[0], grid[1], grid[2]};
-    blockDim = Dim{block[0], block[1], block[2]};
-    const unsigned int threads_per_block = block[0] * block[1] * block[2];
-    std::vector<std::barrier<>*> barriers;
-    for (unsigned int bx = 0; bx < grid[0]; ++bx)
-        barriers.push_back(new std::barrier<>(threads_per_block));
-    std::vector<std::thread> threads;
-    for (unsigned int bx = 0; bx < grid[0]; ++bx)
-        for (unsigned int t = 0; t < threads_per_block; ++t)
-            threads.emplace_back([=, &barriers] {
-                block_barrier = barriers[bx];
-                blockIdx = Dim{bx, 0, 0};
-                threadIdx = Dim{t % block[0], t / block[0] % block[1],
-                                t / (block[0] * block[1])};
-                call(f, args, std::index_sequence_for<A...>{});
-            });
-    for (auto& th : threads) th.join();
-    for (auto* b : barriers) delete b;
 }
 extern "C" int meshccl_launch(const char* name, const unsigned int* grid,
                               const unsigned int* block, void** args) {
@@ -137,8 +108,6 @@ extern "C" int meshccl_launch(const char* name, const unsigned int* grid,
         launch(&meshccl_ising_multispin<3, 1>, grid, block, args);
     else if (s == "meshccl_ising_multispin<3, 2>")
         launch(&meshccl_ising_multispin<3, 2>, grid, block, args);
-    else if (s == "meshccl_ising_multispin_sweeps<2>")
-        launch_together(&meshccl_ising_multispin_sweeps<2>, grid, block, args);
     else if (s == "meshccl_ising_pack") launch(&meshccl_ising_pack, grid, block, args);
     else if (s == "meshccl_ising_unpack") launch(&meshccl_ising_unpack, grid, block, args);
     else if (s == "meshccl_ising_bonds<2>") launch(&meshccl_ising_bonds<2>, grid, block, args);
@@ -246,16 +215,11 @@ def test_pack_and_unpack(device, shape):
 
 @pytest.mark.parametrize("shape", METROPOLIS_SHAPES)
 @pytest.mark.parametrize("field", [0.0, 0.7])
-@pytest.mark.parametrize("one_launch", [True, False])
-def test_metropolis_kernel_equals_numpy(device, shape, field, one_launch):
-    from meshccl import _tuning
-
+def test_metropolis_kernel_equals_numpy(device, shape, field):
     sim = Ising(shape, temperature=2.1, field=field, seed=5)
     packed = device._pack(sim.state)
     for step in range(4):
-        with _tuning.override(METROPOLIS_ONE_LAUNCH=one_launch):
-            device._metropolis_sweep_packed(packed, shape, sim._metropolis, sim.seed,
-                                            sim.step)
+        device._metropolis_sweep_packed(packed, shape, sim._metropolis, sim.seed, sim.step)
         want = sim._metropolis_sweep()
         sim._s = want
         sim.step += 1
@@ -283,11 +247,11 @@ def test_metropolis_kernel_two_words_a_thread(device, shape):
         assert np.array_equal(packed, _packed_by_hand(want)), (shape, step)
 
 
-@pytest.mark.parametrize("shape", [(4, 6, 10), (6, 4, 16), (4, 2, 34), (2, 4, 64), (4, 2, 1090),
-                                   (6, 2, 48), (2, 2, 2)])
+@pytest.mark.parametrize("shape", [(4, 6), (8, 34), (6, 66), (4, 6, 10), (6, 4, 16), (4, 2, 34),
+                                   (2, 4, 64), (4, 2, 1090), (6, 2, 48)])
 @pytest.mark.parametrize("words", [1, 2])
 def test_metropolis_kernel_writes_the_phase_image(device, shape, words):
-    """A 3-D sweep given an image (the one before a labelled step) writes the new spins'
+    """A sweep given an image (the one before a labelled 3-D step) writes the new spins'
     phase into it, 'up' (s > 0) or 'down' (s < 0), every cell of rows whose length is a
     multiple of 16 or not, of one or several words; its spins are those of a sweep
     without one."""
@@ -307,44 +271,6 @@ def test_metropolis_kernel_writes_the_phase_image(device, shape, words):
         sim.step += 1
         assert np.array_equal(packed, _packed_by_hand(want)), (shape, step)
         assert np.array_equal(image, expected), (shape, step, phase)
-
-
-def test_metropolis_2d_sweeps_write_no_image(device):
-    """2-D hooks label the packed words: a 2-D sweep asked for an image refuses."""
-    sim = Ising((8, 34), temperature=2.1, seed=3)
-    packed = device._pack(sim.state)
-    with pytest.raises(ValueError, match="2-D lattice write no image"):
-        device._metropolis_sweep_packed(packed, (8, 34), sim._metropolis, sim.seed, 0,
-                                        image=np.zeros((8, 34), bool))
-
-
-# (rows of 1, 3, 33 and 65 words: blocks of 1 x 256, 4 x 64 and 32 x 8 threads, so bands
-# of 256, 64 and 8 rows)
-@pytest.mark.parametrize("shape, bands", [((40, 1056), 5), ((40, 1056), 2), ((44, 1056), 3),
-                                          ((24, 2078), 4), ((1024, 2), 4), ((130, 66), 3),
-                                          ((16, 64), 1), ((2, 2), 1), ((512, 34), 2)])
-def test_metropolis_one_launch_sweeps_by_bands(device, shape, bands):
-    """meshccl_ising_multispin_sweeps (both colours in one launch, bands of rows waiting
-    for their neighbours, every block running at once): the NumPy sweeps' spins, with
-    bands of equal and unequal rows, one band, two (each the other's two neighbours),
-    one sweep or several a launch, launch after launch (the bands' flags count phases
-    over launches)."""
-    from meshccl import _tuning
-
-    sim = Ising(shape, temperature=2.1, field=0.3, seed=2**33 + 17)
-    sim.step = 2**32 - 2            # (the launches' steps cross into the high word)
-    packed = device._pack(sim.state)
-    with _tuning.override(METROPOLIS_ONE_LAUNCH=True):
-        sweeps = device._MetropolisSweeps(packed, shape, sim._metropolis, sim.seed,
-                                          bands=bands)
-    assert sweeps.one and sweeps.calls[0][1][0] <= bands
-    for count in (1, 3, 2):
-        sweeps(sim.step, count=count)
-        for _ in range(count):
-            sim._s = sim._metropolis_sweep()
-            sim.step += 1
-        assert np.array_equal(packed, _packed_by_hand(sim._s)), (shape, bands, count)
-    assert sweeps.phases == 12
 
 
 @pytest.mark.parametrize("shape, planes", [((4, 6, 10), 1), ((6, 4, 16), 4), ((8, 4, 34), 3)])

@@ -9,7 +9,7 @@
 // words.  Each kernel uses all four words of a Philox call.
 //
 // Metropolis, multi-spin (meshccl_ising_pack, meshccl_ising_multispin,
-// meshccl_ising_multispin_sweeps, meshccl_ising_unpack).  During Metropolis sweeps the spins are not
+// meshccl_ising_unpack).  During Metropolis sweeps the spins are not
 // bytes but nibbles: 16 spins to a 64-bit word, 1 for +1 and 0 for -1.
 // The lattice is split by colour (the parity of the coordinate sum) into
 // two arrays, packed[c] of shape (rows, W), rows = nz ny, W = ceil(nx /
@@ -63,22 +63,18 @@
 // per pair of cells; with Philox (38 multiplies, 38 three-input xors) about
 // 150 ALU-pipe instructions a word on sm_90.
 //
-// A sweep is colour 0 then colour 1, in place: a thread owns one word of
-// the active colour, reads only the other colour's words (which no thread
-// writes during that colour), and writes its own word.  In 3-D
-// (meshccl_ising_multispin) each colour is a launch.  With an image (the
-// sweep before a labelled step), the colour-1 launch also writes the
-// phase's bool image: the thread of word k of row r holds the final words
-// of both colours for the 32 cells x = 32 k .. 32 k + 31 (its own, and the
-// other colour's that it read), and stores them as 32 bytes.  In 2-D
-// (meshccl_ising_multispin_sweeps) one launch runs whole sweeps, several
-// of them, its blocks owning bands of rows and waiting for their two
-// neighbour bands between colours (see there).
+// A sweep is colour 0 then colour 1, one launch each, in place: a thread
+// owns one word of the active colour, reads only the other colour's
+// words (which no thread of the launch writes), and writes its own word.
+// With an image (the sweep before a labelled 3-D step), the colour-1
+// launch also writes the phase's bool image: the thread of word k of row
+// r holds the final words of both colours for the 32 cells x = 32 k ..
+// 32 k + 31 (its own, and the other colour's that it read), and stores
+// them as 32 bytes (meshccl_multispin_image), with no pass of its own.
 // A block is 32 words of 8 rows (or, for rows of fewer words, a row's
 // words -- a power of two -- and more rows): the grid's x runs over the
 // rows of a plane, y over a row's words, z over the planes, so no thread
-// divides (the 2-D sweeps kernel: the same block over its band's rows and
-// words).  With W = 2 (_tuning.METROPOLIS_WORDS) a thread takes words k and
+// divides.  With W = 2 (_tuning.METROPOLIS_WORDS) a thread takes words k and
 // k + blockDim.x of its row, sharing the row's set-up and the Philox key
 // schedule between them.  The launches are packed once and, from Hopper on, each may
 // start while the one before drains: its blocks build their tables, then
@@ -191,16 +187,24 @@ __device__ __forceinline__ void meshccl_multispin_image(unsigned char* image,
     }
 }
 
-// The thresholds of a launch in shared memory: pair[a | b << 4] holds the high 16
-// bits of the thresholds of nibble values a (low lane) and b (high lane), and .y
-// their complement c of meshccl_below16x2; low[v] the 16 bits below them.  A
-// threshold of 2**32 (always) is stored as 0xFFFF with low bits 0x10000: a uniform
-// 0xFFFF ties and its 16 more bits are always below.  Values from 2 (Z + 1) on are
-// padding (never).
-template <int D>
-__device__ __forceinline__ void meshccl_multispin_tables(const unsigned long long* table,
-                                                         uint2* pair, unsigned int* low) {
-    constexpr int Z = 2 * D;
+// W: packed words per thread, words k, k + blockDim.x, ... of one row (1 or 2;
+// _tuning.METROPOLIS_WORDS).
+template <int D, int W>
+__global__ void __launch_bounds__(256)
+meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* table, int half,
+                        int ny, int nz, int z0, unsigned int words, int colour, unsigned int tag,
+                        unsigned int tie_tag, unsigned int t0, unsigned int t1, unsigned int k0,
+                        unsigned int k1, unsigned char* __restrict__ image,
+                        unsigned int image_flip) {
+    constexpr int Z = 2 * D;  // neighbours per cell
+    constexpr int B = MESHCCL_MULTISPIN_BITS;
+    // pair[a | b << 4]: the high 16 bits of the thresholds of nibble values a (low
+    // lane) and b (high lane); low[v]: the 16 bits below them.  A threshold of 2**32
+    // (always) is stored as 0xFFFF with low bits 0x10000: a uniform 0xFFFF ties and its
+    // 16 more bits are always below.  Values from 2 (Z + 1) on are padding (never).
+    // pair[e].y: the lanes' complement c of meshccl_below16x2.
+    __shared__ uint2 pair[256];
+    __shared__ unsigned int low[16];
     const unsigned int tid = threadIdx.y * blockDim.x + threadIdx.x;
     for (unsigned int e = tid; e < 256; e += blockDim.x * blockDim.y) {
         const unsigned int a = e & 15u, b = e >> 4;
@@ -212,146 +216,6 @@ __device__ __forceinline__ void meshccl_multispin_tables(const unsigned long lon
         pair[e] = make_uint2(h, 0x80008000u - (h & 0x7FFF7FFFu));
         if (e < 16) low[e] = ta >> 32 ? 0x10000u : (unsigned int)(ta & 0xFFFFu);
     }
-}
-
-// What the words of one row (y, z) of the active colour share: where the other
-// colour's rows around it start, and on which side its cells' row neighbours lie.
-struct MultispinRow {
-    unsigned int r;       // the row, z ny + y
-    unsigned int at;      // the other colour's row r (flat word index)
-    unsigned int up, down, front, back;  // its rows y -+ 1 (and z -+ 1), periodic
-    bool before;          // the side neighbour is cell i - 1 (else i + 1)
-};
-
-template <int D>
-__device__ __forceinline__ MultispinRow meshccl_multispin_row(int y, int z, int ny, int nz,
-                                                              unsigned int words, int colour,
-                                                              unsigned int per_colour) {
-    MultispinRow w;
-    const unsigned int theirs = colour ? 0u : per_colour;  // the other colour's first word
-    w.r = (unsigned int)z * ny + y;
-    w.at = theirs + w.r * words;
-    w.up = y == 0 ? w.at + (ny - 1) * words : w.at - words;
-    w.down = y + 1 == ny ? w.at - (ny - 1) * words : w.at + words;
-    w.front = w.back = 0;
-    if (D == 3) {
-        const unsigned int plane = (unsigned int)ny * words;
-        w.front = z == 0 ? w.at + (nz - 1) * plane : w.at - plane;
-        w.back = z + 1 == nz ? w.at - (nz - 1) * plane : w.at + plane;
-    }
-    // the side neighbours: cell i - 1 of the other colour when (colour + y + z) is even,
-    // else cell i + 1
-    w.before = ((colour ^ y ^ z) & 1) == 0;
-    return w;
-}
-
-// The update of word k of row w of the active colour (in place), and, with an image,
-// that row's 32-cell span k of the phase's bool image.  half: cells of a colour per
-// row (nx / 2).
-template <int D>
-__device__ __forceinline__ void meshccl_multispin_update(
-        unsigned long long* packed, const uint2* pair, const unsigned int* low,
-        const MultispinRow& w, unsigned int k, int half, unsigned int words, int colour,
-        unsigned int per_colour, unsigned int tag, unsigned int tie_tag, unsigned int t0,
-        unsigned int t1, unsigned int k0, unsigned int k1, unsigned char* image,
-        unsigned int image_flip) {
-    constexpr int Z = 2 * D;  // neighbours per cell
-    constexpr int B = MESHCCL_MULTISPIN_BITS;
-    const unsigned int last = (unsigned int)(half - 1) >> 4;  // the row's last word
-    const int tail = (half - 1) & 15;                         // its last cell's nibble
-    // the nibbles of the row's last word that hold cells (its padding stays 0)
-    const unsigned long long held = tail == 15 ? ~0ull : (1ull << (B * (tail + 1))) - 1;
-    const unsigned int at = w.at;
-    const unsigned long long same = packed[at + k];
-    unsigned long long sum = same + packed[w.up + k] + packed[w.down + k];
-    if (D == 3) sum += packed[w.front + k] + packed[w.back + k];
-    if (w.before) {                     // nibble t: cell 16k + t - 1
-        if (k > 0 || tail == 15) {      // nibble 0 from nibble 15 of the word before
-            sum += (same << B) + (packed[at + (k > 0 ? k - 1 : last)] >> 60);
-        } else {                        // the row's first word: nibble 0 from cell half - 1
-            sum += (same << B) + ((packed[at + last] >> (B * tail)) & 0xFull);
-        }
-    } else {                            // nibble t: cell 16k + t + 1
-        if (k < last || tail == 15) {   // nibble 15 from nibble 0 of the next word
-            sum += (same >> B) + (packed[at + (k < last ? k + 1 : 0)] << 60);
-        } else {                        // the row's last word: cell half - 1 takes cell 0
-            sum += ((same >> B) & ~(0xFull << (B * tail)))
-                 + ((packed[at] & 0xFull) << (B * tail));
-        }
-    }
-    const unsigned int g = w.r * words + k;  // in the active colour
-    const unsigned int mine = (unsigned int)colour * per_colour;
-    const unsigned long long word = packed[mine + g];
-    const unsigned long long index = sum + word * (unsigned long long)(Z + 1);
-
-    const unsigned int G = mine + g;
-    unsigned int u4[8];
-    meshccl_philox(2 * G, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, u4);
-    meshccl_philox(2 * G + 1, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, u4 + 4);
-    unsigned int flips[2] = {0u, 0u}, equal = 0u;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {  // nibbles 8h .. 8h + 7
-        const unsigned int x = (unsigned int)(index >> (32 * h));
-        // bytes 0 and 1 of even (odd): the values of nibbles 0 | 4 << 4 and
-        // 2 | 6 << 4 (1 | 5 << 4 and 3 | 7 << 4) of this half
-        unsigned int even = x & 0x0F0F0F0Fu, odd = (x >> 4) & 0x0F0F0F0Fu;
-        even |= even >> 12;
-        odd |= odd >> 12;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {  // nibbles j and j + 4 of this half
-            const unsigned int v = ((j & 1) ? odd : even) >> (8 * (j >> 1)) & 0xFFu;
-            const uint2 p = pair[v];
-            const unsigned int u = u4[4 * h + j];
-            // bits 15 and 31 to bits 4j and 4j + 16 (no overlap: adding is or-ing)
-            flips[h] += (meshccl_below16x2(u, p.x, p.y) & 0x80008000u) >> (15 - B * j);
-            const unsigned int e = u ^ p.x;  // a lane of 0: a tie
-            equal |= (e - 0x00010001u) & ~e;
-        }
-    }
-    unsigned long long flip = flips[0] | (unsigned long long)flips[1] << 32;
-    if (k == last) flip &= held;
-    if (equal & 0x80008000u) {  // 1 word in 4,096: the 16 more bits of the tied cells
-        unsigned int ties = 0;
-#pragma unroll
-        for (int t = 0; t < MESHCCL_MULTISPIN_CELLS; ++t) {
-            const unsigned int v = (unsigned int)(index >> (B * t)) & 0xFu;
-            const unsigned int u =
-                (u4[meshccl_multispin_word(t)] >> (16 * ((t >> 2) & 1))) & 0xFFFFu;
-            if (u == (pair[v].x & 0xFFFFu)) ties |= 1u << t;
-        }
-        if (k == last) ties &= (1u << (tail + 1)) - 1;
-        while (ties) {
-            const int t = __ffs(ties) - 1;
-            ties &= ties - 1;
-            unsigned int x[4];
-            meshccl_philox(16 * G + (unsigned int)t, tie_tag, t0, t1, k0, k1,
-                           MESHCCL_PHILOX_ROUNDS, x);
-            if ((x[0] & 0xFFFFu) < low[(index >> (B * t)) & 0xFull])
-                flip |= 1ull << (B * t);
-        }
-    }
-    packed[mine + g] = word ^ flip;
-    // the last colour of a sweep: both colours' cells are final (3-D alone: the 2-D
-    // hooks read the words, and the image's registers would cost the 2-D kernels a block
-    // per multiprocessor)
-    if (D == 3 && image != nullptr)
-        meshccl_multispin_image(image, (unsigned long long)w.r * (2u * (unsigned int)half),
-                                2 * half, k, w.before ? word ^ flip : same,
-                                w.before ? same : word ^ flip, image_flip);
-}
-
-// W: packed words per thread, words k, k + blockDim.x, ... of one row (1 or 2;
-// _tuning.METROPOLIS_WORDS).
-template <int D, int W>
-__global__ void __launch_bounds__(256)
-meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* table, int half,
-                        int ny, int nz, int z0, unsigned int words, int colour, unsigned int tag,
-                        unsigned int tie_tag, unsigned int t0, unsigned int t1, unsigned int k0,
-                        unsigned int k1, unsigned char* __restrict__ image,
-                        unsigned int image_flip) {
-    __shared__ uint2 pair[256];
-    __shared__ unsigned int low[16];
-    meshccl_multispin_tables<D>(table, pair, low);
     __syncthreads();
     // launched early (PDL), the blocks built their tables while the sweep's kernel before
     // drained; they read the spins only once it has ended
@@ -362,99 +226,102 @@ meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* ta
     if (y >= ny || k0w >= words) return;
     // word indices of packed fit in 32 bits (2 rows words <= 2**28: _packable)
     const unsigned int per_colour = (unsigned int)nz * (unsigned int)ny * words;
-    const MultispinRow row = meshccl_multispin_row<D>(y, z, ny, nz, words, colour, per_colour);
+    const unsigned int mine = (unsigned int)colour * per_colour;  // the active colour's first word
+    const unsigned int theirs = per_colour - mine;                // the other colour's
+    const unsigned int last = (unsigned int)(half - 1) >> 4;      // the row's last word
+    const int tail = (half - 1) & 15;                             // its last cell's nibble
+    const unsigned int r = (unsigned int)z * ny + y;
+    const unsigned int at = theirs + r * words;  // the other colour's row r
+    const unsigned int up = y == 0 ? at + (ny - 1) * words : at - words;
+    const unsigned int down = y + 1 == ny ? at - (ny - 1) * words : at + words;
+    unsigned int front = 0, back = 0;
+    if (D == 3) {
+        const unsigned int plane = (unsigned int)ny * words;
+        front = z == 0 ? at + (nz - 1) * plane : at - plane;
+        back = z + 1 == nz ? at - (nz - 1) * plane : at + plane;
+    }
+    // the side neighbours: cell i - 1 of the other colour when (colour + y + z) is even,
+    // else cell i + 1; a row's whole words hold 16 cells, its last word tail + 1
+    const bool before = ((colour ^ y ^ z) & 1) == 0;
+    // the nibbles of the row's last word that hold cells (its padding stays 0)
+    const unsigned long long held = tail == 15 ? ~0ull : (1ull << (B * (tail + 1))) - 1;
 #pragma unroll
     for (int q = 0; q < W; ++q) {  // words k0w, k0w + blockDim.x, ...
         const unsigned int k = k0w + q * blockDim.x;
         if (W > 1 && k >= words) break;
-        meshccl_multispin_update<D>(packed, pair, low, row, k, half, words, colour, per_colour,
-                                    tag, tie_tag, t0, t1, k0, k1, image, image_flip);
-    }
-}
-
-// The progress flags of meshccl_ising_multispin_sweeps: a store that makes the
-// block's writes before it visible to whoever loads the flag after it, and that
-// load (the pattern of a grid barrier: fence, flag; flag, fence).
-__device__ __forceinline__ void meshccl_flag_store(unsigned int* flag, unsigned int v) {
-#if defined(__CUDA_ARCH__)
-    __threadfence();
-    *reinterpret_cast<volatile unsigned int*>(flag) = v;
-#else
-    __atomic_store_n(flag, v, __ATOMIC_RELEASE);
-#endif
-}
-
-__device__ __forceinline__ unsigned int meshccl_flag_load(const unsigned int* flag) {
-#if defined(__CUDA_ARCH__)
-    return *reinterpret_cast<const volatile unsigned int*>(flag);
-#else
-    return __atomic_load_n(flag, __ATOMIC_ACQUIRE);
-#endif
-}
-
-// Whole sweeps of a 2-D lattice in one launch: block b owns the rows [b R, b R +
-// R) (a band; the last may be shorter).  A sweep is two phases, colour 0 then
-// colour 1; after each phase a band adds one to its flag done[b] (phases
-// counted over every launch, so no flag is ever cleared: `phase0` is the count
-// before this launch), and before each phase but the launch's first it waits
-// until the bands above and below (periodic) have finished the phase before.
-// A phase of colour c reads colour 1 - c of the band's rows and of the rows
-// next to them, which are the band's own or its two neighbours', all written
-// by the phase before; it writes colour c of its own rows alone, which its
-// neighbours read in the next phase, which they start only after this band
-// has finished this one.  So neighbours are never more than a phase apart,
-// and the spins are those of one launch a colour: no band waits for the whole
-// grid.  A band never waits for a band that has not started: the host
-// launches no more bands than fit on the GPU at once.  The first phase needs
-// no wait: the launch begins once the kernel before it has ended.  Sweep s
-// of the launch draws the uniforms of step (t1 t0) + s.
-template <int D>
-__global__ void __launch_bounds__(256, 5)
-meshccl_ising_multispin_sweeps(unsigned long long* packed, const unsigned long long* table,
-                               int half, int ny, unsigned int words, int band,
-                               unsigned int* done, unsigned int phase0, int sweeps,
-                               unsigned int tag, unsigned int tie_tag, unsigned int t0,
-                               unsigned int t1, unsigned int k0, unsigned int k1) {
-    static_assert(D == 2, "a band's neighbours are the rows above and below");
-    __shared__ uint2 pair[256];
-    __shared__ unsigned int low[16];
-    meshccl_multispin_tables<D>(table, pair, low);
-    __syncthreads();
-    meshccl::grid_entry();
-    const unsigned int b = blockIdx.x, bands = gridDim.x;
-    const unsigned int above = b == 0 ? bands - 1 : b - 1;
-    const unsigned int below = b + 1 == bands ? 0 : b + 1;
-    const int y0 = (int)b * band, y1 = min(ny, y0 + band);
-    const unsigned int per_colour = (unsigned int)ny * words;
-    const bool leader = threadIdx.x == 0 && threadIdx.y == 0;
-    for (int p = 0; p < 2 * sweeps; ++p) {
-        const int colour = p & 1;
-        const unsigned long long step = ((unsigned long long)t1 << 32 | t0) + (unsigned)(p >> 1);
-        if (p > 0) {
-            __syncthreads();  // every word of the band's phase p - 1 written
-            if (leader) {
-                const unsigned int finished = phase0 + (unsigned int)p;  // phases 0 .. p - 1
-                meshccl_flag_store(done + b, finished);
-                while ((int)(meshccl_flag_load(done + above) - finished) < 0 ||
-                       (int)(meshccl_flag_load(done + below) - finished) < 0) {
-                }
-#if defined(__CUDA_ARCH__)
-                __threadfence();
-#endif
+        const unsigned long long same = packed[at + k];
+        unsigned long long sum = same + packed[up + k] + packed[down + k];
+        if (D == 3) sum += packed[front + k] + packed[back + k];
+        if (before) {                       // nibble t: cell 16k + t - 1
+            if (k > 0 || tail == 15) {      // nibble 0 from nibble 15 of the word before
+                sum += (same << B) + (packed[at + (k > 0 ? k - 1 : last)] >> 60);
+            } else {                        // the row's first word: nibble 0 from cell half - 1
+                sum += (same << B) + ((packed[at + last] >> (B * tail)) & 0xFull);
             }
-            __syncthreads();
+        } else {                            // nibble t: cell 16k + t + 1
+            if (k < last || tail == 15) {   // nibble 15 from nibble 0 of the next word
+                sum += (same >> B) + (packed[at + (k < last ? k + 1 : 0)] << 60);
+            } else {                        // the row's last word: cell half - 1 takes cell 0
+                sum += ((same >> B) & ~(0xFull << (B * tail)))
+                     + ((packed[at] & 0xFull) << (B * tail));
+            }
         }
-        for (int y = y0 + (int)threadIdx.y; y < y1; y += (int)blockDim.y) {
-            const MultispinRow row = meshccl_multispin_row<D>(y, 0, ny, 1, words, colour,
-                                                              per_colour);
-            for (unsigned int k = threadIdx.x; k < words; k += blockDim.x)
-                meshccl_multispin_update<D>(packed, pair, low, row, k, half, words, colour,
-                                            per_colour, tag, tie_tag, (unsigned int)step,
-                                            (unsigned int)(step >> 32), k0, k1, nullptr, 0u);
+        const unsigned int g = r * words + k;  // in the active colour
+        const unsigned long long word = packed[mine + g];
+        const unsigned long long index = sum + word * (unsigned long long)(Z + 1);
+
+        const unsigned int G = (unsigned int)colour * per_colour + g;
+        unsigned int w[8];
+        meshccl_philox(2 * G, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, w);
+        meshccl_philox(2 * G + 1, tag, t0, t1, k0, k1, MESHCCL_PHILOX_ROUNDS, w + 4);
+        unsigned int flips[2] = {0u, 0u}, equal = 0u;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {  // nibbles 8h .. 8h + 7
+            const unsigned int x = (unsigned int)(index >> (32 * h));
+            // bytes 0 and 1 of even (odd): the values of nibbles 0 | 4 << 4 and
+            // 2 | 6 << 4 (1 | 5 << 4 and 3 | 7 << 4) of this half
+            unsigned int even = x & 0x0F0F0F0Fu, odd = (x >> 4) & 0x0F0F0F0Fu;
+            even |= even >> 12;
+            odd |= odd >> 12;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {  // nibbles j and j + 4 of this half
+                const unsigned int v = ((j & 1) ? odd : even) >> (8 * (j >> 1)) & 0xFFu;
+                const uint2 p = pair[v];
+                const unsigned int u = w[4 * h + j];
+                // bits 15 and 31 to bits 4j and 4j + 16 (no overlap: adding is or-ing)
+                flips[h] += (meshccl_below16x2(u, p.x, p.y) & 0x80008000u) >> (15 - B * j);
+                const unsigned int e = u ^ p.x;  // a lane of 0: a tie
+                equal |= (e - 0x00010001u) & ~e;
+            }
         }
+        unsigned long long flip = flips[0] | (unsigned long long)flips[1] << 32;
+        if (k == last) flip &= held;
+        if (equal & 0x80008000u) {  // 1 word in 4,096: the 16 more bits of the tied cells
+            unsigned int ties = 0;
+#pragma unroll
+            for (int t = 0; t < MESHCCL_MULTISPIN_CELLS; ++t) {
+                const unsigned int v = (unsigned int)(index >> (B * t)) & 0xFu;
+                const unsigned int u =
+                    (w[meshccl_multispin_word(t)] >> (16 * ((t >> 2) & 1))) & 0xFFFFu;
+                if (u == (pair[v].x & 0xFFFFu)) ties |= 1u << t;
+            }
+            if (k == last) ties &= (1u << (tail + 1)) - 1;
+            while (ties) {
+                const int t = __ffs(ties) - 1;
+                ties &= ties - 1;
+                unsigned int x[4];
+                meshccl_philox(16 * G + (unsigned int)t, tie_tag, t0, t1, k0, k1,
+                               MESHCCL_PHILOX_ROUNDS, x);
+                if ((x[0] & 0xFFFFu) < low[(index >> (B * t)) & 0xFull])
+                    flip |= 1ull << (B * t);
+            }
+        }
+        packed[mine + g] = word ^ flip;
+        if (image != nullptr)  // the last colour of a sweep: both colours' cells are final
+            meshccl_multispin_image(image, (unsigned long long)r * (2u * (unsigned int)half),
+                                    2 * half, k, before ? word ^ flip : same,
+                                    before ? same : word ^ flip, image_flip);
     }
-    __syncthreads();
-    if (leader) meshccl_flag_store(done + b, phase0 + 2u * (unsigned int)sweeps);
 }
 
 __global__ void __launch_bounds__(256)
@@ -616,10 +483,6 @@ template __global__ void meshccl_ising_multispin<3, 2>(
     unsigned long long*, const unsigned long long*, int, int, int, int, unsigned int, int,
     unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
     unsigned char*, unsigned int);
-template __global__ void meshccl_ising_multispin_sweeps<2>(
-    unsigned long long*, const unsigned long long*, int, int, unsigned int, int, unsigned int*,
-    unsigned int, int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
-    unsigned int);
 template __global__ void meshccl_ising_bonds<2>(
     bool*, unsigned long long, unsigned long long, unsigned long long, unsigned int,
     unsigned int, unsigned int, unsigned int, unsigned int);

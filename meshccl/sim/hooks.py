@@ -262,12 +262,6 @@ class Simulation:
     def _verify(self):
         """Raise SimulationError if the state went bad since the last check (no-op here)."""
 
-    def _advance_steps(self, count):
-        """Advance ``count`` steps that nobody observes in between (one at a time
-        here; a simulator may queue them together)."""
-        for _ in range(count):
-            self._advance()
-
     def _before_label(self, phase):
         """The next step will be labelled as ``phase`` (a name of ``PHASES``, or a
         callable): a simulator may prepare the image as it steps (no-op here)."""
@@ -330,23 +324,14 @@ class Simulation:
         """Advance ``steps`` steps; yield Clusters at steps divisible by ``every``."""
         bar = _progress(steps, progress, type(self).__name__)
         try:
-            left = steps
-            while left:
-                # the steps up to the next one observed: with nothing recorded, all but
-                # the last of them go together (a simulator may queue them at once)
-                count = 1
-                if not record:
-                    count = left if every is None else min(left, every - self.step % every)
-                if count > 1:
-                    self._advance_steps(count - 1)
+            for _ in range(steps):
                 if every is not None and (self.step + 1) % every == 0:
                     self._before_label(self.DEFAULT_PHASE if label is None else label)
                 self._advance()
-                left -= count
                 for name in record:
                     series[name].append(self._observe(name))
                 if bar is not None:
-                    bar.update(count)
+                    bar.update(1)
                 if every is not None and self.step % every == 0:
                     yield self.labels(label, connectivity)
             self._verify()

@@ -54,8 +54,6 @@ words in 2-D (:class:`meshccl._validate.PackedSpins`: the label chain reads
 them, no image is written); in 3-D the last launch of the sweep before a
 labelled step writes the phase's bool image as it writes its words
 (``meshccl_ising_multispin``'s image argument), with no pass of its own.
-2-D sweeps run whole in one launch, several of them where the run loop
-observes nothing in between (:meth:`Ising._advance_steps`).
 """
 
 from __future__ import annotations
@@ -224,11 +222,10 @@ def _metropolis_sweep_packed(packed, shape, table, seed, step, image=None, phase
 
 class _MetropolisSweeps:
     """The launches of packed Metropolis sweeps of one lattice, table and seed:
-    ``sweeps(step, image=None, phase='up', count=1)`` queues the sweeps
-    ``step .. step + count - 1``; with ``image`` (C-contiguous bool, the
-    lattice's shape; one sweep) its last launches also write the new spins'
-    phase into it, as ``_unpack(packed, shape, phase)`` would (a byte a cell
-    written, no pass over the words of its own).
+    ``sweeps(step, image=None, phase='up')`` queues sweep ``step``; with
+    ``image`` (C-contiguous bool, the lattice's shape) its last launches also
+    write the new spins' phase into it, as ``_unpack(packed, shape, phase)``
+    would (a byte a cell written, no pass over the words of its own).
 
     On CuPy the arguments are packed once into 8-byte slots and each launch is
     one driver call that rewrites the step's two words first
@@ -240,50 +237,25 @@ class _MetropolisSweeps:
     Arrays without device addresses (the kernel tests' NumPy stand-in) go
     through the kernel's own call with the same arguments.  ``planes``: the
     most planes of a launch (default the grid's limit, 65,535).
-
-    2-D lattices with ``_tuning.METROPOLIS_ONE_LAUNCH``: one launch for the
-    ``count`` sweeps, ``meshccl_ising_multispin_sweeps`` (bands of rows that
-    wait for their two neighbours between the colours; the same spins), with
-    no more bands than fit on the GPU at once (``bands``: that number, default
-    from the kernel's occupancy; 3 on the NumPy stand-in).
     """
 
-    def __init__(self, packed, shape, table, seed, planes=None, bands=None):
+    def __init__(self, packed, shape, table, seed, planes=None):
         from .._gpu.loader import kernels
 
         per_thread = int(_tuning.METROPOLIS_WORDS)
         if per_thread not in (1, 2):
             raise ValueError(f"METROPOLIS_WORDS must be 1 or 2, got {per_thread}")
-        one = bool(_tuning.METROPOLIS_ONE_LAUNCH) and len(shape) == 2
-        on_device = hasattr(packed, "data") and hasattr(packed.data, "ptr")
+        name, launches, sizes = _multispin_launch(shape, planes or _GRID_Y, per_thread)
+        (kernel,) = kernels("ising.cu", name)
         tag, k0, k1 = _key_words(int(seed), _random.TAG_METROPOLIS)
-        self.key = (packed, table, int(seed), per_thread, one)
-        self.phases = 0  # the one-launch sweeps' phases so far (its bands' flags)
-        if one:
-            (kernel,) = kernels("ising.cu", "meshccl_ising_multispin_sweeps<2>")
-            nx, ny, _, _, words = _packed_geometry(tuple(shape))
-            across, down = _multispin_block(words)
-            if bands is None:
-                bands = _resident_blocks(kernel, across * down) if on_device else 3
-            band = down * -(-ny // (down * max(1, int(bands))))  # rows, a multiple of down
-            count = -(-ny // band)
-            done = _zeros(packed, count)
-            self.calls = [(kernel, (count,), (across, down),
-                           [packed, table, np.int32(nx // 2), np.int32(ny), np.uint32(words),
-                            np.int32(band), done, np.uint32(0), np.int32(1), tag, _TIE_TAG,
-                            np.uint32(0), np.uint32(0), k0, k1])]
-            self.last = 0   # (no image: the 2-D hooks read the words)
-        else:
-            name, launches, sizes = _multispin_launch(shape, planes or _GRID_Y, per_thread)
-            (kernel,) = kernels("ising.cu", name)
-            self.calls = [(kernel, grid, block,
-                           [packed, table, *sizes[:3], z0, sizes[3], colour, tag, _TIE_TAG,
-                            np.uint32(0), np.uint32(0), k0, k1, np.uintp(0), np.uint32(0)])
-                          for colour in _COLOUR for grid, block, z0 in launches]
-            self.last = len(launches)  # the colour-1 launches: the calls from len - last on
-        self.one = one
+        self.key = (packed, table, int(seed), per_thread)
+        self.calls = [(kernel, grid, block,
+                       [packed, table, *sizes[:3], z0, sizes[3], colour, tag, _TIE_TAG,
+                        np.uint32(0), np.uint32(0), k0, k1, np.uintp(0), np.uint32(0)])
+                      for colour in _COLOUR for grid, block, z0 in launches]
+        self.last = len(launches)  # the colour-1 launches: the calls from len - last on
         self.sends = None
-        if on_device:
+        if hasattr(packed, "data") and hasattr(packed.data, "ptr"):
             from .._gpu.launch import pack_arguments, slot_launcher
 
             self.sends = []
@@ -292,30 +264,16 @@ class _MetropolisSweeps:
                 self.sends.append((slots, slot_launcher(kernel, grid, block, slots,
                                                         follows=True)))
 
-    def __call__(self, step, image=None, phase="up", count=1):
-        if image is not None and self.last == 0:
-            raise ValueError("the sweeps of a 2-D lattice write no image (its hooks label "
-                             "the packed words)")
-        if not self.one and count > 1:
-            for s in range(count):
-                self(step + s, image if s == count - 1 else None, phase)
-            return
+    def __call__(self, step, image=None, phase="up"):
         lo, hi = step & 0xFFFFFFFF, (step >> 32) & 0xFFFFFFFF
         flip = _IMAGE_FLIP[phase]
-        at = _SWEEPS_STEP_ARG if self.one else _STEP_ARG
-        phase0 = self.phases
-        if self.one:
-            self.phases = (self.phases + 2 * count) & 0xFFFFFFFF
         first_image = len(self.calls) - self.last
         if self.sends is None:
             for j, (kernel, grid, block, args) in enumerate(self.calls):
-                args[at], args[at + 1] = np.uint32(lo), np.uint32(hi)
-                if self.one:
-                    args[_PHASE_ARG], args[_PHASE_ARG + 1] = np.uint32(phase0), np.int32(count)
-                else:
-                    with_image = image is not None and j >= first_image
-                    args[_IMAGE_ARG] = image if with_image else np.uintp(0)
-                    args[_IMAGE_ARG + 1] = np.uint32(flip if with_image else 0)
+                args[_STEP_ARG], args[_STEP_ARG + 1] = np.uint32(lo), np.uint32(hi)
+                with_image = image is not None and j >= first_image
+                args[_IMAGE_ARG] = image if with_image else np.uintp(0)
+                args[_IMAGE_ARG + 1] = np.uint32(flip if with_image else 0)
                 kernel(grid, block, tuple(args))
             return
         import cupy
@@ -323,47 +281,16 @@ class _MetropolisSweeps:
         stream = cupy.cuda.get_current_stream().ptr
         ptr = 0 if image is None else image.data.ptr
         for j, (slots, send) in enumerate(self.sends):
-            slots[at], slots[at + 1] = lo, hi
-            if self.one:
-                slots[_PHASE_ARG], slots[_PHASE_ARG + 1] = phase0, count
-            elif j >= first_image:
+            slots[_STEP_ARG], slots[_STEP_ARG + 1] = lo, hi
+            if j >= first_image:
                 slots[_IMAGE_ARG], slots[_IMAGE_ARG + 1] = ptr, flip
             send(stream)
-
-
-def _resident_blocks(kernel, threads):
-    """Blocks of ``threads`` threads of ``kernel`` that the current GPU holds at once
-    (its occupancy times its multiprocessors; one a multiprocessor where CuPy cannot
-    ask the driver, which any kernel of 256 threads fits)."""
-    import cupy
-
-    sms = int(cupy.cuda.Device().attributes["MultiProcessorCount"])
-    try:
-        from cupy.cuda import driver
-
-        fn = getattr(kernel, "kernel", kernel).ptr
-        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn, threads, 0))
-    except (AttributeError, TypeError, RuntimeError):
-        per_sm = 1
-    return max(1, per_sm) * sms
-
-
-def _zeros(like, n):
-    """``n`` zeroed uint32 on the device of ``like`` (the NumPy stand-in's: NumPy)."""
-    if hasattr(like, "data") and hasattr(like.data, "ptr"):
-        import cupy
-
-        return cupy.zeros(n, dtype=np.uint32)
-    return np.zeros(n, dtype=np.uint32)
 
 
 # the position of the step's low word and of the image among meshccl_ising_multispin's
 # arguments; the image's flip for each phase
 _STEP_ARG = 10
 _IMAGE_ARG = 14
-# meshccl_ising_multispin_sweeps': the phases before the launch and the sweeps, the step
-_PHASE_ARG = 7
-_SWEEPS_STEP_ARG = 11
 _IMAGE_FLIP = {"up": 0, "down": 1}
 
 
@@ -723,43 +650,19 @@ class Ising(Simulation):
             self._colour = [xp.broadcast_to(parity == c, self._shape) for c in (0, 1)]
         return self._colour
 
-    def _advance_steps(self, count):
-        # 2-D packed Metropolis: up to METROPOLIS_SWEEPS_PER_LAUNCH sweeps a launch
-        sweeps = self._packed_sweeps() if self.algorithm == "metropolis" else None
-        if sweeps is None or not sweeps.one:
-            return super()._advance_steps(count)
-        per = max(1, int(_tuning.METROPOLIS_SWEEPS_PER_LAUNCH))
-        while count:
-            k = min(per, count)
-            sweeps(self.step, count=k)
-            self.step += k
-            count -= k
-        self._s = self._image = self._image_due = None
-
-    def _packed_sweeps(self):
-        """The launches of packed sweeps on this state (packing it first), or None
-        where the sweeps are array expressions (NumPy, lattices past the kernels'
-        counters)."""
-        if self.xp is np or not _packable(self._shape):
-            return None
-        if self._packed is None:
-            self._packed = _pack(self._s)
-        sweeps = self._sweeps
-        if sweeps is None or sweeps.key[0] is not self._packed \
-                or sweeps.key[1] is not self._metropolis or sweeps.key[2] != self.seed \
-                or sweeps.key[3] != _tuning.METROPOLIS_WORDS \
-                or sweeps.key[4] != (bool(_tuning.METROPOLIS_ONE_LAUNCH)
-                                     and len(self._shape) == 2):
-            sweeps = self._sweeps = _MetropolisSweeps(self._packed, self._shape,
-                                                      self._metropolis, self.seed)
-        return sweeps
-
     def _metropolis_sweep(self):
         """One sweep; on CuPy the packed kernel (returns None: the spins are in
         ``_packed``), else array expressions drawing the same uniforms."""
         xp, s = self.xp, self._s
-        sweeps = self._packed_sweeps()
-        if sweeps is not None:
+        if xp is not np and _packable(self._shape):
+            if self._packed is None:
+                self._packed = _pack(s)
+            sweeps = self._sweeps
+            if sweeps is None or sweeps.key[0] is not self._packed \
+                    or sweeps.key[1] is not self._metropolis or sweeps.key[2] != self.seed \
+                    or sweeps.key[3] != _tuning.METROPOLIS_WORDS:
+                sweeps = self._sweeps = _MetropolisSweeps(self._packed, self._shape,
+                                                          self._metropolis, self.seed)
             phase, self._image_due = self._image_due, None
             if phase is None:
                 sweeps(self.step)
