@@ -253,6 +253,11 @@ STRONG_LONG_ROW = 128
 #: longer than this makes it answer "not shown symmetric" (docs/graph.md:
 #: "Strong components")
 STRONG_SYMMETRIC_MAX_ROW = 32
+#: paths of vertices with one in- and one out-neighbour are contracted first
+#: when at least one vertex in this many is on one (docs/graph.md: "Strong
+#: components"); fewer leave the contracted graph about the graph again, at
+#: the cost of a second transpose.  0: never
+STRONG_PATH_SHARE = 8
 #: the narrow-frontier hand-over to the host is judged after at least this
 #: many GPU passes (launch-bound: a few microseconds each) ...
 STRONG_HOST_MIN_PASSES = 64

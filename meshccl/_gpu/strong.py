@@ -38,6 +38,7 @@ from .graph import BLOCK, _grid, _unpack, to_csr, transpose_csr
 from .loader import c_type, kernels
 from .number_roots import relabel
 from .passes import BATCH_MAX, until_settled
+from . import strong_paths
 
 from .. import _tuning
 
@@ -248,13 +249,21 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
             info.update(method_phases=["transpose", "symmetric"] + weak["method_phases"],
                         iterations=0, passes=0, host_vertices=0, weak_method=weak["method"])
         return int(count), labels
-    (trim, score, seed, expand, fwbw, cinit, push, roots, back, cdone, low_k, point, push_snap,
-     push_rows, back_snap, back_rows) = kernels(
+
+    def paths():
+        succ, pred = strong_paths.links(fptr, fidx, rptr, ridx, n, I)
+        state["paths"] = strong_paths.contract(cupy, fptr, fidx, succ, pred, n)
+
+    run(timer, "paths", paths)
+    if state["paths"] is not None:
+        return _solve_contracted(state["paths"], I, timer, info, host)
+    (trim, score, seed, expand, fwbw, cinit, push, roots, back, cdone, push_snap, push_rows,
+     back_snap, back_rows) = kernels(
         "strong.cu", f"meshccl_scc_trim<{ti}, {tj}>", f"meshccl_scc_score<{ti}>",
         f"meshccl_scc_seed<{ti}>", f"meshccl_scc_expand<{ti}, {tj}>", f"meshccl_scc_fwbw<{ti}>",
         f"meshccl_scc_colour_init<{ti}>", f"meshccl_scc_colour_push<{ti}, {tj}>",
         f"meshccl_scc_colour_roots<{ti}>", f"meshccl_scc_colour_back<{ti}, {tj}>",
-        f"meshccl_scc_colour_done<{ti}>", f"meshccl_scc_min<{ti}>", f"meshccl_scc_point<{ti}>",
+        f"meshccl_scc_colour_done<{ti}>",
         f"meshccl_scc_push_snap<{ti}>", f"meshccl_scc_push_rows<{ti}, {tj}>",
         f"meshccl_scc_back_snap<{ti}>", f"meshccl_scc_back_rows<{ti}, {tj}>")
     rep = cupy.full(n, -1, dtype=I)
@@ -397,16 +406,60 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
         run(timer, "host", finish)
         phases.append("host")
 
+    count = _number(rep, I, timer)
+    if info is not None:
+        info["method_phases"] = ["transpose", "paths"] + phases[1:] + ["smallest"]
+        info["path_vertices"] = 0
+        info["iterations"] = state["rounds"]
+        info["passes"] = pace.passes
+        info["host_vertices"] = state["host"]
+    return int(count), rep
+
+
+def _number(rep, I, timer):
+    """Number the components of rep (a member of each vertex's component)
+    0.. in order of each component's smallest vertex, in place; returns
+    the count."""
+    import cupy
+
+    from .timing import run
+
+    n = int(rep.size)
+    low_k, point = kernels("strong.cu", f"meshccl_scc_min<{c_type(I)}>",
+                           f"meshccl_scc_point<{c_type(I)}>")
+    grid, nn = _grid(n, BLOCK, 32), np.dtype(I).type(n)
+
     def smallest():
         low = cupy.full(n, n, dtype=I)
         low_k(grid, (BLOCK,), (rep, low, nn))
         point(grid, (BLOCK,), (rep, low, nn))
 
     run(timer, "smallest", smallest)
-    count = relabel(rep, n, timer, base=-1)
+    return relabel(rep, n, timer, base=-1)
+
+
+def _solve_contracted(c, I, timer, info, host):
+    """``(count, labels)`` of a graph from its :class:`.strong_paths.Contraction`:
+    the contracted graph's components (:func:`strong_components`, which may
+    contract again), expanded to the path vertices, numbered as
+    :func:`strong_components` numbers."""
+    import cupy
+
+    q = int(c.kept.size)
+    inner = {"method_phases": [], "iterations": 0, "passes": 0, "host_vertices": 0}
+    if q:
+        _, lab = strong_components("csr", (c.indptr, c.indices), q, timer, inner, host)
+        member = cupy.empty(q, dtype=cupy.int64)
+        member[lab] = cupy.arange(q, dtype=cupy.int64)  # any member will do
+        kept_rep = c.kept[member[lab]]
+    else:  # only cycles of path vertices
+        kept_rep = c.kept
+    rep = c.expand(kept_rep, I)
+    count = _number(rep, I, timer)
     if info is not None:
-        info["method_phases"] = phases + ["smallest"]
-        info["iterations"] = state["rounds"]
-        info["passes"] = pace.passes
-        info["host_vertices"] = state["host"]
+        inner.pop("weak_method", None)  # (the whole graph was not symmetric)
+        info.update(inner)
+        info["method_phases"] = list(dict.fromkeys(
+            ["transpose", "paths"] + inner["method_phases"] + ["smallest"]))
+        info["path_vertices"] = c.path_vertices + inner.get("path_vertices", 0)
     return int(count), rep
