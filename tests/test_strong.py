@@ -611,6 +611,16 @@ def _scc_emulation(expr):
                 out, inn = fi[fp[u]:fp[u + 1]], ri[rp[u]:rp[u + 1]]
                 if len(out) != len(inn) or len(out) > max_row or not set(inn) <= set(out):
                     sym[0] = 0
+    elif name == "meshccl_scc_path_links":
+        sig = [L, J, L, J, n_, I, I]
+
+        def only(ptr, idx, v):
+            row = {int(w) for w in idx[ptr[v]:ptr[v + 1]]} - {v}
+            return row.pop() if len(row) == 1 else -1 if not row else -2
+
+        def run(fp, fi, rp, ri, n, succ, pred):
+            for v in range(n):
+                succ[v], pred[v] = only(fp, fi, v), only(rp, ri, v)
     elif name == "meshccl_scc_min":
         sig = [I, I, n_]
 
@@ -644,12 +654,14 @@ def scc_emulated(emulated, monkeypatch):  # noqa: F811  (the imported fixture)
     import sys
 
     from meshccl._gpu import strong as gpu_strong
+    from meshccl._gpu import strong_paths
     from test_graph_gpu_emulated import _wrap
 
-    for name in ("argmax", "flatnonzero", "bincount"):
+    for name in ("argmax", "flatnonzero", "bincount", "where"):
         monkeypatch.setattr(sys.modules["cupy"], name, _wrap(getattr(np, name)), raising=False)
-    monkeypatch.setattr(gpu_strong, "kernels",
-                        lambda filename, *names: tuple(_scc_emulation(n) for n in names))
+    for module in (gpu_strong, strong_paths):
+        monkeypatch.setattr(module, "kernels",
+                            lambda filename, *names: tuple(_scc_emulation(n) for n in names))
     yield
 
 
@@ -688,21 +700,59 @@ def _emulated_cases(rng):
     spokes = np.arange(1, 700)
     cases.append((np.concatenate([np.zeros(699, int), spokes, np.full(699, 700)]),
                   np.concatenate([spokes, np.zeros(699, int), spokes]), 701))
-    for name in ("hubs_out", "hubs_in", "small_sccs", "multi", "chain_of_cycles"):
+    for name in ("hubs_out", "hubs_in", "small_sccs", "multi", "chain_of_cycles", "cycle",
+                 "chain_shuffled", "road_one_way"):
         e = graph_families.FAMILIES[name](300, seed=3)
         cases.append((e.src, e.dst, e.n_vertices))
-    return cases
+    return cases + _path_cases(rng)
 
 
-STEPS = {"transpose", "symmetric", "trim", "fwbw", "colour", "host", "smallest"}
+def _path_cases(rng):
+    """Graphs made of paths of (1,1) vertices: pure cycles (one of them
+    with a self-loop and a repeated edge), a path from a vertex back to
+    itself, paths between hubs in both directions and between hubs of
+    different components, paths hanging off a hub, all with their vertex
+    numbers shuffled once."""
+    edges = []
+
+    def path(u, w, k, first):
+        inner = list(range(first, first + k))
+        chain = [u, *inner, w]
+        edges.extend(zip(chain[:-1], chain[1:]))
+        return first + k
+
+    nxt = 6  # vertices 0..5 are hubs
+    for c in (1, 2, 5):  # pure cycles
+        ring = list(range(nxt, nxt + c))
+        edges.extend(zip(ring, ring[1:] + ring[:1]))
+        nxt += c
+    edges += [(nxt - 1, nxt - 1), (nxt - 2, nxt - 1)]  # a self-loop, a repeat
+    nxt = path(0, 0, 4, nxt)  # from hub 0 back to itself
+    nxt = path(0, 1, 3, nxt)  # 0 <-> 1 by two paths: one component
+    nxt = path(1, 0, 1, nxt)
+    nxt = path(1, 2, 5, nxt)  # 1 -> 2 only: the path's vertices alone
+    nxt = path(2, 3, 2, nxt)  # many paths from hub 2 to hub 3 and back
+    for _ in range(4):
+        nxt = path(2, 3, int(rng.integers(1, 6)), nxt)
+    nxt = path(3, 2, 3, nxt)
+    edges += [(4, 5), (5, 4)]  # hubs 4 and 5 joined by paths of length 0 and 1 one way
+    nxt = path(4, 5, 1, nxt)
+    src, dst = np.array(edges).T
+    n = nxt
+    perm = rng.permutation(n)
+    return [(src, dst, n), (perm[src], perm[dst], n), (dst, src, n)]
 
 
-@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over"])
+STEPS = {"transpose", "paths", "symmetric", "trim", "fwbw", "colour", "host", "smallest"}
+
+
+@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over", "no paths"])
 def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
     """The GPU path's host side (kernels emulated) against SciPy: as it is,
     with the GPU's steps to the end (no hand-over), with every row of more
-    than 2 entries taken as a long row of the colouring, and with the
-    hand-over to the host forced at the first check."""
+    than 2 entries taken as a long row of the colouring, with the
+    hand-over to the host forced at the first check, and without the
+    contraction of paths."""
     from meshccl._gpu.strong import strong_components as gpu_strong
     from test_graph_gpu_emulated import _fake_events
 
@@ -713,6 +763,8 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
         tune(STRONG_LONG_ROW=2)
     if setting == "hand over":
         tune(STRONG_HOST_MIN_PASSES=0, STRONG_HOST_RATE=10**9)  # ... or the host's at once
+    if setting == "no paths":
+        tune(STRONG_PATH_SHARE=0)
     rng = np.random.default_rng(12)
     handed = 0
     for src, dst, n in _emulated_cases(rng):
@@ -726,10 +778,13 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
             if n and phases[-1] != "smallest":  # stored both ways: the weak path
                 assert phases[:2] == ["transpose", "symmetric"] and "weak_method" in info
                 assert pairs == {(b, a) for a, b in pairs}
+            elif "paths" in phases and "symmetric" in phases:  # the contracted graph: weak
+                assert phases[:2] == ["transpose", "paths"] and phases[-1] == "smallest"
             else:
                 assert phases == [] if not n else (phases[0] == "transpose"
                                                    and phases[-1] == "smallest"
                                                    and set(phases) <= STEPS)
+            assert (info.get("path_vertices", 0) > 0) <= (setting != "no paths")
             assert ("host" in phases) == (info["host_vertices"] > 0)
             handed += info["host_vertices"]
             if setting in ("gpu only", "long rows"):
@@ -741,7 +796,7 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
             count, labels = gpu_strong(kind, arrays, n)
             assert count == want[0]
             np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
-    if setting != "default":
+    if setting not in ("default", "no paths"):
         assert (handed > 0) == (setting == "hand over")
 
 
