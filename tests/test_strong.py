@@ -11,7 +11,7 @@ from scipy.sparse.csgraph import connected_components as scipy_cc
 
 from conftest import HAVE_GPU, examples
 from test_graph_gpu_emulated import emulated, tune  # noqa: F401  (fixtures: the stand-in cupy, overrides)
-from meshccl import graph_families, graph_generators as gen
+from meshccl import _tuning, graph_families, graph_generators as gen
 from meshccl.graph import Edges, connected_components
 
 
@@ -396,22 +396,61 @@ def test_families_exact(family):
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @pytest.mark.parametrize("family", sorted(graph_families.FAMILIES))
-@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over"])
+@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over", "no paths"])
 def test_gpu_families(family, setting):
     """Every family of the graph benchmark on the GPU against SciPy's
     partition: as 'auto' runs, with the GPU's steps to the end, with short
-    rows taken as long ones, and handed to the host at the first check;
-    a larger size as 'auto' runs."""
+    rows taken as long ones, handed to the host at the first check, and
+    without the contraction of paths; a larger size as 'auto' runs."""
     from meshccl import _tuning
 
     values = {"default": {}, "gpu only": {"STRONG_HOST_MIN_PASSES": 10**9},
               "long rows": {"STRONG_HOST_MIN_PASSES": 10**9, "STRONG_LONG_ROW": 4},
-              "hand over": {"STRONG_HOST_MIN_PASSES": 0, "STRONG_HOST_RATE": 10**9}}[setting]
+              "hand over": {"STRONG_HOST_MIN_PASSES": 0, "STRONG_HOST_RATE": 10**9},
+              "no paths": {"STRONG_PATH_SHARE": 0, "STRONG_HOST_MIN_PASSES": 10**9}}[setting]
     sizes = ((60, 1), (5000, 2)) + (((200_000, 3),) if setting == "default" else ())
     with _tuning.override(**values):
         for m, seed in sizes:
             e = graph_families.FAMILIES[family](m, seed=seed)
             check_gpu(coo(e.src, e.dst, e.n_vertices))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_paths():
+    """Graphs of (1,1) paths (pure cycles, a path back to its start, paths
+    between hubs both ways, shuffled, reversed) against SciPy's partition,
+    with the GPU's steps to the end and with the contraction off."""
+    from meshccl import _tuning
+
+    for src, dst, n in _path_cases(np.random.default_rng(5)):
+        for values in ({"STRONG_HOST_MIN_PASSES": 10**9}, {"STRONG_PATH_SHARE": 0}):
+            with _tuning.override(**values):
+                check_gpu(coo(src, dst, n))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("family", ["chain", "chain_shuffled", "cycle", "cycle_shuffled"])
+def test_gpu_long_paths_contracted(family):
+    """A chain of 10**6 vertices (sorted or shuffled, either direction) is
+    contracted to its two ends and finished in a few passes without the
+    host; a cycle with chords to the chords' ends.  SciPy's partition."""
+    import cupyx.scipy.sparse as csp
+
+    e = graph_families.FAMILIES[family](1_000_000, seed=6)
+    g = coo(e.src, e.dst, e.n_vertices).tocsr()
+    for graph in (g, g.T.tocsr()):
+        want = scipy_strong(graph)
+        count, labels, info = strong(csp.csr_matrix(graph), return_info=True)
+        assert count == want[0]
+        np.testing.assert_array_equal(labels.get(), canonical(want[1]))
+        assert "paths" in info["method_phases"]
+        if family.startswith("chain"):
+            assert info["path_vertices"] == e.n_vertices - 2
+            assert info["passes"] <= 8 and info["host_vertices"] == 0
+        else:
+            assert info["path_vertices"] > e.n_vertices // 2
 
 
 # ---------------------------------------------------------------------------
@@ -766,7 +805,7 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
     if setting == "no paths":
         tune(STRONG_PATH_SHARE=0)
     rng = np.random.default_rng(12)
-    handed = 0
+    handed = contracted = 0
     for src, dst, n in _emulated_cases(rng):
         want = scipy_strong(coo(src, dst, n))
         forms, raw = _fake_forms(np.asarray(src, np.int64), np.asarray(dst, np.int64), n, rng)
@@ -784,7 +823,7 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
                 assert phases == [] if not n else (phases[0] == "transpose"
                                                    and phases[-1] == "smallest"
                                                    and set(phases) <= STEPS)
-            assert (info.get("path_vertices", 0) > 0) <= (setting != "no paths")
+            contracted += info.get("path_vertices", 0)
             assert ("host" in phases) == (info["host_vertices"] > 0)
             handed += info["host_vertices"]
             if setting in ("gpu only", "long rows"):
@@ -798,6 +837,38 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
             np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
     if setting not in ("default", "no paths"):
         assert (handed > 0) == (setting == "hand over")
+    assert (contracted > 0) == (setting != "no paths")
+
+
+def test_sparse_random_graphs_emulated(scc_emulated, monkeypatch):
+    """Random graphs of about one edge a vertex (most vertices on (1,1)
+    paths or cycles, paths meeting at the few vertices of larger degree),
+    with self-loops and repeated edges: the GPU path's host side, kernels
+    emulated, against SciPy's partition, with and without the
+    contraction."""
+    from test_graph_gpu_emulated import _fake_events
+
+    _fake_events(monkeypatch)
+    rng = np.random.default_rng(21)
+    contracted = 0
+    for _ in range(60):
+        n = int(rng.integers(2, 40))
+        perm = rng.permutation(n)
+        src, dst = perm, np.roll(perm, -int(rng.integers(0, 2)))  # a cycle or self-loops
+        extra = int(rng.integers(0, 1 + n // 4))
+        src = np.r_[src, rng.integers(0, n, extra)]
+        dst = np.r_[dst, rng.integers(0, n, extra)]
+        cut = rng.random(src.size) < 0.2  # cut the cycle into paths
+        src, dst = src[~cut], dst[~cut]
+        want = scipy_strong(coo(src, dst, n))
+        forms, _ = _fake_forms(src.astype(np.int64), dst.astype(np.int64), n, rng)
+        for share in (4, 0):
+            with _tuning.override(STRONG_PATH_SHARE=share, STRONG_HOST_MIN_PASSES=10**9):
+                count, labels, info = strong(forms[0], return_info=True)
+            contracted += info.get("path_vertices", 0)
+            assert count == want[0]
+            np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+    assert contracted > 0
 
 
 def test_symmetric_graph_takes_the_weak_path_emulated(scc_emulated, monkeypatch):
