@@ -104,11 +104,12 @@ def contract(xp, fptr, fidx, succ, pred, n):
     k = int(pv.size)
     if not worth_contracting(k, n):
         return None
-    pos = xp.full(n, -1, dtype=xp.int64)  # a path vertex's place in pv
-    pos[pv] = xp.arange(k, dtype=xp.int64)
+    T = xp.int32 if n < 2**31 else xp.int64  # places in pv (the jumps' memory traffic)
+    pos = xp.full(n, -1, dtype=T)  # a path vertex's place in pv
+    place = xp.arange(k, dtype=T)
+    pos[pv] = place
     s = succ[pv].astype(xp.int64)
     after = pos[s]  # the next path vertex's place, -1 at a path's last vertex
-    place = xp.arange(k, dtype=xp.int64)
     last = xp.where(after >= 0, after, place)  # pointer jumping to the path's last vertex
     low = place.copy()  # the smallest place passed (pv ascending: the smallest vertex)
     span = 1
@@ -134,12 +135,13 @@ def contract(xp, fptr, fidx, succ, pred, n):
     at = xp.full(n, -1, dtype=xp.int64)
     at[kept] = xp.arange(q, dtype=xp.int64)
     m = int(fidx.size)
-    row = xp.cumsum(xp.bincount(fptr[1:-1], minlength=m + 1)[:m])  # each entry's row
+    # each entry's row (n >= 2 here: a path vertex has a neighbour)
+    row = xp.cumsum(xp.bincount(fptr[1:-1], minlength=m + 1)[:m])
     to = end[fidx]
     keep = (at[row] >= 0) & (to >= 0) & (to != row)
     src = at[row[keep]]
     indptr = xp.zeros(q + 1, dtype=xp.int64)
-    if q:
+    if int(src.size):  # (CuPy's bincount wants a value)
         indptr[1:] = xp.cumsum(xp.bincount(src, minlength=q)[:q])
     indices = at[to[keep]].astype(fidx.dtype)
     return Contraction(xp, n, kept, indptr, indices, pv, u, w, on_cycle, low)
