@@ -244,7 +244,7 @@ GRAPH_MAX_PLANS = 4
 GRAPH_MAX_PLAN_VERTICES = 1 << 23
 
 # Strong components on the GPU (_gpu/strong.py; docs/decisions.md: "strong
-# components: long rows and the hand-over")
+# components on the GPU: paths contracted, then Multistep")
 #: rows of more than this many entries are pushed and searched by the
 #: colouring as chunks of 32 over many lanes, shorter ones by one lane each
 STRONG_LONG_ROW = 128

@@ -2,7 +2,9 @@
 
 :func:`strong_components` takes validated CuPy input as
 :mod:`meshccl.graph._input` gives it (``"csr"``, ``"csc"`` or ``"edges"``)
-on the current device and runs the kernel file's steps: trim,
+on the current device and runs the kernel file's steps: the contraction
+of paths of (1,1) vertices (:mod:`.strong_paths`, where enough vertices lie
+on them; the steps then run on the contracted graph), trim,
 forward-backward from a pivot, trim again, colouring rounds, then the
 numbering by each component's smallest vertex (the shared relabel of
 :mod:`.number_roots`).

@@ -15,6 +15,17 @@
 // multicore CPUs; forward-backward with trimming on CUDA goes back to
 // Barnat, Bauch, Brim and Ceska (IPDPS 2011):
 //
+// 0. Paths (meshccl_scc_path_links).  A vertex with one out-neighbour and
+//    one in-neighbour (itself and repeats aside) lies on a path of such
+//    vertices or on a cycle of them.  The kernel finds each vertex's only
+//    neighbours; _gpu/strong_paths.py finds each path's ends by pointer
+//    jumping (log2 of the path vertices rounds, whatever the paths'
+//    lengths), replaces each path u -> ... -> w by the edge u -> w, runs
+//    the steps below on that smaller graph and gives each path vertex u's
+//    component when u and w share one, else its own.  A chain or a cycle,
+//    which the steps below would peel or search one vertex per pass, costs
+//    a few dozen launches.
+//
 // 1. Trim (meshccl_scc_trim).  A vertex with no in-neighbour or no
 //    out-neighbour left (self-loops do not count) is a component of its
 //    own.  Repeated until nothing changes; each pass removes whole layers
