@@ -268,6 +268,10 @@ STRONG_HOST_ITEMS = 16384
 #: ... and it is taken while fewer vertices per pass than this were settled
 #: or reached: about the break-even of a launch-bound pass against the host
 STRONG_HOST_RATE = 512
+#: a batch of at least this many trim, search or colouring passes that comes
+#: again is replayed from a CUDA graph recorded the time before, not
+#: launched kernel by kernel from Python (same kernels, same order).  0: never
+STRONG_GRAPH_BATCH = 16
 
 # Incremental connectivity (_gpu/incremental.py; docs/graph.md: "Incremental
 # connectivity")

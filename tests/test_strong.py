@@ -676,6 +676,8 @@ def _scc_emulation(expr):
         raise AssertionError(f"no emulation for {expr}")
 
     def launch(grid, block, args, shared_mem=0):
+        from test_graph_gpu_emulated import CAPTURE, CAPTURING
+
         check_args(expr, args, sig)
         assert all(isinstance(g, int) and 0 < g < 2**31 for g in grid), f"{expr}: grid {grid}"
         assert len(grid) == (2 if name == "meshccl_scc_expand" else 1), f"{expr}: grid {grid}"
@@ -683,7 +685,10 @@ def _scc_emulation(expr):
             assert grid[1] == 2
         if name == "meshccl_scc_seed":
             assert grid == (1,) and block == (32,)
-        run(*args)
+        if CAPTURING[0]:  # recorded into a graph: runs when the graph is launched
+            CAPTURE.append(lambda: run(*args))
+        else:
+            run(*args)
 
     return launch
 
