@@ -876,6 +876,88 @@ def test_sparse_random_graphs_emulated(scc_emulated, monkeypatch):
     assert contracted > 0
 
 
+# (family, size, STRONG_PATH_SHARE): every step's loop runs batches that come
+# again; the cycle without its paths contracted searches 700 levels
+REPLAY_CASES = [("road_one_way", 1500, 4), ("dag", 1500, 4), ("mesh2d_one_way", 1500, 4),
+                ("chain_of_cycles", 1500, 4), ("small_sccs", 1500, 4), ("hubs_in", 1500, 4),
+                ("cycle", 6000, 0)]
+
+
+def _replay_runs(run, graph_batches):
+    """{setting: info} of ``run()`` with each STRONG_GRAPH_BATCH, checked
+    to give the same labels, passes, colouring rounds and host vertices."""
+    infos, first = {}, None
+    for batch in graph_batches:
+        with _tuning.override(STRONG_GRAPH_BATCH=batch):
+            count, labels, info = run()
+        labels = np.asarray(labels.get() if hasattr(labels, "get") else labels)
+        if first is None:
+            first = (count, labels)
+        assert count == first[0]
+        np.testing.assert_array_equal(labels, first[1])
+        infos[batch] = info
+    keys = ("passes", "iterations", "host_vertices", "path_vertices", "method_phases")
+    for batch, info in infos.items():
+        assert {k: info.get(k) for k in keys} == {k: infos[0].get(k) for k in keys}, batch
+    assert infos[0]["replayed_passes"] == 0
+    return infos
+
+
+@pytest.mark.parametrize("family, size, share", REPLAY_CASES)
+def test_replayed_batches_change_nothing_emulated(scc_emulated, monkeypatch, family, size, share):
+    """Batches replayed from recorded graphs (every batch that comes again,
+    or those of at least 16 passes) against direct launches (0): the same
+    labels (SciPy's partition), passes, colouring rounds and host
+    vertices, with the GPU's steps to the end and with the hand-over to
+    the host as 'auto' judges it; with the GPU's steps to the end, some
+    passes are replayed."""
+    from test_graph_gpu_emulated import _fake_events
+
+    _fake_events(monkeypatch)
+    e = graph_families.FAMILIES[family](size, seed=3)
+    want = scipy_strong(coo(e.src, e.dst, e.n_vertices))
+    forms, _ = _fake_forms(np.asarray(e.src, np.int64), np.asarray(e.dst, np.int64),
+                           e.n_vertices, np.random.default_rng(2))
+    for host_min in (10**9, _tuning.STRONG_HOST_MIN_PASSES):
+        with _tuning.override(STRONG_PATH_SHARE=share, STRONG_HOST_MIN_PASSES=host_min):
+            infos = _replay_runs(lambda: strong(forms[0], return_info=True), (0, 1, 16))
+            count, labels = strong(forms[0])
+        assert count == want[0]
+        np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+        assert infos[16]["replayed_passes"] <= infos[1]["replayed_passes"] < infos[1]["passes"]
+        if host_min == 10**9:
+            assert infos[1]["replayed_passes"] > 0
+
+
+def test_batch_graphs_record_the_second_time(emulated):
+    """BatchGraphs launches a key's first batch directly, records the
+    second (nothing runs while recording) and replays it from then on;
+    batches below the smallest size, or with recording off, launch
+    directly."""
+    from meshccl._gpu.passes import BatchGraphs
+    from test_graph_gpu_emulated import CAPTURE, CAPTURING
+
+    ran = []
+
+    def launch(tag):
+        def go():
+            if CAPTURING[0]:
+                CAPTURE.append(lambda: ran.append(tag))
+            else:
+                ran.append(tag)
+        return go
+
+    g = BatchGraphs(4)
+    for key, size in (("a", 4), ("a", 4), ("b", 2), ("b", 2), ("a", 4), ("c", 8)):
+        g.run(key, size, launch(key))
+    assert ran == ["a", "a", "b", "b", "a", "c"]
+    assert set(g.graphs) == {"a"} and g.replayed == 8
+    off = BatchGraphs(0)
+    for _ in range(3):
+        off.run("a", 64, launch("d"))
+    assert ran[-3:] == ["d"] * 3 and not off.graphs and off.replayed == 0
+
+
 def test_symmetric_graph_takes_the_weak_path_emulated(scc_emulated, monkeypatch):
     """A graph stored both ways (a mesh, a cycle stored both ways, with a
     self-loop) goes to the weak path after the symmetry test; one edge

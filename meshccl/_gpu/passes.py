@@ -36,7 +36,9 @@ class BatchGraphs:
     launches that are the same kernels on the same arrays every time.
     Batches of fewer than ``smallest`` passes always launch directly
     (a graph's recording costs about what a direct batch costs); 0: never
-    record.  ``replayed`` counts the passes run from graphs.
+    record.  ``replayed`` counts the passes run from graphs; ``flags``:
+    the change flags of :func:`until_settled`, kept here because the
+    recorded passes write to them.
     """
 
     def __init__(self, smallest):
@@ -44,6 +46,7 @@ class BatchGraphs:
         self.graphs = {}
         self.seen = set()
         self.replayed = 0
+        self.flags = None
 
     def run(self, key, size, launch):
         """Launch ``size`` passes: ``launch()`` or the graph recorded from it."""
@@ -86,7 +89,12 @@ def until_settled(one_pass, method, max_iterations=None, after_batch=None, graph
     """
     import cupy
 
-    flags = cupy.zeros(BATCH_MAX, dtype=cupy.int32)
+    if graphs is None:
+        flags = cupy.zeros(BATCH_MAX, dtype=cupy.int32)
+    else:  # the flags the recorded passes write
+        if graphs.flags is None:
+            graphs.flags = cupy.zeros(BATCH_MAX, dtype=cupy.int32)
+        flags = graphs.flags
     slots = [flags[t:t + 1] for t in range(BATCH_MAX)]
     done = 0
     while True:
