@@ -929,6 +929,33 @@ def test_replayed_batches_change_nothing_emulated(scc_emulated, monkeypatch, fam
             assert infos[1]["replayed_passes"] > 0
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("family, size, share", [
+    ("road_both", 1_000_000, 4), ("road_one_way", 200_000, 4), ("chain_of_cycles", 20_000, 4),
+    ("small_sccs", 200_000, 4), ("dag", 200_000, 4), ("cycle", 100_000, 0)])
+def test_gpu_replayed_batches(family, size, share):
+    """On the GPU, batches replayed from CUDA graphs (every batch that comes
+    again; from 16 passes, the default) against direct launches (0): the
+    same labels (SciPy's partition), passes, colouring rounds and host
+    vertices, as 'auto' runs and with the GPU's steps to the end, where
+    some passes are replayed."""
+    import cupyx.scipy.sparse as csp
+
+    e = graph_families.FAMILIES[family](size, seed=5)
+    g = coo(e.src, e.dst, e.n_vertices).tocsr()
+    want = scipy_strong(g)
+    d = csp.csr_matrix(g)
+    for host_min in (_tuning.STRONG_HOST_MIN_PASSES, 10**9):
+        with _tuning.override(STRONG_PATH_SHARE=share, STRONG_HOST_MIN_PASSES=host_min):
+            infos = _replay_runs(lambda: strong(d, return_info=True), (0, 1, 16))
+            count, labels = strong(d)
+        assert count == want[0]
+        np.testing.assert_array_equal(labels.get(), canonical(want[1]))
+        if host_min == 10**9:
+            assert infos[1]["replayed_passes"] > 0, infos[1]
+
+
 def test_batch_graphs_record_the_second_time(emulated):
     """BatchGraphs launches a key's first batch directly, records the
     second (nothing runs while recording) and replays it from then on;
