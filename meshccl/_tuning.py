@@ -237,7 +237,7 @@ GRAPH_MAX_PLANS = 4
 GRAPH_MAX_PLAN_VERTICES = 1 << 23
 
 # Strong components on the GPU (_gpu/strong.py; docs/decisions.md: "strong
-# components: long rows and the hand-over")
+# components on the GPU: paths contracted, then Multistep")
 #: rows of more than this many entries are pushed and searched by the
 #: colouring as chunks of 32 over many lanes, shorter ones by one lane each
 STRONG_LONG_ROW = 128
@@ -246,6 +246,12 @@ STRONG_LONG_ROW = 128
 #: longer than this makes it answer "not shown symmetric" (docs/graph.md:
 #: "Strong components")
 STRONG_SYMMETRIC_MAX_ROW = 32
+#: paths of vertices with one in- and one out-neighbour are contracted first
+#: when at least one vertex in this many is on one (docs/graph.md: "Strong
+#: components"): a chain has 100 %, a cycle with 10 % chords 82 %; many
+#: small SCCs (14 %) or a one-way road grid (21 %) would keep most of the
+#: graph and pay a second transpose.  0: never
+STRONG_PATH_SHARE = 4
 #: the narrow-frontier hand-over to the host is judged after at least this
 #: many GPU passes (launch-bound: a few microseconds each) ...
 STRONG_HOST_MIN_PASSES = 64
@@ -255,6 +261,10 @@ STRONG_HOST_ITEMS = 16384
 #: ... and it is taken while fewer vertices per pass than this were settled
 #: or reached: about the break-even of a launch-bound pass against the host
 STRONG_HOST_RATE = 512
+#: a batch of at least this many trim, search or colouring passes that comes
+#: again is replayed from a CUDA graph recorded the time before, not
+#: launched kernel by kernel from Python (same kernels, same order).  0: never
+STRONG_GRAPH_BATCH = 16
 
 # Incremental connectivity (_gpu/incremental.py; docs/graph.md: "Incremental
 # connectivity")
