@@ -274,7 +274,7 @@ def main(argv=None):
 
 
 #: the steps of meshccl.dask.label (docs/dask.md), by the names of their tasks
-STEPS = (("1 chunks", ("_label_block",)), ("2 ids, layers", ("chunk-faces",)),
+STEPS = (("1-2 chunks: labels, ids, layers", ("chunk", "summary", "local")),
          ("3 faces", ("face-pairs",)), ("4 tree", ("solve",)),
          ("5 numbering", ("reps", "prefix", "offsets", "roots", "number", "resolve",
                           "table")),
@@ -282,12 +282,17 @@ STEPS = (("1 chunks", ("_label_block",)), ("2 ids, layers", ("chunk-faces",)),
 
 
 def _step_of(key):
-    name = key[0] if isinstance(key, tuple) else key
-    head = name.rsplit("-", 1)[0]
+    """The step of a task by its key's name; a task that Dask fused with the
+    ones before it (e.g. ``array-meshccl-chunk-<token>``: reading the
+    input chunk and step 1) counts for the last meshccl step it names."""
+    name = str(key[0] if isinstance(key, tuple) else key)
+    found, at = "other", -1
     for step, names in STEPS:
-        if head in names or head in (f"meshccl-{n}" for n in names):
-            return step
-    return "other"
+        for n in names:
+            k = name.rfind(f"meshccl-{n}-")
+            if k > at:
+                found, at = step, k
+    return found
 
 
 def step_seconds(lab, n):

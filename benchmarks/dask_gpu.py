@@ -75,32 +75,72 @@ def _volume(side, chunks, pattern):
 
 
 class Compiles:
-    """Counts NVRTC compilations (CuPy's kernel-cache misses) while active."""
+    """Counts NVRTC compilations (CuPy's kernel-cache misses) while active,
+    and names what each compiled.
+
+    Every NVRTC compilation CuPy starts goes through
+    ``cupy.cuda.compiler._NVRTCProgram.compile`` (CuPy 14: RawModule,
+    ElementwiseKernel, ReductionKernel and the preprocessing of an empty
+    source that keys the cache; ``compile_using_nvrtc`` is not on that
+    path); the counter wraps that method, or ``compile_using_nvrtc`` where
+    it is missing.  ``names``: per compilation, its name expressions (templated
+    kernels of meshccl's modules) or the ``__global__`` functions of its
+    source (CuPy's own kernels); '(preprocess)' for the empty source."""
 
     def __init__(self):
         import cupy.cuda.compiler as compiler
 
         self.compiler = compiler
-        self.inner = getattr(compiler, "compile_using_nvrtc", None)
-        self.count, self.seconds = 0, 0.0
+        self.program = getattr(compiler, "_NVRTCProgram", None)
+        self.count, self.seconds, self.names = 0, 0.0, []
+
+    def _record(self, src, expressions, seconds):
+        import re
+
+        self.count += 1
+        self.seconds += seconds
+        if expressions:
+            name = ",".join(expressions)
+        elif src is not None and not src.strip():
+            name = "(preprocess)"
+        else:
+            found = re.findall(r"__global__\s+void\s+(\w+)", src or "")
+            name = ",".join(found[:4]) or "(unnamed)"
+        self.names.append(name[:160])
 
     def __enter__(self):
-        if self.inner is not None:
-            inner = self.inner
+        counter = self
+        if self.program is not None:
+            inner = self.inner = self.program.compile
 
-            def counted(*args, **kwargs):
+            def counted(program, *args, **kwargs):
                 t = time.perf_counter()
                 try:
-                    return inner(*args, **kwargs)
+                    return inner(program, *args, **kwargs)
                 finally:
-                    self.count += 1
-                    self.seconds += time.perf_counter() - t
+                    counter._record(getattr(program, "src", None),
+                                    getattr(program, "name_expressions", None),
+                                    time.perf_counter() - t)
+
+            self.program.compile = counted
+        else:
+            inner = self.inner = self.compiler.compile_using_nvrtc
+
+            def counted(source, *args, **kwargs):
+                t = time.perf_counter()
+                try:
+                    return inner(source, *args, **kwargs)
+                finally:
+                    counter._record(source, kwargs.get("name_expressions"),
+                                    time.perf_counter() - t)
 
             self.compiler.compile_using_nvrtc = counted
         return self
 
     def __exit__(self, *exc):
-        if self.inner is not None:
+        if self.program is not None:
+            self.program.compile = self.inner
+        else:
             self.compiler.compile_using_nvrtc = self.inner
 
 
@@ -141,7 +181,7 @@ def first_compute(side, chunk, pattern, connectivity, plain_first):
             fn()
             _sync()
             out[name] = {"seconds": time.perf_counter() - t, "compiles": c.count,
-                         "compile_seconds": c.seconds}
+                         "compile_seconds": c.seconds, "compiled": c.names}
         print(name, json.dumps(out[name]), flush=True)  # (kept if a later call times out)
 
     def chunked():
@@ -260,9 +300,22 @@ def write(out, row):
              "| step | task seconds |", "|---|---:|"]
     lines += [f"| {k} | {v:.3f} |" for k, v in row["steps"].items()]
     for key in ("first_after_label", "first_fresh"):
-        if key in row:
-            lines += ["", f"`{key}` (a new process, empty CuPy kernel cache): "
-                      + json.dumps(row[key])]
+        if key not in row:
+            continue
+        first = row[key]
+        lines += ["", f"`{key}` (a new process, empty CuPy kernel cache, "
+                  f"{first.get('side')}³ in {first.get('chunk')}³ chunks):", ""]
+        if "error" in first:
+            lines += [f"error: {first['error']}"]
+            continue
+        lines += ["| call | seconds | NVRTC compilations | compiling seconds |",
+                  "|---|---:|---:|---:|"]
+        calls = [k for k in first if isinstance(first[k], dict)]
+        lines += [f"| {k} | {first[k]['seconds']:.3f} | {first[k]['compiles']} | "
+                  f"{first[k]['compile_seconds']:.2f} |" for k in calls]
+        for k in calls:
+            if first[k]["compiles"]:
+                lines += ["", f"compiled by {k}: " + "; ".join(first[k].get("compiled", []))]
     with open(os.path.join(out, "dask_gpu.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines), flush=True)

@@ -621,6 +621,7 @@ def families(opt):
                                    "seconds_ms": {k: v * 1e3 for k, v in info["seconds"].items()},
                                    "passes": info.get("passes"),
                                    "host_vertices": info.get("host_vertices"),
+                                   "path_vertices": info.get("path_vertices"),
                                    "iterations": info.get("iterations")}
             ok_all &= all(row["ok"].values())
             rows.append(row)
@@ -749,19 +750,21 @@ def _families_table(rows, cols, opt, wall):
     if any("gpu_info" in r for r in rows):
         lines += ["", "GPU, one call with return_info=True: the method that ran, ms per step "
                   "(CUDA events); for weak components the passes of an iterative method; for "
-                  "strong ones the GPU's passes, colouring rounds and vertices finished on the "
-                  "host:", "",
-                  "| family | connection | method | steps | passes | colour rounds | host vertices |",
-                  "|---|---|---|---|---:|---:|---:|"]
+                  "strong ones the GPU's passes, colouring rounds, vertices of contracted "
+                  "paths and vertices finished on the host:", "",
+                  "| family | connection | method | steps | passes | colour rounds | path vertices "
+                  "| host vertices |",
+                  "|---|---|---|---|---:|---:|---:|---:|"]
         for r in rows:
             if "gpu_info" in r:
                 i = r["gpu_info"]
                 steps = ", ".join(f"{k} {v:.2f}" for k, v in i["seconds_ms"].items())
                 strong = r["connection"] == "strong"
                 passes = i["passes"] if strong else i["iterations"]
-                rounds, host = (i["iterations"], i["host_vertices"]) if strong else ("", "")
+                rounds, paths, host = ((i["iterations"], i.get("path_vertices"), i["host_vertices"])
+                                       if strong else ("", "", ""))
                 lines.append(f"| {r['title']} | {r['connection']} | {i['method']} | {steps} | "
-                             f"{passes} | {rounds} | {host} |")
+                             f"{passes} | {rounds} | {paths} | {host} |")
     lines += ["", f"Benchmark wall time {wall:.0f} s."]
     return "\n".join(lines)
 

@@ -10,8 +10,7 @@ What it measures
   (``Ising._advance``): in 2-D the lattice chain of ``meshccl.label(spins,
   connectivity=1, periodic=True, bonds=bonds)`` drawing each bond where it
   reads it and writing each cluster's new spin (drawn at its first cell) in
-  its last pass, with no bond planes and no labels; also with the bonds
-  written to planes first (``_tuning.SW_DRAWN_BONDS`` off); in 3-D bonds,
+  its last pass, with no bond planes and no labels; in 3-D bonds,
   first-cell labels, then the flip kernel.  Beside it, on the step's spins,
   each between its own CUDA events: the bond kernel alone
   (``Ising._sw_bonds``) and **label only**, ``meshccl.label(spins,
@@ -24,19 +23,26 @@ What it measures
   (what a user's loop gets, the host's kernel launches included), and the
   GPU's own time, the same n sweeps queued behind a busy kernel so that
   they run back to back.  Target (issue 53): >= 1,000 flips/ns at 4096^2
-  and above.  Beside them: a device-to-device copy of the packed lattice
+  and above.  A sweep is two launches, one a colour.
+  Beside them: a device-to-device copy of the packed lattice
   (4 bits a spin: one read and one write), the int8 spins (``state``) as a
   share of the GPU's sweep, and the labelling hook ``label='up'``
   (connectivity 1, periodic), each GPU time queued as the sweeps are: the
   hook as it runs (2-D: ``meshccl.label`` of the packed words,
-  ``Ising._phase_image``; 3-D: the bool image written from them, then
-  labelled), the old 2-D way (the bool image written by
-  ``meshccl_ising_unpack``, then labelled), the label of a ready bool image
-  alone, and the unpacking pass alone; the hook's cost beyond the label of
-  a ready image, as a share of a sweep, is what reading the packed state
-  costs it (issue 53: < 10 %).  The plot draws flips/ns against L
-  with the anchors of issue 53 (as reported by their authors, not
-  measured here).
+  ``Ising._phase_image``; 3-D: the label of the bool image that the sweep
+  before the labelled step wrote as it went), the bool image written by
+  ``meshccl_ising_unpack`` then labelled, the label of a ready bool image
+  alone, and the unpacking pass alone; in 3-D also the sweep that writes
+  the image against the plain sweep.  What reading the packed state costs
+  the hook, as a share of a sweep (issue 53: < 10 %): 2-D, the hook less
+  the label of a ready image; 3-D, the sweep writing the image less the
+  plain sweep.
+* **Flips/ns against L**: the Metropolis and Swendsen-Wang rows above as
+  one table and one plot (``sim_flips.png``), with the anchors of issue 53
+  drawn in (as reported by their authors, not measured here): NVIDIA's
+  ising-gpu multi-spin Metropolis, ~900 flips/ns per H100; cuIsingModel,
+  ~1,350-1,400 on one RTX 6000 Ada at 16384^2; Komura and Okabe's
+  Swendsen-Wang, 37.3 on 256 GPUs (L = 65,536).
 * **Cahn-Hilliard, labelled every 128 steps** (1024^2 and 256^3, float64,
   dt = 0.5): a run of ``--ch-steps`` steps with ``run(..., every=128,
   on_label=...)`` (the callback reads the domain count, ``clusters.n``,
@@ -60,13 +66,15 @@ Every GPU number: warm-up steps first, then CUDA events around each step
 (or part), synchronised after it, the median over ``--repeat`` steps.
 
 Outputs (``--out DIR``): ``sim_bench.json`` (machine, command, every
-number), ``sim_bench.md`` (the tables, also printed) and ``sim_bench.png``.
+number), ``sim_bench.md`` (the tables, also printed), ``sim_bench.png``
+and ``sim_flips.png`` (flips/ns against L with the anchors).
 
 Usage::
 
     python benchmarks/sim_bench.py --out benchmarks/results/latest-h100   # GPU machine, < 8 min
     python benchmarks/sim_bench.py --out /tmp/m --metropolis-only      # Metropolis only, < 2 min
     python benchmarks/sim_bench.py --out /tmp/w --sw-only              # Swendsen-Wang only
+    python benchmarks/sim_bench.py --out /tmp/a --only metropolis,sw   # both, no CH or CPU
     python benchmarks/sim_bench.py --out /tmp/s --quick                # smaller sizes
     python benchmarks/sim_bench.py --out /tmp/s --quick --no-gpu --cpu-size 64   # CPU only
 """
@@ -106,6 +114,8 @@ METROPOLIS_ANCHORS = [
 ]
 #: meshccl's int8 Metropolis kernel before multi-spin coding (H200, 2026-11-29): L -> flips/ns
 METROPOLIS_BEFORE = {4096: 245.0, 8192: 261.0}
+#: Swendsen-Wang flips/ns reported by others (issue 53): (label, value, L)
+SW_ANCHORS = [("Komura-Okabe SW, 256 GPUs, L = 65,536 (37.3)", 37.3, 65536)]
 
 
 # --------------------------------------------------------------------------
@@ -184,12 +194,8 @@ def _elapsed(a, b):
 
 def gpu_sw(shape, temperature, repeat, warmup):
     """Swendsen-Wang step on the GPU, and beside it the bond kernel alone and the
-    labelling alone, on the step's own spins and bonds: median seconds of each.  2-D:
-    also the step with the bonds written to planes first (``_tuning.SW_DRAWN_BONDS``
-    off)."""
+    labelling alone, on the step's own spins and bonds: median seconds of each."""
     import cupy
-
-    from meshccl import _tuning
 
     sim = Ising(shape, temperature=temperature, algorithm="swendsen-wang", seed=1, xp=cupy)
     sim.run(warmup, progress=False)
@@ -208,9 +214,6 @@ def gpu_sw(shape, temperature, repeat, warmup):
 
     t = steps(sim)                    # the whole step
     parts = {}
-    if sim._sw_chain() is not None:   # the same step on bond planes
-        with _tuning.override(SW_DRAWN_BONDS=False):
-            parts["step_bond_planes"] = steps(sim)
     bonds_t, label_t = [], []
     for _ in range(repeat):           # bonds alone, then labelling alone
         e[0].record()
@@ -324,18 +327,36 @@ def gpu_metropolis(shape, temperature, sweeps, warmup):
             "unpack_s": state_s, "unpack_share": state_s / gpu_s,
             "abs_magnetisation_last": m, **hook,
             **{f"{k[:-2]}_share": v / gpu_s for k, v in hook.items()},
-            "hook_extra_share": (hook["hook_s"] - hook["image_label_s"]) / gpu_s
-            if hook else None}
+            "hook_extra_share": _hook_extra(hook, gpu_s, len(shape)) if hook else None}
+
+
+def _hook_extra(hook, sweep_s, ndim):
+    """What reading the packed state costs the hook, as a share of a sweep: 2-D, the
+    hook less the label of a ready image; 3-D, the sweep that writes the image less the
+    plain sweep."""
+    if ndim == 2:
+        return (hook["hook_s"] - hook["image_label_s"]) / sweep_s
+    return (hook["image_sweep_s"] - sweep_s) / sweep_s
 
 
 def _hook_costs(sim, shape, calls=10):
     """GPU seconds of the labelling hook ``label='up'`` (connectivity 1, periodic) on
     packed spins, queued: ``hook_s`` as the hook runs it (``_phase_image`` then
-    ``meshccl.label``), ``unpacked_label_s`` the bool image written from the packed words
-    and then labelled (the hook before it read the words), ``image_label_s`` the label of
-    a ready bool image, ``unpack_s`` the unpacking pass alone."""
+    ``meshccl.label``: 2-D the packed words, 3-D the image the sweep before wrote),
+    ``unpacked_label_s`` the bool image written from the packed words and then labelled,
+    ``image_label_s`` the label of a ready bool image, ``unpack_s`` the unpacking pass
+    alone; 3-D also ``image_sweep_s``, a sweep that writes the image as it goes."""
     from meshccl.sim.ising import _unpack
 
+    out = {}
+    if len(shape) == 3:
+        def image_sweep():
+            sim._before_label("up")
+            sim._advance()
+
+        image_sweep()
+        out["image_sweep_s"] = _queued(image_sweep, 10 * calls)
+        assert sim._image is not None and sim._image[:2] == ("up", sim.step)
     image = _unpack(sim._packed, tuple(shape), "up")
 
     def hook():
@@ -353,8 +374,9 @@ def _hook_costs(sim, shape, calls=10):
 
     # (each once first: kernels compile, plans are made, outside the queued calls)
     assert bool((hook() == ready()).all()) and bool((unpacked() == ready()).all())
-    return {"hook_s": _queued(hook, calls), "unpacked_label_s": _queued(unpacked, calls),
-            "image_label_s": _queued(ready, calls), "up_unpack_s": _queued(unpack, calls)}
+    out.update({"hook_s": _queued(hook, calls), "unpacked_label_s": _queued(unpacked, calls),
+                "image_label_s": _queued(ready, calls), "up_unpack_s": _queued(unpack, calls)})
+    return out
 
 
 def gpu_cahn_hilliard(shape, steps, repeat):
@@ -441,24 +463,21 @@ def markdown(res):
                   "Spin flips per ns = L^d spins per SW step / median time of one step "
                   "(every spin's cluster is redrawn once a step). 2-D: the labelling chain "
                   "draws each bond where it reads it and writes the new spins in its last "
-                  "pass (no bond planes, no labels); `bond planes` = the same step with the "
-                  "bonds written to planes first (`_tuning.SW_DRAWN_BONDS` off). 3-D: bonds, "
-                  "first-cell labels, flip. Beside the step, each between its own CUDA "
+                  "pass (no bond planes, no labels). 3-D: bonds, first-cell labels, flip. Beside the step, each between its own CUDA "
                   "events on the step's spins: the bond kernel alone, and label only = "
                   "`meshccl.label(spins, connectivity=1, periodic=True, bonds=bonds)` "
                   "(int32 labels 1..N), the time of labelling alone, the bound the step is "
                   f"measured against. Targets (issue 53): {goals} flips/ns.", "",
-                  "| lattice | T | ms / step | **flips / ns** | step on bond planes ms "
+                  "| lattice | T | ms / step | **flips / ns** "
                   "| bonds ms | label only ms | step / label only | target |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+                  "|---|---:|---:|---:|---:|---:|---:|---|"]
         for r in res["swendsen_wang"]:
             p = r["parts_s"]
             target = ""
             if len(r["shape"]) == 2 and r["shape"][0] == r["shape"][1] in SW_TARGETS:
                 target = "✓" if r["flips_per_ns"] >= SW_TARGETS[r["shape"][0]] else "✗"
-            planes = _ms(p["step_bond_planes"]) if "step_bond_planes" in p else "—"
             lines.append(f"| {_side(r['shape'])} | {r['temperature']:.4f} | {_ms(r['step_s'])} "
-                         f"| **{bench.fmt3(r['flips_per_ns'])}** | {planes} | "
+                         f"| **{bench.fmt3(r['flips_per_ns'])}** | "
                          f"{_ms(p['bonds'])} | {_ms(r['label_only_s'])} | "
                          f"{r['step_s'] / r['label_only_s']:.2f} | {target} |")
         lines.append("")
@@ -471,8 +490,8 @@ def markdown(res):
                   "lattice (one read + one write). `int8` = the spins (`state`) unpacked, as "
                   "a share of the GPU's sweep. Target: >= "
                   f"{METROPOLIS_TARGET_FLIPS_PER_NS:,.0f} flips/ns at 4096^2 and above.", "",
-                  "| lattice | T | **flips/ns (run)** | flips/ns (GPU) | ms / sweep (run) | "
-                  "ms / sweep (GPU) | x copy floor | int8 spins | target |",
+                  "| lattice | T | **flips/ns (run)** | flips/ns (GPU) | ms / sweep (run) "
+                  "| ms / sweep (GPU) | x copy floor | int8 spins | target |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
         for r in res["metropolis"]:
             target = ""
@@ -481,29 +500,37 @@ def markdown(res):
                 target = "✓" if ok else "✗"
             lines.append(f"| {_side(r['shape'])} | {r['temperature']:.4f} | "
                          f"**{bench.fmt3(r['flips_per_ns'])}** | "
-                         f"{bench.fmt3(r['gpu_flips_per_ns'])} | {_ms(r['sweep_s'])} | "
+                         f"{bench.fmt3(r['gpu_flips_per_ns'])} | "
+                         f"{_ms(r['sweep_s'])} | "
                          f"{_ms(r['gpu_sweep_s'])} | {r['ratio']:.1f}x | "
                          f"{r['unpack_share']:.0%} | {target} |")
         hooks = [r for r in res["metropolis"] if r.get("hook_s") is not None]
         if hooks:
             lines += ["", "The labelling hook `label='up'` (connectivity 1, periodic), GPU ms "
                       "queued: the hook as it runs (2-D: `meshccl.label` of the packed words; "
-                      "3-D: the bool image written from them, then labelled); the bool image "
-                      "written from the words, then labelled; the label of a ready bool "
-                      "image; the unpacking pass alone. Extra = hook - label of a ready "
-                      "image, as a share of the GPU's sweep (target < 10 %).", "",
-                      "| lattice | sweep ms | **hook ms** | unpack + label ms | label of an "
-                      "image ms | unpack ms (share of sweep) | **extra (share of sweep)** |",
-                      "|---|---:|---:|---:|---:|---:|---:|"]
+                      "3-D: the label of the bool image that the sweep before the labelled "
+                      "step wrote as it went); the bool image written from the words by a "
+                      "pass of its own, then labelled; the label of a ready bool image; that "
+                      "pass alone; 3-D: the sweep that writes the image. Extra = what reading "
+                      "the packed state costs the hook, as a share of the GPU's sweep (2-D: "
+                      "hook - label of a ready image; 3-D: sweep writing the image - sweep; "
+                      "target < 10 %).", "",
+                      "| lattice | sweep ms | sweep writing the image ms | **hook ms** | "
+                      "unpack + label ms | label of an image ms | unpack ms (share of sweep) "
+                      "| **extra (share of sweep)** |",
+                      "|---|---:|---:|---:|---:|---:|---:|---:|"]
             for r in hooks:
+                image_sweep = _ms(r["image_sweep_s"]) if r.get("image_sweep_s") else "—"
                 lines.append(f"| {_side(r['shape'])} | {_ms(r['gpu_sweep_s'])} | "
-                             f"**{_ms(r['hook_s'])}** | {_ms(r['unpacked_label_s'])} | "
+                             f"{image_sweep} | **{_ms(r['hook_s'])}** | "
+                             f"{_ms(r['unpacked_label_s'])} | "
                              f"{_ms(r['image_label_s'])} | {_ms(r['up_unpack_s'])} "
                              f"({r['up_unpack_share']:.0%}) | **{r['hook_extra_share']:+.0%}** |")
         lines += ["", "Anchors (as reported, not measured here): "
                   + "; ".join(f"{name}" for name, _ in METROPOLIS_ANCHORS)
                   + "; meshccl's int8 kernel before, H200: "
                   + ", ".join(f"{v:g} at {L}^2" for L, v in METROPOLIS_BEFORE.items()) + ".", ""]
+    lines += flips_table(res)
     if res.get("cahn_hilliard"):
         lines += ["## Cahn-Hilliard labelled every 128 steps (GPU)", "",
                   "float64, dt = 0.5, from the initial noise. Labelled run: "
@@ -544,6 +571,82 @@ def markdown(res):
                   f"{bench.fmt3(c['reference_flips_per_ns'])} | **{c['speedup']:.2f}x** | "
                   f"{ok} |", ""]
     return "\n".join(lines)
+
+
+def _flips_rows(res):
+    """{L: {'metropolis': flips/ns (sim.run), 'sw': flips/ns}} of the square lattices."""
+    rows = {}
+    for key, field in (("metropolis", "flips_per_ns"), ("swendsen_wang", "flips_per_ns")):
+        for r in res.get(key) or []:
+            if len(r["shape"]) == 2 and r["shape"][0] == r["shape"][1]:
+                rows.setdefault(r["shape"][0], {})[key] = r[field]
+    return dict(sorted(rows.items()))
+
+
+def flips_table(res):
+    """The markdown lines of flips/ns against L, with the anchors (none when nothing
+    was measured on the GPU)."""
+    rows = _flips_rows(res)
+    if not rows:
+        return []
+    lines = ["## Spin flips per ns against L (GPU, 2-D, T_c)", "",
+             "Metropolis: `sim.run(n)` between CUDA events (host launches included); "
+             "Swendsen-Wang: the median step. Anchors, as reported by their authors (not "
+             "measured here): "
+             + "; ".join(name for name, _ in METROPOLIS_ANCHORS) + " (Metropolis); "
+             + "; ".join(name for name, _, _ in SW_ANCHORS) + " (Swendsen-Wang).", "",
+             "| L | **Metropolis flips/ns** | **Swendsen-Wang flips/ns** |",
+             "|---:|---:|---:|"]
+    for L, r in rows.items():
+        m, w = r.get("metropolis"), r.get("swendsen_wang")
+        lines.append(f"| {L} | {bench.fmt3(m) if m else '—'} | {bench.fmt3(w) if w else '—'} |")
+    return lines + [""]
+
+
+def plot_flips(res, path):
+    """flips/ns against L (log-log): meshccl's Metropolis and Swendsen-Wang with the
+    anchors of issue 53 and its targets."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    rows = _flips_rows(res)
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(9.0, 4.4))
+    for key, colour, name in (("metropolis", "tab:red", "meshccl Metropolis (multi-spin)"),
+                              ("swendsen_wang", "tab:blue", "meshccl Swendsen-Wang")):
+        pts = [(L, r[key]) for L, r in rows.items() if key in r]
+        if pts:
+            ax.plot(*zip(*pts), "o-", color=colour, label=name)
+            for L, v in pts:
+                ax.annotate(bench.fmt3(v), (L, v), textcoords="offset points", xytext=(0, 5),
+                            ha="center", fontsize=7, color=colour)
+    for (name, value), ls in zip(METROPOLIS_ANCHORS, ("-.", ":")):
+        ax.axhline(value, color="tab:red", ls=ls, lw=1, alpha=0.7, label=name)
+    for name, value, _ in SW_ANCHORS:
+        ax.axhline(value, color="tab:blue", ls="-.", lw=1, alpha=0.7, label=name)
+    ax.plot(list(METROPOLIS_BEFORE), list(METROPOLIS_BEFORE.values()), "x:", color="gray",
+            label="meshccl int8 Metropolis before (H200)")
+    ax.hlines(METROPOLIS_TARGET_FLIPS_PER_NS, 4096, 16384, color="tab:green", lw=2, ls="--",
+              label="targets (issue 53)", zorder=3)
+    ax.scatter(list(SW_TARGETS), list(SW_TARGETS.values()), marker="_", s=200,
+               color="tab:green", zorder=3)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("L (L x L lattice, T_c)")
+    ax.set_ylabel("spin flips per ns")
+    m = res["machine"]
+    ax.set_title(f"Ising on one {m['gpu']['name'] if m.get('gpu') else 'CPU'}: "
+                 f"flips/ns against L", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def plot(res, path):
@@ -642,6 +745,9 @@ def parse_args(argv=None):
                     help="2-D sides for Metropolis (default 4096,8192,16384; quick 1024,4096)")
     ap.add_argument("--metropolis-only", action="store_true",
                     help="the Metropolis section alone (no SW, Cahn-Hilliard or CPU runs)")
+    ap.add_argument("--only", default=None,
+                    help="sections to run, comma-separated: metropolis, sw, ch, cpu (default "
+                         "all; --sw-only and --metropolis-only are 'sw' and 'metropolis')")
     ap.add_argument("--side3", type=int, default=None, help="3-D side (default 256, quick 128)")
     ap.add_argument("--ch-sides", default=None,
                     help="Cahn-Hilliard 2-D and 3-D sides (default 1024,256; quick 512,128)")
@@ -657,6 +763,16 @@ def main(argv=None):
     repeat = args.repeat or (5 if quick else 20)
     ch_steps = args.ch_steps or (256 if quick else 4096)
     cpu_steps = args.cpu_steps or (3 if quick else 7)
+    sections = {"metropolis", "sw", "ch", "cpu"}
+    if args.only is not None:
+        wanted = {v.strip() for v in args.only.split(",") if v.strip()}
+        if not wanted or wanted - sections:
+            raise SystemExit(f"--only takes some of {sorted(sections)}, got {args.only!r}")
+        sections = wanted
+    if args.sw_only:
+        sections = {"sw"}
+    if args.metropolis_only:
+        sections = {"metropolis"}
     use_gpu, reason = (False, "--no-gpu") if args.no_gpu else (meshccl.gpu_available(), "")
     if not use_gpu and not reason:
         reason = "no usable GPU"
@@ -669,14 +785,14 @@ def main(argv=None):
     if use_gpu:
         sides = ([int(v) for v in args.sides.split(",")] if args.sides else
                  [1024, 4096] if quick else [1024, 2048, 4096, 8192, 16384])
-        sides3 = ([int(v) for v in args.sw_sides3.split(",")] if args.sw_sides3 else
-                  [128] if quick else [256, 512])
+        sides3 = ([int(v) for v in args.sw_sides3.split(",") if v] if args.sw_sides3 is not None
+                  else [128] if quick else [256, 512])
         side3 = args.side3 or (128 if quick else 256)
         msides = ([int(v) for v in args.metropolis_sides.split(",")] if args.metropolis_sides
                   else [1024, 4096] if quick else [4096, 8192, 16384])
         ch2, ch3 = ([int(v) for v in args.ch_sides.split(",")] if args.ch_sides else
                     [512, 128] if quick else [1024, 256])
-    if use_gpu and not args.sw_only:
+    if use_gpu and "metropolis" in sections:
         res["metropolis"] = []
         for shape in [(L, L) for L in msides] + [(side3,) * 3]:
             r = gpu_metropolis(shape, CRITICAL_TEMPERATURE if len(shape) == 2 else TC_3D,
@@ -687,7 +803,7 @@ def main(argv=None):
                 f"{r.get('image_label_s', 0) * 1e3:.3f} ms, unpack + label "
                 f"{r.get('unpacked_label_s', 0) * 1e3:.3f} ms")
             res["metropolis"].append(r)
-    if use_gpu and not args.metropolis_only:
+    if use_gpu and "sw" in sections:
         res["swendsen_wang"] = []
         for shape, t in ([((L, L), CRITICAL_TEMPERATURE) for L in sides]
                          + [((L,) * 3, TC_3D) for L in sides3]):
@@ -696,16 +812,16 @@ def main(argv=None):
                 f"{r['flips_per_ns']:.2f} flips/ns, parts {r['parts_s']}, label only "
                 f"{r['label_only_s'] * 1e3:.3f} ms")
             res["swendsen_wang"].append(r)
-        if args.sw_only:
+        if "cpu" not in sections:
             res["reference_check"] = check_reference()
-    if use_gpu and not (args.metropolis_only or args.sw_only):
+    if use_gpu and "ch" in sections:
         res["cahn_hilliard"] = []
         for shape in [(ch2, ch2), (ch3,) * 3]:
             r = gpu_cahn_hilliard(shape, ch_steps, repeat)
             log(f"Cahn-Hilliard {_side(shape)}: {r['step_s'] * 1e3:.3f} ms/step, labelling "
                 f"{r['fraction']:.2%} of the run ({r['fraction_from_calls']:.2%} by calls)")
             res["cahn_hilliard"].append(r)
-    if not (args.metropolis_only or args.sw_only):
+    if "cpu" in sections:
         res["reference_check"] = check_reference()
         res["cpu"] = cpu_sw(args.cpu_size, cpu_steps)
         c = res["cpu"]
@@ -718,6 +834,7 @@ def main(argv=None):
     with open(os.path.join(args.out, "sim_bench.md"), "w") as f:
         f.write(md + "\n")
     plot(res, os.path.join(args.out, "sim_bench.png"))
+    plot_flips(res, os.path.join(args.out, "sim_flips.png"))
     print(md)
     return 0 if res.get("reference_check", {"same_partition": True})["same_partition"] else 1
 

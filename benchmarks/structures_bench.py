@@ -14,13 +14,23 @@ to cupyx's on every structure.  CPU (``--cpu-side``, default 128):
 ``meshccl.ndimage.label`` on NumPy against ``scipy.ndimage.label``, wall
 clock, median, labels checked equal.
 
-Outputs (``--out DIR``): ``structures.md`` (the table, also printed) and
+4-D (issue 53, point 4): bool site percolation near the 4-D threshold
+with all 80 neighbours (``bench.PERCOLATION_4D_C4``) on sides ``--sides4``
+(default 48 and 128), ``meshccl.label(x, connectivity=4)`` against
+``cupyx.scipy.ndimage.label(x, ones((3, 3, 3, 3)))``, labels checked equal,
+with two floors from the measured device copy bandwidth (1 GiB D2D copy,
+read + write): the copy floor, 1 byte in and 4 bytes of label out per
+cell, and the neighbour-read floor, 80 neighbour bytes read and 4 written
+per cell.  CPU: ``--cpu-side4`` (default 24) against SciPy.
+
+Outputs (``--out DIR``): ``structures.md`` (the tables, also printed) and
 ``structures.json``.
 
 Usage::
 
     python benchmarks/structures_bench.py --out benchmarks/results/latest-h200
     python benchmarks/structures_bench.py --out /tmp/s --no-gpu --cpu-side 64
+    python benchmarks/structures_bench.py --out /tmp/s --count 4 --sides4 48  # quick
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import meshccl.ndimage  # noqa: E402
+from bench import PERCOLATION_4D_C4, measure_copy_bandwidth  # noqa: E402
 from timing import wall_ms  # noqa: E402
 
 
@@ -87,6 +98,60 @@ def gpu_ms(fn, repeat):
     return statistics.median(ts)
 
 
+#: bool site percolation near the 4-D threshold with all 80 neighbours
+P4 = PERCOLATION_4D_C4
+
+
+def four_d(sides, cpu_side, repeat, on_gpu):
+    """The 4-D rows: full connectivity on ``sides`` (GPU) and one CPU row
+    on ``cpu_side``, each checked against cupyx / SciPy."""
+    rows = []
+    full = np.ones((3, 3, 3, 3), bool)
+    if on_gpu:
+        import cupy
+        from cupyx.scipy import ndimage as cndi
+
+        bw, _ = measure_copy_bandwidth()
+        for side in sides:
+            x = cupy.random.default_rng(7).random((side,) * 4, dtype=cupy.float32) < P4
+            n = x.size
+            ours, num = meshccl.label(x, connectivity=4, return_num=True)
+            want, wn = cndi.label(x, cupy.asarray(full))
+            assert num == int(wn) and bool((ours == want).all()), side
+            del ours, want
+            row = {"case": f"{side}⁴ ({n / 1e6:.1f} M cells)", "cells": n}
+            row["GPU ms"] = gpu_ms(lambda: meshccl.label(x, connectivity=4), repeat)
+            row["cupyx ms"] = gpu_ms(lambda: cndi.label(x, cupy.asarray(full)),
+                                     max(3, repeat // 4))
+            row["× cupyx"] = row["cupyx ms"] / row["GPU ms"]
+            floor = n * 5 / bw * 1e3
+            row["copy TB/s"] = bw / 1e12
+            row["copy floor µs"] = floor * 1e3
+            row["× copy floor"] = row["GPU ms"] / floor
+            row["× nbr floor"] = row["GPU ms"] / (floor * 84 / 5)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            del x
+            cupy.get_default_memory_pool().free_all_blocks()
+    if cpu_side:
+        host = np.random.default_rng(7).random((cpu_side,) * 4) < P4
+        ours, n = meshccl.ndimage.label(host, full)
+        want, wn = ndimage.label(host, full)
+        assert n == wn and np.array_equal(ours, want)
+        row = {"case": f"CPU {cpu_side}⁴", "cells": host.size}
+        row["CPU ms"] = wall_ms(lambda: meshccl.ndimage.label(host, full), 3)
+        row["SciPy ms"] = wall_ms(lambda: ndimage.label(host, full), 3)
+        row["× SciPy"] = row["SciPy ms"] / row["CPU ms"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    if rows:  # (every row shows every column of the table: blanks where not measured)
+        keys = [k for r in rows for k in r]
+        for r in rows:
+            for k in keys:
+                r.setdefault(k, float("nan"))
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -95,6 +160,9 @@ def main(argv=None):
     ap.add_argument("--fill", type=float, default=0.3)
     ap.add_argument("--count", type=int, default=8, help="random structures")
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--sides4", default="48,128",
+                    help="4-D sides, comma-separated (empty: no 4-D rows)")
+    ap.add_argument("--cpu-side4", type=int, default=24)
     ap.add_argument("--no-gpu", action="store_true")
     args = ap.parse_args(argv)
     rows = []
@@ -127,6 +195,8 @@ def main(argv=None):
             row["× cupyx"] = row["cupyx ms"] / row["GPU ms"]
         rows.append(row)
         print(json.dumps(row), flush=True)
+    sides4 = [int(s) for s in args.sides4.split(",") if s.strip()]
+    rows4 = four_d(sides4, args.cpu_side4, args.repeat, gpu is not None)
     machine = {"host": platform.node(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "gpu": None if gpu is None else name,
                "command": "python benchmarks/structures_bench.py " + " ".join(sys.argv[1:])}
@@ -141,10 +211,24 @@ def main(argv=None):
              "and SciPy's on every row. Command: `" + machine["command"] + "`.", "",
              "| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
     lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows]
+    if rows4:
+        cols4 = [c for c in ("case", "GPU ms", "cupyx ms", "× cupyx", "copy floor µs",
+                             "× copy floor", "× nbr floor", "CPU ms", "SciPy ms", "× SciPy")
+                 if c in rows4[0]]
+        lines += ["", f"4-D, all 80 neighbours: bool site percolation at p = {P4} (near the "
+                  "4-D threshold at full connectivity, bench.py's PERCOLATION_4D_C4); GPU: "
+                  "`meshccl.label(x, connectivity=4)` against `cupyx.scipy.ndimage.label(x, "
+                  "ones((3, 3, 3, 3)))`, labels equal; CPU: `meshccl.ndimage.label` against "
+                  "`scipy.ndimage.label`. Copy floor: (1 + 4) bytes a cell at the measured "
+                  "device copy bandwidth" + (f" ({rows4[0]['copy TB/s']:.2f} TB/s)"
+                                             if "copy TB/s" in rows4[0] else "")
+                  + "; the neighbour-read floor: (80 + 4) bytes a cell, 16.8 copy floors.", "",
+                  "| " + " | ".join(cols4) + " |", "|---|" + "---:|" * (len(cols4) - 1)]
+        lines += ["| " + " | ".join(fmt(r[c]) for c in cols4) + " |" for r in rows4]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "structures.md").write_text("\n".join(lines) + "\n")
-    (args.out / "structures.json").write_text(json.dumps({"machine": machine, "rows": rows},
-                                                         indent=1))
+    (args.out / "structures.json").write_text(json.dumps({"machine": machine, "rows": rows,
+                                                          "rows4": rows4}, indent=1))
     print("\n".join(lines))
     return 0
 

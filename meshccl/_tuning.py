@@ -158,13 +158,6 @@ PLAN_GRAPH_AFTER = 2
 #: next kernel's blocks start while the one before drains
 #: (docs/decisions.md: "early launch of the numbering chain").
 LAUNCH_PDL = True
-#: The Swendsen-Wang step on 2-D CuPy lattices (meshccl/_gpu/cluster_flip.py)
-#: draws each bond inside the labelling chain's kernels where they read it,
-#: rather than writing bond planes first and reading them there: 4 bytes a
-#: cell and a launch fewer, the same Philox calls (docs/decisions.md: "sw
-#: cluster draws by first cell").
-SW_DRAWN_BONDS = True
-
 #: Packed words per thread of meshccl_ising_multispin (Metropolis, 1 or 2): 2
 #: shares a thread's row set-up and Philox key schedule; H200, GPU flips/ns at
 #: 4096² / 8192² / 16384²: 857 / 951 / 948 with 1, 903 / 1041 / 1021 with 2
@@ -237,7 +230,7 @@ GRAPH_MAX_PLANS = 4
 GRAPH_MAX_PLAN_VERTICES = 1 << 23
 
 # Strong components on the GPU (_gpu/strong.py; docs/decisions.md: "strong
-# components: long rows and the hand-over")
+# components on the GPU: paths contracted, then Multistep")
 #: rows of more than this many entries are pushed and searched by the
 #: colouring as chunks of 32 over many lanes, shorter ones by one lane each
 STRONG_LONG_ROW = 128
@@ -246,6 +239,12 @@ STRONG_LONG_ROW = 128
 #: longer than this makes it answer "not shown symmetric" (docs/graph.md:
 #: "Strong components")
 STRONG_SYMMETRIC_MAX_ROW = 32
+#: paths of vertices with one in- and one out-neighbour are contracted first
+#: when at least one vertex in this many is on one (docs/graph.md: "Strong
+#: components"): a chain has 100 %, a cycle with 10 % chords 82 %; many
+#: small SCCs (14 %) or a one-way road grid (21 %) would keep most of the
+#: graph and pay a second transpose.  0: never
+STRONG_PATH_SHARE = 4
 #: the narrow-frontier hand-over to the host is judged after at least this
 #: many GPU passes (launch-bound: a few microseconds each) ...
 STRONG_HOST_MIN_PASSES = 64
@@ -255,6 +254,10 @@ STRONG_HOST_ITEMS = 16384
 #: ... and it is taken while fewer vertices per pass than this were settled
 #: or reached: about the break-even of a launch-bound pass against the host
 STRONG_HOST_RATE = 512
+#: a batch of at least this many trim, search or colouring passes that comes
+#: again is replayed from a CUDA graph recorded the time before, not
+#: launched kernel by kernel from Python (same kernels, same order).  0: never
+STRONG_GRAPH_BATCH = 16
 
 # Incremental connectivity (_gpu/incremental.py; docs/graph.md: "Incremental
 # connectivity")

@@ -66,6 +66,8 @@ class Problem:
     # the values are packed Ising spins (:class:`PackedSpins`' words, flat):
     # 0 labels the +1 spins, 1 the -1 spins; None: the values are cells
     packed_flip: object = None
+    # bool input: every foreground cell equals every other (the runsnd chain's case)
+    binary: bool = False
 
     @property
     def size(self) -> int:
@@ -498,6 +500,7 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
     prob = Problem(xp, values, squeezed, tuple(x.shape), conn_sq, has_bg, bgkey, work,
                    out_dtype, swapped, first=first, counts=counts, method=method,
                    max_iterations=max_iterations, statistics=statistics)
+    prob.binary = dt.kind == "b"
     if size > 0 and ndim > 0 and batched:
         prob.label_axes = sq_axes
         prob.no_left = not (sq_axes >> (len(squeezed) - 1)) & 1

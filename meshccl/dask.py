@@ -9,21 +9,26 @@ Dask arrays whose chunks are NumPy or CuPy arrays; or, asked, a cheaper
 extra (``pip install "meshccl[dask]"``); ``import meshccl`` never imports
 Dask.
 
-The steps (``docs/dask.md`` gives the memory of each); step 1 is
-``map_blocks``, steps 2-6 one graph of plain tasks, a few a chunk, none
-of which sees every label:
+The steps (``docs/dask.md`` gives the memory of each), one graph of plain
+tasks, five a chunk that work (and two that split the first one's
+result into summary and labels), none of which sees every label; on a GPU each task
+runs on its thread's own stream (:func:`_own_stream`) and the work on a
+chunk besides labelling it is ``_kernels/chunks.cu``
+(:mod:`meshccl._gpu.chunks`):
 
-1. every chunk labelled on its own by ``meshccl.label`` (labels 1..n_b);
-2. one task a chunk: the global flat (C-order) index of each local label's
-   first cell, that label's id from here on (unique, and ordered as the
-   global raster order is); the cells of each local label; and the
-   chunk's first and last layers along every axis (values, ids, mask);
-3. one task a face: the two layers across a chunk's upper face along an
-   axis (its last layer and the next chunk's first, wrapped on periodic
-   axes), with a one-cell halo on the other axes cut from the neighbours'
-   layers when the neighbourhood has diagonals, labelled again by
-   ``meshccl.label`` with the same options: cells that share a slab label
-   are connected, and their ids are emitted as pairs (on the chunk's device);
+1. and 2. one task a chunk: the chunk labelled on its own by
+   ``meshccl.label`` (labels 1..n_b); the global flat (C-order) index of
+   each local label's first cell, that label's id from here on (unique,
+   and ordered as the global raster order is); the cells of each local
+   label; and the chunk's first and last layers along every axis (values,
+   ids, mask);
+3. one task a chunk for the faces above it: for each axis, the two layers
+   across the chunk's upper face (its last layer and the next chunk's
+   first, wrapped on periodic axes), with a one-cell halo on the other
+   axes cut from the neighbours' layers when the neighbourhood has
+   diagonals, labelled again by ``meshccl.label`` with the same options:
+   cells that share a slab label are connected, and their ids are emitted
+   as pairs (on the chunk's device);
 4. the pairs solved by ``meshccl.graph.connected_components`` in a tree
    reduction, each node keeping only ``id -> smallest id of its
    component`` for the ids it has seen;
@@ -43,7 +48,9 @@ of which sees every label:
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from itertools import product
 from operator import getitem
 
@@ -78,8 +85,41 @@ def _xp(a):
     return np
 
 
-def _host(a):
-    return a.get() if _xp(a) is not np else np.asarray(a)
+_streams = threading.local()
+
+
+@contextlib.contextmanager
+def _own_stream(a):
+    """Run a task's device work on its thread's own stream of ``a``'s GPU,
+    and wait for that stream (alone) at the end; nothing for NumPy.
+
+    Under Dask's threaded scheduler the tasks of every chunk share one
+    process: on CuPy's default stream, each wait for the device (a copy to
+    the host, the size of a compaction) waits for every kernel that any
+    thread queued before it, so the tasks queue behind each other's work.
+    On one stream a thread (kept for the thread's life, so that CuPy's
+    memory pool, which reuses a freed block only on the stream it was
+    allocated on, keeps reusing its blocks), a wait covers the task's own
+    kernels only.  The streams are blocking ones: their work still follows
+    what was queued on the default stream (an upstream task's chunk).  The
+    task's results are complete when it returns, so the tasks that read
+    them, on other streams, need no other order."""
+    if _xp(a) is np:
+        yield
+        return
+    import cupy
+
+    device = a.device.id
+    own = getattr(_streams, "by_device", None)
+    if own is None:
+        own = _streams.by_device = {}
+    with cupy.cuda.Device(device):
+        stream = own.get(device)
+        if stream is None:
+            stream = own[device] = cupy.cuda.Stream()
+        with stream:
+            yield
+            stream.synchronize()
 
 
 def _scatter_min(xp, out, index, values):
@@ -95,29 +135,24 @@ def _scatter_min(xp, out, index, values):
 def _label_block(block, mask, background, connectivity, tolerance):
     """Step 1: the chunk labelled alone (labels 1..n_b in the chunk's raster
     order, of the dtype ``meshccl.label`` gives: the same kernels as a plain
-    call).  On a GPU the task waits for its kernels, so that its time is its
-    own, not the next task's."""
-    out = _label(block, background=background, connectivity=connectivity, mask=mask,
-                 tolerance=tolerance)
-    if _xp(out) is not np:
-        _xp(out).cuda.get_current_stream().synchronize()
-    return out
+    call)."""
+    return _label(block, background=background, connectivity=connectivity, mask=mask,
+                  tolerance=tolerance)
 
 
 def _first_cells(labels):
-    """Step 2: the chunk-local flat index of each local label's first cell,
-    as a host int64 array (entry l-1 for label l).
+    """Step 2 on the CPU: the chunk-local flat index of each local label's
+    first cell, int64 (entry l-1 for label l).
 
     A label's first cell has no earlier neighbour of its label along any
     axis, so it is among the *candidates*: labelled cells whose predecessor
-    along each axis carries another label (a few elementwise passes on the
-    chunk's device; for blobs only the components' leading corners).  Only
-    the candidates' positions and labels go to the host.  In increasing
-    position, a candidate is its label's first cell when its label exceeds
-    every label before it (labels are numbered by first cell); where a
-    chunk is numbered otherwise (skimage's column order for (a, b, 1)
-    chunks) the smallest position per label is taken instead."""
-    xp = _xp(labels)
+    along each axis carries another label (a few elementwise passes; for
+    blobs only the components' leading corners).  In increasing position, a
+    candidate is its label's first cell when its label exceeds every label
+    before it (labels are numbered by first cell); where a chunk is
+    numbered otherwise (skimage's column order for (a, b, 1) chunks) the
+    smallest position per label is taken instead.  (The GPU takes the
+    minimum over the candidates directly: ``meshccl._gpu.chunks.first_ids``.)"""
     if labels.size == 0:
         return np.empty(0, np.int64)
     cand = labels != 0
@@ -126,10 +161,9 @@ def _first_cells(labels):
             hi = (slice(None),) * axis + (slice(1, None),)
             lo = (slice(None),) * axis + (slice(None, -1),)
             view = cand[hi]
-            xp.bitwise_and(view, labels[hi] != labels[lo], out=view)
-    pos = xp.flatnonzero(cand)
-    lab = _host(labels.ravel()[pos]).astype(np.int64)
-    pos = _host(pos).astype(np.int64)
+            np.bitwise_and(view, labels[hi] != labels[lo], out=view)
+    pos = np.flatnonzero(cand).astype(np.int64)
+    lab = labels.ravel()[pos].astype(np.int64)
     if lab.size == 0:
         return pos
     top = np.maximum.accumulate(lab)
@@ -148,28 +182,66 @@ def _layer(x, axis, cut):
     """The first (cut 0) or last (cut -1) layer of ``x`` along ``axis``, that
     axis moved first (shape (1, other axes...)): a view."""
     at = (slice(None),) * axis + (slice(0, 1) if cut == 0 else slice(-1, None),)
-    return _xp(x).moveaxis(x[at], axis, 0)
+    return np.moveaxis(x[at], axis, 0)
 
 
-def _chunk_faces(values, labels, mask, start, shape, counts):
-    """Step 2 for one chunk, in one task: the global id of each local label
-    (the global flat index of its first cell, :func:`_first_cells`), the
-    cells of each local label (entry 0: background; only when ``counts``),
-    and for each axis the chunk's first and last layer of values, ids (-1
-    on the background) and mask -- all that step 3 needs of it.  Returns
+def _chunk(values, mask, start, shape, counts, keep, background, connectivity, tolerance):
+    """Steps 1 and 2 for one chunk, in one task (on the chunk's device, its
+    thread's own stream there): the chunk labelled alone
+    (:func:`_label_block`) and summarised (:func:`_summary`).  Returns
+    ``(labels, first, counts, faces_0, ..., faces_{ndim-1})``, ``labels``
+    None unless ``keep`` (``low_memory`` labels the chunk again instead of
+    keeping them)."""
+    with _own_stream(values):
+        if _xp(values) is np:
+            labels = _label_block(values, mask, background, connectivity, tolerance)
+            out = _summary(values, labels, mask, start, shape, counts)
+        else:
+            labels, out = _summary_gpu(values, mask, start, shape, counts, background,
+                                       connectivity, tolerance)
+    return (labels if keep else None,) + out
+
+
+def _tail(result):
+    """A chunk's summary: its :func:`_chunk` result without the labels."""
+    return result[1:]
+
+
+def _summary_gpu(values, mask, start, shape, counts, background, connectivity, tolerance):
+    """Steps 1 and 2 for a CuPy chunk: :func:`_summary`'s results by the
+    kernels of ``_kernels/chunks.cu`` (the ids by an atomic minimum over
+    the candidates, the layers cut in one launch each); N and the counts
+    from ``meshccl.label`` itself.  Two waits for the device: N, and the
+    ids copied to the host.  Returns (labels, summary)."""
+    from ._gpu import chunks
+
+    got = _label(values, background=background, connectivity=connectivity, mask=mask,
+                 tolerance=tolerance, return_num=True, return_counts=counts)
+    labels, n = got[0], got[1]
+    ids = chunks.first_ids(labels, n, start, shape, values.itemsize)
+    faces = chunks.layers(values, labels, mask, ids)
+    cells = got[2].get() if counts else None
+    return labels, (ids.get(), cells) + tuple(faces)
+
+
+def _summary(values, labels, mask, start, shape, counts):
+    """Step 2 for a NumPy chunk: the global id of each local label (the global
+    flat index of its first cell, :func:`_first_cells`), the cells of each
+    local label (entry 0: background; only when ``counts``), and for each
+    axis the chunk's first and last layer of values, ids (-1 on the
+    background) and mask -- all that step 3 needs of it.  Returns
     ``(first, counts, faces_0, ..., faces_{ndim-1})`` with ``faces_d =
     (first layer, last layer)`` along axis d, each a tuple (values, ids,
     mask or None) of copies with axis d moved first (shape (1, the other
-    axes in order)), on the chunk's device."""
-    xp = _xp(labels)
+    axes in order)).  (A CuPy chunk's: :func:`_summary_gpu`.)"""
     local = _first_cells(labels)
     first = np.ravel_multi_index(
         tuple(c + s for c, s in zip(np.unravel_index(local, labels.shape), start)),
         shape).astype(np.int64)
     cells = None
     if counts:
-        cells = _host(xp.bincount(labels.ravel(), minlength=first.size + 1)).astype(np.int64)
-    table = xp.asarray(np.concatenate([[-1], first]).astype(np.int64))
+        cells = np.bincount(labels.ravel(), minlength=first.size + 1).astype(np.int64)
+    table = np.concatenate([[-1], first]).astype(np.int64)
     out = [first, cells]
     for axis in range(labels.ndim):
         # (copies, in C order: a view would keep the whole chunk alive; the
@@ -182,26 +254,30 @@ def _chunk_faces(values, labels, mask, start, shape, counts):
 
 
 def _join(parts, axis):
-    """Concatenate (values, ids, mask) tuples along ``axis``."""
+    """Concatenate (values, ids, mask) tuples along ``axis`` (two
+    C-contiguous CuPy parts along axis 0: by device copies, no kernel)."""
     xp = _xp(parts[0][0])
+    if (xp is not np and axis == 0 and len(parts) == 2
+            and all(x.flags.c_contiguous for p in parts for x in p if x is not None)):
+        from ._gpu import chunks
+
+        return tuple(None if p[0] is None else chunks.stack(*p) for p in zip(*parts))
     return tuple(None if p[0] is None else xp.concatenate(p, axis=axis)
                  for p in zip(*parts))
 
 
-def _face_pairs(offsets, pieces, background, connectivity, tolerance):
+def _slab(offsets, pieces):
     """Step 3 for one face: the slab of two layers across it (chunk A's last
     layer along the face's axis, chunk B's first), with a one-cell halo on
     the other axes where the neighbourhood has diagonals, assembled from the
     layers that step 2 cut (the face's axis first: the slab is (2, ...), so
-    its rows run along a chunk's side, never across the face); labelled
-    with the same options, every id in a slab component is paired with one
-    id of that component.
+    its rows run along a chunk's side, never across the face).
 
     ``offsets``: per other axis, the sorted neighbour steps present (0
     alone without diagonals; -1 and +1 where a neighbour chunk exists or
     the axis wraps); ``pieces``: for each combination of them (in
     ``itertools.product`` order), the step-2 faces of A's and B's chunks at
-    that step.  Returns (a, b) int64 host arrays, no pair twice."""
+    that step.  Returns (values, ids, mask or None) of the slab."""
     ndim = len(offsets) + 1
     grid = {}
     for off, (faces_a, faces_b) in zip(product(*offsets), pieces):
@@ -217,28 +293,55 @@ def _face_pairs(offsets, pieces, background, connectivity, tolerance):
         parts = [assemble(prefix + (k,)) for k in offsets[len(prefix)]]
         return parts[0] if len(parts) == 1 else _join(parts, 1 + len(prefix))
 
-    v, ids, m = assemble(())
-    xp = _xp(v)
-    s = _label(v, background=background, connectivity=connectivity, mask=m,
-               tolerance=tolerance).ravel()
-    i = ids.ravel()
-    # one id of each slab component (whichever write lands last; slab label
-    # 0, the background, gets -1, the background's id), paired with every
-    # other id of the component; the pairs sorted by both ids (a lexsort
-    # rather than unique(axis=1): CuPy 12 and earlier lack the axis, later
-    # ones are slow with it, cupy/cupy#8326), repeats dropped, and only the
-    # pairs copied to the host
-    rep = xp.empty(s.size + 1, np.int64)
-    rep[s] = i
-    j = rep[s]
-    pairs = xp.compress(i != j, xp.stack([i, j]), axis=1)
-    if pairs.shape[1] == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    pairs = pairs[:, xp.lexsort(pairs)]
-    new = xp.ones(pairs.shape[1], dtype=bool)
-    new[1:] = (pairs[0, 1:] != pairs[0, :-1]) | (pairs[1, 1:] != pairs[1, :-1])
-    pairs = _host(xp.compress(new, pairs, axis=1))
-    return pairs[0], pairs[1]
+    return assemble(())
+
+
+def _distinct_pairs(a, b):
+    """The pairs (a[i], b[i]) of two int64 id arrays (ids >= 0), each once,
+    sorted: by one sort of one key a * 2**31 + b when every id is below
+    2**31 (arrays of up to 2**31 cells), else by ``numpy.unique`` of rows."""
+    if a.size == 0:
+        return a.astype(np.int64), b.astype(np.int64)
+    if max(int(a.max()), int(b.max())) < 2**31:
+        key = np.unique((a << 31) | b)
+        return key >> 31, key & (2**31 - 1)
+    pairs = np.unique(np.stack([a, b], axis=1), axis=0)
+    return pairs[:, 0].copy(), pairs[:, 1].copy()
+
+
+def _face_pairs(faces, background, connectivity, tolerance):
+    """Step 3 for the upper faces of one chunk, in one task (on the chunk's
+    device, its thread's own stream there): each face's slab
+    (:func:`_slab`; ``faces`` a list of its (offsets, pieces)) labelled with
+    the same options, every id in a slab component paired with one id of
+    that component (whichever write lands last).  Cells that share a slab
+    label are connected.  Returns (a, b) int64 host arrays, no pair twice.
+
+    On the GPU the pairs of every face are gathered on the device
+    (:class:`meshccl._gpu.chunks.Pairs`) and copied to the host once."""
+    offsets, pieces = faces[0]
+    layer = pieces[0][0][1][0]  # (a layer of values: the chunk's device)
+    opts = dict(background=background, connectivity=connectivity, tolerance=tolerance)
+    with _own_stream(layer):
+        slabs = [_slab(offsets, pieces) for offsets, pieces in faces]
+        if _xp(layer) is not np:
+            from ._gpu import chunks
+
+            pairs = chunks.Pairs(sum(v.size for v, _, _ in slabs), layer.itemsize)
+            for v, ids, m in slabs:
+                pairs.add(_label(v, mask=m, **opts).ravel(), ids.ravel())
+            return _distinct_pairs(*pairs.host())
+    a, b = [], []
+    for v, ids, m in slabs:
+        s = _label(v, mask=m, **opts).ravel()
+        i = ids.ravel()
+        rep = np.empty(s.size + 1, np.int64)
+        rep[s] = i
+        j = rep[s]
+        differ = i != j  # (the background, slab label 0, has id -1 on both sides)
+        a.append(i[differ])
+        b.append(j[differ])
+    return _distinct_pairs(np.concatenate(a), np.concatenate(b))
 
 
 def _solve(*edge_lists):
@@ -279,13 +382,40 @@ def _tree(edge_lists):
 
 
 def _line_of(ids, start, chunk_shape, shape):
-    """The line (flat index over the chunk's axes but the last) and the
-    local coordinates of each global flat id in a chunk."""
-    coords = np.unravel_index(ids, shape)
-    local = tuple(c - s for c, s in zip(coords, start))
-    if len(chunk_shape) == 1:
-        return np.zeros(ids.size, np.int64)
-    return np.ravel_multi_index(local[:-1], chunk_shape[:-1]).astype(np.int64)
+    """The line of each global flat id in a chunk: the flat index, over the
+    chunk's axes but the last, of the id's cell (by integer division, axis
+    by axis from the last but one)."""
+    line = np.zeros(ids.size, np.int64)
+    rest = ids // shape[-1]
+    step = 1
+    for k in range(len(shape) - 2, -1, -1):
+        rest, c = np.divmod(rest, shape[k])
+        line += (c - start[k]) * step
+        step *= chunk_shape[k]
+    return line
+
+
+def _lookup(keys, values):
+    """Which of ``values`` (distinct int64) are in ``keys`` (sorted,
+    distinct), and where: (a mask over ``values``, the index in ``keys`` of
+    each value found, in the order of ``values``).  Sorted ``values`` (a
+    chunk's ids in raster order) search the keys in their range instead
+    when those are fewer (a chunk's face ids among all its ids), else
+    each value searches ``keys``."""
+    found = np.zeros(values.size, bool)
+    if keys.size == 0 or values.size == 0:
+        return found, np.empty(0, np.int64)
+    if values.size > 1 and bool((values[1:] > values[:-1]).all()):
+        lo, hi = np.searchsorted(keys, [values[0], values[-1] + 1])
+        if hi - lo < values.size // 4:
+            sub = keys[lo:hi]
+            at = np.minimum(np.searchsorted(values, sub), values.size - 1)
+            hit = values[at] == sub
+            found[at[hit]] = True
+            return found, lo + np.flatnonzero(hit)
+    at = np.minimum(np.searchsorted(keys, values), keys.size - 1)
+    found = keys[at] == values
+    return found, at[found]
 
 
 def _reps(first, cells, solved, start, chunk_shape, shape, numbering):
@@ -304,13 +434,8 @@ def _reps(first, cells, solved, start, chunk_shape, shape, numbering):
     other numberings the count alone; ``line`` each representative's line
     ('raster')."""
     src, rep = solved
-    if src.size:
-        at = np.minimum(np.searchsorted(src, first), src.size - 1)
-        moved = src[at] == first
-        to = rep[at[moved]]
-    else:
-        moved = np.zeros(first.size, bool)
-        to = np.empty(0, np.int64)
+    moved, at = _lookup(src, first)
+    to = rep[at]
     is_rep = ~moved
     moved_cells = None if cells is None else cells[1:][moved]
     if numbering != "raster":
@@ -396,10 +521,7 @@ def _number(first, reps, chunk_shape, roots, numbering, index, position, *levels
     if order is not None:
         ids[order] = ids.copy()
         labels[order] = labels.copy()
-    asked = np.zeros(ids.size, bool)
-    if roots.size and ids.size:
-        at = np.minimum(np.searchsorted(roots, ids), roots.size - 1)
-        asked = roots[at] == ids
+    asked, _ = _lookup(roots, ids)
     return labels, ids[asked], labels[asked]
 
 
@@ -480,15 +602,24 @@ def _background_cells(*cells):
     return np.array([sum(cells)], np.int64)
 
 
-def _renumber(labels, table):
-    """Step 5's lookup: the chunk's local labels -> global labels."""
-    return _xp(labels).asarray(table)[labels]
+def _renumber(labels, table, itemsize):
+    """Step 6: the chunk's local labels -> global labels, by one lookup on
+    the chunk's device (its thread's own stream there; ``itemsize`` the
+    width of the chunk's values, which names the GPU's kernel module)."""
+    if _xp(labels) is np:
+        return table[labels]
+    from ._gpu import chunks
+
+    with _own_stream(labels):
+        return chunks.renumber(labels, table, itemsize)
 
 
 def _relabel(block, mask, table, background, connectivity, tolerance):
-    """Step 5 with ``low_memory``: the chunk labelled again (step 1), then
+    """Step 6 with ``low_memory``: the chunk labelled again (step 1), then
     renumbered."""
-    return _renumber(_label_block(block, mask, background, connectivity, tolerance), table)
+    with _own_stream(block):
+        return _renumber(_label_block(block, mask, background, connectivity, tolerance), table,
+                         block.itemsize)
 
 
 def _known_chunks(a, name):
@@ -682,54 +813,55 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
             out += (da.zeros(1, dtype=np.int64, chunks=1),)
         return out if len(out) > 1 else out[0]
 
-    # step 1: every chunk alone
-    opts = dict(background=background, connectivity=connectivity, tolerance=tolerance)
-    # (in the dtype meshccl.label gives: int32 on CuPy, and for bool input)
-    biggest = math.prod(max(cs) for cs in image.chunks)
-    if _xp(image._meta) is not np:
-        local_dtype = np.int32 if biggest < 2**31 else np.int64
-    else:
-        local_dtype = np.int32 if image.dtype.kind == "b" else np.int64
-    local = da.map_blocks(_label_block, image, mask, **opts, dtype=local_dtype,
-                          meta=image._meta.astype(local_dtype))
-
-    grid = local.numblocks
-    starts = [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(int) for c in local.chunks]
+    grid = image.numblocks
+    starts = [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(int) for c in image.chunks]
     index = list(product(*(range(n) for n in grid)))
-    # steps 2 to 5 as one graph of plain tasks: a few tasks a chunk, and no
+    # steps 1 to 6 as one graph of plain tasks: a few tasks a chunk, and no
     # Dask collection built per chunk or face (building those cost more
     # than running them)
     token = tokenize(image, mask, background, connectivity, tolerance, periodic, return_counts,
                      low_memory, numbering)
-    (info, face, solve, reps, prefix, before, roots, number, resolve, table,
+    (info, summary, local, face, solve, reps, prefix, before, roots, number, resolve, table,
      out_name) = (f"meshccl-{k}-{token}" for k in (
-         "chunk-faces", "face-pairs", "solve", "reps", "prefix", "offsets", "roots",
-         "number", "resolve", "table", "label"))
+         "chunk", "summary", "local", "face-pairs", "solve", "reps", "prefix", "offsets",
+         "roots", "number", "resolve", "table", "label"))
     dsk = {}
-    deps = [image, local] + ([] if mask is None else [mask])
+    deps = [image] + ([] if mask is None else [mask])
 
-    # step 2: one task a chunk: the id of each local label (its first
-    # cell's global flat index), its counts, and the chunk's first and last
-    # layers along every axis (values, ids, mask)
+    # steps 1 and 2: one task a chunk: its local labels (kept unless
+    # low_memory), the id of each local label (its first cell's global
+    # flat index), its counts, and the chunk's first and last layers along
+    # every axis (values, ids, mask)
     for b in index:
-        dsk[(info,) + b] = (_chunk_faces, (image.name,) + b, (local.name,) + b,
+        dsk[(info,) + b] = (_chunk, (image.name,) + b,
                             None if mask is None else (mask.name,) + b,
                             tuple(int(starts[d][b[d]]) for d in range(ndim)), image.shape,
-                            return_counts)
+                            return_counts, not low_memory, background, connectivity, tolerance)
+        # the result split in two keys: the summary that faces and the
+        # numbering read, and the local labels that only the renumbering
+        # reads (on a cluster a task pulls whole results of other workers:
+        # the labels must not travel with the summary)
+        dsk[(summary,) + b] = (_tail, (info,) + b)
+        if not low_memory:
+            dsk[(local,) + b] = (getitem, (info,) + b, 0)
+    first_of = {b: (getitem, (summary,) + b, 0) for b in index}
+    cells_of = {b: (getitem, (summary,) + b, 1) for b in index}
 
-    # step 3: one task a face.  The slab across the upper face of chunk A
-    # along an axis (A's last layer and the next chunk's first, wrapped
-    # where periodic) is assembled from those layers, with a one-cell halo
-    # on the other axes cut from the neighbouring chunks' layers when the
-    # neighbourhood has diagonals; only layers travel, never a chunk.
+    # step 3: one task a chunk for its upper faces.  The slab across the
+    # upper face of chunk A along an axis (A's last layer and the next
+    # chunk's first, wrapped where periodic) is assembled from those
+    # layers, with a one-cell halo on the other axes cut from the
+    # neighbouring chunks' layers when the neighbourhood has diagonals;
+    # only layers travel, never a chunk.
     diagonal = (connectivity if connectivity is not None else ndim) > 1
     faces = []
-    for axis in range(ndim):
-        upper = grid[axis] if periodic[axis] else grid[axis] - 1
-        others = [d for d in range(ndim) if d != axis]
-        for b in index:
+    for b in index:
+        upper_faces = []
+        for axis in range(ndim):
+            upper = grid[axis] if periodic[axis] else grid[axis] - 1
             if b[axis] >= upper:
                 continue
+            others = [d for d in range(ndim) if d != axis]
             offsets = []
             for o in others:
                 ks = [0]
@@ -745,10 +877,12 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                     pa[o] = (b[o] + k) % grid[o]
                 pb = list(pa)
                 pb[axis] = (b[axis] + 1) % grid[axis]
-                pieces.append([(getitem, (info,) + tuple(pa), 2 + axis),
-                               (getitem, (info,) + tuple(pb), 2 + axis)])
-            key = (face, axis) + b
-            dsk[key] = (_face_pairs, offsets, pieces, background, connectivity, tolerance)
+                pieces.append([(getitem, (summary,) + tuple(pa), 2 + axis),
+                               (getitem, (summary,) + tuple(pb), 2 + axis)])
+            upper_faces.append([offsets, pieces])
+        if upper_faces:
+            key = (face,) + b
+            dsk[key] = (_face_pairs, upper_faces, background, connectivity, tolerance)
             faces.append(key)
 
     # step 4: the tree of union-finds
@@ -773,11 +907,10 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     # representatives; one task gathers the labels of the representatives
     # that face pairs name; each chunk's table local -> global label
     root = level[0]
-    shapes = {b: tuple(int(local.chunks[d][b[d]]) for d in range(ndim)) for b in index}
+    shapes = {b: tuple(int(image.chunks[d][b[d]]) for d in range(ndim)) for b in index}
     corner = {b: tuple(int(starts[d][b[d]]) for d in range(ndim)) for b in index}
-    cells_of = {b: (getitem, (info,) + b, 1) for b in index}
     for b in index:
-        dsk[(reps,) + b] = (_reps, (getitem, (info,) + b, 0), cells_of[b], root, corner[b],
+        dsk[(reps,) + b] = (_reps, first_of[b], cells_of[b], root, corner[b],
                             shapes[b], image.shape, numbering)
     if numbering == "raster":
         for k in range(ndim):
@@ -794,7 +927,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     if numbering != "first-cell":
         dsk[(roots,)] = (_roots, root)
     for position, b in enumerate(index):
-        dsk[(number,) + b] = (_number, (getitem, (info,) + b, 0), (reps,) + b, shapes[b],
+        dsk[(number,) + b] = (_number, first_of[b], (reps,) + b, shapes[b],
                               (roots,) if numbering != "first-cell" else np.empty(0, np.int64),
                               numbering, b, position) + levels[b]
     if numbering != "first-cell":
@@ -805,7 +938,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         barrier = before
     # each chunk's table (local label -> global label): made inside its
     # renumbering task, or a task of its own when the counts read it too
-    tables = {b: (_chunk_table, (getitem, (info,) + b, 0), cells_of[b], (reps,) + b,
+    tables = {b: (_chunk_table, first_of[b], cells_of[b], (reps,) + b,
                   (number,) + b, (resolve,) if numbering != "first-cell" else None)
               for b in index}
     if return_counts:
@@ -831,7 +964,8 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
             dsk[(out_name,) + b] = (_relabel, (again[0].name,) + b, m, lookup, background,
                                     connectivity, tolerance)
         else:
-            dsk[(out_name,) + b] = (_renumber, (local.name,) + b, lookup)
+            dsk[(out_name,) + b] = (_renumber, (local,) + b, lookup,
+                                    image.dtype.itemsize)
     graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=deps)
     labels = da.Array(graph, out_name, chunks=image.chunks, dtype=np.int64, meta=out_meta)
     out = (labels,)

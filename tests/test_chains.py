@@ -34,6 +34,7 @@ def test_every_row_has_a_case():
         "runs2d-lattice": _chain(np.zeros((7, 9)), tolerance=0.5),
         "runs3d-lattice": _chain(u8, mask=m),
         "general": _chain(np.zeros((2, 3, 4, 5), np.uint8)),
+        "runsnd": _chain(np.zeros((2, 3, 4, 5), bool)),
         # (packed Ising spins: CuPy words only; the emulated chain in
         # tests/test_counts_emulated.py validates real ones)
         "runs2d-packed": chains.select(dataclasses.replace(
@@ -66,6 +67,14 @@ def test_every_row_has_a_case():
     (np.zeros((5, 6, 7), np.uint8), dict(axes=(0, 2)), "general"),    # not a stack
     (np.zeros((5, 6, 7), np.uint8), dict(axes=(0, 1)), "general"),    # no left neighbour
     (np.zeros((3, 5, 6, 7), np.uint8), dict(mask=np.ones((3, 5, 6, 7), bool)), "general"),
+    (np.zeros((3, 5, 6, 7), bool), {}, "runsnd"),                    # any connectivity
+    (np.zeros((3, 5, 6, 7), bool), dict(connectivity=2), "runsnd"),
+    (np.zeros((2, 1, 3, 5, 6, 7), bool), dict(background=1), "runsnd"),
+    (np.zeros((5, 6, 7), bool), {}, "runs3d"),
+    (np.zeros((3, 5, 6, 7), bool), dict(periodic=True), "general"),
+    (np.zeros((3, 5, 6, 7), bool), dict(axes=(1, 2, 3)), "general"),
+    (np.zeros((3, 5, 6, 7), bool), dict(mask=np.ones((3, 5, 6, 7), bool)), "general"),
+    (np.zeros((3, 5, 6, 7), np.uint8), {}, "general"),                # values, not bool
     (np.zeros((4, 4), np.uint8), dict(method="A"), "iterative"),
     (np.zeros((4, 4), np.uint8), dict(method="unionfind"), "runs2d"),
 ])

@@ -82,7 +82,7 @@ def _check_signature(name, targs, args):
     assert len(args) == len(sig), f"{name}: {len(args)} arguments for {len(sig)} parameters"
     index = {"int": np.int32, "long long": np.int64}[targs[1] if base.startswith(
         ("meshccl_runs", "meshccl_cells", "meshccl_general")) and "_packed_" not in base
-        else targs[0]]
+        and not base.startswith("meshccl_runsnd_") else targs[0]]
     for k, (a, t) in enumerate(zip(args, sig)):
         t = t.replace("const ", "")
         where = f"{name} argument {k} ({t})"
@@ -237,18 +237,20 @@ class Kernel:
 def emulated(monkeypatch):
     cp = _fake_cupy()
     monkeypatch.setitem(sys.modules, "cupy", cp)
-    from meshccl._gpu import image_general, image_plain, iterative, number_roots
+    from meshccl._gpu import image_general, image_plain, iterative, number_roots, runs_nd
 
     def kernels(source, *names):
         return tuple(Kernel(n) for n in names)
 
-    for mod in (image_plain, number_roots, image_general, iterative):
+    for mod in (image_plain, number_roots, image_general, iterative, runs_nd):
         monkeypatch.setattr(mod, "kernels", kernels)
     image_general._device_geometry.cache_clear()
     image_general._dummy.cache_clear()
+    runs_nd._device_table.cache_clear()
     yield cp
     image_general._device_geometry.cache_clear()
     image_general._dummy.cache_clear()
+    runs_nd._device_table.cache_clear()
 
 
 CASES = [
@@ -260,6 +262,9 @@ CASES = [
     ("3-D bytes", patterns.percolation((9, 40, 50), 0.3116, seed=4), dict(connectivity=1)),
     ("3-D uint16", patterns.blobs((9, 30, 40), seed=5).astype(np.uint16), {}),
     ("4-D", np.random.default_rng(6).integers(0, 2, (3, 4, 5, 6)).astype(np.uint8), {}),
+    ("4-D bool", np.random.default_rng(12).random((3, 4, 5, 40)) < 0.3, {}),
+    ("4-D bool c1", np.random.default_rng(13).random((2, 3, 4, 64)) < 0.5,
+     dict(connectivity=1)),
     ("mask", patterns.blobs((60, 70), seed=7),
      dict(mask=np.random.default_rng(8).random((60, 70)) < 0.8)),
     ("periodic", patterns.percolation((50, 60), 0.5927, seed=9), dict(periodic=True)),
@@ -300,7 +305,7 @@ def test_counted_chains_emulated(emulated, case, dtype):
             np.testing.assert_array_equal(P, Truth.labels.ravel())
             np.testing.assert_array_equal(counts, np.bincount(want.ravel(), minlength=num + 1))
     # (a stack of images over the last axes takes the plain 2-D chain too)
-    plain = not {"mask", "periodic"} & set(kw) and a.ndim <= 3
+    plain = not {"mask", "periodic"} & set(kw) and (a.ndim <= 3 or a.dtype == bool)
     lattice = {"mask", "periodic"} & set(kw) and a.ndim <= 3
     counted = [k for k in Truth.launches if k.endswith("_counted")]
     if plain or lattice:

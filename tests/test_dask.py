@@ -351,6 +351,27 @@ def test_cupy_chunks_numberings(shape, chunks):
         _check_numbering(x, chunks, cupy=True, connectivity=c, periodic=True)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("dtype", [np.int16, np.float64])
+def test_cupy_chunks_every_value_width_on_threads(dtype):
+    """Values of the widths the GPU's layer kernel copies that other tests
+    do not (2 and 8 bytes; 1 and 4 in test_cupy_chunks), on the threaded
+    scheduler (each task on its thread's own stream, its results read by
+    other threads' tasks), and chunks that are strided views (a transposed
+    array)."""
+    import cupy as cp
+
+    rng = np.random.default_rng(43)
+    x = rng.integers(0, 3, (40, 36, 30)).astype(dtype)
+    chunks = ((7, 13, 20), (18, 18), (11, 19))
+    _check(x, chunks, scheduler="threads", cupy=True, connectivity=1)
+    _check(x, chunks, scheduler="threads", cupy=True, connectivity=3, periodic=True)
+    image = da.from_array(x, chunks=chunks).map_blocks(cp.asarray).transpose(2, 0, 1)
+    got = mdask.label(image, connectivity=1).compute(scheduler="threads")
+    np.testing.assert_array_equal(got.get(), meshccl.label(x.transpose(2, 0, 1), connectivity=1))
+
+
 def _first_cells_reference(labels):
     """The smallest flat index of each label 1..max (all cells scanned)."""
     flat = np.asarray(labels).ravel().astype(np.int64)
@@ -394,13 +415,26 @@ def test_first_cells_against_a_scan_of_every_cell():
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 def test_first_cells_on_the_gpu():
+    """The GPU's ids (chunks.cu's atomic minimum over the candidates) are
+    the first cells' global flat indices, for a chunk at the origin and
+    for one placed inside a larger array."""
     import cupy as cp
+
+    from meshccl._gpu import chunks
 
     rng = np.random.default_rng(2027)
     for lab in _first_cells_inputs(rng):
-        got = mdask._first_cells(cp.asarray(lab.astype(np.int32)))
-        assert isinstance(got, np.ndarray)
-        np.testing.assert_array_equal(got, _first_cells_reference(lab))
+        want = _first_cells_reference(lab)
+        for label_type in (np.int32, np.int64):
+            labels = cp.asarray(lab.astype(label_type))
+            got = chunks.first_ids(labels, want.size, (0,) * lab.ndim, lab.shape, 1).get()
+            np.testing.assert_array_equal(got, want)
+            start = tuple(range(2, 2 + lab.ndim))
+            shape = tuple(s + 3 + k for k, s in enumerate(lab.shape))
+            got = chunks.first_ids(labels, want.size, start, shape, 1).get()
+            coords = np.unravel_index(want, lab.shape)
+            np.testing.assert_array_equal(
+                got, np.ravel_multi_index(tuple(c + s for c, s in zip(coords, start)), shape))
 
 
 @pytest.mark.gpu
@@ -413,3 +447,33 @@ def test_cupy_chunks_blobs_odd_chunks(connectivity):
     chunks = ((21, 33, 42), (25, 55), (16, 31, 23))
     _check(x, chunks, scheduler="threads", cupy=True, connectivity=connectivity)
     _check(x, chunks, cupy=True, connectivity=connectivity, periodic=(True, False, True))
+
+
+def test_distinct_pairs_one_key_and_rows():
+    """The face pairs' deduplication: one int64 key below 2**31, rows of two
+    ids above; both sorted as numpy.unique sorts rows."""
+    rng = np.random.default_rng(47)
+    for high in (3, 2**31 - 1, 2**31, 2**62):
+        a, b = rng.integers(0, high, 4000), rng.integers(0, high, 4000)
+        a, b = np.concatenate([a, a[:500]]), np.concatenate([b, b[:500]])
+        got = mdask._distinct_pairs(a, b)
+        want = np.unique(np.stack([a, b], axis=1), axis=0)
+        np.testing.assert_array_equal(np.stack(got, axis=1), want)
+    empty = mdask._distinct_pairs(np.empty(0, np.int64), np.empty(0, np.int64))
+    assert [e.size for e in empty] == [0, 0]
+
+
+def test_lookup_both_ways():
+    """The numbering's search of a chunk's ids among sorted keys: sorted ids
+    with few keys in their range search the keys instead; the same answer
+    as a search of every id, in the order of the ids."""
+    rng = np.random.default_rng(53)
+    for n_keys, n_values, ordered in [(0, 10, True), (10, 0, True), (5, 1000, True),
+                                      (3000, 1000, True), (50, 1000, False), (7, 1, True)]:
+        keys = np.unique(rng.integers(0, 5000, n_keys)).astype(np.int64)
+        values = rng.choice(5000, n_values, replace=False).astype(np.int64)
+        values = np.sort(values) if ordered else values
+        found, at = mdask._lookup(keys, values)
+        want = np.isin(values, keys)
+        np.testing.assert_array_equal(found, want)
+        np.testing.assert_array_equal(keys[at], values[want])

@@ -218,10 +218,11 @@ def test_gpu_named_structures_equal_cupyx(ndim):
         cupy.testing.assert_array_equal(labels, ref)
 
 
-def test_explicit_structures_take_the_general_union_find():
+def test_explicit_structures_take_the_runsnd_chain():
     """A structure no connectivity names becomes a problem with explicit
     offsets on the squeezed shape (axes of length 1 dropped with the steps
-    along them), which the GPU sends to its general chain."""
+    along them), which the GPU sends to its runsnd chain (bool foreground,
+    the neighbourhood from a row table)."""
     from meshccl import _validate
     from meshccl._gpu import chains
 
@@ -232,7 +233,7 @@ def test_explicit_structures_take_the_general_union_find():
     prob = _validate.prepare(np.ones((5, 6, 1), bool), None, None, np.int32, offsets=offsets)
     assert prob.shape == (5, 6)
     assert prob.offsets == ((-1, -1),) and prob.no_left  # steps along axis 2 dropped
-    assert chains.select(prob).chain.name == "general"
+    assert chains.select(prob).chain.name == "runsnd"
     prob = _validate.prepare(np.ones((5, 1, 7), bool), None, None, np.int32, offsets=offsets)
     assert prob.offsets == ((0, -1),) and not prob.no_left
     with pytest.raises(ValueError, match="offsets cannot be combined"):

@@ -935,6 +935,25 @@ def test_gpu_ising_kernels_equal_numpy_every_sweep(algorithm, shape, field):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("shape", [(2048, 2048), (1000, 1056), (4096, 64), (64, 4096), (2, 2)])
+def test_gpu_metropolis_sweeps_queued_back_to_back(shape):
+    """Twelve 2-D sweeps queued without a wait (each colour's launch may start while
+    the one before drains): the NumPy sweeps' spins."""
+    import cupy
+
+    from meshccl.sim.ising import _MetropolisSweeps, _pack, _unpack
+
+    cpu = Ising(shape, temperature=2.269, field=0.1, seed=2**37 + 3)
+    packed = _pack(cupy.asarray(cpu.state))
+    sweeps = _MetropolisSweeps(packed, shape, cupy.asarray(cpu._metropolis), cpu.seed)
+    for step in range(12):
+        sweeps(step)
+    cpu.run(12)
+    assert np.array_equal(_unpack(packed, shape).get(), cpu.state)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @pytest.mark.parametrize("shape", [(4, 66), (130, 96), (256, 1032), (6, 10, 14), (40, 24, 72)])
 def test_gpu_metropolis_two_words_a_thread(shape):
     """The Metropolis kernel's variant with two packed words a thread
@@ -954,30 +973,26 @@ def test_gpu_metropolis_two_words_a_thread(shape):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-@pytest.mark.parametrize("drawn", [True, False])
 @pytest.mark.parametrize("shape", [(2, 2), (3, 33), (32, 32), (65, 31), (257, 1000),
                                    (2048, 2080)])
-def test_gpu_swendsen_wang_chain_equals_numpy(shape, drawn):
-    """The 2-D step on the GPU (the labelling chain writing the spins, its bonds drawn in
-    its kernels or read from bond planes: _tuning.SW_DRAWN_BONDS) against the NumPy
-    step, step by step at T_c and below, with the step's spins left as they were."""
+def test_gpu_swendsen_wang_chain_equals_numpy(shape):
+    """The 2-D step on the GPU (the labelling chain drawing its bonds in its kernels and
+    writing the spins) against the NumPy step, step by step at T_c and below, with the
+    step's spins left as they were."""
     import cupy
 
-    from meshccl import _tuning
-
-    with _tuning.override(SW_DRAWN_BONDS=drawn):
-        for temperature in (2.269, 1.6):
-            cpu = Ising(shape, temperature=temperature, algorithm="sw", seed=2**34 + 5)
-            dev = Ising(shape, temperature=temperature, algorithm="sw", seed=2**34 + 5,
-                        xp=cupy)
-            for step in range(4):
-                before = dev.state
-                kept = before.copy()
-                cpu.run(1)
-                dev.run(1)
-                assert dev._sw_chain() is not None
-                assert np.array_equal(cpu.state, dev.state.get()), (temperature, step)
-                assert bool((before == kept).all())
+    for temperature in (2.269, 1.6):
+        cpu = Ising(shape, temperature=temperature, algorithm="sw", seed=2**34 + 5)
+        dev = Ising(shape, temperature=temperature, algorithm="sw", seed=2**34 + 5,
+                    xp=cupy)
+        for step in range(4):
+            before = dev.state
+            kept = before.copy()
+            cpu.run(1)
+            dev.run(1)
+            assert dev._sw_chain() is not None
+            assert np.array_equal(cpu.state, dev.state.get()), (temperature, step)
+            assert bool((before == kept).all())
 
 
 @pytest.mark.gpu
@@ -1036,6 +1051,36 @@ def test_gpu_metropolis_packed_state_ties_and_images(shape):
     assert dev.state.dtype == cupy.int8 and np.array_equal(dev.state.get(), cpu.state)
     assert dev.energy() == pytest.approx(cpu.energy(), rel=1e-12, abs=1e-12)
     assert np.array_equal(dev.labels("domains").labels.get(), cpu.labels("domains").labels)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("shape", [(16, 8, 40), (8, 6, 64), (4, 4, 2080)])
+@pytest.mark.parametrize("phase", ["up", "down"])
+def test_gpu_metropolis_3d_hook_image_from_the_sweep(shape, phase):
+    """3-D hooks: the sweep before each labelled step writes the phase's image itself;
+    the labels, counts and spins equal the CPU run's at every labelled step, and the
+    image is the one the unpacking kernel writes."""
+    import cupy
+
+    from meshccl.sim.ising import _unpack
+
+    kw = dict(temperature=4.0, field=0.1, seed=2**36 + 7)
+    cpu, dev = Ising(shape, **kw), Ising(shape, xp=cupy, **kw)
+    seen_c, seen_g, images = [], [], []
+
+    def on_gpu(c):
+        seen_g.append(c)
+        assert dev._image is not None and dev._image[:2] == (phase, dev.step)
+        images.append(bool((dev._image[2] == _unpack(dev._packed, shape, phase)).all()))
+
+    cpu.run(7, every=3, on_label=seen_c.append, label=phase)
+    dev.run(7, every=3, on_label=on_gpu, label=phase)
+    assert [c.step for c in seen_g] == [3, 6] and all(images)
+    for a, b in zip(seen_c, seen_g):
+        assert np.array_equal(a.labels, b.labels.get()) and a.n == b.n
+    assert dev._image is None            # step 7 was not labelled: no image written
+    assert np.array_equal(cpu.state, dev.state.get())
 
 
 @pytest.mark.gpu

@@ -38,6 +38,9 @@ using std::min;
 struct uint4 { unsigned int x, y, z, w; };
 struct uint2 { unsigned int x, y; };
 static uint2 make_uint2(unsigned int x, unsigned int y) { return uint2{x, y}; }
+static uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w) {
+    return uint4{x, y, z, w};
+}
 struct Dim { unsigned int x = 1, y = 1, z = 1; };
 thread_local Dim threadIdx, blockIdx;
 Dim blockDim, gridDim;
@@ -242,6 +245,32 @@ def test_metropolis_kernel_two_words_a_thread(device, shape):
         sim.step += 1
         # the padding nibbles stay 0: the packed words are those of the NumPy spins
         assert np.array_equal(packed, _packed_by_hand(want)), (shape, step)
+
+
+@pytest.mark.parametrize("shape", [(4, 6), (8, 34), (6, 66), (4, 6, 10), (6, 4, 16), (4, 2, 34),
+                                   (2, 4, 64), (4, 2, 1090), (6, 2, 48)])
+@pytest.mark.parametrize("words", [1, 2])
+def test_metropolis_kernel_writes_the_phase_image(device, shape, words):
+    """A sweep given an image (the one before a labelled 3-D step) writes the new spins'
+    phase into it, 'up' (s > 0) or 'down' (s < 0), every cell of rows whose length is a
+    multiple of 16 or not, of one or several words; its spins are those of a sweep
+    without one."""
+    from meshccl import _tuning
+
+    sim = Ising(shape, temperature=2.1 if len(shape) == 2 else 4.0, field=0.2, seed=13)
+    packed = device._pack(sim.state)
+    for step, phase in enumerate(("up", "down", "up")):
+        # an image holding the opposite of the answer: every cell must be written
+        want = sim._metropolis_sweep()
+        expected = want > 0 if phase == "up" else want < 0
+        image = ~expected
+        with _tuning.override(METROPOLIS_WORDS=words):
+            device._metropolis_sweep_packed(packed, shape, sim._metropolis, sim.seed,
+                                            sim.step, image=image, phase=phase)
+        sim._s = want
+        sim.step += 1
+        assert np.array_equal(packed, _packed_by_hand(want)), (shape, step)
+        assert np.array_equal(image, expected), (shape, step, phase)
 
 
 @pytest.mark.parametrize("shape, planes", [((4, 6, 10), 1), ((6, 4, 16), 4), ((8, 4, 34), 3)])

@@ -11,7 +11,7 @@ from scipy.sparse.csgraph import connected_components as scipy_cc
 
 from conftest import HAVE_GPU, examples
 from test_graph_gpu_emulated import emulated, tune  # noqa: F401  (fixtures: the stand-in cupy, overrides)
-from meshccl import graph_families, graph_generators as gen
+from meshccl import _tuning, graph_families, graph_generators as gen
 from meshccl.graph import Edges, connected_components
 
 
@@ -396,22 +396,61 @@ def test_families_exact(family):
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @pytest.mark.parametrize("family", sorted(graph_families.FAMILIES))
-@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over"])
+@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over", "no paths"])
 def test_gpu_families(family, setting):
     """Every family of the graph benchmark on the GPU against SciPy's
     partition: as 'auto' runs, with the GPU's steps to the end, with short
-    rows taken as long ones, and handed to the host at the first check;
-    a larger size as 'auto' runs."""
+    rows taken as long ones, handed to the host at the first check, and
+    without the contraction of paths; a larger size as 'auto' runs."""
     from meshccl import _tuning
 
     values = {"default": {}, "gpu only": {"STRONG_HOST_MIN_PASSES": 10**9},
               "long rows": {"STRONG_HOST_MIN_PASSES": 10**9, "STRONG_LONG_ROW": 4},
-              "hand over": {"STRONG_HOST_MIN_PASSES": 0, "STRONG_HOST_RATE": 10**9}}[setting]
+              "hand over": {"STRONG_HOST_MIN_PASSES": 0, "STRONG_HOST_RATE": 10**9},
+              "no paths": {"STRONG_PATH_SHARE": 0, "STRONG_HOST_MIN_PASSES": 10**9}}[setting]
     sizes = ((60, 1), (5000, 2)) + (((200_000, 3),) if setting == "default" else ())
     with _tuning.override(**values):
         for m, seed in sizes:
             e = graph_families.FAMILIES[family](m, seed=seed)
             check_gpu(coo(e.src, e.dst, e.n_vertices))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_paths():
+    """Graphs of (1,1) paths (pure cycles, a path back to its start, paths
+    between hubs both ways, shuffled, reversed) against SciPy's partition,
+    with the GPU's steps to the end and with the contraction off."""
+    from meshccl import _tuning
+
+    for src, dst, n in _path_cases(np.random.default_rng(5)):
+        for values in ({"STRONG_HOST_MIN_PASSES": 10**9}, {"STRONG_PATH_SHARE": 0}):
+            with _tuning.override(**values):
+                check_gpu(coo(src, dst, n))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("family", ["chain", "chain_shuffled", "cycle", "cycle_shuffled"])
+def test_gpu_long_paths_contracted(family):
+    """A chain of 10**6 vertices (sorted or shuffled, either direction) is
+    contracted to its two ends and finished in a few passes without the
+    host; a cycle with chords to the chords' ends.  SciPy's partition."""
+    import cupyx.scipy.sparse as csp
+
+    e = graph_families.FAMILIES[family](1_000_000, seed=6)
+    g = coo(e.src, e.dst, e.n_vertices).tocsr()
+    for graph in (g, g.T.tocsr()):
+        want = scipy_strong(graph)
+        count, labels, info = strong(csp.csr_matrix(graph), return_info=True)
+        assert count == want[0]
+        np.testing.assert_array_equal(labels.get(), canonical(want[1]))
+        assert "paths" in info["method_phases"]
+        if family.startswith("chain"):
+            assert info["path_vertices"] == e.n_vertices - 2
+            assert info["passes"] <= 8 and info["host_vertices"] == 0
+        else:
+            assert info["path_vertices"] > e.n_vertices // 2
 
 
 # ---------------------------------------------------------------------------
@@ -611,6 +650,16 @@ def _scc_emulation(expr):
                 out, inn = fi[fp[u]:fp[u + 1]], ri[rp[u]:rp[u + 1]]
                 if len(out) != len(inn) or len(out) > max_row or not set(inn) <= set(out):
                     sym[0] = 0
+    elif name == "meshccl_scc_path_links":
+        sig = [L, J, L, J, n_, I, I]
+
+        def only(ptr, idx, v):
+            row = {int(w) for w in idx[ptr[v]:ptr[v + 1]]} - {v}
+            return row.pop() if len(row) == 1 else -1 if not row else -2
+
+        def run(fp, fi, rp, ri, n, succ, pred):
+            for v in range(n):
+                succ[v], pred[v] = only(fp, fi, v), only(rp, ri, v)
     elif name == "meshccl_scc_min":
         sig = [I, I, n_]
 
@@ -627,6 +676,8 @@ def _scc_emulation(expr):
         raise AssertionError(f"no emulation for {expr}")
 
     def launch(grid, block, args, shared_mem=0):
+        from test_graph_gpu_emulated import CAPTURE, CAPTURING
+
         check_args(expr, args, sig)
         assert all(isinstance(g, int) and 0 < g < 2**31 for g in grid), f"{expr}: grid {grid}"
         assert len(grid) == (2 if name == "meshccl_scc_expand" else 1), f"{expr}: grid {grid}"
@@ -634,7 +685,10 @@ def _scc_emulation(expr):
             assert grid[1] == 2
         if name == "meshccl_scc_seed":
             assert grid == (1,) and block == (32,)
-        run(*args)
+        if CAPTURING[0]:  # recorded into a graph: runs when the graph is launched
+            CAPTURE.append(lambda: run(*args))
+        else:
+            run(*args)
 
     return launch
 
@@ -644,12 +698,14 @@ def scc_emulated(emulated, monkeypatch):  # noqa: F811  (the imported fixture)
     import sys
 
     from meshccl._gpu import strong as gpu_strong
+    from meshccl._gpu import strong_paths
     from test_graph_gpu_emulated import _wrap
 
-    for name in ("argmax", "flatnonzero", "bincount"):
+    for name in ("argmax", "flatnonzero", "bincount", "where"):
         monkeypatch.setattr(sys.modules["cupy"], name, _wrap(getattr(np, name)), raising=False)
-    monkeypatch.setattr(gpu_strong, "kernels",
-                        lambda filename, *names: tuple(_scc_emulation(n) for n in names))
+    for module in (gpu_strong, strong_paths):
+        monkeypatch.setattr(module, "kernels",
+                            lambda filename, *names: tuple(_scc_emulation(n) for n in names))
     yield
 
 
@@ -688,21 +744,59 @@ def _emulated_cases(rng):
     spokes = np.arange(1, 700)
     cases.append((np.concatenate([np.zeros(699, int), spokes, np.full(699, 700)]),
                   np.concatenate([spokes, np.zeros(699, int), spokes]), 701))
-    for name in ("hubs_out", "hubs_in", "small_sccs", "multi", "chain_of_cycles"):
+    for name in ("hubs_out", "hubs_in", "small_sccs", "multi", "chain_of_cycles", "cycle",
+                 "chain_shuffled", "road_one_way"):
         e = graph_families.FAMILIES[name](300, seed=3)
         cases.append((e.src, e.dst, e.n_vertices))
-    return cases
+    return cases + _path_cases(rng)
 
 
-STEPS = {"transpose", "symmetric", "trim", "fwbw", "colour", "host", "smallest"}
+def _path_cases(rng):
+    """Graphs made of paths of (1,1) vertices: pure cycles (one of them
+    with a self-loop and a repeated edge), a path from a vertex back to
+    itself, paths between hubs in both directions and between hubs of
+    different components, paths hanging off a hub, all with their vertex
+    numbers shuffled once."""
+    edges = []
+
+    def path(u, w, k, first):
+        inner = list(range(first, first + k))
+        chain = [u, *inner, w]
+        edges.extend(zip(chain[:-1], chain[1:]))
+        return first + k
+
+    nxt = 6  # vertices 0..5 are hubs
+    for c in (1, 2, 5):  # pure cycles
+        ring = list(range(nxt, nxt + c))
+        edges.extend(zip(ring, ring[1:] + ring[:1]))
+        nxt += c
+    edges += [(nxt - 1, nxt - 1), (nxt - 2, nxt - 1)]  # a self-loop, a repeat
+    nxt = path(0, 0, 4, nxt)  # from hub 0 back to itself
+    nxt = path(0, 1, 3, nxt)  # 0 <-> 1 by two paths: one component
+    nxt = path(1, 0, 1, nxt)
+    nxt = path(1, 2, 5, nxt)  # 1 -> 2 only: the path's vertices alone
+    nxt = path(2, 3, 2, nxt)  # many paths from hub 2 to hub 3 and back
+    for _ in range(4):
+        nxt = path(2, 3, int(rng.integers(1, 6)), nxt)
+    nxt = path(3, 2, 3, nxt)
+    edges += [(4, 5), (5, 4)]  # hubs 4 and 5 joined by paths of length 0 and 1 one way
+    nxt = path(4, 5, 1, nxt)
+    src, dst = np.array(edges).T
+    n = nxt
+    perm = rng.permutation(n)
+    return [(src, dst, n), (perm[src], perm[dst], n), (dst, src, n)]
 
 
-@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over"])
+STEPS = {"transpose", "paths", "symmetric", "trim", "fwbw", "colour", "host", "smallest"}
+
+
+@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over", "no paths"])
 def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
     """The GPU path's host side (kernels emulated) against SciPy: as it is,
     with the GPU's steps to the end (no hand-over), with every row of more
-    than 2 entries taken as a long row of the colouring, and with the
-    hand-over to the host forced at the first check."""
+    than 2 entries taken as a long row of the colouring, with the
+    hand-over to the host forced at the first check, and without the
+    contraction of paths."""
     from meshccl._gpu.strong import strong_components as gpu_strong
     from test_graph_gpu_emulated import _fake_events
 
@@ -713,8 +807,10 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
         tune(STRONG_LONG_ROW=2)
     if setting == "hand over":
         tune(STRONG_HOST_MIN_PASSES=0, STRONG_HOST_RATE=10**9)  # ... or the host's at once
+    if setting == "no paths":
+        tune(STRONG_PATH_SHARE=0)
     rng = np.random.default_rng(12)
-    handed = 0
+    handed = contracted = 0
     for src, dst, n in _emulated_cases(rng):
         want = scipy_strong(coo(src, dst, n))
         forms, raw = _fake_forms(np.asarray(src, np.int64), np.asarray(dst, np.int64), n, rng)
@@ -726,10 +822,13 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
             if n and phases[-1] != "smallest":  # stored both ways: the weak path
                 assert phases[:2] == ["transpose", "symmetric"] and "weak_method" in info
                 assert pairs == {(b, a) for a, b in pairs}
+            elif "paths" in phases and "symmetric" in phases:  # the contracted graph: weak
+                assert phases[:2] == ["transpose", "paths"] and phases[-1] == "smallest"
             else:
                 assert phases == [] if not n else (phases[0] == "transpose"
                                                    and phases[-1] == "smallest"
                                                    and set(phases) <= STEPS)
+            contracted += info.get("path_vertices", 0)
             assert ("host" in phases) == (info["host_vertices"] > 0)
             handed += info["host_vertices"]
             if setting in ("gpu only", "long rows"):
@@ -741,8 +840,149 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
             count, labels = gpu_strong(kind, arrays, n)
             assert count == want[0]
             np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
-    if setting != "default":
+    if setting not in ("default", "no paths"):
         assert (handed > 0) == (setting == "hand over")
+    assert (contracted > 0) == (setting != "no paths")
+
+
+def test_sparse_random_graphs_emulated(scc_emulated, monkeypatch):
+    """Random graphs of about one edge a vertex (most vertices on (1,1)
+    paths or cycles, paths meeting at the few vertices of larger degree),
+    with self-loops and repeated edges: the GPU path's host side, kernels
+    emulated, against SciPy's partition, with and without the
+    contraction."""
+    from test_graph_gpu_emulated import _fake_events
+
+    _fake_events(monkeypatch)
+    rng = np.random.default_rng(21)
+    contracted = 0
+    for _ in range(60):
+        n = int(rng.integers(2, 40))
+        perm = rng.permutation(n)
+        src, dst = perm, np.roll(perm, -int(rng.integers(0, 2)))  # a cycle or self-loops
+        extra = int(rng.integers(0, 1 + n // 4))
+        src = np.r_[src, rng.integers(0, n, extra)]
+        dst = np.r_[dst, rng.integers(0, n, extra)]
+        cut = rng.random(src.size) < 0.2  # cut the cycle into paths
+        src, dst = src[~cut], dst[~cut]
+        want = scipy_strong(coo(src, dst, n))
+        forms, _ = _fake_forms(src.astype(np.int64), dst.astype(np.int64), n, rng)
+        for share in (4, 0):
+            with _tuning.override(STRONG_PATH_SHARE=share, STRONG_HOST_MIN_PASSES=10**9):
+                count, labels, info = strong(forms[0], return_info=True)
+            contracted += info.get("path_vertices", 0)
+            assert count == want[0]
+            np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+    assert contracted > 0
+
+
+# (family, size, STRONG_PATH_SHARE): every step's loop runs batches that come
+# again; the cycle without its paths contracted searches 700 levels
+REPLAY_CASES = [("road_one_way", 1500, 4), ("dag", 1500, 4), ("mesh2d_one_way", 1500, 4),
+                ("chain_of_cycles", 1500, 4), ("small_sccs", 1500, 4), ("hubs_in", 1500, 4),
+                ("cycle", 6000, 0)]
+
+
+def _replay_runs(run, graph_batches):
+    """{setting: info} of ``run()`` with each STRONG_GRAPH_BATCH, checked
+    to give the same labels, passes, colouring rounds and host vertices."""
+    infos, first = {}, None
+    for batch in graph_batches:
+        with _tuning.override(STRONG_GRAPH_BATCH=batch):
+            count, labels, info = run()
+        labels = np.asarray(labels.get() if hasattr(labels, "get") else labels)
+        if first is None:
+            first = (count, labels)
+        assert count == first[0]
+        np.testing.assert_array_equal(labels, first[1])
+        infos[batch] = info
+    keys = ("passes", "iterations", "host_vertices", "path_vertices", "method_phases")
+    for batch, info in infos.items():
+        assert {k: info.get(k) for k in keys} == {k: infos[0].get(k) for k in keys}, batch
+    assert infos[0]["replayed_passes"] == 0
+    return infos
+
+
+@pytest.mark.parametrize("family, size, share", REPLAY_CASES)
+def test_replayed_batches_change_nothing_emulated(scc_emulated, monkeypatch, family, size, share):
+    """Batches replayed from recorded graphs (every batch that comes again,
+    or those of at least 16 passes) against direct launches (0): the same
+    labels (SciPy's partition), passes, colouring rounds and host
+    vertices, with the GPU's steps to the end and with the hand-over to
+    the host as 'auto' judges it; with the GPU's steps to the end, some
+    passes are replayed."""
+    from test_graph_gpu_emulated import _fake_events
+
+    _fake_events(monkeypatch)
+    e = graph_families.FAMILIES[family](size, seed=3)
+    want = scipy_strong(coo(e.src, e.dst, e.n_vertices))
+    forms, _ = _fake_forms(np.asarray(e.src, np.int64), np.asarray(e.dst, np.int64),
+                           e.n_vertices, np.random.default_rng(2))
+    for host_min in (10**9, _tuning.STRONG_HOST_MIN_PASSES):
+        with _tuning.override(STRONG_PATH_SHARE=share, STRONG_HOST_MIN_PASSES=host_min):
+            infos = _replay_runs(lambda: strong(forms[0], return_info=True), (0, 1, 16))
+            count, labels = strong(forms[0])
+        assert count == want[0]
+        np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+        assert infos[16]["replayed_passes"] <= infos[1]["replayed_passes"] < infos[1]["passes"]
+        if host_min == 10**9:
+            assert infos[1]["replayed_passes"] > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("family, size, share", [
+    ("road_both", 1_000_000, 4), ("road_one_way", 200_000, 4), ("chain_of_cycles", 20_000, 4),
+    ("small_sccs", 200_000, 4), ("dag", 200_000, 4), ("cycle", 100_000, 0)])
+def test_gpu_replayed_batches(family, size, share):
+    """On the GPU, batches replayed from CUDA graphs (every batch that comes
+    again; from 16 passes, the default) against direct launches (0): the
+    same labels (SciPy's partition), passes, colouring rounds and host
+    vertices, as 'auto' runs and with the GPU's steps to the end, where
+    some passes are replayed."""
+    import cupyx.scipy.sparse as csp
+
+    e = graph_families.FAMILIES[family](size, seed=5)
+    g = coo(e.src, e.dst, e.n_vertices).tocsr()
+    want = scipy_strong(g)
+    d = csp.csr_matrix(g)
+    for host_min in (_tuning.STRONG_HOST_MIN_PASSES, 10**9):
+        with _tuning.override(STRONG_PATH_SHARE=share, STRONG_HOST_MIN_PASSES=host_min):
+            infos = _replay_runs(lambda: strong(d, return_info=True), (0, 1, 16))
+            count, labels = strong(d)
+        assert count == want[0]
+        np.testing.assert_array_equal(labels.get(), canonical(want[1]))
+        if host_min == 10**9:
+            assert infos[1]["replayed_passes"] > 0, infos[1]
+
+
+def test_batch_graphs_record_the_second_time(emulated):
+    """BatchGraphs launches a key's first batch directly, records the
+    second (nothing runs while recording) and replays it from then on;
+    batches below the smallest size, or with recording off, launch
+    directly."""
+    from meshccl._gpu.passes import BatchGraphs
+    from test_graph_gpu_emulated import CAPTURE, CAPTURING
+
+    ran = []
+
+    def launch(tag):
+        def go():
+            if CAPTURING[0]:
+                CAPTURE.append(lambda: ran.append(tag))
+            else:
+                ran.append(tag)
+        return go
+
+    g = BatchGraphs(4)
+    for key, size in (("a", 4), ("a", 4), ("b", 2), ("b", 2), ("a", 4), ("c", 8)):
+        g.run(key, size, launch(key))
+    assert ran == ["a", "a", "b", "b", "a", "c"]
+    assert set(g.graphs) == {"a"} and g.replayed == 8
+    off = BatchGraphs(0)
+    for _ in range(3):
+        off.run("a", 64, launch("d"))
+    assert ran[-3:] == ["d"] * 3 and not off.graphs and off.replayed == 0
 
 
 def test_symmetric_graph_takes_the_weak_path_emulated(scc_emulated, monkeypatch):

@@ -28,11 +28,13 @@ runs3d                    3-D arrays, equal values
 runs2d-packed             a phase of packed Ising spins (the simulation hooks)
 runs2d-lattice            1-D and 2-D arrays with a mask, bonds or tolerance
 runs3d-lattice            3-D arrays with a mask, bonds or tolerance
-general                   everything else: more than 3 axes longer than 1,
+runsnd                    bool arrays under any ``meshccl.ndimage.label``
+                          structure no connectivity names, and bool arrays
+                          of 4 or more axes (the neighbourhood from a table)
+general                   everything else: more than 3 axes longer than 1
+                          (values that are not bool, or lattice features),
                           ``axes`` that are not a stack of images, grids of
-                          tiles too large for one launch of the above, and
-                          explicit neighbourhoods (``meshccl.ndimage.label``
-                          structures that no connectivity names)
+                          tiles too large for one launch of the above
 ========================  ==================================================
 
 Periodic axes add the chain's wrap kernel before the numbering (the
@@ -67,7 +69,7 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
-from . import image_plain
+from . import image_plain, runs_nd
 from .timing import run
 
 
@@ -146,9 +148,18 @@ TABLE = (
                     "runs3d.cu: meshccl_runs3d_lattice_zface (a brick's first plane against "
                     "the plane below)") + _WRAP3D + _NUMBER_RUNS,
           "meshccl_label_runs_counted"),
-    Chain("general", "everything else: more than 3 axes longer than 1, `axes` that are not a "
-          "stack of images, grids of tiles too large for one launch of the chains above, "
-          "structures of `meshccl.ndimage.label` that no connectivity names",
+    Chain("runsnd", "bool arrays (`meshccl.ndimage.label`'s foreground) under a structure "
+          "that no connectivity names, and bool arrays of 4 or more axes longer than 1, "
+          "without lattice features",
+          _CLEAR + ("runsnd.cu: meshccl_runsnd_rows (a thread per 32 cells of a row: "
+                    "foreground and run-start masks, every run start its own piece root)",
+                    "runsnd.cu: meshccl_runsnd_unions (a thread per 32 cells: the pairs with "
+                    "each earlier row of the structure's row table, one per overlap of runs, "
+                    "united in the global forest)") + _NUMBER_RUNS,
+          "meshccl_label_runs_counted"),
+    Chain("general", "everything else: more than 3 axes longer than 1 (values that are not "
+          "bool, or with lattice features), `axes` that are not a stack of images, grids of "
+          "tiles too large for one launch of the chains above",
           ("general.cu: meshccl_general_tile (unions inside power-of-two tiles in shared "
            "memory)", "general.cu: meshccl_general_union (pairs across tile borders)")
           + _NUMBER_ROOTS,
@@ -183,6 +194,8 @@ def select(prob) -> Case:
                     prob.no_left)
     if prob.packed_flip is not None:  # packed spins (validated: 2-D, periodic)
         return Case(CHAINS["runs2d-packed"], prob.shape, None, prob.periodic, None, False)
+    if runs_nd.serves(prob):  # bool: any structure, any number of axes, from a row table
+        return Case(CHAINS["runsnd"], prob.shape, None, 0, None, False)
     if prob.offsets is not None:  # an explicit neighbourhood: its offset table, as it is
         return Case(CHAINS["general"], prob.shape, None, prob.periodic, None, prob.no_left)
     shape, periodic, label_axes, no_left = prob.shape, prob.periodic, prob.label_axes, \
@@ -240,6 +253,8 @@ def program(case, prob, *, buffers=None, slot_tiles=True, report=None, counts=No
             periodic=case.periodic, mask=prob.mask is not None, bonds=prob.bonds is not None,
             bond_rows=prob.bond_rows, tolerance=prob.tolerance, buffers=buffers, first=first,
             counts=counts, image_rows=case.image_rows, stats=stats)
+    if chain == "runsnd":
+        return runs_nd.program(prob, buffers=buffers, counts=counts)
     if chain == "general":
         if counts is not None:
             raise ValueError("the general chain counts in chains.label")

@@ -18,8 +18,7 @@ The bonds are drawn inside the chain's tile, border and wrap kernels
 (their ``drawn`` forms in ``runs2d.cu``, ``drawn_bonds.cuh``): each bond's
 Philox word, the one ``meshccl_ising_bonds`` would write into a bond plane,
 is drawn where the kernel asks whether the bond is open, so no bond planes
-are written or read (``_tuning.SW_DRAWN_BONDS``; off, the chain reads the
-planes the bonds kernel writes).
+are written or read.
 
 The signs are those of the NumPy step (``Ising._sw_flip`` on first-cell
 labels), which makes the CPU and the GPU runs equal bit for bit.  Only
@@ -34,17 +33,16 @@ import math
 import numpy as np
 
 from .. import _tuning
-from .launch import LABELS, VALUES, pack_chain
+from .launch import LABELS, VALUES
 from .loader import kernels
 
 
 class ClusterFlip:
     """The launches of one lattice shape, made once: ``flip(spins, threshold,
-    bond_words, cluster_words, bonds)`` returns the new int8 spins of
-    ``spins`` (C-contiguous int8 CuPy array of the shape).  ``bonds``: the
-    step's bond planes (``(2,) + shape`` bool, C order), or None: the
-    chain's tile, border and wrap kernels draw each bond where they read it
-    (``drawn_bonds.cuh``), open when its Philox word is below ``threshold``.
+    bond_words, cluster_words)`` returns the new int8 spins of ``spins``
+    (C-contiguous int8 CuPy array of the shape).  The chain's tile, border
+    and wrap kernels draw each bond where they read it (``drawn_bonds.cuh``),
+    open when its Philox word is below ``threshold``.
     ``bond_words``, ``cluster_words``: the step's Philox words (tag, step
     low, step high, key low, key high, as ``numpy.uint32``) of the bonds and
     of the clusters' signs."""
@@ -86,7 +84,6 @@ class ClusterFlip:
         self._pieces_launch = (pieces.grid, pieces.block, (pieces.args[1], pieces.args[5]))
         self._runs_launch = (label_pass.grid, label_pass.block, label_pass.args[1:7])
         self._prog = prog[:-2]
-        self._loaded = pack_chain(self._prog)  # the chain on bond planes
         self._drawn = None  # the chain drawing its bonds (made when first used)
         self._labels = cupy.empty(n, dtype=np.int32)  # the forest (scratch)
         self.shape = shape
@@ -113,24 +110,20 @@ class ClusterFlip:
             self._drawn = steps
         return self._drawn
 
-    def __call__(self, spins, threshold, bond_words, cluster_words, bonds=None):
+    def __call__(self, spins, threshold, bond_words, cluster_words):
         import cupy
 
         out = cupy.empty(self.shape, dtype=np.int8)
         stream = cupy.cuda.get_current_stream().ptr
         vptr, pptr = spins.data.ptr, self._labels.data.ptr
-        if bonds is not None:
-            for launch in self._loaded:
-                launch(vptr, pptr, stream, 0, bonds.data.ptr)
-        else:
-            tail = (np.uint64(threshold),) + tuple(bond_words)
-            for step in self._drawn_chain():
-                if callable(step):
-                    step(vptr, pptr, stream)
-                    continue
-                fn, grid, block, args = step
-                fn(grid, block, tuple(spins if a is VALUES else self._labels if a is LABELS
-                                      else a for a in args) + tail)
+        tail = (np.uint64(threshold),) + tuple(bond_words)
+        for step in self._drawn_chain():
+            if callable(step):
+                step(vptr, pptr, stream)
+                continue
+            fn, grid, block, args = step
+            fn(grid, block, tuple(spins if a is VALUES else self._labels if a is LABELS
+                                  else a for a in args) + tail)
         grid, block, args = self._pieces_launch
         self._pieces_kernel(grid, block, (self._labels,) + args + tuple(cluster_words))
         grid, block, args = self._runs_launch

@@ -4,8 +4,9 @@ feature (periodic axes, mask, bonds, tolerance, ``axes``), through
 (flatten, scan, relabel).
 
 :func:`meshccl._gpu.chains.select` sends here what the fixed-geometry
-chains of :mod:`.image_plain` do not take: more than 3 axes longer than 1,
-``axes`` that do not make a stack of images, and grids of tiles too large
+chains of :mod:`.image_plain` and :mod:`.runs_nd` do not take: more than 3
+axes longer than 1 (values that are not bool, lattice features), ``axes``
+that do not make a stack of images, and grids of tiles too large
 for their launches.  :func:`grid_args` also serves Hawick et al.'s
 iterative methods (:mod:`.iterative`), whose kernels read the same tile
 grid.

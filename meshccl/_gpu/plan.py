@@ -181,6 +181,16 @@ class Plan:
             if n <= _tuning.PLAN_GRAPH_CELLS:
                 self._try_capture()
             return
+        if name == "runsnd":  # (one form, its own scratch)
+            from . import runs_nd
+
+            prog = chains.program(case, prob, buffers=runs_nd.scratch(n, self.work, case.shape),
+                                  counts=self.table)
+            self.chains = {True: (prog, _packed(prog))}
+            self.program, self.packed = self.chains[True]
+            if n <= _tuning.PLAN_GRAPH_CELLS:
+                self._try_capture()
+            return
         buffers = image_plain.scratch(n, self.work, case.shape, slots=not self.lattice)
         if self.lattice:
             prog = chains.program(case, prob, buffers=buffers, counts=self.table)

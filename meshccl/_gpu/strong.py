@@ -2,7 +2,9 @@
 
 :func:`strong_components` takes validated CuPy input as
 :mod:`meshccl.graph._input` gives it (``"csr"``, ``"csc"`` or ``"edges"``)
-on the current device and runs the kernel file's steps: trim,
+on the current device and runs the kernel file's steps: the contraction
+of paths of (1,1) vertices (:mod:`.strong_paths`, where enough vertices lie
+on them; the steps then run on the contracted graph), trim,
 forward-backward from a pivot, trim again, colouring rounds, then the
 numbering by each component's smallest vertex (the shared relabel of
 :mod:`.number_roots`).
@@ -25,7 +27,11 @@ scatters).  Host synchronisations: the change flags of the trim,
 push and backward passes (:func:`.passes.until_settled`: once per growing
 batch of passes), the queue lengths of the searches (once per batch of
 levels, batches doubling up to :data:`.passes.BATCH_MAX`), and the count of
-vertices left after each colouring round.
+vertices left after each colouring round.  A batch of passes or levels
+that comes again is replayed from a CUDA graph recorded the time before
+(:class:`.passes.BatchGraphs`, from ``_tuning.STRONG_GRAPH_BATCH`` passes):
+a level over a narrow frontier costs the GPU a few microseconds but the
+host some tens to launch its kernel from Python.
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ import numpy as np
 from .graph import BLOCK, _grid, _unpack, to_csr, transpose_csr
 from .loader import c_type, kernels
 from .number_roots import relabel
-from .passes import BATCH_MAX, until_settled
+from .passes import BATCH_MAX, BatchGraphs, until_settled
+from . import strong_paths
 
 from .. import _tuning
 
@@ -206,7 +213,8 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
     component's smallest vertex.  ``timer``: a :class:`.timing.PhaseTimer`
     for the steps 'transpose', 'symmetric', 'trim', 'fwbw', 'colour',
     'host' and the relabel's; ``info``: a dict that gets ``method_phases``,
-    ``iterations`` (the colouring rounds), ``passes`` (the GPU's passes)
+    ``iterations`` (the colouring rounds), ``passes`` (the GPU's passes),
+    ``replayed_passes`` (those of them replayed from recorded CUDA graphs)
     and ``host_vertices`` (the vertices finished on the host, 0: none).
     A graph stored both ways (:func:`is_symmetric`) goes to the weak
     path instead (its steps follow 'symmetric' in ``method_phases``, and
@@ -221,7 +229,8 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
     I0 = cupy.int32 if n < 2**31 else cupy.int64
     if n == 0:
         if info is not None:
-            info.update(method_phases=[], iterations=0, passes=0, host_vertices=0)
+            info.update(method_phases=[], iterations=0, passes=0, replayed_passes=0,
+                        host_vertices=0)
         return 0, cupy.empty(0, dtype=I0)
     state = {}
 
@@ -246,15 +255,24 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
                                    index_dtype=np.dtype(I), timer=timer, info=weak)
         if info is not None:
             info.update(method_phases=["transpose", "symmetric"] + weak["method_phases"],
-                        iterations=0, passes=0, host_vertices=0, weak_method=weak["method"])
+                        iterations=0, passes=0, replayed_passes=0, host_vertices=0,
+                        weak_method=weak["method"])
         return int(count), labels
-    (trim, score, seed, expand, fwbw, cinit, push, roots, back, cdone, low_k, point, push_snap,
-     push_rows, back_snap, back_rows) = kernels(
+
+    def paths():
+        succ, pred = strong_paths.links(fptr, fidx, rptr, ridx, n, I)
+        state["paths"] = strong_paths.contract(cupy, fptr, fidx, succ, pred, n)
+
+    run(timer, "paths", paths)
+    if state["paths"] is not None:
+        return _solve_contracted(state["paths"], I, timer, info, host)
+    (trim, score, seed, expand, fwbw, cinit, push, roots, back, cdone, push_snap, push_rows,
+     back_snap, back_rows) = kernels(
         "strong.cu", f"meshccl_scc_trim<{ti}, {tj}>", f"meshccl_scc_score<{ti}>",
         f"meshccl_scc_seed<{ti}>", f"meshccl_scc_expand<{ti}, {tj}>", f"meshccl_scc_fwbw<{ti}>",
         f"meshccl_scc_colour_init<{ti}>", f"meshccl_scc_colour_push<{ti}, {tj}>",
         f"meshccl_scc_colour_roots<{ti}>", f"meshccl_scc_colour_back<{ti}, {tj}>",
-        f"meshccl_scc_colour_done<{ti}>", f"meshccl_scc_min<{ti}>", f"meshccl_scc_point<{ti}>",
+        f"meshccl_scc_colour_done<{ti}>",
         f"meshccl_scc_push_snap<{ti}>", f"meshccl_scc_push_rows<{ti}, {tj}>",
         f"meshccl_scc_back_snap<{ti}>", f"meshccl_scc_back_rows<{ti}, {tj}>")
     rep = cupy.full(n, -1, dtype=I)
@@ -263,6 +281,10 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
     pace = Pace(n, m)
     live = [n]  # vertices without a component, as last counted
     unjudged = host is None
+    replayed = [0]  # passes run from recorded graphs
+
+    def recorder():
+        return BatchGraphs(_tuning.STRONG_GRAPH_BATCH)
 
     def settled(remaining):
         live[0] = remaining
@@ -275,7 +297,6 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
         before = live[0]
 
         def one(t, flag):
-            pace.step()
             trim(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, flag, removed))
 
         def judge():
@@ -283,7 +304,11 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
                 settled(before - int(removed.get()[0]))
                 pace.check()
 
-        until_settled(one, "strong", after_batch=judge)
+        replay = recorder()
+        try:
+            until_settled(one, "strong", after_batch=judge, graphs=replay, on_batch=pace.step)
+        finally:
+            replayed[0] += replay.replayed
         settled(before - int(removed.get()[0]))
 
     def forward_backward():
@@ -302,22 +327,30 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
         counts = cupy.zeros((4, 2), dtype=cupy.uint64)
         seed((1,), (32,), (fptr, rptr, pivot, rep, mark, *queues[0], counts[0]))
         level_grid = (_grid(n, BLOCK, 8)[0], 2)
-        level, batch = 0, 1
-        while True:
-            for _ in range(batch):
+
+        def levels(first, k):  # what a level reads and writes repeats every 6 levels
+            for level in range(first, first + k):
                 a, b = level % 2, 1 - level % 2
                 expand(level_grid, (BLOCK,), (fptr, fidx, rptr, ridx, mark, *queues[a],
                                               counts[level % 3], *queues[b],
                                               counts[(level + 1) % 3], counts[(level + 2) % 3],
                                               counts[3]))
-                level += 1
-            pace.step(batch)
-            seen = counts.get()
-            if not seen[level % 3].any():  # the queues the next level would read
-                break
-            if not unjudged:
-                pace.check(int(seen[3].sum()))
-            batch = min(BATCH_MAX, 2 * batch)
+
+        replay = recorder()
+        level, batch = 0, 1
+        try:
+            while True:
+                replay.run((level % 6, batch), batch, lambda: levels(level, batch))
+                level += batch
+                pace.step(batch)
+                seen = counts.get()
+                if not seen[level % 3].any():  # the queues the next level would read
+                    break
+                if not unjudged:
+                    pace.check(int(seen[3].sum()))
+                batch = min(BATCH_MAX, 2 * batch)
+        finally:
+            replayed[0] += replay.replayed
         fwbw(grid, (BLOCK,), (mark, pivot, rep, nn))
         settled(int((rep < 0).sum()))
         state["levels"] = level
@@ -342,7 +375,6 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
         hl = np.int64(heavy)
 
         def push_pass(t, flag):
-            pace.step()
             if fl is not None:
                 hv, ch, ck = fl
                 push_snap(f_grid, (BLOCK,), (hv, np.int64(hv.size), rep, colour, f_snap, f_last,
@@ -352,7 +384,6 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
             push(grid, (BLOCK,), (fptr, fidx, rep, colour, active, nn, hl, flag))
 
         def back_pass(t, flag):
-            pace.step()
             if bl is not None:
                 hv, ch, ck = bl
                 back_snap(b_grid, (BLOCK,), (hv, np.int64(hv.size), mark, b_go))
@@ -365,20 +396,26 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
                 pace.check()
 
         rounds = 0
-        while live[0]:
-            rounds += 1
-            pace.step()
-            cinit(grid, (BLOCK,), (rep, colour, active, mark, nn, a, b))
-            if fl is not None:
-                f_last.fill(-1)
-            until_settled(push_pass, "strong", after_batch=judge)
-            roots(grid, (BLOCK,), (rep, colour, mark, nn, a, b))
-            until_settled(back_pass, "strong", after_batch=judge)
-            left.fill(0)
-            cdone(grid, (BLOCK,), (mark, colour, rep, nn, a_inv, b, left))
-            settled(int(left.get()[0]))
-            if live[0] and not unjudged:
-                pace.check()
+        replay = recorder()  # (the arrays above live through every round)
+        try:
+            while live[0]:
+                rounds += 1
+                pace.step()
+                cinit(grid, (BLOCK,), (rep, colour, active, mark, nn, a, b))
+                if fl is not None:
+                    f_last.fill(-1)
+                until_settled(push_pass, "strong", after_batch=judge, graphs=replay,
+                              on_batch=pace.step)
+                roots(grid, (BLOCK,), (rep, colour, mark, nn, a, b))
+                until_settled(back_pass, "strong", after_batch=judge, graphs=replay,
+                              on_batch=pace.step)
+                left.fill(0)
+                cdone(grid, (BLOCK,), (mark, colour, rep, nn, a_inv, b, left))
+                settled(int(left.get()[0]))
+                if live[0] and not unjudged:
+                    pace.check()
+        finally:
+            replayed[0] += replay.replayed
         state["rounds"] = rounds
 
     phases = ["transpose"]  # the steps that ran
@@ -397,16 +434,62 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
         run(timer, "host", finish)
         phases.append("host")
 
+    count = _number(rep, I, timer)
+    if info is not None:
+        info["method_phases"] = ["transpose", "paths"] + phases[1:] + ["smallest"]
+        info["path_vertices"] = 0
+        info["iterations"] = state["rounds"]
+        info["passes"] = pace.passes
+        info["replayed_passes"] = replayed[0]
+        info["host_vertices"] = state["host"]
+    return int(count), rep
+
+
+def _number(rep, I, timer):
+    """Number the components of rep (a member of each vertex's component)
+    0.. in order of each component's smallest vertex, in place; returns
+    the count."""
+    import cupy
+
+    from .timing import run
+
+    n = int(rep.size)
+    low_k, point = kernels("strong.cu", f"meshccl_scc_min<{c_type(I)}>",
+                           f"meshccl_scc_point<{c_type(I)}>")
+    grid, nn = _grid(n, BLOCK, 32), np.dtype(I).type(n)
+
     def smallest():
         low = cupy.full(n, n, dtype=I)
         low_k(grid, (BLOCK,), (rep, low, nn))
         point(grid, (BLOCK,), (rep, low, nn))
 
     run(timer, "smallest", smallest)
-    count = relabel(rep, n, timer, base=-1)
+    return relabel(rep, n, timer, base=-1)
+
+
+def _solve_contracted(c, I, timer, info, host):
+    """``(count, labels)`` of a graph from its :class:`.strong_paths.Contraction`:
+    the contracted graph's components (:func:`strong_components`, which may
+    contract again), expanded to the path vertices, numbered as
+    :func:`strong_components` numbers."""
+    import cupy
+
+    q = int(c.kept.size)
+    inner = {"method_phases": [], "iterations": 0, "passes": 0, "replayed_passes": 0,
+             "host_vertices": 0}
+    if q:
+        _, lab = strong_components("csr", (c.indptr, c.indices), q, timer, inner, host)
+        member = cupy.empty(q, dtype=cupy.int64)
+        member[lab] = cupy.arange(q, dtype=cupy.int64)  # any member will do
+        kept_rep = c.kept[member[lab]]
+    else:  # only cycles of path vertices
+        kept_rep = c.kept
+    rep = c.expand(kept_rep, I)
+    count = _number(rep, I, timer)
     if info is not None:
-        info["method_phases"] = phases + ["smallest"]
-        info["iterations"] = state["rounds"]
-        info["passes"] = pace.passes
-        info["host_vertices"] = state["host"]
+        inner.pop("weak_method", None)  # (the whole graph was not symmetric)
+        info.update(inner)
+        info["method_phases"] = list(dict.fromkeys(
+            ["transpose", "paths"] + inner["method_phases"] + ["smallest"]))
+        info["path_vertices"] = c.path_vertices + inner.get("path_vertices", 0)
     return int(count), rep

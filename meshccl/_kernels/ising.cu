@@ -66,6 +66,11 @@
 // A sweep is colour 0 then colour 1, one launch each, in place: a thread
 // owns one word of the active colour, reads only the other colour's
 // words (which no thread of the launch writes), and writes its own word.
+// With an image (the sweep before a labelled 3-D step), the colour-1
+// launch also writes the phase's bool image: the thread of word k of row
+// r holds the final words of both colours for the 32 cells x = 32 k ..
+// 32 k + 31 (its own, and the other colour's that it read), and stores
+// them as 32 bytes (meshccl_multispin_image), with no pass of its own.
 // A block is 32 words of 8 rows (or, for rows of fewer words, a row's
 // words -- a power of two -- and more rows): the grid's x runs over the
 // rows of a plane, y over a row's words, z over the planes, so no thread
@@ -81,9 +86,9 @@
 // meshccl_ising_pack writes the two arrays from int8 spins (a thread per
 // word); meshccl_ising_unpack writes, from them, a span of 32 cells of a
 // row per thread as int8 spins (mode 0), the bool image s > 0 (mode 1) or
-// s < 0 (mode 2): the image a 3-D labelling hook labels, written straight
-// from the packed words (the 2-D hooks' label chain reads the words
-// itself: packed_spins.cuh).
+// s < 0 (mode 2): the image of a 3-D labelling hook asked for outside the
+// run loop (the 2-D hooks' label chain reads the words itself:
+// packed_spins.cuh).
 //
 // Swendsen-Wang bonds (meshccl_ising_bonds).  bonds is (d, n) bool:
 // bonds[j][i] joins cell i and its neighbour one step up axis j (the
@@ -152,6 +157,36 @@ __device__ __forceinline__ unsigned int meshccl_below16x2(unsigned int u, unsign
     return (~u & h) | (~(u ^ h) & ~d);
 }
 
+// The cells x = 32 k .. 32 k + 31 of a row (those below nx) as bytes of a phase's
+// bool image at image + row: 1 where the spin's bit is set (image_flip 0, the phase
+// 'up') or clear (1, 'down').  `even` holds the cells of even x of that span, `odd`
+// those of odd x (packed_spins.cuh interleaves them the same way).
+__device__ __forceinline__ void meshccl_multispin_image(unsigned char* image,
+                                                        unsigned long long row, int nx,
+                                                        unsigned int k, unsigned long long even,
+                                                        unsigned long long odd,
+                                                        unsigned int image_flip) {
+    unsigned long long u = (even & 0x1111111111111111ull) | ((odd & 0x1111111111111111ull) << 1);
+    u = (u | (u >> 2)) & 0x0F0F0F0F0F0F0F0Full;  // bit m of the 32-bit result: cell 32 k + m
+    u = (u | (u >> 4)) & 0x00FF00FF00FF00FFull;
+    u = (u | (u >> 8)) & 0x0000FFFF0000FFFFull;
+    u = (u | (u >> 16)) & 0x00000000FFFFFFFFull;
+    const unsigned int m = (unsigned int)u ^ (0u - image_flip);
+    unsigned int b[8];  // byte c of b[j]: cell 32 k + 4 j + c, 0 or 1 (no carries)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) b[j] = (((m >> (4 * j)) & 0xFu) * 0x00204081u) & 0x01010101u;
+    const int x0 = 32 * (int)k;
+    unsigned char* dst = image + row + (unsigned long long)x0;
+    if ((nx & 15) == 0 && x0 + 32 <= nx) {  // 16-byte aligned rows, a whole span
+        uint4* out = reinterpret_cast<uint4*>(dst);
+        out[0] = make_uint4(b[0], b[1], b[2], b[3]);
+        out[1] = make_uint4(b[4], b[5], b[6], b[7]);
+    } else {
+        for (int c = 0; c < 32 && x0 + c < nx; ++c)
+            dst[c] = (unsigned char)((b[c >> 2] >> (8 * (c & 3))) & 1u);
+    }
+}
+
 // W: packed words per thread, words k, k + blockDim.x, ... of one row (1 or 2;
 // _tuning.METROPOLIS_WORDS).
 template <int D, int W>
@@ -159,7 +194,8 @@ __global__ void __launch_bounds__(256)
 meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* table, int half,
                         int ny, int nz, int z0, unsigned int words, int colour, unsigned int tag,
                         unsigned int tie_tag, unsigned int t0, unsigned int t1, unsigned int k0,
-                        unsigned int k1) {
+                        unsigned int k1, unsigned char* __restrict__ image,
+                        unsigned int image_flip) {
     constexpr int Z = 2 * D;  // neighbours per cell
     constexpr int B = MESHCCL_MULTISPIN_BITS;
     // pair[a | b << 4]: the high 16 bits of the thresholds of nibble values a (low
@@ -281,6 +317,10 @@ meshccl_ising_multispin(unsigned long long* packed, const unsigned long long* ta
             }
         }
         packed[mine + g] = word ^ flip;
+        if (image != nullptr)  // the last colour of a sweep: both colours' cells are final
+            meshccl_multispin_image(image, (unsigned long long)r * (2u * (unsigned int)half),
+                                    2 * half, k, before ? word ^ flip : same,
+                                    before ? same : word ^ flip, image_flip);
     }
 }
 
@@ -429,16 +469,20 @@ meshccl_ising_flip(const L* labels, signed char* spins, unsigned long long n, un
 #ifdef MESHCCL_INSTANTIATE_ALL
 template __global__ void meshccl_ising_multispin<2, 1>(
     unsigned long long*, const unsigned long long*, int, int, int, int, unsigned int, int,
-    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
+    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+    unsigned char*, unsigned int);
 template __global__ void meshccl_ising_multispin<2, 2>(
     unsigned long long*, const unsigned long long*, int, int, int, int, unsigned int, int,
-    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
+    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+    unsigned char*, unsigned int);
 template __global__ void meshccl_ising_multispin<3, 1>(
     unsigned long long*, const unsigned long long*, int, int, int, int, unsigned int, int,
-    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
+    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+    unsigned char*, unsigned int);
 template __global__ void meshccl_ising_multispin<3, 2>(
     unsigned long long*, const unsigned long long*, int, int, int, int, unsigned int, int,
-    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int);
+    unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+    unsigned char*, unsigned int);
 template __global__ void meshccl_ising_bonds<2>(
     bool*, unsigned long long, unsigned long long, unsigned long long, unsigned int,
     unsigned int, unsigned int, unsigned int, unsigned int);

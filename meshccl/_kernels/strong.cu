@@ -15,6 +15,17 @@
 // multicore CPUs; forward-backward with trimming on CUDA goes back to
 // Barnat, Bauch, Brim and Ceska (IPDPS 2011):
 //
+// 0. Paths (meshccl_scc_path_links).  A vertex with one out-neighbour and
+//    one in-neighbour (itself and repeats aside) lies on a path of such
+//    vertices or on a cycle of them.  The kernel finds each vertex's only
+//    neighbours; _gpu/strong_paths.py finds each path's ends by pointer
+//    jumping (log2 of the path vertices rounds, whatever the paths'
+//    lengths), replaces each path u -> ... -> w by the edge u -> w, runs
+//    the steps below on that smaller graph and gives each path vertex u's
+//    component when u and w share one, else its own.  A chain or a cycle,
+//    which the steps below would peel or search one vertex per pass, costs
+//    a few dozen launches.
+//
 // 1. Trim (meshccl_scc_trim).  A vertex with no in-neighbour or no
 //    out-neighbour left (self-loops do not count) is a component of its
 //    own.  Repeated until nothing changes; each pass removes whole layers
@@ -35,7 +46,9 @@
 //    advance one level per launch (blockIdx.y picks the direction) on
 //    queues whose lengths stay on the device: the host launches levels in
 //    growing batches and reads the lengths once per batch, never once per
-//    level.  A reached vertex enters the queue as the chunks of its row, at
+//    level (a batch that comes again is replayed from a recorded CUDA
+//    graph: a level whose frontier is small costs the GPU a few
+//    microseconds, less than a launch from Python).  A reached vertex enters the queue as the chunks of its row, at
 //    most CHUNK = 32 entries each, and each chunk is expanded by one lane,
 //    so that a hub -- the pivot itself has the largest degrees of the
 //    graph, a hundred thousand and more on R-MAT -- is spread over as many
@@ -656,6 +669,41 @@ __global__ void meshccl_scc_symmetric(const long long* __restrict__ fptr,
     }
 }
 
+// Paths of (1,1) vertices (before any step; meshccl/_gpu/strong_paths.py).
+// A vertex whose out-neighbours other than itself are one vertex s (however
+// often stored) and whose in-neighbours other than itself are one vertex p
+// lies on a path u -> a1 -> ... -> ak -> w of such vertices or on a cycle
+// of them; the host contracts each path to the edge u -> w.  This kernel
+// gives each vertex its one out-neighbour (succ) and its one in-neighbour
+// (pred): the vertex, -1 when there is none, -2 when there are several.
+// Thread per vertex; a row is read only until a second distinct neighbour
+// shows, so a hub costs two or three loads, not its degree.
+template <typename J>
+__device__ __forceinline__ long long only_neighbour(const long long* __restrict__ ptr,
+                                                    const J* __restrict__ idx, long long v) {
+    long long one = -1;
+    for (long long e = ptr[v], end = ptr[v + 1]; e < end; ++e) {
+        const long long w = (long long)idx[e];
+        if (w == v || w == one) continue;
+        if (one >= 0) return -2;
+        one = w;
+    }
+    return one;
+}
+
+template <typename I, typename J>
+__global__ void meshccl_scc_path_links(const long long* __restrict__ fptr,
+                                       const J* __restrict__ fidx,
+                                       const long long* __restrict__ rptr,
+                                       const J* __restrict__ ridx, I n, I* __restrict__ succ,
+                                       I* __restrict__ pred) {
+    using namespace meshccl::strong;
+    for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
+        succ[v] = (I)only_neighbour(fptr, fidx, v);
+        pred[v] = (I)only_neighbour(rptr, ridx, v);
+    }
+}
+
 #ifdef MESHCCL_INSTANTIATE_ALL
 template __global__ void meshccl_scc_symmetric<int>(const long long*, const int*, const long long*,
                                                     const int*, long long, long long, unsigned*);
@@ -680,7 +728,9 @@ template __global__ void meshccl_scc_symmetric<long long>(const long long*, cons
         const unsigned*, long long, const I*, const unsigned char*, int*);                         \
     template __global__ void meshccl_scc_back_rows<I, J>(                                          \
         const long long*, const J*, const I*, const I*, volatile unsigned*, const I*, const I*,    \
-        const unsigned*, long long, const unsigned char*, int*);
+        const unsigned*, long long, const unsigned char*, int*);                         \
+    template __global__ void meshccl_scc_path_links<I, J>(const long long*, const J*,             \
+                                                          const long long*, const J*, I, I*, I*);
 #define MESHCCL_SCC_I(I)                                                                           \
     template __global__ void meshccl_scc_score<I>(const long long*, const long long*, const I*, I, \
                                                   long long*, unsigned*);                          \

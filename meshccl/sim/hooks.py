@@ -262,6 +262,10 @@ class Simulation:
     def _verify(self):
         """Raise SimulationError if the state went bad since the last check (no-op here)."""
 
+    def _before_label(self, phase):
+        """The next step will be labelled as ``phase`` (a name of ``PHASES``, or a
+        callable): a simulator may prepare the image as it steps (no-op here)."""
+
     # -- labelling -------------------------------------------------------------
     def labels(self, label=None, connectivity=1):
         """Label a phase of the current state now.
@@ -321,6 +325,8 @@ class Simulation:
         bar = _progress(steps, progress, type(self).__name__)
         try:
             for _ in range(steps):
+                if every is not None and (self.step + 1) % every == 0:
+                    self._before_label(self.DEFAULT_PHASE if label is None else label)
                 self._advance()
                 for name in record:
                     series[name].append(self._observe(name))

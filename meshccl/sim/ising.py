@@ -51,8 +51,9 @@ kernel keeps the spins packed, 4 bits a spin, one array per colour (the
 layout of :func:`_packed_geometry`); ``state`` unpacks them when read.  The
 labelling hooks' phases (``'up'``, ``'down'``) are labelled from the packed
 words in 2-D (:class:`meshccl._validate.PackedSpins`: the label chain reads
-them, no image is written) and written straight from them as bool images
-in 3-D.
+them, no image is written); in 3-D the last launch of the sweep before a
+labelled step writes the phase's bool image as it writes its words
+(``meshccl_ising_multispin``'s image argument), with no pass of its own.
 """
 
 from __future__ import annotations
@@ -208,18 +209,23 @@ def _unpack(packed, shape, what="spins"):
     return out
 
 
-def _metropolis_sweep_packed(packed, shape, table, seed, step):
+def _metropolis_sweep_packed(packed, shape, table, seed, step, image=None, phase="up"):
     """One checkerboard Metropolis sweep of the packed colours ``packed``, in place:
     ``meshccl_ising_multispin`` for colour 0, then colour 1.  The uniforms and
     thresholds of :meth:`Ising._metropolis_uniforms`: the same spins as the NumPy
-    sweep."""
-    _MetropolisSweeps(packed, shape, table, seed)(step)
+    sweep.  ``image``: a C-contiguous bool array of the lattice's shape that the
+    colour-1 launch fills with the new spins' ``phase`` (``'up'``: s > 0, ``'down'``:
+    s < 0)."""
+    _MetropolisSweeps(packed, shape, table, seed)(step, image, phase)
     return packed
 
 
 class _MetropolisSweeps:
     """The launches of packed Metropolis sweeps of one lattice, table and seed:
-    ``sweeps(step)`` queues sweep ``step``.
+    ``sweeps(step, image=None, phase='up')`` queues sweep ``step``; with
+    ``image`` (C-contiguous bool, the lattice's shape) its last launches also
+    write the new spins' phase into it, as ``_unpack(packed, shape, phase)``
+    would (a byte a cell written, no pass over the words of its own).
 
     On CuPy the arguments are packed once into 8-byte slots and each launch is
     one driver call that rewrites the step's two words first
@@ -245,8 +251,9 @@ class _MetropolisSweeps:
         self.key = (packed, table, int(seed), per_thread)
         self.calls = [(kernel, grid, block,
                        [packed, table, *sizes[:3], z0, sizes[3], colour, tag, _TIE_TAG,
-                        np.uint32(0), np.uint32(0), k0, k1])
+                        np.uint32(0), np.uint32(0), k0, k1, np.uintp(0), np.uint32(0)])
                       for colour in _COLOUR for grid, block, z0 in launches]
+        self.last = len(launches)  # the colour-1 launches: the calls from len - last on
         self.sends = None
         if hasattr(packed, "data") and hasattr(packed.data, "ptr"):
             from .._gpu.launch import pack_arguments, slot_launcher
@@ -257,23 +264,34 @@ class _MetropolisSweeps:
                 self.sends.append((slots, slot_launcher(kernel, grid, block, slots,
                                                         follows=True)))
 
-    def __call__(self, step):
+    def __call__(self, step, image=None, phase="up"):
         lo, hi = step & 0xFFFFFFFF, (step >> 32) & 0xFFFFFFFF
+        flip = _IMAGE_FLIP[phase]
+        first_image = len(self.calls) - self.last
         if self.sends is None:
-            for kernel, grid, block, args in self.calls:
+            for j, (kernel, grid, block, args) in enumerate(self.calls):
                 args[_STEP_ARG], args[_STEP_ARG + 1] = np.uint32(lo), np.uint32(hi)
+                with_image = image is not None and j >= first_image
+                args[_IMAGE_ARG] = image if with_image else np.uintp(0)
+                args[_IMAGE_ARG + 1] = np.uint32(flip if with_image else 0)
                 kernel(grid, block, tuple(args))
             return
         import cupy
 
         stream = cupy.cuda.get_current_stream().ptr
-        for slots, send in self.sends:
+        ptr = 0 if image is None else image.data.ptr
+        for j, (slots, send) in enumerate(self.sends):
             slots[_STEP_ARG], slots[_STEP_ARG + 1] = lo, hi
+            if j >= first_image:
+                slots[_IMAGE_ARG], slots[_IMAGE_ARG + 1] = ptr, flip
             send(stream)
 
 
-# the position of the step's low word among meshccl_ising_multispin's arguments
+# the position of the step's low word and of the image among meshccl_ising_multispin's
+# arguments; the image's flip for each phase
 _STEP_ARG = 10
+_IMAGE_ARG = 14
+_IMAGE_FLIP = {"up": 0, "down": 1}
 
 
 @functools.lru_cache(maxsize=None)
@@ -459,6 +477,9 @@ class Ising(Simulation):
         # unpacked copy, None until read)
         self._packed = None
         self._sweeps = None   # their launches (_MetropolisSweeps), made at the first sweep
+        # 3-D packed sweeps: the phase whose image the next sweep writes (the run loop
+        # says when a labelled step comes), and (phase, step, image) written by the last
+        self._image_due = self._image = self._image_buffer = None
         # lazily: the Philox calls of a Metropolis sweep, each cell's place in its
         # stream of 16-bit uniforms and its tie counter; the calls of the bond words
         self._metropolis_calls = self._stream_pos = self._tie_pos = self._bond_calls = None
@@ -584,10 +605,17 @@ class Ising(Simulation):
             raise ValueError(f"label='clusters' labels Swendsen-Wang clusters; this simulation "
                              f"runs {self.algorithm!r}")
 
+    def _before_label(self, phase):
+        # 3-D packed Metropolis: the next sweep writes the phase's image as it goes
+        if phase in ("up", "down") and len(self._shape) == 3 and self.algorithm == "metropolis":
+            self._image_due = phase
+
     def _phase_image(self, phase):
         if phase in ("up", "down") and self._s is None:
             if len(self._shape) == 2:   # the packed words themselves: no image written
                 return PackedSpins(self._packed, self._shape, phase)
+            if self._image is not None and self._image[:2] == (phase, self.step):
+                return self._image[2]   # written by the sweep that made this step
             return _unpack(self._packed, self._shape, phase)   # no int8 spins on the way
         if phase == "up":
             return self.state > 0
@@ -603,6 +631,7 @@ class Ising(Simulation):
 
     # -- dynamics ----------------------------------------------------------------
     def _advance(self):
+        self._image = None
         if self.algorithm == "metropolis":
             s = self._metropolis_sweep()
         elif self.algorithm == "kawasaki":
@@ -610,6 +639,7 @@ class Ising(Simulation):
         else:
             s = self._swendsen_wang_step()
         self._s = s
+        self._image_due = None
         self.step += 1
 
     def _colours(self):
@@ -633,7 +663,16 @@ class Ising(Simulation):
                     or sweeps.key[3] != _tuning.METROPOLIS_WORDS:
                 sweeps = self._sweeps = _MetropolisSweeps(self._packed, self._shape,
                                                           self._metropolis, self.seed)
-            sweeps(self.step)
+            phase, self._image_due = self._image_due, None
+            if phase is None:
+                sweeps(self.step)
+                return None
+            # (one buffer, kept: the labelling reads it and keeps only its labels)
+            image = self._image_buffer
+            if image is None or image.shape != self._shape:
+                image = self._image_buffer = xp.empty(self._shape, dtype=bool)
+            sweeps(self.step, image, phase)
+            self._image = (phase, self.step + 1, image)
             return None
         z = 2 * s.ndim
         u = self._metropolis_uniforms()
@@ -732,17 +771,15 @@ class Ising(Simulation):
         self._sw_drawn, self._last_clusters = (self._s, self.step), None
         return self._sw_spins()
 
-    def _sw_spins(self, bonds=None):
+    def _sw_spins(self):
         """The step's new spins: on the GPU chain that draws the bonds where it reads
         them and writes the spins in its last pass (2-D, h = 0), else bonds
-        (:meth:`_sw_bonds`, or ``bonds``), labels (:meth:`_sw_labels`), then the flip."""
+        (:meth:`_sw_bonds`), labels (:meth:`_sw_labels`), then the flip."""
         flip = self._sw_chain()
         if flip is not None:
-            if bonds is None and not _tuning.SW_DRAWN_BONDS:
-                bonds = self._sw_bonds()
             return flip(self._s, self._bond, _philox_words(self.step, self.seed, _random.TAG_BOND),
-                        _philox_words(self.step, self.seed, _random.TAG_CLUSTER), bonds)
-        return self._sw_flip(self._sw_labels(self._sw_bonds() if bonds is None else bonds))
+                        _philox_words(self.step, self.seed, _random.TAG_CLUSTER))
+        return self._sw_flip(self._sw_labels(self._sw_bonds()))
 
     def _sw_chain(self):
         """The GPU chain that writes the new spins in its label pass

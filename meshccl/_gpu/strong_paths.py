@@ -1,0 +1,147 @@
+"""Strong components: contraction of the paths of (1,1) vertices.
+
+A vertex whose only out-neighbour (self-loops aside, repeats counted once)
+is s and whose only in-neighbour is p -- a *path vertex* -- lies either on
+a maximal path ``u -> a1 -> ... -> ak -> w`` of path vertices between two
+other vertices u and w (possibly u == w), or on a cycle made of path
+vertices alone.  Such a path is replaced by the one edge ``u -> w``: the
+strong components of the other vertices do not change (a cycle through
+the path passes u and w, and the edge keeps it), and afterwards
+
+* each ai is in the component of u when u and w share one (w reaches u,
+  so ``u -> ai -> w -> ... -> u`` is a cycle), else a component alone
+  (ai is reached only through u and reaches only through w);
+* a cycle of path vertices is one component and touches nothing else.
+
+Chains, cycles with few chords and chains of cycles are mostly such paths:
+forward-backward search and trimming would need one pass per vertex of
+their length, while finding every path's ends takes ``ceil(log2 k)``
+rounds of pointer jumping over the k path vertices (Wylie's doubling:
+each vertex's pointer to its path's last vertex and the smallest vertex
+it has passed, which on a cycle becomes the cycle's smallest vertex, the
+same for all its vertices).
+
+:func:`contract` and :func:`expand` use only array operations that NumPy
+and CuPy share, so the same code runs on the host in the tests (with a
+NumPy twin of the one kernel, ``strong.cu``'s ``meshccl_scc_path_links``,
+which :func:`links` launches on the GPU).  Host synchronisations: the
+counts of path vertices and of kept vertices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _tuning
+from .loader import c_type, kernels
+
+
+def links(fptr, fidx, rptr, ridx, n, I):
+    """(succ, pred), CuPy arrays of type I: each vertex's only out- and
+    in-neighbour other than itself, -1 when it has none, -2 when it has
+    several (``meshccl_scc_path_links``; the graph and its transpose as
+    CSR on the device)."""
+    import cupy
+
+    from .graph import BLOCK, _grid
+
+    (link,) = kernels("strong.cu", f"meshccl_scc_path_links<{c_type(I)}, {c_type(fidx.dtype)}>")
+    succ, pred = cupy.empty(n, dtype=I), cupy.empty(n, dtype=I)
+    link(_grid(n, BLOCK, 32), (BLOCK,), (fptr, fidx, rptr, ridx, np.dtype(I).type(n), succ, pred))
+    return succ, pred
+
+
+def worth_contracting(k: int, n: int) -> bool:
+    """Whether k path vertices of n are enough to contract: at least one
+    in ``STRONG_PATH_SHARE`` (below that the contracted graph is about the
+    graph again, and rebuilding it costs a transpose's time)."""
+    return k > 0 and k * _tuning.STRONG_PATH_SHARE >= n
+
+
+class Contraction:
+    """The graph with its paths contracted, and what :meth:`expand` needs.
+
+    Attributes
+    ----------
+    kept : array of int64
+        The vertices that are not path vertices, ascending: vertex i of the
+        contracted graph is ``kept[i]``.
+    indptr, indices : arrays
+        The contracted graph as CSR over ``0 .. kept.size - 1`` (indptr
+        int64, indices of the input's neighbour type): row i is row
+        ``kept[i]`` of the graph with each path vertex replaced by its
+        path's end w, self-loops and entries to cycles dropped.
+    path_vertices : int
+        The number k of path vertices contracted.
+    """
+
+    def __init__(self, xp, n, kept, indptr, indices, pv, last_u, w, on_cycle, low):
+        self.xp, self.n = xp, n
+        self.kept, self.indptr, self.indices = kept, indptr, indices
+        self._pv, self._u, self._w, self._cycle, self._low = pv, last_u, w, on_cycle, low
+        self.path_vertices = int(pv.size)
+
+    def expand(self, kept_rep, dtype):
+        """rep over all n vertices (a member of each vertex's component,
+        of type ``dtype``) from ``kept_rep``, the same for the kept
+        vertices (original vertex numbers)."""
+        xp, pv = self.xp, self._pv
+        rep = xp.empty(self.n, dtype=dtype)
+        rep[self.kept] = kept_rep.astype(dtype, copy=False)
+        ru, rw = rep[self._u], rep[self._w]
+        own = xp.where(ru == rw, ru, pv.astype(dtype, copy=False))
+        rep[pv] = xp.where(self._cycle, pv[self._low].astype(dtype, copy=False), own)
+        return rep
+
+
+def contract(xp, fptr, fidx, succ, pred, n):
+    """The :class:`Contraction` of a graph (CSR ``fptr``, ``fidx``; its
+    vertices' only neighbours ``succ``, ``pred`` as :func:`links` gives
+    them), or None when :func:`worth_contracting` says no.  ``xp``: the
+    arrays' module (NumPy or CuPy)."""
+    path = (succ >= 0) & (pred >= 0)
+    pv = xp.flatnonzero(path).astype(xp.int64, copy=False)
+    k = int(pv.size)
+    if not worth_contracting(k, n):
+        return None
+    T = xp.int32 if n < 2**31 else xp.int64  # places in pv (the jumps' memory traffic)
+    pos = xp.full(n, -1, dtype=T)  # a path vertex's place in pv
+    place = xp.arange(k, dtype=T)
+    pos[pv] = place
+    s = succ[pv].astype(xp.int64)
+    after = pos[s]  # the next path vertex's place, -1 at a path's last vertex
+    last = xp.where(after >= 0, after, place)  # pointer jumping to the path's last vertex
+    low = place.copy()  # the smallest place passed (pv ascending: the smallest vertex)
+    span = 1
+    while span < k:  # after r rounds a pointer has passed 2**r vertices or rests at the end
+        low = xp.minimum(low, low[last])
+        last = last[last]
+        span *= 2
+    on_cycle = after[last] >= 0  # a path's last vertex leads out; a cycle never ends
+    w = s[last]  # the path's end (on a cycle: a cycle vertex, unused)
+    # u: the first vertex of each path (its one in-neighbour is no path
+    # vertex) tells the path's last vertex, from which every vertex reads it
+    p = pred[pv].astype(xp.int64)
+    first = xp.flatnonzero(pos[p] < 0)
+    u_of_last = xp.zeros(k, dtype=xp.int64)
+    u_of_last[last[first]] = p[first]
+    u = u_of_last[last]
+    # the contracted rows: each kept vertex's row, a path vertex replaced by
+    # its path's end
+    end = xp.arange(n, dtype=xp.int64)
+    end[pv] = xp.where(on_cycle, -1, w)
+    kept = xp.flatnonzero(~path).astype(xp.int64, copy=False)
+    q = int(kept.size)
+    at = xp.full(n, -1, dtype=xp.int64)
+    at[kept] = xp.arange(q, dtype=xp.int64)
+    m = int(fidx.size)
+    # each entry's row (n >= 2 here: a path vertex has a neighbour)
+    row = xp.cumsum(xp.bincount(fptr[1:-1], minlength=m + 1)[:m])
+    to = end[fidx]
+    keep = (at[row] >= 0) & (to >= 0) & (to != row)
+    src = at[row[keep]]
+    indptr = xp.zeros(q + 1, dtype=xp.int64)
+    if int(src.size):  # (CuPy's bincount wants a value)
+        indptr[1:] = xp.cumsum(xp.bincount(src, minlength=q)[:q])
+    indices = at[to[keep]].astype(fidx.dtype)
+    return Contraction(xp, n, kept, indptr, indices, pv, u, w, on_cycle, low)

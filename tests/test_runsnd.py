@@ -1,0 +1,136 @@
+"""The runsnd chain on the GPU (kernels/runsnd.cu): meshccl.ndimage.label
+under every kind of structure, and meshccl.label of bool arrays of 4 and
+more axes, against scipy.ndimage.label and the CPU backend.
+
+The pair rules are checked on the CPU in tests/test_runsnd_emulated.py;
+here the kernels themselves run: rows of several words and rows narrower
+than one, odd lengths, axes of length 1 and 2, sparse to full densities,
+repeated calls (launch plans), counts, first-cell numbering and 64-bit
+labels."""
+
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+import meshccl
+from meshccl import ndimage, neighbourhood
+from conftest import HAVE_GPU
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")]
+
+
+def _symmetric(rng, ndim, keep):
+    half = rng.random(3**ndim // 2) < keep
+    return np.concatenate([half, [True], half[::-1]]).reshape((3,) * ndim)
+
+
+def _kinds(ndim):
+    """The structures of test_runsnd_emulated._kinds, which no connectivity
+    names (those take the fixed chains)."""
+    from test_runsnd_emulated import _kinds as kinds
+
+    return {k: v for k, v in kinds(ndim).items() if not k.startswith("c=")}
+
+
+def _chain_of(a, s):
+    from meshccl import _validate
+    from meshccl._gpu import chains
+
+    prob = _validate.prepare(a, None, None, np.int32,
+                             offsets=neighbourhood.structure_offsets(s))
+    return chains.select(prob).chain.name
+
+
+def _check(a, s, name=""):
+    import cupy
+
+    labels, n = ndimage.label(cupy.asarray(a), cupy.asarray(s))
+    want, wn = ndi.label(a, s)
+    assert n == wn, name
+    assert labels.dtype == want.dtype
+    np.testing.assert_array_equal(labels.get(), want, err_msg=f"{name} {a.shape}")
+
+
+@pytest.mark.parametrize("ndim", [2, 3, 4])
+def test_every_kind_of_structure_equals_scipy(ndim):
+    rng = np.random.default_rng(ndim)
+    shapes = {2: [(37, 29), (200, 100), (7, 64), (5, 1)],
+              3: [(9, 11, 13), (17, 19, 100), (3, 2, 64), (1, 20, 33)],
+              4: [(5, 6, 4, 7), (6, 7, 5, 70), (2, 2, 2, 33), (3, 1, 4, 65)]}[ndim]
+    for name, s in _kinds(ndim).items():
+        for shape in shapes:
+            for density in (0.05, 0.3, 0.6, 0.95, 1.0):
+                _check(rng.random(shape) < density, s, name)
+
+
+@pytest.mark.parametrize("ndim", [3, 4])
+def test_random_structures_equal_scipy_and_take_runsnd(ndim):
+    rng = np.random.default_rng(20 + ndim)
+    shape = (23, 29, 97) if ndim == 3 else (7, 9, 11, 45)
+    for k in range(40):
+        s = _symmetric(rng, ndim, rng.choice([0.2, 0.5, 0.8]))
+        a = rng.random(shape) < rng.choice([0.1, 0.3, 0.6])
+        if neighbourhood.as_connectivity(neighbourhood.structure_offsets(s), ndim) is None:
+            assert _chain_of(a, s) == "runsnd"  # (named ones take meshccl.label's chains)
+        _check(a, s, f"#{k} {s.astype(int).tolist()}")
+
+
+def test_structure_against_cupyx_on_a_volume():
+    import cupy
+    import cupyx.scipy.ndimage as cndi
+
+    rng = np.random.default_rng(3)
+    a = cupy.asarray(rng.random((64, 96, 160)) < 0.3)
+    for k in range(6):
+        s = cupy.asarray(_symmetric(rng, 3, 0.5))
+        labels, n = ndimage.label(a, s)
+        ref, rn = cndi.label(a, s)
+        assert int(n) == int(rn)
+        cupy.testing.assert_array_equal(labels, ref)
+
+
+@pytest.mark.parametrize("connectivity", [1, 2, 3, 4])
+def test_4d_bool_label_takes_runsnd_and_equals_cpu(connectivity):
+    import cupy
+
+    from meshccl import _validate
+    from meshccl._gpu import chains
+
+    rng = np.random.default_rng(connectivity)
+    for shape, p in (((6, 7, 8, 40), 0.3), ((3, 5, 4, 100), 0.05), ((5, 5, 5, 5), 0.6),
+                     ((2, 3, 1, 4, 33), 0.4), ((2, 2, 3, 2, 2, 70), 0.5)):
+        a = rng.random(shape) < p
+        c = min(connectivity, sum(1 for k in shape if k > 1))
+        prob = _validate.prepare(a, None, c, None)
+        assert chains.select(prob).chain.name == ("runsnd" if len(prob.shape) >= 4
+                                                  else "runs3d")
+        want, n = meshccl.label(a, connectivity=c, return_num=True)
+        for _ in range(3):  # (a launch plan from the second call on)
+            got, gn = meshccl.label(cupy.asarray(a), connectivity=c, return_num=True)
+            assert gn == n
+            np.testing.assert_array_equal(got.get(), want)
+        got, counts = meshccl.label(cupy.asarray(a), connectivity=c, return_counts=True)
+        np.testing.assert_array_equal(counts.get(), np.bincount(want.ravel()))
+        first = meshccl.label(cupy.asarray(a), connectivity=c, numbering="first-cell")
+        np.testing.assert_array_equal(first.get(), meshccl.label(a, connectivity=c,
+                                                                 numbering="first-cell"))
+        wide = meshccl.label(cupy.asarray(a), connectivity=c, dtype=np.int64)
+        assert wide.dtype == np.int64
+        np.testing.assert_array_equal(wide.get(), want)
+        inverse = meshccl.label(cupy.asarray(a), connectivity=c, background=1)
+        np.testing.assert_array_equal(inverse.get(), meshccl.label(a, connectivity=c,
+                                                                   background=1))
+
+
+def test_4d_full_connectivity_against_cupyx():
+    import cupy
+    import cupyx.scipy.ndimage as cndi
+
+    a = cupy.random.default_rng(4).random((24, 24, 24, 24)) < 0.0257
+    labels, n = meshccl.label(a, connectivity=4, return_num=True)
+    ref, rn = cndi.label(a, cupy.ones((3, 3, 3, 3), bool))
+    assert n == int(rn)
+    cupy.testing.assert_array_equal(labels, ref)
+    labels, n = ndimage.label(a, cupy.ones((3, 3, 3, 3), bool))
+    assert n == int(rn)
+    cupy.testing.assert_array_equal(labels, ref)
