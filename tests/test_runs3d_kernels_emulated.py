@@ -10,7 +10,10 @@ starts through S, piece roots through P) must give the CPU backend's
 components on volumes the GPU got wrong once: bricks of 8 planes with a
 float tolerance, volumes smaller than a brick or a tile, axes of length 2,
 rows shorter than 32 cells and not a multiple of it, periodic axes of
-length 2.
+length 2.  The label array starts as parents that lead out of it
+(``guarded_labels``), so that a find from a cell no kernel gave a parent
+-- on a GPU a walk through old labels, possibly round a cycle -- fails the
+test instead of passing unseen.
 
 ``build(folder, asan=True)`` makes the library with AddressSanitizer and
 UBSan, for a run by hand under ``LD_PRELOAD=$(g++
@@ -38,10 +41,14 @@ from meshccl.neighbourhood import half_offsets
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: (cell type, with a tolerance) of the lattice forms the tests below run:
-#: one-byte cells (byte-wise masks) and floats with a tolerance (ballots)
-TYPES = [("unsigned char", "false"), ("float", "true")]
-#: cell types of the plain form (byte-wise masks, ballots over floats)
-PLAIN_TYPES = ["unsigned char", "float"]
+#: one-byte cells (byte-wise masks), and by ballots floats with a tolerance
+#: (double keys), two-byte cells (keys shuffled as 32-bit words) and
+#: 8-byte integers with an exact tolerance
+TYPES = [("unsigned char", "false"), ("float", "true"), ("unsigned short", "false"),
+         ("long long", "true")]
+#: cell types of the plain form (byte-wise masks, ballots over floats and
+#: two-byte cells)
+PLAIN_TYPES = ["unsigned char", "float", "unsigned short"]
 #: brick depths per connectivity: _tuning.RUNS_3D_PLANES's, and 8 at 1
 DEPTHS = {1: (8, 16), 2: (8,), 3: (8,)}
 
@@ -166,7 +173,7 @@ def forest(x, **kw):
         b[...] = 0x5A  # (nothing is zeroed on a GPU unless a kernel or memset does it)
     buffers[0][-2:] = 0
     steps = chains.program(case, prob, buffers=buffers)
-    P = np.full(prob.size, -7, dtype=prob.work_dtype)
+    P, guard = guarded_labels(prob.size)
     for name, step in steps:
         if name == "roots":
             break
@@ -174,8 +181,23 @@ def forest(x, **kw):
             step.array[...] = 0
         else:
             step(prob.values, P, prob.mask, prob.bonds)
+        read = np.flatnonzero(guard != np.arange(prob.size, 3 * prob.size))
+        assert read.size == 0, (f"{name}: a find walked from a cell the tile kernel set no "
+                                f"parent for (slots {read[:4]})")
     rw = image_plain._runs_words(case.shape)
     return prob, case, P, buffers[4][rw:2 * rw]
+
+
+def guarded_labels(n):
+    """The label array P (n cells) as the kernels find it on a GPU, where
+    it holds whatever the memory held (old labels, which can make a cycle
+    of parents and a find that never ends), made visible instead: P[i] = n
+    + i, and behind P 2n more slots that are their own roots (``guard``).
+    A find from a cell whose parent no kernel set reaches the guard, and a
+    union then hooks a guard slot, which :func:`forest` sees."""
+    whole = np.arange(3 * n, dtype=np.int32)
+    whole[:n] += n
+    return whole[:n], whole[n:]
 
 
 def components(prob, case, P, S, fg):
@@ -246,9 +268,11 @@ def check(x, **kw):
 
 
 # volumes smaller than a tile or a brick, axes of 2 and 3 cells (what Dask
-# chunks of a 4-D array squeeze to), rows of 33 cells (a tile column of one
-# cell), several tiles, two bricks of 16 planes (connectivity 1)
-SMALL = [(2, 2, 3), (3, 2, 2), (2, 3, 2), (2, 33, 2), (5, 3, 33), (9, 33, 34), (18, 3, 33)]
+# chunks of a 4-D array squeeze to: test_dask.py's (3, 4, 3, 4) in chunks of
+# (2, 3, 2, 3)), rows of 33 cells (a tile column of one cell), several
+# tiles, two bricks of 16 planes (connectivity 1)
+SMALL = [(2, 2, 3), (3, 2, 2), (2, 3, 2), (3, 2, 3), (2, 3, 3), (2, 33, 2), (5, 3, 33),
+         (9, 33, 34), (18, 3, 33)]
 
 
 @pytest.mark.parametrize("shape", SMALL)
@@ -264,19 +288,43 @@ def test_lattice_chain_on_small_volumes(emulated, shape):
         check(f, connectivity=c, tolerance=0.2, background=-1)
         check(f, connectivity=c, tolerance=0.2, background=-1, periodic=(False, True, True),
               mask=m)
+    # two-byte cells with a mask, 8-byte integers with an exact tolerance
+    # (neighbours 2**40 + 1 apart: a tolerance of 2**40 keeps them apart)
+    w = rng.integers(0, 3, shape).astype(np.uint16)
+    big = (rng.integers(0, 3, shape) * (2**40 + 1)).astype(np.int64)
+    for c in (1, 3):
+        check(w, connectivity=c, mask=m, periodic=(True, True, False))
+        check(big, connectivity=c, tolerance=2**40, background=None, periodic=True)
+
+
+def test_lattice_chain_shapes_of_the_gpu_timeouts(emulated):
+    """The volumes of the GPU tests that timed out on an H200 with this
+    chain (test_lattice.py's float tolerance on 9 x 20 x 70, test_counts.py's
+    two-byte cells on 7 x 9 x 40): rows of 70 and 40 cells (a last tile
+    column of 6 and 8), fewer planes than a brick."""
+    rng = np.random.default_rng(39)
+    f = rng.random((9, 20, 70)).astype(np.float32) * 4
+    for c in (1, 3):
+        check(f, connectivity=c, tolerance=0.3)
+    w = np.random.default_rng(56).integers(0, 4, (7, 9, 40)).astype(np.uint16)
+    for c in (1, 2, 3):
+        check(w, connectivity=c, background=1)
+        check(w, connectivity=c, background=1, mask=rng.random(w.shape) < 0.8)
 
 
 @pytest.mark.parametrize("shape", [(2, 2, 3), (3, 33, 2), (18, 3, 33), (9, 34, 35)])
 def test_plain_chain_on_small_volumes(emulated, shape):
-    """The plain form (one-byte cells and floats, whose row masks come from
-    ballots), periodic or not."""
+    """The plain form (one-byte cells; floats and two-byte cells, whose row
+    masks come from ballots), periodic or not."""
     rng = np.random.default_rng(sum(shape) + 1)
     x = rng.integers(0, 3, shape).astype(np.uint8)
     f = (rng.random(shape) * 3).astype(np.float32)
+    w = rng.integers(0, 3, shape).astype(np.uint16)
     for c in (1, 2, 3):
         for periodic in (False, (True, False, True)):
             check(x, connectivity=c, periodic=periodic)
             check(f, connectivity=c, periodic=periodic, background=None)
+            check(w, connectivity=c, periodic=periodic, background=1)
 
 
 def test_lattice_chain_bricks_of_eight_planes(emulated):
