@@ -969,6 +969,16 @@ __device__ __forceinline__ void byte_z(const J& join, const T* __restrict__ v, I
     }
 }
 
+// The row loops of lattice_rows and lattice_z for cells wider than a byte
+// are unrolled 4 rows at a time, not 32.  Fully unrolled, their tests of
+// every pair (keys, mask and bond loads, up to nine ballots a row) took
+// 9.5 s to compile for the float-tolerance kernels of connectivity 1 and
+// 17 s for those of 3 (nvcc -arch=sm_90, user time), 1.6 s unrolled by 4;
+// a first call at each connectivity and cell type pays that compilation
+// (CuPy caches it on disk after).  Four rows still put four rows' loads
+// in flight before their ballots (docs/decisions.md: "row loops of the
+// 3-D lattice masks").
+
 // Rows of a tile of one plane as lattice masks: lane c loads column c of
 // the 32 rows (cell (r, c) at index row0 + r * nx + c; `width` columns and
 // `height` rows inside the array, height 0: none), and lane r keeps row r's
@@ -990,7 +1000,7 @@ __device__ __forceinline__ void lattice_rows(const J& join, const T* __restrict_
     K pk = K(), pl = K(), pr = K();  // the row above: its keys at x, x - 1, x + 1
     unsigned pF = 0u;
     F = E = V = Vl = Vr = 0u;
-#pragma unroll
+#pragma unroll 4
     for (int r = 0; r < 32; ++r) {
         const I i = row0 + (I)r * nx + lane;
         const bool in = col && r < height;
@@ -1060,7 +1070,7 @@ __device__ __forceinline__ void lattice_z(const J& join, const T* __restrict__ v
     K bp = K(), bc = K(), bn = C >= 2 ? key(0) : K();
     K lp = K(), lc = K(), ln = C >= 2 ? meshccl::runs::shfl(bn, 1, true) : K();
     K rp = K(), rc = K(), rn = C >= 2 ? meshccl::runs::shfl(bn, 1, false) : K();
-#pragma unroll
+#pragma unroll 4
     for (int r = 0; r < 32; ++r) {
         if (C >= 2) {
             bp = bc; lp = lc; rp = rc;
