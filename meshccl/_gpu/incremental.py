@@ -110,12 +110,26 @@ class State:
             return out
         src, dst = self.index_types(src, dst)
         ti, tj = c_type(self.I), c_type(src.dtype)
+        H = _dummy(self.device, self.I.name) if self.H is None else self.H
+        FS = NULL if self.FS is None else self.FS
+        FD = NULL if self.FD is None else self.FD
+        per = _tuning.GRAPH_INCR_EDGES_PER_THREAD
+        if kinds is None and mask == 1 and per:
+            # inserts alone: V edges a thread per step, V-wide loads when aligned
+            width = src.dtype.itemsize
+            V = min(per, 16 // width)
+            if src.data.ptr % (V * width) or dst.data.ptr % (V * width):
+                V = 1
+            flags = (f"{'true' if _tuning.GRAPH_INCR_STREAM_EDGES else 'false'}, "
+                     f"{'true' if _tuning.GRAPH_INCR_REM_WALK_KEEPS else 'false'}")
+            (kern,) = kernels("incremental.cu", f"meshccl_incr_insert<{ti}, {tj}, {self.rule}, "
+                                                f"{self.comp}, {V}, {flags}>")
+            grid = _grid(-(-m // V), BLOCK, _tuning.GRAPH_INCR_BLOCKS_PER_SM)
+            kern(grid, (BLOCK,), (src, dst, np.int64(m), self.P, H, self.I.type(self.n), FS, FD))
+            return out
         (kern,) = kernels("incremental.cu",
                           f"meshccl_incr_batch<{ti}, {tj}, {self.rule}, {self.comp}>")
-        dummy = _dummy(self.device, self.I.name)
-        tail = (self.P, dummy if self.H is None else self.H, self.I.type(self.n),
-                NULL if self.FS is None else self.FS, NULL if self.FD is None else self.FD,
-                NULL if out is None else out)
+        tail = (self.P, H, self.I.type(self.n), FS, FD, NULL if out is None else out)
         grid = _grid(m, BLOCK, _tuning.GRAPH_INCR_BLOCKS_PER_SM)
         k = NULL if kinds is None else kinds
         # Rem's rule splices subtrees before its union completes: its queries

@@ -77,6 +77,89 @@ __global__ void meshccl_incr_batch(const unsigned char* __restrict__ kinds,
     }
 }
 
+// Edge loads of the insert kernel: V consecutive endpoints of one array in
+// one load (int4: four int32, longlong2: two int64), streamed past L1 and
+// marked evict-first in L2 when S (the parent array, read at random, is
+// what L2 should keep), else through the read-only path.
+namespace meshccl {
+namespace incremental {
+
+template <typename J, int V> struct Lanes;
+template <> struct Lanes<int, 1> { using T = int; };
+template <> struct Lanes<int, 2> { using T = int2; };
+template <> struct Lanes<int, 4> { using T = int4; };
+template <> struct Lanes<long long, 1> { using T = long long; };
+template <> struct Lanes<long long, 2> { using T = longlong2; };
+
+template <typename J, int V, bool S>
+__device__ __forceinline__ void load_lanes(const J* p, J (&out)[V]) {
+    using T = typename Lanes<J, V>::T;
+    union { T v; J a[V]; } u;
+    u.v = S ? __ldcs((const T*)p) : __ldg((const T*)p);
+#pragma unroll
+    for (int k = 0; k < V; ++k) out[k] = u.a[k];
+}
+
+// The insert of edge (x, y), its two parents px, py already read.  Equal
+// parents prove one set: nothing to do.  Rem's rule with K continues its
+// walk from them (rem_cas_walk); the other rules unite the two parents
+// (the same two sets, one load fewer on each side).  The hooked root, if
+// any, records the edge.
+template <typename I, typename J, int R, int C, bool K>
+__device__ __forceinline__ void insert_from(I* P, I* H, I* FS, I* FD, J x, J y, I px, I py) {
+    if (px == py) return;
+    I h;
+    if (R == UNION_REM_CAS) {
+        h = K ? rem_cas_walk<C>(P, (I)x, (I)y, px, py) : unite_by<R, C>(P, H, (I)x, (I)y);
+    } else {
+        h = unite_by<R, C>(P, H, px, py);
+    }
+    if (FS != nullptr && h >= 0) {
+        FS[h] = (I)x;
+        FD[h] = (I)y;
+    }
+}
+
+}  // namespace incremental
+}  // namespace meshccl
+
+// A batch of inserts alone (insert(), from_graph()): each thread takes V
+// consecutive edges per step of its grid-stride loop -- one vector load of
+// their sources, one of their destinations, then the 2V parent reads all
+// issued before any is used, so a thread keeps 2V random reads in flight
+// instead of two.  The host passes V > 1 only when src and dst are aligned
+// to V elements; the last m mod V edges are taken one per thread.
+template <typename I, typename J, int R, int C, int V, bool S, bool K>
+__global__ void __launch_bounds__(256, 8) meshccl_incr_insert(const J* __restrict__ src, const J* __restrict__ dst,
+                                    long long m, I* P, I* H, I n,
+                                    I* __restrict__ FS, I* __restrict__ FD) {
+    using namespace meshccl::incremental;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long t0 = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long groups = m / V;
+    for (long long g = t0; g < groups; g += stride) {
+        J x[V], y[V];
+        load_lanes<J, V, S>(src + g * V, x);
+        load_lanes<J, V, S>(dst + g * V, y);
+        I px[V], py[V];
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            const bool ok = vertex(x[k], n) && vertex(y[k], n) && x[k] != y[k];
+            px[k] = ok ? __ldcg(P + x[k]) : (I)0;  // (an edge to skip: equal parents)
+            py[k] = ok ? __ldcg(P + y[k]) : (I)0;
+        }
+#pragma unroll
+        for (int k = 0; k < V; ++k)
+            insert_from<I, J, R, C, K>(P, H, FS, FD, x[k], y[k], px[k], py[k]);
+    }
+    const long long e = groups * V + t0;
+    if (e < m) {
+        const J x = src[e], y = dst[e];
+        if (vertex(x, n) && vertex(y, n) && x != y)
+            insert_from<I, J, R, C, K>(P, H, FS, FD, x, y, __ldcg(P + x), __ldcg(P + y));
+    }
+}
+
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Every instantiation meshccl/_gpu/incremental.py can ask for: (I, J) in
 // {(int, int), (int, long long), (long long, long long)}, and the (rule,
@@ -96,4 +179,17 @@ __global__ void meshccl_incr_batch(const unsigned char* __restrict__ kinds,
 MESHCCL_INCR_IJ(int, int)
 MESHCCL_INCR_IJ(int, long long)
 MESHCCL_INCR_IJ(long long, long long)
+#define MESHCCL_INCR_INSERT(I, J, V, R, C)                                                        \
+    template __global__ void meshccl_incr_insert<I, J, R, C, V, true, true>(                      \
+        const J*, const J*, long long, I*, I*, I, I*, I*);
+#define MESHCCL_INCR_INSERT_V(I, J, V)                                                            \
+    MESHCCL_INCR_INSERT(I, J, V, 0, 1) MESHCCL_INCR_INSERT(I, J, V, 0, 2)                         \
+    MESHCCL_INCR_INSERT(I, J, V, 1, 4) MESHCCL_INCR_INSERT(I, J, V, 1, 2)                         \
+    MESHCCL_INCR_INSERT(I, J, V, 2, 1) MESHCCL_INCR_INSERT(I, J, V, 3, 2)                         \
+    MESHCCL_INCR_INSERT(I, J, V, 4, 2)
+MESHCCL_INCR_INSERT_V(int, int, 1)
+MESHCCL_INCR_INSERT_V(int, int, 4)
+MESHCCL_INCR_INSERT_V(int, long long, 2)
+MESHCCL_INCR_INSERT_V(long long, long long, 1)
+MESHCCL_INCR_INSERT_V(long long, long long, 2)
 #endif
