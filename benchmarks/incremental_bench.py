@@ -3,6 +3,7 @@ Dhulipala and Shun 2020, section 4.4) for meshccl.graph.IncrementalConnectivity.
 
     python benchmarks/incremental_bench.py --out DIR            (meant to take under 5 minutes on an H100)
     python benchmarks/incremental_bench.py --quick --out DIR    (smaller graphs, fewer points)
+    python benchmarks/incremental_bench.py --graphs rmat --out DIR   (R-MAT alone)
 
 Graphs (meshccl.graph_generators, generated on the host, copied to the GPU,
 edge order shuffled on the device as the paper shuffles its streams):
@@ -23,6 +24,9 @@ Four measurements, every (union rule, compression) pair first:
    in batches of 10**3 .. 10**8 (at most --max-batches batches per point),
    CUDA events around the whole stream, edges per second; check=False and,
    for 'unionfind', check=True.
+   Then mixed streams at the same batch sizes: every edge inserted plus
+   as many random queries, shuffled, fed to ``process`` (operations per
+   second).
 3. throughput against the ratio of inserts to queries (Figure 10): every
    edge as an insert plus m / ratio queries of random vertex pairs,
    shuffled together, run by ``process`` in one batch; operations per
@@ -62,15 +66,18 @@ RULES = [m for m in INCREMENTAL_METHODS if m != "async"]
 TARGET = 5e10
 
 
-def graphs(quick):
+GRAPHS = ("rmat", "ba", "grid")
+
+
+def graphs(quick, keep=GRAPHS):
     big = 20 if quick else 22
     side = 2048 if quick else 4096
-    return [
+    return [g for key, g in zip(GRAPHS, [
         (f"R-MAT {big} (0.5, 0.1, 0.1), 10/vertex",
          lambda: gen.rmat(big, edge_factor=10, a=0.5, b=0.1, c=0.1, seed=1)),
         (f"Barabási–Albert 2^{big}, 10/vertex", lambda: gen.barabasi_albert_bb(1 << big, 10, seed=2)),
         (f"grid {side}², 60 % of edges", lambda: gen.grid((side, side), keep=0.6, seed=3)),
-    ]
+    ]) if key in keep]
 
 
 def one_batch(n, src, dst, method, compression, reps, check=False, forest=None):
@@ -106,9 +113,10 @@ def streamed(n, src, dst, method, compression, batch, max_batches, reps, check):
     return fed / (statistics.median(ts) * 1e-3), (cc.n_components if fed == m else None)
 
 
-def mixed(n, src, dst, method, compression, ratio, reps, rng_seed=7):
-    """Operations per second of one process() batch: every edge inserted,
-    m / ratio random queries, shuffled together (on the device)."""
+def mixed_ops(n, src, dst, ratio, rng_seed=7):
+    """(kinds, a, b): every edge as an insert and m / ratio queries of
+    random vertex pairs, shuffled together on the device (the paper's
+    streams for Figure 10)."""
     import cupy
 
     m = src.size
@@ -118,15 +126,41 @@ def mixed(n, src, dst, method, compression, ratio, reps, rng_seed=7):
     a = cupy.concatenate([src, rs.randint(0, n, q, dtype=cupy.int64).astype(src.dtype)])
     b = cupy.concatenate([dst, rs.randint(0, n, q, dtype=cupy.int64).astype(dst.dtype)])
     perm = rs.permutation(m + q)
-    kinds, a, b = kinds[perm], a[perm], b[perm]
-    del perm
+    return kinds[perm], a[perm], b[perm]
+
+
+def mixed(n, src, dst, method, compression, ratio, reps, rng_seed=7):
+    """Operations per second of one process() batch of :func:`mixed_ops`."""
+    kinds, a, b = mixed_ops(n, src, dst, ratio, rng_seed)
     ts, cc = [], None
     for rep in range(reps + 1):
         cc = IncrementalConnectivity(n, method=method, compression=compression, device="gpu")
         t = events_ms(lambda: cc.process((kinds, a, b), check=False))
         if rep:
             ts.append(t)
-    return (m + q) / (statistics.median(ts) * 1e-3), cc.n_components
+    return kinds.size / (statistics.median(ts) * 1e-3), cc.n_components
+
+
+def mixed_streamed(n, ops, method, compression, batch, max_batches, reps):
+    """(operations per second, component count or None) of a mixed stream
+    (:func:`mixed_ops`) fed to process() in batches of ``batch``."""
+    kinds, a, b = ops
+    total = kinds.size
+    count = min(-(-total // batch), max_batches)
+    fed = min(total, count * batch)
+    ts, cc = [], None
+    for rep in range(reps + 1):
+        cc = IncrementalConnectivity(n, method=method, compression=compression, device="gpu")
+
+        def run():
+            for k in range(count):
+                sl = slice(k * batch, (k + 1) * batch)
+                cc.process((kinds[sl], a[sl], b[sl]), check=False)
+
+        t = events_ms(run)
+        if rep:
+            ts.append(t)
+    return fed / (statistics.median(ts) * 1e-3), (cc.n_components if fed == total else None)
 
 
 def floor_us(calls=1000):
@@ -163,7 +197,12 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--max-batches", type=int, default=2000,
                     help="batches per point of the batch-size sweep")
+    ap.add_argument("--graphs", default=",".join(GRAPHS),
+                    help="comma-separated subset of " + ",".join(GRAPHS))
     args = ap.parse_args(argv)
+    bad = sorted(set(args.graphs.split(",")) - set(GRAPHS))
+    if bad:
+        ap.error(f"--graphs: unknown {', '.join(bad)} (choose from {', '.join(GRAPHS)})")
     require_gpu("incremental_bench")
     import cupy
     args.out.mkdir(parents=True, exist_ok=True)
@@ -176,7 +215,7 @@ def main(argv=None):
                "platform": platform.platform(),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     results = {"machine": machine, "quick": args.quick, "graphs": []}
-    for gname, make in graphs(args.quick):
+    for gname, make in graphs(args.quick, args.graphs.split(",")):
         t0 = time.perf_counter()
         e = make()
         n = e.n_vertices
@@ -219,6 +258,19 @@ def main(argv=None):
                     row[str(b)] = rate
                 print(f"  batch sizes {key}: " + ", ".join(f"{b:.0e}: {r:.3g}" for b, r in
                                                           zip(sizes, row.values())), flush=True)
+        # 2b. mixed streams (one query per insert) against batch size
+        ops = mixed_ops(n, src, dst, 1)
+        g["mixed_batch_size"] = {}
+        for method, comp in best.items():
+            row = g["mixed_batch_size"][f"{method}/{comp}"] = {}
+            for b in sizes:
+                rate, count = mixed_streamed(n, ops, method, comp, min(b, ops[0].size),
+                                             args.max_batches, 1 if b <= 10**4 else min(reps, 3))
+                assert count in (None, want), (gname, method, b, count, want)
+                row[str(b)] = rate
+            print(f"  mixed 1:1 batch sizes {method}/{comp}: " + ", ".join(
+                f"{b:.0e}: {r:.3g}" for b, r in zip(sizes, row.values())), flush=True)
+        del ops
         # 3. against the ratio of inserts to queries (Figure 10)
         for method, comp in best.items():
             row = g["ratio"][f"{method}/{comp}"] = {}
@@ -261,6 +313,12 @@ def markdown(res, sizes, ratios):
                   "|---|" + "---:|" * len(sizes)]
         for k, row in g["batch_size"].items():
             lines.append(f"| {k} | " + " | ".join(f"{row[str(b)]:.3g}" for b in sizes) + " |")
+        lines += ["", "Operations/s of a mixed stream (every edge inserted, as many random "
+                  "queries, shuffled) fed to `process` in batches of each size:", "",
+                  "| variant | " + " | ".join(f"{b:.0e}" for b in sizes) + " |",
+                  "|---|" + "---:|" * len(sizes)]
+        for k, row in g.get("mixed_batch_size", {}).items():
+            lines.append(f"| {k} | " + " | ".join(f"{row[str(b)]:.3g}" for b in sizes) + " |")
         lines += ["", "Operations/s against the ratio of inserts to queries (Figure 10; one "
                   "`process` batch):", "",
                   "| variant | " + " | ".join(str(r) for r in ratios) + " |",
@@ -299,13 +357,16 @@ def figure(res, sizes, ratios):
     for j, g in enumerate(gs):
         ax = axes[0][j]
         draw(ax, sizes, g["batch_size"])
+        for key, row in g.get("mixed_batch_size", {}).items():
+            ax.plot(sizes, [row[str(x)] for x in sizes], marker="s", ms=3, ls="--",
+                    color=colour[key.split("/")[0]], label=f"{key} mixed 1:1 (ops/s)")
         if g["name"].startswith("R-MAT"):
             ax.axhline(TARGET, color="grey", lw=0.8, ls="--",
                        label=f"target {TARGET:.0e} edges/s (one batch)")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("batch size")
-        ax.set_ylabel("edges/s")
+        ax.set_ylabel("edges/s (mixed: operations/s)")
         ax.set_title(g["name"], fontsize=9)
         ax.legend(fontsize=7)
         ax = axes[1][j]

@@ -281,6 +281,9 @@ GRAPH_INCR_STREAM_EDGES = True
 #: Rem's rule in the insert kernel re-reads only the side of its walk that
 #: moved (False: both sides every step, as unite_rem_cas())
 GRAPH_INCR_REM_WALK_KEEPS = True
+#: the insert kernel's first two parent reads of an edge go through L1
+#: (hubs' parents hit there) instead of L2 only
+GRAPH_INCR_FIRST_READ_L1 = False
 
 # ---------------------------------------------------------------------------
 # CPU: images and lattices

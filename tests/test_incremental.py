@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
+from meshccl import _tuning
 from meshccl import graph_generators as gen
 from meshccl.graph import (COMPRESSION, INCREMENTAL_METHODS, Edges, IncrementalConnectivity,
                            connected_components)
@@ -419,6 +420,38 @@ def test_gpu_equals_cpu_on_large_batches(method, compression):
         if gpu.keeps_forest:  # (not with Rem's splicing)
             check_forest(gpu, g.src, g.dst)
             check_forest(cpu, g.src, g.dst)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("per,stream,keeps,l1", [(4, True, True, False), (2, False, False, True),
+                                                 (0, True, True, False)])
+@pytest.mark.parametrize("method,compression", [("rem-cas", "splicing"), ("rem-cas", "splitting"),
+                                                ("unionfind", "halving"), ("hooks", "full"),
+                                                ("jtb", "splitting")])
+def test_gpu_insert_lanes(method, compression, per, stream, keeps, l1):
+    """The insert kernel's settings (edges a thread, streamed loads, Rem's
+    walk, first reads through L1) on slices at every alignment and with tails of every length,
+    int32 and int64 endpoints: SciPy's components after each batch, and a
+    spanning forest where one is kept."""
+    import cupy
+
+    g = gen.rmat(15, edge_factor=12, seed=9)
+    cuts = [0, 1, 6, 7, 1000, 1003, g.src.size // 2 + 1, g.src.size]
+    with _tuning.override(GRAPH_INCR_EDGES_PER_THREAD=per, GRAPH_INCR_STREAM_EDGES=stream,
+                          GRAPH_INCR_REM_WALK_KEEPS=keeps, GRAPH_INCR_FIRST_READ_L1=l1):
+        for dtype in (np.int32, np.int64):
+            s, d = cupy.asarray(g.src.astype(dtype)), cupy.asarray(g.dst.astype(dtype))
+            cc = IncrementalConnectivity(g.n_vertices, method=method, compression=compression,
+                                         device="gpu")
+            for lo, hi in zip(cuts, cuts[1:]):
+                cc.insert(s[lo:hi], d[lo:hi], check=False)
+                count, labels = scipy_cc(sp.coo_matrix((np.ones(hi), (g.src[:hi], g.dst[:hi])),
+                                                       shape=(g.n_vertices,) * 2), directed=False)
+                assert cc.n_components == count
+                assert np.array_equal(cc.labels().get(), labels)
+            if cc.keeps_forest:
+                check_forest(cc, g.src, g.dst)
 
 
 @pytest.mark.gpu

@@ -92,7 +92,7 @@ def emulate_insert(expr, t):
     the arrays passed."""
     rule, comp, V = int(t[2]), int(t[3]), int(t[4])
     assert (rule, comp) in emu.VALID_RULES, expr
-    assert t[5] in ("true", "false") and t[6] in ("true", "false"), expr
+    assert all(f in ("true", "false") for f in t[5:8]) and len(t) == 8, expr
     I = ("ptr", t[0])
     sig = [("ptr", t[1]), ("ptr", t[1]), ("val", "long long"), I, I, ("val", t[0]),
            ("ptr?", t[0]), ("ptr?", t[0])]
@@ -194,10 +194,10 @@ def test_unchecked_calls_never_read_the_device(incr, monkeypatch):
     cc.process((emu.fake(np.array([1], np.uint8)), emu.fake(np.array([0])), emu.fake(np.array([9]))),
                check=False)
     assert reads == [] and len(LAUNCHES) == 3
-    assert LAUNCHES[0][0] == "meshccl_incr_insert<int, long long, 0, 1, 2, true, true>"
+    assert LAUNCHES[0][0] == "meshccl_incr_insert<int, long long, 0, 1, 2, true, true, false>"
     assert LAUNCHES[1][0] == "meshccl_incr_batch<int, int, 0, 1>"
     cc.insert(emu.fake(np.array([3], np.int8)), emu.fake(np.array([4], np.uint16)))
-    assert len(reads) == 1 and LAUNCHES[-1][0] == "meshccl_incr_insert<int, int, 0, 1, 4, true, true>"
+    assert len(reads) == 1 and LAUNCHES[-1][0] == "meshccl_incr_insert<int, int, 0, 1, 4, true, true, false>"
     # out of range with check=False: skipped
     cc.insert(emu.fake(np.array([0, 50, -3])), emu.fake(np.array([5, 1, 2])), check=False)
     assert np.asarray(cc.labels()).tolist() == [0, 0, 0, 1, 1, 0, 2, 3, 4, 5]
@@ -217,7 +217,7 @@ def test_insert_lanes_follow_alignment(incr):
     check_state(cc, np.asarray(src), np.asarray(dst))
     with _tuning.override(GRAPH_INCR_EDGES_PER_THREAD=2, GRAPH_INCR_STREAM_EDGES=False):
         cc.insert(src[4:], dst[4:], check=False)
-    assert LAUNCHES[-1][0] == "meshccl_incr_insert<int, int, 1, 4, 2, false, true>"
+    assert LAUNCHES[-1][0] == "meshccl_incr_insert<int, int, 1, 4, 2, false, true, false>"
 
 
 def test_growth_and_errors_emulated(incr):
@@ -300,7 +300,7 @@ def test_incremental_bench_gpu_paths_emulated(incr, monkeypatch, tmp_path):
     spec = importlib.util.spec_from_file_location("incremental_bench_emulated", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    monkeypatch.setattr(bench, "graphs", lambda quick: [
+    monkeypatch.setattr(bench, "graphs", lambda quick, keep: [
         ("R-MAT 6", lambda: gen.rmat(6, edge_factor=2, seed=1)),
         ("grid 6²", lambda: gen.grid((6, 6), keep=0.6, seed=3))])
     monkeypatch.setattr(bench, "floor_us", lambda calls=1000, f=bench.floor_us: f(calls=3))
@@ -313,6 +313,7 @@ def test_incremental_bench_gpu_paths_emulated(incr, monkeypatch, tmp_path):
     assert " check=True | " in text and " forest=False | " in text  # the fastest variant's
     assert "| jtb/splitting | " in text and "| insert, check=True | " in text
     assert "| unionfind/full | " in text and "rem-cas" not in text
+    assert "a mixed stream" in text
     assert (tmp_path / "incremental.json").stat().st_size > 100
     (res, png), = plots
     assert png == tmp_path / "incremental.png" and len(res["graphs"]) == 2
@@ -325,6 +326,14 @@ def test_incremental_bench_gpu_paths_emulated(incr, monkeypatch, tmp_path):
     assert count is None and rate > 0  # 3 batches of 7 fed: not every edge
     rate, count = bench.streamed(50, src, dst, "early", "halving", 7, 100, 1, False)
     assert count == 10
+    ops = bench.mixed_ops(50, src, dst, 0.5)  # two queries per insert
+    assert ops[0].size == 120 and int(np.asarray(ops[0]).sum()) == 80
+    rate, count = bench.mixed_streamed(50, ops, "rem-cas", "splicing", 16, 3, 1)
+    assert count is None and rate > 0
+    rate, count = bench.mixed_streamed(50, ops, "rem-cas", "splicing", 16, 100, 1)
+    assert count == 10
+    with pytest.raises(SystemExit):
+        bench.main(["--graphs", "rmat,road", "--out", str(tmp_path)])
 
 
 def test_int64_parents_emulated(incr):
@@ -339,7 +348,7 @@ def test_int64_parents_emulated(incr):
     st.grow(25)
     out = st.batch(emu.fake(np.array([0, 1], np.uint8)), emu.fake(np.array([24, 0], np.int64)),
                    emu.fake(np.array([0, 9], np.int64)), 3, True)
-    assert [e for e, _ in LAUNCHES] == ["meshccl_incr_insert<long long, long long, 3, 1, 2, true, true>",
+    assert [e for e, _ in LAUNCHES] == ["meshccl_incr_insert<long long, long long, 3, 1, 2, true, true, false>",
                                         "meshccl_incr_batch<long long, long long, 3, 1>"]
     assert np.asarray(out).tolist() == [False, True]
     count, labels = st.labels()

@@ -120,8 +120,9 @@ class State:
             V = min(per, 16 // width)
             if src.data.ptr % (V * width) or dst.data.ptr % (V * width):
                 V = 1
-            flags = (f"{'true' if _tuning.GRAPH_INCR_STREAM_EDGES else 'false'}, "
-                     f"{'true' if _tuning.GRAPH_INCR_REM_WALK_KEEPS else 'false'}")
+            flags = ", ".join("true" if f else "false" for f in (
+                _tuning.GRAPH_INCR_STREAM_EDGES, _tuning.GRAPH_INCR_REM_WALK_KEEPS,
+                _tuning.GRAPH_INCR_FIRST_READ_L1))
             (kern,) = kernels("incremental.cu", f"meshccl_incr_insert<{ti}, {tj}, {self.rule}, "
                                                 f"{self.comp}, {V}, {flags}>")
             grid = _grid(-(-m // V), BLOCK, _tuning.GRAPH_INCR_BLOCKS_PER_SM)

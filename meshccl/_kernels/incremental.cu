@@ -100,6 +100,15 @@ __device__ __forceinline__ void load_lanes(const J* p, J (&out)[V]) {
     for (int k = 0; k < V; ++k) out[k] = u.a[k];
 }
 
+// An edge's first parent read: through L2 only as every other read of P,
+// or with L through L1 too, where hubs' parents stay -- a stale value is
+// one P[v] held earlier, an element of v's set, which is all
+// insert_from() and rem_cas_walk() ask of it (their later reads go to L2).
+template <bool L, typename I>
+__device__ __forceinline__ I first_parent(const I* P, I v) {
+    return L ? __ldca(P + v) : __ldcg(P + v);
+}
+
 // The insert of edge (x, y), its two parents px, py already read.  Equal
 // parents prove one set: nothing to do.  Rem's rule with K continues its
 // walk from them (rem_cas_walk); the other rules unite the two parents
@@ -129,7 +138,7 @@ __device__ __forceinline__ void insert_from(I* P, I* H, I* FS, I* FD, J x, J y, 
 // issued before any is used, so a thread keeps 2V random reads in flight
 // instead of two.  The host passes V > 1 only when src and dst are aligned
 // to V elements; the last m mod V edges are taken one per thread.
-template <typename I, typename J, int R, int C, int V, bool S, bool K>
+template <typename I, typename J, int R, int C, int V, bool S, bool K, bool L>
 __global__ void __launch_bounds__(256, 8) meshccl_incr_insert(const J* __restrict__ src, const J* __restrict__ dst,
                                     long long m, I* P, I* H, I n,
                                     I* __restrict__ FS, I* __restrict__ FD) {
@@ -145,8 +154,8 @@ __global__ void __launch_bounds__(256, 8) meshccl_incr_insert(const J* __restric
 #pragma unroll
         for (int k = 0; k < V; ++k) {
             const bool ok = vertex(x[k], n) && vertex(y[k], n) && x[k] != y[k];
-            px[k] = ok ? __ldcg(P + x[k]) : (I)0;  // (an edge to skip: equal parents)
-            py[k] = ok ? __ldcg(P + y[k]) : (I)0;
+            px[k] = ok ? first_parent<L>(P, (I)x[k]) : (I)0;  // (an edge to skip: equal parents)
+            py[k] = ok ? first_parent<L>(P, (I)y[k]) : (I)0;
         }
 #pragma unroll
         for (int k = 0; k < V; ++k)
@@ -156,7 +165,8 @@ __global__ void __launch_bounds__(256, 8) meshccl_incr_insert(const J* __restric
     if (e < m) {
         const J x = src[e], y = dst[e];
         if (vertex(x, n) && vertex(y, n) && x != y)
-            insert_from<I, J, R, C, K>(P, H, FS, FD, x, y, __ldcg(P + x), __ldcg(P + y));
+            insert_from<I, J, R, C, K>(P, H, FS, FD, x, y, first_parent<L>(P, (I)x),
+                                       first_parent<L>(P, (I)y));
     }
 }
 
@@ -180,7 +190,7 @@ MESHCCL_INCR_IJ(int, int)
 MESHCCL_INCR_IJ(int, long long)
 MESHCCL_INCR_IJ(long long, long long)
 #define MESHCCL_INCR_INSERT(I, J, V, R, C)                                                        \
-    template __global__ void meshccl_incr_insert<I, J, R, C, V, true, true>(                      \
+    template __global__ void meshccl_incr_insert<I, J, R, C, V, true, true, false>(               \
         const J*, const J*, long long, I*, I*, I, I*, I*);
 #define MESHCCL_INCR_INSERT_V(I, J, V)                                                            \
     MESHCCL_INCR_INSERT(I, J, V, 0, 1) MESHCCL_INCR_INSERT(I, J, V, 0, 2)                         \
