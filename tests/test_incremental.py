@@ -424,7 +424,7 @@ def test_gpu_equals_cpu_on_large_batches(method, compression):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-@pytest.mark.parametrize("per,stream,keeps,l1", [(4, True, True, False), (2, False, False, True),
+@pytest.mark.parametrize("per,stream,keeps,l1", [(4, True, True, False), (2, False, False, True), (8, True, True, True),
                                                  (0, True, True, False)])
 @pytest.mark.parametrize("method,compression", [("rem-cas", "splicing"), ("rem-cas", "splitting"),
                                                 ("unionfind", "halving"), ("hooks", "full"),

@@ -102,8 +102,9 @@ def emulate_insert(expr, t):
         assert len(grid) == 1 and 0 < grid[0] < 2**31 and block == (256,)
         src, dst, m, P, H, n, FS, FD = args
         width = src.dtype.itemsize
-        assert V in (1, 2, 4) and V * width <= 16, expr
-        assert src.data.ptr % (V * width) == 0 and dst.data.ptr % (V * width) == 0, expr
+        align = min(V * width, 16)
+        assert V in (1, 2, 4, 8), expr
+        assert src.data.ptr % align == 0 and dst.data.ptr % align == 0, expr
         assert grid[0] <= max(1, -(-int(m) // V))
         LAUNCHES.append((expr, 1))
         for e in range(int(m)):
@@ -194,7 +195,7 @@ def test_unchecked_calls_never_read_the_device(incr, monkeypatch):
     cc.process((emu.fake(np.array([1], np.uint8)), emu.fake(np.array([0])), emu.fake(np.array([9]))),
                check=False)
     assert reads == [] and len(LAUNCHES) == 3
-    assert LAUNCHES[0][0] == "meshccl_incr_insert<int, long long, 0, 1, 2, true, true, false>"
+    assert LAUNCHES[0][0] == "meshccl_incr_insert<int, long long, 0, 1, 4, true, true, false>"
     assert LAUNCHES[1][0] == "meshccl_incr_batch<int, int, 0, 1>"
     cc.insert(emu.fake(np.array([3], np.int8)), emu.fake(np.array([4], np.uint16)))
     assert len(reads) == 1 and LAUNCHES[-1][0] == "meshccl_incr_insert<int, int, 0, 1, 4, true, true, false>"
@@ -348,7 +349,7 @@ def test_int64_parents_emulated(incr):
     st.grow(25)
     out = st.batch(emu.fake(np.array([0, 1], np.uint8)), emu.fake(np.array([24, 0], np.int64)),
                    emu.fake(np.array([0, 9], np.int64)), 3, True)
-    assert [e for e, _ in LAUNCHES] == ["meshccl_incr_insert<long long, long long, 3, 1, 2, true, true, false>",
+    assert [e for e, _ in LAUNCHES] == ["meshccl_incr_insert<long long, long long, 3, 1, 4, true, true, false>",
                                         "meshccl_incr_batch<long long, long long, 3, 1>"]
     assert np.asarray(out).tolist() == [False, True]
     count, labels = st.labels()

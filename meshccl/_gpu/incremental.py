@@ -115,11 +115,10 @@ class State:
         FD = NULL if self.FD is None else self.FD
         per = _tuning.GRAPH_INCR_EDGES_PER_THREAD
         if kinds is None and mask == 1 and per:
-            # inserts alone: V edges a thread per step, V-wide loads when aligned
-            width = src.dtype.itemsize
-            V = min(per, 16 // width)
-            if src.data.ptr % (V * width) or dst.data.ptr % (V * width):
-                V = 1
+            # inserts alone: V edges a thread per step in loads of up to 16
+            # bytes, which need src and dst aligned to them (else one edge)
+            align = min(per * src.dtype.itemsize, 16)
+            V = per if src.data.ptr % align == 0 and dst.data.ptr % align == 0 else 1
             flags = ", ".join("true" if f else "false" for f in (
                 _tuning.GRAPH_INCR_STREAM_EDGES, _tuning.GRAPH_INCR_REM_WALK_KEEPS,
                 _tuning.GRAPH_INCR_FIRST_READ_L1))

@@ -78,24 +78,24 @@ __global__ void meshccl_incr_batch(const unsigned char* __restrict__ kinds,
 }
 
 // Edge loads of the insert kernel: V consecutive endpoints of one array in
-// one load (int4: four int32, longlong2: two int64), streamed past L1 and
+// loads of up to 16 bytes (int4: four int32 or two int64), streamed past L1 and
 // marked evict-first in L2 when S (the parent array, read at random, is
 // what L2 should keep), else through the read-only path.
 namespace meshccl {
 namespace incremental {
 
-template <typename J, int V> struct Lanes;
+template <typename J, int V> struct Lanes { using T = int4; };  // 16 bytes and more
 template <> struct Lanes<int, 1> { using T = int; };
 template <> struct Lanes<int, 2> { using T = int2; };
-template <> struct Lanes<int, 4> { using T = int4; };
 template <> struct Lanes<long long, 1> { using T = long long; };
-template <> struct Lanes<long long, 2> { using T = longlong2; };
 
 template <typename J, int V, bool S>
 __device__ __forceinline__ void load_lanes(const J* p, J (&out)[V]) {
     using T = typename Lanes<J, V>::T;
-    union { T v; J a[V]; } u;
-    u.v = S ? __ldcs((const T*)p) : __ldg((const T*)p);
+    constexpr int W = (int)(V * sizeof(J) / sizeof(T));  // loads of T
+    union { T v[W]; J a[V]; } u;
+#pragma unroll
+    for (int w = 0; w < W; ++w) u.v[w] = S ? __ldcs((const T*)p + w) : __ldg((const T*)p + w);
 #pragma unroll
     for (int k = 0; k < V; ++k) out[k] = u.a[k];
 }
@@ -137,11 +137,13 @@ __device__ __forceinline__ void insert_from(I* P, I* H, I* FS, I* FD, J x, J y, 
 // their sources, one of their destinations, then the 2V parent reads all
 // issued before any is used, so a thread keeps 2V random reads in flight
 // instead of two.  The host passes V > 1 only when src and dst are aligned
-// to V elements; the last m mod V edges are taken one per thread.
+// to the loads (V elements, at most 16 bytes); the last m mod V edges are
+// taken one per thread.  Blocks of 256 threads: eight fit a multiprocessor
+// at up to four edges a thread (32 registers), five at eight (no spills).
 template <typename I, typename J, int R, int C, int V, bool S, bool K, bool L>
-__global__ void __launch_bounds__(256, 8) meshccl_incr_insert(const J* __restrict__ src, const J* __restrict__ dst,
-                                    long long m, I* P, I* H, I n,
-                                    I* __restrict__ FS, I* __restrict__ FD) {
+__global__ void __launch_bounds__(256, V > 4 ? 5 : 8)
+    meshccl_incr_insert(const J* __restrict__ src, const J* __restrict__ dst, long long m, I* P,
+                        I* H, I n, I* __restrict__ FS, I* __restrict__ FD) {
     using namespace meshccl::incremental;
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long t0 = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -199,7 +201,9 @@ MESHCCL_INCR_IJ(long long, long long)
     MESHCCL_INCR_INSERT(I, J, V, 4, 2)
 MESHCCL_INCR_INSERT_V(int, int, 1)
 MESHCCL_INCR_INSERT_V(int, int, 4)
+MESHCCL_INCR_INSERT_V(int, int, 8)
 MESHCCL_INCR_INSERT_V(int, long long, 2)
+MESHCCL_INCR_INSERT_V(int, long long, 4)
 MESHCCL_INCR_INSERT_V(long long, long long, 1)
 MESHCCL_INCR_INSERT_V(long long, long long, 2)
 #endif
