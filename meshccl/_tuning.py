@@ -284,6 +284,9 @@ GRAPH_INCR_REM_WALK_KEEPS = True
 #: the insert kernel's first two parent reads of an edge go through L1
 #: (hubs' parents hit there) instead of L2 only
 GRAPH_INCR_FIRST_READ_L1 = False
+#: the mixed batch kernel reads both parents of an operation first (equal:
+#: answered, or nothing to insert) and starts its walks from them
+GRAPH_INCR_MIXED_FIRST_PARENTS = True
 
 # ---------------------------------------------------------------------------
 # CPU: images and lattices

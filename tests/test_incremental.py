@@ -424,22 +424,26 @@ def test_gpu_equals_cpu_on_large_batches(method, compression):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-@pytest.mark.parametrize("per,stream,keeps,l1", [(4, True, True, False), (2, False, False, True), (8, True, True, True),
-                                                 (0, True, True, False)])
+@pytest.mark.parametrize("per,stream,keeps,l1,first", [
+    (4, True, True, False, True), (2, False, False, True, False), (8, True, True, True, True),
+    (0, True, True, False, True), (0, True, True, False, False)])
 @pytest.mark.parametrize("method,compression", [("rem-cas", "splicing"), ("rem-cas", "splitting"),
                                                 ("unionfind", "halving"), ("hooks", "full"),
                                                 ("jtb", "splitting")])
-def test_gpu_insert_lanes(method, compression, per, stream, keeps, l1):
+def test_gpu_insert_lanes(method, compression, per, stream, keeps, l1, first):
     """The insert kernel's settings (edges a thread, streamed loads, Rem's
-    walk, first reads through L1) on slices at every alignment and with tails of every length,
+    walk, first reads through L1; the mixed kernel with and without its
+    first parent reads) on slices at every alignment and with tails of every length,
     int32 and int64 endpoints: SciPy's components after each batch, and a
     spanning forest where one is kept."""
     import cupy
 
     g = gen.rmat(15, edge_factor=12, seed=9)
+    rng = np.random.default_rng(3)
     cuts = [0, 1, 6, 7, 1000, 1003, g.src.size // 2 + 1, g.src.size]
     with _tuning.override(GRAPH_INCR_EDGES_PER_THREAD=per, GRAPH_INCR_STREAM_EDGES=stream,
-                          GRAPH_INCR_REM_WALK_KEEPS=keeps, GRAPH_INCR_FIRST_READ_L1=l1):
+                          GRAPH_INCR_REM_WALK_KEEPS=keeps, GRAPH_INCR_FIRST_READ_L1=l1,
+                          GRAPH_INCR_MIXED_FIRST_PARENTS=first):
         for dtype in (np.int32, np.int64):
             s, d = cupy.asarray(g.src.astype(dtype)), cupy.asarray(g.dst.astype(dtype))
             cc = IncrementalConnectivity(g.n_vertices, method=method, compression=compression,
@@ -450,8 +454,26 @@ def test_gpu_insert_lanes(method, compression, per, stream, keeps, l1):
                                                        shape=(g.n_vertices,) * 2), directed=False)
                 assert cc.n_components == count
                 assert np.array_equal(cc.labels().get(), labels)
+                u, v = rng.integers(0, g.n_vertices, (2, 5000))
+                u[:50] = v[:50]
+                got = cc.connected(cupy.asarray(u), cupy.asarray(v), check=False).get()
+                assert np.array_equal(got, labels[u] == labels[v])
             if cc.keeps_forest:
                 check_forest(cc, g.src, g.dst)
+            # a mixed batch on top: new edges and queries, GConn's guarantee
+            ks = rng.random(6000) < 0.5
+            a, b = rng.integers(0, g.n_vertices, (2, 6000))
+            before = labels
+            got = cc.process((cupy.asarray(ks), cupy.asarray(a.astype(dtype)),
+                              cupy.asarray(b.astype(dtype))), check=False).get()
+            allsrc, alldst = np.concatenate([g.src, a[~ks]]), np.concatenate([g.dst, b[~ks]])
+            after = scipy_cc(sp.coo_matrix((np.ones(allsrc.size), (allsrc, alldst)),
+                                           shape=(g.n_vertices,) * 2), directed=False)[1]
+            q = ks
+            assert not got[~q].any()
+            assert got[q][before[a[q]] == before[b[q]]].all()
+            assert not got[q][after[a[q]] != after[b[q]]].any()
+            assert np.array_equal(cc.labels().get(), after)
 
 
 @pytest.mark.gpu

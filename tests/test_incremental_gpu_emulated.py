@@ -32,6 +32,7 @@ def emulate_incr(expr):
     if name != "meshccl_incr_batch":
         return emu.emulate(expr)
     rule, comp = int(t[2]), int(t[3])
+    assert len(t) == 5 and t[4] in ("true", "false"), expr
     assert (rule, comp) in emu.VALID_RULES, expr
     I = ("ptr", t[0])
     sig = [("ptr?", "unsigned char"), ("ptr", t[1]), ("ptr", t[1]), ("val", "long long"),
@@ -196,7 +197,7 @@ def test_unchecked_calls_never_read_the_device(incr, monkeypatch):
                check=False)
     assert reads == [] and len(LAUNCHES) == 3
     assert LAUNCHES[0][0] == "meshccl_incr_insert<int, long long, 0, 1, 4, true, true, false>"
-    assert LAUNCHES[1][0] == "meshccl_incr_batch<int, int, 0, 1>"
+    assert LAUNCHES[1][0] == "meshccl_incr_batch<int, int, 0, 1, true>"
     cc.insert(emu.fake(np.array([3], np.int8)), emu.fake(np.array([4], np.uint16)))
     assert len(reads) == 1 and LAUNCHES[-1][0] == "meshccl_incr_insert<int, int, 0, 1, 4, true, true, false>"
     # out of range with check=False: skipped
@@ -350,7 +351,7 @@ def test_int64_parents_emulated(incr):
     out = st.batch(emu.fake(np.array([0, 1], np.uint8)), emu.fake(np.array([24, 0], np.int64)),
                    emu.fake(np.array([0, 9], np.int64)), 3, True)
     assert [e for e, _ in LAUNCHES] == ["meshccl_incr_insert<long long, long long, 3, 1, 4, true, true, false>",
-                                        "meshccl_incr_batch<long long, long long, 3, 1>"]
+                                        "meshccl_incr_batch<long long, long long, 3, 1, true>"]
     assert np.asarray(out).tolist() == [False, True]
     count, labels = st.labels()
     assert labels.dtype == np.int64 and count == 21

@@ -127,8 +127,9 @@ class State:
             grid = _grid(-(-m // V), BLOCK, _tuning.GRAPH_INCR_BLOCKS_PER_SM)
             kern(grid, (BLOCK,), (src, dst, np.int64(m), self.P, H, self.I.type(self.n), FS, FD))
             return out
+        first = "true" if _tuning.GRAPH_INCR_MIXED_FIRST_PARENTS else "false"
         (kern,) = kernels("incremental.cu",
-                          f"meshccl_incr_batch<{ti}, {tj}, {self.rule}, {self.comp}>")
+                          f"meshccl_incr_batch<{ti}, {tj}, {self.rule}, {self.comp}, {first}>")
         tail = (self.P, H, self.I.type(self.n), FS, FD, NULL if out is None else out)
         grid = _grid(m, BLOCK, _tuning.GRAPH_INCR_BLOCKS_PER_SM)
         k = NULL if kinds is None else kinds

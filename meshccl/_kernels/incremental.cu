@@ -49,34 +49,6 @@ __device__ __forceinline__ bool vertex(J x, I n) {
 }  // namespace incremental
 }  // namespace meshccl
 
-template <typename I, typename J, int R, int C>
-__global__ void meshccl_incr_batch(const unsigned char* __restrict__ kinds,
-                                   const J* __restrict__ src, const J* __restrict__ dst,
-                                   long long m, int mask, I* P, I* H, I n,
-                                   I* __restrict__ FS, I* __restrict__ FD,
-                                   bool* __restrict__ out) {
-    using meshccl::incremental::vertex;
-    const int only = mask == 2 ? 1 : 0;  // the kind of every operation without kinds
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < m; e += stride) {
-        const int kind = kinds != nullptr ? (int)kinds[e] : only;
-        if (kind > 1 || !((mask >> kind) & 1)) continue;  // (kinds other than 0, 1: skipped)
-        const J x = src[e], y = dst[e];
-        const bool valid = vertex(x, n) && vertex(y, n);
-        if (kind != 0) {
-            out[e] = valid && (x == y || meshccl::same_set<R, C>(P, (I)x, (I)y));
-            continue;
-        }
-        if (out != nullptr) out[e] = false;
-        if (!valid || x == y) continue;
-        const I h = meshccl::unite_by<R, C>(P, H, (I)x, (I)y);
-        if (FS != nullptr && h >= 0) {
-            FS[h] = (I)x;
-            FD[h] = (I)y;
-        }
-    }
-}
-
 // Edge loads of the insert kernel: V consecutive endpoints of one array in
 // loads of up to 16 bytes (int4: four int32 or two int64), streamed past L1 and
 // marked evict-first in L2 when S (the parent array, read at random, is
@@ -132,6 +104,53 @@ __device__ __forceinline__ void insert_from(I* P, I* H, I* FS, I* FD, J x, J y, 
 }  // namespace incremental
 }  // namespace meshccl
 
+// A batch of any kinds (connected(), process(); Rem's rule: one launch for
+// its inserts, one for its queries).  With F every operation first reads
+// the two parents: equal parents answer a query True and make an insert
+// nothing to do, else the query's finds and the insert's union start from
+// them (insert_from, as the insert kernel).  Without F, same_set() and
+// unite_by() from the two vertices.
+template <typename I, typename J, int R, int C, bool F>
+__global__ void meshccl_incr_batch(const unsigned char* __restrict__ kinds,
+                                   const J* __restrict__ src, const J* __restrict__ dst,
+                                   long long m, int mask, I* P, I* H, I n,
+                                   I* __restrict__ FS, I* __restrict__ FD,
+                                   bool* __restrict__ out) {
+    using namespace meshccl::incremental;
+    const int only = mask == 2 ? 1 : 0;  // the kind of every operation without kinds
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < m; e += stride) {
+        const int kind = kinds != nullptr ? (int)kinds[e] : only;
+        if (kind > 1 || !((mask >> kind) & 1)) continue;  // (kinds other than 0, 1: skipped)
+        const J x = src[e], y = dst[e];
+        const bool valid = vertex(x, n) && vertex(y, n);
+        if (kind != 0) {
+            bool same = valid && x == y;
+            if (valid && x != y) {
+                if (F) {
+                    const I px = __ldcg(P + x), py = __ldcg(P + y);
+                    same = px == py || meshccl::same_set<R, C>(P, px, py);
+                } else {
+                    same = meshccl::same_set<R, C>(P, (I)x, (I)y);
+                }
+            }
+            out[e] = same;
+            continue;
+        }
+        if (out != nullptr) out[e] = false;
+        if (!valid || x == y) continue;
+        if (F) {
+            insert_from<I, J, R, C, true>(P, H, FS, FD, x, y, __ldcg(P + x), __ldcg(P + y));
+            continue;
+        }
+        const I h = meshccl::unite_by<R, C>(P, H, (I)x, (I)y);
+        if (FS != nullptr && h >= 0) {
+            FS[h] = (I)x;
+            FD[h] = (I)y;
+        }
+    }
+}
+
 // A batch of inserts alone (insert(), from_graph()): each thread takes V
 // consecutive edges per step of its grid-stride loop -- one vector load of
 // their sources, one of their destinations, then the 2V parent reads all
@@ -177,7 +196,7 @@ __global__ void __launch_bounds__(256, V > 4 ? 5 : 8)
 // {(int, int), (int, long long), (long long, long long)}, and the (rule,
 // compression) pairs of meshccl/graph/_methods.py.
 #define MESHCCL_INCR(I, J, R, C)                                                                  \
-    template __global__ void meshccl_incr_batch<I, J, R, C>(                                      \
+    template __global__ void meshccl_incr_batch<I, J, R, C, true>(                                \
         const unsigned char*, const J*, const J*, long long, int, I*, I*, I, I*, I*, bool*);
 #define MESHCCL_INCR4(I, J, R)                                                                    \
     MESHCCL_INCR(I, J, R, 0) MESHCCL_INCR(I, J, R, 1) MESHCCL_INCR(I, J, R, 2) MESHCCL_INCR(I, J, R, 3)
