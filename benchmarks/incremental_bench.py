@@ -14,6 +14,8 @@ standing in for the paper's europe_osm).  --quick: scale 20, 2**20, 2048².
 
 Four measurements, every (union rule, compression) pair first:
 
+0. floors: the edge list read once, and read with both ends' parents
+   (two random reads of the parent array per edge), CuPy reductions.
 1. one batch: all edges inserted by one ``insert(check=False)`` into a
    fresh structure (CUDA events around the call alone; a warm-up, then the
    median of --reps); per rule its fastest compression is "the fastest
@@ -91,6 +93,27 @@ def one_batch(n, src, dst, method, compression, reps, check=False, forest=None):
         if rep:
             ts.append(t)
     return statistics.median(ts), cc.n_components
+
+
+def floors(n, src, dst, reps):
+    """Median ms of what every one-batch insert does at least: read the
+    edge list once (an XOR reduction over src and dst), and read it with
+    the parents of both ends of every edge (the XOR of P[src] and P[dst]
+    reduced: two random reads of the n-entry int32 parent array per edge,
+    no walk, no atomic)."""
+    import cupy
+
+    P = cupy.arange(n, dtype=cupy.int32)
+    read = cupy.ReductionKernel("T x, T y", "T z", "x ^ y", "a ^ b", "z = a", "0",
+                                "meshccl_bench_read_edges")
+    gather = cupy.ReductionKernel("T x, T y, raw int32 P", "int32 z", "P[x] ^ P[y]", "a ^ b",
+                                  "z = a", "0", "meshccl_bench_read_parents")
+    out = {}
+    for name, fn in (("edges read", lambda: read(src, dst)),
+                     ("edges and both parents read", lambda: gather(src, dst, P))):
+        fn()
+        out[name] = statistics.median(events_ms(fn) for _ in range(reps))
+    return out
 
 
 def streamed(n, src, dst, method, compression, batch, max_batches, reps, check):
@@ -240,6 +263,9 @@ def main(argv=None):
                 print(f"  one batch {method}/{comp}: {ms:.3f} ms, {m / (ms * 1e-3):.3g} edges/s",
                       flush=True)
         g["fastest"] = best
+        g["floors"] = floors(n, src, dst, reps)
+        print("  floors: " + ", ".join(f"{k} {v:.3f} ms" for k, v in g["floors"].items()),
+              flush=True)
         fastest = min(best, key=lambda k: g["one_batch"][f"{k}/{best[k]}"]["ms"])
         for label, kw in (("check=True", {"check": True}), ("forest=False", {"forest": False})):
             ms, count = one_batch(n, src, dst, fastest, best[fastest], reps, **kw)
@@ -305,6 +331,11 @@ def markdown(res, sizes, ratios):
         for k, v in g["one_batch"].items():
             s = f"{v['edges_per_s']:.3g}"
             lines.append(f"| {k} | {v['ms']:.3f} | {'**' + s + '**' if v['edges_per_s'] == top else s} |")
+        fl = g.get("floors", {})
+        if fl:
+            lines += ["", "Floors of one batch: " + "; ".join(
+                f"{k}, {v:.3f} ms ({g['m'] / (v * 1e-3):.3g} edges/s)" for k, v in fl.items())
+                + " (CuPy reductions: no walk, no atomic)."]
         if g["name"].startswith("R-MAT 22"):
             lines += ["", f"Target >= {TARGET:.0e} edges/s: **{'met' if top >= TARGET else 'not met'}** "
                       f"({top:.3g})."]

@@ -272,21 +272,6 @@ STRONG_GRAPH_BATCH = 16
 #: over the operations: the graph methods' edge-centric kernels' value, a
 #: first choice until incremental_bench.py runs on a GPU
 GRAPH_INCR_BLOCKS_PER_SM = 32
-#: edges each thread of the insert kernel takes per step (vector loads of
-#: the endpoints, 2 x that many parent reads in flight); 0: inserts run
-#: through the mixed batch kernel, one edge a step (A/B baseline)
-GRAPH_INCR_EDGES_PER_THREAD = 4
-#: the insert kernel streams the endpoint arrays evict-first past L1 / L2
-GRAPH_INCR_STREAM_EDGES = True
-#: Rem's rule in the insert kernel re-reads only the side of its walk that
-#: moved (False: both sides every step, as unite_rem_cas())
-GRAPH_INCR_REM_WALK_KEEPS = True
-#: the insert kernel's first two parent reads of an edge go through L1
-#: (hubs' parents hit there) instead of L2 only
-GRAPH_INCR_FIRST_READ_L1 = False
-#: the mixed batch kernel reads both parents of an operation first (equal:
-#: answered, or nothing to insert) and starts its walks from them
-GRAPH_INCR_MIXED_FIRST_PARENTS = True
 
 # ---------------------------------------------------------------------------
 # CPU: images and lattices

@@ -424,27 +424,23 @@ def test_gpu_equals_cpu_on_large_batches(method, compression):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-@pytest.mark.parametrize("per,stream,keeps,l1,first", [
-    (4, True, True, False, True), (2, False, False, True, False), (8, True, True, True, True),
-    (0, True, True, False, True), (0, True, True, False, False)])
+@pytest.mark.parametrize("blocks", [1, 16, 64])
 @pytest.mark.parametrize("method,compression", [("rem-cas", "splicing"), ("rem-cas", "splitting"),
                                                 ("unionfind", "halving"), ("hooks", "full"),
                                                 ("jtb", "splitting")])
-def test_gpu_insert_lanes(method, compression, per, stream, keeps, l1, first):
-    """The insert kernel's settings (edges a thread, streamed loads, Rem's
-    walk, first reads through L1; the mixed kernel with and without its
-    first parent reads) on slices at every alignment and with tails of every length,
-    int32 and int64 endpoints: SciPy's components after each batch, and a
-    spanning forest where one is kept."""
+def test_gpu_grid_sizes(method, compression, blocks):
+    """The batch kernel's grid (``GRAPH_INCR_BLOCKS_PER_SM``: from 1 block a
+    multiprocessor, each thread looping over hundreds of operations, to 64)
+    on slices of every length, int32 and int64 endpoints: SciPy's
+    components and queries after each batch, a spanning forest where one is
+    kept, and GConn's guarantee for a mixed batch on top."""
     import cupy
 
     g = gen.rmat(15, edge_factor=12, seed=9)
     rng = np.random.default_rng(3)
     cuts = [0, 1, 6, 7, 1000, 1003, g.src.size // 2 + 1, g.src.size]
-    with _tuning.override(GRAPH_INCR_EDGES_PER_THREAD=per, GRAPH_INCR_STREAM_EDGES=stream,
-                          GRAPH_INCR_REM_WALK_KEEPS=keeps, GRAPH_INCR_FIRST_READ_L1=l1,
-                          GRAPH_INCR_MIXED_FIRST_PARENTS=first):
-        for dtype in (np.int32, np.int64) if per == 4 else (np.int32,):
+    with _tuning.override(GRAPH_INCR_BLOCKS_PER_SM=blocks):
+        for dtype in (np.int32, np.int64) if blocks == 16 else (np.int32,):
             s, d = cupy.asarray(g.src.astype(dtype)), cupy.asarray(g.dst.astype(dtype))
             cc = IncrementalConnectivity(g.n_vertices, method=method, compression=compression,
                                          device="gpu")
@@ -469,10 +465,9 @@ def test_gpu_insert_lanes(method, compression, per, stream, keeps, l1, first):
             allsrc, alldst = np.concatenate([g.src, a[~ks]]), np.concatenate([g.dst, b[~ks]])
             after = scipy_cc(sp.coo_matrix((np.ones(allsrc.size), (allsrc, alldst)),
                                            shape=(g.n_vertices,) * 2), directed=False)[1]
-            q = ks
-            assert not got[~q].any()
-            assert got[q][before[a[q]] == before[b[q]]].all()
-            assert not got[q][after[a[q]] != after[b[q]]].any()
+            assert not got[~ks].any()
+            assert got[ks][before[a[ks]] == before[b[ks]]].all()  # connected before: True
+            assert not got[ks][after[a[ks]] != after[b[ks]]].any()  # apart after: False
             assert np.array_equal(cc.labels().get(), after)
 
 

@@ -12,7 +12,6 @@ import pytest
 from scipy.sparse.csgraph import connected_components as scipy_cc
 import scipy.sparse as sp
 
-from meshccl import _tuning
 from meshccl.graph import COMPRESSION, INCREMENTAL_METHODS, Edges, IncrementalConnectivity
 
 import test_graph_gpu_emulated as emu
@@ -27,12 +26,9 @@ def emulate_incr(expr):
     the larger root under the smaller, for every rule: the host's JTB
     passes accept any forest), else the graph emulations."""
     name, t = emu.parse(expr)
-    if name == "meshccl_incr_insert":
-        return emulate_insert(expr, t)
     if name != "meshccl_incr_batch":
         return emu.emulate(expr)
     rule, comp = int(t[2]), int(t[3])
-    assert len(t) == 5 and t[4] in ("true", "false"), expr
     assert (rule, comp) in emu.VALID_RULES, expr
     I = ("ptr", t[0])
     sig = [("ptr?", "unsigned char"), ("ptr", t[1]), ("ptr", t[1]), ("val", "long long"),
@@ -68,50 +64,6 @@ def emulate_incr(expr):
                 P[h] = r
                 if not null(FS):
                     FS[h], FD[h] = x, y
-
-    return launch
-
-
-def unite_serial(P, H, FS, FD, rule, x, y):
-    """One insert as the kernels make it when alone: hook the larger root
-    under the smaller, record the edge at the hooked root."""
-    null = lambda a: isinstance(a, np.uint64)  # noqa: E731
-    a, b = emu.find(P, x), emu.find(P, y)
-    if a != b:
-        h, r = max(a, b), min(a, b)
-        if rule == 3:
-            assert H[h] == -1
-            H[h] = r
-        P[h] = r
-        if not null(FS):
-            FS[h], FD[h] = x, y
-
-
-def emulate_insert(expr, t):
-    """meshccl_incr_insert run serially: the template's lanes V (int4 /
-    longlong2 loads at most) and the alignment they need checked against
-    the arrays passed."""
-    rule, comp, V = int(t[2]), int(t[3]), int(t[4])
-    assert (rule, comp) in emu.VALID_RULES, expr
-    assert all(f in ("true", "false") for f in t[5:8]) and len(t) == 8, expr
-    I = ("ptr", t[0])
-    sig = [("ptr", t[1]), ("ptr", t[1]), ("val", "long long"), I, I, ("val", t[0]),
-           ("ptr?", t[0]), ("ptr?", t[0])]
-
-    def launch(grid, block, args, shared_mem=0):
-        emu.check_args(expr, args, sig)
-        assert len(grid) == 1 and 0 < grid[0] < 2**31 and block == (256,)
-        src, dst, m, P, H, n, FS, FD = args
-        width = src.dtype.itemsize
-        align = min(V * width, 16)
-        assert V in (1, 2, 4, 8), expr
-        assert src.data.ptr % align == 0 and dst.data.ptr % align == 0, expr
-        assert grid[0] <= max(1, -(-int(m) // V))
-        LAUNCHES.append((expr, 1))
-        for e in range(int(m)):
-            x, y = int(src[e]), int(dst[e])
-            if 0 <= x < n and 0 <= y < n and x != y and P[x] != P[y]:
-                unite_serial(P, H, FS, FD, rule, x, y)
 
     return launch
 
@@ -196,30 +148,13 @@ def test_unchecked_calls_never_read_the_device(incr, monkeypatch):
     cc.process((emu.fake(np.array([1], np.uint8)), emu.fake(np.array([0])), emu.fake(np.array([9]))),
                check=False)
     assert reads == [] and len(LAUNCHES) == 3
-    assert LAUNCHES[0][0] == "meshccl_incr_insert<int, long long, 0, 1, 4, true, true, false>"
-    assert LAUNCHES[1][0] == "meshccl_incr_batch<int, int, 0, 1, true>"
+    assert LAUNCHES[0][0] == "meshccl_incr_batch<int, long long, 0, 1>"
+    assert LAUNCHES[1][0] == "meshccl_incr_batch<int, int, 0, 1>"
     cc.insert(emu.fake(np.array([3], np.int8)), emu.fake(np.array([4], np.uint16)))
-    assert len(reads) == 1 and LAUNCHES[-1][0] == "meshccl_incr_insert<int, int, 0, 1, 4, true, true, false>"
+    assert len(reads) == 1 and LAUNCHES[-1][0] == "meshccl_incr_batch<int, int, 0, 1>"
     # out of range with check=False: skipped
     cc.insert(emu.fake(np.array([0, 50, -3])), emu.fake(np.array([5, 1, 2])), check=False)
     assert np.asarray(cc.labels()).tolist() == [0, 0, 0, 1, 1, 0, 2, 3, 4, 5]
-
-
-def test_insert_lanes_follow_alignment(incr):
-    """Four int32 edges a thread where both arrays are 16-byte aligned, one
-    where a slice is not; the inserts are the same."""
-    src = emu.fake(np.arange(0, 40, dtype=np.int32) % 17)
-    dst = emu.fake((np.arange(0, 40, dtype=np.int32) * 7 + 3) % 17)
-    cc = IncrementalConnectivity(17, device="gpu", method="rem-cas")
-    LAUNCHES.clear()
-    cc.insert(src[:9], dst[:9], check=False)  # aligned: 4 lanes, a tail of one
-    cc.insert(src[9:22], dst[9:22], check=False)  # 36 bytes in: one lane
-    cc.insert(src[22:], dst[22:], check=False)
-    assert [e.split(", ")[4] for e, _ in LAUNCHES] == ["4", "1", "1"]
-    check_state(cc, np.asarray(src), np.asarray(dst))
-    with _tuning.override(GRAPH_INCR_EDGES_PER_THREAD=2, GRAPH_INCR_STREAM_EDGES=False):
-        cc.insert(src[4:], dst[4:], check=False)
-    assert LAUNCHES[-1][0] == "meshccl_incr_insert<int, int, 1, 4, 2, false, true, false>"
 
 
 def test_growth_and_errors_emulated(incr):
@@ -295,6 +230,18 @@ def test_incremental_bench_gpu_paths_emulated(incr, monkeypatch, tmp_path):
                         lambda d: {"multiProcessorCount": 2, "name": b"Stand-in"})
     monkeypatch.setattr(cp, "random", types.SimpleNamespace(RandomState=RandomState), raising=False)
     monkeypatch.setattr(cp, "__version__", "stand-in", raising=False)
+
+    class ReductionKernel:  # the benchmark's floors: XOR of the mapped values
+        def __init__(self, params, out, expr, reduce, post, identity, name):
+            assert (reduce, identity) == ("a ^ b", "0") and name.startswith("meshccl_bench_")
+            self.parents = "raw int32 P" in params
+
+        def __call__(self, x, y, P=None):
+            x, y = np.asarray(x), np.asarray(y)
+            v = np.asarray(P)[x] ^ np.asarray(P)[y] if self.parents else x ^ y
+            return emu.fake(np.bitwise_xor.reduce(v))
+
+    monkeypatch.setattr(cp, "ReductionKernel", ReductionKernel, raising=False)
     monkeypatch.setattr(cp, "get_default_memory_pool",
                         lambda: types.SimpleNamespace(free_all_blocks=lambda: None))
 
@@ -315,7 +262,7 @@ def test_incremental_bench_gpu_paths_emulated(incr, monkeypatch, tmp_path):
     assert " check=True | " in text and " forest=False | " in text  # the fastest variant's
     assert "| jtb/splitting | " in text and "| insert, check=True | " in text
     assert "| unionfind/full | " in text and "rem-cas" not in text
-    assert "a mixed stream" in text
+    assert "a mixed stream" in text and "Floors of one batch: edges read, " in text
     assert (tmp_path / "incremental.json").stat().st_size > 100
     (res, png), = plots
     assert png == tmp_path / "incremental.png" and len(res["graphs"]) == 2
@@ -350,8 +297,7 @@ def test_int64_parents_emulated(incr):
     st.grow(25)
     out = st.batch(emu.fake(np.array([0, 1], np.uint8)), emu.fake(np.array([24, 0], np.int64)),
                    emu.fake(np.array([0, 9], np.int64)), 3, True)
-    assert [e for e, _ in LAUNCHES] == ["meshccl_incr_insert<long long, long long, 3, 1, 4, true, true, false>",
-                                        "meshccl_incr_batch<long long, long long, 3, 1, true>"]
+    assert [e for e, _ in LAUNCHES] == ["meshccl_incr_batch<long long, long long, 3, 1>"] * 2
     assert np.asarray(out).tolist() == [False, True]
     count, labels = st.labels()
     assert labels.dtype == np.int64 and count == 21

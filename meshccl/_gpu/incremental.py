@@ -110,27 +110,12 @@ class State:
             return out
         src, dst = self.index_types(src, dst)
         ti, tj = c_type(self.I), c_type(src.dtype)
-        H = _dummy(self.device, self.I.name) if self.H is None else self.H
-        FS = NULL if self.FS is None else self.FS
-        FD = NULL if self.FD is None else self.FD
-        per = _tuning.GRAPH_INCR_EDGES_PER_THREAD
-        if kinds is None and mask == 1 and per:
-            # inserts alone: V edges a thread per step in loads of up to 16
-            # bytes, which need src and dst aligned to them (else one edge)
-            align = min(per * src.dtype.itemsize, 16)
-            V = per if src.data.ptr % align == 0 and dst.data.ptr % align == 0 else 1
-            flags = ", ".join("true" if f else "false" for f in (
-                _tuning.GRAPH_INCR_STREAM_EDGES, _tuning.GRAPH_INCR_REM_WALK_KEEPS,
-                _tuning.GRAPH_INCR_FIRST_READ_L1))
-            (kern,) = kernels("incremental.cu", f"meshccl_incr_insert<{ti}, {tj}, {self.rule}, "
-                                                f"{self.comp}, {V}, {flags}>")
-            grid = _grid(-(-m // V), BLOCK, _tuning.GRAPH_INCR_BLOCKS_PER_SM)
-            kern(grid, (BLOCK,), (src, dst, np.int64(m), self.P, H, self.I.type(self.n), FS, FD))
-            return out
-        first = "true" if _tuning.GRAPH_INCR_MIXED_FIRST_PARENTS else "false"
         (kern,) = kernels("incremental.cu",
-                          f"meshccl_incr_batch<{ti}, {tj}, {self.rule}, {self.comp}, {first}>")
-        tail = (self.P, H, self.I.type(self.n), FS, FD, NULL if out is None else out)
+                          f"meshccl_incr_batch<{ti}, {tj}, {self.rule}, {self.comp}>")
+        dummy = _dummy(self.device, self.I.name)
+        tail = (self.P, dummy if self.H is None else self.H, self.I.type(self.n),
+                NULL if self.FS is None else self.FS, NULL if self.FD is None else self.FD,
+                NULL if out is None else out)
         grid = _grid(m, BLOCK, _tuning.GRAPH_INCR_BLOCKS_PER_SM)
         k = NULL if kinds is None else kinds
         # Rem's rule splices subtrees before its union completes: its queries

@@ -271,44 +271,6 @@ __device__ __forceinline__ I unite_rem_cas(I* P, I a, I b) {
     }
 }
 
-// Rem's walk continued from parents the caller already read (px a value
-// P[rx] held, py one P[ry] held; the incremental insert kernel reads them
-// for many edges at once).  Unlike unite_rem_cas() it reads again only the
-// side that moved: the other side's parent, even if stale, is an element of
-// its set below the moving root, which is all a hook or a splice needs, and
-// two equal parents still prove one set.  A failed hook continues from the
-// parent the CAS returned, without another load.
-template <int C, typename I>
-__device__ __forceinline__ I rem_cas_walk(I* P, I rx, I ry, I px, I py) {
-    while (px != py) {
-        if (px < py) { I t = rx; rx = ry; ry = t; t = px; px = py; py = t; }
-        if (rx == px) {                                  // rx is a root
-            const I old = cas(P + rx, rx, py);
-            if (old == rx) return rx;
-            px = old;
-            continue;
-        }
-        if (C == COMPRESS_SPLICING) {
-            cas(P + rx, px, py);
-            rx = px;
-        } else if (C == COMPRESS_SPLITTING) {
-            const I g = __ldcg(P + px);
-            cas(P + rx, px, g);
-            rx = px;
-            px = g;
-            continue;
-        } else if (C == COMPRESS_HALVING) {
-            const I g = __ldcg(P + px);
-            cas(P + rx, px, g);
-            rx = g;
-        } else {
-            rx = px;
-        }
-        px = __ldcg(P + rx);
-    }
-    return (I)-1;
-}
-
 // Union-Early: the two walks go up together (the larger element steps)
 // and stop as soon as they meet; a root met by the larger walk is hooked
 // under the other walk's current element, which is smaller and so outside
