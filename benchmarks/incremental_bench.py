@@ -21,7 +21,8 @@ Four measurements, every (union rule, compression) pair first:
    median of --reps); per rule its fastest compression is "the fastest
    variant" used below, as in the paper's figures.  The fastest variant is
    also timed with ``check=True`` (validation: one more launch and one
-   read) and with ``forest=False``.
+   read) and with ``forest=False``; on R-MAT, it and 'unionfind' also
+   against the kernel's grid (``GRAPH_INCR_BLOCKS_PER_SM``, :data:`BLOCKS`).
 2. throughput against batch size (Figure 8): the shuffled edges streamed
    in batches of 10**3 .. 10**8 (at most --max-batches batches per point),
    CUDA events around the whole stream, edges per second; check=False and,
@@ -59,6 +60,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from meshccl import _tuning  # noqa: E402
 from meshccl import graph_generators as gen  # noqa: E402
 from timing import events_ms, require_gpu  # noqa: E402
 from meshccl.graph import (COMPRESSION, INCREMENTAL_METHODS, Edges,  # noqa: E402
@@ -66,6 +68,8 @@ from meshccl.graph import (COMPRESSION, INCREMENTAL_METHODS, Edges,  # noqa: E40
 
 RULES = [m for m in INCREMENTAL_METHODS if m != "async"]
 TARGET = 5e10
+#: GRAPH_INCR_BLOCKS_PER_SM values of the grid sweep (R-MAT only)
+BLOCKS = (4, 8, 16, 32, 64)
 
 
 GRAPHS = ("rmat", "ba", "grid")
@@ -272,6 +276,20 @@ def main(argv=None):
             assert count == want
             g["one_batch"][f"{fastest}/{best[fastest]} {label}"] = {"ms": ms,
                                                                    "edges_per_s": m / (ms * 1e-3)}
+        # 1b. the batch kernel's grid: one batch against blocks per multiprocessor
+        if gname.startswith("R-MAT"):
+            row_keys = [fastest] + (["unionfind"] if "unionfind" in best and fastest != "unionfind"
+                                    else [])
+            g["blocks_per_sm"] = {}
+            for method in row_keys:
+                row = g["blocks_per_sm"][f"{method}/{best[method]}"] = {}
+                for blocks in BLOCKS:
+                    with _tuning.override(GRAPH_INCR_BLOCKS_PER_SM=blocks):
+                        ms, count = one_batch(n, src, dst, method, best[method], reps)
+                    assert count == want, (gname, method, blocks, count, want)
+                    row[str(blocks)] = ms
+                print(f"  blocks per SM {method}/{best[method]}: " + ", ".join(
+                    f"{b}: {v:.3f} ms" for b, v in row.items()), flush=True)
         # 2. against batch size (Figure 8)
         for method, comp in best.items():
             for check in ((False, True) if method == "unionfind" else (False,)):
@@ -339,6 +357,13 @@ def markdown(res, sizes, ratios):
         if g["name"].startswith("R-MAT 22"):
             lines += ["", f"Target >= {TARGET:.0e} edges/s: **{'met' if top >= TARGET else 'not met'}** "
                       f"({top:.3g})."]
+        if g.get("blocks_per_sm"):
+            lines += ["", "One batch (ms) against `GRAPH_INCR_BLOCKS_PER_SM` "
+                      f"(the setting: {_tuning.GRAPH_INCR_BLOCKS_PER_SM}):", "",
+                      "| variant | " + " | ".join(str(b) for b in BLOCKS) + " |",
+                      "|---|" + "---:|" * len(BLOCKS)]
+            for k, row in g["blocks_per_sm"].items():
+                lines.append(f"| {k} | " + " | ".join(f"{row[str(b)]:.3f}" for b in BLOCKS) + " |")
         lines += ["", "Edges/s against batch size (Figure 8; fastest variant of each rule):", "",
                   "| variant | " + " | ".join(f"{b:.0e}" for b in sizes) + " |",
                   "|---|" + "---:|" * len(sizes)]

@@ -263,6 +263,7 @@ def test_incremental_bench_gpu_paths_emulated(incr, monkeypatch, tmp_path):
     assert "| jtb/splitting | " in text and "| insert, check=True | " in text
     assert "| unionfind/full | " in text and "rem-cas" not in text
     assert "a mixed stream" in text and "Floors of one batch: edges read, " in text
+    assert "against `GRAPH_INCR_BLOCKS_PER_SM`" in text
     assert (tmp_path / "incremental.json").stat().st_size > 100
     (res, png), = plots
     assert png == tmp_path / "incremental.png" and len(res["graphs"]) == 2
