@@ -241,7 +241,7 @@ def main(argv=None):
     machine = {"gpu": props["name"].decode(), "cupy": cupy.__version__,
                "platform": platform.platform(),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    results = {"machine": machine, "quick": args.quick, "graphs": []}
+    results = {"machine": machine, "quick": args.quick, "graphs": [], "floor": floor_us()}
     for gname, make in graphs(args.quick, args.graphs.split(",")):
         t0 = time.perf_counter()
         e = make()
@@ -327,10 +327,9 @@ def main(argv=None):
         results["graphs"].append(g)
         del src, dst
         cupy.get_default_memory_pool().free_all_blocks()
-    results["floor"] = floor_us()
-    results["seconds"] = time.time() - t_start
-    (args.out / "incremental.json").write_text(json.dumps(results, indent=1))
-    (args.out / "incremental.md").write_text(markdown(results, sizes, ratios))
+        results["seconds"] = time.time() - t_start  # the tables so far, graph by graph
+        (args.out / "incremental.json").write_text(json.dumps(results, indent=1))
+        (args.out / "incremental.md").write_text(markdown(results, sizes, ratios))
     plot(results, sizes, ratios, args.out / "incremental.png")
     print((args.out / "incremental.md").read_text())
 
