@@ -231,17 +231,23 @@ def test_incremental_bench_gpu_paths_emulated(incr, monkeypatch, tmp_path):
     monkeypatch.setattr(cp, "random", types.SimpleNamespace(RandomState=RandomState), raising=False)
     monkeypatch.setattr(cp, "__version__", "stand-in", raising=False)
 
-    class ReductionKernel:  # the benchmark's floors: XOR of the mapped values
-        def __init__(self, params, out, expr, reduce, post, identity, name):
-            assert (reduce, identity) == ("a ^ b", "0") and name.startswith("meshccl_bench_")
-            self.parents = "raw int32 P" in params
+    class RawModule:  # the benchmark's floors: the XOR of what each kernel reads
+        def __init__(self, code):
+            assert "meshccl_bench_read_parents" in code
 
-        def __call__(self, x, y, P=None):
-            x, y = np.asarray(x), np.asarray(y)
-            v = np.asarray(P)[x] ^ np.asarray(P)[y] if self.parents else x ^ y
-            return emu.fake(np.bitwise_xor.reduce(v))
+        def get_function(self, name):
+            def run(grid, block, args):
+                assert name.startswith("meshccl_bench_read_") and block == (256,)
+                s, d, q = np.asarray(args[0]), np.asarray(args[1]), int(args[2])
+                assert s.dtype == np.int32 and q == s.size // 4
+                s, d = s[:4 * q], d[:4 * q]
+                if name.endswith("parents"):
+                    s, d = np.asarray(args[3])[s], np.asarray(args[3])[d]
+                args[-1][0] = np.bitwise_xor.reduce(s ^ d) if s.size else 0
 
-    monkeypatch.setattr(cp, "ReductionKernel", ReductionKernel, raising=False)
+            return run
+
+    monkeypatch.setattr(cp, "RawModule", RawModule, raising=False)
     monkeypatch.setattr(cp, "get_default_memory_pool",
                         lambda: types.SimpleNamespace(free_all_blocks=lambda: None))
 
