@@ -261,9 +261,10 @@ STRONG_GRAPH_BATCH = 16
 
 # Incremental connectivity (_gpu/incremental.py; docs/graph.md: "Incremental
 # connectivity")
-#: resident blocks per multiprocessor of the batch kernel's grid-stride loop
-#: over the operations: the graph methods' edge-centric kernels' value, a
-#: first choice until incremental_bench.py runs on a GPU
+#: blocks per multiprocessor of the batch kernel's grid-stride loop over the
+#: operations: the graph methods' edge-centric kernels' value, not yet
+#: measured against others (incremental_bench.py sweeps it on R-MAT 22;
+#: docs/decisions.md: "incremental batches")
 GRAPH_INCR_BLOCKS_PER_SM = 32
 
 # ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
+from meshccl import _tuning
 from meshccl import graph_generators as gen
 from meshccl.graph import (COMPRESSION, INCREMENTAL_METHODS, Edges, IncrementalConnectivity,
                            connected_components)
@@ -419,6 +420,55 @@ def test_gpu_equals_cpu_on_large_batches(method, compression):
         if gpu.keeps_forest:  # (not with Rem's splicing)
             check_forest(gpu, g.src, g.dst)
             check_forest(cpu, g.src, g.dst)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("blocks", [1, 16, 64])
+@pytest.mark.parametrize("method,compression", [("rem-cas", "splicing"), ("rem-cas", "splitting"),
+                                                ("unionfind", "halving"), ("hooks", "full"),
+                                                ("jtb", "splitting")])
+def test_gpu_grid_sizes(method, compression, blocks):
+    """The batch kernel's grid (``GRAPH_INCR_BLOCKS_PER_SM``: from 1 block a
+    multiprocessor, each thread looping over hundreds of operations, to 64)
+    on slices of every length, int32 and int64 endpoints: SciPy's
+    components and queries after each batch, a spanning forest where one is
+    kept, and GConn's guarantee for a mixed batch on top."""
+    import cupy
+
+    g = gen.rmat(15, edge_factor=12, seed=9)
+    rng = np.random.default_rng(3)
+    cuts = [0, 1, 6, 7, 1000, 1003, g.src.size // 2 + 1, g.src.size]
+    with _tuning.override(GRAPH_INCR_BLOCKS_PER_SM=blocks):
+        for dtype in (np.int32, np.int64) if blocks == 16 else (np.int32,):
+            s, d = cupy.asarray(g.src.astype(dtype)), cupy.asarray(g.dst.astype(dtype))
+            cc = IncrementalConnectivity(g.n_vertices, method=method, compression=compression,
+                                         device="gpu")
+            for lo, hi in zip(cuts, cuts[1:]):
+                cc.insert(s[lo:hi], d[lo:hi], check=False)
+                count, labels = scipy_cc(sp.coo_matrix((np.ones(hi), (g.src[:hi], g.dst[:hi])),
+                                                       shape=(g.n_vertices,) * 2), directed=False)
+                assert cc.n_components == count
+                assert np.array_equal(cc.labels().get(), labels)
+                u, v = rng.integers(0, g.n_vertices, (2, 5000))
+                u[:50] = v[:50]
+                got = cc.connected(cupy.asarray(u), cupy.asarray(v), check=False).get()
+                assert np.array_equal(got, labels[u] == labels[v])
+            if cc.keeps_forest:
+                check_forest(cc, g.src, g.dst)
+            # a mixed batch on top: new edges and queries, GConn's guarantee
+            ks = rng.random(6000) < 0.5
+            a, b = rng.integers(0, g.n_vertices, (2, 6000))
+            before = labels
+            got = cc.process((cupy.asarray(ks), cupy.asarray(a.astype(dtype)),
+                              cupy.asarray(b.astype(dtype))), check=False).get()
+            allsrc, alldst = np.concatenate([g.src, a[~ks]]), np.concatenate([g.dst, b[~ks]])
+            after = scipy_cc(sp.coo_matrix((np.ones(allsrc.size), (allsrc, alldst)),
+                                           shape=(g.n_vertices,) * 2), directed=False)[1]
+            assert not got[~ks].any()
+            assert got[ks][before[a[ks]] == before[b[ks]]].all()  # connected before: True
+            assert not got[ks][after[a[ks]] != after[b[ks]]].any()  # apart after: False
+            assert np.array_equal(cc.labels().get(), after)
 
 
 @pytest.mark.gpu

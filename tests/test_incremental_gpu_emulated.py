@@ -230,6 +230,24 @@ def test_incremental_bench_gpu_paths_emulated(incr, monkeypatch, tmp_path):
                         lambda d: {"multiProcessorCount": 2, "name": b"Stand-in"})
     monkeypatch.setattr(cp, "random", types.SimpleNamespace(RandomState=RandomState), raising=False)
     monkeypatch.setattr(cp, "__version__", "stand-in", raising=False)
+
+    class RawModule:  # the benchmark's floors: the XOR of what each kernel reads
+        def __init__(self, code):
+            assert "meshccl_bench_read_parents" in code
+
+        def get_function(self, name):
+            def run(grid, block, args):
+                assert name.startswith("meshccl_bench_read_") and block == (256,)
+                s, d, q = np.asarray(args[0]), np.asarray(args[1]), int(args[2])
+                assert s.dtype == np.int32 and q == s.size // 4
+                s, d = s[:4 * q], d[:4 * q]
+                if name.endswith("parents"):
+                    s, d = np.asarray(args[3])[s], np.asarray(args[3])[d]
+                args[-1][0] = np.bitwise_xor.reduce(s ^ d) if s.size else 0
+
+            return run
+
+    monkeypatch.setattr(cp, "RawModule", RawModule, raising=False)
     monkeypatch.setattr(cp, "get_default_memory_pool",
                         lambda: types.SimpleNamespace(free_all_blocks=lambda: None))
 
@@ -237,7 +255,7 @@ def test_incremental_bench_gpu_paths_emulated(incr, monkeypatch, tmp_path):
     spec = importlib.util.spec_from_file_location("incremental_bench_emulated", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    monkeypatch.setattr(bench, "graphs", lambda quick: [
+    monkeypatch.setattr(bench, "graphs", lambda quick, keep: [
         ("R-MAT 6", lambda: gen.rmat(6, edge_factor=2, seed=1)),
         ("grid 6²", lambda: gen.grid((6, 6), keep=0.6, seed=3))])
     monkeypatch.setattr(bench, "floor_us", lambda calls=1000, f=bench.floor_us: f(calls=3))
@@ -250,6 +268,8 @@ def test_incremental_bench_gpu_paths_emulated(incr, monkeypatch, tmp_path):
     assert " check=True | " in text and " forest=False | " in text  # the fastest variant's
     assert "| jtb/splitting | " in text and "| insert, check=True | " in text
     assert "| unionfind/full | " in text and "rem-cas" not in text
+    assert "a mixed stream" in text and "Floors of one batch: edges read, " in text
+    assert "against `GRAPH_INCR_BLOCKS_PER_SM`" in text
     assert (tmp_path / "incremental.json").stat().st_size > 100
     (res, png), = plots
     assert png == tmp_path / "incremental.png" and len(res["graphs"]) == 2
@@ -262,6 +282,14 @@ def test_incremental_bench_gpu_paths_emulated(incr, monkeypatch, tmp_path):
     assert count is None and rate > 0  # 3 batches of 7 fed: not every edge
     rate, count = bench.streamed(50, src, dst, "early", "halving", 7, 100, 1, False)
     assert count == 10
+    ops = bench.mixed_ops(50, src, dst, 0.5)  # two queries per insert
+    assert ops[0].size == 120 and int(np.asarray(ops[0]).sum()) == 80
+    rate, count = bench.mixed_streamed(50, ops, "rem-cas", "splicing", 16, 3, 1)
+    assert count is None and rate > 0
+    rate, count = bench.mixed_streamed(50, ops, "rem-cas", "splicing", 16, 100, 1)
+    assert count == 10
+    with pytest.raises(SystemExit):
+        bench.main(["--graphs", "rmat,road", "--out", str(tmp_path)])
 
 
 def test_int64_parents_emulated(incr):
