@@ -660,6 +660,38 @@ def _scc_emulation(expr):
         def run(fp, fi, rp, ri, n, succ, pred):
             for v in range(n):
                 succ[v], pred[v] = only(fp, fi, v), only(rp, ri, v)
+    elif name in ("meshccl_scc_mutual", "meshccl_scc_mutual_fill"):
+        sig = [L, J, i64, i64, L] + ([J] if name.endswith("fill") else [])
+
+        def mutual(fp, fi, u, max_row):
+            if fp[u + 1] - fp[u] > max_row:
+                return []
+            return [w for w in fi[fp[u]:fp[u + 1]]
+                    if w != u and fp[w + 1] - fp[w] <= max_row and u in fi[fp[w]:fp[w + 1]]]
+
+        def run(fp, fi, n, max_row, ptr, out=None):
+            for u in range(n):
+                found = mutual(fp, fi, u, max_row)
+                if out is None:
+                    ptr[u] = len(found)
+                else:
+                    out[ptr[u]:ptr[u] + len(found)] = found
+    elif name == "meshccl_scc_quotient_degree":
+        sig = [L, J, I, i64, u64p]
+
+        def run(fp, fi, piece, n, deg):
+            for u in range(n):
+                deg[piece[u] + 1] += sum(piece[w] != piece[u] for w in fi[fp[u]:fp[u + 1]])
+    elif name == "meshccl_scc_quotient_scatter":
+        sig = [L, J, I, i64, u64p, J]
+
+        def run(fp, fi, piece, n, cursor, out):
+            for u in range(n):
+                p = piece[u]
+                for w in fi[fp[u]:fp[u + 1]]:
+                    if piece[w] != p:
+                        out[cursor[p]] = piece[w]
+                        cursor[p] += 1
     elif name == "meshccl_scc_min":
         sig = [I, I, n_]
 
@@ -787,7 +819,7 @@ def _path_cases(rng):
     return [(src, dst, n), (perm[src], perm[dst], n), (dst, src, n)]
 
 
-STEPS = {"transpose", "paths", "symmetric", "trim", "fwbw", "colour", "host", "smallest"}
+STEPS = {"transpose", "paths", "symmetric", "trim", "fwbw", "colour", "host", "pieces", "smallest"}
 
 
 @pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over", "no paths"])

@@ -57,6 +57,66 @@ class HandOver(Exception):
     """Raised inside a step when the rest should be finished on the host."""
 
 
+class Pieces(Exception):
+    """Raised inside the search when the graph should be solved as its
+    quotient by the pieces of :func:`mutual_pieces` (args: their count and
+    each vertex's piece)."""
+
+
+def mutual_pieces(fptr, fidx, n, I):
+    """``(k, piece)``: the weak components of the graph's mutual edges (u -> w
+    stored with w -> u, self-loops aside; ``meshccl_scc_mutual``), k of
+    them, piece[v] their number 0..k-1 (CuPy, type I), each inside one
+    strong component -- or None when they would not make the graph at
+    least ``STRONG_MUTUAL_SHARE`` times smaller (told from the count of
+    mutual entries alone where it is too small).  Rows longer than
+    ``STRONG_SYMMETRIC_MAX_ROW`` entries are not scanned (their vertices
+    may stay pieces of their own)."""
+    import cupy
+
+    from .graph import components
+
+    share = int(_tuning.STRONG_MUTUAL_SHARE)
+    if share <= 0:
+        return None
+    J = fidx.dtype
+    count, fill = kernels("strong.cu", f"meshccl_scc_mutual<{c_type(J)}>",
+                          f"meshccl_scc_mutual_fill<{c_type(J)}>")
+    grid, nn = _grid(n, BLOCK, 32), np.int64(n)
+    max_row = np.int64(_tuning.STRONG_SYMMETRIC_MAX_ROW)
+    mptr = cupy.zeros(n + 1, dtype=cupy.int64)
+    count(grid, (BLOCK,), (fptr, fidx, nn, max_row, mptr[1:]))
+    cupy.cumsum(mptr, out=mptr)
+    total = int(mptr[-1])
+    # each pair of mutual entries joins two pieces at most
+    if (n - total // 2) * share > n:
+        return None
+    midx = cupy.empty(total, dtype=J)
+    fill(grid, (BLOCK,), (fptr, fidx, nn, max_row, mptr, midx))
+    k, piece = components("csr", (mptr, midx), n, symmetric=True, index_dtype=np.dtype(I))
+    k = int(k)
+    return (k, piece) if k * share <= n else None
+
+
+def quotient(fptr, fidx, piece, k, n):
+    """The graph with each piece (``piece[v]`` in 0..k-1) contracted to one
+    vertex, as CSR (indptr int64, indices of fidx's type): an entry for
+    each stored edge between two pieces (repeats kept, entries inside a
+    piece dropped); ``meshccl_scc_quotient_degree`` and ``_scatter``."""
+    import cupy
+
+    ti, tj = c_type(piece.dtype), c_type(fidx.dtype)
+    degree, scatter = kernels("strong.cu", f"meshccl_scc_quotient_degree<{ti}, {tj}>",
+                              f"meshccl_scc_quotient_scatter<{ti}, {tj}>")
+    grid, nn = _grid(n, BLOCK, 32), np.int64(n)
+    deg = cupy.zeros(k + 1, dtype=cupy.uint64)
+    degree(grid, (BLOCK,), (fptr, fidx, piece, nn, deg))
+    qptr = cupy.cumsum(deg.view(cupy.int64))
+    qidx = cupy.empty(int(qptr[-1]), dtype=fidx.dtype)
+    scatter(grid, (BLOCK,), (fptr, fidx, piece, nn, qptr[:-1].copy().view(cupy.uint64), qidx))
+    return qptr, qidx
+
+
 def pass_allowance(n: int, m: int) -> int:
     """Passes the GPU may spend before its pace is judged: at least
     ``STRONG_HOST_MIN_PASSES``, and one for every ``STRONG_HOST_ITEMS``
@@ -346,6 +406,11 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
                 seen = counts.get()
                 if not seen[level % 3].any():  # the queues the next level would read
                     break
+                if level >= _tuning.STRONG_MUTUAL_LEVELS and "pieces" not in state:
+                    # a long search: are the mutual edges' pieces far fewer?
+                    state["pieces"] = mutual_pieces(fptr, fidx, n, I)
+                    if state["pieces"] is not None:
+                        raise Pieces(*state["pieces"])
                 if not unjudged:
                     pace.check(int(seen[3].sum()))
                 batch = min(BATCH_MAX, 2 * batch)
@@ -433,6 +498,9 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
 
         run(timer, "host", finish)
         phases.append("host")
+    except Pieces as got:
+        return _solve_quotient(fptr, fidx, n, *got.args, I, phases, pace.passes, timer, info,
+                               host)
 
     count = _number(rep, I, timer)
     if info is not None:
@@ -492,4 +560,41 @@ def _solve_contracted(c, I, timer, info, host):
         info["method_phases"] = list(dict.fromkeys(
             ["transpose", "paths"] + inner["method_phases"] + ["smallest"]))
         info["path_vertices"] = c.path_vertices + inner.get("path_vertices", 0)
+    return int(count), rep
+
+
+def _solve_quotient(fptr, fidx, n, k, piece, I, phases, passes, timer, info, host):
+    """``(count, labels)`` of a graph from its pieces (:func:`mutual_pieces`):
+    the strong components of the :func:`quotient` graph (by
+    :func:`strong_components`, which may contract again), each piece
+    given a vertex of its component, numbered as :func:`strong_components`
+    numbers.  ``phases`` and ``passes``: the steps and passes run before."""
+    import cupy
+
+    from .timing import run
+
+    inner = {"method_phases": [], "iterations": 0, "passes": 0, "replayed_passes": 0,
+             "host_vertices": 0}
+    state = {}
+
+    def build():
+        state["q"] = quotient(fptr, fidx, piece, k, n)
+
+    run(timer, "pieces", build)
+    _, lab = strong_components("csr", state["q"], k, timer, inner, host)
+    member = cupy.empty(k, dtype=cupy.int64)
+    member[lab] = cupy.arange(k, dtype=cupy.int64)  # any piece of the component will do
+    vertex = cupy.empty(k, dtype=I)
+    vertex[piece] = cupy.arange(n, dtype=I)  # any vertex of the piece will do
+    rep = vertex[member[lab[piece]]]
+    count = _number(rep, I, timer)
+    if info is not None:
+        inner.pop("weak_method", None)
+        info.update(inner)
+        info["method_phases"] = list(dict.fromkeys(
+            ["transpose", "paths"] + phases[1:] + ["pieces"] + inner["method_phases"]
+            + ["smallest"]))
+        info["path_vertices"] = inner.get("path_vertices", 0)
+        info["passes"] = passes + inner["passes"]
+        info["pieces"] = k
     return int(count), rep
