@@ -453,6 +453,61 @@ def test_gpu_long_paths_contracted(family):
             assert info["path_vertices"] > e.n_vertices // 2
 
 
+def _mutual_cases(rng):
+    """Graphs with edges stored both ways among one-way ones: road-like
+    grids (sorted and shuffled, most streets two-way), a mesh stored both
+    ways with some edges dropped one way, a chain of 2-cycles, pairs of
+    2-cycles joined one way, repeated edges and self-loops, hubs."""
+    cases = []
+    for name in ("road_both", "road_both_shuffled", "chain_of_cycles", "multi", "hubs_out",
+                 "small_sccs"):
+        e = graph_families.FAMILIES[name](2000, seed=4)
+        cases.append((e.src, e.dst, e.n_vertices))
+    e = graph_families.FAMILIES["mesh2d_both"](2000, seed=4)
+    keep = rng.random(e.src.size) > 0.15
+    cases.append((e.src[keep], e.dst[keep], e.n_vertices))
+    e = gen.road_directed(20, one_way=0.3, seed=2)
+    cases.append((e.src, e.dst, e.n_vertices))
+    # 2-cycles a -> b -> a, each joined one way to the next, and back from
+    # the last to the first: one component of pieces
+    k = 40
+    a, b = np.arange(0, 2 * k, 2), np.arange(1, 2 * k, 2)
+    ring = np.roll(a, -1)
+    cases.append((np.r_[a, b, b], np.r_[b, a, ring], 2 * k))
+    cases.append((np.r_[a, b, b[:-1]], np.r_[b, a, ring[:-1]], 2 * k))
+    return cases
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_mutual_pieces():
+    """The quotient by the pieces of mutual edges, taken at the first
+    read of the search (and with rows of more than 2 entries skipped):
+    SciPy's partition; a road-like grid of 10**6 edges takes it as 'auto'
+    runs, with far fewer pieces than vertices and no host."""
+    import cupyx.scipy.sparse as csp
+
+    from meshccl import _tuning
+
+    rng = np.random.default_rng(9)
+    for values in ({"STRONG_MUTUAL_LEVELS": 0},
+                   {"STRONG_MUTUAL_LEVELS": 0, "STRONG_SYMMETRIC_MAX_ROW": 2},
+                   {"STRONG_MUTUAL_LEVELS": 0, "STRONG_PATH_SHARE": 0,
+                    "STRONG_HOST_MIN_PASSES": 10**9}):
+        with _tuning.override(**values):
+            for src, dst, n in _mutual_cases(rng):
+                check_gpu(coo(src, dst, n))
+    for name in ("road_both", "road_both_shuffled"):
+        e = graph_families.FAMILIES[name](1_000_000, seed=8)
+        g = coo(e.src, e.dst, e.n_vertices).tocsr()
+        want = scipy_strong(g)
+        count, labels, info = strong(csp.csr_matrix(g), return_info=True)
+        assert count == want[0]
+        np.testing.assert_array_equal(labels.get(), canonical(want[1]))
+        assert "pieces" in info["method_phases"] and info["host_vertices"] == 0
+        assert info["pieces"] * 10 < e.n_vertices
+
+
 # ---------------------------------------------------------------------------
 # The GPU path's host side without a GPU: tests/test_graph_gpu_emulated.py's
 # stand-in cupy, and serial emulations of kernels/strong.cu (one valid
@@ -1218,3 +1273,42 @@ def test_gpu_symmetric_directed_graphs(family):
         np.testing.assert_array_equal(labels.get(), canonical(want[1]))
         symmetric = (graph != graph.T).nnz == 0
         assert ("weak_method" in info) == symmetric, (family, info["method_phases"])
+
+
+@pytest.mark.parametrize("values", [
+    {"STRONG_MUTUAL_LEVELS": 0},
+    {"STRONG_MUTUAL_LEVELS": 0, "STRONG_SYMMETRIC_MAX_ROW": 2},
+    {"STRONG_MUTUAL_LEVELS": 0, "STRONG_PATH_SHARE": 0},
+    {"STRONG_MUTUAL_LEVELS": 0, "STRONG_MUTUAL_SHARE": 0}])
+def test_mutual_pieces_emulated(scc_emulated, monkeypatch, values):
+    """The quotient by the pieces of mutual edges, kernels emulated, taken
+    at the first read of the search: SciPy's partition, every piece inside
+    one component; with rows of more than 2 entries skipped, without the
+    paths step, and never (share 0)."""
+    from meshccl._gpu.strong import mutual_pieces
+    from test_graph_gpu_emulated import _fake_events, fake
+
+    _fake_events(monkeypatch)
+    rng = np.random.default_rng(13)
+    quotients = 0
+    with _tuning.override(STRONG_HOST_MIN_PASSES=10**9, **values):
+        for src, dst, n in _mutual_cases(rng):
+            want = scipy_strong(coo(src, dst, n))
+            forms, _ = _fake_forms(np.asarray(src, np.int64), np.asarray(dst, np.int64), n, rng)
+            for g in forms[:2]:
+                count, labels, info = strong(g, return_info=True)
+                assert count == want[0]
+                np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+                if "pieces" in info["method_phases"]:
+                    quotients += 1
+                    assert 0 < info["pieces"] * _tuning.STRONG_MUTUAL_SHARE <= n
+            h = coo(src, dst, n).tocsr()
+            got = mutual_pieces(fake(h.indptr.astype(np.int64)), fake(h.indices.astype(np.int32)),
+                                n, np.int32)
+            if got is not None:  # each piece inside one strong component
+                k, piece = got
+                piece = np.asarray(piece)
+                assert piece.max() == k - 1
+                for p in range(k):
+                    assert np.unique(want[1][piece == p]).size == 1
+    assert (quotients > 0) == (values.get("STRONG_MUTUAL_SHARE") != 0)
