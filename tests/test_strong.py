@@ -113,6 +113,33 @@ def test_unsorted_csr_rows_exact():
         check_exact(g)
 
 
+def _unsorted_csr(n, m, rng, dtype):
+    """A random CSR of ``dtype`` with every row's entries shuffled (repeats
+    and self-loops kept)."""
+    src, dst = random_graph(n, m, rng)
+    order = np.lexsort((rng.random(src.size), src))
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return sp.csr_matrix((np.ones(src.size, dtype), dst[order], indptr), shape=(n, n))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.int64, np.int8, bool])
+def test_unsorted_rows_every_dtype_exact(dtype):
+    """Issue 57's example and random CSRs with unsorted rows, of every data
+    type, as CSR, CSC, COO, a CSR array and an (indptr, indices) tuple:
+    SciPy's labels value for value (the tuple as SciPy numbers a float64
+    CSR of the same arrays)."""
+    example = sp.csr_matrix((np.ones(2, dtype), [2, 1], [0, 2, 2, 2]), shape=(3, 3))
+    rng = np.random.default_rng(17)
+    for g in [example] + [_unsorted_csr(n, m, rng, dtype) for n, m in ((8, 20), (300, 700))]:
+        for form in (g, g.tocsc(), g.tocoo(), sp.csr_array(g)):
+            check_exact(form)
+        as_float = sp.csr_matrix((np.ones(g.indices.size), g.indices, g.indptr), shape=g.shape)
+        check_exact((g.indptr, g.indices), scipy_strong(as_float))
+        check_exact((g.indptr.astype(np.int32), g.indices.astype(np.int64)),
+                    scipy_strong(as_float))
+
+
 def test_duplicate_entries_in_a_csr_row():
     """A neighbour stored twice, apart (0 -> [1, 2, 1]): moved to the top of
     the search stack as SciPy moves it.  Stored twice in a row, SciPy 1.17
@@ -253,6 +280,24 @@ def test_gpu_every_input(fmt):
                "int64": lambda: (cupy.asarray(h.indptr, cupy.int64),
                                  cupy.asarray(h.indices, cupy.int64))}[fmt]()
         check_gpu(h, dev)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_unsorted_rows():
+    """CuPy CSRs with unsorted rows (float32 and float64) and (indptr,
+    indices) tuples of int32 and int64 on the device: SciPy's partition,
+    numbered by smallest vertex."""
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    rng = np.random.default_rng(18)
+    for dtype in (np.float32, np.float64):
+        example = sp.csr_matrix((np.ones(2, dtype), [2, 1], [0, 2, 2, 2]), shape=(3, 3))
+        for g in [example] + [_unsorted_csr(n, m, rng, dtype) for n, m in ((8, 20), (3000, 7000))]:
+            check_gpu(g, csp.csr_matrix(g))
+            for t in (np.int32, np.int64):
+                check_gpu(g, (cupy.asarray(g.indptr, t), cupy.asarray(g.indices, t)))
 
 
 @pytest.mark.gpu

@@ -7,7 +7,12 @@ of paths of (1,1) vertices (:mod:`.strong_paths`, where enough vertices lie
 on them; the steps then run on the contracted graph), trim,
 forward-backward from a pivot, trim again, colouring rounds, then the
 numbering by each component's smallest vertex (the shared relabel of
-:mod:`.number_roots`).
+:mod:`.number_roots`).  A search still running after
+``STRONG_MUTUAL_LEVELS`` levels asks whether the pieces joined by edges
+stored both ways (:func:`mutual_pieces`) make the graph at least
+``STRONG_MUTUAL_SHARE`` times smaller; if so the rest is the
+:func:`quotient` by them, solved by these same steps
+(:func:`_solve_quotient`).
 
 Every step takes passes (launches) whose number grows with the graph's
 diameter: on a long cycle or chain the GPU would sweep the graph once per

@@ -58,6 +58,12 @@
 //    on the queue's length (a prefix sum over the lanes places them), not
 //    one per vertex on a word that every warp of the level shares.  Then
 //    the trim runs again on what is left.
+//    A search that is still running after many levels (a road network's
+//    giant component, thousands of levels) stops where the edges stored
+//    both ways join most vertices into few pieces (meshccl_scc_mutual*):
+//    each piece lies inside one component, and the graph with each piece
+//    contracted to one vertex (meshccl_scc_quotient_*) has the same
+//    components between pieces and a diameter of a few levels.
 //
 // 3. Colouring (meshccl_scc_colour_*), for the many small components left.
 //    Every remaining vertex starts with its own priority as colour; the
