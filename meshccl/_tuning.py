@@ -270,7 +270,7 @@ STRONG_GRAPH_BATCH = 16
 #: make the graph at least STRONG_MUTUAL_SHARE times smaller; if so the
 #: graph is solved as its quotient by them (docs/graph.md: "Strong
 #: components").  0 / 0: ask at the first read / never contract
-STRONG_MUTUAL_LEVELS = 64
+STRONG_MUTUAL_LEVELS = 32
 STRONG_MUTUAL_SHARE = 2
 
 # Incremental connectivity (_gpu/incremental.py; docs/graph.md: "Incremental
