@@ -63,7 +63,7 @@ class HandOver(Exception):
 
 
 class Pieces(Exception):
-    """Raised inside the search when the graph should be solved as its
+    """Raised after the search when the graph should be solved as its
     quotient by the pieces of :func:`mutual_pieces` (args: their count and
     each vertex's piece)."""
 
@@ -89,9 +89,9 @@ def mutual_pieces(fptr, fidx, n, I):
                           f"meshccl_scc_mutual_fill<{c_type(J)}>")
     grid, nn = _grid(n, BLOCK, 32), np.int64(n)
     max_row = np.int64(_tuning.STRONG_SYMMETRIC_MAX_ROW)
-    mptr = cupy.zeros(n + 1, dtype=cupy.int64)
-    count(grid, (BLOCK,), (fptr, fidx, nn, max_row, mptr[1:]))
-    cupy.cumsum(mptr, out=mptr)
+    per_row = cupy.zeros(n + 1, dtype=cupy.int64)
+    count(grid, (BLOCK,), (fptr, fidx, nn, max_row, per_row[1:]))
+    mptr = cupy.cumsum(per_row)
     total = int(mptr[-1])
     # each pair of mutual entries joins two pieces at most
     if (n - total // 2) * share > n:
@@ -415,7 +415,7 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
                     # a long search: are the mutual edges' pieces far fewer?
                     state["pieces"] = mutual_pieces(fptr, fidx, n, I)
                     if state["pieces"] is not None:
-                        raise Pieces(*state["pieces"])
+                        return  # (the step loop takes the quotient)
                 if not unjudged:
                     pace.check(int(seen[3].sum()))
                 batch = min(BATCH_MAX, 2 * batch)
@@ -497,6 +497,8 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
                 break
             phases += [name] if name not in phases else []
             run(timer, name, step)
+            if state.get("pieces") is not None:
+                raise Pieces(*state["pieces"])
     except HandOver:
         def finish():
             state["host"] = finish_on_host(fptr, fidx, rep, host)
