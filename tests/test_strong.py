@@ -502,10 +502,12 @@ def _mutual_cases(rng):
     """Graphs with edges stored both ways among one-way ones: road-like
     grids (sorted and shuffled, most streets two-way), a mesh stored both
     ways with some edges dropped one way, a chain of 2-cycles, pairs of
-    2-cycles joined one way, repeated edges and self-loops, hubs."""
+    2-cycles joined one way, repeated edges and self-loops, hubs; and
+    graphs of long cycles (a cycle with chords, sorted and shuffled, a
+    one-way grid) for the pieces made of cycles."""
     cases = []
     for name in ("road_both", "road_both_shuffled", "chain_of_cycles", "multi", "hubs_out",
-                 "small_sccs"):
+                 "small_sccs", "cycle", "cycle_shuffled", "road_one_way"):
         e = graph_families.FAMILIES[name](2000, seed=4)
         cases.append((e.src, e.dst, e.n_vertices))
     e = graph_families.FAMILIES["mesh2d_both"](2000, seed=4)
@@ -526,10 +528,11 @@ def _mutual_cases(rng):
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 def test_gpu_mutual_pieces():
-    """The quotient by the pieces of mutual edges, taken at the first
-    read of the search (and with rows of more than 2 entries skipped):
-    SciPy's partition; a road-like grid of 10**6 edges takes it as 'auto'
-    runs, with far fewer pieces than vertices and no host."""
+    """The quotient by the pieces of mutual edges or of cycles, taken at
+    the first read of the search (and with rows of more than 2 entries
+    skipped): SciPy's partition; a road-like grid and a cycle with chords
+    of 10**6 edges take it as 'auto' runs, with far fewer pieces than
+    vertices and no host."""
     import cupyx.scipy.sparse as csp
 
     from meshccl import _tuning
@@ -542,15 +545,16 @@ def test_gpu_mutual_pieces():
         with _tuning.override(**values):
             for src, dst, n in _mutual_cases(rng):
                 check_gpu(coo(src, dst, n))
-    for name in ("road_both", "road_both_shuffled"):
+    for name in ("road_both", "road_both_shuffled", "cycle", "cycle_shuffled"):
         e = graph_families.FAMILIES[name](1_000_000, seed=8)
         g = coo(e.src, e.dst, e.n_vertices).tocsr()
         want = scipy_strong(g)
         count, labels, info = strong(csp.csr_matrix(g), return_info=True)
         assert count == want[0]
         np.testing.assert_array_equal(labels.get(), canonical(want[1]))
-        assert "pieces" in info["method_phases"] and info["host_vertices"] == 0
-        assert info["pieces"] * 10 < e.n_vertices
+        if name != "cycle_shuffled":  # (its first entries scatter: not one cycle)
+            assert "pieces" in info["method_phases"] and info["host_vertices"] == 0
+            assert info["pieces"] * 10 < e.n_vertices
 
 
 # ---------------------------------------------------------------------------
@@ -1330,12 +1334,12 @@ def test_mutual_pieces_emulated(scc_emulated, monkeypatch, values):
     at the first read of the search: SciPy's partition, every piece inside
     one component; with rows of more than 2 entries skipped, without the
     paths step, and never (share 0)."""
-    from meshccl._gpu.strong import mutual_pieces
+    from meshccl._gpu.strong import cycle_pieces, mutual_pieces
     from test_graph_gpu_emulated import _fake_events, fake
 
     _fake_events(monkeypatch)
     rng = np.random.default_rng(13)
-    quotients = 0
+    quotients = cycles = 0
     with _tuning.override(STRONG_HOST_MIN_PASSES=10**9, **values):
         for src, dst, n in _mutual_cases(rng):
             want = scipy_strong(coo(src, dst, n))
@@ -1348,12 +1352,15 @@ def test_mutual_pieces_emulated(scc_emulated, monkeypatch, values):
                     quotients += 1
                     assert 0 < info["pieces"] * _tuning.STRONG_MUTUAL_SHARE <= n
             h = coo(src, dst, n).tocsr()
-            got = mutual_pieces(fake(h.indptr.astype(np.int64)), fake(h.indices.astype(np.int32)),
-                                n, np.int32)
-            if got is not None:  # each piece inside one strong component
-                k, piece = got
-                piece = np.asarray(piece)
-                assert piece.max() == k - 1
-                for p in range(k):
-                    assert np.unique(want[1][piece == p]).size == 1
+            for find in (mutual_pieces, cycle_pieces):
+                got = find(fake(h.indptr.astype(np.int64)), fake(h.indices.astype(np.int32)),
+                           n, np.int32)
+                if got is not None:  # each piece inside one strong component
+                    k, piece = got
+                    piece = np.asarray(piece)
+                    assert piece.max() == k - 1 and k * _tuning.STRONG_MUTUAL_SHARE <= n
+                    for p in range(k):
+                        assert np.unique(want[1][piece == p]).size == 1
+                    cycles += find is cycle_pieces
     assert (quotients > 0) == (values.get("STRONG_MUTUAL_SHARE") != 0)
+    assert (cycles > 0) == (values.get("STRONG_MUTUAL_SHARE") != 0)

@@ -103,6 +103,43 @@ def mutual_pieces(fptr, fidx, n, I):
     return (k, piece) if k * share <= n else None
 
 
+def cycle_pieces(fptr, fidx, n, I):
+    """``(k, piece)`` as :func:`mutual_pieces` gives them, from cycles: each
+    vertex follows its row's first entry (a vertex without one stays put),
+    and every cycle of that one-successor graph is a cycle of the graph, so
+    inside one strong component; its vertices are one piece, every other
+    vertex a piece alone.  Pointer jumping, ``ceil(log2 n)`` rounds: the
+    vertices ``2**K >= n`` steps from any vertex are exactly the cycles'
+    vertices, and each takes the smallest vertex of its cycle.  None when
+    the pieces would not make the graph ``STRONG_MUTUAL_SHARE`` times
+    smaller.  A long cycle through every vertex, numbered along it, is one
+    piece."""
+    import cupy
+
+    share = int(_tuning.STRONG_MUTUAL_SHARE)
+    if share <= 0 or n < 2:
+        return None
+    v = cupy.arange(n, dtype=I)
+    start = fptr[:-1]
+    has = fptr[1:] > start
+    m = int(fidx.size)
+    step = cupy.where(has, fidx[cupy.minimum(start, max(m - 1, 0))].astype(I), v) if m else v
+    far, low = step, cupy.minimum(v, step)
+    rounds = max(1, (n - 1).bit_length())
+    for _ in range(rounds):  # far: 2**r steps on; low: the smallest of them
+        low = cupy.minimum(low, low[far])
+        far = far[far]
+    on_cycle = cupy.zeros(n, dtype=bool)
+    on_cycle[far] = True
+    root = cupy.where(on_cycle, low, v)  # a cycle's smallest vertex, or the vertex
+    first = root == v
+    k = int(first.sum())
+    if k * share > n:
+        return None
+    number = cupy.cumsum(first.astype(I)) - 1
+    return k, number[root].astype(I)
+
+
 def quotient(fptr, fidx, piece, k, n):
     """The graph with each piece (``piece[v]`` in 0..k-1) contracted to one
     vertex, as CSR (indptr int64, indices of fidx's type): an entry for
@@ -413,7 +450,8 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
                     break
                 if level >= _tuning.STRONG_MUTUAL_LEVELS and "pieces" not in state:
                     # a long search: are the mutual edges' pieces far fewer?
-                    state["pieces"] = mutual_pieces(fptr, fidx, n, I)
+                    state["pieces"] = (mutual_pieces(fptr, fidx, n, I)
+                                       or cycle_pieces(fptr, fidx, n, I))
                     if state["pieces"] is not None:
                         return  # (the step loop takes the quotient)
                 if not unjudged:
