@@ -9,8 +9,9 @@ forward-backward from a pivot, trim again, colouring rounds, then the
 numbering by each component's smallest vertex (the shared relabel of
 :mod:`.number_roots`).  A search still running after
 ``STRONG_MUTUAL_LEVELS`` levels asks whether the pieces joined by edges
-stored both ways (:func:`mutual_pieces`) make the graph at least
-``STRONG_MUTUAL_SHARE`` times smaller; if so the rest is the
+stored both ways (:func:`mutual_pieces`), or else the cycles of each
+vertex's first out-neighbour (:func:`cycle_pieces`), make the graph at
+least ``STRONG_MUTUAL_SHARE`` times smaller; if so the rest is the
 :func:`quotient` by them, solved by these same steps
 (:func:`_solve_quotient`).
 
