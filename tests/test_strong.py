@@ -1055,7 +1055,9 @@ def test_replayed_batches_change_nothing_emulated(scc_emulated, monkeypatch, fam
     forms, _ = _fake_forms(np.asarray(e.src, np.int64), np.asarray(e.dst, np.int64),
                            e.n_vertices, np.random.default_rng(2))
     for host_min in (10**9, _tuning.STRONG_HOST_MIN_PASSES):
-        with _tuning.override(STRONG_PATH_SHARE=share, STRONG_HOST_MIN_PASSES=host_min):
+        # (no pieces: they would end the long searches whose replays this tests)
+        with _tuning.override(STRONG_PATH_SHARE=share, STRONG_HOST_MIN_PASSES=host_min,
+                              STRONG_MUTUAL_SHARE=0):
             infos = _replay_runs(lambda: strong(forms[0], return_info=True), (0, 1, 16))
             count, labels = strong(forms[0])
         assert count == want[0]
@@ -1083,7 +1085,9 @@ def test_gpu_replayed_batches(family, size, share):
     want = scipy_strong(g)
     d = csp.csr_matrix(g)
     for host_min in (_tuning.STRONG_HOST_MIN_PASSES, 10**9):
-        with _tuning.override(STRONG_PATH_SHARE=share, STRONG_HOST_MIN_PASSES=host_min):
+        # (no pieces: they would end the long searches whose replays this tests)
+        with _tuning.override(STRONG_PATH_SHARE=share, STRONG_HOST_MIN_PASSES=host_min,
+                              STRONG_MUTUAL_SHARE=0):
             infos = _replay_runs(lambda: strong(d, return_info=True), (0, 1, 16))
             count, labels = strong(d)
         assert count == want[0]
