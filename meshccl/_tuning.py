@@ -266,8 +266,9 @@ STRONG_HOST_RATE = 512
 #: launched kernel by kernel from Python (same kernels, same order).  0: never
 STRONG_GRAPH_BATCH = 16
 #: a forward-backward search still running after this many levels asks
-#: whether the pieces joined by edges stored both ways (two-way streets)
-#: make the graph at least STRONG_MUTUAL_SHARE times smaller; if so the
+#: whether the pieces joined by edges stored both ways (two-way streets),
+#: or else the cycles of each vertex's first out-neighbour, make the graph
+#: at least STRONG_MUTUAL_SHARE times smaller; if so the
 #: graph is solved as its quotient by them (docs/graph.md: "Strong
 #: components").  0 / 0: ask at the first read / never contract
 STRONG_MUTUAL_LEVELS = 32

@@ -65,8 +65,8 @@ class HandOver(Exception):
 
 class Pieces(Exception):
     """Raised after the search when the graph should be solved as its
-    quotient by the pieces of :func:`mutual_pieces` (args: their count and
-    each vertex's piece)."""
+    quotient by the pieces of :func:`mutual_pieces` or :func:`cycle_pieces`
+    (args: their count and each vertex's piece)."""
 
 
 def mutual_pieces(fptr, fidx, n, I):
