@@ -622,6 +622,7 @@ def families(opt):
                                    "passes": info.get("passes"),
                                    "host_vertices": info.get("host_vertices"),
                                    "path_vertices": info.get("path_vertices"),
+                                   "pieces": info.get("pieces"),
                                    "iterations": info.get("iterations")}
             ok_all &= all(row["ok"].values())
             rows.append(row)
@@ -751,20 +752,22 @@ def _families_table(rows, cols, opt, wall):
         lines += ["", "GPU, one call with return_info=True: the method that ran, ms per step "
                   "(CUDA events); for weak components the passes of an iterative method; for "
                   "strong ones the GPU's passes, colouring rounds, vertices of contracted "
-                  "paths and vertices finished on the host:", "",
+                  "paths, pieces joined by mutual edges (the quotient solved; blank: none) "
+                  "and vertices finished on the host:", "",
                   "| family | connection | method | steps | passes | colour rounds | path vertices "
-                  "| host vertices |",
-                  "|---|---|---|---|---:|---:|---:|---:|"]
+                  "| pieces | host vertices |",
+                  "|---|---|---|---|---:|---:|---:|---:|---:|"]
         for r in rows:
             if "gpu_info" in r:
                 i = r["gpu_info"]
                 steps = ", ".join(f"{k} {v:.2f}" for k, v in i["seconds_ms"].items())
                 strong = r["connection"] == "strong"
                 passes = i["passes"] if strong else i["iterations"]
-                rounds, paths, host = ((i["iterations"], i.get("path_vertices"), i["host_vertices"])
-                                       if strong else ("", "", ""))
+                rounds, paths, pieces, host = (
+                    (i["iterations"], i.get("path_vertices"), i.get("pieces") or "",
+                     i["host_vertices"]) if strong else ("", "", "", ""))
                 lines.append(f"| {r['title']} | {r['connection']} | {i['method']} | {steps} | "
-                             f"{passes} | {rounds} | {paths} | {host} |")
+                             f"{passes} | {rounds} | {paths} | {pieces} | {host} |")
     lines += ["", f"Benchmark wall time {wall:.0f} s."]
     return "\n".join(lines)
 

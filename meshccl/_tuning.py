@@ -236,8 +236,8 @@ GRAPH_MAX_PLAN_VERTICES = 1 << 23
 STRONG_LONG_ROW = 128
 #: strong components: the symmetry test (strong components of a graph stored
 #: both ways are its weak ones) scans in x out entries of a vertex; a row
-#: longer than this makes it answer "not shown symmetric" (docs/graph.md:
-#: "Strong components")
+#: longer than this makes it answer "not shown symmetric", and the search
+#: for mutual edges skips it (docs/graph.md: "Strong components")
 STRONG_SYMMETRIC_MAX_ROW = 32
 #: paths of vertices with one in- and one out-neighbour are contracted first
 #: when at least one vertex in this many is on one (docs/graph.md: "Strong
@@ -258,6 +258,14 @@ STRONG_HOST_RATE = 512
 #: again is replayed from a CUDA graph recorded the time before, not
 #: launched kernel by kernel from Python (same kernels, same order).  0: never
 STRONG_GRAPH_BATCH = 16
+#: a forward-backward search still running after this many levels asks
+#: whether the pieces joined by edges stored both ways (two-way streets),
+#: or else the cycles of each vertex's first out-neighbour, make the graph
+#: at least STRONG_MUTUAL_SHARE times smaller; if so the
+#: graph is solved as its quotient by them (docs/graph.md: "Strong
+#: components").  0 / 0: ask at the first read / never contract
+STRONG_MUTUAL_LEVELS = 32
+STRONG_MUTUAL_SHARE = 2
 
 # Incremental connectivity (_gpu/incremental.py; docs/graph.md: "Incremental
 # connectivity")

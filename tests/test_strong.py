@@ -113,6 +113,33 @@ def test_unsorted_csr_rows_exact():
         check_exact(g)
 
 
+def _unsorted_csr(n, m, rng, dtype):
+    """A random CSR of ``dtype`` with every row's entries shuffled (self-loops
+    kept; no repeats, on which SciPy 1.17's search may never return)."""
+    src, dst = np.divmod(np.unique(np.ravel_multi_index(random_graph(n, m, rng), (n, n))), n)
+    order = np.lexsort((rng.random(src.size), src))
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return sp.csr_matrix((np.ones(src.size, dtype), dst[order], indptr), shape=(n, n))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.int64, np.int8, bool])
+def test_unsorted_rows_every_dtype_exact(dtype):
+    """Issue 57's example and random CSRs with unsorted rows, of every data
+    type, as CSR, CSC, COO, a CSR array and an (indptr, indices) tuple:
+    SciPy's labels value for value (the tuple as SciPy numbers a float64
+    CSR of the same arrays)."""
+    example = sp.csr_matrix((np.ones(2, dtype), [2, 1], [0, 2, 2, 2]), shape=(3, 3))
+    rng = np.random.default_rng(17)
+    for g in [example] + [_unsorted_csr(n, m, rng, dtype) for n, m in ((8, 20), (300, 700))]:
+        for form in (g, g.tocsc(), g.tocoo(), sp.csr_array(g)):
+            check_exact(form)
+        as_float = sp.csr_matrix((np.ones(g.indices.size), g.indices, g.indptr), shape=g.shape)
+        check_exact((g.indptr, g.indices), scipy_strong(as_float))
+        check_exact((g.indptr.astype(np.int32), g.indices.astype(np.int64)),
+                    scipy_strong(as_float))
+
+
 def test_duplicate_entries_in_a_csr_row():
     """A neighbour stored twice, apart (0 -> [1, 2, 1]): moved to the top of
     the search stack as SciPy moves it.  Stored twice in a row, SciPy 1.17
@@ -253,6 +280,24 @@ def test_gpu_every_input(fmt):
                "int64": lambda: (cupy.asarray(h.indptr, cupy.int64),
                                  cupy.asarray(h.indices, cupy.int64))}[fmt]()
         check_gpu(h, dev)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_unsorted_rows():
+    """CuPy CSRs with unsorted rows (float32 and float64) and (indptr,
+    indices) tuples of int32 and int64 on the device: SciPy's partition,
+    numbered by smallest vertex."""
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    rng = np.random.default_rng(18)
+    for dtype in (np.float32, np.float64):
+        example = sp.csr_matrix((np.ones(2, dtype), [2, 1], [0, 2, 2, 2]), shape=(3, 3))
+        for g in [example] + [_unsorted_csr(n, m, rng, dtype) for n, m in ((8, 20), (3000, 7000))]:
+            check_gpu(g, csp.csr_matrix(g))
+            for t in (np.int32, np.int64):
+                check_gpu(g, (cupy.asarray(g.indptr, t), cupy.asarray(g.indices, t)))
 
 
 @pytest.mark.gpu
@@ -451,6 +496,65 @@ def test_gpu_long_paths_contracted(family):
             assert info["passes"] <= 8 and info["host_vertices"] == 0
         else:
             assert info["path_vertices"] > e.n_vertices // 2
+
+
+def _mutual_cases(rng):
+    """Graphs with edges stored both ways among one-way ones: road-like
+    grids (sorted and shuffled, most streets two-way), a mesh stored both
+    ways with some edges dropped one way, a chain of 2-cycles, pairs of
+    2-cycles joined one way, repeated edges and self-loops, hubs; and
+    graphs of long cycles (a cycle with chords, sorted and shuffled, a
+    one-way grid) for the pieces made of cycles."""
+    cases = []
+    for name in ("road_both", "road_both_shuffled", "chain_of_cycles", "multi", "hubs_out",
+                 "small_sccs", "cycle", "cycle_shuffled", "road_one_way"):
+        e = graph_families.FAMILIES[name](2000, seed=4)
+        cases.append((e.src, e.dst, e.n_vertices))
+    e = graph_families.FAMILIES["mesh2d_both"](2000, seed=4)
+    keep = rng.random(e.src.size) > 0.15
+    cases.append((e.src[keep], e.dst[keep], e.n_vertices))
+    e = gen.road_directed(20, one_way=0.3, seed=2)
+    cases.append((e.src, e.dst, e.n_vertices))
+    # 2-cycles a -> b -> a, each joined one way to the next, and back from
+    # the last to the first: one component of pieces
+    k = 40
+    a, b = np.arange(0, 2 * k, 2), np.arange(1, 2 * k, 2)
+    ring = np.roll(a, -1)
+    cases.append((np.r_[a, b, b], np.r_[b, a, ring], 2 * k))
+    cases.append((np.r_[a, b, b[:-1]], np.r_[b, a, ring[:-1]], 2 * k))
+    return cases
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_mutual_pieces():
+    """The quotient by the pieces of mutual edges or of cycles, taken at
+    the first read of the search (and with rows of more than 2 entries
+    skipped): SciPy's partition; a road-like grid and a cycle with chords
+    of 10**6 edges take it as 'auto' runs, with far fewer pieces than
+    vertices and no host."""
+    import cupyx.scipy.sparse as csp
+
+    from meshccl import _tuning
+
+    rng = np.random.default_rng(9)
+    for values in ({"STRONG_MUTUAL_LEVELS": 0},
+                   {"STRONG_MUTUAL_LEVELS": 0, "STRONG_SYMMETRIC_MAX_ROW": 2},
+                   {"STRONG_MUTUAL_LEVELS": 0, "STRONG_PATH_SHARE": 0,
+                    "STRONG_HOST_MIN_PASSES": 10**9}):
+        with _tuning.override(**values):
+            for src, dst, n in _mutual_cases(rng):
+                check_gpu(coo(src, dst, n))
+    for name in ("road_both", "road_both_shuffled", "cycle", "cycle_shuffled"):
+        e = graph_families.FAMILIES[name](1_000_000, seed=8)
+        g = coo(e.src, e.dst, e.n_vertices).tocsr()
+        want = scipy_strong(g)
+        count, labels, info = strong(csp.csr_matrix(g), return_info=True)
+        assert count == want[0]
+        np.testing.assert_array_equal(labels.get(), canonical(want[1]))
+        if name != "cycle_shuffled":  # (its first entries scatter: not one cycle)
+            assert "pieces" in info["method_phases"] and info["host_vertices"] == 0
+            assert info["pieces"] * 10 < e.n_vertices
 
 
 # ---------------------------------------------------------------------------
@@ -660,6 +764,38 @@ def _scc_emulation(expr):
         def run(fp, fi, rp, ri, n, succ, pred):
             for v in range(n):
                 succ[v], pred[v] = only(fp, fi, v), only(rp, ri, v)
+    elif name in ("meshccl_scc_mutual", "meshccl_scc_mutual_fill"):
+        sig = [L, J, i64, i64, L] + ([J] if name.endswith("fill") else [])
+
+        def mutual(fp, fi, u, max_row):
+            if fp[u + 1] - fp[u] > max_row:
+                return []
+            return [w for w in fi[fp[u]:fp[u + 1]]
+                    if w != u and fp[w + 1] - fp[w] <= max_row and u in fi[fp[w]:fp[w + 1]]]
+
+        def run(fp, fi, n, max_row, ptr, out=None):
+            for u in range(n):
+                found = mutual(fp, fi, u, max_row)
+                if out is None:
+                    ptr[u] = len(found)
+                else:
+                    out[ptr[u]:ptr[u] + len(found)] = found
+    elif name == "meshccl_scc_quotient_degree":
+        sig = [L, J, I, i64, u64p]
+
+        def run(fp, fi, piece, n, deg):
+            for u in range(n):
+                deg[piece[u] + 1] += sum(piece[w] != piece[u] for w in fi[fp[u]:fp[u + 1]])
+    elif name == "meshccl_scc_quotient_scatter":
+        sig = [L, J, I, i64, u64p, J]
+
+        def run(fp, fi, piece, n, cursor, out):
+            for u in range(n):
+                p = piece[u]
+                for w in fi[fp[u]:fp[u + 1]]:
+                    if piece[w] != p:
+                        out[cursor[p]] = piece[w]
+                        cursor[p] += 1
     elif name == "meshccl_scc_min":
         sig = [I, I, n_]
 
@@ -787,7 +923,7 @@ def _path_cases(rng):
     return [(src, dst, n), (perm[src], perm[dst], n), (dst, src, n)]
 
 
-STEPS = {"transpose", "paths", "symmetric", "trim", "fwbw", "colour", "host", "smallest"}
+STEPS = {"transpose", "paths", "symmetric", "trim", "fwbw", "colour", "host", "pieces", "smallest"}
 
 
 @pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over", "no paths"])
@@ -919,7 +1055,9 @@ def test_replayed_batches_change_nothing_emulated(scc_emulated, monkeypatch, fam
     forms, _ = _fake_forms(np.asarray(e.src, np.int64), np.asarray(e.dst, np.int64),
                            e.n_vertices, np.random.default_rng(2))
     for host_min in (10**9, _tuning.STRONG_HOST_MIN_PASSES):
-        with _tuning.override(STRONG_PATH_SHARE=share, STRONG_HOST_MIN_PASSES=host_min):
+        # (no pieces: they would end the long searches whose replays this tests)
+        with _tuning.override(STRONG_PATH_SHARE=share, STRONG_HOST_MIN_PASSES=host_min,
+                              STRONG_MUTUAL_SHARE=0):
             infos = _replay_runs(lambda: strong(forms[0], return_info=True), (0, 1, 16))
             count, labels = strong(forms[0])
         assert count == want[0]
@@ -947,7 +1085,9 @@ def test_gpu_replayed_batches(family, size, share):
     want = scipy_strong(g)
     d = csp.csr_matrix(g)
     for host_min in (_tuning.STRONG_HOST_MIN_PASSES, 10**9):
-        with _tuning.override(STRONG_PATH_SHARE=share, STRONG_HOST_MIN_PASSES=host_min):
+        # (no pieces: they would end the long searches whose replays this tests)
+        with _tuning.override(STRONG_PATH_SHARE=share, STRONG_HOST_MIN_PASSES=host_min,
+                              STRONG_MUTUAL_SHARE=0):
             infos = _replay_runs(lambda: strong(d, return_info=True), (0, 1, 16))
             count, labels = strong(d)
         assert count == want[0]
@@ -1186,3 +1326,45 @@ def test_gpu_symmetric_directed_graphs(family):
         np.testing.assert_array_equal(labels.get(), canonical(want[1]))
         symmetric = (graph != graph.T).nnz == 0
         assert ("weak_method" in info) == symmetric, (family, info["method_phases"])
+
+
+@pytest.mark.parametrize("values", [
+    {"STRONG_MUTUAL_LEVELS": 0},
+    {"STRONG_MUTUAL_LEVELS": 0, "STRONG_SYMMETRIC_MAX_ROW": 2},
+    {"STRONG_MUTUAL_LEVELS": 0, "STRONG_PATH_SHARE": 0},
+    {"STRONG_MUTUAL_LEVELS": 0, "STRONG_MUTUAL_SHARE": 0}])
+def test_mutual_pieces_emulated(scc_emulated, monkeypatch, values):
+    """The quotient by the pieces of mutual edges, kernels emulated, taken
+    at the first read of the search: SciPy's partition, every piece inside
+    one component; with rows of more than 2 entries skipped, without the
+    paths step, and never (share 0)."""
+    from meshccl._gpu.strong import cycle_pieces, mutual_pieces
+    from test_graph_gpu_emulated import _fake_events, fake
+
+    _fake_events(monkeypatch)
+    rng = np.random.default_rng(13)
+    quotients = cycles = 0
+    with _tuning.override(STRONG_HOST_MIN_PASSES=10**9, **values):
+        for src, dst, n in _mutual_cases(rng):
+            want = scipy_strong(coo(src, dst, n))
+            forms, _ = _fake_forms(np.asarray(src, np.int64), np.asarray(dst, np.int64), n, rng)
+            for g in forms[:2]:
+                count, labels, info = strong(g, return_info=True)
+                assert count == want[0]
+                np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+                if "pieces" in info["method_phases"]:
+                    quotients += 1
+                    assert 0 < info["pieces"] * _tuning.STRONG_MUTUAL_SHARE <= n
+            h = coo(src, dst, n).tocsr()
+            for find in (mutual_pieces, cycle_pieces):
+                got = find(fake(h.indptr.astype(np.int64)), fake(h.indices.astype(np.int32)),
+                           n, np.int32)
+                if got is not None:  # each piece inside one strong component
+                    k, piece = got
+                    piece = np.asarray(piece)
+                    assert piece.max() == k - 1 and k * _tuning.STRONG_MUTUAL_SHARE <= n
+                    for p in range(k):
+                        assert np.unique(want[1][piece == p]).size == 1
+                    cycles += find is cycle_pieces
+    assert (quotients > 0) == (values.get("STRONG_MUTUAL_SHARE") != 0)
+    assert (cycles > 0) == (values.get("STRONG_MUTUAL_SHARE") != 0)

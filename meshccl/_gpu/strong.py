@@ -7,7 +7,13 @@ of paths of (1,1) vertices (:mod:`.strong_paths`, where enough vertices lie
 on them; the steps then run on the contracted graph), trim,
 forward-backward from a pivot, trim again, colouring rounds, then the
 numbering by each component's smallest vertex (the shared relabel of
-:mod:`.number_roots`).
+:mod:`.number_roots`).  A search still running after
+``STRONG_MUTUAL_LEVELS`` levels asks whether the pieces joined by edges
+stored both ways (:func:`mutual_pieces`), or else the cycles of each
+vertex's first out-neighbour (:func:`cycle_pieces`), make the graph at
+least ``STRONG_MUTUAL_SHARE`` times smaller; if so the rest is the
+:func:`quotient` by them, solved by these same steps
+(:func:`_solve_quotient`).
 
 Every step takes passes (launches) whose number grows with the graph's
 diameter: on a long cycle or chain the GPU would sweep the graph once per
@@ -55,6 +61,103 @@ CHUNK = 32
 
 class HandOver(Exception):
     """Raised inside a step when the rest should be finished on the host."""
+
+
+class Pieces(Exception):
+    """Raised after the search when the graph should be solved as its
+    quotient by the pieces of :func:`mutual_pieces` or :func:`cycle_pieces`
+    (args: their count and each vertex's piece)."""
+
+
+def mutual_pieces(fptr, fidx, n, I):
+    """``(k, piece)``: the weak components of the graph's mutual edges (u -> w
+    stored with w -> u, self-loops aside; ``meshccl_scc_mutual``), k of
+    them, piece[v] their number 0..k-1 (CuPy, type I), each inside one
+    strong component -- or None when they would not make the graph at
+    least ``STRONG_MUTUAL_SHARE`` times smaller (told from the count of
+    mutual entries alone where it is too small).  Rows longer than
+    ``STRONG_SYMMETRIC_MAX_ROW`` entries are not scanned (their vertices
+    may stay pieces of their own)."""
+    import cupy
+
+    from .graph import components
+
+    share = int(_tuning.STRONG_MUTUAL_SHARE)
+    if share <= 0:
+        return None
+    J = fidx.dtype
+    count, fill = kernels("strong.cu", f"meshccl_scc_mutual<{c_type(J)}>",
+                          f"meshccl_scc_mutual_fill<{c_type(J)}>")
+    grid, nn = _grid(n, BLOCK, 32), np.int64(n)
+    max_row = np.int64(_tuning.STRONG_SYMMETRIC_MAX_ROW)
+    per_row = cupy.zeros(n + 1, dtype=cupy.int64)
+    count(grid, (BLOCK,), (fptr, fidx, nn, max_row, per_row[1:]))
+    mptr = cupy.cumsum(per_row)
+    total = int(mptr[-1])
+    # each pair of mutual entries joins two pieces at most
+    if (n - total // 2) * share > n:
+        return None
+    midx = cupy.empty(total, dtype=J)
+    fill(grid, (BLOCK,), (fptr, fidx, nn, max_row, mptr, midx))
+    k, piece = components("csr", (mptr, midx), n, symmetric=True, index_dtype=np.dtype(I))
+    k = int(k)
+    return (k, piece) if k * share <= n else None
+
+
+def cycle_pieces(fptr, fidx, n, I):
+    """``(k, piece)`` as :func:`mutual_pieces` gives them, from cycles: each
+    vertex follows its row's first entry (a vertex without one stays put),
+    and every cycle of that one-successor graph is a cycle of the graph, so
+    inside one strong component; its vertices are one piece, every other
+    vertex a piece alone.  Pointer jumping, ``ceil(log2 n)`` rounds: the
+    vertices ``2**K >= n`` steps from any vertex are exactly the cycles'
+    vertices, and each takes the smallest vertex of its cycle.  None when
+    the pieces would not make the graph ``STRONG_MUTUAL_SHARE`` times
+    smaller.  A long cycle through every vertex, numbered along it, is one
+    piece."""
+    import cupy
+
+    share = int(_tuning.STRONG_MUTUAL_SHARE)
+    if share <= 0 or n < 2:
+        return None
+    v = cupy.arange(n, dtype=I)
+    start = fptr[:-1]
+    has = fptr[1:] > start
+    m = int(fidx.size)
+    step = cupy.where(has, fidx[cupy.minimum(start, max(m - 1, 0))].astype(I), v) if m else v
+    far, low = step, cupy.minimum(v, step)
+    rounds = max(1, (n - 1).bit_length())
+    for _ in range(rounds):  # far: 2**r steps on; low: the smallest of them
+        low = cupy.minimum(low, low[far])
+        far = far[far]
+    on_cycle = cupy.zeros(n, dtype=bool)
+    on_cycle[far] = True
+    root = cupy.where(on_cycle, low, v)  # a cycle's smallest vertex, or the vertex
+    first = root == v
+    k = int(first.sum())
+    if k * share > n:
+        return None
+    number = cupy.cumsum(first.astype(I)) - 1
+    return k, number[root].astype(I)
+
+
+def quotient(fptr, fidx, piece, k, n):
+    """The graph with each piece (``piece[v]`` in 0..k-1) contracted to one
+    vertex, as CSR (indptr int64, indices of fidx's type): an entry for
+    each stored edge between two pieces (repeats kept, entries inside a
+    piece dropped); ``meshccl_scc_quotient_degree`` and ``_scatter``."""
+    import cupy
+
+    ti, tj = c_type(piece.dtype), c_type(fidx.dtype)
+    degree, scatter = kernels("strong.cu", f"meshccl_scc_quotient_degree<{ti}, {tj}>",
+                              f"meshccl_scc_quotient_scatter<{ti}, {tj}>")
+    grid, nn = _grid(n, BLOCK, 32), np.int64(n)
+    deg = cupy.zeros(k + 1, dtype=cupy.uint64)
+    degree(grid, (BLOCK,), (fptr, fidx, piece, nn, deg))
+    qptr = cupy.cumsum(deg.view(cupy.int64))
+    qidx = cupy.empty(int(qptr[-1]), dtype=fidx.dtype)
+    scatter(grid, (BLOCK,), (fptr, fidx, piece, nn, qptr[:-1].copy().view(cupy.uint64), qidx))
+    return qptr, qidx
 
 
 def pass_allowance(n: int, m: int) -> int:
@@ -346,6 +449,12 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
                 seen = counts.get()
                 if not seen[level % 3].any():  # the queues the next level would read
                     break
+                if level >= _tuning.STRONG_MUTUAL_LEVELS and "pieces" not in state:
+                    # a long search: are the mutual edges' pieces far fewer?
+                    state["pieces"] = (mutual_pieces(fptr, fidx, n, I)
+                                       or cycle_pieces(fptr, fidx, n, I))
+                    if state["pieces"] is not None:
+                        return  # (the step loop takes the quotient)
                 if not unjudged:
                     pace.check(int(seen[3].sum()))
                 batch = min(BATCH_MAX, 2 * batch)
@@ -427,12 +536,17 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
                 break
             phases += [name] if name not in phases else []
             run(timer, name, step)
+            if state.get("pieces") is not None:
+                raise Pieces(*state["pieces"])
     except HandOver:
         def finish():
             state["host"] = finish_on_host(fptr, fidx, rep, host)
 
         run(timer, "host", finish)
         phases.append("host")
+    except Pieces as got:
+        return _solve_quotient(fptr, fidx, n, *got.args, I, phases, pace.passes, timer, info,
+                               host)
 
     count = _number(rep, I, timer)
     if info is not None:
@@ -492,4 +606,41 @@ def _solve_contracted(c, I, timer, info, host):
         info["method_phases"] = list(dict.fromkeys(
             ["transpose", "paths"] + inner["method_phases"] + ["smallest"]))
         info["path_vertices"] = c.path_vertices + inner.get("path_vertices", 0)
+    return int(count), rep
+
+
+def _solve_quotient(fptr, fidx, n, k, piece, I, phases, passes, timer, info, host):
+    """``(count, labels)`` of a graph from its pieces (:func:`mutual_pieces`):
+    the strong components of the :func:`quotient` graph (by
+    :func:`strong_components`, which may contract again), each piece
+    given a vertex of its component, numbered as :func:`strong_components`
+    numbers.  ``phases`` and ``passes``: the steps and passes run before."""
+    import cupy
+
+    from .timing import run
+
+    inner = {"method_phases": [], "iterations": 0, "passes": 0, "replayed_passes": 0,
+             "host_vertices": 0}
+    state = {}
+
+    def build():
+        state["q"] = quotient(fptr, fidx, piece, k, n)
+
+    run(timer, "pieces", build)
+    _, lab = strong_components("csr", state["q"], k, timer, inner, host)
+    member = cupy.empty(k, dtype=cupy.int64)
+    member[lab] = cupy.arange(k, dtype=cupy.int64)  # any piece of the component will do
+    vertex = cupy.empty(k, dtype=I)
+    vertex[piece] = cupy.arange(n, dtype=I)  # any vertex of the piece will do
+    rep = vertex[member[lab[piece]]]
+    count = _number(rep, I, timer)
+    if info is not None:
+        inner.pop("weak_method", None)
+        info.update(inner)
+        info["method_phases"] = list(dict.fromkeys(
+            ["transpose", "paths"] + phases[1:] + ["pieces"] + inner["method_phases"]
+            + ["smallest"]))
+        info["path_vertices"] = inner.get("path_vertices", 0)
+        info["passes"] = passes + inner["passes"]
+        info["pieces"] = k
     return int(count), rep

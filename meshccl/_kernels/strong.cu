@@ -58,6 +58,12 @@
 //    on the queue's length (a prefix sum over the lanes places them), not
 //    one per vertex on a word that every warp of the level shares.  Then
 //    the trim runs again on what is left.
+//    A search that is still running after many levels (a road network's
+//    giant component, thousands of levels) stops where the edges stored
+//    both ways join most vertices into few pieces (meshccl_scc_mutual*):
+//    each piece lies inside one component, and the graph with each piece
+//    contracted to one vertex (meshccl_scc_quotient_*) has the same
+//    components between pieces and a diameter of a few levels.
 //
 // 3. Colouring (meshccl_scc_colour_*), for the many small components left.
 //    Every remaining vertex starts with its own priority as colour; the
@@ -704,7 +710,106 @@ __global__ void meshccl_scc_path_links(const long long* __restrict__ fptr,
     }
 }
 
+// Pieces joined by mutual edges (meshccl/_gpu/strong.py: mutual_pieces).
+// An edge u -> w whose reverse w -> u is also stored puts u and w in one
+// component, and so does every chain of such edges: the weak components of
+// the mutual edges (the pieces) lie inside strong components.  Contracting
+// each piece to one vertex keeps every path between pieces, so the strong
+// components of the quotient graph, each piece expanded, are the graph's.
+// A road network whose streets are mostly two-way becomes a few percent of
+// its vertices, and the long searches of its giant component a few levels.
+// meshccl_scc_mutual counts each vertex's mutual entries (a self-loop is
+// none), meshccl_scc_mutual_fill writes them at the row offsets of those
+// counts: thread per vertex, both rows scanned only when neither holds more
+// than max_row entries (a longer row counts as no mutual edge, which keeps
+// the result exact -- a piece may then split -- and symmetric).
+template <typename J>
+__device__ __forceinline__ bool mutual_entry(const long long* __restrict__ fptr,
+                                             const J* __restrict__ fidx, long long u, long long w,
+                                             long long max_row) {
+    if (w == u) return false;
+    const long long wb = fptr[w], we = fptr[w + 1];
+    if (we - wb > max_row) return false;
+    for (long long j = wb; j < we; ++j)
+        if ((long long)fidx[j] == u) return true;
+    return false;
+}
+
+template <typename J>
+__global__ void meshccl_scc_mutual(const long long* __restrict__ fptr, const J* __restrict__ fidx,
+                                   long long n, long long max_row,
+                                   long long* __restrict__ count) {
+    using namespace meshccl::strong;
+    for (long long u = thread_id(); u < n; u += thread_count()) {
+        const long long b = fptr[u], e = fptr[u + 1];
+        long long c = 0;
+        if (e - b <= max_row)
+            for (long long k = b; k < e; ++k) c += mutual_entry(fptr, fidx, u, (long long)fidx[k], max_row);
+        count[u] = c;
+    }
+}
+
+template <typename J>
+__global__ void meshccl_scc_mutual_fill(const long long* __restrict__ fptr,
+                                        const J* __restrict__ fidx, long long n, long long max_row,
+                                        const long long* __restrict__ mptr, J* __restrict__ midx) {
+    using namespace meshccl::strong;
+    for (long long u = thread_id(); u < n; u += thread_count()) {
+        const long long b = fptr[u], e = fptr[u + 1];
+        if (e - b > max_row) continue;
+        long long at = mptr[u];
+        for (long long k = b; k < e; ++k) {
+            const J w = fidx[k];
+            if (mutual_entry(fptr, fidx, u, (long long)w, max_row)) midx[at++] = w;
+        }
+    }
+}
+
+// The quotient graph's rows: meshccl_scc_quotient_degree counts, for each
+// piece, the entries of its vertices' rows that lead to another piece
+// (deg[piece + 1], atomics), and meshccl_scc_quotient_scatter writes each
+// such entry's piece at its row's cursor (the rows' starts, advanced by
+// atomics).  Thread per vertex.
+template <typename I, typename J>
+__global__ void meshccl_scc_quotient_degree(const long long* __restrict__ fptr,
+                                            const J* __restrict__ fidx,
+                                            const I* __restrict__ piece, long long n,
+                                            unsigned long long* __restrict__ deg) {
+    using namespace meshccl::strong;
+    for (long long u = thread_id(); u < n; u += thread_count()) {
+        const I p = piece[u];
+        unsigned long long c = 0;
+        for (long long k = fptr[u], e = fptr[u + 1]; k < e; ++k) c += piece[fidx[k]] != p;
+        if (c) atomicAdd(deg + (long long)p + 1, c);
+    }
+}
+
+template <typename I, typename J>
+__global__ void meshccl_scc_quotient_scatter(const long long* __restrict__ fptr,
+                                             const J* __restrict__ fidx,
+                                             const I* __restrict__ piece, long long n,
+                                             unsigned long long* __restrict__ cursor,
+                                             J* __restrict__ out) {
+    using namespace meshccl::strong;
+    for (long long u = thread_id(); u < n; u += thread_count()) {
+        const I p = piece[u];
+        for (long long k = fptr[u], e = fptr[u + 1]; k < e; ++k) {
+            const I q = piece[fidx[k]];
+            if (q != p) out[atomicAdd(cursor + (long long)p, 1ull)] = (J)q;
+        }
+    }
+}
+
 #ifdef MESHCCL_INSTANTIATE_ALL
+template __global__ void meshccl_scc_mutual<int>(const long long*, const int*, long long,
+                                                 long long, long long*);
+template __global__ void meshccl_scc_mutual<long long>(const long long*, const long long*,
+                                                       long long, long long, long long*);
+template __global__ void meshccl_scc_mutual_fill<int>(const long long*, const int*, long long,
+                                                      long long, const long long*, int*);
+template __global__ void meshccl_scc_mutual_fill<long long>(const long long*, const long long*,
+                                                            long long, long long,
+                                                            const long long*, long long*);
 template __global__ void meshccl_scc_symmetric<int>(const long long*, const int*, const long long*,
                                                     const int*, long long, long long, unsigned*);
 template __global__ void meshccl_scc_symmetric<long long>(const long long*, const long long*,
@@ -730,7 +835,12 @@ template __global__ void meshccl_scc_symmetric<long long>(const long long*, cons
         const long long*, const J*, const I*, const I*, volatile unsigned*, const I*, const I*,    \
         const unsigned*, long long, const unsigned char*, int*);                         \
     template __global__ void meshccl_scc_path_links<I, J>(const long long*, const J*,             \
-                                                          const long long*, const J*, I, I*, I*);
+                                                          const long long*, const J*, I, I*, I*); \
+    template __global__ void meshccl_scc_quotient_degree<I, J>(const long long*, const J*,        \
+                                                               const I*, long long,              \
+                                                               unsigned long long*);             \
+    template __global__ void meshccl_scc_quotient_scatter<I, J>(                                   \
+        const long long*, const J*, const I*, long long, unsigned long long*, J*);
 #define MESHCCL_SCC_I(I)                                                                           \
     template __global__ void meshccl_scc_score<I>(const long long*, const long long*, const I*, I, \
                                                   long long*, unsigned*);                          \

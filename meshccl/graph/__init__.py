@@ -164,8 +164,10 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         'fwbw-colour' for strong components), ``backend`` ('cpu' or
         'gpu'), ``iterations`` (the GPU's colouring rounds for strong
         components; also ``passes``, ``path_vertices``, the vertices of
-        paths contracted before the steps, and ``host_vertices``, the
-        vertices the GPU left to the CPU's search on a narrow frontier) and
+        paths contracted before the steps, ``pieces``, the vertices of the
+        quotient by edges stored both ways when a long search took it, and
+        ``host_vertices``, the vertices the GPU left to the CPU's search on
+        a narrow frontier) and
         ``seconds``
         (per phase; on the GPU CUDA events, which makes the call wait for
         the device).
