@@ -309,6 +309,8 @@ MEMORY_CALLS = (
      {"return_info": True}),
     ("int64-out-2d-c1", "percolation", (4096, 4096), 1, "uint8", "dtype=int64",
      {"dtype": "int64"}),
+    ("uint32-out-2d-c1", "percolation", (4096, 4096), 1, "uint8", "dtype=uint32",
+     {"dtype": "uint32"}),
     ("axes-02-3d-c1", "percolation", (256, 256, 256), 1, "uint8",
      "axes=(0, 2) (the general chain)", {"axes": (0, 2)}),
     ("4d-c1", "percolation", (64, 64, 64, 64), 1, "uint8", "4-D uint8 (the general chain)", {}),

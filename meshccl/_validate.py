@@ -493,8 +493,8 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         raise ValueError(f"dtype={out_dtype} cannot hold first-cell labels of an array of "
                          f"{size} cells (largest value {np.iinfo(out_dtype).max})")
     work = np.dtype(np.int32) if size < 2**31 - 1 else np.dtype(np.int64)
-    if out_dtype == np.dtype(np.int64):
-        work = out_dtype
+    if out_dtype.itemsize == 8:  # (int64 or uint64 labels: written as int64, viewed)
+        work = np.dtype(np.int64)
     if size > 0:
         values = xp.ascontiguousarray(values).reshape(-1)
     prob = Problem(xp, values, squeezed, tuple(x.shape), conn_sq, has_bg, bgkey, work,

@@ -530,8 +530,10 @@ def _to_dtype(labels, count, out_dtype, return_num):
     if labels.dtype == out_dtype:
         return labels, count
     info = np.iinfo(out_dtype)
-    if int(count) > info.max:
+    if info.max < np.iinfo(labels.dtype).max and int(count) > info.max:
         raise ValueError(
             f"dtype={out_dtype} cannot hold {int(count)} labels (largest value {info.max})"
         )
+    if labels.dtype.itemsize == info.bits // 8:  # (never negative: the same bits, no copy)
+        return labels.view(out_dtype), count
     return labels.astype(out_dtype), count

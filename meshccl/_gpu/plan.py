@@ -391,16 +391,27 @@ class Plan:
         if self.counted:
             count, counts = count
         if self.out_dtype != self.work:
-            count = int(count)
-            if count > np.iinfo(self.out_dtype).max:
-                raise ValueError(f"dtype={self.out_dtype} cannot hold {count} labels "
-                                 f"(largest value {np.iinfo(self.out_dtype).max})")
-            P = P.astype(self.out_dtype)
+            top = np.iinfo(self.out_dtype).max
+            if top < np.iinfo(self.work).max:  # (a narrower dtype: N must fit)
+                count = int(count)
+                if count > top:
+                    raise ValueError(f"dtype={self.out_dtype} cannot hold {count} labels "
+                                     f"(largest value {top})")
+            P = _as_dtype(P, self.out_dtype)
         if self.counted:
             return (P, count, counts) if return_num else (P, counts)
         if return_num:
             return P, int(count)
         return P
+
+
+def _as_dtype(P, dtype):
+    """Labels ``P`` (int32 / int64, never negative) in ``dtype``: a view
+    where the item sizes agree (uint32 from int32: the same bits, no copy
+    of the labels), else a converted copy."""
+    if P.dtype.itemsize == np.dtype(dtype).itemsize:
+        return P.view(dtype)
+    return P.astype(dtype)
 
 
 def _packed(program):
