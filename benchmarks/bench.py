@@ -70,8 +70,14 @@ More case sets (issues 45 and 56), chosen with ``--sets`` (default: standard onl
 * **memory** (:func:`memory_cases`, issue 56): site percolation at the
   threshold, 1024^3 at connectivity 1 and 3 and 16384^2 at connectivity 2
   (uint8): every GPU tool's peak device memory and time, meshccl CPU
-  (serial) as the reference, no CPU peer.  Writes bench-memory.json/.md/.png
-  (the peak ÷ label output per tool and case).
+  (serial) as the reference, no CPU peer; then every form of meshccl call
+  (:data:`MEMORY_CALLS`, cases ``call-*``: plain 2-D / 3-D, bool, Potts,
+  int32 values, first-cell labels, counts, statistics, ``return_info``,
+  other output dtypes, ``axes``, 4-D, a structure) at 4096^2 / 256^3 /
+  64^4, meshccl GPU only, with the largest blocks held at each call's peak
+  and where they were allocated, checked against meshccl CPU (every core).
+  Writes bench-memory.json/.md/.png (the peak ÷ label output per tool and
+  case).
 
 For these sets ``--min-time`` defaults to 0.5 s and ``--cpu-repeat`` to 1
 (the CPU calls are the reference, not the subject).
