@@ -425,8 +425,10 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
     # Values in a kernel dtype, and the background as the kernels' key.
     if dt.kind == "b":
         # skimage's bool path: background 1/True labels the False cells.
+        # (CuPy: the raw bytes for now, made 0 / 1 at the end unless the
+        # chain reads every non-zero byte as True: _gpu_bool_bytes)
         has_bg, bgval = True, (1 if (background is not None and _is_one(background)) else 0)
-        values = _bool_bytes(xp, x)
+        values = _bool_bytes(xp, x) if xp is np else x.view(np.uint8)
         bgkey = np.uint8(bgval)
     elif tol is not None:
         # |a - b| <= tolerance on the values themselves: keep the dtype (signed
@@ -521,4 +523,19 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
             from .neighbourhood import bond_rows
             prob.bonds = bonds_u8.reshape(nbonds, -1)
             prob.bond_rows = bond_rows(squeezed, kept, ndim, conn)
+    if dt.kind == "b" and xp is not np and size > 0:
+        prob.values = _gpu_bool_bytes(prob)
     return prob
+
+
+def _gpu_bool_bytes(prob):
+    """A CuPy bool input's bytes (``prob.values``, as given) as the GPU
+    chain needs them: as they are where the chain reads every non-zero
+    byte as True (:func:`meshccl._gpu.runs_nd.reads_bool_bytes`), else a
+    copy of them as 0 / 1 (the other chains compare bytes, and a bool array
+    may hold bytes other than 0 and 1, which are True too)."""
+    from ._gpu import runs_nd
+
+    if runs_nd.reads_bool_bytes(prob):
+        return prob.values
+    return (prob.values != 0).view(np.uint8)

@@ -432,7 +432,10 @@ def _label_cpu(prob, backend, cpu_threads, info):
 
     host = backend != "cpu"
     if host:
-        prob = dataclasses.replace(prob, values=prob.values.get(), mask=_host(prob.mask),
+        values = prob.values.get()
+        if prob.binary:  # (CuPy bool bytes may be as given: the CPU takes them as 0 / 1)
+            values = _validate._bool_bytes(np, values)
+        prob = dataclasses.replace(prob, values=values, mask=_host(prob.mask),
                                    bonds=_host(prob.bonds))
     t1 = time.perf_counter()
     P, num, counts, report = label_problem(prob, cpu_threads)

@@ -89,7 +89,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _tuning, _validate
-from . import chains, image_plain, number_roots
+from . import chains, image_plain, number_roots, runs_nd
 from .launch import COUNTS, pack_chain
 
 MAX_PLANS = 16
@@ -172,6 +172,7 @@ class Plan:
         self.slot_tiles = True
         # bool input: its bytes as 0 / 1 first (a bool array may hold other
         # non-zero bytes, which are True), into a buffer kept with the plan
+        # (not for the runsnd chain at background 0: runs_nd.reads_bool_bytes)
         self.bool01 = cupy.empty(prob.out_shape, dtype=cupy.bool_) if bool_input else None
         # lattice features (periodic axes, a mask, bonds, a tolerance): one
         # chain, no graphs
@@ -186,8 +187,6 @@ class Plan:
                 self._try_capture()
             return
         if name == "runsnd":  # (one form, its own scratch)
-            from . import runs_nd
-
             prog = chains.program(case, prob, buffers=runs_nd.scratch(n, self.work, case.shape),
                                   counts=counts)
             self.chains = {True: (prog, _packed(prog))}
@@ -518,7 +517,9 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
         case = chains.select(prob)
         if prob.swapped or (case.chain.name == "general" and (features or prob.counts)):
             return None  # (the general chain plans plain calls only)
-        plan = Plan(prob, case, bool_input=x.dtype == np.bool_)
+        # (bool input as 0 / 1 bytes, unless the chain reads any non-zero byte as True)
+        plan = Plan(prob, case, bool_input=x.dtype == np.bool_
+                    and not runs_nd.reads_bool_bytes(prob))
         del prob  # (its values may be a copy, which the calls do not need)
         plans[key] = plan
         if len(plans) > MAX_PLANS:
