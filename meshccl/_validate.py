@@ -428,7 +428,7 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         # (CuPy: the raw bytes for now, made 0 / 1 at the end unless the
         # chain reads every non-zero byte as True: _gpu_bool_bytes)
         has_bg, bgval = True, (1 if (background is not None and _is_one(background)) else 0)
-        values = _bool_bytes(xp, x) if xp is np else x.view(np.uint8)
+        values = _bool_bytes(xp, x) if xp is np else x
         bgkey = np.uint8(bgval)
     elif tol is not None:
         # |a - b| <= tolerance on the values themselves: keep the dtype (signed
@@ -529,13 +529,13 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
 
 
 def _gpu_bool_bytes(prob):
-    """A CuPy bool input's bytes (``prob.values``, as given) as the GPU
-    chain needs them: as they are where the chain reads every non-zero
-    byte as True (:func:`meshccl._gpu.runs_nd.reads_bool_bytes`), else a
-    copy of them as 0 / 1 (the other chains compare bytes, and a bool array
-    may hold bytes other than 0 and 1, which are True too)."""
-    from ._gpu import runs_nd
+    """A CuPy bool input (``prob.values``, flat bool) as the GPU chain
+    needs it: as it is where the chain reads every non-zero byte as True
+    (:func:`meshccl._gpu.chains.reads_bool_bytes`), else a copy of its
+    bytes as 0 / 1, uint8 (the other chains compare bytes, and a bool
+    array may hold bytes other than 0 and 1, which are True too)."""
+    from ._gpu import chains
 
-    if runs_nd.reads_bool_bytes(prob):
+    if chains.reads_bool_bytes(chains.select(prob), prob):
         return prob.values
     return (prob.values != 0).view(np.uint8)

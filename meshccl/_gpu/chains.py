@@ -224,6 +224,19 @@ def select(prob) -> Case:
                 prob.no_left)
 
 
+def reads_bool_bytes(case, prob) -> bool:
+    """Whether ``case``'s chain takes a bool input's bytes as they are
+    (every non-zero byte True, as NumPy reads a bool array, which may hold
+    bytes other than 0 and 1): the plain run chains without periodic axes
+    (their kernels' ``meshccl::flag8`` form), and runsnd at background
+    False (its masks test bytes against the background byte only).  Other
+    chains compare bytes, and label a 0 / 1 copy."""
+    name = case.chain.name
+    if name == "runsnd":
+        return prob.has_bg and int(prob.bgkey) == 0
+    return name in ("runs2d", "runs3d") and not case.periodic
+
+
 def program(case, prob, *, buffers=None, slot_tiles=True, report=None, counts=None,
             stats=None):
     """The launches of ``case``'s chain for ``prob``'s shape and dtype, as

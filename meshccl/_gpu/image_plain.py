@@ -338,7 +338,9 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     meshccl_label_runs, which sees a volume as nz * ny rows."""
     index_dtype = np.dtype(index_dtype)
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
-    t, i = c_type(value_dtype), c_type(index_dtype)
+    # (bool input's bytes as given: lattice.cuh's flag8, any non-zero byte True)
+    t = "meshccl::flag8" if np.dtype(value_dtype) == np.bool_ else c_type(value_dtype)
+    i = c_type(index_dtype)
     rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]  # tile rows per lane group
     per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
     slots = _tuning.RUNS_2D_SLOTS if d == 2 else 0

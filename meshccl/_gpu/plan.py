@@ -172,7 +172,7 @@ class Plan:
         self.slot_tiles = True
         # bool input: its bytes as 0 / 1 first (a bool array may hold other
         # non-zero bytes, which are True), into a buffer kept with the plan
-        # (not for the runsnd chain at background 0: runs_nd.reads_bool_bytes)
+        # (not where the chain reads the bytes as they are: chains.reads_bool_bytes)
         self.bool01 = cupy.empty(prob.out_shape, dtype=cupy.bool_) if bool_input else None
         # lattice features (periodic axes, a mask, bonds, a tolerance): one
         # chain, no graphs
@@ -517,9 +517,10 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
         case = chains.select(prob)
         if prob.swapped or (case.chain.name == "general" and (features or prob.counts)):
             return None  # (the general chain plans plain calls only)
-        # (bool input as 0 / 1 bytes, unless the chain reads any non-zero byte as True)
+        # (bool input as 0 / 1 bytes, unless the chain reads any non-zero
+        # byte as True: then the problem's values are the input itself)
         plan = Plan(prob, case, bool_input=x.dtype == np.bool_
-                    and not runs_nd.reads_bool_bytes(prob))
+                    and prob.values.dtype != np.bool_)
         del prob  # (its values may be a copy, which the calls do not need)
         plans[key] = plan
         if len(plans) > MAX_PLANS:

@@ -99,15 +99,6 @@ def serves(prob) -> bool:
             and (prob.offsets is not None or len(prob.shape) >= 4))
 
 
-def reads_bool_bytes(prob) -> bool:
-    """Whether this chain takes a bool input's bytes as they are: it
-    serves ``prob`` and labels the cells whose byte is not 0 (background
-    False, the default), so a byte other than 0 and 1 is True as NumPy
-    reads it, with no 0 / 1 copy of the input (meshccl_runsnd_rows' masks
-    test bytes against the background byte only)."""
-    return serves(prob) and prob.has_bg and int(prob.bgkey) == 0
-
-
 def offsets_of(prob):
     """The half neighbourhood ``prob`` is labelled under."""
     from .. import neighbourhood
