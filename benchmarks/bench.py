@@ -405,6 +405,23 @@ def memory_call(case, x, device):
     return lambda: meshccl.label(x, connectivity=case.connectivity, **kw)
 
 
+def output_bytes(out):
+    """The bytes of every array a call returned (labels, counts, the
+    statistics' columns; views of one array counted once)."""
+    arrays = []
+    for item in out if isinstance(out, tuple) else (out,):
+        if isinstance(item, dict):
+            if "seconds" not in item:  # (return_info's dict holds no output array)
+                arrays += list(item.values())
+        elif hasattr(item, "nbytes"):
+            arrays.append(item)
+    bases = {}
+    for a in arrays:
+        base = a if getattr(a, "base", None) is None else a.base
+        bases[id(base)] = base.nbytes
+    return sum(bases.values())
+
+
 def memory_outputs(case, out):
     """(labels, N or None, counts or None) of a call's result."""
     kw = case.kw
@@ -433,7 +450,12 @@ def run_memory_call(case, x_dev, x_host, args):
             fn = memory_call(case, x_dev, "gpu")
             seconds, runs = time_gpu(fn, args.repeat, args.min_time)
             memory = call_memory(fn, trace=True) if args.memory else {}
-            labels, count, counts = memory_outputs(case, fn())
+            out = fn()
+            labels, count, counts = memory_outputs(case, out)
+            if memory.get("peak_bytes") is not None:
+                memory["outputs_bytes"] = output_bytes(out)
+                memory["peak_outputs_ratio"] = memory["peak_bytes"] / memory["outputs_bytes"]
+            out = None
             if count is None:
                 count = int(labels.max()) if labels.size else 0
             r = _ok(seconds, runs, count, case)
@@ -1954,19 +1976,24 @@ def _memory_call_lines(results):
              "features are in bench-lattice.md). Labels: the output's bytes (`labels.nbytes`); "
              "peak ÷ labels in brackets. Blocks at the peak: the largest blocks held at the "
              "high-water mark, with the meshccl line that allocated each (innermost first). "
+             "Outputs: the labels and whatever else the call returns (counts, statistics), "
+             "the peak ÷ those in brackets, and the verdict against them. "
              "Check: meshccl GPU against meshccl CPU, labels and counts identical.", "",
-             "| case | call | labels | peak | "
+             "| case | call | labels | peak | outputs | "
              f"≤ {MEMORY_TARGET:g}× | time (ms) | check | largest blocks at the peak |",
-             "|---|---|---:|---:|---|---:|---|---|"]
+             "|---|---|---:|---:|---:|---|---:|---|---|"]
     for c in calls:
         r = c["tools"].get("meshccl GPU", {})
-        labels, ratio = r.get("labels_bytes"), r.get("peak_ratio")
+        labels, ratio = r.get("labels_bytes"), r.get("peak_outputs_ratio")
         verdict = ("✓" if ratio <= MEMORY_TARGET else "✗") if ratio is not None else ""
+        outputs = (f"{fmt_bytes(r['outputs_bytes'])} ({ratio:.2f}×)"
+                   if ratio is not None else "")
         blocks = "; ".join(f"{fmt_bytes(b)} {where}" for b, where in r.get("peak_blocks", [])[:3])
         shape = " × ".join(map(str, c["shape"]))
         lines.append(f"| {c['name']} | {c['call']}; {shape} {c['dtype']}, c{c['connectivity']} "
                      f"| {fmt_bytes(labels) if labels else ''} | {_memory_cell(r) if r else ''} "
-                     f"| {verdict} | {_cell(r) if r else ''} | {r.get('check', '')} | {blocks} |")
+                     f"| {outputs} | {verdict} | {_cell(r) if r else ''} | {r.get('check', '')} "
+                     f"| {blocks} |")
     return lines
 
 
