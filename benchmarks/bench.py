@@ -70,8 +70,14 @@ More case sets (issues 45 and 56), chosen with ``--sets`` (default: standard onl
 * **memory** (:func:`memory_cases`, issue 56): site percolation at the
   threshold, 1024^3 at connectivity 1 and 3 and 16384^2 at connectivity 2
   (uint8): every GPU tool's peak device memory and time, meshccl CPU
-  (serial) as the reference, no CPU peer.  Writes bench-memory.json/.md/.png
-  (the peak ÷ label output per tool and case).
+  (serial) as the reference, no CPU peer; then every form of meshccl call
+  (:data:`MEMORY_CALLS`, cases ``call-*``: plain 2-D / 3-D, bool, Potts,
+  int32 values, first-cell labels, counts, statistics, ``return_info``,
+  other output dtypes, ``axes``, 4-D, a structure) at 4096^2 / 256^3 /
+  64^4, meshccl GPU only, with the largest blocks held at each call's peak
+  and where they were allocated, checked against meshccl CPU (every core).
+  Writes bench-memory.json/.md/.png (the peak ÷ label output per tool and
+  case).
 
 For these sets ``--min-time`` defaults to 0.5 s and ``--cpu-repeat`` to 1
 (the CPU calls are the reference, not the subject).
@@ -272,6 +278,220 @@ def memory_cases(shrink=1):
     return [Case(f"percolation-{_shape_name(shape)}-c{conn}", "percolation", shape, conn,
                  p=patterns.PERCOLATION_THRESHOLD[(len(shape), conn)])
             for shape, conn in specs]
+
+
+#: The call forms of the memory set (issue 56, point 9), each measured for
+#: meshccl GPU only (the forms a recent change concerns first, so that a
+#: run cut short has them): (name, pattern, shape (at shrink 1), connectivity,
+#: input dtype, what the call does, keyword arguments).  'structure':
+#: meshccl.ndimage.label with a structure no connectivity names (the row
+#: table chain); every other form is meshccl.label.  The lattice features
+#: (periodic axes, masks, bonds, tolerance, stacks) are measured by the
+#: lattice set.
+MEMORY_CALLS = (
+    ("plain-2d-c1", "percolation", (4096, 4096), 1, "uint8", "plain", {}),
+    ("bool-2d-c1", "percolation", (4096, 4096), 1, "bool", "bool input", {}),
+    ("bool-3d-c1", "percolation", (256, 256, 256), 1, "bool", "bool input", {}),
+    ("counts-2d-c1", "percolation", (4096, 4096), 1, "uint8", "return_counts=True",
+     {"return_counts": True}),
+    ("counts-3d-c1", "percolation", (256, 256, 256), 1, "uint8", "return_counts=True",
+     {"return_counts": True}),
+    ("plain-3d-c1", "percolation", (256, 256, 256), 1, "uint8", "plain", {}),
+    ("4d-bool-c1", "percolation", (64, 64, 64, 64), 1, "bool", "4-D bool (the row-table chain)",
+     {}),
+    ("structure-3d", "percolation", (256, 256, 256), 1, "bool",
+     "ndimage.label, a structure of the 6 faces and the 4 in-plane diagonals (row-table chain)",
+     {"structure": "faces+xy-diagonals"}),
+    ("statistics-2d-c1", "percolation", (4096, 4096), 1, "uint8", "return_statistics=True",
+     {"return_statistics": True}),
+    ("statistics-3d-c1", "percolation", (256, 256, 256), 1, "uint8", "return_statistics=True",
+     {"return_statistics": True}),
+    ("plain-2d-c2", "percolation", (4096, 4096), 2, "uint8", "plain", {}),
+    ("plain-3d-c3", "percolation", (256, 256, 256), 3, "uint8", "plain", {}),
+    ("potts4-2d-c1", "potts", (4096, 4096), 1, "uint8", "4 values, equal-value labelling", {}),
+    ("potts4-3d-c1", "potts", (256, 256, 256), 1, "uint8", "4 values, equal-value labelling", {}),
+    ("potts4-i32-2d-c1", "potts", (4096, 4096), 1, "int32", "int32 values", {}),
+    ("first-cell-2d-c1", "percolation", (4096, 4096), 1, "uint8", "numbering='first-cell'",
+     {"numbering": "first-cell"}),
+    ("first-cell-3d-c1", "percolation", (256, 256, 256), 1, "uint8", "numbering='first-cell'",
+     {"numbering": "first-cell"}),
+    ("info-2d-c1", "percolation", (4096, 4096), 1, "uint8", "return_info=True (no plan)",
+     {"return_info": True}),
+    ("info-3d-c1", "percolation", (256, 256, 256), 1, "uint8", "return_info=True (no plan)",
+     {"return_info": True}),
+    ("int64-out-2d-c1", "percolation", (4096, 4096), 1, "uint8", "dtype=int64",
+     {"dtype": "int64"}),
+    ("uint32-out-2d-c1", "percolation", (4096, 4096), 1, "uint8", "dtype=uint32",
+     {"dtype": "uint32"}),
+    ("axes-02-3d-c1", "percolation", (256, 256, 256), 1, "uint8",
+     "axes=(0, 2) (the general chain)", {"axes": (0, 2)}),
+    ("4d-c1", "percolation", (64, 64, 64, 64), 1, "uint8", "4-D uint8 (the general chain)", {}),
+    ("4d-c4", "percolation", (64, 64, 64, 64), 4, "uint8", "4-D uint8 (the general chain)", {}),
+)
+
+
+@dataclass
+class MemoryCall:
+    """A call form of the memory set (:data:`MEMORY_CALLS`)."""
+
+    name: str          # 'call-counts-2d-c1'
+    pattern: str
+    shape: tuple
+    connectivity: int
+    dtype: str
+    call: str          # in words
+    kw: dict
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def cells(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def array_case(self):
+        """The :class:`Case` whose array the call labels."""
+        ndim = self.ndim
+        p = None
+        if self.pattern == "percolation":
+            p = ({1: PERCOLATION_4D_C1, 4: PERCOLATION_4D_C4}[self.connectivity] if ndim == 4
+                 else patterns.PERCOLATION_THRESHOLD[(ndim, self.connectivity)])
+        return Case(self.name, self.pattern, self.shape, self.connectivity, p=p,
+                    dtype=self.dtype, multi=self.pattern == "potts")
+
+
+def memory_calls(shrink=1):
+    """The call forms of the memory set, named 'call-...'; sides / ``shrink``
+    (4-D sides at least 8)."""
+    d = functools.partial(_div, k=shrink)
+    return [MemoryCall(f"call-{name}", pattern, tuple(d(s) for s in shape), conn, dtype, call,
+                       dict(kw))
+            for name, pattern, shape, conn, dtype, call, kw in MEMORY_CALLS]
+
+
+def _memory_structure(ndim):
+    """The 'structure' call's structure: the faces and the in-plane (last
+    two axes) diagonals, which no connectivity names."""
+    s = np.zeros((3,) * ndim, dtype=bool)
+    centre = (1,) * ndim
+    s[centre] = True
+    for axis in range(ndim):
+        for d in (0, 2):
+            k = list(centre)
+            k[axis] = d
+            s[tuple(k)] = True
+    for a in (0, 2):
+        for b in (0, 2):
+            s[centre[:-2] + (a, b)] = True
+    return s
+
+
+def memory_call(case, x, device):
+    """``case``'s call on ``x``: a function of no arguments returning what
+    meshccl returns.  ``device``: 'gpu' (x a CuPy array) or 'cpu' (NumPy,
+    on every core)."""
+    kw = dict(case.kw)
+    if "structure" in kw:
+        from meshccl import ndimage as mndi
+
+        structure = _memory_structure(case.ndim)
+        return lambda: mndi.label(x, structure)
+    if "dtype" in kw:
+        kw["dtype"] = np.dtype(kw["dtype"])
+    if device == "cpu":
+        kw["cpu_threads"] = 0
+    return lambda: meshccl.label(x, connectivity=case.connectivity, **kw)
+
+
+def output_bytes(out):
+    """The bytes of every array a call returned (labels, counts, the
+    statistics' columns; views of one array counted once)."""
+    arrays = []
+    for item in out if isinstance(out, tuple) else (out,):
+        if isinstance(item, dict):
+            if "seconds" not in item:  # (return_info's dict holds no output array)
+                arrays += list(item.values())
+        elif hasattr(item, "nbytes"):
+            arrays.append(item)
+    bases = {}
+    for a in arrays:
+        base = a if getattr(a, "base", None) is None else a.base
+        bases[id(base)] = base.nbytes
+    return sum(bases.values())
+
+
+def memory_outputs(case, out):
+    """(labels, N or None, counts or None) of a call's result."""
+    kw = case.kw
+    if "structure" in kw:
+        return out[0], int(out[1]), None
+    if not isinstance(out, tuple):
+        return out, None, None
+    labels, rest = out[0], out[1:]
+    counts = None
+    if kw.get("return_counts"):
+        counts = rest[0]
+    elif kw.get("return_statistics"):
+        counts = rest[0]["voxel_counts"]
+    return labels, None, counts
+
+
+def run_memory_call(case, x_dev, x_host, args):
+    """meshccl GPU's time and peak device memory on one call form, checked
+    against meshccl CPU (identical labels and counts)."""
+    res = {}
+    host = None
+    if x_dev is not None:
+        try:
+            import cupy
+
+            fn = memory_call(case, x_dev, "gpu")
+            seconds, runs = time_gpu(fn, args.repeat, args.min_time)
+            memory = call_memory(fn, trace=True) if args.memory else {}
+            out = fn()
+            labels, count, counts = memory_outputs(case, out)
+            if memory.get("peak_bytes") is not None:
+                memory["outputs_bytes"] = output_bytes(out)
+                memory["peak_outputs_ratio"] = memory["peak_bytes"] / memory["outputs_bytes"]
+            out = None
+            if count is None:
+                count = int(labels.max()) if labels.size else 0
+            r = _ok(seconds, runs, count, case)
+            r.update(memory)
+            host = (cupy.asnumpy(labels), count,
+                    None if counts is None else cupy.asnumpy(counts))
+            r["check"] = "unchecked"
+            labels = counts = fn = None
+        except Exception as e:
+            r = _error(e)
+        res["meshccl GPU"] = r
+        log(f"  {'meshccl GPU':12s} {_fmt_result(r)}")
+    try:
+        t0 = time.perf_counter()
+        labels, count, counts = memory_outputs(case, memory_call(case, x_host, "cpu")())
+        seconds = time.perf_counter() - t0
+        if count is None:
+            count = int(labels.max()) if labels.size else 0
+        r = _ok(seconds, 1, count, case)
+        r["check"] = "reference"
+        if host is not None:
+            if case.kw.get("numbering") == "first-cell":
+                check = "identical" if np.array_equal(labels, host[0]) else \
+                    "MISMATCH (first-cell labels differ)"
+            else:
+                check = compare(np, labels, count, host[0], host[1])
+            if check == "identical" and counts is not None and not np.array_equal(
+                    np.asarray(counts), host[2]):
+                check = "MISMATCH (counts differ)"
+            res["meshccl GPU"]["check"] = strict(check)
+            res["meshccl GPU"]["reference"] = "meshccl CPU"
+    except Exception as e:
+        r = _error(e)
+    res["meshccl CPU"] = r
+    log(f"  {'meshccl CPU':12s} {_fmt_result(r)}")
+    return res
 
 
 def generator_text(case):
@@ -477,9 +697,30 @@ class CallMemory:
     block allocated before the ``with`` and freed inside it is not
     subtracted, and the blocks still held at the end are kept
     (``live``: pointer -> bytes), so that :meth:`holds` can tell whether an
-    output came from the pool within the block."""
+    output came from the pool within the block.
+
+    With ``trace``, each block's allocation site is kept too (the innermost
+    meshccl frames of its Python stack), and ``at_peak`` lists the blocks
+    held at the high-water mark as (bytes, site), largest first: where a
+    call's peak comes from."""
 
     name = "meshccl-bench-call"
+
+    def __init__(self, trace=False):
+        self.trace = trace
+        self.at_peak = []
+
+    @staticmethod
+    def _site():
+        """The innermost frames of meshccl's code on the stack, as
+        'file:line' (the call's allocation site), or the caller's."""
+        frames = [f for f in traceback.extract_stack()[:-3]
+                  if os.sep + "meshccl" + os.sep in f.filename
+                  and os.sep + "benchmarks" + os.sep not in f.filename]
+        if not frames:
+            frames = traceback.extract_stack()[-6:-3]
+        return " < ".join(f"{os.path.relpath(f.filename, REPO)}:{f.lineno}"
+                          for f in reversed(frames[-3:]))
 
     def __enter__(self):
         from cupy.cuda import memory_hook
@@ -493,6 +734,12 @@ class CallMemory:
                 if kw["mem_ptr"]:  # (0: the allocation failed)
                     outer.live[kw["mem_ptr"]] = kw["mem_size"]
                     outer.current += kw["mem_size"]
+                    if outer.trace:
+                        outer.sites[kw["mem_ptr"]] = outer._site()
+                        if outer.current > outer.peak:
+                            outer.at_peak = sorted(
+                                ((size, outer.sites.get(p, "?")) for p, size in outer.live.items()),
+                                reverse=True)
                     outer.peak = max(outer.peak, outer.current)
 
             def free_postprocess(self, **kw):
@@ -502,6 +749,7 @@ class CallMemory:
 
         self.current = self.peak = 0
         self.live = {}
+        self.sites = {}
         self._hook = _Hook()
         self._hook.__enter__()
         return self
@@ -528,13 +776,15 @@ def _device_pointer(a):
     return None if iface is None else int(iface["data"][0])
 
 
-def measure_memory(fn):
+def measure_memory(fn, trace=False):
     """Peak device memory of one call ``fn()`` (returning labels or (labels,
     count)) beyond what exists before it: {'peak_bytes', 'labels_bytes'
     (the output's nbytes), 'peak_ratio' (peak / labels)}.  When the output
     is not memory the call took from CuPy's pool, the tool allocates
     elsewhere and the pool's count would be wrong: peak_bytes and
-    peak_ratio are then None and 'peak_note' says why."""
+    peak_ratio are then None and 'peak_note' says why.  ``trace``: also
+    'peak_blocks', the blocks held at the peak as [bytes, allocation
+    site] (:class:`CallMemory`)."""
     import gc
 
     import cupy
@@ -545,7 +795,7 @@ def measure_memory(fn):
     cupy.cuda.Device().synchronize()
     # (override() drops this thread's launch plans: meshccl's call builds its
     # plan inside the window, so what a plan keeps for later calls counts)
-    with CallMemory() as mem, _tuning.override():
+    with CallMemory(trace) as mem, _tuning.override():
         out = fn()
         cupy.cuda.Device().synchronize()
     labels = _labels_of(out)
@@ -558,6 +808,8 @@ def measure_memory(fn):
                                "so the pool's count would miss it")
     else:
         record["peak_bytes"] = int(mem.peak)
+        if trace:
+            record["peak_blocks"] = [[int(b), where] for b, where in mem.at_peak]
         if labels.nbytes:
             record["peak_ratio"] = mem.peak / labels.nbytes
     return record
@@ -567,11 +819,11 @@ def _unmeasured(why):
     return {"peak_bytes": None, "labels_bytes": None, "peak_ratio": None, "peak_note": why}
 
 
-def call_memory(fn):
+def call_memory(fn, trace=False):
     """:func:`measure_memory`, with a failure of the extra call recorded
     as the reason there is no number (the timing stands)."""
     try:
-        return measure_memory(fn)
+        return measure_memory(fn, trace)
     except Exception as e:
         return _unmeasured(f"the measured call failed: {type(e).__name__}: {e}")
 
@@ -1708,8 +1960,41 @@ def markdown_memory(results):
         results, cols,
         "meshccl GPU against meshccl CPU (must be identical), every GPU peer against meshccl "
         "GPU ('same partition' is enough). Counts must agree.")
+    lines += _memory_call_lines(results)
     lines += _tail_lines(results)
     return "\n".join(lines) + "\n"
+
+
+def _memory_call_lines(results):
+    """The memory set's call forms: meshccl GPU's peak, ratio, time and
+    check per form, and the three largest blocks held at the peak."""
+    calls = results.get("calls") or []
+    if not calls:
+        return []
+    lines = ["", "## Peak device memory per call form (meshccl GPU)", "",
+             "The same count as above, for each form of call meshccl serves (the lattice "
+             "features are in bench-lattice.md). Labels: the output's bytes (`labels.nbytes`); "
+             "peak ÷ labels in brackets. Blocks at the peak: the largest blocks held at the "
+             "high-water mark, with the meshccl line that allocated each (innermost first). "
+             "Outputs: the labels and whatever else the call returns (counts, statistics), "
+             "the peak ÷ those in brackets, and the verdict against them. "
+             "Check: meshccl GPU against meshccl CPU, labels and counts identical.", "",
+             "| case | call | labels | peak | outputs | "
+             f"≤ {MEMORY_TARGET:g}× | time (ms) | check | largest blocks at the peak |",
+             "|---|---|---:|---:|---:|---|---:|---|---|"]
+    for c in calls:
+        r = c["tools"].get("meshccl GPU", {})
+        labels, ratio = r.get("labels_bytes"), r.get("peak_outputs_ratio")
+        verdict = ("✓" if ratio <= MEMORY_TARGET else "✗") if ratio is not None else ""
+        outputs = (f"{fmt_bytes(r['outputs_bytes'])} ({ratio:.2f}×)"
+                   if ratio is not None else "")
+        blocks = "; ".join(f"{fmt_bytes(b)} {where}" for b, where in r.get("peak_blocks", [])[:3])
+        shape = " × ".join(map(str, c["shape"]))
+        lines.append(f"| {c['name']} | {c['call']}; {shape} {c['dtype']}, c{c['connectivity']} "
+                     f"| {fmt_bytes(labels) if labels else ''} | {_memory_cell(r) if r else ''} "
+                     f"| {outputs} | {verdict} | {_cell(r) if r else ''} | {r.get('check', '')} "
+                     f"| {blocks} |")
+    return lines
 
 
 def markdown(results):
@@ -2045,7 +2330,7 @@ def plot_memory(results, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cases = results["cases"]
+    cases = results["cases"] + results.get("calls", [])
     tools = [t for t in GPU_TOOLS
              if any(c["tools"].get(t, {}).get("peak_ratio") is not None for c in cases)]
     fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(cases) + 3), 5))
@@ -2322,11 +2607,32 @@ def run_memory(cases, args, env):
     def extra(case):
         return {"generator": generator_text(case), "dtype": case.dtype}
 
+    calls = [c for c in cases if isinstance(c, MemoryCall)]
+    cases = [c for c in cases if not isinstance(c, MemoryCall)]
     _run_cases(cases, args, env, results, env.gtools, ctools, skipped, extra)
     for case in results["cases"]:
         cpu = case["tools"].get("meshccl CPU", {})
         if cpu.get("check") == "unchecked (skimage not run)":  # (no skimage in this set)
             cpu["check"] = "reference"
+    results["calls"] = []
+    for call in calls:
+        log(f"call {call.name} ({call.cells:,} cells): {call.call}")
+        t0 = time.perf_counter()
+        x_dev = generate(call.array_case, env.xp)
+        x_host = env.xp.asnumpy(x_dev) if env.use_gpu else x_dev
+        res = run_memory_call(call, x_dev if env.use_gpu else None, x_host, args)
+        results["calls"].append({"name": call.name, "shape": list(call.shape),
+                                 "connectivity": call.connectivity, "dtype": call.dtype,
+                                 "call": call.call, "kw": {k: str(v) for k, v in call.kw.items()},
+                                 "generator": generator_text(call.array_case),
+                                 "cells": call.cells, "tools": res,
+                                 "wall_s": time.perf_counter() - t0})
+        _note_failures(results, call.name, res, ("meshccl GPU", "meshccl CPU"))
+        x_dev = x_host = None
+        if env.use_gpu:
+            env.xp.get_default_memory_pool().free_all_blocks()
+        # (as it goes: a run cut short keeps the calls done so far)
+        _write(results, args.out, "bench-memory", markdown_memory(results), plot_memory)
     _write(results, args.out, "bench-memory", markdown_memory(results), plot_memory)
     return results
 
@@ -2342,10 +2648,12 @@ def main(argv=None):
     if "lattice" in args.sets:
         chosen["lattice"] = select_lattice_cases(lattice_cases(k), args.cases)
     if "memory" in args.sets:
-        chosen["memory"] = select_cases(memory_cases(k), args.cases, required=False)
+        chosen["memory"] = select_cases(memory_cases(k) + memory_calls(k), args.cases,
+                                        required=False)
     if not any(chosen.values()):
         makers = {"standard": lambda: standard_cases(shrink=k), "shapes": lambda: shape_cases(k),
-                  "lattice": lambda: lattice_cases(k), "memory": lambda: memory_cases(k)}
+                  "lattice": lambda: lattice_cases(k),
+                  "memory": lambda: memory_cases(k) + memory_calls(k)}
         every = [c.name for name in args.sets for c in makers[name]()]
         raise SystemExit(f"--cases {args.cases!r} matches no case of --sets "
                          f"{','.join(args.sets)}; the cases: {', '.join(every)}")

@@ -425,8 +425,10 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
     # Values in a kernel dtype, and the background as the kernels' key.
     if dt.kind == "b":
         # skimage's bool path: background 1/True labels the False cells.
+        # (CuPy: the raw bytes for now, made 0 / 1 at the end unless the
+        # chain reads every non-zero byte as True: _gpu_bool_bytes)
         has_bg, bgval = True, (1 if (background is not None and _is_one(background)) else 0)
-        values = _bool_bytes(xp, x)
+        values = _bool_bytes(xp, x) if xp is np else x
         bgkey = np.uint8(bgval)
     elif tol is not None:
         # |a - b| <= tolerance on the values themselves: keep the dtype (signed
@@ -493,8 +495,8 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
         raise ValueError(f"dtype={out_dtype} cannot hold first-cell labels of an array of "
                          f"{size} cells (largest value {np.iinfo(out_dtype).max})")
     work = np.dtype(np.int32) if size < 2**31 - 1 else np.dtype(np.int64)
-    if out_dtype == np.dtype(np.int64):
-        work = out_dtype
+    if out_dtype.itemsize == 8:  # (int64 or uint64 labels: written as int64, viewed)
+        work = np.dtype(np.int64)
     if size > 0:
         values = xp.ascontiguousarray(values).reshape(-1)
     prob = Problem(xp, values, squeezed, tuple(x.shape), conn_sq, has_bg, bgkey, work,
@@ -521,4 +523,19 @@ def prepare(label_image, background, connectivity, dtype, periodic=False, mask=N
             from .neighbourhood import bond_rows
             prob.bonds = bonds_u8.reshape(nbonds, -1)
             prob.bond_rows = bond_rows(squeezed, kept, ndim, conn)
+    if dt.kind == "b" and xp is not np and size > 0:
+        prob.values = _gpu_bool_bytes(prob)
     return prob
+
+
+def _gpu_bool_bytes(prob):
+    """A CuPy bool input (``prob.values``, flat bool) as the GPU chain
+    needs it: as it is where the chain reads every non-zero byte as True
+    (:func:`meshccl._gpu.chains.reads_bool_bytes`), else a copy of its
+    bytes as 0 / 1, uint8 (the other chains compare bytes, and a bool
+    array may hold bytes other than 0 and 1, which are True too)."""
+    from ._gpu import chains
+
+    if chains.reads_bool_bytes(chains.select(prob), prob):
+        return prob.values
+    return (prob.values != 0).view(np.uint8)

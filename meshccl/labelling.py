@@ -432,7 +432,10 @@ def _label_cpu(prob, backend, cpu_threads, info):
 
     host = backend != "cpu"
     if host:
-        prob = dataclasses.replace(prob, values=prob.values.get(), mask=_host(prob.mask),
+        values = prob.values.get()
+        if prob.binary:  # (CuPy bool bytes may be as given: the CPU takes them as 0 / 1)
+            values = _validate._bool_bytes(np, values)
+        prob = dataclasses.replace(prob, values=values, mask=_host(prob.mask),
                                    bonds=_host(prob.bonds))
     t1 = time.perf_counter()
     P, num, counts, report = label_problem(prob, cpu_threads)
@@ -530,8 +533,10 @@ def _to_dtype(labels, count, out_dtype, return_num):
     if labels.dtype == out_dtype:
         return labels, count
     info = np.iinfo(out_dtype)
-    if int(count) > info.max:
+    if info.max < np.iinfo(labels.dtype).max and int(count) > info.max:
         raise ValueError(
             f"dtype={out_dtype} cannot hold {int(count)} labels (largest value {info.max})"
         )
+    if labels.dtype.itemsize == info.bits // 8:  # (never negative: the same bits, no copy)
+        return labels.view(out_dtype), count
     return labels.astype(out_dtype), count

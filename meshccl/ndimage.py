@@ -258,7 +258,10 @@ def _label(xp, x, offsets, work):
         flat = (x != 0).reshape(-1)
         ranks = xp.cumsum(flat, dtype=work)
         return (ranks * flat).reshape(x.shape), int(ranks[-1])
-    foreground = x if x.dtype == np.bool_ else x != 0
+    # (one-byte integers as bool: a non-zero byte is a non-zero value, and
+    # the labelling reads every non-zero byte as True -- no copy)
+    foreground = x if x.dtype == np.bool_ else x.view(np.bool_) \
+        if x.dtype.kind in "iu" and x.dtype.itemsize == 1 else x != 0
     named = neighbourhood.as_connectivity(offsets, x.ndim)
     if named is not None:  # a connectivity along some axes: meshccl.label's own paths
         axes, conn = named

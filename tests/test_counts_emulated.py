@@ -13,11 +13,11 @@ machine (tests/test_counts.py).  Here:
   arrays are NumPy arrays and whose fresh arrays hold junk;
 - the kernels are emulated only as far as the host's order of things
   shows: N is written by the roots kernel (image_plain.py's chains) or the
-  scan (general); on image_plain.py's chains the table has a row per cell
-  and one more, meshccl_clear_counts zeroes rows 0..N and the label pass
-  counts every label, 0 included, so the host must copy rows 0..N out; on
-  the general chain the host reads N, makes and zeroes N + 1 rows, and
-  sets row 0 itself;
+  scan (general); on image_plain.py's chains the host reads N after the
+  roots kernel and makes a table of N + 1 rows for the launches after it,
+  meshccl_clear_counts zeroes rows 0..N and the label pass counts every
+  label, 0 included; on the general chain the host reads N, makes and
+  zeroes N + 1 rows, and sets row 0 itself;
 - the run count of meshccl_label_runs_counted (the foreground cells from a
   run start to before the next start, by masks) is mirrored in Python and
   checked against the label pass's own assignment of cells to runs, on
@@ -184,15 +184,16 @@ class Kernel:
             block_incl[:] = L.max(initial=0)
         elif name == "meshccl_clear_counts":  # rows 0..N, N read on the device
             counts, total = args
-            assert counts.shape == (n + 1,) and total.shape == (1,), "a row a cell, and one"
-            counts[:int(total[0]) + 1] = 0
+            assert counts.shape == (int(total[0]) + 1,) and total.shape == (1,), \
+                "a row a label, and one for the background"
+            counts[:] = 0
         elif name == "meshccl_label_runs":
             args[0][:] = L
         elif name == "meshccl_label_runs_counted":
             P, counts = args[0], args[-1]
             num = L.max(initial=0)
-            assert counts.shape == (n + 1,) and not counts[:num + 1].any(), \
-                "the table: rows 0..N zeroed (by meshccl_clear_counts)"
+            assert counts.shape == (num + 1,) and not counts.any(), \
+                "the table: rows 0..N, zeroed (by meshccl_clear_counts)"
             assert Truth.launches[-3] == "meshccl_clear_counts"
             P[:] = L
             counts[:num + 1] += np.bincount(L, minlength=num + 1)  # (row 0 too)
@@ -367,7 +368,7 @@ def test_uncounted_program_unchanged(emulated):
     kernel and the label pass takes its _counted form with the table
     last."""
     from meshccl._gpu import image_plain
-    from meshccl._gpu.launch import LABELS, VALUES
+    from meshccl._gpu.launch import COUNTS, LABELS, VALUES
 
     for shape, dt in (((100, 130), np.uint8), ((9, 40, 50), np.uint8), ((9, 30, 40), np.uint16),
                       ((1000,), np.int16)):
@@ -376,16 +377,18 @@ def test_uncounted_program_unchanged(emulated):
             buffers = image_plain.scratch(n, index, shape)
             args = (dt, index, n, shape, 1, True, dt(0), buffers)
             plain = image_plain.program(*args)
-            table = image_plain.count_table(n)
+            table = COUNTS
             counted = image_plain.program(*args, counts=table)
             names = [k for k, _ in plain]
             at = names.index("roots") + 1
             assert [k for k, _ in counted] == names[:at] + ["clear counts"] + names[at:]
             clear = counted.pop(at)[1]
             assert clear.fn.name == "meshccl_clear_counts" and clear.args[0] is table
-            _check_signature(clear.fn.name, clear.fn.targs, clear.args)
+            stand_in = {id(VALUES): _fake(np.zeros(n, dt)), id(LABELS): _fake(np.zeros(n, index)),
+                        id(COUNTS): _fake(np.zeros(n + 1, np.int64))}
+            _check_signature(clear.fn.name, clear.fn.targs,
+                             tuple(stand_in.get(id(x), x) for x in clear.args))
             assert _same(clear.args[1], plain[-1][1].result.reshape(1))
-            stand_in = {id(VALUES): _fake(np.zeros(n, dt)), id(LABELS): _fake(np.zeros(n, index))}
             for (name, a), (_, b) in zip(plain, counted):
                 if not hasattr(a, "fn"):
                     continue

@@ -134,3 +134,43 @@ def test_4d_full_connectivity_against_cupyx():
     labels, n = ndimage.label(a, cupy.ones((3, 3, 3, 3), bool))
     assert n == int(rn)
     cupy.testing.assert_array_equal(labels, ref)
+
+
+@pytest.mark.parametrize("background", [None, 1])
+def test_bool_bytes_other_than_one(background):
+    """A bool array whose True bytes are not all 1 (a view of other data):
+    every non-zero byte is True, as NumPy reads it -- on the runsnd chain,
+    which reads the bytes as they are (background False), with the
+    background True (a 0 / 1 copy first), and on the fixed chains; through
+    launch plans and without (return_info), and ndimage.label of one-byte
+    integers (viewed as bool)."""
+    import cupy
+
+    rng = np.random.default_rng(7)
+    for shape in ((5, 6, 7, 40), (64, 70), (9, 20, 33)):
+        raw = (rng.random(shape) < 0.5) * rng.integers(1, 256, shape)
+        raw = raw.astype(np.uint8)
+        a = raw.view(np.bool_)
+        assert (raw > 1).any()
+        want, n = meshccl.label(raw != 0, background=background, return_num=True)
+        x = cupy.asarray(raw).view(cupy.bool_)
+        for _ in range(3):  # (a launch plan from the second call on)
+            got, gn = meshccl.label(x, background=background, return_num=True)
+            assert gn == n, (shape, background)
+            np.testing.assert_array_equal(got.get(), want)
+        got, gn, info = meshccl.label(x, background=background, return_num=True,
+                                      return_info=True)
+        np.testing.assert_array_equal(got.get(), want)
+        got = meshccl.label(x, background=background, device="cpu")
+        np.testing.assert_array_equal(got.get(), want)
+        got, counts = meshccl.label(x, background=background, return_counts=True)
+        np.testing.assert_array_equal(counts.get(), np.bincount(want.ravel()))
+        if background is None:
+            s = np.ones((3,) * len(shape), bool)
+            s.flat[0] = s.flat[-1] = False  # (no connectivity names it: the runsnd chain)
+            labels, k = ndimage.label(cupy.asarray(raw), cupy.asarray(s))
+            wl, wk = ndi.label(a, s)
+            assert k == wk
+            np.testing.assert_array_equal(labels.get(), wl)
+            labels, k = ndimage.label(x, cupy.asarray(s))
+            np.testing.assert_array_equal(labels.get(), wl)

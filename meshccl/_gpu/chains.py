@@ -50,13 +50,14 @@ In each, the lanes of a warp that hold one label add once, their sum
 (``numbering.cuh``, add_counts); the label passes of number_pieces.cu
 gather a warp's sums of hot labels and of the background in a table per
 block in shared memory first, and add it to global memory once a block.
-The fixed-geometry chains count into a table of n + 1 rows
-(:func:`.image_plain.count_table`, N <= n): N is not known on the host when
-the chain is launched, and with such a table the chain runs from its first
-kernel to its last without the host.  One kernel more,
-meshccl_clear_counts, zeroes rows 0..N right after the roots kernel has
-written N on the device.  The host then reads N (the call's one wait) and
-copies rows 0..N out.  The general chain and the iterative methods number
+The fixed-geometry chains count into a table of N + 1 rows, made when N
+is known: the chain's launches up to the roots kernel (which finds N)
+run, the host reads N (the call's one wait, which it needs for the
+counts anyway), makes the table and launches the rest, the table in the
+place of :data:`.launch.COUNTS` (:func:`split`).  One kernel more there,
+meshccl_clear_counts, zeroes rows 0..N; the table is the counts the
+call returns, no copy.  (A table of n + 1 rows, made before the chain,
+spared that wait but took 8 bytes a cell: twice the labels.)  The general chain and the iterative methods number
 their roots with a scan whose total the host reads first, then make a
 table of N + 1 rows and launch meshccl_relabel_counted; row 0 is set to
 the cells the labels left.  ``python -m meshccl._gpu.chains`` prints the table with each
@@ -70,6 +71,7 @@ import dataclasses
 from typing import NamedTuple
 
 from . import image_plain, runs_nd
+from .launch import COUNTS
 from .timing import run
 
 
@@ -219,6 +221,19 @@ def select(prob) -> Case:
                 prob.no_left)
 
 
+def reads_bool_bytes(case, prob) -> bool:
+    """Whether ``case``'s chain takes a bool input's bytes as they are
+    (every non-zero byte True, as NumPy reads a bool array, which may hold
+    bytes other than 0 and 1): the plain run chains without periodic axes
+    (their kernels' ``meshccl::flag8`` form), and runsnd at background
+    False (its masks test bytes against the background byte only).  Other
+    chains compare bytes, and label a 0 / 1 copy."""
+    name = case.chain.name
+    if name == "runsnd":
+        return prob.has_bg and int(prob.bgkey) == 0
+    return name in ("runs2d", "runs3d") and not case.periodic
+
+
 def program(case, prob, *, buffers=None, slot_tiles=True, report=None, counts=None,
             stats=None):
     """The launches of ``case``'s chain for ``prob``'s shape and dtype, as
@@ -229,9 +244,10 @@ def program(case, prob, *, buffers=None, slot_tiles=True, report=None, counts=No
     launches are :class:`.launch.Launch` objects, which a launch plan packs.
 
     ``buffers``, ``slot_tiles``, ``report``: see
-    :func:`.image_plain.program`.  ``counts``: a count table
-    (:func:`.image_plain.count_table`) for the counting form of the label
-    pass; the general and iterative chains count in :func:`label`.
+    :func:`.image_plain.program`.  ``counts``: :data:`.launch.COUNTS` for
+    the counting form of the label pass, the table given to the launches
+    after :func:`split` (the general and iterative chains count in
+    :func:`label`).
     ``stats``: a :class:`.measure.LabelPassTable` for the statistics form
     of the run label pass (:func:`fused_statistics` says where).
     """
@@ -295,10 +311,20 @@ def label(prob, P, timer=None) -> Result:
         return Result(count, None, passes)
     if prob.statistics and fused_statistics(case, prob):
         return _label_with_statistics(case, prob, P, timer)
-    table = None
-    if prob.counts and case.chain.name != "general":
-        table = image_plain.count_table(prob.size)
-    steps = program(case, prob, counts=table)
+    counted = prob.counts and case.chain.name != "general"
+    steps = program(case, prob, counts=COUNTS if counted else None)
+    if counted:
+        at = split(steps)
+        for name, launch in steps[:at]:
+            run(timer, name, lambda launch=launch: launch(values, P, prob.mask, prob.bonds))
+        num = int(steps[-1][1].result)
+        import cupy
+
+        table = cupy.empty(num + 1, dtype=cupy.int64)
+        for name, launch in steps[at:]:
+            run(timer, name, lambda launch=launch: launch(values, P, prob.mask, prob.bonds,
+                                                          table))
+        return Result(num, table, 1)
     if prob.counts and case.chain.name == "general":
         from .number_roots import relabel_counted
 
@@ -309,10 +335,14 @@ def label(prob, P, timer=None) -> Result:
     count = None
     for name, launch in steps:
         count = run(timer, name, lambda launch=launch: launch(values, P, prob.mask, prob.bonds))
-    if table is not None:
-        num = int(count)
-        return Result(num, table[:num + 1].copy(), 1)
     return Result(count, None, 1)
+
+
+def split(steps) -> int:
+    """Where a counted program (``counts=COUNTS``) waits for N: the index
+    of its first launch after the roots kernel, which writes N on the
+    device (``steps[-1][1].result`` then holds it)."""
+    return [name for name, _ in steps].index("roots") + 1
 
 
 #: the chains whose label pass can fill the statistics table

@@ -25,7 +25,8 @@ arrays comes first (``clear``).  :func:`program` and
 plans keep them, :mod:`.plan`).  With a count table
 (``label(..., return_counts=True)``) every chain here takes one more
 kernel after the roots kernel, meshccl_clear_counts, and the ``_counted``
-form of its label pass.  The tuning constants read here are in
+form of its label pass; the table is made once the roots kernel has
+found N (:func:`.chains.label`), so it has N + 1 rows, not n + 1.  The tuning constants read here are in
 :mod:`meshccl._tuning`.
 """
 
@@ -183,10 +184,11 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
     host memory where the border kernel writes how many tiles fitted their
     run starts in their slots, for a launch plan's choice of ``slot_tiles``
     (:func:`slots_threshold`); None: not counted.  ``counts``: None, or
-    the table of cells per label (:func:`count_table`, at least n + 1
-    int64 rows): meshccl_clear_counts zeroes its rows 0..N after the roots
-    kernel, and the label pass (meshccl_label_runs)
-    takes its ``_counted`` form, which fills them (``meshccl/_gpu/counted.py``).
+    :data:`.launch.COUNTS`, the place of the call's table of cells per
+    label (N + 1 int64 rows, made once the roots kernel has found N, and
+    passed to the launches after it): meshccl_clear_counts zeroes its rows
+    0..N after the roots kernel, and the label pass (meshccl_label_runs)
+    takes its ``_counted`` form, which fills them.
     ``first``: first-cell labels (each component's root index + 1,
     ``label(..., numbering='first-cell')``): the ``_first`` forms of the
     piece and cell label kernels; not with ``counts``.  ``image_rows``: a
@@ -202,15 +204,6 @@ def program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey, buf
         raise ValueError(f"image_rows needs a 2-D shape, got {tuple(shape)}")
     return _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
                          slot_tiles, report, counts, first, image_rows, stats)
-
-
-def count_table(n: int):
-    """A table for :func:`program`'s ``counts``: n + 1 int64 rows (N <= n,
-    and N is not known when the chain is launched), of which a call fills
-    rows 0..N."""
-    import cupy
-
-    return cupy.empty(n + 1, dtype=cupy.int64)
 
 
 def _counted(counts, first=False):
@@ -283,7 +276,9 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     meshccl_label_runs, which sees a volume as nz * ny rows."""
     index_dtype = np.dtype(index_dtype)
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
-    t, i = c_type(value_dtype), c_type(index_dtype)
+    # (bool input's bytes as given: lattice.cuh's flag8, any non-zero byte True)
+    t = "meshccl::flag8" if np.dtype(value_dtype) == np.bool_ else c_type(value_dtype)
+    i = c_type(index_dtype)
     rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]  # tile rows per lane group
     per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
     slots = _tuning.RUNS_2D_SLOTS if d == 2 else 0

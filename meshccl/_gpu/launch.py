@@ -36,11 +36,13 @@ import numpy as np
 from .. import _tuning
 
 #: Placeholders in a :class:`Launch`'s arguments: the call's flat input
-#: values and its label array, and (lattice chains) its mask and bonds.
+#: values and its label array, (lattice chains) its mask and bonds, and
+#: (counted chains) its count table, which is made once N is known.
 VALUES = object()
 LABELS = object()
 MASK = object()
 BONDS = object()
+COUNTS = object()
 
 
 def tolerance_arg(value_dtype, tolerance):
@@ -178,22 +180,26 @@ class Launch:
         self.args, self.shared_mem, self.result = tuple(args), int(shared_mem), result
         self.early = bool(early)
 
-    def __call__(self, values, P, mask=None, bonds=None):
+    def __call__(self, values, P, mask=None, bonds=None, counts=None):
         args = tuple(values if a is VALUES else P if a is LABELS else mask if a is MASK
-                     else bonds if a is BONDS else a for a in self.args)
+                     else bonds if a is BONDS else counts if a is COUNTS else a
+                     for a in self.args)
         self.fn(self.grid, self.block, args, shared_mem=self.shared_mem)
         return self.result
 
     def packed(self, follows=False):
-        """``launch(values_ptr, labels_ptr, stream_ptr[, mask_ptr, bonds_ptr])`` through the driver,
-        the arguments packed once (see the module's text).  ``follows``: the
-        kernel comes right after another kernel of the same chain, and may
-        start while that one drains (where :func:`pdl_available`)."""
-        slots, iv, ip, im, ib = pack_arguments(self.args)
+        """``launch(values_ptr, labels_ptr, stream_ptr[, mask_ptr, bonds_ptr,
+        counts_ptr])`` through the driver, the arguments packed once (see the
+        module's text).  ``follows``: the kernel comes right after another
+        kernel of the same chain, and may start while that one drains (where
+        :func:`pdl_available`)."""
+        ic = tuple(k for k, a in enumerate(self.args) if a is COUNTS)
+        slots, iv, ip, im, ib = pack_arguments(
+            tuple(np.uintp(0) if a is COUNTS else a for a in self.args))
         send = slot_launcher(self.fn, self.grid, self.block, slots, self.shared_mem, follows)
         result = self.result
 
-        def launch(vptr, pptr, stream, mptr=0, bptr=0):
+        def launch(vptr, pptr, stream, mptr=0, bptr=0, cptr=0):
             for k in iv:
                 slots[k] = vptr
             for k in ip:
@@ -202,6 +208,8 @@ class Launch:
                 slots[k] = mptr
             for k in ib:
                 slots[k] = bptr
+            for k in ic:
+                slots[k] = cptr
             send(stream)
             return result
 
@@ -229,7 +237,7 @@ class Memset:
     def __init__(self, array):
         self.array = array
 
-    def __call__(self, values, P, mask=None, bonds=None):
+    def __call__(self, values, P, mask=None, bonds=None, counts=None):
         import cupy
 
         cupy.cuda.runtime.memsetAsync(self.array.data.ptr, 0, self.array.nbytes,
@@ -241,7 +249,7 @@ class Memset:
         # (the plan keeps this object, and so the array, alive)
         ptr, nbytes, memset = self.array.data.ptr, self.array.nbytes, runtime.memsetAsync
 
-        def launch(vptr, pptr, stream, mptr=0, bptr=0):
+        def launch(vptr, pptr, stream, mptr=0, bptr=0, cptr=0):
             memset(ptr, 0, nbytes, stream)
 
         return launch

@@ -69,12 +69,13 @@ input's.
 
 ``label(..., return_counts=True)`` takes a plan of its own (counting is
 part of the key) wherever the chains of image_plain.py serve the call,
-plain or lattice: its programs hold a count table of n + 1 rows, kept with
-the plan (8 bytes a cell), and the counted form of the label pass
-(:mod:`.chains` says how), packed and recorded as graphs like any other.  A call
-reads N once its chain is launched, as ``return_num`` does, and copies
-rows 0..N of the table into the array it returns; that read is its only
-wait for the GPU.
+plain or lattice: its programs take the counted form of the label pass
+(:mod:`.chains` says how), packed like any other, the count table's place
+left open (:data:`.launch.COUNTS`).  A call launches the chain up to its
+roots kernel, reads N (its one wait for the GPU, which the counts need
+anyway), makes a table of N + 1 rows -- the counts it returns -- and
+launches the rest with it.  Such a plan records no graphs (the wait splits
+the chain).
 """
 
 from __future__ import annotations
@@ -88,8 +89,8 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _tuning, _validate
-from . import chains, image_plain, number_roots
-from .launch import pack_chain
+from . import chains, image_plain, number_roots, runs_nd
+from .launch import COUNTS, pack_chain
 
 MAX_PLANS = 16
 #: Graphs at addresses kept per plan, and address pairs counted per plan.
@@ -151,8 +152,11 @@ class Plan:
         import cupy
 
         n = prob.size
-        # return_counts: the table of cells per label the chain fills (rows 0..N)
-        self.table = image_plain.count_table(n) if prob.counts else None
+        # return_counts: the launches after `split` take the call's count
+        # table, made once the roots kernel has found N
+        self.counted = bool(prob.counts)
+        counts = COUNTS if self.counted else None
+        self.split = None
         self.n = n
         self.out_shape = prob.out_shape
         self.work = prob.work_dtype
@@ -168,6 +172,7 @@ class Plan:
         self.slot_tiles = True
         # bool input: its bytes as 0 / 1 first (a bool array may hold other
         # non-zero bytes, which are True), into a buffer kept with the plan
+        # (not where the chain reads the bytes as they are: chains.reads_bool_bytes)
         self.bool01 = cupy.empty(prob.out_shape, dtype=cupy.bool_) if bool_input else None
         # lattice features (periodic axes, a mask, bonds, a tolerance): one
         # chain, no graphs
@@ -182,21 +187,23 @@ class Plan:
                 self._try_capture()
             return
         if name == "runsnd":  # (one form, its own scratch)
-            from . import runs_nd
-
             prog = chains.program(case, prob, buffers=runs_nd.scratch(n, self.work, case.shape),
-                                  counts=self.table)
+                                  counts=counts)
             self.chains = {True: (prog, _packed(prog))}
             self.program, self.packed = self.chains[True]
-            if n <= _tuning.PLAN_GRAPH_CELLS:
+            if self.counted:
+                self.split, self.at = chains.split(prog), None
+            elif n <= _tuning.PLAN_GRAPH_CELLS:
                 self._try_capture()
             return
         buffers = image_plain.scratch(n, self.work, case.shape, slots=not self.lattice)
         if self.lattice:
-            prog = chains.program(case, prob, buffers=buffers, counts=self.table)
+            prog = chains.program(case, prob, buffers=buffers, counts=counts)
             self.chains = {True: (prog, _packed(prog))}
             self.program, self.packed = self.chains[True]
             self.at = None
+            if self.counted:
+                self.split = chains.split(prog)
             return
         # a plain chain: its launches worked out once, scratch kept with the plan
         report, forms = 0, (True,)  # (the forms with slots or without: see _pick)
@@ -212,11 +219,13 @@ class Plan:
         self.chains = {}  # slot_tiles -> (program, packed launches or None)
         for slot_tiles in forms:
             prog = chains.program(case, prob, buffers=buffers, slot_tiles=slot_tiles,
-                                  report=report, counts=self.table)
+                                  report=report, counts=counts)
             self.chains[slot_tiles] = (prog, _packed(prog))
         self.slot_tiles = forms[0]
         self.program, self.packed = self.chains[self.slot_tiles]
-        if n <= _tuning.PLAN_GRAPH_CELLS:
+        if self.counted:  # (both forms have their roots kernel at one place)
+            self.split, self.at = chains.split(self.program), None
+        elif n <= _tuning.PLAN_GRAPH_CELLS:
             self._try_capture()
 
     def _try_capture(self):
@@ -226,9 +235,12 @@ class Plan:
             self.graph = None
 
     def _launch(self, values, P, mask=None, bonds=None):
-        """The launches of the plain path; returns N as a 0-d array.  P: the
-        labels (an array, or with packed launches also a bare MemoryPointer);
-        ``mask``, ``bonds``: a lattice plan's call's arrays."""
+        """The launches of the plain path; returns N as a 0-d array, or for
+        a counted plan (N as an int, the count table).  P: the labels (an
+        array, or with packed launches also a bare MemoryPointer); ``mask``,
+        ``bonds``: a lattice plan's call's arrays."""
+        if self.split is not None:
+            return self._launch_counted(values, P, mask, bonds)
         if self.packed is not None:
             vptr = values.data.ptr
             pptr = P.ptr if isinstance(P, self.cupy.cuda.MemoryPointer) else P.data.ptr
@@ -245,6 +257,33 @@ class Plan:
         for _, launch in self.program:
             count = launch(values, P, mask, bonds)
         return count
+
+    def _launch_counted(self, values, P, mask, bonds):
+        """:meth:`_launch` of a counted plan: the launches up to the roots
+        kernel, N read, the table of N + 1 rows made, the rest."""
+        cupy, at = self.cupy, self.split
+        if self.packed is not None:
+            vptr = values.data.ptr
+            pptr = P.ptr if isinstance(P, cupy.cuda.MemoryPointer) else P.data.ptr
+            mptr = 0 if mask is None else mask.data.ptr
+            bptr = 0 if bonds is None else bonds.data.ptr
+            stream = cupy.cuda.get_current_stream().ptr
+            for launch in self.packed[:at]:
+                launch(vptr, pptr, stream, mptr, bptr)
+            count = int(self.program[-1][1].result)
+            table = cupy.empty(count + 1, dtype=cupy.int64)
+            for launch in self.packed[at:]:
+                launch(vptr, pptr, stream, mptr, bptr, table.data.ptr)
+            return count, table
+        if not isinstance(P, cupy.ndarray):
+            P = cupy.ndarray((self.n,), dtype=self.work, memptr=P)
+        for _, launch in self.program[:at]:
+            launch(values, P, mask, bonds)
+        count = int(self.program[-1][1].result)
+        table = cupy.empty(count + 1, dtype=cupy.int64)
+        for _, launch in self.program[at:]:
+            launch(values, P, mask, bonds, table)
+        return count, table
 
     def _capture(self):
         """Record the launches once as a CUDA graph on the plan's own
@@ -348,20 +387,30 @@ class Plan:
     def _finish(self, P, count, return_num):
         """The output dtype, N and the counts (a host sync only where N is
         needed: for ``return_num``, the counts or a narrower dtype)."""
-        if self.table is not None:
-            count = int(count)
-            counts = self.table[:count + 1].copy()  # (the next call refills the table)
+        if self.counted:
+            count, counts = count
         if self.out_dtype != self.work:
-            count = int(count)
-            if count > np.iinfo(self.out_dtype).max:
-                raise ValueError(f"dtype={self.out_dtype} cannot hold {count} labels "
-                                 f"(largest value {np.iinfo(self.out_dtype).max})")
-            P = P.astype(self.out_dtype)
-        if self.table is not None:
+            top = np.iinfo(self.out_dtype).max
+            if top < np.iinfo(self.work).max:  # (a narrower dtype: N must fit)
+                count = int(count)
+                if count > top:
+                    raise ValueError(f"dtype={self.out_dtype} cannot hold {count} labels "
+                                     f"(largest value {top})")
+            P = _as_dtype(P, self.out_dtype)
+        if self.counted:
             return (P, count, counts) if return_num else (P, counts)
         if return_num:
             return P, int(count)
         return P
+
+
+def _as_dtype(P, dtype):
+    """Labels ``P`` (int32 / int64, never negative) in ``dtype``: a view
+    where the item sizes agree (uint32 from int32: the same bits, no copy
+    of the labels), else a converted copy."""
+    if P.dtype.itemsize == np.dtype(dtype).itemsize:
+        return P.view(dtype)
+    return P.astype(dtype)
 
 
 def _packed(program):
@@ -468,7 +517,10 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
         case = chains.select(prob)
         if prob.swapped or (case.chain.name == "general" and (features or prob.counts)):
             return None  # (the general chain plans plain calls only)
-        plan = Plan(prob, case, bool_input=x.dtype == np.bool_)
+        # (bool input as 0 / 1 bytes, unless the chain reads any non-zero
+        # byte as True: then the problem's values are the input itself)
+        plan = Plan(prob, case, bool_input=x.dtype == np.bool_
+                    and prob.values.dtype != np.bool_)
         del prob  # (its values may be a copy, which the calls do not need)
         plans[key] = plan
         if len(plans) > MAX_PLANS:

@@ -136,7 +136,7 @@ def program(prob, buffers=None, counts=None):
     """The launches of the chain for ``prob`` as ``[(name, launch), ...]``
     (:class:`.launch.Launch` objects; the last returns N, a 0-d CuPy array).
     ``buffers``: :func:`scratch` arrays; ``counts``: a count table for the
-    counted label pass (:func:`.image_plain.count_table`)."""
+    counted label pass (:data:`.launch.COUNTS`, as :func:`.image_plain.program`)."""
     import cupy
 
     shape, n = tuple(int(s) for s in prob.shape), prob.size

@@ -40,6 +40,23 @@ template <> struct Key<double> {
     }
 };
 
+// A bool input's byte, as given: NumPy reads every non-zero byte of a bool
+// array as True, and an array viewed as bool may hold bytes other than 0
+// and 1, so its key is the byte tested against 0 (runs.cuh's load_row
+// makes one-byte rows of it 0 / 1 the same way).  The plain run chains
+// label bool input so, with no 0 / 1 copy of it first.
+struct flag8 {
+    unsigned char b;
+    flag8() = default;
+    __host__ __device__ constexpr explicit flag8(int v) : b((unsigned char)v) {}
+    // (for the kernels' signedness test, T(-1) < T(0): bytes are unsigned)
+    __host__ __device__ constexpr bool operator<(flag8 o) const { return b < o.b; }
+};
+template <> struct Key<flag8> {
+    typedef unsigned char type;
+    static __device__ __forceinline__ unsigned char of(flag8 v) { return v.b != 0; }
+};
+
 // One row of the offset table as the kernels use it, staged in shared memory.
 template <typename I>
 struct Offset {
@@ -73,7 +90,11 @@ __device__ __forceinline__ unsigned long long int_tolerance(double tol) {
     return (unsigned long long)__double_as_longlong(tol);
 }
 
-template <typename T, bool Tol, bool Int = (T(1) / T(2) == T(0))>
+// Integer values (their tolerance is exact); bool bytes count as integers.
+template <typename T> struct IsInteger { static constexpr bool value = T(1) / T(2) == T(0); };
+template <> struct IsInteger<flag8> { static constexpr bool value = true; };
+
+template <typename T, bool Tol, bool Int = IsInteger<T>::value>
 struct Rule {
     typedef typename Key<T>::type K;
     static __device__ __forceinline__ K key(T v) { return Key<T>::of(v); }

@@ -26,6 +26,7 @@
 
 #pragma once
 
+#include "lattice.cuh"
 #include "unionfind.cuh"
 
 namespace meshccl {
@@ -133,6 +134,14 @@ __device__ __forceinline__ void load_row(const T* row, int width, unsigned (&w)[
         for (int c = 0; c < width; ++c)
             w[c >> 2] |= (unsigned)(unsigned char)row[c] << (8 * (c & 3));
     }
+}
+
+// ... and a row of bool input's bytes (lattice.cuh, flag8) as 0 / 1 bytes:
+// bit 7 of each non-zero byte moved to bit 0.
+__device__ __forceinline__ void load_row(const flag8* row, int width, unsigned (&w)[8]) {
+    load_row(reinterpret_cast<const unsigned char*>(row), width, w);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j] = nonzero_bytes(w[j]) >> 7;
 }
 
 // Is every cell of such a row 0 or 1?  With background 0 and every row a

@@ -1366,6 +1366,8 @@ __global__ void __launch_bounds__(128) meshccl_runs3d_lattice_seams(
         const unsigned*, I, I, I, int, meshccl::Key<T>::type, I);
 MESHCCL_R3(unsigned char, int)
 MESHCCL_R3(unsigned char, long long)
+MESHCCL_R3(meshccl::flag8, int)
+MESHCCL_R3(meshccl::flag8, long long)
 MESHCCL_R3(signed char, int)
 MESHCCL_R3(signed char, long long)
 MESHCCL_R3_16(unsigned char, int)
