@@ -202,9 +202,10 @@ def _chunk(values, mask, start, shape, counts, keep, background, connectivity, t
     return (labels if keep else None,) + out
 
 
-def _tail(result):
-    """A chunk's summary: its :func:`_chunk` result without the labels."""
-    return result[1:]
+def _ids(result):
+    """A chunk's ids and counts: ``(first, counts)`` of its :func:`_chunk`
+    result."""
+    return result[1:3]
 
 
 def _summary_gpu(values, mask, start, shape, counts, background, connectivity, tolerance):
@@ -821,10 +822,11 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     # than running them)
     token = tokenize(image, mask, background, connectivity, tolerance, periodic, return_counts,
                      low_memory, numbering)
-    (info, summary, local, face, solve, reps, prefix, before, roots, number, resolve, table,
-     out_name) = (f"meshccl-{k}-{token}" for k in (
-         "chunk", "summary", "local", "face-pairs", "solve", "reps", "prefix", "offsets",
-         "roots", "number", "resolve", "table", "label"))
+    (info, summary, local, face, solve, reps, counted, prefix, before, roots, number, asked,
+     moved, resolve, table, out_name, layers) = (f"meshccl-{k}-{token}" for k in (
+         "chunk", "summary", "local", "face-pairs", "solve", "reps", "counted", "prefix",
+         "offsets", "roots", "number", "asked", "moved", "resolve", "table", "label",
+         "layers"))
     dsk = {}
     deps = [image] + ([] if mask is None else [mask])
 
@@ -837,11 +839,14 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                             None if mask is None else (mask.name,) + b,
                             tuple(int(starts[d][b[d]]) for d in range(ndim)), image.shape,
                             return_counts, not low_memory, background, connectivity, tolerance)
-        # the result split in two keys: the summary that faces and the
-        # numbering read, and the local labels that only the renumbering
-        # reads (on a cluster a task pulls whole results of other workers:
-        # the labels must not travel with the summary)
-        dsk[(summary,) + b] = (_tail, (info,) + b)
+        # the result split in keys: the ids and counts that the numbering
+        # reads, the layers along each axis that the faces read, and the
+        # local labels that only the renumbering reads (on a cluster a task
+        # pulls whole results of other workers: a face pulls its neighbour's
+        # two layers along its axis, nothing else)
+        dsk[(summary,) + b] = (_ids, (info,) + b)
+        for axis in range(ndim):
+            dsk[(layers,) + b + (axis,)] = (getitem, (info,) + b, 3 + axis)
         if not low_memory:
             dsk[(local,) + b] = (getitem, (info,) + b, 0)
     first_of = {b: (getitem, (summary,) + b, 0) for b in index}
@@ -877,8 +882,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                     pa[o] = (b[o] + k) % grid[o]
                 pb = list(pa)
                 pb[axis] = (b[axis] + 1) % grid[axis]
-                pieces.append([(getitem, (summary,) + tuple(pa), 2 + axis),
-                               (getitem, (summary,) + tuple(pb), 2 + axis)])
+                pieces.append([(layers,) + tuple(pa) + (axis,), (layers,) + tuple(pb) + (axis,)])
             upper_faces.append([offsets, pieces])
         if upper_faces:
             key = (face,) + b
@@ -916,12 +920,17 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         for k in range(ndim):
             for g in product(*(range(n) for n in grid[:k])):
                 members = [g + rest for rest in product(*(range(n) for n in grid[k:]))]
-                dsk[(prefix, k) + g] = (_prefix, grid[k]) + tuple((_small, (reps,) + m, k)
+                dsk[(prefix, k) + g] = (_prefix, grid[k]) + tuple((counted,) + m + (k,)
                                                                    for m in members)
+        for b in index:
+            for k in range(ndim):
+                dsk[(counted,) + b + (k,)] = (_small, (reps,) + b, k)
         levels = {b: tuple((prefix, k) + b[:k] for k in range(ndim)) for b in index}
         num_key = (getitem, (prefix, 0), 1)
     else:
-        dsk[(before,)] = (_offsets,) + tuple((_small, (reps,) + b, None) for b in index)
+        dsk[(before,)] = (_offsets,) + tuple((counted,) + b for b in index)
+        for b in index:
+            dsk[(counted,) + b] = (_small, (reps,) + b, None)
         levels = {b: ((before,),) for b in index}
         num_key = (getitem, (before,), 1)
     if numbering != "first-cell":
@@ -931,8 +940,12 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                               (roots,) if numbering != "first-cell" else np.empty(0, np.int64),
                               numbering, b, position) + levels[b]
     if numbering != "first-cell":
-        dsk[(resolve,)] = (_resolve, [(_asked, (number,) + b) for b in index],
-                           [(_moved, (reps,) + b) for b in index] if return_counts else [])
+        for b in index:
+            dsk[(asked,) + b] = (_asked, (number,) + b)
+            if return_counts:
+                dsk[(moved,) + b] = (_moved, (reps,) + b)
+        dsk[(resolve,)] = (_resolve, [(asked,) + b for b in index],
+                           [(moved,) + b for b in index] if return_counts else [])
         barrier = resolve
     else:
         barrier = before
