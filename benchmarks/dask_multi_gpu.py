@@ -350,8 +350,8 @@ def write(out, meta, rows):
              "Seconds of `persist(labels, N)` until done (labels stay on the GPUs), median of "
              f"{meta['repeat']} after a warm-up run; checked: N and every chunk's checksums "
              "equal those of meshccl.label on the whole volume, and a "
-             f"{meta['check_side']}³ cube value for value. On a cluster the input is persisted "
-             "in slabs along axis 0, one a worker. Transfers: every worker's incoming "
+             f"{meta['check_side']}³ cube value for value. On a cluster ({meta['threads_per_worker']} "
+             "threads a worker) the input is persisted in slabs along axis 0, one a worker. Transfers: every worker's incoming "
              "transfers during a timed run (bytes, seconds summed over transfers).", "",
              f"meshccl.label on the whole volume, one GPU: {ref_s:.3f} s.", "",
              "| configuration | seconds | speed-up vs 1-GPU cluster | first run | step 1 alone "
@@ -392,7 +392,9 @@ def main(argv=None):
                          "GPUs are skipped)")
     ap.add_argument("--no-threads", action="store_true",
                     help="no row for the threaded scheduler on one GPU")
-    ap.add_argument("--threads", type=int, default=1, help="threads a worker (default 1)")
+    ap.add_argument("--threads", type=int, default=4,
+                    help="threads a cluster worker (default 4: each runs its GPU tasks on a "
+                         "stream of its own, and the host steps in parallel)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--check-side", type=int, default=256,
                     help="also compare a cube of this side value for value (0: no)")
@@ -427,7 +429,8 @@ def main(argv=None):
             "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
             "gpus_on_machine": ngpu, "dask": dask.__version__,
             "distributed": distributed.__version__, "dask_cuda": dask_cuda.__version__,
-            "cupy": cupy.__version__, "pattern": args.pattern, "side": args.side,
+            "cupy": cupy.__version__, "threads_per_worker": args.threads,
+            "pattern": args.pattern, "side": args.side,
             "chunk": args.chunk, "connectivity": conn, "repeat": args.repeat,
             "check_side": small[0] if small else 0, "meshccl_label_whole_seconds": ref_s,
             "N": n_ref, "argv": sys.argv[1:]}

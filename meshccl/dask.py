@@ -10,8 +10,11 @@ extra (``pip install "meshccl[dask]"``); ``import meshccl`` never imports
 Dask.
 
 The steps (``docs/dask.md`` gives the memory of each), one graph of plain
-tasks, five a chunk that work (and two that split the first one's
-result into summary and labels), none of which sees every label; on a GPU each task
+tasks, five a chunk that work (and small ones that take the parts of a
+chunk's results that tasks of other chunks read: its ids, its layers along
+each axis, its counts of representatives, its gathered labels; so that on a
+cluster only those move between workers, never a chunk's labels), none of
+which sees every label; on a GPU each task
 runs on its thread's own stream (:func:`_own_stream`) and the work on a
 chunk besides labelling it is ``_kernels/chunks.cu``
 (:mod:`meshccl._gpu.chunks`):
