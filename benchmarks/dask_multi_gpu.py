@@ -392,8 +392,8 @@ def main(argv=None):
                          "GPUs are skipped)")
     ap.add_argument("--no-threads", action="store_true",
                     help="no row for the threaded scheduler on one GPU")
-    ap.add_argument("--threads", type=int, default=4,
-                    help="threads a cluster worker (default 4: each runs its GPU tasks on a "
+    ap.add_argument("--threads", type=int, default=8,
+                    help="threads a cluster worker (default 8: each runs its GPU tasks on a "
                          "stream of its own, and the host steps in parallel)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--check-side", type=int, default=256,
