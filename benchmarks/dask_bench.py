@@ -466,8 +466,8 @@ def plot(path, rows):
             elif "dask_image_skipped" in r:
                 ax.annotate("dask-image\nnot run", (j + width / 2, r["meshccl_dask_s"]),
                             xytext=(0, 3), textcoords="offset points", ha="center", fontsize=6)
-    ax.set_title("meshccl.dask.label against dask_image.ndmeasure.label, CPU chunks "
-                 "(seconds; dask-image / meshccl.dask above)", fontsize=9)
+    ax.set_title("meshccl.dask.label against dask_image.ndmeasure.label\n"
+                 "(above the bars: dask-image's time / meshccl.dask's)", fontsize=9)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
     ax.set_xticklabels([f"{r['case']}\n{r['scheduler']}" for r in rows], rotation=60,
                        ha="right", fontsize=7)
