@@ -331,6 +331,7 @@ def run_cluster(args, k, n_ref, sums_ref, small):
             "transfers": last["transfers"],
             "transfer_bytes_per_kind": {kk: v[0] for kk, v in sorted(
                 last["per_kind"].items(), key=lambda kv: -kv[1][0])},
+            "tasks": len(stream),
             "compute_seconds_per_kind": dict(per_kind.most_common()),
             "compute_seconds_per_worker": dict(per_worker)}
 
@@ -371,8 +372,8 @@ def write(out, meta, rows):
                       "(one timed run): " + ", ".join(
                           f"{k} {v / 1e6:.1f}" for k, v in r["transfer_bytes_per_kind"].items())]
         if "compute_seconds_per_kind" in r:
-            lines += [f"{r['config']}: compute seconds per kind of task (summed over "
-                      "workers): " + ", ".join(
+            lines += [f"{r['config']}: {r['tasks']} tasks; compute seconds per kind of task "
+                      "(summed over workers): " + ", ".join(
                           f"{k} {v:.3f}" for k, v in r["compute_seconds_per_kind"].items())]
     with open(os.path.join(out, "dask_multi_gpu.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
