@@ -342,6 +342,7 @@ def write(out, meta, rows):
     ref_s = meta["meshccl_label_whole_seconds"]
     base = next((r["seconds"] for r in rows if r["config"].startswith("LocalCUDACluster, 1 ")),
                 None)
+    threads = next((r["seconds"] for r in rows if r["config"].startswith("threads")), None)
     lines = ["# meshccl.dask.label on one GPU and on several", "",
              f"{meta['when']}; {meta['device']} × {meta['gpus_on_machine']}, "
              f"{meta['cpus']} CPUs; dask {meta['dask']}, distributed {meta['distributed']}, "
@@ -355,14 +356,15 @@ def write(out, meta, rows):
              "threads a worker) the input is persisted in slabs along axis 0, one a worker. Transfers: every worker's incoming "
              "transfers during a timed run (bytes, seconds summed over transfers).", "",
              f"meshccl.label on the whole volume, one GPU: {ref_s:.3f} s.", "",
-             "| configuration | seconds | speed-up vs 1-GPU cluster | first run | step 1 alone "
-             "| × step 1 alone | transfers | transfer MB | transfer seconds |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| configuration | seconds | speed-up vs 1-GPU cluster | vs threads, 1 GPU | first run "
+             "| step 1 alone | × step 1 alone | transfers | transfer MB | transfer seconds |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         sp = f"{base / r['seconds']:.2f}×" if base else "n/a"
+        st = f"{threads / r['seconds']:.2f}×" if threads else "n/a"
         tb = r.get("transfer_bytes")
         lines.append(
-            f"| {r['config']} | {r['seconds']:.3f} | {sp} | {r['first_run_seconds']:.2f} | "
+            f"| {r['config']} | {r['seconds']:.3f} | {sp} | {st} | {r['first_run_seconds']:.2f} | "
             f"{r['step1_alone_seconds']:.3f} | {r['seconds'] / r['step1_alone_seconds']:.1f}× | "
             f"{r.get('transfers', '')} | {'' if tb is None else f'{tb / 1e6:.1f}'} | "
             f"{'' if tb is None else format(r['transfer_seconds'], '.3f')} |")
