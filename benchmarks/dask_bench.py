@@ -352,10 +352,10 @@ def _estimate(rows, row):
 
 
 #: the steps of meshccl.dask.label (docs/dask.md), by the names of their tasks
-STEPS = (("1-2 chunks: labels, ids, layers", ("chunk", "summary", "local")),
+STEPS = (("1-2 chunks: labels, ids, layers", ("chunk", "summary", "local", "layers")),
          ("3 faces", ("face-pairs",)), ("4 tree", ("solve",)),
-         ("5 numbering", ("reps", "prefix", "offsets", "roots", "number", "resolve",
-                          "table")),
+         ("5 numbering", ("reps", "counted", "prefix", "offsets", "roots", "number", "asked",
+                          "moved", "resolve", "table")),
          ("6 renumber", ("label",)))
 
 
