@@ -91,6 +91,22 @@ def _xp(a):
 _streams = threading.local()
 
 
+def _on_cluster():
+    """Whether a ``distributed`` client is the default scheduler now (the
+    graph is then built for workers that pull whole results from each
+    other)."""
+    import sys
+
+    mod = sys.modules.get("distributed")
+    if mod is None:
+        return False
+    try:
+        mod.default_client()
+    except ValueError:
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def _own_stream(a):
     """Run a task's device work on its thread's own stream of ``a``'s GPU,
@@ -832,6 +848,27 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
          "layers"))
     dsk = {}
     deps = [image] + ([] if mask is None else [mask])
+    # On a cluster, the parts of a chunk's results that tasks of other
+    # chunks read (its layers, its counts of representatives, its asked
+    # labels) are keys of their own, made beside the chunk, so that only
+    # they move between workers; in one process a task takes them from
+    # the whole result itself (each small task costs the threaded
+    # scheduler about as much as moving nothing saves: none)
+    split = _on_cluster()
+
+    def layer_of(b, axis):
+        return (layers,) + b + (axis,) if split else (getitem, (info,) + b, 3 + axis)
+
+    def part_of(name, task, suffix=()):
+        # task: (function, a key of chunk b, ...); its own key (name, *b, *suffix)
+        if not split:
+            return task
+        key = (name,) + task[1][1:] + suffix
+        dsk[key] = task
+        return key
+
+    def small_of(b, k):
+        return part_of(counted, (_small, (reps,) + b, k), () if k is None else (k,))
 
     # steps 1 and 2: one task a chunk: its local labels (kept unless
     # low_memory), the id of each local label (its first cell's global
@@ -843,13 +880,14 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                             tuple(int(starts[d][b[d]]) for d in range(ndim)), image.shape,
                             return_counts, not low_memory, background, connectivity, tolerance)
         # the result split in keys: the ids and counts that the numbering
-        # reads, the layers along each axis that the faces read, and the
-        # local labels that only the renumbering reads (on a cluster a task
-        # pulls whole results of other workers: a face pulls its neighbour's
-        # two layers along its axis, nothing else)
+        # reads, and the local labels that only the renumbering reads; on
+        # a cluster also the layers along each axis that the faces read (a
+        # task pulls whole results of other workers: a face pulls its
+        # neighbour's two layers along its axis, nothing else)
         dsk[(summary,) + b] = (_ids, (info,) + b)
-        for axis in range(ndim):
-            dsk[(layers,) + b + (axis,)] = (getitem, (info,) + b, 3 + axis)
+        if split:
+            for axis in range(ndim):
+                dsk[(layers,) + b + (axis,)] = (getitem, (info,) + b, 3 + axis)
         if not low_memory:
             dsk[(local,) + b] = (getitem, (info,) + b, 0)
     first_of = {b: (getitem, (summary,) + b, 0) for b in index}
@@ -885,7 +923,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                     pa[o] = (b[o] + k) % grid[o]
                 pb = list(pa)
                 pb[axis] = (b[axis] + 1) % grid[axis]
-                pieces.append([(layers,) + tuple(pa) + (axis,), (layers,) + tuple(pb) + (axis,)])
+                pieces.append([layer_of(tuple(pa), axis), layer_of(tuple(pb), axis)])
             upper_faces.append([offsets, pieces])
         if upper_faces:
             key = (face,) + b
@@ -923,17 +961,12 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         for k in range(ndim):
             for g in product(*(range(n) for n in grid[:k])):
                 members = [g + rest for rest in product(*(range(n) for n in grid[k:]))]
-                dsk[(prefix, k) + g] = (_prefix, grid[k]) + tuple((counted,) + m + (k,)
+                dsk[(prefix, k) + g] = (_prefix, grid[k]) + tuple(small_of(m, k)
                                                                    for m in members)
-        for b in index:
-            for k in range(ndim):
-                dsk[(counted,) + b + (k,)] = (_small, (reps,) + b, k)
         levels = {b: tuple((prefix, k) + b[:k] for k in range(ndim)) for b in index}
         num_key = (getitem, (prefix, 0), 1)
     else:
-        dsk[(before,)] = (_offsets,) + tuple((counted,) + b for b in index)
-        for b in index:
-            dsk[(counted,) + b] = (_small, (reps,) + b, None)
+        dsk[(before,)] = (_offsets,) + tuple(small_of(b, None) for b in index)
         levels = {b: ((before,),) for b in index}
         num_key = (getitem, (before,), 1)
     if numbering != "first-cell":
@@ -943,12 +976,9 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                               (roots,) if numbering != "first-cell" else np.empty(0, np.int64),
                               numbering, b, position) + levels[b]
     if numbering != "first-cell":
-        for b in index:
-            dsk[(asked,) + b] = (_asked, (number,) + b)
-            if return_counts:
-                dsk[(moved,) + b] = (_moved, (reps,) + b)
-        dsk[(resolve,)] = (_resolve, [(asked,) + b for b in index],
-                           [(moved,) + b for b in index] if return_counts else [])
+        dsk[(resolve,)] = (_resolve, [part_of(asked, (_asked, (number,) + b)) for b in index],
+                           [part_of(moved, (_moved, (reps,) + b)) for b in index]
+                           if return_counts else [])
         barrier = resolve
     else:
         barrier = before

@@ -45,9 +45,17 @@ def _blobs(shape, seed):
 @pytest.mark.parametrize("numbering", ["raster", "sequential"])
 @pytest.mark.parametrize("connectivity", [1, 3])
 def test_tasks_of_other_chunks_read_no_chunk(numbering, connectivity):
+    distributed = pytest.importorskip("distributed")
     x = da.from_array(_blobs((12, 10, 9), 1), chunks=(4, 5, 3))
-    labels, n, counts = mdask.label(x, connectivity=connectivity, numbering=numbering,
-                                    return_num=True, return_counts=True)
+    # in one process the parts are taken inside the reading tasks: no keys
+    # of their own
+    alone = mdask.label(x, connectivity=connectivity, numbering=numbering)
+    assert not {"layers", "counted", "asked"} & {_kind(k) for k in dict(alone.dask)}
+    # a graph built while a distributed client is the default scheduler
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1,
+                            dashboard_address=None):
+        labels, n, counts = mdask.label(x, connectivity=connectivity, numbering=numbering,
+                                        return_num=True, return_counts=True)
     dsk = dict(dask.base.collections_to_expr([labels, n, counts]).__dask_graph__())
     kinds = {k: _kind(k) for k in dsk}
     assert {"chunk", "local", "layers", "face-pairs", "counted", "asked"} <= set(kinds.values())
