@@ -1,10 +1,13 @@
 """meshccl.dask.label against dask_image.ndmeasure.label on the same chunked
-inputs and the same scheduler (issue 43, point 5).
+inputs and the same scheduler (issue 43, point 5; issue 54, point 6).
 
-For each case (pattern, side, chunk side, connectivity) and each scheduler
-(``threads``: Dask's threaded scheduler; ``cluster``: a
-``distributed.LocalCluster`` of ``--workers`` processes sharing the CPUs),
-it times ``dask.compute(labels, n)`` for
+For each case (pattern, side, chunk side, connectivity; the cases in
+increasing size) and each scheduler (``threads``: Dask's threaded
+scheduler; ``cluster``: a ``distributed.LocalCluster`` of ``--workers``
+processes sharing the CPUs, the input persisted on it), it times
+``persist(labels, n)`` until done (the labels stay where they are computed:
+in the process's memory, or on the cluster's workers; nothing gathered)
+for
 
 * ``meshccl.dask.label`` on NumPy chunks with ``numbering='sequential'``
   (1..N in chunk order, what dask-image gives: the one compared with it)
@@ -22,6 +25,13 @@ value for value (NumPy and CuPy chunks), its sequential ones and
 dask-image's are the same partition up to numbering (every label of one
 maps to exactly one of the other, same background).  A failed check stops
 the run.
+
+Time limits: ``--dask-image-limit`` skips dask-image on a case whose
+time, estimated from the same pattern, connectivity and scheduler on the
+largest smaller side measured (scaled by the cells), exceeds it (the row
+says so and keeps the estimate); ``--time-limit`` stops taking new cases
+once the run has lasted that long.  The JSON, table and plot are written
+after every case, so a run cut short keeps what it measured.
 
 ``--steps`` (threaded scheduler) also runs each meshccl.dask computation
 once under ``dask.diagnostics.Profiler`` and reports the task seconds of
@@ -107,9 +117,29 @@ def compute(collections, scheduler, client, progress):
         return dask.compute(*collections, scheduler=scheduler)
 
 
+def persist(collections, client, progress):
+    """The collections persisted (threaded scheduler, or on the cluster) and
+    waited for: their chunks computed where they stay."""
+    import dask
+
+    if client is not None:
+        from distributed import wait
+
+        out = client.persist(list(collections))
+        if progress:
+            from distributed import progress as dprogress
+
+            dprogress(out)
+        wait(out)
+        return out
+    with progress_bar(progress, None):
+        return dask.persist(*collections, scheduler="threads")
+
+
 def timed(fn, repeat):
     times, out = [], None
     for _ in range(repeat):
+        out = None  # (a result persisted on a cluster released before the next run)
         t = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - t)
@@ -120,7 +150,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--patterns", default="blobs,percolation")
-    ap.add_argument("--side", type=int, default=256)
+    ap.add_argument("--side", default="256", help="cube sides (default 256; e.g. 512,1024)")
     ap.add_argument("--chunks", default="128,64", help="chunk sides (default 128,64)")
     ap.add_argument("--large", action="store_true", help="also 512³ with 128³ chunks")
     ap.add_argument("--connectivity", default="1,3")
@@ -128,6 +158,13 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=2, help="LocalCluster processes")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dask-image-repeat", type=int, default=1)
+    ap.add_argument("--dask-image-limit", type=float, default=None,
+                    help="skip dask-image where its estimated seconds exceed this")
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="take no new case once the run has lasted this many seconds")
+    ap.add_argument("--reference-repeat", type=int, default=None,
+                    help="runs of the whole-array references (default --repeat)")
+    ap.add_argument("--no-scipy", action="store_true", help="no scipy.ndimage.label reference")
     ap.add_argument("--no-dask-image", action="store_true")
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--progress", action="store_true")
@@ -150,11 +187,28 @@ def main(argv=None):
         import dask_image.ndmeasure as dask_image  # noqa: F811
 
     os.makedirs(args.out, exist_ok=True)
-    cases = [(p, args.side, int(c), int(k)) for p in args.patterns.split(",")
+    sides = [int(v) for v in args.side.split(",")]
+    cases = [(p, side, int(c), int(k)) for side in sides for p in args.patterns.split(",")
              for c in args.chunks.split(",") for k in args.connectivity.split(",")]
-    if args.large:
+    if args.large and 512 not in sides:
         cases += [(p, 512, 128, int(k)) for p in args.patterns.split(",")
                   for k in args.connectivity.split(",")]
+    cases.sort(key=lambda c: c[1])
+    t_start = time.perf_counter()
+    ref_repeat = args.reference_repeat or args.repeat
+    meta = {"when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+            "host": platform.node(), "cpus": os.cpu_count(), "dask": dask.__version__,
+            "scipy": scipy.__version__, "workers": args.workers, "repeat": args.repeat,
+            "argv": sys.argv[1:]}
+    if dask_image is not None:
+        from importlib.metadata import version
+
+        meta["dask_image"] = version("dask-image")
+    if args.gpu:
+        import cupy
+
+        meta["device"] = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+        meta["cupy"] = cupy.__version__
     rows = []
     old = os.path.join(args.out, "dask_bench.json")
     if args.append and os.path.exists(old):
@@ -181,6 +235,11 @@ def main(argv=None):
             compute(mdask.label(tiny, connectivity=conn, return_num=True), "threads", client,
                     False)
         for pattern, side, chunk, conn in cases:
+            if args.time_limit and time.perf_counter() - t_start > args.time_limit:
+                print(f"--time-limit {args.time_limit:g} s reached: {pattern} {side}^3 c{conn} "
+                      f"({sched}) not run", flush=True)
+                meta.setdefault("not_run", []).append(f"{pattern} {side}³ c{conn} {sched}")
+                continue
             key = (pattern, side)
             if key not in data:
                 data[key] = make_case(pattern, side)
@@ -191,17 +250,20 @@ def main(argv=None):
             want, n_want = meshccl.label(x, connectivity=conn, return_num=True, cpu_threads=0)
             if sched == "threads":  # whole-array references, once per case
                 row["meshccl_label_s"], _ = timed(
-                    lambda: meshccl.label(x, connectivity=conn, cpu_threads=0), args.repeat)
+                    lambda: meshccl.label(x, connectivity=conn, cpu_threads=0), ref_repeat)
                 st = ndi.generate_binary_structure(3, conn)
-                row["scipy_s"], _ = timed(lambda: ndi.label(x, structure=st), args.repeat)
+                if not args.no_scipy:
+                    row["scipy_s"], _ = timed(lambda: ndi.label(x, structure=st), ref_repeat)
             image = da.from_array(x, chunks=chunk)
             if client is not None:
                 image = client.persist(image)
             for numbering in ("sequential", "raster"):
                 lab, n = mdask.label(image, connectivity=conn, return_num=True,
                                      numbering=numbering)
-                t, (got, n) = timed(
-                    lambda: compute((lab, n), "threads", client, args.progress), args.repeat)
+                t, (plab, pn) = timed(
+                    lambda: persist((lab, n), client, args.progress), args.repeat)
+                got, n = dask.compute(plab, pn)
+                del plab, pn
                 same = (np.array_equal(got, want) if numbering == "raster"
                         else same_partition(got, want))
                 if not same or int(n) != n_want:
@@ -212,14 +274,22 @@ def main(argv=None):
                     row[f"steps_{numbering}"] = step_seconds(lab, n)
                 del got
             row["N"] = int(n)
-            if dask_image is not None:
+            estimate = _estimate(rows, row)
+            if dask_image is not None and args.dask_image_limit and estimate is not None \
+                    and estimate > args.dask_image_limit:
+                row["dask_image_skipped"] = (f"estimated {estimate:.0f} s from a smaller side > "
+                                             f"--dask-image-limit {args.dask_image_limit:g} s")
+                row["dask_image_estimate_s"] = estimate
+            elif dask_image is not None:
                 st = ndi.generate_binary_structure(3, conn)
                 dl, dn = dask_image.label(image, structure=st)
-                row["dask_image_s"], (dgot, dn) = timed(
-                    lambda: compute((dl, dn), "threads", client, args.progress),
-                    args.dask_image_repeat)
+                row["dask_image_s"], (pdl, pdn) = timed(
+                    lambda: persist((dl, dn), client, args.progress), args.dask_image_repeat)
+                dgot, dn = dask.compute(pdl, pdn)
+                del pdl, pdn
                 if int(dn) != n_want or not same_partition(dgot, want):
                     raise SystemExit(f"{name} ({sched}): dask-image's components differ")
+                del dgot
                 row["speedup_vs_dask_image"] = row["dask_image_s"] / row["meshccl_dask_s"]
             if args.gpu and sched == "threads":
                 import cupy
@@ -249,35 +319,43 @@ def main(argv=None):
                 cupy.get_default_memory_pool().free_all_blocks()
             rows.append(row)
             print(json.dumps(row), flush=True)
+            meta["total_seconds"] = time.perf_counter() - t_start
+            write_all(args.out, meta, rows, args.gpu)
         if client is not None:
             client.close()
             cluster.close()
             client = cluster = None
 
-    meta = {"when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            "host": platform.node(), "cpus": os.cpu_count(), "dask": dask.__version__,
-            "scipy": scipy.__version__, "workers": args.workers, "repeat": args.repeat,
-            "argv": sys.argv[1:]}
-    if dask_image is not None:
-        from importlib.metadata import version
+    meta["total_seconds"] = time.perf_counter() - t_start
+    write_all(args.out, meta, rows, args.gpu)
+    with open(os.path.join(args.out, "dask_bench.md")) as f:
+        print(f.read())
 
-        meta["dask_image"] = version("dask-image")
-    if args.gpu:
-        import cupy
 
-        meta["device"] = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-        meta["cupy"] = cupy.__version__
-    with open(os.path.join(args.out, "dask_bench.json"), "w") as f:
+def write_all(out, meta, rows, gpu):
+    with open(os.path.join(out, "dask_bench.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
-    write_markdown(os.path.join(args.out, "dask_bench.md"), meta, rows, args.gpu)
-    plot(os.path.join(args.out, "dask_bench.png"), rows)
+    write_markdown(os.path.join(out, "dask_bench.md"), meta, rows, gpu)
+    plot(os.path.join(out, "dask_bench.png"), rows)
+
+
+def _estimate(rows, row):
+    """dask-image's seconds on ``row``'s case, from the same pattern,
+    connectivity, chunk and scheduler on the largest smaller side measured,
+    scaled by the cells; None where there is none."""
+    same = [r for r in rows if "dask_image_s" in r and r["side"] < row["side"]
+            and all(r[k] == row[k] for k in ("pattern", "connectivity", "chunk", "scheduler"))]
+    if not same:
+        return None
+    r = max(same, key=lambda r: r["side"])
+    return r["dask_image_s"] * (row["side"] / r["side"]) ** 3
 
 
 #: the steps of meshccl.dask.label (docs/dask.md), by the names of their tasks
-STEPS = (("1-2 chunks: labels, ids, layers", ("chunk", "summary", "local")),
+STEPS = (("1-2 chunks: labels, ids, layers", ("chunk", "summary", "local", "layers")),
          ("3 faces", ("face-pairs",)), ("4 tree", ("solve",)),
-         ("5 numbering", ("reps", "prefix", "offsets", "roots", "number", "resolve",
-                          "table")),
+         ("5 numbering", ("reps", "counted", "prefix", "offsets", "roots", "number", "asked",
+                          "moved", "resolve", "table")),
          ("6 renumber", ("label",)))
 
 
@@ -321,20 +399,25 @@ def write_markdown(path, meta, rows, gpu):
     lines = ["# meshccl.dask.label against dask_image.ndmeasure.label", "",
              f"{meta['when']}; {meta['cpus']} CPUs{', ' + meta['device'] if gpu else ''}; "
              f"dask {meta['dask']}, dask-image {meta.get('dask_image', 'n/a')}, "
-             f"SciPy {meta['scipy']}. Seconds, median of {meta['repeat']} (dask-image: "
+             f"SciPy {meta['scipy']}. Seconds of `persist(labels, n)` until done (nothing "
+             f"gathered), median of {meta['repeat']} (dask-image: "
              "its own count); every label checked (meshccl.dask = meshccl.label value for "
              "value; dask-image the same components). `threads`: Dask's threaded "
              f"scheduler; `cluster`: a LocalCluster of {meta['workers']} processes, the input "
              "persisted on it.", "",
              "meshccl.dask: `numbering='sequential'` (the numbering dask-image gives; "
-             "the speed-up is against it), and `'raster'` (meshccl.label's values).", "",
+             "the speed-up is against it), and `'raster'` (meshccl.label's values). c3: "
+             "26 neighbours (dask-image: `structure=np.ones((3, 3, 3))`).", "",
              "| case | scheduler | N | meshccl.dask | dask-image | speed-up | meshccl.dask raster |"
              " meshccl.label whole | scipy whole |"
              + (" GPU dask | GPU whole | GPU dask / whole |" if gpu else ""),
              "|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if gpu else "")]
     for r in rows:
+        di = _fmt(r.get("dask_image_s"))
+        if "dask_image_skipped" in r:
+            di = f"skipped (est. {r['dask_image_estimate_s']:.0f})"
         line = (f"| {r['case']} | {r['scheduler']} | {r['N']} | {_fmt(r['meshccl_dask_s'])} | "
-                f"{_fmt(r.get('dask_image_s'))} | {_fmt(r.get('speedup_vs_dask_image'), unit='×')} | "
+                f"{di} | {_fmt(r.get('speedup_vs_dask_image'), unit='×')} | "
                 f"{_fmt(r.get('meshccl_raster_s'))} | "
                 f"{_fmt(r.get('meshccl_label_s'))} | {_fmt(r.get('scipy_s'))} |")
         if gpu:
@@ -353,9 +436,10 @@ def write_markdown(path, meta, rows, gpu):
                 st = r[f"steps_{numbering}"]
                 lines.append(f"| {r['case']} | {numbering} | "
                              + " | ".join(_fmt(st.get(k)) for k in names) + " |")
+    if meta.get("not_run"):
+        lines += ["", "Not run (`--time-limit`): " + "; ".join(meta["not_run"]) + "."]
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
 
 
 def plot(path, rows):
@@ -372,6 +456,18 @@ def plot(path, rows):
     for i, (k, name) in enumerate(tools):
         ax.bar([j + i * width for j in range(len(rows))],
                [r.get(k, np.nan) for r in rows], width, label=name)
+    if tools and tools[0][0] == "meshccl_dask_s":
+        # dask-image's time over meshccl.dask's above each pair of bars
+        for j, r in enumerate(rows):
+            if "speedup_vs_dask_image" in r:
+                ax.annotate(f"{r['speedup_vs_dask_image']:.0f}×",
+                            (j + width / 2, max(r["dask_image_s"], r["meshccl_dask_s"])),
+                            xytext=(0, 3), textcoords="offset points", ha="center", fontsize=7)
+            elif "dask_image_skipped" in r:
+                ax.annotate("dask-image\nnot run", (j + width / 2, r["meshccl_dask_s"]),
+                            xytext=(0, 3), textcoords="offset points", ha="center", fontsize=6)
+    ax.set_title("meshccl.dask.label against dask_image.ndmeasure.label\n"
+                 "(above the bars: dask-image's time / meshccl.dask's)", fontsize=9)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
     ax.set_xticklabels([f"{r['case']}\n{r['scheduler']}" for r in rows], rotation=60,
                        ha="right", fontsize=7)

@@ -4,7 +4,7 @@ point 1): the time of a computation against labelling the chunks alone and
 first computation in a fresh process against a later one.
 
 The volume (``--side``³ uint8, ``--chunk``³ CuPy chunks; blobs or site
-percolation, ``dask_multigpu.volume``) is generated on the GPU and
+percolation, ``dask_multi_gpu.volume``) is generated on the GPU and
 persisted.  Timed, best of ``--repeat`` after one warm-up, each ending when
 the GPU is done:
 
@@ -68,7 +68,7 @@ def _chunks(text, side):
 def _volume(side, chunks, pattern):
     import cupy
     import dask.array as da
-    from dask_multigpu import _block
+    from dask_multi_gpu import _block
 
     return da.map_blocks(_block, pattern, 0, dtype=np.uint8, chunks=chunks,
                          meta=cupy.empty((0, 0, 0), cupy.uint8))

@@ -11,7 +11,7 @@
 #   sim, scc, incremental, dask, listrank: sim_bench.py, scc_bench.py, incremental_bench.py,
 #   dask_bench.py, list_rank_bench.py into $OUT/<step>/ (arguments: SIM_ARGS, SCC_ARGS,
 #   INCR_ARGS, DASK_ARGS, LR_ARGS)
-#   dask-ooc, dask-mgpu: dask_out_of_core.py (OOC_ARGS; --gpu for the GPU), dask_multigpu.py
+#   dask-ooc, dask-mgpu: dask_out_of_core.py (OOC_ARGS; --gpu for the GPU), dask_multi_gpu.py
 #   (MGPU_ARGS; needs 2 GPUs for the speed-up) into $OUT/dask-ooc/, $OUT/dask-mgpu/
 #   TESTS="tests/test_methods.py ..."  limits the tests step (default: tests)
 #   CAP=60                             seconds per call before hawick stops a method
@@ -121,7 +121,7 @@ for step in $steps; do
         2>&1 | tee "$OUT/dask-ooc.log" | grep -v -i warn | tail -20
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     dask-mgpu)
-      python3 benchmarks/dask_multigpu.py --out "$OUT/dask-mgpu" ${MGPU_ARGS:-} 2>&1 | tee "$OUT/dask-mgpu.log" \
+      python3 benchmarks/dask_multi_gpu.py --out "$OUT/dask-mgpu" ${MGPU_ARGS:-} 2>&1 | tee "$OUT/dask-mgpu.log" \
         | grep -v -i warn | tail -40
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     listrank)

@@ -10,8 +10,11 @@ extra (``pip install "meshccl[dask]"``); ``import meshccl`` never imports
 Dask.
 
 The steps (``docs/dask.md`` gives the memory of each), one graph of plain
-tasks, five a chunk that work (and two that split the first one's
-result into summary and labels), none of which sees every label; on a GPU each task
+tasks, five a chunk that work (and small ones that take the parts of a
+chunk's results that tasks of other chunks read: its ids, its layers along
+each axis, its counts of representatives, its gathered labels; so that on a
+cluster only those move between workers, never a chunk's labels), none of
+which sees every label; on a GPU each task
 runs on its thread's own stream (:func:`_own_stream`) and the work on a
 chunk besides labelling it is ``_kernels/chunks.cu``
 (:mod:`meshccl._gpu.chunks`):
@@ -86,6 +89,22 @@ def _xp(a):
 
 
 _streams = threading.local()
+
+
+def _on_cluster():
+    """Whether a ``distributed`` client is the default scheduler now (the
+    graph is then built for workers that pull whole results from each
+    other)."""
+    import sys
+
+    mod = sys.modules.get("distributed")
+    if mod is None:
+        return False
+    try:
+        mod.default_client()
+    except ValueError:
+        return False
+    return True
 
 
 @contextlib.contextmanager
@@ -202,9 +221,10 @@ def _chunk(values, mask, start, shape, counts, keep, background, connectivity, t
     return (labels if keep else None,) + out
 
 
-def _tail(result):
-    """A chunk's summary: its :func:`_chunk` result without the labels."""
-    return result[1:]
+def _ids(result):
+    """A chunk's ids and counts: ``(first, counts)`` of its :func:`_chunk`
+    result."""
+    return result[1:3]
 
 
 def _summary_gpu(values, mask, start, shape, counts, background, connectivity, tolerance):
@@ -821,12 +841,34 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     # than running them)
     token = tokenize(image, mask, background, connectivity, tolerance, periodic, return_counts,
                      low_memory, numbering)
-    (info, summary, local, face, solve, reps, prefix, before, roots, number, resolve, table,
-     out_name) = (f"meshccl-{k}-{token}" for k in (
-         "chunk", "summary", "local", "face-pairs", "solve", "reps", "prefix", "offsets",
-         "roots", "number", "resolve", "table", "label"))
+    (info, summary, local, face, solve, reps, counted, prefix, before, roots, number, asked,
+     moved, resolve, table, out_name, layers) = (f"meshccl-{k}-{token}" for k in (
+         "chunk", "summary", "local", "face-pairs", "solve", "reps", "counted", "prefix",
+         "offsets", "roots", "number", "asked", "moved", "resolve", "table", "label",
+         "layers"))
     dsk = {}
     deps = [image] + ([] if mask is None else [mask])
+    # On a cluster, the parts of a chunk's results that tasks of other
+    # chunks read (its layers, its counts of representatives, its asked
+    # labels) are keys of their own, made beside the chunk, so that only
+    # they move between workers; in one process a task takes them from
+    # the whole result itself (each small task costs the threaded
+    # scheduler about as much as moving nothing saves: none)
+    split = _on_cluster()
+
+    def layer_of(b, axis):
+        return (layers,) + b + (axis,) if split else (getitem, (info,) + b, 3 + axis)
+
+    def part_of(name, task, suffix=()):
+        # task: (function, a key of chunk b, ...); its own key (name, *b, *suffix)
+        if not split:
+            return task
+        key = (name,) + task[1][1:] + suffix
+        dsk[key] = task
+        return key
+
+    def small_of(b, k):
+        return part_of(counted, (_small, (reps,) + b, k), () if k is None else (k,))
 
     # steps 1 and 2: one task a chunk: its local labels (kept unless
     # low_memory), the id of each local label (its first cell's global
@@ -837,11 +879,15 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                             None if mask is None else (mask.name,) + b,
                             tuple(int(starts[d][b[d]]) for d in range(ndim)), image.shape,
                             return_counts, not low_memory, background, connectivity, tolerance)
-        # the result split in two keys: the summary that faces and the
-        # numbering read, and the local labels that only the renumbering
-        # reads (on a cluster a task pulls whole results of other workers:
-        # the labels must not travel with the summary)
-        dsk[(summary,) + b] = (_tail, (info,) + b)
+        # the result split in keys: the ids and counts that the numbering
+        # reads, and the local labels that only the renumbering reads; on
+        # a cluster also the layers along each axis that the faces read (a
+        # task pulls whole results of other workers: a face pulls its
+        # neighbour's two layers along its axis, nothing else)
+        dsk[(summary,) + b] = (_ids, (info,) + b)
+        if split:
+            for axis in range(ndim):
+                dsk[(layers,) + b + (axis,)] = (getitem, (info,) + b, 3 + axis)
         if not low_memory:
             dsk[(local,) + b] = (getitem, (info,) + b, 0)
     first_of = {b: (getitem, (summary,) + b, 0) for b in index}
@@ -877,8 +923,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                     pa[o] = (b[o] + k) % grid[o]
                 pb = list(pa)
                 pb[axis] = (b[axis] + 1) % grid[axis]
-                pieces.append([(getitem, (summary,) + tuple(pa), 2 + axis),
-                               (getitem, (summary,) + tuple(pb), 2 + axis)])
+                pieces.append([layer_of(tuple(pa), axis), layer_of(tuple(pb), axis)])
             upper_faces.append([offsets, pieces])
         if upper_faces:
             key = (face,) + b
@@ -916,12 +961,12 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         for k in range(ndim):
             for g in product(*(range(n) for n in grid[:k])):
                 members = [g + rest for rest in product(*(range(n) for n in grid[k:]))]
-                dsk[(prefix, k) + g] = (_prefix, grid[k]) + tuple((_small, (reps,) + m, k)
+                dsk[(prefix, k) + g] = (_prefix, grid[k]) + tuple(small_of(m, k)
                                                                    for m in members)
         levels = {b: tuple((prefix, k) + b[:k] for k in range(ndim)) for b in index}
         num_key = (getitem, (prefix, 0), 1)
     else:
-        dsk[(before,)] = (_offsets,) + tuple((_small, (reps,) + b, None) for b in index)
+        dsk[(before,)] = (_offsets,) + tuple(small_of(b, None) for b in index)
         levels = {b: ((before,),) for b in index}
         num_key = (getitem, (before,), 1)
     if numbering != "first-cell":
@@ -931,8 +976,9 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                               (roots,) if numbering != "first-cell" else np.empty(0, np.int64),
                               numbering, b, position) + levels[b]
     if numbering != "first-cell":
-        dsk[(resolve,)] = (_resolve, [(_asked, (number,) + b) for b in index],
-                           [(_moved, (reps,) + b) for b in index] if return_counts else [])
+        dsk[(resolve,)] = (_resolve, [part_of(asked, (_asked, (number,) + b)) for b in index],
+                           [part_of(moved, (_moved, (reps,) + b)) for b in index]
+                           if return_counts else [])
         barrier = resolve
     else:
         barrier = before
