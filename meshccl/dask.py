@@ -694,16 +694,33 @@ def _background_cells(*rows):
 def _statistics_of(ndim, on_gpu, background, *blocks):
     """The dict of ``meshccl.measure.statistics`` of the labels, rows 0..N,
     from every chunk's background row (``background``) and the rows of the
-    labels 1..N (``blocks``, :func:`_rows_block`, in order of labels)."""
-    from ._dask_measure import _statistics_result
+    labels 1..N (``blocks``, :func:`_rows_block`, in order of labels),
+    written block by block into the result (the only copy of the N + 1 rows
+    besides the blocks).  Rows without cells: box (0, -1), centroid NaN,
+    as ``meshccl.measure`` gives them."""
+    from ._dask_measure import _to_device
 
     first = _rows_grouped({k: np.concatenate([r[k] for r in background]) for k in background[0]},
                           np.zeros(len(background), np.int64), 1)
-    rows = {k: np.concatenate([first[k]] + [b[k] for b in blocks if b]) for k in first}
-    present = np.flatnonzero(rows["count"])
-    t = _rows_where(rows, present)
-    t["key"] = present.astype(np.int64)
-    return _statistics_result(t if present.size else None, ndim, False, "cc3d", on_gpu)
+    parts = [first] + [b for b in blocks if b]
+    rows = sum(p["count"].size for p in parts)
+    count = np.empty(rows, np.int64)
+    boxes = np.empty((rows, 2 * ndim), np.int64)
+    centroids = np.empty((rows, ndim), np.float64)
+    at = 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for p in parts:
+            end = at + p["count"].size
+            count[at:end] = p["count"]
+            boxes[at:end, 0::2] = p["lo"]
+            boxes[at:end, 1::2] = p["hi"]
+            np.divide(p["csum"], p["count"][:, None], out=centroids[at:end])
+            at = end
+    empty = count == 0
+    boxes[empty, 0::2] = 0
+    boxes[empty, 1::2] = -1
+    return _to_device({"voxel_counts": count, "bounding_boxes": boxes, "centroids": centroids},
+                      on_gpu)
 
 
 def _reversed_axes(stats):
