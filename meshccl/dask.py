@@ -42,7 +42,8 @@ chunk besides labelling it is ``_kernels/chunks.cu``
    before the chunk in chunk order ('sequential'); each chunk numbers its
    own representatives, and one task over the representatives that face
    pairs name (not every label) hands their labels to the chunks whose
-   local labels joined them;
+   local labels joined them; counts and statistics (tables of each chunk's
+   local labels, made in step 1) follow the same tables to their labels;
 6. each chunk renumbered by one lookup through its table.
 """
 
@@ -831,6 +832,17 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         across it and the input is read a second time (from disk, for an
         array read from zarr).  Same labels; for arrays larger than the
         cluster's memory.
+    return_statistics : bool, optional
+        Also return ``meshccl.measure.statistics`` of the labels
+        (``voxel_counts``, ``bounding_boxes`` in cc3d's layout,
+        ``centroids``; rows 0..N), as ``meshccl.label(...,
+        return_statistics=True)`` does: a ``dask.delayed`` object that
+        computes to the dict (CuPy arrays for CuPy chunks).  Each chunk's
+        table of its local labels is made when it is labelled (step 1) and
+        merged through the numbering's tables, so the labels are never
+        needed: with ``low_memory=True``, computing N and the statistics
+        alone never holds the labels of more than the chunks being
+        labelled.  Not with ``numbering='first-cell'``.
 
     Returns
     -------
@@ -839,7 +851,9 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     num : dask.array.Array, 0-d, int64
         Only with ``return_num=True``.
     counts : dask.array.Array, 1-D, int64
-        Only with ``return_counts=True``; last.
+        Only with ``return_counts=True``.
+    statistics : dask.delayed.Delayed
+        Only with ``return_statistics=True``; last.
 
     Raises
     ------
@@ -848,7 +862,8 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     ValueError, TypeError
         As ``meshccl.label`` raises them: for the options and the dtype at
         once, for the values (NaN, floats beyond int64) when the chunks are
-        computed.
+        computed; ``return_counts`` or ``return_statistics`` with
+        ``numbering='first-cell'``.
 
     Notes
     -----
