@@ -212,15 +212,14 @@ def _tail(result):
 def _summary_gpu(values, mask, start, shape, measure, background, connectivity, tolerance):
     """Steps 1 and 2 for a CuPy chunk: :func:`_summary`'s results by the
     kernels of ``_kernels/chunks.cu`` (the ids by an atomic minimum over
-    the candidates, the layers cut in one launch each); N, the counts and
-    the statistics from ``meshccl.label`` itself.  Two waits for the
-    device: N, and the ids (and the table) copied to the host.  Returns
+    the candidates, the layers cut in one launch each); N and the counts
+    from ``meshccl.label`` itself, the statistics by ``meshccl.measure``.
+    Waits for the device: N (and the table copied to the host).  Returns
     (labels, summary)."""
     from ._gpu import chunks
 
     got = _label(values, background=background, connectivity=connectivity, mask=mask,
-                 tolerance=tolerance, return_num=True, return_counts=measure == "counts",
-                 return_statistics=measure == "statistics")
+                 tolerance=tolerance, return_num=True, return_counts=measure == "counts")
     labels, n = got[0], got[1]
     ids = chunks.first_ids(labels, n, start, shape, values.itemsize)
     faces = chunks.layers(values, labels, mask, ids)
@@ -228,7 +227,12 @@ def _summary_gpu(values, mask, start, shape, measure, background, connectivity, 
     if measure == "counts":
         rows = {"count": got[2].get().astype(np.int64)}
     elif measure == "statistics":
-        rows = _statistics_rows(got[2], start)
+        # (measured after labelling: the label pass that fills the table
+        # takes the general path, not the per-thread launch plans that
+        # the threads' concurrent calls of step 1 use)
+        from . import measure as _measure
+
+        rows = _statistics_rows(_measure.statistics(labels), start)
     return labels, (ids, rows) + tuple(faces)
 
 

@@ -305,8 +305,7 @@ def test_gpu_branch_numberings(emulated, numbering):
 
 @pytest.mark.parametrize("numbering", ["raster", "sequential"])
 def test_gpu_branch_statistics(emulated, numbering):
-    """return_statistics on the GPU branch (the chunk's table from
-    ``meshccl.label``'s own statistics, the numbering on the chunk's
+    """return_statistics on the GPU branch (the numbering on the chunk's
     device): the statistics of the labels it gives."""
     from meshccl import measure
 
