@@ -15,8 +15,8 @@ tables through the numbering (``docs/dask.md``).  Nothing is spilled: what
 lives across the numbering is host and device memory, both sampled.
 
 Reported (``dask_ooc.md``, ``dask_ooc.json`` in ``--out``, written as
-they come): the wall time; the floor of any chunked labelling here, the
-chunks generated and labelled alone (N of each chunk summed, nothing
+they come): the wall time; then the floor of any chunked labelling here,
+the chunks generated and labelled alone (N of each chunk summed, nothing
 kept); the peak device memory (``cudaMemGetInfo``'s used bytes, sampled
 every ``--sample`` s, less those used before the run) and CuPy's pool;
 the peak host RSS (sampled) and ``ru_maxrss``.  ``--check-side S`` first
@@ -173,10 +173,12 @@ def write(out, row):
              f"({row['chunks']}), connectivity {row['connectivity']}, threaded scheduler, "
              f"`low_memory=True`; input {row['side'] ** 3 / gb:.1f} GiB, its int32 labels "
              f"{4 * row['side'] ** 3 / gb:.1f} GiB (never held)", ""]
-    if "check" in row:
+    if "check" in row and "error" in row["check"]:
+        lines += ["check failed:", "", "```", row["check"]["error"], "```", ""]
+    elif "check" in row:
         c = row["check"]
-        lines += [f"check at {c['side']}³ in {c['chunk']}³ chunks: N = {c['n']}, statistics equal to meshccl.label's on "
-                  f"the whole array: {c['equal']} ({c['seconds']:.2f} s out of core, "
+        lines += [f"check at {c['side']}³ in {c['chunk']}³ chunks: N = {c['n']}, statistics "
+                  "equal to meshccl.label's on the whole array: {c['equal']} ({c['seconds']:.2f} s out of core, "
                   f"{c['whole_label_statistics_s']:.3f} s whole)", ""]
     if "floor_s" in row:
         lines += [f"chunks generated and labelled alone: {row['floor_s']:.2f} s "
@@ -221,14 +223,15 @@ def main(argv=None):
            "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
            "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     if args.check_side:
-        row["check"] = check(args)
+        try:
+            row["check"] = check(args)
+        except Exception as exc:  # (recorded; the large run still tells its time)
+            import traceback
+
+            row["check"] = {"error": "".join(traceback.format_exception(exc))[-3000:]}
         write(args.out, row)
         cupy.get_default_memory_pool().free_all_blocks()
     x = volume(args.side, args.chunk, args.pattern, args.noise)
-    if not args.no_floor:
-        row["floor_s"], row["floor_n"] = floor(x)
-        write(args.out, row)
-        cupy.get_default_memory_pool().free_all_blocks()
     ooc(volume(2 * args.chunk, args.chunk, args.pattern, args.noise, seed=2),
         args.connectivity)  # (every kernel compiled before the clock)
     cupy.get_default_memory_pool().free_all_blocks()
@@ -238,7 +241,12 @@ def main(argv=None):
                peak_rss=peaks.rss,
                maxrss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     row["largest_count"] = int(stats["voxel_counts"][1:].max()) if row["n"] else 0
+    del stats
     write(args.out, row)
+    if not args.no_floor:
+        cupy.get_default_memory_pool().free_all_blocks()
+        row["floor_s"], row["floor_n"] = floor(x)
+        write(args.out, row)
 
 
 if __name__ == "__main__":
