@@ -178,8 +178,9 @@ def write(out, row):
     elif "check" in row:
         c = row["check"]
         lines += [f"check at {c['side']}³ in {c['chunk']}³ chunks: N = {c['n']}, statistics "
-                  "equal to meshccl.label's on the whole array: {c['equal']} ({c['seconds']:.2f} s out of core, "
-                  f"{c['whole_label_statistics_s']:.3f} s whole)", ""]
+                  f"equal to meshccl.label's on the whole array: {c['equal']} "
+                  f"({c['seconds']:.2f} s out of core, {c['whole_label_statistics_s']:.3f} s "
+                  "whole)", ""]
     if "floor_s" in row:
         lines += [f"chunks generated and labelled alone: {row['floor_s']:.2f} s "
                   f"(sum of the chunks' N {row['floor_n']})", ""]
