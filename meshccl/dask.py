@@ -888,7 +888,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         merged through the numbering's tables, so the labels are never
         needed: with ``low_memory=True``, computing N and the statistics
         alone never holds the labels of more than the chunks being
-        labelled.  Not with ``numbering='first-cell'``.
+        labelled.  Not with ``numbering='first-cell'`` nor periodic axes.
 
     Returns
     -------
@@ -904,7 +904,8 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     Raises
     ------
     NotImplementedError
-        ``bonds`` or ``axes`` given, or a 0-d image.
+        ``bonds`` or ``axes`` given, a 0-d image, or ``return_statistics``
+        with a periodic axis.
     ValueError, TypeError
         As ``meshccl.label`` raises them: for the options and the dtype at
         once, for the values (NaN, floats beyond int64) when the chunks are
@@ -979,6 +980,11 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         raise NotImplementedError("meshccl.dask.label needs an array of at least one axis; "
                                   "use meshccl.label for 0-d arrays")
     periodic = _periodic_axes(periodic, ndim)
+    if return_statistics and any(periodic):
+        raise NotImplementedError(
+            "meshccl.dask.label(return_statistics=True) does not take periodic axes (the "
+            "circular boxes and centroids that meshccl.label gives there do not add up across "
+            f"chunks); got periodic={periodic!r}: use meshccl.label on the whole array")
     if mask is not None:
         mask = da.asarray(mask)
         _known_chunks(mask, "mask")

@@ -212,8 +212,7 @@ def test_label_statistics_random_chunkings(ndim):
         x = rng.integers(0, 3, shape).astype(np.uint8)
         chunks = _random_chunks(shape, rng)
         numbering = ("raster", "sequential")[trial % 2]
-        opts = {"connectivity": int(rng.integers(1, ndim + 1)),
-                "periodic": bool(trial % 3 == 2), "background": int(trial % 2)}
+        opts = {"connectivity": int(rng.integers(1, ndim + 1)), "background": int(trial % 2)}
         if trial == 3:
             opts["mask"] = rng.random(shape) < 0.8
         lab, n, counts, stats = _label_statistics(da.from_array(x, chunks=chunks), numbering,
@@ -241,6 +240,8 @@ def test_label_statistics_quirks_and_refusals():
     _same_statistics(empty.compute(), np.zeros((0, 4), np.int64))
     with pytest.raises(ValueError, match="return_statistics"):
         mdask.label(da.ones(4, chunks=2), return_statistics=True, numbering="first-cell")
+    with pytest.raises(NotImplementedError, match="periodic"):
+        mdask.label(da.ones((4, 4), chunks=2), return_statistics=True, periodic=(False, True))
 
 
 def _seeded_chunk(block_info=None):
