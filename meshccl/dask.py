@@ -45,7 +45,8 @@ chunk besides labelling it is ``_kernels/chunks.cu``
    before the chunk in chunk order ('sequential'); each chunk numbers its
    own representatives, and one task over the representatives that face
    pairs name (not every label) hands their labels to the chunks whose
-   local labels joined them;
+   local labels joined them; counts and statistics (tables of each chunk's
+   local labels, made in step 1) follow the same tables to their labels;
 6. each chunk renumbered by one lookup through its table.
 """
 
@@ -204,19 +205,20 @@ def _layer(x, axis, cut):
     return np.moveaxis(x[at], axis, 0)
 
 
-def _chunk(values, mask, start, shape, counts, keep, background, connectivity, tolerance):
+def _chunk(values, mask, start, shape, measure, keep, background, connectivity, tolerance):
     """Steps 1 and 2 for one chunk, in one task (on the chunk's device, its
     thread's own stream there): the chunk labelled alone
     (:func:`_label_block`) and summarised (:func:`_summary`).  Returns
-    ``(labels, first, counts, faces_0, ..., faces_{ndim-1})``, ``labels``
+    ``(labels, first, rows, faces_0, ..., faces_{ndim-1})``, ``labels``
     None unless ``keep`` (``low_memory`` labels the chunk again instead of
-    keeping them)."""
+    keeping them); ``rows`` the local labels' table that ``measure`` asks
+    for (:func:`_local_rows`), or None."""
     with _own_stream(values):
         if _xp(values) is np:
             labels = _label_block(values, mask, background, connectivity, tolerance)
-            out = _summary(values, labels, mask, start, shape, counts)
+            out = _summary(values, labels, mask, start, shape, measure)
         else:
-            labels, out = _summary_gpu(values, mask, start, shape, counts, background,
+            labels, out = _summary_gpu(values, mask, start, shape, measure, background,
                                        connectivity, tolerance)
     return (labels if keep else None,) + out
 
@@ -227,30 +229,115 @@ def _ids(result):
     return result[1:3]
 
 
-def _summary_gpu(values, mask, start, shape, counts, background, connectivity, tolerance):
+def _summary_gpu(values, mask, start, shape, measure, background, connectivity, tolerance):
     """Steps 1 and 2 for a CuPy chunk: :func:`_summary`'s results by the
     kernels of ``_kernels/chunks.cu`` (the ids by an atomic minimum over
     the candidates, the layers cut in one launch each); N and the counts
-    from ``meshccl.label`` itself.  Two waits for the device: N, and the
-    ids copied to the host.  Returns (labels, summary)."""
+    from ``meshccl.label`` itself, the statistics by ``meshccl.measure``.
+    Waits for the device: N (and the table copied to the host).  Returns
+    (labels, summary)."""
     from ._gpu import chunks
 
     got = _label(values, background=background, connectivity=connectivity, mask=mask,
-                 tolerance=tolerance, return_num=True, return_counts=counts)
+                 tolerance=tolerance, return_num=True, return_counts=measure == "counts")
     labels, n = got[0], got[1]
     ids = chunks.first_ids(labels, n, start, shape, values.itemsize)
     faces = chunks.layers(values, labels, mask, ids)
-    cells = got[2].get() if counts else None
-    return labels, (ids.get(), cells) + tuple(faces)
+    rows = None
+    if measure == "counts":
+        rows = {"count": got[2].get().astype(np.int64)}
+    elif measure == "statistics":
+        # (measured after labelling: the label pass that fills the table
+        # takes the general path, not the per-thread launch plans that
+        # the threads' concurrent calls of step 1 use)
+        from . import measure as _measure
+
+        rows = _statistics_rows(_measure.statistics(labels), start)
+    return labels, (ids, rows) + tuple(faces)
 
 
-def _summary(values, labels, mask, start, shape, counts):
+def _statistics_rows(stats, start):
+    """A chunk's ``meshccl.measure.statistics`` (local labels, chunk
+    coordinates) as host rows in global coordinates: ``count``, ``lo`` and
+    ``hi`` (inclusive box corners), ``csum`` (integer coordinate sums: a
+    centroid times its count, rounded, gives its sum back exactly while
+    the sums stay below 2**52).  Rows without cells get ``lo`` = 2**62 and
+    ``hi`` = -1, which no minimum or maximum with a row that has cells
+    keeps."""
+    xp = _xp(stats["voxel_counts"])
+    count = stats["voxel_counts"].astype(np.int64)
+    box = stats["bounding_boxes"].astype(np.int64)
+    at = xp.asarray(start, dtype=np.int64)
+    empty = (count == 0)[:, None]
+    centroid = xp.where(empty, 0.0, stats["centroids"])
+    rows = {"count": count,
+            "lo": xp.where(empty, _FAR, box[:, 0::2] + at),
+            "hi": xp.where(empty, -1, box[:, 1::2] + at),
+            "csum": xp.rint(centroid * count[:, None]).astype(np.int64) + at * count[:, None]}
+    return {k: v.get() if xp is not np else v for k, v in rows.items()}
+
+
+#: a box corner beyond every coordinate (rows without cells)
+_FAR = np.int64(2**62)
+
+
+def _local_rows(labels, start, measure):
+    """The table of a NumPy chunk's local labels 0..n_b that ``measure`` asks
+    for: None; 'counts': ``{"count"}``; 'statistics': the rows of
+    :func:`_statistics_rows`."""
+    if measure == "counts":
+        return {"count": np.bincount(labels.ravel(), minlength=int(labels.max(initial=0)) + 1)
+                .astype(np.int64)}
+    if measure == "statistics":
+        from . import measure as _measure
+
+        return _statistics_rows(_measure.statistics(labels), start)
+    return None
+
+
+def _rows_where(rows, pick):
+    """The rows ``pick`` (a mask or indices) of a table."""
+    return {k: v[pick] for k, v in rows.items()}
+
+
+def _rows_grouped(rows, group, m):
+    """A table's rows reduced by ``group`` (row -> 0..m-1) into m rows:
+    counts and coordinate sums add, box corners take the min / max."""
+    out = {}
+    for k, v in rows.items():
+        if k == "lo":
+            o = np.full((m,) + v.shape[1:], _FAR, np.int64)
+            np.minimum.at(o, group, v)
+        elif k == "hi":
+            o = np.full((m,) + v.shape[1:], -1, np.int64)
+            np.maximum.at(o, group, v)
+        else:
+            o = np.zeros((m,) + v.shape[1:], np.int64)
+            np.add.at(o, group, v)
+        out[k] = o
+    return out
+
+
+def _rows_joined(rows, at, more):
+    """``rows`` with ``more`` merged into its rows ``at`` (in place)."""
+    for k, v in rows.items():
+        if k == "lo":
+            v[at] = np.minimum(v[at], more[k])
+        elif k == "hi":
+            v[at] = np.maximum(v[at], more[k])
+        else:
+            v[at] += more[k]
+    return rows
+
+
+def _summary(values, labels, mask, start, shape, measure):
     """Step 2 for a NumPy chunk: the global id of each local label (the global
-    flat index of its first cell, :func:`_first_cells`), the cells of each
-    local label (entry 0: background; only when ``counts``), and for each
+    flat index of its first cell, :func:`_first_cells`), the table of the
+    local labels that ``measure`` asks for (:func:`_local_rows`; row 0 the
+    background), and for each
     axis the chunk's first and last layer of values, ids (-1 on the
     background) and mask -- all that step 3 needs of it.  Returns
-    ``(first, counts, faces_0, ..., faces_{ndim-1})`` with ``faces_d =
+    ``(first, rows, faces_0, ..., faces_{ndim-1})`` with ``faces_d =
     (first layer, last layer)`` along axis d, each a tuple (values, ids,
     mask or None) of copies with axis d moved first (shape (1, the other
     axes in order)).  (A CuPy chunk's: :func:`_summary_gpu`.)"""
@@ -258,11 +345,9 @@ def _summary(values, labels, mask, start, shape, counts):
     first = np.ravel_multi_index(
         tuple(c + s for c, s in zip(np.unravel_index(local, labels.shape), start)),
         shape).astype(np.int64)
-    cells = None
-    if counts:
-        cells = np.bincount(labels.ravel(), minlength=first.size + 1).astype(np.int64)
+    rows = _local_rows(labels, start, measure)
     table = np.concatenate([[-1], first]).astype(np.int64)
-    out = [first, cells]
+    out = [first, rows]
     for axis in range(labels.ndim):
         # (copies, in C order: a view would keep the whole chunk alive; the
         # lookup makes the ids a new array)
@@ -401,72 +486,101 @@ def _tree(edge_lists):
             return level[0]
 
 
+def _host(a):
+    """``a`` on the host (NumPy); NumPy arrays and scalars as they are."""
+    return a.get() if _xp(a) is not np else a
+
+
 def _line_of(ids, start, chunk_shape, shape):
     """The line of each global flat id in a chunk: the flat index, over the
     chunk's axes but the last, of the id's cell (by integer division, axis
-    by axis from the last but one)."""
-    line = np.zeros(ids.size, np.int64)
+    by axis from the last but one), on the ids' device."""
+    xp = _xp(ids)
+    line = xp.zeros(ids.size, np.int64)
     rest = ids // shape[-1]
     step = 1
     for k in range(len(shape) - 2, -1, -1):
-        rest, c = np.divmod(rest, shape[k])
+        c = rest % shape[k]
+        rest = rest // shape[k]
         line += (c - start[k]) * step
         step *= chunk_shape[k]
     return line
 
 
-def _lookup(keys, values):
-    """Which of ``values`` (distinct int64) are in ``keys`` (sorted,
-    distinct), and where: (a mask over ``values``, the index in ``keys`` of
-    each value found, in the order of ``values``).  Sorted ``values`` (a
-    chunk's ids in raster order) search the keys in their range instead
-    when those are fewer (a chunk's face ids among all its ids), else
-    each value searches ``keys``."""
-    found = np.zeros(values.size, bool)
+def _lookup(keys, values, *payloads):
+    """Which of ``values`` (distinct int64, on their device) are in ``keys``
+    (sorted, distinct, host), and the entries of ``payloads`` (host arrays
+    aligned with ``keys``) at each value found: (a mask over ``values``,
+    one array a payload, in the order of ``values``), on the values'
+    device.  Sorted ``values`` (a chunk's ids in raster order) need only
+    the keys in their range, which alone go to the device; they search the
+    values when fewer than a quarter of them (a chunk's face ids among all
+    its ids), else each value searches them."""
+    xp = _xp(values)
+    found = xp.zeros(values.size, bool)
     if keys.size == 0 or values.size == 0:
-        return found, np.empty(0, np.int64)
-    if values.size > 1 and bool((values[1:] > values[:-1]).all()):
-        lo, hi = np.searchsorted(keys, [values[0], values[-1] + 1])
-        if hi - lo < values.size // 4:
-            sub = keys[lo:hi]
-            at = np.minimum(np.searchsorted(values, sub), values.size - 1)
-            hit = values[at] == sub
-            found[at[hit]] = True
-            return found, lo + np.flatnonzero(hit)
-    at = np.minimum(np.searchsorted(keys, values), keys.size - 1)
-    found = keys[at] == values
-    return found, at[found]
+        return (found,) + tuple(xp.empty(0, dtype=p.dtype) for p in payloads)
+    lo, hi = 0, keys.size
+    ordered = values.size == 1 or bool((values[1:] > values[:-1]).all())
+    if ordered:
+        ends = _host(values[xp.asarray([0, values.size - 1])])
+        lo, hi = (int(i) for i in np.searchsorted(keys, [ends[0], ends[1] + 1]))
+    if hi == lo:
+        return (found,) + tuple(xp.empty(0, dtype=p.dtype) for p in payloads)
+    sub = xp.asarray(keys[lo:hi])
+    if ordered and hi - lo < values.size // 4:
+        at = xp.minimum(xp.searchsorted(values, sub), values.size - 1)
+        hit = values[at] == sub
+        where = at[hit]
+        found[where] = True
+        # (the keys found, in the order of the values: ``where`` increases)
+        inner = xp.flatnonzero(hit)
+    else:
+        at = xp.minimum(xp.searchsorted(sub, values), sub.size - 1)
+        found = sub[at] == values
+        inner = at[found]
+    return (found,) + tuple(xp.asarray(p[lo:hi])[inner] for p in payloads)
 
 
-def _reps(first, cells, solved, start, chunk_shape, shape, numbering):
-    """Step 5, one task a chunk: which of the chunk's local labels are their
+def _reps(first, rows, solved, start, chunk_shape, shape, numbering):
+    """Step 5, one task a chunk, on the device of the chunk's ids (its
+    thread's own stream there): which of the chunk's local labels are their
     component's representative (the smallest id, its first cell), and the
     representative of each of the others (from the tree's root, ``solved``:
-    moved id -> representative, sorted by moved id).
+    moved id -> representative, sorted by moved id; host).
 
-    Returns ``(is_rep, to, moved_cells, reps_per_line, sums, line)``: ``to`` the
-    representative of each local label that is not one; ``moved_cells``
-    their cells (None without counts); ``reps_per_line`` the chunk's
+    Returns ``(is_rep, to, moved_rows, reps_per_line, sums, line)``: ``to`` the
+    representative of each local label that is not one; ``moved_rows``
+    their rows of the chunk's table (None without counts or statistics);
+    ``reps_per_line`` the chunk's
     representatives counted per line (the cells that share every
     coordinate but the last; shape ``chunk_shape[:-1]``) for 'raster',
-    else None; ``sums`` for 'raster' the same counts summed over the lines'
-    trailing axes, one array a level k (shape ``chunk_shape[:k]``), for the
-    other numberings the count alone; ``line`` each representative's line
-    ('raster')."""
-    src, rep = solved
-    moved, at = _lookup(src, first)
-    to = rep[at]
-    is_rep = ~moved
-    moved_cells = None if cells is None else cells[1:][moved]
-    if numbering != "raster":
-        return is_rep, to, moved_cells, None, np.int64(is_rep.sum()), None
-    lines = chunk_shape[:-1]
-    line = _line_of(first[is_rep], start, chunk_shape, shape)
-    per_line = np.bincount(line, minlength=int(np.prod(lines, dtype=np.int64))).reshape(lines)
-    sums = [per_line]
-    for k in range(len(lines) - 1, -1, -1):
-        sums.append(sums[-1].sum(axis=k))
-    return is_rep, to, moved_cells, per_line, tuple(sums[::-1]), line
+    else None; ``sums`` (host) for 'raster' the same counts summed over the
+    lines' trailing axes, one array a level k (shape ``chunk_shape[:k]``),
+    for the other numberings the count alone; ``line`` each
+    representative's line ('raster').  ``is_rep``, ``to``, the per-line
+    counts and ``line`` are on the ids' device."""
+    with _own_stream(first):
+        xp = _xp(first)
+        src, rep = solved
+        moved, to = _lookup(src, first, rep)
+        is_rep = ~moved
+        moved_rows = None
+        if rows is not None:
+            moved_rows = _rows_where(rows, np.flatnonzero(_host(moved)) + 1)
+        if numbering != "raster":
+            return is_rep, to, moved_rows, None, np.int64(int(is_rep.sum())), None
+        lines = chunk_shape[:-1]
+        line = _line_of(first[is_rep], start, chunk_shape, shape)
+        n_lines = int(np.prod(lines, dtype=np.int64))
+        # (CuPy's bincount takes the largest value first: none in an empty array)
+        per_line = (xp.bincount(line, minlength=n_lines) if line.size
+                    else xp.zeros(n_lines, np.int64)).reshape(lines)
+        sums = [per_line]
+        for k in range(len(lines) - 1, -1, -1):
+            sums.append(sums[-1].sum(axis=k))
+        sums = tuple(np.asarray(_host(x)) for x in sums[::-1])
+    return is_rep, to, moved_rows, per_line, sums, line
 
 
 def _prefix(n_along, *sums):
@@ -498,9 +612,10 @@ def _roots(solved):
 
 
 def _number(first, reps, chunk_shape, roots, numbering, index, position, *levels):
-    """Step 5, one task a chunk: the global label of each of the chunk's
-    representatives, and of those that ``roots`` names (the ones other
-    chunks ask for) as ``(ids, labels)``.
+    """Step 5, one task a chunk, on the device of the chunk's ids (its
+    thread's own stream there): the global label of each of the chunk's
+    representatives (on that device), and of those that ``roots`` names
+    (the ones other chunks ask for) as host ``(ids, labels)``.
 
     'raster': ``levels`` are the results of :func:`_prefix` for the
     chunk's groups, level 0 .. ndim-1; the label of a representative is 1 +
@@ -511,38 +626,42 @@ def _number(first, reps, chunk_shape, roots, numbering, index, position, *levels
     'sequential': ``levels`` is (the offsets, N) of :func:`_offsets`;
     ``index`` the chunk's index in the grid, ``position`` its place in C
     order.  'first-cell': the id + 1."""
-    is_rep, _, _, per_line, _, line = reps
-    ids = first[is_rep]
-    order = None
-    if ids.size > 1 and not bool((ids[1:] > ids[:-1]).all()):
-        # (a chunk shaped (a, b, 1) is labelled in skimage's column order)
-        order = np.argsort(ids)
-        ids = ids[order]
-        line = None if line is None else line[order]
-    if numbering == "first-cell":
-        labels = ids + 1
-    elif numbering == "sequential":
-        labels = levels[0][0][position] + 1 + np.arange(ids.size, dtype=np.int64)
-    else:
-        ndim = len(chunk_shape)
-        lines = chunk_shape[:-1]
-        before = np.zeros(lines, np.int64)
-        for k in range(ndim):
-            prefix, _ = levels[k]
-            term = prefix[index[k]]
-            before += term.reshape(term.shape + (1,) * (ndim - 1 - k))
-            if k < ndim - 1:
-                total = levels[k + 1][1]  # per x_0..x_k: every chunk of the group
-                excl = np.cumsum(total, axis=k) - total
-                before += excl.reshape(excl.shape + (1,) * (ndim - 2 - k))
-        on_line = np.cumsum(per_line.ravel()) - per_line.ravel()  # the chunk's own, earlier lines
-        rank = np.arange(ids.size, dtype=np.int64) - on_line[line]
-        labels = 1 + before.ravel()[line] + rank
-    if order is not None:
-        ids[order] = ids.copy()
-        labels[order] = labels.copy()
-    asked, _ = _lookup(roots, ids)
-    return labels, ids[asked], labels[asked]
+    with _own_stream(first):
+        xp = _xp(first)
+        is_rep, _, _, per_line, _, line = reps
+        ids = first[is_rep]
+        order = None
+        if ids.size > 1 and not bool((ids[1:] > ids[:-1]).all()):
+            # (a chunk shaped (a, b, 1) is labelled in skimage's column order)
+            order = xp.argsort(ids)
+            ids = ids[order]
+            line = None if line is None else line[order]
+        if numbering == "first-cell":
+            labels = ids + 1
+        elif numbering == "sequential":
+            labels = int(levels[0][0][position]) + 1 + xp.arange(ids.size, dtype=np.int64)
+        else:
+            ndim = len(chunk_shape)
+            lines = chunk_shape[:-1]
+            before = np.zeros(lines, np.int64)
+            for k in range(ndim):
+                prefix, _ = levels[k]
+                term = prefix[index[k]]
+                before += term.reshape(term.shape + (1,) * (ndim - 1 - k))
+                if k < ndim - 1:
+                    total = levels[k + 1][1]  # per x_0..x_k: every chunk of the group
+                    excl = np.cumsum(total, axis=k) - total
+                    before += excl.reshape(excl.shape + (1,) * (ndim - 2 - k))
+            counts = per_line.ravel()
+            on_line = xp.cumsum(counts) - counts  # the chunk's own, earlier lines
+            rank = xp.arange(ids.size, dtype=np.int64) - on_line[line]
+            labels = 1 + xp.asarray(before.ravel())[line] + rank
+        if order is not None:
+            ids[order] = ids.copy()
+            labels[order] = labels.copy()
+        asked, = _lookup(roots, ids)
+        out = labels, _host(ids[asked]), _host(labels[asked])
+    return out
 
 
 def _small(reps, k):
@@ -556,15 +675,15 @@ def _asked(number):
 
 
 def _moved(reps):
-    return reps[1], reps[2]
+    return _host(reps[1]), reps[2]
 
 
 def _resolve(asked, moved):
     """Step 5, one task over the representatives that face pairs name: their
-    labels, sorted by id, and (counts) the cells of the local labels moved
-    to each.  ``asked``: every chunk's (ids, labels) from :func:`_number`;
-    ``moved``: every chunk's (representative, cells) of its moved labels,
-    or empty without counts."""
+    labels, sorted by id, and (counts, statistics) the rows of the local
+    labels moved to each, merged.  ``asked``: every chunk's (ids, labels)
+    from :func:`_number`; ``moved``: every chunk's (representative, rows)
+    of its moved labels, or empty without counts or statistics."""
     ids = np.concatenate([a[0] for a in asked]) if asked else np.empty(0, np.int64)
     labels = np.concatenate([a[1] for a in asked]) if asked else np.empty(0, np.int64)
     order = np.argsort(ids, kind="stable")
@@ -572,54 +691,115 @@ def _resolve(asked, moved):
     extra = None
     if moved:
         to = np.concatenate([m[0] for m in moved])
-        cells = np.concatenate([m[1] for m in moved])
-        extra = np.bincount(np.searchsorted(ids, to), weights=cells,
-                            minlength=ids.size).astype(np.int64)
+        rows = {k: np.concatenate([m[1][k] for m in moved]) for k in moved[0][1]}
+        extra = _rows_grouped(rows, np.searchsorted(ids, to), ids.size)
     return ids, labels, extra
 
 
-def _chunk_table(first, cells, reps, number, resolved):
-    """Step 5, one task a chunk: its table local label -> global label (entry
-    0: 0); with counts also (its representatives' labels, their cells in
-    the whole array, its background cells)."""
-    is_rep, to = reps[0], reps[1]
-    labels = number[0]
-    table = np.zeros(first.size + 1, np.int64)
-    table[1:][is_rep] = labels
-    if to.size and resolved is None:  # 'first-cell': the representative's id + 1
-        table[1:][~is_rep] = to + 1
-    elif to.size:
-        ids, global_labels = resolved[0], resolved[1]
-        table[1:][~is_rep] = global_labels[np.searchsorted(ids, to)]
-    if cells is None:
-        return table, None
-    own = cells[1:][is_rep].astype(np.int64)
-    ids, extra = resolved[0], resolved[2]
-    rep_ids = first[is_rep]
-    if ids.size and rep_ids.size:
-        at = np.minimum(np.searchsorted(ids, rep_ids), ids.size - 1)
-        hit = ids[at] == rep_ids
-        own[hit] += extra[at[hit]]
-    return table, (labels, own, int(cells[0]))
+def _chunk_table(first, rows, reps, number, resolved):
+    """Step 5, one task a chunk, on the device of the chunk's ids (its
+    thread's own stream there): its table local label -> global label
+    (entry 0: 0) on that device; with counts or statistics also (its
+    representatives' labels, their rows in the whole array (their own rows
+    and those of the labels of every chunk moved to them), its background's
+    row), on the host."""
+    with _own_stream(first):
+        xp = _xp(first)
+        is_rep, to = reps[0], reps[1]
+        labels = number[0]
+        table = xp.zeros(first.size + 1, np.int64)
+        inner = table[1:]
+        inner[is_rep] = labels
+        if to.size and resolved is None:  # 'first-cell': the representative's id + 1
+            inner[~is_rep] = to + 1
+        elif to.size:
+            # (the moved labels are few: their representatives looked up on the host)
+            ids, global_labels = resolved[0], resolved[1]
+            inner[~is_rep] = xp.asarray(global_labels[np.searchsorted(ids, _host(to))])
+        if rows is None:
+            return table, None
+        is_rep = _host(is_rep)
+        labels = _host(labels)
+        own = _rows_where(rows, np.flatnonzero(is_rep) + 1)
+        ids, extra = resolved[0], resolved[2]
+        rep_ids = _host(first)[is_rep]
+        if ids.size and rep_ids.size:
+            at = np.minimum(np.searchsorted(ids, rep_ids), ids.size - 1)
+            hit = ids[at] == rep_ids
+            _rows_joined(own, np.flatnonzero(hit), _rows_where(extra, at[hit]))
+        out = table, (labels, own, _rows_where(rows, slice(0, 1)))
+    return out
+
+
+def _rows_block(lo, *parts):
+    """The rows of the labels lo + 1 .. lo + m, where the m representatives
+    of a row of chunks along axis 0 live (consecutive labels in both
+    numberings): ``parts`` those chunks' (labels, rows, background)."""
+    m = sum(p[0].size for p in parts)
+    out = {}
+    for labels, rows, _ in parts:
+        for k, v in rows.items():
+            if k not in out:
+                out[k] = np.zeros((m,) + v.shape[1:], np.int64)
+            out[k][labels - lo - 1] = v
+    return out
 
 
 def _counts_block(lo, *parts):
-    """Counts of the labels lo + 1 .. lo + m, where the m representatives of
-    a row of chunks along axis 0 live (consecutive labels in both
-    numberings): ``parts`` those chunks' (labels, cells, background)."""
-    m = sum(p[0].size for p in parts)
-    out = np.zeros(m, np.int64)
-    for labels, cells, _ in parts:
-        out[labels - lo - 1] = cells
-    return out
+    """Counts of the labels lo + 1 .. lo + m (:func:`_rows_block`)."""
+    return _rows_block(lo, *parts).get("count", np.zeros(0, np.int64))
 
 
 def _background(table):
     return table[1][2]
 
 
-def _background_cells(*cells):
-    return np.array([sum(cells)], np.int64)
+def _background_cells(*rows):
+    return np.array([sum(int(r["count"][0]) for r in rows)], np.int64)
+
+
+def _statistics_of(ndim, on_gpu, background, *blocks):
+    """The dict of ``meshccl.measure.statistics`` of the labels, rows 0..N,
+    from every chunk's background row (``background``) and the rows of the
+    labels 1..N (``blocks``, :func:`_rows_block`, in order of labels),
+    written block by block into the result (the only copy of the N + 1 rows
+    besides the blocks).  Rows without cells: box (0, -1), centroid NaN,
+    as ``meshccl.measure`` gives them."""
+    from ._dask_measure import _to_device
+
+    first = _rows_grouped({k: np.concatenate([r[k] for r in background]) for k in background[0]},
+                          np.zeros(len(background), np.int64), 1)
+    parts = [first] + [b for b in blocks if b]
+    rows = sum(p["count"].size for p in parts)
+    count = np.empty(rows, np.int64)
+    boxes = np.empty((rows, 2 * ndim), np.int64)
+    centroids = np.empty((rows, ndim), np.float64)
+    at = 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for p in parts:
+            end = at + p["count"].size
+            count[at:end] = p["count"]
+            boxes[at:end, 0::2] = p["lo"]
+            boxes[at:end, 1::2] = p["hi"]
+            np.divide(p["csum"], p["count"][:, None], out=centroids[at:end])
+            at = end
+    empty = count == 0
+    boxes[empty, 0::2] = 0
+    boxes[empty, 1::2] = -1
+    return _to_device({"voxel_counts": count, "bounding_boxes": boxes, "centroids": centroids},
+                      on_gpu)
+
+
+def _reversed_axes(stats):
+    """Statistics of an array's transpose (all axes reversed) turned into the
+    array's own: box corners and centroids with their axes reversed."""
+    box = stats["bounding_boxes"]
+    rows, width = box.shape
+    xp = _xp(box)
+    return {"voxel_counts": stats["voxel_counts"],
+            "bounding_boxes": xp.ascontiguousarray(
+                box.reshape(rows, width // 2, 2)[:, ::-1, :].reshape(rows, width)),
+            "centroids": xp.ascontiguousarray(stats["centroids"][:, ::-1])}
 
 
 def _renumber(labels, table, itemsize):
@@ -661,7 +841,7 @@ def _periodic_axes(periodic, ndim):
 
 def label(image, background=None, return_num=False, connectivity=None, *, periodic=False,
           mask=None, tolerance=None, return_counts=False, bonds=None, axes=None,
-          low_memory=False, numbering="raster"):
+          low_memory=False, numbering="raster", return_statistics=False):
     """Label the connected components of a chunked Dask array, lazily.
 
     The labels are those of ``meshccl.label`` on the whole array, value for
@@ -718,6 +898,17 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         across it and the input is read a second time (from disk, for an
         array read from zarr).  Same labels; for arrays larger than the
         cluster's memory.
+    return_statistics : bool, optional
+        Also return ``meshccl.measure.statistics`` of the labels
+        (``voxel_counts``, ``bounding_boxes`` in cc3d's layout,
+        ``centroids``; rows 0..N), as ``meshccl.label(...,
+        return_statistics=True)`` does: a ``dask.delayed`` object that
+        computes to the dict (CuPy arrays for CuPy chunks).  Each chunk's
+        table of its local labels is made when it is labelled (step 1) and
+        merged through the numbering's tables, so the labels are never
+        needed: with ``low_memory=True``, computing N and the statistics
+        alone never holds the labels of more than the chunks being
+        labelled.  Not with ``numbering='first-cell'`` nor periodic axes.
 
     Returns
     -------
@@ -726,16 +917,20 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     num : dask.array.Array, 0-d, int64
         Only with ``return_num=True``.
     counts : dask.array.Array, 1-D, int64
-        Only with ``return_counts=True``; last.
+        Only with ``return_counts=True``.
+    statistics : dask.delayed.Delayed
+        Only with ``return_statistics=True``; last.
 
     Raises
     ------
     NotImplementedError
-        ``bonds`` or ``axes`` given, or a 0-d image.
+        ``bonds`` or ``axes`` given, a 0-d image, or ``return_statistics``
+        with a periodic axis.
     ValueError, TypeError
         As ``meshccl.label`` raises them: for the options and the dtype at
         once, for the values (NaN, floats beyond int64) when the chunks are
-        computed.
+        computed; ``return_counts`` or ``return_statistics`` with
+        ``numbering='first-cell'``.
 
     Notes
     -----
@@ -789,6 +984,9 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                                   "on its own, or the whole array with meshccl.label")
     if not isinstance(numbering, str) or numbering not in NUMBERINGS:
         raise ValueError(f"numbering must be one of {NUMBERINGS}, got {numbering!r}")
+    if return_statistics and numbering == "first-cell":
+        raise ValueError("return_statistics needs numbering='raster' or 'sequential' (its rows "
+                         "are the labels 0..N), got numbering='first-cell'")
     if return_counts and numbering == "first-cell":
         raise ValueError("return_counts needs numbering='raster' or 'sequential' (counts are "
                          "indexed by the labels 1..N), got numbering='first-cell'")
@@ -802,6 +1000,11 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         raise NotImplementedError("meshccl.dask.label needs an array of at least one axis; "
                                   "use meshccl.label for 0-d arrays")
     periodic = _periodic_axes(periodic, ndim)
+    if return_statistics and any(periodic):
+        raise NotImplementedError(
+            "meshccl.dask.label(return_statistics=True) does not take periodic axes (the "
+            "circular boxes and centroids that meshccl.label gives there do not add up across "
+            f"chunks); got periodic={periodic!r}: use meshccl.label on the whole array")
     if mask is not None:
         mask = da.asarray(mask)
         _known_chunks(mask, "mask")
@@ -820,10 +1023,14 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         # skimage's column order for non-bool (a, b, 1) volumes, as
         # meshccl.label keeps it: the raster order of the (1, b, a) transpose
         out = label(image.transpose(2, 1, 0), background, return_num, connectivity,
-                    return_counts=return_counts, low_memory=low_memory, numbering=numbering)
-        if isinstance(out, tuple):
-            return (out[0].transpose(2, 1, 0),) + out[1:]
-        return out.transpose(2, 1, 0)
+                    return_counts=return_counts, low_memory=low_memory, numbering=numbering,
+                    return_statistics=return_statistics)
+        if not isinstance(out, tuple):
+            return out.transpose(2, 1, 0)
+        out = (out[0].transpose(2, 1, 0),) + out[1:]
+        if return_statistics:
+            out = out[:-1] + (dask.delayed(_reversed_axes, pure=True)(out[-1]),)
+        return out
     out_meta = image._meta.astype(np.int64)
     if image.size == 0:
         out = (da.zeros(image.shape, dtype=np.int64, chunks=image.chunks, meta=out_meta),)
@@ -831,6 +1038,10 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
             out += (da.from_array(np.int64(0)),)
         if return_counts:
             out += (da.zeros(1, dtype=np.int64, chunks=1),)
+        if return_statistics:
+            from . import measure as _measure
+
+            out += (dask.delayed(_measure.statistics, pure=True)(np.zeros(image.shape, np.int64)),)
         return out if len(out) > 1 else out[0]
 
     grid = image.numblocks
@@ -839,7 +1050,8 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     # steps 1 to 6 as one graph of plain tasks: a few tasks a chunk, and no
     # Dask collection built per chunk or face (building those cost more
     # than running them)
-    token = tokenize(image, mask, background, connectivity, tolerance, periodic, return_counts,
+    measure = "statistics" if return_statistics else "counts" if return_counts else None
+    token = tokenize(image, mask, background, connectivity, tolerance, periodic, measure,
                      low_memory, numbering)
     (info, summary, local, face, solve, reps, counted, prefix, before, roots, number, asked,
      moved, resolve, table, out_name, layers) = (f"meshccl-{k}-{token}" for k in (
@@ -878,7 +1090,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         dsk[(info,) + b] = (_chunk, (image.name,) + b,
                             None if mask is None else (mask.name,) + b,
                             tuple(int(starts[d][b[d]]) for d in range(ndim)), image.shape,
-                            return_counts, not low_memory, background, connectivity, tolerance)
+                            measure, not low_memory, background, connectivity, tolerance)
         # the result split in keys: the ids and counts that the numbering
         # reads, and the local labels that only the renumbering reads; on
         # a cluster also the layers along each axis that the faces read (a
@@ -978,7 +1190,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     if numbering != "first-cell":
         dsk[(resolve,)] = (_resolve, [part_of(asked, (_asked, (number,) + b)) for b in index],
                            [part_of(moved, (_moved, (reps,) + b)) for b in index]
-                           if return_counts else [])
+                           if measure else [])
         barrier = resolve
     else:
         barrier = before
@@ -987,7 +1199,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     tables = {b: (_chunk_table, first_of[b], cells_of[b], (reps,) + b,
                   (number,) + b, (resolve,) if numbering != "first-cell" else None)
               for b in index}
-    if return_counts:
+    if measure:
         for b in index:
             dsk[(table,) + b] = tables[b]
             tables[b] = (table,) + b
@@ -1039,6 +1251,26 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         out += (da.Array(HighLevelGraph.from_collections(name, dsk_c, dependencies=[labels]),
                          name, chunks=((1,) + (np.nan,) * grid[0],), dtype=np.int64,
                          meta=np.empty((0,), np.int64)),)
+    if return_statistics:
+        # the same blocks of rows as the counts', merged with every chunk's
+        # background row by one task that holds the N + 1 rows of the result
+        from dask.delayed import Delayed
+
+        name = f"meshccl-statistics-{token}"
+        dsk_s = {}
+        for r in range(grid[0]):
+            row = [b for b in index if b[0] == r]
+            if numbering == "raster":
+                lo = (getitem, (getitem, (prefix, 0), 0), r)
+            else:
+                lo = (getitem, (getitem, (before,), 0), index.index(row[0]))
+            dsk_s[(name, r)] = (_rows_block, lo) + tuple((getitem, (table,) + b, 1)
+                                                        for b in row)
+        dsk_s[name] = (_statistics_of, ndim, _xp(image._meta) is not np,
+                       [(_background, (table,) + b) for b in index]) + tuple(
+                           (name, r) for r in range(grid[0]))
+        out += (Delayed(name, HighLevelGraph.from_collections(name, dsk_s,
+                                                              dependencies=[labels])),)
     return out if len(out) > 1 else labels
 
 

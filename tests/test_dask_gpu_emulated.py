@@ -282,8 +282,10 @@ def test_gpu_tasks_wait_for_their_own_stream(emulated):
     image = da.from_array(x, chunks=(4, 5)).map_blocks(fake)
     before = FakeStream.synchronized
     emulated.label(image).compute(scheduler="sync")
-    # 6 chunks: a summary and a renumbering each; faces for 5 of them
-    assert FakeStream.synchronized - before == 6 + 6 + 5
+    # 6 chunks: a summary, representatives, numbers, a table and a
+    # renumbering each (the numbering on the device of the chunk's ids);
+    # faces for 5 of them
+    assert FakeStream.synchronized - before == 6 * 5 + 5
 
 
 @pytest.mark.parametrize("numbering", ["sequential", "first-cell"])
@@ -299,3 +301,23 @@ def test_gpu_branch_numberings(emulated, numbering):
         image = da.from_array(x, chunks=chunks).map_blocks(fake)
         got = emulated.label(image, connectivity=c, numbering=numbering)
         np.testing.assert_array_equal(np.asarray(got.compute(scheduler="sync")), want)
+
+
+@pytest.mark.parametrize("numbering", ["raster", "sequential"])
+def test_gpu_branch_statistics(emulated, numbering):
+    """return_statistics on the GPU branch (the numbering on the chunk's
+    device): the statistics of the labels it gives."""
+    from meshccl import measure
+
+    rng = np.random.default_rng(12)
+    x = (rng.random((11, 9, 10)) < 0.5).astype(np.uint8)
+    image = da.from_array(x, chunks=((4, 7), (3, 6), (5, 5))).map_blocks(fake)
+    for c in (1, 3):
+        got, stats = dask.compute(*emulated.label(image, connectivity=c, numbering=numbering,
+                                                  return_statistics=True, low_memory=True),
+                                  scheduler="sync")
+        want = measure.statistics(np.asarray(got))
+        for k in want:
+            np.testing.assert_array_equal(np.asarray(stats[k]), want[k], err_msg=k)
+        if numbering == "raster":
+            np.testing.assert_array_equal(np.asarray(got), meshccl.label(x, connectivity=c))

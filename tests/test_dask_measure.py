@@ -183,3 +183,119 @@ def test_docstring_examples():
     from meshccl import _dask_measure
 
     assert doctest.testmod(_dask_measure).failed == 0
+
+
+# meshccl.dask.label(..., return_statistics=True): the statistics of the
+# labels it gives, merged from per-chunk tables of the local labels through
+# the numbering's tables, never from the labels themselves
+
+def _same_statistics(got, labels):
+    want = measure.statistics(labels)
+    assert set(got) == set(want)
+    for k in want:
+        g = got[k].get() if hasattr(got[k], "get") else got[k]
+        assert g.dtype == want[k].dtype and g.shape == want[k].shape, k
+        np.testing.assert_array_equal(g, want[k], err_msg=k)
+
+
+def _label_statistics(image, numbering="raster", low_memory=True, **opts):
+    return dask.compute(*mdask.label(image, return_num=True, return_counts=True,
+                                     return_statistics=True, numbering=numbering,
+                                     low_memory=low_memory, **opts), scheduler="threads")
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3])
+def test_label_statistics_random_chunkings(ndim):
+    rng = np.random.default_rng(40 + ndim)
+    for trial in range(6):
+        shape = tuple(int(s) for s in rng.integers(1, {1: 60, 2: 30, 3: 14}[ndim] + 1, ndim))
+        x = rng.integers(0, 3, shape).astype(np.uint8)
+        chunks = _random_chunks(shape, rng)
+        numbering = ("raster", "sequential")[trial % 2]
+        opts = {"connectivity": int(rng.integers(1, ndim + 1)), "background": int(trial % 2)}
+        if trial == 3:
+            opts["mask"] = rng.random(shape) < 0.8
+        lab, n, counts, stats = _label_statistics(da.from_array(x, chunks=chunks), numbering,
+                                                  low_memory=bool(trial % 2), **opts)
+        want = meshccl.label(x, **opts)
+        if numbering == "raster":
+            np.testing.assert_array_equal(lab, want)
+        assert int(n) == int(want.max())
+        _same_statistics(stats, want if numbering == "raster" else lab)
+        np.testing.assert_array_equal(counts, stats["voxel_counts"])
+
+
+def test_label_statistics_quirks_and_refusals():
+    rng = np.random.default_rng(5)
+    # skimage's column order for (a, b, 1) volumes: the statistics follow
+    x = (rng.random((9, 7, 1)) < 0.5).astype(np.uint8) * 3
+    lab, _, _, stats = _label_statistics(da.from_array(x, chunks=(4, 3, 1)))
+    np.testing.assert_array_equal(lab, meshccl.label(x))
+    _same_statistics(stats, meshccl.label(x))
+    # every cell one component; every cell background
+    for x in (np.ones((6, 5), np.uint8), np.zeros((6, 5), np.uint8)):
+        _, _, _, stats = _label_statistics(da.from_array(x, chunks=2))
+        _same_statistics(stats, meshccl.label(x))
+    empty = mdask.label(da.zeros((0, 4), chunks=2), return_statistics=True)[1]
+    _same_statistics(empty.compute(), np.zeros((0, 4), np.int64))
+    with pytest.raises(ValueError, match="return_statistics"):
+        mdask.label(da.ones(4, chunks=2), return_statistics=True, numbering="first-cell")
+    with pytest.raises(NotImplementedError, match="periodic"):
+        mdask.label(da.ones((4, 4), chunks=2), return_statistics=True, periodic=(False, True))
+
+
+def _seeded_chunk(block_info=None):
+    """A chunk from its position alone, as a store read chunk by chunk gives."""
+    info = block_info[None]
+    shape = tuple(hi - lo for lo, hi in info["array-location"])
+    rng = np.random.default_rng([7, *info["chunk-location"]])
+    return (rng.random(shape) < 0.4).astype(np.uint8)
+
+
+def test_label_statistics_out_of_core_never_holds_labels():
+    """Chunks generated from a seed each; with low_memory the statistics
+    (and N, counts) come without any task that labels a chunk a second time
+    or renumbers one: no labels are kept across the numbering."""
+    from dask.callbacks import Callback
+
+    x = da.map_blocks(_seeded_chunk, dtype=np.uint8, chunks=((9, 8, 9), (7, 10), (6, 6, 5)))
+    whole = meshccl.label(x.compute(scheduler="sync"), connectivity=2)
+    lab, n, counts, stats = mdask.label(x, connectivity=2, return_num=True,
+                                        return_counts=True, return_statistics=True,
+                                        low_memory=True)
+    ran = []
+
+    class Keys(Callback):
+        def _start_state(self, dsk, state):
+            pass
+
+        def _pretask(self, key, dsk, state):
+            ran.append(key[0] if isinstance(key, tuple) else key)
+
+    with Keys():
+        n, counts, stats = dask.compute(n, counts, stats, scheduler="threads")
+    assert not [k for k in ran if k.startswith(("meshccl-label-", "meshccl-local-"))]
+    assert sum(k.startswith("meshccl-chunk-") for k in ran) == 3 * 2 * 3
+    assert int(n) == int(whole.max())
+    _same_statistics(stats, whole)
+    np.testing.assert_array_equal(counts, stats["voxel_counts"])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("numbering", ["raster", "sequential"])
+def test_cupy_chunks_label_statistics(numbering):
+    import cupy
+
+    rng = np.random.default_rng(11)
+    x = (rng.random((50, 41, 37)) < 0.45).astype(np.uint8)
+    image = da.from_array(x, chunks=(13, 16, 11)).map_blocks(cupy.asarray)
+    for c in (1, 3):
+        lab, n, counts, stats = _label_statistics(image, numbering, connectivity=c)
+        assert isinstance(stats["voxel_counts"], cupy.ndarray)
+        want = meshccl.label(x, connectivity=c)
+        lab = lab.get()
+        if numbering == "raster":
+            np.testing.assert_array_equal(lab, want)
+        assert int(n) == int(want.max())
+        _same_statistics(stats, lab)

@@ -1,0 +1,254 @@
+"""A volume no GPU holds as input + labels, labelled on one GPU for N, counts
+and statistics without ever holding its labels (issue 54, point 4).
+
+The volume (``--side``³ uint8 in ``--chunk``³ CuPy chunks) is a function of
+a seed and each chunk's position, generated on the GPU by the task that
+needs the chunk, as a store read chunk by chunk would give it: blobs (three
+crossed sine waves of the global coordinates plus per-chunk Gaussian noise
+of ``--noise``, thresholded; components cross chunk faces) or site
+percolation at p = 0.3116.  ``meshccl.dask.label(x, return_num=True,
+return_statistics=True, low_memory=True)`` is computed for N and the
+statistics alone under the threaded scheduler: step 1 keeps of each chunk
+its layers, ids and the table of its local labels (counts, boxes,
+coordinate sums), never its labels, and the result's rows come from those
+tables through the numbering (``docs/dask.md``).  Nothing is spilled: what
+lives across the numbering is host and device memory, both sampled.
+
+Reported (``dask_ooc.md``, ``dask_ooc.json`` in ``--out``, written as
+they come): the wall time; then the floor of any chunked labelling here,
+the chunks generated and labelled alone (N of each chunk summed, nothing
+kept); the peak device memory (``cudaMemGetInfo``'s used bytes, sampled
+every ``--sample`` s, less those used before the run) and CuPy's pool;
+the peak host RSS (sampled) and ``ru_maxrss``.  ``--check-side S`` first
+labels an S³ volume of the same kind both ways and checks N and the
+statistics equal to ``meshccl.label(whole, return_statistics=True)`` on the
+whole array (which must fit the GPU).
+
+(``dask_out_of_core.py`` measures the other out-of-core path: labels read
+from and written to zarr through a memory-capped ``distributed`` worker.)
+
+    python benchmarks/dask_ooc.py --side 3072 --chunk 512 --check-side 1024 --out /tmp/ooc
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import threading
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def _block(pattern, noise, seed, block_info=None):
+    """One chunk on the current GPU, from the seed and its global position."""
+    import cupy
+
+    info = block_info[None]
+    loc = info["array-location"]
+    shape = tuple(hi - lo for lo, hi in loc)
+    where = np.ravel_multi_index(info["chunk-location"], info["num-chunks"])
+    rs = cupy.random.RandomState(seed * 1_000_003 + int(where))
+    if pattern == "percolation":
+        return (rs.random_sample(shape, dtype=cupy.float32) < 0.3116).view(cupy.uint8)
+    z, y, x = (cupy.arange(lo, hi, dtype=cupy.float32) for lo, hi in loc)
+    f = rs.standard_normal(shape, dtype=cupy.float32)
+    f *= noise
+    f += cupy.sin(z * (2 * np.pi / 41.0))[:, None, None]
+    f += cupy.sin(y * (2 * np.pi / 53.0))[None, :, None]
+    f += cupy.sin(x * (2 * np.pi / 67.0))[None, None, :]
+    return (f > 0.3).view(cupy.uint8)
+
+
+def volume(side, chunk, pattern, noise, seed=0):
+    import cupy
+    import dask.array as da
+
+    return da.map_blocks(_block, pattern, noise, seed, dtype=np.uint8,
+                         chunks=da.core.normalize_chunks(chunk, (side,) * 3),
+                         meta=cupy.empty((0, 0, 0), cupy.uint8))
+
+
+class Peaks:
+    """Samples the device's used bytes, CuPy's pool and this process's RSS
+    in a thread; the peaks above the values at the start."""
+
+    def __init__(self, every):
+        self.every = every
+        self.device = self.pool = self.rss = 0
+
+    def _read(self):
+        import cupy
+
+        free, total = cupy.cuda.runtime.memGetInfo()
+        with open("/proc/self/statm") as f:
+            rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        return total - free, cupy.get_default_memory_pool().total_bytes(), rss
+
+    def _run(self):
+        while not self._stop.is_set():
+            d, p, r = self._read()
+            self.device, self.pool, self.rss = (max(self.device, d), max(self.pool, p),
+                                                max(self.rss, r))
+            self._stop.wait(self.every)
+
+    def __enter__(self):
+        self.base = self._read()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def _n_alone(block):
+    import meshccl
+
+    return np.array([meshccl.label(block, return_num=True)[1]], np.int64).reshape(1, 1, 1)
+
+
+def floor(x):
+    """The chunks generated and labelled alone (each chunk's N, summed)."""
+    import cupy
+
+    _n_alone(x.blocks[0, 0, 0].compute(scheduler="threads"))  # (compiled before the clock)
+    t = time.perf_counter()
+    n = x.map_blocks(_n_alone, dtype=np.int64, chunks=(1, 1, 1),
+                     meta=np.empty((0, 0, 0), np.int64)).sum().compute(scheduler="threads")
+    cupy.cuda.Device().synchronize()
+    return time.perf_counter() - t, int(n)
+
+
+def ooc(x, connectivity):
+    """N and the statistics, labels never held; (seconds, N, stats)."""
+    import dask
+
+    import meshccl.dask
+
+    _, num, stats = meshccl.dask.label(x, connectivity=connectivity, return_num=True,
+                                       return_statistics=True, low_memory=True)
+    t = time.perf_counter()
+    num, stats = dask.compute(num, stats, scheduler="threads")
+    return time.perf_counter() - t, int(num), stats
+
+
+def check(args):
+    """The same kind of volume at --check-side, both ways: equal?"""
+    import cupy
+    import dask
+
+    import meshccl
+
+    x = volume(args.check_side, args.check_chunk, args.pattern, args.noise, seed=1)
+    whole = dask.compute(x, scheduler="threads")[0]
+    t = time.perf_counter()
+    _, n, want = meshccl.label(whole, connectivity=args.connectivity, return_num=True,
+                               return_statistics=True)
+    cupy.cuda.Device().synchronize()
+    whole_s = time.perf_counter() - t
+    del whole
+    seconds, got_n, got = ooc(x, args.connectivity)
+    equal = got_n == int(n) and all(
+        bool(cupy.array_equal(cupy.asarray(got[k]), want[k])) for k in want)
+    return {"side": args.check_side, "chunk": args.check_chunk, "n": int(n), "equal": equal, "seconds": seconds,
+            "whole_label_statistics_s": whole_s}
+
+
+def write(out, row):
+    with open(os.path.join(out, "dask_ooc.json"), "w") as f:
+        json.dump(row, f, indent=1)
+    gb = 2**30
+    lines = [f"# meshccl.dask.label statistics out of core, one GPU ({row.get('device')}, "
+             f"{row.get('when')})", "",
+             f"{row['pattern']} (noise {row['noise']}) {row['side']}³ = "
+             f"{row['side'] ** 3 / 1e9:.1f} G cells in {row['chunk']}³ chunks "
+             f"({row['chunks']}), connectivity {row['connectivity']}, threaded scheduler, "
+             f"`low_memory=True`; input {row['side'] ** 3 / gb:.1f} GiB, its int32 labels "
+             f"{4 * row['side'] ** 3 / gb:.1f} GiB (never held)", ""]
+    if "check" in row and "error" in row["check"]:
+        lines += ["check failed:", "", "```", row["check"]["error"], "```", ""]
+    elif "check" in row:
+        c = row["check"]
+        lines += [f"check at {c['side']}³ in {c['chunk']}³ chunks: N = {c['n']}, statistics "
+                  f"equal to meshccl.label's on the whole array: {c['equal']} "
+                  f"({c['seconds']:.2f} s out of core, {c['whole_label_statistics_s']:.3f} s "
+                  "whole)", ""]
+    if "floor_s" in row:
+        lines += [f"chunks generated and labelled alone: {row['floor_s']:.2f} s "
+                  f"(sum of the chunks' N {row['floor_n']})", ""]
+    if "seconds" in row:
+        lines += ["| | |", "|---|---:|",
+                  f"| wall seconds (N and statistics) | {row['seconds']:.2f} |",
+                  f"| N | {row['n']} |",
+                  f"| × chunks alone | {row['seconds'] / row['floor_s']:.1f}× |"
+                  if "floor_s" in row else "| × chunks alone | |",
+                  f"| peak device used, above the start | {row['peak_device'] / gb:.1f} GiB |",
+                  f"| peak CuPy pool | {row['peak_pool'] / gb:.1f} GiB |",
+                  f"| peak host RSS (sampled) | {row['peak_rss'] / gb:.1f} GiB |",
+                  f"| host ru_maxrss | {row['maxrss'] / gb:.1f} GiB |",
+                  "| spilled | nothing (threaded scheduler, no spilling) |"]
+    with open(os.path.join(out, "dask_ooc.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines), flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--side", type=int, default=3072)
+    ap.add_argument("--chunk", type=int, default=512)
+    ap.add_argument("--pattern", default="blobs", choices=("blobs", "percolation"))
+    ap.add_argument("--noise", type=float, default=0.25)
+    ap.add_argument("--connectivity", type=int, default=1)
+    ap.add_argument("--check-side", type=int, default=0,
+                    help="also check an S³ volume against the whole-array call (0: no)")
+    ap.add_argument("--check-chunk", type=int, default=256)
+    ap.add_argument("--no-floor", action="store_true", help="skip the chunks-alone floor")
+    ap.add_argument("--sample", type=float, default=0.05)
+    ap.add_argument("--out", default="dask_ooc_out")
+    args = ap.parse_args(argv)
+
+    import cupy
+
+    os.makedirs(args.out, exist_ok=True)
+    row = {"side": args.side, "chunk": args.chunk, "pattern": args.pattern,
+           "noise": args.noise, "connectivity": args.connectivity,
+           "chunks": -(-args.side // args.chunk) ** 3,
+           "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+           "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    if args.check_side:
+        try:
+            row["check"] = check(args)
+        except Exception as exc:  # (recorded; the large run still tells its time)
+            import traceback
+
+            row["check"] = {"error": "".join(traceback.format_exception(exc))[-3000:]}
+        write(args.out, row)
+        cupy.get_default_memory_pool().free_all_blocks()
+    x = volume(args.side, args.chunk, args.pattern, args.noise)
+    ooc(volume(2 * args.chunk, args.chunk, args.pattern, args.noise, seed=2),
+        args.connectivity)  # (every kernel compiled before the clock)
+    cupy.get_default_memory_pool().free_all_blocks()
+    with Peaks(args.sample) as peaks:
+        row["seconds"], row["n"], stats = ooc(x, args.connectivity)
+    row.update(peak_device=peaks.device - peaks.base[0], peak_pool=peaks.pool,
+               peak_rss=peaks.rss,
+               maxrss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    row["largest_count"] = int(stats["voxel_counts"][1:].max()) if row["n"] else 0
+    del stats
+    write(args.out, row)
+    if not args.no_floor:
+        cupy.get_default_memory_pool().free_all_blocks()
+        row["floor_s"], row["floor_n"] = floor(x)
+        write(args.out, row)
+
+
+if __name__ == "__main__":
+    main()
