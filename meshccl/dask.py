@@ -234,8 +234,8 @@ def _summary_gpu(values, mask, start, shape, measure, background, connectivity, 
     kernels of ``_kernels/chunks.cu`` (the ids by an atomic minimum over
     the candidates, the layers cut in one launch each); N and the counts
     from ``meshccl.label`` itself, the statistics by ``meshccl.measure``.
-    Waits for the device: N (and the table copied to the host).  Returns
-    (labels, summary)."""
+    Waits for the device: N, and the ids (and the table) copied to the
+    host.  Returns (labels, summary)."""
     from ._gpu import chunks
 
     got = _label(values, background=background, connectivity=connectivity, mask=mask,
@@ -253,7 +253,7 @@ def _summary_gpu(values, mask, start, shape, measure, background, connectivity, 
         from . import measure as _measure
 
         rows = _statistics_rows(_measure.statistics(labels), start)
-    return labels, (ids, rows) + tuple(faces)
+    return labels, (ids.get(), rows) + tuple(faces)
 
 
 def _statistics_rows(stats, start):
@@ -486,68 +486,48 @@ def _tree(edge_lists):
             return level[0]
 
 
-def _host(a):
-    """``a`` on the host (NumPy); NumPy arrays and scalars as they are."""
-    return a.get() if _xp(a) is not np else a
-
-
 def _line_of(ids, start, chunk_shape, shape):
     """The line of each global flat id in a chunk: the flat index, over the
     chunk's axes but the last, of the id's cell (by integer division, axis
-    by axis from the last but one), on the ids' device."""
-    xp = _xp(ids)
-    line = xp.zeros(ids.size, np.int64)
+    by axis from the last but one)."""
+    line = np.zeros(ids.size, np.int64)
     rest = ids // shape[-1]
     step = 1
     for k in range(len(shape) - 2, -1, -1):
-        c = rest % shape[k]
-        rest = rest // shape[k]
+        rest, c = np.divmod(rest, shape[k])
         line += (c - start[k]) * step
         step *= chunk_shape[k]
     return line
 
 
-def _lookup(keys, values, *payloads):
-    """Which of ``values`` (distinct int64, on their device) are in ``keys``
-    (sorted, distinct, host), and the entries of ``payloads`` (host arrays
-    aligned with ``keys``) at each value found: (a mask over ``values``,
-    one array a payload, in the order of ``values``), on the values'
-    device.  Sorted ``values`` (a chunk's ids in raster order) need only
-    the keys in their range, which alone go to the device; they search the
-    values when fewer than a quarter of them (a chunk's face ids among all
-    its ids), else each value searches them."""
-    xp = _xp(values)
-    found = xp.zeros(values.size, bool)
+def _lookup(keys, values):
+    """Which of ``values`` (distinct int64) are in ``keys`` (sorted,
+    distinct), and where: (a mask over ``values``, the index in ``keys`` of
+    each value found, in the order of ``values``).  Sorted ``values`` (a
+    chunk's ids in raster order) search the keys in their range instead
+    when those are fewer (a chunk's face ids among all its ids), else
+    each value searches ``keys``."""
+    found = np.zeros(values.size, bool)
     if keys.size == 0 or values.size == 0:
-        return (found,) + tuple(xp.empty(0, dtype=p.dtype) for p in payloads)
-    lo, hi = 0, keys.size
-    ordered = values.size == 1 or bool((values[1:] > values[:-1]).all())
-    if ordered:
-        ends = _host(values[xp.asarray([0, values.size - 1])])
-        lo, hi = (int(i) for i in np.searchsorted(keys, [ends[0], ends[1] + 1]))
-    if hi == lo:
-        return (found,) + tuple(xp.empty(0, dtype=p.dtype) for p in payloads)
-    sub = xp.asarray(keys[lo:hi])
-    if ordered and hi - lo < values.size // 4:
-        at = xp.minimum(xp.searchsorted(values, sub), values.size - 1)
-        hit = values[at] == sub
-        where = at[hit]
-        found[where] = True
-        # (the keys found, in the order of the values: ``where`` increases)
-        inner = xp.flatnonzero(hit)
-    else:
-        at = xp.minimum(xp.searchsorted(sub, values), sub.size - 1)
-        found = sub[at] == values
-        inner = at[found]
-    return (found,) + tuple(xp.asarray(p[lo:hi])[inner] for p in payloads)
+        return found, np.empty(0, np.int64)
+    if values.size > 1 and bool((values[1:] > values[:-1]).all()):
+        lo, hi = np.searchsorted(keys, [values[0], values[-1] + 1])
+        if hi - lo < values.size // 4:
+            sub = keys[lo:hi]
+            at = np.minimum(np.searchsorted(values, sub), values.size - 1)
+            hit = values[at] == sub
+            found[at[hit]] = True
+            return found, lo + np.flatnonzero(hit)
+    at = np.minimum(np.searchsorted(keys, values), keys.size - 1)
+    found = keys[at] == values
+    return found, at[found]
 
 
 def _reps(first, rows, solved, start, chunk_shape, shape, numbering):
-    """Step 5, one task a chunk, on the device of the chunk's ids (its
-    thread's own stream there): which of the chunk's local labels are their
+    """Step 5, one task a chunk: which of the chunk's local labels are their
     component's representative (the smallest id, its first cell), and the
     representative of each of the others (from the tree's root, ``solved``:
-    moved id -> representative, sorted by moved id; host).
+    moved id -> representative, sorted by moved id).
 
     Returns ``(is_rep, to, moved_rows, reps_per_line, sums, line)``: ``to`` the
     representative of each local label that is not one; ``moved_rows``
@@ -555,32 +535,24 @@ def _reps(first, rows, solved, start, chunk_shape, shape, numbering):
     ``reps_per_line`` the chunk's
     representatives counted per line (the cells that share every
     coordinate but the last; shape ``chunk_shape[:-1]``) for 'raster',
-    else None; ``sums`` (host) for 'raster' the same counts summed over the
-    lines' trailing axes, one array a level k (shape ``chunk_shape[:k]``),
-    for the other numberings the count alone; ``line`` each
-    representative's line ('raster').  ``is_rep``, ``to``, the per-line
-    counts and ``line`` are on the ids' device."""
-    with _own_stream(first):
-        xp = _xp(first)
-        src, rep = solved
-        moved, to = _lookup(src, first, rep)
-        is_rep = ~moved
-        moved_rows = None
-        if rows is not None:
-            moved_rows = _rows_where(rows, np.flatnonzero(_host(moved)) + 1)
-        if numbering != "raster":
-            return is_rep, to, moved_rows, None, np.int64(int(is_rep.sum())), None
-        lines = chunk_shape[:-1]
-        line = _line_of(first[is_rep], start, chunk_shape, shape)
-        n_lines = int(np.prod(lines, dtype=np.int64))
-        # (CuPy's bincount takes the largest value first: none in an empty array)
-        per_line = (xp.bincount(line, minlength=n_lines) if line.size
-                    else xp.zeros(n_lines, np.int64)).reshape(lines)
-        sums = [per_line]
-        for k in range(len(lines) - 1, -1, -1):
-            sums.append(sums[-1].sum(axis=k))
-        sums = tuple(np.asarray(_host(x)) for x in sums[::-1])
-    return is_rep, to, moved_rows, per_line, sums, line
+    else None; ``sums`` for 'raster' the same counts summed over the lines'
+    trailing axes, one array a level k (shape ``chunk_shape[:k]``), for the
+    other numberings the count alone; ``line`` each representative's line
+    ('raster')."""
+    src, rep = solved
+    moved, at = _lookup(src, first)
+    to = rep[at]
+    is_rep = ~moved
+    moved_rows = None if rows is None else _rows_where(rows, np.flatnonzero(moved) + 1)
+    if numbering != "raster":
+        return is_rep, to, moved_rows, None, np.int64(is_rep.sum()), None
+    lines = chunk_shape[:-1]
+    line = _line_of(first[is_rep], start, chunk_shape, shape)
+    per_line = np.bincount(line, minlength=int(np.prod(lines, dtype=np.int64))).reshape(lines)
+    sums = [per_line]
+    for k in range(len(lines) - 1, -1, -1):
+        sums.append(sums[-1].sum(axis=k))
+    return is_rep, to, moved_rows, per_line, tuple(sums[::-1]), line
 
 
 def _prefix(n_along, *sums):
@@ -612,10 +584,9 @@ def _roots(solved):
 
 
 def _number(first, reps, chunk_shape, roots, numbering, index, position, *levels):
-    """Step 5, one task a chunk, on the device of the chunk's ids (its
-    thread's own stream there): the global label of each of the chunk's
-    representatives (on that device), and of those that ``roots`` names
-    (the ones other chunks ask for) as host ``(ids, labels)``.
+    """Step 5, one task a chunk: the global label of each of the chunk's
+    representatives, and of those that ``roots`` names (the ones other
+    chunks ask for) as ``(ids, labels)``.
 
     'raster': ``levels`` are the results of :func:`_prefix` for the
     chunk's groups, level 0 .. ndim-1; the label of a representative is 1 +
@@ -626,42 +597,38 @@ def _number(first, reps, chunk_shape, roots, numbering, index, position, *levels
     'sequential': ``levels`` is (the offsets, N) of :func:`_offsets`;
     ``index`` the chunk's index in the grid, ``position`` its place in C
     order.  'first-cell': the id + 1."""
-    with _own_stream(first):
-        xp = _xp(first)
-        is_rep, _, _, per_line, _, line = reps
-        ids = first[is_rep]
-        order = None
-        if ids.size > 1 and not bool((ids[1:] > ids[:-1]).all()):
-            # (a chunk shaped (a, b, 1) is labelled in skimage's column order)
-            order = xp.argsort(ids)
-            ids = ids[order]
-            line = None if line is None else line[order]
-        if numbering == "first-cell":
-            labels = ids + 1
-        elif numbering == "sequential":
-            labels = int(levels[0][0][position]) + 1 + xp.arange(ids.size, dtype=np.int64)
-        else:
-            ndim = len(chunk_shape)
-            lines = chunk_shape[:-1]
-            before = np.zeros(lines, np.int64)
-            for k in range(ndim):
-                prefix, _ = levels[k]
-                term = prefix[index[k]]
-                before += term.reshape(term.shape + (1,) * (ndim - 1 - k))
-                if k < ndim - 1:
-                    total = levels[k + 1][1]  # per x_0..x_k: every chunk of the group
-                    excl = np.cumsum(total, axis=k) - total
-                    before += excl.reshape(excl.shape + (1,) * (ndim - 2 - k))
-            counts = per_line.ravel()
-            on_line = xp.cumsum(counts) - counts  # the chunk's own, earlier lines
-            rank = xp.arange(ids.size, dtype=np.int64) - on_line[line]
-            labels = 1 + xp.asarray(before.ravel())[line] + rank
-        if order is not None:
-            ids[order] = ids.copy()
-            labels[order] = labels.copy()
-        asked, = _lookup(roots, ids)
-        out = labels, _host(ids[asked]), _host(labels[asked])
-    return out
+    is_rep, _, _, per_line, _, line = reps
+    ids = first[is_rep]
+    order = None
+    if ids.size > 1 and not bool((ids[1:] > ids[:-1]).all()):
+        # (a chunk shaped (a, b, 1) is labelled in skimage's column order)
+        order = np.argsort(ids)
+        ids = ids[order]
+        line = None if line is None else line[order]
+    if numbering == "first-cell":
+        labels = ids + 1
+    elif numbering == "sequential":
+        labels = levels[0][0][position] + 1 + np.arange(ids.size, dtype=np.int64)
+    else:
+        ndim = len(chunk_shape)
+        lines = chunk_shape[:-1]
+        before = np.zeros(lines, np.int64)
+        for k in range(ndim):
+            prefix, _ = levels[k]
+            term = prefix[index[k]]
+            before += term.reshape(term.shape + (1,) * (ndim - 1 - k))
+            if k < ndim - 1:
+                total = levels[k + 1][1]  # per x_0..x_k: every chunk of the group
+                excl = np.cumsum(total, axis=k) - total
+                before += excl.reshape(excl.shape + (1,) * (ndim - 2 - k))
+        on_line = np.cumsum(per_line.ravel()) - per_line.ravel()  # the chunk's own, earlier lines
+        rank = np.arange(ids.size, dtype=np.int64) - on_line[line]
+        labels = 1 + before.ravel()[line] + rank
+    if order is not None:
+        ids[order] = ids.copy()
+        labels[order] = labels.copy()
+    asked, _ = _lookup(roots, ids)
+    return labels, ids[asked], labels[asked]
 
 
 def _small(reps, k):
@@ -675,7 +642,7 @@ def _asked(number):
 
 
 def _moved(reps):
-    return _host(reps[1]), reps[2]
+    return reps[1], reps[2]
 
 
 def _resolve(asked, moved):
@@ -697,38 +664,29 @@ def _resolve(asked, moved):
 
 
 def _chunk_table(first, rows, reps, number, resolved):
-    """Step 5, one task a chunk, on the device of the chunk's ids (its
-    thread's own stream there): its table local label -> global label
-    (entry 0: 0) on that device; with counts or statistics also (its
-    representatives' labels, their rows in the whole array (their own rows
-    and those of the labels of every chunk moved to them), its background's
-    row), on the host."""
-    with _own_stream(first):
-        xp = _xp(first)
-        is_rep, to = reps[0], reps[1]
-        labels = number[0]
-        table = xp.zeros(first.size + 1, np.int64)
-        inner = table[1:]
-        inner[is_rep] = labels
-        if to.size and resolved is None:  # 'first-cell': the representative's id + 1
-            inner[~is_rep] = to + 1
-        elif to.size:
-            # (the moved labels are few: their representatives looked up on the host)
-            ids, global_labels = resolved[0], resolved[1]
-            inner[~is_rep] = xp.asarray(global_labels[np.searchsorted(ids, _host(to))])
-        if rows is None:
-            return table, None
-        is_rep = _host(is_rep)
-        labels = _host(labels)
-        own = _rows_where(rows, np.flatnonzero(is_rep) + 1)
-        ids, extra = resolved[0], resolved[2]
-        rep_ids = _host(first)[is_rep]
-        if ids.size and rep_ids.size:
-            at = np.minimum(np.searchsorted(ids, rep_ids), ids.size - 1)
-            hit = ids[at] == rep_ids
-            _rows_joined(own, np.flatnonzero(hit), _rows_where(extra, at[hit]))
-        out = table, (labels, own, _rows_where(rows, slice(0, 1)))
-    return out
+    """Step 5, one task a chunk: its table local label -> global label (entry
+    0: 0); with counts or statistics also (its representatives' labels,
+    their rows in the whole array (their own rows and those of the labels
+    of every chunk moved to them), its background's row)."""
+    is_rep, to = reps[0], reps[1]
+    labels = number[0]
+    table = np.zeros(first.size + 1, np.int64)
+    table[1:][is_rep] = labels
+    if to.size and resolved is None:  # 'first-cell': the representative's id + 1
+        table[1:][~is_rep] = to + 1
+    elif to.size:
+        ids, global_labels = resolved[0], resolved[1]
+        table[1:][~is_rep] = global_labels[np.searchsorted(ids, to)]
+    if rows is None:
+        return table, None
+    own = _rows_where(rows, np.flatnonzero(is_rep) + 1)
+    ids, extra = resolved[0], resolved[2]
+    rep_ids = first[is_rep]
+    if ids.size and rep_ids.size:
+        at = np.minimum(np.searchsorted(ids, rep_ids), ids.size - 1)
+        hit = ids[at] == rep_ids
+        _rows_joined(own, np.flatnonzero(hit), _rows_where(extra, at[hit]))
+    return table, (labels, own, _rows_where(rows, slice(0, 1)))
 
 
 def _rows_block(lo, *parts):
