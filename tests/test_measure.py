@@ -1088,7 +1088,9 @@ def numpy_as_cupy(monkeypatch):
     monkeypatch.setattr(gpu, "kernels",
                         lambda source, *names: tuple(_emulated_kernel(n) for n in names))
     device = types.SimpleNamespace(id=0, attributes={"MultiProcessorCount": 2})
-    fake.cuda = types.SimpleNamespace(Device=lambda *args: device)
+    stream = types.SimpleNamespace(synchronize=lambda: None)  # launches ran when made
+    fake.cuda = types.SimpleNamespace(Device=lambda *args: device,
+                                      get_current_stream=lambda: stream)
     caches = (gpu._geometry, gpu._axes, gpu._multiprocessors)
     for cache in caches:  # (device arrays kept per device: none of the real ones here)
         cache.cache_clear()

@@ -60,7 +60,9 @@ def _dummy(device_id: int, dtype: str):
     meshccl_graph_kout's ``big``, reads as "no frequent root yet")."""
     import cupy
 
-    return cupy.zeros(2, dtype=dtype)
+    out = cupy.zeros(2, dtype=dtype)
+    cupy.cuda.get_current_stream().synchronize()  # complete before cached: other threads' streams read it at once
+    return out
 
 
 def _grid(work: int, per_block: int, cap_per_sm: int) -> tuple:

@@ -428,7 +428,9 @@ def _box_planes(device_id: int, c: int, bond_rows: tuple):
     """:func:`box_planes` on the device (kept per device and rows)."""
     import cupy
 
-    return cupy.asarray(box_planes(c, bond_rows))
+    out = cupy.asarray(box_planes(c, bond_rows))
+    cupy.cuda.get_current_stream().synchronize()  # complete before cached: other threads' streams read it at once
+    return out
 
 
 def _box_features(value_dtype, n, c, mask, bonds, bond_rows, tolerance):

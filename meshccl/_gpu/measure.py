@@ -76,15 +76,19 @@ def _geometry(device, shape):
     rstride = [1] * ndim
     for d in range(ndim - 3, -1, -1):
         rstride[d] = rstride[d + 1] * shape[d + 1]
-    return (cupy.asarray(np.array(shape, dtype=np.int64)),
-            cupy.asarray(np.array(rstride, dtype=np.int64)))
+    out = (cupy.asarray(np.array(shape, dtype=np.int64)),
+           cupy.asarray(np.array(rstride, dtype=np.int64)))
+    cupy.cuda.get_current_stream().synchronize()  # complete before cached: other threads' streams read it at once
+    return out
 
 
 @functools.lru_cache(maxsize=256)
 def _axes(device, periodic):
     import cupy
 
-    return cupy.asarray(np.array(periodic or (0,), dtype=np.int32))
+    out = cupy.asarray(np.array(periodic or (0,), dtype=np.int32))
+    cupy.cuda.get_current_stream().synchronize()  # complete before cached: other threads' streams read it at once
+    return out
 
 
 @functools.lru_cache(maxsize=None)

@@ -118,7 +118,9 @@ def _device_table(device_id: int, shape: tuple, offsets: tuple):
     steps = cupy.asarray(table.view(np.uint8) if len(table) else np.zeros(STEP.itemsize,
                                                                            np.uint8))
     lead = np.asarray(shape[:-1] or (1,), dtype=np.int64)
-    return xjoin, steps, len(table), cupy.asarray(lead)
+    out = xjoin, steps, len(table), cupy.asarray(lead)
+    cupy.cuda.get_current_stream().synchronize()  # complete before cached: other threads' streams read it at once
+    return out
 
 
 def scratch(n: int, index_dtype, shape):
