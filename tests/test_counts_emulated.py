@@ -156,7 +156,8 @@ def _fake_cupy():
     cp.asarray = lambda a, dtype=None: _fake(np.asarray(a, dtype=dtype))
     cp.cuda = types.SimpleNamespace(
         Device=lambda *a: types.SimpleNamespace(id=0),
-        get_current_stream=lambda: types.SimpleNamespace(ptr=0),
+        get_current_stream=lambda: types.SimpleNamespace(ptr=0, synchronize=lambda: None,
+                                                         is_capturing=lambda: False),
         runtime=types.SimpleNamespace(
             memsetAsync=lambda ptr, value, size, stream: ctypes.memset(ptr, value, size)))
     return cp

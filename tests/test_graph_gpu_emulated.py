@@ -152,6 +152,9 @@ class FakeStream:
     def synchronize(self):
         pass  # launches ran when made
 
+    def is_capturing(self):
+        return False
+
     def __enter__(self):
         self.outer, FakeStream.current = FakeStream.current, self
         return self

@@ -1088,7 +1088,7 @@ def numpy_as_cupy(monkeypatch):
     monkeypatch.setattr(gpu, "kernels",
                         lambda source, *names: tuple(_emulated_kernel(n) for n in names))
     device = types.SimpleNamespace(id=0, attributes={"MultiProcessorCount": 2})
-    stream = types.SimpleNamespace(synchronize=lambda: None)  # launches ran when made
+    stream = types.SimpleNamespace(synchronize=lambda: None, is_capturing=lambda: False)
     fake.cuda = types.SimpleNamespace(Device=lambda *args: device,
                                       get_current_stream=lambda: stream)
     caches = (gpu._geometry, gpu._axes, gpu._multiprocessors)

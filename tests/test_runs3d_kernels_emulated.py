@@ -153,7 +153,9 @@ def fake_cupy():
     fake = types.ModuleType("cupy")
     fake.empty, fake.zeros, fake.asarray = np.empty, np.zeros, np.asarray
     fake.uint32, fake.int64, fake.uint16 = np.uint32, np.int64, np.uint16
-    fake.cuda = types.SimpleNamespace(Device=lambda: types.SimpleNamespace(id=0))
+    fake.cuda = types.SimpleNamespace(Device=lambda: types.SimpleNamespace(id=0),
+                                      get_current_stream=lambda: types.SimpleNamespace(
+                                          synchronize=lambda: None, is_capturing=lambda: False))
     return fake
 
 

@@ -27,7 +27,7 @@ import numpy as np
 from .. import _tuning
 from ..graph._methods import (COMPRESS_CODE, COMPRESSION, DEFERRED_CHECK_METHODS, ITERATIVE, RULES,
                               canonical)
-from .loader import c_type, kernels
+from .loader import c_type, kernels, settled
 from .passes import until_settled
 from .number_roots import NULL, relabel
 
@@ -61,8 +61,7 @@ def _dummy(device_id: int, dtype: str):
     import cupy
 
     out = cupy.zeros(2, dtype=dtype)
-    cupy.cuda.get_current_stream().synchronize()  # complete before cached: other threads' streams read it at once
-    return out
+    return settled(out)
 
 
 def _grid(work: int, per_block: int, cap_per_sm: int) -> tuple:

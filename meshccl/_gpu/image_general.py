@@ -21,7 +21,7 @@ import numpy as np
 from .. import neighbourhood
 from ..neighbourhood import tile_logs
 from .launch import tolerance_arg
-from .loader import c_type, kernels
+from .loader import c_type, kernels, settled
 from .number_roots import BLOCK, NULL, grid, scan_words, scratch
 
 
@@ -65,8 +65,7 @@ def _dummy(device_id: int):
     import cupy
 
     out = cupy.ones(1, dtype=cupy.uint8), cupy.zeros(1, dtype=cupy.int32)
-    cupy.cuda.get_current_stream().synchronize()  # complete before cached: other threads' streams read it at once
-    return out
+    return settled(out)
 
 
 def grid_args(prob):

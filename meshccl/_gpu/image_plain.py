@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import _tuning
 from .launch import BONDS, LABELS, MASK, VALUES, Launch, Memset, tolerance_arg
-from .loader import c_type, kernels
+from .loader import c_type, kernels, settled
 
 #: Words per block of meshccl_piece_roots (MESHCCL_PIECE_BLOCK in numbering.cuh).
 PIECE_BLOCK = 1024
@@ -429,8 +429,7 @@ def _box_planes(device_id: int, c: int, bond_rows: tuple):
     import cupy
 
     out = cupy.asarray(box_planes(c, bond_rows))
-    cupy.cuda.get_current_stream().synchronize()  # complete before cached: other threads' streams read it at once
-    return out
+    return settled(out)
 
 
 def _box_features(value_dtype, n, c, mask, bonds, bond_rows, tolerance):

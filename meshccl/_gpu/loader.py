@@ -37,6 +37,19 @@ _C_TYPES = {
 _C_TYPE_OF = {}
 
 
+def settled(value):
+    """``value``, device arrays just made on the current stream, once their
+    copies have run: for arrays kept in a per-device cache, which a thread
+    on another stream may read at once.  Inside a stream capture nothing
+    runs, so nothing waits."""
+    import cupy
+
+    stream = cupy.cuda.get_current_stream()
+    if not stream.is_capturing():
+        stream.synchronize()
+    return value
+
+
 def c_type(dtype) -> str:
     """C++ spelling of a NumPy dtype for template arguments (a dict lookup
     after the first call per dtype object: a GPU graph call asks about 15

@@ -19,7 +19,7 @@ import functools
 
 import numpy as np
 
-from .loader import c_type, kernels
+from .loader import c_type, kernels, settled
 
 BLOCK = 256
 #: blocks of the grid-stride kernels: enough to fill any current GPU
@@ -78,8 +78,7 @@ def _geometry(device, shape):
         rstride[d] = rstride[d + 1] * shape[d + 1]
     out = (cupy.asarray(np.array(shape, dtype=np.int64)),
            cupy.asarray(np.array(rstride, dtype=np.int64)))
-    cupy.cuda.get_current_stream().synchronize()  # complete before cached: other threads' streams read it at once
-    return out
+    return settled(out)
 
 
 @functools.lru_cache(maxsize=256)
@@ -87,8 +86,7 @@ def _axes(device, periodic):
     import cupy
 
     out = cupy.asarray(np.array(periodic or (0,), dtype=np.int32))
-    cupy.cuda.get_current_stream().synchronize()  # complete before cached: other threads' streams read it at once
-    return out
+    return settled(out)
 
 
 @functools.lru_cache(maxsize=None)

@@ -20,7 +20,7 @@ import numpy as np
 from .. import _tuning
 from .image_plain import BLOCK, _cleared, _pieces_path, _run_label_pass, scratch as _scratch
 from .launch import LABELS, VALUES, Launch
-from .loader import c_type, kernels
+from .loader import c_type, kernels, settled
 
 #: One row table entry as runsnd_pairs.cuh's ``Step`` lays it out (48 bytes).
 STEP = np.dtype([("back", "<i8"), ("down", "<u4"), ("up", "<u4"), ("dx", "<u4"),
@@ -119,8 +119,7 @@ def _device_table(device_id: int, shape: tuple, offsets: tuple):
                                                                            np.uint8))
     lead = np.asarray(shape[:-1] or (1,), dtype=np.int64)
     out = xjoin, steps, len(table), cupy.asarray(lead)
-    cupy.cuda.get_current_stream().synchronize()  # complete before cached: other threads' streams read it at once
-    return out
+    return settled(out)
 
 
 def scratch(n: int, index_dtype, shape):
