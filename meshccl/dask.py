@@ -1191,6 +1191,16 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
                                                          dependencies=[labels]),
                          f"meshccl-num-{token}", chunks=(), dtype=np.int64,
                          meta=np.empty((), np.int64)),)
+    # the rows of chunks along axis 0 (their representatives hold
+    # consecutive labels) with the key of the label before each row's first
+    rows_of_chunks = []
+    for r in range(grid[0]) if return_counts or return_statistics else ():
+        row = [b for b in index if b[0] == r]
+        if numbering == "raster":
+            lo = (getitem, (getitem, (prefix, 0), 0), r)
+        else:
+            lo = (getitem, (getitem, (before,), 0), index.index(row[0]))
+        rows_of_chunks.append((r, lo, row))
     if return_counts:
         # entry 0 (the background), then one block a row of chunks along
         # axis 0, whose representatives hold consecutive labels
@@ -1198,12 +1208,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         dsk_c = {}
         dsk_c[(name, 0)] = (_background_cells,) + tuple((_background, (table,) + b)
                                                          for b in index)
-        for r in range(grid[0]):
-            row = [b for b in index if b[0] == r]
-            if numbering == "raster":
-                lo = (getitem, (getitem, (prefix, 0), 0), r)
-            else:
-                lo = (getitem, (getitem, (before,), 0), index.index(row[0]))
+        for r, lo, row in rows_of_chunks:
             dsk_c[(name, r + 1)] = (_counts_block, lo) + tuple(
                 (getitem, (table,) + b, 1) for b in row)
         out += (da.Array(HighLevelGraph.from_collections(name, dsk_c, dependencies=[labels]),
@@ -1216,12 +1221,7 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
 
         name = f"meshccl-statistics-{token}"
         dsk_s = {}
-        for r in range(grid[0]):
-            row = [b for b in index if b[0] == r]
-            if numbering == "raster":
-                lo = (getitem, (getitem, (prefix, 0), 0), r)
-            else:
-                lo = (getitem, (getitem, (before,), 0), index.index(row[0]))
+        for r, lo, row in rows_of_chunks:
             dsk_s[(name, r)] = (_rows_block, lo) + tuple((getitem, (table,) + b, 1)
                                                         for b in row)
         dsk_s[name] = (_statistics_of, ndim, _xp(image._meta) is not np,
