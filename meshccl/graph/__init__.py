@@ -185,7 +185,9 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
         the same search runs here, on the rows as SciPy reads them -- as
         ``csgraph.tocsr()`` stores them, and up to SciPy 1.17 sorted for a
         matrix that is not float64); on the GPU in order of each
-        component's smallest vertex -- the same partition.
+        component's smallest vertex -- the same partition.  SciPy's order
+        is the order of a depth-first search, a sequential walk: for it on
+        a CuPy graph, pass the host copy (``csgraph.get()``).
     info : dict
         Only with ``return_info=True``; last.
 
