@@ -152,8 +152,20 @@ def log(msg):
 # Cases
 # --------------------------------------------------------------------------
 
+class _Shaped:
+    """``ndim`` and ``cells`` of a case with a ``shape``."""
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def cells(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
 @dataclass
-class Case:
+class Case(_Shaped):
     name: str
     pattern: str            # 'spiral', 'blobs', 'percolation', 'potts', 'levels'
     shape: tuple
@@ -164,14 +176,6 @@ class Case:
     q: int | None = None         # levels: number of values
     dtype: str = "uint8"         # the array's dtype
     transpose: bool = False      # the transpose of the array of shape[::-1]
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def cells(self):
-        return int(np.prod(self.shape, dtype=np.int64))
 
     @property
     def itemsize(self):
@@ -331,7 +335,7 @@ MEMORY_CALLS = (
 
 
 @dataclass
-class MemoryCall:
+class MemoryCall(_Shaped):
     """A call form of the memory set (:data:`MEMORY_CALLS`)."""
 
     name: str          # 'call-counts-2d-c1'
@@ -341,14 +345,6 @@ class MemoryCall:
     dtype: str
     call: str          # in words
     kw: dict
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def cells(self):
-        return int(np.prod(self.shape, dtype=np.int64))
 
     @property
     def array_case(self):
@@ -1409,7 +1405,7 @@ LATTICE_PLAIN = {"float-plain": None, "plain": None, "tolerance": "float-plain"}
 
 
 @dataclass
-class LatticeCase:
+class LatticeCase(_Shaped):
     name: str          # 'lattice-4096^2-periodic'
     group: str         # the array's shape name: '4096^2'
     shape: tuple
@@ -1428,14 +1424,6 @@ class LatticeCase:
         """The name of the matching plain case (None for a plain case)."""
         v = LATTICE_PLAIN.get(self.variant, "plain")
         return None if v is None else f"lattice-{self.group}-{v}"
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def cells(self):
-        return int(np.prod(self.shape, dtype=np.int64))
 
 
 def lattice_cases(shrink=1):

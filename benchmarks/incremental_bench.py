@@ -153,24 +153,34 @@ def floors(n, src, dst, reps):
     return out
 
 
-def streamed(n, src, dst, method, compression, batch, max_batches, reps, check):
-    """(edges per second, component count) of the edges fed in batches."""
-    m = src.size
-    count = min(-(-m // batch), max_batches)
-    fed = min(m, count * batch)
+def _timed_fresh(n, method, compression, reps, feed):
+    """(median ms, last structure) of ``feed(cc)`` on a fresh structure each
+    time: one untimed round, then ``reps`` timed by CUDA events."""
     ts, cc = [], None
     for rep in range(reps + 1):
         cc = IncrementalConnectivity(n, method=method, compression=compression, device="gpu")
-
-        def run():
-            for k in range(count):
-                cc.insert(src[k * batch:(k + 1) * batch], dst[k * batch:(k + 1) * batch],
-                          check=check)
-
-        t = events_ms(run)
+        t = events_ms(lambda: feed(cc))
         if rep:
             ts.append(t)
-    return fed / (statistics.median(ts) * 1e-3), (cc.n_components if fed == m else None)
+    return statistics.median(ts), cc
+
+
+def _batched(total, batch, max_batches):
+    """(slices, items fed) of ``total`` items in at most ``max_batches`` batches."""
+    count = min(-(-total // batch), max_batches)
+    return [slice(k * batch, (k + 1) * batch) for k in range(count)], min(total, count * batch)
+
+
+def streamed(n, src, dst, method, compression, batch, max_batches, reps, check):
+    """(edges per second, component count) of the edges fed in batches."""
+    slices, fed = _batched(src.size, batch, max_batches)
+
+    def feed(cc):
+        for sl in slices:
+            cc.insert(src[sl], dst[sl], check=check)
+
+    ms, cc = _timed_fresh(n, method, compression, reps, feed)
+    return fed / (ms * 1e-3), (cc.n_components if fed == src.size else None)
 
 
 def mixed_ops(n, src, dst, ratio, rng_seed=7):
@@ -192,35 +202,23 @@ def mixed_ops(n, src, dst, ratio, rng_seed=7):
 def mixed(n, src, dst, method, compression, ratio, reps, rng_seed=7):
     """Operations per second of one process() batch of :func:`mixed_ops`."""
     kinds, a, b = mixed_ops(n, src, dst, ratio, rng_seed)
-    ts, cc = [], None
-    for rep in range(reps + 1):
-        cc = IncrementalConnectivity(n, method=method, compression=compression, device="gpu")
-        t = events_ms(lambda: cc.process((kinds, a, b), check=False))
-        if rep:
-            ts.append(t)
-    return kinds.size / (statistics.median(ts) * 1e-3), cc.n_components
+    ms, cc = _timed_fresh(n, method, compression, reps,
+                          lambda cc: cc.process((kinds, a, b), check=False))
+    return kinds.size / (ms * 1e-3), cc.n_components
 
 
 def mixed_streamed(n, ops, method, compression, batch, max_batches, reps):
     """(operations per second, component count or None) of a mixed stream
     (:func:`mixed_ops`) fed to process() in batches of ``batch``."""
     kinds, a, b = ops
-    total = kinds.size
-    count = min(-(-total // batch), max_batches)
-    fed = min(total, count * batch)
-    ts, cc = [], None
-    for rep in range(reps + 1):
-        cc = IncrementalConnectivity(n, method=method, compression=compression, device="gpu")
+    slices, fed = _batched(kinds.size, batch, max_batches)
 
-        def run():
-            for k in range(count):
-                sl = slice(k * batch, (k + 1) * batch)
-                cc.process((kinds[sl], a[sl], b[sl]), check=False)
+    def feed(cc):
+        for sl in slices:
+            cc.process((kinds[sl], a[sl], b[sl]), check=False)
 
-        t = events_ms(run)
-        if rep:
-            ts.append(t)
-    return fed / (statistics.median(ts) * 1e-3), (cc.n_components if fed == total else None)
+    ms, cc = _timed_fresh(n, method, compression, reps, feed)
+    return fed / (ms * 1e-3), (cc.n_components if fed == kinds.size else None)
 
 
 def floor_us(calls=1000):
