@@ -111,14 +111,16 @@ constexpr int COVERING = 21;
 // The pairs of word bx of row r (foreground m, run starts s; the row's
 // first cell is flat index row0) with the row `back` rows earlier, whose
 // words bx - 1, bx, bx + 1 are read through Fw / Sw (global word indices);
-// ntx words a row, `rows` rows, nx cells a row.  J (in): the pairs of the
-// earlier entries (J[3 e' + k]: whose partner there is foreground), which
-// the cover masks of `st` read; out: this entry's, J[0] dx = -1, J[1] dx =
-// 0, J[2] dx = +1.  unite(a, b) gets node indices.
+// ntx words a row, `rows` rows, nx cells a row.  Jprev: the pairs of the
+// earlier entries (Jprev[3 e' + k]: whose partner there is foreground),
+// which the cover masks of `st` read where bit 3 e' + k of `held` is set
+// (the others are 0 and left unstored).  J (out): this entry's, J[0]
+// dx = -1, J[1] dx = 0, J[2] dx = +1.  unite(a, b) gets node indices.
 template <typename I, typename Fw, typename Sw, typename Unite>
 MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I bx, I rows,
                                       I ntx, I nx, const Step& st, const unsigned* Jprev,
-                                      unsigned (&J)[3], Fw Fr, Sw Sr, Unite unite) {
+                                      unsigned long long held, unsigned (&J)[3], Fw Fr,
+                                      Sw Sr, Unite unite) {
     const unsigned dxm = st.dx;
     const I rn = r - (I)st.back;
     const I w = bx * rows + rn;
@@ -140,10 +142,12 @@ MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I
         Ur &= ~J0 & ~((J0 & E) >> 1);
     }
     // pairs whose partner neighbours the partner of an earlier entry's pair
+    // (only the earlier pairs this word has: a sparse word reads one or two)
     unsigned C[3] = {0u, 0u, 0u};
 #pragma unroll
     for (int k = 0; k < 3; ++k)
-        for (unsigned long long c = st.cover[k]; c; c &= c - 1ull) C[k] |= Jprev[lowest64(c)];
+        for (unsigned long long c = st.cover[k] & held; c; c &= c - 1ull)
+            C[k] |= Jprev[lowest64(c)];
     Ul &= ~C[0];
     U0 &= ~C[1];
     Ur &= ~C[2];
@@ -180,16 +184,22 @@ MESHCCL_RND_HD inline void word_pairs(unsigned m, unsigned s, bool xjoin, I r, I
     const I w = bx * rows + r;
     if (xjoin && bx > 0 && (m & 1u) && (Fr(w - rows) >> 31))
         unite(r * nx + bx * 32, r * nx + bx * 32 - 32 + start_at(Sr(w - rows), 31));
-    unsigned Js[3 * COVERING];  // the pairs of the covering entries, as step_pairs made them
+    // the non-zero pairs of the covering entries, as step_pairs made them: Js[i]
+    // where bit i of held is set
+    unsigned Js[3 * COVERING];
+    unsigned long long held = 0ull;
     for (int e = 0; e < nsteps; ++e) {
         const Step st = steps[e];
         unsigned J[3] = {0u, 0u, 0u};
         if (!((st.down & coord_lo) || (st.up & coord_hi)))  // (else no such row: no pairs)
-            step_pairs<I>(m, s, xjoin, r, bx, rows, ntx, nx, st, Js, J, Fr, Sr, unite);
+            step_pairs<I>(m, s, xjoin, r, bx, rows, ntx, nx, st, Js, held, J, Fr, Sr, unite);
         if (e < COVERING) {
-            Js[3 * e] = J[0];
-            Js[3 * e + 1] = J[1];
-            Js[3 * e + 2] = J[2];
+#pragma unroll
+            for (int k = 0; k < 3; ++k)
+                if (J[k]) {
+                    Js[3 * e + k] = J[k];
+                    held |= 1ull << (3 * e + k);
+                }
         }
     }
 }
