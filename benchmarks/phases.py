@@ -7,8 +7,9 @@ runs2d.cu / runs3d.cu, then number_pieces.cu) and 'general'
 tolerance and n-D arrays take).  A tuning constant can be varied with
 ``--set NAME=VALUE`` (meshccl._tuning.override; VALUE is a Python literal).
 
-    python benchmarks/phases.py [--only NAME] [--reps N] [--no-general]
+    python benchmarks/phases.py [--only NAME] [--reps N] [--no-general] [--dims 2,3]
     python benchmarks/phases.py --only blobs --set 'RUNS_LABEL_ROWS={4: 2, 8: 1}'
+    python benchmarks/phases.py --dims 4 --no-general  # runsnd.cu: 4-D site percolation
 """
 
 import ast
@@ -20,7 +21,7 @@ import numpy as np
 
 from meshccl import _tuning, _validate
 from meshccl import patterns as P
-from meshccl._gpu import chains, image_plain
+from meshccl._gpu import chains, image_plain, runs_nd
 
 
 def phases(a, conn, chain, reps=10, slot_tiles=True, first=False):
@@ -29,7 +30,10 @@ def phases(a, conn, chain, reps=10, slot_tiles=True, first=False):
     prob = _validate.prepare(a, None, conn, None,
                              numbering="first-cell" if first else "raster")
     case = chains.select(prob)
-    buffers = image_plain.scratch(a.size, prob.work_dtype, case.shape)
+    if case.chain.name == "runsnd":
+        buffers = runs_nd.scratch(a.size, prob.work_dtype, case.shape)
+    else:
+        buffers = image_plain.scratch(a.size, prob.work_dtype, case.shape)
     if chain == "general":
         case = dataclasses.replace(case, chain=chains.CHAINS["general"], shape=prob.shape,
                                    image_rows=None)
@@ -58,7 +62,9 @@ def phases(a, conn, chain, reps=10, slot_tiles=True, first=False):
 def standard_cases(dims=(2, 3)):
     """The benchmark's patterns at their standard sizes as CuPy arrays
     (percolation at both thresholds: c1's and the full connectivity's), as
-    (name, array) pairs, 2-D and / or 3-D."""
+    (name, array) pairs, 2-D, 3-D and / or 4-D (bool site percolation near
+    the threshold of the full connectivity, as structures_bench.py's 4-D
+    rows: the runsnd chain)."""
     cases = []
     if 2 in dims:
         cases += [("spiral 4096^2", P.spiral(4096, xp=cupy)),
@@ -71,6 +77,12 @@ def standard_cases(dims=(2, 3)):
                   ("blobs 512^3", P.blobs((512,) * 3, xp=cupy)),
                   ("perc 512^3 p=.3116", P.percolation((512,) * 3, 0.3116, xp=cupy)),
                   ("perc 512^3 p=.1369", P.percolation((512,) * 3, 0.1369, xp=cupy))]
+    if 4 in dims:
+        from bench import PERCOLATION_4D_C4
+
+        for side in (48, 128):
+            x = cupy.random.default_rng(7).random((side,) * 4, dtype=cupy.float32)
+            cases.append((f"perc {side}^4 p={PERCOLATION_4D_C4}", x < PERCOLATION_4D_C4))
     return cases
 
 
@@ -84,6 +96,7 @@ def main(argv=None):
     ap.add_argument("--no-general", action="store_true", help="skip the general chain")
     ap.add_argument("--first", action="store_true",
                     help="also the first-cell chains (label(..., numbering='first-cell'))")
+    ap.add_argument("--dims", default="2,3", help="standard cases of these dimensions")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="a meshccl._tuning constant for this run (repeatable)")
     opts = ap.parse_args(argv)
@@ -93,7 +106,8 @@ def main(argv=None):
         settings[name.strip()] = ast.literal_eval(value.strip())
     cases = [("empty 4096^2", cupy.zeros((4096, 4096), cupy.uint8)),
              ("full 4096^2", cupy.ones((4096, 4096), cupy.uint8)),
-             ("empty 512^3", cupy.zeros((512,) * 3, cupy.uint8))] + standard_cases()
+             ("empty 512^3", cupy.zeros((512,) * 3, cupy.uint8))]
+    cases += standard_cases(tuple(int(d) for d in opts.dims.split(",")))
     print("median ms per phase (CUDA events), int32 labels; total = first to last event")
     chains = ["plain"] + ([] if opts.no_general else ["general"])
     with _tuning.override(**settings):

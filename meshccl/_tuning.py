@@ -128,6 +128,9 @@ RUNS_LABEL_ROWS = {4: 1, 8: 1}
 #: Cells per lane of meshccl_label_runs, by label bytes (4 or 8 for int32,
 #: 4 for int64; docs/decisions.md: "label pass lanes").
 RUNS_LABEL_CELLS = {4: 8, 8: 4}
+#: Pairs a thread of meshccl_runsnd_unions queues before it unites them
+#: (1, 4 or 8: the instantiations in runsnd.cu; runsnd_pairs.cuh, word_pairs).
+RUNSND_UNITE_BATCH = 8
 #: Blocks per multiprocessor of the statistics form of the run label pass
 #: (label(..., return_statistics=True)): the grid steps over the rows, so
 #: each block's shared-memory table gathers many rows before it adds them

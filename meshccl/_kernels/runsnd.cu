@@ -77,8 +77,9 @@ __global__ void __launch_bounds__(256) meshccl_runsnd_rows(
 
 // The row table of runsnd_pairs.cuh (steps, nsteps entries) and the leading
 // axes' lengths (lead of them, C order) that say which rows lie on an
-// array edge.
-template <typename I>
+// array edge.  Batch: pairs queued per thread before their unites
+// (runsnd_pairs.cuh's word_pairs).
+template <typename I, int Batch>
 __global__ void __launch_bounds__(256) meshccl_runsnd_unions(
         I* P, unsigned* __restrict__ H, const unsigned* __restrict__ F,
         const unsigned* __restrict__ S, I rows, I nx, int xjoin,
@@ -102,17 +103,19 @@ __global__ void __launch_bounds__(256) meshccl_runsnd_unions(
     auto Fr = [&](I w) { return __ldg(F + w); };
     auto Sr = [&](I w) { return __ldg(S + w); };
     auto unite = [&](I a, I b) { meshccl::unite_recording(P, H, a, b); };
-    meshccl::runsnd::word_pairs<I>(m, S[g], xjoin != 0, r, bx, rows, ntx, nx, lo, hi, steps,
-                                   nsteps, Fr, Sr, unite);
+    meshccl::runsnd::word_pairs<I, Batch>(m, S[g], xjoin != 0, r, bx, rows, ntx, nx, lo, hi,
+                                          steps, nsteps, Fr, Sr, unite);
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
+#define MESHCCL_RUNSND_UNIONS(I, B)                                                           \
+    template __global__ void meshccl_runsnd_unions<I, B>(I*, unsigned*, const unsigned*,      \
+        const unsigned*, I, I, int, const meshccl::runsnd::Step*, int, const long long*, int);
 #define MESHCCL_RUNSND(I)                                                                     \
     template __global__ void meshccl_runsnd_rows<I>(const unsigned char*, I*, unsigned*,      \
         unsigned*, unsigned*, unsigned*, I, I, int, unsigned char, int, int);                  \
-    template __global__ void meshccl_runsnd_unions<I>(I*, unsigned*, const unsigned*,         \
-        const unsigned*, I, I, int, const meshccl::runsnd::Step*, int, const long long*, int);
+    MESHCCL_RUNSND_UNIONS(I, 1) MESHCCL_RUNSND_UNIONS(I, 4) MESHCCL_RUNSND_UNIONS(I, 8)
 MESHCCL_RUNSND(int)
 MESHCCL_RUNSND(long long)
 #endif

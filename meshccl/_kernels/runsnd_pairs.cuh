@@ -175,12 +175,34 @@ MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I
 // Every pair of word bx of row r: along x across the word's left edge,
 // then each table entry whose row exists.  coord_lo / coord_hi: bit k set
 // where the row is on the first / last plane of leading axis k.
-template <typename I, typename Fw, typename Sw, typename Unite>
+//
+// Batch: the pairs are queued and united Batch at a time (and the rest at
+// the end).  On the GPU a unite is a chain of dependent loads and a CAS,
+// and the lanes of a warp find their pairs in different entries and dx:
+// uniting at once runs one such chain per (entry, dx) that any lane has a
+// pair in, one after another, while the others wait; queued, the warp runs
+// as many chains as its busiest lane has pairs.
+template <typename I, int Batch = 1, typename Fw, typename Sw, typename Unite>
 MESHCCL_RND_HD inline void word_pairs(unsigned m, unsigned s, bool xjoin, I r, I bx, I rows,
                                       I ntx, I nx, unsigned coord_lo, unsigned coord_hi,
                                       const Step* steps, int nsteps, Fw Fr, Sw Sr,
-                                      Unite unite) {
+                                      Unite unite_now) {
+    static_assert(Batch >= 1, "a batch holds one pair or more");
     if (!m) return;
+    I qa[Batch], qb[Batch];
+    int queued = 0;
+    auto unite = [&](I a, I b) {
+        if (Batch == 1) {
+            unite_now(a, b);
+            return;
+        }
+        qa[queued] = a;
+        qb[queued] = b;
+        if (++queued == Batch) {
+            for (int i = 0; i < Batch; ++i) unite_now(qa[i], qb[i]);
+            queued = 0;
+        }
+    };
     const I w = bx * rows + r;
     if (xjoin && bx > 0 && (m & 1u) && (Fr(w - rows) >> 31))
         unite(r * nx + bx * 32, r * nx + bx * 32 - 32 + start_at(Sr(w - rows), 31));
@@ -202,6 +224,7 @@ MESHCCL_RND_HD inline void word_pairs(unsigned m, unsigned s, bool xjoin, I r, I
                 }
         }
     }
+    for (int i = 0; i < queued; ++i) unite_now(qa[i], qb[i]);
 }
 
 }  // namespace runsnd
