@@ -50,11 +50,12 @@ static long long label_with(const unsigned char* v, long long rows, long long nx
     long long pairs = 0;
     auto Fr = [&](long long w) { return F[w]; };
     auto Sr = [&](long long w) { return S[w]; };
-    auto unite = [&](long long a, long long b) {
-        ++pairs;
-        a = find(P, a);
-        b = find(P, b);
-        if (a != b) P[a > b ? a : b] = a > b ? b : a;
+    auto unite = [&](const long long* qa, const long long* qb, int count) {
+        for (int i = 0; i < count; ++i) {
+            ++pairs;
+            const long long a = find(P, qa[i]), b = find(P, qb[i]);
+            if (a != b) P[a > b ? a : b] = a > b ? b : a;
+        }
     };
     for (long long bx = 0; bx < ntx; ++bx)
         for (long long r = 0; r < rows; ++r) {

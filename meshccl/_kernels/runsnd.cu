@@ -102,7 +102,20 @@ __global__ void __launch_bounds__(256) meshccl_runsnd_unions(
     }
     auto Fr = [&](I w) { return __ldg(F + w); };
     auto Sr = [&](I w) { return __ldg(S + w); };
-    auto unite = [&](I a, I b) { meshccl::unite_recording(P, H, a, b); };
+    // a batch of pairs: every end's parent loaded first (the loads overlap),
+    // then each pair united from the parents (same roots, one step shorter)
+    auto unite = [&](const I* a, const I* b, int count) {
+        I pa[Batch], pb[Batch];
+#pragma unroll
+        for (int i = 0; i < Batch; ++i)
+            if (i < count) {
+                pa[i] = __ldcg(P + a[i]);
+                pb[i] = __ldcg(P + b[i]);
+            }
+#pragma unroll
+        for (int i = 0; i < Batch; ++i)
+            if (i < count) meshccl::unite_recording(P, H, pa[i], pb[i]);
+    };
     meshccl::runsnd::word_pairs<I, Batch>(m, S[g], xjoin != 0, r, bx, rows, ntx, nx, lo, hi,
                                           steps, nsteps, Fr, Sr, unite);
 }

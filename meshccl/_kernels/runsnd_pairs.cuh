@@ -47,9 +47,9 @@
 // the partition against scipy.ndimage.label.
 //
 // The functions here take the bit arrays through a reader (F(word), S(word)
-// of a global word index bx * rows + r) and call unite(a, b) for every pair
-// kept, a and b the nodes' flat cell indices; the kernel passes the CUDA
-// union-find, the CPU test a plain one.
+// of a global word index bx * rows + r) and hand the pairs kept to a
+// unite(a, b, count) (count pairs a[i], b[i] of nodes' flat cell indices);
+// the kernel passes the CUDA union-find, the CPU test a plain one.
 
 #pragma once
 
@@ -176,30 +176,28 @@ MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I
 // then each table entry whose row exists.  coord_lo / coord_hi: bit k set
 // where the row is on the first / last plane of leading axis k.
 //
-// Batch: the pairs are queued and united Batch at a time (and the rest at
-// the end).  On the GPU a unite is a chain of dependent loads and a CAS,
-// and the lanes of a warp find their pairs in different entries and dx:
-// uniting at once runs one such chain per (entry, dx) that any lane has a
-// pair in, one after another, while the others wait; queued, the warp runs
-// as many chains as its busiest lane has pairs.
+// The pairs are queued and handed to unite_all(a, b, count) Batch at a
+// time (and the rest at the end).  On the GPU a unite is a chain of
+// dependent loads and a CAS, and the lanes of a warp find their pairs in
+// different entries and dx: uniting each at once would run one such chain
+// per (entry, dx) that any lane has a pair in, one after another, while the
+// other lanes wait; queued, the warp runs as many chains as its busiest
+// lane has pairs, and the kernel issues the first loads of a batch's
+// chains together.
 template <typename I, int Batch = 1, typename Fw, typename Sw, typename Unite>
 MESHCCL_RND_HD inline void word_pairs(unsigned m, unsigned s, bool xjoin, I r, I bx, I rows,
                                       I ntx, I nx, unsigned coord_lo, unsigned coord_hi,
                                       const Step* steps, int nsteps, Fw Fr, Sw Sr,
-                                      Unite unite_now) {
+                                      Unite unite_all) {
     static_assert(Batch >= 1, "a batch holds one pair or more");
     if (!m) return;
     I qa[Batch], qb[Batch];
     int queued = 0;
     auto unite = [&](I a, I b) {
-        if (Batch == 1) {
-            unite_now(a, b);
-            return;
-        }
         qa[queued] = a;
         qb[queued] = b;
         if (++queued == Batch) {
-            for (int i = 0; i < Batch; ++i) unite_now(qa[i], qb[i]);
+            unite_all(qa, qb, Batch);
             queued = 0;
         }
     };
@@ -224,7 +222,7 @@ MESHCCL_RND_HD inline void word_pairs(unsigned m, unsigned s, bool xjoin, I r, I
                 }
         }
     }
-    for (int i = 0; i < queued; ++i) unite_now(qa[i], qb[i]);
+    if (queued) unite_all(qa, qb, queued);
 }
 
 }  // namespace runsnd
