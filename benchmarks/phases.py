@@ -10,6 +10,10 @@ tolerance and n-D arrays take).  A tuning constant can be varied with
     python benchmarks/phases.py [--only NAME] [--reps N] [--no-general] [--dims 2,3]
     python benchmarks/phases.py --only blobs --set 'RUNS_LABEL_ROWS={4: 2, 8: 1}'
     python benchmarks/phases.py --dims 4 --no-general  # runsnd.cu: 4-D site percolation
+    python benchmarks/phases.py --dims 4 --no-general --vary RUNSND_UNITE_BATCH=1 --vary ''
+
+Each ``--vary 'NAME=VALUE;NAME=VALUE'`` runs every case again with those
+constants on top of ``--set`` ('' : none), in one process.
 """
 
 import ast
@@ -99,27 +103,41 @@ def main(argv=None):
     ap.add_argument("--dims", default="2,3", help="standard cases of these dimensions")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="a meshccl._tuning constant for this run (repeatable)")
+    ap.add_argument("--vary", action="append", default=[], metavar="NAME=VALUE;...",
+                    help="run the cases again with these constants (repeatable; '' none)")
     opts = ap.parse_args(argv)
-    settings = {}
-    for item in opts.set:
-        name, _, value = item.partition("=")
-        settings[name.strip()] = ast.literal_eval(value.strip())
+
+    def parsed(items):
+        out = {}
+        for item in items:
+            if item.strip():
+                name, _, value = item.partition("=")
+                out[name.strip()] = ast.literal_eval(value.strip())
+        return out
+
+    settings = parsed(opts.set)
+    variants = [parsed(v.split(";")) for v in opts.vary] or [{}]
     cases = [("empty 4096^2", cupy.zeros((4096, 4096), cupy.uint8)),
              ("full 4096^2", cupy.ones((4096, 4096), cupy.uint8)),
              ("empty 512^3", cupy.zeros((512,) * 3, cupy.uint8))]
     cases += standard_cases(tuple(int(d) for d in opts.dims.split(",")))
     print("median ms per phase (CUDA events), int32 labels; total = first to last event")
     chains = ["plain"] + ([] if opts.no_general else ["general"])
-    with _tuning.override(**settings):
-        for name, a in cases:
-            if opts.only not in name or (name.startswith(("empty", "full")) and not opts.only):
-                continue
-            for c in (1, a.ndim):
-                for chain in chains + [ch + " first" for ch in chains if opts.first]:
-                    r, total = phases(a, c, chain.split()[0], opts.reps,
-                                      first=chain.endswith("first"))
-                    print(f"{name:22s} c={c} {chain:14s} " +
-                          " ".join(f"{k} {x:.3f}" for k, x in r.items()) + f" | total {total:.3f}")
+    for variant in variants:
+        if len(variants) > 1:
+            print("with", variant or "the defaults", flush=True)
+        with _tuning.override(**settings, **variant):
+            for name, a in cases:
+                if opts.only not in name or (name.startswith(("empty", "full"))
+                                             and not opts.only):
+                    continue
+                for c in (1, a.ndim):
+                    for chain in chains + [ch + " first" for ch in chains if opts.first]:
+                        r, total = phases(a, c, chain.split()[0], opts.reps,
+                                          first=chain.endswith("first"))
+                        print(f"{name:22s} c={c} {chain:14s} " +
+                              " ".join(f"{k} {x:.3f}" for k, x in r.items()) +
+                              f" | total {total:.3f}", flush=True)
 
 
 if __name__ == "__main__":
