@@ -131,7 +131,7 @@ def main(argv=None):
                 if opts.only not in name or (name.startswith(("empty", "full"))
                                              and not opts.only):
                     continue
-                for c in (1, a.ndim):
+                for c in (1, a.ndim) if a.ndim <= 3 else (a.ndim,):
                     for chain in chains + [ch + " first" for ch in chains if opts.first]:
                         r, total = phases(a, c, chain.split()[0], opts.reps,
                                           first=chain.endswith("first"))

@@ -131,6 +131,9 @@ RUNS_LABEL_CELLS = {4: 8, 8: 4}
 #: Pairs a thread of meshccl_runsnd_unions queues before it unites them
 #: (1, 4 or 8: the instantiations in runsnd.cu; runsnd_pairs.cuh, word_pairs).
 RUNSND_UNITE_BATCH = 8
+#: Earlier pairs a word of meshccl_runsnd_unions keeps for the cover masks,
+#: in registers (4 or 8; 0: all, in local memory; runsnd_pairs.cuh, word_pairs).
+RUNSND_COVER_SLOTS = 4
 #: Blocks per multiprocessor of the statistics form of the run label pass
 #: (label(..., return_statistics=True)): the grid steps over the rows, so
 #: each block's shared-memory table gathers many rows before it adds them

@@ -32,8 +32,8 @@ static long long find(long long* P, long long x) {
     return x;
 }
 // v: rows x nx bytes (0 / 1); P: parents (n cells); returns the pairs united;
-// Batch: word_pairs' queue of pairs
-template <int Batch>
+// Batch, Slots: word_pairs' queue of pairs and earlier pairs kept for covering
+template <int Batch, int Slots>
 static long long label_with(const unsigned char* v, long long rows, long long nx, int xjoin,
                             const Step* steps, int nsteps, const long long* lead_shape,
                             int lead, unsigned* F, unsigned* S, long long* P) {
@@ -68,9 +68,9 @@ static long long label_with(const unsigned char* v, long long rows, long long nx
                 t /= lead_shape[k];
             }
             const long long w = bx * rows + r;
-            meshccl::runsnd::word_pairs<long long, Batch>(F[w], S[w], xjoin != 0, r, bx, rows,
-                                                          ntx, nx, lo, hi, steps, nsteps, Fr,
-                                                          Sr, unite);
+            meshccl::runsnd::word_pairs<long long, Batch, Slots>(F[w], S[w], xjoin != 0, r, bx,
+                                                                 rows, ntx, nx, lo, hi, steps,
+                                                                 nsteps, Fr, Sr, unite);
         }
     // every foreground cell to its run start's root (the label pass's view)
     for (long long bx = 0; bx < ntx; ++bx)
@@ -87,15 +87,15 @@ static long long label_with(const unsigned char* v, long long rows, long long nx
         }
     return pairs;
 }
-#define MESHCCL_LABEL_WITH(NAME, BATCH)                                                        \
+#define MESHCCL_LABEL_WITH(NAME, BATCH, SLOTS)                                                 \
     extern "C" long long NAME(const unsigned char* v, long long rows, long long nx, int xjoin, \
                               const Step* steps, int nsteps, const long long* lead_shape,      \
                               int lead, unsigned* F, unsigned* S, long long* P) {              \
-        return label_with<BATCH>(v, rows, nx, xjoin, steps, nsteps, lead_shape, lead, F, S,    \
-                                 P);                                                           \
+        return label_with<BATCH, SLOTS>(v, rows, nx, xjoin, steps, nsteps, lead_shape, lead, F, \
+                                        S, P);                                                 \
     }
-MESHCCL_LABEL_WITH(label, 1)
-MESHCCL_LABEL_WITH(label_queued, 3)
+MESHCCL_LABEL_WITH(label, 1, 0)
+MESHCCL_LABEL_WITH(label_queued, 3, 2)
 """
 
 
@@ -110,7 +110,8 @@ def lib(tmp_path_factory):
 def emulate(lib, fg, offsets, queued=False):
     """(labels as scipy numbers them, pairs united) of bool ``fg`` (no axis
     of length 1) under the half neighbourhood ``offsets``; ``queued``: the
-    pairs queued 3 at a time before their unites (word_pairs' Batch)."""
+    pairs queued 3 at a time before their unites, and 2 earlier pairs kept
+    for the cover masks (word_pairs' Batch and Slots; else 1 and all)."""
     shape = fg.shape
     nx = shape[-1]
     rows = fg.size // nx

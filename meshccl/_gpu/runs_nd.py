@@ -154,7 +154,8 @@ def program(prob, buffers=None, counts=None):
     i, I = c_type(work), work.type
     xjoin, steps, nsteps, lead = _device_table(cupy.cuda.Device().id, shape, offsets_of(prob))
     rows_k, unions_k = kernels("runsnd.cu", f"meshccl_runsnd_rows<{i}>",
-                               f"meshccl_runsnd_unions<{i}, {_tuning.RUNSND_UNITE_BATCH}>")
+                               f"meshccl_runsnd_unions<{i}, {_tuning.RUNSND_UNITE_BATCH}, "
+                               f"{_tuning.RUNSND_COVER_SLOTS}>")
     aligned = nx % 32 == 0
     grid = (-(-rw // BLOCK),)
     xj = np.int32(xjoin)

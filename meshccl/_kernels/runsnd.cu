@@ -77,9 +77,9 @@ __global__ void __launch_bounds__(256) meshccl_runsnd_rows(
 
 // The row table of runsnd_pairs.cuh (steps, nsteps entries) and the leading
 // axes' lengths (lead of them, C order) that say which rows lie on an
-// array edge.  Batch: pairs queued per thread before their unites
-// (runsnd_pairs.cuh's word_pairs).
-template <typename I, int Batch>
+// array edge.  Batch: pairs queued per thread before their unites; Slots:
+// earlier pairs kept for the cover masks (runsnd_pairs.cuh's word_pairs).
+template <typename I, int Batch, int Slots>
 __global__ void __launch_bounds__(256) meshccl_runsnd_unions(
         I* P, unsigned* __restrict__ H, const unsigned* __restrict__ F,
         const unsigned* __restrict__ S, I rows, I nx, int xjoin,
@@ -103,7 +103,9 @@ __global__ void __launch_bounds__(256) meshccl_runsnd_unions(
     auto Fr = [&](I w) { return __ldg(F + w); };
     auto Sr = [&](I w) { return __ldg(S + w); };
     // a batch of pairs: every end's parent loaded first (the loads overlap),
-    // then each pair united from the parents (same roots, one step shorter)
+    // then each pair united from the parents (same roots, one step shorter),
+    // the first of pa / pb each time, the rest shifted down (one copy of the
+    // union loop, the arrays in registers)
     auto unite = [&](const I* a, const I* b, int count) {
         I pa[Batch], pb[Batch];
 #pragma unroll
@@ -112,23 +114,31 @@ __global__ void __launch_bounds__(256) meshccl_runsnd_unions(
                 pa[i] = __ldcg(P + a[i]);
                 pb[i] = __ldcg(P + b[i]);
             }
+#pragma unroll 1
+        for (int i = 0; i < count; ++i) {
+            meshccl::unite_recording(P, H, pa[0], pb[0]);
 #pragma unroll
-        for (int i = 0; i < Batch; ++i)
-            if (i < count) meshccl::unite_recording(P, H, pa[i], pb[i]);
+            for (int j = 0; j + 1 < Batch; ++j) {
+                pa[j] = pa[j + 1];
+                pb[j] = pb[j + 1];
+            }
+        }
     };
-    meshccl::runsnd::word_pairs<I, Batch>(m, S[g], xjoin != 0, r, bx, rows, ntx, nx, lo, hi,
-                                          steps, nsteps, Fr, Sr, unite);
+    meshccl::runsnd::word_pairs<I, Batch, Slots>(m, S[g], xjoin != 0, r, bx, rows, ntx, nx, lo,
+                                                 hi, steps, nsteps, Fr, Sr, unite);
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
-#define MESHCCL_RUNSND_UNIONS(I, B)                                                           \
-    template __global__ void meshccl_runsnd_unions<I, B>(I*, unsigned*, const unsigned*,      \
+#define MESHCCL_RUNSND_UNIONS(I, B, K)                                                        \
+    template __global__ void meshccl_runsnd_unions<I, B, K>(I*, unsigned*, const unsigned*,   \
         const unsigned*, I, I, int, const meshccl::runsnd::Step*, int, const long long*, int);
+#define MESHCCL_RUNSND_UNIONS_B(I, B)                                                         \
+    MESHCCL_RUNSND_UNIONS(I, B, 0) MESHCCL_RUNSND_UNIONS(I, B, 4) MESHCCL_RUNSND_UNIONS(I, B, 8)
 #define MESHCCL_RUNSND(I)                                                                     \
     template __global__ void meshccl_runsnd_rows<I>(const unsigned char*, I*, unsigned*,      \
         unsigned*, unsigned*, unsigned*, I, I, int, unsigned char, int, int);                  \
-    MESHCCL_RUNSND_UNIONS(I, 1) MESHCCL_RUNSND_UNIONS(I, 4) MESHCCL_RUNSND_UNIONS(I, 8)
+    MESHCCL_RUNSND_UNIONS_B(I, 1) MESHCCL_RUNSND_UNIONS_B(I, 4) MESHCCL_RUNSND_UNIONS_B(I, 8)
 MESHCCL_RUNSND(int)
 MESHCCL_RUNSND(long long)
 #endif

@@ -111,16 +111,16 @@ constexpr int COVERING = 21;
 // The pairs of word bx of row r (foreground m, run starts s; the row's
 // first cell is flat index row0) with the row `back` rows earlier, whose
 // words bx - 1, bx, bx + 1 are read through Fw / Sw (global word indices);
-// ntx words a row, `rows` rows, nx cells a row.  Jprev: the pairs of the
-// earlier entries (Jprev[3 e' + k]: whose partner there is foreground),
-// which the cover masks of `st` read where bit 3 e' + k of `held` is set
-// (the others are 0 and left unstored).  J (out): this entry's, J[0]
+// ntx words a row, `rows` rows, nx cells a row.  covered(mask): the OR of
+// the earlier entries' pairs (bit 3 e' + k of mask: entry e', dx k - 1;
+// each the cells whose partner there is foreground) that the word keeps
+// for covering: those of a cover mask of `st` cover this entry's pairs.
+// Leaving some out only keeps more pairs.  J (out): this entry's, J[0]
 // dx = -1, J[1] dx = 0, J[2] dx = +1.  unite(a, b) gets node indices.
-template <typename I, typename Fw, typename Sw, typename Unite>
+template <typename I, typename Fw, typename Sw, typename Cover, typename Unite>
 MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I bx, I rows,
-                                      I ntx, I nx, const Step& st, const unsigned* Jprev,
-                                      unsigned long long held, unsigned (&J)[3], Fw Fr,
-                                      Sw Sr, Unite unite) {
+                                      I ntx, I nx, const Step& st, Cover covered,
+                                      unsigned (&J)[3], Fw Fr, Sw Sr, Unite unite) {
     const unsigned dxm = st.dx;
     const I rn = r - (I)st.back;
     const I w = bx * rows + rn;
@@ -142,15 +142,9 @@ MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I
         Ur &= ~J0 & ~((J0 & E) >> 1);
     }
     // pairs whose partner neighbours the partner of an earlier entry's pair
-    // (only the earlier pairs this word has: a sparse word reads one or two)
-    unsigned C[3] = {0u, 0u, 0u};
-#pragma unroll
-    for (int k = 0; k < 3; ++k)
-        for (unsigned long long c = st.cover[k] & held; c; c &= c - 1ull)
-            C[k] |= Jprev[lowest64(c)];
-    Ul &= ~C[0];
-    U0 &= ~C[1];
-    Ur &= ~C[2];
+    Ul &= ~covered(st.cover[0]);
+    U0 &= ~covered(st.cover[1]);
+    Ur &= ~covered(st.cover[2]);
     if (!(U0 | Ul | Ur)) return;
     const I mine = r * nx + bx * 32, theirs = rn * nx + bx * 32;
     const unsigned ns = Sr(w);
@@ -184,7 +178,14 @@ MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I
 // other lanes wait; queued, the warp runs as many chains as its busiest
 // lane has pairs, and the kernel issues the first loads of a batch's
 // chains together.
-template <typename I, int Batch = 1, typename Fw, typename Sw, typename Unite>
+//
+// Slots: the word keeps its first Slots non-zero pairs of the covering
+// entries for the cover masks, in registers (the queue too: both are
+// written through unrolled selects, never a computed index, so no local
+// memory); the pairs past them cover nothing, which only keeps more pairs.
+// A sparse word has one or two.  Slots 0: all of them, in a table in local
+// memory, read where the word has a non-zero pair.
+template <typename I, int Batch = 1, int Slots = 0, typename Fw, typename Sw, typename Unite>
 MESHCCL_RND_HD inline void word_pairs(unsigned m, unsigned s, bool xjoin, I r, I bx, I rows,
                                       I ntx, I nx, unsigned coord_lo, unsigned coord_hi,
                                       const Step* steps, int nsteps, Fw Fr, Sw Sr,
@@ -193,36 +194,64 @@ MESHCCL_RND_HD inline void word_pairs(unsigned m, unsigned s, bool xjoin, I r, I
     if (!m) return;
     I qa[Batch], qb[Batch];
     int queued = 0;
+    auto flush = [&]() {  // (one call site: the union loops inlined once)
+        unite_all(qa, qb, queued);
+        queued = 0;
+    };
     auto unite = [&](I a, I b) {
-        qa[queued] = a;
-        qb[queued] = b;
-        if (++queued == Batch) {
-            unite_all(qa, qb, Batch);
-            queued = 0;
-        }
+#pragma unroll
+        for (int i = 0; i < Batch; ++i)
+            if (i == queued) {
+                qa[i] = a;
+                qb[i] = b;
+            }
+        if (++queued == Batch) flush();
     };
     const I w = bx * rows + r;
     if (xjoin && bx > 0 && (m & 1u) && (Fr(w - rows) >> 31))
         unite(r * nx + bx * 32, r * nx + bx * 32 - 32 + start_at(Sr(w - rows), 31));
-    // the non-zero pairs of the covering entries, as step_pairs made them: Js[i]
-    // where bit i of held is set
-    unsigned Js[3 * COVERING];
+    constexpr int kSlots = Slots > 0 ? Slots : 1;
+    unsigned kv[kSlots];  // Slots > 0: the pairs kept, kv[i] of entry-and-dx bit ki[i]
+    int ki[kSlots];
+    int kept = 0;
+    unsigned Js[Slots > 0 ? 1 : 3 * COVERING];  // Slots 0: Js[i] where bit i of held is set
     unsigned long long held = 0ull;
+    auto covered = [&](unsigned long long mask) {
+        unsigned c = 0u;
+        if (Slots > 0) {
+#pragma unroll
+            for (int i = 0; i < kSlots; ++i)
+                if (i < kept && ((mask >> ki[i]) & 1ull)) c |= kv[i];
+        } else {
+            for (unsigned long long t = mask & held; t; t &= t - 1ull) c |= Js[lowest64(t)];
+        }
+        return c;
+    };
     for (int e = 0; e < nsteps; ++e) {
         const Step st = steps[e];
         unsigned J[3] = {0u, 0u, 0u};
         if (!((st.down & coord_lo) || (st.up & coord_hi)))  // (else no such row: no pairs)
-            step_pairs<I>(m, s, xjoin, r, bx, rows, ntx, nx, st, Js, held, J, Fr, Sr, unite);
+            step_pairs<I>(m, s, xjoin, r, bx, rows, ntx, nx, st, covered, J, Fr, Sr, unite);
         if (e < COVERING) {
 #pragma unroll
-            for (int k = 0; k < 3; ++k)
-                if (J[k]) {
+            for (int k = 0; k < 3; ++k) {
+                if (!J[k]) continue;
+                if (Slots > 0) {
+#pragma unroll
+                    for (int i = 0; i < kSlots; ++i)
+                        if (i == kept) {
+                            kv[i] = J[k];
+                            ki[i] = 3 * e + k;
+                        }
+                    kept += kept < kSlots ? 1 : 0;
+                } else {
                     Js[3 * e + k] = J[k];
                     held |= 1ull << (3 * e + k);
                 }
+            }
         }
     }
-    if (queued) unite_all(qa, qb, queued);
+    if (queued) flush();
 }
 
 }  // namespace runsnd
