@@ -133,7 +133,7 @@ RUNS_LABEL_CELLS = {4: 8, 8: 4}
 RUNSND_UNITE_BATCH = 8
 #: Earlier pairs a word of meshccl_runsnd_unions keeps for the cover masks,
 #: in registers (4 or 8; 0: all, in local memory; runsnd_pairs.cuh, word_pairs).
-RUNSND_COVER_SLOTS = 4
+RUNSND_COVER_SLOTS = 8
 #: Blocks per multiprocessor of the statistics form of the run label pass
 #: (label(..., return_statistics=True)): the grid steps over the rows, so
 #: each block's shared-memory table gathers many rows before it adds them
