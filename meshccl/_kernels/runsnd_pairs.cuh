@@ -141,6 +141,7 @@ MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I
         Ul &= ~J0 & ~((J0 << 1) & E);
         Ur &= ~J0 & ~((J0 & E) >> 1);
     }
+    if (!(U0 | Ul | Ur)) return;
     // pairs whose partner neighbours the partner of an earlier entry's pair
     Ul &= ~covered(st.cover[0]);
     U0 &= ~covered(st.cover[1]);
@@ -220,8 +221,10 @@ MESHCCL_RND_HD inline void word_pairs(unsigned m, unsigned s, bool xjoin, I r, I
         unsigned c = 0u;
         if (Slots > 0) {
 #pragma unroll
-            for (int i = 0; i < kSlots; ++i)
-                if (i < kept && ((mask >> ki[i]) & 1ull)) c |= kv[i];
+            for (int i = 0; i < kSlots; ++i) {
+                if (i >= kept) break;
+                if ((mask >> ki[i]) & 1ull) c |= kv[i];
+            }
         } else {
             for (unsigned long long t = mask & held; t; t &= t - 1ull) c |= Js[lowest64(t)];
         }
