@@ -23,6 +23,14 @@
 //    the two), each united in the global forest with
 //    unite_recording, which marks the root it hooks in H.  F and S of the
 //    rows before are read as words (4 bytes per 32 cells), not the cells.
+//    Two template parameters (host: _tuning.RUNSND_UNITE_BATCH and
+//    RUNSND_COVER_SLOTS, by number of axes) shape the thread's work:
+//    Batch pairs are queued before their unites, whose parents are loaded
+//    together, so that a warp's lanes unite at once rather than one
+//    (entry, dx) after another; Slots earlier pairs are kept in registers
+//    for the cover masks (0: all, in a local-memory table).  A sparse 4-D
+//    word has one or two pairs: queued and in registers it takes a
+//    quarter of the time of the table's loop (docs/decisions.md).
 // 3. number_pieces.cu, as after runs3d.cu: the hooked roots walked to
 //    their root, roots counted and ranked, every piece root's label, then
 //    meshccl_label_runs, which sees the array as `rows` rows of nx cells.
@@ -129,16 +137,15 @@ __global__ void __launch_bounds__(256) meshccl_runsnd_unions(
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL
-// Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
+// Used by CI (nvcc, no GPU) to compile the instantiations the defaults and the tests ask for.
 #define MESHCCL_RUNSND_UNIONS(I, B, K)                                                        \
     template __global__ void meshccl_runsnd_unions<I, B, K>(I*, unsigned*, const unsigned*,   \
         const unsigned*, I, I, int, const meshccl::runsnd::Step*, int, const long long*, int);
-#define MESHCCL_RUNSND_UNIONS_B(I, B)                                                         \
-    MESHCCL_RUNSND_UNIONS(I, B, 0) MESHCCL_RUNSND_UNIONS(I, B, 4) MESHCCL_RUNSND_UNIONS(I, B, 8)
 #define MESHCCL_RUNSND(I)                                                                     \
     template __global__ void meshccl_runsnd_rows<I>(const unsigned char*, I*, unsigned*,      \
         unsigned*, unsigned*, unsigned*, I, I, int, unsigned char, int, int);                  \
-    MESHCCL_RUNSND_UNIONS_B(I, 1) MESHCCL_RUNSND_UNIONS_B(I, 4) MESHCCL_RUNSND_UNIONS_B(I, 8)
+    MESHCCL_RUNSND_UNIONS(I, 1, 0) MESHCCL_RUNSND_UNIONS(I, 8, 4)                             \
+    MESHCCL_RUNSND_UNIONS(I, 1, 4) MESHCCL_RUNSND_UNIONS(I, 8, 0)
 MESHCCL_RUNSND(int)
 MESHCCL_RUNSND(long long)
 #endif
