@@ -29,8 +29,9 @@
 //    together, so that a warp's lanes unite at once rather than one
 //    (entry, dx) after another; Slots earlier pairs are kept in registers
 //    for the cover masks (0: all, in a local-memory table).  A sparse 4-D
-//    word has one or two pairs: queued and in registers it takes a
-//    quarter of the time of the table's loop (docs/decisions.md).
+//    word has one or two pairs: 4+ axes take 8 and 4, 1-3 axes (dense
+//    words, a short table) 1 and 0 (docs/decisions.md: "structures and
+//    bool n-D on runs").
 // 3. number_pieces.cu, as after runs3d.cu: the hooked roots walked to
 //    their root, roots counted and ranked, every piece root's label, then
 //    meshccl_label_runs, which sees the array as `rows` rows of nx cells.
