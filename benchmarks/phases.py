@@ -10,7 +10,8 @@ tolerance and n-D arrays take).  A tuning constant can be varied with
     python benchmarks/phases.py [--only NAME] [--reps N] [--no-general] [--dims 2,3]
     python benchmarks/phases.py --only blobs --set 'RUNS_LABEL_ROWS={4: 2, 8: 1}'
     python benchmarks/phases.py --dims 4 --no-general  # runsnd.cu: 4-D site percolation
-    python benchmarks/phases.py --dims 4 --no-general --vary RUNSND_UNITE_BATCH=1 --vary ''
+    python benchmarks/phases.py --dims 4 --no-general --vary '' \
+        --vary 'RUNSND_UNITE_BATCH={1: 1, 2: 1, 3: 1, 4: 1}'
 
 Each ``--vary 'NAME=VALUE;NAME=VALUE'`` runs every case again with those
 constants on top of ``--set`` ('' : none), in one process.
