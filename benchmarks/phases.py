@@ -1,8 +1,8 @@
 """Time each kernel of the GPU chains with CUDA events on the standard cases.
 
 A maintainer's diagnostic: which phase of a call costs what.  Two chains run
-side by side on every case: 'plain' (what ``label()`` takes for 1 to 3 axes:
-runs2d.cu / runs3d.cu, then number_pieces.cu) and 'general'
+side by side on every case: 'plain' (what ``label()`` takes: runs2d.cu /
+runs3d.cu for 1 to 3 axes, runsnd.cu for bool 4-D, then number_pieces.cu) and 'general'
 (general.cu, then number_roots.cu: what periodic axes, masks, bonds,
 tolerance and n-D arrays take).  A tuning constant can be varied with
 ``--set NAME=VALUE`` (meshccl._tuning.override; VALUE is a Python literal).
