@@ -128,6 +128,13 @@ RUNS_LABEL_ROWS = {4: 1, 8: 1}
 #: Cells per lane of meshccl_label_runs, by label bytes (4 or 8 for int32,
 #: 4 for int64; docs/decisions.md: "label pass lanes").
 RUNS_LABEL_CELLS = {4: 8, 8: 4}
+#: Pairs a thread of meshccl_runsnd_unions queues before it unites them, by
+#: number of axes (4: four or more; runsnd_pairs.cuh, word_pairs;
+#: docs/decisions.md: "structures and bool n-D on runs").
+RUNSND_UNITE_BATCH = {1: 1, 2: 1, 3: 1, 4: 8}
+#: Earlier pairs a word of meshccl_runsnd_unions keeps for the cover masks in
+#: registers, by number of axes as above (0: all, in a local-memory table).
+RUNSND_COVER_SLOTS = {1: 0, 2: 0, 3: 0, 4: 4}
 #: Blocks per multiprocessor of the statistics form of the run label pass
 #: (label(..., return_statistics=True)): the grid steps over the rows, so
 #: each block's shared-memory table gathers many rows before it adds them

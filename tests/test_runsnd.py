@@ -136,6 +136,32 @@ def test_4d_full_connectivity_against_cupyx():
     cupy.testing.assert_array_equal(labels, ref)
 
 
+@pytest.mark.parametrize("batch,slots", [(1, 0), (8, 4), (1, 4), (8, 0)])
+def test_queue_and_cover_slots(batch, slots):
+    """The unions kernel with pairs queued 1 or 8 a thread and 0 or 4
+    earlier pairs kept for the covers gives SciPy's labels: 4-D percolation
+    near the full connectivity's threshold, 3-D random structures on dense
+    volumes (words with many pairs: queues that fill, more earlier pairs
+    than slots) and a full 4-D box."""
+    import cupy
+
+    from meshccl import _tuning
+
+    rng = np.random.default_rng(batch * 10 + slots)
+    full4 = np.ones((3, 3, 3, 3), bool)
+    every = {d: batch for d in (1, 2, 3, 4)}, {d: slots for d in (1, 2, 3, 4)}
+    with _tuning.override(RUNSND_UNITE_BATCH=every[0], RUNSND_COVER_SLOTS=every[1]):
+        for shape, p in (((12, 10, 9, 70), 0.0257), ((6, 7, 5, 40), 0.3), ((3, 4, 3, 33), 1.0)):
+            a = rng.random(shape) < p
+            got, n = meshccl.label(cupy.asarray(a), connectivity=4, return_num=True)
+            want, wn = ndi.label(a, full4)
+            assert n == wn, (shape, p)
+            np.testing.assert_array_equal(got.get(), want, err_msg=f"{shape} {p}")
+        for k in range(6):
+            s = _symmetric(rng, 3, 0.7)
+            _check(rng.random((9, 11, 75)) < rng.choice([0.3, 0.6]), s, f"#{k} {s.tolist()}")
+
+
 @pytest.mark.parametrize("background", [None, 1])
 def test_bool_bytes_other_than_one(background):
     """A bool array whose True bytes are not all 1 (a view of other data):

@@ -31,10 +31,12 @@ static long long find(long long* P, long long x) {
     while (P[x] != x) { P[x] = P[P[x]]; x = P[x]; }
     return x;
 }
-// v: rows x nx bytes (0 / 1); P: parents (n cells); returns the pairs united
-extern "C" long long label(const unsigned char* v, long long rows, long long nx, int xjoin,
-                           const Step* steps, int nsteps, const long long* lead_shape,
-                           int lead, unsigned* F, unsigned* S, long long* P) {
+// v: rows x nx bytes (0 / 1); P: parents (n cells); returns the pairs united;
+// Batch, Slots: word_pairs' queue of pairs and earlier pairs kept for covering
+template <int Batch, int Slots>
+static long long label_with(const unsigned char* v, long long rows, long long nx, int xjoin,
+                            const Step* steps, int nsteps, const long long* lead_shape,
+                            int lead, unsigned* F, unsigned* S, long long* P) {
     const long long ntx = (nx + 31) / 32;
     for (long long bx = 0; bx < ntx; ++bx)
         for (long long r = 0; r < rows; ++r) {
@@ -48,11 +50,12 @@ extern "C" long long label(const unsigned char* v, long long rows, long long nx,
     long long pairs = 0;
     auto Fr = [&](long long w) { return F[w]; };
     auto Sr = [&](long long w) { return S[w]; };
-    auto unite = [&](long long a, long long b) {
-        ++pairs;
-        a = find(P, a);
-        b = find(P, b);
-        if (a != b) P[a > b ? a : b] = a > b ? b : a;
+    auto unite = [&](const long long* qa, const long long* qb, int count) {
+        for (int i = 0; i < count; ++i) {
+            ++pairs;
+            const long long a = find(P, qa[i]), b = find(P, qb[i]);
+            if (a != b) P[a > b ? a : b] = a > b ? b : a;
+        }
     };
     for (long long bx = 0; bx < ntx; ++bx)
         for (long long r = 0; r < rows; ++r) {
@@ -65,8 +68,9 @@ extern "C" long long label(const unsigned char* v, long long rows, long long nx,
                 t /= lead_shape[k];
             }
             const long long w = bx * rows + r;
-            meshccl::runsnd::word_pairs<long long>(F[w], S[w], xjoin != 0, r, bx, rows, ntx,
-                                                   nx, lo, hi, steps, nsteps, Fr, Sr, unite);
+            meshccl::runsnd::word_pairs<long long, Batch, Slots>(F[w], S[w], xjoin != 0, r, bx,
+                                                                 rows, ntx, nx, lo, hi, steps,
+                                                                 nsteps, Fr, Sr, unite);
         }
     // every foreground cell to its run start's root (the label pass's view)
     for (long long bx = 0; bx < ntx; ++bx)
@@ -83,6 +87,15 @@ extern "C" long long label(const unsigned char* v, long long rows, long long nx,
         }
     return pairs;
 }
+#define MESHCCL_LABEL_WITH(NAME, BATCH, SLOTS)                                                 \
+    extern "C" long long NAME(const unsigned char* v, long long rows, long long nx, int xjoin, \
+                              const Step* steps, int nsteps, const long long* lead_shape,      \
+                              int lead, unsigned* F, unsigned* S, long long* P) {              \
+        return label_with<BATCH, SLOTS>(v, rows, nx, xjoin, steps, nsteps, lead_shape, lead, F, \
+                                        S, P);                                                 \
+    }
+MESHCCL_LABEL_WITH(label, 1, 0)
+MESHCCL_LABEL_WITH(label_queued, 3, 2)
 """
 
 
@@ -90,12 +103,15 @@ extern "C" long long label(const unsigned char* v, long long rows, long long nx,
 def lib(tmp_path_factory):
     lib = host_library(tmp_path_factory, "runsnd_pairs", HARNESS)
     lib.label.restype = ctypes.c_longlong
+    lib.label_queued.restype = ctypes.c_longlong
     return lib
 
 
-def emulate(lib, fg, offsets):
+def emulate(lib, fg, offsets, queued=False):
     """(labels as scipy numbers them, pairs united) of bool ``fg`` (no axis
-    of length 1) under the half neighbourhood ``offsets``."""
+    of length 1) under the half neighbourhood ``offsets``; ``queued``: the
+    pairs queued 3 at a time before their unites, and 2 earlier pairs kept
+    for the cover masks (word_pairs' Batch and Slots; else 1 and all)."""
     shape = fg.shape
     nx = shape[-1]
     rows = fg.size // nx
@@ -108,7 +124,7 @@ def emulate(lib, fg, offsets):
     F, S = np.zeros(words, np.uint32), np.zeros(words, np.uint32)
     P = np.zeros(fg.size, np.int64)
     ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
-    pairs = lib.label(ptr(v), ctypes.c_longlong(rows), ctypes.c_longlong(nx),
+    pairs = (lib.label_queued if queued else lib.label)(ptr(v), ctypes.c_longlong(rows), ctypes.c_longlong(nx),
                       ctypes.c_int(int(xjoin)), ptr(table), ctypes.c_int(len(table)), ptr(lead),
                       ctypes.c_int(len(shape) - 1), ptr(F), ptr(S), ptr(P))
     roots = np.flatnonzero(P == np.arange(fg.size))
@@ -161,8 +177,8 @@ SHAPES = {1: [(97,), (5,)], 2: [(37, 29), (7, 64), (5, 100), (6, 2)],
           4: [(5, 6, 4, 7), (3, 4, 3, 40), (2, 2, 2, 2)], 5: [(3, 4, 3, 2, 35)]}
 
 
-def _check(lib, fg, s, name=""):
-    labels, _ = emulate(lib, fg, neighbourhood.structure_offsets(s))
+def _check(lib, fg, s, name="", queued=False):
+    labels, _ = emulate(lib, fg, neighbourhood.structure_offsets(s), queued)
     want, n = ndi.label(fg, s)
     assert labels.max(initial=0) == n, name
     np.testing.assert_array_equal(labels, want, err_msg=f"{name} {fg.shape}")
@@ -174,7 +190,7 @@ def test_every_kind_of_structure_equals_scipy(lib, ndim):
     for name, s in _kinds(ndim).items():
         for shape in SHAPES[ndim]:
             for density in (0.1, 0.35, 0.6, 0.9, 1.0):
-                _check(lib, rng.random(shape) < density, s, name)
+                _check(lib, rng.random(shape) < density, s, name, queued=density < 0.5)
 
 
 @pytest.mark.parametrize("ndim", [2, 3, 4])
@@ -185,7 +201,8 @@ def test_random_structures_equal_scipy(lib, ndim):
         s = _symmetric(rng, ndim, rng.choice([0.15, 0.5, 0.85]))
         shape = tuple(int(rng.integers(2, 9 if ndim == 4 else 14)) for _ in range(ndim - 1))
         shape += (int(rng.choice([3, 31, 32, 33, 47, 70])),)
-        _check(lib, rng.random(shape) < rng.choice([0.2, 0.5, 0.8]), s, f"#{k}: {s.tolist()}")
+        _check(lib, rng.random(shape) < rng.choice([0.2, 0.5, 0.8]), s, f"#{k}: {s.tolist()}",
+               queued=k % 2 == 1)
 
 
 def test_every_3d_structure_on_one_volume(lib):

@@ -153,8 +153,10 @@ def program(prob, buffers=None, counts=None):
     F, S = fs[:rw], fs[rw:2 * rw]
     i, I = c_type(work), work.type
     xjoin, steps, nsteps, lead = _device_table(cupy.cuda.Device().id, shape, offsets_of(prob))
+    axes = min(len(shape), 4)
     rows_k, unions_k = kernels("runsnd.cu", f"meshccl_runsnd_rows<{i}>",
-                               f"meshccl_runsnd_unions<{i}>")
+                               f"meshccl_runsnd_unions<{i}, {_tuning.RUNSND_UNITE_BATCH[axes]}, "
+                               f"{_tuning.RUNSND_COVER_SLOTS[axes]}>")
     aligned = nx % 32 == 0
     grid = (-(-rw // BLOCK),)
     xj = np.int32(xjoin)

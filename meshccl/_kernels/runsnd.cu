@@ -23,6 +23,15 @@
 //    the two), each united in the global forest with
 //    unite_recording, which marks the root it hooks in H.  F and S of the
 //    rows before are read as words (4 bytes per 32 cells), not the cells.
+//    Two template parameters (host: _tuning.RUNSND_UNITE_BATCH and
+//    RUNSND_COVER_SLOTS, by number of axes) shape the thread's work:
+//    Batch pairs are queued before their unites, whose parents are loaded
+//    together, so that a warp's lanes unite at once rather than one
+//    (entry, dx) after another; Slots earlier pairs are kept in registers
+//    for the cover masks (0: all, in a local-memory table).  A sparse 4-D
+//    word has one or two pairs: 4+ axes take 8 and 4, 1-3 axes (dense
+//    words, a short table) 1 and 0 (docs/decisions.md: "structures and
+//    bool n-D on runs").
 // 3. number_pieces.cu, as after runs3d.cu: the hooked roots walked to
 //    their root, roots counted and ranked, every piece root's label, then
 //    meshccl_label_runs, which sees the array as `rows` rows of nx cells.
@@ -77,8 +86,9 @@ __global__ void __launch_bounds__(256) meshccl_runsnd_rows(
 
 // The row table of runsnd_pairs.cuh (steps, nsteps entries) and the leading
 // axes' lengths (lead of them, C order) that say which rows lie on an
-// array edge.
-template <typename I>
+// array edge.  Batch: pairs queued per thread before their unites; Slots:
+// earlier pairs kept for the cover masks (runsnd_pairs.cuh's word_pairs).
+template <typename I, int Batch, int Slots>
 __global__ void __launch_bounds__(256) meshccl_runsnd_unions(
         I* P, unsigned* __restrict__ H, const unsigned* __restrict__ F,
         const unsigned* __restrict__ S, I rows, I nx, int xjoin,
@@ -101,18 +111,42 @@ __global__ void __launch_bounds__(256) meshccl_runsnd_unions(
     }
     auto Fr = [&](I w) { return __ldg(F + w); };
     auto Sr = [&](I w) { return __ldg(S + w); };
-    auto unite = [&](I a, I b) { meshccl::unite_recording(P, H, a, b); };
-    meshccl::runsnd::word_pairs<I>(m, S[g], xjoin != 0, r, bx, rows, ntx, nx, lo, hi, steps,
-                                   nsteps, Fr, Sr, unite);
+    // a batch of pairs: every end's parent loaded first (the loads overlap),
+    // then each pair united from the parents (same roots, one step shorter),
+    // the first of pa / pb each time, the rest shifted down (one copy of the
+    // union loop, the arrays in registers)
+    auto unite = [&](const I* a, const I* b, int count) {
+        I pa[Batch], pb[Batch];
+#pragma unroll
+        for (int i = 0; i < Batch; ++i)
+            if (i < count) {
+                pa[i] = __ldcg(P + a[i]);
+                pb[i] = __ldcg(P + b[i]);
+            }
+#pragma unroll 1
+        for (int i = 0; i < count; ++i) {
+            meshccl::unite_recording(P, H, pa[0], pb[0]);
+#pragma unroll
+            for (int j = 0; j + 1 < Batch; ++j) {
+                pa[j] = pa[j + 1];
+                pb[j] = pb[j + 1];
+            }
+        }
+    };
+    meshccl::runsnd::word_pairs<I, Batch, Slots>(m, S[g], xjoin != 0, r, bx, rows, ntx, nx, lo,
+                                                 hi, steps, nsteps, Fr, Sr, unite);
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL
-// Used by CI (nvcc, no GPU) to compile every instantiation the loader may ask for.
+// Used by CI (nvcc, no GPU) to compile the instantiations the defaults and the tests ask for.
+#define MESHCCL_RUNSND_UNIONS(I, B, K)                                                        \
+    template __global__ void meshccl_runsnd_unions<I, B, K>(I*, unsigned*, const unsigned*,   \
+        const unsigned*, I, I, int, const meshccl::runsnd::Step*, int, const long long*, int);
 #define MESHCCL_RUNSND(I)                                                                     \
     template __global__ void meshccl_runsnd_rows<I>(const unsigned char*, I*, unsigned*,      \
         unsigned*, unsigned*, unsigned*, I, I, int, unsigned char, int, int);                  \
-    template __global__ void meshccl_runsnd_unions<I>(I*, unsigned*, const unsigned*,         \
-        const unsigned*, I, I, int, const meshccl::runsnd::Step*, int, const long long*, int);
+    MESHCCL_RUNSND_UNIONS(I, 1, 0) MESHCCL_RUNSND_UNIONS(I, 8, 4)                             \
+    MESHCCL_RUNSND_UNIONS(I, 1, 4) MESHCCL_RUNSND_UNIONS(I, 8, 0)
 MESHCCL_RUNSND(int)
 MESHCCL_RUNSND(long long)
 #endif

@@ -47,9 +47,9 @@
 // the partition against scipy.ndimage.label.
 //
 // The functions here take the bit arrays through a reader (F(word), S(word)
-// of a global word index bx * rows + r) and call unite(a, b) for every pair
-// kept, a and b the nodes' flat cell indices; the kernel passes the CUDA
-// union-find, the CPU test a plain one.
+// of a global word index bx * rows + r) and hand the pairs kept to a
+// unite(a, b, count) (count pairs a[i], b[i] of nodes' flat cell indices);
+// the kernel passes the CUDA union-find, the CPU test a plain one.
 
 #pragma once
 
@@ -111,13 +111,15 @@ constexpr int COVERING = 21;
 // The pairs of word bx of row r (foreground m, run starts s; the row's
 // first cell is flat index row0) with the row `back` rows earlier, whose
 // words bx - 1, bx, bx + 1 are read through Fw / Sw (global word indices);
-// ntx words a row, `rows` rows, nx cells a row.  J (in): the pairs of the
-// earlier entries (J[3 e' + k]: whose partner there is foreground), which
-// the cover masks of `st` read; out: this entry's, J[0] dx = -1, J[1] dx =
-// 0, J[2] dx = +1.  unite(a, b) gets node indices.
-template <typename I, typename Fw, typename Sw, typename Unite>
+// ntx words a row, `rows` rows, nx cells a row.  covered(mask): the OR of
+// the earlier entries' pairs (bit 3 e' + k of mask: entry e', dx k - 1;
+// each the cells whose partner there is foreground) that the word keeps
+// for covering: those of a cover mask of `st` cover this entry's pairs.
+// Leaving some out only keeps more pairs.  J (out): this entry's, J[0]
+// dx = -1, J[1] dx = 0, J[2] dx = +1.  unite(a, b) gets node indices.
+template <typename I, typename Fw, typename Sw, typename Cover, typename Unite>
 MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I bx, I rows,
-                                      I ntx, I nx, const Step& st, const unsigned* Jprev,
+                                      I ntx, I nx, const Step& st, Cover covered,
                                       unsigned (&J)[3], Fw Fr, Sw Sr, Unite unite) {
     const unsigned dxm = st.dx;
     const I rn = r - (I)st.back;
@@ -139,14 +141,11 @@ MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I
         Ul &= ~J0 & ~((J0 << 1) & E);
         Ur &= ~J0 & ~((J0 & E) >> 1);
     }
+    if (!(U0 | Ul | Ur)) return;
     // pairs whose partner neighbours the partner of an earlier entry's pair
-    unsigned C[3] = {0u, 0u, 0u};
-#pragma unroll
-    for (int k = 0; k < 3; ++k)
-        for (unsigned long long c = st.cover[k]; c; c &= c - 1ull) C[k] |= Jprev[lowest64(c)];
-    Ul &= ~C[0];
-    U0 &= ~C[1];
-    Ur &= ~C[2];
+    Ul &= ~covered(st.cover[0]);
+    U0 &= ~covered(st.cover[1]);
+    Ur &= ~covered(st.cover[2]);
     if (!(U0 | Ul | Ur)) return;
     const I mine = r * nx + bx * 32, theirs = rn * nx + bx * 32;
     const unsigned ns = Sr(w);
@@ -171,27 +170,91 @@ MESHCCL_RND_HD inline void step_pairs(unsigned m, unsigned s, bool xjoin, I r, I
 // Every pair of word bx of row r: along x across the word's left edge,
 // then each table entry whose row exists.  coord_lo / coord_hi: bit k set
 // where the row is on the first / last plane of leading axis k.
-template <typename I, typename Fw, typename Sw, typename Unite>
+//
+// The pairs are queued and handed to unite_all(a, b, count) Batch at a
+// time (and the rest at the end).  On the GPU a unite is a chain of
+// dependent loads and a CAS, and the lanes of a warp find their pairs in
+// different entries and dx: uniting each at once would run one such chain
+// per (entry, dx) that any lane has a pair in, one after another, while the
+// other lanes wait; queued, the warp runs as many chains as its busiest
+// lane has pairs, and the kernel issues the first loads of a batch's
+// chains together.
+//
+// Slots: the word keeps its first Slots non-zero pairs of the covering
+// entries for the cover masks, in registers (the queue too: both are
+// written through unrolled selects, never a computed index, so no local
+// memory); the pairs past them cover nothing, which only keeps more pairs.
+// A sparse word has one or two.  Slots 0: all of them, in a table in local
+// memory, read where the word has a non-zero pair.
+template <typename I, int Batch = 1, int Slots = 0, typename Fw, typename Sw, typename Unite>
 MESHCCL_RND_HD inline void word_pairs(unsigned m, unsigned s, bool xjoin, I r, I bx, I rows,
                                       I ntx, I nx, unsigned coord_lo, unsigned coord_hi,
                                       const Step* steps, int nsteps, Fw Fr, Sw Sr,
-                                      Unite unite) {
+                                      Unite unite_all) {
+    static_assert(Batch >= 1, "a batch holds one pair or more");
     if (!m) return;
+    I qa[Batch], qb[Batch];
+    int queued = 0;
+    auto flush = [&]() {  // (one call site: the union loops inlined once)
+        unite_all(qa, qb, queued);
+        queued = 0;
+    };
+    auto unite = [&](I a, I b) {
+#pragma unroll
+        for (int i = 0; i < Batch; ++i)
+            if (i == queued) {
+                qa[i] = a;
+                qb[i] = b;
+            }
+        if (++queued == Batch) flush();
+    };
     const I w = bx * rows + r;
     if (xjoin && bx > 0 && (m & 1u) && (Fr(w - rows) >> 31))
         unite(r * nx + bx * 32, r * nx + bx * 32 - 32 + start_at(Sr(w - rows), 31));
-    unsigned Js[3 * COVERING];  // the pairs of the covering entries, as step_pairs made them
+    constexpr int kSlots = Slots > 0 ? Slots : 1;
+    unsigned kv[kSlots];  // Slots > 0: the pairs kept, kv[i] of entry-and-dx bit ki[i]
+    int ki[kSlots];
+    int kept = 0;
+    unsigned Js[Slots > 0 ? 1 : 3 * COVERING];  // Slots 0: Js[i] where bit i of held is set
+    unsigned long long held = 0ull;
+    auto covered = [&](unsigned long long mask) {
+        unsigned c = 0u;
+        if (Slots > 0) {
+#pragma unroll
+            for (int i = 0; i < kSlots; ++i) {
+                if (i >= kept) break;
+                if ((mask >> ki[i]) & 1ull) c |= kv[i];
+            }
+        } else {
+            for (unsigned long long t = mask & held; t; t &= t - 1ull) c |= Js[lowest64(t)];
+        }
+        return c;
+    };
     for (int e = 0; e < nsteps; ++e) {
         const Step st = steps[e];
         unsigned J[3] = {0u, 0u, 0u};
         if (!((st.down & coord_lo) || (st.up & coord_hi)))  // (else no such row: no pairs)
-            step_pairs<I>(m, s, xjoin, r, bx, rows, ntx, nx, st, Js, J, Fr, Sr, unite);
+            step_pairs<I>(m, s, xjoin, r, bx, rows, ntx, nx, st, covered, J, Fr, Sr, unite);
         if (e < COVERING) {
-            Js[3 * e] = J[0];
-            Js[3 * e + 1] = J[1];
-            Js[3 * e + 2] = J[2];
+#pragma unroll
+            for (int k = 0; k < 3; ++k) {
+                if (!J[k]) continue;
+                if (Slots > 0) {
+#pragma unroll
+                    for (int i = 0; i < kSlots; ++i)
+                        if (i == kept) {
+                            kv[i] = J[k];
+                            ki[i] = 3 * e + k;
+                        }
+                    kept += kept < kSlots ? 1 : 0;
+                } else {
+                    Js[3 * e + k] = J[k];
+                    held |= 1ull << (3 * e + k);
+                }
+            }
         }
     }
+    if (queued) flush();
 }
 
 }  // namespace runsnd
