@@ -38,7 +38,8 @@
 // Wider cells (2-, 4- and 8-byte integers, floats) make the same masks
 // the way runs2d.cu's wider tiles do: lane c loads column c of the tile's
 // 32 rows, one warp ballot per row and mask, and lane r keeps row r's
-// (runs3d::wide_rows for a plane's own masks, wide_z for the z masks
+// (runs3d::row_masks, shared with the lattice form, for a plane's own
+// masks, wide_z for the z masks
 // against the plane below, which z_pairs_by takes instead of words).
 // Floats are compared by their truncation as a float (WideKey): one
 // instruction and one shuffle where lattice.cuh's int64 keys need two, and
@@ -138,36 +139,79 @@ __device__ __forceinline__ K lane_shfl(K k, int delta, bool up) {
         return up ? __shfl_up_sync(0xffffffffu, k, delta) : __shfl_down_sync(0xffffffffu, k, delta);
 }
 
-// A tile's rows of wider cells as masks, as runs2d.cu makes them: lane c
-// loads column c of the 32 rows (row r at rows + r * nx; `width` columns
-// and `height` rows inside the array, height 0: none), a warp ballot makes
-// each row's mask, and lane r keeps row r's: F (foreground), E (equal to
-// the left neighbour) and V (equal to the cell above), at C >= 2 Vl / Vr
-// (up-left / up-right).  All foreground at both ends: a cell equal to a
-// foreground cell is foreground.
-template <int C, typename T, typename I>
-__device__ __forceinline__ void wide_rows(const T* __restrict__ rows, I nx, int width,
-                                          int height, int has_bg, typename WideKey<T>::K bg,
-                                          int lane, unsigned& F, unsigned& E, unsigned& V,
-                                          unsigned& Vl, unsigned& Vr) {
+// The plain form's join policy for wider cells (lattice.cuh describes the
+// interface; PlainJoin there keys floats as int64): keys by WideKey,
+// equal keys join, no mask or bonds, transitive.
+template <typename T>
+struct WideJoin {
     typedef typename WideKey<T>::K K;
+    static constexpr bool transitive = true, features = false;
+    int has_bg;
+    K bgkey;
+    static __device__ __forceinline__ K key(T v) { return WideKey<T>::of(v); }
+    __device__ __forceinline__ bool bg(K k) const { return has_bg && k == bgkey; }
+    __device__ __forceinline__ bool on(long long) const { return true; }
+    template <typename... D>
+    __device__ __forceinline__ int bond(D...) const { return -1; }
+    __device__ __forceinline__ bool open(int, long long) const { return true; }
+    __device__ __forceinline__ bool join(K kj, K k) const { return kj == k; }
+};
+
+// A tile's rows of wider cells as masks, for both forms: lane c loads
+// column c of the 32 rows (row r at rows + r * nx, cell index row0 + r *
+// nx + c for the features; `width` columns and `height` rows inside the
+// array, height 0: none), a warp ballot per row and mask makes each row's
+// mask, and lane r keeps row r's: F (foreground), E (joined to the left
+// neighbour), V (joined to the cell above) and, with Diag, Vl / Vr
+// (up-left / up-right).  The join policy J decides (lattice.cuh):
+// transitive (plain) a cell with a key equal to a foreground cell's is
+// foreground, so a pair needs no test of its partner; otherwise both
+// cells' foreground bits and the pair's bond are tested.  Unroll: rows
+// unrolled at a time (32 for the plain kernels; 4 for the lattice ones,
+// whose tests took seconds to compile fully unrolled, see lattice_rows).
+template <bool Diag, int Unroll, typename J, typename T, typename I>
+__device__ __forceinline__ void row_masks(const J& join, const T* __restrict__ rows, I row0,
+                                          I nx, int width, int height, int lane, unsigned& F,
+                                          unsigned& E, unsigned& V, unsigned& Vl, unsigned& Vr) {
+    typedef typename J::K K;
+    constexpr bool plain = J::transitive;
     const bool col = lane < width, right_in = lane + 1 < width;
+    const int bl = join.bond(0, 0, -1), bu = join.bond(0, -1, 0);
+    const int bul = join.bond(0, -1, -1), bur = join.bond(0, -1, 1);
     K pl = K(), pr = K(), pk = K();  // the row above: its keys at x - 1, x + 1, x
+    unsigned pF = 0u;                // ... and its foreground (lattice)
     F = E = V = Vl = Vr = 0u;
-#pragma unroll
+#pragma unroll(Unroll)
     for (int r = 0; r < 32; ++r) {
         const bool in = col && r < height;
-        const K k = in ? WideKey<T>::of(rows[(I)r * nx + lane]) : K();
-        const bool f = in && !(has_bg && k == bg);
+        const K k = in ? J::key(rows[(I)r * nx + lane]) : K();
+        const bool f = in && !join.bg(k) && (plain || join.on(row0 + (I)r * nx + lane));
         const K kl = lane_shfl(k, 1, true);
         const unsigned Fm = __ballot_sync(0xffffffffu, f);
-        const unsigned Em = __ballot_sync(0xffffffffu, f && lane > 0 && kl == k);
+        // plain: a cell equal to a foreground cell is foreground; lattice:
+        // both cells foreground, the bond open, the rule true
+        const unsigned Em = __ballot_sync(
+            0xffffffffu, plain ? f && lane > 0 && kl == k
+                               : f && lane > 0 && ((Fm >> (lane - 1)) & 1u) &&
+                                     join.open(bl, row0 + (I)r * nx + lane) && join.join(kl, k));
         unsigned Vm = 0u, Vlm = 0u, Vrm = 0u;
         if (r > 0) {
-            Vm = __ballot_sync(0xffffffffu, f && pk == k);
-            if (C >= 2) {
-                Vlm = __ballot_sync(0xffffffffu, f && lane > 0 && pl == k);
-                Vrm = __ballot_sync(0xffffffffu, f && right_in && pr == k);
+            if constexpr (plain) {
+                Vm = __ballot_sync(0xffffffffu, f && pk == k);
+                if (Diag) {
+                    Vlm = __ballot_sync(0xffffffffu, f && lane > 0 && pl == k);
+                    Vrm = __ballot_sync(0xffffffffu, f && right_in && pr == k);
+                }
+            } else {
+                const I i = row0 + (I)r * nx + lane;  // (the cell's index, for the features)
+                Vm = __ballot_sync(0xffffffffu, f && ((pF >> lane) & 1u) && join.open(bu, i) &&
+                                                    join.join(pk, k));
+                if (Diag) {
+                    Vlm = __ballot_sync(0xffffffffu, f && lane > 0 && ((pF >> (lane - 1)) & 1u) &&
+                                                         join.open(bul, i) && join.join(pl, k));
+                    Vrm = __ballot_sync(0xffffffffu, f && lane < 31 && ((pF >> (lane + 1)) & 1u) &&
+                                                         join.open(bur, i) && join.join(pr, k));
+                }
             }
         }
         if (lane == r) {
@@ -178,7 +222,8 @@ __device__ __forceinline__ void wide_rows(const T* __restrict__ rows, I nx, int 
             Vr = Vrm;
         }
         pk = k;
-        if (C >= 2) {
+        if constexpr (!plain) pF = Fm;
+        if (Diag) {
             pl = kl;
             pr = lane_shfl(k, 1, false);
         }
@@ -200,7 +245,7 @@ struct WideZ {
 };
 
 // A tile's rows of plane z (`rows`) against those of plane z - 1
-// (`below`), both as in wide_rows: lane c loads column c of both, and lane
+// (`below`), both as in row_masks: lane c loads column c of both, and lane
 // r gets WideZ's masks of row r (raw equality: no test that the partner is
 // inside or foreground, which z_pairs_by does with bF) and plane z - 1's
 // row r masks bF, bV and, with BelowE, bE (equal to the left).
@@ -349,8 +394,9 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<T, C, NZ>::value)) meshcc
         const auto bg = meshccl::runs3d::WideKey<T>::bg(bgkey);
         const T* rows = v + (min(z, nz - 1) * ny + y0) * nx + x0;
         unsigned mF, mE, mV, mVl, mVr;
-        meshccl::runs3d::wide_rows<C>(rows, nx, width, height, has_bg, bg, lane, mF, mE, mV,
-                                      mVl, mVr);
+        const meshccl::runs3d::WideJoin<T> join = {has_bg, bg};
+        meshccl::runs3d::row_masks<C >= 2, 32>(join, rows, (I)0, nx, width, height, lane, mF, mE,
+                                               mV, mVl, mVr);
         const unsigned S_ = mF & ~mE;
         if (Prefetch && lane < height)
             meshccl::runs::prefetch_run_starts(P + (z * ny + y0 + lane) * nx + x0, S_, Prefetch);
@@ -494,8 +540,9 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
         const auto bg = meshccl::runs3d::WideKey<T>::bg(bgkey);
         const T* rows = v + (z * ny + y0) * nx + x0;
         unsigned mF, mE, mV, mVl, mVr, bF, bV, bE;
-        meshccl::runs3d::wide_rows<1>(rows, nx, width, height, has_bg, bg, lane, mF, mE, mV, mVl,
-                                      mVr);
+        const meshccl::runs3d::WideJoin<T> join = {has_bg, bg};
+        meshccl::runs3d::row_masks<false, 32>(join, rows, (I)0, nx, width, height, lane, mF, mE,
+                                              mV, mVl, mVr);
         meshccl::runs3d::WideZ<C> eqs;
         meshccl::runs3d::wide_z<C, true>(rows, rows - ny * nx, nx, width, height, has_bg, bg,
                                          lane, eqs, bF, bV, bE);
@@ -985,59 +1032,17 @@ __device__ __forceinline__ void byte_z(const J& join, const T* __restrict__ v, I
 // the 32 rows (cell (r, c) at index row0 + r * nx + c; `width` columns and
 // `height` rows inside the array, height 0: none), and lane r keeps row r's
 // F, E, V and, with Diag, Vl / Vr (see above; every bit both cells
-// foreground and the pair's bond open).
+// foreground and the pair's bond open).  Wider cells take the plain form's
+// skeleton, row_masks, with this join policy.
 template <bool Diag, typename J, typename T, typename I>
 __device__ __forceinline__ void lattice_rows(const J& join, const T* __restrict__ v, I row0,
                                              I nx, int width, int height, int lane,
                                              unsigned& F, unsigned& E, unsigned& V,
                                              unsigned& Vl, unsigned& Vr) {
-    if constexpr (sizeof(T) == 1) {
+    if constexpr (sizeof(T) == 1)
         byte_rows<Diag>(join, v, row0, nx, width, height, lane, F, E, V, Vl, Vr);
-        return;
-    }
-    typedef typename J::K K;
-    const bool col = lane < width;
-    const int bl = join.bond(0, 0, -1), bu = join.bond(0, -1, 0);
-    const int bul = join.bond(0, -1, -1), bur = join.bond(0, -1, 1);
-    K pk = K(), pl = K(), pr = K();  // the row above: its keys at x, x - 1, x + 1
-    unsigned pF = 0u;
-    F = E = V = Vl = Vr = 0u;
-#pragma unroll 4
-    for (int r = 0; r < 32; ++r) {
-        const I i = row0 + (I)r * nx + lane;
-        const bool in = col && r < height;
-        const K k = in ? J::key(v[i]) : K();
-        const bool f = in && !join.bg(k) && join.on(i);
-        const K kl = meshccl::runs::shfl(k, 1, true);
-        const unsigned Fm = __ballot_sync(0xffffffffu, f);
-        const unsigned Em = __ballot_sync(
-            0xffffffffu, f && lane > 0 && ((Fm >> (lane - 1)) & 1u) && join.open(bl, i) &&
-                             join.join(kl, k));
-        unsigned Vm = 0u, Vlm = 0u, Vrm = 0u;
-        if (r > 0) {
-            Vm = __ballot_sync(0xffffffffu,
-                               f && ((pF >> lane) & 1u) && join.open(bu, i) && join.join(pk, k));
-            if (Diag) {
-                Vlm = __ballot_sync(0xffffffffu, f && lane > 0 && ((pF >> (lane - 1)) & 1u) &&
-                                                     join.open(bul, i) && join.join(pl, k));
-                Vrm = __ballot_sync(0xffffffffu, f && lane < 31 && ((pF >> (lane + 1)) & 1u) &&
-                                                     join.open(bur, i) && join.join(pr, k));
-            }
-        }
-        if (lane == r) {
-            F = Fm;
-            E = Em;
-            V = Vm;
-            Vl = Vlm;
-            Vr = Vrm;
-        }
-        pk = k;
-        pF = Fm;
-        if (Diag) {
-            pl = kl;
-            pr = meshccl::runs::shfl(k, 1, false);
-        }
-    }
+    else
+        row_masks<Diag, 4>(join, v + row0, row0, nx, width, height, lane, F, E, V, Vl, Vr);
 }
 
 // The z pairs of a tile's rows as lattice masks: row r of plane z (cells
