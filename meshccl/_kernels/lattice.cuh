@@ -454,6 +454,17 @@ __device__ __forceinline__ constexpr unsigned step_bit(int dz, int dy, int dx) {
     return 1u << step_index(dz, dy, dx);
 }
 
+// The steps to earlier cells in raster order are those numbered 0..12
+// (EARLIER_STEPS): a loop over them, unrolled, with step() giving each
+// one's (dz, dy, dx), visits a cell's half neighbourhood and its left
+// neighbour, the steps constants; neighbour_step keeps a connectivity's.
+constexpr int EARLIER_STEPS = 13;
+__device__ __forceinline__ constexpr void step(int s, int& dz, int& dy, int& dx) {
+    dz = s / 9 - 1;
+    dy = s / 3 % 3 - 1;
+    dx = s % 3 - 1;
+}
+
 }  // namespace box
 }  // namespace meshccl
 
