@@ -331,6 +331,31 @@ __device__ __forceinline__ void plane_unions(int* forest, const unsigned (*start
     meshccl::runs::unite_all(forest, p * PL + lane * RS, S_, U, tgt, st, shift);
 }
 
+// The z-face kernels' unions (both forms): lane r's run starts of plane z
+// (mF & ~mE, row y0 + r, first column x0) with those of plane z - 1 (bS:
+// lane r's row) that the masks U (runs.cuh, ZPairs layout) pair them with,
+// in the global forest, each hooked root marked in H.
+template <int C, typename I>
+__device__ __forceinline__ void zface_unions(I* P, unsigned* __restrict__ H, I z, I ny, I nx,
+                                             I y0, I x0, int lane, unsigned mF, unsigned mE,
+                                             unsigned bS,
+                                             unsigned (&U)[meshccl::runs::ZPairs<C>::N],
+                                             const int (&dy)[meshccl::runs::ZPairs<C>::N],
+                                             const int (&shift)[meshccl::runs::ZPairs<C>::N]) {
+    constexpr int N = meshccl::runs::ZPairs<C>::N;
+    unsigned st[N];
+    I tgt[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        const int r = lane + dy[i];
+        const unsigned sr = dy[i] == 0 ? bS : meshccl::runs::shfl(bS, 1, dy[i] < 0);
+        st[i] = r >= 0 && r <= 31 ? sr : 0u;
+        tgt[i] = ((z - 1) * ny + y0 + r) * nx + x0;
+    }
+    meshccl::runs::unite_each((z * ny + y0 + lane) * nx + x0, mF & ~mE, U, tgt, st, shift,
+                              [P, H](I a, I b) { meshccl::unite_recording(P, H, a, b); });
+}
+
 // The tile kernel's last step, after its unions (both cell widths): the
 // piece roots of warp p's plane stored in P (runs.cuh, store_piece_roots),
 // the rows' F and S, and their piece roots in A (H zeroed where aligned).
@@ -516,22 +541,6 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
     const int width = (int)min((I)32, nx - x0);
     const bool in = y < ny;  // (z < nz: the grid has no brick past the last)
     constexpr int N = meshccl::runs::ZPairs<C>::N;
-    // the unions of the masks U (z_pairs), run starts of plane z - 1's
-    // rows bS, in the global forest
-    auto unite_pairs = [&](unsigned mF, unsigned mE, unsigned bS, unsigned (&U)[N],
-                           const int (&dy)[N], const int (&shift)[N]) {
-        unsigned st[N];
-        I tgt[N];
-#pragma unroll
-        for (int i = 0; i < N; ++i) {
-            const int r = lane + dy[i];
-            const unsigned sr = dy[i] == 0 ? bS : meshccl::runs::shfl(bS, 1, dy[i] < 0);
-            st[i] = r >= 0 && r <= 31 ? sr : 0u;
-            tgt[i] = ((z - 1) * ny + y0 + r) * nx + x0;
-        }
-        meshccl::runs::unite_each((z * ny + y) * nx + x0, mF & ~mE, U, tgt, st, shift,
-                                  [P, H](I a, I b) { meshccl::unite_recording(P, H, a, b); });
-    };
     unsigned U[N];
     int dy[N], shift[N];
     if constexpr (sizeof(T) > 1) {
@@ -547,7 +556,8 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
         meshccl::runs3d::wide_z<C, true>(rows, rows - ny * nx, nx, width, height, has_bg, bg,
                                          lane, eqs, bF, bV, bE);
         meshccl::runs::z_pairs_by<C>(mF, mE, mV, bF, bV, lane, false, eqs, U, dy, shift);
-        unite_pairs(mF, mE, bF & ~bE, U, dy, shift);
+        meshccl::runs3d::zface_unions<C>(P, H, z, ny, nx, y0, x0, lane, mF, mE, bF & ~bE, U, dy,
+                                         shift);
         return;
     } else {
     const unsigned char bg = (unsigned char)bgkey;
@@ -578,7 +588,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
         meshccl::runs::above_masks<false>(b0, bF, lane, bV, l_, r_);
     }
     meshccl::runs::z_pairs<C>(w, mF, mE, mV, b0, bF, bV, lane, binary, U, dy, shift);
-    unite_pairs(mF, mE, bS, U, dy, shift);
+    meshccl::runs3d::zface_unions<C>(P, H, z, ny, nx, y0, x0, lane, mF, mE, bS, U, dy, shift);
     }
 }
 
@@ -1250,18 +1260,8 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_lattice_zface(
     int dy[N], shift[N];
     meshccl::runs3d::lattice_z<C>(join, v, row0, plane, nx, width, height, lane, mF, bF, Z);
     meshccl::runs3d::lattice_unions<C>(Z, mE, bE, U, dy, shift);
-    const unsigned bS = bF & ~bE;  // run starts of plane z - 1's row
-    unsigned st[N];
-    I tgt[N];
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-        const int r = lane + dy[i];
-        const unsigned sr = dy[i] == 0 ? bS : meshccl::runs::shfl(bS, 1, dy[i] < 0);
-        st[i] = r >= 0 && r <= 31 ? sr : 0u;
-        tgt[i] = ((z - 1) * ny + y0 + r) * nx + x0;
-    }
-    meshccl::runs::unite_each(row0 + (I)lane * nx, mF & ~mE, U, tgt, st, shift,
-                              [P, H](I a, I b) { meshccl::unite_recording(P, H, a, b); });
+    meshccl::runs3d::zface_unions<C>(P, H, z, ny, nx, y0, x0, lane, mF, mE, bF & ~bE, U, dy,
+                                     shift);
 }
 
 // The pairs that cross a tile column's sides: a thread per cell on them
