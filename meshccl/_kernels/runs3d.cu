@@ -185,7 +185,8 @@ __device__ __forceinline__ void row_masks(const J& join, const T* __restrict__ r
     for (int r = 0; r < 32; ++r) {
         const bool in = col && r < height;
         const K k = in ? J::key(rows[(I)r * nx + lane]) : K();
-        const bool f = in && !join.bg(k) && (plain || join.on(row0 + (I)r * nx + lane));
+        bool f = in && !join.bg(k);
+        if constexpr (!plain) f = f && join.on(row0 + (I)r * nx + lane);
         const K kl = lane_shfl(k, 1, true);
         const unsigned Fm = __ballot_sync(0xffffffffu, f);
         // plain: a cell equal to a foreground cell is foreground; lattice:
