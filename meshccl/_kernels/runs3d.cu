@@ -1305,18 +1305,14 @@ __global__ void __launch_bounds__(128) meshccl_runs3d_lattice_seams(
         const K k = J::key(v[i]);
         if (join.bg(k) || !join.on(i)) continue;
         unsigned todo = 0u;  // bits step_index(dz, dy, dx)
-#pragma unroll
-        for (int s = 0; s < meshccl::box::EARLIER_STEPS; ++s) {
-            int dz, dy, dx;
-            meshccl::box::step(s, dz, dy, dx);
-            if (!meshccl::box::neighbour_step<3, C>(dz, dy, dx)) continue;
+        MESHCCL_EACH_EARLIER_STEP(C, dz, dy, dx) {
             if (lx + dx >= 0 && lx + dx <= 31 && ly + dy >= 0 && ly + dy <= 31)
                 continue;  // the same tile column: the tile or z-face kernel's
             if (z + dz < 0 || y + dy < 0 || y + dy >= ny || x + dx < 0 || x + dx >= nx)
                 continue;  // (across a periodic face: wrap3d.cu's)
             const I j = i + ((I)dz * ny + dy) * nx + dx;
             if (join.joined(J::key(v[j]), j, k, join.bond(dz, dy, dx), i))
-                todo |= 1u << s;
+                todo |= meshccl::box::step_bit(dz, dy, dx);
         }
         if (!todo) continue;
         const I a = meshccl::runs::node(S, z * ny + y, x, rows, nx);

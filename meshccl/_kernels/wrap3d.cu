@@ -15,7 +15,7 @@
 // face cell's, whose half offset reaches the other across the edge, as in
 // the general chain) and the joining rule true (lattice.cuh, LatticeJoin:
 // its Rule and BoxFeatures; without features: equal keys).  The steps are
-// box::step's (0..12), as in runs3d.cu's lattice seams.  An offset that would leave
+// MESHCCL_EACH_EARLIER_STEP's, as in runs3d.cu's lattice seams.  An offset that would leave
 // the volume along an axis that does not wrap is skipped.  A pair that two
 // face cells reach is united twice, to no effect.  No skipping rule: the
 // faces are a small part of the volume.
@@ -63,11 +63,7 @@ __global__ void __launch_bounds__(256) meshccl_wrap3d(
         return meshccl::runs::node(S, cz * ny + cy, cx, nz * ny, nx);
     };
     const I a = node(z, y, x);
-#pragma unroll
-    for (int s = 0; s < meshccl::box::EARLIER_STEPS; ++s) {
-        int dz, dy, dx;
-        meshccl::box::step(s, dz, dy, dx);
-        if (!meshccl::box::neighbour_step<3, C>(dz, dy, dx)) continue;
+    MESHCCL_EACH_EARLIER_STEP(C, dz, dy, dx) {
         I tz = z + dz, ty = y + dy, tx = x + dx;
         const bool oz = tz < 0, oy = ty < 0 || ty >= ny, ox = tx < 0 || tx >= nx;
         if (!(oz || oy || ox) || (oz && !wz) || (oy && !wy) || (ox && !wx)) continue;
@@ -77,7 +73,7 @@ __global__ void __launch_bounds__(256) meshccl_wrap3d(
         if (tx < 0) tx += nx;
         if (tx >= nx) tx -= nx;
         const I j = (tz * ny + ty) * nx + tx;
-        if (join.joined(J::key(v[j]), j, k, s, i))
+        if (join.joined(J::key(v[j]), j, k, join.bond(dz, dy, dx), i))
             meshccl::unite_recording(P, H, a, node(tz, ty, tx));
     }
 }
