@@ -73,7 +73,8 @@ __global__ void __launch_bounds__(256) meshccl_wrap3d(
         if (tx < 0) tx += nx;
         if (tx >= nx) tx -= nx;
         const I j = (tz * ny + ty) * nx + tx;
-        if (join.joined(J::key(v[j]), j, k, join.bond(dz, dy, dx), i))
+        const typename J::K kj = J::key(v[j]);
+        if (!join.bg(kj) && join.on(j) && join.join(kj, k) && join.open(join.bond(dz, dy, dx), i))
             meshccl::unite_recording(P, H, a, node(tz, ty, tx));
     }
 }
