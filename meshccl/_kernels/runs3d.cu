@@ -280,7 +280,8 @@ __device__ __forceinline__ void z_masks(const J& join, const T* __restrict__ row
 #pragma unroll
     for (int k = 0; k < 3; ++k)
 #pragma unroll
-        for (int e = 0; e < 3; ++e) bond[k][e] = join.bond(-1, k == 0 ? 0 : (k == 1 ? -1 : 1), e - 1);
+        for (int e = 0; e < 3; ++e)
+            bond[k][e] = join.bond(-1, k == 0 ? 0 : (k == 1 ? -1 : 1), e - 1);
     // plane z - 1's rows r - 1, r, r + 1 (p, c, n) and their keys at x - 1 / x + 1
     K bp = K(), bc = K(), bn = key(below, 0);
     K lp = K(), lc = K(), ln = lane_shfl(bn, 1, true);
@@ -350,13 +351,17 @@ __device__ __forceinline__ void z_masks(const J& join, const T* __restrict__ row
                                                     join.open(bond[2][1], i) && join.join(bn, k));
                 if (C == 3) {
                     Lu = __ballot_sync(0xffffffffu, fl && ((Bp >> (lane - 1)) & 1u) &&
-                                                        join.open(bond[1][0], i) && join.join(lp, k));
+                                                        join.open(bond[1][0], i) &&
+                                                        join.join(lp, k));
                     Ru = __ballot_sync(0xffffffffu, fr && ((Bp >> (lane + 1)) & 1u) &&
-                                                        join.open(bond[1][2], i) && join.join(rp, k));
+                                                        join.open(bond[1][2], i) &&
+                                                        join.join(rp, k));
                     Ld = __ballot_sync(0xffffffffu, fl && ((Bn >> (lane - 1)) & 1u) &&
-                                                        join.open(bond[2][0], i) && join.join(ln, k));
+                                                        join.open(bond[2][0], i) &&
+                                                        join.join(ln, k));
                     Rd = __ballot_sync(0xffffffffu, fr && ((Bn >> (lane + 1)) & 1u) &&
-                                                        join.open(bond[2][2], i) && join.join(rn, k));
+                                                        join.open(bond[2][2], i) &&
+                                                        join.join(rn, k));
                 }
             }
         }

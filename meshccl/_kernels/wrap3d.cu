@@ -15,10 +15,11 @@
 // face cell's, whose half offset reaches the other across the edge, as in
 // the general chain) and the joining rule true (lattice.cuh, LatticeJoin:
 // its Rule and BoxFeatures; without features: equal keys).  The steps are
-// MESHCCL_EACH_EARLIER_STEP's, as in runs3d.cu's lattice seams.  An offset that would leave
-// the volume along an axis that does not wrap is skipped.  A pair that two
-// face cells reach is united twice, to no effect.  No skipping rule: the
-// faces are a small part of the volume.
+// lattice.cuh's MESHCCL_EACH_EARLIER_STEP, as in runs3d.cu's lattice
+// seams.  An offset that would leave the volume along an axis that does
+// not wrap is skipped.  A pair that two face cells reach is united twice,
+// to no effect.  No skipping rule: the faces are a small part of the
+// volume.
 //
 // The nodes are the chain's runs: a cell's run start, found in the bit
 // array S (runs.cuh, node; a volume is nz * ny rows), whose P holds its
