@@ -400,13 +400,16 @@ __device__ __forceinline__ void plane_unions(int* forest, const unsigned (*start
 }
 
 // The z-face kernels' unions (both forms): lane r's run starts of plane z
-// (mF & ~mE, row y0 + r, first column x0) with those of plane z - 1 (bS:
-// lane r's row) that the masks U (runs.cuh, ZPairs layout) pair them with,
-// in the global forest, each hooked root marked in H.
+// (mF & ~mE, row y = y0 + r, first column x0) with those of plane z - 1
+// (bS: lane r's row) that the masks U (runs.cuh, ZPairs layout) pair them
+// with, in the global forest, each hooked root marked in H.  (The
+// coordinates come by reference: by value, the plain kernels of 64-bit
+// indices compiled to other code, with up to 136 bytes more spills.)
 template <int C, typename I>
-__device__ __forceinline__ void zface_unions(I* P, unsigned* __restrict__ H, I z, I ny, I nx,
-                                             I y0, I x0, int lane, unsigned mF, unsigned mE,
-                                             unsigned bS,
+__device__ __forceinline__ void zface_unions(I* P, unsigned* __restrict__ H, const I& z,
+                                             const I& ny, const I& nx, const I& y0, const I& y,
+                                             const I& x0, const int& lane, unsigned mF,
+                                             unsigned mE, unsigned bS,
                                              unsigned (&U)[meshccl::runs::ZPairs<C>::N],
                                              const int (&dy)[meshccl::runs::ZPairs<C>::N],
                                              const int (&shift)[meshccl::runs::ZPairs<C>::N]) {
@@ -420,7 +423,7 @@ __device__ __forceinline__ void zface_unions(I* P, unsigned* __restrict__ H, I z
         st[i] = r >= 0 && r <= 31 ? sr : 0u;
         tgt[i] = ((z - 1) * ny + y0 + r) * nx + x0;
     }
-    meshccl::runs::unite_each((z * ny + y0 + lane) * nx + x0, mF & ~mE, U, tgt, st, shift,
+    meshccl::runs::unite_each((z * ny + y) * nx + x0, mF & ~mE, U, tgt, st, shift,
                               [P, H](I a, I b) { meshccl::unite_recording(P, H, a, b); });
 }
 
@@ -626,7 +629,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
         meshccl::runs3d::z_masks<C, true, 32>(join, rows, (I)0, ny * nx, nx, width, height, lane,
                                               0u, eqs.m, bF, bV, bE);
         meshccl::runs::z_pairs_by<C>(mF, mE, mV, bF, bV, lane, false, eqs, U, dy, shift);
-        meshccl::runs3d::zface_unions<C>(P, H, z, ny, nx, y0, x0, lane, mF, mE, bF & ~bE, U, dy,
+        meshccl::runs3d::zface_unions<C>(P, H, z, ny, nx, y0, y, x0, lane, mF, mE, bF & ~bE, U, dy,
                                          shift);
         return;
     } else {
@@ -658,7 +661,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
         meshccl::runs::above_masks<false>(b0, bF, lane, bV, l_, r_);
     }
     meshccl::runs::z_pairs<C>(w, mF, mE, mV, b0, bF, bV, lane, binary, U, dy, shift);
-    meshccl::runs3d::zface_unions<C>(P, H, z, ny, nx, y0, x0, lane, mF, mE, bS, U, dy, shift);
+    meshccl::runs3d::zface_unions<C>(P, H, z, ny, nx, y0, y, x0, lane, mF, mE, bS, U, dy, shift);
     }
 }
 
@@ -1261,8 +1264,8 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_lattice_zface(
     int dy[N], shift[N];
     meshccl::runs3d::lattice_z<C>(join, v, row0, plane, nx, width, height, lane, mF, bF, Z);
     meshccl::runs3d::lattice_unions<C>(Z, mE, bE, U, dy, shift);
-    meshccl::runs3d::zface_unions<C>(P, H, z, ny, nx, y0, x0, lane, mF, mE, bF & ~bE, U, dy,
-                                     shift);
+    meshccl::runs3d::zface_unions<C>(P, H, z, ny, nx, y0, y0 + lane, x0, lane, mF, mE, bF & ~bE,
+                                     U, dy, shift);
 }
 
 // The pairs that cross a tile column's sides: a thread per cell on them
