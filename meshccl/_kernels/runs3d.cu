@@ -283,8 +283,10 @@ __device__ __forceinline__ void z_masks(const J& join, const T* __restrict__ row
         for (int e = 0; e < 3; ++e)
             bond[k][e] = join.bond(-1, k == 0 ? 0 : (k == 1 ? -1 : 1), e - 1);
     // plane z - 1's rows r - 1, r, r + 1 (p, c, n) and their keys at x - 1 / x + 1
-    K bp = K(), bc = K(), bn = key(below, 0);
-    K lp = K(), lc = K(), ln = lane_shfl(bn, 1, true);
+    // (the lattice form at C = 1 reads row r alone: no chain)
+    constexpr bool chain = plain || C >= 2;
+    K bp = K(), bc = K(), bn = chain ? key(below, 0) : K();
+    K lp = K(), lc = K(), ln = chain ? lane_shfl(bn, 1, true) : K();
     K rp = K(), rc = K(), rn = C >= 2 ? lane_shfl(bn, 1, false) : K();
     if constexpr (plain) bF = bV = bE = 0u;
 #pragma unroll
@@ -295,12 +297,16 @@ __device__ __forceinline__ void z_masks(const J& join, const T* __restrict__ row
     for (int r0 = 0; r0 < 32; r0 += Unroll)
 #pragma unroll
     for (int r = r0; r < r0 + Unroll; ++r) {
-        bp = bc; lp = lc; rp = rc;
-        bc = bn; lc = ln; rc = rn;
-        if (r < 31) {
-            bn = key(below, r + 1);
-            if (C >= 2 || BelowE) ln = lane_shfl(bn, 1, true);
-            if (C >= 2) rn = lane_shfl(bn, 1, false);
+        if constexpr (chain) {
+            bp = bc; lp = lc; rp = rc;
+            bc = bn; lc = ln; rc = rn;
+            if (r < 31) {
+                bn = key(below, r + 1);
+                if (C >= 2 || BelowE) ln = lane_shfl(bn, 1, true);
+                if (C >= 2) rn = lane_shfl(bn, 1, false);
+            }
+        } else {
+            bc = key(below, r);
         }
         const K k = key(rows, r);
         unsigned Fm = 0u, Vm = 0u, Em = 0u, Z0, L0 = 0u, R0 = 0u, Cu = 0u, Cd = 0u, Lu = 0u,
