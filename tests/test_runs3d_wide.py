@@ -113,3 +113,23 @@ def test_gpu_runs3d_float_keys_at_the_edges():
         for c in (1, 2, 3):
             for bg in (None, 0, -(2**63), 2**62 + 1):
                 _same(a, connectivity=c, background=bg)
+
+
+@pytest.mark.parametrize("dtype", (np.uint16, np.float64))
+def test_gpu_runs3d_wide_lattice_against_cpu(dtype):
+    """The lattice form of the wider cells (the row and z masks it shares
+    with the plain form, rows taken 4 at a time): a mask, a tolerance and
+    periodic axes at connectivities 1 and 3, on volumes whose tiles end at
+    every row count modulo 4 and 32, against the CPU backend."""
+    _need_gpu()
+    rng = np.random.default_rng(11)
+    for a in _volumes(dtype, seed=5)[:3]:
+        mask = rng.random(a.shape) < 0.85
+        for c in (1, 3):
+            _same(a, connectivity=c, mask=mask)
+            _same(a, connectivity=c, mask=mask, background=-1, periodic=(True, False, True))
+            _same(a, connectivity=c, tolerance=1)
+    for shape in ((9, 37, 41), (5, 66, 35), (3, 31, 70)):  # heights 37, 66, 31 (mod 32: 5, 2, 31)
+        a = rng.integers(0, 3, shape).astype(dtype)
+        for c in (1, 3):
+            _same(a, connectivity=c, mask=rng.random(shape) < 0.9)

@@ -119,6 +119,16 @@ def _runs_words(shape) -> int:
     return -(-nx // 32) * ny * nz
 
 
+def _run_arrays(buffers, n: int, shape):
+    """The run chain's views of :func:`scratch`'s buffers: the whole bit
+    buffer, A and H (a bit a cell: run starts' piece roots, hooked roots)
+    and F and S (a word a tile row: foreground, run starts)."""
+    bits, fs = buffers[0], buffers[4]
+    words = (n + 31) // 32
+    rw = _runs_words(shape)
+    return bits, bits[:words], bits[words:2 * words], fs[:rw], fs[rw:2 * rw]
+
+
 def scratch(n: int, index_dtype, shape=None, slots=True):
     """The chain's temporary arrays: the bit arrays A and H and, after them,
     the ticket counter of meshccl_piece_roots and the tally of
@@ -288,11 +298,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     if (buffers is None or len(buffers) < (7 if sl == "true" else 5)
             or (sl == "true" and buffers[5].size < need)):
         buffers = scratch(n, index_dtype, shape, slots=sl == "true")
-    bits, fs = buffers[0], buffers[4]
-    words = (n + 31) // 32
-    A, H = bits[:words], bits[words:2 * words]
-    rw = _runs_words(shape)
-    F, S = fs[:rw], fs[rw:2 * rw]
+    bits, A, H, F, S = _run_arrays(buffers, n, shape)
     I = index_dtype.type
     ntx, nty = -(-nx // 32), -(-ny // 32)
     aligned = nx % 32 == 0
@@ -305,7 +311,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     read = slotted if slot_tiles else (np.uintp(0), np.uintp(0), np.int32(0))
     # the tile kernel's tally of tiles that fit their slots, and where the
     # border kernel reports it (or null pointers: not counted)
-    counted = (bits[2 * words + 1:], np.uintp(report)) if (slots and report) else \
+    counted = (bits[2 * A.size + 1:], np.uintp(report)) if (slots and report) else \
         (np.uintp(0), np.uintp(0))
     if d == 2:
         nw = runs2d_warps(ntx)
@@ -344,8 +350,8 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
         border_args = ((-(-ntx // nst), nty, -(-nz // walk)), (64 * nst,),
                        (H, S) + dims + (I(walk),))
         zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
-    label_pass = _run_label_pass(i, rows, per_lane, sl, rw,
-                                 (F, S, A, I(rw // ntx), I(nx), I(words)) + read, counts, first,
+    label_pass = _run_label_pass(i, rows, per_lane, sl, F.size,
+                                 (F, S, A, I(F.size // ntx), I(nx), I(A.size)) + read, counts, first,
                                  stats)
     faces = [("border", Launch(border, border_args[0], border_args[1],
                                (VALUES, LABELS) + border_args[2], early=False))]
@@ -381,18 +387,14 @@ def packed_program(index_dtype, n, shape, connectivity, flip, buffers=None, coun
                                  f"meshccl_runs2d_packed_wrap<{i}, {c}>")
     if buffers is None:
         buffers = scratch(n, index_dtype, shape, slots=False)
-    bits, fs = buffers[0], buffers[4]
-    words = (n + 31) // 32
-    A, H = bits[:words], bits[words:2 * words]
-    rw = _runs_words(shape)
-    F, S = fs[:rw], fs[rw:2 * rw]
+    bits, A, H, F, S = _run_arrays(buffers, n, shape)
     aligned = nx % 32 == 0
     cells = (I(ny), I(nx), I(ntx), np.int32(flip))  # (ntx: the words of a colour's row)
     rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]
     per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
     null = np.uintp(0)
-    label_pass = _run_label_pass(i, rows, per_lane, "false", rw,
-                                 (F, S, A, I(rw // ntx), I(nx), I(words), null, null,
+    label_pass = _run_label_pass(i, rows, per_lane, "false", F.size,
+                                 (F, S, A, I(F.size // ntx), I(nx), I(A.size), null, null,
                                   np.int32(0)), counts, first, None)
     faces = nx + 2 * ny  # the first row, the first and last columns: the wrap kernel's threads
     return _cleared(bits, aligned) + [
@@ -508,11 +510,7 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
     plain = not (mask or bonds or tolerance is not None)
     if buffers is None:
         buffers = scratch(n, index_dtype, shape, slots=False)
-    bits, fs = buffers[0], buffers[4]
-    words = (n + 31) // 32
-    A, H = bits[:words], bits[words:2 * words]
-    rw = _runs_words(shape)
-    F, S = fs[:rw], fs[rw:2 * rw]
+    bits, A, H, F, S = _run_arrays(buffers, n, shape)
     img = I(ny if image_rows is None else image_rows)
     names = [f"meshccl_runs2d_wrap<{t}, {i}, {c}, {tol}>"]
     if not plain:
@@ -544,8 +542,8 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
                           (VALUES, LABELS, H, S, I(ny), I(nx), img) + key + (np.int32(nw),)
                           + features, early=False)),
     ] + wrap
-    label_pass = _run_label_pass(i, rows, per_lane, "false", rw,
-                                 (F, S, A, I(rw // ntx), I(nx), I(words), null, null,
+    label_pass = _run_label_pass(i, rows, per_lane, "false", F.size,
+                                 (F, S, A, I(F.size // ntx), I(nx), I(A.size), null, null,
                                   np.int32(0)), counts, first, stats)
     return prog + _pieces_path(index_dtype, n, buffers, label_pass, 1, first, counts)
 
@@ -576,9 +574,7 @@ def _lattice_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
     tol = "true" if tolerance is not None else "false"
     wrap, = kernels("wrap3d.cu", f"meshccl_wrap3d<{c_type(value_dtype)}, {c_type(index_dtype)}, "
                                  f"{c}, {tol}>")
-    words = (n + 31) // 32
-    H = buffers[0][words:2 * words]
-    S = buffers[4][_runs_words(shape):2 * _runs_words(shape)]
+    _, _, H, _, S = _run_arrays(buffers, n, shape)
     I = np.dtype(index_dtype).type
     faces = ny * nx + 2 * nz * nx + 2 * nz * ny
     launch = Launch(wrap, (-(-faces // BLOCK),), (BLOCK,),
@@ -605,11 +601,7 @@ def _program_runs3d_lattice(value_dtype, index_dtype, n, shape, c, has_bg, bgkey
         "runs3d.cu", f"meshccl_runs3d_lattice_tile<{t}, {i}, {c}, {tol}, {nzb}>",
         f"meshccl_runs3d_lattice_zface<{t}, {i}, {c}, {tol}, {nzb}, 1>",
         f"meshccl_runs3d_lattice_seams<{t}, {i}, {c}, {tol}>")
-    bits, fs = buffers[0], buffers[4]
-    words = (n + 31) // 32
-    A, H = bits[:words], bits[words:2 * words]
-    rw = _runs_words(shape)
-    F, S = fs[:rw], fs[rw:2 * rw]
+    bits, A, H, F, S = _run_arrays(buffers, n, shape)
     I = index_dtype.type
     ntx, nty = -(-nx // 32), -(-ny // 32)
     aligned = nx % 32 == 0
@@ -632,7 +624,7 @@ def _program_runs3d_lattice(value_dtype, index_dtype, n, shape, c, has_bg, bgkey
     rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]
     per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
     null = np.uintp(0)
-    label_pass = _run_label_pass(i, rows, per_lane, "false", rw,
-                                 (F, S, A, I(rw // ntx), I(nx), I(words), null, null,
+    label_pass = _run_label_pass(i, rows, per_lane, "false", F.size,
+                                 (F, S, A, I(F.size // ntx), I(nx), I(A.size), null, null,
                                   np.int32(0)), counts, first, stats)
     return prog + _pieces_path(index_dtype, n, buffers, label_pass, 1, first, counts)

@@ -430,6 +430,34 @@ def _feature_array(a, x):
             and a.flags.c_contiguous and a.data.device_id == x.data.device_id)
 
 
+_UNHASHABLE = object()
+
+
+def _cached(key):
+    """The plan this thread keeps under ``key`` (made the most recent), None
+    when it keeps none, or ``_UNHASHABLE`` when an argument in the key
+    cannot be hashed."""
+    plans = getattr(_local, "plans", None)
+    if plans is None:
+        plans = _local.plans = OrderedDict()
+    try:
+        plan = plans.get(key)
+    except TypeError:
+        return _UNHASHABLE
+    if plan is not None:
+        plans.move_to_end(key)
+    return plan
+
+
+def _keep(key, plan):
+    """Keep ``plan`` under ``key`` on this thread, dropping the least
+    recent beyond ``MAX_PLANS``."""
+    plans = _local.plans
+    plans[key] = plan
+    if len(plans) > MAX_PLANS:
+        plans.popitem(last=False)
+
+
 def fast_label_packed(spins, connectivity, return_num, periodic, return_counts):
     """:func:`fast_label` for packed Ising spins (:class:`meshccl._validate.PackedSpins`,
     the labelling hooks' input): a plan per (lattice, phase, connectivity,
@@ -445,22 +473,14 @@ def fast_label_packed(spins, connectivity, return_num, periodic, return_counts):
     key = ("packed", tuple(words.shape), words.dtype.char, spins.shape, spins.phase,
            connectivity, type(connectivity), periodic, words.data.device_id,
            cupy.cuda.get_current_stream().ptr, return_counts)
-    plans = getattr(_local, "plans", None)
-    if plans is None:
-        plans = _local.plans = OrderedDict()
-    try:
-        plan = plans.get(key)
-    except TypeError:  # an unhashable argument: the general path says what is wrong
+    plan = _cached(key)
+    if plan is _UNHASHABLE:  # the general path says what is wrong
         return None
     if plan is None:
         prob = _validate.prepare(spins, None, connectivity, None, periodic=periodic,
                                  return_counts=return_counts)
         plan = Plan(prob, chains.select(prob))
-        plans[key] = plan
-        if len(plans) > MAX_PLANS:
-            plans.popitem(last=False)
-    else:
-        plans.move_to_end(key)
+        _keep(key, plan)
     return plan(words, return_num)
 
 
@@ -503,12 +523,8 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
     if features:
         key += (periodic, tolerance, type(tolerance), None if mask is None else mask.shape,
                 None if bonds is None else bonds.shape, axes)
-    plans = getattr(_local, "plans", None)
-    if plans is None:
-        plans = _local.plans = OrderedDict()
-    try:
-        plan = plans.get(key)
-    except TypeError:  # an unhashable argument: the general path says what is wrong
+    plan = _cached(key)
+    if plan is _UNHASHABLE:  # the general path says what is wrong
         return None
     if plan is None:
         prob = _validate.prepare(x, background, connectivity, dtype, periodic=periodic,
@@ -522,11 +538,7 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
         plan = Plan(prob, case, bool_input=x.dtype == np.bool_
                     and prob.values.dtype != np.bool_)
         del prob  # (its values may be a copy, which the calls do not need)
-        plans[key] = plan
-        if len(plans) > MAX_PLANS:
-            plans.popitem(last=False)
-    else:
-        plans.move_to_end(key)
+        _keep(key, plan)
     if features:
         return plan(x, return_num, mask, bonds)
     return plan(x, return_num)

@@ -437,6 +437,13 @@ __device__ __forceinline__ constexpr bool half_step(int dz, int dy, int dx) {
     return neighbour_step<D, C>(dz, dy, dx) && (dz < 0 || (dz == 0 && dy < 0));
 }
 
+// ... or to any earlier cell in raster order: the half neighbourhood and the
+// left neighbour, the pairs a cell takes where it unites every pair itself.
+template <int C>
+__device__ __forceinline__ constexpr bool earlier_step(int dz, int dy, int dx) {
+    return half_step<3, C>(dz, dy, dx) || (dz == 0 && dy == 0 && dx == -1);
+}
+
 // Shuffle a key one lane up (__shfl_up_sync has no overloads for 1- and
 // 2-byte types; 4- and 8-byte keys, doubles included, take their own).
 template <typename K>
@@ -456,6 +463,17 @@ __device__ __forceinline__ constexpr unsigned step_bit(int dz, int dy, int dx) {
 
 }  // namespace box
 }  // namespace meshccl
+
+// A loop over a 3-D cell's earlier connectivity-C steps (box::earlier_step),
+// in raster order, (dz, dy, dx) the body's names for the step: three loops,
+// unrolled, so the steps are constants in the body (a loop over the step
+// numbers 0..12 instead left the seam kernel's loop rolled: 24-48 bytes of
+// spills).  A `continue` in the body goes on to the next step.
+#define MESHCCL_EACH_EARLIER_STEP(C, dz, dy, dx)                                  \
+    _Pragma("unroll") for (int dz = -1; dz <= 0; ++dz)                           \
+    _Pragma("unroll") for (int dy = -1; dy <= 1; ++dy)                           \
+    _Pragma("unroll") for (int dx = -1; dx <= 1; ++dx)                           \
+        if (meshccl::box::earlier_step<C>(dz, dy, dx))
 
 
 #define MESHCCL_ROW(o) (rows ? rows[o] : meshccl::offset_row<I>(table, loff, o))

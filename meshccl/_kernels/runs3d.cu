@@ -38,8 +38,9 @@
 // Wider cells (2-, 4- and 8-byte integers, floats) make the same masks
 // the way runs2d.cu's wider tiles do: lane c loads column c of the tile's
 // 32 rows, one warp ballot per row and mask, and lane r keeps row r's
-// (runs3d::wide_rows for a plane's own masks, wide_z for the z masks
-// against the plane below, which z_pairs_by takes instead of words).
+// (runs3d::row_masks for a plane's own masks, z_masks for the z masks
+// against the plane below, which z_pairs_by takes instead of words; both
+// shared with the lattice form, the join rule a policy: WideJoin here).
 // Floats are compared by their truncation as a float (WideKey): one
 // instruction and one shuffle where lattice.cuh's int64 keys need two, and
 // equal exactly where those are.  Every rule, union and store after the
@@ -138,36 +139,85 @@ __device__ __forceinline__ K lane_shfl(K k, int delta, bool up) {
         return up ? __shfl_up_sync(0xffffffffu, k, delta) : __shfl_down_sync(0xffffffffu, k, delta);
 }
 
-// A tile's rows of wider cells as masks, as runs2d.cu makes them: lane c
-// loads column c of the 32 rows (row r at rows + r * nx; `width` columns
-// and `height` rows inside the array, height 0: none), a warp ballot makes
-// each row's mask, and lane r keeps row r's: F (foreground), E (equal to
-// the left neighbour) and V (equal to the cell above), at C >= 2 Vl / Vr
-// (up-left / up-right).  All foreground at both ends: a cell equal to a
-// foreground cell is foreground.
-template <int C, typename T, typename I>
-__device__ __forceinline__ void wide_rows(const T* __restrict__ rows, I nx, int width,
-                                          int height, int has_bg, typename WideKey<T>::K bg,
-                                          int lane, unsigned& F, unsigned& E, unsigned& V,
-                                          unsigned& Vl, unsigned& Vr) {
+// The plain form's join policy for wider cells (lattice.cuh describes the
+// interface; PlainJoin there keys floats as int64): keys by WideKey,
+// equal keys join, no mask or bonds, transitive.
+template <typename T>
+struct WideJoin {
     typedef typename WideKey<T>::K K;
+    static constexpr bool transitive = true, features = false;
+    int has_bg;
+    K bgkey;
+    static __device__ __forceinline__ K key(T v) { return WideKey<T>::of(v); }
+    __device__ __forceinline__ bool bg(K k) const { return has_bg && k == bgkey; }
+    __device__ __forceinline__ bool on(long long) const { return true; }
+    template <typename... D>
+    __device__ __forceinline__ int bond(D...) const { return -1; }
+    __device__ __forceinline__ bool open(int, long long) const { return true; }
+    __device__ __forceinline__ bool join(K kj, K k) const { return kj == k; }
+};
+
+// A tile's rows of wider cells as masks, for both forms: lane c loads
+// column c of the 32 rows (row r at rows + r * nx, cell index row0 + r *
+// nx + c for the features; `width` columns and `height` rows inside the
+// array, height 0: none), a warp ballot per row and mask makes each row's
+// mask, and lane r keeps row r's: F (foreground), E (joined to the left
+// neighbour), V (joined to the cell above) and, with Diag, Vl / Vr
+// (up-left / up-right).  The join policy J decides (lattice.cuh):
+// transitive (plain) a cell with a key equal to a foreground cell's is
+// foreground, so a pair needs no test of its partner; otherwise both
+// cells' foreground bits and the pair's bond are tested.  Unroll: rows
+// unrolled at a time, 32 for the plain kernels, 4 for the lattice ones
+// (whose tests took seconds to compile fully unrolled, see lattice_rows):
+// an inner loop of Unroll rows, unrolled in full, in an outer loop that is
+// not (a count, #pragma unroll(Unroll), compiled the plain kernels to other
+// code: up to 500 bytes more spills in the z masks).
+template <bool Diag, int Unroll, typename J, typename T, typename I>
+__device__ __forceinline__ void row_masks(const J& join, const T* __restrict__ rows, I row0,
+                                          I nx, int width, int height, int lane, unsigned& F,
+                                          unsigned& E, unsigned& V, unsigned& Vl, unsigned& Vr) {
+    typedef typename J::K K;
+    constexpr bool plain = J::transitive;
     const bool col = lane < width, right_in = lane + 1 < width;
+    const int bl = join.bond(0, 0, -1), bu = join.bond(0, -1, 0);
+    const int bul = join.bond(0, -1, -1), bur = join.bond(0, -1, 1);
     K pl = K(), pr = K(), pk = K();  // the row above: its keys at x - 1, x + 1, x
+    unsigned pF = 0u;                // ... and its foreground (lattice)
     F = E = V = Vl = Vr = 0u;
+#pragma unroll 1
+    for (int r0 = 0; r0 < 32; r0 += Unroll)
 #pragma unroll
-    for (int r = 0; r < 32; ++r) {
+    for (int r = r0; r < r0 + Unroll; ++r) {
         const bool in = col && r < height;
-        const K k = in ? WideKey<T>::of(rows[(I)r * nx + lane]) : K();
-        const bool f = in && !(has_bg && k == bg);
+        const K k = in ? J::key(rows[(I)r * nx + lane]) : K();
+        bool f = in && !join.bg(k);
+        if constexpr (!plain) f = f && join.on(row0 + (I)r * nx + lane);
         const K kl = lane_shfl(k, 1, true);
         const unsigned Fm = __ballot_sync(0xffffffffu, f);
-        const unsigned Em = __ballot_sync(0xffffffffu, f && lane > 0 && kl == k);
+        // plain: a cell equal to a foreground cell is foreground; lattice:
+        // both cells foreground, the bond open, the rule true
+        const unsigned Em = __ballot_sync(
+            0xffffffffu, plain ? f && lane > 0 && kl == k
+                               : f && lane > 0 && ((Fm >> (lane - 1)) & 1u) &&
+                                     join.open(bl, row0 + (I)r * nx + lane) && join.join(kl, k));
         unsigned Vm = 0u, Vlm = 0u, Vrm = 0u;
         if (r > 0) {
-            Vm = __ballot_sync(0xffffffffu, f && pk == k);
-            if (C >= 2) {
-                Vlm = __ballot_sync(0xffffffffu, f && lane > 0 && pl == k);
-                Vrm = __ballot_sync(0xffffffffu, f && right_in && pr == k);
+            if constexpr (plain) {
+                Vm = __ballot_sync(0xffffffffu, f && pk == k);
+                if (Diag) {
+                    Vlm = __ballot_sync(0xffffffffu, f && lane > 0 && pl == k);
+                    Vrm = __ballot_sync(0xffffffffu, f && right_in && pr == k);
+                }
+            } else {
+                const I i = row0 + (I)r * nx + lane;  // (the cell's index, for the features)
+                Vm = __ballot_sync(0xffffffffu, f && ((pF >> lane) & 1u) && join.open(bu, i) &&
+                                                    join.join(pk, k));
+                if (Diag) {
+                    Vlm = __ballot_sync(0xffffffffu, f && lane > 0 && ((pF >> (lane - 1)) & 1u) &&
+                                                         join.open(bul, i) && join.join(pl, k));
+                    Vrm = __ballot_sync(0xffffffffu, f && lane < 31 && ((pF >> (lane + 1)) & 1u) &&
+                                                         join.open(bur, i) && join.join(pr, k));
+                }
             }
         }
         if (lane == r) {
@@ -178,7 +228,8 @@ __device__ __forceinline__ void wide_rows(const T* __restrict__ rows, I nx, int 
             Vr = Vrm;
         }
         pk = k;
-        if (C >= 2) {
+        if constexpr (!plain) pF = Fm;
+        if (Diag) {
             pl = kl;
             pr = lane_shfl(k, 1, false);
         }
@@ -186,82 +237,150 @@ __device__ __forceinline__ void wide_rows(const T* __restrict__ rows, I nx, int 
 }
 
 // The equality masks of z_pairs_by (runs.cuh) for wider cells: lane r's
-// row of plane z against rows r - 1, r and r + 1 of plane z - 1, made by
-// wide_z; k: the row row() asked for (0: dy 0, 1: dy -1, 2: dy +1).
+// row of plane z against rows r - 1, r and r + 1 of plane z - 1 (m in
+// z_masks's layout), made by z_masks with WideJoin; k: the row row()
+// asked for (0: dy 0, 1: dy -1, 2: dy +1).
 template <int C>
 struct WideZ {
-    unsigned z0, l[3], c[3], r[3];
+    unsigned m[3][3];
     int k;
     __device__ __forceinline__ void row(int dy) { k = dy == 0 ? 0 : (dy < 0 ? 1 : 2); }
-    __device__ __forceinline__ unsigned straight() const { return z0; }
-    __device__ __forceinline__ unsigned left() const { return l[k]; }
-    __device__ __forceinline__ unsigned centre() const { return c[k]; }
-    __device__ __forceinline__ unsigned right() const { return r[k]; }
+    __device__ __forceinline__ unsigned straight() const { return m[0][1]; }
+    __device__ __forceinline__ unsigned left() const { return m[k][0]; }
+    __device__ __forceinline__ unsigned centre() const { return m[k][1]; }
+    __device__ __forceinline__ unsigned right() const { return m[k][2]; }
 };
 
-// A tile's rows of plane z (`rows`) against those of plane z - 1
-// (`below`), both as in wide_rows: lane c loads column c of both, and lane
-// r gets WideZ's masks of row r (raw equality: no test that the partner is
-// inside or foreground, which z_pairs_by does with bF) and plane z - 1's
-// row r masks bF, bV and, with BelowE, bE (equal to the left).
-template <int C, bool BelowE, typename T, typename I>
-__device__ __forceinline__ void wide_z(const T* __restrict__ rows, const T* __restrict__ below,
-                                       I nx, int width, int height, int has_bg,
-                                       typename WideKey<T>::K bg, int lane, WideZ<C>& m,
-                                       unsigned& bF, unsigned& bV, unsigned& bE) {
-    typedef typename WideKey<T>::K K;
+// The z pairs of a tile's rows of wider cells as masks, for both forms:
+// row r of plane z (cells at rows + r * nx + c, index row0 + r * nx + c)
+// against rows r - 1, r and r + 1 of plane z - 1 (`plane` cells before).
+// Lane c loads column c of both planes' rows, and lane r gets Z[k][e]: the
+// cells of row r paired with the cell at x + e - 1 of row r + dy, dy = 0,
+// -1, +1 for k = 0, 1, 2 (the connectivity's steps only; partners outside
+// the tile are not in these masks).  With a transitive join J (the plain
+// form) the bits are raw equality, with no test that either cell is
+// inside or foreground (z_pairs_by does that with bF), and the row's own
+// masks of plane z - 1 come too: bF, bV and, with BelowE, bE (equal to the
+// left).  Otherwise (the lattice form) every bit is a joined pair: both
+// cells foreground (mF, and bF given: lane r's row of each plane), the
+// bond open, the rule true.  Unroll as row_masks's.
+template <int C, bool BelowE, int Unroll, typename J, typename T, typename I>
+__device__ __forceinline__ void z_masks(const J& join, const T* __restrict__ rows, I row0,
+                                        I plane, I nx, int width, int height, int lane,
+                                        unsigned mF, unsigned (&Z)[3][3], unsigned& bF,
+                                        unsigned& bV, unsigned& bE) {
+    typedef typename J::K K;
+    constexpr bool plain = J::transitive;
     const bool col = lane < width;
+    const T* below = rows - plane;
     auto key = [&](const T* base, int r) {
-        return col && r < height ? WideKey<T>::of(base[(I)r * nx + lane]) : K();
+        return col && r < height ? J::key(base[(I)r * nx + lane]) : K();
     };
+    int bond[3][3];  // (the lattice form's bond plane of each step, k and e as Z's)
+#pragma unroll
+    for (int k = 0; k < 3; ++k)
+#pragma unroll
+        for (int e = 0; e < 3; ++e)
+            bond[k][e] = join.bond(-1, k == 0 ? 0 : (k == 1 ? -1 : 1), e - 1);
     // plane z - 1's rows r - 1, r, r + 1 (p, c, n) and their keys at x - 1 / x + 1
-    K bp = K(), bc = K(), bn = key(below, 0);
-    K lp = K(), lc = K(), ln = lane_shfl(bn, 1, true);
+    // (the lattice form at C = 1 reads row r alone: no chain)
+    constexpr bool chain = plain || C >= 2;
+    K bp = K(), bc = K(), bn = chain ? key(below, 0) : K();
+    K lp = K(), lc = K(), ln = chain ? lane_shfl(bn, 1, true) : K();
     K rp = K(), rc = K(), rn = C >= 2 ? lane_shfl(bn, 1, false) : K();
-    m.z0 = bF = bV = bE = 0u;
+    if constexpr (plain) bF = bV = bE = 0u;
 #pragma unroll
-    for (int i = 0; i < 3; ++i) m.l[i] = m.c[i] = m.r[i] = 0u;
-    m.k = 0;
+    for (int k = 0; k < 3; ++k)
 #pragma unroll
-    for (int r = 0; r < 32; ++r) {
-        bp = bc; lp = lc; rp = rc;
-        bc = bn; lc = ln; rc = rn;
-        if (r < 31) {
-            bn = key(below, r + 1);
-            if (C >= 2 || BelowE) ln = lane_shfl(bn, 1, true);
-            if (C >= 2) rn = lane_shfl(bn, 1, false);
+        for (int e = 0; e < 3; ++e) Z[k][e] = 0u;
+#pragma unroll 1
+    for (int r0 = 0; r0 < 32; r0 += Unroll)
+#pragma unroll
+    for (int r = r0; r < r0 + Unroll; ++r) {
+        if constexpr (chain) {
+            bp = bc; lp = lc; rp = rc;
+            bc = bn; lc = ln; rc = rn;
+            if (r < 31) {
+                bn = key(below, r + 1);
+                if (C >= 2 || BelowE) ln = lane_shfl(bn, 1, true);
+                if (C >= 2) rn = lane_shfl(bn, 1, false);
+            }
+        } else {
+            bc = key(below, r);
         }
         const K k = key(rows, r);
-        const bool fb = col && r < height && !(has_bg && bc == bg);
-        const unsigned Fm = __ballot_sync(0xffffffffu, fb);
-        const unsigned Vm = r > 0 ? __ballot_sync(0xffffffffu, fb && bp == bc) : 0u;
-        const unsigned Em = BelowE ? __ballot_sync(0xffffffffu, fb && lane > 0 && lc == bc) : 0u;
-        const unsigned Z = __ballot_sync(0xffffffffu, k == bc);
-        unsigned L0 = 0u, R0 = 0u, Cu = 0u, Cd = 0u, Lu = 0u, Ru = 0u, Ld = 0u, Rd = 0u;
-        if (C >= 2) {
-            L0 = __ballot_sync(0xffffffffu, k == lc);
-            R0 = __ballot_sync(0xffffffffu, k == rc);
-            if (r > 0) Cu = __ballot_sync(0xffffffffu, k == bp);
-            if (r < 31) Cd = __ballot_sync(0xffffffffu, k == bn);
-            if (C == 3) {
-                if (r > 0) {
-                    Lu = __ballot_sync(0xffffffffu, k == lp);
-                    Ru = __ballot_sync(0xffffffffu, k == rp);
+        unsigned Fm = 0u, Vm = 0u, Em = 0u, Z0, L0 = 0u, R0 = 0u, Cu = 0u, Cd = 0u, Lu = 0u,
+                 Ru = 0u, Ld = 0u, Rd = 0u;
+        if constexpr (plain) {
+            const bool fb = col && r < height && !join.bg(bc);
+            Fm = __ballot_sync(0xffffffffu, fb);
+            Vm = r > 0 ? __ballot_sync(0xffffffffu, fb && bp == bc) : 0u;
+            Em = BelowE ? __ballot_sync(0xffffffffu, fb && lane > 0 && lc == bc) : 0u;
+            Z0 = __ballot_sync(0xffffffffu, k == bc);
+            if (C >= 2) {
+                L0 = __ballot_sync(0xffffffffu, k == lc);
+                R0 = __ballot_sync(0xffffffffu, k == rc);
+                if (r > 0) Cu = __ballot_sync(0xffffffffu, k == bp);
+                if (r < 31) Cd = __ballot_sync(0xffffffffu, k == bn);
+                if (C == 3) {
+                    if (r > 0) {
+                        Lu = __ballot_sync(0xffffffffu, k == lp);
+                        Ru = __ballot_sync(0xffffffffu, k == rp);
+                    }
+                    if (r < 31) {
+                        Ld = __ballot_sync(0xffffffffu, k == ln);
+                        Rd = __ballot_sync(0xffffffffu, k == rn);
+                    }
                 }
-                if (r < 31) {
-                    Ld = __ballot_sync(0xffffffffu, k == ln);
-                    Rd = __ballot_sync(0xffffffffu, k == rn);
+            }
+        } else {
+            const I i = row0 + (I)r * nx + lane;
+            // this row's foreground and that of the rows below it, as bits (every
+            // lane shuffles: a lane outside the volume skipping it would leave the
+            // warp's collective without it)
+            const unsigned Fr = __shfl_sync(0xffffffffu, mF, r);
+            const bool f = col && r < height && ((Fr >> lane) & 1u);
+            const unsigned Bc = __shfl_sync(0xffffffffu, bF, r);
+            Z0 = __ballot_sync(0xffffffffu, f && ((Bc >> lane) & 1u) &&
+                                                join.open(bond[0][1], i) && join.join(bc, k));
+            if (C >= 2) {
+                const unsigned Bp = r > 0 ? __shfl_sync(0xffffffffu, bF, r - 1) : 0u;
+                const unsigned Bn = r < 31 ? __shfl_sync(0xffffffffu, bF, r + 1) : 0u;
+                const bool fl = f && lane > 0, fr = f && lane < 31;
+                L0 = __ballot_sync(0xffffffffu, fl && ((Bc >> (lane - 1)) & 1u) &&
+                                                    join.open(bond[0][0], i) && join.join(lc, k));
+                R0 = __ballot_sync(0xffffffffu, fr && ((Bc >> (lane + 1)) & 1u) &&
+                                                    join.open(bond[0][2], i) && join.join(rc, k));
+                Cu = __ballot_sync(0xffffffffu, f && ((Bp >> lane) & 1u) &&
+                                                    join.open(bond[1][1], i) && join.join(bp, k));
+                Cd = __ballot_sync(0xffffffffu, f && ((Bn >> lane) & 1u) &&
+                                                    join.open(bond[2][1], i) && join.join(bn, k));
+                if (C == 3) {
+                    Lu = __ballot_sync(0xffffffffu, fl && ((Bp >> (lane - 1)) & 1u) &&
+                                                        join.open(bond[1][0], i) &&
+                                                        join.join(lp, k));
+                    Ru = __ballot_sync(0xffffffffu, fr && ((Bp >> (lane + 1)) & 1u) &&
+                                                        join.open(bond[1][2], i) &&
+                                                        join.join(rp, k));
+                    Ld = __ballot_sync(0xffffffffu, fl && ((Bn >> (lane - 1)) & 1u) &&
+                                                        join.open(bond[2][0], i) &&
+                                                        join.join(ln, k));
+                    Rd = __ballot_sync(0xffffffffu, fr && ((Bn >> (lane + 1)) & 1u) &&
+                                                        join.open(bond[2][2], i) &&
+                                                        join.join(rn, k));
                 }
             }
         }
         if (lane == r) {
-            bF = Fm;
-            bV = Vm;
-            bE = Em;
-            m.z0 = Z;
-            m.l[0] = L0; m.r[0] = R0;
-            m.c[1] = Cu; m.l[1] = Lu; m.r[1] = Ru;
-            m.c[2] = Cd; m.l[2] = Ld; m.r[2] = Rd;
+            if constexpr (plain) {
+                bF = Fm;
+                bV = Vm;
+                bE = Em;
+            }
+            Z[0][1] = Z0;
+            Z[0][0] = L0; Z[0][2] = R0;
+            Z[1][1] = Cu; Z[1][0] = Lu; Z[1][2] = Ru;
+            Z[2][1] = Cd; Z[2][0] = Ld; Z[2][2] = Rd;
         }
     }
 }
@@ -284,6 +403,34 @@ __device__ __forceinline__ void plane_unions(int* forest, const unsigned (*start
         st[i] = r >= 0 && r <= 31 ? starts[p - 1][r] : 0u;
     }
     meshccl::runs::unite_all(forest, p * PL + lane * RS, S_, U, tgt, st, shift);
+}
+
+// The z-face kernels' unions (both forms): lane r's run starts of plane z
+// (mF & ~mE, row y = y0 + r, first column x0) with those of plane z - 1
+// (bS: lane r's row) that the masks U (runs.cuh, ZPairs layout) pair them
+// with, in the global forest, each hooked root marked in H.  (The
+// coordinates come by reference: by value, the plain kernels of 64-bit
+// indices compiled to other code, with up to 136 bytes more spills.)
+template <int C, typename I>
+__device__ __forceinline__ void zface_unions(I* P, unsigned* __restrict__ H, const I& z,
+                                             const I& ny, const I& nx, const I& y0, const I& y,
+                                             const I& x0, const int& lane, unsigned mF,
+                                             unsigned mE, unsigned bS,
+                                             unsigned (&U)[meshccl::runs::ZPairs<C>::N],
+                                             const int (&dy)[meshccl::runs::ZPairs<C>::N],
+                                             const int (&shift)[meshccl::runs::ZPairs<C>::N]) {
+    constexpr int N = meshccl::runs::ZPairs<C>::N;
+    unsigned st[N];
+    I tgt[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        const int r = lane + dy[i];
+        const unsigned sr = dy[i] == 0 ? bS : meshccl::runs::shfl(bS, 1, dy[i] < 0);
+        st[i] = r >= 0 && r <= 31 ? sr : 0u;
+        tgt[i] = ((z - 1) * ny + y0 + r) * nx + x0;
+    }
+    meshccl::runs::unite_each((z * ny + y) * nx + x0, mF & ~mE, U, tgt, st, shift,
+                              [P, H](I a, I b) { meshccl::unite_recording(P, H, a, b); });
 }
 
 // The tile kernel's last step, after its unions (both cell widths): the
@@ -341,7 +488,7 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<T, C, NZ>::value)) meshcc
     unsigned(*starts)[32] = reinterpret_cast<unsigned(*)[32]>(shared_words + NZ * PL);
     if constexpr (sizeof(T) > 1) {
         // Wider cells: the same masks, by ballots over columns (runs3d::
-        // wide_rows, wide_z), then the same unions.  No binary shortcut.
+        // row_masks, z_masks), then the same unions.  No binary shortcut.
         const int lane = threadIdx.x & 31, p = threadIdx.x >> 5;
         const I x0 = (I)blockIdx.x * 32, y0 = (I)blockIdx.y * 32, z = (I)blockIdx.z * NZ + p;
         const int width = (int)min((I)32, nx - x0);
@@ -349,8 +496,9 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<T, C, NZ>::value)) meshcc
         const auto bg = meshccl::runs3d::WideKey<T>::bg(bgkey);
         const T* rows = v + (min(z, nz - 1) * ny + y0) * nx + x0;
         unsigned mF, mE, mV, mVl, mVr;
-        meshccl::runs3d::wide_rows<C>(rows, nx, width, height, has_bg, bg, lane, mF, mE, mV,
-                                      mVl, mVr);
+        const meshccl::runs3d::WideJoin<T> join = {has_bg, bg};
+        meshccl::runs3d::row_masks<C >= 2, 32>(join, rows, (I)0, nx, width, height, lane, mF, mE,
+                                               mV, mVl, mVr);
         const unsigned S_ = mF & ~mE;
         if (Prefetch && lane < height)
             meshccl::runs::prefetch_run_starts(P + (z * ny + y0 + lane) * nx + x0, S_, Prefetch);
@@ -358,10 +506,11 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<T, C, NZ>::value)) meshcc
         // plane p - 1 after this plane's nodes: the warp before loaded it
         // just now, so it mostly comes from L1 (as the one-byte rows do)
         meshccl::runs3d::WideZ<C> eqs;
+        eqs.k = 0;
         unsigned bF = 0u, bV = 0u, bE = 0u;
         if (p > 0)
-            meshccl::runs3d::wide_z<C, false>(rows, rows - ny * nx, nx, width, height, has_bg,
-                                              bg, lane, eqs, bF, bV, bE);
+            meshccl::runs3d::z_masks<C, false, 32>(join, rows, (I)0, ny * nx, nx, width, height,
+                                                   lane, 0u, eqs.m, bF, bV, bE);
         __syncthreads();
         meshccl::runs::tile_unions<C >= 2>(forest, p * PL, starts[p], lane, S_, mE, mVl, mV,
                                            mVr);
@@ -470,22 +619,6 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
     const int width = (int)min((I)32, nx - x0);
     const bool in = y < ny;  // (z < nz: the grid has no brick past the last)
     constexpr int N = meshccl::runs::ZPairs<C>::N;
-    // the unions of the masks U (z_pairs), run starts of plane z - 1's
-    // rows bS, in the global forest
-    auto unite_pairs = [&](unsigned mF, unsigned mE, unsigned bS, unsigned (&U)[N],
-                           const int (&dy)[N], const int (&shift)[N]) {
-        unsigned st[N];
-        I tgt[N];
-#pragma unroll
-        for (int i = 0; i < N; ++i) {
-            const int r = lane + dy[i];
-            const unsigned sr = dy[i] == 0 ? bS : meshccl::runs::shfl(bS, 1, dy[i] < 0);
-            st[i] = r >= 0 && r <= 31 ? sr : 0u;
-            tgt[i] = ((z - 1) * ny + y0 + r) * nx + x0;
-        }
-        meshccl::runs::unite_each((z * ny + y) * nx + x0, mF & ~mE, U, tgt, st, shift,
-                                  [P, H](I a, I b) { meshccl::unite_recording(P, H, a, b); });
-    };
     unsigned U[N];
     int dy[N], shift[N];
     if constexpr (sizeof(T) > 1) {
@@ -494,13 +627,16 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
         const auto bg = meshccl::runs3d::WideKey<T>::bg(bgkey);
         const T* rows = v + (z * ny + y0) * nx + x0;
         unsigned mF, mE, mV, mVl, mVr, bF, bV, bE;
-        meshccl::runs3d::wide_rows<1>(rows, nx, width, height, has_bg, bg, lane, mF, mE, mV, mVl,
-                                      mVr);
+        const meshccl::runs3d::WideJoin<T> join = {has_bg, bg};
+        meshccl::runs3d::row_masks<false, 32>(join, rows, (I)0, nx, width, height, lane, mF, mE,
+                                              mV, mVl, mVr);
         meshccl::runs3d::WideZ<C> eqs;
-        meshccl::runs3d::wide_z<C, true>(rows, rows - ny * nx, nx, width, height, has_bg, bg,
-                                         lane, eqs, bF, bV, bE);
+        eqs.k = 0;
+        meshccl::runs3d::z_masks<C, true, 32>(join, rows, (I)0, ny * nx, nx, width, height, lane,
+                                              0u, eqs.m, bF, bV, bE);
         meshccl::runs::z_pairs_by<C>(mF, mE, mV, bF, bV, lane, false, eqs, U, dy, shift);
-        unite_pairs(mF, mE, bF & ~bE, U, dy, shift);
+        meshccl::runs3d::zface_unions<C>(P, H, z, ny, nx, y0, y, x0, lane, mF, mE, bF & ~bE, U, dy,
+                                         shift);
         return;
     } else {
     const unsigned char bg = (unsigned char)bgkey;
@@ -531,7 +667,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_zface(
         meshccl::runs::above_masks<false>(b0, bF, lane, bV, l_, r_);
     }
     meshccl::runs::z_pairs<C>(w, mF, mE, mV, b0, bF, bV, lane, binary, U, dy, shift);
-    unite_pairs(mF, mE, bS, U, dy, shift);
+    meshccl::runs3d::zface_unions<C>(P, H, z, ny, nx, y0, y, x0, lane, mF, mE, bS, U, dy, shift);
     }
 }
 
@@ -970,7 +1106,7 @@ __device__ __forceinline__ void byte_z(const J& join, const T* __restrict__ v, I
 }
 
 // The row loops of lattice_rows and lattice_z for cells wider than a byte
-// are unrolled 4 rows at a time, not 32.  Fully unrolled, their tests of
+// (row_masks and z_masks) are unrolled 4 rows at a time, not 32.  Fully unrolled, their tests of
 // every pair (keys, mask and bond loads, up to nine ballots a row) took
 // 9.5 s to compile for the float-tolerance kernels of connectivity 1 and
 // 17 s for those of 3 (nvcc -arch=sm_90, user time), 1.6 s unrolled by 4;
@@ -985,59 +1121,17 @@ __device__ __forceinline__ void byte_z(const J& join, const T* __restrict__ v, I
 // the 32 rows (cell (r, c) at index row0 + r * nx + c; `width` columns and
 // `height` rows inside the array, height 0: none), and lane r keeps row r's
 // F, E, V and, with Diag, Vl / Vr (see above; every bit both cells
-// foreground and the pair's bond open).
+// foreground and the pair's bond open).  Wider cells take the plain form's
+// skeleton, row_masks, with this join policy.
 template <bool Diag, typename J, typename T, typename I>
 __device__ __forceinline__ void lattice_rows(const J& join, const T* __restrict__ v, I row0,
                                              I nx, int width, int height, int lane,
                                              unsigned& F, unsigned& E, unsigned& V,
                                              unsigned& Vl, unsigned& Vr) {
-    if constexpr (sizeof(T) == 1) {
+    if constexpr (sizeof(T) == 1)
         byte_rows<Diag>(join, v, row0, nx, width, height, lane, F, E, V, Vl, Vr);
-        return;
-    }
-    typedef typename J::K K;
-    const bool col = lane < width;
-    const int bl = join.bond(0, 0, -1), bu = join.bond(0, -1, 0);
-    const int bul = join.bond(0, -1, -1), bur = join.bond(0, -1, 1);
-    K pk = K(), pl = K(), pr = K();  // the row above: its keys at x, x - 1, x + 1
-    unsigned pF = 0u;
-    F = E = V = Vl = Vr = 0u;
-#pragma unroll 4
-    for (int r = 0; r < 32; ++r) {
-        const I i = row0 + (I)r * nx + lane;
-        const bool in = col && r < height;
-        const K k = in ? J::key(v[i]) : K();
-        const bool f = in && !join.bg(k) && join.on(i);
-        const K kl = meshccl::runs::shfl(k, 1, true);
-        const unsigned Fm = __ballot_sync(0xffffffffu, f);
-        const unsigned Em = __ballot_sync(
-            0xffffffffu, f && lane > 0 && ((Fm >> (lane - 1)) & 1u) && join.open(bl, i) &&
-                             join.join(kl, k));
-        unsigned Vm = 0u, Vlm = 0u, Vrm = 0u;
-        if (r > 0) {
-            Vm = __ballot_sync(0xffffffffu,
-                               f && ((pF >> lane) & 1u) && join.open(bu, i) && join.join(pk, k));
-            if (Diag) {
-                Vlm = __ballot_sync(0xffffffffu, f && lane > 0 && ((pF >> (lane - 1)) & 1u) &&
-                                                     join.open(bul, i) && join.join(pl, k));
-                Vrm = __ballot_sync(0xffffffffu, f && lane < 31 && ((pF >> (lane + 1)) & 1u) &&
-                                                     join.open(bur, i) && join.join(pr, k));
-            }
-        }
-        if (lane == r) {
-            F = Fm;
-            E = Em;
-            V = Vm;
-            Vl = Vlm;
-            Vr = Vrm;
-        }
-        pk = k;
-        pF = Fm;
-        if (Diag) {
-            pl = kl;
-            pr = meshccl::runs::shfl(k, 1, false);
-        }
-    }
+    else
+        row_masks<Diag, 4>(join, v + row0, row0, nx, width, height, lane, F, E, V, Vl, Vr);
 }
 
 // The z pairs of a tile's rows as lattice masks: row r of plane z (cells
@@ -1045,87 +1139,18 @@ __device__ __forceinline__ void lattice_rows(const J& join, const T* __restrict_
 // r + 1 of plane z - 1 (plane cells before, foreground bF: lane r's row
 // r).  Lane r gets Z[k][e]: the cells of row r joined to the cell at x + e
 // - 1 of row r + dy, dy = 0, -1, +1 for k = 0, 1, 2 (the connectivity's
-// steps only; partners outside the tile are not in these masks).
+// steps only; partners outside the tile are not in these masks).  Wider
+// cells take the plain form's skeleton, z_masks, with this join policy.
 template <int C, typename J, typename T, typename I>
 __device__ __forceinline__ void lattice_z(const J& join, const T* __restrict__ v, I row0,
                                           I plane, I nx, int width, int height, int lane,
                                           unsigned mF, unsigned bF, unsigned (&Z)[3][3]) {
     if constexpr (sizeof(T) == 1) {
         byte_z<C>(join, v, row0, plane, nx, width, height, lane, mF, bF, Z);
-        return;
-    }
-    typedef typename J::K K;
-    const bool col = lane < width;
-    int bond[3][3];  // (the bond plane of each step, k and e as Z's)
-#pragma unroll
-    for (int k = 0; k < 3; ++k)
-#pragma unroll
-        for (int e = 0; e < 3; ++e) {
-            bond[k][e] = join.bond(-1, k == 0 ? 0 : (k == 1 ? -1 : 1), e - 1);
-            Z[k][e] = 0u;
-        }
-    auto key = [&](int r) {
-        return col && r < height ? J::key(v[row0 - plane + (I)r * nx + lane]) : K();
-    };
-    // plane z - 1's rows r - 1, r, r + 1 (p, c, n) and their keys at x - 1 / x + 1
-    // (C = 1: row r alone)
-    K bp = K(), bc = K(), bn = C >= 2 ? key(0) : K();
-    K lp = K(), lc = K(), ln = C >= 2 ? meshccl::runs::shfl(bn, 1, true) : K();
-    K rp = K(), rc = K(), rn = C >= 2 ? meshccl::runs::shfl(bn, 1, false) : K();
-#pragma unroll 4
-    for (int r = 0; r < 32; ++r) {
-        if (C >= 2) {
-            bp = bc; lp = lc; rp = rc;
-            bc = bn; lc = ln; rc = rn;
-            if (r < 31) {
-                bn = key(r + 1);
-                ln = meshccl::runs::shfl(bn, 1, true);
-                rn = meshccl::runs::shfl(bn, 1, false);
-            }
-        } else {
-            bc = key(r);
-        }
-        const I i = row0 + (I)r * nx + lane;
-        const bool in = col && r < height;
-        const K k = in ? J::key(v[i]) : K();
-        // this row's foreground and that of the rows below it, as bits (every
-        // lane shuffles: a lane outside the volume skipping it would leave the
-        // warp's collective without it)
-        const unsigned Fr = __shfl_sync(0xffffffffu, mF, r);
-        const bool f = in && ((Fr >> lane) & 1u);
-        const unsigned Bc = __shfl_sync(0xffffffffu, bF, r);
-        const unsigned Z0 = __ballot_sync(
-            0xffffffffu, f && ((Bc >> lane) & 1u) && join.open(bond[0][1], i) && join.join(bc, k));
-        unsigned L0 = 0u, R0 = 0u, Cu = 0u, Cd = 0u, Lu = 0u, Ru = 0u, Ld = 0u, Rd = 0u;
-        if (C >= 2) {
-            const unsigned Bp = r > 0 ? __shfl_sync(0xffffffffu, bF, r - 1) : 0u;
-            const unsigned Bn = r < 31 ? __shfl_sync(0xffffffffu, bF, r + 1) : 0u;
-            const bool fl = f && lane > 0, fr = f && lane < 31;
-            L0 = __ballot_sync(0xffffffffu, fl && ((Bc >> (lane - 1)) & 1u) &&
-                                                join.open(bond[0][0], i) && join.join(lc, k));
-            R0 = __ballot_sync(0xffffffffu, fr && ((Bc >> (lane + 1)) & 1u) &&
-                                                join.open(bond[0][2], i) && join.join(rc, k));
-            Cu = __ballot_sync(0xffffffffu, f && ((Bp >> lane) & 1u) &&
-                                                join.open(bond[1][1], i) && join.join(bp, k));
-            Cd = __ballot_sync(0xffffffffu, f && ((Bn >> lane) & 1u) &&
-                                                join.open(bond[2][1], i) && join.join(bn, k));
-            if (C == 3) {
-                Lu = __ballot_sync(0xffffffffu, fl && ((Bp >> (lane - 1)) & 1u) &&
-                                                    join.open(bond[1][0], i) && join.join(lp, k));
-                Ru = __ballot_sync(0xffffffffu, fr && ((Bp >> (lane + 1)) & 1u) &&
-                                                    join.open(bond[1][2], i) && join.join(rp, k));
-                Ld = __ballot_sync(0xffffffffu, fl && ((Bn >> (lane - 1)) & 1u) &&
-                                                    join.open(bond[2][0], i) && join.join(ln, k));
-                Rd = __ballot_sync(0xffffffffu, fr && ((Bn >> (lane + 1)) & 1u) &&
-                                                    join.open(bond[2][2], i) && join.join(rn, k));
-            }
-        }
-        if (lane == r) {
-            Z[0][1] = Z0;
-            Z[0][0] = L0; Z[0][2] = R0;
-            Z[1][1] = Cu; Z[1][0] = Lu; Z[1][2] = Ru;
-            Z[2][1] = Cd; Z[2][0] = Ld; Z[2][2] = Rd;
-        }
+    } else {
+        unsigned bV = 0u, bE = 0u;  // (the plain form's)
+        z_masks<C, false, 4>(join, v + row0, row0, plane, nx, width, height, lane, mF, Z, bF,
+                             bV, bE);
     }
 }
 
@@ -1245,18 +1270,8 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_lattice_zface(
     int dy[N], shift[N];
     meshccl::runs3d::lattice_z<C>(join, v, row0, plane, nx, width, height, lane, mF, bF, Z);
     meshccl::runs3d::lattice_unions<C>(Z, mE, bE, U, dy, shift);
-    const unsigned bS = bF & ~bE;  // run starts of plane z - 1's row
-    unsigned st[N];
-    I tgt[N];
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-        const int r = lane + dy[i];
-        const unsigned sr = dy[i] == 0 ? bS : meshccl::runs::shfl(bS, 1, dy[i] < 0);
-        st[i] = r >= 0 && r <= 31 ? sr : 0u;
-        tgt[i] = ((z - 1) * ny + y0 + r) * nx + x0;
-    }
-    meshccl::runs::unite_each(row0 + (I)lane * nx, mF & ~mE, U, tgt, st, shift,
-                              [P, H](I a, I b) { meshccl::unite_recording(P, H, a, b); });
+    meshccl::runs3d::zface_unions<C>(P, H, z, ny, nx, y0, y0 + lane, x0, lane, mF, mE, bF & ~bE,
+                                     U, dy, shift);
 }
 
 // The pairs that cross a tile column's sides: a thread per cell on them
@@ -1299,23 +1314,15 @@ __global__ void __launch_bounds__(128) meshccl_runs3d_lattice_seams(
         const K k = J::key(v[i]);
         if (join.bg(k) || !join.on(i)) continue;
         unsigned todo = 0u;  // bits step_index(dz, dy, dx)
-#pragma unroll
-        for (int dz = -1; dz <= 0; ++dz)
-#pragma unroll
-            for (int dy = -1; dy <= 1; ++dy)
-#pragma unroll
-                for (int dx = -1; dx <= 1; ++dx) {
-                    if (!(meshccl::box::half_step<3, C>(dz, dy, dx) ||
-                          (dz == 0 && dy == 0 && dx == -1)))
-                        continue;
-                    if (lx + dx >= 0 && lx + dx <= 31 && ly + dy >= 0 && ly + dy <= 31)
-                        continue;  // the same tile column: the tile or z-face kernel's
-                    if (z + dz < 0 || y + dy < 0 || y + dy >= ny || x + dx < 0 || x + dx >= nx)
-                        continue;  // (across a periodic face: wrap3d.cu's)
-                    const I j = i + ((I)dz * ny + dy) * nx + dx;
-                    if (join.joined(J::key(v[j]), j, k, join.bond(dz, dy, dx), i))
-                        todo |= meshccl::box::step_bit(dz, dy, dx);
-                }
+        MESHCCL_EACH_EARLIER_STEP(C, dz, dy, dx) {
+            if (lx + dx >= 0 && lx + dx <= 31 && ly + dy >= 0 && ly + dy <= 31)
+                continue;  // the same tile column: the tile or z-face kernel's
+            if (z + dz < 0 || y + dy < 0 || y + dy >= ny || x + dx < 0 || x + dx >= nx)
+                continue;  // (across a periodic face: wrap3d.cu's)
+            const I j = i + ((I)dz * ny + dy) * nx + dx;
+            if (join.joined(J::key(v[j]), j, k, join.bond(dz, dy, dx), i))
+                todo |= meshccl::box::step_bit(dz, dy, dx);
+        }
         if (!todo) continue;
         const I a = meshccl::runs::node(S, z * ny + y, x, rows, nx);
         for (; todo; todo &= todo - 1u) {  // one call site

@@ -13,11 +13,13 @@
 // only by wrapping along periodic axes, where the two are joined: both
 // foreground (not the background, set in the mask), the bond open (the
 // face cell's, whose half offset reaches the other across the edge, as in
-// the general chain) and the joining rule true (lattice.cuh, Rule and
-// BoxFeatures; without features: equal keys).  An offset that would leave
-// the volume along an axis that does not wrap is skipped.  A pair that two
-// face cells reach is united twice, to no effect.  No skipping rule: the
-// faces are a small part of the volume.
+// the general chain) and the joining rule true (lattice.cuh, LatticeJoin:
+// its Rule and BoxFeatures; without features: equal keys).  The steps are
+// lattice.cuh's MESHCCL_EACH_EARLIER_STEP, as in runs3d.cu's lattice
+// seams.  An offset that would leave the volume along an axis that does
+// not wrap is skipped.  A pair that two face cells reach is united twice,
+// to no effect.  No skipping rule: the faces are a small part of the
+// volume.
 //
 // The nodes are the chain's runs: a cell's run start, found in the bit
 // array S (runs.cuh, node; a volume is nz * ny rows), whose P holds its
@@ -34,9 +36,8 @@ __global__ void __launch_bounds__(256) meshccl_wrap3d(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I nz, I ny, I nx, int has_bg, typename meshccl::Rule<T, Tol>::K bgkey, unsigned periodic,
         MESHCCL_BOX_FEATURES) {
-    typedef meshccl::Rule<T, Tol> R;
-    typedef typename R::K K;
-    const meshccl::BoxFeatures ft = MESHCCL_BOX_FEATURES_VALUE;
+    typedef meshccl::LatticeJoin<T, Tol, meshccl::BoxFeatures> J;
+    const J join = {has_bg, bgkey, MESHCCL_BOX_FEATURES_VALUE};
     const bool wz = periodic & 1u, wy = periodic & 2u, wx = periodic & 4u;  // (bit k: axis k)
     // the faces, in turn: z = 0 (ny * nx cells), y = 0 and y = ny - 1 (nz * nx
     // each), x = 0 and x = nx - 1 (nz * ny each)
@@ -57,35 +58,26 @@ __global__ void __launch_bounds__(256) meshccl_wrap3d(
         return;
     }
     const I i = (z * ny + y) * nx + x;
-    const K k = R::key(v[i]);
-    if ((has_bg && k == bgkey) || !ft.on(i)) return;
+    const typename J::K k = J::key(v[i]);
+    if (join.bg(k) || !join.on(i)) return;
     auto node = [&](I cz, I cy, I cx) -> I {
         return meshccl::runs::node(S, cz * ny + cy, cx, nz * ny, nx);
     };
     const I a = node(z, y, x);
-#pragma unroll
-    for (int dz = -1; dz <= 0; ++dz)
-#pragma unroll
-        for (int dy = -1; dy <= 1; ++dy)
-#pragma unroll
-            for (int dx = -1; dx <= 1; ++dx) {
-                // the earlier neighbours: (dz, dy, dx) before (0, 0, 0) in raster order
-                if (!meshccl::box::neighbour_step<3, C>(dz, dy, dx)) continue;
-                if (!(dz < 0 || (dz == 0 && (dy < 0 || (dy == 0 && dx < 0))))) continue;
-                I tz = z + dz, ty = y + dy, tx = x + dx;
-                const bool oz = tz < 0, oy = ty < 0 || ty >= ny, ox = tx < 0 || tx >= nx;
-                if (!(oz || oy || ox) || (oz && !wz) || (oy && !wy) || (ox && !wx)) continue;
-                if (oz) tz += nz;
-                if (ty < 0) ty += ny;
-                if (ty >= ny) ty -= ny;
-                if (tx < 0) tx += nx;
-                if (tx >= nx) tx -= nx;
-                const I j = (tz * ny + ty) * nx + tx;
-                const K kj = R::key(v[j]);
-                if (!(has_bg && kj == bgkey) && ft.on(j) && R::join(kj, k, ft.tol) &&
-                    ft.open(meshccl::box::step_index(dz, dy, dx), i))
-                    meshccl::unite_recording(P, H, a, node(tz, ty, tx));
-            }
+    MESHCCL_EACH_EARLIER_STEP(C, dz, dy, dx) {
+        I tz = z + dz, ty = y + dy, tx = x + dx;
+        const bool oz = tz < 0, oy = ty < 0 || ty >= ny, ox = tx < 0 || tx >= nx;
+        if (!(oz || oy || ox) || (oz && !wz) || (oy && !wy) || (ox && !wx)) continue;
+        if (oz) tz += nz;
+        if (ty < 0) ty += ny;
+        if (ty >= ny) ty -= ny;
+        if (tx < 0) tx += nx;
+        if (tx >= nx) tx -= nx;
+        const I j = (tz * ny + ty) * nx + tx;
+        const typename J::K kj = J::key(v[j]);
+        if (!join.bg(kj) && join.on(j) && join.join(kj, k) && join.open(join.bond(dz, dy, dx), i))
+            meshccl::unite_recording(P, H, a, node(tz, ty, tx));
+    }
 }
 
 #ifdef MESHCCL_INSTANTIATE_ALL
