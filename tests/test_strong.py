@@ -1012,6 +1012,52 @@ def test_sparse_random_graphs_emulated(scc_emulated, monkeypatch):
     assert contracted > 0
 
 
+def _walk(after):
+    """(last, cycle_low) of :func:`meshccl._gpu.strong_paths.jump` by walking
+    each place's successors one by one (cycle_low: -1 off cycles)."""
+    k = after.size
+    last, low = np.empty(k, np.int64), np.full(k, -1, np.int64)
+    for i in range(k):
+        seen, j = [i], i
+        while after[j] >= 0 and after[j] != i and len(seen) <= k:
+            j = after[j]
+            seen.append(j)
+        last[i] = j
+        if after[j] == i:  # back at the start: a cycle
+            low[i] = min(seen)
+    return last, low
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_path_jumping_exact(seed):
+    """The pointer jumping of the paths step, where places stop once they
+    reach their path's end: every place's path end and every cycle's
+    smallest place, against a walk, on disjoint paths and cycles of mixed
+    lengths (single places, 2-cycles, paths and cycles longer than
+    every power of two the jumping passes), places shuffled."""
+    from meshccl._gpu.strong_paths import jump
+
+    rng = np.random.default_rng(seed)
+    lengths = list(rng.geometric(0.2, 40)) + [1, 1, 2, 257, 600] * (seed % 2 + 1)
+    kinds = rng.random(len(lengths)) < (0.3 if seed < 4 else 1.0)  # True: a cycle
+    k = int(sum(lengths))
+    perm = rng.permutation(k)
+    after = np.full(k, -1, np.int64)
+    at = 0
+    for length, ring in zip(lengths, kinds):
+        run = perm[at:at + length]
+        after[run[:-1]] = run[1:]
+        if ring:
+            after[run[-1]] = run[0]
+        at += length
+    last, low = jump(np, after, np.arange(k, dtype=np.int64), k)
+    want_last, want_low = _walk(after)
+    on_cycle = want_low >= 0
+    np.testing.assert_array_equal(after[last] >= 0, on_cycle)
+    np.testing.assert_array_equal(last[~on_cycle], want_last[~on_cycle])
+    np.testing.assert_array_equal(low[on_cycle], want_low[on_cycle])
+
+
 # (family, size, STRONG_PATH_SHARE): every step's loop runs batches that come
 # again; the cycle without its paths contracted searches 700 levels
 REPLAY_CASES = [("road_one_way", 1500, 4), ("dag", 1500, 4), ("mesh2d_one_way", 1500, 4),
