@@ -441,6 +441,7 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
 
         replay = recorder()
         level, batch = 0, 1
+        grow = batch  # batches double (up to BATCH_MAX) from one read to the next
         try:
             while True:
                 replay.run((level % 6, batch), batch, lambda: levels(level, batch))
@@ -457,7 +458,10 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
                         return  # (the step loop takes the quotient)
                 if not unjudged:
                     pace.check(int(seen[3].sum()))
-                batch = min(BATCH_MAX, 2 * batch)
+                grow = min(BATCH_MAX, 2 * grow)
+                batch = grow
+                if level < _tuning.STRONG_MUTUAL_LEVELS:  # ask about pieces right there
+                    batch = min(batch, _tuning.STRONG_MUTUAL_LEVELS - level)
         finally:
             replayed[0] += replay.replayed
         fwbw(grid, (BLOCK,), (mark, pivot, rep, nn))
