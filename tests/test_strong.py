@@ -441,19 +441,23 @@ def test_families_exact(family):
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @pytest.mark.parametrize("family", sorted(graph_families.FAMILIES))
-@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over", "no paths"])
+@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over", "no paths",
+                                     "peel"])
 def test_gpu_families(family, setting):
     """Every family of the graph benchmark on the GPU against SciPy's
     partition: as 'auto' runs, with the GPU's steps to the end, with short
-    rows taken as long ones, handed to the host at the first check, and
-    without the contraction of paths; a larger size as 'auto' runs."""
+    rows taken as long ones, handed to the host at the first check,
+    without the contraction of paths, and with every trim finished by the
+    peel after its first pass; a larger size as 'auto' runs and peeled."""
     from meshccl import _tuning
 
     values = {"default": {}, "gpu only": {"STRONG_HOST_MIN_PASSES": 10**9},
               "long rows": {"STRONG_HOST_MIN_PASSES": 10**9, "STRONG_LONG_ROW": 4},
               "hand over": {"STRONG_HOST_MIN_PASSES": 0, "STRONG_HOST_RATE": 10**9},
-              "no paths": {"STRONG_PATH_SHARE": 0, "STRONG_HOST_MIN_PASSES": 10**9}}[setting]
-    sizes = ((60, 1), (5000, 2)) + (((200_000, 3),) if setting == "default" else ())
+              "no paths": {"STRONG_PATH_SHARE": 0, "STRONG_HOST_MIN_PASSES": 10**9},
+              "peel": {"STRONG_PEEL_AFTER": 0, "STRONG_PATH_SHARE": 0,
+                       "STRONG_HOST_MIN_PASSES": 10**9}}[setting]
+    sizes = ((60, 1), (5000, 2)) + (((200_000, 3),) if setting in ("default", "peel") else ())
     with _tuning.override(**values):
         for m, seed in sizes:
             e = graph_families.FAMILIES[family](m, seed=seed)
@@ -563,6 +567,9 @@ def test_gpu_mutual_pieces():
 # interleaving of each kernel; the real ones run in the gpu tests above).
 # Every launch is checked against the kernel's C signature.
 
+PEELED = [0]  # launches of the emulated peel
+
+
 def _scc_emulation(expr):
     from meshccl._gpu.strong import CHUNK
     from test_graph_gpu_emulated import check_args, parse
@@ -605,6 +612,48 @@ def _scc_emulation(expr):
                     rep[v] = v
                     changed[0] = 1
                     removed[0] += 1
+    elif name == "meshccl_scc_peel_init":
+        sig = [L, J, L, J, I, n_, u64p, u64p, U, I, u64p]
+
+        def run(fp, fi, rp, ri, rep, n, outs, ins, queued, queue, ctl):
+            for v in range(n):
+                if rep[v] >= 0:
+                    outs[v] = ins[v] = 0
+                    queued[v] = 1
+                    continue
+                outs[v] = sum(w != v and live(rep, w) for w in fi[fp[v]:fp[v + 1]])
+                ins[v] = sum(w != v and live(rep, w) for w in ri[rp[v]:rp[v + 1]])
+                gone = outs[v] == 0 or ins[v] == 0
+                queued[v] = int(gone)
+                if gone:
+                    queue[int(ctl[0])] = v
+                    ctl[0] += 1
+    elif name == "meshccl_scc_peel":
+        sig = [L, J, L, J, I, u64p, u64p, U, I, u64p]
+
+        def release(ptr, idx, v, cnt, queued, queue, ctl):
+            for w in idx[ptr[v]:ptr[v + 1]]:
+                if w == v:
+                    continue
+                old = int(cnt[w])
+                cnt[w] = (old - 1) % 2**64  # (unsigned: the counts of done vertices may wrap)
+                if old == 1 and not queued[w]:
+                    queued[w] = 1
+                    assert queue[int(ctl[0])] == -1, "a queue slot written twice"
+                    queue[int(ctl[0])] = w
+                    ctl[0] += 1
+
+        def run(fp, fi, rp, ri, rep, outs, ins, queued, queue, ctl):
+            PEELED[0] += 1
+            assert (np.asarray(queue)[int(ctl[0]):] == -1).all(), "the queue is not filled with -1"
+            while ctl[1] < ctl[0]:  # one valid order: first queued, first peeled
+                v = int(queue[int(ctl[1])])
+                ctl[1] += 1
+                assert rep[v] < 0, "a vertex with a component peeled"
+                rep[v] = v
+                release(fp, fi, v, ins, queued, queue, ctl)
+                release(rp, ri, v, outs, queued, queue, ctl)
+                ctl[2] += 1
     elif name == "meshccl_scc_score":
         sig = [L, L, I, n_, L, U]
 
@@ -926,7 +975,8 @@ def _path_cases(rng):
 STEPS = {"transpose", "paths", "symmetric", "trim", "fwbw", "colour", "host", "pieces", "smallest"}
 
 
-@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over", "no paths"])
+@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over", "no paths",
+                                     "peel"])
 def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
     """The GPU path's host side (kernels emulated) against SciPy: as it is,
     with the GPU's steps to the end (no hand-over), with every row of more
@@ -945,6 +995,9 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
         tune(STRONG_HOST_MIN_PASSES=0, STRONG_HOST_RATE=10**9)  # ... or the host's at once
     if setting == "no paths":
         tune(STRONG_PATH_SHARE=0)
+    if setting == "peel":
+        tune(STRONG_PEEL_AFTER=0, STRONG_PATH_SHARE=0)
+    PEELED[0] = 0
     rng = np.random.default_rng(12)
     handed = contracted = 0
     for src, dst, n in _emulated_cases(rng):
@@ -978,7 +1031,9 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
             np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
     if setting not in ("default", "no paths"):
         assert (handed > 0) == (setting == "hand over")
-    assert (contracted > 0) == (setting != "no paths")
+    assert (contracted > 0) == (setting not in ("no paths", "peel"))
+    if setting == "peel":
+        assert PEELED[0] > 0
 
 
 def test_sparse_random_graphs_emulated(scc_emulated, monkeypatch):

@@ -63,6 +63,10 @@ class HandOver(Exception):
     """Raised inside a step when the rest should be finished on the host."""
 
 
+class _Peel(Exception):
+    """Raised by the trim's passes to finish the trim with the peel."""
+
+
 class Pieces(Exception):
     """Raised after the search when the graph should be solved as its
     quotient by the pieces of :func:`mutual_pieces` or :func:`cycle_pieces`
@@ -369,9 +373,10 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
     run(timer, "paths", paths)
     if state["paths"] is not None:
         return _solve_contracted(state["paths"], I, timer, info, host)
-    (trim, score, seed, expand, fwbw, cinit, push, roots, back, cdone, push_snap, push_rows,
-     back_snap, back_rows) = kernels(
-        "strong.cu", f"meshccl_scc_trim<{ti}, {tj}>", f"meshccl_scc_score<{ti}>",
+    (trim, peel_init, peel, score, seed, expand, fwbw, cinit, push, roots, back, cdone, push_snap,
+     push_rows, back_snap, back_rows) = kernels(
+        "strong.cu", f"meshccl_scc_trim<{ti}, {tj}>", f"meshccl_scc_peel_init<{ti}, {tj}>",
+        f"meshccl_scc_peel<{ti}, {tj}>", f"meshccl_scc_score<{ti}>",
         f"meshccl_scc_seed<{ti}>", f"meshccl_scc_expand<{ti}, {tj}>", f"meshccl_scc_fwbw<{ti}>",
         f"meshccl_scc_colour_init<{ti}>", f"meshccl_scc_colour_push<{ti}, {tj}>",
         f"meshccl_scc_colour_roots<{ti}>", f"meshccl_scc_colour_back<{ti}, {tj}>",
@@ -398,21 +403,42 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
     def trim_all():
         removed.fill(0)
         before = live[0]
+        passes = [0]
 
         def one(t, flag):
             trim(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, flag, removed))
 
         def judge():
+            if passes[0] >= _tuning.STRONG_PEEL_AFTER:
+                raise _Peel
             if not unjudged and pace.judged():
                 settled(before - int(removed.get()[0]))
                 pace.check()
 
+        def counted(k):
+            passes[0] += k
+            pace.step(k)
+
         replay = recorder()
         try:
-            until_settled(one, "strong", after_batch=judge, graphs=replay, on_batch=pace.step)
+            until_settled(one, "strong", after_batch=judge, graphs=replay, on_batch=counted)
+        except _Peel:  # a long chain of layers: the rest of the trim in one launch
+            settled(before - int(removed.get()[0]))
+            peel_rest()
+            pace.step()
         finally:
             replayed[0] += replay.replayed
         settled(before - int(removed.get()[0]))
+
+    def peel_rest():
+        outs, ins = cupy.empty(n, dtype=cupy.uint64), cupy.empty(n, dtype=cupy.uint64)
+        queued = cupy.empty(n, dtype=cupy.uint32)
+        queue = cupy.full(max(live[0], 1), -1, dtype=I)  # (each remaining vertex once at most)
+        ctl = cupy.zeros(3, dtype=cupy.uint64)  # queue length, slots taken, vertices finished
+        peel_init(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, outs, ins, queued, queue, ctl))
+        peel(_grid(n, BLOCK, _tuning.STRONG_PEEL_BLOCKS), (BLOCK,),
+             (fptr, fidx, rptr, ridx, rep, outs, ins, queued, queue, ctl))
+        removed[0:1] += ctl[0:1]
 
     def forward_backward():
         scores = cupy.empty(n, dtype=cupy.int64)

@@ -200,55 +200,78 @@ __device__ __forceinline__ void warp_append(I v, long long chunks, I* __restrict
 }  // namespace strong
 }  // namespace meshccl
 
-// Whether vertex v (the same for every lane) has a remaining neighbour
-// other than itself in its row of (ptr, idx): the whole warp reads the row
-// 32 entries a step, so that a hub's row costs deg / 32 steps of coalesced
-// loads, not deg dependent loads of one lane.  Called by all 32 lanes.
+// The live neighbours other than v itself in v's row of (ptr, idx), counted
+// by the whole warp 32 entries a step (v the same for every lane; every
+// lane gets the count).  Called by all 32 lanes.
 template <typename I, typename J>
-__device__ __forceinline__ bool warp_any_live(const long long* __restrict__ ptr,
-                                              const J* __restrict__ idx, long long v,
-                                              const I* rep) {
+__device__ __forceinline__ unsigned long long warp_count_live(const long long* __restrict__ ptr,
+                                                              const J* __restrict__ idx,
+                                                              long long v, const I* rep) {
     using namespace meshccl::strong;
     const int lane = threadIdx.x & 31;
     const long long end = ptr[v + 1];
+    unsigned long long count = 0;
     for (long long e0 = ptr[v]; e0 < end; e0 += 32) {
         bool live = false;
         if (e0 + lane < end) {
             const J w = idx[e0 + lane];
             live = (long long)w != v && rep[w] < 0;
         }
-        if (__any_sync(FULL, live)) return true;
+        count += (unsigned long long)__popc(__ballot_sync(FULL, live));
     }
-    return false;
+    return count;
 }
 
-// One trim pass: a remaining vertex without a remaining in-neighbour or
-// without a remaining out-neighbour (itself excepted) is a component.  A
-// lane scans rows of at most 32 entries itself (stopping at the first
-// remaining neighbour); longer rows the whole warp scans (warp_any_live).
-// *removed counts the vertices this pass removed (the host's measure of
-// progress, _gpu/strong.py).
-template <typename I, typename J>
-__global__ void meshccl_scc_trim(const long long* __restrict__ fptr, const J* __restrict__ fidx,
-                                 const long long* __restrict__ rptr, const J* __restrict__ ridx,
-                                 I* rep, I n, int* changed, unsigned long long* removed) {
+// The warp appends the vertices of its lanes whose `push` is set to the
+// peel's queue: one atomicAdd on the queue's length for the warp, each
+// lane at its place among the pushing lanes.  The entry is written after
+// the length moved, so a reader of slot i waits until it is no longer -1
+// (the queue is filled with -1 before the peel).  Called by all 32 lanes.
+template <typename I>
+__device__ __forceinline__ void peel_append(bool push, I w, I* queue,
+                                            unsigned long long* length) {
     using namespace meshccl::strong;
     const int lane = threadIdx.x & 31;
-    // warp-uniform loop: every lane of a warp runs the same iterations
+    const unsigned who = __ballot_sync(FULL, push);
+    if (!who) return;
+    unsigned long long at = 0;
+    if (lane == 0) at = atomicAdd(length, (unsigned long long)__popc(who));
+    at = __shfl_sync(FULL, at, 0);
+    if (push) *(volatile I*)&queue[at + __popc(who & ((1u << lane) - 1u))] = w;
+}
+
+// The peel, part 1 (the trim's start): for each remaining vertex the
+// number of remaining out-neighbours (outs) and in-neighbours (ins),
+// itself excepted, each stored entry counted (repeats too); queued[v] = 1
+// for a vertex that already has a component or has no remaining in- or
+// out-neighbour, and the latter enter the queue (ctl[0]: its length).  A
+// lane counts rows of at most 32 entries itself, the warp longer ones.
+template <typename I, typename J>
+__global__ void meshccl_scc_peel_init(const long long* __restrict__ fptr,
+                                      const J* __restrict__ fidx,
+                                      const long long* __restrict__ rptr,
+                                      const J* __restrict__ ridx, const I* __restrict__ rep, I n,
+                                      unsigned long long* __restrict__ outs,
+                                      unsigned long long* __restrict__ ins,
+                                      unsigned* __restrict__ queued, I* queue,
+                                      unsigned long long* ctl) {
+    using namespace meshccl::strong;
+    const int lane = threadIdx.x & 31;
     for (long long base = thread_id() - lane; base < (long long)n; base += thread_count()) {
         const long long v = base + lane;
         const bool mine = v < (long long)n && rep[v] < 0;
-        bool wide = false, out = false, in = false;
+        bool wide = false;
+        unsigned long long out = 0, in = 0;
         if (mine) {
             wide = fptr[v + 1] - fptr[v] > 32 || rptr[v + 1] - rptr[v] > 32;
             if (!wide) {
-                for (long long e = fptr[v]; e < fptr[v + 1] && !out; ++e) {
+                for (long long e = fptr[v]; e < fptr[v + 1]; ++e) {
                     const J w = fidx[e];
-                    out = (long long)w != v && rep[w] < 0;
+                    out += (long long)w != v && rep[w] < 0;
                 }
-                for (long long e = rptr[v]; out && e < rptr[v + 1] && !in; ++e) {
+                for (long long e = rptr[v]; e < rptr[v + 1]; ++e) {
                     const J w = ridx[e];
-                    in = (long long)w != v && rep[w] < 0;
+                    in += (long long)w != v && rep[w] < 0;
                 }
             }
         }
@@ -257,20 +280,110 @@ __global__ void meshccl_scc_trim(const long long* __restrict__ fptr, const J* __
             const int src = __ffs(todo) - 1;
             todo &= todo - 1;
             const long long u = __shfl_sync(FULL, v, src);
-            const bool o = warp_any_live(fptr, fidx, u, rep);
-            const bool i = o && warp_any_live(rptr, ridx, u, rep);
+            const unsigned long long o = warp_count_live(fptr, fidx, u, rep);
+            const unsigned long long i = warp_count_live(rptr, ridx, u, rep);
             if (lane == src) {
                 out = o;
                 in = i;
             }
         }
-        const bool gone = mine && (!out || !in);
-        if (gone) rep[v] = (I)v;
-        const unsigned done = __ballot_sync(FULL, gone);
-        if (lane == 0 && done) {
-            *changed = 1;
-            atomicAdd(removed, (unsigned long long)__popc(done));
+        const bool gone = mine && (out == 0 || in == 0);
+        if (v < (long long)n) {
+            outs[v] = out;
+            ins[v] = in;
+            queued[v] = (!mine || gone) ? 1u : 0u;
         }
+        peel_append(gone, (I)(gone ? v : 0), queue, &ctl[0]);
+    }
+}
+
+// Vertex v has left: every remaining w of its row (ptr, idx), itself
+// excepted, loses one entry of its count (cnt: the in-counts for v's out-row,
+// the out-counts for its in-row); a w whose count reaches 0 and that this
+// lane claims (queued 0 -> 1) enters the queue.  The warp takes the row 32
+// entries a step.  Called by all 32 lanes.
+template <typename I, typename J>
+__device__ __forceinline__ void peel_release(const long long* __restrict__ ptr,
+                                             const J* __restrict__ idx, long long v,
+                                             unsigned long long* cnt, unsigned* queued, I* queue,
+                                             unsigned long long* length) {
+    const int lane = threadIdx.x & 31;
+    const long long end = ptr[v + 1];
+    for (long long e0 = ptr[v]; e0 < end; e0 += 32) {
+        bool push = false;
+        J w = 0;
+        if (e0 + lane < end) {
+            w = idx[e0 + lane];
+            push = (long long)w != v && atomicAdd(&cnt[w], ~0ull) == 1ull &&
+                   atomicCAS(&queued[w], 0u, 1u) == 0u;
+        }
+        peel_append(push, (I)w, queue, length);
+    }
+}
+
+// The peel, part 2: the whole trim -- every vertex that repeated passes of
+// "no remaining in- or out-neighbour, itself excepted" would remove -- in
+// one launch, as a work queue (Kahn's topological peeling, both ways at
+// once).  Each warp takes the queue's next slot (ctl[1]: the slots taken),
+// waits for its entry, makes that vertex a component of its own, and
+// releases its out-row (in-counts) and in-row (out-counts); a vertex whose
+// count reaches 0 joins the queue.  ctl[2] counts the vertices finished
+// (after their releases are written; a warp adds its finished vertices
+// when its next slot is not filled yet, not one atomic each).  A warp whose slot is past the
+// queue's length leaves once every queued vertex is finished: finished is
+// read before the length, so equal values mean nothing was in hand when
+// finished was read, and nothing can join the queue after.  Only a warp
+// holding a vertex writes, and every slot below a leaving warp's slot was
+// taken, so each queued vertex is processed once.  Work O(n + m) with one
+// atomic per released entry; time: the longest chain of vertices peeled
+// one after another times a queue round trip, where the passes of a trim
+// took one sweep of the whole graph per link of that chain.  The counts
+// of vertices with a component already (never queued) may wrap; they are
+// never read as 1 -> 0 moves that matter, as queued[] is 1 for them.
+template <typename I, typename J>
+__global__ void meshccl_scc_peel(const long long* __restrict__ fptr, const J* __restrict__ fidx,
+                                 const long long* __restrict__ rptr, const J* __restrict__ ridx,
+                                 I* rep, unsigned long long* outs, unsigned long long* ins,
+                                 unsigned* queued, I* queue, unsigned long long* ctl) {
+    using namespace meshccl::strong;
+    const int lane = threadIdx.x & 31;
+    volatile unsigned long long* vctl = ctl;
+    unsigned long long held = 0;  // (lane 0) vertices finished, not yet added to ctl[2]
+    while (true) {
+        unsigned long long slot = 0;
+        long long v = -1;
+        if (lane == 0) {
+            slot = atomicAdd(&ctl[1], 1ull);
+            while (true) {
+                if (held && slot >= vctl[0]) {  // about to wait: report what is finished
+                    __threadfence();
+                    atomicAdd(&ctl[2], held);
+                    held = 0;
+                }
+                const unsigned long long finished = vctl[2];
+                __threadfence();
+                const unsigned long long length = vctl[0];
+                if (slot < length) {
+                    I x;
+                    while ((x = *(volatile I*)&queue[slot]) < 0) {
+                    }
+                    v = (long long)x;
+                    break;
+                }
+                if (finished == length) break;
+#if __CUDA_ARCH__ >= 700
+                __nanosleep(200);
+#endif
+            }
+        }
+        v = __shfl_sync(FULL, v, 0);
+        if (v < 0) return;
+        if (lane == 0) rep[v] = (I)v;
+        peel_release(fptr, fidx, v, ins, queued, queue, &ctl[0]);
+        peel_release(rptr, ridx, v, outs, queued, queue, &ctl[0]);
+        __threadfence();  // (each lane's queue entries before the warp's count)
+        __syncwarp();
+        if (lane == 0) ++held;
     }
 }
 
@@ -818,8 +931,12 @@ template __global__ void meshccl_scc_symmetric<long long>(const long long*, cons
 // Every instantiation meshccl/_gpu/strong.py can ask for: I in {int, long
 // long}, J in {int, long long} with J at least as wide as I.
 #define MESHCCL_SCC_IJ(I, J)                                                                       \
-    template __global__ void meshccl_scc_trim<I, J>(const long long*, const J*, const long long*,  \
-                                                    const J*, I*, I, int*, unsigned long long*);   \
+    template __global__ void meshccl_scc_peel_init<I, J>(                                          \
+        const long long*, const J*, const long long*, const J*, const I*, I, unsigned long long*,  \
+        unsigned long long*, unsigned*, I*, unsigned long long*);                                  \
+    template __global__ void meshccl_scc_peel<I, J>(                                               \
+        const long long*, const J*, const long long*, const J*, I*, unsigned long long*,           \
+        unsigned long long*, unsigned*, I*, unsigned long long*);                                  \
     template __global__ void meshccl_scc_expand<I, J>(                                             \
         const long long*, const J*, const long long*, const J*, unsigned*, const I*,               \
         const unsigned*, const I*, const unsigned*, const unsigned long long*, I*, unsigned*, I*,  \
