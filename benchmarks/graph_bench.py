@@ -78,6 +78,7 @@ time split into validation, its own steps and the relabel
 """
 
 import argparse
+import contextlib
 import datetime
 import os
 import platform
@@ -402,10 +403,34 @@ def main(argv=None):
                     help="--sizes: seconds of calls per graph, connection and library")
     ap.add_argument("--networkx-max-edges", type=float, default=2e5,
                     help="families mode: NetworkX runs on graphs up to this many edges")
+    ap.add_argument("--tune", default="",
+                    help="NAME=VALUE[,NAME=VALUE...]: meshccl._tuning constants for the run "
+                         "(integers or floats), e.g. STRONG_PEEL_AFTER=1000000000")
     opt = ap.parse_args(argv)
     if opt.gpu and not meshccl.gpu_available():
         print("--gpu: no CUDA GPU is usable (CuPy missing or no device)", file=sys.stderr)
         return 2
+    stack = contextlib.ExitStack()
+    try:
+        stack.enter_context(_tuning.override(**tuning_values(opt.tune)))
+    except (KeyError, ValueError) as exc:
+        print(f"--tune {opt.tune!r}: {exc}", file=sys.stderr)
+        return 2
+    with stack:
+        return _main(opt)
+
+
+def tuning_values(text):
+    """{name: number} from ``NAME=VALUE,NAME=VALUE`` (--tune)."""
+    values = {}
+    for item in filter(None, text.split(",")):
+        name, _, value = item.partition("=")
+        number = float(value)
+        values[name.strip()] = int(number) if number.is_integer() and "." not in value else number
+    return values
+
+
+def _main(opt):
     if opt.families is not None:
         return families(opt)
     if opt.papers:
@@ -740,7 +765,8 @@ def _by_smallest(labels):
 def _families_table(rows, cols, opt, wall):
     speed = [c for c in cols if c != "scipy"]
     lines = [f"Weak and strong components per graph family, ms per call; speed-up over SciPy "
-             f"(one SciPy call; meshccl median of {opt.reps}). {_machine(opt)}", "",
+             f"(one SciPy call; meshccl median of {opt.reps}). {_machine(opt)}"
+             + (f" Tuning: {opt.tune}." if opt.tune else ""), "",
              "| family | connection | n | stored edges | components | largest | "
              + " | ".join(cols) + " | " + " | ".join(f"{c} / scipy" for c in speed)
              + " | labels |", "|---|---|---:|---:|---:|---:|" + "---:|" * (len(cols) + len(speed))

@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
@@ -32,7 +33,18 @@ def main(argv=None):
     ap.add_argument("--edges", type=float, default=1e7)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--tune", default="", help="NAME=VALUE[,...]: meshccl._tuning constants "
+                                               "(as graph_bench.py --tune)")
     opt = ap.parse_args(argv)
+    from graph_bench import tuning_values
+
+    from meshccl import _tuning
+
+    with _tuning.override(**tuning_values(opt.tune)):
+        return _timeline(opt)
+
+
+def _timeline(opt):
 
     import cupy
     import cupyx.scipy.sparse as csp
@@ -104,7 +116,8 @@ def main(argv=None):
         cupy.cuda.Device().synchronize()
         whole = (time.perf_counter() - t0) * 1e3
         recording[0] = False
-        lines += [f"## {graph_families.TITLES[name]}: {n} vertices, {g.nnz} stored edges", "",
+        lines += [f"## {graph_families.TITLES[name]}: {n} vertices, {g.nnz} stored edges"
+                  + (f" (tuning: {opt.tune})" if opt.tune else ""), "",
                   f"strong components {statistics.median(ts):.2f} ms (median of {opt.reps}, "
                   f"CUDA events); the call below, synchronised at every step, {whole:.2f} ms "
                   f"wall", "", "| level | vertices | step | GPU ms | host ms |",
