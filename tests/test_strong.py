@@ -645,15 +645,16 @@ def _scc_emulation(expr):
 
         def run(fp, fi, rp, ri, rep, outs, ins, queued, queue, ctl):
             PEELED[0] += 1
+            assert len(ctl) == 48, "the peel's counters are words 0, 16 and 32 of 48"
             assert (np.asarray(queue)[int(ctl[0]):] == -1).all(), "the queue is not filled with -1"
-            while ctl[1] < ctl[0]:  # one valid order: first queued, first peeled
-                v = int(queue[int(ctl[1])])
-                ctl[1] += 1
+            while ctl[16] < ctl[0]:  # one valid order: first queued, first peeled
+                v = int(queue[int(ctl[16])])
+                ctl[16] += 1
                 assert rep[v] < 0, "a vertex with a component peeled"
                 rep[v] = v
                 release(fp, fi, v, ins, queued, queue, ctl)
                 release(rp, ri, v, outs, queued, queue, ctl)
-                ctl[2] += 1
+                ctl[32] += 1
     elif name == "meshccl_scc_score":
         sig = [L, L, I, n_, L, U]
 

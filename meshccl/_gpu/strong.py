@@ -434,7 +434,8 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
         outs, ins = cupy.empty(n, dtype=cupy.uint64), cupy.empty(n, dtype=cupy.uint64)
         queued = cupy.empty(n, dtype=cupy.uint32)
         queue = cupy.full(max(live[0], 1), -1, dtype=I)  # (each remaining vertex once at most)
-        ctl = cupy.zeros(3, dtype=cupy.uint64)  # queue length, slots taken, vertices finished
+        # words 0, 16, 32: queue length, slots taken, vertices finished (strong.cu)
+        ctl = cupy.zeros(48, dtype=cupy.uint64)
         peel_init(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, outs, ins, queued, queue, ctl))
         peel(_grid(n, BLOCK, _tuning.STRONG_PEEL_BLOCKS), (BLOCK,),
              (fptr, fidx, rptr, ridx, rep, outs, ins, queued, queue, ctl))

@@ -200,6 +200,11 @@ __device__ __forceinline__ void warp_append(I v, long long chunks, I* __restrict
 }  // namespace strong
 }  // namespace meshccl
 
+// The peel's counters, a 128-byte line apart (every pop adds to one, every
+// waiting warp reads the other two): ctl[PEEL_LENGTH] the queue's length,
+// ctl[PEEL_TAKEN] the slots taken, ctl[PEEL_DONE] the vertices finished.
+constexpr int PEEL_LENGTH = 0, PEEL_TAKEN = 16, PEEL_DONE = 32;  // (48 words)
+
 // The live neighbours other than v itself in v's row of (ptr, idx), counted
 // by the whole warp 32 entries a step (v the same for every lane; every
 // lane gets the count).  Called by all 32 lanes.
@@ -244,7 +249,7 @@ __device__ __forceinline__ void peel_append(bool push, I w, I* queue,
 // number of remaining out-neighbours (outs) and in-neighbours (ins),
 // itself excepted, each stored entry counted (repeats too); queued[v] = 1
 // for a vertex that already has a component or has no remaining in- or
-// out-neighbour, and the latter enter the queue (ctl[0]: its length).  A
+// out-neighbour, and the latter enter the queue (ctl[PEEL_LENGTH]).  A
 // lane counts rows of at most 32 entries itself, the warp longer ones.
 template <typename I, typename J>
 __global__ void meshccl_scc_peel_init(const long long* __restrict__ fptr,
@@ -293,7 +298,7 @@ __global__ void meshccl_scc_peel_init(const long long* __restrict__ fptr,
             ins[v] = in;
             queued[v] = (!mine || gone) ? 1u : 0u;
         }
-        peel_append(gone, (I)(gone ? v : 0), queue, &ctl[0]);
+        peel_append(gone, (I)(gone ? v : 0), queue, &ctl[PEEL_LENGTH]);
     }
 }
 
@@ -324,10 +329,10 @@ __device__ __forceinline__ void peel_release(const long long* __restrict__ ptr,
 // The peel, part 2: the whole trim -- every vertex that repeated passes of
 // "no remaining in- or out-neighbour, itself excepted" would remove -- in
 // one launch, as a work queue (Kahn's topological peeling, both ways at
-// once).  Each warp takes the queue's next slot (ctl[1]: the slots taken),
+// once).  Each warp takes the queue's next slot (ctl[PEEL_TAKEN] counts them),
 // waits for its entry, makes that vertex a component of its own, and
 // releases its out-row (in-counts) and in-row (out-counts); a vertex whose
-// count reaches 0 joins the queue.  ctl[2] counts the vertices finished
+// count reaches 0 joins the queue.  ctl[PEEL_DONE] counts the vertices finished
 // (after their releases are written; a warp adds its finished vertices
 // when its next slot is not filled yet, not one atomic each).  A warp whose slot is past the
 // queue's length leaves once every queued vertex is finished: finished is
@@ -348,21 +353,21 @@ __global__ void meshccl_scc_peel(const long long* __restrict__ fptr, const J* __
     using namespace meshccl::strong;
     const int lane = threadIdx.x & 31;
     volatile unsigned long long* vctl = ctl;
-    unsigned long long held = 0;  // (lane 0) vertices finished, not yet added to ctl[2]
+    unsigned long long held = 0;  // (lane 0) vertices finished, not yet counted
     while (true) {
         unsigned long long slot = 0;
         long long v = -1;
         if (lane == 0) {
-            slot = atomicAdd(&ctl[1], 1ull);
+            slot = atomicAdd(&ctl[PEEL_TAKEN], 1ull);
             while (true) {
-                if (held && slot >= vctl[0]) {  // about to wait: report what is finished
+                if (held && slot >= vctl[PEEL_LENGTH]) {  // about to wait: report what is done
                     __threadfence();
-                    atomicAdd(&ctl[2], held);
+                    atomicAdd(&ctl[PEEL_DONE], held);
                     held = 0;
                 }
-                const unsigned long long finished = vctl[2];
+                const unsigned long long finished = vctl[PEEL_DONE];
                 __threadfence();
-                const unsigned long long length = vctl[0];
+                const unsigned long long length = vctl[PEEL_LENGTH];
                 if (slot < length) {
                     I x;
                     while ((x = *(volatile I*)&queue[slot]) < 0) {
@@ -372,15 +377,18 @@ __global__ void meshccl_scc_peel(const long long* __restrict__ fptr, const J* __
                 }
                 if (finished == length) break;
 #if __CUDA_ARCH__ >= 700
-                __nanosleep(200);
+                // the further the slot from the queue's end, the longer the
+                // nap (waiters poll the counters' lines less)
+                const unsigned long long ahead = slot - length;
+                __nanosleep(ahead < 64 ? 32u * (unsigned)ahead + 32u : 2048u);
 #endif
             }
         }
         v = __shfl_sync(FULL, v, 0);
         if (v < 0) return;
         if (lane == 0) rep[v] = (I)v;
-        peel_release(fptr, fidx, v, ins, queued, queue, &ctl[0]);
-        peel_release(rptr, ridx, v, outs, queued, queue, &ctl[0]);
+        peel_release(fptr, fidx, v, ins, queued, queue, &ctl[PEEL_LENGTH]);
+        peel_release(rptr, ridx, v, outs, queued, queue, &ctl[PEEL_LENGTH]);
         __threadfence();  // (each lane's queue entries before the warp's count)
         __syncwarp();
         if (lane == 0) ++held;
