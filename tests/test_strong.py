@@ -15,6 +15,14 @@ from meshccl import _tuning, graph_families, graph_generators as gen
 from meshccl.graph import Edges, connected_components
 
 
+@pytest.fixture(autouse=True)
+def _gpu_steps_on_small_graphs():
+    """The GPU's own steps on these tests' small graphs (the route of small
+    graphs to the host is tested by its own tests, which set it back)."""
+    with _tuning.override(STRONG_HOST_SMALL=0):
+        yield
+
+
 def strong(g, **kw):
     return connected_components(g, directed=True, connection="strong", **kw)
 
@@ -462,6 +470,30 @@ def test_gpu_families(family, setting):
         for m, seed in sizes:
             e = graph_families.FAMILIES[family](m, seed=seed)
             check_gpu(coo(e.src, e.dst, e.n_vertices))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("family", ["rmat", "cycle", "small_sccs", "multi", "road_both"])
+def test_gpu_small_graphs_on_host(family):
+    """Graphs of at most STRONG_HOST_SMALL vertices + edges, as CuPy CSR,
+    CSC and edge lists, are solved whole by the host's search: SciPy's
+    partition, a CuPy result of the GPU's label type, the one step 'host'."""
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    for m, seed in ((60, 1), (5000, 2), (40_000, 3)):
+        e = graph_families.FAMILIES[family](m, seed=seed)
+        g = coo(e.src, e.dst, e.n_vertices).tocsr()
+        want = canonical(scipy_strong(g)[1])
+        with _tuning.override(STRONG_HOST_SMALL=1 << 17):
+            for x in (csp.csr_matrix(g), csp.csc_matrix(g),
+                      Edges(cupy.asarray(e.src), cupy.asarray(e.dst), e.n_vertices)):
+                count, labels, info = strong(x, return_info=True)
+                assert isinstance(labels, cupy.ndarray) and labels.dtype == np.int32
+                assert info["method_phases"] == ["host"] and info["host_vertices"] == e.n_vertices
+                assert count == want.max() + 1
+                np.testing.assert_array_equal(labels.get(), want)
 
 
 @pytest.mark.gpu
@@ -1035,6 +1067,39 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
     assert (contracted > 0) == (setting not in ("no paths", "peel"))
     if setting == "peel":
         assert PEELED[0] > 0
+
+
+def test_small_graphs_on_host_emulated(scc_emulated, monkeypatch, tune):
+    """A graph of at most STRONG_HOST_SMALL vertices + stored edges goes to
+    the host's search whole (CSR, CSC and edge-list input): SciPy's
+    partition, the one step 'host', every vertex counted as the host's;
+    with the limit below the vertex count the GPU's steps run."""
+    from meshccl._gpu.strong import strong_components as gpu_strong
+    from meshccl.graph._dispatch import strong as dispatch_strong
+    from test_graph_gpu_emulated import _fake_events
+
+    _fake_events(monkeypatch)
+    rng = np.random.default_rng(13)
+    for src, dst, n in _emulated_cases(rng):
+        if not n:
+            continue
+        want = scipy_strong(coo(src, dst, n))
+        forms, raw = _fake_forms(np.asarray(src, np.int64), np.asarray(dst, np.int64), n, rng)
+        for limit, small in ((n + len(src), True), (n - 1, False)):
+            with _tuning.override(STRONG_HOST_SMALL=limit):
+                for g in forms:
+                    count, labels, info = strong(g, return_info=True)
+                    assert (info["method_phases"] == ["host"]) == small
+                    if small:
+                        assert info["host_vertices"] == n
+                    assert count == want[0]
+                    np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+                for kind, arrays in raw:  # (a CSC: the transpose's rows)
+                    count, labels = dispatch_strong(kind, arrays, n)
+                    assert count == want[0]
+                    np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+                    count, labels = gpu_strong(kind, arrays, n)  # no host: the GPU's steps
+                    np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
 
 
 def test_sparse_random_graphs_emulated(scc_emulated, monkeypatch):
