@@ -52,7 +52,9 @@ families.png (speed-up over SciPy per family) under --out:
 
 With --sizes LIST (stored edges, e.g. 10,100,1e3,1e4,1e5,1e6) and --cpu the
 families mode runs each family at every size instead, CPU only, on a
-float64 SciPy CSR (int32 indices, as SciPy builds it): SciPy and meshccl
+float64 SciPy CSR (int32 indices, as SciPy builds it); with --gpu instead
+of --cpu, on that CSR as a cupyx CSR on the GPU (wall clock: the call
+reads the count, so it waits for the GPU): SciPy and meshccl
 called in turn in one process, each timed as the median of at least --reps
 calls and of as many as fit in --size-seconds (small graphs: thousands of
 calls, so that the microseconds of each call's overhead show), labels
@@ -589,8 +591,9 @@ def families(opt):
         print("--families needs --cpu, --gpu or both", file=sys.stderr)
         return 2
     if opt.sizes is not None:
-        if not opt.cpu:
-            print("--sizes needs --cpu (it times the CPU backend against SciPy)", file=sys.stderr)
+        if opt.cpu == opt.gpu:
+            print("--sizes needs --cpu or --gpu (the backend timed against SciPy)",
+                  file=sys.stderr)
             return 2
         return _family_sizes(opt, names)
     m_target = int(opt.edges or (1e7 if opt.gpu else 1e6))
@@ -693,7 +696,7 @@ def _in_turn(f, g, reps, seconds):
 
 
 def _family_sizes(opt, names):
-    """--sizes: every family at every size, SciPy against meshccl's CPU."""
+    """--sizes: every family at every size, SciPy against meshccl's CPU or GPU."""
     import json
 
     from meshccl import graph_families
@@ -707,13 +710,20 @@ def _family_sizes(opt, names):
             g = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
             row = {"family": name, "title": graph_families.TITLES[name], "n": n, "m": int(g.nnz),
                    "us": {}, "calls": {}, "ok": {}}
+            x = g
+            if opt.gpu:  # (the call reads the count: it waits for the GPU)
+                import cupyx.scipy.sparse as csp
+
+                x = csp.csr_matrix(g)
             for conn in ("weak", "strong"):
                 want = scipy_cc(g, directed=True, connection=conn)
-                got = connected_components(g, directed=True, connection=conn)
-                row["ok"][conn] = bool(got[0] == want[0] and (got[1] == want[1]).all())
+                got = connected_components(x, directed=True, connection=conn)
+                ref = _by_smallest(want[1]) if opt.gpu and conn == "strong" else want[1]
+                labels = got[1].get() if opt.gpu else got[1]
+                row["ok"][conn] = bool(got[0] == want[0] and (labels == ref).all())
                 t_s, t_m, calls = _in_turn(
                     lambda: scipy_cc(g, directed=True, connection=conn),
-                    lambda: connected_components(g, directed=True, connection=conn),
+                    lambda: connected_components(x, directed=True, connection=conn),
                     opt.reps, opt.size_seconds)
                 row["us"][conn] = {"scipy": t_s * 1e6, "cpu": t_m * 1e6}
                 row["calls"][conn] = calls
@@ -721,8 +731,10 @@ def _family_sizes(opt, names):
             rows.append(row)
             print(name, n, row["m"], {c: {k: round(v, 1) for k, v in t.items()}
                                       for c, t in row["us"].items()}, row["ok"], flush=True)
-    lines = [f"Weak and strong components of small and large graphs: SciPy and meshccl's CPU "
-             f"backend on a float64 SciPy CSR, called in turn, µs per call (median of "
+    where = ("GPU backend on a cupyx CSR (wall clock; the call waits for the count)"
+             if opt.gpu else "CPU backend on a float64 SciPy CSR")
+    lines = [f"Weak and strong components of small and large graphs: SciPy and meshccl's "
+             f"{where}, called in turn, µs per call (median of "
              f">= {opt.reps} calls, up to {opt.size_seconds} s each); × = SciPy / meshccl. "
              f"{_machine(opt)}", "",
              "| family | stored edges | weak SciPy µs | weak meshccl µs | weak × "
