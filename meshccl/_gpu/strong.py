@@ -438,7 +438,7 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None, small=T
     def peel_rest():
         outs, ins = cupy.empty(n, dtype=cupy.uint64), cupy.empty(n, dtype=cupy.uint64)
         queued = cupy.empty(n, dtype=cupy.uint32)
-        queue = cupy.full(max(live[0], 1), -1, dtype=I)  # (each remaining vertex once at most)
+        queue = cupy.full(n, -1, dtype=I)  # (each vertex once at most)
         # words 0, 16, 32: queue length, slots taken, vertices finished (strong.cu)
         ctl = cupy.zeros(48, dtype=cupy.uint64)
         peel_init(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, outs, ins, queued, queue, ctl))
