@@ -1133,6 +1133,27 @@ def test_sparse_random_graphs_emulated(scc_emulated, monkeypatch):
     assert contracted > 0
 
 
+def test_every_kernel_asked_for_is_defined_and_instantiated():
+    """Each ``meshccl_scc_*`` kernel that _gpu/strong.py and strong_paths.py
+    launch is defined in strong.cu and instantiated for the offline build
+    (the emulated tests replace the kernels, so a name missing from the
+    file would otherwise show only on a GPU)."""
+    import re
+    from pathlib import Path
+
+    import meshccl
+
+    root = Path(meshccl.__file__).parent
+    asked = set()
+    for name in ("strong.py", "strong_paths.py"):
+        asked |= set(re.findall(r"meshccl_scc_\w+", (root / "_gpu" / name).read_text()))
+    source = (root / "_kernels" / "strong.cu").read_text()
+    defined = set(re.findall(r"__global__ void (meshccl_scc_\w+)\(", source))
+    instantiated = set(re.findall(r"template __global__ void (meshccl_scc_\w+)<", source))
+    assert asked and asked <= defined, sorted(asked - defined)
+    assert asked <= instantiated, sorted(asked - instantiated)
+
+
 def _walk(after):
     """(last, cycle_low) of :func:`meshccl._gpu.strong_paths.jump` by walking
     each place's successors one by one (cycle_low: -1 off cycles)."""

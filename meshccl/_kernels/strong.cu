@@ -33,6 +33,12 @@
 //    and R-MAT graphs.  Updates are in place: a stale read only delays a
 //    removal, because a vertex is only ever removed (a removed vertex
 //    belongs to a complete component, so reading it removed is the truth).
+//    A trim still going after a few passes (a DAG or a one-way grid: one
+//    pass per layer, thousands of layers) is finished by the peel
+//    (meshccl_scc_peel_init, meshccl_scc_peel): counts of remaining in-
+//    and out-neighbours and one launch of warps that take vertices whose
+//    count fell to 0 from a queue, remove them and decrement their
+//    neighbours' counts (Kahn's topological order, from both ends).
 //
 // 2. Forward-backward from a pivot (meshccl_scc_score, _seed, _expand,
 //    _fwbw).  The pivot is the remaining vertex of largest
@@ -199,6 +205,80 @@ __device__ __forceinline__ void warp_append(I v, long long chunks, I* __restrict
 
 }  // namespace strong
 }  // namespace meshccl
+
+// Whether vertex v (the same for every lane) has a remaining neighbour
+// other than itself in its row of (ptr, idx): the whole warp reads the row
+// 32 entries a step, so that a hub's row costs deg / 32 steps of coalesced
+// loads, not deg dependent loads of one lane.  Called by all 32 lanes.
+template <typename I, typename J>
+__device__ __forceinline__ bool warp_any_live(const long long* __restrict__ ptr,
+                                              const J* __restrict__ idx, long long v,
+                                              const I* rep) {
+    using namespace meshccl::strong;
+    const int lane = threadIdx.x & 31;
+    const long long end = ptr[v + 1];
+    for (long long e0 = ptr[v]; e0 < end; e0 += 32) {
+        bool live = false;
+        if (e0 + lane < end) {
+            const J w = idx[e0 + lane];
+            live = (long long)w != v && rep[w] < 0;
+        }
+        if (__any_sync(FULL, live)) return true;
+    }
+    return false;
+}
+
+// One trim pass: a remaining vertex without a remaining in-neighbour or
+// without a remaining out-neighbour (itself excepted) is a component.  A
+// lane scans rows of at most 32 entries itself (stopping at the first
+// remaining neighbour); longer rows the whole warp scans (warp_any_live).
+// *removed counts the vertices this pass removed (the host's measure of
+// progress, _gpu/strong.py).
+template <typename I, typename J>
+__global__ void meshccl_scc_trim(const long long* __restrict__ fptr, const J* __restrict__ fidx,
+                                 const long long* __restrict__ rptr, const J* __restrict__ ridx,
+                                 I* rep, I n, int* changed, unsigned long long* removed) {
+    using namespace meshccl::strong;
+    const int lane = threadIdx.x & 31;
+    // warp-uniform loop: every lane of a warp runs the same iterations
+    for (long long base = thread_id() - lane; base < (long long)n; base += thread_count()) {
+        const long long v = base + lane;
+        const bool mine = v < (long long)n && rep[v] < 0;
+        bool wide = false, out = false, in = false;
+        if (mine) {
+            wide = fptr[v + 1] - fptr[v] > 32 || rptr[v + 1] - rptr[v] > 32;
+            if (!wide) {
+                for (long long e = fptr[v]; e < fptr[v + 1] && !out; ++e) {
+                    const J w = fidx[e];
+                    out = (long long)w != v && rep[w] < 0;
+                }
+                for (long long e = rptr[v]; out && e < rptr[v + 1] && !in; ++e) {
+                    const J w = ridx[e];
+                    in = (long long)w != v && rep[w] < 0;
+                }
+            }
+        }
+        unsigned todo = __ballot_sync(FULL, mine && wide);
+        while (todo) {
+            const int src = __ffs(todo) - 1;
+            todo &= todo - 1;
+            const long long u = __shfl_sync(FULL, v, src);
+            const bool o = warp_any_live(fptr, fidx, u, rep);
+            const bool i = o && warp_any_live(rptr, ridx, u, rep);
+            if (lane == src) {
+                out = o;
+                in = i;
+            }
+        }
+        const bool gone = mine && (!out || !in);
+        if (gone) rep[v] = (I)v;
+        const unsigned done = __ballot_sync(FULL, gone);
+        if (lane == 0 && done) {
+            *changed = 1;
+            atomicAdd(removed, (unsigned long long)__popc(done));
+        }
+    }
+}
 
 // The peel's counters, a 128-byte line apart (every pop adds to one, every
 // waiting warp reads the other two): ctl[PEEL_LENGTH] the queue's length,
@@ -939,6 +1019,8 @@ template __global__ void meshccl_scc_symmetric<long long>(const long long*, cons
 // Every instantiation meshccl/_gpu/strong.py can ask for: I in {int, long
 // long}, J in {int, long long} with J at least as wide as I.
 #define MESHCCL_SCC_IJ(I, J)                                                                       \
+    template __global__ void meshccl_scc_trim<I, J>(const long long*, const J*, const long long*,  \
+                                                    const J*, I*, I, int*, unsigned long long*);   \
     template __global__ void meshccl_scc_peel_init<I, J>(                                          \
         const long long*, const J*, const long long*, const J*, const I*, I, unsigned long long*,  \
         unsigned long long*, unsigned*, I*, unsigned long long*);                                  \
