@@ -598,9 +598,11 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None, small=T
 def _small_on_host(kind, arrays, n, I, host, timer, info):
     """``(count, labels)`` of a small graph by the host's search: the input
     arrays copied to the host as they are (``kind`` "csr", "csc" or
-    "edges"), ``host(a, b, n, kind)`` gives its labels, numbered here by
-    each component's smallest vertex and copied back -- three copies where
-    the GPU's steps would cost tens of launches and host reads."""
+    "edges"), ``host(a, b, n, kind)`` gives its labels, copied back, and
+    each vertex takes a member of its component, numbered as
+    :func:`strong_components` numbers (on the device, O(n)) -- a few
+    copies and launches where the GPU's steps would cost tens of launches
+    and host reads."""
     import cupy
 
     from .timing import run
@@ -611,18 +613,17 @@ def _small_on_host(kind, arrays, n, I, host, timer, info):
         m = int(arrays[-1].size)
         t = np.int64 if n >= 2**31 - 2 or m >= 2**31 else np.int32
         a, b = (x.get().astype(t, copy=False) for x in arrays)
-        lab = np.asarray(host(a, b, n, kind))
-        _, first = np.unique(lab, return_index=True)  # each label's smallest vertex
-        rank = np.empty(first.size, dtype=np.int64)
-        rank[np.argsort(first)] = np.arange(first.size)
-        state["count"] = int(first.size)
-        state["labels"] = cupy.asarray(rank[lab].astype(I))
+        lab = cupy.asarray(np.asarray(host(a, b, n, kind)))
+        member = cupy.empty(n, dtype=I)  # (labels are below n)
+        member[lab] = cupy.arange(n, dtype=I)  # any member will do
+        state["rep"] = member[lab]
 
     run(timer, "host", solve)
+    count = _number(state["rep"], I, timer)
     if info is not None:
-        info.update(method_phases=["host"], iterations=0, passes=0, replayed_passes=0,
-                    host_vertices=n, path_vertices=0)
-    return state["count"], state["labels"]
+        info.update(method_phases=["host", "smallest"], iterations=0, passes=0,
+                    replayed_passes=0, host_vertices=n, path_vertices=0)
+    return int(count), state["rep"]
 
 
 def _number(rep, I, timer):
