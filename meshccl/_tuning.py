@@ -265,6 +265,18 @@ STRONG_HOST_RATE = 512
 #: again is replayed from a CUDA graph recorded the time before, not
 #: launched kernel by kernel from Python (same kernels, same order).  0: never
 STRONG_GRAPH_BATCH = 16
+#: a graph of at most this many vertices + stored edges is copied to the
+#: host and solved by the CPU's search: the GPU's steps cost tens of launches
+#: and host reads (about a millisecond or more) whatever the size, the host's
+#: search some nanoseconds a vertex and edge.  0: never
+STRONG_HOST_SMALL = 1 << 17
+#: a trim still removing vertices after this many passes (a long chain of
+#: layers: a DAG, a one-way grid) finishes in one launch of the peel, a work
+#: queue of the vertices whose last in- or out-neighbour left; the passes
+#: before it peel the wide first layers (R-MAT, random graphs) at full width
+STRONG_PEEL_AFTER = 8
+#: blocks of the peel per multiprocessor (a warp a queued vertex)
+STRONG_PEEL_BLOCKS = 4
 #: a forward-backward search still running after this many levels asks
 #: whether the pieces joined by edges stored both ways (two-way streets),
 #: or else the cycles of each vertex's first out-neighbour, make the graph

@@ -15,6 +15,14 @@ from meshccl import _tuning, graph_families, graph_generators as gen
 from meshccl.graph import Edges, connected_components
 
 
+@pytest.fixture(autouse=True)
+def _gpu_steps_on_small_graphs():
+    """The GPU's own steps on these tests' small graphs (the route of small
+    graphs to the host is tested by its own tests, which set it back)."""
+    with _tuning.override(STRONG_HOST_SMALL=0):
+        yield
+
+
 def strong(g, **kw):
     return connected_components(g, directed=True, connection="strong", **kw)
 
@@ -441,23 +449,52 @@ def test_families_exact(family):
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
 @pytest.mark.parametrize("family", sorted(graph_families.FAMILIES))
-@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over", "no paths"])
+@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over", "no paths",
+                                     "peel"])
 def test_gpu_families(family, setting):
     """Every family of the graph benchmark on the GPU against SciPy's
     partition: as 'auto' runs, with the GPU's steps to the end, with short
-    rows taken as long ones, handed to the host at the first check, and
-    without the contraction of paths; a larger size as 'auto' runs."""
+    rows taken as long ones, handed to the host at the first check,
+    without the contraction of paths, and with every trim finished by the
+    peel after its first pass; a larger size as 'auto' runs and peeled."""
     from meshccl import _tuning
 
     values = {"default": {}, "gpu only": {"STRONG_HOST_MIN_PASSES": 10**9},
               "long rows": {"STRONG_HOST_MIN_PASSES": 10**9, "STRONG_LONG_ROW": 4},
               "hand over": {"STRONG_HOST_MIN_PASSES": 0, "STRONG_HOST_RATE": 10**9},
-              "no paths": {"STRONG_PATH_SHARE": 0, "STRONG_HOST_MIN_PASSES": 10**9}}[setting]
-    sizes = ((60, 1), (5000, 2)) + (((200_000, 3),) if setting == "default" else ())
+              "no paths": {"STRONG_PATH_SHARE": 0, "STRONG_HOST_MIN_PASSES": 10**9},
+              "peel": {"STRONG_PEEL_AFTER": 0, "STRONG_PATH_SHARE": 0,
+                       "STRONG_HOST_MIN_PASSES": 10**9}}[setting]
+    sizes = ((60, 1), (5000, 2)) + (((200_000, 3),) if setting in ("default", "peel") else ())
     with _tuning.override(**values):
         for m, seed in sizes:
             e = graph_families.FAMILIES[family](m, seed=seed)
             check_gpu(coo(e.src, e.dst, e.n_vertices))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+@pytest.mark.parametrize("family", ["rmat", "cycle", "small_sccs", "multi", "road_both"])
+def test_gpu_small_graphs_on_host(family):
+    """Graphs of at most STRONG_HOST_SMALL vertices + edges, as CuPy CSR,
+    CSC and edge lists, are solved whole by the host's search: SciPy's
+    partition, a CuPy result of the GPU's label type, the one step 'host'."""
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    for m, seed in ((60, 1), (5000, 2), (40_000, 3)):
+        e = graph_families.FAMILIES[family](m, seed=seed)
+        g = coo(e.src, e.dst, e.n_vertices).tocsr()
+        want = canonical(scipy_strong(g)[1])
+        with _tuning.override(STRONG_HOST_SMALL=1 << 17):
+            for x in (csp.csr_matrix(g), csp.csc_matrix(g),
+                      Edges(cupy.asarray(e.src), cupy.asarray(e.dst), e.n_vertices)):
+                count, labels, info = strong(x, return_info=True)
+                assert isinstance(labels, cupy.ndarray) and labels.dtype == np.int32
+                assert info["method_phases"] == ["host", "smallest"]
+                assert info["host_vertices"] == e.n_vertices
+                assert count == want.max() + 1
+                np.testing.assert_array_equal(labels.get(), want)
 
 
 @pytest.mark.gpu
@@ -563,6 +600,9 @@ def test_gpu_mutual_pieces():
 # interleaving of each kernel; the real ones run in the gpu tests above).
 # Every launch is checked against the kernel's C signature.
 
+PEELED = [0]  # launches of the emulated peel
+
+
 def _scc_emulation(expr):
     from meshccl._gpu.strong import CHUNK
     from test_graph_gpu_emulated import check_args, parse
@@ -605,6 +645,49 @@ def _scc_emulation(expr):
                     rep[v] = v
                     changed[0] = 1
                     removed[0] += 1
+    elif name == "meshccl_scc_peel_init":
+        sig = [L, J, L, J, I, n_, u64p, u64p, U, I, u64p]
+
+        def run(fp, fi, rp, ri, rep, n, outs, ins, queued, queue, ctl):
+            for v in range(n):
+                if rep[v] >= 0:
+                    outs[v] = ins[v] = 0
+                    queued[v] = 1
+                    continue
+                outs[v] = sum(w != v and live(rep, w) for w in fi[fp[v]:fp[v + 1]])
+                ins[v] = sum(w != v and live(rep, w) for w in ri[rp[v]:rp[v + 1]])
+                gone = outs[v] == 0 or ins[v] == 0
+                queued[v] = int(gone)
+                if gone:
+                    queue[int(ctl[0])] = v
+                    ctl[0] += 1
+    elif name == "meshccl_scc_peel":
+        sig = [L, J, L, J, I, u64p, u64p, U, I, u64p]
+
+        def release(ptr, idx, v, cnt, queued, queue, ctl):
+            for w in idx[ptr[v]:ptr[v + 1]]:
+                if w == v:
+                    continue
+                old = int(cnt[w])
+                cnt[w] = (old - 1) % 2**64  # (unsigned: the counts of done vertices may wrap)
+                if old == 1 and not queued[w]:
+                    queued[w] = 1
+                    assert queue[int(ctl[0])] == -1, "a queue slot written twice"
+                    queue[int(ctl[0])] = w
+                    ctl[0] += 1
+
+        def run(fp, fi, rp, ri, rep, outs, ins, queued, queue, ctl):
+            PEELED[0] += 1
+            assert len(ctl) == 48, "the peel's counters are words 0, 16 and 32 of 48"
+            assert (np.asarray(queue)[int(ctl[0]):] == -1).all(), "the queue is not filled with -1"
+            while ctl[16] < ctl[0]:  # one valid order: first queued, first peeled
+                v = int(queue[int(ctl[16])])
+                ctl[16] += 1
+                assert rep[v] < 0, "a vertex with a component peeled"
+                rep[v] = v
+                release(fp, fi, v, ins, queued, queue, ctl)
+                release(rp, ri, v, outs, queued, queue, ctl)
+                ctl[32] += 1
     elif name == "meshccl_scc_score":
         sig = [L, L, I, n_, L, U]
 
@@ -926,7 +1009,8 @@ def _path_cases(rng):
 STEPS = {"transpose", "paths", "symmetric", "trim", "fwbw", "colour", "host", "pieces", "smallest"}
 
 
-@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over", "no paths"])
+@pytest.mark.parametrize("setting", ["default", "gpu only", "long rows", "hand over", "no paths",
+                                     "peel"])
 def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
     """The GPU path's host side (kernels emulated) against SciPy: as it is,
     with the GPU's steps to the end (no hand-over), with every row of more
@@ -945,6 +1029,9 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
         tune(STRONG_HOST_MIN_PASSES=0, STRONG_HOST_RATE=10**9)  # ... or the host's at once
     if setting == "no paths":
         tune(STRONG_PATH_SHARE=0)
+    if setting == "peel":
+        tune(STRONG_PEEL_AFTER=0, STRONG_PATH_SHARE=0)
+    PEELED[0] = 0
     rng = np.random.default_rng(12)
     handed = contracted = 0
     for src, dst, n in _emulated_cases(rng):
@@ -978,7 +1065,42 @@ def test_gpu_path_emulated(scc_emulated, monkeypatch, setting, tune):
             np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
     if setting not in ("default", "no paths"):
         assert (handed > 0) == (setting == "hand over")
-    assert (contracted > 0) == (setting != "no paths")
+    assert (contracted > 0) == (setting not in ("no paths", "peel"))
+    if setting == "peel":
+        assert PEELED[0] > 0
+
+
+def test_small_graphs_on_host_emulated(scc_emulated, monkeypatch, tune):
+    """A graph of at most STRONG_HOST_SMALL vertices + stored edges goes to
+    the host's search whole (CSR, CSC and edge-list input): SciPy's
+    partition, the one step 'host', every vertex counted as the host's;
+    with the limit below the vertex count the GPU's steps run."""
+    from meshccl._gpu.strong import strong_components as gpu_strong
+    from meshccl.graph._dispatch import strong as dispatch_strong
+    from test_graph_gpu_emulated import _fake_events
+
+    _fake_events(monkeypatch)
+    rng = np.random.default_rng(13)
+    for src, dst, n in _emulated_cases(rng):
+        if not n:
+            continue
+        want = scipy_strong(coo(src, dst, n))
+        forms, raw = _fake_forms(np.asarray(src, np.int64), np.asarray(dst, np.int64), n, rng)
+        for limit, small in ((n + len(src), True), (n - 1, False)):
+            with _tuning.override(STRONG_HOST_SMALL=limit):
+                for g in forms:
+                    count, labels, info = strong(g, return_info=True)
+                    assert (info["method_phases"] == ["host", "smallest"]) == small
+                    if small:
+                        assert info["host_vertices"] == n
+                    assert count == want[0]
+                    np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+                for kind, arrays in raw:  # (a CSC: the transpose's rows)
+                    count, labels = dispatch_strong(kind, arrays, n)
+                    assert count == want[0]
+                    np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
+                    count, labels = gpu_strong(kind, arrays, n)  # no host: the GPU's steps
+                    np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
 
 
 def test_sparse_random_graphs_emulated(scc_emulated, monkeypatch):
@@ -1010,6 +1132,73 @@ def test_sparse_random_graphs_emulated(scc_emulated, monkeypatch):
             assert count == want[0]
             np.testing.assert_array_equal(np.asarray(labels), canonical(want[1]))
     assert contracted > 0
+
+
+def test_every_kernel_asked_for_is_defined_and_instantiated():
+    """Each ``meshccl_scc_*`` kernel that _gpu/strong.py and strong_paths.py
+    launch is defined in strong.cu and instantiated for the offline build
+    (the emulated tests replace the kernels, so a name missing from the
+    file would otherwise show only on a GPU)."""
+    import re
+    from pathlib import Path
+
+    import meshccl
+
+    root = Path(meshccl.__file__).parent
+    asked = set()
+    for name in ("strong.py", "strong_paths.py"):
+        asked |= set(re.findall(r"meshccl_scc_\w+", (root / "_gpu" / name).read_text()))
+    source = (root / "_kernels" / "strong.cu").read_text()
+    defined = set(re.findall(r"__global__ void (meshccl_scc_\w+)\(", source))
+    instantiated = set(re.findall(r"template __global__ void (meshccl_scc_\w+)<", source))
+    assert asked and asked <= defined, sorted(asked - defined)
+    assert asked <= instantiated, sorted(asked - instantiated)
+
+
+def _walk(after):
+    """(last, cycle_low) of :func:`meshccl._gpu.strong_paths.jump` by walking
+    each place's successors one by one (cycle_low: -1 off cycles)."""
+    k = after.size
+    last, low = np.empty(k, np.int64), np.full(k, -1, np.int64)
+    for i in range(k):
+        seen, j = [i], i
+        while after[j] >= 0 and after[j] != i and len(seen) <= k:
+            j = after[j]
+            seen.append(j)
+        last[i] = j
+        if after[j] == i:  # back at the start: a cycle
+            low[i] = min(seen)
+    return last, low
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_path_jumping_exact(seed):
+    """The pointer jumping of the paths step, where places stop once they
+    reach their path's end: every place's path end and every cycle's
+    smallest place, against a walk, on disjoint paths and cycles of mixed
+    lengths (single places, 2-cycles, paths and cycles longer than
+    every power of two the jumping passes), places shuffled."""
+    from meshccl._gpu.strong_paths import jump
+
+    rng = np.random.default_rng(seed)
+    lengths = list(rng.geometric(0.2, 40)) + [1, 1, 2, 257, 600] * (seed % 2 + 1)
+    kinds = rng.random(len(lengths)) < (0.3 if seed < 4 else 1.0)  # True: a cycle
+    k = int(sum(lengths))
+    perm = rng.permutation(k)
+    after = np.full(k, -1, np.int64)
+    at = 0
+    for length, ring in zip(lengths, kinds):
+        run = perm[at:at + length]
+        after[run[:-1]] = run[1:]
+        if ring:
+            after[run[-1]] = run[0]
+        at += length
+    last, low = jump(np, after, np.arange(k, dtype=np.int64), k)
+    want_last, want_low = _walk(after)
+    on_cycle = want_low >= 0
+    np.testing.assert_array_equal(after[last] >= 0, on_cycle)
+    np.testing.assert_array_equal(last[~on_cycle], want_last[~on_cycle])
+    np.testing.assert_array_equal(low[on_cycle], want_low[on_cycle])
 
 
 # (family, size, STRONG_PATH_SHARE): every step's loop runs batches that come

@@ -63,6 +63,10 @@ class HandOver(Exception):
     """Raised inside a step when the rest should be finished on the host."""
 
 
+class _Peel(Exception):
+    """Raised by the trim's passes to finish the trim with the peel."""
+
+
 class Pieces(Exception):
     """Raised after the search when the graph should be solved as its
     quotient by the pieces of :func:`mutual_pieces` or :func:`cycle_pieces`
@@ -310,7 +314,7 @@ def graphs(kind, arrays, n):
     return I, J, given, other
 
 
-def strong_components(kind, arrays, n, timer=None, info=None, host=None):
+def strong_components(kind, arrays, n, timer=None, info=None, host=None, small=True):
     """``(count, labels)``: count a Python int, labels a CuPy array of type
     I (int32 below 2**31 vertices) numbered 0..count-1 in order of each
     component's smallest vertex.  ``timer``: a :class:`.timing.PhaseTimer`
@@ -322,9 +326,12 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
     A graph stored both ways (:func:`is_symmetric`) goes to the weak
     path instead (its steps follow 'symmetric' in ``method_phases``, and
     ``info["weak_method"]`` names the method).
-    ``host(indptr, indices, k)``: the strong components of a CSR on the
-    host (NumPy labels), for the narrow-frontier hand-over; None: the GPU
-    finishes whatever the pace."""
+    ``host(indptr, indices, k, kind="csr")``: the strong components of a
+    CSR (or CSC, or edge list) on the host (NumPy labels), for the
+    narrow-frontier hand-over and, where ``small`` (the caller's graph, not
+    a contracted one), for a graph of at most ``STRONG_HOST_SMALL``
+    vertices + edges (:func:`_small_on_host`); None: the GPU finishes
+    whatever the pace and size."""
     import cupy
 
     from .timing import run
@@ -335,6 +342,8 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
             info.update(method_phases=[], iterations=0, passes=0, replayed_passes=0,
                         host_vertices=0)
         return 0, cupy.empty(0, dtype=I0)
+    if small and host is not None and n + int(arrays[-1].size) <= _tuning.STRONG_HOST_SMALL:
+        return _small_on_host(kind, arrays, n, I0, host, timer, info)
     state = {}
 
     def transpose():
@@ -369,9 +378,10 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
     run(timer, "paths", paths)
     if state["paths"] is not None:
         return _solve_contracted(state["paths"], I, timer, info, host)
-    (trim, score, seed, expand, fwbw, cinit, push, roots, back, cdone, push_snap, push_rows,
-     back_snap, back_rows) = kernels(
-        "strong.cu", f"meshccl_scc_trim<{ti}, {tj}>", f"meshccl_scc_score<{ti}>",
+    (trim, peel_init, peel, score, seed, expand, fwbw, cinit, push, roots, back, cdone, push_snap,
+     push_rows, back_snap, back_rows) = kernels(
+        "strong.cu", f"meshccl_scc_trim<{ti}, {tj}>", f"meshccl_scc_peel_init<{ti}, {tj}>",
+        f"meshccl_scc_peel<{ti}, {tj}>", f"meshccl_scc_score<{ti}>",
         f"meshccl_scc_seed<{ti}>", f"meshccl_scc_expand<{ti}, {tj}>", f"meshccl_scc_fwbw<{ti}>",
         f"meshccl_scc_colour_init<{ti}>", f"meshccl_scc_colour_push<{ti}, {tj}>",
         f"meshccl_scc_colour_roots<{ti}>", f"meshccl_scc_colour_back<{ti}, {tj}>",
@@ -398,21 +408,43 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
     def trim_all():
         removed.fill(0)
         before = live[0]
+        passes = [0]
 
         def one(t, flag):
             trim(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, flag, removed))
 
         def judge():
+            if passes[0] >= _tuning.STRONG_PEEL_AFTER:
+                raise _Peel
             if not unjudged and pace.judged():
                 settled(before - int(removed.get()[0]))
                 pace.check()
 
+        def counted(k):
+            passes[0] += k
+            pace.step(k)
+
         replay = recorder()
         try:
-            until_settled(one, "strong", after_batch=judge, graphs=replay, on_batch=pace.step)
+            until_settled(one, "strong", after_batch=judge, graphs=replay, on_batch=counted)
+        except _Peel:  # a long chain of layers: the rest of the trim in one launch
+            settled(before - int(removed.get()[0]))
+            peel_rest()
+            pace.step()
         finally:
             replayed[0] += replay.replayed
         settled(before - int(removed.get()[0]))
+
+    def peel_rest():
+        outs, ins = cupy.empty(n, dtype=cupy.uint64), cupy.empty(n, dtype=cupy.uint64)
+        queued = cupy.empty(n, dtype=cupy.uint32)
+        queue = cupy.full(n, -1, dtype=I)  # (each vertex once at most)
+        # words 0, 16, 32: queue length, slots taken, vertices finished (strong.cu)
+        ctl = cupy.zeros(48, dtype=cupy.uint64)
+        peel_init(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, outs, ins, queued, queue, ctl))
+        peel(_grid(n, BLOCK, _tuning.STRONG_PEEL_BLOCKS), (BLOCK,),
+             (fptr, fidx, rptr, ridx, rep, outs, ins, queued, queue, ctl))
+        removed[0:1] += ctl[0:1]
 
     def forward_backward():
         scores = cupy.empty(n, dtype=cupy.int64)
@@ -441,6 +473,7 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
 
         replay = recorder()
         level, batch = 0, 1
+        grow = batch  # batches double (up to BATCH_MAX) from one read to the next
         try:
             while True:
                 replay.run((level % 6, batch), batch, lambda: levels(level, batch))
@@ -457,7 +490,10 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
                         return  # (the step loop takes the quotient)
                 if not unjudged:
                     pace.check(int(seen[3].sum()))
-                batch = min(BATCH_MAX, 2 * batch)
+                grow = min(BATCH_MAX, 2 * grow)
+                batch = grow
+                if level < _tuning.STRONG_MUTUAL_LEVELS:  # ask about pieces right there
+                    batch = min(batch, _tuning.STRONG_MUTUAL_LEVELS - level)
         finally:
             replayed[0] += replay.replayed
         fwbw(grid, (BLOCK,), (mark, pivot, rep, nn))
@@ -559,6 +595,37 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
     return int(count), rep
 
 
+def _small_on_host(kind, arrays, n, I, host, timer, info):
+    """``(count, labels)`` of a small graph by the host's search: the input
+    arrays copied to the host as they are (``kind`` "csr", "csc" or
+    "edges"), ``host(a, b, n, kind)`` gives its labels, copied back, and
+    each vertex takes a member of its component, numbered as
+    :func:`strong_components` numbers (on the device, O(n)) -- a few
+    copies and launches where the GPU's steps would cost tens of launches
+    and host reads."""
+    import cupy
+
+    from .timing import run
+
+    state = {}
+
+    def solve():
+        m = int(arrays[-1].size)
+        t = np.int64 if n >= 2**31 - 2 or m >= 2**31 else np.int32
+        a, b = (x.get().astype(t, copy=False) for x in arrays)
+        lab = cupy.asarray(np.asarray(host(a, b, n, kind)))
+        member = cupy.empty(n, dtype=I)  # (labels are below n)
+        member[lab] = cupy.arange(n, dtype=I)  # any member will do
+        state["rep"] = member[lab]
+
+    run(timer, "host", solve)
+    count = _number(state["rep"], I, timer)
+    if info is not None:
+        info.update(method_phases=["host", "smallest"], iterations=0, passes=0,
+                    replayed_passes=0, host_vertices=n, path_vertices=0)
+    return int(count), state["rep"]
+
+
 def _number(rep, I, timer):
     """Number the components of rep (a member of each vertex's component)
     0.. in order of each component's smallest vertex, in place; returns
@@ -592,7 +659,7 @@ def _solve_contracted(c, I, timer, info, host):
     inner = {"method_phases": [], "iterations": 0, "passes": 0, "replayed_passes": 0,
              "host_vertices": 0}
     if q:
-        _, lab = strong_components("csr", (c.indptr, c.indices), q, timer, inner, host)
+        _, lab = strong_components("csr", (c.indptr, c.indices), q, timer, inner, host, False)
         member = cupy.empty(q, dtype=cupy.int64)
         member[lab] = cupy.arange(q, dtype=cupy.int64)  # any member will do
         kept_rep = c.kept[member[lab]]
@@ -627,7 +694,7 @@ def _solve_quotient(fptr, fidx, n, k, piece, I, phases, passes, timer, info, hos
         state["q"] = quotient(fptr, fidx, piece, k, n)
 
     run(timer, "pieces", build)
-    _, lab = strong_components("csr", state["q"], k, timer, inner, host)
+    _, lab = strong_components("csr", state["q"], k, timer, inner, host, False)
     member = cupy.empty(k, dtype=cupy.int64)
     member[lab] = cupy.arange(k, dtype=cupy.int64)  # any piece of the component will do
     vertex = cupy.empty(k, dtype=I)

@@ -19,7 +19,9 @@ their length, while finding every path's ends takes ``ceil(log2 k)``
 rounds of pointer jumping over the k path vertices (Wylie's doubling:
 each vertex's pointer to its path's last vertex and the smallest vertex
 it has passed, which on a cycle becomes the cycle's smallest vertex, the
-same for all its vertices).
+same for all its vertices); a vertex stops jumping once its pointer is at
+its path's end (:func:`jump`), so short paths cost a few rounds over a
+shrinking set, not ``ceil(log2 k)`` rounds over all k vertices.
 
 :func:`contract` and :func:`expand` use only array operations that NumPy
 and CuPy share, so the same code runs on the host in the tests (with a
@@ -94,6 +96,35 @@ class Contraction:
         return rep
 
 
+def jump(xp, after, place, k):
+    """(last, low) by pointer jumping over k path vertices: ``after[i]``
+    the place of the path vertex after place i (-1 at a path's last
+    vertex); ``last[i]`` the place of the last vertex of i's path (on a
+    cycle: some vertex of the cycle), ``low[i]`` the smallest place on
+    i's cycle (for vertices on a path: not used).
+
+    Only the places whose pointer has not reached its path's end jump: a
+    round reads and writes the *active* places and drops those that
+    arrived, so a graph of short paths takes as many rounds as its longest
+    path needs (``ceil(log2 length)``) over fewer and fewer places -- about
+    2k reads and writes in all when path lengths are geometric -- where
+    jumping every place ``ceil(log2 k)`` times took k each round.  Cycles
+    of path vertices never arrive: their places jump until a pointer has
+    passed k vertices, as before.  One host read per round (the count of
+    places still active)."""
+    last = xp.where(after >= 0, after, place)
+    low = place.copy()  # the smallest place passed (pv ascending: the smallest vertex)
+    act = xp.flatnonzero(after >= 0)  # places whose pointer has not arrived
+    span = 1
+    while span < k and act.size:  # after r rounds a pointer has passed 2**r vertices
+        to = last[act]
+        low[act] = xp.minimum(low[act], low[to])  # (right sides read before writing)
+        last[act] = last[to]
+        span *= 2
+        act = act[after[last[act]] >= 0]  # (a host read: the count left)
+    return last, low
+
+
 def contract(xp, fptr, fidx, succ, pred, n):
     """The :class:`Contraction` of a graph (CSR ``fptr``, ``fidx``; its
     vertices' only neighbours ``succ``, ``pred`` as :func:`links` gives
@@ -110,13 +141,7 @@ def contract(xp, fptr, fidx, succ, pred, n):
     pos[pv] = place
     s = succ[pv].astype(xp.int64)
     after = pos[s]  # the next path vertex's place, -1 at a path's last vertex
-    last = xp.where(after >= 0, after, place)  # pointer jumping to the path's last vertex
-    low = place.copy()  # the smallest place passed (pv ascending: the smallest vertex)
-    span = 1
-    while span < k:  # after r rounds a pointer has passed 2**r vertices or rests at the end
-        low = xp.minimum(low, low[last])
-        last = last[last]
-        span *= 2
+    last, low = jump(xp, after, place, k)
     on_cycle = after[last] >= 0  # a path's last vertex leads out; a cycle never ends
     w = s[last]  # the path's end (on a cycle: a cycle vertex, unused)
     # u: the first vertex of each path (its one in-neighbour is no path

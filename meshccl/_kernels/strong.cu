@@ -33,6 +33,12 @@
 //    and R-MAT graphs.  Updates are in place: a stale read only delays a
 //    removal, because a vertex is only ever removed (a removed vertex
 //    belongs to a complete component, so reading it removed is the truth).
+//    A trim still going after a few passes (a DAG or a one-way grid: one
+//    pass per layer, thousands of layers) is finished by the peel
+//    (meshccl_scc_peel_init, meshccl_scc_peel): counts of remaining in-
+//    and out-neighbours and one launch of warps that take vertices whose
+//    count fell to 0 from a queue, remove them and decrement their
+//    neighbours' counts (Kahn's topological order, from both ends).
 //
 // 2. Forward-backward from a pivot (meshccl_scc_score, _seed, _expand,
 //    _fwbw).  The pivot is the remaining vertex of largest
@@ -271,6 +277,201 @@ __global__ void meshccl_scc_trim(const long long* __restrict__ fptr, const J* __
             *changed = 1;
             atomicAdd(removed, (unsigned long long)__popc(done));
         }
+    }
+}
+
+// The peel's counters, a 128-byte line apart (every pop adds to one, every
+// waiting warp reads the other two): ctl[PEEL_LENGTH] the queue's length,
+// ctl[PEEL_TAKEN] the slots taken, ctl[PEEL_DONE] the vertices finished.
+constexpr int PEEL_LENGTH = 0, PEEL_TAKEN = 16, PEEL_DONE = 32;  // (48 words)
+
+// The live neighbours other than v itself in v's row of (ptr, idx), counted
+// by the whole warp 32 entries a step (v the same for every lane; every
+// lane gets the count).  Called by all 32 lanes.
+template <typename I, typename J>
+__device__ __forceinline__ unsigned long long warp_count_live(const long long* __restrict__ ptr,
+                                                              const J* __restrict__ idx,
+                                                              long long v, const I* rep) {
+    using namespace meshccl::strong;
+    const int lane = threadIdx.x & 31;
+    const long long end = ptr[v + 1];
+    unsigned long long count = 0;
+    for (long long e0 = ptr[v]; e0 < end; e0 += 32) {
+        bool live = false;
+        if (e0 + lane < end) {
+            const J w = idx[e0 + lane];
+            live = (long long)w != v && rep[w] < 0;
+        }
+        count += (unsigned long long)__popc(__ballot_sync(FULL, live));
+    }
+    return count;
+}
+
+// The warp appends the vertices of its lanes whose `push` is set to the
+// peel's queue: one atomicAdd on the queue's length for the warp, each
+// lane at its place among the pushing lanes.  The entry is written after
+// the length moved, so a reader of slot i waits until it is no longer -1
+// (the queue is filled with -1 before the peel).  Called by all 32 lanes.
+template <typename I>
+__device__ __forceinline__ void peel_append(bool push, I w, I* queue,
+                                            unsigned long long* length) {
+    using namespace meshccl::strong;
+    const int lane = threadIdx.x & 31;
+    const unsigned who = __ballot_sync(FULL, push);
+    if (!who) return;
+    unsigned long long at = 0;
+    if (lane == 0) at = atomicAdd(length, (unsigned long long)__popc(who));
+    at = __shfl_sync(FULL, at, 0);
+    if (push) *(volatile I*)&queue[at + __popc(who & ((1u << lane) - 1u))] = w;
+}
+
+// The peel, part 1 (the trim's start): for each remaining vertex the
+// number of remaining out-neighbours (outs) and in-neighbours (ins),
+// itself excepted, each stored entry counted (repeats too); queued[v] = 1
+// for a vertex that already has a component or has no remaining in- or
+// out-neighbour, and the latter enter the queue (ctl[PEEL_LENGTH]).  A
+// lane counts rows of at most 32 entries itself, the warp longer ones.
+template <typename I, typename J>
+__global__ void meshccl_scc_peel_init(const long long* __restrict__ fptr,
+                                      const J* __restrict__ fidx,
+                                      const long long* __restrict__ rptr,
+                                      const J* __restrict__ ridx, const I* __restrict__ rep, I n,
+                                      unsigned long long* __restrict__ outs,
+                                      unsigned long long* __restrict__ ins,
+                                      unsigned* __restrict__ queued, I* queue,
+                                      unsigned long long* ctl) {
+    using namespace meshccl::strong;
+    const int lane = threadIdx.x & 31;
+    for (long long base = thread_id() - lane; base < (long long)n; base += thread_count()) {
+        const long long v = base + lane;
+        const bool mine = v < (long long)n && rep[v] < 0;
+        bool wide = false;
+        unsigned long long out = 0, in = 0;
+        if (mine) {
+            wide = fptr[v + 1] - fptr[v] > 32 || rptr[v + 1] - rptr[v] > 32;
+            if (!wide) {
+                for (long long e = fptr[v]; e < fptr[v + 1]; ++e) {
+                    const J w = fidx[e];
+                    out += (long long)w != v && rep[w] < 0;
+                }
+                for (long long e = rptr[v]; e < rptr[v + 1]; ++e) {
+                    const J w = ridx[e];
+                    in += (long long)w != v && rep[w] < 0;
+                }
+            }
+        }
+        unsigned todo = __ballot_sync(FULL, mine && wide);
+        while (todo) {
+            const int src = __ffs(todo) - 1;
+            todo &= todo - 1;
+            const long long u = __shfl_sync(FULL, v, src);
+            const unsigned long long o = warp_count_live(fptr, fidx, u, rep);
+            const unsigned long long i = warp_count_live(rptr, ridx, u, rep);
+            if (lane == src) {
+                out = o;
+                in = i;
+            }
+        }
+        const bool gone = mine && (out == 0 || in == 0);
+        if (v < (long long)n) {
+            outs[v] = out;
+            ins[v] = in;
+            queued[v] = (!mine || gone) ? 1u : 0u;
+        }
+        peel_append(gone, (I)(gone ? v : 0), queue, &ctl[PEEL_LENGTH]);
+    }
+}
+
+// Vertex v has left: every remaining w of its row (ptr, idx), itself
+// excepted, loses one entry of its count (cnt: the in-counts for v's out-row,
+// the out-counts for its in-row); a w whose count reaches 0 and that this
+// lane claims (queued 0 -> 1) enters the queue.  The warp takes the row 32
+// entries a step.  Called by all 32 lanes.
+template <typename I, typename J>
+__device__ __forceinline__ void peel_release(const long long* __restrict__ ptr,
+                                             const J* __restrict__ idx, long long v,
+                                             unsigned long long* cnt, unsigned* queued, I* queue,
+                                             unsigned long long* length) {
+    const int lane = threadIdx.x & 31;
+    const long long end = ptr[v + 1];
+    for (long long e0 = ptr[v]; e0 < end; e0 += 32) {
+        bool push = false;
+        J w = 0;
+        if (e0 + lane < end) {
+            w = idx[e0 + lane];
+            push = (long long)w != v && atomicAdd(&cnt[w], ~0ull) == 1ull &&
+                   atomicCAS(&queued[w], 0u, 1u) == 0u;
+        }
+        peel_append(push, (I)w, queue, length);
+    }
+}
+
+// The peel, part 2: the whole trim -- every vertex that repeated passes of
+// "no remaining in- or out-neighbour, itself excepted" would remove -- in
+// one launch, as a work queue (Kahn's topological peeling, both ways at
+// once).  Each warp takes the queue's next slot (ctl[PEEL_TAKEN] counts them),
+// waits for its entry, makes that vertex a component of its own, and
+// releases its out-row (in-counts) and in-row (out-counts); a vertex whose
+// count reaches 0 joins the queue.  ctl[PEEL_DONE] counts the vertices finished
+// (after their releases are written; a warp adds its finished vertices
+// when its next slot is not filled yet, not one atomic each).  A warp whose slot is past the
+// queue's length leaves once every queued vertex is finished: finished is
+// read before the length, so equal values mean nothing was in hand when
+// finished was read, and nothing can join the queue after.  Only a warp
+// holding a vertex writes, and every slot below a leaving warp's slot was
+// taken, so each queued vertex is processed once.  Work O(n + m) with one
+// atomic per released entry; time: the longest chain of vertices peeled
+// one after another times a queue round trip, where the passes of a trim
+// took one sweep of the whole graph per link of that chain.  The counts
+// of vertices with a component already (never queued) may wrap; they are
+// never read as 1 -> 0 moves that matter, as queued[] is 1 for them.
+template <typename I, typename J>
+__global__ void meshccl_scc_peel(const long long* __restrict__ fptr, const J* __restrict__ fidx,
+                                 const long long* __restrict__ rptr, const J* __restrict__ ridx,
+                                 I* rep, unsigned long long* outs, unsigned long long* ins,
+                                 unsigned* queued, I* queue, unsigned long long* ctl) {
+    using namespace meshccl::strong;
+    const int lane = threadIdx.x & 31;
+    volatile unsigned long long* vctl = ctl;
+    unsigned long long held = 0;  // (lane 0) vertices finished, not yet counted
+    while (true) {
+        unsigned long long slot = 0;
+        long long v = -1;
+        if (lane == 0) {
+            slot = atomicAdd(&ctl[PEEL_TAKEN], 1ull);
+            while (true) {
+                if (held && slot >= vctl[PEEL_LENGTH]) {  // about to wait: report what is done
+                    __threadfence();
+                    atomicAdd(&ctl[PEEL_DONE], held);
+                    held = 0;
+                }
+                const unsigned long long finished = vctl[PEEL_DONE];
+                __threadfence();
+                const unsigned long long length = vctl[PEEL_LENGTH];
+                if (slot < length) {
+                    I x;
+                    while ((x = *(volatile I*)&queue[slot]) < 0) {
+                    }
+                    v = (long long)x;
+                    break;
+                }
+                if (finished == length) break;
+#if __CUDA_ARCH__ >= 700
+                // the further the slot from the queue's end, the longer the
+                // nap (waiters poll the counters' lines less)
+                const unsigned long long ahead = slot - length;
+                __nanosleep(ahead < 64 ? 32u * (unsigned)ahead + 32u : 2048u);
+#endif
+            }
+        }
+        v = __shfl_sync(FULL, v, 0);
+        if (v < 0) return;
+        if (lane == 0) rep[v] = (I)v;
+        peel_release(fptr, fidx, v, ins, queued, queue, &ctl[PEEL_LENGTH]);
+        peel_release(rptr, ridx, v, outs, queued, queue, &ctl[PEEL_LENGTH]);
+        __threadfence();  // (each lane's queue entries before the warp's count)
+        __syncwarp();
+        if (lane == 0) ++held;
     }
 }
 
@@ -820,6 +1021,12 @@ template __global__ void meshccl_scc_symmetric<long long>(const long long*, cons
 #define MESHCCL_SCC_IJ(I, J)                                                                       \
     template __global__ void meshccl_scc_trim<I, J>(const long long*, const J*, const long long*,  \
                                                     const J*, I*, I, int*, unsigned long long*);   \
+    template __global__ void meshccl_scc_peel_init<I, J>(                                          \
+        const long long*, const J*, const long long*, const J*, const I*, I, unsigned long long*,  \
+        unsigned long long*, unsigned*, I*, unsigned long long*);                                  \
+    template __global__ void meshccl_scc_peel<I, J>(                                               \
+        const long long*, const J*, const long long*, const J*, I*, unsigned long long*,           \
+        unsigned long long*, unsigned*, I*, unsigned long long*);                                  \
     template __global__ void meshccl_scc_expand<I, J>(                                             \
         const long long*, const J*, const long long*, const J*, unsigned*, const I*,               \
         const unsigned*, const I*, const unsigned*, const unsigned long long*, I*, unsigned*, I*,  \

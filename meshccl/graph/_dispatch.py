@@ -170,8 +170,8 @@ def strong(kind, arrays, n, timer=None, info=None, sort_rows=False):
     if is_cupy(arrays[0]):
         from .._gpu import strong as backend
 
-        def host(indptr, indices, k):  # the GPU's narrow-frontier hand-over
-            return cpu_backend.strong_components("csr", (indptr, indices), k)[1]
+        def host(indptr, indices, k, kind="csr"):  # the GPU's hand-overs (CSR, CSC or edges)
+            return cpu_backend.strong_components(kind, (indptr, indices), k)[1]
 
         return backend.strong_components(kind, arrays, n, timer, info, host)
     return cpu_backend.strong_components(kind, arrays, n, sort_rows)
