@@ -386,6 +386,16 @@ LIST_RANK_CPU_SPLITTERS_MIN = 1 << 16
 #: (docs/dask.md, "the graph of tasks").
 DASK_FAN_IN = 8
 
+#: How a graph built for a ``distributed`` cluster splits the parts of a
+#: chunk's results that other tasks read (docs/dask.md, "the graph of
+#: tasks"): 'fine', a key for each part (the layers along each axis, the
+#: counts of each level, the local labels), so that only the part a task
+#: reads moves (15 tasks a chunk in 3-D 'raster'); 'coarse', one key for
+#: the ids with every layer, one for the counts of the levels but the last,
+#: and the local labels read from the chunk's result (9 tasks a chunk, more
+#: bytes moved: a face pulls its neighbours' layers along every axis).
+DASK_CLUSTER_KEYS = "fine"
+
 # The constants leave the module's namespace: ``_tuning.NAME`` then reads
 # them through __getattr__, which sees this context's overrides.
 _DEFAULTS = {k: globals().pop(k) for k in [k for k in globals() if k.isupper()]}
