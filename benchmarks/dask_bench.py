@@ -197,7 +197,7 @@ def main(argv=None):
     t_start = time.perf_counter()
     ref_repeat = args.reference_repeat or args.repeat
     meta = {"when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            "host": platform.node(), "cpus": os.cpu_count(), "dask": dask.__version__,
+            "host": platform.node(), "cpus": len(os.sched_getaffinity(0)), "dask": dask.__version__,
             "scipy": scipy.__version__, "workers": args.workers, "repeat": args.repeat,
             "argv": sys.argv[1:]}
     if dask_image is not None:
@@ -220,7 +220,7 @@ def main(argv=None):
         if sched == "cluster":
             import distributed
 
-            nthreads = max(1, (os.cpu_count() or 1) // args.workers)
+            nthreads = max(1, len(os.sched_getaffinity(0)) // args.workers)
             cluster = distributed.LocalCluster(n_workers=args.workers, threads_per_worker=nthreads,
                                                processes=True, dashboard_address=None)
             client = distributed.Client(cluster)

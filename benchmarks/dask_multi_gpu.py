@@ -510,7 +510,7 @@ def main(argv=None):
         cupy.get_default_memory_pool().free_all_blocks()
     ngpu = cupy.cuda.runtime.getDeviceCount()
     meta = {"when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            "host": platform.node(), "cpus": os.cpu_count(),
+            "host": platform.node(), "cpus": len(os.sched_getaffinity(0)),
             "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
             "gpus_on_machine": ngpu, "dask": dask.__version__,
             "distributed": distributed.__version__, "dask_cuda": dask_cuda.__version__,
