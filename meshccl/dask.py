@@ -1021,8 +1021,17 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     # than running them)
     measure = "statistics" if return_statistics else "counts" if return_counts else None
     split = _on_cluster()
+    keys = _tuning.DASK_CLUSTER_KEYS
+    if keys not in ("auto", "fine", "coarse"):
+        raise ValueError("meshccl._tuning.DASK_CLUSTER_KEYS must be 'auto', 'fine' or 'coarse', "
+                         f"got {keys!r}")
+    if keys == "auto":
+        # a CuPy chunk's parts move through both hosts: fewer bytes win;
+        # NumPy parts are cheap to move: fewer tasks win
+        keys = "fine" if _xp(image._meta) is not np else "coarse"
+    coarse = split and keys == "coarse"
     token = tokenize(image, mask, background, connectivity, tolerance, periodic, measure,
-                     low_memory, numbering, split and _tuning.DASK_CLUSTER_KEYS)
+                     low_memory, numbering, split and keys)
     (info, summary, local, face, solve, reps, counted, prefix, before, roots, number, asked,
      moved, resolve, table, out_name, layers) = (f"meshccl-{k}-{token}" for k in (
          "chunk", "summary", "local", "face-pairs", "solve", "reps", "counted", "prefix",
@@ -1036,10 +1045,6 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     # they move between workers; in one process a task takes them from
     # the whole result itself (each small task costs the threaded
     # scheduler about as much as moving nothing saves: none)
-    coarse = split and _tuning.DASK_CLUSTER_KEYS == "coarse"
-    if _tuning.DASK_CLUSTER_KEYS not in ("fine", "coarse"):
-        raise ValueError("meshccl._tuning.DASK_CLUSTER_KEYS must be 'fine' or 'coarse', got "
-                         f"{_tuning.DASK_CLUSTER_KEYS!r}")
 
     def layer_of(b, axis):
         if coarse:

@@ -45,7 +45,7 @@ def _blobs(shape, seed):
     return (rng.random(shape) < 0.45).astype(np.uint8)
 
 
-@pytest.mark.parametrize("keys", ["fine", "coarse"])
+@pytest.mark.parametrize("keys", ["fine", "coarse", "auto"])
 @pytest.mark.parametrize("numbering", ["raster", "sequential"])
 @pytest.mark.parametrize("connectivity", [1, 3])
 def test_tasks_of_other_chunks_read_no_chunk(numbering, connectivity, keys):
@@ -69,7 +69,7 @@ def test_tasks_of_other_chunks_read_no_chunk(numbering, connectivity, keys):
             kinds.values())
         assert per_chunk["layers"] == x.ndim * x.npartitions
     else:
-        # no keys for the layers and the local labels; the counts of the
+        # ('auto' for NumPy chunks:) no keys for the layers and the local labels; the counts of the
         # levels but the last in one key a chunk
         assert not {"local", "layers"} & set(kinds.values())
         assert {"chunk", "summary", "face-pairs", "counted", "asked"} <= set(kinds.values())
@@ -94,6 +94,10 @@ def test_tasks_of_other_chunks_read_no_chunk(numbering, connectivity, keys):
             if kind == "face-pairs":
                 assert dkind in ("layers", "summary"), (key, dep)
     got, n, counts = dask.compute(labels, n, counts, scheduler="threads")
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1,
+                            dashboard_address=None), _tuning.override(DASK_CLUSTER_KEYS="some"):
+        with pytest.raises(ValueError, match="DASK_CLUSTER_KEYS.*'some'"):
+            mdask.label(x)
     want, n_want, c_want = meshccl.label(x.compute(), connectivity=connectivity,
                                          return_num=True, return_counts=True)
     if numbering == "raster":
