@@ -22,12 +22,18 @@ every ``--sample`` s, less those used before the run) and CuPy's pool;
 the peak host RSS (sampled) and ``ru_maxrss``.  ``--check-side S`` first
 labels an S³ volume of the same kind both ways and checks N and the
 statistics equal to ``meshccl.label(whole, return_statistics=True)`` on the
-whole array (which must fit the GPU).
+whole array (which must fit the GPU), twice: the first computation in the
+process with its NVRTC compilations counted, then a second.  ``--zarr DIR``
+also writes the labels (int32, Blosc zstd level 1) to ``DIR/check.zarr``
+and ``DIR/labels.zarr`` in the same pass (the check reads them back and
+compares them with the whole-array labels), and reports the store's bytes
+on disk.
 
 (``dask_out_of_core.py`` measures the other out-of-core path: labels read
 from and written to zarr through a memory-capped ``distributed`` worker.)
 
     python benchmarks/dask_ooc.py --side 3072 --chunk 512 --check-side 1024 --out /tmp/ooc
+    python benchmarks/dask_ooc.py --side 1024 --chunk 256 --zarr /tmp/z --out /tmp/ooc
 """
 
 from __future__ import annotations
