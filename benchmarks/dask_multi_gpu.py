@@ -227,7 +227,10 @@ def null_graph(collections):
     return out, keys
 
 
-def _label_chunk(block, connectivity):
+def _label_chunk(block, connectivity, run):
+    """Step 1 alone for one chunk (``run`` numbers the repetition: keys of
+    their own each time, so that a cluster cannot hand back the results of
+    the run before, whose release may still be on its way)."""
     import meshccl
 
     return meshccl.label(block, connectivity=connectivity, dtype=np.int64)
@@ -275,7 +278,7 @@ def run_threads(args, n_ref, sums_ref, small):
     for _ in range(args.repeat + 1):
         _sync()
         t = time.perf_counter()
-        (alone,) = dask.persist(x.map_blocks(_label_chunk, conn, dtype=np.int64),
+        (alone,) = dask.persist(x.map_blocks(_label_chunk, conn, len(step1), dtype=np.int64),
                                 scheduler="threads")
         _sync()
         step1.append(time.perf_counter() - t)
@@ -319,7 +322,8 @@ def run_cluster(args, k, n_ref, sums_ref, small):
         step1 = []
         for _ in range(args.repeat + 1):
             t = time.perf_counter()
-            alone = client.persist(x.map_blocks(_label_chunk, conn, dtype=np.int64))
+            alone = client.persist(x.map_blocks(_label_chunk, conn, len(step1),
+                                                dtype=np.int64))
             wait(alone)
             step1.append(time.perf_counter() - t)
             del alone
