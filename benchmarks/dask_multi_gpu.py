@@ -186,20 +186,51 @@ def transfers(client):
     return out
 
 
-def where_time_goes(stream):
-    """Compute seconds per task kind (the key's prefix) and per worker."""
+def where_time_goes(stream, t0):
+    """Compute seconds per task kind (the key's prefix) and per worker, the
+    number of tasks of each kind, and each kind's span on the wall clock:
+    (its first task's start, its last task's stop), in seconds after
+    ``t0`` (``time.time()`` when the graph was handed to the client)."""
     per_kind = collections.Counter()
     per_worker = collections.Counter()
+    count = collections.Counter()
+    spans = {}
     for t in stream:
         kind = _kind(t["key"])
+        count[kind] += 1
         for s in t.get("startstops", ()):
             if s["action"] == "compute":
                 per_kind[kind] += s["stop"] - s["start"]
                 per_worker[t.get("worker", "?")] += s["stop"] - s["start"]
-    return per_kind, per_worker
+                lo, hi = spans.get(kind, (np.inf, -np.inf))
+                spans[kind] = (min(lo, s["start"] - t0), max(hi, s["stop"] - t0))
+    return per_kind, per_worker, count, spans
 
 
-def _label_chunk(block, connectivity):
+def _null_key(key):
+    return ("null-" + key[0],) + tuple(key[1:]) if isinstance(key, tuple) else "null-" + key
+
+
+def null_graph(collections):
+    """The graph of ``collections`` with every task replaced by ``len`` of the
+    list of its dependencies (the same dependencies, under new keys, so that
+    no result of an earlier run is reused; the persisted input's tasks become
+    such tasks too): what the scheduler and the workers cost for that
+    graph's shape, without its work or its data.  (graph, keys)"""
+    import dask.base
+    import dask.core
+
+    dsk = dict(dask.base.collections_to_expr(collections).__dask_graph__())
+    out = {_null_key(key): (len, [_null_key(d) for d in dask.core.get_dependencies(dsk, key)])
+           for key in dsk}
+    keys = [_null_key(k) for c in collections for k in dask.core.flatten(c.__dask_keys__())]
+    return out, keys
+
+
+def _label_chunk(block, connectivity, run):
+    """Step 1 alone for one chunk (``run`` numbers the repetition: keys of
+    their own each time, so that a cluster cannot hand back the results of
+    the run before, whose release may still be on its way)."""
     import meshccl
 
     return meshccl.label(block, connectivity=connectivity, dtype=np.int64)
@@ -247,7 +278,7 @@ def run_threads(args, n_ref, sums_ref, small):
     for _ in range(args.repeat + 1):
         _sync()
         t = time.perf_counter()
-        (alone,) = dask.persist(x.map_blocks(_label_chunk, conn, dtype=np.int64),
+        (alone,) = dask.persist(x.map_blocks(_label_chunk, conn, len(step1), dtype=np.int64),
                                 scheduler="threads")
         _sync()
         step1.append(time.perf_counter() - t)
@@ -260,13 +291,15 @@ def run_threads(args, n_ref, sums_ref, small):
 
 
 def run_cluster(args, k, n_ref, sums_ref, small):
-    """k GPUs, a LocalCUDACluster of k workers: (row)."""
-    import cupy
+    """k GPUs, a LocalCUDACluster of k workers: one row for each value of
+    ``--cluster-keys`` (``meshccl._tuning.DASK_CLUSTER_KEYS``)."""
+    import dask.array as da
     import dask_cuda
     import distributed
-    from distributed import get_task_stream, wait
+    from distributed import wait
 
     import meshccl.dask as mdask
+    from meshccl import _tuning
 
     conn = args.connectivity
     visible = ",".join(str(i) for i in range(k))
@@ -276,62 +309,100 @@ def run_cluster(args, k, n_ref, sums_ref, small):
             distributed.Client(cluster) as client:
         client.run(_warm)
         workers = sorted(client.scheduler_info()["workers"])
-        if small is not None:
-            xs = volume(small[0], args.chunk // 2, args.pattern, seed=1)
-            got = client.compute(mdask.label(xs, connectivity=conn)).result()
-            if not np.array_equal(cupy.asnumpy(got), small[1]):
-                raise SystemExit(f"{k} GPUs: labels of the {small[0]}^3 check cube differ "
-                                 "from meshccl.label")
-            del got
-        import dask.array as da
-
         pieces = [client.persist(p, workers=[w], allow_other_workers=False)
                   for p, w in zip(parts(args.side, args.chunk, args.pattern, k), workers)]
         wait(pieces)
         x = da.concatenate(pieces, axis=0)
-        times, moved, first, stream = [], [], None, None
-        for r in range(args.repeat + 1):
-            labels, n = mdask.label(x, connectivity=conn, return_num=True)
-            client.run(clear_transfer_log)
-            t = time.perf_counter()
-            if r == args.repeat:
-                with get_task_stream(client) as ts:
-                    labels, n = client.persist([labels, n])
-                    wait([labels, n])
-                stream = ts.data
-            else:
-                labels, n = client.persist([labels, n])
-                wait([labels, n])
-            dt = time.perf_counter() - t
-            if r == 0:
-                first = dt
-                if int(n.compute()) != n_ref:
-                    raise SystemExit(f"{k} GPUs: N {int(n.compute())} differs from {n_ref}")
-                sums = chunk_checksums(labels).compute()
-                if not np.array_equal(sums, sums_ref):
-                    raise SystemExit(f"{k} GPUs: chunk checksums differ from meshccl.label's")
-            else:
-                times.append(dt)
-                moved.append(transfers(client))
-            del labels, n
-        per_kind, per_worker = where_time_goes(stream)
+        rows = []
+        for keys in args.cluster_keys.split(","):
+            with _tuning.override(DASK_CLUSTER_KEYS=keys):
+                rows.append(_cluster_row(args, k, client, x, n_ref, sums_ref, small, keys))
+            print(json.dumps({kk: v for kk, v in rows[-1].items() if "per_kind" not in kk}),
+                  flush=True)
         step1 = []
         for _ in range(args.repeat + 1):
             t = time.perf_counter()
-            alone = client.persist(x.map_blocks(_label_chunk, conn, dtype=np.int64))
+            alone = client.persist(x.map_blocks(_label_chunk, conn, len(step1),
+                                                dtype=np.int64))
             wait(alone)
             step1.append(time.perf_counter() - t)
             del alone
+    for row in rows:
+        row["step1_alone_seconds"] = statistics.median(step1[1:])
+    return rows
+
+
+def _cluster_row(args, k, client, x, n_ref, sums_ref, small, keys):
+    """The timed runs of one configuration on a running cluster (the graph
+    built under this context's tuning): (row)."""
+    import cupy
+    from distributed import get_task_stream, wait
+
+    import meshccl.dask as mdask
+
+    conn = args.connectivity
+    if small is not None:
+        xs = volume(small[0], args.chunk // 2, args.pattern, seed=1)
+        got = client.compute(mdask.label(xs, connectivity=conn)).result()
+        if not np.array_equal(cupy.asnumpy(got), small[1]):
+            raise SystemExit(f"{k} GPUs ({keys}): labels of the {small[0]}^3 check cube "
+                             "differ from meshccl.label")
+        del got
+    times, moved, first, stream = [], [], None, None
+    for r in range(args.repeat + 1):
+        labels, n = mdask.label(x, connectivity=conn, return_num=True)
+        client.run(clear_transfer_log)
+        t = time.perf_counter()
+        if r == args.repeat:
+            with get_task_stream(client) as ts:
+                t_wall = time.time()
+                labels, n = client.persist([labels, n])
+                wait([labels, n])
+                t_done = time.time() - t_wall
+            stream = ts.data
+        else:
+            labels, n = client.persist([labels, n])
+            wait([labels, n])
+        dt = time.perf_counter() - t
+        if r == 0:
+            first = dt
+            if int(n.compute()) != n_ref:
+                raise SystemExit(f"{k} GPUs ({keys}): N {int(n.compute())} differs from {n_ref}")
+            sums = chunk_checksums(labels).compute()
+            if not np.array_equal(sums, sums_ref):
+                raise SystemExit(f"{k} GPUs ({keys}): chunk checksums differ from "
+                                 "meshccl.label's")
+        else:
+            times.append(dt)
+            moved.append(transfers(client))
+        del labels, n
+    per_kind, per_worker, count, spans = where_time_goes(stream, t_wall)
+    null_s = null_tasks = None
+    if args.null_graph:
+        labels, n = mdask.label(x, connectivity=conn, return_num=True)
+        dsk, keys_out = null_graph([labels, n])
+        null_tasks = len(dsk)
+        null_s = []
+        for _ in range(args.repeat + 1):
+            t = time.perf_counter()
+            client.get(dsk, keys_out, sync=True)
+            null_s.append(time.perf_counter() - t)
+        null_s = statistics.median(null_s[1:])
+        del labels, n
     last = moved[-1]
-    return {"config": f"LocalCUDACluster, {k} GPU{'s' if k > 1 else ''}", "gpus": k,
+    return {"config": f"LocalCUDACluster, {k} GPU{'s' if k > 1 else ''}, {keys} keys",
+            "gpus": k, "keys": keys,
             "seconds": statistics.median(times), "first_run_seconds": first, "N": n_ref,
-            "step1_alone_seconds": statistics.median(step1[1:]),
             "transfer_bytes": statistics.median(m["bytes"] for m in moved),
             "transfer_seconds": statistics.median(m["seconds"] for m in moved),
             "transfers": last["transfers"],
             "transfer_bytes_per_kind": {kk: v[0] for kk, v in sorted(
                 last["per_kind"].items(), key=lambda kv: -kv[1][0])},
-            "tasks": len(stream),
+            "tasks": len(stream), "tasks_per_kind": dict(count),
+            "profiled_run_seconds": t_done,
+            "null_graph_tasks": null_tasks, "null_graph_seconds": null_s,
+            "span_per_kind": {kk: [round(a, 4), round(b, 4)] for kk, (a, b) in
+                              sorted(spans.items(), key=lambda kv: kv[1][0])},
             "compute_seconds_per_kind": dict(per_kind.most_common()),
             "compute_seconds_per_worker": dict(per_worker)}
 
@@ -340,8 +411,6 @@ def write(out, meta, rows):
     with open(os.path.join(out, "dask_multi_gpu.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     ref_s = meta["meshccl_label_whole_seconds"]
-    base = next((r["seconds"] for r in rows if r["config"].startswith("LocalCUDACluster, 1 ")),
-                None)
     threads = next((r["seconds"] for r in rows if r["config"].startswith("threads")), None)
     lines = ["# meshccl.dask.label on one GPU and on several", "",
              f"{meta['when']}; {meta['device']} × {meta['gpus_on_machine']}, "
@@ -356,10 +425,12 @@ def write(out, meta, rows):
              "threads a worker) the input is persisted in slabs along axis 0, one a worker. Transfers: every worker's incoming "
              "transfers during a timed run (bytes, seconds summed over transfers).", "",
              f"meshccl.label on the whole volume, one GPU: {ref_s:.3f} s.", "",
-             "| configuration | seconds | speed-up vs 1-GPU cluster | vs threads, 1 GPU | first run "
+             "| configuration | seconds | speed-up vs 1-GPU cluster (same keys) | vs threads, 1 GPU | first run "
              "| step 1 alone | × step 1 alone | transfers | transfer MB | transfer seconds |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
+        base = next((b["seconds"] for b in rows if b["config"].startswith("LocalCUDACluster, 1 ")
+                     and b.get("keys") == r.get("keys")), None)
         sp = f"{base / r['seconds']:.2f}×" if base else "n/a"
         st = f"{threads / r['seconds']:.2f}×" if threads else "n/a"
         tb = r.get("transfer_bytes")
@@ -377,6 +448,15 @@ def write(out, meta, rows):
             lines += [f"{r['config']}: {r['tasks']} tasks; compute seconds per kind of task "
                       "(summed over workers): " + ", ".join(
                           f"{k} {v:.3f}" for k, v in r["compute_seconds_per_kind"].items())]
+        if r.get("null_graph_seconds") is not None:
+            lines += [f"{r['config']}: the same graph with every task doing nothing "
+                      f"({r['null_graph_tasks']} tasks, no input): {r['null_graph_seconds']:.3f} s"]
+        if "span_per_kind" in r:
+            lines += [f"{r['config']}: wall-clock span of each kind of task in the profiled run "
+                      f"({r['profiled_run_seconds']:.3f} s; seconds after the graph was handed "
+                      "to the client, first start - last stop; tasks): " + ", ".join(
+                          f"{k} {a:.3f}-{b:.3f} ({r['tasks_per_kind'].get(k, '?')})"
+                          for k, (a, b) in r["span_per_kind"].items())]
     with open(os.path.join(out, "dask_multi_gpu.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines), flush=True)
@@ -399,6 +479,12 @@ def main(argv=None):
                     help="threads a cluster worker (default 8: each runs its GPU tasks on a "
                          "stream of its own, and the host steps in parallel)")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--cluster-keys", default="fine",
+                    help="values of meshccl._tuning.DASK_CLUSTER_KEYS to run on each cluster "
+                         "(fine, coarse or both: fine,coarse)")
+    ap.add_argument("--null-graph", action="store_true",
+                    help="on a cluster also time the graph's shape alone: every task replaced "
+                         "by one that does nothing (the scheduler's and workers' share)")
     ap.add_argument("--check-side", type=int, default=256,
                     help="also compare a cube of this side value for value (0: no)")
     args = ap.parse_args(argv)
@@ -428,7 +514,7 @@ def main(argv=None):
         cupy.get_default_memory_pool().free_all_blocks()
     ngpu = cupy.cuda.runtime.getDeviceCount()
     meta = {"when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            "host": platform.node(), "cpus": os.cpu_count(),
+            "host": platform.node(), "cpus": len(os.sched_getaffinity(0)),
             "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
             "gpus_on_machine": ngpu, "dask": dask.__version__,
             "distributed": distributed.__version__, "dask_cuda": dask_cuda.__version__,
@@ -445,7 +531,7 @@ def main(argv=None):
         if k > ngpu:
             print(f"skipping {k} GPUs: this machine has {ngpu}", flush=True)
             continue
-        rows.append(run_cluster(args, k, n_ref, sums_ref, small))
+        rows += run_cluster(args, k, n_ref, sums_ref, small)
         meta["total_seconds"] = time.perf_counter() - t0
         write(args.out, meta, rows)
 

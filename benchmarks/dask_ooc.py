@@ -22,12 +22,18 @@ every ``--sample`` s, less those used before the run) and CuPy's pool;
 the peak host RSS (sampled) and ``ru_maxrss``.  ``--check-side S`` first
 labels an S³ volume of the same kind both ways and checks N and the
 statistics equal to ``meshccl.label(whole, return_statistics=True)`` on the
-whole array (which must fit the GPU).
+whole array (which must fit the GPU), twice: the first computation in the
+process with its NVRTC compilations counted, then a second.  ``--zarr DIR``
+also writes the labels (int32, Blosc zstd level 1) to ``DIR/check.zarr``
+and ``DIR/labels.zarr`` in the same pass (the check reads them back and
+compares them with the whole-array labels), and reports the store's bytes
+on disk.
 
 (``dask_out_of_core.py`` measures the other out-of-core path: labels read
 from and written to zarr through a memory-capped ``distributed`` worker.)
 
     python benchmarks/dask_ooc.py --side 3072 --chunk 512 --check-side 1024 --out /tmp/ooc
+    python benchmarks/dask_ooc.py --side 1024 --chunk 256 --zarr /tmp/z --out /tmp/ooc
 """
 
 from __future__ import annotations
@@ -127,17 +133,43 @@ def floor(x):
     return time.perf_counter() - t, int(n)
 
 
-def ooc(x, connectivity):
-    """N and the statistics, labels never held; (seconds, N, stats)."""
+def _to_host(block, dtype):
+    """A chunk of labels as a NumPy array of ``dtype`` (copied from its GPU)."""
+    block = block.astype(dtype, copy=False)
+    return block.get() if hasattr(block, "get") else block
+
+
+def zarr_array(path, shape, chunk, dtype):
+    """A new zarr array at ``path`` (chunks of ``chunk``³, Blosc-compressed
+    with zstd at level 1, byte-shuffled) for the labels."""
+    import zarr
+    from zarr.codecs import BloscCodec
+
+    return zarr.create_array(store=path, shape=shape, chunks=(chunk,) * len(shape),
+                             dtype=dtype, overwrite=True,
+                             compressors=BloscCodec(cname="zstd", clevel=1, shuffle="shuffle"))
+
+
+def ooc(x, connectivity, store=None):
+    """N and the statistics, and with ``store`` (a zarr array) the labels
+    written chunk by chunk in the same pass (each chunk labelled again after
+    the numbering, renumbered, copied to the host and compressed there);
+    the labels are never held at once.  (seconds, N, stats)."""
     import dask
+    import dask.array as da
 
     import meshccl.dask
 
-    _, num, stats = meshccl.dask.label(x, connectivity=connectivity, return_num=True,
-                                       return_statistics=True, low_memory=True)
+    labels, num, stats = meshccl.dask.label(x, connectivity=connectivity, return_num=True,
+                                            return_statistics=True, low_memory=True)
+    todo = [num, stats]
+    if store is not None:
+        host = labels.map_blocks(_to_host, store.dtype, dtype=store.dtype,
+                                 meta=np.empty((0,) * x.ndim, store.dtype))
+        todo.append(da.store(host, store, lock=False, compute=False))
     t = time.perf_counter()
-    num, stats = dask.compute(num, stats, scheduler="threads")
-    return time.perf_counter() - t, int(num), stats
+    got = dask.compute(*todo, scheduler="threads")
+    return time.perf_counter() - t, int(got[0]), got[1]
 
 
 def check(args):
@@ -154,11 +186,26 @@ def check(args):
                                return_statistics=True)
     cupy.cuda.Device().synchronize()
     whole_s = time.perf_counter() - t
+    store = None
+    if args.zarr:
+        store = zarr_array(os.path.join(args.zarr, "check.zarr"), whole.shape, args.check_chunk,
+                           np.int32)
+    want_labels = cupy.asnumpy(meshccl.label(whole, connectivity=args.connectivity))
     del whole
-    seconds, got_n, got = ooc(x, args.connectivity)
+    # twice: the first computation compiles what it needs (NVRTC compilations
+    # counted, with the seconds they took, summed over threads)
+    from dask_gpu import Compiles
+
+    with Compiles() as compiles:
+        first, _, _ = ooc(x, args.connectivity, store)
+    seconds, got_n, got = ooc(x, args.connectivity, store)
     equal = got_n == int(n) and all(
         bool(cupy.array_equal(cupy.asarray(got[k]), want[k])) for k in want)
-    return {"side": args.check_side, "chunk": args.check_chunk, "n": int(n), "equal": equal, "seconds": seconds,
+    if store is not None:
+        equal = equal and bool(np.array_equal(store[...], want_labels))
+    return {"side": args.check_side, "chunk": args.check_chunk, "n": int(n), "equal": equal,
+            "seconds": seconds, "first_seconds": first, "first_compiles": compiles.count,
+            "first_compile_seconds": compiles.seconds, "zarr": store is not None,
             "whole_label_statistics_s": whole_s}
 
 
@@ -179,14 +226,20 @@ def write(out, row):
         c = row["check"]
         lines += [f"check at {c['side']}³ in {c['chunk']}³ chunks: N = {c['n']}, statistics "
                   f"equal to meshccl.label's on the whole array: {c['equal']} "
-                  f"({c['seconds']:.2f} s out of core, {c['whole_label_statistics_s']:.3f} s "
-                  "whole)", ""]
+                  f"({c['seconds']:.2f} s out of core"
+                  + (", labels written to zarr and read back equal" if c.get("zarr") else "")
+                  + f"; {c['whole_label_statistics_s']:.3f} s whole; the first computation in "
+                  f"this process {c['first_seconds']:.2f} s, {c['first_compiles']} NVRTC "
+                  f"compilations, {c['first_compile_seconds']:.2f} s of compiling summed over "
+                  "threads)", ""]
     if "floor_s" in row:
         lines += [f"chunks generated and labelled alone: {row['floor_s']:.2f} s "
                   f"(sum of the chunks' N {row['floor_n']})", ""]
     if "seconds" in row:
         lines += ["| | |", "|---|---:|",
-                  f"| wall seconds (N and statistics) | {row['seconds']:.2f} |",
+                  f"| wall seconds (N and statistics"
+                  f"{', labels written to zarr' if 'zarr_bytes' in row else ''}) | "
+                  f"{row['seconds']:.2f} |",
                   f"| N | {row['n']} |",
                   f"| × chunks alone | {row['seconds'] / row['floor_s']:.1f}× |"
                   if "floor_s" in row else "| × chunks alone | |",
@@ -195,6 +248,10 @@ def write(out, row):
                   f"| peak host RSS (sampled) | {row['peak_rss'] / gb:.1f} GiB |",
                   f"| host ru_maxrss | {row['maxrss'] / gb:.1f} GiB |",
                   "| spilled | nothing (threaded scheduler, no spilling) |"]
+        if "zarr_bytes" in row:
+            lines += [f"| labels in zarr (int32, Blosc zstd 1) | {row['zarr_bytes'] / gb:.1f} GiB "
+                      f"on disk ({row['zarr_bytes'] / (4 * row['side'] ** 3):.3f} of raw), "
+                      f"{row['disk_free'] / gb:.0f} GiB left free |"]
     with open(os.path.join(out, "dask_ooc.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines), flush=True)
@@ -212,6 +269,9 @@ def main(argv=None):
     ap.add_argument("--check-chunk", type=int, default=256)
     ap.add_argument("--no-floor", action="store_true", help="skip the chunks-alone floor")
     ap.add_argument("--sample", type=float, default=0.05)
+    ap.add_argument("--zarr", default=None,
+                    help="also write the labels (int32) to zarr stores in this folder, in the "
+                         "same pass (check.zarr, labels.zarr)")
     ap.add_argument("--out", default="dask_ooc_out")
     args = ap.parse_args(argv)
 
@@ -236,8 +296,20 @@ def main(argv=None):
     ooc(volume(2 * args.chunk, args.chunk, args.pattern, args.noise, seed=2),
         args.connectivity)  # (every kernel compiled before the clock)
     cupy.get_default_memory_pool().free_all_blocks()
+    store = None
+    if args.zarr:
+        store = zarr_array(os.path.join(args.zarr, "labels.zarr"), x.shape, args.chunk, np.int32)
     with Peaks(args.sample) as peaks:
-        row["seconds"], row["n"], stats = ooc(x, args.connectivity)
+        row["seconds"], row["n"], stats = ooc(x, args.connectivity, store)
+    if store is not None:
+        import shutil
+
+        row["zarr_bytes"] = sum(os.path.getsize(os.path.join(d, f))
+                                for d, _, fs in os.walk(os.path.join(args.zarr, "labels.zarr"))
+                                for f in fs)
+        if row["n"] > np.iinfo(np.int32).max:
+            row["zarr_note"] = "N exceeds int32: the stored labels are wrapped"
+        row["disk_free"] = shutil.disk_usage(args.zarr).free
     row.update(peak_device=peaks.device - peaks.base[0], peak_pool=peaks.pool,
                peak_rss=peaks.rss,
                maxrss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)

@@ -229,6 +229,12 @@ def _ids(result):
     return result[1:3]
 
 
+def _ids_and_layers(result):
+    """A chunk's ids, counts and layers: ``(first, counts, faces_0, ...)`` of
+    its :func:`_chunk` result (everything but the local labels)."""
+    return result[1:]
+
+
 def _summary_gpu(values, mask, start, shape, measure, background, connectivity, tolerance):
     """Steps 1 and 2 for a CuPy chunk: :func:`_summary`'s results by the
     kernels of ``_kernels/chunks.cu`` (the ids by an atomic minimum over
@@ -637,6 +643,11 @@ def _small(reps, k):
     return reps[4] if k is None else reps[4][k]
 
 
+def _small_below(reps, k):
+    """The level 0..k-1 counts of a :func:`_reps` result ('raster'), one tuple."""
+    return reps[4][:k]
+
+
 def _asked(number):
     return number[1], number[2]
 
@@ -1009,8 +1020,18 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     # Dask collection built per chunk or face (building those cost more
     # than running them)
     measure = "statistics" if return_statistics else "counts" if return_counts else None
+    split = _on_cluster()
+    keys = _tuning.DASK_CLUSTER_KEYS
+    if keys not in ("auto", "fine", "coarse"):
+        raise ValueError("meshccl._tuning.DASK_CLUSTER_KEYS must be 'auto', 'fine' or 'coarse', "
+                         f"got {keys!r}")
+    if keys == "auto":
+        # a CuPy chunk's parts move through both hosts: fewer bytes win;
+        # NumPy parts are cheap to move: fewer tasks win
+        keys = "fine" if _xp(image._meta) is not np else "coarse"
+    coarse = split and keys == "coarse"
     token = tokenize(image, mask, background, connectivity, tolerance, periodic, measure,
-                     low_memory, numbering)
+                     low_memory, numbering, split and keys)
     (info, summary, local, face, solve, reps, counted, prefix, before, roots, number, asked,
      moved, resolve, table, out_name, layers) = (f"meshccl-{k}-{token}" for k in (
          "chunk", "summary", "local", "face-pairs", "solve", "reps", "counted", "prefix",
@@ -1024,9 +1045,10 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
     # they move between workers; in one process a task takes them from
     # the whole result itself (each small task costs the threaded
     # scheduler about as much as moving nothing saves: none)
-    split = _on_cluster()
 
     def layer_of(b, axis):
+        if coarse:
+            return (getitem, (summary,) + b, 2 + axis)
         return (layers,) + b + (axis,) if split else (getitem, (info,) + b, 3 + axis)
 
     def part_of(name, task, suffix=()):
@@ -1038,6 +1060,10 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         return key
 
     def small_of(b, k):
+        if coarse and k is not None and k < ndim - 1:
+            # the levels but the last in one key (the last, of a chunk's
+            # lines, is the only large one)
+            return (getitem, part_of(counted, (_small_below, (reps,) + b, ndim - 1), (-1,)), k)
         return part_of(counted, (_small, (reps,) + b, k), () if k is None else (k,))
 
     # steps 1 and 2: one task a chunk: its local labels (kept unless
@@ -1054,11 +1080,11 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
         # a cluster also the layers along each axis that the faces read (a
         # task pulls whole results of other workers: a face pulls its
         # neighbour's two layers along its axis, nothing else)
-        dsk[(summary,) + b] = (_ids, (info,) + b)
-        if split:
+        dsk[(summary,) + b] = (_ids_and_layers if coarse else _ids, (info,) + b)
+        if split and not coarse:
             for axis in range(ndim):
                 dsk[(layers,) + b + (axis,)] = (getitem, (info,) + b, 3 + axis)
-        if not low_memory:
+        if not low_memory and not coarse:
             dsk[(local,) + b] = (getitem, (info,) + b, 0)
     first_of = {b: (getitem, (summary,) + b, 0) for b in index}
     cells_of = {b: (getitem, (summary,) + b, 1) for b in index}
@@ -1180,8 +1206,8 @@ def label(image, background=None, return_num=False, connectivity=None, *, period
             dsk[(out_name,) + b] = (_relabel, (again[0].name,) + b, m, lookup, background,
                                     connectivity, tolerance)
         else:
-            dsk[(out_name,) + b] = (_renumber, (local,) + b, lookup,
-                                    image.dtype.itemsize)
+            local_labels = (getitem, (info,) + b, 0) if coarse else (local,) + b
+            dsk[(out_name,) + b] = (_renumber, local_labels, lookup, image.dtype.itemsize)
     graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=deps)
     labels = da.Array(graph, out_name, chunks=image.chunks, dtype=np.int64, meta=out_meta)
     out = (labels,)

@@ -774,3 +774,45 @@ def test_dask_bench_step_seconds_names_every_meshccl_task():
         assert steps == {step for step, _ in dask_bench.STEPS}, numbering
         seconds = dask_bench.step_seconds(lab, n)
         assert all(seconds[step] > 0 for step, _ in dask_bench.STEPS)
+
+
+def test_dask_bench_same_partition_against_a_pairwise_check():
+    """The linear-time check of two labellings against the definition (every
+    pair of cells together in one iff together in the other), on random
+    relabellings, merges and splits."""
+    import dask_bench
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        a = rng.integers(0, 5, 12)
+        perm = np.concatenate([[0], rng.permutation(np.arange(1, 40))])
+        b = perm[a]
+        if rng.random() < 0.5:  # a merge, a split or a moved background cell
+            i = rng.integers(0, a.size)
+            b[i] = rng.integers(0, 45)
+        want = (np.array_equal(a == 0, b == 0)
+                and np.array_equal(a[:, None] == a[None, :], b[:, None] == b[None, :]))
+        assert dask_bench.same_partition(a, b) == want
+
+
+def test_dask_multi_gpu_null_graph_keeps_the_shape():
+    """The no-op graph of dask_multi_gpu.py: one task per task of the label
+    graph, each waiting for the same dependencies under new keys; it runs."""
+    da = pytest.importorskip("dask.array")
+    import dask
+    import dask.core
+    import dask_multi_gpu
+
+    import meshccl.dask as mdask
+
+    x = da.from_array((np.random.default_rng(1).random((12, 10)) < 0.5).astype(np.uint8),
+                      chunks=(5, 4))
+    lab, n = mdask.label(x, return_num=True)
+    dsk = dict(dask.base.collections_to_expr([lab, n]).__dask_graph__())
+    null, keys = dask_multi_gpu.null_graph([lab, n])
+    assert len(null) == len(dsk)
+    for key in dsk:
+        deps = {dask_multi_gpu._null_key(d) for d in dask.core.get_dependencies(dsk, key)}
+        assert set(dask.core.get_dependencies(null, dask_multi_gpu._null_key(key))) == deps
+    got = dask.get(null, keys)
+    assert len(got) == lab.npartitions + 1

@@ -4,8 +4,10 @@
 to the whole-array call, ``persist`` on the cluster, and Dask's progress
 bar on the threaded scheduler."""
 
+import collections
 import io
 import re
+from itertools import product
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from dask.core import get_dependencies  # noqa: E402
 
 import meshccl  # noqa: E402
 import meshccl.dask as mdask  # noqa: E402
+from meshccl import _tuning  # noqa: E402
 
 from conftest import HAVE_GPU  # noqa: E402
 
@@ -42,23 +45,36 @@ def _blobs(shape, seed):
     return (rng.random(shape) < 0.45).astype(np.uint8)
 
 
+@pytest.mark.parametrize("keys", ["fine", "coarse", "auto"])
 @pytest.mark.parametrize("numbering", ["raster", "sequential"])
 @pytest.mark.parametrize("connectivity", [1, 3])
-def test_tasks_of_other_chunks_read_no_chunk(numbering, connectivity):
+def test_tasks_of_other_chunks_read_no_chunk(numbering, connectivity, keys):
     distributed = pytest.importorskip("distributed")
     x = da.from_array(_blobs((12, 10, 9), 1), chunks=(4, 5, 3))
     # in one process the parts are taken inside the reading tasks: no keys
     # of their own
-    alone = mdask.label(x, connectivity=connectivity, numbering=numbering)
+    with _tuning.override(DASK_CLUSTER_KEYS=keys):
+        alone = mdask.label(x, connectivity=connectivity, numbering=numbering)
     assert not {"layers", "counted", "asked"} & {_kind(k) for k in dict(alone.dask)}
     # a graph built while a distributed client is the default scheduler
     with distributed.Client(processes=False, n_workers=1, threads_per_worker=1,
-                            dashboard_address=None):
+                            dashboard_address=None), _tuning.override(DASK_CLUSTER_KEYS=keys):
         labels, n, counts = mdask.label(x, connectivity=connectivity, numbering=numbering,
                                         return_num=True, return_counts=True)
     dsk = dict(dask.base.collections_to_expr([labels, n, counts]).__dask_graph__())
     kinds = {k: _kind(k) for k in dsk}
-    assert {"chunk", "local", "layers", "face-pairs", "counted", "asked"} <= set(kinds.values())
+    per_chunk = collections.Counter(kinds.values())
+    if keys == "fine":
+        assert {"chunk", "local", "layers", "face-pairs", "counted", "asked"} <= set(
+            kinds.values())
+        assert per_chunk["layers"] == x.ndim * x.npartitions
+    else:
+        # ('auto' for NumPy chunks:) no keys for the layers and the local labels; the counts of the
+        # levels but the last in one key a chunk
+        assert not {"local", "layers"} & set(kinds.values())
+        assert {"chunk", "summary", "face-pairs", "counted", "asked"} <= set(kinds.values())
+        levels = x.ndim if numbering == "raster" else 1
+        assert per_chunk["counted"] == min(levels, 2) * x.npartitions
     for key, task in dsk.items():
         kind = kinds[key]
         if kind is None:
@@ -75,7 +91,13 @@ def test_tasks_of_other_chunks_read_no_chunk(numbering, connectivity):
             if kind == "face-pairs" and dkind == "layers":
                 # a face reads its neighbours' layers along one axis
                 assert dep[-1] in range(x.ndim)
+            if kind == "face-pairs":
+                assert dkind in ("layers", "summary"), (key, dep)
     got, n, counts = dask.compute(labels, n, counts, scheduler="threads")
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1,
+                            dashboard_address=None), _tuning.override(DASK_CLUSTER_KEYS="some"):
+        with pytest.raises(ValueError, match="DASK_CLUSTER_KEYS.*'some'"):
+            mdask.label(x)
     want, n_want, c_want = meshccl.label(x.compute(), connectivity=connectivity,
                                          return_num=True, return_counts=True)
     if numbering == "raster":
@@ -84,7 +106,8 @@ def test_tasks_of_other_chunks_read_no_chunk(numbering, connectivity):
     assert int(n) == n_want
 
 
-def test_local_cluster_equals_whole_array_and_persists():
+@pytest.mark.parametrize("keys", ["fine", "coarse"])
+def test_local_cluster_equals_whole_array_and_persists(keys):
     distributed = pytest.importorskip("distributed")
     x = _blobs((30, 26, 22), 2)
     with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
@@ -92,7 +115,8 @@ def test_local_cluster_equals_whole_array_and_persists():
             distributed.Client(cluster) as client:
         image = client.persist(da.from_array(x, chunks=(10, 13, 8)))
         for connectivity in (1, 3):
-            labels, n = mdask.label(image, connectivity=connectivity, return_num=True)
+            with _tuning.override(DASK_CLUSTER_KEYS=keys):
+                labels, n = mdask.label(image, connectivity=connectivity, return_num=True)
             labels, n = client.persist([labels, n])
             distributed.wait([labels, n])
             want, n_want = meshccl.label(x, connectivity=connectivity, return_num=True)
@@ -137,21 +161,22 @@ def test_dask_cuda_cluster_every_gpu_input_in_slabs():
             da.from_array(x[24 * r[0]:24 * (r[-1] + 1)], chunks=(24, 40, 36))
             .map_blocks(cupy.asarray), workers=[w]) for r, w in zip(rows, workers)]
         image = da.concatenate(parts, axis=0)
-        for connectivity in (1, 3):
-            for numbering in ("raster", "sequential"):
+        for connectivity, numbering, keys in product((1, 3), ("raster", "sequential"),
+                                                     ("fine", "coarse")):
+            with _tuning.override(DASK_CLUSTER_KEYS=keys):
                 labels, n = mdask.label(image, connectivity=connectivity, return_num=True,
                                         numbering=numbering)
-                labels, n = client.persist([labels, n])
-                distributed.wait([labels, n])
-                want, n_want = meshccl.label(x, connectivity=connectivity, return_num=True)
-                got = labels.compute()
-                assert type(got).__module__.startswith("cupy")
-                got = got.get()
-                if numbering == "raster":
-                    np.testing.assert_array_equal(got, want)
-                else:
-                    assert np.array_equal(got == 0, want == 0)
-                    fg = want > 0
-                    assert np.unique(got[fg] * (n_want + 1) + want[fg]).size == n_want
-                assert int(n.compute()) == n_want
-                del labels, n
+            labels, n = client.persist([labels, n])
+            distributed.wait([labels, n])
+            want, n_want = meshccl.label(x, connectivity=connectivity, return_num=True)
+            got = labels.compute()
+            assert type(got).__module__.startswith("cupy")
+            got = got.get()
+            if numbering == "raster":
+                np.testing.assert_array_equal(got, want)
+            else:
+                assert np.array_equal(got == 0, want == 0)
+                fg = want > 0
+                assert np.unique(got[fg] * (n_want + 1) + want[fg]).size == n_want
+            assert int(n.compute()) == n_want
+            del labels, n

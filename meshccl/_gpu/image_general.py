@@ -46,7 +46,7 @@ def _device_geometry(device_id: int, shape: tuple, connectivity: int, index_dtyp
     tiles = int(np.prod(tcount))
     if tiles >= 2**31:
         raise ValueError(f"label_image of shape {shape} needs {tiles} tiles; at most 2**31 - 1 fit one launch")
-    return dict(
+    return settled(dict(
         shape=cupy.asarray(np.asarray(shape, dtype=index_dtype)),
         table=cupy.asarray(table.reshape(-1)),
         noff=int(table.shape[0]),
@@ -56,7 +56,7 @@ def _device_geometry(device_id: int, shape: tuple, connectivity: int, index_dtyp
         tstride=cupy.asarray(tstride.astype(np.uint32)),
         tiles=tiles,
         tile_cells=1 << sum(tl),
-    )
+    ))
 
 
 @functools.lru_cache(maxsize=16)
