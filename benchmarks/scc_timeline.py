@@ -18,13 +18,14 @@ quote.  Writes timeline.md under --out.  Needs a GPU.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from timing import median_events_ms  # noqa: E402
 
 
 def main(argv=None):
@@ -100,15 +101,7 @@ def _timeline(opt):
         def call():
             return connected_components(dev, directed=True, connection="strong")
 
-        call()
-        ts = []
-        for _ in range(opt.reps):
-            a, b = cupy.cuda.Event(), cupy.cuda.Event()
-            a.record()
-            call()
-            b.record()
-            b.synchronize()
-            ts.append(cupy.cuda.get_elapsed_time(a, b))
+        median_ms = median_events_ms(call, opt.reps)
         log.clear()
         recording[0] = True
         t0 = time.perf_counter()
@@ -118,7 +111,7 @@ def _timeline(opt):
         recording[0] = False
         lines += [f"## {graph_families.TITLES[name]}: {n} vertices, {g.nnz} stored edges"
                   + (f" (tuning: {opt.tune})" if opt.tune else ""), "",
-                  f"strong components {statistics.median(ts):.2f} ms (median of {opt.reps}, "
+                  f"strong components {median_ms:.2f} ms (median of {opt.reps}, "
                   f"CUDA events); the call below, synchronised at every step, {whole:.2f} ms "
                   f"wall", "", "| level | vertices | step | GPU ms | host ms |",
                   "|---:|---:|---|---:|---:|"]
