@@ -21,7 +21,7 @@ What it measures
   (default 20) and at least ``--min-time`` seconds (default 1) is reported.
 * **Peak device memory** of every GPU tool on every case (``--no-memory``:
   not measured): one more call after the timed ones, under a CuPy memory
-  hook (:class:`CallMemory`) that counts the bytes the call takes from
+  hook (:class:`meshccl._gpu.timing.PeakMemory`) that counts the bytes the call takes from
   CuPy's pool and gives back, from the call's start -- the pool's cached
   blocks and the input are not counted, the label output is, and so is
   the scratch a meshccl launch plan keeps (the call builds its plan anew).  Recorded with
@@ -126,6 +126,7 @@ sys.path.insert(0, REPO)  # benchmark the working tree's meshccl
 
 import meshccl  # noqa: E402
 from meshccl import patterns  # noqa: E402
+from meshccl._gpu.timing import PeakMemory  # noqa: E402
 from meshccl.neighbourhood import half_neighbourhood_size, half_offsets  # noqa: E402
 
 CPU_SLOW_S = 5.0          # a CPU call slower than this is timed once
@@ -679,85 +680,17 @@ def measure_copy_bandwidth(nbytes=COPY_BYTES, runs=20):
 MEMORY_TARGET = 1.25
 
 
-class CallMemory:
-    """Device memory a ``with`` block takes from CuPy's memory pool (on this
-    thread): ``peak`` is the high-water mark of the bytes it holds, counted
-    from the block's start.
-
-    A CuPy memory hook sees every block the pool hands out and takes back,
-    whether the pool had it cached or asks the driver for it, in the sizes
-    the pool deals in (rounded up to 512 bytes).  So the pool's cached free
-    blocks are not counted, nor is anything allocated before the block (the
-    input): only what the call itself holds.  Unlike
-    :class:`meshccl._gpu.timing.PeakMemory` (``return_info``'s count), a
-    block allocated before the ``with`` and freed inside it is not
-    subtracted, and the blocks still held at the end are kept
-    (``live``: pointer -> bytes), so that :meth:`holds` can tell whether an
-    output came from the pool within the block.
-
-    With ``trace``, each block's allocation site is kept too (the innermost
-    meshccl frames of its Python stack), and ``at_peak`` lists the blocks
-    held at the high-water mark as (bytes, site), largest first: where a
-    call's peak comes from."""
-
-    name = "meshccl-bench-call"
-
-    def __init__(self, trace=False):
-        self.trace = trace
-        self.at_peak = []
-
-    @staticmethod
-    def _site():
-        """The innermost frames of meshccl's code on the stack, as
-        'file:line' (the call's allocation site), or the caller's."""
-        frames = [f for f in traceback.extract_stack()[:-3]
-                  if os.sep + "meshccl" + os.sep in f.filename
-                  and os.sep + "benchmarks" + os.sep not in f.filename]
-        if not frames:
-            frames = traceback.extract_stack()[-6:-3]
-        return " < ".join(f"{os.path.relpath(f.filename, REPO)}:{f.lineno}"
-                          for f in reversed(frames[-3:]))
-
-    def __enter__(self):
-        from cupy.cuda import memory_hook
-
-        outer = self
-
-        class _Hook(memory_hook.MemoryHook):
-            name = CallMemory.name
-
-            def malloc_postprocess(self, **kw):
-                if kw["mem_ptr"]:  # (0: the allocation failed)
-                    outer.live[kw["mem_ptr"]] = kw["mem_size"]
-                    outer.current += kw["mem_size"]
-                    if outer.trace:
-                        outer.sites[kw["mem_ptr"]] = outer._site()
-                        if outer.current > outer.peak:
-                            outer.at_peak = sorted(
-                                ((size, outer.sites.get(p, "?")) for p, size in outer.live.items()),
-                                reverse=True)
-                    outer.peak = max(outer.peak, outer.current)
-
-            def free_postprocess(self, **kw):
-                size = outer.live.pop(kw["mem_ptr"], None)
-                if size is not None:  # (a block from before the start: not ours)
-                    outer.current -= size
-
-        self.current = self.peak = 0
-        self.live = {}
-        self.sites = {}
-        self._hook = _Hook()
-        self._hook.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self._hook.__exit__(*exc)
-        return False
-
-    def holds(self, ptr):
-        """True when device address ``ptr`` lies in a block taken from the
-        pool inside the ``with`` and not given back."""
-        return any(p <= ptr < p + size for p, size in self.live.items())
+def _allocation_site():
+    """The innermost frames of meshccl's code on the stack, as 'file:line'
+    (a block's allocation site, for :class:`PeakMemory`'s ``at_peak``),
+    or the caller's."""
+    frames = [f for f in traceback.extract_stack()[:-3]
+              if os.sep + "meshccl" + os.sep in f.filename
+              and os.sep + "benchmarks" + os.sep not in f.filename]
+    if not frames:
+        frames = traceback.extract_stack()[-6:-3]
+    return " < ".join(f"{os.path.relpath(f.filename, REPO)}:{f.lineno}"
+                      for f in reversed(frames[-3:]))
 
 
 def _labels_of(out):
@@ -780,7 +713,7 @@ def measure_memory(fn, trace=False):
     elsewhere and the pool's count would be wrong: peak_bytes and
     peak_ratio are then None and 'peak_note' says why.  ``trace``: also
     'peak_blocks', the blocks held at the peak as [bytes, allocation
-    site] (:class:`CallMemory`)."""
+    site] (:class:`PeakMemory`)."""
     import gc
 
     import cupy
@@ -791,7 +724,7 @@ def measure_memory(fn, trace=False):
     cupy.cuda.Device().synchronize()
     # (override() drops this thread's launch plans: meshccl's call builds its
     # plan inside the window, so what a plan keeps for later calls counts)
-    with CallMemory(trace) as mem, _tuning.override():
+    with PeakMemory(_allocation_site if trace else None) as mem, _tuning.override():
         out = fn()
         cupy.cuda.Device().synchronize()
     labels = _labels_of(out)

@@ -499,18 +499,19 @@ class _FakeCupy:
 
 
 def test_call_memory_counts_what_a_call_holds_from_the_pool(monkeypatch):
-    """CallMemory's peak is the high-water mark of the blocks taken inside
+    """PeakMemory's peak is the high-water mark of the blocks taken inside
     the block, in the pool's 512-byte units, whatever was allocated before
-    (freeing such a block inside does not lower it); measure_memory relates
-    it to the output's bytes and gives no number for an output that is not
-    pool memory."""
+    (freeing such a block inside does not lower it), and nested blocks each
+    count; measure_memory relates it to the output's bytes and gives no
+    number for an output that is not pool memory."""
     import numpy as np
 
     import bench
+    from meshccl._gpu.timing import PeakMemory
     fake = _FakeCupy()
     cp = fake.install(monkeypatch)
     before = [cp.empty(1000, np.uint8)]
-    with bench.CallMemory() as mem:
+    with PeakMemory() as mem:
         before.pop()                       # a block from before, freed inside: not ours
         a = cp.empty(8000, np.uint8)       # 8192 bytes (8000 rounded up to 512s)
         b = cp.empty(4096, np.int32)       # 16384: the peak, 24576
@@ -519,9 +520,12 @@ def test_call_memory_counts_what_a_call_holds_from_the_pool(monkeypatch):
     assert (mem.peak, mem.current) == (8192 + 16384, 16384 + 1024)
     assert mem.holds(b.__cuda_array_interface__["data"][0] + 8) and len(mem.live) == 2
     del b, c
-    with pytest.raises(RuntimeError):      # the fake, as CuPy, refuses a second hook of a name
-        with bench.CallMemory(), bench.CallMemory():
-            pass
+    with PeakMemory() as outer:            # nested: each hook counts what its block takes
+        d = cp.empty(1024, np.uint8)
+        with PeakMemory(site=lambda: "here") as inner:
+            e = cp.empty(2048, np.uint8)
+    assert (outer.peak, inner.peak) == (1024 + 2048, 2048) and inner.at_peak == [(2048, "here")]
+    del d, e
 
     def call():                            # 2x its output of scratch, then the output
         scratch = cp.empty(2 * 64 * 64, np.int32)

@@ -26,43 +26,14 @@ pytestmark = pytest.mark.skipif(not HAVE_GPU, reason="needs a CUDA GPU and CuPy"
 BOUND = 1.25
 
 
-class _Held:
-    """Bytes held from CuPy's pool by blocks taken inside the ``with``
-    block; ``peak`` is their high-water mark."""
-
-    def __enter__(self):
-        from cupy.cuda import memory_hook
-
-        outer = self
-
-        class Hook(memory_hook.MemoryHook):
-            name = "meshccl-test-memory"
-
-            def malloc_postprocess(self, **kw):
-                if kw["mem_ptr"]:
-                    outer.live[kw["mem_ptr"]] = kw["mem_size"]
-                    outer.current += kw["mem_size"]
-                    outer.peak = max(outer.peak, outer.current)
-
-            def free_postprocess(self, **kw):
-                outer.current -= outer.live.pop(kw["mem_ptr"], 0)
-
-        self.live, self.current, self.peak = {}, 0, 0
-        self.hook = Hook()
-        self.hook.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self.hook.__exit__(*exc)
-        return False
-
-
 def _peak(call):
     """(result, peak bytes) of ``call()`` with fresh launch plans."""
     import cupy
 
+    from meshccl._gpu.timing import PeakMemory
+
     cupy.cuda.Device().synchronize()
-    with _Held() as held, _tuning.override():
+    with PeakMemory() as held, _tuning.override():
         out = call()
         cupy.cuda.Device().synchronize()
     return out, held.peak
