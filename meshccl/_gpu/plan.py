@@ -89,7 +89,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _tuning, _validate
-from . import chains, image_plain, number_roots, runs_nd
+from . import chains, image_plain, number_roots, runs3d_structure, runs_nd
 from .launch import COUNTS, pack_chain
 
 MAX_PLANS = 16
@@ -186,8 +186,9 @@ class Plan:
             if n <= _tuning.PLAN_GRAPH_CELLS:
                 self._try_capture()
             return
-        if name == "runsnd":  # (one form, its own scratch)
-            prog = chains.program(case, prob, buffers=runs_nd.scratch(n, self.work, case.shape),
+        if name in ("runsnd", "runs3d-structure"):  # (one form, its own scratch)
+            own = runs_nd if name == "runsnd" else runs3d_structure
+            prog = chains.program(case, prob, buffers=own.scratch(n, self.work, case.shape),
                                   counts=counts)
             self.chains = {True: (prog, _packed(prog))}
             self.program, self.packed = self.chains[True]
