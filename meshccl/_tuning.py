@@ -135,6 +135,9 @@ RUNSND_UNITE_BATCH = {1: 1, 2: 1, 3: 1, 4: 8}
 #: Earlier pairs a word of meshccl_runsnd_unions keeps for the cover masks in
 #: registers, by number of axes as above (0: all, in a local-memory table).
 RUNSND_COVER_SLOTS = {1: 0, 2: 0, 3: 0, 4: 4}
+#: Planes per brick of runs3d_structure.cu (8 or 16; 16 halves the pairs
+#: through the bricks' z faces, at half the blocks per multiprocessor).
+RUNS3D_STRUCTURE_PLANES = 8
 #: Blocks per multiprocessor of the statistics form of the run label pass
 #: (label(..., return_statistics=True)): the grid steps over the rows, so
 #: each block's shared-memory table gathers many rows before it adds them

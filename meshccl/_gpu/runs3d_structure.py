@@ -19,10 +19,6 @@ from .launch import LABELS, VALUES, Launch
 from .loader import c_type, kernels
 from .. import _tuning
 
-#: planes a brick of the tile kernel holds (its forest: 8 planes, 34 KB)
-PLANES = 8
-
-
 def structure_bits(offsets) -> int:
     """The 13-bit mask of a 3-D half neighbourhood ``offsets`` (steps to
     earlier cells, as :func:`meshccl.neighbourhood.structure_offsets` gives
@@ -57,7 +53,7 @@ def serves(prob) -> bool:
     if not (runs_nd.serves(prob) and prob.offsets is not None and len(prob.shape) == 3):
         return False
     nz, ny, _ = prob.shape
-    return -(-ny // 32) <= 65535 and -(-nz // PLANES) <= 65535
+    return -(-ny // 32) <= 65535 and -(-nz // _tuning.RUNS3D_STRUCTURE_PLANES) <= 65535
 
 
 def scratch(n: int, index_dtype, shape):
@@ -85,18 +81,21 @@ def program(prob, buffers=None, counts=None):
     offsets = runs_nd.offsets_of(prob)
     st = np.uint32(structure_bits(offsets))
     _, steps, nsteps, _ = runs_nd._device_table(cupy.cuda.Device().id, shape, offsets)
+    nzb = _tuning.RUNS3D_STRUCTURE_PLANES
     tile, faces = kernels("runs3d_structure.cu",
-                          f"meshccl_runs3d_structure_tile<{i}, {PLANES}>",
-                          f"meshccl_runs3d_structure_faces<{i}, {PLANES}>")
+                          f"meshccl_runs3d_structure_tile<{i}, {nzb}>",
+                          f"meshccl_runs3d_structure_faces<{i}, {nzb}>")
     aligned = nx % 32 == 0
-    shared = PLANES * (32 * 33 + 32) * 4  # the forests and run starts (runs3d_structure.cu)
+    shared = nzb * (32 * 33 + 32) * 4  # the forest and run starts of each plane
+    if shared > 48 * 1024 and tile.max_dynamic_shared_size_bytes < shared:
+        tile.max_dynamic_shared_size_bytes = shared
     dims = (I(nz), I(ny), I(nx))
     label_pass = _run_label_pass(
         i, _tuning.RUNS_LABEL_ROWS[work.itemsize], _tuning.RUNS_LABEL_CELLS[work.itemsize],
         "false", rw, (F, S, A, I(nz * ny), I(nx), I(A.size), np.uintp(0), np.uintp(0),
                       np.int32(0)), counts, prob.first, None)
     return _cleared(bits, aligned) + [
-        ("tile", Launch(tile, (ntx, nty, -(-nz // PLANES)), (32 * PLANES,),
+        ("tile", Launch(tile, (ntx, nty, -(-nz // nzb)), (32 * nzb,),
                         (VALUES, LABELS, A, H, F, S) + dims
                         + (np.int32(bool(prob.has_bg)), np.uint8(prob.bgkey), st,
                            np.int32(aligned)), shared_mem=shared)),

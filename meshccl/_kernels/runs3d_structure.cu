@@ -95,9 +95,10 @@ __device__ __forceinline__ void row_rules(const unsigned (&J)[3], unsigned E, bo
 // bx * (nz * ny) + z * ny + y; A and H as in runs3d.cu (aligned: nx % 32 ==
 // 0, a tile row is one word of each, stored here; otherwise the host zeroes
 // them and the piece roots are ORed in).  Dynamic shared memory: NZ * (32 *
-// 33 + 32) words.  v: bool bytes (background byte bg where has_bg).
+// 33 + 32) words (16 planes: 68 KB, the host raises the limit); 48 warps a
+// multiprocessor.  v: bool bytes (background byte bg where has_bg).
 template <typename I, int NZ>
-__global__ void __launch_bounds__(32 * NZ, 6) meshccl_runs3d_structure_tile(
+__global__ void __launch_bounds__(32 * NZ, 48 / NZ) meshccl_runs3d_structure_tile(
         const unsigned char* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I nz,
         I ny, I nx, int has_bg, unsigned char bg, unsigned st, int aligned) {
@@ -276,4 +277,6 @@ __global__ void __launch_bounds__(256) meshccl_runs3d_structure_faces(
         const meshccl::runsnd::Step*, int);
 MESHCCL_RUNS3D_STRUCTURE(int, 8)
 MESHCCL_RUNS3D_STRUCTURE(long long, 8)
+MESHCCL_RUNS3D_STRUCTURE(int, 16)
+MESHCCL_RUNS3D_STRUCTURE(long long, 16)
 #endif
