@@ -156,8 +156,8 @@ TABLE = (
     Chain("runs3d-structure", "3-D bool arrays (`meshccl.ndimage.label`'s foreground) under "
           "a structure that no connectivity names, without lattice features",
           _CLEAR + ("runs3d_structure.cu: meshccl_runs3d_structure_tile (runs3d.cu's bricks "
-                    "of 32x32 cells and 8 planes, a warp per plane, one shared forest; the "
-                    "structure's 13 half offsets a bit mask)",
+                    "of 32x32 cells and 8 or 16 planes, a warp per plane, one shared forest; "
+                    "the structure's 13 half offsets a bit mask)",
                     "runs3d_structure.cu: meshccl_runs3d_structure_faces (a thread per 32 "
                     "cells of a row: every pair that leaves its brick, in the global forest)")
           + _NUMBER_RUNS,
