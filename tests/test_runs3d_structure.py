@@ -6,8 +6,8 @@ Volumes of whole and partial bricks (x, y not multiples of 32, z not a
 multiple of 8), a tile row of 1 to 100 cells, every one of the 13 half
 offsets alone and every structure missing one, the kinds of
 test_runsnd_emulated, random structures, sparse to full densities,
-repeated calls (launch plans), counts, first-cell numbering, 64-bit labels
-and bool bytes other than 1.  The pair rules are checked on the CPU in
+repeated calls (launch plans), counts, first-cell numbering, 64-bit labels,
+bricks of 8 and 16 planes and bool bytes other than 1.  The pair rules are checked on the CPU in
 tests/test_runs3d_structure_emulated.py."""
 
 import itertools
@@ -140,8 +140,10 @@ def test_against_cupyx_and_every_output_form():
         order = np.unique(want.ravel()[flat], return_index=True)
         firsts[order[0]] = flat[order[1]] + 1
         np.testing.assert_array_equal(first.get(), firsts[want])
-        wide, n = ndimage.label(x, cupy.asarray(s), output=cupy.int64)
-        np.testing.assert_array_equal(wide.get(), want)
+        prob = _validate.prepare(x, None, None, np.int64, offsets=offsets)
+        wide = labelling._label_gpu(prob, "gpu", False, {"seconds": {}})[0]
+        assert wide.dtype == np.int64
+        np.testing.assert_array_equal(wide.reshape(a.shape).get(), want)
 
 
 def test_bool_bytes_other_than_one():
