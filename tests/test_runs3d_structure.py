@@ -3,12 +3,12 @@ meshccl.ndimage.label of 3-D bool volumes under structures that no
 connectivity names, against scipy.ndimage.label and cupyx.
 
 Volumes of whole and partial bricks (x, y not multiples of 32, z not a
-multiple of 8), a tile row of 1 to 100 cells, every one of the 13 half
-offsets alone and every structure missing one, the kinds of
-test_runsnd_emulated, random structures, sparse to full densities,
-repeated calls (launch plans), counts, first-cell numbering, 64-bit labels,
-bricks of 8 and 16 planes and bool bytes other than 1.  The pair rules are checked on the CPU in
-tests/test_runs3d_structure_emulated.py."""
+multiple of 8), rows of 2 to 100 cells, every one of the 13 half offsets
+alone and every structure missing one, the kinds of test_runsnd_emulated,
+random structures, sparse to full densities, repeated calls (launch plans)
+and calls without a plan, counts, first-cell numbering, 64-bit labels,
+bricks of 8 and 16 planes and bool bytes other than 1.  The pair rules are
+checked on the CPU in tests/test_runs3d_structure_emulated.py."""
 
 import itertools
 
@@ -117,10 +117,16 @@ def test_against_cupyx_and_every_output_form():
     for k in range(6):
         s = _from_half(rng.random(13) < 0.5)
         ref, rn = cndi.label(x, cupy.asarray(s))
-        for _ in range(3):  # (a launch plan from the second call on)
+        for _ in range(3):  # (a launch plan, made by the first call)
             labels, n = ndimage.label(x, cupy.asarray(s))
             assert int(n) == int(rn)
             cupy.testing.assert_array_equal(labels, ref)
+        # a view that is not C-contiguous takes the call without a plan
+        view = x[:, ::2]
+        labels, n = ndimage.label(view, cupy.asarray(s))
+        vref, vn = cndi.label(view, cupy.asarray(s))
+        assert int(n) == int(vn)
+        cupy.testing.assert_array_equal(labels, vref)
         want = ref.get()
         offsets = neighbourhood.structure_offsets(s)
         prob = _validate.prepare(x, None, None, np.int32, offsets=offsets, return_counts=True)
