@@ -138,6 +138,9 @@ RUNSND_COVER_SLOTS = {1: 0, 2: 0, 3: 0, 4: 4}
 #: Planes per brick of runs3d_structure.cu (8 or 16; 16 halves the pairs
 #: through the bricks' z faces, at half the blocks per multiprocessor).
 RUNS3D_STRUCTURE_PLANES = 8
+#: meshccl_runs3d_structure_faces drops the pairs that leave a brick whose
+#: partner neighbours an earlier such pair's partner (the row table's covers).
+RUNS3D_STRUCTURE_FACE_COVERS = True
 #: Blocks per multiprocessor of the statistics form of the run label pass
 #: (label(..., return_statistics=True)): the grid steps over the rows, so
 #: each block's shared-memory table gathers many rows before it adds them

@@ -166,14 +166,15 @@ def test_bool_bytes_other_than_one():
         np.testing.assert_array_equal(labels.get(), want)
 
 
-@pytest.mark.parametrize("planes", [8, 16])
-def test_brick_depths(planes):
-    """Bricks of 8 and 16 planes (_tuning.RUNS3D_STRUCTURE_PLANES): volumes
-    whose depth is not a multiple of either, random structures."""
+@pytest.mark.parametrize("planes, covers", [(8, False), (16, True), (16, False)])
+def test_brick_depths_and_face_covers(planes, covers):
+    """Bricks of 8 and 16 planes (_tuning.RUNS3D_STRUCTURE_PLANES), the faces
+    kernel with and without its covers (RUNS3D_STRUCTURE_FACE_COVERS):
+    volumes whose depth is not a multiple of either, random structures."""
     from meshccl import _tuning
 
-    rng = np.random.default_rng(planes)
-    with _tuning.override(RUNS3D_STRUCTURE_PLANES=planes):
+    rng = np.random.default_rng(planes + covers)
+    with _tuning.override(RUNS3D_STRUCTURE_PLANES=planes, RUNS3D_STRUCTURE_FACE_COVERS=covers):
         for k in range(12):
             s = _from_half(rng.random(13) < rng.choice([0.3, 0.6]))
             shape = ((37, 40, 70), (17, 33, 32), (50, 9, 100))[k % 3]

@@ -6,8 +6,9 @@ Python on the same 32-bit masks: the tile kernel's pairs inside each brick
 of 32 x 32 cells by NZ planes (in-plane with the row above, then the plane
 below's rows r, r - 1, r + 1 with the stretch, centre, cover and column
 rules) and the faces kernel's pairs that leave a brick (runsnd_pairs.cuh's
-step_pairs on rows of another brick; bits 0 and 31 on rows of the same
-one; the left neighbour across a tile's side).  A plain union-find unites
+step_pairs on rows of another brick, with or without the row table's
+covers; bits 0 and 31 on rows of the same one; the left neighbour across
+a tile's side).  A plain union-find unites
 the run starts; every cell's component is its run start's root.  The
 partition must equal scipy.ndimage.label's for every single half offset,
 every pair of them, the kinds of test_runsnd_emulated and random
@@ -62,8 +63,9 @@ def _bits(m):
         m &= m - 1
 
 
-def emulate(fg, offsets, nzb=8):
-    """The partition of the chain's unions: a root per foreground cell."""
+def emulate(fg, offsets, nzb=8, covers=True):
+    """The partition of the chain's unions: a root per foreground cell
+    (``nzb`` planes a brick; ``covers``: the faces kernel's covers)."""
     nz, ny, nx = fg.shape
     ntx = -(-nx // 32)
     st = structure_bits(offsets)
@@ -146,7 +148,8 @@ def emulate(fg, offsets, nzb=8):
         if xjoin and bx > 0 and (m & 1) and (Fm(z, y, bx - 1) >> 31):
             pair(z, y, x0, z, y, x0 - 1)
         E = m & (m << 1) & FULL if xjoin else 0
-        for stp in table:
+        held = {}  # (entry, k): the raw pairs of entries that leave the brick
+        for e, stp in enumerate(table):
             down, up, dxm = int(stp["down"]), int(stp["up"]), int(stp["dx"])
             dz, dy = -(down & 1), (-1 if down & 2 else (1 if up & 2 else 0))
             z2, y2 = z + dz, y + dy
@@ -160,8 +163,13 @@ def emulate(fg, offsets, nzb=8):
                      m & nm if dxm & 2 else 0,
                      m & ((nm >> 1) | (nn << 31)) & FULL if dxm & 4 else 0]
                 for k, U in enumerate(_row_rules(J, E, xjoin)):
-                    for b in _bits(U):
+                    cover = 0
+                    for (e2, k2), J2 in held.items():
+                        if covers and (int(stp["cover"][k]) >> (3 * e2 + k2)) & 1:
+                            cover |= J2
+                    for b in _bits(U & ~cover):
                         pair(z, y, x0 + b, z2, y2, x0 + b + k - 1)
+                held.update({(e, k): J[k] for k in range(3)})
                 continue
             if (dxm & 1) and bx > 0 and (m & 1) and (np_ >> 31) and \
                     not (xjoin and (dxm & 2) and (nm & 1)):
@@ -180,8 +188,8 @@ def _from_half(half):
     return np.concatenate([half, [True], half[::-1]]).reshape(3, 3, 3)
 
 
-def _check(fg, s, name="", nzb=8):
-    roots = emulate(fg, neighbourhood.structure_offsets(s), nzb)
+def _check(fg, s, name="", nzb=8, covers=True):
+    roots = emulate(fg, neighbourhood.structure_offsets(s), nzb, covers)
     want, n = ndi.label(fg, s)
     # the same partition: each label one root, each root one label
     pairs = np.unique(np.stack([want[fg], roots[fg]]), axis=1)
@@ -191,8 +199,8 @@ def _check(fg, s, name="", nzb=8):
 SHAPES = [(5, 35, 40), (4, 33, 64), (6, 3, 70)]
 
 
-@pytest.mark.parametrize("nzb", [2, 3])
-def test_one_and_two_offsets(nzb):
+@pytest.mark.parametrize("nzb, covers", [(2, True), (3, True), (2, False)])
+def test_one_and_two_offsets(nzb, covers):
     rng = np.random.default_rng(nzb)
     vols = [rng.random(shape) < p for shape, p in zip(SHAPES, (0.35, 0.6, 0.5))]
     for ks in itertools.chain(itertools.combinations(range(13), 1),
@@ -200,7 +208,7 @@ def test_one_and_two_offsets(nzb):
         half = np.zeros(13, bool)
         half[list(ks)] = True
         for fg in vols:
-            _check(fg, _from_half(half), str(ks), nzb)
+            _check(fg, _from_half(half), str(ks), nzb, covers)
 
 
 def test_kinds_and_random_structures():

@@ -84,7 +84,8 @@ def program(prob, buffers=None, counts=None):
     nzb = _tuning.RUNS3D_STRUCTURE_PLANES
     tile, faces = kernels("runs3d_structure.cu",
                           f"meshccl_runs3d_structure_tile<{i}, {nzb}>",
-                          f"meshccl_runs3d_structure_faces<{i}, {nzb}>")
+                          f"meshccl_runs3d_structure_faces<{i}, {nzb}, "
+                          f"{'true' if _tuning.RUNS3D_STRUCTURE_FACE_COVERS else 'false'}>")
     aligned = nx % 32 == 0
     shared = nzb * (32 * 33 + 32) * 4  # the forest and run starts of each plane
     if shared > 48 * 1024 and tile.max_dynamic_shared_size_bytes < shared:

@@ -216,7 +216,12 @@ __global__ void __launch_bounds__(32 * NZ, 48 / NZ) meshccl_runs3d_structure_til
 // the structure's row table (runsnd_pairs.cuh's Step, made by
 // meshccl/_gpu/runs_nd.py's step_table: at most 4 rows, the leading axes z
 // then y), nsteps of them; bricks of NZ planes as the tile kernel's.
-template <typename I, int NZ>
+// Covers: a pair that leaves the brick is dropped where its partner
+// neighbours, under the structure, the partner of the same cell's pair with
+// an earlier entry of the table that leaves the brick too (the table's
+// cover masks, as runsnd.cu drops them; the pairs of entries inside the
+// brick cover nothing here).
+template <typename I, int NZ, bool Covers>
 __global__ void __launch_bounds__(256) meshccl_runs3d_structure_faces(
         I* P, unsigned* __restrict__ H, const unsigned* __restrict__ F,
         const unsigned* __restrict__ S, I nz, I ny, I nx, unsigned st,
@@ -242,16 +247,36 @@ __global__ void __launch_bounds__(256) meshccl_runs3d_structure_faces(
     const unsigned lo = (z == 0 ? 1u : 0u) | (y == 0 ? 2u : 0u);
     const unsigned hi = (z == nz - 1 ? 1u : 0u) | (y == ny - 1 ? 2u : 0u);
     const int zb = (int)(z % NZ), yb = (int)(y & 31);
-    for (int e = 0; e < nsteps; ++e) {
+    // Covers: the pairs of the row's earlier entries that leave the brick
+    // (Js[3 e + k], bit 3 e + k of held), for the table's cover masks
+    unsigned Js[12];
+    unsigned held = 0u;
+    auto covered = [&](unsigned long long mask) {
+        unsigned c = 0u;
+        if (Covers) {
+            const unsigned t = (unsigned)mask & held;
+#pragma unroll
+            for (int i = 0; i < 12; ++i)
+                if ((t >> i) & 1u) c |= Js[i];
+        }
+        return c;
+    };
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        if (e >= nsteps) break;
         const meshccl::runsnd::Step stp = steps[e];
         if ((stp.down & lo) || (stp.up & hi)) continue;  // no such row
         const bool cross = ((stp.down & 1u) && zb == 0) || ((stp.down & 2u) && yb == 0) ||
                            ((stp.up & 2u) && yb == 31);
         if (cross) {
-            unsigned J[3];
-            meshccl::runsnd::step_pairs<I>(m, s, xjoin, r, bx, rows, ntx, nx, stp,
-                                           [](unsigned long long) { return 0u; }, J, Fr, Sr,
-                                           unite);
+            unsigned J[3] = {0u, 0u, 0u};
+            meshccl::runsnd::step_pairs<I>(m, s, xjoin, r, bx, rows, ntx, nx, stp, covered, J,
+                                           Fr, Sr, unite);
+            if (Covers) {
+#pragma unroll
+                for (int k = 0; k < 3; ++k) Js[3 * e + k] = J[k];
+                held |= 7u << (3 * e);
+            }
             continue;
         }
         // the partner row is in the brick: only the pairs through the
@@ -272,7 +297,10 @@ __global__ void __launch_bounds__(256) meshccl_runs3d_structure_faces(
     template __global__ void meshccl_runs3d_structure_tile<I, NZ>(                            \
         const unsigned char*, I*, unsigned*, unsigned*, unsigned*, unsigned*, I, I, I, int,   \
         unsigned char, unsigned, int);                                                        \
-    template __global__ void meshccl_runs3d_structure_faces<I, NZ>(                           \
+    template __global__ void meshccl_runs3d_structure_faces<I, NZ, true>(                     \
+        I*, unsigned*, const unsigned*, const unsigned*, I, I, I, unsigned,                   \
+        const meshccl::runsnd::Step*, int);                                                   \
+    template __global__ void meshccl_runs3d_structure_faces<I, NZ, false>(                    \
         I*, unsigned*, const unsigned*, const unsigned*, I, I, I, unsigned,                   \
         const meshccl::runsnd::Step*, int);
 MESHCCL_RUNS3D_STRUCTURE(int, 8)
