@@ -247,6 +247,8 @@ __global__ void __launch_bounds__(256) meshccl_runs3d_structure_faces(
     const unsigned lo = (z == 0 ? 1u : 0u) | (y == 0 ? 2u : 0u);
     const unsigned hi = (z == nz - 1 ? 1u : 0u) | (y == ny - 1 ? 2u : 0u);
     const int zb = (int)(z % NZ), yb = (int)(y & 31);
+    // a row inside its brick with no cell at a tile side has no such pair
+    if (zb != 0 && yb != 0 && yb != 31 && !(m & 0x80000001u)) return;
     // Covers: the pairs of the row's earlier entries that leave the brick
     // (Js[3 e + k], bit 3 e + k of held), for the table's cover masks
     unsigned Js[12];
