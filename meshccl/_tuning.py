@@ -135,6 +135,16 @@ RUNSND_UNITE_BATCH = {1: 1, 2: 1, 3: 1, 4: 8}
 #: Earlier pairs a word of meshccl_runsnd_unions keeps for the cover masks in
 #: registers, by number of axes as above (0: all, in a local-memory table).
 RUNSND_COVER_SLOTS = {1: 0, 2: 0, 3: 0, 4: 4}
+#: Planes per brick of runs3d_structure.cu (8 or 16): 16 halves the pairs
+#: through the bricks' z faces (H200, 512^3 p = 0.3, 8 random structures:
+#: faces 0.96-1.80 -> 0.80-1.51 ms, tile 1.34-1.56 -> 1.43-1.66, chain
+#: 2.75-3.77 -> 2.68-3.55; docs/decisions.md: "structures and bool n-D on runs").
+RUNS3D_STRUCTURE_PLANES = 16
+#: meshccl_runs3d_structure_faces drops the pairs that leave a brick whose
+#: partner neighbours an earlier such pair's partner (the row table's
+#: covers; same cases at 8 planes: chain 2.84-3.78 ms without, 2.75-3.77
+#: with, 7 of 8 faster).
+RUNS3D_STRUCTURE_FACE_COVERS = True
 #: Blocks per multiprocessor of the statistics form of the run label pass
 #: (label(..., return_statistics=True)): the grid steps over the rows, so
 #: each block's shared-memory table gathers many rows before it adds them

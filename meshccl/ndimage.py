@@ -17,8 +17,10 @@ A structure becomes its half neighbourhood
 ``connectivity`` (and ``axes``) of ``meshccl.label`` names --
 ``generate_binary_structure(ndim, c)``, that pattern along a subset of the
 axes -- is labelled by ``meshccl.label``; any other centrosymmetric one (a
-diagonal line, the corners only...) on the GPU by the runsnd chain (runs
-of rows, the neighbourhood from a table: :mod:`meshccl._gpu.runs_nd`),
+diagonal line, the corners only...) on the GPU by the runs3d-structure
+chain in 3-D (:mod:`meshccl._gpu.runs3d_structure`) and the runsnd chain
+otherwise (runs of rows, the neighbourhood from a table:
+:mod:`meshccl._gpu.runs_nd`),
 on the CPU by the per-cell union-find over its offset table; the empty
 one gives every
 foreground cell its own label.  Structures that are not centrosymmetric
@@ -273,7 +275,15 @@ def _label(xp, x, offsets, work):
 def _label_offsets(xp, foreground, offsets, work):
     """(labels, N) of bool ``foreground`` under an explicit neighbourhood:
     the CPU core's lattice labeller (per-cell union-find over its offset
-    table) or the GPU's runsnd chain (its row table)."""
+    table) or the GPU's chain for it (runs3d-structure in 3-D, else runsnd),
+    through a launch plan where one applies (repeated calls on one shape
+    and structure launch packed kernels)."""
+    if xp is not np and foreground.flags.c_contiguous:  # a launch plan, kept per shape
+        from ._gpu.plan import fast_label
+
+        got = fast_label(foreground, None, None, work, True, offsets=tuple(offsets))
+        if got is not None:
+            return got[0].reshape(foreground.shape), got[1]
     prob = _validate.prepare(foreground, None, None, work, offsets=offsets)
     info = {"seconds": {}}
     if xp is np:

@@ -35,6 +35,8 @@ def test_every_row_has_a_case():
         "runs3d-lattice": _chain(u8, mask=m),
         "general": _chain(np.zeros((2, 3, 4, 5), np.uint8)),
         "runsnd": _chain(np.zeros((2, 3, 4, 5), bool)),
+        "runs3d-structure": _chain(np.zeros((4, 5, 6), bool),
+                                   offsets=((-1, -1, -1), (0, 0, -1))),
         # (packed Ising spins: CuPy words only; the emulated chain in
         # tests/test_counts_emulated.py validates real ones)
         "runs2d-packed": chains.select(dataclasses.replace(
@@ -71,6 +73,9 @@ def test_every_row_has_a_case():
     (np.zeros((3, 5, 6, 7), bool), dict(connectivity=2), "runsnd"),
     (np.zeros((2, 1, 3, 5, 6, 7), bool), dict(background=1), "runsnd"),
     (np.zeros((5, 6, 7), bool), {}, "runs3d"),
+    (np.zeros((5, 6, 7), bool), dict(offsets=((-1, 0, 1),)), "runs3d-structure"),
+    (np.zeros((5, 1, 7), bool), dict(offsets=((-1, 0, 1),)), "runsnd"),  # squeezed to 2-D
+    (np.zeros((5, 6, 7, 2), bool), dict(offsets=((-1, 0, 1, 0),)), "runsnd"),
     (np.zeros((3, 5, 6, 7), bool), dict(periodic=True), "general"),
     (np.zeros((3, 5, 6, 7), bool), dict(axes=(1, 2, 3)), "general"),
     (np.zeros((3, 5, 6, 7), bool), dict(mask=np.ones((3, 5, 6, 7), bool)), "general"),

@@ -82,7 +82,7 @@ def _check_signature(name, targs, args):
     assert len(args) == len(sig), f"{name}: {len(args)} arguments for {len(sig)} parameters"
     index = {"int": np.int32, "long long": np.int64}[targs[1] if base.startswith(
         ("meshccl_runs", "meshccl_cells", "meshccl_general")) and "_packed_" not in base
-        and not base.startswith("meshccl_runsnd_") else targs[0]]
+        and not base.startswith(("meshccl_runsnd_", "meshccl_runs3d_structure_")) else targs[0]]
     for k, (a, t) in enumerate(zip(args, sig)):
         t = t.replace("const ", "")
         where = f"{name} argument {k} ({t})"
@@ -239,12 +239,13 @@ class Kernel:
 def emulated(monkeypatch):
     cp = _fake_cupy()
     monkeypatch.setitem(sys.modules, "cupy", cp)
-    from meshccl._gpu import image_general, image_plain, iterative, number_roots, runs_nd
+    from meshccl._gpu import (image_general, image_plain, iterative, number_roots,
+                              runs3d_structure, runs_nd)
 
     def kernels(source, *names):
         return tuple(Kernel(n) for n in names)
 
-    for mod in (image_plain, number_roots, image_general, iterative, runs_nd):
+    for mod in (image_plain, number_roots, image_general, iterative, runs_nd, runs3d_structure):
         monkeypatch.setattr(mod, "kernels", kernels)
     image_general._device_geometry.cache_clear()
     image_general._dummy.cache_clear()
@@ -277,6 +278,11 @@ CASES = [
      dict(mask=np.random.default_rng(13).random((20, 40, 70)) < 0.8)),
     ("3-D periodic mask", patterns.blobs((9, 33, 40), seed=14),
      dict(periodic=True, mask=np.random.default_rng(15).random((9, 33, 40)) < 0.8)),
+    # (meshccl.ndimage.label's structures: the runs3d-structure and runsnd chains)
+    ("3-D structure", np.random.default_rng(16).random((9, 33, 40)) < 0.4,
+     dict(structure=np.indices((3, 3, 3)).sum(0) % 2 == 0)),
+    ("2-D structure", np.random.default_rng(17).random((40, 70)) < 0.5,
+     dict(structure=np.eye(3, dtype=bool))),
 ]
 
 
@@ -289,9 +295,18 @@ def test_counted_chains_emulated(emulated, case, dtype):
     from meshccl._gpu import chains
 
     _, a, kw = next(c for c in CASES if c[0] == case)
-    want = meshccl.label(a, **kw)
+    if "structure" in kw:
+        import scipy.ndimage as ndi
+
+        from meshccl import neighbourhood
+
+        want = ndi.label(a, kw["structure"])[0]
+        offsets = neighbourhood.structure_offsets(kw["structure"])
+    else:
+        want, offsets = meshccl.label(a, **kw), None
     prob = _validate.prepare(a, None, kw.get("connectivity"), None, periodic=kw.get(
-        "periodic", False), mask=kw.get("mask"), axes=kw.get("axes"), return_counts=True)
+        "periodic", False), mask=kw.get("mask"), axes=kw.get("axes"), return_counts=True,
+        offsets=offsets)
     Truth.labels = np.ascontiguousarray(want.reshape(prob.shape)).astype(np.int64)
     Truth.launches = []
     prob = dataclasses.replace(prob, values=_fake(prob.values),

@@ -64,14 +64,15 @@ def test_every_kind_of_structure_equals_scipy(ndim):
 
 
 @pytest.mark.parametrize("ndim", [3, 4])
-def test_random_structures_equal_scipy_and_take_runsnd(ndim):
+def test_random_structures_equal_scipy_and_take_their_chain(ndim):
     rng = np.random.default_rng(20 + ndim)
     shape = (23, 29, 97) if ndim == 3 else (7, 9, 11, 45)
     for k in range(40):
         s = _symmetric(rng, ndim, rng.choice([0.2, 0.5, 0.8]))
         a = rng.random(shape) < rng.choice([0.1, 0.3, 0.6])
         if neighbourhood.as_connectivity(neighbourhood.structure_offsets(s), ndim) is None:
-            assert _chain_of(a, s) == "runsnd"  # (named ones take meshccl.label's chains)
+            # (named ones take meshccl.label's chains; 3-D ones runs3d-structure)
+            assert _chain_of(a, s) == ("runsnd" if ndim == 4 else "runs3d-structure")
         _check(a, s, f"#{k} {s.astype(int).tolist()}")
 
 
@@ -140,7 +141,7 @@ def test_4d_full_connectivity_against_cupyx():
 def test_queue_and_cover_slots(batch, slots):
     """The unions kernel with pairs queued 1 or 8 a thread and 0 or 4
     earlier pairs kept for the covers gives SciPy's labels: 4-D percolation
-    near the full connectivity's threshold, 3-D random structures on dense
+    near the full connectivity's threshold, 4-D random structures on dense
     volumes (words with many pairs: queues that fill, more earlier pairs
     than slots) and a full 4-D box."""
     import cupy
@@ -157,9 +158,9 @@ def test_queue_and_cover_slots(batch, slots):
             want, wn = ndi.label(a, full4)
             assert n == wn, (shape, p)
             np.testing.assert_array_equal(got.get(), want, err_msg=f"{shape} {p}")
-        for k in range(6):
-            s = _symmetric(rng, 3, 0.7)
-            _check(rng.random((9, 11, 75)) < rng.choice([0.3, 0.6]), s, f"#{k} {s.tolist()}")
+        for k in range(6):  # (3-D structures take the runs3d-structure chain)
+            s = _symmetric(rng, 4, 0.7)
+            _check(rng.random((3, 4, 5, 75)) < rng.choice([0.3, 0.6]), s, f"#{k} {s.tolist()}")
 
 
 @pytest.mark.parametrize("background", [None, 1])

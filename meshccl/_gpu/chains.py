@@ -28,9 +28,12 @@ runs3d                    3-D arrays, equal values
 runs2d-packed             a phase of packed Ising spins (the simulation hooks)
 runs2d-lattice            1-D and 2-D arrays with a mask, bonds or tolerance
 runs3d-lattice            3-D arrays with a mask, bonds or tolerance
-runsnd                    bool arrays under any ``meshccl.ndimage.label``
-                          structure no connectivity names, and bool arrays
-                          of 4 or more axes (the neighbourhood from a table)
+runs3d-structure          3-D bool arrays under a ``meshccl.ndimage.label``
+                          structure no connectivity names (its half
+                          offsets as a bit mask)
+runsnd                    bool arrays under any other such structure (1, 2
+                          or 4+ axes), and bool arrays of 4 or more axes
+                          (the neighbourhood from a table)
 general                   everything else: more than 3 axes longer than 1
                           (values that are not bool, or lattice features),
                           ``axes`` that are not a stack of images, grids of
@@ -70,7 +73,7 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
-from . import image_plain, runs_nd
+from . import image_plain, runs3d_structure, runs_nd
 from .launch import COUNTS
 from .timing import run
 
@@ -150,9 +153,18 @@ TABLE = (
                     "runs3d.cu: meshccl_runs3d_lattice_zface (a brick's first plane against "
                     "the plane below)") + _WRAP3D + _NUMBER_RUNS,
           "meshccl_label_runs_counted"),
+    Chain("runs3d-structure", "3-D bool arrays (`meshccl.ndimage.label`'s foreground) under "
+          "a structure that no connectivity names, without lattice features",
+          _CLEAR + ("runs3d_structure.cu: meshccl_runs3d_structure_tile (runs3d.cu's bricks "
+                    "of 32x32 cells and 8 or 16 planes, a warp per plane, one shared forest; "
+                    "the structure's 13 half offsets a bit mask)",
+                    "runs3d_structure.cu: meshccl_runs3d_structure_faces (a thread per 32 "
+                    "cells of a row: every pair that leaves its brick, in the global forest)")
+          + _NUMBER_RUNS,
+          "meshccl_label_runs_counted"),
     Chain("runsnd", "bool arrays (`meshccl.ndimage.label`'s foreground) under a structure "
-          "that no connectivity names, and bool arrays of 4 or more axes longer than 1, "
-          "without lattice features",
+          "that no connectivity names (1, 2 or 4 or more axes), and bool arrays of 4 or more "
+          "axes longer than 1, without lattice features",
           _CLEAR + ("runsnd.cu: meshccl_runsnd_rows (a thread per 32 cells of a row: "
                     "foreground and run-start masks, every run start its own piece root)",
                     "runsnd.cu: meshccl_runsnd_unions (a thread per 32 cells: the pairs with "
@@ -196,6 +208,8 @@ def select(prob) -> Case:
                     prob.no_left)
     if prob.packed_flip is not None:  # packed spins (validated: 2-D, periodic)
         return Case(CHAINS["runs2d-packed"], prob.shape, None, prob.periodic, None, False)
+    if runs3d_structure.serves(prob):  # bool, 3-D, a structure as a bit mask
+        return Case(CHAINS["runs3d-structure"], prob.shape, None, 0, None, False)
     if runs_nd.serves(prob):  # bool: any structure, any number of axes, from a row table
         return Case(CHAINS["runsnd"], prob.shape, None, 0, None, False)
     if prob.offsets is not None:  # an explicit neighbourhood: its offset table, as it is
@@ -225,11 +239,12 @@ def reads_bool_bytes(case, prob) -> bool:
     """Whether ``case``'s chain takes a bool input's bytes as they are
     (every non-zero byte True, as NumPy reads a bool array, which may hold
     bytes other than 0 and 1): the plain run chains without periodic axes
-    (their kernels' ``meshccl::flag8`` form), and runsnd at background
-    False (its masks test bytes against the background byte only).  Other
-    chains compare bytes, and label a 0 / 1 copy."""
+    (their kernels' ``meshccl::flag8`` form), and runsnd and
+    runs3d-structure at background False (their masks test bytes against
+    the background byte only).  Other chains compare bytes, and label a
+    0 / 1 copy."""
     name = case.chain.name
-    if name == "runsnd":
+    if name in ("runsnd", "runs3d-structure"):
         return prob.has_bg and int(prob.bgkey) == 0
     return name in ("runs2d", "runs3d") and not case.periodic
 
@@ -271,6 +286,8 @@ def program(case, prob, *, buffers=None, slot_tiles=True, report=None, counts=No
             counts=counts, image_rows=case.image_rows, stats=stats)
     if chain == "runsnd":
         return runs_nd.program(prob, buffers=buffers, counts=counts)
+    if chain == "runs3d-structure":
+        return runs3d_structure.program(prob, buffers=buffers, counts=counts)
     if chain == "general":
         if counts is not None:
             raise ValueError("the general chain counts in chains.label")

@@ -89,7 +89,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _tuning, _validate
-from . import chains, image_plain, number_roots, runs_nd
+from . import chains, image_plain, number_roots, runs3d_structure, runs_nd
 from .launch import COUNTS, pack_chain
 
 MAX_PLANS = 16
@@ -186,8 +186,9 @@ class Plan:
             if n <= _tuning.PLAN_GRAPH_CELLS:
                 self._try_capture()
             return
-        if name == "runsnd":  # (one form, its own scratch)
-            prog = chains.program(case, prob, buffers=runs_nd.scratch(n, self.work, case.shape),
+        if name in ("runsnd", "runs3d-structure"):  # (one form, its own scratch)
+            own = runs_nd if name == "runsnd" else runs3d_structure
+            prog = chains.program(case, prob, buffers=own.scratch(n, self.work, case.shape),
                                   counts=counts)
             self.chains = {True: (prog, _packed(prog))}
             self.program, self.packed = self.chains[True]
@@ -485,11 +486,14 @@ def fast_label_packed(spins, connectivity, return_num, periodic, return_counts):
 
 
 def fast_label(x, background, connectivity, dtype, return_num, periodic=False, mask=None,
-               tolerance=None, bonds=None, numbering="raster", axes=None, return_counts=False):
+               tolerance=None, bonds=None, numbering="raster", axes=None, return_counts=False,
+               offsets=None):
     """Label CuPy array ``x`` through a cached plan; None when a plan does
     not apply (the caller takes the general path, which also says what is
     wrong with an argument).  ``return_counts``: True or False; with True
-    the result ends with the counts, as ``label`` returns them."""
+    the result ends with the counts, as ``label`` returns them.
+    ``offsets``: an explicit half neighbourhood (:func:`meshccl.ndimage.label`'s
+    structures, bool ``x``), planned on the chains made for them."""
     if numbering == "raster":
         first = False
     elif numbering == "first-cell":
@@ -516,10 +520,10 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
     if device != cupy.cuda.runtime.getDevice():  # run on the input's GPU
         with cupy.cuda.Device(device):
             return fast_label(x, background, connectivity, dtype, return_num, periodic, mask,
-                              tolerance, bonds, numbering, axes, return_counts)
+                              tolerance, bonds, numbering, axes, return_counts, offsets)
     key = (x.shape, x.dtype.char, background, type(background), connectivity,
            type(connectivity), dtype, device, cupy.cuda.get_current_stream().ptr, first,
-           return_counts)
+           return_counts, offsets)
     if features:
         key += (periodic, tolerance, type(tolerance), None if mask is None else mask.shape,
                 None if bonds is None else bonds.shape, axes)
@@ -529,10 +533,13 @@ def fast_label(x, background, connectivity, dtype, return_num, periodic=False, m
     if plan is None:
         prob = _validate.prepare(x, background, connectivity, dtype, periodic=periodic,
                                  mask=mask, tolerance=tolerance, bonds=bonds, axes=axes,
-                                 numbering=numbering, return_counts=return_counts)
+                                 numbering=numbering, return_counts=return_counts,
+                                 offsets=offsets)
         case = chains.select(prob)
         if prob.swapped or (case.chain.name == "general" and (features or prob.counts)):
             return None  # (the general chain plans plain calls only)
+        if offsets is not None and case.chain.name not in ("runsnd", "runs3d-structure"):
+            return None  # (a structure's plans: its own chains only)
         # (bool input as 0 / 1 bytes, unless the chain reads any non-zero
         # byte as True: then the problem's values are the input itself)
         plan = Plan(prob, case, bool_input=x.dtype == np.bool_

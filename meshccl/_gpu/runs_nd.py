@@ -3,8 +3,10 @@ centrosymmetric neighbourhood, through ``_kernels/runsnd.cu`` (rows,
 unions) and the pieces numbering of ``number_pieces.cu``.
 
 It serves what the fixed-geometry run chains cannot name at compile time:
-the structures of :func:`meshccl.ndimage.label` that no connectivity names,
-and bool arrays of 4 or more axes (any connectivity).  The neighbourhood
+the structures of :func:`meshccl.ndimage.label` that no connectivity names
+(in 3-D those that :mod:`.runs3d_structure`'s bricks do not take: grids
+too large for its launch), and bool arrays of 4 or more axes (any
+connectivity).  The neighbourhood
 is data: :func:`step_table` turns the half offsets into one entry per
 earlier row the structure reaches (rows back, the leading axes it steps
 along, which of x - 1, x, x + 1 it touches), plus whether cells join along

@@ -6,7 +6,9 @@
 // runs3d.cu) know the neighbourhood of a connectivity at compile time and
 // 1 to 3 axes only.  This chain labels the foreground of a binary array
 // (bool input: every foreground cell equals every other) with one kernel
-// for every structure and number of axes.  The array is a stack of rows
+// for every structure and number of axes (3-D volumes take the bricks of
+// runs3d_structure.cu instead, which include runsnd_pairs.cuh for the
+// pairs that leave a brick).  The array is a stack of rows
 // along its last axis, each cut into words of 32 cells; the row table
 // (runsnd_pairs.cuh, made on the host by meshccl/_gpu/runs_nd.py) lists,
 // for each earlier row the structure reaches, how many rows back it is,
