@@ -491,7 +491,7 @@ def test_gpu_small_graphs_on_host(family):
                       Edges(cupy.asarray(e.src), cupy.asarray(e.dst), e.n_vertices)):
                 count, labels, info = strong(x, return_info=True)
                 assert isinstance(labels, cupy.ndarray) and labels.dtype == np.int32
-                assert info["method_phases"] == ["host", "smallest"]
+                assert info["method_phases"] == ["host"]
                 assert info["host_vertices"] == e.n_vertices
                 assert count == want.max() + 1
                 np.testing.assert_array_equal(labels.get(), want)
@@ -1090,7 +1090,7 @@ def test_small_graphs_on_host_emulated(scc_emulated, monkeypatch, tune):
             with _tuning.override(STRONG_HOST_SMALL=limit):
                 for g in forms:
                     count, labels, info = strong(g, return_info=True)
-                    assert (info["method_phases"] == ["host", "smallest"]) == small
+                    assert (info["method_phases"] == ["host"]) == small
                     if small:
                         assert info["host_vertices"] == n
                     assert count == want[0]

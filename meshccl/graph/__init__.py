@@ -334,6 +334,15 @@ def _strong_components(csgraph, return_info):
     """(count, labels, info) of the strong components of a directed graph."""
     timer = None
     t0 = time.perf_counter()
+    if _input.is_cupy(_input.first_array(csgraph)):  # a small graph: the host's search
+        out = _dispatch.strong_on_host(csgraph)
+        if out is not None:
+            seconds = time.perf_counter() - t0
+            info = {"method": "fwbw-colour", "backend": "gpu", "iterations": 0,
+                    "method_phases": ["host"], "passes": 0, "replayed_passes": 0,
+                    "host_vertices": int(out[1].size), "path_vertices": 0,
+                    "seconds": {"prepare": 0.0, "host": seconds, "label": seconds}}
+            return out + (info,)
     if return_info and _input.is_cupy(_input.first_array(csgraph)):
         from .._gpu.timing import PhaseTimer
 

@@ -26,7 +26,11 @@
 //   and an edge list gathered into rows (strong.hpp's transpose_rows and
 //   rows_of_edges: each row ascending) -- always in int32 below 2**31
 //   edges, as meshccl/_cpu/strong.py builds them (the search's random
-//   reads of rows then fetch half the bytes).
+//   reads of rows then fetch half the bytes).  With `smallest` the strong
+//   components are numbered instead in order of each one's smallest vertex
+//   (the GPU backend's numbering, for small CuPy graphs solved here): then
+//   the order of a row's entries does not matter, and a CSC is searched as
+//   it is (the transpose graph has the same strong components).
 //
 // Invalid input is no error here: the function returns -1 and the caller
 // takes the general path (meshccl/graph/_input.py), which raises the error
@@ -86,6 +90,18 @@ bool valid_csr(const X* indptr, const X* indices, i64 n, i64 m) {
 // The strong components into labels: Tarjan's search on the rows as given,
 // or sorted first with sort_rows.  own: indices is a writable array of ours
 // (sorted in place); otherwise rows out of order are sorted in a copy.
+// Renumbers labels (count of them, each below count) 0.. in order of each
+// label's first vertex.
+void number_by_smallest(std::int32_t* labels, i64 n, i64 count) {
+    std::vector<std::int32_t> to(static_cast<std::size_t>(count), -1);
+    std::int32_t next = 0;
+    for (i64 v = 0; v < n; ++v) {
+        std::int32_t& t = to[labels[v]];
+        if (t < 0) t = next++;
+        labels[v] = t;
+    }
+}
+
 template <class P, class X>
 i64 strong_of(const P* indptr, const X* indices, bool own, i64 n, i64 m, std::int32_t* labels,
               bool backward, bool sort_rows) {
@@ -131,10 +147,11 @@ i64 strong_built(int kind, const X* a, const X* b, i64 n, i64 m, std::int32_t* l
 
 // The components into labels (int32, n entries); -1 where the input is
 // invalid.  a, b: (indptr, indices) of a CSR or CSC, (src, dst) of an edge
-// list; la, lb their lengths.
+// list; la, lb their lengths.  smallest: strong components numbered in
+// order of their smallest vertex (backward and sort_rows then do not apply).
 template <class X>
 i64 run(int kind, const X* a, const X* b, i64 la, i64 lb, i64 n, std::int32_t* labels,
-        bool strong, bool backward, bool sort_rows) {
+        bool strong, bool backward, bool sort_rows, bool smallest) {
     const i64 m = lb;
     std::optional<nb::gil_scoped_release> release;
     if (n + m >= kReleaseGilFrom) release.emplace();
@@ -148,15 +165,22 @@ i64 run(int kind, const X* a, const X* b, i64 la, i64 lb, i64 n, std::int32_t* l
             meshccl::graph::union_csr(a, b, labels, n, (i64*)nullptr, (i64*)nullptr);
         return meshccl::graph::number(labels, n);
     }
+    if (smallest) {
+        backward = sort_rows = false;
+        if (kind == CSC) kind = CSR;
+    }
     const bool narrow = m < (i64(1) << 31);
-    if (kind == CSR && (sizeof(X) == 4 || !narrow))
-        return strong_of(a, b, false, n, m, labels, backward, sort_rows);
-    return narrow ? strong_built<std::int32_t>(kind, a, b, n, m, labels, backward, sort_rows)
-                  : strong_built<i64>(kind, a, b, n, m, labels, backward, sort_rows);
+    const i64 count =
+        kind == CSR && (sizeof(X) == 4 || !narrow)
+            ? strong_of(a, b, false, n, m, labels, backward, sort_rows)
+        : narrow ? strong_built<std::int32_t>(kind, a, b, n, m, labels, backward, sort_rows)
+                 : strong_built<i64>(kind, a, b, n, m, labels, backward, sort_rows);
+    if (smallest) number_by_smallest(labels, n, count);
+    return count;
 }
 
 i64 checked_components(int kind, const Input& a, const Input& b, Array labels, bool strong,
-                       bool backward, bool sort_rows) {
+                       bool backward, bool sort_rows, bool smallest) {
     if (labels.ndim() != 1 || !is<std::int32_t>(labels))
         throw std::invalid_argument("checked_components: labels must be a 1-D int32 array");
     if (kind != CSR && kind != CSC && kind != EDGES)
@@ -171,10 +195,10 @@ i64 checked_components(int kind, const Input& a, const Input& b, Array labels, b
     if (is<std::int32_t>(a))
         return run(kind, static_cast<const std::int32_t*>(a.data()),
                    static_cast<const std::int32_t*>(b.data()), la, lb, n, out, strong, backward,
-                   sort_rows);
+                   sort_rows, smallest);
     if (is<i64>(a))
         return run(kind, static_cast<const i64*>(a.data()), static_cast<const i64*>(b.data()),
-                   la, lb, n, out, strong, backward, sort_rows);
+                   la, lb, n, out, strong, backward, sort_rows, smallest);
     return -1;
 }
 
@@ -183,7 +207,9 @@ i64 checked_components(int kind, const Input& a, const Input& b, Array labels, b
 void register_checked_components(nb::module_& m) {
     m.def("checked_components", &checked_components, nb::arg("kind"), nb::arg("a"), nb::arg("b"),
           nb::arg("labels"), nb::arg("strong"), nb::arg("backward"), nb::arg("sort_rows"),
+          nb::arg("smallest") = false,
           "Weak or strong components of a CSR (kind 0), CSC (1) or edge list (2) of int32 or "
           "int64 arrays of one type into int32 labels, the check included; the count, or -1 "
-          "where the input is invalid.");
+          "where the input is invalid.  smallest: strong components numbered in order of "
+          "their smallest vertex.");
 }
