@@ -477,8 +477,10 @@ def test_gpu_families(family, setting):
 @pytest.mark.parametrize("family", ["rmat", "cycle", "small_sccs", "multi", "road_both"])
 def test_gpu_small_graphs_on_host(family):
     """Graphs of at most STRONG_HOST_SMALL vertices + edges, as CuPy CSR,
-    CSC and edge lists, are solved whole by the host's search: SciPy's
-    partition, a CuPy result of the GPU's label type, the one step 'host'."""
+    CSC, COO, (indptr, indices) of two integer types and edge lists, are
+    solved whole by the host's search: SciPy's partition, a CuPy result of
+    the GPU's label type, the one step 'host'; an index out of range is
+    the GPU path's error."""
     import cupy
     import cupyx.scipy.sparse as csp
 
@@ -486,8 +488,10 @@ def test_gpu_small_graphs_on_host(family):
         e = graph_families.FAMILIES[family](m, seed=seed)
         g = coo(e.src, e.dst, e.n_vertices).tocsr()
         want = canonical(scipy_strong(g)[1])
+        d = cupy.asarray(g.indices)
         with _tuning.override(STRONG_HOST_SMALL=1 << 17):
-            for x in (csp.csr_matrix(g), csp.csc_matrix(g),
+            for x in (csp.csr_matrix(g), csp.csc_matrix(g), csp.coo_matrix(g.tocoo()),
+                      (cupy.asarray(g.indptr, np.int64), d.astype(np.uint16)),
                       Edges(cupy.asarray(e.src), cupy.asarray(e.dst), e.n_vertices)):
                 count, labels, info = strong(x, return_info=True)
                 assert isinstance(labels, cupy.ndarray) and labels.dtype == np.int32
@@ -495,6 +499,10 @@ def test_gpu_small_graphs_on_host(family):
                 assert info["host_vertices"] == e.n_vertices
                 assert count == want.max() + 1
                 np.testing.assert_array_equal(labels.get(), want)
+            bad = d.copy()
+            bad[-1] = e.n_vertices  # out of range: the GPU path's error, naming the array
+            with pytest.raises(ValueError, match="indices"):
+                strong((cupy.asarray(g.indptr), bad))
 
 
 @pytest.mark.gpu
