@@ -8,7 +8,8 @@
 // few hundred edges the work itself takes a microsecond or two, so what
 // the Python layers around it cost decides the speed: SciPy's own call on
 // its CSR takes about 5 us.  Here the arrays go straight from the API to
-// this function, which checks in branch-free loops what
+// this function, which checks (in branch-free loops, or for a CSR's strong
+// components as the search reads it: strong.hpp's Check) what
 // meshccl/graph/_input.py checks with NumPy reductions -- a CSR's (or a
 // CSC's, the CSR of the transpose) indptr starts at 0, never decreases and
 // ends at len(indices), every index lies in [0, n); an edge list's two
@@ -87,9 +88,6 @@ bool valid_csr(const X* indptr, const X* indices, i64 n, i64 m) {
     return ok && in_range(indices, m, n);
 }
 
-// The strong components into labels: Tarjan's search on the rows as given,
-// or sorted first with sort_rows.  own: indices is a writable array of ours
-// (sorted in place); otherwise rows out of order are sorted in a copy.
 // Renumbers labels (count of them, each below count) 0.. in order of each
 // label's first vertex.
 void number_by_smallest(std::int32_t* labels, i64 n, i64 count) {
@@ -102,9 +100,14 @@ void number_by_smallest(std::int32_t* labels, i64 n, i64 count) {
     }
 }
 
+// The strong components into labels: Tarjan's search on the rows as given,
+// or sorted first with sort_rows.  own: indices is a writable array of ours
+// (sorted in place); otherwise rows out of order are sorted in a copy.
+// check: the rows and entries are checked as the search reads them
+// (strong.hpp; not with sort_rows), -1 if one is invalid.
 template <class P, class X>
 i64 strong_of(const P* indptr, const X* indices, bool own, i64 n, i64 m, std::int32_t* labels,
-              bool backward, bool sort_rows) {
+              bool backward, bool sort_rows, bool check = false) {
     std::vector<X> copy;
     if (sort_rows) {
         i64 v = 0;
@@ -119,9 +122,13 @@ i64 strong_of(const P* indptr, const X* indices, bool own, i64 n, i64 m, std::in
             for (; v < n; ++v) meshccl::strong::sort_row(rows + indptr[v], rows + indptr[v + 1]);
         }
     }
+    using meshccl::strong::tarjan;
     const i64 count =
-        backward ? meshccl::strong::tarjan<std::int32_t, true>(indptr, indices, n, labels)
-                 : meshccl::strong::tarjan<std::int32_t, false>(indptr, indices, n, labels);
+        check ? (backward ? tarjan<std::int32_t, true, true>(indptr, indices, n, labels)
+                          : tarjan<std::int32_t, false, true>(indptr, indices, n, labels))
+              : (backward ? tarjan<std::int32_t, true>(indptr, indices, n, labels)
+                          : tarjan<std::int32_t, false>(indptr, indices, n, labels));
+    if (count < 0) return -1;
     for (i64 v = 0; v < n; ++v) labels[v] = std::int32_t(n - 1 - i64(labels[v]));
     return count;
 }
@@ -155,8 +162,17 @@ i64 run(int kind, const X* a, const X* b, i64 la, i64 lb, i64 n, std::int32_t* l
     const i64 m = lb;
     std::optional<nb::gil_scoped_release> release;
     if (n + m >= kReleaseGilFrom) release.emplace();
+    if (strong && smallest) {
+        backward = sort_rows = false;
+        if (kind == CSC) kind = CSR;
+    }
+    const bool narrow = m < (i64(1) << 31);
+    // the search reads the caller's CSR itself, and checks it as it goes
+    const bool direct = strong && kind == CSR && (sizeof(X) == 4 || !narrow);
+    const bool fused = direct && !sort_rows;
     if (kind == EDGES ? !(la == lb && in_range(a, m, n) && in_range(b, m, n))
-                      : !(la == n + 1 && valid_csr(a, b, n, m)))
+                      : !(la == n + 1 && (fused ? i64(a[0]) == 0 && i64(a[n]) == m
+                                                : valid_csr(a, b, n, m))))
         return -1;
     if (!strong) {
         if (kind == EDGES)
@@ -165,17 +181,11 @@ i64 run(int kind, const X* a, const X* b, i64 la, i64 lb, i64 n, std::int32_t* l
             meshccl::graph::union_csr(a, b, labels, n, (i64*)nullptr, (i64*)nullptr);
         return meshccl::graph::number(labels, n);
     }
-    if (smallest) {
-        backward = sort_rows = false;
-        if (kind == CSC) kind = CSR;
-    }
-    const bool narrow = m < (i64(1) << 31);
     const i64 count =
-        kind == CSR && (sizeof(X) == 4 || !narrow)
-            ? strong_of(a, b, false, n, m, labels, backward, sort_rows)
+        direct ? strong_of(a, b, false, n, m, labels, backward, sort_rows, fused)
         : narrow ? strong_built<std::int32_t>(kind, a, b, n, m, labels, backward, sort_rows)
                  : strong_built<i64>(kind, a, b, n, m, labels, backward, sort_rows);
-    if (smallest) number_by_smallest(labels, n, count);
+    if (smallest && count > 0) number_by_smallest(labels, n, count);
     return count;
 }
 
