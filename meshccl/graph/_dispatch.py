@@ -104,20 +104,30 @@ def cpu_checked(csgraph, strong):
     return _cpu_graph().checked_components(kind, a, b, n, strong, backward, sort_rows)
 
 
+def host_route(n, m):
+    """Whether the strong components of a CuPy graph of n vertices and m
+    stored edges are found by the host's search (:func:`strong_on_host`):
+    at most ``STRONG_HOST_SMALL`` vertices + edges, or at most
+    ``STRONG_HOST_SPARSE`` with at most ``STRONG_HOST_SPARSE_DEGREE``
+    edges a vertex (docs/graph.md: "What 'auto' does")."""
+    from .. import _tuning
+
+    size = n + m
+    return 0 < size and (size <= _tuning.STRONG_HOST_SMALL or (
+        size <= _tuning.STRONG_HOST_SPARSE and m <= _tuning.STRONG_HOST_SPARSE_DEGREE * n))
+
+
 def strong_on_host(csgraph):
-    """``(count, labels)`` of the strong components of a small CuPy graph
-    (a cupyx CSR, CSC or COO matrix, an ``(indptr, indices)`` pair or an
-    :class:`~._input.Edges` list with an int vertex count; at most
-    ``_tuning.STRONG_HOST_SMALL`` vertices + stored edges) by the host's
-    search: the index arrays copied to the host as they are, checked,
+    """``(count, labels)`` of the strong components of a CuPy graph that
+    :func:`host_route` sends to the host (a cupyx CSR, CSC or COO matrix,
+    an ``(indptr, indices)`` pair or an :class:`~._input.Edges` list) by
+    the host's search: the index arrays copied to the host as they are, checked,
     searched and numbered in order of each component's smallest vertex in
     one compiled call (:func:`meshccl._cpu.graph.checked_components`), the
     labels copied back (CuPy int32) -- the GPU's own steps would cost tens
     of launches and host reads whatever the size.  None for any other
     input, a larger graph and an invalid one (the GPU path then validates
     it and says what is wrong)."""
-    from .. import _tuning
-
     if isinstance(csgraph, Edges):
         kind, a, b, n = "edges", csgraph.src, csgraph.dst, csgraph.n_vertices
         if n is not None and type(n) is not int:
@@ -137,15 +147,15 @@ def strong_on_host(csgraph):
         kind = "edges" if kind == "coo" else kind
     if not (is_cupy(a) and is_cupy(b)) or a.ndim != 1 or b.ndim != 1:
         return None
-    limit = _tuning.STRONG_HOST_SMALL
-    if limit <= 0 or (n is not None and not 0 <= n < 2**31 - 2) or (n or 0) + b.size > limit:
+    m = b.size
+    if (n is not None and not 0 <= n < 2**31 - 2) or not host_route(n or 0, m):
         return None
     a, b = a.get(), b.get()
     if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
         return None
     if n is None:  # (Edges without a count: the largest vertex + 1)
-        n = int(max(a.max(), b.max())) + 1 if b.size and a.size else 0
-        if n + b.size > limit:
+        n = int(max(a.max(), b.max())) + 1 if m and a.size else 0
+        if not host_route(n, m):
             return None
     if a.dtype != b.dtype or a.dtype not in (np.int32, np.int64):
         if max(a.dtype.itemsize, b.dtype.itemsize) == 8 and "u" in a.dtype.kind + b.dtype.kind:
