@@ -1565,3 +1565,20 @@ def test_mutual_pieces_emulated(scc_emulated, monkeypatch, values):
                     cycles += find is cycle_pieces
     assert (quotients > 0) == (values.get("STRONG_MUTUAL_SHARE") != 0)
     assert (cycles > 0) == (values.get("STRONG_MUTUAL_SHARE") != 0)
+
+
+def test_host_route_rule():
+    """Which CuPy graphs go to the host's search: at most STRONG_HOST_SMALL
+    vertices + edges, or at most STRONG_HOST_SPARSE with at most
+    STRONG_HOST_SPARSE_DEGREE edges a vertex; never an empty graph, and
+    neither rule when its limit is 0."""
+    from meshccl.graph._dispatch import host_route
+
+    with _tuning.override(STRONG_HOST_SMALL=100, STRONG_HOST_SPARSE=1000,
+                          STRONG_HOST_SPARSE_DEGREE=1.5):
+        assert host_route(40, 60) and not host_route(40, 61)
+        assert host_route(400, 600) and not host_route(400, 601)  # 1.5 a vertex, 1000
+        assert not host_route(100, 200) and not host_route(0, 0)
+        assert not host_route(500, 501)  # sparse, but past 1000
+    with _tuning.override(STRONG_HOST_SMALL=0, STRONG_HOST_SPARSE=0):
+        assert not host_route(1, 0) and not host_route(10, 10)
