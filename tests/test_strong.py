@@ -19,7 +19,7 @@ from meshccl.graph import Edges, connected_components
 def _gpu_steps_on_small_graphs():
     """The GPU's own steps on these tests' small graphs (the route of small
     graphs to the host is tested by its own tests, which set it back)."""
-    with _tuning.override(STRONG_HOST_SMALL=0):
+    with _tuning.override(STRONG_HOST_SMALL=0, STRONG_HOST_SPARSE=0):
         yield
 
 
