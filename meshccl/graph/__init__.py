@@ -270,7 +270,11 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
             and max_iterations is None and type(cpu_threads) is int and cpu_threads == 1
             and not return_info):
         # SciPy CSR / CSC / COO or NumPy arrays with no options: one compiled call
-        out = _dispatch.cpu_checked(csgraph, bool(directed) and connection == "strong")
+        strong = bool(directed) and connection == "strong"
+        out = _dispatch.cpu_checked(csgraph, strong)
+        if out is None and strong and _input.is_cupy(_input.first_array(csgraph)):
+            with _dispatch.on_device(csgraph):  # a CuPy graph the host's search takes whole
+                out = _dispatch.strong_on_host(csgraph)
         if out is not None:
             return out if return_labels else out[0]
     csgraph, back, undirected = _interop.unwrap_graph(csgraph)
