@@ -127,6 +127,9 @@ BAD = [
     ("indptr past indices", [0, 1, 3], [0, 1]),
     ("index too large", [0, 1, 2], [0, 2]),
     ("index negative", [0, 1, 2], [-1, 0]),
+    # one cycle 0 -> 1 -> 2 -> 0: the search has found every vertex before
+    # it reads row 0's last entry
+    ("index past a whole cycle", [0, 2, 3, 4], [1, 3, 2, 0]),
     ("empty indptr", [], []),
 ]
 

@@ -68,16 +68,7 @@ enum Kind : int { CSR = 0, CSC = 1, EDGES = 2 };
 // taking it back costs more than the work.
 constexpr i64 kReleaseGilFrom = i64(1) << 14;
 
-// Whether every one of the m values x[k] lies in [0, n) (one flag, no
-// branch per value: a negative value reads as a huge unsigned one).
-template <class X>
-bool in_range(const X* x, i64 m, i64 n) {
-    using U = std::make_unsigned_t<X>;
-    const U bound = U(n);
-    bool ok = true;
-    for (i64 k = 0; k < m; ++k) ok &= U(x[k]) < bound;
-    return ok;
-}
+using meshccl::strong::in_range;
 
 // Whether (indptr, indices) is a valid CSR of n vertices and m entries.
 template <class X>
