@@ -699,7 +699,8 @@ def _in_turn(fs, reps, seconds):
 #: --sizes --gpu: the GPU's strong-component routes timed beside 'auto'
 #: ('host': every graph copied to the host's search; 'steps': the GPU's own
 #: steps whatever the size), as _tuning overrides
-SIZE_ROUTES = {"gpu host": {"STRONG_HOST_SMALL": 1 << 62}, "gpu steps": {"STRONG_HOST_SMALL": 0}}
+SIZE_ROUTES = {"gpu host": {"STRONG_HOST_SMALL": 1 << 62},
+               "gpu steps": {"STRONG_HOST_SMALL": 0, "STRONG_HOST_SPARSE": 0}}
 
 
 def _family_sizes(opt, names):
