@@ -50,18 +50,21 @@ families.png (speed-up over SciPy per family) under --out:
     python benchmarks/graph_bench.py --families all --cpu --edges 1e6 --out DIR
     python benchmarks/graph_bench.py --families all --gpu --edges 1e7 --out DIR
 
-With --sizes LIST (stored edges, e.g. 10,100,1e3,1e4,1e5,1e6) and --cpu the
-families mode runs each family at every size instead, CPU only, on a
-float64 SciPy CSR (int32 indices, as SciPy builds it); with --gpu instead
-of --cpu, on that CSR as a cupyx CSR on the GPU (wall clock: the call
-reads the count, so it waits for the GPU): SciPy and meshccl
-called in turn in one process, each timed as the median of at least --reps
-calls and of as many as fit in --size-seconds (small graphs: thousands of
-calls, so that the microseconds of each call's overhead show), labels
-checked value for value.  Writes sizes.md and sizes.json under --out:
+With --sizes LIST (stored edges, e.g. 10,100,1e3,1e4,1e5,1e6) the families
+mode runs each family at every size instead, SciPy on a float64 SciPy CSR
+(int32 indices, as SciPy builds it) against meshccl's CPU backend on it
+(--cpu) and/or the GPU backend on that CSR as a cupyx CSR (--gpu; wall
+clock: the call reads the count, so it waits for the GPU), for strong
+components also each route of the GPU backend forced (SIZE_ROUTES: all
+on the host's search, or the GPU's own steps), every call in turn in one
+process, each timed as the median of at least --reps calls and of as
+many as fit in --size-seconds (small graphs: thousands of calls, so that
+the microseconds of each call's overhead show), labels checked value for
+value; --connections picks weak and/or strong.  Writes sizes.md and
+sizes.json under --out (after every graph):
 
-    python benchmarks/graph_bench.py --families rmat,uniform,cycle --cpu \
-        --sizes 10,100,1e3,1e4,1e5,1e6 --out DIR
+    python benchmarks/graph_bench.py --families rmat,uniform,cycle --cpu --gpu \
+        --connections strong --sizes 1e3,1e4,1e5,1e6 --out DIR
 
 --papers builds graphs shaped like three inputs of GConn (Hong, Dhulipala
 and Shun, 2020, Table 1), every edge stored both ways as there and
@@ -399,8 +402,11 @@ def main(argv=None):
     ap.add_argument("--cpu", action="store_true",
                     help="families mode: meshccl's CPU backend too (no GPU needed)")
     ap.add_argument("--sizes", default=None,
-                    help="families mode with --cpu: comma list of stored edges per graph; each "
-                         "family at each size, SciPy and meshccl's CPU timed in turn (see above)")
+                    help="families mode: comma list of stored edges per graph; each family at "
+                         "each size, SciPy and meshccl's --cpu and/or --gpu timed in turn "
+                         "(see above)")
+    ap.add_argument("--connections", default="weak,strong",
+                    help="--sizes: the connections timed (comma list of weak, strong)")
     ap.add_argument("--size-seconds", type=float, default=0.3,
                     help="--sizes: seconds of calls per graph, connection and library")
     ap.add_argument("--networkx-max-edges", type=float, default=2e5,
@@ -591,10 +597,6 @@ def families(opt):
         print("--families needs --cpu, --gpu or both", file=sys.stderr)
         return 2
     if opt.sizes is not None:
-        if opt.cpu == opt.gpu:
-            print("--sizes needs --cpu or --gpu (the backend timed against SciPy)",
-                  file=sys.stderr)
-            return 2
         return _family_sizes(opt, names)
     m_target = int(opt.edges or (1e7 if opt.gpu else 1e6))
     cols = ["scipy"] + (["networkx"] if m_target <= opt.networkx_max_edges else []) \
@@ -676,32 +678,41 @@ def families(opt):
     return 0 if ok_all else 1
 
 
-def _in_turn(f, g, reps, seconds):
-    """Median seconds of f and of g, called in turn (f, g, f, g, ...) after
-    one warm-up call each: at least ``reps`` calls of each, more while
-    fewer than ``seconds`` have passed (at most 20 000)."""
-    f(), g()
-    tf, tg = [], []
+def _in_turn(fs, reps, seconds):
+    """(median seconds of each function of fs, calls of each), the functions
+    called in turn (f, g, h, f, g, h, ...) after one warm-up call each: at
+    least ``reps`` calls of each, more while fewer than ``seconds`` have
+    passed (at most 20 000)."""
+    for f in fs:
+        f()
+    times = [[] for _ in fs]
     clock = time.perf_counter
     start = clock()
-    while len(tf) < reps or (clock() - start < seconds and len(tf) < 20_000):
-        t0 = clock()
-        f()
-        t1 = clock()
-        g()
-        t2 = clock()
-        tf.append(t1 - t0)
-        tg.append(t2 - t1)
-    return float(np.median(tf)), float(np.median(tg)), len(tf)
+    while len(times[0]) < reps or (clock() - start < seconds and len(times[0]) < 20_000):
+        for f, t in zip(fs, times):
+            t0 = clock()
+            f()
+            t.append(clock() - t0)
+    return [float(np.median(t)) for t in times], len(times[0])
+
+
+#: --sizes --gpu: the GPU's strong-component routes timed beside 'auto'
+#: ('host': every graph copied to the host's search; 'steps': the GPU's own
+#: steps whatever the size), as _tuning overrides
+SIZE_ROUTES = {"gpu host": {"STRONG_HOST_SMALL": 1 << 62},
+               "gpu steps": {"STRONG_HOST_SMALL": 0, "STRONG_HOST_SPARSE": 0}}
 
 
 def _family_sizes(opt, names):
-    """--sizes: every family at every size, SciPy against meshccl's CPU or GPU."""
+    """--sizes: every family at every size, SciPy against meshccl's CPU
+    and/or GPU (for strong components on the GPU also its two routes,
+    :data:`SIZE_ROUTES`); the table rewritten after every graph."""
     import json
 
     from meshccl import graph_families
 
     sizes = [int(float(x)) for x in opt.sizes.split(",")]
+    conns = opt.connections.split(",")
     rows, ok_all, t_start = [], True, time.perf_counter()
     for name in names:
         for m in sizes:
@@ -710,58 +721,87 @@ def _family_sizes(opt, names):
             g = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
             row = {"family": name, "title": graph_families.TITLES[name], "n": n, "m": int(g.nnz),
                    "us": {}, "calls": {}, "ok": {}}
-            x = g
+            dev = None
             if opt.gpu:  # (the call reads the count: it waits for the GPU)
                 import cupyx.scipy.sparse as csp
 
-                x = csp.csr_matrix(g)
-            for conn in ("weak", "strong"):
+                dev = csp.csr_matrix(g)
+            for conn in conns:
                 want = scipy_cc(g, directed=True, connection=conn)
-                got = connected_components(x, directed=True, connection=conn)
-                ref = _by_smallest(want[1]) if opt.gpu and conn == "strong" else want[1]
-                labels = got[1].get() if opt.gpu else got[1]
-                row["ok"][conn] = bool(got[0] == want[0] and (labels == ref).all())
-                t_s, t_m, calls = _in_turn(
-                    lambda: scipy_cc(g, directed=True, connection=conn),
-                    lambda: connected_components(x, directed=True, connection=conn),
-                    opt.reps, opt.size_seconds)
-                row["us"][conn] = {"scipy": t_s * 1e6, "cpu": t_m * 1e6}
-                row["calls"][conn] = calls
+                calls = {"scipy": lambda: scipy_cc(g, directed=True, connection=conn)}
+                if opt.cpu:
+                    calls["cpu"] = lambda: connected_components(g, directed=True, connection=conn)
+                if opt.gpu:
+                    calls["gpu"] = lambda: connected_components(dev, directed=True,
+                                                                connection=conn)
+                    if conn == "strong":
+                        for col, values in SIZE_ROUTES.items():
+                            def routed(values=values):
+                                with _tuning.override(**values):
+                                    return connected_components(dev, directed=True,
+                                                                connection=conn)
+                            calls[col] = routed
+                for col, f in calls.items():
+                    if col == "scipy":
+                        continue
+                    got = f()
+                    labels = got[1].get() if col.startswith("gpu") else got[1]
+                    ref = (_by_smallest(want[1]) if col.startswith("gpu") and conn == "strong"
+                           else want[1])
+                    row["ok"][f"{conn} {col}"] = bool(got[0] == want[0] and (labels == ref).all())
+                times, count = _in_turn(list(calls.values()), opt.reps, opt.size_seconds)
+                row["us"][conn] = {col: t * 1e6 for col, t in zip(calls, times)}
+                row["calls"][conn] = count
+            del dev
             ok_all &= all(row["ok"].values())
             rows.append(row)
             print(name, n, row["m"], {c: {k: round(v, 1) for k, v in t.items()}
                                       for c, t in row["us"].items()}, row["ok"], flush=True)
-    where = ("GPU backend on a cupyx CSR (wall clock; the call waits for the count)"
-             if opt.gpu else "CPU backend on a float64 SciPy CSR")
-    lines = [f"Weak and strong components of small and large graphs: SciPy and meshccl's "
-             f"{where}, called in turn, µs per call (median of "
-             f">= {opt.reps} calls, up to {opt.size_seconds} s each); × = SciPy / meshccl. "
-             f"{_machine(opt)}", "",
-             "| family | stored edges | weak SciPy µs | weak meshccl µs | weak × "
-             "| strong SciPy µs | strong meshccl µs | strong × | labels |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for r in rows:
-        cells = []
-        for conn in ("weak", "strong"):
+            if opt.out:
+                _sizes_write(rows, sizes, conns, opt, t_start)
+    print(_sizes_write(rows, sizes, conns, opt, t_start))
+    return 0 if ok_all else 1
+
+
+def _sizes_write(rows, sizes, conns, opt, t_start):
+    """The --sizes table (and json, under --out) of the rows so far."""
+    import json
+
+    where = ("a cupyx CSR on the GPU (wall clock; the call waits for the count)"
+             if opt.gpu else "a float64 SciPy CSR")
+    cols = [c for c in rows[0]["us"][conns[0]] if c != "scipy"] if rows else []
+    lines = [f"Components of small and large graphs on {where}: SciPy and meshccl "
+             f"called in turn, µs per call (median of >= {opt.reps} calls, up to "
+             f"{opt.size_seconds} s each); × = SciPy / meshccl. {_machine(opt)}", ""]
+    for conn in conns:
+        cols = [c for c in rows[0]["us"][conn] if c != "scipy"] if rows else []
+        lines += [f"{conn} components:", "",
+                  "| family | stored edges | SciPy µs | " + " | ".join(
+                      f"{c} µs | {c} ×" for c in cols) + " | labels |",
+                  "|---|---:|---:|" + "---:|---:|" * len(cols) + "---|"]
+        for r in rows:
             t = r["us"][conn]
-            cells += [f"{t['scipy']:.1f}", f"{t['cpu']:.1f}", f"{t['scipy'] / t['cpu']:.2f}"]
-        ok = "ok" if all(r["ok"].values()) else "WRONG"
-        lines.append(f"| {r['title']} | {r['m']} | " + " | ".join(cells) + f" | {ok} |")
-    for conn in ("weak", "strong"):
-        worst = min(rows, key=lambda r: r["us"][conn]["scipy"] / r["us"][conn]["cpu"])
-        t = worst["us"][conn]
-        lines.append(f"\n{conn}: lowest × {t['scipy'] / t['cpu']:.2f} ({worst['title']}, "
-                     f"{worst['m']} edges).")
-    lines += ["", f"Benchmark wall time {time.perf_counter() - t_start:.0f} s."]
+            cells = [f"{t['scipy']:.1f}"]
+            for c in cols:
+                cells += [f"{t[c]:.1f}", f"{t['scipy'] / t[c]:.2f}"]
+            ok = "ok" if all(v for k, v in r["ok"].items() if k.startswith(conn)) else "WRONG"
+            lines.append(f"| {r['title']} | {r['m']} | " + " | ".join(cells) + f" | {ok} |")
+        for c in cols:
+            worst = min(rows, key=lambda r: r["us"][conn]["scipy"] / r["us"][conn][c])
+            t = worst["us"][conn]
+            lines.append(f"\n{conn}, {c}: lowest × {t['scipy'] / t[c]:.2f} ({worst['title']}, "
+                         f"{worst['m']} edges).")
+        lines.append("")
+    lines += [f"Benchmark wall time {time.perf_counter() - t_start:.0f} s."]
     table = "\n".join(lines)
-    print(table)
     if opt.out:
         out = Path(opt.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "sizes.md").write_text(table + "\n")
         (out / "sizes.json").write_text(json.dumps(
-            {"machine": _machine(opt), "sizes": sizes, "rows": rows}, indent=1))
-    return 0 if ok_all else 1
+            {"machine": _machine(opt), "sizes": sizes, "connections": conns, "rows": rows},
+            indent=1))
+    return table
 
 
 def _by_smallest(labels):

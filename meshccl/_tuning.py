@@ -275,11 +275,21 @@ STRONG_HOST_RATE = 512
 #: again is replayed from a CUDA graph recorded the time before, not
 #: launched kernel by kernel from Python (same kernels, same order).  0: never
 STRONG_GRAPH_BATCH = 16
-#: a graph of at most this many vertices + stored edges is copied to the
-#: host and solved by the CPU's search: the GPU's steps cost tens of launches
-#: and host reads (about a millisecond or more) whatever the size, the host's
-#: search some nanoseconds a vertex and edge.  0: never
-STRONG_HOST_SMALL = 1 << 17
+#: a CuPy graph of at most this many vertices + stored edges is copied to
+#: the host as given and solved there by the CPU's search in one compiled
+#: call (graph/_dispatch.py: strong_on_host): the GPU's steps cost tens of
+#: launches and host reads (about a millisecond or more) whatever the size,
+#: the host's search some nanoseconds a vertex and edge; on the H200 at 10⁵
+#: edges (n + m about 2 x 10⁵) the host's route beat the GPU's steps on every
+#: family but the meshes stored both ways (within 15 %).  0: never
+STRONG_HOST_SMALL = 1 << 18
+#: ... and so is one of at most STRONG_HOST_SPARSE vertices + edges with at
+#: most STRONG_HOST_SPARSE_DEGREE stored edges a vertex: chains, cycles
+#: with chords, one-way road grids -- long diameters, where the GPU's steps
+#: cost more than the host's route up to 3 x 10⁵ edges (H200: 1.5-4x)
+#: and about as much at 10⁶.  0: never
+STRONG_HOST_SPARSE = 1 << 20
+STRONG_HOST_SPARSE_DEGREE = 1.5
 #: a trim still removing vertices after this many passes (a long chain of
 #: layers: a DAG, a one-way grid) finishes in one launch of the peel, a work
 #: queue of the vertices whose last in- or out-neighbour left; the passes

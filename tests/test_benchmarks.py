@@ -749,7 +749,7 @@ def test_graph_bench_sizes_times_scipy_and_the_cpu_in_turn(tmp_path):
     assert data["sizes"] == [10, 300]
     assert [r["family"] for r in data["rows"]] == ["cycle", "cycle", "small_sccs", "small_sccs"]
     for r in data["rows"]:
-        assert r["ok"] == {"weak": True, "strong": True}
+        assert r["ok"] == {"weak cpu": True, "strong cpu": True}
         assert r["calls"] == {"weak": 2, "strong": 2}
         assert all(t["scipy"] > 0 and t["cpu"] > 0 for t in r["us"].values())
     assert "| one cycle through all + chords | 10 |" in (tmp_path / "sizes.md").read_text()

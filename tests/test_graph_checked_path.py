@@ -127,6 +127,9 @@ BAD = [
     ("indptr past indices", [0, 1, 3], [0, 1]),
     ("index too large", [0, 1, 2], [0, 2]),
     ("index negative", [0, 1, 2], [-1, 0]),
+    # one cycle 0 -> 1 -> 2 -> 0: the search has found every vertex before
+    # it reads row 0's last entry
+    ("index past a whole cycle", [0, 2, 3, 4], [1, 3, 2, 0]),
     ("empty indptr", [], []),
 ]
 
@@ -246,3 +249,66 @@ def test_takes_its_inputs_without_the_general_validation(monkeypatch):
     assert _dispatch.cpu_checked(g.tolil(), False) is None
     assert _dispatch.cpu_checked((g.indptr, g.indices, 1), False) is None
     assert _dispatch.cpu_checked(Edges(c.row, c.col), False) is None
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([np.int32, np.int64]),
+       st.sampled_from(["indptr", "index"]), st.booleans())
+def test_strong_search_checks_the_csr_as_it_reads_it(seed, dtype, spoil, smallest):
+    """Strong components of a CSR are checked by the search as it reads
+    the rows (no pass of its own): one bad indptr entry or index anywhere
+    -- in a row the search reaches late, or in the last row -- is found as
+    the separate check finds it, in both row orders; a valid CSR gives the
+    general path's labels (by smallest vertex with ``smallest``)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    g = _csr(rng, n, int(rng.integers(0, 3 * n)), np.float64, dtype, False)
+    indptr, indices = g.indptr.copy(), g.indices.copy()
+    if spoil == "indptr" and n > 1:
+        indptr[rng.integers(1, n)] = rng.choice([-1, indices.size + 1, rng.integers(0, 2 * n)])
+    elif spoil == "index" and indices.size:
+        indices[rng.integers(0, indices.size)] = rng.choice([-1, n, n + 7, -2**30])
+    valid = True
+    try:
+        _input.csr(indptr, indices)
+    except ValueError:
+        valid = False
+    for backward in (False, True):
+        out = cpu_graph.checked_components("csr", indptr, indices, n, True, backward, False,
+                                           smallest)
+        assert (out is not None) == valid
+        if valid:
+            want = cpu_strong.strong_components("csr", (indptr, indices), n,
+                                                rows="backward" if backward else "forward")
+            labels = want[1]
+            if smallest:
+                _, first = np.unique(labels, return_index=True)
+                rank = np.empty(first.size, np.int64)
+                rank[np.argsort(first)] = np.arange(first.size)
+                labels = rank[labels]
+            assert out[0] == want[0]
+            np.testing.assert_array_equal(out[1], labels)
+
+
+@pytest.mark.parametrize("family", ["rmat", "cycle", "small_sccs", "road_both", "multi"])
+def test_strong_by_smallest_vertex_every_form(family):
+    """``smallest`` (the GPU backend's numbering, for the small CuPy graphs
+    solved on the host): SciPy's partition numbered by smallest vertex
+    from a CSR, a CSC (searched as the transpose graph, unchanged) and an
+    edge list, int32 and int64."""
+    e = FAMILIES[family](3000, seed=4)
+    n = e.n_vertices
+    g = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n))
+    _, labels = scipy_cc(g, directed=True, connection="strong")
+    _, first = np.unique(labels, return_index=True)
+    rank = np.empty(first.size, np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    want = rank[labels]
+    csr, csc = g.tocsr(), g.tocsc()
+    for dtype in (np.int32, np.int64):
+        for kind, a, b in (("csr", csr.indptr, csr.indices), ("csc", csc.indptr, csc.indices),
+                           ("edges", e.src, e.dst)):
+            count, got = cpu_graph.checked_components(kind, a.astype(dtype), b.astype(dtype), n,
+                                                      strong=True, smallest=True)
+            assert count == want.max() + 1
+            np.testing.assert_array_equal(got, want)

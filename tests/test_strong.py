@@ -19,7 +19,7 @@ from meshccl.graph import Edges, connected_components
 def _gpu_steps_on_small_graphs():
     """The GPU's own steps on these tests' small graphs (the route of small
     graphs to the host is tested by its own tests, which set it back)."""
-    with _tuning.override(STRONG_HOST_SMALL=0):
+    with _tuning.override(STRONG_HOST_SMALL=0, STRONG_HOST_SPARSE=0):
         yield
 
 
@@ -477,8 +477,10 @@ def test_gpu_families(family, setting):
 @pytest.mark.parametrize("family", ["rmat", "cycle", "small_sccs", "multi", "road_both"])
 def test_gpu_small_graphs_on_host(family):
     """Graphs of at most STRONG_HOST_SMALL vertices + edges, as CuPy CSR,
-    CSC and edge lists, are solved whole by the host's search: SciPy's
-    partition, a CuPy result of the GPU's label type, the one step 'host'."""
+    CSC, COO, (indptr, indices) of two integer types and edge lists, are
+    solved whole by the host's search: SciPy's partition, a CuPy result of
+    the GPU's label type, the one step 'host'; an index out of range is
+    the GPU path's error."""
     import cupy
     import cupyx.scipy.sparse as csp
 
@@ -486,15 +488,21 @@ def test_gpu_small_graphs_on_host(family):
         e = graph_families.FAMILIES[family](m, seed=seed)
         g = coo(e.src, e.dst, e.n_vertices).tocsr()
         want = canonical(scipy_strong(g)[1])
+        d = cupy.asarray(g.indices)
         with _tuning.override(STRONG_HOST_SMALL=1 << 17):
-            for x in (csp.csr_matrix(g), csp.csc_matrix(g),
+            for x in (csp.csr_matrix(g), csp.csc_matrix(g), csp.coo_matrix(g.tocoo()),
+                      (cupy.asarray(g.indptr, np.int64), d.astype(np.uint16)),
                       Edges(cupy.asarray(e.src), cupy.asarray(e.dst), e.n_vertices)):
                 count, labels, info = strong(x, return_info=True)
                 assert isinstance(labels, cupy.ndarray) and labels.dtype == np.int32
-                assert info["method_phases"] == ["host", "smallest"]
+                assert info["method_phases"] == ["host"]
                 assert info["host_vertices"] == e.n_vertices
                 assert count == want.max() + 1
                 np.testing.assert_array_equal(labels.get(), want)
+            bad = d.copy()
+            bad[-1] = e.n_vertices  # out of range: the GPU path's error, naming the array
+            with pytest.raises(ValueError, match="indices"):
+                strong((cupy.asarray(g.indptr), bad))
 
 
 @pytest.mark.gpu
@@ -1090,7 +1098,7 @@ def test_small_graphs_on_host_emulated(scc_emulated, monkeypatch, tune):
             with _tuning.override(STRONG_HOST_SMALL=limit):
                 for g in forms:
                     count, labels, info = strong(g, return_info=True)
-                    assert (info["method_phases"] == ["host", "smallest"]) == small
+                    assert (info["method_phases"] == ["host"]) == small
                     if small:
                         assert info["host_vertices"] == n
                     assert count == want[0]
@@ -1557,3 +1565,20 @@ def test_mutual_pieces_emulated(scc_emulated, monkeypatch, values):
                     cycles += find is cycle_pieces
     assert (quotients > 0) == (values.get("STRONG_MUTUAL_SHARE") != 0)
     assert (cycles > 0) == (values.get("STRONG_MUTUAL_SHARE") != 0)
+
+
+def test_host_route_rule():
+    """Which CuPy graphs go to the host's search: at most STRONG_HOST_SMALL
+    vertices + edges, or at most STRONG_HOST_SPARSE with at most
+    STRONG_HOST_SPARSE_DEGREE edges a vertex; never an empty graph, and
+    neither rule when its limit is 0."""
+    from meshccl.graph._dispatch import host_route
+
+    with _tuning.override(STRONG_HOST_SMALL=100, STRONG_HOST_SPARSE=1000,
+                          STRONG_HOST_SPARSE_DEGREE=1.5):
+        assert host_route(40, 60) and not host_route(40, 61)
+        assert host_route(400, 600) and not host_route(400, 601)  # 1.5 a vertex, 1000
+        assert not host_route(100, 200) and not host_route(0, 0)
+        assert not host_route(500, 501)  # sparse, but past 1000
+    with _tuning.override(STRONG_HOST_SMALL=0, STRONG_HOST_SPARSE=0):
+        assert not host_route(1, 0) and not host_route(10, 10)

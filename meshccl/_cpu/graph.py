@@ -95,7 +95,8 @@ def components(kind, arrays, n, method, symmetric=False, compression="halving",
 CHECKED_KINDS = {"csr": 0, "csc": 1, "edges": 2}
 
 
-def checked_components(kind, a, b, n, strong=False, backward=False, sort_rows=False):
+def checked_components(kind, a, b, n, strong=False, backward=False, sort_rows=False,
+                       smallest=False):
     """``(count, labels)`` of a graph of ``n`` vertices not validated yet
     -- ``kind`` "csr" or "csc" (``a``, ``b``: indptr and indices) or
     "edges" (src and dst), int32 or int64 arrays of one type -- in one
@@ -103,13 +104,15 @@ def checked_components(kind, a, b, n, strong=False, backward=False, sort_rows=Fa
     weak components by the serial union-find, or (``strong``) strong ones
     by the search of :mod:`meshccl._cpu.strong` on the rows SciPy reads,
     each row read ``backward`` or forward (a CSR's rows sorted first with
-    ``sort_rows``); labels int32, numbered as SciPy numbers them.  None
+    ``sort_rows``); labels int32, numbered as SciPy numbers them (with
+    ``smallest``: strong components in order of each one's smallest
+    vertex, as the GPU backend numbers them).  None
     where the arrays are no valid graph of those types (the caller's
     general path then says what is wrong)."""
     labels = np.empty(n, np.int32)
     try:
         count = _core.checked_components(CHECKED_KINDS[kind], a, b, labels, strong, backward,
-                                         sort_rows)
+                                         sort_rows, smallest)
     except TypeError:  # arrays nanobind does not take (non-native byte order, objects)
         return None
     return None if count < 0 else (count, labels)

@@ -314,7 +314,7 @@ def graphs(kind, arrays, n):
     return I, J, given, other
 
 
-def strong_components(kind, arrays, n, timer=None, info=None, host=None, small=True):
+def strong_components(kind, arrays, n, timer=None, info=None, host=None):
     """``(count, labels)``: count a Python int, labels a CuPy array of type
     I (int32 below 2**31 vertices) numbered 0..count-1 in order of each
     component's smallest vertex.  ``timer``: a :class:`.timing.PhaseTimer`
@@ -326,12 +326,11 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None, small=T
     A graph stored both ways (:func:`is_symmetric`) goes to the weak
     path instead (its steps follow 'symmetric' in ``method_phases``, and
     ``info["weak_method"]`` names the method).
-    ``host(indptr, indices, k, kind="csr")``: the strong components of a
-    CSR (or CSC, or edge list) on the host (NumPy labels), for the
-    narrow-frontier hand-over and, where ``small`` (the caller's graph, not
-    a contracted one), for a graph of at most ``STRONG_HOST_SMALL``
-    vertices + edges (:func:`_small_on_host`); None: the GPU finishes
-    whatever the pace and size."""
+    ``host(indptr, indices, k)``: the strong components of a CSR on the
+    host (NumPy labels), for the narrow-frontier hand-over; None: the GPU
+    finishes whatever the pace.  (A small graph never comes here:
+    :func:`meshccl.graph._dispatch.strong_on_host` solves it on the host
+    before its validation on the device.)"""
     import cupy
 
     from .timing import run
@@ -342,8 +341,6 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None, small=T
             info.update(method_phases=[], iterations=0, passes=0, replayed_passes=0,
                         host_vertices=0)
         return 0, cupy.empty(0, dtype=I0)
-    if small and host is not None and n + int(arrays[-1].size) <= _tuning.STRONG_HOST_SMALL:
-        return _small_on_host(kind, arrays, n, I0, host, timer, info)
     state = {}
 
     def transpose():
@@ -595,37 +592,6 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None, small=T
     return int(count), rep
 
 
-def _small_on_host(kind, arrays, n, I, host, timer, info):
-    """``(count, labels)`` of a small graph by the host's search: the input
-    arrays copied to the host as they are (``kind`` "csr", "csc" or
-    "edges"), ``host(a, b, n, kind)`` gives its labels, copied back, and
-    each vertex takes a member of its component, numbered as
-    :func:`strong_components` numbers (on the device, O(n)) -- a few
-    copies and launches where the GPU's steps would cost tens of launches
-    and host reads."""
-    import cupy
-
-    from .timing import run
-
-    state = {}
-
-    def solve():
-        m = int(arrays[-1].size)
-        t = np.int64 if n >= 2**31 - 2 or m >= 2**31 else np.int32
-        a, b = (x.get().astype(t, copy=False) for x in arrays)
-        lab = cupy.asarray(np.asarray(host(a, b, n, kind)))
-        member = cupy.empty(n, dtype=I)  # (labels are below n)
-        member[lab] = cupy.arange(n, dtype=I)  # any member will do
-        state["rep"] = member[lab]
-
-    run(timer, "host", solve)
-    count = _number(state["rep"], I, timer)
-    if info is not None:
-        info.update(method_phases=["host", "smallest"], iterations=0, passes=0,
-                    replayed_passes=0, host_vertices=n, path_vertices=0)
-    return int(count), state["rep"]
-
-
 def _number(rep, I, timer):
     """Number the components of rep (a member of each vertex's component)
     0.. in order of each component's smallest vertex, in place; returns
@@ -659,7 +625,7 @@ def _solve_contracted(c, I, timer, info, host):
     inner = {"method_phases": [], "iterations": 0, "passes": 0, "replayed_passes": 0,
              "host_vertices": 0}
     if q:
-        _, lab = strong_components("csr", (c.indptr, c.indices), q, timer, inner, host, False)
+        _, lab = strong_components("csr", (c.indptr, c.indices), q, timer, inner, host)
         member = cupy.empty(q, dtype=cupy.int64)
         member[lab] = cupy.arange(q, dtype=cupy.int64)  # any member will do
         kept_rep = c.kept[member[lab]]
@@ -694,7 +660,7 @@ def _solve_quotient(fptr, fidx, n, k, piece, I, phases, passes, timer, info, hos
         state["q"] = quotient(fptr, fidx, piece, k, n)
 
     run(timer, "pieces", build)
-    _, lab = strong_components("csr", state["q"], k, timer, inner, host, False)
+    _, lab = strong_components("csr", state["q"], k, timer, inner, host)
     member = cupy.empty(k, dtype=cupy.int64)
     member[lab] = cupy.arange(k, dtype=cupy.int64)  # any piece of the component will do
     vertex = cupy.empty(k, dtype=I)

@@ -270,7 +270,11 @@ def connected_components(csgraph, directed=True, connection="weak", return_label
             and max_iterations is None and type(cpu_threads) is int and cpu_threads == 1
             and not return_info):
         # SciPy CSR / CSC / COO or NumPy arrays with no options: one compiled call
-        out = _dispatch.cpu_checked(csgraph, bool(directed) and connection == "strong")
+        strong = bool(directed) and connection == "strong"
+        out = _dispatch.cpu_checked(csgraph, strong)
+        if out is None and strong and _input.is_cupy(_input.first_array(csgraph)):
+            with _dispatch.on_device(csgraph):  # a CuPy graph the host's search takes whole
+                out = _dispatch.strong_on_host(csgraph)
         if out is not None:
             return out if return_labels else out[0]
     csgraph, back, undirected = _interop.unwrap_graph(csgraph)
@@ -334,6 +338,15 @@ def _strong_components(csgraph, return_info):
     """(count, labels, info) of the strong components of a directed graph."""
     timer = None
     t0 = time.perf_counter()
+    if _input.is_cupy(_input.first_array(csgraph)):  # a small graph: the host's search
+        out = _dispatch.strong_on_host(csgraph)
+        if out is not None:
+            seconds = time.perf_counter() - t0
+            info = {"method": "fwbw-colour", "backend": "gpu", "iterations": 0,
+                    "method_phases": ["host"], "passes": 0, "replayed_passes": 0,
+                    "host_vertices": int(out[1].size), "path_vertices": 0,
+                    "seconds": {"prepare": 0.0, "host": seconds, "label": seconds}}
+            return out + (info,)
     if return_info and _input.is_cupy(_input.first_array(csgraph)):
         from .._gpu.timing import PhaseTimer
 

@@ -104,6 +104,71 @@ def cpu_checked(csgraph, strong):
     return _cpu_graph().checked_components(kind, a, b, n, strong, backward, sort_rows)
 
 
+def host_route(n, m):
+    """Whether the strong components of a CuPy graph of n vertices and m
+    stored edges are found by the host's search (:func:`strong_on_host`):
+    at most ``STRONG_HOST_SMALL`` vertices + edges, or at most
+    ``STRONG_HOST_SPARSE`` with at most ``STRONG_HOST_SPARSE_DEGREE``
+    edges a vertex (docs/graph.md: "What 'auto' does")."""
+    from .. import _tuning
+
+    size = n + m
+    return 0 < size and (size <= _tuning.STRONG_HOST_SMALL or (
+        size <= _tuning.STRONG_HOST_SPARSE and m <= _tuning.STRONG_HOST_SPARSE_DEGREE * n))
+
+
+def strong_on_host(csgraph):
+    """``(count, labels)`` of the strong components of a CuPy graph that
+    :func:`host_route` sends to the host (a cupyx CSR, CSC or COO matrix,
+    an ``(indptr, indices)`` pair or an :class:`~._input.Edges` list) by
+    the host's search: the index arrays copied to the host as they are, checked,
+    searched and numbered in order of each component's smallest vertex in
+    one compiled call (:func:`meshccl._cpu.graph.checked_components`), the
+    labels copied back (CuPy int32) -- the GPU's own steps would cost tens
+    of launches and host reads whatever the size.  None for any other
+    input, a larger graph and an invalid one (the GPU path then validates
+    it and says what is wrong)."""
+    if isinstance(csgraph, Edges):
+        kind, a, b, n = "edges", csgraph.src, csgraph.dst, csgraph.n_vertices
+        if n is not None and type(n) is not int:
+            return None
+    elif isinstance(csgraph, tuple):
+        if len(csgraph) != 2:
+            return None
+        kind, (a, b) = "csr", csgraph
+        n = a.size - 1 if getattr(a, "ndim", 0) == 1 else -1
+    else:
+        kind = getattr(csgraph, "format", None)
+        shape = getattr(csgraph, "shape", ())
+        if kind not in ("csr", "csc", "coo") or len(shape) != 2 or shape[0] != shape[1]:
+            return None
+        n = shape[0]
+        a, b = (csgraph.row, csgraph.col) if kind == "coo" else (csgraph.indptr, csgraph.indices)
+        kind = "edges" if kind == "coo" else kind
+    if not (is_cupy(a) and is_cupy(b)) or a.ndim != 1 or b.ndim != 1:
+        return None
+    m = b.size
+    if (n is not None and not 0 <= n < 2**31 - 2) or not host_route(n or 0, m):
+        return None
+    a, b = a.get(), b.get()
+    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
+        return None
+    if n is None:  # (Edges without a count: the largest vertex + 1)
+        n = int(max(a.max(), b.max())) + 1 if m and a.size else 0
+        if not host_route(n, m):
+            return None
+    if a.dtype != b.dtype or a.dtype not in (np.int32, np.int64):
+        if max(a.dtype.itemsize, b.dtype.itemsize) == 8 and "u" in a.dtype.kind + b.dtype.kind:
+            return None  # (uint64 values may not fit int64: the GPU path checks them)
+        a, b = a.astype(np.int64), b.astype(np.int64)
+    out = _cpu_graph().checked_components(kind, a, b, n, strong=True, smallest=True)
+    if out is None:
+        return None
+    import cupy
+
+    return out[0], cupy.asarray(out[1])
+
+
 def cpu(kind, arrays, n, method, symmetric, compression, max_iterations, cpu_threads):
     """(count, labels, iterations) on the CPU backend."""
     from .._cpu import graph as backend
@@ -170,8 +235,8 @@ def strong(kind, arrays, n, timer=None, info=None, sort_rows=False):
     if is_cupy(arrays[0]):
         from .._gpu import strong as backend
 
-        def host(indptr, indices, k, kind="csr"):  # the GPU's hand-overs (CSR, CSC or edges)
-            return cpu_backend.strong_components(kind, (indptr, indices), k)[1]
+        def host(indptr, indices, k):  # the GPU's narrow-frontier hand-over
+            return cpu_backend.strong_components("csr", (indptr, indices), k)[1]
 
         return backend.strong_components(kind, arrays, n, timer, info, host)
     return cpu_backend.strong_components(kind, arrays, n, sort_rows)

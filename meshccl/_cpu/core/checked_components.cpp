@@ -8,7 +8,8 @@
 // few hundred edges the work itself takes a microsecond or two, so what
 // the Python layers around it cost decides the speed: SciPy's own call on
 // its CSR takes about 5 us.  Here the arrays go straight from the API to
-// this function, which checks in branch-free loops what
+// this function, which checks (in branch-free loops, or for a CSR's strong
+// components as the search reads it: strong.hpp's Check) what
 // meshccl/graph/_input.py checks with NumPy reductions -- a CSR's (or a
 // CSC's, the CSR of the transpose) indptr starts at 0, never decreases and
 // ends at len(indices), every index lies in [0, n); an edge list's two
@@ -26,7 +27,11 @@
 //   and an edge list gathered into rows (strong.hpp's transpose_rows and
 //   rows_of_edges: each row ascending) -- always in int32 below 2**31
 //   edges, as meshccl/_cpu/strong.py builds them (the search's random
-//   reads of rows then fetch half the bytes).
+//   reads of rows then fetch half the bytes).  With `smallest` the strong
+//   components are numbered instead in order of each one's smallest vertex
+//   (the GPU backend's numbering, for small CuPy graphs solved here): then
+//   the order of a row's entries does not matter, and a CSC is searched as
+//   it is (the transpose graph has the same strong components).
 //
 // Invalid input is no error here: the function returns -1 and the caller
 // takes the general path (meshccl/graph/_input.py), which raises the error
@@ -63,16 +68,7 @@ enum Kind : int { CSR = 0, CSC = 1, EDGES = 2 };
 // taking it back costs more than the work.
 constexpr i64 kReleaseGilFrom = i64(1) << 14;
 
-// Whether every one of the m values x[k] lies in [0, n) (one flag, no
-// branch per value: a negative value reads as a huge unsigned one).
-template <class X>
-bool in_range(const X* x, i64 m, i64 n) {
-    using U = std::make_unsigned_t<X>;
-    const U bound = U(n);
-    bool ok = true;
-    for (i64 k = 0; k < m; ++k) ok &= U(x[k]) < bound;
-    return ok;
-}
+using meshccl::strong::in_range;
 
 // Whether (indptr, indices) is a valid CSR of n vertices and m entries.
 template <class X>
@@ -83,12 +79,26 @@ bool valid_csr(const X* indptr, const X* indices, i64 n, i64 m) {
     return ok && in_range(indices, m, n);
 }
 
+// Renumbers labels (count of them, each below count) 0.. in order of each
+// label's first vertex.
+void number_by_smallest(std::int32_t* labels, i64 n, i64 count) {
+    std::vector<std::int32_t> to(static_cast<std::size_t>(count), -1);
+    std::int32_t next = 0;
+    for (i64 v = 0; v < n; ++v) {
+        std::int32_t& t = to[labels[v]];
+        if (t < 0) t = next++;
+        labels[v] = t;
+    }
+}
+
 // The strong components into labels: Tarjan's search on the rows as given,
 // or sorted first with sort_rows.  own: indices is a writable array of ours
 // (sorted in place); otherwise rows out of order are sorted in a copy.
+// check: the rows and entries are checked as the search reads them
+// (strong.hpp; not with sort_rows), -1 if one is invalid.
 template <class P, class X>
 i64 strong_of(const P* indptr, const X* indices, bool own, i64 n, i64 m, std::int32_t* labels,
-              bool backward, bool sort_rows) {
+              bool backward, bool sort_rows, bool check = false) {
     std::vector<X> copy;
     if (sort_rows) {
         i64 v = 0;
@@ -103,9 +113,13 @@ i64 strong_of(const P* indptr, const X* indices, bool own, i64 n, i64 m, std::in
             for (; v < n; ++v) meshccl::strong::sort_row(rows + indptr[v], rows + indptr[v + 1]);
         }
     }
+    using meshccl::strong::tarjan;
     const i64 count =
-        backward ? meshccl::strong::tarjan<std::int32_t, true>(indptr, indices, n, labels)
-                 : meshccl::strong::tarjan<std::int32_t, false>(indptr, indices, n, labels);
+        check ? (backward ? tarjan<std::int32_t, true, true>(indptr, indices, n, labels)
+                          : tarjan<std::int32_t, false, true>(indptr, indices, n, labels))
+              : (backward ? tarjan<std::int32_t, true>(indptr, indices, n, labels)
+                          : tarjan<std::int32_t, false>(indptr, indices, n, labels));
+    if (count < 0) return -1;
     for (i64 v = 0; v < n; ++v) labels[v] = std::int32_t(n - 1 - i64(labels[v]));
     return count;
 }
@@ -131,15 +145,25 @@ i64 strong_built(int kind, const X* a, const X* b, i64 n, i64 m, std::int32_t* l
 
 // The components into labels (int32, n entries); -1 where the input is
 // invalid.  a, b: (indptr, indices) of a CSR or CSC, (src, dst) of an edge
-// list; la, lb their lengths.
+// list; la, lb their lengths.  smallest: strong components numbered in
+// order of their smallest vertex (backward and sort_rows then do not apply).
 template <class X>
 i64 run(int kind, const X* a, const X* b, i64 la, i64 lb, i64 n, std::int32_t* labels,
-        bool strong, bool backward, bool sort_rows) {
+        bool strong, bool backward, bool sort_rows, bool smallest) {
     const i64 m = lb;
     std::optional<nb::gil_scoped_release> release;
     if (n + m >= kReleaseGilFrom) release.emplace();
+    if (strong && smallest) {
+        backward = sort_rows = false;
+        if (kind == CSC) kind = CSR;
+    }
+    const bool narrow = m < (i64(1) << 31);
+    // the search reads the caller's CSR itself, and checks it as it goes
+    const bool direct = strong && kind == CSR && (sizeof(X) == 4 || !narrow);
+    const bool fused = direct && !sort_rows;
     if (kind == EDGES ? !(la == lb && in_range(a, m, n) && in_range(b, m, n))
-                      : !(la == n + 1 && valid_csr(a, b, n, m)))
+                      : !(la == n + 1 && (fused ? i64(a[0]) == 0 && i64(a[n]) == m
+                                                : valid_csr(a, b, n, m))))
         return -1;
     if (!strong) {
         if (kind == EDGES)
@@ -148,15 +172,16 @@ i64 run(int kind, const X* a, const X* b, i64 la, i64 lb, i64 n, std::int32_t* l
             meshccl::graph::union_csr(a, b, labels, n, (i64*)nullptr, (i64*)nullptr);
         return meshccl::graph::number(labels, n);
     }
-    const bool narrow = m < (i64(1) << 31);
-    if (kind == CSR && (sizeof(X) == 4 || !narrow))
-        return strong_of(a, b, false, n, m, labels, backward, sort_rows);
-    return narrow ? strong_built<std::int32_t>(kind, a, b, n, m, labels, backward, sort_rows)
-                  : strong_built<i64>(kind, a, b, n, m, labels, backward, sort_rows);
+    const i64 count =
+        direct ? strong_of(a, b, false, n, m, labels, backward, sort_rows, fused)
+        : narrow ? strong_built<std::int32_t>(kind, a, b, n, m, labels, backward, sort_rows)
+                 : strong_built<i64>(kind, a, b, n, m, labels, backward, sort_rows);
+    if (smallest && count > 0) number_by_smallest(labels, n, count);
+    return count;
 }
 
 i64 checked_components(int kind, const Input& a, const Input& b, Array labels, bool strong,
-                       bool backward, bool sort_rows) {
+                       bool backward, bool sort_rows, bool smallest) {
     if (labels.ndim() != 1 || !is<std::int32_t>(labels))
         throw std::invalid_argument("checked_components: labels must be a 1-D int32 array");
     if (kind != CSR && kind != CSC && kind != EDGES)
@@ -171,10 +196,10 @@ i64 checked_components(int kind, const Input& a, const Input& b, Array labels, b
     if (is<std::int32_t>(a))
         return run(kind, static_cast<const std::int32_t*>(a.data()),
                    static_cast<const std::int32_t*>(b.data()), la, lb, n, out, strong, backward,
-                   sort_rows);
+                   sort_rows, smallest);
     if (is<i64>(a))
         return run(kind, static_cast<const i64*>(a.data()), static_cast<const i64*>(b.data()),
-                   la, lb, n, out, strong, backward, sort_rows);
+                   la, lb, n, out, strong, backward, sort_rows, smallest);
     return -1;
 }
 
@@ -183,7 +208,9 @@ i64 checked_components(int kind, const Input& a, const Input& b, Array labels, b
 void register_checked_components(nb::module_& m) {
     m.def("checked_components", &checked_components, nb::arg("kind"), nb::arg("a"), nb::arg("b"),
           nb::arg("labels"), nb::arg("strong"), nb::arg("backward"), nb::arg("sort_rows"),
+          nb::arg("smallest") = false,
           "Weak or strong components of a CSR (kind 0), CSC (1) or edge list (2) of int32 or "
           "int64 arrays of one type into int32 labels, the check included; the count, or -1 "
-          "where the input is invalid.");
+          "where the input is invalid.  smallest: strong components numbered in order of "
+          "their smallest vertex.");
 }
