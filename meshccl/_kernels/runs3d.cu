@@ -111,7 +111,10 @@ template <>
 struct WideKey<float> {
     typedef float K;
     static __device__ __forceinline__ float of(float v) {
-        return (v >= -0x1p63f && v < 0x1p63f) ? truncf(v) : -0x1p63f;
+        // (|trunc(v)| < 2^63 exactly where -2^63 < v < 2^63, false for NaN;
+        // -2^63 itself maps to -2^63 either way)
+        const float t = truncf(v);
+        return fabsf(t) < 0x1p63f ? t : -0x1p63f;
     }
     static __device__ __forceinline__ float bg(long long b) {
         const float f = (float)b;
@@ -122,7 +125,8 @@ template <>
 struct WideKey<double> {
     typedef double K;
     static __device__ __forceinline__ double of(double v) {
-        return (v >= -0x1p63 && v < 0x1p63) ? trunc(v) : -0x1p63;
+        const double t = trunc(v);
+        return fabs(t) < 0x1p63 ? t : -0x1p63;
     }
     static __device__ __forceinline__ double bg(long long b) {
         const double d = (double)b;
