@@ -134,6 +134,19 @@ struct WideKey<double> {
     }
 };
 
+// The keys of the plain seam kernel: lattice.cuh's Key, but floats by
+// WideKey (a 4-byte key for a float: one shuffle where an int64 takes two).
+template <typename T>
+struct SeamKey {
+    typedef typename Key<T>::type K;
+    static __device__ __forceinline__ K of(T v) { return Key<T>::of(v); }
+    static __device__ __forceinline__ K bg(K b) { return b; }
+};
+template <>
+struct SeamKey<float> : WideKey<float> {};
+template <>
+struct SeamKey<double> : WideKey<double> {};
+
 template <typename K>
 __device__ __forceinline__ K lane_shfl(K k, int delta, bool up) {
     if constexpr (sizeof(K) < 4)
@@ -825,8 +838,9 @@ struct Window {
 
 template <typename K>
 __device__ __forceinline__ K shfl_idx(K k, int src) {
-    if (sizeof(K) == 8) return (K)__shfl_sync(0xffffffffu, (long long)k, src);
-    return (K)__shfl_sync(0xffffffffu, (int)k, src);
+    if constexpr (K(1) / K(2) != K(0)) return __shfl_sync(0xffffffffu, k, src);  // (float keys)
+    else if constexpr (sizeof(K) == 8) return (K)__shfl_sync(0xffffffffu, (long long)k, src);
+    else return (K)__shfl_sync(0xffffffffu, (int)k, src);
 }
 
 }  // namespace runs3d
@@ -843,8 +857,10 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I nz, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, I walk) {
     meshccl::grid_entry();  // (launch.cuh)
-    typedef typename meshccl::Key<T>::type K;
-    using meshccl::Key;
+    // (floats keyed by their truncation as a float: SeamKey)
+    typedef meshccl::runs3d::SeamKey<T> Key;
+    typedef typename Key::K K;
+    const K bg = Key::bg(bgkey);
     using meshccl::runs::node;
     using meshccl::runs::shfl;
     using meshccl::runs3d::seam_keep;
@@ -854,7 +870,7 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
     const I x0 = bx * 32, y0 = (I)blockIdx.y * 32, zb = (I)blockIdx.z * walk;
     const I ze = min(zb + walk, nz), rows = nz * ny;
     if (bx >= ntx) return;  // the whole warp
-    auto fg = [&](K k) { return !(has_bg && k == bgkey); };
+    auto fg = [&](K k) { return !(has_bg && k == bg); };
     if ((warp & 1) == 0) {
         // ---- the x seam before column x0: lane r, row y = y0 + r ----
         if (bx == 0) return;
@@ -868,8 +884,8 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
             K mine[3], past[3];
 #pragma unroll
             for (int c = 0; c < 3; ++c) {
-                mine[c] = own ? Key<T>::of(v[(z * ny + y) * nx + x0 - 2 + c]) : K();
-                past[c] = hin ? Key<T>::of(v[(z * ny + hy) * nx + x0 - 2 + c]) : K();
+                mine[c] = own ? Key::of(v[(z * ny + y) * nx + x0 - 2 + c]) : K();
+                past[c] = hin ? Key::of(v[(z * ny + hy) * nx + x0 - 2 + c]) : K();
             }
             bool iu = __shfl_up_sync(0xffffffffu, (int)own, 1) != 0;
             bool id = __shfl_down_sync(0xffffffffu, (int)own, 1) != 0;
@@ -957,13 +973,13 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const I row = (z * ny + y0 - 1 + r) * nx;
-                const K mine = own ? Key<T>::of(v[row + x]) : K();
+                const K mine = own ? Key::of(v[row + x]) : K();
                 K h1 = K(), h2 = K(), h3 = K();
                 if (lane == 0) {
-                    if (in1) h1 = Key<T>::of(v[row + x0 - 1]);
-                    if (in2) h2 = Key<T>::of(v[row + x0 - 2]);
+                    if (in1) h1 = Key::of(v[row + x0 - 1]);
+                    if (in2) h2 = Key::of(v[row + x0 - 2]);
                 } else if (lane == 31 && in3) {
-                    h3 = Key<T>::of(v[row + x0 + 32]);
+                    h3 = Key::of(v[row + x0 + 32]);
                 }
                 const K l1 = shfl_idx(h1, 0);
                 K a1 = shfl(mine, 1, true), a2 = shfl(mine, 2, true), a3 = shfl(mine, 1, false);
