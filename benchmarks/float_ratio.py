@@ -9,6 +9,9 @@ connectivity 1, ``background=-1`` (CUDA events, median of ``--reps``):
 - ``float32 plain``: bench.py's float field (smoothed noise in [0, 16));
 - ``float32 tolerance``: the same field, ``tolerance=t`` with t the median
   neighbour difference along axis 0 (bench.py's ``tolerance`` case);
+- ``float32 spins plain`` and ``float32 spins tolerance`` (t = 0.5): the
+  spins as float32, the same components as the uint8 call, so that the
+  cell type's and the tolerance chain's costs show apart from the field's;
 
 and then each kernel of each call's chain on its own (the launches of
 ``meshccl._gpu.chains.program``, CUDA events between them), so that a ratio
@@ -36,7 +39,6 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CALLS = ("uint8 plain", "float32 plain", "float32 tolerance")
 
 
 def _shape(name):
@@ -66,9 +68,14 @@ def worker(tree, shapes, reps):
         shape = _shape(name)
         inp = bench.LatticeInputs(shape, cupy)
         field, tol = inp["field"], inp["tolerance"]
-        calls = {"uint8 plain": (inp["spins"].astype(cupy.uint8), {}),
+        spins = inp["spins"].astype(cupy.uint8)
+        calls = {"uint8 plain": (spins, {}),
                  "float32 plain": (field, {}),
-                 "float32 tolerance": (field, {"tolerance": tol})}
+                 "float32 tolerance": (field, {"tolerance": tol}),
+                 # the spins as floats: the cell type's cost on the same components,
+                 # and the tolerance chain's (0.5: equal spins join) on them
+                 "float32 spins plain": (spins.astype(cupy.float32), {}),
+                 "float32 spins tolerance": (spins.astype(cupy.float32), {"tolerance": 0.5})}
         for call, (x, kw) in calls.items():
             def run():
                 return meshccl.label(x, connectivity=1, background=-1, **kw)
