@@ -38,8 +38,11 @@
 // Wider cells (2-, 4- and 8-byte integers, floats) make the same masks
 // the way runs2d.cu's wider tiles do: lane c loads column c of the tile's
 // 32 rows, one warp ballot per row and mask, and lane r keeps row r's
-// (runs3d::row_masks for a plane's own masks, z_masks for the z masks
-// against the plane below, which z_pairs_by takes instead of words; both
+// (runs3d::row_masks: in the tile kernels a plane's own masks and its z
+// masks against the plane below in one pass, each cell keyed once, the
+// plane below's F and V from the warp that made them, through shared
+// memory; z_pairs_by takes the z masks instead of words.  The z-face
+// kernels, whose plane below no warp of theirs holds, add z_masks.  Both
 // shared with the lattice form, the join rule a policy: WideJoin here).
 // Floats are compared by their truncation as a float (WideKey): one
 // instruction and one shuffle where lattice.cuh's int64 keys need two, and
@@ -1078,7 +1081,10 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
 // the two cells above are joined (runs.cuh, row_pairs, Rules 2); along z,
 // likewise, the straight-down pair of a cell whose left neighbour is
 // joined to it and straight down, when the two cells below are joined
-// (lattice_unions).  Every other joined pair is united.
+// (lattice_unions); across a tile column's side, a straight pair in the
+// plane whose cells are joined to their neighbours one row up (or one
+// column left) inside their tiles, those two joined across the side
+// (meshccl_runs3d_lattice_seams).  Every other joined pair is united.
 //
 // Kernels: meshccl_runs3d_lattice_tile (the brick: each plane's runs and
 // in-plane pairs, then the z pairs between its planes, in the block's
@@ -1086,8 +1092,8 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
 // below's), meshccl_runs3d_lattice_zface (a brick's first plane against
 // the plane below, partners in the same tile column: the same masks on a
 // warp per brick, in the global forest) and meshccl_runs3d_lattice_seams
-// (a thread per cell on a tile column's sides: every joined pair that
-// crosses into another tile column, nodes looked up in S).  The pairs are
+// (a thread per cell on a tile column's sides: the joined pairs that
+// cross into another tile column, nodes looked up in S).  The pairs are
 // split so: both cells in one brick (tile), across a brick's first plane
 // inside its tile column (z face), across a tile column's side (seams),
 // across a periodic face (wrap3d.cu); each pair is taken once, by its
@@ -1214,8 +1220,8 @@ __device__ __forceinline__ void byte_z(const J& join, const T* __restrict__ v, I
     }
 }
 
-// The row loops of lattice_rows and lattice_z for cells wider than a byte
-// (row_masks and z_masks) are unrolled 4 rows at a time, not 32.  Fully unrolled, their tests of
+// The row loops of the lattice form for cells wider than a byte (row_masks
+// and z_masks) are unrolled 4 rows at a time, not 32.  Fully unrolled, their tests of
 // every pair (keys, mask and bond loads, up to nine ballots a row) took
 // 9.5 s to compile for the float-tolerance kernels of connectivity 1 and
 // 17 s for those of 3 (nvcc -arch=sm_90, user time), 1.6 s unrolled by 4;
