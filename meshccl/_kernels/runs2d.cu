@@ -680,9 +680,7 @@ namespace runs2d {
 // strips (9 warps), 4 without (8 warps); the host sizes the block, TB
 // follows from it.  The pairs are the tile kernel's: when J is transitive
 // (the plain form), minus the ones its rules skip, with equality to the
-// left taken across tiles; else every joined pair but, at connectivity 1,
-// a top row's pair up that the tile kernel's Rules 2 would skip (its
-// detour of joined pairs inside the tile row).  The cells above a
+// left taken across tiles; else every joined pair.  The cells above a
 // row's pair are the lane before's, by shuffles, not loads.
 template <int C, bool SL, typename J, typename Cells, typename I>
 __device__ __forceinline__ void border(const J& join, Cells v, I* P,
@@ -732,18 +730,6 @@ __device__ __forceinline__ void border(const J& join, Cells v, I* P,
             ul = J::key(v[i - nx - 1]);
         }
         if (lane == 31 && x + 1 < nx) ur = J::key(v[i - nx + 1]);
-        // Not transitive, connectivity 1: a pair up is joined already when
-        // the cell is joined to its left neighbour in the tile, the two
-        // cells above are joined, and the left neighbour's pair up is
-        // joined (the lane before's: it rests on the lanes before it, lane
-        // 0 on none) -- the tile kernel's Rules 2 (runs.cuh, row_pairs).
-        bool run = false;
-        if constexpr (!J::transitive && C == 1) {
-            const bool Vo = f && join.joined(ku, i - nx, k, join.bond(-1, 0), i);
-            const bool Vp = __shfl_up_sync(0xffffffffu, Vo, 1) != 0;  // (implies both left cells on)
-            run = lane > 0 && Vp && join.open(join.bond(0, -1), i) && join.join(kl, k) &&
-                  join.open(join.bond(0, -1), i - nx) && join.join(ul, ku);
-        }
         if (!f) return;
         // equal to the left, across tiles (the rules', transitive only)
         const bool e = J::transitive && x > 0 && kl == k;
@@ -752,7 +738,7 @@ __device__ __forceinline__ void border(const J& join, Cells v, I* P,
         const bool Vr = x + 1 < nx && join.joined(ur, i - nx + 1, k, join.bond(-1, 1), i);
         bool u0, ul_, ur_;
         if (C == 1) {
-            u0 = V && !(e && Vl) && !run;
+            u0 = V && !(e && Vl);
             ul_ = ur_ = false;
         } else {
             ul_ = Vl && !(J::transitive && V) && !e;
