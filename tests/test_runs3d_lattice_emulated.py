@@ -17,10 +17,7 @@ rules do not hold).  Here each kernel's choice is re-done on whole arrays:
   column): every joined pair, except the straight-down one whose detour
   (left, down, right) is joined (runs3d::lattice_unions);
 - the seam kernel: every joined pair whose partner is in another tile
-  column, but a straight step in the plane whose square is joined: the
-  cell and its partner joined to the cells one row up (a seam along y) or
-  one column left (along x) in their tiles, and those two joined across
-  the seam (runs3d.cu, meshccl_runs3d_lattice_seams);
+  column;
 - wrap3d.cu: every joined pair that meets only across a periodic face;
 
 and the kept pairs' components, numbered in raster order of their first
@@ -107,27 +104,19 @@ def kept_pairs(lat, broken=None):
     cells joined to their left neighbour in the tile (runs).  Which kernel
     takes a pair in the tile column (the tile kernel inside a brick, the
     z-face kernel across its first plane) does not change the decision, so
-    the brick depth does not enter.  ``broken`` ('up', 'down' or 'seam'): that
-    rule without the last pair of its detour ('seam': the seam kernel's
-    square rule), to see that the comparison notices."""
+    the brick depth does not enter.  ``broken`` ('up' or 'down'): that
+    rule without the last pair of its detour, to see that the comparison
+    notices."""
     z, y, x = lat.z, lat.y, lat.x
-    left, up = (0, 0, -1), (0, -1, 0)
+    left = (0, 0, -1)
     J = {s: lat.joined(s) for s in lat.offsets}
     E = J[left] & (x % TILE > 0)
-    # the seam kernel's square rule: a straight pair across a seam whose
-    # cells are joined one row up (x seam) or one column left (y seam) to
-    # two cells joined across the seam
-    square = {}
-    for s, o, inside in ((left, up, y % TILE > 0), (up, left, x % TILE > 0)):
-        square[s] = inside & J[o] & _at(J[o], s, False)
-        if broken != "seam":
-            square[s] &= _at(J[s], o, False)
     pairs = []
     for s in lat.offsets:
         dz, dy, dx = s
         col = ((y + dy) // TILE == y // TILE) & ((x + dx) // TILE == x // TILE)
-        if s == left:  # the seam kernel's (in a tile: runs)
-            pairs.append((J[s] & (x % TILE == 0) & ~square[s], s))
+        if s == left:
+            pairs.append((J[s] & (x % TILE == 0), s))  # the seam kernel's (in a tile: runs)
             continue
         keep = J[s] & col
         # Rules 2 in a plane at connectivity 1, and the straight-down rule:
@@ -138,10 +127,7 @@ def kept_pairs(lat, broken=None):
                 detour &= _at(E, s, False)
             keep &= ~detour
         pairs.append((keep, s))
-        seam = J[s] & ~col
-        if s in square:
-            seam &= ~square[s]
-        pairs.append((seam, s))  # the seam kernel's
+        pairs.append((J[s] & ~col, s))  # the seam kernel's
     for s in lat.offsets:
         pairs.append((lat.wrapped(s), s))
     return pairs, E
@@ -199,16 +185,14 @@ def test_lattice_pairs_give_the_cpu_labels(c, feature):
                                       err_msg=f"{shape} {periodic}")
 
 
-@pytest.mark.parametrize("broken", ["up", "down", "seam"])
+@pytest.mark.parametrize("broken", ["up", "down"])
 def test_emulation_notices_a_rule_without_its_detour(broken):
     """A skipping rule that does not ask for the last pair of its detour
-    (the two cells above / below joined; across a seam, the neighbours'
-    pair) splits components that closed bonds cut there: the comparison
-    above would see it."""
+    (the two cells above / below joined) splits components that closed
+    bonds cut there: the comparison above would see it."""
     rng = np.random.default_rng(7)
-    shape = (6, 40, 40) if broken == "seam" else (6, 20, 20)  # (seams: tiles of 32)
     for _ in range(50):
-        a, kw, lat = _case(rng, shape, 1, "bonds", (False, False, False))
+        a, kw, lat = _case(rng, (6, 20, 20), 1, "bonds", (False, False, False))
         if not np.array_equal(emulated_labels(lat, broken), meshccl.label(a, **kw)):
             return
     pytest.fail("the broken rule went unnoticed")
