@@ -1407,9 +1407,7 @@ __global__ void __launch_bounds__(32 * NW) meshccl_runs3d_lattice_zface(
 // y + 1 and x + 1 in the plane below, and up-right, cross), walking `walk`
 // planes from blockIdx.z * walk.  Each cell unites every joined pair of
 // its half neighbourhood (and the left one) whose partner is in another
-// tile column and inside the volume, on the run starts of both (S), but
-// a straight step in the plane whose square of joined pairs joins it (see
-// there).
+// tile column and inside the volume, on the run starts of both (S).
 template <typename T, typename I, int C, bool Tol>
 __global__ void __launch_bounds__(128) meshccl_runs3d_lattice_seams(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
@@ -1449,29 +1447,8 @@ __global__ void __launch_bounds__(128) meshccl_runs3d_lattice_seams(
             if (z + dz < 0 || y + dy < 0 || y + dy >= ny || x + dx < 0 || x + dx >= nx)
                 continue;  // (across a periodic face: wrap3d.cu's)
             const I j = i + ((I)dz * ny + dy) * nx + dx;
-            const K kj = J::key(v[j]);
-            if (!join.joined(kj, j, k, join.bond(dz, dy, dx), i)) continue;
-            // The square rule on the straight steps in the plane: a pair
-            // across a seam is joined already when the cell and its partner
-            // are joined to their neighbours one row up (the x seam) or one
-            // column left (the y seam) inside their tiles, and those two
-            // neighbours are joined across the seam: that pair is the seam
-            // pair of the row above or the column before, never skipped in
-            // the tile's first row or column.
-            const bool left = dz == 0 && dy == 0 && dx == -1, up = dz == 0 && dy == -1 && dx == 0;
-            if ((left && ly > 0) || (up && lx > 0)) {
-                const I o = left ? nx : 1;  // the detour's step: up (x seam) or left (y seam)
-                const int bo = left ? join.bond(0, -1, 0) : join.bond(0, 0, -1);
-                const I a = i - o, b = j - o;
-                const K ka = J::key(v[a]);
-                if (join.joined(ka, a, k, bo, i)) {
-                    const K kb = J::key(v[b]);
-                    if (join.joined(kb, b, kj, bo, j) &&
-                        join.joined(kb, b, ka, join.bond(dz, dy, dx), a))
-                        continue;
-                }
-            }
-            todo |= meshccl::box::step_bit(dz, dy, dx);
+            if (join.joined(J::key(v[j]), j, k, join.bond(dz, dy, dx), i))
+                todo |= meshccl::box::step_bit(dz, dy, dx);
         }
         if (!todo) continue;
         const I a = meshccl::runs::node(S, z * ny + y, x, rows, nx);
