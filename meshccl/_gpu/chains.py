@@ -146,8 +146,7 @@ TABLE = (
           _CLEAR + ("runs3d.cu: meshccl_runs3d_lattice_tile (the brick with the joining rule, "
                     "mask and open bonds in each row's masks; every joined pair united)",
                     "runs3d.cu: meshccl_runs3d_lattice_seams (a thread per cell on the tile "
-                    "columns' sides: the joined pairs into another column but those a square of "
-                    "joined pairs joins)",
+                    "columns' sides: every joined pair into another column)",
                     "runs3d.cu: meshccl_runs3d_lattice_zface (a brick's first plane against "
                     "the plane below)") + _WRAP3D + _NUMBER_RUNS,
           "meshccl_label_runs_counted"),

@@ -1081,10 +1081,7 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
 // the two cells above are joined (runs.cuh, row_pairs, Rules 2); along z,
 // likewise, the straight-down pair of a cell whose left neighbour is
 // joined to it and straight down, when the two cells below are joined
-// (lattice_unions); across a tile column's side, a straight pair in the
-// plane whose cells are joined to their neighbours one row up (or one
-// column left) inside their tiles, those two joined across the side
-// (meshccl_runs3d_lattice_seams).  Every other joined pair is united.
+// (lattice_unions).  Every other joined pair is united.
 //
 // Kernels: meshccl_runs3d_lattice_tile (the brick: each plane's runs and
 // in-plane pairs, then the z pairs between its planes, in the block's
@@ -1092,8 +1089,8 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
 // below's), meshccl_runs3d_lattice_zface (a brick's first plane against
 // the plane below, partners in the same tile column: the same masks on a
 // warp per brick, in the global forest) and meshccl_runs3d_lattice_seams
-// (a thread per cell on a tile column's sides: the joined pairs that
-// cross into another tile column, nodes looked up in S).  The pairs are
+// (a thread per cell on a tile column's sides: every joined pair that
+// crosses into another tile column, nodes looked up in S).  The pairs are
 // split so: both cells in one brick (tile), across a brick's first plane
 // inside its tile column (z face), across a tile column's side (seams),
 // across a periodic face (wrap3d.cu); each pair is taken once, by its
