@@ -342,7 +342,9 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
         dims = (I(nz), I(ny), I(nx)) + key
         grid = (ntx, nty, -(-nz // nzb))
         tile_args = (grid, (32 * nzb,), (A, H, F, S) + dims + (np.int32(aligned),))
-        tile_shared = nzb * (32 * 33 + 32) * 4  # the forest and run starts (runs3d.cu)
+        # the forest and run starts (runs3d.cu); wider cells also each
+        # plane's F and V rows, which the warp on the plane above reads
+        tile_shared = nzb * (32 * 33 + (32 if np.dtype(value_dtype).itemsize == 1 else 3 * 32)) * 4
         if tile_shared > 48 * 1024 and tile.max_dynamic_shared_size_bytes < tile_shared:
             tile.max_dynamic_shared_size_bytes = tile_shared
         border = seams

@@ -43,8 +43,11 @@ __device__ __forceinline__ K shfl(K k, int delta, bool up) {
     return (K)(up ? __shfl_up_sync(0xffffffffu, x, delta) : __shfl_down_sync(0xffffffffu, x, delta));
 }
 
-// (doubles move as doubles: the template's integer path would truncate them)
+// (floats and doubles move as such: the template's integer path would truncate them)
 __device__ __forceinline__ double shfl(double k, int delta, bool up) {
+    return up ? __shfl_up_sync(0xffffffffu, k, delta) : __shfl_down_sync(0xffffffffu, k, delta);
+}
+__device__ __forceinline__ float shfl(float k, int delta, bool up) {
     return up ? __shfl_up_sync(0xffffffffu, k, delta) : __shfl_down_sync(0xffffffffu, k, delta);
 }
 

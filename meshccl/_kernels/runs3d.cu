@@ -38,8 +38,11 @@
 // Wider cells (2-, 4- and 8-byte integers, floats) make the same masks
 // the way runs2d.cu's wider tiles do: lane c loads column c of the tile's
 // 32 rows, one warp ballot per row and mask, and lane r keeps row r's
-// (runs3d::row_masks for a plane's own masks, z_masks for the z masks
-// against the plane below, which z_pairs_by takes instead of words; both
+// (runs3d::row_masks: in the tile kernels a plane's own masks and its z
+// masks against the plane below in one pass, each cell keyed once, the
+// plane below's F and V from the warp that made them, through shared
+// memory; z_pairs_by takes the z masks instead of words.  The z-face
+// kernels, whose plane below no warp of theirs holds, add z_masks.  Both
 // shared with the lattice form, the join rule a policy: WideJoin here).
 // Floats are compared by their truncation as a float (WideKey): one
 // instruction and one shuffle where lattice.cuh's int64 keys need two, and
@@ -111,7 +114,10 @@ template <>
 struct WideKey<float> {
     typedef float K;
     static __device__ __forceinline__ float of(float v) {
-        return (v >= -0x1p63f && v < 0x1p63f) ? truncf(v) : -0x1p63f;
+        // (|trunc(v)| < 2^63 exactly where -2^63 < v < 2^63, false for NaN;
+        // -2^63 itself maps to -2^63 either way)
+        const float t = truncf(v);
+        return fabsf(t) < 0x1p63f ? t : -0x1p63f;
     }
     static __device__ __forceinline__ float bg(long long b) {
         const float f = (float)b;
@@ -122,13 +128,27 @@ template <>
 struct WideKey<double> {
     typedef double K;
     static __device__ __forceinline__ double of(double v) {
-        return (v >= -0x1p63 && v < 0x1p63) ? trunc(v) : -0x1p63;
+        const double t = trunc(v);
+        return fabs(t) < 0x1p63 ? t : -0x1p63;
     }
     static __device__ __forceinline__ double bg(long long b) {
         const double d = (double)b;
         return (long long)d == b ? d : __longlong_as_double(0x7fffffffffffffffLL);
     }
 };
+
+// The keys of the plain seam kernel: lattice.cuh's Key, but floats by
+// WideKey (a 4-byte key for a float: one shuffle where an int64 takes two).
+template <typename T>
+struct SeamKey {
+    typedef typename Key<T>::type K;
+    static __device__ __forceinline__ K of(T v) { return Key<T>::of(v); }
+    static __device__ __forceinline__ K bg(K b) { return b; }
+};
+template <>
+struct SeamKey<float> : WideKey<float> {};
+template <>
+struct SeamKey<double> : WideKey<double> {};
 
 template <typename K>
 __device__ __forceinline__ K lane_shfl(K k, int delta, bool up) {
@@ -157,6 +177,105 @@ struct WideJoin {
     __device__ __forceinline__ bool join(K kj, K k) const { return kj == k; }
 };
 
+// The keys of plane z - 1 that the z pairs of a row r meet, at a lane's
+// column (lane c: column c): rows r - 1, r and r + 1 (p, c, n) and, by
+// shuffles, their keys at x - 1 and x + 1 (l*, r*).  Chain: the three rows
+// kept as the rows go by, row r + 1 loaded one row ahead; otherwise row r
+// alone (connectivity 1 without the plain form's V and E of plane z - 1).
+// Left: the keys at x - 1 at connectivity 1 too (the plain z-face kernel's
+// E of plane z - 1).  key(r): row r's key at the lane's column.
+template <int C, bool Chain, bool Left, typename K>
+struct BelowRows {
+    K bp = K(), bc = K(), bn = K(), lp = K(), lc = K(), ln = K(), rp = K(), rc = K(), rn = K();
+    template <typename Key>
+    __device__ __forceinline__ void start(const Key& key) {
+        if constexpr (Chain) {
+            bn = key(0);
+            if (C >= 2 || Left) ln = lane_shfl(bn, 1, true);
+            if (C >= 2) rn = lane_shfl(bn, 1, false);
+        }
+    }
+    template <typename Key>
+    __device__ __forceinline__ void next(const Key& key, int r) {
+        if constexpr (Chain) {
+            bp = bc; lp = lc; rp = rc;
+            bc = bn; lc = ln; rc = rn;
+            if (r < 31) {
+                bn = key(r + 1);
+                if (C >= 2 || Left) ln = lane_shfl(bn, 1, true);
+                if (C >= 2) rn = lane_shfl(bn, 1, false);
+            }
+        } else {
+            bc = key(r);
+        }
+    }
+};
+
+// Row r's z masks (z_masks's Z[k][e] for that row) by one ballot each:
+// k the lane's key in row r of plane z, b the keys of plane z - 1 around
+// it.  The plain form (a transitive join J): raw equality, no test of
+// either cell.  The lattice form: the lane's cell foreground (f), the
+// pair's bond open (the bond planes `bond`, cell index i), the rule true
+// -- but not the partner's foreground, which the caller ANDs in as masks
+// of the rows of plane z - 1 (below_fg): one mask operation a row, where
+// a test per cell needs the row's foreground by a shuffle and a shift.
+template <int C, typename J, typename K, typename B, typename I>
+__device__ __forceinline__ void z_row(const J& join, const int (&bond)[3][3], K k, bool f, I i,
+                                      int lane, int r, const B& b, unsigned (&m)[3][3]) {
+    constexpr bool plain = J::transitive;
+    auto pair = [&](bool fk, int kk, int e, K partner) {
+        if constexpr (plain) return k == partner;
+        else return fk && join.open(bond[kk][e], i) && join.join(partner, k);
+    };
+#pragma unroll
+    for (int kk = 0; kk < 3; ++kk)
+#pragma unroll
+        for (int e = 0; e < 3; ++e) m[kk][e] = 0u;
+    m[0][1] = __ballot_sync(0xffffffffu, pair(f, 0, 1, b.bc));
+    if (C >= 2) {
+        const bool fl = f && lane > 0, fr = f && lane < 31;
+        m[0][0] = __ballot_sync(0xffffffffu, pair(fl, 0, 0, b.lc));
+        m[0][2] = __ballot_sync(0xffffffffu, pair(fr, 0, 2, b.rc));
+        if (r > 0) m[1][1] = __ballot_sync(0xffffffffu, pair(f, 1, 1, b.bp));
+        if (r < 31) m[2][1] = __ballot_sync(0xffffffffu, pair(f, 2, 1, b.bn));
+        if (C == 3) {
+            if (r > 0) {
+                m[1][0] = __ballot_sync(0xffffffffu, pair(fl, 1, 0, b.lp));
+                m[1][2] = __ballot_sync(0xffffffffu, pair(fr, 1, 2, b.rp));
+            }
+            if (r < 31) {
+                m[2][0] = __ballot_sync(0xffffffffu, pair(fl, 2, 0, b.ln));
+                m[2][2] = __ballot_sync(0xffffffffu, pair(fr, 2, 2, b.rn));
+            }
+        }
+    }
+}
+
+// The lattice form's partner test of z_row's masks: lane r's Z[k][e]
+// ANDed with the foreground of row r + dy of plane z - 1 (bFc: row r,
+// bFp: row r - 1, bFn: row r + 1; 0 where that row is outside the tile),
+// shifted to the partner's column.
+__device__ __forceinline__ void below_fg(unsigned (&Z)[3][3], unsigned bFc, unsigned bFp,
+                                         unsigned bFn) {
+    const unsigned f[3] = {bFc, bFp, bFn};
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+        Z[k][0] &= f[k] << 1;
+        Z[k][1] &= f[k];
+        Z[k][2] &= f[k] >> 1;
+    }
+}
+
+// The bond plane of each z step, k and e as Z's (the lattice form's).
+template <typename J>
+__device__ __forceinline__ void z_bonds(const J& join, int (&bond)[3][3]) {
+#pragma unroll
+    for (int k = 0; k < 3; ++k)
+#pragma unroll
+        for (int e = 0; e < 3; ++e)
+            bond[k][e] = join.bond(-1, k == 0 ? 0 : (k == 1 ? -1 : 1), e - 1);
+}
+
 // A tile's rows of wider cells as masks, for both forms: lane c loads
 // column c of the 32 rows (row r at rows + r * nx, cell index row0 + r *
 // nx + c for the features; `width` columns and `height` rows inside the
@@ -166,16 +285,27 @@ struct WideJoin {
 // (up-left / up-right).  The join policy J decides (lattice.cuh):
 // transitive (plain) a cell with a key equal to a foreground cell's is
 // foreground, so a pair needs no test of its partner; otherwise both
-// cells' foreground bits and the pair's bond are tested.  Unroll: rows
-// unrolled at a time, 32 for the plain kernels, 4 for the lattice ones
-// (whose tests took seconds to compile fully unrolled, see lattice_rows):
-// an inner loop of Unroll rows, unrolled in full, in an outer loop that is
-// not (a count, #pragma unroll(Unroll), compiled the plain kernels to other
-// code: up to 500 bytes more spills in the z masks).
-template <bool Diag, int Unroll, typename J, typename T, typename I>
+// cells' foreground bits and the pair's bond are tested.
+//
+// WithZ: the same pass also makes the row's z masks against plane z - 1
+// (`plane` cells before; `below` of its rows inside the array, 0: none, no
+// loads), z_row's per row, into Z (lane r: row r): each cell's key is made
+// once for both, where row_masks and then z_masks made it twice and the z
+// masks also remade plane z - 1's F and V, which the brick's warp on that
+// plane has made already (the tile kernels take them from it through
+// shared memory).  The lattice form's Z then lacks the partners'
+// foreground (below_fg).
+//
+// Unroll: rows unrolled at a time, 32 for the plain kernels, 4 for the
+// lattice ones (whose tests took seconds to compile fully unrolled, see
+// lattice_rows): an inner loop of Unroll rows, unrolled in full, in an
+// outer loop that is not (a count, #pragma unroll(Unroll), compiled the
+// plain kernels to other code: up to 500 bytes more spills in the z masks).
+template <bool Diag, int Unroll, bool WithZ, int C, typename J, typename T, typename I>
 __device__ __forceinline__ void row_masks(const J& join, const T* __restrict__ rows, I row0,
                                           I nx, int width, int height, int lane, unsigned& F,
-                                          unsigned& E, unsigned& V, unsigned& Vl, unsigned& Vr) {
+                                          unsigned& E, unsigned& V, unsigned& Vl, unsigned& Vr,
+                                          I plane, int below, unsigned (&Z)[3][3]) {
     typedef typename J::K K;
     constexpr bool plain = J::transitive;
     const bool col = lane < width, right_in = lane + 1 < width;
@@ -184,6 +314,18 @@ __device__ __forceinline__ void row_masks(const J& join, const T* __restrict__ r
     K pl = K(), pr = K(), pk = K();  // the row above: its keys at x - 1, x + 1, x
     unsigned pF = 0u;                // ... and its foreground (lattice)
     F = E = V = Vl = Vr = 0u;
+    int bond[3][3];
+    BelowRows<C, (C >= 2), false, K> b;
+    const T* low = rows - plane;
+    auto bkey = [&](int r) { return col && r < below ? J::key(low[(I)r * nx + lane]) : K(); };
+    if constexpr (WithZ) {
+        z_bonds(join, bond);
+        b.start(bkey);
+#pragma unroll
+        for (int k = 0; k < 3; ++k)
+#pragma unroll
+            for (int e = 0; e < 3; ++e) Z[k][e] = 0u;
+    }
 #pragma unroll 1
     for (int r0 = 0; r0 < 32; r0 += Unroll)
 #pragma unroll
@@ -220,12 +362,23 @@ __device__ __forceinline__ void row_masks(const J& join, const T* __restrict__ r
                 }
             }
         }
+        unsigned zm[3][3];
+        if constexpr (WithZ) {
+            b.next(bkey, r);
+            z_row<C>(join, bond, k, f, row0 + (I)r * nx + lane, lane, r, b, zm);
+        }
         if (lane == r) {
             F = Fm;
             E = Em;
             V = Vm;
             Vl = Vlm;
             Vr = Vrm;
+            if constexpr (WithZ) {
+#pragma unroll
+                for (int kk = 0; kk < 3; ++kk)
+#pragma unroll
+                    for (int e = 0; e < 3; ++e) Z[kk][e] = zm[kk][e];
+            }
         }
         pk = k;
         if constexpr (!plain) pF = Fm;
@@ -236,10 +389,20 @@ __device__ __forceinline__ void row_masks(const J& join, const T* __restrict__ r
     }
 }
 
+// row_masks without the z masks.
+template <bool Diag, int Unroll, typename J, typename T, typename I>
+__device__ __forceinline__ void row_masks(const J& join, const T* __restrict__ rows, I row0,
+                                          I nx, int width, int height, int lane, unsigned& F,
+                                          unsigned& E, unsigned& V, unsigned& Vl, unsigned& Vr) {
+    unsigned Z[3][3];
+    row_masks<Diag, Unroll, false, 1>(join, rows, row0, nx, width, height, lane, F, E, V, Vl,
+                                      Vr, (I)0, 0, Z);
+}
+
 // The equality masks of z_pairs_by (runs.cuh) for wider cells: lane r's
 // row of plane z against rows r - 1, r and r + 1 of plane z - 1 (m in
-// z_masks's layout), made by z_masks with WideJoin; k: the row row()
-// asked for (0: dy 0, 1: dy -1, 2: dy +1).
+// z_masks's layout), made by z_masks or row_masks with WideJoin; k: the
+// row row() asked for (0: dy 0, 1: dy -1, 2: dy +1).
 template <int C>
 struct WideZ {
     unsigned m[3][3];
@@ -251,13 +414,14 @@ struct WideZ {
     __device__ __forceinline__ unsigned right() const { return m[k][2]; }
 };
 
-// The z pairs of a tile's rows of wider cells as masks, for both forms:
-// row r of plane z (cells at rows + r * nx + c, index row0 + r * nx + c)
-// against rows r - 1, r and r + 1 of plane z - 1 (`plane` cells before).
-// Lane c loads column c of both planes' rows, and lane r gets Z[k][e]: the
-// cells of row r paired with the cell at x + e - 1 of row r + dy, dy = 0,
-// -1, +1 for k = 0, 1, 2 (the connectivity's steps only; partners outside
-// the tile are not in these masks).  With a transitive join J (the plain
+// The z pairs of a tile's rows of wider cells as masks, for both forms,
+// where the plane below is not another warp's (the z-face kernels): row r
+// of plane z (cells at rows + r * nx + c, index row0 + r * nx + c) against
+// rows r - 1, r and r + 1 of plane z - 1 (`plane` cells before).  Lane c
+// loads column c of both planes' rows, and lane r gets Z[k][e]: the cells
+// of row r paired with the cell at x + e - 1 of row r + dy, dy = 0, -1, +1
+// for k = 0, 1, 2 (the connectivity's steps only; partners outside the
+// tile are not in these masks).  With a transitive join J (the plain
 // form) the bits are raw equality, with no test that either cell is
 // inside or foreground (z_pairs_by does that with bF), and the row's own
 // masks of plane z - 1 come too: bF, bV and, with BelowE, bE (equal to the
@@ -276,18 +440,12 @@ __device__ __forceinline__ void z_masks(const J& join, const T* __restrict__ row
     auto key = [&](const T* base, int r) {
         return col && r < height ? J::key(base[(I)r * nx + lane]) : K();
     };
-    int bond[3][3];  // (the lattice form's bond plane of each step, k and e as Z's)
-#pragma unroll
-    for (int k = 0; k < 3; ++k)
-#pragma unroll
-        for (int e = 0; e < 3; ++e)
-            bond[k][e] = join.bond(-1, k == 0 ? 0 : (k == 1 ? -1 : 1), e - 1);
-    // plane z - 1's rows r - 1, r, r + 1 (p, c, n) and their keys at x - 1 / x + 1
+    auto bkey = [&](int r) { return key(below, r); };
+    int bond[3][3];
+    z_bonds(join, bond);
     // (the lattice form at C = 1 reads row r alone: no chain)
-    constexpr bool chain = plain || C >= 2;
-    K bp = K(), bc = K(), bn = chain ? key(below, 0) : K();
-    K lp = K(), lc = K(), ln = chain ? lane_shfl(bn, 1, true) : K();
-    K rp = K(), rc = K(), rn = C >= 2 ? lane_shfl(bn, 1, false) : K();
+    BelowRows<C, plain || C >= 2, BelowE, K> b;
+    b.start(bkey);
     if constexpr (plain) bF = bV = bE = 0u;
 #pragma unroll
     for (int k = 0; k < 3; ++k)
@@ -297,94 +455,43 @@ __device__ __forceinline__ void z_masks(const J& join, const T* __restrict__ row
     for (int r0 = 0; r0 < 32; r0 += Unroll)
 #pragma unroll
     for (int r = r0; r < r0 + Unroll; ++r) {
-        if constexpr (chain) {
-            bp = bc; lp = lc; rp = rc;
-            bc = bn; lc = ln; rc = rn;
-            if (r < 31) {
-                bn = key(below, r + 1);
-                if (C >= 2 || BelowE) ln = lane_shfl(bn, 1, true);
-                if (C >= 2) rn = lane_shfl(bn, 1, false);
-            }
-        } else {
-            bc = key(below, r);
-        }
+        b.next(bkey, r);
         const K k = key(rows, r);
-        unsigned Fm = 0u, Vm = 0u, Em = 0u, Z0, L0 = 0u, R0 = 0u, Cu = 0u, Cd = 0u, Lu = 0u,
-                 Ru = 0u, Ld = 0u, Rd = 0u;
+        unsigned Fm = 0u, Vm = 0u, Em = 0u;
+        bool f = true;
         if constexpr (plain) {
-            const bool fb = col && r < height && !join.bg(bc);
+            const bool fb = col && r < height && !join.bg(b.bc);
             Fm = __ballot_sync(0xffffffffu, fb);
-            Vm = r > 0 ? __ballot_sync(0xffffffffu, fb && bp == bc) : 0u;
-            Em = BelowE ? __ballot_sync(0xffffffffu, fb && lane > 0 && lc == bc) : 0u;
-            Z0 = __ballot_sync(0xffffffffu, k == bc);
-            if (C >= 2) {
-                L0 = __ballot_sync(0xffffffffu, k == lc);
-                R0 = __ballot_sync(0xffffffffu, k == rc);
-                if (r > 0) Cu = __ballot_sync(0xffffffffu, k == bp);
-                if (r < 31) Cd = __ballot_sync(0xffffffffu, k == bn);
-                if (C == 3) {
-                    if (r > 0) {
-                        Lu = __ballot_sync(0xffffffffu, k == lp);
-                        Ru = __ballot_sync(0xffffffffu, k == rp);
-                    }
-                    if (r < 31) {
-                        Ld = __ballot_sync(0xffffffffu, k == ln);
-                        Rd = __ballot_sync(0xffffffffu, k == rn);
-                    }
-                }
-            }
+            Vm = r > 0 ? __ballot_sync(0xffffffffu, fb && b.bp == b.bc) : 0u;
+            Em = BelowE ? __ballot_sync(0xffffffffu, fb && lane > 0 && b.lc == b.bc) : 0u;
         } else {
-            const I i = row0 + (I)r * nx + lane;
-            // this row's foreground and that of the rows below it, as bits (every
-            // lane shuffles: a lane outside the volume skipping it would leave the
-            // warp's collective without it)
+            // this row's foreground, as bits (every lane shuffles: a lane
+            // outside the volume skipping it would leave the warp's
+            // collective without it)
             const unsigned Fr = __shfl_sync(0xffffffffu, mF, r);
-            const bool f = col && r < height && ((Fr >> lane) & 1u);
-            const unsigned Bc = __shfl_sync(0xffffffffu, bF, r);
-            Z0 = __ballot_sync(0xffffffffu, f && ((Bc >> lane) & 1u) &&
-                                                join.open(bond[0][1], i) && join.join(bc, k));
-            if (C >= 2) {
-                const unsigned Bp = r > 0 ? __shfl_sync(0xffffffffu, bF, r - 1) : 0u;
-                const unsigned Bn = r < 31 ? __shfl_sync(0xffffffffu, bF, r + 1) : 0u;
-                const bool fl = f && lane > 0, fr = f && lane < 31;
-                L0 = __ballot_sync(0xffffffffu, fl && ((Bc >> (lane - 1)) & 1u) &&
-                                                    join.open(bond[0][0], i) && join.join(lc, k));
-                R0 = __ballot_sync(0xffffffffu, fr && ((Bc >> (lane + 1)) & 1u) &&
-                                                    join.open(bond[0][2], i) && join.join(rc, k));
-                Cu = __ballot_sync(0xffffffffu, f && ((Bp >> lane) & 1u) &&
-                                                    join.open(bond[1][1], i) && join.join(bp, k));
-                Cd = __ballot_sync(0xffffffffu, f && ((Bn >> lane) & 1u) &&
-                                                    join.open(bond[2][1], i) && join.join(bn, k));
-                if (C == 3) {
-                    Lu = __ballot_sync(0xffffffffu, fl && ((Bp >> (lane - 1)) & 1u) &&
-                                                        join.open(bond[1][0], i) &&
-                                                        join.join(lp, k));
-                    Ru = __ballot_sync(0xffffffffu, fr && ((Bp >> (lane + 1)) & 1u) &&
-                                                        join.open(bond[1][2], i) &&
-                                                        join.join(rp, k));
-                    Ld = __ballot_sync(0xffffffffu, fl && ((Bn >> (lane - 1)) & 1u) &&
-                                                        join.open(bond[2][0], i) &&
-                                                        join.join(ln, k));
-                    Rd = __ballot_sync(0xffffffffu, fr && ((Bn >> (lane + 1)) & 1u) &&
-                                                        join.open(bond[2][2], i) &&
-                                                        join.join(rn, k));
-                }
-            }
+            f = col && r < height && ((Fr >> lane) & 1u);
         }
+        unsigned zm[3][3];
+        z_row<C>(join, bond, k, f, row0 + (I)r * nx + lane, lane, r, b, zm);
         if (lane == r) {
             if constexpr (plain) {
                 bF = Fm;
                 bV = Vm;
                 bE = Em;
             }
-            Z[0][1] = Z0;
-            Z[0][0] = L0; Z[0][2] = R0;
-            Z[1][1] = Cu; Z[1][0] = Lu; Z[1][2] = Ru;
-            Z[2][1] = Cd; Z[2][0] = Ld; Z[2][2] = Rd;
+#pragma unroll
+            for (int kk = 0; kk < 3; ++kk)
+#pragma unroll
+                for (int e = 0; e < 3; ++e) Z[kk][e] = zm[kk][e];
         }
     }
+    if constexpr (!plain) {
+        unsigned bFp = runs::shfl(bF, 1, true), bFn = runs::shfl(bF, 1, false);
+        if (lane == 0) bFp = 0u;
+        if (lane == 31) bFn = 0u;
+        below_fg(Z, bF, bFp, bFn);
+    }
 }
-
 // The unions of warp p's z pairs (U, dy, shift from z_pairs) in the
 // block's forest: lane r's row against rows r + dy of plane p - 1.
 template <int C>
@@ -487,8 +594,12 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<T, C, NZ>::value)) meshcc
     int* forest = shared_words;
     unsigned(*starts)[32] = reinterpret_cast<unsigned(*)[32]>(shared_words + NZ * PL);
     if constexpr (sizeof(T) > 1) {
-        // Wider cells: the same masks, by ballots over columns (runs3d::
-        // row_masks, z_masks), then the same unions.  No binary shortcut.
+        // Wider cells: the same masks, by ballots over columns, the plane's
+        // own and its z masks against plane p - 1 in one pass (runs3d::
+        // row_masks), then the same unions.  Plane p - 1's F and V are its
+        // warp's, through shared memory.  No binary shortcut.
+        unsigned(*rowF)[32] = starts + NZ;
+        unsigned(*rowV)[32] = starts + 2 * NZ;
         const int lane = threadIdx.x & 31, p = threadIdx.x >> 5;
         const I x0 = (I)blockIdx.x * 32, y0 = (I)blockIdx.y * 32, z = (I)blockIdx.z * NZ + p;
         const int width = (int)min((I)32, nx - x0);
@@ -497,25 +608,23 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<T, C, NZ>::value)) meshcc
         const T* rows = v + (min(z, nz - 1) * ny + y0) * nx + x0;
         unsigned mF, mE, mV, mVl, mVr;
         const meshccl::runs3d::WideJoin<T> join = {has_bg, bg};
-        meshccl::runs3d::row_masks<C >= 2, 32>(join, rows, (I)0, nx, width, height, lane, mF, mE,
-                                               mV, mVl, mVr);
+        meshccl::runs3d::WideZ<C> eqs;
+        eqs.k = 0;
+        meshccl::runs3d::row_masks<C >= 2, 32, true, C>(join, rows, (I)0, nx, width, height,
+                                                         lane, mF, mE, mV, mVl, mVr, ny * nx,
+                                                         p > 0 ? height : 0, eqs.m);
         const unsigned S_ = mF & ~mE;
         if (Prefetch && lane < height)
             meshccl::runs::prefetch_run_starts(P + (z * ny + y0 + lane) * nx + x0, S_, Prefetch);
         meshccl::runs::tile_nodes(forest, p * PL, starts[p], lane, S_);
-        // plane p - 1 after this plane's nodes: the warp before loaded it
-        // just now, so it mostly comes from L1 (as the one-byte rows do)
-        meshccl::runs3d::WideZ<C> eqs;
-        eqs.k = 0;
-        unsigned bF = 0u, bV = 0u, bE = 0u;
-        if (p > 0)
-            meshccl::runs3d::z_masks<C, false, 32>(join, rows, (I)0, ny * nx, nx, width, height,
-                                                   lane, 0u, eqs.m, bF, bV, bE);
+        rowF[p][lane] = mF;
+        rowV[p][lane] = mV;
         __syncthreads();
         meshccl::runs::tile_unions<C >= 2>(forest, p * PL, starts[p], lane, S_, mE, mVl, mV,
                                            mVr);
         if (p > 0) {
             constexpr int N = meshccl::runs::ZPairs<C>::N;
+            const unsigned bF = rowF[p - 1][lane], bV = rowV[p - 1][lane];
             unsigned U[N];
             int dy[N], shift[N];
             meshccl::runs::z_pairs_by<C>(mF, mE, mV, bF, bV, lane, false, eqs, U, dy, shift);
@@ -732,8 +841,9 @@ struct Window {
 
 template <typename K>
 __device__ __forceinline__ K shfl_idx(K k, int src) {
-    if (sizeof(K) == 8) return (K)__shfl_sync(0xffffffffu, (long long)k, src);
-    return (K)__shfl_sync(0xffffffffu, (int)k, src);
+    if constexpr (K(1) / K(2) != K(0)) return __shfl_sync(0xffffffffu, k, src);  // (float keys)
+    else if constexpr (sizeof(K) == 8) return (K)__shfl_sync(0xffffffffu, (long long)k, src);
+    else return (K)__shfl_sync(0xffffffffu, (int)k, src);
 }
 
 }  // namespace runs3d
@@ -750,8 +860,10 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
         const T* __restrict__ v, I* P, unsigned* __restrict__ H, const unsigned* __restrict__ S,
         I nz, I ny, I nx, int has_bg, typename meshccl::Key<T>::type bgkey, I walk) {
     meshccl::grid_entry();  // (launch.cuh)
-    typedef typename meshccl::Key<T>::type K;
-    using meshccl::Key;
+    // (floats keyed by their truncation as a float: SeamKey)
+    typedef meshccl::runs3d::SeamKey<T> Key;
+    typedef typename Key::K K;
+    const K bg = Key::bg(bgkey);
     using meshccl::runs::node;
     using meshccl::runs::shfl;
     using meshccl::runs3d::seam_keep;
@@ -761,7 +873,7 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
     const I x0 = bx * 32, y0 = (I)blockIdx.y * 32, zb = (I)blockIdx.z * walk;
     const I ze = min(zb + walk, nz), rows = nz * ny;
     if (bx >= ntx) return;  // the whole warp
-    auto fg = [&](K k) { return !(has_bg && k == bgkey); };
+    auto fg = [&](K k) { return !(has_bg && k == bg); };
     if ((warp & 1) == 0) {
         // ---- the x seam before column x0: lane r, row y = y0 + r ----
         if (bx == 0) return;
@@ -775,8 +887,8 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
             K mine[3], past[3];
 #pragma unroll
             for (int c = 0; c < 3; ++c) {
-                mine[c] = own ? Key<T>::of(v[(z * ny + y) * nx + x0 - 2 + c]) : K();
-                past[c] = hin ? Key<T>::of(v[(z * ny + hy) * nx + x0 - 2 + c]) : K();
+                mine[c] = own ? Key::of(v[(z * ny + y) * nx + x0 - 2 + c]) : K();
+                past[c] = hin ? Key::of(v[(z * ny + hy) * nx + x0 - 2 + c]) : K();
             }
             bool iu = __shfl_up_sync(0xffffffffu, (int)own, 1) != 0;
             bool id = __shfl_down_sync(0xffffffffu, (int)own, 1) != 0;
@@ -864,13 +976,13 @@ __global__ void __launch_bounds__(64 * NW) meshccl_runs3d_seams(
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const I row = (z * ny + y0 - 1 + r) * nx;
-                const K mine = own ? Key<T>::of(v[row + x]) : K();
+                const K mine = own ? Key::of(v[row + x]) : K();
                 K h1 = K(), h2 = K(), h3 = K();
                 if (lane == 0) {
-                    if (in1) h1 = Key<T>::of(v[row + x0 - 1]);
-                    if (in2) h2 = Key<T>::of(v[row + x0 - 2]);
+                    if (in1) h1 = Key::of(v[row + x0 - 1]);
+                    if (in2) h2 = Key::of(v[row + x0 - 2]);
                 } else if (lane == 31 && in3) {
-                    h3 = Key<T>::of(v[row + x0 + 32]);
+                    h3 = Key::of(v[row + x0 + 32]);
                 }
                 const K l1 = shfl_idx(h1, 0);
                 K a1 = shfl(mine, 1, true), a2 = shfl(mine, 2, true), a3 = shfl(mine, 1, false);
@@ -1105,8 +1217,8 @@ __device__ __forceinline__ void byte_z(const J& join, const T* __restrict__ v, I
     }
 }
 
-// The row loops of lattice_rows and lattice_z for cells wider than a byte
-// (row_masks and z_masks) are unrolled 4 rows at a time, not 32.  Fully unrolled, their tests of
+// The row loops of the lattice form for cells wider than a byte (row_masks
+// and z_masks) are unrolled 4 rows at a time, not 32.  Fully unrolled, their tests of
 // every pair (keys, mask and bond loads, up to nine ballots a row) took
 // 9.5 s to compile for the float-tolerance kernels of connectivity 1 and
 // 17 s for those of 3 (nvcc -arch=sm_90, user time), 1.6 s unrolled by 4;
@@ -1218,9 +1330,17 @@ meshccl_runs3d_lattice_tile(const T* __restrict__ v, I* __restrict__ P, unsigned
     const int width = (int)min((I)32, nx - x0);
     const int height = z < nz ? (int)min((I)32, ny - y0) : 0;  // (0: past the volume)
     const I row0 = (min(z, nz - 1) * ny + y0) * nx + x0;
-    unsigned mF, mE, mV, mVl, mVr;
-    meshccl::runs3d::lattice_rows<C >= 2>(join, v, row0, nx, width, height, lane, mF, mE, mV,
-                                          mVl, mVr);
+    unsigned mF, mE, mV, mVl, mVr, Z[3][3];
+    // Wider cells: the plane's masks and its z masks against plane p - 1 in
+    // one pass (row_masks), the partners' foreground ANDed in after the
+    // barrier, from plane p - 1's warp (below_fg).
+    if constexpr (sizeof(T) == 1)
+        meshccl::runs3d::byte_rows<C >= 2>(join, v, row0, nx, width, height, lane, mF, mE, mV,
+                                           mVl, mVr);
+    else
+        meshccl::runs3d::row_masks<C >= 2, 4, true, C>(join, v + row0, row0, nx, width, height,
+                                                        lane, mF, mE, mV, mVl, mVr, ny * nx,
+                                                        p > 0 ? height : 0, Z);
     const unsigned S_ = mF & ~mE;
     meshccl::runs::tile_nodes(forest, p * PL, starts[p], lane, S_);
     rowF[p][lane] = mF;
@@ -1230,10 +1350,14 @@ meshccl_runs3d_lattice_tile(const T* __restrict__ v, I* __restrict__ P, unsigned
     meshccl::runs::tile_unions<C >= 2, meshccl::runs::ROW_NODES, C >= 2 ? 0 : 2>(
         forest, p * PL, starts[p], lane, S_, mE, mVl, mV, mVr);
     if (p > 0) {
-        unsigned Z[3][3], U[N];
+        unsigned U[N];
         int dy[N], shift[N];
-        meshccl::runs3d::lattice_z<C>(join, v, row0, ny * nx, nx, width, height, lane, mF,
-                                      rowF[p - 1][lane], Z);
+        if constexpr (sizeof(T) == 1)
+            meshccl::runs3d::byte_z<C>(join, v, row0, ny * nx, nx, width, height, lane, mF,
+                                       rowF[p - 1][lane], Z);
+        else
+            meshccl::runs3d::below_fg(Z, rowF[p - 1][lane], lane > 0 ? rowF[p - 1][lane - 1] : 0u,
+                                      lane < 31 ? rowF[p - 1][lane + 1] : 0u);
         meshccl::runs3d::lattice_unions<C>(Z, mE, rowE[p - 1][lane], U, dy, shift);
         meshccl::runs3d::plane_unions<C>(forest, starts, p, lane, S_, U, dy, shift);
     }
