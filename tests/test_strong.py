@@ -646,48 +646,66 @@ def _scc_emulation(expr):
                     changed[0] = 1
                     removed[0] += 1
     elif name == "meshccl_scc_peel_init":
-        sig = [L, J, L, J, I, n_, u64p, u64p, U, I, u64p]
+        sig = [L, J, L, J, I, n_, u64p, ("ptr", "long long"), u64p]
 
-        def run(fp, fi, rp, ri, rep, n, outs, ins, queued, queue, ctl):
+        def run(fp, fi, rp, ri, rep, n, word, queue, ctl):
             for v in range(n):
                 if rep[v] >= 0:
-                    outs[v] = ins[v] = 0
-                    queued[v] = 1
+                    word[v] = (1 << 63) | (1 << 31)  # never counted down to 0
                     continue
-                outs[v] = sum(w != v and live(rep, w) for w in fi[fp[v]:fp[v + 1]])
-                ins[v] = sum(w != v and live(rep, w) for w in ri[rp[v]:rp[v + 1]])
-                gone = outs[v] == 0 or ins[v] == 0
-                queued[v] = int(gone)
-                if gone:
-                    queue[int(ctl[0])] = v
+                out = sum(w != v and live(rep, w) for w in fi[fp[v]:fp[v + 1]])
+                inn = sum(w != v and live(rep, w) for w in ri[rp[v]:rp[v + 1]])
+                word[v] = (inn << 32) | out
+                if out == 0 or inn == 0:
+                    queue[int(ctl[0])] = 2 * v + (0 if inn == 0 else 1)
                     ctl[0] += 1
+                    ctl[32] += 1
     elif name == "meshccl_scc_peel":
-        sig = [L, J, L, J, I, u64p, u64p, U, I, u64p]
+        sig = [L, J, L, J, I, u64p, ("ptr", "long long"), i64, u64p]
 
-        def release(ptr, idx, v, cnt, queued, queue, ctl):
-            for w in idx[ptr[v]:ptr[v + 1]]:
-                if w == v:
-                    continue
-                old = int(cnt[w])
-                cnt[w] = (old - 1) % 2**64  # (unsigned: the counts of done vertices may wrap)
-                if old == 1 and not queued[w]:
-                    queued[w] = 1
-                    assert queue[int(ctl[0])] == -1, "a queue slot written twice"
-                    queue[int(ctl[0])] = w
-                    ctl[0] += 1
+        def release(word, w, side):
+            d = 1 if side else 1 << 32
+            old = int(word[w])
+            assert old & (0xffffffff if side else 0xffffffff << 32), "a count goes below 0"
+            now = old - d
+            word[w] = now
+            was_free = (old >> 32) == 0 or (old & 0xffffffff) == 0
+            is_free = (now & 0xffffffff) == 0 if side else (now >> 32) == 0
+            return 2 * w + side if not was_free and is_free else -1
 
-        def run(fp, fi, rp, ri, rep, outs, ins, queued, queue, ctl):
+        def run(fp, fi, rp, ri, rep, word, queue, capacity, ctl):
             PEELED[0] += 1
-            assert len(ctl) == 48, "the peel's counters are words 0, 16 and 32 of 48"
+            assert len(ctl) == 64, "the peel's counters are words 0, 16, 32 and 48 of 64"
+            assert capacity == len(queue) == len(rep)
             assert (np.asarray(queue)[int(ctl[0]):] == -1).all(), "the queue is not filled with -1"
-            while ctl[16] < ctl[0]:  # one valid order: first queued, first peeled
-                v = int(queue[int(ctl[16])])
+            # one valid interleaving: one thread, first queued first taken,
+            # following the first vertex each one claims
+            while ctl[16] < ctl[0]:
+                x = int(queue[int(ctl[16])])
                 ctl[16] += 1
-                assert rep[v] < 0, "a vertex with a component peeled"
-                rep[v] = v
-                release(fp, fi, v, ins, queued, queue, ctl)
-                release(rp, ri, v, outs, queued, queue, ctl)
-                ctl[32] += 1
+                while x >= 0:
+                    v, side = x >> 1, x & 1
+                    assert rep[v] < 0, "a vertex with a component peeled"
+                    rep[v] = v
+                    ctl[48] += 1
+                    ptr, idx = (rp, ri) if side else (fp, fi)
+                    x = -1
+                    for w in idx[ptr[v]:ptr[v + 1]]:
+                        if w == v:
+                            continue
+                        got = release(word, int(w), side)
+                        if got < 0:
+                            continue
+                        if x < 0 and ptr[v + 1] - ptr[v] <= 32:
+                            x = got
+                        else:
+                            assert queue[int(ctl[0])] == -1, "a queue slot written twice"
+                            queue[int(ctl[0])] = got
+                            ctl[0] += 1
+                            ctl[32] += 1
+                    if x < 0:
+                        ctl[32] -= 1
+            assert ctl[32] == 0, "vertices left pending"
     elif name == "meshccl_scc_score":
         sig = [L, L, I, n_, L, U]
 

@@ -436,15 +436,15 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None, small=T
         settled(before - int(removed.get()[0]))
 
     def peel_rest():
-        outs, ins = cupy.empty(n, dtype=cupy.uint64), cupy.empty(n, dtype=cupy.uint64)
-        queued = cupy.empty(n, dtype=cupy.uint32)
-        queue = cupy.full(n, -1, dtype=I)  # (each vertex once at most)
-        # words 0, 16, 32: queue length, slots taken, vertices finished (strong.cu)
-        ctl = cupy.zeros(48, dtype=cupy.uint64)
-        peel_init(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, outs, ins, queued, queue, ctl))
+        word = cupy.empty(n, dtype=cupy.uint64)  # in- and out-counts (strong.cu)
+        queue = cupy.full(n, -1, dtype=cupy.int64)  # entries 2 v + side, each vertex once at most
+        # words 0, 16, 32, 48: queue length, slots taken, vertices pending,
+        # vertices finished (strong.cu)
+        ctl = cupy.zeros(64, dtype=cupy.uint64)
+        peel_init(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, word, queue, ctl))
         peel(_grid(n, BLOCK, _tuning.STRONG_PEEL_BLOCKS), (BLOCK,),
-             (fptr, fidx, rptr, ridx, rep, outs, ins, queued, queue, ctl))
-        removed[0:1] += ctl[0:1]
+             (fptr, fidx, rptr, ridx, rep, word, queue, np.int64(n), ctl))
+        removed[0:1] += ctl[48:49]
 
     def forward_backward():
         scores = cupy.empty(n, dtype=cupy.int64)

@@ -280,10 +280,22 @@ __global__ void meshccl_scc_trim(const long long* __restrict__ fptr, const J* __
     }
 }
 
-// The peel's counters, a 128-byte line apart (every pop adds to one, every
-// waiting warp reads the other two): ctl[PEEL_LENGTH] the queue's length,
-// ctl[PEEL_TAKEN] the slots taken, ctl[PEEL_DONE] the vertices finished.
-constexpr int PEEL_LENGTH = 0, PEEL_TAKEN = 16, PEEL_DONE = 32;  // (48 words)
+// The peel's counters, a 128-byte line apart: ctl[PEEL_LENGTH] the
+// queue's length, ctl[PEEL_TAKEN] the slots taken, ctl[PEEL_PENDING] the
+// vertices claimed and not yet finished (the end of the peel is this
+// count at 0), ctl[PEEL_DONE] the vertices finished (added at exit).
+constexpr int PEEL_LENGTH = 0, PEEL_TAKEN = 16, PEEL_PENDING = 32, PEEL_DONE = 48;  // (64 words)
+
+// A vertex's peel word: its remaining in-neighbours (entries, itself
+// excepted) in the high 32 bits, its remaining out-neighbours in the low 32
+// bits.  A vertex is free once either half is 0, and the one atomic that
+// takes a half from 1 to 0 while the other half is not 0 claims it -- one
+// atomic per released entry, no claim flag.  A half only counts down as
+// many times as it counted entries, so it never wraps; a vertex that had a
+// component before the peel gets PEEL_NEVER, which no row can count down
+// to 0 (rows of fewer than 2^31 entries).
+constexpr unsigned long long PEEL_IN = 1ull << 32, PEEL_OUT = 1ull;
+constexpr unsigned long long PEEL_NEVER = (1ull << 63) | (1ull << 31);
 
 // The live neighbours other than v itself in v's row of (ptr, idx), counted
 // by the whole warp 32 entries a step (v the same for every lane; every
@@ -307,38 +319,40 @@ __device__ __forceinline__ unsigned long long warp_count_live(const long long* _
     return count;
 }
 
-// The warp appends the vertices of its lanes whose `push` is set to the
-// peel's queue: one atomicAdd on the queue's length for the warp, each
-// lane at its place among the pushing lanes.  The entry is written after
-// the length moved, so a reader of slot i waits until it is no longer -1
-// (the queue is filled with -1 before the peel).  Called by all 32 lanes.
-template <typename I>
-__device__ __forceinline__ void peel_append(bool push, I w, I* queue,
-                                            unsigned long long* length) {
+// The warp queues the entries of its lanes whose `push` is set: the count
+// of pending vertices first grows by as many (so that no waiting warp sees
+// it at 0 while they are in flight), then one atomicAdd on the queue's
+// length places them.  The entry is written after the length moved, so a
+// reader of slot i waits until it is no longer -1 (the queue is filled
+// with -1 before the peel).  Called by all 32 lanes.
+__device__ __forceinline__ void peel_queue(bool push, long long entry, long long* queue,
+                                           unsigned long long* ctl) {
     using namespace meshccl::strong;
     const int lane = threadIdx.x & 31;
     const unsigned who = __ballot_sync(FULL, push);
     if (!who) return;
     unsigned long long at = 0;
-    if (lane == 0) at = atomicAdd(length, (unsigned long long)__popc(who));
+    if (lane == 0) {
+        atomicAdd(&ctl[PEEL_PENDING], (unsigned long long)__popc(who));
+        at = atomicAdd(&ctl[PEEL_LENGTH], (unsigned long long)__popc(who));
+    }
     at = __shfl_sync(FULL, at, 0);
-    if (push) *(volatile I*)&queue[at + __popc(who & ((1u << lane) - 1u))] = w;
+    __threadfence();
+    if (push) *(volatile long long*)&queue[at + __popc(who & ((1u << lane) - 1u))] = entry;
 }
 
-// The peel, part 1 (the trim's start): for each remaining vertex the
-// number of remaining out-neighbours (outs) and in-neighbours (ins),
-// itself excepted, each stored entry counted (repeats too); queued[v] = 1
-// for a vertex that already has a component or has no remaining in- or
-// out-neighbour, and the latter enter the queue (ctl[PEEL_LENGTH]).  A
-// lane counts rows of at most 32 entries itself, the warp longer ones.
+// The peel, part 1 (the trim's start): each remaining vertex's peel word
+// (its remaining in- and out-neighbours, each stored entry counted,
+// repeats too); the vertices with a half at 0 enter the queue as the entry
+// 2 v + side: side 0 (no in-neighbour left) releases v's out-row, side 1
+// its in-row.  A lane counts rows of at most 32 entries itself, the warp
+// longer ones.
 template <typename I, typename J>
 __global__ void meshccl_scc_peel_init(const long long* __restrict__ fptr,
                                       const J* __restrict__ fidx,
                                       const long long* __restrict__ rptr,
                                       const J* __restrict__ ridx, const I* __restrict__ rep, I n,
-                                      unsigned long long* __restrict__ outs,
-                                      unsigned long long* __restrict__ ins,
-                                      unsigned* __restrict__ queued, I* queue,
+                                      unsigned long long* __restrict__ word, long long* queue,
                                       unsigned long long* ctl) {
     using namespace meshccl::strong;
     const int lane = threadIdx.x & 31;
@@ -373,106 +387,139 @@ __global__ void meshccl_scc_peel_init(const long long* __restrict__ fptr,
             }
         }
         const bool gone = mine && (out == 0 || in == 0);
-        if (v < (long long)n) {
-            outs[v] = out;
-            ins[v] = in;
-            queued[v] = (!mine || gone) ? 1u : 0u;
-        }
-        peel_append(gone, (I)(gone ? v : 0), queue, &ctl[PEEL_LENGTH]);
+        if (v < (long long)n) word[v] = mine ? in * PEEL_IN + out * PEEL_OUT : PEEL_NEVER;
+        peel_queue(gone, 2 * v + (in == 0 ? 0 : 1), queue, ctl);
     }
 }
 
-// Vertex v has left: every remaining w of its row (ptr, idx), itself
-// excepted, loses one entry of its count (cnt: the in-counts for v's out-row,
-// the out-counts for its in-row); a w whose count reaches 0 and that this
-// lane claims (queued 0 -> 1) enters the queue.  The warp takes the row 32
-// entries a step.  Called by all 32 lanes.
-template <typename I, typename J>
-__device__ __forceinline__ void peel_release(const long long* __restrict__ ptr,
-                                             const J* __restrict__ idx, long long v,
-                                             unsigned long long* cnt, unsigned* queued, I* queue,
-                                             unsigned long long* length) {
-    const int lane = threadIdx.x & 31;
-    const long long end = ptr[v + 1];
-    for (long long e0 = ptr[v]; e0 < end; e0 += 32) {
-        bool push = false;
-        J w = 0;
-        if (e0 + lane < end) {
-            w = idx[e0 + lane];
-            push = (long long)w != v && atomicAdd(&cnt[w], ~0ull) == 1ull &&
-                   atomicCAS(&queued[w], 0u, 1u) == 0u;
-        }
-        peel_append(push, (I)w, queue, length);
-    }
+// Vertex w loses one entry of the half `side` names (0: its in-neighbours,
+// as an in-neighbour left through its out-row; 1: its out-neighbours).
+// Returns w's queue entry 2 w + side when this atomic claimed w (the half
+// went to 0 while the other was not 0), else -1.
+__device__ __forceinline__ long long peel_release(unsigned long long* word, long long w,
+                                                  int side) {
+    const unsigned long long d = side ? PEEL_OUT : PEEL_IN;
+    const unsigned long long old = atomicAdd(&word[w], 0ull - d);
+    const unsigned long long now = old - d;
+    const bool was_free = (old >> 32) == 0ull || (old & 0xffffffffull) == 0ull;
+    const bool is_free = side ? (now & 0xffffffffull) == 0ull : (now >> 32) == 0ull;
+    return !was_free && is_free ? 2 * w + side : -1;
 }
 
 // The peel, part 2: the whole trim -- every vertex that repeated passes of
 // "no remaining in- or out-neighbour, itself excepted" would remove -- in
-// one launch, as a work queue (Kahn's topological peeling, both ways at
-// once).  Each warp takes the queue's next slot (ctl[PEEL_TAKEN] counts them),
-// waits for its entry, makes that vertex a component of its own, and
-// releases its out-row (in-counts) and in-row (out-counts); a vertex whose
-// count reaches 0 joins the queue.  ctl[PEEL_DONE] counts the vertices finished
-// (after their releases are written; a warp adds its finished vertices
-// when its next slot is not filled yet, not one atomic each).  A warp whose slot is past the
-// queue's length leaves once every queued vertex is finished: finished is
-// read before the length, so equal values mean nothing was in hand when
-// finished was read, and nothing can join the queue after.  Only a warp
-// holding a vertex writes, and every slot below a leaving warp's slot was
-// taken, so each queued vertex is processed once.  Work O(n + m) with one
-// atomic per released entry; time: the longest chain of vertices peeled
-// one after another times a queue round trip, where the passes of a trim
-// took one sweep of the whole graph per link of that chain.  The counts
-// of vertices with a component already (never queued) may wrap; they are
-// never read as 1 -> 0 moves that matter, as queued[] is 1 for them.
+// one launch (Kahn's topological peeling, both ways at once).  Sources and
+// sinks peel apart: only a vertex that left because its in-neighbours all
+// left lowers its out-neighbours' in-counts (it releases its out-row), and
+// only one whose out-neighbours all left lowers its in-neighbours'
+// out-counts -- the other row's neighbours have all left already, so one
+// row per vertex is released, not both.
+//
+// Each thread follows chains: a thread that finishes v and claims some of
+// its neighbours continues with the first itself (no queue round trip:
+// the chain of dependent operations per peeled layer is the row's two
+// loads and one atomic) and queues the others; a thread without a vertex
+// takes the queue's next slot (ctl[PEEL_TAKEN]) and waits for its entry.
+// Rows of more than 32 entries the warp releases together, queueing every
+// vertex they claim.  ctl[PEEL_PENDING] counts the vertices claimed and
+// not finished: it grows before a vertex is queued and falls after a
+// thread's vertex is finished without a successor to follow, so it reads
+// 0 only when no vertex is held or queued and none can be claimed again;
+// a warp whose lanes all wait leaves then.  A slot at or past `capacity`
+// (n: at most n vertices are queued) is never filled.  Work O(n + m) with
+// one atomic per released entry.
 template <typename I, typename J>
 __global__ void meshccl_scc_peel(const long long* __restrict__ fptr, const J* __restrict__ fidx,
                                  const long long* __restrict__ rptr, const J* __restrict__ ridx,
-                                 I* rep, unsigned long long* outs, unsigned long long* ins,
-                                 unsigned* queued, I* queue, unsigned long long* ctl) {
+                                 I* rep, unsigned long long* word, long long* queue,
+                                 long long capacity, unsigned long long* ctl) {
     using namespace meshccl::strong;
     const int lane = threadIdx.x & 31;
     volatile unsigned long long* vctl = ctl;
-    unsigned long long held = 0;  // (lane 0) vertices finished, not yet counted
+    long long v = -1;            // the vertex in hand
+    int side = 0;                // the row it releases: 0 its out-row, 1 its in-row
+    unsigned long long slot = ~0ull;  // the queue slot this lane waits on (none)
+    unsigned long long finished = 0;
+    unsigned nap = 32;
     while (true) {
-        unsigned long long slot = 0;
-        long long v = -1;
-        if (lane == 0) {
-            slot = atomicAdd(&ctl[PEEL_TAKEN], 1ull);
-            while (true) {
-                if (held && slot >= vctl[PEEL_LENGTH]) {  // about to wait: report what is done
-                    __threadfence();
-                    atomicAdd(&ctl[PEEL_DONE], held);
-                    held = 0;
+        if (v < 0) {
+            if (slot == ~0ull) slot = atomicAdd(&ctl[PEEL_TAKEN], 1ull);
+            if (slot < (unsigned long long)capacity) {
+                const long long x = *(volatile long long*)&queue[slot];
+                if (x >= 0) {
+                    v = x >> 1;
+                    side = (int)(x & 1);
+                    slot = ~0ull;
                 }
-                const unsigned long long finished = vctl[PEEL_DONE];
-                __threadfence();
-                const unsigned long long length = vctl[PEEL_LENGTH];
-                if (slot < length) {
-                    I x;
-                    while ((x = *(volatile I*)&queue[slot]) < 0) {
-                    }
-                    v = (long long)x;
-                    break;
-                }
-                if (finished == length) break;
-#if __CUDA_ARCH__ >= 700
-                // the further the slot from the queue's end, the longer the
-                // nap (waiters poll the counters' lines less)
-                const unsigned long long ahead = slot - length;
-                __nanosleep(ahead < 64 ? 32u * (unsigned)ahead + 32u : 2048u);
-#endif
             }
         }
-        v = __shfl_sync(FULL, v, 0);
-        if (v < 0) return;
-        if (lane == 0) rep[v] = (I)v;
-        peel_release(fptr, fidx, v, ins, queued, queue, &ctl[PEEL_LENGTH]);
-        peel_release(rptr, ridx, v, outs, queued, queue, &ctl[PEEL_LENGTH]);
-        __threadfence();  // (each lane's queue entries before the warp's count)
-        __syncwarp();
-        if (lane == 0) ++held;
+        if (!__ballot_sync(FULL, v >= 0)) {  // the whole warp waits
+            unsigned long long pending = 0;
+            if (lane == 0) pending = vctl[PEEL_PENDING];
+            if (__shfl_sync(FULL, pending, 0) == 0ull) break;
+#if __CUDA_ARCH__ >= 700
+            __nanosleep(nap);
+#endif
+            nap = nap < 1024u ? 2u * nap : nap;
+            continue;
+        }
+        nap = 32;
+        const long long* __restrict__ ptr = side ? rptr : fptr;
+        const J* __restrict__ idx = side ? ridx : fidx;
+        long long b = 0, e = 0;
+        if (v >= 0) {
+            b = ptr[v];
+            e = ptr[v + 1];
+            rep[v] = (I)v;
+            ++finished;
+        }
+        const bool wide = e - b > 32;
+        unsigned todo = __ballot_sync(FULL, wide);
+        while (todo) {  // long rows: the warp, 32 entries a step
+            const int src = __ffs(todo) - 1;
+            todo &= todo - 1;
+            const long long u = __shfl_sync(FULL, v, src);
+            const long long ub = __shfl_sync(FULL, b, src), ue = __shfl_sync(FULL, e, src);
+            const int us = __shfl_sync(FULL, side, src);
+            const J* __restrict__ uidx = us ? ridx : fidx;
+            for (long long e0 = ub; e0 < ue; e0 += 32) {
+                long long got = -1;
+                if (e0 + lane < ue) {
+                    const long long w = (long long)uidx[e0 + lane];
+                    if (w != u) got = peel_release(word, w, us);
+                }
+                peel_queue(got >= 0, got, queue, ctl);
+            }
+        }
+        if (v >= 0) {
+            long long next = -1;
+            if (!wide) {
+                for (long long k = b; k < e; ++k) {
+                    const long long w = (long long)idx[k];
+                    if (w == v) continue;
+                    const long long got = peel_release(word, w, side);
+                    if (got < 0) continue;
+                    if (next < 0) {
+                        next = got;  // followed by this thread
+                    } else {
+                        atomicAdd(&ctl[PEEL_PENDING], 1ull);
+                        const unsigned long long at = atomicAdd(&ctl[PEEL_LENGTH], 1ull);
+                        __threadfence();
+                        *(volatile long long*)&queue[at] = got;
+                    }
+                }
+            }
+            if (next < 0) {
+                __threadfence();
+                atomicAdd(&ctl[PEEL_PENDING], ~0ull);  // v finished, nothing to follow
+                v = -1;
+            } else {
+                v = next >> 1;
+                side = (int)(next & 1);
+            }
+        }
     }
+    if (finished) atomicAdd(&ctl[PEEL_DONE], finished);
 }
 
 // The pivot's score: out-degree x in-degree of a remaining vertex, -1 for
@@ -1023,10 +1070,10 @@ template __global__ void meshccl_scc_symmetric<long long>(const long long*, cons
                                                     const J*, I*, I, int*, unsigned long long*);   \
     template __global__ void meshccl_scc_peel_init<I, J>(                                          \
         const long long*, const J*, const long long*, const J*, const I*, I, unsigned long long*,  \
-        unsigned long long*, unsigned*, I*, unsigned long long*);                                  \
+        long long*, unsigned long long*);                                                          \
     template __global__ void meshccl_scc_peel<I, J>(                                               \
         const long long*, const J*, const long long*, const J*, I*, unsigned long long*,           \
-        unsigned long long*, unsigned*, I*, unsigned long long*);                                  \
+        long long*, long long, unsigned long long*);                                               \
     template __global__ void meshccl_scc_expand<I, J>(                                             \
         const long long*, const J*, const long long*, const J*, unsigned*, const I*,               \
         const unsigned*, const I*, const unsigned*, const unsigned long long*, I*, unsigned*, I*,  \
