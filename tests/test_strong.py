@@ -865,6 +865,27 @@ def _scc_emulation(expr):
         def run(fp, fi, rp, ri, n, succ, pred):
             for v in range(n):
                 succ[v], pred[v] = only(fp, fi, v), only(rp, ri, v)
+    elif name in ("meshccl_scc_path_degree", "meshccl_scc_path_fill"):
+        fill = name.endswith("fill")
+        sig = [L, J, L, i64, L] + ([L, L, J] if fill else [L])
+
+        def entries(fp, fi, v, end):
+            ends = [int(end[w]) for w in fi[fp[v]:fp[v + 1]]]
+            return [t for t in ends if t >= 0 and t != v]
+
+        if fill:
+            def run(fp, fi, kept, q, end, at, indptr, out):
+                assert indptr[0] == 0 and len(out) == indptr[q]
+                for i in range(q):
+                    row = [int(at[t]) for t in entries(fp, fi, int(kept[i]), end)]
+                    assert all(x >= 0 for x in row), "an entry's end is not kept"
+                    assert indptr[i + 1] - indptr[i] == len(row)
+                    out[indptr[i]:indptr[i + 1]] = row
+        else:
+            def run(fp, fi, kept, q, end, deg):
+                assert len(deg) == q + 1
+                for i in range(q):
+                    deg[i + 1] = len(entries(fp, fi, int(kept[i]), end))
     elif name in ("meshccl_scc_mutual", "meshccl_scc_mutual_fill"):
         sig = [L, J, i64, i64, L] + ([J] if name.endswith("fill") else [])
 

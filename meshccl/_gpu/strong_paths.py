@@ -23,11 +23,13 @@ same for all its vertices); a vertex stops jumping once its pointer is at
 its path's end (:func:`jump`), so short paths cost a few rounds over a
 shrinking set, not ``ceil(log2 k)`` rounds over all k vertices.
 
-:func:`contract` and :func:`expand` use only array operations that NumPy
-and CuPy share, so the same code runs on the host in the tests (with a
-NumPy twin of the one kernel, ``strong.cu``'s ``meshccl_scc_path_links``,
-which :func:`links` launches on the GPU).  Host synchronisations: the
-counts of path vertices and of kept vertices.
+:func:`contract` and :func:`expand` are array operations that NumPy and
+CuPy share and three kernels of ``strong.cu`` (``meshccl_scc_path_links``,
+which :func:`links` launches, and ``meshccl_scc_path_degree`` / ``_fill``,
+which write the contracted rows reading only the kept vertices' rows), so
+the tests run them on the host with serial emulations of the kernels.
+Host synchronisations: the counts of path vertices, of kept vertices and
+of the contracted rows' entries.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _tuning
+from .graph import BLOCK, _grid
 from .loader import c_type, kernels
 
 
@@ -44,8 +47,6 @@ def links(fptr, fidx, rptr, ridx, n, I):
     several (``meshccl_scc_path_links``; the graph and its transpose as
     CSR on the device)."""
     import cupy
-
-    from .graph import BLOCK, _grid
 
     (link,) = kernels("strong.cu", f"meshccl_scc_path_links<{c_type(I)}, {c_type(fidx.dtype)}>")
     succ, pred = cupy.empty(n, dtype=I), cupy.empty(n, dtype=I)
@@ -152,21 +153,19 @@ def contract(xp, fptr, fidx, succ, pred, n):
     u_of_last[last[first]] = p[first]
     u = u_of_last[last]
     # the contracted rows: each kept vertex's row, a path vertex replaced by
-    # its path's end
+    # its path's end (meshccl_scc_path_degree, _fill)
     end = xp.arange(n, dtype=xp.int64)
     end[pv] = xp.where(on_cycle, -1, w)
     kept = xp.flatnonzero(~path).astype(xp.int64, copy=False)
     q = int(kept.size)
     at = xp.full(n, -1, dtype=xp.int64)
     at[kept] = xp.arange(q, dtype=xp.int64)
-    m = int(fidx.size)
-    # each entry's row (n >= 2 here: a path vertex has a neighbour)
-    row = xp.cumsum(xp.bincount(fptr[1:-1], minlength=m + 1)[:m])
-    to = end[fidx]
-    keep = (at[row] >= 0) & (to >= 0) & (to != row)
-    src = at[row[keep]]
+    degree, fill = kernels("strong.cu", f"meshccl_scc_path_degree<{c_type(fidx.dtype)}>",
+                           f"meshccl_scc_path_fill<{c_type(fidx.dtype)}>")
+    grid, qq = _grid(max(q, 1), BLOCK, 32), np.int64(q)
     indptr = xp.zeros(q + 1, dtype=xp.int64)
-    if int(src.size):  # (CuPy's bincount wants a value)
-        indptr[1:] = xp.cumsum(xp.bincount(src, minlength=q)[:q])
-    indices = at[to[keep]].astype(fidx.dtype)
+    degree(grid, (BLOCK,), (fptr, fidx, kept, qq, end, indptr))
+    indptr = xp.cumsum(indptr)
+    indices = xp.empty(int(indptr[-1]), dtype=fidx.dtype)
+    fill(grid, (BLOCK,), (fptr, fidx, kept, qq, end, at, indptr, indices))
     return Contraction(xp, n, kept, indptr, indices, pv, u, w, on_cycle, low)

@@ -20,7 +20,8 @@
 //    vertices or on a cycle of them.  The kernel finds each vertex's only
 //    neighbours; _gpu/strong_paths.py finds each path's ends by pointer
 //    jumping (log2 of the path vertices rounds, whatever the paths'
-//    lengths), replaces each path u -> ... -> w by the edge u -> w, runs
+//    lengths), replaces each path u -> ... -> w by the edge u -> w
+//    (meshccl_scc_path_degree, _fill write the kept rows), runs
 //    the steps below on that smaller graph and gives each path vertex u's
 //    component when u and w share one, else its own.  A chain or a cycle,
 //    which the steps below would peel or search one vertex per pass, costs
@@ -35,10 +36,11 @@
 //    belongs to a complete component, so reading it removed is the truth).
 //    A trim still going after a few passes (a DAG or a one-way grid: one
 //    pass per layer, thousands of layers) is finished by the peel
-//    (meshccl_scc_peel_init, meshccl_scc_peel): counts of remaining in-
-//    and out-neighbours and one launch of warps that take vertices whose
-//    count fell to 0 from a queue, remove them and decrement their
-//    neighbours' counts (Kahn's topological order, from both ends).
+//    (meshccl_scc_peel_init, meshccl_scc_peel): one word of remaining in-
+//    and out-neighbour counts per vertex and one launch in which each
+//    thread peels a chain of vertices, continuing with a vertex whose
+//    count it took to 0 and queueing the others (Kahn's topological order,
+//    from both ends).
 //
 // 2. Forward-backward from a pivot (meshccl_scc_score, _seed, _expand,
 //    _fwbw).  The pivot is the remaining vertex of largest
@@ -958,6 +960,52 @@ __global__ void meshccl_scc_path_links(const long long* __restrict__ fptr,
     }
 }
 
+// The contracted graph's rows (meshccl/_gpu/strong_paths.py: contract): row
+// i is row kept[i] of the graph with each entry w replaced by end[w] -- w
+// itself for a kept vertex, its path's end for a path vertex, -1 for a
+// vertex on a cycle of path vertices -- entries at -1 or at the row's own
+// vertex dropped, each written as at[end[w]], the end's number among the
+// kept vertices.  meshccl_scc_path_degree counts each row's entries
+// (deg[i + 1]), meshccl_scc_path_fill writes them from the row offsets of
+// those counts, in the row's order: thread per kept vertex, reading only
+// the kept rows, where array operations over every stored entry read and
+// compacted all m of them several times.
+template <typename J>
+__global__ void meshccl_scc_path_degree(const long long* __restrict__ fptr,
+                                        const J* __restrict__ fidx,
+                                        const long long* __restrict__ kept, long long q,
+                                        const long long* __restrict__ end,
+                                        long long* __restrict__ deg) {
+    using namespace meshccl::strong;
+    for (long long i = thread_id(); i < q; i += thread_count()) {
+        const long long v = kept[i];
+        long long c = 0;
+        for (long long e = fptr[v], stop = fptr[v + 1]; e < stop; ++e) {
+            const long long t = end[fidx[e]];
+            c += t >= 0 && t != v;
+        }
+        deg[i + 1] = c;
+    }
+}
+
+template <typename J>
+__global__ void meshccl_scc_path_fill(const long long* __restrict__ fptr,
+                                      const J* __restrict__ fidx,
+                                      const long long* __restrict__ kept, long long q,
+                                      const long long* __restrict__ end,
+                                      const long long* __restrict__ at,
+                                      const long long* __restrict__ indptr, J* __restrict__ out) {
+    using namespace meshccl::strong;
+    for (long long i = thread_id(); i < q; i += thread_count()) {
+        const long long v = kept[i];
+        long long o = indptr[i];
+        for (long long e = fptr[v], stop = fptr[v + 1]; e < stop; ++e) {
+            const long long t = end[fidx[e]];
+            if (t >= 0 && t != v) out[o++] = (J)at[t];
+        }
+    }
+}
+
 // Pieces joined by mutual edges (meshccl/_gpu/strong.py: mutual_pieces).
 // An edge u -> w whose reverse w -> u is also stored puts u and w in one
 // component, and so does every chain of such edges: the weak components of
@@ -1058,6 +1106,19 @@ template __global__ void meshccl_scc_mutual_fill<int>(const long long*, const in
 template __global__ void meshccl_scc_mutual_fill<long long>(const long long*, const long long*,
                                                             long long, long long,
                                                             const long long*, long long*);
+template __global__ void meshccl_scc_path_degree<int>(const long long*, const int*,
+                                                      const long long*, long long,
+                                                      const long long*, long long*);
+template __global__ void meshccl_scc_path_degree<long long>(const long long*, const long long*,
+                                                            const long long*, long long,
+                                                            const long long*, long long*);
+template __global__ void meshccl_scc_path_fill<int>(const long long*, const int*, const long long*,
+                                                    long long, const long long*, const long long*,
+                                                    const long long*, int*);
+template __global__ void meshccl_scc_path_fill<long long>(const long long*, const long long*,
+                                                          const long long*, long long,
+                                                          const long long*, const long long*,
+                                                          const long long*, long long*);
 template __global__ void meshccl_scc_symmetric<int>(const long long*, const int*, const long long*,
                                                     const int*, long long, long long, unsigned*);
 template __global__ void meshccl_scc_symmetric<long long>(const long long*, const long long*,
