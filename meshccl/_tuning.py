@@ -252,6 +252,11 @@ STRONG_SYMMETRIC_MAX_ROW = 32
 #: small SCCs (14 %) or a one-way road grid (21 %) would keep most of the
 #: graph and pay a second transpose.  0: never
 STRONG_PATH_SHARE = 4
+#: where the paths are worth contracting, first ask whether the cycles of
+#: each vertex's first out-neighbour make the graph STRONG_MUTUAL_SHARE
+#: times smaller (a long cycle with chords, numbered along it); if so the
+#: graph is solved as its quotient by them and nothing is contracted.  0: never
+STRONG_PATH_PIECES = 1
 #: the narrow-frontier hand-over to the host is judged after at least this
 #: many GPU passes (launch-bound: a few microseconds each) ...
 STRONG_HOST_MIN_PASSES = 64

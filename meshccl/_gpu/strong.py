@@ -373,9 +373,19 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None, small=T
 
     def paths():
         succ, pred = strong_paths.links(fptr, fidx, rptr, ridx, n, I)
-        state["paths"] = strong_paths.contract(cupy, fptr, fidx, succ, pred, n)
+        pv = strong_paths.path_vertices(cupy, succ, pred, n)
+        state["paths"] = state["pieces"] = None
+        if pv is None:
+            return
+        if _tuning.STRONG_PATH_PIECES and _tuning.STRONG_MUTUAL_SHARE > 0:  # a long cycle: its pieces before its paths
+            state["pieces"] = cycle_pieces(fptr, fidx, n, I)
+        if state["pieces"] is None:
+            state["paths"] = strong_paths.contract(cupy, fptr, fidx, succ, pred, n, pv)
 
     run(timer, "paths", paths)
+    pieces = state.pop("pieces")  # (the search asks for pieces again where none were asked)
+    if pieces is not None:
+        return _solve_quotient(fptr, fidx, n, *pieces, I, ["transpose"], 0, timer, info, host)
     if state["paths"] is not None:
         return _solve_contracted(state["paths"], I, timer, info, host)
     (trim, peel_init, peel, score, seed, expand, fwbw, cinit, push, roots, back, cdone, push_snap,

@@ -126,16 +126,21 @@ def jump(xp, after, place, k):
     return last, low
 
 
-def contract(xp, fptr, fidx, succ, pred, n):
+def path_vertices(xp, succ, pred, n):
+    """The path vertices ascending (int64), from each vertex's only
+    neighbours ``succ``, ``pred`` as :func:`links` gives them, or None when
+    :func:`worth_contracting` says they are too few."""
+    pv = xp.flatnonzero((succ >= 0) & (pred >= 0)).astype(xp.int64, copy=False)
+    return pv if worth_contracting(int(pv.size), n) else None
+
+
+def contract(xp, fptr, fidx, succ, pred, n, pv):
     """The :class:`Contraction` of a graph (CSR ``fptr``, ``fidx``; its
     vertices' only neighbours ``succ``, ``pred`` as :func:`links` gives
-    them), or None when :func:`worth_contracting` says no.  ``xp``: the
+    them; ``pv`` its path vertices, :func:`path_vertices`).  ``xp``: the
     arrays' module (NumPy or CuPy)."""
     path = (succ >= 0) & (pred >= 0)
-    pv = xp.flatnonzero(path).astype(xp.int64, copy=False)
     k = int(pv.size)
-    if not worth_contracting(k, n):
-        return None
     T = xp.int32 if n < 2**31 else xp.int64  # places in pv (the jumps' memory traffic)
     pos = xp.full(n, -1, dtype=T)  # a path vertex's place in pv
     place = xp.arange(k, dtype=T)
