@@ -873,6 +873,22 @@ def _scc_emulation(expr):
         def run(fp, fi, rp, ri, n, succ, pred):
             for v in range(n):
                 succ[v], pred[v] = only(fp, fi, v), only(rp, ri, v)
+    elif name == "meshccl_scc_path_jump":
+        T = ("ptr", t[0])
+        sig = [L, i64, T, T, T, T, T, u8p]
+
+        def run(act, na, after, last_a, low_a, last_b, low_b, more):
+            # one valid interleaving: in order, each place reading the
+            # buffers as they stand (arrived places write both)
+            for j in range(na):
+                i = int(act[j])
+                t_ = int(last_a[i])
+                to, lo = int(last_a[t_]), min(int(low_a[i]), int(low_a[t_]))
+                last_b[i], low_b[i] = to, lo
+                arrived = after[to] < 0
+                if arrived:
+                    last_a[i], low_a[i] = to, lo
+                more[j] = 0 if arrived else 1
     elif name in ("meshccl_scc_path_degree", "meshccl_scc_path_fill"):
         fill = name.endswith("fill")
         sig = [L, J, L, i64, L] + ([L, L, J] if fill else [L])
@@ -1219,7 +1235,7 @@ def _walk(after):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_path_jumping_exact(seed):
+def test_path_jumping_exact(scc_emulated, seed):
     """The pointer jumping of the paths step, where places stop once they
     reach their path's end: every place's path end and every cycle's
     smallest place, against a walk, on disjoint paths and cycles of mixed
@@ -1240,7 +1256,11 @@ def test_path_jumping_exact(seed):
         if ring:
             after[run[-1]] = run[0]
         at += length
-    last, low = jump(np, after, np.arange(k, dtype=np.int64), k)
+    import cupy  # (the stand-in: the kernel emulated)
+    from test_graph_gpu_emulated import fake
+
+    last, low = jump(cupy, fake(after), fake(np.arange(k, dtype=np.int64)), k)
+    last, low = np.asarray(last), np.asarray(low)
     want_last, want_low = _walk(after)
     on_cycle = want_low >= 0
     np.testing.assert_array_equal(after[last] >= 0, on_cycle)

@@ -24,10 +24,11 @@ its path's end (:func:`jump`), so short paths cost a few rounds over a
 shrinking set, not ``ceil(log2 k)`` rounds over all k vertices.
 
 :func:`contract` and :func:`expand` are array operations that NumPy and
-CuPy share and three kernels of ``strong.cu`` (``meshccl_scc_path_links``,
-which :func:`links` launches, and ``meshccl_scc_path_degree`` / ``_fill``,
-which write the contracted rows reading only the kept vertices' rows), so
-the tests run them on the host with serial emulations of the kernels.
+CuPy share and four kernels of ``strong.cu`` (``meshccl_scc_path_links``,
+which :func:`links` launches; ``meshccl_scc_path_jump``, a round of
+:func:`jump`; ``meshccl_scc_path_degree`` / ``_fill``, which write the
+contracted rows reading only the kept vertices' rows), so the tests run
+them on the host with serial emulations of the kernels.
 Host synchronisations: the counts of path vertices, of kept vertices and
 of the contracted rows' entries.
 """
@@ -111,18 +112,25 @@ def jump(xp, after, place, k):
     2k reads and writes in all when path lengths are geometric -- where
     jumping every place ``ceil(log2 k)`` times took k each round.  Cycles
     of path vertices never arrive: their places jump until a pointer has
-    passed k vertices, as before.  One host read per round (the count of
-    places still active)."""
-    last = xp.where(after >= 0, after, place)
+    passed k vertices, as before.  A round is one launch of
+    ``meshccl_scc_path_jump`` (two buffers: every place reads the values
+    of the round before) and the compaction of the places still moving,
+    one host read (their count).  ``xp``: NumPy or CuPy, as for
+    :func:`contract` (the kernel then emulated)."""
+    T = np.dtype(place.dtype)
+    (step,) = kernels("strong.cu", f"meshccl_scc_path_jump<{c_type(T)}>")
+    last = xp.where(after >= 0, after, place).astype(T, copy=False)
     low = place.copy()  # the smallest place passed (pv ascending: the smallest vertex)
-    act = xp.flatnonzero(after >= 0)  # places whose pointer has not arrived
+    other = (last.copy(), low.copy())  # (equal where a place never jumps)
+    act = xp.flatnonzero(after >= 0).astype(xp.int64, copy=False)  # not arrived yet
+    more = xp.empty(max(int(act.size), 1), dtype=xp.uint8)
     span = 1
     while span < k and act.size:  # after r rounds a pointer has passed 2**r vertices
-        to = last[act]
-        low[act] = xp.minimum(low[act], low[to])  # (right sides read before writing)
-        last[act] = last[to]
+        na = int(act.size)
+        step(_grid(na, BLOCK, 32), (BLOCK,), (act, np.int64(na), after, last, low, *other, more))
+        (last, low), other = other, (last, low)
         span *= 2
-        act = act[after[last[act]] >= 0]  # (a host read: the count left)
+        act = act[more[:na].view(np.bool_)]  # (a host read: the count left)
     return last, low
 
 

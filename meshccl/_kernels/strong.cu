@@ -19,8 +19,8 @@
 //    one in-neighbour (itself and repeats aside) lies on a path of such
 //    vertices or on a cycle of them.  The kernel finds each vertex's only
 //    neighbours; _gpu/strong_paths.py finds each path's ends by pointer
-//    jumping (log2 of the path vertices rounds, whatever the paths'
-//    lengths), replaces each path u -> ... -> w by the edge u -> w
+//    jumping (meshccl_scc_path_jump: rounds over the pointers not yet at
+//    their path's end), replaces each path u -> ... -> w by the edge u -> w
 //    (meshccl_scc_path_degree, _fill write the kept rows), runs
 //    the steps below on that smaller graph and gives each path vertex u's
 //    component when u and w share one, else its own.  A chain or a cycle,
@@ -960,6 +960,40 @@ __global__ void meshccl_scc_path_links(const long long* __restrict__ fptr,
     }
 }
 
+// One round of the paths' pointer jumping (meshccl/_gpu/strong_paths.py:
+// jump) over the active places act[0..na): each place i moves its pointer
+// last[i] to last[last[i]] and takes low[i] = min(low[i], low[last[i]]),
+// reading the round's values from (last_a, low_a) and writing them to
+// (last_b, low_b), so that every place reads what the others held before
+// the round (on a cycle of path vertices low must be the smallest place of
+// the stretch its pointer passed).  A place whose new pointer rests on its
+// path's last vertex (after[] < 0 there) has arrived: it writes both
+// buffers, which keep its final values from then on, and more[j] = 0;
+// else more[j] = 1.  (A place that arrives lies on a path, never on a
+// cycle, and only its last[] is read by others: an old or a new value
+// both point further along the same path.)  Thread per active place.
+template <typename T>
+__global__ void meshccl_scc_path_jump(const long long* __restrict__ act, long long na,
+                                      const T* __restrict__ after, T* last_a, T* low_a,
+                                      T* __restrict__ last_b, T* __restrict__ low_b,
+                                      unsigned char* __restrict__ more) {
+    using namespace meshccl::strong;
+    for (long long j = thread_id(); j < na; j += thread_count()) {
+        const long long i = act[j];
+        const T t = last_a[i];
+        const T to = last_a[t];
+        const T lo = low_a[t] < low_a[i] ? low_a[t] : low_a[i];
+        last_b[i] = to;
+        low_b[i] = lo;
+        const bool arrived = after[to] < 0;
+        if (arrived) {
+            last_a[i] = to;
+            low_a[i] = lo;
+        }
+        more[j] = arrived ? 0 : 1;
+    }
+}
+
 // The contracted graph's rows (meshccl/_gpu/strong_paths.py: contract): row
 // i is row kept[i] of the graph with each entry w replaced by end[w] -- w
 // itself for a kept vertex, its path's end for a path vertex, -1 for a
@@ -1106,6 +1140,11 @@ template __global__ void meshccl_scc_mutual_fill<int>(const long long*, const in
 template __global__ void meshccl_scc_mutual_fill<long long>(const long long*, const long long*,
                                                             long long, long long,
                                                             const long long*, long long*);
+template __global__ void meshccl_scc_path_jump<int>(const long long*, long long, const int*, int*,
+                                                    int*, int*, int*, unsigned char*);
+template __global__ void meshccl_scc_path_jump<long long>(const long long*, long long,
+                                                          const long long*, long long*, long long*,
+                                                          long long*, long long*, unsigned char*);
 template __global__ void meshccl_scc_path_degree<int>(const long long*, const int*,
                                                       const long long*, long long,
                                                       const long long*, long long*);
