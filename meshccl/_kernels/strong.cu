@@ -423,7 +423,10 @@ __device__ __forceinline__ long long peel_release(unsigned long long* word, long
 // loads and one atomic) and queues the others; a thread without a vertex
 // takes the queue's next slot (ctl[PEEL_TAKEN]) and waits for its entry.
 // Rows of more than 32 entries the warp releases together, queueing every
-// vertex they claim.  ctl[PEEL_PENDING] counts the vertices claimed and
+// vertex they claim; shorter rows its lanes release in step, an entry each
+// a step, so that the slots taken, the vertices queued and the vertices
+// finished cost one atomic on their counter per warp and step, not one per
+// lane (the counters are the peel's only shared words).  ctl[PEEL_PENDING] counts the vertices claimed and
 // not finished: it grows before a vertex is queued and falls after a
 // thread's vertex is finished without a successor to follow, so it reads
 // 0 only when no vertex is held or queued and none can be claimed again;
@@ -437,22 +440,29 @@ __global__ void meshccl_scc_peel(const long long* __restrict__ fptr, const J* __
                                  long long capacity, unsigned long long* ctl) {
     using namespace meshccl::strong;
     const int lane = threadIdx.x & 31;
+    const unsigned below = (1u << lane) - 1u;
     volatile unsigned long long* vctl = ctl;
-    long long v = -1;            // the vertex in hand
-    int side = 0;                // the row it releases: 0 its out-row, 1 its in-row
+    long long v = -1;                 // the vertex in hand
+    int side = 0;                     // the row it releases: 0 its out-row, 1 its in-row
     unsigned long long slot = ~0ull;  // the queue slot this lane waits on (none)
     unsigned long long finished = 0;
     unsigned nap = 32;
     while (true) {
-        if (v < 0) {
-            if (slot == ~0ull) slot = atomicAdd(&ctl[PEEL_TAKEN], 1ull);
-            if (slot < (unsigned long long)capacity) {
-                const long long x = *(volatile long long*)&queue[slot];
-                if (x >= 0) {
-                    v = x >> 1;
-                    side = (int)(x & 1);
-                    slot = ~0ull;
-                }
+        // a slot for every lane without a vertex or a slot: one atomic a warp
+        const bool ask = v < 0 && slot == ~0ull;
+        const unsigned asking = __ballot_sync(FULL, ask);
+        if (asking) {
+            unsigned long long first = 0;
+            if (lane == 0) first = atomicAdd(&ctl[PEEL_TAKEN], (unsigned long long)__popc(asking));
+            first = __shfl_sync(FULL, first, 0);
+            if (ask) slot = first + (unsigned long long)__popc(asking & below);
+        }
+        if (v < 0 && slot < (unsigned long long)capacity) {
+            const long long x = *(volatile long long*)&queue[slot];
+            if (x >= 0) {
+                v = x >> 1;
+                side = (int)(x & 1);
+                slot = ~0ull;
             }
         }
         if (!__ballot_sync(FULL, v >= 0)) {  // the whole warp waits
@@ -477,7 +487,7 @@ __global__ void meshccl_scc_peel(const long long* __restrict__ fptr, const J* __
         }
         const bool wide = e - b > 32;
         unsigned todo = __ballot_sync(FULL, wide);
-        while (todo) {  // long rows: the warp, 32 entries a step
+        while (todo) {  // long rows: the warp, 32 entries a step, every claim queued
             const int src = __ffs(todo) - 1;
             todo &= todo - 1;
             const long long u = __shfl_sync(FULL, v, src);
@@ -493,32 +503,29 @@ __global__ void meshccl_scc_peel(const long long* __restrict__ fptr, const J* __
                 peel_queue(got >= 0, got, queue, ctl);
             }
         }
+        // short rows: the lanes in step, an entry each a step; a lane keeps
+        // the first vertex it claims and the warp queues the others
+        const bool own = v >= 0 && !wide;
+        long long next = -1;
+        for (long long o = 0; __any_sync(FULL, own && b + o < e); ++o) {
+            long long got = -1;
+            if (own && b + o < e) {
+                const long long w = (long long)idx[b + o];
+                if (w != v) got = peel_release(word, w, side);
+            }
+            const bool keep = got >= 0 && next < 0;
+            if (keep) next = got;
+            peel_queue(got >= 0 && !keep, got, queue, ctl);
+        }
+        // the lanes whose vertex is finished with nothing to follow
+        const unsigned ends = __ballot_sync(FULL, v >= 0 && next < 0);
+        if (ends) {
+            __threadfence();
+            if (lane == 0) atomicAdd(&ctl[PEEL_PENDING], 0ull - (unsigned long long)__popc(ends));
+        }
         if (v >= 0) {
-            long long next = -1;
-            if (!wide) {
-                for (long long k = b; k < e; ++k) {
-                    const long long w = (long long)idx[k];
-                    if (w == v) continue;
-                    const long long got = peel_release(word, w, side);
-                    if (got < 0) continue;
-                    if (next < 0) {
-                        next = got;  // followed by this thread
-                    } else {
-                        atomicAdd(&ctl[PEEL_PENDING], 1ull);
-                        const unsigned long long at = atomicAdd(&ctl[PEEL_LENGTH], 1ull);
-                        __threadfence();
-                        *(volatile long long*)&queue[at] = got;
-                    }
-                }
-            }
-            if (next < 0) {
-                __threadfence();
-                atomicAdd(&ctl[PEEL_PENDING], ~0ull);  // v finished, nothing to follow
-                v = -1;
-            } else {
-                v = next >> 1;
-                side = (int)(next & 1);
-            }
+            v = next < 0 ? -1 : next >> 1;
+            side = (int)(next & 1);
         }
     }
     if (finished) atomicAdd(&ctl[PEEL_DONE], finished);
