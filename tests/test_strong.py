@@ -873,6 +873,21 @@ def _scc_emulation(expr):
         def run(fp, fi, rp, ri, n, succ, pred):
             for v in range(n):
                 succ[v], pred[v] = only(fp, fi, v), only(rp, ri, v)
+    elif name == "meshccl_scc_cycle_init":
+        sig = [L, J, i64, I]
+
+        def run(fp, fi, n, pair):
+            assert len(pair) == 2 * n
+            for v in range(n):
+                s_ = int(fi[fp[v]]) if fp[v + 1] > fp[v] else v
+                pair[2 * v], pair[2 * v + 1] = s_, min(s_, v)
+    elif name == "meshccl_scc_cycle_jump":
+        sig = [I, I, i64]
+
+        def run(a, b, n):
+            for v in range(n):
+                t_ = int(a[2 * v])
+                b[2 * v], b[2 * v + 1] = a[2 * t_], min(a[2 * t_ + 1], a[2 * v + 1])
     elif name == "meshccl_scc_path_jump":
         T = ("ptr", t[0])
         sig = [L, i64, T, T, T, T, T, u8p]

@@ -124,16 +124,16 @@ def cycle_pieces(fptr, fidx, n, I):
     share = int(_tuning.STRONG_MUTUAL_SHARE)
     if share <= 0 or n < 2:
         return None
+    init, step = kernels("strong.cu", f"meshccl_scc_cycle_init<{c_type(I)}, {c_type(fidx.dtype)}>",
+                         f"meshccl_scc_cycle_jump<{c_type(I)}>")
+    grid, nn = _grid(n, BLOCK, 32), np.int64(n)
+    pair, other = cupy.empty(2 * n, dtype=I), cupy.empty(2 * n, dtype=I)
+    init(grid, (BLOCK,), (fptr, fidx, nn, pair))
+    for _ in range(max(1, (n - 1).bit_length())):  # (far, low): 2**r steps on, the smallest
+        step(grid, (BLOCK,), (pair, other, nn))
+        pair, other = other, pair
+    far, low = pair[0::2], pair[1::2]
     v = cupy.arange(n, dtype=I)
-    start = fptr[:-1]
-    has = fptr[1:] > start
-    m = int(fidx.size)
-    step = cupy.where(has, fidx[cupy.minimum(start, max(m - 1, 0))].astype(I), v) if m else v
-    far, low = step, cupy.minimum(v, step)
-    rounds = max(1, (n - 1).bit_length())
-    for _ in range(rounds):  # far: 2**r steps on; low: the smallest of them
-        low = cupy.minimum(low, low[far])
-        far = far[far]
     on_cycle = cupy.zeros(n, dtype=bool)
     on_cycle[far] = True
     root = cupy.where(on_cycle, low, v)  # a cycle's smallest vertex, or the vertex

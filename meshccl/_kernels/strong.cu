@@ -1047,6 +1047,39 @@ __global__ void meshccl_scc_path_fill(const long long* __restrict__ fptr,
     }
 }
 
+// Pieces made of cycles (meshccl/_gpu/strong.py: cycle_pieces): each vertex
+// follows the first entry of its row (a vertex without one stays put), and
+// every cycle of that one-successor graph is a cycle of the graph.  Pointer
+// jumping finds the cycles: pair[2 v] is the vertex 2^r steps on from v,
+// pair[2 v + 1] the smallest vertex of those steps; a round reads one pair
+// array and writes the other (each vertex reads the values of the round
+// before), the two values of a vertex side by side so that the jump's
+// random read is one memory sector, not two.  meshccl_scc_cycle_init writes
+// the first step; meshccl_scc_cycle_jump is one round.  Thread per vertex.
+template <typename I, typename J>
+__global__ void meshccl_scc_cycle_init(const long long* __restrict__ fptr,
+                                       const J* __restrict__ fidx, long long n,
+                                       I* __restrict__ pair) {
+    using namespace meshccl::strong;
+    for (long long v = thread_id(); v < n; v += thread_count()) {
+        const long long b = fptr[v];
+        const long long s = fptr[v + 1] > b ? (long long)fidx[b] : v;
+        pair[2 * v] = (I)s;
+        pair[2 * v + 1] = (I)(s < v ? s : v);
+    }
+}
+
+template <typename I>
+__global__ void meshccl_scc_cycle_jump(const I* __restrict__ a, I* __restrict__ b, long long n) {
+    using namespace meshccl::strong;
+    for (long long v = thread_id(); v < n; v += thread_count()) {
+        const long long t = (long long)a[2 * v];
+        const I far = a[2 * t], low = a[2 * t + 1], mine = a[2 * v + 1];
+        b[2 * v] = far;
+        b[2 * v + 1] = low < mine ? low : mine;
+    }
+}
+
 // Pieces joined by mutual edges (meshccl/_gpu/strong.py: mutual_pieces).
 // An edge u -> w whose reverse w -> u is also stored puts u and w in one
 // component, and so does every chain of such edges: the weak components of
@@ -1147,6 +1180,15 @@ template __global__ void meshccl_scc_mutual_fill<int>(const long long*, const in
 template __global__ void meshccl_scc_mutual_fill<long long>(const long long*, const long long*,
                                                             long long, long long,
                                                             const long long*, long long*);
+template __global__ void meshccl_scc_cycle_init<int, int>(const long long*, const int*, long long,
+                                                         int*);
+template __global__ void meshccl_scc_cycle_init<int, long long>(const long long*, const long long*,
+                                                               long long, int*);
+template __global__ void meshccl_scc_cycle_init<long long, long long>(const long long*,
+                                                                     const long long*, long long,
+                                                                     long long*);
+template __global__ void meshccl_scc_cycle_jump<int>(const int*, int*, long long);
+template __global__ void meshccl_scc_cycle_jump<long long>(const long long*, long long*, long long);
 template __global__ void meshccl_scc_path_jump<int>(const long long*, long long, const int*, int*,
                                                     int*, int*, int*, unsigned char*);
 template __global__ void meshccl_scc_path_jump<long long>(const long long*, long long,
