@@ -890,9 +890,9 @@ def _scc_emulation(expr):
                 b[2 * v], b[2 * v + 1] = a[2 * t_], min(a[2 * t_ + 1], a[2 * v + 1])
     elif name == "meshccl_scc_path_jump":
         T = ("ptr", t[0])
-        sig = [L, i64, T, T, T, T, T, u8p]
+        sig = [L, i64, T, T, T, T, T, u8p, u64p]
 
-        def run(act, na, after, last_a, low_a, last_b, low_b, more):
+        def run(act, na, after, last_a, low_a, last_b, low_b, more, n_arrived):
             # one valid interleaving: in order, each place reading the
             # buffers as they stand (arrived places write both)
             for j in range(na):
@@ -904,6 +904,7 @@ def _scc_emulation(expr):
                 if arrived:
                     last_a[i], low_a[i] = to, lo
                 more[j] = 0 if arrived else 1
+                n_arrived[0] += int(arrived)
     elif name in ("meshccl_scc_path_degree", "meshccl_scc_path_fill"):
         fill = name.endswith("fill")
         sig = [L, J, L, i64, L] + ([L, L, J] if fill else [L])

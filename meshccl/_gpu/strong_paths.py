@@ -114,8 +114,10 @@ def jump(xp, after, place, k):
     of path vertices never arrive: their places jump until a pointer has
     passed k vertices, as before.  A round is one launch of
     ``meshccl_scc_path_jump`` (two buffers: every place reads the values
-    of the round before) and the compaction of the places still moving,
-    one host read (their count).  ``xp``: NumPy or CuPy, as for
+    of the round before) and one host read, the count of places that
+    arrived; the places still moving are compacted once half of them have
+    arrived (a long chain keeps most of its places moving for most rounds,
+    short paths drop most of theirs in the first).  ``xp``: NumPy or CuPy, as for
     :func:`contract` (the kernel then emulated)."""
     T = np.dtype(place.dtype)
     (step,) = kernels("strong.cu", f"meshccl_scc_path_jump<{c_type(T)}>")
@@ -123,14 +125,20 @@ def jump(xp, after, place, k):
     low = place.copy()  # the smallest place passed (pv ascending: the smallest vertex)
     other = (last.copy(), low.copy())  # (equal where a place never jumps)
     act = xp.flatnonzero(after >= 0).astype(xp.int64, copy=False)  # not arrived yet
-    more = xp.empty(max(int(act.size), 1), dtype=xp.uint8)
+    na = int(act.size)
+    more = xp.empty(max(na, 1), dtype=xp.uint8)
+    arrived = xp.zeros(1, dtype=xp.uint64)
     span = 1
-    while span < k and act.size:  # after r rounds a pointer has passed 2**r vertices
-        na = int(act.size)
-        step(_grid(na, BLOCK, 32), (BLOCK,), (act, np.int64(na), after, last, low, *other, more))
+    while span < k and na:  # after r rounds a pointer has passed 2**r vertices
+        arrived.fill(0)
+        step(_grid(na, BLOCK, 32), (BLOCK,), (act, np.int64(na), after, last, low, *other, more,
+                                              arrived))
         (last, low), other = other, (last, low)
         span *= 2
-        act = act[more[:na].view(np.bool_)]  # (a host read: the count left)
+        left = na - int(arrived.get()[0])  # (the host read)
+        if 2 * left <= na:  # half of them arrived: drop those
+            act = act[more[:na].view(np.bool_)]
+            na = left
     return last, low
 
 

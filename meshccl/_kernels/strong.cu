@@ -976,28 +976,39 @@ __global__ void meshccl_scc_path_links(const long long* __restrict__ fptr,
 // the stretch its pointer passed).  A place whose new pointer rests on its
 // path's last vertex (after[] < 0 there) has arrived: it writes both
 // buffers, which keep its final values from then on, and more[j] = 0;
-// else more[j] = 1.  (A place that arrives lies on a path, never on a
+// else more[j] = 1; *n_arrived counts the places at 0.  An arrived place
+// may stay in act (the host compacts act only once half of it has
+// arrived): a round leaves its values as they are.  (A place that arrives lies on a path, never on a
 // cycle, and only its last[] is read by others: an old or a new value
 // both point further along the same path.)  Thread per active place.
 template <typename T>
 __global__ void meshccl_scc_path_jump(const long long* __restrict__ act, long long na,
                                       const T* __restrict__ after, T* last_a, T* low_a,
                                       T* __restrict__ last_b, T* __restrict__ low_b,
-                                      unsigned char* __restrict__ more) {
+                                      unsigned char* __restrict__ more,
+                                      unsigned long long* n_arrived) {
     using namespace meshccl::strong;
-    for (long long j = thread_id(); j < na; j += thread_count()) {
-        const long long i = act[j];
-        const T t = last_a[i];
-        const T to = last_a[t];
-        const T lo = low_a[t] < low_a[i] ? low_a[t] : low_a[i];
-        last_b[i] = to;
-        low_b[i] = lo;
-        const bool arrived = after[to] < 0;
-        if (arrived) {
-            last_a[i] = to;
-            low_a[i] = lo;
+    const int lane = threadIdx.x & 31;
+    // warp-uniform loop: the warp counts its arrived places with one atomic
+    for (long long base = thread_id() - lane; base < na; base += thread_count()) {
+        const long long j = base + lane;
+        bool arrived = false;
+        if (j < na) {
+            const long long i = act[j];
+            const T t = last_a[i];
+            const T to = last_a[t];
+            const T lo = low_a[t] < low_a[i] ? low_a[t] : low_a[i];
+            last_b[i] = to;
+            low_b[i] = lo;
+            arrived = after[to] < 0;
+            if (arrived) {
+                last_a[i] = to;
+                low_a[i] = lo;
+            }
+            more[j] = arrived ? 0 : 1;
         }
-        more[j] = arrived ? 0 : 1;
+        const unsigned done = __ballot_sync(FULL, arrived);
+        if (lane == 0 && done) atomicAdd(n_arrived, (unsigned long long)__popc(done));
     }
 }
 
@@ -1190,10 +1201,12 @@ template __global__ void meshccl_scc_cycle_init<long long, long long>(const long
 template __global__ void meshccl_scc_cycle_jump<int>(const int*, int*, long long);
 template __global__ void meshccl_scc_cycle_jump<long long>(const long long*, long long*, long long);
 template __global__ void meshccl_scc_path_jump<int>(const long long*, long long, const int*, int*,
-                                                    int*, int*, int*, unsigned char*);
+                                                    int*, int*, int*, unsigned char*,
+                                                    unsigned long long*);
 template __global__ void meshccl_scc_path_jump<long long>(const long long*, long long,
                                                           const long long*, long long*, long long*,
-                                                          long long*, long long*, unsigned char*);
+                                                          long long*, long long*, unsigned char*,
+                                                          unsigned long long*);
 template __global__ void meshccl_scc_path_degree<int>(const long long*, const int*,
                                                       const long long*, long long,
                                                       const long long*, long long*);
