@@ -262,6 +262,11 @@ STRONG_SYMMETRIC_MAX_ROW = 32
 #: small SCCs (14 %) or a one-way road grid (21 %) would keep most of the
 #: graph and pay a second transpose.  0: never
 STRONG_PATH_SHARE = 4
+#: where the paths are worth contracting, first ask whether the cycles of
+#: each vertex's first out-neighbour make the graph STRONG_MUTUAL_SHARE
+#: times smaller (a long cycle with chords, numbered along it); if so the
+#: graph is solved as its quotient by them and nothing is contracted.  0: never
+STRONG_PATH_PIECES = 1
 #: the narrow-frontier hand-over to the host is judged after at least this
 #: many GPU passes (launch-bound: a few microseconds each) ...
 STRONG_HOST_MIN_PASSES = 64
@@ -295,8 +300,10 @@ STRONG_HOST_SPARSE_DEGREE = 1.5
 #: queue of the vertices whose last in- or out-neighbour left; the passes
 #: before it peel the wide first layers (R-MAT, random graphs) at full width
 STRONG_PEEL_AFTER = 8
-#: blocks of the peel per multiprocessor (a warp a queued vertex)
-STRONG_PEEL_BLOCKS = 4
+#: blocks of the peel per multiprocessor (a thread a chain of vertices; more
+#: threads only wait on the queue: H200, 2-D one-way mesh at 10^7 edges, the
+#: call 11.7 ms at 1, 19.2 at 4, 20.7 at 16)
+STRONG_PEEL_BLOCKS = 1
 #: a forward-backward search still running after this many levels asks
 #: whether the pieces joined by edges stored both ways (two-way streets),
 #: or else the cycles of each vertex's first out-neighbour, make the graph

@@ -157,6 +157,7 @@ inline unsigned ballot(const char* f, int l, unsigned mask, bool p) {
 #define __shfl_down_sync(m, v, d)                                                            \
     emu::shfl_from(__FILE__, __LINE__, (m), (v),                                            \
                    emu::lane + (int)(d) <= 31 ? emu::lane + (int)(d) : emu::lane)
+#define __shfl_xor_sync(m, v, x) emu::shfl_from(__FILE__, __LINE__, (m), (v), emu::lane ^ (int)(x))
 #define __ballot_sync(m, p) emu::ballot(__FILE__, __LINE__, (m), (p))
 #define __all_sync(m, p) (emu::ballot(__FILE__, __LINE__, (m), !(p)) == 0u)
 #define __any_sync(m, p) (emu::ballot(__FILE__, __LINE__, (m), (p)) != 0u)

@@ -525,7 +525,9 @@ def test_gpu_paths():
 def test_gpu_long_paths_contracted(family):
     """A chain of 10**6 vertices (sorted or shuffled, either direction) is
     contracted to its two ends and finished in a few passes without the
-    host; a cycle with chords to the chords' ends.  SciPy's partition."""
+    host; a cycle with chords numbered along it solved as the quotient by
+    the cycles of first out-neighbours, reversed or shuffled contracted to
+    its chords' ends.  SciPy's partition."""
     import cupyx.scipy.sparse as csp
 
     e = graph_families.FAMILIES[family](1_000_000, seed=6)
@@ -539,6 +541,12 @@ def test_gpu_long_paths_contracted(family):
         if family.startswith("chain"):
             assert info["path_vertices"] == e.n_vertices - 2
             assert info["passes"] <= 8 and info["host_vertices"] == 0
+        elif family == "cycle" and graph is g:
+            # numbered along the cycle, each vertex's first out-neighbour its
+            # next: the cycles of those make a few pieces, and nothing is
+            # contracted (reversed or shuffled, most vertices stay off them)
+            assert "pieces" in info["method_phases"] and info["pieces"] < 1000
+            assert info["path_vertices"] < 1000
         else:
             assert info["path_vertices"] > e.n_vertices // 2
 
@@ -654,48 +662,66 @@ def _scc_emulation(expr):
                     changed[0] = 1
                     removed[0] += 1
     elif name == "meshccl_scc_peel_init":
-        sig = [L, J, L, J, I, n_, u64p, u64p, U, I, u64p]
+        sig = [L, J, L, J, I, n_, u64p, ("ptr", "long long"), u64p]
 
-        def run(fp, fi, rp, ri, rep, n, outs, ins, queued, queue, ctl):
+        def run(fp, fi, rp, ri, rep, n, word, queue, ctl):
             for v in range(n):
                 if rep[v] >= 0:
-                    outs[v] = ins[v] = 0
-                    queued[v] = 1
+                    word[v] = (1 << 63) | (1 << 31)  # never counted down to 0
                     continue
-                outs[v] = sum(w != v and live(rep, w) for w in fi[fp[v]:fp[v + 1]])
-                ins[v] = sum(w != v and live(rep, w) for w in ri[rp[v]:rp[v + 1]])
-                gone = outs[v] == 0 or ins[v] == 0
-                queued[v] = int(gone)
-                if gone:
-                    queue[int(ctl[0])] = v
+                out = sum(w != v and live(rep, w) for w in fi[fp[v]:fp[v + 1]])
+                inn = sum(w != v and live(rep, w) for w in ri[rp[v]:rp[v + 1]])
+                word[v] = (inn << 32) | out
+                if out == 0 or inn == 0:
+                    queue[int(ctl[0])] = 2 * v + (0 if inn == 0 else 1)
                     ctl[0] += 1
+                    ctl[32] += 1
     elif name == "meshccl_scc_peel":
-        sig = [L, J, L, J, I, u64p, u64p, U, I, u64p]
+        sig = [L, J, L, J, I, u64p, ("ptr", "long long"), i64, u64p]
 
-        def release(ptr, idx, v, cnt, queued, queue, ctl):
-            for w in idx[ptr[v]:ptr[v + 1]]:
-                if w == v:
-                    continue
-                old = int(cnt[w])
-                cnt[w] = (old - 1) % 2**64  # (unsigned: the counts of done vertices may wrap)
-                if old == 1 and not queued[w]:
-                    queued[w] = 1
-                    assert queue[int(ctl[0])] == -1, "a queue slot written twice"
-                    queue[int(ctl[0])] = w
-                    ctl[0] += 1
+        def release(word, w, side):
+            d = 1 if side else 1 << 32
+            old = int(word[w])
+            assert old & (0xffffffff if side else 0xffffffff << 32), "a count goes below 0"
+            now = old - d
+            word[w] = now
+            was_free = (old >> 32) == 0 or (old & 0xffffffff) == 0
+            is_free = (now & 0xffffffff) == 0 if side else (now >> 32) == 0
+            return 2 * w + side if not was_free and is_free else -1
 
-        def run(fp, fi, rp, ri, rep, outs, ins, queued, queue, ctl):
+        def run(fp, fi, rp, ri, rep, word, queue, capacity, ctl):
             PEELED[0] += 1
-            assert len(ctl) == 48, "the peel's counters are words 0, 16 and 32 of 48"
+            assert len(ctl) == 64, "the peel's counters are words 0, 16, 32 and 48 of 64"
+            assert capacity == len(queue) == len(rep)
             assert (np.asarray(queue)[int(ctl[0]):] == -1).all(), "the queue is not filled with -1"
-            while ctl[16] < ctl[0]:  # one valid order: first queued, first peeled
-                v = int(queue[int(ctl[16])])
+            # one valid interleaving: one thread, first queued first taken,
+            # following the first vertex each one claims
+            while ctl[16] < ctl[0]:
+                x = int(queue[int(ctl[16])])
                 ctl[16] += 1
-                assert rep[v] < 0, "a vertex with a component peeled"
-                rep[v] = v
-                release(fp, fi, v, ins, queued, queue, ctl)
-                release(rp, ri, v, outs, queued, queue, ctl)
-                ctl[32] += 1
+                while x >= 0:
+                    v, side = x >> 1, x & 1
+                    assert rep[v] < 0, "a vertex with a component peeled"
+                    rep[v] = v
+                    ctl[48] += 1
+                    ptr, idx = (rp, ri) if side else (fp, fi)
+                    x = -1
+                    for w in idx[ptr[v]:ptr[v + 1]]:
+                        if w == v:
+                            continue
+                        got = release(word, int(w), side)
+                        if got < 0:
+                            continue
+                        if x < 0 and ptr[v + 1] - ptr[v] <= 32:
+                            x = got
+                        else:
+                            assert queue[int(ctl[0])] == -1, "a queue slot written twice"
+                            queue[int(ctl[0])] = got
+                            ctl[0] += 1
+                            ctl[32] += 1
+                    if x < 0:
+                        ctl[32] -= 1
+            assert ctl[32] == 0, "vertices left pending"
     elif name == "meshccl_scc_score":
         sig = [L, L, I, n_, L, U]
 
@@ -855,6 +881,59 @@ def _scc_emulation(expr):
         def run(fp, fi, rp, ri, n, succ, pred):
             for v in range(n):
                 succ[v], pred[v] = only(fp, fi, v), only(rp, ri, v)
+    elif name == "meshccl_scc_cycle_init":
+        sig = [L, J, i64, I]
+
+        def run(fp, fi, n, pair):
+            assert len(pair) == 2 * n
+            for v in range(n):
+                s_ = int(fi[fp[v]]) if fp[v + 1] > fp[v] else v
+                pair[2 * v], pair[2 * v + 1] = s_, min(s_, v)
+    elif name == "meshccl_scc_cycle_jump":
+        sig = [I, I, i64]
+
+        def run(a, b, n):
+            for v in range(n):
+                t_ = int(a[2 * v])
+                b[2 * v], b[2 * v + 1] = a[2 * t_], min(a[2 * t_ + 1], a[2 * v + 1])
+    elif name == "meshccl_scc_path_jump":
+        T = ("ptr", t[0])
+        sig = [L, i64, T, T, T, T, T, u8p, u64p]
+
+        def run(act, na, after, last_a, low_a, last_b, low_b, more, n_arrived):
+            # one valid interleaving: in order, each place reading the
+            # buffers as they stand (arrived places write both)
+            for j in range(na):
+                i = int(act[j])
+                t_ = int(last_a[i])
+                to, lo = int(last_a[t_]), min(int(low_a[i]), int(low_a[t_]))
+                last_b[i], low_b[i] = to, lo
+                arrived = after[to] < 0
+                if arrived:
+                    last_a[i], low_a[i] = to, lo
+                more[j] = 0 if arrived else 1
+                n_arrived[0] += int(arrived)
+    elif name in ("meshccl_scc_path_degree", "meshccl_scc_path_fill"):
+        fill = name.endswith("fill")
+        sig = [L, J, L, i64, L] + ([L, L, J] if fill else [L])
+
+        def entries(fp, fi, v, end):
+            ends = [int(end[w]) for w in fi[fp[v]:fp[v + 1]]]
+            return [t for t in ends if t >= 0 and t != v]
+
+        if fill:
+            def run(fp, fi, kept, q, end, at, indptr, out):
+                assert indptr[0] == 0 and len(out) == indptr[q]
+                for i in range(q):
+                    row = [int(at[t]) for t in entries(fp, fi, int(kept[i]), end)]
+                    assert all(x >= 0 for x in row), "an entry's end is not kept"
+                    assert indptr[i + 1] - indptr[i] == len(row)
+                    out[indptr[i]:indptr[i + 1]] = row
+        else:
+            def run(fp, fi, kept, q, end, deg):
+                assert len(deg) == q + 1
+                for i in range(q):
+                    deg[i + 1] = len(entries(fp, fi, int(kept[i]), end))
     elif name in ("meshccl_scc_mutual", "meshccl_scc_mutual_fill"):
         sig = [L, J, i64, i64, L] + ([J] if name.endswith("fill") else [])
 
@@ -1180,7 +1259,7 @@ def _walk(after):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_path_jumping_exact(seed):
+def test_path_jumping_exact(scc_emulated, seed):
     """The pointer jumping of the paths step, where places stop once they
     reach their path's end: every place's path end and every cycle's
     smallest place, against a walk, on disjoint paths and cycles of mixed
@@ -1201,7 +1280,11 @@ def test_path_jumping_exact(seed):
         if ring:
             after[run[-1]] = run[0]
         at += length
-    last, low = jump(np, after, np.arange(k, dtype=np.int64), k)
+    import cupy  # (the stand-in: the kernel emulated)
+    from test_graph_gpu_emulated import fake
+
+    last, low = jump(cupy, fake(after), fake(np.arange(k, dtype=np.int64)), k)
+    last, low = np.asarray(last), np.asarray(low)
     want_last, want_low = _walk(after)
     on_cycle = want_low >= 0
     np.testing.assert_array_equal(after[last] >= 0, on_cycle)

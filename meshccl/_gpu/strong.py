@@ -124,16 +124,16 @@ def cycle_pieces(fptr, fidx, n, I):
     share = int(_tuning.STRONG_MUTUAL_SHARE)
     if share <= 0 or n < 2:
         return None
+    init, step = kernels("strong.cu", f"meshccl_scc_cycle_init<{c_type(I)}, {c_type(fidx.dtype)}>",
+                         f"meshccl_scc_cycle_jump<{c_type(I)}>")
+    grid, nn = _grid(n, BLOCK, 32), np.int64(n)
+    pair, other = cupy.empty(2 * n, dtype=I), cupy.empty(2 * n, dtype=I)
+    init(grid, (BLOCK,), (fptr, fidx, nn, pair))
+    for _ in range(max(1, (n - 1).bit_length())):  # (far, low): 2**r steps on, the smallest
+        step(grid, (BLOCK,), (pair, other, nn))
+        pair, other = other, pair
+    far, low = pair[0::2], pair[1::2]
     v = cupy.arange(n, dtype=I)
-    start = fptr[:-1]
-    has = fptr[1:] > start
-    m = int(fidx.size)
-    step = cupy.where(has, fidx[cupy.minimum(start, max(m - 1, 0))].astype(I), v) if m else v
-    far, low = step, cupy.minimum(v, step)
-    rounds = max(1, (n - 1).bit_length())
-    for _ in range(rounds):  # far: 2**r steps on; low: the smallest of them
-        low = cupy.minimum(low, low[far])
-        far = far[far]
     on_cycle = cupy.zeros(n, dtype=bool)
     on_cycle[far] = True
     root = cupy.where(on_cycle, low, v)  # a cycle's smallest vertex, or the vertex
@@ -370,9 +370,19 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
 
     def paths():
         succ, pred = strong_paths.links(fptr, fidx, rptr, ridx, n, I)
-        state["paths"] = strong_paths.contract(cupy, fptr, fidx, succ, pred, n)
+        pv = strong_paths.path_vertices(cupy, succ, pred, n)
+        state["paths"] = state["pieces"] = None
+        if pv is None:
+            return
+        if _tuning.STRONG_PATH_PIECES and _tuning.STRONG_MUTUAL_SHARE > 0:  # a long cycle: its pieces before its paths
+            state["pieces"] = cycle_pieces(fptr, fidx, n, I)
+        if state["pieces"] is None:
+            state["paths"] = strong_paths.contract(cupy, fptr, fidx, succ, pred, n, pv)
 
     run(timer, "paths", paths)
+    pieces = state.pop("pieces")  # (the search asks for pieces again where none were asked)
+    if pieces is not None:
+        return _solve_quotient(fptr, fidx, n, *pieces, I, ["transpose"], 0, timer, info, host)
     if state["paths"] is not None:
         return _solve_contracted(state["paths"], I, timer, info, host)
     (trim, peel_init, peel, score, seed, expand, fwbw, cinit, push, roots, back, cdone, push_snap,
@@ -433,15 +443,15 @@ def strong_components(kind, arrays, n, timer=None, info=None, host=None):
         settled(before - int(removed.get()[0]))
 
     def peel_rest():
-        outs, ins = cupy.empty(n, dtype=cupy.uint64), cupy.empty(n, dtype=cupy.uint64)
-        queued = cupy.empty(n, dtype=cupy.uint32)
-        queue = cupy.full(n, -1, dtype=I)  # (each vertex once at most)
-        # words 0, 16, 32: queue length, slots taken, vertices finished (strong.cu)
-        ctl = cupy.zeros(48, dtype=cupy.uint64)
-        peel_init(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, outs, ins, queued, queue, ctl))
+        word = cupy.empty(n, dtype=cupy.uint64)  # in- and out-counts (strong.cu)
+        queue = cupy.full(n, -1, dtype=cupy.int64)  # entries 2 v + side, each vertex once at most
+        # words 0, 16, 32, 48: queue length, slots taken, vertices pending,
+        # vertices finished (strong.cu)
+        ctl = cupy.zeros(64, dtype=cupy.uint64)
+        peel_init(grid, (BLOCK,), (fptr, fidx, rptr, ridx, rep, nn, word, queue, ctl))
         peel(_grid(n, BLOCK, _tuning.STRONG_PEEL_BLOCKS), (BLOCK,),
-             (fptr, fidx, rptr, ridx, rep, outs, ins, queued, queue, ctl))
-        removed[0:1] += ctl[0:1]
+             (fptr, fidx, rptr, ridx, rep, word, queue, np.int64(n), ctl))
+        removed[0:1] += ctl[48:49]
 
     def forward_backward():
         scores = cupy.empty(n, dtype=cupy.int64)

@@ -23,11 +23,14 @@ same for all its vertices); a vertex stops jumping once its pointer is at
 its path's end (:func:`jump`), so short paths cost a few rounds over a
 shrinking set, not ``ceil(log2 k)`` rounds over all k vertices.
 
-:func:`contract` and :func:`expand` use only array operations that NumPy
-and CuPy share, so the same code runs on the host in the tests (with a
-NumPy twin of the one kernel, ``strong.cu``'s ``meshccl_scc_path_links``,
-which :func:`links` launches on the GPU).  Host synchronisations: the
-counts of path vertices and of kept vertices.
+:func:`contract` and :func:`expand` are array operations that NumPy and
+CuPy share and four kernels of ``strong.cu`` (``meshccl_scc_path_links``,
+which :func:`links` launches; ``meshccl_scc_path_jump``, a round of
+:func:`jump`; ``meshccl_scc_path_degree`` / ``_fill``, which write the
+contracted rows reading only the kept vertices' rows), so the tests run
+them on the host with serial emulations of the kernels.
+Host synchronisations: the counts of path vertices, of kept vertices and
+of the contracted rows' entries.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _tuning
+from .graph import BLOCK, _grid
 from .loader import c_type, kernels
 
 
@@ -44,8 +48,6 @@ def links(fptr, fidx, rptr, ridx, n, I):
     several (``meshccl_scc_path_links``; the graph and its transpose as
     CSR on the device)."""
     import cupy
-
-    from .graph import BLOCK, _grid
 
     (link,) = kernels("strong.cu", f"meshccl_scc_path_links<{c_type(I)}, {c_type(fidx.dtype)}>")
     succ, pred = cupy.empty(n, dtype=I), cupy.empty(n, dtype=I)
@@ -110,31 +112,51 @@ def jump(xp, after, place, k):
     2k reads and writes in all when path lengths are geometric -- where
     jumping every place ``ceil(log2 k)`` times took k each round.  Cycles
     of path vertices never arrive: their places jump until a pointer has
-    passed k vertices, as before.  One host read per round (the count of
-    places still active)."""
-    last = xp.where(after >= 0, after, place)
+    passed k vertices, as before.  A round is one launch of
+    ``meshccl_scc_path_jump`` (two buffers: every place reads the values
+    of the round before) and one host read, the count of places that
+    arrived; the places still moving are compacted once half of them have
+    arrived (a long chain keeps most of its places moving for most rounds,
+    short paths drop most of theirs in the first).  ``xp``: NumPy or CuPy, as for
+    :func:`contract` (the kernel then emulated)."""
+    T = np.dtype(place.dtype)
+    (step,) = kernels("strong.cu", f"meshccl_scc_path_jump<{c_type(T)}>")
+    last = xp.where(after >= 0, after, place).astype(T, copy=False)
     low = place.copy()  # the smallest place passed (pv ascending: the smallest vertex)
-    act = xp.flatnonzero(after >= 0)  # places whose pointer has not arrived
+    other = (last.copy(), low.copy())  # (equal where a place never jumps)
+    act = xp.flatnonzero(after >= 0).astype(xp.int64, copy=False)  # not arrived yet
+    na = int(act.size)
+    more = xp.empty(max(na, 1), dtype=xp.uint8)
+    arrived = xp.zeros(1, dtype=xp.uint64)
     span = 1
-    while span < k and act.size:  # after r rounds a pointer has passed 2**r vertices
-        to = last[act]
-        low[act] = xp.minimum(low[act], low[to])  # (right sides read before writing)
-        last[act] = last[to]
+    while span < k and na:  # after r rounds a pointer has passed 2**r vertices
+        arrived.fill(0)
+        step(_grid(na, BLOCK, 32), (BLOCK,), (act, np.int64(na), after, last, low, *other, more,
+                                              arrived))
+        (last, low), other = other, (last, low)
         span *= 2
-        act = act[after[last[act]] >= 0]  # (a host read: the count left)
+        left = na - int(arrived.get()[0])  # (the host read)
+        if 2 * left <= na:  # half of them arrived: drop those
+            act = act[more[:na].view(np.bool_)]
+            na = left
     return last, low
 
 
-def contract(xp, fptr, fidx, succ, pred, n):
+def path_vertices(xp, succ, pred, n):
+    """The path vertices ascending (int64), from each vertex's only
+    neighbours ``succ``, ``pred`` as :func:`links` gives them, or None when
+    :func:`worth_contracting` says they are too few."""
+    pv = xp.flatnonzero((succ >= 0) & (pred >= 0)).astype(xp.int64, copy=False)
+    return pv if worth_contracting(int(pv.size), n) else None
+
+
+def contract(xp, fptr, fidx, succ, pred, n, pv):
     """The :class:`Contraction` of a graph (CSR ``fptr``, ``fidx``; its
     vertices' only neighbours ``succ``, ``pred`` as :func:`links` gives
-    them), or None when :func:`worth_contracting` says no.  ``xp``: the
+    them; ``pv`` its path vertices, :func:`path_vertices`).  ``xp``: the
     arrays' module (NumPy or CuPy)."""
     path = (succ >= 0) & (pred >= 0)
-    pv = xp.flatnonzero(path).astype(xp.int64, copy=False)
     k = int(pv.size)
-    if not worth_contracting(k, n):
-        return None
     T = xp.int32 if n < 2**31 else xp.int64  # places in pv (the jumps' memory traffic)
     pos = xp.full(n, -1, dtype=T)  # a path vertex's place in pv
     place = xp.arange(k, dtype=T)
@@ -152,21 +174,19 @@ def contract(xp, fptr, fidx, succ, pred, n):
     u_of_last[last[first]] = p[first]
     u = u_of_last[last]
     # the contracted rows: each kept vertex's row, a path vertex replaced by
-    # its path's end
+    # its path's end (meshccl_scc_path_degree, _fill)
     end = xp.arange(n, dtype=xp.int64)
     end[pv] = xp.where(on_cycle, -1, w)
     kept = xp.flatnonzero(~path).astype(xp.int64, copy=False)
     q = int(kept.size)
     at = xp.full(n, -1, dtype=xp.int64)
     at[kept] = xp.arange(q, dtype=xp.int64)
-    m = int(fidx.size)
-    # each entry's row (n >= 2 here: a path vertex has a neighbour)
-    row = xp.cumsum(xp.bincount(fptr[1:-1], minlength=m + 1)[:m])
-    to = end[fidx]
-    keep = (at[row] >= 0) & (to >= 0) & (to != row)
-    src = at[row[keep]]
+    degree, fill = kernels("strong.cu", f"meshccl_scc_path_degree<{c_type(fidx.dtype)}>",
+                           f"meshccl_scc_path_fill<{c_type(fidx.dtype)}>")
+    grid, qq = _grid(max(q, 1), BLOCK, 32), np.int64(q)
     indptr = xp.zeros(q + 1, dtype=xp.int64)
-    if int(src.size):  # (CuPy's bincount wants a value)
-        indptr[1:] = xp.cumsum(xp.bincount(src, minlength=q)[:q])
-    indices = at[to[keep]].astype(fidx.dtype)
+    degree(grid, (BLOCK,), (fptr, fidx, kept, qq, end, indptr))
+    indptr = xp.cumsum(indptr)
+    indices = xp.empty(int(indptr[-1]), dtype=fidx.dtype)
+    fill(grid, (BLOCK,), (fptr, fidx, kept, qq, end, at, indptr, indices))
     return Contraction(xp, n, kept, indptr, indices, pv, u, w, on_cycle, low)

@@ -19,8 +19,9 @@
 //    one in-neighbour (itself and repeats aside) lies on a path of such
 //    vertices or on a cycle of them.  The kernel finds each vertex's only
 //    neighbours; _gpu/strong_paths.py finds each path's ends by pointer
-//    jumping (log2 of the path vertices rounds, whatever the paths'
-//    lengths), replaces each path u -> ... -> w by the edge u -> w, runs
+//    jumping (meshccl_scc_path_jump: rounds over the pointers not yet at
+//    their path's end), replaces each path u -> ... -> w by the edge u -> w
+//    (meshccl_scc_path_degree, _fill write the kept rows), runs
 //    the steps below on that smaller graph and gives each path vertex u's
 //    component when u and w share one, else its own.  A chain or a cycle,
 //    which the steps below would peel or search one vertex per pass, costs
@@ -35,10 +36,11 @@
 //    belongs to a complete component, so reading it removed is the truth).
 //    A trim still going after a few passes (a DAG or a one-way grid: one
 //    pass per layer, thousands of layers) is finished by the peel
-//    (meshccl_scc_peel_init, meshccl_scc_peel): counts of remaining in-
-//    and out-neighbours and one launch of warps that take vertices whose
-//    count fell to 0 from a queue, remove them and decrement their
-//    neighbours' counts (Kahn's topological order, from both ends).
+//    (meshccl_scc_peel_init, meshccl_scc_peel): one word of remaining in-
+//    and out-neighbour counts per vertex and one launch in which each
+//    thread peels a chain of vertices, continuing with a vertex whose
+//    count it took to 0 and queueing the others (Kahn's topological order,
+//    from both ends).
 //
 // 2. Forward-backward from a pivot (meshccl_scc_score, _seed, _expand,
 //    _fwbw).  The pivot is the remaining vertex of largest
@@ -280,10 +282,22 @@ __global__ void meshccl_scc_trim(const long long* __restrict__ fptr, const J* __
     }
 }
 
-// The peel's counters, a 128-byte line apart (every pop adds to one, every
-// waiting warp reads the other two): ctl[PEEL_LENGTH] the queue's length,
-// ctl[PEEL_TAKEN] the slots taken, ctl[PEEL_DONE] the vertices finished.
-constexpr int PEEL_LENGTH = 0, PEEL_TAKEN = 16, PEEL_DONE = 32;  // (48 words)
+// The peel's counters, a 128-byte line apart: ctl[PEEL_LENGTH] the
+// queue's length, ctl[PEEL_TAKEN] the slots taken, ctl[PEEL_PENDING] the
+// vertices claimed and not yet finished (the end of the peel is this
+// count at 0), ctl[PEEL_DONE] the vertices finished (added at exit).
+constexpr int PEEL_LENGTH = 0, PEEL_TAKEN = 16, PEEL_PENDING = 32, PEEL_DONE = 48;  // (64 words)
+
+// A vertex's peel word: its remaining in-neighbours (entries, itself
+// excepted) in the high 32 bits, its remaining out-neighbours in the low 32
+// bits.  A vertex is free once either half is 0, and the one atomic that
+// takes a half from 1 to 0 while the other half is not 0 claims it -- one
+// atomic per released entry, no claim flag.  A half only counts down as
+// many times as it counted entries, so it never wraps; a vertex that had a
+// component before the peel gets PEEL_NEVER, which no row can count down
+// to 0 (rows of fewer than 2^31 entries).
+constexpr unsigned long long PEEL_IN = 1ull << 32, PEEL_OUT = 1ull;
+constexpr unsigned long long PEEL_NEVER = (1ull << 63) | (1ull << 31);
 
 // The live neighbours other than v itself in v's row of (ptr, idx), counted
 // by the whole warp 32 entries a step (v the same for every lane; every
@@ -307,38 +321,40 @@ __device__ __forceinline__ unsigned long long warp_count_live(const long long* _
     return count;
 }
 
-// The warp appends the vertices of its lanes whose `push` is set to the
-// peel's queue: one atomicAdd on the queue's length for the warp, each
-// lane at its place among the pushing lanes.  The entry is written after
-// the length moved, so a reader of slot i waits until it is no longer -1
-// (the queue is filled with -1 before the peel).  Called by all 32 lanes.
-template <typename I>
-__device__ __forceinline__ void peel_append(bool push, I w, I* queue,
-                                            unsigned long long* length) {
+// The warp queues the entries of its lanes whose `push` is set: the count
+// of pending vertices first grows by as many (so that no waiting warp sees
+// it at 0 while they are in flight), then one atomicAdd on the queue's
+// length places them.  The entry is written after the length moved, so a
+// reader of slot i waits until it is no longer -1 (the queue is filled
+// with -1 before the peel).  Called by all 32 lanes.
+__device__ __forceinline__ void peel_queue(bool push, long long entry, long long* queue,
+                                           unsigned long long* ctl) {
     using namespace meshccl::strong;
     const int lane = threadIdx.x & 31;
     const unsigned who = __ballot_sync(FULL, push);
     if (!who) return;
     unsigned long long at = 0;
-    if (lane == 0) at = atomicAdd(length, (unsigned long long)__popc(who));
+    if (lane == 0) {
+        atomicAdd(&ctl[PEEL_PENDING], (unsigned long long)__popc(who));
+        at = atomicAdd(&ctl[PEEL_LENGTH], (unsigned long long)__popc(who));
+    }
     at = __shfl_sync(FULL, at, 0);
-    if (push) *(volatile I*)&queue[at + __popc(who & ((1u << lane) - 1u))] = w;
+    __threadfence();
+    if (push) *(volatile long long*)&queue[at + __popc(who & ((1u << lane) - 1u))] = entry;
 }
 
-// The peel, part 1 (the trim's start): for each remaining vertex the
-// number of remaining out-neighbours (outs) and in-neighbours (ins),
-// itself excepted, each stored entry counted (repeats too); queued[v] = 1
-// for a vertex that already has a component or has no remaining in- or
-// out-neighbour, and the latter enter the queue (ctl[PEEL_LENGTH]).  A
-// lane counts rows of at most 32 entries itself, the warp longer ones.
+// The peel, part 1 (the trim's start): each remaining vertex's peel word
+// (its remaining in- and out-neighbours, each stored entry counted,
+// repeats too); the vertices with a half at 0 enter the queue as the entry
+// 2 v + side: side 0 (no in-neighbour left) releases v's out-row, side 1
+// its in-row.  A lane counts rows of at most 32 entries itself, the warp
+// longer ones.
 template <typename I, typename J>
 __global__ void meshccl_scc_peel_init(const long long* __restrict__ fptr,
                                       const J* __restrict__ fidx,
                                       const long long* __restrict__ rptr,
                                       const J* __restrict__ ridx, const I* __restrict__ rep, I n,
-                                      unsigned long long* __restrict__ outs,
-                                      unsigned long long* __restrict__ ins,
-                                      unsigned* __restrict__ queued, I* queue,
+                                      unsigned long long* __restrict__ word, long long* queue,
                                       unsigned long long* ctl) {
     using namespace meshccl::strong;
     const int lane = threadIdx.x & 31;
@@ -373,106 +389,146 @@ __global__ void meshccl_scc_peel_init(const long long* __restrict__ fptr,
             }
         }
         const bool gone = mine && (out == 0 || in == 0);
-        if (v < (long long)n) {
-            outs[v] = out;
-            ins[v] = in;
-            queued[v] = (!mine || gone) ? 1u : 0u;
-        }
-        peel_append(gone, (I)(gone ? v : 0), queue, &ctl[PEEL_LENGTH]);
+        if (v < (long long)n) word[v] = mine ? in * PEEL_IN + out * PEEL_OUT : PEEL_NEVER;
+        peel_queue(gone, 2 * v + (in == 0 ? 0 : 1), queue, ctl);
     }
 }
 
-// Vertex v has left: every remaining w of its row (ptr, idx), itself
-// excepted, loses one entry of its count (cnt: the in-counts for v's out-row,
-// the out-counts for its in-row); a w whose count reaches 0 and that this
-// lane claims (queued 0 -> 1) enters the queue.  The warp takes the row 32
-// entries a step.  Called by all 32 lanes.
-template <typename I, typename J>
-__device__ __forceinline__ void peel_release(const long long* __restrict__ ptr,
-                                             const J* __restrict__ idx, long long v,
-                                             unsigned long long* cnt, unsigned* queued, I* queue,
-                                             unsigned long long* length) {
-    const int lane = threadIdx.x & 31;
-    const long long end = ptr[v + 1];
-    for (long long e0 = ptr[v]; e0 < end; e0 += 32) {
-        bool push = false;
-        J w = 0;
-        if (e0 + lane < end) {
-            w = idx[e0 + lane];
-            push = (long long)w != v && atomicAdd(&cnt[w], ~0ull) == 1ull &&
-                   atomicCAS(&queued[w], 0u, 1u) == 0u;
-        }
-        peel_append(push, (I)w, queue, length);
-    }
+// Vertex w loses one entry of the half `side` names (0: its in-neighbours,
+// as an in-neighbour left through its out-row; 1: its out-neighbours).
+// Returns w's queue entry 2 w + side when this atomic claimed w (the half
+// went to 0 while the other was not 0), else -1.
+__device__ __forceinline__ long long peel_release(unsigned long long* word, long long w,
+                                                  int side) {
+    const unsigned long long d = side ? PEEL_OUT : PEEL_IN;
+    const unsigned long long old = atomicAdd(&word[w], 0ull - d);
+    const unsigned long long now = old - d;
+    const bool was_free = (old >> 32) == 0ull || (old & 0xffffffffull) == 0ull;
+    const bool is_free = side ? (now & 0xffffffffull) == 0ull : (now >> 32) == 0ull;
+    return !was_free && is_free ? 2 * w + side : -1;
 }
 
 // The peel, part 2: the whole trim -- every vertex that repeated passes of
 // "no remaining in- or out-neighbour, itself excepted" would remove -- in
-// one launch, as a work queue (Kahn's topological peeling, both ways at
-// once).  Each warp takes the queue's next slot (ctl[PEEL_TAKEN] counts them),
-// waits for its entry, makes that vertex a component of its own, and
-// releases its out-row (in-counts) and in-row (out-counts); a vertex whose
-// count reaches 0 joins the queue.  ctl[PEEL_DONE] counts the vertices finished
-// (after their releases are written; a warp adds its finished vertices
-// when its next slot is not filled yet, not one atomic each).  A warp whose slot is past the
-// queue's length leaves once every queued vertex is finished: finished is
-// read before the length, so equal values mean nothing was in hand when
-// finished was read, and nothing can join the queue after.  Only a warp
-// holding a vertex writes, and every slot below a leaving warp's slot was
-// taken, so each queued vertex is processed once.  Work O(n + m) with one
-// atomic per released entry; time: the longest chain of vertices peeled
-// one after another times a queue round trip, where the passes of a trim
-// took one sweep of the whole graph per link of that chain.  The counts
-// of vertices with a component already (never queued) may wrap; they are
-// never read as 1 -> 0 moves that matter, as queued[] is 1 for them.
+// one launch (Kahn's topological peeling, both ways at once).  Sources and
+// sinks peel apart: only a vertex that left because its in-neighbours all
+// left lowers its out-neighbours' in-counts (it releases its out-row), and
+// only one whose out-neighbours all left lowers its in-neighbours'
+// out-counts -- the other row's neighbours have all left already, so one
+// row per vertex is released, not both.
+//
+// Each thread follows chains: a thread that finishes v and claims some of
+// its neighbours continues with the first itself (no queue round trip:
+// the chain of dependent operations per peeled layer is the row's two
+// loads and one atomic) and queues the others; a thread without a vertex
+// takes the queue's next slot (ctl[PEEL_TAKEN]) and waits for its entry.
+// Rows of more than 32 entries the warp releases together, queueing every
+// vertex they claim; shorter rows its lanes release in step, an entry each
+// a step, so that the slots taken, the vertices queued and the vertices
+// finished cost one atomic on their counter per warp and step, not one per
+// lane (the counters are the peel's only shared words).  ctl[PEEL_PENDING] counts the vertices claimed and
+// not finished: it grows before a vertex is queued and falls after a
+// thread's vertex is finished without a successor to follow, so it reads
+// 0 only when no vertex is held or queued and none can be claimed again;
+// a warp whose lanes all wait leaves then.  A slot at or past `capacity`
+// (n: at most n vertices are queued) is never filled.  Work O(n + m) with
+// one atomic per released entry.
 template <typename I, typename J>
 __global__ void meshccl_scc_peel(const long long* __restrict__ fptr, const J* __restrict__ fidx,
                                  const long long* __restrict__ rptr, const J* __restrict__ ridx,
-                                 I* rep, unsigned long long* outs, unsigned long long* ins,
-                                 unsigned* queued, I* queue, unsigned long long* ctl) {
+                                 I* rep, unsigned long long* word, long long* queue,
+                                 long long capacity, unsigned long long* ctl) {
     using namespace meshccl::strong;
     const int lane = threadIdx.x & 31;
+    const unsigned below = (1u << lane) - 1u;
     volatile unsigned long long* vctl = ctl;
-    unsigned long long held = 0;  // (lane 0) vertices finished, not yet counted
+    long long v = -1;                 // the vertex in hand
+    int side = 0;                     // the row it releases: 0 its out-row, 1 its in-row
+    unsigned long long slot = ~0ull;  // the queue slot this lane waits on (none)
+    unsigned long long finished = 0;
+    unsigned nap = 32;
     while (true) {
-        unsigned long long slot = 0;
-        long long v = -1;
-        if (lane == 0) {
-            slot = atomicAdd(&ctl[PEEL_TAKEN], 1ull);
-            while (true) {
-                if (held && slot >= vctl[PEEL_LENGTH]) {  // about to wait: report what is done
-                    __threadfence();
-                    atomicAdd(&ctl[PEEL_DONE], held);
-                    held = 0;
-                }
-                const unsigned long long finished = vctl[PEEL_DONE];
-                __threadfence();
-                const unsigned long long length = vctl[PEEL_LENGTH];
-                if (slot < length) {
-                    I x;
-                    while ((x = *(volatile I*)&queue[slot]) < 0) {
-                    }
-                    v = (long long)x;
-                    break;
-                }
-                if (finished == length) break;
-#if __CUDA_ARCH__ >= 700
-                // the further the slot from the queue's end, the longer the
-                // nap (waiters poll the counters' lines less)
-                const unsigned long long ahead = slot - length;
-                __nanosleep(ahead < 64 ? 32u * (unsigned)ahead + 32u : 2048u);
-#endif
+        // a slot for every lane without a vertex or a slot: one atomic a warp
+        const bool ask = v < 0 && slot == ~0ull;
+        const unsigned asking = __ballot_sync(FULL, ask);
+        if (asking) {
+            unsigned long long first = 0;
+            if (lane == 0) first = atomicAdd(&ctl[PEEL_TAKEN], (unsigned long long)__popc(asking));
+            first = __shfl_sync(FULL, first, 0);
+            if (ask) slot = first + (unsigned long long)__popc(asking & below);
+        }
+        if (v < 0 && slot < (unsigned long long)capacity) {
+            const long long x = *(volatile long long*)&queue[slot];
+            if (x >= 0) {
+                v = x >> 1;
+                side = (int)(x & 1);
+                slot = ~0ull;
             }
         }
-        v = __shfl_sync(FULL, v, 0);
-        if (v < 0) return;
-        if (lane == 0) rep[v] = (I)v;
-        peel_release(fptr, fidx, v, ins, queued, queue, &ctl[PEEL_LENGTH]);
-        peel_release(rptr, ridx, v, outs, queued, queue, &ctl[PEEL_LENGTH]);
-        __threadfence();  // (each lane's queue entries before the warp's count)
-        __syncwarp();
-        if (lane == 0) ++held;
+        if (!__ballot_sync(FULL, v >= 0)) {  // the whole warp waits
+            unsigned long long pending = 0;
+            if (lane == 0) pending = vctl[PEEL_PENDING];
+            if (__shfl_sync(FULL, pending, 0) == 0ull) break;
+#if __CUDA_ARCH__ >= 700
+            __nanosleep(nap);
+#endif
+            nap = nap < 1024u ? 2u * nap : nap;
+            continue;
+        }
+        nap = 32;
+        const long long* __restrict__ ptr = side ? rptr : fptr;
+        const J* __restrict__ idx = side ? ridx : fidx;
+        long long b = 0, e = 0;
+        if (v >= 0) {
+            b = ptr[v];
+            e = ptr[v + 1];
+            rep[v] = (I)v;
+            ++finished;
+        }
+        const bool wide = e - b > 32;
+        unsigned todo = __ballot_sync(FULL, wide);
+        while (todo) {  // long rows: the warp, 32 entries a step, every claim queued
+            const int src = __ffs(todo) - 1;
+            todo &= todo - 1;
+            const long long u = __shfl_sync(FULL, v, src);
+            const long long ub = __shfl_sync(FULL, b, src), ue = __shfl_sync(FULL, e, src);
+            const int us = __shfl_sync(FULL, side, src);
+            const J* __restrict__ uidx = us ? ridx : fidx;
+            for (long long e0 = ub; e0 < ue; e0 += 32) {
+                long long got = -1;
+                if (e0 + lane < ue) {
+                    const long long w = (long long)uidx[e0 + lane];
+                    if (w != u) got = peel_release(word, w, us);
+                }
+                peel_queue(got >= 0, got, queue, ctl);
+            }
+        }
+        // short rows: the lanes in step, an entry each a step; a lane keeps
+        // the first vertex it claims and the warp queues the others
+        const bool own = v >= 0 && !wide;
+        long long next = -1;
+        for (long long o = 0; __any_sync(FULL, own && b + o < e); ++o) {
+            long long got = -1;
+            if (own && b + o < e) {
+                const long long w = (long long)idx[b + o];
+                if (w != v) got = peel_release(word, w, side);
+            }
+            const bool keep = got >= 0 && next < 0;
+            if (keep) next = got;
+            peel_queue(got >= 0 && !keep, got, queue, ctl);
+        }
+        // the lanes whose vertex is finished with nothing to follow
+        const unsigned ends = __ballot_sync(FULL, v >= 0 && next < 0);
+        if (ends) {
+            __threadfence();
+            if (lane == 0) atomicAdd(&ctl[PEEL_PENDING], 0ull - (unsigned long long)__popc(ends));
+        }
+        if (v >= 0) {
+            v = next < 0 ? -1 : next >> 1;
+            side = (int)(next & 1);
+        }
     }
+    if (finished) atomicAdd(&ctl[PEEL_DONE], finished);
 }
 
 // The pivot's score: out-degree x in-degree of a remaining vertex, -1 for
@@ -911,6 +967,130 @@ __global__ void meshccl_scc_path_links(const long long* __restrict__ fptr,
     }
 }
 
+// One round of the paths' pointer jumping (meshccl/_gpu/strong_paths.py:
+// jump) over the active places act[0..na): each place i moves its pointer
+// last[i] to last[last[i]] and takes low[i] = min(low[i], low[last[i]]),
+// reading the round's values from (last_a, low_a) and writing them to
+// (last_b, low_b), so that every place reads what the others held before
+// the round (on a cycle of path vertices low must be the smallest place of
+// the stretch its pointer passed).  A place whose new pointer rests on its
+// path's last vertex (after[] < 0 there) has arrived: it writes both
+// buffers, which keep its final values from then on, and more[j] = 0;
+// else more[j] = 1; *n_arrived counts the places at 0.  An arrived place
+// may stay in act (the host compacts act only once half of it has
+// arrived): a round leaves its values as they are.  (A place that arrives lies on a path, never on a
+// cycle, and only its last[] is read by others: an old or a new value
+// both point further along the same path.)  Thread per active place.
+template <typename T>
+__global__ void meshccl_scc_path_jump(const long long* __restrict__ act, long long na,
+                                      const T* __restrict__ after, T* last_a, T* low_a,
+                                      T* __restrict__ last_b, T* __restrict__ low_b,
+                                      unsigned char* __restrict__ more,
+                                      unsigned long long* n_arrived) {
+    using namespace meshccl::strong;
+    const int lane = threadIdx.x & 31;
+    // warp-uniform loop: the warp counts its arrived places with one atomic
+    for (long long base = thread_id() - lane; base < na; base += thread_count()) {
+        const long long j = base + lane;
+        bool arrived = false;
+        if (j < na) {
+            const long long i = act[j];
+            const T t = last_a[i];
+            const T to = last_a[t];
+            const T lo = low_a[t] < low_a[i] ? low_a[t] : low_a[i];
+            last_b[i] = to;
+            low_b[i] = lo;
+            arrived = after[to] < 0;
+            if (arrived) {
+                last_a[i] = to;
+                low_a[i] = lo;
+            }
+            more[j] = arrived ? 0 : 1;
+        }
+        const unsigned done = __ballot_sync(FULL, arrived);
+        if (lane == 0 && done) atomicAdd(n_arrived, (unsigned long long)__popc(done));
+    }
+}
+
+// The contracted graph's rows (meshccl/_gpu/strong_paths.py: contract): row
+// i is row kept[i] of the graph with each entry w replaced by end[w] -- w
+// itself for a kept vertex, its path's end for a path vertex, -1 for a
+// vertex on a cycle of path vertices -- entries at -1 or at the row's own
+// vertex dropped, each written as at[end[w]], the end's number among the
+// kept vertices.  meshccl_scc_path_degree counts each row's entries
+// (deg[i + 1]), meshccl_scc_path_fill writes them from the row offsets of
+// those counts, in the row's order: thread per kept vertex, reading only
+// the kept rows, where array operations over every stored entry read and
+// compacted all m of them several times.
+template <typename J>
+__global__ void meshccl_scc_path_degree(const long long* __restrict__ fptr,
+                                        const J* __restrict__ fidx,
+                                        const long long* __restrict__ kept, long long q,
+                                        const long long* __restrict__ end,
+                                        long long* __restrict__ deg) {
+    using namespace meshccl::strong;
+    for (long long i = thread_id(); i < q; i += thread_count()) {
+        const long long v = kept[i];
+        long long c = 0;
+        for (long long e = fptr[v], stop = fptr[v + 1]; e < stop; ++e) {
+            const long long t = end[fidx[e]];
+            c += t >= 0 && t != v;
+        }
+        deg[i + 1] = c;
+    }
+}
+
+template <typename J>
+__global__ void meshccl_scc_path_fill(const long long* __restrict__ fptr,
+                                      const J* __restrict__ fidx,
+                                      const long long* __restrict__ kept, long long q,
+                                      const long long* __restrict__ end,
+                                      const long long* __restrict__ at,
+                                      const long long* __restrict__ indptr, J* __restrict__ out) {
+    using namespace meshccl::strong;
+    for (long long i = thread_id(); i < q; i += thread_count()) {
+        const long long v = kept[i];
+        long long o = indptr[i];
+        for (long long e = fptr[v], stop = fptr[v + 1]; e < stop; ++e) {
+            const long long t = end[fidx[e]];
+            if (t >= 0 && t != v) out[o++] = (J)at[t];
+        }
+    }
+}
+
+// Pieces made of cycles (meshccl/_gpu/strong.py: cycle_pieces): each vertex
+// follows the first entry of its row (a vertex without one stays put), and
+// every cycle of that one-successor graph is a cycle of the graph.  Pointer
+// jumping finds the cycles: pair[2 v] is the vertex 2^r steps on from v,
+// pair[2 v + 1] the smallest vertex of those steps; a round reads one pair
+// array and writes the other (each vertex reads the values of the round
+// before), the two values of a vertex side by side so that the jump's
+// random read is one memory sector, not two.  meshccl_scc_cycle_init writes
+// the first step; meshccl_scc_cycle_jump is one round.  Thread per vertex.
+template <typename I, typename J>
+__global__ void meshccl_scc_cycle_init(const long long* __restrict__ fptr,
+                                       const J* __restrict__ fidx, long long n,
+                                       I* __restrict__ pair) {
+    using namespace meshccl::strong;
+    for (long long v = thread_id(); v < n; v += thread_count()) {
+        const long long b = fptr[v];
+        const long long s = fptr[v + 1] > b ? (long long)fidx[b] : v;
+        pair[2 * v] = (I)s;
+        pair[2 * v + 1] = (I)(s < v ? s : v);
+    }
+}
+
+template <typename I>
+__global__ void meshccl_scc_cycle_jump(const I* __restrict__ a, I* __restrict__ b, long long n) {
+    using namespace meshccl::strong;
+    for (long long v = thread_id(); v < n; v += thread_count()) {
+        const long long t = (long long)a[2 * v];
+        const I far = a[2 * t], low = a[2 * t + 1], mine = a[2 * v + 1];
+        b[2 * v] = far;
+        b[2 * v + 1] = low < mine ? low : mine;
+    }
+}
+
 // Pieces joined by mutual edges (meshccl/_gpu/strong.py: mutual_pieces).
 // An edge u -> w whose reverse w -> u is also stored puts u and w in one
 // component, and so does every chain of such edges: the weak components of
@@ -1011,6 +1191,35 @@ template __global__ void meshccl_scc_mutual_fill<int>(const long long*, const in
 template __global__ void meshccl_scc_mutual_fill<long long>(const long long*, const long long*,
                                                             long long, long long,
                                                             const long long*, long long*);
+template __global__ void meshccl_scc_cycle_init<int, int>(const long long*, const int*, long long,
+                                                         int*);
+template __global__ void meshccl_scc_cycle_init<int, long long>(const long long*, const long long*,
+                                                               long long, int*);
+template __global__ void meshccl_scc_cycle_init<long long, long long>(const long long*,
+                                                                     const long long*, long long,
+                                                                     long long*);
+template __global__ void meshccl_scc_cycle_jump<int>(const int*, int*, long long);
+template __global__ void meshccl_scc_cycle_jump<long long>(const long long*, long long*, long long);
+template __global__ void meshccl_scc_path_jump<int>(const long long*, long long, const int*, int*,
+                                                    int*, int*, int*, unsigned char*,
+                                                    unsigned long long*);
+template __global__ void meshccl_scc_path_jump<long long>(const long long*, long long,
+                                                          const long long*, long long*, long long*,
+                                                          long long*, long long*, unsigned char*,
+                                                          unsigned long long*);
+template __global__ void meshccl_scc_path_degree<int>(const long long*, const int*,
+                                                      const long long*, long long,
+                                                      const long long*, long long*);
+template __global__ void meshccl_scc_path_degree<long long>(const long long*, const long long*,
+                                                            const long long*, long long,
+                                                            const long long*, long long*);
+template __global__ void meshccl_scc_path_fill<int>(const long long*, const int*, const long long*,
+                                                    long long, const long long*, const long long*,
+                                                    const long long*, int*);
+template __global__ void meshccl_scc_path_fill<long long>(const long long*, const long long*,
+                                                          const long long*, long long,
+                                                          const long long*, const long long*,
+                                                          const long long*, long long*);
 template __global__ void meshccl_scc_symmetric<int>(const long long*, const int*, const long long*,
                                                     const int*, long long, long long, unsigned*);
 template __global__ void meshccl_scc_symmetric<long long>(const long long*, const long long*,
@@ -1023,10 +1232,10 @@ template __global__ void meshccl_scc_symmetric<long long>(const long long*, cons
                                                     const J*, I*, I, int*, unsigned long long*);   \
     template __global__ void meshccl_scc_peel_init<I, J>(                                          \
         const long long*, const J*, const long long*, const J*, const I*, I, unsigned long long*,  \
-        unsigned long long*, unsigned*, I*, unsigned long long*);                                  \
+        long long*, unsigned long long*);                                                          \
     template __global__ void meshccl_scc_peel<I, J>(                                               \
         const long long*, const J*, const long long*, const J*, I*, unsigned long long*,           \
-        unsigned long long*, unsigned*, I*, unsigned long long*);                                  \
+        long long*, long long, unsigned long long*);                                               \
     template __global__ void meshccl_scc_expand<I, J>(                                             \
         const long long*, const J*, const long long*, const J*, unsigned*, const I*,               \
         const unsigned*, const I*, const unsigned*, const unsigned long long*, I*, unsigned*, I*,  \
