@@ -17,13 +17,15 @@ meshccl never sees: a user's ``cupy.random`` call reports it as
 error.  Under Dask's threaded scheduler, a chunk labelled in one thread
 while another thread draws or copies its chunk meets exactly that.
 
-There is no way to know which other threads use the GPU, so meshccl
-records a graph only when the calling thread is the only Python thread of
-the process (:func:`alone`); otherwise it launches the kernels one by one,
-which gives the same results and costs only host time.  A single-threaded
-program (a simulation's loop) keeps its graphs; a thread pool, a Jupyter
-kernel's helper threads or a sampling thread turn recording off while
-they live.
+There is no way to know which other threads use the GPU.  meshccl records
+a graph only from the process's main thread (:func:`may_record`), never
+from a worker thread: Dask's threaded scheduler and ``distributed``'s
+workers run every task in worker threads, beside other tasks that draw,
+copy and wait, while the loops that gain from graphs (a simulation
+labelling its lattice, a benchmark) run in the main thread.  Elsewhere the
+kernels are launched one by one, which gives the same results and costs
+only host time.  A main thread that labels while threads of its own wait
+for the same GPU can still meet the failure (docs/limits.md).
 """
 
 from __future__ import annotations
@@ -31,11 +33,10 @@ from __future__ import annotations
 import threading
 
 
-def alone() -> bool:
-    """True when the calling thread is the process's only Python thread:
-    no other thread can be synchronising with the GPU while a capture is
-    open."""
-    return threading.active_count() == 1
+def may_record() -> bool:
+    """True in the process's main thread, the one thread where meshccl
+    records graphs."""
+    return threading.current_thread() is threading.main_thread()
 
 
 def record(stream, launch):

@@ -34,7 +34,7 @@ a plan holds about 20 bytes per vertex of device memory).  :func:`release`
 drops them, and so does a change of the tuning constants.  If recording fails (a CuPy without graph
 support, another allocator than CuPy's default pool, out of memory), the
 key is marked and the direct path runs, now and later.  Nothing is
-recorded while other Python threads live (``capture.py``).
+recorded outside the main thread (``capture.py``).
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def lookup(kind, indptr, indices, n, method, symmetric, compression):
     ``GRAPH_PLAN_AFTER``-th call; None: take the direct path (and count the
     call)."""
     plan_after = _tuning.GRAPH_PLAN_AFTER
-    if plan_after < 1 or not 0 < n <= _tuning.GRAPH_MAX_PLAN_VERTICES or not capture.alone():
+    if plan_after < 1 or not 0 < n <= _tuning.GRAPH_MAX_PLAN_VERTICES or not capture.may_record():
         return None
     import cupy
 

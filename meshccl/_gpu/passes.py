@@ -37,7 +37,7 @@ class BatchGraphs:
     launches that are the same kernels on the same arrays every time.
     Batches of fewer than ``smallest`` passes always launch directly
     (a graph's recording costs about what a direct batch costs); 0: never
-    record.  Nor is anything recorded while other Python threads live
+    record.  Nor is anything recorded outside the main thread
     (``capture.py``).  ``replayed`` counts the passes run from graphs; ``flags``:
     the change flags of :func:`until_settled`, kept here because the
     recorded passes write to them.
@@ -55,7 +55,7 @@ class BatchGraphs:
         graph = self.graphs.get(key)
         if graph is None:
             if (not self.smallest or size < self.smallest or key not in self.seen
-                    or not capture.alone()):
+                    or not capture.may_record()):
                 self.seen.add(key)
                 launch()
                 return

@@ -31,9 +31,9 @@ gaps between kernels shrink.  The graph reads whatever the input holds when
 it runs, and writes the labels into the array the call has just allocated,
 so a replay is the same work as the launches it stands for.  A plan keeps
 :data:`MAX_GRAPHS` such graphs (least recently used dropped first), and
-stops recording if a recording fails.  Graphs are recorded only while the
-calling thread is the process's only Python thread (``capture.py``: another
-thread's synchronisation with the GPU fails while a capture is open).
+stops recording if a recording fails.  Graphs are recorded only in the main
+thread (``capture.py``: another thread's synchronisation with the GPU
+fails while a capture is open).
 
 Plain 2-D images have their kernels in two forms, with slots for the piece
 roots of their run starts and without (image_plain.py, _tuning.RUNS_2D_SLOTS): the
@@ -231,7 +231,7 @@ class Plan:
             self._try_capture()
 
     def _try_capture(self):
-        if not capture.alone():  # (another thread could sync during it: capture.py)
+        if not capture.may_record():  # (not in a worker thread: capture.py)
             return
         try:
             self._capture()
@@ -332,7 +332,7 @@ class Plan:
         if hit is not None:
             self.at.move_to_end(key)
             return hit
-        if not _tuning.PLAN_GRAPH_AFTER or not capture.alone():
+        if not _tuning.PLAN_GRAPH_AFTER or not capture.may_record():
             return None
         calls = self.seen.pop(key, 0) + 1
         if calls < _tuning.PLAN_GRAPH_AFTER:
