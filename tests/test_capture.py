@@ -122,17 +122,15 @@ def labelling_beside_syncs(rounds=300, side=96, inputs=6):
     def graphs():  # (the calling thread's plans)
         return sum(len(p.at or ()) for p in getattr(plan._local, "plans", {}).values())
 
-    def work(k):
-        stream = cupy.cuda.Stream(non_blocking=True)
-        with stream:
-            if k % 3 == 0:
-                cupy.cuda.runtime.deviceSynchronize()
-            elif k % 3 == 1:
-                meshccl.label(small, return_num=True)  # (reads N: waits for its stream)
-            else:
-                rs = cupy.random.RandomState(k)
-                rs.standard_normal((64, 64, 64), dtype=cupy.float32).sum().get()
-                del rs
+    def work(k):  # (on CuPy's default stream, as a Dask task that draws a chunk)
+        if k % 3 == 0:
+            cupy.cuda.runtime.deviceSynchronize()
+        elif k % 3 == 1:
+            meshccl.label(small, return_num=True)  # (reads N: waits for its stream)
+        else:
+            rs = cupy.random.RandomState(k)
+            rs.standard_normal((64, 64, 64), dtype=cupy.float32).sum().get()
+            del rs
 
     def labelling():
         equal = True
