@@ -115,7 +115,8 @@ def labelling_beside_syncs(rounds=300, side=96, inputs=6):
     from meshccl._gpu import plan
 
     rng = np.random.default_rng(7)
-    xs = [cupy.asarray(rng.random((side,) * 3) < 0.3) for _ in range(inputs)]
+    # (uint8: a plan copies bool input to a buffer of its own, one address)
+    xs = [cupy.asarray((rng.random((side,) * 3) < 0.3).astype(np.uint8)) for _ in range(inputs)]
     want = [meshccl.label(x, connectivity=1).get() for x in xs]
     small = cupy.asarray(rng.random((64,) * 3) < 0.3)
 
