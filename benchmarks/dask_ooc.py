@@ -194,14 +194,17 @@ def ooc(x, connectivity, store=None):
 
     labels, num, stats = meshccl.dask.label(x, connectivity=connectivity, return_num=True,
                                             return_statistics=True, low_memory=True)
-    todo = [num, stats]
+    # the arrays (N, the store's) together and the delayed statistics last:
+    # dask 2026.8's compute returns its results grouped by kind, in the
+    # order each kind first comes, not in the order asked
+    todo = [num]
     if store is not None:
         host = labels.map_blocks(_to_host, store.dtype, dtype=store.dtype,
                                  meta=np.empty((0,) * x.ndim, store.dtype))
         todo.append(da.store(host, store, lock=False, compute=False))
     t = time.perf_counter()
-    got = dask.compute(*todo, scheduler="threads")
-    return time.perf_counter() - t, int(got[0]), got[1]
+    got = dask.compute(*todo, stats, scheduler="threads")
+    return time.perf_counter() - t, int(got[0]), got[-1]
 
 
 def check(args):
