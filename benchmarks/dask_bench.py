@@ -167,6 +167,10 @@ def main(argv=None):
     ap.add_argument("--dask-image-repeat", type=int, default=1)
     ap.add_argument("--dask-image-limit", type=float, default=None,
                     help="skip dask-image where its estimated seconds exceed this")
+    ap.add_argument("--peer-limit", type=float, default=None,
+                    help="stop dask-image on a case after this many seconds (its time then a "
+                         "lower bound: the row says '> S'); runs it in a forked process on "
+                         "the threaded scheduler")
     ap.add_argument("--time-limit", type=float, default=None,
                     help="take no new case once the run has lasted this many seconds")
     ap.add_argument("--reference-repeat", type=int, default=None,
@@ -225,22 +229,10 @@ def main(argv=None):
     data = {}
     for sched in args.schedulers.split(","):
         if sched == "cluster":
-            import distributed
-
-            nthreads = max(1, len(os.sched_getaffinity(0)) // args.workers)
-            cluster = distributed.LocalCluster(n_workers=args.workers, threads_per_worker=nthreads,
-                                               processes=True, dashboard_address=None)
-            client = distributed.Client(cluster)
-            client.run(_warm)
+            cluster, client = start_cluster(args.workers)
         elif sched != "threads":
             raise SystemExit(f"--schedulers takes threads and cluster, got {sched!r}")
-        # warm-up: numba compiles the chunk kernels once per process (and
-        # per connectivity); not timed
-        tiny = da.from_array((np.arange(12**3).reshape((12,) * 3) % 3 == 0).astype(np.uint8),
-                             chunks=6)
-        for conn in {int(k) for k in args.connectivity.split(",")}:
-            compute(mdask.label(tiny, connectivity=conn, return_num=True), "threads", client,
-                    False)
+        warm(client, args.connectivity)
         for pattern, side, chunk, conn in cases:
             if args.time_limit and time.perf_counter() - t_start > args.time_limit:
                 print(f"--time-limit {args.time_limit:g} s reached: {pattern} {side}^3 c{conn} "
@@ -287,6 +279,21 @@ def main(argv=None):
                 row["dask_image_skipped"] = (f"estimated {estimate:.0f} s from a smaller side > "
                                              f"--dask-image-limit {args.dask_image_limit:g} s")
                 row["dask_image_estimate_s"] = estimate
+            elif dask_image is not None and args.peer_limit:
+                st = ndi.generate_binary_structure(3, conn)
+                dl, dn = dask_image.label(image, structure=st)
+                got = peer_limited(dl, dn, client, args.peer_limit, want, n_want)
+                if got is None:  # cut: its time is a lower bound
+                    row["dask_image_cut_s"] = args.peer_limit
+                    row["speedup_at_least"] = args.peer_limit / row["meshccl_dask_s"]
+                    if client is not None:  # (its tasks still run on the workers: a new cluster)
+                        client.close()
+                        cluster.close()
+                        cluster, client = start_cluster(args.workers)
+                        warm(client, args.connectivity)
+                else:
+                    row["dask_image_s"] = got
+                    row["speedup_vs_dask_image"] = row["dask_image_s"] / row["meshccl_dask_s"]
             elif dask_image is not None:
                 st = ndi.generate_binary_structure(3, conn)
                 dl, dn = dask_image.label(image, structure=st)
@@ -337,6 +344,84 @@ def main(argv=None):
     write_all(args.out, meta, rows, args.gpu)
     with open(os.path.join(args.out, "dask_bench.md")) as f:
         print(f.read())
+
+
+def start_cluster(workers):
+    """A LocalCluster of ``workers`` processes sharing the CPUs, meshccl.dask
+    imported on each, and its client."""
+    import distributed
+
+    nthreads = max(1, len(os.sched_getaffinity(0)) // workers)
+    cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=nthreads,
+                                       processes=True, dashboard_address=None)
+    client = distributed.Client(cluster)
+    client.run(_warm)
+    return cluster, client
+
+
+def warm(client, connectivity):
+    """The chunk kernels compiled (once per process and connectivity: the
+    threaded scheduler's, or each worker's); not timed."""
+    import dask.array as da
+
+    import meshccl.dask as mdask
+
+    tiny = da.from_array((np.arange(12**3).reshape((12,) * 3) % 3 == 0).astype(np.uint8),
+                         chunks=6)
+    for conn in {int(k) for k in connectivity.split(",")}:
+        compute(mdask.label(tiny, connectivity=conn, return_num=True), "threads", client, False)
+
+
+def peer_limited(labels, n, client, limit, want, n_want):
+    """Seconds of ``persist(labels, n)`` until done, or None where it has
+    not finished within ``limit`` seconds (then stopped).  On a cluster the
+    persisted futures are waited for with a timeout (after a cut the
+    caller starts a new cluster: the old one's tasks keep running); on the threaded
+    scheduler the run happens in a forked process with its own thread pool,
+    killed at the limit.  The components are checked against ``want``."""
+    import dask
+
+    if client is not None:
+        from distributed import wait
+
+        t = time.perf_counter()
+        out = client.persist([labels, n])
+        try:
+            wait(out, timeout=limit)
+        except TimeoutError:
+            client.cancel(out)
+            return None
+        seconds = time.perf_counter() - t
+        got, count = client.gather(out)
+        if int(count) != n_want or not same_partition(got, want):
+            raise SystemExit("dask-image's components differ")
+        return seconds
+
+    import multiprocessing
+    from concurrent.futures import ThreadPoolExecutor
+
+    def child(send):
+        with ThreadPoolExecutor(len(os.sched_getaffinity(0))) as pool, \
+                dask.config.set(pool=pool):
+            t = time.perf_counter()
+            plab, pn = dask.persist(labels, n, scheduler="threads")
+            seconds = time.perf_counter() - t
+            got, count = dask.compute(plab, pn, scheduler="threads")
+        send.send((seconds, int(count) == n_want and same_partition(got, want)))
+
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=child, args=(send,))
+    proc.start()
+    done = recv.poll(limit + 5)  # (the check after the timed part: a few seconds more)
+    result = recv.recv() if done else None
+    proc.kill()
+    proc.join()
+    if result is None or result[0] > limit:
+        return None
+    if not result[1]:
+        raise SystemExit("dask-image's components differ")
+    return result[0]
 
 
 def write_all(out, meta, rows, gpu):
@@ -421,10 +506,14 @@ def write_markdown(path, meta, rows, gpu):
              "|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if gpu else "")]
     for r in rows:
         di = _fmt(r.get("dask_image_s"))
+        speedup = _fmt(r.get('speedup_vs_dask_image'), unit='×')
         if "dask_image_skipped" in r:
             di = f"skipped (est. {r['dask_image_estimate_s']:.0f})"
+        if "dask_image_cut_s" in r:
+            di = f"> {r['dask_image_cut_s']:g} (stopped)"
+            speedup = f"> {r['speedup_at_least']:.3g}×"
         line = (f"| {r['case']} | {r['scheduler']} | {r['N']} | {_fmt(r['meshccl_dask_s'])} | "
-                f"{di} | {_fmt(r.get('speedup_vs_dask_image'), unit='×')} | "
+                f"{di} | {speedup} | "
                 f"{_fmt(r.get('meshccl_raster_s'))} | "
                 f"{_fmt(r.get('meshccl_label_s'))} | {_fmt(r.get('scipy_s'))} |")
         if gpu:
@@ -461,8 +550,12 @@ def plot(path, rows):
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(rows) + 2), 4.5))
     width = 0.8 / len(tools)
     for i, (k, name) in enumerate(tools):
-        ax.bar([j + i * width for j in range(len(rows))],
-               [r.get(k, np.nan) for r in rows], width, label=name)
+        heights = [r.get(k, r.get("dask_image_cut_s", np.nan) if k == "dask_image_s" else np.nan)
+                   for r in rows]
+        bars = ax.bar([j + i * width for j in range(len(rows))], heights, width, label=name)
+        for bar, r in zip(bars, rows):  # (stopped at the limit: a lower bound)
+            if k == "dask_image_s" and "dask_image_cut_s" in r:
+                bar.set_hatch("//")
     if tools and tools[0][0] == "meshccl_dask_s":
         # dask-image's time over meshccl.dask's above each pair of bars
         for j, r in enumerate(rows):
@@ -470,11 +563,16 @@ def plot(path, rows):
                 ax.annotate(f"{r['speedup_vs_dask_image']:.0f}×",
                             (j + width / 2, max(r["dask_image_s"], r["meshccl_dask_s"])),
                             xytext=(0, 3), textcoords="offset points", ha="center", fontsize=7)
+            elif "dask_image_cut_s" in r:
+                ax.annotate(f"> {r['speedup_at_least']:.0f}×",
+                            (j + width / 2, max(r["dask_image_cut_s"], r["meshccl_dask_s"])),
+                            xytext=(0, 3), textcoords="offset points", ha="center", fontsize=7)
             elif "dask_image_skipped" in r:
                 ax.annotate("dask-image\nnot run", (j + width / 2, r["meshccl_dask_s"]),
                             xytext=(0, 3), textcoords="offset points", ha="center", fontsize=6)
     ax.set_title("meshccl.dask.label against dask_image.ndmeasure.label\n"
-                 "(above the bars: dask-image's time / meshccl.dask's)", fontsize=9)
+                 "(above the bars: dask-image's time / meshccl.dask's; hatched: dask-image "
+                 "stopped at the limit)", fontsize=9)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
     ax.set_xticklabels([f"{r['case']}\n{r['scheduler']}" for r in rows], rotation=60,
                        ha="right", fontsize=7)

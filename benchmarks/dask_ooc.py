@@ -3,10 +3,12 @@ and statistics without ever holding its labels (issue 54, point 4).
 
 The volume (``--side``³ uint8 in ``--chunk``³ CuPy chunks) is a function of
 a seed and each chunk's position, generated on the GPU by the task that
-needs the chunk, as a store read chunk by chunk would give it: blobs (three
-crossed sine waves of the global coordinates plus per-chunk Gaussian noise
-of ``--noise``, thresholded; components cross chunk faces) or site
-percolation at p = 0.3116.  ``meshccl.dask.label(x, return_num=True,
+needs the chunk, as a store read chunk by chunk would give it: each cell a
+function of the seed and its global position (a counter-based hash, no
+cuRAND, the same cells whatever the chunking): blobs (three crossed sine
+waves of the global coordinates plus Gaussian noise of ``--noise``,
+thresholded; components cross chunk faces) or site percolation at
+p = 0.3116.  ``meshccl.dask.label(x, return_num=True,
 return_statistics=True, low_memory=True)`` is computed for N and the
 statistics alone under the threaded scheduler: step 1 keeps of each chunk
 its layers, ids and the table of its local labels (counts, boxes,
@@ -39,6 +41,7 @@ from and written to zarr through a memory-capped ``distributed`` worker.)
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -51,24 +54,53 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
+#: One cell of the volume from the seed and the cell's global position alone:
+#: a splitmix64 finaliser of (seed, global flat index) gives 64 random bits,
+#: the same whatever the chunking; percolation keeps a cell where 24 of them,
+#: as a fraction, fall below p; blobs add three crossed sine waves of the
+#: global coordinates to Gaussian noise (Box-Muller on two 24-bit fractions)
+#: and keep the cells above 0.3.  No cuRAND: nothing but this kernel runs.
+_CELL = r"""
+    long long z = i / (ny * nx) + z0, y = (i / nx) % ny + y0, x = i % nx + x0;
+    unsigned long long h = seed * 0x9E3779B97F4A7C15ULL + (z * sy + y) * sx + x;
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBULL;
+    h ^= h >> 31;
+    float u = (float)(h >> 40) * (1.0f / 16777216.0f);
+    if (blobs) {
+        float v = ((float)((h >> 16) & 0xFFFFFFULL) + 0.5f) * (1.0f / 16777216.0f);
+        const float two_pi = 6.283185307179586f;
+        float f = noise * sqrtf(-2.0f * logf(v)) * cosf(two_pi * u)
+                  + sinf(z * (two_pi / 41.0f)) + sinf(y * (two_pi / 53.0f))
+                  + sinf(x * (two_pi / 67.0f));
+        out = f > 0.3f;
+    } else {
+        out = u < 0.3116f;
+    }
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def _cell_kernel():
+    import cupy
+
+    return cupy.ElementwiseKernel(
+        "int64 ny, int64 nx, int64 z0, int64 y0, int64 x0, int64 sy, int64 sx, uint64 seed, "
+        "bool blobs, float32 noise", "uint8 out", _CELL, "meshccl_bench_cells")
+
+
 def _block(pattern, noise, seed, block_info=None):
-    """One chunk on the current GPU, from the seed and its global position."""
+    """One chunk on the current GPU, from the seed and its global position
+    (:data:`_CELL`): the same cells whatever the chunking."""
     import cupy
 
     info = block_info[None]
-    loc = info["array-location"]
-    shape = tuple(hi - lo for lo, hi in loc)
-    where = np.ravel_multi_index(info["chunk-location"], info["num-chunks"])
-    rs = cupy.random.RandomState(seed * 1_000_003 + int(where))
-    if pattern == "percolation":
-        return (rs.random_sample(shape, dtype=cupy.float32) < 0.3116).view(cupy.uint8)
-    z, y, x = (cupy.arange(lo, hi, dtype=cupy.float32) for lo, hi in loc)
-    f = rs.standard_normal(shape, dtype=cupy.float32)
-    f *= noise
-    f += cupy.sin(z * (2 * np.pi / 41.0))[:, None, None]
-    f += cupy.sin(y * (2 * np.pi / 53.0))[None, :, None]
-    f += cupy.sin(x * (2 * np.pi / 67.0))[None, None, :]
-    return (f > 0.3).view(cupy.uint8)
+    (z0, z1), (y0, y1), (x0, x1) = info["array-location"]
+    _, sy, sx = info["shape"]
+    out = cupy.empty((z1 - z0, y1 - y0, x1 - x0), dtype=cupy.uint8)
+    _cell_kernel()(y1 - y0, x1 - x0, z0, y0, x0, sy, sx, np.uint64(seed),
+                   pattern == "blobs", np.float32(noise), out)
+    return out
 
 
 def volume(side, chunk, pattern, noise, seed=0):
@@ -162,14 +194,17 @@ def ooc(x, connectivity, store=None):
 
     labels, num, stats = meshccl.dask.label(x, connectivity=connectivity, return_num=True,
                                             return_statistics=True, low_memory=True)
-    todo = [num, stats]
+    # the arrays (N, the store's) together and the delayed statistics last:
+    # dask 2026.8's compute returns its results grouped by kind, in the
+    # order each kind first comes, not in the order asked
+    todo = [num]
     if store is not None:
         host = labels.map_blocks(_to_host, store.dtype, dtype=store.dtype,
                                  meta=np.empty((0,) * x.ndim, store.dtype))
         todo.append(da.store(host, store, lock=False, compute=False))
     t = time.perf_counter()
-    got = dask.compute(*todo, scheduler="threads")
-    return time.perf_counter() - t, int(got[0]), got[1]
+    got = dask.compute(*todo, stats, scheduler="threads")
+    return time.perf_counter() - t, int(got[0]), got[-1]
 
 
 def check(args):

@@ -799,6 +799,35 @@ def test_dask_bench_same_partition_against_a_pairwise_check():
         assert dask_bench.same_partition(a, b) == want
 
 
+def _slow_block(b):
+    import time
+
+    time.sleep(1.0)
+    return b
+
+
+def test_dask_bench_peer_limited_times_or_stops():
+    """dask_bench's time limit per peer on the threaded scheduler: a
+    computation within the limit gives its seconds (its labels checked), one
+    past it gives None and its process is stopped; labels that split a
+    component stop the run."""
+    da = pytest.importorskip("dask.array")
+    import dask_bench
+
+    want = np.zeros((8, 8, 8), np.int64)
+    want[:3] = 1
+    want[5:, 2:] = 2
+    lab = da.from_array(want, chunks=4)
+    n = lab.max()
+    seconds = dask_bench.peer_limited(lab, n, None, 60, want, 2)
+    assert 0 <= seconds < 60
+    slow = lab.map_blocks(_slow_block, dtype=lab.dtype)
+    assert dask_bench.peer_limited(slow, n, None, 0.2, want, 2) is None
+    split = da.from_array(np.where(np.arange(8)[:, None, None] < 1, 3, want), chunks=4)
+    with pytest.raises(SystemExit):
+        dask_bench.peer_limited(split, split.max(), None, 60, want, 2)
+
+
 def test_dask_multi_gpu_null_graph_keeps_the_shape():
     """The no-op graph of dask_multi_gpu.py: one task per task of the label
     graph, each waiting for the same dependencies under new keys; it runs."""

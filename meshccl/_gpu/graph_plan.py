@@ -33,7 +33,8 @@ one-off call never pays for the recording) and kept for up to
 a plan holds about 20 bytes per vertex of device memory).  :func:`release`
 drops them, and so does a change of the tuning constants.  If recording fails (a CuPy without graph
 support, another allocator than CuPy's default pool, out of memory), the
-key is marked and the direct path runs, now and later.
+key is marked and the direct path runs, now and later.  Nothing is
+recorded outside the main thread (``capture.py``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import threading
 from collections import OrderedDict
 
 from .. import _tuning
+from . import capture
 
 #: keys whose calls are counted towards GRAPH_PLAN_AFTER, per thread
 MAX_SEEN = 64
@@ -100,18 +102,17 @@ class GraphPlan:
         dev = cupy.cuda.Device().id
         for t in ("int32", "int64"):  # made outside the graph: their zeros must be there
             gpu._dummy(dev, t)
-        stream = _capture_stream(dev)
-        with cupy.cuda.using_allocator(alloc), stream:
-            stream.begin_capture()
+        def launch():
+            facts, join = gpu.check_aside(indptr, indices)
             try:
-                facts, join = gpu.check_aside(indptr, indices)
-                try:
-                    _, P = gpu.components(kind, (indptr, indices), n, method, symmetric,
-                                          compression=compression, facts=facts)
-                finally:
-                    join()
+                _, P = gpu.components(kind, (indptr, indices), n, method, symmetric,
+                                      compression=compression, facts=facts)
             finally:
-                graph = stream.end_capture()
+                join()
+            return facts, P
+
+        with cupy.cuda.using_allocator(alloc):
+            graph, (facts, P) = capture.record(_capture_stream(dev), launch)
         self.graph, self.facts, self.P, self._keep = graph, facts, P, keep
 
     def __call__(self):
@@ -129,7 +130,7 @@ def lookup(kind, indptr, indices, n, method, symmetric, compression):
     ``GRAPH_PLAN_AFTER``-th call; None: take the direct path (and count the
     call)."""
     plan_after = _tuning.GRAPH_PLAN_AFTER
-    if plan_after < 1 or not 0 < n <= _tuning.GRAPH_MAX_PLAN_VERTICES:
+    if plan_after < 1 or not 0 < n <= _tuning.GRAPH_MAX_PLAN_VERTICES or not capture.may_record():
         return None
     import cupy
 

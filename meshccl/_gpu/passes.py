@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import NotConverged
+from . import capture
 
 #: Most passes launched between two reads of the change flags.
 BATCH_MAX = 64
@@ -36,7 +37,8 @@ class BatchGraphs:
     launches that are the same kernels on the same arrays every time.
     Batches of fewer than ``smallest`` passes always launch directly
     (a graph's recording costs about what a direct batch costs); 0: never
-    record.  ``replayed`` counts the passes run from graphs; ``flags``:
+    record.  Nor is anything recorded outside the main thread
+    (``capture.py``).  ``replayed`` counts the passes run from graphs; ``flags``:
     the change flags of :func:`until_settled`, kept here because the
     recorded passes write to them.
     """
@@ -52,7 +54,8 @@ class BatchGraphs:
         """Launch ``size`` passes: ``launch()`` or the graph recorded from it."""
         graph = self.graphs.get(key)
         if graph is None:
-            if not self.smallest or size < self.smallest or key not in self.seen:
+            if (not self.smallest or size < self.smallest or key not in self.seen
+                    or not capture.may_record()):
                 self.seen.add(key)
                 launch()
                 return
@@ -60,13 +63,7 @@ class BatchGraphs:
 
             from .graph_plan import _capture_stream
 
-            stream = _capture_stream(cupy.cuda.Device().id)
-            with stream:
-                stream.begin_capture()
-                try:
-                    launch()
-                finally:
-                    graph = stream.end_capture()
+            graph, _ = capture.record(_capture_stream(cupy.cuda.Device().id), launch)
             self.graphs[key] = graph
         import cupy
 

@@ -31,7 +31,9 @@ gaps between kernels shrink.  The graph reads whatever the input holds when
 it runs, and writes the labels into the array the call has just allocated,
 so a replay is the same work as the launches it stands for.  A plan keeps
 :data:`MAX_GRAPHS` such graphs (least recently used dropped first), and
-stops recording if a recording fails.
+stops recording if a recording fails.  Graphs are recorded only in the main
+thread (``capture.py``: another thread's synchronisation with the GPU
+fails while a capture is open).
 
 Plain 2-D images have their kernels in two forms, with slots for the piece
 roots of their run starts and without (image_plain.py, _tuning.RUNS_2D_SLOTS): the
@@ -89,7 +91,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _tuning, _validate
-from . import chains, image_plain, number_roots, runs3d_structure, runs_nd
+from . import capture, chains, image_plain, number_roots, runs3d_structure, runs_nd
 from .launch import COUNTS, pack_chain
 
 MAX_PLANS = 16
@@ -230,6 +232,8 @@ class Plan:
             self._try_capture()
 
     def _try_capture(self):
+        if not capture.may_record():  # (not in a worker thread: capture.py)
+            return
         try:
             self._capture()
         except Exception:  # no graph support here: launch one by one
@@ -306,13 +310,7 @@ class Plan:
         stream = self._stream
         if stream is None:
             stream = self._stream = self.cupy.cuda.Stream(non_blocking=True)
-        with stream:
-            stream.begin_capture()
-            try:
-                count = self._launch(values, P)
-            finally:
-                graph = stream.end_capture()
-        return graph, count
+        return capture.record(stream, lambda: self._launch(values, P))
 
     def _pick(self):
         """Plain 2-D images: the tile kernel with slots or without
@@ -335,7 +333,7 @@ class Plan:
         if hit is not None:
             self.at.move_to_end(key)
             return hit
-        if not _tuning.PLAN_GRAPH_AFTER:
+        if not _tuning.PLAN_GRAPH_AFTER or not capture.may_record():
             return None
         calls = self.seen.pop(key, 0) + 1
         if calls < _tuning.PLAN_GRAPH_AFTER:
