@@ -480,7 +480,7 @@ def _plans_counting():
     """This thread's launch plans that count (meshccl/_gpu/plan.py)."""
     from meshccl._gpu import plan
 
-    return [p for p in getattr(plan._local, "plans", {}).values() if p.table is not None]
+    return [p for p in getattr(plan._local, "plans", {}).values() if p.counted]
 
 
 def _host_counts(a, **kw):

@@ -1650,6 +1650,24 @@ def test_mutual_pieces_emulated(scc_emulated, monkeypatch, values):
     assert (cycles > 0) == (values.get("STRONG_MUTUAL_SHARE") != 0)
 
 
+def test_host_index_pair():
+    """The host route takes mixed and narrow index types as int64 (an int64
+    indptr with uint16 indices among them), equal pairs of int32 or int64
+    as they are, and leaves uint64 to the GPU path's checks."""
+    from meshccl.graph._dispatch import host_index_pair
+
+    for ta, tb in [(np.int64, np.uint16), (np.int32, np.int64), (np.uint32, np.uint32),
+                   (np.int16, np.int16), (np.uint8, np.int32)]:
+        a, b = host_index_pair(np.arange(3, dtype=ta), np.arange(2, dtype=tb))
+        assert a.dtype == b.dtype == np.int64 and a.tolist() == [0, 1, 2] and b.tolist() == [0, 1]
+    for t in (np.int32, np.int64):
+        a0, b0 = np.arange(3, dtype=t), np.arange(2, dtype=t)
+        a, b = host_index_pair(a0, b0)
+        assert a is a0 and b is b0
+    assert host_index_pair(np.arange(3, dtype=np.int64), np.arange(2, dtype=np.uint64)) is None
+    assert host_index_pair(np.arange(3, dtype=np.uint64), np.arange(2, dtype=np.int32)) is None
+
+
 def test_host_route_rule():
     """Which CuPy graphs go to the host's search: at most STRONG_HOST_SMALL
     vertices + edges, or at most STRONG_HOST_SPARSE with at most

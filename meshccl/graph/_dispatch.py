@@ -117,6 +117,22 @@ def host_route(n, m):
         size <= _tuning.STRONG_HOST_SPARSE and m <= _tuning.STRONG_HOST_SPARSE_DEGREE * n))
 
 
+def host_index_pair(a, b):
+    """Two host index arrays (``indptr`` and ``indices``, or the two ends of
+    edges) in one type the compiled search takes: as they are when both are
+    int32 or both int64, else both as int64; None when either is uint64
+    (values past int64's range: the GPU path checks them and says so).
+
+    >>> [x.dtype.name for x in host_index_pair(np.zeros(2, np.int64), np.zeros(1, np.uint16))]
+    ['int64', 'int64']
+    """
+    if a.dtype == b.dtype and a.dtype in (np.int32, np.int64):
+        return a, b
+    if any(x.dtype.kind == "u" and x.dtype.itemsize == 8 for x in (a, b)):
+        return None
+    return a.astype(np.int64), b.astype(np.int64)
+
+
 def strong_on_host(csgraph):
     """``(count, labels)`` of the strong components of a CuPy graph that
     :func:`host_route` sends to the host (a cupyx CSR, CSC or COO matrix,
@@ -157,10 +173,10 @@ def strong_on_host(csgraph):
         n = int(max(a.max(), b.max())) + 1 if m and a.size else 0
         if not host_route(n, m):
             return None
-    if a.dtype != b.dtype or a.dtype not in (np.int32, np.int64):
-        if max(a.dtype.itemsize, b.dtype.itemsize) == 8 and "u" in a.dtype.kind + b.dtype.kind:
-            return None  # (uint64 values may not fit int64: the GPU path checks them)
-        a, b = a.astype(np.int64), b.astype(np.int64)
+    pair = host_index_pair(a, b)
+    if pair is None:
+        return None
+    a, b = pair
     out = _cpu_graph().checked_components(kind, a, b, n, strong=True, smallest=True)
     if out is None:
         return None
