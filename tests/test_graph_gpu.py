@@ -14,6 +14,9 @@ from scipy.sparse.csgraph import connected_components as scipy_cc
 from meshccl import _tuning
 from meshccl import graph_generators as gen
 from meshccl.errors import NotConverged
+# (imported here, not inside a test: importing that module inside a @given test
+# runs its own @given decorators there, which Hypothesis reports as nested)
+from test_graph_gpu_emulated import BAD_CSR, BAD_EDGES, mix64  # noqa: E402
 from meshccl.graph import (COMPRESSION, CPU_METHODS, GPU_METHODS, Edges, connected_components,
                            release_plans, spanning_forest)
 
@@ -385,7 +388,6 @@ def test_sample_mode_kernel(itype, data):
 
     from meshccl._gpu import graph as gg
     from meshccl._gpu.loader import kernels
-    from test_graph_gpu_emulated import mix64
 
     n = data.draw(st.sampled_from([1, 2, 5, 1000, 70_000]), label="n")
     trees = data.draw(st.sampled_from([1, 2, 3, 50, n]), label="trees")
@@ -624,7 +626,6 @@ def test_auto_tile_probe_on_gpu():
 
     from meshccl._gpu.graph import _SEED, chain_probe_edges, tile_probe, tile_shift
     from meshccl.graph import _auto_method
-    from test_graph_gpu_emulated import mix64
 
     line = gen.line(100_000)
     perm = np.random.default_rng(5).permutation(line.n_vertices).astype(np.int64)
@@ -759,7 +760,6 @@ def test_fused_validation_errors_on_gpu():
     the end of indices, and a decreasing pair)."""
     import cupy
 
-    from test_graph_gpu_emulated import BAD_CSR, BAD_EDGES
 
     def same_error(host):
         with pytest.raises(ValueError) as want:
