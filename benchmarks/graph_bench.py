@@ -39,16 +39,24 @@ family at --edges stored edges for weak and strong components: SciPy once
 a device session), meshccl's CPU backend with --cpu and its GPU backend
 with --gpu (median of --reps; CUDA events around the whole public call on
 a cupyx CSR; a backend whose first call takes over --slow seconds is timed
-by that call alone), NetworkX on graphs of at most --networkx-max-edges
-edges.  The table, json and plot are rewritten after each family (a run
-cut short keeps the families it finished).
+by that call alone), and NetworkX (weakly_/strongly_connected_components
+on a DiGraph built outside the timing, where networkx imports) at the
+largest of --edges / 1000, / 100, / 10 and --edges whose graph build and
+calls, estimated linearly from the size below, fit --networkx-limit
+seconds each; its speed-up is against SciPy at the size it ran.  A
+family whose slower SciPy call, estimated from the family at --edges /
+100, would pass --scipy-limit seconds runs at fewer edges (the table's
+note says so); --time-budget leaves out the families that would pass it
+and lists them.  The table, json and plot are rewritten after each family
+(a run cut short keeps the families it finished).
 Labels are checked: value for value against SciPy on the CPU and for weak
 components, SciPy's partition numbered by smallest vertex for strong
-components on the GPU.  Writes families.md, families.json and
-families.png (speed-up over SciPy per family) under --out:
+components on the GPU and for NetworkX.  Writes families.md,
+families.json and families.png (speed-up over SciPy per family) under --out:
 
     python benchmarks/graph_bench.py --families all --cpu --edges 1e6 --out DIR
-    python benchmarks/graph_bench.py --families all --gpu --edges 1e7 --out DIR
+    python benchmarks/graph_bench.py --families all --gpu --cpu --edges 1e7 \
+        --networkx-limit 2 --time-budget 280 --out DIR
 
 With --sizes LIST (stored edges, e.g. 10,100,1e3,1e4,1e5,1e6) the families
 mode runs each family at every size instead, SciPy on a float64 SciPy CSR
@@ -409,8 +417,19 @@ def main(argv=None):
                     help="--sizes: the connections timed (comma list of weak, strong)")
     ap.add_argument("--size-seconds", type=float, default=0.3,
                     help="--sizes: seconds of calls per graph, connection and library")
-    ap.add_argument("--networkx-max-edges", type=float, default=2e5,
-                    help="families mode: NetworkX runs on graphs up to this many edges")
+    ap.add_argument("--networkx-limit", type=float, default=2.0,
+                    help="families mode: seconds NetworkX may take to build its graph and for "
+                         "each call; it runs at the largest of --edges / 1000, / 100, / 10, "
+                         "--edges whose estimate (linear from the size below) fits (0: no "
+                         "NetworkX)")
+    ap.add_argument("--scipy-limit", type=float, default=20.0,
+                    help="families mode: seconds SciPy's slower call may take, estimated from "
+                         "the family at --edges / 100; a family over it runs at fewer edges, "
+                         "noted in the table (0: no limit)")
+    ap.add_argument("--time-budget", type=float, default=0.0,
+                    help="families mode: seconds for the whole run; after the first family, "
+                         "a family is left out (and listed under the table) once the time so "
+                         "far plus the longest family so far would pass it (0: no budget)")
     ap.add_argument("--tune", default="",
                     help="NAME=VALUE[,NAME=VALUE...]: meshccl._tuning constants for the run "
                          "(integers or floats), e.g. STRONG_PEEL_AFTER=1000000000")
@@ -581,10 +600,6 @@ def _main(opt):
 
 def families(opt):
     """The families mode (module docstring): a table, a json and a plot."""
-    import json
-
-    from scipy.sparse.csgraph import connected_components as scipy_cc
-
     from meshccl import graph_families
 
     names = list(graph_families.FAMILIES) if opt.families == "all" else opt.families.split(",")
@@ -596,46 +611,59 @@ def families(opt):
     if not (opt.cpu or opt.gpu):
         print("--families needs --cpu, --gpu or both", file=sys.stderr)
         return 2
+    for flag in ("networkx_limit", "scipy_limit", "time_budget"):
+        if getattr(opt, flag) < 0:
+            print(f"--{flag.replace('_', '-')}: must be >= 0 seconds, got {getattr(opt, flag)}",
+                  file=sys.stderr)
+            return 2
     if opt.sizes is not None:
         return _family_sizes(opt, names)
+    nx = None
+    if opt.networkx_limit > 0:
+        try:
+            import networkx as nx
+        except ImportError:  # the column is left out, and the header says why
+            pass
     m_target = int(opt.edges or (1e7 if opt.gpu else 1e6))
-    cols = ["scipy"] + (["networkx"] if m_target <= opt.networkx_max_edges else []) \
+    cols = ["scipy"] + (["networkx"] if nx is not None else []) \
         + (["cpu"] if opt.cpu else []) + (["gpu"] if opt.gpu else [])
-    rows, ok_all, t_start = [], True, time.perf_counter()
+    rows, skipped, ok_all, t_start = [], [], True, time.perf_counter()
+    longest = 0.0
+    table = ""
     for name in names:
+        t_family = time.perf_counter()
+        if opt.time_budget and rows and t_family - t_start + longest > opt.time_budget:
+            skipped.append(name)
+            continue
+        make = graph_families.FAMILIES[name]
+        m, shrunk = _scipy_fit(make, m_target, opt.scipy_limit)
         t0 = time.perf_counter()
-        e = graph_families.FAMILIES[name](m_target, seed=1)
+        e = make(m, seed=1)
         n = e.n_vertices
         g = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
+        del e
         build = time.perf_counter() - t0
         dev = None
         if opt.gpu:
             import cupyx.scipy.sparse as csp
 
             dev = csp.csr_matrix(g)
-        nxg = None
-        if "networkx" in cols:
-            import networkx
-
-            nxg = networkx.from_scipy_sparse_array(g, create_using=networkx.DiGraph)
+        ladder = _networkx_ladder(nx, make, m, opt.networkx_limit) if nx is not None else {}
         for conn in ("weak", "strong"):
             row = {"family": name, "title": graph_families.TITLES[name], "connection": conn,
                    "n": n, "m": int(g.nnz), "build_s": build, "ms": {}, "ok": {}}
+            if shrunk:
+                row["shrunk"] = shrunk
             t0 = time.perf_counter()
             want = scipy_cc(g, directed=True, connection=conn)
             row["ms"]["scipy"] = (time.perf_counter() - t0) * 1e3
             row["components"] = int(want[0])
             row["largest"] = int(np.bincount(want[1]).max()) if n else 0
             canon = _by_smallest(want[1])
-            if nxg is not None:
-                import networkx
-
-                run = (networkx.weakly_connected_components if conn == "weak"
-                       else networkx.strongly_connected_components)
-                t0 = time.perf_counter()
-                count = sum(1 for _ in run(nxg))
-                row["ms"]["networkx"] = (time.perf_counter() - t0) * 1e3
-                row["ok"]["networkx"] = count == want[0]
+            if nx is not None:
+                row["networkx"] = ladder[conn]
+                if "ok" in ladder[conn]:
+                    row["ok"]["networkx"] = ladder[conn]["ok"]
 
             def call(x, conn=conn, **kw):
                 return connected_components(x, directed=True, connection=conn, **kw)
@@ -663,19 +691,118 @@ def families(opt):
             ok_all &= all(row["ok"].values())
             rows.append(row)
             print(name, conn, n, row["m"], {k: round(v, 2) for k, v in row["ms"].items()},
-                  row["ok"], flush=True)
+                  row["ok"], row.get("networkx", ""), flush=True)
         del dev
-        table = _families_table(rows, cols, opt, time.perf_counter() - t_start)
-        if opt.out:  # after every family: a run cut short still leaves its rows
-            out = Path(opt.out)
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "families.md").write_text(table + "\n")
-            (out / "families.json").write_text(json.dumps(
-                {"machine": _machine(opt), "columns": cols, "edges": m_target, "rows": rows},
-                indent=1))
-            _families_plot(rows, cols, out / "families.png")
+        longest = max(longest, time.perf_counter() - t_family)
+        table = _families_write(rows, cols, opt, m_target, nx, skipped, t_start)
+    table = _families_write(rows, cols, opt, m_target, nx, skipped, t_start)
     print(table)
     return 0 if ok_all else 1
+
+
+def _families_write(rows, cols, opt, m_target, nx, skipped, t_start):
+    """The families table of the rows so far; under --out also its json
+    and plot (rewritten after every family: a run cut short keeps the
+    families it finished)."""
+    import json
+
+    table = _families_table(rows, cols, opt, time.perf_counter() - t_start, nx, skipped)
+    if opt.out:
+        out = Path(opt.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "families.md").write_text(table + "\n")
+        (out / "families.json").write_text(json.dumps(
+            {"machine": _machine(opt), "columns": cols, "edges": m_target, "skipped": skipped,
+             "networkx_limit_s": opt.networkx_limit if nx is not None else None,
+             "scipy_limit_s": opt.scipy_limit, "rows": rows}, indent=1))
+        _families_plot(rows, cols, out / "families.png")
+    return table
+
+
+def _round_down(m):
+    """m rounded down to one significant digit (at least 1)."""
+    step = 10 ** int(np.log10(max(m, 1)))
+    return max(1, int(m // step * step))
+
+
+def _scipy_fit(make, m, limit):
+    """(edges to run, note or None): ``m``, or fewer where SciPy's slower
+    call, estimated from the family at m / 100 edges (linear in the edges),
+    would take over ``limit`` seconds (0: no limit)."""
+    if not limit or m < 100_000:
+        return m, None
+    e = make(m // 100, seed=1)
+    n = e.n_vertices
+    g = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
+    slowest = 0.0
+    for conn in ("weak", "strong"):
+        t0 = time.perf_counter()
+        scipy_cc(g, directed=True, connection=conn)
+        slowest = max(slowest, time.perf_counter() - t0)
+    estimate = slowest * m / max(1, g.nnz)
+    if estimate <= limit:
+        return m, None
+    run = _round_down(m * limit / estimate)
+    return run, f"shrunk from {m} edges: SciPy estimated {estimate:.1f} s > {limit:g} s"
+
+
+def _networkx_components(nx, make, m):
+    """NetworkX on the family at m edges: ({conn: (ms, ok, SciPy ms)}, the
+    seconds its DiGraph took to build (not timed in the calls), stored
+    edges).  ok: NetworkX's partition is SciPy's."""
+    e = make(m, seed=1)
+    n = e.n_vertices
+    g = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
+    t0 = time.perf_counter()
+    G = nx.DiGraph()
+    G.add_nodes_from(range(n))
+    G.add_edges_from(zip(e.src.tolist(), e.dst.tolist()))
+    build = time.perf_counter() - t0
+    out = {}
+    for conn, run in (("weak", nx.weakly_connected_components),
+                      ("strong", nx.strongly_connected_components)):
+        t0 = time.perf_counter()
+        want = scipy_cc(g, directed=True, connection=conn)
+        t_scipy = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        comps = list(run(G))
+        t_nx = time.perf_counter() - t0
+        labels = np.empty(n, np.int64)
+        for i, c in enumerate(comps):
+            labels[np.fromiter(c, np.int64, len(c))] = i
+        ok = len(comps) == want[0] and np.array_equal(_by_smallest(labels),
+                                                      _by_smallest(want[1]))
+        out[conn] = (t_nx * 1e3, bool(ok), t_scipy * 1e3)
+    return out, build, int(g.nnz)
+
+
+def _networkx_ladder(nx, make, m, limit):
+    """NetworkX on the family at the largest of m / 1000, m / 100, m / 10,
+    m edges (at least 1000) whose estimate fits ``limit`` seconds: each
+    size run only when its graph build and each call, estimated linearly
+    from the size below, stay within the limit.  {conn: {"m", "ms",
+    "scipy_ms", "ok"} of the largest size run, plus "next_s": the estimate
+    that stopped the ladder (absent when it reached m)}."""
+    size = min(m, max(1000, m // 1000))
+    done = None
+    while True:
+        result, build, stored = _networkx_components(nx, make, size)
+        done = (size, stored, result)
+        if size >= m:
+            break
+        nxt = min(m, size * 10)
+        slowest = max([build] + [ms / 1e3 for ms, _, _ in result.values()])
+        estimate = slowest * nxt / size
+        if estimate > limit:
+            break
+        size = nxt
+    size, stored, result = done
+    ladder = {}
+    for conn, (ms, ok, scipy_ms) in result.items():
+        ladder[conn] = {"m": stored, "ms": ms, "scipy_ms": scipy_ms, "ok": ok}
+        if size < m:
+            ladder[conn]["next_s"] = estimate
+    return ladder
 
 
 def _in_turn(fs, reps, seconds):
@@ -814,24 +941,51 @@ def _by_smallest(labels):
     return rank[inverse.ravel()]
 
 
-def _families_table(rows, cols, opt, wall):
+def _speed(r, c):
+    """SciPy's time over column c's on row r (NetworkX: at the size it ran), or None."""
+    if c == "networkx":
+        x = r.get("networkx")
+        return x["scipy_ms"] / x["ms"] if x and x["ms"] else None
+    return r["ms"]["scipy"] / r["ms"][c] if r["ms"].get(c) else None
+
+
+def _networkx_cell(x, m):
+    """NetworkX's ms, with the size it ran at where that is below the row's."""
+    if x is None:
+        return ""
+    if x["m"] == m:
+        return f"{x['ms']:.2f}"
+    return f"{x['ms']:.2f} at {x['m']} edges (next: est. {x['next_s']:.0f} s)"
+
+
+def _families_table(rows, cols, opt, wall, nx=None, skipped=()):
     speed = [c for c in cols if c != "scipy"]
-    lines = [f"Weak and strong components per graph family, ms per call; speed-up over SciPy "
-             f"(one SciPy call; meshccl median of {opt.reps}). {_machine(opt)}"
-             + (f" Tuning: {opt.tune}." if opt.tune else ""), "",
+    head = (f"Weak and strong components per graph family, ms per call; speed-up over SciPy "
+            f"(one SciPy call; meshccl median of {opt.reps}). {_machine(opt)}"
+            + (f" Tuning: {opt.tune}." if opt.tune else ""))
+    if nx is not None:
+        head += (f" NetworkX {nx.__version__}: weakly_/strongly_connected_components on a "
+                 f"DiGraph built outside the timing, its partition checked against SciPy's, at "
+                 f"the largest size whose estimated build and calls fit {opt.networkx_limit:g} s "
+                 f"each (a smaller size is named in its cell; its speed-up is against SciPy at "
+                 f"that size).")
+    elif opt.networkx_limit > 0:
+        head += " NetworkX: not importable, left out."
+    lines = [head, "",
              "| family | connection | n | stored edges | components | largest | "
              + " | ".join(cols) + " | " + " | ".join(f"{c} / scipy" for c in speed)
-             + " | labels |", "|---|---|---:|---:|---:|---:|" + "---:|" * (len(cols) + len(speed))
-             + "---|"]
+             + " | labels | note |", "|---|---|---:|---:|---:|---:|"
+             + "---:|" * (len(cols) + len(speed)) + "---|---|"]
     for r in rows:
         ms = r["ms"]
-        cells = [f"{ms[c]:.2f}" if c in ms else "" for c in cols]
-        ups = [f"{ms['scipy'] / ms[c]:.1f}x" if ms.get(c) else "" for c in speed]
+        cells = [_networkx_cell(r.get("networkx"), r["m"]) if c == "networkx" else
+                 f"{ms[c]:.2f}" if c in ms else "" for c in cols]
+        ups = [f"{_speed(r, c):.3g}x" if _speed(r, c) else "" for c in speed]
         ok = "ok" if all(r["ok"].values()) else "WRONG " + ",".join(
             k for k, v in r["ok"].items() if not v)
         lines.append(f"| {r['title']} | {r['connection']} | {r['n']} | {r['m']} | "
                      f"{r['components']} | {r['largest']} | " + " | ".join(cells + ups)
-                     + f" | {ok} |")
+                     + f" | {ok} | {r.get('shrunk', '')} |")
     if any("gpu_info" in r for r in rows):
         lines += ["", "GPU, one call with return_info=True: the method that ran, ms per step "
                   "(CUDA events); for weak components the passes of an iterative method; for "
@@ -852,6 +1006,9 @@ def _families_table(rows, cols, opt, wall):
                      i["host_vertices"]) if strong else ("", "", "", ""))
                 lines.append(f"| {r['title']} | {r['connection']} | {i['method']} | {steps} | "
                              f"{passes} | {rounds} | {paths} | {pieces} | {host} |")
+    if skipped:
+        lines += ["", f"Not run (--time-budget {opt.time_budget:g} s reached): "
+                  + ", ".join(skipped) + "."]
     lines += ["", f"Benchmark wall time {wall:.0f} s."]
     return "\n".join(lines)
 
@@ -871,8 +1028,8 @@ def _families_plot(rows, cols, path):
     colours = {"cpu": "tab:blue", "gpu": "tab:green", "networkx": "tab:grey"}
     for c in (c for c in cols if c != "scipy"):
         for conn in ("weak", "strong"):
-            pts = [(r["ms"]["scipy"] / r["ms"][c], titles.index(r["title"])) for r in rows
-                   if r["connection"] == conn and r["ms"].get(c)]
+            pts = [(_speed(r, c), titles.index(r["title"])) for r in rows
+                   if r["connection"] == conn and _speed(r, c)]
             if pts:
                 ax.scatter(*zip(*pts), marker=marks[conn], color=colours[c],
                            label=f"meshccl {c}, {conn}" if c != "networkx" else f"networkx, {conn}")

@@ -755,6 +755,79 @@ def test_graph_bench_sizes_times_scipy_and_the_cpu_in_turn(tmp_path):
     assert "| one cycle through all + chords | 10 |" in (tmp_path / "sizes.md").read_text()
 
 
+def test_graph_bench_families_runs_every_family_with_labels_checked(tmp_path):
+    """graph_bench.py --families all --cpu: every family of
+    meshccl.graph_families, weak and strong, labels checked against SciPy;
+    NetworkX's partition checked too where networkx imports (at the
+    requested size: a generous limit); table, json and plot written."""
+    import json
+
+    import graph_bench
+
+    from meshccl.graph_families import FAMILIES
+
+    assert graph_bench.main(["--families", "all", "--cpu", "--edges", "3000", "--reps", "1",
+                             "--networkx-limit", "60", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "families.json").read_text())
+    assert [(r["family"], r["connection"]) for r in data["rows"]] == [
+        (f, c) for f in FAMILIES for c in ("weak", "strong")]
+    try:
+        import networkx  # noqa: F401
+        has_nx = True
+    except ImportError:
+        has_nx = False
+    assert ("networkx" in data["columns"]) == has_nx
+    for r in data["rows"]:
+        assert r["ok"]["cpu"] is True and r["ms"]["scipy"] > 0 and r["ms"]["cpu"] > 0
+        assert 0 < r["largest"] <= r["n"] and 0 < r["components"] <= r["n"]
+        if has_nx:
+            assert r["ok"]["networkx"] is True
+            assert r["networkx"]["m"] == r["m"] and r["networkx"]["ms"] > 0
+    assert (tmp_path / "families.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_graph_bench_families_networkx_stops_below_its_limit(tmp_path):
+    """With a NetworkX limit nothing fits, NetworkX runs only at its first
+    size (1000 edges, below --edges) and is still checked; the time budget
+    leaves every family after the first out."""
+    import json
+
+    import graph_bench
+
+    pytest.importorskip("networkx")
+    assert graph_bench.main(["--families", "cycle,chain,small_sccs", "--cpu", "--edges", "20000",
+                             "--reps", "1", "--networkx-limit", "1e-9", "--time-budget", "1e-9",
+                             "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "families.json").read_text())
+    assert [r["family"] for r in data["rows"]] == ["cycle", "cycle"]
+    assert data["skipped"] == ["chain", "small_sccs"]
+    for r in data["rows"]:
+        x = r["networkx"]
+        assert r["ok"]["networkx"] is True and 900 <= x["m"] <= 1100 < r["m"]
+        assert x["next_s"] > 1e-9 and x["scipy_ms"] > 0
+
+
+def test_graph_bench_scipy_limit_shrinks_a_family():
+    """_scipy_fit: a family whose SciPy estimate passes the limit runs at
+    fewer edges (one significant digit), with a note; no limit keeps it."""
+    import graph_bench
+
+    from meshccl.graph_families import FAMILIES
+
+    m, note = graph_bench._scipy_fit(FAMILIES["chain_shuffled"], 200_000, 1e-7)
+    assert 1 <= m < 200_000 and m == graph_bench._round_down(m) and note
+    assert graph_bench._scipy_fit(FAMILIES["chain_shuffled"], 200_000, 0) == (200_000, None)
+    assert graph_bench._scipy_fit(FAMILIES["chain"], 200_000, 1e6) == (200_000, None)
+    assert [graph_bench._round_down(x) for x in (1, 9, 12, 999, 3456)] == [1, 9, 10, 900, 3000]
+
+
+def test_graph_bench_families_refuses_bad_limits(capsys):
+    import graph_bench
+
+    assert graph_bench.main(["--families", "cycle", "--cpu", "--networkx-limit", "-1"]) == 2
+    assert "--networkx-limit" in capsys.readouterr().err
+
+
 def test_dask_bench_step_seconds_names_every_meshccl_task():
     """Every task that meshccl.dask.label writes falls in one of the steps the
     benchmark's table reports (a renamed task would land in 'other')."""
