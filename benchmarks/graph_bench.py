@@ -1039,9 +1039,9 @@ def _families_plot(rows, cols, path):
     ax.set_yticks(range(len(titles)), titles)
     ax.invert_yaxis()
     ax.set_xlabel("speed-up over SciPy (x)")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the axes
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 
