@@ -838,6 +838,40 @@ def test_dask_bench_input_array_reads_its_blocks(tmp_path):
     assert len(pickle.dumps(dict(image.__dask_graph__()))) < x.nbytes / 4
 
 
+def test_dask_bench_main_writes_each_row_before_dask_image(tmp_path, monkeypatch):
+    """A small run on the threaded scheduler: each row has dask-image's
+    time, its phases and N of meshccl.label; the input is cached and read
+    back by a second run; a run cut while dask-image runs has already
+    written meshccl.dask's row."""
+    pytest.importorskip("dask_image")
+    import json
+
+    import dask_bench
+
+    import meshccl
+
+    argv = ["--side", "24", "--chunks", "12", "--patterns", "blobs", "--connectivity", "1,3",
+            "--schedulers", "threads", "--repeat", "1", "--no-scipy", "--peer-limit", "60",
+            "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "a")]
+    dask_bench.main(argv)
+    rows = json.loads((tmp_path / "a" / "dask_bench.json").read_text())["rows"]
+    x = dask_bench.make_case("blobs", 24)
+    assert np.array_equal(np.load(tmp_path / "cache" / "blobs-24-seed0.npy"), x)
+    for r, conn in zip(rows, (1, 3)):
+        assert r["N"] == meshccl.label(x, connectivity=conn, return_num=True)[1]
+        assert r["dask_image_s"] > 0 and "dask_image_pending" not in r
+        assert {"check raster", "check sequential", "make input"} <= set(r["phases_s"])
+
+    def cut(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dask_bench, "peer_limited", cut)
+    with pytest.raises(KeyboardInterrupt):
+        dask_bench.main(argv[:-1] + [str(tmp_path / "b")])
+    (row,) = json.loads((tmp_path / "b" / "dask_bench.json").read_text())["rows"]
+    assert row["dask_image_pending"] and row["N"] == rows[0]["N"] and row["meshccl_dask_s"] > 0
+
+
 def _slow_block(b):
     import time
 
