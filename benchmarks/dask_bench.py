@@ -336,7 +336,8 @@ def main(argv=None):
             rows = json.load(f)["rows"]
     client = cluster = None
     data, refs = {}, {}  # inputs by (pattern, side); reference hashes and N by case
-    cache = args.cache or os.path.join(tempfile.gettempdir(), "meshccl-dask-bench")
+    cache = os.path.abspath(args.cache or os.path.join(tempfile.gettempdir(),
+                                                       "meshccl-dask-bench"))
     os.makedirs(cache, exist_ok=True)
     for sched in args.schedulers.split(","):
         if sched == "cluster":
