@@ -853,23 +853,96 @@ def test_dask_bench_step_seconds_names_every_meshccl_task():
         assert all(seconds[step] > 0 for step, _ in dask_bench.STEPS)
 
 
-def test_dask_bench_same_partition_against_a_pairwise_check():
-    """The linear-time check of two labellings against the definition (every
-    pair of cells together in one iff together in the other), on random
-    relabellings, merges and splits."""
+def test_dask_bench_check_partition_against_a_pairwise_check():
+    """The blockwise check of two labellings against the definition (every
+    pair of cells together in one iff together in the other, background in
+    the same cells), on random relabellings, merges and splits, some across
+    the blocks."""
+    da = pytest.importorskip("dask.array")
     import dask_bench
 
     rng = np.random.default_rng(7)
-    for _ in range(200):
-        a = rng.integers(0, 5, 12)
+    for _ in range(60):
+        a = rng.integers(0, 5, (4, 6))
         perm = np.concatenate([[0], rng.permutation(np.arange(1, 40))])
         b = perm[a]
         if rng.random() < 0.5:  # a merge, a split or a moved background cell
-            i = rng.integers(0, a.size)
-            b[i] = rng.integers(0, 45)
+            b[rng.integers(0, 4), rng.integers(0, 6)] = rng.integers(0, 45)
         want = (np.array_equal(a == 0, b == 0)
-                and np.array_equal(a[:, None] == a[None, :], b[:, None] == b[None, :]))
-        assert dask_bench.same_partition(a, b) == want
+                and np.array_equal(a.ravel()[:, None] == a.ravel()[None, :],
+                                   b.ravel()[:, None] == b.ravel()[None, :]))
+        n_a, n_b = (len(np.unique(v[v > 0])) for v in (a, b))
+        got = dask_bench.check_partition(da.from_array(b, chunks=(2, 3)), n_b,
+                                         da.from_array(a, chunks=(2, 3)), n_a, None)
+        assert got == want
+
+
+def test_dask_bench_check_labels_against_block_hashes():
+    """Labels equal to the reference pass the blockwise hash check; one
+    changed cell, another N or another chunking of the hashes fails it."""
+    da = pytest.importorskip("dask.array")
+    import dask_bench
+
+    want = np.random.default_rng(3).integers(0, 9, (6, 7, 5))
+    chunks = da.core.normalize_chunks(3, want.shape)
+    hashes = dask_bench.block_hashes(want, chunks)
+    lab = da.from_array(want.astype(np.int32), chunks=3)
+    assert dask_bench.check_labels(lab, 4, hashes, 4, None)
+    assert not dask_bench.check_labels(lab, 5, hashes, 4, None)
+    bad = want.copy()
+    bad[5, 6, 4] += 1
+    assert not dask_bench.check_labels(da.from_array(bad, chunks=3), 4, hashes, 4, None)
+    assert not dask_bench.check_labels(da.from_array(want, chunks=2), 4, hashes, 4, None)
+
+
+def test_dask_bench_input_array_reads_its_blocks(tmp_path):
+    """The benchmark's input: blocks read from the .npy file by the tasks,
+    equal to the array, the graph small whatever the array's size."""
+    da = pytest.importorskip("dask.array")
+    import pickle
+
+    import dask_bench
+
+    x = np.random.default_rng(2).integers(0, 2, (40, 30, 20)).astype(np.uint8)
+    path = str(tmp_path / "x.npy")
+    image = dask_bench.input_array(x, 16, path)
+    assert image.chunks == da.core.normalize_chunks(16, x.shape)
+    assert np.array_equal(image.compute(scheduler="threads"), x)
+    assert len(pickle.dumps(dict(image.__dask_graph__()))) < x.nbytes / 4
+
+
+def test_dask_bench_main_writes_each_row_before_dask_image(tmp_path, monkeypatch):
+    """A small run on the threaded scheduler: each row has dask-image's
+    time, its phases and N of meshccl.label; the input is cached and read
+    back by a second run; a run cut while dask-image runs has already
+    written meshccl.dask's row."""
+    pytest.importorskip("dask_image")
+    import json
+
+    import dask_bench
+
+    import meshccl
+
+    argv = ["--side", "24", "--chunks", "12", "--patterns", "blobs", "--connectivity", "1,3",
+            "--schedulers", "threads", "--repeat", "1", "--no-scipy", "--peer-limit", "60",
+            "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "a")]
+    dask_bench.main(argv)
+    rows = json.loads((tmp_path / "a" / "dask_bench.json").read_text())["rows"]
+    x = dask_bench.make_case("blobs", 24)
+    assert np.array_equal(np.load(tmp_path / "cache" / "blobs-24-seed0.npy"), x)
+    for r, conn in zip(rows, (1, 3)):
+        assert r["N"] == meshccl.label(x, connectivity=conn, return_num=True)[1]
+        assert r["dask_image_s"] > 0 and "dask_image_pending" not in r
+        assert {"check raster", "check sequential", "make input"} <= set(r["phases_s"])
+
+    def cut(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dask_bench, "peer_limited", cut)
+    with pytest.raises(KeyboardInterrupt):
+        dask_bench.main(argv[:-1] + [str(tmp_path / "b")])
+    (row,) = json.loads((tmp_path / "b" / "dask_bench.json").read_text())["rows"]
+    assert row["dask_image_pending"] and row["N"] == rows[0]["N"] and row["meshccl_dask_s"] > 0
 
 
 def _slow_block(b):
@@ -890,15 +963,16 @@ def test_dask_bench_peer_limited_times_or_stops():
     want = np.zeros((8, 8, 8), np.int64)
     want[:3] = 1
     want[5:, 2:] = 2
-    lab = da.from_array(want, chunks=4)
-    n = lab.max()
-    seconds = dask_bench.peer_limited(lab, n, None, 60, want, 2)
+    ref = da.from_array(want, chunks=4)
+    lab = da.from_array(np.where(want == 1, 7, want), chunks=4)
+    n = 2
+    seconds = dask_bench.peer_limited(lab, n, None, 60, ref, 2)
     assert 0 <= seconds < 60
     slow = lab.map_blocks(_slow_block, dtype=lab.dtype)
-    assert dask_bench.peer_limited(slow, n, None, 0.2, want, 2) is None
+    assert dask_bench.peer_limited(slow, n, None, 0.2, ref, 2) is None
     split = da.from_array(np.where(np.arange(8)[:, None, None] < 1, 3, want), chunks=4)
     with pytest.raises(SystemExit):
-        dask_bench.peer_limited(split, split.max(), None, 60, want, 2)
+        dask_bench.peer_limited(split, 3, None, 60, ref, 2)
 
 
 def test_dask_multi_gpu_null_graph_keeps_the_shape():
