@@ -70,12 +70,16 @@ def worker(tree: str, cases_spec: str, quick: bool, repeat: int) -> None:
     print(json.dumps({"meshccl": meshccl.__file__}), flush=True)
 
 
-def run_tree(path: Path, args) -> dict:
+def tree_rows(path: Path, script, worker_args, key) -> dict:
+    """Run ``script --worker PATH worker_args...`` in a process that imports
+    meshccl from the tree at ``path`` (first on PYTHONPATH), and return its
+    JSON rows (one per stdout line) keyed by ``key(row)``; the worker's
+    ``{"meshccl": file}`` line must name a file of that tree.  Shared by
+    this script and ``float_ratio.py``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(path)] + [p for p in env.get("PYTHONPATH", "")
                                                         .split(os.pathsep) if p])
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(path), "--cases", args.cases,
-           "--repeat", str(args.repeat)] + (["--quick"] if args.quick else [])
+    cmd = [sys.executable, str(Path(script).resolve()), "--worker", str(path)] + list(worker_args)
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(path))
     if out.returncode != 0:
         raise SystemExit(f"tree {path}: worker failed\n{out.stderr[-4000:]}")
@@ -85,12 +89,17 @@ def run_tree(path: Path, args) -> dict:
         if "meshccl" in rec:
             where = rec["meshccl"]
         else:
-            rows[rec["case"]] = rec
-    if where is None or not Path(where).resolve().is_relative_to(path.resolve()):
+            rows[key(rec)] = rec
+    if where is None or not Path(where).resolve().is_relative_to(Path(path).resolve()):
         raise SystemExit(f"tree {path}: imported meshccl from {where}, not from the tree "
                          "(an editable install's import hook wins over PYTHONPATH: "
                          "`pip uninstall meshccl` first)")
     return rows
+
+
+def run_tree(path: Path, args) -> dict:
+    return tree_rows(path, __file__, ["--cases", args.cases, "--repeat", str(args.repeat)]
+                     + (["--quick"] if args.quick else []), lambda rec: rec["case"])
 
 
 def main(argv=None):

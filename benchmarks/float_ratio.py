@@ -32,11 +32,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compare_trees import tree_rows  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -109,24 +110,8 @@ def worker(tree, shapes, reps):
 
 
 def run_tree(path, args):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(path)] + [p for p in env.get("PYTHONPATH", "")
-                                                        .split(os.pathsep) if p])
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(path),
-           "--shapes", args.shapes, "--reps", str(args.reps)]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(path))
-    if out.returncode != 0:
-        raise SystemExit(f"tree {path}: worker failed\n{out.stderr[-4000:]}")
-    rows, where = {}, None
-    for line in out.stdout.splitlines():
-        rec = json.loads(line)
-        if "meshccl" in rec:
-            where = rec["meshccl"]
-        else:
-            rows[(rec["shape"], rec["call"])] = rec
-    if where is None or not Path(where).resolve().is_relative_to(path.resolve()):
-        raise SystemExit(f"tree {path}: imported meshccl from {where}, not from the tree")
-    return rows
+    return tree_rows(path, __file__, ["--shapes", args.shapes, "--reps", str(args.reps)],
+                     lambda rec: (rec["shape"], rec["call"]))
 
 
 def table(runs, names):

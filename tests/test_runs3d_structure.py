@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 import scipy.ndimage as ndi
 
-import meshccl
 from meshccl import ndimage, neighbourhood
 from conftest import HAVE_GPU
+from test_runsnd import _chain_of, _check  # noqa: F401  (the chain a case takes; labels against SciPy)
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")]
 
@@ -31,25 +31,6 @@ def _from_half(half):
     lexicographic order of the cells before the centre)."""
     half = np.asarray(half, bool)
     return np.concatenate([half, [True], half[::-1]]).reshape(3, 3, 3)
-
-
-def _chain_of(a, s):
-    from meshccl import _validate
-    from meshccl._gpu import chains
-
-    prob = _validate.prepare(a, None, None, np.int32,
-                             offsets=neighbourhood.structure_offsets(s))
-    return chains.select(prob).chain.name
-
-
-def _check(a, s, name=""):
-    import cupy
-
-    labels, n = ndimage.label(cupy.asarray(a), cupy.asarray(s))
-    want, wn = ndi.label(a, s)
-    assert n == wn, name
-    assert labels.dtype == want.dtype
-    np.testing.assert_array_equal(labels.get(), want, err_msg=f"{name} {a.shape}")
 
 
 def _named(s):
