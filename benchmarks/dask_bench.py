@@ -5,6 +5,7 @@ For each case (pattern, side, chunk side, connectivity; the cases in
 increasing size) and each scheduler (``threads``: Dask's threaded
 scheduler; ``cluster``: a ``distributed.LocalCluster`` of ``--workers``
 processes sharing the CPUs, the input persisted on it), it times
+``label(image)`` -- the call that builds the tool's graph -- and
 ``persist(labels, n)`` until done (the labels stay where they are computed:
 in the process's memory, or on the cluster's workers; nothing gathered)
 for
@@ -77,15 +78,22 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
-def make_case(pattern, side, seed=0):
+def make_case(pattern, side, seed=0, gpu=False):
+    """The input, a host array (drawn with CuPy where ``gpu``: another field
+    of the same kind, much faster at 1024³)."""
     from meshccl import patterns
 
+    xp = np
+    if gpu:
+        import cupy as xp
     shape = (side,) * 3
     if pattern == "blobs":
-        return patterns.blobs(shape, seed=seed).astype(np.uint8)
-    if pattern == "percolation":
-        return patterns.percolation(shape, 0.3116, seed=seed).astype(np.uint8)
-    raise ValueError(f"pattern must be 'blobs' or 'percolation', got {pattern!r}")
+        x = patterns.blobs(shape, seed=seed, xp=xp).astype(xp.uint8)
+    elif pattern == "percolation":
+        x = patterns.percolation(shape, 0.3116, seed=seed, xp=xp).astype(xp.uint8)
+    else:
+        raise ValueError(f"pattern must be 'blobs' or 'percolation', got {pattern!r}")
+    return x.get() if gpu else x
 
 
 def input_array(x, chunk, path):
@@ -283,6 +291,9 @@ def main(argv=None):
                     help="runs of the whole-array references (default --repeat)")
     ap.add_argument("--no-scipy", action="store_true", help="no scipy.ndimage.label reference")
     ap.add_argument("--no-dask-image", action="store_true")
+    ap.add_argument("--draw-on-gpu", action="store_true",
+                    help="draw the inputs with CuPy (other fields of the same kind; minutes "
+                         "faster at 1024³), then label them on the CPU as always")
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--cache", default=None,
@@ -319,7 +330,7 @@ def main(argv=None):
     meta = {"when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             "host": platform.node(), "cpus": len(os.sched_getaffinity(0)), "dask": dask.__version__,
             "scipy": scipy.__version__, "workers": args.workers, "repeat": args.repeat,
-            "argv": sys.argv[1:]}
+            "argv": sys.argv[1:], "drawn_on_gpu": args.draw_on_gpu}
     if dask_image is not None:
         from importlib.metadata import version
 
@@ -356,10 +367,10 @@ def main(argv=None):
                    "connectivity": conn, "scheduler": sched}
             phases = row["phases_s"] = {}  # where the run's time went, this row
             t = time.perf_counter()
-            path = os.path.join(cache, f"{pattern}-{side}-seed0.npy")
+            path = os.path.join(cache, f"{pattern}-{side}-seed0{'-gpu' if args.draw_on_gpu else ''}.npy")
             if (pattern, side) not in data:  # (from --cache when an earlier run made it)
                 data[(pattern, side)] = (np.load(path) if os.path.exists(path)
-                                         else make_case(pattern, side))
+                                         else make_case(pattern, side, gpu=args.draw_on_gpu))
             x = data[(pattern, side)]
             phases["make input"] = time.perf_counter() - t
             t = time.perf_counter()
@@ -384,11 +395,13 @@ def main(argv=None):
             phases["input to the scheduler"] = time.perf_counter() - t
             ref = None
             for numbering in ("raster", "sequential"):
-                lab, n = mdask.label(image, connectivity=conn, return_num=True,
-                                     numbering=numbering)
+                def build():  # (timed with the computation: a user waits for both)
+                    return mdask.label(image, connectivity=conn, return_num=True,
+                                       numbering=numbering)
+
                 t = time.perf_counter()
                 seconds, (plab, pn) = timed(
-                    lambda: persist((lab, n), client, args.progress), args.repeat)
+                    lambda: persist(build(), client, args.progress), args.repeat)
                 phases[f"meshccl.dask {numbering} (x{args.repeat})"] = time.perf_counter() - t
                 t = time.perf_counter()
                 same = (check_labels(plab, pn, want_hashes, n_want, client) if ref is None
@@ -419,9 +432,9 @@ def main(argv=None):
                 row["dask_image_estimate_s"] = estimate
             elif dask_image is not None and args.peer_limit:
                 st = ndi.generate_binary_structure(3, conn)
-                dl, dn = dask_image.label(image, structure=st)
                 limit = max(args.peer_limit, (args.peer_speedup or 0) * row["meshccl_dask_s"])
-                got = peer_limited(dl, dn, client, limit, ref, n_want)
+                got = peer_limited(lambda: dask_image.label(image, structure=st), client,
+                                   limit, ref, n_want)
                 if got is None:  # cut: its time is a lower bound
                     row["dask_image_cut_s"] = limit
                     row["speedup_at_least"] = limit / row["meshccl_dask_s"]
@@ -435,9 +448,9 @@ def main(argv=None):
                     row["speedup_vs_dask_image"] = row["dask_image_s"] / row["meshccl_dask_s"]
             elif dask_image is not None:
                 st = ndi.generate_binary_structure(3, conn)
-                dl, dn = dask_image.label(image, structure=st)
                 row["dask_image_s"], (pdl, pdn) = timed(
-                    lambda: persist((dl, dn), client, args.progress), args.dask_image_repeat)
+                    lambda: persist(dask_image.label(image, structure=st), client,
+                                    args.progress), args.dask_image_repeat)
                 if not check_partition(pdl, pdn, ref, n_want, client):
                     raise SystemExit(f"{name} ({sched}): dask-image's components differ")
                 del pdl, pdn
@@ -513,39 +526,34 @@ def warm(client, connectivity):
         compute(mdask.label(tiny, connectivity=conn, return_num=True), "threads", client, False)
 
 
-def peer_limited(labels, n, client, limit, ref, n_want):
-    """Seconds of ``persist(labels, n)`` until done, or None where it has
-    not finished within ``limit`` seconds (then stopped).  On a cluster the
-    persisted futures are waited for with a timeout (after a cut the
-    caller restarts the workers: their tasks keep running); on the threaded
-    scheduler the run happens in a forked process with its own thread pool,
-    killed at the limit.  The components are checked against the checked
-    labels ``ref`` (a Dask array of the same chunks) by
-    :func:`check_partition`, where the labels are."""
-    import dask
-
-    if client is not None:
-        from distributed import wait
-
-        t = time.perf_counter()
-        out = client.persist([labels, n])
-        try:
-            wait(out, timeout=limit)
-        except TimeoutError:
-            client.cancel(out)
-            return None
-        seconds = time.perf_counter() - t
-        if not check_partition(out[0], out[1], ref, n_want, client):
-            raise SystemExit("dask-image's components differ")
-        return seconds
-
+def peer_limited(build, client, limit, ref, n_want):
+    """Seconds of ``persist(*build())`` until done -- ``build`` makes the
+    peer's graph (dask-image builds its graph in Python, in time that grows
+    faster than its chunks: at 512 chunks it alone can pass the limit), so
+    the graph's construction is timed with its computation -- or None where
+    both have not finished within ``limit`` seconds (then stopped).  The
+    construction runs in a forked process, killed at the limit.  On the
+    threaded scheduler that process also computes (with its own thread
+    pool); on a cluster it reports how long the construction took, and if
+    that was within the limit the graph is built again here and its
+    persisted futures are waited for with the time left (after a cut the
+    caller restarts the workers: their tasks keep running).  The
+    components are checked against the checked labels ``ref`` (a Dask
+    array of the same chunks) by :func:`check_partition`, where the labels
+    are."""
     import multiprocessing
     from concurrent.futures import ThreadPoolExecutor
 
+    import dask
+
     def child(send):
+        t = time.perf_counter()
+        labels, n = build()
+        if client is not None:
+            send.send((time.perf_counter() - t, None))
+            return
         with ThreadPoolExecutor(len(os.sched_getaffinity(0))) as pool, \
                 dask.config.set(pool=pool):
-            t = time.perf_counter()
             plab, pn = dask.persist(labels, n, scheduler="threads")
             seconds = time.perf_counter() - t
             send.send((seconds, check_partition(plab, pn, ref, n_want, None)))
@@ -560,6 +568,20 @@ def peer_limited(labels, n, client, limit, ref, n_want):
     proc.join()
     if result is None or result[0] > limit:
         return None
+    if client is not None:
+        from distributed import wait
+
+        t = time.perf_counter()
+        out = client.persist(list(build()))
+        try:
+            wait(out, timeout=max(limit - (time.perf_counter() - t), 0.001))
+        except TimeoutError:
+            client.cancel(out)
+            return None
+        seconds = time.perf_counter() - t
+        if not check_partition(out[0], out[1], ref, n_want, client):
+            raise SystemExit("dask-image's components differ")
+        return seconds
     if not result[1]:
         raise SystemExit("dask-image's components differ")
     return result[0]
@@ -632,7 +654,8 @@ def write_markdown(path, meta, rows, gpu):
     lines = ["# meshccl.dask.label against dask_image.ndmeasure.label", "",
              f"{meta['when']}; {meta['cpus']} CPUs{', ' + meta['device'] if gpu else ''}; "
              f"dask {meta['dask']}, dask-image {meta.get('dask_image', 'n/a')}, "
-             f"SciPy {meta['scipy']}. Seconds of `persist(labels, n)` until done (nothing "
+             f"SciPy {meta['scipy']}. Seconds of `persist(*label(image))` until done, the "
+             "call that builds each tool's graph included (nothing "
              f"gathered), median of {meta['repeat']} (dask-image: "
              "its own count); every label checked (meshccl.dask = meshccl.label value for "
              "value; dask-image the same components). `threads`: Dask's threaded "
