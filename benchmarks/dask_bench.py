@@ -712,7 +712,8 @@ def plot(path, rows):
 
     tools = [("meshccl_dask_s", "meshccl.dask (CPU chunks)"),
              ("dask_image_s", "dask-image"), ("gpu_dask_s", "meshccl.dask (CuPy chunks)")]
-    tools = [t for t in tools if any(t[0] in r for r in rows)]
+    tools = [t for t in tools if any(t[0] in r or (t[0] == "dask_image_s" and
+                                                   "dask_image_cut_s" in r) for r in rows)]
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(rows) + 2), 4.5))
     width = 0.8 / len(tools)
     for i, (k, name) in enumerate(tools):
