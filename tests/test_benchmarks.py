@@ -953,10 +953,13 @@ def _slow_block(b):
 
 
 def test_dask_bench_peer_limited_times_or_stops():
-    """dask_bench's time limit per peer on the threaded scheduler: a
-    computation within the limit gives its seconds (its labels checked), one
-    past it gives None and its process is stopped; labels that split a
-    component stop the run."""
+    """dask_bench's time limit per peer on the threaded scheduler: a graph
+    built and computed within the limit gives its seconds (its labels
+    checked), one whose computation or whose construction passes it gives
+    None and its process is stopped; labels that split a component stop
+    the run."""
+    import time
+
     da = pytest.importorskip("dask.array")
     import dask_bench
 
@@ -966,13 +969,21 @@ def test_dask_bench_peer_limited_times_or_stops():
     ref = da.from_array(want, chunks=4)
     lab = da.from_array(np.where(want == 1, 7, want), chunks=4)
     n = 2
-    seconds = dask_bench.peer_limited(lab, n, None, 60, ref, 2)
+    seconds = dask_bench.peer_limited(lambda: (lab, n), None, 60, ref, 2)
     assert 0 <= seconds < 60
     slow = lab.map_blocks(_slow_block, dtype=lab.dtype)
-    assert dask_bench.peer_limited(slow, n, None, 0.2, ref, 2) is None
+    assert dask_bench.peer_limited(lambda: (slow, n), None, 0.2, ref, 2) is None
+
+    def slow_build():
+        time.sleep(30)
+        return lab, n
+
+    t = time.perf_counter()
+    assert dask_bench.peer_limited(slow_build, None, 0.2, ref, 2) is None
+    assert time.perf_counter() - t < 20
     split = da.from_array(np.where(np.arange(8)[:, None, None] < 1, 3, want), chunks=4)
     with pytest.raises(SystemExit):
-        dask_bench.peer_limited(split, 3, None, 60, ref, 2)
+        dask_bench.peer_limited(lambda: (split, 3), None, 60, ref, 2)
 
 
 def test_dask_multi_gpu_null_graph_keeps_the_shape():
