@@ -114,14 +114,10 @@ i64 strong_of(const P* indptr, const X* indices, bool own, i64 n, i64 m, std::in
         }
     }
     using meshccl::strong::tarjan;
-    const i64 count =
-        check ? (backward ? tarjan<std::int32_t, true, true>(indptr, indices, n, labels)
-                          : tarjan<std::int32_t, false, true>(indptr, indices, n, labels))
-              : (backward ? tarjan<std::int32_t, true>(indptr, indices, n, labels)
-                          : tarjan<std::int32_t, false>(indptr, indices, n, labels));
-    if (count < 0) return -1;
-    for (i64 v = 0; v < n; ++v) labels[v] = std::int32_t(n - 1 - i64(labels[v]));
-    return count;
+    return check ? (backward ? tarjan<std::int32_t, true, true>(indptr, indices, n, labels)
+                             : tarjan<std::int32_t, false, true>(indptr, indices, n, labels))
+                 : (backward ? tarjan<std::int32_t, true>(indptr, indices, n, labels)
+                             : tarjan<std::int32_t, false>(indptr, indices, n, labels));
 }
 
 // The strong components of the rows that kind's (a, b) give, built in O

@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <new>
 #include <type_traits>
 #include <vector>
@@ -77,20 +78,25 @@ class Arena {
     char* p_;
 };
 
-// Whether the m values x[0..m) lie in [0, n) (one flag, no branch a value:
-// a negative value reads as a huge unsigned one).
+// Whether the m values x[0..m) lie in [0, n): no branch a value, and
+// nothing but ORs and subtractions, which vectorise on every x86-64 (x
+// lies in [0, n) when neither x nor n - 1 - x has its sign bit set, both
+// taken as unsigned: a negative x sets it in the first, one past n - 1 in
+// the second).
 template <class X>
 bool in_range(const X* x, i64 m, i64 n) {
     using U = std::make_unsigned_t<X>;
-    bool ok = true;
-    for (i64 k = 0; k < m; ++k) ok &= U(x[k]) < U(n);
-    return ok;
+    if (n <= 0) return m == 0;
+    const U top = U(std::min<i64>(n - 1, i64(std::numeric_limits<X>::max())));
+    U acc = 0;
+    for (i64 k = 0; k < m; ++k) acc |= U(x[k]) | U(top - U(x[k]));
+    return (acc >> (8 * sizeof(X) - 1)) == 0;
 }
 
 // The search.  Backward: read every row from its end.  P, X: the types of
 // indptr and indices (int32 where they fit: half the bytes to fetch).
-// rindex (n entries) ends holding n - 1 - label.  Returns the number of
-// components.
+// labels (n entries) ends holding each vertex's component, numbered 0, 1,
+// ... in the order they complete.  Returns the number of components.
 //
 // Check: the CSR is checked as the search reads it, not in a pass of its
 // own before (which costs a sixth of the search on a mesh: one more sweep
@@ -99,128 +105,145 @@ bool in_range(const X* x, i64 m, i64 n) {
 // checked then, before any entry of the row is read (0 <= indptr[v] <=
 // indptr[v + 1] <= indptr[n]: together every pair, so indptr never
 // decreases), and every entry is checked to lie in [0, n) as it is read.
-// Returns -1 at the first value that fails (rindex is then garbage).
+// Returns -1 at the first value that fails (labels is then garbage).
 template <class I, bool Backward, bool Check = false, class P, class X>
-i64 tarjan(const P* indptr, const X* indices, i64 n, I* rindex) {
+i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
     const I VOID = -1;
-    // A vertex on the search path: the next entry of its row to read
-    // (Backward: one past it), and the vertex, stored as ~v (negative) once
-    // a successor showed a smaller rindex (v is then no root).
-    struct Frame {
-        P next;
-        I v;
-    };
-    static_assert(sizeof(Frame) % sizeof(I) == 0, "waiting entries must tile the frames");
-    for (i64 v = 0; v < n; ++v) rindex[v] = VOID;
-    Arena arena(sizeof(Frame) * std::size_t(n));
-    Frame* const path0 = arena.begin<Frame>();
-    Frame* path = path0;                  // one past the top frame
+    std::fill(labels, labels + n, VOID);
+    // The search path above the vertex being read: each vertex (as ~v,
+    // negative, once a successor showed a higher link: v is then no root)
+    // in `path`, the next entry of its row to read (Backward: one past it)
+    // at the same height in `resume`.  The waiting vertices grow down from
+    // the end of `path`'s n slots.
+    const std::size_t resume_bytes = (sizeof(P) * std::size_t(n) + 63) & ~std::size_t(63);
+    Arena arena(resume_bytes + sizeof(I) * std::size_t(n));
+    P* const resume0 = arena.begin<P>();
+    P* resume = resume0;
+    I* const path0 = reinterpret_cast<I*>(arena.begin<char>() + resume_bytes);
+    I* path = path0;                      // one past the top of the path
     I* const wait0 = arena.end<I>();
     I* wait = wait0;                      // the top waiting vertex
-    I index = 0;
-    I c = I(n - 1);
-    i64 found = 0;  // vertices visited so far
-    auto first = [&](I v) { return Backward ? indptr[v + 1] : indptr[v]; };
+    const I top = I(n - 1);               // the visiting index of every search's root
+    I index = top;                        // the next visiting index
+    I c = 0;                              // the next component number
+    i64 found = 0;                        // vertices visited so far
+    auto first = [&](I v) { return Backward ? i64(indptr[v + 1]) : i64(indptr[v]); };
+    auto last = [&](I v) { return Backward ? i64(indptr[v]) : i64(indptr[v + 1]); };
     const P end = indptr[n];
     // whether v's row lies inside the CSR (Check)
     auto row_ok = [&](I v) { return P(0) <= indptr[v] && indptr[v] <= indptr[v + 1] &&
                                     indptr[v + 1] <= end; };
     using U = std::make_unsigned_t<X>;
     for (i64 s = 0; s < n; ++s) {
-        if (rindex[s] != VOID) continue;
-        if (Check && !row_ok(I(s))) return -1;
-        rindex[s] = index++;  // (0: every earlier search is complete)
+        if (labels[s] != VOID) continue;
+        // v: the vertex being read, e: its next entry, stop: its row's end,
+        // high: its link so far, root: whether no successor raised it
+        I v = I(s);
+        if (Check && !row_ok(v)) return -1;
+        I high = labels[v] = index--;  // (top: every earlier search is complete)
         ++found;
-        *path++ = Frame{first(I(s)), I(s)};
-        while (path != path0) {
-            Frame& f = path[-1];
-            bool root = f.v >= 0;
-            const I v = root ? f.v : ~f.v;
-            const i64 stop = Backward ? i64(indptr[v]) : i64(indptr[v + 1]);
-            i64 e = i64(f.next);
-            if (Backward && e == i64(first(v))) {
-                // first time at v: ask for its successors' rindex and rows at
-                // once, so that their cache misses overlap, not one a descent
-                // (reading rows backward, the search jumps to each row's
-                // largest neighbour first; forward, it walks on to nearby
-                // vertices, and on the H200's host this cost 6-9 % there)
-                const i64 lo = Backward ? std::max(stop, e - 16) : e;
-                const i64 hi = Backward ? e : std::min(stop, e + 16);
-                for (i64 k = lo; k < hi; ++k) {
-                    __builtin_prefetch(rindex + indices[k]);
-                    __builtin_prefetch(indptr + indices[k]);
-                }
-            }
-            I low = rindex[v];
+        bool root = true;
+        i64 e = first(v), stop = last(v);
+        for (;;) {
             // read the row up to the next unvisited successor
             I w = VOID;
             while (e != stop) {
                 const X y = indices[Backward ? e - 1 : e];
                 if (Check && U(y) >= U(n)) return -1;
-                const I x = I(y);
                 e += Backward ? -1 : 1;
-                const I r = rindex[x];
+                const I r = labels[I(y)];
                 if (r == VOID) {
-                    w = x;
+                    w = I(y);
                     break;
                 }
-                if (r < low) {
-                    low = r;
+                if (r > high) {
+                    high = r;
                     root = false;
                 }
             }
-            rindex[v] = low;
             if (w != VOID) {  // descend to w
                 if (Check && !row_ok(w)) return -1;
-                f.next = P(e);
-                f.v = root ? v : ~v;
-                rindex[w] = index++;
+                if (!root) labels[v] = high;  // (a root's is its visiting index already)
+                *resume++ = P(e);
+                *path++ = root ? v : ~v;
+                v = w;
+                high = labels[w] = index--;
                 ++found;
-                *path++ = Frame{first(w), w};
+                root = true;
+                e = first(w);
+                stop = last(w);
+                if (Backward) {
+                    // ask for w's successors' labels and rows at once, so that
+                    // their cache misses overlap, not one a descent (reading
+                    // rows backward, the search jumps to each row's largest
+                    // neighbour first; forward, it walks on to nearby
+                    // vertices, and on the H200's host this cost 6-9 % there)
+                    for (i64 k = std::max(stop, e - 16); k < e; ++k) {
+                        __builtin_prefetch(labels + indices[k]);
+                        __builtin_prefetch(indptr + indices[k]);
+                    }
+                }
                 continue;
             }
-            if (found == n && low == 0) {
-                // Every vertex is visited and v reaches s (visiting index 0):
-                // the vertices still open are one component, s's -- the path
-                // runs from s to v, and each waiting vertex belongs to the
-                // component of one on the path -- and no other can complete
-                // after it, so it is the last, numbered now (SciPy's search
-                // stops here too).  A graph of one giant component skips
-                // the unwinding of its whole path and the rest of its rows.
-                for (Frame* q = path0; q != path; ++q) {
-                    const I u = q->v >= 0 ? q->v : ~q->v;
-                    if (Check) {  // the rows' entries not read yet
-                        const i64 a = Backward ? i64(indptr[u]) : i64(q->next);
-                        const i64 b = Backward ? i64(q->next) : i64(indptr[u + 1]);
-                        if (!in_range(indices + a, b - a, n)) return -1;
+            const i64 depth = path - path0;
+            if (found == n && high == top) {
+                // Every vertex is visited and v reaches s (visiting index
+                // top): the vertices still open are one component, s's --
+                // the path runs from s to v, and each waiting vertex belongs
+                // to the component of one on the path -- and no other can
+                // complete after it, so it is the last, numbered now (SciPy's
+                // search stops here too).  A graph of one giant component
+                // skips the unwinding of its whole path and the rest of its
+                // rows.
+                if (Check) {
+                    // the rows' entries not read yet: row by row where the
+                    // path is short, else every entry in one sweep (a path
+                    // of most vertices leaves short pieces of most rows)
+                    if (depth * 16 < i64(end)) {
+                        for (i64 q = 0; q < depth; ++q) {
+                            const I u = path0[q] >= 0 ? path0[q] : ~path0[q];
+                            const i64 a = Backward ? i64(indptr[u]) : i64(resume0[q]);
+                            const i64 b = Backward ? i64(resume0[q]) : i64(indptr[u + 1]);
+                            if (!in_range(indices + a, b - a, n)) return -1;
+                        }
+                    } else if (!in_range(indices, i64(end), n)) {
+                        return -1;
                     }
-                    rindex[u] = c;
                 }
-                while (wait != wait0) rindex[*wait++] = c;
-                return n - i64(c);
+                for (const I* q = path0; q != path; ++q) labels[*q >= 0 ? *q : ~*q] = c;
+                while (wait != wait0) labels[*wait++] = c;
+                labels[v] = c;
+                return i64(c) + 1;
             }
-            --path;  // v is finished
-            if (root) {  // v's component: v and the waiting vertices of low >= v's
-                --index;
-                while (wait != wait0 && low <= rindex[*wait]) {
-                    rindex[*wait++] = c;
-                    --index;
+            // v is finished
+            if (root) {  // v's component: v and the waiting vertices of high <= v's
+                ++index;
+                while (wait != wait0 && labels[*wait] <= high) {
+                    labels[*wait++] = c;
+                    ++index;
                 }
-                rindex[v] = c--;
+                labels[v] = c++;  // (below every visiting index in use: no link takes it)
             } else {
+                labels[v] = high;
                 *--wait = v;
             }
-            if (path != path0) {  // the parent's low link takes v's
-                Frame& p = path[-1];
-                const I u = p.v >= 0 ? p.v : ~p.v;
-                if (rindex[v] < rindex[u]) {
-                    rindex[u] = rindex[v];
-                    p.v = ~u;
-                }
+            if (depth == 0) break;
+            // back to the parent, whose link takes v's
+            const I u = *--path;
+            e = i64(*--resume);
+            const bool parent_root = u >= 0;
+            v = parent_root ? u : ~u;
+            stop = last(v);
+            const I h = labels[v];
+            if (root || high <= h) {  // (a complete component's number is below h)
+                high = h;
+                root = parent_root;
+            } else {
+                root = false;
             }
         }
     }
-    return n - 1 - i64(c);
+    return i64(c);
 }
 
 // Sorts each row first..last of a CSR ascending, in place, where it is not
