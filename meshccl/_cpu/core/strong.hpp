@@ -46,18 +46,20 @@ namespace strong {
 
 using i64 = std::int64_t;
 
-// Memory for the two stacks of the search, one allocation of n frames: the
-// search path grows up from its start, the waiting vertices (smaller
-// entries) down from its end.  A vertex is on at most one of the two, so
-// together they never hold more than n and never meet.  Pages are touched
-// only as deep as the stacks go (huge pages from 4 MiB, as NumPy asks for
-// its arrays: a deep search faults once per 2 MiB).
+// Memory for the stacks of the search, one allocation (tarjan says how
+// it is laid out).  Pages are touched only as deep as the stacks go.  Up
+// to 32 MiB it comes from malloc, which hands a repeated call the block
+// the last one freed, already mapped (glibc keeps freed blocks up to that
+// size in its heap: on a cycle of 10**6 vertices, faulting in fresh pages
+// each call cost a sixth of the search); larger blocks are mapped afresh
+// by every call anyway, and take huge pages (as NumPy asks for its
+// arrays): a deep search then faults once per 2 MiB, not once per 4 KiB.
 class Arena {
   public:
     explicit Arena(std::size_t bytes) : bytes_(std::max<std::size_t>(bytes, 16)) {
         void* m = nullptr;
 #if defined(__linux__)
-        if (bytes_ >= (std::size_t(4) << 20)) {
+        if (bytes_ > (std::size_t(32) << 20)) {
             if (posix_memalign(&m, std::size_t(1) << 21, bytes_) != 0) throw std::bad_alloc();
             madvise(m, bytes_, MADV_HUGEPAGE);
         }
@@ -82,9 +84,9 @@ class Arena {
 // nothing but ORs and subtractions, which vectorise on every x86-64 (x
 // lies in [0, n) when neither x nor n - 1 - x has its sign bit set, both
 // taken as unsigned: a negative x sets it in the first, one past n - 1 in
-// the second).
+// the second).  Not inlined: inside the search GCC leaves it scalar.
 template <class X>
-bool in_range(const X* x, i64 m, i64 n) {
+[[gnu::noinline]] bool in_range(const X* x, i64 m, i64 n) {
     using U = std::make_unsigned_t<X>;
     if (n <= 0) return m == 0;
     const U top = U(std::min<i64>(n - 1, i64(std::numeric_limits<X>::max())));
@@ -117,33 +119,41 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
     // the end of `path`'s n slots.
     const std::size_t resume_bytes = (sizeof(P) * std::size_t(n) + 63) & ~std::size_t(63);
     Arena arena(resume_bytes + sizeof(I) * std::size_t(n));
-    P* const resume0 = arena.begin<P>();
-    P* resume = resume0;
-    I* const path0 = reinterpret_cast<I*>(arena.begin<char>() + resume_bytes);
-    I* path = path0;                      // one past the top of the path
+    P* const resume = arena.begin<P>();
+    I* const path = reinterpret_cast<I*>(arena.begin<char>() + resume_bytes);
+    i64 depth = 0;                        // the path's length
     I* const wait0 = arena.end<I>();
     I* wait = wait0;                      // the top waiting vertex
     const I top = I(n - 1);               // the visiting index of every search's root
     I index = top;                        // the next visiting index
     I c = 0;                              // the next component number
-    i64 found = 0;                        // vertices visited so far
-    auto first = [&](I v) { return Backward ? i64(indptr[v + 1]) : i64(indptr[v]); };
+    i64 done = 0;  // vertices of complete components (visited: top - index + done)
     auto last = [&](I v) { return Backward ? i64(indptr[v]) : i64(indptr[v + 1]); };
-    const P end = indptr[n];
-    // whether v's row lies inside the CSR (Check)
-    auto row_ok = [&](I v) { return P(0) <= indptr[v] && indptr[v] <= indptr[v + 1] &&
-                                    indptr[v + 1] <= end; };
+    const i64 end = i64(indptr[n]);
+    // Enters row v: e, stop = its first entry and its end.  Its bounds are
+    // read before v's label is written: a load behind a store to the same
+    // offset in another page (labels[v], indptr[v] of arrays that both
+    // start 16 bytes into a page, as large allocations do) waits for the
+    // store, and on the cycle through all vertices this cost a third of the
+    // search.  Returns whether the row lies inside the CSR (Check).
+    auto enter = [&](I v, i64& e, i64& stop) {
+        const i64 a = i64(indptr[v]), b = i64(indptr[v + 1]);
+        e = Backward ? b : a;
+        stop = Backward ? a : b;
+        return !Check || (0 <= a && a <= b && b <= end);
+    };
+    // a path entry's vertex (~v for a negative entry, without a branch)
+    auto vertex = [](I x) { return I(x ^ (x >> (8 * sizeof(I) - 1))); };
     using U = std::make_unsigned_t<X>;
     for (i64 s = 0; s < n; ++s) {
         if (labels[s] != VOID) continue;
         // v: the vertex being read, e: its next entry, stop: its row's end,
         // high: its link so far, root: whether no successor raised it
         I v = I(s);
-        if (Check && !row_ok(v)) return -1;
+        i64 e, stop;
+        if (!enter(v, e, stop)) return -1;
         I high = labels[v] = index--;  // (top: every earlier search is complete)
-        ++found;
         bool root = true;
-        i64 e = first(v), stop = last(v);
         for (;;) {
             // read the row up to the next unvisited successor
             I w = VOID;
@@ -162,16 +172,14 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
                 }
             }
             if (w != VOID) {  // descend to w
-                if (Check && !row_ok(w)) return -1;
+                const i64 next = e;
+                if (!enter(w, e, stop)) return -1;
                 if (!root) labels[v] = high;  // (a root's is its visiting index already)
-                *resume++ = P(e);
-                *path++ = root ? v : ~v;
+                resume[depth] = P(next);
+                path[depth++] = root ? v : ~v;
                 v = w;
                 high = labels[w] = index--;
-                ++found;
                 root = true;
-                e = first(w);
-                stop = last(w);
                 if (Backward) {
                     // ask for w's successors' labels and rows at once, so that
                     // their cache misses overlap, not one a descent (reading
@@ -185,8 +193,7 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
                 }
                 continue;
             }
-            const i64 depth = path - path0;
-            if (found == n && high == top) {
+            if (high == top && i64(index) + 1 == done) {
                 // Every vertex is visited and v reaches s (visiting index
                 // top): the vertices still open are one component, s's --
                 // the path runs from s to v, and each waiting vertex belongs
@@ -199,18 +206,18 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
                     // the rows' entries not read yet: row by row where the
                     // path is short, else every entry in one sweep (a path
                     // of most vertices leaves short pieces of most rows)
-                    if (depth * 16 < i64(end)) {
+                    if (depth * 16 < end) {
                         for (i64 q = 0; q < depth; ++q) {
-                            const I u = path0[q] >= 0 ? path0[q] : ~path0[q];
-                            const i64 a = Backward ? i64(indptr[u]) : i64(resume0[q]);
-                            const i64 b = Backward ? i64(resume0[q]) : i64(indptr[u + 1]);
+                            const I u = vertex(path[q]);
+                            const i64 a = Backward ? i64(indptr[u]) : i64(resume[q]);
+                            const i64 b = Backward ? i64(resume[q]) : i64(indptr[u + 1]);
                             if (!in_range(indices + a, b - a, n)) return -1;
                         }
-                    } else if (!in_range(indices, i64(end), n)) {
+                    } else if (!in_range(indices, end, n)) {
                         return -1;
                     }
                 }
-                for (const I* q = path0; q != path; ++q) labels[*q >= 0 ? *q : ~*q] = c;
+                for (i64 q = 0; q < depth; ++q) labels[vertex(path[q])] = c;
                 while (wait != wait0) labels[*wait++] = c;
                 labels[v] = c;
                 return i64(c) + 1;
@@ -218,9 +225,11 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
             // v is finished
             if (root) {  // v's component: v and the waiting vertices of high <= v's
                 ++index;
+                ++done;
                 while (wait != wait0 && labels[*wait] <= high) {
                     labels[*wait++] = c;
                     ++index;
+                    ++done;
                 }
                 labels[v] = c++;  // (below every visiting index in use: no link takes it)
             } else {
@@ -229,10 +238,10 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
             }
             if (depth == 0) break;
             // back to the parent, whose link takes v's
-            const I u = *--path;
-            e = i64(*--resume);
+            const I u = path[--depth];
+            e = i64(resume[depth]);
             const bool parent_root = u >= 0;
-            v = parent_root ? u : ~u;
+            v = vertex(u);
             stop = last(v);
             const I h = labels[v];
             if (root || high <= h) {  // (a complete component's number is below h)
