@@ -27,7 +27,8 @@
 //   and an edge list gathered into rows (strong.hpp's transpose_rows and
 //   rows_of_edges: each row ascending) -- always in int32 below 2**31
 //   edges, as meshccl/_cpu/strong.py builds them (the search's random
-//   reads of rows then fetch half the bytes).  With `smallest` the strong
+//   reads of rows then fetch half the bytes; an int64 CSR is narrowed and
+//   checked in one pass, narrowed_csr).  With `smallest` the strong
 //   components are numbered instead in order of each one's smallest vertex
 //   (the GPU backend's numbering, for small CuPy graphs solved here): then
 //   the order of a row's entries does not matter, and a CSC is searched as
