@@ -37,7 +37,10 @@
 // The search stops early where one component is left: every vertex
 // visited and the finishing vertex reaching the root.  The entries of the
 // rows it did not read are still checked (Check): row by row behind a
-// short path, every entry in one vectorised sweep behind a long one.
+// short path, every entry in one vectorised sweep behind a long one; and
+// the open vertices take the last number through the stacks where they
+// are few, else by one sweep over the labels (open ones hold more than
+// any complete component's number: labels[v] = min(labels[v], last)).
 #pragma once
 
 #include <algorithm>
@@ -230,9 +233,18 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
                         return -1;
                     }
                 }
-                for (i64 q = 0; q < depth; ++q) labels[vertex(path[q])] = c;
-                while (wait != wait0) labels[*wait++] = c;
-                labels[v] = c;
+                // the open vertices' labels (visiting indices and links, all
+                // above every complete component's number) become c: through
+                // the stacks where they hold few, else by one vectorised
+                // sweep over every label (a scatter costs several times more
+                // a vertex than a sweep)
+                if ((depth + (wait0 - wait)) * 4 < n) {
+                    for (i64 q = 0; q < depth; ++q) labels[vertex(path[q])] = c;
+                    while (wait != wait0) labels[*wait++] = c;
+                    labels[v] = c;
+                } else {
+                    for (i64 u = 0; u < n; ++u) labels[u] = std::min(labels[u], c);
+                }
                 return i64(c) + 1;
             }
             // v is finished
