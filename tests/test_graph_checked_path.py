@@ -290,6 +290,65 @@ def test_strong_search_checks_the_csr_as_it_reads_it(seed, dtype, spoil, smalles
             np.testing.assert_array_equal(out[1], labels)
 
 
+def _giant_with_unread_rows(shape):
+    """A graph of one strong component on which the search stops early
+    (every vertex visited, the last one reaching the root) with entries of
+    rows on its path not read yet, and the positions of such entries:
+    ``(indptr, indices, forward, backward)``, where ``forward`` lists
+    entries the search reading rows forward never reads, ``backward``
+    those it never reads reading them backward.  Every such entry is 0
+    (an edge back to the root).
+
+    - "star": 0 -> 1..k and back, row 0 = [0, 1..k, 1 x 300, 0]: the path
+      at the stop is 0 alone, its unread entries many (the search checks
+      them row by row);
+    - "cycle": 0 -> 1 -> ... -> n - 1 -> 0, row v = [0, v + 1, 0]: the
+      path at the stop holds every vertex, each row an unread entry (the
+      search checks every entry in one sweep)."""
+    if shape == "star":
+        k = 50
+        rows = [[0] + list(range(1, k + 1)) + [1] * 300 + [0]] + [[0]] * k
+        forward, backward = [len(rows[0]) - 1], [0]
+    else:
+        n = 200
+        rows = [[0, v + 1, 0] for v in range(n - 1)] + [[0]]
+        forward, backward = list(range(2, 3 * (n - 1), 3)), list(range(0, 3 * (n - 1), 3))
+    indptr = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum([len(r) for r in rows], out=indptr[1:])
+    indices = np.concatenate([np.array(r, np.int64) for r in rows])
+    return indptr, indices, forward, backward
+
+
+@pytest.mark.parametrize("shape", ["star", "cycle"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_strong_search_checks_rows_it_stops_in(shape, dtype):
+    """When the search stops early (one component left, every vertex
+    visited), the entries of the rows on its path not read yet are checked
+    all the same -- row by row behind a short path, in one sweep over every
+    entry behind a long one: an index out of range in any of them makes
+    the CSR invalid, in both row orders; untouched, one component."""
+    indptr, indices, forward, backward = _giant_with_unread_rows(shape)
+    n = indptr.size - 1
+    assert (indices[forward] == 0).all() and (indices[backward] == 0).all()
+    for backward_rows in (False, True):
+        out = cpu_graph.checked_components("csr", indptr.astype(dtype), indices.astype(dtype),
+                                           n, True, backward_rows, False)
+        assert out[0] == 1 and not out[1].any()
+    rng = np.random.default_rng(len(indices))
+    for backward_rows, unread in ((False, forward), (True, backward)):
+        for at in rng.choice(unread, min(4, len(unread)), replace=False):
+            for bad in (-1, n, np.iinfo(dtype).max):
+                spoiled = indices.astype(dtype)
+                spoiled[at] = bad
+                out = cpu_graph.checked_components("csr", indptr.astype(dtype), spoiled, n, True,
+                                                   backward_rows, False)
+                assert out is None
+    with pytest.raises(ValueError):
+        spoiled = indices.astype(dtype)
+        spoiled[forward[-1]] = n
+        connected_components((indptr.astype(dtype), spoiled), connection="strong")
+
+
 @pytest.mark.parametrize("family", ["rmat", "cycle", "small_sccs", "road_both", "multi"])
 def test_strong_by_smallest_vertex_every_form(family):
     """``smallest`` (the GPU backend's numbering, for the small CuPy graphs

@@ -238,6 +238,26 @@ def test_deep_graphs_both_orders():
                 assert (labels[v[keep]] >= labels[dst[keep]]).all()
 
 
+@pytest.mark.parametrize("shape", ["chain", "ring", "2-cycles in a row", "big ring"])
+def test_deep_graphs_as_scipy(shape):
+    """Graphs a million vertices deep through the public call, labelled as
+    the installed SciPy labels them: a path, a ring (one component, the
+    search stopping early), 2-cycles in a row (each linked back to the one
+    before), and a ring of over 2**22 vertices (the search's stacks then
+    take over 32 MiB, mapped afresh in huge pages)."""
+    n = 2**22 + 2**16 if shape == "big ring" else 10**6
+    v = np.arange(n, dtype=np.int64)
+    if shape == "chain":
+        src, dst = v[:-1], v[1:]
+    elif shape in ("ring", "big ring"):
+        src, dst = v, (v + 1) % n
+    else:
+        src = np.concatenate([v, v[2::2]])
+        dst = np.concatenate([v ^ 1, v[2::2] - 1])
+    g = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+    same_as_scipy(g)
+
+
 @pytest.mark.parametrize("version", [(1, 17), (1, 18)])
 def test_each_scipy_versions_rules(monkeypatch, version):
     """Whichever SciPy is installed, meshccl follows the rules of the one

@@ -27,7 +27,8 @@
 //   and an edge list gathered into rows (strong.hpp's transpose_rows and
 //   rows_of_edges: each row ascending) -- always in int32 below 2**31
 //   edges, as meshccl/_cpu/strong.py builds them (the search's random
-//   reads of rows then fetch half the bytes).  With `smallest` the strong
+//   reads of rows then fetch half the bytes; an int64 CSR is narrowed and
+//   checked in one pass, narrowed_csr).  With `smallest` the strong
 //   components are numbered instead in order of each one's smallest vertex
 //   (the GPU backend's numbering, for small CuPy graphs solved here): then
 //   the order of a row's entries does not matter, and a CSC is searched as
@@ -43,6 +44,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -114,33 +116,53 @@ i64 strong_of(const P* indptr, const X* indices, bool own, i64 n, i64 m, std::in
         }
     }
     using meshccl::strong::tarjan;
-    const i64 count =
-        check ? (backward ? tarjan<std::int32_t, true, true>(indptr, indices, n, labels)
-                          : tarjan<std::int32_t, false, true>(indptr, indices, n, labels))
-              : (backward ? tarjan<std::int32_t, true>(indptr, indices, n, labels)
-                          : tarjan<std::int32_t, false>(indptr, indices, n, labels));
-    if (count < 0) return -1;
-    for (i64 v = 0; v < n; ++v) labels[v] = std::int32_t(n - 1 - i64(labels[v]));
-    return count;
+    return check ? (backward ? tarjan<std::int32_t, true, true>(indptr, indices, n, labels)
+                             : tarjan<std::int32_t, false, true>(indptr, indices, n, labels))
+                 : (backward ? tarjan<std::int32_t, true>(indptr, indices, n, labels)
+                             : tarjan<std::int32_t, false>(indptr, indices, n, labels));
+}
+
+// The CSR (indptr, indices) of n vertices and m entries copied into ip, ix
+// of type O, and checked in the same pass (indptr[0] == 0 and indptr[n]
+// == m are checked already): whether indptr never decreases and every
+// index lies in [0, n).  One read of the input: copying after a check of
+// its own read every index twice.
+template <class X, class O>
+bool narrowed_csr(const X* indptr, const X* indices, i64 n, i64 m, O* ip, O* ix) {
+    bool ok = true;
+    for (i64 v = 0; v < n; ++v) {
+        ok &= indptr[v] <= indptr[v + 1];
+        ip[v] = O(indptr[v]);
+    }
+    ip[n] = O(indptr[n]);
+    using U = std::make_unsigned_t<X>;
+    const U top = U(n - 1);  // (n >= 1 where m >= 1)
+    U acc = 0;
+    for (i64 k = 0; k < m; ++k) {
+        acc |= U(indices[k]) | U(top - U(indices[k]));  // (in_range's test)
+        ix[k] = O(indices[k]);
+    }
+    return ok && (acc >> (8 * sizeof(X) - 1)) == 0;
 }
 
 // The strong components of the rows that kind's (a, b) give, built in O
-// (int32 below 2**31 edges, else int64) where they are not the input's.
+// (int32 below 2**31 edges, else int64) where they are not the input's (a
+// CSR's checked as it is copied: narrowed_csr); -1 for an invalid CSR.
 template <class O, class X>
 i64 strong_built(int kind, const X* a, const X* b, i64 n, i64 m, std::int32_t* labels,
                  bool backward, bool sort_rows) {
-    std::vector<O> ip(static_cast<std::size_t>(n + 1)), ix(static_cast<std::size_t>(m));
+    // (not zeroed: every entry is written before it is read)
+    std::unique_ptr<O[]> ip(new O[std::size_t(n + 1)]), ix(new O[std::size_t(std::max<i64>(m, 1))]);
     if (kind == CSR) {
-        std::copy(a, a + n + 1, ip.begin());
-        std::copy(b, b + m, ix.begin());
+        if (!narrowed_csr(a, b, n, m, ip.get(), ix.get())) return -1;
     } else if (kind == CSC) {
-        meshccl::strong::transpose_rows(a, b, n, ip.data(), ix.data());
+        meshccl::strong::transpose_rows(a, b, n, ip.get(), ix.get());
         sort_rows = false;  // (its rows come ascending)
     } else {
-        meshccl::strong::rows_of_edges(a, b, m, n, ip.data(), ix.data());
+        meshccl::strong::rows_of_edges(a, b, m, n, ip.get(), ix.get());
         sort_rows = false;
     }
-    return strong_of(ip.data(), ix.data(), true, n, m, labels, backward, sort_rows);
+    return strong_of(ip.get(), ix.get(), true, n, m, labels, backward, sort_rows);
 }
 
 // The components into labels (int32, n entries); -1 where the input is
@@ -161,9 +183,11 @@ i64 run(int kind, const X* a, const X* b, i64 la, i64 lb, i64 n, std::int32_t* l
     // the search reads the caller's CSR itself, and checks it as it goes
     const bool direct = strong && kind == CSR && (sizeof(X) == 4 || !narrow);
     const bool fused = direct && !sort_rows;
+    // an int64 CSR's strong components: checked as it is narrowed to int32
+    const bool narrowed = strong && kind == CSR && !direct;
     if (kind == EDGES ? !(la == lb && in_range(a, m, n) && in_range(b, m, n))
-                      : !(la == n + 1 && (fused ? i64(a[0]) == 0 && i64(a[n]) == m
-                                                : valid_csr(a, b, n, m))))
+                      : !(la == n + 1 && (fused || narrowed ? i64(a[0]) == 0 && i64(a[n]) == m
+                                                            : valid_csr(a, b, n, m))))
         return -1;
     if (!strong) {
         if (kind == EDGES)

@@ -39,13 +39,11 @@ i64 strong_components(const Input& indptr, const Input& indices, Array labels,
         throw std::invalid_argument("strong_components: rows must be 'forward' or 'backward', "
                                     "got '" + rows + "'");
     const bool backward = rows == "backward";
-    auto search = [&](const auto* ip, const auto* ix, auto* rindex) -> i64 {
-        using I = std::remove_pointer_t<decltype(rindex)>;
+    auto search = [&](const auto* ip, const auto* ix, auto* out) -> i64 {
+        using I = std::remove_pointer_t<decltype(out)>;
         nb::gil_scoped_release release;
-        const i64 count = backward ? meshccl::strong::tarjan<I, true>(ip, ix, n, rindex)
-                                   : meshccl::strong::tarjan<I, false>(ip, ix, n, rindex);
-        for (i64 v = 0; v < n; ++v) rindex[v] = I(n - 1 - i64(rindex[v]));
-        return count;
+        return backward ? meshccl::strong::tarjan<I, true>(ip, ix, n, out)
+                        : meshccl::strong::tarjan<I, false>(ip, ix, n, out);
     };
     auto with_labels = [&](const auto* ip, const auto* ix) -> i64 {
         if (is<std::int32_t>(labels)) {

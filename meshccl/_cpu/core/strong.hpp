@@ -18,20 +18,35 @@
 //   components in the same order, so it gives the same labels in one pass
 //   over the edges instead of two.
 //
-// rindex follows Pearce ("A space-efficient algorithm for finding strongly
-// connected components", IPL 116, 2016): a vertex's visiting index while it
-// is on the path or waits for its root, and once its component is complete
-// the component's number counted down from n - 1, larger than every
-// visiting index still in use, so one comparison rindex[w] < low serves
-// both "w is still open" and "w's low link".  The visiting indices of a
-// completed component are given back.  Members of an open component wait
-// on a second stack above the vertices of older ones.  At the end label =
-// n - 1 - rindex: 0 for the first component completed.
+// One array, the labels, serves the whole search (Pearce, "A
+// space-efficient algorithm for finding strongly connected components",
+// IPL 116, 2016; the direction as SciPy 1.18 has it): a vertex's entry is
+// -1 until it is visited, then its visiting index -- counted down from
+// n - 1 -- or the highest index its successors showed (its link) while it
+// is open, and once its component is complete the component's number,
+// counted up from 0.  The numbers of complete components lie below every
+// visiting index still in use, so one comparison labels[w] > high serves
+// both "w is still open" and "w's link", and the labels need no
+// renumbering at the end.  The visiting indices of a complete component
+// are given back.  The vertex being read is held in registers (its next
+// entry, its row's end, its link, whether it is a root); the path above it
+// lies on two stacks, one of vertices and one of the positions to resume
+// their rows at, and members of an open component wait on a third,
+// sharing the vertices' memory from its other end.
+//
+// The search stops early where one component is left: every vertex
+// visited and the finishing vertex reaching the root.  The entries of the
+// rows it did not read are still checked (Check): row by row behind a
+// short path, every entry in one vectorised sweep behind a long one; and
+// the open vertices take the last number through the stacks where they
+// are few, else by one sweep over the labels (open ones hold more than
+// any complete component's number: labels[v] = min(labels[v], last)).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <new>
 #include <type_traits>
 #include <vector>
@@ -45,18 +60,20 @@ namespace strong {
 
 using i64 = std::int64_t;
 
-// Memory for the two stacks of the search, one allocation of n frames: the
-// search path grows up from its start, the waiting vertices (smaller
-// entries) down from its end.  A vertex is on at most one of the two, so
-// together they never hold more than n and never meet.  Pages are touched
-// only as deep as the stacks go (huge pages from 4 MiB, as NumPy asks for
-// its arrays: a deep search faults once per 2 MiB).
+// Memory for the stacks of the search, one allocation (tarjan says how
+// it is laid out).  Pages are touched only as deep as the stacks go.  Up
+// to 32 MiB it comes from malloc, which hands a repeated call the block
+// the last one freed, already mapped (glibc keeps freed blocks up to that
+// size in its heap: on a cycle of 10**6 vertices, faulting in fresh pages
+// each call cost a sixth of the search); larger blocks are mapped afresh
+// by every call anyway, and take huge pages (as NumPy asks for its
+// arrays): a deep search then faults once per 2 MiB, not once per 4 KiB.
 class Arena {
   public:
     explicit Arena(std::size_t bytes) : bytes_(std::max<std::size_t>(bytes, 16)) {
         void* m = nullptr;
 #if defined(__linux__)
-        if (bytes_ >= (std::size_t(4) << 20)) {
+        if (bytes_ > (std::size_t(32) << 20)) {
             if (posix_memalign(&m, std::size_t(1) << 21, bytes_) != 0) throw std::bad_alloc();
             madvise(m, bytes_, MADV_HUGEPAGE);
         }
@@ -77,20 +94,25 @@ class Arena {
     char* p_;
 };
 
-// Whether the m values x[0..m) lie in [0, n) (one flag, no branch a value:
-// a negative value reads as a huge unsigned one).
+// Whether the m values x[0..m) lie in [0, n): no branch a value, and
+// nothing but ORs and subtractions, which vectorise on every x86-64 (x
+// lies in [0, n) when neither x nor n - 1 - x has its sign bit set, both
+// taken as unsigned: a negative x sets it in the first, one past n - 1 in
+// the second).  Not inlined: inside the search GCC leaves it scalar.
 template <class X>
-bool in_range(const X* x, i64 m, i64 n) {
+[[gnu::noinline]] bool in_range(const X* x, i64 m, i64 n) {
     using U = std::make_unsigned_t<X>;
-    bool ok = true;
-    for (i64 k = 0; k < m; ++k) ok &= U(x[k]) < U(n);
-    return ok;
+    if (n <= 0) return m == 0;
+    const U top = U(std::min<i64>(n - 1, i64(std::numeric_limits<X>::max())));
+    U acc = 0;
+    for (i64 k = 0; k < m; ++k) acc |= U(x[k]) | U(top - U(x[k]));
+    return (acc >> (8 * sizeof(X) - 1)) == 0;
 }
 
 // The search.  Backward: read every row from its end.  P, X: the types of
 // indptr and indices (int32 where they fit: half the bytes to fetch).
-// rindex (n entries) ends holding n - 1 - label.  Returns the number of
-// components.
+// labels (n entries) ends holding each vertex's component, numbered 0, 1,
+// ... in the order they complete.  Returns the number of components.
 //
 // Check: the CSR is checked as the search reads it, not in a pass of its
 // own before (which costs a sixth of the search on a mesh: one more sweep
@@ -99,128 +121,163 @@ bool in_range(const X* x, i64 m, i64 n) {
 // checked then, before any entry of the row is read (0 <= indptr[v] <=
 // indptr[v + 1] <= indptr[n]: together every pair, so indptr never
 // decreases), and every entry is checked to lie in [0, n) as it is read.
-// Returns -1 at the first value that fails (rindex is then garbage).
+// Returns -1 at the first value that fails (labels is then garbage).
 template <class I, bool Backward, bool Check = false, class P, class X>
-i64 tarjan(const P* indptr, const X* indices, i64 n, I* rindex) {
+i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
     const I VOID = -1;
-    // A vertex on the search path: the next entry of its row to read
-    // (Backward: one past it), and the vertex, stored as ~v (negative) once
-    // a successor showed a smaller rindex (v is then no root).
-    struct Frame {
-        P next;
-        I v;
-    };
-    static_assert(sizeof(Frame) % sizeof(I) == 0, "waiting entries must tile the frames");
-    for (i64 v = 0; v < n; ++v) rindex[v] = VOID;
-    Arena arena(sizeof(Frame) * std::size_t(n));
-    Frame* const path0 = arena.begin<Frame>();
-    Frame* path = path0;                  // one past the top frame
+    std::fill(labels, labels + n, VOID);
+    // The search path above the vertex being read: each vertex (as ~v,
+    // negative, once a successor showed a higher link: v is then no root)
+    // in `path`, the next entry of its row to read (Backward: one past it)
+    // at the same height in `resume`.  The waiting vertices grow down from
+    // the end of `path`'s n slots (a vertex is on the path or waiting, not
+    // both, and the one being read on neither: they never meet).
+    const std::size_t resume_bytes = (sizeof(P) * std::size_t(n) + 63) & ~std::size_t(63);
+    Arena arena(resume_bytes + sizeof(I) * std::size_t(n));
+    P* const resume = arena.begin<P>();
+    I* const path = reinterpret_cast<I*>(arena.begin<char>() + resume_bytes);
+    i64 depth = 0;                        // the path's length
     I* const wait0 = arena.end<I>();
     I* wait = wait0;                      // the top waiting vertex
-    I index = 0;
-    I c = I(n - 1);
-    i64 found = 0;  // vertices visited so far
-    auto first = [&](I v) { return Backward ? indptr[v + 1] : indptr[v]; };
-    const P end = indptr[n];
-    // whether v's row lies inside the CSR (Check)
-    auto row_ok = [&](I v) { return P(0) <= indptr[v] && indptr[v] <= indptr[v + 1] &&
-                                    indptr[v + 1] <= end; };
+    const I top = I(n - 1);               // the visiting index of every search's root
+    I index = top;                        // the next visiting index
+    I c = 0;                              // the next component number
+    i64 done = 0;  // vertices of complete components (visited: top - index + done)
+    auto last = [&](I v) { return Backward ? i64(indptr[v]) : i64(indptr[v + 1]); };
+    const i64 end = i64(indptr[n]);
+    // Enters row v: e, stop = its first entry and its end.  Its bounds are
+    // read before v's label is written: a load behind a store to the same
+    // offset in another page (labels[v], indptr[v] of arrays that both
+    // start 16 bytes into a page, as large allocations do) waits for the
+    // store: on the cycle through all vertices in order (2-vCPU VM) reading
+    // them after the store took a fifth longer.  Returns whether the row
+    // lies inside the CSR (Check).
+    auto enter = [&](I v, i64& e, i64& stop) {
+        const i64 a = i64(indptr[v]), b = i64(indptr[v + 1]);
+        e = Backward ? b : a;
+        stop = Backward ? a : b;
+        return !Check || (0 <= a && a <= b && b <= end);
+    };
+    // a path entry's vertex (~v for a negative entry, without a branch)
+    auto vertex = [](I x) { return I(x ^ (x >> (8 * sizeof(I) - 1))); };
     using U = std::make_unsigned_t<X>;
     for (i64 s = 0; s < n; ++s) {
-        if (rindex[s] != VOID) continue;
-        if (Check && !row_ok(I(s))) return -1;
-        rindex[s] = index++;  // (0: every earlier search is complete)
-        ++found;
-        *path++ = Frame{first(I(s)), I(s)};
-        while (path != path0) {
-            Frame& f = path[-1];
-            bool root = f.v >= 0;
-            const I v = root ? f.v : ~f.v;
-            const i64 stop = Backward ? i64(indptr[v]) : i64(indptr[v + 1]);
-            i64 e = i64(f.next);
-            if (Backward && e == i64(first(v))) {
-                // first time at v: ask for its successors' rindex and rows at
-                // once, so that their cache misses overlap, not one a descent
-                // (reading rows backward, the search jumps to each row's
-                // largest neighbour first; forward, it walks on to nearby
-                // vertices, and on the H200's host this cost 6-9 % there)
-                const i64 lo = Backward ? std::max(stop, e - 16) : e;
-                const i64 hi = Backward ? e : std::min(stop, e + 16);
-                for (i64 k = lo; k < hi; ++k) {
-                    __builtin_prefetch(rindex + indices[k]);
-                    __builtin_prefetch(indptr + indices[k]);
-                }
-            }
-            I low = rindex[v];
+        if (labels[s] != VOID) continue;
+        // v: the vertex being read, e: its next entry, stop: its row's end,
+        // high: its link so far, root: whether no successor raised it
+        I v = I(s);
+        i64 e, stop;
+        if (!enter(v, e, stop)) return -1;
+        I high = labels[v] = index--;  // (top: every earlier search is complete)
+        bool root = true;
+        for (;;) {
             // read the row up to the next unvisited successor
             I w = VOID;
             while (e != stop) {
                 const X y = indices[Backward ? e - 1 : e];
                 if (Check && U(y) >= U(n)) return -1;
-                const I x = I(y);
                 e += Backward ? -1 : 1;
-                const I r = rindex[x];
+                const I r = labels[I(y)];
                 if (r == VOID) {
-                    w = x;
+                    w = I(y);
                     break;
                 }
-                if (r < low) {
-                    low = r;
+                if (r > high) {
+                    high = r;
                     root = false;
                 }
             }
-            rindex[v] = low;
             if (w != VOID) {  // descend to w
-                if (Check && !row_ok(w)) return -1;
-                f.next = P(e);
-                f.v = root ? v : ~v;
-                rindex[w] = index++;
-                ++found;
-                *path++ = Frame{first(w), w};
+                const i64 next = e;
+                if (!enter(w, e, stop)) return -1;
+                if (!root) labels[v] = high;  // (a root's is its visiting index already)
+                resume[depth] = P(next);
+                path[depth++] = root ? v : ~v;
+                v = w;
+                high = labels[w] = index--;
+                root = true;
+                if (Backward) {
+                    // ask for w's successors' labels and rows at once, so that
+                    // their cache misses overlap, not one a descent (reading
+                    // rows backward, the search jumps to each row's largest
+                    // neighbour first; forward, it walks on to nearby
+                    // vertices, and on the H200's host this cost 6-9 % there)
+                    for (i64 k = std::max(stop, e - 16); k < e; ++k) {
+                        __builtin_prefetch(labels + indices[k]);
+                        __builtin_prefetch(indptr + indices[k]);
+                    }
+                }
                 continue;
             }
-            if (found == n && low == 0) {
-                // Every vertex is visited and v reaches s (visiting index 0):
-                // the vertices still open are one component, s's -- the path
-                // runs from s to v, and each waiting vertex belongs to the
-                // component of one on the path -- and no other can complete
-                // after it, so it is the last, numbered now (SciPy's search
-                // stops here too).  A graph of one giant component skips
-                // the unwinding of its whole path and the rest of its rows.
-                for (Frame* q = path0; q != path; ++q) {
-                    const I u = q->v >= 0 ? q->v : ~q->v;
-                    if (Check) {  // the rows' entries not read yet
-                        const i64 a = Backward ? i64(indptr[u]) : i64(q->next);
-                        const i64 b = Backward ? i64(q->next) : i64(indptr[u + 1]);
-                        if (!in_range(indices + a, b - a, n)) return -1;
+            if (high == top && i64(index) + 1 == done) {
+                // Every vertex is visited and v reaches s (visiting index
+                // top): the vertices still open are one component, s's --
+                // the path runs from s to v, and each waiting vertex belongs
+                // to the component of one on the path -- and no other can
+                // complete after it, so it is the last, numbered now (SciPy's
+                // search stops here too).  A graph of one giant component
+                // skips the unwinding of its whole path and the rest of its
+                // rows.
+                if (Check) {
+                    // the rows' entries not read yet: row by row where the
+                    // path is short, else every entry in one sweep (a path
+                    // of most vertices leaves short pieces of most rows)
+                    if (depth * 16 < end) {
+                        for (i64 q = 0; q < depth; ++q) {
+                            const I u = vertex(path[q]);
+                            const i64 a = Backward ? i64(indptr[u]) : i64(resume[q]);
+                            const i64 b = Backward ? i64(resume[q]) : i64(indptr[u + 1]);
+                            if (!in_range(indices + a, b - a, n)) return -1;
+                        }
+                    } else if (!in_range(indices, end, n)) {
+                        return -1;
                     }
-                    rindex[u] = c;
                 }
-                while (wait != wait0) rindex[*wait++] = c;
-                return n - i64(c);
+                // the open vertices' labels (visiting indices and links, all
+                // above every complete component's number) become c: through
+                // the stacks where they hold few, else by one vectorised
+                // sweep over every label (a scatter costs several times more
+                // a vertex than a sweep)
+                if ((depth + (wait0 - wait)) * 4 < n) {
+                    for (i64 q = 0; q < depth; ++q) labels[vertex(path[q])] = c;
+                    while (wait != wait0) labels[*wait++] = c;
+                    labels[v] = c;
+                } else {
+                    for (i64 u = 0; u < n; ++u) labels[u] = std::min(labels[u], c);
+                }
+                return i64(c) + 1;
             }
-            --path;  // v is finished
-            if (root) {  // v's component: v and the waiting vertices of low >= v's
-                --index;
-                while (wait != wait0 && low <= rindex[*wait]) {
-                    rindex[*wait++] = c;
-                    --index;
+            // v is finished
+            if (root) {  // v's component: v and the waiting vertices of high <= v's
+                ++index;
+                ++done;
+                while (wait != wait0 && labels[*wait] <= high) {
+                    labels[*wait++] = c;
+                    ++index;
+                    ++done;
                 }
-                rindex[v] = c--;
+                labels[v] = c++;  // (below every visiting index in use: no link takes it)
             } else {
+                labels[v] = high;
                 *--wait = v;
             }
-            if (path != path0) {  // the parent's low link takes v's
-                Frame& p = path[-1];
-                const I u = p.v >= 0 ? p.v : ~p.v;
-                if (rindex[v] < rindex[u]) {
-                    rindex[u] = rindex[v];
-                    p.v = ~u;
-                }
+            if (depth == 0) break;
+            // back to the parent, whose link takes v's
+            const I u = path[--depth];
+            e = i64(resume[depth]);
+            const bool parent_root = u >= 0;
+            v = vertex(u);
+            stop = last(v);
+            const I h = labels[v];
+            if (root || high <= h) {  // (a complete component's number is below h)
+                high = h;
+                root = parent_root;
+            } else {
+                root = false;
             }
         }
     }
-    return n - 1 - i64(c);
+    return i64(c);
 }
 
 // Sorts each row first..last of a CSR ascending, in place, where it is not
