@@ -245,6 +245,24 @@ __device__ __forceinline__ bool reach_entries(const J* __restrict__ ridx,
     return reached;
 }
 
+// The chunks (ch[i], ck[i]) of the long rows whose go[h] is set: scan(h,
+// v, b, e1) over entries b .. e1 - 1 of vertex v = hv[h]'s row (offsets
+// ptr), a grid-stride loop; *changed = 1 where a scan returns true.
+template <typename I, typename Scan>
+__device__ __forceinline__ void each_chunk(const long long* __restrict__ ptr,
+                                           const I* __restrict__ hv, const I* __restrict__ ch,
+                                           const unsigned* __restrict__ ck, long long chunks,
+                                           const unsigned char* __restrict__ go, int* changed,
+                                           Scan scan) {
+    for (long long i = thread_id(); i < chunks; i += thread_count()) {
+        const I h = ch[i];
+        if (!go[h]) continue;
+        const I v = hv[h];
+        const long long b = ptr[v] + (long long)ck[i] * CHUNK;
+        if (scan(h, v, b, min(b + CHUNK, ptr[v + 1]))) *changed = 1;
+    }
+}
+
 }  // namespace strong
 }  // namespace meshccl
 
@@ -799,15 +817,9 @@ __global__ void meshccl_scc_push_rows(const long long* __restrict__ fptr,
                                       const I* __restrict__ snap,
                                       const unsigned char* __restrict__ go, int* changed) {
     using namespace meshccl::strong;
-    for (long long i = thread_id(); i < chunks; i += thread_count()) {
-        const I h = ch[i];
-        if (!go[h]) continue;
-        const I v = hv[h];
-        const I c = snap[h];
-        const long long b = fptr[v] + (long long)ck[i] * CHUNK;
-        if (push_entries(fidx, rep, colour, active, c, b, min(b + CHUNK, fptr[v + 1])))
-            *changed = 1;
-    }
+    each_chunk(fptr, hv, ch, ck, chunks, go, changed, [&](I h, I, long long b, long long e1) {
+        return push_entries(fidx, rep, colour, active, snap[h], b, e1);
+    });
 }
 
 // Backward snapshot: go[h] when hv[h] was reached and not yet searched
@@ -834,15 +846,9 @@ __global__ void meshccl_scc_back_rows(const long long* __restrict__ rptr,
                                       const unsigned* __restrict__ ck, long long chunks,
                                       const unsigned char* __restrict__ go, int* changed) {
     using namespace meshccl::strong;
-    for (long long i = thread_id(); i < chunks; i += thread_count()) {
-        const I h = ch[i];
-        if (!go[h]) continue;
-        const I v = hv[h];
-        const I c = colour[v];
-        const long long b = rptr[v] + (long long)ck[i] * CHUNK;
-        if (reach_entries(ridx, rep, colour, mark, c, b, min(b + CHUNK, rptr[v + 1])))
-            *changed = 1;
-    }
+    each_chunk(rptr, hv, ch, ck, chunks, go, changed, [&](I, I v, long long b, long long e1) {
+        return reach_entries(ridx, rep, colour, mark, colour[v], b, e1);
+    });
 }
 
 // The round's components: each reached vertex joins its root's (the vertex
