@@ -1495,8 +1495,9 @@ MESHCCL_R3_WIDE(double)
     MESHCCL_R3_LAT(T, I, 1, Tol, 16) MESHCCL_R3_LAT(T, I, 2, Tol, 8)                           \
     MESHCCL_R3_LAT(T, I, 3, Tol, 8)
 #define MESHCCL_R3_LAT_T(T, Tol) MESHCCL_R3_LAT_I(T, int, Tol) MESHCCL_R3_LAT_I(T, long long, Tol)
-// The lattice form: integers unsigned and floats without a tolerance (as
-// _validate.py gives them), every cell type with one (signed stays signed).
+// The lattice form: integers unsigned, bool bytes (meshccl::flag8) and
+// floats without a tolerance (as _validate.py gives them), every cell type
+// with one (signed stays signed).
 MESHCCL_R3_LAT_T(unsigned char, false)
 MESHCCL_R3_LAT_T(meshccl::flag8, false)
 MESHCCL_R3_LAT_T(unsigned short, false)

@@ -83,8 +83,8 @@ __global__ void __launch_bounds__(256) meshccl_wrap3d(
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may
 // ask for: integers unsigned (and signed bytes, as runs3d.cu's plain form
-// has them) and floats without a tolerance (as _validate.py gives them),
-// every cell type with one.
+// has them), bool bytes (meshccl::flag8) and floats without a tolerance
+// (as _validate.py gives them), every cell type with one.
 #define MESHCCL_W3(T, I, C, Tol)                                                            \
     template __global__ void meshccl_wrap3d<T, I, C, Tol>(const T*, I*, unsigned*,           \
         const unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, unsigned,                   \
