@@ -350,7 +350,8 @@ def test_bool_bytes_other_than_one(emulated, shape):
             check(x, connectivity=c, background=background, periodic=(True, False, True))
             check(x, connectivity=c, background=background, mask=m)
             check(x, connectivity=c, background=background, bonds=bonds, periodic=True)
-            check(x, connectivity=c, background=background, tolerance=0)
+            check(x, connectivity=c, background=background, tolerance=0,
+                  periodic=(False, True, True))
         check(x, connectivity=c, background=None, tolerance=1, mask=m)
 
 
