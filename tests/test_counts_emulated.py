@@ -82,7 +82,8 @@ def _check_signature(name, targs, args):
     assert len(args) == len(sig), f"{name}: {len(args)} arguments for {len(sig)} parameters"
     index = {"int": np.int32, "long long": np.int64}[targs[1] if base.startswith(
         ("meshccl_runs", "meshccl_cells", "meshccl_general")) and "_packed_" not in base
-        and not base.startswith(("meshccl_runsnd_", "meshccl_runs3d_structure_")) else targs[0]]
+        and base not in ("meshccl_runsnd_unions", "meshccl_runs3d_structure_faces")
+        else targs[0]]
     for k, (a, t) in enumerate(zip(args, sig)):
         t = t.replace("const ", "")
         where = f"{name} argument {k} ({t})"

@@ -299,6 +299,28 @@ def _volume(rng, shape, dtype):
     return a
 
 
+@pytest.mark.parametrize("shape", [(300,), (70, 90), (45, 33), (9, 20, 70), (5, 3, 33)])
+def test_bool_bytes_other_than_one(backend, shape):
+    """A bool view of bytes 0, 1, 2 and 255 (every non-zero byte True, as
+    NumPy and skimage read it) with each lattice feature and periodic axes
+    alone, background False and True: the GPU chains read such bytes as
+    they are (no 0 / 1 copy), 1-D to 3-D, rows whole and cut."""
+    rng = np.random.default_rng(sum(shape) + 5)
+    raw = rng.choice(np.array([0, 1, 2, 255], np.uint8), size=shape, p=[0.4, 0.2, 0.2, 0.2])
+    a, clean = raw.view(np.bool_), raw != 0
+    ndim = len(shape)
+    for conn in sorted({1, ndim}):
+        bonds = rng.random((len(half_offsets(ndim, conn)),) + shape) < 0.7
+        mask = rng.random(shape) < 0.85
+        for background in (None, 1):
+            for kw in ({"periodic": True}, {"periodic": (False,) * (ndim - 1) + (True,)},
+                       {"mask": mask}, {"bonds": bonds, "periodic": True},
+                       {"tolerance": 0}, {"tolerance": 1, "mask": mask}):
+                kw = dict(kw, connectivity=conn, background=background)
+                want = reference_lattice(clean, **kw)
+                np.testing.assert_array_equal(run_label(a, backend, **kw), want, err_msg=str(kw))
+
+
 _PERIODIC_3D = [False, True, (True, False, False), (False, True, False), (False, False, True),
                 (False, True, True)]
 

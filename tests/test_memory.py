@@ -8,9 +8,8 @@ the labels, still held at the end, are).  Each call builds its launch
 plan anew (``_tuning.override()`` drops the plans), so what a plan keeps
 for later calls counts too.  The arrays are large enough (4 M cells and
 more) that the few small arrays of a call (kernel arguments, N) do not
-matter.  Known above the bound, and not tested here: bool input with
-periodic axes, lattice features or ``background=1`` (a 0 / 1 copy of the
-input first), and the other rows in bold in docs/performance.md.
+matter.  Known above the bound, and not tested here: the rows in bold in
+docs/performance.md.
 """
 
 import numpy as np
@@ -115,18 +114,17 @@ def test_statistics(shape, connectivity):
     _check(_image(shape, connectivity), connectivity=connectivity, return_statistics=True)
 
 
-@pytest.mark.parametrize("kw", [dict(periodic=True), dict(periodic=(True, False)),
-                                dict(mask="random"), dict(bonds="random"),
-                                dict(tolerance=1)], ids=str)
-@pytest.mark.parametrize("shape", [(2048, 2048), (160, 160, 160)])
-def test_lattice_chains(shape, kw):
-    """The lattice features, 2-D and 3-D, background -1 (both spins
-    clusters, as a simulation labels them), with counts and without."""
+LATTICE = [dict(periodic=True), dict(periodic=(True, False)), dict(mask="random"),
+           dict(bonds="random"), dict(tolerance=1)]
+
+
+def _features(shape, kw):
+    """``kw`` with its periodic axes for ``shape`` and its "random" mask
+    and bonds made."""
     import cupy
 
     from meshccl.neighbourhood import half_offsets
 
-    x = patterns.percolation(shape, 0.5, xp=cupy)
     kw = dict(kw)
     if kw.get("periodic") is not True and "periodic" in kw:
         kw["periodic"] = kw["periodic"] + (False,) * (len(shape) - 2)
@@ -136,8 +134,40 @@ def test_lattice_chains(shape, kw):
     if kw.get("bonds") == "random":
         k = len(half_offsets(len(shape), 1))
         kw["bonds"] = rng.random((k,) + shape, dtype=cupy.float32) < 0.6
+    return kw
+
+
+@pytest.mark.parametrize("kw", LATTICE, ids=str)
+@pytest.mark.parametrize("shape", [(2048, 2048), (160, 160, 160)])
+def test_lattice_chains(shape, kw):
+    """The lattice features, 2-D and 3-D, background -1 (both spins
+    clusters, as a simulation labels them), with counts and without."""
+    import cupy
+
+    x = patterns.percolation(shape, 0.5, xp=cupy)
+    kw = _features(shape, kw)
     _check(x, background=-1, connectivity=1, **kw)
     _check(x, background=-1, connectivity=1, return_counts=True, **kw)
+
+
+@pytest.mark.parametrize("kw", LATTICE, ids=str)
+@pytest.mark.parametrize("shape", [(2048, 2048), (160, 160, 160)])
+def test_bool_lattice_chains(shape, kw):
+    """Bool input with periodic axes or lattice features, background False
+    and True: its bytes read as they are, no 0 / 1 copy first."""
+    x = _image(shape, 1, np.bool_)
+    kw = _features(shape, kw)
+    for background in (None, 1):
+        _check(x, background=background, connectivity=1, **kw)
+
+
+@pytest.mark.parametrize("shape", [(40, 40, 40, 40), (64, 64, 1024)])
+def test_bool_background_true_on_runsnd(shape):
+    """Bool input at background True on the runsnd chain (4-D) and on the
+    plain 3-D chain: no 0 / 1 copy first."""
+    x = _image(shape, 1, np.bool_)
+    _check(x, background=1, connectivity=1)
+    _check(x, background=1, connectivity=len(shape))
 
 
 @pytest.mark.parametrize("shape,kw", [((40, 40, 40, 40), dict(connectivity=1)),

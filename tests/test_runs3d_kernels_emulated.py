@@ -41,14 +41,15 @@ from meshccl.neighbourhood import half_offsets
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: (cell type, with a tolerance) of the lattice forms the tests below run:
-#: one-byte cells (byte-wise masks), and by ballots floats with a tolerance
-#: (double keys), two-byte cells (keys shuffled as 32-bit words) and
-#: 8-byte integers with an exact tolerance
-TYPES = [("unsigned char", "false"), ("float", "true"), ("unsigned short", "false"),
-         ("long long", "true")]
-#: cell types of the plain form (byte-wise masks, ballots over floats and
-#: two-byte cells)
-PLAIN_TYPES = ["unsigned char", "float", "unsigned short"]
+#: one-byte cells (byte-wise masks; bool input's bytes as they are,
+#: meshccl::flag8, with a tolerance and without), and by ballots floats
+#: with a tolerance (double keys), two-byte cells (keys shuffled as 32-bit
+#: words) and 8-byte integers with an exact tolerance
+TYPES = [("unsigned char", "false"), ("meshccl::flag8", "false"), ("meshccl::flag8", "true"),
+         ("float", "true"), ("unsigned short", "false"), ("long long", "true")]
+#: cell types of the plain form (byte-wise masks, bool bytes, ballots over
+#: floats and two-byte cells)
+PLAIN_TYPES = ["unsigned char", "meshccl::flag8", "float", "unsigned short"]
 #: brick depths per connectivity: _tuning.RUNS_3D_PLANES's, and 8 at 1
 DEPTHS = {1: (8, 16), 2: (8,), 3: (8,)}
 
@@ -170,6 +171,9 @@ def forest(x, **kw):
     prob = dataclasses.replace(prob, work_dtype=np.dtype(np.int32))
     case = chains.select(prob)
     assert case.chain.name in ("runs3d", "runs3d-lattice"), case.chain.name
+    if x.dtype == np.bool_:  # (the bytes as they are, as the GPU path leaves them)
+        assert chains.reads_bool_bytes(case, prob)
+        prob = dataclasses.replace(prob, values=np.ascontiguousarray(x).reshape(-1))
     buffers = image_plain.scratch(prob.size, prob.work_dtype, case.shape, slots=False)
     for b in buffers:
         b[...] = 0x5A  # (nothing is zeroed on a GPU unless a kernel or memset does it)
@@ -327,6 +331,28 @@ def test_plain_chain_on_small_volumes(emulated, shape):
             check(x, connectivity=c, periodic=periodic)
             check(f, connectivity=c, periodic=periodic, background=None)
             check(w, connectivity=c, periodic=periodic, background=1)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 2), (5, 3, 33), (9, 33, 34), (18, 3, 33)])
+def test_bool_bytes_other_than_one(emulated, shape):
+    """Bool input whose True bytes are 1, 2 or 255 (a view of other data),
+    read as it is (meshccl::flag8): every non-zero byte True, as NumPy and
+    the CPU backend read it, on the lattice form (mask, bonds, tolerance:
+    the byte-wise masks, whole aligned rows and the byte-by-byte path) and
+    the plain form's wrap kernel, background False and True."""
+    rng = np.random.default_rng(sum(shape) + 2)
+    raw = rng.choice(np.array([0, 1, 2, 255], np.uint8), size=shape, p=[0.45, 0.2, 0.2, 0.15])
+    x = raw.view(np.bool_)
+    m = rng.random(shape) < 0.9
+    for c in (1, 2, 3):
+        bonds = rng.random((len(half_offsets(3, c)),) + shape) < 0.7
+        for background in (0, 1):
+            check(x, connectivity=c, background=background, periodic=(True, False, True))
+            check(x, connectivity=c, background=background, mask=m)
+            check(x, connectivity=c, background=background, bonds=bonds, periodic=True)
+            check(x, connectivity=c, background=background, tolerance=0,
+                  periodic=(False, True, True))
+        check(x, connectivity=c, background=None, tolerance=1, mask=m)
 
 
 def test_lattice_chain_bricks_of_eight_planes(emulated):

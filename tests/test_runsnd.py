@@ -167,8 +167,8 @@ def test_queue_and_cover_slots(batch, slots):
 def test_bool_bytes_other_than_one(background):
     """A bool array whose True bytes are not all 1 (a view of other data):
     every non-zero byte is True, as NumPy reads it -- on the runsnd chain,
-    which reads the bytes as they are (background False), with the
-    background True (a 0 / 1 copy first), and on the fixed chains; through
+    which reads the bytes as they are (background False) or tests each
+    against 0 first (background True), and on the fixed chains; through
     launch plans and without (return_info), and ndimage.label of one-byte
     integers (viewed as bool)."""
     import cupy

@@ -238,15 +238,13 @@ def select(prob) -> Case:
 def reads_bool_bytes(case, prob) -> bool:
     """Whether ``case``'s chain takes a bool input's bytes as they are
     (every non-zero byte True, as NumPy reads a bool array, which may hold
-    bytes other than 0 and 1): the plain run chains without periodic axes
-    (their kernels' ``meshccl::flag8`` form), and runsnd and
-    runs3d-structure at background False (their masks test bytes against
-    the background byte only).  Other chains compare bytes, and label a
-    0 / 1 copy."""
-    name = case.chain.name
-    if name in ("runsnd", "runs3d-structure"):
-        return prob.has_bg and int(prob.bgkey) == 0
-    return name in ("runs2d", "runs3d") and not case.periodic
+    bytes other than 0 and 1): the run chains, plain and lattice forms,
+    with their wrap kernels (the kernels' ``meshccl::flag8`` form:
+    :func:`.image_plain.cell_type`), runsnd and runs3d-structure
+    (:func:`.runs_nd.byte_type`).  The general and iterative chains
+    compare bytes, and label a 0 / 1 copy."""
+    return case.chain.name in ("runs2d", "runs3d", "runs2d-lattice", "runs3d-lattice",
+                               "runsnd", "runs3d-structure")
 
 
 def program(case, prob, *, buffers=None, slot_tiles=True, report=None, counts=None,

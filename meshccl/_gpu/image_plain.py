@@ -278,6 +278,14 @@ def _pieces_path(index_dtype, n, buffers, cells, wpt=1, first=False, counts=None
                              (LABELS,) + roots_args))] + tail
 
 
+def cell_type(value_dtype) -> str:
+    """The run kernels' template spelling of a cell type: bool input as
+    ``meshccl::flag8`` (lattice.cuh), whose bytes the kernels read as
+    given, every non-zero byte True (a bool array may hold bytes other
+    than 0 and 1), so the chains need no 0 / 1 copy of it."""
+    return "meshccl::flag8" if np.dtype(value_dtype) == np.bool_ else c_type(value_dtype)
+
+
 def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers, slot_tiles,
                   report, counts=None, first=False, image_rows=None, stats=None):
     """:func:`program` through the run-based tile kernels: runs2d.cu (1-D and
@@ -286,9 +294,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     meshccl_label_runs, which sees a volume as nz * ny rows."""
     index_dtype = np.dtype(index_dtype)
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
-    # (bool input's bytes as given: lattice.cuh's flag8, any non-zero byte True)
-    t = "meshccl::flag8" if np.dtype(value_dtype) == np.bool_ else c_type(value_dtype)
-    i = c_type(index_dtype)
+    t, i = cell_type(value_dtype), c_type(index_dtype)
     rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]  # tile rows per lane group
     per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
     slots = _tuning.RUNS_2D_SLOTS if d == 2 else 0
@@ -499,7 +505,7 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
                            stats)
     _, _, ny, nx = _dims(tuple(int(s) for s in shape))
     c = min(int(connectivity), 2) if ndim > 1 else 1
-    t, i = c_type(value_dtype), c_type(index_dtype)
+    t, i = cell_type(value_dtype), c_type(index_dtype)
     tol = "true" if tolerance is not None else "false"
     I = index_dtype.type
     null = np.uintp(0)
@@ -574,8 +580,8 @@ def _lattice_3d(value_dtype, index_dtype, n, shape, connectivity, has_bg, bgkey,
     if not periodic:
         return prog
     tol = "true" if tolerance is not None else "false"
-    wrap, = kernels("wrap3d.cu", f"meshccl_wrap3d<{c_type(value_dtype)}, {c_type(index_dtype)}, "
-                                 f"{c}, {tol}>")
+    wrap, = kernels("wrap3d.cu", f"meshccl_wrap3d<{cell_type(value_dtype)}, "
+                                 f"{c_type(index_dtype)}, {c}, {tol}>")
     _, _, H, _, S = _run_arrays(buffers, n, shape)
     I = np.dtype(index_dtype).type
     faces = ny * nx + 2 * nz * nx + 2 * nz * ny
@@ -596,7 +602,7 @@ def _program_runs3d_lattice(value_dtype, index_dtype, n, shape, c, has_bg, bgkey
     (:func:`_box_features`); ``tolerance``: whether the call has one."""
     index_dtype = np.dtype(index_dtype)
     _, nz, ny, nx = _dims(tuple(int(s) for s in shape))
-    t, i = c_type(value_dtype), c_type(index_dtype)
+    t, i = cell_type(value_dtype), c_type(index_dtype)
     tol = "true" if tolerance else "false"
     nzb, walk = _tuning.RUNS_3D_PLANES[c], _tuning.RUNS_SEAM_PLANES[c]
     tile, zface, seams = kernels(

@@ -83,7 +83,8 @@ def program(prob, buffers=None, counts=None):
     _, steps, nsteps, _ = runs_nd._device_table(cupy.cuda.Device().id, shape, offsets)
     nzb = _tuning.RUNS3D_STRUCTURE_PLANES
     tile, faces = kernels("runs3d_structure.cu",
-                          f"meshccl_runs3d_structure_tile<{i}, {nzb}>",
+                          f"meshccl_runs3d_structure_tile<{runs_nd.byte_type(prob)}, {i}, "
+                          f"{nzb}>",
                           f"meshccl_runs3d_structure_faces<{i}, {nzb}, "
                           f"{'true' if _tuning.RUNS3D_STRUCTURE_FACE_COVERS else 'false'}>")
     aligned = nx % 32 == 0

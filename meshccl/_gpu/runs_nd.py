@@ -110,6 +110,16 @@ def offsets_of(prob):
     return neighbourhood.half_offsets(len(prob.shape), prob.connectivity)
 
 
+def byte_type(prob) -> str:
+    """The cell type this chain's and runs3d-structure's kernels read
+    ``prob``'s bool bytes as: as they are (``unsigned char``; a cell is
+    foreground where its byte is not the background byte, which at
+    background 0 is every non-zero byte), or, at background 1,
+    ``meshccl::flag8`` (lattice.cuh): each byte tested against 0 first,
+    since a bool array may hold bytes other than 0 and 1, all True."""
+    return "meshccl::flag8" if prob.has_bg and int(prob.bgkey) != 0 else "unsigned char"
+
+
 @functools.lru_cache(maxsize=256)
 def _device_table(device_id: int, shape: tuple, offsets: tuple):
     """(xjoin, steps, number of steps, leading axes' lengths) on the
@@ -156,7 +166,7 @@ def program(prob, buffers=None, counts=None):
     i, I = c_type(work), work.type
     xjoin, steps, nsteps, lead = _device_table(cupy.cuda.Device().id, shape, offsets_of(prob))
     axes = min(len(shape), 4)
-    rows_k, unions_k = kernels("runsnd.cu", f"meshccl_runsnd_rows<{i}>",
+    rows_k, unions_k = kernels("runsnd.cu", f"meshccl_runsnd_rows<{byte_type(prob)}, {i}>",
                                f"meshccl_runsnd_unions<{i}, {_tuning.RUNSND_UNITE_BATCH[axes]}, "
                                f"{_tuning.RUNSND_COVER_SLOTS[axes]}>")
     aligned = nx % 32 == 0

@@ -207,6 +207,25 @@ __device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
 using meshccl::thread_count;  // (launch.cuh)
 using meshccl::thread_id;
 
+// The entries of a warp's 32 rows, lane l's row b .. e - 1 (as that lane
+// holds them): a row of more than 32 entries is spread over the warp's
+// lanes, one such row after another; a shorter one is walked by its own
+// lane.  f(k, l) for entry k of lane l's row.  Called by all 32 lanes.
+template <typename F>
+__device__ __forceinline__ void warp_rows(long long b, long long e, int lane, F f) {
+    const bool long_row = e - b > 32;
+    unsigned todo = __ballot_sync(0xffffffffu, long_row);
+    while (todo) {
+        const int src = __ffs(todo) - 1;
+        todo &= todo - 1;
+        const long long hb = __shfl_sync(0xffffffffu, b, src);
+        const long long he = __shfl_sync(0xffffffffu, e, src);
+        for (long long k = hb + lane; k < he; k += 32) f(k, src);
+    }
+    if (!long_row)
+        for (long long k = b; k < e; ++k) f(k, lane);
+}
+
 // f(k, v) for every entry k of every row v of a CSR (rows 0..n-1), over
 // the whole grid: a row of more than 32 entries by its whole warp (the
 // lanes stride over it), a shorter one by its own thread, so that a hub's
@@ -223,17 +242,7 @@ __device__ __forceinline__ void each_entry(const long long* __restrict__ indptr,
             b = indptr[v];
             e = indptr[v + 1];
         }
-        const bool long_row = e - b > 32;
-        unsigned todo = __ballot_sync(0xffffffffu, long_row);
-        while (todo) {
-            const int src = __ffs(todo) - 1;
-            todo &= todo - 1;
-            const long long hb = __shfl_sync(0xffffffffu, b, src);
-            const long long he = __shfl_sync(0xffffffffu, e, src);
-            for (long long k = hb + lane; k < he; k += 32) f(k, base + src);
-        }
-        if (!long_row)
-            for (long long k = b; k < e; ++k) f(k, v);
+        warp_rows(b, e, lane, [&](long long k, int l) { f(k, base + l); });
     }
 }
 
@@ -428,18 +437,9 @@ __global__ void meshccl_graph_tile_local(const long long* __restrict__ indptr,
                 b = indptr[base + i];
                 e = indptr[base + i + 1];
             }
-            const bool long_row = e - b > 32;
-            unsigned todo = __ballot_sync(0xffffffffu, long_row);
-            while (todo) {
-                const int src = __ffs(todo) - 1;
-                todo &= todo - 1;
-                const long long hb = __shfl_sync(0xffffffffu, b, src);
-                const long long he = __shfl_sync(0xffffffffu, e, src);
-                for (long long k = hb + lane; k < he; k += 32)
-                    tile_entry<I, J>(indices, k, n, base, size, w + src, S);
-            }
-            if (!long_row)
-                for (long long k = b; k < e; ++k) tile_entry<I, J>(indices, k, n, base, size, i, S);
+            warp_rows(b, e, lane, [&](long long k, int l) {
+                tile_entry<I, J>(indices, k, n, base, size, w + l, S);
+            });
         }
         __syncthreads();
         for (int i = threadIdx.x; i < size; i += blockDim.x)

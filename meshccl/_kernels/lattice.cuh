@@ -43,8 +43,9 @@ template <> struct Key<double> {
 // A bool input's byte, as given: NumPy reads every non-zero byte of a bool
 // array as True, and an array viewed as bool may hold bytes other than 0
 // and 1, so its key is the byte tested against 0 (runs.cuh's load_row
-// makes one-byte rows of it 0 / 1 the same way).  The plain run chains
-// label bool input so, with no 0 / 1 copy of it first.
+// makes one-byte rows of it 0 / 1 the same way).  The run chains (plain
+// and lattice forms, the wrap kernels) label bool input so, with no 0 / 1
+// copy of it first.
 struct flag8 {
     unsigned char b;
     flag8() = default;
@@ -118,6 +119,12 @@ struct Rule<T, true, true> {
                                            : (unsigned long long)b - (unsigned long long)a;
         return d <= int_tolerance(tol);
     }
+};
+// bool bytes under a tolerance: their 0 / 1 keys (flag8), compared as the
+// integers they are.
+template <>
+struct Rule<flag8, true, true> : Rule<unsigned char, true, true> {
+    static __device__ __forceinline__ unsigned char key(flag8 v) { return Key<flag8>::of(v); }
 };
 // float -> double without losing subnormals: CuPy compiles with -ftz=true,
 // which flushes float32 subnormals even in the conversion, and then a value

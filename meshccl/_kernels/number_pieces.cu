@@ -76,6 +76,20 @@
 #define MESHCCL_PIECE_GROUP (sizeof(I) == 8 ? 2 : MESHCCL_ROOTS_GROUP_32)
 #define MESHCCL_LABEL_GROUP (sizeof(I) == 8 ? 2 : MESHCCL_LABEL_GROUP_32)
 
+// The next G set bits of h (bit b: cell w0 * 32 + b) into x, taken off h;
+// -1 where h has none left.
+template <int G, typename I>
+__device__ __forceinline__ void take_bits(unsigned long long& h, I w0, I (&x)[G]) {
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+        x[g] = (I)-1;
+        if (h) {
+            x[g] = (w0 << 5) + (I)(__ffsll(h) - 1);
+            h &= h - 1ull;
+        }
+    }
+}
+
 // Steps 1 and 2, a thread per W consecutive words (a block per
 // MESHCCL_PIECE_BLOCK words, 1024 / W threads; W = 2 fits a 4096^2 image's
 // words in one wave of threads).  The words' roots are A & ~H whatever the
@@ -128,15 +142,9 @@ __global__ void __launch_bounds__(MESHCCL_PIECE_BLOCK / W) meshccl_piece_roots(
     if (W == 2) h |= (unsigned long long)hooked[W - 1] << 32;
     while (h) {
         I x[MESHCCL_PIECE_GROUP], r[MESHCCL_PIECE_GROUP];
+        take_bits(h, w0, x);
 #pragma unroll
-        for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) {
-            x[g] = (I)-1;
-            if (h) {
-                x[g] = (w0 << 5) + (I)(__ffsll(h) - 1);
-                h &= h - 1ull;
-            }
-            r[g] = x[g];
-        }
+        for (int g = 0; g < MESHCCL_PIECE_GROUP; ++g) r[g] = x[g];
         for (bool moved = true; moved;) {
             moved = false;
             I p[MESHCCL_PIECE_GROUP];
@@ -196,14 +204,7 @@ __device__ __forceinline__ void label_pieces(I* P, const unsigned* __restrict__ 
     // their stores (one at a time, each store waited for the next load).
     while (h) {
         I x[MESHCCL_LABEL_GROUP], r[MESHCCL_LABEL_GROUP];
-#pragma unroll
-        for (int g = 0; g < MESHCCL_LABEL_GROUP; ++g) {
-            x[g] = (I)-1;
-            if (h) {
-                x[g] = (w0 << 5) + (I)(__ffsll(h) - 1);
-                h &= h - 1ull;
-            }
-        }
+        take_bits(h, w0, x);
 #pragma unroll
         for (int g = 0; g < MESHCCL_LABEL_GROUP; ++g)
             if (x[g] >= 0) r[g] = P[x[g]];

@@ -703,5 +703,40 @@ __device__ __forceinline__ unsigned store_piece_roots(int* L, int base, unsigned
     }, [](int) { return 0; }, [=](int r, int b, I g, bool, int) { P[tile0 + (I)r * nx + b] = g; });
 }
 
+// A 3-D brick kernel's last step (runs3d.cu's tile kernels and
+// runs3d_structure.cu's), after its unions: the piece roots of warp p's
+// plane z = blockIdx.z * NZ + p stored in P (store_piece_roots, with
+// Compact), the rows' F and S (word bx * (nz * ny) + z * ny + y), and
+// their piece roots in A (H zeroed where aligned: nx % 32 == 0).
+template <int Compact, int NZ, typename I>
+__device__ __forceinline__ void brick_store(int* forest, unsigned* starts, I* __restrict__ P,
+                                            unsigned* __restrict__ A, unsigned* __restrict__ H,
+                                            unsigned* __restrict__ F, unsigned* __restrict__ S,
+                                            unsigned mF, unsigned S_, I nz, I ny, I nx,
+                                            int aligned) {
+    constexpr int PL = 32 * ROW_NODES;
+    const int lane = threadIdx.x & 31, p = threadIdx.x >> 5;
+    const I bx = (I)blockIdx.x, x0 = bx * 32, y0 = (I)blockIdx.y * 32;
+    const I z0 = (I)blockIdx.z * NZ, z = z0 + p, y = y0 + lane;
+    if (z >= nz) return;  // the whole warp
+    const I plane = ny * nx, tile0 = z * plane + y0 * nx + x0;
+    const unsigned roots = store_piece_roots<Compact>(
+        forest, p * PL, starts, lane, (int)min((I)32, ny - y0), P, tile0, nx,
+        z0 * plane + y0 * nx + x0, PL, plane);
+    if (y >= ny) return;
+    const I rows = nz * ny;
+    F[bx * rows + z * ny + y] = mF;
+    S[bx * rows + z * ny + y] = S_;
+    const I rowbase = (z * ny + y) * nx + x0, wi = rowbase >> 5;
+    if (aligned) {
+        A[wi] = roots;
+        H[wi] = 0u;
+    } else if (roots) {
+        const int s = (int)(rowbase & 31);
+        atomicOr(A + wi, roots << s);
+        if (s) atomicOr(A + wi + 1, roots >> (32 - s));
+    }
+}
+
 }  // namespace runs
 }  // namespace meshccl

@@ -1100,7 +1100,7 @@ template __global__ void meshccl_runs2d_drawn_wrap<int>(const unsigned char*, in
     const unsigned*, int, int, int, int, unsigned char, int, int, unsigned long long, unsigned,
     unsigned, unsigned, unsigned, unsigned);
 MESHCCL_R2_T(unsigned char)
-MESHCCL_R2(meshccl::flag8, int) MESHCCL_R2(meshccl::flag8, long long)
+MESHCCL_R2_T(meshccl::flag8)
 MESHCCL_R2_T(unsigned short)
 MESHCCL_R2_T(unsigned int)
 MESHCCL_R2_T(unsigned long long)

@@ -540,39 +540,6 @@ __device__ __forceinline__ void zface_unions(I* P, unsigned* __restrict__ H, con
                               [P, H](I a, I b) { meshccl::unite_recording(P, H, a, b); });
 }
 
-// The tile kernel's last step, after its unions (both cell widths): the
-// piece roots of warp p's plane stored in P (runs.cuh, store_piece_roots),
-// the rows' F and S, and their piece roots in A (H zeroed where aligned).
-template <int C, int NZ, typename I>
-__device__ __forceinline__ void tile_store(int* forest, unsigned* starts, I* __restrict__ P,
-                                           unsigned* __restrict__ A, unsigned* __restrict__ H,
-                                           unsigned* __restrict__ F, unsigned* __restrict__ S,
-                                           unsigned mF, unsigned S_, I nz, I ny, I nx,
-                                           int aligned) {
-    constexpr int PL = 32 * meshccl::runs::ROW_NODES;
-    const int lane = threadIdx.x & 31, p = threadIdx.x >> 5;
-    const I bx = (I)blockIdx.x, x0 = bx * 32, y0 = (I)blockIdx.y * 32;
-    const I z0 = (I)blockIdx.z * NZ, z = z0 + p, y = y0 + lane;
-    if (z >= nz) return;  // the whole warp
-    const I plane = ny * nx, tile0 = z * plane + y0 * nx + x0;
-    const unsigned roots = meshccl::runs::store_piece_roots<C == 1 ? 128 : 1024>(
-        forest, p * PL, starts, lane, (int)min((I)32, ny - y0), P, tile0, nx,
-        z0 * plane + y0 * nx + x0, PL, plane);
-    if (y >= ny) return;
-    const I rows = nz * ny;
-    F[bx * rows + z * ny + y] = mF;
-    S[bx * rows + z * ny + y] = S_;
-    const I rowbase = (z * ny + y) * nx + x0, wi = rowbase >> 5;
-    if (aligned) {
-        A[wi] = roots;
-        H[wi] = 0u;
-    } else if (roots) {
-        const int s = (int)(rowbase & 31);
-        atomicOr(A + wi, roots << s);
-        if (s) atomicOr(A + wi + 1, roots >> (32 - s));
-    }
-}
-
 }  // namespace runs3d
 }  // namespace meshccl
 
@@ -631,8 +598,8 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<T, C, NZ>::value)) meshcc
             meshccl::runs3d::plane_unions<C>(forest, starts, p, lane, S_, U, dy, shift);
         }
         __syncthreads();
-        meshccl::runs3d::tile_store<C, NZ>(forest, starts[p], P, A, H, F, S, mF, S_, nz, ny, nx,
-                                           aligned);
+        meshccl::runs::brick_store<C == 1 ? 128 : 1024, NZ>(forest, starts[p], P, A, H, F, S, mF,
+                                                            S_, nz, ny, nx, aligned);
         return;
     } else {
     const int lane = threadIdx.x & 31, p = threadIdx.x >> 5;
@@ -698,8 +665,8 @@ __global__ void __launch_bounds__(32 * NZ, (TileBlocks<T, C, NZ>::value)) meshcc
         meshccl::runs3d::plane_unions<C>(forest, starts, p, lane, S_, U, dy, shift);
     }
     __syncthreads();
-    meshccl::runs3d::tile_store<C, NZ>(forest, starts[p], P, A, H, F, S, mF, S_, nz, ny, nx,
-                                       aligned);
+    meshccl::runs::brick_store<C == 1 ? 128 : 1024, NZ>(forest, starts[p], P, A, H, F, S, mF,
+                                                        S_, nz, ny, nx, aligned);
     }
 }
 
@@ -1125,7 +1092,7 @@ struct ByteJoin<T, true> {
 
 // A row of up to 32 bytes into 8 words, as runs.cuh's load_row, with the
 // byte-by-byte path unrolled (a loop to `width` put the words in local
-// memory here).
+// memory here); bool input's bytes (flag8) as 0 / 1 on both paths.
 template <typename T>
 __device__ __forceinline__ void load_bytes(const T* row, int width, unsigned (&w)[8]) {
     if (row != nullptr && width == 32 && ((unsigned long long)row & 15ull) == 0ull) {
@@ -1137,7 +1104,7 @@ __device__ __forceinline__ void load_bytes(const T* row, int width, unsigned (&w
     if (row == nullptr) return;
 #pragma unroll
     for (int c = 0; c < 32; ++c)
-        if (c < width) w[c >> 2] |= (unsigned)(unsigned char)row[c] << (8 * (c & 3));
+        if (c < width) w[c >> 2] |= (unsigned)(unsigned char)Key<T>::of(row[c]) << (8 * (c & 3));
 }
 
 // Lane r's row of a byte plane (mask or bonds; cell c at base + at + c) as
@@ -1362,8 +1329,8 @@ meshccl_runs3d_lattice_tile(const T* __restrict__ v, I* __restrict__ P, unsigned
         meshccl::runs3d::plane_unions<C>(forest, starts, p, lane, S_, U, dy, shift);
     }
     __syncthreads();
-    meshccl::runs3d::tile_store<C, NZ>(forest, starts[p], P, A, H, F, S, mF, S_, nz, ny, nx,
-                                       aligned);
+    meshccl::runs::brick_store<C == 1 ? 128 : 1024, NZ>(forest, starts[p], P, A, H, F, S, mF,
+                                                        S_, nz, ny, nx, aligned);
 }
 
 // A brick's first plane z against plane z - 1 (the last of the brick
@@ -1503,6 +1470,8 @@ MESHCCL_R3(signed char, int)
 MESHCCL_R3(signed char, long long)
 MESHCCL_R3_16(unsigned char, int)
 MESHCCL_R3_16(unsigned char, long long)
+MESHCCL_R3_16(meshccl::flag8, int)
+MESHCCL_R3_16(meshccl::flag8, long long)
 MESHCCL_R3_16(signed char, int)
 MESHCCL_R3_16(signed char, long long)
 #define MESHCCL_R3_WIDE(T) MESHCCL_R3(T, int) MESHCCL_R3(T, long long) MESHCCL_R3_16(T, int) \
@@ -1526,15 +1495,18 @@ MESHCCL_R3_WIDE(double)
     MESHCCL_R3_LAT(T, I, 1, Tol, 16) MESHCCL_R3_LAT(T, I, 2, Tol, 8)                           \
     MESHCCL_R3_LAT(T, I, 3, Tol, 8)
 #define MESHCCL_R3_LAT_T(T, Tol) MESHCCL_R3_LAT_I(T, int, Tol) MESHCCL_R3_LAT_I(T, long long, Tol)
-// The lattice form: integers unsigned and floats without a tolerance (as
-// _validate.py gives them), every cell type with one (signed stays signed).
+// The lattice form: integers unsigned, bool bytes (meshccl::flag8) and
+// floats without a tolerance (as _validate.py gives them), every cell type
+// with one (signed stays signed).
 MESHCCL_R3_LAT_T(unsigned char, false)
+MESHCCL_R3_LAT_T(meshccl::flag8, false)
 MESHCCL_R3_LAT_T(unsigned short, false)
 MESHCCL_R3_LAT_T(unsigned int, false)
 MESHCCL_R3_LAT_T(unsigned long long, false)
 MESHCCL_R3_LAT_T(float, false)
 MESHCCL_R3_LAT_T(double, false)
 MESHCCL_R3_LAT_T(unsigned char, true)
+MESHCCL_R3_LAT_T(meshccl::flag8, true)
 MESHCCL_R3_LAT_T(unsigned short, true)
 MESHCCL_R3_LAT_T(unsigned int, true)
 MESHCCL_R3_LAT_T(unsigned long long, true)

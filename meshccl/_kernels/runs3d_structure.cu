@@ -96,10 +96,11 @@ __device__ __forceinline__ void row_rules(const unsigned (&J)[3], unsigned E, bo
 // 0, a tile row is one word of each, stored here; otherwise the host zeroes
 // them and the piece roots are ORed in).  Dynamic shared memory: NZ * (32 *
 // 33 + 32) words (16 planes: 68 KB, the host raises the limit); 48 warps a
-// multiprocessor.  v: bool bytes (background byte bg where has_bg).
-template <typename I, int NZ>
+// multiprocessor.  v: bool bytes (background byte bg where has_bg), as
+// runsnd.cu's rows kernel reads them (T: unsigned char or meshccl::flag8).
+template <typename T, typename I, int NZ>
 __global__ void __launch_bounds__(32 * NZ, 48 / NZ) meshccl_runs3d_structure_tile(
-        const unsigned char* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
+        const T* __restrict__ v, I* __restrict__ P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I nz,
         I ny, I nx, int has_bg, unsigned char bg, unsigned st, int aligned) {
     meshccl::grid_entry();  // (launch.cuh)
@@ -192,24 +193,8 @@ __global__ void __launch_bounds__(32 * NZ, 48 / NZ) meshccl_runs3d_structure_til
         meshccl::runs::unite_all(forest, p * PL + lane * RS, S_, U, tgt, sts, shift);
     }
     __syncthreads();
-    if (z >= nz) return;  // the whole warp
-    const I plane = ny * nx, tile0 = z * plane + y0 * nx + x0;
-    const unsigned roots = meshccl::runs::store_piece_roots<1024>(
-        forest, p * PL, starts[p], lane, (int)min((I)32, ny - y0), P, tile0, nx,
-        z0 * plane + y0 * nx + x0, PL, plane);
-    if (y >= ny) return;
-    const I rows = nz * ny;
-    F[bx * rows + z * ny + y] = mF;
-    S[bx * rows + z * ny + y] = S_;
-    const I rowbase = (z * ny + y) * nx + x0, wi = rowbase >> 5;
-    if (aligned) {
-        A[wi] = roots;
-        H[wi] = 0u;
-    } else if (roots) {
-        const int s = (int)(rowbase & 31);
-        atomicOr(A + wi, roots << s);
-        if (s) atomicOr(A + wi + 1, roots >> (32 - s));
-    }
+    meshccl::runs::brick_store<1024, NZ>(forest, starts[p], P, A, H, F, S, mF, S_, nz, ny, nx,
+                                         aligned);
 }
 
 // A thread per tile row g = bx * rows + z * ny + y (rows = nz * ny).  steps:
@@ -296,8 +281,11 @@ __global__ void __launch_bounds__(256) meshccl_runs3d_structure_faces(
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile the instantiations the defaults ask for.
 #define MESHCCL_RUNS3D_STRUCTURE(I, NZ)                                                       \
-    template __global__ void meshccl_runs3d_structure_tile<I, NZ>(                            \
+    template __global__ void meshccl_runs3d_structure_tile<unsigned char, I, NZ>(             \
         const unsigned char*, I*, unsigned*, unsigned*, unsigned*, unsigned*, I, I, I, int,   \
+        unsigned char, unsigned, int);                                                        \
+    template __global__ void meshccl_runs3d_structure_tile<meshccl::flag8, I, NZ>(            \
+        const meshccl::flag8*, I*, unsigned*, unsigned*, unsigned*, unsigned*, I, I, I, int,  \
         unsigned char, unsigned, int);                                                        \
     template __global__ void meshccl_runs3d_structure_faces<I, NZ, true>(                     \
         I*, unsigned*, const unsigned*, const unsigned*, I, I, I, unsigned,                   \

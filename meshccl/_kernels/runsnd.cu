@@ -53,10 +53,13 @@
 // Word g = bx * rows + r: cells r * nx + 32 bx ... of width up to 32.
 // aligned (nx % 32 == 0): the word's run starts are word (r * nx) / 32 + bx
 // of A, stored (H zeroed); otherwise the host zeroes A and H and the run
-// starts are ORed into the one or two words they fall in.
-template <typename I>
+// starts are ORed into the one or two words they fall in.  T: unsigned
+// char, the bytes as they are (a cell is foreground where its byte is not
+// bg), or meshccl::flag8 (lattice.cuh), each byte tested against 0 first:
+// bool input at background 1, whose bytes may be other than 0 and 1.
+template <typename T, typename I>
 __global__ void __launch_bounds__(256) meshccl_runsnd_rows(
-        const unsigned char* __restrict__ v, I* P, unsigned* __restrict__ A,
+        const T* __restrict__ v, I* P, unsigned* __restrict__ A,
         unsigned* __restrict__ H, unsigned* __restrict__ F, unsigned* __restrict__ S, I rows,
         I nx, int has_bg, unsigned char bg, int xjoin, int aligned) {
     meshccl::grid_entry();  // (launch.cuh)
@@ -145,8 +148,10 @@ __global__ void __launch_bounds__(256) meshccl_runsnd_unions(
     template __global__ void meshccl_runsnd_unions<I, B, K>(I*, unsigned*, const unsigned*,   \
         const unsigned*, I, I, int, const meshccl::runsnd::Step*, int, const long long*, int);
 #define MESHCCL_RUNSND(I)                                                                     \
-    template __global__ void meshccl_runsnd_rows<I>(const unsigned char*, I*, unsigned*,      \
-        unsigned*, unsigned*, unsigned*, I, I, int, unsigned char, int, int);                  \
+    template __global__ void meshccl_runsnd_rows<unsigned char, I>(const unsigned char*, I*,  \
+        unsigned*, unsigned*, unsigned*, unsigned*, I, I, int, unsigned char, int, int);       \
+    template __global__ void meshccl_runsnd_rows<meshccl::flag8, I>(const meshccl::flag8*,    \
+        I*, unsigned*, unsigned*, unsigned*, unsigned*, I, I, int, unsigned char, int, int);   \
     MESHCCL_RUNSND_UNIONS(I, 1, 0) MESHCCL_RUNSND_UNIONS(I, 8, 4)                             \
     MESHCCL_RUNSND_UNIONS(I, 1, 4) MESHCCL_RUNSND_UNIONS(I, 8, 0)
 MESHCCL_RUNSND(int)

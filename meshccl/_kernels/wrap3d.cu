@@ -83,8 +83,8 @@ __global__ void __launch_bounds__(256) meshccl_wrap3d(
 #ifdef MESHCCL_INSTANTIATE_ALL
 // Used by CI (nvcc, no GPU) to compile every instantiation the loader may
 // ask for: integers unsigned (and signed bytes, as runs3d.cu's plain form
-// has them) and floats without a tolerance (as _validate.py gives them),
-// every cell type with one.
+// has them), bool bytes (meshccl::flag8) and floats without a tolerance
+// (as _validate.py gives them), every cell type with one.
 #define MESHCCL_W3(T, I, C, Tol)                                                            \
     template __global__ void meshccl_wrap3d<T, I, C, Tol>(const T*, I*, unsigned*,           \
         const unsigned*, I, I, I, int, meshccl::Rule<T, Tol>::K, unsigned,                   \
@@ -92,6 +92,7 @@ __global__ void __launch_bounds__(256) meshccl_wrap3d(
 #define MESHCCL_W3_C(T, I, Tol) MESHCCL_W3(T, I, 1, Tol) MESHCCL_W3(T, I, 2, Tol) MESHCCL_W3(T, I, 3, Tol)
 #define MESHCCL_W3_T(T, Tol) MESHCCL_W3_C(T, int, Tol) MESHCCL_W3_C(T, long long, Tol)
 MESHCCL_W3_T(unsigned char, false)
+MESHCCL_W3_T(meshccl::flag8, false)
 MESHCCL_W3_T(signed char, false)
 MESHCCL_W3_T(unsigned short, false)
 MESHCCL_W3_T(unsigned int, false)
@@ -99,6 +100,7 @@ MESHCCL_W3_T(unsigned long long, false)
 MESHCCL_W3_T(float, false)
 MESHCCL_W3_T(double, false)
 MESHCCL_W3_T(unsigned char, true)
+MESHCCL_W3_T(meshccl::flag8, true)
 MESHCCL_W3_T(unsigned short, true)
 MESHCCL_W3_T(unsigned int, true)
 MESHCCL_W3_T(unsigned long long, true)
