@@ -205,64 +205,6 @@ __device__ __forceinline__ void warp_append(I v, long long chunks, I* __restrict
     }
 }
 
-// The colouring's two row scans, over entries b .. e1 - 1 of one row (a
-// whole short row, or a chunk of a long one).  Push: each remaining
-// out-neighbour w below colour c is raised to c (atomicMax), and a raised
-// one becomes active, the fence between (meshccl_scc_colour_push says
-// why); returns whether one rose.
-template <typename I, typename J>
-__device__ __forceinline__ bool push_entries(const J* __restrict__ fidx, const I* __restrict__ rep,
-                                             I* colour, volatile unsigned char* active, I c,
-                                             long long b, long long e1) {
-    bool rose = false;
-    for (long long e = b; e < e1; ++e) {
-        const J w = fidx[e];
-        if (rep[w] >= 0 || ((volatile I*)colour)[w] >= c) continue;
-        if (atomicMax(colour + w, c) < c) {
-            __threadfence();  // the rise is seen before the flag
-            active[w] = 1;
-            rose = true;
-        }
-    }
-    return rose;
-}
-
-// Back: each remaining in-neighbour of colour c not reached yet is reached
-// (mark 1); returns whether one was.
-template <typename I, typename J>
-__device__ __forceinline__ bool reach_entries(const J* __restrict__ ridx,
-                                              const I* __restrict__ rep,
-                                              const I* __restrict__ colour, volatile unsigned* mark,
-                                              I c, long long b, long long e1) {
-    bool reached = false;
-    for (long long e = b; e < e1; ++e) {
-        const J w = ridx[e];
-        if (mark[w] == 0u && rep[w] < 0 && colour[w] == c) {
-            mark[w] = 1u;
-            reached = true;
-        }
-    }
-    return reached;
-}
-
-// The chunks (ch[i], ck[i]) of the long rows whose go[h] is set: scan(h,
-// v, b, e1) over entries b .. e1 - 1 of vertex v = hv[h]'s row (offsets
-// ptr), a grid-stride loop; *changed = 1 where a scan returns true.
-template <typename I, typename Scan>
-__device__ __forceinline__ void each_chunk(const long long* __restrict__ ptr,
-                                           const I* __restrict__ hv, const I* __restrict__ ch,
-                                           const unsigned* __restrict__ ck, long long chunks,
-                                           const unsigned char* __restrict__ go, int* changed,
-                                           Scan scan) {
-    for (long long i = thread_id(); i < chunks; i += thread_count()) {
-        const I h = ch[i];
-        if (!go[h]) continue;
-        const I v = hv[h];
-        const long long b = ptr[v] + (long long)ck[i] * CHUNK;
-        if (scan(h, v, b, min(b + CHUNK, ptr[v + 1]))) *changed = 1;
-    }
-}
-
 }  // namespace strong
 }  // namespace meshccl
 
@@ -747,7 +689,17 @@ __global__ void meshccl_scc_colour_push(const long long* __restrict__ fptr,
         active[v] = 0;
         __threadfence();
         const I c = ((volatile I*)colour)[v];
-        if (push_entries(fidx, rep, colour, active, c, fptr[v], fptr[v + 1])) *changed = 1;
+        bool rose = false;
+        for (long long e = fptr[v]; e < fptr[v + 1]; ++e) {
+            const J w = fidx[e];
+            if (rep[w] >= 0 || ((volatile I*)colour)[w] >= c) continue;
+            if (atomicMax(colour + w, c) < c) {
+                __threadfence();  // the rise is seen before the flag (see above)
+                active[w] = 1;
+                rose = true;
+            }
+        }
+        if (rose) *changed = 1;
     }
 }
 
@@ -775,7 +727,16 @@ __global__ void meshccl_scc_colour_back(const long long* __restrict__ rptr,
     for (long long v = thread_id(); v < (long long)n; v += thread_count()) {
         if (mark[v] != 1u || rptr[v + 1] - rptr[v] > heavy) continue;
         mark[v] = 2u;
-        if (reach_entries(ridx, rep, colour, mark, colour[v], rptr[v], rptr[v + 1])) *changed = 1;
+        const I c = colour[v];
+        bool reached = false;
+        for (long long e = rptr[v]; e < rptr[v + 1]; ++e) {
+            const J w = ridx[e];
+            if (mark[w] == 0u && rep[w] < 0 && colour[w] == c) {
+                mark[w] = 1u;
+                reached = true;
+            }
+        }
+        if (reached) *changed = 1;
     }
 }
 
@@ -817,9 +778,25 @@ __global__ void meshccl_scc_push_rows(const long long* __restrict__ fptr,
                                       const I* __restrict__ snap,
                                       const unsigned char* __restrict__ go, int* changed) {
     using namespace meshccl::strong;
-    each_chunk(fptr, hv, ch, ck, chunks, go, changed, [&](I h, I, long long b, long long e1) {
-        return push_entries(fidx, rep, colour, active, snap[h], b, e1);
-    });
+    for (long long i = thread_id(); i < chunks; i += thread_count()) {
+        const I h = ch[i];
+        if (!go[h]) continue;
+        const I v = hv[h];
+        const I c = snap[h];
+        const long long b = fptr[v] + (long long)ck[i] * CHUNK;
+        const long long e1 = min(b + CHUNK, fptr[v + 1]);
+        bool rose = false;
+        for (long long e = b; e < e1; ++e) {
+            const J w = fidx[e];
+            if (rep[w] >= 0 || ((volatile I*)colour)[w] >= c) continue;
+            if (atomicMax(colour + w, c) < c) {
+                __threadfence();
+                active[w] = 1;
+                rose = true;
+            }
+        }
+        if (rose) *changed = 1;
+    }
 }
 
 // Backward snapshot: go[h] when hv[h] was reached and not yet searched
@@ -846,9 +823,23 @@ __global__ void meshccl_scc_back_rows(const long long* __restrict__ rptr,
                                       const unsigned* __restrict__ ck, long long chunks,
                                       const unsigned char* __restrict__ go, int* changed) {
     using namespace meshccl::strong;
-    each_chunk(rptr, hv, ch, ck, chunks, go, changed, [&](I, I v, long long b, long long e1) {
-        return reach_entries(ridx, rep, colour, mark, colour[v], b, e1);
-    });
+    for (long long i = thread_id(); i < chunks; i += thread_count()) {
+        const I h = ch[i];
+        if (!go[h]) continue;
+        const I v = hv[h];
+        const I c = colour[v];
+        const long long b = rptr[v] + (long long)ck[i] * CHUNK;
+        const long long e1 = min(b + CHUNK, rptr[v + 1]);
+        bool reached = false;
+        for (long long e = b; e < e1; ++e) {
+            const J w = ridx[e];
+            if (mark[w] == 0u && rep[w] < 0 && colour[w] == c) {
+                mark[w] = 1u;
+                reached = true;
+            }
+        }
+        if (reached) *changed = 1;
+    }
 }
 
 // The round's components: each reached vertex joins its root's (the vertex
