@@ -9,6 +9,33 @@ import numpy as np
 from scipy import ndimage
 
 
+class Forest:
+    """A disjoint-set forest for the tests that replay a kernel's unions on
+    the host: the larger root goes under the smaller (as the kernels'
+    union does), so a set's root is its smallest member.  Items are
+    registered by :meth:`add` (or given at construction); :meth:`find` of
+    an unregistered item raises KeyError."""
+
+    def __init__(self, items=()):
+        self.parent = {x: x for x in items}
+
+    def add(self, x):
+        self.parent.setdefault(x, x)
+        return x
+
+    def find(self, x):
+        parent = self.parent
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def unite(self, a, b):
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
 def reference_label(a, background=0, connectivity=None):
     a = np.asarray(a)
     if a.dtype == bool:

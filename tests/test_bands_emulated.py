@@ -16,6 +16,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from skimage.measure import label as sk_label
+from reference import Forest
 
 M = 0xFFFFFFFF
 
@@ -115,18 +116,7 @@ def label_tile(a, cuts=()):
     bands only where its images start at even rows)."""
     ny, nx = a.shape
     F = [int(sum(int(v) << c for c, v in enumerate(row))) for row in a] + [0] * (32 - ny)
-    parent = {}
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    def unite(x, y):
-        x, y = find(x), find(y)
-        if x != y:
-            parent[max(x, y)] = min(x, y)  # the larger root under the smaller
+    forest = Forest()
 
     ntop, bstarts = {}, {}
     for k in range(16):
@@ -135,7 +125,7 @@ def label_tile(a, cuts=()):
         for r, nodes in ((2 * k, ntop[k]), (2 * k + 1, band_bottom(top, bottom))):
             for c in range(32):
                 if nodes >> c & 1:
-                    parent[(r, c)] = (r, c)
+                    forest.add((r, c))
 
     def node(r, x):
         if r % 2 == 0:
@@ -152,12 +142,12 @@ def label_tile(a, cuts=()):
         ul, u0, ur = vl & ~v & ~e, v & ~vr & ~e, vr & ~(e & v)
         for b in range(32):
             if u0 >> b & 1:
-                unite(node(r, b), node(r - 1, b))
+                forest.unite(node(r, b), node(r - 1, b))
             if ul >> b & 1:
-                unite(node(r, b), node(r - 1, b - 1))
+                forest.unite(node(r, b), node(r - 1, b - 1))
             if ur >> b & 1:
-                unite(node(r, b), node(r - 1, b + 1))
-    return {(r, c): find(node(r, c)) for r in range(ny) for c in range(nx) if a[r, c]}
+                forest.unite(node(r, b), node(r - 1, b + 1))
+    return {(r, c): forest.find(node(r, c)) for r in range(ny) for c in range(nx) if a[r, c]}
 
 
 @st.composite

@@ -23,15 +23,9 @@ from hypothesis import strategies as st
 
 from meshccl import neighbourhood
 from conftest import examples
+from reference import Forest
 
 COVERED, MOVES_LEFT = neighbourhood.COVERED, neighbourhood.MOVES_LEFT
-
-
-def _find(parent, x):
-    while parent[x] != x:
-        parent[x] = parent[parent[x]]
-        x = parent[x]
-    return x
 
 
 def _steps(row, ndim):
@@ -50,16 +44,11 @@ def emulate(fg, offsets):
     left = (0,) * last + (-1,) in set(offsets)
     tiles = [1 << t for t in neighbourhood.tile_logs(shape)]
     flat = fg.reshape(-1)
-    parent = np.arange(fg.size)
+    forest = Forest(range(fg.size))
     strides = [int(np.prod(shape[k + 1:])) for k in range(ndim)]
 
     def index(x):
         return sum(a * s for a, s in zip(x, strides))
-
-    def unite(a, b):
-        ra, rb = _find(parent, a), _find(parent, b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
 
     def is_fg(x):
         return all(0 <= a < s for a, s in zip(x, shape)) and flat[index(x)]
@@ -82,7 +71,7 @@ def emulate(fg, offsets):
         # -- the tile kernel: the left pair, then every row inside the tile
         eqlx = has_left and local[last] > 0
         if eqlx:
-            unite(i, i - 1)
+            forest.unite(i, i - 1)
         for row, d in rows:
             if not in_tile(d):
                 continue
@@ -96,11 +85,11 @@ def emulate(fg, offsets):
                 twin = y[:-1] + (y[-1] - 1,)
                 if twin_in_tile and is_fg(twin):
                     continue
-            unite(i, index(y))
+            forest.unite(i, index(y))
         # -- the union kernel: the left pair across a tile border, then
         # every row whose neighbour lies in another tile
         if left and local[last] == 0 and x[last] > 0 and flat[i - 1]:
-            unite(i, i - 1)
+            forest.unite(i, i - 1)
         for row, d in rows:
             y = tuple(a + s for a, s in zip(x, d))
             if not all(0 <= a < n for a, n in zip(y, shape)) or in_tile(d):
@@ -114,8 +103,8 @@ def emulate(fg, offsets):
                 twin = y[:-1] + (y[-1] - 1,)
                 if twin_inside and is_fg(twin):
                     continue
-            unite(i, index(y))
-    roots = np.array([_find(parent, i) for i in range(fg.size)])
+            forest.unite(i, index(y))
+    roots = np.array([forest.find(i) for i in range(fg.size)])
     return np.where(flat, roots, -1).reshape(shape)
 
 

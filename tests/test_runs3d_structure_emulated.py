@@ -25,6 +25,7 @@ import scipy.ndimage as ndi
 from meshccl import neighbourhood
 from meshccl._gpu.runs3d_structure import structure_bits
 from meshccl._gpu.runs_nd import step_table
+from reference import Forest
 
 FULL = 0xFFFFFFFF
 
@@ -78,27 +79,16 @@ def emulate(fg, offsets, nzb=8, covers=True):
         else 0  # noqa: E731
     Sm = lambda z, y, bx: (Fm(z, y, bx) & ~(Fm(z, y, bx) << 1)) & FULL if xjoin \
         else Fm(z, y, bx)  # noqa: E731
-    parent = {}
-
-    def find(a):
-        while parent.setdefault(a, a) != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
-    def unite(a, b):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
+    forest = Forest()
 
     def node(z, y, x):  # the run start of a foreground cell
         bx = x >> 5
         s = Sm(z, y, bx)
         assert (Fm(z, y, bx) >> (x & 31)) & 1, (z, y, x)
-        return (z * ny + y) * nx + 32 * bx + _start_at(s, x & 31)
+        return forest.add((z * ny + y) * nx + 32 * bx + _start_at(s, x & 31))
 
     def pair(z, y, x, z2, y2, x2):
-        unite(node(z, y, x), node(z2, y2, x2))
+        forest.unite(node(z, y, x), node(z2, y2, x2))
 
     # the tile kernel: each brick's own pairs
     for z, y, bx in itertools.product(range(nz), range(ny), range(ntx)):
@@ -179,7 +169,7 @@ def emulate(fg, offsets, nzb=8, covers=True):
                 pair(z, y, x0 + 31, z2, y2, x0 + 32)
     roots = np.zeros(fg.shape, np.int64)
     for z, y, x in zip(*(c.tolist() for c in np.nonzero(fg))):
-        roots[z, y, x] = find(node(z, y, x)) + 1
+        roots[z, y, x] = forest.find(node(z, y, x)) + 1
     return roots
 
 

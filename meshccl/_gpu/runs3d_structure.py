@@ -19,6 +19,7 @@ from .launch import LABELS, VALUES, Launch
 from .loader import c_type, kernels
 from .. import _tuning
 
+
 def structure_bits(offsets) -> int:
     """The 13-bit mask of a 3-D half neighbourhood ``offsets`` (steps to
     earlier cells, as :func:`meshccl.neighbourhood.structure_offsets` gives
