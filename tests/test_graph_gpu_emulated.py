@@ -11,6 +11,7 @@ tested on the GPU by test_graph_gpu.py; these emulations only mirror them.
 """
 
 import contextlib
+import ctypes
 import re
 import sys
 import types
@@ -68,6 +69,22 @@ class FakeMemory:
     def copy_from_device_async(self, src, size, stream=None):
         dst = np.asarray(self.array).reshape(-1).view(np.uint8)
         dst[:size] = np.asarray(src.array).reshape(-1).view(np.uint8)[:size]
+
+    def copy_to_host_async(self, dst, size, stream=None):
+        assert size <= self.array.nbytes
+        ctypes.memmove(dst, self.ptr, size)
+
+    def copy_from_host_async(self, src, size, stream=None):
+        assert size <= self.array.nbytes
+        ctypes.memmove(self.ptr, src, size)
+
+
+class FakePinned(np.ndarray):
+    """cupy.cuda.alloc_pinned_memory's page-locked bytes: a buffer with ``ptr``."""
+
+    @property
+    def ptr(self):
+        return self.__array_interface__["data"][0]
 
 
 #: while a stand-in stream records a graph: the launches and fills recorded
@@ -131,6 +148,7 @@ def make_cupy():
         runtime=types.SimpleNamespace(getDeviceProperties=lambda d: {"multiProcessorCount": 2},
                                       getDeviceCount=lambda: 1),
         Stream=FakeStream, Event=FakeEvent, get_current_stream=lambda: FakeStream.current,
+        alloc_pinned_memory=lambda size: np.zeros(size, np.uint8).view(FakePinned),
         get_allocator=lambda: pool.malloc, using_allocator=lambda alloc: contextlib.nullcontext())
     return cp
 
@@ -151,6 +169,11 @@ class FakeStream:
 
     def synchronize(self):
         pass  # launches ran when made
+
+    def record(self, event=None):
+        event = event or FakeEvent()
+        event.record(self)
+        return event
 
     def is_capturing(self):
         return False
@@ -184,6 +207,9 @@ class FakeEvent:
 
     def record(self, stream=None):
         self.recorded = stream or FakeStream.current
+
+    def synchronize(self):
+        assert self.recorded, "waiting for an event that was never recorded"
 
 
 # ---------------------------------------------------------------- kernels
@@ -715,12 +741,13 @@ def emulated(monkeypatch):
 
     for mod in (gpu_graph, gpu_relabel):
         monkeypatch.setattr(mod, "kernels", lambda filename, *names: tuple(emulate(n) for n in names))
-    from meshccl._gpu import graph_plan
+    from meshccl._gpu import graph_plan, staging
 
     caches = (gpu_graph._sm_count, gpu_graph._dummy, gpu_graph._side_stream,
               graph_plan._capture_stream)
     for c in caches:  # the real CuPy's objects, where GPU tests ran first
         c.cache_clear()
+    staging.release()  # (and the real page-locked buffers)
     # no plans unless a test asks (NumPy reuses addresses, and a replay
     # here does not redo casts made while recording)
     with _tuning.override(GRAPH_PLAN_AFTER=0):
@@ -730,6 +757,7 @@ def emulated(monkeypatch):
     CAPTURE.clear()
     for c in caches:
         c.cache_clear()
+    staging.release()
 
 
 @pytest.fixture

@@ -1683,3 +1683,76 @@ def test_host_route_rule():
         assert not host_route(500, 501)  # sparse, but past 1000
     with _tuning.override(STRONG_HOST_SMALL=0, STRONG_HOST_SPARSE=0):
         assert not host_route(1, 0) and not host_route(10, 10)
+
+
+def test_staging_round_trip_emulated(emulated):  # noqa: F811
+    """The page-locked round trip of the host route: inputs of several
+    types and layouts read back exactly, the output written in the buffer
+    comes back (or an array of the work's own), a larger call replaces
+    the buffer, and a later call's stream waits for the last upward copy
+    before its copies overwrite the buffer."""
+    from test_graph_gpu_emulated import FakeStream, fake
+
+    from meshccl._gpu import staging
+
+    stream = FakeStream.current
+    for size in (3, 5000, 5000, 10, 0, 40000, 7):
+        a = fake(np.arange(size, dtype=np.int64) * 3)
+        b = fake(np.arange(2 * size, dtype=np.uint16 if size < 30000 else np.int32))[::2]
+
+        def work(views, out):
+            ha, hb = views
+            assert ha.dtype == np.int64 and hb.dtype == b.dtype and hb.flags.c_contiguous
+            np.testing.assert_array_equal(ha, np.arange(size) * 3)
+            np.testing.assert_array_equal(hb, np.arange(0, 2 * size, 2))
+            np.add(ha, hb, out=out, casting="unsafe")
+            return size + 1, out
+
+        waited = len(stream.waited)
+        value, up = staging.round_trip([a, b], size, work)
+        assert value == size + 1 and up.dtype == np.int32 and up.size == size
+        np.testing.assert_array_equal(np.asarray(up), np.arange(size) * 5)
+        if size in (10, 7):  # the buffer was large enough: the copies waited
+            assert len(stream.waited) == waited + 1
+    assert staging.round_trip([a], 2, lambda views, out: None) is None
+    value, up = staging.round_trip([a], None, lambda views, out: (9, np.full(4, 2, np.int32)))
+    assert value == 9 and np.asarray(up).tolist() == [2, 2, 2, 2]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
+def test_gpu_host_route_threads_and_streams():
+    """Small CuPy graphs on the host route from four threads at once, each
+    on a stream of its own, sizes up and down (the one page-locked buffer
+    of the device is shared, waited for and grown):
+    every result SciPy's partition, read after its own stream's work."""
+    import threading
+
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    graphs = []
+    for k, m in enumerate((50, 400, 3000, 20_000, 60_000, 100, 9000, 30)):
+        e = graph_families.FAMILIES[("cycle", "rmat", "small_sccs", "multi")[k % 4]](m, seed=k)
+        g = coo(e.src, e.dst, e.n_vertices).tocsr()
+        graphs.append((csp.csr_matrix(g), canonical(scipy_strong(g)[1])))
+    failures = []
+
+    def run(offset):
+        try:
+            with cupy.cuda.Stream(non_blocking=True) as stream:
+                for r in range(3):
+                    for d, want in graphs[offset:] + graphs[:offset]:
+                        count, labels = connected_components(d, connection="strong")
+                        stream.synchronize()
+                        if count != want.max() + 1 or not np.array_equal(labels.get(), want):
+                            failures.append((offset, r, d.shape))
+        except Exception as exc:  # noqa: BLE001  (reported below)
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures

@@ -96,7 +96,7 @@ CHECKED_KINDS = {"csr": 0, "csc": 1, "edges": 2}
 
 
 def checked_components(kind, a, b, n, strong=False, backward=False, sort_rows=False,
-                       smallest=False):
+                       smallest=False, out=None):
     """``(count, labels)`` of a graph of ``n`` vertices not validated yet
     -- ``kind`` "csr" or "csc" (``a``, ``b``: indptr and indices) or
     "edges" (src and dst), int32 or int64 arrays of one type -- in one
@@ -106,10 +106,11 @@ def checked_components(kind, a, b, n, strong=False, backward=False, sort_rows=Fa
     each row read ``backward`` or forward (a CSR's rows sorted first with
     ``sort_rows``); labels int32, numbered as SciPy numbers them (with
     ``smallest``: strong components in order of each one's smallest
-    vertex, as the GPU backend numbers them).  None
-    where the arrays are no valid graph of those types (the caller's
-    general path then says what is wrong)."""
-    labels = np.empty(n, np.int32)
+    vertex, as the GPU backend numbers them; ``out``: an int32 array of
+    ``n`` elements to write them into).  None where the arrays are no
+    valid graph of those types (the caller's general path then says what
+    is wrong)."""
+    labels = np.empty(n, np.int32) if out is None else out
     try:
         count = _core.checked_components(CHECKED_KINDS[kind], a, b, labels, strong, backward,
                                          sort_rows, smallest)

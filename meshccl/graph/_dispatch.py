@@ -137,13 +137,14 @@ def strong_on_host(csgraph):
     """``(count, labels)`` of the strong components of a CuPy graph that
     :func:`host_route` sends to the host (a cupyx CSR, CSC or COO matrix,
     an ``(indptr, indices)`` pair or an :class:`~._input.Edges` list) by
-    the host's search: the index arrays copied to the host as they are, checked,
-    searched and numbered in order of each component's smallest vertex in
-    one compiled call (:func:`meshccl._cpu.graph.checked_components`), the
-    labels copied back (CuPy int32) -- the GPU's own steps would cost tens
-    of launches and host reads whatever the size.  None for any other
-    input, a larger graph and an invalid one (the GPU path then validates
-    it and says what is wrong)."""
+    the host's search: the index arrays copied to the host as they are,
+    checked, searched and numbered in order of each component's smallest
+    vertex in one compiled call (:func:`meshccl._cpu.graph.checked_components`),
+    the labels copied back (CuPy int32), both ways through one page-locked
+    buffer (:func:`meshccl._gpu.staging.round_trip`) -- the GPU's own steps
+    would cost tens of launches and host reads whatever the size.  None
+    for any other input, a larger graph and an invalid one (the GPU path
+    then validates it and says what is wrong)."""
     if isinstance(csgraph, Edges):
         kind, a, b, n = "edges", csgraph.src, csgraph.dst, csgraph.n_vertices
         if n is not None and type(n) is not int:
@@ -163,26 +164,28 @@ def strong_on_host(csgraph):
         kind = "edges" if kind == "coo" else kind
     if not (is_cupy(a) and is_cupy(b)) or a.ndim != 1 or b.ndim != 1:
         return None
+    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
+        return None
     m = b.size
     if (n is not None and not 0 <= n < 2**31 - 2) or not host_route(n or 0, m):
         return None
-    a, b = a.get(), b.get()
-    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
-        return None
-    if n is None:  # (Edges without a count: the largest vertex + 1)
-        n = int(max(a.max(), b.max())) + 1 if m and a.size else 0
-        if not host_route(n, m):
-            return None
-    pair = host_index_pair(a, b)
-    if pair is None:
-        return None
-    a, b = pair
-    out = _cpu_graph().checked_components(kind, a, b, n, strong=True, smallest=True)
-    if out is None:
-        return None
-    import cupy
 
-    return out[0], cupy.asarray(out[1])
+    def search(views, out):
+        a, b = views
+        k = n
+        if k is None:  # (Edges without a count: the largest vertex + 1)
+            k = int(max(a.max(), b.max())) + 1 if m and a.size else 0
+            if not host_route(k, m):
+                return None
+        pair = host_index_pair(a, b)
+        if pair is None:
+            return None
+        return _cpu_graph().checked_components(kind, pair[0], pair[1], k, strong=True,
+                                               smallest=True, out=out if k == n else None)
+
+    from .._gpu import staging
+
+    return staging.round_trip((a, b), n, search)
 
 
 def cpu(kind, arrays, n, method, symmetric, compression, max_iterations, cpu_threads):
