@@ -34,9 +34,10 @@ connected_components(csr, cpu_threads=N), the parallel CPU union-find
 (0: every core this process may run on); default off.
 
 --families LIST (names of meshccl.graph_families, or 'all') runs each
-family at --edges stored edges for weak and strong components: SciPy once
-(its labels are the reference; one call, so that large graphs stay within
-a device session), meshccl's CPU backend with --cpu and its GPU backend
+family at --edges stored edges for the --connections (weak and strong):
+SciPy once (its labels are the reference; one call, so that large graphs
+stay within a device session; --scipy-reps N: the median of N calls),
+meshccl's CPU backend with --cpu and its GPU backend
 with --gpu (median of --reps; CUDA events around the whole public call on
 a cupyx CSR; a backend whose first call takes over --slow seconds is timed
 by that call alone), and NetworkX (weakly_/strongly_connected_components
@@ -415,7 +416,10 @@ def main(argv=None):
                          "each size, SciPy and meshccl's --cpu and/or --gpu timed in turn "
                          "(see above)")
     ap.add_argument("--connections", default="weak,strong",
-                    help="--sizes: the connections timed (comma list of weak, strong)")
+                    help="--families: the connections timed (comma list of weak, strong)")
+    ap.add_argument("--scipy-reps", type=int, default=1,
+                    help="--families without --sizes: SciPy timed as the median of this many "
+                         "calls (default 1: its one reference call)")
     ap.add_argument("--size-seconds", type=float, default=0.3,
                     help="--sizes: seconds of calls per graph, connection and library")
     ap.add_argument("--networkx-limit", type=float, default=2.0,
@@ -612,6 +616,10 @@ def families(opt):
     if not (opt.cpu or opt.gpu):
         print("--families needs --cpu, --gpu or both", file=sys.stderr)
         return 2
+    if not set(opt.connections.split(",")) <= {"weak", "strong"} or opt.scipy_reps < 1:
+        print(f"--connections: a comma list of weak, strong, got {opt.connections!r}; "
+              f"--scipy-reps: >= 1, got {opt.scipy_reps}", file=sys.stderr)
+        return 2
     for flag in ("networkx_limit", "scipy_limit", "time_budget"):
         if getattr(opt, flag) < 0:
             print(f"--{flag.replace('_', '-')}: must be >= 0 seconds, got {getattr(opt, flag)}",
@@ -650,14 +658,19 @@ def families(opt):
 
             dev = csp.csr_matrix(g)
         ladder = _networkx_ladder(nx, make, m, opt.networkx_limit) if nx is not None else {}
-        for conn in ("weak", "strong"):
+        for conn in opt.connections.split(","):
             row = {"family": name, "title": graph_families.TITLES[name], "connection": conn,
                    "n": n, "m": int(g.nnz), "build_s": build, "ms": {}, "ok": {}}
             if shrunk:
                 row["shrunk"] = shrunk
             t0 = time.perf_counter()
             want = scipy_cc(g, directed=True, connection=conn)
-            row["ms"]["scipy"] = (time.perf_counter() - t0) * 1e3
+            times = [time.perf_counter() - t0]
+            for _ in range(opt.scipy_reps - 1):
+                t0 = time.perf_counter()
+                scipy_cc(g, directed=True, connection=conn)
+                times.append(time.perf_counter() - t0)
+            row["ms"]["scipy"] = float(np.median(times)) * 1e3
             row["components"] = int(want[0])
             row["largest"] = int(np.bincount(want[1]).max()) if n else 0
             canon = _by_smallest(want[1])
@@ -961,8 +974,10 @@ def _networkx_cell(x, m):
 
 def _families_table(rows, cols, opt, wall, nx=None, skipped=()):
     speed = [c for c in cols if c != "scipy"]
+    scipy_calls = ("one SciPy call" if getattr(opt, "scipy_reps", 1) == 1
+                   else f"SciPy median of {opt.scipy_reps}")
     head = (f"Weak and strong components per graph family, ms per call; speed-up over SciPy "
-            f"(one SciPy call; meshccl median of {opt.reps}). {_machine(opt)}"
+            f"({scipy_calls}; meshccl median of {opt.reps}). {_machine(opt)}"
             + (f" Tuning: {opt.tune}." if opt.tune else ""))
     if nx is not None:
         head += (f" NetworkX {nx.__version__}: weakly_/strongly_connected_components on a "
