@@ -2,6 +2,7 @@
 SciPy -- the same labels, value for value, for every input format -- and
 the GPU against SciPy's partition (marked gpu)."""
 
+import contextlib
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -1695,8 +1696,9 @@ def test_staging_round_trip_emulated(emulated):  # noqa: F811
 
     from meshccl._gpu import staging
 
-    stream = FakeStream.current
-    for size in (3, 5000, 5000, 10, 0, 40000, 7):
+    reader = None
+    for size, grows in ((3, True), (5000, True), (5000, False), (10, False), (0, False),
+                        (40000, True), (7, False)):
         a = fake(np.arange(size, dtype=np.int64) * 3)
         b = fake(np.arange(2 * size, dtype=np.uint16 if size < 30000 else np.int32))[::2]
 
@@ -1708,12 +1710,18 @@ def test_staging_round_trip_emulated(emulated):  # noqa: F811
             np.add(ha, hb, out=out, casting="unsafe")
             return size + 1, out
 
-        waited = len(stream.waited)
-        value, up = staging.round_trip([a, b], size, work)
+        with FakeStream() if size in (10, 7) else contextlib.nullcontext():
+            stream = FakeStream.current
+            waited = len(stream.waited)
+            before = staging._buffers[0].nbytes if staging._buffers else 0
+            value, up = staging.round_trip([a, b], size, work)
         assert value == size + 1 and up.dtype == np.int32 and up.size == size
         np.testing.assert_array_equal(np.asarray(up), np.arange(size) * 5)
-        if size in (10, 7):  # the buffer was large enough: the copies waited
-            assert len(stream.waited) == waited + 1
+        # the buffer large enough, copies on another stream than the last
+        # reader's wait for its event; on the same stream they need not
+        assert (staging._buffers[0].nbytes > before) == grows
+        assert len(stream.waited) - waited == (not grows and reader not in (None, stream))
+        reader = stream if size else reader
     assert staging.round_trip([a], 2, lambda views, out: None) is None
     value, up = staging.round_trip([a], None, lambda views, out: (9, np.full(4, 2, np.int32)))
     assert value == 9 and np.asarray(up).tolist() == [2, 2, 2, 2]

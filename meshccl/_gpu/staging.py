@@ -40,21 +40,32 @@ class _Buffer:
         self.lock = threading.Lock()
         self.memory = None
         self.nbytes = 0
-        self.read_until = None
+        self.read_until = None  # recorded on the stream self.read_on
+        self.read_on = None
 
     def reserve(self, nbytes, stream):
-        """The buffer, at least ``nbytes`` long, free for ``stream`` to write."""
+        """The buffer, at least ``nbytes`` long, free for ``stream`` to write
+        (copies on the stream that last read it follow that read anyway)."""
         import cupy
 
         if nbytes > self.nbytes:
-            if self.read_until is not None:
+            if self.read_on is not None:
                 self.read_until.synchronize()  # (the old memory goes back to CuPy's pool)
             self.nbytes = max(nbytes, 2 * self.nbytes, _MIN_BYTES)
             self.memory = cupy.cuda.alloc_pinned_memory(self.nbytes)
-            self.read_until = None
-        elif self.read_until is not None:
+            self.read_on = None
+        elif self.read_on is not None and self.read_on != stream.ptr:
             stream.wait_event(self.read_until)
         return self.memory
+
+    def read_by(self, stream):
+        """Note that ``stream`` now reads the buffer (an upward copy)."""
+        import cupy
+
+        if self.read_until is None:
+            self.read_until = cupy.cuda.Event(disable_timing=True)
+        self.read_until.record(stream)
+        self.read_on = stream.ptr
 
 
 def _aligned(nbytes):
@@ -120,7 +131,7 @@ def round_trip(inputs, out_size, work):
         up = cupy.empty(out_size, np.int32)
         if out_bytes:
             up.data.copy_from_host_async(memory.ptr + end, out_bytes, stream)
-            buffer.read_until = stream.record()
+            buffer.read_by(stream)
         return value, up
 
 
@@ -132,6 +143,6 @@ def release():
         _buffers.clear()
     for buffer in buffers:
         with buffer.lock:
-            if buffer.read_until is not None:
+            if buffer.read_on is not None:
                 buffer.read_until.synchronize()
-            buffer.memory, buffer.nbytes, buffer.read_until = None, 0, None
+            buffer.memory, buffer.nbytes, buffer.read_on = None, 0, None
