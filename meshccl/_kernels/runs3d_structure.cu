@@ -32,6 +32,15 @@
 // - the column rule: the straight-down pair of a cell whose cell above, in
 //   the plane, is joined to it, has its own straight-down pair, and whose
 //   partner is joined to the cell above it (all three under the structure).
+// - without xjoin, the connector rule: a pair of the plane below dropped
+//   where the cell has an earlier such pair (in the order above, dx = -1,
+//   0, +1 within a row) and both partners neighbour the foreground cell
+//   two planes below this one (bits b and 8 - b of `st` set for both: the
+//   partners of the corners' four pairs all touch it).  That cell's own
+//   pairs join the two partners; the rule needs plane p - 2 in the brick,
+//   so the brick's first two planes keep such pairs.  The corners at
+//   p = 0.6 then unite 1.5 pairs with the plane below per foreground
+//   cell instead of 2.2 (a NumPy count over a 40^3 volume, whole bricks).
 // Each dropped pair points at a pair of an earlier cell, of an earlier row,
 // or an earlier pair of the same cell, so none is dropped in a circle.
 // The in-plane pairs straight up are united with the top of their stretch
@@ -143,7 +152,10 @@ __global__ void __launch_bounds__(32 * NZ, 48 / NZ) meshccl_runs3d_structure_til
                                                 U[1], U[2]);
     }
     if (p > 0) {
-        // pairs with rows r, r - 1 and r + 1 of plane p - 1, in that order
+        // pairs with rows r, r - 1 and r + 1 of plane p - 1, in that order;
+        // F2: row r of plane p - 2 (the connector rule; without xjoin a
+        // plane's run starts are its foreground)
+        const unsigned F2 = !xjoin && p > 1 ? starts[p - 2][lane] : 0u;
         unsigned U[9], Jraw[9];
         int dyv[9], shift[9];
 #pragma unroll
@@ -175,6 +187,18 @@ __global__ void __launch_bounds__(32 * NZ, 48 / NZ) meshccl_runs3d_structure_til
 #pragma unroll
                     for (int e2 = 0; e2 < 3; ++e2)
                         if (in_plane(st, dy - dy2, e - e2)) cover |= Jraw[3 * k2 + e2];
+                }
+                // the connector rule: partners that both neighbour the cell
+                // two planes below (pair bits b, b' whose mirrors 8 - b,
+                // 8 - b' the structure has too), that cell foreground
+                if (has(st, 8 - (base + e))) {
+                    unsigned through = 0u;
+#pragma unroll
+                    for (int j = 0; j < 3 * k + e; ++j) {
+                        const int dyj = j < 3 ? 0 : (j < 6 ? -1 : 1);
+                        if (has(st, 8 - (3 * (dyj + 1) + j % 3))) through |= Jraw[j];
+                    }
+                    cover |= F2 & through;
                 }
                 U[3 * k + e] = Uk[e] & ~cover;
                 Jraw[3 * k + e] = J[e];
