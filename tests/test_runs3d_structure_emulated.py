@@ -64,6 +64,38 @@ def _bits(m):
         m &= m - 1
 
 
+#: the connectors (dz, dy, dx) of the tile kernel's connector rule
+CONNECTORS = [(-2, 0, 0), (-2, 0, 2), (-2, 0, -2), (-2, 2, 0), (-2, -2, 0), (0, -2, 0), (0, 0, -2)]
+
+
+def _connector_rule(st, Fm, z, y, bx, r, p, Jraw, kept):
+    """The tile kernel's connector rule on row y's pairs with the plane
+    below (kept[(k, e)], raw Jraw[(k, e)]): for each connector, those of
+    the pairs whose partner neighbours it; a later one of them dropped
+    where an earlier one exists and the connector is foreground (taken as
+    background where the kernel does not see it: outside the tile's rows
+    or columns, below the brick's first plane)."""
+    order = [(k, e) for k in range(3) for e in range(3)]
+    for cz, cy, cx in CONNECTORS:
+        via = []
+        for k, e in order:
+            oy, ox = (0, -1, 1)[k] - cy, e - 1 - cx
+            if cz == -2:
+                oy, ox = -oy, -ox
+            if -1 <= oy <= 1 and -1 <= ox <= 1 and _has(st, 3 * (oy + 1) + ox + 1):
+                via.append((k, e))
+        if len(via) < 2:
+            continue
+        C = 0
+        if cz == 0 or p > 1:
+            C = Fm(z + cz, y + cy, bx) if 0 <= r + cy <= 31 else 0
+            C = (C >> 2 if cx > 0 else (C << 2) & FULL if cx < 0 else C)
+        through = 0
+        for ke in via:
+            kept[ke] &= ~(C & through)
+            through |= Jraw[ke]
+
+
 def emulate(fg, offsets, nzb=8, covers=True, connectors=True, tally=None):
     """The partition of the chain's unions: a root per foreground cell
     (``nzb`` planes a brick; ``covers``: the faces kernel's covers;
@@ -111,7 +143,7 @@ def emulate(fg, offsets, nzb=8, covers=True, connectors=True, tally=None):
         if p == 0:
             continue
         bF = Fm(z - 1, y, bx)
-        Jraw = {}
+        Jraw, kept = {}, {}
         for k, dy in enumerate((0, -1, 1)):
             f = Fm(z - 1, y + dy, bx) if 0 <= r + dy <= 31 else 0
             base = 3 * (dy + 1)
@@ -129,16 +161,13 @@ def emulate(fg, offsets, nzb=8, covers=True, connectors=True, tally=None):
                     for e2 in range(3):
                         if _in_plane(st, dy - dy2, e - e2):
                             cover |= Jraw[(k2, e2)]
-                if connectors and not xjoin and p > 1 and _has(st, 8 - base - e):
-                    # the connector rule: the cell two planes below
-                    through = 0
-                    for (k2, e2), J2 in Jraw.items():
-                        if _has(st, 8 - 3 * ((0, -1, 1)[k2] + 1) - e2):
-                            through |= J2
-                    cover |= Fm(z - 2, y, bx) & through
                 Jraw[(k, e)] = J[e]
-                for b in _bits(U[e] & ~cover):
-                    pair(z, y, x0 + b, z - 1, y + dy, x0 + b + e - 1)
+                kept[(k, e)] = U[e] & ~cover
+        if connectors and not xjoin:
+            _connector_rule(st, Fm, z, y, bx, r, p, Jraw, kept)
+        for (k, e), U in kept.items():
+            for b in _bits(U):
+                pair(z, y, x0 + b, z - 1, y + (0, -1, 1)[k], x0 + b + e - 1)
     # the faces kernel: the pairs that leave a brick
     _, table = step_table(fg.shape, offsets)
     for z, y, bx in itertools.product(range(nz), range(ny), range(ntx)):
