@@ -284,7 +284,7 @@ def _some_axes_of_a_volume(axes, shape) -> bool:
     to its per-cell general chain, where the runs3d-structure chain takes
     the neighbourhood as a structure (H200, 512^3, p = 0.3: first axis
     only 6.2 ms through the general chain; docs/decisions.md, "structures
-    along some axes")."""
+    and bool n-D on runs")."""
     k = len(axes)
     return (len(shape) == 3 and all(n > 1 for n in shape) and k < 3
             and tuple(axes) != tuple(range(3 - k, 3)))
