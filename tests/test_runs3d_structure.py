@@ -7,8 +7,10 @@ multiple of 8), rows of 2 to 100 cells, every one of the 13 half offsets
 alone and every structure missing one, the kinds of test_runsnd_emulated,
 random structures, sparse to full densities, repeated calls (launch plans)
 and calls without a plan, counts, first-cell numbering, 64-bit labels,
-bricks of 8 and 16 planes and bool bytes other than 1.  The pair rules are
-checked on the CPU in tests/test_runs3d_structure_emulated.py."""
+bricks of 8 and 16 planes, bool bytes other than 1, structures without the
+left neighbour (the connector rule) and connectivities along some axes of
+a volume (taken as structures).  The pair rules are checked on the CPU in
+tests/test_runs3d_structure_emulated.py."""
 
 import itertools
 
