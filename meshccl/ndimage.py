@@ -279,15 +279,19 @@ def _some_axes_of_a_volume(axes, shape) -> bool:
     """Whether a connectivity along ``axes`` of an array of ``shape`` is one
     that the GPU labels faster as an explicit structure: a volume (3 axes
     longer than 1) labelled along some axes that are not the last one or
-    two.  ``meshccl.label`` stacks those (1-D or 2-D images, its run
-    chains) but sends any other subset (the first axis only, axes 0 and 2)
-    to its per-cell general chain, where the runs3d-structure chain takes
-    the neighbourhood as a structure (H200, 512^3, p = 0.3: first axis
-    only 6.2 ms through the general chain; docs/decisions.md, "structures
-    and bool n-D on runs")."""
+    two, whose bricks fit a launch.  ``meshccl.label`` stacks those (1-D
+    or 2-D images, its run chains) but sends any other subset (the first
+    axis only, axes 0 and 2) to its per-cell general chain, where the
+    runs3d-structure chain takes the neighbourhood as a structure (H200,
+    512^3, p = 0.3: first axis only 6.2 ms through the general chain;
+    docs/decisions.md, "structures and bool n-D on runs")."""
     k = len(axes)
-    return (len(shape) == 3 and all(n > 1 for n in shape) and k < 3
-            and tuple(axes) != tuple(range(3 - k, 3)))
+    if not (len(shape) == 3 and all(n > 1 for n in shape) and k < 3
+            and tuple(axes) != tuple(range(3 - k, 3))):
+        return False
+    from ._gpu import runs3d_structure
+
+    return runs3d_structure.fits(shape)
 
 
 def _label_offsets(xp, foreground, offsets, work):

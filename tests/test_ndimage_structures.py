@@ -249,7 +249,7 @@ def test_volume_connectivities_along_some_axes_go_as_structures():
     length 1, stay with meshccl.label."""
     import itertools
 
-    from meshccl import _validate
+    from meshccl import _tuning, _validate
     from meshccl._gpu import chains
 
     a = np.ones((5, 6, 7), bool)
@@ -267,3 +267,6 @@ def test_volume_connectivities_along_some_axes_go_as_structures():
                     prob = _validate.prepare(a, None, None, np.int32, offsets=offsets)
                     assert chains.select(prob).chain.name == "runs3d-structure"
     assert not ndimage._some_axes_of_a_volume((0,), (1, 6, 7))
+    deepest = 65535 * _tuning.RUNS3D_STRUCTURE_PLANES  # (65535 bricks along z)
+    assert ndimage._some_axes_of_a_volume((0,), (deepest, 2, 2))
+    assert not ndimage._some_axes_of_a_volume((0,), (deepest + 1, 2, 2))
