@@ -26,11 +26,18 @@ per cell.  CPU: ``--cpu-side4`` (default 24) against SciPy.
 Outputs (``--out DIR``): ``structures.md`` (the tables, also printed) and
 ``structures.json``.
 
+``--kinds``: only the 3-D structures of one kind each (:func:`kinds`: no
+neighbours, the corners, one diagonal, the edges, the full box without
+the x neighbours, the first axis, x - 1 and x + 1 of the rows up and down)
+at p = 0.3 and 0.6 on the GPU against cupyx, labels checked equal;
+outputs ``structures-3d-kinds.md`` and ``.json``.
+
 Usage::
 
     python benchmarks/structures_bench.py --out benchmarks/results/latest-h200
     python benchmarks/structures_bench.py --out /tmp/s --no-gpu --cpu-side 64
     python benchmarks/structures_bench.py --out /tmp/s --count 4 --sides4 48  # quick
+    python benchmarks/structures_bench.py --out /tmp/k --kinds
 """
 
 from __future__ import annotations
@@ -80,6 +87,80 @@ def structures(count):
             named.add(s.tobytes())
             out.append((f"random #{seed - 1} ({int(s.sum()) - 1} neighbours)", s))
     return out
+
+
+def kinds():
+    """``[(name, structure)]``: 3-D structures of one kind each, the 3 x 3
+    x 3 patterns tests/test_runsnd_emulated.py names (centre set except in
+    the corners')."""
+    centre = np.zeros((3, 3, 3), bool)
+    centre[1, 1, 1] = True
+    corners = np.zeros((3, 3, 3), bool)
+    corners[::2, ::2, ::2] = True
+    diag = np.zeros((3, 3, 3), bool)
+    diag[[0, 1, 2], [0, 1, 2], [0, 1, 2]] = True
+    nox = np.ones((3, 3, 3), bool)
+    nox[1, 1, 0] = nox[1, 1, 2] = False
+    first = np.zeros((3, 3, 3), bool)
+    first[:, 1, 1] = True
+    sides = centre.copy()
+    sides[0, 0, ::2] = sides[2, 2, ::2] = True
+    return [("centre only", centre), ("corners (diagonals only)", corners),
+            ("main diagonal", diag), ("anti-diagonal", diag[..., ::-1].copy()),
+            ("odd parity", np.indices((3, 3, 3)).sum(0) % 2 == 1),
+            ("full box without x neighbours", nox), ("first axis only", first),
+            ("x - 1 and x + 1 of a row, not x", sides)]
+
+
+def kinds_rows(side, repeat):
+    """The :func:`kinds` rows: ``side``³ bool random cells at p = 0.3 and
+    0.6, ``meshccl.ndimage.label`` against cupyx, labels and N equal."""
+    import cupy
+    from cupyx.scipy import ndimage as cndi
+
+    rows = []
+    for p in (0.3, 0.6):
+        x = cupy.random.default_rng(5).random((side,) * 3, dtype=cupy.float32) < p
+        for name, s in kinds():
+            sg = cupy.asarray(s)
+            ours, n = meshccl.ndimage.label(x, sg)
+            want, wn = cndi.label(x, sg)
+            assert int(n) == int(wn) and bool((ours == want).all()), (p, name)
+            del ours, want
+            row = {"p": p, "structure": name, "neighbours": int(s.sum()) - int(s[1, 1, 1]),
+                   "joins along x": "yes" if s[1, 1, 0] else "no",
+                   "ms": gpu_ms(lambda: meshccl.ndimage.label(x, sg), repeat),
+                   "cupyx ms": gpu_ms(lambda: cndi.label(x, sg), max(3, repeat // 4))}
+            row["× cupyx"] = row["cupyx ms"] / row["ms"]
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        del x
+    return rows
+
+
+def write_kinds(out, side, repeat):
+    import cupy
+
+    rows = kinds_rows(side, repeat)
+    name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
+    machine = {"host": platform.node(), "gpu": name,
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+               "command": "python benchmarks/structures_bench.py " + " ".join(sys.argv[1:])}
+    cols = ["p", "structure", "neighbours", "joins along x", "ms", "cupyx ms", "× cupyx"]
+    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
+    lines = [f"# 3-D structures of every kind against cupyx ({name}, {machine['date']})", "",
+             f"{side}³ bool random cells at p = 0.3 and 0.6; `meshccl.ndimage.label` against "
+             "`cupyx.scipy.ndimage.label` with the same structure, CUDA events, median of "
+             f"{repeat} (cupyx: {max(3, repeat // 4)}); labels equal on every row. Command: `"
+             + machine["command"] + "`.", "",
+             "| " + " | ".join(cols) + " |", "|---:|---|---:|---|" + "---:|" * 3]
+    lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "structures-3d-kinds.md").write_text("\n".join(lines) + "\n")
+    (out / "structures-3d-kinds.json").write_text(json.dumps({"machine": machine, "rows": rows},
+                                                             indent=1))
+    print("\n".join(lines))
+    return 0
 
 
 def gpu_ms(fn, repeat):
@@ -164,7 +245,11 @@ def main(argv=None):
                     help="4-D sides, comma-separated (empty: no 4-D rows)")
     ap.add_argument("--cpu-side4", type=int, default=24)
     ap.add_argument("--no-gpu", action="store_true")
+    ap.add_argument("--kinds", action="store_true",
+                    help="only the structures of one kind each, GPU against cupyx")
     args = ap.parse_args(argv)
+    if args.kinds:
+        return write_kinds(args.out, args.side, args.repeat)
     rows = []
     cases = structures(args.count)
     rng = np.random.default_rng(5)

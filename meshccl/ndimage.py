@@ -16,7 +16,9 @@ A structure becomes its half neighbourhood
 (:func:`meshccl.neighbourhood.structure_offsets`).  One that a
 ``connectivity`` (and ``axes``) of ``meshccl.label`` names --
 ``generate_binary_structure(ndim, c)``, that pattern along a subset of the
-axes -- is labelled by ``meshccl.label``; any other centrosymmetric one (a
+axes -- is labelled by ``meshccl.label`` (except, on the GPU, a 3-D
+volume's along a subset other than the last one or two axes, which goes
+the way of the other structures); any other centrosymmetric one (a
 diagonal line, the corners only...) on the GPU by the runs3d-structure
 chain in 3-D (:mod:`meshccl._gpu.runs3d_structure`) and the runsnd chain
 otherwise (runs of rows, the neighbourhood from a table:
@@ -265,11 +267,31 @@ def _label(xp, x, offsets, work):
     foreground = x if x.dtype == np.bool_ else x.view(np.bool_) \
         if x.dtype.kind in "iu" and x.dtype.itemsize == 1 else x != 0
     named = neighbourhood.as_connectivity(offsets, x.ndim)
-    if named is not None:  # a connectivity along some axes: meshccl.label's own paths
+    if named is not None and not (xp is not np and _some_axes_of_a_volume(named[0], x.shape)):
+        # a connectivity along some axes: meshccl.label's own paths
         axes, conn = named
         return _mesh_label(foreground, connectivity=conn, dtype=work, return_num=True,
                            axes=None if len(axes) == x.ndim else axes)
     return _label_offsets(xp, foreground, offsets, work)
+
+
+def _some_axes_of_a_volume(axes, shape) -> bool:
+    """Whether a connectivity along ``axes`` of an array of ``shape`` is one
+    that the GPU labels faster as an explicit structure: a volume (3 axes
+    longer than 1) labelled along some axes that are not the last one or
+    two, whose bricks fit a launch.  ``meshccl.label`` stacks those (1-D
+    or 2-D images, its run chains) but sends any other subset (the first
+    axis only, axes 0 and 2) to its per-cell general chain, where the
+    runs3d-structure chain takes the neighbourhood as a structure (H200,
+    512^3, p = 0.3: first axis only 6.2 ms through the general chain;
+    docs/decisions.md, "structures and bool n-D on runs")."""
+    k = len(axes)
+    if not (len(shape) == 3 and all(n > 1 for n in shape) and k < 3
+            and tuple(axes) != tuple(range(3 - k, 3))):
+        return False
+    from ._gpu import runs3d_structure
+
+    return runs3d_structure.fits(shape)
 
 
 def _label_offsets(xp, foreground, offsets, work):

@@ -239,3 +239,34 @@ def test_explicit_structures_take_the_runsnd_chain():
     with pytest.raises(ValueError, match="offsets cannot be combined"):
         _validate.prepare(np.ones((5, 7), bool), None, None, np.int32, offsets=offsets,
                           axes=(0,))
+
+
+def test_volume_connectivities_along_some_axes_go_as_structures():
+    """On the GPU, a connectivity along axes of a volume that meshccl.label
+    would send to its per-cell general chain (any subset but all axes or
+    the last one or two) is labelled as a structure, by the runs3d-structure
+    chain; the subsets meshccl.label stacks, and volumes with an axis of
+    length 1, stay with meshccl.label."""
+    import itertools
+
+    from meshccl import _tuning, _validate
+    from meshccl._gpu import chains
+
+    a = np.ones((5, 6, 7), bool)
+    for k in (1, 2, 3):
+        for axes in itertools.combinations(range(3), k):
+            for conn in range(1, k + 1):
+                mesh = _validate.prepare(a, None, conn, np.int32,
+                                         axes=None if k == 3 else axes)
+                general = chains.select(mesh).chain.name == "general"
+                assert ndimage._some_axes_of_a_volume(axes, a.shape) == general, (axes, conn)
+                if general:
+                    offsets = tuple(o for o in neighbourhood.half_offsets(3, conn)
+                                    if all(o[i] == 0 for i in range(3) if i not in axes))
+                    assert neighbourhood.as_connectivity(offsets, 3) == (axes, conn)
+                    prob = _validate.prepare(a, None, None, np.int32, offsets=offsets)
+                    assert chains.select(prob).chain.name == "runs3d-structure"
+    assert not ndimage._some_axes_of_a_volume((0,), (1, 6, 7))
+    deepest = 65535 * _tuning.RUNS3D_STRUCTURE_PLANES  # (65535 bricks along z)
+    assert ndimage._some_axes_of_a_volume((0,), (deepest, 2, 2))
+    assert not ndimage._some_axes_of_a_volume((0,), (deepest + 1, 2, 2))

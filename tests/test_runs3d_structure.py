@@ -7,8 +7,10 @@ multiple of 8), rows of 2 to 100 cells, every one of the 13 half offsets
 alone and every structure missing one, the kinds of test_runsnd_emulated,
 random structures, sparse to full densities, repeated calls (launch plans)
 and calls without a plan, counts, first-cell numbering, 64-bit labels,
-bricks of 8 and 16 planes and bool bytes other than 1.  The pair rules are
-checked on the CPU in tests/test_runs3d_structure_emulated.py."""
+bricks of 8 and 16 planes, bool bytes other than 1, structures without the
+left neighbour (the connector rule) and connectivities along some axes of
+a volume (taken as structures).  The pair rules are checked on the CPU in
+tests/test_runs3d_structure_emulated.py."""
 
 import itertools
 
@@ -160,3 +162,43 @@ def test_brick_depths_and_face_covers(planes, covers):
             s = _from_half(rng.random(13) < rng.choice([0.3, 0.6]))
             shape = ((37, 40, 70), (17, 33, 32), (50, 9, 100))[k % 3]
             _check(rng.random(shape) < rng.choice([0.3, 0.6]), s, f"#{k} {s.astype(int).tolist()}")
+
+
+def _along(axes, conn):
+    """generate_binary_structure(len(axes), conn) along ``axes`` of a volume."""
+    s = np.zeros((3, 3, 3), bool)
+    sub = ndi.generate_binary_structure(len(axes), conn)
+    index = [1, 1, 1]
+    for pos in itertools.product(range(3), repeat=len(axes)):
+        for a, v in zip(axes, pos):
+            index[a] = v
+        s[tuple(index)] = sub[pos]
+    return s
+
+
+@pytest.mark.parametrize("planes", [8, 16])
+def test_structures_without_the_left_neighbour(planes):
+    """The structures the connector rule serves (corners, the box without
+    the x neighbours, two diagonals) and connectivities along some axes of
+    a volume (the first axis only, axes 0 and 1 or 0 and 2, axis 1: taken
+    as structures on the GPU), on volumes of whole and partial bricks and
+    tiles, 1 to 3 planes deep, sparse to dense."""
+    from meshccl import _tuning
+
+    corners = np.zeros((3, 3, 3), bool)
+    corners[::2, ::2, ::2] = True
+    box = np.ones((3, 3, 3), bool)
+    box[1, 1, 0] = box[1, 1, 2] = False
+    diagonals = np.zeros((3, 3, 3), bool)
+    diagonals[0, 0, 0] = diagonals[2, 2, 2] = diagonals[0, 2, 2] = diagonals[2, 0, 0] = True
+    kinds = {"corners": corners, "box without x": box, "two diagonals": diagonals}
+    for axes, conn in (((0,), 1), ((0, 1), 1), ((0, 1), 2), ((0, 2), 1), ((0, 2), 2),
+                       ((1,), 1)):
+        kinds[f"axes {axes} c={conn}"] = _along(axes, conn)
+    shapes = [(35, 33, 40), (16, 64, 64), (19, 31, 97), (1, 40, 33), (2, 33, 65), (3, 70, 31)]
+    rng = np.random.default_rng(20 + planes)
+    with _tuning.override(RUNS3D_STRUCTURE_PLANES=planes):
+        for name, s in kinds.items():
+            for shape in shapes:
+                for p in (0.3, 0.6, 0.9):
+                    _check(rng.random(shape) < p, s, f"{name} p={p}")

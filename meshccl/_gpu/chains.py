@@ -29,7 +29,8 @@ runs2d-packed             a phase of packed Ising spins (the simulation hooks)
 runs2d-lattice            1-D and 2-D arrays with a mask, bonds or tolerance
 runs3d-lattice            3-D arrays with a mask, bonds or tolerance
 runs3d-structure          3-D bool arrays under a ``meshccl.ndimage.label``
-                          structure no connectivity names (its half
+                          structure no connectivity names, or one along
+                          axes that are not a stack of images (its half
                           offsets as a bit mask)
 runsnd                    bool arrays under any other such structure (1, 2
                           or 4+ axes), and bool arrays of 4 or more axes
@@ -154,7 +155,8 @@ TABLE = (
                     "the plane below)") + _WRAP3D + _NUMBER_RUNS,
           "meshccl_label_runs_counted"),
     Chain("runs3d-structure", "3-D bool arrays (`meshccl.ndimage.label`'s foreground) under "
-          "a structure that no connectivity names, without lattice features",
+          "a structure that no connectivity names, or a connectivity along axes that are not "
+          "a stack of images, without lattice features",
           _CLEAR + ("runs3d_structure.cu: meshccl_runs3d_structure_tile (runs3d.cu's bricks "
                     "of 32x32 cells and 8 or 16 planes, a warp per plane, one shared forest; "
                     "the structure's 13 half offsets a bit mask)",

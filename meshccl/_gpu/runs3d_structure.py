@@ -51,9 +51,14 @@ def serves(prob) -> bool:
     """Whether ``prob`` takes this chain: what :func:`.runs_nd.serves` takes
     with an explicit neighbourhood, on exactly 3 axes (longer than 1) whose
     grid of bricks fits a launch."""
-    if not (runs_nd.serves(prob) and prob.offsets is not None and len(prob.shape) == 3):
-        return False
-    nz, ny, _ = prob.shape
+    return (runs_nd.serves(prob) and prob.offsets is not None and len(prob.shape) == 3
+            and fits(prob.shape))
+
+
+def fits(shape) -> bool:
+    """Whether a volume of ``shape`` (3 axes longer than 1) has a grid of
+    bricks that fits a launch."""
+    nz, ny, _ = (int(n) for n in shape)
     return -(-ny // 32) <= 65535 and -(-nz // _tuning.RUNS3D_STRUCTURE_PLANES) <= 65535
 
 
