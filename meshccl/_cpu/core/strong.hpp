@@ -156,7 +156,8 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
         const i64 a = i64(indptr[v]), b = i64(indptr[v + 1]);
         e = Backward ? b : a;
         stop = Backward ? a : b;
-        return !Check || (0 <= a && a <= b && b <= end);
+        using UP = std::make_unsigned_t<P>;
+        return !Check || ((UP(a) <= UP(b)) & (UP(b) <= UP(end)));
     };
     // a path entry's vertex (~v for a negative entry, without a branch)
     auto vertex = [](I x) { return I(x ^ (x >> (8 * sizeof(I) - 1))); };
@@ -167,15 +168,18 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
         // high: its link so far, root: whether no successor raised it
         I v = I(s);
         i64 e, stop;
-        if (!enter(v, e, stop)) return -1;
+        if (!enter(v, e, stop)) [[unlikely]]
+            goto invalid;
         I high = labels[v] = index--;  // (top: every earlier search is complete)
         bool root = true;
         for (;;) {
             // read the row up to the next unvisited successor
-            I w = VOID;
-            while (e != stop) {
+            I w;
+            for (;;) {
+                if (e == stop) goto finished;
                 const X y = indices[Backward ? e - 1 : e];
-                if (Check && U(y) >= U(n)) return -1;
+                if (Check && U(y) >= U(n)) [[unlikely]]
+                    goto invalid;
                 e += Backward ? -1 : 1;
                 const I r = labels[I(y)];
                 if (r == VOID) {
@@ -187,9 +191,10 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
                     root = false;
                 }
             }
-            if (w != VOID) {  // descend to w
+            {  // descend to w
                 const i64 next = e;
-                if (!enter(w, e, stop)) return -1;
+                if (!enter(w, e, stop)) [[unlikely]]
+                    goto invalid;
                 if (!root) labels[v] = high;  // (a root's is its visiting index already)
                 resume[depth] = P(next);
                 path[depth++] = root ? v : ~v;
@@ -209,6 +214,7 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
                 }
                 continue;
             }
+        finished:
             if (high == top && i64(index) + 1 == done) {
                 // Every vertex is visited and v reaches s (visiting index
                 // top): the vertices still open are one component, s's --
@@ -278,6 +284,8 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
         }
     }
     return i64(c);
+invalid:
+    return -1;
 }
 
 // Sorts each row first..last of a CSR ascending, in place, where it is not
