@@ -53,6 +53,7 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace meshccl {
@@ -61,27 +62,44 @@ namespace strong {
 using i64 = std::int64_t;
 
 // Memory for the stacks of the search, one allocation (tarjan says how
-// it is laid out).  Pages are touched only as deep as the stacks go.  Up
-// to 32 MiB it comes from malloc, which hands a repeated call the block
-// the last one freed, already mapped (glibc keeps freed blocks up to that
-// size in its heap: on a cycle of 10**6 vertices, faulting in fresh pages
-// each call cost a sixth of the search); larger blocks are mapped afresh
-// by every call anyway, and take huge pages (as NumPy asks for its
-// arrays): a deep search then faults once per 2 MiB, not once per 4 KiB.
+// it is laid out).  Pages are touched only as deep as the stacks go, and a
+// page the process has not touched yet costs a fault the first time (the
+// kernel maps and zeroes it): a search a million vertices deep touches 8
+// MB of stack, 2000 pages of 4 KiB, which cost over half as much again
+// as the search itself (2-vCPU VM).  So malloc's block is taken where its pages are in
+// memory already -- a repeated call gets the block the last one freed --
+// and otherwise (a block mapped afresh, or heap memory malloc gave back to
+// the system since: glibc does so when a caller frees a large block at its
+// heap's top, as SciPy's search does each call) a fresh mapping in huge
+// pages (as NumPy asks for its arrays), which faults once per 2 MiB.
 class Arena {
   public:
     explicit Arena(std::size_t bytes) : bytes_(std::max<std::size_t>(bytes, 16)) {
-        void* m = nullptr;
+        if (!(p_ = static_cast<char*>(std::malloc(bytes_)))) throw std::bad_alloc();
 #if defined(__linux__)
-        if (bytes_ > (std::size_t(32) << 20)) {
-            if (posix_memalign(&m, std::size_t(1) << 21, bytes_) != 0) throw std::bad_alloc();
-            madvise(m, bytes_, MADV_HUGEPAGE);
+        if (bytes_ >= kHuge && !resident()) {
+            std::free(p_);
+            map_bytes_ = ((bytes_ + kHuge - 1) & ~(kHuge - 1)) + kHuge;
+            void* m = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (m == MAP_FAILED) throw std::bad_alloc();
+            map_ = static_cast<char*>(m);
+            // (aligned to 2 MiB: only whole aligned blocks take huge pages)
+            p_ = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(map_) + kHuge - 1) &
+                                         ~std::uintptr_t(kHuge - 1));
+            madvise(p_, map_bytes_ - kHuge, MADV_HUGEPAGE);
         }
 #endif
-        if (!m && !(m = std::malloc(bytes_))) throw std::bad_alloc();
-        p_ = static_cast<char*>(m);
     }
-    ~Arena() { std::free(p_); }
+    ~Arena() {
+#if defined(__linux__)
+        if (map_) {
+            munmap(map_, map_bytes_);
+            return;
+        }
+#endif
+        std::free(p_);
+    }
     Arena(const Arena&) = delete;
     Arena& operator=(const Arena&) = delete;
     template <class T>
@@ -90,8 +108,26 @@ class Arena {
     T* end() const { return reinterpret_cast<T*>(p_ + bytes_); }
 
   private:
+    static constexpr std::size_t kHuge = std::size_t(1) << 21;
+
+#if defined(__linux__)
+    // Whether every page of the block is in memory (mincore: one byte a page).
+    bool resident() const {
+        const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+        const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p_) & ~std::uintptr_t(page - 1);
+        const std::size_t len = reinterpret_cast<std::uintptr_t>(p_) + bytes_ - a;
+        std::vector<unsigned char> in((len + page - 1) / page);
+        if (mincore(reinterpret_cast<void*>(a), len, in.data()) != 0) return false;
+        for (unsigned char b : in)
+            if (!(b & 1)) return false;
+        return true;
+    }
+#endif
+
     std::size_t bytes_;
-    char* p_;
+    char* p_ = nullptr;
+    char* map_ = nullptr;
+    std::size_t map_bytes_ = 0;
 };
 
 // Whether the m values x[0..m) lie in [0, n): no branch a value, and
