@@ -109,7 +109,8 @@ def checked_components(kind, a, b, n, strong=False, backward=False, sort_rows=Fa
     vertex, as the GPU backend numbers them).  None
     where the arrays are no valid graph of those types (the caller's
     general path then says what is wrong)."""
-    labels = np.empty(n, np.int32)
+    labels = (_core.int32_array(n) if n >= _tuning.CPU_GRAPH_MAPPED_LABELS
+              else np.empty(n, np.int32))
     try:
         count = _core.checked_components(CHECKED_KINDS[kind], a, b, labels, strong, backward,
                                          sort_rows, smallest)
