@@ -244,8 +244,7 @@ def test_deep_graphs_as_scipy(shape):
     the installed SciPy labels them: a path, a ring (one component, the
     search stopping early), 2-cycles in a row (each linked back to the one
     before), and a ring of over 2**22 vertices (the search's stacks then
-    take over 32 MiB, which malloc maps afresh: the search maps them in huge
-    pages instead)."""
+    take over 32 MiB)."""
     n = 2**22 + 2**16 if shape == "big ring" else 10**6
     v = np.arange(n, dtype=np.int64)
     if shape == "chain":

@@ -1,7 +1,8 @@
-// meshccl._cpu._core's strong components (strong.hpp) and the CSR builders
-// they need, bound with nanobind: meshccl/_cpu/strong.py checks the
-// arguments' meaning (validated graph arrays from meshccl/graph/_input.py);
-// these functions check types and sizes, and release the GIL.
+// meshccl._cpu._core's strong components (strong.hpp), the CSR builders
+// they need and the int32 arrays of large graphs' labels, bound with
+// nanobind: meshccl/_cpu/strong.py checks the arguments' meaning
+// (validated graph arrays from meshccl/graph/_input.py); these functions
+// check types and sizes, and release the GIL.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>

@@ -32,7 +32,10 @@
 // entry, its row's end, its link, whether it is a root); the path above it
 // lies on two stacks, one of vertices and one of the positions to resume
 // their rows at, and members of an open component wait on a third,
-// sharing the vertices' memory from its other end.
+// sharing the vertices' memory from its other end (Arena).  Input that
+// fails the check leaves through one exit at the end of the search, not a
+// return inside its loops (with those, GCC kept the search's counters in
+// memory: a chain of 10**6 vertices took half as long again).
 //
 // The search stops early where one component is left: every vertex
 // visited and the finishing vertex reaching the root.  The entries of the
@@ -53,7 +56,6 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
-#include <unistd.h>
 #endif
 
 namespace meshccl {
@@ -62,44 +64,38 @@ namespace strong {
 using i64 = std::int64_t;
 
 // Memory for the stacks of the search, one allocation (tarjan says how
-// it is laid out).  Pages are touched only as deep as the stacks go, and a
-// page the process has not touched yet costs a fault the first time (the
-// kernel maps and zeroes it): a search a million vertices deep touches 8
-// MB of stack, 2000 pages of 4 KiB, which cost over half as much again
-// as the search itself (2-vCPU VM).  So malloc's block is taken where its pages are in
-// memory already -- a repeated call gets the block the last one freed --
-// and otherwise (a block mapped afresh, or heap memory malloc gave back to
-// the system since: glibc does so when a caller frees a large block at its
-// heap's top, as SciPy's search does each call) a fresh mapping in huge
-// pages (as NumPy asks for its arrays), which faults once per 2 MiB.
+// it is laid out), from malloc, which hands a repeated call the block the
+// last one freed, its pages in memory already.  Pages are touched only as
+// deep as the stacks go, and one the process has not touched yet costs a
+// fault the first time (the kernel maps and zeroes it): a search a
+// million vertices deep touches 8 MB of stack, 2000 pages of 4 KiB, which
+// cost over half as much again as the search itself (2-vCPU VM), each
+// call where malloc's block was fresh -- mapped afresh, or heap memory
+// malloc gave back to the system since (glibc does so when a caller frees
+// a large block at its heap's top, as SciPy's search does each call).  So
+// a block of 2 MiB or more is aligned to 2 MiB and asks for huge pages (as
+// NumPy does for its arrays): fresh, it faults once per 2 MiB; reused, as
+// it was.
 class Arena {
   public:
     explicit Arena(std::size_t bytes) : bytes_(std::max<std::size_t>(bytes, 16)) {
-        if (!(p_ = static_cast<char*>(std::malloc(bytes_)))) throw std::bad_alloc();
+        constexpr std::size_t huge = std::size_t(1) << 21;
+        const bool aligned = kHugePages && bytes_ >= huge;
+        // (aligned inside a block of 2 MiB more: posix_memalign's larger
+        // request is mapped afresh by every call, where malloc's is reused)
+        const std::size_t whole = (bytes_ + huge - 1) & ~(huge - 1);
+        if (!(block_ = static_cast<char*>(std::malloc(aligned ? whole + huge : bytes_))))
+            throw std::bad_alloc();
+        p_ = block_;
 #if defined(__linux__)
-        if (bytes_ >= kHuge && !resident()) {
-            std::free(p_);
-            map_bytes_ = ((bytes_ + kHuge - 1) & ~(kHuge - 1)) + kHuge;
-            void* m = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (m == MAP_FAILED) throw std::bad_alloc();
-            map_ = static_cast<char*>(m);
-            // (aligned to 2 MiB: only whole aligned blocks take huge pages)
-            p_ = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(map_) + kHuge - 1) &
-                                         ~std::uintptr_t(kHuge - 1));
-            madvise(p_, map_bytes_ - kHuge, MADV_HUGEPAGE);
+        if (aligned) {
+            p_ = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(block_) + huge - 1) &
+                                         ~std::uintptr_t(huge - 1));
+            madvise(p_, whole, MADV_HUGEPAGE);
         }
 #endif
     }
-    ~Arena() {
-#if defined(__linux__)
-        if (map_) {
-            munmap(map_, map_bytes_);
-            return;
-        }
-#endif
-        std::free(p_);
-    }
+    ~Arena() { std::free(block_); }
     Arena(const Arena&) = delete;
     Arena& operator=(const Arena&) = delete;
     template <class T>
@@ -108,26 +104,14 @@ class Arena {
     T* end() const { return reinterpret_cast<T*>(p_ + bytes_); }
 
   private:
-    static constexpr std::size_t kHuge = std::size_t(1) << 21;
-
 #if defined(__linux__)
-    // Whether every page of the block is in memory (mincore: one byte a page).
-    bool resident() const {
-        const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
-        const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p_) & ~std::uintptr_t(page - 1);
-        const std::size_t len = reinterpret_cast<std::uintptr_t>(p_) + bytes_ - a;
-        std::vector<unsigned char> in((len + page - 1) / page);
-        if (mincore(reinterpret_cast<void*>(a), len, in.data()) != 0) return false;
-        for (unsigned char b : in)
-            if (!(b & 1)) return false;
-        return true;
-    }
+    static constexpr bool kHugePages = true;
+#else
+    static constexpr bool kHugePages = false;
 #endif
-
     std::size_t bytes_;
-    char* p_ = nullptr;
-    char* map_ = nullptr;
-    std::size_t map_bytes_ = 0;
+    char* block_;
+    char* p_;
 };
 
 // Whether the m values x[0..m) lie in [0, n): no branch a value, and
