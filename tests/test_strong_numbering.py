@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
 from conftest import examples
+from meshccl._cpu import graph as cpu_graph
 from meshccl._cpu import strong as cpu_strong
 from meshccl.graph import Edges, _scipy, connected_components
 
@@ -218,6 +219,29 @@ def test_both_row_orders_against_recursive_tarjan(case):
         assert count == want_count
         np.testing.assert_array_equal(labels, want)
         assert (labels[src] >= labels[dst]).all()
+
+
+@pytest.mark.parametrize("per_vertex", [0.5, 1.0, 1.5, 1.6, 3.0])
+def test_both_loop_shapes(per_vertex):
+    """Random graphs either side of the mean row length (1.5) at which the
+    search changes the shape of its loops: the recursive search's labels in
+    both row orders, checked and not."""
+    rng = np.random.default_rng(int(per_vertex * 10))
+    n = 400
+    m = int(per_vertex * n)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    order = np.argsort(src, kind="stable")
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    indices = dst[order]
+    for rows in ("forward", "backward"):
+        want_count, want = tarjan_reference(indptr, indices, rows == "backward")
+        count, labels = cpu_strong.strong_components("csr", (indptr, indices), n, rows=rows)
+        assert count == want_count
+        np.testing.assert_array_equal(labels, want)
+        got = cpu_graph.checked_components("csr", indptr, indices, n, True, rows == "backward")
+        assert got[0] == want_count
+        np.testing.assert_array_equal(got[1], want)
 
 
 def test_deep_graphs_both_orders():

@@ -35,7 +35,8 @@
 // sharing the vertices' memory from its other end (Arena).  Input that
 // fails the check leaves through one exit at the end of the search, not a
 // return inside its loops (with those, GCC kept the search's counters in
-// memory: a chain of 10**6 vertices took half as long again).
+// memory: a chain of 10**6 vertices took half as long again), and the
+// loops take one of two shapes by the graph's mean row length (tarjan).
 //
 // The search stops early where one component is left: every vertex
 // visited and the finishing vertex reaching the root.  The entries of the
