@@ -162,8 +162,8 @@ void sort_rows(const Input& indptr, Array indices) {
     });
 }
 
-// An uninitialised int32 array of n entries, from 2 MiB on aligned to 2 MiB
-// and asking for huge pages (strong.hpp's Arena): the labels of a large
+// An uninitialised int32 array of n entries, from 512 KiB on aligned to 2
+// MiB and asking for huge pages (strong.hpp's Arena): the labels of a large
 // graph, which a fresh NumPy array below 4 MiB faults in page by page.
 nb::ndarray<nb::numpy, std::int32_t, nb::ndim<1>> int32_array(std::size_t n) {
     auto* block = new meshccl::strong::Arena(sizeof(std::int32_t) * n);
@@ -182,7 +182,7 @@ void register_strong(nb::module_& m) {
           "search reading each row 'forward' or 'backward' completes them; returns their "
           "number.");
     m.def("int32_array", &int32_array, nb::arg("n"),
-          "An uninitialised int32 array of n entries, in huge pages from 2 MiB.");
+          "An uninitialised int32 array of n entries, in huge pages from 512 KiB.");
     m.def("rows_of_edges", &rows_of_edges, nb::arg("src"), nb::arg("dst"), nb::arg("indptr"),
           nb::arg("indices"),
           "Fills (indptr, indices) with the CSR of an edge list, each row's targets ascending.");
