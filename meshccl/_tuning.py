@@ -359,6 +359,15 @@ CPU_PROV_TABLE_MIN = 1024
 # counter a label (docs/measure.md: "Counts while labelling").
 CPU_COUNTS_SPREAD_LABELS = 8192
 
+# Fewest vertices of a graph whose labels the one-call graph path
+# (_cpu/graph.py checked_components) takes from _core.int32_array --
+# aligned to 2 MiB and asking for huge pages (_cpu/core/strong.hpp's Arena)
+# -- not from np.empty, whose fresh arrays below 4 MiB fault in page by
+# page: 2 MiB of labels, one huge page; below it the extra call (0.3 us)
+# costs more than the faults it saves (docs/decisions.md: "strong
+# components: the CPU search compiled").
+CPU_GRAPH_MAPPED_LABELS = 1 << 19
+
 # Fewest cells per thread of the per-label tables of meshccl.measure
 # (_cpu/core/measure.hpp); an image of fewer than twice as many is measured
 # by one thread whatever cpu_threads says.  A thread costs its start and a

@@ -371,3 +371,41 @@ def test_strong_by_smallest_vertex_every_form(family):
                                                       strong=True, smallest=True)
             assert count == want.max() + 1
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("family", ["chain", "cycle", "uniform", "small_sccs"])
+def test_labels_in_mapped_memory_or_numpys(family):
+    """Labels from ``_core.int32_array`` (large graphs) or ``np.empty``
+    (small ones): the same components either way, weak and strong, and an
+    array that stays valid, writable and of its own after the call."""
+    from meshccl import _tuning
+
+    e = FAMILIES[family](3000, seed=2)
+    n = e.n_vertices
+    g = sp.coo_matrix((np.ones(e.src.size), (e.src, e.dst)), shape=(n, n)).tocsr()
+    for connection in ("weak", "strong"):
+        want = scipy_cc(g, directed=True, connection=connection)
+        got = []
+        for first in (0, 1 << 40):
+            with _tuning.override(CPU_GRAPH_MAPPED_LABELS=first):
+                got.append(connected_components(g, directed=True, connection=connection))
+        for count, labels in got:
+            same((count, labels), want)
+            assert labels.flags.writeable and labels.flags.c_contiguous
+        view = got[0][1][1:]
+        del got
+        np.testing.assert_array_equal(view, want[1][1:])
+
+
+def test_int32_array():
+    """An uninitialised int32 array of n entries: any n, written and read
+    like any NumPy array, its memory kept while a view of it lives."""
+    from meshccl._cpu.image import _core
+
+    for n in (0, 1, 1000, (1 << 21) + 3):
+        a = _core.int32_array(n)
+        assert a.shape == (n,) and a.dtype == np.int32
+        a[:] = np.arange(n, dtype=np.int32)
+        tail = a[n // 2:]
+        del a
+        np.testing.assert_array_equal(tail, np.arange(n // 2, n, dtype=np.int32))

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
 from conftest import examples
+from meshccl._cpu import graph as cpu_graph
 from meshccl._cpu import strong as cpu_strong
 from meshccl.graph import Edges, _scipy, connected_components
 
@@ -220,6 +221,29 @@ def test_both_row_orders_against_recursive_tarjan(case):
         assert (labels[src] >= labels[dst]).all()
 
 
+@pytest.mark.parametrize("per_vertex", [0.5, 1.0, 1.5, 1.6, 3.0])
+def test_both_loop_shapes(per_vertex):
+    """Random graphs either side of the mean row length (1.5) at which the
+    search changes the shape of its loops: the recursive search's labels in
+    both row orders, checked and not."""
+    rng = np.random.default_rng(int(per_vertex * 10))
+    n = 400
+    m = int(per_vertex * n)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    order = np.argsort(src, kind="stable")
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    indices = dst[order]
+    for rows in ("forward", "backward"):
+        want_count, want = tarjan_reference(indptr, indices, rows == "backward")
+        count, labels = cpu_strong.strong_components("csr", (indptr, indices), n, rows=rows)
+        assert count == want_count
+        np.testing.assert_array_equal(labels, want)
+        got = cpu_graph.checked_components("csr", indptr, indices, n, True, rows == "backward")
+        assert got[0] == want_count
+        np.testing.assert_array_equal(got[1], want)
+
+
 def test_deep_graphs_both_orders():
     """A path and a cycle of 300 000 vertices, no recursion in either order."""
     n = 300_000
@@ -244,7 +268,7 @@ def test_deep_graphs_as_scipy(shape):
     the installed SciPy labels them: a path, a ring (one component, the
     search stopping early), 2-cycles in a row (each linked back to the one
     before), and a ring of over 2**22 vertices (the search's stacks then
-    take over 32 MiB, mapped afresh in huge pages)."""
+    take over 32 MiB)."""
     n = 2**22 + 2**16 if shape == "big ring" else 10**6
     v = np.arange(n, dtype=np.int64)
     if shape == "chain":

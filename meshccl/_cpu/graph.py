@@ -110,7 +110,11 @@ def checked_components(kind, a, b, n, strong=False, backward=False, sort_rows=Fa
     ``n`` elements to write them into).  None where the arrays are no
     valid graph of those types (the caller's general path then says what
     is wrong)."""
-    labels = np.empty(n, np.int32) if out is None else out
+    if out is not None:
+        labels = out
+    else:
+        labels = (_core.int32_array(n) if n >= _tuning.CPU_GRAPH_MAPPED_LABELS
+                  else np.empty(n, np.int32))
     try:
         count = _core.checked_components(CHECKED_KINDS[kind], a, b, labels, strong, backward,
                                          sort_rows, smallest)

@@ -1,7 +1,8 @@
-// meshccl._cpu._core's strong components (strong.hpp) and the CSR builders
-// they need, bound with nanobind: meshccl/_cpu/strong.py checks the
-// arguments' meaning (validated graph arrays from meshccl/graph/_input.py);
-// these functions check types and sizes, and release the GIL.
+// meshccl._cpu._core's strong components (strong.hpp), the CSR builders
+// they need and the int32 arrays of large graphs' labels, bound with
+// nanobind: meshccl/_cpu/strong.py checks the arguments' meaning
+// (validated graph arrays from meshccl/graph/_input.py); these functions
+// check types and sizes, and release the GIL.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -161,6 +162,17 @@ void sort_rows(const Input& indptr, Array indices) {
     });
 }
 
+// An uninitialised int32 array of n entries, from 512 KiB on aligned to 2
+// MiB and asking for huge pages (strong.hpp's Arena): the labels of a large
+// graph, which a fresh NumPy array below 4 MiB faults in page by page.
+nb::ndarray<nb::numpy, std::int32_t, nb::ndim<1>> int32_array(std::size_t n) {
+    auto* block = new meshccl::strong::Arena(sizeof(std::int32_t) * n);
+    nb::capsule owner(block, [](void* p) noexcept { delete static_cast<meshccl::strong::Arena*>(p); });
+    std::size_t shape[1] = {n};
+    return nb::ndarray<nb::numpy, std::int32_t, nb::ndim<1>>(block->begin<std::int32_t>(), 1, shape,
+                                                              owner);
+}
+
 }  // namespace
 
 void register_strong(nb::module_& m) {
@@ -169,6 +181,8 @@ void register_strong(nb::module_& m) {
           "Strong components of a CSR into labels, numbered in the order a depth-first "
           "search reading each row 'forward' or 'backward' completes them; returns their "
           "number.");
+    m.def("int32_array", &int32_array, nb::arg("n"),
+          "An uninitialised int32 array of n entries, in huge pages from 512 KiB.");
     m.def("rows_of_edges", &rows_of_edges, nb::arg("src"), nb::arg("dst"), nb::arg("indptr"),
           nb::arg("indices"),
           "Fills (indptr, indices) with the CSR of an edge list, each row's targets ascending.");

@@ -32,7 +32,11 @@
 // entry, its row's end, its link, whether it is a root); the path above it
 // lies on two stacks, one of vertices and one of the positions to resume
 // their rows at, and members of an open component wait on a third,
-// sharing the vertices' memory from its other end.
+// sharing the vertices' memory from its other end (Arena).  Input that
+// fails the check leaves through one exit at the end of the search, not a
+// return inside its loops (with those, GCC kept the search's counters in
+// memory: a chain of 10**6 vertices took half as long again), and the
+// loops take one of two shapes by the graph's mean row length (tarjan).
 //
 // The search stops early where one component is left: every vertex
 // visited and the finishing vertex reaching the root.  The entries of the
@@ -61,27 +65,39 @@ namespace strong {
 using i64 = std::int64_t;
 
 // Memory for the stacks of the search, one allocation (tarjan says how
-// it is laid out).  Pages are touched only as deep as the stacks go.  Up
-// to 32 MiB it comes from malloc, which hands a repeated call the block
-// the last one freed, already mapped (glibc keeps freed blocks up to that
-// size in its heap: on a cycle of 10**6 vertices, faulting in fresh pages
-// each call cost a sixth of the search); larger blocks are mapped afresh
-// by every call anyway, and take huge pages (as NumPy asks for its
-// arrays): a deep search then faults once per 2 MiB, not once per 4 KiB.
+// it is laid out), from malloc, which hands a repeated call the block the
+// last one freed, its pages in memory already.  Pages are touched only as
+// deep as the stacks go, and one the process has not touched yet costs a
+// fault the first time (the kernel maps and zeroes it): a search a
+// million vertices deep touches 8 MB of stack, 2000 pages of 4 KiB, which
+// cost over half as much again as the search itself (2-vCPU VM), each
+// call where malloc's block was fresh -- mapped afresh, or heap memory
+// malloc gave back to the system since (glibc does so when a caller frees
+// a large block at its heap's top, as SciPy's search does each call).  So
+// a block of 512 KiB or more is aligned to 2 MiB and asks for huge pages
+// (as NumPy does for its arrays): fresh, it faults once per 2 MiB (a chain
+// of 10**5 vertices in turn with SciPy 1.18: 261 faults a call, 0.76x
+// SciPy's speed, before; none, 1.03x, after); reused, as it was.
 class Arena {
   public:
     explicit Arena(std::size_t bytes) : bytes_(std::max<std::size_t>(bytes, 16)) {
-        void* m = nullptr;
+        constexpr std::size_t huge = std::size_t(1) << 21;
+        const bool aligned = kHugePages && bytes_ >= huge / 4;  // (from 512 KiB)
+        // (aligned inside a block of 2 MiB more: posix_memalign's larger
+        // request is mapped afresh by every call, where malloc's is reused)
+        const std::size_t whole = (bytes_ + huge - 1) & ~(huge - 1);
+        if (!(block_ = static_cast<char*>(std::malloc(aligned ? whole + huge : bytes_))))
+            throw std::bad_alloc();
+        p_ = block_;
 #if defined(__linux__)
-        if (bytes_ > (std::size_t(32) << 20)) {
-            if (posix_memalign(&m, std::size_t(1) << 21, bytes_) != 0) throw std::bad_alloc();
-            madvise(m, bytes_, MADV_HUGEPAGE);
+        if (aligned) {
+            p_ = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(block_) + huge - 1) &
+                                         ~std::uintptr_t(huge - 1));
+            madvise(p_, whole, MADV_HUGEPAGE);
         }
 #endif
-        if (!m && !(m = std::malloc(bytes_))) throw std::bad_alloc();
-        p_ = static_cast<char*>(m);
     }
-    ~Arena() { std::free(p_); }
+    ~Arena() { std::free(block_); }
     Arena(const Arena&) = delete;
     Arena& operator=(const Arena&) = delete;
     template <class T>
@@ -90,7 +106,13 @@ class Arena {
     T* end() const { return reinterpret_cast<T*>(p_ + bytes_); }
 
   private:
+#if defined(__linux__)
+    static constexpr bool kHugePages = true;
+#else
+    static constexpr bool kHugePages = false;
+#endif
     std::size_t bytes_;
+    char* block_;
     char* p_;
 };
 
@@ -122,8 +144,8 @@ template <class X>
 // indptr[v + 1] <= indptr[n]: together every pair, so indptr never
 // decreases), and every entry is checked to lie in [0, n) as it is read.
 // Returns -1 at the first value that fails (labels is then garbage).
-template <class I, bool Backward, bool Check = false, class P, class X>
-i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
+template <class I, bool Backward, bool Check, bool Paths, class P, class X>
+[[gnu::noinline]] i64 search(const P* indptr, const X* indices, i64 n, I* labels) {
     const I VOID = -1;
     std::fill(labels, labels + n, VOID);
     // The search path above the vertex being read: each vertex (as ~v,
@@ -156,7 +178,8 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
         const i64 a = i64(indptr[v]), b = i64(indptr[v + 1]);
         e = Backward ? b : a;
         stop = Backward ? a : b;
-        return !Check || (0 <= a && a <= b && b <= end);
+        using UP = std::make_unsigned_t<P>;
+        return !Check || ((UP(a) <= UP(b)) & (UP(b) <= UP(end)));
     };
     // a path entry's vertex (~v for a negative entry, without a branch)
     auto vertex = [](I x) { return I(x ^ (x >> (8 * sizeof(I) - 1))); };
@@ -167,15 +190,23 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
         // high: its link so far, root: whether no successor raised it
         I v = I(s);
         i64 e, stop;
-        if (!enter(v, e, stop)) return -1;
+        if (!enter(v, e, stop)) [[unlikely]]
+            goto invalid;
         I high = labels[v] = index--;  // (top: every earlier search is complete)
         bool root = true;
         for (;;) {
             // read the row up to the next unvisited successor
-            I w = VOID;
-            while (e != stop) {
+            I w;
+            if constexpr (!Paths) w = VOID;
+            for (;;) {
+                if constexpr (Paths) {
+                    if (e == stop) goto finished;
+                } else if (e == stop) {
+                    break;
+                }
                 const X y = indices[Backward ? e - 1 : e];
-                if (Check && U(y) >= U(n)) return -1;
+                if (Check && U(y) >= U(n)) [[unlikely]]
+                    goto invalid;
                 e += Backward ? -1 : 1;
                 const I r = labels[I(y)];
                 if (r == VOID) {
@@ -187,9 +218,10 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
                     root = false;
                 }
             }
-            if (w != VOID) {  // descend to w
+            if (Paths || w != VOID) {  // descend to w
                 const i64 next = e;
-                if (!enter(w, e, stop)) return -1;
+                if (!enter(w, e, stop)) [[unlikely]]
+                    goto invalid;
                 if (!root) labels[v] = high;  // (a root's is its visiting index already)
                 resume[depth] = P(next);
                 path[depth++] = root ? v : ~v;
@@ -209,6 +241,7 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
                 }
                 continue;
             }
+        finished:
             if (high == top && i64(index) + 1 == done) {
                 // Every vertex is visited and v reaches s (visiting index
                 // top): the vertices still open are one component, s's --
@@ -278,6 +311,24 @@ i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
         }
     }
     return i64(c);
+invalid:
+    return -1;
+}
+
+// The search (above) in the shape of its loops that suits the graph:
+// Paths where rows hold 1.5 entries or fewer on average (chains, cycles),
+// where the search mostly descends and unwinds, else the shape for longer
+// rows, where it mostly reads them.  The two differ in whether the end of
+// a row jumps straight to its finish, which only moves what GCC keeps in
+// registers: on paths the other shape left the search's counters in
+// memory (a chain of 10**6 vertices took 1.5 times as long), on rows of 16
+// entries this one leaves the row's reading short of registers (R-MAT
+// 10**6 edges 10 % slower; 2-vCPU VM).
+template <class I, bool Backward, bool Check = false, class P, class X>
+i64 tarjan(const P* indptr, const X* indices, i64 n, I* labels) {
+    const bool paths = n > 0 && 2 * i64(indptr[n]) <= 3 * n;
+    return paths ? search<I, Backward, Check, true>(indptr, indices, n, labels)
+                 : search<I, Backward, Check, false>(indptr, indices, n, labels);
 }
 
 // Sorts each row first..last of a CSR ascending, in place, where it is not
