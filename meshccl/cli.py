@@ -127,22 +127,8 @@ def _tolerance(text):
 
 
 def positive_int(text):
-    """Parse an argument that must be a whole number of at least 1.
-
-    Parameters
-    ----------
-    text : str
-        The argument as typed.
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    argparse.ArgumentTypeError
-        If ``text`` is not an integer, or is below 1.
-    """
+    """An argument that must be a whole number of at least 1, as an int
+    (else :class:`argparse.ArgumentTypeError`)."""
     try:
         value = int(text)
     except ValueError:
