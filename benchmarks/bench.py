@@ -469,8 +469,7 @@ def run_memory_call(case, x_dev, x_host, args):
             labels = counts = fn = None
         except Exception as e:
             r = _error(e)
-        res["meshccl GPU"] = r
-        log(f"  {'meshccl GPU':12s} {_fmt_result(r)}")
+        record_result(res, "meshccl GPU", r)
     try:
         t0 = time.perf_counter()
         labels, count, counts = memory_outputs(case, memory_call(case, x_host, "cpu")())
@@ -488,12 +487,10 @@ def run_memory_call(case, x_dev, x_host, args):
             if check == "identical" and counts is not None and not np.array_equal(
                     np.asarray(counts), host[2]):
                 check = "MISMATCH (counts differ)"
-            res["meshccl GPU"]["check"] = strict(check)
-            res["meshccl GPU"]["reference"] = "meshccl CPU"
+            strictly_checked(res["meshccl GPU"], check, "meshccl CPU")
     except Exception as e:
         r = _error(e)
-    res["meshccl CPU"] = r
-    log(f"  {'meshccl CPU':12s} {_fmt_result(r)}")
+    record_result(res, "meshccl CPU", r)
     return res
 
 
@@ -806,6 +803,13 @@ def strict(check):
     if check == "same partition":
         return "MISMATCH (same partition, different numbering)"
     return check
+
+
+def strictly_checked(result, check, reference):
+    """Record in a tool's ``result`` the ``check`` of its labels against
+    ``reference``'s, read by :func:`strict`."""
+    result["check"] = strict(check)
+    result["reference"] = reference
 
 
 # --------------------------------------------------------------------------
@@ -1174,8 +1178,7 @@ def run_case(case, x_dev, x_host, gtools, ctools, skipped, args):
             labels = x = None  # free device memory before the next tool
         except Exception as e:
             r = _error(e)
-        res[tool.name] = r
-        log(f"  {tool.name:12s} {_fmt_result(r)}")
+        record_result(res, tool.name, r)
     if gpu_ref is not None:
         import cupy
 
@@ -1214,13 +1217,13 @@ def run_case(case, x_dev, x_host, gtools, ctools, skipped, args):
             r = _ok(seconds, runs, int(count), case)
             if tool.name == "meshccl CPU":
                 if gpu_host is not None:
-                    res["meshccl GPU"]["check"] = strict(compare(np, labels, count, gpu_host, gpu_ref_count))
-                    res["meshccl GPU"]["reference"] = "meshccl CPU"
+                    strictly_checked(res["meshccl GPU"],
+                                     compare(np, labels, count, gpu_host, gpu_ref_count),
+                                     "meshccl CPU")
                 ref, ref_count, ref_name = labels, int(count), "meshccl CPU"
                 r["check"] = "pending (against skimage)"
             elif tool.name == "meshccl CPU threads" and ref is not None:
-                r["check"] = strict(compare(np, ref, ref_count, labels, count))
-                r["reference"] = ref_name
+                strictly_checked(r, compare(np, ref, ref_count, labels, count), ref_name)
             elif ref is not None:
                 r["check"] = compare(np, ref, ref_count, labels, count)
                 r["reference"] = ref_name
@@ -1229,15 +1232,13 @@ def run_case(case, x_dev, x_host, gtools, ctools, skipped, args):
                     for mine in ("meshccl CPU", "meshccl GPU"):
                         m = res.get(mine, {})
                         if m.get("status") == "ok" and m.get("reference") is None:
-                            m["check"] = strict(r["check"])
-                            m["reference"] = "skimage"
+                            strictly_checked(m, r["check"], "skimage")
             else:
                 r["check"] = "unchecked (no meshccl labels)"
             out = labels = None
         except Exception as e:
             r = _error(e)
-        res[tool.name] = r
-        log(f"  {tool.name:12s} {_fmt_result(r)}")
+        record_result(res, tool.name, r)
     if res.get("meshccl GPU", {}).get("check") == "unchecked":
         res["meshccl GPU"]["check"] = "unchecked (no meshccl CPU / skimage labels)"
     if res.get("meshccl CPU", {}).get("check") == "pending (against skimage)":
@@ -1252,6 +1253,12 @@ def _dense(labels, count):
         return int(count) == 0 or int(labels.max()) == int(count)
     except Exception:
         return None
+
+
+def record_result(res, name, r):
+    """Store the result ``r`` of the tool ``name`` in ``res`` and log it."""
+    res[name] = r
+    log(f"  {name:12s} {_fmt_result(r)}")
 
 
 def _fmt_result(r):
@@ -1550,8 +1557,7 @@ def run_lattice_case(case, inp_dev, inp_host, peers, args):
             labels = x = kw = None
         except Exception as e:
             r = _error(e)
-        res["meshccl GPU"] = r
-        log(f"  {'meshccl GPU':12s} {_fmt_result(r)}")
+        record_result(res, "meshccl GPU", r)
 
     xh, kwh = lattice_call(case, inp_host)
     try:
@@ -1563,12 +1569,11 @@ def run_lattice_case(case, inp_dev, inp_host, peers, args):
         r = _ok(seconds, runs, int(count), case)
         r["check"] = "reference (no peer does this call)"
         if gpu_host is not None:
-            res["meshccl GPU"]["check"] = strict(compare(np, labels, count, gpu_host, gpu_count))
-            res["meshccl GPU"]["reference"] = "meshccl CPU"
+            strictly_checked(res["meshccl GPU"], compare(np, labels, count, gpu_host, gpu_count),
+                             "meshccl CPU")
     except Exception as e:
         r, labels = _error(e), None
-    res["meshccl CPU"] = r
-    log(f"  {'meshccl CPU':12s} {_fmt_result(r)}")
+    record_result(res, "meshccl CPU", r)
 
     sk = peers.get("skimage")
     if case.variant in ("plain", "float-plain") and sk is not None and labels is not None:
@@ -1582,11 +1587,10 @@ def run_lattice_case(case, inp_dev, inp_host, peers, args):
                 r = _ok(seconds, runs, int(out[1]), case)
                 r["check"] = compare(np, labels, res["meshccl CPU"]["count"], out[0], out[1])
                 r["reference"] = "meshccl CPU"
-                res["meshccl CPU"].update(check=strict(r["check"]), reference="skimage")
+                strictly_checked(res["meshccl CPU"], r["check"], "skimage")
             except Exception as e:
                 r = _error(e)
-            res["skimage"] = r
-            log(f"  {'skimage':12s} {_fmt_result(r)}")
+            record_result(res, "skimage", r)
     return res
 
 
