@@ -91,3 +91,25 @@ def host_library(tmp_path_factory, name, source, flags=("-std=c++17",), skip_if=
         pytest.skip(f"the C++ compiler cannot build {name} ({skip_if})")
     assert out.returncode == 0, out.stderr
     return ctypes.CDLL(str(lib))
+
+
+@pytest.fixture
+def local_cluster():
+    """A client of a ``distributed.LocalCluster`` in this process (two
+    workers of one thread), the default scheduler while the test runs."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture
+def cuda_cluster():
+    """A client of a ``dask_cuda.LocalCUDACluster`` (a worker a GPU), the
+    default scheduler while the test runs."""
+    dask_cuda = pytest.importorskip("dask_cuda")
+    distributed = pytest.importorskip("distributed")
+    with dask_cuda.LocalCUDACluster(dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client

@@ -153,22 +153,18 @@ def test_many_faces_tree():
         _check(x, (2, 5), connectivity=1)
 
 
-def test_distributed_local_cluster():
-    distributed = pytest.importorskip("distributed")
+def test_distributed_local_cluster(local_cluster):
     rng = np.random.default_rng(9)
     x = (rng.random((20, 30)) < 0.5).astype(np.uint8)
-    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster):
-        _check(x, (6, 7), scheduler=None, periodic=(True, False), connectivity=2)
-        _check(x, (20, 4), scheduler=None, connectivity=1)
-        # low_memory on an input persisted on the cluster: the bound copy of
-        # its graph points at the same data
-        image = da.from_array(x, chunks=(7, 8)).persist()
-        got, n = mdask.label(image, return_num=True, low_memory=True)
-        got, n = dask.compute(got, n)
-        np.testing.assert_array_equal(got, meshccl.label(x))
-        assert int(n) == meshccl.label(x, return_num=True)[1]
+    _check(x, (6, 7), scheduler=None, periodic=(True, False), connectivity=2)
+    _check(x, (20, 4), scheduler=None, connectivity=1)
+    # low_memory on an input persisted on the cluster: the bound copy of
+    # its graph points at the same data
+    image = da.from_array(x, chunks=(7, 8)).persist()
+    got, n = mdask.label(image, return_num=True, low_memory=True)
+    got, n = dask.compute(got, n)
+    np.testing.assert_array_equal(got, meshccl.label(x))
+    assert int(n) == meshccl.label(x, return_num=True)[1]
 
 
 @pytest.mark.parametrize("shape,chunks", CASES[::3] + [((64, 48), (20, 16)), ((24, 20, 18), 8)])
@@ -188,14 +184,10 @@ def test_cupy_chunks(shape, chunks):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-def test_dask_cuda_cluster():
-    dask_cuda = pytest.importorskip("dask_cuda")
-    distributed = pytest.importorskip("distributed")
+def test_dask_cuda_cluster(cuda_cluster):
     rng = np.random.default_rng(19)
     x = (rng.random((96, 80)) < 0.5).astype(np.uint8)
-    with dask_cuda.LocalCUDACluster(dashboard_address=None) as cluster, \
-            distributed.Client(cluster):
-        _check(x, (32, 20), scheduler=None, cupy=True, periodic=True)
+    _check(x, (32, 20), scheduler=None, cupy=True, periodic=True)
 
 
 def test_threaded_scheduler_and_low_memory():
