@@ -24,6 +24,7 @@ import subprocess
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 
 import meshccl
 
@@ -42,6 +43,32 @@ def examples(full):
     """The number of examples a property test runs under this profile,
     ``full`` being its count in a thorough run (at least 10)."""
     return max(10, int(full * _SCALE))
+
+def row_pointers(src, n, dtype=np.int64):
+    """CSR row pointers of ``n`` rows whose stored entries, in row order,
+    have the rows ``src``: ``indptr[v]`` entries lie in rows before v."""
+    indptr = np.zeros(n + 1, dtype)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return indptr
+
+
+def drawn_graphs(max_n, max_edges):
+    """A hypothesis strategy of directed graphs ``(n, edges)``: 1..max_n
+    vertices and up to ``max_edges`` (source, target) pairs, loops and
+    repeats included."""
+    return st.integers(1, max_n).flatmap(lambda n: st.tuples(
+        st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                             max_size=max_edges)))
+
+
+def csr_as_drawn(n, edges):
+    """A graph of :func:`drawn_graphs` as int64 ``src, dst, indptr,
+    indices``: the edges in the order drawn, and the CSR whose rows keep
+    that order (unsorted, repeats anywhere)."""
+    src = np.array([e[0] for e in edges], np.int64)
+    dst = np.array([e[1] for e in edges], np.int64)
+    return src, dst, row_pointers(src, n), dst[np.argsort(src, kind="stable")]
+
 
 HAVE_GPU = meshccl.gpu_available()
 BACKENDS = ["cpu", pytest.param("gpu", marks=[pytest.mark.gpu, pytest.mark.skipif(
