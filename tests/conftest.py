@@ -70,6 +70,19 @@ def csr_as_drawn(n, edges):
     return src, dst, row_pointers(src, n), dst[np.argsort(src, kind="stable")]
 
 
+@st.composite
+def small_graphs(draw, max_n, max_edges):
+    """A hypothesis strategy of graphs ``(n, src, dst)`` (int64 ends) of
+    0..max_n vertices and, when n > 0, up to ``max_edges`` edges:
+    self-loops, duplicates, isolated vertices, one-way edges."""
+    n = draw(st.integers(0, max_n))
+    m = draw(st.integers(0, max_edges)) if n else 0
+    ends = st.lists(st.integers(0, max(n - 1, 0)), min_size=m, max_size=m)
+    src = np.array(draw(ends) if n else [], np.int64)
+    dst = np.array(draw(ends) if n else [], np.int64)
+    return n, src, dst
+
+
 HAVE_GPU = meshccl.gpu_available()
 BACKENDS = ["cpu", pytest.param("gpu", marks=[pytest.mark.gpu, pytest.mark.skipif(
     not HAVE_GPU, reason="no CUDA GPU / CuPy")])]
