@@ -1278,23 +1278,12 @@ def test_graph_bench_gpu_paths_emulated(emulated, monkeypatch, tmp_path):
     graphs with the stand-in cupy (plus the few CuPy calls the benchmark
     itself makes): every method's labels checked, 'auto' reported."""
     import importlib.util
-    import time
     from pathlib import Path
 
     cp = sys.modules["cupy"]
     for name in ("unique", "bincount"):
         setattr(cp, name, _wrap(getattr(np, name)))
-
-    class Event(FakeEvent):
-        def record(self, stream=None):
-            super().record(stream)
-            self.t = time.perf_counter()
-
-        def synchronize(self):
-            pass
-
-    cp.cuda.Event = Event
-    cp.cuda.get_elapsed_time = lambda a, b: (b.t - a.t) * 1e3
+    _fake_events(monkeypatch)
     cp.cuda.runtime.getDeviceProperties = lambda d: {"multiProcessorCount": 2, "name": b"Stand-in"}
     cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
     cp.__version__ = "stand-in"
