@@ -83,6 +83,18 @@ def small_graphs(draw, max_n, max_edges):
     return n, src, dst
 
 
+def random_chunks(shape, rng):
+    """A random dask chunking of ``shape``: each axis cut at up to four
+    random places (every chunk at least 1 long)."""
+    out = []
+    for s in shape:
+        k = int(rng.integers(0, min(s - 1, 4) + 1)) if s > 1 else 0
+        cuts = np.sort(rng.choice(np.arange(1, s), size=k, replace=False)) if k else []
+        edges = [0, *cuts, s]
+        out.append(tuple(int(b - a) for a, b in zip(edges[:-1], edges[1:])))
+    return tuple(out)
+
+
 HAVE_GPU = meshccl.gpu_available()
 BACKENDS = ["cpu", pytest.param("gpu", marks=[pytest.mark.gpu, pytest.mark.skipif(
     not HAVE_GPU, reason="no CUDA GPU / CuPy")])]

@@ -11,7 +11,7 @@ import meshccl  # noqa: E402
 import meshccl.dask as mdask  # noqa: E402
 from meshccl import _tuning  # noqa: E402
 
-from conftest import HAVE_GPU  # noqa: E402
+from conftest import HAVE_GPU, random_chunks  # noqa: E402
 
 # (shape, chunks): uneven chunks, one chunk, chunks of one cell
 CASES = [
@@ -247,17 +247,6 @@ def test_zarr_round_trip(tmp_path):
         assert int(n) == n_want
 
 
-def _random_chunks(shape, rng):
-    """A random chunking: each axis cut at random places (chunks >= 1)."""
-    out = []
-    for s in shape:
-        cuts = np.sort(rng.choice(np.arange(1, s), size=rng.integers(0, min(s - 1, 4) + 1),
-                                  replace=False)) if s > 1 else []
-        edges = [0, *cuts, s]
-        out.append(tuple(int(b - a) for a, b in zip(edges[:-1], edges[1:])))
-    return tuple(out)
-
-
 def _check_numbering(x, chunks, scheduler="sync", cupy=False, **opts):
     """'sequential' labels are the whole-array labels under a bijection,
     1..N, with counts permuted alike; 'first-cell' labels equal
@@ -294,7 +283,7 @@ def test_numberings_random_chunkings(ndim):
     for trial in range(4):
         shape = tuple(int(s) for s in rng.integers(side // 2, side + 1, ndim))
         x = (rng.random(shape) < 0.5).astype(np.uint8)
-        chunks = _random_chunks(shape, rng)
+        chunks = random_chunks(shape, rng)
         c = int(rng.integers(1, ndim + 1))
         _check_numbering(x, chunks, connectivity=c)
         per = tuple(bool(p) for p in rng.random(ndim) < 0.5)
