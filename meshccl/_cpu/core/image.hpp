@@ -480,6 +480,20 @@ inline u64 bit_range(i64 a, i64 b) {
 
 // ---------------------------------------------------------------- scans
 
+// The run being scanned touches a run of provisional label p: its label
+// lab becomes the first touched run's label, taken as it is (the gather
+// resolves it); finds start only with a second, other label, hooked with it
+// in E.  lab and first start at cap (nothing touched yet).
+template <class L>
+inline void touch_run(L* E, L cap, L p, L& lab, L& first) {
+    if (first == cap) {
+        first = lab = p;
+    } else if (p != first) {
+        if (lab == first) lab = uf::find(E, lab);
+        lab = uf::hook(E, uf::find(E, p), lab);
+    }
+}
+
 // The scan on packed rows M (pack_rows): provisional labels into P, the
 // table E (at least bits_room entries: it never fills).  With one neighbour
 // line (2-D, or the first row of a plane), a word equal to the line's word
@@ -539,17 +553,8 @@ i64 bits_into(const u64* M, L* P, i64 n, const Geometry& g, const Lines& ln, L* 
                 i64 s = (w << 6) + ctz64(S);
                 S &= S - 1;
                 i64 e = next_zero(M, mb, s, W);  // the run is [s, e)
-                // the first touched run's label is taken as it is (the gather
-                // resolves it); finds start only with a second, other label
                 L lab = cap, first = cap;
-                auto touch = [&](L p) {
-                    if (first == cap) {
-                        first = lab = p;
-                    } else if (p != first) {
-                        if (lab == first) lab = uf::find(E, lab);
-                        lab = uf::hook(E, uf::find(E, p), lab);
-                    }
-                };
+                auto touch = [&](L p) { touch_run(E, cap, p, lab, first); };
                 for (int k = 0; k < cnt; ++k) {
                     const Line& li = ls[k];
                     const i64 a = std::max<i64>(s + li.dmin, 0);
@@ -642,17 +647,8 @@ i64 prov_into(const K* values, L* P, i64 n, const Geometry& g, const Lines& ln, 
                 c = e;
                 continue;
             }
-            // the first touched run's label is taken as it is (the gather
-            // resolves it); finds start only with a second, other label
             L lab = cap, first = cap;
-            auto touch = [&](L p) {
-                if (first == cap) {
-                    first = lab = p;
-                } else if (p != first) {
-                    if (lab == first) lab = uf::find(E, lab);
-                    lab = uf::hook(E, uf::find(E, p), lab);
-                }
-            };
+            auto touch = [&](L p) { touch_run(E, cap, p, lab, first); };
             const i64 x0 = std::max<i64>(c - 1, 0);
             const int len = int(std::min(e, W - 1) - x0 + 1);
             if (lanes && e - c <= 13 && base + x0 + 16 <= n) {
