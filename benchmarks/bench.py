@@ -2370,11 +2370,20 @@ class Env:
     skipped: dict
 
 
-def _base_results(env):
-    results = {"machine": env.machine, "cases": [], "skipped_tools": {}, "failures": []}
+def _base_results(env, skipped=None, tools=None, settings=(), args=None):
+    """A set's results before its cases: the machine, the copy bandwidth,
+    the ``skipped`` tools (name: why), the ``settings`` (names of ``args``)
+    and each of ``tools``' device, API and version."""
+    results = {"machine": env.machine, "cases": [],
+               "skipped_tools": {} if skipped is None else skipped, "failures": []}
     results["copy_bandwidth_bytes_per_s"] = env.bandwidth
     if env.probe:
         results["copy_bandwidth_probe"] = env.probe
+    if settings:
+        results["settings"] = {k: getattr(args, k) for k in settings}
+    if tools is not None:
+        results["tools"] = {t.name: {"device": t.device, "api": t.api, "version": t.version}
+                            for t in tools}
     return results
 
 
@@ -2435,10 +2444,7 @@ def _run_cases(cases, args, env, results, gtools, ctools, skipped, extra=None):
 
 def run_standard(cases, args, env):
     """The standard cases (and the small-image latency): bench.json etc."""
-    results = _base_results(env)
-    results["skipped_tools"] = env.skipped
-    results["tools"] = {t.name: {"device": t.device, "api": t.api, "version": t.version}
-                        for t in env.gtools + env.ctools}
+    results = _base_results(env, env.skipped, env.gtools + env.ctools)
     _run_cases(cases, args, env, results, env.gtools, env.ctools, env.skipped)
     if args.latency:
         log("small-image latency")
@@ -2455,16 +2461,12 @@ def _over(limit):
 def run_shapes(cases, args, env):
     """The shapes set: every GPU tool, meshccl CPU (the reference) and the
     CPU peers on the cases up to --cpu-peer-cells; bench-shapes.*."""
-    results = _base_results(env)
     ctools = [dataclasses.replace(t, skip=_over(args.cpu_peer_cells)) if t.name in CPU_PEERS else t
               for t in env.ctools if t.name != "meshccl CPU threads"]
     skipped = dict(env.skipped)
     skipped["meshccl CPU threads"] = "not in this set (meshccl CPU, serial, is the reference)"
-    results["skipped_tools"] = skipped
-    results["settings"] = {k: getattr(args, k) for k in
-                           ("repeat", "min_time", "cpu_repeat", "cpu_peer_cells", "shrink", "quick")}
-    results["tools"] = {t.name: {"device": t.device, "api": t.api, "version": t.version}
-                        for t in env.gtools + ctools}
+    results = _base_results(env, skipped, env.gtools + ctools, (
+        "repeat", "min_time", "cpu_repeat", "cpu_peer_cells", "shrink", "quick"), args)
 
     def extra(case):
         bw = env.bandwidth
@@ -2483,9 +2485,8 @@ def run_shapes(cases, args, env):
 def run_lattice(cases, args, env):
     """The lattice set: meshccl GPU with each feature and its plain call,
     meshccl CPU as the reference, skimage on the plain calls; bench-lattice.*."""
-    results = _base_results(env)
-    results["settings"] = {k: getattr(args, k) for k in
-                           ("repeat", "min_time", "cpu_repeat", "cpu_peer_cells", "shrink", "quick")}
+    results = _base_results(env, settings=(
+        "repeat", "min_time", "cpu_repeat", "cpu_peer_cells", "shrink", "quick"), args=args)
     results["settings"].update(connectivity=LATTICE_CONNECTIVITY, background=LATTICE_BACKGROUND,
                                bond_p=BOND_P)
     skipped = {k: v for k, v in env.skipped.items() if k in ("meshccl GPU", "skimage")}
@@ -2526,14 +2527,10 @@ def run_memory(cases, args, env):
     """The memory set: every GPU tool's time and peak device memory on
     issue 56's three large cases, meshccl CPU (serial) as the reference
     the GPU's labels must equal; no CPU peer; bench-memory.*."""
-    results = _base_results(env)
     ctools = [t for t in env.ctools if t.name == "meshccl CPU"]
     skipped = {k: v for k, v in env.skipped.items() if k in GPU_TOOLS + ("meshccl CPU",)}
-    results["skipped_tools"] = skipped
-    results["settings"] = {k: getattr(args, k) for k in
-                           ("repeat", "min_time", "cpu_repeat", "shrink", "quick", "memory")}
-    results["tools"] = {t.name: {"device": t.device, "api": t.api, "version": t.version}
-                        for t in env.gtools + ctools}
+    results = _base_results(env, skipped, env.gtools + ctools, (
+        "repeat", "min_time", "cpu_repeat", "shrink", "quick", "memory"), args)
 
     def extra(case):
         return {"generator": generator_text(case), "dtype": case.dtype}
