@@ -469,8 +469,7 @@ def run_memory_call(case, x_dev, x_host, args):
             labels = counts = fn = None
         except Exception as e:
             r = _error(e)
-        res["meshccl GPU"] = r
-        log(f"  {'meshccl GPU':12s} {_fmt_result(r)}")
+        record_result(res, "meshccl GPU", r)
     try:
         t0 = time.perf_counter()
         labels, count, counts = memory_outputs(case, memory_call(case, x_host, "cpu")())
@@ -488,12 +487,10 @@ def run_memory_call(case, x_dev, x_host, args):
             if check == "identical" and counts is not None and not np.array_equal(
                     np.asarray(counts), host[2]):
                 check = "MISMATCH (counts differ)"
-            res["meshccl GPU"]["check"] = strict(check)
-            res["meshccl GPU"]["reference"] = "meshccl CPU"
+            strictly_checked(res["meshccl GPU"], check, "meshccl CPU")
     except Exception as e:
         r = _error(e)
-    res["meshccl CPU"] = r
-    log(f"  {'meshccl CPU':12s} {_fmt_result(r)}")
+    record_result(res, "meshccl CPU", r)
     return res
 
 
@@ -806,6 +803,13 @@ def strict(check):
     if check == "same partition":
         return "MISMATCH (same partition, different numbering)"
     return check
+
+
+def strictly_checked(result, check, reference):
+    """Record in a tool's ``result`` the ``check`` of its labels against
+    ``reference``'s, read by :func:`strict`."""
+    result["check"] = strict(check)
+    result["reference"] = reference
 
 
 # --------------------------------------------------------------------------
@@ -1174,8 +1178,7 @@ def run_case(case, x_dev, x_host, gtools, ctools, skipped, args):
             labels = x = None  # free device memory before the next tool
         except Exception as e:
             r = _error(e)
-        res[tool.name] = r
-        log(f"  {tool.name:12s} {_fmt_result(r)}")
+        record_result(res, tool.name, r)
     if gpu_ref is not None:
         import cupy
 
@@ -1214,13 +1217,13 @@ def run_case(case, x_dev, x_host, gtools, ctools, skipped, args):
             r = _ok(seconds, runs, int(count), case)
             if tool.name == "meshccl CPU":
                 if gpu_host is not None:
-                    res["meshccl GPU"]["check"] = strict(compare(np, labels, count, gpu_host, gpu_ref_count))
-                    res["meshccl GPU"]["reference"] = "meshccl CPU"
+                    strictly_checked(res["meshccl GPU"],
+                                     compare(np, labels, count, gpu_host, gpu_ref_count),
+                                     "meshccl CPU")
                 ref, ref_count, ref_name = labels, int(count), "meshccl CPU"
                 r["check"] = "pending (against skimage)"
             elif tool.name == "meshccl CPU threads" and ref is not None:
-                r["check"] = strict(compare(np, ref, ref_count, labels, count))
-                r["reference"] = ref_name
+                strictly_checked(r, compare(np, ref, ref_count, labels, count), ref_name)
             elif ref is not None:
                 r["check"] = compare(np, ref, ref_count, labels, count)
                 r["reference"] = ref_name
@@ -1229,15 +1232,13 @@ def run_case(case, x_dev, x_host, gtools, ctools, skipped, args):
                     for mine in ("meshccl CPU", "meshccl GPU"):
                         m = res.get(mine, {})
                         if m.get("status") == "ok" and m.get("reference") is None:
-                            m["check"] = strict(r["check"])
-                            m["reference"] = "skimage"
+                            strictly_checked(m, r["check"], "skimage")
             else:
                 r["check"] = "unchecked (no meshccl labels)"
             out = labels = None
         except Exception as e:
             r = _error(e)
-        res[tool.name] = r
-        log(f"  {tool.name:12s} {_fmt_result(r)}")
+        record_result(res, tool.name, r)
     if res.get("meshccl GPU", {}).get("check") == "unchecked":
         res["meshccl GPU"]["check"] = "unchecked (no meshccl CPU / skimage labels)"
     if res.get("meshccl CPU", {}).get("check") == "pending (against skimage)":
@@ -1252,6 +1253,12 @@ def _dense(labels, count):
         return int(count) == 0 or int(labels.max()) == int(count)
     except Exception:
         return None
+
+
+def record_result(res, name, r):
+    """Store the result ``r`` of the tool ``name`` in ``res`` and log it."""
+    res[name] = r
+    log(f"  {name:12s} {_fmt_result(r)}")
 
 
 def _fmt_result(r):
@@ -1550,8 +1557,7 @@ def run_lattice_case(case, inp_dev, inp_host, peers, args):
             labels = x = kw = None
         except Exception as e:
             r = _error(e)
-        res["meshccl GPU"] = r
-        log(f"  {'meshccl GPU':12s} {_fmt_result(r)}")
+        record_result(res, "meshccl GPU", r)
 
     xh, kwh = lattice_call(case, inp_host)
     try:
@@ -1563,12 +1569,11 @@ def run_lattice_case(case, inp_dev, inp_host, peers, args):
         r = _ok(seconds, runs, int(count), case)
         r["check"] = "reference (no peer does this call)"
         if gpu_host is not None:
-            res["meshccl GPU"]["check"] = strict(compare(np, labels, count, gpu_host, gpu_count))
-            res["meshccl GPU"]["reference"] = "meshccl CPU"
+            strictly_checked(res["meshccl GPU"], compare(np, labels, count, gpu_host, gpu_count),
+                             "meshccl CPU")
     except Exception as e:
         r, labels = _error(e), None
-    res["meshccl CPU"] = r
-    log(f"  {'meshccl CPU':12s} {_fmt_result(r)}")
+    record_result(res, "meshccl CPU", r)
 
     sk = peers.get("skimage")
     if case.variant in ("plain", "float-plain") and sk is not None and labels is not None:
@@ -1582,11 +1587,10 @@ def run_lattice_case(case, inp_dev, inp_host, peers, args):
                 r = _ok(seconds, runs, int(out[1]), case)
                 r["check"] = compare(np, labels, res["meshccl CPU"]["count"], out[0], out[1])
                 r["reference"] = "meshccl CPU"
-                res["meshccl CPU"].update(check=strict(r["check"]), reference="skimage")
+                strictly_checked(res["meshccl CPU"], r["check"], "skimage")
             except Exception as e:
                 r = _error(e)
-            res["skimage"] = r
-            log(f"  {'skimage':12s} {_fmt_result(r)}")
+            record_result(res, "skimage", r)
     return res
 
 
@@ -2366,11 +2370,20 @@ class Env:
     skipped: dict
 
 
-def _base_results(env):
-    results = {"machine": env.machine, "cases": [], "skipped_tools": {}, "failures": []}
+def _base_results(env, skipped=None, tools=None, settings=(), args=None):
+    """A set's results before its cases: the machine, the copy bandwidth,
+    the ``skipped`` tools (name: why), the ``settings`` (names of ``args``)
+    and each of ``tools``' device, API and version."""
+    results = {"machine": env.machine, "cases": [],
+               "skipped_tools": {} if skipped is None else skipped, "failures": []}
     results["copy_bandwidth_bytes_per_s"] = env.bandwidth
     if env.probe:
         results["copy_bandwidth_probe"] = env.probe
+    if settings:
+        results["settings"] = {k: getattr(args, k) for k in settings}
+    if tools is not None:
+        results["tools"] = {t.name: {"device": t.device, "api": t.api, "version": t.version}
+                            for t in tools}
     return results
 
 
@@ -2431,10 +2444,7 @@ def _run_cases(cases, args, env, results, gtools, ctools, skipped, extra=None):
 
 def run_standard(cases, args, env):
     """The standard cases (and the small-image latency): bench.json etc."""
-    results = _base_results(env)
-    results["skipped_tools"] = env.skipped
-    results["tools"] = {t.name: {"device": t.device, "api": t.api, "version": t.version}
-                        for t in env.gtools + env.ctools}
+    results = _base_results(env, env.skipped, env.gtools + env.ctools)
     _run_cases(cases, args, env, results, env.gtools, env.ctools, env.skipped)
     if args.latency:
         log("small-image latency")
@@ -2451,16 +2461,12 @@ def _over(limit):
 def run_shapes(cases, args, env):
     """The shapes set: every GPU tool, meshccl CPU (the reference) and the
     CPU peers on the cases up to --cpu-peer-cells; bench-shapes.*."""
-    results = _base_results(env)
     ctools = [dataclasses.replace(t, skip=_over(args.cpu_peer_cells)) if t.name in CPU_PEERS else t
               for t in env.ctools if t.name != "meshccl CPU threads"]
     skipped = dict(env.skipped)
     skipped["meshccl CPU threads"] = "not in this set (meshccl CPU, serial, is the reference)"
-    results["skipped_tools"] = skipped
-    results["settings"] = {k: getattr(args, k) for k in
-                           ("repeat", "min_time", "cpu_repeat", "cpu_peer_cells", "shrink", "quick")}
-    results["tools"] = {t.name: {"device": t.device, "api": t.api, "version": t.version}
-                        for t in env.gtools + ctools}
+    results = _base_results(env, skipped, env.gtools + ctools, (
+        "repeat", "min_time", "cpu_repeat", "cpu_peer_cells", "shrink", "quick"), args)
 
     def extra(case):
         bw = env.bandwidth
@@ -2479,9 +2485,8 @@ def run_shapes(cases, args, env):
 def run_lattice(cases, args, env):
     """The lattice set: meshccl GPU with each feature and its plain call,
     meshccl CPU as the reference, skimage on the plain calls; bench-lattice.*."""
-    results = _base_results(env)
-    results["settings"] = {k: getattr(args, k) for k in
-                           ("repeat", "min_time", "cpu_repeat", "cpu_peer_cells", "shrink", "quick")}
+    results = _base_results(env, settings=(
+        "repeat", "min_time", "cpu_repeat", "cpu_peer_cells", "shrink", "quick"), args=args)
     results["settings"].update(connectivity=LATTICE_CONNECTIVITY, background=LATTICE_BACKGROUND,
                                bond_p=BOND_P)
     skipped = {k: v for k, v in env.skipped.items() if k in ("meshccl GPU", "skimage")}
@@ -2522,14 +2527,10 @@ def run_memory(cases, args, env):
     """The memory set: every GPU tool's time and peak device memory on
     issue 56's three large cases, meshccl CPU (serial) as the reference
     the GPU's labels must equal; no CPU peer; bench-memory.*."""
-    results = _base_results(env)
     ctools = [t for t in env.ctools if t.name == "meshccl CPU"]
     skipped = {k: v for k, v in env.skipped.items() if k in GPU_TOOLS + ("meshccl CPU",)}
-    results["skipped_tools"] = skipped
-    results["settings"] = {k: getattr(args, k) for k in
-                           ("repeat", "min_time", "cpu_repeat", "shrink", "quick", "memory")}
-    results["tools"] = {t.name: {"device": t.device, "api": t.api, "version": t.version}
-                        for t in env.gtools + ctools}
+    results = _base_results(env, skipped, env.gtools + ctools, (
+        "repeat", "min_time", "cpu_repeat", "shrink", "quick", "memory"), args)
 
     def extra(case):
         return {"generator": generator_text(case), "dtype": case.dtype}

@@ -144,6 +144,17 @@ def cpu_time(fn, budget=8.0):
     return stats.median(times)
 
 
+def table_lines(rows, cols, text_cols):
+    """The markdown lines of a table of ``rows`` (dicts) in the columns
+    ``cols``: the header, the alignment line (the first ``text_cols``
+    columns left, the rest right) and one line a row; a float shows 3
+    significant digits, None or a missing key n/a."""
+    cell = lambda v: "n/a" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
+    return (["| " + " | ".join(cols) + " |",
+             "|" + "---|" * text_cols + "---:|" * (len(cols) - text_cols)]
+            + ["| " + " | ".join(cell(r.get(c)) for c in cols) + " |" for r in rows])
+
+
 def counts_cases(quick):
     """One case per kernel chain that counts: (name, image, label kwargs)."""
     from meshccl import patterns as pt
@@ -217,14 +228,11 @@ def counts_cost(quick, out, sides=("gpu", "cpu")):
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     cols = ["case", "device", "labels", "label ms", "label + num ms", "label + counts ms",
             "counts cost %", "label, then statistics ms", "label, then bincount ms"]
-    fmt = lambda v: "n/a" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
     lines = [f"{machine['gpu']}, CuPy {machine['cupy']}, {machine['date']}. "
              "`meshccl.label(x, connectivity=1)` with and without `return_counts=True`, "
              "against counting afterwards. GPU: CuPy in, CUDA events; CPU: NumPy in, 1 thread, "
              "wall clock (smaller cases). Median ms; counts cost = (label + counts) / "
-             "(label + num) - 1.", "",
-             "| " + " | ".join(cols) + " |", "|---|---|" + "---:|" * (len(cols) - 2)]
-    lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows]
+             "(label + num) - 1.", ""] + table_lines(rows, cols, text_cols=2)
     out.mkdir(parents=True, exist_ok=True)
     (out / "counts.md").write_text("\n".join(lines) + "\n")
     (out / "counts.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
@@ -315,15 +323,13 @@ def cpu_compare(quick, out):
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     cols = ["case", "dtype", "labels", "cc3d ms", "meshccl 1 thread ms", "meshccl 2 threads ms",
             f"meshccl {cores} cores ms", "skimage ms", "cc3d / meshccl 1 thread"]
-    fmt = lambda v: "n/a" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
     lines = [f"{machine['date']}, {cores} cores, NumPy {machine['numpy']}, cc3d "
              f"{machine['cc3d']}, scikit-image {machine['skimage']}. Counts, bounding "
              "boxes and centroids: `meshccl.measure.statistics(x, cpu_threads=...)`, "
              "`cc3d.statistics(x, no_slice_conversion=True)`, skimage `regionprops_table` "
              "(label, area, bbox, centroid; n/a: more than "
-             f"{SKIMAGE_MAX_LABELS} labels). Median wall-clock ms of up to 3 calls.", "",
-             "| " + " | ".join(cols) + " |", "|---|---|" + "---:|" * (len(cols) - 2)]
-    lines += ["| " + " | ".join(fmt(r.get(c)) for c in cols) + " |" for r in rows]
+             f"{SKIMAGE_MAX_LABELS} labels). Median wall-clock ms of up to 3 calls.", ""]
+    lines += table_lines(rows, cols, text_cols=2)
     out.mkdir(parents=True, exist_ok=True)
     (out / "cpu.md").write_text("\n".join(lines) + "\n")
     (out / "cpu.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
@@ -376,7 +382,6 @@ def write(rows, machine, out):
             "label + statistics / label",
             "with intensity ms", "with intensity / label", "bincount ms", "cuCIM ms",
             "× cuCIM", "cupyx sum_labels ms", "cc3d ms"]
-    fmt = lambda v: "n/a" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))  # noqa: E731
     lines = [f"{machine['gpu']}, CuPy {machine['cupy']}, {machine['date']}. Counts, bounding "
              "boxes and centroids of the labels of `meshccl.label` ('statistics'; 'with "
              "intensity': also the statistics of a float32 image; cuCIM: regionprops_table "
@@ -385,9 +390,8 @@ def write(rows, machine, out):
              "`label(x, return_statistics=True)`, one call ('fused': the label pass fills the "
              "table, else the labels are measured after the chain). Median "
              "ms; the ratios are to the `label` call that made the labels."
-             + (f" {machine['note']}" if machine.get("note") else ""), "",
-             "| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
-    lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows]
+             + (f" {machine['note']}" if machine.get("note") else ""), ""]
+    lines += table_lines(rows, cols, text_cols=1)
     out.mkdir(parents=True, exist_ok=True)
     (out / "measure.md").write_text("\n".join(lines) + "\n")
     (out / "measure.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))

@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 import meshccl
+from meshccl.cli import positive_int
 from meshccl.patterns import blobs
 
 
@@ -46,23 +47,13 @@ def label_volume(side=128, backend="auto", sigma=3.0):
               f"{int(sizes.max()) if num else 0} voxels ({ms:.0f} ms)")
 
 
-def _side(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def parse_args(argv=None):
     """The command line: SIDE, --backend and --sigma."""
     ap = argparse.ArgumentParser(
         description="Label a SIDE^3 volume of random blobs with meshccl.label at 6- and "
                     "26-connectivity and print the number of components and the time of "
                     "each call (the first includes compiling the kernels).")
-    ap.add_argument("side", nargs="?", type=_side, default=128,
+    ap.add_argument("side", nargs="?", type=positive_int, default=128,
                     help="edge length of the volume in voxels (default 128: 2 M voxels, well "
                          "under a second on a laptop CPU once the kernels are compiled)")
     ap.add_argument("--backend", choices=["auto", "cpu", "gpu"], default="auto",

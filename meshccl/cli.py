@@ -126,7 +126,9 @@ def _tolerance(text):
     return value
 
 
-def _positive_int(text):
+def positive_int(text):
+    """An argument that must be a whole number of at least 1, as an int
+    (else :class:`argparse.ArgumentTypeError`)."""
     try:
         value = int(text)
     except ValueError:
@@ -817,7 +819,7 @@ def build_parser():
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="IN [IN ...] OUT: input files (.npy, .tif, .tiff, .png, .jpg, .jpeg, .bmp), then the "
                         "output file (.npy, .tif, .tiff, .png) or, for several inputs, a folder")
-    p.add_argument("-c", "--connectivity", type=_positive_int, default=None, metavar="K",
+    p.add_argument("-c", "--connectivity", type=positive_int, default=None, metavar="K",
                    help="maximum number of orthogonal hops between neighbours, 1..ndim "
                         "(default ndim: 8-connected in 2-D, 26 in 3-D)")
     p.add_argument("-b", "--background", type=parse_background, default=None, metavar="V",
@@ -835,7 +837,7 @@ def build_parser():
                         "of a stack on its own)")
     p.add_argument("--method", choices=meshccl.labelling.METHODS, default="auto",
                    help="algorithm (default auto: the one-pass union-find)")
-    p.add_argument("--min-size", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--min-size", type=positive_int, default=None, metavar="N",
                    help="remove components of fewer than N cells, then renumber the rest "
                         "1..M in raster order (like skimage's remove_small_objects)")
     p.add_argument("--colour", "--color", default=None, metavar="PNG",
@@ -852,7 +854,7 @@ def build_parser():
                        description="Label Hawick's spiral and a Cahn-Hilliard-like blob field "
                                    "of N x N cells at connectivity 1 and 2, print timings and "
                                    "write PNG pictures of the labels.")
-    p.add_argument("--size", type=_positive_int, default=1024, metavar="N",
+    p.add_argument("--size", type=positive_int, default=1024, metavar="N",
                    help="image side length (default 1024)")
     p.add_argument("--out", default="meshccl-demo", metavar="DIR",
                    help="folder for the pictures (default ./meshccl-demo)")

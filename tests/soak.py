@@ -286,6 +286,18 @@ def _slab_min(cells):
         yield
 
 
+def _some_threads(rng, be, kw, what, pieces):
+    """On the CPU, four calls in ten: ``kw["cpu_threads"]`` set to 0, 2 or
+    3, and half of those with ``pieces`` of any size (else small arrays run
+    serially).  Returns the slab minimum for :func:`_slab_min` (None: the
+    default) and ``what`` with that said."""
+    if be.name == "cpu" and rng.random() < 0.4:
+        kw["cpu_threads"] = int(rng.choice([0, 2, 3]))
+        if rng.random() < 0.5:
+            return 1, f"{what}, {pieces} of any size"
+    return None, what
+
+
 def case_images(rng, be, max_cells, out):
     """Several images of one shape and dtype labelled through one buffer,
     its contents replaced in place between calls (plans, graphs at the
@@ -293,12 +305,7 @@ def case_images(rng, be, max_cells, out):
     image as a view in another memory layout."""
     a, what = _image(rng, max_cells)
     kw = _label_args(rng, a)
-    slab_min = None
-    if be.name == "cpu" and rng.random() < 0.4:
-        kw["cpu_threads"] = int(rng.choice([0, 2, 3]))
-        if rng.random() < 0.5:  # slabs of any size (else small images run serially)
-            slab_min = 1
-            what += ", slabs of any size"
+    slab_min, what = _some_threads(rng, be, kw, what, "slabs")
     x = be.put(a)
     results = []
     calls = int(rng.integers(2, 6))
@@ -353,12 +360,7 @@ def case_lattice(rng, be, max_cells, out):
         kw["periodic"] = [True] * a.ndim
     want = reference_lattice(a, **kw)
     call = {k: (be.put(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
-    slab_min = None
-    if be.name == "cpu" and rng.random() < 0.4:
-        call["cpu_threads"] = int(rng.choice([0, 2, 3]))
-        if rng.random() < 0.5:  # chunks of any size (else small arrays run serially)
-            slab_min = 1
-            what += ", chunks of any size"
+    slab_min, what = _some_threads(rng, be, call, what, "chunks")
     with _slab_min(slab_min):
         got = meshccl.label(be.put(a), **call)
     return [(f"lattice: {what} {sorted(kw)} c={c}", be.get(got), want, a, kw)]

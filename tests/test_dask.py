@@ -11,7 +11,7 @@ import meshccl  # noqa: E402
 import meshccl.dask as mdask  # noqa: E402
 from meshccl import _tuning  # noqa: E402
 
-from conftest import HAVE_GPU  # noqa: E402
+from conftest import HAVE_GPU, random_chunks  # noqa: E402
 
 # (shape, chunks): uneven chunks, one chunk, chunks of one cell
 CASES = [
@@ -153,22 +153,18 @@ def test_many_faces_tree():
         _check(x, (2, 5), connectivity=1)
 
 
-def test_distributed_local_cluster():
-    distributed = pytest.importorskip("distributed")
+def test_distributed_local_cluster(local_cluster):
     rng = np.random.default_rng(9)
     x = (rng.random((20, 30)) < 0.5).astype(np.uint8)
-    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster):
-        _check(x, (6, 7), scheduler=None, periodic=(True, False), connectivity=2)
-        _check(x, (20, 4), scheduler=None, connectivity=1)
-        # low_memory on an input persisted on the cluster: the bound copy of
-        # its graph points at the same data
-        image = da.from_array(x, chunks=(7, 8)).persist()
-        got, n = mdask.label(image, return_num=True, low_memory=True)
-        got, n = dask.compute(got, n)
-        np.testing.assert_array_equal(got, meshccl.label(x))
-        assert int(n) == meshccl.label(x, return_num=True)[1]
+    _check(x, (6, 7), scheduler=None, periodic=(True, False), connectivity=2)
+    _check(x, (20, 4), scheduler=None, connectivity=1)
+    # low_memory on an input persisted on the cluster: the bound copy of
+    # its graph points at the same data
+    image = da.from_array(x, chunks=(7, 8)).persist()
+    got, n = mdask.label(image, return_num=True, low_memory=True)
+    got, n = dask.compute(got, n)
+    np.testing.assert_array_equal(got, meshccl.label(x))
+    assert int(n) == meshccl.label(x, return_num=True)[1]
 
 
 @pytest.mark.parametrize("shape,chunks", CASES[::3] + [((64, 48), (20, 16)), ((24, 20, 18), 8)])
@@ -188,14 +184,10 @@ def test_cupy_chunks(shape, chunks):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-def test_dask_cuda_cluster():
-    dask_cuda = pytest.importorskip("dask_cuda")
-    distributed = pytest.importorskip("distributed")
+def test_dask_cuda_cluster(cuda_cluster):
     rng = np.random.default_rng(19)
     x = (rng.random((96, 80)) < 0.5).astype(np.uint8)
-    with dask_cuda.LocalCUDACluster(dashboard_address=None) as cluster, \
-            distributed.Client(cluster):
-        _check(x, (32, 20), scheduler=None, cupy=True, periodic=True)
+    _check(x, (32, 20), scheduler=None, cupy=True, periodic=True)
 
 
 def test_threaded_scheduler_and_low_memory():
@@ -255,17 +247,6 @@ def test_zarr_round_trip(tmp_path):
         assert int(n) == n_want
 
 
-def _random_chunks(shape, rng):
-    """A random chunking: each axis cut at random places (chunks >= 1)."""
-    out = []
-    for s in shape:
-        cuts = np.sort(rng.choice(np.arange(1, s), size=rng.integers(0, min(s - 1, 4) + 1),
-                                  replace=False)) if s > 1 else []
-        edges = [0, *cuts, s]
-        out.append(tuple(int(b - a) for a, b in zip(edges[:-1], edges[1:])))
-    return tuple(out)
-
-
 def _check_numbering(x, chunks, scheduler="sync", cupy=False, **opts):
     """'sequential' labels are the whole-array labels under a bijection,
     1..N, with counts permuted alike; 'first-cell' labels equal
@@ -302,7 +283,7 @@ def test_numberings_random_chunkings(ndim):
     for trial in range(4):
         shape = tuple(int(s) for s in rng.integers(side // 2, side + 1, ndim))
         x = (rng.random(shape) < 0.5).astype(np.uint8)
-        chunks = _random_chunks(shape, rng)
+        chunks = random_chunks(shape, rng)
         c = int(rng.integers(1, ndim + 1))
         _check_numbering(x, chunks, connectivity=c)
         per = tuple(bool(p) for p in rng.random(ndim) < 0.5)

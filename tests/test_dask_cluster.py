@@ -107,29 +107,27 @@ def test_tasks_of_other_chunks_read_no_chunk(numbering, connectivity, keys):
 
 
 @pytest.mark.parametrize("keys", ["fine", "coarse"])
-def test_local_cluster_equals_whole_array_and_persists(keys):
+def test_local_cluster_equals_whole_array_and_persists(keys, local_cluster):
     distributed = pytest.importorskip("distributed")
     x = _blobs((30, 26, 22), 2)
-    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        image = client.persist(da.from_array(x, chunks=(10, 13, 8)))
-        for connectivity in (1, 3):
-            with _tuning.override(DASK_CLUSTER_KEYS=keys):
-                labels, n = mdask.label(image, connectivity=connectivity, return_num=True)
-            labels, n = client.persist([labels, n])
-            distributed.wait([labels, n])
-            want, n_want = meshccl.label(x, connectivity=connectivity, return_num=True)
-            np.testing.assert_array_equal(labels.compute(), want)
-            assert int(n.compute()) == n_want
-            # the persisted labels live on the workers, one future a chunk
-            assert len(client.who_has(labels)) == labels.npartitions
-            del labels, n
-        labels = mdask.label(image, numbering="sequential").persist()
-        got = labels.compute()
-        want = meshccl.label(x)
-        assert np.array_equal(got == 0, want == 0)
-        assert np.unique(got[got > 0] * (want.max() + 1) + want[got > 0]).size == want.max()
+    client = local_cluster
+    image = client.persist(da.from_array(x, chunks=(10, 13, 8)))
+    for connectivity in (1, 3):
+        with _tuning.override(DASK_CLUSTER_KEYS=keys):
+            labels, n = mdask.label(image, connectivity=connectivity, return_num=True)
+        labels, n = client.persist([labels, n])
+        distributed.wait([labels, n])
+        want, n_want = meshccl.label(x, connectivity=connectivity, return_num=True)
+        np.testing.assert_array_equal(labels.compute(), want)
+        assert int(n.compute()) == n_want
+        # the persisted labels live on the workers, one future a chunk
+        assert len(client.who_has(labels)) == labels.npartitions
+        del labels, n
+    labels = mdask.label(image, numbering="sequential").persist()
+    got = labels.compute()
+    want = meshccl.label(x)
+    assert np.array_equal(got == 0, want == 0)
+    assert np.unique(got[got > 0] * (want.max() + 1) + want[got > 0]).size == want.max()
 
 
 def test_progress_bar_on_the_threaded_scheduler():
@@ -145,38 +143,36 @@ def test_progress_bar_on_the_threaded_scheduler():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-def test_dask_cuda_cluster_every_gpu_input_in_slabs():
-    dask_cuda = pytest.importorskip("dask_cuda")
+def test_dask_cuda_cluster_every_gpu_input_in_slabs(cuda_cluster):
     distributed = pytest.importorskip("distributed")
     import cupy
 
     x = _blobs((96, 80, 72), 4)
-    with dask_cuda.LocalCUDACluster(dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        workers = sorted(client.scheduler_info()["workers"])
-        # the input on the workers in slabs along axis 0, one a worker, so
-        # that faces join chunks of different GPUs
-        rows = [r for r in np.array_split(np.arange(4), len(workers)) if r.size]
-        parts = [client.persist(
-            da.from_array(x[24 * r[0]:24 * (r[-1] + 1)], chunks=(24, 40, 36))
-            .map_blocks(cupy.asarray), workers=[w]) for r, w in zip(rows, workers)]
-        image = da.concatenate(parts, axis=0)
-        for connectivity, numbering, keys in product((1, 3), ("raster", "sequential"),
-                                                     ("fine", "coarse")):
-            with _tuning.override(DASK_CLUSTER_KEYS=keys):
-                labels, n = mdask.label(image, connectivity=connectivity, return_num=True,
-                                        numbering=numbering)
-            labels, n = client.persist([labels, n])
-            distributed.wait([labels, n])
-            want, n_want = meshccl.label(x, connectivity=connectivity, return_num=True)
-            got = labels.compute()
-            assert type(got).__module__.startswith("cupy")
-            got = got.get()
-            if numbering == "raster":
-                np.testing.assert_array_equal(got, want)
-            else:
-                assert np.array_equal(got == 0, want == 0)
-                fg = want > 0
-                assert np.unique(got[fg] * (n_want + 1) + want[fg]).size == n_want
-            assert int(n.compute()) == n_want
-            del labels, n
+    client = cuda_cluster
+    workers = sorted(client.scheduler_info()["workers"])
+    # the input on the workers in slabs along axis 0, one a worker, so
+    # that faces join chunks of different GPUs
+    rows = [r for r in np.array_split(np.arange(4), len(workers)) if r.size]
+    parts = [client.persist(
+        da.from_array(x[24 * r[0]:24 * (r[-1] + 1)], chunks=(24, 40, 36))
+        .map_blocks(cupy.asarray), workers=[w]) for r, w in zip(rows, workers)]
+    image = da.concatenate(parts, axis=0)
+    for connectivity, numbering, keys in product((1, 3), ("raster", "sequential"),
+                                                 ("fine", "coarse")):
+        with _tuning.override(DASK_CLUSTER_KEYS=keys):
+            labels, n = mdask.label(image, connectivity=connectivity, return_num=True,
+                                    numbering=numbering)
+        labels, n = client.persist([labels, n])
+        distributed.wait([labels, n])
+        want, n_want = meshccl.label(x, connectivity=connectivity, return_num=True)
+        got = labels.compute()
+        assert type(got).__module__.startswith("cupy")
+        got = got.get()
+        if numbering == "raster":
+            np.testing.assert_array_equal(got, want)
+        else:
+            assert np.array_equal(got == 0, want == 0)
+            fg = want > 0
+            assert np.unique(got[fg] * (n_want + 1) + want[fg]).size == n_want
+        assert int(n.compute()) == n_want
+        del labels, n

@@ -114,14 +114,10 @@ def test_numpy_input_and_split_columns():
     np.testing.assert_array_equal(labels.compute(), _want(src, dst, 30)[1])
 
 
-def test_local_cluster():
-    distributed = pytest.importorskip("distributed")
+def test_local_cluster(local_cluster):
     rng = np.random.default_rng(5)
     src, dst = _edges(rng, 300, 250)
-    with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster):
-        _check(src, dst, 300, 23, scheduler=None, chunks=50)
+    _check(src, dst, 300, 23, scheduler=None, chunks=50)
 
 
 def test_bad_input():
@@ -175,18 +171,14 @@ def test_cupy_partitions():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU / CuPy")
-def test_dask_cuda_cluster_graph():
-    dask_cuda = pytest.importorskip("dask_cuda")
-    distributed = pytest.importorskip("distributed")
+def test_dask_cuda_cluster_graph(cuda_cluster):
     import cupy as cp
 
     rng = np.random.default_rng(7)
     n = 1000
     src, dst = _edges(rng, n, 900)
     e = da.from_array(np.stack([src, dst], 1), chunks=(97, 2)).map_blocks(cp.asarray)
-    with dask_cuda.LocalCUDACluster(dashboard_address=None) as cluster, \
-            distributed.Client(cluster):
-        count, labels = dask.compute(*mdask.connected_components(e, n=n, chunks=300))
+    count, labels = dask.compute(*mdask.connected_components(e, n=n, chunks=300))
     n_want, want = _want(src, dst, n)
     np.testing.assert_array_equal(cp.asnumpy(labels), want)
     assert int(count) == n_want

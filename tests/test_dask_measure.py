@@ -11,17 +11,7 @@ import meshccl  # noqa: E402
 import meshccl.dask as mdask  # noqa: E402
 from meshccl import _tuning, measure  # noqa: E402
 
-from conftest import HAVE_GPU  # noqa: E402
-
-
-def _random_chunks(shape, rng):
-    out = []
-    for s in shape:
-        k = int(rng.integers(0, min(s - 1, 4) + 1)) if s > 1 else 0
-        cuts = np.sort(rng.choice(np.arange(1, s), size=k, replace=False)) if k else []
-        edges = [0, *cuts, s]
-        out.append(tuple(int(b - a) for a, b in zip(edges[:-1], edges[1:])))
-    return tuple(out)
+from conftest import HAVE_GPU, random_chunks  # noqa: E402
 
 
 def _labels(rng, shape, sparse):
@@ -69,7 +59,7 @@ def test_statistics_random_chunkings(ndim):
     for trial in range(3):
         shape = tuple(int(s) for s in rng.integers(side // 2, side + 1, ndim))
         lab = _labels(rng, shape, sparse=trial == 2)
-        chunks = _random_chunks(shape, rng)
+        chunks = random_chunks(shape, rng)
         ints = rng.integers(-5, 9, shape)
         floats = rng.random(shape).astype(np.float32)
         for layout in ("cc3d", "skimage", "slices"):
@@ -77,7 +67,7 @@ def test_statistics_random_chunkings(ndim):
                   measure.statistics(lab, bbox_layout=layout))
         for inten in (ints, floats):
             _same(mdask.statistics(da.from_array(lab, chunks=chunks),
-                                   da.from_array(inten, chunks=_random_chunks(shape, rng))),
+                                   da.from_array(inten, chunks=random_chunks(shape, rng))),
                   measure.statistics(lab, inten))
 
 
@@ -136,7 +126,7 @@ def test_regionprops_table_random_chunkings(ndim):
         lab = _labels(rng, shape, sparse=trial == 1)
         inten = (rng.random(shape) * 10).astype(np.float32 if trial else np.int32)
         spacing = tuple(rng.uniform(0.5, 2, ndim)) if trial == 2 else None
-        chunks = _random_chunks(shape, rng)
+        chunks = random_chunks(shape, rng)
         props = PROPS + (PROPS_2D if ndim == 2 and spacing is None else ())
         got = mdask.regionprops_table(da.from_array(lab, chunks=chunks),
                                       da.from_array(inten, chunks=chunks), props,
@@ -224,7 +214,7 @@ def test_label_statistics_random_chunkings(ndim):
     for trial in range(6):
         shape = tuple(int(s) for s in rng.integers(1, {1: 60, 2: 30, 3: 14}[ndim] + 1, ndim))
         x = rng.integers(0, 3, shape).astype(np.uint8)
-        chunks = _random_chunks(shape, rng)
+        chunks = random_chunks(shape, rng)
         numbering = ("raster", "sequential")[trial % 2]
         opts = {"connectivity": int(rng.integers(1, ndim + 1)), "background": int(trial % 2)}
         if trial == 3:

@@ -10,14 +10,7 @@ from scipy.sparse.csgraph import connected_components as scipy_cc
 from meshccl import graph_generators as gen
 from meshccl.graph import Edges, _methods, connected_components, spanning_forest
 
-
-@st.composite
-def graphs(draw):
-    n = draw(st.integers(0, 40))
-    m = draw(st.integers(0, 80)) if n else 0
-    src = np.array(draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)) if n else [], np.int64)
-    dst = np.array(draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)) if n else [], np.int64)
-    return n, src, dst
+from conftest import small_graphs
 
 
 def forms(n, src, dst):
@@ -36,7 +29,7 @@ def forms(n, src, dst):
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs(), directed=st.booleans())
+@given(g=small_graphs(40, 80), directed=st.booleans())
 def test_matches_scipy(g, directed):
     n, src, dst = g
     want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)),
@@ -253,7 +246,7 @@ def test_mixing_numpy_and_cupy_is_refused_clearly():
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs())
+@given(g=small_graphs(40, 80))
 def test_spanning_forest(g):
     """A forest of input edges, acyclic, spanning every component."""
     n, src, dst = g
@@ -306,7 +299,7 @@ GRAPH_METHODS = ["unionfind", "ecl", "kout", "sv", "edge-lp", "vertex-lp", "bfs"
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs(), method=st.sampled_from(GRAPH_METHODS))
+@given(g=small_graphs(40, 80), method=st.sampled_from(GRAPH_METHODS))
 def test_every_method_matches_scipy(g, method):
     n, src, dst = g
     want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))
@@ -332,7 +325,7 @@ RULE_CASES += [("hb", None), ("bfs-sample", None)]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs(), case=st.sampled_from(RULE_CASES))
+@given(g=small_graphs(40, 80), case=st.sampled_from(RULE_CASES))
 def test_union_rules_and_samplers_match_scipy(g, case):
     method, compression = case
     n, src, dst = g
@@ -404,7 +397,7 @@ def _passes_reference(method, n, src, dst):
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs(), method=st.sampled_from(["sv", "edge-lp", "vertex-lp", "bfs"]))
+@given(g=small_graphs(40, 80), method=st.sampled_from(["sv", "edge-lp", "vertex-lp", "bfs"]))
 def test_iterative_passes_and_cap(g, method):
     """The passes reported are the method's own (a BFS: one search per
     component), and max_iterations one below them raises NotConverged."""
@@ -440,7 +433,7 @@ def test_kout_finish_reads_edges_stored_only_in_the_giant_component():
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs(), method=st.sampled_from(["unionfind", "ecl", "kout"]))
+@given(g=small_graphs(40, 80), method=st.sampled_from(["unionfind", "ecl", "kout"]))
 def test_symmetric_promise_on_symmetric_input(g, method):
     n, src, dst = g
     s, d = np.concatenate([src, dst]), np.concatenate([dst, src])

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
-from conftest import examples
+from conftest import csr_as_drawn, drawn_graphs, examples, row_pointers
 from meshccl._cpu import graph as cpu_graph
 from meshccl._cpu import strong as cpu_strong
 from meshccl.graph import Edges, _dispatch, _input, connected_components
@@ -39,8 +39,7 @@ def _csr(rng, n, m, dtype, index_dtype, unsorted, cls=sp.csr_matrix):
         perm = rng.permutation(src.size)
         order = np.argsort(src[perm], kind="stable")
         src, dst = src[perm][order], dst[perm][order]
-    indptr = np.zeros(n + 1, index_dtype)
-    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    indptr = row_pointers(src, n, index_dtype)
     data = rng.integers(1, 4, src.size).astype(dtype)
     g = cls((data, dst.astype(index_dtype), indptr), shape=(n, n))
     g.indptr, g.indices = indptr, dst.astype(index_dtype)  # (SciPy may narrow them)
@@ -92,21 +91,15 @@ def test_families(family):
 
 
 @settings(max_examples=examples(200))
-@given(st.integers(1, 25).flatmap(lambda n: st.tuples(
-    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
-                         max_size=70))))
+@given(drawn_graphs(25, 70))
 def test_both_row_orders_as_the_general_search(case):
     """Rows as drawn (unsorted, repeats anywhere): the one-call search reads
     each row forward or backward as :mod:`meshccl._cpu.strong` does, sorted
     first when asked; weak components as the union-find's."""
     n, edges = case
-    src = np.array([e[0] for e in edges], np.int64)
-    dst = np.array([e[1] for e in edges], np.int64)
-    order = np.argsort(src, kind="stable")
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    _, _, indptr, indices = csr_as_drawn(n, edges)
     for dtype in (np.int32, np.int64):
-        arrays = (indptr.astype(dtype), dst[order].astype(dtype))
+        arrays = (indptr.astype(dtype), indices.astype(dtype))
         for backward, rows in ((False, "forward"), (True, "backward")):
             for sort_rows in (False, True):
                 got = cpu_graph.checked_components("csr", *arrays, n, True, backward, sort_rows)

@@ -20,7 +20,7 @@ from test_graph_gpu_emulated import BAD_CSR, BAD_EDGES, mix64  # noqa: E402
 from meshccl.graph import (COMPRESSION, CPU_METHODS, GPU_METHODS, Edges, connected_components,
                            release_plans, spanning_forest)
 
-from conftest import HAVE_GPU, to_host
+from conftest import HAVE_GPU, small_graphs, to_host
 
 METHODS = {"cpu": [m for m in CPU_METHODS if m != "auto"],
            "gpu": [m for m in GPU_METHODS if m != "auto"]}
@@ -71,20 +71,8 @@ def check(backend, form, want_n, want, method, name="", **kw):
     np.testing.assert_array_equal(to_host(got), want, err_msg=f"{method} {name}")
 
 
-@st.composite
-def graphs(draw):
-    """Small graphs with self-loops, duplicate edges, isolated vertices,
-    edges in one direction only; n = 0 and 1 included."""
-    n = draw(st.integers(0, 60))
-    m = draw(st.integers(0, 120)) if n else 0
-    ends = st.lists(st.integers(0, max(n - 1, 0)), min_size=m, max_size=m)
-    src = np.array(draw(ends) if n else [], np.int64)
-    dst = np.array(draw(ends) if n else [], np.int64)
-    return n, src, dst
-
-
 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs(), data=st.data())
+@given(g=small_graphs(60, 120), data=st.data())
 def test_every_method_every_form_matches_scipy(backend, g, data):
     n, src, dst = g
     method = data.draw(st.sampled_from(["auto"] + METHODS[backend]))
@@ -98,7 +86,7 @@ COMBOS = [(m, c) for m in CPU_METHODS for c in (None,) + COMPRESSION[m]]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs(), mc=st.sampled_from(COMBOS), symmetric=st.booleans())
+@given(g=small_graphs(60, 120), mc=st.sampled_from(COMBOS), symmetric=st.booleans())
 def test_every_compression_matches_scipy(backend, g, mc, symmetric):
     n, src, dst = g
     if symmetric:
@@ -121,7 +109,7 @@ def test_every_compression_on_rmat(backend, method, compression):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs(), method=st.sampled_from(["auto"] + METHODS["cpu"]))
+@given(g=small_graphs(60, 120), method=st.sampled_from(["auto"] + METHODS["cpu"]))
 def test_symmetric_promise(backend, g, method):
     n, src, dst = g
     s, d = np.concatenate([src, dst]), np.concatenate([dst, src])
@@ -483,7 +471,7 @@ def test_gpu_specifics():
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs())
+@given(g=small_graphs(60, 120))
 def test_spanning_forest_per_backend(backend, g):
     """Input edges, n - c of them, acyclic, spanning every component."""
     n, src, dst = g

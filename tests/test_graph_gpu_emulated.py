@@ -25,6 +25,8 @@ from scipy.sparse.csgraph import connected_components as scipy_cc
 
 from meshccl import _tuning
 
+from conftest import small_graphs
+
 
 class FakeArray(np.ndarray):
     def get(self):
@@ -767,14 +769,6 @@ def tune():
         yield lambda **values: stack.enter_context(_tuning.override(**values))
 
 
-@st.composite
-def graphs(draw):
-    n = draw(st.integers(0, 30))
-    m = draw(st.integers(0, 60)) if n else 0
-    ends = st.lists(st.integers(0, max(n - 1, 0)), min_size=m, max_size=m)
-    return n, np.array(draw(ends) if n else [], np.int64), np.array(draw(ends) if n else [], np.int64)
-
-
 def gpu_forms(n, src, dst):
     csr = sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
     from meshccl.graph import Edges
@@ -792,7 +786,7 @@ def method_and_compression():
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs(), mc=method_and_compression(), symmetric=st.booleans())
+@given(g=small_graphs(30, 60), mc=method_and_compression(), symmetric=st.booleans())
 def test_gpu_path_emulated(emulated, g, mc, symmetric):
     from meshccl.graph import connected_components
 
@@ -1216,7 +1210,7 @@ def _as_scipy(form):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs())
+@given(g=small_graphs(30, 60))
 def test_spanning_forest_emulated(emulated, g):
     from meshccl.graph import Edges, connected_components, spanning_forest
 
@@ -1284,23 +1278,12 @@ def test_graph_bench_gpu_paths_emulated(emulated, monkeypatch, tmp_path):
     graphs with the stand-in cupy (plus the few CuPy calls the benchmark
     itself makes): every method's labels checked, 'auto' reported."""
     import importlib.util
-    import time
     from pathlib import Path
 
     cp = sys.modules["cupy"]
     for name in ("unique", "bincount"):
         setattr(cp, name, _wrap(getattr(np, name)))
-
-    class Event(FakeEvent):
-        def record(self, stream=None):
-            super().record(stream)
-            self.t = time.perf_counter()
-
-        def synchronize(self):
-            pass
-
-    cp.cuda.Event = Event
-    cp.cuda.get_elapsed_time = lambda a, b: (b.t - a.t) * 1e3
+    _fake_events(monkeypatch)
     cp.cuda.runtime.getDeviceProperties = lambda d: {"multiProcessorCount": 2, "name": b"Stand-in"}
     cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
     cp.__version__ = "stand-in"

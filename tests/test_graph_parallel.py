@@ -21,21 +21,12 @@ from meshccl import graph_generators as gen
 from meshccl._cpu import graph as cpu
 from meshccl.graph import Edges, connected_components
 from meshccl.graph._input import as_graph as _as_graph
+
+from conftest import small_graphs
 from test_graph import forms  # every accepted input form of one graph
 
 THREADS = (0, 2, 3, 7)
 PARALLEL_METHODS = ("auto", "unionfind", "async", "ecl")
-
-
-@st.composite
-def graphs(draw):
-    """Self-loops, duplicates, isolated vertices, one-way edges; n = 0, 1."""
-    n = draw(st.integers(0, 60))
-    m = draw(st.integers(0, 150)) if n else 0
-    ends = st.lists(st.integers(0, max(n - 1, 0)), min_size=m, max_size=m)
-    src = np.array(draw(ends) if n else [], np.int64)
-    dst = np.array(draw(ends) if n else [], np.int64)
-    return n, src, dst
 
 
 
@@ -68,8 +59,8 @@ PARALLEL_FORMS = ("csr", "csc", "edges")
 
 # (each call starts the core's threads: well under a millisecond)
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
-@given(g=graphs(), threads=st.sampled_from(THREADS), method=st.sampled_from(PARALLEL_METHODS),
-       how=st.sampled_from(SCHEMES))
+@given(g=small_graphs(60, 150), threads=st.sampled_from(THREADS),
+       method=st.sampled_from(PARALLEL_METHODS), how=st.sampled_from(SCHEMES))
 def test_matches_scipy(g, threads, method, how):
     n, src, dst = g
     want_n, want = scipy_cc(sp.coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)))

@@ -12,10 +12,9 @@ import pytest
 import scipy
 import scipy.sparse as sp
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from scipy.sparse.csgraph import connected_components as scipy_cc
 
-from conftest import examples
+from conftest import csr_as_drawn, drawn_graphs, examples, row_pointers
 from meshccl._cpu import graph as cpu_graph
 from meshccl._cpu import strong as cpu_strong
 from meshccl.graph import Edges, _scipy, connected_components
@@ -80,8 +79,7 @@ def _unsorted_csr(rng, n, m, dtype, duplicates):
     perm = rng.permutation(src.size)
     src, dst = src[perm], dst[perm]
     order = np.argsort(src, kind="stable")
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    indptr = row_pointers(src, n)
     data = (rng.integers(1, 4, src.size)).astype(dtype)
     return sp.csr_matrix((data, dst[order], indptr), shape=(n, n))
 
@@ -199,20 +197,13 @@ def tarjan_reference(indptr, indices, backward):
 
 
 @settings(max_examples=examples(200))
-@given(st.integers(1, 30).flatmap(lambda n: st.tuples(
-    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
-                         max_size=90))))
+@given(drawn_graphs(30, 90))
 def test_both_row_orders_against_recursive_tarjan(case):
     """Rows as drawn (unsorted, repeats anywhere): both orders give the
     recursive search's labels, and every edge runs from a component to one
     completed no later (labels never rise along an edge)."""
     n, edges = case
-    src = np.array([e[0] for e in edges], np.int64)
-    dst = np.array([e[1] for e in edges], np.int64)
-    order = np.argsort(src, kind="stable")
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-    indices = dst[order]
+    src, dst, indptr, indices = csr_as_drawn(n, edges)
     for rows in ("forward", "backward"):
         count, labels = cpu_strong.strong_components("csr", (indptr, indices), n, rows=rows)
         want_count, want = tarjan_reference(indptr, indices, rows == "backward")
@@ -334,8 +325,7 @@ def test_forward_csr_builds_sorted_rows(types):
     dst = rng.integers(0, n, src.size)
     src[:50] = 0  # (vertex n - 2 and others keep empty rows)
     order = np.lexsort((dst, src))
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    indptr = row_pointers(src, n)
     want = (indptr, dst[order])
 
     def same(got, dtype=np.int32):

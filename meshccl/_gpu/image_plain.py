@@ -223,9 +223,19 @@ def _counted(counts, first=False):
     return ("_counted", (counts,)) if counts is not None else ("_first" if first else "", ())
 
 
-def _run_label_pass(i, rows, per_lane, sl, rw, tail, counts, first, stats):
+#: The run label pass's last arguments when it reads no slotted tiles.
+_NO_SLOTS = (np.uintp(0), np.uintp(0), np.int32(0))
+
+
+def _run_label_pass(index_dtype, sl, rw, tail, counts, first, stats):
     """The run label pass (meshccl_label_runs and its forms) over ``rw``
-    tile rows, its arguments after the labels ``tail``."""
+    tile rows of labels of ``index_dtype`` (its rows per lane group and
+    cells per lane: RUNS_LABEL_ROWS and RUNS_LABEL_CELLS of that size), its
+    arguments after the labels ``tail``."""
+    index_dtype = np.dtype(index_dtype)
+    i = c_type(index_dtype)
+    rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]  # tile rows per lane group
+    per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
     if stats is not None:
         if counts is not None or first:
             raise ValueError("the statistics label pass numbers 1..N and counts by itself")
@@ -295,8 +305,6 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     index_dtype = np.dtype(index_dtype)
     d, nz, ny, nx = _dims(tuple(int(s) for s in shape))
     t, i = cell_type(value_dtype), c_type(index_dtype)
-    rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]  # tile rows per lane group
-    per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
     slots = _tuning.RUNS_2D_SLOTS if d == 2 else 0
     # every kernel of the chain with slots or every one without (3-D: none)
     sl = "true" if (slots and slot_tiles) else "false"
@@ -314,7 +322,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
     slotted = (buffers[5], buffers[6], np.int32(slots)) if sl == "true" else \
         (np.uintp(0), np.uintp(0), np.int32(slots))
     # the later kernels' view: none when the tile kernel has no slots
-    read = slotted if slot_tiles else (np.uintp(0), np.uintp(0), np.int32(0))
+    read = slotted if slot_tiles else _NO_SLOTS
     # the tile kernel's tally of tiles that fit their slots, and where the
     # border kernel reports it (or null pointers: not counted)
     counted = (bits[2 * A.size + 1:], np.uintp(report)) if (slots and report) else \
@@ -358,7 +366,7 @@ def _program_runs(value_dtype, index_dtype, n, shape, c, has_bg, bgkey, buffers,
         border_args = ((-(-ntx // nst), nty, -(-nz // walk)), (64 * nst,),
                        (H, S) + dims + (I(walk),))
         zface_args = ((-(-ntx // nwz), nty, grid[2] - 1), (32 * nwz,), (H,) + dims)
-    label_pass = _run_label_pass(i, rows, per_lane, sl, F.size,
+    label_pass = _run_label_pass(index_dtype, sl, F.size,
                                  (F, S, A, I(F.size // ntx), I(nx), I(A.size)) + read, counts, first,
                                  stats)
     faces = [("border", Launch(border, border_args[0], border_args[1],
@@ -398,12 +406,9 @@ def packed_program(index_dtype, n, shape, connectivity, flip, buffers=None, coun
     bits, A, H, F, S = _run_arrays(buffers, n, shape)
     aligned = nx % 32 == 0
     cells = (I(ny), I(nx), I(ntx), np.int32(flip))  # (ntx: the words of a colour's row)
-    rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]
-    per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
-    null = np.uintp(0)
-    label_pass = _run_label_pass(i, rows, per_lane, "false", F.size,
-                                 (F, S, A, I(F.size // ntx), I(nx), I(A.size), null, null,
-                                  np.int32(0)), counts, first, None)
+    label_pass = _run_label_pass(index_dtype, "false", F.size,
+                                 (F, S, A, I(F.size // ntx), I(nx), I(A.size)) + _NO_SLOTS,
+                                 counts, first, None)
     faces = nx + 2 * ny  # the first row, the first and last columns: the wrap kernel's threads
     return _cleared(bits, aligned) + [
         ("tile", Launch(tile, (-(-ntx // nw), nty), (32 * nw,),
@@ -537,8 +542,6 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
                              False, None, counts, first, image_rows=image_rows, stats=stats)
         at = [name for name, _ in prog].index("border") + 1
         return prog[:at] + wrap + prog[at:]
-    rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]
-    per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
     ntx, nty = -(-nx // 32), -(-ny // 32)
     aligned = nx % 32 == 0
     nw = RUNS_2D_WARPS
@@ -550,9 +553,9 @@ def lattice_program(value_dtype, index_dtype, n, shape, connectivity, has_bg, bg
                           (VALUES, LABELS, H, S, I(ny), I(nx), img) + key + (np.int32(nw),)
                           + features, early=False)),
     ] + wrap
-    label_pass = _run_label_pass(i, rows, per_lane, "false", F.size,
-                                 (F, S, A, I(F.size // ntx), I(nx), I(A.size), null, null,
-                                  np.int32(0)), counts, first, stats)
+    label_pass = _run_label_pass(index_dtype, "false", F.size,
+                                 (F, S, A, I(F.size // ntx), I(nx), I(A.size)) + _NO_SLOTS,
+                                 counts, first, stats)
     return prog + _pieces_path(index_dtype, n, buffers, label_pass, 1, first, counts)
 
 
@@ -629,10 +632,7 @@ def _program_runs3d_lattice(value_dtype, index_dtype, n, shape, c, has_bg, bgkey
     if grid[2] > 1:  # a brick below another
         prog.append(("zface", Launch(zface, (ntx, nty, grid[2] - 1), (32,),
                                      (VALUES, LABELS, H) + dims + features, early=False)))
-    rows = _tuning.RUNS_LABEL_ROWS[index_dtype.itemsize]
-    per_lane = _tuning.RUNS_LABEL_CELLS[index_dtype.itemsize]
-    null = np.uintp(0)
-    label_pass = _run_label_pass(i, rows, per_lane, "false", F.size,
-                                 (F, S, A, I(F.size // ntx), I(nx), I(A.size), null, null,
-                                  np.int32(0)), counts, first, stats)
+    label_pass = _run_label_pass(index_dtype, "false", F.size,
+                                 (F, S, A, I(F.size // ntx), I(nx), I(A.size)) + _NO_SLOTS,
+                                 counts, first, stats)
     return prog + _pieces_path(index_dtype, n, buffers, label_pass, 1, first, counts)

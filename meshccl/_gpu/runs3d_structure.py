@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import image_plain, runs_nd
-from .image_plain import BLOCK, _cleared, _pieces_path, _run_label_pass
+from .image_plain import BLOCK, _cleared, _NO_SLOTS, _pieces_path, _run_label_pass
 from .launch import LABELS, VALUES, Launch
 from .loader import c_type, kernels
 from .. import _tuning
@@ -98,10 +98,9 @@ def program(prob, buffers=None, counts=None):
     if shared > 48 * 1024 and tile.max_dynamic_shared_size_bytes < shared:
         tile.max_dynamic_shared_size_bytes = shared
     dims = (I(nz), I(ny), I(nx))
-    label_pass = _run_label_pass(
-        i, _tuning.RUNS_LABEL_ROWS[work.itemsize], _tuning.RUNS_LABEL_CELLS[work.itemsize],
-        "false", rw, (F, S, A, I(nz * ny), I(nx), I(A.size), np.uintp(0), np.uintp(0),
-                      np.int32(0)), counts, prob.first, None)
+    label_pass = _run_label_pass(work, "false", rw,
+                                 (F, S, A, I(nz * ny), I(nx), I(A.size)) + _NO_SLOTS,
+                                 counts, prob.first, None)
     return _cleared(bits, aligned) + [
         ("tile", Launch(tile, (ntx, nty, -(-nz // nzb)), (32 * nzb,),
                         (VALUES, LABELS, A, H, F, S) + dims

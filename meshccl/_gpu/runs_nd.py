@@ -20,7 +20,8 @@ import functools
 import numpy as np
 
 from .. import _tuning
-from .image_plain import BLOCK, _cleared, _pieces_path, _run_label_pass, scratch as _scratch
+from .image_plain import (BLOCK, _cleared, _NO_SLOTS, _pieces_path, _run_label_pass,
+                          scratch as _scratch)
 from .launch import LABELS, VALUES, Launch
 from .loader import c_type, kernels, settled
 
@@ -172,10 +173,9 @@ def program(prob, buffers=None, counts=None):
     aligned = nx % 32 == 0
     grid = (-(-rw // BLOCK),)
     xj = np.int32(xjoin)
-    label_pass = _run_label_pass(
-        i, _tuning.RUNS_LABEL_ROWS[work.itemsize], _tuning.RUNS_LABEL_CELLS[work.itemsize],
-        "false", rw, (F, S, A, I(rows), I(nx), I(words), np.uintp(0), np.uintp(0), np.int32(0)),
-        counts, prob.first, None)
+    label_pass = _run_label_pass(work, "false", rw,
+                                 (F, S, A, I(rows), I(nx), I(words)) + _NO_SLOTS,
+                                 counts, prob.first, None)
     return _cleared(bits, aligned) + [
         ("rows", Launch(rows_k, grid, (BLOCK,),
                         (VALUES, LABELS, A, H, F, S, I(rows), I(nx), np.int32(bool(prob.has_bg)),

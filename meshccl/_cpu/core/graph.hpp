@@ -392,6 +392,22 @@ void hb(const i64* indptr, const i64* indices, I* P, i64 n, i64 k, const i64* pi
     finish_pass(indptr, indices, P, n, big, 0, symmetric);
 }
 
+// One step of a breadth-first search over the stored directions: the
+// neighbours of v not reached yet (P < 0) get `label`, are queued at
+// queue[tail++] and are passed to `reached`.
+template <class I, class F>
+inline void bfs_visit(const i64* indptr, const i64* indices, I* P, i64* queue, i64 v,
+                      i64& tail, I label, F&& reached) {
+    for (i64 e = indptr[v]; e < indptr[v + 1]; ++e) {
+        const i64 u = indices[e];
+        if (P[u] < 0) {
+            P[u] = label;
+            queue[tail++] = u;
+            reached(u);
+        }
+    }
+}
+
 // BFS sampling: a search over the stored directions from the picked vertex
 // of largest degree (the smallest such on a tie), at most max_levels
 // levels; the vertices it reached -- a connected set -- point at their
@@ -413,17 +429,9 @@ i64 bfs_sample(const i64* indptr, const i64* indices, I* P, i64 n, const i64* pi
     while (head < tail && levels < max_levels) {
         ++levels;
         const i64 stop = tail;
-        while (head < stop) {
-            const i64 v = queue[head++];
-            for (i64 e = indptr[v]; e < indptr[v + 1]; ++e) {
-                const i64 u = indices[e];
-                if (P[u] < 0) {
-                    P[u] = I(s);
-                    queue[tail++] = u;
-                    low = std::min(low, u);
-                }
-            }
-        }
+        while (head < stop)
+            bfs_visit(indptr, indices, P, queue.data(), queue[head++], tail, I(s),
+                      [&](i64 u) { low = std::min(low, u); });
     }
     for (i64 v = 0; v < n; ++v) P[v] = P[v] < 0 ? I(v) : I(low);
     finish_pass(indptr, indices, P, n, I(low), 0, symmetric);
@@ -567,16 +575,8 @@ i64 bfs_components(const i64* indptr, const i64* indices, I* P, i64 n) {
         P[s] = I(s);
         i64 head = 0, tail = 1;
         queue[0] = s;
-        while (head < tail) {
-            const i64 v = queue[head++];
-            for (i64 e = indptr[v]; e < indptr[v + 1]; ++e) {
-                const i64 u = indices[e];
-                if (P[u] < 0) {
-                    P[u] = I(s);
-                    queue[tail++] = u;
-                }
-            }
-        }
+        while (head < tail)
+            bfs_visit(indptr, indices, P, queue.data(), queue[head++], tail, I(s), [](i64) {});
     }
     return searches;
 }

@@ -61,6 +61,7 @@
 #include <memory>
 #include <new>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "threads.hpp"
@@ -381,17 +382,57 @@ template <> struct Lanes<std::uint32_t> {
     static constexpr int per_word = 2, shift = 5;
 };
 
+#if defined(__SSE2__)
+// v in every lane of a vector of keys of type K (1, 2 or 4 bytes).
+template <class K>
+inline __m128i splat16(K v) {
+    if constexpr (sizeof(K) == 1) return _mm_set1_epi8(char(v));
+    else if constexpr (sizeof(K) == 2) return _mm_set1_epi16(short(v));
+    else return _mm_set1_epi32(int(v));
+}
+
+// The k-th 16 bytes of the right-hand side of equal16: the keys from a
+// pointer, or the splat16 vector itself.
+template <class R>
+inline __m128i right16(R r, int k) {
+    if constexpr (std::is_same_v<R, __m128i>) return r;
+    else return _mm_loadu_si128(reinterpret_cast<const __m128i*>(r) + k);
+}
+
+// Bit t (t < 16) set where q[t] equals the key r[t] (r: the next 16 keys
+// from a pointer) or the key in every lane of r (r: a splat16 vector): one,
+// two or four 16-byte loads, the compares packed down to one byte a key.
+template <class K, class R>
+inline unsigned equal16(const K* q, R r) {
+    const __m128i* w = reinterpret_cast<const __m128i*>(q);
+    if constexpr (sizeof(K) == 1) {
+        return unsigned(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(w), right16(r, 0))));
+    } else if constexpr (sizeof(K) == 2) {
+        const __m128i c0 = _mm_cmpeq_epi16(_mm_loadu_si128(w), right16(r, 0));
+        const __m128i c1 = _mm_cmpeq_epi16(_mm_loadu_si128(w + 1), right16(r, 1));
+        return unsigned(_mm_movemask_epi8(_mm_packs_epi16(c0, c1)));
+    } else {
+        static_assert(sizeof(K) == 4, "equal16 reads 1-, 2- or 4-byte keys");
+        const __m128i c0 = _mm_cmpeq_epi32(_mm_loadu_si128(w), right16(r, 0));
+        const __m128i c1 = _mm_cmpeq_epi32(_mm_loadu_si128(w + 1), right16(r, 1));
+        const __m128i c2 = _mm_cmpeq_epi32(_mm_loadu_si128(w + 2), right16(r, 2));
+        const __m128i c3 = _mm_cmpeq_epi32(_mm_loadu_si128(w + 3), right16(r, 3));
+        return unsigned(_mm_movemask_epi8(
+            _mm_packs_epi16(_mm_packs_epi32(c0, c1), _mm_packs_epi32(c2, c3))));
+    }
+}
+#endif
+
 // The first i in [x, b] with (p[i] == v) == eq, or b + 1.  Whole words are
 // read while i + per_word <= safe (the keys that exist from p on).
 template <bool eq, class K>
 inline i64 search(const K* p, i64 x, i64 b, K v, i64 safe) {
 #if defined(__SSE2__)
     if constexpr (sizeof(K) == 1) {  // 16 one-byte keys a compare
-        const __m128i vv = _mm_set1_epi8(char(v));
+        const __m128i vv = splat16(v);
         const i64 stop = std::min(b, safe - 16);
         while (x <= stop) {
-            __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + x));
-            unsigned m = unsigned(_mm_movemask_epi8(_mm_cmpeq_epi8(w, vv)));
+            unsigned m = equal16(p + x, vv);
             if (!eq) m ^= 0xFFFFu;
             if (m) return std::min(x + __builtin_ctz(m), b + 1);
             x += 16;
@@ -423,31 +464,9 @@ inline u64 match_mask(const K* p, i64 a, int len, K v, i64 safe) {
     u64 m = 0;
     int t = 0;
 #if defined(__SSE2__)
-    if constexpr (sizeof(K) == 1) {
-        const __m128i vv = _mm_set1_epi8(char(v));
-        for (; t < len && a + t + 16 <= safe; t += 16) {
-            __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + a + t));
-            m |= u64(unsigned(_mm_movemask_epi8(_mm_cmpeq_epi8(x, vv)))) << t;
-        }
-    } else if constexpr (sizeof(K) == 2) {
-        const __m128i vv = _mm_set1_epi16(short(v));
-        for (; t < len && a + t + 16 <= safe; t += 16) {
-            const __m128i* q = reinterpret_cast<const __m128i*>(p + a + t);
-            __m128i c0 = _mm_cmpeq_epi16(_mm_loadu_si128(q), vv);
-            __m128i c1 = _mm_cmpeq_epi16(_mm_loadu_si128(q + 1), vv);
-            m |= u64(unsigned(_mm_movemask_epi8(_mm_packs_epi16(c0, c1)))) << t;
-        }
-    } else if constexpr (sizeof(K) == 4) {
-        const __m128i vv = _mm_set1_epi32(int(v));
-        for (; t < len && a + t + 16 <= safe; t += 16) {
-            const __m128i* q = reinterpret_cast<const __m128i*>(p + a + t);
-            __m128i c0 = _mm_cmpeq_epi32(_mm_loadu_si128(q), vv);
-            __m128i c1 = _mm_cmpeq_epi32(_mm_loadu_si128(q + 1), vv);
-            __m128i c2 = _mm_cmpeq_epi32(_mm_loadu_si128(q + 2), vv);
-            __m128i c3 = _mm_cmpeq_epi32(_mm_loadu_si128(q + 3), vv);
-            __m128i w = _mm_packs_epi16(_mm_packs_epi32(c0, c1), _mm_packs_epi32(c2, c3));
-            m |= u64(unsigned(_mm_movemask_epi8(w))) << t;
-        }
+    if constexpr (sizeof(K) <= 4) {
+        const __m128i vv = splat16(v);
+        for (; t < len && a + t + 16 <= safe; t += 16) m |= u64(equal16(p + a + t, vv)) << t;
     }
 #endif
     for (; t < len; ++t) m |= u64(p[a + t] == v) << t;
@@ -460,6 +479,20 @@ inline u64 bit_range(i64 a, i64 b) {
 }
 
 // ---------------------------------------------------------------- scans
+
+// The run being scanned touches a run of provisional label p: its label
+// lab becomes the first touched run's label, taken as it is (the gather
+// resolves it); finds start only with a second, other label, hooked with it
+// in E.  lab and first start at cap (nothing touched yet).
+template <class L>
+inline void touch_run(L* E, L cap, L p, L& lab, L& first) {
+    if (first == cap) {
+        first = lab = p;
+    } else if (p != first) {
+        if (lab == first) lab = uf::find(E, lab);
+        lab = uf::hook(E, uf::find(E, p), lab);
+    }
+}
 
 // The scan on packed rows M (pack_rows): provisional labels into P, the
 // table E (at least bits_room entries: it never fills).  With one neighbour
@@ -520,17 +553,8 @@ i64 bits_into(const u64* M, L* P, i64 n, const Geometry& g, const Lines& ln, L* 
                 i64 s = (w << 6) + ctz64(S);
                 S &= S - 1;
                 i64 e = next_zero(M, mb, s, W);  // the run is [s, e)
-                // the first touched run's label is taken as it is (the gather
-                // resolves it); finds start only with a second, other label
                 L lab = cap, first = cap;
-                auto touch = [&](L p) {
-                    if (first == cap) {
-                        first = lab = p;
-                    } else if (p != first) {
-                        if (lab == first) lab = uf::find(E, lab);
-                        lab = uf::hook(E, uf::find(E, p), lab);
-                    }
-                };
+                auto touch = [&](L p) { touch_run(E, cap, p, lab, first); };
                 for (int k = 0; k < cnt; ++k) {
                     const Line& li = ls[k];
                     const i64 a = std::max<i64>(s + li.dmin, 0);
@@ -623,17 +647,8 @@ i64 prov_into(const K* values, L* P, i64 n, const Geometry& g, const Lines& ln, 
                 c = e;
                 continue;
             }
-            // the first touched run's label is taken as it is (the gather
-            // resolves it); finds start only with a second, other label
             L lab = cap, first = cap;
-            auto touch = [&](L p) {
-                if (first == cap) {
-                    first = lab = p;
-                } else if (p != first) {
-                    if (lab == first) lab = uf::find(E, lab);
-                    lab = uf::hook(E, uf::find(E, p), lab);
-                }
-            };
+            auto touch = [&](L p) { touch_run(E, cap, p, lab, first); };
             const i64 x0 = std::max<i64>(c - 1, 0);
             const int len = int(std::min(e, W - 1) - x0 + 1);
             if (lanes && e - c <= 13 && base + x0 + 16 <= n) {

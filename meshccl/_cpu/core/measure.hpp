@@ -181,23 +181,12 @@ inline u64 differ_mask(const L* a, const L* b, int len) {
     int t = 0;
 #if defined(__SSE2__)
     for (; t + 16 <= len; t += 16) {
-        const __m128i* p = reinterpret_cast<const __m128i*>(a + t);
-        const __m128i* q = reinterpret_cast<const __m128i*>(b + t);
         unsigned eq;
-        if constexpr (sizeof(L) == 1) {
-            eq = unsigned(
-                _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(p), _mm_loadu_si128(q))));
-        } else if constexpr (sizeof(L) == 2) {
-            const __m128i c0 = _mm_cmpeq_epi16(_mm_loadu_si128(p), _mm_loadu_si128(q));
-            const __m128i c1 = _mm_cmpeq_epi16(_mm_loadu_si128(p + 1), _mm_loadu_si128(q + 1));
-            eq = unsigned(_mm_movemask_epi8(_mm_packs_epi16(c0, c1)));
-        } else if constexpr (sizeof(L) == 4) {
-            __m128i c[4];
-            for (int k = 0; k < 4; ++k)
-                c[k] = _mm_cmpeq_epi32(_mm_loadu_si128(p + k), _mm_loadu_si128(q + k));
-            eq = unsigned(_mm_movemask_epi8(
-                _mm_packs_epi16(_mm_packs_epi32(c[0], c[1]), _mm_packs_epi32(c[2], c[3]))));
+        if constexpr (sizeof(L) <= 4) {
+            eq = equal16(a + t, b + t);
         } else {  // 64-bit lanes: equal where both 32-bit halves are
+            const __m128i* p = reinterpret_cast<const __m128i*>(a + t);
+            const __m128i* q = reinterpret_cast<const __m128i*>(b + t);
             eq = 0;
             for (int k = 0; k < 8; ++k) {
                 __m128i c = _mm_cmpeq_epi32(_mm_loadu_si128(p + k), _mm_loadu_si128(q + k));
