@@ -392,12 +392,13 @@ inline __m128i splat16(K v) {
 }
 
 // The k-th 16 bytes of the right-hand side of equal16: the keys from a
-// pointer, or the splat16 vector itself.
-template <class R>
-inline __m128i right16(R r, int k) {
-    if constexpr (std::is_same_v<R, __m128i>) return r;
-    else return _mm_loadu_si128(reinterpret_cast<const __m128i*>(r) + k);
+// pointer, or the splat16 vector itself (overloads: __m128i as a template
+// argument would lose its alignment attribute, and GCC says so).
+template <class K>
+inline __m128i right16(const K* r, int k) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(r) + k);
 }
+inline __m128i right16(__m128i r, int) { return r; }
 
 // Bit t (t < 16) set where q[t] equals the key r[t] (r: the next 16 keys
 // from a pointer) or the key in every lane of r (r: a splat16 vector): one,
