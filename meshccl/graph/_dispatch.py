@@ -164,8 +164,9 @@ def strong_on_host(csgraph):
         kind = "edges" if kind == "coo" else kind
     if not (is_cupy(a) and is_cupy(b)) or a.ndim != 1 or b.ndim != 1:
         return None
-    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
-        return None
+    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu" or any(
+            x.dtype.kind == "u" and x.dtype.itemsize == 8 for x in (a, b)):
+        return None  # (uint64: host_index_pair takes none; not worth the copies)
     m = b.size
     if (n is not None and not 0 <= n < 2**31 - 2) or not host_route(n or 0, m):
         return None
@@ -177,11 +178,10 @@ def strong_on_host(csgraph):
             k = int(max(a.max(), b.max())) + 1 if m and a.size else 0
             if not host_route(k, m):
                 return None
-        pair = host_index_pair(a, b)
-        if pair is None:
-            return None
-        return _cpu_graph().checked_components(kind, pair[0], pair[1], k, strong=True,
-                                               smallest=True, out=out if k == n else None)
+        a, b = host_index_pair(a, b)
+        # (out: None where n was not known before the copies)
+        return _cpu_graph().checked_components(kind, a, b, k, strong=True, smallest=True,
+                                               out=out)
 
     from .._gpu import staging
 
